@@ -1,0 +1,46 @@
+// Demand: what needs GPUs. A DemandUnit is one schedulable piece of work
+// (a pod, a queued job, or a share of a queue's backlog) with its shape and
+// how it tolerates interruption. Values only.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpuscaler/model/instance.h"
+#include "gpuscaler/model/time.h"
+
+namespace gpuscaler {
+
+struct DemandUnit {
+  std::string id;                // pod uid, job id, or "<class>/<n>" for queue-derived units
+  std::string workload_class;    // policy class name
+  // Whole GPUs; all of them on one node. 0 with gpu_milli or mig_profile set
+  // means a fraction of one GPU; 0 with neither means CPU-only work.
+  int gpus = 0;
+  // Time-shared fraction of one GPU (1..999), as in GPU-sharing schedulers.
+  int gpu_milli = 0;
+  // A MIG profile ("1g.10gb"); the node's GPU must support it.
+  std::string mig_profile;
+  // GPU constraints: any of these GpuModel names or short names (empty: any),
+  // and at least this much memory per GPU.
+  std::vector<std::string> gpu_models;
+  int64_t min_gpu_memory_mib = 0;
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  int priority = 0;              // higher is placed first and kept under a budget
+  bool interruptible = true;     // may run on spot
+  Seconds expected_runtime{3600};
+  Seconds checkpoint_interval{1800};  // 0: no checkpoints, all progress lost
+  Seconds restart_cost{300};     // boot + image pull + model load after a move
+  // Placement constraints from node selectors / affinity; empty: any.
+  std::vector<std::string> zones;
+  std::vector<std::string> instance_types;
+  std::optional<CapacityType> capacity_type;
+  std::string pool;              // pin to a node pool; empty: any matching pool
+  std::map<std::string, std::string> labels;
+};
+
+}  // namespace gpuscaler

@@ -1,0 +1,55 @@
+// Instance types, offerings and capacity types: what can be bought.
+//
+// An InstanceType is a machine shape (GPU model and count, vCPU, memory). An
+// Offering is one way to buy it: instance type × region/zone × capacity type,
+// with its current hourly price and risk. Values only.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpuscaler/model/time.h"
+
+namespace gpuscaler {
+
+enum class CapacityType { kOnDemand, kSpot };
+
+// "on-demand" / "spot", as Karpenter's karpenter.sh/capacity-type label says it.
+std::string_view ToString(CapacityType c);
+std::optional<CapacityType> ParseCapacityType(std::string_view text);
+
+struct InstanceType {
+  std::string name;        // "g5.12xlarge"
+  std::string family;      // "g5"
+  std::string gpu_model;   // GpuModel::name; empty for CPU-only types
+  int gpu_count = 0;
+  int64_t gpu_memory_mib = 0;  // per GPU
+  int vcpus = 0;
+  int64_t memory_mib = 0;
+  int64_t local_nvme_gb = 0;
+  int64_t network_mbps = 0;
+};
+
+struct Offering {
+  std::string instance_type;  // InstanceType::name
+  std::string region;         // "us-east-1"
+  std::string zone;           // "us-east-1b"
+  CapacityType capacity_type = CapacityType::kOnDemand;
+  double usd_per_hour = 0;
+  // On-demand list price of the same type and region: the yardstick for spot
+  // savings and for valuing work lost to interruptions.
+  double on_demand_usd_per_hour = 0;
+  // Expected spot interruptions per node-hour (0 for on-demand).
+  double interruptions_per_hour = 0;
+  // False when the cloud reported no capacity recently (see the actuator).
+  bool available = true;
+  Seconds launch_latency{180};  // typical time from request to Ready node
+
+  // "g5.12xlarge/us-east-1b/spot": stable key for maps, logs and the audit store.
+  std::string Key() const;
+};
+
+}  // namespace gpuscaler

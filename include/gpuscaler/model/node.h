@@ -1,0 +1,43 @@
+// Nodes: GPU machines that exist (running) or are on their way (launching),
+// with the work bound to them. Values only.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gpuscaler/model/demand.h"
+#include "gpuscaler/model/instance.h"
+#include "gpuscaler/model/time.h"
+
+namespace gpuscaler {
+
+enum class NodeState {
+  kLaunching,    // requested from the cloud, not Ready yet: its capacity counts
+  kReady,
+  kCordoned,     // unschedulable; takes no new work
+  kDraining,     // being emptied before termination
+  kTerminating,  // termination requested
+};
+
+std::string_view ToString(NodeState s);
+std::optional<NodeState> ParseNodeState(std::string_view text);
+
+struct Node {
+  std::string id;           // node name (Kubernetes) or instance id
+  std::string instance_id;  // cloud instance id ("i-0abc…"); empty while launching
+  std::string pool;
+  Offering offering;        // what it is and what it costs now
+  WallTime launch_time{};
+  NodeState state = NodeState::kReady;
+  std::map<std::string, std::string> labels;
+  bool do_not_disrupt = false;  // annotation or label said so
+  // Work bound to the node. Its GPUs, MIG slices, CPU and memory are taken.
+  std::vector<DemandUnit> running;
+
+  bool AcceptsWork() const {
+    return state == NodeState::kLaunching || state == NodeState::kReady;
+  }
+};
+
+}  // namespace gpuscaler

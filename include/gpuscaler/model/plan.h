@@ -1,0 +1,88 @@
+// A Plan is the planner's output: what to launch, what to drain and remove,
+// where each pending unit goes, what could not be placed and why, and what it
+// all costs. Every action carries a reason a person can read. Values only.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpuscaler/model/instance.h"
+
+namespace gpuscaler {
+
+// Why a unit stayed unplaced.
+enum class UnplacedReason {
+  kNoOfferingFits,        // no instance type in any allowed pool can hold it
+  kBudget,                // placing it would exceed a hard budget cap
+  kPoolMax,               // the pools that could hold it are at max_nodes
+  kCapacityUnavailable,   // offerings that fit are all marked unavailable
+  kSpotShare,             // needs spot but the class's spot share is used up (and no on-demand allowed)
+  kZoneSpread,            // zone spread constraint cannot be met
+  kMaxNodesPerTick,       // scaling.max_nodes_added_per_tick reached; next tick
+  kSpotPriceCeiling,      // only spot fits and every spot offer is above the price ceiling
+  kNoPool,                // no pool admits the unit's class/constraints
+};
+
+std::string_view ToString(UnplacedReason r);
+
+struct LaunchAction {
+  std::string pool;
+  Offering offering;   // chosen offering (price at plan time)
+  int count = 0;
+  // Next-best offerings for the same units, in order: the actuator falls back
+  // to these on capacity errors, keeping the plan's intent.
+  std::vector<Offering> fallbacks;
+  std::vector<std::string> unit_ids;  // pending units these nodes are for
+  double usd_per_hour = 0;            // count × price
+  double expected_interruption_usd_per_hour = 0;
+  std::string reason;
+};
+
+enum class TerminationKind {
+  kEmpty,        // no work, not needed
+  kConsolidate,  // work fits elsewhere
+  kReplace,      // replaced by cheaper launches in the same plan
+};
+
+std::string_view ToString(TerminationKind k);
+
+struct TerminationAction {
+  std::string node_id;
+  std::string instance_id;
+  std::string pool;
+  Offering offering;
+  TerminationKind kind = TerminationKind::kEmpty;
+  std::vector<std::string> moved_unit_ids;  // running units that must restart elsewhere
+  double saves_usd_per_hour = 0;
+  std::string reason;
+};
+
+// Where a pending (or moved) unit goes: an existing node, or the n-th node of
+// a launch in this plan.
+struct Placement {
+  std::string unit_id;
+  std::string node_id;  // existing node; empty when launch_index is set
+  int launch_index = -1;    // into Plan::launches
+  int launch_ordinal = -1;  // which of that launch's `count` nodes
+};
+
+struct UnplacedUnit {
+  std::string unit_id;
+  std::string workload_class;
+  UnplacedReason reason = UnplacedReason::kNoOfferingFits;
+  std::string detail;
+};
+
+struct Plan {
+  std::vector<LaunchAction> launches;
+  std::vector<TerminationAction> terminations;
+  std::vector<Placement> placements;
+  std::vector<UnplacedUnit> unplaced;
+  double cost_before_usd_per_hour = 0;   // nodes that exist now
+  double cost_after_usd_per_hour = 0;    // after launches and terminations
+  double expected_interruption_usd_per_hour = 0;  // of work on spot, after the plan
+  std::string summary;                   // one line for logs
+};
+
+}  // namespace gpuscaler

@@ -1,0 +1,37 @@
+// A Snapshot is the planner's whole input besides the policy: an immutable
+// picture of demand, nodes and what can be bought, at one instant. Built by
+// the controller from signals (daemon) or from a trace (simulator); written
+// and read as JSON (docs/snapshot.md) so a decision can be replayed exactly.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gpuscaler/model/demand.h"
+#include "gpuscaler/model/gpu.h"
+#include "gpuscaler/model/instance.h"
+#include "gpuscaler/model/node.h"
+#include "gpuscaler/model/time.h"
+
+namespace gpuscaler {
+
+struct Snapshot {
+  WallTime time{};
+  std::vector<GpuModel> gpu_models;
+  std::vector<InstanceType> instance_types;
+  std::vector<Offering> offerings;
+  std::vector<Node> nodes;
+  std::vector<DemandUnit> pending;
+  // Classes whose signals are missing or stale this tick: the planner must not
+  // remove capacity that serves them (fail static).
+  std::vector<std::string> scale_down_blocked_classes;
+  // Spend already committed this calendar month (for monthly budget caps).
+  double month_to_date_usd = 0;
+  // Hours left in the month at `time` (for monthly budget caps).
+  double hours_left_in_month = 0;
+  // Per node pool: nodes disrupted in the policy's current disruption interval.
+  std::map<std::string, int> recently_disrupted;
+};
+
+}  // namespace gpuscaler

@@ -1,0 +1,46 @@
+// Loading and validating policy files.
+//
+// YAML and JSON share one schema and one parser, so errors point at the same
+// place either way. Validation collects every problem, not just the first:
+// unknown fields (typos must not be silently ignored), wrong types, values out
+// of range, and cross-field checks (min <= max, shares in [0,1], a class that
+// no pool can serve). Each problem is "file:line:col: field.path: message".
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gpuscaler/model/catalog.h"
+#include "gpuscaler/policy/policy.h"
+#include "gpuscaler/status.h"
+
+namespace gpuscaler {
+
+struct PolicyProblem {
+  std::string file;
+  int line = 0;    // 1-based; 0 when the problem has no single place
+  int column = 0;  // 1-based
+  std::string field;  // "pools[0].max_nodes"
+  std::string message;
+  std::string ToString() const;  // "file:line:col: field: message"
+};
+
+struct PolicyLoadResult {
+  Policy policy;                       // meaningful only when problems is empty
+  std::vector<PolicyProblem> problems;
+  bool ok() const { return problems.empty(); }
+  // All problems, one per line; kConfig error when not ok.
+  Status status() const;
+};
+
+// `catalog`, when given, enables checks against it (unknown instance types,
+// families, GPU models, zones).
+PolicyLoadResult LoadPolicyFile(const std::string& path, const Catalog* catalog = nullptr);
+PolicyLoadResult ParsePolicy(const std::string& text, const std::string& file_name,
+                             const Catalog* catalog = nullptr);
+
+// A policy with one pool (every GPU type, on-demand and spot) and one default
+// class: what gpuscaler uses when no policy file is given.
+Policy DefaultPolicy();
+
+}  // namespace gpuscaler

@@ -1,0 +1,154 @@
+// The policy: everything an operator tunes about how gpuscaler scales.
+//
+// One schema, written as YAML or JSON (apiVersion: gpuscaler/v1); the
+// reference is docs/policy.md. Every optional field has the default written
+// here. A Policy is an immutable value once loaded: the daemon swaps whole
+// policies on hot reload, so readers never see a half-applied file.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpuscaler/model/instance.h"
+#include "gpuscaler/model/time.h"
+
+namespace gpuscaler {
+
+inline constexpr const char* kPolicyApiVersion = "gpuscaler/v1";
+
+struct Taint {
+  std::string key;
+  std::string value;
+  std::string effect;  // NoSchedule | PreferNoSchedule | NoExecute
+};
+
+struct NodePoolPolicy {
+  std::string name;
+  // Allowed instance types and/or families; both empty: every GPU type.
+  std::vector<std::string> instance_types;
+  std::vector<std::string> families;
+  std::vector<std::string> gpu_models;   // GpuModel names or short names; empty: any
+  std::vector<std::string> regions;      // empty: any in the catalog
+  std::vector<std::string> zones;        // empty: any in the allowed regions
+  std::vector<CapacityType> capacity_types{CapacityType::kOnDemand, CapacityType::kSpot};
+  int min_nodes = 0;
+  int max_nodes = 100;
+  std::map<std::string, std::string> labels;
+  std::vector<Taint> taints;
+  // How nodes are bought: "fleet" (EC2 CreateFleet) or "asg" (Auto Scaling group).
+  std::string actuation = "fleet";
+  std::string auto_scaling_group;  // required when actuation is "asg"
+};
+
+// Where a class's queue depth or GPU utilization comes from.
+struct SignalQuery {
+  std::string source;  // "prometheus" | "rabbitmq" | "dcgm"
+  std::string query;   // PromQL (prometheus)
+  std::string vhost = "/";  // rabbitmq
+  std::string queue;        // rabbitmq
+};
+
+struct WorkloadClassPolicy {
+  std::string name;
+  // How to recognise the class's work. Any one that matches is enough.
+  std::vector<std::string> match_queues;
+  std::vector<std::string> match_namespaces;
+  std::map<std::string, std::string> match_labels;  // all must match
+  std::vector<std::string> pools;  // pools that may serve it; empty: any pool that fits
+  bool interruptible = true;
+  double max_spot_share = 1.0;     // of the class's GPUs, in [0, 1]
+  Seconds checkpoint_interval{1800};
+  Seconds restart_cost{300};       // boot + image pull + model load
+  int priority = 0;
+  // Targets: how much capacity the class needs for its queue.
+  std::optional<Seconds> max_queue_wait;
+  std::optional<double> jobs_per_gpu_per_minute;
+  // Zone spread: no zone holds more than this share of the class's GPUs, and
+  // the class spans at least min_zones zones (when it has that many nodes).
+  double max_zone_share = 1.0;
+  int min_zones = 1;
+  // Shape of one unit of queue-derived demand.
+  int gpus_per_job = 1;
+  std::string mig_profile;
+  std::vector<std::string> gpu_models;
+  int64_t min_gpu_memory_mib = 0;
+  int64_t cpu_milli_per_job = 4000;
+  int64_t memory_mib_per_job = 16384;
+  Seconds expected_runtime{3600};
+  std::optional<SignalQuery> queue_depth;
+  std::optional<SignalQuery> gpu_utilization;
+  double scale_in_utilization_below = 0.2;  // mean GPU util in [0,1] marking idle nodes
+};
+
+struct BudgetCap {
+  std::optional<double> hourly_usd;
+  std::optional<double> monthly_usd;
+  bool hard = true;  // hard: never planned past; soft: planned past, with a warning
+};
+
+struct BudgetPolicy {
+  BudgetCap global;
+  std::map<std::string, BudgetCap> per_pool;
+};
+
+struct SpotPolicy {
+  // Never pay more than this share of the on-demand price for spot.
+  double max_price_fraction_of_on_demand = 1.0;
+  // Offerings whose expected interruptions per node-hour exceed this are not used.
+  double max_interruptions_per_hour = 1.0;
+  bool fallback_to_on_demand = true;  // on spot capacity errors
+  Seconds fallback_duration{1800};     // how long the fallback lasts
+};
+
+struct ScalingPolicy {
+  Seconds tick_interval{30};
+  Seconds scale_up_stabilization{0};
+  Seconds scale_down_stabilization{300};
+  Seconds scale_up_cooldown{0};
+  Seconds scale_down_cooldown{300};
+  int max_nodes_added_per_tick = 50;
+  int max_nodes_removed_per_tick = 5;
+};
+
+struct DisruptionPolicy {
+  bool consolidation = true;
+  Seconds min_node_age{600};
+  int max_disrupted_per_interval = 2;
+  Seconds disruption_interval{600};
+  std::vector<std::string> do_not_disrupt_labels{"gpuscaler.io/do-not-disrupt"};
+  // A move must save at least this much per hour after disruption cost.
+  double min_savings_usd_per_hour = 0.5;
+  double min_savings_fraction = 0.1;
+};
+
+struct SignalsPolicy {
+  // Source name -> max age before the signal counts as stale.
+  std::map<std::string, Seconds> max_staleness{
+      {"prometheus", Seconds(120)}, {"rabbitmq", Seconds(120)},
+      {"dcgm", Seconds(120)},       {"kubernetes", Seconds(120)},
+      {"prices", Seconds(3600)}};
+};
+
+struct Policy {
+  std::string api_version = kPolicyApiVersion;
+  std::string name = "default";
+  std::vector<NodePoolPolicy> pools;
+  std::vector<WorkloadClassPolicy> classes;
+  BudgetPolicy budget;
+  SpotPolicy spot;
+  ScalingPolicy scaling;
+  DisruptionPolicy disruption;
+  SignalsPolicy signals;
+  // Filled by the loader: where it came from and a hash of its canonical form
+  // (the audit store records which policy made each decision).
+  std::string source_file;
+  std::string content_hash;
+
+  const NodePoolPolicy* FindPool(const std::string& name) const;
+  const WorkloadClassPolicy* FindClass(const std::string& name) const;
+};
+
+}  // namespace gpuscaler

@@ -1,0 +1,16 @@
+// Subcommand registration. Each subcommand lives in its own file and adds
+// itself to the CLI11 app; its callback stores the process exit code in
+// `*exit_code` (0 ok, 1 runtime failure, 2 bad input). Private to src/cli.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace gpuscaler::cli {
+
+void RegisterPolicyCommand(CLI::App& app, int* exit_code);   // policy_command.cc
+void RegisterExplainCommand(CLI::App& app, int* exit_code);  // explain_command.cc
+void RegisterSimCommand(CLI::App& app, int* exit_code);      // sim_command.cc
+void RegisterRunCommand(CLI::App& app, int* exit_code);      // run_command.cc
+void RegisterReportCommand(CLI::App& app, int* exit_code);   // report_command.cc
+
+}  // namespace gpuscaler::cli

@@ -1,0 +1,5 @@
+// Placeholder until this command lands (being written now).
+#include "commands.h"
+namespace gpuscaler::cli {
+void RegisterPolicyCommand(CLI::App& app, int* exit_code) { app.add_subcommand("policy", "(not built yet)")->allow_extras()->callback([=] { *exit_code = 1; }); }
+}
