@@ -1,0 +1,123 @@
+// The audit store: every decision, every action (intent, then outcome), the
+// life and price of every node, and price samples. The daemon and the
+// simulator write the same schema; reports read only this store.
+//
+// Seam: SqliteAuditStore (src/store/, a file in WAL mode, or ":memory:") is
+// the real one. Writers call BeginTick/CommitTick around a tick's records so
+// they land in one transaction; RecordActionIntent is the exception: it is
+// durable when it returns (it commits on its own, even inside a tick), because
+// the cloud is called right after it and a crash must not lose the intent.
+// Not thread-safe: one writer (the control strand); readers open their own
+// connection (see the store's reader API).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpuscaler/model/instance.h"
+#include "gpuscaler/model/time.h"
+#include "gpuscaler/status.h"
+
+namespace gpuscaler {
+
+struct DecisionRecord {
+  WallTime time{};
+  std::string source = "daemon";   // "daemon" | "dry-run" | "sim:<policy or baseline>"
+  std::string policy_name;
+  std::string policy_hash;
+  int pending_units = 0;
+  int nodes = 0;
+  std::string signals_json = "{}";   // signal values, ages, stale flags
+  std::string snapshot_summary_json = "{}";
+  std::string plan_json = "{}";      // the Plan (model/json.h)
+  std::string summary;               // Plan::summary
+  double cost_before_usd_per_hour = 0;
+  double cost_after_usd_per_hour = 0;
+  double expected_interruption_usd_per_hour = 0;
+  bool scale_down_blocked = false;   // fail-static held back removals this tick
+};
+
+enum class ActionKind { kLaunch, kTerminate };
+enum class ActionOutcome { kPending, kSucceeded, kPartial, kFailed };
+std::string_view ToString(ActionKind k);
+std::string_view ToString(ActionOutcome o);
+
+struct ActionRecord {
+  int64_t decision_id = 0;
+  ActionKind kind = ActionKind::kLaunch;
+  std::string idempotency_token;   // derived from the decision and the action
+  std::string pool;
+  Offering offering;               // launch: chosen offering; terminate: the node's
+  int count = 0;
+  std::vector<std::string> instance_ids;  // terminate: targets
+  std::string reason;
+};
+
+struct ActionRow {
+  int64_t id = 0;
+  ActionRecord action;
+  ActionOutcome outcome = ActionOutcome::kPending;
+  std::string detail;
+  std::vector<std::string> result_instance_ids;
+};
+
+struct NodeLaunchRecord {
+  std::string instance_id;
+  std::string node_id;
+  std::string pool;
+  Offering offering;       // type, region, zone, capacity type, price at launch
+  int gpu_count = 0;
+  WallTime launch_time{};
+  int64_t decision_id = 0;  // the decision that launched it (0: found, not launched by us)
+  std::string reason;
+};
+
+struct NodeEndRecord {
+  std::string instance_id;
+  WallTime end_time{};
+  std::string cause;  // "terminated" | "interrupted" | "consolidated" | "vanished"
+};
+
+struct PriceSample {
+  WallTime time{};
+  Offering offering;  // key fields and usd_per_hour
+};
+
+// GPU-seconds a workload class used on a node over an interval: the basis of
+// cost attribution (reports). busy <= allocated <= node GPUs × seconds.
+struct UsageRecord {
+  std::string instance_id;
+  std::string workload_class;
+  std::string team;  // empty: unattributed
+  WallTime start{};
+  WallTime end{};
+  double gpu_seconds_allocated = 0;
+  double gpu_seconds_busy = 0;
+};
+
+class AuditStore {
+ public:
+  virtual ~AuditStore() = default;
+
+  virtual Status BeginTick() = 0;
+  virtual Status CommitTick() = 0;
+
+  // Returns the decision id.
+  virtual Result<int64_t> RecordDecision(const DecisionRecord& d) = 0;
+  // Durable on return. Returns the action id.
+  virtual Result<int64_t> RecordActionIntent(const ActionRecord& a) = 0;
+  virtual Status RecordActionOutcome(int64_t action_id, ActionOutcome outcome, const std::string& detail,
+                                     const std::vector<std::string>& instance_ids) = 0;
+  // Actions still kPending (a crash came between intent and outcome).
+  virtual Result<std::vector<ActionRow>> OpenIntents() = 0;
+
+  virtual Status RecordNodeLaunch(const NodeLaunchRecord& n) = 0;
+  // The node's price changed (spot price moves); billed piecewise from `at`.
+  virtual Status RecordNodePrice(const std::string& instance_id, WallTime at, double usd_per_hour) = 0;
+  virtual Status RecordNodeEnd(const NodeEndRecord& e) = 0;
+  virtual Status RecordPriceSamples(const std::vector<PriceSample>& samples) = 0;
+  virtual Status RecordUsage(const std::vector<UsageRecord>& usage) = 0;
+};
+
+}  // namespace gpuscaler
