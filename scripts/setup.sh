@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Installs everything gpuscaler needs to build and test on Debian 12, from
+# Debian's own packages. Idempotent: when everything is present it only
+# checks, and takes well under a second.
+#
+#   sudo ./scripts/setup.sh          # build + test dependencies
+#
+# Run as root (apt-get needs it). Set GPUSCALER_SKIP_APT=1 to only check.
+set -euo pipefail
+
+# Build and test dependencies, one per line with why.
+packages=(
+  build-essential        # g++ 12
+  cmake                  # build
+  ninja-build            # fast builds
+  ccache                 # rebuilds in CI and on laptops
+  pkg-config
+  libboost1.81-dev       # Asio + Beast: HTTP server and clients, coroutines
+  nlohmann-json3-dev     # JSON
+  libsqlite3-dev         # audit store
+  libspdlog-dev          # logging
+  libgtest-dev           # tests
+  libgmock-dev
+  libbenchmark-dev       # Google Benchmark
+  libyaml-cpp-dev        # policy and catalog files
+  libcli11-dev           # command line
+  libpugixml-dev         # AWS XML responses
+  libssl-dev             # TLS, SigV4 HMAC, SHA-256
+  coinor-libcbc-dev      # bench only: exact MIP optimum for planner quality
+  python3                # catalog generation script, test helpers
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "setup: missing: ${missing[*]}"
+if [ "${GPUSCALER_SKIP_APT:-0}" = "1" ]; then
+  echo "setup: GPUSCALER_SKIP_APT=1, not installing" >&2
+  exit 1
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "setup: installing packages needs root: run 'sudo $0'" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup: installed ${#missing[@]} packages"
