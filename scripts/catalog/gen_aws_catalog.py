@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""Generates config/catalogs/aws.yaml from the public data in ../shared.
+
+Inputs (read at generation time; the generated YAML is committed):
+  - ../shared/data/catalog/aws_gpu_instance_types.csv: GPU specs and the
+    us-east-1 on-demand prices (Karpenter's generated pricing table, generated
+    2026-07-20T13:44:30Z; see ../shared/data/README.md section 3.1).
+  - ../shared/data/prices/aws_spot_advisor_gpu_2025-06-28_primary.csv: the AWS
+    Spot Instance Advisor (savings vs on-demand and interruption band per
+    region and type; README section 2.4).
+  - REGIONAL_ON_DEMAND below: on-demand list prices for us-west-2 and
+    eu-west-1, kept by hand (see the comment there for their source).
+
+Usage: scripts/catalog/gen_aws_catalog.py [--shared DIR] [--out FILE]
+"""
+
+import argparse
+import csv
+import os
+import sys
+
+FAMILIES = ["p5", "p5e", "p5en", "p4d", "p4de", "p3", "p3dn", "g6", "g6e", "g5", "g4dn"]
+
+# Karpenter's short GPU name (column gpu_name) + memory -> the GPU model as
+# NVIDIA GPU feature discovery's nvidia.com/gpu.product label spells it.
+GPU_MODELS = {
+    ("h100", 81920): ("NVIDIA-H100-80GB-HBM3", "h100-80gb"),
+    ("h200", 144384): ("NVIDIA-H200", "h200-141gb"),
+    ("a100", 40960): ("NVIDIA-A100-SXM4-40GB", "a100-40gb"),
+    ("a100", 81920): ("NVIDIA-A100-SXM4-80GB", "a100-80gb"),
+    ("v100", 16384): ("Tesla-V100-SXM2-16GB", "v100-16gb"),
+    ("v100", 32768): ("Tesla-V100-SXM2-32GB", "v100-32gb"),
+    ("l4", 22888): ("NVIDIA-L4", "l4"),
+    ("l40s", 45776): ("NVIDIA-L40S", "l40s"),
+    ("a10g", 22888): ("NVIDIA-A10G", "a10g"),
+    ("t4", 16384): ("Tesla-T4", "t4"),
+}
+
+# MIG profiles from NVIDIA's MIG user guide ("Supported MIG Profiles"):
+# (name, compute slices, memory slices, usable MiB). Placement starts follow
+# from the memory-slice width: 1 -> 0..6, 2 -> 0,2,4,6 (2g: 0,2,4), 4 -> 0,4
+# (4g: 0), 8 -> 0.
+MIG_A100_40GB = [
+    ("1g.5gb", 1, 1, 4864), ("1g.10gb", 1, 2, 9728), ("2g.10gb", 2, 2, 9728),
+    ("3g.20gb", 3, 4, 19968), ("4g.20gb", 4, 4, 19968), ("7g.40gb", 7, 8, 40192),
+]
+MIG_80GB = [
+    ("1g.10gb", 1, 1, 9728), ("1g.20gb", 1, 2, 19968), ("2g.20gb", 2, 2, 19968),
+    ("3g.40gb", 3, 4, 40192), ("4g.40gb", 4, 4, 40192), ("7g.80gb", 7, 8, 80896),
+]
+# NVIDIA publishes the H200 profiles by name only; memory_mib is the nominal
+# size in the name (GiB x 1024), the whole card for 7g.
+MIG_H200 = [
+    ("1g.18gb", 1, 1, 18432), ("1g.35gb", 1, 2, 35840), ("2g.35gb", 2, 2, 35840),
+    ("3g.71gb", 3, 4, 72704), ("4g.71gb", 4, 4, 72704), ("7g.141gb", 7, 8, 144384),
+]
+MIG_BY_MODEL = {
+    "NVIDIA-A100-SXM4-40GB": MIG_A100_40GB,
+    "NVIDIA-A100-SXM4-80GB": MIG_80GB,
+    "NVIDIA-H100-80GB-HBM3": MIG_80GB,
+    "NVIDIA-H200": MIG_H200,
+}
+
+
+def mig_starts(compute_slices, memory_slices):
+    if memory_slices == 1:
+        return list(range(7))
+    if memory_slices == 2:
+        return [0, 2, 4] if compute_slices == 2 else [0, 2, 4, 6]
+    if memory_slices == 4:
+        return [0] if compute_slices == 4 else [0, 4]
+    return [0]
+
+
+LAUNCH_LATENCY = {  # typical request-to-Ready times, by family (estimates)
+    "p5": "8m", "p5e": "8m", "p5en": "8m", "p4d": "6m", "p4de": "6m",
+    "p3": "5m", "p3dn": "5m", "g6": "3m", "g6e": "3m", "g5": "3m", "g4dn": "3m",
+}
+
+REGIONS = [
+    ("us-east-1", ["us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d", "us-east-1e", "us-east-1f"]),
+    ("us-west-2", ["us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d"]),
+    ("eu-west-1", ["eu-west-1a", "eu-west-1b", "eu-west-1c"]),
+]
+
+# On-demand Linux list prices (USD/h) outside us-east-1. Source:
+# skypilot-org/skypilot-catalog catalogs/v8/aws/vms.csv (column Price, which
+# SkyPilot takes from the AWS Price List API), stored copy at commit
+# 00148f2af3672e2229b4f7bf8157d5a3f36e3c35, read 2026-07. A type missing from
+# a region's table is not sold there and is left out of that region.
+REGIONAL_ON_DEMAND_SOURCE = {
+    "us-west-2": "AWS Price List API via skypilot-org/skypilot-catalog catalogs/v8/aws/vms.csv @00148f2a (read 2026-07)",
+    "eu-west-1": "AWS Price List API via skypilot-org/skypilot-catalog catalogs/v8/aws/vms.csv @00148f2a (read 2026-07)",
+}
+REGIONAL_ON_DEMAND = {
+    "us-west-2": {},
+    "eu-west-1": {},
+}
+
+# Spot Instance Advisor interruption bands: share of instances interrupted
+# over the trailing month. Rate per node-hour = band midpoint / (30 * 24); the
+# open band ">20%" is taken as 25%.
+BAND_MIDPOINT = {"<5%": 0.025, "5-10%": 0.075, "10-15%": 0.125, "15-20%": 0.175, ">20%": 0.25}
+HOURS_PER_MONTH = 30 * 24
+
+
+def fmt_price(x):
+    s = f"{x:.6f}".rstrip("0").rstrip(".")
+    return s if s else "0"
+
+
+def load_types(path):
+    types = []
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            if row["family"] not in FAMILIES:
+                continue
+            types.append(row)
+    order = {f: i for i, f in enumerate(FAMILIES)}
+    types.sort(key=lambda r: (order[r["family"]], int(r["gpu_count"]), int(r["vcpus"]), r["instance_type"]))
+    return types
+
+
+def load_advisor(path):
+    advisor = {}
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            if row["os"] != "Linux":
+                continue
+            advisor[(row["region"], row["instance_type"])] = (
+                int(row["savings_pct_vs_ondemand"]), row["interruption_range_label"])
+    return advisor
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    repo = os.path.normpath(os.path.join(here, "..", ".."))
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shared", default=os.path.normpath(os.path.join(repo, "..", "shared")))
+    ap.add_argument("--out", default=os.path.join(repo, "config", "catalogs", "aws.yaml"))
+    args = ap.parse_args()
+
+    types_csv = os.path.join(args.shared, "data", "catalog", "aws_gpu_instance_types.csv")
+    advisor_csv = os.path.join(args.shared, "data", "prices", "aws_spot_advisor_gpu_2025-06-28_primary.csv")
+    for p in (types_csv, advisor_csv):
+        if not os.path.exists(p):
+            sys.exit(f"gen_aws_catalog: {p} not found (pass --shared)")
+    types = load_types(types_csv)
+    advisor = load_advisor(advisor_csv)
+
+    on_demand = {"us-east-1": {}}
+    for t in types:
+        if t["ondemand_usd_per_h_us_east_1"]:
+            on_demand["us-east-1"][t["instance_type"]] = float(t["ondemand_usd_per_h_us_east_1"])
+    for region, prices in REGIONAL_ON_DEMAND.items():
+        on_demand[region] = dict(prices)
+    priced = {name for prices in on_demand.values() for name in prices}
+    types = [t for t in types if t["instance_type"] in priced]
+
+    out = []
+    w = out.append
+    w("# AWS GPU instance catalog: GPU models, instance types, list prices and spot risk.")
+    w("# GENERATED by scripts/catalog/gen_aws_catalog.py from the public data in ../shared;")
+    w("# edit the script (or its inputs) and regenerate rather than editing this file.")
+    w("#")
+    w("# Specs and us-east-1 on-demand prices: ../shared/data/catalog/aws_gpu_instance_types.csv")
+    w("#   (aws/karpenter-provider-aws instance-types docs and zz_generated.pricing_aws.go,")
+    w("#   commit 1d927085, prices generated 2026-07-20T13:44:30Z for us-east-1).")
+    for region, src in REGIONAL_ON_DEMAND_SOURCE.items():
+        if REGIONAL_ON_DEMAND.get(region):
+            w(f"# {region} on-demand prices: {src}.")
+    w("# Spot prices and interruption rates: AWS Spot Instance Advisor snapshot of 2025-06-28")
+    w("#   (../shared/data/prices/aws_spot_advisor_gpu_2025-06-28_primary.csv, Linux rows):")
+    w("#   spot_usd_per_hour = on-demand x (1 - savings_pct / 100);")
+    w("#   spot_interruptions_per_hour = midpoint of the monthly interruption band / (30 x 24 h),")
+    w("#   bands <5% 5-10% 10-15% 15-20% >20% -> 0.025 0.075 0.125 0.175 0.25 (the open band as 25%),")
+    w("#   e.g. \"5-10%\" -> 0.075 / 720 = 0.000104 per node-hour.")
+    w("#   Types the advisor does not list in a region use the defaults below.")
+    w("# Launch latencies are typical request-to-Ready times per family (estimates).")
+    w("apiVersion: gpuscaler/v1")
+    w("kind: Catalog")
+    w("provider: aws")
+    w('source: "GPU specs and us-east-1 prices: aws/karpenter-provider-aws @1d927085 (pricing generated 2026-07-20); '
+      'us-west-2/eu-west-1: AWS Price List API via skypilot-org/skypilot-catalog @00148f2a; '
+      'spot: AWS Spot Instance Advisor 2025-06-28"')
+    w('as_of: "2026-07-20"')
+    w("defaults: {spot_discount: 0.6, spot_interruptions_per_hour: 0.01, launch_latency: 4m}")
+    fams = [f for f in FAMILIES if any(t["family"] == f for t in types)]
+    w("launch_latency: {" + ", ".join(f"{f}: {LAUNCH_LATENCY[f]}" for f in fams) + "}")
+
+    w("gpu_models:")
+    used_models = []
+    for t in types:
+        key = (t["gpu_name"], int(t["gpu_memory_mib_per_gpu"]))
+        if key not in GPU_MODELS:
+            sys.exit(f"gen_aws_catalog: no GPU model for {key} ({t['instance_type']})")
+        if key not in used_models:
+            used_models.append(key)
+    for key in used_models:
+        name, short = GPU_MODELS[key]
+        w(f"  - name: {name}")
+        w(f"    short_name: {short}")
+        w(f"    memory_mib: {key[1]}")
+        profiles = MIG_BY_MODEL.get(name)
+        if profiles:
+            w("    mig_profiles:")
+            for pname, cs, ms, mib in profiles:
+                starts = ",".join(str(s) for s in mig_starts(cs, ms))
+                w(f"      - {{name: {pname}, compute_slices: {cs}, memory_slices: {ms}, "
+                  f"memory_mib: {mib}, starts: [{starts}]}}")
+
+    w("instance_types:")
+    for t in types:
+        model = GPU_MODELS[(t["gpu_name"], int(t["gpu_memory_mib_per_gpu"]))][0]
+        nvme = t["local_nvme_gb"] or "0"
+        w(f"  - {{name: {t['instance_type']}, family: {t['family']}, gpu_model: {model}, "
+          f"gpu_count: {t['gpu_count']}, gpu_memory_mib: {t['gpu_memory_mib_per_gpu']}, "
+          f"vcpus: {t['vcpus']}, memory_mib: {t['memory_mib']}, local_nvme_gb: {nvme}, "
+          f"network_mbps: {t['network_bandwidth_mbps']}}}")
+
+    w("regions:")
+    names = [t["instance_type"] for t in types]
+    for region, zones in REGIONS:
+        prices = on_demand.get(region, {})
+        if not prices:
+            continue
+        w(f"  - region: {region}")
+        w(f"    zones: [{', '.join(zones)}]")
+        w("    on_demand_usd_per_hour:")
+        for n in names:
+            if n in prices:
+                w(f"      {n}: {fmt_price(prices[n])}")
+        spot = [(n, advisor[(region, n)]) for n in names if n in prices and (region, n) in advisor]
+        if spot:
+            w("    spot_usd_per_hour:")
+            for n, (savings, _) in spot:
+                w(f"      {n}: {fmt_price(round(prices[n] * (1 - savings / 100.0), 4))}")
+            w("    spot_interruptions_per_hour:")
+            for n, (_, band) in spot:
+                w(f"      {n}: {BAND_MIDPOINT[band] / HOURS_PER_MONTH:.6f}  # {band} a month")
+
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w") as f:
+        f.write("\n".join(out) + "\n")
+    print(f"wrote {args.out}: {len(types)} instance types, {len(used_models)} GPU models")
+
+
+if __name__ == "__main__":
+    main()
