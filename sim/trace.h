@@ -4,6 +4,9 @@
 // "file:line: message". Values only.
 #pragma once
 
+#include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,11 +40,27 @@ struct DemandSeries {
   std::vector<DemandPoint> points;  // ascending t
 };
 
+// What a reader did with the input rows, so nothing is dropped silently.
+struct ReadStats {
+  int64_t rows_read = 0;  // data rows, header excluded
+  int64_t rows_used = 0;  // rows that became a job, point, risk or event
+  // Rows dropped, by reason ("no deletion_time", "outside window", "os not
+  // Linux", ...); rows_read = rows_used + sum of these, except for formats
+  // that aggregate several rows into one point (see docs/traces.md).
+  std::map<std::string, int64_t> skipped;
+  // Things a replay should know about that are not errors, one sentence each
+  // ("346 pods have no scheduled_time; duration counted from creation_time").
+  std::vector<std::string> warnings;
+};
+
 struct Trace {
   std::string source;           // file name or scenario name
   std::vector<TraceJob> jobs;   // ascending submit, ties by id
   std::vector<DemandSeries> series;
   Seconds span{0};              // last submit or series point, from the start
+  // The instant of offset 0, when the source has absolute times.
+  std::optional<WallTime> start_time;
+  ReadStats stats;
 };
 
 // A spot (or on-demand) price in force from `t` on.
@@ -83,6 +102,8 @@ struct SpotMarket {
   std::vector<AvailabilityPoint> availability;  // ascending t
   std::vector<SpotRisk> risks;
   std::vector<InterruptionEvent> interruptions;  // ascending t
+  std::optional<WallTime> start_time;  // instant of offset 0, if known
+  ReadStats stats;
 };
 
 }  // namespace gpuscaler::sim
