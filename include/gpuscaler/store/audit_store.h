@@ -12,7 +12,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpuscaler/model/instance.h"
@@ -42,6 +44,10 @@ enum class ActionKind { kLaunch, kTerminate };
 enum class ActionOutcome { kPending, kSucceeded, kPartial, kFailed };
 std::string_view ToString(ActionKind k);
 std::string_view ToString(ActionOutcome o);
+// Inverse of ToString ("launch", "terminate"; "pending", "succeeded",
+// "partial", "failed"); nullopt for anything else.
+std::optional<ActionKind> ParseActionKind(std::string_view text);
+std::optional<ActionOutcome> ParseActionOutcome(std::string_view text);
 
 struct ActionRecord {
   int64_t decision_id = 0;
@@ -107,6 +113,19 @@ class AuditStore {
   virtual Result<int64_t> RecordDecision(const DecisionRecord& d) = 0;
   // Durable on return. Returns the action id.
   virtual Result<int64_t> RecordActionIntent(const ActionRecord& a) = 0;
+  // Several intents made durable together (one commit, one disk sync): all
+  // or none are recorded. Returns their ids in order. The default records
+  // them one by one.
+  virtual Result<std::vector<int64_t>> RecordActionIntents(const std::vector<ActionRecord>& actions) {
+    std::vector<int64_t> ids;
+    ids.reserve(actions.size());
+    for (const ActionRecord& a : actions) {
+      Result<int64_t> id = RecordActionIntent(a);
+      if (!id) return id.error();
+      ids.push_back(*id);
+    }
+    return ids;
+  }
   virtual Status RecordActionOutcome(int64_t action_id, ActionOutcome outcome, const std::string& detail,
                                      const std::vector<std::string>& instance_ids) = 0;
   // Actions still kPending (a crash came between intent and outcome).
@@ -118,6 +137,14 @@ class AuditStore {
   virtual Status RecordNodeEnd(const NodeEndRecord& e) = 0;
   virtual Status RecordPriceSamples(const std::vector<PriceSample>& samples) = 0;
   virtual Status RecordUsage(const std::vector<UsageRecord>& usage) = 0;
+
+  // Retention: deletes what lies wholly before `cut` (the rule is the store's;
+  // SqliteAuditStore documents it in docs/audit-schema.md). The default keeps
+  // everything.
+  virtual Status PruneBefore(WallTime cut) {
+    (void)cut;
+    return Status::Ok();
+  }
 };
 
 }  // namespace gpuscaler

@@ -1,0 +1,101 @@
+// AuditReader: the read API over an audit database, for reports, the HTTP
+// server and `gpuscaler explain`. It opens its own read-only connection, so
+// it sees committed data only and never blocks the writer (WAL: readers and
+// the writer do not wait for each other). Each call reads one consistent
+// snapshot.
+//
+// Ranges are half-open [from, to) in unix seconds; from > to is kInvalidInput.
+// Rows come in time order, then id order.
+//
+// Not thread-safe: one reader per thread (they are cheap to open).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpuscaler/model/time.h"
+#include "gpuscaler/status.h"
+#include "gpuscaler/store/audit_store.h"
+
+namespace gpuscaler {
+
+namespace store_internal {
+class Connection;
+}
+
+struct DecisionRow {
+  int64_t id = 0;
+  DecisionRecord decision;
+};
+
+// The price in force on a node from `from` until `to` (the next interval's
+// start, or the node's end; nullopt while the node runs and no later price
+// exists).
+struct PriceInterval {
+  WallTime from{};
+  std::optional<WallTime> to;
+  double usd_per_hour = 0;
+};
+
+struct NodeRow {
+  // decision_id 0: not launched by a recorded decision.
+  NodeLaunchRecord launch;
+  std::optional<WallTime> end_time;  // nullopt: still running
+  std::string cause;                 // empty while running
+  std::vector<PriceInterval> prices;  // by `from`; the first starts at launch
+};
+
+struct UsageRow {
+  int64_t id = 0;
+  UsageRecord usage;
+};
+
+struct AuditReaderOptions {
+  std::chrono::milliseconds busy_timeout{2000};
+};
+
+class AuditReader {
+ public:
+  // Opens `path` read-only. Missing file: kNotFound; not an audit database,
+  // or a schema older or newer than this binary's: kConfig (an older file is
+  // migrated by opening it once with SqliteAuditStore).
+  static Result<std::unique_ptr<AuditReader>> Open(const std::string& path,
+                                                   const AuditReaderOptions& options = {});
+  // Used by SqliteAuditStore::OpenReader for ":memory:".
+  explicit AuditReader(std::shared_ptr<store_internal::Connection> db);
+  ~AuditReader();
+  AuditReader(const AuditReader&) = delete;
+  AuditReader& operator=(const AuditReader&) = delete;
+
+  int SchemaVersion() const;
+
+  // Decisions with time >= since, oldest first, at most `limit` (> 0, else
+  // kInvalidInput).
+  Result<std::vector<DecisionRow>> DecisionsSince(WallTime since, int limit);
+  // Decisions with id > after_id, oldest first, at most `limit`: the cursor
+  // for paging (`since` alone repeats rows that share a second).
+  Result<std::vector<DecisionRow>> DecisionsAfterId(int64_t after_id, int limit);
+  // kNotFound if absent (never recorded, or pruned).
+  Result<DecisionRow> Decision(int64_t id);
+  Result<std::vector<ActionRow>> ActionsForDecision(int64_t decision_id);
+  Result<std::vector<ActionRow>> OpenIntents();
+  // Nodes alive at some point of [from, to): launched before `to` and not
+  // ended by `from`; with all their price intervals (the first may start
+  // before `from`).
+  Result<std::vector<NodeRow>> NodesOverlapping(WallTime from, WallTime to);
+  // Usage intervals that overlap [from, to) (start < to and end > from); the
+  // caller prorates partial overlaps.
+  Result<std::vector<UsageRow>> UsageOverlapping(WallTime from, WallTime to);
+  // Samples with from <= time < to.
+  Result<std::vector<PriceSample>> PriceSamples(WallTime from, WallTime to);
+
+ private:
+  std::shared_ptr<store_internal::Connection> db_;
+  int schema_version_ = 0;
+};
+
+}  // namespace gpuscaler

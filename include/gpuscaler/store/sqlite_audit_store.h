@@ -1,0 +1,158 @@
+// SqliteAuditStore: the real AuditStore, a SQLite database file in WAL mode
+// (or ":memory:" for the simulator and tests). Schema, units, durability and
+// retention rules: docs/audit-schema.md.
+//
+// Opening applies the schema migrations the file lacks, in order, each in its
+// own transaction. A file whose schema is newer than this binary knows is
+// refused (kConfig), never downgraded.
+//
+// Durability:
+//  - Records between BeginTick() and CommitTick() land in one transaction
+//    committed with synchronous=NORMAL: durable against a process crash once
+//    CommitTick returns; a power loss may lose the last ticks, never corrupt
+//    the file. Destroying the store with a tick open discards that tick's
+//    uncommitted records, exactly as a crash would.
+//  - RecordActionIntent(s) is durable on return. Inside a tick it first
+//    commits the records the tick has made so far (so the intent's decision is
+//    always on disk with it), then commits the intent on its own, synced to
+//    disk (IntentSync::kFsync), then the tick goes on in a fresh transaction.
+//    Records made after the intent are lost by a crash before CommitTick.
+//  - A write that fails without undoing the tick (bad input, a constraint)
+//    leaves the tick's other records in place; a multi-row call is all or
+//    nothing. If SQLite had to roll the whole tick back (disk full, I/O
+//    error), the failing call says so and CommitTick returns kTransient.
+//
+// Errors: SQLITE_BUSY/LOCKED (another writer), disk full and I/O errors are
+// kTransient; bad input and constraint violations kInvalidInput (a duplicate
+// idempotency token among them); unknown decision, action or node kNotFound;
+// a path that cannot be opened, a read-only file or a file that is not a
+// gpuscaler audit database kConfig; corruption kInternal.
+//
+// All SQL is prepared once and cached; values are always bound, never
+// formatted into SQL.
+//
+// Not thread-safe: one writer (the control strand). Readers use AuditReader
+// (audit_reader.h), each with its own read-only connection.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpuscaler/status.h"
+#include "gpuscaler/store/audit_store.h"
+
+namespace gpuscaler {
+
+class AuditReader;
+
+namespace store_internal {
+class Connection;
+}
+
+struct SqliteAuditStoreOptions {
+  // How long a statement waits for a lock held by another connection before
+  // it fails with kTransient.
+  std::chrono::milliseconds busy_timeout{5000};
+  enum class IntentSync {
+    kFsync,    // the intent survives power loss (one disk sync per intent batch): the daemon
+    kNoFsync,  // the intent survives a process crash only: the simulator, dry runs
+  };
+  IntentSync intent_sync = IntentSync::kFsync;
+  // Cap on the database size (0: none). A write past it fails like a full
+  // disk: kTransient, nothing half-written; PruneBefore makes room.
+  int64_t max_size_mib = 0;
+};
+
+class SqliteAuditStore final : public AuditStore {
+ public:
+  // The schema version this binary writes (the last migration).
+  static int CurrentSchemaVersion();
+
+  // Opens or creates `path` (":memory:" for a private in-memory database).
+  static Result<std::unique_ptr<SqliteAuditStore>> Open(const std::string& path,
+                                                        const SqliteAuditStoreOptions& options = {});
+  ~SqliteAuditStore() override;
+  SqliteAuditStore(const SqliteAuditStore&) = delete;
+  SqliteAuditStore& operator=(const SqliteAuditStore&) = delete;
+
+  // Opens a tick's batch (kInternal if one is open already; kTransient if
+  // another connection holds the write lock past busy_timeout).
+  Status BeginTick() override;
+  // Commits the batch. kInternal without BeginTick; kTransient when the batch
+  // could not be committed or was rolled back earlier in the tick (the tick
+  // is over either way).
+  Status CommitTick() override;
+
+  Result<int64_t> RecordDecision(const DecisionRecord& d) override;
+  // Durable on return (see above). kInvalidInput for an empty or already
+  // recorded idempotency token, kNotFound for an unknown decision id (0 means
+  // "no decision": stored as NULL).
+  Result<int64_t> RecordActionIntent(const ActionRecord& a) override;
+  Result<std::vector<int64_t>> RecordActionIntents(const std::vector<ActionRecord>& actions) override;
+  // `outcome` must not be kPending (kInvalidInput); unknown id: kNotFound.
+  // Part of the tick's batch: a crash before CommitTick leaves the action
+  // pending, for OpenIntents to find.
+  Status RecordActionOutcome(int64_t action_id, ActionOutcome outcome, const std::string& detail,
+                             const std::vector<std::string>& instance_ids) override;
+  // Pending actions in id order, including those of this tick's batch.
+  Result<std::vector<ActionRow>> OpenIntents() override;
+
+  // Records the node and its first price interval (offering.usd_per_hour from
+  // launch_time). Recording an instance id again is a no-op: the daemon
+  // re-discovers its nodes after a restart, and the first record wins.
+  Status RecordNodeLaunch(const NodeLaunchRecord& n) override;
+  // A new price interval from `at` (replacing one that starts at the same
+  // second). Unknown instance: kNotFound; `at` before launch: kInvalidInput.
+  Status RecordNodePrice(const std::string& instance_id, WallTime at, double usd_per_hour) override;
+  // Unknown instance: kNotFound; end before launch: kInvalidInput. A node that
+  // has ended already keeps its first end (no-op).
+  Status RecordNodeEnd(const NodeEndRecord& e) override;
+  Status RecordPriceSamples(const std::vector<PriceSample>& samples) override;
+  // end >= start and 0 <= busy <= allocated, else kInvalidInput.
+  Status RecordUsage(const std::vector<UsageRecord>& usage) override;
+
+  // Retention (docs/audit-schema.md): deletes price samples older than `cut`;
+  // nodes that ended before `cut`, with their price intervals and usage;
+  // decisions older than `cut` with their actions, except decisions that
+  // launched a node still kept or have an action still pending.
+  Status PruneBefore(WallTime cut) override;
+
+  // A reader on this database: its own read-only connection for a file (it
+  // sees committed data only and never blocks this writer); for ":memory:"
+  // it shares this connection (same thread only, and it sees the open tick).
+  // The reader may outlive the store.
+  Result<std::unique_ptr<AuditReader>> OpenReader() const;
+
+  // "ok", or SQLite's list of problems (PRAGMA integrity_check).
+  Result<std::string> IntegrityCheck();
+
+  const std::string& path() const { return path_; }
+
+ private:
+  SqliteAuditStore(std::string path, SqliteAuditStoreOptions options,
+                   std::shared_ptr<store_internal::Connection> db);
+
+  // Runs `body` atomically: a savepoint inside the tick's batch, else its own
+  // transaction.
+  template <typename Body>
+  Status Atomically(const char* what, Body&& body);
+  // Runs a one-statement `body`: in the tick's batch, or committed by itself.
+  template <typename Body>
+  Status Single(const char* what, Body&& body);
+  Status EnsureBatchOpen();
+  // After a failed statement: notes a tick batch SQLite rolled back.
+  void NoteFailure(const Error& error);
+  Result<std::vector<int64_t>> InsertIntents(const std::vector<ActionRecord>& actions);
+
+  std::string path_;
+  SqliteAuditStoreOptions options_;
+  std::shared_ptr<store_internal::Connection> db_;
+  bool in_tick_ = false;
+  bool batch_open_ = false;
+  std::optional<Error> batch_lost_;
+};
+
+}  // namespace gpuscaler

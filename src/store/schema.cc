@@ -1,0 +1,203 @@
+#include "schema.h"
+
+#include <string>
+
+namespace gpuscaler::store_internal {
+namespace {
+
+// The PRAGMA below takes a literal: keep it equal to kApplicationId.
+static_assert(kApplicationId == 1735422819);
+
+// Version 1: the whole audit schema. Later versions append migrations here;
+// a shipped migration is never edited.
+constexpr const char* kSchemaV1 = R"sql(
+CREATE TABLE schema_version (
+  version     INTEGER PRIMARY KEY,
+  description TEXT NOT NULL,
+  applied_at  INTEGER NOT NULL
+);
+
+CREATE TABLE decisions (
+  id                                 INTEGER PRIMARY KEY AUTOINCREMENT,
+  time                               INTEGER NOT NULL,
+  source                             TEXT NOT NULL,
+  policy_name                        TEXT NOT NULL,
+  policy_hash                        TEXT NOT NULL,
+  pending_units                      INTEGER NOT NULL,
+  nodes                              INTEGER NOT NULL,
+  signals_json                       TEXT NOT NULL,
+  snapshot_summary_json              TEXT NOT NULL,
+  plan_json                          TEXT NOT NULL,
+  summary                            TEXT NOT NULL,
+  cost_before_usd_per_hour           REAL NOT NULL,
+  cost_after_usd_per_hour            REAL NOT NULL,
+  expected_interruption_usd_per_hour REAL NOT NULL,
+  scale_down_blocked                 INTEGER NOT NULL CHECK (scale_down_blocked IN (0, 1))
+);
+CREATE INDEX decisions_by_time ON decisions(time);
+CREATE INDEX decisions_by_source_time ON decisions(source, time);
+
+CREATE TABLE actions (
+  id                       INTEGER PRIMARY KEY AUTOINCREMENT,
+  decision_id              INTEGER REFERENCES decisions(id) ON DELETE CASCADE,
+  kind                     TEXT NOT NULL CHECK (kind IN ('launch', 'terminate')),
+  idempotency_token        TEXT NOT NULL UNIQUE CHECK (idempotency_token <> ''),
+  pool                     TEXT NOT NULL,
+  instance_type            TEXT NOT NULL,
+  region                   TEXT NOT NULL,
+  zone                     TEXT NOT NULL,
+  capacity_type            TEXT NOT NULL CHECK (capacity_type IN ('on-demand', 'spot')),
+  usd_per_hour             REAL NOT NULL,
+  on_demand_usd_per_hour   REAL NOT NULL,
+  interruptions_per_hour   REAL NOT NULL,
+  count                    INTEGER NOT NULL CHECK (count >= 0),
+  instance_ids_json        TEXT NOT NULL,
+  reason                   TEXT NOT NULL,
+  outcome                  TEXT NOT NULL DEFAULT 'pending'
+                           CHECK (outcome IN ('pending', 'succeeded', 'partial', 'failed')),
+  detail                   TEXT NOT NULL DEFAULT '',
+  result_instance_ids_json TEXT NOT NULL DEFAULT '[]'
+);
+CREATE INDEX actions_by_decision ON actions(decision_id);
+CREATE INDEX actions_pending ON actions(id) WHERE outcome = 'pending';
+
+CREATE TABLE nodes (
+  instance_id            TEXT PRIMARY KEY,
+  node_id                TEXT NOT NULL,
+  pool                   TEXT NOT NULL,
+  instance_type          TEXT NOT NULL,
+  region                 TEXT NOT NULL,
+  zone                   TEXT NOT NULL,
+  capacity_type          TEXT NOT NULL CHECK (capacity_type IN ('on-demand', 'spot')),
+  launch_usd_per_hour    REAL NOT NULL,
+  on_demand_usd_per_hour REAL NOT NULL,
+  interruptions_per_hour REAL NOT NULL,
+  gpu_count              INTEGER NOT NULL CHECK (gpu_count >= 0),
+  launch_time            INTEGER NOT NULL,
+  end_time               INTEGER CHECK (end_time IS NULL OR end_time >= launch_time),
+  decision_id            INTEGER REFERENCES decisions(id) ON DELETE SET NULL,
+  reason                 TEXT NOT NULL,
+  cause                  TEXT
+);
+CREATE INDEX nodes_by_launch ON nodes(launch_time);
+CREATE INDEX nodes_by_end ON nodes(end_time);
+CREATE INDEX nodes_by_decision ON nodes(decision_id);
+
+CREATE TABLE node_prices (
+  instance_id  TEXT NOT NULL REFERENCES nodes(instance_id) ON DELETE CASCADE,
+  from_time    INTEGER NOT NULL,
+  usd_per_hour REAL NOT NULL CHECK (usd_per_hour >= 0),
+  PRIMARY KEY (instance_id, from_time)
+) WITHOUT ROWID;
+
+CREATE TABLE price_samples (
+  id                     INTEGER PRIMARY KEY,
+  time                   INTEGER NOT NULL,
+  instance_type          TEXT NOT NULL,
+  region                 TEXT NOT NULL,
+  zone                   TEXT NOT NULL,
+  capacity_type          TEXT NOT NULL CHECK (capacity_type IN ('on-demand', 'spot')),
+  usd_per_hour           REAL NOT NULL,
+  on_demand_usd_per_hour REAL NOT NULL,
+  interruptions_per_hour REAL NOT NULL,
+  available              INTEGER NOT NULL CHECK (available IN (0, 1))
+);
+CREATE INDEX price_samples_by_time ON price_samples(time);
+CREATE INDEX price_samples_by_offering ON price_samples(instance_type, zone, capacity_type, time);
+
+CREATE TABLE usage (
+  id                    INTEGER PRIMARY KEY,
+  instance_id           TEXT NOT NULL,
+  workload_class        TEXT NOT NULL,
+  team                  TEXT NOT NULL,
+  start_time            INTEGER NOT NULL,
+  end_time              INTEGER NOT NULL,
+  gpu_seconds_allocated REAL NOT NULL,
+  gpu_seconds_busy      REAL NOT NULL,
+  CHECK (end_time >= start_time),
+  CHECK (gpu_seconds_busy >= 0 AND gpu_seconds_busy <= gpu_seconds_allocated + 1e-6)
+);
+CREATE INDEX usage_by_start ON usage(start_time);
+CREATE INDEX usage_by_end ON usage(end_time);
+CREATE INDEX usage_by_instance ON usage(instance_id, start_time);
+)sql";
+
+constexpr Migration kMigrations[] = {
+    {1, "audit schema: decisions, actions, nodes, node_prices, price_samples, usage", kSchemaV1},
+};
+
+Result<int64_t> ScalarInt(Connection& db, const char* sql, std::string_view what) {
+  Result<Query> q = db.Prepare(sql);
+  if (!q) return q.error();
+  Result<bool> row = q->Step(what);
+  if (!row) return row.error();
+  if (!*row || q->IsNull(0)) return int64_t{0};
+  return q->Int(0);
+}
+
+std::string NotOurs(const std::string& why) {
+  return "not a gpuscaler audit database (" + why + "); point --db at an audit file or a new path";
+}
+
+}  // namespace
+
+std::span<const Migration> AuditMigrations() { return kMigrations; }
+
+Result<int> ReadSchemaVersion(Connection& db) {
+  Result<int64_t> app_id = ScalarInt(db, "PRAGMA application_id", "reading the application id");
+  if (!app_id) return app_id.error();
+  Result<int64_t> has_version_table =
+      ScalarInt(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'",
+                "looking for the schema_version table");
+  if (!has_version_table) return has_version_table.error();
+  if (*has_version_table == 0) {
+    Result<int64_t> objects = ScalarInt(db, "SELECT count(*) FROM sqlite_master", "listing tables");
+    if (!objects) return objects.error();
+    if (*objects != 0) return Error::Config(NotOurs("it has tables but no schema_version table"));
+    if (*app_id != 0 && *app_id != kApplicationId) {
+      return Error::Config(NotOurs("application_id " + std::to_string(*app_id)));
+    }
+    return 0;
+  }
+  if (*app_id != kApplicationId) return Error::Config(NotOurs("application_id " + std::to_string(*app_id)));
+  Result<int64_t> version = ScalarInt(db, "SELECT max(version) FROM schema_version", "reading the schema version");
+  if (!version) return version.error();
+  return static_cast<int>(*version);
+}
+
+Status Migrate(Connection& db, std::span<const Migration> migrations) {
+  assert(!migrations.empty());
+  const int known = migrations.back().version;
+  Result<int> on_disk = ReadSchemaVersion(db);
+  if (!on_disk) return on_disk.error();
+  if (*on_disk > known) {
+    return Error::Config("audit database schema version " + std::to_string(*on_disk) +
+                         " is newer than this binary's " + std::to_string(known) +
+                         ": it was written by a newer gpuscaler; refusing to downgrade it");
+  }
+  for (const Migration& m : migrations) {
+    if (m.version <= *on_disk) continue;
+    if (Status s = db.Exec("BEGIN IMMEDIATE", "starting a schema migration"); !s.ok()) return s;
+    // Another process may have migrated between our read and our lock.
+    Result<int> now = ReadSchemaVersion(db);
+    Status s = now.status();
+    if (s.ok() && *now < m.version) {
+      s = db.Exec(m.sql, "applying schema migration " + std::to_string(m.version));
+      if (s.ok()) {
+        Result<Query> q = db.Prepare(
+            "INSERT INTO schema_version (version, description, applied_at) "
+            "VALUES (?1, ?2, CAST(strftime('%s', 'now') AS INTEGER))");
+        s = q ? q->Bind(1, m.version).Bind(2, m.description).Run("recording the schema version") : q.status();
+      }
+      if (s.ok()) s = db.Exec("PRAGMA application_id = 1735422819", "setting the application id");
+    }
+    if (s.ok()) s = db.Exec("COMMIT", "committing a schema migration");
+    if (!s.ok()) {
+      if (!db.Autocommit()) (void)db.Exec("ROLLBACK", "rolling back a schema migration");
+      return s.error().WithContext("migrating the audit schema to version " + std::to_string(m.version));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace gpuscaler::store_internal

@@ -1,0 +1,35 @@
+// The audit schema as an ordered list of migrations, and the code that brings
+// a database up to date. docs/audit-schema.md describes the result.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "gpuscaler/status.h"
+#include "sqlite_db.h"
+
+namespace gpuscaler::store_internal {
+
+// "gpsc" in ASCII: PRAGMA application_id of every audit database, so a
+// foreign SQLite file is recognised and refused.
+inline constexpr int kApplicationId = 0x67707363;
+
+struct Migration {
+  int version;               // 1, 2, 3, ... in order, no gaps
+  std::string_view description;
+  const char* sql;           // constant DDL, run in one transaction with the version row
+};
+
+// The migrations of this binary, oldest first.
+std::span<const Migration> AuditMigrations();
+
+// The version recorded in the database: 0 for a fresh (empty) database.
+// kConfig if the file holds tables but is not an audit database.
+Result<int> ReadSchemaVersion(Connection& db);
+
+// Applies the migrations newer than the database's version, in order, each
+// in its own transaction. kConfig if the database is newer than the last
+// migration known (never downgraded) or not an audit database.
+Status Migrate(Connection& db, std::span<const Migration> migrations);
+
+}  // namespace gpuscaler::store_internal

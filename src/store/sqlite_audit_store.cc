@@ -1,0 +1,508 @@
+#include "gpuscaler/store/sqlite_audit_store.h"
+
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "gpuscaler/store/audit_reader.h"
+#include "rows.h"
+#include "schema.h"
+#include "sqlite_db.h"
+
+namespace gpuscaler {
+
+using store_internal::Connection;
+using store_internal::IdsToJson;
+using store_internal::Query;
+
+namespace {
+
+bool IsMemoryPath(const std::string& path) { return path == ":memory:" || path.empty(); }
+
+Status RunConstant(Connection& db, const char* sql, std::string_view what) {
+  Result<Query> q = db.Prepare(sql);
+  if (!q) return q.error();
+  return q->Run(what);
+}
+
+Status CheckMoney(double usd, std::string_view field) {
+  if (!std::isfinite(usd) || usd < 0) {
+    return Error::InvalidInput(std::string(field) + " must be a finite, non-negative amount, got " +
+                               std::to_string(usd));
+  }
+  return Status::Ok();
+}
+
+Status CheckOffering(const Offering& o, std::string_view what) {
+  for (auto [value, field] : {std::pair{o.usd_per_hour, "usd_per_hour"},
+                              std::pair{o.on_demand_usd_per_hour, "on_demand_usd_per_hour"},
+                              std::pair{o.interruptions_per_hour, "interruptions_per_hour"}}) {
+    if (Status s = CheckMoney(value, field); !s.ok()) return s.error().WithContext(what);
+  }
+  return Status::Ok();
+}
+
+// Binds the offering's key and price fields to parameters first..first+6.
+void BindOffering(Query& q, int first, const Offering& o) {
+  q.Bind(first, o.instance_type)
+      .Bind(first + 1, o.region)
+      .Bind(first + 2, o.zone)
+      .Bind(first + 3, ToString(o.capacity_type))
+      .Bind(first + 4, o.usd_per_hour)
+      .Bind(first + 5, o.on_demand_usd_per_hour)
+      .Bind(first + 6, o.interruptions_per_hour);
+}
+
+}  // namespace
+
+int SqliteAuditStore::CurrentSchemaVersion() { return store_internal::AuditMigrations().back().version; }
+
+Result<std::unique_ptr<SqliteAuditStore>> SqliteAuditStore::Open(const std::string& path,
+                                                                 const SqliteAuditStoreOptions& options) {
+  const std::string db_path = IsMemoryPath(path) ? ":memory:" : path;
+  Result<std::shared_ptr<Connection>> db =
+      Connection::Open(db_path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, options.busy_timeout);
+  if (!db) return db.error();
+  Connection& c = **db;
+  const std::string context = "opening audit database '" + db_path + "'";
+
+  if (db_path != ":memory:") {
+    Result<Query> q = c.Prepare("PRAGMA journal_mode = WAL");
+    if (!q) return q.error().WithContext(context);
+    Result<bool> row = q->Step("switching to WAL");
+    if (!row) return row.error().WithContext(context);
+    const std::string mode = *row ? q->Text(0) : "";
+    if (mode != "wal") {
+      return Error::Config(context + ": the file system refused WAL mode (journal_mode is '" + mode +
+                           "'); put the database on a local disk");
+    }
+  }
+  for (const char* pragma : {"PRAGMA synchronous = NORMAL", "PRAGMA foreign_keys = ON",
+                             "PRAGMA journal_size_limit = 67108864"}) {
+    if (Status s = c.Exec(pragma, pragma); !s.ok()) return s.error().WithContext(context);
+  }
+  if (options.max_size_mib > 0) {
+    // PRAGMA takes no bound parameters; the value is an integer, never text.
+    Result<Query> page = c.Prepare("PRAGMA page_size");
+    if (!page) return page.error().WithContext(context);
+    Result<bool> row = page->Step("reading the page size");
+    if (!row) return row.error().WithContext(context);
+    const int64_t page_bytes = *row && page->Int(0) > 0 ? page->Int(0) : 4096;
+    const std::string cap = "PRAGMA max_page_count = " + std::to_string(options.max_size_mib * 1024 * 1024 / page_bytes);
+    if (Status s = c.Exec(cap.c_str(), "capping the database size"); !s.ok()) return s.error().WithContext(context);
+  }
+  if (Status s = store_internal::Migrate(c, store_internal::AuditMigrations()); !s.ok()) {
+    return s.error().WithContext(context);
+  }
+  return std::unique_ptr<SqliteAuditStore>(new SqliteAuditStore(db_path, options, std::move(*db)));
+}
+
+SqliteAuditStore::SqliteAuditStore(std::string path, SqliteAuditStoreOptions options,
+                                   std::shared_ptr<Connection> db)
+    : path_(std::move(path)), options_(options), db_(std::move(db)) {}
+
+SqliteAuditStore::~SqliteAuditStore() {
+  // An open tick is discarded, as a crash would discard it. The connection may
+  // live on in an in-memory reader, so roll back here rather than at close.
+  if (!db_->Autocommit()) (void)db_->Exec("ROLLBACK", "discarding the open tick");
+}
+
+Status SqliteAuditStore::EnsureBatchOpen() {
+  if (!in_tick_ || batch_open_) return Status::Ok();
+  if (Status s = RunConstant(*db_, "BEGIN IMMEDIATE", "opening the tick's transaction"); !s.ok()) return s;
+  batch_open_ = true;
+  return Status::Ok();
+}
+
+void SqliteAuditStore::NoteFailure(const Error& error) {
+  if (batch_open_ && db_->Autocommit()) {
+    batch_open_ = false;
+    if (!batch_lost_) {
+      batch_lost_ = Error::Transient("the tick's earlier records were rolled back after: " + error.ToString());
+    }
+  }
+}
+
+template <typename Body>
+Status SqliteAuditStore::Atomically(const char* what, Body&& body) {
+  Status s;
+  if (in_tick_) {
+    s = EnsureBatchOpen();
+    if (!s.ok()) return s.error().WithContext(what);
+    s = RunConstant(*db_, "SAVEPOINT record", what);
+    if (s.ok()) s = body();
+    if (s.ok()) s = RunConstant(*db_, "RELEASE record", what);
+    if (!s.ok()) {
+      NoteFailure(s.error());
+      if (!db_->Autocommit()) {
+        (void)RunConstant(*db_, "ROLLBACK TO record", what);
+        (void)RunConstant(*db_, "RELEASE record", what);
+      }
+    }
+  } else {
+    s = RunConstant(*db_, "BEGIN IMMEDIATE", what);
+    if (s.ok()) s = body();
+    if (s.ok()) s = RunConstant(*db_, "COMMIT", what);
+    if (!s.ok() && !db_->Autocommit()) (void)RunConstant(*db_, "ROLLBACK", what);
+  }
+  if (!s.ok()) return s.error().WithContext(what);
+  return s;
+}
+
+// One statement is atomic on its own: inside a tick it joins the batch,
+// outside it commits by itself.
+template <typename Body>
+Status SqliteAuditStore::Single(const char* what, Body&& body) {
+  if (Status s = EnsureBatchOpen(); !s.ok()) return s.error().WithContext(what);
+  Status s = body();
+  if (!s.ok()) {
+    NoteFailure(s.error());
+    return s.error().WithContext(what);
+  }
+  return s;
+}
+
+Status SqliteAuditStore::BeginTick() {
+  if (in_tick_) return Error::Internal("BeginTick: a tick is already open");
+  if (Status s = RunConstant(*db_, "BEGIN IMMEDIATE", "opening the tick's transaction"); !s.ok()) return s;
+  in_tick_ = true;
+  batch_open_ = true;
+  batch_lost_.reset();
+  return Status::Ok();
+}
+
+Status SqliteAuditStore::CommitTick() {
+  if (!in_tick_) return Error::Internal("CommitTick without BeginTick");
+  in_tick_ = false;
+  Status s;
+  if (batch_open_) {
+    batch_open_ = false;
+    s = RunConstant(*db_, "COMMIT", "committing the tick");
+    if (!s.ok() && !db_->Autocommit()) (void)RunConstant(*db_, "ROLLBACK", "rolling back the tick");
+  }
+  std::optional<Error> lost = std::exchange(batch_lost_, std::nullopt);
+  if (!s.ok()) return s;
+  if (lost) return *lost;
+  return Status::Ok();
+}
+
+Result<int64_t> SqliteAuditStore::RecordDecision(const DecisionRecord& d) {
+  for (auto [value, field] : {std::pair{d.cost_before_usd_per_hour, "cost_before_usd_per_hour"},
+                              std::pair{d.cost_after_usd_per_hour, "cost_after_usd_per_hour"},
+                              std::pair{d.expected_interruption_usd_per_hour,
+                                        "expected_interruption_usd_per_hour"}}) {
+    if (Status s = CheckMoney(value, field); !s.ok()) return s.error().WithContext("recording a decision");
+  }
+  int64_t id = 0;
+  Status s = Single("recording a decision", [&]() -> Status {
+    Result<Query> q = db_->Prepare(
+        "INSERT INTO decisions (time, source, policy_name, policy_hash, pending_units, nodes, signals_json, "
+        "snapshot_summary_json, plan_json, summary, cost_before_usd_per_hour, cost_after_usd_per_hour, "
+        "expected_interruption_usd_per_hour, scale_down_blocked) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
+    if (!q) return q.error();
+    q->Bind(1, d.time)
+        .Bind(2, d.source)
+        .Bind(3, d.policy_name)
+        .Bind(4, d.policy_hash)
+        .Bind(5, d.pending_units)
+        .Bind(6, d.nodes)
+        .Bind(7, d.signals_json)
+        .Bind(8, d.snapshot_summary_json)
+        .Bind(9, d.plan_json)
+        .Bind(10, d.summary)
+        .Bind(11, d.cost_before_usd_per_hour)
+        .Bind(12, d.cost_after_usd_per_hour)
+        .Bind(13, d.expected_interruption_usd_per_hour)
+        .Bind(14, d.scale_down_blocked);
+    if (Status r = q->Run("inserting"); !r.ok()) return r;
+    id = db_->LastInsertRowid();
+    return Status::Ok();
+  });
+  if (!s.ok()) return s.error();
+  return id;
+}
+
+Result<int64_t> SqliteAuditStore::RecordActionIntent(const ActionRecord& a) {
+  Result<std::vector<int64_t>> ids = RecordActionIntents({a});
+  if (!ids) return ids.error();
+  return ids->front();
+}
+
+Result<std::vector<int64_t>> SqliteAuditStore::RecordActionIntents(const std::vector<ActionRecord>& actions) {
+  for (const ActionRecord& a : actions) {
+    const std::string what = "recording action intent '" + a.idempotency_token + "'";
+    if (a.idempotency_token.empty()) return Error::InvalidInput(what + ": the idempotency token is empty");
+    if (a.count < 0) return Error::InvalidInput(what + ": count " + std::to_string(a.count) + " < 0");
+    if (Status s = CheckOffering(a.offering, what); !s.ok()) return s.error();
+  }
+  if (actions.empty()) return std::vector<int64_t>{};
+
+  // The tick's records so far go first, so the intent never lands without
+  // the decision it belongs to. The batch reopens at the tick's next write.
+  if (batch_open_) {
+    batch_open_ = false;
+    Status s = RunConstant(*db_, "COMMIT", "committing the tick before an action intent");
+    if (!s.ok()) {
+      if (!db_->Autocommit()) (void)RunConstant(*db_, "ROLLBACK", "rolling back the tick");
+      if (!batch_lost_) batch_lost_ = s.error();
+      return s.error();
+    }
+  }
+  const bool fsync = options_.intent_sync == SqliteAuditStoreOptions::IntentSync::kFsync;
+  if (fsync) {
+    if (Status s = RunConstant(*db_, "PRAGMA synchronous = FULL", "syncing action intents"); !s.ok()) {
+      return s.error();
+    }
+  }
+  Result<std::vector<int64_t>> ids = InsertIntents(actions);
+  if (fsync) {
+    Status s = RunConstant(*db_, "PRAGMA synchronous = NORMAL", "restoring synchronous=NORMAL");
+    if (!s.ok() && ids) return s.error();
+  }
+  return ids;
+}
+
+Result<std::vector<int64_t>> SqliteAuditStore::InsertIntents(const std::vector<ActionRecord>& actions) {
+  std::vector<int64_t> ids;
+  ids.reserve(actions.size());
+  Status s = RunConstant(*db_, "BEGIN IMMEDIATE", "recording action intents");
+  for (size_t i = 0; s.ok() && i < actions.size(); ++i) {
+    const ActionRecord& a = actions[i];
+    Result<Query> q = db_->Prepare(
+        "INSERT INTO actions (decision_id, kind, idempotency_token, pool, instance_type, region, zone, "
+        "capacity_type, usd_per_hour, on_demand_usd_per_hour, interruptions_per_hour, count, "
+        "instance_ids_json, reason) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
+    if (!q) {
+      s = q.error();
+      break;
+    }
+    q->Bind(1, a.decision_id == 0 ? std::nullopt : std::optional<int64_t>(a.decision_id))
+        .Bind(2, ToString(a.kind))
+        .Bind(3, a.idempotency_token)
+        .Bind(4, a.pool)
+        .Bind(12, a.count)
+        .Bind(13, IdsToJson(a.instance_ids))
+        .Bind(14, a.reason);
+    BindOffering(*q, 5, a.offering);
+    s = q->Run("inserting");
+    if (s.ok()) {
+      ids.push_back(db_->LastInsertRowid());
+      continue;
+    }
+    const std::string what = "recording action intent '" + a.idempotency_token + "'";
+    Result<Query> dup = db_->Prepare("SELECT id FROM actions WHERE idempotency_token = ?1");
+    Result<bool> dup_found = dup ? dup->Bind(1, a.idempotency_token).Step("looking up the token") : false;
+    if (dup_found.ok() && *dup_found) {
+      s = Error::InvalidInput(what + ": the idempotency token is already recorded (action id " +
+                              std::to_string(dup->Int(0)) + "); an action is recorded once");
+    } else {
+      s = s.error().WithContext(what);
+      if (a.decision_id != 0 && s.error().category() == ErrorCategory::kNotFound) {
+        s = Error::NotFound(what + ": decision id " + std::to_string(a.decision_id) + " is not recorded");
+      }
+    }
+  }
+  if (s.ok()) s = RunConstant(*db_, "COMMIT", "committing action intents");
+  if (!s.ok()) {
+    if (!db_->Autocommit()) (void)RunConstant(*db_, "ROLLBACK", "rolling back action intents");
+    return s.error();
+  }
+  return ids;
+}
+
+Status SqliteAuditStore::RecordActionOutcome(int64_t action_id, ActionOutcome outcome, const std::string& detail,
+                                             const std::vector<std::string>& instance_ids) {
+  const std::string what = "recording the outcome of action " + std::to_string(action_id);
+  if (outcome == ActionOutcome::kPending) return Error::InvalidInput(what + ": an outcome cannot be 'pending'");
+  return Single("recording an action outcome", [&]() -> Status {
+    Result<Query> q = db_->Prepare(
+        "UPDATE actions SET outcome = ?2, detail = ?3, result_instance_ids_json = ?4 WHERE id = ?1");
+    if (!q) return q.error();
+    q->Bind(1, action_id).Bind(2, ToString(outcome)).Bind(3, detail).Bind(4, IdsToJson(instance_ids));
+    if (Status s = q->Run("updating"); !s.ok()) return s;
+    if (db_->Changes() == 0) return Error::NotFound(what + ": no such action");
+    return Status::Ok();
+  });
+}
+
+Result<std::vector<ActionRow>> SqliteAuditStore::OpenIntents() {
+  Result<std::vector<ActionRow>> rows = store_internal::QueryOpenIntents(*db_);
+  if (!rows) NoteFailure(rows.error());
+  return rows;
+}
+
+Status SqliteAuditStore::RecordNodeLaunch(const NodeLaunchRecord& n) {
+  const std::string what = "recording the launch of node '" + n.instance_id + "'";
+  if (n.instance_id.empty()) return Error::InvalidInput(what + ": empty instance id");
+  if (n.gpu_count < 0) return Error::InvalidInput(what + ": gpu_count < 0");
+  if (Status s = CheckOffering(n.offering, what); !s.ok()) return s;
+  return Atomically("recording a node launch", [&]() -> Status {
+    Result<Query> q = db_->Prepare(
+        "INSERT INTO nodes (instance_id, node_id, pool, instance_type, region, zone, capacity_type, "
+        "launch_usd_per_hour, on_demand_usd_per_hour, interruptions_per_hour, gpu_count, launch_time, "
+        "decision_id, reason) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) "
+        "ON CONFLICT (instance_id) DO NOTHING");
+    if (!q) return q.error();
+    q->Bind(1, n.instance_id)
+        .Bind(2, n.node_id)
+        .Bind(3, n.pool)
+        .Bind(11, n.gpu_count)
+        .Bind(12, n.launch_time)
+        .Bind(13, n.decision_id == 0 ? std::nullopt : std::optional<int64_t>(n.decision_id))
+        .Bind(14, n.reason);
+    BindOffering(*q, 4, n.offering);
+    if (Status s = q->Run("inserting"); !s.ok()) {
+      if (n.decision_id != 0 && s.error().category() == ErrorCategory::kNotFound) {
+        return Error::NotFound(what + ": decision id " + std::to_string(n.decision_id) + " is not recorded");
+      }
+      return s;
+    }
+    if (db_->Changes() == 0) return Status::Ok();  // known already: the first record wins
+    Result<Query> p =
+        db_->Prepare("INSERT INTO node_prices (instance_id, from_time, usd_per_hour) VALUES (?1, ?2, ?3)");
+    if (!p) return p.error();
+    return p->Bind(1, n.instance_id).Bind(2, n.launch_time).Bind(3, n.offering.usd_per_hour).Run("pricing");
+  });
+}
+
+Status SqliteAuditStore::RecordNodePrice(const std::string& instance_id, WallTime at, double usd_per_hour) {
+  const std::string what = "recording a price of node '" + instance_id + "'";
+  if (Status s = CheckMoney(usd_per_hour, "usd_per_hour"); !s.ok()) return s.error().WithContext(what);
+  return Single("recording a node price", [&]() -> Status {
+    Result<Query> life = db_->Prepare("SELECT launch_time, end_time FROM nodes WHERE instance_id = ?1");
+    if (!life) return life.error();
+    Result<bool> found = life->Bind(1, instance_id).Step("looking up the node");
+    if (!found) return found.error();
+    if (!*found) return Error::NotFound(what + ": no such node");
+    if (at < life->Time(0)) {
+      return Error::InvalidInput(what + ": " + FormatRfc3339(at) + " is before its launch at " +
+                                 FormatRfc3339(life->Time(0)));
+    }
+    if (std::optional<WallTime> end = life->OptionalTime(1); end && at >= *end) {
+      return Error::InvalidInput(what + ": " + FormatRfc3339(at) + " is not before its end at " +
+                                 FormatRfc3339(*end));
+    }
+    Result<Query> q = db_->Prepare(
+        "INSERT INTO node_prices (instance_id, from_time, usd_per_hour) VALUES (?1, ?2, ?3) "
+        "ON CONFLICT (instance_id, from_time) DO UPDATE SET usd_per_hour = excluded.usd_per_hour");
+    if (!q) return q.error();
+    return q->Bind(1, instance_id).Bind(2, at).Bind(3, usd_per_hour).Run("inserting");
+  });
+}
+
+Status SqliteAuditStore::RecordNodeEnd(const NodeEndRecord& e) {
+  const std::string what = "recording the end of node '" + e.instance_id + "'";
+  return Single("recording a node end", [&]() -> Status {
+    Result<Query> q = db_->Prepare(
+        "UPDATE nodes SET end_time = ?2, cause = ?3 "
+        "WHERE instance_id = ?1 AND end_time IS NULL AND launch_time <= ?2");
+    if (!q) return q.error();
+    if (Status s = q->Bind(1, e.instance_id).Bind(2, e.end_time).Bind(3, e.cause).Run("updating"); !s.ok()) {
+      return s;
+    }
+    if (db_->Changes() == 1) return Status::Ok();
+    Result<Query> life = db_->Prepare("SELECT launch_time, end_time FROM nodes WHERE instance_id = ?1");
+    if (!life) return life.error();
+    Result<bool> found = life->Bind(1, e.instance_id).Step("looking up the node");
+    if (!found) return found.error();
+    if (!*found) return Error::NotFound(what + ": no such node");
+    if (!life->IsNull(1)) return Status::Ok();  // ended already: the first end wins
+    return Error::InvalidInput(what + ": " + FormatRfc3339(e.end_time) + " is before its launch at " +
+                               FormatRfc3339(life->Time(0)));
+  });
+}
+
+Status SqliteAuditStore::RecordPriceSamples(const std::vector<PriceSample>& samples) {
+  for (const PriceSample& p : samples) {
+    if (Status s = CheckOffering(p.offering, "recording a price sample of " + p.offering.Key()); !s.ok()) return s;
+  }
+  if (samples.empty()) return Status::Ok();
+  return Atomically("recording price samples", [&]() -> Status {
+    for (const PriceSample& p : samples) {
+      Result<Query> q = db_->Prepare(
+          "INSERT INTO price_samples (time, instance_type, region, zone, capacity_type, usd_per_hour, "
+          "on_demand_usd_per_hour, interruptions_per_hour, available) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
+      if (!q) return q.error();
+      q->Bind(1, p.time).Bind(9, p.offering.available);
+      BindOffering(*q, 2, p.offering);
+      if (Status s = q->Run("inserting"); !s.ok()) return s;
+    }
+    return Status::Ok();
+  });
+}
+
+Status SqliteAuditStore::RecordUsage(const std::vector<UsageRecord>& usage) {
+  for (const UsageRecord& u : usage) {
+    const std::string what = "recording usage of node '" + u.instance_id + "' by '" + u.workload_class + "'";
+    if (u.end < u.start) return Error::InvalidInput(what + ": the interval ends before it starts");
+    if (!std::isfinite(u.gpu_seconds_allocated) || !std::isfinite(u.gpu_seconds_busy) ||
+        u.gpu_seconds_busy < 0 || u.gpu_seconds_busy > u.gpu_seconds_allocated) {
+      return Error::InvalidInput(what + ": need 0 <= gpu_seconds_busy (" + std::to_string(u.gpu_seconds_busy) +
+                                 ") <= gpu_seconds_allocated (" + std::to_string(u.gpu_seconds_allocated) + ")");
+    }
+  }
+  if (usage.empty()) return Status::Ok();
+  return Atomically("recording usage", [&]() -> Status {
+    for (const UsageRecord& u : usage) {
+      Result<Query> q = db_->Prepare(
+          "INSERT INTO usage (instance_id, workload_class, team, start_time, end_time, gpu_seconds_allocated, "
+          "gpu_seconds_busy) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+      if (!q) return q.error();
+      q->Bind(1, u.instance_id)
+          .Bind(2, u.workload_class)
+          .Bind(3, u.team)
+          .Bind(4, u.start)
+          .Bind(5, u.end)
+          .Bind(6, u.gpu_seconds_allocated)
+          .Bind(7, u.gpu_seconds_busy);
+      if (Status s = q->Run("inserting"); !s.ok()) return s;
+    }
+    return Status::Ok();
+  });
+}
+
+Status SqliteAuditStore::PruneBefore(WallTime cut) {
+  // Order matters: nodes go before decisions, so a decision kept only for a
+  // node pruned now goes too. node_prices and actions follow by cascade.
+  static constexpr const char* kPrune[] = {
+      "DELETE FROM price_samples WHERE time < ?1",
+      "DELETE FROM nodes WHERE end_time IS NOT NULL AND end_time < ?1",
+      "DELETE FROM usage WHERE end_time < ?1 AND instance_id NOT IN (SELECT instance_id FROM nodes)",
+      "DELETE FROM decisions WHERE time < ?1 "
+      "AND id NOT IN (SELECT decision_id FROM nodes WHERE decision_id IS NOT NULL) "
+      "AND id NOT IN (SELECT decision_id FROM actions WHERE outcome = 'pending' AND decision_id IS NOT NULL)",
+  };
+  return Atomically("pruning the audit store", [&]() -> Status {
+    for (const char* sql : kPrune) {
+      Result<Query> q = db_->Prepare(sql);
+      if (!q) return q.error();
+      if (Status s = q->Bind(1, cut).Run("deleting"); !s.ok()) return s;
+    }
+    return Status::Ok();
+  });
+}
+
+Result<std::unique_ptr<AuditReader>> SqliteAuditStore::OpenReader() const {
+  if (path_ == ":memory:") return std::make_unique<AuditReader>(db_);
+  return AuditReader::Open(path_, AuditReaderOptions{.busy_timeout = options_.busy_timeout});
+}
+
+Result<std::string> SqliteAuditStore::IntegrityCheck() {
+  Result<Query> q = db_->Prepare("PRAGMA integrity_check");
+  if (!q) return q.error();
+  std::string report;
+  while (true) {
+    Result<bool> row = q->Step("checking integrity");
+    if (!row) return row.error();
+    if (!*row) break;
+    if (!report.empty()) report += '\n';
+    report += q->Text(0);
+  }
+  return report;
+}
+
+}  // namespace gpuscaler

@@ -1,0 +1,153 @@
+#include "sqlite_db.h"
+
+#include <string>
+
+namespace gpuscaler::store_internal {
+
+Error SqliteError(int rc, sqlite3* db, std::string_view context) {
+  std::string message(context);
+  message += ": ";
+  // sqlite3_errmsg describes the connection's last failure, which is this one
+  // unless the caller has made another call since.
+  const char* detail = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  message += detail;
+  const std::string generic = sqlite3_errstr(rc);
+  if (generic != detail) {
+    message += " (" + generic + ")";
+  }
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return Error::Transient(message + "; another connection holds the lock, retry later");
+    case SQLITE_FULL:
+      return Error::Transient("disk full, audit records not written: " + message);
+    case SQLITE_IOERR:
+    case SQLITE_NOMEM:
+    case SQLITE_INTERRUPT:
+    case SQLITE_PROTOCOL:
+      return Error::Transient(message);
+    case SQLITE_CONSTRAINT:
+      if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) return Error::NotFound(message + ": refers to a missing row");
+      return Error::InvalidInput(message);
+    case SQLITE_MISMATCH:
+    case SQLITE_TOOBIG:
+    case SQLITE_RANGE:
+      return Error::InvalidInput(message);
+    case SQLITE_CANTOPEN:
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_AUTH:
+    case SQLITE_NOTADB:
+      return Error::Config(message);
+    default:
+      return Error::Internal(message);
+  }
+}
+
+Query::~Query() {
+  if (stmt_ != nullptr) {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+}
+
+// Bind only fails on a parameter index out of range or OOM: programming
+// errors caught by the tests, and a later Step reports the statement as
+// misused.
+Query& Query::Bind(int i, int64_t v) {
+  sqlite3_bind_int64(stmt_, i, v);
+  return *this;
+}
+
+Query& Query::Bind(int i, double v) {
+  sqlite3_bind_double(stmt_, i, v);
+  return *this;
+}
+
+Query& Query::Bind(int i, std::string_view v) {
+  sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  return *this;
+}
+
+Query& Query::BindNull(int i) {
+  sqlite3_bind_null(stmt_, i);
+  return *this;
+}
+
+Result<bool> Query::Step(std::string_view what) {
+  const int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  return SqliteError(sqlite3_extended_errcode(db_->raw()), db_->raw(), what);
+}
+
+Status Query::Run(std::string_view what) {
+  Result<bool> r = Step(what);
+  if (!r) return r.error();
+  return Status::Ok();
+}
+
+std::string Query::Text(int col) const {
+  const unsigned char* text = sqlite3_column_text(stmt_, col);
+  if (text == nullptr) return {};
+  return std::string(reinterpret_cast<const char*>(text), static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
+}
+
+Result<std::shared_ptr<Connection>> Connection::Open(const std::string& path, int flags,
+                                                     std::chrono::milliseconds busy_timeout) {
+  sqlite3* db = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    Error error = SqliteError(rc, db, "opening audit database '" + path + "'");
+    sqlite3_close_v2(db);  // a handle is allocated even on failure
+    return error;
+  }
+  sqlite3_extended_result_codes(db, 1);
+  sqlite3_busy_timeout(db, static_cast<int>(busy_timeout.count()));
+  return std::shared_ptr<Connection>(new Connection(db));
+}
+
+Connection::~Connection() {
+  for (auto& [sql, stmt] : statements_) {
+    sqlite3_finalize(stmt);
+  }
+  // Closing with a transaction open rolls it back, as a crash would.
+  sqlite3_close_v2(db_);
+}
+
+Result<Query> Connection::Prepare(const char* sql) {
+  auto it = statements_.find(sql);
+  if (it == statements_.end()) {
+    sqlite3_stmt* stmt = nullptr;
+    const int rc = sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
+    if (rc != SQLITE_OK) {
+      return SqliteError(rc, db_, std::string("preparing \"") + sql + "\"");
+    }
+    it = statements_.emplace(sql, stmt).first;
+  }
+  return Query(this, it->second);
+}
+
+Status Connection::Exec(const char* sql, std::string_view what) {
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err);
+  sqlite3_free(err);  // the same text as sqlite3_errmsg, which SqliteError reads
+  if (rc != SQLITE_OK) return SqliteError(sqlite3_extended_errcode(db_), db_, what);
+  return Status::Ok();
+}
+
+ReadSnapshot::ReadSnapshot(Connection& db) : db_(db) {
+  if (db_.Autocommit()) {
+    status_ = db_.Exec("BEGIN", "starting a read");
+    began_ = status_.ok();
+  }
+}
+
+ReadSnapshot::~ReadSnapshot() {
+  if (began_) {
+    // A read-only transaction: COMMIT only ends the snapshot.
+    (void)db_.Exec("COMMIT", "ending a read");
+  }
+}
+
+}  // namespace gpuscaler::store_internal
