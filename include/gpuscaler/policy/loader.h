@@ -39,6 +39,14 @@ PolicyLoadResult LoadPolicyFile(const std::string& path, const Catalog* catalog 
 PolicyLoadResult ParsePolicy(const std::string& text, const std::string& file_name,
                              const Catalog* catalog = nullptr);
 
+// The policy as canonical text: every field (defaults included) in a fixed
+// order, one "path=value" per line, without source_file and content_hash. Two
+// files that differ only in formatting, comments, key order or in spelling a
+// default out give the same text.
+std::string CanonicalPolicyText(const Policy& policy);
+// SHA-256 (lowercase hex) of CanonicalPolicyText: Policy::content_hash.
+std::string PolicyContentHash(const Policy& policy);
+
 // A policy with one pool (every GPU type, on-demand and spot) and one default
 // class: what gpuscaler uses when no policy file is given.
 Policy DefaultPolicy();

@@ -1,0 +1,163 @@
+// Reading configuration documents (policy files, instance catalogs) written
+// as YAML or JSON, with a place for every problem.
+//
+// Both formats go through one parser (yaml-cpp; JSON is YAML flow syntax), so
+// every node carries its 1-based line and column either way. A DocReader
+// collects problems instead of stopping at the first, as
+// "file:line:col: field.path: message", and MapReader reads one mapping:
+// it reports unknown keys (with the closest known key as a suggestion),
+// duplicate keys and wrong types, and remembers where each field was so that
+// later cross-field checks can point at it.
+//
+// Scalars keep their text and whether they were quoted: a quoted "1.5" is a
+// string, a plain 1.5 a number, as a JSON reader would see them. Values only;
+// a DocReader is used by one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "gpuscaler/model/time.h"
+
+namespace gpuscaler {
+
+struct SourceMark {
+  int line = 0;    // 1-based; 0 when unknown
+  int column = 0;  // 1-based
+};
+
+struct ConfigProblem {
+  std::string file;
+  int line = 0;  // 1-based; 0 when the problem has no single place
+  int column = 0;
+  std::string field;  // "pools[0].max_nodes"; empty for syntax errors
+  std::string message;
+  // "file:line:col: field: message"; the place and the field are left out
+  // when unknown.
+  std::string ToString() const;
+};
+
+// All problems, one per line, in the order given.
+std::string JoinProblems(const std::vector<ConfigProblem>& problems);
+
+// One node of a parsed document.
+struct DocNode {
+  enum class Kind { kNull, kScalar, kSequence, kMapping };
+  Kind kind = Kind::kNull;
+  SourceMark mark;
+  std::string scalar;   // kScalar: the text as written, unquoted
+  bool quoted = false;  // kScalar: quoted or block scalar (always a string)
+  std::vector<DocNode> items;                         // kSequence
+  std::vector<std::pair<DocNode, DocNode>> entries;   // kMapping, file order, duplicates kept
+
+  bool IsNull() const { return kind == Kind::kNull; }
+  bool IsScalar() const { return kind == Kind::kScalar; }
+  bool IsSequence() const { return kind == Kind::kSequence; }
+  bool IsMapping() const { return kind == Kind::kMapping; }
+  // What a person calls it in "expected X, got Y": "a string", "a number",
+  // "an integer", "a boolean", "null", "a list", "a mapping".
+  std::string Describe() const;
+};
+
+// Levenshtein-closest candidate to `word`, or "" when none is close enough to
+// be a plausible typo.
+std::string ClosestName(std::string_view word, const std::vector<std::string_view>& candidates);
+
+// Collects the problems of one document and where its fields are.
+class DocReader {
+ public:
+  explicit DocReader(std::string file_name) : file_(std::move(file_name)) {}
+
+  // Parses YAML or JSON text into `*root`. A syntax error is reported (with
+  // its place) and returns false. An empty document is a null root.
+  bool Parse(const std::string& text, DocNode* root);
+
+  void Report(SourceMark at, std::string field, std::string message);
+  void Report(const DocNode& at, std::string field, std::string message) {
+    Report(at.mark, std::move(field), std::move(message));
+  }
+  // Reports at the remembered place of `field`, or of its closest remembered
+  // ancestor ("pools[0].max_nodes" -> "pools[0]" -> "pools").
+  void ReportAt(const std::string& field, std::string message);
+
+  void Remember(const std::string& field, SourceMark mark) { marks_[field] = mark; }
+  SourceMark MarkOf(const std::string& field) const;
+
+  const std::string& file() const { return file_; }
+  bool ok() const { return problems_.empty(); }
+  // Sorted by place (line, column); problems without a place come last.
+  std::vector<ConfigProblem> SortedProblems() const;
+
+  // Typed scalar conversions. Each reports a type or format problem at the
+  // node under `field` and returns false; `*out` is set only on success.
+  bool ToString(const DocNode& n, const std::string& field, std::string* out);
+  bool ToBool(const DocNode& n, const std::string& field, bool* out);
+  bool ToInt(const DocNode& n, const std::string& field, int64_t* out);
+  bool ToInt(const DocNode& n, const std::string& field, int* out);
+  bool ToNumber(const DocNode& n, const std::string& field, double* out);
+  // A duration string ("90s", "5m", "1h30m") or a plain integer of seconds.
+  bool ToDuration(const DocNode& n, const std::string& field, Seconds* out);
+  bool ToStringList(const DocNode& n, const std::string& field, std::vector<std::string>* out);
+  bool ToStringMap(const DocNode& n, const std::string& field,
+                   std::map<std::string, std::string>* out);
+
+ private:
+  std::string file_;
+  std::vector<ConfigProblem> problems_;
+  std::map<std::string, SourceMark> marks_;
+};
+
+// Reads one mapping at `path` ("" for the root). The constructor reports a
+// node that is not a mapping (null counts as an empty mapping), every key not
+// in `known` (empty `known`: any key, for maps keyed by names) and every
+// repeated key. The Read* methods leave `*out` untouched
+// when the key is absent or invalid, so the struct default stays; they return
+// true only when the key was present and valid.
+class MapReader {
+ public:
+  MapReader(DocReader& reader, const DocNode& node, std::string path,
+            std::vector<std::string_view> known);
+
+  // First occurrence of `key`, or nullptr.
+  const DocNode* Find(std::string_view key) const;
+  bool Has(std::string_view key) const { return Find(key) != nullptr; }
+  // "path.key" (or "key" at the root).
+  std::string PathOf(std::string_view key) const;
+  const std::string& path() const { return path_; }
+  SourceMark mark() const { return node_.mark; }
+  // Reports "required field is missing" for each absent key; false if any.
+  bool Require(std::initializer_list<std::string_view> keys);
+
+  bool ReadString(std::string_view key, std::string* out);
+  bool ReadBool(std::string_view key, bool* out);
+  bool ReadInt(std::string_view key, int* out);
+  bool ReadInt(std::string_view key, int64_t* out);
+  bool ReadNumber(std::string_view key, double* out);
+  bool ReadDuration(std::string_view key, Seconds* out);
+  bool ReadStringList(std::string_view key, std::vector<std::string>* out);
+  bool ReadStringMap(std::string_view key, std::map<std::string, std::string>* out);
+
+  // Keys and values in file order, duplicates and unknown keys left out.
+  const std::vector<std::pair<const DocNode*, const DocNode*>>& entries() const { return entries_; }
+
+ private:
+  const DocNode* Lookup(std::string_view key);  // Find + remember its place
+
+  DocReader& reader_;
+  const DocNode& node_;
+  std::string path_;
+  std::vector<std::pair<const DocNode*, const DocNode*>> entries_;
+};
+
+// Reads a whole file. On failure `*error` is the OS's reason ("No such file
+// or directory", "Is a directory").
+bool ReadTextFile(const std::string& path, std::string* text, std::string* error);
+
+// "path[i]".
+std::string IndexPath(const std::string& path, size_t index);
+
+}  // namespace gpuscaler

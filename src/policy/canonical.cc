@@ -1,0 +1,177 @@
+// The canonical form behind Policy::content_hash. Changing what is written
+// here changes every policy's hash; add new fields at the end of their group.
+#include <openssl/evp.h>
+
+#include <cstdio>
+#include <string>
+
+#include "gpuscaler/policy/loader.h"
+
+namespace gpuscaler {
+namespace {
+
+class Writer {
+ public:
+  void Put(const std::string& path, const std::string& value) {
+    text_ += path;
+    text_ += '=';
+    // Escaped so a value cannot fake a line of its own.
+    for (char c : value) {
+      if (c == '\\' || c == '\n' || c == '=') text_ += '\\';
+      text_ += c == '\n' ? 'n' : c;
+    }
+    text_ += '\n';
+  }
+  void Put(const std::string& path, const char* value) { Put(path, std::string(value)); }
+  void Put(const std::string& path, bool value) { Put(path, value ? "true" : "false"); }
+  void Put(const std::string& path, int value) { Put(path, std::to_string(value)); }
+  void Put(const std::string& path, int64_t value) { Put(path, std::to_string(value)); }
+  void Put(const std::string& path, double value) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.17g", value);
+    Put(path, std::string(buf));
+  }
+  void Put(const std::string& path, Seconds value) {
+    Put(path, std::to_string(value.count()) + "s");
+  }
+  void Put(const std::string& path, const std::vector<std::string>& values) {
+    Put(path + "#", static_cast<int>(values.size()));
+    for (size_t i = 0; i < values.size(); ++i) Put(path + "[" + std::to_string(i) + "]", values[i]);
+  }
+  void Put(const std::string& path, const std::map<std::string, std::string>& values) {
+    Put(path + "#", static_cast<int>(values.size()));
+    for (const auto& [k, v] : values) Put(path + "{" + k + "}", v);
+  }
+  template <typename T>
+  void Put(const std::string& path, const std::optional<T>& value) {
+    if (value) {
+      Put(path, *value);
+    } else {
+      Put(path, "none");
+    }
+  }
+  void Put(const std::string& path, const SignalQuery& q) {
+    Put(path + ".source", q.source);
+    Put(path + ".query", q.query);
+    Put(path + ".vhost", q.vhost);
+    Put(path + ".queue", q.queue);
+  }
+  void Put(const std::string& path, const BudgetCap& cap) {
+    Put(path + ".hourly_usd", cap.hourly_usd);
+    Put(path + ".monthly_usd", cap.monthly_usd);
+    Put(path + ".hard", cap.hard);
+  }
+  std::string Take() { return std::move(text_); }
+
+ private:
+  std::string text_;
+};
+
+}  // namespace
+
+std::string CanonicalPolicyText(const Policy& p) {
+  Writer w;
+  w.Put("apiVersion", p.api_version);
+  w.Put("name", p.name);
+  w.Put("pools#", static_cast<int>(p.pools.size()));
+  for (size_t i = 0; i < p.pools.size(); ++i) {
+    const NodePoolPolicy& pool = p.pools[i];
+    const std::string at = "pools[" + std::to_string(i) + "]";
+    w.Put(at + ".name", pool.name);
+    w.Put(at + ".instance_types", pool.instance_types);
+    w.Put(at + ".families", pool.families);
+    w.Put(at + ".gpu_models", pool.gpu_models);
+    w.Put(at + ".regions", pool.regions);
+    w.Put(at + ".zones", pool.zones);
+    std::vector<std::string> capacity;
+    for (CapacityType c : pool.capacity_types) capacity.emplace_back(ToString(c));
+    w.Put(at + ".capacity_types", capacity);
+    w.Put(at + ".min_nodes", pool.min_nodes);
+    w.Put(at + ".max_nodes", pool.max_nodes);
+    w.Put(at + ".labels", pool.labels);
+    w.Put(at + ".taints#", static_cast<int>(pool.taints.size()));
+    for (size_t j = 0; j < pool.taints.size(); ++j) {
+      const std::string t = at + ".taints[" + std::to_string(j) + "]";
+      w.Put(t + ".key", pool.taints[j].key);
+      w.Put(t + ".value", pool.taints[j].value);
+      w.Put(t + ".effect", pool.taints[j].effect);
+    }
+    w.Put(at + ".actuation", pool.actuation);
+    w.Put(at + ".auto_scaling_group", pool.auto_scaling_group);
+  }
+  w.Put("classes#", static_cast<int>(p.classes.size()));
+  for (size_t i = 0; i < p.classes.size(); ++i) {
+    const WorkloadClassPolicy& c = p.classes[i];
+    const std::string at = "classes[" + std::to_string(i) + "]";
+    w.Put(at + ".name", c.name);
+    w.Put(at + ".match.queues", c.match_queues);
+    w.Put(at + ".match.namespaces", c.match_namespaces);
+    w.Put(at + ".match.labels", c.match_labels);
+    w.Put(at + ".pools", c.pools);
+    w.Put(at + ".interruptible", c.interruptible);
+    w.Put(at + ".max_spot_share", c.max_spot_share);
+    w.Put(at + ".checkpoint_interval", c.checkpoint_interval);
+    w.Put(at + ".restart_cost", c.restart_cost);
+    w.Put(at + ".priority", c.priority);
+    w.Put(at + ".target.max_queue_wait", c.max_queue_wait);
+    w.Put(at + ".target.jobs_per_gpu_per_minute", c.jobs_per_gpu_per_minute);
+    w.Put(at + ".zone_spread.max_zone_share", c.max_zone_share);
+    w.Put(at + ".zone_spread.min_zones", c.min_zones);
+    w.Put(at + ".shape.gpus", c.gpus_per_job);
+    w.Put(at + ".shape.mig_profile", c.mig_profile);
+    w.Put(at + ".shape.gpu_models", c.gpu_models);
+    w.Put(at + ".shape.min_gpu_memory_mib", c.min_gpu_memory_mib);
+    w.Put(at + ".shape.cpu_milli", c.cpu_milli_per_job);
+    w.Put(at + ".shape.memory_mib", c.memory_mib_per_job);
+    w.Put(at + ".shape.expected_runtime", c.expected_runtime);
+    w.Put(at + ".signals.queue_depth", c.queue_depth);
+    w.Put(at + ".signals.gpu_utilization", c.gpu_utilization);
+    w.Put(at + ".scale_in_utilization_below", c.scale_in_utilization_below);
+  }
+  w.Put("budget.global", p.budget.global);
+  w.Put("budget.pools#", static_cast<int>(p.budget.per_pool.size()));
+  for (const auto& [pool, cap] : p.budget.per_pool) w.Put("budget.pools{" + pool + "}", cap);
+  w.Put("spot.max_price_fraction_of_on_demand", p.spot.max_price_fraction_of_on_demand);
+  w.Put("spot.max_interruptions_per_hour", p.spot.max_interruptions_per_hour);
+  w.Put("spot.fallback_to_on_demand", p.spot.fallback_to_on_demand);
+  w.Put("spot.fallback_duration", p.spot.fallback_duration);
+  const ScalingPolicy& s = p.scaling;
+  w.Put("scaling.tick_interval", s.tick_interval);
+  w.Put("scaling.scale_up_stabilization", s.scale_up_stabilization);
+  w.Put("scaling.scale_down_stabilization", s.scale_down_stabilization);
+  w.Put("scaling.scale_up_cooldown", s.scale_up_cooldown);
+  w.Put("scaling.scale_down_cooldown", s.scale_down_cooldown);
+  w.Put("scaling.max_nodes_added_per_tick", s.max_nodes_added_per_tick);
+  w.Put("scaling.max_nodes_removed_per_tick", s.max_nodes_removed_per_tick);
+  const DisruptionPolicy& d = p.disruption;
+  w.Put("disruption.consolidation", d.consolidation);
+  w.Put("disruption.min_node_age", d.min_node_age);
+  w.Put("disruption.max_disrupted_per_interval", d.max_disrupted_per_interval);
+  w.Put("disruption.disruption_interval", d.disruption_interval);
+  w.Put("disruption.do_not_disrupt_labels", d.do_not_disrupt_labels);
+  w.Put("disruption.min_savings_usd_per_hour", d.min_savings_usd_per_hour);
+  w.Put("disruption.min_savings_fraction", d.min_savings_fraction);
+  w.Put("signals.max_staleness#", static_cast<int>(p.signals.max_staleness.size()));
+  for (const auto& [source, age] : p.signals.max_staleness) {
+    w.Put("signals.max_staleness{" + source + "}", age);
+  }
+  return w.Take();
+}
+
+std::string PolicyContentHash(const Policy& policy) {
+  const std::string text = CanonicalPolicyText(policy);
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (EVP_Digest(text.data(), text.size(), digest, &length, EVP_sha256(), nullptr) != 1) {
+    return "";
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned int i = 0; i < length; ++i) {
+    hex += kHex[digest[i] >> 4];
+    hex += kHex[digest[i] & 0xf];
+  }
+  return hex;
+}
+
+}  // namespace gpuscaler
