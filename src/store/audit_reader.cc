@@ -230,21 +230,21 @@ Result<std::vector<NodeRow>> AuditReader::NodesOverlapping(WallTime from, WallTi
 Result<std::vector<UsageRow>> AuditReader::UsageOverlapping(WallTime from, WallTime to) {
   if (Status s = CheckRange(from, to, "reading usage"); !s.ok()) return s.error();
   Result<Query> q = db_->Prepare(
-      "SELECT id, instance_id, workload_class, team, start_time, end_time, gpu_seconds_allocated, "
-      "gpu_seconds_busy FROM usage WHERE start_time < ?2 AND end_time > ?1 ORDER BY start_time, id");
+      "SELECT instance_id, workload_class, team, start_time, end_time, gpu_seconds_allocated, gpu_seconds_busy "
+      "FROM usage WHERE end_time > ?1 AND start_time < ?2 "
+      "ORDER BY start_time, end_time, instance_id, workload_class, team");
   if (!q) return q.error();
   q->Bind(1, from).Bind(2, to);
   std::vector<UsageRow> rows;
   Status s = Collect(*q, "reading usage", &rows, [](const Query& r) -> Result<UsageRow> {
     UsageRow row;
-    row.id = r.Int(0);
-    row.usage.instance_id = r.Text(1);
-    row.usage.workload_class = r.Text(2);
-    row.usage.team = r.Text(3);
-    row.usage.start = r.Time(4);
-    row.usage.end = r.Time(5);
-    row.usage.gpu_seconds_allocated = r.Real(6);
-    row.usage.gpu_seconds_busy = r.Real(7);
+    row.usage.instance_id = r.Text(0);
+    row.usage.workload_class = r.Text(1);
+    row.usage.team = r.Text(2);
+    row.usage.start = r.Time(3);
+    row.usage.end = r.Time(4);
+    row.usage.gpu_seconds_allocated = r.Real(5);
+    row.usage.gpu_seconds_busy = r.Real(6);
     return row;
   });
   if (!s.ok()) return s.error();
@@ -255,7 +255,8 @@ Result<std::vector<PriceSample>> AuditReader::PriceSamples(WallTime from, WallTi
   if (Status s = CheckRange(from, to, "reading price samples"); !s.ok()) return s.error();
   Result<Query> q = db_->Prepare(
       "SELECT time, instance_type, region, zone, capacity_type, usd_per_hour, on_demand_usd_per_hour, "
-      "interruptions_per_hour, available FROM price_samples WHERE time >= ?1 AND time < ?2 ORDER BY time, id");
+      "interruptions_per_hour, available FROM price_samples WHERE time >= ?1 AND time < ?2 "
+      "ORDER BY time, instance_type, region, zone, capacity_type");
   if (!q) return q.error();
   q->Bind(1, from).Bind(2, to);
   std::vector<PriceSample> rows;

@@ -35,7 +35,6 @@ CREATE TABLE decisions (
   scale_down_blocked                 INTEGER NOT NULL CHECK (scale_down_blocked IN (0, 1))
 );
 CREATE INDEX decisions_by_time ON decisions(time);
-CREATE INDEX decisions_by_source_time ON decisions(source, time);
 
 CREATE TABLE actions (
   id                       INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -91,7 +90,6 @@ CREATE TABLE node_prices (
 ) WITHOUT ROWID;
 
 CREATE TABLE price_samples (
-  id                     INTEGER PRIMARY KEY,
   time                   INTEGER NOT NULL,
   instance_type          TEXT NOT NULL,
   region                 TEXT NOT NULL,
@@ -100,26 +98,22 @@ CREATE TABLE price_samples (
   usd_per_hour           REAL NOT NULL,
   on_demand_usd_per_hour REAL NOT NULL,
   interruptions_per_hour REAL NOT NULL,
-  available              INTEGER NOT NULL CHECK (available IN (0, 1))
-);
-CREATE INDEX price_samples_by_time ON price_samples(time);
-CREATE INDEX price_samples_by_offering ON price_samples(instance_type, zone, capacity_type, time);
+  available              INTEGER NOT NULL CHECK (available IN (0, 1)),
+  PRIMARY KEY (time, instance_type, region, zone, capacity_type)
+) WITHOUT ROWID;
 
 CREATE TABLE usage (
-  id                    INTEGER PRIMARY KEY,
+  end_time              INTEGER NOT NULL,
   instance_id           TEXT NOT NULL,
   workload_class        TEXT NOT NULL,
   team                  TEXT NOT NULL,
   start_time            INTEGER NOT NULL,
-  end_time              INTEGER NOT NULL,
   gpu_seconds_allocated REAL NOT NULL,
   gpu_seconds_busy      REAL NOT NULL,
+  PRIMARY KEY (end_time, instance_id, workload_class, team, start_time),
   CHECK (end_time >= start_time),
   CHECK (gpu_seconds_busy >= 0 AND gpu_seconds_busy <= gpu_seconds_allocated + 1e-6)
-);
-CREATE INDEX usage_by_start ON usage(start_time);
-CREATE INDEX usage_by_end ON usage(end_time);
-CREATE INDEX usage_by_instance ON usage(instance_id, start_time);
+) WITHOUT ROWID;
 )sql";
 
 constexpr Migration kMigrations[] = {

@@ -673,3 +673,59 @@ TEST(AuditReader, FindsNodesAndUsageThatOverlapARange) {
 
 }  // namespace
 }  // namespace gpuscaler
+
+namespace gpuscaler {
+namespace {
+
+TEST(SqliteAuditStore, SamePriceSampleKeyReplacesAndSameUsageKeyIsRejected) {
+  auto store = OpenStore(":memory:");
+  ASSERT_NE(store, nullptr);
+  PriceSample first{T(100), SpotOffering()};
+  PriceSample second = first;
+  second.offering.usd_per_hour = 9.5;
+  ASSERT_TRUE(store->RecordPriceSamples({first}).ok());
+  ASSERT_TRUE(store->RecordPriceSamples({second}).ok());
+  UsageRecord u{"i-1", "render", "vfx", T(100), T(160), 240, 120};
+  ASSERT_TRUE(store->RecordUsage({u}).ok());
+  UsageRecord other_team = u;
+  other_team.team = "games";
+  Status twice = store->RecordUsage({other_team, u});
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.error().category(), ErrorCategory::kInvalidInput) << twice.error().ToString();
+
+  Result<std::unique_ptr<AuditReader>> reader = store->OpenReader();
+  ASSERT_TRUE(reader.ok());
+  Result<std::vector<PriceSample>> samples = (*reader)->PriceSamples(T(0), T(1000));
+  ASSERT_TRUE(samples.ok());
+  ASSERT_EQ(samples->size(), 1u);
+  EXPECT_DOUBLE_EQ((*samples)[0].offering.usd_per_hour, 9.5);
+  Result<std::vector<UsageRow>> usage = (*reader)->UsageOverlapping(T(0), T(1000));
+  ASSERT_TRUE(usage.ok());
+  ASSERT_EQ(usage->size(), 1u) << "a rejected call records none of its rows";
+  EXPECT_EQ((*usage)[0].usage.team, "vfx");
+}
+
+TEST(SqliteAuditStore, WithTickIntentsAreLostWithAnUncommittedTick) {
+  TempDir dir;
+  const std::string path = dir.File("audit.db");
+  {
+    auto store = OpenStore(path, SqliteAuditStoreOptions{.intent_sync = SqliteAuditStoreOptions::IntentSync::kWithTick});
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->BeginTick().ok());
+    Result<int64_t> d = store->RecordDecision(FullDecision(100));
+    ASSERT_TRUE(d.ok());
+    ASSERT_TRUE(store->RecordActionIntent(LaunchAction(*d, "sim-token")).ok());
+    Result<std::vector<ActionRow>> open = store->OpenIntents();
+    ASSERT_TRUE(open.ok());
+    EXPECT_EQ(open->size(), 1u) << "the writer sees its own batch";
+  }
+  auto reader = OpenReader(path);
+  ASSERT_NE(reader, nullptr);
+  Result<std::vector<ActionRow>> open = reader->OpenIntents();
+  ASSERT_TRUE(open.ok());
+  EXPECT_TRUE(open->empty());
+  EXPECT_TRUE(reader->DecisionsSince(T(0), 10)->empty());
+}
+
+}  // namespace
+}  // namespace gpuscaler

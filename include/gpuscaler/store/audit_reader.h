@@ -5,7 +5,7 @@
 // snapshot.
 //
 // Ranges are half-open [from, to) in unix seconds; from > to is kInvalidInput.
-// Rows come in time order, then id order.
+// Rows come in time order, then id (or key) order.
 //
 // Not thread-safe: one reader per thread (they are cheap to open).
 #pragma once
@@ -49,8 +49,8 @@ struct NodeRow {
   std::vector<PriceInterval> prices;  // by `from`; the first starts at launch
 };
 
+// One usage record; (end, instance, class, team, start) is its key.
 struct UsageRow {
-  int64_t id = 0;
   UsageRecord usage;
 };
 

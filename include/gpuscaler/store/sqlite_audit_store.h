@@ -17,6 +17,7 @@
 //    always on disk with it), then commits the intent on its own, synced to
 //    disk (IntentSync::kFsync), then the tick goes on in a fresh transaction.
 //    Records made after the intent are lost by a crash before CommitTick.
+//    (IntentSync::kWithTick, for the simulator, opts out of this.)
 //  - A write that fails without undoing the tick (bad input, a constraint)
 //    leaves the tick's other records in place; a multi-row call is all or
 //    nothing. If SQLite had to roll the whole tick back (disk full, I/O
@@ -57,8 +58,12 @@ struct SqliteAuditStoreOptions {
   // it fails with kTransient.
   std::chrono::milliseconds busy_timeout{5000};
   enum class IntentSync {
-    kFsync,    // the intent survives power loss (one disk sync per intent batch): the daemon
-    kNoFsync,  // the intent survives a process crash only: the simulator, dry runs
+    kFsync,     // committed alone and synced: survives power loss (the daemon)
+    kNoFsync,   // committed alone, not synced: survives a process crash only
+    // Inside a tick, the intent joins the tick's batch like any record: not
+    // durable before CommitTick. For the simulator and benchmarks, where
+    // nothing real is launched and no crash needs reconciling.
+    kWithTick,
   };
   IntentSync intent_sync = IntentSync::kFsync;
   // Cap on the database size (0: none). A write past it fails like a full
@@ -110,8 +115,12 @@ class SqliteAuditStore final : public AuditStore {
   // Unknown instance: kNotFound; end before launch: kInvalidInput. A node that
   // has ended already keeps its first end (no-op).
   Status RecordNodeEnd(const NodeEndRecord& e) override;
+  // A second sample of the same offering (type, region, zone, capacity type)
+  // at the same second replaces the first.
   Status RecordPriceSamples(const std::vector<PriceSample>& samples) override;
-  // end >= start and 0 <= busy <= allocated, else kInvalidInput.
+  // end >= start and 0 <= busy <= allocated, else kInvalidInput. A record
+  // with the same instance, class, team, start and end as one already stored
+  // is kInvalidInput (it would count the same GPU-seconds twice).
   Status RecordUsage(const std::vector<UsageRecord>& usage) override;
 
   // Retention (docs/audit-schema.md): deletes price samples older than `cut`;
@@ -145,7 +154,8 @@ class SqliteAuditStore final : public AuditStore {
   Status EnsureBatchOpen();
   // After a failed statement: notes a tick batch SQLite rolled back.
   void NoteFailure(const Error& error);
-  Result<std::vector<int64_t>> InsertIntents(const std::vector<ActionRecord>& actions);
+  // Inserts the intents in the open transaction; appends their ids.
+  Status InsertIntents(const std::vector<ActionRecord>& actions, std::vector<int64_t>* ids);
 
   std::string path_;
   SqliteAuditStoreOptions options_;
