@@ -6,7 +6,8 @@
 //
 // Arguments: actions per tick (0 or 3); intents one call each (0) or one
 // batch per tick (1); intent sync: 0 kFsync (the daemon), 1 kNoFsync,
-// 2 kWithTick (the simulator: intents join the tick's transaction).
+// 2 kWithTick (the simulator: intents join the tick's transaction); ticks
+// per commit (1: the daemon; 64: the simulator's group commit).
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
@@ -37,6 +38,7 @@ void BM_AuditTick(benchmark::State& state) {
   const bool batched_intents = state.range(1) == 1;
   SqliteAuditStoreOptions options;
   using Sync = SqliteAuditStoreOptions::IntentSync;
+  options.group_commit_ticks = static_cast<int>(state.range(3));
   options.intent_sync = state.range(2) == 0 ? Sync::kFsync : state.range(2) == 1 ? Sync::kNoFsync : Sync::kWithTick;
   const std::string path = "/tmp/gpuscaler_audit_bench_" + std::to_string(::getpid()) + ".db";
   for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
@@ -112,6 +114,7 @@ void BM_AuditTick(benchmark::State& state) {
     state.SkipWithError("an audit write failed");
   } else {
     // Check the answer: every tick's decision is there.
+    if (Status flushed = store.Flush(); !flushed.ok()) state.SkipWithError(flushed.error().ToString().c_str());
     Result<std::unique_ptr<AuditReader>> reader = store.OpenReader();
     Result<std::vector<DecisionRow>> last =
         reader ? (*reader)->DecisionsAfterId(tick - 1, 10) : Result<std::vector<DecisionRow>>(reader.error());
@@ -125,12 +128,13 @@ void BM_AuditTick(benchmark::State& state) {
 }
 
 BENCHMARK(BM_AuditTick)
-    ->ArgNames({"actions", "batched", "sync"})
-    ->Args({0, 0, 0})
-    ->Args({3, 0, 2})
-    ->Args({3, 1, 1})
-    ->Args({3, 1, 0})
-    ->Args({3, 0, 0})
+    ->ArgNames({"actions", "batched", "sync", "group"})
+    ->Args({0, 0, 0, 1})
+    ->Args({3, 0, 2, 1})
+    ->Args({3, 0, 2, 64})
+    ->Args({3, 1, 1, 1})
+    ->Args({3, 1, 0, 1})
+    ->Args({3, 0, 0, 1})
     ->MinTime(2.0)
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);

@@ -112,7 +112,21 @@ SqliteAuditStore::SqliteAuditStore(std::string path, SqliteAuditStoreOptions opt
 SqliteAuditStore::~SqliteAuditStore() {
   // An open tick is discarded, as a crash would discard it. The connection may
   // live on in an in-memory reader, so roll back here rather than at close.
-  if (!db_->Autocommit()) (void)db_->Exec("ROLLBACK", "discarding the open tick");
+  if (in_tick_) {
+    if (!db_->Autocommit()) (void)db_->Exec("ROLLBACK", "discarding the open tick");
+  } else {
+    (void)Flush();
+  }
+}
+
+Status SqliteAuditStore::Flush() {
+  if (in_tick_) return Error::Internal("Flush inside a tick: call CommitTick first");
+  ticks_in_batch_ = 0;
+  if (!batch_open_) return Status::Ok();
+  batch_open_ = false;
+  Status s = RunConstant(*db_, "COMMIT", "committing the grouped ticks");
+  if (!s.ok() && !db_->Autocommit()) (void)RunConstant(*db_, "ROLLBACK", "rolling back the grouped ticks");
+  return s;
 }
 
 Status SqliteAuditStore::EnsureBatchOpen() {
@@ -134,7 +148,7 @@ void SqliteAuditStore::NoteFailure(const Error& error) {
 template <typename Body>
 Status SqliteAuditStore::Atomically(const char* what, Body&& body) {
   Status s;
-  if (in_tick_) {
+  if (in_tick_ || batch_open_) {  // batch_open_ outside a tick: ticks grouped, not yet committed
     s = EnsureBatchOpen();
     if (!s.ok()) return s.error().WithContext(what);
     s = RunConstant(*db_, "SAVEPOINT record", what);
@@ -172,6 +186,10 @@ Status SqliteAuditStore::Single(const char* what, Body&& body) {
 
 Status SqliteAuditStore::BeginTick() {
   if (in_tick_) return Error::Internal("BeginTick: a tick is already open");
+  if (batch_open_) {  // grouped with the previous ticks
+    in_tick_ = true;
+    return Status::Ok();
+  }
   if (Status s = RunConstant(*db_, "BEGIN IMMEDIATE", "opening the tick's transaction"); !s.ok()) return s;
   in_tick_ = true;
   batch_open_ = true;
@@ -184,6 +202,8 @@ Status SqliteAuditStore::CommitTick() {
   in_tick_ = false;
   Status s;
   if (batch_open_) {
+    if (++ticks_in_batch_ < options_.group_commit_ticks && !batch_lost_) return Status::Ok();
+    ticks_in_batch_ = 0;
     batch_open_ = false;
     s = RunConstant(*db_, "COMMIT", "committing the tick");
     if (!s.ok() && !db_->Autocommit()) (void)RunConstant(*db_, "ROLLBACK", "rolling back the tick");
@@ -256,6 +276,7 @@ Result<std::vector<int64_t>> SqliteAuditStore::RecordActionIntents(const std::ve
   // the decision it belongs to. The batch reopens at the tick's next write.
   if (batch_open_) {
     batch_open_ = false;
+    ticks_in_batch_ = 0;
     Status s = RunConstant(*db_, "COMMIT", "committing the tick before an action intent");
     if (!s.ok()) {
       if (!db_->Autocommit()) (void)RunConstant(*db_, "ROLLBACK", "rolling back the tick");

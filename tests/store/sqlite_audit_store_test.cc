@@ -729,3 +729,40 @@ TEST(SqliteAuditStore, WithTickIntentsAreLostWithAnUncommittedTick) {
 
 }  // namespace
 }  // namespace gpuscaler
+
+namespace gpuscaler {
+namespace {
+
+TEST(SqliteAuditStore, GroupCommitHoldsTicksUntilTheNthOrAFlush) {
+  TempDir dir;
+  const std::string path = dir.File("audit.db");
+  auto store = OpenStore(path, SqliteAuditStoreOptions{.intent_sync = SqliteAuditStoreOptions::IntentSync::kWithTick,
+                                                       .group_commit_ticks = 3});
+  ASSERT_NE(store, nullptr);
+  auto reader = OpenReader(path);
+  ASSERT_NE(reader, nullptr);
+  auto visible = [&] { return reader->DecisionsSince(T(0), 100)->size(); };
+  auto tick = [&](int64_t t) {
+    ASSERT_TRUE(store->BeginTick().ok());
+    ASSERT_TRUE(store->RecordDecision(FullDecision(t)).ok());
+    ASSERT_TRUE(store->RecordPriceSamples({{T(t), SpotOffering()}}).ok());
+    ASSERT_TRUE(store->CommitTick().ok());
+  };
+  tick(1);
+  tick(2);
+  EXPECT_EQ(visible(), 0u);
+  ASSERT_TRUE(store->RecordNodeLaunch(NodeLaunch("i-1", 0, 2)).ok()) << "a write between grouped ticks joins them";
+  tick(3);
+  EXPECT_EQ(visible(), 3u);
+  tick(4);
+  EXPECT_EQ(visible(), 3u);
+  ASSERT_TRUE(store->Flush().ok());
+  EXPECT_EQ(visible(), 4u);
+  tick(5);
+  store.reset();  // the destructor commits grouped ticks that CommitTick accepted
+  EXPECT_EQ(visible(), 5u);
+  EXPECT_EQ(reader->NodesOverlapping(T(0), T(100))->size(), 1u);
+}
+
+}  // namespace
+}  // namespace gpuscaler

@@ -11,7 +11,8 @@
 //    committed with synchronous=NORMAL: durable against a process crash once
 //    CommitTick returns; a power loss may lose the last ticks, never corrupt
 //    the file. Destroying the store with a tick open discards that tick's
-//    uncommitted records, exactly as a crash would.
+//    uncommitted records, exactly as a crash would. (Group commit, an option
+//    for the simulator, holds several ticks in one transaction.)
 //  - RecordActionIntent(s) is durable on return. Inside a tick it first
 //    commits the records the tick has made so far (so the intent's decision is
 //    always on disk with it), then commits the intent on its own, synced to
@@ -69,6 +70,11 @@ struct SqliteAuditStoreOptions {
   // Cap on the database size (0: none). A write past it fails like a full
   // disk: kTransient, nothing half-written; PruneBefore makes room.
   int64_t max_size_mib = 0;
+  // Group commit: CommitTick commits every Nth tick (and an intent, Flush or
+  // the destructor commits what is pending). Until then the ticks are neither
+  // durable nor visible to readers. 1 for the daemon; the simulator, which
+  // writes a month of ticks in seconds, may use e.g. 64.
+  int group_commit_ticks = 1;
 };
 
 class SqliteAuditStore final : public AuditStore {
@@ -90,6 +96,9 @@ class SqliteAuditStore final : public AuditStore {
   // could not be committed or was rolled back earlier in the tick (the tick
   // is over either way).
   Status CommitTick() override;
+  // Commits ticks held back by group_commit_ticks (no-op when none).
+  // kInternal inside a tick.
+  Status Flush();
 
   Result<int64_t> RecordDecision(const DecisionRecord& d) override;
   // Durable on return (see above). kInvalidInput for an empty or already
@@ -162,6 +171,7 @@ class SqliteAuditStore final : public AuditStore {
   std::shared_ptr<store_internal::Connection> db_;
   bool in_tick_ = false;
   bool batch_open_ = false;
+  int ticks_in_batch_ = 0;  // committed by CommitTick, held back by group commit
   std::optional<Error> batch_lost_;
 };
 
