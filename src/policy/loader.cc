@@ -136,6 +136,7 @@ class PolicyReader {
     if (catalog_ == nullptr) return;
     for (size_t i = 0; i < values.size(); ++i) {
       if (found(*catalog_, values[i])) continue;
+      unresolved_.insert(list_path.substr(0, list_path.find('.')));
       r_.ReportAt(IndexPath(list_path, i),
                   WithSuggestion("unknown " + what + " '" + values[i] + "' (not in the catalog)",
                                  values[i], known));
@@ -160,19 +161,6 @@ class PolicyReader {
     }
     return out;
   }
-  std::vector<std::string_view> CatalogRegions() const {
-    std::vector<std::string_view> out;
-    for (const RegionPrices& r : catalog_->regions) out.push_back(r.region);
-    return out;
-  }
-  std::vector<std::string_view> CatalogZones() const {
-    std::vector<std::string_view> out;
-    for (const RegionPrices& r : catalog_->regions) {
-      for (const std::string& z : r.zones) out.push_back(z);
-    }
-    return out;
-  }
-
   NodePoolPolicy ReadPool(const DocNode& node, const std::string& path) {
     MapReader m(r_, node, path,
                 {"name", "instance_types", "families", "gpu_models", "regions", "zones",
@@ -201,12 +189,12 @@ class PolicyReader {
                  [](const Catalog& c, const std::string& v) {
                    return c.FindGpuModel(v) != nullptr;
                  });
-      CheckKnown(m.PathOf("regions"), pool.regions, "region", CatalogRegions(),
+      CheckKnown(m.PathOf("regions"), pool.regions, "region", {},
                  [](const Catalog& c, const std::string& v) {
                    return std::any_of(c.regions.begin(), c.regions.end(),
                                       [&](const RegionPrices& r) { return r.region == v; });
                  });
-      CheckKnown(m.PathOf("zones"), pool.zones, "zone", CatalogZones(),
+      CheckKnown(m.PathOf("zones"), pool.zones, "zone", {},
                  [](const Catalog& c, const std::string& v) {
                    return std::any_of(c.regions.begin(), c.regions.end(),
                                       [&](const RegionPrices& r) {
@@ -392,6 +380,7 @@ class PolicyReader {
               catalog_->gpu_models.begin(), catalog_->gpu_models.end(),
               [&](const GpuModel& g) { return g.FindMigProfile(c.mig_profile) != nullptr; });
           if (!known) {
+            unresolved_.insert(path);
             r_.ReportAt(s.PathOf("mig_profile"),
                         "no GPU model in the catalog has MIG profile '" + c.mig_profile + "'");
           }
@@ -591,6 +580,10 @@ class PolicyReader {
            t.memory_mib >= c.memory_mib_per_job;
   }
 
+  std::string PoolPath(const NodePoolPolicy& pool) const {
+    return IndexPath("pools", static_cast<size_t>(&pool - p_.pools.data()));
+  }
+
   // Why `pool` cannot serve `c`, or "" when it can (as far as we can tell).
   std::string WhyPoolCannotServe(const NodePoolPolicy& pool, const WorkloadClassPolicy& c) const {
     const bool needs_on_demand = !c.interruptible || c.max_spot_share == 0;
@@ -612,7 +605,7 @@ class PolicyReader {
                ", the class needs one of " + Quoted(c.gpu_models);
       }
     }
-    if (catalog_ != nullptr) {
+    if (catalog_ != nullptr && !unresolved_.count(PoolPath(pool))) {
       bool any_type = false;
       for (const InstanceType& t : catalog_->instance_types) {
         if (!PoolAllowsType(pool, t)) continue;
@@ -627,6 +620,19 @@ class PolicyReader {
   }
 
   void CheckClassesHavePools() {
+    if (catalog_ != nullptr) {
+      for (size_t i = 0; i < p_.pools.size(); ++i) {
+        const NodePoolPolicy& pool = p_.pools[i];
+        const bool any = std::any_of(
+            catalog_->instance_types.begin(), catalog_->instance_types.end(),
+            [&](const InstanceType& t) { return PoolAllowsType(pool, t); });
+        if (!any && !unresolved_.count(IndexPath("pools", i))) {
+          r_.ReportAt(IndexPath("pools", i) + ".name",
+                      "no priced GPU instance type in the catalog matches pool '" + pool.name + "'");
+          unresolved_.insert(IndexPath("pools", i));
+        }
+      }
+    }
     for (size_t i = 0; i < p_.classes.size(); ++i) {
       const WorkloadClassPolicy& c = p_.classes[i];
       const std::string path = IndexPath("classes", i);
@@ -644,7 +650,7 @@ class PolicyReader {
       if (c.pools.empty()) {
         for (const NodePoolPolicy& pool : p_.pools) candidates.push_back(&pool);
       }
-      if (candidates.empty()) continue;  // no pools at all: reported at the top
+      if (candidates.empty() || unresolved_.count(path)) continue;
       std::string reasons;
       for (const NodePoolPolicy* pool : candidates) {
         const std::string why = WhyPoolCannotServe(*pool, c);
@@ -658,23 +664,14 @@ class PolicyReader {
         r_.ReportAt(path + ".name", "no pool can serve class '" + c.name + "': " + reasons);
       }
     }
-    if (catalog_ != nullptr) {
-      for (size_t i = 0; i < p_.pools.size(); ++i) {
-        const NodePoolPolicy& pool = p_.pools[i];
-        const bool any = std::any_of(
-            catalog_->instance_types.begin(), catalog_->instance_types.end(),
-            [&](const InstanceType& t) { return PoolAllowsType(pool, t); });
-        if (!any) {
-          r_.ReportAt(IndexPath("pools", i) + ".name",
-                      "no priced GPU instance type in the catalog matches pool '" + pool.name + "'");
-        }
-      }
-    }
   }
 
   DocReader& r_;
   const Catalog* catalog_;
   Policy& p_;
+  // "pools[2]", "classes[0]": items naming something the catalog lacks. The
+  // catalog-based servability checks skip them, so one typo is one problem.
+  std::set<std::string> unresolved_;
 };
 
 }  // namespace

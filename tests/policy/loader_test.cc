@@ -1,0 +1,494 @@
+#include "gpuscaler/policy/loader.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace gpuscaler {
+namespace {
+
+// The smallest valid policy; cases below edit it or replace it.
+constexpr const char* kMinimal = R"(apiVersion: gpuscaler/v1
+kind: Policy
+pools:
+  - name: gpu
+classes:
+  - name: default
+)";
+
+std::string Join(const std::vector<PolicyProblem>& problems) {
+  std::string out;
+  for (const auto& p : problems) out += p.ToString() + "\n";
+  return out;
+}
+
+TEST(PolicyLoader, MinimalPolicyGetsTheStructDefaults) {
+  const PolicyLoadResult r = ParsePolicy(kMinimal, "p.yaml");
+  ASSERT_TRUE(r.ok()) << Join(r.problems);
+  const Policy& p = r.policy;
+  EXPECT_EQ(p.name, "default");
+  ASSERT_EQ(p.pools.size(), 1u);
+  EXPECT_EQ(p.pools[0].max_nodes, 100);
+  EXPECT_EQ(p.pools[0].capacity_types.size(), 2u);
+  EXPECT_EQ(p.pools[0].actuation, "fleet");
+  ASSERT_EQ(p.classes.size(), 1u);
+  EXPECT_TRUE(p.classes[0].interruptible);
+  EXPECT_EQ(p.classes[0].checkpoint_interval, Seconds(1800));
+  EXPECT_EQ(p.scaling.max_nodes_removed_per_tick, 5);
+  EXPECT_EQ(p.signals.max_staleness.at("prices"), Seconds(3600));
+  EXPECT_EQ(p.source_file, "p.yaml");
+  EXPECT_EQ(p.content_hash.size(), 64u);
+}
+
+TEST(PolicyLoader, ReadsEveryFieldIntoTheStructs) {
+  const char* text = R"(apiVersion: gpuscaler/v1
+kind: Policy
+name: full
+pools:
+  - name: od
+    instance_types: [g5.xlarge]
+    families: [g6]
+    gpu_models: [a10g]
+    regions: [us-east-1]
+    zones: [us-east-1a]
+    capacity_types: [on-demand]
+    min_nodes: 2
+    max_nodes: 8
+    labels: {tier: serving}
+    taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]
+    actuation: asg
+    auto_scaling_group: my-asg
+classes:
+  - name: online
+    match: {queues: [q1], namespaces: [ns1], labels: {app: web}}
+    pools: [od]
+    interruptible: false
+    max_spot_share: 0
+    checkpoint_interval: 5m
+    restart_cost: 90s
+    priority: 7
+    target: {max_queue_wait: 1h30m, jobs_per_gpu_per_minute: 2.5}
+    zone_spread: {max_zone_share: 0.5, min_zones: 2}
+    shape: {gpus: 2, mig_profile: "", gpu_models: [a10g], min_gpu_memory_mib: 20000,
+            cpu_milli: 3000, memory_mib: 12000, expected_runtime: 2h}
+    signals:
+      queue_depth: {source: rabbitmq, vhost: /v, queue: q1}
+      gpu_utilization: {source: prometheus, query: avg(x)}
+    scale_in_utilization_below: 0.25
+budget:
+  global: {hourly_usd: 10, monthly_usd: 5000, hard: false}
+  pools: {od: {hourly_usd: 4}}
+spot: {max_price_fraction_of_on_demand: 0.5, max_interruptions_per_hour: 0.2,
+       fallback_to_on_demand: false, fallback_duration: 10m}
+scaling: {tick_interval: 15s, scale_up_stabilization: 1m, scale_down_stabilization: 2m,
+          scale_up_cooldown: 3m, scale_down_cooldown: 4m, max_nodes_added_per_tick: 6,
+          max_nodes_removed_per_tick: 1}
+disruption: {consolidation: false, min_node_age: 20m, max_disrupted_per_interval: 3,
+             disruption_interval: 7m, do_not_disrupt_labels: [a, b],
+             min_savings_usd_per_hour: 1.5, min_savings_fraction: 0.3}
+signals: {max_staleness: {prometheus: 30s}}
+)";
+  const PolicyLoadResult r = ParsePolicy(text, "full.yaml");
+  ASSERT_TRUE(r.ok()) << Join(r.problems);
+  const Policy& p = r.policy;
+  EXPECT_EQ(p.name, "full");
+  const NodePoolPolicy& pool = p.pools.at(0);
+  EXPECT_EQ(pool.instance_types, std::vector<std::string>{"g5.xlarge"});
+  EXPECT_EQ(pool.families, std::vector<std::string>{"g6"});
+  EXPECT_EQ(pool.zones, std::vector<std::string>{"us-east-1a"});
+  EXPECT_EQ(pool.capacity_types, std::vector<CapacityType>{CapacityType::kOnDemand});
+  EXPECT_EQ(pool.min_nodes, 2);
+  EXPECT_EQ(pool.max_nodes, 8);
+  EXPECT_EQ(pool.labels.at("tier"), "serving");
+  ASSERT_EQ(pool.taints.size(), 1u);
+  EXPECT_EQ(pool.taints[0].effect, "NoSchedule");
+  EXPECT_EQ(pool.taints[0].value, "true");
+  EXPECT_EQ(pool.auto_scaling_group, "my-asg");
+  const WorkloadClassPolicy& c = p.classes.at(0);
+  EXPECT_EQ(c.match_queues, std::vector<std::string>{"q1"});
+  EXPECT_EQ(c.match_namespaces, std::vector<std::string>{"ns1"});
+  EXPECT_EQ(c.match_labels.at("app"), "web");
+  EXPECT_FALSE(c.interruptible);
+  EXPECT_EQ(c.max_spot_share, 0.0);
+  EXPECT_EQ(c.checkpoint_interval, Seconds(300));
+  EXPECT_EQ(c.restart_cost, Seconds(90));
+  EXPECT_EQ(c.priority, 7);
+  EXPECT_EQ(c.max_queue_wait, Seconds(5400));
+  EXPECT_EQ(c.jobs_per_gpu_per_minute, 2.5);
+  EXPECT_EQ(c.max_zone_share, 0.5);
+  EXPECT_EQ(c.min_zones, 2);
+  EXPECT_EQ(c.gpus_per_job, 2);
+  EXPECT_EQ(c.min_gpu_memory_mib, 20000);
+  EXPECT_EQ(c.cpu_milli_per_job, 3000);
+  EXPECT_EQ(c.memory_mib_per_job, 12000);
+  EXPECT_EQ(c.expected_runtime, Seconds(7200));
+  ASSERT_TRUE(c.queue_depth.has_value());
+  EXPECT_EQ(c.queue_depth->vhost, "/v");
+  EXPECT_EQ(c.queue_depth->queue, "q1");
+  ASSERT_TRUE(c.gpu_utilization.has_value());
+  EXPECT_EQ(c.gpu_utilization->query, "avg(x)");
+  EXPECT_EQ(c.scale_in_utilization_below, 0.25);
+  EXPECT_EQ(p.budget.global.hourly_usd, 10.0);
+  EXPECT_EQ(p.budget.global.monthly_usd, 5000.0);
+  EXPECT_FALSE(p.budget.global.hard);
+  EXPECT_EQ(p.budget.per_pool.at("od").hourly_usd, 4.0);
+  EXPECT_FALSE(p.budget.per_pool.at("od").monthly_usd.has_value());
+  EXPECT_EQ(p.spot.max_price_fraction_of_on_demand, 0.5);
+  EXPECT_EQ(p.spot.max_interruptions_per_hour, 0.2);
+  EXPECT_FALSE(p.spot.fallback_to_on_demand);
+  EXPECT_EQ(p.spot.fallback_duration, Seconds(600));
+  EXPECT_EQ(p.scaling.tick_interval, Seconds(15));
+  EXPECT_EQ(p.scaling.scale_up_stabilization, Seconds(60));
+  EXPECT_EQ(p.scaling.scale_down_stabilization, Seconds(120));
+  EXPECT_EQ(p.scaling.scale_up_cooldown, Seconds(180));
+  EXPECT_EQ(p.scaling.scale_down_cooldown, Seconds(240));
+  EXPECT_EQ(p.scaling.max_nodes_added_per_tick, 6);
+  EXPECT_EQ(p.scaling.max_nodes_removed_per_tick, 1);
+  EXPECT_FALSE(p.disruption.consolidation);
+  EXPECT_EQ(p.disruption.min_node_age, Seconds(1200));
+  EXPECT_EQ(p.disruption.max_disrupted_per_interval, 3);
+  EXPECT_EQ(p.disruption.disruption_interval, Seconds(420));
+  EXPECT_EQ(p.disruption.do_not_disrupt_labels, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(p.disruption.min_savings_usd_per_hour, 1.5);
+  EXPECT_EQ(p.disruption.min_savings_fraction, 0.3);
+  EXPECT_EQ(p.signals.max_staleness.at("prometheus"), Seconds(30));
+  EXPECT_EQ(p.signals.max_staleness.at("rabbitmq"), Seconds(120));  // default kept
+}
+
+TEST(PolicyLoader, JsonAndYamlOfTheSamePolicyAreEqualAndHashTheSame) {
+  const char* json = "{\n\t\"apiVersion\": \"gpuscaler/v1\",\n\t\"kind\": \"Policy\",\n"
+                     "\t\"pools\": [{\"name\": \"gpu\"}],\n"
+                     "\t\"classes\": [{\"name\":\"default\"}]\n}\n";
+  const PolicyLoadResult from_json = ParsePolicy(json, "p.json");
+  const PolicyLoadResult from_yaml = ParsePolicy(kMinimal, "p.yaml");
+  ASSERT_TRUE(from_json.ok()) << Join(from_json.problems);
+  ASSERT_TRUE(from_yaml.ok());
+  EXPECT_EQ(from_json.policy.content_hash, from_yaml.policy.content_hash);
+}
+
+TEST(PolicyLoader, FormattingOnlyEditsKeepTheHashAndRealEditsChangeIt) {
+  const std::string reformatted =
+      "# a comment\nkind: Policy\napiVersion: 'gpuscaler/v1'\n"
+      "classes: [{name: default, max_spot_share: 1.0}]\npools:\n- {name: gpu, max_nodes: 100}\n";
+  const std::string edited = std::string(kMinimal) + "scaling: {max_nodes_added_per_tick: 49}\n";
+  const PolicyLoadResult a = ParsePolicy(kMinimal, "a.yaml");
+  const PolicyLoadResult b = ParsePolicy(reformatted, "b.yaml");
+  const PolicyLoadResult c = ParsePolicy(edited, "c.yaml");
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(b.ok()) << Join(b.problems);
+  ASSERT_TRUE(c.ok()) << Join(c.problems);
+  EXPECT_EQ(a.policy.content_hash, b.policy.content_hash);
+  EXPECT_NE(a.policy.content_hash, c.policy.content_hash);
+}
+
+TEST(PolicyLoader, DefaultPolicyHasOnePoolAllowingEverythingAndOneClass) {
+  const Policy p = DefaultPolicy();
+  ASSERT_EQ(p.pools.size(), 1u);
+  EXPECT_EQ(p.pools[0].name, "gpu");
+  EXPECT_TRUE(p.pools[0].instance_types.empty());
+  EXPECT_TRUE(p.pools[0].families.empty());
+  EXPECT_TRUE(p.pools[0].gpu_models.empty());
+  EXPECT_EQ(p.pools[0].capacity_types.size(), 2u);
+  ASSERT_EQ(p.classes.size(), 1u);
+  EXPECT_EQ(p.classes[0].name, "default");
+  // It is also what the minimal file says.
+  EXPECT_EQ(p.content_hash, ParsePolicy(kMinimal, "p.yaml").policy.content_hash);
+}
+
+struct InvalidCase {
+  std::string name;
+  std::string text;  // appended to kMinimal when `append`, else the whole file
+  bool append;
+  std::string field;
+  int line;
+  std::string message;  // substring
+};
+
+TEST(PolicyLoader, RejectsInvalidPoliciesWithFieldLineAndMessage) {
+  const std::vector<InvalidCase> cases = {
+      {"unknown top-level field", "scalng: {}\n", true, "scalng", 7,
+       "unknown field 'scalng' (did you mean 'scaling'?)"},
+      {"typo in a class field",
+       "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n"
+       "  - name: a\n    max_spot_shar: 0.5\n",
+       false, "classes[0].max_spot_shar", 6,
+       "unknown field 'max_spot_shar' (did you mean 'max_spot_share'?)"},
+      {"string for a number", "spot: {max_interruptions_per_hour: lots}\n", true,
+       "spot.max_interruptions_per_hour", 7, "expected a number, got a string"},
+      {"quoted number is a string", "spot: {max_interruptions_per_hour: \"0.5\"}\n", true,
+       "spot.max_interruptions_per_hour", 7, "expected a number, got a string"},
+      {"fraction for an integer", "scaling: {max_nodes_added_per_tick: 2.5}\n", true,
+       "scaling.max_nodes_added_per_tick", 7, "expected an integer, got a number (2.5)"},
+      {"number for a boolean", "spot: {fallback_to_on_demand: 1}\n", true,
+       "spot.fallback_to_on_demand", 7, "expected a boolean"},
+      {"list for a string", "name: [a]\n", true, "name", 7, "expected a string, got a list"},
+      {"bad duration", "spot: {fallback_duration: 5 minutes}\n", true, "spot.fallback_duration",
+       7, "invalid duration '5 minutes'"},
+      {"spot share above 1",
+       "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n"
+       "  - name: a\n    max_spot_share: 1.5\n",
+       false, "classes[0].max_spot_share", 6, "must be in [0, 1], got 1.5"},
+      {"negative budget", "budget: {global: {hourly_usd: -5}}\n", true, "budget.global.hourly_usd",
+       7, "must be >= 0"},
+      {"min above max",
+       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+       "  - name: gpu\n    min_nodes: 5\n    max_nodes: 2\n",
+       false, "pools[0].max_nodes", 7, "max_nodes (2) must be >= min_nodes (5)"},
+      {"unknown capacity type",
+       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+       "  - name: gpu\n    capacity_types: [on-demand, spto]\n",
+       false, "pools[0].capacity_types[1]", 6, "unknown capacity type 'spto'"},
+      {"class names an unknown pool",
+       "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu-spot}]\nclasses:\n"
+       "  - name: a\n    pools: [gpu-spto]\n",
+       false, "classes[0].pools[0]", 6, "unknown pool 'gpu-spto' (did you mean 'gpu-spot'?)"},
+      {"non-interruptible class with only spot pools",
+       "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: s, capacity_types: [spot]}]\n"
+       "classes:\n  - name: online\n    interruptible: false\n",
+       false, "classes[0].name", 5, "no pool can serve class 'online'"},
+      {"class needs a GPU model no pool allows",
+       "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: l4, gpu_models: [l4]}]\n"
+       "classes:\n  - name: big\n    shape: {gpu_models: [h100-80gb]}\n",
+       false, "classes[0].name", 5, "allows GPU models 'l4'"},
+      {"duplicate pool name",
+       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+       "  - name: gpu\n  - name: gpu\n",
+       false, "pools[1].name", 6, "duplicate pool name 'gpu'"},
+      {"duplicate class name",
+       "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n"
+       "  - name: a\n  - name: a\n",
+       false, "classes[1].name", 6, "duplicate class name 'a'"},
+      {"duplicate key", "name: one\nname: two\n", true, "name", 8,
+       "duplicate key 'name' (first at line 7)"},
+      {"asg without a group",
+       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+       "  - name: gpu\n    actuation: asg\n",
+       false, "pools[0].actuation", 6, "actuation 'asg' needs auto_scaling_group"},
+      {"wrong apiVersion", "apiVersion: gpuscaler/v2\nkind: Policy\npools: [{name: g}]\n"
+       "classes: [{name: a}]\n", false, "apiVersion", 1, "must be gpuscaler/v1"},
+      {"wrong kind", "apiVersion: gpuscaler/v1\nkind: Catalog\npools: [{name: g}]\n"
+       "classes: [{name: a}]\n", false, "kind", 2, "must be Policy"},
+      {"missing kind", "apiVersion: gpuscaler/v1\npools: [{name: g}]\nclasses: [{name: a}]\n",
+       false, "kind", 1, "required field is missing"},
+      {"missing pool name",
+       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+       "  - max_nodes: 3\n",
+       false, "pools[0].name", 5, "required field is missing"},
+      {"budget for an unknown pool", "budget: {pools: {gpuu: {hourly_usd: 1}}}\n", true,
+       "budget.pools.gpuu", 7, "unknown pool 'gpuu' (did you mean 'gpu'?)"},
+      {"unknown signal source", "signals: {max_staleness: {promethues: 1m}}\n", true,
+       "signals.max_staleness.promethues", 7, "(did you mean 'prometheus'?)"},
+      {"zero staleness", "signals: {max_staleness: {dcgm: 0s}}\n", true,
+       "signals.max_staleness.dcgm", 7, "must be longer than 0s"},
+      {"prometheus signal without a query",
+       "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n"
+       "  - name: a\n    signals:\n      queue_depth: {source: prometheus}\n",
+       false, "classes[0].signals.queue_depth.query", 7, "required for source prometheus"},
+      {"bad taint effect",
+       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+       "  - name: gpu\n    taints: [{key: k, effect: NoSchedul}]\n",
+       false, "pools[0].taints[0].effect", 6, "(did you mean 'NoSchedule'?)"},
+      {"zone outside the pool's regions",
+       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+       "  - name: gpu\n    regions: [us-east-1]\n    zones: [eu-west-1a]\n",
+       false, "pools[0].zones[0]", 7, "in none of the pool's regions"},
+      {"min_zones below 1",
+       "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n"
+       "  - name: a\n    zone_spread: {min_zones: 0}\n",
+       false, "classes[0].zone_spread.min_zones", 6, "must be >= 1"},
+      {"no pools", "apiVersion: gpuscaler/v1\nkind: Policy\npools: []\nclasses: [{name: a}]\n",
+       false, "pools", 3, "at least one pool"},
+      {"syntax error", "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}\n", false, "",
+       4, "syntax error"},
+      {"not a mapping", "- a\n- b\n", false, "", 1, "expected a mapping, got a list"},
+      {"empty file", "", false, "", 1, "empty"},
+  };
+  for (const InvalidCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string text = c.append ? std::string(kMinimal) + c.text : c.text;
+    const PolicyLoadResult r = ParsePolicy(text, "bad.yaml");
+    ASSERT_EQ(r.problems.size(), 1u) << Join(r.problems);
+    const PolicyProblem& p = r.problems[0];
+    EXPECT_EQ(p.file, "bad.yaml");
+    EXPECT_EQ(p.field, c.field);
+    EXPECT_EQ(p.line, c.line) << p.ToString();
+    EXPECT_GT(p.column, 0);
+    EXPECT_NE(p.message.find(c.message), std::string::npos) << p.ToString();
+    EXPECT_FALSE(r.status().ok());
+    EXPECT_EQ(r.status().error().category(), ErrorCategory::kConfig);
+  }
+}
+
+TEST(PolicyLoader, ReportsEveryProblemAtOnceInFileOrder) {
+  const char* text = R"(apiVersion: gpuscaler/v1
+kind: Policy
+pools:
+  - name: gpu
+    max_nodes: ten
+classes:
+  - name: train
+    max_spot_shar: 0.5
+    max_spot_share: 1.5
+)";
+  const PolicyLoadResult r = ParsePolicy(text, "three.yaml");
+  ASSERT_EQ(r.problems.size(), 3u) << Join(r.problems);
+  EXPECT_EQ(r.problems[0].ToString(),
+            "three.yaml:5:16: pools[0].max_nodes: expected an integer, got a string");
+  EXPECT_EQ(r.problems[1].ToString(),
+            "three.yaml:8:5: classes[0].max_spot_shar: unknown field 'max_spot_shar' (did you "
+            "mean 'max_spot_share'?)");
+  EXPECT_EQ(r.problems[2].ToString(),
+            "three.yaml:9:21: classes[0].max_spot_share: must be in [0, 1], got 1.5");
+}
+
+TEST(PolicyLoader, JsonProblemsPointAtTheJsonLine) {
+  const char* json = "{\"apiVersion\": \"gpuscaler/v1\", \"kind\": \"Policy\",\n"
+                     " \"pools\": [{\"name\": \"gpu\", \"max_nodes\": \"5\"}],\n"
+                     " \"classes\": [{\"name\": \"a\"}]}\n";
+  const PolicyLoadResult r = ParsePolicy(json, "p.json");
+  ASSERT_EQ(r.problems.size(), 1u) << Join(r.problems);
+  EXPECT_EQ(r.problems[0].ToString(),
+            "p.json:2:41: pools[0].max_nodes: expected an integer, got a string");
+}
+
+Catalog SmallCatalog() {
+  Catalog c;
+  c.provider = "aws";
+  GpuModel a10g{"NVIDIA-A10G", "a10g", 22888, {}};
+  GpuModel l4{"NVIDIA-L4", "l4", 22888, {}};
+  GpuModel a100{"NVIDIA-A100-SXM4-80GB", "a100-80gb", 81920,
+                {{"1g.10gb", 1, 1, 9728, {0, 1, 2, 3, 4, 5, 6}}}};
+  c.gpu_models = {a10g, l4, a100};
+  c.instance_types = {
+      {"g5.xlarge", "g5", "NVIDIA-A10G", 1, 22888, 4, 16384, 250, 2500},
+      {"g5.12xlarge", "g5", "NVIDIA-A10G", 4, 22888, 48, 196608, 3800, 40000},
+      {"g6.xlarge", "g6", "NVIDIA-L4", 1, 22888, 4, 16384, 250, 2500},
+      {"p4de.24xlarge", "p4de", "NVIDIA-A100-SXM4-80GB", 8, 81920, 96, 1179648, 8000, 400000},
+  };
+  RegionPrices r;
+  r.region = "us-east-1";
+  r.zones = {"us-east-1a", "us-east-1b"};
+  r.on_demand_usd_per_hour = {{"g5.xlarge", 1.006}, {"g5.12xlarge", 5.672},
+                              {"g6.xlarge", 0.8048}, {"p4de.24xlarge", 27.447}};
+  c.regions = {r};
+  return c;
+}
+
+TEST(PolicyLoader, WithACatalogRejectsNamesTheCatalogLacks) {
+  const Catalog catalog = SmallCatalog();
+  const std::string head = "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\n";
+  const std::vector<InvalidCase> cases = {
+      {"unknown instance type", head + "pools: [{name: p, instance_types: [g5.xlarg]}]\n", false,
+       "pools[0].instance_types[0]", 4, "unknown instance type 'g5.xlarg' (not in the catalog) "
+       "(did you mean 'g5.xlarge'?)"},
+      {"unknown family", head + "pools: [{name: p, families: [g7]}]\n", false,
+       "pools[0].families[0]", 4, "unknown instance family 'g7'"},
+      {"unknown GPU model", head + "pools: [{name: p, gpu_models: [h100]}]\n", false,
+       "pools[0].gpu_models[0]", 4, "unknown GPU model 'h100'"},
+      {"unknown region", head + "pools: [{name: p, regions: [us-west-2]}]\n", false,
+       "pools[0].regions[0]", 4, "unknown region 'us-west-2'"},
+      {"unknown zone", head + "pools: [{name: p, zones: [us-east-1z]}]\n", false,
+       "pools[0].zones[0]", 4, "unknown zone 'us-east-1z'"},
+      {"class GPU model unknown",
+       "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: p}]\n"
+       "classes: [{name: a, shape: {gpu_models: [a10]}}]\n",
+       false, "classes[0].shape.gpu_models[0]", 4, "unknown GPU model 'a10'"},
+      {"unknown MIG profile",
+       "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: p}]\n"
+       "classes: [{name: a, shape: {mig_profile: 2g.99gb}}]\n",
+       false, "classes[0].shape.mig_profile", 4, "MIG profile '2g.99gb'"},
+      {"class shape fits no instance of its pool",
+       "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: p, families: [g5, g6]}]\n"
+       "classes: [{name: a, shape: {gpus: 8}}]\n",
+       false, "classes[0].name", 4, "no instance type of pool 'p' fits"},
+      {"pool that matches no priced type",
+       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a, pools: [q]}]\n"
+       "pools: [{name: p}, {name: q, families: [g5], gpu_models: [l4]}]\n",
+       false, "pools[1].name", 4, "no priced GPU instance type in the catalog matches pool 'q'"},
+  };
+  for (const InvalidCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const PolicyLoadResult r = ParsePolicy(c.text, "cat.yaml", &catalog);
+    ASSERT_GE(r.problems.size(), 1u);
+    const PolicyProblem& p = r.problems[0];
+    EXPECT_EQ(p.field, c.field) << Join(r.problems);
+    EXPECT_EQ(p.line, c.line) << p.ToString();
+    EXPECT_NE(p.message.find(c.message), std::string::npos) << p.ToString();
+    // One mistake, one problem: no follow-on noise.
+    EXPECT_EQ(r.problems.size(), 1u) << Join(r.problems);
+  }
+}
+
+TEST(PolicyLoader, WithACatalogShortAndFullGpuNamesAgree) {
+  const Catalog catalog = SmallCatalog();
+  const char* text = "apiVersion: gpuscaler/v1\nkind: Policy\n"
+                     "pools: [{name: p, gpu_models: [NVIDIA-A100-SXM4-80GB]}]\n"
+                     "classes: [{name: a, shape: {gpus: 8, gpu_models: [a100-80gb]}},\n"
+                     "          {name: m, shape: {mig_profile: 1g.10gb}}]\n";
+  const PolicyLoadResult r = ParsePolicy(text, "p.yaml", &catalog);
+  EXPECT_TRUE(r.ok()) << Join(r.problems);
+}
+
+TEST(PolicyLoader, UnreadableFileIsOneProblemWithTheOsReason) {
+  const PolicyLoadResult r = LoadPolicyFile("/nonexistent/policy.yaml");
+  ASSERT_EQ(r.problems.size(), 1u);
+  EXPECT_EQ(r.problems[0].ToString(),
+            "/nonexistent/policy.yaml: cannot read: No such file or directory");
+}
+
+std::vector<std::filesystem::path> ExamplePolicies() {
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::path(GPUSCALER_SOURCE_DIR) / "policies")) {
+    files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+TEST(ExamplePolicies, EveryFileInPoliciesLoads) {
+  const auto files = ExamplePolicies();
+  ASSERT_GE(files.size(), 3u);
+  bool saw_json = false;
+  for (const auto& f : files) {
+    SCOPED_TRACE(f.string());
+    saw_json = saw_json || f.extension() == ".json";
+    const PolicyLoadResult r = LoadPolicyFile(f.string());
+    EXPECT_TRUE(r.ok()) << Join(r.problems);
+    EXPECT_FALSE(r.policy.pools.empty());
+    EXPECT_FALSE(r.policy.classes.empty());
+  }
+  EXPECT_TRUE(saw_json);
+}
+
+TEST(ExamplePolicies, EveryFileInPoliciesLoadsAgainstTheAwsCatalog) {
+  const std::string catalog_path = std::string(GPUSCALER_SOURCE_DIR) + "/config/catalogs/aws.yaml";
+  if (!std::filesystem::exists(catalog_path)) GTEST_SKIP() << catalog_path << " is absent";
+  const Result<Catalog> catalog = LoadCatalogFile(catalog_path);
+  ASSERT_TRUE(catalog.ok()) << catalog.error().message();
+  for (const auto& f : ExamplePolicies()) {
+    SCOPED_TRACE(f.string());
+    const PolicyLoadResult r = LoadPolicyFile(f.string(), &*catalog);
+    EXPECT_TRUE(r.ok()) << Join(r.problems);
+  }
+}
+
+TEST(ExamplePolicies, InferenceKeepsAnOnDemandFloor) {
+  const PolicyLoadResult r =
+      LoadPolicyFile(std::string(GPUSCALER_SOURCE_DIR) + "/policies/inference.yaml");
+  ASSERT_TRUE(r.ok()) << Join(r.problems);
+  const NodePoolPolicy* floor = r.policy.FindPool("serve-on-demand");
+  ASSERT_NE(floor, nullptr);
+  EXPECT_GT(floor->min_nodes, 0);
+  EXPECT_EQ(floor->capacity_types, std::vector<CapacityType>{CapacityType::kOnDemand});
+  const WorkloadClassPolicy* online = r.policy.FindClass("online");
+  ASSERT_NE(online, nullptr);
+  EXPECT_LE(online->max_spot_share, 0.3);
+}
+
+}  // namespace
+}  // namespace gpuscaler
