@@ -43,10 +43,13 @@ struct DemandSeries {
 // What a reader did with the input rows, so nothing is dropped silently.
 struct ReadStats {
   int64_t rows_read = 0;  // data rows, header excluded
-  int64_t rows_used = 0;  // rows that became a job, point, risk or event
-  // Rows dropped, by reason ("no deletion_time", "outside window", "os not
-  // Linux", ...); rows_read = rows_used + sum of these, except for formats
-  // that aggregate several rows into one point (see docs/traces.md).
+  // Rows that became (or fed) a job, point, risk or event, before the
+  // window and max_jobs are applied.
+  int64_t rows_used = 0;
+  // What was dropped, by reason: rows the reader could not use ("no
+  // deletion_time", "os not Linux", ...), so rows_read = rows_used + their
+  // sum; and jobs or points the options cut ("outside window", "over
+  // max_jobs"), counted as jobs/points (docs/traces.md).
   std::map<std::string, int64_t> skipped;
   // Things a replay should know about that are not errors, one sentence each
   // ("346 pods have no scheduled_time; duration counted from creation_time").

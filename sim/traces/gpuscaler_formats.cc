@@ -1,0 +1,209 @@
+// Our own CSV formats: gpuscaler-jobs and gpuscaler-series (docs/traces.md).
+#include <map>
+#include <string>
+#include <unordered_map>
+
+#include "gpuscaler/model/instance.h"
+#include "sim/traces/csv.h"
+#include "sim/traces/readers_impl.h"
+
+namespace gpuscaler::sim::internal {
+namespace {
+
+// Columns the jobs format knows; anything else in the header is rejected so
+// a typo ("gpu" for "gpus") does not silently become a default.
+constexpr std::string_view kJobColumns[] = {
+    "id",         "submit_s",           "submit",        "duration_s",     "gpus",
+    "gpu_milli",  "mig_profile",        "gpu_models",    "min_gpu_memory_mib",
+    "cpu_milli",  "memory_mib",         "class",         "priority",       "interruptible",
+    "checkpoint_interval_s", "restart_cost_s", "zones",  "instance_types", "capacity_type",
+    "pool",
+};
+
+constexpr std::string_view kSeriesColumns[] = {"t_s", "t", "class", "value", "unit"};
+
+template <size_t N>
+Status CheckKnownColumns(const csv::Table& table, const std::string_view (&known)[N]) {
+  for (const std::string& column : table.header()) {
+    bool found = false;
+    for (std::string_view k : known) found = found || k == column;
+    if (!found) return Error::InvalidInput(table.file_name() + ":1: unknown column '" + column + "'");
+  }
+  return Status::Ok();
+}
+
+// The time column of our formats: `relative` seconds or `absolute` RFC 3339,
+// exactly one of them. Returns the index; *is_absolute says which.
+Result<int> TimeColumn(csv::Table& table, std::string_view relative, std::string_view absolute,
+                       bool* is_absolute) {
+  const int rel = table.Find(relative);
+  const int abs = table.Find(absolute);
+  if (rel >= 0 && abs >= 0) {
+    return Error::InvalidInput(table.file_name() + ":1: columns '" + std::string(relative) + "' and '" +
+                               std::string(absolute) + "' are exclusive");
+  }
+  if (rel < 0 && abs < 0) {
+    return Error::InvalidInput(table.file_name() + ":1: missing column '" + std::string(relative) +
+                               "' (or '" + std::string(absolute) + "')");
+  }
+  *is_absolute = abs >= 0;
+  return *is_absolute ? abs : rel;
+}
+
+// Optional non-negative integer column; empty or absent gives `fallback`.
+int64_t NonNegative(csv::Table& t, int col, int64_t fallback) {
+  if (col < 0 || t.Empty(col)) return fallback;
+  const int64_t v = t.Int(col);
+  if (!t.failed() && v < 0) t.Fail(col, "must be >= 0, got '" + std::string(t.Field(col)) + "'");
+  return v;
+}
+
+int64_t NonNegativeSeconds(csv::Table& t, int col, int64_t fallback) {
+  if (col < 0 || t.Empty(col)) return fallback;
+  const double v = t.Double(col);
+  if (!t.failed() && v < 0) t.Fail(col, "must be >= 0, got '" + std::string(t.Field(col)) + "'");
+  return csv::Table::Round(v);
+}
+
+}  // namespace
+
+Result<Trace> ParseGpuscalerJobs(std::string_view text, const std::string& file, const TraceOptions& o) {
+  Result<csv::Table> opened = csv::Table::Open(text, file);
+  if (!opened) return opened.error();
+  csv::Table& t = *opened;
+  if (Status s = CheckKnownColumns(t, kJobColumns); !s.ok()) return s.error();
+  bool absolute = false;
+  Result<int> c_submit = TimeColumn(t, "submit_s", "submit", &absolute);
+  if (!c_submit) return c_submit.error();
+  const int c_id = t.Require("id");
+  const int c_duration = t.Require("duration_s");
+  if (t.failed()) return t.error();
+  const int c_gpus = t.Find("gpus"), c_milli = t.Find("gpu_milli"), c_mig = t.Find("mig_profile");
+  const int c_models = t.Find("gpu_models"), c_min_mem = t.Find("min_gpu_memory_mib");
+  const int c_cpu = t.Find("cpu_milli"), c_mem = t.Find("memory_mib"), c_class = t.Find("class");
+  const int c_priority = t.Find("priority"), c_interruptible = t.Find("interruptible");
+  const int c_checkpoint = t.Find("checkpoint_interval_s"), c_restart = t.Find("restart_cost_s");
+  const int c_zones = t.Find("zones"), c_types = t.Find("instance_types");
+  const int c_capacity = t.Find("capacity_type"), c_pool = t.Find("pool");
+
+  Trace trace;
+  trace.source = file;
+  std::unordered_map<std::string, int64_t> first_line;
+  while (t.Next()) {
+    if (t.Empty(c_id)) {
+      t.Fail(c_id, "empty");
+      break;
+    }
+    std::string id(t.Field(c_id));
+    int64_t submit = 0;
+    if (t.Empty(*c_submit)) {
+      t.Fail(*c_submit, "empty");
+    } else if (absolute) {
+      submit = t.Timestamp(*c_submit);
+    } else {
+      submit = NonNegativeSeconds(t, *c_submit, 0);
+    }
+    const double duration_s = t.Empty(c_duration) ? 0 : t.Double(c_duration);
+    if (!t.failed() && csv::Table::Round(duration_s) <= 0) {
+      t.Fail(c_duration, "must be > 0, got '" + std::string(t.Field(c_duration)) + "'");
+    }
+    DemandUnit unit =
+        MakeUnit(id, c_class >= 0 && !t.Empty(c_class) ? std::string(t.Field(c_class)) : "default",
+                 Seconds(csv::Table::Round(duration_s)));
+    unit.gpus = static_cast<int>(NonNegative(t, c_gpus, 0));
+    unit.gpu_milli = static_cast<int>(NonNegative(t, c_milli, 0));
+    unit.mig_profile = std::string(t.Field(c_mig));
+    unit.gpu_models = csv::SplitList(t.Field(c_models), '|');
+    unit.min_gpu_memory_mib = NonNegative(t, c_min_mem, 0);
+    unit.cpu_milli = NonNegative(t, c_cpu, 0);
+    unit.memory_mib = NonNegative(t, c_mem, 0);
+    if (c_priority >= 0 && !t.Empty(c_priority)) unit.priority = static_cast<int>(t.Int(c_priority));
+    if (c_interruptible >= 0 && !t.Empty(c_interruptible)) unit.interruptible = t.Bool(c_interruptible);
+    unit.checkpoint_interval = Seconds(NonNegativeSeconds(t, c_checkpoint, unit.checkpoint_interval.count()));
+    unit.restart_cost = Seconds(NonNegativeSeconds(t, c_restart, unit.restart_cost.count()));
+    unit.zones = csv::SplitList(t.Field(c_zones), '|');
+    unit.instance_types = csv::SplitList(t.Field(c_types), '|');
+    if (c_capacity >= 0 && !t.Empty(c_capacity)) {
+      unit.capacity_type = ParseCapacityType(t.Field(c_capacity));
+      if (!unit.capacity_type) {
+        t.Fail(c_capacity, csv::Quote(t.Field(c_capacity)) + " is not on-demand or spot");
+      }
+    }
+    unit.pool = std::string(t.Field(c_pool));
+    if (t.failed()) break;
+    if (unit.gpu_milli >= 1000) {
+      t.Fail(c_milli, "must be below 1000 (use gpus for whole GPUs), got '" +
+                          std::string(t.Field(c_milli)) + "'");
+    } else if (unit.gpu_milli > 0 && unit.gpus > 0) {
+      t.Fail(c_milli, "set with gpus = " + std::to_string(unit.gpus) + "; a job asks for whole GPUs or a fraction");
+    } else if (!unit.mig_profile.empty() && (unit.gpus > 0 || unit.gpu_milli > 0)) {
+      t.Fail(c_mig, "set with gpus or gpu_milli; a MIG job asks for one instance of '" + unit.mig_profile +
+                        "' only");
+    }
+    auto [it, inserted] = first_line.emplace(id, t.line());
+    if (!inserted) {
+      t.Fail(c_id, "duplicate id '" + id + "' (first on line " + std::to_string(it->second) + ")");
+    }
+    if (t.failed()) break;
+    trace.jobs.push_back({Seconds(submit), unit.expected_runtime, std::move(unit)});
+    ++trace.stats.rows_used;
+  }
+  if (t.failed()) return t.error();
+  trace.stats.rows_read = t.rows_read();
+  FinishTrace(&trace, o, absolute ? DefaultOrigin::kEarliest : DefaultOrigin::kZero, absolute);
+  return trace;
+}
+
+Result<Trace> ParseGpuscalerSeries(std::string_view text, const std::string& file, const TraceOptions& o) {
+  Result<csv::Table> opened = csv::Table::Open(text, file);
+  if (!opened) return opened.error();
+  csv::Table& t = *opened;
+  if (Status s = CheckKnownColumns(t, kSeriesColumns); !s.ok()) return s.error();
+  bool absolute = false;
+  Result<int> c_t = TimeColumn(t, "t_s", "t", &absolute);
+  if (!c_t) return c_t.error();
+  const int c_class = t.Require("class");
+  const int c_value = t.Require("value");
+  const int c_unit = t.Find("unit");
+  if (t.failed()) return t.error();
+
+  Trace trace;
+  trace.source = file;
+  // (class, unit) -> series index; (series, t) -> line, to reject a second
+  // value for the same instant.
+  std::map<std::pair<std::string, std::string>, size_t> index;
+  std::vector<std::unordered_map<int64_t, int64_t>> seen;
+  while (t.Next()) {
+    int64_t at = 0;
+    if (t.Empty(*c_t)) {
+      t.Fail(*c_t, "empty");
+    } else {
+      at = absolute ? t.Timestamp(*c_t) : NonNegativeSeconds(t, *c_t, 0);
+    }
+    if (t.Empty(c_class)) t.Fail(c_class, "empty");
+    const double value = t.Double(c_value);
+    if (!t.failed() && value < 0) t.Fail(c_value, "must be >= 0, got '" + std::string(t.Field(c_value)) + "'");
+    if (t.failed()) break;
+    std::string unit = c_unit >= 0 && !t.Empty(c_unit) ? std::string(t.Field(c_unit)) : "gpus";
+    auto key = std::make_pair(std::string(t.Field(c_class)), std::move(unit));
+    auto [it, inserted] = index.emplace(key, trace.series.size());
+    if (inserted) {
+      trace.series.push_back({key.first, key.second, {}});
+      seen.emplace_back();
+    }
+    auto [line_it, fresh] = seen[it->second].emplace(at, t.line());
+    if (!fresh) {
+      t.Fail(*c_t, "second value for class '" + key.first + "' at '" + std::string(t.Field(*c_t)) +
+                       "' (first on line " + std::to_string(line_it->second) + ")");
+      break;
+    }
+    trace.series[it->second].points.push_back({Seconds(at), value});
+    ++trace.stats.rows_used;
+  }
+  if (t.failed()) return t.error();
+  trace.stats.rows_read = t.rows_read();
+  FinishTrace(&trace, o, absolute ? DefaultOrigin::kEarliest : DefaultOrigin::kZero, absolute);
+  return trace;
+}
+
+}  // namespace gpuscaler::sim::internal

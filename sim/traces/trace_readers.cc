@@ -1,0 +1,333 @@
+#include "sim/trace_readers.h"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <map>
+#include <tuple>
+#include <utility>
+
+#include "sim/traces/csv.h"
+#include "sim/traces/readers_impl.h"
+
+namespace gpuscaler::sim {
+namespace {
+
+constexpr std::array<std::pair<TraceFormat, std::string_view>, 9> kTraceFormats{{
+    {TraceFormat::kGpuscalerJobs, "gpuscaler-jobs"},
+    {TraceFormat::kGpuscalerSeries, "gpuscaler-series"},
+    {TraceFormat::kAlibabaOpenb, "alibaba-openb"},
+    {TraceFormat::kAlibabaDlrm, "alibaba-dlrm"},
+    {TraceFormat::kHeliosMinute, "helios-minute"},
+    {TraceFormat::kPhillyJobs, "philly-jobs"},
+    {TraceFormat::kAlibabaGenaiQueue, "alibaba-genai-queue"},
+    {TraceFormat::kAlibabaGenaiQps, "alibaba-genai-qps"},
+    {TraceFormat::kAlibabaGenaiDutyCycle, "alibaba-genai-duty-cycle"},
+}};
+
+constexpr std::array<std::pair<MarketFormat, std::string_view>, 5> kMarketFormats{{
+    {MarketFormat::kCblAvailability, "cbl-availability"},
+    {MarketFormat::kParcaeEvents, "parcae-events"},
+    {MarketFormat::kAwsSpotAdvisor, "aws-spot-advisor"},
+    {MarketFormat::kAwsSpotPriceHistory, "aws-spot-price-history"},
+    {MarketFormat::kGcpSpotPrices, "gcp-spot-prices"},
+}};
+
+template <typename Options>
+Status CheckWindow(const Options& o) {
+  if (o.window_start && *o.window_start < Seconds(0)) {
+    return Error::Config("trace window start must be >= 0");
+  }
+  if (o.window_end && *o.window_end <= o.window_start.value_or(Seconds(0))) {
+    return Error::Config("trace window end must be after its start");
+  }
+  return Status::Ok();
+}
+
+// Rebases a step function's points (sorted by t) into the window: the value
+// in force at `start` is kept as a point at `start`; returns how many points
+// were dropped.
+template <typename Point, typename Key>
+int64_t WindowSteps(std::vector<Point>* points, int64_t start, std::optional<int64_t> end, Key key) {
+  using K = decltype(key(std::declval<const Point&>()));
+  std::map<K, size_t> carry;  // key -> index of the last point before start
+  std::vector<Point> kept;
+  kept.reserve(points->size());
+  int64_t dropped = 0;
+  std::map<K, bool> has_point_at_start;
+  for (size_t i = 0; i < points->size(); ++i) {
+    const Point& p = (*points)[i];
+    if (p.t.count() < start) {
+      auto [it, inserted] = carry.emplace(key(p), i);
+      if (!inserted) {
+        it->second = i;
+        ++dropped;
+      }
+    } else if (end && p.t.count() >= *end) {
+      ++dropped;
+    } else {
+      if (p.t.count() == start) has_point_at_start[key(p)] = true;
+      kept.push_back(p);
+    }
+  }
+  std::vector<Point> carried;
+  for (const auto& [k, index] : carry) {
+    if (has_point_at_start.count(k)) {
+      ++dropped;
+      continue;
+    }
+    Point p = (*points)[index];
+    p.t = Seconds(start);
+    carried.push_back(std::move(p));
+  }
+  kept.insert(kept.begin(), carried.begin(), carried.end());
+  for (Point& p : kept) p.t -= Seconds(start);
+  *points = std::move(kept);
+  return dropped;
+}
+
+}  // namespace
+
+std::string_view ToString(TraceFormat format) {
+  for (const auto& [f, name] : kTraceFormats) {
+    if (f == format) return name;
+  }
+  return "unknown";
+}
+
+std::string_view ToString(MarketFormat format) {
+  for (const auto& [f, name] : kMarketFormats) {
+    if (f == format) return name;
+  }
+  return "unknown";
+}
+
+std::optional<TraceFormat> ParseTraceFormat(std::string_view name) {
+  for (const auto& [f, n] : kTraceFormats) {
+    if (n == name) return f;
+  }
+  return std::nullopt;
+}
+
+std::optional<MarketFormat> ParseMarketFormat(std::string_view name) {
+  for (const auto& [f, n] : kMarketFormats) {
+    if (n == name) return f;
+  }
+  return std::nullopt;
+}
+
+const std::vector<std::string_view>& TraceFormatNames() {
+  static const std::vector<std::string_view> names = [] {
+    std::vector<std::string_view> v;
+    for (const auto& entry : kTraceFormats) v.push_back(entry.second);
+    return v;
+  }();
+  return names;
+}
+
+const std::vector<std::string_view>& MarketFormatNames() {
+  static const std::vector<std::string_view> names = [] {
+    std::vector<std::string_view> v;
+    for (const auto& entry : kMarketFormats) v.push_back(entry.second);
+    return v;
+  }();
+  return names;
+}
+
+Result<Trace> ParseTrace(std::string text, const std::string& file_name, TraceFormat format,
+                         const TraceOptions& options) {
+  if (Status s = CheckWindow(options); !s.ok()) return s.error();
+  using namespace internal;
+  switch (format) {
+    case TraceFormat::kGpuscalerJobs: return ParseGpuscalerJobs(text, file_name, options);
+    case TraceFormat::kGpuscalerSeries: return ParseGpuscalerSeries(text, file_name, options);
+    case TraceFormat::kAlibabaOpenb: return ParseOpenb(text, file_name, options);
+    case TraceFormat::kAlibabaDlrm: return ParseDlrm(text, file_name, options);
+    case TraceFormat::kHeliosMinute: return ParseHeliosMinute(text, file_name, options);
+    case TraceFormat::kPhillyJobs: return ParsePhillyJobs(text, file_name, options);
+    case TraceFormat::kAlibabaGenaiQueue: return ParseGenaiQueue(text, file_name, options);
+    case TraceFormat::kAlibabaGenaiQps: return ParseGenaiQps(text, file_name, options);
+    case TraceFormat::kAlibabaGenaiDutyCycle: return ParseGenaiDutyCycle(text, file_name, options);
+  }
+  return Error::Internal("unknown trace format");
+}
+
+Result<Trace> ReadTrace(const std::string& path, TraceFormat format, const TraceOptions& options) {
+  Result<std::string> text = csv::ReadFile(path);
+  if (!text) return text.error();
+  return ParseTrace(std::move(*text), path, format, options);
+}
+
+Result<SpotMarket> ParseSpotMarket(std::string text, const std::string& file_name, MarketFormat format,
+                                   const MarketOptions& options) {
+  if (Status s = CheckWindow(options); !s.ok()) return s.error();
+  using namespace internal;
+  switch (format) {
+    case MarketFormat::kCblAvailability: return ParseCblAvailability(text, file_name, options);
+    case MarketFormat::kParcaeEvents: return ParseParcaeEvents(text, file_name, options);
+    case MarketFormat::kAwsSpotAdvisor: return ParseAwsSpotAdvisor(text, file_name, options);
+    case MarketFormat::kAwsSpotPriceHistory: return ParseAwsSpotPriceHistory(text, file_name, options);
+    case MarketFormat::kGcpSpotPrices: return ParseGcpSpotPrices(text, file_name, options);
+  }
+  return Error::Internal("unknown market format");
+}
+
+Result<SpotMarket> ReadSpotMarket(const std::string& path, MarketFormat format, const MarketOptions& options) {
+  Result<std::string> text = csv::ReadFile(path);
+  if (!text) return text.error();
+  return ParseSpotMarket(std::move(*text), path, format, options);
+}
+
+std::string AlibabaGpuToCatalog(std::string_view alibaba_name) {
+  static const std::map<std::string_view, std::string_view> kMap{
+      {"V100M16", "v100-16gb"}, {"V100M32", "v100-32gb"}, {"T4", "t4"}, {"A10", "a10g"},
+      {"G1", ""},               {"G2", ""},               {"G3", ""},
+  };
+  const auto it = kMap.find(alibaba_name);
+  return std::string(it == kMap.end() ? alibaba_name : it->second);
+}
+
+std::optional<std::string> CblInstanceType(std::string_view gpu_count) {
+  static const std::map<std::string_view, std::string_view> kMap{
+      {"v100_1", "p3.2xlarge"}, {"v100_4", "p3.8xlarge"}, {"v100_8", "p3.16xlarge"},
+      {"k80_1", "p2.xlarge"},   {"k80_8", "p2.16xlarge"},
+  };
+  const auto it = kMap.find(gpu_count);
+  if (it == kMap.end()) return std::nullopt;
+  return std::string(it->second);
+}
+
+namespace internal {
+
+DemandUnit MakeUnit(std::string id, std::string workload_class, Seconds duration) {
+  DemandUnit unit;
+  unit.id = std::move(id);
+  unit.workload_class = std::move(workload_class);
+  unit.expected_runtime = duration;
+  return unit;
+}
+
+void ApplyJobOverrides(const TraceOptions& o, DemandUnit* unit) {
+  if (o.interruptible) unit->interruptible = *o.interruptible;
+  if (o.checkpoint_interval) unit->checkpoint_interval = *o.checkpoint_interval;
+}
+
+void FinishTrace(Trace* trace, const TraceOptions& o, DefaultOrigin origin_mode, bool absolute_times) {
+  int64_t origin = 0;
+  if (o.origin_s) {
+    origin = *o.origin_s;
+  } else if (origin_mode == DefaultOrigin::kEarliest) {
+    int64_t earliest = std::numeric_limits<int64_t>::max();
+    for (const TraceJob& j : trace->jobs) earliest = std::min<int64_t>(earliest, j.submit.count());
+    for (const DemandSeries& s : trace->series) {
+      for (const DemandPoint& p : s.points) earliest = std::min<int64_t>(earliest, p.t.count());
+    }
+    if (earliest != std::numeric_limits<int64_t>::max()) origin = earliest;
+  }
+  const int64_t start = o.window_start.value_or(Seconds(0)).count();
+  std::optional<int64_t> end;
+  if (o.window_end) end = o.window_end->count();
+  if (absolute_times) trace->start_time = FromUnixSeconds(origin + start);
+
+  std::vector<TraceJob> kept;
+  kept.reserve(trace->jobs.size());
+  int64_t outside = 0;
+  for (TraceJob& j : trace->jobs) {
+    const int64_t t = j.submit.count() - origin;
+    if (t < start || (end && t >= *end)) {
+      ++outside;
+      continue;
+    }
+    j.submit = Seconds(t - start);
+    kept.push_back(std::move(j));
+  }
+  Skip(&trace->stats, "outside window", outside);
+  std::sort(kept.begin(), kept.end(), [](const TraceJob& a, const TraceJob& b) {
+    return std::tie(a.submit, a.unit.id) < std::tie(b.submit, b.unit.id);
+  });
+  if (o.max_jobs > 0 && static_cast<int64_t>(kept.size()) > o.max_jobs) {
+    Skip(&trace->stats, "over max_jobs", static_cast<int64_t>(kept.size()) - o.max_jobs);
+    kept.resize(static_cast<size_t>(o.max_jobs));
+  }
+  trace->jobs = std::move(kept);
+
+  int64_t dropped_points = 0;
+  for (DemandSeries& s : trace->series) {
+    for (DemandPoint& p : s.points) p.t -= Seconds(origin);
+    std::stable_sort(s.points.begin(), s.points.end(),
+                     [](const DemandPoint& a, const DemandPoint& b) { return a.t < b.t; });
+    dropped_points += WindowSteps(&s.points, start, end, [](const DemandPoint&) { return 0; });
+  }
+  Skip(&trace->stats, "outside window", dropped_points);
+  std::erase_if(trace->series, [](const DemandSeries& s) { return s.points.empty(); });
+  std::sort(trace->series.begin(), trace->series.end(), [](const DemandSeries& a, const DemandSeries& b) {
+    return std::tie(a.workload_class, a.unit) < std::tie(b.workload_class, b.unit);
+  });
+
+  Seconds span{0};
+  if (!trace->jobs.empty()) span = trace->jobs.back().submit;
+  for (const DemandSeries& s : trace->series) span = std::max(span, s.points.back().t);
+  trace->span = span;
+}
+
+void FinishMarket(SpotMarket* market, const MarketOptions& o, bool absolute_times,
+                  std::optional<int64_t> earliest_row) {
+  const int64_t origin = o.origin_s ? *o.origin_s : earliest_row.value_or(0);
+  const int64_t start = o.window_start.value_or(Seconds(0)).count();
+  std::optional<int64_t> end;
+  if (o.window_end) end = o.window_end->count();
+  const bool has_times = !market->prices.empty() || !market->availability.empty() ||
+                         !market->interruptions.empty();
+  if (absolute_times && has_times) market->start_time = FromUnixSeconds(origin + start);
+
+  for (auto& p : market->prices) p.t -= Seconds(origin);
+  for (auto& p : market->availability) p.t -= Seconds(origin);
+  for (auto& e : market->interruptions) e.t -= Seconds(origin);
+
+  std::stable_sort(market->prices.begin(), market->prices.end(), [](const PricePoint& a, const PricePoint& b) {
+    return std::tie(a.t, a.instance_type, a.zone, a.capacity_type) <
+           std::tie(b.t, b.instance_type, b.zone, b.capacity_type);
+  });
+  std::stable_sort(market->availability.begin(), market->availability.end(),
+                   [](const AvailabilityPoint& a, const AvailabilityPoint& b) {
+                     return std::tie(a.t, a.instance_type, a.zone) < std::tie(b.t, b.instance_type, b.zone);
+                   });
+  std::stable_sort(market->interruptions.begin(), market->interruptions.end(),
+                   [](const InterruptionEvent& a, const InterruptionEvent& b) {
+                     return std::tie(a.t, a.instance_type, a.zone) < std::tie(b.t, b.instance_type, b.zone);
+                   });
+  std::sort(market->risks.begin(), market->risks.end(), [](const SpotRisk& a, const SpotRisk& b) {
+    return std::tie(a.region, a.instance_type) < std::tie(b.region, b.instance_type);
+  });
+
+  int64_t dropped = WindowSteps(&market->prices, start, end, [](const PricePoint& p) {
+    return std::make_tuple(p.instance_type, p.zone, p.capacity_type);
+  });
+  dropped += WindowSteps(&market->availability, start, end,
+                         [](const AvailabilityPoint& p) { return std::make_pair(p.instance_type, p.zone); });
+  // Carried-in points moved to 0 ahead of the rest; restore the total order.
+  std::stable_sort(market->prices.begin(), market->prices.end(), [](const PricePoint& a, const PricePoint& b) {
+    return std::tie(a.t, a.instance_type, a.zone, a.capacity_type) <
+           std::tie(b.t, b.instance_type, b.zone, b.capacity_type);
+  });
+  std::stable_sort(market->availability.begin(), market->availability.end(),
+                   [](const AvailabilityPoint& a, const AvailabilityPoint& b) {
+                     return std::tie(a.t, a.instance_type, a.zone) < std::tie(b.t, b.instance_type, b.zone);
+                   });
+  std::vector<InterruptionEvent> events;
+  events.reserve(market->interruptions.size());
+  for (InterruptionEvent& e : market->interruptions) {
+    const int64_t t = e.t.count();
+    if (t < start || (end && t >= *end)) {
+      ++dropped;
+      continue;
+    }
+    e.t -= Seconds(start);
+    events.push_back(std::move(e));
+  }
+  market->interruptions = std::move(events);
+  Skip(&market->stats, "outside window", dropped);
+}
+
+}  // namespace internal
+}  // namespace gpuscaler::sim
