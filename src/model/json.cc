@@ -411,7 +411,7 @@ Node ReadNode(const Json& j, const std::string& path, Problems* problems) {
 std::string Usd(double usd_per_hour) {
   char buf[64];
   const double a = usd_per_hour < 0 ? -usd_per_hour : usd_per_hour;
-  std::snprintf(buf, sizeof(buf), a > 0 && a < 0.01 ? "$%.4f/h" : "$%.2f/h", usd_per_hour);
+  std::snprintf(buf, sizeof(buf), a > 0 && a < 0.1 ? "$%.4f/h" : "$%.2f/h", usd_per_hour);
   return buf;
 }
 
