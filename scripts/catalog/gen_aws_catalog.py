@@ -83,18 +83,29 @@ REGIONS = [
     ("eu-west-1", ["eu-west-1a", "eu-west-1b", "eu-west-1c"]),
 ]
 
-# On-demand Linux list prices (USD/h) outside us-east-1. Source:
-# skypilot-org/skypilot-catalog catalogs/v8/aws/vms.csv (column Price, which
-# SkyPilot takes from the AWS Price List API), stored copy at commit
-# 00148f2af3672e2229b4f7bf8157d5a3f36e3c35, read 2026-07. A type missing from
-# a region's table is not sold there and is left out of that region.
+# On-demand Linux list prices (USD/h) outside us-east-1, transcribed by hand
+# from skypilot-org/skypilot-catalog catalogs/v8/aws/vms.csv (column Price,
+# which SkyPilot takes from the AWS Price List API), stored copy at commit
+# 00148f2af3672e2229b4f7bf8157d5a3f36e3c35, read 2026-07. Its us-east-1
+# prices match the Karpenter table above, so the two are of the same date.
+# Only the prices actually read are listed: so far the g4dn family (and
+# g5.12xlarge in eu-west-1). A type missing from a region's table is left out
+# of that region (planned only where its price is known), even where AWS
+# sells it; extending the tables from the same file extends the catalog.
+# g4dn.metal in eu-west-1 was not in the rows read.
 REGIONAL_ON_DEMAND_SOURCE = {
-    "us-west-2": "AWS Price List API via skypilot-org/skypilot-catalog catalogs/v8/aws/vms.csv @00148f2a (read 2026-07)",
-    "eu-west-1": "AWS Price List API via skypilot-org/skypilot-catalog catalogs/v8/aws/vms.csv @00148f2a (read 2026-07)",
+    "us-west-2": "AWS Price List API via skypilot-org/skypilot-catalog catalogs/v8/aws/vms.csv @00148f2a (read 2026-07); g4dn only",
+    "eu-west-1": "AWS Price List API via skypilot-org/skypilot-catalog catalogs/v8/aws/vms.csv @00148f2a (read 2026-07); g4dn and g5.12xlarge only",
 }
 REGIONAL_ON_DEMAND = {
-    "us-west-2": {},
-    "eu-west-1": {},
+    "us-west-2": {
+        "g4dn.xlarge": 0.526, "g4dn.2xlarge": 0.752, "g4dn.4xlarge": 1.204, "g4dn.8xlarge": 2.176,
+        "g4dn.12xlarge": 3.912, "g4dn.16xlarge": 4.352, "g4dn.metal": 7.824,
+    },
+    "eu-west-1": {
+        "g4dn.xlarge": 0.587, "g4dn.2xlarge": 0.838, "g4dn.4xlarge": 1.342, "g4dn.8xlarge": 2.426,
+        "g4dn.12xlarge": 4.362, "g4dn.16xlarge": 4.853, "g5.12xlarge": 6.33167,
+    },
 }
 
 # Spot Instance Advisor interruption bands: share of instances interrupted
