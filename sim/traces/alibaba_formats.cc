@@ -41,6 +41,7 @@ Result<Trace> ParseOpenb(std::string_view text, const std::string& file, const T
 
   Trace trace;
   trace.source = file;
+  trace.jobs.reserve(EstimateRows(text));
   int64_t never_scheduled = 0, unmapped_gpu = 0;
   while (t.Next()) {
     if (t.Empty(c_name)) t.Fail(c_name, "empty");
@@ -137,6 +138,7 @@ Result<Trace> ParseDlrm(std::string_view text, const std::string& file, const Tr
     size_t job;
     int64_t started;
   };
+  trace.jobs.reserve(EstimateRows(text));
   std::vector<Pending> open_ended;  // no deletion_time: end filled in below
   int64_t latest = 0, existed = 0;
   while (t.Next()) {

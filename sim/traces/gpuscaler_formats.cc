@@ -89,6 +89,9 @@ Result<Trace> ParseGpuscalerJobs(std::string_view text, const std::string& file,
   Trace trace;
   trace.source = file;
   std::unordered_map<std::string, int64_t> first_line;
+  const size_t expected_rows = EstimateRows(text);
+  first_line.reserve(expected_rows);
+  trace.jobs.reserve(expected_rows);
   while (t.Next()) {
     if (t.Empty(c_id)) {
       t.Fail(c_id, "empty");
@@ -145,7 +148,8 @@ Result<Trace> ParseGpuscalerJobs(std::string_view text, const std::string& file,
       t.Fail(c_id, "duplicate id '" + id + "' (first on line " + std::to_string(it->second) + ")");
     }
     if (t.failed()) break;
-    trace.jobs.push_back({Seconds(submit), unit.expected_runtime, std::move(unit)});
+    const Seconds duration = unit.expected_runtime;
+    trace.jobs.push_back({Seconds(submit), duration, std::move(unit)});
     ++trace.stats.rows_used;
   }
   if (t.failed()) return t.error();

@@ -49,6 +49,9 @@ void FinishTrace(Trace* trace, const TraceOptions& o, DefaultOrigin origin, bool
 void FinishMarket(SpotMarket* market, const MarketOptions& o, bool absolute_times,
                   std::optional<int64_t> earliest_row);
 
+// Data rows a text probably holds (its line count), for reserving.
+size_t EstimateRows(std::string_view text);
+
 inline void Skip(ReadStats* stats, const std::string& reason, int64_t n = 1) {
   if (n > 0) stats->skipped[reason] += n;
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <random>
 #include <sstream>
 #include <string>
@@ -511,9 +512,6 @@ TEST(AlibabaGenai, DutyCycleIsMeanUtilizationAsAFraction) {
 }
 
 TEST(TraceReaders, ReadOneHundredThousandJobsWellUnderASecond) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "timing is meaningless under AddressSanitizer";
-#endif
   std::mt19937_64 rng(42);
   std::string text = "id,submit_s,duration_s,gpus,gpu_models,cpu_milli,memory_mib,class,interruptible\n";
   constexpr int kJobs = 100'000;
@@ -522,14 +520,17 @@ TEST(TraceReaders, ReadOneHundredThousandJobsWellUnderASecond) {
             std::to_string(60 + rng() % 86'400) + "," + std::to_string(1 + rng() % 8) + ",a10g|l4," +
             std::to_string(1000 * (1 + rng() % 32)) + ",16384," + (i % 3 ? "batch" : "inference") + ",true\n";
   }
-  const auto start = std::chrono::steady_clock::now();
+  // CPU time, not wall time: the build machine is shared.
+  const std::clock_t start = std::clock();
   Result<Trace> t = ParseTrace(std::move(text), "big.csv", TraceFormat::kGpuscalerJobs);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds = static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC;
   ASSERT_TRUE(t.ok()) << t.error().ToString();
   EXPECT_EQ(t->jobs.size(), static_cast<size_t>(kJobs));
   EXPECT_TRUE(std::is_sorted(t->jobs.begin(), t->jobs.end(),
                              [](const TraceJob& a, const TraceJob& b) { return a.submit < b.submit; }));
+#if !defined(__SANITIZE_ADDRESS__)  // the bound is for Release builds
   EXPECT_LT(seconds, 1.0);
+#endif
   RecordProperty("parse_seconds", std::to_string(seconds));
 }
 
