@@ -5,6 +5,7 @@
 
 #include <ctime>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -255,6 +256,53 @@ TEST(SharedData, ReadingTwiceGivesTheSameTrace) {
   EXPECT_TRUE(std::is_sorted(a.jobs.begin(), a.jobs.end(), [](const TraceJob& x, const TraceJob& y) {
     return std::tie(x.submit, x.unit.id) < std::tie(y.submit, y.unit.id);
   }));
+}
+
+TEST(SharedData, EverySecondWindowFileLoadsToo) {
+  SKIP_WITHOUT(Shared("traces"));
+  struct Case {
+    std::string file;
+    std::optional<TraceFormat> trace;
+    std::optional<MarketFormat> market;
+  } cases[] = {
+      {"traces/alibaba_gpu_v2025_dlrm_instances_second_window.csv", TraceFormat::kAlibabaDlrm, {}},
+      {"traces/helios_earth_vc_minute_second_window.csv", TraceFormat::kHeliosMinute, {}},
+      {"traces/philly_sampled_jobs_second_window.csv", TraceFormat::kPhillyJobs, {}},
+      {"traces/alibaba_v2026_genai_queue_size_second_window.csv", TraceFormat::kAlibabaGenaiQueue, {}},
+      {"traces/alibaba_v2026_genai_qps_second_window.csv", TraceFormat::kAlibabaGenaiQps, {}},
+      {"traces/alibaba_v2026_genai_pod_gpu_duty_cycle_second_window.csv", TraceFormat::kAlibabaGenaiDutyCycle, {}},
+      {"prices/spot_preemption_aws_v100_4node_2023-08-03_second_window.csv", {}, MarketFormat::kCblAvailability},
+      {"prices/spot_events_aws_p3_parcae_second_window.csv", {}, MarketFormat::kParcaeEvents},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.file);
+    if (c.trace) {
+      const Trace t = Load(Shared(c.file), *c.trace);
+      EXPECT_GT(t.stats.rows_used, 0);
+      EXPECT_FALSE(t.jobs.empty() && t.series.empty());
+      EXPECT_EQ(t.jobs.empty() ? t.series.front().points.front().t : t.jobs.front().submit, Seconds(0));
+    } else {
+      const SpotMarket m = LoadMarket(Shared(c.file), *c.market);
+      EXPECT_GT(m.stats.rows_used, 0);
+      EXPECT_FALSE(m.availability.empty() && m.interruptions.empty());
+    }
+  }
+}
+
+TEST(SharedData, WindowOfTheOpenbPrimaryKeepsOnlyItsJobs) {
+  const std::string path = Shared("traces/alibaba_gpu_v2023_openb_pods_primary.csv");
+  SKIP_WITHOUT(path);
+  TraceOptions o;
+  o.window_start = Seconds(30 * 86400);
+  o.window_end = Seconds(60 * 86400);
+  o.max_jobs = 500;
+  const Trace t = Load(path, TraceFormat::kAlibabaOpenb, o);
+  EXPECT_LE(t.jobs.size(), 500u);
+  EXPECT_FALSE(t.jobs.empty());
+  for (const TraceJob& j : t.jobs) EXPECT_LT(j.submit, Seconds(30 * 86400));
+  EXPECT_EQ(static_cast<int64_t>(t.jobs.size()) + Skipped(t.stats, "outside window") +
+                Skipped(t.stats, "over max_jobs"),
+            3981);
 }
 
 }  // namespace
