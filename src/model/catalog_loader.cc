@@ -157,9 +157,12 @@ InstanceType ReadInstanceType(DocReader& r, const DocNode& node, const std::stri
 }
 
 // A map from instance type to a non-negative number.
+// `on_demand`, when given, holds the types listed with an on-demand price
+// (valid or not, so a bad price is one problem, not one per map).
 std::map<std::string, double> ReadTypeNumbers(DocReader& r, MapReader& parent,
                                               std::string_view key, const Catalog& catalog,
-                                              const std::map<std::string, double>* on_demand) {
+                                              const std::set<std::string>* on_demand,
+                                              std::set<std::string>* listed = nullptr) {
   std::map<std::string, double> out;
   const DocNode* node = parent.Find(key);
   if (node == nullptr) return out;
@@ -176,6 +179,7 @@ std::map<std::string, double> ReadTypeNumbers(DocReader& r, MapReader& parent,
       r.Report(*k, path, message);
       continue;
     }
+    if (listed != nullptr) listed->insert(k->scalar);
     double value = 0;
     if (!r.ToNumber(*v, path, &value)) continue;
     if (value < 0) {
@@ -211,11 +215,12 @@ RegionPrices ReadRegion(DocReader& r, const DocNode& node, const std::string& pa
       }
     }
   }
-  p.on_demand_usd_per_hour = ReadTypeNumbers(r, m, "on_demand_usd_per_hour", catalog, nullptr);
-  p.spot_usd_per_hour =
-      ReadTypeNumbers(r, m, "spot_usd_per_hour", catalog, &p.on_demand_usd_per_hour);
+  std::set<std::string> priced;
+  p.on_demand_usd_per_hour =
+      ReadTypeNumbers(r, m, "on_demand_usd_per_hour", catalog, nullptr, &priced);
+  p.spot_usd_per_hour = ReadTypeNumbers(r, m, "spot_usd_per_hour", catalog, &priced);
   p.spot_interruptions_per_hour =
-      ReadTypeNumbers(r, m, "spot_interruptions_per_hour", catalog, &p.on_demand_usd_per_hour);
+      ReadTypeNumbers(r, m, "spot_interruptions_per_hour", catalog, &priced);
   return p;
 }
 
