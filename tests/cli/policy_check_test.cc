@@ -1,0 +1,201 @@
+// `gpuscaler policy check`, run as a process: output streams and exit codes.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ProcessResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string ReadAll(const fs::path& p) {
+  std::ifstream in(p);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+std::string Quote(const std::string& arg) {
+  std::string out = "'";
+  for (char c : arg) {
+    if (c == '\'') {
+      out.append("'\\''");
+    } else {
+      out.push_back(c);
+    }
+  }
+  out.push_back('\'');
+  return out;
+}
+
+class PolicyCheck : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) /
+           ("gpuscaler_cli_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path Write(const std::string& name, const std::string& text) {
+    const fs::path p = dir_ / name;
+    std::ofstream(p) << text;
+    return p;
+  }
+
+  ProcessResult Gpuscaler(const std::vector<std::string>& args) {
+    std::string command = Quote(GPUSCALER_BINARY);
+    for (const std::string& a : args) {
+      command.push_back(' ');
+      command.append(Quote(a));
+    }
+    const fs::path out = dir_ / "stdout", err = dir_ / "stderr";
+    command.append(" >").append(Quote(out.string()));
+    command.append(" 2>").append(Quote(err.string()));
+    const int status = std::system(command.c_str());
+    ProcessResult r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = ReadAll(out);
+    r.err = ReadAll(err);
+    return r;
+  }
+
+  fs::path dir_;
+};
+
+std::vector<std::string> ExamplePolicies() {
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(fs::path(GPUSCALER_SOURCE_DIR) / "policies")) {
+    files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+TEST_F(PolicyCheck, TypoWrongTypeAndSpotShareAboveOneGiveExactlyThreeErrorsAndExitTwo) {
+  const fs::path bad = Write("bad.yaml", R"(apiVersion: gpuscaler/v1
+kind: Policy
+name: three-mistakes
+pools:
+  - name: gpu-spot
+    capacity_types: [spot, on-demand]
+    max_nodes: twenty
+classes:
+  - name: training
+    pools: [gpu-spot]
+    max_spot_shar: 0.9
+    max_spot_share: 1.5
+)");
+  const ProcessResult r = Gpuscaler({"policy", "check", bad.string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  const std::vector<std::string> lines = Lines(r.err);
+  ASSERT_EQ(lines.size(), 3u) << r.err;
+  const std::string f = bad.string();
+  EXPECT_EQ(lines[0], f + ":7:16: pools[0].max_nodes: expected an integer, got a string");
+  EXPECT_EQ(lines[1], f + ":11:5: classes[0].max_spot_shar: unknown field 'max_spot_shar' "
+                          "(did you mean 'max_spot_share'?)");
+  EXPECT_EQ(lines[2], f + ":12:21: classes[0].max_spot_share: must be in [0, 1], got 1.5");
+}
+
+TEST_F(PolicyCheck, EveryExamplePolicyPasses) {
+  std::vector<std::string> args = {"policy", "check"};
+  const std::vector<std::string> files = ExamplePolicies();
+  ASSERT_GE(files.size(), 3u);
+  args.insert(args.end(), files.begin(), files.end());
+  const ProcessResult r = Gpuscaler(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  const std::vector<std::string> lines = Lines(r.out);
+  ASSERT_EQ(lines.size(), files.size()) << r.out;
+  const std::regex ok(R"(ok  (.+) \(\d+ pools, \d+ classes, hash [0-9a-f]{8}\))");
+  for (size_t i = 0; i < files.size(); ++i) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(lines[i], m, ok)) << lines[i];
+    EXPECT_EQ(m[1].str(), files[i]);
+  }
+}
+
+TEST_F(PolicyCheck, EveryExamplePolicyPassesAgainstTheAwsCatalog) {
+  const std::string catalog = std::string(GPUSCALER_SOURCE_DIR) + "/config/catalogs/aws.yaml";
+  if (!fs::exists(catalog)) GTEST_SKIP() << catalog << " is absent";
+  std::vector<std::string> args = {"policy", "check", "--catalog", catalog};
+  for (const std::string& f : ExamplePolicies()) args.push_back(f);
+  const ProcessResult r = Gpuscaler(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST_F(PolicyCheck, OneBadFileAmongGoodOnesStillExitsTwoAndChecksTheRest) {
+  const fs::path good = Write("good.json",
+                              R"({"apiVersion": "gpuscaler/v1", "kind": "Policy",
+                                  "pools": [{"name": "gpu"}], "classes": [{"name": "a"}]})");
+  const fs::path bad = Write("bad.yaml", "apiVersion: gpuscaler/v1\nkind: Policy\n"
+                                         "pools: [{name: gpu}]\nclasses: [{name: a}]\nspto: {}\n");
+  const ProcessResult r = Gpuscaler({"policy", "check", bad.string(), good.string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("ok  " + good.string() + " (1 pools, 1 classes, hash "), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.err, bad.string() + ":5:1: spto: unknown field 'spto' (did you mean 'spot'?)\n");
+}
+
+TEST_F(PolicyCheck, UnreadableFileExitsTwoWithTheOsError) {
+  const std::string missing = (dir_ / "missing.yaml").string();
+  const ProcessResult r = Gpuscaler({"policy", "check", missing});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, missing + ": cannot read: No such file or directory\n");
+  const ProcessResult d = Gpuscaler({"policy", "check", dir_.string()});
+  EXPECT_EQ(d.exit_code, 2);
+  EXPECT_EQ(d.err, dir_.string() + ": cannot read: Is a directory\n");
+}
+
+TEST_F(PolicyCheck, InvalidCatalogExitsTwoBeforeCheckingPolicies) {
+  const fs::path catalog = Write("cat.yaml", "apiVersion: gpuscaler/v1\nkind: Catalog\n");
+  const ProcessResult r = Gpuscaler({"policy", "check", "--catalog", catalog.string(), ExamplePolicies()[0]});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find(catalog.string() + ":1:1: provider: required field is missing"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST_F(PolicyCheck, HelpWorksAtEveryLevel) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"policy", "--help"},
+        std::vector<std::string>{"policy", "check", "--help"}}) {
+    const ProcessResult r = Gpuscaler(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("check"), std::string::npos) << r.out;
+  }
+  const ProcessResult r = Gpuscaler({"policy", "check", "--help"});
+  EXPECT_NE(r.out.find("--catalog"), std::string::npos) << r.out;
+}
+
+TEST_F(PolicyCheck, MissingFileArgumentIsAUsageError) {
+  const ProcessResult r = Gpuscaler({"policy", "check"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("files"), std::string::npos) << r.err;
+}
+
+}  // namespace
