@@ -75,12 +75,13 @@ class PolicyReader {
     ForEachItem(top, "classes", [&](const DocNode& n, const std::string& path) {
       p_.classes.push_back(ReadClass(n, path));
     });
-    if (top.Has("pools") && p_.pools.empty() && r_.ok()) {
-      r_.ReportAt("pools", "must list at least one pool");
-    }
-    if (top.Has("classes") && p_.classes.empty() && r_.ok()) {
-      r_.ReportAt("classes", "must list at least one class");
-    }
+    // A value that is not a list has its own problem already.
+    auto empty_list = [&](std::string_view key) {
+      const DocNode* n = top.Find(key);
+      return n != nullptr && (n->IsNull() || (n->IsSequence() && n->items.empty()));
+    };
+    if (empty_list("pools")) r_.ReportAt("pools", "must list at least one pool");
+    if (empty_list("classes")) r_.ReportAt("classes", "must list at least one class");
     if (const DocNode* n = top.Find("budget")) ReadBudget(*n);
     if (const DocNode* n = top.Find("spot")) ReadSpot(*n);
     if (const DocNode* n = top.Find("scaling")) ReadScaling(*n);
