@@ -1,0 +1,103 @@
+// The CloudProvider seam: buying, listing and giving back GPU nodes.
+//
+// Synchronous by contract: the daemon calls it off the control strand (each
+// call may take seconds); the simulator calls it inline on its virtual clock.
+// Implementations: AwsProvider (src/cloud/, issue 6), sim::SimCloud (sim/),
+// FakeCloudProvider (tests/fakes/).
+//
+// Errors carry a category (status.h) and callers branch on it only:
+// kTransient (retry later), kCapacity (try another offering), kThrottled
+// (back off), kConfig / kAuth (stop and alert). Not thread-safe unless an
+// implementation says so.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gpuscaler/model/instance.h"
+#include "gpuscaler/model/time.h"
+#include "gpuscaler/status.h"
+
+namespace gpuscaler {
+
+// Tag every instance gpuscaler launches carries (value: the pool), and by
+// which ListInstances finds them.
+inline constexpr const char* kOwnerTag = "gpuscaler.io/pool";
+
+struct LaunchRequest {
+  std::string pool;
+  // Acceptable offerings, most preferred first. The provider fills `count`
+  // from the first offering that has capacity, then the next, and so on.
+  std::vector<Offering> offerings;
+  int count = 0;
+  std::map<std::string, std::string> tags;
+  // The same token on a retry returns the first call's instances instead of
+  // launching again (EC2 ClientToken semantics).
+  std::string idempotency_token;
+};
+
+enum class InstanceState { kPending, kRunning, kShuttingDown };
+
+struct Instance {
+  std::string instance_id;
+  std::string pool;
+  Offering offering;  // what it is; usd_per_hour is the price at launch
+  WallTime launch_time{};
+  InstanceState state = InstanceState::kPending;
+  std::map<std::string, std::string> tags;
+};
+
+// Why one offering of a launch gave fewer nodes than asked for.
+struct OfferingError {
+  std::string offering_key;  // Offering::Key()
+  Error error;
+};
+
+struct LaunchResult {
+  // What was launched: possibly fewer than asked (partial fulfilment), and
+  // from several of the offerings.
+  std::vector<Instance> instances;
+  // One entry per offering that was tried and fell short, in the order tried.
+  std::vector<OfferingError> errors;
+};
+
+// A spot interruption warning: the instance goes away at `deadline`
+// (two minutes after the notice on AWS).
+struct InterruptionNotice {
+  std::string instance_id;
+  WallTime notice_time{};
+  WallTime deadline{};
+};
+
+// A spot (or on-demand) price in force from `time` on. `zone` may name a
+// region when the source has only regional prices.
+struct SpotPrice {
+  std::string instance_type;
+  std::string zone;
+  CapacityType capacity_type = CapacityType::kSpot;
+  double usd_per_hour = 0;
+  WallTime time{};
+};
+
+class CloudProvider {
+ public:
+  virtual ~CloudProvider() = default;
+
+  // Launches up to `request.count` nodes. An Error means nothing was launched
+  // and the whole call failed (kAuth, kConfig, kThrottled, kTransient); a
+  // capacity shortage is not an Error but a short LaunchResult with
+  // kCapacity entries in `errors`.
+  virtual Result<LaunchResult> Launch(const LaunchRequest& request) = 0;
+  // Terminates the instances. Unknown or already-gone ids are not an error
+  // (termination is idempotent).
+  virtual Status Terminate(const std::vector<std::string>& instance_ids) = 0;
+  // Every live instance gpuscaler owns (by kOwnerTag), in a stable order.
+  virtual Result<std::vector<Instance>> ListInstances() = 0;
+  // Interruption notices issued since the previous call.
+  virtual Result<std::vector<InterruptionNotice>> PollInterruptions() = 0;
+  // Price changes with `time >= since`, ascending time.
+  virtual Result<std::vector<SpotPrice>> SpotPrices(WallTime since) = 0;
+};
+
+}  // namespace gpuscaler

@@ -1,0 +1,42 @@
+// The WorkSource seam: what waits for GPUs and what runs where, plus the
+// state of the signals the demand came from. The daemon's comes from queues,
+// metrics and Kubernetes (issue 5); the simulator's is its workload model.
+//
+// Versions let the controller copy only what changed between ticks: a version
+// must change whenever the content it covers does (equal versions promise
+// equal content). Not thread-safe: called from the controller's Tick only.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpuscaler/model/demand.h"
+#include "gpuscaler/model/time.h"
+
+namespace gpuscaler {
+
+// One signal a class's demand depends on.
+struct SignalStatus {
+  std::string name;    // "render queue depth"
+  std::string source;  // key of Policy::signals.max_staleness: "prometheus", "rabbitmq", …
+  std::vector<std::string> classes;  // workload classes that depend on it
+  std::optional<WallTime> sampled_at;  // unset: missing
+  double value = 0;
+};
+
+class WorkSource {
+ public:
+  virtual ~WorkSource() = default;
+  // Work waiting for capacity, in scheduling order (the first comes first).
+  virtual const std::vector<DemandUnit>& Pending() = 0;
+  virtual uint64_t PendingVersion() const = 0;
+  // Work bound to the instance; empty for an instance it does not know.
+  virtual const std::vector<DemandUnit>& RunningOn(const std::string& instance_id) = 0;
+  virtual uint64_t RunningVersion(const std::string& instance_id) const = 0;
+  // The signals behind the demand, fresh or not.
+  virtual std::vector<SignalStatus> Signals() const = 0;
+};
+
+}  // namespace gpuscaler

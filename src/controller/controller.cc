@@ -1,0 +1,598 @@
+#include "gpuscaler/controller/controller.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "gpuscaler/model/json.h"
+#include "gpuscaler/solver/planner.h"
+
+namespace gpuscaler {
+namespace {
+
+double UnitGpus(const DemandUnit& u) {
+  if (u.gpus > 0) return u.gpus;
+  if (u.gpu_milli > 0) return u.gpu_milli / 1000.0;
+  if (!u.mig_profile.empty()) return 1.0 / 7.0;
+  return 0;
+}
+
+std::string MonthKey(WallTime t) {
+  const std::chrono::year_month_day ymd{std::chrono::floor<std::chrono::days>(t)};
+  return std::to_string(static_cast<int>(ymd.year())) + "-" + std::to_string(static_cast<unsigned>(ymd.month()));
+}
+
+double HoursLeftInMonth(WallTime t) {
+  const std::chrono::year_month_day ymd{std::chrono::floor<std::chrono::days>(t)};
+  const std::chrono::year_month_day next = (ymd.year() / ymd.month() / 1) + std::chrono::months(1);
+  const WallTime end = std::chrono::time_point_cast<Seconds>(std::chrono::sys_days(next));
+  return std::chrono::duration<double>(end - t).count() / 3600.0;
+}
+
+NodeState StateFor(InstanceState s) {
+  switch (s) {
+    case InstanceState::kPending:
+      return NodeState::kLaunching;
+    case InstanceState::kRunning:
+      return NodeState::kReady;
+    case InstanceState::kShuttingDown:
+      return NodeState::kTerminating;
+  }
+  return NodeState::kReady;
+}
+
+std::string JoinErrors(const std::vector<OfferingError>& errors) {
+  std::string out;
+  for (const OfferingError& e : errors) {
+    if (!out.empty()) out += "; ";
+    out += e.offering_key + ": " + e.error.ToString();
+  }
+  return out;
+}
+
+}  // namespace
+
+Controller::Controller(const Clock& clock, CloudProvider& cloud, AuditStore* store, WorkSource& work,
+                       const Catalog& catalog, Policy policy, ControllerOptions options, PlannerFn planner)
+    : clock_(clock),
+      cloud_(cloud),
+      store_(store),
+      work_(work),
+      catalog_(catalog),
+      policy_(std::move(policy)),
+      options_(std::move(options)),
+      planner_(planner ? std::move(planner) : PlannerFn(MakePlan)),
+      availability_(options_.unavailable_base, options_.unavailable_max) {
+  snapshot_.gpu_models = catalog_.gpu_models;
+  snapshot_.instance_types = catalog_.instance_types;
+  snapshot_.offerings = catalog_.Offerings(options_.regions);
+  for (size_t i = 0; i < snapshot_.offerings.size(); ++i) offering_index_[snapshot_.offerings[i].Key()] = i;
+}
+
+void Controller::SetPolicy(Policy policy) {
+  policy_ = std::move(policy);
+  changed_ = true;
+}
+
+void Controller::Record(const Status& s, TickReport* report) {
+  if (!s.ok()) report->errors.push_back(s.error());
+}
+
+TickReport Controller::Tick() {
+  TickReport report;
+  const WallTime now = clock_.WallNow();
+  report.time = now;
+  snapshot_.time = now;
+  if (store_ != nullptr) Record(store_->BeginTick(), &report);
+
+  AccumulateUsage(now);
+  ReadInterruptions(&report);
+  const bool listed = ReadInstances(&report);
+  ReadPrices(&report);
+  RefreshOfferings(now);
+  RefreshWork(now);
+  RefreshSignals(now, &report);
+  report.blocked_classes = blocked_;
+  snapshot_.hours_left_in_month = HoursLeftInMonth(now);
+
+  bool age_crossed = false;
+  for (const Node& n : snapshot_.nodes) {
+    const WallTime mature = n.launch_time + policy_.disruption.min_node_age;
+    if (mature > last_plan_time_ && mature <= now) age_crossed = true;
+  }
+  const bool reuse = options_.reuse_unchanged_plans && !changed_ && last_plan_empty_ &&
+                     !governor_.HasPendingHold() && !age_crossed && now - last_plan_time_ < options_.max_plan_reuse;
+
+  if (!reuse) {
+    report.planned = true;
+    Plan plan = planner_(snapshot_, policy_);
+    changed_ = false;
+    last_plan_time_ = now;
+    if (!listed && !plan.terminations.empty()) {
+      plan.terminations.clear();
+      report.governor.notes.push_back("instance list unavailable: no terminations this tick");
+    }
+    std::map<std::string, int> per_pool;
+    for (const Node& n : snapshot_.nodes) {
+      if (n.state != NodeState::kTerminating) per_pool[n.pool] += 1;
+    }
+    GovernorResult g = governor_.Apply(policy_.scaling, per_pool, now, &plan);
+    report.governor.launches_held = g.launches_held;
+    report.governor.terminations_held = g.terminations_held;
+    for (std::string& note : g.notes) report.governor.notes.push_back(std::move(note));
+
+    int64_t decision_id = ++local_decisions_;
+    if (store_ != nullptr) {
+      DecisionRecord d;
+      d.time = now;
+      d.source = options_.source;
+      d.policy_name = policy_.name;
+      d.policy_hash = policy_.content_hash;
+      d.pending_units = static_cast<int>(snapshot_.pending.size());
+      d.nodes = static_cast<int>(snapshot_.nodes.size());
+      d.signals_json = SignalsJson(now);
+      d.snapshot_summary_json = SummaryJson();
+      d.plan_json = ToJson(plan).dump();
+      d.summary = plan.summary;
+      d.cost_before_usd_per_hour = plan.cost_before_usd_per_hour;
+      d.cost_after_usd_per_hour = plan.cost_after_usd_per_hour;
+      d.expected_interruption_usd_per_hour = plan.expected_interruption_usd_per_hour;
+      d.scale_down_blocked = !blocked_.empty() || !listed;
+      Result<int64_t> id = store_->RecordDecision(d);
+      if (id) {
+        decision_id = *id;
+      } else {
+        report.errors.push_back(id.error());
+      }
+    }
+    report.decision_id = decision_id;
+    Actuate(decision_id, plan, &report);
+    last_plan_empty_ = plan.terminations.empty() &&
+                       std::all_of(plan.launches.begin(), plan.launches.end(),
+                                   [](const LaunchAction& l) { return l.count == 0; });
+    report.plan = std::move(plan);
+  }
+
+  if (store_ != nullptr) Record(store_->CommitTick(), &report);
+  return report;
+}
+
+void Controller::ReadInterruptions(TickReport* report) {
+  Result<std::vector<InterruptionNotice>> notices = cloud_.PollInterruptions();
+  if (!notices) {
+    report->errors.push_back(notices.error().WithContext("interruption notices"));
+    return;
+  }
+  for (const InterruptionNotice& n : *notices) {
+    ++report->interruption_notices;
+    auto it = node_index_.find(n.instance_id);
+    if (it == node_index_.end()) continue;
+    NodeInfo& info = node_info_[it->second];
+    if (info.notice_deadline) continue;
+    info.notice_deadline = n.deadline;
+    snapshot_.nodes[it->second].state = NodeState::kDraining;
+    shadows_dirty_ = true;
+    changed_ = true;
+  }
+}
+
+bool Controller::ReadInstances(TickReport* report) {
+  Result<std::vector<Instance>> listed = cloud_.ListInstances();
+  if (!listed) {
+    report->errors.push_back(listed.error().WithContext("listing instances"));
+    return false;
+  }
+  const WallTime now = clock_.WallNow();
+  std::set<std::string> seen;
+  for (const Instance& inst : *listed) {
+    seen.insert(inst.instance_id);
+    if (terminated_.count(inst.instance_id) != 0) continue;
+    auto it = node_index_.find(inst.instance_id);
+    if (it == node_index_.end()) {
+      AddNode(inst, 0, StateFor(inst.state));
+      if (store_ != nullptr) {
+        NodeLaunchRecord rec{inst.instance_id, inst.instance_id, inst.pool, inst.offering,
+                             0, inst.launch_time, 0, "found running, not launched by this controller"};
+        if (const InstanceType* t = catalog_.FindInstanceType(inst.offering.instance_type)) rec.gpu_count = t->gpu_count;
+        Record(store_->RecordNodeLaunch(rec), report);
+      }
+      continue;
+    }
+    Node& node = snapshot_.nodes[it->second];
+    if (node.state == NodeState::kLaunching || node.state == NodeState::kReady) {
+      const NodeState s = StateFor(inst.state);
+      if (s != node.state) {
+        node.state = s;
+        changed_ = true;
+      }
+    }
+  }
+  for (auto it = terminated_.begin(); it != terminated_.end();) {
+    it = seen.count(*it) == 0 ? terminated_.erase(it) : std::next(it);
+  }
+  for (size_t i = snapshot_.nodes.size(); i-- > 0;) {
+    if (seen.count(snapshot_.nodes[i].instance_id) != 0) continue;
+    const NodeInfo& info = node_info_[i];
+    const bool interrupted = info.notice_deadline.has_value();
+    WallTime end = now;
+    if (interrupted && *info.notice_deadline < now) end = std::max(*info.notice_deadline, snapshot_.nodes[i].launch_time);
+    RemoveNode(i, end, interrupted ? "interrupted" : "vanished", report);
+  }
+  return true;
+}
+
+void Controller::ReadPrices(TickReport* report) {
+  const WallTime now = clock_.WallNow();
+  const WallTime since = price_since_.value_or(now - Seconds(3600));
+  Result<std::vector<SpotPrice>> prices = cloud_.SpotPrices(since);
+  if (!prices) {
+    // Fail static: the last known (or catalog) prices stay in force.
+    report->errors.push_back(prices.error().WithContext("spot prices"));
+    return;
+  }
+  price_since_ = now + Seconds(1);
+  std::vector<PriceSample> samples;
+  for (const SpotPrice& p : *prices) {
+    if (p.time > now) continue;
+    auto apply = [&](Offering& o) {
+      if (o.usd_per_hour == p.usd_per_hour) return;
+      o.usd_per_hour = p.usd_per_hour;
+      changed_ = true;
+      if (store_ != nullptr) samples.push_back({p.time, o});
+      for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
+        Node& n = snapshot_.nodes[i];
+        if (n.offering.instance_type != o.instance_type || n.offering.zone != o.zone ||
+            n.offering.capacity_type != o.capacity_type)
+          continue;
+        n.offering.usd_per_hour = p.usd_per_hour;
+        if (store_ != nullptr) {
+          Record(store_->RecordNodePrice(n.instance_id, std::max(p.time, n.launch_time), p.usd_per_hour), report);
+        }
+      }
+    };
+    const std::string key = p.instance_type + "/" + p.zone + "/" + std::string(ToString(p.capacity_type));
+    auto it = offering_index_.find(key);
+    if (it != offering_index_.end()) {
+      apply(snapshot_.offerings[it->second]);
+    } else {
+      for (Offering& o : snapshot_.offerings) {
+        if (o.instance_type == p.instance_type && o.region == p.zone && o.capacity_type == p.capacity_type) apply(o);
+      }
+    }
+  }
+  if (!samples.empty()) Record(store_->RecordPriceSamples(samples), report);
+}
+
+void Controller::RefreshOfferings(WallTime now) {
+  std::vector<std::string> unavailable = availability_.Unavailable(now);
+  if (unavailable == last_unavailable_) return;
+  for (const std::string& key : last_unavailable_) {
+    auto it = offering_index_.find(key);
+    if (it != offering_index_.end()) snapshot_.offerings[it->second].available = true;
+  }
+  for (const std::string& key : unavailable) {
+    auto it = offering_index_.find(key);
+    if (it != offering_index_.end()) snapshot_.offerings[it->second].available = false;
+  }
+  last_unavailable_ = std::move(unavailable);
+  changed_ = true;
+}
+
+void Controller::RefreshWork(WallTime) {
+  for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
+    Node& node = snapshot_.nodes[i];
+    NodeInfo& info = node_info_[i];
+    const uint64_t v = work_.RunningVersion(node.instance_id);
+    if (v == info.running_version) continue;
+    info.running_version = v;
+    node.running = work_.RunningOn(node.instance_id);
+    info.gpus_by_class.clear();
+    for (const DemandUnit& u : node.running) info.gpus_by_class[u.workload_class] += UnitGpus(u);
+    changed_ = true;
+    if (info.notice_deadline) shadows_dirty_ = true;
+  }
+  const uint64_t pv = work_.PendingVersion();
+  if (pv == pending_version_ && !shadows_dirty_) return;
+  pending_version_ = pv;
+  shadows_dirty_ = false;
+  changed_ = true;
+  const std::vector<DemandUnit>& pending = work_.Pending();
+  const size_t n = std::min(pending.size(), options_.max_pending_units);
+  snapshot_.pending.assign(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(n));
+  for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
+    if (!node_info_[i].notice_deadline) continue;
+    for (const DemandUnit& u : snapshot_.nodes[i].running) {
+      snapshot_.pending.push_back(u);
+      snapshot_.pending.back().id += "@replace";
+    }
+  }
+}
+
+void Controller::RefreshSignals(WallTime now, TickReport*) {
+  signals_ = work_.Signals();
+  std::set<std::string> blocked;
+  for (const SignalStatus& s : signals_) {
+    auto it = policy_.signals.max_staleness.find(s.source);
+    const Seconds max_age = it == policy_.signals.max_staleness.end() ? Seconds(120) : it->second;
+    if (!s.sampled_at || now - *s.sampled_at > max_age) blocked.insert(s.classes.begin(), s.classes.end());
+  }
+  std::vector<std::string> list(blocked.begin(), blocked.end());
+  if (list != blocked_) {
+    blocked_ = list;
+    snapshot_.scale_down_blocked_classes = std::move(list);
+    changed_ = true;
+  }
+}
+
+void Controller::AccumulateUsage(WallTime now) {
+  const std::string month = MonthKey(now);
+  if (month != month_key_) {
+    month_key_ = month;
+    snapshot_.month_to_date_usd = 0;
+  }
+  if (!last_tick_) {
+    last_tick_ = now;
+    return;
+  }
+  const double dt = std::chrono::duration<double>(now - *last_tick_).count();
+  last_tick_ = now;
+  if (dt <= 0) return;
+  for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
+    const Node& node = snapshot_.nodes[i];
+    snapshot_.month_to_date_usd += node.offering.usd_per_hour * dt / 3600.0;
+    if (store_ == nullptr) continue;
+    NodeInfo& info = node_info_[i];
+    for (const auto& [cls, gpus] : info.gpus_by_class) info.gpu_seconds[cls] += gpus * dt;
+    if (now - info.usage_start >= options_.usage_interval) {
+      TickReport ignored;
+      Record(FlushUsageFor(i, now), &ignored);
+    }
+  }
+}
+
+Status Controller::FlushUsageFor(size_t index, WallTime now) {
+  NodeInfo& info = node_info_[index];
+  const Node& node = snapshot_.nodes[index];
+  std::vector<UsageRecord> rows;
+  int gpu_count = 0;
+  if (const InstanceType* t = catalog_.FindInstanceType(node.offering.instance_type)) gpu_count = t->gpu_count;
+  const double cap = gpu_count * std::chrono::duration<double>(now - info.usage_start).count();
+  for (const auto& [cls, seconds] : info.gpu_seconds) {
+    if (seconds <= 0 || now <= info.usage_start) continue;
+    const double allocated = std::min(seconds, cap);
+    rows.push_back({node.instance_id, cls, "", info.usage_start, now, allocated, allocated});
+  }
+  info.gpu_seconds.clear();
+  info.usage_start = now;
+  if (rows.empty() || store_ == nullptr) return Status::Ok();
+  return store_->RecordUsage(rows);
+}
+
+Status Controller::FlushUsage() {
+  const WallTime now = clock_.WallNow();
+  for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
+    Status s = FlushUsageFor(i, now);
+    if (!s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+void Controller::AddNode(const Instance& instance, int64_t decision_id, NodeState state) {
+  Node node;
+  node.id = instance.instance_id;
+  node.instance_id = instance.instance_id;
+  node.pool = instance.pool;
+  node.offering = instance.offering;
+  auto it = offering_index_.find(instance.offering.Key());
+  if (it != offering_index_.end()) node.offering.usd_per_hour = snapshot_.offerings[it->second].usd_per_hour;
+  node.launch_time = instance.launch_time;
+  node.state = state;
+  node.labels = instance.tags;
+  for (const std::string& label : policy_.disruption.do_not_disrupt_labels) {
+    auto l = instance.tags.find(label);
+    if (l != instance.tags.end() && l->second == "true") node.do_not_disrupt = true;
+  }
+  NodeInfo info;
+  info.decision_id = decision_id;
+  info.usage_start = clock_.WallNow();
+  node_index_[node.instance_id] = snapshot_.nodes.size();
+  snapshot_.nodes.push_back(std::move(node));
+  node_info_.push_back(std::move(info));
+  changed_ = true;
+}
+
+void Controller::RemoveNode(size_t index, WallTime end, const std::string& cause, TickReport* report) {
+  if (store_ != nullptr) {
+    Record(FlushUsageFor(index, std::max(end, node_info_[index].usage_start)), report);
+    Record(store_->RecordNodeEnd({snapshot_.nodes[index].instance_id, end, cause}), report);
+  }
+  if (node_info_[index].notice_deadline) shadows_dirty_ = true;
+  snapshot_.nodes.erase(snapshot_.nodes.begin() + static_cast<std::ptrdiff_t>(index));
+  node_info_.erase(node_info_.begin() + static_cast<std::ptrdiff_t>(index));
+  node_index_.clear();
+  for (size_t i = 0; i < snapshot_.nodes.size(); ++i) node_index_[snapshot_.nodes[i].instance_id] = i;
+  changed_ = true;
+}
+
+void Controller::Actuate(int64_t decision_id, const Plan& plan, TickReport* report) {
+  for (size_t i = 0; i < plan.launches.size(); ++i) {
+    if (plan.launches[i].count > 0) LaunchOne(decision_id, i, plan.launches[i], report);
+  }
+  for (size_t j = 0; j < plan.terminations.size(); ++j) {
+    TerminateOne(decision_id, plan.launches.size() + j, plan.terminations[j], report);
+  }
+}
+
+void Controller::LaunchOne(int64_t decision_id, size_t index, const LaunchAction& launch, TickReport* report) {
+  const WallTime now = clock_.WallNow();
+  report->nodes_requested += launch.count;
+  LaunchRequest request;
+  request.pool = launch.pool;
+  request.count = launch.count;
+  request.tags = options_.tags;
+  request.tags[kOwnerTag] = launch.pool;
+  request.idempotency_token = std::to_string(decision_id) + "-" + std::to_string(index);
+  std::set<std::string> keys;
+  auto consider = [&](const Offering& o) {
+    if (launch.offering.capacity_type == CapacityType::kSpot && o.capacity_type == CapacityType::kOnDemand &&
+        !policy_.spot.fallback_to_on_demand)
+      return;
+    const std::string key = o.Key();
+    if (!availability_.IsAvailable(key, now) || !keys.insert(key).second) return;
+    request.offerings.push_back(o);
+  };
+  consider(launch.offering);
+  for (const Offering& o : launch.fallbacks) consider(o);
+  if (request.offerings.empty()) {
+    report->governor.notes.push_back("launch " + std::to_string(index) + ": every offering is marked unavailable");
+    return;
+  }
+  if (options_.dry_run) return;
+
+  int64_t action_id = 0;
+  if (store_ != nullptr) {
+    ActionRecord a;
+    a.decision_id = decision_id;
+    a.kind = ActionKind::kLaunch;
+    a.idempotency_token = request.idempotency_token;
+    a.pool = launch.pool;
+    a.offering = request.offerings.front();
+    a.count = launch.count;
+    a.reason = launch.reason;
+    Result<int64_t> id = store_->RecordActionIntent(a);
+    if (!id) {
+      // Never call the cloud without a durable intent: a crash could launch twice.
+      report->errors.push_back(id.error().WithContext("launch intent"));
+      return;
+    }
+    action_id = *id;
+  }
+
+  Result<LaunchResult> result = cloud_.Launch(request);
+  if (!result) {
+    report->errors.push_back(result.error().WithContext("launch"));
+    if (result.error().category() == ErrorCategory::kCapacity) {
+      for (const Offering& o : request.offerings) availability_.RecordCapacityError(o.Key(), now);
+      ++report->capacity_errors;
+    }
+    if (store_ != nullptr) {
+      Record(store_->RecordActionOutcome(action_id, ActionOutcome::kFailed, result.error().ToString(), {}), report);
+    }
+    changed_ = true;
+    return;
+  }
+  for (const OfferingError& e : result->errors) {
+    if (e.error.category() == ErrorCategory::kCapacity) {
+      availability_.RecordCapacityError(e.offering_key, now);
+      ++report->capacity_errors;
+    }
+  }
+  std::vector<std::string> ids;
+  std::set<std::string> succeeded;
+  for (const Instance& inst : result->instances) {
+    ids.push_back(inst.instance_id);
+    if (succeeded.insert(inst.offering.Key()).second) availability_.RecordSuccess(inst.offering.Key());
+    if (node_index_.count(inst.instance_id) == 0) AddNode(inst, decision_id, NodeState::kLaunching);
+    if (store_ != nullptr) {
+      NodeLaunchRecord rec{inst.instance_id, inst.instance_id, inst.pool, inst.offering, 0, inst.launch_time,
+                           decision_id,      launch.reason};
+      if (const InstanceType* t = catalog_.FindInstanceType(inst.offering.instance_type)) rec.gpu_count = t->gpu_count;
+      Record(store_->RecordNodeLaunch(rec), report);
+    }
+  }
+  report->nodes_launched += static_cast<int>(ids.size());
+  if (!ids.empty()) governor_.RecordScaleUp(launch.pool, now);
+  if (!result->errors.empty()) changed_ = true;
+  if (store_ != nullptr) {
+    const ActionOutcome outcome = static_cast<int>(ids.size()) >= launch.count ? ActionOutcome::kSucceeded
+                                  : ids.empty()                                ? ActionOutcome::kFailed
+                                                                               : ActionOutcome::kPartial;
+    Record(store_->RecordActionOutcome(action_id, outcome, JoinErrors(result->errors), ids), report);
+  }
+}
+
+void Controller::TerminateOne(int64_t decision_id, size_t index, const TerminationAction& term,
+                              TickReport* report) {
+  const WallTime now = clock_.WallNow();
+  auto it = node_index_.find(term.instance_id.empty() ? term.node_id : term.instance_id);
+  if (it == node_index_.end()) {
+    auto by_node = std::find_if(snapshot_.nodes.begin(), snapshot_.nodes.end(),
+                                [&](const Node& n) { return n.id == term.node_id; });
+    if (by_node == snapshot_.nodes.end()) return;
+    it = node_index_.find(by_node->instance_id);
+  }
+  const size_t node_pos = it->second;
+  const Node& node = snapshot_.nodes[node_pos];
+  if (node.do_not_disrupt || options_.dry_run) return;
+  const std::string instance_id = node.instance_id;
+  int64_t action_id = 0;
+  if (store_ != nullptr) {
+    ActionRecord a;
+    a.decision_id = decision_id;
+    a.kind = ActionKind::kTerminate;
+    a.idempotency_token = std::to_string(decision_id) + "-" + std::to_string(index);
+    a.pool = node.pool;
+    a.offering = node.offering;
+    a.count = 1;
+    a.instance_ids = {instance_id};
+    a.reason = term.reason;
+    Result<int64_t> id = store_->RecordActionIntent(a);
+    if (!id) {
+      report->errors.push_back(id.error().WithContext("terminate intent"));
+      return;
+    }
+    action_id = *id;
+  }
+  const std::string pool = node.pool;
+  Status s = cloud_.Terminate({instance_id});
+  if (store_ != nullptr) {
+    Record(store_->RecordActionOutcome(action_id, s.ok() ? ActionOutcome::kSucceeded : ActionOutcome::kFailed,
+                                       s.ok() ? "" : s.error().ToString(), s.ok() ? std::vector<std::string>{instance_id}
+                                                                                 : std::vector<std::string>{}),
+           report);
+  }
+  if (!s.ok()) {
+    report->errors.push_back(s.error().WithContext("terminate " + instance_id));
+    return;
+  }
+  terminated_.insert(instance_id);
+  RemoveNode(node_pos, now, term.kind == TerminationKind::kConsolidate ? "consolidated" : "terminated", report);
+  ++report->nodes_terminated;
+  governor_.RecordScaleDown(pool, now);
+}
+
+std::string Controller::SignalsJson(WallTime now) const {
+  nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+  for (const SignalStatus& s : signals_) {
+    nlohmann::ordered_json j;
+    j["name"] = s.name;
+    j["source"] = s.source;
+    j["classes"] = s.classes;
+    if (s.sampled_at) {
+      j["value"] = s.value;
+      j["age_s"] = (now - *s.sampled_at).count();
+    } else {
+      j["value"] = nullptr;
+      j["age_s"] = nullptr;
+    }
+    arr.push_back(std::move(j));
+  }
+  nlohmann::ordered_json out;
+  out["signals"] = std::move(arr);
+  out["blocked_classes"] = blocked_;
+  return out.dump();
+}
+
+std::string Controller::SummaryJson() const {
+  nlohmann::ordered_json out;
+  out["pending_units"] = snapshot_.pending.size();
+  out["nodes"] = snapshot_.nodes.size();
+  out["offerings"] = snapshot_.offerings.size();
+  out["unavailable_offerings"] = last_unavailable_;
+  out["month_to_date_usd"] = snapshot_.month_to_date_usd;
+  return out.dump();
+}
+
+}  // namespace gpuscaler
