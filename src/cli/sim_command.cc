@@ -1,5 +1,193 @@
-// Placeholder until this command lands (being written now).
+// `gpuscaler sim (--scenario NAME | --trace FILE --trace-format FORMAT) [--prices FILE --prices-format FORMAT]
+//  [--catalog FILE] [--policy FILE] [--baseline NAME | --compare] [--seed N] [--days N] [--json] [--db FILE]
+//  [--timeseries FILE]`: replays load through the production controller on a simulated cloud
+// (docs/simulator.md).
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "commands.h"
+#include "gpuscaler/model/catalog.h"
+#include "gpuscaler/policy/loader.h"
+#include "gpuscaler/store/sqlite_audit_store.h"
+#include "sim/baselines.h"
+#include "sim/report.h"
+#include "sim/runner.h"
+#include "sim/scenario.h"
+#include "sim/trace_readers.h"
+
 namespace gpuscaler::cli {
-void RegisterSimCommand(CLI::App& app, int* exit_code) { app.add_subcommand("sim", "(not built yet)")->allow_extras()->callback([=] { *exit_code = 1; }); }
+namespace {
+
+struct SimOptions {
+  std::string scenario;
+  std::string trace_file;
+  std::string trace_format;
+  std::string prices_file;
+  std::string prices_format;
+  std::string catalog_file;
+  std::string policy_file;
+  std::string baseline;
+  bool compare = false;
+  uint64_t seed = 1;
+  int days = 0;
+  bool json = false;
+  std::string db_file;
+  std::string timeseries_file;
+};
+
+int Fail(const std::string& message, int code) {
+  std::cerr << "gpuscaler sim: " << message << "\n";
+  return code;
 }
+
+int RunSim(const SimOptions& o) {
+  if (o.scenario.empty() == o.trace_file.empty()) return Fail("give exactly one of --scenario or --trace", 2);
+  if (!o.trace_file.empty() && o.trace_format.empty()) return Fail("--trace needs --trace-format", 2);
+  if (o.prices_file.empty() != o.prices_format.empty()) return Fail("--prices and --prices-format go together", 2);
+  if (o.compare && !o.baseline.empty()) return Fail("--baseline and --compare exclude each other", 2);
+  const std::optional<int> days = o.days > 0 ? std::optional<int>(o.days) : std::nullopt;
+
+  Catalog catalog;
+  std::string catalog_source;
+  if (!o.catalog_file.empty()) {
+    Result<Catalog> loaded = LoadCatalogFile(o.catalog_file);
+    if (!loaded) return Fail(loaded.error().message(), 2);
+    catalog = std::move(loaded).value();
+    catalog_source = o.catalog_file;
+  } else {
+    catalog = sim::DefaultCatalog("", &catalog_source);
+  }
+
+  std::optional<Policy> policy;
+  if (!o.policy_file.empty()) {
+    PolicyLoadResult loaded = LoadPolicyFile(o.policy_file, &catalog);
+    if (!loaded.ok()) {
+      for (const PolicyProblem& p : loaded.problems) std::cerr << p.ToString() << "\n";
+      return 2;
+    }
+    policy = std::move(loaded.policy);
+  }
+
+  sim::Scenario scenario;
+  if (!o.scenario.empty()) {
+    Result<sim::Scenario> s = sim::MakeBuiltinScenario(o.scenario, o.seed, days, catalog);
+    if (!s) return Fail(s.error().message(), 2);
+    scenario = std::move(s).value();
+    if (policy) {
+      scenario.policy = *policy;
+      scenario.policy_source = o.policy_file;
+    }
+  } else {
+    std::optional<sim::TraceFormat> format = sim::ParseTraceFormat(o.trace_format);
+    if (!format) {
+      std::string names;
+      for (auto n : sim::TraceFormatNames()) names += (names.empty() ? "" : ", ") + std::string(n);
+      return Fail("unknown --trace-format '" + o.trace_format + "' (known: " + names + ")", 2);
+    }
+    Result<sim::Trace> trace = sim::ReadTrace(o.trace_file, *format);
+    if (!trace) return Fail(trace.error().message(), 2);
+    for (const std::string& w : trace->stats.warnings) std::cerr << "gpuscaler sim: " << w << "\n";
+    sim::SpotMarket market;
+    if (!o.prices_file.empty()) {
+      std::optional<sim::MarketFormat> mf = sim::ParseMarketFormat(o.prices_format);
+      if (!mf) {
+        std::string names;
+        for (auto n : sim::MarketFormatNames()) names += (names.empty() ? "" : ", ") + std::string(n);
+        return Fail("unknown --prices-format '" + o.prices_format + "' (known: " + names + ")", 2);
+      }
+      Result<sim::SpotMarket> m = sim::ReadSpotMarket(o.prices_file, *mf);
+      if (!m) return Fail(m.error().message(), 2);
+      market = std::move(m).value();
+    }
+    scenario = sim::MakeTraceScenario(std::move(trace).value(), std::move(market), catalog,
+                                      policy ? *policy : DefaultPolicy(), o.seed, days);
+    if (scenario.trace.jobs.empty()) return Fail(o.trace_file + ": the trace has no jobs to replay", 2);
+  }
+  scenario.catalog_source = catalog_source;
+
+  std::vector<std::string> names;
+  if (o.compare) {
+    names.push_back("gpuscaler");
+    for (const std::string& b : sim::BaselineNames()) names.push_back(b);
+  } else {
+    names.push_back(o.baseline.empty() ? "gpuscaler" : o.baseline);
+  }
+
+  std::unique_ptr<SqliteAuditStore> store;
+  if (!o.db_file.empty()) {
+    SqliteAuditStoreOptions so;
+    so.intent_sync = SqliteAuditStoreOptions::IntentSync::kWithTick;
+    so.group_commit_ticks = 64;
+    Result<std::unique_ptr<SqliteAuditStore>> opened = SqliteAuditStore::Open(o.db_file, so);
+    if (!opened) return Fail(opened.error().ToString(), 1);
+    store = std::move(opened).value();
+  }
+
+  sim::RunOptions run;
+  run.store = store.get();
+  run.timeseries = !o.timeseries_file.empty();
+  if (isatty(STDERR_FILENO)) {
+    run.progress = [](double f) {
+      const int width = 30;
+      const int done = static_cast<int>(f * width);
+      std::fprintf(stderr, "\r[%s%s] %3d%%", std::string(static_cast<size_t>(done), '#').c_str(),
+                   std::string(static_cast<size_t>(width - done), '.').c_str(), static_cast<int>(f * 100));
+      if (f >= 1.0) std::fprintf(stderr, "\r%*s\r", width + 8, "");
+      std::fflush(stderr);
+    };
+  }
+  Result<std::vector<sim::RunResult>> results = sim::RunMany(scenario, names, run);
+  if (!results) return Fail(results.error().message(), 2);
+  if (store) {
+    Status flushed = store->Flush();
+    if (!flushed.ok()) return Fail("writing " + o.db_file + ": " + flushed.error().ToString(), 1);
+  }
+
+  if (o.json) {
+    std::cout << sim::FormatJson(scenario, *results);
+  } else {
+    std::cout << sim::FormatSummaryTable(scenario, *results);
+  }
+  if (!o.timeseries_file.empty()) {
+    std::ofstream out(o.timeseries_file, std::ios::binary);
+    out << sim::FormatTimeseriesCsv(*results);
+    if (!out) return Fail("cannot write " + o.timeseries_file, 1);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void RegisterSimCommand(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<SimOptions>();
+  CLI::App* sim = app.add_subcommand(
+      "sim", "Replay load through the controller on a simulated cloud: cost, queue wait and interruptions "
+             "for a policy and the baselines (docs/simulator.md)");
+  sim->add_option("--scenario", o->scenario, "Built-in scenario: demo, scale-30d-100k");
+  sim->add_option("--trace", o->trace_file, "Job or demand trace file");
+  sim->add_option("--trace-format", o->trace_format, "Trace format (docs/traces.md), e.g. gpuscaler-jobs");
+  sim->add_option("--prices", o->prices_file, "Spot market file: prices, availability or interruption events");
+  sim->add_option("--prices-format", o->prices_format, "Spot market format, e.g. aws-spot-price-history");
+  sim->add_option("--catalog", o->catalog_file,
+                  "Instance catalog; default config/catalogs/aws.yaml if found, else a built-in one");
+  sim->add_option("--policy", o->policy_file, "Policy file; default: the scenario's (built-in demo policy)");
+  sim->add_option("--baseline", o->baseline,
+                  "Run this instead of the planner: on-demand, static-peak, karpenter, cluster-autoscaler");
+  sim->add_flag("--compare", o->compare, "Run the planner and every baseline side by side");
+  sim->add_option("--seed", o->seed, "Random seed (default 1)");
+  sim->add_option("--days", o->days, "Length of the replay in days (default: the scenario's)");
+  sim->add_flag("--json", o->json, "Print JSON instead of the table");
+  sim->add_option("--db", o->db_file, "Write the audit store (SQLite) here, for gpuscaler report");
+  sim->add_option("--timeseries", o->timeseries_file, "Write a per-tick CSV here");
+  sim->callback([o, exit_code] { *exit_code = RunSim(*o); });
+}
+
+}  // namespace gpuscaler::cli

@@ -63,7 +63,7 @@ Controller::Controller(const Clock& clock, CloudProvider& cloud, AuditStore* sto
       catalog_(catalog),
       policy_(std::move(policy)),
       options_(std::move(options)),
-      planner_(planner ? std::move(planner) : PlannerFn(MakePlan)),
+      planner_(planner ? std::move(planner) : PlannerFn([](const Snapshot& s, const Policy& p) { return MakePlan(s, p); })),
       availability_(options_.unavailable_base, options_.unavailable_max) {
   snapshot_.gpu_models = catalog_.gpu_models;
   snapshot_.instance_types = catalog_.instance_types;

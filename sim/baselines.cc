@@ -1,0 +1,345 @@
+#include "sim/baselines.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+#include <unordered_map>
+
+#include "gpuscaler/solver/planner.h"
+
+namespace gpuscaler::sim {
+namespace {
+
+bool Contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+// Free capacity of one node (existing or opened by this plan).
+struct Bin {
+  std::string pool;
+  const Offering* offering = nullptr;
+  const InstanceType* type = nullptr;
+  const GpuModel* gpu = nullptr;
+  std::vector<int> free_milli;
+  int64_t free_cpu = 0;
+  int64_t free_mem = 0;
+  std::string node_id;      // existing node
+  int launch_ordinal = -1;  // new node: index into `opened`
+  bool accepts = true;
+};
+
+int UnitMilli(const DemandUnit& u, const GpuModel* gpu) {
+  if (u.gpus > 0) return 1000;
+  if (u.gpu_milli > 0) return u.gpu_milli;
+  if (!u.mig_profile.empty() && gpu != nullptr) {
+    const MigProfile* p = gpu->FindMigProfile(u.mig_profile);
+    if (p != nullptr) return (p->compute_slices * 1000 + kMigComputeSlices - 1) / kMigComputeSlices;
+    return -1;
+  }
+  return u.mig_profile.empty() ? 0 : -1;
+}
+
+bool GpuMatches(const DemandUnit& u, const GpuModel* gpu) {
+  if (u.gpus == 0 && u.gpu_milli == 0 && u.mig_profile.empty()) return true;
+  if (gpu == nullptr) return false;
+  if (!u.gpu_models.empty() && !Contains(u.gpu_models, gpu->name) && !Contains(u.gpu_models, gpu->short_name)) {
+    return false;
+  }
+  return u.min_gpu_memory_mib <= gpu->memory_mib;
+}
+
+bool Admits(const Policy& policy, const DemandUnit& u, const std::string& pool, const Offering& o) {
+  if (!u.interruptible && o.capacity_type == CapacityType::kSpot) return false;
+  if (u.capacity_type && *u.capacity_type != o.capacity_type) return false;
+  if (!u.pool.empty() && u.pool != pool) return false;
+  if (!u.zones.empty() && !Contains(u.zones, o.zone)) return false;
+  if (!u.instance_types.empty() && !Contains(u.instance_types, o.instance_type)) return false;
+  if (const WorkloadClassPolicy* c = policy.FindClass(u.workload_class)) {
+    if (!c->pools.empty() && !Contains(c->pools, pool)) return false;
+    if (!c->interruptible && o.capacity_type == CapacityType::kSpot) return false;
+  }
+  return true;
+}
+
+bool PoolAllows(const NodePoolPolicy& p, const Offering& o, const InstanceType& t, const GpuModel* gpu) {
+  if (t.gpu_count == 0) return false;
+  if (!p.instance_types.empty() || !p.families.empty()) {
+    if (!Contains(p.instance_types, t.name) && !Contains(p.families, t.family)) return false;
+  }
+  if (!p.gpu_models.empty() && (gpu == nullptr || (!Contains(p.gpu_models, gpu->name) &&
+                                                   !Contains(p.gpu_models, gpu->short_name)))) {
+    return false;
+  }
+  if (!p.regions.empty() && !Contains(p.regions, o.region)) return false;
+  if (!p.zones.empty() && !Contains(p.zones, o.zone)) return false;
+  return std::find(p.capacity_types.begin(), p.capacity_types.end(), o.capacity_type) != p.capacity_types.end();
+}
+
+bool TryFit(const DemandUnit& u, Bin& b, bool commit) {
+  if (!b.accepts) return false;
+  if (!GpuMatches(u, b.gpu)) return false;
+  if (u.cpu_milli > b.free_cpu || u.memory_mib > b.free_mem) return false;
+  const int milli = UnitMilli(u, b.gpu);
+  if (milli < 0) return false;
+  std::vector<size_t> take;
+  if (milli == 1000) {
+    for (size_t g = 0; g < b.free_milli.size() && static_cast<int>(take.size()) < u.gpus; ++g) {
+      if (b.free_milli[g] == 1000) take.push_back(g);
+    }
+    if (static_cast<int>(take.size()) < u.gpus) return false;
+  } else if (milli > 0) {
+    for (size_t g = 0; g < b.free_milli.size(); ++g) {
+      if (b.free_milli[g] >= milli) {
+        take.push_back(g);
+        break;
+      }
+    }
+    if (take.empty()) return false;
+  }
+  if (commit) {
+    for (size_t g : take) b.free_milli[g] -= milli;
+    b.free_cpu -= u.cpu_milli;
+    b.free_mem -= u.memory_mib;
+  }
+  return true;
+}
+
+struct Candidate {
+  std::string pool;
+  const Offering* offering;
+  const InstanceType* type;
+  const GpuModel* gpu;
+};
+
+// Orders candidates for one unit; the first is launched, the rest are fallbacks.
+using Ranker = std::function<void(const DemandUnit&, std::vector<Candidate>*)>;
+
+Plan GreedyPlan(const Snapshot& s, const Policy& policy, bool spot_allowed, const Ranker& rank,
+                const std::string& name) {
+  Plan plan;
+  std::unordered_map<std::string, const InstanceType*> types;
+  for (const InstanceType& t : s.instance_types) types[t.name] = &t;
+  auto gpu_of = [&](const InstanceType* t) -> const GpuModel* {
+    if (t == nullptr) return nullptr;
+    for (const GpuModel& g : s.gpu_models) {
+      if (g.name == t->gpu_model) return &g;
+    }
+    return nullptr;
+  };
+  auto make_bin = [&](const std::string& pool, const Offering& o) {
+    Bin b;
+    b.pool = pool;
+    b.offering = &o;
+    auto it = types.find(o.instance_type);
+    b.type = it == types.end() ? nullptr : it->second;
+    b.gpu = gpu_of(b.type);
+    if (b.type != nullptr) {
+      b.free_milli.assign(static_cast<size_t>(b.type->gpu_count), 1000);
+      b.free_cpu = int64_t{b.type->vcpus} * 1000;
+      b.free_mem = b.type->memory_mib;
+    }
+    return b;
+  };
+
+  std::vector<Bin> bins;
+  std::map<std::string, int> pool_nodes;
+  for (const Node& n : s.nodes) {
+    plan.cost_before_usd_per_hour += n.offering.usd_per_hour;
+    if (n.state == NodeState::kTerminating) continue;
+    pool_nodes[n.pool] += 1;
+    Bin b = make_bin(n.pool, n.offering);
+    b.node_id = n.id;
+    b.accepts = n.AcceptsWork();
+    for (const DemandUnit& u : n.running) TryFit(u, b, true);
+    bins.push_back(std::move(b));
+  }
+  const size_t existing = bins.size();
+
+  // Candidate offerings once: (pool, offering) pairs the policy allows.
+  std::vector<Candidate> all;
+  for (const NodePoolPolicy& p : policy.pools) {
+    for (const Offering& o : s.offerings) {
+      if (!o.available) continue;
+      if (!spot_allowed && o.capacity_type == CapacityType::kSpot) continue;
+      auto it = types.find(o.instance_type);
+      if (it == types.end()) continue;
+      const GpuModel* gpu = gpu_of(it->second);
+      if (PoolAllows(p, o, *it->second, gpu)) all.push_back({p.name, &o, it->second, gpu});
+    }
+  }
+
+  std::map<std::pair<std::string, std::string>, int> launch_of;  // (pool, key) -> launch index
+  std::vector<std::string> used_nodes;
+  for (const DemandUnit& u : s.pending) {
+    bool placed = false;
+    for (size_t i = 0; i < bins.size() && !placed; ++i) {
+      const Offering& o = *bins[i].offering;
+      if (!Admits(policy, u, bins[i].pool, o)) continue;
+      if (!TryFit(u, bins[i], true)) continue;
+      placed = true;
+      Placement p;
+      p.unit_id = u.id;
+      if (i < existing) {
+        p.node_id = bins[i].node_id;
+        used_nodes.push_back(bins[i].node_id);
+      } else {
+        auto key = std::make_pair(bins[i].pool, o.Key());
+        p.launch_index = launch_of[key];
+        p.launch_ordinal = bins[i].launch_ordinal;
+      }
+      plan.placements.push_back(p);
+    }
+    if (placed) continue;
+    std::vector<Candidate> cands;
+    for (const Candidate& c : all) {
+      if (!Admits(policy, u, c.pool, *c.offering)) continue;
+      const NodePoolPolicy* pool = policy.FindPool(c.pool);
+      if (pool != nullptr && pool_nodes[c.pool] >= pool->max_nodes) continue;
+      Bin probe = make_bin(c.pool, *c.offering);
+      if (TryFit(u, probe, false)) cands.push_back(c);
+    }
+    if (cands.empty()) {
+      plan.unplaced.push_back({u.id, u.workload_class, UnplacedReason::kNoOfferingFits, name + ": no offering fits"});
+      continue;
+    }
+    rank(u, &cands);
+    const Candidate& best = cands.front();
+    auto key = std::make_pair(best.pool, best.offering->Key());
+    auto it = launch_of.find(key);
+    if (it == launch_of.end()) {
+      LaunchAction l;
+      l.pool = best.pool;
+      l.offering = *best.offering;
+      for (size_t k = 1; k < cands.size() && l.fallbacks.size() < 8; ++k) {
+        if (cands[k].pool == best.pool) l.fallbacks.push_back(*cands[k].offering);
+      }
+      l.reason = name + ": " + std::string(ToString(best.offering->capacity_type)) + " " +
+                 best.offering->instance_type + " for pending " + u.workload_class + " work";
+      it = launch_of.emplace(key, static_cast<int>(plan.launches.size())).first;
+      plan.launches.push_back(std::move(l));
+    }
+    LaunchAction& l = plan.launches[static_cast<size_t>(it->second)];
+    Bin b = make_bin(best.pool, *best.offering);
+    b.launch_ordinal = l.count;
+    TryFit(u, b, true);
+    bins.push_back(std::move(b));
+    l.count += 1;
+    l.usd_per_hour += best.offering->usd_per_hour;
+    l.unit_ids.push_back(u.id);
+    pool_nodes[best.pool] += 1;
+    plan.placements.push_back({u.id, "", it->second, l.count - 1});
+  }
+
+  // Empty nodes go, unless they serve a class whose signals are stale.
+  std::set<std::string> blocked_pools;
+  for (const std::string& cls : s.scale_down_blocked_classes) {
+    const WorkloadClassPolicy* c = policy.FindClass(cls);
+    if (c == nullptr || c->pools.empty()) {
+      for (const NodePoolPolicy& p : policy.pools) blocked_pools.insert(p.name);
+    } else {
+      blocked_pools.insert(c->pools.begin(), c->pools.end());
+    }
+  }
+  for (const Node& n : s.nodes) {
+    if (n.state != NodeState::kReady || !n.running.empty() || n.do_not_disrupt) continue;
+    if (blocked_pools.count(n.pool) != 0 || Contains(used_nodes, n.id)) continue;
+    if (s.time - n.launch_time < policy.disruption.min_node_age) continue;
+    TerminationAction t;
+    t.node_id = n.id;
+    t.instance_id = n.instance_id;
+    t.pool = n.pool;
+    t.offering = n.offering;
+    t.kind = TerminationKind::kEmpty;
+    t.saves_usd_per_hour = n.offering.usd_per_hour;
+    t.reason = name + ": empty node";
+    plan.terminations.push_back(std::move(t));
+  }
+  plan.cost_after_usd_per_hour = plan.cost_before_usd_per_hour;
+  for (const LaunchAction& l : plan.launches) plan.cost_after_usd_per_hour += l.usd_per_hour;
+  for (const TerminationAction& t : plan.terminations) plan.cost_after_usd_per_hour -= t.saves_usd_per_hour;
+  plan.summary = name + ": " + std::to_string(plan.launches.size()) + " launch groups, " +
+                 std::to_string(plan.terminations.size()) + " terminations, " +
+                 std::to_string(plan.unplaced.size()) + " unplaced";
+  return plan;
+}
+
+}  // namespace
+
+const std::vector<std::string>& BaselineNames() {
+  static const std::vector<std::string> kNames = {"on-demand", "static-peak", "karpenter", "cluster-autoscaler"};
+  return kNames;
+}
+
+Policy ForceOnDemand(Policy policy) {
+  for (NodePoolPolicy& p : policy.pools) p.capacity_types = {CapacityType::kOnDemand};
+  for (WorkloadClassPolicy& c : policy.classes) c.max_spot_share = 0;
+  policy.spot.fallback_to_on_demand = true;
+  return policy;
+}
+
+PlannerFn KarpenterLikePlanner() {
+  return [](const Snapshot& s, const Policy& policy) {
+    auto rank = [](const DemandUnit&, std::vector<Candidate>* c) {
+      std::stable_sort(c->begin(), c->end(), [](const Candidate& a, const Candidate& b) {
+        const bool sa = a.offering->capacity_type == CapacityType::kSpot;
+        const bool sb = b.offering->capacity_type == CapacityType::kSpot;
+        if (sa != sb) return sa;
+        if (a.offering->usd_per_hour != b.offering->usd_per_hour) return a.offering->usd_per_hour < b.offering->usd_per_hour;
+        return a.offering->Key() < b.offering->Key();
+      });
+    };
+    return GreedyPlan(s, policy, true, rank, "karpenter-like");
+  };
+}
+
+PlannerFn ClusterAutoscalerLikePlanner() {
+  return [](const Snapshot& s, const Policy& policy) {
+    auto rank = [](const DemandUnit& u, std::vector<Candidate>* c) {
+      auto waste = [&u](const Candidate& x) {
+        const double gpus = std::max(1, x.type->gpu_count);
+        const double used = u.gpus > 0 ? u.gpus : 1;
+        const double cpu = std::max(1, x.type->vcpus) * 1000.0;
+        return (gpus - used) / gpus + std::max(0.0, cpu - static_cast<double>(u.cpu_milli)) / cpu * 0.1;
+      };
+      std::stable_sort(c->begin(), c->end(), [&](const Candidate& a, const Candidate& b) {
+        const double wa = waste(a);
+        const double wb = waste(b);
+        if (wa != wb) return wa < wb;
+        if (a.offering->usd_per_hour != b.offering->usd_per_hour) return a.offering->usd_per_hour < b.offering->usd_per_hour;
+        return a.offering->Key() < b.offering->Key();
+      });
+    };
+    return GreedyPlan(s, policy, false, rank, "cluster-autoscaler-like");
+  };
+}
+
+PlannerFn StaticPeakPlanner(std::map<std::pair<std::string, std::string>, int> peak) {
+  return [peak = std::move(peak)](const Snapshot& s, const Policy&) {
+    Plan plan;
+    std::map<std::pair<std::string, std::string>, int> have;
+    for (const Node& n : s.nodes) {
+      plan.cost_before_usd_per_hour += n.offering.usd_per_hour;
+      if (n.state != NodeState::kTerminating) have[{n.offering.Key(), n.pool}] += 1;
+    }
+    for (const auto& [key, want] : peak) {
+      const int missing = want - have[key];
+      if (missing <= 0) continue;
+      auto o = std::find_if(s.offerings.begin(), s.offerings.end(),
+                            [&](const Offering& x) { return x.Key() == key.first; });
+      if (o == s.offerings.end()) continue;
+      LaunchAction l;
+      l.pool = key.second;
+      l.offering = *o;
+      l.count = missing;
+      l.usd_per_hour = missing * o->usd_per_hour;
+      l.reason = "static-peak: keep " + std::to_string(want) + " " + key.first;
+      plan.launches.push_back(std::move(l));
+    }
+    plan.cost_after_usd_per_hour = plan.cost_before_usd_per_hour;
+    for (const LaunchAction& l : plan.launches) plan.cost_after_usd_per_hour += l.usd_per_hour;
+    plan.summary = "static-peak: " + std::to_string(plan.launches.size()) + " launch groups";
+    return plan;
+  };
+}
+
+}  // namespace gpuscaler::sim

@@ -1,0 +1,41 @@
+// Baselines: other autoscalers' decision rules as planner functions, run in
+// the same harness (controller, simulated cloud, workload) as MakePlan so the
+// comparison differs only in the decisions.
+//
+//  - "on-demand": MakePlan with every pool forced to on-demand (same packing,
+//    no spot): the yardstick for savings.
+//  - "static-peak": provisions, from the first tick, the largest number of
+//    nodes per offering and pool that the on-demand run ever had, and never
+//    removes any.
+//  - "karpenter": Karpenter-like greedy: each pending unit goes first-fit on
+//    free capacity, else on a new node of the cheapest offering that fits,
+//    spot first for interruptible work, with the other offerings (other zones,
+//    then on-demand) as capacity fallbacks; empty nodes are removed. No
+//    interruption-risk model, no budget.
+//  - "cluster-autoscaler": Cluster-Autoscaler-like: on-demand node groups
+//    only, the least-waste expander (fewest idle GPUs, then CPU, then price)
+//    for new nodes; empty nodes are removed.
+// All are pure and deterministic, like MakePlan.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpuscaler/controller/controller.h"
+#include "gpuscaler/policy/policy.h"
+
+namespace gpuscaler::sim {
+
+const std::vector<std::string>& BaselineNames();
+
+// The policy with every pool on on-demand only and no spot share.
+Policy ForceOnDemand(Policy policy);
+
+PlannerFn KarpenterLikePlanner();
+PlannerFn ClusterAutoscalerLikePlanner();
+// `peak`: (Offering::Key, pool) -> nodes to keep.
+PlannerFn StaticPeakPlanner(std::map<std::pair<std::string, std::string>, int> peak);
+
+}  // namespace gpuscaler::sim

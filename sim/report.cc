@@ -1,0 +1,150 @@
+#include "sim/report.h"
+
+#include <cstdio>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+namespace gpuscaler::sim {
+namespace {
+
+std::string Fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), format, v);
+  return buf;
+}
+
+std::string Duration(double seconds) {
+  if (seconds < 60) return Fmt("%.0fs", seconds);
+  if (seconds < 3600) return Fmt("%.1fm", seconds / 60);
+  return Fmt("%.1fh", seconds / 3600);
+}
+
+std::string Pad(const std::string& s, size_t width, bool left) {
+  if (s.size() >= width) return s;
+  return left ? s + std::string(width - s.size(), ' ') : std::string(width - s.size(), ' ') + s;
+}
+
+}  // namespace
+
+std::string FormatSummaryTable(const Scenario& scenario, const std::vector<RunResult>& results) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> rows;
+  auto row = [&](const std::string& label, auto value) {
+    std::vector<std::string> cells;
+    for (const RunResult& r : results) cells.push_back(value(r));
+    rows.emplace_back(label, std::move(cells));
+  };
+  row("total cost (USD)", [](const RunResult& r) { return Fmt("%.2f", r.total_cost_usd); });
+  row("  on-demand", [](const RunResult& r) { return Fmt("%.2f", r.cost_by_capacity_type.at("on-demand")); });
+  row("  spot", [](const RunResult& r) { return Fmt("%.2f", r.cost_by_capacity_type.at("spot")); });
+  row("savings vs on-demand", [](const RunResult& r) {
+    return r.savings_vs_on_demand_pct ? Fmt("%.1f%%", *r.savings_vs_on_demand_pct) : std::string("-");
+  });
+  row("queue wait p50/p95/p99", [](const RunResult& r) {
+    return Duration(r.queue_wait_s.p50) + "/" + Duration(r.queue_wait_s.p95) + "/" + Duration(r.queue_wait_s.p99);
+  });
+  std::set<std::string> classes;
+  for (const RunResult& r : results) {
+    for (const auto& [cls, p] : r.queue_wait_s_by_class) classes.insert(cls);
+  }
+  for (const std::string& cls : classes) {
+    row("  " + cls, [&cls](const RunResult& r) {
+      auto it = r.queue_wait_s_by_class.find(cls);
+      if (it == r.queue_wait_s_by_class.end()) return std::string("-");
+      return Duration(it->second.p50) + "/" + Duration(it->second.p95) + "/" + Duration(it->second.p99);
+    });
+  }
+  row("GPU-hours lost to interruptions", [](const RunResult& r) { return Fmt("%.1f", r.gpu_hours_lost); });
+  row("utilisation (busy/paid GPU-h)", [](const RunResult& r) { return Fmt("%.1f%%", 100 * r.utilization); });
+  row("paid GPU-hours", [](const RunResult& r) { return Fmt("%.0f", r.paid_gpu_hours); });
+  row("launches / terminations", [](const RunResult& r) {
+    return std::to_string(r.launches) + " / " + std::to_string(r.terminations);
+  });
+  row("spot interruptions", [](const RunResult& r) { return std::to_string(r.interruptions); });
+  row("hard-budget violations (ticks)", [](const RunResult& r) { return std::to_string(r.hard_budget_violations); });
+  row("jobs completed / unfinished", [](const RunResult& r) {
+    return std::to_string(r.jobs_completed) + " / " + std::to_string(r.jobs_unfinished);
+  });
+
+  size_t label_w = 0;
+  for (const auto& [label, cells] : rows) label_w = std::max(label_w, label.size());
+  std::vector<size_t> w;
+  for (size_t i = 0; i < results.size(); ++i) {
+    size_t m = results[i].name.size();
+    for (const auto& [label, cells] : rows) m = std::max(m, cells[i].size());
+    w.push_back(m);
+  }
+  std::string out = "Scenario: " + scenario.name + " (" + scenario.description + ")\n";
+  out += "Window: " + FormatRfc3339(scenario.start) + " + " + FormatDuration(scenario.horizon) + ", " +
+         std::to_string(scenario.trace.jobs.size()) + " jobs\n";
+  out += "Catalog: " + scenario.catalog_source + "   Policy: " + scenario.policy.name + " (" +
+         scenario.policy_source + ")\n\n";
+  out += Pad("", label_w, true);
+  for (size_t i = 0; i < results.size(); ++i) out += "  " + Pad(results[i].name, w[i], false);
+  out += "\n";
+  for (const auto& [label, cells] : rows) {
+    out += Pad(label, label_w, true);
+    for (size_t i = 0; i < cells.size(); ++i) out += "  " + Pad(cells[i], w[i], false);
+    out += "\n";
+  }
+  return out;
+}
+
+std::string FormatJson(const Scenario& scenario, const std::vector<RunResult>& results) {
+  using J = nlohmann::ordered_json;
+  J doc;
+  doc["scenario"] = {{"name", scenario.name},
+                     {"description", scenario.description},
+                     {"start", FormatRfc3339(scenario.start)},
+                     {"horizon_s", scenario.horizon.count()},
+                     {"jobs", scenario.trace.jobs.size()},
+                     {"seed", scenario.seed},
+                     {"catalog", scenario.catalog_source},
+                     {"policy", scenario.policy.name}};
+  J arr = J::array();
+  auto pct = [](const Percentiles& p) { return J{{"p50", p.p50}, {"p95", p.p95}, {"p99", p.p99}}; };
+  for (const RunResult& r : results) {
+    J j;
+    j["name"] = r.name;
+    j["policy"] = r.policy_name;
+    j["total_cost_usd"] = r.total_cost_usd;
+    j["cost_by_capacity_type"] = J{{"on-demand", r.cost_by_capacity_type.at("on-demand")},
+                                   {"spot", r.cost_by_capacity_type.at("spot")}};
+    j["savings_vs_on_demand_pct"] = r.savings_vs_on_demand_pct ? J(*r.savings_vs_on_demand_pct) : J(nullptr);
+    j["queue_wait_s"] = pct(r.queue_wait_s);
+    J by_class = J::object();
+    for (const auto& [cls, p] : r.queue_wait_s_by_class) by_class[cls] = pct(p);
+    j["queue_wait_s_by_class"] = std::move(by_class);
+    j["gpu_hours_lost"] = r.gpu_hours_lost;
+    j["busy_gpu_hours"] = r.busy_gpu_hours;
+    j["paid_gpu_hours"] = r.paid_gpu_hours;
+    j["utilization"] = r.utilization;
+    j["launches"] = r.launches;
+    j["terminations"] = r.terminations;
+    j["interruptions"] = r.interruptions;
+    j["requeues"] = r.requeues;
+    j["hard_budget_violations"] = r.hard_budget_violations;
+    j["jobs_completed"] = r.jobs_completed;
+    j["jobs_unfinished"] = r.jobs_unfinished;
+    j["ticks"] = r.ticks;
+    j["planner_calls"] = r.planner_calls;
+    arr.push_back(std::move(j));
+  }
+  doc["results"] = std::move(arr);
+  return doc.dump(2) + "\n";
+}
+
+std::string FormatTimeseriesCsv(const std::vector<RunResult>& results) {
+  std::string out = "run,time,nodes,spot_nodes,gpus,queued_jobs,running_jobs,usd_per_hour,planned\n";
+  for (const RunResult& r : results) {
+    for (const TimePoint& p : r.timeseries) {
+      out += r.name + "," + FormatRfc3339(p.time) + "," + std::to_string(p.nodes) + "," +
+             std::to_string(p.spot_nodes) + "," + std::to_string(p.gpus) + "," + std::to_string(p.queued_jobs) + "," +
+             std::to_string(p.running_jobs) + "," + Fmt("%.4f", p.usd_per_hour) + "," + (p.planned ? "1" : "0") +
+             "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace gpuscaler::sim

@@ -1,0 +1,227 @@
+#include "sim/runner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "gpuscaler/solver/planner.h"
+#include "sim/baselines.h"
+#include "sim/workload.h"
+
+namespace gpuscaler::sim {
+namespace {
+
+// A short, stable id per run so that runs sharing one audit store never
+// reuse an instance id.
+std::string IdPrefix(const std::string& name) {
+  uint32_t h = 2166136261u;
+  for (char c : name) h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "i-%02x", h & 0xffu);
+  return buf;
+}
+
+}  // namespace
+
+Percentiles ComputePercentiles(std::vector<int64_t>* values) {
+  Percentiles p;
+  p.count = static_cast<int64_t>(values->size());
+  if (values->empty()) return p;
+  std::sort(values->begin(), values->end());
+  auto rank = [&](double q) {
+    const size_t n = values->size();
+    size_t k = static_cast<size_t>(std::ceil(q * static_cast<double>(n)));
+    k = std::clamp<size_t>(k, 1, n);
+    return static_cast<double>((*values)[k - 1]);
+  };
+  p.p50 = rank(0.50);
+  p.p95 = rank(0.95);
+  p.p99 = rank(0.99);
+  return p;
+}
+
+RunResult RunScenario(const Scenario& s, const RunSpec& spec, const RunOptions& options) {
+  RunResult r;
+  r.name = spec.name;
+  r.policy_name = spec.policy.name;
+  ManualClock clock(s.start);
+  SimCloudConfig cloud_config = s.cloud;
+  cloud_config.id_prefix = IdPrefix(spec.name);
+  SimCloud cloud(clock, s.catalog, s.catalog.Offerings(s.regions), s.market, cloud_config);
+  Workload work(s.trace, s.catalog, spec.policy, s.start);
+  cloud.SetObserver(&work);
+  ControllerOptions copt;
+  copt.source = "sim:" + spec.name;
+  copt.regions = s.regions;
+  Controller controller(clock, cloud, options.store, work, s.catalog, spec.policy, copt,
+                        spec.planner ? spec.planner : PlannerFn([](const Snapshot& s, const Policy& p) { return MakePlan(s, p); }));
+
+  const Policy& policy = spec.policy;
+  const WallTime end = s.start + s.horizon;
+  const Seconds tick = std::max(Seconds(1), policy.scaling.tick_interval);
+  WallTime next_tick = s.start;
+  const int64_t total_ticks = std::max<int64_t>(1, s.horizon / tick);
+  const int64_t progress_every = std::max<int64_t>(1, total_ticks / 200);
+  double month_start_cost = 0;
+  std::string month;
+
+  while (true) {
+    WallTime t = next_tick;
+    if (auto c = cloud.NextEventTime(); c && *c < t) t = *c;
+    if (auto w = work.NextEventTime(); w && *w < t) t = *w;
+    if (t >= end) break;
+    clock.AdvanceTo(t);
+    cloud.RunEventsUntil(t);
+    work.RunEventsUntil(t);
+    work.Schedule(t);
+    if (t != next_tick) continue;
+
+    work.SetSignalTime(t);
+    TickReport report = controller.Tick();
+    ++r.ticks;
+    r.planner_calls += report.planned ? 1 : 0;
+    r.controller_errors += static_cast<int64_t>(report.errors.size());
+    work.Schedule(t);
+
+    // Hard budgets, against the cloud's actual spend rate.
+    const double rate = cloud.CurrentUsdPerHour();
+    bool violated = false;
+    if (policy.budget.global.hard && policy.budget.global.hourly_usd &&
+        rate > *policy.budget.global.hourly_usd + 1e-9)
+      violated = true;
+    if (!policy.budget.per_pool.empty()) {
+      std::map<std::string, double> by_pool;
+      for (const Node& n : controller.snapshot().nodes) by_pool[n.pool] += n.offering.usd_per_hour;
+      for (const auto& [pool, cap] : policy.budget.per_pool) {
+        if (cap.hard && cap.hourly_usd && by_pool[pool] > *cap.hourly_usd + 1e-9) violated = true;
+      }
+    }
+    if (policy.budget.global.hard && policy.budget.global.monthly_usd && (t - s.start) % Seconds(3600) == Seconds(0)) {
+      const std::chrono::year_month_day ymd{std::chrono::floor<std::chrono::days>(t)};
+      const std::string m = std::to_string(static_cast<int>(ymd.year())) + "-" +
+                            std::to_string(static_cast<unsigned>(ymd.month()));
+      const double so_far = cloud.CostUntil(t);
+      if (m != month) {
+        month = m;
+        month_start_cost = so_far;
+      }
+      if (so_far - month_start_cost > *policy.budget.global.monthly_usd + 1e-9) violated = true;
+    }
+    if (violated) ++r.hard_budget_violations;
+
+    if (options.timeseries) {
+      TimePoint p;
+      p.time = t;
+      for (const Node& n : controller.snapshot().nodes) {
+        ++p.nodes;
+        if (n.offering.capacity_type == CapacityType::kSpot) ++p.spot_nodes;
+      }
+      p.gpus = 0;
+      for (const Node& n : controller.snapshot().nodes) {
+        for (const InstanceType& it : controller.snapshot().instance_types) {
+          if (it.name == n.offering.instance_type) {
+            p.gpus += it.gpu_count;
+            break;
+          }
+        }
+      }
+      p.queued_jobs = work.queued();
+      p.running_jobs = work.running();
+      p.usd_per_hour = rate;
+      p.planned = report.planned;
+      r.timeseries.push_back(p);
+    }
+    if (options.progress && r.ticks % progress_every == 0) {
+      options.progress(static_cast<double>(r.ticks) / static_cast<double>(total_ticks));
+    }
+    next_tick += tick;
+  }
+  clock.AdvanceTo(end);
+  if (options.store != nullptr) {
+    Status flushed = controller.FlushUsage();
+    if (!flushed.ok()) ++r.controller_errors;
+  }
+  work.CloseAccounting(end);
+
+  r.bills = cloud.Bills(end);
+  r.cost_by_capacity_type["on-demand"] = 0;
+  r.cost_by_capacity_type["spot"] = 0;
+  for (const InstanceBill& b : r.bills) {
+    r.total_cost_usd += b.usd;
+    r.cost_by_capacity_type[std::string(ToString(b.capacity_type))] += b.usd;
+    r.paid_gpu_hours += b.gpu_count * static_cast<double>(b.billed_seconds) / 3600.0;
+  }
+  const WorkloadStats& ws = work.stats();
+  r.busy_gpu_hours = ws.busy_gpu_seconds / 3600.0;
+  r.gpu_hours_lost = ws.lost_gpu_seconds / 3600.0;
+  r.utilization = r.paid_gpu_hours > 0 ? r.busy_gpu_hours / r.paid_gpu_hours : 0;
+  r.requeues = ws.requeues;
+  r.launches = cloud.launched();
+  r.terminations = cloud.terminated();
+  r.interruptions = cloud.interrupted();
+  r.peak_nodes = cloud.peak_by_offering_and_pool();
+  std::vector<int64_t> all;
+  for (auto& [cls, stats] : work.ClassResults(end)) {
+    r.jobs_completed += stats.completed;
+    r.jobs_unfinished += stats.unfinished;
+    all.insert(all.end(), stats.waits_s.begin(), stats.waits_s.end());
+    r.queue_wait_s_by_class[cls] = ComputePercentiles(&stats.waits_s);
+  }
+  r.queue_wait_s = ComputePercentiles(&all);
+  r.jobs_total = static_cast<int64_t>(s.trace.jobs.size());
+  if (options.progress) options.progress(1.0);
+  return r;
+}
+
+Result<RunSpec> MakeRunSpec(const std::string& name, const Scenario& scenario, const RunResult* on_demand) {
+  RunSpec spec;
+  spec.name = name;
+  spec.policy = scenario.policy;
+  if (name == "gpuscaler") return spec;
+  if (name == "on-demand") {
+    spec.policy = ForceOnDemand(scenario.policy);
+    return spec;
+  }
+  if (name == "karpenter") {
+    spec.planner = KarpenterLikePlanner();
+    return spec;
+  }
+  if (name == "cluster-autoscaler") {
+    spec.policy = ForceOnDemand(scenario.policy);
+    spec.planner = ClusterAutoscalerLikePlanner();
+    return spec;
+  }
+  if (name == "static-peak") {
+    if (on_demand == nullptr) return Error::Internal("static-peak needs the on-demand run first");
+    spec.policy = ForceOnDemand(scenario.policy);
+    spec.planner = StaticPeakPlanner(on_demand->peak_nodes);
+    return spec;
+  }
+  std::string known = "gpuscaler";
+  for (const std::string& b : BaselineNames()) known += ", " + b;
+  return Error::NotFound("unknown baseline '" + name + "' (known: " + known + ")");
+}
+
+Result<std::vector<RunResult>> RunMany(const Scenario& scenario, const std::vector<std::string>& names,
+                                       const RunOptions& options) {
+  std::vector<std::string> order = {"on-demand"};
+  for (const std::string& n : names) {
+    if (std::find(order.begin(), order.end(), n) == order.end()) order.push_back(n);
+  }
+  std::vector<RunResult> results;
+  results.reserve(order.size());  // `od` points into it
+  const RunResult* od = nullptr;
+  for (const std::string& n : order) {
+    Result<RunSpec> spec = MakeRunSpec(n, scenario, od);
+    if (!spec) return spec.error();
+    results.push_back(RunScenario(scenario, *spec, options));
+    if (n == "on-demand") od = &results.front();
+  }
+  const double base = results.front().total_cost_usd;
+  for (RunResult& r : results) {
+    if (base > 0) r.savings_vs_on_demand_pct = 100.0 * (base - r.total_cost_usd) / base;
+  }
+  return results;
+}
+
+}  // namespace gpuscaler::sim

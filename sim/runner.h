@@ -1,0 +1,104 @@
+// The replay: one scenario through the production controller (controller.h)
+// with one planner function, on a virtual clock.
+//
+// Time moves from event to event: job arrivals and finishes, launches
+// becoming Ready, interruption notices and interruptions, price and
+// availability changes, and the controller's ticks (the policy's
+// tick_interval, 60 s in the built-in scenarios). Between events nothing is
+// computed; each tick costs the controller's incremental work, and the
+// planner runs only when its inputs changed (see Controller).
+//
+// The simulated cloud's bills are the ground truth: total_cost_usd is their
+// sum. Deterministic: same scenario, planner and seed, same result.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpuscaler/controller/controller.h"
+#include "gpuscaler/store/audit_store.h"
+#include "sim/scenario.h"
+#include "sim/sim_cloud.h"
+
+namespace gpuscaler::sim {
+
+struct Percentiles {
+  double p50 = 0;
+  double p95 = 0;
+  double p99 = 0;
+  int64_t count = 0;
+};
+
+// Nearest-rank percentiles of `values` (sorted in place).
+Percentiles ComputePercentiles(std::vector<int64_t>* values);
+
+struct TimePoint {
+  WallTime time{};
+  int nodes = 0;
+  int spot_nodes = 0;
+  int gpus = 0;
+  int64_t queued_jobs = 0;
+  int64_t running_jobs = 0;
+  double usd_per_hour = 0;
+  bool planned = false;
+};
+
+struct RunResult {
+  std::string name;         // "gpuscaler" or a baseline name
+  std::string policy_name;
+  double total_cost_usd = 0;
+  std::map<std::string, double> cost_by_capacity_type;  // "on-demand", "spot"
+  std::optional<double> savings_vs_on_demand_pct;
+  Percentiles queue_wait_s;
+  std::map<std::string, Percentiles> queue_wait_s_by_class;
+  double gpu_hours_lost = 0;
+  double busy_gpu_hours = 0;
+  double paid_gpu_hours = 0;
+  double utilization = 0;
+  int launches = 0;
+  int terminations = 0;
+  int interruptions = 0;
+  int64_t requeues = 0;
+  int64_t hard_budget_violations = 0;  // ticks on which a hard cap was exceeded
+  int64_t jobs_total = 0;
+  int64_t jobs_completed = 0;
+  int64_t jobs_unfinished = 0;
+  int64_t ticks = 0;
+  int64_t planner_calls = 0;
+  int64_t controller_errors = 0;
+  double wall_seconds = 0;  // filled by callers that time the run
+  std::vector<InstanceBill> bills;
+  std::map<std::pair<std::string, std::string>, int> peak_nodes;  // (offering key, pool)
+  std::vector<TimePoint> timeseries;
+};
+
+struct RunSpec {
+  std::string name;
+  Policy policy;
+  PlannerFn planner;  // empty: MakePlan
+};
+
+struct RunOptions {
+  AuditStore* store = nullptr;  // null: nothing recorded
+  bool timeseries = false;
+  // Called with the fraction done, at most about 200 times per run.
+  std::function<void(double)> progress;
+};
+
+RunResult RunScenario(const Scenario& scenario, const RunSpec& spec, const RunOptions& options = {});
+
+// The specs for `gpuscaler sim`: "gpuscaler" is MakePlan with the scenario's
+// policy; baselines by name (baselines.h). "static-peak" needs the peak of an
+// on-demand run: pass it in `on_demand`.
+Result<RunSpec> MakeRunSpec(const std::string& name, const Scenario& scenario, const RunResult* on_demand);
+
+// Runs `names` in order ("on-demand" is always run first, since the savings
+// and static-peak need it) and fills savings_vs_on_demand_pct.
+Result<std::vector<RunResult>> RunMany(const Scenario& scenario, const std::vector<std::string>& names,
+                                       const RunOptions& options);
+
+}  // namespace gpuscaler::sim

@@ -1,0 +1,342 @@
+#include "sim/scenario.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "gpuscaler/policy/loader.h"
+
+namespace gpuscaler::sim {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+// Seeded draws whose values do not depend on the standard library's
+// distributions (those differ between implementations).
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : engine_(seed) {}
+  double Uniform() { return static_cast<double>(engine_() >> 11) * (1.0 / 9007199254740992.0); }
+  double Normal() {
+    const double u1 = std::max(Uniform(), 1e-12);
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * kPi * Uniform());
+  }
+  double LogNormal(double median, double sigma) { return median * std::exp(sigma * Normal()); }
+  int Int(int lo, int hi) { return lo + static_cast<int>(Uniform() * (hi - lo + 1)); }
+
+ private:
+  std::mt19937_64 engine_;
+};
+
+InstanceType Type(std::string name, std::string family, std::string gpu, int gpus, int64_t gpu_mib, int vcpus,
+                  int64_t mem_mib) {
+  InstanceType t;
+  t.name = std::move(name);
+  t.family = std::move(family);
+  t.gpu_model = std::move(gpu);
+  t.gpu_count = gpus;
+  t.gpu_memory_mib = gpu_mib;
+  t.vcpus = vcpus;
+  t.memory_mib = mem_mib;
+  return t;
+}
+
+struct LoadSpec {
+  Seconds span{0};
+  int64_t inference_jobs = 0;
+  int64_t training_jobs = 0;
+  int64_t eval_jobs = 0;
+};
+
+// Inference: diurnal arrivals (peak 15:00 UTC), 1 GPU, stateless replicas.
+// Training: bursts of 3-12 multi-GPU jobs. Eval: 1 GPU, never on spot.
+Trace GenerateLoad(const LoadSpec& spec, uint64_t seed, const std::string& source) {
+  Rng rng(seed * 0x2545F4914F6CDD1DULL + 17);
+  Trace trace;
+  trace.source = source;
+  const double span_s = static_cast<double>(spec.span.count());
+  auto diurnal = [](double t_s) {
+    const double hour = std::fmod(t_s / 3600.0, 24.0);
+    return 1.0 + 0.7 * std::cos(2.0 * kPi * (hour - 15.0) / 24.0);
+  };
+  int64_t n = 0;
+  while (n < spec.inference_jobs) {
+    const double t = rng.Uniform() * span_s;
+    if (rng.Uniform() * 1.7 > diurnal(t)) continue;
+    TraceJob j;
+    j.submit = Seconds(static_cast<int64_t>(t));
+    j.duration = Seconds(static_cast<int64_t>(std::clamp(rng.LogNormal(2400, 0.6), 300.0, 21600.0)));
+    j.unit.id = "inf-" + std::to_string(n);
+    j.unit.workload_class = "inference";
+    j.unit.gpus = 1;
+    j.unit.gpu_models = {"a10g", "l4"};
+    j.unit.cpu_milli = 3000;
+    j.unit.memory_mib = 12000;
+    j.unit.priority = 10;
+    j.unit.interruptible = true;
+    j.unit.checkpoint_interval = Seconds(60);
+    j.unit.restart_cost = Seconds(90);
+    j.unit.expected_runtime = j.duration;
+    trace.jobs.push_back(std::move(j));
+    ++n;
+  }
+  n = 0;
+  while (n < spec.training_jobs) {
+    const double burst = rng.Uniform() * span_s;
+    const int size = rng.Int(3, 12);
+    for (int k = 0; k < size && n < spec.training_jobs; ++k, ++n) {
+      TraceJob j;
+      j.submit = Seconds(static_cast<int64_t>(std::min(span_s - 1, burst + rng.Uniform() * 600.0)));
+      j.duration = Seconds(static_cast<int64_t>(std::clamp(rng.LogNormal(7200, 0.7), 900.0, 86400.0)));
+      j.unit.id = "train-" + std::to_string(n);
+      j.unit.workload_class = "training";
+      const double kind = rng.Uniform();
+      if (kind < 0.5) {
+        j.unit.gpus = 4;
+        j.unit.gpu_models = {"a10g", "l4"};
+        j.unit.cpu_milli = 32000;
+        j.unit.memory_mib = 131072;
+      } else if (kind < 0.85) {
+        j.unit.gpus = 8;
+        j.unit.gpu_models = {"a100-40gb", "a100-80gb", "h100-80gb"};
+        j.unit.cpu_milli = 80000;
+        j.unit.memory_mib = 614400;
+      } else {
+        j.unit.gpus = 8;
+        j.unit.gpu_models = {"h100-80gb"};
+        j.unit.cpu_milli = 160000;
+        j.unit.memory_mib = 1228800;
+      }
+      j.unit.interruptible = true;
+      j.unit.checkpoint_interval = Seconds(1800);
+      j.unit.restart_cost = Seconds(600);
+      j.unit.expected_runtime = j.duration;
+      trace.jobs.push_back(std::move(j));
+    }
+  }
+  for (n = 0; n < spec.eval_jobs; ++n) {
+    TraceJob j;
+    j.submit = Seconds(static_cast<int64_t>(rng.Uniform() * span_s));
+    j.duration = Seconds(static_cast<int64_t>(std::clamp(rng.LogNormal(2700, 0.5), 300.0, 14400.0)));
+    j.unit.id = "eval-" + std::to_string(n);
+    j.unit.workload_class = "eval";
+    j.unit.gpus = 1;
+    j.unit.gpu_models = {"a10g", "l4"};
+    j.unit.cpu_milli = 4000;
+    j.unit.memory_mib = 14000;
+    j.unit.priority = 5;
+    j.unit.interruptible = false;
+    j.unit.checkpoint_interval = Seconds(0);
+    j.unit.restart_cost = Seconds(120);
+    j.unit.expected_runtime = j.duration;
+    trace.jobs.push_back(std::move(j));
+  }
+  std::stable_sort(trace.jobs.begin(), trace.jobs.end(), [](const TraceJob& a, const TraceJob& b) {
+    return a.submit != b.submit ? a.submit < b.submit : a.unit.id < b.unit.id;
+  });
+  trace.span = trace.jobs.empty() ? Seconds(0) : trace.jobs.back().submit;
+  trace.stats.rows_read = trace.stats.rows_used = static_cast<int64_t>(trace.jobs.size());
+  return trace;
+}
+
+SimCloudConfig DemoCloud(uint64_t seed) {
+  SimCloudConfig c;
+  c.seed = seed;
+  c.launch_latency = {{"g5", {Seconds(150), 0.25, Seconds(60)}},
+                      {"g6", {Seconds(150), 0.25, Seconds(60)}},
+                      {"p4d", {Seconds(360), 0.3, Seconds(120)}},
+                      {"p5", {Seconds(480), 0.3, Seconds(120)}}};
+  c.hazard_by_family = {{"g5", 0.02}, {"g6", 0.02}, {"p4d", 0.05}, {"p5", 0.08}};
+  c.spot_capacity_per_zone = 40;
+  c.spot_capacity_by_family = {{"p4d", 3}, {"p5", 2}};
+  c.on_demand_capacity_per_zone = 200;
+  c.on_demand_capacity_by_family = {{"p4d", 6}, {"p5", 4}};
+  c.price_walk.enabled = true;
+  c.price_walk.interval = Seconds(3600);
+  c.price_walk.sigma = 0.05;
+  c.price_walk.reversion = 0.15;
+  return c;
+}
+
+}  // namespace
+
+const std::vector<std::string>& BuiltinScenarioNames() {
+  static const std::vector<std::string> kNames = {"demo", "scale-30d-100k"};
+  return kNames;
+}
+
+Catalog BuiltinCatalog() {
+  Catalog c;
+  c.provider = "aws";
+  c.source = "built-in: AWS us-east-1 Linux on-demand list prices and Spot Instance Advisor savings (2025-06-28)";
+  c.as_of = "2026-07-20";
+  c.gpu_models = {{"NVIDIA-A10G", "a10g", 22888, {}},
+                  {"NVIDIA-L4", "l4", 22888, {}},
+                  {"NVIDIA-A100-SXM4-40GB", "a100-40gb", 40960, {}},
+                  {"NVIDIA-H100-80GB-HBM3", "h100-80gb", 81920, {}}};
+  c.instance_types = {Type("g5.xlarge", "g5", "NVIDIA-A10G", 1, 22888, 4, 16384),
+                      Type("g5.2xlarge", "g5", "NVIDIA-A10G", 1, 22888, 8, 32768),
+                      Type("g5.12xlarge", "g5", "NVIDIA-A10G", 4, 22888, 48, 196608),
+                      Type("g5.48xlarge", "g5", "NVIDIA-A10G", 8, 22888, 192, 786432),
+                      Type("g6.xlarge", "g6", "NVIDIA-L4", 1, 22888, 4, 16384),
+                      Type("g6.12xlarge", "g6", "NVIDIA-L4", 4, 22888, 48, 196608),
+                      Type("g6.48xlarge", "g6", "NVIDIA-L4", 8, 22888, 192, 786432),
+                      Type("p4d.24xlarge", "p4d", "NVIDIA-A100-SXM4-40GB", 8, 40960, 96, 1179648),
+                      Type("p5.48xlarge", "p5", "NVIDIA-H100-80GB-HBM3", 8, 81920, 192, 2097152)};
+  RegionPrices r;
+  r.region = "us-east-1";
+  r.zones = {"us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d", "us-east-1e", "us-east-1f"};
+  r.on_demand_usd_per_hour = {{"g5.xlarge", 1.006},    {"g5.2xlarge", 1.212},     {"g5.12xlarge", 5.672},
+                              {"g5.48xlarge", 16.288}, {"g6.xlarge", 0.8048},     {"g6.12xlarge", 4.6016},
+                              {"g6.48xlarge", 13.3504}, {"p4d.24xlarge", 21.957642}, {"p5.48xlarge", 55.04}};
+  r.spot_usd_per_hour = {{"g5.xlarge", 0.4125},   {"g5.2xlarge", 0.509},    {"g5.12xlarge", 2.3822},
+                         {"g5.48xlarge", 4.7235}, {"g6.xlarge", 0.4104},    {"g6.12xlarge", 1.8867},
+                         {"g6.48xlarge", 4.1386}, {"p4d.24xlarge", 7.246},  {"p5.48xlarge", 26.4192}};
+  for (const auto& [type, price] : r.on_demand_usd_per_hour) r.spot_interruptions_per_hour[type] = 0.000347;
+  c.regions.push_back(std::move(r));
+  c.launch_latency = {{"g5", Seconds(180)}, {"g6", Seconds(180)}, {"p4d", Seconds(360)}, {"p5", Seconds(480)}};
+  return c;
+}
+
+Catalog DefaultCatalog(const std::string& source_dir, std::string* source) {
+  std::vector<std::filesystem::path> candidates;
+  if (!source_dir.empty()) candidates.push_back(std::filesystem::path(source_dir) / "config/catalogs/aws.yaml");
+  std::error_code ec;
+  std::filesystem::path dir = std::filesystem::current_path(ec);
+  for (int up = 0; up < 4 && !ec && !dir.empty(); ++up) {
+    candidates.push_back(dir / "config/catalogs/aws.yaml");
+    if (dir == dir.parent_path()) break;
+    dir = dir.parent_path();
+  }
+  for (const auto& path : candidates) {
+    if (!std::filesystem::exists(path, ec)) continue;
+    Result<Catalog> loaded = LoadCatalogFile(path.string());
+    if (loaded) {
+      *source = path.string();
+      return std::move(loaded).value();
+    }
+  }
+  *source = "built-in";
+  return BuiltinCatalog();
+}
+
+Policy DemoPolicy() {
+  Policy p;
+  p.name = "demo";
+  NodePoolPolicy inference;
+  inference.name = "inference";
+  inference.families = {"g5", "g6"};
+  inference.regions = {"us-east-1"};
+  inference.max_nodes = 200;
+  NodePoolPolicy training;
+  training.name = "training";
+  training.instance_types = {"g5.12xlarge", "g5.48xlarge", "g6.12xlarge", "g6.48xlarge", "p4d.24xlarge",
+                             "p5.48xlarge"};
+  training.regions = {"us-east-1"};
+  training.max_nodes = 60;
+  p.pools = {inference, training};
+
+  WorkloadClassPolicy inf;
+  inf.name = "inference";
+  inf.pools = {"inference"};
+  inf.max_spot_share = 0.6;
+  inf.checkpoint_interval = Seconds(60);
+  inf.restart_cost = Seconds(90);
+  inf.priority = 10;
+  inf.max_zone_share = 0.5;
+  inf.min_zones = 2;
+  WorkloadClassPolicy train;
+  train.name = "training";
+  train.pools = {"training"};
+  train.checkpoint_interval = Seconds(1800);
+  train.restart_cost = Seconds(600);
+  train.gpus_per_job = 8;
+  WorkloadClassPolicy eval;
+  eval.name = "eval";
+  eval.pools = {"inference", "training"};
+  eval.interruptible = false;
+  eval.max_spot_share = 0;
+  eval.priority = 5;
+  p.classes = {inf, train, eval};
+  p.scaling.tick_interval = Seconds(60);
+  p.budget.global.hourly_usd = 900.0;
+  p.budget.global.hard = true;
+  p.source_file = "(built-in demo policy)";
+  p.content_hash = PolicyContentHash(p);
+  return p;
+}
+
+Result<Scenario> MakeBuiltinScenario(const std::string& name, uint64_t seed, std::optional<int> days,
+                                     const Catalog& catalog) {
+  Scenario s;
+  s.name = name;
+  s.seed = seed;
+  s.catalog = catalog;
+  s.policy = DemoPolicy();
+  s.policy_source = s.policy.source_file;
+  s.cloud = DemoCloud(seed);
+  ParseRfc3339("2026-07-06T00:00:00Z", &s.start);
+  LoadSpec spec;
+  if (name == "demo") {
+    const int d = days.value_or(3);
+    spec.span = Seconds(int64_t{86400} * d);
+    spec.inference_jobs = int64_t{720} * d;
+    spec.training_jobs = int64_t{30} * d;
+    spec.eval_jobs = int64_t{6} * d;
+    s.description = "diurnal inference + bursty training, " + std::to_string(d) + " days, seed " + std::to_string(seed);
+  } else if (name == "scale-30d-100k") {
+    const int d = days.value_or(30);
+    spec.span = Seconds(int64_t{86400} * d);
+    spec.inference_jobs = 92000 * int64_t{d} / 30;
+    spec.training_jobs = 6000 * int64_t{d} / 30;
+    spec.eval_jobs = 2000 * int64_t{d} / 30;
+    s.description = "speed scenario: " + std::to_string(d) + " days, " +
+                    std::to_string(spec.inference_jobs + spec.training_jobs + spec.eval_jobs) + " jobs, seed " +
+                    std::to_string(seed);
+  } else {
+    std::string known;
+    for (const std::string& n : BuiltinScenarioNames()) known += (known.empty() ? "" : ", ") + n;
+    return Error::NotFound("unknown scenario '" + name + "' (known: " + known + ")");
+  }
+  if (days && *days <= 0) return Error::InvalidInput("--days must be positive");
+  s.horizon = spec.span;
+  s.trace = GenerateLoad(spec, seed, name);
+  s.market.source = "random walk around the catalog's spot prices";
+  return s;
+}
+
+Scenario MakeTraceScenario(Trace trace, SpotMarket market, Catalog catalog, Policy policy, uint64_t seed,
+                           std::optional<int> days) {
+  Scenario s;
+  s.name = "trace";
+  s.seed = seed;
+  s.description = trace.source + (market.source.empty() ? "" : " + " + market.source);
+  for (const SpotRisk& risk : market.risks) {
+    for (RegionPrices& r : catalog.regions) {
+      if (r.region != risk.region) continue;
+      auto od = r.on_demand_usd_per_hour.find(risk.instance_type);
+      if (od == r.on_demand_usd_per_hour.end()) continue;
+      r.spot_usd_per_hour[risk.instance_type] = od->second * (1.0 - risk.savings_fraction);
+      r.spot_interruptions_per_hour[risk.instance_type] = risk.interruptions_per_hour;
+    }
+  }
+  s.catalog = std::move(catalog);
+  s.regions.clear();
+  for (const NodePoolPolicy& p : policy.pools) {
+    for (const std::string& r : p.regions) {
+      if (std::find(s.regions.begin(), s.regions.end(), r) == s.regions.end()) s.regions.push_back(r);
+    }
+  }
+  if (s.regions.empty() && !s.catalog.regions.empty()) s.regions.push_back(s.catalog.regions.front().region);
+  s.policy_source = policy.source_file;
+  s.policy = std::move(policy);
+  s.start = trace.start_time.value_or(market.start_time.value_or(FromUnixSeconds(1767225600)));  // 2026-01-01
+  s.horizon = days ? Seconds(int64_t{86400} * *days) : trace.span + Seconds(86400);
+  s.cloud.seed = seed;
+  s.trace = std::move(trace);
+  s.market = std::move(market);
+  return s;
+}
+
+}  // namespace gpuscaler::sim

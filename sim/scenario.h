@@ -1,0 +1,74 @@
+// Scenarios: everything one replay needs besides the planner: the load (a
+// trace), the spot market, the catalog, the policy, the simulated cloud's
+// parameters, the start instant and the horizon.
+//
+// Built-in scenarios are generated from a seed (no files needed):
+//  - "demo": 3 days (--days changes it) of diurnal inference load (1-GPU
+//    serving replicas on A10G/L4, peak at 15:00 UTC, trough at 03:00) plus
+//    bursty training (about four bursts a day of 3–12 multi-GPU jobs on
+//    A10G/L4/A100/H100, 30-minute checkpoints) and a few non-interruptible
+//    evaluation jobs; spot prices follow a mean-reverting random walk around
+//    the catalog's spot price; spot interruptions at per-family rates
+//    (g5/g6 0.02, p4d 0.05, p5 0.08 per node-hour) with 2-minute notices;
+//    tight spot capacity for 8-GPU types. docs/simulator.md has the numbers.
+//  - "scale-30d-100k": 30 days, exactly 100,000 jobs of the same kinds, for
+//    the speed bar.
+// Catalog: config/catalogs/aws.yaml when it can be loaded (searched from the
+// working directory up), else a built-in table of real us-east-1 g5, g6,
+// p4d and p5 prices, so the demo never depends on files.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpuscaler/model/catalog.h"
+#include "gpuscaler/policy/policy.h"
+#include "gpuscaler/status.h"
+#include "sim/sim_cloud.h"
+#include "sim/trace.h"
+
+namespace gpuscaler::sim {
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  WallTime start{};
+  Seconds horizon{0};  // the replay runs over [start, start + horizon)
+  Catalog catalog;
+  std::string catalog_source;  // file name or "built-in"
+  std::vector<std::string> regions{"us-east-1"};
+  Policy policy;
+  std::string policy_source;
+  Trace trace;
+  SpotMarket market;
+  SimCloudConfig cloud;
+  uint64_t seed = 1;
+};
+
+const std::vector<std::string>& BuiltinScenarioNames();
+
+// The built-in catalog: real AWS us-east-1 on-demand and typical spot prices
+// for g5, g6, p4d and p5 types.
+Catalog BuiltinCatalog();
+// config/catalogs/aws.yaml if found from the working directory upwards (or
+// at `source_dir`), else BuiltinCatalog(); `*source` says which.
+Catalog DefaultCatalog(const std::string& source_dir, std::string* source);
+
+// The policy the built-in scenarios use: pools "inference" (g5, g6) and
+// "training" (multi-GPU g5/g6, p4d, p5), classes inference (at most 60 % on
+// spot), training (spot allowed, checkpoints) and eval (never spot); 60 s ticks.
+Policy DemoPolicy();
+
+// `days` overrides the horizon (and, for demo, the generated length).
+// Unknown name: kNotFound listing the known ones.
+Result<Scenario> MakeBuiltinScenario(const std::string& name, uint64_t seed, std::optional<int> days,
+                                     const Catalog& catalog);
+
+// A trace-driven scenario. Horizon: `days` if set, else the trace span plus
+// one day to drain. Spot interruptions: the market's, plus the catalog's
+// per-offering rates when the market has no availability or events.
+Scenario MakeTraceScenario(Trace trace, SpotMarket market, Catalog catalog, Policy policy, uint64_t seed,
+                           std::optional<int> days);
+
+}  // namespace gpuscaler::sim

@@ -1,0 +1,188 @@
+// SimCloud: a CloudProvider on the simulator's virtual clock. It is the
+// ground truth of a replay: what exists, when, and what it cost.
+//
+//  - Launches take a per-family launch latency drawn from a lognormal
+//    distribution (seeded): the instance is kPending until Ready.
+//  - Capacity: per (type, zone, capacity type) a node limit; spot limits come
+//    from the market's availability series when it has one for the offering,
+//    else from the config. A launch beyond the limit gets a kCapacity error
+//    for that offering and the next offering of the request is tried.
+//  - Spot interruptions come with a 2-minute notice, from three sources: the
+//    market's interruption events, availability dropping below the running
+//    count (newest nodes first), and a per-offering hazard rate (exponential
+//    time to interruption drawn per instance from the seed).
+//  - Spot prices change at the market's price points, or by a seeded
+//    mean-reverting random walk when the config asks for one.
+//  - Billing is per second with a 60-second minimum, piecewise at the price
+//    in force (spot prices move under running nodes), from launch to end.
+// Deterministic for a given seed and inputs. Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <queue>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gpuscaler/cloud/provider.h"
+#include "gpuscaler/controller/clock.h"
+#include "gpuscaler/model/catalog.h"
+#include "sim/trace.h"
+
+namespace gpuscaler::sim {
+
+struct LatencyDistribution {
+  Seconds median{180};
+  double sigma = 0.25;  // of the log
+  Seconds min{45};
+};
+
+struct PriceWalk {
+  bool enabled = false;
+  Seconds interval{3600};
+  double sigma = 0.04;        // per step, of the log price
+  double reversion = 0.15;    // pull toward the base price per step
+  double min_fraction_of_on_demand = 0.15;
+  double max_fraction_of_on_demand = 1.0;
+};
+
+struct SimCloudConfig {
+  std::string id_prefix = "i-";  // unique per run when runs share an audit store
+  uint64_t seed = 1;
+  std::map<std::string, LatencyDistribution> launch_latency;  // by family
+  std::optional<LatencyDistribution> default_latency;  // unset: the catalog's latency, sigma 0.25
+  int spot_capacity_per_zone = 1000;                 // per type
+  std::map<std::string, int> spot_capacity_by_family;  // per type and zone
+  int on_demand_capacity_per_zone = 1000;
+  std::map<std::string, int> on_demand_capacity_by_family;
+  // Interruptions per node-hour: by family, else the offering's rate × multiplier.
+  std::map<std::string, double> hazard_by_family;
+  double hazard_multiplier = 1.0;
+  Seconds notice{120};
+  Seconds min_billed{60};
+  PriceWalk price_walk;
+};
+
+// One instance's bill.
+struct InstanceBill {
+  std::string instance_id;
+  std::string offering_key;
+  CapacityType capacity_type = CapacityType::kOnDemand;
+  int gpu_count = 0;
+  WallTime launch{};
+  WallTime end{};  // the billing end (the run's end for live instances)
+  int64_t billed_seconds = 0;
+  double usd = 0;
+  bool interrupted = false;
+};
+
+// Told about instance life by SimCloud, in time order.
+class SimCloudObserver {
+ public:
+  virtual ~SimCloudObserver() = default;
+  virtual void OnReady(const Instance& instance, int gpu_count) = 0;
+  virtual void OnNotice(const std::string& instance_id, WallTime deadline) = 0;
+  // The instance is gone: interrupted, or terminated on request.
+  virtual void OnGone(const std::string& instance_id, WallTime at, bool interrupted) = 0;
+};
+
+class SimCloud final : public CloudProvider {
+ public:
+  // `offerings` are what can be bought (usually catalog.Offerings(regions)).
+  SimCloud(ManualClock& clock, const Catalog& catalog, std::vector<Offering> offerings, const SpotMarket& market,
+           SimCloudConfig config);
+  void SetObserver(SimCloudObserver* observer) { observer_ = observer; }
+
+  Result<LaunchResult> Launch(const LaunchRequest& request) override;
+  Status Terminate(const std::vector<std::string>& instance_ids) override;
+  Result<std::vector<Instance>> ListInstances() override;
+  Result<std::vector<InterruptionNotice>> PollInterruptions() override;
+  Result<std::vector<SpotPrice>> SpotPrices(WallTime since) override;
+
+  // The time of the next internal event (ready, notice, interruption, price
+  // change, availability change), if any.
+  std::optional<WallTime> NextEventTime() const;
+  // Processes every internal event at or before `t`, in time order.
+  void RunEventsUntil(WallTime t);
+
+  // Bills of every instance so far; live ones billed up to `end`.
+  std::vector<InstanceBill> Bills(WallTime end) const;
+  // Current spend rate of live instances (USD/h).
+  double CurrentUsdPerHour() const;
+  // Cost so far of live and ended instances up to `end` (sum of Bills).
+  double CostUntil(WallTime end) const;
+  int launched() const { return launched_; }
+  int terminated() const { return terminated_; }
+  int interrupted() const { return interrupted_; }
+  int live_count() const { return static_cast<int>(live_.size()); }
+  // Highest number of live instances seen per offering key and pool.
+  const std::map<std::pair<std::string, std::string>, int>& peak_by_offering_and_pool() const { return peak_; }
+  double CurrentPrice(const std::string& offering_key) const;
+
+ private:
+  enum class EventKind { kReady, kNotice, kGone, kPrice, kAvailability, kTraceInterruption };
+  struct Event {
+    WallTime t;
+    uint64_t seq;
+    EventKind kind;
+    size_t a;      // instance index, offering index or trace index
+    double value;  // price / availability
+    bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+  };
+  struct SimInstance {
+    Instance info;
+    size_t offering = 0;
+    int gpu_count = 0;
+    WallTime ready_at{};
+    std::optional<WallTime> end;
+    bool noticed = false;
+    bool interrupted = false;
+    WallTime segment_start{};
+    double usd = 0;  // closed segments
+  };
+
+  void Push(WallTime t, EventKind kind, size_t a, double value = 0);
+  void Handle(const Event& e);
+  void End(size_t index, WallTime at, bool interrupted);
+  void Interrupt(size_t index, WallTime at);  // notice now, gone after the notice period
+  int Capacity(size_t offering) const;
+  Seconds SampleLatency(const Offering& o, std::mt19937_64& rng) const;
+  double Uniform(std::mt19937_64& rng) const;
+  void SetPrice(size_t offering, double price, WallTime at);
+  InstanceBill BillOf(const SimInstance& s, WallTime end) const;
+
+  ManualClock& clock_;
+  const Catalog& catalog_;
+  std::vector<Offering> offerings_;
+  std::vector<int> gpu_count_;  // per offering
+  std::vector<std::string> family_;  // per offering
+  std::unordered_map<std::string, size_t> offering_index_;
+  const SpotMarket& market_;
+  SimCloudConfig config_;
+  SimCloudObserver* observer_ = nullptr;
+
+  std::vector<double> price_;  // current, per offering
+  std::vector<double> base_price_;
+  std::vector<int> live_count_;  // per offering
+  std::vector<std::optional<int>> availability_;  // spot limit from the market
+  std::vector<std::vector<size_t>> live_by_offering_;
+  std::vector<SimInstance> instances_;
+  std::unordered_map<std::string, size_t> instance_index_;
+  std::map<size_t, bool> live_;  // instance index -> true, ordered by launch
+  std::unordered_map<std::string, LaunchResult> by_token_;
+  std::vector<InterruptionNotice> notices_;  // not yet polled
+  std::vector<SpotPrice> price_log_;  // ascending time
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  uint64_t seq_ = 0;
+  std::mt19937_64 walk_rng_;
+  std::map<std::pair<std::string, std::string>, int> peak_;
+  std::map<std::pair<std::string, std::string>, int> live_by_key_pool_;
+  int launched_ = 0;
+  int terminated_ = 0;
+  int interrupted_ = 0;
+};
+
+}  // namespace gpuscaler::sim

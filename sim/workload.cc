@@ -1,0 +1,367 @@
+#include "sim/workload.h"
+
+#include <algorithm>
+
+namespace gpuscaler::sim {
+namespace {
+
+std::string ShapeKey(const DemandUnit& u) {
+  std::string k = std::to_string(u.gpus) + "|" + std::to_string(u.gpu_milli) + "|" + u.mig_profile + "|" +
+                  u.workload_class + "|" + (u.interruptible ? "i" : "n") + "|" +
+                  std::to_string(u.min_gpu_memory_mib) + "|" + std::to_string(u.cpu_milli) + "|" +
+                  std::to_string(u.memory_mib) + "|" + u.pool + "|" +
+                  (u.capacity_type ? std::string(ToString(*u.capacity_type)) : "");
+  for (const auto& m : u.gpu_models) k += "|m" + m;
+  for (const auto& z : u.zones) k += "|z" + z;
+  for (const auto& t : u.instance_types) k += "|t" + t;
+  return k;
+}
+
+bool Contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+}  // namespace
+
+Workload::Workload(const Trace& trace, const Catalog& catalog, const Policy& policy, WallTime start)
+    : trace_(trace), catalog_(catalog), start_(start), signal_time_(start) {
+  jobs_.resize(trace_.jobs.size());
+  shape_of_.resize(trace_.jobs.size());
+  std::unordered_map<std::string, int> shapes;
+  std::set<std::string> classes;
+  for (size_t i = 0; i < trace_.jobs.size(); ++i) {
+    const TraceJob& tj = trace_.jobs[i];
+    jobs_[i].remaining_s = std::max<int64_t>(0, tj.duration.count());
+    auto [it, inserted] = shapes.emplace(ShapeKey(tj.unit), shape_count_);
+    if (inserted) ++shape_count_;
+    shape_of_[i] = it->second;
+    jobs_[i].shape = it->second;
+    classes.insert(tj.unit.workload_class);
+  }
+  classes_.assign(classes.begin(), classes.end());
+  for (const WorkloadClassPolicy& c : policy.classes) {
+    class_pools_[c.name] = std::set<std::string>(c.pools.begin(), c.pools.end());
+  }
+}
+
+std::optional<WallTime> Workload::NextEventTime() const {
+  std::optional<WallTime> t;
+  if (next_arrival_ < trace_.jobs.size()) t = start_ + trace_.jobs[next_arrival_].submit;
+  if (!finishes_.empty() && (!t || finishes_.top().t < *t)) t = finishes_.top().t;
+  return t;
+}
+
+void Workload::RunEventsUntil(WallTime t) {
+  while (true) {
+    const bool has_arrival = next_arrival_ < trace_.jobs.size();
+    const WallTime arrival = has_arrival ? start_ + trace_.jobs[next_arrival_].submit : WallTime::max();
+    const bool has_finish = !finishes_.empty();
+    const WallTime finish = has_finish ? finishes_.top().t : WallTime::max();
+    if (has_finish && finish <= t && finish <= arrival) {
+      const Finish f = finishes_.top();
+      finishes_.pop();
+      Job& j = jobs_[f.job];
+      if (j.state != JobState::kRunning || j.generation != f.generation) continue;
+      Release(f.job, f.t);
+      j.remaining_s = 0;
+      j.state = JobState::kDone;
+      ++stats_.jobs_completed;
+      continue;
+    }
+    if (has_arrival && arrival <= t) {
+      const size_t index = next_arrival_++;
+      ++stats_.jobs_submitted;
+      Enqueue(index, arrival);
+      continue;
+    }
+    break;
+  }
+}
+
+void Workload::Enqueue(size_t job, WallTime now) {
+  Job& j = jobs_[job];
+  j.state = JobState::kQueued;
+  j.queued_since = now;
+  j.node = -1;
+  queue_.insert({-trace_.jobs[job].unit.priority, ToUnixSeconds(now), job});
+  arrived_.push_back(job);
+  ++stats_.jobs_queued;
+  pending_dirty_ = true;
+  ++pending_version_;
+}
+
+double Workload::JobGpus(const Job& j) const {
+  if (j.gpus.empty()) return 0;
+  return static_cast<double>(j.gpus.size()) * j.milli / 1000.0;
+}
+
+bool Workload::Fits(const DemandUnit& u, const SimNode& n, int* milli_per_gpu) const {
+  if (n.draining || !n.alive) return false;
+  if (u.capacity_type && *u.capacity_type != n.capacity_type) return false;
+  if (!u.interruptible && n.capacity_type == CapacityType::kSpot) return false;
+  if (!u.pool.empty() && u.pool != n.pool) return false;
+  auto cp = class_pools_.find(u.workload_class);
+  if (cp != class_pools_.end() && !cp->second.empty() && cp->second.count(n.pool) == 0) return false;
+  if (!u.zones.empty() && !Contains(u.zones, n.zone)) return false;
+  if (!u.instance_types.empty() && !Contains(u.instance_types, n.instance_type)) return false;
+  if (u.cpu_milli > n.free_cpu_milli || u.memory_mib > n.free_memory_mib) return false;
+  const bool wants_gpu = u.gpus > 0 || u.gpu_milli > 0 || !u.mig_profile.empty();
+  if (!wants_gpu) {
+    *milli_per_gpu = 0;
+    return true;
+  }
+  if (n.gpu == nullptr) return false;
+  if (!u.gpu_models.empty() && !Contains(u.gpu_models, n.gpu->name) && !Contains(u.gpu_models, n.gpu->short_name)) {
+    return false;
+  }
+  if (u.min_gpu_memory_mib > n.gpu->memory_mib) return false;
+  if (u.gpus > 0) {
+    int whole = 0;
+    for (int f : n.free_milli) whole += f == 1000 ? 1 : 0;
+    *milli_per_gpu = 1000;
+    return whole >= u.gpus;
+  }
+  int milli = u.gpu_milli;
+  if (milli == 0) {
+    const MigProfile* p = n.gpu->FindMigProfile(u.mig_profile);
+    if (p == nullptr) return false;
+    milli = (p->compute_slices * 1000 + kMigComputeSlices - 1) / kMigComputeSlices;
+  }
+  *milli_per_gpu = milli;
+  for (int f : n.free_milli) {
+    if (f >= milli) return true;
+  }
+  return false;
+}
+
+bool Workload::TryPlace(size_t job, int slot, WallTime now) {
+  SimNode& n = nodes_[static_cast<size_t>(slot)];
+  const DemandUnit& u = trace_.jobs[job].unit;
+  int milli = 0;
+  if (!Fits(u, n, &milli)) return false;
+  Job& j = jobs_[job];
+  j.gpus.clear();
+  j.milli = milli;
+  if (milli == 1000) {
+    for (size_t g = 0; g < n.free_milli.size() && static_cast<int>(j.gpus.size()) < u.gpus; ++g) {
+      if (n.free_milli[g] == 1000) j.gpus.push_back(static_cast<int>(g));
+    }
+  } else if (milli > 0) {
+    // Best fit: the fullest GPU that still has room, to keep whole GPUs free.
+    int best = -1;
+    for (size_t g = 0; g < n.free_milli.size(); ++g) {
+      if (n.free_milli[g] >= milli && (best < 0 || n.free_milli[g] < n.free_milli[static_cast<size_t>(best)])) {
+        best = static_cast<int>(g);
+      }
+    }
+    j.gpus.push_back(best);
+  }
+  for (int g : j.gpus) n.free_milli[static_cast<size_t>(g)] -= milli;
+  n.free_cpu_milli -= u.cpu_milli;
+  n.free_memory_mib -= u.memory_mib;
+  n.jobs.push_back(job);
+  n.units.push_back(u);
+  n.units.back().expected_runtime = Seconds(j.remaining_s);
+  Touch(n);
+  j.state = JobState::kRunning;
+  j.node = slot;
+  j.wait_s += (now - j.queued_since).count();
+  j.run_start = now;
+  j.overhead_s = j.started_before ? u.restart_cost.count() : 0;
+  --stats_.jobs_queued;
+  ++stats_.jobs_running;
+  finishes_.push({now + Seconds(j.overhead_s + j.remaining_s), job, j.generation});
+  return true;
+}
+
+void Workload::Release(size_t job, WallTime now) {
+  Job& j = jobs_[job];
+  SimNode& n = nodes_[static_cast<size_t>(j.node)];
+  const DemandUnit& u = trace_.jobs[job].unit;
+  for (int g : j.gpus) n.free_milli[static_cast<size_t>(g)] += j.milli;
+  n.free_cpu_milli += u.cpu_milli;
+  n.free_memory_mib += u.memory_mib;
+  auto pos = std::find(n.jobs.begin(), n.jobs.end(), job);
+  const size_t at = static_cast<size_t>(pos - n.jobs.begin());
+  n.jobs.erase(pos);
+  n.units.erase(n.units.begin() + static_cast<std::ptrdiff_t>(at));
+  Touch(n);
+  stats_.busy_gpu_seconds += JobGpus(j) * static_cast<double>((now - j.run_start).count());
+  --stats_.jobs_running;
+  j.node = -1;
+  j.gpus.clear();
+  capacity_freed_ = true;
+}
+
+void Workload::Evict(size_t job, WallTime now, bool interrupted) {
+  Job& j = jobs_[job];
+  const DemandUnit& u = trace_.jobs[job].unit;
+  const int64_t progress = std::clamp<int64_t>((now - j.run_start).count() - j.overhead_s, 0, j.remaining_s);
+  int64_t saved = progress;
+  if (interrupted) {
+    const int64_t c = u.checkpoint_interval.count();
+    saved = c > 0 ? (progress / c) * c : 0;
+  }
+  stats_.lost_gpu_seconds += JobGpus(j) * static_cast<double>(progress - saved);
+  Release(job, now);
+  j.remaining_s -= saved;
+  ++j.generation;
+  j.started_before = true;
+  ++stats_.requeues;
+  Enqueue(job, now);
+}
+
+void Workload::Schedule(WallTime now) {
+  if (!capacity_freed_ && arrived_.empty()) return;
+  std::vector<char> failed(static_cast<size_t>(shape_count_), 0);
+  auto attempt = [&](size_t job) {
+    const size_t shape = static_cast<size_t>(shape_of_[job]);
+    if (failed[shape]) return false;
+    for (size_t s = 0; s < nodes_.size(); ++s) {
+      if (TryPlace(job, static_cast<int>(s), now)) return true;
+    }
+    failed[shape] = 1;
+    return false;
+  };
+  bool placed_any = false;
+  if (capacity_freed_) {
+    for (auto it = queue_.begin(); it != queue_.end();) {
+      if (attempt(it->job)) {
+        it = queue_.erase(it);
+        placed_any = true;
+      } else {
+        ++it;
+      }
+    }
+  } else {
+    std::vector<QueueKey> keys;
+    for (size_t job : arrived_) {
+      if (jobs_[job].state == JobState::kQueued) {
+        keys.push_back({-trace_.jobs[job].unit.priority, ToUnixSeconds(jobs_[job].queued_since), job});
+      }
+    }
+    std::sort(keys.begin(), keys.end());
+    for (const QueueKey& k : keys) {
+      if (attempt(k.job)) {
+        queue_.erase(k);
+        placed_any = true;
+      }
+    }
+  }
+  capacity_freed_ = false;
+  arrived_.clear();
+  if (placed_any) {
+    pending_dirty_ = true;
+    ++pending_version_;
+  }
+}
+
+const std::vector<DemandUnit>& Workload::Pending() {
+  if (pending_dirty_) {
+    pending_units_.clear();
+    for (const QueueKey& k : queue_) {
+      if (pending_units_.size() >= 5000) break;
+      pending_units_.push_back(trace_.jobs[k.job].unit);
+      pending_units_.back().expected_runtime = Seconds(jobs_[k.job].remaining_s);
+    }
+    pending_dirty_ = false;
+  }
+  return pending_units_;
+}
+
+const std::vector<DemandUnit>& Workload::RunningOn(const std::string& instance_id) {
+  static const std::vector<DemandUnit> kNone;
+  auto it = node_slot_.find(instance_id);
+  return it == node_slot_.end() ? kNone : nodes_[static_cast<size_t>(it->second)].units;
+}
+
+uint64_t Workload::RunningVersion(const std::string& instance_id) const {
+  auto it = node_slot_.find(instance_id);
+  return it == node_slot_.end() ? 0 : nodes_[static_cast<size_t>(it->second)].version;
+}
+
+std::vector<SignalStatus> Workload::Signals() const {
+  std::vector<SignalStatus> out;
+  for (const std::string& c : classes_) out.push_back({"trace replay: " + c, "trace", {c}, signal_time_, 0});
+  return out;
+}
+
+void Workload::OnReady(const Instance& instance, int gpu_count) {
+  SimNode n;
+  n.id = instance.instance_id;
+  n.pool = instance.pool;
+  n.zone = instance.offering.zone;
+  n.instance_type = instance.offering.instance_type;
+  n.capacity_type = instance.offering.capacity_type;
+  const InstanceType* t = catalog_.FindInstanceType(n.instance_type);
+  if (t != nullptr) {
+    n.gpu = t->gpu_model.empty() ? nullptr : catalog_.FindGpuModel(t->gpu_model);
+    n.free_cpu_milli = int64_t{t->vcpus} * 1000;
+    n.free_memory_mib = t->memory_mib;
+  }
+  n.free_milli.assign(static_cast<size_t>(gpu_count), 1000);
+  auto noticed = noticed_before_ready_.find(n.id);
+  if (noticed != noticed_before_ready_.end()) {
+    n.draining = true;
+    noticed_before_ready_.erase(noticed);
+  }
+  Touch(n);
+  node_slot_[n.id] = static_cast<int>(nodes_.size());
+  nodes_.push_back(std::move(n));
+  capacity_freed_ = true;
+}
+
+void Workload::OnNotice(const std::string& instance_id, WallTime) {
+  auto it = node_slot_.find(instance_id);
+  if (it == node_slot_.end()) {
+    noticed_before_ready_[instance_id] = true;
+    return;
+  }
+  nodes_[static_cast<size_t>(it->second)].draining = true;
+}
+
+void Workload::OnGone(const std::string& instance_id, WallTime at, bool interrupted) {
+  noticed_before_ready_.erase(instance_id);
+  auto it = node_slot_.find(instance_id);
+  if (it == node_slot_.end()) return;
+  const size_t slot = static_cast<size_t>(it->second);
+  const std::vector<size_t> victims = nodes_[slot].jobs;
+  for (size_t job : victims) Evict(job, at, interrupted);
+  nodes_.erase(nodes_.begin() + static_cast<std::ptrdiff_t>(slot));
+  node_slot_.clear();
+  for (size_t s = 0; s < nodes_.size(); ++s) {
+    node_slot_[nodes_[s].id] = static_cast<int>(s);
+    for (size_t job : nodes_[s].jobs) jobs_[job].node = static_cast<int>(s);
+  }
+}
+
+void Workload::CloseAccounting(WallTime end) {
+  for (const Job& j : jobs_) {
+    if (j.state == JobState::kRunning && end > j.run_start) {
+      stats_.busy_gpu_seconds += JobGpus(j) * static_cast<double>((end - j.run_start).count());
+    }
+  }
+}
+
+std::map<std::string, ClassStats> Workload::ClassResults(WallTime end) const {
+  std::map<std::string, ClassStats> out;
+  for (size_t i = 0; i < jobs_.size(); ++i) {
+    const Job& j = jobs_[i];
+    ClassStats& c = out[trace_.jobs[i].unit.workload_class];
+    if (j.state == JobState::kFuture) {  // submitted after the replay's end
+      ++c.unfinished;
+      continue;
+    }
+    int64_t wait = j.wait_s;
+    if (j.state == JobState::kQueued) wait += (end - j.queued_since).count();
+    c.waits_s.push_back(wait);
+    if (j.state == JobState::kDone) {
+      ++c.completed;
+    } else {
+      ++c.unfinished;
+    }
+  }
+  return out;
+}
+
+}  // namespace gpuscaler::sim

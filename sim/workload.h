@@ -1,0 +1,171 @@
+// The workload model: the jobs of a trace queue, are placed on the GPUs of
+// ready nodes, run for their duration and finish; an interruption loses the
+// work done since the job's last checkpoint and requeues it; a node removed by
+// the controller is drained gracefully (progress kept, the restart cost paid
+// again). It is the simulator's WorkSource: the controller sees its queue and
+// what runs on each node.
+//
+// Scheduling is first-fit in queue order (priority, then time queued, then
+// trace order) over ready nodes in the order they became ready, honouring the
+// job's constraints: GPU model and memory, CPU and memory, whole GPUs on one
+// node, fractional GPUs (gpu_milli) and MIG profiles sharing a GPU, zones,
+// instance types, capacity type (non-interruptible work never lands on spot)
+// and the pools its class may use. A node under an interruption notice takes
+// no new work. Queue wait is the total time a job spent queued (over all its
+// requeues; still-queued jobs count up to the end of the replay).
+//
+// Incremental: a pass only tries jobs that arrived since the last one unless
+// capacity was freed, and a shape that did not fit is not tried again in the
+// same pass. Deterministic. Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <queue>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gpuscaler/controller/work_source.h"
+#include "gpuscaler/model/catalog.h"
+#include "gpuscaler/policy/policy.h"
+#include "sim/sim_cloud.h"
+#include "sim/trace.h"
+
+namespace gpuscaler::sim {
+
+struct ClassStats {
+  std::vector<int64_t> waits_s;  // one per submitted job
+  int64_t completed = 0;
+  int64_t unfinished = 0;
+};
+
+struct WorkloadStats {
+  int64_t jobs_submitted = 0;
+  int64_t jobs_completed = 0;
+  int64_t jobs_running = 0;
+  int64_t jobs_queued = 0;
+  int64_t requeues = 0;
+  double busy_gpu_seconds = 0;  // GPUs held by running jobs × time
+  double lost_gpu_seconds = 0;  // work since the last checkpoint, lost to interruptions
+};
+
+class Workload final : public WorkSource, public SimCloudObserver {
+ public:
+  // `trace` and `catalog` must outlive the workload. Offsets are from `start`.
+  Workload(const Trace& trace, const Catalog& catalog, const Policy& policy, WallTime start);
+
+  // Next job arrival or finish, if any.
+  std::optional<WallTime> NextEventTime() const;
+  // Arrivals and finishes at or before `t`, in time order.
+  void RunEventsUntil(WallTime t);
+  // A scheduling pass at `now`.
+  void Schedule(WallTime now);
+
+  // WorkSource.
+  const std::vector<DemandUnit>& Pending() override;
+  uint64_t PendingVersion() const override { return pending_version_; }
+  const std::vector<DemandUnit>& RunningOn(const std::string& instance_id) override;
+  uint64_t RunningVersion(const std::string& instance_id) const override;
+  std::vector<SignalStatus> Signals() const override;
+  // The time Signals() reports as sampled (the replay's current time).
+  void SetSignalTime(WallTime t) { signal_time_ = t; }
+
+  // SimCloudObserver.
+  void OnReady(const Instance& instance, int gpu_count) override;
+  void OnNotice(const std::string& instance_id, WallTime deadline) override;
+  void OnGone(const std::string& instance_id, WallTime at, bool interrupted) override;
+
+  // Counts the GPU time of jobs still running up to `end` as busy (call once,
+  // at the end of the replay).
+  void CloseAccounting(WallTime end);
+  const WorkloadStats& stats() const { return stats_; }
+  // Per class; waits of still-queued jobs are counted up to `end`.
+  std::map<std::string, ClassStats> ClassResults(WallTime end) const;
+  int64_t queued() const { return static_cast<int64_t>(queue_.size()); }
+  int64_t running() const { return stats_.jobs_running; }
+  int ready_nodes() const { return static_cast<int>(nodes_.size()); }
+
+ private:
+  enum class JobState { kFuture, kQueued, kRunning, kDone };
+  struct Job {
+    JobState state = JobState::kFuture;
+    int64_t remaining_s = 0;  // work left
+    int64_t wait_s = 0;
+    WallTime queued_since{};
+    WallTime run_start{};
+    int64_t overhead_s = 0;   // restart cost paid by this run
+    bool started_before = false;
+    uint32_t generation = 0;
+    int node = -1;            // slot in nodes_
+    std::vector<int> gpus;    // GPU indices held
+    int milli = 0;            // per GPU held (1000 for whole GPUs)
+    int shape = 0;
+  };
+  struct SimNode {
+    std::string id;
+    std::string pool;
+    std::string zone;
+    std::string instance_type;
+    CapacityType capacity_type = CapacityType::kOnDemand;
+    const GpuModel* gpu = nullptr;
+    std::vector<int> free_milli;
+    int64_t free_cpu_milli = 0;
+    int64_t free_memory_mib = 0;
+    bool draining = false;
+    std::vector<size_t> jobs;
+    std::vector<DemandUnit> units;  // what runs, for the controller
+    uint64_t version = 0;
+    bool alive = true;
+  };
+  struct QueueKey {
+    int neg_priority;
+    int64_t queued_since;
+    size_t job;
+    bool operator<(const QueueKey& o) const {
+      if (neg_priority != o.neg_priority) return neg_priority < o.neg_priority;
+      if (queued_since != o.queued_since) return queued_since < o.queued_since;
+      return job < o.job;
+    }
+  };
+  struct Finish {
+    WallTime t;
+    size_t job;
+    uint32_t generation;
+    bool operator>(const Finish& o) const { return t != o.t ? t > o.t : job > o.job; }
+  };
+
+  void Enqueue(size_t job, WallTime now);
+  bool TryPlace(size_t job, int node_slot, WallTime now);
+  bool Fits(const DemandUnit& u, const SimNode& n, int* milli_per_gpu) const;
+  void Release(size_t job, WallTime now);
+  void Evict(size_t job, WallTime now, bool interrupted);
+  double JobGpus(const Job& j) const;
+  void Touch(SimNode& n) { n.version = ++version_counter_; }
+
+  const Trace& trace_;
+  const Catalog& catalog_;
+  WallTime start_;
+  std::vector<Job> jobs_;
+  size_t next_arrival_ = 0;
+  std::priority_queue<Finish, std::vector<Finish>, std::greater<Finish>> finishes_;
+  std::set<QueueKey> queue_;
+  std::vector<size_t> arrived_;  // since the last pass
+  bool capacity_freed_ = false;
+  std::vector<SimNode> nodes_;             // ready, in order (dead ones compacted away lazily)
+  std::unordered_map<std::string, int> node_slot_;
+  std::unordered_map<std::string, bool> noticed_before_ready_;
+  std::map<std::string, std::set<std::string>> class_pools_;  // empty set: any pool
+  std::vector<std::string> classes_;
+  std::vector<int> shape_of_;  // per trace job
+  int shape_count_ = 0;
+  std::vector<DemandUnit> pending_units_;
+  bool pending_dirty_ = true;
+  uint64_t pending_version_ = 1;
+  uint64_t version_counter_ = 1;
+  WallTime signal_time_{};
+  WorkloadStats stats_;
+};
+
+}  // namespace gpuscaler::sim
