@@ -6,14 +6,59 @@
 // simulator, `gpuscaler explain`, tests and benchmarks. It never fails: work
 // that cannot be placed is listed in Plan::unplaced with a reason.
 // Thread-safe: it touches nothing but its arguments.
+//
+// What it does, in order:
+//  1. Pending units with identical shapes are grouped; each group is placed
+//     on free capacity of existing (ready or launching) nodes first.
+//  2. The rest go on new nodes, chosen node by node by the lowest expected
+//     hourly cost (price + interruption risk of the work on spot) per unit of
+//     demand, where a unit's demand is valued at its cheapest possible cost
+//     per unit (a lower bound); identical nodes are opened in bulk. A local
+//     search then re-types, merges and empties new nodes while it saves.
+//     Several fill orders are tried on small inputs and the cheapest is kept.
+//  3. Hard constraints: GPU count/model/memory, fractional GPUs (milli) and
+//     MIG layouts, vCPU and memory, pool rules and pins, spot only for
+//     interruptible work, per-class spot share and zone spread, pool
+//     min/max nodes, unavailable offerings, spot price and interruption
+//     ceilings, nodes added per tick, and hard budget caps (lowest priority
+//     stays unplaced with reason budget). Soft caps are noted, not enforced.
+//  4. Consolidation within the disruption policy: empty nodes, nodes whose
+//     work fits elsewhere, and nodes replaceable by a cheaper one.
+// With no pools in the policy, one implicit pool "default" allows everything.
 #pragma once
 
+#include "gpuscaler/model/instance.h"
 #include "gpuscaler/model/plan.h"
 #include "gpuscaler/model/snapshot.h"
 #include "gpuscaler/policy/policy.h"
 
 namespace gpuscaler {
 
+struct PlannerOptions {
+  // Run the local search over new nodes after the constructive pass.
+  bool local_search = true;
+  // Inputs with at most this many pending units are solved with several
+  // fill orders, keeping the cheapest plan.
+  int multi_start_max_units = 2000;
+  // Run consolidation (also gated by policy.disruption.consolidation).
+  bool consolidation = true;
+};
+
 Plan MakePlan(const Snapshot& snapshot, const Policy& policy);
+Plan MakePlan(const Snapshot& snapshot, const Policy& policy, const PlannerOptions& options);
+
+// Hours of work a unit loses per interruption: the progress since its last
+// checkpoint (half the checkpoint interval, capped by half the runtime; half
+// the runtime without checkpoints) plus its restart cost.
+double LostHoursPerInterruption(const DemandUnit& unit);
+
+// The on-demand value per hour of `unit` on a node of `type` bought as
+// `offering`: its share of the node's on-demand price, by GPUs (by vCPU for
+// CPU-only work).
+double OnDemandValueUsdPerHour(const DemandUnit& unit, const Offering& offering, const InstanceType& type);
+
+// Expected hourly cost of interruptions for `unit` on one node of `offering`:
+// interruptions_per_hour × lost hours × on-demand value. 0 on on-demand.
+double ExpectedInterruptionUsdPerHour(const DemandUnit& unit, const Offering& offering, const InstanceType& type);
 
 }  // namespace gpuscaler
