@@ -253,6 +253,7 @@ class Planner {
   void BuildPools();
   void BuildOptions();
   void BuildClasses();
+  void SetAllowances(const std::vector<double>& totals);
   void BuildGroups();
   void BuildExisting();
   void BuildStaticReasons();
@@ -280,6 +281,8 @@ class Planner {
   int Unplaced(const State& st) const;
   State ScaleUp(const State& base);
   void MinNodes(State& st);
+  void MoveAllowance(int cls, double w, const Bin& from, const Bin& to, std::vector<double>& spot,
+                     std::vector<std::vector<double>>& zone) const;
   void Consolidate(State& st, Plan& plan, std::vector<TerminationAction>& terms);
   void Assemble(State& st, Plan& plan);
   std::string Describe(const Offering& o) const;
@@ -305,6 +308,7 @@ class Planner {
   std::vector<std::vector<double>> existing_zone_gpu_;  // class x zone
   std::vector<double> class_total_gpu_;
   std::vector<double> class_spot_gpu_;
+  std::vector<double> max_unit_;
   double global_budget_ = kInf;
   bool global_budget_hard_ = true;
   bool any_hard_budget_ = false;
@@ -446,22 +450,27 @@ void Planner::BuildClasses() {
       existing_zone_gpu_[c][z] += w;
     }
   }
-  std::vector<double> max_unit(nc, 0);
+  max_unit_.assign(nc, 0);
   for (const auto& u : snap_.pending) {
     const int c = class_index_.at(u.workload_class);
     class_total_gpu_[c] += GpuWeight(u);
-    max_unit[c] = std::max(max_unit[c], GpuWeight(u));
+    max_unit_[c] = std::max(max_unit_[c], GpuWeight(u));
   }
-  for (size_t c = 0; c < nc; ++c) {
+  SetAllowances(class_total_gpu_);
+}
+
+void Planner::SetAllowances(const std::vector<double>& totals) {
+  for (size_t c = 0; c < classes_.size(); ++c) {
     ClassInfo& ci = classes_[c];
     const double spot_share = ci.pol ? std::clamp(ci.pol->max_spot_share, 0.0, 1.0) : 1.0;
-    if (spot_share < 1.0 - kEps) ci.spot_allow = spot_share * class_total_gpu_[c] - class_spot_gpu_[c];
+    ci.spot_allow = spot_share < 1.0 - kEps ? spot_share * totals[c] - class_spot_gpu_[c] : kInf;
     double zone_share = ci.pol ? std::clamp(ci.pol->max_zone_share, 0.0, 1.0) : 1.0;
     const int min_zones = ci.pol ? ci.pol->min_zones : 1;
     if (min_zones > 1) zone_share = std::min(zone_share, 1.0 / min_zones);
     ci.zone_limited = zone_share < 1.0 - kEps;
+    ci.zone_allow.clear();
     if (ci.zone_limited) {
-      const double cap = std::max(zone_share * class_total_gpu_[c], max_unit[c]);
+      const double cap = std::max(zone_share * totals[c], max_unit_[c]);
       ci.zone_allow.resize(zone_names_.size());
       for (size_t z = 0; z < zone_names_.size(); ++z) ci.zone_allow[z] = cap - existing_zone_gpu_[c][z];
     }
@@ -717,7 +726,8 @@ void Planner::BuildStaticReasons() {
 }
 
 void Planner::BuildExisting() {
-  existing_.resize(snap_.nodes.size());
+  existing_.assign(snap_.nodes.size(), Bin{});
+  existing_order_.clear();
   for (size_t i = 0; i < snap_.nodes.size(); ++i) {
     const Node& n = snap_.nodes[i];
     Bin& b = existing_[i];
@@ -860,6 +870,8 @@ void Planner::Greedy(State& st, const std::vector<int>& rank) const {
     if (!og[o].empty()) active.push_back(int(o));
   }
   Bin scratch, best;
+  std::vector<double> used(classes_.size(), 0);  // allowance taken by the bin being evaluated
+  std::vector<int> touched;
   while (true) {
     int best_o = -1;
     double best_ratio = kInf;
@@ -872,11 +884,20 @@ void Planner::Greedy(State& st, const std::vector<int>& rank) const {
       if (MaxOpen(options_[o], st) < 1) continue;
       InitBin(scratch, o);
       double cost = scratch.price, value = 0;
+      for (int c : touched) used[c] = 0;
+      touched.clear();
       for (int g : og[o]) {
         if (st.rem[g] == 0) continue;
         const Group& grp = groups_[g];
-        const int t = Take(scratch, grp.shape, grp.mig_by_type[scratch.type], std::min(st.rem[g], Limit(grp, scratch, st)));
+        int lim = Limit(grp, scratch, st);
+        if (lim != kNoLimit && used[grp.cls] > 0)
+          lim = std::max(0, lim - int(std::ceil(used[grp.cls] / grp.gpu_w - 1e-7)));
+        const int t = Take(scratch, grp.shape, grp.mig_by_type[scratch.type], std::min(st.rem[g], lim));
         if (t <= 0) continue;
+        if (grp.gpu_w > 0) {
+          if (used[grp.cls] == 0) touched.push_back(grp.cls);
+          used[grp.cls] += t * grp.gpu_w;
+        }
         scratch.content.emplace_back(g, t);
         const double r = t * Risk(grp, scratch);
         scratch.risk += r;
@@ -1248,6 +1269,16 @@ std::string Planner::Describe(const Offering& o) const {
   return o.instance_type + " " + std::string(ToString(o.capacity_type)) + " " + o.zone;
 }
 
+void Planner::MoveAllowance(int cls, double w, const Bin& from, const Bin& to, std::vector<double>& spot,
+                            std::vector<std::vector<double>>& zone) const {
+  if (w <= 0) return;
+  if (spot[cls] < kInf && from.spot != to.spot) spot[cls] += from.spot ? w : -w;
+  if (classes_[cls].zone_limited && from.zone != to.zone) {
+    zone[cls][from.zone] += w;
+    zone[cls][to.zone] -= w;
+  }
+}
+
 void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>& terms) {
   const DisruptionPolicy& d = policy_.disruption;
   int removed = 0;
@@ -1351,6 +1382,8 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
     });
     // 1. Move everything onto other existing nodes.
     if (free_whole_total - std::max(0, src.free_whole) >= need_whole) {
+      std::vector<double> spot = st.spot_allow;
+      std::vector<std::vector<double>> zone = st.zone_allow;
       std::vector<std::pair<int, Bin>> undo;
       std::vector<std::pair<int, int>> dest;  // (running index, bin)
       double risk_new = 0;
@@ -1366,11 +1399,15 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
           if (b.removed) continue;
           if ((s.cpu > b.free_cpu) || (s.mem > b.free_mem) || (s.gpus > b.free_whole)) continue;
           if (s.gpus == 0 && (s.milli > 0 || s.mig) && b.free_whole == 0 && b.parts.empty()) continue;
+          const double w = GpuWeight(u);
+          if (w > 0 && b.spot && !src.spot && spot[cls] < w - kEps) continue;
+          if (w > 0 && classes_[cls].zone_limited && b.zone != src.zone && zone[cls][b.zone] < w - kEps) continue;
           int mig = -1;
           const Offering& off = snap_.nodes[bi].offering;
           if (!UnitAllowed(u, cls, b.pool, off, b.type, b.zone, &mig)) continue;
           Bin copy = b;
           if (Take(b, s, mig, 1) != 1) continue;
+          MoveAllowance(cls, w, src, b, spot, zone);
           undo.emplace_back(bi, std::move(copy));
           dest.emplace_back(k, bi);
           risk_new += ExpectedInterruptionUsdPerHour(u, off, snap_.instance_types[b.type]);
@@ -1384,6 +1421,8 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
       }
       const double saves = src.price + risk_old - risk_new - disruption;
       if (all && saves >= d.min_savings_usd_per_hour && saves / src.price >= d.min_savings_fraction) {
+        st.spot_allow = std::move(spot);
+        st.zone_allow = std::move(zone);
         t.kind = TerminationKind::kConsolidate;
         t.saves_usd_per_hour = saves;
         for (auto [k, bi] : dest) {
@@ -1421,8 +1460,18 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
       const Offering& off = snap_.offerings[op.offering];
       double risk_new = 0;
       bool all = true;
+      std::vector<double> spot = st.spot_allow;
+      std::vector<std::vector<double>> zone = st.zone_allow;
       for (int k : order) {
         const DemandUnit& u = n.running[k];
+        const int cls = class_index_.at(u.workload_class);
+        const double w = GpuWeight(u);
+        if ((w > 0 && nb.spot && !src.spot && spot[cls] < w - kEps) ||
+            (w > 0 && classes_[cls].zone_limited && nb.zone != src.zone && zone[cls][nb.zone] < w - kEps)) {
+          all = false;
+          break;
+        }
+        MoveAllowance(cls, w, src, nb, spot, zone);
         int mig = -1;
         if (!UnitAllowed(u, class_index_.at(u.workload_class), op.pool, off, op.type, op.zone, &mig) ||
             Take(nb, ShapeOf(u), mig, 1) != 1) {
@@ -1434,6 +1483,8 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
       if (!all) continue;
       const double saves = src.price + risk_old - op.price - risk_new - disruption;
       if (saves < d.min_savings_usd_per_hour || saves / src.price < d.min_savings_fraction) continue;
+      st.spot_allow = std::move(spot);
+      st.zone_allow = std::move(zone);
       nb.risk = risk_new;
       for (int k : order) nb.moved.emplace_back(c.node, k);
       t.kind = TerminationKind::kReplace;
@@ -1619,25 +1670,60 @@ Plan Planner::Run() {
   BuildStaticReasons();
   BuildExisting();
 
-  State base;
-  base.rem.resize(groups_.size());
-  for (size_t g = 0; g < groups_.size(); ++g) base.rem[g] = int(groups_[g].units.size());
-  base.spot_allow.resize(classes_.size());
-  base.zone_allow.resize(classes_.size());
-  for (size_t c = 0; c < classes_.size(); ++c) {
-    base.spot_allow[c] = classes_[c].spot_allow;
-    base.zone_allow[c] = classes_[c].zone_allow;
+  // Spot share and zone spread are shares of the class's GPUs after the
+  // plan. Allowances start from all pending demand; when some of it stays
+  // unplaced the shares are recomputed from what was placed, and planned again.
+  std::vector<double> totals = class_total_gpu_;
+  std::vector<char> short_class(classes_.size(), 0);
+  State st;
+  constexpr int kAttempts = 6;
+  for (int attempt = 0; attempt <= kAttempts; ++attempt) {
+    if (attempt > 0) BuildExisting();
+    if (attempt == kAttempts) {
+      // Not settled: classes still short get no new spot or cross-zone share beyond one unit.
+      for (size_t c = 0; c < classes_.size(); ++c)
+        if (short_class[c]) totals[c] = 0;
+    }
+    SetAllowances(totals);
+    State base;
+    base.rem.resize(groups_.size());
+    for (size_t g = 0; g < groups_.size(); ++g) base.rem[g] = int(groups_[g].units.size());
+    base.spot_allow.resize(classes_.size());
+    base.zone_allow.resize(classes_.size());
+    for (size_t c = 0; c < classes_.size(); ++c) {
+      base.spot_allow[c] = classes_[c].spot_allow;
+      base.zone_allow[c] = classes_[c].zone_allow;
+    }
+    base.pool_count.clear();
+    base.pool_cost.clear();
+    for (const auto& p : pools_) {
+      base.pool_count.push_back(p.count);
+      base.pool_cost.push_back(p.cost);
+    }
+    base.cost = base_cost_;
+    base.budget_cut.assign(groups_.size(), 0);
+    PlaceOnExisting(base);
+    for (size_t g = 0; g < groups_.size(); ++g)
+      if (groups_[g].has_static_reason) base.rem[g] = 0;  // nothing new can hold them; reported as unplaced
+    st = ScaleUp(base);
+    std::vector<double> placed(classes_.size(), 0);
+    for (size_t c = 0; c < classes_.size(); ++c) placed[c] = class_total_gpu_[c];
+    for (size_t g = 0; g < groups_.size(); ++g) placed[groups_[g].cls] -= groups_[g].gpu_w * groups_[g].units.size();
+    for (const Bin& b : existing_)
+      for (auto [g, t] : b.content) placed[groups_[g].cls] += groups_[g].gpu_w * t;
+    for (const Bin& b : st.bins)
+      for (auto [g, t] : b.content) placed[groups_[g].cls] += groups_[g].gpu_w * t * b.mult;
+    bool again = false;
+    for (size_t c = 0; c < classes_.size(); ++c) {
+      const bool limited = classes_[c].spot_allow < kInf || classes_[c].zone_limited;
+      short_class[c] = limited && placed[c] < totals[c] - 1e-7;
+      if (short_class[c]) {
+        again = true;
+        totals[c] = placed[c];
+      }
+    }
+    if (!again || attempt == kAttempts) break;
   }
-  for (const auto& p : pools_) {
-    base.pool_count.push_back(p.count);
-    base.pool_cost.push_back(p.cost);
-  }
-  base.cost = base_cost_;
-  base.budget_cut.assign(groups_.size(), 0);
-  PlaceOnExisting(base);
-  for (size_t g = 0; g < groups_.size(); ++g)
-    if (groups_[g].has_static_reason) base.rem[g] = 0;  // nothing can hold them; reported below
-  State st = ScaleUp(base);
   MinNodes(st);
   std::vector<TerminationAction> terms;
   if (opts_.consolidation && policy_.disruption.consolidation) Consolidate(st, plan, terms);

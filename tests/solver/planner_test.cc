@@ -1,0 +1,640 @@
+#include "gpuscaler/solver/planner.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <set>
+
+#include "solver/fixtures.h"
+#include "solver/plan_checker.h"
+
+namespace gpuscaler {
+namespace {
+
+using testing::BasePolicy;
+using testing::BaseSnapshot;
+using testing::CheckPlan;
+using testing::MakeNode;
+using testing::Unit;
+using testing::Units;
+
+int LaunchedNodes(const Plan& p) {
+  int n = 0;
+  for (const auto& l : p.launches) n += l.count;
+  return n;
+}
+
+std::map<UnplacedReason, int> ReasonCounts(const Plan& p) {
+  std::map<UnplacedReason, int> m;
+  for (const auto& u : p.unplaced) m[u.reason]++;
+  return m;
+}
+
+void ExpectValid(const Snapshot& s, const Policy& p, const Plan& plan) {
+  for (const auto& v : CheckPlan(s, p, plan)) ADD_FAILURE() << v;
+}
+
+TEST(Planner, PlacesPendingWorkOnExistingFreeCapacityFirst) {
+  Snapshot s = BaseSnapshot();
+  s.nodes.push_back(MakeNode(s, "n1", "g5.12xlarge", "us-east-1a", CapacityType::kOnDemand, {Unit("r1", 1)}));
+  s.pending = Units("p", 3, Unit("", 1));
+  const Plan plan = MakePlan(s, BasePolicy());
+  EXPECT_TRUE(plan.launches.empty());
+  ASSERT_EQ(plan.placements.size(), 3u);
+  for (const auto& pl : plan.placements) EXPECT_EQ(pl.node_id, "n1");
+  EXPECT_TRUE(plan.terminations.empty());
+  ExpectValid(s, BasePolicy(), plan);
+}
+
+struct ShapeCase {
+  std::string name;
+  std::vector<DemandUnit> units;
+  std::string want_type;  // every launch uses this type
+  int want_nodes;
+};
+
+DemandUnit WithModels(DemandUnit u, std::vector<std::string> models, int64_t min_mem = 0) {
+  u.gpu_models = std::move(models);
+  u.min_gpu_memory_mib = min_mem;
+  return u;
+}
+DemandUnit Milli(const std::string& id, int milli) {
+  DemandUnit u = Unit(id, 0, 1000, 2048);
+  u.gpu_milli = milli;
+  return u;
+}
+DemandUnit Mig(const std::string& id, const std::string& profile) {
+  DemandUnit u = Unit(id, 0, 1000, 4096, "training");
+  u.mig_profile = profile;
+  return u;
+}
+DemandUnit OnDemandOnly(DemandUnit u) {
+  u.interruptible = false;
+  return u;
+}
+
+TEST(Planner, ChoosesTheCheapestTypeThatHoldsEachShape) {
+  std::vector<ShapeCase> cases = {
+      {"a 4-GPU unit stays on one node", {OnDemandOnly(Unit("a", 4))}, "g6.12xlarge", 1},
+      {"GPU model by short name", {OnDemandOnly(WithModels(Unit("a", 1), {"a10g"}))}, "g5.xlarge", 1},
+      {"GPU model by canonical name", {OnDemandOnly(WithModels(Unit("a", 1), {"NVIDIA-A10G"}))}, "g5.xlarge", 1},
+      {"minimum GPU memory", {OnDemandOnly(WithModels(Unit("a", 1, 2000, 8192), {}, 40000))}, "p4de.24xlarge", 1},
+      {"vCPU beyond an xlarge", {OnDemandOnly(Unit("a", 1, 8000, 8192))}, "g6.12xlarge", 1},
+      {"four quarter GPUs share one GPU",
+       {OnDemandOnly(Milli("a", 250)), OnDemandOnly(Milli("b", 250)), OnDemandOnly(Milli("c", 250)), OnDemandOnly(Milli("d", 250))},
+       "g6.xlarge", 1},
+      {"seven 1g.10gb fill one A100 node",
+       {OnDemandOnly(Mig("a", "1g.10gb")), OnDemandOnly(Mig("b", "1g.10gb")), OnDemandOnly(Mig("c", "1g.10gb")),
+        OnDemandOnly(Mig("d", "1g.10gb")), OnDemandOnly(Mig("e", "1g.10gb")), OnDemandOnly(Mig("f", "1g.10gb")),
+        OnDemandOnly(Mig("g", "1g.10gb"))},
+       "p4de.24xlarge", 1},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    Snapshot s = BaseSnapshot();
+    s.pending = c.units;
+    const Plan plan = MakePlan(s, BasePolicy());
+    EXPECT_TRUE(plan.unplaced.empty()) << plan.summary;
+    EXPECT_EQ(LaunchedNodes(plan), c.want_nodes);
+    for (const auto& l : plan.launches) EXPECT_EQ(l.offering.instance_type, c.want_type);
+    ExpectValid(s, BasePolicy(), plan);
+  }
+}
+
+TEST(Planner, PacksMixedMigProfilesIntoOneValidGpuLayout) {
+  // 3g + 2g + 1g + 1g fit one A100 only with the 3g at slice 4.
+  Snapshot s = BaseSnapshot();
+  s.pending = {OnDemandOnly(Mig("a", "3g.40gb")), OnDemandOnly(Mig("b", "2g.20gb")), OnDemandOnly(Mig("c", "1g.10gb")),
+               OnDemandOnly(Mig("d", "1g.10gb"))};
+  const Plan plan = MakePlan(s, BasePolicy());
+  ASSERT_EQ(LaunchedNodes(plan), 1);
+  ExpectValid(s, BasePolicy(), plan);
+}
+
+TEST(Planner, FractionalUnitsNeverShareAGpuBeyondOneThousandMilli) {
+  Snapshot s = BaseSnapshot();
+  for (int i = 0; i < 3; ++i) s.pending.push_back(OnDemandOnly(Milli("f" + std::to_string(i), 600)));
+  const Plan plan = MakePlan(s, BasePolicy());
+  EXPECT_TRUE(plan.unplaced.empty());
+  int gpus = 0;
+  for (const auto& l : plan.launches)
+    for (const auto& t : s.instance_types)
+      if (t.name == l.offering.instance_type) gpus += t.gpu_count * l.count;
+  EXPECT_GE(gpus, 3);
+  ExpectValid(s, BasePolicy(), plan);
+}
+
+struct ReasonCase {
+  std::string name;
+  std::function<void(Snapshot&, Policy&)> setup;
+  UnplacedReason want;
+};
+
+TEST(Planner, ReportsWhyUnitsStayUnplaced) {
+  std::vector<ReasonCase> cases = {
+      {"MIG profile on a GPU without MIG",
+       [](Snapshot& s, Policy&) {
+         DemandUnit u = Mig("m", "1g.10gb");
+         u.gpu_models = {"a10g"};
+         s.pending = {u};
+       },
+       UnplacedReason::kNoOfferingFits},
+      {"more GPUs than any type has", [](Snapshot& s, Policy&) { s.pending = {Unit("u", 16)}; },
+       UnplacedReason::kNoOfferingFits},
+      {"class restricted to a pool that does not exist",
+       [](Snapshot& s, Policy& p) {
+         p.classes[0].pools = {"nowhere"};
+         s.pending = {Unit("u", 1)};
+       },
+       UnplacedReason::kNoPool},
+      {"every fitting offering unavailable",
+       [](Snapshot& s, Policy&) {
+         for (auto& o : s.offerings) o.available = false;
+         s.pending = {Unit("u", 1)};
+       },
+       UnplacedReason::kCapacityUnavailable},
+      {"spot pin above the spot price ceiling",
+       [](Snapshot& s, Policy& p) {
+         p.spot.max_price_fraction_of_on_demand = 0.3;
+         DemandUnit u = Unit("u", 1);
+         u.capacity_type = CapacityType::kSpot;
+         s.pending = {u};
+       },
+       UnplacedReason::kSpotPriceCeiling},
+      {"spot pin above the interruption ceiling",
+       [](Snapshot& s, Policy& p) {
+         p.spot.max_interruptions_per_hour = 0.01;
+         DemandUnit u = Unit("u", 1);
+         u.capacity_type = CapacityType::kSpot;
+         s.pending = {u};
+       },
+       UnplacedReason::kSpotPriceCeiling},
+      {"pool at max_nodes",
+       [](Snapshot& s, Policy& p) {
+         p.pools[0].max_nodes = 1;
+         s.nodes.push_back(MakeNode(s, "full", "g6.xlarge", "us-east-1a", CapacityType::kOnDemand, {Unit("r", 1)}));
+         s.pending = {Unit("u", 1)};
+       },
+       UnplacedReason::kPoolMax},
+      {"max nodes added per tick",
+       [](Snapshot& s, Policy& p) {
+         p.scaling.max_nodes_added_per_tick = 0;
+         s.pending = {Unit("u", 1)};
+       },
+       UnplacedReason::kMaxNodesPerTick},
+      {"hard budget",
+       [](Snapshot& s, Policy& p) {
+         p.budget.global.hourly_usd = 0.1;
+         s.pending = {Unit("u", 1)};
+       },
+       UnplacedReason::kBudget},
+      {"per-pool hard budget",
+       [](Snapshot& s, Policy& p) {
+         BudgetCap cap;
+         cap.hourly_usd = 0.1;
+         p.budget.per_pool["gpu"] = cap;
+         s.pending = {Unit("u", 1)};
+       },
+       UnplacedReason::kBudget},
+      {"spot-only unit with no spot share left",
+       [](Snapshot& s, Policy& p) {
+         p.classes[0].max_spot_share = 0;
+         DemandUnit u = Unit("u", 1);
+         u.capacity_type = CapacityType::kSpot;
+         s.pending = {u};
+       },
+       UnplacedReason::kSpotShare},
+      {"zone spread with one zone allowed",
+       [](Snapshot& s, Policy& p) {
+         p.classes[0].max_zone_share = 0.5;
+         p.pools[0].zones = {"us-east-1a"};
+         s.nodes.push_back(MakeNode(s, "n", "g6.xlarge", "us-east-1a", CapacityType::kOnDemand, {Unit("r", 1)}));
+         s.nodes.back().do_not_disrupt = true;
+         s.pending = Units("u", 3, Unit("", 1));
+       },
+       UnplacedReason::kZoneSpread},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    Snapshot s = BaseSnapshot();
+    Policy p = BasePolicy();
+    c.setup(s, p);
+    const Plan plan = MakePlan(s, p);
+    ASSERT_FALSE(plan.unplaced.empty()) << plan.summary;
+    EXPECT_EQ(ToString(plan.unplaced.back().reason), ToString(c.want)) << plan.unplaced.back().detail;
+    EXPECT_FALSE(plan.unplaced.back().detail.empty());
+    ExpectValid(s, p, plan);
+  }
+}
+
+TEST(Planner, NeverPutsNonInterruptibleWorkOnSpot) {
+  Snapshot s = BaseSnapshot();
+  s.pending = Units("u", 6, OnDemandOnly(Unit("", 1)));
+  Policy p = BasePolicy();
+  const Plan plan = MakePlan(s, p);
+  ASSERT_FALSE(plan.launches.empty());
+  for (const auto& l : plan.launches) EXPECT_EQ(l.offering.capacity_type, CapacityType::kOnDemand);
+  // The class flag is enough too.
+  s.pending = Units("u", 6, Unit("", 1));
+  p.classes[0].interruptible = false;
+  for (const auto& l : MakePlan(s, p).launches) EXPECT_EQ(l.offering.capacity_type, CapacityType::kOnDemand);
+}
+
+TEST(Planner, UsesSpotOnlyWhereCheaperInExpectation) {
+  Snapshot s = BaseSnapshot();
+  s.pending = Units("u", 4, Unit("", 1));
+  Plan plan = MakePlan(s, BasePolicy());
+  ASSERT_FALSE(plan.launches.empty());
+  EXPECT_EQ(plan.launches[0].offering.capacity_type, CapacityType::kSpot);
+  EXPECT_NE(plan.launches[0].reason.find("cheaper than on-demand after interruption risk"), std::string::npos)
+      << plan.launches[0].reason;
+  EXPECT_GT(plan.expected_interruption_usd_per_hour, 0);
+  // Frequent interruptions of long work without checkpoints: on-demand wins.
+  for (auto& o : s.offerings)
+    if (o.capacity_type == CapacityType::kSpot) o.interruptions_per_hour = 0.9;
+  for (auto& u : s.pending) {
+    u.checkpoint_interval = Seconds(0);
+    u.expected_runtime = Seconds(4 * 3600);
+  }
+  plan = MakePlan(s, BasePolicy());
+  ASSERT_FALSE(plan.launches.empty());
+  for (const auto& l : plan.launches) EXPECT_EQ(l.offering.capacity_type, CapacityType::kOnDemand) << l.reason;
+}
+
+TEST(Planner, SkipsSpotAboveThePriceCeilingForOnDemand) {
+  Snapshot s = BaseSnapshot();
+  s.pending = Units("u", 2, Unit("", 1));
+  Policy p = BasePolicy();
+  p.spot.max_price_fraction_of_on_demand = 0.35;  // spot is 40 % here
+  const Plan plan = MakePlan(s, p);
+  ASSERT_FALSE(plan.launches.empty());
+  for (const auto& l : plan.launches) {
+    EXPECT_EQ(l.offering.capacity_type, CapacityType::kOnDemand);
+    for (const auto& f : l.fallbacks) EXPECT_EQ(f.capacity_type, CapacityType::kOnDemand);
+  }
+}
+
+TEST(Planner, SkipsUnavailableOfferingsAndFallsBackToOthers) {
+  Snapshot s = BaseSnapshot();
+  for (auto& o : s.offerings)
+    if (o.zone == "us-east-1a") o.available = false;
+  s.pending = Units("u", 2, Unit("", 1));
+  const Plan plan = MakePlan(s, BasePolicy());
+  ASSERT_FALSE(plan.launches.empty());
+  for (const auto& l : plan.launches) {
+    EXPECT_EQ(l.offering.zone, "us-east-1b");
+    for (const auto& f : l.fallbacks) {
+      EXPECT_TRUE(f.available);
+      EXPECT_NE(f.Key(), l.offering.Key());
+    }
+    EXPECT_FALSE(l.fallbacks.empty());
+  }
+}
+
+TEST(Planner, KeepsHighPriorityDemandUnderAHardBudget) {
+  Snapshot s = BaseSnapshot();
+  DemandUnit hi = OnDemandOnly(Unit("", 1));
+  hi.priority = 10;
+  DemandUnit lo = OnDemandOnly(Unit("", 1));
+  lo.priority = 1;
+  for (auto& u : Units("lo", 3, lo)) s.pending.push_back(u);
+  for (auto& u : Units("hi", 2, hi)) s.pending.push_back(u);
+  Policy p = BasePolicy();
+  p.budget.global.hourly_usd = 2.0;  // two g6.xlarge at $0.805
+  const Plan plan = MakePlan(s, p);
+  EXPECT_LE(plan.cost_after_usd_per_hour, 2.0 + 1e-9);
+  std::set<std::string> placed;
+  for (const auto& pl : plan.placements) placed.insert(pl.unit_id);
+  EXPECT_TRUE(placed.count("hi0") && placed.count("hi1"));
+  ASSERT_EQ(plan.unplaced.size(), 3u);
+  for (const auto& u : plan.unplaced) {
+    EXPECT_EQ(u.unit_id.substr(0, 2), "lo");
+    EXPECT_EQ(u.reason, UnplacedReason::kBudget);
+  }
+  ExpectValid(s, p, plan);
+}
+
+TEST(Planner, PlansPastASoftBudgetWithANote) {
+  Snapshot s = BaseSnapshot();
+  s.pending = Units("u", 3, OnDemandOnly(Unit("", 1)));
+  Policy p = BasePolicy();
+  p.budget.global.hourly_usd = 1.0;
+  p.budget.global.hard = false;
+  const Plan plan = MakePlan(s, p);
+  EXPECT_TRUE(plan.unplaced.empty());
+  EXPECT_NE(plan.summary.find("soft budget"), std::string::npos) << plan.summary;
+}
+
+TEST(Planner, TurnsAMonthlyCapIntoAnHourlyAllowance) {
+  Snapshot s = BaseSnapshot();
+  s.pending = Units("u", 4, OnDemandOnly(Unit("", 1)));
+  s.month_to_date_usd = 900;
+  s.hours_left_in_month = 100;  // (1000 - 900) / 100 = $1/h
+  Policy p = BasePolicy();
+  p.budget.global.monthly_usd = 1000;
+  const Plan plan = MakePlan(s, p);
+  EXPECT_LE(plan.cost_after_usd_per_hour, 1.0 + 1e-9);
+  EXPECT_EQ(ReasonCounts(plan)[UnplacedReason::kBudget], 3);
+}
+
+TEST(Planner, CapsTheSpotShareOfAClass) {
+  Snapshot s = BaseSnapshot();
+  s.pending = Units("u", 8, Unit("", 1));
+  Policy p = BasePolicy();
+  p.classes[0].max_spot_share = 0.5;
+  const Plan plan = MakePlan(s, p);
+  EXPECT_TRUE(plan.unplaced.empty());
+  double spot = 0, total = 0;
+  for (const auto& l : plan.launches) {
+    total += double(l.unit_ids.size());
+    if (l.offering.capacity_type == CapacityType::kSpot) spot += double(l.unit_ids.size());
+  }
+  EXPECT_EQ(total, 8);
+  EXPECT_LE(spot, 4);
+  EXPECT_GT(spot, 0);
+  ExpectValid(s, p, plan);
+}
+
+TEST(Planner, SpreadsAClassAcrossZones) {
+  struct Case {
+    std::string name;
+    double max_zone_share;
+    int min_zones;
+  };
+  for (const Case& c : std::vector<Case>{{"min_zones 2", 1.0, 2}, {"max_zone_share 0.5", 0.5, 1}}) {
+    SCOPED_TRACE(c.name);
+    Snapshot s = BaseSnapshot();
+    s.pending = Units("u", 8, Unit("", 1));
+    Policy p = BasePolicy();
+    p.classes[0].max_zone_share = c.max_zone_share;
+    p.classes[0].min_zones = c.min_zones;
+    const Plan plan = MakePlan(s, p);
+    EXPECT_TRUE(plan.unplaced.empty());
+    std::map<std::string, int> per_zone;
+    for (const auto& l : plan.launches) per_zone[l.offering.zone] += int(l.unit_ids.size());
+    EXPECT_EQ(per_zone.size(), 2u);
+    for (const auto& [z, n] : per_zone) EXPECT_LE(n, 4) << z;
+  }
+}
+
+TEST(Planner, HonoursPoolsAndPins) {
+  Snapshot s = BaseSnapshot();
+  Policy p = BasePolicy();
+  NodePoolPolicy a100;
+  a100.name = "a100";
+  a100.gpu_models = {"a100-80gb"};
+  a100.capacity_types = {CapacityType::kOnDemand};
+  p.pools.push_back(a100);
+  p.classes[1].pools = {"a100"};  // training
+  DemandUnit t = Unit("t", 1, 2000, 8192, "training");
+  DemandUnit z = Unit("z", 1);
+  z.zones = {"us-east-1b"};
+  DemandUnit ty = Unit("ty", 1);
+  ty.instance_types = {"g5.xlarge"};
+  DemandUnit od = Unit("od", 1);
+  od.capacity_type = CapacityType::kOnDemand;
+  DemandUnit pinned = Unit("pinned", 1);
+  pinned.pool = "a100";
+  s.pending = {t, z, ty, od, pinned};
+  const Plan plan = MakePlan(s, p);
+  EXPECT_TRUE(plan.unplaced.empty()) << plan.summary;
+  std::map<std::string, const LaunchAction*> by_unit;
+  for (const auto& l : plan.launches)
+    for (const auto& id : l.unit_ids) by_unit[id] = &l;
+  ASSERT_EQ(by_unit.size(), 5u);
+  EXPECT_EQ(by_unit["t"]->pool, "a100");
+  EXPECT_EQ(by_unit["t"]->offering.capacity_type, CapacityType::kOnDemand);
+  EXPECT_EQ(by_unit["pinned"]->pool, "a100");
+  EXPECT_EQ(by_unit["z"]->offering.zone, "us-east-1b");
+  EXPECT_EQ(by_unit["ty"]->offering.instance_type, "g5.xlarge");
+  EXPECT_EQ(by_unit["od"]->offering.capacity_type, CapacityType::kOnDemand);
+  ExpectValid(s, p, plan);
+}
+
+TEST(Planner, LaunchesToReachPoolMinNodes) {
+  Snapshot s = BaseSnapshot();
+  Policy p = BasePolicy();
+  p.pools[0].min_nodes = 2;
+  const Plan plan = MakePlan(s, p);
+  EXPECT_EQ(LaunchedNodes(plan), 2);
+  EXPECT_TRUE(plan.terminations.empty());
+}
+
+TEST(Planner, StopsAtMaxNodesAddedPerTick) {
+  Snapshot s = BaseSnapshot();
+  s.pending = Units("u", 5, OnDemandOnly(Unit("", 4, 40000, 100000)));
+  Policy p = BasePolicy();
+  p.scaling.max_nodes_added_per_tick = 2;
+  const Plan plan = MakePlan(s, p);
+  EXPECT_EQ(LaunchedNodes(plan), 2);
+  EXPECT_EQ(ReasonCounts(plan)[UnplacedReason::kMaxNodesPerTick], 3);
+  ExpectValid(s, p, plan);
+}
+
+TEST(Planner, CountsExistingNodesTowardPoolMax) {
+  Snapshot s = BaseSnapshot();
+  Policy p = BasePolicy();
+  p.pools[0].max_nodes = 3;
+  for (int i = 0; i < 2; ++i)
+    s.nodes.push_back(MakeNode(s, "n" + std::to_string(i), "g6.xlarge", "us-east-1a", CapacityType::kOnDemand, {Unit("r" + std::to_string(i), 1)}));
+  s.nodes.back().state = NodeState::kLaunching;
+  s.pending = Units("u", 3, OnDemandOnly(Unit("", 4, 40000, 100000)));
+  const Plan plan = MakePlan(s, p);
+  EXPECT_EQ(LaunchedNodes(plan), 1);
+  EXPECT_EQ(ReasonCounts(plan)[UnplacedReason::kPoolMax], 2);
+}
+
+// --- consolidation ---
+
+Snapshot ConsolidationSnapshot() {
+  Snapshot s = BaseSnapshot();
+  // A half-used 4-GPU node, and a 1-GPU node whose unit fits on it.
+  s.nodes.push_back(MakeNode(s, "big", "g5.12xlarge", "us-east-1a", CapacityType::kOnDemand, {Unit("b1", 1), Unit("b2", 1)}));
+  s.nodes.push_back(MakeNode(s, "small", "g5.xlarge", "us-east-1a", CapacityType::kOnDemand, {Unit("s1", 1)}));
+  s.nodes.push_back(MakeNode(s, "empty", "g5.xlarge", "us-east-1b", CapacityType::kOnDemand));
+  return s;
+}
+
+TEST(Planner, TerminatesEmptyNodesAndConsolidatesWorkThatFitsElsewhere) {
+  Snapshot s = ConsolidationSnapshot();
+  Policy p = BasePolicy();
+  const Plan plan = MakePlan(s, p);
+  std::map<std::string, TerminationKind> kinds;
+  for (const auto& t : plan.terminations) kinds[t.node_id] = t.kind;
+  EXPECT_EQ(kinds.count("empty"), 1u);
+  EXPECT_EQ(kinds["empty"], TerminationKind::kEmpty);
+  ASSERT_EQ(kinds.count("small"), 1u);
+  EXPECT_EQ(kinds["small"], TerminationKind::kConsolidate);
+  EXPECT_EQ(kinds.count("big"), 0u);
+  bool moved = false;
+  for (const auto& pl : plan.placements) moved = moved || (pl.unit_id == "s1" && pl.node_id == "big");
+  EXPECT_TRUE(moved);
+  EXPECT_LT(plan.cost_after_usd_per_hour, plan.cost_before_usd_per_hour);
+  ExpectValid(s, p, plan);
+}
+
+struct KeepCase {
+  std::string name;
+  std::function<void(Snapshot&, Policy&)> setup;
+};
+
+TEST(Planner, KeepsNodesThatMustNotBeDisrupted) {
+  std::vector<KeepCase> cases = {
+      {"do_not_disrupt flag", [](Snapshot& s, Policy&) { for (auto& n : s.nodes) n.do_not_disrupt = true; }},
+      {"do-not-disrupt label",
+       [](Snapshot& s, Policy&) { for (auto& n : s.nodes) n.labels["gpuscaler.io/do-not-disrupt"] = "true"; }},
+      {"younger than min_node_age", [](Snapshot& s, Policy&) { for (auto& n : s.nodes) n.launch_time = s.time - Seconds(60); }},
+      {"class with stale signals", [](Snapshot& s, Policy&) { s.scale_down_blocked_classes = {"inference"}; }},
+      {"disruption budget used up", [](Snapshot& s, Policy& p) {
+         p.disruption.max_disrupted_per_interval = 2;
+         s.recently_disrupted["gpu"] = 2;
+       }},
+      {"consolidation off", [](Snapshot&, Policy& p) { p.disruption.consolidation = false; }},
+      {"no removals per tick", [](Snapshot&, Policy& p) { p.scaling.max_nodes_removed_per_tick = 0; }},
+      {"pool at min_nodes", [](Snapshot&, Policy& p) { p.pools[0].min_nodes = 3; }},
+      {"node still launching", [](Snapshot& s, Policy&) { for (auto& n : s.nodes) n.state = NodeState::kLaunching; }},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    Snapshot s = ConsolidationSnapshot();
+    Policy p = BasePolicy();
+    c.setup(s, p);
+    const Plan plan = MakePlan(s, p);
+    EXPECT_TRUE(plan.terminations.empty()) << plan.terminations[0].node_id;
+  }
+}
+
+TEST(Planner, LimitsRemovalsToTheTickAndDisruptionBudgets) {
+  Snapshot s = BaseSnapshot();
+  for (int i = 0; i < 6; ++i) s.nodes.push_back(MakeNode(s, "e" + std::to_string(i), "g5.xlarge", "us-east-1a", CapacityType::kOnDemand));
+  Policy p = BasePolicy();
+  p.scaling.max_nodes_removed_per_tick = 4;
+  p.disruption.max_disrupted_per_interval = 3;
+  s.recently_disrupted["gpu"] = 1;
+  EXPECT_EQ(MakePlan(s, p).terminations.size(), 2u);
+  s.recently_disrupted.clear();
+  EXPECT_EQ(MakePlan(s, p).terminations.size(), 3u);
+  p.disruption.max_disrupted_per_interval = 10;
+  EXPECT_EQ(MakePlan(s, p).terminations.size(), 4u);
+}
+
+TEST(Planner, ReplacesANodeWithACheaperOne) {
+  Snapshot s = BaseSnapshot();
+  // One small unit on a big on-demand node: a g6.xlarge holds it for far less.
+  s.nodes.push_back(MakeNode(s, "big", "g5.48xlarge", "us-east-1a", CapacityType::kOnDemand, {OnDemandOnly(Unit("w", 1))}));
+  Policy p = BasePolicy();
+  const Plan plan = MakePlan(s, p);
+  ASSERT_EQ(plan.terminations.size(), 1u);
+  EXPECT_EQ(plan.terminations[0].kind, TerminationKind::kReplace);
+  ASSERT_EQ(plan.launches.size(), 1u);
+  EXPECT_EQ(plan.launches[0].offering.instance_type, "g6.xlarge");
+  EXPECT_GT(plan.terminations[0].saves_usd_per_hour, p.disruption.min_savings_usd_per_hour);
+  ExpectValid(s, p, plan);
+  // Below the savings threshold nothing moves.
+  p.disruption.min_savings_usd_per_hour = 100;
+  EXPECT_TRUE(MakePlan(s, p).terminations.empty());
+}
+
+TEST(Planner, ReplacesAGpuNodeThatOnlyHoldsCpuWork) {
+  Snapshot s = BaseSnapshot();
+  s.nodes.push_back(MakeNode(s, "gpu", "g5.12xlarge", "us-east-1a", CapacityType::kOnDemand, {Unit("cpu-only", 0, 2000, 4096)}));
+  Policy p = BasePolicy();
+  p.pools[0].families = {"g5", "g6", "p4de", "m5"};
+  const Plan plan = MakePlan(s, p);
+  ASSERT_EQ(plan.terminations.size(), 1u);
+  ASSERT_EQ(plan.launches.size(), 1u);
+  EXPECT_EQ(plan.launches[0].offering.instance_type, "m5.xlarge");
+  ExpectValid(s, p, plan);
+}
+
+// --- determinism and properties ---
+
+Snapshot RandomSnapshot(uint32_t seed, Policy* policy) {
+  std::mt19937 rng(seed);
+  auto pick = [&](int n) { return int(rng() % uint32_t(n)); };
+  Snapshot s = BaseSnapshot();
+  for (auto& o : s.offerings) {
+    if (pick(10) == 0) o.available = false;
+    if (o.capacity_type == CapacityType::kSpot) {
+      o.usd_per_hour = o.on_demand_usd_per_hour * (0.3 + 0.5 * pick(100) / 100.0);
+      o.interruptions_per_hour = 0.01 * pick(30);
+    }
+  }
+  *policy = BasePolicy();
+  policy->classes[0].max_spot_share = pick(3) == 0 ? 0.5 : 1.0;
+  policy->classes[1].max_zone_share = pick(3) == 0 ? 0.6 : 1.0;
+  policy->pools[0].max_nodes = 5 + pick(30);
+  policy->scaling.max_nodes_added_per_tick = 3 + pick(20);
+  if (pick(3) == 0) policy->budget.global.hourly_usd = 5.0 + pick(60);
+  const int nodes = pick(6);
+  for (int i = 0; i < nodes; ++i) {
+    const auto& o = s.offerings[pick(int(s.offerings.size()))];
+    if (o.instance_type == "m5.xlarge") continue;
+    Node n = MakeNode(s, "n" + std::to_string(i), o.instance_type, o.zone, o.capacity_type);
+    if (pick(2)) n.running.push_back(Unit("r" + std::to_string(i), 1));
+    s.nodes.push_back(n);
+  }
+  const int units = 1 + pick(40);
+  for (int i = 0; i < units; ++i) {
+    DemandUnit u;
+    switch (pick(5)) {
+      case 0: u = Unit("", 1 + pick(4), 1000 * (1 + pick(8)), 1024 * (2 + pick(30))); break;
+      case 1: u = Milli("", 100 * (1 + pick(9))); break;
+      case 2: u = Mig("", pick(2) ? "1g.10gb" : "3g.40gb"); break;
+      case 3: u = Unit("", 0, 1000 * (1 + pick(3)), 2048); break;
+      default: u = Unit("", 8, 90000, 500000, "training"); break;
+    }
+    u.id = "u" + std::to_string(i);
+    u.priority = pick(3);
+    u.interruptible = pick(4) != 0;
+    if (pick(8) == 0) u.zones = {"us-east-1b"};
+    if (pick(5) == 0) u.workload_class = "training";
+    s.pending.push_back(u);
+  }
+  return s;
+}
+
+TEST(Planner, GivesTheSamePlanForTheSameInput) {
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Policy p;
+    const Snapshot s = RandomSnapshot(seed, &p);
+    const std::string a = testing::CanonicalPlan(MakePlan(s, p));
+    const Snapshot copy = s;
+    const Policy pcopy = p;
+    EXPECT_EQ(a, testing::CanonicalPlan(MakePlan(copy, pcopy)));
+  }
+}
+
+TEST(Planner, RandomInstancesGiveValidPlans) {
+  for (uint32_t seed = 1; seed <= 300; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Policy p;
+    const Snapshot s = RandomSnapshot(seed, &p);
+    const Plan plan = MakePlan(s, p);
+    for (const auto& v : CheckPlan(s, p, plan)) ADD_FAILURE() << v << "\n" << plan.summary;
+    // Reported interruption cost equals the sum over launches plus existing work.
+    double launches = 0;
+    for (const auto& l : plan.launches) launches += l.expected_interruption_usd_per_hour;
+    EXPECT_LE(launches, plan.expected_interruption_usd_per_hour + 1e-9);
+  }
+}
+
+TEST(Planner, ExpectedInterruptionCostFollowsTheRiskModel) {
+  const Snapshot s = BaseSnapshot();
+  const InstanceType& t = s.instance_types[1];  // g5.12xlarge, 4 GPUs
+  const Offering& spot = testing::FindOffering(s, t.name, "us-east-1a", CapacityType::kSpot);
+  DemandUnit u = Unit("u", 2);
+  u.expected_runtime = Seconds(3600);
+  u.checkpoint_interval = Seconds(1800);
+  u.restart_cost = Seconds(360);
+  // lost = min(0.5, 1)/2 + 0.1 = 0.35 h; value = 5.672 * 2/4.
+  EXPECT_NEAR(ExpectedInterruptionUsdPerHour(u, spot, t), 0.05 * 0.35 * 5.672 / 2, 1e-9);
+  u.checkpoint_interval = Seconds(0);  // all progress lost: runtime/2
+  EXPECT_NEAR(LostHoursPerInterruption(u), 0.5 + 0.1, 1e-9);
+  EXPECT_EQ(ExpectedInterruptionUsdPerHour(u, testing::FindOffering(s, t.name, "us-east-1a", CapacityType::kOnDemand), t), 0);
+}
+
+}  // namespace
+}  // namespace gpuscaler
