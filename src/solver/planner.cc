@@ -254,6 +254,7 @@ class Planner {
   void BuildOptions();
   void BuildClasses();
   void SetAllowances(const std::vector<double>& totals);
+  void GroupUnits();
   void BuildGroups();
   void BuildExisting();
   void BuildStaticReasons();
@@ -431,7 +432,7 @@ void Planner::BuildClasses() {
     }
     return it->second;
   };
-  for (const auto& u : snap_.pending) add(u.workload_class);
+  for (const Group& g : groups_) add(g.rep->workload_class);
   for (const auto& n : snap_.nodes)
     for (const auto& u : n.running) add(u.workload_class);
   for (const auto& b : snap_.scale_down_blocked_classes) classes_[add(b)].blocked = true;
@@ -451,10 +452,10 @@ void Planner::BuildClasses() {
     }
   }
   max_unit_.assign(nc, 0);
-  for (const auto& u : snap_.pending) {
-    const int c = class_index_.at(u.workload_class);
-    class_total_gpu_[c] += GpuWeight(u);
-    max_unit_[c] = std::max(max_unit_[c], GpuWeight(u));
+  for (const Group& g : groups_) {
+    const int c = class_index_.at(g.rep->workload_class);
+    class_total_gpu_[c] += GpuWeight(*g.rep) * double(g.units.size());
+    max_unit_[c] = std::max(max_unit_[c], GpuWeight(*g.rep));
   }
   SetAllowances(class_total_gpu_);
 }
@@ -582,7 +583,7 @@ double Planner::Risk(const Group& g, const Bin& b) const {
   return b.ih * g.loss_h * b.od_price * ShareOfNode(g.gpu_w, g.shape.cpu, snap_.instance_types[b.type]);
 }
 
-void Planner::BuildGroups() {
+void Planner::GroupUnits() {
   const auto& pend = snap_.pending;
   unit_group_.assign(pend.size(), -1);
   auto hash_of = [](const DemandUnit& u) {
@@ -632,6 +633,9 @@ void Planner::BuildGroups() {
     groups_[found].units.push_back(int(i));
     unit_group_[i] = found;
   }
+}
+
+void Planner::BuildGroups() {
   const size_t nt = snap_.instance_types.size();
   opt_groups_.assign(options_.size(), {});
   for (size_t gi = 0; gi < groups_.size(); ++gi) {
@@ -868,6 +872,50 @@ void Planner::Greedy(State& st, const std::vector<int>& rank) const {
     og[o] = opt_groups_[o];
     std::stable_sort(og[o].begin(), og[o].end(), [&](int a, int b) { return rank[a] < rank[b]; });
     if (!og[o].empty()) active.push_back(int(o));
+  }
+  // An option never wins when another of the same pool, type and capacity
+  // type, open to exactly the same groups, is no dearer and no riskier: drop
+  // those up front (zone-spread classes excepted, their zones matter).
+  {
+    std::vector<int> sorted = active;
+    std::stable_sort(sorted.begin(), sorted.end(), [&](int a, int b) {
+      const Option& x = options_[a];
+      const Option& y = options_[b];
+      if (x.pool != y.pool) return x.pool < y.pool;
+      if (x.type != y.type) return x.type < y.type;
+      return x.spot < y.spot;
+    });
+    std::vector<char> dominated(options_.size(), 0);
+    auto zone_limited = [&](int o) {
+      for (int g : og[o])
+        if (classes_[groups_[g].cls].zone_limited) return true;
+      return false;
+    };
+    for (size_t i = 0; i < sorted.size();) {
+      size_t j = i;
+      const Option& head = options_[sorted[i]];
+      while (j < sorted.size() && options_[sorted[j]].pool == head.pool && options_[sorted[j]].type == head.type &&
+             options_[sorted[j]].spot == head.spot)
+        ++j;
+      for (size_t a = i; a < j; ++a) {
+        const int oa = sorted[a];
+        if (zone_limited(oa)) continue;
+        const Option& x = options_[oa];
+        for (size_t b = i; b < j && !dominated[oa]; ++b) {
+          const int ob = sorted[b];
+          if (ob == oa || dominated[ob]) continue;
+          const Option& y = options_[ob];
+          const bool no_worse = y.price <= x.price && y.ih * y.od <= x.ih * x.od;
+          const bool better = y.price < x.price || y.ih * y.od < x.ih * x.od || ob < oa;
+          if (no_worse && better && og[ob] == og[oa]) dominated[oa] = 1;
+        }
+      }
+      i = j;
+    }
+    size_t kept = 0;
+    for (int o : active)
+      if (!dominated[o]) active[kept++] = o;
+    active.resize(kept);
   }
   Bin scratch, best;
   std::vector<double> used(classes_.size(), 0);  // allowance taken by the bin being evaluated
@@ -1508,23 +1556,17 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
 
 void Planner::Assemble(State& st, Plan& plan) {
   std::vector<size_t> cursor(groups_.size(), 0);
-  auto take_units = [&](int g, int count, std::vector<std::string>* ids, const std::function<void(const std::string&)>& put) {
-    for (int i = 0; i < count; ++i) {
-      const DemandUnit& u = snap_.pending[groups_[g].units[cursor[g]++]];
-      put(u.id);
-      if (ids) ids->push_back(u.id);
-    }
-  };
   std::vector<Placement> placements;
+  placements.reserve(snap_.pending.size() + plan.placements.size());
+  auto next_unit = [&](int g) -> const std::string& { return snap_.pending[groups_[g].units[cursor[g]++]].id; };
   for (int bi : existing_order_) {
     const Bin& b = existing_[bi];
     for (auto [g, t] : b.content)
-      take_units(g, t, nullptr, [&](const std::string& id) {
-        Placement p;
-        p.unit_id = id;
+      for (int i = 0; i < t; ++i) {
+        Placement& p = placements.emplace_back();
+        p.unit_id = next_unit(g);
         p.node_id = snap_.nodes[bi].id;
-        placements.push_back(std::move(p));
-      });
+      }
   }
   // New nodes: one launch per (pool, offering), in the order first chosen.
   std::map<std::pair<int, int>, int> launch_of;
@@ -1545,28 +1587,26 @@ void Planner::Assemble(State& st, Plan& plan) {
     for (int m = 0; m < b.mult; ++m) {
       const int ordinal = l.count++;
       for (auto [g, t] : b.content)
-        take_units(g, t, &l.unit_ids, [&](const std::string& id) {
-          Placement p;
-          p.unit_id = id;
+        for (int i = 0; i < t; ++i) {
+          Placement& p = placements.emplace_back();
+          p.unit_id = next_unit(g);
           p.launch_index = li;
           p.launch_ordinal = ordinal;
-          placements.push_back(std::move(p));
-        });
+          l.unit_ids.push_back(p.unit_id);
+        }
       for (auto [node, k] : b.moved) {
-        const std::string& id = snap_.nodes[node].running[k].id;
-        Placement p;
-        p.unit_id = id;
+        Placement& p = placements.emplace_back();
+        p.unit_id = snap_.nodes[node].running[k].id;
         p.launch_index = li;
         p.launch_ordinal = ordinal;
-        placements.push_back(std::move(p));
-        l.unit_ids.push_back(id);
+        l.unit_ids.push_back(p.unit_id);
       }
     }
     l.usd_per_hour += b.price * b.mult;
     l.expected_interruption_usd_per_hour += b.risk * b.mult;
   }
   // Moved-unit placements from consolidation onto existing nodes come after.
-  placements.insert(placements.end(), plan.placements.begin(), plan.placements.end());
+  for (auto& p : plan.placements) placements.push_back(std::move(p));
   plan.placements = std::move(placements);
 
   // Reasons and fallbacks.
@@ -1665,6 +1705,7 @@ Plan Planner::Run() {
   BuildIndex();
   BuildPools();
   BuildOptions();
+  GroupUnits();
   BuildClasses();
   BuildGroups();
   BuildStaticReasons();

@@ -39,7 +39,7 @@ struct PlannerOptions {
   bool local_search = true;
   // Inputs with at most this many pending units are solved with several
   // fill orders, keeping the cheapest plan.
-  int multi_start_max_units = 2000;
+  int multi_start_max_units = 500;
   // Run consolidation (also gated by policy.disruption.consolidation).
   bool consolidation = true;
 };
