@@ -48,9 +48,15 @@ RunResult RunScenario(const Scenario& s, const RunSpec& spec, const RunOptions& 
   SimCloudConfig cloud_config = s.cloud;
   cloud_config.id_prefix = IdPrefix(spec.name);
   SimCloud cloud(clock, s.catalog, s.catalog.Offerings(s.regions), s.market, cloud_config);
-  Workload work(s.trace, s.catalog, spec.policy, s.start);
-  cloud.SetObserver(&work);
   ControllerOptions copt;
+  copt.max_pending_units = 2000;
+  // Readiness only moves a node from launching to ready (both take work in
+  // the plan) and interrupted nodes leave at their deadline, so the sim reads
+  // the instance list every 5 minutes rather than every tick.
+  copt.reconcile_interval = Seconds(300);
+  copt.idle_replan_interval = std::max(Seconds(60), spec.policy.scaling.scale_down_stabilization);
+  Workload work(s.trace, s.catalog, spec.policy, s.start, copt.max_pending_units);
+  cloud.SetObserver(&work);
   copt.source = "sim:" + spec.name;
   copt.regions = s.regions;
   Controller controller(clock, cloud, options.store, work, s.catalog, spec.policy, copt,

@@ -135,7 +135,7 @@ Result<LaunchResult> SimCloud::Launch(const LaunchRequest& request) {
     for (int k = 0; k < take; ++k) {
       const size_t index = instances_.size();
       char id[40];
-      std::snprintf(id, sizeof(id), "%017zx", index + 1);
+      std::snprintf(id, sizeof(id), "%011zx", index + 1);
       SimInstance s;
       s.info.instance_id = config_.id_prefix + id;
       s.info.pool = request.pool;

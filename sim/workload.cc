@@ -23,8 +23,9 @@ bool Contains(const std::vector<std::string>& v, const std::string& s) {
 
 }  // namespace
 
-Workload::Workload(const Trace& trace, const Catalog& catalog, const Policy& policy, WallTime start)
-    : trace_(trace), catalog_(catalog), start_(start), signal_time_(start) {
+Workload::Workload(const Trace& trace, const Catalog& catalog, const Policy& policy, WallTime start,
+                   size_t max_pending)
+    : trace_(trace), catalog_(catalog), start_(start), max_pending_(max_pending), signal_time_(start) {
   jobs_.resize(trace_.jobs.size());
   shape_of_.resize(trace_.jobs.size());
   std::unordered_map<std::string, int> shapes;
@@ -95,8 +96,7 @@ double Workload::JobGpus(const Job& j) const {
   return static_cast<double>(j.gpus.size()) * j.milli / 1000.0;
 }
 
-bool Workload::Fits(const DemandUnit& u, const SimNode& n, int* milli_per_gpu) const {
-  if (n.draining || !n.alive) return false;
+bool Workload::StaticFit(const DemandUnit& u, const SimNode& n) const {
   if (u.capacity_type && *u.capacity_type != n.capacity_type) return false;
   if (!u.interruptible && n.capacity_type == CapacityType::kSpot) return false;
   if (!u.pool.empty() && u.pool != n.pool) return false;
@@ -104,17 +104,29 @@ bool Workload::Fits(const DemandUnit& u, const SimNode& n, int* milli_per_gpu) c
   if (cp != class_pools_.end() && !cp->second.empty() && cp->second.count(n.pool) == 0) return false;
   if (!u.zones.empty() && !Contains(u.zones, n.zone)) return false;
   if (!u.instance_types.empty() && !Contains(u.instance_types, n.instance_type)) return false;
+  const bool wants_gpu = u.gpus > 0 || u.gpu_milli > 0 || !u.mig_profile.empty();
+  if (!wants_gpu) return true;
+  if (n.gpu == nullptr) return false;
+  if (!u.gpu_models.empty() && !Contains(u.gpu_models, n.gpu->name) && !Contains(u.gpu_models, n.gpu->short_name)) {
+    return false;
+  }
+  if (u.min_gpu_memory_mib > n.gpu->memory_mib) return false;
+  if (u.gpus > static_cast<int>(n.free_milli.size())) return false;
+  if (u.gpus == 0 && u.gpu_milli == 0 && n.gpu->FindMigProfile(u.mig_profile) == nullptr) return false;
+  return true;
+}
+
+bool Workload::Fits(const DemandUnit& u, SimNode& n, int shape, int* milli_per_gpu) const {
+  if (n.draining || !n.alive) return false;
+  int8_t& known = n.static_fit[static_cast<size_t>(shape)];
+  if (known < 0) known = StaticFit(u, n) ? 1 : 0;
+  if (known == 0) return false;
   if (u.cpu_milli > n.free_cpu_milli || u.memory_mib > n.free_memory_mib) return false;
   const bool wants_gpu = u.gpus > 0 || u.gpu_milli > 0 || !u.mig_profile.empty();
   if (!wants_gpu) {
     *milli_per_gpu = 0;
     return true;
   }
-  if (n.gpu == nullptr) return false;
-  if (!u.gpu_models.empty() && !Contains(u.gpu_models, n.gpu->name) && !Contains(u.gpu_models, n.gpu->short_name)) {
-    return false;
-  }
-  if (u.min_gpu_memory_mib > n.gpu->memory_mib) return false;
   if (u.gpus > 0) {
     int whole = 0;
     for (int f : n.free_milli) whole += f == 1000 ? 1 : 0;
@@ -124,7 +136,6 @@ bool Workload::Fits(const DemandUnit& u, const SimNode& n, int* milli_per_gpu) c
   int milli = u.gpu_milli;
   if (milli == 0) {
     const MigProfile* p = n.gpu->FindMigProfile(u.mig_profile);
-    if (p == nullptr) return false;
     milli = (p->compute_slices * 1000 + kMigComputeSlices - 1) / kMigComputeSlices;
   }
   *milli_per_gpu = milli;
@@ -138,7 +149,7 @@ bool Workload::TryPlace(size_t job, int slot, WallTime now) {
   SimNode& n = nodes_[static_cast<size_t>(slot)];
   const DemandUnit& u = trace_.jobs[job].unit;
   int milli = 0;
-  if (!Fits(u, n, &milli)) return false;
+  if (!Fits(u, n, shape_of_[job], &milli)) return false;
   Job& j = jobs_[job];
   j.gpus.clear();
   j.milli = milli;
@@ -214,6 +225,7 @@ void Workload::Evict(size_t job, WallTime now, bool interrupted) {
 void Workload::Schedule(WallTime now) {
   if (!capacity_freed_ && arrived_.empty()) return;
   std::vector<char> failed(static_cast<size_t>(shape_count_), 0);
+  int failed_shapes = 0;
   auto attempt = [&](size_t job) {
     const size_t shape = static_cast<size_t>(shape_of_[job]);
     if (failed[shape]) return false;
@@ -221,11 +233,13 @@ void Workload::Schedule(WallTime now) {
       if (TryPlace(job, static_cast<int>(s), now)) return true;
     }
     failed[shape] = 1;
+    ++failed_shapes;
     return false;
   };
   bool placed_any = false;
   if (capacity_freed_) {
-    for (auto it = queue_.begin(); it != queue_.end();) {
+    // Once every shape has failed nothing further down the queue can fit.
+    for (auto it = queue_.begin(); it != queue_.end() && failed_shapes < shape_count_;) {
       if (attempt(it->job)) {
         it = queue_.erase(it);
         placed_any = true;
@@ -260,7 +274,7 @@ const std::vector<DemandUnit>& Workload::Pending() {
   if (pending_dirty_) {
     pending_units_.clear();
     for (const QueueKey& k : queue_) {
-      if (pending_units_.size() >= 5000) break;
+      if (pending_units_.size() >= max_pending_) break;
       pending_units_.push_back(trace_.jobs[k.job].unit);
       pending_units_.back().expected_runtime = Seconds(jobs_[k.job].remaining_s);
     }
@@ -300,6 +314,7 @@ void Workload::OnReady(const Instance& instance, int gpu_count) {
     n.free_memory_mib = t->memory_mib;
   }
   n.free_milli.assign(static_cast<size_t>(gpu_count), 1000);
+  n.static_fit.assign(static_cast<size_t>(shape_count_), -1);
   auto noticed = noticed_before_ready_.find(n.id);
   if (noticed != noticed_before_ready_.end()) {
     n.draining = true;

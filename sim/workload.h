@@ -54,7 +54,9 @@ struct WorkloadStats {
 class Workload final : public WorkSource, public SimCloudObserver {
  public:
   // `trace` and `catalog` must outlive the workload. Offsets are from `start`.
-  Workload(const Trace& trace, const Catalog& catalog, const Policy& policy, WallTime start);
+  // Pending() lists at most `max_pending` units (the head of the queue).
+  Workload(const Trace& trace, const Catalog& catalog, const Policy& policy, WallTime start,
+           size_t max_pending = 2000);
 
   // Next job arrival or finish, if any.
   std::optional<WallTime> NextEventTime() const;
@@ -118,6 +120,8 @@ class Workload final : public WorkSource, public SimCloudObserver {
     std::vector<DemandUnit> units;  // what runs, for the controller
     uint64_t version = 0;
     bool alive = true;
+    // Per job shape: -1 not known yet, 0 never fits (constraints), 1 may fit.
+    std::vector<int8_t> static_fit;
   };
   struct QueueKey {
     int neg_priority;
@@ -138,7 +142,8 @@ class Workload final : public WorkSource, public SimCloudObserver {
 
   void Enqueue(size_t job, WallTime now);
   bool TryPlace(size_t job, int node_slot, WallTime now);
-  bool Fits(const DemandUnit& u, const SimNode& n, int* milli_per_gpu) const;
+  bool Fits(const DemandUnit& u, SimNode& n, int shape, int* milli_per_gpu) const;
+  bool StaticFit(const DemandUnit& u, const SimNode& n) const;
   void Release(size_t job, WallTime now);
   void Evict(size_t job, WallTime now, bool interrupted);
   double JobGpus(const Job& j) const;
@@ -147,6 +152,7 @@ class Workload final : public WorkSource, public SimCloudObserver {
   const Trace& trace_;
   const Catalog& catalog_;
   WallTime start_;
+  size_t max_pending_;
   std::vector<Job> jobs_;
   size_t next_arrival_ = 0;
   std::priority_queue<Finish, std::vector<Finish>, std::greater<Finish>> finishes_;

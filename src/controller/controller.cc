@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <unordered_set>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -73,7 +74,7 @@ Controller::Controller(const Clock& clock, CloudProvider& cloud, AuditStore* sto
 
 void Controller::SetPolicy(Policy policy) {
   policy_ = std::move(policy);
-  changed_ = true;
+  changed_ = structure_changed_ = true;
 }
 
 void Controller::Record(const Status& s, TickReport* report) {
@@ -102,13 +103,23 @@ TickReport Controller::Tick() {
     const WallTime mature = n.launch_time + policy_.disruption.min_node_age;
     if (mature > last_plan_time_ && mature <= now) age_crossed = true;
   }
-  const bool reuse = options_.reuse_unchanged_plans && !changed_ && last_plan_empty_ &&
-                     !governor_.HasPendingHold() && !age_crossed && now - last_plan_time_ < options_.max_plan_reuse;
+  const bool quiet = last_plan_empty_ && !governor_.HasPendingHold();
+  const bool unchanged = !changed_ && !age_crossed && now - last_plan_time_ < options_.max_plan_reuse;
+  const bool in_interval = now - last_plan_time_ < options_.idle_replan_interval;
+  bool covered = !structure_changed_ && last_launches_held_ == 0 && in_interval;
+  for (size_t i = 0; covered && i < snapshot_.pending.size(); ++i) {
+    covered = last_pending_ids_.count(snapshot_.pending[i].id) != 0;
+  }
+  const bool idle = snapshot_.pending.empty() && in_interval;
+  const bool reuse = options_.reuse_unchanged_plans && ((quiet && unchanged) || idle || covered);
 
   if (!reuse) {
     report.planned = true;
     Plan plan = planner_(snapshot_, policy_);
     changed_ = false;
+    structure_changed_ = false;
+    last_pending_ids_.clear();
+    for (const DemandUnit& u : snapshot_.pending) last_pending_ids_.insert(u.id);
     last_plan_time_ = now;
     if (!listed && !plan.terminations.empty()) {
       plan.terminations.clear();
@@ -120,6 +131,7 @@ TickReport Controller::Tick() {
     }
     GovernorResult g = governor_.Apply(policy_.scaling, per_pool, now, &plan);
     report.governor.launches_held = g.launches_held;
+    last_launches_held_ = g.launches_held;
     report.governor.terminations_held = g.terminations_held;
     for (std::string& note : g.notes) report.governor.notes.push_back(std::move(note));
 
@@ -149,9 +161,9 @@ TickReport Controller::Tick() {
     }
     report.decision_id = decision_id;
     Actuate(decision_id, plan, &report);
-    last_plan_empty_ = plan.terminations.empty() &&
-                       std::all_of(plan.launches.begin(), plan.launches.end(),
-                                   [](const LaunchAction& l) { return l.count == 0; });
+    last_plan_launched_nothing_ = std::all_of(plan.launches.begin(), plan.launches.end(),
+                                              [](const LaunchAction& l) { return l.count == 0; });
+    last_plan_empty_ = plan.terminations.empty() && last_plan_launched_nothing_;
     report.plan = std::move(plan);
   }
 
@@ -174,24 +186,39 @@ void Controller::ReadInterruptions(TickReport* report) {
     info.notice_deadline = n.deadline;
     snapshot_.nodes[it->second].state = NodeState::kDraining;
     shadows_dirty_ = true;
-    changed_ = true;
+    changed_ = structure_changed_ = true;
   }
 }
 
 bool Controller::ReadInstances(TickReport* report) {
+  const WallTime now = clock_.WallNow();
+  // A node whose interruption deadline has passed is gone, listed or not.
+  for (size_t i = snapshot_.nodes.size(); i-- > 0;) {
+    const NodeInfo& info = node_info_[i];
+    if (info.notice_deadline && *info.notice_deadline <= now) {
+      terminated_.insert(snapshot_.nodes[i].instance_id);
+      RemoveNode(i, std::max(*info.notice_deadline, snapshot_.nodes[i].launch_time), "interrupted", report);
+    }
+  }
+  if (last_list_ && now - *last_list_ < options_.reconcile_interval) return last_list_ok_;
+  last_list_ = now;
   Result<std::vector<Instance>> listed = cloud_.ListInstances();
+  last_list_ok_ = listed.ok();
   if (!listed) {
     report->errors.push_back(listed.error().WithContext("listing instances"));
     return false;
   }
-  const WallTime now = clock_.WallNow();
-  std::set<std::string> seen;
+  std::vector<char> seen(snapshot_.nodes.size(), 0);
+  std::set<std::string> still_listed;
   for (const Instance& inst : *listed) {
-    seen.insert(inst.instance_id);
-    if (terminated_.count(inst.instance_id) != 0) continue;
+    if (!terminated_.empty() && terminated_.count(inst.instance_id) != 0) {
+      still_listed.insert(inst.instance_id);
+      continue;
+    }
     auto it = node_index_.find(inst.instance_id);
     if (it == node_index_.end()) {
       AddNode(inst, 0, StateFor(inst.state));
+      seen.push_back(1);
       if (store_ != nullptr) {
         NodeLaunchRecord rec{inst.instance_id, inst.instance_id, inst.pool, inst.offering,
                              0, inst.launch_time, 0, "found running, not launched by this controller"};
@@ -200,25 +227,23 @@ bool Controller::ReadInstances(TickReport* report) {
       }
       continue;
     }
+    seen[it->second] = 1;
     Node& node = snapshot_.nodes[it->second];
     if (node.state == NodeState::kLaunching || node.state == NodeState::kReady) {
       const NodeState s = StateFor(inst.state);
       if (s != node.state) {
+        // Launching and ready nodes both take work in a plan: not news.
         node.state = s;
         changed_ = true;
+        if (s != NodeState::kReady && s != NodeState::kLaunching) structure_changed_ = true;
       }
     }
   }
-  for (auto it = terminated_.begin(); it != terminated_.end();) {
-    it = seen.count(*it) == 0 ? terminated_.erase(it) : std::next(it);
-  }
+  terminated_.swap(still_listed);
   for (size_t i = snapshot_.nodes.size(); i-- > 0;) {
-    if (seen.count(snapshot_.nodes[i].instance_id) != 0) continue;
+    if (seen[i]) continue;
     const NodeInfo& info = node_info_[i];
-    const bool interrupted = info.notice_deadline.has_value();
-    WallTime end = now;
-    if (interrupted && *info.notice_deadline < now) end = std::max(*info.notice_deadline, snapshot_.nodes[i].launch_time);
-    RemoveNode(i, end, interrupted ? "interrupted" : "vanished", report);
+    RemoveNode(i, now, info.notice_deadline ? "interrupted" : "vanished", report);
   }
   return true;
 }
@@ -277,7 +302,7 @@ void Controller::RefreshOfferings(WallTime now) {
     if (it != offering_index_.end()) snapshot_.offerings[it->second].available = false;
   }
   last_unavailable_ = std::move(unavailable);
-  changed_ = true;
+  changed_ = structure_changed_ = true;
 }
 
 void Controller::RefreshWork(WallTime) {
@@ -322,7 +347,7 @@ void Controller::RefreshSignals(WallTime now, TickReport*) {
   if (list != blocked_) {
     blocked_ = list;
     snapshot_.scale_down_blocked_classes = std::move(list);
-    changed_ = true;
+    changed_ = structure_changed_ = true;
   }
 }
 
@@ -401,6 +426,7 @@ void Controller::AddNode(const Instance& instance, int64_t decision_id, NodeStat
   snapshot_.nodes.push_back(std::move(node));
   node_info_.push_back(std::move(info));
   changed_ = true;
+  if (!actuating_) structure_changed_ = true;
 }
 
 void Controller::RemoveNode(size_t index, WallTime end, const std::string& cause, TickReport* report) {
@@ -414,15 +440,20 @@ void Controller::RemoveNode(size_t index, WallTime end, const std::string& cause
   node_index_.clear();
   for (size_t i = 0; i < snapshot_.nodes.size(); ++i) node_index_[snapshot_.nodes[i].instance_id] = i;
   changed_ = true;
+  if (!actuating_) structure_changed_ = true;
 }
 
 void Controller::Actuate(int64_t decision_id, const Plan& plan, TickReport* report) {
+  // Nodes this plan adds or removes are what it asked for, not news for the
+  // next plan (see idle_replan_interval); failures still count as news.
+  actuating_ = true;
   for (size_t i = 0; i < plan.launches.size(); ++i) {
     if (plan.launches[i].count > 0) LaunchOne(decision_id, i, plan.launches[i], report);
   }
   for (size_t j = 0; j < plan.terminations.size(); ++j) {
     TerminateOne(decision_id, plan.launches.size() + j, plan.terminations[j], report);
   }
+  actuating_ = false;
 }
 
 void Controller::LaunchOne(int64_t decision_id, size_t index, const LaunchAction& launch, TickReport* report) {
@@ -480,7 +511,7 @@ void Controller::LaunchOne(int64_t decision_id, size_t index, const LaunchAction
     if (store_ != nullptr) {
       Record(store_->RecordActionOutcome(action_id, ActionOutcome::kFailed, result.error().ToString(), {}), report);
     }
-    changed_ = true;
+    changed_ = structure_changed_ = true;
     return;
   }
   for (const OfferingError& e : result->errors) {
@@ -504,7 +535,7 @@ void Controller::LaunchOne(int64_t decision_id, size_t index, const LaunchAction
   }
   report->nodes_launched += static_cast<int>(ids.size());
   if (!ids.empty()) governor_.RecordScaleUp(launch.pool, now);
-  if (!result->errors.empty()) changed_ = true;
+  if (!result->errors.empty()) changed_ = structure_changed_ = true;
   if (store_ != nullptr) {
     const ActionOutcome outcome = static_cast<int>(ids.size()) >= launch.count ? ActionOutcome::kSucceeded
                                   : ids.empty()                                ? ActionOutcome::kFailed

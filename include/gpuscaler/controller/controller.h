@@ -28,7 +28,8 @@
 // action can expire and less than `max_plan_reuse` has passed, the tick
 // reuses the previous (empty) plan instead of calling the planner: the
 // planner is deterministic, so the result is the same, and the simulator
-// stays fast. Such ticks write no decision row.
+// stays fast. Such ticks write no decision row. idle_replan_interval skips
+// more ticks (see ControllerOptions).
 //
 // Not thread-safe: one thread calls Tick and SetPolicy.
 #pragma once
@@ -41,6 +42,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "gpuscaler/cloud/provider.h"
@@ -68,10 +70,27 @@ struct ControllerOptions {
   bool dry_run = false;  // plan and audit; never call Launch or Terminate
   bool reuse_unchanged_plans = true;
   Seconds max_plan_reuse{900};
+  // A consolidation interval. With it non-zero, the planner is skipped
+  // (until the interval has passed since it last ran) on ticks where
+  //  - nothing is pending: it could only propose removals, which the
+  //    scale-down stabilization window delays anyway; or
+  //  - every pending unit was in the last planned snapshot, the governor
+  //    held back no launch (held removals wait for the interval), and no node (other than those the last plan
+  //    launched or removed), availability mark, capacity error, notice,
+  //    blocked class or policy changed since: the units are already provided
+  //    for (on launching nodes) or unplaced for a reason that still holds.
+  // Running work and prices may change meanwhile; they matter only to
+  // removals and replacements. 0 (the daemon's default): every tick that
+  // changed.
+  Seconds idle_replan_interval{0};
   // At most this many pending units (in scheduling order) go to the planner.
   size_t max_pending_units = 5000;
   Seconds unavailable_base{180};
   Seconds unavailable_max{3600};
+  // How often the provider's instance list is read (0: every tick). Between
+  // reads the controller relies on what it launched and terminated and on
+  // interruption deadlines (a node is gone at its deadline).
+  Seconds reconcile_interval{0};
   // Usage rows are written per node and class for intervals of this length.
   Seconds usage_interval{3600};
 };
@@ -161,10 +180,17 @@ class Controller {
   bool shadows_dirty_ = false;
   int64_t local_decisions_ = 0;
   bool changed_ = true;
+  bool structure_changed_ = true;  // nodes, availability, blocked classes, policy
+  bool last_plan_launched_nothing_ = false;
+  bool actuating_ = false;
+  int last_launches_held_ = 0;
+  std::unordered_set<std::string> last_pending_ids_;
   bool last_plan_empty_ = false;
   WallTime last_plan_time_{};
   std::optional<WallTime> price_since_;
   std::optional<WallTime> last_tick_;
+  std::optional<WallTime> last_list_;
+  bool last_list_ok_ = true;
   std::vector<std::string> last_unavailable_;
   std::vector<std::string> blocked_;
   std::vector<SignalStatus> signals_;
