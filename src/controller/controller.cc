@@ -125,6 +125,7 @@ TickReport Controller::Tick() {
       plan.terminations.clear();
       report.governor.notes.push_back("instance list unavailable: no terminations this tick");
     }
+    if (!blocked_.empty()) DropBlockedTerminations(&plan, &report);
     std::map<std::string, int> per_pool;
     for (const Node& n : snapshot_.nodes) {
       if (n.state != NodeState::kTerminating) per_pool[n.pool] += 1;
@@ -132,7 +133,7 @@ TickReport Controller::Tick() {
     GovernorResult g = governor_.Apply(policy_.scaling, per_pool, now, &plan);
     report.governor.launches_held = g.launches_held;
     last_launches_held_ = g.launches_held;
-    report.governor.terminations_held = g.terminations_held;
+    report.governor.terminations_held += g.terminations_held;
     for (std::string& note : g.notes) report.governor.notes.push_back(std::move(note));
 
     int64_t decision_id = ++local_decisions_;
@@ -169,6 +170,38 @@ TickReport Controller::Tick() {
 
   if (store_ != nullptr) Record(store_->CommitTick(), &report);
   return report;
+}
+
+void Controller::DropBlockedTerminations(Plan* plan, TickReport* report) const {
+  // Fail static even if a planner ignores scale_down_blocked_classes: no
+  // node that runs, or whose pool serves, a blocked class is removed.
+  std::set<std::string> pools;
+  bool all_pools = false;
+  for (const std::string& cls : blocked_) {
+    const WorkloadClassPolicy* c = policy_.FindClass(cls);
+    if (c == nullptr || c->pools.empty()) {
+      all_pools = true;
+    } else {
+      pools.insert(c->pools.begin(), c->pools.end());
+    }
+  }
+  std::vector<TerminationAction> kept;
+  for (TerminationAction& t : plan->terminations) {
+    bool blocked = all_pools || pools.count(t.pool) != 0;
+    auto it = node_index_.find(t.instance_id.empty() ? t.node_id : t.instance_id);
+    if (it != node_index_.end()) {
+      for (const DemandUnit& u : snapshot_.nodes[it->second].running) {
+        if (std::binary_search(blocked_.begin(), blocked_.end(), u.workload_class)) blocked = true;
+      }
+    }
+    if (blocked) {
+      ++report->governor.terminations_held;
+      report->governor.notes.push_back("stale signals: keeping " + t.node_id);
+    } else {
+      kept.push_back(std::move(t));
+    }
+  }
+  plan->terminations = std::move(kept);
 }
 
 void Controller::ReadInterruptions(TickReport* report) {

@@ -12,9 +12,10 @@
 //     classes whose signals are stale or missing (scale_down_blocked_classes:
 //     fail static, never read as zero);
 //  3. calls the planner (default MakePlan; baselines plug in here);
-//  4. damps the plan with the ScalingGovernor (stabilization, cooldowns, max
-//     step) and drops every termination when the instance list could not be
-//     read;
+//  4. drops terminations of nodes that run, or whose pool serves, a blocked
+//     class (even if the planner proposed them), damps the plan with the
+//     ScalingGovernor (stabilization, cooldowns, max step) and drops every
+//     termination when the instance list could not be read;
 //  5. actuates: for each action the intent is written to the AuditStore
 //     before the cloud is called (idempotency token "<decision id>-<action
 //     index>"), then the outcome; a capacity error marks the offering
@@ -142,6 +143,7 @@ class Controller {
     WallTime usage_start{};
   };
 
+  void DropBlockedTerminations(Plan* plan, TickReport* report) const;
   void ReadInterruptions(TickReport* report);
   bool ReadInstances(TickReport* report);
   void ReadPrices(TickReport* report);

@@ -1,0 +1,328 @@
+#include "gpuscaler/controller/controller.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "fakes/fake_clock.h"
+#include "fakes/fake_cloud_provider.h"
+#include "fakes/fake_work_source.h"
+#include "gpuscaler/store/sqlite_audit_store.h"
+
+namespace gpuscaler {
+namespace {
+
+using testing::FakeClock;
+using testing::FakeCloudProvider;
+using testing::FakeWorkSource;
+
+Catalog TinyCatalog() {
+  Catalog c;
+  c.gpu_models = {{"NVIDIA-A10G", "a10g", 22888, {}}};
+  InstanceType t;
+  t.name = "g5.xlarge";
+  t.family = "g5";
+  t.gpu_model = "NVIDIA-A10G";
+  t.gpu_count = 1;
+  t.vcpus = 4;
+  t.memory_mib = 16384;
+  c.instance_types = {t};
+  RegionPrices r;
+  r.region = "us-east-1";
+  r.zones = {"us-east-1a", "us-east-1b"};
+  r.on_demand_usd_per_hour = {{"g5.xlarge", 1.0}};
+  r.spot_usd_per_hour = {{"g5.xlarge", 0.4}};
+  c.regions = {r};
+  return c;
+}
+
+Policy TestPolicy() {
+  Policy p;
+  NodePoolPolicy pool;
+  pool.name = "gpu";
+  p.pools = {pool};
+  WorkloadClassPolicy cls;
+  cls.name = "batch";
+  p.classes = {cls};
+  p.scaling.scale_down_stabilization = Seconds(0);
+  p.scaling.scale_down_cooldown = Seconds(0);
+  return p;
+}
+
+Offering Find(const Snapshot& s, const std::string& key) {
+  for (const Offering& o : s.offerings) {
+    if (o.Key() == key) return o;
+  }
+  ADD_FAILURE() << "no offering " << key;
+  return {};
+}
+
+struct Harness {
+  FakeClock clock;
+  FakeCloudProvider cloud{clock};
+  FakeWorkSource work;
+  Catalog catalog = TinyCatalog();
+  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(":memory:")).value();
+  Plan next_plan;  // what the scripted planner returns (then cleared)
+  std::vector<Snapshot> seen;
+  std::unique_ptr<Controller> controller;
+
+  explicit Harness(Policy policy = TestPolicy()) {
+    ControllerOptions o;
+    o.reuse_unchanged_plans = false;
+    controller = std::make_unique<Controller>(clock, cloud, store.get(), work, catalog, std::move(policy), o,
+                                              [this](const Snapshot& s, const Policy&) {
+                                                seen.push_back(s);
+                                                Plan p = next_plan;
+                                                next_plan = {};
+                                                return p;
+                                              });
+  }
+  LaunchAction Launch(const std::string& key, int count, std::vector<std::string> fallbacks = {}) {
+    LaunchAction l;
+    l.pool = "gpu";
+    l.offering = Find(controller->snapshot(), key);
+    l.count = count;
+    for (const std::string& f : fallbacks) l.fallbacks.push_back(Find(controller->snapshot(), f));
+    l.reason = "test";
+    return l;
+  }
+  TerminationAction Terminate(const std::string& instance_id) {
+    TerminationAction t;
+    t.node_id = t.instance_id = instance_id;
+    t.pool = "gpu";
+    t.reason = "test";
+    return t;
+  }
+};
+
+TEST(Controller, LaunchesWhatThePlanAsksForAndTracksTheNodes) {
+  Harness h;
+  h.next_plan.launches = {h.Launch("g5.xlarge/us-east-1a/on-demand", 2)};
+  TickReport r = h.controller->Tick();
+  EXPECT_TRUE(r.planned);
+  EXPECT_EQ(r.nodes_launched, 2);
+  ASSERT_EQ(h.cloud.launches.size(), 1u);
+  EXPECT_EQ(h.cloud.launches[0].tags.at(kOwnerTag), "gpu");
+  EXPECT_EQ(h.controller->snapshot().nodes.size(), 2u);
+  EXPECT_TRUE(r.errors.empty()) << r.errors[0].ToString();
+}
+
+TEST(Controller, WritesTheIntentBeforeCallingTheCloud) {
+  Harness h;
+  std::vector<ActionRow> open_at_call;
+  h.cloud.on_launch = [&](const LaunchRequest&) { open_at_call = std::move(h.store->OpenIntents()).value(); };
+  h.next_plan.launches = {h.Launch("g5.xlarge/us-east-1a/spot", 1)};
+  TickReport r = h.controller->Tick();
+  ASSERT_EQ(open_at_call.size(), 1u);
+  EXPECT_EQ(open_at_call[0].action.kind, ActionKind::kLaunch);
+  EXPECT_EQ(open_at_call[0].action.idempotency_token, std::to_string(r.decision_id) + "-0");
+  EXPECT_EQ(h.cloud.launches[0].idempotency_token, std::to_string(r.decision_id) + "-0");
+  // And the outcome afterwards: nothing is left open.
+  EXPECT_TRUE(std::move(h.store->OpenIntents()).value().empty());
+}
+
+TEST(Controller, DoesNotCallTheCloudWhenTheIntentCannotBeWritten) {
+  Harness h;
+  h.next_plan.launches = {h.Launch("g5.xlarge/us-east-1a/spot", 1)};
+  h.next_plan.launches[0].count = 1;
+  // First tick: the action gets token "<decision>-0". Replaying the same token
+  // (same decision id) cannot happen, so force a store failure by closing the
+  // tick early: record an intent with the token the controller will use.
+  ActionRecord clash;
+  clash.idempotency_token = "1-0";
+  clash.kind = ActionKind::kLaunch;
+  ASSERT_TRUE(h.store->RecordActionIntent(clash).ok());
+  TickReport r = h.controller->Tick();
+  ASSERT_EQ(r.decision_id, 1);
+  EXPECT_TRUE(h.cloud.launches.empty());
+  EXPECT_FALSE(r.errors.empty());
+}
+
+TEST(Controller, CapacityErrorFallsBackInOrderAndMarksTheOfferingUnavailable) {
+  Harness h;
+  h.cloud.no_capacity = {"g5.xlarge/us-east-1a/spot"};
+  h.next_plan.launches = {h.Launch("g5.xlarge/us-east-1a/spot", 1,
+                                   {"g5.xlarge/us-east-1b/spot", "g5.xlarge/us-east-1a/on-demand"})};
+  TickReport r = h.controller->Tick();
+  ASSERT_EQ(h.cloud.launches.size(), 1u);
+  ASSERT_EQ(h.cloud.launches[0].offerings.size(), 3u);
+  EXPECT_EQ(h.cloud.launches[0].offerings[0].Key(), "g5.xlarge/us-east-1a/spot");
+  EXPECT_EQ(h.cloud.launches[0].offerings[1].Key(), "g5.xlarge/us-east-1b/spot");
+  EXPECT_EQ(r.capacity_errors, 1);
+  EXPECT_EQ(r.nodes_launched, 1);
+  EXPECT_EQ(h.controller->snapshot().nodes[0].offering.zone, "us-east-1b");
+
+  h.clock.Advance(Seconds(60));
+  h.controller->Tick();
+  EXPECT_FALSE(Find(h.seen.back(), "g5.xlarge/us-east-1a/spot").available);
+  EXPECT_TRUE(Find(h.seen.back(), "g5.xlarge/us-east-1b/spot").available);
+  // The mark expires (first error: the base back-off of 3 minutes).
+  h.clock.Advance(Seconds(180));
+  h.controller->Tick();
+  EXPECT_TRUE(Find(h.seen.back(), "g5.xlarge/us-east-1a/spot").available);
+}
+
+TEST(Controller, UnavailableOfferingsAreLeftOutOfLaterLaunches) {
+  Harness h;
+  h.cloud.no_capacity = {"g5.xlarge/us-east-1a/spot"};
+  h.next_plan.launches = {h.Launch("g5.xlarge/us-east-1a/spot", 1, {"g5.xlarge/us-east-1b/spot"})};
+  h.controller->Tick();
+  h.clock.Advance(Seconds(60));
+  h.next_plan.launches = {h.Launch("g5.xlarge/us-east-1a/spot", 1, {"g5.xlarge/us-east-1b/spot"})};
+  h.controller->Tick();
+  ASSERT_EQ(h.cloud.launches.size(), 2u);
+  ASSERT_EQ(h.cloud.launches[1].offerings.size(), 1u);
+  EXPECT_EQ(h.cloud.launches[1].offerings[0].Key(), "g5.xlarge/us-east-1b/spot");
+}
+
+TEST(Controller, NoOnDemandFallbackWhenThePolicyForbidsIt) {
+  Policy p = TestPolicy();
+  p.spot.fallback_to_on_demand = false;
+  Harness h(p);
+  h.cloud.no_capacity = {"g5.xlarge/us-east-1a/spot"};
+  h.next_plan.launches = {h.Launch("g5.xlarge/us-east-1a/spot", 1, {"g5.xlarge/us-east-1a/on-demand"})};
+  TickReport r = h.controller->Tick();
+  ASSERT_EQ(h.cloud.launches.size(), 1u);
+  EXPECT_EQ(h.cloud.launches[0].offerings.size(), 1u);
+  EXPECT_EQ(r.nodes_launched, 0);
+}
+
+TEST(Controller, StaleSignalBlocksScaleDownOfTheClassPools) {
+  Harness h;
+  h.next_plan.launches = {h.Launch("g5.xlarge/us-east-1a/on-demand", 1)};
+  h.controller->Tick();
+  const std::string id = h.controller->snapshot().nodes.at(0).instance_id;
+
+  struct Case {
+    std::string name;
+    std::optional<Seconds> age;  // unset: missing
+    bool terminated;
+  };
+  const std::vector<Case> cases = {{"missing", std::nullopt, false},
+                                   {"stale", Seconds(600), false},
+                                   {"fresh", Seconds(10), true}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    h.clock.Advance(Seconds(60));
+    SignalStatus s{"queue", "prometheus", {"batch"}, std::nullopt, 3};
+    if (c.age) s.sampled_at = h.clock.WallNow() - *c.age;
+    h.work.signals = {s};
+    h.next_plan.terminations = {h.Terminate(id)};
+    TickReport r = h.controller->Tick();
+    EXPECT_EQ(r.nodes_terminated, c.terminated ? 1 : 0);
+    if (!c.terminated) {
+      EXPECT_EQ(r.blocked_classes, std::vector<std::string>{"batch"});
+      EXPECT_EQ(h.seen.back().scale_down_blocked_classes, std::vector<std::string>{"batch"});
+    }
+  }
+  EXPECT_EQ(h.cloud.terminations.size(), 1u);
+}
+
+TEST(Controller, InterruptionNoticeDrainsTheNodeAndAddsReplacementDemand) {
+  Harness h;
+  h.next_plan.launches = {h.Launch("g5.xlarge/us-east-1a/spot", 1)};
+  h.controller->Tick();
+  const std::string id = h.controller->snapshot().nodes.at(0).instance_id;
+  DemandUnit u;
+  u.id = "job-1";
+  u.workload_class = "batch";
+  u.gpus = 1;
+  h.work.SetRunning(id, {u});
+  h.clock.Advance(Seconds(60));
+  h.cloud.notices = {{id, h.clock.WallNow(), h.clock.WallNow() + Seconds(120)}};
+  TickReport r = h.controller->Tick();
+  EXPECT_EQ(r.interruption_notices, 1);
+  const Snapshot& s = h.seen.back();
+  EXPECT_EQ(s.nodes.at(0).state, NodeState::kDraining);
+  ASSERT_EQ(s.pending.size(), 1u);
+  EXPECT_EQ(s.pending[0].id, "job-1@replace");
+  // At the deadline the node is gone even before the instance list says so.
+  h.clock.Advance(Seconds(120));
+  h.controller->Tick();
+  EXPECT_TRUE(h.seen.back().nodes.empty());
+  EXPECT_TRUE(h.seen.back().pending.empty());
+}
+
+TEST(Controller, NoTerminationsWhenTheInstanceListFails) {
+  Harness h;
+  h.next_plan.launches = {h.Launch("g5.xlarge/us-east-1a/on-demand", 1)};
+  h.controller->Tick();
+  const std::string id = h.controller->snapshot().nodes.at(0).instance_id;
+  h.clock.Advance(Seconds(60));
+  h.cloud.next_list_error = Error::Transient("timeout");
+  h.next_plan.terminations = {h.Terminate(id)};
+  TickReport r = h.controller->Tick();
+  EXPECT_EQ(r.nodes_terminated, 0);
+  EXPECT_TRUE(h.cloud.terminations.empty());
+}
+
+TEST(Controller, ScaleDownWaitsForTheStabilizationWindow) {
+  Policy p = TestPolicy();
+  p.scaling.scale_down_stabilization = Seconds(300);
+  Harness h(p);
+  h.next_plan.launches = {h.Launch("g5.xlarge/us-east-1a/on-demand", 1)};
+  h.controller->Tick();  // recommendation: 1 node
+  const std::string id = h.controller->snapshot().nodes.at(0).instance_id;
+  int terminated_at = -1;
+  for (int minute = 1; minute <= 8 && terminated_at < 0; ++minute) {
+    h.clock.Advance(Seconds(60));
+    h.next_plan.terminations = {h.Terminate(id)};  // recommendation: 0 nodes
+    if (h.controller->Tick().nodes_terminated == 1) terminated_at = minute;
+  }
+  // The 1-node recommendation of minute 0 must leave the 300 s window first.
+  EXPECT_EQ(terminated_at, 6);
+}
+
+TEST(Controller, SpotPriceChangesReachOfferingsAndNodes) {
+  Harness h;
+  h.next_plan.launches = {h.Launch("g5.xlarge/us-east-1a/spot", 1)};
+  h.controller->Tick();
+  h.clock.Advance(Seconds(60));
+  h.cloud.prices.push_back({"g5.xlarge", "us-east-1a", CapacityType::kSpot, 0.55, h.clock.WallNow()});
+  h.controller->Tick();
+  EXPECT_DOUBLE_EQ(Find(h.seen.back(), "g5.xlarge/us-east-1a/spot").usd_per_hour, 0.55);
+  EXPECT_DOUBLE_EQ(h.seen.back().nodes.at(0).offering.usd_per_hour, 0.55);
+  EXPECT_DOUBLE_EQ(Find(h.seen.back(), "g5.xlarge/us-east-1b/spot").usd_per_hour, 0.4);
+}
+
+TEST(ScalingGovernor, CapsNodesAddedAndRemovedPerTick) {
+  ScalingPolicy s;
+  s.scale_down_stabilization = Seconds(0);
+  s.scale_down_cooldown = Seconds(0);
+  s.max_nodes_added_per_tick = 3;
+  s.max_nodes_removed_per_tick = 1;
+  ScalingGovernor g;
+  Plan plan;
+  LaunchAction l;
+  l.pool = "gpu";
+  l.count = 5;
+  plan.launches = {l};
+  TerminationAction t;
+  t.pool = "other";
+  plan.terminations = {t, t};
+  GovernorResult r = g.Apply(s, {{"gpu", 0}, {"other", 4}}, FromUnixSeconds(0), &plan);
+  EXPECT_EQ(plan.launches[0].count, 3);
+  EXPECT_EQ(r.launches_held, 2);
+  EXPECT_EQ(plan.terminations.size(), 1u);
+  EXPECT_EQ(r.terminations_held, 1);
+}
+
+TEST(OfferingAvailability, BackOffGrowsWithRepeatedErrorsAndShrinksAfterSuccess) {
+  OfferingAvailability a(Seconds(180), Seconds(3600));
+  const WallTime t0 = FromUnixSeconds(0);
+  a.RecordCapacityError("k", t0);
+  EXPECT_FALSE(a.IsAvailable("k", t0 + Seconds(179)));
+  EXPECT_TRUE(a.IsAvailable("k", t0 + Seconds(180)));
+  a.RecordCapacityError("k", t0 + Seconds(180));
+  EXPECT_EQ(a.ErrorStreak("k"), 2);
+  EXPECT_FALSE(a.IsAvailable("k", t0 + Seconds(180 + 359)));
+  EXPECT_TRUE(a.IsAvailable("k", t0 + Seconds(180 + 360)));
+  for (int i = 0; i < 10; ++i) a.RecordCapacityError("k", t0 + Seconds(1000));
+  EXPECT_EQ(a.BackoffFor(a.ErrorStreak("k")), Seconds(3600));
+  a.RecordSuccess("k");
+  EXPECT_EQ(a.ErrorStreak("k"), 6);
+}
+
+}  // namespace
+}  // namespace gpuscaler

@@ -1,0 +1,95 @@
+// FakeCloudProvider: instances in memory; records every call; capacity
+// errors per offering key; one-shot errors; a hook run inside Launch (e.g. to
+// check that the intent is already in the store).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gpuscaler/cloud/provider.h"
+#include "gpuscaler/controller/clock.h"
+
+namespace gpuscaler::testing {
+
+class FakeCloudProvider final : public CloudProvider {
+ public:
+  explicit FakeCloudProvider(const Clock& clock) : clock_(clock) {}
+
+  std::vector<LaunchRequest> launches;                // every call, in order
+  std::vector<std::vector<std::string>> terminations;  // every call, in order
+  std::optional<Error> next_launch_error;              // used once, then cleared
+  std::optional<Error> next_list_error;                // used once, then cleared
+  std::set<std::string> no_capacity;                   // offering keys that always fail
+  std::vector<InterruptionNotice> notices;             // returned by the next poll
+  std::vector<SpotPrice> prices;                       // all changes ever
+  std::function<void(const LaunchRequest&)> on_launch;
+  std::map<std::string, Instance> instances;           // live, by id
+  int next_id = 1;
+
+  Result<LaunchResult> Launch(const LaunchRequest& request) override {
+    launches.push_back(request);
+    if (on_launch) on_launch(request);
+    if (next_launch_error) {
+      Error e = *next_launch_error;
+      next_launch_error.reset();
+      return e;
+    }
+    LaunchResult r;
+    int remaining = request.count;
+    for (const Offering& o : request.offerings) {
+      if (remaining == 0) break;
+      if (no_capacity.count(o.Key()) != 0) {
+        r.errors.push_back({o.Key(), Error::Capacity("InsufficientInstanceCapacity")});
+        continue;
+      }
+      for (; remaining > 0; --remaining) {
+        Instance inst;
+        inst.instance_id = "i-fake" + std::to_string(next_id++);
+        inst.pool = request.pool;
+        inst.offering = o;
+        inst.launch_time = clock_.WallNow();
+        inst.state = InstanceState::kRunning;
+        inst.tags = request.tags;
+        instances[inst.instance_id] = inst;
+        r.instances.push_back(inst);
+      }
+    }
+    return r;
+  }
+  Status Terminate(const std::vector<std::string>& ids) override {
+    terminations.push_back(ids);
+    for (const std::string& id : ids) instances.erase(id);
+    return Status::Ok();
+  }
+  Result<std::vector<Instance>> ListInstances() override {
+    if (next_list_error) {
+      Error e = *next_list_error;
+      next_list_error.reset();
+      return e;
+    }
+    std::vector<Instance> out;
+    for (const auto& [id, inst] : instances) out.push_back(inst);
+    return out;
+  }
+  Result<std::vector<InterruptionNotice>> PollInterruptions() override {
+    std::vector<InterruptionNotice> out;
+    out.swap(notices);
+    return out;
+  }
+  Result<std::vector<SpotPrice>> SpotPrices(WallTime since) override {
+    std::vector<SpotPrice> out;
+    for (const SpotPrice& p : prices) {
+      if (p.time >= since) out.push_back(p);
+    }
+    return out;
+  }
+
+ private:
+  const Clock& clock_;
+};
+
+}  // namespace gpuscaler::testing
