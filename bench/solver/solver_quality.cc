@@ -1,0 +1,519 @@
+// Planner quality: on seeded small instances (whole-GPU and CPU-only shapes,
+// spot and on-demand, per-class spot share, some with a hard budget), the
+// planner's expected hourly cost against the proven optimum of the same
+// model solved as a MIP with CBC, and against two greedy baselines of our
+// own (named after the packers they imitate, not their code):
+//  - Karpenter-like: units by size descending, first-fit onto open nodes as
+//    long as some offering still holds the node's units, then each node gets
+//    the cheapest offering that fits (spot preferred), no risk model.
+//  - Cluster-Autoscaler-like: on-demand node groups, least-waste expander
+//    (least unused CPU+memory share), FFD onto nodes of the chosen group.
+// Costs are compared on one objective: node prices + expected interruption
+// cost of work on spot (planner.h's risk model).
+//
+// Last line: quality: instances=N median_gap_pct=X p95_gap_pct=Y infeasible=Z
+// karpenter_like_median_saving_pct=W
+#include <Cbc_C_Interface.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpuscaler/solver/planner.h"
+
+namespace gpuscaler::bench {
+namespace {
+
+struct Instance {
+  Snapshot snap;
+  Policy policy;
+  std::vector<int> usable;  // offerings the MIP and baselines may use
+};
+
+Instance MakeInstance(uint32_t seed) {
+  std::mt19937 rng(seed);
+  auto pick = [&](int n) { return int(rng() % uint32_t(n)); };
+  std::uniform_real_distribution<double> u01(0, 1);
+  Instance in;
+  Snapshot& s = in.snap;
+  s.time = FromUnixSeconds(1780000000);
+  s.gpu_models = {{"A10G", "a10g", 24576, {}}, {"L4", "l4", 23034, {}}, {"A100", "a100", 81920, {}}};
+  struct T {
+    const char* name;
+    const char* gpu;
+    int gpus;
+    int vcpus;
+    int mem_gib;
+    double od;
+  };
+  const T catalog[] = {
+      {"g6.xlarge", "L4", 1, 4, 16, 0.805},       {"g6.4xlarge", "L4", 1, 16, 64, 1.32},
+      {"g6.12xlarge", "L4", 4, 48, 192, 4.60},    {"g6.48xlarge", "L4", 8, 192, 768, 13.35},
+      {"g5.xlarge", "A10G", 1, 4, 16, 1.006},     {"g5.12xlarge", "A10G", 4, 48, 192, 5.67},
+      {"g5.48xlarge", "A10G", 8, 192, 768, 16.29}, {"p4de.24xlarge", "A100", 8, 96, 1152, 40.97},
+      {"m5.2xlarge", "", 0, 8, 32, 0.384},
+  };
+  // 5 types x 3 zones x 2 capacity types = 30 offerings at most.
+  std::vector<int> types;
+  for (int i = 0; i < 9; ++i) types.push_back(i);
+  std::shuffle(types.begin(), types.end(), rng);
+  types.resize(5);
+  std::sort(types.begin(), types.end());
+  const char* zones[] = {"z-a", "z-b", "z-c"};
+  for (int ti : types) {
+    const T& t = catalog[ti];
+    InstanceType it;
+    it.name = t.name;
+    it.family = std::string(t.name).substr(0, std::string(t.name).find('.'));
+    it.gpu_model = t.gpu;
+    it.gpu_count = t.gpus;
+    it.gpu_memory_mib = t.gpus ? (std::string(t.gpu) == "A100" ? 81920 : 23034) : 0;
+    it.vcpus = t.vcpus;
+    it.memory_mib = int64_t(t.mem_gib) * 1024;
+    s.instance_types.push_back(it);
+    for (const char* z : zones) {
+      Offering o;
+      o.instance_type = t.name;
+      o.region = "r";
+      o.zone = z;
+      o.on_demand_usd_per_hour = t.od;
+      o.usd_per_hour = t.od;
+      s.offerings.push_back(o);
+      o.capacity_type = CapacityType::kSpot;
+      o.usd_per_hour = t.od * (0.3 + 0.5 * u01(rng));
+      o.interruptions_per_hour = 0.02 + 0.5 * u01(rng) * u01(rng);
+      o.available = u01(rng) > 0.1;
+      s.offerings.push_back(o);
+    }
+  }
+  NodePoolPolicy pool;
+  pool.name = "p";
+  pool.families = {"g5", "g6", "p4de", "m5"};
+  pool.max_nodes = 1000;
+  in.policy.pools.push_back(pool);
+  for (const char* c : {"a", "b"}) {
+    WorkloadClassPolicy w;
+    w.name = c;
+    in.policy.classes.push_back(w);
+  }
+  if (pick(2) == 0) in.policy.classes[0].max_spot_share = 0.3 + 0.1 * pick(5);
+  in.policy.scaling.max_nodes_added_per_tick = 1000;
+  in.policy.disruption.consolidation = false;
+  // 2-5 shapes, up to 60 units.
+  const int shapes = 2 + pick(4);
+  int units = 10 + pick(51);
+  for (int k = 0; k < shapes && units > 0; ++k) {
+    DemandUnit u;
+    u.workload_class = pick(2) ? "a" : "b";
+    const int kind = pick(6);
+    u.gpus = kind == 5 ? 0 : (kind < 3 ? 1 : kind == 3 ? 2 : 4);
+    u.cpu_milli = 1000 * (1 + pick(u.gpus ? 12 : 4));
+    u.memory_mib = 1024 * (2 + pick(u.gpus ? 48 : 12));
+    u.interruptible = pick(3) != 0;
+    u.expected_runtime = Seconds(1800 * (1 + pick(8)));
+    u.checkpoint_interval = Seconds(pick(3) == 0 ? 0 : 600 * (1 + pick(4)));
+    u.restart_cost = Seconds(120 + 60 * pick(10));
+    if (pick(6) == 0 && u.gpus) u.gpu_models = {pick(2) ? "l4" : "a10g"};
+    u.priority = pick(3);
+    const int n = k == shapes - 1 ? units : 1 + pick(std::max(1, units / 2));
+    for (int i = 0; i < n; ++i) {
+      DemandUnit x = u;
+      x.id = "s" + std::to_string(k) + "-" + std::to_string(i);
+      s.pending.push_back(x);
+    }
+    units -= n;
+  }
+  for (size_t i = 0; i < s.offerings.size(); ++i)
+    if (s.offerings[i].available) in.usable.push_back(int(i));
+  return in;
+}
+
+const InstanceType& TypeOf(const Snapshot& s, const Offering& o) {
+  for (const auto& t : s.instance_types)
+    if (t.name == o.instance_type) return t;
+  return s.instance_types[0];
+}
+
+bool Compatible(const Snapshot& s, const DemandUnit& u, const Offering& o) {
+  const InstanceType& t = TypeOf(s, o);
+  if (o.capacity_type == CapacityType::kSpot && !u.interruptible) return false;
+  if (u.gpus > t.gpu_count) return false;
+  if (u.gpus > 0 && !u.gpu_models.empty()) {
+    bool ok = false;
+    for (const auto& m : s.gpu_models)
+      if (m.name == t.gpu_model) ok = std::find(u.gpu_models.begin(), u.gpu_models.end(), m.short_name) != u.gpu_models.end();
+    if (!ok) return false;
+  }
+  return u.cpu_milli <= int64_t(t.vcpus) * 1000 && u.memory_mib <= t.memory_mib;
+}
+
+bool Fits(const Snapshot& s, const std::vector<const DemandUnit*>& units, const Offering& o) {
+  const InstanceType& t = TypeOf(s, o);
+  int64_t cpu = 0, mem = 0;
+  int gpus = 0;
+  for (const auto* u : units) {
+    if (!Compatible(s, *u, o)) return false;
+    cpu += u->cpu_milli;
+    mem += u->memory_mib;
+    gpus += u->gpus;
+  }
+  return gpus <= t.gpu_count && cpu <= int64_t(t.vcpus) * 1000 && mem <= t.memory_mib;
+}
+
+double NodeCost(const Snapshot& s, const std::vector<const DemandUnit*>& units, const Offering& o) {
+  double c = o.usd_per_hour;
+  for (const auto* u : units) c += ExpectedInterruptionUsdPerHour(*u, o, TypeOf(s, o));
+  return c;
+}
+
+struct Groups {
+  std::vector<const DemandUnit*> rep;
+  std::vector<int> count;
+};
+
+Groups GroupUnits(const Snapshot& s) {
+  Groups g;
+  std::string last;
+  for (const auto& u : s.pending) {
+    const std::string key = u.id.substr(0, u.id.find('-'));
+    if (key != last) {
+      g.rep.push_back(&u);
+      g.count.push_back(0);
+      last = key;
+    }
+    g.count.back()++;
+  }
+  return g;
+}
+
+struct MipResult {
+  bool feasible = false;
+  bool proven = false;
+  double cost = 0;
+};
+
+// Nodes y[o][j] (binary, j < slots), units x[g][o][j] (integer): all units
+// placed, per-node GPU/CPU/memory, per-class spot share, hard budget,
+// symmetry y[o][j] >= y[o][j+1]; minimise prices + expected interruption cost.
+MipResult SolveMip(const Instance& in, double time_limit_s) {
+  const Snapshot& s = in.snap;
+  const Groups gr = GroupUnits(s);
+  Cbc_Model* m = Cbc_newModel();
+  Cbc_setLogLevel(m, 0);
+  struct X {
+    int col, g, o;
+  };
+  std::vector<std::vector<int>> ycol(s.offerings.size());
+  std::vector<std::vector<std::vector<X>>> xs(s.offerings.size());
+  int ncols = 0;
+  for (int o : in.usable) {
+    const Offering& off = s.offerings[o];
+    const InstanceType& t = TypeOf(s, off);
+    double gpu_need = 0, cpu_need = 0, mem_need = 0;
+    int units = 0;
+    for (size_t g = 0; g < gr.rep.size(); ++g)
+      if (Compatible(s, *gr.rep[g], off)) {
+        units += gr.count[g];
+        gpu_need += gr.rep[g]->gpus * gr.count[g];
+        cpu_need += double(gr.rep[g]->cpu_milli) * gr.count[g];
+        mem_need += double(gr.rep[g]->memory_mib) * gr.count[g];
+      }
+    if (units == 0) continue;
+    int slots = 1;
+    if (t.gpu_count > 0) slots = std::max(slots, int(std::ceil(gpu_need / t.gpu_count)));
+    slots = std::max(slots, int(std::ceil(cpu_need / (t.vcpus * 1000.0))));
+    slots = std::max(slots, int(std::ceil(mem_need / double(t.memory_mib))));
+    slots = std::min(slots, units);
+    xs[o].resize(slots);
+    for (int j = 0; j < slots; ++j) {
+      Cbc_addCol(m, "", 0, 1, off.usd_per_hour, 1, 0, nullptr, nullptr);
+      ycol[o].push_back(ncols++);
+      for (size_t g = 0; g < gr.rep.size(); ++g) {
+        if (!Compatible(s, *gr.rep[g], off)) continue;
+        const double risk = ExpectedInterruptionUsdPerHour(*gr.rep[g], off, t);
+        Cbc_addCol(m, "", 0, gr.count[g], risk, 1, 0, nullptr, nullptr);
+        xs[o][j].push_back({ncols++, int(g), o});
+      }
+    }
+  }
+  std::vector<int> cols;
+  std::vector<double> vals;
+  auto row = [&](char sense, double rhs) {
+    Cbc_addRow(m, "", int(cols.size()), cols.data(), vals.data(), sense, rhs);
+    cols.clear();
+    vals.clear();
+  };
+  for (size_t g = 0; g < gr.rep.size(); ++g) {
+    for (int o : in.usable)
+      for (const auto& slot : xs[o])
+        for (const X& x : slot)
+          if (x.g == int(g)) {
+            cols.push_back(x.col);
+            vals.push_back(1);
+          }
+    if (cols.empty()) {
+      Cbc_deleteModel(m);
+      return {};
+    }
+    row('E', gr.count[g]);
+  }
+  for (int o : in.usable) {
+    const InstanceType& t = TypeOf(s, s.offerings[o]);
+    for (size_t j = 0; j < xs[o].size(); ++j) {
+      auto cap = [&](auto need, double capacity) {
+        for (const X& x : xs[o][j]) {
+          const double v = need(*gr.rep[x.g]);
+          if (v > 0) {
+            cols.push_back(x.col);
+            vals.push_back(v);
+          }
+        }
+        cols.push_back(ycol[o][j]);
+        vals.push_back(-capacity);
+        row('L', 0);
+      };
+      cap([](const DemandUnit& u) { return double(u.gpus); }, t.gpu_count);
+      cap([](const DemandUnit& u) { return double(u.cpu_milli); }, t.vcpus * 1000.0);
+      cap([](const DemandUnit& u) { return double(u.memory_mib); }, double(t.memory_mib));
+      // A unit asking for nothing cannot sit on an unopened node either.
+      // x <= (units of g one node holds) * y: the LP relaxation's main cut.
+      for (const X& x : xs[o][j]) {
+        const DemandUnit& u = *gr.rep[x.g];
+        int64_t k = gr.count[x.g];
+        if (u.gpus > 0) k = std::min<int64_t>(k, t.gpu_count / u.gpus);
+        if (u.cpu_milli > 0) k = std::min<int64_t>(k, int64_t(t.vcpus) * 1000 / u.cpu_milli);
+        if (u.memory_mib > 0) k = std::min<int64_t>(k, t.memory_mib / u.memory_mib);
+        cols = {x.col, ycol[o][j]};
+        vals = {1, -double(k)};
+        row('L', 0);
+      }
+      if (j + 1 < xs[o].size()) {
+        cols = {ycol[o][j], ycol[o][j + 1]};
+        vals = {1, -1};
+        row('G', 0);
+      }
+    }
+  }
+  for (const auto& c : in.policy.classes) {
+    if (c.max_spot_share >= 1) continue;
+    double total = 0;
+    for (size_t g = 0; g < gr.rep.size(); ++g)
+      if (gr.rep[g]->workload_class == c.name) total += gr.rep[g]->gpus * gr.count[g];
+    for (int o : in.usable) {
+      if (s.offerings[o].capacity_type != CapacityType::kSpot) continue;
+      for (const auto& slot : xs[o])
+        for (const X& x : slot)
+          if (gr.rep[x.g]->workload_class == c.name && gr.rep[x.g]->gpus > 0) {
+            cols.push_back(x.col);
+            vals.push_back(gr.rep[x.g]->gpus);
+          }
+    }
+    if (!cols.empty()) row('L', c.max_spot_share * total + 1e-9);
+  }
+  if (in.policy.budget.global.hourly_usd) {
+    for (int o : in.usable)
+      for (int y : ycol[o]) {
+        cols.push_back(y);
+        vals.push_back(s.offerings[o].usd_per_hour);
+      }
+    row('L', *in.policy.budget.global.hourly_usd);
+  }
+  Cbc_setMaximumSeconds(m, time_limit_s);
+  Cbc_setAllowableFractionGap(m, 1e-7);
+  Cbc_setAllowableGap(m, 1e-7);
+  Cbc_solve(m);
+  MipResult r;
+  r.proven = Cbc_isProvenOptimal(m) != 0;
+  r.feasible = r.proven || (!Cbc_isProvenInfeasible(m) && Cbc_getColSolution(m) != nullptr && Cbc_getObjValue(m) < 1e20);
+  if (Cbc_isProvenInfeasible(m)) r.feasible = false;
+  r.cost = Cbc_getObjValue(m);
+  Cbc_deleteModel(m);
+  return r;
+}
+
+double PlanCost(const Plan& p) {
+  double c = 0;
+  for (const auto& l : p.launches) c += l.usd_per_hour + l.expected_interruption_usd_per_hour;
+  return c;
+}
+
+std::vector<const DemandUnit*> SortedBySize(const Snapshot& s) {
+  std::vector<const DemandUnit*> v;
+  for (const auto& u : s.pending) v.push_back(&u);
+  std::stable_sort(v.begin(), v.end(), [](const DemandUnit* a, const DemandUnit* b) {
+    if (a->gpus != b->gpus) return a->gpus > b->gpus;
+    if (a->cpu_milli != b->cpu_milli) return a->cpu_milli > b->cpu_milli;
+    return a->memory_mib > b->memory_mib;
+  });
+  return v;
+}
+
+// Karpenter-like: first-fit onto open nodes while some offering holds them all;
+// each node then takes the cheapest fitting offering, spot first.
+double KarpenterLike(const Instance& in, bool* all_placed) {
+  const Snapshot& s = in.snap;
+  std::vector<std::vector<const DemandUnit*>> nodes;
+  *all_placed = true;
+  auto any_fits = [&](const std::vector<const DemandUnit*>& units) {
+    for (int o : in.usable)
+      if (Fits(s, units, s.offerings[o])) return true;
+    return false;
+  };
+  for (const DemandUnit* u : SortedBySize(s)) {
+    bool placed = false;
+    for (auto& n : nodes) {
+      n.push_back(u);
+      if (any_fits(n)) {
+        placed = true;
+        break;
+      }
+      n.pop_back();
+    }
+    if (!placed) {
+      if (any_fits({u})) nodes.push_back({u});
+      else *all_placed = false;
+    }
+  }
+  double total = 0;
+  for (const auto& n : nodes) {
+    int best = -1;
+    for (bool spot : {true, false}) {
+      for (int o : in.usable) {
+        const Offering& off = s.offerings[o];
+        if ((off.capacity_type == CapacityType::kSpot) != spot || !Fits(s, n, off)) continue;
+        if (best < 0 || off.usd_per_hour < s.offerings[best].usd_per_hour) best = o;
+      }
+      if (best >= 0) break;
+    }
+    total += NodeCost(s, n, s.offerings[best]);
+  }
+  return total;
+}
+
+// Cluster-Autoscaler-like: on-demand node groups; least waste of CPU and memory.
+double ClusterAutoscalerLike(const Instance& in, bool* all_placed) {
+  const Snapshot& s = in.snap;
+  std::vector<const DemandUnit*> left = SortedBySize(s);
+  double total = 0;
+  while (!left.empty()) {
+    double best_waste = 1e18;
+    int best_o = -1;
+    std::vector<std::vector<const DemandUnit*>> best_nodes;
+    for (int o : in.usable) {
+      const Offering& off = s.offerings[o];
+      if (off.capacity_type != CapacityType::kOnDemand) continue;
+      std::vector<std::vector<const DemandUnit*>> nodes;
+      for (const DemandUnit* u : left) {
+        if (!Fits(s, {u}, off)) continue;
+        bool placed = false;
+        for (auto& n : nodes) {
+          n.push_back(u);
+          if (Fits(s, n, off)) {
+            placed = true;
+            break;
+          }
+          n.pop_back();
+        }
+        if (!placed) nodes.push_back({u});
+      }
+      if (nodes.empty()) continue;
+      const InstanceType& t = TypeOf(s, off);
+      double cpu = 0, mem = 0;
+      for (const auto& n : nodes)
+        for (const auto* u : n) {
+          cpu += double(u->cpu_milli);
+          mem += double(u->memory_mib);
+        }
+      const double cap_cpu = double(nodes.size()) * t.vcpus * 1000.0, cap_mem = double(nodes.size()) * double(t.memory_mib);
+      const double waste = ((cap_cpu - cpu) / cap_cpu + (cap_mem - mem) / cap_mem) / 2;
+      if (waste < best_waste - 1e-12) {
+        best_waste = waste;
+        best_o = o;
+        best_nodes = nodes;
+      }
+    }
+    if (best_o < 0) break;
+    std::vector<const DemandUnit*> rest;
+    for (const DemandUnit* u : left) {
+      bool used = false;
+      for (const auto& n : best_nodes) used = used || std::find(n.begin(), n.end(), u) != n.end();
+      if (!used) rest.push_back(u);
+    }
+    for (const auto& n : best_nodes) total += NodeCost(s, n, s.offerings[best_o]);
+    left = std::move(rest);
+  }
+  *all_placed = left.empty();
+  return total;
+}
+
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double pos = q * double(v.size() - 1);
+  const size_t lo = size_t(std::floor(pos));
+  const size_t hi = std::min(v.size() - 1, lo + 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - double(lo));
+}
+
+}  // namespace
+}  // namespace gpuscaler::bench
+
+int main(int argc, char** argv) {
+  using namespace gpuscaler;
+  using namespace gpuscaler::bench;
+  int instances = 200;
+  double time_limit_s = 0.5;
+  if (argc > 1) instances = std::atoi(argv[1]);
+  if (argc > 2) time_limit_s = std::atof(argv[2]);
+  std::vector<double> gaps, karp, ca;
+  int infeasible = 0, mip_infeasible = 0, unproven = 0, solved = 0;
+  double planner_ms = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < instances; ++i) {
+    Instance in = MakeInstance(uint32_t(1000 + i));
+    bool ca_all = false, karp_all = false;
+    const double ca_cost = ClusterAutoscalerLike(in, &ca_all);
+    // A quarter of the instances get a hard budget below the on-demand packer's bill.
+    if (i % 4 == 3 && ca_all) in.policy.budget.global.hourly_usd = 0.8 * ca_cost;
+    const double karp_cost = KarpenterLike(in, &karp_all);
+    const MipResult mip = SolveMip(in, time_limit_s);
+    const auto t0 = std::chrono::steady_clock::now();
+    const Plan plan = MakePlan(in.snap, in.policy);
+    planner_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const double cost = PlanCost(plan);
+    if (!mip.feasible) {
+      ++mip_infeasible;
+      continue;
+    }
+    ++solved;
+    if (!plan.unplaced.empty()) {
+      ++infeasible;
+      std::printf("instance %d: planner left %zu units unplaced (%s) where the MIP places all\n", i, plan.unplaced.size(),
+                  std::string(ToString(plan.unplaced[0].reason)).c_str());
+      continue;
+    }
+    if (!mip.proven) ++unproven;
+    const double gap = mip.cost > 0 ? std::max(0.0, 100.0 * (cost - mip.cost) / mip.cost) : 0;
+    if (mip.proven) gaps.push_back(gap);
+    if (karp_all && karp_cost > 0 && !in.policy.budget.global.hourly_usd) karp.push_back(100.0 * (karp_cost - cost) / karp_cost);
+    if (ca_all && ca_cost > 0 && !in.policy.budget.global.hourly_usd) ca.push_back(100.0 * (ca_cost - cost) / ca_cost);
+    if (gap > 3) std::printf("instance %d: gap %.2f %% (planner %.3f, optimum %.3f)\n", i, gap, cost, mip.cost);
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("MIP-feasible instances: %d (MIP infeasible: %d, not proven optimal in %.1f s: %d)\n", solved,
+              mip_infeasible, time_limit_s, unproven);
+  std::printf("gap to optimum over %zu proven instances: median %.3f %%, p95 %.3f %%, max %.3f %%\n", gaps.size(),
+              Percentile(gaps, 0.5), Percentile(gaps, 0.95), Percentile(gaps, 1.0));
+  std::printf("saving vs Karpenter-like (no budget, %zu instances): median %.1f %%, p5 %.1f %%\n", karp.size(),
+              Percentile(karp, 0.5), Percentile(karp, 0.05));
+  std::printf("saving vs Cluster-Autoscaler-like (no budget, %zu instances): median %.1f %%\n", ca.size(),
+              Percentile(ca, 0.5));
+  std::printf("planner time: %.3f ms per instance; total run %.1f s\n", planner_ms / instances, secs);
+  std::printf("quality: instances=%d median_gap_pct=%.3f p95_gap_pct=%.3f infeasible=%d karpenter_like_median_saving_pct=%.1f\n",
+              solved, Percentile(gaps, 0.5), Percentile(gaps, 0.95), infeasible, Percentile(karp, 0.5));
+  return 0;
+}
