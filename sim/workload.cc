@@ -45,7 +45,14 @@ Workload::Workload(const Trace& trace, const Catalog& catalog, const Policy& pol
   }
 }
 
-std::optional<WallTime> Workload::NextEventTime() const {
+std::optional<WallTime> Workload::NextEventTime() {
+  // Finishes of runs that were evicted since are stale: drop them here.
+  while (!finishes_.empty()) {
+    const Finish& f = finishes_.top();
+    const Job& j = jobs_[f.job];
+    if (j.state == JobState::kRunning && j.generation == f.generation) break;
+    finishes_.pop();
+  }
   std::optional<WallTime> t;
   if (next_arrival_ < trace_.jobs.size()) t = start_ + trace_.jobs[next_arrival_].submit;
   if (!finishes_.empty() && (!t || finishes_.top().t < *t)) t = finishes_.top().t;

@@ -59,7 +59,7 @@ class Workload final : public WorkSource, public SimCloudObserver {
            size_t max_pending = 2000);
 
   // Next job arrival or finish, if any.
-  std::optional<WallTime> NextEventTime() const;
+  std::optional<WallTime> NextEventTime();
   // Arrivals and finishes at or before `t`, in time order.
   void RunEventsUntil(WallTime t);
   // A scheduling pass at `now`.

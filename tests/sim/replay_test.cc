@@ -1,0 +1,209 @@
+// Replays through the production controller: invariants on every replay,
+// determinism, the workload model's interruption accounting, and golden
+// totals on a small committed trace (sim/testdata/golden/).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "sim/baselines.h"
+#include "sim/report.h"
+#include "sim/runner.h"
+#include "sim/scenario.h"
+#include "sim/trace_readers.h"
+#include "sim/workload.h"
+
+namespace gpuscaler::sim {
+namespace {
+
+Scenario Demo(int days, uint64_t seed = 1) {
+  Result<Scenario> s = MakeBuiltinScenario("demo", seed, days, BuiltinCatalog());
+  EXPECT_TRUE(s.ok());
+  s->catalog_source = "built-in";
+  return std::move(s).value();
+}
+
+void CheckInvariants(const Scenario& s, const RunResult& r) {
+  SCOPED_TRACE(r.name);
+  double sum = 0;
+  for (const InstanceBill& b : r.bills) {
+    sum += b.usd;
+    EXPECT_GE(b.billed_seconds, 60);
+  }
+  EXPECT_NEAR(r.total_cost_usd, sum, 1e-6);
+  EXPECT_NEAR(r.cost_by_capacity_type.at("on-demand") + r.cost_by_capacity_type.at("spot"), r.total_cost_usd, 1e-6);
+  EXPECT_EQ(r.jobs_completed + r.jobs_unfinished, static_cast<int64_t>(s.trace.jobs.size()));
+  EXPECT_LE(r.busy_gpu_hours, r.paid_gpu_hours + 1e-6);
+  EXPECT_GE(r.gpu_hours_lost, 0);
+  EXPECT_EQ(r.controller_errors, 0);
+}
+
+TEST(Replay, EveryRunKeepsTheInvariants) {
+  const Scenario s = Demo(1);
+  std::vector<std::string> names = {"gpuscaler"};
+  for (const std::string& b : BaselineNames()) names.push_back(b);
+  Result<std::vector<RunResult>> results = RunMany(s, names, {});
+  ASSERT_TRUE(results.ok()) << results.error().ToString();
+  ASSERT_EQ(results->size(), 5u);
+  for (const RunResult& r : *results) {
+    CheckInvariants(s, r);
+    if (r.name == "gpuscaler" || r.name == "on-demand") {
+      EXPECT_EQ(r.hard_budget_violations, 0) << r.name << ": the planner keeps hard budgets";
+    }
+  }
+  // The replay did real work: nodes were bought and most jobs finished.
+  for (const RunResult& r : *results) {
+    EXPECT_GT(r.total_cost_usd, 0) << r.name;
+    EXPECT_GT(r.jobs_completed, r.jobs_unfinished) << r.name;
+  }
+}
+
+TEST(Replay, SameInputsGiveIdenticalResults) {
+  const Scenario s = Demo(1, 3);
+  RunOptions o;
+  o.timeseries = true;
+  Result<std::vector<RunResult>> a = RunMany(s, {"gpuscaler", "karpenter"}, o);
+  Result<std::vector<RunResult>> b = RunMany(s, {"gpuscaler", "karpenter"}, o);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(FormatJson(s, *a), FormatJson(s, *b));
+  EXPECT_EQ(FormatTimeseriesCsv(*a), FormatTimeseriesCsv(*b));
+  // And another seed gives another load.
+  const Scenario other = Demo(1, 4);
+  EXPECT_NE(other.trace.jobs.size() == s.trace.jobs.size() ? other.trace.jobs[5].submit : Seconds(-1),
+            s.trace.jobs[5].submit);
+}
+
+TEST(Replay, BuiltinScenariosHaveTheAdvertisedSize) {
+  Result<Scenario> big = MakeBuiltinScenario("scale-30d-100k", 1, std::nullopt, BuiltinCatalog());
+  ASSERT_TRUE(big.ok());
+  EXPECT_EQ(big->trace.jobs.size(), 100000u);
+  EXPECT_EQ(big->horizon, Seconds(30 * 86400));
+  EXPECT_FALSE(MakeBuiltinScenario("nope", 1, std::nullopt, BuiltinCatalog()).ok());
+}
+
+// One job, one node, an interruption: the work since the last checkpoint is
+// lost and the job is requeued with the rest.
+TEST(Workload, InterruptionLosesWorkSinceTheLastCheckpointAndRequeues) {
+  const Catalog catalog = BuiltinCatalog();
+  Trace trace;
+  TraceJob j;
+  j.submit = Seconds(0);
+  j.duration = Seconds(3 * 3600);
+  j.unit.id = "train";
+  j.unit.workload_class = "training";
+  j.unit.gpus = 4;
+  j.unit.checkpoint_interval = Seconds(1800);
+  j.unit.restart_cost = Seconds(600);
+  trace.jobs = {j};
+  Policy policy;
+  const WallTime t0 = FromUnixSeconds(1782000000);
+  Workload w(trace, catalog, policy, t0);
+
+  Instance node;
+  node.instance_id = "i-1";
+  node.pool = "p";
+  node.offering.instance_type = "g5.12xlarge";
+  node.offering.zone = "us-east-1a";
+  node.offering.capacity_type = CapacityType::kSpot;
+  w.OnReady(node, 4);
+  w.RunEventsUntil(t0);
+  w.Schedule(t0);
+  ASSERT_EQ(w.running(), 1);
+  ASSERT_EQ(w.RunningOn("i-1").size(), 1u);
+
+  // 70 minutes in: two checkpoints (60 min) saved, 10 minutes lost.
+  w.OnNotice("i-1", t0 + Seconds(70 * 60));
+  w.OnGone("i-1", t0 + Seconds(70 * 60), /*interrupted=*/true);
+  EXPECT_EQ(w.running(), 0);
+  EXPECT_EQ(w.queued(), 1);
+  EXPECT_NEAR(w.stats().lost_gpu_seconds, 4.0 * 600, 1e-9);
+  EXPECT_EQ(w.stats().requeues, 1);
+
+  // On a new node it needs the restart cost plus the 120 minutes left.
+  node.instance_id = "i-2";
+  w.OnReady(node, 4);
+  const WallTime t1 = t0 + Seconds(80 * 60);
+  w.Schedule(t1);
+  ASSERT_EQ(w.running(), 1);
+  EXPECT_EQ(*w.NextEventTime(), t1 + Seconds(600 + 120 * 60));
+  w.RunEventsUntil(*w.NextEventTime());
+  EXPECT_EQ(w.stats().jobs_completed, 1);
+  const auto classes = w.ClassResults(t1 + Seconds(10 * 3600));
+  EXPECT_EQ(classes.at("training").waits_s, std::vector<int64_t>{10 * 60});
+}
+
+TEST(Workload, NonInterruptibleWorkNeverLandsOnSpot) {
+  const Catalog catalog = BuiltinCatalog();
+  Trace trace;
+  TraceJob j;
+  j.duration = Seconds(600);
+  j.unit.id = "eval";
+  j.unit.gpus = 1;
+  j.unit.interruptible = false;
+  trace.jobs = {j};
+  const WallTime t0 = FromUnixSeconds(1782000000);
+  Workload w(trace, catalog, Policy{}, t0);
+  Instance spot;
+  spot.instance_id = "i-spot";
+  spot.offering.instance_type = "g5.xlarge";
+  spot.offering.capacity_type = CapacityType::kSpot;
+  w.OnReady(spot, 1);
+  w.RunEventsUntil(t0);
+  w.Schedule(t0);
+  EXPECT_EQ(w.running(), 0);
+  Instance od = spot;
+  od.instance_id = "i-od";
+  od.offering.capacity_type = CapacityType::kOnDemand;
+  w.OnReady(od, 1);
+  w.Schedule(t0 + Seconds(60));
+  EXPECT_EQ(w.running(), 1);
+  EXPECT_EQ(w.RunningOn("i-od").size(), 1u);
+}
+
+// Golden totals for the baselines whose code lives in sim/ (the planner's own
+// runs are covered by the invariants, so planner changes do not break this).
+TEST(Replay, GoldenTotalsOnTheSmallCommittedTrace) {
+  const std::string dir = std::string(GPUSCALER_SOURCE_DIR) + "/sim/testdata/golden/";
+  Result<Trace> trace = ReadTrace(dir + "small_jobs.csv", TraceFormat::kGpuscalerJobs);
+  ASSERT_TRUE(trace.ok()) << trace.error().ToString();
+  Scenario s = MakeTraceScenario(std::move(trace).value(), {}, BuiltinCatalog(), DemoPolicy(), 11, 1);
+  s.cloud.hazard_by_family = {{"g5", 0.3}, {"g6", 0.3}};
+  s.cloud.price_walk.enabled = true;
+  Result<std::vector<RunResult>> results = RunMany(s, {"karpenter", "cluster-autoscaler"}, {});
+  ASSERT_TRUE(results.ok());
+
+  std::map<std::string, std::vector<double>> want;
+  std::ifstream in(dir + "expected.txt");
+  ASSERT_TRUE(in.good()) << "missing " << dir << "expected.txt";
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream row(line);
+    std::string name;
+    double cost, completed, unfinished, interruptions;
+    row >> name >> cost >> completed >> unfinished >> interruptions;
+    want[name] = {cost, completed, unfinished, interruptions};
+  }
+  std::ostringstream actual;
+  for (const RunResult& r : *results) {
+    char buf[200];
+    std::snprintf(buf, sizeof(buf), "%s %.4f %lld %lld %d\n", r.name.c_str(), r.total_cost_usd,
+                  static_cast<long long>(r.jobs_completed), static_cast<long long>(r.jobs_unfinished),
+                  r.interruptions);
+    actual << buf;
+  }
+  for (const RunResult& r : *results) {
+    CheckInvariants(s, r);
+    if (r.name == "on-demand") continue;
+    ASSERT_EQ(want.count(r.name), 1u) << "actual:\n" << actual.str();
+    EXPECT_NEAR(r.total_cost_usd, want[r.name][0], 1e-3) << "actual:\n" << actual.str();
+    EXPECT_EQ(r.jobs_completed, static_cast<int64_t>(want[r.name][1])) << "actual:\n" << actual.str();
+    EXPECT_EQ(r.jobs_unfinished, static_cast<int64_t>(want[r.name][2])) << "actual:\n" << actual.str();
+    EXPECT_EQ(r.interruptions, static_cast<int>(want[r.name][3])) << "actual:\n" << actual.str();
+  }
+}
+
+}  // namespace
+}  // namespace gpuscaler::sim

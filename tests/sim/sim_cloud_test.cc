@@ -1,0 +1,152 @@
+#include "sim/sim_cloud.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/scenario.h"
+
+namespace gpuscaler::sim {
+namespace {
+
+struct Fixture {
+  Catalog catalog = BuiltinCatalog();
+  SpotMarket market;
+  ManualClock clock{FromUnixSeconds(1782000000)};
+  std::unique_ptr<SimCloud> cloud;
+
+  void Start(SimCloudConfig config = {}) {
+    config.hazard_multiplier = 0;  // no random interruptions unless a test asks
+    cloud = std::make_unique<SimCloud>(clock, catalog, catalog.Offerings({"us-east-1"}), market, config);
+  }
+  Offering Get(const std::string& key) {
+    for (const Offering& o : catalog.Offerings({"us-east-1"})) {
+      if (o.Key() == key) return o;
+    }
+    ADD_FAILURE() << key;
+    return {};
+  }
+  std::string LaunchOne(const std::string& key) {
+    LaunchRequest r;
+    r.pool = "p";
+    r.count = 1;
+    r.offerings = {Get(key)};
+    Result<LaunchResult> res = cloud->Launch(r);
+    EXPECT_TRUE(res.ok());
+    EXPECT_EQ(res->instances.size(), 1u);
+    return res->instances.empty() ? "" : res->instances[0].instance_id;
+  }
+  void Run(Seconds d) {
+    const WallTime t = clock.WallNow() + d;
+    cloud->RunEventsUntil(t);
+    clock.AdvanceTo(t);
+  }
+};
+
+TEST(SimCloud, BillsPerSecondWithASixtySecondMinimum) {
+  struct Case {
+    std::string name;
+    Seconds ran;
+    int64_t billed;
+  };
+  for (const Case& c : std::vector<Case>{{"short", Seconds(10), 60}, {"one minute", Seconds(60), 60},
+                                         {"per second after", Seconds(3601), 3601}}) {
+    SCOPED_TRACE(c.name);
+    Fixture f;
+    f.Start();
+    const std::string id = f.LaunchOne("g5.xlarge/us-east-1a/on-demand");
+    f.Run(c.ran);
+    ASSERT_TRUE(f.cloud->Terminate({id}).ok());
+    const std::vector<InstanceBill> bills = f.cloud->Bills(f.clock.WallNow());
+    ASSERT_EQ(bills.size(), 1u);
+    EXPECT_EQ(bills[0].billed_seconds, c.billed);
+    EXPECT_NEAR(bills[0].usd, 1.006 * static_cast<double>(c.billed) / 3600.0, 1e-9);
+  }
+}
+
+TEST(SimCloud, BillsSpotPiecewiseAtThePriceInForce) {
+  Fixture f;
+  f.market.prices = {{Seconds(0), "g5.xlarge", "us-east-1a", CapacityType::kSpot, 0.5},
+                     {Seconds(1800), "g5.xlarge", "us-east-1a", CapacityType::kSpot, 1.0},
+                     {Seconds(1800), "g5.xlarge", "us-east-1b", CapacityType::kSpot, 9.0}};
+  f.Start();
+  const std::string id = f.LaunchOne("g5.xlarge/us-east-1a/spot");
+  f.Run(Seconds(3600));
+  ASSERT_TRUE(f.cloud->Terminate({id}).ok());
+  const std::vector<InstanceBill> bills = f.cloud->Bills(f.clock.WallNow());
+  EXPECT_NEAR(bills[0].usd, 0.5 * 0.5 + 1.0 * 0.5, 1e-9);
+  EXPECT_NEAR(f.cloud->CostUntil(f.clock.WallNow()), 0.75, 1e-9);
+  // The price change is visible to the controller as a spot price.
+  Result<std::vector<SpotPrice>> prices = f.cloud->SpotPrices(f.clock.WallNow() - Seconds(3600));
+  ASSERT_TRUE(prices.ok());
+  ASSERT_FALSE(prices->empty());
+  EXPECT_DOUBLE_EQ(prices->back().usd_per_hour, 9.0);
+}
+
+TEST(SimCloud, LiveInstancesAreBilledToTheEndOfTheReplay) {
+  Fixture f;
+  f.Start();
+  f.LaunchOne("p5.48xlarge/us-east-1a/on-demand");
+  f.Run(Seconds(1800));
+  EXPECT_NEAR(f.cloud->Bills(f.clock.WallNow())[0].usd, 55.04 / 2, 1e-9);
+}
+
+TEST(SimCloud, CapacityLimitGivesACapacityErrorAndTheNextOfferingIsTried) {
+  Fixture f;
+  SimCloudConfig c;
+  c.spot_capacity_by_family = {{"p5", 1}};
+  f.Start(c);
+  LaunchRequest r;
+  r.pool = "p";
+  r.count = 3;
+  r.offerings = {f.Get("p5.48xlarge/us-east-1a/spot"), f.Get("p5.48xlarge/us-east-1b/spot")};
+  Result<LaunchResult> res = f.cloud->Launch(r);
+  ASSERT_TRUE(res.ok());
+  EXPECT_EQ(res->instances.size(), 2u);  // one per zone: partial fulfilment
+  ASSERT_EQ(res->errors.size(), 2u);
+  EXPECT_EQ(res->errors[0].error.category(), ErrorCategory::kCapacity);
+  // Same token, same answer: nothing launched twice.
+  r.idempotency_token = "d1-0";
+  Result<LaunchResult> first = f.cloud->Launch(r);
+  Result<LaunchResult> again = f.cloud->Launch(r);
+  EXPECT_EQ(first->instances.size(), again->instances.size());
+  EXPECT_EQ(f.cloud->launched(), 2);
+}
+
+TEST(SimCloud, AvailabilityDropInterruptsWithATwoMinuteNotice) {
+  Fixture f;
+  f.market.availability = {{Seconds(0), "g5.xlarge", "us-east-1a", 5},
+                           {Seconds(600), "g5.xlarge", "us-east-1a", 0}};
+  f.Start();
+  const std::string id = f.LaunchOne("g5.xlarge/us-east-1a/spot");
+  f.Run(Seconds(600));
+  Result<std::vector<InterruptionNotice>> notices = f.cloud->PollInterruptions();
+  ASSERT_EQ(notices->size(), 1u);
+  EXPECT_EQ((*notices)[0].instance_id, id);
+  EXPECT_EQ((*notices)[0].deadline - (*notices)[0].notice_time, Seconds(120));
+  EXPECT_EQ(f.cloud->live_count(), 1);
+  f.Run(Seconds(120));
+  EXPECT_EQ(f.cloud->live_count(), 0);
+  EXPECT_EQ(f.cloud->interrupted(), 1);
+  EXPECT_TRUE(f.cloud->Bills(f.clock.WallNow())[0].interrupted);
+}
+
+TEST(SimCloud, HazardInterruptionsAreSeededAndRepeatable) {
+  auto run = [](uint64_t seed) {
+    Fixture f;
+    SimCloudConfig c;
+    c.seed = seed;
+    f.cloud = std::make_unique<SimCloud>(f.clock, f.catalog, f.catalog.Offerings({"us-east-1"}), f.market, [&] {
+      SimCloudConfig k = c;
+      k.hazard_by_family = {{"g5", 1.0}};
+      return k;
+    }());
+    for (int i = 0; i < 20; ++i) f.LaunchOne("g5.xlarge/us-east-1a/spot");
+    f.Run(Seconds(3600));
+    return f.cloud->interrupted();
+  };
+  EXPECT_EQ(run(7), run(7));
+  EXPECT_GT(run(7), 5);   // about 1 - e^-1 of 20 in an hour at 1/h
+  EXPECT_LT(run(7), 20);
+}
+
+}  // namespace
+}  // namespace gpuscaler::sim
