@@ -284,7 +284,7 @@ Result<Scenario> MakeBuiltinScenario(const std::string& name, uint64_t seed, std
     spec.inference_jobs = int64_t{720} * d;
     spec.training_jobs = int64_t{30} * d;
     spec.eval_jobs = int64_t{6} * d;
-    s.description = "diurnal inference + bursty training, " + std::to_string(d) + " days, seed " + std::to_string(seed);
+    s.description = "diurnal inference + bursty training, " + std::to_string(d) + (d == 1 ? " day" : " days") + ", seed " + std::to_string(seed);
   } else if (name == "scale-30d-100k") {
     const int d = days.value_or(30);
     spec.span = Seconds(int64_t{86400} * d);
