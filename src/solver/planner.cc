@@ -1145,10 +1145,10 @@ void Planner::LocalSearch(State& st) const {
     for (size_t i = 0; i < st.bins.size(); ++i)
       if (!gone[i]) kept.push_back(std::move(st.bins[i]));
     st.bins = std::move(kept);
-    // 3. Empty a single bin into the free space of other new bins.
+    // 3. Empty one node (a single bin, or one copy of a bulk bin) into the
+    //    free space of other single new bins.
     int tries = 0;
-    for (size_t i = 0; i < st.bins.size() && tries < 64; ++i) {
-      if (st.bins[i].mult != 1) continue;
+    for (size_t i = 0; i < st.bins.size() && tries < 256; ++i) {
       ++tries;
       State saved = st;
       Bin victim = st.bins[i];
@@ -1185,8 +1185,12 @@ void Planner::LocalSearch(State& st) const {
         st.pool_cost[vo.pool] -= vo.price;
         st.cost -= vo.price;
         st.added -= 1;
-        st.bins.erase(st.bins.begin() + long(i));
-        --i;
+        if (st.bins[i].mult > 1) {
+          st.bins[i].mult -= 1;
+        } else {
+          st.bins.erase(st.bins.begin() + long(i));
+        }
+        --i;  // try the same bin (or the one now at i) again
         improved = true;
       } else {
         st = std::move(saved);
