@@ -1,11 +1,7 @@
 #include "sim/traces/csv.h"
 
-#include <cerrno>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <memory>
 
 #include "gpuscaler/model/time.h"
 
@@ -85,17 +81,6 @@ bool Tokenizer::Next() {
                                    : text_.substr(s.begin, s.size));
   }
   return true;
-}
-
-Result<std::string> ReadFile(const std::string& path) {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) return Error::NotFound("cannot open '" + path + "': " + std::strerror(errno));
-  std::string text;
-  char buf[1 << 16];
-  size_t got;
-  while ((got = std::fread(buf, 1, sizeof buf, f.get())) > 0) text.append(buf, got);
-  if (std::ferror(f.get())) return Error::InvalidInput("cannot read '" + path + "'");
-  return text;
 }
 
 Result<Table> Table::Open(std::string_view text, std::string file_name) {

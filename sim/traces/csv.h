@@ -48,9 +48,6 @@ class Tokenizer {
   std::string error_;
 };
 
-// Reads a whole file. kNotFound when it cannot be opened.
-Result<std::string> ReadFile(const std::string& path);
-
 // A CSV file with a header row, read row by row. Typed getters record the
 // first problem of the current row instead of returning it, so a reader can
 // fetch every column and check failed() once:

@@ -7,6 +7,7 @@
 #include <tuple>
 #include <utility>
 
+#include "gpuscaler/model/text_file.h"
 #include "sim/traces/csv.h"
 #include "sim/traces/readers_impl.h"
 
@@ -153,8 +154,8 @@ Result<Trace> ParseTrace(std::string text, const std::string& file_name, TraceFo
 }
 
 Result<Trace> ReadTrace(const std::string& path, TraceFormat format, const TraceOptions& options) {
-  Result<std::string> text = csv::ReadFile(path);
-  if (!text) return text.error();
+  Result<std::string> text = ReadTextFile(path);
+  if (!text) return Error::NotFound("cannot open '" + path + "': " + text.error().message());
   return ParseTrace(std::move(*text), path, format, options);
 }
 
@@ -173,8 +174,8 @@ Result<SpotMarket> ParseSpotMarket(std::string text, const std::string& file_nam
 }
 
 Result<SpotMarket> ReadSpotMarket(const std::string& path, MarketFormat format, const MarketOptions& options) {
-  Result<std::string> text = csv::ReadFile(path);
-  if (!text) return text.error();
+  Result<std::string> text = ReadTextFile(path);
+  if (!text) return Error::NotFound("cannot open '" + path + "': " + text.error().message());
   return ParseSpotMarket(std::move(*text), path, format, options);
 }
 

@@ -2,6 +2,7 @@
 #include <set>
 
 #include "gpuscaler/model/catalog.h"
+#include "gpuscaler/model/text_file.h"
 #include "gpuscaler/model/yaml_document.h"
 
 namespace gpuscaler {
@@ -325,9 +326,9 @@ Result<Catalog> ParseCatalog(const std::string& text, const std::string& file_na
 }
 
 Result<Catalog> LoadCatalogFile(const std::string& path) {
-  std::string text, error;
-  if (!ReadTextFile(path, &text, &error)) return Error::Config(path + ": cannot read: " + error);
-  return ParseCatalog(text, path);
+  Result<std::string> text = ReadTextFile(path);
+  if (!text) return Error::Config(path + ": cannot read: " + text.error().message());
+  return ParseCatalog(*text, path);
 }
 
 }  // namespace gpuscaler

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
-#include <fstream>
 #include <functional>
 #include <limits>
 #include <map>
@@ -11,6 +10,7 @@
 #include <sstream>
 #include <utility>
 
+#include "gpuscaler/model/text_file.h"
 #include "gpuscaler/model/time.h"
 
 namespace gpuscaler {
@@ -656,12 +656,9 @@ Result<Snapshot> ParseSnapshotJson(const std::string& text, const std::string& f
 }
 
 Result<Snapshot> LoadSnapshotFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error::NotFound(path + ": cannot read the snapshot file");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) return Error::NotFound(path + ": cannot read the snapshot file");
-  return ParseSnapshotJson(buffer.str(), path);
+  Result<std::string> text = ReadTextFile(path);
+  if (!text) return Error::NotFound(path + ": cannot read the snapshot file: " + text.error().message());
+  return ParseSnapshotJson(*text, path);
 }
 
 void FillNodeOfferings(Snapshot* snapshot) {

@@ -3,10 +3,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <cstdio>
-#include <cstring>
 #include <exception>
 #include <system_error>
 
@@ -14,7 +12,14 @@ namespace gpuscaler {
 
 std::string ConfigProblem::ToString() const {
   std::string out = file;
-  if (line > 0) out += ":" + std::to_string(line) + ":" + std::to_string(column);
+  if (line > 0) {
+    // Appended piece by piece: GCC 12 reports a false -Wrestrict on
+    // ":" + std::to_string(...) here.
+    out += ':';
+    out += std::to_string(line);
+    out += ':';
+    out += std::to_string(column);
+  }
   out += ": ";
   if (!field.empty()) out += field + ": ";
   out += message;
@@ -341,28 +346,6 @@ bool DocReader::ToStringMap(const DocNode& n, const std::string& field,
   }
   if (ok) *out = std::move(values);
   return ok;
-}
-
-bool ReadTextFile(const std::string& path, std::string* text, std::string* error) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    *error = std::strerror(errno);
-    return false;
-  }
-  std::string out;
-  char buf[65536];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
-  // A directory opens fine and fails on the first read (EISDIR).
-  const bool failed = std::ferror(f) != 0;
-  const int read_errno = errno;
-  std::fclose(f);
-  if (failed) {
-    *error = std::strerror(read_errno);
-    return false;
-  }
-  *text = std::move(out);
-  return true;
 }
 
 std::string IndexPath(const std::string& path, size_t index) {

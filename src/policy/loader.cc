@@ -7,6 +7,7 @@
 #include <set>
 #include <utility>
 
+#include "gpuscaler/model/text_file.h"
 #include "gpuscaler/model/yaml_document.h"
 
 namespace gpuscaler {
@@ -697,13 +698,13 @@ PolicyLoadResult ParsePolicy(const std::string& text, const std::string& file_na
 }
 
 PolicyLoadResult LoadPolicyFile(const std::string& path, const Catalog* catalog) {
-  std::string text, error;
-  if (!ReadTextFile(path, &text, &error)) {
+  Result<std::string> text = ReadTextFile(path);
+  if (!text) {
     PolicyLoadResult result;
-    result.problems.push_back({path, 0, 0, "", "cannot read: " + error});
+    result.problems.push_back({path, 0, 0, "", "cannot read: " + text.error().message()});
     return result;
   }
-  return ParsePolicy(text, path, catalog);
+  return ParsePolicy(*text, path, catalog);
 }
 
 Policy DefaultPolicy() {

@@ -183,24 +183,6 @@ Result<PromPoint> SingleValue(const PromQueryResult& result) {
   return p;
 }
 
-std::string UrlEncodeQueryComponent(std::string_view text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(text.size() * 3);
-  for (unsigned char c : text) {
-    bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-                      c == '.' || c == '_' || c == '~';
-    if (unreserved) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xF]);
-    }
-  }
-  return out;
-}
-
 std::string PromQueryUrl(std::string_view base_url, std::string_view promql, std::optional<int64_t> time_unix_s) {
   while (!base_url.empty() && base_url.back() == '/') base_url.remove_suffix(1);
   std::string url = std::string(base_url) + "/api/v1/query?query=" + UrlEncodeQueryComponent(promql);

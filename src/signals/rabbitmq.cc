@@ -82,11 +82,6 @@ Result<QueueStats> ParseQueueObject(const json& q) {
   return out;
 }
 
-bool IsUnreserved(unsigned char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-         c == '_' || c == '~';
-}
-
 }  // namespace
 
 Result<QueueStats> ParseQueueResponse(std::string_view body) {
@@ -116,22 +111,6 @@ Result<std::vector<QueueStats>> ParseQueueListResponse(std::string_view body) {
     Result<QueueStats> one = ParseQueueObject(q);
     if (!one.ok()) return one.error();
     out.push_back(std::move(*one));
-  }
-  return out;
-}
-
-std::string PercentEncodePathSegment(std::string_view segment) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(segment.size() * 3);
-  for (unsigned char c : segment) {
-    if (IsUnreserved(c)) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xF]);
-    }
   }
   return out;
 }

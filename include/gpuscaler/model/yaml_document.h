@@ -153,10 +153,6 @@ class MapReader {
   std::vector<std::pair<const DocNode*, const DocNode*>> entries_;
 };
 
-// Reads a whole file. On failure `*error` is the OS's reason ("No such file
-// or directory", "Is a directory").
-bool ReadTextFile(const std::string& path, std::string* text, std::string* error);
-
 // "path[i]".
 std::string IndexPath(const std::string& path, size_t index);
 

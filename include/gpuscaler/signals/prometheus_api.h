@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gpuscaler/signals/exposition.h"
+#include "gpuscaler/signals/url.h"
 #include "gpuscaler/status.h"
 
 namespace gpuscaler::signals {
@@ -58,7 +59,7 @@ Result<PromPoint> SingleValue(const PromQueryResult& result);
 
 // URL-encodes a query-string component (RFC 3986 unreserved characters
 // kept, everything else %XX; space as %20).
-std::string UrlEncodeQueryComponent(std::string_view text);
+inline std::string UrlEncodeQueryComponent(std::string_view text) { return PercentEncode(text); }
 
 // "<base>/api/v1/query?query=<encoded>[&time=<unix seconds>]"; a trailing
 // slash on base_url is dropped.

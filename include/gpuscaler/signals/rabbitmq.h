@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gpuscaler/signals/url.h"
 #include "gpuscaler/status.h"
 
 namespace gpuscaler::signals {
@@ -47,7 +48,7 @@ Result<std::vector<QueueStats>> ParseQueueListResponse(std::string_view body);
 
 // Percent-encodes one path segment: RFC 3986 unreserved characters kept,
 // every other byte %XX (so "/" -> "%2F", " " -> "%20", "%" -> "%25").
-std::string PercentEncodePathSegment(std::string_view segment);
+inline std::string PercentEncodePathSegment(std::string_view segment) { return PercentEncode(segment); }
 
 // "/api/queues/%2F/celery" for vhost "/" and queue "celery".
 std::string QueuePath(std::string_view vhost, std::string_view queue);
