@@ -40,116 +40,135 @@ Percentiles ComputePercentiles(std::vector<int64_t>* values) {
   return p;
 }
 
-RunResult RunScenario(const Scenario& s, const RunSpec& spec, const RunOptions& options) {
-  RunResult r;
-  r.name = spec.name;
-  r.policy_name = spec.policy.name;
-  ManualClock clock(s.start);
+Replay::Replay(const Scenario& s, RunSpec spec, RunOptions options)
+    : scenario_(s), spec_(std::move(spec)), options_(std::move(options)), clock_(s.start) {
+  result_.name = spec_.name;
+  result_.policy_name = spec_.policy.name;
   SimCloudConfig cloud_config = s.cloud;
-  cloud_config.id_prefix = IdPrefix(spec.name);
-  SimCloud cloud(clock, s.catalog, s.catalog.Offerings(s.regions), s.market, cloud_config);
+  cloud_config.id_prefix = IdPrefix(spec_.name);
+  cloud_ = std::make_unique<SimCloud>(clock_, s.catalog, s.catalog.Offerings(s.regions), s.market, cloud_config);
   ControllerOptions copt;
   copt.max_pending_units = 2000;
   // Readiness only moves a node from launching to ready (both take work in
   // the plan) and interrupted nodes leave at their deadline, so the sim reads
   // the instance list every 5 minutes rather than every tick.
   copt.reconcile_interval = Seconds(300);
-  copt.idle_replan_interval = std::max(Seconds(60), spec.policy.scaling.scale_down_stabilization);
-  Workload work(s.trace, s.catalog, spec.policy, s.start, copt.max_pending_units);
-  cloud.SetObserver(&work);
-  copt.source = "sim:" + spec.name;
+  copt.idle_replan_interval = std::max(Seconds(60), spec_.policy.scaling.scale_down_stabilization);
+  work_ = std::make_unique<Workload>(s.trace, s.catalog, spec_.policy, s.start, copt.max_pending_units);
+  cloud_->SetObserver(work_.get());
+  copt.source = "sim:" + spec_.name;
   copt.regions = s.regions;
-  Controller controller(clock, cloud, options.store, work, s.catalog, spec.policy, copt,
-                        spec.planner ? spec.planner : PlannerFn([](const Snapshot& s, const Policy& p) { return MakePlan(s, p); }));
+  controller_ = std::make_unique<Controller>(
+      clock_, *cloud_, options_.store, *work_, s.catalog, spec_.policy, copt,
+      spec_.planner ? spec_.planner : PlannerFn([](const Snapshot& s, const Policy& p) { return MakePlan(s, p); }));
+  end_ = s.start + s.horizon;
+  tick_ = std::max(Seconds(1), spec_.policy.scaling.tick_interval);
+  next_tick_ = s.start;
+  total_ticks_ = std::max<int64_t>(1, s.horizon / tick_);
+  progress_every_ = std::max<int64_t>(1, total_ticks_ / 200);
+}
 
-  const Policy& policy = spec.policy;
-  const WallTime end = s.start + s.horizon;
-  const Seconds tick = std::max(Seconds(1), policy.scaling.tick_interval);
-  WallTime next_tick = s.start;
-  const int64_t total_ticks = std::max<int64_t>(1, s.horizon / tick);
-  const int64_t progress_every = std::max<int64_t>(1, total_ticks / 200);
-  double month_start_cost = 0;
-  std::string month;
+Replay::~Replay() = default;
 
-  while (true) {
-    WallTime t = next_tick;
-    if (auto c = cloud.NextEventTime(); c && *c < t) t = *c;
-    if (auto w = work.NextEventTime(); w && *w < t) t = *w;
-    if (t >= end) break;
-    clock.AdvanceTo(t);
-    cloud.RunEventsUntil(t);
-    work.RunEventsUntil(t);
-    work.Schedule(t);
-    if (t != next_tick) continue;
+WallTime Replay::next_time() const {
+  WallTime t = next_tick_;
+  if (auto c = cloud_->NextEventTime(); c && *c < t) t = *c;
+  if (auto w = work_->NextEventTime(); w && *w < t) t = *w;
+  return t;
+}
 
-    work.SetSignalTime(t);
-    TickReport report = controller.Tick();
-    ++r.ticks;
-    r.planner_calls += report.planned ? 1 : 0;
-    r.controller_errors += static_cast<int64_t>(report.errors.size());
-    work.Schedule(t);
+int64_t Replay::queued_jobs() const { return work_->queued(); }
+int64_t Replay::running_jobs() const { return work_->running(); }
 
-    // Hard budgets, against the cloud's actual spend rate.
-    const double rate = cloud.CurrentUsdPerHour();
-    bool violated = false;
-    if (policy.budget.global.hard && policy.budget.global.hourly_usd &&
-        rate > *policy.budget.global.hourly_usd + 1e-9)
-      violated = true;
-    if (!policy.budget.per_pool.empty()) {
-      std::map<std::string, double> by_pool;
-      for (const Node& n : controller.snapshot().nodes) by_pool[n.pool] += n.offering.usd_per_hour;
-      for (const auto& [pool, cap] : policy.budget.per_pool) {
-        if (cap.hard && cap.hourly_usd && by_pool[pool] > *cap.hourly_usd + 1e-9) violated = true;
-      }
+bool Replay::Step(TickReport* tick) {
+  if (finished_) return false;
+  const WallTime t = next_time();
+  if (t >= end_) return false;
+  clock_.AdvanceTo(t);
+  cloud_->RunEventsUntil(t);
+  work_->RunEventsUntil(t);
+  work_->Schedule(t);
+  if (t != next_tick_) return false;
+
+  work_->SetSignalTime(t);
+  TickReport report = controller_->Tick();
+  work_->Schedule(t);
+  AfterTick(t, report);
+  if (tick != nullptr) *tick = std::move(report);
+  next_tick_ += tick_;
+  return true;
+}
+
+void Replay::AfterTick(WallTime t, const TickReport& report) {
+  RunResult& r = result_;
+  ++r.ticks;
+  r.planner_calls += report.planned ? 1 : 0;
+  r.controller_errors += static_cast<int64_t>(report.errors.size());
+
+  // Hard budgets, against the cloud's actual spend rate.
+  const Policy& policy = spec_.policy;
+  const double rate = cloud_->CurrentUsdPerHour();
+  bool violated = false;
+  if (policy.budget.global.hard && policy.budget.global.hourly_usd && rate > *policy.budget.global.hourly_usd + 1e-9)
+    violated = true;
+  if (!policy.budget.per_pool.empty()) {
+    std::map<std::string, double> by_pool;
+    for (const Node& n : controller_->snapshot().nodes) by_pool[n.pool] += n.offering.usd_per_hour;
+    for (const auto& [pool, cap] : policy.budget.per_pool) {
+      if (cap.hard && cap.hourly_usd && by_pool[pool] > *cap.hourly_usd + 1e-9) violated = true;
     }
-    if (policy.budget.global.hard && policy.budget.global.monthly_usd && (t - s.start) % Seconds(3600) == Seconds(0)) {
-      const std::chrono::year_month_day ymd{std::chrono::floor<std::chrono::days>(t)};
-      const std::string m = std::to_string(static_cast<int>(ymd.year())) + "-" +
-                            std::to_string(static_cast<unsigned>(ymd.month()));
-      const double so_far = cloud.CostUntil(t);
-      if (m != month) {
-        month = m;
-        month_start_cost = so_far;
-      }
-      if (so_far - month_start_cost > *policy.budget.global.monthly_usd + 1e-9) violated = true;
+  }
+  if (policy.budget.global.hard && policy.budget.global.monthly_usd &&
+      (t - scenario_.start) % Seconds(3600) == Seconds(0)) {
+    const std::chrono::year_month_day ymd{std::chrono::floor<std::chrono::days>(t)};
+    const std::string m =
+        std::to_string(static_cast<int>(ymd.year())) + "-" + std::to_string(static_cast<unsigned>(ymd.month()));
+    const double so_far = cloud_->CostUntil(t);
+    if (m != month_) {
+      month_ = m;
+      month_start_cost_ = so_far;
     }
-    if (violated) ++r.hard_budget_violations;
+    if (so_far - month_start_cost_ > *policy.budget.global.monthly_usd + 1e-9) violated = true;
+  }
+  if (violated) ++r.hard_budget_violations;
 
-    if (options.timeseries) {
-      TimePoint p;
-      p.time = t;
-      for (const Node& n : controller.snapshot().nodes) {
-        ++p.nodes;
-        if (n.offering.capacity_type == CapacityType::kSpot) ++p.spot_nodes;
-      }
-      p.gpus = 0;
-      for (const Node& n : controller.snapshot().nodes) {
-        for (const InstanceType& it : controller.snapshot().instance_types) {
-          if (it.name == n.offering.instance_type) {
-            p.gpus += it.gpu_count;
-            break;
-          }
+  if (options_.timeseries) {
+    TimePoint p;
+    p.time = t;
+    for (const Node& n : controller_->snapshot().nodes) {
+      ++p.nodes;
+      if (n.offering.capacity_type == CapacityType::kSpot) ++p.spot_nodes;
+      for (const InstanceType& it : controller_->snapshot().instance_types) {
+        if (it.name == n.offering.instance_type) {
+          p.gpus += it.gpu_count;
+          break;
         }
       }
-      p.queued_jobs = work.queued();
-      p.running_jobs = work.running();
-      p.usd_per_hour = rate;
-      p.planned = report.planned;
-      r.timeseries.push_back(p);
     }
-    if (options.progress && r.ticks % progress_every == 0) {
-      options.progress(static_cast<double>(r.ticks) / static_cast<double>(total_ticks));
-    }
-    next_tick += tick;
+    p.queued_jobs = work_->queued();
+    p.running_jobs = work_->running();
+    p.usd_per_hour = rate;
+    p.planned = report.planned;
+    r.timeseries.push_back(p);
   }
-  clock.AdvanceTo(end);
-  if (options.store != nullptr) {
-    Status flushed = controller.FlushUsage();
+  if (options_.progress && r.ticks % progress_every_ == 0) {
+    options_.progress(static_cast<double>(r.ticks) / static_cast<double>(total_ticks_));
+  }
+}
+
+RunResult Replay::Finish() {
+  RunResult& r = result_;
+  if (finished_) return r;
+  finished_ = true;
+  const WallTime end = std::max(std::min(end_, now()), scenario_.start);
+  clock_.AdvanceTo(end);
+  if (options_.store != nullptr) {
+    Status flushed = controller_->FlushUsage();
     if (!flushed.ok()) ++r.controller_errors;
   }
-  work.CloseAccounting(end);
+  work_->CloseAccounting(end);
 
-  r.bills = cloud.Bills(end);
+  r.bills = cloud_->Bills(end);
   r.cost_by_capacity_type["on-demand"] = 0;
   r.cost_by_capacity_type["spot"] = 0;
   for (const InstanceBill& b : r.bills) {
@@ -157,26 +176,32 @@ RunResult RunScenario(const Scenario& s, const RunSpec& spec, const RunOptions& 
     r.cost_by_capacity_type[std::string(ToString(b.capacity_type))] += b.usd;
     r.paid_gpu_hours += b.gpu_count * static_cast<double>(b.billed_seconds) / 3600.0;
   }
-  const WorkloadStats& ws = work.stats();
+  const WorkloadStats& ws = work_->stats();
   r.busy_gpu_hours = ws.busy_gpu_seconds / 3600.0;
   r.gpu_hours_lost = ws.lost_gpu_seconds / 3600.0;
   r.utilization = r.paid_gpu_hours > 0 ? r.busy_gpu_hours / r.paid_gpu_hours : 0;
   r.requeues = ws.requeues;
-  r.launches = cloud.launched();
-  r.terminations = cloud.terminated();
-  r.interruptions = cloud.interrupted();
-  r.peak_nodes = cloud.peak_by_offering_and_pool();
+  r.launches = cloud_->launched();
+  r.terminations = cloud_->terminated();
+  r.interruptions = cloud_->interrupted();
+  r.peak_nodes = cloud_->peak_by_offering_and_pool();
   std::vector<int64_t> all;
-  for (auto& [cls, stats] : work.ClassResults(end)) {
+  for (auto& [cls, stats] : work_->ClassResults(end)) {
     r.jobs_completed += stats.completed;
     r.jobs_unfinished += stats.unfinished;
     all.insert(all.end(), stats.waits_s.begin(), stats.waits_s.end());
     r.queue_wait_s_by_class[cls] = ComputePercentiles(&stats.waits_s);
   }
   r.queue_wait_s = ComputePercentiles(&all);
-  r.jobs_total = static_cast<int64_t>(s.trace.jobs.size());
-  if (options.progress) options.progress(1.0);
+  r.jobs_total = static_cast<int64_t>(scenario_.trace.jobs.size());
+  if (options_.progress) options_.progress(1.0);
   return r;
+}
+
+RunResult RunScenario(const Scenario& s, const RunSpec& spec, const RunOptions& options) {
+  Replay replay(s, spec, options);
+  while (!replay.done()) replay.Step();
+  return replay.Finish();
 }
 
 Result<RunSpec> MakeRunSpec(const std::string& name, const Scenario& scenario, const RunResult* on_demand) {

@@ -14,6 +14,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -25,6 +26,8 @@
 #include "sim/sim_cloud.h"
 
 namespace gpuscaler::sim {
+
+class Workload;
 
 struct Percentiles {
   double p50 = 0;
@@ -90,6 +93,58 @@ struct RunOptions {
 };
 
 RunResult RunScenario(const Scenario& scenario, const RunSpec& spec, const RunOptions& options = {});
+
+// One replay, advanced step by step: RunScenario is `while (r.Step()) {}`
+// then Finish(); the daemon's demo mode (`gpuscaler run --demo`) calls Step()
+// as real time passes, scaled by its --speed, and reads the controller
+// between steps. `scenario` must outlive the replay. Not thread-safe.
+class Replay {
+ public:
+  Replay(const Scenario& scenario, RunSpec spec, RunOptions options = {});
+  ~Replay();
+  Replay(const Replay&) = delete;
+  Replay& operator=(const Replay&) = delete;
+
+  // The virtual time of the next event or tick; at or past end(): done.
+  WallTime next_time() const;
+  WallTime end() const { return end_; }
+  bool done() const { return next_time() >= end_; }
+  // Processes the next event, or the next tick (with the events due at its
+  // time). Returns true when a controller tick ran; `*tick` (if given) then
+  // holds its report. Returns false without doing anything once done().
+  bool Step(TickReport* tick = nullptr);
+  // Ends the replay at end() (or now(), if earlier: an interrupted demo) and
+  // returns the result. Call once.
+  RunResult Finish();
+
+  WallTime now() const { return clock_.WallNow(); }
+  const Clock& clock() const { return clock_; }
+  const Controller& controller() const { return *controller_; }
+  Controller& controller() { return *controller_; }
+  const SimCloud& cloud() const { return *cloud_; }
+  int64_t queued_jobs() const;
+  int64_t running_jobs() const;
+
+ private:
+  void AfterTick(WallTime t, const TickReport& report);
+
+  const Scenario& scenario_;
+  RunSpec spec_;
+  RunOptions options_;
+  ManualClock clock_;
+  std::unique_ptr<SimCloud> cloud_;
+  std::unique_ptr<Workload> work_;
+  std::unique_ptr<Controller> controller_;
+  RunResult result_;
+  WallTime end_{};
+  Seconds tick_{60};
+  WallTime next_tick_{};
+  int64_t total_ticks_ = 1;
+  int64_t progress_every_ = 1;
+  double month_start_cost_ = 0;
+  std::string month_;
+  bool finished_ = false;
+};
 
 // The specs for `gpuscaler sim`: "gpuscaler" is MakePlan with the scenario's
 // policy; baselines by name (baselines.h). "static-peak" needs the peak of an
