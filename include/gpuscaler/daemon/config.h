@@ -1,0 +1,98 @@
+// The daemon's own configuration file (`gpuscaler run --config F`): where the
+// policy, catalog and audit database are, how to reach the signal sources and
+// the cloud, and what to listen on. Everything an operator tunes about
+// *scaling* is in the policy file instead (policy/policy.h), which is
+// hot-reloaded; this file is read once at start.
+//
+// YAML or JSON (apiVersion: gpuscaler/v1, kind: DaemonConfig); every problem
+// is reported at once as "file:line:col: field: message", unknown fields
+// included. Relative paths are resolved against the file's folder. Secrets
+// are never in this file: it names files (or environment variables) that hold
+// them. Reference: docs/daemon.md. Value type; thread-safe to read.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gpuscaler/model/time.h"
+#include "gpuscaler/model/yaml_document.h"
+#include "gpuscaler/status.h"
+
+namespace gpuscaler::daemon {
+
+struct PrometheusSettings {
+  std::string url;  // empty: not configured
+  std::string bearer_token_file;
+  std::string username;
+  std::string password_file;
+  std::string ca_file;
+  bool insecure_skip_verify = false;
+};
+
+struct RabbitMqSettings {
+  std::string url;  // management API base, e.g. http://rabbitmq:15672
+  std::string username;  // or username_file / username_env
+  std::string username_file;
+  std::string username_env;
+  std::string password_file;  // or password_env
+  std::string password_env;
+};
+
+struct DcgmSettings {
+  std::vector<std::string> urls;  // exporters scraped directly: http://node:9400/metrics
+};
+
+struct SignalSettings {
+  PrometheusSettings prometheus;
+  RabbitMqSettings rabbitmq;
+  DcgmSettings dcgm;
+  std::chrono::milliseconds timeout{3000};
+};
+
+struct CloudSettings {
+  // "aws": EC2 Fleet / Auto Scaling; "simulated": the simulator's cloud on
+  // the wall clock (try the daemon with real signals and no cloud account).
+  std::string provider = "simulated";
+  std::string region = "us-east-1";
+  std::string endpoint_url;  // override (an emulator); empty: the real endpoint
+  std::string launch_template;
+  std::map<std::string, std::string> subnets;  // zone -> subnet id
+  std::string interruption_queue_url;          // SQS queue fed by EventBridge
+};
+
+struct LeaderElectionSettings {
+  bool enabled = false;
+  std::string lease_name = "gpuscaler";
+  std::string namespace_name = "gpuscaler";
+};
+
+struct KubernetesSettings {
+  bool enabled = false;
+  LeaderElectionSettings leader_election;
+};
+
+struct DaemonConfig {
+  std::string source_file;
+  std::string policy_file;   // required
+  std::string catalog_file;  // empty: the built-in catalog search (config/catalogs/aws.yaml)
+  std::vector<std::string> regions;  // empty: every region of the catalog
+  std::string db_file = "gpuscaler-audit.db";
+  std::string listen = "127.0.0.1:8080";
+  bool dry_run = false;
+  CloudSettings cloud;
+  SignalSettings signals;
+  KubernetesSettings kubernetes;
+  std::string api_token_file;  // bearer token for mutating endpoints; empty: they are disabled
+  Seconds retention{90 * 86400};
+};
+
+// Parses and validates; kConfig with every problem (one per line) on error.
+Result<DaemonConfig> ParseDaemonConfig(const std::string& text, const std::string& file_name);
+Result<DaemonConfig> LoadDaemonConfig(const std::string& path);
+
+// "host:port" -> parts; the port must be 0..65535 ("[::1]:80" allowed).
+Result<std::pair<std::string, uint16_t>> ParseListenAddress(const std::string& text);
+
+}  // namespace gpuscaler::daemon

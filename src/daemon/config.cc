@@ -1,0 +1,181 @@
+// The daemon configuration file; fields map 1:1 to config.h and are
+// documented in docs/daemon.md.
+#include "gpuscaler/daemon/config.h"
+
+#include <charconv>
+#include <filesystem>
+
+#include "gpuscaler/model/text_file.h"
+
+namespace gpuscaler::daemon {
+namespace {
+
+// Relative paths in the file are relative to the file's folder, so a config
+// and its policy can move together (a ConfigMap mounted anywhere).
+std::string Resolve(const std::string& base_dir, const std::string& path) {
+  if (path.empty() || base_dir.empty()) return path;
+  std::filesystem::path p(path);
+  if (p.is_absolute()) return path;
+  return (std::filesystem::path(base_dir) / p).lexically_normal().string();
+}
+
+bool IsHttpUrl(const std::string& url) {
+  return url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0;
+}
+
+class ConfigReader {
+ public:
+  ConfigReader(DocReader& r, DaemonConfig* c) : r_(r), c_(*c) {}
+
+  void Read(const DocNode& root) {
+    if (root.IsNull()) {
+      r_.Report(SourceMark{1, 1}, "", "the configuration file is empty");
+      return;
+    }
+    MapReader top(r_, root, "",
+                  {"apiVersion", "kind", "policy", "catalog", "regions", "db", "listen", "dry_run", "cloud",
+                   "signals", "kubernetes", "api_token_file", "retention"});
+    if (!root.IsMapping()) return;
+    top.Require({"apiVersion", "kind", "policy"});
+    std::string api_version, kind;
+    if (top.ReadString("apiVersion", &api_version) && api_version != "gpuscaler/v1")
+      r_.ReportAt("apiVersion", "unsupported apiVersion '" + api_version + "' (expected 'gpuscaler/v1')");
+    if (top.ReadString("kind", &kind) && kind != "DaemonConfig")
+      r_.ReportAt("kind", "expected 'DaemonConfig', got '" + kind + "'");
+    top.ReadString("policy", &c_.policy_file);
+    top.ReadString("catalog", &c_.catalog_file);
+    top.ReadStringList("regions", &c_.regions);
+    if (top.ReadString("db", &c_.db_file) && c_.db_file.empty()) r_.ReportAt("db", "must not be empty");
+    if (top.ReadString("listen", &c_.listen)) {
+      if (Result<std::pair<std::string, uint16_t>> l = ParseListenAddress(c_.listen); !l)
+        r_.ReportAt("listen", l.error().message());
+    }
+    top.ReadBool("dry_run", &c_.dry_run);
+    top.ReadString("api_token_file", &c_.api_token_file);
+    if (top.ReadDuration("retention", &c_.retention) && c_.retention < Seconds(86400))
+      r_.ReportAt("retention", "must be at least 1d (the audit trail is what reports are made from)");
+    if (const DocNode* n = top.Find("cloud")) ReadCloud(*n);
+    if (const DocNode* n = top.Find("signals")) ReadSignals(*n);
+    if (const DocNode* n = top.Find("kubernetes")) ReadKubernetes(*n);
+  }
+
+ private:
+  void ReadCloud(const DocNode& n) {
+    MapReader m(r_, n, "cloud",
+                {"provider", "region", "endpoint_url", "launch_template", "subnets", "interruption_queue_url"});
+    CloudSettings& cloud = c_.cloud;
+    if (m.ReadString("provider", &cloud.provider) && cloud.provider != "aws" && cloud.provider != "simulated")
+      r_.ReportAt("cloud.provider", "must be 'aws' or 'simulated', got '" + cloud.provider + "'");
+    m.ReadString("region", &cloud.region);
+    if (m.ReadString("endpoint_url", &cloud.endpoint_url) && !cloud.endpoint_url.empty() &&
+        !IsHttpUrl(cloud.endpoint_url))
+      r_.ReportAt("cloud.endpoint_url", "must start with http:// or https://");
+    m.ReadString("launch_template", &cloud.launch_template);
+    m.ReadStringMap("subnets", &cloud.subnets);
+    m.ReadString("interruption_queue_url", &cloud.interruption_queue_url);
+    if (cloud.provider == "aws" && cloud.launch_template.empty() && !c_.dry_run)
+      r_.ReportAt("cloud", "provider 'aws' needs launch_template (the EC2 launch template new nodes boot from)");
+  }
+
+  void ReadSignals(const DocNode& n) {
+    MapReader m(r_, n, "signals", {"prometheus", "rabbitmq", "dcgm", "timeout"});
+    SignalSettings& s = c_.signals;
+    Seconds timeout{};
+    if (m.ReadDuration("timeout", &timeout)) {
+      if (timeout <= Seconds(0) || timeout > Seconds(60))
+        r_.ReportAt("signals.timeout", "must be between 1s and 60s");
+      else
+        s.timeout = timeout;
+    }
+    if (const DocNode* p = m.Find("prometheus")) {
+      MapReader pm(r_, *p, "signals.prometheus",
+                   {"url", "bearer_token_file", "username", "password_file", "ca_file", "insecure_skip_verify"});
+      ReadUrl(pm, "url", &s.prometheus.url);
+      pm.ReadString("bearer_token_file", &s.prometheus.bearer_token_file);
+      pm.ReadString("username", &s.prometheus.username);
+      pm.ReadString("password_file", &s.prometheus.password_file);
+      pm.ReadString("ca_file", &s.prometheus.ca_file);
+      pm.ReadBool("insecure_skip_verify", &s.prometheus.insecure_skip_verify);
+    }
+    if (const DocNode* q = m.Find("rabbitmq")) {
+      MapReader qm(r_, *q, "signals.rabbitmq",
+                   {"url", "username", "username_file", "username_env", "password_file", "password_env"});
+      ReadUrl(qm, "url", &s.rabbitmq.url);
+      qm.ReadString("username", &s.rabbitmq.username);
+      qm.ReadString("username_file", &s.rabbitmq.username_file);
+      qm.ReadString("username_env", &s.rabbitmq.username_env);
+      qm.ReadString("password_file", &s.rabbitmq.password_file);
+      qm.ReadString("password_env", &s.rabbitmq.password_env);
+    }
+    if (const DocNode* d = m.Find("dcgm")) {
+      MapReader dm(r_, *d, "signals.dcgm", {"urls"});
+      if (dm.ReadStringList("urls", &s.dcgm.urls)) {
+        for (size_t i = 0; i < s.dcgm.urls.size(); ++i) {
+          if (!IsHttpUrl(s.dcgm.urls[i]))
+            r_.ReportAt(IndexPath("signals.dcgm.urls", i), "must start with http:// or https://");
+        }
+      }
+    }
+  }
+
+  void ReadKubernetes(const DocNode& n) {
+    MapReader m(r_, n, "kubernetes", {"enabled", "leader_election"});
+    m.ReadBool("enabled", &c_.kubernetes.enabled);
+    if (const DocNode* le = m.Find("leader_election")) {
+      MapReader lm(r_, *le, "kubernetes.leader_election", {"enabled", "lease_name", "namespace"});
+      lm.ReadBool("enabled", &c_.kubernetes.leader_election.enabled);
+      lm.ReadString("lease_name", &c_.kubernetes.leader_election.lease_name);
+      lm.ReadString("namespace", &c_.kubernetes.leader_election.namespace_name);
+    }
+  }
+
+  void ReadUrl(MapReader& m, std::string_view key, std::string* out) {
+    if (m.ReadString(key, out) && !out->empty() && !IsHttpUrl(*out))
+      r_.ReportAt(m.PathOf(key), "must start with http:// or https://");
+  }
+
+  DocReader& r_;
+  DaemonConfig& c_;
+};
+
+}  // namespace
+
+Result<std::pair<std::string, uint16_t>> ParseListenAddress(const std::string& text) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon + 1 == text.size())
+    return Error::Config("listen address '" + text + "' must be host:port");
+  std::string host = text.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.empty()) return Error::Config("listen address '" + text + "' has no host (use 0.0.0.0 for all)");
+  const std::string port_text = text.substr(colon + 1);
+  unsigned port = 0;
+  auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (ec != std::errc() || end != port_text.data() + port_text.size() || port > 65535)
+    return Error::Config("listen address '" + text + "': port must be a number in 0..65535");
+  return std::make_pair(host, static_cast<uint16_t>(port));
+}
+
+Result<DaemonConfig> ParseDaemonConfig(const std::string& text, const std::string& file_name) {
+  DaemonConfig config;
+  config.source_file = file_name;
+  DocReader reader(file_name);
+  DocNode root;
+  if (reader.Parse(text, &root)) ConfigReader(reader, &config).Read(root);
+  if (!reader.ok()) return Error::Config(JoinProblems(reader.SortedProblems()));
+  const std::string dir = std::filesystem::path(file_name).parent_path().string();
+  for (std::string* p : {&config.policy_file, &config.catalog_file, &config.db_file, &config.api_token_file,
+                         &config.signals.prometheus.bearer_token_file, &config.signals.prometheus.password_file,
+                         &config.signals.prometheus.ca_file, &config.signals.rabbitmq.username_file,
+                         &config.signals.rabbitmq.password_file}) {
+    *p = Resolve(dir, *p);
+  }
+  return config;
+}
+
+Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
+  Result<std::string> text = ReadTextFile(path);
+  if (!text) return Error::Config(text.error().message());
+  return ParseDaemonConfig(*text, path);
+}
+
+}  // namespace gpuscaler::daemon

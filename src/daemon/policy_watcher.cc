@@ -1,0 +1,83 @@
+#include "gpuscaler/daemon/policy_watcher.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <functional>
+
+#include "gpuscaler/model/text_file.h"
+#include "gpuscaler/policy/loader.h"
+
+namespace gpuscaler::daemon {
+namespace {
+
+// Only to notice that the text changed; the policy's own content hash
+// (SHA-256 of its canonical form) is what the audit store records.
+std::string TextKey(const std::string& text) {
+  return std::to_string(text.size()) + ":" + std::to_string(std::hash<std::string>{}(text));
+}
+
+}  // namespace
+
+PolicyWatcher::PolicyWatcher(std::string path, const Catalog& catalog) : path_(std::move(path)), catalog_(catalog) {}
+
+std::optional<PolicyWatcher::FileIdentity> PolicyWatcher::Identify() const {
+  std::error_code ec;
+  const std::filesystem::path target = std::filesystem::canonical(path_, ec);
+  if (ec) return std::nullopt;
+  struct stat st {};
+  if (::stat(target.c_str(), &st) != 0) return std::nullopt;
+  FileIdentity id;
+  id.target = target.string();
+  id.inode = static_cast<uint64_t>(st.st_ino);
+  id.size = static_cast<uint64_t>(st.st_size);
+  id.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  return id;
+}
+
+Result<Policy> PolicyWatcher::LoadInitial() {
+  identity_ = Identify();
+  Result<std::string> text = ReadTextFile(path_);
+  if (!text) return Error::Config("policy: " + text.error().message());
+  PolicyLoadResult loaded = ParsePolicy(*text, path_, &catalog_);
+  if (!loaded.ok()) return loaded.status().error();
+  text_hash_ = TextKey(*text);
+  policy_ = std::move(loaded.policy);
+  return policy_;
+}
+
+PolicyReload PolicyWatcher::Check() {
+  PolicyReload out;
+  std::optional<FileIdentity> id = Identify();
+  if (!id) {
+    // Gone or unreadable (mid-swap, or deleted): keep the policy in force and
+    // look again next time. Not a rejection: nothing new was offered.
+    identity_.reset();
+    return out;
+  }
+  if (identity_ && *id == *identity_) return out;
+  identity_ = id;
+  Result<std::string> text = ReadTextFile(path_);
+  if (!text) {
+    identity_.reset();
+    return out;
+  }
+  const std::string key = TextKey(*text);
+  if (key == text_hash_) return out;  // touched, or swapped to the same text
+  text_hash_ = key;
+  PolicyLoadResult loaded = ParsePolicy(*text, path_, &catalog_);
+  if (!loaded.ok()) {
+    ++rejections_;
+    out.kind = PolicyReload::Kind::kRejected;
+    out.errors = loaded.status().error().message();
+    last_errors_ = out.errors;
+    return out;
+  }
+  ++reloads_;
+  last_errors_.clear();
+  policy_ = std::move(loaded.policy);
+  out.kind = PolicyReload::Kind::kReloaded;
+  return out;
+}
+
+}  // namespace gpuscaler::daemon

@@ -1,0 +1,102 @@
+#include "gpuscaler/daemon/config.h"
+
+#include <gtest/gtest.h>
+
+namespace gpuscaler::daemon {
+namespace {
+
+TEST(DaemonConfig, ReadsEveryFieldAndResolvesPathsAgainstTheFilesFolder) {
+  const std::string text = R"(apiVersion: gpuscaler/v1
+kind: DaemonConfig
+policy: policy/policy.yaml
+catalog: /usr/share/gpuscaler/aws.yaml
+regions: [us-east-1]
+db: data/audit.db
+listen: 0.0.0.0:9090
+dry_run: true
+cloud: {provider: aws, region: us-west-2, endpoint_url: "http://127.0.0.1:4566", launch_template: gpu,
+        subnets: {us-west-2a: subnet-1}, interruption_queue_url: "https://sqs/q"}
+signals:
+  prometheus: {url: "http://prom:9090", bearer_token_file: token}
+  rabbitmq: {url: "http://rabbit:15672", username: gpuscaler, password_file: /run/secrets/pw}
+  dcgm: {urls: ["http://node:9400/metrics"]}
+  timeout: 2s
+kubernetes: {enabled: true, leader_election: {enabled: true, lease_name: gs, namespace: ops}}
+api_token_file: api-token
+retention: 30d
+)";
+  Result<DaemonConfig> c = ParseDaemonConfig(text, "/etc/gpuscaler/gpuscaler.yaml");
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  EXPECT_EQ(c->policy_file, "/etc/gpuscaler/policy/policy.yaml");
+  EXPECT_EQ(c->catalog_file, "/usr/share/gpuscaler/aws.yaml");
+  EXPECT_EQ(c->db_file, "/etc/gpuscaler/data/audit.db");
+  EXPECT_EQ(c->listen, "0.0.0.0:9090");
+  EXPECT_TRUE(c->dry_run);
+  EXPECT_EQ(c->cloud.provider, "aws");
+  EXPECT_EQ(c->cloud.region, "us-west-2");
+  EXPECT_EQ(c->cloud.subnets.at("us-west-2a"), "subnet-1");
+  EXPECT_EQ(c->signals.prometheus.bearer_token_file, "/etc/gpuscaler/token");
+  EXPECT_EQ(c->signals.rabbitmq.password_file, "/run/secrets/pw");
+  EXPECT_EQ(c->signals.dcgm.urls.size(), 1u);
+  EXPECT_EQ(c->signals.timeout, std::chrono::milliseconds(2000));
+  EXPECT_TRUE(c->kubernetes.leader_election.enabled);
+  EXPECT_EQ(c->kubernetes.leader_election.namespace_name, "ops");
+  EXPECT_EQ(c->api_token_file, "/etc/gpuscaler/api-token");
+  EXPECT_EQ(c->retention, Seconds(30 * 86400));
+}
+
+TEST(DaemonConfig, ReportsEveryProblemWithItsLine) {
+  const std::string text = R"(apiVersion: gpuscaler/v1
+kind: DaemonConfig
+policy: p.yaml
+listen: localhost
+cloud: {provider: gcp}
+signals:
+  prometheus: {url: "prom:9090"}
+  timout: 3s
+)";
+  Result<DaemonConfig> c = ParseDaemonConfig(text, "d.yaml");
+  ASSERT_FALSE(c.ok());
+  const std::string& m = c.error().message();
+  EXPECT_EQ(c.error().category(), ErrorCategory::kConfig);
+  EXPECT_NE(m.find("d.yaml:4:"), std::string::npos) << m;
+  EXPECT_NE(m.find("listen"), std::string::npos) << m;
+  EXPECT_NE(m.find("d.yaml:5:"), std::string::npos) << m;
+  EXPECT_NE(m.find("'aws' or 'simulated'"), std::string::npos) << m;
+  EXPECT_NE(m.find("d.yaml:7:"), std::string::npos) << m;
+  EXPECT_NE(m.find("d.yaml:8:"), std::string::npos) << m;
+  EXPECT_NE(m.find("did you mean 'timeout'"), std::string::npos) << m;
+}
+
+TEST(DaemonConfig, RequiresThePolicy) {
+  Result<DaemonConfig> c = ParseDaemonConfig("apiVersion: gpuscaler/v1\nkind: DaemonConfig\n", "d.yaml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().message().find("policy"), std::string::npos);
+}
+
+TEST(DaemonConfig, ParsesListenAddresses) {
+  struct Case {
+    std::string text;
+    bool ok;
+    std::string host;
+    uint16_t port;
+  };
+  for (const Case& c : std::vector<Case>{{"127.0.0.1:8080", true, "127.0.0.1", 8080},
+                                         {"0.0.0.0:0", true, "0.0.0.0", 0},
+                                         {"[::1]:80", true, "::1", 80},
+                                         {"localhost", false, "", 0},
+                                         {":80", false, "", 0},
+                                         {"h:99999", false, "", 0},
+                                         {"h:8x", false, "", 0}}) {
+    SCOPED_TRACE(c.text);
+    auto r = ParseListenAddress(c.text);
+    ASSERT_EQ(r.ok(), c.ok);
+    if (c.ok) {
+      EXPECT_EQ(r->first, c.host);
+      EXPECT_EQ(r->second, c.port);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gpuscaler::daemon
