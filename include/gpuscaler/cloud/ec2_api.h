@@ -1,0 +1,196 @@
+// The subset of the EC2 (API 2016-11-15) and Auto Scaling (2011-01-01) Query
+// APIs gpuscaler uses: request builders (form parameters in botocore's
+// order and wire names) and response parsers (XML, pugixml, namespace and
+// version agnostic). Shapes: ../shared/reference/aws/README.md.
+//
+// Pure functions over values; thread-safe. Parsers return kInvalidInput for
+// bodies that are not the expected document.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpuscaler/cloud/aws_query.h"
+#include "gpuscaler/model/instance.h"
+#include "gpuscaler/model/time.h"
+#include "gpuscaler/status.h"
+
+namespace gpuscaler::cloud {
+
+inline constexpr const char* kEc2ApiVersion = "2016-11-15";
+inline constexpr const char* kAutoScalingApiVersion = "2011-01-01";
+
+// ---- EC2 ------------------------------------------------------------------
+
+struct LaunchTemplateRef {
+  std::string id;    // lt-…; or
+  std::string name;  // used when id is empty
+  std::string version = "$Latest";
+};
+
+// One override of a fleet's launch template: where and what to launch.
+struct FleetOverride {
+  std::string instance_type;
+  std::string availability_zone;  // or
+  std::string subnet_id;          // (both may be set)
+  std::optional<double> priority;  // lower = preferred (capacity-optimized-prioritized, prioritized)
+};
+
+struct CreateFleetRequest {
+  LaunchTemplateRef launch_template;
+  std::vector<FleetOverride> overrides;
+  int total_target_capacity = 0;
+  std::optional<int> on_demand_target_capacity;
+  std::optional<int> spot_target_capacity;
+  CapacityType default_capacity_type = CapacityType::kOnDemand;
+  // "price-capacity-optimized", "capacity-optimized", …; empty: not sent.
+  std::string spot_allocation_strategy;
+  // "lowest-price" or "prioritized"; empty: not sent.
+  std::string on_demand_allocation_strategy;
+  std::string type = "instant";
+  std::string client_token;  // ≤ 64 ASCII characters
+  // Tags for the launched instances (TagSpecification ResourceType=instance).
+  std::map<std::string, std::string> instance_tags;
+};
+QueryParams CreateFleetQuery(const CreateFleetRequest& request);
+
+// What one override gave, or why it gave nothing.
+struct FleetOutcomeKey {
+  std::string instance_type;
+  std::string availability_zone;
+  std::string subnet_id;
+  CapacityType lifecycle = CapacityType::kOnDemand;
+};
+struct FleetInstances {
+  FleetOutcomeKey where;
+  std::vector<std::string> instance_ids;
+};
+struct FleetError {
+  FleetOutcomeKey where;
+  std::string code;  // "InsufficientInstanceCapacity"
+  std::string message;
+  ErrorCategory category = ErrorCategory::kCapacity;  // ClassifyAwsError(code, 0)
+};
+// An instant fleet's answer (HTTP 200 even when nothing launched): partial
+// fulfilment is instances and errors together.
+struct CreateFleetResponse {
+  std::string fleet_id;
+  std::vector<FleetInstances> instances;
+  std::vector<FleetError> errors;
+};
+Result<CreateFleetResponse> ParseCreateFleet(std::string_view xml);
+
+QueryParams TerminateInstancesQuery(const std::vector<std::string>& instance_ids);
+struct InstanceStateChange {
+  std::string instance_id;
+  std::string previous_state;  // "running"
+  std::string current_state;   // "shutting-down"
+};
+Result<std::vector<InstanceStateChange>> ParseTerminateInstances(std::string_view xml);
+
+struct Filter {
+  std::string name;  // "tag:gpuscaler.io/pool", "tag-key", "instance-state-name"
+  std::vector<std::string> values;
+};
+
+struct DescribeInstancesRequest {
+  std::vector<std::string> instance_ids;
+  std::vector<Filter> filters;
+  std::optional<int> max_results;  // 5..1000; not with instance_ids
+  std::string next_token;
+};
+QueryParams DescribeInstancesQuery(const DescribeInstancesRequest& request);
+
+// EC2 instance state codes: 0 pending, 16 running, 32 shutting-down,
+// 48 terminated, 64 stopping, 80 stopped.
+struct Ec2Instance {
+  std::string instance_id;
+  std::string instance_type;
+  std::string availability_zone;
+  std::string subnet_id;
+  CapacityType lifecycle = CapacityType::kOnDemand;  // instanceLifecycle=spot
+  std::string state;  // "pending", "running", …
+  int state_code = 0;
+  WallTime launch_time{};
+  std::string client_token;
+  std::map<std::string, std::string> tags;
+};
+struct DescribeInstancesPage {
+  std::vector<Ec2Instance> instances;  // across reservations, in document order
+  std::string next_token;              // empty: last page
+};
+Result<DescribeInstancesPage> ParseDescribeInstances(std::string_view xml);
+// Instances of an instancesSet (RunInstances/DescribeInstances item shape).
+Result<std::vector<Ec2Instance>> ParseInstancesSet(std::string_view xml);
+
+struct DescribeSpotPriceHistoryRequest {
+  std::vector<std::string> instance_types;
+  std::vector<std::string> product_descriptions;  // "Linux/UNIX"
+  std::string availability_zone;
+  std::optional<WallTime> start_time;
+  std::optional<WallTime> end_time;
+  std::optional<int> max_results;
+  std::vector<Filter> filters;
+  std::string next_token;
+};
+QueryParams DescribeSpotPriceHistoryQuery(const DescribeSpotPriceHistoryRequest& request);
+
+struct SpotPricePoint {
+  std::string instance_type;
+  std::string availability_zone;
+  std::string product_description;
+  double usd_per_hour = 0;
+  WallTime time{};
+};
+struct SpotPriceHistoryPage {
+  std::vector<SpotPricePoint> prices;  // as sent (newest first)
+  std::string next_token;              // empty: last page
+};
+Result<SpotPriceHistoryPage> ParseDescribeSpotPriceHistory(std::string_view xml);
+
+// ---- Auto Scaling ---------------------------------------------------------
+
+QueryParams SetDesiredCapacityQuery(const std::string& group, int desired, std::optional<bool> honor_cooldown);
+
+struct DescribeAutoScalingGroupsRequest {
+  std::vector<std::string> names;
+  std::vector<Filter> filters;  // "tag:<key>", "tag-key", "tag-value"
+  std::optional<int> max_records;
+  std::string next_token;
+};
+QueryParams DescribeAutoScalingGroupsQuery(const DescribeAutoScalingGroupsRequest& request);
+
+struct AsgInstance {
+  std::string instance_id;
+  std::string instance_type;
+  std::string availability_zone;
+  std::string lifecycle_state;  // "Pending", "InService", "Terminating", …
+  std::string health_status;    // "Healthy" | "Unhealthy"
+  bool protected_from_scale_in = false;
+};
+struct AutoScalingGroup {
+  std::string name;
+  int min_size = 0;
+  int max_size = 0;
+  int desired_capacity = 0;
+  std::vector<std::string> availability_zones;
+  std::vector<AsgInstance> instances;
+  std::map<std::string, std::string> tags;
+};
+struct AutoScalingGroupsPage {
+  std::vector<AutoScalingGroup> groups;
+  std::string next_token;
+};
+Result<AutoScalingGroupsPage> ParseDescribeAutoScalingGroups(std::string_view xml);
+
+QueryParams TerminateInstanceInAutoScalingGroupQuery(const std::string& instance_id, bool decrement_desired);
+// The scaling activity's id.
+Result<std::string> ParseTerminateInstanceInAutoScalingGroup(std::string_view xml);
+
+// An empty-result answer (SetDesiredCapacity): checks it is the operation's
+// response document.
+Status ParseEmptyResponse(std::string_view xml, std::string_view action);
+
+}  // namespace gpuscaler::cloud

@@ -1,0 +1,271 @@
+#include "gpuscaler/cloud/ec2_api.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "xml_util.h"
+
+namespace gpuscaler::cloud {
+namespace {
+
+std::string Num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+void AddFilters(QueryParams& q, const std::vector<Filter>& filters, bool query_protocol) {
+  for (size_t i = 0; i < filters.size(); ++i) {
+    const std::string base =
+        query_protocol ? "Filters.member." + std::to_string(i + 1) : "Filter." + std::to_string(i + 1);
+    q.emplace_back(base + ".Name", filters[i].name);
+    for (size_t j = 0; j < filters[i].values.size(); ++j) {
+      q.emplace_back(base + (query_protocol ? ".Values.member." : ".Value.") + std::to_string(j + 1),
+                     filters[i].values[j]);
+    }
+  }
+}
+
+CapacityType Lifecycle(std::string_view s) { return s == "spot" ? CapacityType::kSpot : CapacityType::kOnDemand; }
+
+FleetOutcomeKey Where(pugi::xml_node item) {
+  FleetOutcomeKey k;
+  pugi::xml_node o = item.child("launchTemplateAndOverrides").child("overrides");
+  k.instance_type = o.child_value("instanceType");
+  if (k.instance_type.empty()) k.instance_type = item.child_value("instanceType");
+  k.availability_zone = o.child_value("availabilityZone");
+  k.subnet_id = o.child_value("subnetId");
+  k.lifecycle = Lifecycle(item.child_value("lifecycle"));
+  return k;
+}
+
+Ec2Instance ParseInstance(pugi::xml_node item) {
+  Ec2Instance i;
+  i.instance_id = item.child_value("instanceId");
+  i.instance_type = item.child_value("instanceType");
+  i.availability_zone = item.child("placement").child_value("availabilityZone");
+  i.subnet_id = item.child_value("subnetId");
+  i.lifecycle = Lifecycle(item.child_value("instanceLifecycle"));
+  i.state = item.child("instanceState").child_value("name");
+  i.state_code = xml::Int(item.child("instanceState"), "code");
+  ParseAwsTime(item.child_value("launchTime"), &i.launch_time);
+  i.client_token = item.child_value("clientToken");
+  for (pugi::xml_node t : item.child("tagSet").children("item")) i.tags[t.child_value("key")] = t.child_value("value");
+  return i;
+}
+
+}  // namespace
+
+QueryParams CreateFleetQuery(const CreateFleetRequest& r) {
+  QueryParams q = {{"Action", "CreateFleet"}, {"Version", kEc2ApiVersion}};
+  if (!r.spot_allocation_strategy.empty()) q.emplace_back("SpotOptions.AllocationStrategy", r.spot_allocation_strategy);
+  if (!r.on_demand_allocation_strategy.empty()) {
+    q.emplace_back("OnDemandOptions.AllocationStrategy", r.on_demand_allocation_strategy);
+  }
+  const std::string lt = "LaunchTemplateConfigs.1.";
+  if (!r.launch_template.id.empty()) {
+    q.emplace_back(lt + "LaunchTemplateSpecification.LaunchTemplateId", r.launch_template.id);
+  } else {
+    q.emplace_back(lt + "LaunchTemplateSpecification.LaunchTemplateName", r.launch_template.name);
+  }
+  q.emplace_back(lt + "LaunchTemplateSpecification.Version", r.launch_template.version);
+  for (size_t i = 0; i < r.overrides.size(); ++i) {
+    const FleetOverride& o = r.overrides[i];
+    const std::string base = lt + "Overrides." + std::to_string(i + 1) + ".";
+    q.emplace_back(base + "InstanceType", o.instance_type);
+    if (!o.subnet_id.empty()) q.emplace_back(base + "SubnetId", o.subnet_id);
+    if (!o.availability_zone.empty()) q.emplace_back(base + "AvailabilityZone", o.availability_zone);
+    if (o.priority) q.emplace_back(base + "Priority", Num(*o.priority));
+  }
+  const std::string tc = "TargetCapacitySpecification.";
+  q.emplace_back(tc + "TotalTargetCapacity", std::to_string(r.total_target_capacity));
+  if (r.on_demand_target_capacity) q.emplace_back(tc + "OnDemandTargetCapacity", std::to_string(*r.on_demand_target_capacity));
+  if (r.spot_target_capacity) q.emplace_back(tc + "SpotTargetCapacity", std::to_string(*r.spot_target_capacity));
+  q.emplace_back(tc + "DefaultTargetCapacityType", std::string(ToString(r.default_capacity_type)));
+  q.emplace_back("Type", r.type);
+  if (!r.client_token.empty()) q.emplace_back("ClientToken", r.client_token);
+  if (!r.instance_tags.empty()) {
+    q.emplace_back("TagSpecification.1.ResourceType", "instance");
+    int n = 1;
+    for (const auto& [k, v] : r.instance_tags) {
+      q.emplace_back("TagSpecification.1.Tag." + std::to_string(n) + ".Key", k);
+      q.emplace_back("TagSpecification.1.Tag." + std::to_string(n) + ".Value", v);
+      ++n;
+    }
+  }
+  return q;
+}
+
+Result<CreateFleetResponse> ParseCreateFleet(std::string_view body) {
+  pugi::xml_document doc;
+  if (Status s = xml::Load(doc, body, "CreateFleetResponse"); !s.ok()) return s.error();
+  pugi::xml_node root = doc.document_element();
+  CreateFleetResponse r;
+  r.fleet_id = root.child_value("fleetId");
+  for (pugi::xml_node item : root.child("fleetInstanceSet").children("item")) {
+    FleetInstances fi{Where(item), {}};
+    for (pugi::xml_node id : item.child("instanceIds").children("item")) fi.instance_ids.push_back(id.text().get());
+    r.instances.push_back(std::move(fi));
+  }
+  for (pugi::xml_node item : root.child("errorSet").children("item")) {
+    FleetError e;
+    e.where = Where(item);
+    e.code = item.child_value("errorCode");
+    e.message = item.child_value("errorMessage");
+    e.category = ClassifyAwsError(e.code, 0);
+    r.errors.push_back(std::move(e));
+  }
+  return r;
+}
+
+QueryParams TerminateInstancesQuery(const std::vector<std::string>& ids) {
+  QueryParams q = {{"Action", "TerminateInstances"}, {"Version", kEc2ApiVersion}};
+  for (size_t i = 0; i < ids.size(); ++i) q.emplace_back("InstanceId." + std::to_string(i + 1), ids[i]);
+  return q;
+}
+
+Result<std::vector<InstanceStateChange>> ParseTerminateInstances(std::string_view body) {
+  pugi::xml_document doc;
+  if (Status s = xml::Load(doc, body, "TerminateInstancesResponse"); !s.ok()) return s.error();
+  std::vector<InstanceStateChange> out;
+  for (pugi::xml_node item : doc.document_element().child("instancesSet").children("item")) {
+    out.push_back({item.child_value("instanceId"), item.child("previousState").child_value("name"),
+                   item.child("currentState").child_value("name")});
+  }
+  return out;
+}
+
+QueryParams DescribeInstancesQuery(const DescribeInstancesRequest& r) {
+  QueryParams q = {{"Action", "DescribeInstances"}, {"Version", kEc2ApiVersion}};
+  for (size_t i = 0; i < r.instance_ids.size(); ++i) q.emplace_back("InstanceId." + std::to_string(i + 1), r.instance_ids[i]);
+  AddFilters(q, r.filters, /*query_protocol=*/false);
+  if (r.max_results) q.emplace_back("MaxResults", std::to_string(*r.max_results));
+  if (!r.next_token.empty()) q.emplace_back("NextToken", r.next_token);
+  return q;
+}
+
+Result<DescribeInstancesPage> ParseDescribeInstances(std::string_view body) {
+  pugi::xml_document doc;
+  if (Status s = xml::Load(doc, body, "DescribeInstancesResponse"); !s.ok()) return s.error();
+  DescribeInstancesPage page;
+  pugi::xml_node root = doc.document_element();
+  for (pugi::xml_node res : root.child("reservationSet").children("item")) {
+    for (pugi::xml_node item : res.child("instancesSet").children("item")) page.instances.push_back(ParseInstance(item));
+  }
+  page.next_token = root.child_value("nextToken");
+  return page;
+}
+
+Result<std::vector<Ec2Instance>> ParseInstancesSet(std::string_view body) {
+  pugi::xml_document doc;
+  pugi::xml_parse_result r = doc.load_buffer(body.data(), body.size());
+  if (!r) return Error::InvalidInput(std::string("instancesSet: not XML: ") + r.description());
+  std::vector<Ec2Instance> out;
+  for (pugi::xml_node item : doc.document_element().child("instancesSet").children("item")) {
+    out.push_back(ParseInstance(item));
+  }
+  return out;
+}
+
+QueryParams DescribeSpotPriceHistoryQuery(const DescribeSpotPriceHistoryRequest& r) {
+  QueryParams q = {{"Action", "DescribeSpotPriceHistory"}, {"Version", kEc2ApiVersion}};
+  for (size_t i = 0; i < r.instance_types.size(); ++i) q.emplace_back("InstanceType." + std::to_string(i + 1), r.instance_types[i]);
+  for (size_t i = 0; i < r.product_descriptions.size(); ++i) {
+    q.emplace_back("ProductDescription." + std::to_string(i + 1), r.product_descriptions[i]);
+  }
+  if (!r.availability_zone.empty()) q.emplace_back("AvailabilityZone", r.availability_zone);
+  if (r.start_time) q.emplace_back("StartTime", AwsTime(*r.start_time));
+  if (r.end_time) q.emplace_back("EndTime", AwsTime(*r.end_time));
+  if (r.max_results) q.emplace_back("MaxResults", std::to_string(*r.max_results));
+  AddFilters(q, r.filters, /*query_protocol=*/false);
+  if (!r.next_token.empty()) q.emplace_back("NextToken", r.next_token);
+  return q;
+}
+
+Result<SpotPriceHistoryPage> ParseDescribeSpotPriceHistory(std::string_view body) {
+  pugi::xml_document doc;
+  if (Status s = xml::Load(doc, body, "DescribeSpotPriceHistoryResponse"); !s.ok()) return s.error();
+  SpotPriceHistoryPage page;
+  pugi::xml_node root = doc.document_element();
+  for (pugi::xml_node item : root.child("spotPriceHistorySet").children("item")) {
+    SpotPricePoint p;
+    p.instance_type = item.child_value("instanceType");
+    p.availability_zone = item.child_value("availabilityZone");
+    p.product_description = item.child_value("productDescription");
+    char* end = nullptr;
+    const char* price = item.child_value("spotPrice");
+    p.usd_per_hour = std::strtod(price, &end);
+    if (end == price || !ParseAwsTime(item.child_value("timestamp"), &p.time)) {
+      return Error::InvalidInput("DescribeSpotPriceHistory: bad spotPrice or timestamp for " + p.instance_type);
+    }
+    page.prices.push_back(std::move(p));
+  }
+  page.next_token = root.child_value("nextToken");
+  return page;
+}
+
+QueryParams SetDesiredCapacityQuery(const std::string& group, int desired, std::optional<bool> honor_cooldown) {
+  QueryParams q = {{"Action", "SetDesiredCapacity"},
+                   {"Version", kAutoScalingApiVersion},
+                   {"AutoScalingGroupName", group},
+                   {"DesiredCapacity", std::to_string(desired)}};
+  if (honor_cooldown) q.emplace_back("HonorCooldown", *honor_cooldown ? "true" : "false");
+  return q;
+}
+
+QueryParams DescribeAutoScalingGroupsQuery(const DescribeAutoScalingGroupsRequest& r) {
+  QueryParams q = {{"Action", "DescribeAutoScalingGroups"}, {"Version", kAutoScalingApiVersion}};
+  for (size_t i = 0; i < r.names.size(); ++i) q.emplace_back("AutoScalingGroupNames.member." + std::to_string(i + 1), r.names[i]);
+  if (r.max_records) q.emplace_back("MaxRecords", std::to_string(*r.max_records));
+  if (!r.next_token.empty()) q.emplace_back("NextToken", r.next_token);
+  AddFilters(q, r.filters, /*query_protocol=*/true);
+  return q;
+}
+
+Result<AutoScalingGroupsPage> ParseDescribeAutoScalingGroups(std::string_view body) {
+  pugi::xml_document doc;
+  if (Status s = xml::Load(doc, body, "DescribeAutoScalingGroupsResponse"); !s.ok()) return s.error();
+  pugi::xml_node result = doc.document_element().child("DescribeAutoScalingGroupsResult");
+  if (!result) return Error::InvalidInput("DescribeAutoScalingGroups: no DescribeAutoScalingGroupsResult");
+  AutoScalingGroupsPage page;
+  for (pugi::xml_node m : result.child("AutoScalingGroups").children("member")) {
+    AutoScalingGroup g;
+    g.name = m.child_value("AutoScalingGroupName");
+    g.min_size = xml::Int(m, "MinSize");
+    g.max_size = xml::Int(m, "MaxSize");
+    g.desired_capacity = xml::Int(m, "DesiredCapacity");
+    for (pugi::xml_node z : m.child("AvailabilityZones").children("member")) g.availability_zones.push_back(z.text().get());
+    for (pugi::xml_node i : m.child("Instances").children("member")) {
+      g.instances.push_back({i.child_value("InstanceId"), i.child_value("InstanceType"), i.child_value("AvailabilityZone"),
+                             i.child_value("LifecycleState"), i.child_value("HealthStatus"),
+                             std::string_view(i.child_value("ProtectedFromScaleIn")) == "true"});
+    }
+    for (pugi::xml_node t : m.child("Tags").children("member")) g.tags[t.child_value("Key")] = t.child_value("Value");
+    page.groups.push_back(std::move(g));
+  }
+  page.next_token = result.child_value("NextToken");
+  return page;
+}
+
+QueryParams TerminateInstanceInAutoScalingGroupQuery(const std::string& instance_id, bool decrement_desired) {
+  return {{"Action", "TerminateInstanceInAutoScalingGroup"},
+          {"Version", kAutoScalingApiVersion},
+          {"InstanceId", instance_id},
+          {"ShouldDecrementDesiredCapacity", decrement_desired ? "true" : "false"}};
+}
+
+Result<std::string> ParseTerminateInstanceInAutoScalingGroup(std::string_view body) {
+  pugi::xml_document doc;
+  if (Status s = xml::Load(doc, body, "TerminateInstanceInAutoScalingGroupResponse"); !s.ok()) return s.error();
+  return std::string(doc.document_element()
+                         .child("TerminateInstanceInAutoScalingGroupResult")
+                         .child("Activity")
+                         .child_value("ActivityId"));
+}
+
+Status ParseEmptyResponse(std::string_view body, std::string_view action) {
+  pugi::xml_document doc;
+  return xml::Load(doc, body, std::string(action) + "Response");
+}
+
+}  // namespace gpuscaler::cloud
