@@ -89,6 +89,10 @@ TickReport Controller::Tick() {
   if (store_ != nullptr) Record(store_->BeginTick(), &report);
 
   AccumulateUsage(now);
+  if (!recovered_) {
+    recovered_ = true;
+    RecoverOpenIntents(&report);
+  }
   ReadInterruptions(&report);
   const bool listed = ReadInstances(&report);
   ReadPrices(&report);
@@ -498,6 +502,7 @@ void Controller::LaunchOne(int64_t decision_id, size_t index, const LaunchAction
   request.tags = options_.tags;
   request.tags[kOwnerTag] = launch.pool;
   request.idempotency_token = std::to_string(decision_id) + "-" + std::to_string(index);
+  request.tags[kIntentTag] = request.idempotency_token;
   std::set<std::string> keys;
   auto consider = [&](const Offering& o) {
     if (launch.offering.capacity_type == CapacityType::kSpot && o.capacity_type == CapacityType::kOnDemand &&
@@ -574,6 +579,67 @@ void Controller::LaunchOne(int64_t decision_id, size_t index, const LaunchAction
                                   : ids.empty()                                ? ActionOutcome::kFailed
                                                                                : ActionOutcome::kPartial;
     Record(store_->RecordActionOutcome(action_id, outcome, JoinErrors(result->errors), ids), report);
+  }
+}
+
+void Controller::RecoverOpenIntents(TickReport* report) {
+  if (store_ == nullptr || options_.dry_run) return;
+  Result<std::vector<ActionRow>> open = store_->OpenIntents();
+  if (!open) {
+    report->errors.push_back(open.error().WithContext("reading open intents"));
+    recovered_ = false;  // try again next tick
+    return;
+  }
+  const WallTime now = clock_.WallNow();
+  for (const ActionRow& row : *open) {
+    const ActionRecord& a = row.action;
+    if (a.kind == ActionKind::kTerminate) {
+      Status s = cloud_.Terminate(a.instance_ids);
+      Record(store_->RecordActionOutcome(row.id, s.ok() ? ActionOutcome::kSucceeded : ActionOutcome::kFailed,
+                                         s.ok() ? "completed after a restart" : s.error().ToString(),
+                                         s.ok() ? a.instance_ids : std::vector<std::string>{}),
+             report);
+      if (s.ok()) terminated_.insert(a.instance_ids.begin(), a.instance_ids.end());
+      continue;
+    }
+    if (!row.decision_time || now - *row.decision_time > options_.intent_replay_window) {
+      Record(store_->RecordActionOutcome(row.id, ActionOutcome::kFailed,
+                                         "abandoned after a restart: older than the replay window; instances it "
+                                         "launched, if any, are adopted from the owner-tagged list",
+                                         {}),
+             report);
+      continue;
+    }
+    LaunchRequest request;
+    request.pool = a.pool;
+    request.count = a.count;
+    request.tags = options_.tags;
+    request.tags[kOwnerTag] = a.pool;
+    request.tags[kIntentTag] = a.idempotency_token;
+    request.idempotency_token = a.idempotency_token;
+    request.offerings = {a.offering};
+    Result<LaunchResult> result = cloud_.Launch(request);
+    if (!result) {
+      // Not recorded as failed: the next start tries again within the window.
+      report->errors.push_back(result.error().WithContext("replaying launch intent " + a.idempotency_token));
+      continue;
+    }
+    std::vector<std::string> ids;
+    for (const Instance& inst : result->instances) {
+      ids.push_back(inst.instance_id);
+      if (node_index_.count(inst.instance_id) == 0) AddNode(inst, a.decision_id, NodeState::kLaunching);
+      NodeLaunchRecord rec{inst.instance_id, inst.instance_id, inst.pool, inst.offering, 0, inst.launch_time,
+                           a.decision_id,    a.reason};
+      if (const InstanceType* t = catalog_.FindInstanceType(inst.offering.instance_type)) rec.gpu_count = t->gpu_count;
+      Record(store_->RecordNodeLaunch(rec), report);
+    }
+    report->nodes_launched += static_cast<int>(ids.size());
+    const ActionOutcome outcome = static_cast<int>(ids.size()) >= a.count ? ActionOutcome::kSucceeded
+                                  : ids.empty()                          ? ActionOutcome::kFailed
+                                                                         : ActionOutcome::kPartial;
+    Record(store_->RecordActionOutcome(row.id, outcome, "completed after a restart " + JoinErrors(result->errors), ids),
+           report);
+    changed_ = structure_changed_ = true;
   }
 }
 

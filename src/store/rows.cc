@@ -81,7 +81,9 @@ Result<ActionRow> ReadActionRow(const Query& q) {
 
 Result<std::vector<ActionRow>> QueryOpenIntents(Connection& db) {
   Result<Query> q =
-      db.Prepare("SELECT " GPUSCALER_ACTION_COLUMNS " FROM actions WHERE outcome = 'pending' ORDER BY id");
+      db.Prepare("SELECT " GPUSCALER_ACTION_COLUMNS
+                 ", (SELECT d.time FROM decisions d WHERE d.id = actions.decision_id)"
+                 " FROM actions WHERE outcome = 'pending' ORDER BY id");
   if (!q) return q.error();
   std::vector<ActionRow> rows;
   while (true) {
@@ -90,6 +92,7 @@ Result<std::vector<ActionRow>> QueryOpenIntents(Connection& db) {
     if (!*more) break;
     Result<ActionRow> row = ReadActionRow(*q);
     if (!row) return row.error();
+    if (!q->IsNull(18)) row->decision_time = WallTime(Seconds(q->Int(18)));
     rows.push_back(std::move(*row));
   }
   return rows;

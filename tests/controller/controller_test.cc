@@ -7,6 +7,7 @@
 #include "fakes/fake_clock.h"
 #include "fakes/fake_cloud_provider.h"
 #include "fakes/fake_work_source.h"
+#include "gpuscaler/store/audit_reader.h"
 #include "gpuscaler/store/sqlite_audit_store.h"
 
 namespace gpuscaler {
@@ -323,6 +324,123 @@ TEST(OfferingAvailability, BackOffGrowsWithRepeatedErrorsAndShrinksAfterSuccess)
   a.RecordSuccess("k");
   EXPECT_EQ(a.ErrorStreak("k"), 6);
 }
+
+namespace recovery {
+
+// What the controller writes before calling the cloud, as if a previous run
+// had crashed right after writing it (and, with `call_went_through`, right
+// after the cloud answered, before the outcome was recorded).
+ActionRow LeaveOpenLaunch(Harness& h, WallTime decided, bool call_went_through, int count = 2) {
+  DecisionRecord d;
+  d.time = decided;
+  d.policy_name = "test";
+  d.policy_hash = "h";
+  const int64_t decision = std::move(h.store->RecordDecision(d)).value();
+  ActionRecord a;
+  a.decision_id = decision;
+  a.kind = ActionKind::kLaunch;
+  a.idempotency_token = std::to_string(decision) + "-0";
+  a.pool = "gpu";
+  a.offering.instance_type = "g5.xlarge";
+  a.offering.region = "us-east-1";
+  a.offering.zone = "us-east-1a";
+  a.offering.capacity_type = CapacityType::kOnDemand;
+  a.offering.usd_per_hour = a.offering.on_demand_usd_per_hour = 1.0;
+  a.count = count;
+  a.reason = "3 pending units";
+  const int64_t id = std::move(h.store->RecordActionIntent(a)).value();
+  if (call_went_through) {
+    LaunchRequest r;
+    r.pool = "gpu";
+    r.count = count;
+    r.offerings = {a.offering};
+    r.idempotency_token = a.idempotency_token;
+    r.tags = {{kOwnerTag, "gpu"}, {kIntentTag, a.idempotency_token}};
+    EXPECT_TRUE(h.cloud.Launch(r).ok());
+  }
+  ActionRow row;
+  row.id = id;
+  row.action = a;
+  return row;
+}
+
+int Nodes(Harness& h) {
+  auto reader = h.store->OpenReader();
+  return static_cast<int>(std::move((*reader)->NodesOverlapping(WallTime(), WallTime(Seconds(int64_t{1} << 40)))).value().size());
+}
+
+TEST(ControllerRecovery, ALaunchWhoseCallWentThroughIsCompletedNotRepeated) {
+  Harness h;
+  h.clock.Advance(Seconds(1790000000));
+  ActionRow open = LeaveOpenLaunch(h, h.clock.WallNow(), /*call_went_through=*/true);
+  h.clock.Advance(Seconds(20));  // the restart
+  TickReport r = h.controller->Tick();
+  EXPECT_EQ(h.cloud.instances.size(), 2u);        // no duplicate
+  ASSERT_EQ(h.cloud.launches.size(), 2u);         // the original call and the replay
+  EXPECT_EQ(h.cloud.launches[1].idempotency_token, open.action.idempotency_token);
+  EXPECT_TRUE(std::move(h.store->OpenIntents()).value().empty());
+  EXPECT_EQ(h.controller->snapshot().nodes.size(), 2u);
+  EXPECT_EQ(Nodes(h), 2);  // recorded once each, with their decision
+  EXPECT_TRUE(r.errors.empty()) << r.errors[0].ToString();
+}
+
+TEST(ControllerRecovery, ALaunchThatNeverReachedTheCloudIsSentOnceWithinTheWindow) {
+  Harness h;
+  h.clock.Advance(Seconds(1790000000));
+  LeaveOpenLaunch(h, h.clock.WallNow(), /*call_went_through=*/false);
+  h.clock.Advance(Seconds(30));
+  h.controller->Tick();
+  EXPECT_EQ(h.cloud.instances.size(), 2u);
+  EXPECT_EQ(h.cloud.launches.size(), 1u);
+  for (const auto& [id, inst] : h.cloud.instances) EXPECT_EQ(inst.tags.count(kIntentTag), 1u);
+  EXPECT_TRUE(std::move(h.store->OpenIntents()).value().empty());
+  // A second tick does not replay it again.
+  h.controller->Tick();
+  EXPECT_EQ(h.cloud.instances.size(), 2u);
+}
+
+TEST(ControllerRecovery, AnIntentOlderThanTheWindowIsAbandonedAndItsInstancesAdopted) {
+  Harness h;
+  h.clock.Advance(Seconds(1790000000));
+  LeaveOpenLaunch(h, h.clock.WallNow(), /*call_went_through=*/true);
+  h.clock.Advance(Seconds(3600));  // down for an hour
+  h.controller->Tick();
+  EXPECT_EQ(h.cloud.launches.size(), 1u);  // not replayed
+  EXPECT_TRUE(std::move(h.store->OpenIntents()).value().empty());
+  EXPECT_EQ(h.controller->snapshot().nodes.size(), 2u);  // found by the owner tag: not untracked
+}
+
+TEST(ControllerRecovery, AnOpenTerminationIsSentAgain) {
+  Harness h;
+  h.clock.Advance(Seconds(1790000000));
+  h.next_plan.launches = {h.Launch("g5.xlarge/us-east-1a/on-demand", 1)};
+  h.controller->Tick();
+  ASSERT_EQ(h.cloud.instances.size(), 1u);
+  const std::string id = h.cloud.instances.begin()->first;
+  ActionRecord t;
+  t.kind = ActionKind::kTerminate;
+  t.idempotency_token = "crash-terminate";
+  t.pool = "gpu";
+  t.offering = h.cloud.instances.begin()->second.offering;
+  t.count = 1;
+  t.instance_ids = {id};
+  t.reason = "consolidation";
+  ASSERT_TRUE(h.store->RecordActionIntent(t).ok());
+  Harness restarted;  // a new controller on the same cloud and store
+  restarted.store = std::move(h.store);
+  ControllerOptions o;
+  o.reuse_unchanged_plans = false;
+  restarted.controller = std::make_unique<Controller>(h.clock, h.cloud, restarted.store.get(), restarted.work,
+                                                      restarted.catalog, TestPolicy(), o,
+                                                      [](const Snapshot&, const Policy&) { return Plan{}; });
+  restarted.controller->Tick();
+  EXPECT_TRUE(h.cloud.instances.empty());
+  ASSERT_EQ(h.cloud.terminations.size(), 1u);
+  EXPECT_EQ(h.cloud.terminations[0], std::vector<std::string>{id});
+  EXPECT_TRUE(std::move(restarted.store->OpenIntents()).value().empty());
+}
+
+}  // namespace recovery
 
 }  // namespace
 }  // namespace gpuscaler

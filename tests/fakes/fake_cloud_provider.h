@@ -28,6 +28,7 @@ class FakeCloudProvider final : public CloudProvider {
   std::vector<SpotPrice> prices;                       // all changes ever
   std::function<void(const LaunchRequest&)> on_launch;
   std::map<std::string, Instance> instances;           // live, by id
+  std::map<std::string, LaunchResult> by_token;        // idempotency: a token's first result
   int next_id = 1;
 
   Result<LaunchResult> Launch(const LaunchRequest& request) override {
@@ -38,6 +39,9 @@ class FakeCloudProvider final : public CloudProvider {
       next_launch_error.reset();
       return e;
     }
+    if (auto seen = by_token.find(request.idempotency_token);
+        !request.idempotency_token.empty() && seen != by_token.end())
+      return seen->second;  // EC2 ClientToken semantics: no second launch
     LaunchResult r;
     int remaining = request.count;
     for (const Offering& o : request.offerings) {
@@ -58,6 +62,7 @@ class FakeCloudProvider final : public CloudProvider {
         r.instances.push_back(inst);
       }
     }
+    if (!request.idempotency_token.empty()) by_token[request.idempotency_token] = r;
     return r;
   }
   Status Terminate(const std::vector<std::string>& ids) override {

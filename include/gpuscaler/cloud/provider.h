@@ -24,6 +24,9 @@ namespace gpuscaler {
 // Tag every instance gpuscaler launches carries (value: the pool), and by
 // which ListInstances finds them.
 inline constexpr const char* kOwnerTag = "gpuscaler.io/pool";
+// Tag with the idempotency token of the launch that made the instance, so an
+// instance can be traced to its intent (and decision) in the audit store.
+inline constexpr const char* kIntentTag = "gpuscaler.io/intent";
 
 struct LaunchRequest {
   std::string pool;

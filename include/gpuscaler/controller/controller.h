@@ -94,6 +94,12 @@ struct ControllerOptions {
   Seconds reconcile_interval{0};
   // Usage rows are written per node and class for intervals of this length.
   Seconds usage_interval{3600};
+  // Restart recovery (the first tick): a launch intent left open by a crash
+  // and younger than this is sent again with its own idempotency token, so
+  // the cloud returns the instances of the first call if it got through and
+  // launches them if it did not; an older one is closed as abandoned (the
+  // instances it may have made are adopted from the owner-tagged list).
+  Seconds intent_replay_window{600};
 };
 
 struct TickReport {
@@ -123,6 +129,8 @@ class Controller {
   void SetPolicy(Policy policy);
   const Policy& policy() const { return policy_; }
 
+  // The first Tick also reconciles the store's open intents (see
+  // ControllerOptions::intent_replay_window and RecoverOpenIntents).
   TickReport Tick();
 
   // The snapshot the last tick planned from (or would have).
@@ -144,6 +152,11 @@ class Controller {
   };
 
   void DropBlockedTerminations(Plan* plan, TickReport* report) const;
+  // After a restart: every action whose intent was recorded but not its
+  // outcome. Launches are replayed with their token (or closed as abandoned
+  // when older than the replay window); terminations are sent again
+  // (idempotent). Outcomes and node launches are recorded as usual.
+  void RecoverOpenIntents(TickReport* report);
   void ReadInterruptions(TickReport* report);
   bool ReadInstances(TickReport* report);
   void ReadPrices(TickReport* report);
@@ -185,6 +198,7 @@ class Controller {
   bool structure_changed_ = true;  // nodes, availability, blocked classes, policy
   bool last_plan_launched_nothing_ = false;
   bool actuating_ = false;
+  bool recovered_ = false;
   int last_launches_held_ = 0;
   std::unordered_set<std::string> last_pending_ids_;
   bool last_plan_empty_ = false;

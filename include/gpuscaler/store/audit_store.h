@@ -66,6 +66,9 @@ struct ActionRow {
   ActionOutcome outcome = ActionOutcome::kPending;
   std::string detail;
   std::vector<std::string> result_instance_ids;
+  // Time of the decision the action belongs to (set by OpenIntents; unset
+  // when the action has no decision).
+  std::optional<WallTime> decision_time;
 };
 
 struct NodeLaunchRecord {
