@@ -1,0 +1,241 @@
+// CloudEmulator: a pure request handler speaking the subset of the EC2
+// (2016-11-15), Auto Scaling (2011-01-01) and SQS (JSON protocol) APIs that
+// gpuscaler uses, with the real wire shapes (namespaces, requestId, error
+// documents), so that both our AwsProvider and the real aws CLI can drive it.
+//
+//  - SigV4: every request must carry an AWS4-HMAC-SHA256 Authorization whose
+//    scope names the emulator's region and the right service; when the
+//    scenario knows the access key's secret, the signature is fully checked.
+//  - EC2: CreateFleet (instant; ClientToken idempotency: same token, same
+//    answer and instances), TerminateInstances, DescribeInstances (filters,
+//    MaxResults/NextToken), DescribeSpotPriceHistory (window + the change in
+//    force at StartTime, newest first, paging).
+//  - Auto Scaling: SetDesiredCapacity (launches/terminates group instances),
+//    DescribeAutoScalingGroups, TerminateInstanceInAutoScalingGroup.
+//  - SQS: GetQueueUrl, ReceiveMessage (visibility timeout), DeleteMessage,
+//    SendMessage; one queue fed with EventBridge "EC2 Spot Instance
+//    Interruption Warning" events when the scenario interrupts an instance.
+//  - Scenario: per-offering capacity limits and error codes (optionally in a
+//    time window), throttling (every Nth call and/or a seeded rate), 5xx
+//    rate, launch/terminate latency, scheduled spot interruptions, spot price
+//    series, on-demand prices, Auto Scaling groups.
+//
+// Time comes only from the Clock. Thread-safe: Handle() serialises on a
+// mutex (the HTTP server may call it from several threads).
+#pragma once
+
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpuscaler/cloud/transport.h"
+#include "gpuscaler/controller/clock.h"
+#include "gpuscaler/model/instance.h"
+#include "gpuscaler/status.h"
+
+namespace gpuscaler::sim {
+
+struct EmulatorRequest {
+  std::string method;  // "POST"
+  std::string target;  // "/" or "/?Action=…" (path and query)
+  cloud::HeaderList headers;
+  std::string body;
+};
+
+struct EmulatorResponse {
+  int status = 200;
+  std::string content_type;
+  cloud::HeaderList headers;  // besides Content-Type
+  std::string body;
+};
+
+// A limit on live (pending or running) instances of matching offerings.
+// Empty fields match anything.
+struct CapacityLimit {
+  std::string instance_type;
+  std::string zone;
+  std::optional<CapacityType> capacity_type;
+  int limit = 0;
+  std::string error_code = "InsufficientInstanceCapacity";
+  std::optional<Seconds> from;   // active from start + from (default: always)
+  std::optional<Seconds> until;  // until start + until
+};
+
+struct ScriptedInterruption {
+  Seconds at{0};  // after the emulator's start
+  std::string instance_type;  // empty: any spot instance
+  std::string zone;
+  int count = 1;              // oldest running spot instances first
+  Seconds notice{120};        // warning to termination
+};
+
+struct ScriptedPrice {
+  std::string instance_type;
+  std::string zone;
+  double usd_per_hour = 0;
+  WallTime time{};
+};
+
+struct ScriptedGroup {
+  std::string name;
+  int min_size = 0;
+  int max_size = 10;
+  int desired_capacity = 0;
+  std::string instance_type = "g5.xlarge";
+  std::vector<std::string> zones;
+  std::map<std::string, std::string> tags;
+};
+
+struct EmulatorScenario {
+  std::string region = "us-east-1";
+  std::string account_id = "123456789012";
+  std::vector<std::string> zones = {"us-east-1a", "us-east-1b", "us-east-1c"};
+  std::map<std::string, std::string> subnets;  // subnet id -> zone
+  Seconds launch_latency{30};     // pending -> running
+  Seconds terminate_latency{10};  // shutting-down -> terminated
+  Seconds terminated_visible{3600};  // terminated instances stay listed this long
+  std::vector<CapacityLimit> capacity;
+  int throttle_every = 0;       // every Nth EC2/Auto Scaling call is throttled (0: never)
+  double throttle_rate = 0;     // and/or with this probability (seeded)
+  double server_error_rate = 0;  // 503 Unavailable with this probability
+  uint64_t seed = 1;
+  std::vector<ScriptedInterruption> interruptions;
+  std::vector<ScriptedPrice> spot_prices;
+  std::map<std::string, double> on_demand_prices;  // by instance type
+  std::vector<ScriptedGroup> groups;
+  std::string queue_name = "gpuscaler-interruptions";
+  Seconds visibility_timeout{30};
+  // Secrets by access key id: requests signed with these keys are fully
+  // verified. Others only need a well-formed Authorization for our region.
+  std::map<std::string, std::string> credentials = {
+      {"AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"}};
+};
+
+// A scenario file (YAML or JSON); see docs/aws.md for the keys. Times in
+// `spot_prices` are RFC 3339 or a duration after `start`.
+Result<EmulatorScenario> ParseEmulatorScenario(const std::string& text, WallTime start);
+
+// One emulated instance, for tests and the CLI's state dump.
+struct EmulatedInstance {
+  std::string instance_id;
+  std::string instance_type;
+  std::string zone;
+  std::string subnet_id;
+  CapacityType lifecycle = CapacityType::kOnDemand;
+  std::string state;  // pending, running, shutting-down, terminated
+  WallTime launch_time{};
+  std::map<std::string, std::string> tags;
+  std::string client_token;
+  std::string group;  // Auto Scaling group, or ""
+};
+
+struct EmulatorStats {
+  int requests = 0;
+  int throttled = 0;
+  int server_errors = 0;
+  int auth_failures = 0;
+  int create_fleet_calls = 0;
+  int launched = 0;
+};
+
+class CloudEmulator {
+ public:
+  CloudEmulator(EmulatorScenario scenario, const Clock& clock);
+
+  EmulatorResponse Handle(const EmulatorRequest& request);
+
+  // Every instance ever launched (terminated ones included), in launch order.
+  std::vector<EmulatedInstance> Instances() const;
+  // Sends an interruption warning for `instance_id` now; it terminates after
+  // `notice`. kNotFound for an unknown or non-running instance.
+  Status Interrupt(const std::string& instance_id, Seconds notice = Seconds(120));
+  EmulatorStats stats() const;
+
+ private:
+  struct Instance {
+    EmulatedInstance info;
+    WallTime running_at{};
+    std::optional<WallTime> shutting_down_at;
+    std::optional<WallTime> terminated_at;
+    std::string reservation_id;
+  };
+  struct Message {
+    std::string id;
+    std::string body;
+    std::string receipt_handle;
+    WallTime visible_at{};
+  };
+  struct Group {
+    ScriptedGroup spec;
+    WallTime created{};
+  };
+  struct Params;  // decoded form parameters
+
+  void AdvanceLocked(WallTime now);
+  Status InterruptLocked(const std::string& instance_id, Seconds notice, WallTime now);
+  std::string Uuid();
+  std::string NewId(std::string_view prefix, int hex_digits);
+  EmulatorResponse Ec2Error(int status, const std::string& code, const std::string& message);
+  EmulatorResponse QueryError(int status, const std::string& type, const std::string& code, const std::string& message);
+  EmulatorResponse SqsError(int status, const std::string& code, const std::string& query_code,
+                            const std::string& message);
+  std::optional<EmulatorResponse> CheckAuth(const EmulatorRequest& request, std::string_view service);
+  int LiveCount(const std::string& type, const std::string& zone, CapacityType lifecycle) const;
+  // Free capacity and the error code when short (nullopt: unlimited).
+  std::optional<std::pair<int, std::string>> Room(const std::string& type, const std::string& zone,
+                                                  CapacityType lifecycle, WallTime now) const;
+  Instance& Launch(const std::string& type, const std::string& zone, const std::string& subnet,
+                   CapacityType lifecycle, const std::map<std::string, std::string>& tags,
+                   const std::string& client_token, const std::string& reservation, WallTime now);
+  void Terminate(Instance& i, WallTime now);
+  void Enqueue(std::string body, WallTime now);
+  void ReconcileGroup(Group& g, WallTime now);
+
+  EmulatorResponse CreateFleet(const Params& p, WallTime now);
+  EmulatorResponse TerminateInstances(const Params& p, WallTime now);
+  EmulatorResponse DescribeInstances(const Params& p);
+  EmulatorResponse DescribeSpotPriceHistory(const Params& p);
+  EmulatorResponse SetDesiredCapacity(const Params& p, WallTime now);
+  EmulatorResponse DescribeAutoScalingGroups(const Params& p);
+  EmulatorResponse TerminateInstanceInAutoScalingGroup(const Params& p, WallTime now);
+  EmulatorResponse Sqs(const EmulatorRequest& request, std::string_view op, WallTime now);
+
+  mutable std::mutex mu_;
+  EmulatorScenario scenario_;
+  const Clock& clock_;
+  WallTime start_;
+  std::mt19937_64 rng_;
+  uint64_t next_id_ = 1;
+  std::vector<Instance> instances_;
+  std::map<std::string, size_t> by_id_;
+  std::map<std::string, std::string> fleet_answers_;  // ClientToken -> CreateFleet body
+  std::vector<Group> groups_;
+  std::deque<Message> queue_;
+  std::vector<bool> interruption_done_;
+  struct PendingInterruption {
+    std::string instance_id;
+    WallTime terminate_at;
+  };
+  std::vector<PendingInterruption> pending_interruptions_;
+  EmulatorStats stats_;
+  int api_calls_ = 0;
+};
+
+// A Transport that hands requests to an emulator in process (no sockets):
+// the URL's path and query become the target; the host becomes Host unless
+// the request carries one.
+class EmulatorTransport final : public cloud::Transport {
+ public:
+  explicit EmulatorTransport(CloudEmulator& emulator) : emulator_(emulator) {}
+  Result<cloud::TransportResponse> Send(const cloud::TransportRequest& request) override;
+
+ private:
+  CloudEmulator& emulator_;
+};
+
+}  // namespace gpuscaler::sim
