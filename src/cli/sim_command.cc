@@ -15,6 +15,7 @@
 
 #include "commands.h"
 #include "gpuscaler/model/catalog.h"
+#include "gpuscaler/model/json.h"
 #include "gpuscaler/policy/loader.h"
 #include "gpuscaler/store/sqlite_audit_store.h"
 #include "sim/baselines.h"
@@ -41,11 +42,44 @@ struct SimOptions {
   bool json = false;
   std::string db_file;
   std::string timeseries_file;
+  std::string snapshot_at;   // a duration from the start ("36h") or an RFC 3339 time
+  std::string snapshot_out;
 };
 
 int Fail(const std::string& message, int code) {
   std::cerr << "gpuscaler sim: " << message << "\n";
   return code;
+}
+
+// Replays the scenario with the planner up to the first tick at or after
+// --snapshot-at and writes the snapshot that tick planned from, for
+// `gpuscaler explain` (docs/snapshot.md).
+int ExportSnapshot(const SimOptions& o, const sim::Scenario& scenario) {
+  if (o.snapshot_at.empty() || o.snapshot_out.empty()) return Fail("--snapshot-at and --snapshot-out go together", 2);
+  WallTime at{};
+  Seconds offset{};
+  if (ParseRfc3339(o.snapshot_at, &at)) {
+  } else if (ParseDuration(o.snapshot_at, &offset)) {
+    at = scenario.start + offset;
+  } else {
+    return Fail("--snapshot-at '" + o.snapshot_at + "': give a duration from the start (36h) or an RFC 3339 time", 2);
+  }
+  if (at < scenario.start || at >= scenario.start + scenario.horizon)
+    return Fail("--snapshot-at " + FormatRfc3339(at) + " is outside the replay [" + FormatRfc3339(scenario.start) +
+                    ", " + FormatRfc3339(scenario.start + scenario.horizon) + ")",
+                2);
+  Result<sim::RunSpec> spec = sim::MakeRunSpec("gpuscaler", scenario, nullptr);
+  if (!spec) return Fail(spec.error().message(), 2);
+  sim::Replay replay(scenario, std::move(spec).value());
+  while (!replay.done()) {
+    if (replay.Step() && replay.now() >= at) break;
+  }
+  std::ofstream out(o.snapshot_out, std::ios::binary);
+  out << FormatSnapshotJson(replay.controller().snapshot());
+  if (!out) return Fail("cannot write " + o.snapshot_out, 1);
+  std::cerr << "gpuscaler sim: wrote the snapshot of the tick at " << FormatRfc3339(replay.now()) << " to "
+            << o.snapshot_out << " (replay it: gpuscaler explain --snapshot " << o.snapshot_out << " --policy ...)\n";
+  return 0;
 }
 
 int RunSim(const SimOptions& o) {
@@ -112,6 +146,8 @@ int RunSim(const SimOptions& o) {
     if (scenario.trace.jobs.empty()) return Fail(o.trace_file + ": the trace has no jobs to replay", 2);
   }
   scenario.catalog_source = catalog_source;
+
+  if (!o.snapshot_at.empty() || !o.snapshot_out.empty()) return ExportSnapshot(o, scenario);
 
   std::vector<std::string> names;
   if (o.compare) {
@@ -187,6 +223,9 @@ void RegisterSimCommand(CLI::App& app, int* exit_code) {
   sim->add_flag("--json", o->json, "Print JSON instead of the table");
   sim->add_option("--db", o->db_file, "Write the audit store (SQLite) here, for gpuscaler report");
   sim->add_option("--timeseries", o->timeseries_file, "Write a per-tick CSV here");
+  sim->add_option("--snapshot-at", o->snapshot_at,
+                  "Export the planner's input at this time (duration from the start, e.g. 36h, or RFC 3339)");
+  sim->add_option("--snapshot-out", o->snapshot_out, "File for --snapshot-at (JSON, docs/snapshot.md)");
   sim->callback([o, exit_code] { *exit_code = RunSim(*o); });
 }
 

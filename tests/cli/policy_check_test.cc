@@ -1,5 +1,7 @@
 // `gpuscaler policy check`, run as a process: output streams and exit codes.
 #include <gtest/gtest.h>
+
+#include "cli/process.h"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,18 +17,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct ProcessResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using gpuscaler::testing::ProcessResult;
 
-std::string ReadAll(const fs::path& p) {
-  std::ifstream in(p);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+class PolicyCheck : public gpuscaler::testing::CliTest {};
 
 std::vector<std::string> Lines(const std::string& text) {
   std::vector<std::string> out;
@@ -34,55 +27,6 @@ std::vector<std::string> Lines(const std::string& text) {
   for (std::string line; std::getline(in, line);) out.push_back(line);
   return out;
 }
-
-std::string Quote(const std::string& arg) {
-  std::string out = "'";
-  for (char c : arg) {
-    if (c == '\'') {
-      out.append("'\\''");
-    } else {
-      out.push_back(c);
-    }
-  }
-  out.push_back('\'');
-  return out;
-}
-
-class PolicyCheck : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           ("gpuscaler_cli_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  fs::path Write(const std::string& name, const std::string& text) {
-    const fs::path p = dir_ / name;
-    std::ofstream(p) << text;
-    return p;
-  }
-
-  ProcessResult Gpuscaler(const std::vector<std::string>& args) {
-    std::string command = Quote(GPUSCALER_BINARY);
-    for (const std::string& a : args) {
-      command.push_back(' ');
-      command.append(Quote(a));
-    }
-    const fs::path out = dir_ / "stdout", err = dir_ / "stderr";
-    command.append(" >").append(Quote(out.string()));
-    command.append(" 2>").append(Quote(err.string()));
-    const int status = std::system(command.c_str());
-    ProcessResult r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = ReadAll(out);
-    r.err = ReadAll(err);
-    return r;
-  }
-
-  fs::path dir_;
-};
 
 // "ok  FILE (N pools, M classes, hash abcd1234)". std::regex is avoided: GCC 12 warns
 // falsely inside it under -fsanitize.
