@@ -25,9 +25,4 @@ void RegisterRunCommand(CLI::App& app, int* exit_code) {
   RegisterNotYet(app, "run", "Run the controller daemon (coming: issue 5)", "issue 5, the daemon", exit_code);
 }
 
-void RegisterReportCommand(CLI::App& app, int* exit_code) {
-  RegisterNotYet(app, "report", "Cost reports from the audit store (coming: issue 7)", "issue 7, cost reports",
-                 exit_code);
-}
-
 }  // namespace gpuscaler::cli

@@ -273,4 +273,60 @@ Result<std::vector<PriceSample>> AuditReader::PriceSamples(WallTime from, WallTi
   return rows;
 }
 
+Status AuditReader::ForEachUsage(WallTime from, WallTime to, const std::function<void(const UsageView&)>& fn) {
+  if (Status s = CheckRange(from, to, "reading usage"); !s.ok()) return s.error();
+  // Its own statement rather than the cache's Query: the text columns are
+  // read in place (valid until the next step), with no string copies.
+  static constexpr const char* kSql =
+      "SELECT instance_id, workload_class, team, start_time, end_time, gpu_seconds_allocated, gpu_seconds_busy "
+      "FROM usage WHERE end_time > ?1 AND start_time < ?2";
+  sqlite3_stmt* raw = nullptr;
+  int rc = sqlite3_prepare_v2(db_->raw(), kSql, -1, &raw, nullptr);
+  if (rc != SQLITE_OK) return store_internal::SqliteError(rc, db_->raw(), "reading usage");
+  std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> stmt(raw, sqlite3_finalize);
+  sqlite3_bind_int64(raw, 1, ToUnixSeconds(from));
+  sqlite3_bind_int64(raw, 2, ToUnixSeconds(to));
+  auto text = [raw](int col) {
+    const unsigned char* p = sqlite3_column_text(raw, col);
+    return p == nullptr ? std::string_view()
+                        : std::string_view(reinterpret_cast<const char*>(p),
+                                           static_cast<size_t>(sqlite3_column_bytes(raw, col)));
+  };
+  UsageView view;
+  while ((rc = sqlite3_step(raw)) == SQLITE_ROW) {
+    view.instance_id = text(0);
+    view.workload_class = text(1);
+    view.team = text(2);
+    view.start = FromUnixSeconds(sqlite3_column_int64(raw, 3));
+    view.end = FromUnixSeconds(sqlite3_column_int64(raw, 4));
+    view.gpu_seconds_allocated = sqlite3_column_double(raw, 5);
+    view.gpu_seconds_busy = sqlite3_column_double(raw, 6);
+    fn(view);
+  }
+  if (rc != SQLITE_DONE) return store_internal::SqliteError(rc, db_->raw(), "reading usage");
+  return Status::Ok();
+}
+
+Result<std::optional<WallTime>> AuditReader::LastRecordTime() {
+  // Multi-argument max() is NULL if any argument is: an empty table counts
+  // as -1, and -1 overall means no records.
+  Result<Query> q = db_->Prepare(
+      "SELECT max(coalesce((SELECT max(time) FROM decisions), -1), "
+      "coalesce((SELECT max(launch_time) FROM nodes), -1), "
+      "coalesce((SELECT max(end_time) FROM nodes), -1), "
+      "coalesce((SELECT max(end_time) FROM usage), -1))");
+  if (!q) return q.error();
+  Result<bool> row = q->Step("reading the last record time");
+  if (!row) return row.error();
+  if (!*row || q->IsNull(0) || q->Int(0) < 0) return std::optional<WallTime>();
+  return std::optional<WallTime>(q->Time(0));
+}
+
+AuditReader::ConsistentRead::ConsistentRead(AuditReader& reader)
+    : snapshot_(std::make_unique<ReadSnapshot>(*reader.db_)), status_(snapshot_->status()) {}
+
+AuditReader::ConsistentRead::~ConsistentRead() = default;
+
+const Status& AuditReader::ConsistentRead::status() const { return status_; }
+
 }  // namespace gpuscaler

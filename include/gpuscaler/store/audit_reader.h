@@ -12,9 +12,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpuscaler/model/time.h"
@@ -25,6 +27,7 @@ namespace gpuscaler {
 
 namespace store_internal {
 class Connection;
+class ReadSnapshot;
 }
 
 struct DecisionRow {
@@ -52,6 +55,18 @@ struct NodeRow {
 // One usage record; (end, instance, class, team, start) is its key.
 struct UsageRow {
   UsageRecord usage;
+};
+
+// A usage record seen in place (ForEachUsage): the views are valid only
+// during the callback.
+struct UsageView {
+  std::string_view instance_id;
+  std::string_view workload_class;
+  std::string_view team;
+  WallTime start{};
+  WallTime end{};
+  double gpu_seconds_allocated = 0;
+  double gpu_seconds_busy = 0;
 };
 
 struct AuditReaderOptions {
@@ -92,6 +107,33 @@ class AuditReader {
   Result<std::vector<UsageRow>> UsageOverlapping(WallTime from, WallTime to);
   // Samples with from <= time < to.
   Result<std::vector<PriceSample>> PriceSamples(WallTime from, WallTime to);
+
+  // The same rows as UsageOverlapping, streamed in key order (end time
+  // first) without copying: for reports over millions of rows. `fn` must not
+  // call back into this reader.
+  Status ForEachUsage(WallTime from, WallTime to, const std::function<void(const UsageView&)>& fn);
+  // The latest time any record speaks of (decision time, node launch or end,
+  // usage end); nullopt for an empty database. Reports bill running nodes up
+  // to it: the database knows nothing later.
+  Result<std::optional<WallTime>> LastRecordTime();
+
+  // Holds one read snapshot over several calls while it lives, so a report
+  // sees nodes, usage and decisions as of one commit. Without it each call
+  // reads its own snapshot.
+  class ConsistentRead {
+   public:
+    explicit ConsistentRead(AuditReader& reader);
+    ~ConsistentRead();
+    ConsistentRead(const ConsistentRead&) = delete;
+    ConsistentRead& operator=(const ConsistentRead&) = delete;
+    // Not ok: the snapshot could not be taken (calls still work, each in
+    // its own snapshot).
+    const Status& status() const;
+
+   private:
+    std::unique_ptr<store_internal::ReadSnapshot> snapshot_;
+    Status status_;
+  };
 
  private:
   std::shared_ptr<store_internal::Connection> db_;

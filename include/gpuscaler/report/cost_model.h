@@ -1,0 +1,181 @@
+// The cost facts behind every report format: each node's bill over the
+// query range, split by day and by who used its GPUs, and the views built
+// from them. Renderers (report.h) only format these values.
+//
+// Billing: per second, from launch to end (running nodes: to the query's
+// as_of), at the price in force each second (node_prices, piecewise), with a
+// minimum billed time per node (its top-up is charged at the launch, at the
+// last known price, and is idle). On-demand equivalent: the same seconds at
+// the node's on-demand list price.
+//
+// Attribution (OpenCost): a usage record's allocated GPU-seconds, spread
+// evenly over its interval, are charged at the node's per-GPU rate at that
+// moment (price / GPUs); whatever a node's bill leaves unallocated is the
+// node's idle cost, its own line with class and team "__idle__". So per node
+// and day, attributed + idle == cost exactly (in doubles; the renderers round
+// to cents preserving totals).
+//
+// Thread-safety: values; BuildCostReport uses the reader it is given.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpuscaler/model/instance.h"
+#include "gpuscaler/model/time.h"
+#include "gpuscaler/report/report.h"
+#include "gpuscaler/status.h"
+
+namespace gpuscaler {
+class AuditReader;
+}
+
+namespace gpuscaler::report {
+
+// Sums over a set of lines. GPU-seconds "paid" of a workload line are its
+// allocated GPU-seconds; of an idle line, the unallocated ones.
+struct Metrics {
+  double cost_usd = 0;
+  double idle_usd = 0;       // the part of cost_usd that is idle
+  double on_demand_usd = 0;  // on-demand equivalent of the same GPU-seconds
+  double gpu_seconds_paid = 0;
+  double gpu_seconds_allocated = 0;
+  double gpu_seconds_busy = 0;
+  double gpu_seconds_lost = 0;  // allocated in the loss window of an interrupted node
+  double lost_usd = 0;
+
+  void Add(const Metrics& o);
+  double savings_usd() const { return on_demand_usd - cost_usd; }
+};
+
+struct NodeFact {
+  std::string instance_id;
+  std::string node_id;
+  std::string pool;
+  std::string region;
+  std::string zone;
+  std::string instance_type;
+  CapacityType capacity_type = CapacityType::kOnDemand;
+  int gpu_count = 0;
+  double launch_usd_per_hour = 0;
+  double on_demand_usd_per_hour = 0;
+  WallTime launch{};
+  std::optional<WallTime> end;  // nullopt: running at as_of
+  std::string cause;            // "interrupted", "terminated", ...; empty while running
+  int64_t decision_id = 0;      // 0: not launched by a recorded decision
+  std::string reason;
+  int price_changes = 0;        // price intervals after the first
+  int64_t billed_seconds = 0;   // in the range, with the minimum top-up
+  Metrics m;                    // in the range
+};
+
+// (class, team) of usage; index -1 in a CostLine is idle.
+struct Allocation {
+  std::string workload_class;
+  std::string team;
+};
+
+// The finest grain: one node, one UTC day, one allocation (or idle).
+struct CostLine {
+  int64_t day = 0;  // unix day number (unix seconds / 86400)
+  int32_t node = 0;
+  int32_t allocation = -1;
+  Metrics m;
+};
+
+// One node's billed time at one price within one UTC day: a FOCUS row.
+// billed_seconds includes the minimum top-up (folded into the node's last
+// charge), so cost = usd_per_hour x billed_seconds / 3600 exactly.
+struct Charge {
+  int32_t node = 0;
+  WallTime start{};
+  WallTime end{};
+  double usd_per_hour = 0;
+  int64_t billed_seconds = 0;
+};
+
+struct CostFacts {
+  WallTime from{};
+  WallTime to{};
+  WallTime as_of{};  // running nodes billed up to min(as_of, to)
+  std::vector<NodeFact> nodes;
+  std::vector<Allocation> allocations;
+  std::vector<CostLine> lines;
+  std::vector<Charge> charges;  // by node, then time
+  Metrics total;
+  int64_t usage_rows = 0;
+  int64_t usage_rows_without_node = 0;  // usage of nodes not in the store
+  std::vector<std::string> warnings;
+};
+
+// Reads the store and computes the facts (one read snapshot). Errors are the
+// reader's; a query with from >= to: kInvalidInput.
+Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query);
+
+// ---- Views -----------------------------------------------------------------
+
+struct GroupedRow {
+  WallTime period_start{};
+  WallTime period_end{};  // exclusive, clipped to the query range
+  std::vector<std::string> keys;  // one per group_by dimension
+  Metrics m;
+};
+
+struct BudgetDay {
+  WallTime day{};
+  double cost_usd = 0;
+  double cumulative_usd = 0;
+  std::optional<double> remaining_usd;  // cap - cumulative
+};
+
+struct BudgetMonth {
+  WallTime month_start{};
+  WallTime month_end{};
+  std::optional<double> cap_usd;
+  double actual_usd = 0;      // in the range, up to as_of
+  double forecast_usd = 0;    // actual + the month's run rate over the rest of the month
+  bool complete = false;      // as_of is at or past the month's end
+  std::vector<BudgetDay> days;
+};
+
+struct DecisionCost {
+  int64_t decision_id = 0;  // 0: nodes found running, not launched by a recorded decision
+  std::optional<WallTime> time;
+  std::string source;
+  std::string policy_name;
+  std::string summary;
+  std::string reason;  // of its first node
+  std::vector<std::string> instance_ids;
+  Metrics m;
+};
+
+struct ReportViews {
+  std::vector<Dimension> group_by;
+  Period period = Period::kDay;
+  std::vector<GroupedRow> costs;       // period x group_by, in key order
+  std::vector<GroupedRow> allocation;  // class x team over the whole range; idle last
+  std::vector<GroupedRow> savings;     // period x capacity_type
+  std::vector<GroupedRow> daily_by_capacity;  // day x capacity_type (charts)
+  std::vector<GroupedRow> by_team;     // team over the whole range (charts)
+  std::vector<BudgetMonth> budget;
+  std::vector<DecisionCost> decisions;  // by cost, at most query.top
+  std::vector<size_t> top_nodes;        // node indices by cost, at most query.top
+  std::vector<size_t> nodes_by_cost;    // every node with a cost in the range
+};
+
+// Groups the lines. Decisions need the reader (their summaries).
+Result<ReportViews> BuildViews(AuditReader& reader, const CostFacts& facts, const ReportQuery& query);
+std::vector<GroupedRow> GroupLines(const CostFacts& facts, const std::vector<Dimension>& dims,
+                                   std::optional<Period> period);
+
+// Start of the period holding `t`, and of the next one (UTC).
+WallTime PeriodStart(WallTime t, Period p);
+WallTime NextPeriodStart(WallTime t, Period p);
+
+// Rounds each amount to whole cents so that the rounded amounts sum to the
+// rounded sum (largest remainder). Finance reports must add up.
+std::vector<int64_t> CentsPreservingTotal(const std::vector<double>& usd);
+
+}  // namespace gpuscaler::report

@@ -1,0 +1,102 @@
+// Cost reports for finance, read only from the audit store (the daemon's or
+// the simulator's SQLite file): what the fleet cost, who used it, what spot
+// saved, how the month's budget burns. The rules (billing, attribution,
+// idle, views, columns, formats) are in docs/reports.md.
+//
+// One entry point for both front ends: `gpuscaler report` builds a
+// ReportQuery from its flags, the daemon's `/reports/...` handler from URL
+// parameters (ParseReportQuery: the same names and the same validation), and
+// both call RenderReport.
+//
+// Thread-safety: free functions on values; RenderReport opens its own
+// read-only connection, so concurrent calls are safe.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpuscaler/model/time.h"
+#include "gpuscaler/status.h"
+
+namespace gpuscaler {
+class AuditReader;
+}
+
+namespace gpuscaler::report {
+
+// The columns a report can be grouped by. Pool, region, zone, instance type
+// and capacity type come from the node; class and team from the usage it
+// carried (its idle share has class and team "__idle__").
+enum class Dimension { kPool, kRegion, kZone, kInstanceType, kCapacityType, kClass, kTeam };
+// Time buckets, UTC: calendar days, ISO weeks (from Monday), calendar months.
+enum class Period { kDay, kWeek, kMonth };
+enum class Format { kCsv, kJson, kFocus, kHtml };
+// The table a CSV holds (JSON and HTML hold all of them; FOCUS is its own).
+enum class View { kCosts, kAllocation, kSavings, kBudget, kDecisions, kNodes };
+
+std::string_view ToString(Dimension d);  // "pool", "region", "zone", "instance_type", "capacity_type", "class", "team"
+std::string_view ToString(Period p);     // "day", "week", "month"
+std::string_view ToString(Format f);     // "csv", "json", "focus", "html"
+std::string_view ToString(View v);       // "costs", "allocation", "savings", "budget", "decisions", "nodes"
+
+// The class and team names of unattributed cost (OpenCost's names).
+inline constexpr std::string_view kIdle = "__idle__";
+inline constexpr std::string_view kUnallocated = "__unallocated__";
+
+struct ReportQuery {
+  // The audit database. Never taken from URL parameters: the daemon sets its
+  // own; the CLI from --db.
+  std::string db_path;
+  WallTime from{};  // inclusive
+  WallTime to{};    // exclusive; from < to
+  std::vector<Dimension> group_by;  // empty: totals per period only
+  Period period = Period::kDay;
+  Format format = Format::kCsv;
+  View view = View::kCosts;
+  // Workload class -> team, for usage recorded without a team. Usage with
+  // neither lands in team "__unallocated__".
+  std::map<std::string, std::string> team_map;
+  // Monthly budget cap (USD) for the burn-down; unset: actuals and forecast
+  // only (the store does not keep the policy's caps).
+  std::optional<double> budget_monthly_usd;
+  // Running nodes are billed up to here. Unset: the last time the database
+  // records anything (it knows nothing later).
+  std::optional<WallTime> as_of;
+  // Minimum billed time per instance (EC2 Linux and the simulated cloud: 60 s).
+  Seconds min_billed{60};
+  // GPU-hours "lost" to an interruption: the work allocated on the node in
+  // this window before it was reclaimed (half the default 30-minute
+  // checkpoint interval: the expected work since the last checkpoint).
+  Seconds loss_window{900};
+  int top = 20;  // rows in the top decisions and top nodes tables
+  // FOCUS identity columns.
+  std::string billing_account_id = "gpuscaler";
+  std::string provider_name = "Amazon Web Services";
+  std::string service_name = "Amazon Elastic Compute Cloud";
+};
+
+// Builds a query from named text parameters (URL query parameters, or the
+// CLI's flags with dashes as underscores): from, to (YYYY-MM-DD or RFC 3339),
+// group_by (comma list), period, format, view, team_map ("class=team,..."),
+// budget_monthly_usd, as_of, min_billed_seconds, loss_window_seconds, top,
+// billing_account_id, provider_name, service_name. from and to are required.
+// Any problem (unknown parameter or column, bad value, from >= to):
+// kInvalidInput with a message naming it. db_path is left empty.
+Result<ReportQuery> ParseReportQuery(const std::map<std::string, std::string>& params);
+
+struct RenderedReport {
+  std::string content_type;  // "text/csv; charset=utf-8", "application/json", "text/html; charset=utf-8"
+  std::string body;
+};
+
+// Reads query.db_path (read-only) and renders the report. Missing file:
+// kNotFound; not an audit database or a schema this binary does not read:
+// kConfig; bad query: kInvalidInput; SQLite trouble: kTransient/kInternal.
+Result<RenderedReport> RenderReport(const ReportQuery& query);
+// The same on an open reader (tests, an in-memory store); db_path unused.
+Result<RenderedReport> RenderReport(AuditReader& reader, const ReportQuery& query);
+
+}  // namespace gpuscaler::report

@@ -1,0 +1,105 @@
+// `gpuscaler report --db FILE --from DATE --to DATE [--group-by COLS] [--period day|week|month]
+//  [--format csv|json|focus|html] [--view VIEW] [--team-map class=team,...] [--budget-monthly-usd N]
+//  [--as-of TIME] [-o FILE] ...`: cost reports from the audit store (docs/reports.md). The flags are
+// the daemon's /reports URL parameters with dashes; both go through report::ParseReportQuery.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "gpuscaler/report/report.h"
+
+namespace gpuscaler::cli {
+namespace {
+
+struct Flag {
+  const char* name;  // the query parameter; the flag is --name with dashes
+  const char* help;
+  std::string value;
+  CLI::Option* option = nullptr;
+};
+
+int ExitCodeFor(const Error& e) {
+  switch (e.category()) {
+    case ErrorCategory::kInvalidInput:
+    case ErrorCategory::kNotFound:
+    case ErrorCategory::kConfig:
+      return 2;
+    default:
+      return 1;
+  }
+}
+
+}  // namespace
+
+void RegisterReportCommand(CLI::App& app, int* exit_code) {
+  auto* cmd = app.add_subcommand("report", "Cost reports from the audit store: CSV, JSON, FinOps FOCUS CSV, HTML");
+  auto db = std::make_shared<std::string>();
+  auto output = std::make_shared<std::string>();
+  auto flags = std::make_shared<std::vector<Flag>>(std::vector<Flag>{
+      {"from", "Start, inclusive: YYYY-MM-DD or RFC 3339 (UTC)", {}},
+      {"to", "End, exclusive: YYYY-MM-DD or RFC 3339 (UTC)", {}},
+      {"group_by", "Comma list of: pool, region, zone, instance_type, capacity_type, class, team", {}},
+      {"period", "Time buckets: day (default), week (ISO, from Monday) or month", {}},
+      {"format", "csv (default), json, focus (FinOps FOCUS 1.1 CSV) or html", {}},
+      {"view", "The CSV's table: costs (default), allocation, savings, budget, decisions, nodes", {}},
+      {"team_map", "class=team,... for usage recorded without a team", {}},
+      {"budget_monthly_usd", "Monthly budget cap for the burn-down", {}},
+      {"as_of", "Bill running nodes up to this time (default: the database's last record)", {}},
+      {"min_billed_seconds", "Minimum billed time per instance (default 60)", {}},
+      {"loss_window_seconds", "Work counted as lost before an interruption (default 900)", {}},
+      {"top", "Rows in the top decisions and top nodes tables (default 20)", {}},
+      {"billing_account_id", "FOCUS BillingAccountId (default gpuscaler)", {}},
+      {"provider_name", "FOCUS ProviderName, PublisherName, InvoiceIssuerName (default Amazon Web Services)", {}},
+      {"service_name", "FOCUS ServiceName (default Amazon Elastic Compute Cloud)", {}},
+  });
+  cmd->add_option("--db", *db, "Audit database (SQLite) written by the daemon or `gpuscaler sim --db`")->required();
+  for (Flag& f : *flags) {
+    std::string flag = std::string("--") + f.name;
+    for (char& c : flag) c = c == '_' ? '-' : c;
+    f.option = cmd->add_option(flag, f.value, f.help);
+  }
+  cmd->get_option("--from")->required();
+  cmd->get_option("--to")->required();
+  cmd->add_option("-o,--output", *output, "Write here instead of standard output");
+  cmd->callback([db, output, flags, exit_code] {
+    std::map<std::string, std::string> params;
+    for (const Flag& f : *flags) {
+      if (f.option->count() > 0) params[f.name] = f.value;
+    }
+    Result<report::ReportQuery> query = report::ParseReportQuery(params);
+    if (!query) {
+      std::cerr << "gpuscaler report: " << query.error().message() << "\n";
+      *exit_code = 2;
+      return;
+    }
+    query->db_path = *db;
+    Result<report::RenderedReport> rendered = report::RenderReport(*query);
+    if (!rendered) {
+      std::cerr << "gpuscaler report: " << rendered.error().message() << "\n";
+      *exit_code = ExitCodeFor(rendered.error());
+      return;
+    }
+    if (output->empty()) {
+      std::cout << rendered->body;
+      std::cout.flush();
+      *exit_code = std::cout ? 0 : 1;
+      return;
+    }
+    std::ofstream file(*output, std::ios::binary | std::ios::trunc);
+    file << rendered->body;
+    file.close();
+    if (!file) {
+      std::cerr << "gpuscaler report: cannot write " << *output << "\n";
+      *exit_code = 1;
+      return;
+    }
+    *exit_code = 0;
+  });
+}
+
+}  // namespace gpuscaler::cli

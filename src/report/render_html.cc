@@ -1,0 +1,327 @@
+// A self-contained HTML report: inline CSS, inline SVG charts and a little
+// inline script (table sorting, and a JS error box the browser test reads).
+// A Content-Security-Policy forbids every fetch, so it renders the same from
+// an e-mail attachment.
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "tables.h"
+
+namespace gpuscaler::report::internal {
+namespace {
+
+constexpr double kWidth = 760;
+constexpr double kHeight = 260;
+constexpr double kLeft = 70;
+constexpr double kRight = 20;
+constexpr double kTop = 30;
+constexpr double kBottom = 40;
+
+std::string F1(double v) { return FormatFixed(v, 1); }
+
+std::string Usd(double v) {
+  const double a = std::fabs(v);
+  if (a >= 1e6) return "$" + FormatFixed(v / 1e6, 1) + "M";
+  if (a >= 1e4) return "$" + FormatFixed(v / 1e3, 1) + "k";
+  if (a >= 100) return "$" + FormatFixed(v, 0);
+  return "$" + FormatFixed(v, 2);
+}
+
+// 1, 2 or 5 times a power of ten, at least v.
+double NiceCeiling(double v) {
+  if (v <= 0) return 1;
+  const double p = std::pow(10.0, std::floor(std::log10(v)));
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    if (m * p >= v) return m * p;
+  }
+  return 10 * p;
+}
+
+struct Series {
+  std::string name;
+  std::string color;
+  std::vector<std::optional<double>> values;
+  bool dashed = false;
+};
+
+std::string Frame(const std::string& id, const std::string& title, double ymax, const std::vector<std::string>& labels,
+                  double step) {
+  std::string s = "<svg id=\"" + id + "\" class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " +
+                  F1(kWidth) + " " + F1(kHeight) + "\" role=\"img\" aria-label=\"" + HtmlEscape(title) + "\">";
+  s += "<title>" + HtmlEscape(title) + "</title>";
+  s += "<text x=\"" + F1(kLeft) + "\" y=\"18\" class=\"ct\">" + HtmlEscape(title) + "</text>";
+  const double plot_h = kHeight - kTop - kBottom;
+  for (int k = 0; k <= 4; ++k) {
+    const double y = kTop + plot_h - plot_h * k / 4.0;
+    s += "<line x1=\"" + F1(kLeft) + "\" x2=\"" + F1(kWidth - kRight) + "\" y1=\"" + F1(y) + "\" y2=\"" + F1(y) +
+         "\" class=\"grid\"/>";
+    s += "<text x=\"" + F1(kLeft - 6) + "\" y=\"" + F1(y + 4) + "\" class=\"yl\">" + Usd(ymax * k / 4.0) + "</text>";
+  }
+  const size_t every = std::max<size_t>(1, (labels.size() + 7) / 8);
+  for (size_t i = 0; i < labels.size(); i += every) {
+    s += "<text x=\"" + F1(kLeft + step * (static_cast<double>(i) + 0.5)) + "\" y=\"" + F1(kHeight - kBottom + 16) +
+         "\" class=\"xl\">" + HtmlEscape(labels[i]) + "</text>";
+  }
+  return s;
+}
+
+std::string Legend(const std::vector<Series>& series) {
+  std::string s;
+  double x = kLeft;
+  for (const Series& se : series) {
+    s += "<rect x=\"" + F1(x) + "\" y=\"" + F1(kHeight - 14) + "\" width=\"10\" height=\"10\" fill=\"" + se.color +
+         "\"/><text x=\"" + F1(x + 14) + "\" y=\"" + F1(kHeight - 5) + "\" class=\"lg\">" + HtmlEscape(se.name) +
+         "</text>";
+    x += 24 + 7.0 * static_cast<double>(se.name.size());
+  }
+  return s;
+}
+
+std::string StackedBars(const std::string& id, const std::string& title, const std::vector<std::string>& labels,
+                        const std::vector<Series>& series) {
+  double max_sum = 0;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    double sum = 0;
+    for (const Series& se : series) sum += std::max(0.0, se.values[i].value_or(0));
+    max_sum = std::max(max_sum, sum);
+  }
+  const double ymax = NiceCeiling(max_sum);
+  const double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
+  const double step = labels.empty() ? plot_w : plot_w / static_cast<double>(labels.size());
+  std::string s = Frame(id, title, ymax, labels, step);
+  for (size_t i = 0; i < labels.size(); ++i) {
+    double base = 0;
+    for (const Series& se : series) {
+      const double v = std::max(0.0, se.values[i].value_or(0));
+      if (v <= 0) continue;
+      const double h = plot_h * v / ymax;
+      const double y = kTop + plot_h - plot_h * base / ymax - h;
+      s += "<rect class=\"bar\" x=\"" + F1(kLeft + step * static_cast<double>(i) + step * 0.1) + "\" y=\"" + F1(y) +
+           "\" width=\"" + F1(std::max(1.0, step * 0.8)) + "\" height=\"" + F1(h) + "\" fill=\"" + se.color +
+           "\"><title>" + HtmlEscape(labels[i] + " " + se.name + ": " + Usd(v)) + "</title></rect>";
+      base += v;
+    }
+  }
+  return s + Legend(series) + "</svg>";
+}
+
+std::string Lines(const std::string& id, const std::string& title, const std::vector<std::string>& labels,
+                  const std::vector<Series>& series) {
+  double vmax = 0;
+  for (const Series& se : series) {
+    for (const auto& v : se.values) vmax = std::max(vmax, v.value_or(0));
+  }
+  const double ymax = NiceCeiling(vmax);
+  const double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
+  const double step = labels.empty() ? plot_w : plot_w / static_cast<double>(labels.size());
+  std::string s = Frame(id, title, ymax, labels, step);
+  for (const Series& se : series) {
+    std::string points;
+    for (size_t i = 0; i < se.values.size(); ++i) {
+      if (!se.values[i]) continue;
+      const double x = kLeft + step * (static_cast<double>(i) + 0.5);
+      const double y = kTop + plot_h - plot_h * std::max(0.0, *se.values[i]) / ymax;
+      if (!points.empty()) points += ' ';
+      points += F1(x);
+      points += ',';
+      points += F1(y);
+    }
+    if (points.empty()) continue;
+    s += "<polyline class=\"line\" fill=\"none\" stroke=\"" + se.color + "\" stroke-width=\"2\"" +
+         (se.dashed ? " stroke-dasharray=\"6 4\"" : "") + " points=\"" + points + "\"><title>" + HtmlEscape(se.name) +
+         "</title></polyline>";
+  }
+  return s + Legend(series) + "</svg>";
+}
+
+std::string HorizontalBars(const std::string& id, const std::string& title,
+                           const std::vector<std::pair<std::string, double>>& items) {
+  const double row_h = 22;
+  const double height = kTop + row_h * static_cast<double>(std::max<size_t>(items.size(), 1)) + 20;
+  double vmax = 0;
+  for (const auto& [name, v] : items) vmax = std::max(vmax, v);
+  const double xmax = NiceCeiling(vmax);
+  const double label_w = 170, plot_w = kWidth - label_w - kRight - 70;
+  std::string s = "<svg id=\"" + id + "\" class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " +
+                  F1(kWidth) + " " + F1(height) + "\" role=\"img\" aria-label=\"" + HtmlEscape(title) + "\">";
+  s += "<title>" + HtmlEscape(title) + "</title><text x=\"10\" y=\"18\" class=\"ct\">" + HtmlEscape(title) + "</text>";
+  for (size_t i = 0; i < items.size(); ++i) {
+    const double y = kTop + row_h * static_cast<double>(i);
+    const double w = std::max(0.0, plot_w * items[i].second / xmax);
+    s += "<text x=\"" + F1(label_w - 6) + "\" y=\"" + F1(y + 15) + "\" class=\"yl\">" + HtmlEscape(items[i].first) +
+         "</text>";
+    s += "<rect class=\"bar\" x=\"" + F1(label_w) + "\" y=\"" + F1(y + 3) + "\" width=\"" + F1(w) +
+         "\" height=\"16\" fill=\"" + std::string(items[i].first == kIdle ? "#b0b7c3" : "#4c72b0") + "\"><title>" +
+         HtmlEscape(items[i].first + ": " + Usd(items[i].second)) + "</title></rect>";
+    s += "<text x=\"" + F1(label_w + w + 6) + "\" y=\"" + F1(y + 15) + "\" class=\"lg\">" + Usd(items[i].second) +
+         "</text>";
+  }
+  return s + "</svg>";
+}
+
+std::string TableHtml(const Table& t) {
+  std::string s = "<section><h2>" + HtmlEscape(t.title) + "</h2><div class=\"scroll\"><table class=\"sortable\" id=\"t-" +
+                  std::string(ToString(t.view)) + "\"><thead><tr>";
+  for (const std::string& c : t.columns) s += "<th>" + HtmlEscape(c) + "</th>";
+  s += "</tr></thead><tbody>";
+  for (const std::vector<Cell>& row : t.rows) {
+    s += "<tr>";
+    for (const Cell& c : row) {
+      s += c.number ? "<td class=\"n\" data-v=\"" + c.text + "\">" : "<td>";
+      s += HtmlEscape(c.text) + "</td>";
+    }
+    s += "</tr>";
+  }
+  if (t.rows.empty()) s += "<tr><td colspan=\"" + std::to_string(t.columns.size()) + "\">no rows</td></tr>";
+  return s + "</tbody></table></div></section>";
+}
+
+constexpr const char* kStyle = R"css(
+body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px;color:#1f2430;background:#fff}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:16px;margin:24px 0 8px}
+.meta{color:#5b6472}.cards{display:flex;flex-wrap:wrap;gap:12px;margin:16px 0}
+.card{border:1px solid #dde1e7;border-radius:6px;padding:10px 14px;min-width:150px}
+.card b{display:block;font-size:18px}.card span{color:#5b6472;font-size:12px}
+.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:16px}
+svg.chart{width:100%;height:auto;border:1px solid #eef0f3;border-radius:6px}
+.ct{font-size:13px;font-weight:600;fill:#1f2430}.yl{font-size:11px;fill:#5b6472;text-anchor:end}
+.xl{font-size:10px;fill:#5b6472;text-anchor:middle}.lg{font-size:11px;fill:#1f2430}.grid{stroke:#eef0f3}
+.scroll{overflow-x:auto}table{border-collapse:collapse;font-size:12px}
+th,td{border-bottom:1px solid #eef0f3;padding:4px 8px;text-align:left;white-space:nowrap}
+th{cursor:pointer;background:#f6f7f9;user-select:none}th[aria-sort=ascending]::after{content:" \25B2"}
+th[aria-sort=descending]::after{content:" \25BC"}td.n{text-align:right;font-variant-numeric:tabular-nums}
+#js-errors:empty{display:none}#js-errors{color:#b00020;border:1px solid #b00020;padding:8px}
+.warn{color:#8a5a00}
+)css";
+
+constexpr const char* kScript = R"js(
+(function () {
+  var box = document.getElementById('js-errors');
+  window.addEventListener('error', function (e) { box.textContent += 'error: ' + e.message + '\n'; });
+  function value(cell) {
+    var v = cell.getAttribute('data-v');
+    return v === null ? cell.textContent : parseFloat(v);
+  }
+  function sortBy(table, column, th) {
+    var body = table.tBodies[0];
+    var rows = Array.prototype.slice.call(body.rows);
+    var ascending = th.getAttribute('aria-sort') !== 'ascending';
+    rows.sort(function (a, b) {
+      var x = value(a.cells[column] || a.cells[0]), y = value(b.cells[column] || b.cells[0]);
+      var c = (typeof x === 'number' && typeof y === 'number') ? x - y : String(x).localeCompare(String(y));
+      return ascending ? c : -c;
+    });
+    rows.forEach(function (r) { body.appendChild(r); });
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (h) { h.removeAttribute('aria-sort'); });
+    th.setAttribute('aria-sort', ascending ? 'ascending' : 'descending');
+  }
+  Array.prototype.forEach.call(document.querySelectorAll('table.sortable'), function (table) {
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, i) {
+      th.addEventListener('click', function () { sortBy(table, i, th); });
+    });
+  });
+  document.body.setAttribute('data-ready', 'true');
+})();
+)js";
+
+}  // namespace
+
+std::string RenderHtml(const CostFacts& facts, const ReportViews& views, const ReportQuery& query) {
+  const Totals t = ComputeTotals(facts, views);
+  std::string s = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
+  s += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+       "script-src 'unsafe-inline'; img-src data:\">";
+  s += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
+  s += "<title>gpuscaler cost report " + FormatDate(facts.from) + " to " + FormatDate(facts.to) + "</title>";
+  s += "<style>" + std::string(kStyle) + "</style></head><body>";
+  s += "<pre id=\"js-errors\"></pre>";
+  s += "<h1>GPU fleet cost report</h1><p class=\"meta\">" + HtmlEscape(FormatRfc3339(facts.from)) + " to " +
+       HtmlEscape(FormatRfc3339(facts.to)) + " (end exclusive); running nodes billed up to " +
+       HtmlEscape(FormatRfc3339(std::min(facts.as_of, facts.to))) +
+       ". Per-second billing at the price in force, " + std::to_string(query.min_billed.count()) +
+       " s minimum; idle is cost no workload had allocated. All amounts USD.</p>";
+
+  auto card = [&](const std::string& value, const std::string& label) {
+    s += "<div class=\"card\"><b>" + HtmlEscape(value) + "</b><span>" + HtmlEscape(label) + "</span></div>";
+  };
+  s += "<div class=\"cards\" id=\"totals\">";
+  card("$" + FormatCents(t.cost_cents), "total cost");
+  card("$" + FormatCents(t.attributed_cents), "attributed to workloads");
+  card("$" + FormatCents(t.idle_cents), "idle");
+  card("$" + FormatCents(t.on_demand_cents), "on-demand equivalent");
+  card("$" + FormatCents(t.spot_savings_cents), "spot savings");
+  card(FormatFixed(t.savings_pct, 1).append(" %"), "saved vs on-demand");
+  card(FormatFixed(t.gpu_hours_paid, 1), "GPU-hours paid");
+  card(FormatFixed(t.gpu_hours_allocated, 1), "GPU-hours allocated");
+  card(FormatFixed(t.gpu_hours_busy, 1), "GPU-hours busy");
+  card(FormatFixed(t.gpu_hours_lost, 1) + " ($" + FormatCents(t.lost_cents) + ")", "GPU-hours lost to interruptions");
+  card(std::to_string(t.nodes) + " (" + std::to_string(t.interrupted_nodes) + " interrupted)", "nodes billed");
+  s += "</div>";
+  for (const std::string& w : facts.warnings) s += "<p class=\"warn\">" + HtmlEscape(w) + "</p>";
+
+  // Daily series for the charts.
+  std::map<WallTime, std::pair<double, double>> by_day;  // on-demand, spot
+  std::map<WallTime, double> od_by_day;
+  for (WallTime d = PeriodStart(facts.from, Period::kDay); d < facts.to; d += Seconds(86400)) by_day[d];
+  for (const GroupedRow& r : views.daily_by_capacity) {
+    const WallTime d = PeriodStart(r.period_start, Period::kDay);
+    (r.keys[0] == "spot" ? by_day[d].second : by_day[d].first) += r.m.cost_usd;
+    od_by_day[d] += r.m.on_demand_usd;
+  }
+  std::vector<std::string> days;
+  Series od{"on-demand", "#4c72b0", {}}, spot{"spot", "#55a868", {}};
+  Series cost{"actual cost", "#4c72b0", {}}, equivalent{"on-demand equivalent", "#c44e52", {}, true};
+  for (const auto& [d, v] : by_day) {
+    days.push_back(FormatDate(d).substr(5));
+    od.values.push_back(v.first);
+    spot.values.push_back(v.second);
+    cost.values.push_back(v.first + v.second);
+    equivalent.values.push_back(od_by_day[d]);
+  }
+  s += "<h2>Charts</h2><div class=\"charts\">";
+  s += StackedBars("chart-daily-cost", "Daily cost by capacity type", days, {od, spot});
+  s += Lines("chart-savings", "Spot savings: actual cost vs on-demand equivalent, per day", days, {equivalent, cost});
+  // Burn-down of the month with the most observed days (the latest on ties).
+  const BudgetMonth* month = nullptr;
+  for (const BudgetMonth& b : views.budget) {
+    if (month == nullptr || b.days.size() >= month->days.size()) month = &b;
+  }
+  if (month != nullptr) {
+    std::vector<std::string> labels;
+    Series actual{"cumulative cost", "#4c72b0", {}}, cap{"budget", "#c44e52", {}, true},
+        forecast{"forecast", "#8172b2", {}, true};
+    const WallTime first = month->days.empty() ? month->month_start : month->days.front().day;
+    size_t observed = 0;
+    for (WallTime d = first; d < month->month_end; d += Seconds(86400), ++observed) {
+      labels.push_back(FormatDate(d).substr(5));
+      const bool seen = observed < month->days.size();
+      actual.values.push_back(seen ? std::optional<double>(month->days[observed].cumulative_usd) : std::nullopt);
+      cap.values.push_back(month->cap_usd);
+      forecast.values.push_back(std::nullopt);
+    }
+    if (!month->days.empty() && !labels.empty()) {
+      forecast.values[month->days.size() - 1] = month->days.back().cumulative_usd;
+      forecast.values.back() = month->forecast_usd;
+    }
+    std::vector<Series> series = {actual, forecast};
+    if (month->cap_usd) series.push_back(cap);
+    s += Lines("chart-burndown",
+               "Budget burn-down " + FormatDate(month->month_start).substr(0, 7) + ": forecast $" +
+                   FormatFixed(month->forecast_usd, 2) +
+                   (month->cap_usd ? " of $" + FormatFixed(*month->cap_usd, 2) : std::string(" (no cap set)")),
+               labels, series);
+  }
+  std::vector<std::pair<std::string, double>> teams;
+  for (const GroupedRow& r : views.by_team) teams.emplace_back(r.keys[0], r.m.cost_usd);
+  s += HorizontalBars("chart-teams", "Cost by team (idle as its own line)", teams);
+  s += "</div>";
+
+  for (View v : {View::kAllocation, View::kCosts, View::kSavings, View::kBudget, View::kDecisions, View::kNodes}) {
+    s += TableHtml(BuildTable(v, facts, views, query));
+  }
+  s += "<script>" + std::string(kScript) + "</script></body></html>\n";
+  return s;
+}
+
+}  // namespace gpuscaler::report::internal

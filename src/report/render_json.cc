@@ -1,0 +1,72 @@
+#include <nlohmann/json.hpp>
+
+#include "tables.h"
+
+namespace gpuscaler::report::internal {
+namespace {
+
+nlohmann::ordered_json TableJson(const Table& t) {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const std::vector<Cell>& r : t.rows) {
+    nlohmann::ordered_json row;
+    for (size_t c = 0; c < r.size(); ++c) {
+      if (r[c].number) {
+        row[t.columns[c]] = *r[c].number;
+      } else if (r[c].text.empty()) {
+        row[t.columns[c]] = nullptr;
+      } else {
+        row[t.columns[c]] = r[c].text;
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+double Round(double v, double scale) { return std::round(v * scale) / scale; }
+
+}  // namespace
+
+std::string RenderJson(const CostFacts& facts, const ReportViews& views, const ReportQuery& query) {
+  nlohmann::ordered_json j;
+  nlohmann::ordered_json& q = j["query"];
+  q["from"] = FormatRfc3339(facts.from);
+  q["to"] = FormatRfc3339(facts.to);
+  q["as_of"] = FormatRfc3339(facts.as_of);
+  q["period"] = std::string(ToString(query.period));
+  q["group_by"] = nlohmann::ordered_json::array();
+  for (Dimension d : query.group_by) q["group_by"].push_back(std::string(ToString(d)));
+  q["team_map"] = nlohmann::ordered_json::object();
+  for (const auto& [cls, team] : query.team_map) q["team_map"][cls] = team;
+  q["budget_monthly_usd"] = query.budget_monthly_usd ? nlohmann::ordered_json(*query.budget_monthly_usd) : nullptr;
+  q["min_billed_seconds"] = query.min_billed.count();
+  q["loss_window_seconds"] = query.loss_window.count();
+  q["currency"] = "USD";
+
+  const Totals t = ComputeTotals(facts, views);
+  nlohmann::ordered_json& tj = j["totals"];
+  tj["cost_usd"] = static_cast<double>(t.cost_cents) / 100.0;
+  tj["attributed_usd"] = static_cast<double>(t.attributed_cents) / 100.0;
+  tj["idle_usd"] = static_cast<double>(t.idle_cents) / 100.0;
+  tj["on_demand_equivalent_usd"] = static_cast<double>(t.on_demand_cents) / 100.0;
+  tj["savings_usd"] = static_cast<double>(t.on_demand_cents - t.cost_cents) / 100.0;
+  tj["savings_pct"] = Round(t.savings_pct, 100);
+  tj["spot_savings_usd"] = static_cast<double>(t.spot_savings_cents) / 100.0;
+  tj["gpu_hours_paid"] = Round(t.gpu_hours_paid, 1000);
+  tj["gpu_hours_allocated"] = Round(t.gpu_hours_allocated, 1000);
+  tj["gpu_hours_busy"] = Round(t.gpu_hours_busy, 1000);
+  tj["gpu_hours_idle"] = Round(t.gpu_hours_paid - t.gpu_hours_allocated, 1000);
+  tj["gpu_hours_lost"] = Round(t.gpu_hours_lost, 1000);
+  tj["lost_usd"] = static_cast<double>(t.lost_cents) / 100.0;
+  tj["nodes"] = t.nodes;
+  tj["interrupted_nodes"] = t.interrupted_nodes;
+
+  for (View v : {View::kAllocation, View::kCosts, View::kSavings, View::kBudget, View::kDecisions, View::kNodes}) {
+    const std::string name = v == View::kDecisions ? "top_decisions" : v == View::kNodes ? "top_nodes" : std::string(ToString(v));
+    j[name] = TableJson(BuildTable(v, facts, views, query));
+  }
+  j["warnings"] = facts.warnings;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace gpuscaler::report::internal

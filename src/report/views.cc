@@ -1,0 +1,258 @@
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <unordered_map>
+
+#include "gpuscaler/report/cost_model.h"
+#include "gpuscaler/store/audit_reader.h"
+
+namespace gpuscaler::report {
+namespace {
+
+constexpr int64_t kSecondsPerDay = 86400;
+constexpr size_t kMaxKeys = 8;  // period + 7 dimensions
+
+int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+using Key = std::array<int64_t, kMaxKeys>;
+struct KeyHash {
+  size_t operator()(const Key& k) const {
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t v : k) h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull;
+    return static_cast<size_t>(h);
+  }
+};
+
+// Interns the text of one dimension.
+struct Names {
+  std::vector<std::string> text;
+  std::unordered_map<std::string, int64_t> ids;
+  int64_t Id(const std::string& s) {
+    auto [it, added] = ids.emplace(s, static_cast<int64_t>(text.size()));
+    if (added) text.push_back(s);
+    return it->second;
+  }
+};
+
+const std::string& NodeValue(const NodeFact& n, Dimension d, std::string* scratch) {
+  switch (d) {
+    case Dimension::kPool: return n.pool;
+    case Dimension::kRegion: return n.region;
+    case Dimension::kZone: return n.zone;
+    case Dimension::kInstanceType: return n.instance_type;
+    case Dimension::kCapacityType: *scratch = std::string(ToString(n.capacity_type)); return *scratch;
+    default: return *scratch;
+  }
+}
+
+}  // namespace
+
+WallTime PeriodStart(WallTime t, Period p) {
+  const int64_t day = FloorDiv(ToUnixSeconds(t), kSecondsPerDay);
+  switch (p) {
+    case Period::kDay:
+      return FromUnixSeconds(day * kSecondsPerDay);
+    case Period::kWeek: {
+      const int64_t weekday = ((day + 3) % 7 + 7) % 7;  // 1970-01-01 was a Thursday; Monday = 0
+      return FromUnixSeconds((day - weekday) * kSecondsPerDay);
+    }
+    case Period::kMonth: {
+      const std::chrono::year_month_day ymd{std::chrono::sys_days{std::chrono::days{day}}};
+      return WallTime(std::chrono::sys_days{ymd.year() / ymd.month() / 1});
+    }
+  }
+  return t;
+}
+
+WallTime NextPeriodStart(WallTime t, Period p) {
+  const WallTime start = PeriodStart(t, p);
+  switch (p) {
+    case Period::kDay: return start + Seconds(kSecondsPerDay);
+    case Period::kWeek: return start + Seconds(7 * kSecondsPerDay);
+    case Period::kMonth: {
+      const std::chrono::year_month_day ymd{std::chrono::floor<std::chrono::days>(start)};
+      const std::chrono::year_month next = ymd.year() / ymd.month() + std::chrono::months{1};
+      return WallTime(std::chrono::sys_days{next / 1});
+    }
+  }
+  return t;
+}
+
+std::vector<int64_t> CentsPreservingTotal(const std::vector<double>& usd) {
+  std::vector<int64_t> cents(usd.size());
+  std::vector<std::pair<double, size_t>> remainders;
+  remainders.reserve(usd.size());
+  double sum = 0;
+  int64_t floor_sum = 0;
+  for (size_t i = 0; i < usd.size(); ++i) {
+    sum += usd[i];
+    const double c = usd[i] * 100.0;
+    const double fl = std::floor(c);
+    cents[i] = static_cast<int64_t>(fl);
+    floor_sum += cents[i];
+    remainders.emplace_back(c - fl, i);
+  }
+  int64_t missing = std::llround(sum * 100.0) - floor_sum;
+  // Largest remainders first; ties by position so output is stable.
+  std::stable_sort(remainders.begin(), remainders.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t k = 0; missing > 0 && k < remainders.size(); ++k, --missing) cents[remainders[k].second] += 1;
+  return cents;
+}
+
+std::vector<GroupedRow> GroupLines(const CostFacts& facts, const std::vector<Dimension>& dims,
+                                   std::optional<Period> period) {
+  std::vector<Names> names(dims.size());
+  // Per node and per allocation, the id of each dimension's value.
+  std::vector<std::vector<int64_t>> node_ids(facts.nodes.size(), std::vector<int64_t>(dims.size(), -1));
+  std::vector<std::vector<int64_t>> alloc_ids(facts.allocations.size() + 1, std::vector<int64_t>(dims.size(), -1));
+  std::string scratch;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] == Dimension::kClass || dims[d] == Dimension::kTeam) {
+      const std::string idle(kIdle);
+      alloc_ids[0][d] = names[d].Id(idle);
+      for (size_t a = 0; a < facts.allocations.size(); ++a) {
+        const Allocation& alloc = facts.allocations[a];
+        alloc_ids[a + 1][d] = names[d].Id(dims[d] == Dimension::kClass ? alloc.workload_class : alloc.team);
+      }
+    } else {
+      for (size_t n = 0; n < facts.nodes.size(); ++n) node_ids[n][d] = names[d].Id(NodeValue(facts.nodes[n], dims[d], &scratch));
+    }
+  }
+  std::unordered_map<Key, Metrics, KeyHash> groups;
+  std::unordered_map<int64_t, int64_t> period_of_day;
+  for (const CostLine& line : facts.lines) {
+    Key key{};
+    if (period) {
+      auto it = period_of_day.find(line.day);
+      if (it == period_of_day.end()) {
+        it = period_of_day.emplace(line.day, ToUnixSeconds(PeriodStart(FromUnixSeconds(line.day * kSecondsPerDay), *period)))
+                 .first;
+      }
+      key[0] = it->second;
+    }
+    for (size_t d = 0; d < dims.size(); ++d) {
+      const int64_t id = node_ids[static_cast<size_t>(line.node)][d];
+      key[d + 1] = id >= 0 ? id : alloc_ids[static_cast<size_t>(line.allocation + 1)][d];
+    }
+    groups[key].Add(line.m);
+  }
+  std::vector<GroupedRow> rows;
+  rows.reserve(groups.size());
+  for (const auto& [key, m] : groups) {
+    GroupedRow row;
+    if (period) {
+      const WallTime start = FromUnixSeconds(key[0]);
+      row.period_start = std::max(start, facts.from);
+      row.period_end = std::min(NextPeriodStart(start, *period), facts.to);
+    } else {
+      row.period_start = facts.from;
+      row.period_end = facts.to;
+    }
+    for (size_t d = 0; d < dims.size(); ++d) row.keys.push_back(names[d].text[static_cast<size_t>(key[d + 1])]);
+    row.m = m;
+    rows.push_back(std::move(row));
+  }
+  // Periods in time order; within one, keys alphabetically with idle last.
+  std::sort(rows.begin(), rows.end(), [](const GroupedRow& a, const GroupedRow& b) {
+    if (a.period_start != b.period_start) return a.period_start < b.period_start;
+    for (size_t d = 0; d < a.keys.size(); ++d) {
+      const bool ai = a.keys[d] == kIdle, bi = b.keys[d] == kIdle;
+      if (ai != bi) return bi;
+      if (a.keys[d] != b.keys[d]) return a.keys[d] < b.keys[d];
+    }
+    return false;
+  });
+  return rows;
+}
+
+Result<ReportViews> BuildViews(AuditReader& reader, const CostFacts& facts, const ReportQuery& query) {
+  ReportViews v;
+  v.group_by = query.group_by;
+  v.period = query.period;
+  v.costs = GroupLines(facts, query.group_by, query.period);
+  v.allocation = GroupLines(facts, {Dimension::kClass, Dimension::kTeam}, std::nullopt);
+  v.savings = GroupLines(facts, {Dimension::kCapacityType}, query.period);
+  v.daily_by_capacity = GroupLines(facts, {Dimension::kCapacityType}, Period::kDay);
+  v.by_team = GroupLines(facts, {Dimension::kTeam}, std::nullopt);
+  std::sort(v.by_team.begin(), v.by_team.end(),
+            [](const GroupedRow& a, const GroupedRow& b) { return a.m.cost_usd > b.m.cost_usd; });
+
+  // Budget: every month the range touches, with its daily burn.
+  std::map<int64_t, double> daily;
+  for (const GroupedRow& row : GroupLines(facts, {}, Period::kDay)) daily[ToUnixSeconds(row.period_start)] += row.m.cost_usd;
+  const WallTime observed_end = std::min(facts.to, std::max(facts.as_of, facts.from));
+  for (WallTime month = PeriodStart(facts.from, Period::kMonth); month < facts.to;
+       month = NextPeriodStart(month, Period::kMonth)) {
+    BudgetMonth b;
+    b.month_start = month;
+    b.month_end = NextPeriodStart(month, Period::kMonth);
+    b.cap_usd = query.budget_monthly_usd;
+    const WallTime first = std::max(month, facts.from);
+    const WallTime last = std::min(b.month_end, observed_end);
+    for (WallTime day = PeriodStart(first, Period::kDay); day < last; day += Seconds(kSecondsPerDay)) {
+      BudgetDay d;
+      d.day = day;
+      auto it = daily.find(ToUnixSeconds(day));
+      d.cost_usd = it == daily.end() ? 0 : it->second;
+      b.actual_usd += d.cost_usd;
+      d.cumulative_usd = b.actual_usd;
+      if (b.cap_usd) d.remaining_usd = *b.cap_usd - d.cumulative_usd;
+      b.days.push_back(d);
+    }
+    b.complete = observed_end >= b.month_end;
+    b.forecast_usd = b.actual_usd;
+    const double elapsed = static_cast<double>((last - first).count());
+    if (!b.complete && elapsed > 0) {
+      const double rest = static_cast<double>((b.month_end - std::max(last, month)).count());
+      b.forecast_usd += b.actual_usd / elapsed * rest;
+    }
+    v.budget.push_back(std::move(b));
+  }
+
+  // Nodes by cost, and the decisions that launched them.
+  for (size_t i = 0; i < facts.nodes.size(); ++i) {
+    if (facts.nodes[i].m.cost_usd != 0 || facts.nodes[i].billed_seconds > 0) v.nodes_by_cost.push_back(i);
+  }
+  std::stable_sort(v.nodes_by_cost.begin(), v.nodes_by_cost.end(), [&](size_t a, size_t b) {
+    return facts.nodes[a].m.cost_usd > facts.nodes[b].m.cost_usd;
+  });
+  v.top_nodes.assign(v.nodes_by_cost.begin(),
+                     v.nodes_by_cost.begin() + static_cast<std::ptrdiff_t>(
+                                                   std::min<size_t>(v.nodes_by_cost.size(), static_cast<size_t>(query.top))));
+  std::map<int64_t, DecisionCost> by_decision;
+  for (size_t i : v.nodes_by_cost) {
+    const NodeFact& n = facts.nodes[i];
+    DecisionCost& d = by_decision[n.decision_id];
+    d.decision_id = n.decision_id;
+    if (d.instance_ids.empty()) d.reason = n.reason;
+    d.instance_ids.push_back(n.instance_id);
+    d.m.Add(n.m);
+  }
+  for (auto& [id, d] : by_decision) v.decisions.push_back(std::move(d));
+  std::stable_sort(v.decisions.begin(), v.decisions.end(),
+                   [](const DecisionCost& a, const DecisionCost& b) { return a.m.cost_usd > b.m.cost_usd; });
+  if (v.decisions.size() > static_cast<size_t>(query.top)) v.decisions.resize(static_cast<size_t>(query.top));
+  for (DecisionCost& d : v.decisions) {
+    if (d.decision_id == 0) {
+      d.summary = "nodes found running, not launched by a recorded decision";
+      continue;
+    }
+    Result<DecisionRow> row = reader.Decision(d.decision_id);
+    if (!row) {
+      if (row.error().category() != ErrorCategory::kNotFound) return row.error();
+      d.summary = "(decision pruned from the store)";
+      continue;
+    }
+    d.time = row->decision.time;
+    d.source = row->decision.source;
+    d.policy_name = row->decision.policy_name;
+    d.summary = row->decision.summary;
+  }
+  return v;
+}
+
+}  // namespace gpuscaler::report
