@@ -1,0 +1,77 @@
+// AwsClient: one signed AWS API call with retries. Resolves the endpoint
+// (https://<service>.<region>.amazonaws.com, or one override for every
+// service, as `aws --endpoint-url` does), signs with SigV4 using the
+// credentials provider, sends through the Transport, and retries throttles
+// (kThrottled), 5xx and transport failures (kTransient) with capped
+// exponential backoff and full jitter from a seeded RNG. Other errors come
+// back at once, categorised (aws_query.h).
+//
+// Errors never contain credentials, signatures or request headers. Not
+// thread-safe (one caller at a time; the RNG and counters are members).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <string>
+#include <string_view>
+
+#include "gpuscaler/cloud/aws_query.h"
+#include "gpuscaler/cloud/credentials.h"
+#include "gpuscaler/cloud/transport.h"
+#include "gpuscaler/controller/clock.h"
+#include "gpuscaler/status.h"
+
+namespace gpuscaler::cloud {
+
+struct RetryPolicy {
+  int max_attempts = 5;                          // first try included
+  std::chrono::milliseconds base{200};           // first backoff ceiling
+  std::chrono::milliseconds cap{20000};          // no backoff longer than this
+  std::chrono::milliseconds throttle_base{1000};  // ceiling after a throttle
+};
+
+// Waits (std::this_thread::sleep_for in the daemon; records in tests).
+using SleepFn = std::function<void(std::chrono::milliseconds)>;
+
+struct AwsClientOptions {
+  std::string region = "us-east-1";
+  // "http://127.0.0.1:4566": every service at this URL. Empty: AWS's endpoints.
+  std::string endpoint_url;
+  RetryPolicy retry;
+  uint64_t seed = 1;  // jitter
+};
+
+class AwsClient {
+ public:
+  AwsClient(AwsClientOptions options, Transport& transport, CredentialsProvider& credentials, const Clock& clock,
+            SleepFn sleep);
+
+  // A Query-protocol call (EC2, Auto Scaling): POST the form, return the body
+  // of the 200 answer. `params` must start with Action.
+  Result<std::string> Query(std::string_view service, const QueryParams& params);
+  // A JSON-protocol call (SQS): POST `json` with X-Amz-Target `target`.
+  Result<std::string> Json(std::string_view service, std::string_view target, const std::string& json);
+
+  // "https://ec2.us-east-1.amazonaws.com" or the override (no trailing '/').
+  std::string Endpoint(std::string_view service) const;
+  const AwsClientOptions& options() const { return options_; }
+  int calls() const { return calls_; }
+  int retries() const { return retries_; }
+
+ private:
+  Result<std::string> Send(std::string_view service, std::string_view what, HeaderList headers,
+                           const std::string& body);
+
+  AwsClientOptions options_;
+  Transport& transport_;
+  CredentialsProvider& credentials_;
+  const Clock& clock_;
+  SleepFn sleep_;
+  std::mt19937_64 rng_;
+  int calls_ = 0;
+  int retries_ = 0;
+};
+
+}  // namespace gpuscaler::cloud
