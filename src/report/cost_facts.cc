@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -275,7 +276,8 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query) 
         f.lines.push_back(CostLine{day, static_cast<int32_t>(i), allocation, m});
         n.m.Add(m);
       }
-      if (bucket.total.gpu_seconds_paid == 0 && bucket.total.cost_usd == 0) continue;
+      // A fully allocated day leaves a rounding residue (~1e-14), not idle.
+      if (std::fabs(idle.cost_usd) < 1e-9 && std::fabs(idle.gpu_seconds_paid) < 1e-6) continue;
       idle.idle_usd = idle.cost_usd;
       f.lines.push_back(CostLine{day, static_cast<int32_t>(i), -1, idle});
       n.m.Add(idle);

@@ -161,8 +161,8 @@ std::string HorizontalBars(const std::string& id, const std::string& title,
 }
 
 std::string TableHtml(const Table& t) {
-  std::string s = "<section><h2>" + HtmlEscape(t.title) + "</h2><div class=\"scroll\"><table class=\"sortable\" id=\"t-" +
-                  std::string(ToString(t.view)) + "\"><thead><tr>";
+  std::string s = "<section><h2>" + HtmlEscape(t.title) + "</h2><div class=\"scroll\"><table id=\"t-" +
+                  std::string(ToString(t.view)) + "\" class=\"sortable\"><thead><tr>";
   for (const std::string& c : t.columns) s += "<th>" + HtmlEscape(c) + "</th>";
   s += "</tr></thead><tbody>";
   for (const std::vector<Cell>& row : t.rows) {
