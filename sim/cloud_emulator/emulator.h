@@ -211,7 +211,7 @@ class CloudEmulator {
   WallTime start_;
   std::mt19937_64 rng_;
   uint64_t next_id_ = 1;
-  std::vector<Instance> instances_;
+  std::deque<Instance> instances_;  // a deque: launching never moves the others
   std::map<std::string, size_t> by_id_;
   std::map<std::string, std::string> fleet_answers_;  // ClientToken -> CreateFleet body
   std::vector<Group> groups_;
