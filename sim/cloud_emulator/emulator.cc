@@ -121,7 +121,7 @@ struct CloudEmulator::Params {
 
 CloudEmulator::CloudEmulator(EmulatorScenario scenario, const Clock& clock)
     : scenario_(std::move(scenario)), clock_(clock), start_(clock.WallNow()), rng_(scenario_.seed) {
-  interruption_done_.assign(scenario_.interruptions.size(), false);
+  for (const ScriptedInterruption& i : scenario_.interruptions) interruptions_left_.push_back(i.count);
   for (const ScriptedGroup& g : scenario_.groups) groups_.push_back({g, start_});
   std::lock_guard lock(mu_);
   for (Group& g : groups_) ReconcileGroup(g, start_);
@@ -191,14 +191,14 @@ void CloudEmulator::AdvanceLocked(WallTime now) {
   for (Instance& i : instances_) {
     if (i.info.state == "pending" && now >= i.running_at) i.info.state = "running";
   }
+  // A scripted interruption stays armed from `at` until it has hit `count`
+  // instances, so it also catches spot instances launched later.
   for (size_t k = 0; k < scenario_.interruptions.size(); ++k) {
     const ScriptedInterruption& s = scenario_.interruptions[k];
-    if (interruption_done_[k] || now < start_ + s.at) continue;
-    interruption_done_[k] = true;
-    int left = s.count;
+    if (interruptions_left_[k] <= 0 || now < start_ + s.at) continue;
     std::vector<std::string> victims;
     for (const Instance& i : instances_) {
-      if (left == 0) break;
+      if (static_cast<int>(victims.size()) == interruptions_left_[k]) break;
       if (i.info.lifecycle != CapacityType::kSpot || (i.info.state != "running" && i.info.state != "pending")) continue;
       if (!s.instance_type.empty() && s.instance_type != i.info.instance_type) continue;
       if (!s.zone.empty() && s.zone != i.info.zone) continue;
@@ -206,9 +206,10 @@ void CloudEmulator::AdvanceLocked(WallTime now) {
                                        [&](const auto& p) { return p.instance_id == i.info.instance_id; });
       if (already) continue;
       victims.push_back(i.info.instance_id);
-      --left;
     }
-    for (const std::string& id : victims) (void)InterruptLocked(id, s.notice, now);
+    for (const std::string& id : victims) {
+      if (InterruptLocked(id, s.notice, now).ok()) --interruptions_left_[k];
+    }
   }
   for (auto it = pending_interruptions_.begin(); it != pending_interruptions_.end();) {
     if (now >= it->terminate_at) {

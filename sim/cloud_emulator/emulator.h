@@ -66,11 +66,14 @@ struct CapacityLimit {
   std::optional<Seconds> until;  // until start + until
 };
 
+// From `at` on, the oldest `count` live spot instances that match (including
+// ones launched later) get an interruption warning, then terminate after
+// `notice`.
 struct ScriptedInterruption {
   Seconds at{0};  // after the emulator's start
   std::string instance_type;  // empty: any spot instance
   std::string zone;
-  int count = 1;              // oldest running spot instances first
+  int count = 1;
   Seconds notice{120};        // warning to termination
 };
 
@@ -216,7 +219,7 @@ class CloudEmulator {
   std::map<std::string, std::string> fleet_answers_;  // ClientToken -> CreateFleet body
   std::vector<Group> groups_;
   std::deque<Message> queue_;
-  std::vector<bool> interruption_done_;
+  std::vector<int> interruptions_left_;  // per scripted interruption
   struct PendingInterruption {
     std::string instance_id;
     WallTime terminate_at;

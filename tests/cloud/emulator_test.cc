@@ -410,6 +410,24 @@ TEST_F(EmulatorTest, SpotInterruptionsArriveOnTheQueue) {
   EXPECT_FALSE(emu_->Interrupt("i-nope").ok());
 }
 
+TEST_F(EmulatorTest, ScriptedInterruptionsWaitForMatchingInstances) {
+  EmulatorScenario s;
+  s.interruptions = {{Seconds(0), "g5.xlarge", "", 2, Seconds(120)}};
+  Emu(s);
+  Describe();  // armed, nothing to hit yet
+  auto first = Fleet(FleetRequest({{"g5.xlarge", "us-east-1a"}}, 1, CapacityType::kSpot));
+  Fleet(FleetRequest({{"g5.xlarge", "us-east-1b"}}, 1, CapacityType::kOnDemand));  // not spot: spared
+  clock_.Advance(Seconds(10));
+  auto second = Fleet(FleetRequest({{"g5.xlarge", "us-east-1b"}}, 2, CapacityType::kSpot));
+  Describe();
+  const std::string queue = "http://127.0.0.1:4566/123456789012/gpuscaler-interruptions";
+  auto msgs = cloud::ParseReceiveMessage(SqsCall("ReceiveMessage", {{"QueueUrl", queue}, {"MaxNumberOfMessages", 10}}).body);
+  ASSERT_TRUE(msgs.ok());
+  ASSERT_EQ(msgs->size(), 2u);  // count 2: the first spot instance, then the older of the next two
+  EXPECT_EQ(cloud::ParseEventBridgeEvent((*msgs)[0].body)->instance_id, first.instances[0].instance_ids[0]);
+  EXPECT_EQ(cloud::ParseEventBridgeEvent((*msgs)[1].body)->instance_id, second.instances[0].instance_ids[0]);
+}
+
 TEST(EmulatorScenarioFile, ParsesEveryKeyAndRejectsUnknownOnes) {
   const std::string yaml = R"(
 region: us-west-2
