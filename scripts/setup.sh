@@ -28,6 +28,7 @@ packages=(
   libssl-dev             # TLS, SigV4 HMAC, SHA-256
   coinor-libcbc-dev      # bench only: exact MIP optimum for planner quality
   python3                # catalog generation script, test helpers
+  prometheus             # promtool: checks and unit-tests the PrometheusRule (tests/kube)
   chromium               # tests only: renders the HTML cost report headless (screenshot, DOM, JS errors)
 )
 
