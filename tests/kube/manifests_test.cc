@@ -399,5 +399,22 @@ TEST(DaemonConfigExample, LoadsWithTheDaemonsLoader) {
   EXPECT_TRUE(base->dry_run) << "the base alone never calls the cloud";
 }
 
+TEST(DaemonConfigExample, DocumentedExamplesLoad) {
+  // Every ```yaml block of docs/daemon.md that is a DaemonConfig.
+  const std::string doc = ReadFile(SourceDir() / "docs/daemon.md");
+  int examples = 0;
+  for (size_t pos = doc.find("```yaml\n"); pos != std::string::npos; pos = doc.find("```yaml\n", pos)) {
+    const size_t start = pos + 8, end = doc.find("```", start);
+    ASSERT_NE(end, std::string::npos);
+    const std::string block = doc.substr(start, end - start);
+    pos = end + 3;
+    if (block.find("kind: DaemonConfig") == std::string::npos) continue;
+    ++examples;
+    Result<daemon::DaemonConfig> c = daemon::ParseDaemonConfig(block, "docs/daemon.md example");
+    EXPECT_TRUE(c.ok()) << (c.ok() ? "" : c.error().message());
+  }
+  EXPECT_GE(examples, 1);
+}
+
 }  // namespace
 }  // namespace gpuscaler::kube_test
