@@ -1,0 +1,104 @@
+// A small HTTP/1.1 client for the signal sources (Prometheus, RabbitMQ
+// management API, DCGM exporters): http and https, one request per
+// connection, a deadline per request covering resolve, connect, TLS
+// handshake, write and read, and a limit on the response body.
+//
+// Plain values only: no Boost in this header (the coroutine form is in
+// net/async_http.h). Thread-safe: every call is independent (its own
+// io_context, socket and TLS context); call it from any thread.
+//
+// Errors (never thrown):
+//  - a URL that cannot be parsed, an unsupported scheme, credentials in the
+//    URL, an unreadable ca_file: kConfig;
+//  - name resolution, connect, TLS handshake or verification, write, read
+//    failures and the deadline: kTransient, the message naming host:port and
+//    the step that failed ("127.0.0.1:9090: connect: Connection refused");
+//  - a response body over max_body_bytes: kInvalidInput.
+// A non-2xx status is NOT an error here: the response is returned and the
+// caller maps it (signals::HttpStatusError). Messages never contain header
+// values or bodies of the request, so credentials stay out of them.
+// Redirects are not followed. Reference: docs/signals.md.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "gpuscaler/status.h"
+
+namespace gpuscaler::net {
+
+struct HttpRequest {
+  std::string method = "GET";
+  std::string url{};  // http://host[:port]/path?query or https://...
+  // Sent as given, after the defaults (Host, User-Agent, Content-Length,
+  // Connection: close); a header given here with the same name replaces the
+  // default.
+  std::vector<std::pair<std::string, std::string>> headers{};
+  std::string body{};
+};
+
+struct HttpResponse {
+  int status = 0;
+  std::vector<std::pair<std::string, std::string>> headers;  // in wire order
+  std::string body;
+
+  // The first header of that name (case-insensitive), or "".
+  std::string Header(std::string_view name) const;
+};
+
+struct HttpClientOptions {
+  // Whole-request deadline: resolve + connect + handshake + write + read.
+  std::chrono::milliseconds timeout{5000};
+  size_t max_body_bytes = 16 << 20;
+  // https: PEM file of trusted CAs; empty: the system's default CA store.
+  std::string ca_file{};
+  // https: skip certificate and host name verification (tests, labs only).
+  bool insecure_skip_verify = false;
+};
+
+// Blocking: runs the request on its own io_context and returns when it is
+// answered or fails.
+Result<HttpResponse> Fetch(const HttpRequest& request, const HttpClientOptions& options = {});
+
+// Runs all requests concurrently on one io_context (one thread), each with
+// its own deadline; returns one result per request, in order.
+std::vector<Result<HttpResponse>> FetchAll(const std::vector<HttpRequest>& requests,
+                                           const HttpClientOptions& options = {});
+
+// A URL split into what the client needs.
+struct Url {
+  std::string scheme;  // "http" | "https" (lower case)
+  std::string host;    // as written; an IPv6 literal without its brackets
+  uint16_t port = 0;   // explicit, or 80 / 443
+  std::string target;  // path + query, "/" when empty; no fragment
+  bool ipv6_literal = false;
+
+  bool tls() const { return scheme == "https"; }
+  // "host:port", "[::1]:9090" for IPv6: how errors name the peer.
+  std::string HostPort() const;
+  // The Host header: host, with ":port" unless it is the scheme's default.
+  std::string HostHeader() const;
+};
+
+// Parses an absolute http/https URL. kConfig for anything else: another
+// scheme, no host, a bad port, or user:password@ in the URL (credentials
+// belong in files, and error messages must not carry them; the message then
+// does not repeat the URL).
+Result<Url> ParseUrl(std::string_view url);
+
+// "Basic base64(user:password)" for an Authorization header.
+std::string BasicAuthorization(std::string_view username, std::string_view password);
+// "Bearer token" for an Authorization header.
+std::string BearerAuthorization(std::string_view token);
+// Standard base64 with padding (RFC 4648).
+std::string Base64Encode(std::string_view bytes);
+
+// Adds or replaces (case-insensitive name) a header of the request.
+void SetHeader(HttpRequest& request, std::string_view name, std::string value);
+
+}  // namespace gpuscaler::net
