@@ -3,6 +3,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 
 #include "gpuscaler/report/cost_model.h"
@@ -27,14 +28,7 @@ struct Slice {
   int64_t t1 = 0;
   double usd_per_hour = 0;
   bool in_loss_window = false;
-};
-
-struct UsageItem {
-  int64_t start = 0;
-  int64_t end = 0;
-  double allocated = 0;
-  double busy = 0;
-  int32_t allocation = 0;
+  size_t bucket = 0;  // index into the buckets, set once they exist
 };
 
 struct Bucket {
@@ -63,7 +57,7 @@ void Metrics::Add(const Metrics& o) {
   lost_usd += o.lost_usd;
 }
 
-Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query) {
+Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, AuditReader* second) {
   if (query.from >= query.to) {
     return Error::InvalidInput("the range is empty or inverted: from " + FormatRfc3339(query.from) +
                                " is not before to " + FormatRfc3339(query.to));
@@ -116,47 +110,25 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query) 
     prices.push_back(std::move(row.prices));
   }
 
-  // Usage, bucketed by node; (class, team) interned. Recorded teams win;
-  // the query's class -> team map fills the gaps.
-  std::vector<std::vector<UsageItem>> usage(f.nodes.size());
-  StringIndex allocation_index;
-  std::string key;
-  Status read = reader.ForEachUsage(query.from, query.to, [&](const UsageView& u) {
-    ++f.usage_rows;
-    auto node = node_index.find(u.instance_id);
-    if (node == node_index.end()) {
-      ++f.usage_rows_without_node;
-      return;
-    }
-    key.assign(u.workload_class);
-    key.push_back('\x1f');
-    key.append(u.team);
-    auto a = allocation_index.find(key);
-    if (a == allocation_index.end()) {
-      Allocation alloc{std::string(u.workload_class), std::string(u.team)};
-      if (alloc.team.empty()) {
-        auto mapped = query.team_map.find(alloc.workload_class);
-        alloc.team = mapped != query.team_map.end() ? mapped->second : std::string(kUnallocated);
-      }
-      a = allocation_index.emplace(key, static_cast<int32_t>(f.allocations.size())).first;
-      f.allocations.push_back(std::move(alloc));
-    }
-    usage[static_cast<size_t>(node->second)].push_back(UsageItem{ToUnixSeconds(u.start), ToUnixSeconds(u.end),
-                                                                  u.gpu_seconds_allocated, u.gpu_seconds_busy,
-                                                                  a->second});
-  });
-  if (!read.ok()) return read.error();
-  if (f.usage_rows_without_node > 0) {
-    f.warnings.push_back(std::to_string(f.usage_rows_without_node) +
-                         " usage records name nodes the store has no launch record of; they carry no cost");
-  }
-
+  // Phase 1: every node's billed slices (by price and UTC day) and its
+  // per-day buckets, before any usage is read, so usage rows can be
+  // attributed as they stream past (6M+ rows a year for 500 nodes: they are
+  // never held in memory).
+  struct NodeWork {
+    size_t slice_begin = 0, slice_end = 0;  // into `slices`
+    size_t bucket_begin = 0;                // into `buckets`
+    int64_t first_day = 0;
+    int64_t days = 0;  // 0: nothing billed in the range
+  };
   const int64_t min_billed = query.min_billed.count();
   const int64_t loss_window = query.loss_window.count();
+  std::vector<NodeWork> work(f.nodes.size());
   std::vector<Slice> slices;
   std::vector<Bucket> buckets;
   for (size_t i = 0; i < f.nodes.size(); ++i) {
     NodeFact& n = f.nodes[i];
+    NodeWork& w = work[i];
+    w.slice_begin = w.slice_end = slices.size();
     const int64_t launch = ToUnixSeconds(n.launch);
     if (launch > as_of) continue;  // after the data the report stands on
     int64_t bill_end = n.end ? std::min(ToUnixSeconds(*n.end), as_of) : as_of;
@@ -170,7 +142,6 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query) 
     const bool interrupted = n.cause == "interrupted" && n.end.has_value();
     const int64_t loss_start = interrupted ? ToUnixSeconds(*n.end) - loss_window : INT64_MAX;
     const std::vector<PriceInterval>& p = prices[i];
-    slices.clear();
     auto add_segment = [&](int64_t s, int64_t e, double price) {
       s = std::max(s, w0);
       e = std::min(e, w1);
@@ -190,10 +161,13 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query) 
         add_segment(s, e, p[k].usd_per_hour);
       }
     }
+    w.slice_end = slices.size();
     const double last_price = p.empty() ? n.launch_usd_per_hour : p.back().usd_per_hour;
+
     // FOCUS charges: slices merged back where only the loss window split them.
     const size_t first_charge = f.charges.size();
-    for (const Slice& s : slices) {
+    for (size_t k = w.slice_begin; k < w.slice_end; ++k) {
+      const Slice& s = slices[k];
       if (f.charges.size() > first_charge) {
         Charge& last = f.charges.back();
         if (ToUnixSeconds(last.end) == s.t0 && last.usd_per_hour == s.usd_per_hour &&
@@ -215,57 +189,165 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query) 
       }
     }
 
-    const int64_t first_day = FloorDiv(w1 > w0 ? w0 : launch, kSecondsPerDay);
-    const int64_t last_day = w1 > w0 ? FloorDiv(w1 - 1, kSecondsPerDay) : first_day;
-    buckets.assign(static_cast<size_t>(last_day - first_day + 1), Bucket{});
+    w.first_day = FloorDiv(w1 > w0 ? w0 : launch, kSecondsPerDay);
+    const int64_t last_day = w1 > w0 ? FloorDiv(w1 - 1, kSecondsPerDay) : w.first_day;
+    w.days = last_day - w.first_day + 1;
+    w.bucket_begin = buckets.size();
+    buckets.resize(buckets.size() + static_cast<size_t>(w.days));
     const double gpus = n.gpu_count;
     const double od_per_hour = n.on_demand_usd_per_hour;
-    for (const Slice& s : slices) {
+    for (size_t k = w.slice_begin; k < w.slice_end; ++k) {
+      Slice& s = slices[k];
       const double seconds = static_cast<double>(s.t1 - s.t0);
-      Metrics& m = buckets[static_cast<size_t>(FloorDiv(s.t0, kSecondsPerDay) - first_day)].total;
+      s.bucket = w.bucket_begin + static_cast<size_t>(FloorDiv(s.t0, kSecondsPerDay) - w.first_day);
+      Metrics& m = buckets[s.bucket].total;
       m.cost_usd += s.usd_per_hour * seconds / 3600.0;
       m.on_demand_usd += od_per_hour * seconds / 3600.0;
       m.gpu_seconds_paid += gpus * seconds;
       n.billed_seconds += s.t1 - s.t0;
     }
     if (top_up > 0) {
-      Metrics& m = buckets[static_cast<size_t>(FloorDiv(launch, kSecondsPerDay) - first_day)].total;
+      Metrics& m = buckets[w.bucket_begin + static_cast<size_t>(FloorDiv(launch, kSecondsPerDay) - w.first_day)].total;
       m.cost_usd += last_price * static_cast<double>(top_up) / 3600.0;
       m.on_demand_usd += od_per_hour * static_cast<double>(top_up) / 3600.0;
       m.gpu_seconds_paid += gpus * static_cast<double>(top_up);
       n.billed_seconds += top_up;
     }
-    // Each usage record's GPU-seconds, spread evenly over its interval, at
-    // the per-GPU rate of every slice it overlaps.
-    if (n.gpu_count > 0) {
-      for (const UsageItem& u : usage[i]) {
-        if (u.end <= u.start || u.allocated <= 0) continue;
-        const double duration = static_cast<double>(u.end - u.start);
-        auto it = std::upper_bound(slices.begin(), slices.end(), u.start,
-                                   [](int64_t t, const Slice& s) { return t < s.t1; });
-        for (; it != slices.end() && it->t0 < u.end; ++it) {
-          const int64_t overlap = std::min(u.end, it->t1) - std::max(u.start, it->t0);
-          if (overlap <= 0) continue;
-          const double share = static_cast<double>(overlap) / duration;
-          const double allocated = u.allocated * share;
-          const double cost = allocated * it->usd_per_hour / gpus / 3600.0;
-          Metrics& m = buckets[static_cast<size_t>(FloorDiv(it->t0, kSecondsPerDay) - first_day)].For(u.allocation);
-          m.cost_usd += cost;
-          m.on_demand_usd += allocated * od_per_hour / gpus / 3600.0;
-          m.gpu_seconds_paid += allocated;
-          m.gpu_seconds_allocated += allocated;
-          m.gpu_seconds_busy += u.busy * share;
-          if (it->in_loss_window) {
-            m.gpu_seconds_lost += allocated;
-            m.lost_usd += cost;
-          }
-        }
+  }
+
+  // Phase 2: each usage record's GPU-seconds, spread evenly over its
+  // interval, at the per-GPU rate of every slice it overlaps. A second reader
+  // takes the later half of the rows on a second thread; each half
+  // accumulates on its own and the halves are merged in a fixed order, so the
+  // result does not depend on timing.
+  // Aligned apart: the two threads' counters must not share a cache line.
+  struct alignas(128) Accumulator {
+    // (class, team) as recorded, interned by a scan of the few known pairs
+    // (cheaper than hashing per row).
+    std::vector<std::pair<std::string, std::string>> allocations;
+    std::vector<std::vector<std::pair<int32_t, Metrics>>> by_bucket;
+    int64_t rows = 0;
+    int64_t rows_without_node = 0;
+    std::string last_instance;
+    int32_t last_node = -1;
+  };
+  auto accumulate = [&](Accumulator& acc, const UsageView& u) {
+    ++acc.rows;
+    if (acc.last_node < 0 || u.instance_id != acc.last_instance) {
+      auto node = node_index.find(u.instance_id);
+      if (node == node_index.end()) {
+        ++acc.rows_without_node;
+        acc.last_node = -1;
+        return;
+      }
+      acc.last_node = node->second;
+      acc.last_instance.assign(u.instance_id);
+    }
+    const NodeWork& w = work[static_cast<size_t>(acc.last_node)];
+    const int64_t start = ToUnixSeconds(u.start), end = ToUnixSeconds(u.end);
+    if (w.days == 0 || end <= start || u.gpu_seconds_allocated <= 0) return;
+    const NodeFact& n = f.nodes[static_cast<size_t>(acc.last_node)];
+    if (n.gpu_count <= 0) return;
+    int32_t allocation = -1;
+    for (size_t a = 0; a < acc.allocations.size(); ++a) {
+      if (acc.allocations[a].first == u.workload_class && acc.allocations[a].second == u.team) {
+        allocation = static_cast<int32_t>(a);
+        break;
       }
     }
-    // Lines: each allocation, then the node's idle rest of the day.
-    for (size_t b = 0; b < buckets.size(); ++b) {
-      Bucket& bucket = buckets[b];
-      const int64_t day = first_day + static_cast<int64_t>(b);
+    if (allocation < 0) {
+      allocation = static_cast<int32_t>(acc.allocations.size());
+      acc.allocations.emplace_back(std::string(u.workload_class), std::string(u.team));
+    }
+    const double duration = static_cast<double>(end - start);
+    const double per_gpu_second = 1.0 / (static_cast<double>(n.gpu_count) * 3600.0);
+    const auto first = slices.begin() + static_cast<std::ptrdiff_t>(w.slice_begin);
+    const auto last = slices.begin() + static_cast<std::ptrdiff_t>(w.slice_end);
+    auto it = std::upper_bound(first, last, start, [](int64_t t, const Slice& s) { return t < s.t1; });
+    for (; it != last && it->t0 < end; ++it) {
+      const int64_t overlap = std::min(end, it->t1) - std::max(start, it->t0);
+      if (overlap <= 0) continue;
+      const double share = static_cast<double>(overlap) / duration;
+      const double allocated = u.gpu_seconds_allocated * share;
+      const double cost = allocated * it->usd_per_hour * per_gpu_second;
+      std::vector<std::pair<int32_t, Metrics>>& cell = acc.by_bucket[it->bucket];
+      Metrics* m = nullptr;
+      for (auto& [a, metrics] : cell) {
+        if (a == allocation) m = &metrics;
+      }
+      if (m == nullptr) m = &cell.emplace_back(allocation, Metrics{}).second;
+      m->cost_usd += cost;
+      m->on_demand_usd += allocated * n.on_demand_usd_per_hour * per_gpu_second;
+      m->gpu_seconds_paid += allocated;
+      m->gpu_seconds_allocated += allocated;
+      m->gpu_seconds_busy += u.gpu_seconds_busy * share;
+      if (it->in_loss_window) {
+        m->gpu_seconds_lost += allocated;
+        m->lost_usd += cost;
+      }
+    }
+  };
+  Accumulator halves[2];
+  for (Accumulator& acc : halves) acc.by_bucket.resize(buckets.size());
+  const WallTime billed_until = std::min(query.to, std::max(f.as_of, query.from));
+  if (second != nullptr && billed_until > query.from) {
+    // Split at the middle of the billed time: usage ends spread evenly.
+    const WallTime mid = query.from + (billed_until - query.from) / 2;
+    Status later;
+    std::thread helper([&] {
+      AuditReader::ConsistentRead snapshot2(*second);
+      later = second->ForEachUsage(
+          query.from, query.to, [&](const UsageView& u) { accumulate(halves[1], u); }, mid, std::nullopt);
+    });
+    Status earlier = reader.ForEachUsage(
+        query.from, query.to, [&](const UsageView& u) { accumulate(halves[0], u); }, std::nullopt, mid);
+    helper.join();
+    if (!earlier.ok()) return earlier.error();
+    if (!later.ok()) return later.error();
+  } else {
+    Status read = reader.ForEachUsage(query.from, query.to, [&](const UsageView& u) { accumulate(halves[0], u); });
+    if (!read.ok()) return read.error();
+  }
+  // Merge: allocations in first-seen order (earlier half first), then the
+  // GPU-seconds into the buckets. Recorded teams win; the query's class ->
+  // team map fills the gaps.
+  std::vector<std::pair<std::string, std::string>> raw_allocations;
+  for (Accumulator& acc : halves) {
+    f.usage_rows += acc.rows;
+    f.usage_rows_without_node += acc.rows_without_node;
+    std::vector<int32_t> global(acc.allocations.size());
+    for (size_t a = 0; a < acc.allocations.size(); ++a) {
+      auto it = std::find(raw_allocations.begin(), raw_allocations.end(), acc.allocations[a]);
+      if (it == raw_allocations.end()) {
+        raw_allocations.push_back(acc.allocations[a]);
+        Allocation alloc{acc.allocations[a].first, acc.allocations[a].second};
+        if (alloc.team.empty()) {
+          auto mapped = query.team_map.find(alloc.workload_class);
+          alloc.team = mapped != query.team_map.end() ? mapped->second : std::string(kUnallocated);
+        }
+        f.allocations.push_back(std::move(alloc));
+        it = raw_allocations.end() - 1;
+      }
+      global[a] = static_cast<int32_t>(it - raw_allocations.begin());
+    }
+    for (size_t b = 0; b < acc.by_bucket.size(); ++b) {
+      for (const auto& [local, m] : acc.by_bucket[b]) buckets[b].For(global[static_cast<size_t>(local)]).Add(m);
+    }
+    acc.by_bucket.clear();
+    acc.by_bucket.shrink_to_fit();
+  }
+  if (f.usage_rows_without_node > 0) {
+    f.warnings.push_back(std::to_string(f.usage_rows_without_node) +
+                         " usage records name nodes the store has no launch record of; they carry no cost");
+  }
+
+  // Phase 3: lines: each allocation, then the node's idle rest of the day.
+  for (size_t i = 0; i < f.nodes.size(); ++i) {
+    NodeFact& n = f.nodes[i];
+    const NodeWork& w = work[i];
+    for (int64_t b = 0; b < w.days; ++b) {
+      Bucket& bucket = buckets[w.bucket_begin + static_cast<size_t>(b)];
+      const int64_t day = w.first_day + b;
       Metrics idle = bucket.total;
       std::sort(bucket.by_allocation.begin(), bucket.by_allocation.end(),
                 [](const auto& a, const auto& c) { return a.first < c.first; });

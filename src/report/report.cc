@@ -6,8 +6,10 @@
 
 namespace gpuscaler::report {
 
-Result<RenderedReport> RenderReport(AuditReader& reader, const ReportQuery& query) {
-  Result<CostFacts> facts = BuildCostFacts(reader, query);
+namespace {
+
+Result<RenderedReport> Render(AuditReader& reader, AuditReader* second, const ReportQuery& query) {
+  Result<CostFacts> facts = BuildCostFacts(reader, query, second);
   if (!facts) return facts.error();
   RenderedReport out;
   if (query.format == Format::kFocus) {
@@ -36,11 +38,22 @@ Result<RenderedReport> RenderReport(AuditReader& reader, const ReportQuery& quer
   return out;
 }
 
+}  // namespace
+
+Result<RenderedReport> RenderReport(AuditReader& reader, const ReportQuery& query) {
+  return Render(reader, nullptr, query);
+}
+
 Result<RenderedReport> RenderReport(const ReportQuery& query) {
   if (query.db_path.empty()) return Error::InvalidInput("no audit database given");
-  Result<std::unique_ptr<AuditReader>> reader = AuditReader::Open(query.db_path);
+  AuditReaderOptions options;
+  options.memory_mapped = true;
+  Result<std::unique_ptr<AuditReader>> reader = AuditReader::Open(query.db_path, options);
   if (!reader) return reader.error();
-  return RenderReport(**reader, query);
+  // A second connection scans half of the usage rows on a second core.
+  Result<std::unique_ptr<AuditReader>> second = AuditReader::Open(query.db_path, options);
+  if (!second) return second.error();
+  return Render(**reader, second->get(), query);
 }
 
 }  // namespace gpuscaler::report

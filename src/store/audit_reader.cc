@@ -1,6 +1,7 @@
 #include "gpuscaler/store/audit_reader.h"
 
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <utility>
 
@@ -106,6 +107,11 @@ Result<std::unique_ptr<AuditReader>> AuditReader::Open(const std::string& path, 
     return Error::Config(context + ": schema version " + std::to_string(*version) + " is older than " +
                          std::to_string(known) + "; open it once with the daemon (or SqliteAuditStore) to migrate it");
   }
+  if (options.memory_mapped) {
+    if (Status s = (*db)->Exec("PRAGMA mmap_size = 4294967296", "mapping the audit database"); !s.ok()) {
+      return s.error().WithContext(context);
+    }
+  }
   auto reader = std::make_unique<AuditReader>(std::move(*db));
   reader->schema_version_ = *version;
   return reader;
@@ -210,13 +216,24 @@ Result<std::vector<NodeRow>> AuditReader::NodesOverlapping(WallTime from, WallTi
       "ORDER BY p.instance_id, p.from_time");
   if (!p) return p.error();
   p->Bind(1, from).Bind(2, to);
+  // Rows come by instance: look each instance up once.
+  std::string last_id;
+  size_t last = nodes.size();
   while (true) {
     Result<bool> more = p->Step("reading node prices");
     if (!more) return more.error();
     if (!*more) break;
-    auto it = index.find(p->Text(0));
-    if (it == index.end()) continue;  // unreachable within one snapshot
-    nodes[it->second].prices.push_back(PriceInterval{.from = p->Time(1), .to = {}, .usd_per_hour = p->Real(2)});
+    std::string id = p->Text(0);
+    if (last == nodes.size() || id != last_id) {
+      auto it = index.find(id);
+      if (it == index.end()) {
+        last = nodes.size();
+        continue;  // unreachable within one snapshot
+      }
+      last = it->second;
+      last_id = std::move(id);
+    }
+    nodes[last].prices.push_back(PriceInterval{.from = p->Time(1), .to = {}, .usd_per_hour = p->Real(2)});
   }
   for (NodeRow& node : nodes) {
     for (size_t i = 0; i < node.prices.size(); ++i) {
@@ -273,19 +290,22 @@ Result<std::vector<PriceSample>> AuditReader::PriceSamples(WallTime from, WallTi
   return rows;
 }
 
-Status AuditReader::ForEachUsage(WallTime from, WallTime to, const std::function<void(const UsageView&)>& fn) {
+Status AuditReader::ForEachUsage(WallTime from, WallTime to, const std::function<void(const UsageView&)>& fn,
+                                 std::optional<WallTime> end_after, std::optional<WallTime> end_until) {
   if (Status s = CheckRange(from, to, "reading usage"); !s.ok()) return s.error();
   // Its own statement rather than the cache's Query: the text columns are
   // read in place (valid until the next step), with no string copies.
   static constexpr const char* kSql =
       "SELECT instance_id, workload_class, team, start_time, end_time, gpu_seconds_allocated, gpu_seconds_busy "
-      "FROM usage WHERE end_time > ?1 AND start_time < ?2";
+      "FROM usage WHERE end_time > ?1 AND end_time > ?3 AND end_time <= ?4 AND start_time < ?2";
   sqlite3_stmt* raw = nullptr;
   int rc = sqlite3_prepare_v2(db_->raw(), kSql, -1, &raw, nullptr);
   if (rc != SQLITE_OK) return store_internal::SqliteError(rc, db_->raw(), "reading usage");
   std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> stmt(raw, sqlite3_finalize);
   sqlite3_bind_int64(raw, 1, ToUnixSeconds(from));
   sqlite3_bind_int64(raw, 2, ToUnixSeconds(to));
+  sqlite3_bind_int64(raw, 3, end_after ? ToUnixSeconds(*end_after) : std::numeric_limits<int64_t>::min());
+  sqlite3_bind_int64(raw, 4, end_until ? ToUnixSeconds(*end_until) : std::numeric_limits<int64_t>::max());
   auto text = [raw](int col) {
     const unsigned char* p = sqlite3_column_text(raw, col);
     return p == nullptr ? std::string_view()

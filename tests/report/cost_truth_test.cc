@@ -89,6 +89,17 @@ TEST(CostTruth, ThirtyDaySimulationReportEqualsTheSimulatedBills) {
   }
   EXPECT_NEAR(facts->total.gpu_seconds_paid / 3600.0, run.paid_gpu_hours, 1e-6 * run.paid_gpu_hours);
 
+  // Two readers splitting the usage scan agree with one.
+  Result<std::unique_ptr<AuditReader>> second = AuditReader::Open(db);
+  ASSERT_TRUE(second.ok());
+  Result<CostFacts> split = BuildCostFacts(**reader, query, second->get());
+  ASSERT_TRUE(split.ok()) << split.error().ToString();
+  EXPECT_NEAR(split->total.cost_usd, facts->total.cost_usd, 1e-9 * bills);
+  EXPECT_NEAR(split->total.idle_usd, facts->total.idle_usd, 1e-9 * bills);
+  EXPECT_NEAR(split->total.gpu_seconds_busy, facts->total.gpu_seconds_busy, 1e-9 * facts->total.gpu_seconds_busy);
+  EXPECT_EQ(split->usage_rows, facts->usage_rows);
+  EXPECT_EQ(split->lines.size(), facts->lines.size());
+
   // The rendered report: attributed + idle == total, to the cent, in every
   // table that partitions the total.
   Result<RenderedReport> rendered = RenderReport(**reader, query);

@@ -111,8 +111,12 @@ struct CostFacts {
 };
 
 // Reads the store and computes the facts (one read snapshot). Errors are the
-// reader's; a query with from >= to: kInvalidInput.
-Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query);
+// reader's; a query with from >= to: kInvalidInput. With `second` (another
+// reader of the same file), the usage scan is split between two threads; the
+// result differs from one thread's only in the order of floating-point sums
+// (deterministic either way). Each reader holds its own snapshot: rows a
+// writer commits between the two are seen by the later half only.
+Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, AuditReader* second = nullptr);
 
 // ---- Views -----------------------------------------------------------------
 

@@ -71,6 +71,9 @@ struct UsageView {
 
 struct AuditReaderOptions {
   std::chrono::milliseconds busy_timeout{2000};
+  // Read the file through a memory map (up to 4 GiB) instead of one read
+  // call per page: for reports that scan millions of rows.
+  bool memory_mapped = false;
 };
 
 class AuditReader {
@@ -110,8 +113,10 @@ class AuditReader {
 
   // The same rows as UsageOverlapping, streamed in key order (end time
   // first) without copying: for reports over millions of rows. `fn` must not
-  // call back into this reader.
-  Status ForEachUsage(WallTime from, WallTime to, const std::function<void(const UsageView&)>& fn);
+  // call back into this reader. With `end_after`/`end_until`, only rows with
+  // end_after < end <= end_until: a caller may split one scan among readers.
+  Status ForEachUsage(WallTime from, WallTime to, const std::function<void(const UsageView&)>& fn,
+                      std::optional<WallTime> end_after = std::nullopt, std::optional<WallTime> end_until = std::nullopt);
   // The latest time any record speaks of (decision time, node launch or end,
   // usage end); nullopt for an empty database. Reports bill running nodes up
   // to it: the database knows nothing later.
