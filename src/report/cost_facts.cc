@@ -4,7 +4,6 @@
 #include <string>
 #include <string_view>
 #include <thread>
-#include <unordered_map>
 
 #include "gpuscaler/report/cost_model.h"
 #include "gpuscaler/store/audit_reader.h"
@@ -16,11 +15,46 @@ constexpr int64_t kSecondsPerDay = 86400;
 
 int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+// Instance id -> node index, open addressing: the usage scan looks one up per
+// row (millions), so it stores the hash and compares the id in place.
+class NodeTable {
+ public:
+  explicit NodeTable(const std::vector<NodeFact>& nodes) : nodes_(nodes) {
+    size_t capacity = 16;
+    while (capacity < nodes.size() * 2) capacity <<= 1;
+    slots_.assign(capacity, Slot{});
+    mask_ = capacity - 1;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const uint64_t h = Hash(nodes[i].instance_id);
+      size_t s = h & mask_;
+      while (slots_[s].node >= 0) s = (s + 1) & mask_;
+      slots_[s] = Slot{h, static_cast<int32_t>(i)};
+    }
+  }
+  // -1: not a node of the report.
+  int32_t Find(std::string_view id) const {
+    const uint64_t h = Hash(id);
+    for (size_t s = h & mask_;; s = (s + 1) & mask_) {
+      const Slot& slot = slots_[s];
+      if (slot.node < 0) return -1;
+      if (slot.hash == h && nodes_[static_cast<size_t>(slot.node)].instance_id == id) return slot.node;
+    }
+  }
+
+ private:
+  struct Slot {
+    uint64_t hash = 0;
+    int32_t node = -1;
+  };
+  static uint64_t Hash(std::string_view s) {  // FNV-1a
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+    return h ^ (h >> 29);
+  }
+  const std::vector<NodeFact>& nodes_;
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
 };
-using StringIndex = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
 
 // A stretch of a node's billed time inside one UTC day at one price.
 struct Slice {
@@ -86,7 +120,6 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
   std::vector<std::vector<PriceInterval>> prices;
   prices.reserve(rows->size());
   f.nodes.reserve(rows->size());
-  StringIndex node_index;
   for (NodeRow& row : *rows) {
     NodeFact n;
     n.instance_id = std::move(row.launch.instance_id);
@@ -105,7 +138,6 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
     n.decision_id = row.launch.decision_id;
     n.reason = std::move(row.launch.reason);
     n.price_changes = row.prices.empty() ? 0 : static_cast<int>(row.prices.size()) - 1;
-    node_index.emplace(n.instance_id, static_cast<int32_t>(f.nodes.size()));
     f.nodes.push_back(std::move(n));
     prices.push_back(std::move(row.prices));
   }
@@ -231,16 +263,17 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
     std::string last_instance;
     int32_t last_node = -1;
   };
+  const NodeTable node_table(f.nodes);
   auto accumulate = [&](Accumulator& acc, const UsageView& u) {
     ++acc.rows;
     if (acc.last_node < 0 || u.instance_id != acc.last_instance) {
-      auto node = node_index.find(u.instance_id);
-      if (node == node_index.end()) {
+      const int32_t node = node_table.Find(u.instance_id);
+      if (node < 0) {
         ++acc.rows_without_node;
         acc.last_node = -1;
         return;
       }
-      acc.last_node = node->second;
+      acc.last_node = node;
       acc.last_instance.assign(u.instance_id);
     }
     const NodeWork& w = work[static_cast<size_t>(acc.last_node)];

@@ -233,6 +233,26 @@ TEST_F(GoldenScenario, CsvIsRfc4180) {
   EXPECT_TRUE(found);
 }
 
+TEST_F(GoldenScenario, ARangeWithoutDataRendersEveryFormatWithZeroTotals) {
+  for (const char* format : {"csv", "json", "focus", "html"}) {
+    SCOPED_TRACE(format);
+    auto p = GoldenParams(format);
+    p["from"] = "2027-01-01";
+    p["to"] = "2027-01-08";
+    Result<RenderedReport> r = Render(db_, p);
+    ASSERT_TRUE(r.ok()) << r.error().ToString();
+    EXPECT_FALSE(r->body.empty());
+    if (std::string(format) == "json") {
+      const nlohmann::json j = nlohmann::json::parse(r->body);
+      EXPECT_EQ(j["totals"]["cost_usd"], 0.0);
+      EXPECT_TRUE(j["costs"].empty());
+    }
+    if (std::string(format) == "focus") {
+      EXPECT_EQ(ParseCsv(r->body).size(), 1u);  // the header
+    }
+  }
+}
+
 TEST_F(GoldenScenario, AsOfCutsRunningNodesAndMinimumCanBeTurnedOff) {
   auto p = GoldenParams("json");
   p["as_of"] = "2026-11-03T00:00:00Z";
