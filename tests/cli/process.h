@@ -3,11 +3,18 @@
 // per-test folder, the exit code decoded.
 #pragma once
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <signal.h>
+#include <spawn.h>
+
+#include <chrono>
 #include <cstdlib>
+#include <optional>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -78,5 +85,70 @@ class CliTest : public ::testing::Test {
 
   std::filesystem::path dir_;
 };
+
+// A long-running child process (the daemon): started with posix_spawn, its
+// output to files, signalled and reaped by the test. The destructor kills
+// it if the test did not stop it.
+class ChildProcess {
+ public:
+  ChildProcess(const std::vector<std::string>& argv, const std::filesystem::path& out,
+               const std::filesystem::path& err) {
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    if (posix_spawn(&pid_, args[0], &fa, nullptr, args.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&fa);
+  }
+  ~ChildProcess() {
+    if (pid_ > 0 && !exit_code_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  bool started() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
+  void Signal(int signo) const {
+    if (pid_ > 0) ::kill(pid_, signo);
+  }
+  // The exit code (128 + signal when killed), or nullopt while it still runs
+  // after `timeout`.
+  std::optional<int> Wait(std::chrono::milliseconds timeout) {
+    if (exit_code_) return exit_code_;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (true) {
+      int status = 0;
+      const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+      if (r == pid_) {
+        exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        return exit_code_;
+      }
+      if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling a child: nothing to await
+    }
+  }
+
+ private:
+  pid_t pid_ = -1;
+  std::optional<int> exit_code_;
+};
+
+// Polls `path` until it holds a port number (a daemon's --port-file), or 0
+// after `timeout`.
+inline uint16_t WaitForPortFile(const std::filesystem::path& path, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const std::string text = ReadAll(path);
+    if (!text.empty() && text.back() == '\n') return static_cast<uint16_t>(std::stoi(text));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return 0;
+}
 
 }  // namespace gpuscaler::testing

@@ -1,0 +1,221 @@
+// The daemon's I/O loop: the only Asio translation unit of src/daemon (the
+// HTTP server's Beast code is in src/server/).
+#include "gpuscaler/daemon/daemon.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "daemon_parts.h"
+#include "gpuscaler/daemon/config.h"
+#include "gpuscaler/server/http_server.h"
+#include "state.h"
+
+namespace gpuscaler::daemon {
+namespace asio = boost::asio;
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// Real time between ticks: the policy's interval, divided by the demo speed.
+std::chrono::milliseconds RealInterval(const Engine& engine) {
+  const double ms = 1000.0 * static_cast<double>(engine.tick_interval().count()) / std::max(engine.speed(), 1e-3);
+  return std::chrono::milliseconds(std::max<int64_t>(10, static_cast<int64_t>(ms)));
+}
+
+struct Loop {
+  asio::io_context& io;
+  asio::thread_pool& worker;
+  Engine& engine;
+  DaemonState& state;
+  DaemonMetrics& metrics;
+  int64_t max_ticks = 0;
+  bool stopping = false;
+  bool tick_in_flight = false;
+  bool done = false;
+  asio::steady_timer timer{io};
+
+  asio::awaitable<void> Run() {
+    int64_t ticks = 0;
+    while (!stopping) {
+      const auto started = SteadyClock::now();
+      state.Beat(started);
+      const bool paused = state.Get().paused;
+      if (!paused) {
+        tick_in_flight = true;
+        // The tick blocks (cloud and signal calls): run it on the worker and
+        // come back to this thread with its result.
+        EngineTick tick = co_await asio::co_spawn(
+            worker,
+            [this]() -> asio::awaitable<EngineTick> {
+              EngineTick t = engine.Tick();
+              Publish(engine, t, &state);
+              co_return t;
+            },
+            asio::use_awaitable);
+        tick_in_flight = false;
+        const double seconds = std::chrono::duration<double>(SteadyClock::now() - started).count();
+        metrics.ObserveTick(tick, seconds, state.Get());
+        LogTick(tick);
+        ++ticks;
+        if (tick.finished) {
+          spdlog::info("demo: the scenario's horizon is reached; serving the final state until stopped");
+          co_await WaitForStop();
+          break;
+        }
+        if (max_ticks > 0 && ticks >= max_ticks) break;
+      }
+      state.Beat(SteadyClock::now());
+      timer.expires_at(started + RealInterval(engine));
+      boost::system::error_code ec;
+      co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+    done = true;
+  }
+
+  asio::awaitable<void> WaitForStop() {
+    while (!stopping) {
+      state.Beat(SteadyClock::now());
+      timer.expires_after(std::chrono::seconds(1));
+      boost::system::error_code ec;
+      co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+  }
+
+  void LogTick(const EngineTick& t) {
+    const TickReport& r = t.report;
+    if (t.reload.kind == PolicyReload::Kind::kReloaded)
+      spdlog::info("policy reloaded: {} ({})", engine.controller().policy().name,
+                   engine.controller().policy().content_hash.substr(0, 12));
+    if (t.reload.kind == PolicyReload::Kind::kRejected)
+      spdlog::error("policy reload rejected, keeping the policy in force:\n{}", t.reload.errors);
+    for (const Error& e : r.errors) spdlog::warn("tick: {}", e.ToString());
+    if (!r.blocked_classes.empty())
+      spdlog::debug("scale-down blocked by stale or missing signals for: {}", fmt::join(r.blocked_classes, ", "));
+    if (r.nodes_launched + r.nodes_terminated + r.capacity_errors > 0 || (r.planned && !r.plan.launches.empty()))
+      spdlog::info("tick {}: {} (launched {}, terminated {}, capacity errors {})", FormatRfc3339(t.time),
+                   r.plan.summary, r.nodes_launched, r.nodes_terminated, r.capacity_errors);
+    else
+      spdlog::debug("tick {}: {}", FormatRfc3339(t.time), r.planned ? r.plan.summary : "no change");
+  }
+};
+
+Status WritePortFile(const std::string& path, uint16_t port) {
+  if (path.empty()) return Status();
+  // Written whole and renamed, so a reader polling for it never sees half.
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << port << "\n";
+    if (!out) return Error::Config("cannot write port file " + tmp);
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return Error::Config("cannot write port file " + path + ": " + ec.message());
+  return Status();
+}
+
+}  // namespace
+
+int RunDaemon(const RunCommandOptions& options) {
+  Result<DaemonSetup> setup = SetUpDaemon(options);
+  if (!setup) {
+    std::cerr << "gpuscaler run: " << setup.error().message() << "\n";
+    return setup.error().category() == ErrorCategory::kConfig ? 2 : 1;
+  }
+  DaemonSetup& d = *setup;
+  DaemonState state;
+  state.Update([&](PublishedState& s) {
+    s.mode = d.engine->mode();
+    s.speed = d.engine->speed();
+    s.started_at = d.engine->now();
+    s.db_file = d.db_file;
+  });
+  DaemonMetrics metrics;
+
+  asio::io_context io(1);
+  asio::thread_pool worker(1);
+  server::Router router = BuildRouter(d, state, metrics);
+  server::HttpServer http(io, d.server_options, std::move(router));
+  if (Status s = http.Start(); !s.ok()) {
+    std::cerr << "gpuscaler run: " << s.error().message() << "\n";
+    return 2;
+  }
+  spdlog::info("gpuscaler {} listening on http://{}:{}/ (mode {}, audit db {})", d.engine->mode(),
+               d.server_options.host, http.port(), d.engine->mode(), d.db_file.empty() ? "none" : d.db_file);
+  if (Status s = WritePortFile(options.port_file, http.port()); !s.ok()) {
+    std::cerr << "gpuscaler run: " << s.error().message() << "\n";
+    return 2;
+  }
+
+  Loop loop{io, worker, *d.engine, state, metrics, options.max_ticks};
+  int exit_code = 0;
+  asio::steady_timer grace(io);
+  auto finish = [&] {
+    // The loop ended (a signal, max_ticks, or an error): flush on the worker
+    // (the engine is only ever touched there), then stop serving.
+    asio::post(worker, [&] {
+      Status s = d.engine->Shutdown();
+      asio::post(io, [&, s] {
+        if (!s.ok()) {
+          spdlog::error("shutdown: {}", s.error().ToString());
+          exit_code = 1;
+        }
+        grace.cancel();
+        http.Stop();
+        io.stop();
+      });
+    });
+  };
+  asio::co_spawn(io, loop.Run(), [&](std::exception_ptr e) {
+    if (e) {
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& ex) {
+        spdlog::critical("control loop failed: {}", ex.what());
+      }
+      exit_code = 1;
+    }
+    finish();
+  });
+
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int signo) {
+    if (ec) return;
+    spdlog::info("signal {}: finishing the current tick, then stopping (grace {}s)", signo, options.grace.count());
+    loop.stopping = true;
+    loop.timer.cancel();
+    grace.expires_after(options.grace);
+    grace.async_wait([&](const boost::system::error_code& gec) {
+      if (gec) return;
+      spdlog::error("shutdown took longer than the {}s grace period; exiting", options.grace.count());
+      exit_code = 1;
+      http.Stop();
+      io.stop();
+    });
+  });
+
+  io.run();
+  if (loop.tick_in_flight) {
+    // Past the grace period with a tick still blocked on the cloud: what it
+    // committed is durable (intents are written before each call and
+    // reconciled at the next start), so leave without waiting for it.
+    spdlog::default_logger()->flush();
+    std::_Exit(exit_code == 0 ? 1 : exit_code);
+  }
+  worker.stop();
+  worker.join();
+  return exit_code;
+}
+
+}  // namespace gpuscaler::daemon

@@ -1,0 +1,176 @@
+// The daemon's Prometheus metrics. Every name here is listed in
+// docs/daemon.md, and the alert rules and the Grafana dashboard in config/
+// use only these (tests/kube checks it against a live /metrics).
+#include "daemon_parts.h"
+
+namespace gpuscaler::daemon {
+
+struct DaemonMetrics::Families {
+  explicit Families(server::MetricsRegistry& r)
+      : tick_seconds(r.Histogram("gpuscaler_tick_duration_seconds",
+                                 "Wall time of one control-loop tick (signals, plan, actions, audit)",
+                                 {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30})),
+        ticks(r.Counter("gpuscaler_ticks_total", "Control-loop ticks by result (ok: no error)", {"result"})),
+        decisions(r.Counter("gpuscaler_decisions_total", "Decisions recorded in the audit store")),
+        actions(r.Counter("gpuscaler_actions_total", "Cloud actions by kind and result", {"kind", "result"})),
+        capacity_errors(r.Counter("gpuscaler_capacity_errors_total",
+                                  "Launches that found no capacity for an offering")),
+        interruptions(r.Counter("gpuscaler_interruption_notices_total", "Spot interruption notices received")),
+        nodes(r.Gauge("gpuscaler_nodes", "Nodes by pool, zone, capacity type and instance type",
+                      {"pool", "zone", "capacity_type", "instance_type"})),
+        gpus(r.Gauge("gpuscaler_gpus", "GPUs paid for, by pool and capacity type", {"pool", "capacity_type"})),
+        cost(r.Gauge("gpuscaler_cost_usd_per_hour", "Current spend rate of the fleet by capacity type (USD per hour)",
+                     {"capacity_type"})),
+        predicted(r.Gauge("gpuscaler_predicted_cost_usd_per_hour",
+                          "Spend rate after the last plan is carried out (USD per hour)")),
+        month_to_date(r.Gauge("gpuscaler_month_to_date_cost_usd", "Spend so far this month (USD)")),
+        budget_monthly(r.Gauge("gpuscaler_budget_monthly_usd", "Monthly budget cap of the policy (USD)", {"scope"})),
+        budget_hourly(r.Gauge("gpuscaler_budget_hourly_usd", "Hourly budget cap of the policy (USD)", {"scope"})),
+        pending(r.Gauge("gpuscaler_pending_units", "Demand units waiting for capacity, by class", {"class"})),
+        unplaced(r.Gauge("gpuscaler_unplaced_units", "Units the last plan could not place, by class and reason",
+                         {"class", "reason"})),
+        queue_depth(r.Gauge("gpuscaler_queue_depth", "Last usable queue depth per class", {"class"})),
+        signal_age(r.Gauge("gpuscaler_signal_age_seconds", "Age of each signal's last value", {"source", "signal"})),
+        signal_stale(r.Gauge("gpuscaler_signal_stale", "1 when a signal is stale or missing (blocks scale-down)",
+                             {"source", "signal"})),
+        blocked(r.Gauge("gpuscaler_scale_down_blocked", "1 when stale signals hold back removals for the class",
+                        {"class"})),
+        reloads(r.Counter("gpuscaler_policy_reloads_total", "Policy file reloads by result", {"result"})),
+        reload_ok(r.Gauge("gpuscaler_policy_reload_ok", "0 while the last policy file change was rejected")),
+        policy_info(r.Gauge("gpuscaler_policy_info", "The policy in force (value 1)", {"name", "hash"})),
+        leader(r.Gauge("gpuscaler_leader", "1 when this replica holds the leader lease (or runs alone)")),
+        paused(r.Gauge("gpuscaler_paused", "1 while actuation is paused through the API")) {}
+
+  server::Family& tick_seconds;
+  server::Family& ticks;
+  server::Family& decisions;
+  server::Family& actions;
+  server::Family& capacity_errors;
+  server::Family& interruptions;
+  server::Family& nodes;
+  server::Family& gpus;
+  server::Family& cost;
+  server::Family& predicted;
+  server::Family& month_to_date;
+  server::Family& budget_monthly;
+  server::Family& budget_hourly;
+  server::Family& pending;
+  server::Family& unplaced;
+  server::Family& queue_depth;
+  server::Family& signal_age;
+  server::Family& signal_stale;
+  server::Family& blocked;
+  server::Family& reloads;
+  server::Family& reload_ok;
+  server::Family& policy_info;
+  server::Family& leader;
+  server::Family& paused;
+};
+
+DaemonMetrics::DaemonMetrics() : f_(std::make_unique<Families>(registry_)) {
+  // Present from the start, so alerts and dashboards see them before the
+  // first tick (and `absent()` alerts mean the daemon is gone).
+  f_->ticks.With({"ok"});
+  f_->ticks.With({"error"});
+  f_->decisions.With();
+  f_->capacity_errors.With();
+  f_->interruptions.With();
+  // Results as the audit store's outcomes: succeeded, failed.
+  for (const char* kind : {"launch", "terminate"}) {
+    for (const char* result : {"succeeded", "failed"}) f_->actions.With({kind, result});
+  }
+  f_->reloads.With({"ok"});
+  f_->reloads.With({"rejected"});
+  f_->reload_ok.With().Set(1);
+  f_->leader.With().Set(1);
+  f_->paused.With().Set(0);
+  f_->cost.With({"on-demand"}).Set(0);
+  f_->cost.With({"spot"}).Set(0);
+  f_->predicted.With().Set(0);
+  f_->month_to_date.With().Set(0);
+}
+
+DaemonMetrics::~DaemonMetrics() = default;
+
+void DaemonMetrics::SetPaused(bool paused) { f_->paused.With().Set(paused ? 1 : 0); }
+void DaemonMetrics::SetLeader(bool leader) { f_->leader.With().Set(leader ? 1 : 0); }
+
+void DaemonMetrics::ObserveTick(const EngineTick& tick, double seconds, const PublishedState& s) {
+  const TickReport& r = tick.report;
+  f_->tick_seconds.With().Observe(seconds);
+  f_->ticks.With({r.errors.empty() ? "ok" : "error"}).Inc();
+  if (r.decision_id != 0) f_->decisions.With().Inc();
+  const int launch_failures = r.nodes_requested > r.nodes_launched ? 1 : 0;
+  if (r.nodes_launched > 0) f_->actions.With({"launch", "succeeded"}).Inc(r.nodes_launched);
+  if (launch_failures) f_->actions.With({"launch", "failed"}).Inc(r.nodes_requested - r.nodes_launched);
+  if (r.nodes_terminated > 0) f_->actions.With({"terminate", "succeeded"}).Inc(r.nodes_terminated);
+  for (const Error& e : r.errors) {
+    if (e.message().rfind("terminate", 0) == 0) f_->actions.With({"terminate", "failed"}).Inc();
+  }
+  if (r.capacity_errors > 0) f_->capacity_errors.With().Inc(r.capacity_errors);
+  if (r.interruption_notices > 0) f_->interruptions.With().Inc(r.interruption_notices);
+
+  std::map<std::string, double> rate_by_capacity = {{"on-demand", 0}, {"spot", 0}};
+  f_->nodes.Clear();
+  f_->gpus.Clear();
+  f_->pending.Clear();
+  if (s.snapshot) {
+    std::map<std::string, int> gpu_count;
+    for (const InstanceType& t : s.snapshot->instance_types) gpu_count[t.name] = t.gpu_count;
+    for (const Node& n : s.snapshot->nodes) {
+      const std::string cap(ToString(n.offering.capacity_type));
+      f_->nodes.With({n.pool, n.offering.zone, cap, n.offering.instance_type}).Inc();
+      f_->gpus.With({n.pool, cap}).Inc(gpu_count[n.offering.instance_type]);
+      rate_by_capacity[cap] += n.offering.usd_per_hour;
+    }
+    for (const DemandUnit& u : s.snapshot->pending) f_->pending.With({u.workload_class}).Inc();
+    f_->month_to_date.With().Set(s.snapshot->month_to_date_usd);
+  }
+  if (r.planned || r.decision_id != 0) {
+    f_->unplaced.Clear();
+    for (const UnplacedUnit& u : r.plan.unplaced) f_->unplaced.With({u.workload_class, std::string(ToString(u.reason))}).Inc();
+  }
+  // The split follows the nodes' prices; the total is the provider's spend
+  // rate (the simulated cloud's, or the sum of node prices).
+  double node_total = 0;
+  for (const auto& [cap, v] : rate_by_capacity) node_total += v;
+  for (const auto& [cap, v] : rate_by_capacity)
+    f_->cost.With({cap}).Set(node_total > 0 ? s.cost_usd_per_hour * v / node_total : 0);
+  f_->predicted.With().Set(s.predicted_cost_usd_per_hour);
+
+  f_->queue_depth.Clear();
+  for (const auto& [cls, depth] : tick.queue_depth) f_->queue_depth.With({cls}).Set(depth);
+  f_->signal_age.Clear();
+  f_->signal_stale.Clear();
+  for (const ClassSignal& c : tick.signals) {
+    const std::string name = c.workload_class + (c.kind == ClassSignal::Kind::kQueueDepth ? "/queue_depth" : "/gpu_utilization");
+    if (auto age = signals::Age(c.reading, tick.time)) f_->signal_age.With({c.reading.source, name}).Set(age->count());
+    f_->signal_stale.With({c.reading.source, name}).Set(c.reading.ok() ? 0 : 1);
+  }
+  f_->blocked.Clear();
+  for (const std::string& cls : r.blocked_classes) f_->blocked.With({cls}).Set(1);
+
+  if (tick.reload.kind == PolicyReload::Kind::kReloaded) {
+    f_->reloads.With({"ok"}).Inc();
+    f_->reload_ok.With().Set(1);
+  } else if (tick.reload.kind == PolicyReload::Kind::kRejected) {
+    f_->reloads.With({"rejected"}).Inc();
+    f_->reload_ok.With().Set(0);
+  }
+  if (s.policy) {
+    f_->policy_info.Clear();
+    f_->policy_info.With({s.policy->name, s.policy->content_hash.substr(0, 16)}).Set(1);
+    f_->budget_monthly.Clear();
+    f_->budget_hourly.Clear();
+    if (s.policy->budget.global.monthly_usd) f_->budget_monthly.With({"global"}).Set(*s.policy->budget.global.monthly_usd);
+    if (s.policy->budget.global.hourly_usd) f_->budget_hourly.With({"global"}).Set(*s.policy->budget.global.hourly_usd);
+    for (const auto& [pool, cap] : s.policy->budget.per_pool) {
+      if (cap.monthly_usd) f_->budget_monthly.With({pool}).Set(*cap.monthly_usd);
+      if (cap.hourly_usd) f_->budget_hourly.With({pool}).Set(*cap.hourly_usd);
+    }
+  }
+  f_->paused.With().Set(s.paused ? 1 : 0);
+  f_->leader.With().Set(s.leader ? 1 : 0);
+}
+
+}  // namespace gpuscaler::daemon

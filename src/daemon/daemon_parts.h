@@ -1,0 +1,58 @@
+// The pieces RunDaemon wires together, built from the command line and the
+// configuration file: the engine and what it owns, the HTTP routes and the
+// metrics. Private to src/daemon; split from daemon.cc so that the Asio loop
+// stays in one translation unit and the rest is testable without sockets.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpuscaler/cloud/provider.h"
+#include "gpuscaler/controller/clock.h"
+#include "gpuscaler/daemon/config.h"
+#include "gpuscaler/daemon/daemon.h"
+#include "gpuscaler/daemon/engine.h"
+#include "gpuscaler/model/catalog.h"
+#include "gpuscaler/server/http_server.h"
+#include "gpuscaler/server/metrics.h"
+#include "gpuscaler/server/router.h"
+#include "gpuscaler/store/audit_store.h"
+#include "state.h"
+
+namespace gpuscaler::daemon {
+
+struct DaemonSetup {
+  // Owned dependencies of a live engine, in construction order (the engine
+  // holds references to them, so it is declared last and destroyed first).
+  std::vector<std::shared_ptr<void>> keep_alive;
+  std::string db_file;  // the audit database the HTTP API and reports read
+  std::string api_token;  // empty: mutating endpoints disabled
+  server::HttpServerOptions server_options;
+  std::unique_ptr<Engine> engine;
+};
+
+// Builds everything from the options (and the config file, unless demo).
+// kConfig for a bad configuration, with every problem.
+Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options);
+
+// The daemon's Prometheus metrics (names in docs/daemon.md). Thread-safe.
+class DaemonMetrics {
+ public:
+  DaemonMetrics();
+  ~DaemonMetrics();
+  void ObserveTick(const EngineTick& tick, double seconds, const PublishedState& state);
+  void SetPaused(bool paused);
+  void SetLeader(bool leader);
+  server::MetricsRegistry& registry() { return registry_; }
+
+ private:
+  server::MetricsRegistry registry_;
+  struct Families;
+  std::unique_ptr<Families> f_;
+};
+
+// Every HTTP route of the daemon (handlers read `state` only).
+server::Router BuildRouter(DaemonSetup& setup, DaemonState& state, DaemonMetrics& metrics);
+
+}  // namespace gpuscaler::daemon

@@ -1,0 +1,160 @@
+// SetUpDaemon: from the command line and the configuration file to a ready
+// engine. Every failure here is a configuration error reported before the
+// daemon listens or touches the cloud.
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "daemon_parts.h"
+#include "gpuscaler/model/text_file.h"
+#include "gpuscaler/store/sqlite_audit_store.h"
+#include "signal_reader.h"
+#include "sim/scenario.h"
+#include "sim/sim_cloud.h"
+
+namespace gpuscaler::daemon {
+namespace {
+
+// A secret from a file: surrounding whitespace (a trailing newline from
+// `echo`, `kubectl create secret --from-file`) is not part of it.
+Result<std::string> ReadSecretFile(const std::string& path, const std::string& what) {
+  Result<std::string> text = ReadTextFile(path);
+  if (!text) return Error::Config(what + ": " + text.error().message());
+  std::string s = std::move(text).value();
+  const auto not_space = [](unsigned char c) { return !std::isspace(c); };
+  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
+  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
+  if (s.empty()) return Error::Config(what + ": " + path + " is empty");
+  return s;
+}
+
+Status ApplyListen(const std::string& listen, server::HttpServerOptions* out) {
+  Result<std::pair<std::string, uint16_t>> l = ParseListenAddress(listen);
+  if (!l) return l.error();
+  out->host = l->first;
+  out->port = l->second;
+  return Status();
+}
+
+// The simulated cloud on the wall clock: the daemon with real signals and no
+// cloud account. Its clock is moved to the wall time before each tick, and
+// the events due by then (nodes becoming ready, interruptions) run first.
+struct SimulatedCloud {
+  ManualClock clock;
+  sim::SpotMarket market;
+  std::unique_ptr<sim::SimCloud> cloud;
+  explicit SimulatedCloud(WallTime now) : clock(now) {}
+};
+
+}  // namespace
+
+Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options) {
+  DaemonSetup d;
+  d.server_options.host = "127.0.0.1";
+  d.server_options.port = 8080;
+
+  if (options.demo) {
+    DemoOptions demo;
+    demo.seed = options.seed;
+    demo.days = options.demo_days;
+    demo.speed = options.speed;
+    demo.source_dir = options.source_dir;
+    demo.db_file = options.db_file;
+    if (demo.db_file.empty()) {
+      // A fresh database per demo run, so reports show this run only.
+      demo.db_file = (std::filesystem::temp_directory_path() / "gpuscaler-demo.db").string();
+      for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(demo.db_file + suffix);
+    }
+    if (options.speed <= 0 || options.speed > 1e6) return Error::Config("--speed must be in (0, 1000000]");
+    Result<std::unique_ptr<Engine>> engine = MakeDemoEngine(demo);
+    if (!engine) return engine.error();
+    d.engine = std::move(engine).value();
+    d.db_file = demo.db_file;
+    if (!options.listen.empty()) {
+      if (Status s = ApplyListen(options.listen, &d.server_options); !s.ok()) return s.error();
+    }
+    if (!options.api_token_file.empty()) {
+      Result<std::string> token = ReadSecretFile(options.api_token_file, "api token");
+      if (!token) return token.error();
+      d.api_token = *token;
+    }
+    return d;
+  }
+
+  if (options.config_file.empty()) return Error::Config("give --config FILE (or --demo for the built-in demo)");
+  Result<DaemonConfig> loaded = LoadDaemonConfig(options.config_file);
+  if (!loaded) return loaded.error();
+  DaemonConfig config = std::move(loaded).value();
+  if (!options.listen.empty()) config.listen = options.listen;
+  if (!options.db_file.empty()) config.db_file = options.db_file;
+  if (!options.api_token_file.empty()) config.api_token_file = options.api_token_file;
+  if (options.dry_run) config.dry_run = true;
+  if (Status s = ApplyListen(config.listen, &d.server_options); !s.ok()) return s.error();
+  if (!config.api_token_file.empty()) {
+    Result<std::string> token = ReadSecretFile(config.api_token_file, "api_token_file");
+    if (!token) return token.error();
+    d.api_token = *token;
+  }
+
+  auto catalog = std::make_shared<Catalog>();
+  if (!config.catalog_file.empty()) {
+    Result<Catalog> c = LoadCatalogFile(config.catalog_file);
+    if (!c) return c.error().WithContext("catalog");
+    *catalog = std::move(c).value();
+  } else {
+    std::string source;
+    *catalog = sim::DefaultCatalog(options.source_dir, &source);
+  }
+  d.keep_alive.push_back(catalog);
+
+  auto watcher = std::make_unique<PolicyWatcher>(config.policy_file, *catalog);
+  if (Result<Policy> p = watcher->LoadInitial(); !p) return p.error();
+
+  Result<std::unique_ptr<SqliteAuditStore>> store = SqliteAuditStore::Open(config.db_file);
+  if (!store) return store.error().WithContext("audit database " + config.db_file);
+  std::shared_ptr<SqliteAuditStore> store_owned = std::move(store).value();
+  d.keep_alive.push_back(store_owned);
+  d.db_file = config.db_file;
+
+  Result<SignalReader> reader = MakeSignalReader(config.signals);
+  if (!reader) return reader.error();
+
+  LiveEngineParts parts;
+  parts.catalog = catalog.get();
+  parts.store = store_owned.get();
+  parts.read_signals = std::move(reader).value();
+  parts.controller_options.source = config.dry_run ? "dry-run" : "daemon";
+  parts.controller_options.dry_run = config.dry_run;
+  parts.controller_options.regions = config.regions;
+  // The planner takes 10k units in well under the tick (bench/daemon/tick_bench).
+  parts.controller_options.max_pending_units = 20000;
+
+  if (config.cloud.provider == "simulated") {
+    auto sim_cloud = std::make_shared<SimulatedCloud>(SystemClock().WallNow());
+    sim::SimCloudConfig cloud_config;
+    cloud_config.id_prefix = "i-sim";
+    sim_cloud->cloud = std::make_unique<sim::SimCloud>(sim_cloud->clock, *catalog, catalog->Offerings(config.regions),
+                                                       sim_cloud->market, cloud_config);
+    d.keep_alive.push_back(sim_cloud);
+    SimulatedCloud* raw = sim_cloud.get();
+    parts.clock = &raw->clock;
+    parts.cloud = raw->cloud.get();
+    parts.before_tick = [raw](WallTime) {
+      const WallTime now = SystemClock().WallNow();
+      raw->clock.AdvanceTo(now);
+      raw->cloud->RunEventsUntil(now);
+    };
+    parts.spend_rate = [raw] { return raw->cloud->CurrentUsdPerHour(); };
+  } else {
+    return Error::Config("cloud.provider 'aws' is not in this build yet (issue 6); use 'simulated', or --dry-run");
+  }
+  parts.watcher = std::move(watcher);
+  d.engine = MakeLiveEngine(std::move(parts));
+  spdlog::info("policy {} ({}) from {}; catalog {} ({} instance types); cloud {}", d.engine->controller().policy().name,
+               d.engine->controller().policy().content_hash.substr(0, 12), config.policy_file,
+               config.catalog_file.empty() ? "built-in" : config.catalog_file, catalog->instance_types.size(),
+               config.cloud.provider);
+  return d;
+}
+
+}  // namespace gpuscaler::daemon

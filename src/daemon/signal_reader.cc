@@ -1,0 +1,69 @@
+#include "signal_reader.h"
+
+#include <memory>
+#include <mutex>
+
+#include "gpuscaler/signals/collector.h"
+
+namespace gpuscaler::daemon {
+namespace {
+
+signals::SignalEndpoints Endpoints(const SignalSettings& s) {
+  signals::SignalEndpoints e;
+  e.timeout = s.timeout;
+  e.prometheus.url = s.prometheus.url;
+  e.prometheus.bearer_token_file = s.prometheus.bearer_token_file;
+  e.prometheus.username = s.prometheus.username;
+  e.prometheus.password_file = s.prometheus.password_file;
+  e.prometheus.ca_file = s.prometheus.ca_file;
+  e.prometheus.insecure_skip_verify = s.prometheus.insecure_skip_verify;
+  e.rabbitmq.url = s.rabbitmq.url;
+  e.rabbitmq.username = s.rabbitmq.username;
+  e.rabbitmq.username_file = s.rabbitmq.username_file;
+  e.rabbitmq.username_env = s.rabbitmq.username_env;
+  e.rabbitmq.password_file = s.rabbitmq.password_file;
+  e.rabbitmq.password_env = s.rabbitmq.password_env;
+  e.dcgm.urls = s.dcgm.urls;
+  return e;
+}
+
+// The collector and the clock that stamps its readings, shared by copies of
+// the reader (a std::function).
+struct Shared {
+  SystemClock clock;
+  std::unique_ptr<signals::SignalCollector> collector;
+};
+
+}  // namespace
+
+Result<SignalReader> MakeSignalReader(const SignalSettings& settings) {
+  auto shared = std::make_shared<Shared>();
+  shared->collector = std::make_unique<signals::SignalCollector>(Endpoints(settings), shared->clock);
+  // Unreadable credentials at start are a configuration error; later (a
+  // rotated secret gone missing) they make the signals missing: fail static.
+  if (Status s = shared->collector->CredentialsStatus(); !s.ok()) return s.error();
+  return SignalReader([shared](const Policy& policy, WallTime now) {
+    std::vector<SignalQuery> queries;
+    std::vector<ClassSignal> out;
+    for (const WorkloadClassPolicy& c : policy.classes) {
+      for (auto [query, kind] : {std::pair{&c.queue_depth, ClassSignal::Kind::kQueueDepth},
+                                 std::pair{&c.gpu_utilization, ClassSignal::Kind::kGpuUtilization}}) {
+        if (!query->has_value()) continue;
+        queries.push_back(**query);
+        ClassSignal s;
+        s.workload_class = c.name;
+        s.kind = kind;
+        out.push_back(std::move(s));
+      }
+    }
+    if (queries.empty()) return out;
+    std::vector<signals::CollectedSignal> collected = shared->collector->Collect(queries);
+    for (size_t i = 0; i < out.size(); ++i) {
+      out[i].reading = signals::JudgeFreshness(std::move(collected[i].total), policy.signals, now);
+      out[i].by_host = std::move(collected[i].by_host);
+    }
+    return out;
+  });
+}
+
+}  // namespace gpuscaler::daemon

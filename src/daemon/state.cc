@@ -1,0 +1,150 @@
+#include "state.h"
+
+#include <nlohmann/json.hpp>
+
+#include "gpuscaler/model/time.h"
+
+namespace gpuscaler::daemon {
+namespace {
+
+int GpusOf(const Snapshot& s, const Node& n) {
+  for (const InstanceType& t : s.instance_types) {
+    if (t.name == n.offering.instance_type) return t.gpu_count;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void Publish(const Engine& engine, const EngineTick& tick, DaemonState* state) {
+  const Controller& c = engine.controller();
+  auto snapshot = std::make_shared<const Snapshot>(c.snapshot());
+  auto policy = std::make_shared<const Policy>(c.policy());
+  SeriesPoint p;
+  p.time = tick.time;
+  for (const Node& n : snapshot->nodes) {
+    ++p.nodes;
+    if (n.offering.capacity_type == CapacityType::kSpot) ++p.spot_nodes;
+    p.gpus += GpusOf(*snapshot, n);
+  }
+  p.usd_per_hour = tick.cost_usd_per_hour;
+  p.pending_units = static_cast<int>(snapshot->pending.size());
+  p.queued_jobs = tick.queued_jobs;
+
+  state->Update([&](PublishedState& s) {
+    s.mode = engine.mode();
+    s.speed = engine.speed();
+    s.finished = tick.finished;
+    ++s.ticks;
+    s.last_tick_time = tick.time;
+    s.snapshot = snapshot;
+    s.policy = policy;
+    if (tick.report.decision_id != 0 || tick.report.planned) {
+      if (tick.report.decision_id != 0) s.last_decision_id = tick.report.decision_id;
+      s.last_summary = tick.report.plan.summary;
+      s.predicted_cost_usd_per_hour = tick.report.plan.cost_after_usd_per_hour;
+      s.unplaced_by_reason.clear();
+      for (const UnplacedUnit& u : tick.report.plan.unplaced)
+        ++s.unplaced_by_reason[std::string(ToString(u.reason))];
+    }
+    s.cost_usd_per_hour = tick.cost_usd_per_hour;
+    if (tick.reload.kind == PolicyReload::Kind::kReloaded) {
+      ++s.policy_reloads;
+      s.policy_errors.clear();
+    } else if (tick.reload.kind == PolicyReload::Kind::kRejected) {
+      ++s.policy_rejections;
+      s.policy_errors = tick.reload.errors;
+    }
+    if (!tick.report.planned && s.predicted_cost_usd_per_hour == 0) s.predicted_cost_usd_per_hour = p.usd_per_hour;
+    s.blocked_classes = tick.report.blocked_classes;
+    s.signals = tick.signals;
+    s.queue_depth = tick.queue_depth;
+    s.queued_jobs = tick.queued_jobs;
+    s.running_jobs = tick.running_jobs;
+    s.last_errors.clear();
+    for (const Error& e : tick.report.errors) s.last_errors.push_back(e.ToString());
+    if (tick.report.errors.empty()) s.ready = true;
+    s.series.push_back(p);
+    while (s.series.size() > kMaxSeries) s.series.pop_front();
+  });
+}
+
+std::string StatusJson(const PublishedState& s) {
+  using nlohmann::json;
+  json j;
+  j["mode"] = s.mode;
+  j["speed"] = s.speed;
+  j["ready"] = s.ready;
+  j["leader"] = s.leader;
+  j["paused"] = s.paused;
+  j["finished"] = s.finished;
+  j["ticks"] = s.ticks;
+  j["started_at"] = FormatRfc3339(s.started_at);
+  j["time"] = s.last_tick_time ? json(FormatRfc3339(*s.last_tick_time)) : json(nullptr);
+  j["db_file"] = s.db_file;
+  j["cost_usd_per_hour"] = s.cost_usd_per_hour;
+  j["predicted_cost_usd_per_hour"] = s.predicted_cost_usd_per_hour;
+  j["last_decision"] = {{"id", s.last_decision_id}, {"summary", s.last_summary}};
+  j["unplaced_by_reason"] = s.unplaced_by_reason;
+  j["scale_down_blocked_classes"] = s.blocked_classes;
+  j["queued_jobs"] = s.queued_jobs;
+  j["running_jobs"] = s.running_jobs;
+  j["queue_depth"] = s.queue_depth;
+  j["errors"] = s.last_errors;
+  json policy = json::object();
+  if (s.policy) {
+    policy["name"] = s.policy->name;
+    policy["hash"] = s.policy->content_hash;
+    policy["file"] = s.policy->source_file;
+  }
+  policy["reloads"] = s.policy_reloads;
+  policy["rejections"] = s.policy_rejections;
+  policy["last_errors"] = s.policy_errors;
+  j["policy"] = policy;
+  json nodes = json::array();
+  int pending = 0;
+  double month = 0;
+  if (s.snapshot) {
+    pending = static_cast<int>(s.snapshot->pending.size());
+    month = s.snapshot->month_to_date_usd;
+    for (const Node& n : s.snapshot->nodes) {
+      nodes.push_back({{"id", n.instance_id.empty() ? n.id : n.instance_id},
+                       {"pool", n.pool},
+                       {"instance_type", n.offering.instance_type},
+                       {"zone", n.offering.zone},
+                       {"capacity_type", std::string(ToString(n.offering.capacity_type))},
+                       {"usd_per_hour", n.offering.usd_per_hour},
+                       {"state", std::string(ToString(n.state))},
+                       {"gpus", GpusOf(*s.snapshot, n)},
+                       {"running_units", n.running.size()},
+                       {"launched", FormatRfc3339(n.launch_time)}});
+    }
+  }
+  j["nodes"] = nodes;
+  j["pending_units"] = pending;
+  j["month_to_date_usd"] = month;
+  json signals = json::array();
+  for (const ClassSignal& c : s.signals) {
+    signals.push_back({{"class", c.workload_class},
+                       {"kind", c.kind == ClassSignal::Kind::kQueueDepth ? "queue_depth" : "gpu_utilization"},
+                       {"source", c.reading.source},
+                       {"state", std::string(signals::ToString(c.reading.state))},
+                       {"value", c.reading.value ? json(*c.reading.value) : json(nullptr)},
+                       {"error", c.reading.error}});
+  }
+  j["signals"] = signals;
+  json series = json::array();
+  for (const SeriesPoint& p : s.series) {
+    series.push_back({{"t", FormatRfc3339(p.time)},
+                      {"nodes", p.nodes},
+                      {"spot_nodes", p.spot_nodes},
+                      {"gpus", p.gpus},
+                      {"usd_per_hour", p.usd_per_hour},
+                      {"pending_units", p.pending_units},
+                      {"queued_jobs", p.queued_jobs}});
+  }
+  j["series"] = series;
+  return j.dump();
+}
+
+}  // namespace gpuscaler::daemon

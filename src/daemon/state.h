@@ -1,0 +1,104 @@
+// What the HTTP side of the daemon reads: a copy of the engine's state made
+// after each tick on the worker thread, published under a mutex. Handlers run
+// on the I/O thread and never touch the engine, the controller or the store
+// writer, so a slow request cannot stall a tick and a tick cannot tear a
+// response. Private to src/daemon.
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpuscaler/daemon/engine.h"
+#include "gpuscaler/model/snapshot.h"
+#include "gpuscaler/policy/policy.h"
+
+namespace gpuscaler::daemon {
+
+struct SeriesPoint {
+  WallTime time{};
+  int nodes = 0;
+  int spot_nodes = 0;
+  int gpus = 0;
+  double usd_per_hour = 0;
+  int pending_units = 0;
+  int64_t queued_jobs = -1;
+};
+
+struct PublishedState {
+  std::string mode;
+  double speed = 1;
+  bool ready = false;   // a tick succeeded since start
+  bool leader = true;   // without leader election: always
+  bool paused = false;
+  bool finished = false;
+  int64_t ticks = 0;
+  WallTime started_at{};
+  std::optional<WallTime> last_tick_time;  // engine (virtual, in the demo) time
+  std::shared_ptr<const Snapshot> snapshot;
+  std::shared_ptr<const Policy> policy;
+  int64_t policy_reloads = 0;
+  int64_t policy_rejections = 0;
+  std::string policy_errors;  // of the last rejected version
+  std::string db_file;
+  // The last tick.
+  int64_t last_decision_id = 0;
+  std::string last_summary;
+  double cost_usd_per_hour = 0;
+  double predicted_cost_usd_per_hour = 0;
+  std::map<std::string, int> unplaced_by_reason;
+  std::vector<std::string> blocked_classes;
+  std::vector<ClassSignal> signals;
+  std::map<std::string, double> queue_depth;
+  int64_t queued_jobs = -1;
+  int64_t running_jobs = -1;
+  std::vector<std::string> last_errors;
+  std::deque<SeriesPoint> series;  // at most kMaxSeries, oldest first
+};
+
+inline constexpr size_t kMaxSeries = 720;
+
+class DaemonState {
+ public:
+  // A consistent copy (cheap: the snapshot and policy are shared).
+  PublishedState Get() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return state_;
+  }
+  template <typename F>
+  void Update(F&& f) {
+    std::lock_guard<std::mutex> lock(mu_);
+    f(state_);
+  }
+  // Loop liveness for /healthz: the control loop beats at least once per tick.
+  void Beat(std::chrono::steady_clock::time_point now) {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_beat_ = now;
+  }
+  std::chrono::steady_clock::time_point last_beat() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_beat_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  PublishedState state_;
+  std::chrono::steady_clock::time_point last_beat_{};
+};
+
+// Publishes what `tick` did (on the worker thread, after the tick).
+void Publish(const Engine& engine, const EngineTick& tick, DaemonState* state);
+
+// GET /api/v1/status: the dashboard's feed.
+std::string StatusJson(const PublishedState& s);
+
+// GET /: the dashboard, one self-contained page (no network fetches but its
+// own /api/v1/status and /api/v1/decisions).
+const std::string& DashboardHtml();
+
+}  // namespace gpuscaler::daemon

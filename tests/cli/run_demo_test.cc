@@ -1,0 +1,121 @@
+// `gpuscaler run --demo`, run as a process: the daemon's loop against the
+// simulated cloud, every HTTP endpoint, the bearer token on mutations, and a
+// clean SIGTERM.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/http_get.h"
+#include "cli/process.h"
+
+namespace gpuscaler::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+class RunDemo : public CliTest {
+ protected:
+  // Starts the demo at 3600x (a tick per 1/60 s of real time) and waits until
+  // it answers /readyz.
+  uint16_t Start(std::vector<std::string> extra = {}) {
+    std::vector<std::string> argv = {GPUSCALER_BINARY, "--log-level", "debug", "run", "--demo", "--listen",
+                                     "127.0.0.1:0", "--port-file", (dir_ / "port").string(), "--db",
+                                     (dir_ / "audit.db").string(), "--speed", "3600", "--days", "2"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    daemon_ = std::make_unique<ChildProcess>(argv, dir_ / "out.log", dir_ / "err.log");
+    EXPECT_TRUE(daemon_->started());
+    const uint16_t port = WaitForPortFile(dir_ / "port", 30s);
+    EXPECT_NE(port, 0) << ReadAll(dir_ / "err.log");
+    for (int i = 0; i < 300 && HttpGet(port, "/readyz").status != 200; ++i) std::this_thread::sleep_for(50ms);
+    return port;
+  }
+  std::unique_ptr<ChildProcess> daemon_;
+};
+
+TEST_F(RunDemo, ServesItsEndpointsWhileTickingAndStopsCleanlyOnSigterm) {
+  const uint16_t port = Start();
+  ASSERT_NE(port, 0);
+  EXPECT_EQ(HttpGet(port, "/healthz").status, 200);
+  EXPECT_EQ(HttpGet(port, "/readyz").status, 200);
+
+  HttpReply metrics = HttpGet(port, "/metrics");
+  ASSERT_EQ(metrics.status, 200);
+  for (const char* name : {"gpuscaler_tick_duration_seconds_bucket", "gpuscaler_ticks_total", "gpuscaler_nodes",
+                           "gpuscaler_cost_usd_per_hour", "gpuscaler_predicted_cost_usd_per_hour",
+                           "gpuscaler_policy_reload_ok", "gpuscaler_leader", "gpuscaler_decisions_total"}) {
+    EXPECT_NE(metrics.body.find(name), std::string::npos) << name;
+  }
+
+  // The demo moves: after a while there are nodes and decisions.
+  nlohmann::json status;
+  for (int i = 0; i < 200; ++i) {
+    status = nlohmann::json::parse(HttpGet(port, "/api/v1/status").body);
+    if (!status["nodes"].empty() && status["ticks"].get<int>() > 30) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_EQ(status["mode"], "demo");
+  EXPECT_FALSE(status["nodes"].empty());
+  EXPECT_GT(status["cost_usd_per_hour"].get<double>(), 0);
+  EXPECT_FALSE(status["series"].empty());
+
+  nlohmann::json decisions = nlohmann::json::parse(HttpGet(port, "/api/v1/decisions?limit=5").body);
+  ASSERT_TRUE(decisions.contains("decisions"));
+  EXPECT_FALSE(decisions["decisions"].empty());
+  EXPECT_EQ(HttpGet(port, "/api/v1/decisions?since=yesterday").status, 400);
+
+  HttpReply plan = HttpGet(port, "/api/v1/plan");
+  ASSERT_EQ(plan.status, 200);
+  EXPECT_NE(plan.body.find("predicted_cost_usd_per_hour"), std::string::npos);
+  HttpReply snapshot = HttpGet(port, "/api/v1/snapshot");
+  ASSERT_EQ(snapshot.status, 200);
+  EXPECT_NE(snapshot.body.find("\"kind\": \"Snapshot\""), std::string::npos);
+  HttpReply policy = HttpGet(port, "/api/v1/policy");
+  ASSERT_EQ(policy.status, 200);
+  EXPECT_NE(policy.body.find("\"hash\""), std::string::npos);
+
+  HttpReply page = HttpGet(port, "/");
+  ASSERT_EQ(page.status, 200);
+  EXPECT_NE(page.body.find("<svg id=\"chart-nodes\""), std::string::npos);
+  EXPECT_EQ(HttpGet(port, "/no/such/page").status, 404);
+
+  // Mutations are disabled without a token.
+  EXPECT_EQ(HttpRequestTo(port, "POST", "/api/v1/pause").status, 403);
+
+  daemon_->Signal(SIGTERM);
+  std::optional<int> code = daemon_->Wait(20s);
+  ASSERT_TRUE(code.has_value()) << "still running 20 s after SIGTERM";
+  EXPECT_EQ(*code, 0) << ReadAll(dir_ / "err.log");
+}
+
+TEST_F(RunDemo, PauseAndResumeNeedTheBearerToken) {
+  Write("token", "s3cret-token\n");
+  const uint16_t port = Start({"--api-token-file", (dir_ / "token").string()});
+  ASSERT_NE(port, 0);
+  EXPECT_EQ(HttpRequestTo(port, "POST", "/api/v1/pause").status, 401);
+  EXPECT_EQ(HttpRequestTo(port, "POST", "/api/v1/pause", "Authorization: Bearer wrong\r\n").status, 401);
+  EXPECT_EQ(HttpRequestTo(port, "POST", "/api/v1/pause", "Authorization: Bearer s3cret-token\r\n").status, 200);
+  const int ticks = nlohmann::json::parse(HttpGet(port, "/api/v1/status").body)["ticks"].get<int>();
+  std::this_thread::sleep_for(300ms);
+  nlohmann::json paused = nlohmann::json::parse(HttpGet(port, "/api/v1/status").body);
+  EXPECT_TRUE(paused["paused"].get<bool>());
+  EXPECT_LE(paused["ticks"].get<int>(), ticks + 1);
+  EXPECT_EQ(HttpRequestTo(port, "POST", "/api/v1/resume", "Authorization: Bearer s3cret-token\r\n").status, 200);
+  EXPECT_FALSE(nlohmann::json::parse(HttpGet(port, "/api/v1/status").body)["paused"].get<bool>());
+  // The token never reaches the logs.
+  daemon_->Signal(SIGTERM);
+  ASSERT_TRUE(daemon_->Wait(20s).has_value());
+  EXPECT_EQ(ReadAll(dir_ / "err.log").find("s3cret-token"), std::string::npos);
+  EXPECT_EQ(ReadAll(dir_ / "out.log").find("s3cret-token"), std::string::npos);
+}
+
+TEST_F(RunDemo, ABadConfigurationExitsWithCode2AndSaysWhere) {
+  Write("gpuscaler.yaml", "apiVersion: gpuscaler/v1\nkind: DaemonConfig\npolicy: nope.yaml\nlisten: nowhere\n");
+  ProcessResult r = Gpuscaler({"run", "--config", (dir_ / "gpuscaler.yaml").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("gpuscaler.yaml:4:"), std::string::npos) << r.err;
+  r = Gpuscaler({"run"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--config"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace gpuscaler::testing
