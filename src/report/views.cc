@@ -122,30 +122,63 @@ std::vector<GroupedRow> GroupLines(const CostFacts& facts, const std::vector<Dim
       for (size_t n = 0; n < facts.nodes.size(); ++n) node_ids[n][d] = names[d].Id(NodeValue(facts.nodes[n], dims[d], &scratch));
     }
   }
-  std::unordered_map<Key, Metrics, KeyHash> groups;
-  std::unordered_map<int64_t, int64_t> period_of_day;
-  for (const CostLine& line : facts.lines) {
+  // Period ordinal of every day of the range (lines never leave it).
+  const int64_t first_day = FloorDiv(ToUnixSeconds(facts.from), kSecondsPerDay);
+  const int64_t last_day = FloorDiv(ToUnixSeconds(facts.to) - 1, kSecondsPerDay);
+  std::vector<int64_t> period_starts;  // by ordinal
+  std::vector<int32_t> ordinal_of_day(static_cast<size_t>(std::max<int64_t>(0, last_day - first_day + 1)), 0);
+  for (int64_t day = first_day; day <= last_day; ++day) {
+    const int64_t start =
+        period ? ToUnixSeconds(PeriodStart(FromUnixSeconds(day * kSecondsPerDay), *period)) : 0;
+    if (period_starts.empty() || period_starts.back() != start) period_starts.push_back(start);
+    ordinal_of_day[static_cast<size_t>(day - first_day)] = static_cast<int32_t>(period_starts.size() - 1);
+  }
+  if (period_starts.empty()) period_starts.push_back(0);
+  // Small key spaces (the usual case) are summed in a dense array; large
+  // ones in a hash map.
+  size_t cells = period_starts.size();
+  for (const Names& n : names) cells = cells > (size_t{1} << 40) ? cells : cells * std::max<size_t>(1, n.text.size());
+  constexpr size_t kMaxDenseCells = size_t{1} << 17;
+  auto key_of = [&](const CostLine& line) {
     Key key{};
-    if (period) {
-      auto it = period_of_day.find(line.day);
-      if (it == period_of_day.end()) {
-        it = period_of_day.emplace(line.day, ToUnixSeconds(PeriodStart(FromUnixSeconds(line.day * kSecondsPerDay), *period)))
-                 .first;
-      }
-      key[0] = it->second;
-    }
+    key[0] = ordinal_of_day[static_cast<size_t>(line.day - first_day)];
     for (size_t d = 0; d < dims.size(); ++d) {
       const int64_t id = node_ids[static_cast<size_t>(line.node)][d];
       key[d + 1] = id >= 0 ? id : alloc_ids[static_cast<size_t>(line.allocation + 1)][d];
     }
-    groups[key].Add(line.m);
+    return key;
+  };
+  std::unordered_map<Key, Metrics, KeyHash> groups;
+  if (cells <= kMaxDenseCells) {
+    std::vector<Metrics> dense(cells);
+    std::vector<char> touched(cells, 0);
+    for (const CostLine& line : facts.lines) {
+      const Key key = key_of(line);
+      size_t cell = static_cast<size_t>(key[0]);
+      for (size_t d = 0; d < dims.size(); ++d) cell = cell * names[d].text.size() + static_cast<size_t>(key[d + 1]);
+      dense[cell].Add(line.m);
+      touched[cell] = 1;
+    }
+    for (size_t cell = 0; cell < cells; ++cell) {
+      if (!touched[cell]) continue;
+      Key key{};
+      size_t rest = cell;
+      for (size_t d = dims.size(); d-- > 0;) {
+        key[d + 1] = static_cast<int64_t>(rest % names[d].text.size());
+        rest /= names[d].text.size();
+      }
+      key[0] = static_cast<int64_t>(rest);
+      groups.emplace(key, dense[cell]);
+    }
+  } else {
+    for (const CostLine& line : facts.lines) groups[key_of(line)].Add(line.m);
   }
   std::vector<GroupedRow> rows;
   rows.reserve(groups.size());
   for (const auto& [key, m] : groups) {
     GroupedRow row;
     if (period) {
-      const WallTime start = FromUnixSeconds(key[0]);
+      const WallTime start = FromUnixSeconds(period_starts[static_cast<size_t>(key[0])]);
       row.period_start = std::max(start, facts.from);
       row.period_end = std::min(NextPeriodStart(start, *period), facts.to);
     } else {
