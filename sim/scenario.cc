@@ -6,6 +6,7 @@
 #include <random>
 
 #include "gpuscaler/policy/loader.h"
+#include "sim/series_jobs.h"
 
 namespace gpuscaler::sim {
 namespace {
@@ -306,8 +307,25 @@ Result<Scenario> MakeBuiltinScenario(const std::string& name, uint64_t seed, std
   return s;
 }
 
+void ApplyClassBehaviour(const Policy& policy, Trace* trace) {
+  for (TraceJob& j : trace->jobs) {
+    const WorkloadClassPolicy* c = policy.FindClass(j.unit.workload_class);
+    if (c == nullptr) continue;
+    if (trace->behaviour_from_policy) {
+      j.unit.interruptible = c->interruptible;
+      j.unit.checkpoint_interval = c->checkpoint_interval;
+      j.unit.restart_cost = c->restart_cost;
+      j.unit.priority = c->priority;
+    } else {
+      j.unit.interruptible = j.unit.interruptible && c->interruptible;
+    }
+  }
+}
+
 Scenario MakeTraceScenario(Trace trace, SpotMarket market, Catalog catalog, Policy policy, uint64_t seed,
                            std::optional<int> days) {
+  if (trace.jobs.empty() && !trace.series.empty()) trace = SeriesToJobs(std::move(trace));
+  ApplyClassBehaviour(policy, &trace);
   Scenario s;
   s.name = "trace";
   s.seed = seed;

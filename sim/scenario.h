@@ -65,9 +65,22 @@ Policy DemoPolicy();
 Result<Scenario> MakeBuiltinScenario(const std::string& name, uint64_t seed, std::optional<int> days,
                                      const Catalog& catalog);
 
+// Makes each job's tolerance of a move agree with its policy class, as the
+// daemon does for pending work (UnitForClass): for a job whose class the
+// policy names, with trace.behaviour_from_policy (public formats, series
+// turned into jobs) interruptible, checkpoint_interval, restart_cost and
+// priority become the class's; otherwise the job stays interruptible only if
+// the class is too (the planner already reads it so; the scheduler must not
+// put a non-interruptible class's job on spot either). Jobs of classes the
+// policy does not name keep the reader's values.
+void ApplyClassBehaviour(const Policy& policy, Trace* trace);
+
 // A trace-driven scenario. Horizon: `days` if set, else the trace span plus
-// one day to drain. Spot interruptions: the market's, plus the catalog's
-// per-offering rates when the market has no availability or events.
+// one day to drain. A trace of GPU demand series is turned into jobs first
+// (SeriesToJobs, sim/series_jobs.h); then ApplyClassBehaviour. Spot
+// interruptions: the market's events and availability drops, plus the
+// catalog's per-offering hazard rates (from the market's spot advisor rows
+// when given).
 Scenario MakeTraceScenario(Trace trace, SpotMarket market, Catalog catalog, Policy policy, uint64_t seed,
                            std::optional<int> days);
 

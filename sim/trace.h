@@ -64,6 +64,13 @@ struct Trace {
   // The instant of offset 0, when the source has absolute times.
   std::optional<WallTime> start_time;
   ReadStats stats;
+  // True when the jobs' interruptible, checkpoint_interval, restart_cost and
+  // priority are a reader's per-format defaults (public formats say which
+  // class a job is, not how it tolerates a move): a replay then takes them
+  // from the policy class of the same name, as the daemon does for pending
+  // work (ApplyClassBehaviour in sim/scenario.h). False for our job format,
+  // whose rows carry them, and when TraceOptions overrides them.
+  bool behaviour_from_policy = false;
 };
 
 // A spot (or on-demand) price in force from `t` on.

@@ -118,6 +118,7 @@ Result<Trace> ParseOpenb(std::string_view text, const std::string& file, const T
   trace.stats.rows_read = t.rows_read();
   Warn(&trace.stats, never_scheduled, "pods have no scheduled_time; their duration counts from creation_time");
   Warn(&trace.stats, unmapped_gpu, "gpu_spec entries have no catalog equivalent and are kept as written");
+  trace.behaviour_from_policy = BehaviourFromPolicy(o);
   FinishTrace(&trace, o, DefaultOrigin::kEarliest, false);
   return trace;
 }
@@ -222,6 +223,7 @@ Result<Trace> ParseDlrm(std::string_view text, const std::string& file, const Tr
   Warn(&trace.stats, existed, "instances existed at trace start (no creation_time); submitted at 0");
   Warn(&trace.stats, static_cast<int64_t>(open_ended.size()) - dropped,
        "instances have no deletion_time; they run to the end of the trace at " + std::to_string(end) + " s");
+  trace.behaviour_from_policy = BehaviourFromPolicy(o);
   FinishTrace(&trace, o, DefaultOrigin::kEarliest, false);
   return trace;
 }

@@ -130,6 +130,7 @@ Result<Trace> ParsePhillyJobs(std::string_view text, const std::string& file, co
     trace.stats.warnings.push_back(std::to_string(uneven) +
                                    " multi-machine jobs have GPUs not divisible by machines; kept whole");
   }
+  trace.behaviour_from_policy = BehaviourFromPolicy(o);
   FinishTrace(&trace, o, DefaultOrigin::kEarliest, true);
   return trace;
 }

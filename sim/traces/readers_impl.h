@@ -61,5 +61,8 @@ inline void Skip(ReadStats* stats, const std::string& reason, int64_t n = 1) {
 DemandUnit MakeUnit(std::string id, std::string workload_class, Seconds duration);
 // Applies TraceOptions::interruptible / checkpoint_interval to a public-format job.
 void ApplyJobOverrides(const TraceOptions& o, DemandUnit* unit);
+// Trace::behaviour_from_policy for a public job format read with `o`: true
+// unless the options override the jobs' behaviour.
+inline bool BehaviourFromPolicy(const TraceOptions& o) { return !o.interruptible && !o.checkpoint_interval; }
 
 }  // namespace gpuscaler::sim::internal
