@@ -3,6 +3,9 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include "gpuscaler/report/cost_model.h"
@@ -115,6 +118,171 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
   const int64_t to = ToUnixSeconds(query.to);
   const int64_t as_of = ToUnixSeconds(f.as_of);
 
+  // Phase 1 (below) computes every node's billed slices (by price and UTC
+  // day) and per-day buckets before usage is attributed; phase 2 attributes
+  // usage rows as they stream past (6M+ rows a year for 500 nodes: they are
+  // never all held in memory). With a second reader, a helper thread takes
+  // the later half of the rows and starts at once, while this thread reads
+  // the nodes: its first kEarlyRows rows wait in a compact buffer until the
+  // nodes are known. A fixed count, not a time, decides which rows wait, and
+  // the partial sums are merged in a fixed order, so the result is the same
+  // on every run.
+  struct NodeWork {
+    size_t slice_begin = 0, slice_end = 0;  // into `slices`
+    size_t bucket_begin = 0;                // into `buckets`
+    int64_t first_day = 0;
+    int64_t days = 0;  // 0: nothing billed in the range
+  };
+  std::vector<NodeWork> work;
+  std::vector<Slice> slices;
+  std::vector<Bucket> buckets;
+  std::optional<NodeTable> node_table;
+  // Aligned apart: the two threads' counters must not share a cache line.
+  struct alignas(128) Accumulator {
+    // (class, team) as recorded, interned by a scan of the few known pairs
+    // (cheaper than hashing per row).
+    std::vector<std::pair<std::string, std::string>> allocations;
+    std::vector<std::vector<std::pair<int32_t, Metrics>>> by_bucket;
+    int64_t rows = 0;
+    int64_t rows_without_node = 0;
+    std::string last_instance;
+    int32_t last_node = -1;
+  };
+  auto accumulate = [&](Accumulator& acc, const UsageView& u) {
+    ++acc.rows;
+    if (acc.last_node < 0 || u.instance_id != acc.last_instance) {
+      const int32_t node = node_table->Find(u.instance_id);
+      if (node < 0) {
+        ++acc.rows_without_node;
+        acc.last_node = -1;
+        return;
+      }
+      acc.last_node = node;
+      acc.last_instance.assign(u.instance_id);
+    }
+    const NodeWork& w = work[static_cast<size_t>(acc.last_node)];
+    const int64_t start = ToUnixSeconds(u.start), end = ToUnixSeconds(u.end);
+    if (w.days == 0 || end <= start || u.gpu_seconds_allocated <= 0) return;
+    const NodeFact& n = f.nodes[static_cast<size_t>(acc.last_node)];
+    if (n.gpu_count <= 0) return;
+    int32_t allocation = -1;
+    for (size_t a = 0; a < acc.allocations.size(); ++a) {
+      if (acc.allocations[a].first == u.workload_class && acc.allocations[a].second == u.team) {
+        allocation = static_cast<int32_t>(a);
+        break;
+      }
+    }
+    if (allocation < 0) {
+      allocation = static_cast<int32_t>(acc.allocations.size());
+      acc.allocations.emplace_back(std::string(u.workload_class), std::string(u.team));
+    }
+    const double duration = static_cast<double>(end - start);
+    const double per_gpu_second = 1.0 / (static_cast<double>(n.gpu_count) * 3600.0);
+    const auto first = slices.begin() + static_cast<std::ptrdiff_t>(w.slice_begin);
+    const auto last = slices.begin() + static_cast<std::ptrdiff_t>(w.slice_end);
+    auto it = std::upper_bound(first, last, start, [](int64_t t, const Slice& s) { return t < s.t1; });
+    for (; it != last && it->t0 < end; ++it) {
+      const int64_t overlap = std::min(end, it->t1) - std::max(start, it->t0);
+      if (overlap <= 0) continue;
+      const double share = static_cast<double>(overlap) / duration;
+      const double allocated = u.gpu_seconds_allocated * share;
+      const double cost = allocated * it->usd_per_hour * per_gpu_second;
+      std::vector<std::pair<int32_t, Metrics>>& cell = acc.by_bucket[it->bucket];
+      Metrics* m = nullptr;
+      for (auto& [a, metrics] : cell) {
+        if (a == allocation) m = &metrics;
+      }
+      if (m == nullptr) m = &cell.emplace_back(allocation, Metrics{}).second;
+      m->cost_usd += cost;
+      m->on_demand_usd += allocated * n.on_demand_usd_per_hour * per_gpu_second;
+      m->gpu_seconds_paid += allocated;
+      m->gpu_seconds_allocated += allocated;
+      m->gpu_seconds_busy += u.gpu_seconds_busy * share;
+      if (it->in_loss_window) {
+        m->gpu_seconds_lost += allocated;
+        m->lost_usd += cost;
+      }
+    }
+  };
+  // 0: this thread's half; 1: the helper's streamed rows; 2: its buffered ones.
+  Accumulator parts[3];
+  constexpr size_t kEarlyRows = size_t{1} << 20;
+  struct EarlyRow {
+    uint32_t id_offset = 0;
+    uint32_t id_size = 0;
+    int32_t allocation = 0;  // into parts[2].allocations
+    int64_t start = 0;
+    int64_t end = 0;
+    double allocated = 0;
+    double busy = 0;
+  };
+  std::string early_ids;
+  std::vector<EarlyRow> early;
+  std::mutex mu;
+  std::condition_variable nodes_known;
+  bool ready = false;
+  bool abandon = false;
+  Status later;
+  const WallTime billed_until = std::min(query.to, std::max(f.as_of, query.from));
+  const bool split = second != nullptr && billed_until > query.from;
+  // Split at the middle of the billed time: usage ends spread evenly.
+  const WallTime mid = query.from + (billed_until - query.from) / 2;
+  std::thread helper;
+  if (split) {
+    helper = std::thread([&] {
+      AuditReader::ConsistentRead snapshot2(*second);
+      bool go = false;
+      later = second->ForEachUsage(
+          query.from, query.to,
+          [&](const UsageView& u) {
+            if (!go) {
+              if (early.size() < kEarlyRows && early_ids.size() + u.instance_id.size() < UINT32_MAX) {
+                Accumulator& acc = parts[2];
+                int32_t allocation = -1;
+                for (size_t k = 0; k < acc.allocations.size(); ++k) {
+                  if (acc.allocations[k].first == u.workload_class && acc.allocations[k].second == u.team) {
+                    allocation = static_cast<int32_t>(k);
+                    break;
+                  }
+                }
+                if (allocation < 0) {
+                  allocation = static_cast<int32_t>(acc.allocations.size());
+                  acc.allocations.emplace_back(std::string(u.workload_class), std::string(u.team));
+                }
+                early.push_back(EarlyRow{static_cast<uint32_t>(early_ids.size()),
+                                         static_cast<uint32_t>(u.instance_id.size()), allocation,
+                                         ToUnixSeconds(u.start), ToUnixSeconds(u.end), u.gpu_seconds_allocated,
+                                         u.gpu_seconds_busy});
+                early_ids.append(u.instance_id);
+                return;
+              }
+              std::unique_lock<std::mutex> lock(mu);
+              nodes_known.wait(lock, [&] { return ready || abandon; });
+              if (abandon) return;
+              go = true;
+            }
+            accumulate(parts[1], u);
+          },
+          mid, std::nullopt);
+    });
+  }
+  // Every way out of here ends the helper first (it reads this frame).
+  struct JoinHelper {
+    std::thread& t;
+    std::mutex& mu;
+    std::condition_variable& cv;
+    bool& abandon;
+    ~JoinHelper() {
+      if (!t.joinable()) return;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        abandon = true;
+      }
+      cv.notify_all();
+      t.join();
+    }
+  } join_helper{helper, mu, nodes_known, abandon};
+
   Result<std::vector<NodeRow>> rows = reader.NodesOverlapping(query.from, query.to);
   if (!rows) return rows.error();
   std::vector<std::vector<PriceInterval>> prices;
@@ -142,21 +310,10 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
     prices.push_back(std::move(row.prices));
   }
 
-  // Phase 1: every node's billed slices (by price and UTC day) and its
-  // per-day buckets, before any usage is read, so usage rows can be
-  // attributed as they stream past (6M+ rows a year for 500 nodes: they are
-  // never held in memory).
-  struct NodeWork {
-    size_t slice_begin = 0, slice_end = 0;  // into `slices`
-    size_t bucket_begin = 0;                // into `buckets`
-    int64_t first_day = 0;
-    int64_t days = 0;  // 0: nothing billed in the range
-  };
+  // Phase 1.
   const int64_t min_billed = query.min_billed.count();
   const int64_t loss_window = query.loss_window.count();
-  std::vector<NodeWork> work(f.nodes.size());
-  std::vector<Slice> slices;
-  std::vector<Bucket> buckets;
+  work.resize(f.nodes.size());
   for (size_t i = 0; i < f.nodes.size(); ++i) {
     NodeFact& n = f.nodes[i];
     NodeWork& w = work[i];
@@ -247,105 +404,45 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
     }
   }
 
-  // Phase 2: each usage record's GPU-seconds, spread evenly over its
-  // interval, at the per-GPU rate of every slice it overlaps. A second reader
-  // takes the later half of the rows on a second thread; each half
-  // accumulates on its own and the halves are merged in a fixed order, so the
-  // result does not depend on timing.
-  // Aligned apart: the two threads' counters must not share a cache line.
-  struct alignas(128) Accumulator {
-    // (class, team) as recorded, interned by a scan of the few known pairs
-    // (cheaper than hashing per row).
-    std::vector<std::pair<std::string, std::string>> allocations;
-    std::vector<std::vector<std::pair<int32_t, Metrics>>> by_bucket;
-    int64_t rows = 0;
-    int64_t rows_without_node = 0;
-    std::string last_instance;
-    int32_t last_node = -1;
-  };
-  const NodeTable node_table(f.nodes);
-  auto accumulate = [&](Accumulator& acc, const UsageView& u) {
-    ++acc.rows;
-    if (acc.last_node < 0 || u.instance_id != acc.last_instance) {
-      const int32_t node = node_table.Find(u.instance_id);
-      if (node < 0) {
-        ++acc.rows_without_node;
-        acc.last_node = -1;
-        return;
-      }
-      acc.last_node = node;
-      acc.last_instance.assign(u.instance_id);
+  // Phase 2.
+  node_table.emplace(f.nodes);
+  for (Accumulator& acc : parts) acc.by_bucket.resize(buckets.size());
+  if (split) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ready = true;
     }
-    const NodeWork& w = work[static_cast<size_t>(acc.last_node)];
-    const int64_t start = ToUnixSeconds(u.start), end = ToUnixSeconds(u.end);
-    if (w.days == 0 || end <= start || u.gpu_seconds_allocated <= 0) return;
-    const NodeFact& n = f.nodes[static_cast<size_t>(acc.last_node)];
-    if (n.gpu_count <= 0) return;
-    int32_t allocation = -1;
-    for (size_t a = 0; a < acc.allocations.size(); ++a) {
-      if (acc.allocations[a].first == u.workload_class && acc.allocations[a].second == u.team) {
-        allocation = static_cast<int32_t>(a);
-        break;
-      }
-    }
-    if (allocation < 0) {
-      allocation = static_cast<int32_t>(acc.allocations.size());
-      acc.allocations.emplace_back(std::string(u.workload_class), std::string(u.team));
-    }
-    const double duration = static_cast<double>(end - start);
-    const double per_gpu_second = 1.0 / (static_cast<double>(n.gpu_count) * 3600.0);
-    const auto first = slices.begin() + static_cast<std::ptrdiff_t>(w.slice_begin);
-    const auto last = slices.begin() + static_cast<std::ptrdiff_t>(w.slice_end);
-    auto it = std::upper_bound(first, last, start, [](int64_t t, const Slice& s) { return t < s.t1; });
-    for (; it != last && it->t0 < end; ++it) {
-      const int64_t overlap = std::min(end, it->t1) - std::max(start, it->t0);
-      if (overlap <= 0) continue;
-      const double share = static_cast<double>(overlap) / duration;
-      const double allocated = u.gpu_seconds_allocated * share;
-      const double cost = allocated * it->usd_per_hour * per_gpu_second;
-      std::vector<std::pair<int32_t, Metrics>>& cell = acc.by_bucket[it->bucket];
-      Metrics* m = nullptr;
-      for (auto& [a, metrics] : cell) {
-        if (a == allocation) m = &metrics;
-      }
-      if (m == nullptr) m = &cell.emplace_back(allocation, Metrics{}).second;
-      m->cost_usd += cost;
-      m->on_demand_usd += allocated * n.on_demand_usd_per_hour * per_gpu_second;
-      m->gpu_seconds_paid += allocated;
-      m->gpu_seconds_allocated += allocated;
-      m->gpu_seconds_busy += u.gpu_seconds_busy * share;
-      if (it->in_loss_window) {
-        m->gpu_seconds_lost += allocated;
-        m->lost_usd += cost;
-      }
-    }
-  };
-  Accumulator halves[2];
-  for (Accumulator& acc : halves) acc.by_bucket.resize(buckets.size());
-  const WallTime billed_until = std::min(query.to, std::max(f.as_of, query.from));
-  if (second != nullptr && billed_until > query.from) {
-    // Split at the middle of the billed time: usage ends spread evenly.
-    const WallTime mid = query.from + (billed_until - query.from) / 2;
-    Status later;
-    std::thread helper([&] {
-      AuditReader::ConsistentRead snapshot2(*second);
-      later = second->ForEachUsage(
-          query.from, query.to, [&](const UsageView& u) { accumulate(halves[1], u); }, mid, std::nullopt);
-    });
-    Status earlier = reader.ForEachUsage(
-        query.from, query.to, [&](const UsageView& u) { accumulate(halves[0], u); }, std::nullopt, mid);
-    helper.join();
-    if (!earlier.ok()) return earlier.error();
-    if (!later.ok()) return later.error();
-  } else {
-    Status read = reader.ForEachUsage(query.from, query.to, [&](const UsageView& u) { accumulate(halves[0], u); });
-    if (!read.ok()) return read.error();
+    nodes_known.notify_all();
   }
+  Status read = split ? reader.ForEachUsage(
+                            query.from, query.to, [&](const UsageView& u) { accumulate(parts[0], u); },
+                            std::nullopt, mid)
+                      : reader.ForEachUsage(query.from, query.to,
+                                            [&](const UsageView& u) { accumulate(parts[0], u); });
+  if (split) helper.join();
+  if (!read.ok()) return read.error();
+  if (!later.ok()) return later.error();
+  // The buffered rows, after the fact: interned into parts[2] in the same
+  // order, so their allocation indices stand.
+  for (const EarlyRow& r : early) {
+    UsageView u;
+    u.instance_id = std::string_view(early_ids).substr(r.id_offset, r.id_size);
+    u.workload_class = parts[2].allocations[static_cast<size_t>(r.allocation)].first;
+    u.team = parts[2].allocations[static_cast<size_t>(r.allocation)].second;
+    u.start = FromUnixSeconds(r.start);
+    u.end = FromUnixSeconds(r.end);
+    u.gpu_seconds_allocated = r.allocated;
+    u.gpu_seconds_busy = r.busy;
+    accumulate(parts[2], u);
+  }
+  early.clear();
+  early.shrink_to_fit();
   // Merge: allocations in first-seen order (earlier half first), then the
   // GPU-seconds into the buckets. Recorded teams win; the query's class ->
   // team map fills the gaps.
   std::vector<std::pair<std::string, std::string>> raw_allocations;
-  for (Accumulator& acc : halves) {
+  for (int k : {0, 2, 1}) {  // in time order: this half, the buffered rows, the streamed rest
+    Accumulator& acc = parts[k];
     f.usage_rows += acc.rows;
     f.usage_rows_without_node += acc.rows_without_node;
     std::vector<int32_t> global(acc.allocations.size());
