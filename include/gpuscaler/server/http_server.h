@@ -1,19 +1,35 @@
-// HttpServer: HTTP/1.1 on Boost.Beast, serving a Router. Runs on the
-// io_context it is given (the daemon's single I/O thread): one coroutine per
-// connection, keep-alive, and the limits that keep one client from hurting
-// the others or the control loop:
-//  - a request's headers must arrive within read_timeout (a slowloris client
-//    trickling bytes is cut off) and fit max_header_bytes (431 otherwise);
-//  - a body larger than max_body_bytes gets 413;
-//  - an idle keep-alive connection is closed after idle_timeout;
-//  - beyond max_connections a new connection gets 503 and is closed.
-// Handlers run on the I/O thread, so they must be quick (read published
-// state; never block on the cloud). The Authorization header is never
-// logged. Not thread-safe: Start/Stop/port from the I/O thread or before
-// io_context::run.
+// HttpServer: HTTP/1.1 on Boost.Beast, serving a Router. It runs on the
+// io_context it is given (the daemon's single I/O thread), one coroutine per
+// connection, keep-alive, with the limits that keep one client from hurting
+// the others or the control loop (issue 9):
+//  - a new connection must send its request within read_timeout, and once
+//    the first byte of any request has arrived the whole request (headers
+//    and body) must arrive within read_timeout: a slowloris client trickling
+//    bytes is disconnected, and since every connection is its own coroutine
+//    it never delays the others;
+//  - request line plus headers larger than max_header_bytes: 431; a body
+//    larger than max_body_bytes (declared or streamed): 413; a malformed
+//    request: 400. Each of these closes the connection after the response;
+//  - a kept-alive connection with no new request for idle_timeout is closed;
+//  - writing a response must finish within write_timeout;
+//  - beyond max_connections, a new connection is answered 503 and closed;
+//  - "Expect: 100-continue" is answered before the body is read.
+//
+// Handlers run on the I/O thread, synchronously: they must be quick (read
+// published state, render a small page; never wait for the cloud, a tick or
+// a lock held across one). A slow handler stalls every connection and the
+// daemon's timers.
+//
+// Logging: one access-log line per request at debug level (remote address,
+// method, path without the query, status, body bytes, handler time); no
+// header is ever logged, so the Authorization token never reaches a log.
+//
+// Threading: the io_context must be run by one thread. Start, Stop, port and
+// open_connections are called on that thread, or while it is not running.
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -28,29 +44,43 @@ class io_context;
 namespace gpuscaler::server {
 
 struct HttpServerOptions {
-  std::string host = "127.0.0.1";
-  uint16_t port = 8080;  // 0: any free port (see HttpServer::port)
+  std::string host = "127.0.0.1";  // an IP address ("0.0.0.0", "::1") or "localhost"
+  uint16_t port = 8080;            // 0: any free port (see HttpServer::port)
   size_t max_header_bytes = 8 * 1024;
   size_t max_body_bytes = 1024 * 1024;
-  std::chrono::milliseconds read_timeout{10000};
-  std::chrono::milliseconds idle_timeout{30000};
-  std::chrono::milliseconds write_timeout{10000};
+  std::chrono::milliseconds read_timeout{10'000};   // per request, first byte to last
+  std::chrono::milliseconds idle_timeout{30'000};   // between requests on a kept-alive connection
+  std::chrono::milliseconds write_timeout{10'000};  // per response
   size_t max_connections = 2048;
+  std::chrono::milliseconds stop_grace{5'000};      // Stop(): time left to requests in flight
 };
 
 class HttpServer {
  public:
+  // Nothing happens until Start. The router is owned by the server.
   HttpServer(boost::asio::io_context& io, HttpServerOptions options, Router router);
+  // Closes the listener and every connection at once (no grace).
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Binds and starts accepting. kConfig when the address cannot be bound.
+  // Binds, listens and starts accepting (on the io_context). kConfig when
+  // the host is not an address or the address cannot be bound (in use, no
+  // permission). Call once.
   Status Start();
-  // The bound port (after Start).
+
+  // The bound port (the chosen one when options.port is 0); 0 before Start.
   uint16_t port() const;
-  // Stops accepting and closes every connection.
+
+  // Stops accepting (the port is released at once) and closes idle
+  // connections. A request being received or answered finishes, with
+  // "Connection: close"; whatever is still open after options.stop_grace is
+  // closed. When the last connection is gone the server holds no more work
+  // on the io_context, so io_context::run returns if nothing else is
+  // pending. Idempotent.
   void Stop();
+
+  // Connections currently open (including one being refused with 503).
   size_t open_connections() const;
 
  private:
