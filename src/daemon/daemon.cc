@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include "daemon_parts.h"
 #include "gpuscaler/daemon/config.h"
@@ -92,8 +93,24 @@ struct Loop {
     }
   }
 
+  // Signal state changes, logged once each (not every tick while a source
+  // is down).
+  std::map<std::string, signals::SignalState> signal_states{};
+
   void LogTick(const EngineTick& t) {
     const TickReport& r = t.report;
+    for (const ClassSignal& c : t.signals) {
+      const std::string name = c.workload_class + (c.kind == ClassSignal::Kind::kQueueDepth ? " queue depth" : " gpu utilization");
+      auto [it, inserted] = signal_states.emplace(name, c.reading.state);
+      if (!inserted && it->second == c.reading.state) continue;
+      it->second = c.reading.state;
+      if (c.reading.ok()) {
+        if (!inserted) spdlog::info("signal {} ({}) is back: {}", name, c.reading.source, c.reading.value.value_or(0));
+      } else {
+        spdlog::warn("signal {} ({}) is {}: {}; scale-down held for class {}", name, c.reading.source,
+                     signals::ToString(c.reading.state), c.reading.error, c.workload_class);
+      }
+    }
     if (t.reload.kind == PolicyReload::Kind::kReloaded)
       spdlog::info("policy reloaded: {} ({})", engine.controller().policy().name,
                    engine.controller().policy().content_hash.substr(0, 12));
