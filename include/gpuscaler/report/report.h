@@ -8,8 +8,9 @@
 // parameters (ParseReportQuery: the same names and the same validation), and
 // both call RenderReport.
 //
-// Thread-safety: free functions on values; RenderReport opens its own
-// read-only connection, so concurrent calls are safe.
+// Thread-safety: free functions on values; RenderReport opens its own two
+// read-only connections (it splits the usage scan over two threads), so
+// concurrent calls are safe and never block the daemon's writer.
 #pragma once
 
 #include <map>
