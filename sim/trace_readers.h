@@ -110,6 +110,11 @@ struct MarketOptions {
                                         // force at window_start to offset 0
   // cbl-availability columns named only by zone, and parcae-events.
   std::string instance_type = "p3.2xlarge";
+  // cbl-availability: columns named only by zone also set the spot capacity
+  // of these types (availability points only, no prices). A 1-node probe
+  // that gets no p3.2xlarge in a zone says the zone has no V100 spot
+  // capacity, so the other p3 sizes can follow it.
+  std::vector<std::string> also_instance_types;
   // parcae-events: the source does not say which zone.
   std::string zone = "us-east-1a";
   // cbl-availability: when set, every non-zero count becomes this many nodes

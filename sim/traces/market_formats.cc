@@ -42,13 +42,14 @@ Result<SpotMarket> ParseCblAvailability(std::string_view text, const std::string
     std::string instance_type;
     std::string zone;
     std::optional<double> last;  // last value emitted (changes only)
+    bool zone_only = false;      // typed by o.instance_type
   };
   std::vector<Column> columns;
   std::map<std::string, std::string> zone_type;  // zone -> type of its plain column
   for (size_t i = 0; i < t.header().size(); ++i) {
     const std::string& name = t.header()[i];
     if (name == "tick" || name == "elapsed_s") continue;
-    Column c{static_cast<int>(i), false, o.instance_type, name, std::nullopt};
+    Column c{static_cast<int>(i), false, o.instance_type, name, std::nullopt, false};
     if (name.rfind("price_", 0) == 0) {
       c.is_price = true;
       c.zone = name.substr(6);
@@ -65,6 +66,8 @@ Result<SpotMarket> ParseCblAvailability(std::string_view text, const std::string
       } else if (parts.size() != 1) {
         return Error::InvalidInput(file + ":1: column '" + name +
                                    "': expected <zone>, <zone>_<gpu>_<count> or price_<zone>");
+      } else {
+        c.zone_only = true;
       }
       zone_type[c.zone] = c.instance_type;
     }
@@ -110,6 +113,11 @@ Result<SpotMarket> ParseCblAvailability(std::string_view text, const std::string
         if (c.last && *c.last == nodes) continue;
         c.last = nodes;
         market.availability.push_back({Seconds(at), c.instance_type, c.zone, nodes});
+        if (c.zone_only) {
+          for (const std::string& also : o.also_instance_types) {
+            if (also != c.instance_type) market.availability.push_back({Seconds(at), also, c.zone, nodes});
+          }
+        }
       }
     }
     if (t.failed()) break;

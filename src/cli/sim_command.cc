@@ -44,6 +44,8 @@ struct SimOptions {
   std::string timeseries_file;
   std::string snapshot_at;   // a duration from the start ("36h") or an RFC 3339 time
   std::string snapshot_out;
+  std::string cbl_instance_types;  // cbl-availability: "type[,also,...]"
+  int cbl_nodes_when_up = 0;       // cbl-availability: 0 keeps the source count
 };
 
 int Fail(const std::string& message, int code) {
@@ -137,7 +139,23 @@ int RunSim(const SimOptions& o) {
         for (auto n : sim::MarketFormatNames()) names += (names.empty() ? "" : ", ") + std::string(n);
         return Fail("unknown --prices-format '" + o.prices_format + "' (known: " + names + ")", 2);
       }
-      Result<sim::SpotMarket> m = sim::ReadSpotMarket(o.prices_file, *mf);
+      sim::MarketOptions mo;
+      if (!o.cbl_instance_types.empty()) {
+        size_t start = 0;
+        std::vector<std::string> types;
+        while (start <= o.cbl_instance_types.size()) {
+          const size_t comma = o.cbl_instance_types.find(',', start);
+          const size_t end = comma == std::string::npos ? o.cbl_instance_types.size() : comma;
+          if (end > start) types.push_back(o.cbl_instance_types.substr(start, end - start));
+          start = end + 1;
+        }
+        if (types.empty()) return Fail("--cbl-instance-types: give at least one instance type", 2);
+        mo.instance_type = types.front();
+        mo.also_instance_types.assign(types.begin() + 1, types.end());
+      }
+      if (o.cbl_nodes_when_up < 0) return Fail("--cbl-nodes-when-up must be >= 0", 2);
+      if (o.cbl_nodes_when_up > 0) mo.available_nodes_when_up = o.cbl_nodes_when_up;
+      Result<sim::SpotMarket> m = sim::ReadSpotMarket(o.prices_file, *mf, mo);
       if (!m) return Fail(m.error().message(), 2);
       market = std::move(m).value();
     }
@@ -225,6 +243,12 @@ void RegisterSimCommand(CLI::App& app, int* exit_code) {
   sim->add_option("--timeseries", o->timeseries_file, "Write a per-tick CSV here");
   sim->add_option("--snapshot-at", o->snapshot_at,
                   "Export the planner's input at this time (duration from the start, e.g. 36h, or RFC 3339)");
+  sim->add_option("--cbl-instance-types", o->cbl_instance_types,
+                  "cbl-availability: instance type of columns named only by zone (default p3.2xlarge), then "
+                  "other types whose spot capacity follows them, comma-separated");
+  sim->add_option("--cbl-nodes-when-up", o->cbl_nodes_when_up,
+                  "cbl-availability: spot nodes per zone and type while a probe is up (default: the count in "
+                  "the file, 1 for 1-node probes)");
   sim->add_option("--snapshot-out", o->snapshot_out, "File for --snapshot-at (JSON, docs/snapshot.md)");
   sim->callback([o, exit_code] { *exit_code = RunSim(*o); });
 }

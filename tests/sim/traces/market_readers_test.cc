@@ -59,6 +59,29 @@ TEST(CblAvailability, ScalesProbeHitsWhenAsked) {
   EXPECT_EQ(m.availability[3].available_nodes, 0);
 }
 
+TEST(CblAvailability, ZoneColumnsCanAlsoSetOtherSizesOfTheProbedType) {
+  MarketOptions o;
+  o.also_instance_types = {"p3.2xlarge", "p3.16xlarge"};  // the probed type itself is not doubled
+  const SpotMarket m = MustRead("cbl_availability_1node.csv", MarketFormat::kCblAvailability, o);
+  EXPECT_EQ(Availability(m), (std::vector<Avail>{{0, "p3.16xlarge", "us-east-1a", 0},
+                                                {0, "p3.16xlarge", "us-west-2b", 1},
+                                                {0, "p3.2xlarge", "us-east-1a", 0},
+                                                {0, "p3.2xlarge", "us-west-2b", 1},
+                                                {195, "p3.16xlarge", "us-east-1a", 1},
+                                                {195, "p3.2xlarge", "us-east-1a", 1},
+                                                {390, "p3.16xlarge", "us-west-2b", 0},
+                                                {390, "p3.2xlarge", "us-west-2b", 0},
+                                                {585, "p3.16xlarge", "us-east-1a", 0},
+                                                {585, "p3.2xlarge", "us-east-1a", 0}}));
+  // Typed columns (<zone>_<gpu>_<count>) name their own type and are left alone.
+  const SpotMarket multi = MustRead("cbl_availability_multi.csv", MarketFormat::kCblAvailability, o);
+  for (const AvailabilityPoint& p : multi.availability) {
+    if (p.zone == "us-west-2a") {
+      EXPECT_NE(p.instance_type, "p3.2xlarge");
+    }
+  }
+}
+
 TEST(CblAvailability, MapsGpuColumnsToInstanceTypesAndReadsPrices) {
   const SpotMarket m = MustRead("cbl_availability_multi.csv", MarketFormat::kCblAvailability);
   EXPECT_EQ(Availability(m), (std::vector<Avail>{{0, "p2.xlarge", "us-west-2a", 1},
