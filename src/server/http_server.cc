@@ -218,6 +218,14 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
       spdlog::debug("http {} {} {} {} {}B {:.2f}ms", remote, request.method, request.path, response.status,
                     response.body.size(), handler_ms);
+      if (self->options.on_response) {
+        try {
+          self->options.on_response(HttpExchange{request, self->router.RouteFor(request.path), response.status,
+                                                 response.body.size(), handler_ms / 1000});
+        } catch (const std::exception& e) {
+          spdlog::error("http: on_response failed: {}", e.what());
+        }
+      }
 
       const bool keep_alive = req.keep_alive() && !self->stopped;
       stream.expires_after(self->options.write_timeout);

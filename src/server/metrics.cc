@@ -4,6 +4,7 @@
 #include <cassert>
 #include <charconv>
 #include <cmath>
+#include <iterator>
 #include <limits>
 
 namespace gpuscaler::server {
@@ -139,6 +140,16 @@ void Family::Clear() {
     return;
   }
   metrics_.clear();
+}
+
+void Family::Replace(const std::map<std::vector<std::string>, double>& values) {
+  std::lock_guard<std::mutex> lock(mu_);
+  assert(type_ != MetricType::kHistogram && "Replace on a histogram");
+  if (type_ == MetricType::kHistogram) return;
+  for (auto it = metrics_.begin(); it != metrics_.end();) {
+    it = values.count(it->first) ? std::next(it) : metrics_.erase(it);
+  }
+  for (const auto& [label_values, v] : values) WithLocked(label_values).value_ = v;
 }
 
 size_t Family::size() const {

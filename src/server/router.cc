@@ -42,20 +42,29 @@ bool Router::Authorized(const HttpRequest& request) const {
   return ConstantTimeEquals(token_, auth);
 }
 
-HttpResponse Router::Handle(const HttpRequest& request) const {
-  const bool head = request.method == "HEAD";
-  const std::string_view method = head ? std::string_view("GET") : std::string_view(request.method);
-
-  // The most specific pattern matching the path: exact beats prefix, then
-  // the longest prefix.
+// Exact beats prefix, then the longest prefix wins.
+const Router::Route* Router::MostSpecific(std::string_view path) const {
   const Route* best = nullptr;
   for (const Route& r : routes_) {
-    const bool match = r.prefix ? request.path.compare(0, r.path.size(), r.path) == 0 : request.path == r.path;
+    const bool match = r.prefix ? path.substr(0, r.path.size()) == r.path : path == r.path;
     if (!match) continue;
     if (best == nullptr || (best->prefix && !r.prefix) ||
         (best->prefix && r.prefix && r.path.size() > best->path.size()))
       best = &r;
   }
+  return best;
+}
+
+std::string Router::RouteFor(std::string_view path) const {
+  const Route* r = MostSpecific(path);
+  return r == nullptr ? "" : r->path;
+}
+
+HttpResponse Router::Handle(const HttpRequest& request) const {
+  const bool head = request.method == "HEAD";
+  const std::string_view method = head ? std::string_view("GET") : std::string_view(request.method);
+
+  const Route* best = MostSpecific(request.path);
   if (best == nullptr) return HttpResponse::Error(404, "no such path: " + request.path);
 
   const Route* match = nullptr;

@@ -4,6 +4,7 @@
 // io_context thread, as in the daemon; the clients are plain blocking POSIX
 // sockets with receive timeouts, so every wait is bounded.
 #include "gpuscaler/server/http_server.h"
+#include "gpuscaler/server/metrics.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -495,6 +496,25 @@ TEST(HttpServer, StartFailsWithConfigErrorWhenTheAddressIsTakenOrInvalid) {
   Status s3 = third.Start();
   ASSERT_FALSE(s3.ok());
   EXPECT_EQ(s3.error().category(), ErrorCategory::kConfig);
+}
+
+TEST(HttpServer, OnResponseFeedsPerRouteRequestCounters) {
+  MetricsRegistry reg;
+  Family& requests = reg.Counter("gpuscaler_http_requests_total", "HTTP requests by route and status code.",
+                                 {"path", "code"});
+  HttpServerOptions o;
+  o.on_response = [&requests](const HttpExchange& x) {
+    requests.With({x.route.empty() ? "other" : std::string(x.route), std::to_string(x.status)}).Inc();
+  };
+  RunningServer server(o);
+  Client c(server.port());
+  ASSERT_TRUE(c.Send(std::string(kGetHello) + kGetHello + "GET /no/such/thing HTTP/1.1\r\nHost: t\r\n\r\n" +
+                     "GET /boom HTTP/1.1\r\nHost: t\r\n\r\n"));
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(c.Read().has_value());
+  // The callback ran on the I/O thread before each response was written.
+  EXPECT_DOUBLE_EQ(requests.With({"/hello", "200"}).value(), 2);
+  EXPECT_DOUBLE_EQ(requests.With({"other", "404"}).value(), 1);
+  EXPECT_DOUBLE_EQ(requests.With({"/boom", "500"}).value(), 1);
 }
 
 TEST(HttpServer, AccessLogIsDebugAndNeverHasTheAuthorizationHeader) {

@@ -165,6 +165,24 @@ TEST(Metrics, RemoveDropsOneLabelSetAndClearResetsTheFamily) {
   EXPECT_NE(reg.Render().find("\ngpuscaler_leader 1\n"), std::string::npos);
 }
 
+TEST(Metrics, ReplaceSwapsTheWholeFamilyAtOnce) {
+  MetricsRegistry reg;
+  Family& pending = reg.Gauge("gpuscaler_pending_units", "Pending.", {"class"});
+  Metric& train = pending.With({"train"});
+  train.Set(5);
+  pending.With({"render"}).Set(2);
+  pending.Replace({{{"train"}, 7}, {{"batch"}, 1}});
+  EXPECT_EQ(pending.size(), 2u);
+  EXPECT_DOUBLE_EQ(train.value(), 7) << "a kept label set keeps its identity";
+  EXPECT_EQ(reg.Render(),
+            "# HELP gpuscaler_pending_units Pending.\n"
+            "# TYPE gpuscaler_pending_units gauge\n"
+            "gpuscaler_pending_units{class=\"batch\"} 1\n"
+            "gpuscaler_pending_units{class=\"train\"} 7\n");
+  pending.Replace({});
+  EXPECT_EQ(pending.size(), 0u);
+}
+
 TEST(Metrics, RegisteringTwiceReturnsTheSameFamily) {
   MetricsRegistry reg;
   Family& a = reg.Counter("x_total", "first", {"k"});

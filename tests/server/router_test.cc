@@ -102,6 +102,16 @@ TEST(Router, ErrorBodyWithInvalidUtf8DoesNotThrow) {
   EXPECT_FALSE(nlohmann::json::parse(res.body, nullptr, false).is_discarded()) << res.body;
 }
 
+TEST(Router, RouteForGivesTheBoundedPattern) {
+  const Router router = MakeRouter("t");
+  EXPECT_EQ(router.RouteFor("/healthz"), "/healthz");
+  EXPECT_EQ(router.RouteFor("/reports/2026-11.csv"), "/reports/");
+  EXPECT_EQ(router.RouteFor("/reports/deep/a/b"), "/reports/deep/");
+  EXPECT_EQ(router.RouteFor("/reports/special"), "/reports/special");
+  EXPECT_EQ(router.RouteFor("/api/v1/pause"), "/api/v1/pause");
+  EXPECT_EQ(router.RouteFor("/../etc/passwd"), "");
+}
+
 TEST(Router, FirstRegistrationOfARouteWins) {
   Router r;
   r.Get("/x", [](const HttpRequest&) { return HttpResponse::Text("first"); });

@@ -31,8 +31,10 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "gpuscaler/server/router.h"
 #include "gpuscaler/status.h"
@@ -42,6 +44,17 @@ class io_context;
 }
 
 namespace gpuscaler::server {
+
+// What the server reports after each routed request (for the daemon's
+// gpuscaler_http_requests_total{path,code}). Requests refused before routing
+// (431, 413, 400, 503) are not reported.
+struct HttpExchange {
+  const HttpRequest& request;
+  std::string_view route;  // Router::RouteFor(path): bounded, "" when no route matched
+  int status;
+  size_t body_bytes;
+  double handler_seconds;
+};
 
 struct HttpServerOptions {
   std::string host = "127.0.0.1";  // an IP address ("0.0.0.0", "::1") or "localhost"
@@ -53,6 +66,9 @@ struct HttpServerOptions {
   std::chrono::milliseconds write_timeout{10'000};  // per response
   size_t max_connections = 2048;
   std::chrono::milliseconds stop_grace{5'000};      // Stop(): time left to requests in flight
+  // Called on the I/O thread after each routed request; must be quick and
+  // must not throw. Empty: nothing is called.
+  std::function<void(const HttpExchange&)> on_response;
 };
 
 class HttpServer {

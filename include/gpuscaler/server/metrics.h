@@ -88,6 +88,11 @@ class Family {
   // Drops every label set (a family rebuilt from scratch each tick). A
   // family without labels keeps its single metric, reset to zero.
   void Clear();
+  // Gauges (and counters mirroring counts kept elsewhere): makes `values`
+  // the family's exact contents in one step, so a concurrent Render never
+  // sees the family half rebuilt (as Clear() then With() can). Label sets
+  // not in `values` are dropped; metrics kept keep their identity.
+  void Replace(const std::map<std::vector<std::string>, double>& values);
 
   const std::string& name() const { return name_; }
   MetricType type() const { return type_; }

@@ -50,6 +50,11 @@ class Router {
   // The response for `request`; never throws.
   HttpResponse Handle(const HttpRequest& request) const;
 
+  // The pattern of the route that serves `path` ("/api/v1/status", or
+  // "/reports/" for a prefix route), whatever the method; "" when none does.
+  // A bounded label for per-route metrics (raw paths are not).
+  std::string RouteFor(std::string_view path) const;
+
   // Whether mutating routes can be used at all.
   bool mutations_enabled() const { return !token_.empty(); }
 
@@ -62,6 +67,7 @@ class Router {
     Handler handler;
   };
   bool Authorized(const HttpRequest& request) const;
+  const Route* MostSpecific(std::string_view path) const;
 
   std::string token_;
   std::vector<Route> routes_;
