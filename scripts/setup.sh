@@ -28,7 +28,7 @@ packages=(
   libssl-dev             # TLS, SigV4 HMAC, SHA-256
   coinor-libcbc-dev      # bench only: exact MIP optimum for planner quality
   python3                # catalog generation script, test helpers
-  prometheus             # promtool checks the PrometheusRule (tests/kube); the 2.42 server runs the real-server signal tests
+  prometheus             # promtool checks the PrometheusRule (tests/kube) and our /metrics text (tests/server); the 2.42 server runs the real-server signal tests
   chromium               # tests only: renders the HTML cost report headless (screenshot, DOM, JS errors)
   rabbitmq-server        # tests only: real RabbitMQ 3.10 + management API for the queue-depth collector tests
 )
