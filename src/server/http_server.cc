@@ -216,7 +216,11 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
       HttpResponse response = self->router.Handle(request);
       const double handler_ms =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-      spdlog::debug("http {} {} {} {} {}B {:.2f}ms", remote, request.method, request.path, response.status,
+      // The raw path (the parser allows no control characters in it, unlike
+      // the decoded one) and never the query or a header: no token or
+      // injected line reaches the log.
+      spdlog::debug("http {} {} {} {} {}B {:.2f}ms", remote, request.method,
+                    std::string_view(request.target).substr(0, request.target.find('?')), response.status,
                     response.body.size(), handler_ms);
       if (self->options.on_response) {
         try {

@@ -526,13 +526,18 @@ TEST(HttpServer, AccessLogIsDebugAndNeverHasTheAuthorizationHeader) {
   {
     RunningServer server({});
     Client c(server.port());
-    ASSERT_TRUE(c.Send("GET /hello?x=1 HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer sup3r-s3cret\r\n\r\n"));
+    ASSERT_TRUE(c.Send("GET /hello?token=qu3ry-s3cret HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer sup3r-s3cret\r\n\r\n"));
+    ASSERT_TRUE(c.Read().has_value());
+    // A decoded newline must not forge a log line.
+    ASSERT_TRUE(c.Send("GET /x%0Afake-line HTTP/1.1\r\nHost: t\r\n\r\n"));
     ASSERT_TRUE(c.Read().has_value());
   }
   spdlog::set_default_logger(previous);
   const std::string text = log.str();
   EXPECT_NE(text.find("GET /hello 200"), std::string::npos) << text;
   EXPECT_EQ(text.find("sup3r-s3cret"), std::string::npos) << text;
+  EXPECT_EQ(text.find("qu3ry-s3cret"), std::string::npos) << text;
+  EXPECT_NE(text.find("GET /x%0Afake-line 404"), std::string::npos) << text;
 }
 
 }  // namespace
