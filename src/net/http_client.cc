@@ -86,6 +86,23 @@ Error TlsFailure(const Step& step, const error_code& ec, SSL* ssl) {
   return e;
 }
 
+// A header name or value with CR/LF would let a caller's data split the
+// request; a method must be a token.
+Status CheckRequest(const HttpRequest& request) {
+  const auto bad = [](std::string_view text, std::string_view forbidden) {
+    return text.find_first_of(forbidden) != std::string_view::npos;
+  };
+  if (request.method.empty() || bad(request.method, " \t\r\n()<>@,;:\\\"/[]?={}")) {
+    return Error::Config("HTTP method '" + request.method + "' is not a token");
+  }
+  for (const auto& [name, value] : request.headers) {
+    if (name.empty() || bad(name, " \t\r\n:")) return Error::Config("bad HTTP header name '" + name + "'");
+    // The value is not repeated: it may be a credential.
+    if (bad(value, "\r\n")) return Error::Config("HTTP header " + name + ": value contains CR or LF");
+  }
+  return Status::Ok();
+}
+
 http::request<http::string_body> BuildRequest(const HttpRequest& request, const Url& url) {
   http::request<http::string_body> req;
   req.method_string(request.method);
@@ -119,6 +136,7 @@ asio::awaitable<Result<HttpResponse>> Exchange(Stream& stream, const HttpRequest
   http::response_parser<http::string_body> parser;
   parser.header_limit(kMaxHeaderBytes);
   parser.body_limit(options.max_body_bytes);
+  if (request.method == "HEAD") parser.skip(true);  // a HEAD answer has headers only
   beast::get_lowest_layer(stream).expires_at(deadline);
   co_await http::async_read(stream, buffer, parser, tok);
   if (ec == http::error::body_limit) {
@@ -138,6 +156,7 @@ asio::awaitable<Result<HttpResponse>> FetchImpl(const HttpRequest& request, cons
   Result<Url> parsed = ParseUrl(request.url);
   if (!parsed) co_return parsed.error();
   const Url& url = *parsed;
+  if (Status s = CheckRequest(request); !s.ok()) co_return s.error();
   std::unique_ptr<ssl::context> tls;
   if (url.tls()) {
     Result<std::unique_ptr<ssl::context>> ctx = MakeTlsContext(options);
@@ -150,21 +169,21 @@ asio::awaitable<Result<HttpResponse>> FetchImpl(const HttpRequest& request, cons
   error_code ec;
   auto tok = asio::redirect_error(asio::use_awaitable, ec);
 
-  // The resolver has no deadline of its own: a timer cancels it. The handler
-  // only touches the resolver when the timer fired, and the timer is
-  // cancelled (or fires) before this frame ends.
-  tcp::resolver resolver(ex);
+  // The resolver has no deadline of its own: a timer cancels it. The timer's
+  // handler may run after this frame is gone (it can be queued just as the
+  // resolve completes), so it shares ownership of what it touches.
+  auto resolver = std::make_shared<tcp::resolver>(ex);
+  auto resolve_timed_out = std::make_shared<bool>(false);
   asio::steady_timer resolve_deadline(ex, deadline);
-  bool resolve_timed_out = false;
-  resolve_deadline.async_wait([&resolver, &resolve_timed_out](const error_code& timer_ec) {
+  resolve_deadline.async_wait([resolver, resolve_timed_out](const error_code& timer_ec) {
     if (timer_ec) return;
-    resolve_timed_out = true;
-    resolver.cancel();
+    *resolve_timed_out = true;
+    resolver->cancel();
   });
   const tcp::resolver::results_type endpoints =
-      co_await resolver.async_resolve(url.host, std::to_string(url.port), tok);
+      co_await resolver->async_resolve(url.host, std::to_string(url.port), tok);
   resolve_deadline.cancel();
-  if (resolve_timed_out) co_return step.Fail(asio::error::timed_out);
+  if (*resolve_timed_out) co_return step.Fail(asio::error::timed_out);
   if (ec) co_return step.Fail(ec);
 
   step.name = "connect";

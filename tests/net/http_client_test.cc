@@ -191,6 +191,30 @@ TEST(Fetch, ABadUrlIsAConfigError) {
   EXPECT_EQ(res.error().category(), ErrorCategory::kConfig);
 }
 
+TEST(Fetch, RefusesHeadersThatWouldSplitTheRequestWithoutEchoingTheValue) {
+  FixtureHttpServer server(Echo);
+  for (const auto& [name, value] :
+       std::vector<std::pair<std::string, std::string>>{{"X-Token", "s3cret\r\nX-Evil: 1"},
+                                                        {"Bad Name", "v"},
+                                                        {"X-Colon:", "v"}}) {
+    SCOPED_TRACE(name);
+    Result<HttpResponse> res = Fetch({.url = server.url() + "/", .headers = {{name, value}}});
+    ASSERT_FALSE(res.ok());
+    EXPECT_EQ(res.error().category(), ErrorCategory::kConfig);
+    EXPECT_EQ(res.error().message().find("s3cret"), std::string::npos) << res.error().message();
+  }
+  EXPECT_EQ(server.requests(), 0);
+}
+
+TEST(Fetch, AHeadRequestReadsHeadersOnly) {
+  FixtureHttpServer server([](const FixtureRequest&) { return FixtureResponse{.body = "not sent for HEAD"}; });
+  Result<HttpResponse> res = Fetch({.method = "HEAD", .url = server.url() + "/"}, {.timeout = milliseconds(2000)});
+  ASSERT_TRUE(res.ok()) << res.error().ToString();
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->Header("Content-Length"), "17");
+  EXPECT_EQ(res->body, "");
+}
+
 TEST(Fetch, IsSafeToCallFromSeveralThreadsAtOnce) {
   FixtureHttpServer server(Echo);
   std::vector<std::thread> threads;
