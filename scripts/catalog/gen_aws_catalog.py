@@ -8,8 +8,9 @@ Inputs (read at generation time; the generated YAML is committed):
   - ../shared/data/prices/aws_spot_advisor_gpu_2025-06-28_primary.csv: the AWS
     Spot Instance Advisor (savings vs on-demand and interruption band per
     region and type; README section 2.4).
-  - REGIONAL_ON_DEMAND below: on-demand list prices for us-west-2 and
-    eu-west-1, kept by hand (see the comment there for their source).
+  - REGIONAL_ON_DEMAND / REGIONAL_NOT_OFFERED below: on-demand list prices
+    for us-west-2 and eu-west-1 and the types AWS does not sell there, kept
+    by hand (see the comment there for their source). Nothing is downloaded.
 
 Usage: scripts/catalog/gen_aws_catalog.py [--shared DIR] [--out FILE]
 """
@@ -18,6 +19,7 @@ import argparse
 import csv
 import os
 import sys
+import textwrap
 
 FAMILIES = ["p5", "p5e", "p5en", "p4d", "p4de", "p3", "p3dn", "g6", "g6e", "g5", "g4dn"]
 
@@ -84,28 +86,76 @@ REGIONS = [
 ]
 
 # On-demand Linux list prices (USD/h) outside us-east-1, transcribed by hand
-# from skypilot-org/skypilot-catalog catalogs/v8/aws/vms.csv (column Price,
-# which SkyPilot takes from the AWS Price List API), stored copy at commit
-# 00148f2af3672e2229b4f7bf8157d5a3f36e3c35, read 2026-07. Its us-east-1
-# prices match the Karpenter table above, so the two are of the same date.
-# Only the prices actually read are listed: so far the g4dn family (and
-# g5.12xlarge in eu-west-1). A type missing from a region's table is left out
-# of that region (planned only where its price is known), even where AWS
-# sells it; extending the tables from the same file extends the catalog.
-# g4dn.metal in eu-west-1 was not in the rows read.
+# from skypilot-org/skypilot-catalog catalogs/v8/aws/vms.csv, column Price
+# (SkyPilot fills it from the AWS Price List API), stored copy at commit
+# 00148f2af3672e2229b4f7bf8157d5a3f36e3c35, read 2026-12-02. The file has one
+# row per (instance type, AZ ID) with the same Price on every row of a region.
+# The copy does not record when SkyPilot fetched the prices; its us-east-1 rows
+# equal the Karpenter table above (p5.48xlarge 55.04, p4d.24xlarge 21.957642,
+# g6.xlarge 0.8048, ...), so they are taken as of the same date, 2026-07-20.
+#
+# Every type of FAMILIES that has a us-east-1 price was looked up in both
+# regions. A type with no row for a region is listed in REGIONAL_NOT_OFFERED;
+# main() refuses to run if a type is in neither table. p5e.48xlarge has no
+# price in any region of the file (and none in Karpenter's us-east-1 table), so
+# the catalog leaves it out everywhere. Local Zone rows (usw2-lax1-az*) are
+# ignored.
+#
+# Not modelled: per-AZ availability. The catalog offers a type in every zone of
+# a region, but the file lists some types in only some AZ IDs (eu-west-1:
+# p4d.24xlarge in euw1-az2 only, p3dn.24xlarge in euw1-az1/az2, p3.* in
+# euw1-az2/az3; us-west-2: p3.*, g5.* and p4de.24xlarge in usw2-az1..az3,
+# p3dn.24xlarge in usw2-az1/az3, p5en.48xlarge in usw2-az2..az4). AZ IDs map
+# to the account's AZ names differently per account, so they cannot be written
+# as zone names.
+#
+# Prices are copied digit for digit: the file gives p4d.24xlarge as 21.95764 in
+# us-west-2 but 21.957642 in us-east-1, and the tables keep that difference.
+#
+# Not used: the file's SpotPrice column (one point-in-time price per AZ).
+# Spot prices come from the Spot Instance Advisor, as for us-east-1; it lists
+# every type offered in these two regions except p5.4xlarge in us-west-2,
+# whose SpotPrice is empty in the file too (that type uses the defaults).
+VMS_CSV = "skypilot-org/skypilot-catalog catalogs/v8/aws/vms.csv @00148f2a"
 REGIONAL_ON_DEMAND_SOURCE = {
-    "us-west-2": "AWS Price List API via skypilot-org/skypilot-catalog catalogs/v8/aws/vms.csv @00148f2a (read 2026-07); g4dn only",
-    "eu-west-1": "AWS Price List API via skypilot-org/skypilot-catalog catalogs/v8/aws/vms.csv @00148f2a (read 2026-07); g4dn and g5.12xlarge only",
+    "us-west-2": f"AWS Price List API via {VMS_CSV} (read 2026-12-02)",
+    "eu-west-1": f"AWS Price List API via {VMS_CSV} (read 2026-12-02)",
 }
 REGIONAL_ON_DEMAND = {
     "us-west-2": {
+        "p5.4xlarge": 6.88, "p5.48xlarge": 55.04, "p5en.48xlarge": 63.296,
+        "p4d.24xlarge": 21.95764, "p4de.24xlarge": 27.44705,
+        "p3.2xlarge": 3.06, "p3.8xlarge": 12.24, "p3.16xlarge": 24.48, "p3dn.24xlarge": 31.212,
+        "g6.xlarge": 0.8048, "g6.2xlarge": 0.9776, "g6.4xlarge": 1.3232, "g6.8xlarge": 2.0144,
+        "g6.12xlarge": 4.6016, "g6.16xlarge": 3.3968, "g6.24xlarge": 6.6752, "g6.48xlarge": 13.3504,
+        "g6e.xlarge": 1.861, "g6e.2xlarge": 2.24208, "g6e.4xlarge": 3.00424, "g6e.8xlarge": 4.52856,
+        "g6e.12xlarge": 10.49264, "g6e.16xlarge": 7.57719, "g6e.24xlarge": 15.06559,
+        "g6e.48xlarge": 30.13118,
+        "g5.xlarge": 1.006, "g5.2xlarge": 1.212, "g5.4xlarge": 1.624, "g5.8xlarge": 2.448,
+        "g5.12xlarge": 5.672, "g5.16xlarge": 4.096, "g5.24xlarge": 8.144, "g5.48xlarge": 16.288,
         "g4dn.xlarge": 0.526, "g4dn.2xlarge": 0.752, "g4dn.4xlarge": 1.204, "g4dn.8xlarge": 2.176,
         "g4dn.12xlarge": 3.912, "g4dn.16xlarge": 4.352, "g4dn.metal": 7.824,
     },
     "eu-west-1": {
+        "p4d.24xlarge": 23.71569,
+        "p3.2xlarge": 3.305, "p3.8xlarge": 13.22, "p3.16xlarge": 26.44, "p3dn.24xlarge": 33.711,
+        "g5.xlarge": 1.123, "g5.2xlarge": 1.35296, "g5.4xlarge": 1.81287, "g5.8xlarge": 2.73271,
+        "g5.12xlarge": 6.33167, "g5.16xlarge": 4.57237, "g5.24xlarge": 9.09117, "g5.48xlarge": 18.18233,
         "g4dn.xlarge": 0.587, "g4dn.2xlarge": 0.838, "g4dn.4xlarge": 1.342, "g4dn.8xlarge": 2.426,
-        "g4dn.12xlarge": 4.362, "g4dn.16xlarge": 4.853, "g5.12xlarge": 6.33167,
+        "g4dn.12xlarge": 4.362, "g4dn.16xlarge": 4.853, "g4dn.metal": 8.724,
     },
+}
+# Types that have a us-east-1 price but no row at all for the region in the
+# same file: AWS does not sell them there.
+REGIONAL_NOT_OFFERED = {
+    "us-west-2": [],
+    "eu-west-1": [
+        "p5.4xlarge", "p5.48xlarge", "p5en.48xlarge", "p4de.24xlarge",
+        "g6.xlarge", "g6.2xlarge", "g6.4xlarge", "g6.8xlarge",
+        "g6.12xlarge", "g6.16xlarge", "g6.24xlarge", "g6.48xlarge",
+        "g6e.xlarge", "g6e.2xlarge", "g6e.4xlarge", "g6e.8xlarge",
+        "g6e.12xlarge", "g6e.16xlarge", "g6e.24xlarge", "g6e.48xlarge",
+    ],
 }
 
 # Spot Instance Advisor interruption bands: share of instances interrupted
@@ -164,6 +214,15 @@ def main():
         if t["ondemand_usd_per_h_us_east_1"]:
             on_demand["us-east-1"][t["instance_type"]] = float(t["ondemand_usd_per_h_us_east_1"])
     for region, prices in REGIONAL_ON_DEMAND.items():
+        not_offered = set(REGIONAL_NOT_OFFERED.get(region, []))
+        if not_offered & set(prices):
+            sys.exit(f"gen_aws_catalog: {region}: priced and not offered: {sorted(not_offered & set(prices))}")
+        unknown = (set(prices) | not_offered) - {t["instance_type"] for t in types}
+        if unknown:
+            sys.exit(f"gen_aws_catalog: {region}: not in the GPU type list: {sorted(unknown)}")
+        unread = set(on_demand["us-east-1"]) - set(prices) - not_offered
+        if unread:
+            sys.exit(f"gen_aws_catalog: {region}: neither priced nor marked not offered: {sorted(unread)}")
         on_demand[region] = dict(prices)
     priced = {name for prices in on_demand.values() for name in prices}
     types = [t for t in types if t["instance_type"] in priced]
@@ -177,9 +236,18 @@ def main():
     w("# Specs and us-east-1 on-demand prices: ../shared/data/catalog/aws_gpu_instance_types.csv")
     w("#   (aws/karpenter-provider-aws instance-types docs and zz_generated.pricing_aws.go,")
     w("#   commit 1d927085, prices generated 2026-07-20T13:44:30Z for us-east-1).")
+    w("#   us-west-2 and eu-west-1 use the same date: the source's us-east-1 rows equal that table.")
     for region, src in REGIONAL_ON_DEMAND_SOURCE.items():
-        if REGIONAL_ON_DEMAND.get(region):
-            w(f"# {region} on-demand prices: {src}.")
+        w(f"# {region} on-demand prices ({len(REGIONAL_ON_DEMAND[region])} types): {src}.")
+        missing = REGIONAL_NOT_OFFERED.get(region, [])
+        if missing:
+            text = f"Not offered in {region} (no row in the source): " + ", ".join(missing) + "."
+            for line in textwrap.wrap(text, width=96):
+                w("#   " + line)
+        else:
+            w(f"#   Every type priced in us-east-1 is offered in {region}.")
+    w("#   Per-AZ availability is not modelled: a type is offered in every zone of its region")
+    w("#   (the source lists e.g. p4d.24xlarge in one eu-west-1 AZ only; see the script).")
     w("# Spot prices and interruption rates: AWS Spot Instance Advisor snapshot of 2025-06-28")
     w("#   (../shared/data/prices/aws_spot_advisor_gpu_2025-06-28_primary.csv, Linux rows):")
     w("#   spot_usd_per_hour = on-demand x (1 - savings_pct / 100);")
@@ -192,7 +260,7 @@ def main():
     w("kind: Catalog")
     w("provider: aws")
     w('source: "GPU specs and us-east-1 prices: aws/karpenter-provider-aws @1d927085 (pricing generated 2026-07-20); '
-      'us-west-2/eu-west-1: AWS Price List API via skypilot-org/skypilot-catalog @00148f2a; '
+      'us-west-2/eu-west-1 on-demand: AWS Price List API via skypilot-org/skypilot-catalog vms.csv @00148f2a; '
       'spot: AWS Spot Instance Advisor 2025-06-28"')
     w('as_of: "2026-07-20"')
     w("defaults: {spot_discount: 0.6, spot_interruptions_per_hour: 0.01, launch_latency: 4m}")

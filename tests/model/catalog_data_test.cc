@@ -4,6 +4,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "gpuscaler/model/catalog.h"
 
@@ -47,6 +48,7 @@ std::string* AwsCatalog::load_error_ = nullptr;
 TEST_F(AwsCatalog, StatesItsProviderSourceAndDate) {
   EXPECT_EQ(catalog().provider, "aws");
   EXPECT_NE(catalog().source.find("karpenter"), std::string::npos) << catalog().source;
+  EXPECT_NE(catalog().source.find("skypilot-catalog"), std::string::npos) << catalog().source;
   EXPECT_EQ(catalog().as_of, "2026-07-20");
 }
 
@@ -95,6 +97,81 @@ TEST_F(AwsCatalog, HasThreeRegionsWithRealZonesAndPositivePrices) {
       EXPECT_GT(rate, 0) << type;
       EXPECT_LT(rate, 0.01) << type;  // at most 25 % a month
     }
+  }
+}
+
+// Issue 2: on-demand prices for these families in all three regions, wherever
+// AWS sells them. In eu-west-1 the source has no row at all for p5, p4de, g6 and
+// g6e (see the header of config/catalogs/aws.yaml), so none may be priced there.
+TEST_F(AwsCatalog, PricesEveryFamilyInEveryRegionThatOffersIt) {
+  struct Case {
+    std::string region;
+    std::string family;
+    bool offered;
+  };
+  std::vector<Case> cases;
+  for (const char* family : {"p5", "p4d", "p4de", "p3", "g6", "g6e", "g5", "g4dn"}) {
+    cases.push_back({"us-east-1", family, true});
+    cases.push_back({"us-west-2", family, true});
+  }
+  for (const char* family : {"p4d", "p3", "g5", "g4dn"}) cases.push_back({"eu-west-1", family, true});
+  for (const char* family : {"p5", "p4de", "g6", "g6e"}) cases.push_back({"eu-west-1", family, false});
+
+  const RegionPrices* east = Region("us-east-1");
+  ASSERT_NE(east, nullptr);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.region + " " + c.family);
+    const RegionPrices* r = Region(c.region);
+    ASSERT_NE(r, nullptr);
+    int family_types = 0;
+    int priced = 0;
+    for (const auto& t : catalog().instance_types) {
+      if (t.family != c.family) continue;
+      ++family_types;
+      const bool has_price = r->on_demand_usd_per_hour.count(t.name) > 0;
+      if (has_price) ++priced;
+      // An offered family is complete: every size sold in us-east-1 has a price here too.
+      if (c.offered && east->on_demand_usd_per_hour.count(t.name)) {
+        EXPECT_TRUE(has_price) << t.name;
+      }
+    }
+    EXPECT_GT(family_types, 0);
+    if (c.offered) {
+      EXPECT_GT(priced, 0);
+    } else {
+      EXPECT_EQ(priced, 0);
+    }
+  }
+}
+
+// Values as they appear in the sources: us-east-1 in Karpenter's
+// zz_generated.pricing_aws.go @1d927085, the others in skypilot-catalog
+// catalogs/v8/aws/vms.csv @00148f2a (column Price).
+TEST_F(AwsCatalog, OnDemandPricesMatchTheSource) {
+  struct Case {
+    std::string region;
+    std::string type;
+    double usd_per_hour;
+  };
+  const std::vector<Case> cases = {
+      {"us-east-1", "p5.48xlarge", 55.04},      {"us-east-1", "p4d.24xlarge", 21.957642},
+      {"us-east-1", "g6e.xlarge", 1.861},       {"us-west-2", "p5.48xlarge", 55.04},
+      {"us-west-2", "p5en.48xlarge", 63.296},   {"us-west-2", "p4d.24xlarge", 21.95764},
+      {"us-west-2", "p4de.24xlarge", 27.44705}, {"us-west-2", "p3.2xlarge", 3.06},
+      {"us-west-2", "g6.xlarge", 0.8048},       {"us-west-2", "g6e.48xlarge", 30.13118},
+      {"us-west-2", "g5.12xlarge", 5.672},      {"us-west-2", "g4dn.metal", 7.824},
+      {"eu-west-1", "p4d.24xlarge", 23.71569},  {"eu-west-1", "p3.16xlarge", 26.44},
+      {"eu-west-1", "p3dn.24xlarge", 33.711},   {"eu-west-1", "g5.xlarge", 1.123},
+      {"eu-west-1", "g5.48xlarge", 18.18233},   {"eu-west-1", "g4dn.xlarge", 0.587},
+      {"eu-west-1", "g4dn.metal", 8.724},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.region + " " + c.type);
+    const RegionPrices* r = Region(c.region);
+    ASSERT_NE(r, nullptr);
+    auto it = r->on_demand_usd_per_hour.find(c.type);
+    ASSERT_NE(it, r->on_demand_usd_per_hour.end());
+    EXPECT_NEAR(it->second, c.usd_per_hour, 1e-9);
   }
 }
 
