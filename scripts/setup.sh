@@ -31,6 +31,7 @@ packages=(
   prometheus             # promtool checks the PrometheusRule (tests/kube) and our /metrics text (tests/server); the 2.42 server runs the real-server signal tests
   chromium               # tests only: renders the HTML cost report headless (screenshot, DOM, JS errors)
   rabbitmq-server        # tests only: real RabbitMQ 3.10 + management API for the queue-depth collector tests
+  wrk                    # bench only: bench/load/run_load.sh drives >= 1,000 concurrent HTTP connections at the daemon
 )
 
 missing=()
