@@ -97,7 +97,7 @@ DocNode Convert(const YAML::Node& n, SourceMark fallback) {
       for (auto it = n.begin(); it != n.end(); ++it) {
         DocNode key = Convert(it->first, out.mark);
         DocNode value = Convert(it->second, key.mark);
-        out.entries.emplace_back(std::move(key), std::move(value));
+        out.entries.push_back({std::move(key), std::move(value)});
       }
       break;
     case YAML::NodeType::Null:

@@ -161,12 +161,15 @@ DcgmReadings ReadDcgm(const std::vector<Sample>& samples, const DcgmOptions& opt
       }
     }
     double sum = 0;
+    // Captured through a plain reference: clang 14 (the fuzz preset) cannot
+    // capture a structured binding.
+    NodeGpuReadings& counted = node;
     auto add = [&](std::optional<double> u) {
       if (u.has_value()) {
         sum += *u;
-        ++node.gpus_with_utilization;
+        ++counted.gpus_with_utilization;
       } else {
-        ++node.gpus_without_utilization;
+        ++counted.gpus_without_utilization;
       }
     };
     for (const GpuReading& g : node.gpus) {

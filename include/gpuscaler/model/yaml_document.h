@@ -44,6 +44,8 @@ struct ConfigProblem {
 // All problems, one per line, in the order given.
 std::string JoinProblems(const std::vector<ConfigProblem>& problems);
 
+struct DocEntry;
+
 // One node of a parsed document.
 struct DocNode {
   enum class Kind { kNull, kScalar, kSequence, kMapping };
@@ -52,7 +54,10 @@ struct DocNode {
   std::string scalar;   // kScalar: the text as written, unquoted
   bool quoted = false;  // kScalar: quoted or block scalar (always a string)
   std::vector<DocNode> items;                         // kSequence
-  std::vector<std::pair<DocNode, DocNode>> entries;   // kMapping, file order, duplicates kept
+  // kMapping, file order, duplicates kept. Not std::pair<DocNode, DocNode>:
+  // a pair of a type still incomplete here fails to compile with clang and
+  // libstdc++ (the fuzz preset), a named struct does not.
+  std::vector<DocEntry> entries;
 
   bool IsNull() const { return kind == Kind::kNull; }
   bool IsScalar() const { return kind == Kind::kScalar; }
@@ -61,6 +66,11 @@ struct DocNode {
   // What a person calls it in "expected X, got Y": "a string", "a number",
   // "an integer", "a boolean", "null", "a list", "a mapping".
   std::string Describe() const;
+};
+
+struct DocEntry {
+  DocNode key;
+  DocNode value;
 };
 
 // Levenshtein-closest candidate to `word`, or "" when none is close enough to
