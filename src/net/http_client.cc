@@ -4,6 +4,7 @@
 #include <openssl/x509_vfy.h>
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -15,6 +16,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <array>
 #include <exception>
 #include <optional>
 
@@ -60,11 +62,28 @@ Result<std::unique_ptr<ssl::context>> MakeTlsContext(const HttpClientOptions& op
   if (!options.ca_file.empty()) {
     ctx->load_verify_file(options.ca_file, ec);
     if (ec) return Error::Config("ca_file " + options.ca_file + ": cannot load: " + ec.message());
-  } else {
+  }
+  if (!options.ca_pem.empty()) {
+    ctx->add_certificate_authority(asio::buffer(options.ca_pem), ec);
+    if (ec) return Error::Config("CA certificate data: cannot load: " + ec.message());
+  }
+  if (options.ca_file.empty() && options.ca_pem.empty()) {
     ctx->set_default_verify_paths(ec);
     if (ec) return Error::Config("system CA store: cannot load: " + ec.message());
   }
   return ctx;
+}
+
+Status AddClientCertificate(ssl::context& ctx, const HttpClientOptions& options) {
+  if (options.client_cert_pem.empty() && options.client_key_pem.empty()) return Status::Ok();
+  if (options.client_cert_pem.empty() || options.client_key_pem.empty())
+    return Error::Config("a client certificate needs both the certificate and its key");
+  error_code ec;
+  ctx.use_certificate_chain(asio::buffer(options.client_cert_pem), ec);
+  if (ec) return Error::Config("client certificate: cannot load: " + ec.message());
+  ctx.use_private_key(asio::buffer(options.client_key_pem), ssl::context::pem, ec);
+  if (ec) return Error::Config("client key: cannot load: " + ec.message());
+  return Status::Ok();
 }
 
 // OpenSSL's own name check (rather than a verify callback) so a mismatch
@@ -119,10 +138,109 @@ http::request<http::string_body> BuildRequest(const HttpRequest& request, const 
   return req;
 }
 
+// FetchStream's part of a request: where the body goes and when to stop.
+struct StreamSpec {
+  const StreamOptions* options = nullptr;
+  const std::function<bool(std::string_view)>* on_body = nullptr;
+};
+
+// Reads the answer of a streamed request, the body piece by piece. A second
+// coroutine polls spec.options->stop and closes the socket, which ends the
+// pending read; it only touches the stream while `*done` is false, and both
+// run on one thread, so it never sees the stream after this frame is gone.
+template <typename Stream>
+asio::awaitable<Result<HttpResponse>> ReadStreamed(Stream& stream, beast::flat_buffer& buffer,
+                                                   const HttpClientOptions& options, Step& step,
+                                                   std::chrono::steady_clock::time_point deadline,
+                                                   const StreamSpec& spec) {
+  error_code ec;
+  auto tok = asio::redirect_error(asio::use_awaitable, ec);
+  auto done = std::make_shared<bool>(false);
+  auto stopped = std::make_shared<bool>(false);
+  auto ex = co_await asio::this_coro::executor;
+  auto poll_timer = std::make_shared<asio::steady_timer>(ex);
+  struct Finish {
+    std::shared_ptr<bool> done;
+    std::shared_ptr<asio::steady_timer> timer;
+    ~Finish() {
+      *done = true;
+      timer->cancel();
+    }
+  } finish{done, poll_timer};
+  if (spec.options->stop) {
+    auto& lowest = beast::get_lowest_layer(stream);
+    const std::function<bool()> stop = spec.options->stop;
+    asio::co_spawn(
+        ex,
+        [done, stopped, poll_timer, stop, &lowest]() -> asio::awaitable<void> {
+          while (!*done) {
+            poll_timer->expires_after(std::chrono::milliseconds(100));
+            error_code wait_ec;
+            co_await poll_timer->async_wait(asio::redirect_error(asio::use_awaitable, wait_ec));
+            if (*done) co_return;
+            if (stop()) {
+              *stopped = true;
+              lowest.socket().close(wait_ec);
+              co_return;
+            }
+          }
+        },
+        asio::detached);
+  }
+
+  http::response_parser<http::buffer_body> parser;
+  parser.header_limit(kMaxHeaderBytes);
+  parser.body_limit(boost::none);  // a watch runs as long as the server keeps it
+  beast::get_lowest_layer(stream).expires_at(deadline);
+  co_await http::async_read_header(stream, buffer, parser, tok);
+  if (*stopped) co_return Error::Transient(step.peer + ": stopped before the answer arrived");
+  if (ec) co_return step.Fail(ec);
+  HttpResponse out;
+  out.status = static_cast<int>(parser.get().result_int());
+  for (const auto& field : parser.get())
+    out.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+  const bool success = out.status >= 200 && out.status < 300;
+  std::array<char, 16384> piece;
+  while (!parser.is_done()) {
+    parser.get().body().data = piece.data();
+    parser.get().body().size = piece.size();
+    // Errors are read whole under the overall deadline; a good stream may
+    // stay quiet for up to idle_timeout between pieces.
+    if (success) {
+      beast::get_lowest_layer(stream).expires_after(spec.options->idle_timeout);
+    } else {
+      beast::get_lowest_layer(stream).expires_at(deadline);
+    }
+    // read_some, not read: it returns with whatever arrived, so pieces reach
+    // the caller as they come and the idle deadline is per piece.
+    co_await http::async_read_some(stream, buffer, parser, tok);
+    if (ec == http::error::need_buffer) ec = {};
+    if (*stopped) co_return out;
+    if (ec == beast::error::timeout && success) {
+      co_return Error::Transient(step.peer + ": read: no data for " +
+                                 std::to_string(spec.options->idle_timeout.count()) + " ms");
+    }
+    if (ec) co_return step.Fail(ec);
+    const size_t n = piece.size() - parser.get().body().size;
+    if (n == 0) continue;
+    if (!success) {
+      if (out.body.size() + n > options.max_body_bytes) {
+        co_return Error::InvalidInput(step.peer + ": response body exceeds the limit of " +
+                                      std::to_string(options.max_body_bytes) + " bytes");
+      }
+      out.body.append(piece.data(), n);
+    } else if (!(*spec.on_body)(std::string_view(piece.data(), n))) {
+      co_return out;
+    }
+  }
+  co_return out;
+}
+
 template <typename Stream>
 asio::awaitable<Result<HttpResponse>> Exchange(Stream& stream, const HttpRequest& request, const Url& url,
                                                const HttpClientOptions& options, Step& step,
-                                               std::chrono::steady_clock::time_point deadline) {
+                                               std::chrono::steady_clock::time_point deadline,
+                                               const StreamSpec* spec) {
   error_code ec;
   auto tok = asio::redirect_error(asio::use_awaitable, ec);
   http::request<http::string_body> req = BuildRequest(request, url);
@@ -130,6 +248,11 @@ asio::awaitable<Result<HttpResponse>> Exchange(Stream& stream, const HttpRequest
   beast::get_lowest_layer(stream).expires_at(deadline);
   co_await http::async_write(stream, req, tok);
   if (ec) co_return step.Fail(ec);
+  if (spec != nullptr) {
+    step.name = "read";
+    beast::flat_buffer stream_buffer;
+    co_return co_await ReadStreamed(stream, stream_buffer, options, step, deadline, *spec);
+  }
 
   step.name = "read";
   beast::flat_buffer buffer;
@@ -152,7 +275,8 @@ asio::awaitable<Result<HttpResponse>> Exchange(Stream& stream, const HttpRequest
   co_return out;
 }
 
-asio::awaitable<Result<HttpResponse>> FetchImpl(const HttpRequest& request, const HttpClientOptions& options) {
+asio::awaitable<Result<HttpResponse>> FetchImpl(const HttpRequest& request, const HttpClientOptions& options,
+                                                const StreamSpec* spec = nullptr) {
   Result<Url> parsed = ParseUrl(request.url);
   if (!parsed) co_return parsed.error();
   const Url& url = *parsed;
@@ -162,6 +286,7 @@ asio::awaitable<Result<HttpResponse>> FetchImpl(const HttpRequest& request, cons
     Result<std::unique_ptr<ssl::context>> ctx = MakeTlsContext(options);
     if (!ctx) co_return ctx.error();
     tls = std::move(ctx).value();
+    if (Status s = AddClientCertificate(*tls, options); !s.ok()) co_return s.error();
   }
   auto ex = co_await asio::this_coro::executor;
   const auto deadline = std::chrono::steady_clock::now() + options.timeout;
@@ -192,7 +317,7 @@ asio::awaitable<Result<HttpResponse>> FetchImpl(const HttpRequest& request, cons
     stream.expires_at(deadline);
     co_await stream.async_connect(endpoints, tok);
     if (ec) co_return step.Fail(ec);
-    Result<HttpResponse> result = co_await Exchange(stream, request, url, options, step, deadline);
+    Result<HttpResponse> result = co_await Exchange(stream, request, url, options, step, deadline, spec);
     stream.socket().shutdown(tcp::socket::shutdown_both, ec);
     co_return result;
   }
@@ -217,7 +342,7 @@ asio::awaitable<Result<HttpResponse>> FetchImpl(const HttpRequest& request, cons
   // No close_notify exchange afterwards: the request asked for
   // Connection: close and the whole answer is read, so waiting for the
   // peer's alert would only add latency.
-  co_return co_await Exchange(stream, request, url, options, step, deadline);
+  co_return co_await Exchange(stream, request, url, options, step, deadline, spec);
 }
 
 asio::awaitable<void> FetchInto(HttpRequest request, HttpClientOptions options,
@@ -259,6 +384,26 @@ std::vector<Result<HttpResponse>> FetchAll(const std::vector<HttpRequest>& reque
     out.push_back(slot ? std::move(*slot) : Result<HttpResponse>(Error::Internal("http client: no result")));
   }
   return out;
+}
+
+Result<HttpResponse> FetchStream(const HttpRequest& request, const HttpClientOptions& options,
+                                 const StreamOptions& stream, const std::function<bool(std::string_view)>& on_body) {
+  std::optional<Result<HttpResponse>> slot;
+  asio::io_context io(1);
+  const StreamSpec spec{&stream, &on_body};
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        try {
+          slot = co_await FetchImpl(request, options, &spec);
+        } catch (const std::exception& e) {
+          slot = Error::Internal(std::string("http client: unexpected exception: ") + e.what());
+        }
+      },
+      asio::detached);
+  io.run();
+  if (!slot) return Error::Internal("http client: no result");
+  return std::move(*slot);
 }
 
 Result<HttpResponse> Fetch(const HttpRequest& request, const HttpClientOptions& options) {

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -330,4 +332,102 @@ TEST_F(HttpsFetch, PlainHttpToATlsPortFailsWithoutHanging) {
 }
 
 }  // namespace
+// A streamed answer in pieces that do not line up with anything (a watch's
+// lines split across chunks).
+TEST(FetchStream, HandsEveryPieceOfAChunkedBodyToTheCallbackInOrder) {
+  const std::vector<std::string> pieces = {"{\"a\":1}\n{\"b\"", ":2}\n", "{\"c\":3}\n"};
+  FixtureHttpServer server([&](const FixtureRequest&) {
+    FixtureResponse r;
+    auto next = std::make_shared<size_t>(0);
+    r.stream = [&pieces, next](std::string* piece) {
+      if (*next >= pieces.size()) return false;
+      *piece = pieces[(*next)++];
+      return true;
+    };
+    return r;
+  });
+  std::string got;
+  HttpRequest req;
+  req.url = server.url() + "/watch";
+  Result<HttpResponse> res = FetchStream(req, {}, {}, [&](std::string_view piece) {
+    got.append(piece);
+    return true;
+  });
+  ASSERT_TRUE(res.ok()) << res.error().ToString();
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->Header("Transfer-Encoding"), "chunked");
+  EXPECT_TRUE(res->body.empty());
+  EXPECT_EQ(got, pieces[0] + pieces[1] + pieces[2]);
+}
+
+TEST(FetchStream, ReadsAnErrorAnswerWholeWithoutCallingTheCallback) {
+  FixtureHttpServer server([](const FixtureRequest&) {
+    FixtureResponse r;
+    r.status = 410;
+    r.body = "{\"code\":410}";
+    return r;
+  });
+  int calls = 0;
+  HttpRequest req;
+  req.url = server.url() + "/watch";
+  Result<HttpResponse> res = FetchStream(req, {}, {}, [&](std::string_view) {
+    ++calls;
+    return true;
+  });
+  ASSERT_TRUE(res.ok()) << res.error().ToString();
+  EXPECT_EQ(res->status, 410);
+  EXPECT_EQ(res->body, "{\"code\":410}");
+  EXPECT_EQ(calls, 0);
+}
+
+TEST(FetchStream, StopsWhenTheCallbackSaysSoOrTheStopFunctionFires) {
+  // A stream that never ends on its own.
+  FixtureHttpServer server([](const FixtureRequest&) {
+    FixtureResponse r;
+    r.stream = [](std::string* piece) {
+      std::this_thread::sleep_for(milliseconds(5));
+      *piece = "x";
+      return true;
+    };
+    return r;
+  });
+  HttpRequest req;
+  req.url = server.url() + "/watch";
+  int pieces = 0;
+  Result<HttpResponse> first = FetchStream(req, {}, {}, [&](std::string_view) { return ++pieces < 3; });
+  ASSERT_TRUE(first.ok()) << first.error().ToString();
+  EXPECT_EQ(pieces, 3);
+
+  std::atomic<int> seen{0};
+  StreamOptions stream;
+  stream.stop = [&] { return seen.load() >= 2; };
+  const auto started = steady_clock::now();
+  Result<HttpResponse> second = FetchStream(req, {}, stream, [&](std::string_view) {
+    ++seen;
+    return true;
+  });
+  ASSERT_TRUE(second.ok()) << second.error().ToString();
+  EXPECT_GE(seen.load(), 2);
+  EXPECT_LT(steady_clock::now() - started, std::chrono::seconds(5));
+}
+
+TEST(FetchStream, ASilentPeerFailsAfterTheIdleTimeout) {
+  FixtureHttpServer server([](const FixtureRequest&) {
+    FixtureResponse r;
+    r.stream = [](std::string*) {
+      std::this_thread::sleep_for(milliseconds(20));
+      return true;  // never sends anything
+    };
+    return r;
+  });
+  HttpRequest req;
+  req.url = server.url() + "/watch";
+  StreamOptions stream;
+  stream.idle_timeout = milliseconds(300);
+  Result<HttpResponse> res = FetchStream(req, {}, stream, [](std::string_view) { return true; });
+  ASSERT_FALSE(res.ok());
+  EXPECT_EQ(res.error().category(), ErrorCategory::kTransient);
+  EXPECT_NE(res.error().message().find("no data for 300 ms"), std::string::npos) << res.error().message();
+}
+
 }  // namespace gpuscaler::net

@@ -115,6 +115,30 @@ bool ReadRequest(Conn& conn, FixtureRequest* req) {
   return true;
 }
 
+// Sends a streamed answer chunk by chunk (see FixtureResponse::stream).
+void SendStream(Conn& conn, int fd, const FixtureResponse& res, const std::atomic<bool>& stopped) {
+  std::string head = "HTTP/1.1 " + std::to_string(res.status) + " " + Reason(res.status) + "\r\n";
+  head += "Content-Type: " + res.content_type + "\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n";
+  for (const auto& [k, v] : res.headers) head += k + ": " + v + "\r\n";
+  head += "\r\n";
+  if (!conn.WriteAll(head)) return;
+  while (!stopped.load()) {
+    // The client sends nothing after its request: readable now means it
+    // closed (or reset) the connection, so the stream ends.
+    pollfd peer{fd, POLLIN, 0};
+    if (::poll(&peer, 1, 0) > 0) return;
+    std::string piece;
+    const bool more = res.stream(&piece);
+    if (!piece.empty()) {
+      char size[32];
+      std::snprintf(size, sizeof size, "%zx\r\n", piece.size());
+      if (!conn.WriteAll(std::string(size) + piece + "\r\n")) return;
+    }
+    if (!more) break;
+  }
+  conn.WriteAll("0\r\n\r\n");
+}
+
 }  // namespace
 
 std::string FixtureRequest::Header(std::string_view name) const {
@@ -235,6 +259,8 @@ void FixtureHttpServer::Serve(int fd) {
       pollfd wake{wake_pipe_[0], POLLIN, 0};
       while (::poll(&wake, 1, -1) < 0) {
       }
+    } else if (res.stream) {
+      SendStream(conn, fd, res, stopped_);
     } else {
       std::string out = "HTTP/1.1 " + std::to_string(res.status) + " " + Reason(res.status) + "\r\n";
       out += "Content-Type: " + res.content_type + "\r\n";

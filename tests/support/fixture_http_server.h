@@ -44,6 +44,12 @@ struct FixtureResponse {
   bool hang = false;
   // Declare this Content-Length instead of the body's size (a lying peer).
   std::optional<size_t> content_length{};
+  // A streamed answer (a Kubernetes watch): when set, `body` is ignored and
+  // the body is sent chunked, one chunk per non-empty piece this returns,
+  // until it returns false, the client goes away or the server stops. It is
+  // called again right after each piece, so it should wait (briefly, e.g.
+  // 50 ms) for something to send and may return true with nothing.
+  std::function<bool(std::string* piece)> stream{};
 };
 
 using FixtureHandler = std::function<FixtureResponse(const FixtureRequest&)>;

@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -59,7 +60,37 @@ struct HttpClientOptions {
   std::string ca_file{};
   // https: skip certificate and host name verification (tests, labs only).
   bool insecure_skip_verify = false;
+  // https: trusted CAs as PEM text, in addition to ca_file (a kubeconfig's
+  // certificate-authority-data); a bad PEM is kConfig.
+  std::string ca_pem{};
+  // https: a client certificate (chain) and its private key, PEM text, for
+  // servers that authenticate clients by certificate (kubeconfig
+  // client-certificate-data / client-key-data). Both or neither.
+  std::string client_cert_pem{};
+  std::string client_key_pem{};
 };
+
+// A response read as it arrives (a Kubernetes watch): the body of a 2xx
+// answer is handed to `on_body` piece by piece, chunked or not.
+struct StreamOptions {
+  // Longest silence between two pieces of the body: kTransient when it
+  // passes (a peer that went away without closing). HttpClientOptions::
+  // timeout covers everything up to the end of the response headers.
+  std::chrono::milliseconds idle_timeout{60000};
+  // Polled about every 100 ms while the request runs; returning true ends it
+  // early as a success (a shutdown from another thread). May be empty.
+  std::function<bool()> stop{};
+};
+
+// Sends `request` and streams the answer. A 2xx body goes to on_body (which
+// may return false to stop reading: a success); the returned response then
+// has the status and headers and an empty body. Any other status is read
+// whole (up to max_body_bytes) into the returned body, on_body not called.
+// The end of the body, a stop and on_body's false are successes; errors as
+// Fetch(), plus kTransient when idle_timeout passes. Blocking, on its own
+// io_context; thread-safe like Fetch.
+Result<HttpResponse> FetchStream(const HttpRequest& request, const HttpClientOptions& options,
+                                 const StreamOptions& stream, const std::function<bool(std::string_view)>& on_body);
 
 // Blocking: runs the request on its own io_context and returns when it is
 // answered or fails.

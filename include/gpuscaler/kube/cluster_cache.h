@@ -1,0 +1,100 @@
+// ClusterCache: every pod and node of the cluster, kept current by list and
+// watch (the informer pattern of client-go's Reflector):
+//  - LIST in pages (limit/continue) gives the objects and a resourceVersion;
+//  - WATCH from it with allowWatchBookmarks; ADDED/MODIFIED/DELETED change the
+//    cache, BOOKMARK only moves the resourceVersion;
+//  - a watch that ends (the server's timeoutSeconds, a dropped connection)
+//    is started again from the last resourceVersion seen, after a backoff
+//    when it failed (doubling from initial_backoff up to max_backoff);
+//  - "410 Gone" (as the HTTP status or as an ERROR event: the version is
+//    older than the server's history) drops the cache and lists again.
+// One thread per kind between Start() and Stop(). Thread-safe: View() and
+// the accessors may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gpuscaler/controller/clock.h"
+#include "gpuscaler/kube/client.h"
+#include "gpuscaler/kube/objects.h"
+
+namespace gpuscaler::kube {
+
+struct ClusterCacheOptions {
+  std::chrono::milliseconds initial_backoff{500};
+  std::chrono::milliseconds max_backoff{30000};
+  // Asked of the server per watch: it ends the watch quietly after this, and
+  // the cache starts a new one (so a silently dead connection is noticed).
+  int watch_timeout_seconds = 60;
+  // No byte for this long on a watch: the connection is given up.
+  std::chrono::milliseconds watch_idle_timeout{90000};
+  int list_page_size = 500;
+};
+
+struct ClusterView {
+  std::vector<PodInfo> pods;    // by namespace/name
+  std::vector<NodeInfo> nodes;  // by name
+  bool synced = false;          // both kinds listed at least once
+};
+
+// Counters of one kind's list/watch loop (for tests, logs and metrics).
+struct WatchStats {
+  int64_t lists = 0;
+  int64_t relists_after_gone = 0;  // lists because of 410
+  int64_t watches = 0;             // watch requests started
+  int64_t events = 0;              // ADDED / MODIFIED / DELETED applied
+  int64_t bookmarks = 0;
+  int64_t failures = 0;            // failed lists and watches
+  std::string resource_version;    // where the next watch starts
+  std::string last_error;
+};
+
+class ClusterCache {
+ public:
+  // `client` and `clock` must outlive the cache.
+  ClusterCache(ApiClient& client, const Clock& clock, ClusterCacheOptions options = {});
+  ~ClusterCache();
+  ClusterCache(const ClusterCache&) = delete;
+  ClusterCache& operator=(const ClusterCache&) = delete;
+
+  void Start();
+  // Ends both loops (an open watch within ~100 ms) and joins them. Idempotent.
+  void Stop();
+
+  ClusterView View() const;
+  // Waits (condition variable, no polling) until `done(View())` holds; false
+  // when `timeout` passes first.
+  bool WaitUntil(const std::function<bool(const ClusterView&)>& done, std::chrono::milliseconds timeout) const;
+  bool WaitSynced(std::chrono::milliseconds timeout) const {
+    return WaitUntil([](const ClusterView& v) { return v.synced; }, timeout);
+  }
+  // When the cache was last known to match the cluster: now while both
+  // watches run, else the last moment both did; nullopt before the first sync.
+  std::optional<WallTime> FreshAt() const;
+  WatchStats pod_stats() const;
+  WatchStats node_stats() const;
+
+ private:
+  class Loop;
+  ApiClient& client_;
+  const Clock& clock_;
+  ClusterCacheOptions options_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable changed_;
+  uint64_t version_ = 0;  // under mu_: bumped with every change, so a waiter misses none
+  ClusterView ViewLocked() const;
+  std::unique_ptr<Loop> pods_;
+  std::unique_ptr<Loop> nodes_;
+};
+
+}  // namespace gpuscaler::kube

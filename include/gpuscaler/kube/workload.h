@@ -1,0 +1,94 @@
+// From Kubernetes objects to the model: pending GPU pods become DemandUnits,
+// nodes become Nodes (offering from well-known labels, instance id from
+// providerID, the pods bound to them as running work). Pure functions of
+// their arguments; thread-safe.
+//
+// Which pods count (docs/kubernetes.md, "What gpuscaler reads"): a pod
+// that asks for GPUs (nvidia.com/gpu, or a MIG device nvidia.com/mig-<profile>)
+// and that the scheduler gave up on: phase Pending, no node, condition
+// PodScheduled=False with reason Unschedulable, not being deleted. A pod
+// that waits for anything else (an image, a volume, a scheduling cycle) is
+// not demand for new nodes.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpuscaler/kube/objects.h"
+#include "gpuscaler/model/catalog.h"
+#include "gpuscaler/model/demand.h"
+#include "gpuscaler/model/node.h"
+#include "gpuscaler/policy/policy.h"
+#include "gpuscaler/status.h"
+
+namespace gpuscaler::kube {
+
+// Well-known labels read from nodes and from pods' node selectors/affinity.
+inline constexpr const char* kLabelInstanceType = "node.kubernetes.io/instance-type";
+inline constexpr const char* kLabelInstanceTypeBeta = "beta.kubernetes.io/instance-type";
+inline constexpr const char* kLabelZone = "topology.kubernetes.io/zone";
+inline constexpr const char* kLabelZoneBeta = "failure-domain.beta.kubernetes.io/zone";
+inline constexpr const char* kLabelRegion = "topology.kubernetes.io/region";
+inline constexpr const char* kLabelKarpenterCapacityType = "karpenter.sh/capacity-type";  // spot | on-demand
+inline constexpr const char* kLabelEksCapacityType = "eks.amazonaws.com/capacityType";    // SPOT | ON_DEMAND
+inline constexpr const char* kLabelGpuProduct = "nvidia.com/gpu.product";
+inline constexpr const char* kResourceGpu = "nvidia.com/gpu";
+inline constexpr const char* kResourceMigPrefix = "nvidia.com/mig-";
+// Do-not-disrupt markers (annotation or label, value "true") on a pod or node.
+inline constexpr const char* kDoNotDisrupt = "gpuscaler.io/do-not-disrupt";
+inline constexpr const char* kKarpenterDoNotDisrupt = "karpenter.sh/do-not-disrupt";
+// Pool label/tag of the nodes gpuscaler launched (cloud/provider.h kOwnerTag).
+inline constexpr const char* kLabelPool = "gpuscaler.io/pool";
+
+// Asks for a GPU or a MIG device.
+bool WantsGpu(const PodInfo& pod);
+// Unschedulable GPU pod (see above): demand for new capacity.
+bool IsPendingGpuPod(const PodInfo& pod);
+// Bound to a node and holding its resources (not finished).
+bool HoldsResources(const PodInfo& pod);
+
+// The policy class of a pod: the first class (policy order) with a match on
+// the pod's namespace (match.namespaces) or on all of match.labels; failing
+// that, the first class with no match conditions at all (a catch-all).
+// nullptr: the pod is no class's work.
+const WorkloadClassPolicy* ClassForPod(const Policy& policy, const PodInfo& pod);
+
+// Whether `tolerations` tolerate `taint` (the scheduler's rules: Exists with
+// no key tolerates all; an empty effect matches every effect).
+bool Tolerates(const std::vector<Toleration>& tolerations, const Taint& taint);
+
+// The DemandUnit of one pod: GPUs (or a MIG profile, nvidia.com/mig-1g.10gb
+// -> "1g.10gb"), CPU and memory requests, priority; the class's
+// interruption traits; placement from nodeSelector and required node
+// affinity on GPU product, zone, instance type and capacity type (In and
+// NotIn; several terms: the union). Pools: those of the class whose
+// NoSchedule/NoExecute taints the pod tolerates; one left pins the unit to
+// it. Errors: kNotFound when the pod matches no class, kInvalidInput when it
+// tolerates no pool's taints or asks for several MIG profiles at once.
+Result<DemandUnit> PodDemand(const PodInfo& pod, const Policy& policy, const Catalog& catalog);
+
+// Running work of a pod bound to a node, for WorkSource::RunningOn: same
+// shape; pods with no class are kept (class "") because they hold room.
+DemandUnit RunningPodUnit(const PodInfo& pod, const Policy& policy, const Catalog& catalog);
+
+// The offering a node's labels describe: instance type, zone, region (label,
+// or the zone without its letter), capacity type (Karpenter's or EKS's label;
+// on-demand when neither says spot).
+Offering OfferingFromLabels(const std::map<std::string, std::string>& labels);
+
+// A node as the model sees it. `bound` are the pods on it (HoldsResources).
+// Pool from the gpuscaler.io/pool label; state cordoned when unschedulable;
+// do_not_disrupt from either marker on the node.
+Node ModelNode(const NodeInfo& node, const std::vector<const PodInfo*>& bound, const Policy& policy,
+               const Catalog& catalog);
+
+// What the scheduler could still place on a node: allocatable minus the
+// requests of the pods bound to it, per resource, in thousandths.
+std::map<std::string, int64_t> FreeResources(const NodeInfo& node, const std::vector<const PodInfo*>& bound);
+
+// The marker value: true when either do-not-disrupt key is "true" in the map.
+bool SaysDoNotDisrupt(const std::map<std::string, std::string>& labels_or_annotations);
+
+}  // namespace gpuscaler::kube

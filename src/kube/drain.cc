@@ -1,0 +1,164 @@
+#include "gpuscaler/kube/drain.h"
+
+#include <nlohmann/json.hpp>
+
+#include "gpuscaler/kube/workload.h"
+#include "json_objects.h"
+
+namespace gpuscaler::kube {
+namespace {
+using nlohmann::json;
+
+std::string Key(const PodInfo& p) { return p.namespace_name + "/" + p.name; }
+
+bool Marked(const std::map<std::string, std::string>& m, const std::vector<std::string>& extra) {
+  if (SaysDoNotDisrupt(m)) return true;
+  for (const std::string& k : extra) {
+    auto it = m.find(k);
+    if (it != m.end() && it->second == "true") return true;
+  }
+  return false;
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+}  // namespace
+
+Drainer::Drainer(ApiClient& client, const Clock& clock, Wait wait, std::string component)
+    : client_(client), clock_(clock), wait_(std::move(wait)), component_(std::move(component)) {}
+
+Status Drainer::Cordon(const std::string& node_name, bool unschedulable) {
+  const json patch = {{"spec", {{"unschedulable", unschedulable}}}};
+  Result<ApiResponse> r =
+      client_.Call("PATCH", "/api/v1/nodes/" + node_name, patch.dump(), "application/merge-patch+json");
+  if (!r) return r.error();
+  if (!r->ok()) return ApiError(*r, (unschedulable ? "cordon " : "uncordon ") + node_name);
+  return Status::Ok();
+}
+
+Status Drainer::RecordNodeEvent(const std::string& node_name, const std::string& node_uid, const std::string& reason,
+                                const std::string& message, const std::string& type) {
+  const std::string now = FormatRfc3339(clock_.WallNow());
+  // Node events live in "default", as the kubelet's and kubectl's do.
+  const std::string name = node_name + "." + component_ + "." + std::to_string(ToUnixSeconds(clock_.WallNow())) + "." +
+                           std::to_string(++events_);
+  json involved = {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node_name}};
+  if (!node_uid.empty()) involved["uid"] = node_uid;
+  const json event = {{"apiVersion", "v1"},
+                      {"kind", "Event"},
+                      {"metadata", {{"name", name}, {"namespace", "default"}}},
+                      {"involvedObject", involved},
+                      {"reason", reason},
+                      {"message", message.substr(0, 1024)},
+                      {"type", type},
+                      {"source", {{"component", component_}}},
+                      {"firstTimestamp", now},
+                      {"lastTimestamp", now},
+                      {"count", 1}};
+  Result<ApiResponse> r = client_.Call("POST", "/api/v1/namespaces/default/events", event.dump());
+  if (!r) return r.error();
+  if (!r->ok()) return ApiError(*r, "event on node " + node_name);
+  return Status::Ok();
+}
+
+Result<DrainResult> Drainer::Drain(const std::string& node_name, const DrainOptions& options) {
+  Result<ApiResponse> got = client_.Get("/api/v1/nodes/" + node_name);
+  if (!got) return got.error();
+  if (!got->ok()) return ApiError(*got, "node " + node_name);
+  Result<NodeInfo> node = ParseNode(got->body);
+  if (!node) return node.error();
+  const std::string why = options.reason.empty() ? "" : ": " + options.reason;
+
+  // The pods on the node that must leave; refuses on do-not-disrupt.
+  DrainResult result;
+  const auto pods_to_evict = [&]() -> Result<std::vector<PodInfo>> {
+    Result<ApiResponse> r =
+        client_.Get("/api/v1/pods?fieldSelector=" + QueryEscape("spec.nodeName=" + node_name));
+    if (!r) return r.error();
+    if (!r->ok()) return ApiError(*r, "pods on node " + node_name);
+    Result<ObjectList<PodInfo>> list = ParsePodList(r->body);
+    if (!list) return list.error();
+    std::vector<PodInfo> out;
+    result.skipped = 0;
+    for (PodInfo& p : list->items) {
+      if (p.node_name != node_name || p.Finished()) continue;
+      if (p.IsDaemonSet() || p.IsMirror()) {
+        ++result.skipped;
+        continue;
+      }
+      out.push_back(std::move(p));
+    }
+    return out;
+  };
+
+  if (Marked(node->labels, options.extra_do_not_disrupt_keys) ||
+      Marked(node->annotations, options.extra_do_not_disrupt_keys)) {
+    (void)RecordNodeEvent(node_name, node->uid, "DrainRefused", "gpuscaler will not drain the node: it is marked do-not-disrupt" + why, "Warning");
+    return Error::InvalidInput("node " + node_name + " is marked do-not-disrupt");
+  }
+  Result<std::vector<PodInfo>> pods = pods_to_evict();
+  if (!pods) return pods.error();
+  for (const PodInfo& p : *pods) {
+    if (Marked(p.labels, options.extra_do_not_disrupt_keys) || Marked(p.annotations, options.extra_do_not_disrupt_keys)) {
+      (void)RecordNodeEvent(node_name, node->uid, "DrainRefused",
+                            "gpuscaler will not drain the node: pod " + Key(p) + " is marked do-not-disrupt" + why,
+                            "Warning");
+      return Error::InvalidInput("node " + node_name + ": pod " + Key(p) + " is marked do-not-disrupt");
+    }
+  }
+
+  if (Status s = Cordon(node_name, true); !s.ok()) return s.error();
+  (void)RecordNodeEvent(node_name, node->uid, "Draining",
+                        "gpuscaler cordoned the node and is evicting its pods before removing it" + why);
+  const SteadyTime deadline = clock_.Now() + options.timeout;
+  bool interrupted = false;
+  while (true) {
+    if (pods->empty()) {
+      (void)RecordNodeEvent(node_name, node->uid, "Drained",
+                            "gpuscaler evicted every pod (" + std::to_string(result.evicted) +
+                                "); the instance is terminated next" + why);
+      return result;
+    }
+    if (clock_.Now() >= deadline) break;
+    for (const PodInfo& p : *pods) {
+      if (p.deleting) continue;  // already evicted: wait for it to go
+      const json eviction = {{"apiVersion", "policy/v1"},
+                             {"kind", "Eviction"},
+                             {"metadata", {{"name", p.name}, {"namespace", p.namespace_name}}}};
+      Result<ApiResponse> r = client_.Call(
+          "POST", "/api/v1/namespaces/" + p.namespace_name + "/pods/" + p.name + "/eviction", eviction.dump());
+      if (!r) continue;  // transport trouble: the next round tries again
+      if (r->ok()) ++result.evicted;
+      else if (r->status == 429) ++result.budget_refusals;  // a PDB says not now: wait, never force
+      // 404: gone already. Others (500: several PDBs match) are retried
+      // until the timeout, like kubectl drain does.
+    }
+    Result<std::vector<PodInfo>> left = pods_to_evict();
+    if (left) pods = std::move(left);
+    if (pods->empty()) continue;
+    if (!wait_(options.retry_interval)) {
+      interrupted = true;
+      break;
+    }
+  }
+  result.remaining.clear();
+  for (const PodInfo& p : *pods) result.remaining.push_back(Key(p));
+  const std::string what = interrupted ? "drain interrupted" : "drain timed out";
+  if (!interrupted) {
+    // The node is kept: it goes back into service rather than sitting
+    // cordoned and paid for.
+    (void)Cordon(node_name, false);
+  }
+  (void)RecordNodeEvent(node_name, node->uid, interrupted ? "DrainInterrupted" : "DrainTimeout",
+                        "gpuscaler " + what + "; pods left: " + Join(result.remaining) +
+                            (interrupted ? "" : "; the node is uncordoned and kept") + why,
+                        "Warning");
+  return Error::Transient("node " + node_name + ": " + what + " (" + std::to_string(result.budget_refusals) +
+                          " evictions refused by a PodDisruptionBudget); pods left: " + Join(result.remaining));
+}
+
+}  // namespace gpuscaler::kube

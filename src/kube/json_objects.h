@@ -1,0 +1,16 @@
+// Private to src/kube: the object parsers on an already parsed JSON value
+// (watch events carry the object inside the event).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "gpuscaler/kube/objects.h"
+
+namespace gpuscaler::kube {
+
+Result<PodInfo> PodFromJson(const nlohmann::json& j);
+Result<NodeInfo> NodeFromJson(const nlohmann::json& j);
+// metadata.resourceVersion of any object, or "".
+std::string ResourceVersionOf(const nlohmann::json& j);
+
+}  // namespace gpuscaler::kube

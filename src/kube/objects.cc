@@ -1,0 +1,272 @@
+#include "gpuscaler/kube/objects.h"
+
+#include <cmath>
+
+#include "json_objects.h"
+
+namespace gpuscaler::kube {
+namespace {
+
+using nlohmann::json;
+
+std::string Str(const json& j, const char* key) {
+  if (!j.is_object()) return "";
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+const json& Obj(const json& j, const char* key) {
+  static const json kEmpty = json::object();
+  if (!j.is_object()) return kEmpty;
+  auto it = j.find(key);
+  return it != j.end() && it->is_object() ? *it : kEmpty;
+}
+
+const json& Arr(const json& j, const char* key) {
+  static const json kEmpty = json::array();
+  if (!j.is_object()) return kEmpty;
+  auto it = j.find(key);
+  return it != j.end() && it->is_array() ? *it : kEmpty;
+}
+
+std::map<std::string, std::string> StringMap(const json& j) {
+  std::map<std::string, std::string> out;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it->is_string()) out[it.key()] = it->get<std::string>();
+  }
+  return out;
+}
+
+// Resource maps ("cpu": "500m"); values that do not parse are left out.
+std::map<std::string, int64_t> Quantities(const json& j) {
+  std::map<std::string, int64_t> out;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    std::optional<int64_t> q;
+    if (it->is_string()) q = ParseQuantityMilli(it->get<std::string>());
+    else if (it->is_number()) q = ParseQuantityMilli(it->dump());
+    if (q) out[it.key()] = *q;
+  }
+  return out;
+}
+
+WallTime Time(const json& meta, const char* key) {
+  WallTime t{};
+  if (std::string s = Str(meta, key); !s.empty()) {
+    // MicroTime ("…:48.065888Z"): drop the fraction, the model keeps seconds.
+    if (size_t dot = s.find('.'); dot != std::string::npos) {
+      size_t end = dot + 1;
+      while (end < s.size() && std::isdigit(static_cast<unsigned char>(s[end]))) ++end;
+      s.erase(dot, end - dot);
+    }
+    ParseRfc3339(s, &t);
+  }
+  return t;
+}
+
+// One container's requests, its limits standing in for those it omits (the
+// API server defaults requests to limits).
+std::map<std::string, int64_t> ContainerRequests(const json& c) {
+  const json& res = Obj(c, "resources");
+  std::map<std::string, int64_t> out = Quantities(Obj(res, "limits"));
+  for (const auto& [k, v] : Quantities(Obj(res, "requests"))) out[k] = v;
+  return out;
+}
+
+std::vector<NodeSelectorRequirement> Requirements(const json& term) {
+  std::vector<NodeSelectorRequirement> out;
+  for (const json& e : Arr(term, "matchExpressions")) {
+    NodeSelectorRequirement r;
+    r.key = Str(e, "key");
+    r.op = Str(e, "operator");
+    for (const json& v : Arr(e, "values"))
+      if (v.is_string()) r.values.push_back(v.get<std::string>());
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<int64_t> ParseQuantityMilli(std::string_view text) {
+  // <number><suffix>: decimal SI (n u m "" k M G T P E), binary (Ki … Ei),
+  // or a decimal exponent (e3, E-2).
+  size_t i = 0;
+  if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+  const std::string number(text.substr(0, i));
+  const std::string_view suffix = text.substr(i);
+  if (number.empty() || number == "." || number == "+" || number == "-") return std::nullopt;
+  long double value = 0;
+  try {
+    size_t used = 0;
+    value = std::stold(number, &used);
+    if (used != number.size()) return std::nullopt;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  long double scale = 1;
+  static const std::pair<std::string_view, long double> kSuffixes[] = {
+      {"n", 1e-9L}, {"u", 1e-6L}, {"m", 1e-3L}, {"", 1}, {"k", 1e3L}, {"M", 1e6L}, {"G", 1e9L}, {"T", 1e12L},
+      {"P", 1e15L}, {"E", 1e18L}, {"Ki", 1024.0L}, {"Mi", 1048576.0L}, {"Gi", 1073741824.0L},
+      {"Ti", 1099511627776.0L}, {"Pi", 1125899906842624.0L}, {"Ei", 1152921504606846976.0L}};
+  bool known = false;
+  for (const auto& [s, f] : kSuffixes) {
+    if (suffix == s) {
+      scale = f;
+      known = true;
+      break;
+    }
+  }
+  if (!known) {
+    if (suffix.size() < 2 || (suffix[0] != 'e' && suffix[0] != 'E')) return std::nullopt;
+    int exponent = 0;
+    try {
+      size_t used = 0;
+      const std::string e(suffix.substr(1));
+      exponent = std::stoi(e, &used);
+      if (used != e.size() || exponent > 30 || exponent < -30) return std::nullopt;
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+    scale = std::pow(10.0L, exponent);
+  }
+  // Kubernetes rounds fractions of the smallest unit up.
+  const long double milli = std::ceil(value * scale * 1000.0L - 1e-9L);
+  if (!(milli < 9.2e18L) || !(milli > -9.2e18L)) return std::nullopt;
+  return static_cast<int64_t>(milli);
+}
+
+std::string InstanceIdFromProviderId(std::string_view provider_id) {
+  const size_t scheme = provider_id.find("://");
+  if (scheme == std::string_view::npos) return "";
+  std::string_view rest = provider_id.substr(scheme + 3);
+  while (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
+  const size_t slash = rest.rfind('/');
+  return std::string(slash == std::string_view::npos ? rest : rest.substr(slash + 1));
+}
+
+std::string ResourceVersionOf(const json& j) { return Str(Obj(j, "metadata"), "resourceVersion"); }
+
+Result<PodInfo> PodFromJson(const json& j) {
+  if (!j.is_object() || (j.contains("kind") && Str(j, "kind") != "Pod"))
+    return Error::InvalidInput("not a Pod object");
+  PodInfo p;
+  const json& meta = Obj(j, "metadata");
+  const json& spec = Obj(j, "spec");
+  const json& status = Obj(j, "status");
+  p.uid = Str(meta, "uid");
+  p.name = Str(meta, "name");
+  p.namespace_name = Str(meta, "namespace");
+  p.resource_version = Str(meta, "resourceVersion");
+  p.created = Time(meta, "creationTimestamp");
+  p.deleting = !Str(meta, "deletionTimestamp").empty();
+  p.labels = StringMap(Obj(meta, "labels"));
+  p.annotations = StringMap(Obj(meta, "annotations"));
+  for (const json& o : Arr(meta, "ownerReferences")) {
+    if (o.is_object() && o.value("controller", false)) p.owner_kind = Str(o, "kind");
+  }
+  p.node_name = Str(spec, "nodeName");
+  p.phase = Str(status, "phase");
+  p.node_selector = StringMap(Obj(spec, "nodeSelector"));
+  const json& required =
+      Obj(Obj(Obj(spec, "affinity"), "nodeAffinity"), "requiredDuringSchedulingIgnoredDuringExecution");
+  for (const json& term : Arr(required, "nodeSelectorTerms")) p.affinity_terms.push_back(Requirements(term));
+  for (const json& t : Arr(spec, "tolerations")) {
+    Toleration tol;
+    tol.key = Str(t, "key");
+    if (std::string op = Str(t, "operator"); !op.empty()) tol.op = op;
+    tol.value = Str(t, "value");
+    tol.effect = Str(t, "effect");
+    p.tolerations.push_back(std::move(tol));
+  }
+  if (auto it = spec.find("priority"); it != spec.end() && it->is_number_integer()) p.priority = it->get<int>();
+
+  std::map<std::string, int64_t> sum;
+  for (const json& c : Arr(spec, "containers")) {
+    for (const auto& [k, v] : ContainerRequests(c)) sum[k] += v;
+  }
+  for (const json& c : Arr(spec, "initContainers")) {
+    // A sidecar (restartPolicy Always) runs alongside the containers.
+    if (Str(c, "restartPolicy") == "Always") {
+      for (const auto& [k, v] : ContainerRequests(c)) sum[k] += v;
+      continue;
+    }
+    for (const auto& [k, v] : ContainerRequests(c)) sum[k] = std::max(sum[k], v);
+  }
+  for (const auto& [k, v] : Quantities(Obj(spec, "overhead"))) sum[k] += v;
+  p.requests_milli = std::move(sum);
+
+  for (const json& c : Arr(status, "conditions")) {
+    if (Str(c, "type") == "PodScheduled" && Str(c, "status") == "False" && Str(c, "reason") == "Unschedulable") {
+      p.unschedulable = true;
+      p.unschedulable_message = Str(c, "message");
+    }
+  }
+  return p;
+}
+
+Result<NodeInfo> NodeFromJson(const json& j) {
+  if (!j.is_object() || (j.contains("kind") && Str(j, "kind") != "Node"))
+    return Error::InvalidInput("not a Node object");
+  NodeInfo n;
+  const json& meta = Obj(j, "metadata");
+  const json& spec = Obj(j, "spec");
+  const json& status = Obj(j, "status");
+  n.name = Str(meta, "name");
+  n.uid = Str(meta, "uid");
+  n.resource_version = Str(meta, "resourceVersion");
+  n.created = Time(meta, "creationTimestamp");
+  n.labels = StringMap(Obj(meta, "labels"));
+  n.annotations = StringMap(Obj(meta, "annotations"));
+  n.provider_id = Str(spec, "providerID");
+  n.instance_id = InstanceIdFromProviderId(n.provider_id);
+  if (auto it = spec.find("unschedulable"); it != spec.end() && it->is_boolean()) n.unschedulable = it->get<bool>();
+  n.allocatable_milli = Quantities(Obj(status, "allocatable"));
+  for (const json& c : Arr(status, "conditions")) {
+    if (Str(c, "type") == "Ready") n.ready = Str(c, "status") == "True";
+  }
+  return n;
+}
+
+namespace {
+
+template <typename T, typename F>
+Result<ObjectList<T>> ParseList(std::string_view text, F from_json, const char* what) {
+  try {
+    const json j = json::parse(text);
+    if (!j.is_object()) return Error::InvalidInput(std::string(what) + " list: not an object");
+    ObjectList<T> out;
+    out.resource_version = Str(Obj(j, "metadata"), "resourceVersion");
+    out.continue_token = Str(Obj(j, "metadata"), "continue");
+    for (const json& item : Arr(j, "items")) {
+      Result<T> t = from_json(item);
+      if (!t) return t.error().WithContext(std::string(what) + " list");
+      out.items.push_back(std::move(t).value());
+    }
+    return out;
+  } catch (const json::exception& e) {
+    return Error::InvalidInput(std::string(what) + " list: " + e.what());
+  }
+}
+
+template <typename T, typename F>
+Result<T> ParseOne(std::string_view text, F from_json) {
+  try {
+    return from_json(json::parse(text));
+  } catch (const json::exception& e) {
+    return Error::InvalidInput(e.what());
+  }
+}
+
+}  // namespace
+
+Result<PodInfo> ParsePod(std::string_view text) { return ParseOne<PodInfo>(text, PodFromJson); }
+Result<NodeInfo> ParseNode(std::string_view text) { return ParseOne<NodeInfo>(text, NodeFromJson); }
+Result<ObjectList<PodInfo>> ParsePodList(std::string_view text) {
+  return ParseList<PodInfo>(text, PodFromJson, "pod");
+}
+Result<ObjectList<NodeInfo>> ParseNodeList(std::string_view text) {
+  return ParseList<NodeInfo>(text, NodeFromJson, "node");
+}
+
+}  // namespace gpuscaler::kube

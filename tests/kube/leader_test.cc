@@ -1,0 +1,207 @@
+// Leader election against the fake API server's Lease (optimistic
+// concurrency on resourceVersion). Time moves only through a manual clock:
+// each elector gets its own, so "local clocks" really are local.
+#include "gpuscaler/kube/leader.h"
+
+#include <gtest/gtest.h>
+
+#include "../fakes/fake_clock.h"
+#include "kube/kube_fixtures.h"
+
+namespace gpuscaler::kube {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using testing::FakeApiServer;
+using testing::FakeClock;
+
+LeaderElectionOptions Options(const std::string& id) {
+  LeaderElectionOptions o;
+  o.identity = id;
+  return o;  // 15 s lease, 10 s renew deadline, 2 s retry: client-go's defaults
+}
+
+json LeaseOnServer(const FakeApiServer& server) {
+  return *server.Get("leases", "gpuscaler/gpuscaler");
+}
+
+TEST(ValidateLeaderElection, FollowsClientGosRules) {
+  EXPECT_TRUE(ValidateLeaderElection(Options("a")).ok());
+  LeaderElectionOptions o = Options("a");
+  o.renew_deadline = o.lease_duration;
+  EXPECT_FALSE(ValidateLeaderElection(o).ok());
+  o = Options("a");
+  o.retry_period = milliseconds(9000);  // 1.2 x 9 s > 10 s
+  EXPECT_FALSE(ValidateLeaderElection(o).ok());
+  EXPECT_FALSE(ValidateLeaderElection(Options("")).ok());
+}
+
+class LeaderTest : public ::testing::Test {
+ protected:
+  FakeApiServer server_;
+  ApiClient client_{testing::FakeClusterConfig(server_)};
+  FakeClock clock_a_, clock_b_;
+  LeaderElector a_{client_, clock_a_, Options("replica-a")};
+  LeaderElector b_{client_, clock_b_, Options("replica-b")};
+
+  // Both try once per retry period, A first, as two replicas would.
+  void Round(Seconds step = Seconds(2)) {
+    clock_a_.Advance(step);
+    clock_b_.Advance(step);
+    a_.TryAcquireOrRenew();
+    b_.TryAcquireOrRenew();
+  }
+};
+
+TEST_F(LeaderTest, TheFirstCreatesTheLeaseAndTheOtherStaysACandidate) {
+  EXPECT_TRUE(a_.TryAcquireOrRenew());
+  EXPECT_FALSE(b_.TryAcquireOrRenew());
+  EXPECT_TRUE(a_.IsLeader());
+  EXPECT_FALSE(b_.IsLeader());
+  json lease = LeaseOnServer(server_);
+  EXPECT_EQ(lease["spec"]["holderIdentity"], "replica-a");
+  EXPECT_EQ(lease["spec"]["leaseDurationSeconds"], 15);
+  EXPECT_EQ(lease["spec"]["leaseTransitions"], 0);
+  EXPECT_EQ(server_.Count("POST", "/apis/coordination.k8s.io/v1/namespaces/gpuscaler/leases"), 1);
+  // Renewals keep acquireTime and move renewTime.
+  const std::string acquired = lease["spec"]["acquireTime"];
+  for (int i = 0; i < 10; ++i) {
+    Round();
+    ASSERT_TRUE(a_.IsLeader()) << "round " << i;
+    ASSERT_FALSE(b_.IsLeader()) << "round " << i;
+  }
+  lease = LeaseOnServer(server_);
+  EXPECT_EQ(lease["spec"]["acquireTime"], acquired);
+  EXPECT_NE(lease["spec"]["renewTime"], acquired);
+}
+
+TEST_F(LeaderTest, WhenTheLeaderStopsRenewingTheOtherTakesOverWithinTheLeaseDuration) {
+  ASSERT_TRUE(a_.TryAcquireOrRenew());
+  for (int i = 0; i < 3; ++i) Round();
+  ASSERT_TRUE(a_.IsLeader());
+  // A stops renewing (hung, partitioned): only B keeps trying.
+  Seconds since_last_renewal{0};
+  bool took_over = false;
+  while (since_last_renewal <= Seconds(40)) {
+    clock_a_.Advance(Seconds(2));
+    clock_b_.Advance(Seconds(2));
+    since_last_renewal += Seconds(2);
+    took_over = b_.TryAcquireOrRenew();
+    // Never two leaders: A gives up at its renew deadline, B takes over only
+    // after a full lease duration without change.
+    ASSERT_FALSE(a_.IsLeader() && b_.IsLeader()) << since_last_renewal.count() << " s";
+    if (took_over) break;
+  }
+  ASSERT_TRUE(took_over);
+  EXPECT_GE(since_last_renewal, Seconds(15));
+  EXPECT_LE(since_last_renewal, Seconds(15) + Seconds(2));  // one retry period of slack
+  EXPECT_FALSE(a_.IsLeader());  // past its renew deadline
+  json lease = LeaseOnServer(server_);
+  EXPECT_EQ(lease["spec"]["holderIdentity"], "replica-b");
+  EXPECT_EQ(lease["spec"]["leaseTransitions"], 1);
+  // A comes back: it sees B's renewals and stays a candidate.
+  for (int i = 0; i < 10; ++i) {
+    Round();
+    ASSERT_TRUE(b_.IsLeader());
+    ASSERT_FALSE(a_.IsLeader());
+  }
+}
+
+TEST_F(LeaderTest, ALeaderThatCannotRenewStopsLeadingAtItsRenewDeadline) {
+  ASSERT_TRUE(a_.TryAcquireOrRenew());
+  server_.SetLeaseOutage(true);
+  clock_a_.Advance(Seconds(8));
+  a_.TryAcquireOrRenew();  // the GET fails: not renewed
+  EXPECT_TRUE(a_.IsLeader());  // 8 s < 10 s renew deadline
+  EXPECT_FALSE(a_.last_error().empty());
+  clock_a_.Advance(Seconds(2));
+  // No request needed: IsLeader() reads the clock.
+  EXPECT_FALSE(a_.IsLeader());
+}
+
+TEST_F(LeaderTest, AConflictingWriteLosesWithA409AndTheWinnerLeads) {
+  ASSERT_TRUE(a_.TryAcquireOrRenew());
+  // B has watched the lease long enough to consider it expired...
+  EXPECT_FALSE(b_.TryAcquireOrRenew());
+  clock_b_.Advance(Seconds(16));
+  // ...but A renews between B's read and B's write: B's update carries the
+  // old resourceVersion. Simulated by renewing A first with B's stale view.
+  json stale = LeaseOnServer(server_);
+  clock_a_.Advance(Seconds(2));
+  ASSERT_TRUE(a_.TryAcquireOrRenew());
+  ApiClient raw(testing::FakeClusterConfig(server_));
+  stale["spec"]["holderIdentity"] = "replica-b";
+  Result<ApiResponse> r = raw.Call("PUT", "/apis/coordination.k8s.io/v1/namespaces/gpuscaler/leases/gpuscaler", stale.dump());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 409);
+  EXPECT_EQ(LeaseOnServer(server_)["spec"]["holderIdentity"], "replica-a");
+  // B's own try now sees the changed record and backs off.
+  EXPECT_FALSE(b_.TryAcquireOrRenew());
+  EXPECT_TRUE(a_.IsLeader());
+}
+
+TEST_F(LeaderTest, ReleasingHandsTheLeaseOverAtOnce) {
+  ASSERT_TRUE(a_.TryAcquireOrRenew());
+  EXPECT_FALSE(b_.TryAcquireOrRenew());
+  a_.Stop(/*release=*/true);
+  EXPECT_FALSE(a_.IsLeader());
+  EXPECT_EQ(LeaseOnServer(server_)["spec"]["holderIdentity"], "");
+  EXPECT_TRUE(b_.TryAcquireOrRenew());  // no lease duration to wait
+}
+
+// Two electors on their own threads and the system clock, with short
+// durations: exactly one leads; when it stops renewing (not releasing), the
+// other leads within the lease duration (plus a retry period and slack for
+// a loaded machine).
+TEST(LeaderElectorThreads, ExactlyOneLeadsAndTheOtherTakesOverWhenItStops) {
+  FakeApiServer server;
+  ApiClient client(testing::FakeClusterConfig(server), milliseconds(2000));
+  SystemClock clock;
+  auto options = [](const std::string& id) {
+    LeaderElectionOptions o;
+    o.identity = id;
+    o.lease_duration = milliseconds(3000);
+    o.renew_deadline = milliseconds(2000);
+    o.retry_period = milliseconds(200);
+    return o;
+  };
+  std::mutex mu;
+  std::condition_variable cv;
+  int changes = 0;
+  auto notify = [&](bool) {
+    std::lock_guard<std::mutex> lock(mu);
+    ++changes;
+    cv.notify_all();
+  };
+  LeaderElector a(client, clock, options("a"), notify);
+  LeaderElector b(client, clock, options("b"), notify);
+  a.Start();
+  b.Start();
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(20), [&] { return changes >= 1; }));
+  }
+  LeaderElector& first = a.IsLeader() ? a : b;
+  LeaderElector& second = a.IsLeader() ? b : a;
+  ASSERT_TRUE(first.IsLeader());
+  ASSERT_FALSE(second.IsLeader());
+  const auto stopped = std::chrono::steady_clock::now();
+  first.Stop(/*release=*/false);
+  EXPECT_FALSE(first.IsLeader());
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(20), [&] { return second.IsLeader(); }));
+  }
+  const auto took = std::chrono::steady_clock::now() - stopped;
+  // Not at once (the lease was not released: it must run out on the
+  // second's clock; the bound is loose for a slow last renewal)...
+  EXPECT_GE(took, milliseconds(1500));
+  // ...and not much later (a generous bound for a loaded 2-core machine).
+  EXPECT_LE(took, milliseconds(3000 + 200 * 2 + 3000));
+  EXPECT_EQ((*server.Get("leases", "gpuscaler/gpuscaler"))["spec"]["holderIdentity"], second.identity());
+  second.Stop();
+}
+
+}  // namespace
+}  // namespace gpuscaler::kube

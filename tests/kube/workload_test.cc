@@ -1,0 +1,409 @@
+// Pending pods become demand and nodes become capacity: first on the
+// recorded object shapes, then through the list/watch cache against the
+// fake API server.
+#include "gpuscaler/kube/workload.h"
+
+#include <gtest/gtest.h>
+
+#include "../fakes/fake_clock.h"
+#include "gpuscaler/kube/cluster_cache.h"
+#include "gpuscaler/kube/objects.h"
+#include "kube/kube_fixtures.h"
+
+namespace gpuscaler::kube {
+namespace {
+
+using nlohmann::json;
+using testing::FakeApiServer;
+
+Policy TwoClassPolicy() {
+  Policy p;
+  NodePoolPolicy gpu;
+  gpu.name = "gpu";
+  gpu.taints = {{"nvidia.com/gpu", "true", "NoSchedule"}};
+  NodePoolPolicy open;
+  open.name = "open";
+  p.pools = {gpu, open};
+  WorkloadClassPolicy training;
+  training.name = "training";
+  training.match_namespaces = {"ml-training"};
+  training.interruptible = false;
+  training.priority = 50;
+  WorkloadClassPolicy inference;
+  inference.name = "inference";
+  inference.match_labels = {{"app", "triton-inference-server"}};
+  inference.checkpoint_interval = Seconds(0);
+  WorkloadClassPolicy rest;
+  rest.name = "rest";  // no match conditions: every other pod
+  p.classes = {training, inference, rest};
+  return p;
+}
+
+Catalog TestCatalog() {
+  Catalog c;
+  GpuModel a100;
+  a100.name = "A100-SXM4-40GB";
+  a100.short_name = "a100-40gb";
+  a100.memory_mib = 40960;
+  c.gpu_models.push_back(a100);
+  return c;
+}
+
+json PendingPod(const json& recorded) { return recorded["items"][0]; }
+
+TEST(ParseQuantityMilli, ReadsEveryFormTheApiWrites) {
+  struct Case {
+    std::string text;
+    std::optional<int64_t> want;
+  } cases[] = {{"8", 8000},          {"100m", 100},          {"95690m", 95690},      {"1.5", 1500},
+               {"2e3", 2000000},     {"1Ki", 1024000},       {"16Gi", 17179869184000}, {"1k", 1000000},
+               {"1176329892Ki", 1204561809408000}, {"0.1m", 1}, {"", std::nullopt}, {"1x", std::nullopt},
+               {"abc", std::nullopt}, {"1e", std::nullopt}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.text);
+    EXPECT_EQ(ParseQuantityMilli(c.text), c.want);
+  }
+}
+
+TEST(InstanceIdFromProviderId, TakesTheLastSegmentOfAwsProviderIds) {
+  EXPECT_EQ(InstanceIdFromProviderId("aws:///us-west-2a/i-0123456789abcdef0"), "i-0123456789abcdef0");
+  EXPECT_EQ(InstanceIdFromProviderId("kind://docker/kind/kind-worker"), "kind-worker");
+  EXPECT_EQ(InstanceIdFromProviderId(""), "");
+  EXPECT_EQ(InstanceIdFromProviderId("no-scheme"), "");
+}
+
+// The upstream compatibility fixtures carry every field of the type, filled
+// with placeholders: the parsers must take all of them.
+TEST(Parse, AcceptsEveryFieldOfTheUpstreamPodAndNodeFixtures) {
+  GPUSCALER_REFERENCE_JSON(pod, "api-testdata/core.v1.Pod.json");
+  GPUSCALER_REFERENCE_JSON(node, "api-testdata/core.v1.Node.json");
+  Result<PodInfo> p = ParsePod(pod.dump());
+  ASSERT_TRUE(p.ok()) << p.error().ToString();
+  EXPECT_EQ(p->name, pod["metadata"]["name"].get<std::string>());
+  EXPECT_FALSE(p->affinity_terms.empty());
+  EXPECT_FALSE(p->tolerations.empty());
+  Result<NodeInfo> n = ParseNode(node.dump());
+  ASSERT_TRUE(n.ok()) << n.error().ToString();
+  EXPECT_EQ(n->provider_id, node["spec"]["providerID"].get<std::string>());
+  EXPECT_FALSE(ParsePod(node.dump()).ok());  // a Node is not a Pod
+}
+
+TEST(PodDemand, TheRecordedPendingGpuPodIsOneGpuOfItsLabelClass) {
+  GPUSCALER_REFERENCE_JSON(list, "examples/podlist-pending-gpu.assembled.json");
+  Result<ObjectList<PodInfo>> pods = ParsePodList(list.dump());
+  ASSERT_TRUE(pods.ok()) << pods.error().ToString();
+  ASSERT_EQ(pods->items.size(), 1u);
+  EXPECT_EQ(pods->resource_version, "10245");
+  const PodInfo& pod = pods->items[0];
+  EXPECT_TRUE(pod.unschedulable);
+  EXPECT_NE(pod.unschedulable_message.find("Insufficient nvidia.com/gpu"), std::string::npos);
+  ASSERT_TRUE(IsPendingGpuPod(pod));
+  Result<DemandUnit> u = PodDemand(pod, TwoClassPolicy(), TestCatalog());
+  ASSERT_TRUE(u.ok()) << u.error().ToString();
+  EXPECT_EQ(u->id, "0b1c2d3e-0000-4000-8000-000000000001");
+  EXPECT_EQ(u->workload_class, "inference");
+  EXPECT_EQ(u->gpus, 1);
+  EXPECT_TRUE(u->mig_profile.empty());
+  EXPECT_EQ(u->checkpoint_interval, Seconds(0));
+  // It tolerates only the not-ready/unreachable taints: the tainted GPU pool
+  // is out, the untainted one is where it can go.
+  EXPECT_EQ(u->pool, "open");
+}
+
+TEST(PodDemand, ReadsShapePlacementAndPriorityFromTheSpec) {
+  GPUSCALER_REFERENCE_JSON(list, "examples/podlist-pending-gpu.assembled.json");
+  const Policy policy = TwoClassPolicy();
+  struct Case {
+    std::string name;
+    std::function<void(json&)> edit;
+    std::function<void(const DemandUnit&)> check;
+  };
+  const std::vector<Case> cases = {
+      {"namespace picks the class; class traits apply",
+       [](json& p) { p["metadata"]["namespace"] = "ml-training"; },
+       [](const DemandUnit& u) {
+         EXPECT_EQ(u.workload_class, "training");
+         EXPECT_FALSE(u.interruptible);
+         EXPECT_EQ(u.priority, 50);
+       }},
+      {"cpu and memory requests, limits standing in; init containers take the max",
+       [](json& p) {
+         p["spec"]["containers"][0]["resources"] = {{"limits", {{"nvidia.com/gpu", "2"}, {"memory", "16Gi"}}},
+                                                    {"requests", {{"nvidia.com/gpu", "2"}, {"cpu", "3500m"}}}};
+         p["spec"]["initContainers"] = {{{"name", "fetch"}, {"resources", {{"requests", {{"cpu", "8"}}}}}}};
+       },
+       [](const DemandUnit& u) {
+         EXPECT_EQ(u.gpus, 2);
+         EXPECT_EQ(u.cpu_milli, 8000);
+         EXPECT_EQ(u.memory_mib, 16384);
+       }},
+      {"a MIG device becomes the profile, no whole GPU",
+       [](json& p) {
+         p["spec"]["containers"][0]["resources"] = {{"limits", {{"nvidia.com/mig-1g.10gb", "1"}}}};
+       },
+       [](const DemandUnit& u) {
+         EXPECT_EQ(u.gpus, 0);
+         EXPECT_EQ(u.mig_profile, "1g.10gb");
+       }},
+      {"node selector on GPU product, zone, instance type and EKS capacity type",
+       [](json& p) {
+         p["spec"]["nodeSelector"] = {{"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-40GB"},
+                                      {"topology.kubernetes.io/zone", "us-west-2b"},
+                                      {"node.kubernetes.io/instance-type", "p4d.24xlarge"},
+                                      {"eks.amazonaws.com/capacityType", "SPOT"}};
+       },
+       [](const DemandUnit& u) {
+         EXPECT_EQ(u.gpu_models, std::vector<std::string>{"A100-SXM4-40GB"});
+         EXPECT_EQ(u.zones, std::vector<std::string>{"us-west-2b"});
+         EXPECT_EQ(u.instance_types, std::vector<std::string>{"p4d.24xlarge"});
+         EXPECT_EQ(u.capacity_type, CapacityType::kSpot);
+       }},
+      {"required affinity: terms are ORed, NotIn spot means on-demand",
+       [](json& p) {
+         json term1 = {{"matchExpressions",
+                        {{{"key", "topology.kubernetes.io/zone"}, {"operator", "In"}, {"values", {"us-west-2a"}}},
+                         {{"key", "karpenter.sh/capacity-type"}, {"operator", "NotIn"}, {"values", {"spot"}}}}}};
+         json term2 = {{"matchExpressions",
+                        {{{"key", "topology.kubernetes.io/zone"}, {"operator", "In"}, {"values", {"us-west-2c"}}},
+                         {{"key", "karpenter.sh/capacity-type"}, {"operator", "In"}, {"values", {"on-demand"}}}}}};
+         p["spec"]["affinity"] = {
+             {"nodeAffinity", {{"requiredDuringSchedulingIgnoredDuringExecution", {{"nodeSelectorTerms", {term1, term2}}}}}}};
+       },
+       [](const DemandUnit& u) {
+         EXPECT_EQ(u.zones, (std::vector<std::string>{"us-west-2a", "us-west-2c"}));
+         EXPECT_EQ(u.capacity_type, CapacityType::kOnDemand);
+         EXPECT_FALSE(u.interruptible);
+       }},
+      {"tolerating the GPU taint opens both pools; pod priority wins over the class's",
+       [](json& p) {
+         p["spec"]["tolerations"].push_back({{"key", "nvidia.com/gpu"}, {"operator", "Exists"}, {"effect", "NoSchedule"}});
+         p["spec"]["priority"] = 1000;
+       },
+       [](const DemandUnit& u) {
+         EXPECT_EQ(u.pool, "");
+         EXPECT_EQ(u.priority, 1000);
+       }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    json pod = PendingPod(list);
+    c.edit(pod);
+    Result<PodInfo> parsed = ParsePod(pod.dump());
+    ASSERT_TRUE(parsed.ok()) << parsed.error().ToString();
+    Result<DemandUnit> u = PodDemand(*parsed, policy, TestCatalog());
+    ASSERT_TRUE(u.ok()) << u.error().ToString();
+    c.check(*u);
+  }
+}
+
+TEST(PendingGpuPod, OnlyUnschedulableGpuPodsCount) {
+  GPUSCALER_REFERENCE_JSON(list, "examples/podlist-pending-gpu.assembled.json");
+  struct Case {
+    std::string name;
+    std::function<void(json&)> edit;
+    bool want;
+  };
+  const std::vector<Case> cases = {
+      {"as recorded", [](json&) {}, true},
+      {"no GPU asked", [](json& p) { p["spec"]["containers"][0]["resources"] = json::object(); }, false},
+      {"scheduled, waiting for its image", [](json& p) {
+         p["spec"]["nodeName"] = "n1";
+         p["status"]["conditions"][0] = {{"type", "PodScheduled"}, {"status", "True"}};
+       }, false},
+      {"not yet tried by the scheduler", [](json& p) { p["status"]["conditions"] = json::array(); }, false},
+      {"PodScheduled=False for another reason (SchedulingGated)", [](json& p) {
+         p["status"]["conditions"][0]["reason"] = "SchedulingGated";
+       }, false},
+      {"being deleted", [](json& p) { p["metadata"]["deletionTimestamp"] = "2023-08-04T06:01:00Z"; }, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    json pod = PendingPod(list);
+    c.edit(pod);
+    Result<PodInfo> parsed = ParsePod(pod.dump());
+    ASSERT_TRUE(parsed.ok());
+    EXPECT_EQ(IsPendingGpuPod(*parsed), c.want);
+  }
+}
+
+TEST(ModelNode, ReadsOfferingInstanceIdAndFreeRoomFromTheRecordedNodes) {
+  GPUSCALER_REFERENCE_JSON(list, "examples/nodelist-gpu.assembled.json");
+  Result<ObjectList<NodeInfo>> nodes = ParseNodeList(list.dump());
+  ASSERT_TRUE(nodes.ok()) << nodes.error().ToString();
+  ASSERT_EQ(nodes->items.size(), 2u);
+  const NodeInfo& karpenter = nodes->items[0];
+  const NodeInfo& eks = nodes->items[1];
+
+  // A pod bound to the Karpenter node with 3 GPUs.
+  PodInfo bound;
+  bound.uid = "u-1";
+  bound.name = "trainer";
+  bound.namespace_name = "ml-training";
+  bound.node_name = karpenter.name;
+  bound.phase = "Running";
+  bound.requests_milli = {{"nvidia.com/gpu", 3000}, {"cpu", 12000}};
+  const Policy policy = TwoClassPolicy();
+  Node n = ModelNode(karpenter, {&bound}, policy, TestCatalog());
+  EXPECT_EQ(n.id, "ip-10-0-12-34.us-west-2.compute.internal");
+  EXPECT_EQ(n.instance_id, "i-0123456789abcdef0");
+  EXPECT_EQ(n.offering.instance_type, "p4d.24xlarge");
+  EXPECT_EQ(n.offering.zone, "us-west-2a");
+  EXPECT_EQ(n.offering.region, "us-west-2");
+  EXPECT_EQ(n.offering.capacity_type, CapacityType::kSpot);
+  ASSERT_EQ(n.running.size(), 1u);
+  EXPECT_EQ(n.running[0].gpus, 3);
+  EXPECT_EQ(n.running[0].workload_class, "training");
+  const auto free = FreeResources(karpenter, {&bound});
+  EXPECT_EQ(free.at("nvidia.com/gpu"), 5000);
+  EXPECT_EQ(free.at("cpu"), 95690 - 12000);
+
+  Node m = ModelNode(eks, {}, policy, TestCatalog());
+  EXPECT_EQ(m.offering.capacity_type, CapacityType::kOnDemand);  // EKS ON_DEMAND
+  EXPECT_EQ(m.offering.zone, "us-west-2b");
+  EXPECT_EQ(FreeResources(eks, {}).at("nvidia.com/mig-1g.5gb"), 14000);
+  EXPECT_EQ(m.pool, "");  // not launched by gpuscaler
+
+  NodeInfo ours = eks;
+  ours.labels["gpuscaler.io/pool"] = "gpu";
+  ours.annotations["karpenter.sh/do-not-disrupt"] = "true";
+  ours.unschedulable = true;
+  Node o = ModelNode(ours, {}, policy, TestCatalog());
+  EXPECT_EQ(o.pool, "gpu");
+  EXPECT_TRUE(o.do_not_disrupt);
+  EXPECT_EQ(o.state, NodeState::kCordoned);
+}
+
+// --- through the API: list, watch, 410 -----------------------------------
+
+class ClusterCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::optional<std::string> pods = testing::ReadReference("examples/podlist-pending-gpu.assembled.json");
+    std::optional<std::string> nodes = testing::ReadReference("examples/nodelist-gpu.assembled.json");
+    if (!pods || !nodes) GTEST_SKIP() << "../shared/reference/kubernetes absent";
+    pod_ = json::parse(*pods)["items"][0];
+    const json node_list = json::parse(*nodes);
+    for (const json& n : node_list["items"]) server_.Put("nodes", n);
+    server_.Put("pods", pod_);
+    options_.initial_backoff = std::chrono::milliseconds(20);
+    options_.max_backoff = std::chrono::milliseconds(200);
+  }
+
+  json PodNamed(const std::string& name, const std::string& node) {
+    json p = pod_;
+    p["metadata"]["name"] = name;
+    p["metadata"]["uid"] = "uid-" + name;
+    if (!node.empty()) {
+      p["spec"]["nodeName"] = node;
+      p["status"] = {{"phase", "Running"}, {"conditions", {{{"type", "PodScheduled"}, {"status", "True"}}}}};
+    }
+    return p;
+  }
+
+  static size_t PendingCount(const ClusterView& v) {
+    size_t n = 0;
+    for (const PodInfo& p : v.pods) n += IsPendingGpuPod(p) ? 1 : 0;
+    return n;
+  }
+
+  FakeApiServer server_;
+  testing::FakeClock clock_;
+  ClusterCacheOptions options_;
+  json pod_;
+};
+
+constexpr std::chrono::seconds kWait{20};
+
+TEST_F(ClusterCacheTest, ListsThenFollowsTheWatchIncludingBookmarks) {
+  ApiClient client(testing::FakeClusterConfig(server_));
+  options_.list_page_size = 1;  // two pages of nodes: continue tokens
+  ClusterCache cache(client, clock_, options_);
+  cache.Start();
+  ASSERT_TRUE(cache.WaitSynced(kWait));
+  ClusterView v = cache.View();
+  EXPECT_EQ(v.nodes.size(), 2u) << cache.node_stats().last_error << " lists " << cache.node_stats().lists;
+  EXPECT_EQ(PendingCount(v), 1u);
+  EXPECT_GE(server_.Count("GET", "/api/v1/nodes?limit=1&continue="), 1);
+
+  server_.Put("pods", PodNamed("second", ""));
+  ASSERT_TRUE(cache.WaitUntil([](const ClusterView& v) { return PendingCount(v) == 2; }, kWait));
+  // The recorded pod gets scheduled: it is no longer demand.
+  server_.Put("pods", PodNamed(pod_["metadata"]["name"], "ip-10-0-12-34.us-west-2.compute.internal"));
+  ASSERT_TRUE(cache.WaitUntil([](const ClusterView& v) { return PendingCount(v) == 1; }, kWait));
+  server_.Delete("pods", "default/second");
+  ASSERT_TRUE(cache.WaitUntil([](const ClusterView& v) { return PendingCount(v) == 0 && v.pods.size() == 1; }, kWait));
+
+  // A bookmark moves the version the next watch starts from, nothing else.
+  server_.Bookmark();
+  const std::string want = std::to_string(server_.resource_version());
+  ASSERT_TRUE(cache.WaitUntil([&](const ClusterView&) { return cache.pod_stats().resource_version == want; }, kWait));
+  EXPECT_GE(cache.pod_stats().bookmarks, 1);
+  EXPECT_EQ(cache.View().pods.size(), 1u);
+  // Every watch asked for bookmarks and started from a version.
+  for (const auto& c : server_.calls()) {
+    if (c.target.find("watch=1") == std::string::npos) continue;
+    EXPECT_NE(c.target.find("allowWatchBookmarks=true"), std::string::npos) << c.target;
+    EXPECT_NE(c.target.find("resourceVersion="), std::string::npos) << c.target;
+  }
+  cache.Stop();
+}
+
+TEST_F(ClusterCacheTest, ADroppedWatchResumesFromTheLastVersionWithoutRelisting) {
+  ApiClient client(testing::FakeClusterConfig(server_));
+  ClusterCache cache(client, clock_, options_);
+  cache.Start();
+  ASSERT_TRUE(cache.WaitSynced(kWait));
+  ASSERT_TRUE(server_.WaitForWatches(2, kWait));
+  const int64_t lists = cache.pod_stats().lists;
+  server_.EndWatches();
+  ASSERT_TRUE(cache.WaitUntil([&](const ClusterView&) { return cache.pod_stats().watches >= 2; }, kWait));
+  server_.Put("pods", PodNamed("after-drop", ""));
+  ASSERT_TRUE(cache.WaitUntil([](const ClusterView& v) { return PendingCount(v) == 2; }, kWait));
+  EXPECT_EQ(cache.pod_stats().lists, lists);
+  EXPECT_GE(cache.pod_stats().watches, 2);
+  cache.Stop();
+}
+
+class GoneTest : public ClusterCacheTest, public ::testing::WithParamInterface<bool> {};
+
+// History compacted past the cache's version: "410 Gone" (in the stream, or
+// as the HTTP status) drops the cache and lists again, which also catches a
+// change made while the watch was down.
+TEST_P(GoneTest, ExpiredVersionRelistsAndCatchesUp) {
+  server_.gone_as_http_status = GetParam();
+  ApiClient client(testing::FakeClusterConfig(server_));
+  ClusterCache cache(client, clock_, options_);
+  cache.Start();
+  ASSERT_TRUE(cache.WaitSynced(kWait));
+  ASSERT_TRUE(server_.WaitForWatches(2, kWait));
+  // Deleted and re-added while compacted: only a fresh list shows the new pod.
+  server_.CompactHistory();
+  server_.Delete("pods", "default/" + pod_["metadata"]["name"].get<std::string>());
+  server_.Put("pods", PodNamed("while-gone", ""));
+  server_.CompactHistory();
+  server_.EndWatches();
+  ASSERT_TRUE(cache.WaitUntil(
+      [](const ClusterView& v) { return v.pods.size() == 1 && v.pods[0].name == "while-gone"; }, kWait));
+  EXPECT_GE(cache.pod_stats().relists_after_gone, 1);
+  EXPECT_GE(cache.pod_stats().lists, 2);
+  cache.Stop();
+}
+
+INSTANTIATE_TEST_SUITE_P(InStreamAndAsStatus, GoneTest, ::testing::Values(false, true));
+
+TEST_F(ClusterCacheTest, AnUnreachableServerIsRetriedWithBackoffAndNeverSynced) {
+  kube::ClusterConfig config = testing::FakeClusterConfig(server_);
+  testing::FixtureHttpServer closed([](const testing::FixtureRequest&) { return testing::FixtureResponse{}; });
+  config.server = closed.url();
+  closed.Stop();
+  ApiClient client(config, std::chrono::milliseconds(500));
+  ClusterCache cache(client, clock_, options_);
+  cache.Start();
+  EXPECT_TRUE(cache.WaitUntil([&](const ClusterView&) { return cache.pod_stats().failures >= 3; }, kWait));
+  EXPECT_FALSE(cache.View().synced);
+  EXPECT_FALSE(cache.FreshAt().has_value());
+  cache.Stop();
+}
+
+}  // namespace
+}  // namespace gpuscaler::kube
