@@ -31,6 +31,9 @@ packages=(
   prometheus             # promtool checks the PrometheusRule (tests/kube) and our /metrics text (tests/server); the 2.42 server runs the real-server signal tests
   chromium               # tests only: renders the HTML cost report headless (screenshot, DOM, JS errors)
   rabbitmq-server        # tests only: real RabbitMQ 3.10 + management API for the queue-depth collector tests
+  clang-14               # fuzzing only (scripts/fuzz.sh): libFuzzer needs clang; gcc builds everything else
+  libclang-rt-14-dev     # fuzzing only: the libFuzzer, ASan and UBSan runtimes for clang-14
+  llvm-14                # fuzzing only: llvm-symbolizer, so sanitizer reports from fuzzing show file:line
   wrk                    # bench only: bench/load/run_load.sh drives >= 1,000 concurrent HTTP connections at the daemon
 )
 
