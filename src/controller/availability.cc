@@ -1,6 +1,7 @@
 #include "gpuscaler/controller/availability.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace gpuscaler {
 
@@ -12,6 +13,13 @@ Seconds OfferingAvailability::BackoffFor(int streak) const {
 
 void OfferingAvailability::RecordCapacityError(const std::string& offering_key, WallTime now) {
   Mark& m = marks_[offering_key];
+  // The streak decays back: one level is forgotten for every max_backoff
+  // that passed since the last pause ended without a new error, so an
+  // offering that failed in a shortage long ago starts with a short pause.
+  if (m.streak > 0 && now > m.until && max_.count() > 0) {
+    const auto quiet_periods = static_cast<int>(std::min<int64_t>((now - m.until) / max_, m.streak));
+    m.streak -= quiet_periods;
+  }
   m.streak += 1;
   m.until = std::max(m.until, now + BackoffFor(m.streak));
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <unordered_set>
 #include <utility>
 
@@ -65,12 +66,26 @@ Controller::Controller(const Clock& clock, CloudProvider& cloud, AuditStore* sto
       policy_(std::move(policy)),
       options_(std::move(options)),
       planner_(planner ? std::move(planner) : PlannerFn([](const Snapshot& s, const Policy& p) { return MakePlan(s, p); })),
-      availability_(options_.unavailable_base, options_.unavailable_max) {
+      availability_(options_.unavailable_base, options_.unavailable_max),
+      risk_(options_.interruption_risk) {
   snapshot_.gpu_models = catalog_.gpu_models;
   snapshot_.instance_types = catalog_.instance_types;
   snapshot_.offerings = catalog_.Offerings(options_.regions);
-  for (size_t i = 0; i < snapshot_.offerings.size(); ++i) offering_index_[snapshot_.offerings[i].Key()] = i;
+  const size_t n = snapshot_.offerings.size();
+  prior_rate_.resize(n);
+  offering_key_.resize(n);
+  risk_group_.resize(n);
+  unflushed_exposure_h_.assign(n, 0.0);
+  for (size_t i = 0; i < n; ++i) {
+    const Offering& o = snapshot_.offerings[i];
+    offering_key_[i] = o.Key();
+    offering_index_[offering_key_[i]] = i;
+    prior_rate_[i] = o.interruptions_per_hour;
+    const InstanceType* t = catalog_.FindInstanceType(o.instance_type);
+    risk_group_[i] = (t != nullptr && !t->family.empty() ? t->family : o.instance_type) + "/" + o.zone;
+  }
 }
+
 
 void Controller::SetPolicy(Policy policy) {
   policy_ = std::move(policy);
@@ -89,6 +104,10 @@ TickReport Controller::Tick() {
   if (store_ != nullptr) Record(store_->BeginTick(), &report);
 
   AccumulateUsage(now);
+  if (!risk_restored_) {
+    risk_restored_ = true;
+    RestoreRisk(now, &report);
+  }
   if (!recovered_) {
     recovered_ = true;
     RecoverOpenIntents(&report);
@@ -97,6 +116,7 @@ TickReport Controller::Tick() {
   const bool listed = ReadInstances(&report);
   ReadPrices(&report);
   RefreshOfferings(now);
+  RefreshRisk(now);
   RefreshWork(now);
   RefreshSignals(now, &report);
   report.blocked_classes = blocked_;
@@ -214,6 +234,8 @@ void Controller::ReadInterruptions(TickReport* report) {
     report->errors.push_back(notices.error().WithContext("interruption notices"));
     return;
   }
+  const WallTime now = clock_.WallNow();
+  bool flushed = false;
   for (const InterruptionNotice& n : *notices) {
     ++report->interruption_notices;
     auto it = node_index_.find(n.instance_id);
@@ -221,6 +243,15 @@ void Controller::ReadInterruptions(TickReport* report) {
     NodeInfo& info = node_info_[it->second];
     if (info.notice_deadline) continue;
     info.notice_deadline = n.deadline;
+    const Node& node = snapshot_.nodes[it->second];
+    if (options_.learn_interruption_risk && info.offering >= 0 && node.offering.capacity_type == CapacityType::kSpot) {
+      // Exposure up to now first, so the event is weighed against it.
+      if (!flushed) FlushExposure(now);
+      flushed = true;
+      const auto o = static_cast<size_t>(info.offering);
+      risk_.RecordInterruption(offering_key_[o], risk_group_[o], now);
+      risk_dirty_ = true;
+    }
     snapshot_.nodes[it->second].state = NodeState::kDraining;
     shadows_dirty_ = true;
     changed_ = structure_changed_ = true;
@@ -342,6 +373,62 @@ void Controller::RefreshOfferings(WallTime now) {
   changed_ = structure_changed_ = true;
 }
 
+void Controller::RestoreRisk(WallTime now, TickReport* report) {
+  if (store_ == nullptr || !options_.learn_interruption_risk) return;
+  const WallTime since = now - options_.risk_history;
+  Result<std::vector<NodeLifecycle>> history = store_->NodeLifecycles(since, now);
+  if (!history) {
+    // Degraded, not fatal: the catalog's rates stay the priors.
+    report->errors.push_back(history.error().WithContext("reading node history for interruption rates"));
+    return;
+  }
+  for (const NodeLifecycle& n : *history) {
+    if (n.offering.capacity_type != CapacityType::kSpot) continue;
+    auto it = offering_index_.find(n.offering.Key());
+    if (it == offering_index_.end()) continue;
+    const WallTime from = std::max(n.launch_time, since);
+    const WallTime to = std::min(n.end_time.value_or(now), now);
+    const bool interrupted = n.cause == "interrupted" && n.end_time && *n.end_time <= now;
+    risk_.AddHistory(offering_key_[it->second], risk_group_[it->second], from, to, interrupted, now);
+    risk_dirty_ = true;
+  }
+}
+
+void Controller::FlushExposure(WallTime now) {
+  for (size_t i = 0; i < unflushed_exposure_h_.size(); ++i) {
+    if (unflushed_exposure_h_[i] <= 0) continue;
+    risk_.AddExposure(offering_key_[i], risk_group_[i], unflushed_exposure_h_[i], now);
+    unflushed_exposure_h_[i] = 0;
+  }
+}
+
+void Controller::RefreshRisk(WallTime now) {
+  if (!options_.learn_interruption_risk) return;
+  const bool due = !last_risk_refresh_ || now - *last_risk_refresh_ >= options_.risk_refresh_interval;
+  if (!risk_dirty_ && !due) return;
+  FlushExposure(now);
+  last_risk_refresh_ = now;
+  risk_dirty_ = false;
+  bool moved = false;
+  for (size_t i = 0; i < snapshot_.offerings.size(); ++i) {
+    Offering& o = snapshot_.offerings[i];
+    if (o.capacity_type != CapacityType::kSpot) continue;
+    const double rate = risk_.Rate(offering_key_[i], risk_group_[i], prior_rate_[i], now);
+    const double old = o.interruptions_per_hour;
+    // Small moves are not news: the plan would barely change, and every
+    // changed snapshot costs a planner call.
+    if (std::abs(rate - old) <= 0.05 * std::max(rate, old)) continue;
+    o.interruptions_per_hour = rate;
+    moved = true;
+  }
+  if (!moved) return;
+  for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
+    const int o = node_info_[i].offering;
+    if (o >= 0) snapshot_.nodes[i].offering.interruptions_per_hour = snapshot_.offerings[static_cast<size_t>(o)].interruptions_per_hour;
+  }
+  changed_ = true;
+}
+
 void Controller::RefreshWork(WallTime) {
   for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
     Node& node = snapshot_.nodes[i];
@@ -404,8 +491,12 @@ void Controller::AccumulateUsage(WallTime now) {
   for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
     const Node& node = snapshot_.nodes[i];
     snapshot_.month_to_date_usd += node.offering.usd_per_hour * dt / 3600.0;
-    if (store_ == nullptr) continue;
     NodeInfo& info = node_info_[i];
+    // Spot exposure: node-hours at risk, until the node's notice.
+    if (info.offering >= 0 && !info.notice_deadline && node.offering.capacity_type == CapacityType::kSpot) {
+      unflushed_exposure_h_[static_cast<size_t>(info.offering)] += dt / 3600.0;
+    }
+    if (store_ == nullptr) continue;
     for (const auto& [cls, gpus] : info.gpus_by_class) info.gpu_seconds[cls] += gpus * dt;
     if (now - info.usage_start >= options_.usage_interval) {
       TickReport ignored;
@@ -448,7 +539,12 @@ void Controller::AddNode(const Instance& instance, int64_t decision_id, NodeStat
   node.pool = instance.pool;
   node.offering = instance.offering;
   auto it = offering_index_.find(instance.offering.Key());
-  if (it != offering_index_.end()) node.offering.usd_per_hour = snapshot_.offerings[it->second].usd_per_hour;
+  int offering = -1;
+  if (it != offering_index_.end()) {
+    node.offering.usd_per_hour = snapshot_.offerings[it->second].usd_per_hour;
+    node.offering.interruptions_per_hour = snapshot_.offerings[it->second].interruptions_per_hour;
+    offering = static_cast<int>(it->second);
+  }
   node.launch_time = instance.launch_time;
   node.state = state;
   node.labels = instance.tags;
@@ -458,6 +554,7 @@ void Controller::AddNode(const Instance& instance, int64_t decision_id, NodeStat
   }
   NodeInfo info;
   info.decision_id = decision_id;
+  info.offering = offering;
   info.usage_start = clock_.WallNow();
   node_index_[node.instance_id] = snapshot_.nodes.size();
   snapshot_.nodes.push_back(std::move(node));

@@ -528,6 +528,20 @@ Result<std::unique_ptr<AuditReader>> SqliteAuditStore::OpenReader() const {
   return AuditReader::Open(path_, AuditReaderOptions{.busy_timeout = options_.busy_timeout});
 }
 
+Result<std::vector<NodeLifecycle>> SqliteAuditStore::NodeLifecycles(WallTime since, WallTime until) {
+  Result<std::unique_ptr<AuditReader>> reader = OpenReader();
+  if (!reader) return reader.error();
+  Result<std::vector<NodeRow>> rows = (*reader)->NodesOverlapping(since, until);
+  if (!rows) return rows.error();
+  std::vector<NodeLifecycle> out;
+  out.reserve(rows->size());
+  for (NodeRow& r : *rows) {
+    out.push_back({std::move(r.launch.offering), r.launch.launch_time, r.end_time, std::move(r.cause)});
+  }
+  return out;
+}
+
+
 Result<std::string> SqliteAuditStore::IntegrityCheck() {
   Result<Query> q = db_->Prepare("PRAGMA integrity_check");
   if (!q) return q.error();

@@ -325,6 +325,141 @@ TEST(OfferingAvailability, BackOffGrowsWithRepeatedErrorsAndShrinksAfterSuccess)
   EXPECT_EQ(a.ErrorStreak("k"), 6);
 }
 
+TEST(OfferingAvailability, AnOldShortageIsForgottenOneLevelPerQuietMaxBackoff) {
+  OfferingAvailability a(Seconds(180), Seconds(3600));
+  const WallTime t0 = FromUnixSeconds(0);
+  for (int i = 0; i < 5; ++i) a.RecordCapacityError("k", t0);
+  ASSERT_EQ(a.ErrorStreak("k"), 5);
+  const WallTime until = t0 + a.BackoffFor(5);
+  // An error soon after the pause ended: no decay, the streak grows.
+  a.RecordCapacityError("k", until + Seconds(60));
+  EXPECT_EQ(a.ErrorStreak("k"), 6);
+  // Three quiet hours after that pause: three levels forgotten, then +1.
+  const WallTime until2 = until + Seconds(60) + a.BackoffFor(6);
+  a.RecordCapacityError("k", until2 + Seconds(3 * 3600 + 10));
+  EXPECT_EQ(a.ErrorStreak("k"), 4);
+  // A day later it starts over at the base pause.
+  a.RecordCapacityError("k", until2 + Seconds(30 * 3600));
+  EXPECT_EQ(a.ErrorStreak("k"), 1);
+  EXPECT_FALSE(a.IsAvailable("k", until2 + Seconds(30 * 3600 + 179)));
+  EXPECT_TRUE(a.IsAvailable("k", until2 + Seconds(30 * 3600 + 180)));
+}
+
+namespace learned_risk {
+
+// A controller with the real planner: one interruptible 1-GPU job, spot at
+// 0.4 in two zones (same price and catalog rate), on-demand at 1.0.
+struct RiskHarness {
+  FakeClock clock;
+  FakeCloudProvider cloud{clock};
+  FakeWorkSource work;
+  Catalog catalog = TinyCatalog();
+  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(":memory:")).value();
+  std::unique_ptr<Controller> controller;
+  DemandUnit job;
+
+  explicit RiskHarness(bool learn) {
+    ControllerOptions o;
+    o.reuse_unchanged_plans = false;
+    o.learn_interruption_risk = learn;
+    controller = std::make_unique<Controller>(clock, cloud, store.get(), work, catalog, TestPolicy(), o);
+    job.id = "job-1";
+    job.workload_class = "batch";
+    job.gpus = 1;
+    job.expected_runtime = Seconds(10 * 3600);
+    job.checkpoint_interval = Seconds(1800);
+    job.restart_cost = Seconds(300);
+  }
+
+  // The offering of the newest launch call.
+  std::string LastLaunchKey() const {
+    return cloud.launches.empty() ? "" : cloud.launches.back().offerings.front().Key();
+  }
+
+  // The job runs on the newest node for `hours`, then the node is reclaimed
+  // (2-minute notice). The tick that reads the notice plans the job's
+  // replacement; at the deadline the job waits for that node.
+  void RunThenReclaim(double hours) {
+    const std::string id = controller->snapshot().nodes.back().instance_id;
+    work.SetPending({});
+    work.SetRunning(id, {job});
+    for (int m = 0; m < static_cast<int>(hours * 60); m += 10) {
+      clock.Advance(Seconds(600));
+      controller->Tick();
+    }
+    cloud.notices = {{id, clock.WallNow(), clock.WallNow() + Seconds(120)}};
+    controller->Tick();
+    clock.Advance(Seconds(120));
+    work.SetRunning(id, {});
+    work.SetPending({job});
+    controller->Tick();
+  }
+};
+
+double RateOf(const Controller& c, const std::string& key) { return Find(c.snapshot(), key).interruptions_per_hour; }
+
+TEST(ControllerLearnedRisk, RepeatedInterruptionsOnOneOfferingShiftThePlanToAnother) {
+  for (const bool learn : {false, true}) {
+    SCOPED_TRACE(learn ? "learning" : "catalog rates only");
+    RiskHarness h(learn);
+    h.work.SetPending({h.job});
+    h.controller->Tick();
+    const std::string first = h.LastLaunchKey();
+    ASSERT_NE(first.find("/spot"), std::string::npos) << first;
+    const double prior = RateOf(*h.controller, first);
+    // Reclaim the node the job runs on, after an hour each time, while the
+    // replacements stay on the first offering (at most three times).
+    std::string last = first;
+    for (int i = 0; i < 3 && last == first; ++i) {
+      h.RunThenReclaim(1.0);
+      last = h.LastLaunchKey();
+    }
+    ASSERT_GE(h.cloud.launches.size(), 2u);
+    if (!learn) {
+      // Catalog rates: every replacement goes back to the same offering.
+      EXPECT_EQ(last, first);
+      EXPECT_EQ(h.cloud.launches.size(), 4u);
+      EXPECT_DOUBLE_EQ(RateOf(*h.controller, first), prior);
+      continue;
+    }
+    EXPECT_NE(last, first) << "the plan kept the offering that was reclaimed";
+    EXPECT_NE(last.find("/spot"), std::string::npos) << "the other zone's spot is still cheapest: " << last;
+    EXPECT_GT(RateOf(*h.controller, first), 10 * prior);
+    EXPECT_DOUBLE_EQ(RateOf(*h.controller, last), prior);
+    // Nodes carry their offering's learned rate (the planner prices the risk
+    // of keeping work on them from it).
+    for (const Node& n : h.controller->snapshot().nodes) {
+      EXPECT_DOUBLE_EQ(n.offering.interruptions_per_hour, RateOf(*h.controller, n.offering.Key())) << n.instance_id;
+    }
+  }
+}
+
+TEST(ControllerLearnedRisk, ARestartRebuildsTheRatesFromTheStoresNodeHistory) {
+  RiskHarness h(true);
+  h.work.SetPending({h.job});
+  h.controller->Tick();
+  const std::string first = h.LastLaunchKey();
+  h.RunThenReclaim(2.0);
+  const double learned = RateOf(*h.controller, first);
+  ASSERT_GT(learned, 0.02);
+  // A new controller on the same store (and cloud) after a restart.
+  ControllerOptions o;
+  o.reuse_unchanged_plans = false;
+  Controller restarted(h.clock, h.cloud, h.store.get(), h.work, h.catalog, TestPolicy(), o);
+  TickReport r = restarted.Tick();
+  EXPECT_TRUE(r.errors.empty()) << r.errors[0].ToString();
+  const double rebuilt = RateOf(restarted, first);
+  // The history knows the same reclaim; exposure is timed a little
+  // differently (node launch to end vs the ticks that saw it), so close.
+  EXPECT_NEAR(rebuilt, learned, 0.1 * learned);
+  // Without the store it starts from the catalog.
+  Controller fresh(h.clock, h.cloud, nullptr, h.work, h.catalog, TestPolicy(), o);
+  fresh.Tick();
+  EXPECT_LT(RateOf(fresh, first), learned / 5);
+}
+
+}  // namespace learned_risk
+
 namespace recovery {
 
 // What the controller writes before calling the cloud, as if a previous run

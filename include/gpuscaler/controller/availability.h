@@ -1,9 +1,11 @@
 // Learned offering unavailability: after a capacity error an offering (type ×
 // zone × capacity type) is skipped for a while. The pause starts at
 // `base_backoff`, doubles with every further error while it is marked (up to
-// `max_backoff`), and the error streak halves after each successful launch, so
-// an offering that keeps failing is tried rarely and one that recovers soon
-// comes back. Deterministic; values only; not thread-safe.
+// `max_backoff`), the error streak halves after each successful launch, and
+// it loses one level for every `max_backoff` that passes after a pause ends
+// without a new error, so an offering that keeps failing is tried rarely,
+// one that recovers soon comes back, and an old shortage is forgotten.
+// Deterministic; values only; not thread-safe.
 #pragma once
 
 #include <map>

@@ -7,8 +7,11 @@
 //     work running on each node (WorkSource);
 //  2. builds the Snapshot: pending units (plus, for every node under an
 //     interruption notice, its running units again as replacement demand),
-//     nodes, catalog offerings priced with live spot prices and marked
-//     unavailable after capacity errors (OfferingAvailability), and the
+//     nodes, catalog offerings priced with live spot prices, marked
+//     unavailable after capacity errors (OfferingAvailability) and, on spot,
+//     with the interruption rate learned from the notices the controller has
+//     seen per node-hour of spot exposure, the catalog's rate as the prior
+//     (InterruptionRiskEstimator; nodes carry their offering's rate), and the
 //     classes whose signals are stale or missing (scale_down_blocked_classes:
 //     fail static, never read as zero);
 //  3. calls the planner (default MakePlan; baselines plug in here);
@@ -32,6 +35,13 @@
 // stays fast. Such ticks write no decision row. idle_replan_interval skips
 // more ticks (see ControllerOptions).
 //
+// Learned state across restarts: the first Tick rebuilds the interruption
+// evidence from the store's node lifecycles (AuditStore::NodeLifecycles:
+// spot exposure from launch to end, and an interruption at the end of every
+// node that ended "interrupted"), decayed as if the controller had watched
+// it; capacity-error marks are short-lived (at most unavailable_max) and
+// start empty.
+//
 // Not thread-safe: one thread calls Tick and SetPolicy.
 #pragma once
 
@@ -49,6 +59,7 @@
 #include "gpuscaler/cloud/provider.h"
 #include "gpuscaler/controller/availability.h"
 #include "gpuscaler/controller/clock.h"
+#include "gpuscaler/controller/interruption_risk.h"
 #include "gpuscaler/controller/scaling.h"
 #include "gpuscaler/controller/work_source.h"
 #include "gpuscaler/model/catalog.h"
@@ -88,6 +99,17 @@ struct ControllerOptions {
   size_t max_pending_units = 5000;
   Seconds unavailable_base{180};
   Seconds unavailable_max{3600};
+  // Learned spot interruption rates (see InterruptionRiskEstimator). Off:
+  // the planner sees the catalog's rates.
+  bool learn_interruption_risk = true;
+  InterruptionRiskOptions interruption_risk;
+  // Rates reach the snapshot at once after a notice, else at most this
+  // often (decay and exposure move them slowly), and only when one moved
+  // by more than 5 %: an unchanged snapshot lets a tick reuse its plan.
+  Seconds risk_refresh_interval{600};
+  // How far back the first tick reads node lifecycles to rebuild the
+  // evidence (beyond ~7 half-lives it weighs < 1 %).
+  Seconds risk_history{Seconds(14 * 24 * 3600)};
   // How often the provider's instance list is read (0: every tick). Between
   // reads the controller relies on what it launched and terminated and on
   // interruption deadlines (a node is gone at its deadline).
@@ -136,6 +158,7 @@ class Controller {
   // The snapshot the last tick planned from (or would have).
   const Snapshot& snapshot() const { return snapshot_; }
   const OfferingAvailability& availability() const { return availability_; }
+  const InterruptionRiskEstimator& interruption_risk() const { return risk_; }
   // Writes usage accumulated so far (call before shutdown / at the end of a
   // simulation). Outside a tick.
   Status FlushUsage();
@@ -143,6 +166,7 @@ class Controller {
  private:
   struct NodeInfo {
     int64_t decision_id = 0;
+    int offering = -1;  // index in snapshot_.offerings (-1: not in the catalog)
     std::optional<WallTime> notice_deadline;
     uint64_t running_version = ~uint64_t{0};
     // Usage accumulation: GPUs allocated per class since usage_start.
@@ -161,6 +185,14 @@ class Controller {
   bool ReadInstances(TickReport* report);
   void ReadPrices(TickReport* report);
   void RefreshOfferings(WallTime now);
+  // Rebuilds interruption evidence from the store's node lifecycles (first
+  // tick only).
+  void RestoreRisk(WallTime now, TickReport* report);
+  // Moves exposure accumulated per offering into the estimator, as of `now`.
+  void FlushExposure(WallTime now);
+  // Pushes learned rates into snapshot offerings and nodes (see
+  // risk_refresh_interval).
+  void RefreshRisk(WallTime now);
   void RefreshWork(WallTime now);
   void RefreshSignals(WallTime now, TickReport* report);
   void AccumulateUsage(WallTime now);
@@ -189,6 +221,17 @@ class Controller {
   std::unordered_map<std::string, size_t> offering_index_;  // Offering::Key -> index
   std::set<std::string> terminated_;  // we terminated these; ignore if still listed
   OfferingAvailability availability_;
+  InterruptionRiskEstimator risk_;
+  // Per offering (parallel to snapshot_.offerings): the catalog's rate (the
+  // prior), the estimator's key and group ("<family>/<zone>"), and spot
+  // node-hours not yet given to the estimator.
+  std::vector<double> prior_rate_;
+  std::vector<std::string> offering_key_;
+  std::vector<std::string> risk_group_;
+  std::vector<double> unflushed_exposure_h_;
+  std::optional<WallTime> last_risk_refresh_;
+  bool risk_dirty_ = false;
+  bool risk_restored_ = false;
   ScalingGovernor governor_;
 
   uint64_t pending_version_ = ~uint64_t{0};

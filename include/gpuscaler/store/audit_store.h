@@ -88,6 +88,15 @@ struct NodeEndRecord {
   std::string cause;  // "terminated" | "interrupted" | "consolidated" | "vanished"
 };
 
+// One node's life as the store knows it: what a controller reads after a
+// restart to rebuild what it had learned (e.g. spot interruption rates).
+struct NodeLifecycle {
+  Offering offering;  // as recorded at launch
+  WallTime launch_time{};
+  std::optional<WallTime> end_time;  // nullopt: still running
+  std::string cause;                 // NodeEndRecord::cause; empty while running
+};
+
 struct PriceSample {
   WallTime time{};
   Offering offering;  // key fields and usd_per_hour
@@ -140,6 +149,15 @@ class AuditStore {
   virtual Status RecordNodeEnd(const NodeEndRecord& e) = 0;
   virtual Status RecordPriceSamples(const std::vector<PriceSample>& samples) = 0;
   virtual Status RecordUsage(const std::vector<UsageRecord>& usage) = 0;
+
+  // Nodes launched before `until` and not ended before `since`, in launch
+  // order. The default (a store that keeps no history) returns none; a
+  // controller then starts from its priors.
+  virtual Result<std::vector<NodeLifecycle>> NodeLifecycles(WallTime since, WallTime until) {
+    (void)since;
+    (void)until;
+    return std::vector<NodeLifecycle>{};
+  }
 
   // Retention: deletes what lies wholly before `cut` (the rule is the store's;
   // SqliteAuditStore documents it in docs/audit-schema.md). The default keeps

@@ -131,6 +131,9 @@ class SqliteAuditStore final : public AuditStore {
   // with the same instance, class, team, start and end as one already stored
   // is kInvalidInput (it would count the same GPU-seconds twice).
   Status RecordUsage(const std::vector<UsageRecord>& usage) override;
+  // Through a reader (OpenReader): committed nodes only for a file; since >=
+  // until: kInvalidInput.
+  Result<std::vector<NodeLifecycle>> NodeLifecycles(WallTime since, WallTime until) override;
 
   // Retention (docs/audit-schema.md): deletes price samples older than `cut`;
   // nodes that ended before `cut`, with their price intervals and usage;
