@@ -403,14 +403,57 @@ std::optional<EmulatorResponse> CloudEmulator::CheckAuth(const EmulatorRequest& 
 
 // ---- dispatch -------------------------------------------------------------
 
+std::vector<EmulatorRequestRecord> CloudEmulator::Requests() const {
+  std::lock_guard lock(mu_);
+  return {requests_.begin(), requests_.end()};
+}
+
 EmulatorResponse CloudEmulator::Handle(const EmulatorRequest& request) {
   std::lock_guard lock(mu_);
+  if (request.method == "GET" && request.target == "/_emulator/requests") {
+    nlohmann::json out = nlohmann::json::array();
+    for (const EmulatorRequestRecord& r : requests_) {
+      out.push_back({{"steady_ms", std::chrono::duration_cast<std::chrono::milliseconds>(r.steady.time_since_epoch()).count()},
+                     {"time", FormatRfc3339(r.time)},
+                     {"service", r.service},
+                     {"action", r.action},
+                     {"client_token", r.client_token},
+                     {"status", r.status},
+                     {"error_code", r.error_code}});
+    }
+    return {200, "application/json", {}, out.dump()};
+  }
+  EmulatorRequestRecord record;
+  EmulatorResponse response = Dispatch(request, &record);
+  {
+    record.status = response.status;
+    if (response.status >= 300) {
+      // Query errors say <Code>…</Code>; SQS's JSON errors "__type": "…#Code".
+      const std::string& b = response.body;
+      if (size_t at = b.find("<Code>"); at != std::string::npos) {
+        const size_t end = b.find("</Code>", at);
+        if (end != std::string::npos) record.error_code = b.substr(at + 6, end - at - 6);
+      } else if (size_t hash = b.find('#'); hash != std::string::npos) {
+        record.error_code = b.substr(hash + 1, b.find('"', hash) - hash - 1);
+      }
+    }
+    requests_.push_back(std::move(record));
+    if (requests_.size() > 100000) requests_.pop_front();
+  }
+  return response;
+}
+
+EmulatorResponse CloudEmulator::Dispatch(const EmulatorRequest& request, EmulatorRequestRecord* record) {
   const WallTime now = clock_.WallNow();
+  record->time = now;
+  record->steady = clock_.Now();
   AdvanceLocked(now);
   ++stats_.requests;
 
   const std::string target = cloud::HeaderValue(request.headers, "X-Amz-Target");
   if (target.rfind(cloud::kSqsTargetPrefix, 0) == 0) {
+    record->service = "sqs";
+    record->action = target.substr(std::string_view(cloud::kSqsTargetPrefix).size());
     if (auto denied = CheckAuth(request, "sqs")) return *denied;
     return Sqs(request, std::string_view(target).substr(std::string_view(cloud::kSqsTargetPrefix).size()), now);
   }
@@ -426,6 +469,9 @@ EmulatorResponse CloudEmulator::Handle(const EmulatorRequest& request) {
                                                 "TerminateInstanceInAutoScalingGroup"};
   const bool ec2 = std::find(kEc2.begin(), kEc2.end(), action) != kEc2.end();
   const bool asg = std::find(kAsg.begin(), kAsg.end(), action) != kAsg.end();
+  record->service = asg ? "autoscaling" : "ec2";
+  record->action = action;
+  if (action == "CreateFleet") record->client_token = p.Get("ClientToken");
   if (!ec2 && !asg) {
     if (action.empty()) return Ec2Error(400, "MissingAction", "The request must contain the parameter Action");
     return Ec2Error(400, "InvalidAction", "The action " + action + " is not valid for this web service.");

@@ -137,6 +137,17 @@ struct EmulatedInstance {
   std::string group;  // Auto Scaling group, or ""
 };
 
+// One request as the emulator answered it (Requests()).
+struct EmulatorRequestRecord {
+  SteadyTime steady{};  // for spacing (retries, backoff): whole seconds are too coarse
+  WallTime time{};
+  std::string service;       // "ec2", "autoscaling", "sqs"
+  std::string action;        // "CreateFleet", "ReceiveMessage", …
+  std::string client_token;  // CreateFleet's ClientToken, or ""
+  int status = 0;
+  std::string error_code;    // "RequestLimitExceeded", … ("" on success)
+};
+
 struct EmulatorStats {
   int requests = 0;
   int throttled = 0;
@@ -158,8 +169,13 @@ class CloudEmulator {
   // `notice`. kNotFound for an unknown or non-running instance.
   Status Interrupt(const std::string& instance_id, Seconds notice = Seconds(120));
   EmulatorStats stats() const;
+  // Every API request answered so far (oldest first; the newest 100000),
+  // also served as JSON at GET /_emulator/requests (no signature needed):
+  // how a process test sees retries and their spacing from outside.
+  std::vector<EmulatorRequestRecord> Requests() const;
 
  private:
+  EmulatorResponse Dispatch(const EmulatorRequest& request, EmulatorRequestRecord* record);
   struct Instance {
     EmulatedInstance info;
     WallTime running_at{};
@@ -227,6 +243,7 @@ class CloudEmulator {
   std::vector<PendingInterruption> pending_interruptions_;
   EmulatorStats stats_;
   int api_calls_ = 0;
+  std::deque<EmulatorRequestRecord> requests_;
 };
 
 // A Transport that hands requests to an emulator in process (no sockets):

@@ -24,14 +24,19 @@ void RegisterRunCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--api-token-file", o->api_token_file,
                   "File holding the bearer token for mutating endpoints (pause/resume)");
   cmd->add_option("--max-ticks", o->max_ticks, "Stop after this many ticks (0: run until SIGTERM)");
+  auto tick_ms = std::make_shared<int64_t>(0);
+  cmd->add_option("--tick-interval-ms", *tick_ms,
+                  "Tests and benchmarks: milliseconds between ticks instead of the policy's tick_interval")
+      ->check(CLI::Range(int64_t{10}, int64_t{3600000}));
   cmd->add_option("--grace-period", *grace_s, "Seconds to finish the current tick after SIGTERM")->default_val(30);
-  cmd->callback([o, grace_s, exit_code] {
+  cmd->callback([o, grace_s, tick_ms, exit_code] {
     if (o->demo == !o->config_file.empty()) {
       std::cerr << "gpuscaler run: give exactly one of --config FILE or --demo\n";
       *exit_code = 2;
       return;
     }
     o->grace = Seconds(*grace_s);
+    o->tick_interval_override = std::chrono::milliseconds(*tick_ms);
     *exit_code = daemon::RunDaemon(*o);
   });
 }

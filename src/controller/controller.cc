@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gpuscaler/controller/failpoint.h"
 #include "gpuscaler/model/json.h"
 #include "gpuscaler/solver/planner.h"
 
@@ -192,7 +193,9 @@ TickReport Controller::Tick() {
     report.plan = std::move(plan);
   }
 
+  failpoint::Check("tick.before_commit");
   if (store_ != nullptr) Record(store_->CommitTick(), &report);
+  failpoint::Check("tick.after_commit");
   return report;
 }
 
@@ -636,7 +639,9 @@ void Controller::LaunchOne(int64_t decision_id, size_t index, const LaunchAction
     action_id = *id;
   }
 
+  failpoint::Check("launch.before_call");
   Result<LaunchResult> result = cloud_.Launch(request);
+  failpoint::Check("launch.after_call");
   if (!result) {
     report->errors.push_back(result.error().WithContext("launch"));
     if (result.error().category() == ErrorCategory::kCapacity) {
@@ -676,6 +681,7 @@ void Controller::LaunchOne(int64_t decision_id, size_t index, const LaunchAction
                                   : ids.empty()                                ? ActionOutcome::kFailed
                                                                                : ActionOutcome::kPartial;
     Record(store_->RecordActionOutcome(action_id, outcome, JoinErrors(result->errors), ids), report);
+    failpoint::Check("launch.after_outcome");
   }
 }
 
@@ -688,10 +694,27 @@ void Controller::RecoverOpenIntents(TickReport* report) {
     return;
   }
   const WallTime now = clock_.WallNow();
+  // A launch's fallback runs (other capacity type) have their own ClientToken
+  // and are not part of the replay below, which sends the chosen offering
+  // only: their instances are found by the intent tag instead, so the action
+  // row lists every instance the launch made.
+  std::map<std::string, std::vector<Instance>> tagged;
+  if (std::any_of(open->begin(), open->end(), [](const ActionRow& r) { return r.action.kind == ActionKind::kLaunch; })) {
+    Result<std::vector<Instance>> listed = cloud_.ListInstances();
+    if (listed) {
+      for (Instance& inst : *listed) {
+        auto tag = inst.tags.find(kIntentTag);
+        if (tag != inst.tags.end()) tagged[tag->second].push_back(std::move(inst));
+      }
+    } else {
+      report->errors.push_back(listed.error().WithContext("listing instances for open intents"));
+    }
+  }
   for (const ActionRow& row : *open) {
     const ActionRecord& a = row.action;
     if (a.kind == ActionKind::kTerminate) {
       Status s = cloud_.Terminate(a.instance_ids);
+      failpoint::Check("recover.terminate.after_call");
       Record(store_->RecordActionOutcome(row.id, s.ok() ? ActionOutcome::kSucceeded : ActionOutcome::kFailed,
                                          s.ok() ? "completed after a restart" : s.error().ToString(),
                                          s.ok() ? a.instance_ids : std::vector<std::string>{}),
@@ -700,10 +723,26 @@ void Controller::RecoverOpenIntents(TickReport* report) {
       continue;
     }
     if (!row.decision_time || now - *row.decision_time > options_.intent_replay_window) {
-      Record(store_->RecordActionOutcome(row.id, ActionOutcome::kFailed,
-                                         "abandoned after a restart: older than the replay window; instances it "
-                                         "launched, if any, are adopted from the owner-tagged list",
-                                         {}),
+      // Too old to send again (the cloud forgets tokens), but what it made
+      // carries its intent tag: the row still lists the launch's instances.
+      std::vector<std::string> ids;
+      for (const Instance& inst : tagged[a.idempotency_token]) {
+        ids.push_back(inst.instance_id);
+        if (node_index_.count(inst.instance_id) == 0) AddNode(inst, a.decision_id, StateFor(inst.state));
+        NodeLaunchRecord rec{inst.instance_id, inst.instance_id, inst.pool, inst.offering, 0, inst.launch_time,
+                             a.decision_id,    a.reason};
+        if (const InstanceType* t = catalog_.FindInstanceType(inst.offering.instance_type)) rec.gpu_count = t->gpu_count;
+        Record(store_->RecordNodeLaunch(rec), report);
+      }
+      const ActionOutcome outcome = ids.empty()                               ? ActionOutcome::kFailed
+                                    : static_cast<int>(ids.size()) >= a.count ? ActionOutcome::kSucceeded
+                                                                              : ActionOutcome::kPartial;
+      Record(store_->RecordActionOutcome(row.id, outcome,
+                                         ids.empty() ? "abandoned after a restart: older than the replay window, "
+                                                       "and no instance carries its intent tag"
+                                                     : "closed after a restart (older than the replay window): "
+                                                       "instances found by their intent tag",
+                                         ids),
              report);
       continue;
     }
@@ -716,10 +755,16 @@ void Controller::RecoverOpenIntents(TickReport* report) {
     request.idempotency_token = a.idempotency_token;
     request.offerings = {a.offering};
     Result<LaunchResult> result = cloud_.Launch(request);
+    failpoint::Check("recover.launch.after_call");
     if (!result) {
       // Not recorded as failed: the next start tries again within the window.
       report->errors.push_back(result.error().WithContext("replaying launch intent " + a.idempotency_token));
       continue;
+    }
+    std::set<std::string> replayed;
+    for (const Instance& inst : result->instances) replayed.insert(inst.instance_id);
+    for (const Instance& inst : tagged[a.idempotency_token]) {
+      if (replayed.insert(inst.instance_id).second) result->instances.push_back(inst);
     }
     std::vector<std::string> ids;
     for (const Instance& inst : result->instances) {
@@ -773,12 +818,15 @@ void Controller::TerminateOne(int64_t decision_id, size_t index, const Terminati
     action_id = *id;
   }
   const std::string pool = node.pool;
+  failpoint::Check("terminate.before_call");
   Status s = cloud_.Terminate({instance_id});
+  failpoint::Check("terminate.after_call");
   if (store_ != nullptr) {
     Record(store_->RecordActionOutcome(action_id, s.ok() ? ActionOutcome::kSucceeded : ActionOutcome::kFailed,
                                        s.ok() ? "" : s.error().ToString(), s.ok() ? std::vector<std::string>{instance_id}
                                                                                  : std::vector<std::string>{}),
            report);
+    failpoint::Check("terminate.after_outcome");
   }
   if (!s.ok()) {
     report->errors.push_back(s.error().WithContext("terminate " + instance_id));

@@ -23,6 +23,24 @@ bool IsHttpUrl(const std::string& url) {
   return url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0;
 }
 
+bool OneOf(const std::string& value, std::initializer_list<const char*> allowed) {
+  for (const char* a : allowed) {
+    if (value == a) return true;
+  }
+  return false;
+}
+
+// "us-east-1", "eu-central-2", "us-gov-west-1": lower-case words and a number.
+bool IsRegionName(const std::string& region) {
+  const size_t dash = region.rfind('-');
+  if (dash == std::string::npos || dash == 0 || dash + 1 == region.size()) return false;
+  for (size_t i = 0; i < dash; ++i) {
+    const char ch = region[i];
+    if (!((ch >= 'a' && ch <= 'z') || ch == '-')) return false;
+  }
+  return region.find_first_not_of("0123456789", dash + 1) == std::string::npos;
+}
+
 class ConfigReader {
  public:
   ConfigReader(DocReader& r, DaemonConfig* c) : r_(r), c_(*c) {}
@@ -62,17 +80,54 @@ class ConfigReader {
  private:
   void ReadCloud(const DocNode& n) {
     MapReader m(r_, n, "cloud",
-                {"provider", "region", "endpoint_url", "launch_template", "subnets", "interruption_queue_url"});
+                {"provider", "region", "endpoint_url", "launch_template", "subnets", "interruption_queue_url",
+                 "launch_template_version", "spot_allocation_strategy", "on_demand_allocation_strategy", "tags",
+                 "max_attempts", "request_timeout"});
     CloudSettings& cloud = c_.cloud;
     if (m.ReadString("provider", &cloud.provider) && cloud.provider != "aws" && cloud.provider != "simulated")
       r_.ReportAt("cloud.provider", "must be 'aws' or 'simulated', got '" + cloud.provider + "'");
-    m.ReadString("region", &cloud.region);
     if (m.ReadString("endpoint_url", &cloud.endpoint_url) && !cloud.endpoint_url.empty() &&
         !IsHttpUrl(cloud.endpoint_url))
       r_.ReportAt("cloud.endpoint_url", "must start with http:// or https://");
     m.ReadString("launch_template", &cloud.launch_template);
     m.ReadStringMap("subnets", &cloud.subnets);
-    m.ReadString("interruption_queue_url", &cloud.interruption_queue_url);
+    ReadUrl(m, "interruption_queue_url", &cloud.interruption_queue_url);
+    if (m.ReadString("region", &cloud.region) && !IsRegionName(cloud.region))
+      r_.ReportAt("cloud.region", "'" + cloud.region + "' is not a region name like us-east-1");
+    for (const auto& [zone, subnet] : cloud.subnets) {
+      if (subnet.rfind("subnet-", 0) != 0)
+        r_.ReportAt("cloud.subnets." + zone, "'" + subnet + "' is not a subnet id (subnet-…)");
+      if (zone.rfind(cloud.region, 0) != 0 || zone.size() <= cloud.region.size())
+        r_.ReportAt("cloud.subnets." + zone, "zone '" + zone + "' is not in region " + cloud.region);
+    }
+    if (m.ReadString("launch_template_version", &cloud.launch_template_version) &&
+        cloud.launch_template_version != "$Latest" && cloud.launch_template_version != "$Default" &&
+        (cloud.launch_template_version.empty() ||
+         cloud.launch_template_version.find_first_not_of("0123456789") != std::string::npos))
+      r_.ReportAt("cloud.launch_template_version", "must be $Latest, $Default or a version number");
+    if (m.ReadString("spot_allocation_strategy", &cloud.spot_allocation_strategy) &&
+        !OneOf(cloud.spot_allocation_strategy, {"price-capacity-optimized", "capacity-optimized",
+                                                "capacity-optimized-prioritized", "lowest-price", "diversified"}))
+      r_.ReportAt("cloud.spot_allocation_strategy",
+                  "must be price-capacity-optimized, capacity-optimized, capacity-optimized-prioritized, "
+                  "lowest-price or diversified");
+    if (m.ReadString("on_demand_allocation_strategy", &cloud.on_demand_allocation_strategy) &&
+        !OneOf(cloud.on_demand_allocation_strategy, {"lowest-price", "prioritized"}))
+      r_.ReportAt("cloud.on_demand_allocation_strategy", "must be lowest-price or prioritized");
+    if (m.ReadStringMap("tags", &cloud.tags)) {
+      for (const auto& [key, value] : cloud.tags) {
+        if (key.rfind("gpuscaler.io/", 0) == 0)
+          r_.ReportAt("cloud.tags." + key, "keys under gpuscaler.io/ are set by gpuscaler itself");
+        else if (key.empty() || key.size() > 128 || value.size() > 256 || key.rfind("aws:", 0) == 0)
+          r_.ReportAt("cloud.tags." + key, "EC2 tag keys are 1..128 characters, not starting with aws:, "
+                                           "values at most 256");
+      }
+    }
+    if (m.ReadInt("max_attempts", &cloud.max_attempts) && (cloud.max_attempts < 1 || cloud.max_attempts > 20))
+      r_.ReportAt("cloud.max_attempts", "must be between 1 and 20");
+    if (m.ReadDuration("request_timeout", &cloud.request_timeout) &&
+        (cloud.request_timeout < Seconds(1) || cloud.request_timeout > Seconds(300)))
+      r_.ReportAt("cloud.request_timeout", "must be between 1s and 5m");
     if (cloud.provider == "aws" && cloud.launch_template.empty() && !c_.dry_run)
       r_.ReportAt("cloud", "provider 'aws' needs launch_template (the EC2 launch template new nodes boot from)");
   }

@@ -28,8 +28,10 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
-// Real time between ticks: the policy's interval, divided by the demo speed.
-std::chrono::milliseconds RealInterval(const Engine& engine) {
+// Real time between ticks: the policy's interval, divided by the demo speed
+// (or the --tick-interval-ms override).
+std::chrono::milliseconds RealInterval(const Engine& engine, std::chrono::milliseconds override_interval) {
+  if (override_interval.count() > 0) return override_interval;
   const double ms = 1000.0 * static_cast<double>(engine.tick_interval().count()) / std::max(engine.speed(), 1e-3);
   return std::chrono::milliseconds(std::max<int64_t>(10, static_cast<int64_t>(ms)));
 }
@@ -41,6 +43,7 @@ struct Loop {
   DaemonState& state;
   DaemonMetrics& metrics;
   int64_t max_ticks = 0;
+  std::chrono::milliseconds tick_interval_override{0};
   bool stopping = false;
   bool tick_in_flight = false;
   bool done = false;
@@ -77,7 +80,7 @@ struct Loop {
         if (max_ticks > 0 && ticks >= max_ticks) break;
       }
       state.Beat(SteadyClock::now());
-      timer.expires_at(started + RealInterval(engine));
+      timer.expires_at(started + RealInterval(engine, tick_interval_override));
       boost::system::error_code ec;
       co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     }
@@ -175,7 +178,7 @@ int RunDaemon(const RunCommandOptions& options) {
     return 2;
   }
 
-  Loop loop{io, worker, *d.engine, state, metrics, options.max_ticks};
+  Loop loop{io, worker, *d.engine, state, metrics, options.max_ticks, options.tick_interval_override};
   int exit_code = 0;
   asio::steady_timer grace(io);
   auto finish = [&] {

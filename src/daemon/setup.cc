@@ -4,8 +4,11 @@
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
+#include <random>
 
 #include "daemon_parts.h"
+#include "gpuscaler/cloud/aws_setup.h"
+#include "gpuscaler/controller/failpoint.h"
 #include "gpuscaler/model/text_file.h"
 #include "gpuscaler/store/sqlite_audit_store.h"
 #include "signal_reader.h"
@@ -46,10 +49,48 @@ struct SimulatedCloud {
   explicit SimulatedCloud(WallTime now) : clock(now) {}
 };
 
+// The AWS provider and everything it uses, kept alive by the setup.
+struct AwsCloud {
+  SystemClock clock;
+  cloud::AwsStack stack;
+};
+
+Result<std::shared_ptr<AwsCloud>> MakeAwsCloud(const DaemonConfig& config, const Catalog& catalog) {
+  const CloudSettings& c = config.cloud;
+  cloud::AwsSetupOptions o;
+  o.region = c.region;
+  o.endpoint_url = c.endpoint_url;
+  o.http_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(c.request_timeout);
+  o.retry.max_attempts = c.max_attempts;
+  // Jitter must differ between processes (replicas, restarts), or their
+  // retries after a shared throttle would line up again.
+  o.seed = std::random_device{}();
+  if (c.launch_template.rfind("lt-", 0) == 0) {
+    o.provider.launch_template.id = c.launch_template;
+  } else {
+    o.provider.launch_template.name = c.launch_template;
+  }
+  o.provider.launch_template.version = c.launch_template_version;
+  o.provider.subnet_by_zone = c.subnets;
+  o.provider.spot_allocation_strategy = c.spot_allocation_strategy;
+  o.provider.on_demand_allocation_strategy = c.on_demand_allocation_strategy;
+  o.provider.interruption_queue_url = c.interruption_queue_url;
+  // Spot prices of the catalog's types only: the types the planner can buy.
+  for (const InstanceType& t : catalog.instance_types) o.provider.price_instance_types.push_back(t.name);
+  auto aws = std::make_shared<AwsCloud>();
+  Result<cloud::AwsStack> stack = cloud::MakeAwsStack(o, cloud::ProcessEnvironment(), aws->clock);
+  if (!stack) return stack.error().WithContext(config.source_file + ": cloud");
+  aws->stack = std::move(stack).value();
+  return aws;
+}
+
 }  // namespace
 
 Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options) {
   DaemonSetup d;
+  // Test-only crash hook (controller/failpoint.h); a bad value is a
+  // configuration error, so a crash test never runs silently unarmed.
+  if (Status s = failpoint::ArmFromEnvironment(); !s.ok()) return s.error();
   d.server_options.host = "127.0.0.1";
   d.server_options.port = 8080;
 
@@ -128,6 +169,7 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options) {
   parts.controller_options.regions = config.regions;
   // The planner takes 10k units in well under the tick (bench/daemon/tick_bench).
   parts.controller_options.max_pending_units = 20000;
+  parts.controller_options.tags = config.cloud.tags;
 
   if (config.cloud.provider == "simulated") {
     auto sim_cloud = std::make_shared<SimulatedCloud>(SystemClock().WallNow());
@@ -146,7 +188,13 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options) {
     };
     parts.spend_rate = [raw] { return raw->cloud->CurrentUsdPerHour(); };
   } else {
-    return Error::Config("cloud.provider 'aws' is not in this build yet (issue 6); use 'simulated', or --dry-run");
+    Result<std::shared_ptr<AwsCloud>> aws = MakeAwsCloud(config, *catalog);
+    if (!aws) return aws.error();
+    d.keep_alive.push_back(*aws);
+    parts.clock = &(*aws)->clock;
+    parts.cloud = (*aws)->stack.provider.get();
+    spdlog::info("cloud: AWS region {} at {}", (*aws)->stack.region,
+                 config.cloud.endpoint_url.empty() ? "the AWS endpoints" : config.cloud.endpoint_url);
   }
   parts.watcher = std::move(watcher);
   d.engine = MakeLiveEngine(std::move(parts));

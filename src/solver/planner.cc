@@ -1780,7 +1780,10 @@ Plan Planner::Run() {
   double after = base_cost_;
   for (const auto& l : plan.launches) after += l.usd_per_hour;
   for (const auto& t : plan.terminations) after -= t.offering.usd_per_hour;
-  plan.cost_after_usd_per_hour = after;
+  // Removing every node leaves a rounding residue (4 x 1.006 summed, then
+  // subtracted one by one, is -4e-16): a fleet's cost is never negative,
+  // and the audit store refuses a negative amount (the whole decision).
+  plan.cost_after_usd_per_hour = std::max(0.0, after);
   double risk = 0;
   std::vector<char> gone(snap_.nodes.size(), 0);
   for (size_t i = 0; i < snap_.nodes.size(); ++i) gone[i] = existing_[i].removed;

@@ -98,5 +98,77 @@ TEST(DaemonConfig, ParsesListenAddresses) {
   }
 }
 
+TEST(DaemonConfig, ReadsTheAwsProviderSettings) {
+  const std::string text = R"(apiVersion: gpuscaler/v1
+kind: DaemonConfig
+policy: p.yaml
+cloud:
+  provider: aws
+  region: eu-west-1
+  launch_template: lt-0abc
+  launch_template_version: "7"
+  spot_allocation_strategy: capacity-optimized-prioritized
+  on_demand_allocation_strategy: prioritized
+  subnets: {eu-west-1a: subnet-0a, eu-west-1b: subnet-0b}
+  tags: {team: ml, cost-center: "42"}
+  max_attempts: 8
+  request_timeout: 30s
+)";
+  Result<DaemonConfig> c = ParseDaemonConfig(text, "d.yaml");
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  EXPECT_EQ(c->cloud.launch_template, "lt-0abc");
+  EXPECT_EQ(c->cloud.launch_template_version, "7");
+  EXPECT_EQ(c->cloud.spot_allocation_strategy, "capacity-optimized-prioritized");
+  EXPECT_EQ(c->cloud.on_demand_allocation_strategy, "prioritized");
+  EXPECT_EQ(c->cloud.tags.at("cost-center"), "42");
+  EXPECT_EQ(c->cloud.max_attempts, 8);
+  EXPECT_EQ(c->cloud.request_timeout, Seconds(30));
+}
+
+TEST(DaemonConfig, RejectsBadAwsSettingsEachAtItsLine) {
+  const std::string text = R"(apiVersion: gpuscaler/v1
+kind: DaemonConfig
+policy: p.yaml
+cloud:
+  provider: aws
+  region: US East
+  launch_template: gpu
+  launch_template_version: latest
+  spot_allocation_strategy: cheapest
+  on_demand_allocation_strategy: capacity-optimized
+  interruption_queue_url: sqs/queue
+  tags: {gpuscaler.io/pool: x}
+  max_attempts: 0
+  request_timeout: 0s
+)";
+  Result<DaemonConfig> c = ParseDaemonConfig(text, "d.yaml");
+  ASSERT_FALSE(c.ok());
+  const std::string& m = c.error().message();
+  for (const char* want : {"d.yaml:6:", "cloud.region", "d.yaml:8:", "cloud.launch_template_version", "d.yaml:9:",
+                           "cloud.spot_allocation_strategy", "d.yaml:10:", "cloud.on_demand_allocation_strategy",
+                           "d.yaml:11:", "cloud.interruption_queue_url", "gpuscaler.io/ are set by gpuscaler",
+                           "d.yaml:13:", "cloud.max_attempts", "d.yaml:14:", "cloud.request_timeout"}) {
+    EXPECT_NE(m.find(want), std::string::npos) << want << " in:\n" << m;
+  }
+}
+
+TEST(DaemonConfig, SubnetsMustBeSubnetIdsInZonesOfTheRegion) {
+  Result<DaemonConfig> c = ParseDaemonConfig(
+      "apiVersion: gpuscaler/v1\nkind: DaemonConfig\npolicy: p.yaml\n"
+      "cloud: {provider: aws, region: us-east-1, launch_template: gpu, subnets: {us-west-2a: subnet-1, us-east-1b: sg-2}}\n",
+      "d.yaml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().message().find("zone 'us-west-2a' is not in region us-east-1"), std::string::npos)
+      << c.error().message();
+  EXPECT_NE(c.error().message().find("'sg-2' is not a subnet id"), std::string::npos) << c.error().message();
+}
+
+TEST(DaemonConfig, TheEmulatorExampleLoads) {
+  Result<DaemonConfig> c = LoadDaemonConfig(std::string(GPUSCALER_SOURCE_DIR) + "/config/gpuscaler-emulator.yaml");
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  EXPECT_EQ(c->cloud.provider, "aws");
+  EXPECT_EQ(c->cloud.endpoint_url, "http://127.0.0.1:4566");
+}
+
 }  // namespace
 }  // namespace gpuscaler::daemon

@@ -60,6 +60,17 @@ struct CloudSettings {
   std::string launch_template;
   std::map<std::string, std::string> subnets;  // zone -> subnet id
   std::string interruption_queue_url;          // SQS queue fed by EventBridge
+  // provider "aws": the launch template's version ("$Latest", "$Default" or a
+  // number); a launch_template starting with "lt-" is an id, else a name.
+  std::string launch_template_version = "$Latest";
+  std::string spot_allocation_strategy = "price-capacity-optimized";
+  std::string on_demand_allocation_strategy = "lowest-price";
+  // Extra tags on every instance (the gpuscaler.io/ keys are ours).
+  std::map<std::string, std::string> tags;
+  // Tries per AWS call (throttles, 5xx, timeouts), backoff capped exponential
+  // with full jitter; and the deadline of one HTTP exchange.
+  int max_attempts = 5;
+  Seconds request_timeout{10};
 };
 
 struct LeaderElectionSettings {

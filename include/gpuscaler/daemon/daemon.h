@@ -8,6 +8,7 @@
 // exit 1 if that takes longer than the grace period.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -27,6 +28,10 @@ struct RunCommandOptions {
   std::string port_file;    // written with the bound port once listening
   std::string api_token_file;  // overrides the config's
   int64_t max_ticks = 0;    // stop after this many ticks (tests); 0: run until a signal
+  // Real time between live ticks instead of the policy's scaling.tick_interval
+  // (whole seconds): for tests and benchmarks that need sub-second ticks.
+  // 0: the policy's.
+  std::chrono::milliseconds tick_interval_override{0};
   Seconds grace{30};
   std::string source_dir;   // where config/catalogs/aws.yaml is looked for
 };
