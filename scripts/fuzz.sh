@@ -24,13 +24,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-40}"
 workers="${FUZZ_JOBS:-$(nproc)}"
-targets=(${FUZZ_TARGETS:-policy catalog exposition aws_xml http traces snapshot})
+targets=(${FUZZ_TARGETS:-policy catalog exposition aws_xml http traces snapshot kube})
 shared="${GPUSCALER_SHARED_DIR:-$(cd .. && pwd)/shared}"
 
 # Longest input per target: long enough for a realistic document, short
 # enough that most executions are spent on structure rather than bulk.
 declare -A max_len=([policy]=4096 [catalog]=4096 [exposition]=4096 [aws_xml]=4096
-                    [http]=1024 [traces]=4096 [snapshot]=4096)
+                    [http]=1024 [traces]=4096 [snapshot]=4096 [kube]=4096)
 
 build_start=$(date +%s)
 cmake --preset fuzz >/dev/null
@@ -69,6 +69,18 @@ seed_from_shared() {
     for f in "$shared"/reference/aws/botocore-fixtures/*.xml "$shared"/reference/aws/examples/eventbridge-*.json; do
       seed aws_xml "" "$f"
     done
+  fi
+  if [ -d "$run/seeds/kube" ]; then
+    for f in "$shared"/reference/kubernetes/api-testdata/core.v1.*.json "$shared"/reference/kubernetes/examples/*.json; do
+      seed kube "" "$f"
+    done
+    # One watch event per line: each event's object is a seed of its own.
+    local n=0
+    while IFS= read -r line && [ $n -lt 20 ]; do
+      python3 -c 'import json,sys; print(json.dumps(json.loads(sys.argv[1]).get("object", {})))' "$line" \
+        > "$run/seeds/kube/watch-object-$n.json" 2>/dev/null || true
+      n=$((n + 1))
+    done < "$shared/reference/kubernetes/examples/watch-pods.assembled.jsonl" 2>/dev/null || true
   fi
   if [ -d "$run/seeds/traces" ]; then
     # First byte: the format's index in TraceFormatNames() then

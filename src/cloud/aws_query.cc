@@ -70,7 +70,8 @@ std::optional<AwsErrorBody> ParseErrorBody(std::string_view body) {
     auto j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
     if (!j.is_object() || !j.contains("__type")) return std::nullopt;
     AwsErrorBody e;
-    std::string type = j.value("__type", "");
+    // Not j.value("__type", ""): it throws when the field is not a string.
+    const std::string type = j["__type"].is_string() ? j["__type"].get<std::string>() : "";
     e.code = type.substr(type.find('#') == std::string::npos ? 0 : type.find('#') + 1);
     if (j.contains("message") && j["message"].is_string()) e.message = j["message"];
     if (j.contains("Message") && j["Message"].is_string()) e.message = j["Message"];
