@@ -105,7 +105,8 @@ struct ControllerOptions {
   InterruptionRiskOptions interruption_risk;
   // Rates reach the snapshot at once after a notice, else at most this
   // often (decay and exposure move them slowly), and only when one moved
-  // by more than 5 %: an unchanged snapshot lets a tick reuse its plan.
+  // by more than 5 % and 0.001 per node-hour: an unchanged snapshot lets a
+  // tick reuse its plan.
   Seconds risk_refresh_interval{600};
   // How far back the first tick reads node lifecycles to rebuild the
   // evidence (beyond ~7 half-lives it weighs < 1 %).
