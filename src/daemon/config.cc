@@ -174,13 +174,28 @@ class ConfigReader {
   }
 
   void ReadKubernetes(const DocNode& n) {
-    MapReader m(r_, n, "kubernetes", {"enabled", "leader_election"});
-    m.ReadBool("enabled", &c_.kubernetes.enabled);
+    MapReader m(r_, n, "kubernetes",
+                {"enabled", "in_cluster", "kubeconfig", "context", "namespace", "leader_election"});
+    KubernetesSettings& k = c_.kubernetes;
+    m.ReadBool("enabled", &k.enabled);
+    const bool said_in_cluster = m.ReadBool("in_cluster", &k.in_cluster);
+    if (m.ReadString("kubeconfig", &k.kubeconfig) && !k.kubeconfig.empty()) {
+      if (said_in_cluster && k.in_cluster)
+        r_.ReportAt("kubernetes.kubeconfig", "give either in_cluster: true or a kubeconfig, not both");
+      k.in_cluster = false;
+    }
+    if (m.ReadString("context", &k.context) && !k.context.empty() && k.kubeconfig.empty())
+      r_.ReportAt("kubernetes.context", "needs kubeconfig");
+    if (!k.in_cluster && k.kubeconfig.empty())
+      r_.ReportAt("kubernetes", "in_cluster: false needs kubeconfig (the file to reach the cluster with)");
+    m.ReadString("namespace", &k.namespace_name);
     if (const DocNode* le = m.Find("leader_election")) {
       MapReader lm(r_, *le, "kubernetes.leader_election", {"enabled", "lease_name", "namespace"});
       lm.ReadBool("enabled", &c_.kubernetes.leader_election.enabled);
       lm.ReadString("lease_name", &c_.kubernetes.leader_election.lease_name);
       lm.ReadString("namespace", &c_.kubernetes.leader_election.namespace_name);
+      if (c_.kubernetes.leader_election.lease_name.empty())
+        r_.ReportAt("kubernetes.leader_election.lease_name", "must not be empty");
     }
   }
 
@@ -221,7 +236,7 @@ Result<DaemonConfig> ParseDaemonConfig(const std::string& text, const std::strin
   for (std::string* p : {&config.policy_file, &config.catalog_file, &config.db_file, &config.api_token_file,
                          &config.signals.prometheus.bearer_token_file, &config.signals.prometheus.password_file,
                          &config.signals.prometheus.ca_file, &config.signals.rabbitmq.username_file,
-                         &config.signals.rabbitmq.password_file}) {
+                         &config.signals.rabbitmq.password_file, &config.kubernetes.kubeconfig}) {
     *p = Resolve(dir, *p);
   }
   return config;

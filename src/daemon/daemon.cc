@@ -13,6 +13,7 @@
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -48,6 +49,20 @@ struct Loop {
   bool tick_in_flight = false;
   bool done = false;
   asio::steady_timer timer{io};
+  std::function<bool()> is_leader{};  // DaemonSetup::is_leader
+
+  // Leader election: a standby replica does not tick (the cloud wrapper
+  // also refuses to act the moment the Lease is lost, mid-tick); /readyz
+  // and gpuscaler_leader follow the Lease.
+  bool Leading() {
+    const bool leader = !is_leader || is_leader();
+    if (leader != state.Get().leader) {
+      state.Update([leader](PublishedState& s) { s.leader = leader; });
+      metrics.SetLeader(leader);
+      spdlog::info("leader election: {}", leader ? "this replica leads; ticking" : "standing by (not the leader)");
+    }
+    return leader;
+  }
 
   asio::awaitable<void> Run() {
     int64_t ticks = 0;
@@ -55,7 +70,8 @@ struct Loop {
       const auto started = SteadyClock::now();
       state.Beat(started);
       const bool paused = state.Get().paused;
-      if (!paused) {
+      const bool leading = Leading();
+      if (!paused && leading) {
         tick_in_flight = true;
         // The tick blocks (cloud and signal calls): run it on the worker and
         // come back to this thread with its result.
@@ -80,7 +96,11 @@ struct Loop {
         if (max_ticks > 0 && ticks >= max_ticks) break;
       }
       state.Beat(SteadyClock::now());
-      timer.expires_at(started + RealInterval(engine, tick_interval_override));
+      // A standby looks at the Lease every second, so it starts within
+      // about a second of winning it.
+      timer.expires_at(started + (leading ? RealInterval(engine, tick_interval_override)
+                                          : std::min<std::chrono::milliseconds>(
+                                                RealInterval(engine, tick_interval_override), std::chrono::seconds(1))));
       boost::system::error_code ec;
       co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     }
@@ -179,6 +199,7 @@ int RunDaemon(const RunCommandOptions& options) {
   }
 
   Loop loop{io, worker, *d.engine, state, metrics, options.max_ticks, options.tick_interval_override};
+  loop.is_leader = d.is_leader;
   int exit_code = 0;
   asio::steady_timer grace(io);
   auto finish = [&] {

@@ -4,6 +4,7 @@
 // stays in one translation unit and the rest is testable without sockets.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,9 @@ struct DaemonSetup {
   std::string db_file;  // the audit database the HTTP API and reports read
   std::string api_token;  // empty: mutating endpoints disabled
   server::HttpServerOptions server_options;
+  // Leader election (kube_setup.h): ticks run only while it says true;
+  // empty: always the leader.
+  std::function<bool()> is_leader;
   std::unique_ptr<Engine> engine;
 };
 

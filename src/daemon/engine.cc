@@ -86,7 +86,12 @@ class LiveEngine final : public Engine {
     const WallTime now = parts_.clock->WallNow();
     if (parts_.before_tick) parts_.before_tick(now);
     out.signals = parts_.read_signals(controller_.policy(), now);
-    work_.Update(controller_.policy(), out.signals, controller_.snapshot().nodes, now);
+    if (parts_.read_cluster) {
+      const ClusterWork cluster = parts_.read_cluster(controller_.policy(), now);
+      work_.Update(controller_.policy(), out.signals, controller_.snapshot().nodes, now, &cluster);
+    } else {
+      work_.Update(controller_.policy(), out.signals, controller_.snapshot().nodes, now);
+    }
     out.report = controller_.Tick();
     out.time = now;
     out.queue_depth = work_.queue_depths();

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "daemon_parts.h"
+#include "kube_setup.h"
 #include "gpuscaler/cloud/aws_setup.h"
 #include "gpuscaler/controller/failpoint.h"
 #include "gpuscaler/model/text_file.h"
@@ -195,6 +196,9 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options) {
     parts.cloud = (*aws)->stack.provider.get();
     spdlog::info("cloud: AWS region {} at {}", (*aws)->stack.region,
                  config.cloud.endpoint_url.empty() ? "the AWS endpoints" : config.cloud.endpoint_url);
+  }
+  if (config.kubernetes.enabled) {
+    if (Status s = SetUpKubernetes(config, *catalog, &parts, &d); !s.ok()) return s.error();
   }
   parts.watcher = std::move(watcher);
   d.engine = MakeLiveEngine(std::move(parts));

@@ -95,9 +95,10 @@ int UnitsForQueueDepth(const WorkloadClassPolicy& cls, double queue_depth) {
 }
 
 void SignalWorkSource::Update(const Policy& policy, const std::vector<ClassSignal>& signals,
-                              const std::vector<Node>& nodes, WallTime now) {
+                              const std::vector<Node>& nodes, WallTime now, const ClusterWork* cluster) {
   (void)now;
   statuses_.clear();
+  if (cluster != nullptr) statuses_.push_back(cluster->status);
   std::map<std::string, const ClassSignal*> depth_of, util_of;
   for (const ClassSignal& s : signals) {
     (s.kind == ClassSignal::Kind::kQueueDepth ? depth_of : util_of)[s.workload_class] = &s;
@@ -134,10 +135,18 @@ void SignalWorkSource::Update(const Policy& policy, const std::vector<ClassSigna
       r.cpu_milli = int64_t{t->vcpus} * 1000;
       r.memory_mib = t->memory_mib;
     }
+    // Pods bound to the node hold their room before queue-derived units.
+    if (cluster != nullptr) {
+      auto bound = cluster->running.find(n->instance_id.empty() ? n->id : n->instance_id);
+      if (bound != cluster->running.end()) {
+        for (const DemandUnit& u : bound->second) Take(r, u);
+      }
+    }
     rooms.push_back(std::move(r));
   }
 
   std::vector<DemandUnit> pending;
+  if (cluster != nullptr) pending = cluster->pending;
   desired_.clear();
   for (const WorkloadClassPolicy* cls : classes) {
     auto d = depth_of.find(cls->name);

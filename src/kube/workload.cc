@@ -334,4 +334,31 @@ std::map<std::string, int64_t> FreeResources(const NodeInfo& node, const std::ve
   return free;
 }
 
+ClusterDemand DemandFromCluster(const std::vector<PodInfo>& pods, const std::vector<NodeInfo>& nodes,
+                                const Policy& policy, const Catalog& catalog) {
+  ClusterDemand out;
+  std::map<std::string, std::string> key_of_node;
+  for (const NodeInfo& n : nodes) key_of_node[n.name] = n.instance_id.empty() ? n.name : n.instance_id;
+  std::vector<const PodInfo*> pending;
+  for (const PodInfo& p : pods) {
+    if (IsPendingGpuPod(p)) {
+      pending.push_back(&p);
+    } else if (HoldsResources(p)) {
+      auto k = key_of_node.find(p.node_name);
+      out.running[k == key_of_node.end() ? p.node_name : k->second].push_back(RunningPodUnit(p, policy, catalog));
+    }
+  }
+  std::stable_sort(pending.begin(), pending.end(), [](const PodInfo* a, const PodInfo* b) {
+    if (a->priority != b->priority) return a->priority > b->priority;
+    if (a->created != b->created) return a->created < b->created;
+    return PodKey(*a) < PodKey(*b);
+  });
+  for (const PodInfo* p : pending) {
+    Result<DemandUnit> u = PodDemand(*p, policy, catalog);
+    if (u) out.pending.push_back(std::move(u).value());
+    else out.skipped.push_back(PodKey(*p) + ": " + u.error().message());
+  }
+  return out;
+}
+
 }  // namespace gpuscaler::kube

@@ -151,6 +151,7 @@ std::string CanonicalPolicyText(const Policy& p) {
   w.Put("disruption.do_not_disrupt_labels", d.do_not_disrupt_labels);
   w.Put("disruption.min_savings_usd_per_hour", d.min_savings_usd_per_hour);
   w.Put("disruption.min_savings_fraction", d.min_savings_fraction);
+  w.Put("disruption.drain_timeout", d.drain_timeout);
   w.Put("signals.max_staleness#", static_cast<int>(p.signals.max_staleness.size()));
   for (const auto& [source, age] : p.signals.max_staleness) {
     w.Put("signals.max_staleness{" + source + "}", age);

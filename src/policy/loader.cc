@@ -454,7 +454,7 @@ class PolicyReader {
     MapReader m(r_, node, "disruption",
                 {"consolidation", "min_node_age", "max_disrupted_per_interval",
                  "disruption_interval", "do_not_disrupt_labels", "min_savings_usd_per_hour",
-                 "min_savings_fraction"});
+                 "min_savings_fraction", "drain_timeout"});
     DisruptionPolicy& d = p_.disruption;
     m.ReadBool("consolidation", &d.consolidation);
     m.ReadDuration("min_node_age", &d.min_node_age);
@@ -463,6 +463,7 @@ class PolicyReader {
     m.ReadStringList("do_not_disrupt_labels", &d.do_not_disrupt_labels);
     NonNegative(m, "min_savings_usd_per_hour", &d.min_savings_usd_per_hour);
     Share(m, "min_savings_fraction", &d.min_savings_fraction);
+    PositiveDuration(m, "drain_timeout", &d.drain_timeout);
   }
 
   void ReadSignals(const DocNode& node) {

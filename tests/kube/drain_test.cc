@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include "../fakes/fake_clock.h"
+#include "../fakes/fake_cloud_provider.h"
+#include "gpuscaler/kube/cluster_provider.h"
 #include "kube/kube_fixtures.h"
 
 namespace gpuscaler::kube {
@@ -168,6 +170,94 @@ TEST_F(DrainTest, AnUnknownNodeIsNotFound) {
   Result<DrainResult> r = drainer_.Drain("no-such-node", Options());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().category(), ErrorCategory::kNotFound);
+}
+
+}  // namespace
+}  // namespace gpuscaler::kube
+
+// --- the provider wrapper: drain before terminate, leadership gate --------
+
+namespace gpuscaler::kube {
+namespace {
+
+class ClusterProviderTest : public DrainTest {
+ protected:
+  void SetUp() override {
+    DrainTest::SetUp();
+    if (IsSkipped()) return;
+    cache_.Start();
+    ASSERT_TRUE(cache_.WaitSynced(std::chrono::seconds(20)));
+  }
+  void TearDown() override { cache_.Stop(); }
+
+  ClusterCloudProvider Provider() {
+    ClusterCloudProvider::Parts parts;
+    parts.inner = &cloud_;
+    parts.cache = &cache_;
+    parts.drainer = &drainer_;
+    parts.is_leader = [this] { return leader_; };
+    parts.drain_options = [this](const std::string& id) {
+      DrainOptions o = Options();
+      o.reason = "remove idle node " + id;
+      return o;
+    };
+    return ClusterCloudProvider(parts);
+  }
+
+  testing::FakeCloudProvider cloud_{clock_};
+  // The cache's thread reads its clock: not the fake one the test advances.
+  SystemClock cache_clock_;
+  ClusterCache cache_{client_, cache_clock_};
+  bool leader_ = true;
+};
+
+// The recorded node's providerID names i-0123456789abcdef0.
+constexpr const char* kInstance = "i-0123456789abcdef0";
+
+TEST_F(ClusterProviderTest, TerminateDrainsTheInstancesNodeFirst) {
+  AddPod("web-1");
+  ASSERT_TRUE(cache_.WaitUntil([](const ClusterView& v) { return v.pods.size() == 1; }, std::chrono::seconds(20)));
+  ClusterCloudProvider provider = Provider();
+  Status s = provider.Terminate({kInstance, "i-never-registered"});
+  ASSERT_TRUE(s.ok()) << s.error().ToString();
+  ASSERT_EQ(cloud_.terminations.size(), 1u);
+  EXPECT_EQ(cloud_.terminations[0], (std::vector<std::string>{kInstance, "i-never-registered"}));
+  EXPECT_FALSE(server_.Get("pods", "default/web-1").has_value());
+  EXPECT_TRUE(Cordoned());
+  EXPECT_EQ(provider.drains(), 1);
+  EXPECT_NE(server_.events().back()["message"].get<std::string>().find(std::string("remove idle node ") + kInstance),
+            std::string::npos);
+}
+
+TEST_F(ClusterProviderTest, ADrainThatFailsKeepsTheInstance) {
+  AddPod("guarded");
+  server_.SetBudget("default/guarded", -1);
+  ASSERT_TRUE(cache_.WaitUntil([](const ClusterView& v) { return v.pods.size() == 1; }, std::chrono::seconds(20)));
+  ClusterCloudProvider provider = Provider();
+  Status s = provider.Terminate({kInstance});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().category(), ErrorCategory::kTransient);
+  EXPECT_TRUE(cloud_.terminations.empty());
+  EXPECT_TRUE(server_.Get("pods", "default/guarded").has_value());
+}
+
+TEST_F(ClusterProviderTest, ANonLeaderNeitherLaunchesNorDrainsNorTerminates) {
+  AddPod("web-1");
+  leader_ = false;
+  ClusterCloudProvider provider = Provider();
+  LaunchRequest req;
+  req.pool = "gpu";
+  req.count = 1;
+  req.offerings = {Offering{}};
+  EXPECT_FALSE(provider.Launch(req).ok());
+  EXPECT_FALSE(provider.Terminate({kInstance}).ok());
+  EXPECT_TRUE(cloud_.launches.empty());
+  EXPECT_TRUE(cloud_.terminations.empty());
+  EXPECT_EQ(server_.Count("PATCH", "/api/v1/nodes/"), 0);
+  EXPECT_EQ(server_.Count("POST", "/api/v1/namespaces/default/pods/"), 0);
+  leader_ = true;
+  EXPECT_TRUE(provider.Launch(req).ok());
+  EXPECT_EQ(cloud_.launches.size(), 1u);
 }
 
 }  // namespace

@@ -188,6 +188,15 @@ std::vector<json> FakeApiServer::events() const {
   return events_;
 }
 
+std::optional<json> FakeApiServer::WaitForObject(const std::string& resource, const std::string& key,
+                                                std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  changed_.wait_for(lock, timeout, [&] { return objects_[resource].count(key) > 0; });
+  auto it = objects_[resource].find(key);
+  if (it == objects_[resource].end()) return std::nullopt;
+  return it->second;
+}
+
 bool FakeApiServer::WaitForWatches(int n, std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   return changed_.wait_for(lock, timeout, [&] { return open_watches_ >= n; });
@@ -399,6 +408,7 @@ FixtureResponse FakeApiServer::Lease(const FixtureRequest& req, const std::strin
     body["metadata"]["namespace"] = ns;
     body["metadata"]["resourceVersion"] = std::to_string(++rv_);
     leases[new_key] = body;
+    changed_.notify_all();
     return JsonAnswer(201, body);
   }
   if (req.method == "PUT" && !name.empty()) {
@@ -414,6 +424,7 @@ FixtureResponse FakeApiServer::Lease(const FixtureRequest& req, const std::strin
     body["metadata"]["namespace"] = ns;
     body["metadata"]["resourceVersion"] = std::to_string(++rv_);
     it->second = body;
+    changed_.notify_all();
     return JsonAnswer(200, body);
   }
   return JsonAnswer(405, StatusObject(405, "MethodNotAllowed", req.method + " on leases"));

@@ -73,6 +73,9 @@ class FakeApiServer {
   int Count(const std::string& method, const std::string& path_prefix) const;
   std::vector<nlohmann::json> events() const;  // core/v1 Events posted
   int open_watches() const;
+  // Waits until the object exists; nullopt on timeout.
+  std::optional<nlohmann::json> WaitForObject(const std::string& resource, const std::string& key,
+                                              std::chrono::milliseconds timeout);
   // Waits until at least `n` watches are open (streaming); false on timeout.
   bool WaitForWatches(int n, std::chrono::milliseconds timeout);
 

@@ -273,6 +273,47 @@ TEST(ModelNode, ReadsOfferingInstanceIdAndFreeRoomFromTheRecordedNodes) {
   EXPECT_EQ(o.state, NodeState::kCordoned);
 }
 
+TEST(DemandFromCluster, PendingPodsInSchedulingOrderAndBoundPodsByInstance) {
+  GPUSCALER_REFERENCE_JSON(pods, "examples/podlist-pending-gpu.assembled.json");
+  GPUSCALER_REFERENCE_JSON(nodes, "examples/nodelist-gpu.assembled.json");
+  Result<ObjectList<NodeInfo>> node_list = ParseNodeList(nodes.dump());
+  ASSERT_TRUE(node_list.ok());
+  std::vector<PodInfo> all;
+  const auto add = [&](const std::string& name, const std::function<void(json&)>& edit) {
+    json p = pods["items"][0];
+    p["metadata"]["name"] = name;
+    p["metadata"]["uid"] = "uid-" + name;
+    edit(p);
+    Result<PodInfo> parsed = ParsePod(p.dump());
+    ASSERT_TRUE(parsed.ok());
+    all.push_back(*parsed);
+  };
+  add("low-old", [](json& p) { p["metadata"]["creationTimestamp"] = "2023-08-04T05:00:00Z"; });
+  add("high", [](json& p) { p["spec"]["priority"] = 100; });
+  add("low-new", [](json&) {});
+  add("no-class", [](json& p) { p["metadata"]["labels"] = json::object(); p["metadata"]["namespace"] = "x"; });
+  add("running", [](json& p) {
+    p["spec"]["nodeName"] = "ip-10-0-40-7.us-west-2.compute.internal";
+    p["status"] = {{"phase", "Running"}};
+  });
+  add("done", [](json& p) {
+    p["spec"]["nodeName"] = "ip-10-0-40-7.us-west-2.compute.internal";
+    p["status"] = {{"phase", "Succeeded"}};
+  });
+  Policy policy = TwoClassPolicy();
+  policy.classes.pop_back();  // no catch-all: the unlabelled pod matches nothing
+  ClusterDemand d = DemandFromCluster(all, node_list->items, policy, TestCatalog());
+  ASSERT_EQ(d.pending.size(), 3u);
+  EXPECT_EQ(d.pending[0].id, "uid-high");
+  EXPECT_EQ(d.pending[1].id, "uid-low-old");
+  EXPECT_EQ(d.pending[2].id, "uid-low-new");
+  ASSERT_EQ(d.skipped.size(), 1u);
+  EXPECT_NE(d.skipped[0].find("x/no-class"), std::string::npos);
+  ASSERT_EQ(d.running.size(), 1u);
+  ASSERT_EQ(d.running.count("i-0fedcba9876543210"), 1u);
+  EXPECT_EQ(d.running["i-0fedcba9876543210"].size(), 1u);  // the finished pod holds nothing
+}
+
 // --- through the API: list, watch, 410 -----------------------------------
 
 class ClusterCacheTest : public ::testing::Test {

@@ -76,11 +76,20 @@ struct CloudSettings {
 struct LeaderElectionSettings {
   bool enabled = false;
   std::string lease_name = "gpuscaler";
-  std::string namespace_name = "gpuscaler";
+  std::string namespace_name;  // empty: KubernetesSettings::namespace_name
 };
 
 struct KubernetesSettings {
   bool enabled = false;
+  // Where the API server is: the pod's service account (in_cluster), or a
+  // kubeconfig file (running outside the cluster; setting it turns
+  // in_cluster off) and its context (empty: current-context).
+  bool in_cluster = true;
+  std::string kubeconfig;
+  std::string context;
+  // gpuscaler's own namespace (the Lease's); empty: the pod's namespace
+  // in-cluster, the context's namespace with a kubeconfig.
+  std::string namespace_name;
   LeaderElectionSettings leader_election;
 };
 

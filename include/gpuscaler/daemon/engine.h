@@ -89,6 +89,9 @@ struct LiveEngineParts {
   std::function<void(WallTime)> before_tick;
   // The fleet's spend rate; may be empty (then: sum of node prices).
   std::function<double()> spend_rate;
+  // Kubernetes (kube_setup.cc): pending and bound pods as demand, read each
+  // tick; empty without Kubernetes.
+  std::function<ClusterWork(const Policy& policy, WallTime now)> read_cluster;
   ControllerOptions controller_options;
 };
 

@@ -47,14 +47,27 @@ struct ClassSignal {
   std::map<std::string, double> by_host;  // utilisation per host, in [0,1]
 };
 
+// What Kubernetes says (src/daemon/kube_setup.cc): unschedulable GPU pods
+// and the pods bound to each node. Their units come before queue-derived
+// ones: pending pods are added to Pending(), bound pods take their node's
+// room first and are part of RunningOn(instance id).
+struct ClusterWork {
+  std::vector<DemandUnit> pending;
+  std::map<std::string, std::vector<DemandUnit>> running;  // by instance id
+  // The cluster view's freshness (source "kubernetes", every class): stale
+  // or missing blocks scale-down, as for any signal.
+  SignalStatus status;
+};
+
 class SignalWorkSource final : public WorkSource {
  public:
   explicit SignalWorkSource(const Catalog& catalog) : catalog_(catalog) {}
 
   // Recomputes demand from `signals` (already judged for freshness against
-  // the policy at `now`) and the controller's current `nodes`.
+  // the policy at `now`), the controller's current `nodes` and, with
+  // Kubernetes, `cluster` (may be null).
   void Update(const Policy& policy, const std::vector<ClassSignal>& signals, const std::vector<Node>& nodes,
-              WallTime now);
+              WallTime now, const ClusterWork* cluster = nullptr);
 
   const std::vector<DemandUnit>& Pending() override { return pending_; }
   uint64_t PendingVersion() const override { return pending_version_; }

@@ -88,6 +88,22 @@ Node ModelNode(const NodeInfo& node, const std::vector<const PodInfo*>& bound, c
 // requests of the pods bound to it, per resource, in thousandths.
 std::map<std::string, int64_t> FreeResources(const NodeInfo& node, const std::vector<const PodInfo*>& bound);
 
+// What the cluster asks for and holds, for the daemon's WorkSource.
+struct ClusterDemand {
+  // Unschedulable GPU pods as units: higher priority first, then older,
+  // then by name (the scheduling order the planner sees).
+  std::vector<DemandUnit> pending;
+  // Pods bound to each node (HoldsResources), by the node's instance id
+  // (from providerID; the node name when there is none).
+  std::map<std::string, std::vector<DemandUnit>> running;
+  // Pending GPU pods that are not demand, "namespace/name: why" (no class,
+  // no pool they tolerate, several MIG devices).
+  std::vector<std::string> skipped;
+};
+
+ClusterDemand DemandFromCluster(const std::vector<PodInfo>& pods, const std::vector<NodeInfo>& nodes,
+                                const Policy& policy, const Catalog& catalog);
+
 // The marker value: true when either do-not-disrupt key is "true" in the map.
 bool SaysDoNotDisrupt(const std::map<std::string, std::string>& labels_or_annotations);
 

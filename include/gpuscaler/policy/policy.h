@@ -122,6 +122,10 @@ struct DisruptionPolicy {
   // A move must save at least this much per hour after disruption cost.
   double min_savings_usd_per_hour = 0.5;
   double min_savings_fraction = 0.1;
+  // Kubernetes: how long a node's pods may take to leave (evictions refused
+  // by PodDisruptionBudgets are retried meanwhile) before the scale-down is
+  // abandoned and the node uncordoned.
+  Seconds drain_timeout{600};
 };
 
 struct SignalsPolicy {

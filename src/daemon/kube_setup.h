@@ -1,0 +1,25 @@
+// The daemon's Kubernetes side (issue 8), wired from the `kubernetes:`
+// section of its configuration: the API client, the pod and node cache,
+// leader election, drain before terminate. Private to src/daemon; one hook
+// in SetUpDaemon calls it. Reference: docs/kubernetes.md ("What gpuscaler
+// does in the cluster").
+#pragma once
+
+#include "daemon_parts.h"
+#include "gpuscaler/daemon/config.h"
+#include "gpuscaler/daemon/engine.h"
+#include "gpuscaler/model/catalog.h"
+
+namespace gpuscaler::daemon {
+
+// With config.kubernetes.enabled: connects (in-cluster or kubeconfig),
+// starts the list/watch cache and, when configured, leader election; wraps
+// parts->cloud so that only the leader actuates and Terminate drains first;
+// sets parts->read_cluster (pods as demand) and setup->is_leader. Everything
+// it starts is owned by setup->keep_alive and stops with it. kConfig for a
+// configuration that cannot work (no cluster, unreadable kubeconfig, bad
+// leader election settings). Call after parts->cloud and parts->store are set.
+Status SetUpKubernetes(const DaemonConfig& config, const Catalog& catalog, LiveEngineParts* parts,
+                       DaemonSetup* setup);
+
+}  // namespace gpuscaler::daemon

@@ -1,0 +1,192 @@
+// The daemon's Kubernetes wiring: the `kubernetes:` configuration, cluster
+// work in the WorkSource, and SetUpKubernetes against the fake API server
+// through a kubeconfig (pods become demand, terminate drains first, only
+// the leader acts).
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "../fakes/fake_clock.h"
+#include "../fakes/fake_cloud_provider.h"
+#include "gpuscaler/daemon/config.h"
+#include "gpuscaler/daemon/signal_work_source.h"
+#include "kube/kube_fixtures.h"
+#include "src/daemon/kube_setup.h"
+#include "support/temp_dir.h"
+
+namespace gpuscaler::daemon {
+namespace {
+
+using nlohmann::json;
+using testing::FakeApiServer;
+
+constexpr const char* kHead = "apiVersion: gpuscaler/v1\nkind: DaemonConfig\npolicy: p.yaml\n";
+
+TEST(KubernetesConfig, InClusterByDefaultOrAKubeconfigRelativeToTheFile) {
+  Result<DaemonConfig> c = ParseDaemonConfig(std::string(kHead) + "kubernetes: {enabled: true}\n", "/etc/g/c.yaml");
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  EXPECT_TRUE(c->kubernetes.in_cluster);
+  EXPECT_TRUE(c->kubernetes.leader_election.namespace_name.empty());
+
+  c = ParseDaemonConfig(std::string(kHead) +
+                            "kubernetes:\n  enabled: true\n  kubeconfig: kube/config\n  context: lab\n"
+                            "  namespace: ops\n  leader_election: {enabled: true, lease_name: gs}\n",
+                        "/etc/g/c.yaml");
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  EXPECT_FALSE(c->kubernetes.in_cluster);
+  EXPECT_EQ(c->kubernetes.kubeconfig, "/etc/g/kube/config");
+  EXPECT_EQ(c->kubernetes.context, "lab");
+  EXPECT_EQ(c->kubernetes.namespace_name, "ops");
+  EXPECT_EQ(c->kubernetes.leader_election.lease_name, "gs");
+}
+
+TEST(KubernetesConfig, ReportsContradictionsAndUnknownFields) {
+  struct Case {
+    std::string yaml;
+    std::string want;
+  } cases[] = {
+      {"kubernetes: {in_cluster: true, kubeconfig: k}\n", "kubernetes.kubeconfig: give either in_cluster"},
+      {"kubernetes: {in_cluster: false}\n", "in_cluster: false needs kubeconfig"},
+      {"kubernetes: {context: lab}\n", "kubernetes.context: needs kubeconfig"},
+      {"kubernetes: {leader_election: {lease_name: ''}}\n", "lease_name: must not be empty"},
+      {"kubernetes: {kubeconfg: k}\n", "kubeconfg"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.yaml);
+    Result<DaemonConfig> r = ParseDaemonConfig(std::string(kHead) + c.yaml, "c.yaml");
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message().find(c.want), std::string::npos) << r.error().message();
+  }
+}
+
+TEST(SignalWorkSource, ClusterWorkAddsPendingPodsAndBoundPodsTakeTheirNodesRoomFirst) {
+  Catalog catalog;
+  InstanceType t;
+  t.name = "g5.xlarge";
+  t.gpu_model = "A10G";
+  t.gpu_count = 1;
+  t.vcpus = 4;
+  t.memory_mib = 16384;
+  catalog.instance_types.push_back(t);
+  Policy policy;
+  WorkloadClassPolicy cls;
+  cls.name = "batch";
+  SignalQuery query;
+  query.source = "prometheus";
+  query.query = "q";
+  cls.queue_depth = query;
+  policy.classes = {cls};
+  Node node;
+  node.id = "node-1";
+  node.instance_id = "i-1";
+  node.offering.instance_type = "g5.xlarge";
+  ClusterWork cluster;
+  DemandUnit pod;
+  pod.id = "pod-pending";
+  pod.workload_class = "batch";
+  pod.gpus = 1;
+  cluster.pending = {pod};
+  DemandUnit bound = pod;
+  bound.id = "pod-bound";
+  cluster.running["i-1"] = {bound};
+  cluster.status.source = "kubernetes";
+  cluster.status.classes = {"batch"};
+  ClassSignal depth;
+  depth.workload_class = "batch";
+  depth.reading.source = "prometheus";
+  depth.reading.state = signals::SignalState::kOk;
+  depth.reading.value = 1;  // one queued job
+  depth.reading.observed_at = FromUnixSeconds(1000);
+  SignalWorkSource work(catalog);
+  work.Update(policy, {depth}, {node}, FromUnixSeconds(1000), &cluster);
+  // The bound pod holds the only GPU: the queued job cannot go there.
+  ASSERT_EQ(work.RunningOn("i-1").size(), 1u);
+  EXPECT_EQ(work.RunningOn("i-1")[0].id, "pod-bound");
+  ASSERT_EQ(work.Pending().size(), 2u);
+  EXPECT_EQ(work.Pending()[0].id, "pod-pending");
+  EXPECT_EQ(work.Pending()[1].id, "batch/0");
+  const std::vector<SignalStatus> statuses = work.Signals();
+  EXPECT_TRUE(std::any_of(statuses.begin(), statuses.end(), [](const SignalStatus& s) { return s.source == "kubernetes"; }));
+}
+
+// SetUpKubernetes with a kubeconfig naming the fake API server.
+class KubeSetupTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::optional<std::string> pods = testing::ReadReference("examples/podlist-pending-gpu.assembled.json");
+    std::optional<std::string> nodes = testing::ReadReference("examples/nodelist-gpu.assembled.json");
+    if (!pods || !nodes) GTEST_SKIP() << "../shared/reference/kubernetes absent";
+    const json node_list = json::parse(*nodes);
+    for (const json& n : node_list["items"]) server_.Put("nodes", n);
+    server_.Put("pods", json::parse(*pods)["items"][0]);
+    server_.RequireToken("s3cret");
+    const std::string kubeconfig = dir_.Write("kubeconfig", "apiVersion: v1\nkind: Config\ncurrent-context: test\n"
+                                                            "clusters: [{name: fake, cluster: {server: '" +
+                                                                server_.url() +
+                                                                "'}}]\n"
+                                                                "users: [{name: u, user: {tokenFile: token}}]\n"
+                                                                "contexts: [{name: test, context: {cluster: fake, "
+                                                                "user: u, namespace: gpuscaler}}]\n");
+    dir_.Write("token", "s3cret\n");
+    config_.kubernetes.enabled = true;
+    config_.kubernetes.in_cluster = false;
+    config_.kubernetes.kubeconfig = kubeconfig;
+    WorkloadClassPolicy inference;
+    inference.name = "inference";
+    inference.match_labels = {{"app", "triton-inference-server"}};
+    policy_.classes = {inference};
+    parts_.cloud = &cloud_;
+  }
+
+  testing::TempDir dir_;
+  FakeApiServer server_;
+  DaemonConfig config_;
+  Policy policy_;
+  Catalog catalog_;
+  testing::FakeClock clock_;
+  testing::FakeCloudProvider cloud_{clock_};
+  LiveEngineParts parts_;
+  DaemonSetup setup_;
+};
+
+TEST_F(KubeSetupTest, PendingPodsBecomeDemandAndTerminateDrainsFirst) {
+  Status s = SetUpKubernetes(config_, catalog_, &parts_, &setup_);
+  ASSERT_TRUE(s.ok()) << s.error().ToString();
+  ASSERT_TRUE(parts_.read_cluster);
+  EXPECT_FALSE(setup_.is_leader);  // no leader election configured: always acts
+  ClusterWork work = parts_.read_cluster(policy_, FromUnixSeconds(1));
+  ASSERT_EQ(work.pending.size(), 1u);
+  EXPECT_EQ(work.pending[0].workload_class, "inference");
+  EXPECT_EQ(work.pending[0].gpus, 1);
+  EXPECT_TRUE(work.status.sampled_at.has_value());
+  EXPECT_EQ(work.status.source, "kubernetes");
+
+  ASSERT_NE(parts_.cloud, &cloud_);  // wrapped
+  ASSERT_TRUE(parts_.cloud->Terminate({"i-0123456789abcdef0"}).ok());
+  ASSERT_EQ(cloud_.terminations.size(), 1u);
+  EXPECT_TRUE((*server_.Get("nodes", "ip-10-0-12-34.us-west-2.compute.internal"))["spec"].value("unschedulable", false));
+  for (const auto& c : server_.calls()) EXPECT_EQ(c.authorization, "Bearer s3cret") << c.target;
+}
+
+TEST_F(KubeSetupTest, WithLeaderElectionOnlyTheLeaseHolderActs) {
+  config_.kubernetes.leader_election.enabled = true;
+  Status s = SetUpKubernetes(config_, catalog_, &parts_, &setup_);
+  ASSERT_TRUE(s.ok()) << s.error().ToString();
+  ASSERT_TRUE(setup_.is_leader);
+  // The elector's first try runs at start.
+  std::optional<json> lease = server_.WaitForObject("leases", "gpuscaler/gpuscaler", std::chrono::seconds(20));
+  ASSERT_TRUE(lease.has_value());
+  EXPECT_NE(lease->at("spec").value("holderIdentity", "").find("_"), std::string::npos);  // host/pod + suffix
+  // The Lease is on the server a moment before the elector has read the
+  // answer to its write: spin (yielding) until it has, bounded.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!setup_.is_leader() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  EXPECT_TRUE(setup_.is_leader());
+  ClusterWork work = parts_.read_cluster(policy_, FromUnixSeconds(1));
+  EXPECT_EQ(work.pending.size(), 1u);
+  setup_.keep_alive.clear();  // stops the elector, releasing the Lease
+  EXPECT_EQ((*server_.Get("leases", "gpuscaler/gpuscaler"))["spec"]["holderIdentity"], "");
+}
+
+}  // namespace
+}  // namespace gpuscaler::daemon
