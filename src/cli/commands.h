@@ -12,5 +12,6 @@ void RegisterExplainCommand(CLI::App& app, int* exit_code);  // explain_command.
 void RegisterSimCommand(CLI::App& app, int* exit_code);      // sim_command.cc
 void RegisterRunCommand(CLI::App& app, int* exit_code);      // run_command.cc
 void RegisterReportCommand(CLI::App& app, int* exit_code);   // report_command.cc
+void RegisterCloudEmulatorCommand(CLI::App& app, int* exit_code);  // cloud_emulator_command.cc
 
 }  // namespace gpuscaler::cli
