@@ -202,6 +202,13 @@ TEST_F(DaemonEmulator, ARestartAfterASigkillAtEachFailpointLeavesExactlyThePlann
     ASSERT_EQ(daemon_->Wait(60s).value_or(-1), 128 + SIGKILL) << "the daemon did not die at " << point << "\n"
                                                               << DaemonLog();
     daemon_.reset();
+    if (point == "launch.after_call" || point == "terminate.after_call") {
+      // Before the restart the damage is there, and the audit sees it: the
+      // check below is not vacuous.
+      const CrashAudit before = AuditCloudAgainstStore(*emulator_->Instances(), (dir_ / "audit.db").string());
+      EXPECT_GT(before.pending_actions, 0) << before.Summary();
+      EXPECT_GT(before.untracked_instances + before.lost_audit_rows, 0) << before.Summary();
+    }
     const int expected = terminate ? 1 : 3;
     Start();
     ASSERT_TRUE(Eventually([&] { return LiveIs(expected); }, 60s)) << DaemonLog();
