@@ -43,6 +43,13 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
+# tests only: the aws CLI is the independent client of our EC2 emulator
+# (tests/cloud/aws_cli_test.cc). Most machines here carry one already (pip's
+# awscli v1); Debian's awscli v2 only when there is none on PATH.
+if ! command -v aws >/dev/null 2>&1 && \
+   ! dpkg-query -W -f='${Status}' awscli 2>/dev/null | grep -q "install ok installed"; then
+  missing+=(awscli)
+fi
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#packages[@]} packages present"
