@@ -120,8 +120,9 @@ struct ControllerOptions {
   // Restart recovery (the first tick): a launch intent left open by a crash
   // and younger than this is sent again with its own idempotency token, so
   // the cloud returns the instances of the first call if it got through and
-  // launches them if it did not; an older one is closed as abandoned (the
-  // instances it may have made are adopted from the owner-tagged list).
+  // launches them if it did not; an older one is closed without a call.
+  // Either way every listed instance tagged with the intent's token (a
+  // fallback run's, under its own ClientToken) is recorded as the action's.
   Seconds intent_replay_window{600};
 };
 
