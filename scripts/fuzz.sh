@@ -126,8 +126,12 @@ for t in "${targets[@]}"; do
   stats=$(grep -E '^#[0-9]+: cov:' "$run/$t.log" | tail -n 1 || true)
   execs=$(sed -E 's/^#([0-9]+):.*/\1/' <<<"${stats:-#0:}")
   cov=$(sed -nE 's/.* cov: ([0-9]+) .*/\1/p' <<<"$stats")
-  corp=$(sed -nE 's/.* corp: ([0-9]+)\/.*/\1/p' <<<"$stats")
+  corp=$(sed -nE 's/.* corp: ([0-9]+).*/\1/p' <<<"$stats")
+  # Crashes: the artifacts written, or the parent's own count of failed
+  # inputs (oom/timeout/crash: a/b/c), whichever is larger.
   crashes=$(find "$run/artifacts/$t" -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) | wc -l)
+  counted=$(sed -nE 's|.* oom/timeout/crash: ([0-9]+)/([0-9]+)/([0-9]+) .*|\1 + \2 + \3|p' <<<"$stats")
+  if [ -n "$counted" ] && [ $((counted)) -gt "$crashes" ]; then crashes=$((counted)); fi
   if [ "${execs:-0}" -eq 0 ]; then
     echo "fuzz: $t ran nothing; log tail:" >&2
     tail -n 20 "$run/$t.log" >&2

@@ -3,6 +3,7 @@
 #
 #   sudo ./scripts/test.sh           # release build (the README's test command)
 #   sudo ./scripts/test.sh asan      # the same suite under ASan + UBSan
+#   sudo ./scripts/test.sh tsan      # the tests labelled concurrency under TSan (builds only those)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset="${1:-release}"

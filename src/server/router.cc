@@ -62,10 +62,20 @@ std::string Router::RouteFor(std::string_view path) const {
 
 HttpResponse Router::Handle(const HttpRequest& request) const {
   const bool head = request.method == "HEAD";
+  // Every answer to HEAD, errors included, is the GET answer without its
+  // body but with its length (found by the http fuzz target: a HEAD 404
+  // kept its body, and the server then sent Content-Length: 0).
+  auto finish = [head](HttpResponse response) {
+    if (head) {
+      response.headers.emplace_back("Content-Length", std::to_string(response.body.size()));
+      response.body.clear();
+    }
+    return response;
+  };
   const std::string_view method = head ? std::string_view("GET") : std::string_view(request.method);
 
   const Route* best = MostSpecific(request.path);
-  if (best == nullptr) return HttpResponse::Error(404, "no such path: " + request.path);
+  if (best == nullptr) return finish(HttpResponse::Error(404, "no such path: " + request.path));
 
   const Route* match = nullptr;
   std::set<std::string> allowed;
@@ -80,15 +90,15 @@ HttpResponse Router::Handle(const HttpRequest& request) const {
     std::string allow;
     for (const std::string& m : allowed) allow += (allow.empty() ? "" : ", ") + m;
     r.headers.emplace_back("Allow", allow);
-    return r;
+    return finish(std::move(r));
   }
 
   if (match->mutating) {
-    if (token_.empty()) return HttpResponse::Error(403, "mutating endpoints are disabled: no API token is configured");
+    if (token_.empty()) return finish(HttpResponse::Error(403, "mutating endpoints are disabled: no API token is configured"));
     if (!Authorized(request)) {
       HttpResponse r = HttpResponse::Error(401, "a valid bearer token is required");
       r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"gpuscaler\"");
-      return r;
+      return finish(std::move(r));
     }
   }
 
@@ -102,11 +112,7 @@ HttpResponse Router::Handle(const HttpRequest& request) const {
     spdlog::error("http {} {}: handler failed with a non-standard exception", request.method, request.path);
     response = HttpResponse::Error(500, "internal error");
   }
-  if (head) {
-    response.headers.emplace_back("Content-Length", std::to_string(response.body.size()));
-    response.body.clear();
-  }
-  return response;
+  return finish(std::move(response));
 }
 
 }  // namespace gpuscaler::server
