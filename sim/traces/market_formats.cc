@@ -3,6 +3,7 @@
 // (docs/traces.md).
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -104,6 +105,12 @@ Result<SpotMarket> ParseCblAvailability(std::string_view text, const std::string
         c.last = v;
         market.prices.push_back({Seconds(at), c.instance_type, c.zone, CapacityType::kSpot, v});
       } else {
+        // The range check first: casting a double beyond int64 is undefined
+        // (found by the traces fuzz target with 1.1e103).
+        if (v > std::numeric_limits<int>::max()) {
+          t.Fail(c.index, csv::Quote(t.Field(c.index)) + " is more nodes than an int holds");
+          break;
+        }
         if (v != static_cast<double>(static_cast<int64_t>(v))) {
           t.Fail(c.index, csv::Quote(t.Field(c.index)) + " is not a whole number of nodes");
           break;
