@@ -162,6 +162,7 @@ TickReport Controller::Tick() {
     for (std::string& note : g.notes) report.governor.notes.push_back(std::move(note));
 
     int64_t decision_id = ++local_decisions_;
+    bool decision_recorded = true;
     if (store_ != nullptr) {
       DecisionRecord d;
       d.time = now;
@@ -183,10 +184,19 @@ TickReport Controller::Tick() {
         decision_id = *id;
       } else {
         report.errors.push_back(id.error());
+        decision_recorded = false;
       }
     }
     report.decision_id = decision_id;
-    Actuate(decision_id, plan, &report);
+    if (decision_recorded) {
+      Actuate(decision_id, plan, &report);
+    } else {
+      // Intents would name a decision the store does not have (the local id
+      // may even be another decision's, and so its tokens): act on nothing
+      // and plan again next tick.
+      report.governor.notes.push_back("decision not recorded in the audit store: no action this tick");
+      changed_ = structure_changed_ = true;
+    }
     last_plan_launched_nothing_ = std::all_of(plan.launches.begin(), plan.launches.end(),
                                               [](const LaunchAction& l) { return l.count == 0; });
     last_plan_empty_ = plan.terminations.empty() && last_plan_launched_nothing_;

@@ -12,6 +12,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <atomic>
 #include <filesystem>
 #include <functional>
 #include <fstream>
@@ -45,10 +46,13 @@ struct Loop {
   DaemonMetrics& metrics;
   int64_t max_ticks = 0;
   std::chrono::milliseconds tick_interval_override{0};
+  // The loop runs on the worker, timer included: HTTP traffic on the I/O
+  // thread cannot delay a tick (bench/load/run_load.sh). `stopping` is only
+  // touched there; tick_in_flight is read by the main thread at exit.
   bool stopping = false;
-  bool tick_in_flight = false;
+  std::atomic<bool> tick_in_flight{false};
   bool done = false;
-  asio::steady_timer timer{io};
+  asio::steady_timer timer{worker.get_executor()};
   std::function<bool()> is_leader{};  // DaemonSetup::is_leader
 
   // Leader election: a standby replica does not tick (the cloud wrapper
@@ -73,19 +77,26 @@ struct Loop {
       const bool leading = Leading();
       if (!paused && leading) {
         tick_in_flight = true;
-        // The tick blocks (cloud and signal calls): run it on the worker and
-        // come back to this thread with its result.
+        // The tick blocks (cloud and signal calls): it runs on the worker,
+        // never on the I/O thread.
+        // The duration is the worker's: the tick itself, not the wait for
+        // this thread to take the result back while it serves HTTP.
+        double seconds = 0;
         EngineTick tick = co_await asio::co_spawn(
             worker,
-            [this]() -> asio::awaitable<EngineTick> {
+            [this, &seconds]() -> asio::awaitable<EngineTick> {
+              const auto begun = SteadyClock::now();
               EngineTick t = engine.Tick();
               Publish(engine, t, &state);
+              seconds = std::chrono::duration<double>(SteadyClock::now() - begun).count();
               co_return t;
             },
             asio::use_awaitable);
         tick_in_flight = false;
-        const double seconds = std::chrono::duration<double>(SteadyClock::now() - started).count();
-        metrics.ObserveTick(tick, seconds, state.Get());
+        // The metric families are rebuilt on the I/O thread, where /metrics
+        // renders, so that no scrape sees one half-rebuilt; the loop does not
+        // wait for it.
+        asio::post(io, [this, tick, seconds, published = state.Get()] { metrics.ObserveTick(tick, seconds, published); });
         LogTick(tick);
         ++ticks;
         if (tick.finished) {
@@ -218,7 +229,7 @@ int RunDaemon(const RunCommandOptions& options) {
       });
     });
   };
-  asio::co_spawn(io, loop.Run(), [&](std::exception_ptr e) {
+  asio::co_spawn(worker, loop.Run(), [&](std::exception_ptr e) {
     if (e) {
       try {
         std::rethrow_exception(e);
@@ -234,8 +245,10 @@ int RunDaemon(const RunCommandOptions& options) {
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
     if (ec) return;
     spdlog::info("signal {}: finishing the current tick, then stopping (grace {}s)", signo, options.grace.count());
-    loop.stopping = true;
-    loop.timer.cancel();
+    asio::post(worker, [&loop] {
+      loop.stopping = true;
+      loop.timer.cancel();
+    });
     grace.expires_after(options.grace);
     grace.async_wait([&](const boost::system::error_code& gec) {
       if (gec) return;

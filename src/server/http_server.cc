@@ -9,11 +9,17 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <array>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <set>
 
@@ -47,6 +53,20 @@ std::string Sanitized(std::string_view value) {
   return out;
 }
 
+// Once per thread (the nice value is per thread on Linux; a thread the
+// handler starts inherits it).
+void LowerThisThreadsPriority(int nice) {
+  thread_local bool done = false;
+  if (done || nice <= 0) return;
+  done = true;
+  const id_t tid = static_cast<id_t>(::gettid());
+  errno = 0;
+  const int current = ::getpriority(PRIO_PROCESS, tid);
+  if (errno != 0) return;
+  if (::setpriority(PRIO_PROCESS, tid, std::min(19, current + nice)) != 0)
+    spdlog::debug("http: cannot lower the priority of a slow-request thread: {}", std::strerror(errno));
+}
+
 // Headers the server owns: a handler's copy would contradict the framing.
 bool IsFramingHeader(std::string_view name) {
   return EqualsIgnoreCase(name, "Content-Length") || EqualsIgnoreCase(name, "Transfer-Encoding") ||
@@ -63,7 +83,9 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   };
 
   Impl(asio::io_context& io_context, HttpServerOptions o, Router r)
-      : io(io_context), options(std::move(o)), router(std::move(r)), acceptor(io_context), grace_timer(io_context) {}
+      : io(io_context), options(std::move(o)), router(std::move(r)), acceptor(io_context), grace_timer(io_context) {
+    if (options.slow_request) slow_pool = std::make_unique<asio::thread_pool>(std::max<size_t>(1, options.slow_handler_threads));
+  }
 
   asio::io_context& io;
   HttpServerOptions options;
@@ -74,6 +96,10 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   bool started = false;
   bool stopped = false;
   std::set<Conn*> conns;
+  // Runs the handlers of slow requests. Its work holds no reference to the
+  // Impl (sessions do, while they wait), so the Impl is never destroyed on
+  // one of its threads; ~HttpServer joins it.
+  std::unique_ptr<asio::thread_pool> slow_pool;
 
   static void LogIfThrew(std::exception_ptr e, const char* what) {
     if (!e) return;
@@ -213,7 +239,19 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
       request.remote_address = remote;
 
       const auto started = std::chrono::steady_clock::now();
-      HttpResponse response = self->router.Handle(request);
+      HttpResponse response;
+      if (self->slow_pool && self->options.slow_request(request)) {
+        // The session (and `request`) live until this resumes on the I/O thread.
+        response = co_await asio::co_spawn(
+            *self->slow_pool,
+            [router = &self->router, &request, nice = self->options.slow_handler_nice]() -> asio::awaitable<HttpResponse> {
+              LowerThisThreadsPriority(nice);
+              co_return router->Handle(request);
+            },
+            asio::use_awaitable);
+      } else {
+        response = self->router.Handle(request);
+      }
       const double handler_ms =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
       // The raw path (the parser allows no control characters in it, unlike
@@ -296,6 +334,9 @@ HttpServer::~HttpServer() {
   Stop();
   impl_->grace_timer.cancel();
   impl_->CloseAll();
+  // Slow handlers still running finish; their sessions resume (and end) when
+  // the io_context next runs or is destroyed.
+  if (impl_->slow_pool) impl_->slow_pool->join();
 }
 
 Status HttpServer::Start() {

@@ -131,8 +131,23 @@ Status SqliteAuditStore::Flush() {
 
 Status SqliteAuditStore::EnsureBatchOpen() {
   if (!in_tick_ || batch_open_) return Status::Ok();
-  if (Status s = RunConstant(*db_, "BEGIN IMMEDIATE", "opening the tick's transaction"); !s.ok()) return s;
+  if (tick_unavailable_) return *tick_unavailable_;
+  if (Status s = RunConstant(*db_, "BEGIN IMMEDIATE", "opening the tick's transaction"); !s.ok()) {
+    if (s.error().category() == ErrorCategory::kTransient) tick_unavailable_ = s.error();
+    return s;
+  }
   batch_open_ = true;
+  return Status::Ok();
+}
+
+Status SqliteAuditStore::CheckTickAvailable(const char* what) const {
+  // Without this, each of the tick's records would wait busy_timeout for the
+  // lock in turn: a tick of tens of records would stall for minutes.
+  if (in_tick_ && tick_unavailable_) {
+    return Error::Transient("audit store unavailable for the rest of this tick, not recorded: " +
+                            tick_unavailable_->message())
+        .WithContext(what);
+  }
   return Status::Ok();
 }
 
@@ -147,6 +162,7 @@ void SqliteAuditStore::NoteFailure(const Error& error) {
 
 template <typename Body>
 Status SqliteAuditStore::Atomically(const char* what, Body&& body) {
+  if (Status u = CheckTickAvailable(what); !u.ok()) return u;
   Status s;
   if (in_tick_ || batch_open_) {  // batch_open_ outside a tick: ticks grouped, not yet committed
     s = EnsureBatchOpen();
@@ -175,6 +191,7 @@ Status SqliteAuditStore::Atomically(const char* what, Body&& body) {
 // outside it commits by itself.
 template <typename Body>
 Status SqliteAuditStore::Single(const char* what, Body&& body) {
+  if (Status u = CheckTickAvailable(what); !u.ok()) return u;
   if (Status s = EnsureBatchOpen(); !s.ok()) return s.error().WithContext(what);
   Status s = body();
   if (!s.ok()) {
@@ -190,16 +207,27 @@ Status SqliteAuditStore::BeginTick() {
     in_tick_ = true;
     return Status::Ok();
   }
-  if (Status s = RunConstant(*db_, "BEGIN IMMEDIATE", "opening the tick's transaction"); !s.ok()) return s;
+  batch_lost_.reset();
+  tick_unavailable_.reset();
+  if (Status s = RunConstant(*db_, "BEGIN IMMEDIATE", "opening the tick's transaction"); !s.ok()) {
+    if (s.error().category() == ErrorCategory::kTransient) {
+      in_tick_ = true;
+      tick_unavailable_ = s.error();
+    }
+    return s;
+  }
   in_tick_ = true;
   batch_open_ = true;
-  batch_lost_.reset();
   return Status::Ok();
 }
 
 Status SqliteAuditStore::CommitTick() {
   if (!in_tick_) return Error::Internal("CommitTick without BeginTick");
   in_tick_ = false;
+  if (std::optional<Error> unavailable = std::exchange(tick_unavailable_, std::nullopt)) {
+    return Error::Transient("audit store unavailable for the rest of this tick, its later records not written: " +
+                            unavailable->message());
+  }
   Status s;
   if (batch_open_) {
     if (++ticks_in_batch_ < options_.group_commit_ticks && !batch_lost_) return Status::Ok();
@@ -265,6 +293,7 @@ Result<std::vector<int64_t>> SqliteAuditStore::RecordActionIntents(const std::ve
     if (Status s = CheckOffering(a.offering, what); !s.ok()) return s.error();
   }
   if (actions.empty()) return std::vector<int64_t>{};
+  if (Status u = CheckTickAvailable("recording action intents"); !u.ok()) return u.error();
   std::vector<int64_t> ids;
   if (in_tick_ && options_.intent_sync == SqliteAuditStoreOptions::IntentSync::kWithTick) {
     Status s = Atomically("recording action intents", [&] { return InsertIntents(actions, &ids); });

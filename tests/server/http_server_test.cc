@@ -540,5 +540,52 @@ TEST(HttpServer, AccessLogIsDebugAndNeverHasTheAuthorizationHeader) {
   EXPECT_NE(text.find("GET /x%0Afake-line 404"), std::string::npos) << text;
 }
 
+// A handler that blocks (a cost report reading the disk) must not hold up
+// quick requests on other connections when the server runs it on its pool;
+// on the I/O thread (no slow_request) it does, which is why the daemon
+// routes reports there.
+TEST(HttpServer, SlowRequestsRunOnTheirPoolSoQuickOnesAreNotHeldUp) {
+  for (const bool offload : {true, false}) {
+    SCOPED_TRACE(offload ? "slow_request set" : "no slow_request");
+    std::promise<std::thread::id> entered;
+    std::promise<void> release;
+    std::shared_future<void> released = release.get_future().share();
+    Router r = TestRouter();
+    r.Get("/slow", [&entered, released](const HttpRequest&) {
+      entered.set_value(std::this_thread::get_id());
+      released.wait();
+      return HttpResponse::Text("slow done");
+    });
+    HttpServerOptions o;
+    if (offload) o.slow_request = [](const HttpRequest& req) { return req.path == "/slow"; };
+    RunningServer server(o, std::move(r));
+    const std::thread::id io_thread = server.OnIo([] { return std::this_thread::get_id(); });
+
+    Client slow(server.port());
+    ASSERT_TRUE(slow.Send("GET /slow HTTP/1.1\r\nHost: t\r\n\r\n"));
+    const std::thread::id handler_thread = entered.get_future().get();
+    // Bounded wait: with the handler on the I/O thread nothing answers until release.
+    Client quick(server.port(), milliseconds(offload ? 5000 : 300));
+    ASSERT_TRUE(quick.Send(kGetHello));
+    std::optional<Response> hello = quick.Read();
+    release.set_value();
+    if (offload) {
+      EXPECT_NE(handler_thread, io_thread);
+      ASSERT_TRUE(hello.has_value());
+      EXPECT_EQ(hello->body, "hello world");
+    } else {
+      EXPECT_EQ(handler_thread, io_thread);
+      EXPECT_FALSE(hello.has_value());
+    }
+    std::optional<Response> done = slow.Read();
+    ASSERT_TRUE(done.has_value());
+    EXPECT_EQ(done->status, 200);
+    EXPECT_EQ(done->body, "slow done");
+    // The connection stays usable after a pooled request.
+    ASSERT_TRUE(slow.Send(kGetHello));
+    ASSERT_TRUE(slow.Read().has_value());
+  }
+}
+
 }  // namespace
 }  // namespace gpuscaler::server

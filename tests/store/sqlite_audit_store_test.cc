@@ -559,6 +559,10 @@ TEST(SqliteAuditStore, SecondWriterGetsATransientError) {
   Status write = second->RecordDecision(FullDecision(1)).status();
   ASSERT_FALSE(write.ok());
   EXPECT_EQ(write.error().category(), ErrorCategory::kTransient);
+  // The locked tick records nothing and ends with CommitTick, which says so.
+  Status commit = second->CommitTick();
+  ASSERT_FALSE(commit.ok());
+  EXPECT_EQ(commit.error().category(), ErrorCategory::kTransient);
   ASSERT_TRUE(first->CommitTick().ok());
   EXPECT_TRUE(second->RecordDecision(FullDecision(1)).ok());
 }

@@ -17,8 +17,10 @@
 //
 // Handlers run on the I/O thread, synchronously: they must be quick (read
 // published state, render a small page; never wait for the cloud, a tick or
-// a lock held across one). A slow handler stalls every connection and the
-// daemon's timers.
+// a lock held across one). A slow handler would stall every connection and
+// the daemon's timers, so requests that options.slow_request selects (reading
+// the disk: cost reports, audit queries) run on a small pool of their own
+// threads instead; their connection waits, the I/O thread does not.
 //
 // Logging: one access-log line per request at debug level (remote address,
 // method, path without the query, status, body bytes, handler time); no
@@ -69,13 +71,25 @@ struct HttpServerOptions {
   // Called on the I/O thread after each routed request; must be quick and
   // must not throw. Empty: nothing is called.
   std::function<void(const HttpExchange&)> on_response;
+  // Requests for which this returns true are handled on a pool of
+  // slow_handler_threads threads (their handlers must then be thread-safe);
+  // the rest on the I/O thread. Called on the I/O thread, once per request;
+  // must be quick. Empty: every request on the I/O thread. At most one
+  // request per connection is in flight, so max_connections bounds the queue.
+  std::function<bool(const HttpRequest&)> slow_request;
+  size_t slow_handler_threads = 2;
+  // Added to the pool threads' nice value (Linux: per thread): when the
+  // CPUs are busy, slow requests yield to the I/O thread and to the daemon's
+  // tick. 0: same priority.
+  int slow_handler_nice = 10;
 };
 
 class HttpServer {
  public:
   // Nothing happens until Start. The router is owned by the server.
   HttpServer(boost::asio::io_context& io, HttpServerOptions options, Router router);
-  // Closes the listener and every connection at once (no grace).
+  // Closes the listener and every connection at once (no grace), then waits
+  // for slow handlers still running. The io_context must outlive the server.
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

@@ -90,7 +90,12 @@ class SqliteAuditStore final : public AuditStore {
   SqliteAuditStore& operator=(const SqliteAuditStore&) = delete;
 
   // Opens a tick's batch (kInternal if one is open already; kTransient if
-  // another connection holds the write lock past busy_timeout).
+  // another connection holds the write lock past busy_timeout). When it
+  // fails with kTransient the tick is still open but records nothing: every
+  // write until CommitTick (intents included, so the caller acts on nothing)
+  // fails at once, kTransient, instead of waiting busy_timeout again, and
+  // CommitTick fails too. The same holds for the rest of a tick whose batch
+  // cannot be reopened after an intent. Reads (OpenIntents) still run.
   Status BeginTick() override;
   // Commits the batch. kInternal without BeginTick; kTransient when the batch
   // could not be committed or was rolled back earlier in the tick (the tick
@@ -166,6 +171,8 @@ class SqliteAuditStore final : public AuditStore {
   Status EnsureBatchOpen();
   // After a failed statement: notes a tick batch SQLite rolled back.
   void NoteFailure(const Error& error);
+  // kTransient while the tick could not take the write lock (BeginTick).
+  Status CheckTickAvailable(const char* what) const;
   // Inserts the intents in the open transaction; appends their ids.
   Status InsertIntents(const std::vector<ActionRecord>& actions, std::vector<int64_t>* ids);
 
@@ -176,6 +183,7 @@ class SqliteAuditStore final : public AuditStore {
   bool batch_open_ = false;
   int ticks_in_batch_ = 0;  // committed by CommitTick, held back by group commit
   std::optional<Error> batch_lost_;
+  std::optional<Error> tick_unavailable_;  // see BeginTick
 };
 
 }  // namespace gpuscaler
