@@ -87,7 +87,6 @@ Controller::Controller(const Clock& clock, CloudProvider& cloud, AuditStore* sto
   }
 }
 
-
 void Controller::SetPolicy(Policy policy) {
   policy_ = std::move(policy);
   changed_ = structure_changed_ = true;

@@ -82,7 +82,8 @@ class ConfigReader {
     MapReader m(r_, n, "cloud",
                 {"provider", "region", "endpoint_url", "launch_template", "subnets", "interruption_queue_url",
                  "launch_template_version", "spot_allocation_strategy", "on_demand_allocation_strategy", "tags",
-                 "max_attempts", "request_timeout"});
+                 "max_attempts", "request_timeout",
+                 "simulated_launch_latency"});
     CloudSettings& cloud = c_.cloud;
     if (m.ReadString("provider", &cloud.provider) && cloud.provider != "aws" && cloud.provider != "simulated")
       r_.ReportAt("cloud.provider", "must be 'aws' or 'simulated', got '" + cloud.provider + "'");
@@ -128,6 +129,9 @@ class ConfigReader {
     if (m.ReadDuration("request_timeout", &cloud.request_timeout) &&
         (cloud.request_timeout < Seconds(1) || cloud.request_timeout > Seconds(300)))
       r_.ReportAt("cloud.request_timeout", "must be between 1s and 5m");
+    if (m.ReadDuration("simulated_launch_latency", &cloud.simulated_launch_latency) &&
+        cloud.simulated_launch_latency < Seconds(0))
+      r_.ReportAt("cloud.simulated_launch_latency", "must not be negative");
     if (cloud.provider == "aws" && cloud.launch_template.empty() && !c_.dry_run)
       r_.ReportAt("cloud", "provider 'aws' needs launch_template (the EC2 launch template new nodes boot from)");
   }

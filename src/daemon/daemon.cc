@@ -197,7 +197,9 @@ int RunDaemon(const RunCommandOptions& options) {
   asio::io_context io(1);
   asio::thread_pool worker(1);
   server::Router router = BuildRouter(d, state, metrics);
-  server::HttpServer http(io, d.server_options, std::move(router));
+  server::HttpServerOptions server_options = d.server_options;
+  server_options.on_response = [&metrics](const server::HttpExchange& e) { metrics.ObserveHttp(e); };
+  server::HttpServer http(io, server_options, std::move(router));
   if (Status s = http.Start(); !s.ok()) {
     std::cerr << "gpuscaler run: " << s.error().message() << "\n";
     return 2;

@@ -41,7 +41,9 @@ struct DaemonMetrics::Families {
         reload_ok(r.Gauge("gpuscaler_policy_reload_ok", "0 while the last policy file change was rejected")),
         policy_info(r.Gauge("gpuscaler_policy_info", "The policy in force (value 1)", {"name", "hash"})),
         leader(r.Gauge("gpuscaler_leader", "1 when this replica holds the leader lease (or runs alone)")),
-        paused(r.Gauge("gpuscaler_paused", "1 while actuation is paused through the API")) {}
+        paused(r.Gauge("gpuscaler_paused", "1 while actuation is paused through the API")),
+        http_requests(r.Counter("gpuscaler_http_requests_total",
+                                "HTTP requests served, by route pattern and status code", {"path", "code"})) {}
 
   server::Family& tick_seconds;
   server::Family& ticks;
@@ -67,6 +69,7 @@ struct DaemonMetrics::Families {
   server::Family& policy_info;
   server::Family& leader;
   server::Family& paused;
+  server::Family& http_requests;
 };
 
 DaemonMetrics::DaemonMetrics() : f_(std::make_unique<Families>(registry_)) {
@@ -93,6 +96,13 @@ DaemonMetrics::DaemonMetrics() : f_(std::make_unique<Families>(registry_)) {
 }
 
 DaemonMetrics::~DaemonMetrics() = default;
+
+void DaemonMetrics::ObserveHttp(const server::HttpExchange& exchange) {
+  // The route pattern, not the raw path: label values stay bounded whatever
+  // clients ask for.
+  const std::string route = exchange.route.empty() ? "unmatched" : std::string(exchange.route);
+  f_->http_requests.With({route, std::to_string(exchange.status)}).Inc();
+}
 
 void DaemonMetrics::SetPaused(bool paused) { f_->paused.With().Set(paused ? 1 : 0); }
 void DaemonMetrics::SetLeader(bool leader) { f_->leader.With().Set(leader ? 1 : 0); }

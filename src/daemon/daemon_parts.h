@@ -46,6 +46,8 @@ class DaemonMetrics {
   DaemonMetrics();
   ~DaemonMetrics();
   void ObserveTick(const EngineTick& tick, double seconds, const PublishedState& state);
+  // One routed HTTP request (called on the I/O thread).
+  void ObserveHttp(const server::HttpExchange& exchange);
   void SetPaused(bool paused);
   void SetLeader(bool leader);
   server::MetricsRegistry& registry() { return registry_; }

@@ -176,6 +176,12 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options) {
     auto sim_cloud = std::make_shared<SimulatedCloud>(SystemClock().WallNow());
     sim::SimCloudConfig cloud_config;
     cloud_config.id_prefix = "i-sim";
+    if (config.cloud.simulated_launch_latency > Seconds(0)) {
+      sim::LatencyDistribution latency;
+      latency.median = config.cloud.simulated_launch_latency;
+      latency.min = std::min(latency.median, Seconds(1));
+      cloud_config.default_latency = latency;
+    }
     sim_cloud->cloud = std::make_unique<sim::SimCloud>(sim_cloud->clock, *catalog, catalog->Offerings(config.regions),
                                                        sim_cloud->market, cloud_config);
     d.keep_alive.push_back(sim_cloud);

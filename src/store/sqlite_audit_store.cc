@@ -570,7 +570,6 @@ Result<std::vector<NodeLifecycle>> SqliteAuditStore::NodeLifecycles(WallTime sin
   return out;
 }
 
-
 Result<std::string> SqliteAuditStore::IntegrityCheck() {
   Result<Query> q = db_->Prepare("PRAGMA integrity_check");
   if (!q) return q.error();
