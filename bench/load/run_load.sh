@@ -24,6 +24,7 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+. "$here/../lib/demo_daemon.sh"
 root="$(cd "$here/../.." && pwd)"
 bin="${GPUSCALER_BIN:-$root/build/h-load/gpuscaler}"
 connections=1000
@@ -60,28 +61,8 @@ if [ "$hard" != "unlimited" ] && [ "$hard" -lt "$want" ]; then
 fi
 ulimit -Sn "$want"
 
-work="$(mktemp -d /tmp/gpuscaler-load.XXXXXX)"
-daemon_pid=""
-cleanup() {
-  if [ -n "$daemon_pid" ] && kill -0 "$daemon_pid" 2>/dev/null; then
-    kill -TERM "$daemon_pid" 2>/dev/null || true
-    wait "$daemon_pid" 2>/dev/null || true
-  fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
 # --days: long enough that the demo never reaches its horizon during the run.
-"$bin" --log-level warn run --demo --speed "$speed" --days 365 --listen 127.0.0.1:0 --port-file "$work/port" \
-  --db "$work/audit.db" >"$work/daemon.out" 2>"$work/daemon.err" &
-daemon_pid=$!
-for _ in $(seq 1 200); do
-  [ -s "$work/port" ] && break
-  kill -0 "$daemon_pid" 2>/dev/null || { cat "$work/daemon.err" >&2; echo "run_load: daemon exited" >&2; exit 1; }
-  sleep 0.05
-done
-port="$(cat "$work/port")"
-base="http://127.0.0.1:$port"
+start_demo_daemon run_load "$bin" --speed "$speed" --days 365
 
 metrics() { curl -sf --max-time 30 "$base/metrics"; }
 # p99 in milliseconds of the ticks observed between two /metrics texts.

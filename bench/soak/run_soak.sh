@@ -25,6 +25,7 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+. "$here/../lib/demo_daemon.sh"
 root="$(cd "$here/../.." && pwd)"
 bin="${GPUSCALER_BIN:-$root/build/h-load/gpuscaler}"
 days=90
@@ -45,26 +46,7 @@ while [ $# -gt 0 ]; do
 done
 [ -x "$bin" ] || { echo "run_soak: no gpuscaler binary at $bin" >&2; exit 2; }
 
-work="$(mktemp -d /tmp/gpuscaler-soak.XXXXXX)"
-daemon_pid=""
-cleanup() {
-  if [ -n "$daemon_pid" ] && kill -0 "$daemon_pid" 2>/dev/null; then
-    kill -TERM "$daemon_pid" 2>/dev/null || true
-    wait "$daemon_pid" 2>/dev/null || true
-  fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-"$bin" --log-level warn run --demo --days "$days" --speed "$speed" --listen 127.0.0.1:0 \
-  --port-file "$work/port" --db "$work/audit.db" >"$work/daemon.out" 2>"$work/daemon.err" &
-daemon_pid=$!
-for _ in $(seq 1 200); do
-  [ -s "$work/port" ] && break
-  kill -0 "$daemon_pid" 2>/dev/null || { cat "$work/daemon.err" >&2; exit 1; }
-  sleep 0.05
-done
-base="http://127.0.0.1:$(cat "$work/port")"
+start_demo_daemon run_soak "$bin" --days "$days" --speed "$speed"
 
 # Holds the write lock of the audit file for $1 seconds, as another program
 # would (WAL: readers go on, the daemon's writes wait and then fail).

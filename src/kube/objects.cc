@@ -147,21 +147,30 @@ std::string InstanceIdFromProviderId(std::string_view provider_id) {
 
 std::string ResourceVersionOf(const json& j) { return Str(Obj(j, "metadata"), "resourceVersion"); }
 
-Result<PodInfo> PodFromJson(const json& j) {
-  if (!j.is_object() || (j.contains("kind") && Str(j, "kind") != "Pod"))
-    return Error::InvalidInput("not a Pod object");
-  PodInfo p;
+// The metadata fields Pods and Nodes both keep, and the kind check both
+// make (a list item may omit `kind`).
+template <typename Object>
+const json* ReadMetadata(const json& j, const char* kind, Object* out) {
+  if (!j.is_object() || (j.contains("kind") && Str(j, "kind") != kind)) return nullptr;
   const json& meta = Obj(j, "metadata");
+  out->uid = Str(meta, "uid");
+  out->name = Str(meta, "name");
+  out->resource_version = Str(meta, "resourceVersion");
+  out->created = Time(meta, "creationTimestamp");
+  out->labels = StringMap(Obj(meta, "labels"));
+  out->annotations = StringMap(Obj(meta, "annotations"));
+  return &meta;
+}
+
+Result<PodInfo> PodFromJson(const json& j) {
+  PodInfo p;
+  const json* meta_ptr = ReadMetadata(j, "Pod", &p);
+  if (meta_ptr == nullptr) return Error::InvalidInput("not a Pod object");
+  const json& meta = *meta_ptr;
   const json& spec = Obj(j, "spec");
   const json& status = Obj(j, "status");
-  p.uid = Str(meta, "uid");
-  p.name = Str(meta, "name");
   p.namespace_name = Str(meta, "namespace");
-  p.resource_version = Str(meta, "resourceVersion");
-  p.created = Time(meta, "creationTimestamp");
   p.deleting = !Str(meta, "deletionTimestamp").empty();
-  p.labels = StringMap(Obj(meta, "labels"));
-  p.annotations = StringMap(Obj(meta, "annotations"));
   for (const json& o : Arr(meta, "ownerReferences")) {
     if (o.is_object() && o.value("controller", false)) p.owner_kind = Str(o, "kind");
   }
@@ -206,18 +215,10 @@ Result<PodInfo> PodFromJson(const json& j) {
 }
 
 Result<NodeInfo> NodeFromJson(const json& j) {
-  if (!j.is_object() || (j.contains("kind") && Str(j, "kind") != "Node"))
-    return Error::InvalidInput("not a Node object");
   NodeInfo n;
-  const json& meta = Obj(j, "metadata");
+  if (ReadMetadata(j, "Node", &n) == nullptr) return Error::InvalidInput("not a Node object");
   const json& spec = Obj(j, "spec");
   const json& status = Obj(j, "status");
-  n.name = Str(meta, "name");
-  n.uid = Str(meta, "uid");
-  n.resource_version = Str(meta, "resourceVersion");
-  n.created = Time(meta, "creationTimestamp");
-  n.labels = StringMap(Obj(meta, "labels"));
-  n.annotations = StringMap(Obj(meta, "annotations"));
   n.provider_id = Str(spec, "providerID");
   n.instance_id = InstanceIdFromProviderId(n.provider_id);
   if (auto it = spec.find("unschedulable"); it != spec.end() && it->is_boolean()) n.unschedulable = it->get<bool>();
