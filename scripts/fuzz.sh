@@ -10,6 +10,12 @@
 # then fuzzes every target for SECONDS_PER_TARGET, FUZZ_JOBS targets at a
 # time (default: nproc, 2 on CI; so the run takes about
 # targets x SECONDS / FUZZ_JOBS). FUZZ_TARGETS="policy http" runs only those.
+# FUZZ_SEED=N fixes libFuzzer's random seed: a run from a fresh build/fuzz/run
+# then mutates the same inputs in the same order on any machine, so a
+# shorter run explores a prefix of a longer one. CI uses FUZZ_SEED=1; to
+# check a change before pushing, `rm -rf build/fuzz/run` and run
+# `FUZZ_SEED=1 ./scripts/fuzz.sh 300`: for the same code, CI's 70 s can
+# only find what that run finds within its first 70 s per target.
 #
 # Inputs: the seeds in tests/fuzz/corpus/<target> (read only), plus seeds
 # cut at run time from ../shared (public responses, scrapes and trace heads;
@@ -115,6 +121,7 @@ fuzz_one() {
   local args=(-max_total_time="$seconds" -max_len="${max_len[$t]}" -timeout=10 -rss_limit_mb=2048
               -artifact_prefix="$run/artifacts/$t/" -print_final_stats=1)
   [ -f "tests/fuzz/dict/$t.dict" ] && args+=(-dict="tests/fuzz/dict/$t.dict")
+  [ -n "${FUZZ_SEED:-}" ] && args+=(-seed="$FUZZ_SEED")
   # libFuzzer exits non-zero when it found something; that is counted below.
   "build/fuzz/tests/fuzz/fuzz_$t" "${args[@]}" "$run/corpus/$t" "tests/fuzz/corpus/$t" "$run/seeds/$t" \
     > "$run/$t.log" 2>&1 || true

@@ -16,11 +16,9 @@ namespace {
 
 constexpr int kLatencyPriority = 1;
 
-// Non-negative whole number read as a double (the sources write "120.0").
-double NonNegativeNumber(csv::Table& t, int col) {
-  const double v = t.Double(col);
-  if (!t.failed() && v < 0) t.Fail(col, "must be >= 0, got '" + std::string(t.Field(col)) + "'");
-  return v;
+// Non-negative quantity read as a double (the sources write "120.0").
+double NonNegativeNumber(csv::Table& t, int col, double max = kMaxJobQuantity) {
+  return t.NumberIn(col, 0, max);
 }
 
 void Warn(ReadStats* stats, int64_t n, const std::string& sentence) {
@@ -47,7 +45,7 @@ Result<Trace> ParseOpenb(std::string_view text, const std::string& file, const T
     if (t.Empty(c_name)) t.Fail(c_name, "empty");
     const int64_t cpu_milli = t.Round(NonNegativeNumber(t, c_cpu));
     const int64_t memory_mib = t.Round(NonNegativeNumber(t, c_mem));
-    const int64_t num_gpu = t.Round(NonNegativeNumber(t, c_num_gpu));
+    const int64_t num_gpu = t.Round(NonNegativeNumber(t, c_num_gpu, kMaxJobGpus));
     const int64_t gpu_milli = t.Round(NonNegativeNumber(t, c_milli));
     if (!t.failed() && gpu_milli > 1000) {
       t.Fail(c_milli, "must be <= 1000, got '" + std::string(t.Field(c_milli)) + "'");
@@ -149,7 +147,7 @@ Result<Trace> ParseDlrm(std::string_view text, const std::string& file, const Tr
       t.Fail(c_role, csv::Quote(role) + " is not HN or CN");
     }
     const double cpu = NonNegativeNumber(t, c_cpu);
-    const double gpu = NonNegativeNumber(t, c_gpu);
+    const double gpu = NonNegativeNumber(t, c_gpu, kMaxJobGpus);
     const double memory_gib = NonNegativeNumber(t, c_mem);
     if (!t.failed() && gpu > 1 && gpu != std::floor(gpu)) {
       t.Fail(c_gpu, csv::Quote(t.Field(c_gpu)) + " is neither whole GPUs nor a fraction of one");

@@ -2,6 +2,8 @@
 
 #include <charconv>
 #include <cmath>
+#include <iomanip>
+#include <sstream>
 
 #include "gpuscaler/model/time.h"
 
@@ -185,6 +187,36 @@ double Table::Double(int col) {
   const auto r = std::from_chars(begin, end, v);
   if (s.empty() || r.ec != std::errc() || r.ptr != end || !std::isfinite(v)) {
     FailBadValue(col, "a number");
+    return 0;
+  }
+  return v;
+}
+
+namespace {
+
+std::string RangeText(double lo, double hi) {
+  std::ostringstream out;
+  out << std::setprecision(15) << '[' << lo << ", " << hi << ']';
+  return out.str();
+}
+
+}  // namespace
+
+int64_t Table::IntIn(int col, int64_t lo, int64_t hi) {
+  const int64_t v = Int(col);
+  if (failed()) return 0;
+  if (v < lo || v > hi) {
+    Fail(col, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + Quote(Field(col)));
+    return 0;
+  }
+  return v;
+}
+
+double Table::NumberIn(int col, double lo, double hi) {
+  const double v = Double(col);
+  if (failed()) return 0;
+  if (!(v >= lo && v <= hi)) {
+    Fail(col, "must be in " + RangeText(lo, hi) + ", got " + Quote(Field(col)));
     return 0;
   }
   return v;

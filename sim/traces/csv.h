@@ -78,6 +78,12 @@ class Table {
   // Typed fields. A bad value records "column 'x': 'v' is not an integer".
   int64_t Int(int col);
   double Double(int col);  // finite values only
+  // Typed fields with a range: outside [lo, hi] records
+  // "column 'x': must be in [lo, hi], got 'v'". Counts that end up in an
+  // int (GPUs, milli-GPUs, nodes) must be read through these: converting an
+  // out-of-range double to an integer is undefined behaviour.
+  int64_t IntIn(int col, int64_t lo, int64_t hi);
+  double NumberIn(int col, double lo, double hi);
   // true/false, 1/0, yes/no (any case).
   bool Bool(int col);
   // Whole seconds from a number of seconds (fractions rounded to nearest).

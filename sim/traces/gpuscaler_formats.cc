@@ -51,11 +51,9 @@ Result<int> TimeColumn(csv::Table& table, std::string_view relative, std::string
 }
 
 // Optional non-negative integer column; empty or absent gives `fallback`.
-int64_t NonNegative(csv::Table& t, int col, int64_t fallback) {
+int64_t NonNegative(csv::Table& t, int col, int64_t fallback, int64_t max = static_cast<int64_t>(kMaxJobQuantity)) {
   if (col < 0 || t.Empty(col)) return fallback;
-  const int64_t v = t.Int(col);
-  if (!t.failed() && v < 0) t.Fail(col, "must be >= 0, got '" + std::string(t.Field(col)) + "'");
-  return v;
+  return t.IntIn(col, 0, max);
 }
 
 int64_t NonNegativeSeconds(csv::Table& t, int col, int64_t fallback) {
@@ -113,14 +111,14 @@ Result<Trace> ParseGpuscalerJobs(std::string_view text, const std::string& file,
     DemandUnit unit =
         MakeUnit(id, c_class >= 0 && !t.Empty(c_class) ? std::string(t.Field(c_class)) : "default",
                  Seconds(csv::Table::Round(duration_s)));
-    unit.gpus = static_cast<int>(NonNegative(t, c_gpus, 0));
-    unit.gpu_milli = static_cast<int>(NonNegative(t, c_milli, 0));
+    unit.gpus = static_cast<int>(NonNegative(t, c_gpus, 0, kMaxJobGpus));
+    unit.gpu_milli = static_cast<int>(NonNegative(t, c_milli, 0, kMaxJobGpus * 1000));
     unit.mig_profile = std::string(t.Field(c_mig));
     unit.gpu_models = csv::SplitList(t.Field(c_models), '|');
     unit.min_gpu_memory_mib = NonNegative(t, c_min_mem, 0);
     unit.cpu_milli = NonNegative(t, c_cpu, 0);
     unit.memory_mib = NonNegative(t, c_mem, 0);
-    if (c_priority >= 0 && !t.Empty(c_priority)) unit.priority = static_cast<int>(t.Int(c_priority));
+    if (c_priority >= 0 && !t.Empty(c_priority)) unit.priority = static_cast<int>(t.IntIn(c_priority, -1'000'000'000, 1'000'000'000));
     if (c_interruptible >= 0 && !t.Empty(c_interruptible)) unit.interruptible = t.Bool(c_interruptible);
     unit.checkpoint_interval = Seconds(NonNegativeSeconds(t, c_checkpoint, unit.checkpoint_interval.count()));
     unit.restart_cost = Seconds(NonNegativeSeconds(t, c_restart, unit.restart_cost.count()));

@@ -78,8 +78,7 @@ Result<Trace> ParsePhillyJobs(std::string_view text, const std::string& file, co
     if (t.Empty(c_id)) t.Fail(c_id, "empty");
     const int64_t submit = t.Timestamp(c_submit);
     const double runtime_min = t.Double(c_runtime);
-    const int64_t gpus = t.Int(c_gpus);
-    if (!t.failed() && gpus < 0) t.Fail(c_gpus, "must be >= 0, got '" + std::string(t.Field(c_gpus)) + "'");
+    const int64_t gpus = t.IntIn(c_gpus, 0, kMaxJobGpus);
     int64_t machines = 1;
     if (c_machines >= 0 && !t.Empty(c_machines)) {
       machines = t.Int(c_machines);

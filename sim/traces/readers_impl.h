@@ -56,6 +56,12 @@ inline void Skip(ReadStats* stats, const std::string& reason, int64_t n = 1) {
   if (n > 0) stats->skipped[reason] += n;
 }
 
+// Largest quantities one job may ask for. Far beyond any machine, so no
+// real trace hits them; they reject garbage and keep every conversion to
+// int defined (a fuzzed "1e30" GPUs used to overflow the cast).
+inline constexpr int64_t kMaxJobGpus = 1 << 20;
+inline constexpr double kMaxJobQuantity = 1e12;  // milli-CPU, MiB, GiB
+
 // A DemandUnit with the fields every reader sets; expected_runtime is the
 // job's real duration (the simulator may blur it).
 DemandUnit MakeUnit(std::string id, std::string workload_class, Seconds duration);

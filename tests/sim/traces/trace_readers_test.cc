@@ -222,6 +222,20 @@ TEST(TraceReaders, RejectMalformedRowsNamingColumnAndValue) {
        "instance_sn,role,app_name,cpu_request,gpu_request,memory_request,creation_time,scheduled_time,"
        "deletion_time\ni,HN,app,1,1.5,1,,,\n",
        "t.csv:2: column 'gpu_request': '1.5' is neither whole GPUs nor a fraction of one"},
+      // Found by the traces fuzz target: 1e30 GPUs overflowed the cast to int.
+      {"dlrm GPUs beyond any machine", TraceFormat::kAlibabaDlrm,
+       "instance_sn,role,app_name,cpu_request,gpu_request,memory_request,creation_time,scheduled_time,"
+       "deletion_time\ni,HN,app,1,1e30,1,,,\n",
+       "t.csv:2: column 'gpu_request': must be in [0, 1048576], got '1e30'"},
+      {"openb GPUs beyond any machine", TraceFormat::kAlibabaOpenb,
+       "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
+       "scheduled_time\np,1000,1024,3e9,0,,LS,Running,0,10,0\n",
+       "t.csv:2: column 'num_gpu': must be in [0, 1048576], got '3e9'"},
+      {"jobs GPUs beyond an int", TraceFormat::kGpuscalerJobs, "id,submit_s,duration_s,gpus\na,0,10,4294967297\n",
+       "t.csv:2: column 'gpus': must be in [0, 1048576], got '4294967297'"},
+      {"jobs priority beyond an int", TraceFormat::kGpuscalerJobs,
+       "id,submit_s,duration_s,priority\na,0,10,99999999999\n",
+       "t.csv:2: column 'priority': must be in [-1000000000, 1000000000], got '99999999999'"},
       {"helios missing column", TraceFormat::kHeliosMinute, "vc,time,running_gpu_num\n",
        "t.csv:1: missing column 'pending_gpu_num'"},
       {"helios duplicate minute", TraceFormat::kHeliosMinute,
