@@ -177,13 +177,19 @@ Result<Credentials> ParseAssumeRoleWithWebIdentity(std::string_view body) {
 Result<Credentials> ParseImdsCredentials(std::string_view body) {
   auto j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return Error::Auth("imds: role credentials are not a JSON object");
-  if (j.value("Code", "Success") != "Success") return Error::Auth("imds: role credentials Code is not Success");
+  // Not j.value(key, ""): it throws when the field is there but not a string.
+  auto text = [&j](const char* key, const char* fallback) {
+    auto it = j.find(key);
+    if (it == j.end()) return std::string(fallback);
+    return it->is_string() ? it->get<std::string>() : std::string();
+  };
+  if (text("Code", "Success") != "Success") return Error::Auth("imds: role credentials Code is not Success");
   Credentials out;
-  out.access_key_id = j.value("AccessKeyId", "");
-  out.secret_access_key = j.value("SecretAccessKey", "");
-  out.session_token = j.value("Token", "");
+  out.access_key_id = text("AccessKeyId", "");
+  out.secret_access_key = text("SecretAccessKey", "");
+  out.session_token = text("Token", "");
   WallTime exp;
-  if (out.empty() || !ParseAwsTime(j.value("Expiration", ""), &exp)) {
+  if (out.empty() || !ParseAwsTime(text("Expiration", ""), &exp)) {
     return Error::Auth("imds: role credentials lack keys or Expiration");
   }
   out.expiration = exp;

@@ -38,9 +38,9 @@ class ClusterCache::Loop {
 
  private:
   static std::string KeyOf(const json& obj) {
-    const json& meta = obj.value("metadata", json::object());
-    const std::string ns = meta.value("namespace", "");
-    return ns.empty() ? meta.value("name", "") : ns + "/" + meta.value("name", "");
+    const json& meta = ObjectAt(obj, "metadata");
+    const std::string ns = StringAt(meta, "namespace");
+    return ns.empty() ? StringAt(meta, "name") : ns + "/" + StringAt(meta, "name");
   }
 
   void Run() {
@@ -109,10 +109,10 @@ class ClusterCache::Loop {
       }
       try {
         const json list = json::parse(r->body);
-        const json& meta = list.value("metadata", json::object());
-        if (rv.empty()) rv = meta.value("resourceVersion", "");
-        cont = meta.value("continue", "");
-        for (const json& item : list.value("items", json::array())) {
+        const json& meta = ObjectAt(list, "metadata");
+        if (rv.empty()) rv = StringAt(meta, "resourceVersion");
+        cont = StringAt(meta, "continue");
+        for (const json& item : ArrayAt(list, "items")) {
           if (pods_) {
             Result<PodInfo> p = PodFromJson(item);
             if (p) new_pods[p->namespace_name + "/" + p->name] = std::move(p).value();
@@ -195,11 +195,17 @@ class ClusterCache::Loop {
       *error = "watch " + base_ + ": bad event: " + e.what();
       return false;
     }
-    const std::string type = event.value("type", "");
-    const json& obj = event.contains("object") ? event["object"] : json::object();
+    // Every read below tolerates any JSON shape: this runs on the watch
+    // thread, where an exception would end the process.
+    const std::string type = StringAt(event, "type");
+    const json& obj = ObjectAt(event, "object");
     if (type == "ERROR") {
-      if (obj.value("code", 0) == 410) *gone = true;
-      else *error = "watch " + base_ + ": " + obj.value("message", std::string("error event"));
+      if (IntAt(obj, "code", 0) == 410) {
+        *gone = true;
+      } else {
+        const std::string message = StringAt(obj, "message");
+        *error = "watch " + base_ + ": " + (message.empty() ? std::string("error event") : message);
+      }
       return false;
     }
     const std::string rv = ResourceVersionOf(obj);

@@ -4,6 +4,8 @@
 
 #include <random>
 
+#include "json_objects.h"
+
 namespace gpuscaler::kube {
 namespace {
 using nlohmann::json;
@@ -119,13 +121,13 @@ bool LeaderElector::TryAcquireOrRenew() {
   std::string rv;
   try {
     const json j = json::parse(got->body);
-    const json spec = j.value("spec", json::object());
-    rv = j.value("metadata", json::object()).value("resourceVersion", "");
-    current.holder = spec.value("holderIdentity", "");
-    current.lease_duration_s = spec.value("leaseDurationSeconds", int64_t{0});
-    current.acquire_time = spec.value("acquireTime", "");
-    current.renew_time = spec.value("renewTime", "");
-    current.transitions = spec.value("leaseTransitions", int64_t{0});
+    const json& spec = ObjectAt(j, "spec");
+    rv = ResourceVersionOf(j);
+    current.holder = StringAt(spec, "holderIdentity");
+    current.lease_duration_s = IntAt(spec, "leaseDurationSeconds", 0);
+    current.acquire_time = StringAt(spec, "acquireTime");
+    current.renew_time = StringAt(spec, "renewTime");
+    current.transitions = IntAt(spec, "leaseTransitions", 0);
   } catch (const json::exception& e) {
     SetError(std::string("lease: ") + e.what());
     return IsLeader();
@@ -160,15 +162,15 @@ void LeaderElector::Release() {
   if (!got || !got->ok()) return;
   try {
     const json j = json::parse(got->body);
-    const json spec = j.value("spec", json::object());
-    if (spec.value("holderIdentity", "") != options_.identity) return;
+    const json& spec = ObjectAt(j, "spec");
+    if (StringAt(spec, "holderIdentity") != options_.identity) return;
     Record r;
     r.holder = "";
     r.lease_duration_s = 1;
-    r.acquire_time = spec.value("acquireTime", "");
+    r.acquire_time = StringAt(spec, "acquireTime");
     r.renew_time = FormatMicroTime(clock_.WallNow());
-    r.transitions = spec.value("leaseTransitions", int64_t{0});
-    (void)client_.Call("PUT", path, LeaseBody(r, j.value("metadata", json::object()).value("resourceVersion", "")));
+    r.transitions = IntAt(spec, "leaseTransitions", 0);
+    (void)client_.Call("PUT", path, LeaseBody(r, ResourceVersionOf(j)));
   } catch (const json::exception&) {
   }
   std::lock_guard<std::mutex> lock(mu_);

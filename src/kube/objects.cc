@@ -5,30 +5,38 @@
 #include "json_objects.h"
 
 namespace gpuscaler::kube {
-namespace {
 
 using nlohmann::json;
 
-std::string Str(const json& j, const char* key) {
+std::string StringAt(const json& j, const char* key) {
   if (!j.is_object()) return "";
   auto it = j.find(key);
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-const json& Obj(const json& j, const char* key) {
+const json& ObjectAt(const json& j, const char* key) {
   static const json kEmpty = json::object();
   if (!j.is_object()) return kEmpty;
   auto it = j.find(key);
   return it != j.end() && it->is_object() ? *it : kEmpty;
 }
 
-const json& Arr(const json& j, const char* key) {
+const json& ArrayAt(const json& j, const char* key) {
   static const json kEmpty = json::array();
   if (!j.is_object()) return kEmpty;
   auto it = j.find(key);
   return it != j.end() && it->is_array() ? *it : kEmpty;
 }
 
+int64_t IntAt(const json& j, const char* key, int64_t fallback) {
+  if (!j.is_object()) return fallback;
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number_integer()) return fallback;
+  if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) return fallback;
+  return it->get<int64_t>();
+}
+
+namespace {
 std::map<std::string, std::string> StringMap(const json& j) {
   std::map<std::string, std::string> out;
   for (auto it = j.begin(); it != j.end(); ++it) {
@@ -51,7 +59,7 @@ std::map<std::string, int64_t> Quantities(const json& j) {
 
 WallTime Time(const json& meta, const char* key) {
   WallTime t{};
-  if (std::string s = Str(meta, key); !s.empty()) {
+  if (std::string s = StringAt(meta, key); !s.empty()) {
     // MicroTime ("…:48.065888Z"): drop the fraction, the model keeps seconds.
     if (size_t dot = s.find('.'); dot != std::string::npos) {
       size_t end = dot + 1;
@@ -66,19 +74,19 @@ WallTime Time(const json& meta, const char* key) {
 // One container's requests, its limits standing in for those it omits (the
 // API server defaults requests to limits).
 std::map<std::string, int64_t> ContainerRequests(const json& c) {
-  const json& res = Obj(c, "resources");
-  std::map<std::string, int64_t> out = Quantities(Obj(res, "limits"));
-  for (const auto& [k, v] : Quantities(Obj(res, "requests"))) out[k] = v;
+  const json& res = ObjectAt(c, "resources");
+  std::map<std::string, int64_t> out = Quantities(ObjectAt(res, "limits"));
+  for (const auto& [k, v] : Quantities(ObjectAt(res, "requests"))) out[k] = v;
   return out;
 }
 
 std::vector<NodeSelectorRequirement> Requirements(const json& term) {
   std::vector<NodeSelectorRequirement> out;
-  for (const json& e : Arr(term, "matchExpressions")) {
+  for (const json& e : ArrayAt(term, "matchExpressions")) {
     NodeSelectorRequirement r;
-    r.key = Str(e, "key");
-    r.op = Str(e, "operator");
-    for (const json& v : Arr(e, "values"))
+    r.key = StringAt(e, "key");
+    r.op = StringAt(e, "operator");
+    for (const json& v : ArrayAt(e, "values"))
       if (v.is_string()) r.values.push_back(v.get<std::string>());
     out.push_back(std::move(r));
   }
@@ -145,20 +153,20 @@ std::string InstanceIdFromProviderId(std::string_view provider_id) {
   return std::string(slash == std::string_view::npos ? rest : rest.substr(slash + 1));
 }
 
-std::string ResourceVersionOf(const json& j) { return Str(Obj(j, "metadata"), "resourceVersion"); }
+std::string ResourceVersionOf(const json& j) { return StringAt(ObjectAt(j, "metadata"), "resourceVersion"); }
 
 // The metadata fields Pods and Nodes both keep, and the kind check both
 // make (a list item may omit `kind`).
 template <typename Object>
 const json* ReadMetadata(const json& j, const char* kind, Object* out) {
-  if (!j.is_object() || (j.contains("kind") && Str(j, "kind") != kind)) return nullptr;
-  const json& meta = Obj(j, "metadata");
-  out->uid = Str(meta, "uid");
-  out->name = Str(meta, "name");
-  out->resource_version = Str(meta, "resourceVersion");
+  if (!j.is_object() || (j.contains("kind") && StringAt(j, "kind") != kind)) return nullptr;
+  const json& meta = ObjectAt(j, "metadata");
+  out->uid = StringAt(meta, "uid");
+  out->name = StringAt(meta, "name");
+  out->resource_version = StringAt(meta, "resourceVersion");
   out->created = Time(meta, "creationTimestamp");
-  out->labels = StringMap(Obj(meta, "labels"));
-  out->annotations = StringMap(Obj(meta, "annotations"));
+  out->labels = StringMap(ObjectAt(meta, "labels"));
+  out->annotations = StringMap(ObjectAt(meta, "annotations"));
   return &meta;
 }
 
@@ -167,48 +175,48 @@ Result<PodInfo> PodFromJson(const json& j) {
   const json* meta_ptr = ReadMetadata(j, "Pod", &p);
   if (meta_ptr == nullptr) return Error::InvalidInput("not a Pod object");
   const json& meta = *meta_ptr;
-  const json& spec = Obj(j, "spec");
-  const json& status = Obj(j, "status");
-  p.namespace_name = Str(meta, "namespace");
-  p.deleting = !Str(meta, "deletionTimestamp").empty();
-  for (const json& o : Arr(meta, "ownerReferences")) {
-    if (o.is_object() && o.value("controller", false)) p.owner_kind = Str(o, "kind");
+  const json& spec = ObjectAt(j, "spec");
+  const json& status = ObjectAt(j, "status");
+  p.namespace_name = StringAt(meta, "namespace");
+  p.deleting = !StringAt(meta, "deletionTimestamp").empty();
+  for (const json& o : ArrayAt(meta, "ownerReferences")) {
+    if (o.is_object() && o.value("controller", false)) p.owner_kind = StringAt(o, "kind");
   }
-  p.node_name = Str(spec, "nodeName");
-  p.phase = Str(status, "phase");
-  p.node_selector = StringMap(Obj(spec, "nodeSelector"));
+  p.node_name = StringAt(spec, "nodeName");
+  p.phase = StringAt(status, "phase");
+  p.node_selector = StringMap(ObjectAt(spec, "nodeSelector"));
   const json& required =
-      Obj(Obj(Obj(spec, "affinity"), "nodeAffinity"), "requiredDuringSchedulingIgnoredDuringExecution");
-  for (const json& term : Arr(required, "nodeSelectorTerms")) p.affinity_terms.push_back(Requirements(term));
-  for (const json& t : Arr(spec, "tolerations")) {
+      ObjectAt(ObjectAt(ObjectAt(spec, "affinity"), "nodeAffinity"), "requiredDuringSchedulingIgnoredDuringExecution");
+  for (const json& term : ArrayAt(required, "nodeSelectorTerms")) p.affinity_terms.push_back(Requirements(term));
+  for (const json& t : ArrayAt(spec, "tolerations")) {
     Toleration tol;
-    tol.key = Str(t, "key");
-    if (std::string op = Str(t, "operator"); !op.empty()) tol.op = op;
-    tol.value = Str(t, "value");
-    tol.effect = Str(t, "effect");
+    tol.key = StringAt(t, "key");
+    if (std::string op = StringAt(t, "operator"); !op.empty()) tol.op = op;
+    tol.value = StringAt(t, "value");
+    tol.effect = StringAt(t, "effect");
     p.tolerations.push_back(std::move(tol));
   }
   if (auto it = spec.find("priority"); it != spec.end() && it->is_number_integer()) p.priority = it->get<int>();
 
   std::map<std::string, int64_t> sum;
-  for (const json& c : Arr(spec, "containers")) {
+  for (const json& c : ArrayAt(spec, "containers")) {
     for (const auto& [k, v] : ContainerRequests(c)) sum[k] += v;
   }
-  for (const json& c : Arr(spec, "initContainers")) {
+  for (const json& c : ArrayAt(spec, "initContainers")) {
     // A sidecar (restartPolicy Always) runs alongside the containers.
-    if (Str(c, "restartPolicy") == "Always") {
+    if (StringAt(c, "restartPolicy") == "Always") {
       for (const auto& [k, v] : ContainerRequests(c)) sum[k] += v;
       continue;
     }
     for (const auto& [k, v] : ContainerRequests(c)) sum[k] = std::max(sum[k], v);
   }
-  for (const auto& [k, v] : Quantities(Obj(spec, "overhead"))) sum[k] += v;
+  for (const auto& [k, v] : Quantities(ObjectAt(spec, "overhead"))) sum[k] += v;
   p.requests_milli = std::move(sum);
 
-  for (const json& c : Arr(status, "conditions")) {
-    if (Str(c, "type") == "PodScheduled" && Str(c, "status") == "False" && Str(c, "reason") == "Unschedulable") {
+  for (const json& c : ArrayAt(status, "conditions")) {
+    if (StringAt(c, "type") == "PodScheduled" && StringAt(c, "status") == "False" && StringAt(c, "reason") == "Unschedulable") {
       p.unschedulable = true;
-      p.unschedulable_message = Str(c, "message");
+      p.unschedulable_message = StringAt(c, "message");
     }
   }
   return p;
@@ -217,14 +225,14 @@ Result<PodInfo> PodFromJson(const json& j) {
 Result<NodeInfo> NodeFromJson(const json& j) {
   NodeInfo n;
   if (ReadMetadata(j, "Node", &n) == nullptr) return Error::InvalidInput("not a Node object");
-  const json& spec = Obj(j, "spec");
-  const json& status = Obj(j, "status");
-  n.provider_id = Str(spec, "providerID");
+  const json& spec = ObjectAt(j, "spec");
+  const json& status = ObjectAt(j, "status");
+  n.provider_id = StringAt(spec, "providerID");
   n.instance_id = InstanceIdFromProviderId(n.provider_id);
   if (auto it = spec.find("unschedulable"); it != spec.end() && it->is_boolean()) n.unschedulable = it->get<bool>();
-  n.allocatable_milli = Quantities(Obj(status, "allocatable"));
-  for (const json& c : Arr(status, "conditions")) {
-    if (Str(c, "type") == "Ready") n.ready = Str(c, "status") == "True";
+  n.allocatable_milli = Quantities(ObjectAt(status, "allocatable"));
+  for (const json& c : ArrayAt(status, "conditions")) {
+    if (StringAt(c, "type") == "Ready") n.ready = StringAt(c, "status") == "True";
   }
   return n;
 }
@@ -237,9 +245,9 @@ Result<ObjectList<T>> ParseList(std::string_view text, F from_json, const char* 
     const json j = json::parse(text);
     if (!j.is_object()) return Error::InvalidInput(std::string(what) + " list: not an object");
     ObjectList<T> out;
-    out.resource_version = Str(Obj(j, "metadata"), "resourceVersion");
-    out.continue_token = Str(Obj(j, "metadata"), "continue");
-    for (const json& item : Arr(j, "items")) {
+    out.resource_version = StringAt(ObjectAt(j, "metadata"), "resourceVersion");
+    out.continue_token = StringAt(ObjectAt(j, "metadata"), "continue");
+    for (const json& item : ArrayAt(j, "items")) {
       Result<T> t = from_json(item);
       if (!t) return t.error().WithContext(std::string(what) + " list");
       out.items.push_back(std::move(t).value());

@@ -175,6 +175,24 @@ TEST(Credentials, ImdsV2TokenThenRoleCredentials) {
   EXPECT_EQ(imds.requests.size(), 3u);  // cached
 }
 
+// The metadata service's answer of any JSON shape is an auth error, never
+// an exception (a field of the wrong type used to throw from json::value).
+TEST(Credentials, ImdsAnswersOfTheWrongShapeAreAuthErrors) {
+  for (const char* body : {R"(not json)", R"([])", R"("x")", R"({"Code":7})", R"({"AccessKeyId":1})",
+                           R"({"Code":"Success","AccessKeyId":"A","SecretAccessKey":"S","Expiration":5})",
+                           R"({"Code":"Success","AccessKeyId":"A","SecretAccessKey":{},"Expiration":"2026-01-01T06:00:00Z"})"}) {
+    SCOPED_TRACE(body);
+    Result<Credentials> c = ParseImdsCredentials(body);
+    ASSERT_FALSE(c.ok());
+    EXPECT_EQ(c.error().category(), ErrorCategory::kAuth);
+  }
+  // A missing Code means success; a non-string Token is no token.
+  Result<Credentials> c = ParseImdsCredentials(
+      R"({"AccessKeyId":"A","SecretAccessKey":"S","Token":3,"Expiration":"2026-01-01T06:00:00Z"})");
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  EXPECT_EQ(c->session_token, "");
+}
+
 // A secret planted in every source must never show in an error or log string.
 TEST(Credentials, SecretsNeverAppearInErrors) {
   const std::string kSecret = "PLANTEDsecretVALUE0123456789abcdefXYZ";

@@ -5,6 +5,8 @@
 namespace gpuscaler::testing {
 namespace {
 using nlohmann::json;
+// History entries whose object is a string sent as is (SendRawWatchLine).
+constexpr const char* kRawLine = "RAW";
 
 std::map<std::string, std::string> Query(const std::string& target) {
   std::map<std::string, std::string> out;
@@ -134,6 +136,12 @@ void FakeApiServer::CompactHistory() {
   std::lock_guard<std::mutex> lock(mu_);
   compacted_rv_ = ++rv_;
   history_.clear();
+  changed_.notify_all();
+}
+
+void FakeApiServer::SendRawWatchLine(const std::string& resource, std::string line) {
+  std::lock_guard<std::mutex> lock(mu_);
+  history_.push_back({++rv_, resource, kRawLine, json(std::move(line))});
   changed_.notify_all();
 }
 
@@ -350,6 +358,10 @@ FixtureResponse FakeApiServer::Watch(const std::string& resource, const std::map
       if (c.rv <= st->last) continue;
       st->last = c.rv;
       if (c.resource != resource) continue;
+      if (c.type == kRawLine) {
+        *piece += c.object.get<std::string>() + "\n";
+        continue;
+      }
       *piece += json{{"type", c.type}, {"object", c.object}}.dump() + "\n";
     }
     if (bookmarks && st->bookmark_epoch != bookmark_epoch_) {

@@ -50,6 +50,9 @@ class FakeApiServer {
   void CompactHistory();
   // Sends a BOOKMARK with the current version on every open watch that asked for them.
   void Bookmark();
+  // Sends `line` as it is (plus "\n") on every open watch of `resource`,
+  // in order with the other changes: hostile or broken event frames.
+  void SendRawWatchLine(const std::string& resource, std::string line);
   // Ends every open watch (a dropped connection, from the client's side).
   void EndWatches();
   int64_t resource_version() const;

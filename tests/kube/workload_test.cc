@@ -405,6 +405,29 @@ TEST_F(ClusterCacheTest, ADroppedWatchResumesFromTheLastVersionWithoutRelisting)
   cache.Stop();
 }
 
+// Event frames of every JSON shape but the right one: each is skipped and
+// the watch goes on (the reads run on the watch thread, where a throw would
+// end the process), and the next real event still lands.
+TEST_F(ClusterCacheTest, WatchFramesOfTheWrongShapeAreSkippedAndTheWatchGoesOn) {
+  ApiClient client(testing::FakeClusterConfig(server_));
+  ClusterCache cache(client, clock_, options_);
+  cache.Start();
+  ASSERT_TRUE(cache.WaitSynced(kWait));
+  ASSERT_TRUE(server_.WaitForWatches(2, kWait));
+  const int64_t watches = cache.pod_stats().watches;
+  for (const char* line : {R"([1,2])", R"(5)", R"("ADDED")", R"({"type":5})", R"({"type":"ADDED","object":[]})",
+                           R"({"type":"ADDED","object":{"metadata":[]}})",
+                           R"({"type":"MODIFIED","object":{"metadata":{"name":7,"namespace":{},"resourceVersion":[]}}})",
+                           R"({"type":"BOOKMARK","object":"x"})", R"({"type":"DELETED","object":null})",
+                           R"({"type":"ADDED","object":{"metadata":{"name":"p","namespace":"x"},"spec":7}})"}) {
+    server_.SendRawWatchLine("pods", line);
+  }
+  server_.Put("pods", PodNamed("after-junk", ""));
+  ASSERT_TRUE(cache.WaitUntil([](const ClusterView& v) { return PendingCount(v) == 2; }, kWait));
+  EXPECT_EQ(cache.pod_stats().watches, watches);  // no reconnect: the same watch carried on
+  cache.Stop();
+}
+
 class GoneTest : public ClusterCacheTest, public ::testing::WithParamInterface<bool> {};
 
 // History compacted past the cache's version: "410 Gone" (in the stream, or
