@@ -172,7 +172,7 @@ TickReport Controller::Tick() {
       d.nodes = static_cast<int>(snapshot_.nodes.size());
       d.signals_json = SignalsJson(now);
       d.snapshot_summary_json = SummaryJson();
-      d.plan_json = ToJson(plan).dump();
+      d.plan_json = FormatPlanJsonLine(plan);
       d.summary = plan.summary;
       d.cost_before_usd_per_hour = plan.cost_before_usd_per_hour;
       d.cost_after_usd_per_hour = plan.cost_after_usd_per_hour;

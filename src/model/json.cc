@@ -10,6 +10,7 @@
 #include <sstream>
 #include <utility>
 
+#include "gpuscaler/model/json_writer.h"
 #include "gpuscaler/model/text_file.h"
 #include "gpuscaler/model/time.h"
 
@@ -443,18 +444,28 @@ std::string Plural(size_t n, const char* one, const char* many) {
 
 // ---------------------------------------------------------------------------
 
+namespace {
+
+void WriteOffering(const Offering& o, JsonWriter* w) {
+  w->BeginObject();
+  w->Key("instance_type").String(o.instance_type);
+  w->Key("region").String(o.region);
+  w->Key("zone").String(o.zone);
+  w->Key("capacity_type").String(ToString(o.capacity_type));
+  w->Key("usd_per_hour").Double(o.usd_per_hour);
+  w->Key("on_demand_usd_per_hour").Double(o.on_demand_usd_per_hour);
+  w->Key("interruptions_per_hour").Double(o.interruptions_per_hour);
+  w->Key("available").Bool(o.available);
+  w->Key("launch_latency_s").Int(o.launch_latency.count());
+  w->EndObject();
+}
+
+}  // namespace
+
 Json ToJson(const Offering& o) {
-  Json j;
-  j["instance_type"] = o.instance_type;
-  j["region"] = o.region;
-  j["zone"] = o.zone;
-  j["capacity_type"] = std::string(ToString(o.capacity_type));
-  j["usd_per_hour"] = o.usd_per_hour;
-  j["on_demand_usd_per_hour"] = o.on_demand_usd_per_hour;
-  j["interruptions_per_hour"] = o.interruptions_per_hour;
-  j["available"] = o.available;
-  j["launch_latency_s"] = o.launch_latency.count();
-  return j;
+  JsonWriter w;
+  WriteOffering(o, &w);
+  return Json::parse(w.text());
 }
 
 Json ToJson(const DemandUnit& u) {
@@ -524,67 +535,73 @@ Json ToJson(const Snapshot& s) {
   return j;
 }
 
-Json ToJson(const Plan& p) {
-  Json j;
-  j["predicted_cost_usd_per_hour"] = p.cost_after_usd_per_hour;
-  j["cost_before_usd_per_hour"] = p.cost_before_usd_per_hour;
-  j["expected_interruption_usd_per_hour"] = p.expected_interruption_usd_per_hour;
-  j["summary"] = p.summary;
-  Json launches = Json::array();
+std::string FormatPlanJsonLine(const Plan& p) {
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("predicted_cost_usd_per_hour").Double(p.cost_after_usd_per_hour);
+  w.Key("cost_before_usd_per_hour").Double(p.cost_before_usd_per_hour);
+  w.Key("expected_interruption_usd_per_hour").Double(p.expected_interruption_usd_per_hour);
+  w.Key("summary").String(p.summary);
+  w.Key("launches").BeginArray();
   for (const auto& l : p.launches) {
-    Json a;
-    a["pool"] = l.pool;
-    a["offering"] = ToJson(l.offering);
-    a["count"] = l.count;
-    a["usd_per_hour"] = l.usd_per_hour;
-    a["expected_interruption_usd_per_hour"] = l.expected_interruption_usd_per_hour;
-    a["unit_ids"] = StringArray(l.unit_ids);
-    Json fallbacks = Json::array();
-    for (const auto& f : l.fallbacks) fallbacks.push_back(ToJson(f));
-    a["fallbacks"] = std::move(fallbacks);
-    a["reason"] = l.reason;
-    launches.push_back(std::move(a));
+    w.BeginObject();
+    w.Key("pool").String(l.pool);
+    w.Key("offering");
+    WriteOffering(l.offering, &w);
+    w.Key("count").Int(l.count);
+    w.Key("usd_per_hour").Double(l.usd_per_hour);
+    w.Key("expected_interruption_usd_per_hour").Double(l.expected_interruption_usd_per_hour);
+    w.Key("unit_ids").StringArray(l.unit_ids);
+    w.Key("fallbacks").BeginArray();
+    for (const auto& f : l.fallbacks) WriteOffering(f, &w);
+    w.EndArray();
+    w.Key("reason").String(l.reason);
+    w.EndObject();
   }
-  j["launches"] = std::move(launches);
-  Json terminations = Json::array();
+  w.EndArray();
+  w.Key("terminations").BeginArray();
   for (const auto& t : p.terminations) {
-    Json a;
-    a["node_id"] = t.node_id;
-    a["instance_id"] = t.instance_id;
-    a["pool"] = t.pool;
-    a["offering"] = ToJson(t.offering);
-    a["kind"] = std::string(ToString(t.kind));
-    a["moved_unit_ids"] = StringArray(t.moved_unit_ids);
-    a["saves_usd_per_hour"] = t.saves_usd_per_hour;
-    a["reason"] = t.reason;
-    terminations.push_back(std::move(a));
+    w.BeginObject();
+    w.Key("node_id").String(t.node_id);
+    w.Key("instance_id").String(t.instance_id);
+    w.Key("pool").String(t.pool);
+    w.Key("offering");
+    WriteOffering(t.offering, &w);
+    w.Key("kind").String(ToString(t.kind));
+    w.Key("moved_unit_ids").StringArray(t.moved_unit_ids);
+    w.Key("saves_usd_per_hour").Double(t.saves_usd_per_hour);
+    w.Key("reason").String(t.reason);
+    w.EndObject();
   }
-  j["terminations"] = std::move(terminations);
-  Json placements = Json::array();
+  w.EndArray();
+  w.Key("placements").BeginArray();
   for (const auto& pl : p.placements) {
-    Json a;
-    a["unit_id"] = pl.unit_id;
+    w.BeginObject();
+    w.Key("unit_id").String(pl.unit_id);
     if (!pl.node_id.empty()) {
-      a["node_id"] = pl.node_id;
+      w.Key("node_id").String(pl.node_id);
     } else {
-      a["launch_index"] = pl.launch_index;
-      a["launch_ordinal"] = pl.launch_ordinal;
+      w.Key("launch_index").Int(pl.launch_index);
+      w.Key("launch_ordinal").Int(pl.launch_ordinal);
     }
-    placements.push_back(std::move(a));
+    w.EndObject();
   }
-  j["placements"] = std::move(placements);
-  Json unplaced = Json::array();
+  w.EndArray();
+  w.Key("unplaced").BeginArray();
   for (const auto& u : p.unplaced) {
-    Json a;
-    a["unit_id"] = u.unit_id;
-    a["workload_class"] = u.workload_class;
-    a["reason"] = std::string(ToString(u.reason));
-    a["detail"] = u.detail;
-    unplaced.push_back(std::move(a));
+    w.BeginObject();
+    w.Key("unit_id").String(u.unit_id);
+    w.Key("workload_class").String(u.workload_class);
+    w.Key("reason").String(ToString(u.reason));
+    w.Key("detail").String(u.detail);
+    w.EndObject();
   }
-  j["unplaced"] = std::move(unplaced);
-  return j;
+  w.EndArray();
+  w.EndObject();
+  return std::move(w).Take();
 }
+
+Json ToJson(const Plan& p) { return Json::parse(FormatPlanJsonLine(p)); }
 
 std::string FormatSnapshotJson(const Snapshot& snapshot) { return ToJson(snapshot).dump(2) + "\n"; }
 std::string FormatPlanJson(const Plan& plan) { return ToJson(plan).dump(2) + "\n"; }

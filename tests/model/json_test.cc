@@ -343,6 +343,15 @@ TEST(PlanJson, HasTheCostFieldsAndReasonStrings) {
   EXPECT_EQ(j["unplaced"][2]["reason"], "no-offering-fits");
 }
 
+// The audit store's one-line form is the same document, byte for byte what
+// nlohmann writes for it.
+TEST(PlanJson, OneLineFormIsTheSameDocument) {
+  const std::string line = FormatPlanJsonLine(SamplePlan());
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  EXPECT_EQ(Json::parse(line), ToJson(SamplePlan()));
+  EXPECT_EQ(line, ToJson(SamplePlan()).dump());
+}
+
 TEST(PlanJson, IsDeterministic) {
   EXPECT_EQ(FormatPlanJson(SamplePlan()), FormatPlanJson(SamplePlan()));
   EXPECT_EQ(FormatPlanJson(SamplePlan()).back(), '\n');

@@ -39,6 +39,9 @@ Json ToJson(const Snapshot& snapshot);
 // then "launches", "terminations", "placements", "unplaced" (reasons as
 // strings such as "budget").
 Json ToJson(const Plan& plan);
+// The same JSON on one line, written without building a document: the
+// audit store's plan_json, on every decision (see model/json_writer.h).
+std::string FormatPlanJsonLine(const Plan& plan);
 
 // Pretty-printed (2-space indent) with a trailing newline.
 std::string FormatSnapshotJson(const Snapshot& snapshot);
