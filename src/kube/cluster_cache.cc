@@ -37,12 +37,6 @@ class ClusterCache::Loop {
   WatchStats stats;
 
  private:
-  static std::string KeyOf(const json& obj) {
-    const json& meta = ObjectAt(obj, "metadata");
-    const std::string ns = StringAt(meta, "namespace");
-    return ns.empty() ? StringAt(meta, "name") : ns + "/" + StringAt(meta, "name");
-  }
-
   void Run() {
     std::chrono::milliseconds backoff = cache_.options_.initial_backoff;
     bool need_list = true;
@@ -188,46 +182,35 @@ class ClusterCache::Loop {
 
   // One event line; false ends the watch.
   bool Apply(std::string_view line, bool* gone, std::string* error) {
-    json event;
-    try {
-      event = json::parse(line);
-    } catch (const json::exception& e) {
-      *error = "watch " + base_ + ": bad event: " + e.what();
+    Result<WatchEvent> parsed = ParseWatchEvent(line, pods_ ? WatchResource::kPods : WatchResource::kNodes);
+    if (!parsed) {
+      *error = "watch " + base_ + ": " + parsed.error().message();
       return false;
     }
-    // Every read below tolerates any JSON shape: this runs on the watch
-    // thread, where an exception would end the process.
-    const std::string type = StringAt(event, "type");
-    const json& obj = ObjectAt(event, "object");
-    if (type == "ERROR") {
-      if (IntAt(obj, "code", 0) == 410) {
+    WatchEvent& event = *parsed;
+    if (event.type == "ERROR") {
+      if (event.error_code == 410) {
         *gone = true;
       } else {
-        const std::string message = StringAt(obj, "message");
-        *error = "watch " + base_ + ": " + (message.empty() ? std::string("error event") : message);
+        *error = "watch " + base_ + ": " + (event.error_message.empty() ? std::string("error event") : event.error_message);
       }
       return false;
     }
-    const std::string rv = ResourceVersionOf(obj);
     {
       std::lock_guard<std::mutex> lock(cache_.mu_);
-      if (!rv.empty()) stats.resource_version = rv;
+      if (!event.resource_version.empty()) stats.resource_version = event.resource_version;
       fresh_at = cache_.clock_.WallNow();
-      if (type == "BOOKMARK") {
+      if (event.type == "BOOKMARK") {
         ++stats.bookmarks;
         ++cache_.version_;
         cache_.changed_.notify_all();
         return true;
       }
-      const std::string key = KeyOf(obj);
-      if (type == "DELETED") {
-        pods_ ? (void)pods.erase(key) : (void)nodes.erase(key);
-      } else if (type == "ADDED" || type == "MODIFIED") {
-        if (pods_) {
-          if (Result<PodInfo> p = PodFromJson(obj)) pods[key] = std::move(p).value();
-        } else if (Result<NodeInfo> n = NodeFromJson(obj)) {
-          nodes[key] = std::move(n).value();
-        }
+      if (event.type == "DELETED") {
+        pods_ ? (void)pods.erase(event.key) : (void)nodes.erase(event.key);
+      } else if (event.type == "ADDED" || event.type == "MODIFIED") {
+        if (event.pod) pods[event.key] = std::move(*event.pod);
+        if (event.node) nodes[event.key] = std::move(*event.node);
       } else {
         return true;  // a type this version does not know: ignored
       }

@@ -180,7 +180,9 @@ Result<PodInfo> PodFromJson(const json& j) {
   p.namespace_name = StringAt(meta, "namespace");
   p.deleting = !StringAt(meta, "deletionTimestamp").empty();
   for (const json& o : ArrayAt(meta, "ownerReferences")) {
-    if (o.is_object() && o.value("controller", false)) p.owner_kind = StringAt(o, "kind");
+    // Not o.value("controller", false): it throws when the field is not a bool.
+    const auto controller = o.is_object() ? o.find("controller") : o.end();
+    if (controller != o.end() && controller->is_boolean() && controller->get<bool>()) p.owner_kind = StringAt(o, "kind");
   }
   p.node_name = StringAt(spec, "nodeName");
   p.phase = StringAt(status, "phase");
@@ -268,6 +270,35 @@ Result<T> ParseOne(std::string_view text, F from_json) {
 }
 
 }  // namespace
+
+Result<WatchEvent> ParseWatchEvent(std::string_view line, WatchResource resource) {
+  json event;
+  try {
+    event = json::parse(line);
+  } catch (const json::exception& e) {
+    return Error::InvalidInput(std::string("bad event: ") + e.what());
+  }
+  WatchEvent out;
+  out.type = StringAt(event, "type");
+  const json& obj = ObjectAt(event, "object");
+  if (out.type == "ERROR") {
+    out.error_code = IntAt(obj, "code", 0);
+    out.error_message = StringAt(obj, "message");
+    return out;
+  }
+  out.resource_version = ResourceVersionOf(obj);
+  const json& meta = ObjectAt(obj, "metadata");
+  const std::string ns = StringAt(meta, "namespace");
+  out.key = ns.empty() ? StringAt(meta, "name") : ns + "/" + StringAt(meta, "name");
+  if (out.type == "ADDED" || out.type == "MODIFIED") {
+    if (resource == WatchResource::kPods) {
+      if (Result<PodInfo> p = PodFromJson(obj)) out.pod = std::move(p).value();
+    } else if (Result<NodeInfo> n = NodeFromJson(obj)) {
+      out.node = std::move(n).value();
+    }
+  }
+  return out;
+}
 
 Result<PodInfo> ParsePod(std::string_view text) { return ParseOne<PodInfo>(text, PodFromJson); }
 Result<NodeInfo> ParseNode(std::string_view text) { return ParseOne<NodeInfo>(text, NodeFromJson); }

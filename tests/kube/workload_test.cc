@@ -314,6 +314,40 @@ TEST(DemandFromCluster, PendingPodsInSchedulingOrderAndBoundPodsByInstance) {
   EXPECT_EQ(d.running["i-0fedcba9876543210"].size(), 1u);  // the finished pod holds nothing
 }
 
+TEST(WatchEvent, ReadsTheEnvelopeAndTheObjectOfTheWatchedKind) {
+  Result<WatchEvent> added = ParseWatchEvent(
+      R"({"type":"ADDED","object":{"kind":"Pod","metadata":{"name":"p","namespace":"ml","resourceVersion":"42"}}})",
+      WatchResource::kPods);
+  ASSERT_TRUE(added.ok()) << added.error().ToString();
+  EXPECT_EQ(added->type, "ADDED");
+  EXPECT_EQ(added->key, "ml/p");
+  EXPECT_EQ(added->resource_version, "42");
+  ASSERT_TRUE(added->pod.has_value());
+  EXPECT_FALSE(added->node.has_value());
+  // The same line on a node watch: not a Node, so no object, still an event.
+  Result<WatchEvent> as_node = ParseWatchEvent(
+      R"({"type":"ADDED","object":{"kind":"Pod","metadata":{"name":"p","namespace":"ml"}}})", WatchResource::kNodes);
+  ASSERT_TRUE(as_node.ok());
+  EXPECT_FALSE(as_node->node.has_value());
+
+  Result<WatchEvent> gone = ParseWatchEvent(
+      R"({"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired","message":"too old"}})",
+      WatchResource::kPods);
+  ASSERT_TRUE(gone.ok());
+  EXPECT_EQ(gone->error_code, 410);
+  EXPECT_EQ(gone->error_message, "too old");
+
+  Result<WatchEvent> bookmark = ParseWatchEvent(
+      R"({"type":"BOOKMARK","object":{"kind":"Node","metadata":{"resourceVersion":"77"}}})", WatchResource::kNodes);
+  ASSERT_TRUE(bookmark.ok());
+  EXPECT_EQ(bookmark->resource_version, "77");
+  EXPECT_FALSE(bookmark->node.has_value());
+
+  Result<WatchEvent> broken = ParseWatchEvent(R"({"type":"ADDED",)", WatchResource::kPods);
+  ASSERT_FALSE(broken.ok());
+  EXPECT_EQ(broken.error().category(), ErrorCategory::kInvalidInput);
+}
+
 // --- through the API: list, watch, 410 -----------------------------------
 
 class ClusterCacheTest : public ::testing::Test {
@@ -419,7 +453,8 @@ TEST_F(ClusterCacheTest, WatchFramesOfTheWrongShapeAreSkippedAndTheWatchGoesOn) 
                            R"({"type":"ADDED","object":{"metadata":[]}})",
                            R"({"type":"MODIFIED","object":{"metadata":{"name":7,"namespace":{},"resourceVersion":[]}}})",
                            R"({"type":"BOOKMARK","object":"x"})", R"({"type":"DELETED","object":null})",
-                           R"({"type":"ADDED","object":{"metadata":{"name":"p","namespace":"x"},"spec":7}})"}) {
+                           R"({"type":"ADDED","object":{"metadata":{"name":"p","namespace":"x"},"spec":7}})",
+                           R"({"type":"ADDED","object":{"metadata":{"name":"q","ownerReferences":[{"controller":"yes"}]}}})"}) {
     server_.SendRawWatchLine("pods", line);
   }
   server_.Put("pods", PodNamed("after-junk", ""));

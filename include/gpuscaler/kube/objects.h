@@ -96,4 +96,23 @@ struct ObjectList {
 Result<ObjectList<PodInfo>> ParsePodList(std::string_view json);
 Result<ObjectList<NodeInfo>> ParseNodeList(std::string_view json);
 
+// One line of a watch stream ({"type": ..., "object": ...}).
+enum class WatchResource { kPods, kNodes };
+struct WatchEvent {
+  // ADDED, MODIFIED, DELETED, BOOKMARK, ERROR, or a type a newer server
+  // sends (to be ignored); "" when the line has no string type.
+  std::string type;
+  std::string resource_version;  // the object's metadata.resourceVersion
+  std::string key;               // "namespace/name" (pods) or "name" (nodes)
+  // ERROR: the Status object's code (410: the version is too old) and message.
+  int64_t error_code = 0;
+  std::string error_message;
+  // ADDED / MODIFIED: the object, when it parses as the watched kind.
+  std::optional<PodInfo> pod;
+  std::optional<NodeInfo> node;
+};
+// kInvalidInput only when the line is not JSON; any JSON shape otherwise
+// reads as an event with what could be found (never throws).
+Result<WatchEvent> ParseWatchEvent(std::string_view line, WatchResource resource);
+
 }  // namespace gpuscaler::kube
