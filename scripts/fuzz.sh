@@ -79,9 +79,11 @@ seed_from_shared() {
     for f in "$shared"/reference/kubernetes/api-testdata/core.v1.*.json "$shared"/reference/kubernetes/examples/*.json; do
       seed kube "" "$f"
     done
-    # One watch event per line: each event's object is a seed of its own.
+    # One watch event per line: each line (ParseWatchEvent) and its object
+    # are seeds of their own.
     local n=0
     while IFS= read -r line && [ $n -lt 20 ]; do
+      printf '%s' "$line" > "$run/seeds/kube/watch-line-$n.json"
       python3 -c 'import json,sys; print(json.dumps(json.loads(sys.argv[1]).get("object", {})))' "$line" \
         > "$run/seeds/kube/watch-object-$n.json" 2>/dev/null || true
       n=$((n + 1))
