@@ -2,16 +2,21 @@
 
 #include <cctype>
 #include <cstdio>
-#include <ctime>
 
 namespace gpuscaler {
 
 std::string FormatRfc3339(WallTime t) {
-  std::time_t tt = ToUnixSeconds(t);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  // Not strftime("%Y"): glibc writes year 226 as "226", which no RFC 3339
+  // reader (ours included) accepts; the year is always four digits here.
+  using namespace std::chrono;
+  const sys_days day = floor<days>(t);
+  const year_month_day ymd(day);
+  const hh_mm_ss<seconds> hms(t - day);
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02dZ", static_cast<int>(ymd.year()),
+                static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
+                static_cast<int>(hms.hours().count()), static_cast<int>(hms.minutes().count()),
+                static_cast<int>(hms.seconds().count()));
   return buf;
 }
 
@@ -70,7 +75,13 @@ bool ParseRfc3339(const std::string& text, WallTime* out) {
   using namespace std::chrono;
   year_month_day ymd{year(y), month(static_cast<unsigned>(mo)), day(static_cast<unsigned>(d))};
   if (!ymd.ok()) return false;
-  *out = sys_days(ymd) + hours(h) + minutes(mi) + Seconds(sec) - Seconds(offset_s);
+  const WallTime t = sys_days(ymd) + hours(h) + minutes(mi) + Seconds(sec) - Seconds(offset_s);
+  // An offset can carry 0000-01-01 or 9999-12-31 out of the four-digit
+  // years RFC 3339 writes; such an instant could not be written back.
+  static const WallTime kFirst = sys_days(year(0) / 1 / 1);
+  static const WallTime kLast = sys_days(year(9999) / 12 / 31) + hours(23) + minutes(59) + Seconds(59);
+  if (t < kFirst || t > kLast) return false;
+  *out = t;
   return true;
 }
 

@@ -45,5 +45,27 @@ TEST(Time, ParsesAndFormatsRfc3339) {
   EXPECT_FALSE(ParseRfc3339("yesterday", &t));
 }
 
+// Found by the snapshot fuzz target: year 226 was written "226-07-21...",
+// which the reader then rejected. Every time the reader accepts is written
+// back with four year digits and reads back to itself; an offset that
+// leaves years 0000-9999 is rejected, as it could not be written.
+TEST(Time, EveryAcceptedTimeIsWrittenBackAsItself) {
+  for (const char* text : {"0226-07-21T08:00:00Z", "0000-01-01T00:00:00Z", "0001-02-03T04:05:06Z",
+                           "1969-12-31T23:59:59Z", "9999-12-31T23:59:59Z", "0999-12-31T23:00:00-00:30"}) {
+    SCOPED_TRACE(text);
+    WallTime t;
+    ASSERT_TRUE(ParseRfc3339(text, &t));
+    const std::string written = FormatRfc3339(t);
+    EXPECT_EQ(written.size(), 20u) << written;
+    WallTime back;
+    ASSERT_TRUE(ParseRfc3339(written, &back)) << written;
+    EXPECT_EQ(back, t);
+  }
+  WallTime t;
+  EXPECT_EQ((ParseRfc3339("0226-07-21T08:00:00Z", &t), FormatRfc3339(t)), "0226-07-21T08:00:00Z");
+  EXPECT_FALSE(ParseRfc3339("0000-01-01T00:00:00+01:00", &t));  // year -1
+  EXPECT_FALSE(ParseRfc3339("9999-12-31T23:59:59-01:00", &t));  // year 10000
+}
+
 }  // namespace
 }  // namespace gpuscaler
