@@ -288,7 +288,9 @@ Result<WatchEvent> ParseWatchEvent(std::string_view line, WatchResource resource
   }
   out.resource_version = ResourceVersionOf(obj);
   const json& meta = ObjectAt(obj, "metadata");
-  const std::string ns = StringAt(meta, "namespace");
+  // Nodes are cluster-scoped: their key is the name, whatever a namespace
+  // field says (the cache keys its nodes by NodeInfo::name).
+  const std::string ns = resource == WatchResource::kPods ? StringAt(meta, "namespace") : "";
   out.key = ns.empty() ? StringAt(meta, "name") : ns + "/" + StringAt(meta, "name");
   if (out.type == "ADDED" || out.type == "MODIFIED") {
     if (resource == WatchResource::kPods) {

@@ -329,6 +329,12 @@ TEST(WatchEvent, ReadsTheEnvelopeAndTheObjectOfTheWatchedKind) {
       R"({"type":"ADDED","object":{"kind":"Pod","metadata":{"name":"p","namespace":"ml"}}})", WatchResource::kNodes);
   ASSERT_TRUE(as_node.ok());
   EXPECT_FALSE(as_node->node.has_value());
+  // Nodes are cluster-scoped: a namespace field does not enter the key.
+  Result<WatchEvent> node = ParseWatchEvent(
+      R"({"type":"MODIFIED","object":{"kind":"Node","metadata":{"name":"n1","namespace":"x"}}})", WatchResource::kNodes);
+  ASSERT_TRUE(node.ok());
+  EXPECT_EQ(node->key, "n1");
+  ASSERT_TRUE(node->node.has_value());
 
   Result<WatchEvent> gone = ParseWatchEvent(
       R"({"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired","message":"too old"}})",
