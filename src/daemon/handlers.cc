@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "daemon_parts.h"
+#include "report_cache.h"
 #include "gpuscaler/model/json.h"
 #include "gpuscaler/report/report.h"
 #include "gpuscaler/solver/planner.h"
@@ -118,68 +119,6 @@ HttpResponse Report(const std::string& db_file, const PublishedState& s, const H
   return out;
 }
 
-// Renders each distinct report once per published tick. Concurrent requests
-// for the same report (a wall of dashboards, retrying clients, a load test)
-// share one render, and later ones within the tick get its result: the audit
-// data only changes when a tick commits, so a render keyed by the tick count
-// is as fresh as a new one. Thread-safe (reports run on the server's pool).
-class ReportCache {
- public:
-  HttpResponse Get(const std::string& key, int64_t tick, const std::function<HttpResponse()>& render) {
-    std::promise<HttpResponse> promise;
-    std::shared_future<HttpResponse> result;
-    uint64_t mine = 0;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (tick != tick_) {
-        entries_.clear();  // waiters keep their own handles on renders in flight
-        tick_ = tick;
-      }
-      auto it = entries_.find(key);
-      if (it != entries_.end()) {
-        result = it->second.result;
-      } else {
-        if (entries_.size() >= kMaxEntries) entries_.clear();
-        mine = ++renders_;
-        result = promise.get_future().share();
-        entries_.emplace(key, Entry{mine, result});
-      }
-    }
-    if (mine == 0) return result.get();
-    HttpResponse response;
-    try {
-      response = render();
-    } catch (...) {
-      Forget(key, mine);
-      promise.set_exception(std::current_exception());
-      throw;
-    }
-    // A failure is not kept: the next request tries again.
-    if (response.status >= 500) Forget(key, mine);
-    promise.set_value(response);
-    return response;
-  }
-
- private:
-  // Bounds what one tick's cache holds (a year's HTML report is a few MB).
-  static constexpr size_t kMaxEntries = 16;
-  struct Entry {
-    uint64_t id;
-    std::shared_future<HttpResponse> result;
-  };
-
-  void Forget(const std::string& key, uint64_t id) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = entries_.find(key);
-    if (it != entries_.end() && it->second.id == id) entries_.erase(it);
-  }
-
-  std::mutex mu_;
-  int64_t tick_ = -1;
-  uint64_t renders_ = 0;
-  std::map<std::string, Entry> entries_;
-};
-
 }  // namespace
 
 server::Router BuildRouter(DaemonSetup& setup, DaemonState& state, DaemonMetrics& metrics) {
@@ -206,7 +145,30 @@ server::Router BuildRouter(DaemonSetup& setup, DaemonState& state, DaemonMetrics
     return r;
   });
   router.Get("/", [](const HttpRequest&) { return HttpResponse::Html(DashboardHtml()); });
-  router.Get("/api/v1/status", [&state](const HttpRequest&) { return HttpResponse::Json(StatusJson(state.Get())); });
+  // The dashboard polls this and a load test floods it: rendered once per
+  // state version (a 720-point series is milliseconds of JSON), not per
+  // request, which at 1,000 connections saturated the I/O thread.
+  struct StatusCache {
+    std::mutex mu;
+    uint64_t version = 0;
+    std::shared_ptr<const std::string> json;
+  };
+  auto status = std::make_shared<StatusCache>();
+  router.Get("/api/v1/status", [&state, status](const HttpRequest&) {
+    const uint64_t version = state.Version();
+    {
+      std::lock_guard<std::mutex> lock(status->mu);
+      if (status->json && status->version == version) return HttpResponse::Json(*status->json);
+    }
+    auto [s, rendered_version] = state.GetVersioned();
+    auto json = std::make_shared<const std::string>(StatusJson(s));
+    std::lock_guard<std::mutex> lock(status->mu);
+    if (!status->json || rendered_version >= status->version) {
+      status->json = json;
+      status->version = rendered_version;
+    }
+    return HttpResponse::Json(*json);
+  });
   router.Get("/api/v1/decisions", [db_file, &state](const HttpRequest& req) {
     return Decisions(db_file, state.Get().last_decision_id, req);
   });
@@ -257,10 +219,13 @@ server::Router BuildRouter(DaemonSetup& setup, DaemonState& state, DaemonMetrics
   // These read the audit file or run the planner (milliseconds to seconds):
   // on the server's pool, so a burst of them cannot starve /healthz,
   // /metrics or the tick timer on the I/O thread (bench/load/run_load.sh).
-  // Their handlers share nothing but the mutex-guarded state.
-  setup.server_options.slow_request = [](const HttpRequest& req) {
-    return req.path == "/reports" || req.path.rfind("/reports/", 0) == 0 || req.path == "/api/v1/decisions" ||
-           req.path == "/api/v1/plan";
+  // Their handlers share nothing but the mutex-guarded state. A report this
+  // tick has already rendered is a copy, answered on the I/O thread: the
+  // pool runs at low priority, and under a flood of clients a cached answer
+  // queued behind CPU-bound work waited past a 10 s client timeout.
+  setup.server_options.slow_request = [reports, &state](const HttpRequest& req) {
+    if (req.path == "/reports" || req.path.rfind("/reports/", 0) == 0) return !reports->Ready(req.target, state.Ticks());
+    return req.path == "/api/v1/decisions" || req.path == "/api/v1/plan";
   };
   return router;
 }

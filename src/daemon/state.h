@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <optional>
 #include <string>
 #include <vector>
@@ -70,10 +71,25 @@ class DaemonState {
     std::lock_guard<std::mutex> lock(mu_);
     return state_;
   }
+  int64_t Ticks() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return state_.ticks;
+  }
   template <typename F>
   void Update(F&& f) {
     std::lock_guard<std::mutex> lock(mu_);
     f(state_);
+    ++version_;
+  }
+  // The state with the number of Updates that made it: a render of one
+  // version (the status JSON) holds until the next Update.
+  std::pair<PublishedState, uint64_t> GetVersioned() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return {state_, version_};
+  }
+  uint64_t Version() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return version_;
   }
   // Loop liveness for /healthz: the control loop beats at least once per tick.
   void Beat(std::chrono::steady_clock::time_point now) {
@@ -88,6 +104,7 @@ class DaemonState {
  private:
   mutable std::mutex mu_;
   PublishedState state_;
+  uint64_t version_ = 0;
   std::chrono::steady_clock::time_point last_beat_{};
 };
 
