@@ -3,6 +3,7 @@
 // through a kubeconfig (pods become demand, terminate drains first, only
 // the leader acts).
 #include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
 
 #include <thread>
 
@@ -113,6 +114,12 @@ TEST(SignalWorkSource, ClusterWorkAddsPendingPodsAndBoundPodsTakeTheirNodesRoomF
 class KubeSetupTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    // spdlog's default logger is created on first use inside the
+    // (uninstrumented) libspdlog: created first on the elector's thread,
+    // TSan cannot see the static-init guard and reports the main thread's
+    // later read as a race. The daemon's main() logs before any thread
+    // starts; do the same here.
+    (void)spdlog::default_logger_raw();
     std::optional<std::string> pods = testing::ReadReference("examples/podlist-pending-gpu.assembled.json");
     std::optional<std::string> nodes = testing::ReadReference("examples/nodelist-gpu.assembled.json");
     if (!pods || !nodes) GTEST_SKIP() << "../shared/reference/kubernetes absent";
