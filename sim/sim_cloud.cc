@@ -338,6 +338,7 @@ void SimCloud::SetPrice(size_t offering, double price, WallTime at) {
   price_[offering] = price;
   const Offering& o = offerings_[offering];
   price_log_.push_back({o.instance_type, o.zone, o.capacity_type, price, at});
+  while (!price_log_.empty() && price_log_.front().time < at - config_.price_history) price_log_.pop_front();
 }
 
 InstanceBill SimCloud::BillOf(const SimInstance& s, WallTime end) const {

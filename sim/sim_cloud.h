@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <queue>
@@ -64,6 +65,11 @@ struct SimCloudConfig {
   Seconds notice{120};
   Seconds min_billed{60};
   PriceWalk price_walk;
+  // How far back SpotPrices() answers. AWS keeps 90 days of spot price
+  // history; a long-running simulated cloud (the daemon's demo) would
+  // otherwise keep every change it ever made (about 1 MB a simulated day
+  // for the demo's offerings: the 90-day soak's heap growth).
+  Seconds price_history{Seconds(90 * 24 * 3600)};
 };
 
 // One instance's bill.
@@ -174,7 +180,7 @@ class SimCloud final : public CloudProvider {
   std::map<size_t, bool> live_;  // instance index -> true, ordered by launch
   std::unordered_map<std::string, LaunchResult> by_token_;
   std::vector<InterruptionNotice> notices_;  // not yet polled
-  std::vector<SpotPrice> price_log_;  // ascending time
+  std::deque<SpotPrice> price_log_;  // ascending time, within config_.price_history
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   uint64_t seq_ = 0;
   std::mt19937_64 walk_rng_;

@@ -1,5 +1,7 @@
 #include "gpuscaler/daemon/engine.h"
 
+#include <algorithm>
+
 #include "gpuscaler/solver/planner.h"
 #include "gpuscaler/store/sqlite_audit_store.h"
 #include "sim/runner.h"
@@ -18,6 +20,9 @@ class DemoEngine final : public Engine {
  public:
   DemoEngine(std::unique_ptr<sim::Scenario> scenario, std::unique_ptr<SqliteAuditStore> store, double speed)
       : scenario_(std::move(scenario)), store_(std::move(store)), speed_(speed) {
+    // The controller reads prices since its last read, every tick: a day of
+    // history is plenty and keeps a months-long demo's memory flat.
+    scenario_->cloud.price_history = std::min(scenario_->cloud.price_history, Seconds(24 * 3600));
     sim::RunSpec spec;
     spec.name = "gpuscaler";
     spec.policy = scenario_->policy;

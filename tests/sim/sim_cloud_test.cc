@@ -81,6 +81,30 @@ TEST(SimCloud, BillsSpotPiecewiseAtThePriceInForce) {
   EXPECT_DOUBLE_EQ(prices->back().usd_per_hour, 9.0);
 }
 
+// Like DescribeSpotPriceHistory, the answer reaches back a bounded time:
+// a months-long demo keeps a bounded price log.
+TEST(SimCloud, SpotPriceHistoryReachesBackOnlyItsRetention) {
+  Fixture f;
+  for (int h = 0; h < 6; ++h) {
+    f.market.prices.push_back({Seconds(h * 3600), "g5.xlarge", "us-east-1a", CapacityType::kSpot, 0.5 + 0.1 * h});
+  }
+  SimCloudConfig c;
+  c.price_history = Seconds(2 * 3600);
+  const WallTime start = f.clock.WallNow();
+  f.Start(c);
+  f.Run(Seconds(6 * 3600));
+  Result<std::vector<SpotPrice>> prices = f.cloud->SpotPrices(start);
+  ASSERT_TRUE(prices.ok());
+  ASSERT_FALSE(prices->empty());
+  std::vector<double> g5;
+  for (const SpotPrice& p : *prices) {
+    EXPECT_GE(p.time, start + Seconds(3 * 3600)) << FormatRfc3339(p.time);
+    if (p.instance_type == "g5.xlarge" && p.zone == "us-east-1a") g5.push_back(p.usd_per_hour);
+  }
+  ASSERT_FALSE(g5.empty());
+  EXPECT_DOUBLE_EQ(g5.back(), 1.0);  // the 5 h price
+}
+
 TEST(SimCloud, LiveInstancesAreBilledToTheEndOfTheReplay) {
   Fixture f;
   f.Start();
