@@ -6,6 +6,7 @@
 #include <array>
 
 #include "gpuscaler/cloud/sigv4.h"
+#include "gpuscaler/model/json_fields.h"
 
 namespace gpuscaler::cloud {
 
@@ -70,8 +71,7 @@ std::optional<AwsErrorBody> ParseErrorBody(std::string_view body) {
     auto j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
     if (!j.is_object() || !j.contains("__type")) return std::nullopt;
     AwsErrorBody e;
-    // Not j.value("__type", ""): it throws when the field is not a string.
-    const std::string type = j["__type"].is_string() ? j["__type"].get<std::string>() : "";
+    const std::string type = StringAt(j, "__type");
     e.code = type.substr(type.find('#') == std::string::npos ? 0 : type.find('#') + 1);
     if (j.contains("message") && j["message"].is_string()) e.message = j["message"];
     if (j.contains("Message") && j["Message"].is_string()) e.message = j["Message"];

@@ -4,6 +4,7 @@
 #include <pugixml.hpp>
 
 #include "gpuscaler/cloud/aws_query.h"
+#include "gpuscaler/model/json_fields.h"
 
 namespace gpuscaler::cloud {
 namespace {
@@ -177,19 +178,16 @@ Result<Credentials> ParseAssumeRoleWithWebIdentity(std::string_view body) {
 Result<Credentials> ParseImdsCredentials(std::string_view body) {
   auto j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return Error::Auth("imds: role credentials are not a JSON object");
-  // Not j.value(key, ""): it throws when the field is there but not a string.
-  auto text = [&j](const char* key, const char* fallback) {
-    auto it = j.find(key);
-    if (it == j.end()) return std::string(fallback);
-    return it->is_string() ? it->get<std::string>() : std::string();
-  };
-  if (text("Code", "Success") != "Success") return Error::Auth("imds: role credentials Code is not Success");
+  // A missing Code means success.
+  if (j.contains("Code") && StringAt(j, "Code") != "Success") {
+    return Error::Auth("imds: role credentials Code is not Success");
+  }
   Credentials out;
-  out.access_key_id = text("AccessKeyId", "");
-  out.secret_access_key = text("SecretAccessKey", "");
-  out.session_token = text("Token", "");
+  out.access_key_id = StringAt(j, "AccessKeyId");
+  out.secret_access_key = StringAt(j, "SecretAccessKey");
+  out.session_token = StringAt(j, "Token");
   WallTime exp;
-  if (out.empty() || !ParseAwsTime(text("Expiration", ""), &exp)) {
+  if (out.empty() || !ParseAwsTime(StringAt(j, "Expiration"), &exp)) {
     return Error::Auth("imds: role credentials lack keys or Expiration");
   }
   out.expiration = exp;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpuscaler/cloud/aws_query.h"
+#include "gpuscaler/model/json_fields.h"
 
 namespace gpuscaler::cloud {
 
@@ -19,14 +20,6 @@ std::string DeleteMessageBody(const std::string& queue_url, const std::string& r
 
 namespace {
 
-// The string at `key`, or "" when `j` is not an object or the field is
-// missing or not a string. nlohmann's value(key, "") would throw on a field
-// of another type, and these bodies come from the network.
-std::string StringField(const nlohmann::json& j, const char* key) {
-  if (!j.is_object()) return "";
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
-}
 
 }  // namespace
 
@@ -39,10 +32,10 @@ Result<std::vector<SqsMessage>> ParseReceiveMessage(std::string_view body) {
   for (const auto& m : j["Messages"]) {
     if (!m.is_object()) return Error::InvalidInput("ReceiveMessage: a message is not an object");
     SqsMessage msg;
-    msg.message_id = StringField(m, "MessageId");
-    msg.receipt_handle = StringField(m, "ReceiptHandle");
-    msg.body = StringField(m, "Body");
-    msg.md5_of_body = StringField(m, "MD5OfBody");
+    msg.message_id = StringAt(m, "MessageId");
+    msg.receipt_handle = StringAt(m, "ReceiptHandle");
+    msg.body = StringAt(m, "Body");
+    msg.md5_of_body = StringAt(m, "MD5OfBody");
     if (msg.receipt_handle.empty()) return Error::InvalidInput("ReceiveMessage: a message has no ReceiptHandle");
     out.push_back(std::move(msg));
   }
@@ -70,11 +63,11 @@ Result<Ec2Event> ParseEventBridgeEvent(std::string_view body) {
   Ec2Event e;
   e.detail_type = j["detail-type"];
   const nlohmann::json detail = j.contains("detail") && j["detail"].is_object() ? j["detail"] : nlohmann::json::object();
-  e.instance_id = StringField(detail, "instance-id");
-  e.action = StringField(detail, "instance-action");
-  e.state = StringField(detail, "state");
+  e.instance_id = StringAt(detail, "instance-id");
+  e.action = StringAt(detail, "instance-action");
+  e.state = StringAt(detail, "state");
   if (j.contains("time") && j["time"].is_string()) ParseAwsTime(j["time"].get<std::string>(), &e.time);
-  const bool ec2 = StringField(j, "source") == "aws.ec2";
+  const bool ec2 = StringAt(j, "source") == "aws.ec2";
   if (ec2 && e.detail_type == "EC2 Spot Instance Interruption Warning") {
     e.kind = Ec2EventKind::kSpotInterruption;
   } else if (ec2 && e.detail_type == "EC2 Instance Rebalance Recommendation") {

@@ -3,17 +3,16 @@
 // block or race a tick.
 #include <nlohmann/json.hpp>
 
-#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
 
 #include "daemon_parts.h"
-#include "report_cache.h"
 #include "gpuscaler/model/json.h"
 #include "gpuscaler/report/report.h"
 #include "gpuscaler/solver/planner.h"
 #include "gpuscaler/store/audit_reader.h"
+#include "report_cache.h"
 
 namespace gpuscaler::daemon {
 namespace {
@@ -155,17 +154,19 @@ server::Router BuildRouter(DaemonSetup& setup, DaemonState& state, DaemonMetrics
   };
   auto status = std::make_shared<StatusCache>();
   router.Get("/api/v1/status", [&state, status](const HttpRequest&) {
+    // The version is read before the copy: an Update in between makes the
+    // render newer than its label, which costs one more render, never a
+    // stale answer.
     const uint64_t version = state.Version();
     {
       std::lock_guard<std::mutex> lock(status->mu);
       if (status->json && status->version == version) return HttpResponse::Json(*status->json);
     }
-    auto [s, rendered_version] = state.GetVersioned();
-    auto json = std::make_shared<const std::string>(StatusJson(s));
+    auto json = std::make_shared<const std::string>(StatusJson(state.Get()));
     std::lock_guard<std::mutex> lock(status->mu);
-    if (!status->json || rendered_version >= status->version) {
+    if (!status->json || version >= status->version) {
       status->json = json;
-      status->version = rendered_version;
+      status->version = version;
     }
     return HttpResponse::Json(*json);
   });

@@ -10,7 +10,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <utility>
 #include <optional>
 #include <string>
 #include <vector>
@@ -81,12 +80,8 @@ class DaemonState {
     f(state_);
     ++version_;
   }
-  // The state with the number of Updates that made it: a render of one
-  // version (the status JSON) holds until the next Update.
-  std::pair<PublishedState, uint64_t> GetVersioned() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return {state_, version_};
-  }
+  // The number of Updates so far: a render of the state (the status JSON)
+  // holds until it changes.
   uint64_t Version() const {
     std::lock_guard<std::mutex> lock(mu_);
     return version_;

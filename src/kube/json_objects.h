@@ -2,22 +2,12 @@
 // (watch events carry the object inside the event).
 #pragma once
 
-#include <cstdint>
-#include <string>
-
 #include <nlohmann/json.hpp>
 
 #include "gpuscaler/kube/objects.h"
+#include "gpuscaler/model/json_fields.h"  // StringAt, ObjectAt, ArrayAt, IntAt
 
 namespace gpuscaler::kube {
-
-// Tolerant field readers for JSON from the network (watch events, Leases,
-// lists): a missing key, a value of another type or a non-object reads as
-// empty / `fallback`; they never throw.
-std::string StringAt(const nlohmann::json& j, const char* key);
-const nlohmann::json& ObjectAt(const nlohmann::json& j, const char* key);
-const nlohmann::json& ArrayAt(const nlohmann::json& j, const char* key);
-int64_t IntAt(const nlohmann::json& j, const char* key, int64_t fallback);
 
 Result<PodInfo> PodFromJson(const nlohmann::json& j);
 Result<NodeInfo> NodeFromJson(const nlohmann::json& j);

@@ -17,29 +17,34 @@ void JsonWriter::BeforeValue() {
   }
 }
 
-JsonWriter& JsonWriter::BeginObject() {
+void JsonWriter::Open(char bracket) {
   BeforeValue();
-  out_.push_back('{');
+  out_.push_back(bracket);
   has_items_.push_back(false);
+}
+
+void JsonWriter::Close(char bracket) {
+  has_items_.pop_back();
+  out_.push_back(bracket);
+}
+
+JsonWriter& JsonWriter::BeginObject() {
+  Open('{');
   return *this;
 }
 
 JsonWriter& JsonWriter::EndObject() {
-  has_items_.pop_back();
-  out_.push_back('}');
+  Close('}');
   return *this;
 }
 
 JsonWriter& JsonWriter::BeginArray() {
-  BeforeValue();
-  out_.push_back('[');
-  has_items_.push_back(false);
+  Open('[');
   return *this;
 }
 
 JsonWriter& JsonWriter::EndArray() {
-  has_items_.pop_back();
-  out_.push_back(']');
+  Close(']');
   return *this;
 }
 

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gpuscaler/model/json_fields.h"
+
 namespace gpuscaler::signals {
 namespace {
 
@@ -44,16 +46,11 @@ std::optional<double> ReadRate(const json& j, const char* details_key) {
   return ReadNumber(*it, "rate");
 }
 
-std::string ReadString(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 Result<QueueStats> ParseQueueObject(const json& q) {
   if (!q.is_object()) return Error::InvalidInput("rabbitmq: queue is not a JSON object");
   if (!q.contains("name") && q.contains("error")) {
-    std::string error = ReadString(q, "error");
-    std::string reason = ReadString(q, "reason");
+    std::string error = StringAt(q, "error");
+    std::string reason = StringAt(q, "reason");
     std::string text = "rabbitmq: " + error + (reason.empty() ? "" : " (" + reason + ")");
     if (error == "Object Not Found" || reason == "Not Found") return Error::NotFound(std::move(text));
     return Error::InvalidInput(std::move(text));
@@ -62,9 +59,9 @@ Result<QueueStats> ParseQueueObject(const json& q) {
   auto name = q.find("name");
   if (name == q.end() || !name->is_string()) return Error::InvalidInput("rabbitmq: queue has no name");
   out.name = name->get<std::string>();
-  out.vhost = ReadString(q, "vhost");
-  out.state = ReadString(q, "state");
-  out.type = ReadString(q, "type");
+  out.vhost = StringAt(q, "vhost");
+  out.state = StringAt(q, "state");
+  out.type = StringAt(q, "type");
   for (auto [key, field] : {std::pair{"messages_ready", &out.messages_ready},
                             std::pair{"messages_unacknowledged", &out.messages_unacknowledged},
                             std::pair{"messages", &out.messages}, std::pair{"consumers", &out.consumers}}) {

@@ -42,6 +42,8 @@ class JsonWriter {
 
  private:
   void BeforeValue();
+  void Open(char bracket);
+  void Close(char bracket);
   void Escaped(std::string_view s);
 
   std::string out_;
