@@ -171,8 +171,10 @@ RunResult Replay::Finish() {
   r.bills = cloud_->Bills(end);
   r.cost_by_capacity_type["on-demand"] = 0;
   r.cost_by_capacity_type["spot"] = 0;
+  // The cloud's total, not the sum of the bills: a cloud that forgets ended
+  // instances (SimCloudConfig::forget_ended_after) still counts their cost.
+  r.total_cost_usd = cloud_->CostUntil(end);
   for (const InstanceBill& b : r.bills) {
-    r.total_cost_usd += b.usd;
     r.cost_by_capacity_type[std::string(ToString(b.capacity_type))] += b.usd;
     r.paid_gpu_hours += b.gpu_count * static_cast<double>(b.billed_seconds) / 3600.0;
   }

@@ -133,7 +133,7 @@ Result<LaunchResult> SimCloud::Launch(const LaunchRequest& request) {
     const int free = std::max(0, Capacity(o) - live_count_[o]);
     const int take = std::min(remaining, free);
     for (int k = 0; k < take; ++k) {
-      const size_t index = instances_.size();
+      const size_t index = next_index_++;
       char id[40];
       std::snprintf(id, sizeof(id), "%011zx", index + 1);
       SimInstance s;
@@ -144,6 +144,7 @@ Result<LaunchResult> SimCloud::Launch(const LaunchRequest& request) {
       s.info.launch_time = now;
       s.info.state = InstanceState::kPending;
       s.info.tags = request.tags;
+      s.idempotency_token = request.idempotency_token;
       s.offering = o;
       s.gpu_count = gpu_count_[o];
       s.segment_start = now;
@@ -162,7 +163,7 @@ Result<LaunchResult> SimCloud::Launch(const LaunchRequest& request) {
       }
       instance_index_[s.info.instance_id] = index;
       result.instances.push_back(s.info);
-      instances_.push_back(std::move(s));
+      instances_.emplace(index, std::move(s));
       live_[index] = true;
       live_count_[o] += 1;
       live_by_offering_[o].push_back(index);
@@ -179,7 +180,11 @@ Result<LaunchResult> SimCloud::Launch(const LaunchRequest& request) {
     }
     remaining -= take;
   }
-  if (!request.idempotency_token.empty()) by_token_[request.idempotency_token] = result;
+  if (!request.idempotency_token.empty()) {
+    by_token_[request.idempotency_token] = result;
+    tokens_by_time_.emplace_back(now, request.idempotency_token);
+  }
+  Forget(now);
   return result;
 }
 
@@ -187,7 +192,7 @@ Status SimCloud::Terminate(const std::vector<std::string>& instance_ids) {
   const WallTime now = clock_.WallNow();
   for (const std::string& id : instance_ids) {
     auto it = instance_index_.find(id);
-    if (it == instance_index_.end() || instances_[it->second].end) continue;
+    if (it == instance_index_.end() || instances_.at(it->second).end) continue;
     End(it->second, now, false);
   }
   return Status::Ok();
@@ -198,7 +203,7 @@ Result<std::vector<Instance>> SimCloud::ListInstances() {
   std::vector<Instance> out;
   out.reserve(live_.size());
   for (const auto& [index, unused] : live_) {
-    const SimInstance& s = instances_[index];
+    const SimInstance& s = instances_.at(index);
     out.push_back(s.info);
     out.back().state = now >= s.ready_at ? InstanceState::kRunning : InstanceState::kPending;
     out.back().offering.usd_per_hour = price_[s.offering];
@@ -229,13 +234,15 @@ void SimCloud::RunEventsUntil(WallTime t) {
     events_.pop();
     Handle(e);
   }
+  Forget(t);
 }
 
 void SimCloud::Handle(const Event& e) {
   switch (e.kind) {
     case EventKind::kReady: {
-      SimInstance& s = instances_[e.a];
-      if (s.end) return;
+      SimInstance* s_ptr = Find(e.a);
+      if (s_ptr == nullptr || s_ptr->end) return;
+      SimInstance& s = *s_ptr;
       s.info.state = InstanceState::kRunning;
       if (observer_ != nullptr) observer_->OnReady(s.info, s.gpu_count);
       return;
@@ -270,10 +277,10 @@ void SimCloud::Handle(const Event& e) {
       availability_[e.a] = limit;
       std::vector<size_t> victims;
       int running = 0;
-      for (size_t index : live_by_offering_[e.a]) running += instances_[index].noticed ? 0 : 1;
+      for (size_t index : live_by_offering_[e.a]) running += instances_.at(index).noticed ? 0 : 1;
       // Newest first: the market reclaims the most recently granted capacity.
       for (auto it = live_by_offering_[e.a].rbegin(); it != live_by_offering_[e.a].rend() && running > limit; ++it) {
-        if (instances_[*it].noticed) continue;
+        if (instances_.at(*it).noticed) continue;
         victims.push_back(*it);
         --running;
       }
@@ -285,7 +292,7 @@ void SimCloud::Handle(const Event& e) {
       auto it = offering_index_.find(ev.instance_type + "/" + ev.zone + "/spot");
       if (it == offering_index_.end()) return;
       for (size_t index : live_by_offering_[it->second]) {
-        if (!instances_[index].noticed) {
+        if (!instances_.at(index).noticed) {
           Interrupt(index, e.t);
           return;
         }
@@ -296,8 +303,9 @@ void SimCloud::Handle(const Event& e) {
 }
 
 void SimCloud::Interrupt(size_t index, WallTime at) {
-  SimInstance& s = instances_[index];
-  if (s.end || s.noticed) return;
+  SimInstance* s_ptr = Find(index);
+  if (s_ptr == nullptr || s_ptr->end || s_ptr->noticed) return;
+  SimInstance& s = *s_ptr;
   s.noticed = true;
   const WallTime deadline = at + config_.notice;
   notices_.push_back({s.info.instance_id, at, deadline});
@@ -306,8 +314,9 @@ void SimCloud::Interrupt(size_t index, WallTime at) {
 }
 
 void SimCloud::End(size_t index, WallTime at, bool interrupted) {
-  SimInstance& s = instances_[index];
-  if (s.end) return;
+  SimInstance* s_ptr = Find(index);
+  if (s_ptr == nullptr || s_ptr->end) return;
+  SimInstance& s = *s_ptr;
   s.usd += price_[s.offering] * Hours(at - s.segment_start);
   s.segment_start = at;
   s.end = at;
@@ -325,13 +334,38 @@ void SimCloud::End(size_t index, WallTime at, bool interrupted) {
   // The minimum charge is settled at the price in force at the end.
   const Seconds ran = at - s.info.launch_time;
   if (ran < config_.min_billed) s.usd += price_[s.offering] * Hours(config_.min_billed - ran);
+  if (config_.forget_ended_after) ended_.emplace_back(at, index);
   if (observer_ != nullptr) observer_->OnGone(s.info.instance_id, at, interrupted);
+}
+
+SimCloud::SimInstance* SimCloud::Find(size_t index) {
+  auto it = instances_.find(index);
+  return it == instances_.end() ? nullptr : &it->second;
+}
+
+void SimCloud::Forget(WallTime now) {
+  if (!config_.forget_ended_after) return;
+  const WallTime horizon = now - *config_.forget_ended_after;
+  // Instances end in time order (events run in order; a terminate ends at
+  // the clock's now), so the queue is sorted by end time.
+  while (!ended_.empty() && ended_.front().first < horizon) {
+    auto it = instances_.find(ended_.front().second);
+    ended_.pop_front();
+    if (it == instances_.end()) continue;
+    forgotten_usd_ += it->second.usd;  // final: the instance has ended
+    instance_index_.erase(it->second.info.instance_id);
+    instances_.erase(it);
+  }
+  while (!tokens_by_time_.empty() && tokens_by_time_.front().first < horizon) {
+    by_token_.erase(tokens_by_time_.front().second);
+    tokens_by_time_.pop_front();
+  }
 }
 
 void SimCloud::SetPrice(size_t offering, double price, WallTime at) {
   if (price == price_[offering]) return;
   for (size_t index : live_by_offering_[offering]) {
-    SimInstance& s = instances_[index];
+    SimInstance& s = instances_.at(index);
     s.usd += price_[offering] * Hours(at - s.segment_start);
     s.segment_start = at;
   }
@@ -365,19 +399,19 @@ InstanceBill SimCloud::BillOf(const SimInstance& s, WallTime end) const {
 std::vector<InstanceBill> SimCloud::Bills(WallTime end) const {
   std::vector<InstanceBill> out;
   out.reserve(instances_.size());
-  for (const SimInstance& s : instances_) out.push_back(BillOf(s, end));
+  for (const auto& [index, s] : instances_) out.push_back(BillOf(s, end));
   return out;
 }
 
 double SimCloud::CostUntil(WallTime end) const {
-  double total = 0;
-  for (const SimInstance& s : instances_) total += BillOf(s, end).usd;
+  double total = forgotten_usd_;
+  for (const auto& [index, s] : instances_) total += BillOf(s, end).usd;
   return total;
 }
 
 double SimCloud::CurrentUsdPerHour() const {
   double total = 0;
-  for (const auto& [index, unused] : live_) total += price_[instances_[index].offering];
+  for (const auto& [index, unused] : live_) total += price_[instances_.at(index).offering];
   return total;
 }
 

@@ -70,6 +70,12 @@ struct SimCloudConfig {
   // otherwise keep every change it ever made (about 1 MB a simulated day
   // for the demo's offerings: the 90-day soak's heap growth).
   Seconds price_history{Seconds(90 * 24 * 3600)};
+  // Unset (the simulator): every instance is kept for Bills(). Set (a
+  // long-running simulated cloud: the daemon's demo and `provider:
+  // simulated`): an instance ended longer ago than this, and an idempotency
+  // token older than this, are forgotten, as a real cloud stops listing
+  // terminated instances after a while; their cost stays in CostUntil().
+  std::optional<Seconds> forget_ended_after;
 };
 
 // One instance's bill.
@@ -114,7 +120,9 @@ class SimCloud final : public CloudProvider {
   // Processes every internal event at or before `t`, in time order.
   void RunEventsUntil(WallTime t);
 
-  // Bills of every instance so far; live ones billed up to `end`.
+  // Bills of every instance so far (but those forgotten, see
+  // SimCloudConfig::forget_ended_after), in launch order; live ones billed
+  // up to `end`.
   std::vector<InstanceBill> Bills(WallTime end) const;
   // Current spend rate of live instances (USD/h).
   double CurrentUsdPerHour() const;
@@ -124,6 +132,10 @@ class SimCloud final : public CloudProvider {
   int terminated() const { return terminated_; }
   int interrupted() const { return interrupted_; }
   int live_count() const { return static_cast<int>(live_.size()); }
+  // Instances the cloud still remembers (live, or ended within
+  // forget_ended_after) and idempotency tokens it still honours.
+  size_t remembered_instances() const { return instances_.size(); }
+  size_t remembered_tokens() const { return by_token_.size(); }
   // Highest number of live instances seen per offering key and pool.
   const std::map<std::pair<std::string, std::string>, int>& peak_by_offering_and_pool() const { return peak_; }
   double CurrentPrice(const std::string& offering_key) const;
@@ -140,6 +152,7 @@ class SimCloud final : public CloudProvider {
   };
   struct SimInstance {
     Instance info;
+    std::string idempotency_token;
     size_t offering = 0;
     int gpu_count = 0;
     WallTime ready_at{};
@@ -159,6 +172,9 @@ class SimCloud final : public CloudProvider {
   double Uniform(std::mt19937_64& rng) const;
   void SetPrice(size_t offering, double price, WallTime at);
   InstanceBill BillOf(const SimInstance& s, WallTime end) const;
+  SimInstance* Find(size_t index);
+  // Drops what forget_ended_after says to forget, as of `now`.
+  void Forget(WallTime now);
 
   ManualClock& clock_;
   const Catalog& catalog_;
@@ -175,8 +191,14 @@ class SimCloud final : public CloudProvider {
   std::vector<int> live_count_;  // per offering
   std::vector<std::optional<int>> availability_;  // spot limit from the market
   std::vector<std::vector<size_t>> live_by_offering_;
-  std::vector<SimInstance> instances_;
+  // By launch number (ids and events name instances by it); a map, so that
+  // forgetting ended instances keeps the others' numbers.
+  std::map<size_t, SimInstance> instances_;
+  size_t next_index_ = 0;
   std::unordered_map<std::string, size_t> instance_index_;
+  std::deque<std::pair<WallTime, size_t>> ended_;  // end order, remembered ones
+  std::deque<std::pair<WallTime, std::string>> tokens_by_time_;
+  double forgotten_usd_ = 0;  // final bills of forgotten instances
   std::map<size_t, bool> live_;  // instance index -> true, ordered by launch
   std::unordered_map<std::string, LaunchResult> by_token_;
   std::vector<InterruptionNotice> notices_;  // not yet polled

@@ -23,6 +23,10 @@ class DemoEngine final : public Engine {
     // The controller reads prices since its last read, every tick: a day of
     // history is plenty and keeps a months-long demo's memory flat.
     scenario_->cloud.price_history = std::min(scenario_->cloud.price_history, Seconds(24 * 3600));
+    // Likewise the instances: the demo never asks for per-instance bills,
+    // and a simulated cloud remembering every node it ever ran grows by
+    // about a kilobyte per launch (a quarter of a MB per simulated day).
+    scenario_->cloud.forget_ended_after = Seconds(24 * 3600);
     sim::RunSpec spec;
     spec.name = "gpuscaler";
     spec.policy = scenario_->policy;

@@ -178,19 +178,25 @@ std::string DocNode::Describe() const {
 }
 
 std::string ClosestName(std::string_view word, const std::vector<std::string_view>& candidates) {
-  std::string best;
-  size_t best_distance = std::string_view::npos;
-  for (std::string_view c : candidates) {
-    const size_t d = EditDistance(word, c);
-    if (d < best_distance) {
-      best_distance = d;
-      best = std::string(c);
-    }
-  }
   // A third of the length catches transpositions and dropped letters in long
   // names without offering unrelated short ones.
   const size_t limit = std::max<size_t>(2, word.size() / 3);
-  return best_distance <= limit ? best : "";
+  std::string_view best;
+  size_t best_distance = limit + 1;
+  for (std::string_view c : candidates) {
+    // The distance is at least the difference in length: a candidate that
+    // cannot beat the best so far is not worth the quadratic comparison
+    // (a mistyped key is short; a pasted paragraph would cost |word| x |c|
+    // per candidate for no suggestion).
+    const size_t length_gap = word.size() > c.size() ? word.size() - c.size() : c.size() - word.size();
+    if (length_gap >= best_distance) continue;
+    const size_t d = EditDistance(word, c);
+    if (d < best_distance) {
+      best_distance = d;
+      best = c;
+    }
+  }
+  return best_distance <= limit ? std::string(best) : "";
 }
 
 bool DocReader::Parse(const std::string& text, DocNode* root) {

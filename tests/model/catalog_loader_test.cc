@@ -244,6 +244,12 @@ TEST(DocReader, SuggestsOnlyPlausibleTypos) {
   EXPECT_EQ(ClosestName("max_spot_shar", {"max_spot_share", "min_zones"}), "max_spot_share");
   EXPECT_EQ(ClosestName("scalng", {"scaling", "spot"}), "scaling");
   EXPECT_EQ(ClosestName("banana", {"scaling", "spot"}), "");
+  // Ties go to the first candidate; a closer one later still wins.
+  EXPECT_EQ(ClosestName("spots", {"spot", "slots"}), "spot");
+  EXPECT_EQ(ClosestName("min_zone", {"zones", "max_zones", "min_zones"}), "min_zones");
+  // A long key is compared by length first and gets no suggestion.
+  EXPECT_EQ(ClosestName(std::string(5000, 'x'), {"scaling", "spot"}), "");
+  EXPECT_EQ(ClosestName(std::string(30, 's') + "caling", {"scaling"}), "");
 }
 
 }  // namespace

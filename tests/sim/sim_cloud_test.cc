@@ -172,5 +172,73 @@ TEST(SimCloud, HazardInterruptionsAreSeededAndRepeatable) {
   EXPECT_LT(run(7), 20);
 }
 
+// A long-running simulated cloud (the daemon's demo) forgets ended
+// instances and spent idempotency tokens after forget_ended_after, so its
+// memory does not grow with the instances it ever ran; the cost stays.
+TEST(SimCloud, ForgetsEndedInstancesAndOldTokensButKeepsTheirCost) {
+  auto run = [](std::optional<Seconds> forget) {
+    Fixture f;
+    SimCloudConfig c;
+    c.forget_ended_after = forget;
+    c.seed = 3;
+    f.cloud = std::make_unique<SimCloud>(f.clock, f.catalog, f.catalog.Offerings({"us-east-1"}), f.market, [&] {
+      SimCloudConfig k = c;
+      k.hazard_by_family = {{"g5", 0.5}};  // interruptions end some, with events queued for others
+      return k;
+    }());
+    const std::string live = f.LaunchOne("g5.xlarge/us-east-1a/on-demand");
+    LaunchRequest tokened;
+    tokened.pool = "p";
+    tokened.count = 1;
+    tokened.offerings = {f.Get("g5.xlarge/us-east-1b/on-demand")};
+    tokened.idempotency_token = "token-1";
+    const std::string first = f.cloud->Launch(tokened)->instances.at(0).instance_id;
+    EXPECT_EQ(f.cloud->Launch(tokened)->instances.at(0).instance_id, first);  // honoured while remembered
+    for (int hour = 0; hour < 48; ++hour) {
+      std::vector<std::string> ids;
+      for (int i = 0; i < 5; ++i) ids.push_back(f.LaunchOne("g5.xlarge/us-east-1a/spot"));
+      f.Run(Seconds(1800));
+      EXPECT_TRUE(f.cloud->Terminate(ids).ok());  // some were interrupted already: no-op for those
+      f.Run(Seconds(1800));
+    }
+    struct Out {
+      double cost;
+      size_t remembered;
+      size_t tokens;
+      int launched, interrupted;
+      bool live_listed;
+      std::string first, relaunch;
+    } out;
+    out.first = first;
+    out.cost = f.cloud->CostUntil(f.clock.WallNow());
+    out.remembered = f.cloud->remembered_instances();
+    out.tokens = f.cloud->remembered_tokens();
+    out.launched = f.cloud->launched();
+    out.interrupted = f.cloud->interrupted();
+    Result<std::vector<Instance>> listed = f.cloud->ListInstances();
+    out.live_listed = listed.ok() && listed->size() == 2 && (*listed)[0].instance_id == live;
+    out.relaunch = f.cloud->Launch(tokened)->instances.at(0).instance_id;
+    return out;
+  };
+  const auto kept = run(std::nullopt);
+  const auto forgetful = run(Seconds(3 * 3600));
+  // Same world, same bill: forgetting changes what is remembered, not what happened.
+  EXPECT_EQ(forgetful.launched, kept.launched);
+  EXPECT_EQ(forgetful.interrupted, kept.interrupted);
+  EXPECT_GT(kept.interrupted, 0);
+  EXPECT_NEAR(forgetful.cost, kept.cost, 1e-6 * kept.cost);
+  EXPECT_TRUE(kept.live_listed);
+  EXPECT_TRUE(forgetful.live_listed);
+  EXPECT_EQ(kept.remembered, 2u + 48u * 5u);
+  // The two live ones plus those ended in the last 3 hours (5 per hour).
+  EXPECT_LE(forgetful.remembered, 2u + 4u * 5u);
+  EXPECT_EQ(kept.tokens, 1u);
+  EXPECT_EQ(forgetful.tokens, 0u);
+  // A forgotten token launches anew, as a real cloud's expired client token would.
+  EXPECT_EQ(kept.relaunch, kept.first);
+  EXPECT_NE(forgetful.relaunch, forgetful.first);
+  EXPECT_FALSE(forgetful.relaunch.empty());
+}
+
 }  // namespace
 }  // namespace gpuscaler::sim
