@@ -1,6 +1,11 @@
 // The daemon's Prometheus metrics. Every name here is listed in
 // docs/daemon.md, and the alert rules and the Grafana dashboard in config/
 // use only these (tests/kube checks it against a live /metrics).
+#include <malloc.h>
+#include <unistd.h>
+
+#include <cstdio>
+
 #include "daemon_parts.h"
 
 namespace gpuscaler::daemon {
@@ -43,7 +48,11 @@ struct DaemonMetrics::Families {
         leader(r.Gauge("gpuscaler_leader", "1 when this replica holds the leader lease (or runs alone)")),
         paused(r.Gauge("gpuscaler_paused", "1 while actuation is paused through the API")),
         http_requests(r.Counter("gpuscaler_http_requests_total",
-                                "HTTP requests served, by route pattern and status code", {"path", "code"})) {}
+                                "HTTP requests served, by route pattern and status code", {"path", "code"})),
+        resident(r.Gauge("process_resident_memory_bytes", "Resident memory size in bytes")),
+        heap_in_use(r.Gauge("gpuscaler_heap_in_use_bytes",
+                            "Bytes the allocator has handed out and not had back (glibc mallinfo2): live "
+                            "allocations, without the free pages the allocator keeps")) {}
 
   server::Family& tick_seconds;
   server::Family& ticks;
@@ -70,7 +79,23 @@ struct DaemonMetrics::Families {
   server::Family& leader;
   server::Family& paused;
   server::Family& http_requests;
+  server::Family& resident;
+  server::Family& heap_in_use;
 };
+
+namespace {
+
+// Resident set size from /proc/self/statm (pages), 0 when unreadable.
+double ResidentBytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  unsigned long size_pages = 0, resident_pages = 0;
+  const int read = std::fscanf(f, "%lu %lu", &size_pages, &resident_pages);
+  std::fclose(f);
+  return read == 2 ? static_cast<double>(resident_pages) * static_cast<double>(sysconf(_SC_PAGESIZE)) : 0;
+}
+
+}  // namespace
 
 DaemonMetrics::DaemonMetrics() : f_(std::make_unique<Families>(registry_)) {
   // Present from the start, so alerts and dashboards see them before the
@@ -183,6 +208,12 @@ void DaemonMetrics::ObserveTick(const EngineTick& tick, double seconds, const Pu
   }
   f_->paused.With().Set(s.paused ? 1 : 0);
   f_->leader.With().Set(s.leader ? 1 : 0);
+
+  // Memory, per tick: RSS alone cannot tell a leak from pages the allocator
+  // keeps after a burst (a report render); the heap in use can.
+  f_->resident.With().Set(ResidentBytes());
+  const struct mallinfo2 heap = mallinfo2();
+  f_->heap_in_use.With().Set(static_cast<double>(heap.uordblks + heap.hblkhd));
 }
 
 }  // namespace gpuscaler::daemon

@@ -2,6 +2,7 @@
 // simulated cloud, every HTTP endpoint, the bearer token on mutations, and a
 // clean SIGTERM.
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 
 #include "cli/http_get.h"
@@ -44,6 +45,20 @@ TEST_F(RunDemo, ServesItsEndpointsWhileTickingAndStopsCleanlyOnSigterm) {
                            "gpuscaler_policy_reload_ok", "gpuscaler_leader", "gpuscaler_decisions_total"}) {
     EXPECT_NE(metrics.body.find(name), std::string::npos) << name;
   }
+
+  // Memory gauges, set every tick: a daemon of a few MB at least.
+  for (int i = 0; i < 100 && metrics.body.find("\nprocess_resident_memory_bytes ") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(50ms);
+    metrics = HttpGet(port, "/metrics");
+  }
+  auto gauge = [&](const std::string& name) {
+    const size_t at = metrics.body.find("\n" + name + " ");
+    EXPECT_NE(at, std::string::npos) << name;
+    return at == std::string::npos ? -1.0 : std::stod(metrics.body.substr(at + name.size() + 2));
+  };
+  EXPECT_GT(gauge("process_resident_memory_bytes"), 1e6);
+  // Under ASan malloc is ASan's, which glibc's mallinfo2 does not see.
+  EXPECT_GE(gauge("gpuscaler_heap_in_use_bytes"), 0);
 
   // The demo moves: after a while there are nodes and decisions.
   nlohmann::json status;

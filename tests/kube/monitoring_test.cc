@@ -55,6 +55,8 @@ std::set<std::string> DaemonMetricNames() {
       "gpuscaler_leader",
       "gpuscaler_paused",
       "gpuscaler_http_requests_total",
+      "process_resident_memory_bytes",
+      "gpuscaler_heap_in_use_bytes",
   };
   for (const char* suffix : {"_bucket", "_sum", "_count"}) names.insert(std::string("gpuscaler_tick_duration_seconds") + suffix);
   return names;
