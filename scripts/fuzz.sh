@@ -20,10 +20,10 @@
 # was checked with.
 # FUZZ_SEED=N fixes libFuzzer's random seed: a run from a fresh build/fuzz/run
 # then mutates the same inputs in the same order on any machine, so a
-# shorter run explores a prefix of a longer one. CI uses FUZZ_SEED=1; to
-# check a change before pushing, `rm -rf build/fuzz/run` and run
-# `FUZZ_SEED=1 ./scripts/fuzz.sh 300`: for the same code, CI's 70 s can
-# only find what that run finds within its first 70 s per target.
+# shorter run explores a prefix of a longer one. CI uses FUZZ_SEED=1 with
+# --executions; to check a parser change before pushing, run
+# `rm -rf build/fuzz/run && FUZZ_SEED=1 ./scripts/fuzz.sh --executions`:
+# for the same code it is exactly CI's run.
 #
 # Inputs: the seeds in tests/fuzz/corpus/<target> (read only), plus seeds
 # cut at run time from ../shared (public responses, scrapes and trace heads;
