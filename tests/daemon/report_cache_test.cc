@@ -66,6 +66,26 @@ TEST(ReportCache, TicksFasterThanTheIntervalReuseTheLastRender) {
   EXPECT_TRUE(cache.Ready("/reports/a", 21));  // its own tick
 }
 
+// A moving window ("the last 7 days") is a new URL every day: yesterday's
+// renders, which no request can use any more, are not kept.
+TEST(ReportCache, RendersNoRequestCanUseAreDropped) {
+  FakeTime time;
+  ReportCache cache(1s, time.fn());
+  auto render = [] { return Body("report"); };
+  for (int day = 0; day < 40; ++day) {
+    cache.Get("/reports/report.json?from=day" + std::to_string(day), day, render);
+    cache.Get("/metrics-like/" + std::to_string(day % 2), day, render);
+    EXPECT_LE(cache.size(), 2u) << "day " << day;
+    time.t += 2s;
+  }
+  // Within the interval a render of an older tick is still served, so kept.
+  cache.Get("/reports/a", 100, render);
+  time.t += 500ms;
+  cache.Get("/reports/b", 101, render);
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_TRUE(cache.Ready("/reports/a", 101));
+}
+
 TEST(ReportCache, FailuresAreNotKept) {
   FakeTime time;
   ReportCache cache(1s, time.fn());
