@@ -14,16 +14,16 @@
 #
 # --executions fuzzes every target for a fixed number of executions instead
 # (the budgets below: 10.2 M in all, each target about 5-6 minutes on one
-# core here), capped at FUZZ_MAX_SECONDS per target (default 900) so a slow
+# core here), capped at FUZZ_MAX_SECONDS per target (default 480) so a slow
 # machine cannot run away with CI. A count, unlike a time, is the same on
-# every machine: with FUZZ_SEED fixed, CI's run is exactly the run a push
-# was checked with.
+# every machine: with FUZZ_SEED fixed, CI's run is the run a push was
+# checked with (up to the checkout path, which appears in some messages).
 # FUZZ_SEED=N fixes libFuzzer's random seed: a run from a fresh build/fuzz/run
 # then mutates the same inputs in the same order on any machine, so a
 # shorter run explores a prefix of a longer one. CI uses FUZZ_SEED=1 with
 # --executions; to check a parser change before pushing, run
 # `rm -rf build/fuzz/run && FUZZ_SEED=1 ./scripts/fuzz.sh --executions`:
-# for the same code it is exactly CI's run.
+# for the same code it is CI's run, but for the checkout path.
 #
 # Inputs: the seeds in tests/fuzz/corpus/<target> (read only), plus seeds
 # cut at run time from ../shared (public responses, scrapes and trace heads;
@@ -44,7 +44,7 @@ declare -A executions=([policy]=400000 [catalog]=300000 [exposition]=1100000 [aw
 mode=time
 if [ "${1:-}" = "--executions" ]; then
   mode=executions
-  seconds="${FUZZ_MAX_SECONDS:-900}"
+  seconds="${FUZZ_MAX_SECONDS:-480}"
 else
   seconds="${1:-60}"
 fi
