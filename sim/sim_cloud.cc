@@ -182,9 +182,8 @@ Result<LaunchResult> SimCloud::Launch(const LaunchRequest& request) {
   }
   if (!request.idempotency_token.empty()) {
     by_token_[request.idempotency_token] = result;
-    tokens_by_time_.emplace_back(now, request.idempotency_token);
+    if (config_.forget_ended_after) tokens_by_time_.emplace_back(now, request.idempotency_token);
   }
-  Forget(now);
   return result;
 }
 

@@ -18,6 +18,7 @@
 // Deterministic for a given seed and inputs. Not thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -77,6 +78,16 @@ struct SimCloudConfig {
   // terminated instances after a while; their cost stays in CostUntil().
   std::optional<Seconds> forget_ended_after;
 };
+
+// Settings for a simulated cloud that runs as long as a daemon (the demo,
+// `provider: simulated`): a day of spot price history (the controller reads
+// since its last read, every tick) and ended instances and spent tokens
+// forgotten after a day, so months of running keep memory flat.
+inline void ForLongRunning(SimCloudConfig& config) {
+  const Seconds day(24 * 3600);
+  config.price_history = std::min(config.price_history, day);
+  config.forget_ended_after = day;
+}
 
 // One instance's bill.
 struct InstanceBill {
@@ -173,7 +184,8 @@ class SimCloud final : public CloudProvider {
   void SetPrice(size_t offering, double price, WallTime at);
   InstanceBill BillOf(const SimInstance& s, WallTime end) const;
   SimInstance* Find(size_t index);
-  // Drops what forget_ended_after says to forget, as of `now`.
+  // Drops what forget_ended_after says to forget, as of `now` (at the end of
+  // RunEventsUntil, which every user calls before each tick).
   void Forget(WallTime now);
 
   ManualClock& clock_;

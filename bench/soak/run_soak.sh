@@ -69,6 +69,8 @@ db.execute("ROLLBACK")
 EOF
 }
 
+# gpuscaler_heap_in_use_bytes in KB, from a /metrics text on stdin.
+heap_kb() { awk '$1 == "gpuscaler_heap_in_use_bytes" {printf "%.0f", $2 / 1024}'; }
 kb() { awk -v k="$1:" '$1 == k {print $2}' "/proc/$daemon_pid/status"; }
 mb() { awk -v v="$1" 'BEGIN {printf "%.1f", v / 1024}'; }
 status_field() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get(sys.argv[1]) if d.get(sys.argv[1]) is not None else "")' "$1"; }
@@ -85,7 +87,7 @@ while kill -0 "$daemon_pid" 2>/dev/null; do
   sleep 1
   status="$(curl -sf --max-time 10 "$base/api/v1/status")" || { http_errors=$((http_errors + 1)); continue; }
   if metrics_now="$(curl -sf --max-time 10 "$base/metrics")"; then
-    heap="$(awk '$1 == "gpuscaler_heap_in_use_bytes" {printf "%.0f", $2 / 1024}' <<<"$metrics_now")"
+    heap="$(heap_kb <<<"$metrics_now")"
   else
     http_errors=$((http_errors + 1))
   fi
@@ -114,7 +116,7 @@ kill -0 "$daemon_pid" 2>/dev/null || { echo "run_soak: the daemon died" >&2; tai
 
 rss_end="$(kb VmRSS)" anon_end="$(kb RssAnon)" rss_peak="$(kb VmHWM)"
 metrics="$(curl -sf --max-time 10 "$base/metrics")"
-heap_end="$(awk '$1 == "gpuscaler_heap_in_use_bytes" {printf "%.0f", $2 / 1024}' <<<"$metrics")"
+heap_end="$(heap_kb <<<"$metrics")"
 metric() { awk -v m="$1" '$1 == m {printf "%.0f", $2}' <<<"$metrics"; }
 ticks_ok="$(metric 'gpuscaler_ticks_total{result="ok"}')"
 ticks_err="$(metric 'gpuscaler_ticks_total{result="error"}')"

@@ -20,13 +20,8 @@ class DemoEngine final : public Engine {
  public:
   DemoEngine(std::unique_ptr<sim::Scenario> scenario, std::unique_ptr<SqliteAuditStore> store, double speed)
       : scenario_(std::move(scenario)), store_(std::move(store)), speed_(speed) {
-    // The controller reads prices since its last read, every tick: a day of
-    // history is plenty and keeps a months-long demo's memory flat.
-    scenario_->cloud.price_history = std::min(scenario_->cloud.price_history, Seconds(24 * 3600));
-    // Likewise the instances: the demo never asks for per-instance bills,
-    // and a simulated cloud remembering every node it ever ran grows by
-    // about a kilobyte per launch (a quarter of a MB per simulated day).
-    scenario_->cloud.forget_ended_after = Seconds(24 * 3600);
+    // The demo never asks for per-instance bills or old prices.
+    sim::ForLongRunning(scenario_->cloud);
     sim::RunSpec spec;
     spec.name = "gpuscaler";
     spec.policy = scenario_->policy;

@@ -176,10 +176,7 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options) {
     auto sim_cloud = std::make_shared<SimulatedCloud>(SystemClock().WallNow());
     sim::SimCloudConfig cloud_config;
     cloud_config.id_prefix = "i-sim";
-    // A daemon runs for months: ended instances and spent idempotency
-    // tokens are forgotten after a day, as EC2 stops listing them.
-    cloud_config.forget_ended_after = Seconds(24 * 3600);
-    cloud_config.price_history = Seconds(24 * 3600);
+    sim::ForLongRunning(cloud_config);
     if (config.cloud.simulated_launch_latency > Seconds(0)) {
       sim::LatencyDistribution latency;
       latency.median = config.cloud.simulated_launch_latency;
