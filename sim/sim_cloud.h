@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "gpuscaler/cloud/provider.h"
-#include "gpuscaler/controller/clock.h"
+#include "gpuscaler/model/clock.h"
 #include "gpuscaler/model/catalog.h"
 #include "sim/trace.h"
 

@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "gpuscaler/cloud/transport.h"
-#include "gpuscaler/controller/clock.h"
+#include "gpuscaler/model/clock.h"
 #include "gpuscaler/model/instance.h"
 #include "gpuscaler/status.h"
 

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "commands.h"
-#include "gpuscaler/controller/clock.h"
+#include "gpuscaler/model/clock.h"
 #include "gpuscaler/model/text_file.h"
 #include "gpuscaler/server/http_server.h"
 #include "gpuscaler/server/router.h"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "gpuscaler/cloud/provider.h"
-#include "gpuscaler/controller/clock.h"
+#include "gpuscaler/model/clock.h"
 #include "gpuscaler/daemon/config.h"
 #include "gpuscaler/daemon/daemon.h"
 #include "gpuscaler/daemon/engine.h"

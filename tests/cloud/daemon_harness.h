@@ -32,7 +32,7 @@
 #include "gpuscaler/cloud/ec2_api.h"
 #include "gpuscaler/cloud/net_transport.h"
 #include "gpuscaler/cloud/provider.h"
-#include "gpuscaler/controller/clock.h"
+#include "gpuscaler/model/clock.h"
 #include "gpuscaler/net/http_client.h"
 #include "gpuscaler/store/audit_reader.h"
 #include "support/fixture_http_server.h"

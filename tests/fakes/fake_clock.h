@@ -1,20 +1,14 @@
-// FakeClock: test time that moves only through Advance.
+// FakeClock: the production ManualClock with a fixed default start, so a
+// test's times are the same on every run. Time moves only through Advance.
 #pragma once
 
-#include "gpuscaler/controller/clock.h"
+#include "gpuscaler/model/clock.h"
 
 namespace gpuscaler::testing {
 
-class FakeClock final : public Clock {
+class FakeClock final : public ManualClock {
  public:
-  explicit FakeClock(WallTime start = FromUnixSeconds(1782000000)) : start_(start), now_(start) {}
-  SteadyTime Now() const override { return SteadyTime() + (now_ - start_); }
-  WallTime WallNow() const override { return now_; }
-  void Advance(Seconds d) { now_ += d; }
-
- private:
-  WallTime start_;
-  WallTime now_;
+  explicit FakeClock(WallTime start = FromUnixSeconds(1782000000)) : ManualClock(start) {}
 };
 
 }  // namespace gpuscaler::testing

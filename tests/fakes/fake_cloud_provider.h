@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "gpuscaler/cloud/provider.h"
-#include "gpuscaler/controller/clock.h"
+#include "gpuscaler/model/clock.h"
 
 namespace gpuscaler::testing {
 

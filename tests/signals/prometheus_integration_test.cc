@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "fakes/fake_clock.h"
-#include "gpuscaler/controller/clock.h"
+#include "gpuscaler/model/clock.h"
 #include "gpuscaler/signals/collector.h"
 #include "signals/test_files.h"
 #include "support/fixture_http_server.h"

@@ -20,7 +20,7 @@
 #include "gpuscaler/cloud/aws_query.h"
 #include "gpuscaler/cloud/credentials.h"
 #include "gpuscaler/cloud/transport.h"
-#include "gpuscaler/controller/clock.h"
+#include "gpuscaler/model/clock.h"
 #include "gpuscaler/status.h"
 
 namespace gpuscaler::cloud {

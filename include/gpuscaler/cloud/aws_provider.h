@@ -31,7 +31,7 @@
 #include "gpuscaler/cloud/aws_client.h"
 #include "gpuscaler/cloud/ec2_api.h"
 #include "gpuscaler/cloud/provider.h"
-#include "gpuscaler/controller/clock.h"
+#include "gpuscaler/model/clock.h"
 
 namespace gpuscaler::cloud {
 

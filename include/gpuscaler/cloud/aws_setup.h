@@ -12,7 +12,7 @@
 #include "gpuscaler/cloud/aws_provider.h"
 #include "gpuscaler/cloud/credentials.h"
 #include "gpuscaler/cloud/transport.h"
-#include "gpuscaler/controller/clock.h"
+#include "gpuscaler/model/clock.h"
 
 namespace gpuscaler::cloud {
 

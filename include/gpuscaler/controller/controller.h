@@ -58,7 +58,7 @@
 
 #include "gpuscaler/cloud/provider.h"
 #include "gpuscaler/controller/availability.h"
-#include "gpuscaler/controller/clock.h"
+#include "gpuscaler/model/clock.h"
 #include "gpuscaler/controller/interruption_risk.h"
 #include "gpuscaler/controller/scaling.h"
 #include "gpuscaler/controller/work_source.h"

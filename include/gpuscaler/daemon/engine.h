@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "gpuscaler/cloud/provider.h"
-#include "gpuscaler/controller/clock.h"
+#include "gpuscaler/model/clock.h"
 #include "gpuscaler/controller/controller.h"
 #include "gpuscaler/daemon/policy_watcher.h"
 #include "gpuscaler/daemon/signal_work_source.h"

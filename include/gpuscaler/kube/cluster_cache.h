@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-#include "gpuscaler/controller/clock.h"
+#include "gpuscaler/model/clock.h"
 #include "gpuscaler/kube/client.h"
 #include "gpuscaler/kube/objects.h"
 

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "gpuscaler/controller/clock.h"
+#include "gpuscaler/model/clock.h"
 #include "gpuscaler/kube/client.h"
 
 namespace gpuscaler::kube {

@@ -26,7 +26,7 @@
 #include <string>
 #include <thread>
 
-#include "gpuscaler/controller/clock.h"
+#include "gpuscaler/model/clock.h"
 #include "gpuscaler/kube/client.h"
 
 namespace gpuscaler::kube {

@@ -37,7 +37,7 @@
 #include <string>
 #include <vector>
 
-#include "gpuscaler/controller/clock.h"
+#include "gpuscaler/model/clock.h"
 #include "gpuscaler/net/http_client.h"
 #include "gpuscaler/policy/policy.h"
 #include "gpuscaler/signals/exposition.h"

@@ -33,7 +33,7 @@ class SystemClock final : public Clock {
 
 // A clock that moves only when told to. Its steady time is the steady epoch
 // plus the wall time elapsed since `start`, so both advance together.
-class ManualClock final : public Clock {
+class ManualClock : public Clock {
  public:
   explicit ManualClock(WallTime start) : start_(start), now_(start) {}
   SteadyTime Now() const override { return SteadyTime() + (now_ - start_); }
