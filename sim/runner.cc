@@ -9,19 +9,14 @@
 #include "sim/workload.h"
 
 namespace gpuscaler::sim {
-namespace {
 
-// A short, stable id per run so that runs sharing one audit store never
-// reuse an instance id.
-std::string IdPrefix(const std::string& name) {
+std::string RunIdPrefix(const std::string& name) {
   uint32_t h = 2166136261u;
   for (char c : name) h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
   char buf[16];
   std::snprintf(buf, sizeof(buf), "i-%02x", h & 0xffu);
   return buf;
 }
-
-}  // namespace
 
 Percentiles ComputePercentiles(std::vector<int64_t>* values) {
   Percentiles p;
@@ -41,61 +36,29 @@ Percentiles ComputePercentiles(std::vector<int64_t>* values) {
 }
 
 Replay::Replay(const Scenario& s, RunSpec spec, RunOptions options)
-    : scenario_(s), spec_(std::move(spec)), options_(std::move(options)), clock_(s.start) {
+    : scenario_(s),
+      spec_(std::move(spec)),
+      options_(std::move(options)),
+      world_(s, spec_.policy, RunIdPrefix(spec_.name), ControllerOptions::ForSimulation(spec_.policy).max_pending_units) {
   result_.name = spec_.name;
   result_.policy_name = spec_.policy.name;
-  SimCloudConfig cloud_config = s.cloud;
-  cloud_config.id_prefix = IdPrefix(spec_.name);
-  cloud_ = std::make_unique<SimCloud>(clock_, s.catalog, s.catalog.Offerings(s.regions), s.market, cloud_config);
-  ControllerOptions copt;
-  copt.max_pending_units = 2000;
-  // Readiness only moves a node from launching to ready (both take work in
-  // the plan) and interrupted nodes leave at their deadline, so the sim reads
-  // the instance list every 5 minutes rather than every tick.
-  copt.reconcile_interval = Seconds(300);
-  copt.idle_replan_interval = std::max(Seconds(60), spec_.policy.scaling.scale_down_stabilization);
-  work_ = std::make_unique<Workload>(s.trace, s.catalog, spec_.policy, s.start, copt.max_pending_units);
-  cloud_->SetObserver(work_.get());
+  ControllerOptions copt = ControllerOptions::ForSimulation(spec_.policy);
   copt.source = "sim:" + spec_.name;
   copt.regions = s.regions;
-  controller_ = std::make_unique<Controller>(
-      clock_, *cloud_, options_.store, *work_, s.catalog, spec_.policy, copt,
-      spec_.planner ? spec_.planner : PlannerFn([](const Snapshot& s, const Policy& p) { return MakePlan(s, p); }));
-  end_ = s.start + s.horizon;
-  tick_ = std::max(Seconds(1), spec_.policy.scaling.tick_interval);
-  next_tick_ = s.start;
-  total_ticks_ = std::max<int64_t>(1, s.horizon / tick_);
+  controller_ = std::make_unique<Controller>(world_.clock(), world_.cloud(), options_.store, world_.work(), s.catalog,
+                                             spec_.policy, copt, spec_.planner);
+  total_ticks_ = std::max<int64_t>(1, s.horizon / world_.tick());
   progress_every_ = std::max<int64_t>(1, total_ticks_ / 200);
 }
 
 Replay::~Replay() = default;
 
-WallTime Replay::next_time() const {
-  WallTime t = next_tick_;
-  if (auto c = cloud_->NextEventTime(); c && *c < t) t = *c;
-  if (auto w = work_->NextEventTime(); w && *w < t) t = *w;
-  return t;
-}
-
-int64_t Replay::queued_jobs() const { return work_->queued(); }
-int64_t Replay::running_jobs() const { return work_->running(); }
-
 bool Replay::Step(TickReport* tick) {
-  if (finished_) return false;
-  const WallTime t = next_time();
-  if (t >= end_) return false;
-  clock_.AdvanceTo(t);
-  cloud_->RunEventsUntil(t);
-  work_->RunEventsUntil(t);
-  work_->Schedule(t);
-  if (t != next_tick_) return false;
-
-  work_->SetSignalTime(t);
+  if (finished_ || !world_.RunUntilTick()) return false;
   TickReport report = controller_->Tick();
-  work_->Schedule(t);
-  AfterTick(t, report);
+  world_.AfterTick();
+  AfterTick(world_.now(), report);
   if (tick != nullptr) *tick = std::move(report);
-  next_tick_ += tick_;
   return true;
 }
 
@@ -107,7 +70,7 @@ void Replay::AfterTick(WallTime t, const TickReport& report) {
 
   // Hard budgets, against the cloud's actual spend rate.
   const Policy& policy = spec_.policy;
-  const double rate = cloud_->CurrentUsdPerHour();
+  const double rate = world_.cloud().CurrentUsdPerHour();
   bool violated = false;
   if (policy.budget.global.hard && policy.budget.global.hourly_usd && rate > *policy.budget.global.hourly_usd + 1e-9)
     violated = true;
@@ -123,7 +86,7 @@ void Replay::AfterTick(WallTime t, const TickReport& report) {
     const std::chrono::year_month_day ymd{std::chrono::floor<std::chrono::days>(t)};
     const std::string m =
         std::to_string(static_cast<int>(ymd.year())) + "-" + std::to_string(static_cast<unsigned>(ymd.month()));
-    const double so_far = cloud_->CostUntil(t);
+    const double so_far = world_.cloud().CostUntil(t);
     if (m != month_) {
       month_ = m;
       month_start_cost_ = so_far;
@@ -145,8 +108,8 @@ void Replay::AfterTick(WallTime t, const TickReport& report) {
         }
       }
     }
-    p.queued_jobs = work_->queued();
-    p.running_jobs = work_->running();
+    p.queued_jobs = world_.work().queued();
+    p.running_jobs = world_.work().running();
     p.usd_per_hour = rate;
     p.planned = report.planned;
     r.timeseries.push_back(p);
@@ -160,35 +123,37 @@ RunResult Replay::Finish() {
   RunResult& r = result_;
   if (finished_) return r;
   finished_ = true;
-  const WallTime end = std::max(std::min(end_, now()), scenario_.start);
-  clock_.AdvanceTo(end);
+  const WallTime end = std::max(std::min(world_.end(), now()), scenario_.start);
+  world_.clock().AdvanceTo(end);
   if (options_.store != nullptr) {
     Status flushed = controller_->FlushUsage();
     if (!flushed.ok()) ++r.controller_errors;
   }
-  work_->CloseAccounting(end);
+  world_.Close(end);
+  SimCloud& cloud = world_.cloud();
+  Workload& work = world_.work();
 
-  r.bills = cloud_->Bills(end);
+  r.bills = cloud.Bills(end);
   r.cost_by_capacity_type["on-demand"] = 0;
   r.cost_by_capacity_type["spot"] = 0;
   // The cloud's total, not the sum of the bills: a cloud that forgets ended
   // instances (SimCloudConfig::forget_ended_after) still counts their cost.
-  r.total_cost_usd = cloud_->CostUntil(end);
+  r.total_cost_usd = cloud.CostUntil(end);
   for (const InstanceBill& b : r.bills) {
     r.cost_by_capacity_type[std::string(ToString(b.capacity_type))] += b.usd;
     r.paid_gpu_hours += b.gpu_count * static_cast<double>(b.billed_seconds) / 3600.0;
   }
-  const WorkloadStats& ws = work_->stats();
+  const WorkloadStats& ws = work.stats();
   r.busy_gpu_hours = ws.busy_gpu_seconds / 3600.0;
   r.gpu_hours_lost = ws.lost_gpu_seconds / 3600.0;
   r.utilization = r.paid_gpu_hours > 0 ? r.busy_gpu_hours / r.paid_gpu_hours : 0;
   r.requeues = ws.requeues;
-  r.launches = cloud_->launched();
-  r.terminations = cloud_->terminated();
-  r.interruptions = cloud_->interrupted();
-  r.peak_nodes = cloud_->peak_by_offering_and_pool();
+  r.launches = cloud.launched();
+  r.terminations = cloud.terminated();
+  r.interruptions = cloud.interrupted();
+  r.peak_nodes = cloud.peak_by_offering_and_pool();
   std::vector<int64_t> all;
-  for (auto& [cls, stats] : work_->ClassResults(end)) {
+  for (auto& [cls, stats] : work.ClassResults(end)) {
     r.jobs_completed += stats.completed;
     r.jobs_unfinished += stats.unfinished;
     all.insert(all.end(), stats.waits_s.begin(), stats.waits_s.end());

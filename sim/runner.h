@@ -1,12 +1,7 @@
-// The replay: one scenario through the production controller (controller.h)
-// with one planner function, on a virtual clock.
-//
-// Time moves from event to event: job arrivals and finishes, launches
-// becoming Ready, interruption notices and interruptions, price and
-// availability changes, and the controller's ticks (the policy's
-// tick_interval, 60 s in the built-in scenarios). Between events nothing is
-// computed; each tick costs the controller's incremental work, and the
-// planner runs only when its inputs changed (see Controller).
+// The replay: one scenario through the production control loop
+// (Controller::Tick) with one planner function, in a simulated World (the
+// virtual clock, the simulated cloud and the workload; see world.h), with
+// the controller's simulation preset (ControllerOptions::ForSimulation).
 //
 // The simulated cloud's bills are the ground truth: total_cost_usd is their
 // sum. Deterministic: same scenario, planner and seed, same result.
@@ -24,6 +19,7 @@
 #include "gpuscaler/store/audit_store.h"
 #include "sim/scenario.h"
 #include "sim/sim_cloud.h"
+#include "sim/world.h"
 
 namespace gpuscaler::sim {
 
@@ -94,10 +90,13 @@ struct RunOptions {
 
 RunResult RunScenario(const Scenario& scenario, const RunSpec& spec, const RunOptions& options = {});
 
-// One replay, advanced step by step: RunScenario is `while (r.Step()) {}`
-// then Finish(); the daemon's demo mode (`gpuscaler run --demo`) calls Step()
-// as real time passes, scaled by its --speed, and reads the controller
-// between steps. `scenario` must outlive the replay. Not thread-safe.
+// The instance-id prefix of a run: short and stable per run name, so that
+// runs sharing one audit store never reuse an instance id.
+std::string RunIdPrefix(const std::string& run_name);
+
+// One replay, advanced tick by tick: RunScenario is `while (!r.done())
+// r.Step();` then Finish(). `scenario` must outlive the replay. Not
+// thread-safe.
 class Replay {
  public:
   Replay(const Scenario& scenario, RunSpec spec, RunOptions options = {});
@@ -105,25 +104,23 @@ class Replay {
   Replay(const Replay&) = delete;
   Replay& operator=(const Replay&) = delete;
 
-  // The virtual time of the next event or tick; at or past end(): done.
-  WallTime next_time() const;
-  WallTime end() const { return end_; }
-  bool done() const { return next_time() >= end_; }
-  // Processes the next event, or the next tick (with the events due at its
-  // time). Returns true when a controller tick ran; `*tick` (if given) then
-  // holds its report. Returns false without doing anything once done().
+  WallTime end() const { return world_.end(); }
+  bool done() const { return world_.done(); }
+  // Runs the world's events up to the next tick, then the tick. Returns true
+  // when a controller tick ran; `*tick` (if given) then holds its report.
+  // Returns false (after the last events before end()) once done().
   bool Step(TickReport* tick = nullptr);
   // Ends the replay at end() (or now(), if earlier: an interrupted demo) and
   // returns the result. Call once.
   RunResult Finish();
 
-  WallTime now() const { return clock_.WallNow(); }
-  const Clock& clock() const { return clock_; }
+  WallTime now() const { return world_.now(); }
+  const Clock& clock() const { return world_.clock(); }
   const Controller& controller() const { return *controller_; }
   Controller& controller() { return *controller_; }
-  const SimCloud& cloud() const { return *cloud_; }
-  int64_t queued_jobs() const;
-  int64_t running_jobs() const;
+  const SimCloud& cloud() const { return world_.cloud(); }
+  int64_t queued_jobs() const { return world_.queued_jobs(); }
+  int64_t running_jobs() const { return world_.running_jobs(); }
 
  private:
   void AfterTick(WallTime t, const TickReport& report);
@@ -131,14 +128,9 @@ class Replay {
   const Scenario& scenario_;
   RunSpec spec_;
   RunOptions options_;
-  ManualClock clock_;
-  std::unique_ptr<SimCloud> cloud_;
-  std::unique_ptr<Workload> work_;
+  World world_;
   std::unique_ptr<Controller> controller_;
   RunResult result_;
-  WallTime end_{};
-  Seconds tick_{60};
-  WallTime next_tick_{};
   int64_t total_ticks_ = 1;
   int64_t progress_every_ = 1;
   double month_start_cost_ = 0;

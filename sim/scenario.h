@@ -18,6 +18,8 @@
 // p4d and p5 prices, so the demo never depends on files.
 #pragma once
 
+#include "gpuscaler/model/builtin_catalog.h"
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,13 +49,6 @@ struct Scenario {
 };
 
 const std::vector<std::string>& BuiltinScenarioNames();
-
-// The built-in catalog: real AWS us-east-1 on-demand and typical spot prices
-// for g5, g6, p4d and p5 types.
-Catalog BuiltinCatalog();
-// config/catalogs/aws.yaml if found from the working directory upwards (or
-// at `source_dir`), else BuiltinCatalog(); `*source` says which.
-Catalog DefaultCatalog(const std::string& source_dir, std::string* source);
 
 // The policy the built-in scenarios use: pools "inference" (g5, g6) and
 // "training" (multi-GPU g5/g6, p4d, p5), classes inference (at most 60 % on

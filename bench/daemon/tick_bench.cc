@@ -52,7 +52,7 @@ void BM_DaemonTick(benchmark::State& state) {
   std::ofstream(policy_file) << kPolicy;
 
   std::string source;
-  Catalog catalog = sim::DefaultCatalog("", &source);
+  Catalog catalog = DefaultCatalog("", &source);
   ManualClock clock(WallTime(Seconds(1790000000)));
   sim::SpotMarket market;
   sim::SimCloud cloud(clock, catalog, catalog.Offerings({"us-east-1"}), market, {});

@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   }
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
-  auto scenario = gpuscaler::sim::MakeBuiltinScenario(scenario_name, seed, days, gpuscaler::sim::BuiltinCatalog());
+  auto scenario = gpuscaler::sim::MakeBuiltinScenario(scenario_name, seed, days, gpuscaler::BuiltinCatalog());
   if (!scenario) {
     std::fprintf(stderr, "%s\n", scenario.error().message().c_str());
     return 2;

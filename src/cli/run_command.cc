@@ -2,6 +2,7 @@
 //  [--days N] [--seed N] [--port-file FILE] [--api-token-file FILE] [--max-ticks N] [--grace-period S]`:
 // the long-running controller (docs/daemon.md).
 #include "commands.h"
+#include "gpuscaler/cli/simulated_wiring.h"
 #include "gpuscaler/daemon/daemon.h"
 
 namespace gpuscaler::cli {
@@ -37,7 +38,7 @@ void RegisterRunCommand(CLI::App& app, int* exit_code) {
     }
     o->grace = Seconds(*grace_s);
     o->tick_interval_override = std::chrono::milliseconds(*tick_ms);
-    *exit_code = daemon::RunDaemon(*o);
+    *exit_code = daemon::RunDaemon(*o, MakeSimulatedWiring());
   });
 }
 

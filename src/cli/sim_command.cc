@@ -99,7 +99,7 @@ int RunSim(const SimOptions& o) {
     catalog = std::move(loaded).value();
     catalog_source = o.catalog_file;
   } else {
-    catalog = sim::DefaultCatalog("", &catalog_source);
+    catalog = DefaultCatalog("", &catalog_source);
   }
 
   std::optional<Policy> policy;

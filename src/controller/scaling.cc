@@ -104,4 +104,38 @@ GovernorResult ScalingGovernor::Apply(const ScalingPolicy& scaling, const std::m
   return result;
 }
 
+void HoldBlockedTerminations(const Snapshot& snapshot, const Policy& policy, Plan* plan, GovernorResult* held) {
+  const std::vector<std::string>& blocked = snapshot.scale_down_blocked_classes;
+  if (blocked.empty()) return;
+  std::set<std::string> pools;
+  bool all_pools = false;
+  for (const std::string& cls : blocked) {
+    const WorkloadClassPolicy* c = policy.FindClass(cls);
+    if (c == nullptr || c->pools.empty()) {
+      all_pools = true;
+    } else {
+      pools.insert(c->pools.begin(), c->pools.end());
+    }
+  }
+  std::vector<TerminationAction> kept;
+  for (TerminationAction& t : plan->terminations) {
+    bool keep_node = all_pools || pools.count(t.pool) != 0;
+    const std::string& wanted = t.instance_id.empty() ? t.node_id : t.instance_id;
+    for (const Node& n : snapshot.nodes) {
+      if (n.instance_id != wanted) continue;
+      for (const DemandUnit& u : n.running) {
+        if (std::binary_search(blocked.begin(), blocked.end(), u.workload_class)) keep_node = true;
+      }
+      break;
+    }
+    if (keep_node) {
+      ++held->terminations_held;
+      held->notes.push_back("stale signals: keeping " + t.node_id);
+    } else {
+      kept.push_back(std::move(t));
+    }
+  }
+  plan->terminations = std::move(kept);
+}
+
 }  // namespace gpuscaler

@@ -195,8 +195,8 @@ Status WritePortFile(const std::string& path, uint16_t port) {
 
 }  // namespace
 
-int RunDaemon(const RunCommandOptions& options) {
-  Result<DaemonSetup> setup = SetUpDaemon(options);
+int RunDaemon(const RunCommandOptions& options, const SimulatedWiring& wiring) {
+  Result<DaemonSetup> setup = SetUpDaemon(options, wiring);
   if (!setup) {
     std::cerr << "gpuscaler run: " << setup.error().message() << "\n";
     return setup.error().category() == ErrorCategory::kConfig ? 2 : 1;

@@ -38,7 +38,7 @@ struct DaemonSetup {
 
 // Builds everything from the options (and the config file, unless demo).
 // kConfig for a bad configuration, with every problem.
-Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options);
+Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options, const SimulatedWiring& wiring);
 
 // The daemon's Prometheus metrics (names in docs/daemon.md). Thread-safe.
 class DaemonMetrics {

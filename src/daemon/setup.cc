@@ -12,9 +12,8 @@
 #include "gpuscaler/controller/failpoint.h"
 #include "gpuscaler/model/text_file.h"
 #include "gpuscaler/store/sqlite_audit_store.h"
+#include "gpuscaler/model/builtin_catalog.h"
 #include "signal_reader.h"
-#include "sim/scenario.h"
-#include "sim/sim_cloud.h"
 
 namespace gpuscaler::daemon {
 namespace {
@@ -39,16 +38,6 @@ Status ApplyListen(const std::string& listen, server::HttpServerOptions* out) {
   out->port = l->second;
   return Status();
 }
-
-// The simulated cloud on the wall clock: the daemon with real signals and no
-// cloud account. Its clock is moved to the wall time before each tick, and
-// the events due by then (nodes becoming ready, interruptions) run first.
-struct SimulatedCloud {
-  ManualClock clock;
-  sim::SpotMarket market;
-  std::unique_ptr<sim::SimCloud> cloud;
-  explicit SimulatedCloud(WallTime now) : clock(now) {}
-};
 
 // The AWS provider and everything it uses, kept alive by the setup.
 struct AwsCloud {
@@ -85,9 +74,19 @@ Result<std::shared_ptr<AwsCloud>> MakeAwsCloud(const DaemonConfig& config, const
   return aws;
 }
 
+// Opens the audit store, kept alive by the setup, and names it for the API.
+Result<std::shared_ptr<SqliteAuditStore>> OpenStore(const std::string& db_file, DaemonSetup* d) {
+  Result<std::unique_ptr<SqliteAuditStore>> store = SqliteAuditStore::Open(db_file);
+  if (!store) return store.error().WithContext("audit database " + db_file);
+  std::shared_ptr<SqliteAuditStore> owned = std::move(store).value();
+  d->keep_alive.push_back(owned);
+  d->db_file = db_file;
+  return owned;
+}
+
 }  // namespace
 
-Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options) {
+Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options, const SimulatedWiring& wiring) {
   DaemonSetup d;
   // Test-only crash hook (controller/failpoint.h); a bad value is a
   // configuration error, so a crash test never runs silently unarmed.
@@ -96,22 +95,34 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options) {
   d.server_options.port = 8080;
 
   if (options.demo) {
+    if (options.speed <= 0 || options.speed > 1e6) return Error::Config("--speed must be in (0, 1000000]");
+    if (!wiring.demo) return Error::Config("this build has no demo (no simulator wired in)");
+    std::string db_file = options.db_file;
+    if (db_file.empty()) {
+      // A fresh database per demo run, so reports show this run only.
+      db_file = (std::filesystem::temp_directory_path() / "gpuscaler-demo.db").string();
+      for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db_file + suffix);
+    }
+    auto catalog = std::make_shared<Catalog>();
+    std::string catalog_source;
+    *catalog = DefaultCatalog(options.source_dir, &catalog_source);
+    d.keep_alive.push_back(catalog);
+    Result<std::shared_ptr<SqliteAuditStore>> store = OpenStore(db_file, &d);
+    if (!store) return store.error();
+    LiveEngineParts parts;
+    parts.catalog = catalog.get();
+    parts.store = store->get();
+    parts.mode = "demo";
+    parts.speed = options.speed;
+    parts.controller_options.source = "demo";
+    parts.shutdown = [st = store->get()] { return st->Flush(); };
     DemoOptions demo;
     demo.seed = options.seed;
     demo.days = options.demo_days;
     demo.speed = options.speed;
     demo.source_dir = options.source_dir;
-    demo.db_file = options.db_file;
-    if (demo.db_file.empty()) {
-      // A fresh database per demo run, so reports show this run only.
-      demo.db_file = (std::filesystem::temp_directory_path() / "gpuscaler-demo.db").string();
-      for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(demo.db_file + suffix);
-    }
-    if (options.speed <= 0 || options.speed > 1e6) return Error::Config("--speed must be in (0, 1000000]");
-    Result<std::unique_ptr<Engine>> engine = MakeDemoEngine(demo);
-    if (!engine) return engine.error();
-    d.engine = std::move(engine).value();
-    d.db_file = demo.db_file;
+    if (Status s = wiring.demo(demo, *catalog, &parts, &d.keep_alive); !s.ok()) return s.error();
+    d.engine = MakeLiveEngine(std::move(parts));
     if (!options.listen.empty()) {
       if (Status s = ApplyListen(options.listen, &d.server_options); !s.ok()) return s.error();
     }
@@ -145,56 +156,34 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options) {
     *catalog = std::move(c).value();
   } else {
     std::string source;
-    *catalog = sim::DefaultCatalog(options.source_dir, &source);
+    *catalog = DefaultCatalog(options.source_dir, &source);
   }
   d.keep_alive.push_back(catalog);
 
   auto watcher = std::make_unique<PolicyWatcher>(config.policy_file, *catalog);
   if (Result<Policy> p = watcher->LoadInitial(); !p) return p.error();
 
-  Result<std::unique_ptr<SqliteAuditStore>> store = SqliteAuditStore::Open(config.db_file);
-  if (!store) return store.error().WithContext("audit database " + config.db_file);
-  std::shared_ptr<SqliteAuditStore> store_owned = std::move(store).value();
-  d.keep_alive.push_back(store_owned);
-  d.db_file = config.db_file;
+  Result<std::shared_ptr<SqliteAuditStore>> store = OpenStore(config.db_file, &d);
+  if (!store) return store.error();
 
   Result<SignalReader> reader = MakeSignalReader(config.signals);
   if (!reader) return reader.error();
 
   LiveEngineParts parts;
   parts.catalog = catalog.get();
-  parts.store = store_owned.get();
+  parts.store = store->get();
   parts.read_signals = std::move(reader).value();
   parts.controller_options.source = config.dry_run ? "dry-run" : "daemon";
   parts.controller_options.dry_run = config.dry_run;
   parts.controller_options.regions = config.regions;
-  // The planner takes 10k units in well under the tick (bench/daemon/tick_bench).
-  parts.controller_options.max_pending_units = 20000;
   parts.controller_options.tags = config.cloud.tags;
 
   if (config.cloud.provider == "simulated") {
-    auto sim_cloud = std::make_shared<SimulatedCloud>(SystemClock().WallNow());
-    sim::SimCloudConfig cloud_config;
-    cloud_config.id_prefix = "i-sim";
-    sim::ForLongRunning(cloud_config);
-    if (config.cloud.simulated_launch_latency > Seconds(0)) {
-      sim::LatencyDistribution latency;
-      latency.median = config.cloud.simulated_launch_latency;
-      latency.min = std::min(latency.median, Seconds(1));
-      cloud_config.default_latency = latency;
-    }
-    sim_cloud->cloud = std::make_unique<sim::SimCloud>(sim_cloud->clock, *catalog, catalog->Offerings(config.regions),
-                                                       sim_cloud->market, cloud_config);
-    d.keep_alive.push_back(sim_cloud);
-    SimulatedCloud* raw = sim_cloud.get();
-    parts.clock = &raw->clock;
-    parts.cloud = raw->cloud.get();
-    parts.before_tick = [raw](WallTime) {
-      const WallTime now = SystemClock().WallNow();
-      raw->clock.AdvanceTo(now);
-      raw->cloud->RunEventsUntil(now);
-    };
-    parts.spend_rate = [raw] { return raw->cloud->CurrentUsdPerHour(); };
+    if (!wiring.cloud) return Error::Config(config.source_file + ": cloud.provider simulated: not in this build");
+    SimulatedCloudOptions sim;
+    sim.regions = config.regions;
+    sim.launch_latency = config.cloud.simulated_launch_latency;
+    if (Status s = wiring.cloud(sim, *catalog, &parts, &d.keep_alive); !s.ok()) return s.error();
   } else {
     Result<std::shared_ptr<AwsCloud>> aws = MakeAwsCloud(config, *catalog);
     if (!aws) return aws.error();

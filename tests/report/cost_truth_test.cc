@@ -26,7 +26,7 @@ constexpr int kDays = 30;
 TEST(CostTruth, ThirtyDaySimulationReportEqualsTheSimulatedBills) {
   const auto started = std::chrono::steady_clock::now();
   std::string catalog_source;
-  const Catalog catalog = sim::DefaultCatalog(GPUSCALER_SOURCE_DIR, &catalog_source);
+  const Catalog catalog = DefaultCatalog(GPUSCALER_SOURCE_DIR, &catalog_source);
   Result<sim::Scenario> scenario = sim::MakeBuiltinScenario("demo", kSeed, kDays, catalog);
   ASSERT_TRUE(scenario.ok()) << scenario.error().ToString();
   Result<sim::RunSpec> spec = sim::MakeRunSpec("gpuscaler", *scenario, nullptr);

@@ -1,9 +1,12 @@
 // Replays through the production controller: invariants on every replay,
-// determinism, the workload model's interruption accounting, and golden
-// totals on a small committed trace (sim/testdata/golden/).
+// determinism, the workload model's interruption accounting, golden totals
+// of the baselines and gpuscaler's own decisions on a small committed trace
+// (sim/testdata/golden/).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -203,6 +206,67 @@ TEST(Replay, GoldenTotalsOnTheSmallCommittedTrace) {
     EXPECT_EQ(r.jobs_unfinished, static_cast<int64_t>(want[r.name][2])) << "actual:\n" << actual.str();
     EXPECT_EQ(r.interruptions, static_cast<int>(want[r.name][3])) << "actual:\n" << actual.str();
   }
+}
+
+// One line per decision that asked for something: its virtual time, each
+// launch (count, pool, offering) and termination (instance, kind), and the
+// fleet's hourly cost after it.
+std::string DescribeDecision(WallTime t, const Plan& plan) {
+  std::ostringstream out;
+  out << ToUnixSeconds(t);
+  for (const LaunchAction& l : plan.launches) {
+    if (l.count > 0) out << " +" << l.count << " " << l.pool << " " << l.offering.Key();
+  }
+  for (const TerminationAction& term : plan.terminations) {
+    out << " -" << term.instance_id << " " << static_cast<int>(term.kind);
+  }
+  char cost[40];
+  std::snprintf(cost, sizeof(cost), " cost_after=%.4f", plan.cost_after_usd_per_hour);
+  out << cost;
+  return out.str();
+}
+
+// Pins gpuscaler's own plans: every decision of a replay of the committed
+// trace, and its totals. A planner or controller change that alters a
+// decision fails here; when the change is intended, regenerate the file with
+// GPUSCALER_UPDATE_GOLDEN=1 and review the difference.
+TEST(Replay, GoldenDecisionsOfGpuscalerOnTheSmallCommittedTrace) {
+  const std::string dir = std::string(GPUSCALER_SOURCE_DIR) + "/sim/testdata/golden/";
+  Result<Trace> trace = ReadTrace(dir + "small_jobs.csv", TraceFormat::kGpuscalerJobs);
+  ASSERT_TRUE(trace.ok()) << trace.error().ToString();
+  Scenario s = MakeTraceScenario(std::move(trace).value(), {}, BuiltinCatalog(), DemoPolicy(), 11, 1);
+  s.cloud.hazard_by_family = {{"g5", 0.3}, {"g6", 0.3}};
+  s.cloud.price_walk.enabled = true;
+  Result<RunSpec> spec = MakeRunSpec("gpuscaler", s, nullptr);
+  ASSERT_TRUE(spec.ok());
+  Replay replay(s, *spec);
+  std::string actual;
+  TickReport tick;
+  while (!replay.done()) {
+    if (!replay.Step(&tick) || !tick.planned) continue;
+    const bool acts = !tick.plan.terminations.empty() ||
+                      std::any_of(tick.plan.launches.begin(), tick.plan.launches.end(),
+                                  [](const LaunchAction& l) { return l.count > 0; });
+    if (acts) actual += DescribeDecision(tick.time, tick.plan) + "\n";
+  }
+  const RunResult r = replay.Finish();
+  CheckInvariants(s, r);
+  char total[200];
+  std::snprintf(total, sizeof(total), "total %.4f %lld %lld %d\n", r.total_cost_usd,
+                static_cast<long long>(r.jobs_completed), static_cast<long long>(r.jobs_unfinished), r.interruptions);
+  actual += total;
+
+  const std::string path = dir + "gpuscaler_decisions.txt";
+  if (const char* update = std::getenv("GPUSCALER_UPDATE_GOLDEN"); update != nullptr && std::string(update) == "1") {
+    std::ofstream(path) << actual;
+    GTEST_SKIP() << "wrote " << path;
+  }
+  std::ifstream in(path);
+  ASSERT_TRUE(in.good()) << "missing " << path << " (GPUSCALER_UPDATE_GOLDEN=1 writes it)";
+  std::stringstream want;
+  want << in.rdbuf();
+  EXPECT_GT(std::count(actual.begin(), actual.end(), '+'), 0) << "the replay launched nothing: the pin pins nothing";
+  EXPECT_EQ(actual, want.str());
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 
 #include "gpuscaler/model/node.h"
 #include "gpuscaler/model/plan.h"
+#include "gpuscaler/model/snapshot.h"
 #include "gpuscaler/model/time.h"
 #include "gpuscaler/policy/policy.h"
 
@@ -57,5 +58,11 @@ class ScalingGovernor {
   std::map<std::string, WallTime> last_down_;
   bool pending_hold_ = false;
 };
+
+// Fail static, whatever the planner proposed: drops every termination of a
+// node that runs, or whose pool serves, a class whose signals are stale or
+// missing (snapshot.scale_down_blocked_classes), with a note and a count in
+// `held`. A class that names no pools blocks every pool.
+void HoldBlockedTerminations(const Snapshot& snapshot, const Policy& policy, Plan* plan, GovernorResult* held);
 
 }  // namespace gpuscaler

@@ -16,6 +16,8 @@
 
 namespace gpuscaler::daemon {
 
+struct SimulatedWiring;
+
 struct RunCommandOptions {
   std::string config_file;  // required unless demo
   bool demo = false;        // built-in demo load against the simulated cloud
@@ -38,6 +40,8 @@ struct RunCommandOptions {
 
 // Runs until SIGTERM/SIGINT (or max_ticks). Returns the process exit code:
 // 0 clean stop, 1 runtime failure, 2 bad configuration (message on stderr).
-int RunDaemon(const RunCommandOptions& options);
+// `wiring` builds the demo and the simulated cloud (the CLI's, which links
+// the simulator); a mode it leaves empty is a configuration error.
+int RunDaemon(const RunCommandOptions& options, const SimulatedWiring& wiring);
 
 }  // namespace gpuscaler::daemon

@@ -1,36 +1,39 @@
-// The daemon's engines: what one control-loop tick does, without the I/O
-// loop around it (daemon.h runs an engine on its worker thread, on a timer,
-// and serves its state over HTTP).
+// The daemon's engine: what one control-loop tick does, without the I/O
+// loop around it (daemon.h runs the engine on its worker thread, on a
+// timer, and serves its state over HTTP).
 //
-//  - DemoEngine: the built-in demo load (sim scenario "demo") through the
-//    production Controller against the simulated cloud, on a virtual clock
-//    that runs `speed` times faster than real time (`gpuscaler run --demo`).
-//  - LiveEngine: the real thing. Each tick re-reads the policy file (hot
-//    reload), collects the signals of every class, turns them into demand
-//    (SignalWorkSource), and calls Controller::Tick against the configured
-//    CloudProvider.
-// Both record into the same SQLite audit schema. Not thread-safe: one thread
-// (the daemon's worker) calls Tick() and reads the accessors between ticks.
+// One engine for every mode. Each tick it re-reads the policy file (hot
+// reload), lets the world it runs in catch up (`before_tick`), turns the
+// signals of every class into demand (SignalWorkSource) unless the parts
+// bring their own WorkSource, and runs the control loop (Controller::Tick)
+// against the configured CloudProvider:
+//  - live: the real cloud, real signals, the wall clock;
+//  - dry-run: the same, never calling Launch or Terminate;
+//  - `provider: simulated`: the simulated cloud on the wall clock;
+//  - demo (`gpuscaler run --demo`): the built-in demo load (its own
+//    WorkSource) against the simulated cloud on a virtual clock that moves
+//    one tick per engine tick; the daemon calls Tick `speed` times faster
+//    than the tick interval. The CLI wires the simulated parts
+//    (SimulatedWiring), since src/daemon does not link the simulator.
+// Not thread-safe: one thread (the daemon's worker) calls Tick() and reads
+// the accessors between ticks.
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "gpuscaler/cloud/provider.h"
-#include "gpuscaler/model/clock.h"
 #include "gpuscaler/controller/controller.h"
+#include "gpuscaler/controller/work_source.h"
 #include "gpuscaler/daemon/policy_watcher.h"
 #include "gpuscaler/daemon/signal_work_source.h"
 #include "gpuscaler/model/catalog.h"
+#include "gpuscaler/model/clock.h"
 #include "gpuscaler/store/audit_store.h"
-
-namespace gpuscaler::sim {
-class Replay;
-struct Scenario;
-}  // namespace gpuscaler::sim
 
 namespace gpuscaler::daemon {
 
@@ -38,13 +41,13 @@ namespace gpuscaler::daemon {
 struct EngineTick {
   TickReport report;
   WallTime time{};
-  PolicyReload reload;       // live: the policy file's state this tick
+  PolicyReload reload;       // the policy file's state this tick
   double cost_usd_per_hour = 0;  // fleet spend rate after the tick
-  std::vector<ClassSignal> signals;  // as judged this tick (live)
+  std::vector<ClassSignal> signals;  // as judged this tick (signal-driven demand)
   std::map<std::string, double> queue_depth;  // by class: last usable value
   int64_t queued_jobs = -1;   // demo: the workload's queue; -1 unknown
   int64_t running_jobs = -1;
-  bool finished = false;      // demo: the scenario's horizon is reached
+  bool finished = false;      // demo: the load's horizon is reached (no tick ran)
 };
 
 class Engine {
@@ -54,7 +57,7 @@ class Engine {
   virtual EngineTick Tick() = 0;
   // Virtual time between ticks (the policy's tick interval).
   virtual Seconds tick_interval() const = 0;
-  // Virtual seconds per real second (1 for the live engine).
+  // Virtual seconds per real second (1 but for the demo).
   virtual double speed() const { return 1.0; }
   virtual const Controller& controller() const = 0;
   virtual const Catalog& catalog() const = 0;
@@ -62,17 +65,6 @@ class Engine {
   // Flushes usage and whatever the store holds back; call once, at the end.
   virtual Status Shutdown() = 0;
 };
-
-struct DemoOptions {
-  uint64_t seed = 1;
-  int days = 30;
-  double speed = 60;
-  std::string db_file;  // empty: an in-memory audit store
-  std::string source_dir;  // where config/catalogs/aws.yaml is searched from
-};
-
-// The built-in demo load; kConfig when the audit file cannot be opened.
-Result<std::unique_ptr<Engine>> MakeDemoEngine(const DemoOptions& options);
 
 // Reads every class's signals at `now`, judged for freshness against the policy.
 using SignalReader = std::function<std::vector<ClassSignal>(const Policy& policy, WallTime now)>;
@@ -82,19 +74,58 @@ struct LiveEngineParts {
   CloudProvider* cloud = nullptr;          // required
   AuditStore* store = nullptr;             // may be null (nothing recorded)
   const Catalog* catalog = nullptr;        // required
-  std::unique_ptr<PolicyWatcher> watcher;  // required, LoadInitial() already called
-  SignalReader read_signals;               // required
-  // Called before each tick with the wall time (the simulated provider's
-  // clock and event queue catch up here); may be empty.
-  std::function<void(WallTime)> before_tick;
+  // The policy: a watched file (LoadInitial() already called), or, without
+  // one, `fixed_policy` (the demo's built-in policy).
+  std::unique_ptr<PolicyWatcher> watcher;
+  std::optional<Policy> fixed_policy;
+  // Demand: signals (required unless `work` is set), and Kubernetes
+  // (kube_setup.cc: pending and bound pods, read each tick; may be empty).
+  SignalReader read_signals;
+  std::function<ClusterWork(const Policy& policy, WallTime now)> read_cluster;
+  // A WorkSource of its own (the demo's workload) instead of signals.
+  WorkSource* work = nullptr;
+  // Called before each tick: the world catches up with the clock (the
+  // simulated cloud's events run; the demo's clock moves to its next tick).
+  // Returning false ends the run: no tick, EngineTick::finished. May be empty.
+  std::function<bool()> before_tick;
+  // Called after each tick (the demo's workload places work). May be empty.
+  std::function<void()> after_tick;
   // The fleet's spend rate; may be empty (then: sum of node prices).
   std::function<double()> spend_rate;
-  // Kubernetes (kube_setup.cc): pending and bound pods as demand, read each
-  // tick; empty without Kubernetes.
-  std::function<ClusterWork(const Policy& policy, WallTime now)> read_cluster;
-  ControllerOptions controller_options;
+  // Fills what only the world knows (the demo's job counts). May be empty.
+  std::function<void(EngineTick*)> describe;
+  // At Shutdown, after the usage flush (the demo's store flush). May be empty.
+  std::function<Status()> shutdown;
+  std::string mode;   // empty: "live", or "dry-run" with controller_options.dry_run
+  double speed = 1;   // virtual seconds per real second
+  ControllerOptions controller_options = ControllerOptions::ForDaemon();
+  PlannerFn planner;  // empty: MakePlan
 };
 
 std::unique_ptr<Engine> MakeLiveEngine(LiveEngineParts parts);
+
+struct DemoOptions {
+  uint64_t seed = 1;
+  int days = 30;
+  double speed = 60;
+  std::string source_dir;  // where config/catalogs/aws.yaml is searched from
+};
+
+// The settings of `cloud.provider: simulated`.
+struct SimulatedCloudOptions {
+  std::vector<std::string> regions;
+  Seconds launch_latency{0};  // 0: the simulated cloud's default
+};
+
+using KeepAlive = std::vector<std::shared_ptr<void>>;
+
+// The parts only the CLI can build (it links the simulator). Each fills
+// `parts` (clock, cloud and, for the demo, policy, work and hooks) and puts
+// what they point to in `keep_alive`. Either may be empty: that mode is
+// then a configuration error.
+struct SimulatedWiring {
+  std::function<Status(const DemoOptions&, const Catalog&, LiveEngineParts*, KeepAlive*)> demo;
+  std::function<Status(const SimulatedCloudOptions&, const Catalog&, LiveEngineParts*, KeepAlive*)> cloud;
+};
 
 }  // namespace gpuscaler::daemon

@@ -1,0 +1,109 @@
+// The actuator: turns a governed plan into cloud calls, safely.
+//
+// For every action the intent is written to the AuditStore before the cloud
+// is called (idempotency token "<decision id>-<action index>"), then the
+// outcome. Never calls the cloud without a durable intent: a crash between
+// the call and the outcome is finished by Recover after the restart, so
+// nothing is launched twice. A capacity error marks the offering in the
+// given OfferingAvailability (later launches of the same plan skip it) and
+// the provider moves on to the launch's fallbacks.
+//
+// The actuator does not edit the snapshot: it returns what changed (nodes
+// launched or found, instances terminated) and the cluster state applies it.
+// Counters, notes and non-fatal errors go to the tick's report.
+// Not thread-safe: the control loop's thread only.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gpuscaler/cloud/provider.h"
+#include "gpuscaler/controller/availability.h"
+#include "gpuscaler/controller/tick_report.h"
+#include "gpuscaler/model/catalog.h"
+#include "gpuscaler/model/clock.h"
+#include "gpuscaler/model/plan.h"
+#include "gpuscaler/model/snapshot.h"
+#include "gpuscaler/policy/policy.h"
+#include "gpuscaler/store/audit_store.h"
+
+namespace gpuscaler {
+
+struct ActuatorOptions {
+  // Extra tags on every launch (kOwnerTag is always set to the pool).
+  std::map<std::string, std::string> tags;
+  bool dry_run = false;  // never call Launch or Terminate
+  // Recover: a launch intent younger than this is sent again with its own
+  // token (the cloud returns the first call's instances, or launches them);
+  // an older one is closed without a call.
+  Seconds intent_replay_window{600};
+};
+
+// A node the cluster state should add.
+struct LaunchedNode {
+  Instance instance;
+  NodeState state = NodeState::kLaunching;
+};
+
+// An instance that is gone because we terminated it.
+struct EndedNode {
+  std::string instance_id;
+  std::string cause;  // "terminated" | "consolidated"
+};
+
+struct ActuationResult {
+  std::vector<LaunchedNode> launched;  // in launch order
+  std::vector<EndedNode> ended;        // in termination order
+  // Terminated by a recovered intent: to be ignored if still listed.
+  std::vector<std::string> terminated_elsewhere;
+  std::set<std::string> scaled_up_pools;
+  std::set<std::string> scaled_down_pools;
+  // Something failed or came out other than planned: the next tick must
+  // plan again rather than reuse this plan.
+  bool failed = false;
+};
+
+// The node state an instance state stands for.
+NodeState NodeStateOf(InstanceState s);
+
+class Actuator {
+ public:
+  // All references must outlive the actuator; `store` may be null (nothing
+  // recorded, calls still made).
+  Actuator(const Clock& clock, CloudProvider& cloud, AuditStore* store, const Catalog& catalog,
+           ActuatorOptions options);
+
+  // Executes the plan's launches, then its terminations. `snapshot` is what
+  // the plan was made from (terminations name its nodes); `policy` decides
+  // whether a spot launch may fall back to on-demand.
+  ActuationResult Act(int64_t decision_id, const Plan& plan, const Snapshot& snapshot, const Policy& policy,
+                      OfferingAvailability& availability, TickReport* report);
+
+  // After a restart: every action whose intent was recorded but not its
+  // outcome. Launches are replayed with their token (or closed when older
+  // than the replay window); terminations are sent again (idempotent). False
+  // when the open intents could not be read (call again next tick).
+  bool Recover(ActuationResult* result, TickReport* report);
+
+ private:
+  void LaunchOne(int64_t decision_id, size_t index, const LaunchAction& launch, const Policy& policy,
+                 OfferingAvailability& availability, ActuationResult* result, TickReport* report);
+  void TerminateOne(int64_t decision_id, size_t index, const TerminationAction& term, const Snapshot& snapshot,
+                    ActuationResult* result, TickReport* report);
+  // Records the node launches of an action and returns their instance ids;
+  // the nodes start launching, or in their listed state (`listed_state`).
+  std::vector<std::string> RecordLaunched(const std::vector<Instance>& instances, int64_t decision_id,
+                                          const std::string& reason, bool listed_state, ActuationResult* result,
+                                          TickReport* report);
+  LaunchRequest RequestFor(const std::string& pool, int count, const std::string& token) const;
+
+  const Clock& clock_;
+  CloudProvider& cloud_;
+  AuditStore* store_;
+  const Catalog& catalog_;
+  ActuatorOptions options_;
+};
+
+}  // namespace gpuscaler

@@ -1,0 +1,171 @@
+// The cluster state: the fleet as the controller observes it, and the
+// Snapshot the planner reads.
+//
+// Each tick Observe reads interruption notices, the provider's instances
+// and new spot prices, merges them with the nodes the actuator reported and
+// with the work running on each node (WorkSource), and refreshes the
+// snapshot:
+//  - pending units (at most max_pending_units, in scheduling order) plus,
+//    for every node under an interruption notice, its running units again
+//    as replacement demand (ids suffixed "@replace");
+//  - nodes, with their offering's live price and learned rate;
+//  - catalog offerings priced with live spot prices, marked unavailable after
+//    capacity errors (OfferingAvailability) and, on spot, with the
+//    interruption rate learned from the notices seen per node-hour of spot
+//    exposure, the catalog's rate as the prior (InterruptionRiskEstimator);
+//  - the classes whose signals are stale or missing
+//    (scale_down_blocked_classes: fail static, never read as zero).
+// A node whose notice deadline has passed is gone, listed or not; a listed
+// instance the controller did not launch is adopted ("found running").
+//
+// The snapshot handed out is read-only to everyone else and stays valid
+// until the next Observe or Apply. What changed since the last TakeChanges
+// is reported for the replan gate: `any` (prices, rates, running work,
+// launching→ready) and `structural` (nodes appearing or vanishing outside a
+// plan, notices, availability marks, blocked classes).
+//
+// Learned state across restarts: RestoreRisk rebuilds the interruption
+// evidence from the store's node lifecycles (spot exposure from launch to
+// end, an interruption at the end of every node that ended "interrupted"),
+// decayed as if the controller had watched it. Capacity-error marks are
+// short-lived and start empty.
+//
+// No I/O but through the seams. Not thread-safe: the loop's thread only.
+#pragma once
+
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gpuscaler/cloud/provider.h"
+#include "gpuscaler/controller/actuator.h"
+#include "gpuscaler/controller/availability.h"
+#include "gpuscaler/controller/interruption_risk.h"
+#include "gpuscaler/controller/tick_report.h"
+#include "gpuscaler/controller/usage_meter.h"
+#include "gpuscaler/controller/work_source.h"
+#include "gpuscaler/model/catalog.h"
+#include "gpuscaler/model/clock.h"
+#include "gpuscaler/model/snapshot.h"
+#include "gpuscaler/policy/policy.h"
+#include "gpuscaler/store/audit_store.h"
+
+namespace gpuscaler {
+
+struct ClusterStateOptions {
+  // Regions whose catalog offerings are offered to the planner; empty: all.
+  std::vector<std::string> regions;
+  // At most this many pending units (in scheduling order) go to the planner.
+  size_t max_pending_units = 5000;
+  Seconds unavailable_base{180};
+  Seconds unavailable_max{3600};
+  // Learned spot interruption rates. Off: the planner sees the catalog's.
+  bool learn_interruption_risk = true;
+  InterruptionRiskOptions interruption_risk;
+  // Rates reach the snapshot at once after a notice, else at most this
+  // often, and only when one moved by more than 5 % and 0.001 per node-hour.
+  Seconds risk_refresh_interval{600};
+  // How far back RestoreRisk reads node lifecycles.
+  Seconds risk_history{Seconds(14 * 24 * 3600)};
+  // How often the provider's instance list is read (0: every tick). Between
+  // reads the state relies on what the actuator reported and on notice
+  // deadlines.
+  Seconds reconcile_interval{0};
+};
+
+struct StateChanges {
+  bool any = false;
+  bool structural = false;
+};
+
+class ClusterState {
+ public:
+  // All references must outlive the state; `store` may be null.
+  ClusterState(const Clock& clock, CloudProvider& cloud, AuditStore* store, WorkSource& work, const Catalog& catalog,
+               UsageMeter& usage, ClusterStateOptions options);
+
+  // Rebuilds interruption evidence from the store (call once, first tick).
+  void RestoreRisk(WallTime now, TickReport* report);
+  // Spot node-hours at risk since the previous call (before Observe).
+  void AccumulateExposure(WallTime now);
+  // Refreshes the snapshot as described above. False when the instance
+  // list could not be read this tick (then nothing may be terminated).
+  bool Observe(const Policy& policy, WallTime now, double month_to_date_usd, TickReport* report);
+  // What the actuator did: nodes launched (or found by a recovered intent)
+  // are added, terminated ones removed. `structural`: the changes were not
+  // asked for by the plan just made (restart recovery).
+  void Apply(const ActuationResult& result, const Policy& policy, WallTime now, bool structural, TickReport* report);
+  // Something the planner sees changed outside the state (policy, a failed
+  // action, an unrecorded decision).
+  void MarkChanged(bool structural);
+  StateChanges TakeChanges();
+
+  const Snapshot& snapshot() const { return snapshot_; }
+  OfferingAvailability& availability() { return availability_; }
+  const OfferingAvailability& availability() const { return availability_; }
+  const InterruptionRiskEstimator& interruption_risk() const { return risk_; }
+  const std::vector<std::string>& blocked_classes() const { return blocked_; }
+
+  // For the decision row: the signals behind the demand and the blocked
+  // classes; counts and marks of the snapshot.
+  std::string SignalsJson(WallTime now) const;
+  std::string SummaryJson() const;
+
+ private:
+  struct NodeInfo {
+    int offering = -1;  // index in snapshot_.offerings (-1: not in the catalog)
+    std::optional<WallTime> notice_deadline;
+    uint64_t running_version = ~uint64_t{0};
+  };
+
+  void ReadInterruptions(WallTime now, TickReport* report);
+  bool ReadInstances(const Policy& policy, WallTime now, TickReport* report);
+  void ReadPrices(WallTime now, TickReport* report);
+  void RefreshOfferings(WallTime now);
+  void FlushExposure(WallTime now);
+  void RefreshRisk(WallTime now);
+  void RefreshWork();
+  void RefreshSignals(const Policy& policy, WallTime now);
+  void AddNode(const Instance& instance, NodeState state, const Policy& policy, WallTime now);
+  void RemoveNode(size_t index, WallTime end, const std::string& cause, TickReport* report);
+  void Record(const Status& s, TickReport* report);
+
+  const Clock& clock_;
+  CloudProvider& cloud_;
+  AuditStore* store_;
+  WorkSource& work_;
+  const Catalog& catalog_;
+  UsageMeter& usage_;
+  ClusterStateOptions options_;
+
+  Snapshot snapshot_;
+  std::vector<NodeInfo> node_info_;                          // parallel to snapshot_.nodes
+  std::unordered_map<std::string, size_t> node_index_;      // instance id -> index
+  std::unordered_map<std::string, size_t> offering_index_;  // Offering::Key -> index
+  std::set<std::string> terminated_;  // gone by our hand; ignored while still listed
+  OfferingAvailability availability_;
+  std::vector<std::string> last_unavailable_;
+  InterruptionRiskEstimator risk_;
+  // Per offering (parallel to snapshot_.offerings): the catalog's rate (the
+  // prior), the estimator's key and group ("<family>/<zone>"), and spot
+  // node-hours not yet given to the estimator.
+  std::vector<double> prior_rate_;
+  std::vector<std::string> offering_key_;
+  std::vector<std::string> risk_group_;
+  std::vector<double> unflushed_exposure_h_;
+  std::optional<WallTime> last_exposure_;
+  std::optional<WallTime> last_risk_refresh_;
+  bool risk_dirty_ = false;
+  uint64_t pending_version_ = ~uint64_t{0};
+  bool replacements_dirty_ = false;  // the running work of a noticed node changed
+  std::optional<WallTime> price_since_;
+  std::optional<WallTime> last_list_;
+  bool last_list_ok_ = true;
+  std::vector<std::string> blocked_;
+  std::vector<SignalStatus> signals_;
+  StateChanges changes_{true, true};
+};
+
+}  // namespace gpuscaler

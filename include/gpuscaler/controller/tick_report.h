@@ -1,0 +1,33 @@
+// What one tick of the control loop did: for the daemon's metrics and HTTP
+// state, the simulator's results and tests.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpuscaler/controller/scaling.h"
+#include "gpuscaler/model/plan.h"
+#include "gpuscaler/model/time.h"
+#include "gpuscaler/status.h"
+
+namespace gpuscaler {
+
+struct TickReport {
+  WallTime time{};
+  bool planned = false;         // false: the previous plan was reused
+  std::string gate_reason;      // why the replan gate planned or reused
+  int64_t decision_id = 0;      // 0 when no decision was recorded
+  Plan plan;                    // after the governor (empty when reused)
+  int nodes_requested = 0;
+  int nodes_launched = 0;
+  int nodes_terminated = 0;
+  int capacity_errors = 0;
+  int interruption_notices = 0;
+  std::vector<std::string> blocked_classes;
+  GovernorResult governor;
+  // Non-fatal problems this tick (provider or store errors), in order.
+  std::vector<Error> errors;
+};
+
+}  // namespace gpuscaler

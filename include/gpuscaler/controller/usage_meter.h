@@ -1,0 +1,69 @@
+// The usage meter: what the fleet costs and who used its GPUs, since the
+// last flush.
+//
+// Per node it accumulates the GPU-seconds each workload class holds
+// (GpuShare of the units running there) and writes them as usage rows once
+// a node's interval is full, when the node ends, and on Flush. It also keeps
+// the month-to-date spend of the fleet (node prices × time, restarting at
+// every calendar month, UTC), which the planner's monthly budgets read.
+//
+// With no store the meter keeps only the month-to-date spend. Not
+// thread-safe: the control loop's thread only.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gpuscaler/model/catalog.h"
+#include "gpuscaler/model/demand.h"
+#include "gpuscaler/model/node.h"
+#include "gpuscaler/model/time.h"
+#include "gpuscaler/status.h"
+#include "gpuscaler/store/audit_store.h"
+
+namespace gpuscaler {
+
+class UsageMeter {
+ public:
+  // `store` may be null; `catalog` gives each node's GPU count (the cap on a
+  // row's allocated GPU time). Both must outlive the meter.
+  UsageMeter(AuditStore* store, const Catalog& catalog, Seconds interval);
+
+  // Starts metering a node at `now` (nothing held yet).
+  void AddNode(const std::string& instance_id, WallTime now);
+  // The work on the node from now on.
+  void SetRunning(const std::string& instance_id, const std::vector<DemandUnit>& running);
+  // Moves to `now`: adds the spend of `nodes` since the previous call to the
+  // month-to-date total and their GPU time to each class; writes the rows of
+  // every node whose interval is full. Errors are returned (the rows of the
+  // other nodes are still written).
+  Status Accumulate(WallTime now, const std::vector<Node>& nodes);
+  // Writes the node's rows up to `end` and stops metering it.
+  Status EndNode(const Node& node, WallTime end);
+  // Writes the rows of every node up to `now` (before shutdown, at the end
+  // of a simulation). The first error stops it.
+  Status Flush(WallTime now, const std::vector<Node>& nodes);
+
+  double month_to_date_usd() const { return month_to_date_usd_; }
+
+ private:
+  struct Meter {
+    std::map<std::string, double> gpus_by_class;  // of the running work
+    std::map<std::string, double> gpu_seconds;    // since `start`
+    WallTime start{};
+  };
+  Status FlushNode(const Node& node, Meter& meter, WallTime now);
+
+  AuditStore* store_;
+  const Catalog& catalog_;
+  Seconds interval_;
+  std::unordered_map<std::string, Meter> meters_;  // by instance id
+  std::optional<WallTime> last_;
+  std::string month_;
+  double month_to_date_usd_ = 0;
+};
+
+}  // namespace gpuscaler
