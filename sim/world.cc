@@ -12,7 +12,8 @@ World::World(const Scenario& s, const Policy& policy, const std::string& id_pref
   SimCloudConfig cloud_config = s.cloud;
   cloud_config.id_prefix = id_prefix;
   if (long_running) ForLongRunning(cloud_config);
-  cloud_ = std::make_unique<SimCloud>(clock_, s.catalog, s.catalog.Offerings(s.regions), s.market, cloud_config);
+  cloud_ =
+      std::make_unique<SimCloud>(clock_, s.catalog, s.catalog.Offerings(s.regions), s.market, cloud_config);
   work_ = std::make_unique<Workload>(s.trace, s.catalog, policy, s.start, max_pending_units);
   cloud_->SetObserver(work_.get());
   end_ = s.start + s.horizon;

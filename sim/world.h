@@ -35,8 +35,8 @@ class World {
   // not reuse ids); the workload keeps at most `max_pending_units` units in
   // its pending list (the controller's limit). `long_running`: the cloud
   // forgets ended instances (a daemon that runs for months).
-  World(const Scenario& scenario, const Policy& policy, const std::string& id_prefix, size_t max_pending_units,
-        bool long_running = false);
+  World(const Scenario& scenario, const Policy& policy, const std::string& id_prefix,
+        size_t max_pending_units, bool long_running = false);
   ~World();
   World(const World&) = delete;
   World& operator=(const World&) = delete;

@@ -23,8 +23,9 @@ Status WireDemo(const daemon::DemoOptions& options, const Catalog& catalog, daem
   if (!scenario) return scenario.error();
   auto demo = std::make_shared<DemoWorld>();
   demo->scenario = std::move(scenario).value();
-  demo->world = std::make_unique<sim::World>(demo->scenario, demo->scenario.policy, "i-demo",
-                                             parts->controller_options.max_pending_units, /*long_running=*/true);
+  demo->world =
+      std::make_unique<sim::World>(demo->scenario, demo->scenario.policy, "i-demo",
+                                   parts->controller_options.max_pending_units, /*long_running=*/true);
   keep_alive->push_back(demo);
   sim::World* world = demo->world.get();
   parts->clock = &world->clock();
@@ -65,8 +66,8 @@ Status WireCloud(const daemon::SimulatedCloudOptions& options, const Catalog& ca
     latency.min = std::min(latency.median, Seconds(1));
     config.default_latency = latency;
   }
-  sim_cloud->cloud = std::make_unique<sim::SimCloud>(sim_cloud->clock, catalog, catalog.Offerings(options.regions),
-                                                     sim_cloud->market, config);
+  sim_cloud->cloud = std::make_unique<sim::SimCloud>(
+      sim_cloud->clock, catalog, catalog.Offerings(options.regions), sim_cloud->market, config);
   keep_alive->push_back(sim_cloud);
   WallClockCloud* raw = sim_cloud.get();
   parts->clock = &raw->clock;

@@ -21,10 +21,6 @@ ActionOutcome OutcomeOf(size_t made, int wanted) {
   return static_cast<int>(made) >= wanted ? ActionOutcome::kSucceeded : ActionOutcome::kPartial;
 }
 
-void Record(const Status& s, TickReport* report) {
-  if (!s.ok()) report->errors.push_back(s.error());
-}
-
 }  // namespace
 
 NodeState NodeStateOf(InstanceState s) {
@@ -62,19 +58,34 @@ std::vector<std::string> Actuator::RecordLaunched(const std::vector<Instance>& i
     ids.push_back(inst.instance_id);
     result->launched.push_back({inst, listed_state ? NodeStateOf(inst.state) : NodeState::kLaunching});
     if (store_ == nullptr) continue;
-    NodeLaunchRecord rec{inst.instance_id, inst.instance_id, inst.pool, inst.offering, 0, inst.launch_time,
-                         decision_id,      reason};
-    if (const InstanceType* t = catalog_.FindInstanceType(inst.offering.instance_type)) rec.gpu_count = t->gpu_count;
-    Record(store_->RecordNodeLaunch(rec), report);
+    NodeLaunchRecord rec{inst.instance_id, inst.instance_id, inst.pool, inst.offering, 0,
+                         inst.launch_time, decision_id,      reason};
+    if (const InstanceType* t = catalog_.FindInstanceType(inst.offering.instance_type))
+      rec.gpu_count = t->gpu_count;
+    report->Record(store_->RecordNodeLaunch(rec));
   }
   return ids;
 }
 
-ActuationResult Actuator::Act(int64_t decision_id, const Plan& plan, const Snapshot& snapshot, const Policy& policy,
-                              OfferingAvailability& availability, TickReport* report) {
+bool Actuator::RecordIntent(const ActionRecord& intent, int64_t* action_id, TickReport* report) {
+  if (store_ == nullptr) return true;
+  Result<int64_t> id = store_->RecordActionIntent(intent);
+  if (!id) {
+    // Never call the cloud without a durable intent: a crash could act twice.
+    report->errors.push_back(
+        id.error().WithContext(intent.kind == ActionKind::kLaunch ? "launch intent" : "terminate intent"));
+    return false;
+  }
+  *action_id = *id;
+  return true;
+}
+
+ActuationResult Actuator::Act(int64_t decision_id, const Plan& plan, const Snapshot& snapshot,
+                              const Policy& policy, OfferingAvailability& availability, TickReport* report) {
   ActuationResult result;
   for (size_t i = 0; i < plan.launches.size(); ++i) {
-    if (plan.launches[i].count > 0) LaunchOne(decision_id, i, plan.launches[i], policy, availability, &result, report);
+    if (plan.launches[i].count > 0)
+      LaunchOne(decision_id, i, plan.launches[i], policy, availability, &result, report);
   }
   for (size_t j = 0; j < plan.terminations.size(); ++j) {
     TerminateOne(decision_id, plan.launches.size() + j, plan.terminations[j], snapshot, &result, report);
@@ -100,28 +111,22 @@ void Actuator::LaunchOne(int64_t decision_id, size_t index, const LaunchAction& 
   consider(launch.offering);
   for (const Offering& o : launch.fallbacks) consider(o);
   if (request.offerings.empty()) {
-    report->governor.notes.push_back("launch " + std::to_string(index) + ": every offering is marked unavailable");
+    report->governor.notes.push_back("launch " + std::to_string(index) +
+                                     ": every offering is marked unavailable");
     return;
   }
   if (options_.dry_run) return;
 
+  ActionRecord intent;
+  intent.decision_id = decision_id;
+  intent.kind = ActionKind::kLaunch;
+  intent.idempotency_token = request.idempotency_token;
+  intent.pool = launch.pool;
+  intent.offering = request.offerings.front();
+  intent.count = launch.count;
+  intent.reason = launch.reason;
   int64_t action_id = 0;
-  if (store_ != nullptr) {
-    ActionRecord a;
-    a.decision_id = decision_id;
-    a.kind = ActionKind::kLaunch;
-    a.idempotency_token = request.idempotency_token;
-    a.pool = launch.pool;
-    a.offering = request.offerings.front();
-    a.count = launch.count;
-    a.reason = launch.reason;
-    Result<int64_t> id = store_->RecordActionIntent(a);
-    if (!id) {
-      report->errors.push_back(id.error().WithContext("launch intent"));
-      return;
-    }
-    action_id = *id;
-  }
+  if (!RecordIntent(intent, &action_id, report)) return;
 
   failpoint::Check("launch.before_call");
   Result<LaunchResult> launched = cloud_.Launch(request);
@@ -133,7 +138,8 @@ void Actuator::LaunchOne(int64_t decision_id, size_t index, const LaunchAction& 
       ++report->capacity_errors;
     }
     if (store_ != nullptr) {
-      Record(store_->RecordActionOutcome(action_id, ActionOutcome::kFailed, launched.error().ToString(), {}), report);
+      report->Record(
+          store_->RecordActionOutcome(action_id, ActionOutcome::kFailed, launched.error().ToString(), {}));
     }
     result->failed = true;
     return;
@@ -154,9 +160,8 @@ void Actuator::LaunchOne(int64_t decision_id, size_t index, const LaunchAction& 
   if (!ids.empty()) result->scaled_up_pools.insert(launch.pool);
   if (!launched->errors.empty()) result->failed = true;
   if (store_ != nullptr) {
-    Record(store_->RecordActionOutcome(action_id, OutcomeOf(ids.size(), launch.count), JoinErrors(launched->errors),
-                                       ids),
-           report);
+    report->Record(store_->RecordActionOutcome(action_id, OutcomeOf(ids.size(), launch.count),
+                                               JoinErrors(launched->errors), ids));
     failpoint::Check("launch.after_outcome");
   }
 }
@@ -178,39 +183,33 @@ void Actuator::TerminateOne(int64_t decision_id, size_t index, const Termination
   for (const EndedNode& e : result->ended) {
     if (e.instance_id == instance_id) return;
   }
+  ActionRecord intent;
+  intent.decision_id = decision_id;
+  intent.kind = ActionKind::kTerminate;
+  intent.idempotency_token = std::to_string(decision_id) + "-" + std::to_string(index);
+  intent.pool = node.pool;
+  intent.offering = node.offering;
+  intent.count = 1;
+  intent.instance_ids = {instance_id};
+  intent.reason = term.reason;
   int64_t action_id = 0;
-  if (store_ != nullptr) {
-    ActionRecord a;
-    a.decision_id = decision_id;
-    a.kind = ActionKind::kTerminate;
-    a.idempotency_token = std::to_string(decision_id) + "-" + std::to_string(index);
-    a.pool = node.pool;
-    a.offering = node.offering;
-    a.count = 1;
-    a.instance_ids = {instance_id};
-    a.reason = term.reason;
-    Result<int64_t> id = store_->RecordActionIntent(a);
-    if (!id) {
-      report->errors.push_back(id.error().WithContext("terminate intent"));
-      return;
-    }
-    action_id = *id;
-  }
+  if (!RecordIntent(intent, &action_id, report)) return;
   failpoint::Check("terminate.before_call");
   Status s = cloud_.Terminate({instance_id});
   failpoint::Check("terminate.after_call");
   if (store_ != nullptr) {
-    Record(store_->RecordActionOutcome(action_id, s.ok() ? ActionOutcome::kSucceeded : ActionOutcome::kFailed,
-                                       s.ok() ? "" : s.error().ToString(),
-                                       s.ok() ? std::vector<std::string>{instance_id} : std::vector<std::string>{}),
-           report);
+    report->Record(store_->RecordActionOutcome(
+        action_id, s.ok() ? ActionOutcome::kSucceeded : ActionOutcome::kFailed,
+        s.ok() ? "" : s.error().ToString(),
+        s.ok() ? std::vector<std::string>{instance_id} : std::vector<std::string>{}));
     failpoint::Check("terminate.after_outcome");
   }
   if (!s.ok()) {
     report->errors.push_back(s.error().WithContext("terminate " + instance_id));
     return;
   }
-  result->ended.push_back({instance_id, term.kind == TerminationKind::kConsolidate ? "consolidated" : "terminated"});
+  result->ended.push_back(
+      {instance_id, term.kind == TerminationKind::kConsolidate ? "consolidated" : "terminated"});
   result->scaled_down_pools.insert(node.pool);
   ++report->nodes_terminated;
 }
@@ -228,7 +227,8 @@ bool Actuator::Recover(ActuationResult* result, TickReport* report) {
   // only: their instances are found by the intent tag instead, so the action
   // row lists every instance the launch made.
   std::map<std::string, std::vector<Instance>> tagged;
-  if (std::any_of(open->begin(), open->end(), [](const ActionRow& r) { return r.action.kind == ActionKind::kLaunch; })) {
+  if (std::any_of(open->begin(), open->end(),
+                  [](const ActionRow& r) { return r.action.kind == ActionKind::kLaunch; })) {
     Result<std::vector<Instance>> listed = cloud_.ListInstances();
     if (listed) {
       for (Instance& inst : *listed) {
@@ -244,10 +244,10 @@ bool Actuator::Recover(ActuationResult* result, TickReport* report) {
     if (a.kind == ActionKind::kTerminate) {
       Status s = cloud_.Terminate(a.instance_ids);
       failpoint::Check("recover.terminate.after_call");
-      Record(store_->RecordActionOutcome(row.id, s.ok() ? ActionOutcome::kSucceeded : ActionOutcome::kFailed,
-                                         s.ok() ? "completed after a restart" : s.error().ToString(),
-                                         s.ok() ? a.instance_ids : std::vector<std::string>{}),
-             report);
+      report->Record(store_->RecordActionOutcome(row.id,
+                                                 s.ok() ? ActionOutcome::kSucceeded : ActionOutcome::kFailed,
+                                                 s.ok() ? "completed after a restart" : s.error().ToString(),
+                                                 s.ok() ? a.instance_ids : std::vector<std::string>{}));
       if (s.ok()) {
         result->terminated_elsewhere.insert(result->terminated_elsewhere.end(), a.instance_ids.begin(),
                                             a.instance_ids.end());
@@ -257,15 +257,16 @@ bool Actuator::Recover(ActuationResult* result, TickReport* report) {
     if (!row.decision_time || now - *row.decision_time > options_.intent_replay_window) {
       // Too old to send again (the cloud forgets tokens), but what it made
       // carries its intent tag: the row still lists the launch's instances.
-      const std::vector<std::string> ids = RecordLaunched(tagged[a.idempotency_token], a.decision_id, a.reason,
-                                                          /*listed_state=*/true, result, report);
-      Record(store_->RecordActionOutcome(row.id, OutcomeOf(ids.size(), a.count),
-                                         ids.empty() ? "abandoned after a restart: older than the replay window, "
-                                                       "and no instance carries its intent tag"
-                                                     : "closed after a restart (older than the replay window): "
-                                                       "instances found by their intent tag",
-                                         ids),
-             report);
+      const std::vector<std::string> ids =
+          RecordLaunched(tagged[a.idempotency_token], a.decision_id, a.reason,
+                         /*listed_state=*/true, result, report);
+      report->Record(store_->RecordActionOutcome(
+          row.id, OutcomeOf(ids.size(), a.count),
+          ids.empty() ? "abandoned after a restart: older than the replay window, "
+                        "and no instance carries its intent tag"
+                      : "closed after a restart (older than the replay window): "
+                        "instances found by their intent tag",
+          ids));
       continue;
     }
     LaunchRequest request = RequestFor(a.pool, a.count, a.idempotency_token);
@@ -274,7 +275,8 @@ bool Actuator::Recover(ActuationResult* result, TickReport* report) {
     failpoint::Check("recover.launch.after_call");
     if (!replayed) {
       // Not recorded as failed: the next start tries again within the window.
-      report->errors.push_back(replayed.error().WithContext("replaying launch intent " + a.idempotency_token));
+      report->errors.push_back(
+          replayed.error().WithContext("replaying launch intent " + a.idempotency_token));
       continue;
     }
     std::set<std::string> seen;
@@ -285,9 +287,9 @@ bool Actuator::Recover(ActuationResult* result, TickReport* report) {
     const std::vector<std::string> ids =
         RecordLaunched(replayed->instances, a.decision_id, a.reason, false, result, report);
     report->nodes_launched += static_cast<int>(ids.size());
-    Record(store_->RecordActionOutcome(row.id, OutcomeOf(ids.size(), a.count),
-                                       "completed after a restart " + JoinErrors(replayed->errors), ids),
-           report);
+    report->Record(store_->RecordActionOutcome(row.id, OutcomeOf(ids.size(), a.count),
+                                               "completed after a restart " + JoinErrors(replayed->errors),
+                                               ids));
     result->failed = true;
   }
   return true;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-
 #include <nlohmann/json.hpp>
 
 namespace gpuscaler {
@@ -45,10 +44,6 @@ ClusterState::ClusterState(const Clock& clock, CloudProvider& cloud, AuditStore*
     const InstanceType* t = catalog_.FindInstanceType(o.instance_type);
     risk_group_[i] = (t != nullptr && !t->family.empty() ? t->family : o.instance_type) + "/" + o.zone;
   }
-}
-
-void ClusterState::Record(const Status& s, TickReport* report) {
-  if (!s.ok()) report->errors.push_back(s.error());
 }
 
 void ClusterState::MarkChanged(bool structural) {
@@ -106,7 +101,8 @@ void ClusterState::ReadInterruptions(WallTime now, TickReport* report) {
     if (info.notice_deadline) continue;
     info.notice_deadline = n.deadline;
     const Node& node = snapshot_.nodes[it->second];
-    if (options_.learn_interruption_risk && info.offering >= 0 && node.offering.capacity_type == CapacityType::kSpot) {
+    if (options_.learn_interruption_risk && info.offering >= 0 &&
+        node.offering.capacity_type == CapacityType::kSpot) {
       // Exposure up to now first, so the event is weighed against it.
       if (!flushed) FlushExposure(now);
       flushed = true;
@@ -150,10 +146,17 @@ bool ClusterState::ReadInstances(const Policy& policy, WallTime now, TickReport*
       MarkChanged(true);
       seen.push_back(1);
       if (store_ != nullptr) {
-        NodeLaunchRecord rec{inst.instance_id, inst.instance_id, inst.pool, inst.offering,
-                             0, inst.launch_time, 0, "found running, not launched by this controller"};
-        if (const InstanceType* t = catalog_.FindInstanceType(inst.offering.instance_type)) rec.gpu_count = t->gpu_count;
-        Record(store_->RecordNodeLaunch(rec), report);
+        NodeLaunchRecord rec{inst.instance_id,
+                             inst.instance_id,
+                             inst.pool,
+                             inst.offering,
+                             0,
+                             inst.launch_time,
+                             0,
+                             "found running, not launched by this controller"};
+        if (const InstanceType* t = catalog_.FindInstanceType(inst.offering.instance_type))
+          rec.gpu_count = t->gpu_count;
+        report->Record(store_->RecordNodeLaunch(rec));
       }
       continue;
     }
@@ -200,7 +203,8 @@ void ClusterState::ReadPrices(WallTime now, TickReport* report) {
           continue;
         n.offering.usd_per_hour = p.usd_per_hour;
         if (store_ != nullptr) {
-          Record(store_->RecordNodePrice(n.instance_id, std::max(p.time, n.launch_time), p.usd_per_hour), report);
+          report->Record(
+              store_->RecordNodePrice(n.instance_id, std::max(p.time, n.launch_time), p.usd_per_hour));
         }
       }
     };
@@ -210,11 +214,12 @@ void ClusterState::ReadPrices(WallTime now, TickReport* report) {
       apply(snapshot_.offerings[it->second]);
     } else {
       for (Offering& o : snapshot_.offerings) {
-        if (o.instance_type == p.instance_type && o.region == p.zone && o.capacity_type == p.capacity_type) apply(o);
+        if (o.instance_type == p.instance_type && o.region == p.zone && o.capacity_type == p.capacity_type)
+          apply(o);
       }
     }
   }
-  if (!samples.empty()) Record(store_->RecordPriceSamples(samples), report);
+  if (!samples.empty()) report->Record(store_->RecordPriceSamples(samples));
 }
 
 void ClusterState::RefreshOfferings(WallTime now) {
@@ -263,7 +268,8 @@ void ClusterState::AccumulateExposure(WallTime now) {
   if (dt <= 0) return;
   for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
     const NodeInfo& info = node_info_[i];
-    if (info.offering >= 0 && !info.notice_deadline && snapshot_.nodes[i].offering.capacity_type == CapacityType::kSpot) {
+    if (info.offering >= 0 && !info.notice_deadline &&
+        snapshot_.nodes[i].offering.capacity_type == CapacityType::kSpot) {
       unflushed_exposure_h_[static_cast<size_t>(info.offering)] += dt / 3600.0;
     }
   }
@@ -382,8 +388,8 @@ void ClusterState::AddNode(const Instance& instance, NodeState state, const Poli
 
 void ClusterState::RemoveNode(size_t index, WallTime end, const std::string& cause, TickReport* report) {
   const Node& node = snapshot_.nodes[index];
-  Record(usage_.EndNode(node, end), report);
-  if (store_ != nullptr) Record(store_->RecordNodeEnd({node.instance_id, end, cause}), report);
+  report->Record(usage_.EndNode(node, end));
+  if (store_ != nullptr) report->Record(store_->RecordNodeEnd({node.instance_id, end, cause}));
   if (node_info_[index].notice_deadline) replacements_dirty_ = true;
   snapshot_.nodes.erase(snapshot_.nodes.begin() + static_cast<std::ptrdiff_t>(index));
   node_info_.erase(node_info_.begin() + static_cast<std::ptrdiff_t>(index));

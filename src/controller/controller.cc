@@ -24,10 +24,6 @@ ClusterStateOptions StateOptions(const ControllerOptions& o) {
   return s;
 }
 
-void Record(const Status& s, TickReport* report) {
-  if (!s.ok()) report->errors.push_back(s.error());
-}
-
 }  // namespace
 
 ControllerOptions ControllerOptions::ForDaemon() {
@@ -50,11 +46,13 @@ Controller::Controller(const Clock& clock, CloudProvider& cloud, AuditStore* sto
       store_(store),
       policy_(std::move(policy)),
       options_(std::move(options)),
-      planner_(planner ? std::move(planner) : PlannerFn([](const Snapshot& s, const Policy& p) { return MakePlan(s, p); })),
+      planner_(planner ? std::move(planner)
+                       : PlannerFn([](const Snapshot& s, const Policy& p) { return MakePlan(s, p); })),
       usage_(store, catalog, options_.usage_interval),
       state_(clock, cloud, store, work, catalog, usage_, StateOptions(options_)),
       gate_({options_.reuse_unchanged_plans, options_.max_plan_reuse, options_.idle_replan_interval}),
-      actuator_(clock, cloud, store, catalog, {options_.tags, options_.dry_run, options_.intent_replay_window}) {}
+      actuator_(clock, cloud, store, catalog,
+                {options_.tags, options_.dry_run, options_.intent_replay_window}) {}
 
 void Controller::SetPolicy(Policy policy) {
   policy_ = std::move(policy);
@@ -65,10 +63,10 @@ TickReport Controller::Tick() {
   TickReport report;
   const WallTime now = clock_.WallNow();
   report.time = now;
-  if (store_ != nullptr) Record(store_->BeginTick(), &report);
+  if (store_ != nullptr) report.Record(store_->BeginTick());
 
   // Observe.
-  Record(usage_.Accumulate(now, state_.snapshot().nodes), &report);
+  report.Record(usage_.Accumulate(now, state_.snapshot().nodes));
   state_.AccumulateExposure(now);
   if (!risk_restored_) {
     risk_restored_ = true;
@@ -109,7 +107,7 @@ TickReport Controller::Tick() {
 
   // Commit.
   failpoint::Check("tick.before_commit");
-  if (store_ != nullptr) Record(store_->CommitTick(), &report);
+  if (store_ != nullptr) report.Record(store_->CommitTick());
   failpoint::Check("tick.after_commit");
   return report;
 }

@@ -67,22 +67,23 @@ void InterruptionRiskEstimator::AddHistory(const std::string& key, const std::st
   }
 }
 
-InterruptionRiskEstimator::Evidence InterruptionRiskEstimator::EvidenceFor(const std::string& key,
-                                                                           WallTime now) const {
-  auto it = offerings_.find(key);
-  if (it == offerings_.end()) return {0, 0, now};
+InterruptionRiskEstimator::Evidence InterruptionRiskEstimator::DecayedAt(const std::map<std::string, Evidence>& held,
+                                                                         const std::string& name, WallTime now) const {
+  auto it = held.find(name);
+  if (it == held.end()) return {0, 0, now};
   Evidence e = it->second;
   DecayTo(&e, now);
   return e;
 }
 
+InterruptionRiskEstimator::Evidence InterruptionRiskEstimator::EvidenceFor(const std::string& key,
+                                                                           WallTime now) const {
+  return DecayedAt(offerings_, key, now);
+}
+
 InterruptionRiskEstimator::Evidence InterruptionRiskEstimator::GroupEvidenceFor(const std::string& group,
                                                                                 WallTime now) const {
-  auto it = groups_.find(group);
-  if (it == groups_.end()) return {0, 0, now};
-  Evidence e = it->second;
-  DecayTo(&e, now);
-  return e;
+  return DecayedAt(groups_, group, now);
 }
 
 double InterruptionRiskEstimator::Rate(const std::string& key, const std::string& group, double prior_per_hour,

@@ -19,14 +19,17 @@ GateVerdict ReplanGate::Check(const Snapshot& snapshot, const Policy& policy, bo
   }
   const bool quiet = last_plan_empty_ && !governor_holds;
   const bool unchanged = !changed_ && !age_crossed && now - last_plan_time_ < options_.max_plan_reuse;
-  if (quiet && unchanged) return {false, "reuse: nothing changed since the last plan, which asked for nothing"};
+  if (quiet && unchanged)
+    return {false, "reuse: nothing changed since the last plan, which asked for nothing"};
   const bool in_interval = now - last_plan_time_ < options_.idle_replan_interval;
-  if (snapshot.pending.empty() && in_interval) return {false, "reuse: nothing pending within the idle replan interval"};
+  if (snapshot.pending.empty() && in_interval)
+    return {false, "reuse: nothing pending within the idle replan interval"};
   bool covered = !structure_changed_ && last_launches_held_ == 0 && in_interval;
   for (size_t i = 0; covered && i < snapshot.pending.size(); ++i) {
     covered = last_pending_ids_.count(snapshot.pending[i].id) != 0;
   }
-  if (covered) return {false, "reuse: every pending unit was in the last plan and nothing structural changed"};
+  if (covered)
+    return {false, "reuse: every pending unit was in the last plan and nothing structural changed"};
   if (changed_) return {true, "plan: inputs changed"};
   if (age_crossed) return {true, "plan: a node reached min_node_age"};
   if (!last_plan_empty_) return {true, "plan: the last plan asked for changes"};
@@ -44,9 +47,9 @@ void ReplanGate::Planned(const Snapshot& snapshot, WallTime now) {
 
 void ReplanGate::Governed(const Plan& plan, int launches_held) {
   last_launches_held_ = launches_held;
-  last_plan_empty_ = plan.terminations.empty() &&
-                     std::all_of(plan.launches.begin(), plan.launches.end(),
-                                 [](const LaunchAction& l) { return l.count == 0; });
+  last_plan_empty_ =
+      plan.terminations.empty() && std::all_of(plan.launches.begin(), plan.launches.end(),
+                                               [](const LaunchAction& l) { return l.count == 0; });
 }
 
 }  // namespace gpuscaler

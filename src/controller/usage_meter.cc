@@ -16,7 +16,8 @@ double GpuShare(const DemandUnit& u) {
 
 std::string MonthKey(WallTime t) {
   const std::chrono::year_month_day ymd{std::chrono::floor<std::chrono::days>(t)};
-  return std::to_string(static_cast<int>(ymd.year())) + "-" + std::to_string(static_cast<unsigned>(ymd.month()));
+  return std::to_string(static_cast<int>(ymd.year())) + "-" +
+         std::to_string(static_cast<unsigned>(ymd.month()));
 }
 
 }  // namespace
@@ -82,7 +83,8 @@ Status UsageMeter::Flush(WallTime now, const std::vector<Node>& nodes) {
 Status UsageMeter::FlushNode(const Node& node, Meter& m, WallTime now) {
   std::vector<UsageRecord> rows;
   int gpu_count = 0;
-  if (const InstanceType* t = catalog_.FindInstanceType(node.offering.instance_type)) gpu_count = t->gpu_count;
+  if (const InstanceType* t = catalog_.FindInstanceType(node.offering.instance_type))
+    gpu_count = t->gpu_count;
   const double cap = gpu_count * std::chrono::duration<double>(now - m.start).count();
   for (const auto& [cls, seconds] : m.gpu_seconds) {
     if (seconds <= 0 || now <= m.start) continue;

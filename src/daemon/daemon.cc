@@ -49,7 +49,7 @@ struct Loop {
   int64_t max_ticks = 0;
   std::chrono::milliseconds tick_interval_override{0};
   // The loop runs on the worker, timer included: HTTP traffic on the I/O
-  // thread cannot delay a tick (bench/load/run_load.sh). `stopping` is only
+  // thread cannot delay a tick. `stopping` is only
   // touched there; tick_in_flight is read by the main thread at exit.
   bool stopping = false;
   std::atomic<bool> tick_in_flight{false};
@@ -62,8 +62,8 @@ struct Loop {
   // a burst (a report render on a pool thread, a large plan) the process
   // holds the burst's high-water mark, arena by arena, for good. Handing
   // free pages back once a minute keeps the resident size that of the live
-  // heap (the 90-day soak: bench/soak/run_soak.sh). A few milliseconds on
-  // this thread, between ticks.
+  // heap over months of running. A few milliseconds on this thread, between
+  // ticks.
   void TrimHeap() {
     const auto now = SteadyClock::now();
     if (now - last_trim < std::chrono::seconds(60)) return;

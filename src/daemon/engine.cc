@@ -17,7 +17,8 @@ class LiveEngine final : public Engine {
       : parts_(std::move(parts)),
         signal_work_(*parts_.catalog),
         controller_(*parts_.clock, *parts_.cloud, parts_.store,
-                    parts_.work != nullptr ? *parts_.work : static_cast<WorkSource&>(signal_work_), *parts_.catalog,
+                    parts_.work != nullptr ? *parts_.work : static_cast<WorkSource&>(signal_work_),
+                    *parts_.catalog,
                     parts_.watcher ? parts_.watcher->policy() : parts_.fixed_policy.value_or(Policy{}),
                     parts_.controller_options, parts_.planner) {}
 

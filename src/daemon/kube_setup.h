@@ -1,4 +1,4 @@
-// The daemon's Kubernetes side (issue 8), wired from the `kubernetes:`
+// The daemon's Kubernetes side, wired from the `kubernetes:`
 // section of its configuration: the API client, the pod and node cache,
 // leader election, drain before terminate. Private to src/daemon; one hook
 // in SetUpDaemon calls it. Reference: docs/kubernetes.md ("What gpuscaler

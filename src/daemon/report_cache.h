@@ -3,11 +3,10 @@
 // The audit data only changes when a tick commits, so a render keyed by the
 // tick count is as fresh as a new one: concurrent requests for one report
 // (a wall of dashboards, retrying clients, a load test) share one render,
-// and later ones get its result. Ticks can come faster than renders (the
-// demo at --speed 1200 ticks every 50 ms; a year's HTML report takes tens of
-// milliseconds), and a render per tick per URL then queued requests on the
-// low-priority report pool without bound: under wrk's 1,000 connections some
-// waited past their 10 s timeout. So a render is also reused for
+// and later ones get its result. Ticks can come faster than renders (a fast
+// demo; a year's HTML report), and a render per tick per URL would queue
+// requests on the low-priority report pool without bound. So a render is
+// also reused for
 // `min_render_interval` of wall time after it started, whatever the tick:
 // a report is at most that much older than the last tick.
 //

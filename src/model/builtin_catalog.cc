@@ -26,7 +26,8 @@ InstanceType Type(std::string name, std::string family, std::string gpu, int gpu
 Catalog BuiltinCatalog() {
   Catalog c;
   c.provider = "aws";
-  c.source = "built-in: AWS us-east-1 Linux on-demand list prices and Spot Instance Advisor savings (2025-06-28)";
+  c.source =
+      "built-in: AWS us-east-1 Linux on-demand list prices and Spot Instance Advisor savings (2025-06-28)";
   c.as_of = "2026-07-20";
   c.gpu_models = {{"NVIDIA-A10G", "a10g", 22888, {}},
                   {"NVIDIA-L4", "l4", 22888, {}},
@@ -44,21 +45,23 @@ Catalog BuiltinCatalog() {
   RegionPrices r;
   r.region = "us-east-1";
   r.zones = {"us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d", "us-east-1e", "us-east-1f"};
-  r.on_demand_usd_per_hour = {{"g5.xlarge", 1.006},    {"g5.2xlarge", 1.212},     {"g5.12xlarge", 5.672},
-                              {"g5.48xlarge", 16.288}, {"g6.xlarge", 0.8048},     {"g6.12xlarge", 4.6016},
+  r.on_demand_usd_per_hour = {{"g5.xlarge", 1.006},     {"g5.2xlarge", 1.212},       {"g5.12xlarge", 5.672},
+                              {"g5.48xlarge", 16.288},  {"g6.xlarge", 0.8048},       {"g6.12xlarge", 4.6016},
                               {"g6.48xlarge", 13.3504}, {"p4d.24xlarge", 21.957642}, {"p5.48xlarge", 55.04}};
-  r.spot_usd_per_hour = {{"g5.xlarge", 0.4125},   {"g5.2xlarge", 0.509},    {"g5.12xlarge", 2.3822},
-                         {"g5.48xlarge", 4.7235}, {"g6.xlarge", 0.4104},    {"g6.12xlarge", 1.8867},
-                         {"g6.48xlarge", 4.1386}, {"p4d.24xlarge", 7.246},  {"p5.48xlarge", 26.4192}};
+  r.spot_usd_per_hour = {{"g5.xlarge", 0.4125},   {"g5.2xlarge", 0.509},   {"g5.12xlarge", 2.3822},
+                         {"g5.48xlarge", 4.7235}, {"g6.xlarge", 0.4104},   {"g6.12xlarge", 1.8867},
+                         {"g6.48xlarge", 4.1386}, {"p4d.24xlarge", 7.246}, {"p5.48xlarge", 26.4192}};
   for (const auto& [type, price] : r.on_demand_usd_per_hour) r.spot_interruptions_per_hour[type] = 0.000347;
   c.regions.push_back(std::move(r));
-  c.launch_latency = {{"g5", Seconds(180)}, {"g6", Seconds(180)}, {"p4d", Seconds(360)}, {"p5", Seconds(480)}};
+  c.launch_latency = {
+      {"g5", Seconds(180)}, {"g6", Seconds(180)}, {"p4d", Seconds(360)}, {"p5", Seconds(480)}};
   return c;
 }
 
 Catalog DefaultCatalog(const std::string& source_dir, std::string* source) {
   std::vector<std::filesystem::path> candidates;
-  if (!source_dir.empty()) candidates.push_back(std::filesystem::path(source_dir) / "config/catalogs/aws.yaml");
+  if (!source_dir.empty())
+    candidates.push_back(std::filesystem::path(source_dir) / "config/catalogs/aws.yaml");
   std::error_code ec;
   std::filesystem::path dir = std::filesystem::current_path(ec);
   for (int up = 0; up < 4 && !ec && !dir.empty(); ++up) {

@@ -36,7 +36,8 @@ std::vector<Decision> ThroughTheSimulator(const Scenario& s) {
   std::vector<Decision> out;
   TickReport tick;
   while (!replay.done()) {
-    if (replay.Step(&tick) && tick.planned) out.push_back({ToUnixSeconds(tick.time), FormatPlanJsonLine(tick.plan)});
+    if (replay.Step(&tick) && tick.planned)
+      out.push_back({ToUnixSeconds(tick.time), FormatPlanJsonLine(tick.plan)});
   }
   return out;
 }

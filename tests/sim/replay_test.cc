@@ -165,15 +165,23 @@ TEST(Workload, NonInterruptibleWorkNeverLandsOnSpot) {
   EXPECT_EQ(w.RunningOn("i-od").size(), 1u);
 }
 
-// Golden totals for the baselines whose code lives in sim/ (the planner's own
-// runs are covered by the invariants, so planner changes do not break this).
-TEST(Replay, GoldenTotalsOnTheSmallCommittedTrace) {
-  const std::string dir = std::string(GPUSCALER_SOURCE_DIR) + "/sim/testdata/golden/";
-  Result<Trace> trace = ReadTrace(dir + "small_jobs.csv", TraceFormat::kGpuscalerJobs);
-  ASSERT_TRUE(trace.ok()) << trace.error().ToString();
+std::string GoldenDir() { return std::string(GPUSCALER_SOURCE_DIR) + "/sim/testdata/golden/"; }
+
+// small_jobs.csv, DemoPolicy, built-in catalog, seed 11, 1 day, g5/g6 spot
+// hazard 0.3 per node-hour, price walk on.
+Scenario GoldenScenario() {
+  Result<Trace> trace = ReadTrace(GoldenDir() + "small_jobs.csv", TraceFormat::kGpuscalerJobs);
+  EXPECT_TRUE(trace.ok()) << trace.error().ToString();
   Scenario s = MakeTraceScenario(std::move(trace).value(), {}, BuiltinCatalog(), DemoPolicy(), 11, 1);
   s.cloud.hazard_by_family = {{"g5", 0.3}, {"g6", 0.3}};
   s.cloud.price_walk.enabled = true;
+  return s;
+}
+
+// Golden totals for the baselines whose code lives in sim/.
+TEST(Replay, GoldenTotalsOnTheSmallCommittedTrace) {
+  const std::string dir = GoldenDir();
+  Scenario s = GoldenScenario();
   Result<std::vector<RunResult>> results = RunMany(s, {"karpenter", "cluster-autoscaler"}, {});
   ASSERT_TRUE(results.ok());
 
@@ -231,12 +239,8 @@ std::string DescribeDecision(WallTime t, const Plan& plan) {
 // decision fails here; when the change is intended, regenerate the file with
 // GPUSCALER_UPDATE_GOLDEN=1 and review the difference.
 TEST(Replay, GoldenDecisionsOfGpuscalerOnTheSmallCommittedTrace) {
-  const std::string dir = std::string(GPUSCALER_SOURCE_DIR) + "/sim/testdata/golden/";
-  Result<Trace> trace = ReadTrace(dir + "small_jobs.csv", TraceFormat::kGpuscalerJobs);
-  ASSERT_TRUE(trace.ok()) << trace.error().ToString();
-  Scenario s = MakeTraceScenario(std::move(trace).value(), {}, BuiltinCatalog(), DemoPolicy(), 11, 1);
-  s.cloud.hazard_by_family = {{"g5", 0.3}, {"g6", 0.3}};
-  s.cloud.price_walk.enabled = true;
+  const std::string dir = GoldenDir();
+  Scenario s = GoldenScenario();
   Result<RunSpec> spec = MakeRunSpec("gpuscaler", s, nullptr);
   ASSERT_TRUE(spec.ok());
   Replay replay(s, *spec);

@@ -90,13 +90,16 @@ class Actuator {
  private:
   void LaunchOne(int64_t decision_id, size_t index, const LaunchAction& launch, const Policy& policy,
                  OfferingAvailability& availability, ActuationResult* result, TickReport* report);
-  void TerminateOne(int64_t decision_id, size_t index, const TerminationAction& term, const Snapshot& snapshot,
-                    ActuationResult* result, TickReport* report);
+  void TerminateOne(int64_t decision_id, size_t index, const TerminationAction& term,
+                    const Snapshot& snapshot, ActuationResult* result, TickReport* report);
   // Records the node launches of an action and returns their instance ids;
   // the nodes start launching, or in their listed state (`listed_state`).
   std::vector<std::string> RecordLaunched(const std::vector<Instance>& instances, int64_t decision_id,
-                                          const std::string& reason, bool listed_state, ActuationResult* result,
-                                          TickReport* report);
+                                          const std::string& reason, bool listed_state,
+                                          ActuationResult* result, TickReport* report);
+  // Writes the intent before any call; false (with the error in the report)
+  // when it could not be written. Without a store there is nothing to write.
+  bool RecordIntent(const ActionRecord& intent, int64_t* action_id, TickReport* report);
   LaunchRequest RequestFor(const std::string& pool, int count, const std::string& token) const;
 
   const Clock& clock_;

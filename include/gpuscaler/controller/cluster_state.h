@@ -83,8 +83,8 @@ struct StateChanges {
 class ClusterState {
  public:
   // All references must outlive the state; `store` may be null.
-  ClusterState(const Clock& clock, CloudProvider& cloud, AuditStore* store, WorkSource& work, const Catalog& catalog,
-               UsageMeter& usage, ClusterStateOptions options);
+  ClusterState(const Clock& clock, CloudProvider& cloud, AuditStore* store, WorkSource& work,
+               const Catalog& catalog, UsageMeter& usage, ClusterStateOptions options);
 
   // Rebuilds interruption evidence from the store (call once, first tick).
   void RestoreRisk(WallTime now, TickReport* report);
@@ -96,7 +96,8 @@ class ClusterState {
   // What the actuator did: nodes launched (or found by a recovered intent)
   // are added, terminated ones removed. `structural`: the changes were not
   // asked for by the plan just made (restart recovery).
-  void Apply(const ActuationResult& result, const Policy& policy, WallTime now, bool structural, TickReport* report);
+  void Apply(const ActuationResult& result, const Policy& policy, WallTime now, bool structural,
+             TickReport* report);
   // Something the planner sees changed outside the state (policy, a failed
   // action, an unrecorded decision).
   void MarkChanged(bool structural);
@@ -130,7 +131,6 @@ class ClusterState {
   void RefreshSignals(const Policy& policy, WallTime now);
   void AddNode(const Instance& instance, NodeState state, const Policy& policy, WallTime now);
   void RemoveNode(size_t index, WallTime end, const std::string& cause, TickReport* report);
-  void Record(const Status& s, TickReport* report);
 
   const Clock& clock_;
   CloudProvider& cloud_;
@@ -141,10 +141,10 @@ class ClusterState {
   ClusterStateOptions options_;
 
   Snapshot snapshot_;
-  std::vector<NodeInfo> node_info_;                          // parallel to snapshot_.nodes
+  std::vector<NodeInfo> node_info_;                         // parallel to snapshot_.nodes
   std::unordered_map<std::string, size_t> node_index_;      // instance id -> index
   std::unordered_map<std::string, size_t> offering_index_;  // Offering::Key -> index
-  std::set<std::string> terminated_;  // gone by our hand; ignored while still listed
+  std::set<std::string> terminated_;                        // gone by our hand; ignored while still listed
   OfferingAvailability availability_;
   std::vector<std::string> last_unavailable_;
   InterruptionRiskEstimator risk_;

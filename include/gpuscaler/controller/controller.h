@@ -92,8 +92,8 @@ class Controller {
  public:
   // All references must outlive the controller. `store` may be null: nothing
   // is recorded (simulations without --db). An empty `planner` is MakePlan.
-  Controller(const Clock& clock, CloudProvider& cloud, AuditStore* store, WorkSource& work, const Catalog& catalog,
-             Policy policy, ControllerOptions options = {}, PlannerFn planner = {});
+  Controller(const Clock& clock, CloudProvider& cloud, AuditStore* store, WorkSource& work,
+             const Catalog& catalog, Policy policy, ControllerOptions options = {}, PlannerFn planner = {});
 
   // Takes effect at the next tick.
   void SetPolicy(Policy policy);

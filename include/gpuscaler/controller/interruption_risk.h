@@ -61,8 +61,8 @@ class InterruptionRiskEstimator {
   // [from, to) and, with `interrupted`, was reclaimed at `to`. Weighs the
   // interval as if it had been observed as it happened, decayed to `now`
   // (which must not precede the evidence already held; to <= now).
-  void AddHistory(const std::string& key, const std::string& group, WallTime from, WallTime to, bool interrupted,
-                  WallTime now);
+  void AddHistory(const std::string& key, const std::string& group, WallTime from, WallTime to,
+                  bool interrupted, WallTime now);
 
   // The estimated interruptions per node-hour of `key` at `now`, given the
   // catalog's `prior_per_hour` (>= 0).
@@ -79,6 +79,7 @@ class InterruptionRiskEstimator {
   // an earlier t leaves it as it is: evidence is never "undecayed").
   void DecayTo(Evidence* e, WallTime t) const;
   double Factor(WallTime from, WallTime to) const;
+  Evidence DecayedAt(const std::map<std::string, Evidence>& held, const std::string& name, WallTime now) const;
 
   InterruptionRiskOptions options_;
   std::map<std::string, Evidence> offerings_;

@@ -31,16 +31,16 @@
 namespace gpuscaler {
 
 struct GovernorResult {
-  int launches_held = 0;      // nodes not launched
-  int terminations_held = 0;  // nodes not terminated
+  int launches_held = 0;           // nodes not launched
+  int terminations_held = 0;       // nodes not terminated
   std::vector<std::string> notes;  // why, one line each
 };
 
 class ScalingGovernor {
  public:
   // Edits `plan` in place; `nodes_per_pool` are the pool sizes before the plan.
-  GovernorResult Apply(const ScalingPolicy& scaling, const std::map<std::string, int>& nodes_per_pool, WallTime now,
-                       Plan* plan);
+  GovernorResult Apply(const ScalingPolicy& scaling, const std::map<std::string, int>& nodes_per_pool,
+                       WallTime now, Plan* plan);
   // Tells the governor what was actually done (for the cooldowns).
   void RecordScaleUp(const std::string& pool, WallTime now) { last_up_[pool] = now; }
   void RecordScaleDown(const std::string& pool, WallTime now) { last_down_[pool] = now; }
@@ -63,6 +63,7 @@ class ScalingGovernor {
 // node that runs, or whose pool serves, a class whose signals are stale or
 // missing (snapshot.scale_down_blocked_classes), with a note and a count in
 // `held`. A class that names no pools blocks every pool.
-void HoldBlockedTerminations(const Snapshot& snapshot, const Policy& policy, Plan* plan, GovernorResult* held);
+void HoldBlockedTerminations(const Snapshot& snapshot, const Policy& policy, Plan* plan,
+                             GovernorResult* held);
 
 }  // namespace gpuscaler

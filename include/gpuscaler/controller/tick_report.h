@@ -15,10 +15,10 @@ namespace gpuscaler {
 
 struct TickReport {
   WallTime time{};
-  bool planned = false;         // false: the previous plan was reused
-  std::string gate_reason;      // why the replan gate planned or reused
-  int64_t decision_id = 0;      // 0 when no decision was recorded
-  Plan plan;                    // after the governor (empty when reused)
+  bool planned = false;     // false: the previous plan was reused
+  std::string gate_reason;  // why the replan gate planned or reused
+  int64_t decision_id = 0;  // 0 when no decision was recorded
+  Plan plan;                // after the governor (empty when reused)
   int nodes_requested = 0;
   int nodes_launched = 0;
   int nodes_terminated = 0;
@@ -28,6 +28,11 @@ struct TickReport {
   GovernorResult governor;
   // Non-fatal problems this tick (provider or store errors), in order.
   std::vector<Error> errors;
+
+  // Keeps `s`'s error, if any, among this tick's problems.
+  void Record(const Status& s) {
+    if (!s.ok()) errors.push_back(s.error());
+  }
 };
 
 }  // namespace gpuscaler

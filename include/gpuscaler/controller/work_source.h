@@ -1,6 +1,7 @@
 // The WorkSource seam: what waits for GPUs and what runs where, plus the
 // state of the signals the demand came from. The daemon's comes from queues,
-// metrics and Kubernetes (issue 5); the simulator's is its workload model.
+// metrics and Kubernetes (SignalWorkSource); the simulator's is its workload
+// model (sim::Workload).
 //
 // Versions let the controller copy only what changed between ticks: a version
 // must change whenever the content it covers does (equal versions promise
@@ -19,9 +20,9 @@ namespace gpuscaler {
 
 // One signal a class's demand depends on.
 struct SignalStatus {
-  std::string name;    // "render queue depth"
-  std::string source;  // key of Policy::signals.max_staleness: "prometheus", "rabbitmq", …
-  std::vector<std::string> classes;  // workload classes that depend on it
+  std::string name;                    // "render queue depth"
+  std::string source;                  // key of Policy::signals.max_staleness: "prometheus", "rabbitmq", …
+  std::vector<std::string> classes;    // workload classes that depend on it
   std::optional<WallTime> sampled_at;  // unset: missing
   double value = 0;
 };

@@ -41,13 +41,13 @@ namespace gpuscaler::daemon {
 struct EngineTick {
   TickReport report;
   WallTime time{};
-  PolicyReload reload;       // the policy file's state this tick
-  double cost_usd_per_hour = 0;  // fleet spend rate after the tick
-  std::vector<ClassSignal> signals;  // as judged this tick (signal-driven demand)
+  PolicyReload reload;                        // the policy file's state this tick
+  double cost_usd_per_hour = 0;               // fleet spend rate after the tick
+  std::vector<ClassSignal> signals;           // as judged this tick (signal-driven demand)
   std::map<std::string, double> queue_depth;  // by class: last usable value
-  int64_t queued_jobs = -1;   // demo: the workload's queue; -1 unknown
+  int64_t queued_jobs = -1;                   // demo: the workload's queue; -1 unknown
   int64_t running_jobs = -1;
-  bool finished = false;      // demo: the load's horizon is reached (no tick ran)
+  bool finished = false;  // demo: the load's horizon is reached (no tick ran)
 };
 
 class Engine {
@@ -70,10 +70,10 @@ class Engine {
 using SignalReader = std::function<std::vector<ClassSignal>(const Policy& policy, WallTime now)>;
 
 struct LiveEngineParts {
-  const Clock* clock = nullptr;            // required
-  CloudProvider* cloud = nullptr;          // required
-  AuditStore* store = nullptr;             // may be null (nothing recorded)
-  const Catalog* catalog = nullptr;        // required
+  const Clock* clock = nullptr;      // required
+  CloudProvider* cloud = nullptr;    // required
+  AuditStore* store = nullptr;       // may be null (nothing recorded)
+  const Catalog* catalog = nullptr;  // required
   // The policy: a watched file (LoadInitial() already called), or, without
   // one, `fixed_policy` (the demo's built-in policy).
   std::unique_ptr<PolicyWatcher> watcher;
@@ -96,8 +96,8 @@ struct LiveEngineParts {
   std::function<void(EngineTick*)> describe;
   // At Shutdown, after the usage flush (the demo's store flush). May be empty.
   std::function<Status()> shutdown;
-  std::string mode;   // empty: "live", or "dry-run" with controller_options.dry_run
-  double speed = 1;   // virtual seconds per real second
+  std::string mode;  // empty: "live", or "dry-run" with controller_options.dry_run
+  double speed = 1;  // virtual seconds per real second
   ControllerOptions controller_options = ControllerOptions::ForDaemon();
   PlannerFn planner;  // empty: MakePlan
 };
