@@ -105,8 +105,7 @@ Result<SpotMarket> ParseCblAvailability(std::string_view text, const std::string
         c.last = v;
         market.prices.push_back({Seconds(at), c.instance_type, c.zone, CapacityType::kSpot, v});
       } else {
-        // The range check first: casting a double beyond int64 is undefined
-        // (found by the traces fuzz target with 1.1e103).
+        // The range check first: casting a double beyond int64 is undefined.
         if (v > std::numeric_limits<int>::max()) {
           t.Fail(c.index, csv::Quote(t.Field(c.index)) + " is more nodes than an int holds");
           break;

@@ -58,7 +58,7 @@ inline void Skip(ReadStats* stats, const std::string& reason, int64_t n = 1) {
 
 // Largest quantities one job may ask for. Far beyond any machine, so no
 // real trace hits them; they reject garbage and keep every conversion to
-// int defined (a fuzzed "1e30" GPUs used to overflow the cast).
+// int defined ("1e30" GPUs would overflow the cast).
 inline constexpr int64_t kMaxJobGpus = 1 << 20;
 inline constexpr double kMaxJobQuantity = 1e12;  // milli-CPU, MiB, GiB
 

@@ -236,7 +236,7 @@ void FinishTrace(Trace* trace, const TraceOptions& o, DefaultOrigin origin_mode,
 
   std::vector<TraceJob>& jobs = trace->jobs;
   // Sort an index, then move each job once: a TraceJob is a few hundred
-  // bytes and swapping them dominated reading 100k jobs.
+  // bytes, too large to swap about while sorting.
   std::vector<uint32_t> order;
   order.reserve(jobs.size());
   for (size_t i = 0; i < jobs.size(); ++i) {

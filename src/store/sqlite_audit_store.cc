@@ -66,9 +66,8 @@ Result<std::unique_ptr<SqliteAuditStore>> SqliteAuditStore::Open(const std::stri
   Connection& c = **db;
   const std::string context = "opening audit database '" + db_path + "'";
 
-  // Small pages: a tick dirties a few pages of several tables, and on the
-  // machines measured (bench/RESULTS.md) the WAL write cost follows the bytes
-  // written; 1 KiB pages wrote ~1.6x the ticks/s of 4 KiB ones. Only takes
+  // Small pages: a tick dirties a few pages of several tables, and the WAL
+  // write cost follows the bytes written (bench/RESULTS.md). Only takes
   // effect on a new file.
   if (Status s = c.Exec("PRAGMA page_size = 1024", "setting the page size"); !s.ok()) {
     return s.error().WithContext(context);
