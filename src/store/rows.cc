@@ -1,5 +1,6 @@
 #include "rows.h"
 
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 namespace gpuscaler {
@@ -7,17 +8,9 @@ namespace gpuscaler {
 std::string_view ToString(ActionKind k) { return k == ActionKind::kTerminate ? "terminate" : "launch"; }
 
 std::string_view ToString(ActionOutcome o) {
-  switch (o) {
-    case ActionOutcome::kPending:
-      return "pending";
-    case ActionOutcome::kSucceeded:
-      return "succeeded";
-    case ActionOutcome::kPartial:
-      return "partial";
-    case ActionOutcome::kFailed:
-      return "failed";
-  }
-  return "pending";
+  static constexpr std::string_view kNames[] = {"pending", "succeeded", "partial", "failed"};  // enum order
+  const auto i = static_cast<size_t>(o);
+  return i < std::size(kNames) ? kNames[i] : kNames[0];
 }
 
 std::optional<ActionKind> ParseActionKind(std::string_view text) {
@@ -51,8 +44,8 @@ void BindOffering(Query& q, int first, const Offering& o) {
              o.on_demand_usd_per_hour, o.interruptions_per_hour);
 }
 
-Result<Offering> ReadOffering(const Query& q, int first, std::string_view table) {
-  Offering o;
+Status ReadOffering(const Query& q, int first, std::string_view table, Offering* out) {
+  Offering& o = *out;
   o.instance_type = q.Text(first);
   o.region = q.Text(first + 1);
   o.zone = q.Text(first + 2);
@@ -63,7 +56,7 @@ Result<Offering> ReadOffering(const Query& q, int first, std::string_view table)
   o.usd_per_hour = q.Real(first + 4);
   o.on_demand_usd_per_hour = q.Real(first + 5);
   o.interruptions_per_hour = q.Real(first + 6);
-  return o;
+  return Status::Ok();
 }
 
 namespace {
@@ -89,9 +82,7 @@ Result<ActionRow> ReadActionRow(const Query& q) {
   a.kind = *kind;
   a.idempotency_token = q.Text(3);
   a.pool = q.Text(4);
-  Result<Offering> offering = ReadOffering(q, 5, "actions");
-  if (!offering) return offering.error();
-  a.offering = std::move(*offering);
+  if (Status s = ReadOffering(q, 5, "actions", &a.offering); !s.ok()) return s.error();
   a.count = static_cast<int>(q.Int(12));
   Result<std::vector<std::string>> ids = IdsFromJson(q.Text(13), "actions.instance_ids_json");
   if (!ids) return ids.error();
@@ -119,9 +110,7 @@ Result<NodeRow> ReadNodeRow(const Query& q) {
   n.instance_id = q.Text(0);
   n.node_id = q.Text(1);
   n.pool = q.Text(2);
-  Result<Offering> offering = ReadOffering(q, 3, "nodes");
-  if (!offering) return offering.error();
-  n.offering = std::move(*offering);
+  if (Status s = ReadOffering(q, 3, "nodes", &n.offering); !s.ok()) return s.error();
   n.gpu_count = static_cast<int>(q.Int(10));
   n.launch_time = q.Time(11);
   n.decision_id = q.IsNull(12) ? 0 : q.Int(12);
@@ -140,9 +129,7 @@ Query& BindPriceSample(Query& q, const PriceSample& p) {
 Result<PriceSample> ReadPriceSample(const Query& q) {
   PriceSample sample;
   sample.time = q.Time(0);
-  Result<Offering> offering = ReadOffering(q, 1, "price_samples");
-  if (!offering) return offering.error();
-  sample.offering = std::move(*offering);
+  if (Status s = ReadOffering(q, 1, "price_samples", &sample.offering); !s.ok()) return s.error();
   sample.offering.available = q.Int(8) != 0;
   return sample;
 }

@@ -71,8 +71,9 @@ inline constexpr auto kDecisionFields =
 #define GPUSCALER_OFFERING_COLUMNS(price) \
   "instance_type, region, zone, capacity_type, " price ", on_demand_usd_per_hour, interruptions_per_hour"
 void BindOffering(Query& q, int first, const Offering& o);
-// An unknown capacity type is kInternal, naming `table`.
-Result<Offering> ReadOffering(const Query& q, int first, std::string_view table);
+// Reads columns first..first + 6 into *out, leaving `available` as it is. An
+// unknown capacity type is kInternal, naming `table`.
+Status ReadOffering(const Query& q, int first, std::string_view table, Offering* out);
 
 // actions: the intent's columns, then (ActionRow) the outcome's.
 #define GPUSCALER_ACTION_INTENT_COLUMNS                                                       \
