@@ -1,4 +1,6 @@
 // Our own CSV formats: gpuscaler-jobs and gpuscaler-series (docs/traces.md).
+#include <algorithm>
+#include <iterator>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -10,8 +12,7 @@
 namespace gpuscaler::sim::internal {
 namespace {
 
-// Columns the jobs format knows; anything else in the header is rejected so
-// a typo ("gpu" for "gpus") does not silently become a default.
+// Columns each format knows.
 constexpr std::string_view kJobColumns[] = {
     "id",         "submit_s",           "submit",        "duration_s",     "gpus",
     "gpu_milli",  "mig_profile",        "gpu_models",    "min_gpu_memory_mib",
@@ -22,19 +23,18 @@ constexpr std::string_view kJobColumns[] = {
 
 constexpr std::string_view kSeriesColumns[] = {"t_s", "t", "class", "value", "unit"};
 
+// The header of our formats: only `known` columns (a typo such as "gpu"
+// for "gpus" must not silently become a default), and exactly one time
+// column, `relative` seconds or `absolute` RFC 3339. Returns the time
+// column's index (-1 after a failure); *is_absolute says which.
 template <size_t N>
-void CheckKnownColumns(csv::Table& table, const std::string_view (&known)[N]) {
+int CheckHeader(csv::Table& table, const std::string_view (&known)[N], std::string_view relative,
+                std::string_view absolute, bool* is_absolute) {
   for (const std::string& column : table.header()) {
-    bool found = false;
-    for (std::string_view k : known) found = found || k == column;
-    if (!found) table.FailHeader("unknown column '" + column + "'");
+    if (std::find(std::begin(known), std::end(known), column) == std::end(known)) {
+      table.FailHeader("unknown column '" + column + "'");
+    }
   }
-}
-
-// The time column of our formats: `relative` seconds or `absolute` RFC 3339,
-// exactly one of them. Returns the index (-1 after a failure); *is_absolute
-// says which.
-int TimeColumn(csv::Table& table, std::string_view relative, std::string_view absolute, bool* is_absolute) {
   const int rel = table.Find(relative);
   const int abs = table.Find(absolute);
   if (rel >= 0 && abs >= 0) {
@@ -63,9 +63,8 @@ int64_t NonNegativeSeconds(csv::Table& t, int col, int64_t fallback) {
 }  // namespace
 
 void ReadGpuscalerJobs(csv::Table& t, const TraceOptions& o, Trace* trace) {
-  CheckKnownColumns(t, kJobColumns);
   bool absolute = false;
-  const int c_submit = TimeColumn(t, "submit_s", "submit", &absolute);
+  const int c_submit = CheckHeader(t, kJobColumns, "submit_s", "submit", &absolute);
   const int c_id = t.Require("id");
   const int c_duration = t.Require("duration_s");
   const int c_gpus = t.Find("gpus"), c_milli = t.Find("gpu_milli"), c_mig = t.Find("mig_profile");
@@ -145,9 +144,8 @@ void ReadGpuscalerJobs(csv::Table& t, const TraceOptions& o, Trace* trace) {
 }
 
 void ReadGpuscalerSeries(csv::Table& t, const TraceOptions& o, Trace* trace) {
-  CheckKnownColumns(t, kSeriesColumns);
   bool absolute = false;
-  const int c_t = TimeColumn(t, "t_s", "t", &absolute);
+  const int c_t = CheckHeader(t, kSeriesColumns, "t_s", "t", &absolute);
   const int c_class = t.Require("class");
   const int c_value = t.Require("value");
   const int c_unit = t.Find("unit");

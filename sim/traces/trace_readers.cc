@@ -136,10 +136,13 @@ Result<Out> ParseTable(const Entry (&table)[N], decltype(Entry::format) format, 
   return out;
 }
 
-Result<std::string> ReadFile(const std::string& path) {
+// ParseTable on the contents of `path`; kNotFound when it cannot be read.
+template <typename Out, typename Entry, size_t N, typename Options>
+Result<Out> ReadTable(const Entry (&table)[N], decltype(Entry::format) format, const std::string& path,
+                      const Options& options) {
   Result<std::string> text = ReadTextFile(path);
   if (!text) return Error::NotFound("cannot open '" + path + "': " + text.error().message());
-  return text;
+  return ParseTable<Out>(table, format, *text, path, options);
 }
 
 }  // namespace
@@ -178,9 +181,7 @@ Result<Trace> ParseTrace(std::string text, const std::string& file_name, TraceFo
 }
 
 Result<Trace> ReadTrace(const std::string& path, TraceFormat format, const TraceOptions& options) {
-  Result<std::string> text = ReadFile(path);
-  if (!text) return text.error();
-  return ParseTrace(std::move(*text), path, format, options);
+  return ReadTable<Trace>(kTraceFormats, format, path, options);
 }
 
 Result<SpotMarket> ParseSpotMarket(std::string text, const std::string& file_name, MarketFormat format,
@@ -189,9 +190,7 @@ Result<SpotMarket> ParseSpotMarket(std::string text, const std::string& file_nam
 }
 
 Result<SpotMarket> ReadSpotMarket(const std::string& path, MarketFormat format, const MarketOptions& options) {
-  Result<std::string> text = ReadFile(path);
-  if (!text) return text.error();
-  return ParseSpotMarket(std::move(*text), path, format, options);
+  return ReadTable<SpotMarket>(kMarketFormats, format, path, options);
 }
 
 std::string AlibabaGpuToCatalog(std::string_view alibaba_name) {
