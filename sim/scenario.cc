@@ -37,9 +37,55 @@ struct LoadSpec {
   int64_t eval_jobs = 0;
 };
 
+// What the jobs of one kind ask for and how they tolerate a move.
+struct JobKind {
+  std::string id_prefix;
+  std::string workload_class;
+  int priority;
+  bool interruptible;
+  Seconds checkpoint_interval;
+  Seconds restart_cost;
+};
+
+struct JobShape {
+  int gpus;
+  std::vector<std::string> gpu_models;
+  int64_t cpu_milli;
+  int64_t memory_mib;
+};
+
+TraceJob MakeJob(const JobKind& kind, const JobShape& shape, int64_t n, double submit_s, double duration_s) {
+  TraceJob j;
+  j.submit = Seconds(static_cast<int64_t>(submit_s));
+  j.duration = Seconds(static_cast<int64_t>(duration_s));
+  j.unit.id = kind.id_prefix + std::to_string(n);
+  j.unit.workload_class = kind.workload_class;
+  j.unit.gpus = shape.gpus;
+  j.unit.gpu_models = shape.gpu_models;
+  j.unit.cpu_milli = shape.cpu_milli;
+  j.unit.memory_mib = shape.memory_mib;
+  j.unit.priority = kind.priority;
+  j.unit.interruptible = kind.interruptible;
+  j.unit.checkpoint_interval = kind.checkpoint_interval;
+  j.unit.restart_cost = kind.restart_cost;
+  j.unit.expected_runtime = j.duration;
+  return j;
+}
+
 // Inference: diurnal arrivals (peak 15:00 UTC), 1 GPU, stateless replicas.
 // Training: bursts of 3-12 multi-GPU jobs. Eval: 1 GPU, never on spot.
 Trace GenerateLoad(const LoadSpec& spec, uint64_t seed, const std::string& source) {
+  const JobKind inference{"inf-", "inference", 10, true, Seconds(60), Seconds(90)};
+  const JobKind training{"train-", "training", 0, true, Seconds(1800), Seconds(600)};
+  const JobKind eval{"eval-", "eval", 5, false, Seconds(0), Seconds(120)};
+  const JobShape small{1, {"a10g", "l4"}, 3000, 12000};
+  const JobShape eval_shape{1, {"a10g", "l4"}, 4000, 14000};
+  // Training draws one of these: half 4-GPU A10G/L4, 35 % 8-GPU A100/H100,
+  // the rest 8-GPU H100 only.
+  const JobShape training_4{4, {"a10g", "l4"}, 32000, 131072};
+  const JobShape training_8{8, {"a100-40gb", "a100-80gb", "h100-80gb"}, 80000, 614400};
+  const JobShape training_h100{8, {"h100-80gb"}, 160000, 1228800};
+
   Rng rng(seed * 0x2545F4914F6CDD1DULL + 17);
   Trace trace;
   trace.source = source;
@@ -52,21 +98,8 @@ Trace GenerateLoad(const LoadSpec& spec, uint64_t seed, const std::string& sourc
   while (n < spec.inference_jobs) {
     const double t = rng.Uniform() * span_s;
     if (rng.Uniform() * 1.7 > diurnal(t)) continue;
-    TraceJob j;
-    j.submit = Seconds(static_cast<int64_t>(t));
-    j.duration = Seconds(static_cast<int64_t>(std::clamp(rng.LogNormal(2400, 0.6), 300.0, 21600.0)));
-    j.unit.id = "inf-" + std::to_string(n);
-    j.unit.workload_class = "inference";
-    j.unit.gpus = 1;
-    j.unit.gpu_models = {"a10g", "l4"};
-    j.unit.cpu_milli = 3000;
-    j.unit.memory_mib = 12000;
-    j.unit.priority = 10;
-    j.unit.interruptible = true;
-    j.unit.checkpoint_interval = Seconds(60);
-    j.unit.restart_cost = Seconds(90);
-    j.unit.expected_runtime = j.duration;
-    trace.jobs.push_back(std::move(j));
+    const double duration = std::clamp(rng.LogNormal(2400, 0.6), 300.0, 21600.0);
+    trace.jobs.push_back(MakeJob(inference, small, n, t, duration));
     ++n;
   }
   n = 0;
@@ -74,51 +107,17 @@ Trace GenerateLoad(const LoadSpec& spec, uint64_t seed, const std::string& sourc
     const double burst = rng.Uniform() * span_s;
     const int size = rng.Int(3, 12);
     for (int k = 0; k < size && n < spec.training_jobs; ++k, ++n) {
-      TraceJob j;
-      j.submit = Seconds(static_cast<int64_t>(std::min(span_s - 1, burst + rng.Uniform() * 600.0)));
-      j.duration = Seconds(static_cast<int64_t>(std::clamp(rng.LogNormal(7200, 0.7), 900.0, 86400.0)));
-      j.unit.id = "train-" + std::to_string(n);
-      j.unit.workload_class = "training";
-      const double kind = rng.Uniform();
-      if (kind < 0.5) {
-        j.unit.gpus = 4;
-        j.unit.gpu_models = {"a10g", "l4"};
-        j.unit.cpu_milli = 32000;
-        j.unit.memory_mib = 131072;
-      } else if (kind < 0.85) {
-        j.unit.gpus = 8;
-        j.unit.gpu_models = {"a100-40gb", "a100-80gb", "h100-80gb"};
-        j.unit.cpu_milli = 80000;
-        j.unit.memory_mib = 614400;
-      } else {
-        j.unit.gpus = 8;
-        j.unit.gpu_models = {"h100-80gb"};
-        j.unit.cpu_milli = 160000;
-        j.unit.memory_mib = 1228800;
-      }
-      j.unit.interruptible = true;
-      j.unit.checkpoint_interval = Seconds(1800);
-      j.unit.restart_cost = Seconds(600);
-      j.unit.expected_runtime = j.duration;
-      trace.jobs.push_back(std::move(j));
+      const double submit = std::min(span_s - 1, burst + rng.Uniform() * 600.0);
+      const double duration = std::clamp(rng.LogNormal(7200, 0.7), 900.0, 86400.0);
+      const double draw = rng.Uniform();
+      const JobShape& shape = draw < 0.5 ? training_4 : draw < 0.85 ? training_8 : training_h100;
+      trace.jobs.push_back(MakeJob(training, shape, n, submit, duration));
     }
   }
   for (n = 0; n < spec.eval_jobs; ++n) {
-    TraceJob j;
-    j.submit = Seconds(static_cast<int64_t>(rng.Uniform() * span_s));
-    j.duration = Seconds(static_cast<int64_t>(std::clamp(rng.LogNormal(2700, 0.5), 300.0, 14400.0)));
-    j.unit.id = "eval-" + std::to_string(n);
-    j.unit.workload_class = "eval";
-    j.unit.gpus = 1;
-    j.unit.gpu_models = {"a10g", "l4"};
-    j.unit.cpu_milli = 4000;
-    j.unit.memory_mib = 14000;
-    j.unit.priority = 5;
-    j.unit.interruptible = false;
-    j.unit.checkpoint_interval = Seconds(0);
-    j.unit.restart_cost = Seconds(120);
-    j.unit.expected_runtime = j.duration;
-    trace.jobs.push_back(std::move(j));
+    const double submit = rng.Uniform() * span_s;
+    const double duration = std::clamp(rng.LogNormal(2700, 0.5), 300.0, 14400.0);
+    trace.jobs.push_back(MakeJob(eval, eval_shape, n, submit, duration));
   }
   std::stable_sort(trace.jobs.begin(), trace.jobs.end(), [](const TraceJob& a, const TraceJob& b) {
     return a.submit != b.submit ? a.submit < b.submit : a.unit.id < b.unit.id;

@@ -21,25 +21,15 @@ double NonNegativeNumber(csv::Table& t, int col, double max = kMaxJobQuantity) {
   return t.NumberIn(col, 0, max);
 }
 
-void Warn(ReadStats* stats, int64_t n, const std::string& sentence) {
-  if (n > 0) stats->warnings.push_back(std::to_string(n) + " " + sentence);
-}
-
 }  // namespace
 
-Result<Trace> ParseOpenb(std::string_view text, const std::string& file, const TraceOptions& o) {
-  Result<csv::Table> opened = csv::Table::Open(text, file);
-  if (!opened) return opened.error();
-  csv::Table& t = *opened;
+void ReadOpenb(csv::Table& t, const TraceOptions& o, Trace* trace) {
   const int c_name = t.Require("name"), c_cpu = t.Require("cpu_milli"), c_mem = t.Require("memory_mib");
   const int c_num_gpu = t.Require("num_gpu"), c_milli = t.Require("gpu_milli"), c_spec = t.Require("gpu_spec");
   const int c_qos = t.Require("qos"), c_created = t.Require("creation_time");
   const int c_deleted = t.Require("deletion_time"), c_scheduled = t.Require("scheduled_time");
-  if (t.failed()) return t.error();
 
-  Trace trace;
-  trace.source = file;
-  trace.jobs.reserve(EstimateRows(text));
+  trace->jobs.reserve(t.EstimatedRows());
   int64_t never_scheduled = 0, unmapped_gpu = 0;
   while (t.Next()) {
     if (t.Empty(c_name)) t.Fail(c_name, "empty");
@@ -61,7 +51,7 @@ Result<Trace> ParseOpenb(std::string_view text, const std::string& file, const T
     const int64_t created = t.SecondsValue(c_created);
     if (t.failed()) break;
     if (t.Empty(c_deleted)) {
-      Skip(&trace.stats, "no deletion_time");
+      Skip(&trace->stats, "no deletion_time");
       continue;
     }
     const int64_t deleted = t.SecondsValue(c_deleted);
@@ -73,11 +63,11 @@ Result<Trace> ParseOpenb(std::string_view text, const std::string& file, const T
     }
     if (t.failed()) break;
     if (deleted - started <= 0) {
-      Skip(&trace.stats, "non-positive duration");
+      Skip(&trace->stats, "non-positive duration");
       continue;
     }
     if (num_gpu == 0 && o.skip_cpu_only) {
-      Skip(&trace.stats, "cpu-only");
+      Skip(&trace->stats, "cpu-only");
       continue;
     }
     DemandUnit unit = MakeUnit(std::string(t.Field(c_name)),
@@ -109,35 +99,28 @@ Result<Trace> ParseOpenb(std::string_view text, const std::string& file, const T
     if (any) unit.gpu_models.clear();
     unit.labels["qos"] = std::string(qos);
     ApplyJobOverrides(o, &unit);
-    trace.jobs.push_back({Seconds(created), unit.expected_runtime, std::move(unit)});
-    ++trace.stats.rows_used;
+    trace->jobs.push_back({Seconds(created), unit.expected_runtime, std::move(unit)});
+    ++trace->stats.rows_used;
   }
-  if (t.failed()) return t.error();
-  trace.stats.rows_read = t.rows_read();
-  Warn(&trace.stats, never_scheduled, "pods have no scheduled_time; their duration counts from creation_time");
-  Warn(&trace.stats, unmapped_gpu, "gpu_spec entries have no catalog equivalent and are kept as written");
-  trace.behaviour_from_policy = BehaviourFromPolicy(o);
-  FinishTrace(&trace, o, DefaultOrigin::kEarliest, false);
-  return trace;
+  if (t.failed()) return;
+  Warn(&trace->stats, never_scheduled,
+       "pods have no scheduled_time; their duration counts from creation_time");
+  Warn(&trace->stats, unmapped_gpu, "gpu_spec entries have no catalog equivalent and are kept as written");
+  trace->behaviour_from_policy = BehaviourFromPolicy(o);
+  FinishTrace(trace, o, DefaultOrigin::kEarliest, false);
 }
 
-Result<Trace> ParseDlrm(std::string_view text, const std::string& file, const TraceOptions& o) {
-  Result<csv::Table> opened = csv::Table::Open(text, file);
-  if (!opened) return opened.error();
-  csv::Table& t = *opened;
+void ReadDlrm(csv::Table& t, const TraceOptions& o, Trace* trace) {
   const int c_sn = t.Require("instance_sn"), c_role = t.Require("role"), c_app = t.Require("app_name");
   const int c_cpu = t.Require("cpu_request"), c_gpu = t.Require("gpu_request");
   const int c_mem = t.Require("memory_request"), c_created = t.Require("creation_time");
   const int c_scheduled = t.Require("scheduled_time"), c_deleted = t.Require("deletion_time");
-  if (t.failed()) return t.error();
 
-  Trace trace;
-  trace.source = file;
   struct Pending {
     size_t job;
     int64_t started;
   };
-  trace.jobs.reserve(EstimateRows(text));
+  trace->jobs.reserve(t.EstimatedRows());
   std::vector<Pending> open_ended;  // no deletion_time: end filled in below
   int64_t latest = 0, existed = 0;
   while (t.Next()) {
@@ -164,11 +147,11 @@ Result<Trace> ParseDlrm(std::string_view text, const std::string& file, const Tr
     if (t.failed()) break;
     latest = std::max({latest, created, started, deleted});
     if (has_end && deleted - started <= 0) {
-      Skip(&trace.stats, "non-positive duration");
+      Skip(&trace->stats, "non-positive duration");
       continue;
     }
     if (gpu == 0 && o.skip_cpu_only) {
-      Skip(&trace.stats, "cpu-only");
+      Skip(&trace->stats, "cpu-only");
       continue;
     }
     DemandUnit unit = MakeUnit(std::string(t.Field(c_sn)), o.latency_sensitive_class,
@@ -185,19 +168,19 @@ Result<Trace> ParseDlrm(std::string_view text, const std::string& file, const Tr
     unit.labels["app"] = std::string(t.Field(c_app));
     unit.labels["role"] = std::string(role);
     ApplyJobOverrides(o, &unit);
-    if (!has_end) open_ended.push_back({trace.jobs.size(), started});
-    trace.jobs.push_back({Seconds(created), unit.expected_runtime, std::move(unit)});
-    ++trace.stats.rows_used;
+    if (!has_end) open_ended.push_back({trace->jobs.size(), started});
+    trace->jobs.push_back({Seconds(created), unit.expected_runtime, std::move(unit)});
+    ++trace->stats.rows_used;
   }
-  if (t.failed()) return t.error();
-  trace.stats.rows_read = t.rows_read();
+  if (t.failed()) return;
+  std::vector<TraceJob>& jobs = trace->jobs;
   const int64_t end = o.dlrm_end_s.value_or(latest);
   // Open-ended instances that would end at or before they start under the
   // given end are dropped like any other non-positive duration; indices
   // into jobs stay valid because erasure happens afterwards.
-  std::vector<bool> drop(trace.jobs.size(), false);
+  std::vector<bool> drop(jobs.size(), false);
   for (const Pending& p : open_ended) {
-    TraceJob& job = trace.jobs[p.job];
+    TraceJob& job = jobs[p.job];
     if (end - p.started <= 0) {
       drop[p.job] = true;
       continue;
@@ -207,23 +190,22 @@ Result<Trace> ParseDlrm(std::string_view text, const std::string& file, const Tr
   }
   int64_t dropped = 0;
   size_t w = 0;
-  for (size_t i = 0; i < trace.jobs.size(); ++i) {
+  for (size_t i = 0; i < jobs.size(); ++i) {
     if (drop[i]) {
       ++dropped;
       continue;
     }
-    if (w != i) trace.jobs[w] = std::move(trace.jobs[i]);
+    if (w != i) jobs[w] = std::move(jobs[i]);
     ++w;
   }
-  trace.jobs.resize(w);
-  Skip(&trace.stats, "non-positive duration", dropped);
-  trace.stats.rows_used -= dropped;
-  Warn(&trace.stats, existed, "instances existed at trace start (no creation_time); submitted at 0");
-  Warn(&trace.stats, static_cast<int64_t>(open_ended.size()) - dropped,
+  jobs.resize(w);
+  Skip(&trace->stats, "non-positive duration", dropped);
+  trace->stats.rows_used -= dropped;
+  Warn(&trace->stats, existed, "instances existed at trace start (no creation_time); submitted at 0");
+  Warn(&trace->stats, static_cast<int64_t>(open_ended.size()) - dropped,
        "instances have no deletion_time; they run to the end of the trace at " + std::to_string(end) + " s");
-  trace.behaviour_from_policy = BehaviourFromPolicy(o);
-  FinishTrace(&trace, o, DefaultOrigin::kEarliest, false);
-  return trace;
+  trace->behaviour_from_policy = BehaviourFromPolicy(o);
+  FinishTrace(trace, o, DefaultOrigin::kEarliest, false);
 }
 
 namespace {
@@ -281,13 +263,8 @@ struct GenaiSpec {
   double max_value;  // inclusive; larger is malformed
 };
 
-Result<Trace> ParseGenaiSeries(std::string_view text, const std::string& file, const TraceOptions& o,
-                               const GenaiSpec& spec) {
-  Result<csv::Table> opened = csv::Table::Open(text, file);
-  if (!opened) return opened.error();
-  csv::Table& t = *opened;
+void ReadGenaiSeries(csv::Table& t, const TraceOptions& o, const GenaiSpec& spec, Trace* trace) {
   const int c_t = t.Require("timestamp_anon"), c_value = t.Require("value");
-  if (t.failed()) return t.error();
   std::vector<Sample> samples;
   while (t.Next()) {
     const int64_t at = t.SecondsValue(c_t);
@@ -301,30 +278,25 @@ Result<Trace> ParseGenaiSeries(std::string_view text, const std::string& file, c
     if (t.failed()) break;
     samples.push_back({at, v});
   }
-  if (t.failed()) return t.error();
-  Trace trace;
-  trace.source = file;
-  trace.stats.rows_read = t.rows_read();
-  trace.stats.rows_used = static_cast<int64_t>(samples.size());
+  if (t.failed()) return;
+  trace->stats.rows_used = static_cast<int64_t>(samples.size());
   DemandSeries series{o.series_class, spec.unit, Aggregate(std::move(samples), o, spec.rule, spec.scale)};
-  if (!series.points.empty()) trace.series.push_back(std::move(series));
-  FinishTrace(&trace, o, DefaultOrigin::kEarliest, true);
-  return trace;
+  if (!series.points.empty()) trace->series.push_back(std::move(series));
+  FinishTrace(trace, o, DefaultOrigin::kEarliest, true);
 }
 
 }  // namespace
 
-Result<Trace> ParseGenaiQueue(std::string_view text, const std::string& file, const TraceOptions& o) {
-  return ParseGenaiSeries(text, file, o, {"jobs", BinRule::kMean, 1.0, std::numeric_limits<double>::max()});
+void ReadGenaiQueue(csv::Table& t, const TraceOptions& o, Trace* trace) {
+  ReadGenaiSeries(t, o, {"jobs", BinRule::kMean, 1.0, std::numeric_limits<double>::max()}, trace);
 }
 
-Result<Trace> ParseGenaiQps(std::string_view text, const std::string& file, const TraceOptions& o) {
-  return ParseGenaiSeries(text, file, o,
-                          {"qps", BinRule::kSumPerTimestamp, 1.0, std::numeric_limits<double>::max()});
+void ReadGenaiQps(csv::Table& t, const TraceOptions& o, Trace* trace) {
+  ReadGenaiSeries(t, o, {"qps", BinRule::kSumPerTimestamp, 1.0, std::numeric_limits<double>::max()}, trace);
 }
 
-Result<Trace> ParseGenaiDutyCycle(std::string_view text, const std::string& file, const TraceOptions& o) {
-  return ParseGenaiSeries(text, file, o, {"utilization", BinRule::kMean, 0.01, 100.0});
+void ReadGenaiDutyCycle(csv::Table& t, const TraceOptions& o, Trace* trace) {
+  ReadGenaiSeries(t, o, {"utilization", BinRule::kMean, 0.01, 100.0}, trace);
 }
 
 }  // namespace gpuscaler::sim::internal

@@ -1,5 +1,6 @@
 #include "sim/traces/csv.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <iomanip>
@@ -113,10 +114,16 @@ int Table::Find(std::string_view name) const {
 
 int Table::Require(std::string_view name) {
   const int col = Find(name);
-  if (col < 0 && !error_) {
-    error_ = Error::InvalidInput(file_name_ + ":1: missing column '" + std::string(name) + "'");
-  }
+  if (col < 0) FailHeader("missing column '" + std::string(name) + "'");
   return col;
+}
+
+void Table::FailHeader(std::string_view message) {
+  if (!error_) error_ = Error::InvalidInput(file_name_ + ":1: " + std::string(message));
+}
+
+size_t Table::EstimatedRows() const {
+  return static_cast<size_t>(std::count(text_.begin(), text_.end(), '\n'));
 }
 
 bool Table::Next() {
@@ -164,33 +171,24 @@ std::string_view Trim(std::string_view s) {
 
 }  // namespace
 
-int64_t Table::Int(int col) {
+template <typename T>
+T Table::Parse(int col, std::string_view what) {
   const std::string_view s = Trim(Field(col));
-  int64_t v = 0;
+  T v = 0;
   const char* begin = s.data();
   const char* end = s.data() + s.size();
   if (!s.empty() && *begin == '+') ++begin;
   const auto r = std::from_chars(begin, end, v);
-  if (s.empty() || r.ec != std::errc() || r.ptr != end) {
-    FailBadValue(col, "an integer");
+  if (s.empty() || r.ec != std::errc() || r.ptr != end || !std::isfinite(static_cast<double>(v))) {
+    FailBadValue(col, what);
     return 0;
   }
   return v;
 }
 
-double Table::Double(int col) {
-  const std::string_view s = Trim(Field(col));
-  double v = 0;
-  const char* begin = s.data();
-  const char* end = s.data() + s.size();
-  if (!s.empty() && *begin == '+') ++begin;
-  const auto r = std::from_chars(begin, end, v);
-  if (s.empty() || r.ec != std::errc() || r.ptr != end || !std::isfinite(v)) {
-    FailBadValue(col, "a number");
-    return 0;
-  }
-  return v;
-}
+int64_t Table::Int(int col) { return Parse<int64_t>(col, "an integer"); }
+
+double Table::Double(int col) { return Parse<double>(col, "a number"); }
 
 namespace {
 

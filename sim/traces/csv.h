@@ -71,6 +71,8 @@ class Table {
   bool Next();
   int64_t line() const { return tok_.line(); }
   int64_t rows_read() const { return rows_read_; }
+  // Data rows the file probably holds (its line count), for reserving.
+  size_t EstimatedRows() const;
 
   // Raw field (empty for col < 0).
   std::string_view Field(int col) const;
@@ -94,15 +96,23 @@ class Table {
   // Records "file:LINE: column 'x': message" (or "file:LINE: message" for
   // col < 0) unless a problem is already recorded for this row.
   void Fail(int col, std::string_view message);
+  // Records "file:1: message", a problem of the header (as Require does).
+  void FailHeader(std::string_view message);
   bool failed() const { return error_.has_value(); }
   const Error& error() const { return *error_; }
 
   static int64_t Round(double v);
 
  private:
-  Table(std::string_view text, std::string file_name) : tok_(text), file_name_(std::move(file_name)) {}
+  Table(std::string_view text, std::string file_name)
+      : text_(text), tok_(text), file_name_(std::move(file_name)) {}
   void FailBadValue(int col, std::string_view what);
+  // Parses the whole field (spaces around it and a leading '+' allowed) as
+  // a T; records "... is not <what>" and returns 0 when it is not one.
+  template <typename T>
+  T Parse(int col, std::string_view what);
 
+  std::string_view text_;
   Tokenizer tok_;
   std::string file_name_;
   std::vector<std::string> header_;

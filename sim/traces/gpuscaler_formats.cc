@@ -1,4 +1,6 @@
 // Our own CSV formats: gpuscaler-jobs and gpuscaler-series (docs/traces.md).
+#include <algorithm>
+#include <iterator>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -10,8 +12,7 @@
 namespace gpuscaler::sim::internal {
 namespace {
 
-// Columns the jobs format knows; anything else in the header is rejected so
-// a typo ("gpu" for "gpus") does not silently become a default.
+// Columns each format knows.
 constexpr std::string_view kJobColumns[] = {
     "id",         "submit_s",           "submit",        "duration_s",     "gpus",
     "gpu_milli",  "mig_profile",        "gpu_models",    "min_gpu_memory_mib",
@@ -22,29 +23,25 @@ constexpr std::string_view kJobColumns[] = {
 
 constexpr std::string_view kSeriesColumns[] = {"t_s", "t", "class", "value", "unit"};
 
+// The header of our formats: only `known` columns (a typo such as "gpu"
+// for "gpus" must not silently become a default), and exactly one time
+// column, `relative` seconds or `absolute` RFC 3339. Returns the time
+// column's index (-1 after a failure); *is_absolute says which.
 template <size_t N>
-Status CheckKnownColumns(const csv::Table& table, const std::string_view (&known)[N]) {
+int CheckHeader(csv::Table& table, const std::string_view (&known)[N], std::string_view relative,
+                std::string_view absolute, bool* is_absolute) {
   for (const std::string& column : table.header()) {
-    bool found = false;
-    for (std::string_view k : known) found = found || k == column;
-    if (!found) return Error::InvalidInput(table.file_name() + ":1: unknown column '" + column + "'");
+    if (std::find(std::begin(known), std::end(known), column) == std::end(known)) {
+      table.FailHeader("unknown column '" + column + "'");
+    }
   }
-  return Status::Ok();
-}
-
-// The time column of our formats: `relative` seconds or `absolute` RFC 3339,
-// exactly one of them. Returns the index; *is_absolute says which.
-Result<int> TimeColumn(csv::Table& table, std::string_view relative, std::string_view absolute,
-                       bool* is_absolute) {
   const int rel = table.Find(relative);
   const int abs = table.Find(absolute);
   if (rel >= 0 && abs >= 0) {
-    return Error::InvalidInput(table.file_name() + ":1: columns '" + std::string(relative) + "' and '" +
-                               std::string(absolute) + "' are exclusive");
-  }
-  if (rel < 0 && abs < 0) {
-    return Error::InvalidInput(table.file_name() + ":1: missing column '" + std::string(relative) +
-                               "' (or '" + std::string(absolute) + "')");
+    table.FailHeader("columns '" + std::string(relative) + "' and '" + std::string(absolute) +
+                     "' are exclusive");
+  } else if (rel < 0 && abs < 0) {
+    table.FailHeader("missing column '" + std::string(relative) + "' (or '" + std::string(absolute) + "')");
   }
   *is_absolute = abs >= 0;
   return *is_absolute ? abs : rel;
@@ -65,17 +62,11 @@ int64_t NonNegativeSeconds(csv::Table& t, int col, int64_t fallback) {
 
 }  // namespace
 
-Result<Trace> ParseGpuscalerJobs(std::string_view text, const std::string& file, const TraceOptions& o) {
-  Result<csv::Table> opened = csv::Table::Open(text, file);
-  if (!opened) return opened.error();
-  csv::Table& t = *opened;
-  if (Status s = CheckKnownColumns(t, kJobColumns); !s.ok()) return s.error();
+void ReadGpuscalerJobs(csv::Table& t, const TraceOptions& o, Trace* trace) {
   bool absolute = false;
-  Result<int> c_submit = TimeColumn(t, "submit_s", "submit", &absolute);
-  if (!c_submit) return c_submit.error();
+  const int c_submit = CheckHeader(t, kJobColumns, "submit_s", "submit", &absolute);
   const int c_id = t.Require("id");
   const int c_duration = t.Require("duration_s");
-  if (t.failed()) return t.error();
   const int c_gpus = t.Find("gpus"), c_milli = t.Find("gpu_milli"), c_mig = t.Find("mig_profile");
   const int c_models = t.Find("gpu_models"), c_min_mem = t.Find("min_gpu_memory_mib");
   const int c_cpu = t.Find("cpu_milli"), c_mem = t.Find("memory_mib"), c_class = t.Find("class");
@@ -84,12 +75,10 @@ Result<Trace> ParseGpuscalerJobs(std::string_view text, const std::string& file,
   const int c_zones = t.Find("zones"), c_types = t.Find("instance_types");
   const int c_capacity = t.Find("capacity_type"), c_pool = t.Find("pool");
 
-  Trace trace;
-  trace.source = file;
   std::unordered_map<std::string, int64_t> first_line;
-  const size_t expected_rows = EstimateRows(text);
+  const size_t expected_rows = t.EstimatedRows();
   first_line.reserve(expected_rows);
-  trace.jobs.reserve(expected_rows);
+  trace->jobs.reserve(expected_rows);
   while (t.Next()) {
     if (t.Empty(c_id)) {
       t.Fail(c_id, "empty");
@@ -97,12 +86,12 @@ Result<Trace> ParseGpuscalerJobs(std::string_view text, const std::string& file,
     }
     std::string id(t.Field(c_id));
     int64_t submit = 0;
-    if (t.Empty(*c_submit)) {
-      t.Fail(*c_submit, "empty");
+    if (t.Empty(c_submit)) {
+      t.Fail(c_submit, "empty");
     } else if (absolute) {
-      submit = t.Timestamp(*c_submit);
+      submit = t.Timestamp(c_submit);
     } else {
-      submit = NonNegativeSeconds(t, *c_submit, 0);
+      submit = NonNegativeSeconds(t, c_submit, 0);
     }
     const double duration_s = t.Empty(c_duration) ? 0 : t.Double(c_duration);
     if (!t.failed() && csv::Table::Round(duration_s) <= 0) {
@@ -147,40 +136,30 @@ Result<Trace> ParseGpuscalerJobs(std::string_view text, const std::string& file,
     }
     if (t.failed()) break;
     const Seconds duration = unit.expected_runtime;
-    trace.jobs.push_back({Seconds(submit), duration, std::move(unit)});
-    ++trace.stats.rows_used;
+    trace->jobs.push_back({Seconds(submit), duration, std::move(unit)});
+    ++trace->stats.rows_used;
   }
-  if (t.failed()) return t.error();
-  trace.stats.rows_read = t.rows_read();
-  FinishTrace(&trace, o, absolute ? DefaultOrigin::kEarliest : DefaultOrigin::kZero, absolute);
-  return trace;
+  if (t.failed()) return;
+  FinishTrace(trace, o, absolute ? DefaultOrigin::kEarliest : DefaultOrigin::kZero, absolute);
 }
 
-Result<Trace> ParseGpuscalerSeries(std::string_view text, const std::string& file, const TraceOptions& o) {
-  Result<csv::Table> opened = csv::Table::Open(text, file);
-  if (!opened) return opened.error();
-  csv::Table& t = *opened;
-  if (Status s = CheckKnownColumns(t, kSeriesColumns); !s.ok()) return s.error();
+void ReadGpuscalerSeries(csv::Table& t, const TraceOptions& o, Trace* trace) {
   bool absolute = false;
-  Result<int> c_t = TimeColumn(t, "t_s", "t", &absolute);
-  if (!c_t) return c_t.error();
+  const int c_t = CheckHeader(t, kSeriesColumns, "t_s", "t", &absolute);
   const int c_class = t.Require("class");
   const int c_value = t.Require("value");
   const int c_unit = t.Find("unit");
-  if (t.failed()) return t.error();
 
-  Trace trace;
-  trace.source = file;
   // (class, unit) -> series index; (series, t) -> line, to reject a second
   // value for the same instant.
   std::map<std::pair<std::string, std::string>, size_t> index;
   std::vector<std::unordered_map<int64_t, int64_t>> seen;
   while (t.Next()) {
     int64_t at = 0;
-    if (t.Empty(*c_t)) {
-      t.Fail(*c_t, "empty");
+    if (t.Empty(c_t)) {
+      t.Fail(c_t, "empty");
     } else {
-      at = absolute ? t.Timestamp(*c_t) : NonNegativeSeconds(t, *c_t, 0);
+      at = absolute ? t.Timestamp(c_t) : NonNegativeSeconds(t, c_t, 0);
     }
     if (t.Empty(c_class)) t.Fail(c_class, "empty");
     const double value = t.Double(c_value);
@@ -188,24 +167,22 @@ Result<Trace> ParseGpuscalerSeries(std::string_view text, const std::string& fil
     if (t.failed()) break;
     std::string unit = c_unit >= 0 && !t.Empty(c_unit) ? std::string(t.Field(c_unit)) : "gpus";
     auto key = std::make_pair(std::string(t.Field(c_class)), std::move(unit));
-    auto [it, inserted] = index.emplace(key, trace.series.size());
+    auto [it, inserted] = index.emplace(key, trace->series.size());
     if (inserted) {
-      trace.series.push_back({key.first, key.second, {}});
+      trace->series.push_back({key.first, key.second, {}});
       seen.emplace_back();
     }
     auto [line_it, fresh] = seen[it->second].emplace(at, t.line());
     if (!fresh) {
-      t.Fail(*c_t, "second value for class '" + key.first + "' at '" + std::string(t.Field(*c_t)) +
-                       "' (first on line " + std::to_string(line_it->second) + ")");
+      t.Fail(c_t, "second value for class '" + key.first + "' at '" + std::string(t.Field(c_t)) +
+                      "' (first on line " + std::to_string(line_it->second) + ")");
       break;
     }
-    trace.series[it->second].points.push_back({Seconds(at), value});
-    ++trace.stats.rows_used;
+    trace->series[it->second].points.push_back({Seconds(at), value});
+    ++trace->stats.rows_used;
   }
-  if (t.failed()) return t.error();
-  trace.stats.rows_read = t.rows_read();
-  FinishTrace(&trace, o, absolute ? DefaultOrigin::kEarliest : DefaultOrigin::kZero, absolute);
-  return trace;
+  if (t.failed()) return;
+  FinishTrace(trace, o, absolute ? DefaultOrigin::kEarliest : DefaultOrigin::kZero, absolute);
 }
 
 }  // namespace gpuscaler::sim::internal

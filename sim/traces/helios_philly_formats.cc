@@ -10,16 +10,9 @@
 
 namespace gpuscaler::sim::internal {
 
-Result<Trace> ParseHeliosMinute(std::string_view text, const std::string& file, const TraceOptions& o) {
-  Result<csv::Table> opened = csv::Table::Open(text, file);
-  if (!opened) return opened.error();
-  csv::Table& t = *opened;
+void ReadHeliosMinute(csv::Table& t, const TraceOptions& o, Trace* trace) {
   const int c_vc = t.Require("vc"), c_time = t.Require("time");
   const int c_running = t.Require("running_gpu_num"), c_pending = t.Require("pending_gpu_num");
-  if (t.failed()) return t.error();
-
-  Trace trace;
-  trace.source = file;
   std::map<std::string, size_t, std::less<>> index;  // vc -> series
   std::vector<std::unordered_map<int64_t, int64_t>> seen;  // per series: t -> line
   // Rows come in runs of one minute per VC; parse each time string once.
@@ -43,8 +36,8 @@ Result<Trace> ParseHeliosMinute(std::string_view text, const std::string& file, 
     if (t.failed()) break;
     auto it = index.find(vc);
     if (it == index.end()) {
-      it = index.emplace(std::string(vc), trace.series.size()).first;
-      trace.series.push_back({std::string(vc), "gpus", {}});
+      it = index.emplace(std::string(vc), trace->series.size()).first;
+      trace->series.push_back({std::string(vc), "gpus", {}});
       seen.emplace_back();
     }
     auto [line_it, fresh] = seen[it->second].emplace(at, t.line());
@@ -53,26 +46,18 @@ Result<Trace> ParseHeliosMinute(std::string_view text, const std::string& file, 
                          "' (first on line " + std::to_string(line_it->second) + ")");
       break;
     }
-    trace.series[it->second].points.push_back({Seconds(at), static_cast<double>(running + pending)});
-    ++trace.stats.rows_used;
+    trace->series[it->second].points.push_back({Seconds(at), static_cast<double>(running + pending)});
+    ++trace->stats.rows_used;
   }
-  if (t.failed()) return t.error();
-  trace.stats.rows_read = t.rows_read();
-  FinishTrace(&trace, o, DefaultOrigin::kEarliest, true);
-  return trace;
+  if (t.failed()) return;
+  FinishTrace(trace, o, DefaultOrigin::kEarliest, true);
 }
 
-Result<Trace> ParsePhillyJobs(std::string_view text, const std::string& file, const TraceOptions& o) {
-  Result<csv::Table> opened = csv::Table::Open(text, file);
-  if (!opened) return opened.error();
-  csv::Table& t = *opened;
+void ReadPhillyJobs(csv::Table& t, const TraceOptions& o, Trace* trace) {
   const int c_id = t.Require("jobid"), c_submit = t.Require("submitted_time");
   const int c_runtime = t.Require("runtime_min"), c_gpus = t.Require("num_gpus");
   const int c_machines = t.Find("num_machines"), c_status = t.Find("status"), c_vc = t.Find("vc");
-  if (t.failed()) return t.error();
 
-  Trace trace;
-  trace.source = file;
   int64_t split = 0, uneven = 0;
   while (t.Next()) {
     if (t.Empty(c_id)) t.Fail(c_id, "empty");
@@ -89,11 +74,11 @@ Result<Trace> ParsePhillyJobs(std::string_view text, const std::string& file, co
     if (t.failed()) break;
     const int64_t duration = csv::Table::Round(runtime_min * 60);
     if (duration <= 0) {
-      Skip(&trace.stats, "non-positive duration");
+      Skip(&trace->stats, "non-positive duration");
       continue;
     }
     if (gpus == 0) {
-      Skip(&trace.stats, "no GPUs");
+      Skip(&trace->stats, "no GPUs");
       continue;
     }
     int64_t parts = 1;
@@ -115,23 +100,15 @@ Result<Trace> ParsePhillyJobs(std::string_view text, const std::string& file, co
       if (c_status >= 0) unit.labels["status"] = std::string(t.Field(c_status));
       if (c_vc >= 0) unit.labels["vc"] = std::string(t.Field(c_vc));
       ApplyJobOverrides(o, &unit);
-      trace.jobs.push_back({Seconds(submit), unit.expected_runtime, std::move(unit)});
+      trace->jobs.push_back({Seconds(submit), unit.expected_runtime, std::move(unit)});
     }
-    ++trace.stats.rows_used;
+    ++trace->stats.rows_used;
   }
-  if (t.failed()) return t.error();
-  trace.stats.rows_read = t.rows_read();
-  if (split > 0) {
-    trace.stats.warnings.push_back(std::to_string(split) +
-                                   " multi-machine jobs were split into one job per machine (labels[\"gang\"])");
-  }
-  if (uneven > 0) {
-    trace.stats.warnings.push_back(std::to_string(uneven) +
-                                   " multi-machine jobs have GPUs not divisible by machines; kept whole");
-  }
-  trace.behaviour_from_policy = BehaviourFromPolicy(o);
-  FinishTrace(&trace, o, DefaultOrigin::kEarliest, true);
-  return trace;
+  if (t.failed()) return;
+  Warn(&trace->stats, split, "multi-machine jobs were split into one job per machine (labels[\"gang\"])");
+  Warn(&trace->stats, uneven, "multi-machine jobs have GPUs not divisible by machines; kept whole");
+  trace->behaviour_from_policy = BehaviourFromPolicy(o);
+  FinishTrace(trace, o, DefaultOrigin::kEarliest, true);
 }
 
 }  // namespace gpuscaler::sim::internal

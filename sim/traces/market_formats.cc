@@ -30,12 +30,9 @@ constexpr std::array<AdvisorBand, 5> kAdvisorBands{{
 
 }  // namespace
 
-Result<SpotMarket> ParseCblAvailability(std::string_view text, const std::string& file, const MarketOptions& o) {
-  Result<csv::Table> opened = csv::Table::Open(text, file);
-  if (!opened) return opened.error();
-  csv::Table& t = *opened;
+void ReadCblAvailability(csv::Table& t, const MarketOptions& o, SpotMarket* market) {
   const int c_elapsed = t.Require("elapsed_s");
-  if (t.failed()) return t.error();
+  if (t.failed()) return;
 
   struct Column {
     int index;
@@ -59,26 +56,31 @@ Result<SpotMarket> ParseCblAvailability(std::string_view text, const std::string
       if (parts.size() == 3) {
         std::optional<std::string> type = CblInstanceType(parts[1] + "_" + parts[2]);
         if (!type) {
-          return Error::InvalidInput(file + ":1: column '" + name + "': unknown GPU '" + parts[1] + "_" +
-                                     parts[2] + "' (known: v100_1, v100_4, v100_8, k80_1, k80_8)");
+          t.FailHeader("column '" + name + "': unknown GPU '" + parts[1] + "_" + parts[2] +
+                       "' (known: v100_1, v100_4, v100_8, k80_1, k80_8)");
+          return;
         }
         c.zone = parts[0];
         c.instance_type = *type;
       } else if (parts.size() != 1) {
-        return Error::InvalidInput(file + ":1: column '" + name +
-                                   "': expected <zone>, <zone>_<gpu>_<count> or price_<zone>");
+        t.FailHeader("column '" + name + "': expected <zone>, <zone>_<gpu>_<count> or price_<zone>");
+        return;
       } else {
         c.zone_only = true;
       }
       zone_type[c.zone] = c.instance_type;
     }
-    if (c.zone.empty()) return Error::InvalidInput(file + ":1: column '" + name + "': no zone");
+    if (c.zone.empty()) {
+      t.FailHeader("column '" + name + "': no zone");
+      return;
+    }
     columns.push_back(std::move(c));
   }
-  if (zone_type.empty()) return Error::InvalidInput(file + ":1: no availability columns");
+  if (zone_type.empty()) {
+    t.FailHeader("no availability columns");
+    return;
+  }
 
-  SpotMarket market;
-  market.source = file;
   int64_t empty_cells = 0;
   std::optional<int64_t> previous_t, earliest;
   while (t.Next()) {
@@ -103,10 +105,9 @@ Result<SpotMarket> ParseCblAvailability(std::string_view text, const std::string
       if (c.is_price) {
         if (c.last && *c.last == v) continue;
         c.last = v;
-        market.prices.push_back({Seconds(at), c.instance_type, c.zone, CapacityType::kSpot, v});
+        market->prices.push_back({Seconds(at), c.instance_type, c.zone, CapacityType::kSpot, v});
       } else {
-        // The range check first: casting a double beyond int64 is undefined
-        // (found by the traces fuzz target with 1.1e103).
+        // The range check first: casting a double beyond int64 is undefined.
         if (v > std::numeric_limits<int>::max()) {
           t.Fail(c.index, csv::Quote(t.Field(c.index)) + " is more nodes than an int holds");
           break;
@@ -119,36 +120,25 @@ Result<SpotMarket> ParseCblAvailability(std::string_view text, const std::string
         if (o.available_nodes_when_up && nodes > 0) nodes = *o.available_nodes_when_up;
         if (c.last && *c.last == nodes) continue;
         c.last = nodes;
-        market.availability.push_back({Seconds(at), c.instance_type, c.zone, nodes});
+        market->availability.push_back({Seconds(at), c.instance_type, c.zone, nodes});
         if (c.zone_only) {
           for (const std::string& also : o.also_instance_types) {
-            if (also != c.instance_type) market.availability.push_back({Seconds(at), also, c.zone, nodes});
+            if (also != c.instance_type) market->availability.push_back({Seconds(at), also, c.zone, nodes});
           }
         }
       }
     }
     if (t.failed()) break;
     previous_t = at;
-    ++market.stats.rows_used;
+    ++market->stats.rows_used;
   }
-  if (t.failed()) return t.error();
-  market.stats.rows_read = t.rows_read();
-  if (empty_cells > 0) {
-    market.stats.warnings.push_back(std::to_string(empty_cells) +
-                                    " cells are empty (no probe data); the last value stays in force");
-  }
-  FinishMarket(&market, o, false, earliest);
-  return market;
+  if (t.failed()) return;
+  Warn(&market->stats, empty_cells, "cells are empty (no probe data); the last value stays in force");
+  FinishMarket(market, o, false, earliest);
 }
 
-Result<SpotMarket> ParseParcaeEvents(std::string_view text, const std::string& file, const MarketOptions& o) {
-  Result<csv::Table> opened = csv::Table::Open(text, file);
-  if (!opened) return opened.error();
-  csv::Table& t = *opened;
+void ReadParcaeEvents(csv::Table& t, const MarketOptions& o, SpotMarket* market) {
   const int c_time = t.Require("time_ms"), c_event = t.Require("event"), c_node = t.Require("node");
-  if (t.failed()) return t.error();
-  SpotMarket market;
-  market.source = file;
   std::optional<int64_t> earliest;
   while (t.Next()) {
     const double ms = t.Double(c_time);
@@ -162,28 +152,20 @@ Result<SpotMarket> ParseParcaeEvents(std::string_view text, const std::string& f
     if (!t.failed() && t.Empty(c_node)) t.Fail(c_node, "empty");
     if (t.failed()) break;
     if (event == "add") {
-      Skip(&market.stats, "add event");
+      Skip(&market->stats, "add event");
       continue;
     }
-    market.interruptions.push_back({Seconds(at), o.instance_type, o.zone});
-    ++market.stats.rows_used;
+    market->interruptions.push_back({Seconds(at), o.instance_type, o.zone});
+    ++market->stats.rows_used;
   }
-  if (t.failed()) return t.error();
-  market.stats.rows_read = t.rows_read();
-  FinishMarket(&market, o, false, earliest);
-  return market;
+  if (t.failed()) return;
+  FinishMarket(market, o, false, earliest);
 }
 
-Result<SpotMarket> ParseAwsSpotAdvisor(std::string_view text, const std::string& file, const MarketOptions& o) {
-  Result<csv::Table> opened = csv::Table::Open(text, file);
-  if (!opened) return opened.error();
-  csv::Table& t = *opened;
+void ReadAwsSpotAdvisor(csv::Table& t, const MarketOptions& o, SpotMarket* market) {
   const int c_region = t.Require("region"), c_os = t.Require("os"), c_type = t.Require("instance_type");
   const int c_savings = t.Require("savings_pct_vs_ondemand"), c_band = t.Require("interruption_range_index");
   const int c_label = t.Find("interruption_range_label");
-  if (t.failed()) return t.error();
-  SpotMarket market;
-  market.source = file;
   std::map<std::pair<std::string, std::string>, int64_t> first_line;
   int64_t negative_savings = 0;
   while (t.Next()) {
@@ -203,7 +185,7 @@ Result<SpotMarket> ParseAwsSpotAdvisor(std::string_view text, const std::string&
     }
     if (t.failed()) break;
     if (t.Field(c_os) != "Linux") {
-      Skip(&market.stats, "os not Linux");
+      Skip(&market->stats, "os not Linux");
       continue;
     }
     auto key = std::make_pair(std::string(t.Field(c_region)), std::string(t.Field(c_type)));
@@ -216,30 +198,20 @@ Result<SpotMarket> ParseAwsSpotAdvisor(std::string_view text, const std::string&
     // The advisor lists a few spot prices above on-demand (negative
     // savings); the band is still valid, the discount is none.
     if (savings_pct < 0) ++negative_savings;
-    market.risks.push_back({key.second, key.first, kAdvisorBands[band].midpoint_share_per_month / kHoursPerMonth,
-                            std::max(0.0, savings_pct) / 100.0});
-    ++market.stats.rows_used;
+    market->risks.push_back({key.second, key.first,
+                             kAdvisorBands[band].midpoint_share_per_month / kHoursPerMonth,
+                             std::max(0.0, savings_pct) / 100.0});
+    ++market->stats.rows_used;
   }
-  if (t.failed()) return t.error();
-  market.stats.rows_read = t.rows_read();
-  if (negative_savings > 0) {
-    market.stats.warnings.push_back(std::to_string(negative_savings) +
-                                    " rows have negative savings (spot above on-demand); savings_fraction set to 0");
-  }
-  FinishMarket(&market, o, false, std::nullopt);
-  return market;
+  if (t.failed()) return;
+  Warn(&market->stats, negative_savings,
+       "rows have negative savings (spot above on-demand); savings_fraction set to 0");
+  FinishMarket(market, o, false, std::nullopt);
 }
 
-Result<SpotMarket> ParseAwsSpotPriceHistory(std::string_view text, const std::string& file,
-                                            const MarketOptions& o) {
-  Result<csv::Table> opened = csv::Table::Open(text, file);
-  if (!opened) return opened.error();
-  csv::Table& t = *opened;
+void ReadAwsSpotPriceHistory(csv::Table& t, const MarketOptions& o, SpotMarket* market) {
   const int c_time = t.Require("timestamp"), c_az = t.Require("az_id"), c_type = t.Require("instance_type");
   const int c_product = t.Require("product_description"), c_price = t.Require("spot_price_usd_per_h");
-  if (t.failed()) return t.error();
-  SpotMarket market;
-  market.source = file;
   std::optional<int64_t> earliest;
   while (t.Next()) {
     const int64_t at = t.Timestamp(c_time);
@@ -250,30 +222,23 @@ Result<SpotMarket> ParseAwsSpotPriceHistory(std::string_view text, const std::st
     if (!t.failed() && price < 0) t.Fail(c_price, "must be >= 0, got " + csv::Quote(t.Field(c_price)));
     if (t.failed()) break;
     if (t.Field(c_product) != "Linux/UNIX") {
-      Skip(&market.stats, "product not Linux/UNIX");
+      Skip(&market->stats, "product not Linux/UNIX");
       continue;
     }
     std::string zone(t.Field(c_az));
     if (auto it = o.zone_names.find(zone); it != o.zone_names.end()) zone = it->second;
-    market.prices.push_back({Seconds(at), std::string(t.Field(c_type)), std::move(zone), CapacityType::kSpot, price});
-    ++market.stats.rows_used;
+    market->prices.push_back(
+        {Seconds(at), std::string(t.Field(c_type)), std::move(zone), CapacityType::kSpot, price});
+    ++market->stats.rows_used;
   }
-  if (t.failed()) return t.error();
-  market.stats.rows_read = t.rows_read();
-  FinishMarket(&market, o, true, earliest);
-  return market;
+  if (t.failed()) return;
+  FinishMarket(market, o, true, earliest);
 }
 
-Result<SpotMarket> ParseGcpSpotPrices(std::string_view text, const std::string& file, const MarketOptions& o) {
-  Result<csv::Table> opened = csv::Table::Open(text, file);
-  if (!opened) return opened.error();
-  csv::Table& t = *opened;
+void ReadGcpSpotPrices(csv::Table& t, const MarketOptions& o, SpotMarket* market) {
   const int c_time = t.Require("snapshot_unix"), c_type = t.Require("machine_type");
   const int c_region = t.Require("region"), c_od = t.Require("ondemand_usd_per_h");
   const int c_spot = t.Require("spot_usd_per_h");
-  if (t.failed()) return t.error();
-  SpotMarket market;
-  market.source = file;
   struct Last {
     std::optional<double> spot;
     std::optional<double> on_demand;
@@ -304,30 +269,28 @@ Result<SpotMarket> ParseGcpSpotPrices(std::string_view text, const std::string& 
     if (!spot && !on_demand) {
       // The key left the price file; a later row starts it afresh.
       l = Last{};
-      Skip(&market.stats, "key removed");
+      Skip(&market->stats, "key removed");
       continue;
     }
     bool used = false;
     if (spot && l.spot != spot) {
-      market.prices.push_back({Seconds(at), key.first, key.second, CapacityType::kSpot, *spot});
+      market->prices.push_back({Seconds(at), key.first, key.second, CapacityType::kSpot, *spot});
       used = true;
     }
     if (o.include_on_demand && on_demand && l.on_demand != on_demand) {
-      market.prices.push_back({Seconds(at), key.first, key.second, CapacityType::kOnDemand, *on_demand});
+      market->prices.push_back({Seconds(at), key.first, key.second, CapacityType::kOnDemand, *on_demand});
       used = true;
     }
     l.spot = spot;
     l.on_demand = on_demand;
     if (used) {
-      ++market.stats.rows_used;
+      ++market->stats.rows_used;
     } else {
-      Skip(&market.stats, spot ? "spot price unchanged" : "no spot price");
+      Skip(&market->stats, spot ? "spot price unchanged" : "no spot price");
     }
   }
-  if (t.failed()) return t.error();
-  market.stats.rows_read = t.rows_read();
-  FinishMarket(&market, o, true, earliest);
-  return market;
+  if (t.failed()) return;
+  FinishMarket(market, o, true, earliest);
 }
 
 }  // namespace gpuscaler::sim::internal

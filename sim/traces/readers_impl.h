@@ -1,4 +1,4 @@
-// Internal to the trace readers: one parse function per format, and the
+// Internal to the trace readers: one read function per format, and the
 // shared steps every reader ends with (origin, window, sort, max_jobs).
 #pragma once
 
@@ -10,28 +10,26 @@
 #include "gpuscaler/status.h"
 #include "sim/trace.h"
 #include "sim/trace_readers.h"
+#include "sim/traces/csv.h"
 
 namespace gpuscaler::sim::internal {
 
-// Each takes the whole file text and the name used in messages. Times in the
-// returned value are raw source seconds (Unix seconds for absolute formats);
-// FinishTrace / FinishMarket rebase them.
-Result<Trace> ParseGpuscalerJobs(std::string_view text, const std::string& file, const TraceOptions& o);
-Result<Trace> ParseGpuscalerSeries(std::string_view text, const std::string& file, const TraceOptions& o);
-Result<Trace> ParseOpenb(std::string_view text, const std::string& file, const TraceOptions& o);
-Result<Trace> ParseDlrm(std::string_view text, const std::string& file, const TraceOptions& o);
-Result<Trace> ParseHeliosMinute(std::string_view text, const std::string& file, const TraceOptions& o);
-Result<Trace> ParsePhillyJobs(std::string_view text, const std::string& file, const TraceOptions& o);
-Result<Trace> ParseGenaiQueue(std::string_view text, const std::string& file, const TraceOptions& o);
-Result<Trace> ParseGenaiQps(std::string_view text, const std::string& file, const TraceOptions& o);
-Result<Trace> ParseGenaiDutyCycle(std::string_view text, const std::string& file, const TraceOptions& o);
+// A reader gets the file as a table (its header read) and an output whose
+// source is set; it looks its columns up, reads the rows into the output,
+// then calls FinishTrace / FinishMarket (before that, times are raw source
+// seconds: Unix seconds for absolute formats). Every problem is recorded on
+// the table (Require, Fail, FailHeader); the first is the parse's error and
+// the output is then dropped. The caller sets stats.rows_read.
+using TraceReader = void(csv::Table& t, const TraceOptions& o, Trace* trace);
+using MarketReader = void(csv::Table& t, const MarketOptions& o, SpotMarket* market);
 
-Result<SpotMarket> ParseCblAvailability(std::string_view text, const std::string& file, const MarketOptions& o);
-Result<SpotMarket> ParseParcaeEvents(std::string_view text, const std::string& file, const MarketOptions& o);
-Result<SpotMarket> ParseAwsSpotAdvisor(std::string_view text, const std::string& file, const MarketOptions& o);
-Result<SpotMarket> ParseAwsSpotPriceHistory(std::string_view text, const std::string& file,
-                                            const MarketOptions& o);
-Result<SpotMarket> ParseGcpSpotPrices(std::string_view text, const std::string& file, const MarketOptions& o);
+// gpuscaler_formats.cc, alibaba_formats.cc, helios_philly_formats.cc:
+TraceReader ReadGpuscalerJobs, ReadGpuscalerSeries;
+TraceReader ReadOpenb, ReadDlrm, ReadGenaiQueue, ReadGenaiQps, ReadGenaiDutyCycle;
+TraceReader ReadHeliosMinute, ReadPhillyJobs;
+// market_formats.cc:
+MarketReader ReadCblAvailability, ReadParcaeEvents, ReadAwsSpotAdvisor, ReadAwsSpotPriceHistory,
+    ReadGcpSpotPrices;
 
 // How a format picks offset 0 when options.origin_s is unset.
 enum class DefaultOrigin {
@@ -49,16 +47,18 @@ void FinishTrace(Trace* trace, const TraceOptions& o, DefaultOrigin origin, bool
 void FinishMarket(SpotMarket* market, const MarketOptions& o, bool absolute_times,
                   std::optional<int64_t> earliest_row);
 
-// Data rows a text probably holds (its line count), for reserving.
-size_t EstimateRows(std::string_view text);
-
 inline void Skip(ReadStats* stats, const std::string& reason, int64_t n = 1) {
   if (n > 0) stats->skipped[reason] += n;
 }
 
+// A warning "<n> <sentence>" when n > 0.
+inline void Warn(ReadStats* stats, int64_t n, const std::string& sentence) {
+  if (n > 0) stats->warnings.push_back(std::to_string(n) + " " + sentence);
+}
+
 // Largest quantities one job may ask for. Far beyond any machine, so no
 // real trace hits them; they reject garbage and keep every conversion to
-// int defined (a fuzzed "1e30" GPUs used to overflow the cast).
+// int defined ("1e30" GPUs would overflow the cast).
 inline constexpr int64_t kMaxJobGpus = 1 << 20;
 inline constexpr double kMaxJobQuantity = 1e12;  // milli-CPU, MiB, GiB
 

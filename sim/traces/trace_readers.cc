@@ -1,7 +1,6 @@
 #include "sim/trace_readers.h"
 
 #include <algorithm>
-#include <array>
 #include <limits>
 #include <map>
 #include <tuple>
@@ -14,25 +13,57 @@
 namespace gpuscaler::sim {
 namespace {
 
-constexpr std::array<std::pair<TraceFormat, std::string_view>, 9> kTraceFormats{{
-    {TraceFormat::kGpuscalerJobs, "gpuscaler-jobs"},
-    {TraceFormat::kGpuscalerSeries, "gpuscaler-series"},
-    {TraceFormat::kAlibabaOpenb, "alibaba-openb"},
-    {TraceFormat::kAlibabaDlrm, "alibaba-dlrm"},
-    {TraceFormat::kHeliosMinute, "helios-minute"},
-    {TraceFormat::kPhillyJobs, "philly-jobs"},
-    {TraceFormat::kAlibabaGenaiQueue, "alibaba-genai-queue"},
-    {TraceFormat::kAlibabaGenaiQps, "alibaba-genai-qps"},
-    {TraceFormat::kAlibabaGenaiDutyCycle, "alibaba-genai-duty-cycle"},
-}};
+// One row per format: its name and its reader.
+template <typename Format, typename Reader>
+struct FormatEntry {
+  Format format;
+  std::string_view name;
+  Reader* read;
+};
 
-constexpr std::array<std::pair<MarketFormat, std::string_view>, 5> kMarketFormats{{
-    {MarketFormat::kCblAvailability, "cbl-availability"},
-    {MarketFormat::kParcaeEvents, "parcae-events"},
-    {MarketFormat::kAwsSpotAdvisor, "aws-spot-advisor"},
-    {MarketFormat::kAwsSpotPriceHistory, "aws-spot-price-history"},
-    {MarketFormat::kGcpSpotPrices, "gcp-spot-prices"},
-}};
+constexpr FormatEntry<TraceFormat, internal::TraceReader> kTraceFormats[] = {
+    {TraceFormat::kGpuscalerJobs, "gpuscaler-jobs", internal::ReadGpuscalerJobs},
+    {TraceFormat::kGpuscalerSeries, "gpuscaler-series", internal::ReadGpuscalerSeries},
+    {TraceFormat::kAlibabaOpenb, "alibaba-openb", internal::ReadOpenb},
+    {TraceFormat::kAlibabaDlrm, "alibaba-dlrm", internal::ReadDlrm},
+    {TraceFormat::kHeliosMinute, "helios-minute", internal::ReadHeliosMinute},
+    {TraceFormat::kPhillyJobs, "philly-jobs", internal::ReadPhillyJobs},
+    {TraceFormat::kAlibabaGenaiQueue, "alibaba-genai-queue", internal::ReadGenaiQueue},
+    {TraceFormat::kAlibabaGenaiQps, "alibaba-genai-qps", internal::ReadGenaiQps},
+    {TraceFormat::kAlibabaGenaiDutyCycle, "alibaba-genai-duty-cycle", internal::ReadGenaiDutyCycle},
+};
+
+constexpr FormatEntry<MarketFormat, internal::MarketReader> kMarketFormats[] = {
+    {MarketFormat::kCblAvailability, "cbl-availability", internal::ReadCblAvailability},
+    {MarketFormat::kParcaeEvents, "parcae-events", internal::ReadParcaeEvents},
+    {MarketFormat::kAwsSpotAdvisor, "aws-spot-advisor", internal::ReadAwsSpotAdvisor},
+    {MarketFormat::kAwsSpotPriceHistory, "aws-spot-price-history", internal::ReadAwsSpotPriceHistory},
+    {MarketFormat::kGcpSpotPrices, "gcp-spot-prices", internal::ReadGcpSpotPrices},
+};
+
+template <typename Entry, size_t N, typename Format>
+const Entry* FindFormat(const Entry (&table)[N], Format format) {
+  for (const Entry& e : table) {
+    if (e.format == format) return &e;
+  }
+  return nullptr;
+}
+
+template <typename Entry, size_t N>
+auto ParseFormatName(const Entry (&table)[N], std::string_view name)
+    -> std::optional<decltype(Entry::format)> {
+  for (const Entry& e : table) {
+    if (e.name == name) return e.format;
+  }
+  return std::nullopt;
+}
+
+template <typename Entry, size_t N>
+std::vector<std::string_view> FormatNames(const Entry (&table)[N]) {
+  std::vector<std::string_view> names;
+  for (const Entry& e : table) names.push_back(e.name);
+  return names;
+}
 
 template <typename Options>
 Status CheckWindow(const Options& o) {
@@ -87,96 +118,79 @@ int64_t WindowSteps(std::vector<Point>* points, int64_t start, std::optional<int
   return dropped;
 }
 
+// Checks the window, reads `text` as a table through the format's reader and
+// returns its output, or the first problem the reader recorded.
+template <typename Out, typename Entry, size_t N, typename Options>
+Result<Out> ParseTable(const Entry (&table)[N], decltype(Entry::format) format, std::string_view text,
+                       const std::string& file_name, const Options& options) {
+  if (Status s = CheckWindow(options); !s.ok()) return s.error();
+  const Entry* entry = FindFormat(table, format);
+  if (entry == nullptr) return Error::Internal("unknown format");
+  Result<csv::Table> t = csv::Table::Open(text, file_name);
+  if (!t) return t.error();
+  Out out;
+  out.source = file_name;
+  entry->read(*t, options, &out);
+  if (t->failed()) return t->error();
+  out.stats.rows_read = t->rows_read();
+  return out;
+}
+
+// ParseTable on the contents of `path`; kNotFound when it cannot be read.
+template <typename Out, typename Entry, size_t N, typename Options>
+Result<Out> ReadTable(const Entry (&table)[N], decltype(Entry::format) format, const std::string& path,
+                      const Options& options) {
+  Result<std::string> text = ReadTextFile(path);
+  if (!text) return Error::NotFound("cannot open '" + path + "': " + text.error().message());
+  return ParseTable<Out>(table, format, *text, path, options);
+}
+
 }  // namespace
 
 std::string_view ToString(TraceFormat format) {
-  for (const auto& [f, name] : kTraceFormats) {
-    if (f == format) return name;
-  }
-  return "unknown";
+  const auto* entry = FindFormat(kTraceFormats, format);
+  return entry != nullptr ? entry->name : "unknown";
 }
 
 std::string_view ToString(MarketFormat format) {
-  for (const auto& [f, name] : kMarketFormats) {
-    if (f == format) return name;
-  }
-  return "unknown";
+  const auto* entry = FindFormat(kMarketFormats, format);
+  return entry != nullptr ? entry->name : "unknown";
 }
 
 std::optional<TraceFormat> ParseTraceFormat(std::string_view name) {
-  for (const auto& [f, n] : kTraceFormats) {
-    if (n == name) return f;
-  }
-  return std::nullopt;
+  return ParseFormatName(kTraceFormats, name);
 }
 
 std::optional<MarketFormat> ParseMarketFormat(std::string_view name) {
-  for (const auto& [f, n] : kMarketFormats) {
-    if (n == name) return f;
-  }
-  return std::nullopt;
+  return ParseFormatName(kMarketFormats, name);
 }
 
 const std::vector<std::string_view>& TraceFormatNames() {
-  static const std::vector<std::string_view> names = [] {
-    std::vector<std::string_view> v;
-    for (const auto& entry : kTraceFormats) v.push_back(entry.second);
-    return v;
-  }();
+  static const std::vector<std::string_view> names = FormatNames(kTraceFormats);
   return names;
 }
 
 const std::vector<std::string_view>& MarketFormatNames() {
-  static const std::vector<std::string_view> names = [] {
-    std::vector<std::string_view> v;
-    for (const auto& entry : kMarketFormats) v.push_back(entry.second);
-    return v;
-  }();
+  static const std::vector<std::string_view> names = FormatNames(kMarketFormats);
   return names;
 }
 
 Result<Trace> ParseTrace(std::string text, const std::string& file_name, TraceFormat format,
                          const TraceOptions& options) {
-  if (Status s = CheckWindow(options); !s.ok()) return s.error();
-  using namespace internal;
-  switch (format) {
-    case TraceFormat::kGpuscalerJobs: return ParseGpuscalerJobs(text, file_name, options);
-    case TraceFormat::kGpuscalerSeries: return ParseGpuscalerSeries(text, file_name, options);
-    case TraceFormat::kAlibabaOpenb: return ParseOpenb(text, file_name, options);
-    case TraceFormat::kAlibabaDlrm: return ParseDlrm(text, file_name, options);
-    case TraceFormat::kHeliosMinute: return ParseHeliosMinute(text, file_name, options);
-    case TraceFormat::kPhillyJobs: return ParsePhillyJobs(text, file_name, options);
-    case TraceFormat::kAlibabaGenaiQueue: return ParseGenaiQueue(text, file_name, options);
-    case TraceFormat::kAlibabaGenaiQps: return ParseGenaiQps(text, file_name, options);
-    case TraceFormat::kAlibabaGenaiDutyCycle: return ParseGenaiDutyCycle(text, file_name, options);
-  }
-  return Error::Internal("unknown trace format");
+  return ParseTable<Trace>(kTraceFormats, format, text, file_name, options);
 }
 
 Result<Trace> ReadTrace(const std::string& path, TraceFormat format, const TraceOptions& options) {
-  Result<std::string> text = ReadTextFile(path);
-  if (!text) return Error::NotFound("cannot open '" + path + "': " + text.error().message());
-  return ParseTrace(std::move(*text), path, format, options);
+  return ReadTable<Trace>(kTraceFormats, format, path, options);
 }
 
 Result<SpotMarket> ParseSpotMarket(std::string text, const std::string& file_name, MarketFormat format,
                                    const MarketOptions& options) {
-  if (Status s = CheckWindow(options); !s.ok()) return s.error();
-  using namespace internal;
-  switch (format) {
-    case MarketFormat::kCblAvailability: return ParseCblAvailability(text, file_name, options);
-    case MarketFormat::kParcaeEvents: return ParseParcaeEvents(text, file_name, options);
-    case MarketFormat::kAwsSpotAdvisor: return ParseAwsSpotAdvisor(text, file_name, options);
-    case MarketFormat::kAwsSpotPriceHistory: return ParseAwsSpotPriceHistory(text, file_name, options);
-    case MarketFormat::kGcpSpotPrices: return ParseGcpSpotPrices(text, file_name, options);
-  }
-  return Error::Internal("unknown market format");
+  return ParseTable<SpotMarket>(kMarketFormats, format, text, file_name, options);
 }
 
 Result<SpotMarket> ReadSpotMarket(const std::string& path, MarketFormat format, const MarketOptions& options) {
-  Result<std::string> text = ReadTextFile(path);
-  if (!text) return Error::NotFound("cannot open '" + path + "': " + text.error().message());
-  return ParseSpotMarket(std::move(*text), path, format, options);
+  return ReadTable<SpotMarket>(kMarketFormats, format, path, options);
 }
 
 std::string AlibabaGpuToCatalog(std::string_view alibaba_name) {
@@ -199,10 +213,6 @@ std::optional<std::string> CblInstanceType(std::string_view gpu_count) {
 }
 
 namespace internal {
-
-size_t EstimateRows(std::string_view text) {
-  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
-}
 
 DemandUnit MakeUnit(std::string id, std::string workload_class, Seconds duration) {
   DemandUnit unit;
@@ -236,7 +246,7 @@ void FinishTrace(Trace* trace, const TraceOptions& o, DefaultOrigin origin_mode,
 
   std::vector<TraceJob>& jobs = trace->jobs;
   // Sort an index, then move each job once: a TraceJob is a few hundred
-  // bytes and swapping them dominated reading 100k jobs.
+  // bytes, too large to swap about while sorting.
   std::vector<uint32_t> order;
   order.reserve(jobs.size());
   for (size_t i = 0; i < jobs.size(); ++i) {
@@ -292,18 +302,17 @@ void FinishMarket(SpotMarket* market, const MarketOptions& o, bool absolute_time
   for (auto& p : market->availability) p.t -= Seconds(origin);
   for (auto& e : market->interruptions) e.t -= Seconds(origin);
 
-  std::stable_sort(market->prices.begin(), market->prices.end(), [](const PricePoint& a, const PricePoint& b) {
+  const auto price_order = [](const PricePoint& a, const PricePoint& b) {
     return std::tie(a.t, a.instance_type, a.zone, a.capacity_type) <
            std::tie(b.t, b.instance_type, b.zone, b.capacity_type);
-  });
-  std::stable_sort(market->availability.begin(), market->availability.end(),
-                   [](const AvailabilityPoint& a, const AvailabilityPoint& b) {
-                     return std::tie(a.t, a.instance_type, a.zone) < std::tie(b.t, b.instance_type, b.zone);
-                   });
-  std::stable_sort(market->interruptions.begin(), market->interruptions.end(),
-                   [](const InterruptionEvent& a, const InterruptionEvent& b) {
-                     return std::tie(a.t, a.instance_type, a.zone) < std::tie(b.t, b.instance_type, b.zone);
-                   });
+  };
+  // Availability points and interruption events: time, type, zone.
+  const auto point_order = [](const auto& a, const auto& b) {
+    return std::tie(a.t, a.instance_type, a.zone) < std::tie(b.t, b.instance_type, b.zone);
+  };
+  std::stable_sort(market->prices.begin(), market->prices.end(), price_order);
+  std::stable_sort(market->availability.begin(), market->availability.end(), point_order);
+  std::stable_sort(market->interruptions.begin(), market->interruptions.end(), point_order);
   std::sort(market->risks.begin(), market->risks.end(), [](const SpotRisk& a, const SpotRisk& b) {
     return std::tie(a.region, a.instance_type) < std::tie(b.region, b.instance_type);
   });
@@ -314,14 +323,8 @@ void FinishMarket(SpotMarket* market, const MarketOptions& o, bool absolute_time
   dropped += WindowSteps(&market->availability, start, end,
                          [](const AvailabilityPoint& p) { return std::make_pair(p.instance_type, p.zone); });
   // Carried-in points moved to 0 ahead of the rest; restore the total order.
-  std::stable_sort(market->prices.begin(), market->prices.end(), [](const PricePoint& a, const PricePoint& b) {
-    return std::tie(a.t, a.instance_type, a.zone, a.capacity_type) <
-           std::tie(b.t, b.instance_type, b.zone, b.capacity_type);
-  });
-  std::stable_sort(market->availability.begin(), market->availability.end(),
-                   [](const AvailabilityPoint& a, const AvailabilityPoint& b) {
-                     return std::tie(a.t, a.instance_type, a.zone) < std::tie(b.t, b.instance_type, b.zone);
-                   });
+  std::stable_sort(market->prices.begin(), market->prices.end(), price_order);
+  std::stable_sort(market->availability.begin(), market->availability.end(), point_order);
   std::vector<InterruptionEvent> events;
   events.reserve(market->interruptions.size());
   for (InterruptionEvent& e : market->interruptions) {

@@ -4,31 +4,19 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include <cstdio>
+#include <utility>
+
+#include "gpuscaler/model/json_writer.h"
 
 namespace gpuscaler {
 
 std::string JsonEscape(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (unsigned char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out;
+  // The JSON writer's escaping (nlohmann's, with invalid UTF-8 as U+FFFD, so
+  // a log line stays valid JSON), without its quotes.
+  JsonWriter writer;
+  writer.String(text);
+  std::string quoted = std::move(writer).Take();
+  return quoted.substr(1, quoted.size() - 2);
 }
 
 namespace {

@@ -147,24 +147,23 @@ class ConfigReader {
         s.timeout = timeout;
     }
     if (const DocNode* p = m.Find("prometheus")) {
-      MapReader pm(r_, *p, "signals.prometheus",
-                   {"url", "bearer_token_file", "username", "password_file", "ca_file", "insecure_skip_verify"});
-      ReadUrl(pm, "url", &s.prometheus.url);
-      pm.ReadString("bearer_token_file", &s.prometheus.bearer_token_file);
-      pm.ReadString("username", &s.prometheus.username);
-      pm.ReadString("password_file", &s.prometheus.password_file);
-      pm.ReadString("ca_file", &s.prometheus.ca_file);
+      using P = PrometheusSettings;
+      MapReader pm = ReadEndpoint<P>(*p, "signals.prometheus", &s.prometheus,
+                                     {{"bearer_token_file", &P::bearer_token_file},
+                                      {"username", &P::username},
+                                      {"password_file", &P::password_file},
+                                      {"ca_file", &P::ca_file}},
+                                     {"insecure_skip_verify"});
       pm.ReadBool("insecure_skip_verify", &s.prometheus.insecure_skip_verify);
     }
     if (const DocNode* q = m.Find("rabbitmq")) {
-      MapReader qm(r_, *q, "signals.rabbitmq",
-                   {"url", "username", "username_file", "username_env", "password_file", "password_env"});
-      ReadUrl(qm, "url", &s.rabbitmq.url);
-      qm.ReadString("username", &s.rabbitmq.username);
-      qm.ReadString("username_file", &s.rabbitmq.username_file);
-      qm.ReadString("username_env", &s.rabbitmq.username_env);
-      qm.ReadString("password_file", &s.rabbitmq.password_file);
-      qm.ReadString("password_env", &s.rabbitmq.password_env);
+      using R = RabbitMqSettings;
+      ReadEndpoint<R>(*q, "signals.rabbitmq", &s.rabbitmq,
+                      {{"username", &R::username},
+                       {"username_file", &R::username_file},
+                       {"username_env", &R::username_env},
+                       {"password_file", &R::password_file},
+                       {"password_env", &R::password_env}});
     }
     if (const DocNode* d = m.Find("dcgm")) {
       MapReader dm(r_, *d, "signals.dcgm", {"urls"});
@@ -201,6 +200,24 @@ class ConfigReader {
       if (c_.kubernetes.leader_election.lease_name.empty())
         r_.ReportAt("kubernetes.leader_election.lease_name", "must not be empty");
     }
+  }
+
+  template <typename Settings>
+  using StringFields = std::initializer_list<std::pair<std::string_view, std::string Settings::*>>;
+
+  // An endpoint section: `url` (http or https) and the string `fields`;
+  // `other_keys` are known too, read by the caller from the returned reader.
+  template <typename Settings>
+  MapReader ReadEndpoint(const DocNode& n, const std::string& path, Settings* out,
+                         StringFields<Settings> fields,
+                         std::initializer_list<std::string_view> other_keys = {}) {
+    std::vector<std::string_view> known = {"url"};
+    for (const auto& field : fields) known.push_back(field.first);
+    known.insert(known.end(), other_keys);
+    MapReader m(r_, n, path, std::move(known));
+    ReadUrl(m, "url", &out->url);
+    for (const auto& [key, member] : fields) m.ReadString(key, &(out->*member));
+    return m;
   }
 
   void ReadUrl(MapReader& m, std::string_view key, std::string* out) {

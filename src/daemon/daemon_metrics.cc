@@ -14,8 +14,8 @@ struct DaemonMetrics::Families {
   explicit Families(server::MetricsRegistry& r)
       : tick_seconds(r.Histogram("gpuscaler_tick_duration_seconds",
                                  "Wall time of one control-loop tick (signals, plan, actions, audit)",
-                                 // Millisecond buckets too: an idle or demo tick takes 1-5 ms, and
-                                 // load tests compare its p99 (bench/load/run_load.sh).
+                                 // Millisecond buckets too: an idle or demo tick takes milliseconds,
+                                 // and load tests compare its p99 (bench/load/run_load.sh).
                                  {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30})),
         ticks(r.Counter("gpuscaler_ticks_total", "Control-loop ticks by result (ok: no error)", {"result"})),
         decisions(r.Counter("gpuscaler_decisions_total", "Decisions recorded in the audit store")),

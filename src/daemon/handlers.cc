@@ -222,8 +222,8 @@ server::Router BuildRouter(DaemonSetup& setup, DaemonState& state, DaemonMetrics
   // /metrics or the tick timer on the I/O thread (bench/load/run_load.sh).
   // Their handlers share nothing but the mutex-guarded state. A report this
   // tick has already rendered is a copy, answered on the I/O thread: the
-  // pool runs at low priority, and under a flood of clients a cached answer
-  // queued behind CPU-bound work waited past a 10 s client timeout.
+  // pool runs at low priority, and a cached answer must not queue behind
+  // CPU-bound work under a flood of clients.
   setup.server_options.slow_request = [reports, &state](const HttpRequest& req) {
     if (req.path == "/reports" || req.path.rfind("/reports/", 0) == 0) return !reports->Ready(req.target, state.Ticks());
     return req.path == "/api/v1/decisions" || req.path == "/api/v1/plan";

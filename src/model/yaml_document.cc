@@ -140,6 +140,29 @@ bool LooksLikeJson(const std::string& text) {
   return false;
 }
 
+// What "expected X, got Y" says a node is; for an integer field a number is
+// shown too: "got a number (2.5)".
+std::string Described(const DocNode& n) { return n.Describe(); }
+std::string DescribedWithNumber(const DocNode& n) {
+  std::string got = n.Describe();
+  if (got == "a number") got += " (" + n.scalar + ")";
+  return got;
+}
+
+// The typed conversion of an unquoted scalar: stores parse's value, or
+// reports "expected <what>, got <describe(n)>".
+template <typename T, typename Parse>
+bool ConvertPlain(DocReader& reader, const DocNode& n, const std::string& field, const char* what,
+                  Parse&& parse, T* out, std::string (*describe)(const DocNode&) = Described) {
+  T v;
+  if (!n.IsScalar() || n.quoted || !parse(n.scalar, &v)) {
+    reader.Report(n, field, std::string("expected ") + what + ", got " + describe(n));
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
 size_t EditDistance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
@@ -254,25 +277,11 @@ bool DocReader::ToString(const DocNode& n, const std::string& field, std::string
 }
 
 bool DocReader::ToBool(const DocNode& n, const std::string& field, bool* out) {
-  bool b;
-  if (!n.IsScalar() || n.quoted || !IsPlainBool(n.scalar, &b)) {
-    Report(n, field, "expected a boolean (true or false), got " + n.Describe());
-    return false;
-  }
-  *out = b;
-  return true;
+  return ConvertPlain(*this, n, field, "a boolean (true or false)", IsPlainBool, out);
 }
 
 bool DocReader::ToInt(const DocNode& n, const std::string& field, int64_t* out) {
-  int64_t v;
-  if (!n.IsScalar() || n.quoted || !ParseInt64(n.scalar, &v)) {
-    std::string got = n.Describe();
-    if (got == "a number") got += " (" + n.scalar + ")";
-    Report(n, field, "expected an integer, got " + got);
-    return false;
-  }
-  *out = v;
-  return true;
+  return ConvertPlain(*this, n, field, "an integer", ParseInt64, out, DescribedWithNumber);
 }
 
 bool DocReader::ToInt(const DocNode& n, const std::string& field, int* out) {
@@ -287,13 +296,7 @@ bool DocReader::ToInt(const DocNode& n, const std::string& field, int* out) {
 }
 
 bool DocReader::ToNumber(const DocNode& n, const std::string& field, double* out) {
-  double v;
-  if (!n.IsScalar() || n.quoted || !ParseDouble(n.scalar, &v)) {
-    Report(n, field, "expected a number, got " + n.Describe());
-    return false;
-  }
-  *out = v;
-  return true;
+  return ConvertPlain(*this, n, field, "a number", ParseDouble, out);
 }
 
 bool DocReader::ToDuration(const DocNode& n, const std::string& field, Seconds* out) {
@@ -422,37 +425,40 @@ bool MapReader::Require(std::initializer_list<std::string_view> keys) {
   return ok;
 }
 
+namespace {
+
+// A MapReader::Read*: converts the value of a key that is present.
+template <typename T>
+bool ReadPresent(DocReader& reader, const MapReader& map, const DocNode* value, std::string_view key,
+                 bool (DocReader::*convert)(const DocNode&, const std::string&, T*), T* out) {
+  return value != nullptr && (reader.*convert)(*value, map.PathOf(key), out);
+}
+
+}  // namespace
+
 bool MapReader::ReadString(std::string_view key, std::string* out) {
-  const DocNode* v = Lookup(key);
-  return v != nullptr && reader_.ToString(*v, PathOf(key), out);
+  return ReadPresent(reader_, *this, Lookup(key), key, &DocReader::ToString, out);
 }
 bool MapReader::ReadBool(std::string_view key, bool* out) {
-  const DocNode* v = Lookup(key);
-  return v != nullptr && reader_.ToBool(*v, PathOf(key), out);
+  return ReadPresent(reader_, *this, Lookup(key), key, &DocReader::ToBool, out);
 }
 bool MapReader::ReadInt(std::string_view key, int* out) {
-  const DocNode* v = Lookup(key);
-  return v != nullptr && reader_.ToInt(*v, PathOf(key), out);
+  return ReadPresent<int>(reader_, *this, Lookup(key), key, &DocReader::ToInt, out);
 }
 bool MapReader::ReadInt(std::string_view key, int64_t* out) {
-  const DocNode* v = Lookup(key);
-  return v != nullptr && reader_.ToInt(*v, PathOf(key), out);
+  return ReadPresent<int64_t>(reader_, *this, Lookup(key), key, &DocReader::ToInt, out);
 }
 bool MapReader::ReadNumber(std::string_view key, double* out) {
-  const DocNode* v = Lookup(key);
-  return v != nullptr && reader_.ToNumber(*v, PathOf(key), out);
+  return ReadPresent(reader_, *this, Lookup(key), key, &DocReader::ToNumber, out);
 }
 bool MapReader::ReadDuration(std::string_view key, Seconds* out) {
-  const DocNode* v = Lookup(key);
-  return v != nullptr && reader_.ToDuration(*v, PathOf(key), out);
+  return ReadPresent(reader_, *this, Lookup(key), key, &DocReader::ToDuration, out);
 }
 bool MapReader::ReadStringList(std::string_view key, std::vector<std::string>* out) {
-  const DocNode* v = Lookup(key);
-  return v != nullptr && reader_.ToStringList(*v, PathOf(key), out);
+  return ReadPresent(reader_, *this, Lookup(key), key, &DocReader::ToStringList, out);
 }
 bool MapReader::ReadStringMap(std::string_view key, std::map<std::string, std::string>* out) {
-  const DocNode* v = Lookup(key);
-  return v != nullptr && reader_.ToStringMap(*v, PathOf(key), out);
+  return ReadPresent(reader_, *this, Lookup(key), key, &DocReader::ToStringMap, out);
 }
 
 }  // namespace gpuscaler

@@ -34,13 +34,25 @@ class Writer {
   void Put(const std::string& path, Seconds value) {
     Put(path, std::to_string(value.count()) + "s");
   }
-  void Put(const std::string& path, const std::vector<std::string>& values) {
-    Put(path + "#", static_cast<int>(values.size()));
-    for (size_t i = 0; i < values.size(); ++i) Put(path + "[" + std::to_string(i) + "]", values[i]);
+  // A list: `path#` is its length, then put(path[i], item) for each item.
+  template <typename T, typename PutItem>
+  void PutList(const std::string& path, const std::vector<T>& items, PutItem&& put) {
+    Put(path + "#", static_cast<int>(items.size()));
+    for (size_t i = 0; i < items.size(); ++i) put(path + "[" + std::to_string(i) + "]", items[i]);
   }
-  void Put(const std::string& path, const std::map<std::string, std::string>& values) {
-    Put(path + "#", static_cast<int>(values.size()));
-    for (const auto& [k, v] : values) Put(path + "{" + k + "}", v);
+  // A map: `path#` is its size, then put(path{key}, value) in key order.
+  template <typename T, typename PutItem>
+  void PutMap(const std::string& path, const std::map<std::string, T>& items, PutItem&& put) {
+    Put(path + "#", static_cast<int>(items.size()));
+    for (const auto& [key, value] : items) put(path + "{" + key + "}", value);
+  }
+  template <typename T>
+  void Put(const std::string& path, const std::vector<T>& values) {
+    PutList(path, values, [this](const std::string& at, const T& v) { Put(at, v); });
+  }
+  template <typename T>
+  void Put(const std::string& path, const std::map<std::string, T>& values) {
+    PutMap(path, values, [this](const std::string& at, const T& v) { Put(at, v); });
   }
   template <typename T>
   void Put(const std::string& path, const std::optional<T>& value) {
@@ -73,10 +85,7 @@ std::string CanonicalPolicyText(const Policy& p) {
   Writer w;
   w.Put("apiVersion", p.api_version);
   w.Put("name", p.name);
-  w.Put("pools#", static_cast<int>(p.pools.size()));
-  for (size_t i = 0; i < p.pools.size(); ++i) {
-    const NodePoolPolicy& pool = p.pools[i];
-    const std::string at = "pools[" + std::to_string(i) + "]";
+  w.PutList("pools", p.pools, [&w](const std::string& at, const NodePoolPolicy& pool) {
     w.Put(at + ".name", pool.name);
     w.Put(at + ".instance_types", pool.instance_types);
     w.Put(at + ".families", pool.families);
@@ -89,20 +98,15 @@ std::string CanonicalPolicyText(const Policy& p) {
     w.Put(at + ".min_nodes", pool.min_nodes);
     w.Put(at + ".max_nodes", pool.max_nodes);
     w.Put(at + ".labels", pool.labels);
-    w.Put(at + ".taints#", static_cast<int>(pool.taints.size()));
-    for (size_t j = 0; j < pool.taints.size(); ++j) {
-      const std::string t = at + ".taints[" + std::to_string(j) + "]";
-      w.Put(t + ".key", pool.taints[j].key);
-      w.Put(t + ".value", pool.taints[j].value);
-      w.Put(t + ".effect", pool.taints[j].effect);
-    }
+    w.PutList(at + ".taints", pool.taints, [&w](const std::string& t, const Taint& taint) {
+      w.Put(t + ".key", taint.key);
+      w.Put(t + ".value", taint.value);
+      w.Put(t + ".effect", taint.effect);
+    });
     w.Put(at + ".actuation", pool.actuation);
     w.Put(at + ".auto_scaling_group", pool.auto_scaling_group);
-  }
-  w.Put("classes#", static_cast<int>(p.classes.size()));
-  for (size_t i = 0; i < p.classes.size(); ++i) {
-    const WorkloadClassPolicy& c = p.classes[i];
-    const std::string at = "classes[" + std::to_string(i) + "]";
+  });
+  w.PutList("classes", p.classes, [&w](const std::string& at, const WorkloadClassPolicy& c) {
     w.Put(at + ".name", c.name);
     w.Put(at + ".match.queues", c.match_queues);
     w.Put(at + ".match.namespaces", c.match_namespaces);
@@ -127,10 +131,9 @@ std::string CanonicalPolicyText(const Policy& p) {
     w.Put(at + ".signals.queue_depth", c.queue_depth);
     w.Put(at + ".signals.gpu_utilization", c.gpu_utilization);
     w.Put(at + ".scale_in_utilization_below", c.scale_in_utilization_below);
-  }
+  });
   w.Put("budget.global", p.budget.global);
-  w.Put("budget.pools#", static_cast<int>(p.budget.per_pool.size()));
-  for (const auto& [pool, cap] : p.budget.per_pool) w.Put("budget.pools{" + pool + "}", cap);
+  w.Put("budget.pools", p.budget.per_pool);
   w.Put("spot.max_price_fraction_of_on_demand", p.spot.max_price_fraction_of_on_demand);
   w.Put("spot.max_interruptions_per_hour", p.spot.max_interruptions_per_hour);
   w.Put("spot.fallback_to_on_demand", p.spot.fallback_to_on_demand);
@@ -152,10 +155,7 @@ std::string CanonicalPolicyText(const Policy& p) {
   w.Put("disruption.min_savings_usd_per_hour", d.min_savings_usd_per_hour);
   w.Put("disruption.min_savings_fraction", d.min_savings_fraction);
   w.Put("disruption.drain_timeout", d.drain_timeout);
-  w.Put("signals.max_staleness#", static_cast<int>(p.signals.max_staleness.size()));
-  for (const auto& [source, age] : p.signals.max_staleness) {
-    w.Put("signals.max_staleness{" + source + "}", age);
-  }
+  w.Put("signals.max_staleness", p.signals.max_staleness);
   return w.Take();
 }
 

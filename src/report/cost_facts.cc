@@ -147,6 +147,16 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
     int64_t rows_without_node = 0;
     std::string last_instance;
     int32_t last_node = -1;
+
+    // The index of (class, team) in `allocations`, added when new.
+    int32_t Allocation(std::string_view workload_class, std::string_view team) {
+      for (size_t a = 0; a < allocations.size(); ++a) {
+        const auto& [known_class, known_team] = allocations[a];
+        if (known_class == workload_class && known_team == team) return static_cast<int32_t>(a);
+      }
+      allocations.emplace_back(std::string(workload_class), std::string(team));
+      return static_cast<int32_t>(allocations.size() - 1);
+    }
   };
   auto accumulate = [&](Accumulator& acc, const UsageView& u) {
     ++acc.rows;
@@ -165,17 +175,7 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
     if (w.days == 0 || end <= start || u.gpu_seconds_allocated <= 0) return;
     const NodeFact& n = f.nodes[static_cast<size_t>(acc.last_node)];
     if (n.gpu_count <= 0) return;
-    int32_t allocation = -1;
-    for (size_t a = 0; a < acc.allocations.size(); ++a) {
-      if (acc.allocations[a].first == u.workload_class && acc.allocations[a].second == u.team) {
-        allocation = static_cast<int32_t>(a);
-        break;
-      }
-    }
-    if (allocation < 0) {
-      allocation = static_cast<int32_t>(acc.allocations.size());
-      acc.allocations.emplace_back(std::string(u.workload_class), std::string(u.team));
-    }
+    const int32_t allocation = acc.Allocation(u.workload_class, u.team);
     const double duration = static_cast<double>(end - start);
     const double per_gpu_second = 1.0 / (static_cast<double>(n.gpu_count) * 3600.0);
     const auto first = slices.begin() + static_cast<std::ptrdiff_t>(w.slice_begin);
@@ -237,18 +237,7 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
           [&](const UsageView& u) {
             if (!go) {
               if (early.size() < kEarlyRows && early_ids.size() + u.instance_id.size() < UINT32_MAX) {
-                Accumulator& acc = parts[2];
-                int32_t allocation = -1;
-                for (size_t k = 0; k < acc.allocations.size(); ++k) {
-                  if (acc.allocations[k].first == u.workload_class && acc.allocations[k].second == u.team) {
-                    allocation = static_cast<int32_t>(k);
-                    break;
-                  }
-                }
-                if (allocation < 0) {
-                  allocation = static_cast<int32_t>(acc.allocations.size());
-                  acc.allocations.emplace_back(std::string(u.workload_class), std::string(u.team));
-                }
+                const int32_t allocation = parts[2].Allocation(u.workload_class, u.team);
                 early.push_back(EarlyRow{static_cast<uint32_t>(early_ids.size()),
                                          static_cast<uint32_t>(u.instance_id.size()), allocation,
                                          ToUnixSeconds(u.start), ToUnixSeconds(u.end), u.gpu_seconds_allocated,

@@ -1,35 +1,57 @@
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
+#include <optional>
 #include <set>
+#include <utility>
 
 #include "gpuscaler/report/report.h"
 
 namespace gpuscaler::report {
 namespace {
 
-constexpr Dimension kDimensions[] = {Dimension::kPool,         Dimension::kRegion,       Dimension::kZone,
-                                     Dimension::kInstanceType, Dimension::kCapacityType, Dimension::kClass,
-                                     Dimension::kTeam};
-constexpr Period kPeriods[] = {Period::kDay, Period::kWeek, Period::kMonth};
-constexpr Format kFormats[] = {Format::kCsv, Format::kJson, Format::kFocus, Format::kHtml};
-constexpr View kViews[] = {View::kCosts, View::kAllocation, View::kSavings, View::kBudget, View::kDecisions, View::kNodes};
+// Each enum's names, in its declaration order (report.h).
+constexpr std::string_view kDimensionNames[] = {"pool",          "region", "zone", "instance_type",
+                                                "capacity_type", "class",  "team"};
+constexpr std::string_view kPeriodNames[] = {"day", "week", "month"};
+constexpr std::string_view kFormatNames[] = {"csv", "json", "focus", "html"};
+constexpr std::string_view kViewNames[] = {"costs", "allocation", "savings", "budget", "decisions", "nodes"};
+static_assert(std::size(kDimensionNames) == static_cast<size_t>(Dimension::kTeam) + 1);
+static_assert(std::size(kPeriodNames) == static_cast<size_t>(Period::kMonth) + 1);
+static_assert(std::size(kFormatNames) == static_cast<size_t>(Format::kHtml) + 1);
+static_assert(std::size(kViewNames) == static_cast<size_t>(View::kNodes) + 1);
 
 template <typename E, size_t N>
-std::optional<E> ParseName(std::string_view text, const E (&all)[N]) {
-  for (E e : all) {
-    if (ToString(e) == text) return e;
+std::string_view NameOf(E e, const std::string_view (&names)[N]) {
+  const auto i = static_cast<size_t>(e);
+  return i < N ? names[i] : "?";
+}
+
+template <size_t N>
+std::string Names(const std::string_view (&names)[N]) {
+  std::string out;
+  for (std::string_view name : names) {
+    if (!out.empty()) out += ", ";
+    out += name;
+  }
+  return out;
+}
+
+template <typename E, size_t N>
+std::optional<E> ParseName(std::string_view text, const std::string_view (&names)[N]) {
+  for (size_t i = 0; i < N; ++i) {
+    if (names[i] == text) return static_cast<E>(i);
   }
   return std::nullopt;
 }
 
+// A parser of one of `names` into E, naming the known ones when it fails.
 template <typename E, size_t N>
-std::string Names(const E (&all)[N]) {
-  std::string out;
-  for (E e : all) {
-    if (!out.empty()) out += ", ";
-    out += ToString(e);
-  }
-  return out;
+auto OneOf(const std::string_view (&names)[N]) {
+  return [&names](const std::string& param, const std::string& text) -> Result<E> {
+    if (std::optional<E> e = ParseName<E>(text, names)) return *e;
+    return Error::InvalidInput(param + ": unknown '" + text + "' (known: " + Names(names) + ")");
+  };
 }
 
 std::vector<std::string> SplitList(const std::string& text) {
@@ -64,61 +86,38 @@ Result<double> ParseNumber(const std::string& name, const std::string& text) {
   return v;
 }
 
-Result<int64_t> ParseInteger(const std::string& name, const std::string& text, int64_t min, int64_t max) {
-  char* end = nullptr;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || end != text.c_str() + text.size() || v < min || v > max) {
-    return Error::InvalidInput(name + ": '" + text + "' is not an integer in [" + std::to_string(min) + ", " +
-                               std::to_string(max) + "]");
-  }
-  return static_cast<int64_t>(v);
+// A parser of an integer in [min, max].
+auto Integer(int64_t min, int64_t max) {
+  return [min, max](const std::string& param, const std::string& text) -> Result<int64_t> {
+    char* end = nullptr;
+    const long long v = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || end != text.c_str() + text.size() || v < min || v > max) {
+      return Error::InvalidInput(param + ": '" + text + "' is not an integer in [" + std::to_string(min) +
+                                 ", " + std::to_string(max) + "]");
+    }
+    return static_cast<int64_t>(v);
+  };
+}
+
+// An optional parameter: absent leaves *out as it is; present, parse(name,
+// text) must accept it.
+template <typename T, typename Parse>
+Status ReadParam(const std::map<std::string, std::string>& params, const std::string& name, Parse&& parse,
+                 T* out) {
+  auto it = params.find(name);
+  if (it == params.end()) return Status::Ok();
+  auto value = parse(name, it->second);
+  if (!value) return value.error();
+  *out = T(*value);
+  return Status::Ok();
 }
 
 }  // namespace
 
-std::string_view ToString(Dimension d) {
-  switch (d) {
-    case Dimension::kPool: return "pool";
-    case Dimension::kRegion: return "region";
-    case Dimension::kZone: return "zone";
-    case Dimension::kInstanceType: return "instance_type";
-    case Dimension::kCapacityType: return "capacity_type";
-    case Dimension::kClass: return "class";
-    case Dimension::kTeam: return "team";
-  }
-  return "?";
-}
-
-std::string_view ToString(Period p) {
-  switch (p) {
-    case Period::kDay: return "day";
-    case Period::kWeek: return "week";
-    case Period::kMonth: return "month";
-  }
-  return "?";
-}
-
-std::string_view ToString(Format f) {
-  switch (f) {
-    case Format::kCsv: return "csv";
-    case Format::kJson: return "json";
-    case Format::kFocus: return "focus";
-    case Format::kHtml: return "html";
-  }
-  return "?";
-}
-
-std::string_view ToString(View v) {
-  switch (v) {
-    case View::kCosts: return "costs";
-    case View::kAllocation: return "allocation";
-    case View::kSavings: return "savings";
-    case View::kBudget: return "budget";
-    case View::kDecisions: return "decisions";
-    case View::kNodes: return "nodes";
-  }
-  return "?";
-}
+std::string_view ToString(Dimension d) { return NameOf(d, kDimensionNames); }
+std::string_view ToString(Period p) { return NameOf(p, kPeriodNames); }
+std::string_view ToString(Format f) { return NameOf(f, kFormatNames); }
+std::string_view ToString(View v) { return NameOf(v, kViewNames); }
 
 Result<ReportQuery> ParseReportQuery(const std::map<std::string, std::string>& params) {
   static const std::set<std::string> kKnown = {
@@ -157,9 +156,10 @@ Result<ReportQuery> ParseReportQuery(const std::map<std::string, std::string>& p
 
   if (const std::string* g = get("group_by"); g != nullptr && !g->empty()) {
     for (const std::string& name : SplitList(*g)) {
-      std::optional<Dimension> d = ParseName(name, kDimensions);
+      std::optional<Dimension> d = ParseName<Dimension>(name, kDimensionNames);
       if (!d) {
-        return Error::InvalidInput("group_by: unknown column '" + name + "' (known: " + Names(kDimensions) + ")");
+        return Error::InvalidInput("group_by: unknown column '" + name +
+                                   "' (known: " + Names(kDimensionNames) + ")");
       }
       for (Dimension seen : q.group_by) {
         if (seen == *d) return Error::InvalidInput("group_by: column '" + name + "' given twice");
@@ -167,21 +167,10 @@ Result<ReportQuery> ParseReportQuery(const std::map<std::string, std::string>& p
       q.group_by.push_back(*d);
     }
   }
-  if (const std::string* p = get("period")) {
-    std::optional<Period> v = ParseName(*p, kPeriods);
-    if (!v) return Error::InvalidInput("period: unknown '" + *p + "' (known: " + Names(kPeriods) + ")");
-    q.period = *v;
-  }
-  if (const std::string* p = get("format")) {
-    std::optional<Format> v = ParseName(*p, kFormats);
-    if (!v) return Error::InvalidInput("format: unknown '" + *p + "' (known: " + Names(kFormats) + ")");
-    q.format = *v;
-  }
-  if (const std::string* p = get("view")) {
-    std::optional<View> v = ParseName(*p, kViews);
-    if (!v) return Error::InvalidInput("view: unknown '" + *p + "' (known: " + Names(kViews) + ")");
-    q.view = *v;
-  }
+  Status s = ReadParam(params, "period", OneOf<Period>(kPeriodNames), &q.period);
+  if (s.ok()) s = ReadParam(params, "format", OneOf<Format>(kFormatNames), &q.format);
+  if (s.ok()) s = ReadParam(params, "view", OneOf<View>(kViewNames), &q.view);
+  if (!s.ok()) return s.error();
   if (const std::string* p = get("team_map"); p != nullptr && !p->empty()) {
     for (const std::string& pair : SplitList(*p)) {
       const size_t eq = pair.find('=');
@@ -194,39 +183,19 @@ Result<ReportQuery> ParseReportQuery(const std::map<std::string, std::string>& p
       }
     }
   }
-  if (const std::string* p = get("budget_monthly_usd")) {
-    Result<double> v = ParseNumber("budget_monthly_usd", *p);
-    if (!v) return v.error();
-    q.budget_monthly_usd = *v;
-  }
-  if (const std::string* p = get("as_of")) {
-    Result<WallTime> v = ParseTime("as_of", *p);
-    if (!v) return v.error();
-    q.as_of = *v;
-  }
-  if (const std::string* p = get("min_billed_seconds")) {
-    Result<int64_t> v = ParseInteger("min_billed_seconds", *p, 0, 86400);
-    if (!v) return v.error();
-    q.min_billed = Seconds(*v);
-  }
-  if (const std::string* p = get("loss_window_seconds")) {
-    Result<int64_t> v = ParseInteger("loss_window_seconds", *p, 0, 7 * 86400);
-    if (!v) return v.error();
-    q.loss_window = Seconds(*v);
-  }
-  if (const std::string* p = get("top")) {
-    Result<int64_t> v = ParseInteger("top", *p, 1, 10000);
-    if (!v) return v.error();
-    q.top = static_cast<int>(*v);
-  }
-  for (const char* name : {"billing_account_id", "provider_name", "service_name"}) {
+  s = ReadParam(params, "budget_monthly_usd", ParseNumber, &q.budget_monthly_usd);
+  if (s.ok()) s = ReadParam(params, "as_of", ParseTime, &q.as_of);
+  if (s.ok()) s = ReadParam(params, "min_billed_seconds", Integer(0, 86400), &q.min_billed);
+  if (s.ok()) s = ReadParam(params, "loss_window_seconds", Integer(0, 7 * 86400), &q.loss_window);
+  if (s.ok()) s = ReadParam(params, "top", Integer(1, 10000), &q.top);
+  if (!s.ok()) return s.error();
+  for (auto [name, field] :
+       {std::pair{"billing_account_id", &q.billing_account_id}, std::pair{"provider_name", &q.provider_name},
+        std::pair{"service_name", &q.service_name}}) {
     const std::string* p = get(name);
     if (p == nullptr) continue;
     if (p->empty()) return Error::InvalidInput(std::string(name) + ": must not be empty");
-    std::string& field = std::string_view(name) == "billing_account_id" ? q.billing_account_id
-                         : std::string_view(name) == "provider_name"    ? q.provider_name
-                                                                        : q.service_name;
-    field = *p;
+    *field = *p;
   }
   return q;
 }

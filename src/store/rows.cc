@@ -1,5 +1,6 @@
 #include "rows.h"
 
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 namespace gpuscaler {
@@ -7,17 +8,9 @@ namespace gpuscaler {
 std::string_view ToString(ActionKind k) { return k == ActionKind::kTerminate ? "terminate" : "launch"; }
 
 std::string_view ToString(ActionOutcome o) {
-  switch (o) {
-    case ActionOutcome::kPending:
-      return "pending";
-    case ActionOutcome::kSucceeded:
-      return "succeeded";
-    case ActionOutcome::kPartial:
-      return "partial";
-    case ActionOutcome::kFailed:
-      return "failed";
-  }
-  return "pending";
+  static constexpr std::string_view kNames[] = {"pending", "succeeded", "partial", "failed"};  // enum order
+  const auto i = static_cast<size_t>(o);
+  return i < std::size(kNames) ? kNames[i] : kNames[0];
 }
 
 std::optional<ActionKind> ParseActionKind(std::string_view text) {
@@ -46,29 +39,55 @@ Result<std::vector<std::string>> IdsFromJson(const std::string& text, std::strin
   }
 }
 
+void BindOffering(Query& q, int first, const Offering& o) {
+  q.BindFrom(first, o.instance_type, o.region, o.zone, ToString(o.capacity_type), o.usd_per_hour,
+             o.on_demand_usd_per_hour, o.interruptions_per_hour);
+}
+
+Status ReadOffering(const Query& q, int first, std::string_view table, Offering* out) {
+  Offering& o = *out;
+  o.instance_type = q.Text(first);
+  o.region = q.Text(first + 1);
+  o.zone = q.Text(first + 2);
+  std::optional<CapacityType> capacity = ParseCapacityType(q.Text(first + 3));
+  if (!capacity)
+    return Error::Internal(std::string(table) + ".capacity_type '" + q.Text(first + 3) + "' unknown");
+  o.capacity_type = *capacity;
+  o.usd_per_hour = q.Real(first + 4);
+  o.on_demand_usd_per_hour = q.Real(first + 5);
+  o.interruptions_per_hour = q.Real(first + 6);
+  return Status::Ok();
+}
+
+namespace {
+
+// decision_id 0 (no decision) is NULL in the tables.
+std::optional<int64_t> DecisionId(int64_t id) { return id == 0 ? std::nullopt : std::optional<int64_t>(id); }
+
+}  // namespace
+
+Query& BindActionIntent(Query& q, const ActionRecord& a) {
+  q.BindFrom(1, DecisionId(a.decision_id), ToString(a.kind), a.idempotency_token, a.pool);
+  BindOffering(q, 5, a.offering);
+  return q.BindFrom(12, a.count, IdsToJson(a.instance_ids), a.reason);
+}
+
 Result<ActionRow> ReadActionRow(const Query& q) {
   ActionRow row;
   row.id = q.Int(0);
-  row.action.decision_id = q.IsNull(1) ? 0 : q.Int(1);
+  ActionRecord& a = row.action;
+  a.decision_id = q.IsNull(1) ? 0 : q.Int(1);
   std::optional<ActionKind> kind = ParseActionKind(q.Text(2));
   if (!kind) return Error::Internal("actions.kind '" + q.Text(2) + "' unknown");
-  row.action.kind = *kind;
-  row.action.idempotency_token = q.Text(3);
-  row.action.pool = q.Text(4);
-  row.action.offering.instance_type = q.Text(5);
-  row.action.offering.region = q.Text(6);
-  row.action.offering.zone = q.Text(7);
-  std::optional<CapacityType> capacity = ParseCapacityType(q.Text(8));
-  if (!capacity) return Error::Internal("actions.capacity_type '" + q.Text(8) + "' unknown");
-  row.action.offering.capacity_type = *capacity;
-  row.action.offering.usd_per_hour = q.Real(9);
-  row.action.offering.on_demand_usd_per_hour = q.Real(10);
-  row.action.offering.interruptions_per_hour = q.Real(11);
-  row.action.count = static_cast<int>(q.Int(12));
+  a.kind = *kind;
+  a.idempotency_token = q.Text(3);
+  a.pool = q.Text(4);
+  if (Status s = ReadOffering(q, 5, "actions", &a.offering); !s.ok()) return s.error();
+  a.count = static_cast<int>(q.Int(12));
   Result<std::vector<std::string>> ids = IdsFromJson(q.Text(13), "actions.instance_ids_json");
   if (!ids) return ids.error();
-  row.action.instance_ids = std::move(*ids);
-  row.action.reason = q.Text(14);
+  a.instance_ids = std::move(*ids);
+  a.reason = q.Text(14);
   std::optional<ActionOutcome> outcome = ParseActionOutcome(q.Text(15));
   if (!outcome) return Error::Internal("actions.outcome '" + q.Text(15) + "' unknown");
   row.outcome = *outcome;
@@ -79,23 +98,52 @@ Result<ActionRow> ReadActionRow(const Query& q) {
   return row;
 }
 
+Query& BindNodeLaunch(Query& q, const NodeLaunchRecord& n) {
+  q.BindFrom(1, n.instance_id, n.node_id, n.pool);
+  BindOffering(q, 4, n.offering);
+  return q.BindFrom(11, n.gpu_count, n.launch_time, DecisionId(n.decision_id), n.reason);
+}
+
+Result<NodeRow> ReadNodeRow(const Query& q) {
+  NodeRow row;
+  NodeLaunchRecord& n = row.launch;
+  n.instance_id = q.Text(0);
+  n.node_id = q.Text(1);
+  n.pool = q.Text(2);
+  if (Status s = ReadOffering(q, 3, "nodes", &n.offering); !s.ok()) return s.error();
+  n.gpu_count = static_cast<int>(q.Int(10));
+  n.launch_time = q.Time(11);
+  n.decision_id = q.IsNull(12) ? 0 : q.Int(12);
+  n.reason = q.Text(13);
+  row.end_time = q.OptionalTime(14);
+  row.cause = q.Text(15);
+  return row;
+}
+
+Query& BindPriceSample(Query& q, const PriceSample& p) {
+  q.Bind(1, p.time).Bind(9, p.offering.available);
+  BindOffering(q, 2, p.offering);
+  return q;
+}
+
+Result<PriceSample> ReadPriceSample(const Query& q) {
+  PriceSample sample;
+  sample.time = q.Time(0);
+  if (Status s = ReadOffering(q, 1, "price_samples", &sample.offering); !s.ok()) return s.error();
+  sample.offering.available = q.Int(8) != 0;
+  return sample;
+}
+
 Result<std::vector<ActionRow>> QueryOpenIntents(Connection& db) {
-  Result<Query> q =
-      db.Prepare("SELECT " GPUSCALER_ACTION_COLUMNS
-                 ", (SELECT d.time FROM decisions d WHERE d.id = actions.decision_id)"
-                 " FROM actions WHERE outcome = 'pending' ORDER BY id");
-  if (!q) return q.error();
-  std::vector<ActionRow> rows;
-  while (true) {
-    Result<bool> more = q->Step("reading open intents");
-    if (!more) return more.error();
-    if (!*more) break;
-    Result<ActionRow> row = ReadActionRow(*q);
-    if (!row) return row.error();
-    if (!q->IsNull(18)) row->decision_time = WallTime(Seconds(q->Int(18)));
-    rows.push_back(std::move(*row));
-  }
-  return rows;
+  return Select<ActionRow>(db,
+                           "SELECT " GPUSCALER_ACTION_COLUMNS
+                           ", (SELECT d.time FROM decisions d WHERE d.id = actions.decision_id)"
+                           " FROM actions WHERE outcome = 'pending' ORDER BY id",
+                           "reading open intents", [](const Query& q) -> Result<ActionRow> {
+                             Result<ActionRow> row = ReadActionRow(q);
+                             if (row) row->decision_time = q.OptionalTime(18);
+                             return row;
+                           });
 }
 
 }  // namespace store_internal

@@ -1,11 +1,17 @@
-// Column encodings shared by the writer and the reader: enums as the text the
+// How records map to the audit tables, shared by the writer and the reader:
+// each table's column list (pasted into constant SQL) next to the code that
+// binds and reads those columns in that order; enums as the text the
 // schema's CHECK constraints allow, id lists as JSON arrays.
 #pragma once
 
 #include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "gpuscaler/status.h"
+#include "gpuscaler/store/audit_reader.h"
 #include "gpuscaler/store/audit_store.h"
 #include "sqlite_db.h"
 
@@ -14,12 +20,88 @@ namespace gpuscaler::store_internal {
 std::string IdsToJson(const std::vector<std::string>& ids);
 Result<std::vector<std::string>> IdsFromJson(const std::string& text, std::string_view column);
 
-// The columns ReadActionRow reads, in order: pasted into constant SQL.
-#define GPUSCALER_ACTION_COLUMNS                                                                   \
-  "id, decision_id, kind, idempotency_token, pool, instance_type, region, zone, capacity_type, " \
-  "usd_per_hour, on_demand_usd_per_hour, interruptions_per_hour, count, instance_ids_json, "     \
-  "reason, outcome, detail, result_instance_ids_json"
+// Binds the fields of `record` named by `fields` (a tuple of member
+// pointers) to parameters first, first + 1, ...
+template <typename Record, typename... Members>
+Query& BindFields(Query& q, int first, const Record& record, const std::tuple<Members...>& fields) {
+  return std::apply([&](auto... member) -> Query& { return q.BindFrom(first, record.*member...); }, fields);
+}
+
+// Reads columns first, first + 1, ... into the fields of `*record` named by
+// `fields`.
+template <typename Record, typename... Members>
+void ReadFields(const Query& q, int first, const std::tuple<Members...>& fields, Record* record) {
+  std::apply([&](auto... member) { (q.Get(first++, &(record->*member)), ...); }, fields);
+}
+
+// Prepares `sql`, binds `params` to ?1, ?2, ... and returns read(q), a
+// Result<Row>, for every row.
+template <typename Row, typename Read, typename... Params>
+Result<std::vector<Row>> Select(Connection& db, const char* sql, std::string_view what, Read&& read,
+                                const Params&... params) {
+  Result<Query> q = db.Prepare(sql);
+  if (!q) return q.error();
+  q->BindFrom(1, params...);
+  std::vector<Row> rows;
+  while (true) {
+    Result<bool> more = q->Step(what);
+    if (!more) return more.error();
+    if (!*more) return rows;
+    Result<Row> row = read(*q);
+    if (!row) return row.error();
+    rows.push_back(std::move(*row));
+  }
+}
+
+// decisions: the columns after id and, in their order, the fields they hold.
+#define GPUSCALER_DECISION_COLUMNS                                                                      \
+  "time, source, policy_name, policy_hash, pending_units, nodes, signals_json, snapshot_summary_json, " \
+  "plan_json, summary, cost_before_usd_per_hour, cost_after_usd_per_hour, "                             \
+  "expected_interruption_usd_per_hour, scale_down_blocked"
+inline constexpr auto kDecisionFields =
+    std::make_tuple(&DecisionRecord::time, &DecisionRecord::source, &DecisionRecord::policy_name,
+                    &DecisionRecord::policy_hash, &DecisionRecord::pending_units, &DecisionRecord::nodes,
+                    &DecisionRecord::signals_json, &DecisionRecord::snapshot_summary_json,
+                    &DecisionRecord::plan_json, &DecisionRecord::summary,
+                    &DecisionRecord::cost_before_usd_per_hour, &DecisionRecord::cost_after_usd_per_hour,
+                    &DecisionRecord::expected_interruption_usd_per_hour, &DecisionRecord::scale_down_blocked);
+
+// An Offering in actions, nodes and price_samples; `price` names its price
+// column (nodes: the price at launch).
+#define GPUSCALER_OFFERING_COLUMNS(price) \
+  "instance_type, region, zone, capacity_type, " price ", on_demand_usd_per_hour, interruptions_per_hour"
+void BindOffering(Query& q, int first, const Offering& o);
+// Reads columns first..first + 6 into *out, leaving `available` as it is. An
+// unknown capacity type is kInternal, naming `table`.
+Status ReadOffering(const Query& q, int first, std::string_view table, Offering* out);
+
+// actions: the intent's columns, then (ActionRow) the outcome's.
+#define GPUSCALER_ACTION_INTENT_COLUMNS                                                       \
+  "decision_id, kind, idempotency_token, pool, " GPUSCALER_OFFERING_COLUMNS("usd_per_hour") \
+  ", count, instance_ids_json, reason"
+#define GPUSCALER_ACTION_COLUMNS \
+  "id, " GPUSCALER_ACTION_INTENT_COLUMNS ", outcome, detail, result_instance_ids_json"
+Query& BindActionIntent(Query& q, const ActionRecord& a);
 Result<ActionRow> ReadActionRow(const Query& q);
+
+// nodes: the launch's columns, then (NodeRow) the end's.
+#define GPUSCALER_NODE_LAUNCH_COLUMNS                                                 \
+  "instance_id, node_id, pool, " GPUSCALER_OFFERING_COLUMNS("launch_usd_per_hour") \
+  ", gpu_count, launch_time, decision_id, reason"
+Query& BindNodeLaunch(Query& q, const NodeLaunchRecord& n);
+Result<NodeRow> ReadNodeRow(const Query& q);  // GPUSCALER_NODE_LAUNCH_COLUMNS, end_time, cause
+
+// price_samples
+#define GPUSCALER_PRICE_SAMPLE_COLUMNS "time, " GPUSCALER_OFFERING_COLUMNS("usd_per_hour") ", available"
+Query& BindPriceSample(Query& q, const PriceSample& p);
+Result<PriceSample> ReadPriceSample(const Query& q);
+
+// usage: the columns and, in their order, the fields they hold.
+#define GPUSCALER_USAGE_COLUMNS \
+  "instance_id, workload_class, team, start_time, end_time, gpu_seconds_allocated, gpu_seconds_busy"
+inline constexpr auto kUsageFields = std::make_tuple(
+    &UsageRecord::instance_id, &UsageRecord::workload_class, &UsageRecord::team, &UsageRecord::start,
+    &UsageRecord::end, &UsageRecord::gpu_seconds_allocated, &UsageRecord::gpu_seconds_busy);
 
 // The writer's and reader's shared queries.
 Result<std::vector<ActionRow>> QueryOpenIntents(Connection& db);

@@ -178,10 +178,10 @@ Status Migrate(Connection& db, std::span<const Migration> migrations) {
     if (s.ok() && *now < m.version) {
       s = db.Exec(m.sql, "applying schema migration " + std::to_string(m.version));
       if (s.ok()) {
-        Result<Query> q = db.Prepare(
+        s = db.Run(
             "INSERT INTO schema_version (version, description, applied_at) "
-            "VALUES (?1, ?2, CAST(strftime('%s', 'now') AS INTEGER))");
-        s = q ? q->Bind(1, m.version).Bind(2, m.description).Run("recording the schema version") : q.status();
+            "VALUES (?1, ?2, CAST(strftime('%s', 'now') AS INTEGER))",
+            "recording the schema version", m.version, m.description);
       }
       if (s.ok()) s = db.Exec("PRAGMA application_id = 1735422819", "setting the application id");
     }

@@ -19,10 +19,14 @@ namespace {
 
 bool IsMemoryPath(const std::string& path) { return path == ":memory:" || path.empty(); }
 
-Status RunConstant(Connection& db, const char* sql, std::string_view what) {
-  Result<Query> q = db.Prepare(sql);
-  if (!q) return q.error();
-  return q->Run(what);
+// Ends the open transaction: commits it when `s` is ok, and rolls back
+// whatever is still open when `s` or the commit failed. Returns the first
+// failure.
+Status EndTransaction(Connection& db, Status s, std::string_view commit_what,
+                      std::string_view rollback_what) {
+  if (s.ok()) s = db.Run("COMMIT", commit_what);
+  if (!s.ok() && !db.Autocommit()) (void)db.Run("ROLLBACK", rollback_what);
+  return s;
 }
 
 Status CheckMoney(double usd, std::string_view field) {
@@ -42,15 +46,19 @@ Status CheckOffering(const Offering& o, std::string_view what) {
   return Status::Ok();
 }
 
-// Binds the offering's key and price fields to parameters first..first+6.
-void BindOffering(Query& q, int first, const Offering& o) {
-  q.Bind(first, o.instance_type)
-      .Bind(first + 1, o.region)
-      .Bind(first + 2, o.zone)
-      .Bind(first + 3, ToString(o.capacity_type))
-      .Bind(first + 4, o.usd_per_hour)
-      .Bind(first + 5, o.on_demand_usd_per_hour)
-      .Bind(first + 6, o.interruptions_per_hour);
+struct NodeLife {
+  WallTime launch{};
+  std::optional<WallTime> end;
+};
+
+// The launch and end of a recorded node; kNotFound ("<what>: no such node").
+Result<NodeLife> ReadNodeLife(Connection& db, const std::string& instance_id, const std::string& what) {
+  Result<Query> q = db.Prepare("SELECT launch_time, end_time FROM nodes WHERE instance_id = ?1");
+  if (!q) return q.error();
+  Result<bool> found = q->Bind(1, instance_id).Step("looking up the node");
+  if (!found) return found.error();
+  if (!*found) return Error::NotFound(what + ": no such node");
+  return NodeLife{q->Time(0), q->OptionalTime(1)};
 }
 
 }  // namespace
@@ -66,9 +74,8 @@ Result<std::unique_ptr<SqliteAuditStore>> SqliteAuditStore::Open(const std::stri
   Connection& c = **db;
   const std::string context = "opening audit database '" + db_path + "'";
 
-  // Small pages: a tick dirties a few pages of several tables, and on the
-  // machines measured (bench/RESULTS.md) the WAL write cost follows the bytes
-  // written; 1 KiB pages wrote ~1.6x the ticks/s of 4 KiB ones. Only takes
+  // Small pages: a tick dirties a few pages of several tables, and the WAL
+  // write cost follows the bytes written (bench/RESULTS.md). Only takes
   // effect on a new file.
   if (Status s = c.Exec("PRAGMA page_size = 1024", "setting the page size"); !s.ok()) {
     return s.error().WithContext(context);
@@ -124,15 +131,13 @@ Status SqliteAuditStore::Flush() {
   ticks_in_batch_ = 0;
   if (!batch_open_) return Status::Ok();
   batch_open_ = false;
-  Status s = RunConstant(*db_, "COMMIT", "committing the grouped ticks");
-  if (!s.ok() && !db_->Autocommit()) (void)RunConstant(*db_, "ROLLBACK", "rolling back the grouped ticks");
-  return s;
+  return EndTransaction(*db_, Status::Ok(), "committing the grouped ticks", "rolling back the grouped ticks");
 }
 
 Status SqliteAuditStore::EnsureBatchOpen() {
   if (!in_tick_ || batch_open_) return Status::Ok();
   if (tick_unavailable_) return *tick_unavailable_;
-  if (Status s = RunConstant(*db_, "BEGIN IMMEDIATE", "opening the tick's transaction"); !s.ok()) {
+  if (Status s = db_->Run("BEGIN IMMEDIATE", "opening the tick's transaction"); !s.ok()) {
     if (s.error().category() == ErrorCategory::kTransient) tick_unavailable_ = s.error();
     return s;
   }
@@ -167,21 +172,20 @@ Status SqliteAuditStore::Atomically(const char* what, Body&& body) {
   if (in_tick_ || batch_open_) {  // batch_open_ outside a tick: ticks grouped, not yet committed
     s = EnsureBatchOpen();
     if (!s.ok()) return s.error().WithContext(what);
-    s = RunConstant(*db_, "SAVEPOINT record", what);
+    s = db_->Run("SAVEPOINT record", what);
     if (s.ok()) s = body();
-    if (s.ok()) s = RunConstant(*db_, "RELEASE record", what);
+    if (s.ok()) s = db_->Run("RELEASE record", what);
     if (!s.ok()) {
       NoteFailure(s.error());
       if (!db_->Autocommit()) {
-        (void)RunConstant(*db_, "ROLLBACK TO record", what);
-        (void)RunConstant(*db_, "RELEASE record", what);
+        (void)db_->Run("ROLLBACK TO record", what);
+        (void)db_->Run("RELEASE record", what);
       }
     }
   } else {
-    s = RunConstant(*db_, "BEGIN IMMEDIATE", what);
+    s = db_->Run("BEGIN IMMEDIATE", what);
     if (s.ok()) s = body();
-    if (s.ok()) s = RunConstant(*db_, "COMMIT", what);
-    if (!s.ok() && !db_->Autocommit()) (void)RunConstant(*db_, "ROLLBACK", what);
+    s = EndTransaction(*db_, s, what, what);
   }
   if (!s.ok()) return s.error().WithContext(what);
   return s;
@@ -209,7 +213,7 @@ Status SqliteAuditStore::BeginTick() {
   }
   batch_lost_.reset();
   tick_unavailable_.reset();
-  if (Status s = RunConstant(*db_, "BEGIN IMMEDIATE", "opening the tick's transaction"); !s.ok()) {
+  if (Status s = db_->Run("BEGIN IMMEDIATE", "opening the tick's transaction"); !s.ok()) {
     if (s.error().category() == ErrorCategory::kTransient) {
       in_tick_ = true;
       tick_unavailable_ = s.error();
@@ -233,8 +237,7 @@ Status SqliteAuditStore::CommitTick() {
     if (++ticks_in_batch_ < options_.group_commit_ticks && !batch_lost_) return Status::Ok();
     ticks_in_batch_ = 0;
     batch_open_ = false;
-    s = RunConstant(*db_, "COMMIT", "committing the tick");
-    if (!s.ok() && !db_->Autocommit()) (void)RunConstant(*db_, "ROLLBACK", "rolling back the tick");
+    s = EndTransaction(*db_, Status::Ok(), "committing the tick", "rolling back the tick");
   }
   std::optional<Error> lost = std::exchange(batch_lost_, std::nullopt);
   if (!s.ok()) return s;
@@ -251,27 +254,11 @@ Result<int64_t> SqliteAuditStore::RecordDecision(const DecisionRecord& d) {
   }
   int64_t id = 0;
   Status s = Single("recording a decision", [&]() -> Status {
-    Result<Query> q = db_->Prepare(
-        "INSERT INTO decisions (time, source, policy_name, policy_hash, pending_units, nodes, signals_json, "
-        "snapshot_summary_json, plan_json, summary, cost_before_usd_per_hour, cost_after_usd_per_hour, "
-        "expected_interruption_usd_per_hour, scale_down_blocked) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
+    Result<Query> q = db_->Prepare("INSERT INTO decisions (" GPUSCALER_DECISION_COLUMNS
+                                   ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
     if (!q) return q.error();
-    q->Bind(1, d.time)
-        .Bind(2, d.source)
-        .Bind(3, d.policy_name)
-        .Bind(4, d.policy_hash)
-        .Bind(5, d.pending_units)
-        .Bind(6, d.nodes)
-        .Bind(7, d.signals_json)
-        .Bind(8, d.snapshot_summary_json)
-        .Bind(9, d.plan_json)
-        .Bind(10, d.summary)
-        .Bind(11, d.cost_before_usd_per_hour)
-        .Bind(12, d.cost_after_usd_per_hour)
-        .Bind(13, d.expected_interruption_usd_per_hour)
-        .Bind(14, d.scale_down_blocked);
-    if (Status r = q->Run("inserting"); !r.ok()) return r;
+    Status r = store_internal::BindFields(*q, 1, d, store_internal::kDecisionFields).Run("inserting");
+    if (!r.ok()) return r;
     id = db_->LastInsertRowid();
     return Status::Ok();
   });
@@ -306,25 +293,24 @@ Result<std::vector<int64_t>> SqliteAuditStore::RecordActionIntents(const std::ve
   if (batch_open_) {
     batch_open_ = false;
     ticks_in_batch_ = 0;
-    Status s = RunConstant(*db_, "COMMIT", "committing the tick before an action intent");
+    Status s = EndTransaction(*db_, Status::Ok(), "committing the tick before an action intent",
+                              "rolling back the tick");
     if (!s.ok()) {
-      if (!db_->Autocommit()) (void)RunConstant(*db_, "ROLLBACK", "rolling back the tick");
       if (!batch_lost_) batch_lost_ = s.error();
       return s.error();
     }
   }
   const bool fsync = options_.intent_sync == SqliteAuditStoreOptions::IntentSync::kFsync;
   if (fsync) {
-    if (Status s = RunConstant(*db_, "PRAGMA synchronous = FULL", "syncing action intents"); !s.ok()) {
+    if (Status s = db_->Run("PRAGMA synchronous = FULL", "syncing action intents"); !s.ok()) {
       return s.error();
     }
   }
-  Status s = RunConstant(*db_, "BEGIN IMMEDIATE", "recording action intents");
+  Status s = db_->Run("BEGIN IMMEDIATE", "recording action intents");
   if (s.ok()) s = InsertIntents(actions, &ids);
-  if (s.ok()) s = RunConstant(*db_, "COMMIT", "committing action intents");
-  if (!s.ok() && !db_->Autocommit()) (void)RunConstant(*db_, "ROLLBACK", "rolling back action intents");
+  s = EndTransaction(*db_, s, "committing action intents", "rolling back action intents");
   if (fsync) {
-    Status restored = RunConstant(*db_, "PRAGMA synchronous = NORMAL", "restoring synchronous=NORMAL");
+    Status restored = db_->Run("PRAGMA synchronous = NORMAL", "restoring synchronous=NORMAL");
     if (s.ok()) s = restored;
   }
   if (!s.ok()) return s.error();
@@ -336,24 +322,13 @@ Status SqliteAuditStore::InsertIntents(const std::vector<ActionRecord>& actions,
   Status s;
   for (size_t i = 0; s.ok() && i < actions.size(); ++i) {
     const ActionRecord& a = actions[i];
-    Result<Query> q = db_->Prepare(
-        "INSERT INTO actions (decision_id, kind, idempotency_token, pool, instance_type, region, zone, "
-        "capacity_type, usd_per_hour, on_demand_usd_per_hour, interruptions_per_hour, count, "
-        "instance_ids_json, reason) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
+    Result<Query> q = db_->Prepare("INSERT INTO actions (" GPUSCALER_ACTION_INTENT_COLUMNS
+                                   ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
     if (!q) {
       s = q.error();
       break;
     }
-    q->Bind(1, a.decision_id == 0 ? std::nullopt : std::optional<int64_t>(a.decision_id))
-        .Bind(2, ToString(a.kind))
-        .Bind(3, a.idempotency_token)
-        .Bind(4, a.pool)
-        .Bind(12, a.count)
-        .Bind(13, IdsToJson(a.instance_ids))
-        .Bind(14, a.reason);
-    BindOffering(*q, 5, a.offering);
-    s = q->Run("inserting");
+    s = store_internal::BindActionIntent(*q, a).Run("inserting");
     if (s.ok()) {
       ids->push_back(db_->LastInsertRowid());
       continue;
@@ -380,11 +355,12 @@ Status SqliteAuditStore::RecordActionOutcome(int64_t action_id, ActionOutcome ou
   const std::string what = "recording the outcome of action " + std::to_string(action_id);
   if (outcome == ActionOutcome::kPending) return Error::InvalidInput(what + ": an outcome cannot be 'pending'");
   return Single("recording an action outcome", [&]() -> Status {
-    Result<Query> q = db_->Prepare(
-        "UPDATE actions SET outcome = ?2, detail = ?3, result_instance_ids_json = ?4 WHERE id = ?1");
-    if (!q) return q.error();
-    q->Bind(1, action_id).Bind(2, ToString(outcome)).Bind(3, detail).Bind(4, IdsToJson(instance_ids));
-    if (Status s = q->Run("updating"); !s.ok()) return s;
+    if (Status s = db_->Run(
+            "UPDATE actions SET outcome = ?2, detail = ?3, result_instance_ids_json = ?4 WHERE id = ?1",
+            "updating", action_id, ToString(outcome), detail, IdsToJson(instance_ids));
+        !s.ok()) {
+      return s;
+    }
     if (db_->Changes() == 0) return Error::NotFound(what + ": no such action");
     return Status::Ok();
   });
@@ -402,32 +378,19 @@ Status SqliteAuditStore::RecordNodeLaunch(const NodeLaunchRecord& n) {
   if (n.gpu_count < 0) return Error::InvalidInput(what + ": gpu_count < 0");
   if (Status s = CheckOffering(n.offering, what); !s.ok()) return s;
   return Atomically("recording a node launch", [&]() -> Status {
-    Result<Query> q = db_->Prepare(
-        "INSERT INTO nodes (instance_id, node_id, pool, instance_type, region, zone, capacity_type, "
-        "launch_usd_per_hour, on_demand_usd_per_hour, interruptions_per_hour, gpu_count, launch_time, "
-        "decision_id, reason) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) "
-        "ON CONFLICT (instance_id) DO NOTHING");
+    Result<Query> q = db_->Prepare("INSERT INTO nodes (" GPUSCALER_NODE_LAUNCH_COLUMNS
+                                   ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) "
+                                   "ON CONFLICT (instance_id) DO NOTHING");
     if (!q) return q.error();
-    q->Bind(1, n.instance_id)
-        .Bind(2, n.node_id)
-        .Bind(3, n.pool)
-        .Bind(11, n.gpu_count)
-        .Bind(12, n.launch_time)
-        .Bind(13, n.decision_id == 0 ? std::nullopt : std::optional<int64_t>(n.decision_id))
-        .Bind(14, n.reason);
-    BindOffering(*q, 4, n.offering);
-    if (Status s = q->Run("inserting"); !s.ok()) {
+    if (Status s = store_internal::BindNodeLaunch(*q, n).Run("inserting"); !s.ok()) {
       if (n.decision_id != 0 && s.error().category() == ErrorCategory::kNotFound) {
         return Error::NotFound(what + ": decision id " + std::to_string(n.decision_id) + " is not recorded");
       }
       return s;
     }
     if (db_->Changes() == 0) return Status::Ok();  // known already: the first record wins
-    Result<Query> p =
-        db_->Prepare("INSERT INTO node_prices (instance_id, from_time, usd_per_hour) VALUES (?1, ?2, ?3)");
-    if (!p) return p.error();
-    return p->Bind(1, n.instance_id).Bind(2, n.launch_time).Bind(3, n.offering.usd_per_hour).Run("pricing");
+    return db_->Run("INSERT INTO node_prices (instance_id, from_time, usd_per_hour) VALUES (?1, ?2, ?3)",
+                    "pricing", n.instance_id, n.launch_time, n.offering.usd_per_hour);
   });
 }
 
@@ -435,46 +398,38 @@ Status SqliteAuditStore::RecordNodePrice(const std::string& instance_id, WallTim
   const std::string what = "recording a price of node '" + instance_id + "'";
   if (Status s = CheckMoney(usd_per_hour, "usd_per_hour"); !s.ok()) return s.error().WithContext(what);
   return Single("recording a node price", [&]() -> Status {
-    Result<Query> life = db_->Prepare("SELECT launch_time, end_time FROM nodes WHERE instance_id = ?1");
+    Result<NodeLife> life = ReadNodeLife(*db_, instance_id, what);
     if (!life) return life.error();
-    Result<bool> found = life->Bind(1, instance_id).Step("looking up the node");
-    if (!found) return found.error();
-    if (!*found) return Error::NotFound(what + ": no such node");
-    if (at < life->Time(0)) {
+    if (at < life->launch) {
       return Error::InvalidInput(what + ": " + FormatRfc3339(at) + " is before its launch at " +
-                                 FormatRfc3339(life->Time(0)));
+                                 FormatRfc3339(life->launch));
     }
-    if (std::optional<WallTime> end = life->OptionalTime(1); end && at >= *end) {
+    if (life->end && at >= *life->end) {
       return Error::InvalidInput(what + ": " + FormatRfc3339(at) + " is not before its end at " +
-                                 FormatRfc3339(*end));
+                                 FormatRfc3339(*life->end));
     }
-    Result<Query> q = db_->Prepare(
+    return db_->Run(
         "INSERT INTO node_prices (instance_id, from_time, usd_per_hour) VALUES (?1, ?2, ?3) "
-        "ON CONFLICT (instance_id, from_time) DO UPDATE SET usd_per_hour = excluded.usd_per_hour");
-    if (!q) return q.error();
-    return q->Bind(1, instance_id).Bind(2, at).Bind(3, usd_per_hour).Run("inserting");
+        "ON CONFLICT (instance_id, from_time) DO UPDATE SET usd_per_hour = excluded.usd_per_hour",
+        "inserting", instance_id, at, usd_per_hour);
   });
 }
 
 Status SqliteAuditStore::RecordNodeEnd(const NodeEndRecord& e) {
   const std::string what = "recording the end of node '" + e.instance_id + "'";
   return Single("recording a node end", [&]() -> Status {
-    Result<Query> q = db_->Prepare(
-        "UPDATE nodes SET end_time = ?2, cause = ?3 "
-        "WHERE instance_id = ?1 AND end_time IS NULL AND launch_time <= ?2");
-    if (!q) return q.error();
-    if (Status s = q->Bind(1, e.instance_id).Bind(2, e.end_time).Bind(3, e.cause).Run("updating"); !s.ok()) {
+    if (Status s = db_->Run("UPDATE nodes SET end_time = ?2, cause = ?3 "
+                            "WHERE instance_id = ?1 AND end_time IS NULL AND launch_time <= ?2",
+                            "updating", e.instance_id, e.end_time, e.cause);
+        !s.ok()) {
       return s;
     }
     if (db_->Changes() == 1) return Status::Ok();
-    Result<Query> life = db_->Prepare("SELECT launch_time, end_time FROM nodes WHERE instance_id = ?1");
+    Result<NodeLife> life = ReadNodeLife(*db_, e.instance_id, what);
     if (!life) return life.error();
-    Result<bool> found = life->Bind(1, e.instance_id).Step("looking up the node");
-    if (!found) return found.error();
-    if (!*found) return Error::NotFound(what + ": no such node");
-    if (!life->IsNull(1)) return Status::Ok();  // ended already: the first end wins
+    if (life->end) return Status::Ok();  // ended already: the first end wins
     return Error::InvalidInput(what + ": " + FormatRfc3339(e.end_time) + " is before its launch at " +
-                               FormatRfc3339(life->Time(0)));
+                               FormatRfc3339(life->launch));
   });
 }
 
@@ -486,16 +441,13 @@ Status SqliteAuditStore::RecordPriceSamples(const std::vector<PriceSample>& samp
   return Atomically("recording price samples", [&]() -> Status {
     for (const PriceSample& p : samples) {
       Result<Query> q = db_->Prepare(
-          "INSERT INTO price_samples (time, instance_type, region, zone, capacity_type, usd_per_hour, "
-          "on_demand_usd_per_hour, interruptions_per_hour, available) "
-          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
+          "INSERT INTO price_samples (" GPUSCALER_PRICE_SAMPLE_COLUMNS
+          ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
           "ON CONFLICT (time, instance_type, region, zone, capacity_type) DO UPDATE SET "
           "usd_per_hour = excluded.usd_per_hour, on_demand_usd_per_hour = excluded.on_demand_usd_per_hour, "
           "interruptions_per_hour = excluded.interruptions_per_hour, available = excluded.available");
       if (!q) return q.error();
-      q->Bind(1, p.time).Bind(9, p.offering.available);
-      BindOffering(*q, 2, p.offering);
-      if (Status s = q->Run("inserting"); !s.ok()) return s;
+      if (Status s = store_internal::BindPriceSample(*q, p).Run("inserting"); !s.ok()) return s;
     }
     return Status::Ok();
   });
@@ -514,18 +466,11 @@ Status SqliteAuditStore::RecordUsage(const std::vector<UsageRecord>& usage) {
   if (usage.empty()) return Status::Ok();
   return Atomically("recording usage", [&]() -> Status {
     for (const UsageRecord& u : usage) {
-      Result<Query> q = db_->Prepare(
-          "INSERT INTO usage (instance_id, workload_class, team, start_time, end_time, gpu_seconds_allocated, "
-          "gpu_seconds_busy) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+      Result<Query> q =
+          db_->Prepare("INSERT INTO usage (" GPUSCALER_USAGE_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
       if (!q) return q.error();
-      q->Bind(1, u.instance_id)
-          .Bind(2, u.workload_class)
-          .Bind(3, u.team)
-          .Bind(4, u.start)
-          .Bind(5, u.end)
-          .Bind(6, u.gpu_seconds_allocated)
-          .Bind(7, u.gpu_seconds_busy);
-      if (Status s = q->Run("inserting"); !s.ok()) return s;
+      Status s = store_internal::BindFields(*q, 1, u, store_internal::kUsageFields).Run("inserting");
+      if (!s.ok()) return s;
     }
     return Status::Ok();
   });
@@ -544,9 +489,7 @@ Status SqliteAuditStore::PruneBefore(WallTime cut) {
   };
   return Atomically("pruning the audit store", [&]() -> Status {
     for (const char* sql : kPrune) {
-      Result<Query> q = db_->Prepare(sql);
-      if (!q) return q.error();
-      if (Status s = q->Bind(1, cut).Run("deleting"); !s.ok()) return s;
+      if (Status s = db_->Run(sql, "deleting", cut); !s.ok()) return s;
     }
     return Status::Ok();
   });

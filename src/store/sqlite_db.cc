@@ -136,18 +136,4 @@ Status Connection::Exec(const char* sql, std::string_view what) {
   return Status::Ok();
 }
 
-ReadSnapshot::ReadSnapshot(Connection& db) : db_(db) {
-  if (db_.Autocommit()) {
-    status_ = db_.Exec("BEGIN", "starting a read");
-    began_ = status_.ok();
-  }
-}
-
-ReadSnapshot::~ReadSnapshot() {
-  if (began_) {
-    // A read-only transaction: COMMIT only ends the snapshot.
-    (void)db_.Exec("COMMIT", "ending a read");
-  }
-}
-
 }  // namespace gpuscaler::store_internal

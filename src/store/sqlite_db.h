@@ -48,6 +48,12 @@ class Query {
   Query& BindNull(int i);
   Query& Bind(int i, std::optional<int64_t> v) { return v ? Bind(i, *v) : BindNull(i); }
   Query& Bind(int i, std::optional<WallTime> v) { return v ? Bind(i, *v) : BindNull(i); }
+  // Binds `values` to parameters first, first + 1, ... in order.
+  template <typename... Values>
+  Query& BindFrom(int first, const Values&... values) {
+    (Bind(first++, values), ...);
+    return *this;
+  }
 
   // True: a row is ready; false: done. `what` names the operation in errors.
   Result<bool> Step(std::string_view what);
@@ -63,6 +69,13 @@ class Query {
     if (IsNull(col)) return std::nullopt;
     return Time(col);
   }
+  // The column as the type of `*out`, for reading a row into a record's fields.
+  void Get(int col, std::string* out) const { *out = Text(col); }
+  void Get(int col, int64_t* out) const { *out = Int(col); }
+  void Get(int col, int* out) const { *out = static_cast<int>(Int(col)); }
+  void Get(int col, bool* out) const { *out = Int(col) != 0; }
+  void Get(int col, double* out) const { *out = Real(col); }
+  void Get(int col, WallTime* out) const { *out = Time(col); }
 
  private:
   Connection* db_;
@@ -81,6 +94,14 @@ class Connection {
   // The cached statement for `sql` (prepared on first use). `sql` must be a
   // constant: values are bound, never formatted in.
   Result<Query> Prepare(const char* sql);
+  // Prepares `sql` (cached, as Prepare), binds `params` to ?1, ?2, ... and
+  // steps it to the end: for statements that return no rows.
+  template <typename... Params>
+  Status Run(const char* sql, std::string_view what, const Params&... params) {
+    Result<Query> q = Prepare(sql);
+    if (!q) return q.error();
+    return q->BindFrom(1, params...).Run(what);
+  }
   // Runs constant SQL with no parameters (DDL, transaction control). Not
   // cached: for migrations and one-off pragmas.
   Status Exec(const char* sql, std::string_view what);
@@ -96,23 +117,6 @@ class Connection {
 
   sqlite3* db_;
   std::unordered_map<std::string, sqlite3_stmt*> statements_;
-};
-
-// Runs reads in one snapshot: BEGIN on construction when no transaction is
-// open (a connection shared with the writer may be inside its tick), COMMIT
-// on destruction.
-class ReadSnapshot {
- public:
-  explicit ReadSnapshot(Connection& db);
-  ~ReadSnapshot();
-  ReadSnapshot(const ReadSnapshot&) = delete;
-  ReadSnapshot& operator=(const ReadSnapshot&) = delete;
-  const Status& status() const { return status_; }
-
- private:
-  Connection& db_;
-  bool began_ = false;
-  Status status_;
 };
 
 }  // namespace gpuscaler::store_internal

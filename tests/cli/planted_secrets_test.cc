@@ -1,4 +1,4 @@
-// Planted secrets (issue 9): the daemon (the real binary, live mode,
+// Planted secrets: the daemon (the real binary, live mode,
 // simulated cloud, debug logging) runs with a RabbitMQ password file, a
 // Prometheus bearer token file, an AWS secret key in its environment and an
 // API bearer token. Both signal servers are hostile fixtures that reject the

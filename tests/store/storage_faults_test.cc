@@ -1,5 +1,5 @@
-// The audit store under storage faults, driven by the production Controller
-// (issue 9): another connection holding the write lock, and a full disk in
+// The audit store under storage faults, driven by the production Controller:
+// another connection holding the write lock, and a full disk in
 // three forms (the store's own size cap, the process's file size limit, a
 // full tmpfs). For each fault, while it lasts and after it clears:
 //  - the controller keeps ticking, and each tick reports the fault;

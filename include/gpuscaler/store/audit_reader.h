@@ -27,7 +27,6 @@ namespace gpuscaler {
 
 namespace store_internal {
 class Connection;
-class ReadSnapshot;
 }
 
 struct DecisionRow {
@@ -124,7 +123,9 @@ class AuditReader {
 
   // Holds one read snapshot over several calls while it lives, so a report
   // sees nodes, usage and decisions as of one commit. Without it each call
-  // reads its own snapshot.
+  // reads its own snapshot. Inside a transaction already open on the
+  // connection (an in-memory reader shares the writer's, which may be inside
+  // its tick) it adds nothing. `reader` must outlive it.
   class ConsistentRead {
    public:
     explicit ConsistentRead(AuditReader& reader);
@@ -133,10 +134,11 @@ class AuditReader {
     ConsistentRead& operator=(const ConsistentRead&) = delete;
     // Not ok: the snapshot could not be taken (calls still work, each in
     // its own snapshot).
-    const Status& status() const;
+    const Status& status() const { return status_; }
 
    private:
-    std::unique_ptr<store_internal::ReadSnapshot> snapshot_;
+    store_internal::Connection& db_;
+    bool began_ = false;
     Status status_;
   };
 

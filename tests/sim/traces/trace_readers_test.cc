@@ -222,7 +222,7 @@ TEST(TraceReaders, RejectMalformedRowsNamingColumnAndValue) {
        "instance_sn,role,app_name,cpu_request,gpu_request,memory_request,creation_time,scheduled_time,"
        "deletion_time\ni,HN,app,1,1.5,1,,,\n",
        "t.csv:2: column 'gpu_request': '1.5' is neither whole GPUs nor a fraction of one"},
-      // Found by the traces fuzz target: 1e30 GPUs overflowed the cast to int.
+      // 1e30 GPUs would overflow the cast to int.
       {"dlrm GPUs beyond any machine", TraceFormat::kAlibabaDlrm,
        "instance_sn,role,app_name,cpu_request,gpu_request,memory_request,creation_time,scheduled_time,"
        "deletion_time\ni,HN,app,1,1e30,1,,,\n",
