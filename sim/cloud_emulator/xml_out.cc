@@ -1,27 +1,7 @@
-#include <cstdio>
-
+#include "gpuscaler/model/escape.h"
 #include "sim/cloud_emulator/emulator_impl.h"
 
 namespace gpuscaler::sim {
-namespace {
-
-std::string Esc(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out.push_back(c);
-    }
-  }
-  return out;
-}
-
-}  // namespace
 
 void Leaf(std::string& out, std::string_view name, std::string_view value) {
   out += '<';
@@ -31,7 +11,7 @@ void Leaf(std::string& out, std::string_view name, std::string_view value) {
     return;
   }
   out += '>';
-  out += Esc(value);
+  out += XmlEscape(value);
   out += "</";
   out += name;
   out += '>';
