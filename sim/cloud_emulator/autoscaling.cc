@@ -3,6 +3,22 @@
 #include "sim/cloud_emulator/emulator_impl.h"
 
 namespace gpuscaler::sim {
+namespace {
+
+// Whether the group passes `f`: tag:<key> (that tag has one of the values),
+// tag-key or tag-value, matched exactly; other filters pass every group.
+bool Matches(const ScriptedGroup& g, const cloud::Filter& f) {
+  auto has = [&](const std::string& v) { return std::find(f.values.begin(), f.values.end(), v) != f.values.end(); };
+  if (f.name.rfind("tag:", 0) == 0) {
+    auto t = g.tags.find(f.name.substr(4));
+    return t != g.tags.end() && has(t->second);
+  }
+  if (f.name == "tag-key") return std::any_of(g.tags.begin(), g.tags.end(), [&](const auto& kv) { return has(kv.first); });
+  if (f.name == "tag-value") return std::any_of(g.tags.begin(), g.tags.end(), [&](const auto& kv) { return has(kv.second); });
+  return true;
+}
+
+}  // namespace
 
 EmulatorResponse CloudEmulator::SetDesiredCapacity(const Params& p, WallTime now) {
   const std::string name = p.Get("AutoScalingGroupName");
@@ -42,24 +58,13 @@ EmulatorResponse CloudEmulator::DescribeAutoScalingGroups(const Params& p) {
   if (p.Has("NextToken") && !ParsePageToken(p.Get("NextToken"), &offset)) {
     return QueryError(400, "Sender", "InvalidNextToken", "The token is invalid.");
   }
+  const std::vector<cloud::Filter> filters = p.Filters("Filters.member", "Values.member");
   std::vector<const Group*> match;
   for (const Group& g : groups_) {
     if (!names.empty() && std::find(names.begin(), names.end(), g.spec.name) == names.end()) continue;
-    bool ok = true;
-    for (int n = 1; ok && p.Has("Filters.member." + std::to_string(n) + ".Name"); ++n) {
-      const std::string f = p.Get("Filters.member." + std::to_string(n) + ".Name");
-      const std::vector<std::string> values = p.List("Filters.member." + std::to_string(n) + ".Values.member");
-      auto has = [&](const std::string& v) { return std::find(values.begin(), values.end(), v) != values.end(); };
-      if (f.rfind("tag:", 0) == 0) {
-        auto t = g.spec.tags.find(f.substr(4));
-        ok = t != g.spec.tags.end() && has(t->second);
-      } else if (f == "tag-key") {
-        ok = std::any_of(g.spec.tags.begin(), g.spec.tags.end(), [&](const auto& kv) { return has(kv.first); });
-      } else if (f == "tag-value") {
-        ok = std::any_of(g.spec.tags.begin(), g.spec.tags.end(), [&](const auto& kv) { return has(kv.second); });
-      }
+    if (std::all_of(filters.begin(), filters.end(), [&](const cloud::Filter& f) { return Matches(g.spec, f); })) {
+      match.push_back(&g);
     }
-    if (ok) match.push_back(&g);
   }
   const size_t last = std::min(match.size(), offset + static_cast<size_t>(max_records));
   std::string body = AsgOpen("DescribeAutoScalingGroups") + "  <DescribeAutoScalingGroupsResult>\n    <AutoScalingGroups>";

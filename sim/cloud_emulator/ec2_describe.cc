@@ -6,6 +6,51 @@
 #include "sim/cloud_emulator/emulator_impl.h"
 
 namespace gpuscaler::sim {
+namespace {
+
+// The DescribeInstances filters on one string field of the instance; Matches
+// handles tag:<key>, tag-key and instance-lifecycle.
+struct FieldFilter {
+  std::string_view name;
+  std::string EmulatedInstance::*field;
+};
+constexpr FieldFilter kFieldFilters[] = {
+    {"instance-state-name", &EmulatedInstance::state},
+    {"instance-type", &EmulatedInstance::instance_type},
+    {"availability-zone", &EmulatedInstance::zone},
+    {"client-token", &EmulatedInstance::client_token},
+    {"instance-id", &EmulatedInstance::instance_id},
+    {"subnet-id", &EmulatedInstance::subnet_id},
+};
+
+bool IsTagFilter(const std::string& name) { return name.rfind("tag:", 0) == 0; }
+
+bool IsInstanceFilter(const std::string& name) {
+  return IsTagFilter(name) || name == "tag-key" || name == "instance-lifecycle" ||
+         std::any_of(std::begin(kFieldFilters), std::end(kFieldFilters), [&](const FieldFilter& f) { return f.name == name; });
+}
+
+bool AnyGlob(const std::vector<std::string>& patterns, std::string_view value) {
+  return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& p) { return Glob(p, value); });
+}
+
+// Whether `i` passes `f`, one of the IsInstanceFilter names.
+bool Matches(const EmulatedInstance& i, const cloud::Filter& f) {
+  if (IsTagFilter(f.name)) {
+    auto t = i.tags.find(f.name.substr(4));
+    return t != i.tags.end() && AnyGlob(f.values, t->second);
+  }
+  if (f.name == "tag-key") {
+    return std::any_of(i.tags.begin(), i.tags.end(), [&](const auto& kv) { return AnyGlob(f.values, kv.first); });
+  }
+  if (f.name == "instance-lifecycle") return i.lifecycle == CapacityType::kSpot && AnyGlob(f.values, "spot");
+  for (const FieldFilter& field : kFieldFilters) {
+    if (f.name == field.name) return AnyGlob(f.values, i.*field.field);
+  }
+  return true;
+}
+
+}  // namespace
 
 EmulatorResponse CloudEmulator::DescribeInstances(const Params& p) {
   const WallTime now = clock_.WallNow();
@@ -13,19 +58,9 @@ EmulatorResponse CloudEmulator::DescribeInstances(const Params& p) {
   for (const std::string& id : ids) {
     if (by_id_.count(id) == 0) return Ec2Error(400, "InvalidInstanceID.NotFound", "The instance ID '" + id + "' does not exist");
   }
-  struct F {
-    std::string name;
-    std::vector<std::string> values;
-  };
-  std::vector<F> filters;
-  for (int n = 1; p.Has("Filter." + std::to_string(n) + ".Name"); ++n) {
-    F f{p.Get("Filter." + std::to_string(n) + ".Name"), p.List("Filter." + std::to_string(n) + ".Value")};
-    static const std::vector<std::string> kKnown = {"tag-key", "instance-state-name", "instance-type", "availability-zone",
-                                                    "instance-lifecycle", "client-token", "instance-id", "subnet-id"};
-    if (f.name.rfind("tag:", 0) != 0 && std::find(kKnown.begin(), kKnown.end(), f.name) == kKnown.end()) {
-      return Ec2Error(400, "InvalidParameterValue", "The filter '" + f.name + "' is invalid");
-    }
-    filters.push_back(std::move(f));
+  const std::vector<cloud::Filter> filters = p.Filters("Filter", "Value");
+  for (const cloud::Filter& f : filters) {
+    if (!IsInstanceFilter(f.name)) return Ec2Error(400, "InvalidParameterValue", "The filter '" + f.name + "' is invalid");
   }
   int max_results = 0;
   if (p.Has("MaxResults")) {
@@ -40,38 +75,13 @@ EmulatorResponse CloudEmulator::DescribeInstances(const Params& p) {
   if (p.Has("NextToken") && !ParsePageToken(p.Get("NextToken"), &offset)) {
     return Ec2Error(400, "InvalidParameterValue", "The token is invalid.");
   }
-  auto any = [](const std::vector<std::string>& patterns, const std::string& v) {
-    return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& pat) { return Glob(pat, v); });
-  };
   std::vector<const Instance*> match;
   for (const Instance& i : instances_) {
     if (i.terminated_at && now >= *i.terminated_at + scenario_.terminated_visible) continue;
     if (!ids.empty() && std::find(ids.begin(), ids.end(), i.info.instance_id) == ids.end()) continue;
-    bool ok = true;
-    for (const F& f : filters) {
-      if (f.name.rfind("tag:", 0) == 0) {
-        auto t = i.info.tags.find(f.name.substr(4));
-        ok = t != i.info.tags.end() && any(f.values, t->second);
-      } else if (f.name == "tag-key") {
-        ok = std::any_of(i.info.tags.begin(), i.info.tags.end(), [&](const auto& kv) { return any(f.values, kv.first); });
-      } else if (f.name == "instance-state-name") {
-        ok = any(f.values, i.info.state);
-      } else if (f.name == "instance-type") {
-        ok = any(f.values, i.info.instance_type);
-      } else if (f.name == "availability-zone") {
-        ok = any(f.values, i.info.zone);
-      } else if (f.name == "instance-lifecycle") {
-        ok = i.info.lifecycle == CapacityType::kSpot && any(f.values, "spot");
-      } else if (f.name == "client-token") {
-        ok = any(f.values, i.info.client_token);
-      } else if (f.name == "instance-id") {
-        ok = any(f.values, i.info.instance_id);
-      } else if (f.name == "subnet-id") {
-        ok = any(f.values, i.info.subnet_id);
-      }
-      if (!ok) break;
+    if (std::all_of(filters.begin(), filters.end(), [&](const cloud::Filter& f) { return Matches(i.info, f); })) {
+      match.push_back(&i);
     }
-    if (ok) match.push_back(&i);
   }
   const size_t end = max_results > 0 ? std::min(match.size(), offset + static_cast<size_t>(max_results)) : match.size();
   std::string body = Ec2Open("DescribeInstances", Uuid());
@@ -139,11 +149,9 @@ EmulatorResponse CloudEmulator::DescribeSpotPriceHistory(const Params& p) {
   const WallTime now = clock_.WallNow();
   std::vector<std::string> types = p.List("InstanceType");
   std::string zone = p.Get("AvailabilityZone");
-  for (int n = 1; p.Has("Filter." + std::to_string(n) + ".Name"); ++n) {
-    const std::string name = p.Get("Filter." + std::to_string(n) + ".Name");
-    const std::vector<std::string> values = p.List("Filter." + std::to_string(n) + ".Value");
-    if (name == "instance-type") types.insert(types.end(), values.begin(), values.end());
-    if (name == "availability-zone" && !values.empty()) zone = values[0];
+  for (const cloud::Filter& f : p.Filters("Filter", "Value")) {
+    if (f.name == "instance-type") types.insert(types.end(), f.values.begin(), f.values.end());
+    if (f.name == "availability-zone" && !f.values.empty()) zone = f.values[0];
   }
   WallTime start{}, end = now;
   if (p.Has("StartTime") && !cloud::ParseAwsTime(p.Get("StartTime"), &start)) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gpuscaler/cloud/aws_query.h"
+#include "gpuscaler/cloud/ec2_api.h"
 #include "gpuscaler/model/time.h"
 #include "sim/cloud_emulator/emulator.h"
 
@@ -47,6 +48,10 @@ struct CloudEmulator::Params {
   bool HasPrefix(const std::string& prefix) const;
   // Values of prefix.1, prefix.2, … (up to the first gap).
   std::vector<std::string> List(const std::string& prefix) const;
+  // Filters from prefix.N.Name with the values List(prefix.N.<values>), N
+  // from 1 up to the first gap: ("Filter", "Value") in EC2,
+  // ("Filters.member", "Values.member") in Auto Scaling.
+  std::vector<cloud::Filter> Filters(const std::string& prefix, const std::string& values) const;
 };
 
 }  // namespace gpuscaler::sim

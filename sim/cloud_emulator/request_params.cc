@@ -54,4 +54,14 @@ std::vector<std::string> CloudEmulator::Params::List(const std::string& prefix) 
   return out;
 }
 
+std::vector<cloud::Filter> CloudEmulator::Params::Filters(const std::string& prefix, const std::string& values) const {
+  std::vector<cloud::Filter> out;
+  for (int n = 1;; ++n) {
+    const std::string filter = prefix + "." + std::to_string(n) + ".";
+    if (!Has(filter + "Name")) break;
+    out.push_back({Get(filter + "Name"), List(filter + values)});
+  }
+  return out;
+}
+
 }  // namespace gpuscaler::sim
