@@ -175,7 +175,6 @@ class CloudEmulator {
   std::vector<EmulatorRequestRecord> Requests() const;
 
  private:
-  EmulatorResponse Dispatch(const EmulatorRequest& request, EmulatorRequestRecord* record);
   struct Instance {
     EmulatedInstance info;
     WallTime running_at{};
@@ -193,17 +192,14 @@ class CloudEmulator {
     ScriptedGroup spec;
     WallTime created{};
   };
-  struct Params;  // decoded form parameters
+  struct Params;  // decoded form parameters (emulator_impl.h)
 
+  // State (emulator.cc). The *Locked functions and everything below run with
+  // mu_ held.
   void AdvanceLocked(WallTime now);
   Status InterruptLocked(const std::string& instance_id, Seconds notice, WallTime now);
   std::string Uuid();
   std::string NewId(std::string_view prefix, int hex_digits);
-  EmulatorResponse Ec2Error(int status, const std::string& code, const std::string& message);
-  EmulatorResponse QueryError(int status, const std::string& type, const std::string& code, const std::string& message);
-  EmulatorResponse SqsError(int status, const std::string& code, const std::string& query_code,
-                            const std::string& message);
-  std::optional<EmulatorResponse> CheckAuth(const EmulatorRequest& request, std::string_view service);
   int LiveCount(const std::string& type, const std::string& zone, CapacityType lifecycle) const;
   // Free capacity and the error code when short (nullopt: unlimited).
   std::optional<std::pair<int, std::string>> Room(const std::string& type, const std::string& zone,
@@ -215,13 +211,24 @@ class CloudEmulator {
   void Enqueue(std::string body, WallTime now);
   void ReconcileGroup(Group& g, WallTime now);
 
+  // Authentication, error bodies and routing (dispatch.cc).
+  EmulatorResponse Dispatch(const EmulatorRequest& request, EmulatorRequestRecord* record);
+  EmulatorResponse Ec2Error(int status, const std::string& code, const std::string& message);
+  EmulatorResponse QueryError(int status, const std::string& type, const std::string& code, const std::string& message);
+  EmulatorResponse SqsError(int status, const std::string& code, const std::string& query_code,
+                            const std::string& message);
+  std::optional<EmulatorResponse> CheckAuth(const EmulatorRequest& request, std::string_view service);
+
+  // EC2 (ec2_fleet.cc, ec2_describe.cc).
   EmulatorResponse CreateFleet(const Params& p, WallTime now);
   EmulatorResponse TerminateInstances(const Params& p, WallTime now);
   EmulatorResponse DescribeInstances(const Params& p);
   EmulatorResponse DescribeSpotPriceHistory(const Params& p);
+  // Auto Scaling (autoscaling.cc).
   EmulatorResponse SetDesiredCapacity(const Params& p, WallTime now);
   EmulatorResponse DescribeAutoScalingGroups(const Params& p);
   EmulatorResponse TerminateInstanceInAutoScalingGroup(const Params& p, WallTime now);
+  // SQS, JSON protocol (sqs.cc).
   EmulatorResponse Sqs(const EmulatorRequest& request, std::string_view op, WallTime now);
 
   mutable std::mutex mu_;

@@ -36,6 +36,80 @@ CapacityType Capacity(const YAML::Node& n, const std::string& where) {
   return *c;
 }
 
+// Field readers: each sets `*out` only when `n` has the key.
+template <typename T>
+void Read(const YAML::Node& n, const char* key, T* out) {
+  if (n[key]) *out = n[key].as<T>();
+}
+
+// `out` is Seconds or std::optional<Seconds>; `where` names the mapping ("" at the root).
+template <typename D>
+void ReadDuration(const YAML::Node& n, const char* key, const std::string& where, D* out) {
+  if (n[key]) *out = Duration(n[key], where.empty() ? key : where + "." + key);
+}
+
+// Calls read(item, "key[i]") for each item of the list under `key`.
+template <typename F>
+void ForEachItem(const YAML::Node& root, const char* key, F&& read) {
+  const YAML::Node list = root[key];
+  if (!list) return;
+  for (size_t i = 0; i < list.size(); ++i) read(list[i], std::string(key) + "[" + std::to_string(i) + "]");
+}
+
+CapacityLimit ReadCapacityLimit(const YAML::Node& c, const std::string& where) {
+  Keys(c, where, {"instance_type", "zone", "capacity_type", "limit", "error", "from", "until"});
+  CapacityLimit l;
+  Read(c, "instance_type", &l.instance_type);
+  Read(c, "zone", &l.zone);
+  if (c["capacity_type"]) l.capacity_type = Capacity(c["capacity_type"], where);
+  if (!c["limit"]) throw Bad{where + ": limit is required"};
+  Read(c, "limit", &l.limit);
+  Read(c, "error", &l.error_code);
+  ReadDuration(c, "from", where, &l.from);
+  ReadDuration(c, "until", where, &l.until);
+  return l;
+}
+
+ScriptedInterruption ReadInterruption(const YAML::Node& n, const std::string& where) {
+  Keys(n, where, {"at", "instance_type", "zone", "count", "notice"});
+  ScriptedInterruption x;
+  if (!n["at"]) throw Bad{where + ": at is required"};
+  ReadDuration(n, "at", where, &x.at);
+  Read(n, "instance_type", &x.instance_type);
+  Read(n, "zone", &x.zone);
+  Read(n, "count", &x.count);
+  ReadDuration(n, "notice", where, &x.notice);
+  return x;
+}
+
+// `at` is RFC 3339 or a duration after `start` (default: `start`).
+ScriptedPrice ReadSpotPrice(const YAML::Node& n, const std::string& where, WallTime start) {
+  Keys(n, where, {"instance_type", "zone", "price", "at"});
+  ScriptedPrice p;
+  if (!n["instance_type"] || !n["zone"] || !n["price"]) throw Bad{where + ": instance_type, zone and price are required"};
+  Read(n, "instance_type", &p.instance_type);
+  Read(n, "zone", &p.zone);
+  Read(n, "price", &p.usd_per_hour);
+  p.time = start;
+  if (n["at"] && !ParseRfc3339(n["at"].as<std::string>(), &p.time)) p.time = start + Duration(n["at"], where + ".at");
+  return p;
+}
+
+ScriptedGroup ReadGroup(const YAML::Node& n, const std::string& where) {
+  Keys(n, where, {"name", "min", "max", "desired", "instance_type", "zones", "tags"});
+  ScriptedGroup g;
+  if (!n["name"]) throw Bad{where + ": name is required"};
+  Read(n, "name", &g.name);
+  Read(n, "min", &g.min_size);
+  Read(n, "max", &g.max_size);
+  Read(n, "desired", &g.desired_capacity);
+  Read(n, "instance_type", &g.instance_type);
+  Read(n, "zones", &g.zones);
+  Read(n, "tags", &g.tags);
+  if (g.min_size > g.desired_capacity || g.desired_capacity > g.max_size) throw Bad{where + ": needs min <= desired <= max"};
+  return g;
+}
+
 }  // namespace
 
 Result<EmulatorScenario> ParseEmulatorScenario(const std::string& text, WallTime start) {
@@ -47,95 +121,37 @@ Result<EmulatorScenario> ParseEmulatorScenario(const std::string& text, WallTime
          {"region", "account_id", "zones", "subnets", "launch_latency", "terminate_latency", "terminated_visible",
           "capacity", "throttle", "server_error_rate", "seed", "interruptions", "spot_prices", "on_demand_prices",
           "auto_scaling_groups", "queue", "visibility_timeout", "credentials"});
-    if (root["region"]) s.region = root["region"].as<std::string>();
-    if (root["account_id"]) s.account_id = root["account_id"].as<std::string>();
-    if (root["zones"]) s.zones = root["zones"].as<std::vector<std::string>>();
-    else s.zones = {s.region + "a", s.region + "b", s.region + "c"};
-    if (root["subnets"]) s.subnets = root["subnets"].as<std::map<std::string, std::string>>();
-    if (root["launch_latency"]) s.launch_latency = Duration(root["launch_latency"], "launch_latency");
-    if (root["terminate_latency"]) s.terminate_latency = Duration(root["terminate_latency"], "terminate_latency");
-    if (root["terminated_visible"]) s.terminated_visible = Duration(root["terminated_visible"], "terminated_visible");
-    if (root["seed"]) s.seed = root["seed"].as<uint64_t>();
-    if (root["server_error_rate"]) s.server_error_rate = root["server_error_rate"].as<double>();
+    Read(root, "region", &s.region);
+    Read(root, "account_id", &s.account_id);
+    s.zones = {s.region + "a", s.region + "b", s.region + "c"};
+    Read(root, "zones", &s.zones);
+    Read(root, "subnets", &s.subnets);
+    ReadDuration(root, "launch_latency", "", &s.launch_latency);
+    ReadDuration(root, "terminate_latency", "", &s.terminate_latency);
+    ReadDuration(root, "terminated_visible", "", &s.terminated_visible);
+    Read(root, "seed", &s.seed);
+    Read(root, "server_error_rate", &s.server_error_rate);
     if (const YAML::Node t = root["throttle"]) {
       Keys(t, "throttle", {"every", "rate"});
-      if (t["every"]) s.throttle_every = t["every"].as<int>();
-      if (t["rate"]) s.throttle_rate = t["rate"].as<double>();
+      Read(t, "every", &s.throttle_every);
+      Read(t, "rate", &s.throttle_rate);
     }
-    if (const YAML::Node caps = root["capacity"]) {
-      for (size_t i = 0; i < caps.size(); ++i) {
-        const std::string where = "capacity[" + std::to_string(i) + "]";
-        const YAML::Node c = caps[i];
-        Keys(c, where, {"instance_type", "zone", "capacity_type", "limit", "error", "from", "until"});
-        CapacityLimit l;
-        if (c["instance_type"]) l.instance_type = c["instance_type"].as<std::string>();
-        if (c["zone"]) l.zone = c["zone"].as<std::string>();
-        if (c["capacity_type"]) l.capacity_type = Capacity(c["capacity_type"], where);
-        if (!c["limit"]) throw Bad{where + ": limit is required"};
-        l.limit = c["limit"].as<int>();
-        if (c["error"]) l.error_code = c["error"].as<std::string>();
-        if (c["from"]) l.from = Duration(c["from"], where + ".from");
-        if (c["until"]) l.until = Duration(c["until"], where + ".until");
-        s.capacity.push_back(l);
-      }
-    }
-    if (const YAML::Node ints = root["interruptions"]) {
-      for (size_t i = 0; i < ints.size(); ++i) {
-        const std::string where = "interruptions[" + std::to_string(i) + "]";
-        const YAML::Node n = ints[i];
-        Keys(n, where, {"at", "instance_type", "zone", "count", "notice"});
-        ScriptedInterruption x;
-        if (!n["at"]) throw Bad{where + ": at is required"};
-        x.at = Duration(n["at"], where + ".at");
-        if (n["instance_type"]) x.instance_type = n["instance_type"].as<std::string>();
-        if (n["zone"]) x.zone = n["zone"].as<std::string>();
-        if (n["count"]) x.count = n["count"].as<int>();
-        if (n["notice"]) x.notice = Duration(n["notice"], where + ".notice");
-        s.interruptions.push_back(x);
-      }
-    }
-    if (const YAML::Node prices = root["spot_prices"]) {
-      for (size_t i = 0; i < prices.size(); ++i) {
-        const std::string where = "spot_prices[" + std::to_string(i) + "]";
-        const YAML::Node n = prices[i];
-        Keys(n, where, {"instance_type", "zone", "price", "at"});
-        ScriptedPrice p;
-        if (!n["instance_type"] || !n["zone"] || !n["price"]) throw Bad{where + ": instance_type, zone and price are required"};
-        p.instance_type = n["instance_type"].as<std::string>();
-        p.zone = n["zone"].as<std::string>();
-        p.usd_per_hour = n["price"].as<double>();
-        p.time = start;
-        if (n["at"]) {
-          const std::string at = n["at"].as<std::string>();
-          if (!ParseRfc3339(at, &p.time)) p.time = start + Duration(n["at"], where + ".at");
-        }
-        s.spot_prices.push_back(p);
-      }
-    }
-    if (root["on_demand_prices"]) s.on_demand_prices = root["on_demand_prices"].as<std::map<std::string, double>>();
-    if (const YAML::Node groups = root["auto_scaling_groups"]) {
-      for (size_t i = 0; i < groups.size(); ++i) {
-        const std::string where = "auto_scaling_groups[" + std::to_string(i) + "]";
-        const YAML::Node n = groups[i];
-        Keys(n, where, {"name", "min", "max", "desired", "instance_type", "zones", "tags"});
-        ScriptedGroup g;
-        if (!n["name"]) throw Bad{where + ": name is required"};
-        g.name = n["name"].as<std::string>();
-        if (n["min"]) g.min_size = n["min"].as<int>();
-        if (n["max"]) g.max_size = n["max"].as<int>();
-        if (n["desired"]) g.desired_capacity = n["desired"].as<int>();
-        if (n["instance_type"]) g.instance_type = n["instance_type"].as<std::string>();
-        if (n["zones"]) g.zones = n["zones"].as<std::vector<std::string>>();
-        if (n["tags"]) g.tags = n["tags"].as<std::map<std::string, std::string>>();
-        if (g.min_size > g.desired_capacity || g.desired_capacity > g.max_size) {
-          throw Bad{where + ": needs min <= desired <= max"};
-        }
-        s.groups.push_back(g);
-      }
-    }
-    if (root["queue"]) s.queue_name = root["queue"].as<std::string>();
-    if (root["visibility_timeout"]) s.visibility_timeout = Duration(root["visibility_timeout"], "visibility_timeout");
-    if (root["credentials"]) s.credentials = root["credentials"].as<std::map<std::string, std::string>>();
+    ForEachItem(root, "capacity", [&](const YAML::Node& n, const std::string& where) {
+      s.capacity.push_back(ReadCapacityLimit(n, where));
+    });
+    ForEachItem(root, "interruptions", [&](const YAML::Node& n, const std::string& where) {
+      s.interruptions.push_back(ReadInterruption(n, where));
+    });
+    ForEachItem(root, "spot_prices", [&](const YAML::Node& n, const std::string& where) {
+      s.spot_prices.push_back(ReadSpotPrice(n, where, start));
+    });
+    Read(root, "on_demand_prices", &s.on_demand_prices);
+    ForEachItem(root, "auto_scaling_groups", [&](const YAML::Node& n, const std::string& where) {
+      s.groups.push_back(ReadGroup(n, where));
+    });
+    Read(root, "queue", &s.queue_name);
+    ReadDuration(root, "visibility_timeout", "", &s.visibility_timeout);
+    Read(root, "credentials", &s.credentials);
   } catch (const Bad& b) {
     return Error::Config("emulator scenario: " + b.message);
   } catch (const YAML::Exception& e) {

@@ -169,6 +169,18 @@ TEST_F(EmulatorTest, InstantFleetLaunchesPendingThenRunningWithTags) {
   EXPECT_EQ(listed[0].state_code, 16);
 }
 
+TEST_F(EmulatorTest, EscapesMarkupInXmlAnswers) {
+  Emu();
+  cloud::CreateFleetRequest req = FleetRequest({{"g5.xlarge", "us-east-1a"}}, 1, CapacityType::kOnDemand);
+  req.instance_tags = {{"note", "a<b & 'c' > \"d\""}};
+  Fleet(req);
+  EmulatorResponse resp = Query("ec2", cloud::DescribeInstancesQuery({}));
+  EXPECT_NE(resp.body.find("<value>a&lt;b &amp; &apos;c&apos; &gt; &quot;d&quot;</value>"), std::string::npos) << resp.body;
+  auto listed = Describe();
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].tags.at("note"), "a<b & 'c' > \"d\"");
+}
+
 TEST_F(EmulatorTest, SameClientTokenSameInstances) {
   Emu();
   auto first = Fleet(FleetRequest({{"g5.xlarge", "us-east-1a"}}, 2, CapacityType::kSpot, "same"));

@@ -1,8 +1,8 @@
 // JsonWriter: compact JSON written straight into a string, without building
-// a document first. For the hot path only: the audit row of every decision
-// carries the whole plan (at 10k pending units, 10k placements and unit
-// ids), and building an nlohmann::ordered_json of it to dump it again cost
-// a third of a daemon tick. Everything else uses nlohmann::json.
+// a document first. Plans and snapshots are written with it (model/json.h):
+// the audit row of every decision carries the whole plan (every placement and
+// unit id), too large to build as an nlohmann::ordered_json and dump again on
+// each tick. Other JSON uses nlohmann::json.
 //
 // Output matches nlohmann's dump(): the same escapes, doubles in shortest
 // round-trip form with ".0" on integral values, non-finite doubles as null.

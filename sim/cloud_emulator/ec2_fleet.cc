@@ -1,0 +1,235 @@
+#include <algorithm>
+#include <map>
+
+#include "sim/cloud_emulator/emulator_impl.h"
+
+namespace gpuscaler::sim {
+
+EmulatorResponse CloudEmulator::CreateFleet(const Params& p, WallTime now) {
+  ++stats_.create_fleet_calls;
+  const std::string token = p.Get("ClientToken");
+  if (!token.empty()) {
+    if (auto it = fleet_answers_.find(token); it != fleet_answers_.end()) return {200, kXmlContentType, {}, it->second};
+  }
+  const std::string type = p.Has("Type") ? p.Get("Type") : "maintain";
+  if (type != "instant") {
+    return Ec2Error(400, "InvalidParameterValue", "This emulator supports only Type=instant fleets, not '" + type + "'.");
+  }
+  int total = 0;
+  if (!ParseInt(p.Get("TargetCapacitySpecification.TotalTargetCapacity"), &total) || total < 0) {
+    return Ec2Error(400, "MissingParameter", "The request must contain the parameter TargetCapacitySpecification.TotalTargetCapacity");
+  }
+  const std::string default_type = p.Get("TargetCapacitySpecification.DefaultTargetCapacityType");
+  if (default_type != "spot" && default_type != "on-demand") {
+    return Ec2Error(400, "InvalidParameterValue", "DefaultTargetCapacityType must be spot or on-demand.");
+  }
+  int on_demand = -1, spot = -1;
+  if (p.Has("TargetCapacitySpecification.OnDemandTargetCapacity")) ParseInt(p.Get("TargetCapacitySpecification.OnDemandTargetCapacity"), &on_demand);
+  if (p.Has("TargetCapacitySpecification.SpotTargetCapacity")) ParseInt(p.Get("TargetCapacitySpecification.SpotTargetCapacity"), &spot);
+  if (default_type == "spot") {
+    if (on_demand < 0) on_demand = spot >= 0 ? total - spot : 0;
+    spot = total - on_demand;
+  } else {
+    if (spot < 0) spot = on_demand >= 0 ? total - on_demand : 0;
+    on_demand = total - spot;
+  }
+  if (spot < 0 || on_demand < 0) {
+    return Ec2Error(400, "InvalidParameterValue", "Target capacities do not add up to TotalTargetCapacity.");
+  }
+
+  struct Override {
+    std::string lt_id, lt_name, lt_version;
+    std::string type, zone, subnet;
+    double priority = 1e300;
+    bool by_subnet = false;
+    size_t order = 0;
+  };
+  std::vector<Override> overrides;
+  for (int k = 1; p.HasPrefix("LaunchTemplateConfigs." + std::to_string(k) + "."); ++k) {
+    const std::string lt = "LaunchTemplateConfigs." + std::to_string(k) + ".";
+    Override base;
+    base.lt_id = p.Get(lt + "LaunchTemplateSpecification.LaunchTemplateId");
+    base.lt_name = p.Get(lt + "LaunchTemplateSpecification.LaunchTemplateName");
+    base.lt_version = p.Get(lt + "LaunchTemplateSpecification.Version");
+    if (base.lt_id.empty() && base.lt_name.empty()) {
+      return Ec2Error(400, "MissingParameter", "A launch template ID or name is required.");
+    }
+    for (int n = 1; p.HasPrefix(lt + "Overrides." + std::to_string(n) + "."); ++n) {
+      const std::string o = lt + "Overrides." + std::to_string(n) + ".";
+      Override ov = base;
+      ov.type = p.Get(o + "InstanceType");
+      ov.zone = p.Get(o + "AvailabilityZone");
+      ov.subnet = p.Get(o + "SubnetId");
+      if (ov.type.empty()) return Ec2Error(400, "MissingParameter", "Each override needs an InstanceType in this emulator.");
+      if (!ov.subnet.empty()) {
+        auto s = scenario_.subnets.find(ov.subnet);
+        if (s == scenario_.subnets.end()) {
+          return Ec2Error(400, "InvalidSubnetID.NotFound", "The subnet ID '" + ov.subnet + "' does not exist");
+        }
+        if (ov.zone.empty()) ov.zone = s->second;
+        ov.by_subnet = true;
+      }
+      if (ov.zone.empty()) ov.zone = scenario_.zones.empty() ? scenario_.region + "a" : scenario_.zones[0];
+      else if (std::find(scenario_.zones.begin(), scenario_.zones.end(), ov.zone) == scenario_.zones.end()) {
+        return Ec2Error(400, "InvalidParameterValue", "Invalid availability zone: [" + ov.zone + "]");
+      }
+      if (p.Has(o + "Priority")) ov.priority = std::strtod(p.Get(o + "Priority").c_str(), nullptr);
+      ov.order = overrides.size();
+      overrides.push_back(ov);
+    }
+  }
+  if (overrides.empty()) return Ec2Error(400, "MissingParameter", "At least one launch template override is required.");
+
+  std::map<std::string, std::string> tags;
+  for (int n = 1; p.Has("TagSpecification." + std::to_string(n) + ".ResourceType"); ++n) {
+    const std::string ts = "TagSpecification." + std::to_string(n) + ".";
+    if (p.Get(ts + "ResourceType") != "instance") continue;
+    for (int m = 1; p.Has(ts + "Tag." + std::to_string(m) + ".Key"); ++m) {
+      tags[p.Get(ts + "Tag." + std::to_string(m) + ".Key")] = p.Get(ts + "Tag." + std::to_string(m) + ".Value");
+    }
+  }
+
+  // The spot price in force now, for lowest-price / price-capacity-optimized.
+  auto spot_price = [&](const Override& o) {
+    double price = 1e300;
+    WallTime best{};
+    for (const ScriptedPrice& sp : scenario_.spot_prices) {
+      if (sp.instance_type == o.type && sp.zone == o.zone && sp.time <= now && sp.time >= best) {
+        best = sp.time;
+        price = sp.usd_per_hour;
+      }
+    }
+    return price;
+  };
+  auto od_price = [&](const Override& o) {
+    auto it = scenario_.on_demand_prices.find(o.type);
+    return it == scenario_.on_demand_prices.end() ? 1e300 : it->second;
+  };
+
+  const std::string fleet_id = "fleet-" + Uuid();
+  const std::string reservation = NewId("r-", 17);
+  struct Got {
+    const Override* o;
+    CapacityType lifecycle;
+    std::vector<std::string> ids;
+  };
+  struct Err {
+    const Override* o;
+    CapacityType lifecycle;
+    std::string code, message;
+  };
+  std::vector<Got> got;
+  std::vector<Err> errors;
+  for (CapacityType lifecycle : {CapacityType::kOnDemand, CapacityType::kSpot}) {
+    int need = lifecycle == CapacityType::kSpot ? spot : on_demand;
+    if (need == 0) continue;
+    std::vector<const Override*> order;
+    for (const Override& o : overrides) order.push_back(&o);
+    const std::string strategy = lifecycle == CapacityType::kSpot ? p.Get("SpotOptions.AllocationStrategy")
+                                                                  : p.Get("OnDemandOptions.AllocationStrategy");
+    std::stable_sort(order.begin(), order.end(), [&](const Override* a, const Override* b) {
+      if (strategy == "prioritized" || strategy == "capacity-optimized-prioritized") return a->priority < b->priority;
+      if (lifecycle == CapacityType::kSpot) {
+        if (strategy == "capacity-optimized") return false;
+        return spot_price(*a) < spot_price(*b);
+      }
+      return od_price(*a) < od_price(*b);  // on-demand default: lowest-price
+    });
+    for (const Override* o : order) {
+      if (need == 0) break;
+      auto room = Room(o->type, o->zone, lifecycle, now);
+      const int want = need;
+      const int take = room ? std::min(want, room->first) : want;
+      if (take > 0) {
+        Got g{o, lifecycle, {}};
+        for (int n = 0; n < take; ++n) {
+          g.ids.push_back(Launch(o->type, o->zone, o->subnet, lifecycle, tags, token, reservation, now).info.instance_id);
+        }
+        got.push_back(std::move(g));
+        need -= take;
+      }
+      if (take < want) {
+        const std::string code = room->second;
+        std::string message = code == "InsufficientInstanceCapacity"
+                                  ? "We currently do not have sufficient " + o->type + " capacity in the Availability Zone you requested (" + o->zone + ")."
+                                  : "There is no " + std::string(ToString(lifecycle)) + " capacity available that matches your request.";
+        errors.push_back({o, lifecycle, code, message});
+      }
+    }
+  }
+
+  auto lto = [&](std::string& out, const Override& o) {
+    out += "<launchTemplateAndOverrides><launchTemplateSpecification>";
+    if (!o.lt_id.empty()) Leaf(out, "launchTemplateId", o.lt_id);
+    else Leaf(out, "launchTemplateName", o.lt_name);
+    if (!o.lt_version.empty()) Leaf(out, "version", o.lt_version);
+    out += "</launchTemplateSpecification><overrides>";
+    Leaf(out, "instanceType", o.type);
+    if (o.by_subnet) Leaf(out, "subnetId", o.subnet);
+    else Leaf(out, "availabilityZone", o.zone);
+    if (o.priority < 1e300) Leaf(out, "priority", std::to_string(o.priority));
+    out += "</overrides></launchTemplateAndOverrides>";
+  };
+  std::string body = Ec2Open("CreateFleet", Uuid());
+  Leaf(body, "fleetId", fleet_id);
+  body += "\n<errorSet>";
+  for (const Err& e : errors) {
+    body += "<item>";
+    lto(body, *e.o);
+    Leaf(body, "lifecycle", ToString(e.lifecycle));
+    Leaf(body, "errorCode", e.code);
+    Leaf(body, "errorMessage", e.message);
+    body += "</item>";
+  }
+  body += "</errorSet>\n<fleetInstanceSet>";
+  for (const Got& g : got) {
+    body += "<item>";
+    lto(body, *g.o);
+    Leaf(body, "lifecycle", ToString(g.lifecycle));
+    body += "<instanceIds>";
+    for (const std::string& id : g.ids) Leaf(body, "item", id);
+    body += "</instanceIds>";
+    Leaf(body, "instanceType", g.o->type);
+    body += "</item>";
+  }
+  body += "</fleetInstanceSet>\n</CreateFleetResponse>\n";
+  if (!token.empty()) fleet_answers_[token] = body;
+  return {200, kXmlContentType, {}, body};
+}
+
+EmulatorResponse CloudEmulator::TerminateInstances(const Params& p, WallTime now) {
+  const std::vector<std::string> ids = p.List("InstanceId");
+  if (ids.empty()) return Ec2Error(400, "MissingParameter", "The request must contain the parameter InstanceId");
+  std::vector<std::string> missing;
+  for (const std::string& id : ids) {
+    if (id.rfind("i-", 0) != 0) return Ec2Error(400, "InvalidInstanceID.Malformed", "Invalid id: \"" + id + "\"");
+    if (by_id_.count(id) == 0) missing.push_back(id);
+  }
+  if (!missing.empty()) {
+    std::string list;
+    for (const std::string& id : missing) list += (list.empty() ? "" : ", ") + id;
+    return Ec2Error(400, "InvalidInstanceID.NotFound",
+                    missing.size() == 1 ? "The instance ID '" + list + "' does not exist"
+                                        : "The instance IDs '" + list + "' do not exist");
+  }
+  std::string body = Ec2Open("TerminateInstances", Uuid());
+  body += "<instancesSet>";
+  for (const std::string& id : ids) {
+    Instance& i = instances_[by_id_[id]];
+    const std::string before = i.info.state;
+    Terminate(i, now);
+    body += "<item>";
+    Leaf(body, "instanceId", id);
+    body += "<currentState>";
+    Leaf(body, "code", std::to_string(StateCode(i.info.state)));
+    Leaf(body, "name", i.info.state);
+    body += "</currentState><previousState>";
+    Leaf(body, "code", std::to_string(StateCode(before)));
+    Leaf(body, "name", before);
+    body += "</previousState></item>";
+  }
+  body += "</instancesSet>\n</TerminateInstancesResponse>\n";
+  return {200, kXmlContentType, {}, body};
+}
+
+}  // namespace gpuscaler::sim

@@ -1,0 +1,57 @@
+// Private to the emulator: the helpers its API files share (XML output,
+// form parameters, paging, globs) and the decoded request parameters.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpuscaler/cloud/aws_query.h"
+#include "gpuscaler/cloud/ec2_api.h"
+#include "gpuscaler/model/time.h"
+#include "sim/cloud_emulator/emulator.h"
+
+namespace gpuscaler::sim {
+
+inline constexpr const char* kEc2Ns = "http://ec2.amazonaws.com/doc/2016-11-15/";
+inline constexpr const char* kAsgNs = "http://autoscaling.amazonaws.com/doc/2011-01-01/";
+inline constexpr const char* kXmlContentType = "text/xml;charset=UTF-8";
+
+// ---- XML output (xml_out.cc) ----
+
+// Appends <name>value</name>, escaped; <name/> for an empty value.
+void Leaf(std::string& out, std::string_view name, std::string_view value);
+// EC2 timestamps carry milliseconds: "2026-12-02T10:00:00.000Z".
+std::string Ec2Time(WallTime t);
+// EC2's instance state code: pending 0, running 16, shutting-down 32, terminated 48.
+int StateCode(std::string_view state);
+// The start of an EC2 answer: the XML declaration, <{op}Response xmlns=…> and its requestId.
+std::string Ec2Open(std::string_view op, const std::string& request_id);
+// The start of an Auto Scaling answer: <{op}Response xmlns=…>.
+std::string AsgOpen(std::string_view op);
+
+// ---- request parameters (request_params.cc) ----
+
+// A whole decimal int; false for anything else (empty, trailing text).
+bool ParseInt(const std::string& s, int* out);
+// NextToken values: "emu-<offset>".
+std::string PageToken(size_t offset);
+bool ParsePageToken(const std::string& token, size_t* offset);
+// EC2 filter values: '*' matches any run of characters, '?' any one.
+bool Glob(std::string_view pattern, std::string_view text);
+
+// The form parameters of a query-protocol request (query string, then body).
+struct CloudEmulator::Params {
+  cloud::QueryParams q;
+  std::string Get(const std::string& key) const;  // "" when absent
+  bool Has(const std::string& key) const;
+  bool HasPrefix(const std::string& prefix) const;
+  // Values of prefix.1, prefix.2, … (up to the first gap).
+  std::vector<std::string> List(const std::string& prefix) const;
+  // Filters from prefix.N.Name with the values List(prefix.N.<values>), N
+  // from 1 up to the first gap: ("Filter", "Value") in EC2,
+  // ("Filters.member", "Values.member") in Auto Scaling.
+  std::vector<cloud::Filter> Filters(const std::string& prefix, const std::string& values) const;
+};
+
+}  // namespace gpuscaler::sim

@@ -1,0 +1,49 @@
+#include "gpuscaler/model/escape.h"
+#include "sim/cloud_emulator/emulator_impl.h"
+
+namespace gpuscaler::sim {
+
+void Leaf(std::string& out, std::string_view name, std::string_view value) {
+  out += '<';
+  out += name;
+  if (value.empty()) {
+    out += "/>";
+    return;
+  }
+  out += '>';
+  out += XmlEscape(value);
+  out += "</";
+  out += name;
+  out += '>';
+}
+
+std::string Ec2Time(WallTime t) {
+  std::string s = FormatRfc3339(t);
+  return s.substr(0, s.size() - 1) + ".000Z";
+}
+
+int StateCode(std::string_view state) {
+  if (state == "pending") return 0;
+  if (state == "running") return 16;
+  if (state == "shutting-down") return 32;
+  if (state == "terminated") return 48;
+  return 80;
+}
+
+std::string Ec2Open(std::string_view op, const std::string& request_id) {
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<" + std::string(op) + "Response xmlns=\"" + kEc2Ns + "\">\n";
+  Leaf(out, "requestId", request_id);
+  out += '\n';
+  return out;
+}
+
+std::string AsgOpen(std::string_view op) {
+  std::string out = "<";
+  out += op;
+  out += "Response xmlns=\"";
+  out += kAsgNs;
+  out += "\">\n";
+  return out;
+}
+
+}  // namespace gpuscaler::sim

@@ -1,0 +1,250 @@
+// The JSON fields of each model type, listed once: Fields(visitor, value)
+// calls the visitor once per field, in output order. FieldWriter writes them
+// (JSON out) and json.cc's FieldReader reads snapshot types (JSON in,
+// strict), so the two directions cannot drift. Plan types are only written.
+// Private to src/model.
+//
+// A visitor has one method per kind of field, each taking the key, the member
+// and, where it matters to the reader, whether the field is required or the
+// minimum of an integer:
+//   Str Bool Int Int64 Double DurationS ("*_s", integer seconds) Time (RFC 3339)
+//   StrList IntList StrMap IntMap
+//   Enum (a string; an empty optional is omitted)  Object  Objects (an array)
+//   Constant (a fixed string, checked on reading)
+#pragma once
+
+#include <concepts>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "gpuscaler/model/json.h"
+#include "gpuscaler/model/json_writer.h"
+#include "json_reader.h"
+
+namespace gpuscaler::json_internal {
+
+// T is `Model` or `const Model`: one Fields() serves the writer and the reader.
+template <class T, class Model>
+concept Is = std::same_as<std::remove_const_t<T>, Model>;
+
+inline constexpr Need kRequired = Need::kRequired;
+inline constexpr const char* kApiVersion = "gpuscaler/v1";
+
+template <class V, Is<MigProfile> T>
+void Fields(V& v, T& p) {
+  v.Str("name", p.name, kRequired);
+  v.Int("compute_slices", p.compute_slices);
+  v.Int("memory_slices", p.memory_slices);
+  v.Int64("memory_mib", p.memory_mib);
+  v.IntList("starts", p.allowed_starts);
+}
+
+template <class V, Is<GpuModel> T>
+void Fields(V& v, T& g) {
+  v.Str("name", g.name, kRequired);
+  v.Str("short_name", g.short_name);
+  v.Int64("memory_mib", g.memory_mib);
+  v.Objects("mig_profiles", g.mig_profiles);
+}
+
+template <class V, Is<InstanceType> T>
+void Fields(V& v, T& t) {
+  v.Str("name", t.name, kRequired);
+  v.Str("family", t.family);
+  v.Str("gpu_model", t.gpu_model);
+  v.Int("gpu_count", t.gpu_count);
+  v.Int64("gpu_memory_mib", t.gpu_memory_mib);
+  v.Int("vcpus", t.vcpus);
+  v.Int64("memory_mib", t.memory_mib);
+  v.Int64("local_nvme_gb", t.local_nvme_gb);
+  v.Int64("network_mbps", t.network_mbps);
+}
+
+template <class V, Is<Offering> T>
+void Fields(V& v, T& o) {
+  v.Str("instance_type", o.instance_type, kRequired);
+  v.Str("region", o.region);
+  v.Str("zone", o.zone, kRequired);
+  v.Enum("capacity_type", o.capacity_type, kRequired);
+  v.Double("usd_per_hour", o.usd_per_hour);
+  v.Double("on_demand_usd_per_hour", o.on_demand_usd_per_hour);
+  v.Double("interruptions_per_hour", o.interruptions_per_hour);
+  v.Bool("available", o.available);
+  v.DurationS("launch_latency_s", o.launch_latency);
+}
+
+template <class V, Is<DemandUnit> T>
+void Fields(V& v, T& u) {
+  v.Str("id", u.id, kRequired);
+  v.Str("workload_class", u.workload_class);
+  v.Int("gpus", u.gpus);
+  v.Int("gpu_milli", u.gpu_milli);
+  v.Str("mig_profile", u.mig_profile);
+  v.StrList("gpu_models", u.gpu_models);
+  v.Int64("min_gpu_memory_mib", u.min_gpu_memory_mib);
+  v.Int64("cpu_milli", u.cpu_milli);
+  v.Int64("memory_mib", u.memory_mib);
+  v.Int("priority", u.priority, std::numeric_limits<int>::min());
+  v.Bool("interruptible", u.interruptible);
+  v.DurationS("expected_runtime_s", u.expected_runtime);
+  v.DurationS("checkpoint_interval_s", u.checkpoint_interval);
+  v.DurationS("restart_cost_s", u.restart_cost);
+  v.StrList("zones", u.zones);
+  v.StrList("instance_types", u.instance_types);
+  v.Enum("capacity_type", u.capacity_type);
+  v.Str("pool", u.pool);
+  v.StrMap("labels", u.labels);
+}
+
+template <class V, Is<Node> T>
+void Fields(V& v, T& n) {
+  v.Str("id", n.id, kRequired);
+  v.Str("instance_id", n.instance_id);
+  v.Str("pool", n.pool);
+  v.Object("offering", n.offering, kRequired);
+  v.Time("launch_time", n.launch_time);
+  v.Enum("state", n.state);
+  v.StrMap("labels", n.labels);
+  v.Bool("do_not_disrupt", n.do_not_disrupt);
+  v.Objects("running", n.running);
+}
+
+template <class V, Is<Snapshot> T>
+void Fields(V& v, T& s) {
+  v.Constant("apiVersion", kApiVersion);
+  v.Constant("kind", kSnapshotKind);
+  v.Time("time", s.time);
+  v.Double("month_to_date_usd", s.month_to_date_usd);
+  v.Double("hours_left_in_month", s.hours_left_in_month);
+  v.StrList("scale_down_blocked_classes", s.scale_down_blocked_classes);
+  v.IntMap("recently_disrupted", s.recently_disrupted);
+  v.Objects("gpu_models", s.gpu_models);
+  v.Objects("instance_types", s.instance_types);
+  v.Objects("offerings", s.offerings);
+  v.Objects("nodes", s.nodes);
+  v.Objects("pending", s.pending);
+}
+
+template <class V>
+void Fields(V& v, const LaunchAction& l) {
+  v.Str("pool", l.pool);
+  v.Object("offering", l.offering);
+  v.Int("count", l.count);
+  v.Double("usd_per_hour", l.usd_per_hour);
+  v.Double("expected_interruption_usd_per_hour", l.expected_interruption_usd_per_hour);
+  v.StrList("unit_ids", l.unit_ids);
+  v.Objects("fallbacks", l.fallbacks);
+  v.Str("reason", l.reason);
+}
+
+template <class V>
+void Fields(V& v, const TerminationAction& t) {
+  v.Str("node_id", t.node_id);
+  v.Str("instance_id", t.instance_id);
+  v.Str("pool", t.pool);
+  v.Object("offering", t.offering);
+  v.Enum("kind", t.kind);
+  v.StrList("moved_unit_ids", t.moved_unit_ids);
+  v.Double("saves_usd_per_hour", t.saves_usd_per_hour);
+  v.Str("reason", t.reason);
+}
+
+template <class V>
+void Fields(V& v, const Placement& p) {
+  v.Str("unit_id", p.unit_id);
+  if (!p.node_id.empty()) {
+    v.Str("node_id", p.node_id);
+  } else {  // a node of one of the plan's launches
+    v.Int("launch_index", p.launch_index);
+    v.Int("launch_ordinal", p.launch_ordinal);
+  }
+}
+
+template <class V>
+void Fields(V& v, const UnplacedUnit& u) {
+  v.Str("unit_id", u.unit_id);
+  v.Str("workload_class", u.workload_class);
+  v.Enum("reason", u.reason);
+  v.Str("detail", u.detail);
+}
+
+template <class V>
+void Fields(V& v, const Plan& p) {
+  v.Double("predicted_cost_usd_per_hour", p.cost_after_usd_per_hour);
+  v.Double("cost_before_usd_per_hour", p.cost_before_usd_per_hour);
+  v.Double("expected_interruption_usd_per_hour", p.expected_interruption_usd_per_hour);
+  v.Str("summary", p.summary);
+  v.Objects("launches", p.launches);
+  v.Objects("terminations", p.terminations);
+  v.Objects("placements", p.placements);
+  v.Objects("unplaced", p.unplaced);
+}
+
+// Writes the fields as compact JSON (model/json_writer.h). Requirements and
+// minimums only matter to the reader.
+class FieldWriter {
+ public:
+  explicit FieldWriter(JsonWriter* w) : w_(w) {}
+
+  // The whole object: {"field": value, ...}.
+  template <class T>
+  void Write(const T& value) {
+    w_->BeginObject();
+    Fields(*this, value);
+    w_->EndObject();
+  }
+
+  void Str(const char* key, const std::string& value, Need = Need::kOptional) { w_->Key(key).String(value); }
+  void Bool(const char* key, bool value) { w_->Key(key).Bool(value); }
+  void Int(const char* key, int value, int = 0) { w_->Key(key).Int(value); }
+  void Int64(const char* key, int64_t value) { w_->Key(key).Int(value); }
+  void Double(const char* key, double value) { w_->Key(key).Double(value); }
+  void DurationS(const char* key, Seconds value) { w_->Key(key).Int(value.count()); }
+  void Time(const char* key, WallTime value) { w_->Key(key).String(FormatRfc3339(value)); }
+  void Constant(const char* key, const char* value) { w_->Key(key).String(value); }
+  void StrList(const char* key, const std::vector<std::string>& values) { w_->Key(key).StringArray(values); }
+  void IntList(const char* key, const std::vector<int>& values) {
+    w_->Key(key).BeginArray();
+    for (int v : values) w_->Int(v);
+    w_->EndArray();
+  }
+  void StrMap(const char* key, const std::map<std::string, std::string>& values) {
+    w_->Key(key).BeginObject();
+    for (const auto& [k, v] : values) w_->Key(k).String(v);
+    w_->EndObject();
+  }
+  void IntMap(const char* key, const std::map<std::string, int>& values) {
+    w_->Key(key).BeginObject();
+    for (const auto& [k, v] : values) w_->Key(k).Int(v);
+    w_->EndObject();
+  }
+  template <class E>
+    requires std::is_enum_v<E>
+  void Enum(const char* key, E value, Need = Need::kOptional) {
+    w_->Key(key).String(ToString(value));
+  }
+  template <class E>
+  void Enum(const char* key, const std::optional<E>& value) {
+    if (value) Enum(key, *value);
+  }
+  template <class T>
+  void Object(const char* key, const T& value, Need = Need::kOptional) {
+    w_->Key(key);
+    Write(value);
+  }
+  template <class T>
+  void Objects(const char* key, const std::vector<T>& values) {
+    w_->Key(key).BeginArray();
+    for (const T& v : values) Write(v);
+    w_->EndArray();
+  }
+
+ private:
+  JsonWriter* w_;
+};
+
+}  // namespace gpuscaler::json_internal
