@@ -6,11 +6,11 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
-#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <mutex>
 
+#include "gpuscaler/model/text.h"
 #include "gpuscaler/model/text_file.h"
 #include "gpuscaler/net/async_http.h"
 #include "gpuscaler/signals/dcgm.h"
@@ -49,13 +49,6 @@ CollectedSignal Value(const SignalQuery& q, double value, WallTime observed_at) 
 
 WallTime FromUnixSecondsFloor(double seconds) { return FromUnixSeconds(static_cast<int64_t>(std::floor(seconds))); }
 
-std::string Trim(std::string s) {
-  const auto not_space = [](unsigned char c) { return !std::isspace(c); };
-  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
-  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
-  return s;
-}
-
 // A credential: fixed (a literal or an environment variable read once), or a
 // file read again whenever it changes.
 class Credential {
@@ -72,7 +65,7 @@ class Credential {
     Credential c;
     c.configured_ = true;
     if (std::optional<std::string> v = env(variable)) {
-      c.value_ = Trim(std::move(*v));
+      c.value_ = Trim(*v);
     } else {
       c.error_ = Error::Config(what + ": environment variable " + variable + " is not set");
     }
@@ -105,7 +98,7 @@ class Credential {
       stamp_.reset();
       return;
     }
-    value_ = Trim(std::move(text).value());
+    value_ = Trim(*text);
     error_.reset();
     stamp_ = now;
   }
