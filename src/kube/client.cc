@@ -119,19 +119,4 @@ Result<ApiResponse> ApiClient::Watch(const std::string& path, const std::functio
   return ApiResponse{res->status, std::move(res->body)};
 }
 
-std::string QueryEscape(std::string_view value) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : value) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
-  return out;
-}
-
 }  // namespace gpuscaler::kube

@@ -13,6 +13,7 @@
 #include "gpuscaler/model/text.h"
 #include "gpuscaler/model/text_file.h"
 #include "gpuscaler/net/async_http.h"
+#include "gpuscaler/net/url.h"
 #include "gpuscaler/signals/dcgm.h"
 #include "gpuscaler/signals/prometheus_api.h"
 #include "gpuscaler/signals/rabbitmq.h"

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gpuscaler/net/url.h"
+
 namespace gpuscaler::signals {
 namespace {
 
@@ -185,7 +187,7 @@ Result<PromPoint> SingleValue(const PromQueryResult& result) {
 
 std::string PromQueryUrl(std::string_view base_url, std::string_view promql, std::optional<int64_t> time_unix_s) {
   while (!base_url.empty() && base_url.back() == '/') base_url.remove_suffix(1);
-  std::string url = std::string(base_url) + "/api/v1/query?query=" + UrlEncodeQueryComponent(promql);
+  std::string url = std::string(base_url) + "/api/v1/query?query=" + net::PercentEncode(promql);
   if (time_unix_s.has_value()) url += "&time=" + std::to_string(*time_unix_s);
   return url;
 }
