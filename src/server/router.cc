@@ -6,6 +6,8 @@
 #include <exception>
 #include <set>
 
+#include "gpuscaler/model/text.h"
+
 namespace gpuscaler::server {
 
 bool ConstantTimeEquals(std::string_view secret, std::string_view candidate) {
