@@ -48,6 +48,19 @@ CollectedSignal Value(const SignalQuery& q, double value, WallTime observed_at) 
   return c;
 }
 
+// Why a query to a JSON API source (Prometheus, RabbitMQ) cannot be sent, or
+// nothing: no base URL configured (signals.<source>.url), the source's
+// credentials could not be read, or the query lacks something
+// (`query_problem`; empty when it is complete).
+std::optional<Error> Unsendable(std::string_view source, const std::string& base_url,
+                                const std::optional<Error>& auth_error, std::string_view query_problem) {
+  const std::string name(source);
+  if (base_url.empty()) return Error::Config(name + ": no URL configured (signals." + name + ".url)");
+  if (auth_error) return *auth_error;
+  if (!query_problem.empty()) return Error::Config(name + ": " + std::string(query_problem));
+  return std::nullopt;
+}
+
 WallTime FromUnixSecondsFloor(double seconds) { return FromUnixSeconds(static_cast<int64_t>(std::floor(seconds))); }
 
 // A credential: fixed (a literal or an environment variable read once), or a
@@ -428,23 +441,17 @@ std::vector<CollectedSignal> SignalCollector::Collect(const std::vector<SignalQu
   for (size_t i = 0; i < queries.size(); ++i) {
     const SignalQuery& q = queries[i];
     if (q.source == kPrometheus) {
-      if (ep.prometheus.url.empty()) {
-        results[i] = Missing(q, Error::Config("prometheus: no URL configured (signals.prometheus.url)"));
-      } else if (auth.prometheus_error) {
-        results[i] = Missing(q, *auth.prometheus_error);
-      } else if (q.query.empty()) {
-        results[i] = Missing(q, Error::Config("prometheus: empty query"));
+      if (std::optional<Error> e = Unsendable(kPrometheus, ep.prometheus.url, auth.prometheus_error,
+                                              q.query.empty() ? "empty query" : "")) {
+        results[i] = Missing(q, *e);
       } else {
         fetches_of[i].push_back(
             add_fetch(PromQueryUrl(ep.prometheus.url, q.query), auth.prometheus_authorization, prometheus_options, "application/json"));
       }
     } else if (q.source == kRabbitMq) {
-      if (ep.rabbitmq.url.empty()) {
-        results[i] = Missing(q, Error::Config("rabbitmq: no URL configured (signals.rabbitmq.url)"));
-      } else if (auth.rabbitmq_error) {
-        results[i] = Missing(q, *auth.rabbitmq_error);
-      } else if (q.queue.empty()) {
-        results[i] = Missing(q, Error::Config("rabbitmq: no queue named"));
+      if (std::optional<Error> e = Unsendable(kRabbitMq, ep.rabbitmq.url, auth.rabbitmq_error,
+                                              q.queue.empty() ? "no queue named" : "")) {
+        results[i] = Missing(q, *e);
       } else {
         fetches_of[i].push_back(
             add_fetch(QueueUrl(ep.rabbitmq.url, q.vhost, q.queue), auth.rabbitmq_authorization, plain_options, "application/json"));
