@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "gpuscaler/model/text.h"
 #include "gpuscaler/model/text_file.h"
 #include "gpuscaler/net/http_client.h"
 
@@ -60,9 +61,7 @@ Result<std::string> ApiClient::Token() {
   if (stamp != token_stamp_ || cached_token_.empty()) {
     Result<std::string> text = ReadTextFile(config_.token_file);
     if (!text) return Error::Auth("token file: " + text.error().message());
-    std::string t = *text;
-    while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.pop_back();
-    cached_token_ = std::move(t);
+    cached_token_ = Trim(*text);
     token_stamp_ = stamp;
   }
   return cached_token_;

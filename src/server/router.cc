@@ -31,17 +31,13 @@ Router& Router::Add(std::string method, std::string path, bool prefix, bool muta
 
 bool Router::Authorized(const HttpRequest& request) const {
   // RFC 6750: "Bearer" is case-insensitive, then one or more spaces.
-  std::string_view auth;
   const std::string header = request.Header("Authorization");
-  auth = header;
+  const std::string_view auth = header;
   constexpr std::string_view kScheme = "Bearer";
   if (auth.size() <= kScheme.size() || !EqualsIgnoreCase(auth.substr(0, kScheme.size()), kScheme) ||
       auth[kScheme.size()] != ' ')
     return false;
-  auth.remove_prefix(kScheme.size());
-  while (!auth.empty() && auth.front() == ' ') auth.remove_prefix(1);
-  while (!auth.empty() && (auth.back() == ' ' || auth.back() == '\t')) auth.remove_suffix(1);
-  return ConstantTimeEquals(token_, auth);
+  return ConstantTimeEquals(token_, Trim(auth.substr(kScheme.size())));
 }
 
 // Exact beats prefix, then the longest prefix wins.
