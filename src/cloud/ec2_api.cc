@@ -14,15 +14,17 @@ std::string Num(double v) {
   return buf;
 }
 
+// A list the Query way: "<prefix>.1", "<prefix>.2", … in order.
+void AddList(QueryParams& q, const std::string& prefix, const std::vector<std::string>& values) {
+  for (size_t i = 0; i < values.size(); ++i) q.emplace_back(prefix + "." + std::to_string(i + 1), values[i]);
+}
+
 void AddFilters(QueryParams& q, const std::vector<Filter>& filters, bool query_protocol) {
   for (size_t i = 0; i < filters.size(); ++i) {
     const std::string base =
         query_protocol ? "Filters.member." + std::to_string(i + 1) : "Filter." + std::to_string(i + 1);
     q.emplace_back(base + ".Name", filters[i].name);
-    for (size_t j = 0; j < filters[i].values.size(); ++j) {
-      q.emplace_back(base + (query_protocol ? ".Values.member." : ".Value.") + std::to_string(j + 1),
-                     filters[i].values[j]);
-    }
+    AddList(q, base + (query_protocol ? ".Values.member" : ".Value"), filters[i].values);
   }
 }
 
@@ -120,7 +122,7 @@ Result<CreateFleetResponse> ParseCreateFleet(std::string_view body) {
 
 QueryParams TerminateInstancesQuery(const std::vector<std::string>& ids) {
   QueryParams q = {{"Action", "TerminateInstances"}, {"Version", kEc2ApiVersion}};
-  for (size_t i = 0; i < ids.size(); ++i) q.emplace_back("InstanceId." + std::to_string(i + 1), ids[i]);
+  AddList(q, "InstanceId", ids);
   return q;
 }
 
@@ -137,7 +139,7 @@ Result<std::vector<InstanceStateChange>> ParseTerminateInstances(std::string_vie
 
 QueryParams DescribeInstancesQuery(const DescribeInstancesRequest& r) {
   QueryParams q = {{"Action", "DescribeInstances"}, {"Version", kEc2ApiVersion}};
-  for (size_t i = 0; i < r.instance_ids.size(); ++i) q.emplace_back("InstanceId." + std::to_string(i + 1), r.instance_ids[i]);
+  AddList(q, "InstanceId", r.instance_ids);
   AddFilters(q, r.filters, /*query_protocol=*/false);
   if (r.max_results) q.emplace_back("MaxResults", std::to_string(*r.max_results));
   if (!r.next_token.empty()) q.emplace_back("NextToken", r.next_token);
@@ -169,10 +171,8 @@ Result<std::vector<Ec2Instance>> ParseInstancesSet(std::string_view body) {
 
 QueryParams DescribeSpotPriceHistoryQuery(const DescribeSpotPriceHistoryRequest& r) {
   QueryParams q = {{"Action", "DescribeSpotPriceHistory"}, {"Version", kEc2ApiVersion}};
-  for (size_t i = 0; i < r.instance_types.size(); ++i) q.emplace_back("InstanceType." + std::to_string(i + 1), r.instance_types[i]);
-  for (size_t i = 0; i < r.product_descriptions.size(); ++i) {
-    q.emplace_back("ProductDescription." + std::to_string(i + 1), r.product_descriptions[i]);
-  }
+  AddList(q, "InstanceType", r.instance_types);
+  AddList(q, "ProductDescription", r.product_descriptions);
   if (!r.availability_zone.empty()) q.emplace_back("AvailabilityZone", r.availability_zone);
   if (r.start_time) q.emplace_back("StartTime", AwsTime(*r.start_time));
   if (r.end_time) q.emplace_back("EndTime", AwsTime(*r.end_time));
@@ -215,7 +215,7 @@ QueryParams SetDesiredCapacityQuery(const std::string& group, int desired, std::
 
 QueryParams DescribeAutoScalingGroupsQuery(const DescribeAutoScalingGroupsRequest& r) {
   QueryParams q = {{"Action", "DescribeAutoScalingGroups"}, {"Version", kAutoScalingApiVersion}};
-  for (size_t i = 0; i < r.names.size(); ++i) q.emplace_back("AutoScalingGroupNames.member." + std::to_string(i + 1), r.names[i]);
+  AddList(q, "AutoScalingGroupNames.member", r.names);
   if (r.max_records) q.emplace_back("MaxRecords", std::to_string(*r.max_records));
   if (!r.next_token.empty()) q.emplace_back("NextToken", r.next_token);
   AddFilters(q, r.filters, /*query_protocol=*/true);
