@@ -61,8 +61,8 @@ std::string Router::RouteFor(std::string_view path) const {
 HttpResponse Router::Handle(const HttpRequest& request) const {
   const bool head = request.method == "HEAD";
   // Every answer to HEAD, errors included, is the GET answer without its
-  // body but with its length (found by the http fuzz target: a HEAD 404
-  // kept its body, and the server then sent Content-Length: 0).
+  // body but with its length: the server must not send the body, nor
+  // Content-Length: 0 for it.
   auto finish = [head](HttpResponse response) {
     if (head) {
       response.headers.emplace_back("Content-Length", std::to_string(response.body.size()));
