@@ -16,6 +16,7 @@ packages=(
   ccache                 # rebuilds in CI and on laptops
   pkg-config
   libboost1.81-dev       # Asio + Beast: HTTP server and clients, coroutines
+  libboost-url1.81-dev   # Boost.URL (compiled part): URL parsing and percent-encoding in net/
   nlohmann-json3-dev     # JSON
   libsqlite3-dev         # audit store
   libspdlog-dev          # logging

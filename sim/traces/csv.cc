@@ -6,6 +6,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "gpuscaler/model/text.h"
 #include "gpuscaler/model/time.h"
 
 namespace gpuscaler::sim::csv {
@@ -160,16 +161,6 @@ void Table::Fail(int col, std::string_view message) {
 void Table::FailBadValue(int col, std::string_view what) {
   Fail(col, Quote(Field(col)) + " is not " + std::string(what));
 }
-
-namespace {
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-}  // namespace
 
 template <typename T>
 T Table::Parse(int col, std::string_view what) {

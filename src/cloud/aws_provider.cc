@@ -6,6 +6,50 @@
 #include "gpuscaler/cloud/sqs_api.h"
 
 namespace gpuscaler::cloud {
+namespace {
+
+// Pages through an EC2 Describe call: sends query(request), parses the answer
+// with `parse`, hands each page to `each`, and asks again with the page's
+// next token until a page has none.
+template <typename Request, typename Page, typename Each>
+Status ForEachPage(AwsClient& client, std::string_view action, Request request, QueryParams (*query)(const Request&),
+                   Result<Page> (*parse)(std::string_view), Each each) {
+  for (int page = 0;; ++page) {
+    if (page > 10000) return Error::Internal(std::string(action) + ": too many pages");
+    Result<std::string> body = client.Query("ec2", query(request));
+    if (!body.ok()) return body.error();
+    Result<Page> parsed = parse(*body);
+    if (!parsed.ok()) return parsed.error();
+    each(*parsed);
+    if (parsed->next_token.empty()) return Status::Ok();
+    request.next_token = parsed->next_token;
+  }
+}
+
+// An instance EC2 listed: with the offering it was launched as when this
+// provider launched it, else the offering EC2 describes.
+Instance ToInstance(const Ec2Instance& e, const std::map<std::string, Offering>& launched, const std::string& region) {
+  Instance inst;
+  inst.instance_id = e.instance_id;
+  auto pool = e.tags.find(kOwnerTag);
+  inst.pool = pool == e.tags.end() ? "" : pool->second;
+  if (auto known = launched.find(e.instance_id); known != launched.end()) {
+    inst.offering = known->second;
+  } else {
+    inst.offering.instance_type = e.instance_type;
+    inst.offering.zone = e.availability_zone;
+    inst.offering.region = region;
+    inst.offering.capacity_type = e.lifecycle;
+  }
+  inst.launch_time = e.launch_time;
+  inst.state = e.state == "running" ? InstanceState::kRunning
+               : e.state == "pending" ? InstanceState::kPending
+                                      : InstanceState::kShuttingDown;
+  inst.tags = e.tags;
+  return inst;
+}
+
+}  // namespace
 
 AwsProvider::AwsProvider(AwsProviderOptions options, AwsClient& client, const Clock& clock)
     : options_(std::move(options)), client_(client), clock_(clock) {}
@@ -137,35 +181,13 @@ Result<std::vector<Instance>> AwsProvider::ListInstances() {
   req.filters = {{"tag-key", {kOwnerTag}}, {"instance-state-name", {"pending", "running", "shutting-down"}}};
   req.max_results = 1000;
   std::vector<Instance> out;
-  for (int page = 0;; ++page) {
-    if (page > 10000) return Error::Internal("DescribeInstances: too many pages");
-    auto body = client_.Query("ec2", DescribeInstancesQuery(req));
-    if (!body.ok()) return body.error();
-    auto parsed = ParseDescribeInstances(*body);
-    if (!parsed.ok()) return parsed.error();
-    for (const Ec2Instance& e : parsed->instances) {
-      Instance inst;
-      inst.instance_id = e.instance_id;
-      auto pool = e.tags.find(kOwnerTag);
-      inst.pool = pool == e.tags.end() ? "" : pool->second;
-      if (auto known = launched_.find(e.instance_id); known != launched_.end()) {
-        inst.offering = known->second;
-      } else {
-        inst.offering.instance_type = e.instance_type;
-        inst.offering.zone = e.availability_zone;
-        inst.offering.region = client_.options().region;
-        inst.offering.capacity_type = e.lifecycle;
-      }
-      inst.launch_time = e.launch_time;
-      inst.state = e.state == "running" ? InstanceState::kRunning
-                   : e.state == "pending" ? InstanceState::kPending
-                                          : InstanceState::kShuttingDown;
-      inst.tags = e.tags;
-      out.push_back(std::move(inst));
-    }
-    if (parsed->next_token.empty()) break;
-    req.next_token = parsed->next_token;
-  }
+  Status listed = ForEachPage(client_, "DescribeInstances", req, DescribeInstancesQuery, ParseDescribeInstances,
+                              [&](const DescribeInstancesPage& page) {
+                                for (const Ec2Instance& e : page.instances) {
+                                  out.push_back(ToInstance(e, launched_, client_.options().region));
+                                }
+                              });
+  if (!listed.ok()) return listed.error();
   std::sort(out.begin(), out.end(), [](const Instance& a, const Instance& b) { return a.instance_id < b.instance_id; });
   return out;
 }
@@ -204,19 +226,15 @@ Result<std::vector<SpotPrice>> AwsProvider::SpotPrices(WallTime since) {
   req.start_time = since;
   req.max_results = 1000;
   std::vector<SpotPrice> out;
-  for (int page = 0;; ++page) {
-    if (page > 10000) return Error::Internal("DescribeSpotPriceHistory: too many pages");
-    auto body = client_.Query("ec2", DescribeSpotPriceHistoryQuery(req));
-    if (!body.ok()) return body.error();
-    auto parsed = ParseDescribeSpotPriceHistory(*body);
-    if (!parsed.ok()) return parsed.error();
-    for (const SpotPricePoint& p : parsed->prices) {
-      if (p.time < since) continue;  // the price in force at `since`, not a change
-      out.push_back({p.instance_type, p.availability_zone, CapacityType::kSpot, p.usd_per_hour, p.time});
-    }
-    if (parsed->next_token.empty()) break;
-    req.next_token = parsed->next_token;
-  }
+  Status listed = ForEachPage(client_, "DescribeSpotPriceHistory", req, DescribeSpotPriceHistoryQuery,
+                              ParseDescribeSpotPriceHistory, [&](const SpotPriceHistoryPage& page) {
+                                for (const SpotPricePoint& p : page.prices) {
+                                  if (p.time < since) continue;  // the price in force at `since`, not a change
+                                  out.push_back({p.instance_type, p.availability_zone, CapacityType::kSpot,
+                                                 p.usd_per_hour, p.time});
+                                }
+                              });
+  if (!listed.ok()) return listed.error();
   std::sort(out.begin(), out.end(), [](const SpotPrice& a, const SpotPrice& b) {
     return std::tie(a.time, a.instance_type, a.zone) < std::tie(b.time, b.instance_type, b.zone);
   });

@@ -5,6 +5,7 @@
 
 #include "gpuscaler/cloud/aws_query.h"
 #include "gpuscaler/model/json_fields.h"
+#include "gpuscaler/model/text.h"
 
 namespace gpuscaler::cloud {
 namespace {
@@ -15,12 +16,6 @@ constexpr Seconds kRefreshAhead{300};
 std::string Get(const Environment& env, const std::string& key) {
   auto it = env.find(key);
   return it == env.end() ? std::string() : it->second;
-}
-
-std::string Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return std::string(s);
 }
 
 bool Fresh(const std::optional<Credentials>& c, WallTime now) {
@@ -86,21 +81,17 @@ Result<Credentials> CredentialsFromEnvironment(const Environment& env) {
 IniFile ParseIni(std::string_view text) {
   IniFile out;
   std::string section;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t nl = text.find('\n', start);
-    if (nl == std::string_view::npos) nl = text.size();
-    std::string line = Trim(text.substr(start, nl - start));
-    start = nl + 1;
+  for (std::string_view raw : Split(text, '\n')) {
+    const std::string_view line = Trim(raw);
     if (line.empty() || line[0] == '#' || line[0] == ';') continue;
     if (line.front() == '[' && line.back() == ']') {
-      section = Trim(std::string_view(line).substr(1, line.size() - 2));
+      section = Trim(line.substr(1, line.size() - 2));
       out[section];
       continue;
     }
     const size_t eq = line.find('=');
-    if (eq == std::string::npos || section.empty()) continue;
-    out[section][Trim(std::string_view(line).substr(0, eq))] = Trim(std::string_view(line).substr(eq + 1));
+    if (eq == std::string_view::npos || section.empty()) continue;
+    out[section][std::string(Trim(line.substr(0, eq)))] = Trim(line.substr(eq + 1));
   }
   return out;
 }
@@ -205,7 +196,7 @@ Result<Credentials> WebIdentityCredentialsProvider::Get(WallTime now) {
                    {"Version", "2011-06-15"},
                    {"RoleArn", options_.role_arn},
                    {"RoleSessionName", options_.session_name},
-                   {"WebIdentityToken", Trim(*token)},
+                   {"WebIdentityToken", std::string(Trim(*token))},
                    {"DurationSeconds", std::to_string(options_.duration.count())}};
   TransportRequest req{"POST", options_.sts_endpoint + "/",
                        {{"Content-Type", "application/x-www-form-urlencoded; charset=utf-8"}}, EncodeForm(q)};
@@ -237,13 +228,13 @@ Result<Credentials> ImdsCredentialsProvider::Get(WallTime now) {
   auto token = transport_.Send({"PUT", endpoint_ + "/latest/api/token", {{"X-aws-ec2-metadata-token-ttl-seconds", "21600"}}, ""});
   if (!token.ok()) return fail(Error::NotFound("imds: " + token.error().message()));
   if (token->status != 200) return fail(Error::NotFound("imds: token request answered HTTP " + std::to_string(token->status)));
-  const HeaderList auth = {{"X-aws-ec2-metadata-token", Trim(token->body)}};
+  const HeaderList auth = {{"X-aws-ec2-metadata-token", std::string(Trim(token->body))}};
   const std::string base = endpoint_ + "/latest/meta-data/iam/security-credentials/";
   auto role = transport_.Send({"GET", base, auth, ""});
   if (!role.ok()) return fail(role.error().WithContext("imds"));
   if (role->status == 404) return fail(Error::NotFound("imds: the instance has no IAM role"));
   if (role->status != 200) return fail(Error::Transient("imds: role list answered HTTP " + std::to_string(role->status)));
-  std::string name = Trim(role->body.substr(0, role->body.find('\n')));
+  const std::string name(Trim(std::string_view(role->body).substr(0, role->body.find('\n'))));
   auto creds = transport_.Send({"GET", base + name, auth, ""});
   if (!creds.ok()) return fail(creds.error().WithContext("imds"));
   if (creds->status != 200) {
@@ -301,10 +292,7 @@ std::unique_ptr<CredentialsProvider> DefaultCredentialsChain(const Environment& 
 
 std::string HeaderValue(const HeaderList& headers, std::string_view name) {
   for (const auto& [k, v] : headers) {
-    if (k.size() == name.size() &&
-        std::equal(k.begin(), k.end(), name.begin(), [](char a, char b) { return std::tolower(a) == std::tolower(b); })) {
-      return v;
-    }
+    if (EqualsIgnoreCase(k, name)) return v;
   }
   return "";
 }

@@ -8,10 +8,29 @@
 namespace gpuscaler::cloud {
 namespace {
 
-std::string Num(double v) {
+// A value as the Query protocol writes it.
+std::string QueryText(int v) { return std::to_string(v); }
+std::string QueryText(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", v);
   return buf;
+}
+std::string QueryText(WallTime t) { return AwsTime(t); }
+std::string QueryText(bool b) { return b ? "true" : "false"; }
+
+// Optional parameters: sent only when set (an engaged optional, a non-empty
+// string).
+template <typename T>
+void AddIfSet(QueryParams& q, std::string key, const std::optional<T>& value) {
+  if (value) q.emplace_back(std::move(key), QueryText(*value));
+}
+void AddIfSet(QueryParams& q, std::string key, const std::string& value) {
+  if (!value.empty()) q.emplace_back(std::move(key), value);
+}
+
+// A list the Query way: "<prefix>.1", "<prefix>.2", … in order.
+void AddList(QueryParams& q, const std::string& prefix, const std::vector<std::string>& values) {
+  for (size_t i = 0; i < values.size(); ++i) q.emplace_back(prefix + "." + std::to_string(i + 1), values[i]);
 }
 
 void AddFilters(QueryParams& q, const std::vector<Filter>& filters, bool query_protocol) {
@@ -19,10 +38,7 @@ void AddFilters(QueryParams& q, const std::vector<Filter>& filters, bool query_p
     const std::string base =
         query_protocol ? "Filters.member." + std::to_string(i + 1) : "Filter." + std::to_string(i + 1);
     q.emplace_back(base + ".Name", filters[i].name);
-    for (size_t j = 0; j < filters[i].values.size(); ++j) {
-      q.emplace_back(base + (query_protocol ? ".Values.member." : ".Value.") + std::to_string(j + 1),
-                     filters[i].values[j]);
-    }
+    AddList(q, base + (query_protocol ? ".Values.member" : ".Value"), filters[i].values);
   }
 }
 
@@ -58,10 +74,8 @@ Ec2Instance ParseInstance(pugi::xml_node item) {
 
 QueryParams CreateFleetQuery(const CreateFleetRequest& r) {
   QueryParams q = {{"Action", "CreateFleet"}, {"Version", kEc2ApiVersion}};
-  if (!r.spot_allocation_strategy.empty()) q.emplace_back("SpotOptions.AllocationStrategy", r.spot_allocation_strategy);
-  if (!r.on_demand_allocation_strategy.empty()) {
-    q.emplace_back("OnDemandOptions.AllocationStrategy", r.on_demand_allocation_strategy);
-  }
+  AddIfSet(q, "SpotOptions.AllocationStrategy", r.spot_allocation_strategy);
+  AddIfSet(q, "OnDemandOptions.AllocationStrategy", r.on_demand_allocation_strategy);
   const std::string lt = "LaunchTemplateConfigs.1.";
   if (!r.launch_template.id.empty()) {
     q.emplace_back(lt + "LaunchTemplateSpecification.LaunchTemplateId", r.launch_template.id);
@@ -73,17 +87,17 @@ QueryParams CreateFleetQuery(const CreateFleetRequest& r) {
     const FleetOverride& o = r.overrides[i];
     const std::string base = lt + "Overrides." + std::to_string(i + 1) + ".";
     q.emplace_back(base + "InstanceType", o.instance_type);
-    if (!o.subnet_id.empty()) q.emplace_back(base + "SubnetId", o.subnet_id);
-    if (!o.availability_zone.empty()) q.emplace_back(base + "AvailabilityZone", o.availability_zone);
-    if (o.priority) q.emplace_back(base + "Priority", Num(*o.priority));
+    AddIfSet(q, base + "SubnetId", o.subnet_id);
+    AddIfSet(q, base + "AvailabilityZone", o.availability_zone);
+    AddIfSet(q, base + "Priority", o.priority);
   }
   const std::string tc = "TargetCapacitySpecification.";
   q.emplace_back(tc + "TotalTargetCapacity", std::to_string(r.total_target_capacity));
-  if (r.on_demand_target_capacity) q.emplace_back(tc + "OnDemandTargetCapacity", std::to_string(*r.on_demand_target_capacity));
-  if (r.spot_target_capacity) q.emplace_back(tc + "SpotTargetCapacity", std::to_string(*r.spot_target_capacity));
+  AddIfSet(q, tc + "OnDemandTargetCapacity", r.on_demand_target_capacity);
+  AddIfSet(q, tc + "SpotTargetCapacity", r.spot_target_capacity);
   q.emplace_back(tc + "DefaultTargetCapacityType", std::string(ToString(r.default_capacity_type)));
   q.emplace_back("Type", r.type);
-  if (!r.client_token.empty()) q.emplace_back("ClientToken", r.client_token);
+  AddIfSet(q, "ClientToken", r.client_token);
   if (!r.instance_tags.empty()) {
     q.emplace_back("TagSpecification.1.ResourceType", "instance");
     int n = 1;
@@ -120,7 +134,7 @@ Result<CreateFleetResponse> ParseCreateFleet(std::string_view body) {
 
 QueryParams TerminateInstancesQuery(const std::vector<std::string>& ids) {
   QueryParams q = {{"Action", "TerminateInstances"}, {"Version", kEc2ApiVersion}};
-  for (size_t i = 0; i < ids.size(); ++i) q.emplace_back("InstanceId." + std::to_string(i + 1), ids[i]);
+  AddList(q, "InstanceId", ids);
   return q;
 }
 
@@ -137,10 +151,10 @@ Result<std::vector<InstanceStateChange>> ParseTerminateInstances(std::string_vie
 
 QueryParams DescribeInstancesQuery(const DescribeInstancesRequest& r) {
   QueryParams q = {{"Action", "DescribeInstances"}, {"Version", kEc2ApiVersion}};
-  for (size_t i = 0; i < r.instance_ids.size(); ++i) q.emplace_back("InstanceId." + std::to_string(i + 1), r.instance_ids[i]);
+  AddList(q, "InstanceId", r.instance_ids);
   AddFilters(q, r.filters, /*query_protocol=*/false);
-  if (r.max_results) q.emplace_back("MaxResults", std::to_string(*r.max_results));
-  if (!r.next_token.empty()) q.emplace_back("NextToken", r.next_token);
+  AddIfSet(q, "MaxResults", r.max_results);
+  AddIfSet(q, "NextToken", r.next_token);
   return q;
 }
 
@@ -169,16 +183,14 @@ Result<std::vector<Ec2Instance>> ParseInstancesSet(std::string_view body) {
 
 QueryParams DescribeSpotPriceHistoryQuery(const DescribeSpotPriceHistoryRequest& r) {
   QueryParams q = {{"Action", "DescribeSpotPriceHistory"}, {"Version", kEc2ApiVersion}};
-  for (size_t i = 0; i < r.instance_types.size(); ++i) q.emplace_back("InstanceType." + std::to_string(i + 1), r.instance_types[i]);
-  for (size_t i = 0; i < r.product_descriptions.size(); ++i) {
-    q.emplace_back("ProductDescription." + std::to_string(i + 1), r.product_descriptions[i]);
-  }
-  if (!r.availability_zone.empty()) q.emplace_back("AvailabilityZone", r.availability_zone);
-  if (r.start_time) q.emplace_back("StartTime", AwsTime(*r.start_time));
-  if (r.end_time) q.emplace_back("EndTime", AwsTime(*r.end_time));
-  if (r.max_results) q.emplace_back("MaxResults", std::to_string(*r.max_results));
+  AddList(q, "InstanceType", r.instance_types);
+  AddList(q, "ProductDescription", r.product_descriptions);
+  AddIfSet(q, "AvailabilityZone", r.availability_zone);
+  AddIfSet(q, "StartTime", r.start_time);
+  AddIfSet(q, "EndTime", r.end_time);
+  AddIfSet(q, "MaxResults", r.max_results);
   AddFilters(q, r.filters, /*query_protocol=*/false);
-  if (!r.next_token.empty()) q.emplace_back("NextToken", r.next_token);
+  AddIfSet(q, "NextToken", r.next_token);
   return q;
 }
 
@@ -209,15 +221,15 @@ QueryParams SetDesiredCapacityQuery(const std::string& group, int desired, std::
                    {"Version", kAutoScalingApiVersion},
                    {"AutoScalingGroupName", group},
                    {"DesiredCapacity", std::to_string(desired)}};
-  if (honor_cooldown) q.emplace_back("HonorCooldown", *honor_cooldown ? "true" : "false");
+  AddIfSet(q, "HonorCooldown", honor_cooldown);
   return q;
 }
 
 QueryParams DescribeAutoScalingGroupsQuery(const DescribeAutoScalingGroupsRequest& r) {
   QueryParams q = {{"Action", "DescribeAutoScalingGroups"}, {"Version", kAutoScalingApiVersion}};
-  for (size_t i = 0; i < r.names.size(); ++i) q.emplace_back("AutoScalingGroupNames.member." + std::to_string(i + 1), r.names[i]);
-  if (r.max_records) q.emplace_back("MaxRecords", std::to_string(*r.max_records));
-  if (!r.next_token.empty()) q.emplace_back("NextToken", r.next_token);
+  AddList(q, "AutoScalingGroupNames.member", r.names);
+  AddIfSet(q, "MaxRecords", r.max_records);
+  AddIfSet(q, "NextToken", r.next_token);
   AddFilters(q, r.filters, /*query_protocol=*/true);
   return q;
 }

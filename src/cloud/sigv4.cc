@@ -8,6 +8,8 @@
 #include <ctime>
 #include <map>
 
+#include "gpuscaler/model/text.h"
+
 namespace gpuscaler::cloud {
 namespace {
 
@@ -16,43 +18,20 @@ bool Unreserved(unsigned char c) {
          c == '_' || c == '.' || c == '~';
 }
 
-std::string Hex(std::string_view bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (unsigned char c : bytes) {
-    out.push_back(kDigits[c >> 4]);
-    out.push_back(kDigits[c & 15]);
-  }
-  return out;
-}
-
 std::string Lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
 }
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
-
 // Trims and collapses inner runs of spaces; an obsolete folded value
 // ("a\n  b") becomes "a,b", as the suite's multiline case expects.
 std::string CanonicalHeaderValue(std::string_view value) {
-  std::string joined;
-  size_t start = 0;
-  bool first = true;
-  while (start <= value.size()) {
-    size_t nl = value.find('\n', start);
-    if (nl == std::string_view::npos) nl = value.size();
-    std::string_view line = Trim(value.substr(start, nl - start));
-    if (!first) joined.push_back(',');
-    joined.append(line);
-    first = false;
-    start = nl + 1;
+  const std::vector<std::string_view> lines = Split(value, '\n');
+  std::string joined(Trim(lines.front()));
+  for (size_t i = 1; i < lines.size(); ++i) {
+    joined.push_back(',');
+    joined.append(Trim(lines[i]));
   }
   std::string out;
   for (char c : joined) {
@@ -65,17 +44,12 @@ std::string CanonicalHeaderValue(std::string_view value) {
 
 std::string NormalizePath(std::string_view path) {
   std::vector<std::string_view> segments;
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t slash = path.find('/', start);
-    if (slash == std::string_view::npos) slash = path.size();
-    std::string_view seg = path.substr(start, slash - start);
+  for (std::string_view seg : Split(path, '/')) {
     if (seg == "..") {
       if (!segments.empty()) segments.pop_back();
     } else if (!seg.empty() && seg != ".") {
       segments.push_back(seg);
     }
-    start = slash + 1;
   }
   std::string out;
   for (std::string_view seg : segments) {
@@ -89,18 +63,12 @@ std::string NormalizePath(std::string_view path) {
 
 std::string CanonicalQuery(std::string_view query) {
   std::vector<std::pair<std::string, std::string>> params;
-  size_t start = 0;
-  while (start < query.size()) {
-    size_t amp = query.find('&', start);
-    if (amp == std::string_view::npos) amp = query.size();
-    std::string_view part = query.substr(start, amp - start);
-    if (!part.empty()) {
-      size_t eq = part.find('=');
-      std::string_view key = part.substr(0, eq);
-      std::string_view value = eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1);
-      params.emplace_back(UriEncode(UriDecode(key)), UriEncode(UriDecode(value)));
-    }
-    start = amp + 1;
+  for (std::string_view part : Split(query, '&')) {
+    if (part.empty()) continue;
+    const size_t eq = part.find('=');
+    const std::string_view key = part.substr(0, eq);
+    const std::string_view value = eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1);
+    params.emplace_back(UriEncode(UriDecode(key)), UriEncode(UriDecode(value)));
   }
   std::sort(params.begin(), params.end());
   std::string out;
@@ -127,7 +95,7 @@ bool HasHeader(const SigningRequest& r, std::string_view lower_name) {
 
 }  // namespace
 
-std::string Sha256Hex(std::string_view data) { return Hex(Digest(data)); }
+std::string Sha256Hex(std::string_view data) { return HexLower(Digest(data)); }
 
 std::string HmacSha256(std::string_view key, std::string_view data) {
   unsigned char md[EVP_MAX_MD_SIZE];
@@ -190,16 +158,8 @@ namespace {
 std::string CanonicalRequestImpl(const SigningRequest& request, const SigningParams& params,
                                  std::string_view only_headers, std::string* signed_headers) {
   std::map<std::string, std::string> headers;
-  std::vector<std::string> wanted;
-  if (!only_headers.empty()) {
-    size_t start = 0;
-    while (start <= only_headers.size()) {
-      size_t semi = only_headers.find(';', start);
-      if (semi == std::string_view::npos) semi = only_headers.size();
-      wanted.emplace_back(only_headers.substr(start, semi - start));
-      start = semi + 1;
-    }
-  }
+  std::vector<std::string_view> wanted;
+  if (!only_headers.empty()) wanted = Split(only_headers, ';');
   for (const auto& [name, value] : request.headers) {
     std::string key = Lower(Trim(name));
     if (key == "authorization") continue;
@@ -263,7 +223,7 @@ std::string SigningKey(std::string_view secret_access_key, const SigningParams& 
 
 std::string Signature(std::string_view secret_access_key, std::string_view string_to_sign,
                       const SigningParams& params) {
-  return Hex(HmacSha256(SigningKey(secret_access_key, params), string_to_sign));
+  return HexLower(HmacSha256(SigningKey(secret_access_key, params), string_to_sign));
 }
 
 Status Sign(SigningRequest& request, const Credentials& credentials, const SigningParams& params) {
@@ -293,29 +253,17 @@ Result<AuthorizationHeader> ParseAuthorization(std::string_view value) {
   value.remove_prefix(kAlgo.size());
   AuthorizationHeader out;
   std::string credential;
-  size_t start = 0;
-  while (start < value.size()) {
-    size_t comma = value.find(',', start);
-    if (comma == std::string_view::npos) comma = value.size();
-    std::string_view part = Trim(value.substr(start, comma - start));
-    start = comma + 1;
-    size_t eq = part.find('=');
+  for (std::string_view part : Split(value, ',')) {
+    const size_t eq = part.find('=');
     if (eq == std::string_view::npos) continue;
-    std::string_view k = Trim(part.substr(0, eq));
+    const std::string_view k = Trim(part.substr(0, eq));
     std::string v(Trim(part.substr(eq + 1)));
     if (k == "Credential") credential = v;
     else if (k == "SignedHeaders") out.signed_headers = v;
     else if (k == "Signature") out.signature = v;
   }
   // Credential=AKID/day/region/service/aws4_request
-  std::vector<std::string> scope;
-  start = 0;
-  while (start <= credential.size()) {
-    size_t slash = credential.find('/', start);
-    if (slash == std::string::npos) slash = credential.size();
-    scope.push_back(credential.substr(start, slash - start));
-    start = slash + 1;
-  }
+  const std::vector<std::string_view> scope = Split(credential, '/');
   if (scope.size() != 5 || scope[4] != "aws4_request" || scope[0].empty() || out.signed_headers.empty() ||
       out.signature.empty()) {
     return Error::Auth("authorization: malformed Credential, SignedHeaders or Signature");

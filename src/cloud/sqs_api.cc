@@ -6,6 +6,7 @@
 
 #include "gpuscaler/cloud/aws_query.h"
 #include "gpuscaler/model/json_fields.h"
+#include "gpuscaler/model/text.h"
 
 namespace gpuscaler::cloud {
 
@@ -17,11 +18,6 @@ std::string ReceiveMessageBody(const std::string& queue_url, int max_messages, i
 std::string DeleteMessageBody(const std::string& queue_url, const std::string& receipt_handle) {
   return nlohmann::json{{"QueueUrl", queue_url}, {"ReceiptHandle", receipt_handle}}.dump();
 }
-
-namespace {
-
-
-}  // namespace
 
 Result<std::vector<SqsMessage>> ParseReceiveMessage(std::string_view body) {
   auto j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
@@ -46,13 +42,7 @@ std::string Md5Hex(std::string_view body) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_Digest(body.data(), body.size(), md, &len, EVP_md5(), nullptr);
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out.push_back(kDigits[md[i] >> 4]);
-    out.push_back(kDigits[md[i] & 15]);
-  }
-  return out;
+  return HexLower(std::string_view(reinterpret_cast<const char*>(md), len));
 }
 
 Result<Ec2Event> ParseEventBridgeEvent(std::string_view body) {

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "gpuscaler/model/text.h"
 #include "gpuscaler/model/text_file.h"
 #include "gpuscaler/net/http_client.h"
 
@@ -60,9 +61,7 @@ Result<std::string> ApiClient::Token() {
   if (stamp != token_stamp_ || cached_token_.empty()) {
     Result<std::string> text = ReadTextFile(config_.token_file);
     if (!text) return Error::Auth("token file: " + text.error().message());
-    std::string t = *text;
-    while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.pop_back();
-    cached_token_ = std::move(t);
+    cached_token_ = Trim(*text);
     token_stamp_ = stamp;
   }
   return cached_token_;
@@ -117,21 +116,6 @@ Result<ApiResponse> ApiClient::Watch(const std::string& path, const std::functio
   if (!res) return res.error().WithContext("watch " + path.substr(0, path.find('?')));
   if (keep_going && res->status >= 200 && res->status < 300 && !partial.empty()) on_line(partial);
   return ApiResponse{res->status, std::move(res->body)};
-}
-
-std::string QueryEscape(std::string_view value) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : value) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
-  return out;
 }
 
 }  // namespace gpuscaler::kube

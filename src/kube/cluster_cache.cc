@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gpuscaler/net/url.h"
 #include "json_objects.h"
 
 namespace gpuscaler::kube {
@@ -84,7 +85,7 @@ class ClusterCache::Loop {
     std::string rv, cont;
     do {
       std::string path = base_ + "?limit=" + std::to_string(cache_.options_.list_page_size);
-      if (!cont.empty()) path += "&continue=" + QueryEscape(cont);
+      if (!cont.empty()) path += "&continue=" + net::PercentEncode(cont);
       Result<ApiResponse> r = cache_.client_.Get(path);
       if (!r) {
         Fail(r.error().message());
@@ -147,7 +148,7 @@ class ClusterCache::Loop {
       ++cache_.version_;
     }
     cache_.changed_.notify_all();
-    const std::string path = base_ + "?watch=1&allowWatchBookmarks=true&resourceVersion=" + QueryEscape(rv) +
+    const std::string path = base_ + "?watch=1&allowWatchBookmarks=true&resourceVersion=" + net::PercentEncode(rv) +
                              "&timeoutSeconds=" + std::to_string(cache_.options_.watch_timeout_seconds);
     bool gone = false;
     std::string event_error;

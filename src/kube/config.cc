@@ -8,17 +8,11 @@
 #include <array>
 #include <filesystem>
 
+#include "gpuscaler/model/text.h"
 #include "gpuscaler/model/text_file.h"
 
 namespace gpuscaler::kube {
 namespace {
-
-std::string Trimmed(std::string s) {
-  const auto not_space = [](unsigned char c) { return !std::isspace(c); };
-  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
-  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
-  return s;
-}
 
 std::string Resolve(const std::filesystem::path& dir, const std::string& path) {
   if (path.empty() || std::filesystem::path(path).is_absolute()) return path;
@@ -50,6 +44,22 @@ Result<std::string> FileText(const std::string& path, const std::string& what) {
   Result<std::string> t = ReadTextFile(path);
   if (!t) return Error::Config(what + ": " + t.error().message());
   return t;
+}
+
+// A user's PEM: `<field>-data` (base64) if present, else the file named by
+// `<field>` (relative to the kubeconfig's directory), else "".
+Result<std::string> UserPem(const YAML::Node& user, const std::string& user_name, const std::filesystem::path& dir,
+                            const std::string& field) {
+  const std::string data_field = field + "-data";
+  if (user[data_field]) {
+    Result<std::string> d = Decoded(user, data_field.c_str());
+    if (!d) return d.error().WithContext("user '" + user_name + "'");
+    return d;
+  }
+  if (const std::string f = Str(user, field.c_str()); !f.empty()) {
+    return FileText(Resolve(dir, f), "user '" + user_name + "' " + field);
+  }
+  return std::string();
 }
 
 Result<ClusterConfig> FromKubeconfig(const YAML::Node& root, const std::filesystem::path& dir, std::string context) {
@@ -85,24 +95,12 @@ Result<ClusterConfig> FromKubeconfig(const YAML::Node& root, const std::filesyst
   }
   c.token = Str(user, "token");
   c.token_file = Resolve(dir, Str(user, "tokenFile"));
-  if (user["client-certificate-data"]) {
-    Result<std::string> d = Decoded(user, "client-certificate-data");
-    if (!d) return d.error().WithContext("user '" + user_name + "'");
-    c.client_cert_pem = *d;
-  } else if (const std::string f = Str(user, "client-certificate"); !f.empty()) {
-    Result<std::string> t = FileText(Resolve(dir, f), "user '" + user_name + "' client-certificate");
-    if (!t) return t.error();
-    c.client_cert_pem = *t;
-  }
-  if (user["client-key-data"]) {
-    Result<std::string> d = Decoded(user, "client-key-data");
-    if (!d) return d.error().WithContext("user '" + user_name + "'");
-    c.client_key_pem = *d;
-  } else if (const std::string f = Str(user, "client-key"); !f.empty()) {
-    Result<std::string> t = FileText(Resolve(dir, f), "user '" + user_name + "' client-key");
-    if (!t) return t.error();
-    c.client_key_pem = *t;
-  }
+  Result<std::string> cert = UserPem(user, user_name, dir, "client-certificate");
+  if (!cert) return cert.error();
+  c.client_cert_pem = *cert;
+  Result<std::string> key = UserPem(user, user_name, dir, "client-key");
+  if (!key) return key.error();
+  c.client_key_pem = *key;
   if (c.client_cert_pem.empty() != c.client_key_pem.empty())
     return Error::Config("user '" + user_name + "': a client certificate needs both certificate and key");
   return c;
@@ -155,8 +153,8 @@ Result<ClusterConfig> InClusterConfig(const EnvLookup& env, const std::string& s
   for (const std::string& f : {c.token_file, c.ca_file}) {
     if (Result<std::string> t = FileText(f, "service account"); !t) return t.error();
   }
-  if (Result<std::string> ns = ReadTextFile((dir / "namespace").string()); ns && !Trimmed(*ns).empty())
-    c.namespace_name = Trimmed(*ns);
+  if (Result<std::string> ns = ReadTextFile((dir / "namespace").string()); ns && !Trim(*ns).empty())
+    c.namespace_name = Trim(*ns);
   return c;
 }
 

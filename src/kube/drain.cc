@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpuscaler/kube/workload.h"
+#include "gpuscaler/net/url.h"
 #include "json_objects.h"
 
 namespace gpuscaler::kube {
@@ -77,7 +78,7 @@ Result<DrainResult> Drainer::Drain(const std::string& node_name, const DrainOpti
   DrainResult result;
   const auto pods_to_evict = [&]() -> Result<std::vector<PodInfo>> {
     Result<ApiResponse> r =
-        client_.Get("/api/v1/pods?fieldSelector=" + QueryEscape("spec.nodeName=" + node_name));
+        client_.Get("/api/v1/pods?fieldSelector=" + net::PercentEncode("spec.nodeName=" + node_name));
     if (!r) return r.error();
     if (!r->ok()) return ApiError(*r, "pods on node " + node_name);
     Result<ObjectList<PodInfo>> list = ParsePodList(r->body);

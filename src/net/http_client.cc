@@ -21,6 +21,7 @@
 #include <optional>
 
 #include "gpuscaler/net/async_http.h"
+#include "gpuscaler/net/url.h"
 
 namespace gpuscaler::net {
 namespace asio = boost::asio;

@@ -1,24 +1,18 @@
-// The parts of the client that need no sockets: URLs, headers, auth values.
+#include "gpuscaler/net/url.h"
+
+#include <boost/url/encode.hpp>
+#include <boost/url/grammar/parse.hpp>
+#include <boost/url/parse.hpp>
+#include <boost/url/rfc/unreserved_chars.hpp>
+#include <boost/url/rfc/uri_rule.hpp>
+#include <boost/url/url_view.hpp>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 
-#include "gpuscaler/net/http_client.h"
-
 namespace gpuscaler::net {
 namespace {
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 bool ParsePort(std::string_view text, uint16_t* port) {
   unsigned value = 0;
@@ -28,18 +22,36 @@ bool ParsePort(std::string_view text, uint16_t* port) {
   return true;
 }
 
+// Stricter than RFC 3986's reg-name (no sub-delims, no percent-encoding):
+// what a DNS name or a Kubernetes service name can be.
 bool ValidHostChar(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_';
 }
 
-}  // namespace
-
-std::string HttpResponse::Header(std::string_view name) const {
-  for (const auto& [k, v] : headers) {
-    if (EqualsIgnoreCase(k, name)) return v;
-  }
-  return "";
+// How messages name the URL: quoted, unless it may carry credentials.
+std::string Quoted(std::string_view url) {
+  if (url.find('@') != std::string_view::npos) return "(not repeated: it contains '@')";
+  std::string quoted(1, '\'');
+  quoted.append(url).push_back('\'');
+  return quoted;
 }
+
+// Why `url`, which Boost.URL rejected, is not RFC 3986 syntax: the first byte
+// that cannot stand where it is.
+std::string SyntaxError(std::string_view url) {
+  if (url.find("://") == std::string_view::npos) return "expected http://host[:port]/path or https://...";
+  const char* it = url.data();
+  (void)boost::urls::grammar::parse(it, url.data() + url.size(), boost::urls::uri_rule);
+  const size_t offset = static_cast<size_t>(it - url.data());
+  if (offset >= url.size()) return "ends too early";
+  const unsigned char c = static_cast<unsigned char>(url[offset]);
+  if (c <= ' ' || c >= 0x7f) {
+    return "unencoded blank, control or non-ASCII byte at offset " + std::to_string(offset) + " (percent-encode it)";
+  }
+  return "unexpected '" + std::string(1, static_cast<char>(c)) + "' at offset " + std::to_string(offset);
+}
+
+}  // namespace
 
 std::string Url::HostPort() const {
   return (ipv6_literal ? "[" + host + "]" : host) + ":" + std::to_string(port);
@@ -52,109 +64,49 @@ std::string Url::HostHeader() const {
 }
 
 Result<Url> ParseUrl(std::string_view url) {
+  const auto parsed = boost::urls::parse_uri(url);
+  if (!parsed) return Error::Config("URL " + Quoted(url) + ": " + SyntaxError(url));
+  const boost::urls::url_view& v = *parsed;
   Url u;
-  const size_t scheme_end = url.find("://");
-  if (scheme_end == std::string_view::npos) {
-    return Error::Config("URL '" + std::string(url) + "': expected http://host[:port]/path or https://...");
+  if (v.scheme_id() == boost::urls::scheme::http) {
+    u.scheme = "http";
+  } else if (v.scheme_id() == boost::urls::scheme::https) {
+    u.scheme = "https";
+  } else {
+    return Error::Config("URL scheme '" + std::string(v.scheme()) +
+                         "' is not supported (use http://host[:port]/path or https://...)");
   }
-  u.scheme = Lower(url.substr(0, scheme_end));
-  if (u.scheme != "http" && u.scheme != "https") {
-    return Error::Config("URL scheme '" + u.scheme + "' is not supported (use http or https)");
-  }
-  std::string_view rest = url.substr(scheme_end + 3);
-  const size_t authority_end = rest.find_first_of("/?#");
-  std::string_view authority = rest.substr(0, authority_end);
-  std::string_view target = authority_end == std::string_view::npos ? std::string_view() : rest.substr(authority_end);
-  // The URL is not repeated in this message: the userinfo may be a password.
-  if (authority.find('@') != std::string_view::npos) {
+  if (v.has_userinfo()) {
     return Error::Config("URL for " + u.scheme +
                          "://… carries credentials (user:password@); give them in a file or the environment instead");
   }
-  u.port = u.tls() ? 443 : 80;
-  std::string_view host;
-  if (!authority.empty() && authority.front() == '[') {
-    const size_t close = authority.find(']');
-    if (close == std::string_view::npos) return Error::Config("URL '" + std::string(url) + "': unterminated IPv6 literal");
-    host = authority.substr(1, close - 1);
-    std::string_view after = authority.substr(close + 1);
-    if (!after.empty() && (after.front() != ':' || !ParsePort(after.substr(1), &u.port))) {
-      return Error::Config("URL '" + std::string(url) + "': bad port");
-    }
-    if (host.empty() || host.find_first_not_of("0123456789abcdefABCDEF:.") != std::string_view::npos) {
-      return Error::Config("URL '" + std::string(url) + "': bad IPv6 literal");
-    }
-    u.ipv6_literal = true;
-  } else {
-    host = authority;
-    if (const size_t colon = authority.find(':'); colon != std::string_view::npos) {
-      host = authority.substr(0, colon);
-      if (!ParsePort(authority.substr(colon + 1), &u.port)) {
-        return Error::Config("URL '" + std::string(url) + "': bad port");
+  const std::string_view host = v.encoded_host_address();
+  if (!v.has_authority() || host.empty()) return Error::Config("URL " + Quoted(url) + " has no host");
+  switch (v.host_type()) {
+    case boost::urls::host_type::ipv6:
+      u.ipv6_literal = true;
+      break;
+    case boost::urls::host_type::ipvfuture:
+      return Error::Config("URL " + Quoted(url) + ": only IPv6 literals are supported between [ ]");
+    default:
+      if (!std::all_of(host.begin(), host.end(), ValidHostChar)) {
+        return Error::Config("URL " + Quoted(url) + ": bad host name");
       }
-    }
-    if (host.empty()) return Error::Config("URL '" + std::string(url) + "' has no host");
-    if (!std::all_of(host.begin(), host.end(), ValidHostChar)) {
-      return Error::Config("URL '" + std::string(url) + "': bad host name");
-    }
   }
   u.host = std::string(host);
-  if (const size_t hash = target.find('#'); hash != std::string_view::npos) target = target.substr(0, hash);
-  if (target.empty()) {
-    u.target = "/";
-  } else if (target.front() == '?') {
-    u.target = "/" + std::string(target);
-  } else {
-    u.target = std::string(target);
+  const std::string_view path = v.encoded_path();
+  // Boost.URL 1.81 ends a port at the first non-digit and takes the rest as
+  // the path ("http://host:12ab/" has port "12", path "ab/"); after an
+  // authority a path must begin with '/'.
+  u.port = u.tls() ? 443 : 80;
+  if (v.has_port() && (!ParsePort(v.port(), &u.port) || (!path.empty() && path.front() != '/'))) {
+    return Error::Config("URL " + Quoted(url) + ": bad port");
   }
-  if (u.target.find_first_of(" \r\n\t") != std::string::npos) {
-    return Error::Config("URL '" + std::string(url) + "': unencoded blank or control character in the path");
-  }
+  u.target = path.empty() ? "/" : std::string(path);
+  if (v.has_query()) u.target += "?" + std::string(v.encoded_query());
   return u;
 }
 
-std::string Base64Encode(std::string_view bytes) {
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 3 <= bytes.size(); i += 3) {
-    const uint32_t n = (uint32_t{static_cast<unsigned char>(bytes[i])} << 16) |
-                       (uint32_t{static_cast<unsigned char>(bytes[i + 1])} << 8) |
-                       uint32_t{static_cast<unsigned char>(bytes[i + 2])};
-    out += kAlphabet[(n >> 18) & 63];
-    out += kAlphabet[(n >> 12) & 63];
-    out += kAlphabet[(n >> 6) & 63];
-    out += kAlphabet[n & 63];
-  }
-  const size_t left = bytes.size() - i;
-  if (left > 0) {
-    uint32_t n = uint32_t{static_cast<unsigned char>(bytes[i])} << 16;
-    if (left == 2) n |= uint32_t{static_cast<unsigned char>(bytes[i + 1])} << 8;
-    out += kAlphabet[(n >> 18) & 63];
-    out += kAlphabet[(n >> 12) & 63];
-    out += left == 2 ? kAlphabet[(n >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
-}
-
-std::string BasicAuthorization(std::string_view username, std::string_view password) {
-  std::string plain;
-  plain.reserve(username.size() + 1 + password.size());
-  plain.append(username).append(":").append(password);
-  return "Basic " + Base64Encode(plain);
-}
-
-std::string BearerAuthorization(std::string_view token) { return "Bearer " + std::string(token); }
-
-void SetHeader(HttpRequest& request, std::string_view name, std::string value) {
-  for (auto& [k, v] : request.headers) {
-    if (EqualsIgnoreCase(k, name)) {
-      v = std::move(value);
-      return;
-    }
-  }
-  request.headers.emplace_back(std::string(name), std::move(value));
-}
+std::string PercentEncode(std::string_view text) { return boost::urls::encode(text, boost::urls::unreserved_chars); }
 
 }  // namespace gpuscaler::net

@@ -1,12 +1,11 @@
 #include "gpuscaler/server/http.h"
 
-#include <algorithm>
 #include <nlohmann/json.hpp>
+
+#include "gpuscaler/model/text.h"
 
 namespace gpuscaler::server {
 namespace {
-
-char LowerAscii(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
 int HexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -23,11 +22,6 @@ std::string FindHeader(const std::vector<std::pair<std::string, std::string>>& h
 }
 
 }  // namespace
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return LowerAscii(x) == LowerAscii(y); });
-}
 
 std::string HttpRequest::Header(std::string_view name) const { return FindHeader(headers, name); }
 
@@ -48,26 +42,15 @@ HttpRequest HttpRequest::Make(std::string method, std::string target, std::strin
 std::string HttpResponse::Header(std::string_view name) const { return FindHeader(headers, name); }
 
 HttpResponse HttpResponse::Text(std::string body, int status) {
-  HttpResponse r;
-  r.status = status;
-  r.body = std::move(body);
-  return r;
+  return {.status = status, .content_type = "text/plain; charset=utf-8", .body = std::move(body)};
 }
 
 HttpResponse HttpResponse::Json(std::string body, int status) {
-  HttpResponse r;
-  r.status = status;
-  r.content_type = "application/json";
-  r.body = std::move(body);
-  return r;
+  return {.status = status, .content_type = "application/json", .body = std::move(body)};
 }
 
 HttpResponse HttpResponse::Html(std::string body, int status) {
-  HttpResponse r;
-  r.status = status;
-  r.content_type = "text/html; charset=utf-8";
-  r.body = std::move(body);
-  return r;
+  return {.status = status, .content_type = "text/html; charset=utf-8", .body = std::move(body)};
 }
 
 HttpResponse HttpResponse::Error(int status, std::string_view message) {
@@ -104,10 +87,7 @@ void ParseTarget(std::string_view target, std::string* path, std::map<std::strin
   if (q == std::string_view::npos) return;
   std::string_view rest = target.substr(q + 1);
   if (const size_t hash = rest.find('#'); hash != std::string_view::npos) rest = rest.substr(0, hash);
-  while (!rest.empty()) {
-    const size_t amp = rest.find('&');
-    const std::string_view pair = rest.substr(0, amp);
-    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+  for (std::string_view pair : Split(rest, '&')) {
     if (pair.empty()) continue;
     const size_t eq = pair.find('=');
     std::string key = PercentDecode(pair.substr(0, eq), true);

@@ -23,6 +23,8 @@
 #include <exception>
 #include <set>
 
+#include "gpuscaler/model/text.h"
+
 namespace gpuscaler::server {
 namespace asio = boost::asio;
 namespace beast = boost::beast;

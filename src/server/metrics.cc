@@ -7,6 +7,8 @@
 #include <iterator>
 #include <limits>
 
+#include "gpuscaler/model/text.h"
+
 namespace gpuscaler::server {
 
 void Metric::Inc(double by) {
@@ -244,28 +246,26 @@ std::vector<double> MetricsRegistry::ExponentialBuckets(double start, double fac
 
 // ---------------------------------------------------------------------------
 
-std::string EscapeLabelValue(std::string_view v) {
+namespace {
+
+// Backslash and newline always; the double quote only where the text is quoted.
+std::string Escaped(std::string_view v, bool quoted) {
   std::string out;
   out.reserve(v.size());
   for (char c : v) {
     if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
     else if (c == '\n') out += "\\n";
+    else if (c == '"' && quoted) out += "\\\"";
     else out += c;
   }
   return out;
 }
 
-std::string EscapeHelp(std::string_view v) {
-  std::string out;
-  out.reserve(v.size());
-  for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else out += c;
-  }
-  return out;
-}
+}  // namespace
+
+std::string EscapeLabelValue(std::string_view v) { return Escaped(v, /*quoted=*/true); }
+
+std::string EscapeHelp(std::string_view v) { return Escaped(v, /*quoted=*/false); }
 
 std::string FormatSampleValue(double v) {
   if (std::isnan(v)) return "NaN";
@@ -311,17 +311,8 @@ void AppendSample(std::string& out, const std::string& name, std::string_view su
   out += '\n';
 }
 
-const char* TypeName(MetricType t) {
-  switch (t) {
-    case MetricType::kCounter:
-      return "counter";
-    case MetricType::kGauge:
-      return "gauge";
-    case MetricType::kHistogram:
-      return "histogram";
-  }
-  return "untyped";
-}
+constexpr EnumName<MetricType> kTypeNames[] = {
+    {MetricType::kCounter, "counter"}, {MetricType::kGauge, "gauge"}, {MetricType::kHistogram, "histogram"}};
 
 }  // namespace
 
@@ -330,7 +321,7 @@ std::string MetricsRegistry::Render() const {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [name, f] : families_) {
     out += "# HELP " + name + " " + EscapeHelp(f->help_) + "\n";
-    out += "# TYPE " + name + " " + TypeName(f->type_) + "\n";
+    out += "# TYPE " + name + " " + std::string(NameOf(f->type_, kTypeNames, "untyped")) + "\n";
     std::lock_guard<std::mutex> flock(f->mu_);
     for (const auto& [values, m] : f->metrics_) {
       if (f->type_ != MetricType::kHistogram) {

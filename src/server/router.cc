@@ -6,6 +6,8 @@
 #include <exception>
 #include <set>
 
+#include "gpuscaler/model/text.h"
+
 namespace gpuscaler::server {
 
 bool ConstantTimeEquals(std::string_view secret, std::string_view candidate) {
@@ -29,17 +31,13 @@ Router& Router::Add(std::string method, std::string path, bool prefix, bool muta
 
 bool Router::Authorized(const HttpRequest& request) const {
   // RFC 6750: "Bearer" is case-insensitive, then one or more spaces.
-  std::string_view auth;
   const std::string header = request.Header("Authorization");
-  auth = header;
+  const std::string_view auth = header;
   constexpr std::string_view kScheme = "Bearer";
   if (auth.size() <= kScheme.size() || !EqualsIgnoreCase(auth.substr(0, kScheme.size()), kScheme) ||
       auth[kScheme.size()] != ' ')
     return false;
-  auth.remove_prefix(kScheme.size());
-  while (!auth.empty() && auth.front() == ' ') auth.remove_prefix(1);
-  while (!auth.empty() && (auth.back() == ' ' || auth.back() == '\t')) auth.remove_suffix(1);
-  return ConstantTimeEquals(token_, auth);
+  return ConstantTimeEquals(token_, Trim(auth.substr(kScheme.size())));
 }
 
 // Exact beats prefix, then the longest prefix wins.
@@ -63,8 +61,8 @@ std::string Router::RouteFor(std::string_view path) const {
 HttpResponse Router::Handle(const HttpRequest& request) const {
   const bool head = request.method == "HEAD";
   // Every answer to HEAD, errors included, is the GET answer without its
-  // body but with its length (found by the http fuzz target: a HEAD 404
-  // kept its body, and the server then sent Content-Length: 0).
+  // body but with its length: the server must not send the body, nor
+  // Content-Length: 0 for it.
   auto finish = [head](HttpResponse response) {
     if (head) {
       response.headers.emplace_back("Content-Length", std::to_string(response.body.size()));

@@ -6,13 +6,14 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
-#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <mutex>
 
+#include "gpuscaler/model/text.h"
 #include "gpuscaler/model/text_file.h"
 #include "gpuscaler/net/async_http.h"
+#include "gpuscaler/net/url.h"
 #include "gpuscaler/signals/dcgm.h"
 #include "gpuscaler/signals/prometheus_api.h"
 #include "gpuscaler/signals/rabbitmq.h"
@@ -47,14 +48,20 @@ CollectedSignal Value(const SignalQuery& q, double value, WallTime observed_at) 
   return c;
 }
 
-WallTime FromUnixSecondsFloor(double seconds) { return FromUnixSeconds(static_cast<int64_t>(std::floor(seconds))); }
-
-std::string Trim(std::string s) {
-  const auto not_space = [](unsigned char c) { return !std::isspace(c); };
-  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
-  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
-  return s;
+// Why a query to a JSON API source (Prometheus, RabbitMQ) cannot be sent, or
+// nothing: no base URL configured (signals.<source>.url), the source's
+// credentials could not be read, or the query lacks something
+// (`query_problem`; empty when it is complete).
+std::optional<Error> Unsendable(std::string_view source, const std::string& base_url,
+                                const std::optional<Error>& auth_error, std::string_view query_problem) {
+  const std::string name(source);
+  if (base_url.empty()) return Error::Config(name + ": no URL configured (signals." + name + ".url)");
+  if (auth_error) return *auth_error;
+  if (!query_problem.empty()) return Error::Config(name + ": " + std::string(query_problem));
+  return std::nullopt;
 }
+
+WallTime FromUnixSecondsFloor(double seconds) { return FromUnixSeconds(static_cast<int64_t>(std::floor(seconds))); }
 
 // A credential: fixed (a literal or an environment variable read once), or a
 // file read again whenever it changes.
@@ -72,7 +79,7 @@ class Credential {
     Credential c;
     c.configured_ = true;
     if (std::optional<std::string> v = env(variable)) {
-      c.value_ = Trim(std::move(*v));
+      c.value_ = Trim(*v);
     } else {
       c.error_ = Error::Config(what + ": environment variable " + variable + " is not set");
     }
@@ -105,7 +112,7 @@ class Credential {
       stamp_.reset();
       return;
     }
-    value_ = Trim(std::move(text).value());
+    value_ = Trim(*text);
     error_.reset();
     stamp_ = now;
   }
@@ -434,23 +441,17 @@ std::vector<CollectedSignal> SignalCollector::Collect(const std::vector<SignalQu
   for (size_t i = 0; i < queries.size(); ++i) {
     const SignalQuery& q = queries[i];
     if (q.source == kPrometheus) {
-      if (ep.prometheus.url.empty()) {
-        results[i] = Missing(q, Error::Config("prometheus: no URL configured (signals.prometheus.url)"));
-      } else if (auth.prometheus_error) {
-        results[i] = Missing(q, *auth.prometheus_error);
-      } else if (q.query.empty()) {
-        results[i] = Missing(q, Error::Config("prometheus: empty query"));
+      if (std::optional<Error> e = Unsendable(kPrometheus, ep.prometheus.url, auth.prometheus_error,
+                                              q.query.empty() ? "empty query" : "")) {
+        results[i] = Missing(q, *e);
       } else {
         fetches_of[i].push_back(
             add_fetch(PromQueryUrl(ep.prometheus.url, q.query), auth.prometheus_authorization, prometheus_options, "application/json"));
       }
     } else if (q.source == kRabbitMq) {
-      if (ep.rabbitmq.url.empty()) {
-        results[i] = Missing(q, Error::Config("rabbitmq: no URL configured (signals.rabbitmq.url)"));
-      } else if (auth.rabbitmq_error) {
-        results[i] = Missing(q, *auth.rabbitmq_error);
-      } else if (q.queue.empty()) {
-        results[i] = Missing(q, Error::Config("rabbitmq: no queue named"));
+      if (std::optional<Error> e = Unsendable(kRabbitMq, ep.rabbitmq.url, auth.rabbitmq_error,
+                                              q.queue.empty() ? "no queue named" : "")) {
+        results[i] = Missing(q, *e);
       } else {
         fetches_of[i].push_back(
             add_fetch(QueueUrl(ep.rabbitmq.url, q.vhost, q.queue), auth.rabbitmq_authorization, plain_options, "application/json"));

@@ -6,6 +6,9 @@
 #include <cstring>
 #include <iterator>
 #include <limits>
+#include <optional>
+
+#include "gpuscaler/model/text.h"
 
 namespace gpuscaler::signals {
 
@@ -35,16 +38,12 @@ bool IsNameChar(char c) { return IsNameStart(c) || (c >= '0' && c <= '9'); }
 bool IsMetricNameStart(char c) { return IsNameStart(c) || c == ':'; }
 bool IsMetricNameChar(char c) { return IsNameChar(c) || c == ':'; }
 
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    char x = a[i], y = b[i];
-    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
-    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
-    if (x != y) return false;
-  }
-  return true;
-}
+// # TYPE names of both formats, and those only OpenMetrics has.
+constexpr EnumName<MetricType> kTypeNames[] = {
+    {MetricType::kCounter, "counter"}, {MetricType::kGauge, "gauge"},     {MetricType::kHistogram, "histogram"},
+    {MetricType::kSummary, "summary"}, {MetricType::kUntyped, "untyped"}, {MetricType::kUntyped, "unknown"}};
+constexpr EnumName<MetricType> kOpenMetricsOnlyTypeNames[] = {
+    {MetricType::kInfo, "info"}, {MetricType::kStateSet, "stateset"}, {MetricType::kGaugeHistogram, "gaugehistogram"}};
 
 // A cursor over one line. Errors are reported as a message; the caller adds
 // the line number.
@@ -88,18 +87,15 @@ class LineParser {
     while (!AtEnd() && !IsBlank(Peek())) ++i_;
     return s_.substr(start, i_ - start);
   }
-  std::string_view MetricName() {
+  std::string_view MetricName() { return Name(IsMetricNameStart, IsMetricNameChar); }
+  std::string_view LabelName() { return Name(IsNameStart, IsNameChar); }
+  // A name whose first character satisfies `first` and the others `rest`;
+  // empty (nothing consumed) when there is none here.
+  std::string_view Name(bool (*first)(char), bool (*rest)(char)) {
     size_t start = i_;
-    if (AtEnd() || !IsMetricNameStart(Peek())) return {};
+    if (AtEnd() || !first(Peek())) return {};
     ++i_;
-    while (!AtEnd() && IsMetricNameChar(Peek())) ++i_;
-    return s_.substr(start, i_ - start);
-  }
-  std::string_view LabelName() {
-    size_t start = i_;
-    if (AtEnd() || !IsNameStart(Peek())) return {};
-    ++i_;
-    while (!AtEnd() && IsNameChar(Peek())) ++i_;
+    while (!AtEnd() && rest(Peek())) ++i_;
     return s_.substr(start, i_ - start);
   }
 
@@ -140,27 +136,10 @@ class LineParser {
       return true;
     }
     while (!rest.empty() && IsBlank(rest.back())) rest.remove_suffix(1);
-    MetricType type;
-    if (rest == "counter") {
-      type = MetricType::kCounter;
-    } else if (rest == "gauge") {
-      type = MetricType::kGauge;
-    } else if (rest == "histogram") {
-      type = MetricType::kHistogram;
-    } else if (rest == "summary") {
-      type = MetricType::kSummary;
-    } else if (rest == "untyped" || rest == "unknown") {
-      type = MetricType::kUntyped;
-    } else if (format_ == ExpositionFormat::kOpenMetrics && rest == "info") {
-      type = MetricType::kInfo;
-    } else if (format_ == ExpositionFormat::kOpenMetrics && rest == "stateset") {
-      type = MetricType::kStateSet;
-    } else if (format_ == ExpositionFormat::kOpenMetrics && rest == "gaugehistogram") {
-      type = MetricType::kGaugeHistogram;
-    } else {
-      return Fail("unknown metric type \"" + std::string(rest) + "\" for " + std::string(name));
-    }
-    auto [it, inserted] = exposition->types.emplace(std::string(name), type);
+    std::optional<MetricType> type = ValueNamed(rest, kTypeNames);
+    if (!type && format_ == ExpositionFormat::kOpenMetrics) type = ValueNamed(rest, kOpenMetricsOnlyTypeNames);
+    if (!type) return Fail("unknown metric type \"" + std::string(rest) + "\" for " + std::string(name));
+    auto [it, inserted] = exposition->types.emplace(std::string(name), *type);
     if (!inserted) return Fail("second # TYPE line for " + std::string(name));
     return true;
   }

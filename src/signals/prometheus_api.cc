@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gpuscaler/net/url.h"
+
 namespace gpuscaler::signals {
 namespace {
 
@@ -23,15 +25,18 @@ Error ApiError(std::string_view error_type, std::string_view message) {
   return Error::Transient(std::move(text));
 }
 
-Status ParsePoint(const json& j, PromPoint* out) {
+// Parses one [<time>, "<value>"] sample onto the end of *out.
+Status AppendPoint(const json& j, std::vector<PromPoint>* out) {
   if (!j.is_array() || j.size() != 2 || !j[0].is_number() || !j[1].is_string()) {
     return Error::InvalidInput("prometheus: sample is not [<time>, \"<value>\"]");
   }
-  out->timestamp_s = j[0].get<double>();
+  PromPoint p;
+  p.timestamp_s = j[0].get<double>();
   const std::string& v = j[1].get_ref<const std::string&>();
-  if (!ParseSampleValue(v, &out->value)) {
+  if (!ParseSampleValue(v, &p.value)) {
     return Error::InvalidInput("prometheus: invalid sample value \"" + v + "\"");
   }
+  out->push_back(p);
   return Status::Ok();
 }
 
@@ -69,7 +74,6 @@ Result<PromQueryResult> ParseSuccess(const json& root) {
   }
   const std::string& t = type->get_ref<const std::string&>();
   if (t == "scalar" || t == "string") {
-    PromPoint p;
     if (t == "string") {
       if (!result->is_array() || result->size() != 2 || !(*result)[0].is_number() || !(*result)[1].is_string()) {
         return Error::InvalidInput("prometheus: string result is not [<time>, \"<text>\"]");
@@ -79,10 +83,10 @@ Result<PromQueryResult> ParseSuccess(const json& root) {
       out.string_value = (*result)[1].get<std::string>();
       return out;
     }
-    Status s = ParsePoint(*result, &p);
-    if (!s.ok()) return s.error();
+    PromSeries scalar;
+    if (Status s = AppendPoint(*result, &scalar.points); !s.ok()) return s.error();
     out.type = PromResultType::kScalar;
-    out.series.push_back({{}, {p}});
+    out.series.push_back(std::move(scalar));
     return out;
   }
   bool vector = t == "vector";
@@ -91,6 +95,10 @@ Result<PromQueryResult> ParseSuccess(const json& root) {
   if (!result->is_array()) return Error::InvalidInput("prometheus: result is not an array");
   out.series.reserve(result->size());
   int histograms = 0;
+  // A vector series has one "value", a matrix series an array of "values";
+  // native histograms come as "histogram" / "histograms" instead.
+  const std::string points_key = vector ? "value" : "values";
+  const std::string histogram_key = vector ? "histogram" : "histograms";
   for (const json& item : *result) {
     if (!item.is_object()) return Error::InvalidInput("prometheus: series is not an object");
     PromSeries series;
@@ -99,35 +107,21 @@ Result<PromQueryResult> ParseSuccess(const json& root) {
       Status s = ParseMetric(*metric, &series.metric);
       if (!s.ok()) return s.error();
     }
+    auto points = item.find(points_key);
+    if (points == item.end()) {
+      if (item.contains(histogram_key)) {
+        ++histograms;
+        continue;
+      }
+      return Error::InvalidInput("prometheus: " + t + " series without \"" + points_key + "\"");
+    }
     if (vector) {
-      auto value = item.find("value");
-      if (value == item.end()) {
-        if (item.contains("histogram")) {
-          ++histograms;
-          continue;
-        }
-        return Error::InvalidInput("prometheus: vector series without \"value\"");
-      }
-      PromPoint p;
-      Status s = ParsePoint(*value, &p);
-      if (!s.ok()) return s.error();
-      series.points.push_back(p);
+      if (Status s = AppendPoint(*points, &series.points); !s.ok()) return s.error();
     } else {
-      auto values = item.find("values");
-      if (values == item.end()) {
-        if (item.contains("histograms")) {
-          ++histograms;
-          continue;
-        }
-        return Error::InvalidInput("prometheus: matrix series without \"values\"");
-      }
-      if (!values->is_array()) return Error::InvalidInput("prometheus: \"values\" is not an array");
-      series.points.reserve(values->size());
-      for (const json& v : *values) {
-        PromPoint p;
-        Status s = ParsePoint(v, &p);
-        if (!s.ok()) return s.error();
-        series.points.push_back(p);
+      if (!points->is_array()) return Error::InvalidInput("prometheus: \"values\" is not an array");
+      series.points.reserve(points->size());
+      for (const json& v : *points) {
+        if (Status s = AppendPoint(v, &series.points); !s.ok()) return s.error();
       }
     }
     out.series.push_back(std::move(series));
@@ -185,7 +179,7 @@ Result<PromPoint> SingleValue(const PromQueryResult& result) {
 
 std::string PromQueryUrl(std::string_view base_url, std::string_view promql, std::optional<int64_t> time_unix_s) {
   while (!base_url.empty() && base_url.back() == '/') base_url.remove_suffix(1);
-  std::string url = std::string(base_url) + "/api/v1/query?query=" + UrlEncodeQueryComponent(promql);
+  std::string url = std::string(base_url) + "/api/v1/query?query=" + net::PercentEncode(promql);
   if (time_unix_s.has_value()) url += "&time=" + std::to_string(*time_unix_s);
   return url;
 }

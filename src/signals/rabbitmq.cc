@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpuscaler/model/json_fields.h"
+#include "gpuscaler/net/url.h"
 
 namespace gpuscaler::signals {
 namespace {
@@ -113,7 +114,7 @@ Result<std::vector<QueueStats>> ParseQueueListResponse(std::string_view body) {
 }
 
 std::string QueuePath(std::string_view vhost, std::string_view queue) {
-  return "/api/queues/" + PercentEncodePathSegment(vhost) + "/" + PercentEncodePathSegment(queue);
+  return "/api/queues/" + net::PercentEncode(vhost) + "/" + net::PercentEncode(queue);
 }
 
 std::string QueueUrl(std::string_view base_url, std::string_view vhost, std::string_view queue) {

@@ -2,18 +2,14 @@
 
 #include <cmath>
 
+#include "gpuscaler/model/text.h"
+
 namespace gpuscaler::signals {
 
 std::string_view ToString(SignalState state) {
-  switch (state) {
-    case SignalState::kOk:
-      return "ok";
-    case SignalState::kStale:
-      return "stale";
-    case SignalState::kMissing:
-      return "missing";
-  }
-  return "missing";
+  static constexpr EnumName<SignalState> kNames[] = {
+      {SignalState::kOk, "ok"}, {SignalState::kStale, "stale"}, {SignalState::kMissing, "missing"}};
+  return NameOf(state, kNames, "missing");
 }
 
 SignalReading MakeReading(std::string source, std::string key, double value, WallTime observed_at) {

@@ -1,4 +1,4 @@
-// The crash campaign (issue 9): the daemon (provider aws, ticks every 100 ms)
+// The crash campaign: the daemon (provider aws, ticks every 100 ms)
 // scales a pool against `gpuscaler cloud-emulator` while the demand changes
 // at every run, and is killed with SIGKILL at a random point — half of the
 // runs at a random failpoint of the actuation path (controller/failpoint.h,

@@ -175,7 +175,7 @@ TEST(PrometheusRule, EveryAlertHasSeverityAndText) {
       EXPECT_FALSE(r["annotations"]["description"].as<std::string>("").empty());
     }
   }
-  // The alerts issue 8 asks for.
+  // The alerts the operators rely on, each by name.
   for (const char* want : {"GpuscalerBudgetBurnRateHigh", "GpuscalerMonthlyBudgetExhausted", "GpuscalerSignalStale",
                            "GpuscalerActuationErrors", "GpuscalerCapacityErrorStorm", "GpuscalerLeaderLost",
                            "GpuscalerNoLeader", "GpuscalerPolicyReloadFailed", "GpuscalerDown", "GpuscalerTickSlow"})

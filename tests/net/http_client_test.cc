@@ -45,53 +45,6 @@ uint16_t ClosedPort() {
   return port;
 }
 
-TEST(ParseUrl, SplitsSchemeHostPortAndTarget) {
-  struct Case {
-    std::string url;
-    std::string scheme, host, target, host_header;
-    uint16_t port;
-  };
-  const std::vector<Case> cases = {
-      {"http://prometheus:9090/api/v1/query?query=up", "http", "prometheus", "/api/v1/query?query=up",
-       "prometheus:9090", 9090},
-      {"http://rabbit", "http", "rabbit", "/", "rabbit", 80},
-      {"https://prom.example.com/", "https", "prom.example.com", "/", "prom.example.com", 443},
-      {"HTTPS://prom.example.com:8443?x=1#frag", "https", "prom.example.com", "/?x=1", "prom.example.com:8443",
-       8443},
-      {"http://127.0.0.1:15672/api/queues/%2F/celery", "http", "127.0.0.1", "/api/queues/%2F/celery",
-       "127.0.0.1:15672", 15672},
-      {"http://[::1]:9400/metrics", "http", "::1", "/metrics", "[::1]:9400", 9400},
-  };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.url);
-    Result<Url> u = ParseUrl(c.url);
-    ASSERT_TRUE(u.ok()) << u.error().ToString();
-    EXPECT_EQ(u->scheme, c.scheme);
-    EXPECT_EQ(u->host, c.host);
-    EXPECT_EQ(u->port, c.port);
-    EXPECT_EQ(u->target, c.target);
-    EXPECT_EQ(u->HostHeader(), c.host_header);
-  }
-}
-
-TEST(ParseUrl, RejectsWhatItCannotFetchAsConfigErrors) {
-  for (const std::string url : {"", "prometheus:9090", "ftp://host/x", "http://", "http://:80/", "http://host:0/",
-                                "http://host:65536/", "http://host:12ab/", "http://[::1/", "http://ho st/",
-                                "http://host/a b"}) {
-    SCOPED_TRACE(url);
-    Result<Url> u = ParseUrl(url);
-    ASSERT_FALSE(u.ok());
-    EXPECT_EQ(u.error().category(), ErrorCategory::kConfig);
-  }
-}
-
-TEST(ParseUrl, CredentialsInTheUrlAreRejectedWithoutRepeatingThem) {
-  Result<Url> u = ParseUrl("http://guest:planted-secret-7d1f@rabbit:15672/api/overview");
-  ASSERT_FALSE(u.ok());
-  EXPECT_EQ(u.error().category(), ErrorCategory::kConfig);
-  EXPECT_EQ(u.error().ToString().find("planted-secret-7d1f"), std::string::npos) << u.error().ToString();
-}
-
 TEST(Base64Encode, MatchesTheRfc4648TestVectors) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"", ""},         {"f", "Zg=="},         {"fo", "Zm8="},         {"foo", "Zm9v"},

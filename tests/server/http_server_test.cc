@@ -1,5 +1,5 @@
 // HttpServer over real sockets on 127.0.0.1, port 0: keep-alive round trips,
-// the issue 9 limits (431, 413, slowloris, idle timeout, connection cap),
+// the server's limits (431, 413, slowloris, idle timeout, connection cap),
 // a throwing handler, and a graceful Stop. The server runs on its own
 // io_context thread, as in the daemon; the clients are plain blocking POSIX
 // sockets with receive timeouts, so every wait is bounded.

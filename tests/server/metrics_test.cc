@@ -226,7 +226,7 @@ TEST(Metrics, ConcurrentUpdatesAndRendersLoseNothing) {
   EXPECT_EQ(h.With().CumulativeCount(0.5), static_cast<uint64_t>(kThreads / 2 * kPerThread));
 }
 
-// Every family the daemon exports (issue 5), filled the way a tick fills it.
+// Every family the daemon exports, filled the way a tick fills it.
 void FillDaemonLikeRegistry(MetricsRegistry& reg) {
   reg.Histogram("gpuscaler_tick_duration_seconds", "Duration of one control loop tick.",
                 MetricsRegistry::ExponentialBuckets(0.001, 4, 8))

@@ -2,7 +2,7 @@
 //
 // Synchronous by contract: the daemon calls it off the control strand (each
 // call may take seconds); the simulator calls it inline on its virtual clock.
-// Implementations: AwsProvider (src/cloud/, issue 6), sim::SimCloud (sim/),
+// Implementations: AwsProvider (src/cloud/), sim::SimCloud (sim/),
 // FakeCloudProvider (tests/fakes/).
 //
 // Errors carry a category (status.h) and callers branch on it only:

@@ -64,7 +64,4 @@ class ApiClient {
   std::string token_stamp_;  // size and mtime of the file at the last read
 };
 
-// Percent-encodes a query parameter value (label and field selectors).
-std::string QueryEscape(std::string_view value);
-
 }  // namespace gpuscaler::kube

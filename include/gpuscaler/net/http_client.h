@@ -101,27 +101,6 @@ Result<HttpResponse> Fetch(const HttpRequest& request, const HttpClientOptions& 
 std::vector<Result<HttpResponse>> FetchAll(const std::vector<HttpRequest>& requests,
                                            const HttpClientOptions& options = {});
 
-// A URL split into what the client needs.
-struct Url {
-  std::string scheme;  // "http" | "https" (lower case)
-  std::string host;    // as written; an IPv6 literal without its brackets
-  uint16_t port = 0;   // explicit, or 80 / 443
-  std::string target;  // path + query, "/" when empty; no fragment
-  bool ipv6_literal = false;
-
-  bool tls() const { return scheme == "https"; }
-  // "host:port", "[::1]:9090" for IPv6: how errors name the peer.
-  std::string HostPort() const;
-  // The Host header: host, with ":port" unless it is the scheme's default.
-  std::string HostHeader() const;
-};
-
-// Parses an absolute http/https URL. kConfig for anything else: another
-// scheme, no host, a bad port, or user:password@ in the URL (credentials
-// belong in files, and error messages must not carry them; the message then
-// does not repeat the URL).
-Result<Url> ParseUrl(std::string_view url);
-
 // "Basic base64(user:password)" for an Authorization header.
 std::string BasicAuthorization(std::string_view username, std::string_view password);
 // "Bearer token" for an Authorization header.

@@ -38,7 +38,7 @@ struct HttpResponse {
   // Content-Length, Connection, Date-less Server and Cache-Control itself;
   // a handler's Cache-Control replaces the default "no-store". CR and LF in
   // values are dropped on the wire.
-  std::vector<std::pair<std::string, std::string>> headers;
+  std::vector<std::pair<std::string, std::string>> headers{};
 
   // text/plain; charset=utf-8
   static HttpResponse Text(std::string body, int status = 200);
@@ -60,8 +60,5 @@ void ParseTarget(std::string_view target, std::string* path, std::map<std::strin
 // Percent-decoding; a '%' not followed by two hex digits is kept as is.
 // `plus_is_space`: '+' means a space (query strings, not paths).
 std::string PercentDecode(std::string_view text, bool plus_is_space);
-
-// ASCII case-insensitive equality (header names).
-bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 
 }  // namespace gpuscaler::server

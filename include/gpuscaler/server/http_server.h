@@ -1,7 +1,7 @@
 // HttpServer: HTTP/1.1 on Boost.Beast, serving a Router. It runs on the
 // io_context it is given (the daemon's single I/O thread), one coroutine per
 // connection, keep-alive, with the limits that keep one client from hurting
-// the others or the control loop (issue 9):
+// the others or the control loop:
 //  - a new connection must send its request within read_timeout, and once
 //    the first byte of any request has arrived the whole request (headers
 //    and body) must arrive within read_timeout: a slowloris client trickling

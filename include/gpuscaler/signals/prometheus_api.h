@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "gpuscaler/signals/exposition.h"
-#include "gpuscaler/signals/url.h"
 #include "gpuscaler/status.h"
 
 namespace gpuscaler::signals {
@@ -57,12 +56,9 @@ Result<PromQueryResult> ParsePromQueryResponse(std::string_view body);
 // aggregate); a NaN value is kNotFound. Matrix and string: kInvalidInput.
 Result<PromPoint> SingleValue(const PromQueryResult& result);
 
-// URL-encodes a query-string component (RFC 3986 unreserved characters
-// kept, everything else %XX; space as %20).
-inline std::string UrlEncodeQueryComponent(std::string_view text) { return PercentEncode(text); }
-
-// "<base>/api/v1/query?query=<encoded>[&time=<unix seconds>]"; a trailing
-// slash on base_url is dropped.
+// "<base>/api/v1/query?query=<encoded>[&time=<unix seconds>]", the query
+// percent-encoded (net::PercentEncode: space as %20); a trailing slash on
+// base_url is dropped.
 std::string PromQueryUrl(std::string_view base_url, std::string_view promql,
                          std::optional<int64_t> time_unix_s = std::nullopt);
 

@@ -10,7 +10,6 @@
 #include <string_view>
 #include <vector>
 
-#include "gpuscaler/signals/url.h"
 #include "gpuscaler/status.h"
 
 namespace gpuscaler::signals {
@@ -46,11 +45,8 @@ Result<QueueStats> ParseQueueResponse(std::string_view body);
 // bad queue failing the whole list.
 Result<std::vector<QueueStats>> ParseQueueListResponse(std::string_view body);
 
-// Percent-encodes one path segment: RFC 3986 unreserved characters kept,
-// every other byte %XX (so "/" -> "%2F", " " -> "%20", "%" -> "%25").
-inline std::string PercentEncodePathSegment(std::string_view segment) { return PercentEncode(segment); }
-
-// "/api/queues/%2F/celery" for vhost "/" and queue "celery".
+// "/api/queues/%2F/celery" for vhost "/" and queue "celery": each name
+// percent-encoded as one path segment (net::PercentEncode).
 std::string QueuePath(std::string_view vhost, std::string_view queue);
 
 // base_url (trailing slashes dropped) + QueuePath(vhost, queue):

@@ -1,14 +1,13 @@
-// Percent-encoding for the URLs the signal clients build (RFC 3986).
+// Forwarding header: percent-encoding lives in net/url.h (URL encoding is not
+// a signal concern). Kept for the code outside src/signals that still
+// includes this path (tests/support/real_servers.cc); include
+// "gpuscaler/net/url.h" and call net::PercentEncode in new code.
 #pragma once
 
-#include <string>
-#include <string_view>
+#include "gpuscaler/net/url.h"
 
 namespace gpuscaler {
 
-// Keeps the unreserved characters (A-Z a-z 0-9 - . _ ~) and writes every
-// other byte as %XX: "/" -> "%2F", " " -> "%20", "%" -> "%25". Safe both for
-// one path segment and for a query-string component.
-std::string PercentEncode(std::string_view text);
+using net::PercentEncode;
 
 }  // namespace gpuscaler
