@@ -19,7 +19,7 @@
 #include <sstream>
 #include <thread>
 
-#include "gpuscaler/signals/url.h"
+#include "gpuscaler/net/url.h"
 
 extern char** environ;
 
@@ -265,7 +265,7 @@ void PrometheusServer::GracefulStop() {
 }
 
 Result<net::HttpResponse> PrometheusServer::Query(const std::string& promql) const {
-  return Get(url() + "/api/v1/query?query=" + PercentEncode(promql), {}, milliseconds(5000));
+  return Get(url() + "/api/v1/query?query=" + net::PercentEncode(promql), {}, milliseconds(5000));
 }
 
 // RabbitMqServer
@@ -318,14 +318,14 @@ Status Expect2xx(const Result<net::HttpResponse>& r, const std::string& what) {
 }  // namespace
 
 Status RabbitMqServer::AddVhost(const std::string& vhost) const {
-  const std::string v = PercentEncode(vhost);
+  const std::string v = net::PercentEncode(vhost);
   if (Status s = Expect2xx(Api("PUT", "/api/vhosts/" + v, ""), "add vhost " + vhost); !s.ok()) return s;
   return Expect2xx(Api("PUT", "/api/permissions/" + v + "/" + kUser, R"({"configure":".*","write":".*","read":".*"})"),
                    "permissions on vhost " + vhost);
 }
 
 Status RabbitMqServer::DeclareQueue(const std::string& vhost, const std::string& queue) const {
-  return Expect2xx(Api("PUT", "/api/queues/" + PercentEncode(vhost) + "/" + PercentEncode(queue),
+  return Expect2xx(Api("PUT", "/api/queues/" + net::PercentEncode(vhost) + "/" + net::PercentEncode(queue),
                        R"({"durable":false,"auto_delete":false,"arguments":{}})"),
                    "declare queue " + queue);
 }
@@ -339,7 +339,7 @@ Status RabbitMqServer::Publish(const std::string& vhost, const std::string& queu
   const std::string body = R"({"properties":{},"routing_key":")" + routing_key +
                            R"(","payload":"job","payload_encoding":"string"})";
   for (int i = 0; i < count; ++i) {
-    Result<net::HttpResponse> r = Api("POST", "/api/exchanges/" + PercentEncode(vhost) + "/amq.default/publish", body);
+    Result<net::HttpResponse> r = Api("POST", "/api/exchanges/" + net::PercentEncode(vhost) + "/amq.default/publish", body);
     if (Status s = Expect2xx(r, "publish to " + queue); !s.ok()) return s;
     if (r->body.find("\"routed\":true") == std::string::npos) {
       return Error::Transient("publish to " + queue + ": not routed: " + r->body);
