@@ -15,17 +15,12 @@ struct Room {
   std::vector<DemandUnit> units;
 };
 
-int GpusTaken(const DemandUnit& u) {
-  if (u.gpus > 0) return u.gpus;
-  return (u.gpu_milli > 0 || !u.mig_profile.empty()) ? 1 : 0;
-}
-
 bool Fits(const Room& r, const DemandUnit& u) {
-  return r.gpus >= GpusTaken(u) && r.cpu_milli >= u.cpu_milli && r.memory_mib >= u.memory_mib;
+  return r.gpus >= WholeGpusTaken(u) && r.cpu_milli >= u.cpu_milli && r.memory_mib >= u.memory_mib;
 }
 
 void Take(Room& r, DemandUnit u) {
-  r.gpus -= GpusTaken(u);
+  r.gpus -= WholeGpusTaken(u);
   r.cpu_milli -= u.cpu_milli;
   r.memory_mib -= u.memory_mib;
   r.units.push_back(std::move(u));

@@ -62,7 +62,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
     double w = 0;
     for (const auto& u : n.running) {
       blocked = blocked || classes_[class_index_.at(u.workload_class)].blocked;
-      w += GpuWeight(u);
+      w += GpuShare(u);
     }
     if (blocked) continue;
     cands.push_back({int(i), n.running.empty(), w, b.price});
@@ -129,7 +129,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
     std::vector<int> order(n.running.size());
     for (size_t k = 0; k < order.size(); ++k) order[k] = int(k);
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-      return GpuWeight(n.running[a]) > GpuWeight(n.running[b]);
+      return GpuShare(n.running[a]) > GpuShare(n.running[b]);
     });
     // 1. Move everything onto other existing nodes.
     if (free_whole_total - std::max(0, src.free_whole) >= need_whole) {
@@ -150,7 +150,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
           if (b.removed) continue;
           if ((s.cpu > b.free_cpu) || (s.mem > b.free_mem) || (s.gpus > b.free_whole)) continue;
           if (s.gpus == 0 && (s.milli > 0 || s.mig) && b.free_whole == 0 && b.parts.empty()) continue;
-          const double w = GpuWeight(u);
+          const double w = GpuShare(u);
           if (w > 0 && b.spot && !src.spot && spot[cls] < w - kEps) continue;
           if (w > 0 && classes_[cls].zone_limited && b.zone != src.zone && zone[cls][b.zone] < w - kEps) continue;
           int mig = -1;
@@ -216,7 +216,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
       for (int k : order) {
         const DemandUnit& u = n.running[k];
         const int cls = class_index_.at(u.workload_class);
-        const double w = GpuWeight(u);
+        const double w = GpuShare(u);
         if ((w > 0 && nb.spot && !src.spot && spot[cls] < w - kEps) ||
             (w > 0 && classes_[cls].zone_limited && nb.zone != src.zone && zone[cls][nb.zone] < w - kEps)) {
           all = false;

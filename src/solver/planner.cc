@@ -309,7 +309,7 @@ double LostHoursPerInterruption(const DemandUnit& u) {
 
 double OnDemandValueUsdPerHour(const DemandUnit& unit, const Offering& offering, const InstanceType& type) {
   const double od = offering.on_demand_usd_per_hour > 0 ? offering.on_demand_usd_per_hour : offering.usd_per_hour;
-  return od * solver_detail::ShareOfNode(solver_detail::GpuWeight(unit), std::max<int64_t>(0, unit.cpu_milli), type);
+  return od * solver_detail::ShareOfNode(GpuShare(unit), std::max<int64_t>(0, unit.cpu_milli), type);
 }
 
 double ExpectedInterruptionUsdPerHour(const DemandUnit& unit, const Offering& offering, const InstanceType& type) {

@@ -213,7 +213,6 @@ class Planner {
   std::vector<std::string> notes_;
 };
 
-double GpuWeight(const DemandUnit& u);
 double ShareOfNode(double gpu_w, int64_t cpu_milli, const InstanceType& t);
 bool Contains(const std::vector<std::string>& v, const std::string& s);
 std::string Usd(double v);

@@ -8,22 +8,6 @@
 
 namespace gpuscaler::solver_detail {
 
-double MigWeight(const std::string& profile) {
-  // "3g.40gb" takes 3 of 7 compute slices: 3/7 of a GPU for spot share and value.
-  int n = 0;
-  size_t i = 0;
-  while (i < profile.size() && profile[i] >= '0' && profile[i] <= '9') n = n * 10 + (profile[i++] - '0');
-  if (n <= 0 || n > kMigComputeSlices) n = 1;
-  return static_cast<double>(n) / kMigComputeSlices;
-}
-
-double GpuWeight(const DemandUnit& u) {
-  if (u.gpus > 0) return u.gpus;
-  if (u.gpu_milli > 0) return u.gpu_milli / 1000.0;
-  if (!u.mig_profile.empty()) return MigWeight(u.mig_profile);
-  return 0;
-}
-
 double ShareOfNode(double gpu_w, int64_t cpu_milli, const InstanceType& t) {
   if (gpu_w > 0 && t.gpu_count > 0) return std::min(1.0, gpu_w / t.gpu_count);
   if (t.vcpus > 0) return std::min(1.0, static_cast<double>(cpu_milli) / (t.vcpus * 1000.0));
@@ -172,7 +156,7 @@ void Planner::BuildClasses() {
     const int z = zone_index_.at(n.offering.zone);
     for (const auto& u : n.running) {
       const int c = class_index_.at(u.workload_class);
-      const double w = GpuWeight(u);
+      const double w = GpuShare(u);
       class_total_gpu_[c] += w;
       if (n.offering.capacity_type == CapacityType::kSpot) class_spot_gpu_[c] += w;
       existing_zone_gpu_[c][z] += w;
@@ -181,8 +165,8 @@ void Planner::BuildClasses() {
   max_unit_.assign(nc, 0);
   for (const Group& g : groups_) {
     const int c = class_index_.at(g.rep->workload_class);
-    class_total_gpu_[c] += GpuWeight(*g.rep) * double(g.units.size());
-    max_unit_[c] = std::max(max_unit_[c], GpuWeight(*g.rep));
+    class_total_gpu_[c] += GpuShare(*g.rep) * double(g.units.size());
+    max_unit_[c] = std::max(max_unit_[c], GpuShare(*g.rep));
   }
   SetAllowances(class_total_gpu_);
 }
@@ -370,7 +354,7 @@ void Planner::BuildGroups() {
     const DemandUnit& u = *g.rep;
     g.cls = class_index_.at(u.workload_class);
     g.shape = ShapeOf(u);
-    g.gpu_w = GpuWeight(u);
+    g.gpu_w = GpuShare(u);
     g.loss_h = LostHoursPerInterruption(u);
     const ClassInfo& c = classes_[g.cls];
     g.interruptible = u.interruptible && (c.pol == nullptr || c.pol->interruptible);
