@@ -12,18 +12,9 @@
 
 namespace gpuscaler {
 
-std::string PolicyProblem::ToString() const {
-  return ConfigProblem{file, line, column, field, message}.ToString();
-}
-
 Status PolicyLoadResult::status() const {
   if (ok()) return Status();
-  std::string text;
-  for (const PolicyProblem& p : problems) {
-    if (!text.empty()) text += "\n";
-    text += p.ToString();
-  }
-  return Error::Config(text);
+  return Error::Config(JoinProblems(problems));
 }
 
 namespace {
@@ -70,10 +61,10 @@ class PolicyReader {
     if (top.ReadString("name", &p_.name) && p_.name.empty()) {
       r_.ReportAt("name", "must not be empty");
     }
-    ForEachItem(top, "pools", [&](const DocNode& n, const std::string& path) {
+    top.ForEachItem("pools", [&](const DocNode& n, const std::string& path) {
       p_.pools.push_back(ReadPool(n, path));
     });
-    ForEachItem(top, "classes", [&](const DocNode& n, const std::string& path) {
+    top.ForEachItem("classes", [&](const DocNode& n, const std::string& path) {
       p_.classes.push_back(ReadClass(n, path));
     });
     // A value that is not a list has its own problem already.
@@ -93,19 +84,6 @@ class PolicyReader {
   }
 
  private:
-  template <typename Fn>
-  void ForEachItem(MapReader& m, std::string_view key, Fn read) {
-    const DocNode* list = m.Find(key);
-    if (list == nullptr || list->IsNull()) return;
-    const std::string path = m.PathOf(key);
-    r_.Remember(path, list->mark);
-    if (!list->IsSequence()) {
-      r_.Report(*list, path, "expected a list, got " + list->Describe());
-      return;
-    }
-    for (size_t i = 0; i < list->items.size(); ++i) read(list->items[i], IndexPath(path, i));
-  }
-
   // Range checks report at the value's place; they run only when the read
   // succeeded, so a wrong type is one problem, not two.
   void Share(MapReader& m, std::string_view key, double* out) {
@@ -253,7 +231,7 @@ class PolicyReader {
                       std::to_string(pool.min_nodes) + ")");
     }
     m.ReadStringMap("labels", &pool.labels);
-    ForEachItem(m, "taints", [&](const DocNode& n, const std::string& tpath) {
+    m.ForEachItem("taints", [&](const DocNode& n, const std::string& tpath) {
       MapReader t(r_, n, tpath, {"key", "value", "effect"});
       t.Require({"key", "effect"});
       Taint taint;
@@ -687,10 +665,7 @@ PolicyLoadResult ParsePolicy(const std::string& text, const std::string& file_na
   if (reader.Parse(text, &root)) {
     PolicyReader(reader, catalog, &result.policy).Read(root);
   }
-  for (ConfigProblem& p : reader.SortedProblems()) {
-    result.problems.push_back(
-        {std::move(p.file), p.line, p.column, std::move(p.field), std::move(p.message)});
-  }
+  result.problems = reader.SortedProblems();
   if (result.ok()) {
     result.policy.source_file = file_name;
     result.policy.content_hash = PolicyContentHash(result.policy);

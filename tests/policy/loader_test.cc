@@ -20,7 +20,7 @@ classes:
   - name: default
 )";
 
-std::string Join(const std::vector<PolicyProblem>& problems) {
+std::string Join(const std::vector<ConfigProblem>& problems) {
   std::string out;
   for (const auto& p : problems) out += p.ToString() + "\n";
   return out;
@@ -312,7 +312,7 @@ TEST(PolicyLoader, RejectsInvalidPoliciesWithFieldLineAndMessage) {
     const std::string text = c.append ? std::string(kMinimal) + c.text : c.text;
     const PolicyLoadResult r = ParsePolicy(text, "bad.yaml");
     ASSERT_EQ(r.problems.size(), 1u) << Join(r.problems);
-    const PolicyProblem& p = r.problems[0];
+    const ConfigProblem& p = r.problems[0];
     EXPECT_EQ(p.file, "bad.yaml");
     EXPECT_EQ(p.field, c.field);
     EXPECT_EQ(p.line, c.line) << p.ToString();
@@ -414,7 +414,7 @@ TEST(PolicyLoader, WithACatalogRejectsNamesTheCatalogLacks) {
     SCOPED_TRACE(c.name);
     const PolicyLoadResult r = ParsePolicy(c.text, "cat.yaml", &catalog);
     ASSERT_GE(r.problems.size(), 1u);
-    const PolicyProblem& p = r.problems[0];
+    const ConfigProblem& p = r.problems[0];
     EXPECT_EQ(p.field, c.field) << Join(r.problems);
     EXPECT_EQ(p.line, c.line) << p.ToString();
     EXPECT_NE(p.message.find(c.message), std::string::npos) << p.ToString();
