@@ -53,24 +53,8 @@ std::string Signature(const std::vector<DemandUnit>& units) {
 }  // namespace
 
 DemandUnit UnitForClass(const WorkloadClassPolicy& cls, std::string id) {
-  DemandUnit u;
+  DemandUnit u = cls.Unit();
   u.id = std::move(id);
-  u.workload_class = cls.name;
-  if (!cls.mig_profile.empty()) {
-    u.mig_profile = cls.mig_profile;
-  } else {
-    u.gpus = std::max(0, cls.gpus_per_job);
-  }
-  u.gpu_models = cls.gpu_models;
-  u.min_gpu_memory_mib = cls.min_gpu_memory_mib;
-  u.cpu_milli = cls.cpu_milli_per_job;
-  u.memory_mib = cls.memory_mib_per_job;
-  u.priority = cls.priority;
-  u.interruptible = cls.interruptible;
-  u.expected_runtime = cls.expected_runtime;
-  u.checkpoint_interval = cls.checkpoint_interval;
-  u.restart_cost = cls.restart_cost;
-  if (cls.pools.size() == 1) u.pool = cls.pools.front();
   return u;
 }
 

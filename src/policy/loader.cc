@@ -7,6 +7,7 @@
 #include <set>
 #include <utility>
 
+#include "gpuscaler/model/compatibility.h"
 #include "gpuscaler/model/text_file.h"
 #include "gpuscaler/model/yaml_document.h"
 
@@ -511,23 +512,10 @@ class PolicyReader {
     return out;
   }
 
+  // A GPU type the pool may buy (as the planner judges it), priced somewhere
+  // the pool may buy it.
   bool PoolAllowsType(const NodePoolPolicy& pool, const InstanceType& t) const {
-    if (t.gpu_count <= 0) return false;
-    const bool by_type = std::find(pool.instance_types.begin(), pool.instance_types.end(),
-                                   t.name) != pool.instance_types.end();
-    const bool by_family =
-        std::find(pool.families.begin(), pool.families.end(), t.family) != pool.families.end();
-    if (!(pool.instance_types.empty() && pool.families.empty()) && !by_type && !by_family) {
-      return false;
-    }
-    if (!pool.gpu_models.empty()) {
-      const std::string gpu = CanonicalGpu(t.gpu_model);
-      if (std::none_of(pool.gpu_models.begin(), pool.gpu_models.end(),
-                       [&](const std::string& g) { return CanonicalGpu(g) == gpu; })) {
-        return false;
-      }
-    }
-    // Priced somewhere the pool may buy.
+    if (t.gpu_count <= 0 || !pool.AllowsType(t, catalog_->FindGpuModel(t.gpu_model))) return false;
     for (const RegionPrices& r : catalog_->regions) {
       if (!pool.regions.empty() &&
           std::find(pool.regions.begin(), pool.regions.end(), r.region) == pool.regions.end()) {
@@ -540,25 +528,6 @@ class PolicyReader {
       }
     }
     return false;
-  }
-
-  bool TypeFitsClass(const InstanceType& t, const WorkloadClassPolicy& c) const {
-    if (!c.gpu_models.empty()) {
-      const std::string gpu = CanonicalGpu(t.gpu_model);
-      if (std::none_of(c.gpu_models.begin(), c.gpu_models.end(),
-                       [&](const std::string& g) { return CanonicalGpu(g) == gpu; })) {
-        return false;
-      }
-    }
-    if (!c.mig_profile.empty()) {
-      const GpuModel* g = catalog_->FindGpuModel(t.gpu_model);
-      if (g == nullptr || g->FindMigProfile(c.mig_profile) == nullptr) return false;
-    } else if (t.gpu_count < c.gpus_per_job) {
-      return false;
-    }
-    return t.gpu_memory_mib >= c.min_gpu_memory_mib &&
-           static_cast<int64_t>(t.vcpus) * 1000 >= c.cpu_milli_per_job &&
-           t.memory_mib >= c.memory_mib_per_job;
   }
 
   std::string PoolPath(const NodePoolPolicy& pool) const {
@@ -588,10 +557,11 @@ class PolicyReader {
     }
     if (catalog_ != nullptr && !unresolved_.count(PoolPath(pool))) {
       bool any_type = false;
+      const DemandUnit unit = c.Unit();
       for (const InstanceType& t : catalog_->instance_types) {
         if (!PoolAllowsType(pool, t)) continue;
         any_type = true;
-        if (TypeFitsClass(t, c)) return "";
+        if (UnitFitsType(unit, t, catalog_->FindGpuModel(t.gpu_model))) return "";
       }
       if (!any_type) return "pool '" + pool.name + "' allows no priced GPU instance type";
       return "no instance type of pool '" + pool.name +

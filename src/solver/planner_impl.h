@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpuscaler/model/compatibility.h"
 #include "gpuscaler/model/gpu.h"
 #include "gpuscaler/solver/planner.h"
 
@@ -157,8 +158,8 @@ class Planner {
 
   bool PoolAllowsOffering(const NodePoolPolicy& p, const Offering& o, const InstanceType& t) const;
   int FitOnEmpty(const Group& g, int type) const;
+  const GpuModel* GpuOf(const InstanceType& t) const;
   int MigIndex(const DemandUnit& u, const InstanceType& t) const;
-  bool TypeCompatible(const DemandUnit& u, const InstanceType& t, int* mig_idx) const;
   bool UnitAllowed(const DemandUnit& u, int cls, int pool, const Offering& off, int type, int zone, int* mig_idx) const;
 
   void InitBin(Bin& b, int option) const;

@@ -86,17 +86,7 @@ void Planner::BuildPools() {
 }
 
 bool Planner::PoolAllowsOffering(const NodePoolPolicy& p, const Offering& o, const InstanceType& t) const {
-  if (p.instance_types.empty() && p.families.empty()) {
-    if (t.gpu_count <= 0) return false;
-  } else if (!Contains(p.instance_types, t.name) && !Contains(p.families, t.family)) {
-    return false;
-  }
-  if (!p.gpu_models.empty()) {
-    auto it = gpu_by_name_.find(t.gpu_model);
-    bool ok = Contains(p.gpu_models, t.gpu_model);
-    if (!ok && it != gpu_by_name_.end()) ok = Contains(p.gpu_models, it->second->name) || Contains(p.gpu_models, it->second->short_name);
-    if (!ok) return false;
-  }
+  if (!p.AllowsType(t, GpuOf(t))) return false;
   if (!p.regions.empty() && !Contains(p.regions, o.region)) return false;
   if (!p.zones.empty() && !Contains(p.zones, o.zone)) return false;
   if (std::find(p.capacity_types.begin(), p.capacity_types.end(), o.capacity_type) == p.capacity_types.end()) return false;
@@ -189,37 +179,18 @@ void Planner::SetAllowances(const std::vector<double>& totals) {
   }
 }
 
-int Planner::MigIndex(const DemandUnit& u, const InstanceType& t) const {
+const GpuModel* Planner::GpuOf(const InstanceType& t) const {
   auto it = gpu_by_name_.find(t.gpu_model);
-  if (it == gpu_by_name_.end()) return -1;
-  const auto& profiles = it->second->mig_profiles;
+  return it == gpu_by_name_.end() ? nullptr : it->second;
+}
+
+int Planner::MigIndex(const DemandUnit& u, const InstanceType& t) const {
+  const GpuModel* m = GpuOf(t);
+  if (m == nullptr) return -1;
+  const auto& profiles = m->mig_profiles;
   for (size_t i = 0; i < profiles.size(); ++i)
     if (profiles[i].name == u.mig_profile) return int(i);
   return -1;
-}
-
-bool Planner::TypeCompatible(const DemandUnit& u, const InstanceType& t, int* mig_idx) const {
-  *mig_idx = -1;
-  const Shape s = ShapeOf(u);
-  if (s.gpus == 0 && s.milli == 0 && !s.mig) return true;  // CPU-only work runs anywhere
-  if (t.gpu_count <= 0) return false;
-  auto it = gpu_by_name_.find(t.gpu_model);
-  const GpuModel* m = it == gpu_by_name_.end() ? nullptr : it->second;
-  if (!u.gpu_models.empty()) {
-    bool ok = Contains(u.gpu_models, t.gpu_model);
-    if (!ok && m) ok = Contains(u.gpu_models, m->name) || Contains(u.gpu_models, m->short_name);
-    if (!ok) return false;
-  }
-  int64_t mem = t.gpu_memory_mib > 0 ? t.gpu_memory_mib : (m ? m->memory_mib : 0);
-  if (s.mig) {
-    if (!m) return false;
-    *mig_idx = MigIndex(u, t);
-    if (*mig_idx < 0) return false;
-    mem = m->mig_profiles[*mig_idx].memory_mib;
-  }
-  if (u.min_gpu_memory_mib > 0 && mem < u.min_gpu_memory_mib) return false;
-  if (s.gpus > t.gpu_count) return false;
-  return true;
 }
 
 bool Planner::UnitAllowed(const DemandUnit& u, int cls, int pool, const Offering& off, int type, int zone,
@@ -240,7 +211,8 @@ bool Planner::UnitAllowed(const DemandUnit& u, int cls, int pool, const Offering
   if (u.capacity_type && *u.capacity_type != off.capacity_type) return false;
   const bool interruptible = u.interruptible && (classes_[cls].pol == nullptr || classes_[cls].pol->interruptible);
   if (off.capacity_type == CapacityType::kSpot && !interruptible) return false;
-  return TypeCompatible(u, snap_.instance_types[type], mig_idx);
+  const InstanceType& t = snap_.instance_types[type];
+  return UnitFitsType(u, t, GpuOf(t), mig_idx);
 }
 
 void Planner::InitBin(Bin& b, int option) const {
@@ -274,9 +246,9 @@ void Planner::InitBin(Bin& b, int option) const {
 
 int Planner::FitOnEmpty(const Group& g, int type) const {
   if (type < 0) return 0;
-  int mig = -1;
-  if (!TypeCompatible(*g.rep, snap_.instance_types[type], &mig)) return 0;
   const InstanceType& t = snap_.instance_types[type];
+  int mig = -1;
+  if (!UnitFitsType(*g.rep, t, GpuOf(t), &mig)) return 0;
   Bin b;
   auto it = gpu_by_name_.find(t.gpu_model);
   b.gpu = it == gpu_by_name_.end() ? nullptr : it->second;

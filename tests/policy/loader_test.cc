@@ -433,6 +433,28 @@ TEST(PolicyLoader, WithACatalogShortAndFullGpuNamesAgree) {
   EXPECT_TRUE(r.ok()) << Join(r.problems);
 }
 
+TEST(PolicyLoader, WithACatalogAMigClassNeedsItsMemoryInTheMigInstance) {
+  // The planner leaves such units unplaced (tests/solver): one rule, in
+  // model/compatibility.h, for both. The 1g.10gb instance has 9728 MiB.
+  const Catalog catalog = SmallCatalog();
+  const std::string file = ::testing::TempDir() + "/mig_memory.yaml";
+  const auto policy = [](const std::string& min_gpu_memory_mib) {
+    return "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: p}]\nclasses:\n"
+           "  - name: mig\n"
+           "    shape: {mig_profile: 1g.10gb, min_gpu_memory_mib: " + min_gpu_memory_mib + "}\n";
+  };
+  std::ofstream(file) << policy("20000");
+  const PolicyLoadResult rejected = LoadPolicyFile(file, &catalog);
+  ASSERT_EQ(rejected.problems.size(), 1u) << Join(rejected.problems);
+  EXPECT_EQ(rejected.problems[0].ToString(),
+            file + ":5:11: classes[0].name: no pool can serve class 'mig': no instance type of "
+                   "pool 'p' fits the class's shape (GPU model, GPU count or memory, MIG "
+                   "profile, CPU, memory)");
+  std::ofstream(file) << policy("9728");
+  const PolicyLoadResult accepted = LoadPolicyFile(file, &catalog);
+  EXPECT_TRUE(accepted.ok()) << Join(accepted.problems);
+}
+
 TEST(PolicyLoader, UnreadableFileIsOneProblemWithTheOsReason) {
   const PolicyLoadResult r = LoadPolicyFile("/nonexistent/policy.yaml");
   ASSERT_EQ(r.problems.size(), 1u);
