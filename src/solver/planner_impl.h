@@ -40,21 +40,26 @@ struct GpuPart {
   MigLayout layout;
 };
 
-// Free capacity of one node (or `mult` identical new nodes) and what the plan
-// puts on it.
-struct Bin {
-  int option = -1;  // Option index (new nodes)
-  int node = -1;    // snapshot node index (existing nodes)
-  int type = -1;
+// A node as bought: its pool, type and zone (indices; -1 when none), its
+// capacity type and hourly price, the on-demand price of the same type (what
+// work lost to an interruption is worth) and its expected interruptions per
+// hour (0 on on-demand).
+struct NodeOffer {
   int pool = -1;
+  int type = -1;
   int zone = -1;
   bool spot = false;
   double price = 0;
-  double od_price = 0;
+  double od = 0;
   double ih = 0;
+};
+
+// Free capacity of one node (or `mult` identical new nodes) and what the plan
+// puts on it.
+struct Bin : NodeOffer {
+  int option = -1;  // Option index (new nodes)
+  int node = -1;    // snapshot node index (existing nodes)
   const GpuModel* gpu = nullptr;
-  int gpu_count = 0;
-  int64_t cap_cpu = 0;
   int64_t free_cpu = 0;
   int64_t free_mem = 0;
   int free_whole = 0;
@@ -69,17 +74,11 @@ struct Bin {
 };
 
 // One offering bought for one pool: a kind of node the plan may open.
-struct Option {
+struct Option : NodeOffer {
   int offering = -1;
-  int pool = -1;
-  int type = -1;
-  int zone = -1;
-  bool spot = false;
-  double price = 0;
-  double od = 0;
-  double ih = 0;
-  bool usable = true;
-  bool unavailable = false;
+  bool usable = true;         // available and within the spot ceilings
+  bool unavailable = false;   // the cloud reported no capacity
+  bool over_ceiling = false;  // spot above the price or interruption ceiling
 };
 
 // Pending units with identical requirements, placed together.
@@ -162,9 +161,13 @@ class Planner {
   int MigIndex(const DemandUnit& u, const InstanceType& t) const;
   bool UnitAllowed(const DemandUnit& u, int cls, int pool, const Offering& off, int type, int zone, int* mig_idx) const;
 
+  // The zone, capacity type and prices of `o` (pool and type are the caller's).
+  void SetPrices(const Offering& o, NodeOffer& n) const;
+  // An empty node of type `t`: its GPU model and free GPUs, vCPU and memory.
+  void SetCapacity(const InstanceType& t, Bin& b) const;
   void InitBin(Bin& b, int option) const;
-  double Risk(const Group& g, const Bin& b) const;
-  int Limit(const Group& g, const Bin& b, const State& st) const;
+  double Risk(const Group& g, const NodeOffer& b) const;
+  int Limit(const Group& g, const NodeOffer& b, const State& st) const;
   void Consume(const Group& g, const Bin& b, double count, State& st) const;
   int MaxOpen(const Option& o, const State& st) const;
   int BlockOf(const Group& g, int option, const State& st) const;

@@ -105,14 +105,10 @@ void Planner::BuildOptions() {
       op.offering = int(i);
       op.pool = int(p);
       op.type = t->second;
-      op.zone = zone_index_.at(o.zone);
-      op.spot = o.capacity_type == CapacityType::kSpot;
-      op.price = o.usd_per_hour;
-      op.od = o.on_demand_usd_per_hour > 0 ? o.on_demand_usd_per_hour : o.usd_per_hour;
-      op.ih = op.spot ? std::max(0.0, o.interruptions_per_hour) : 0;
+      SetPrices(o, op);
       op.unavailable = !o.available;
-      bool ceiling = op.spot && (o.usd_per_hour > frac * op.od + kEps || op.ih > policy_.spot.max_interruptions_per_hour + kEps);
-      op.usable = o.available && !ceiling;
+      op.over_ceiling = op.spot && (op.price > frac * op.od + kEps || op.ih > policy_.spot.max_interruptions_per_hour + kEps);
+      op.usable = o.available && !op.over_ceiling;
       options_.push_back(op);
     }
   }
@@ -215,25 +211,27 @@ bool Planner::UnitAllowed(const DemandUnit& u, int cls, int pool, const Offering
   return UnitFitsType(u, t, GpuOf(t), mig_idx);
 }
 
-void Planner::InitBin(Bin& b, int option) const {
-  const Option& o = options_[option];
-  const InstanceType& t = snap_.instance_types[o.type];
-  b.option = option;
-  b.node = -1;
-  b.type = o.type;
-  b.pool = o.pool;
-  b.zone = o.zone;
-  b.spot = o.spot;
-  b.price = o.price;
-  b.od_price = o.od;
-  b.ih = o.ih;
-  auto it = gpu_by_name_.find(t.gpu_model);
-  b.gpu = it == gpu_by_name_.end() ? nullptr : it->second;
-  b.gpu_count = t.gpu_count;
-  b.cap_cpu = int64_t(t.vcpus) * 1000;
-  b.free_cpu = b.cap_cpu;
+void Planner::SetPrices(const Offering& o, NodeOffer& n) const {
+  n.zone = zone_index_.at(o.zone);
+  n.spot = o.capacity_type == CapacityType::kSpot;
+  n.price = o.usd_per_hour;
+  n.od = o.on_demand_usd_per_hour > 0 ? o.on_demand_usd_per_hour : o.usd_per_hour;
+  n.ih = n.spot ? std::max(0.0, o.interruptions_per_hour) : 0;
+}
+
+void Planner::SetCapacity(const InstanceType& t, Bin& b) const {
+  b.gpu = GpuOf(t);
+  b.free_cpu = int64_t(t.vcpus) * 1000;
   b.free_mem = t.memory_mib;
   b.free_whole = t.gpu_count;
+}
+
+void Planner::InitBin(Bin& b, int option) const {
+  const Option& o = options_[option];
+  static_cast<NodeOffer&>(b) = o;
+  b.option = option;
+  b.node = -1;
+  SetCapacity(snap_.instance_types[o.type], b);
   b.mult = 1;
   b.accepts = true;
   b.removed = false;
@@ -250,20 +248,15 @@ int Planner::FitOnEmpty(const Group& g, int type) const {
   int mig = -1;
   if (!UnitFitsType(*g.rep, t, GpuOf(t), &mig)) return 0;
   Bin b;
-  auto it = gpu_by_name_.find(t.gpu_model);
-  b.gpu = it == gpu_by_name_.end() ? nullptr : it->second;
-  b.gpu_count = t.gpu_count;
-  b.free_cpu = int64_t(t.vcpus) * 1000;
-  b.free_mem = t.memory_mib;
-  b.free_whole = t.gpu_count;
+  SetCapacity(t, b);
   const bool any_resource = g.shape.gpus || g.shape.milli || g.shape.mig || g.shape.cpu || g.shape.mem;
   // A unit asking for nothing still takes a slot: cap it so bins stay finite.
   return Take(b, g.shape, mig, any_resource ? 1 << 20 : 110);
 }
 
-double Planner::Risk(const Group& g, const Bin& b) const {
+double Planner::Risk(const Group& g, const NodeOffer& b) const {
   if (!b.spot || b.ih <= 0 || b.type < 0) return 0;
-  return b.ih * g.loss_h * b.od_price * ShareOfNode(g.gpu_w, g.shape.cpu, snap_.instance_types[b.type]);
+  return b.ih * g.loss_h * b.od * ShareOfNode(g.gpu_w, g.shape.cpu, snap_.instance_types[b.type]);
 }
 
 void Planner::GroupUnits() {
@@ -359,12 +352,7 @@ void Planner::BuildGroups() {
       g.cands.push_back(int(oi));
       g.cand_mask[oi] = 1;
       opt_groups_[oi].push_back(int(gi));
-      Bin b;
-      b.spot = o.spot;
-      b.ih = o.ih;
-      b.od_price = o.od;
-      b.type = o.type;
-      g.lb = std::min(g.lb, o.price / k + Risk(g, b));
+      g.lb = std::min(g.lb, o.price / k + Risk(g, o));
     }
   }
 }
@@ -388,10 +376,8 @@ void Planner::BuildStaticReasons() {
       if (u.capacity_type && (*u.capacity_type == CapacityType::kSpot) != o.spot) continue;
       if (g.fit_by_type[o.type] <= 0) continue;
       fits = true;
-      const bool over = o.spot && (o.price > policy_.spot.max_price_fraction_of_on_demand * o.od + kEps ||
-                                   o.ih > policy_.spot.max_interruptions_per_hour + kEps);
-      if (o.unavailable && !over) unavailable_only = true;
-      if (over) ceiling = true;
+      if (o.unavailable && !o.over_ceiling) unavailable_only = true;
+      if (o.over_ceiling) ceiling = true;
     }
     if (!fits) {
       g.static_reason = UnplacedReason::kNoOfferingFits;
@@ -424,21 +410,11 @@ void Planner::BuildExisting() {
     b.pool = -1;
     for (size_t p = 0; p < pools_.size(); ++p)
       if (pools_[p].pol.name == n.pool) b.pool = int(p);
-    b.zone = zone_index_.at(n.offering.zone);
-    b.spot = n.offering.capacity_type == CapacityType::kSpot;
-    b.price = n.offering.usd_per_hour;
-    b.od_price = n.offering.on_demand_usd_per_hour > 0 ? n.offering.on_demand_usd_per_hour : b.price;
-    b.ih = b.spot ? std::max(0.0, n.offering.interruptions_per_hour) : 0;
+    SetPrices(n.offering, b);
     b.accepts = n.AcceptsWork() && b.type >= 0;
     if (b.type < 0) continue;
     const InstanceType& it = snap_.instance_types[b.type];
-    auto gm = gpu_by_name_.find(it.gpu_model);
-    b.gpu = gm == gpu_by_name_.end() ? nullptr : gm->second;
-    b.gpu_count = it.gpu_count;
-    b.cap_cpu = int64_t(it.vcpus) * 1000;
-    b.free_cpu = b.cap_cpu;
-    b.free_mem = it.memory_mib;
-    b.free_whole = it.gpu_count;
+    SetCapacity(it, b);
     // Running work takes its resources first; MIG and whole GPUs before fractions.
     std::vector<int> order(n.running.size());
     for (size_t k = 0; k < order.size(); ++k) order[k] = int(k);

@@ -61,7 +61,7 @@ int Take(Bin& b, const Shape& s, int mig_idx, int max) {
   return static_cast<int>(placed);
 }
 
-int Planner::Limit(const Group& g, const Bin& b, const State& st) const {
+int Planner::Limit(const Group& g, const NodeOffer& b, const State& st) const {
   if (g.gpu_w <= 0) return kNoLimit;
   double allow = kInf;
   if (b.spot) allow = st.spot_allow[g.cls];
@@ -100,12 +100,10 @@ int Planner::BlockOf(const Group& g, int option, const State& st) const {
     return kBlockBudget;
   if (st.added >= policy_.scaling.max_nodes_added_per_tick) return kBlockTick;
   if (st.pool_count[o.pool] >= p.pol.max_nodes) return kBlockPoolMax;
-  Bin b;
-  b.spot = o.spot;
-  b.zone = o.zone;
   if (g.gpu_w > 0 && o.spot && st.spot_allow[g.cls] < g.gpu_w - kEps) return kBlockSpot;
-  b.spot = false;
-  if (Limit(g, b, st) == 0) return kBlockZone;
+  NodeOffer zone_only = o;  // the spot share is checked above
+  zone_only.spot = false;
+  if (Limit(g, zone_only, st) == 0) return kBlockZone;
   return kBlockNone;
 }
 
