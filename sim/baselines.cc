@@ -33,14 +33,14 @@ int UnitMilli(const DemandUnit& u, const GpuModel* gpu) {
   if (u.gpu_milli > 0) return u.gpu_milli;
   if (!u.mig_profile.empty() && gpu != nullptr) {
     const MigProfile* p = gpu->FindMigProfile(u.mig_profile);
-    if (p != nullptr) return (p->compute_slices * 1000 + kMigComputeSlices - 1) / kMigComputeSlices;
+    if (p != nullptr) return p->ShareMilli();
     return -1;
   }
   return u.mig_profile.empty() ? 0 : -1;
 }
 
 bool GpuMatches(const DemandUnit& u, const GpuModel* gpu) {
-  if (u.gpus == 0 && u.gpu_milli == 0 && u.mig_profile.empty()) return true;
+  if (!NeedsGpu(u)) return true;
   if (gpu == nullptr) return false;
   if (!u.gpu_models.empty() && !Contains(u.gpu_models, gpu->name) && !Contains(u.gpu_models, gpu->short_name)) {
     return false;
@@ -297,7 +297,7 @@ PlannerFn ClusterAutoscalerLikePlanner() {
     auto rank = [](const DemandUnit& u, std::vector<Candidate>* c) {
       auto waste = [&u](const Candidate& x) {
         const double gpus = std::max(1, x.type->gpu_count);
-        const double used = u.gpus > 0 ? u.gpus : 1;
+        const double used = std::max(1, WholeGpusTaken(u));
         const double cpu = std::max(1, x.type->vcpus) * 1000.0;
         return (gpus - used) / gpus + std::max(0.0, cpu - static_cast<double>(u.cpu_milli)) / cpu * 0.1;
       };

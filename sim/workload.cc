@@ -111,8 +111,7 @@ bool Workload::StaticFit(const DemandUnit& u, const SimNode& n) const {
   if (cp != class_pools_.end() && !cp->second.empty() && cp->second.count(n.pool) == 0) return false;
   if (!u.zones.empty() && !Contains(u.zones, n.zone)) return false;
   if (!u.instance_types.empty() && !Contains(u.instance_types, n.instance_type)) return false;
-  const bool wants_gpu = u.gpus > 0 || u.gpu_milli > 0 || !u.mig_profile.empty();
-  if (!wants_gpu) return true;
+  if (!NeedsGpu(u)) return true;
   if (n.gpu == nullptr) return false;
   if (!u.gpu_models.empty() && !Contains(u.gpu_models, n.gpu->name) && !Contains(u.gpu_models, n.gpu->short_name)) {
     return false;
@@ -129,8 +128,7 @@ bool Workload::Fits(const DemandUnit& u, SimNode& n, int shape, int* milli_per_g
   if (known < 0) known = StaticFit(u, n) ? 1 : 0;
   if (known == 0) return false;
   if (u.cpu_milli > n.free_cpu_milli || u.memory_mib > n.free_memory_mib) return false;
-  const bool wants_gpu = u.gpus > 0 || u.gpu_milli > 0 || !u.mig_profile.empty();
-  if (!wants_gpu) {
+  if (!NeedsGpu(u)) {
     *milli_per_gpu = 0;
     return true;
   }
@@ -141,10 +139,7 @@ bool Workload::Fits(const DemandUnit& u, SimNode& n, int shape, int* milli_per_g
     return whole >= u.gpus;
   }
   int milli = u.gpu_milli;
-  if (milli == 0) {
-    const MigProfile* p = n.gpu->FindMigProfile(u.mig_profile);
-    milli = (p->compute_slices * 1000 + kMigComputeSlices - 1) / kMigComputeSlices;
-  }
+  if (milli == 0) milli = n.gpu->FindMigProfile(u.mig_profile)->ShareMilli();
   *milli_per_gpu = milli;
   for (int f : n.free_milli) {
     if (f >= milli) return true;

@@ -15,17 +15,12 @@ struct Room {
   std::vector<DemandUnit> units;
 };
 
-int GpusTaken(const DemandUnit& u) {
-  if (u.gpus > 0) return u.gpus;
-  return (u.gpu_milli > 0 || !u.mig_profile.empty()) ? 1 : 0;
-}
-
 bool Fits(const Room& r, const DemandUnit& u) {
-  return r.gpus >= GpusTaken(u) && r.cpu_milli >= u.cpu_milli && r.memory_mib >= u.memory_mib;
+  return r.gpus >= WholeGpusTaken(u) && r.cpu_milli >= u.cpu_milli && r.memory_mib >= u.memory_mib;
 }
 
 void Take(Room& r, DemandUnit u) {
-  r.gpus -= GpusTaken(u);
+  r.gpus -= WholeGpusTaken(u);
   r.cpu_milli -= u.cpu_milli;
   r.memory_mib -= u.memory_mib;
   r.units.push_back(std::move(u));
@@ -58,24 +53,8 @@ std::string Signature(const std::vector<DemandUnit>& units) {
 }  // namespace
 
 DemandUnit UnitForClass(const WorkloadClassPolicy& cls, std::string id) {
-  DemandUnit u;
+  DemandUnit u = cls.Unit();
   u.id = std::move(id);
-  u.workload_class = cls.name;
-  if (!cls.mig_profile.empty()) {
-    u.mig_profile = cls.mig_profile;
-  } else {
-    u.gpus = std::max(0, cls.gpus_per_job);
-  }
-  u.gpu_models = cls.gpu_models;
-  u.min_gpu_memory_mib = cls.min_gpu_memory_mib;
-  u.cpu_milli = cls.cpu_milli_per_job;
-  u.memory_mib = cls.memory_mib_per_job;
-  u.priority = cls.priority;
-  u.interruptible = cls.interruptible;
-  u.expected_runtime = cls.expected_runtime;
-  u.checkpoint_interval = cls.checkpoint_interval;
-  u.restart_cost = cls.restart_cost;
-  if (cls.pools.size() == 1) u.pool = cls.pools.front();
   return u;
 }
 

@@ -1,12 +1,11 @@
 #include "gpuscaler/model/catalog.h"
 
+#include "gpuscaler/model/find_by_name.h"
+
 namespace gpuscaler {
 
 const InstanceType* Catalog::FindInstanceType(const std::string& name) const {
-  for (const auto& t : instance_types) {
-    if (t.name == name) return &t;
-  }
-  return nullptr;
+  return FindByName(instance_types, name);
 }
 
 const GpuModel* Catalog::FindGpuModel(const std::string& name_or_short_name) const {

@@ -10,20 +10,6 @@ namespace {
 
 constexpr const char* kCatalogApiVersion = "gpuscaler/v1";
 
-// Reads a list of mappings at `key`, calling `read(item, path)` for each.
-template <typename Fn>
-void ForEachItem(DocReader& r, MapReader& m, std::string_view key, Fn read) {
-  const DocNode* list = m.Find(key);
-  if (list == nullptr || list->IsNull()) return;
-  const std::string path = m.PathOf(key);
-  r.Remember(path, list->mark);
-  if (!list->IsSequence()) {
-    r.Report(*list, path, "expected a list, got " + list->Describe());
-    return;
-  }
-  for (size_t i = 0; i < list->items.size(); ++i) read(list->items[i], IndexPath(path, i));
-}
-
 void CheckNonNegative(DocReader& r, MapReader& m, std::string_view key, double value) {
   if (m.Has(key) && value < 0) r.ReportAt(m.PathOf(key), "must be >= 0");
 }
@@ -100,7 +86,7 @@ GpuModel ReadGpuModel(DocReader& r, const DocNode& node, const std::string& path
   m.ReadString("short_name", &g.short_name);
   if (m.ReadInt("memory_mib", &g.memory_mib)) CheckPositive(r, m, "memory_mib", g.memory_mib);
   std::set<std::string> names;
-  ForEachItem(r, m, "mig_profiles", [&](const DocNode& item, const std::string& ipath) {
+  m.ForEachItem("mig_profiles", [&](const DocNode& item, const std::string& ipath) {
     MigProfile p = ReadMigProfile(r, item, ipath, g);
     if (!p.name.empty() && !names.insert(p.name).second) {
       r.ReportAt(ipath + ".name", "duplicate MIG profile '" + p.name + "'");
@@ -266,7 +252,7 @@ void ReadCatalog(DocReader& r, const DocNode& root, Catalog* c) {
   }
 
   std::set<std::string> gpu_names;
-  ForEachItem(r, top, "gpu_models", [&](const DocNode& item, const std::string& path) {
+  top.ForEachItem("gpu_models", [&](const DocNode& item, const std::string& path) {
     GpuModel g = ReadGpuModel(r, item, path);
     if (!g.name.empty() && !gpu_names.insert(g.name).second) {
       r.ReportAt(path + ".name", "duplicate GPU model '" + g.name + "'");
@@ -278,7 +264,7 @@ void ReadCatalog(DocReader& r, const DocNode& root, Catalog* c) {
   });
 
   std::set<std::string> type_names;
-  ForEachItem(r, top, "instance_types", [&](const DocNode& item, const std::string& path) {
+  top.ForEachItem("instance_types", [&](const DocNode& item, const std::string& path) {
     InstanceType t = ReadInstanceType(r, item, path, *c);
     if (!t.name.empty() && !type_names.insert(t.name).second) {
       r.ReportAt(path + ".name", "duplicate instance type '" + t.name + "'");
@@ -304,7 +290,7 @@ void ReadCatalog(DocReader& r, const DocNode& root, Catalog* c) {
   }
 
   std::set<std::string> regions, zones;
-  ForEachItem(r, top, "regions", [&](const DocNode& item, const std::string& path) {
+  top.ForEachItem("regions", [&](const DocNode& item, const std::string& path) {
     RegionPrices p = ReadRegion(r, item, path, *c, &zones);
     if (!p.region.empty() && !regions.insert(p.region).second) {
       r.ReportAt(path + ".region", "duplicate region '" + p.region + "'");

@@ -2,13 +2,12 @@
 
 #include <algorithm>
 
+#include "gpuscaler/model/find_by_name.h"
+
 namespace gpuscaler {
 
 const MigProfile* GpuModel::FindMigProfile(const std::string& profile_name) const {
-  for (const auto& p : mig_profiles) {
-    if (p.name == profile_name) return &p;
-  }
-  return nullptr;
+  return FindByName(mig_profiles, profile_name);
 }
 
 namespace {

@@ -3,33 +3,28 @@
 #include "gpuscaler/policy/loader.h"
 
 #include <algorithm>
-#include <cctype>
-#include <set>
 #include <utility>
 
 #include "gpuscaler/model/text_file.h"
 #include "gpuscaler/model/yaml_document.h"
+#include "policy_reader.h"
 
 namespace gpuscaler {
 
-std::string PolicyProblem::ToString() const {
-  return ConfigProblem{file, line, column, field, message}.ToString();
-}
-
 Status PolicyLoadResult::status() const {
   if (ok()) return Status();
-  std::string text;
-  for (const PolicyProblem& p : problems) {
-    if (!text.empty()) text += "\n";
-    text += p.ToString();
-  }
-  return Error::Config(text);
+  return Error::Config(JoinProblems(problems));
 }
 
+}  // namespace gpuscaler
+
+namespace gpuscaler::policy_detail {
 namespace {
 
 const std::vector<std::string_view> kSignalSources = {"prometheus", "rabbitmq", "dcgm",
                                                       "kubernetes", "prices"};
+
+}  // namespace
 
 std::string WithSuggestion(std::string message, const std::string& word,
                            const std::vector<std::string_view>& candidates) {
@@ -44,640 +39,407 @@ std::string Quoted(const std::vector<std::string>& names) {
   return out;
 }
 
-class PolicyReader {
- public:
-  PolicyReader(DocReader& r, const Catalog* catalog, Policy* policy)
-      : r_(r), catalog_(catalog), p_(*policy) {}
+void PolicyReader::Read(const DocNode& root) {
+  if (root.IsNull()) {
+    r_.Report(SourceMark{1, 1}, "", "the policy file is empty");
+    return;
+  }
+  MapReader top(r_, root, "",
+                {"apiVersion", "kind", "name", "pools", "classes", "budget", "spot", "scaling",
+                 "disruption", "signals"});
+  if (!root.IsMapping()) return;
+  top.Require({"apiVersion", "kind", "pools", "classes"});
+  if (top.ReadString("apiVersion", &p_.api_version) && p_.api_version != kPolicyApiVersion) {
+    r_.ReportAt("apiVersion", "must be " + std::string(kPolicyApiVersion) + ", got '" +
+                                  p_.api_version + "'");
+  }
+  std::string kind;
+  if (top.ReadString("kind", &kind) && kind != "Policy") {
+    r_.ReportAt("kind", "must be Policy, got '" + kind + "'");
+  }
+  if (top.ReadString("name", &p_.name) && p_.name.empty()) {
+    r_.ReportAt("name", "must not be empty");
+  }
+  top.ForEachItem("pools", [&](const DocNode& n, const std::string& path) {
+    p_.pools.push_back(ReadPool(n, path));
+  });
+  top.ForEachItem("classes", [&](const DocNode& n, const std::string& path) {
+    p_.classes.push_back(ReadClass(n, path));
+  });
+  // A value that is not a list has its own problem already.
+  auto empty_list = [&](std::string_view key) {
+    const DocNode* n = top.Find(key);
+    return n != nullptr && (n->IsNull() || (n->IsSequence() && n->items.empty()));
+  };
+  if (empty_list("pools")) r_.ReportAt("pools", "must list at least one pool");
+  if (empty_list("classes")) r_.ReportAt("classes", "must list at least one class");
+  if (const DocNode* n = top.Find("budget")) ReadBudget(*n);
+  if (const DocNode* n = top.Find("spot")) ReadSpot(*n);
+  if (const DocNode* n = top.Find("scaling")) ReadScaling(*n);
+  if (const DocNode* n = top.Find("disruption")) ReadDisruption(*n);
+  if (const DocNode* n = top.Find("signals")) ReadSignals(*n);
+  CheckNames();
+  CheckClassesHavePools();
+}
 
-  void Read(const DocNode& root) {
-    if (root.IsNull()) {
-      r_.Report(SourceMark{1, 1}, "", "the policy file is empty");
-      return;
-    }
-    MapReader top(r_, root, "",
-                  {"apiVersion", "kind", "name", "pools", "classes", "budget", "spot", "scaling",
-                   "disruption", "signals"});
-    if (!root.IsMapping()) return;
-    top.Require({"apiVersion", "kind", "pools", "classes"});
-    if (top.ReadString("apiVersion", &p_.api_version) && p_.api_version != kPolicyApiVersion) {
-      r_.ReportAt("apiVersion", "must be " + std::string(kPolicyApiVersion) + ", got '" +
-                                    p_.api_version + "'");
-    }
-    std::string kind;
-    if (top.ReadString("kind", &kind) && kind != "Policy") {
-      r_.ReportAt("kind", "must be Policy, got '" + kind + "'");
-    }
-    if (top.ReadString("name", &p_.name) && p_.name.empty()) {
-      r_.ReportAt("name", "must not be empty");
-    }
-    ForEachItem(top, "pools", [&](const DocNode& n, const std::string& path) {
-      p_.pools.push_back(ReadPool(n, path));
-    });
-    ForEachItem(top, "classes", [&](const DocNode& n, const std::string& path) {
-      p_.classes.push_back(ReadClass(n, path));
-    });
-    // A value that is not a list has its own problem already.
-    auto empty_list = [&](std::string_view key) {
-      const DocNode* n = top.Find(key);
-      return n != nullptr && (n->IsNull() || (n->IsSequence() && n->items.empty()));
-    };
-    if (empty_list("pools")) r_.ReportAt("pools", "must list at least one pool");
-    if (empty_list("classes")) r_.ReportAt("classes", "must list at least one class");
-    if (const DocNode* n = top.Find("budget")) ReadBudget(*n);
-    if (const DocNode* n = top.Find("spot")) ReadSpot(*n);
-    if (const DocNode* n = top.Find("scaling")) ReadScaling(*n);
-    if (const DocNode* n = top.Find("disruption")) ReadDisruption(*n);
-    if (const DocNode* n = top.Find("signals")) ReadSignals(*n);
-    CheckNames();
-    CheckClassesHavePools();
+void PolicyReader::Share(MapReader& m, std::string_view key, double* out) {
+  if (m.ReadNumber(key, out) && (*out < 0 || *out > 1)) {
+    r_.ReportAt(m.PathOf(key), "must be in [0, 1], got " + m.Find(key)->scalar);
   }
+}
 
- private:
-  template <typename Fn>
-  void ForEachItem(MapReader& m, std::string_view key, Fn read) {
-    const DocNode* list = m.Find(key);
-    if (list == nullptr || list->IsNull()) return;
-    const std::string path = m.PathOf(key);
-    r_.Remember(path, list->mark);
-    if (!list->IsSequence()) {
-      r_.Report(*list, path, "expected a list, got " + list->Describe());
-      return;
-    }
-    for (size_t i = 0; i < list->items.size(); ++i) read(list->items[i], IndexPath(path, i));
+void PolicyReader::NonNegative(MapReader& m, std::string_view key, double* out) {
+  if (m.ReadNumber(key, out) && *out < 0) {
+    r_.ReportAt(m.PathOf(key), "must be >= 0, got " + m.Find(key)->scalar);
   }
+}
 
-  // Range checks report at the value's place; they run only when the read
-  // succeeded, so a wrong type is one problem, not two.
-  void Share(MapReader& m, std::string_view key, double* out) {
-    if (m.ReadNumber(key, out) && (*out < 0 || *out > 1)) {
-      r_.ReportAt(m.PathOf(key), "must be in [0, 1], got " + m.Find(key)->scalar);
-    }
+template <typename Int>
+void PolicyReader::IntAtLeast(MapReader& m, std::string_view key, Int minimum, Int* out) {
+  if (m.ReadInt(key, out) && *out < minimum) {
+    r_.ReportAt(m.PathOf(key), "must be >= " + std::to_string(minimum) + ", got " +
+                                   m.Find(key)->scalar);
   }
-  void NonNegative(MapReader& m, std::string_view key, double* out) {
-    if (m.ReadNumber(key, out) && *out < 0) {
-      r_.ReportAt(m.PathOf(key), "must be >= 0, got " + m.Find(key)->scalar);
-    }
-  }
-  template <typename Int>
-  void IntAtLeast(MapReader& m, std::string_view key, Int minimum, Int* out) {
-    if (m.ReadInt(key, out) && *out < minimum) {
-      r_.ReportAt(m.PathOf(key), "must be >= " + std::to_string(minimum) + ", got " +
-                                     m.Find(key)->scalar);
-    }
-  }
-  void PositiveDuration(MapReader& m, std::string_view key, Seconds* out) {
-    if (m.ReadDuration(key, out) && out->count() <= 0) {
-      r_.ReportAt(m.PathOf(key), "must be longer than 0s");
-    }
-  }
+}
 
-  // The named things a list entry refers to; with a catalog, unknown ones are errors.
-  void CheckKnown(const std::string& list_path, const std::vector<std::string>& values,
-                  const std::string& what, const std::vector<std::string_view>& known,
-                  bool (*found)(const Catalog&, const std::string&)) {
-    if (catalog_ == nullptr) return;
-    for (size_t i = 0; i < values.size(); ++i) {
-      if (found(*catalog_, values[i])) continue;
-      unresolved_.insert(list_path.substr(0, list_path.find('.')));
-      r_.ReportAt(IndexPath(list_path, i),
-                  WithSuggestion("unknown " + what + " '" + values[i] + "' (not in the catalog)",
-                                 values[i], known));
-    }
+void PolicyReader::PositiveDuration(MapReader& m, std::string_view key, Seconds* out) {
+  if (m.ReadDuration(key, out) && out->count() <= 0) {
+    r_.ReportAt(m.PathOf(key), "must be longer than 0s");
   }
+}
 
-  std::vector<std::string_view> CatalogTypeNames() const {
-    std::vector<std::string_view> out;
-    for (const InstanceType& t : catalog_->instance_types) out.push_back(t.name);
-    return out;
+NodePoolPolicy PolicyReader::ReadPool(const DocNode& node, const std::string& path) {
+  MapReader m(r_, node, path,
+              {"name", "instance_types", "families", "gpu_models", "regions", "zones",
+               "capacity_types", "min_nodes", "max_nodes", "labels", "taints", "actuation",
+               "auto_scaling_group"});
+  m.Require({"name"});
+  NodePoolPolicy pool;
+  m.ReadString("name", &pool.name);
+  if (m.Has("name") && pool.name.empty()) r_.ReportAt(m.PathOf("name"), "must not be empty");
+  m.ReadStringList("instance_types", &pool.instance_types);
+  m.ReadStringList("families", &pool.families);
+  m.ReadStringList("gpu_models", &pool.gpu_models);
+  m.ReadStringList("regions", &pool.regions);
+  m.ReadStringList("zones", &pool.zones);
+  if (catalog_ != nullptr) {
+    CheckKnown(m.PathOf("instance_types"), pool.instance_types, "instance type",
+               CatalogTypeNames(), [](const Catalog& c, const std::string& v) {
+                 return c.FindInstanceType(v) != nullptr;
+               });
+    CheckKnown(m.PathOf("families"), pool.families, "instance family", CatalogFamilies(),
+               [](const Catalog& c, const std::string& v) {
+                 return std::any_of(c.instance_types.begin(), c.instance_types.end(),
+                                    [&](const InstanceType& t) { return t.family == v; });
+               });
+    CheckKnown(m.PathOf("gpu_models"), pool.gpu_models, "GPU model", CatalogGpuNames(),
+               [](const Catalog& c, const std::string& v) {
+                 return c.FindGpuModel(v) != nullptr;
+               });
+    CheckKnown(m.PathOf("regions"), pool.regions, "region", {},
+               [](const Catalog& c, const std::string& v) {
+                 return std::any_of(c.regions.begin(), c.regions.end(),
+                                    [&](const RegionPrices& r) { return r.region == v; });
+               });
+    CheckKnown(m.PathOf("zones"), pool.zones, "zone", {},
+               [](const Catalog& c, const std::string& v) {
+                 return std::any_of(c.regions.begin(), c.regions.end(),
+                                    [&](const RegionPrices& r) {
+                                      return std::find(r.zones.begin(), r.zones.end(), v) !=
+                                             r.zones.end();
+                                    });
+               });
   }
-  std::vector<std::string_view> CatalogFamilies() const {
-    std::vector<std::string_view> out;
-    for (const InstanceType& t : catalog_->instance_types) out.push_back(t.family);
-    return out;
-  }
-  std::vector<std::string_view> CatalogGpuNames() const {
-    std::vector<std::string_view> out;
-    for (const GpuModel& g : catalog_->gpu_models) {
-      out.push_back(g.name);
-      if (!g.short_name.empty()) out.push_back(g.short_name);
+  if (!pool.regions.empty()) {
+    for (size_t i = 0; i < pool.zones.size(); ++i) {
+      const bool in_region =
+          std::any_of(pool.regions.begin(), pool.regions.end(), [&](const std::string& region) {
+            return pool.zones[i].rfind(region, 0) == 0;
+          });
+      if (!in_region) {
+        r_.ReportAt(IndexPath(m.PathOf("zones"), i),
+                    "zone '" + pool.zones[i] + "' is in none of the pool's regions (" +
+                        Quoted(pool.regions) + ")");
+      }
     }
-    return out;
   }
-  NodePoolPolicy ReadPool(const DocNode& node, const std::string& path) {
-    MapReader m(r_, node, path,
-                {"name", "instance_types", "families", "gpu_models", "regions", "zones",
-                 "capacity_types", "min_nodes", "max_nodes", "labels", "taints", "actuation",
-                 "auto_scaling_group"});
-    m.Require({"name"});
-    NodePoolPolicy pool;
-    m.ReadString("name", &pool.name);
-    if (m.Has("name") && pool.name.empty()) r_.ReportAt(m.PathOf("name"), "must not be empty");
-    m.ReadStringList("instance_types", &pool.instance_types);
-    m.ReadStringList("families", &pool.families);
-    m.ReadStringList("gpu_models", &pool.gpu_models);
-    m.ReadStringList("regions", &pool.regions);
-    m.ReadStringList("zones", &pool.zones);
+  std::vector<std::string> capacity_names;
+  if (m.ReadStringList("capacity_types", &capacity_names)) {
+    pool.capacity_types.clear();
+    const std::string cpath = m.PathOf("capacity_types");
+    if (capacity_names.empty()) r_.ReportAt(cpath, "must list on-demand, spot or both");
+    for (size_t i = 0; i < capacity_names.size(); ++i) {
+      const auto type = ParseCapacityType(capacity_names[i]);
+      if (!type) {
+        r_.ReportAt(IndexPath(cpath, i),
+                    WithSuggestion("unknown capacity type '" + capacity_names[i] +
+                                       "' (use on-demand or spot)",
+                                   capacity_names[i], {"on-demand", "spot"}));
+      } else if (std::find(pool.capacity_types.begin(), pool.capacity_types.end(), *type) !=
+                 pool.capacity_types.end()) {
+        r_.ReportAt(IndexPath(cpath, i), "'" + capacity_names[i] + "' is listed twice");
+      } else {
+        pool.capacity_types.push_back(*type);
+      }
+    }
+  }
+  const bool min_ok = m.Has("min_nodes") && m.ReadInt("min_nodes", &pool.min_nodes);
+  const bool max_ok = m.Has("max_nodes") && m.ReadInt("max_nodes", &pool.max_nodes);
+  if (min_ok && pool.min_nodes < 0) {
+    r_.ReportAt(m.PathOf("min_nodes"), "must be >= 0, got " + std::to_string(pool.min_nodes));
+  }
+  if (max_ok && pool.max_nodes < 0) {
+    r_.ReportAt(m.PathOf("max_nodes"), "must be >= 0, got " + std::to_string(pool.max_nodes));
+  }
+  if ((min_ok || !m.Has("min_nodes")) && (max_ok || !m.Has("max_nodes")) &&
+      pool.min_nodes >= 0 && pool.max_nodes >= 0 && pool.min_nodes > pool.max_nodes) {
+    r_.ReportAt(m.Has("max_nodes") ? m.PathOf("max_nodes") : m.PathOf("min_nodes"),
+                "max_nodes (" + std::to_string(pool.max_nodes) + ") must be >= min_nodes (" +
+                    std::to_string(pool.min_nodes) + ")");
+  }
+  m.ReadStringMap("labels", &pool.labels);
+  m.ForEachItem("taints", [&](const DocNode& n, const std::string& tpath) {
+    MapReader t(r_, n, tpath, {"key", "value", "effect"});
+    t.Require({"key", "effect"});
+    Taint taint;
+    if (t.ReadString("key", &taint.key) && taint.key.empty()) {
+      r_.ReportAt(t.PathOf("key"), "must not be empty");
+    }
+    t.ReadString("value", &taint.value);
+    if (t.ReadString("effect", &taint.effect) && taint.effect != "NoSchedule" &&
+        taint.effect != "PreferNoSchedule" && taint.effect != "NoExecute") {
+      r_.ReportAt(t.PathOf("effect"),
+                  WithSuggestion("unknown effect '" + taint.effect +
+                                     "' (use NoSchedule, PreferNoSchedule or NoExecute)",
+                                 taint.effect, {"NoSchedule", "PreferNoSchedule", "NoExecute"}));
+    }
+    pool.taints.push_back(std::move(taint));
+  });
+  if (m.ReadString("actuation", &pool.actuation) && pool.actuation != "fleet" &&
+      pool.actuation != "asg") {
+    r_.ReportAt(m.PathOf("actuation"),
+                "unknown actuation '" + pool.actuation + "' (use fleet or asg)");
+  }
+  m.ReadString("auto_scaling_group", &pool.auto_scaling_group);
+  if (pool.actuation == "asg" && pool.auto_scaling_group.empty()) {
+    r_.ReportAt(m.Has("auto_scaling_group") ? m.PathOf("auto_scaling_group")
+                                             : m.PathOf("actuation"),
+                "actuation 'asg' needs auto_scaling_group");
+  }
+  if (pool.actuation == "fleet" && !pool.auto_scaling_group.empty()) {
+    r_.ReportAt(m.PathOf("auto_scaling_group"), "is used only with actuation 'asg'");
+  }
+  return pool;
+}
+
+void PolicyReader::ReadSignalQuery(MapReader& parent, std::string_view key,
+                                   const std::vector<std::string_view>& sources,
+                                   std::optional<SignalQuery>* out) {
+  const DocNode* node = parent.Find(key);
+  if (node == nullptr || node->IsNull()) return;
+  MapReader m(r_, *node, parent.PathOf(key), {"source", "query", "vhost", "queue"});
+  if (!node->IsMapping()) return;
+  m.Require({"source"});
+  SignalQuery q;
+  m.ReadString("query", &q.query);
+  m.ReadString("vhost", &q.vhost);
+  m.ReadString("queue", &q.queue);
+  if (m.ReadString("source", &q.source)) {
+    if (std::find(sources.begin(), sources.end(), q.source) == sources.end()) {
+      std::string allowed;
+      for (std::string_view s : sources) allowed += (allowed.empty() ? "" : ", ") + std::string(s);
+      r_.ReportAt(m.PathOf("source"),
+                  WithSuggestion("unknown source '" + q.source + "' (use " + allowed + ")",
+                                 q.source, sources));
+    } else if (q.source == "prometheus" && q.query.empty()) {
+      r_.Report(m.mark(), m.PathOf("query"), "required for source prometheus (a PromQL query)");
+    } else if (q.source == "rabbitmq" && q.queue.empty()) {
+      r_.Report(m.mark(), m.PathOf("queue"), "required for source rabbitmq");
+    }
+  }
+  *out = std::move(q);
+}
+
+WorkloadClassPolicy PolicyReader::ReadClass(const DocNode& node, const std::string& path) {
+  MapReader m(r_, node, path,
+              {"name", "match", "pools", "interruptible", "max_spot_share",
+               "checkpoint_interval", "restart_cost", "priority", "target", "zone_spread",
+               "shape", "signals", "scale_in_utilization_below"});
+  m.Require({"name"});
+  WorkloadClassPolicy c;
+  m.ReadString("name", &c.name);
+  if (m.Has("name") && c.name.empty()) r_.ReportAt(m.PathOf("name"), "must not be empty");
+  if (const DocNode* n = m.Find("match")) {
+    MapReader match(r_, *n, m.PathOf("match"), {"queues", "namespaces", "labels"});
+    match.ReadStringList("queues", &c.match_queues);
+    match.ReadStringList("namespaces", &c.match_namespaces);
+    match.ReadStringMap("labels", &c.match_labels);
+  }
+  m.ReadStringList("pools", &c.pools);
+  m.ReadBool("interruptible", &c.interruptible);
+  Share(m, "max_spot_share", &c.max_spot_share);
+  PositiveDuration(m, "checkpoint_interval", &c.checkpoint_interval);
+  m.ReadDuration("restart_cost", &c.restart_cost);
+  m.ReadInt("priority", &c.priority);
+  if (const DocNode* n = m.Find("target")) {
+    MapReader t(r_, *n, m.PathOf("target"), {"max_queue_wait", "jobs_per_gpu_per_minute"});
+    Seconds wait;
+    if (t.ReadDuration("max_queue_wait", &wait)) c.max_queue_wait = wait;
+    double rate = 0;
+    if (t.ReadNumber("jobs_per_gpu_per_minute", &rate)) {
+      if (rate <= 0) {
+        r_.ReportAt(t.PathOf("jobs_per_gpu_per_minute"),
+                    "must be > 0, got " + t.Find("jobs_per_gpu_per_minute")->scalar);
+      } else {
+        c.jobs_per_gpu_per_minute = rate;
+      }
+    }
+  }
+  if (const DocNode* n = m.Find("zone_spread")) {
+    MapReader z(r_, *n, m.PathOf("zone_spread"), {"max_zone_share", "min_zones"});
+    Share(z, "max_zone_share", &c.max_zone_share);
+    if (z.Has("max_zone_share") && c.max_zone_share == 0) {
+      r_.ReportAt(z.PathOf("max_zone_share"), "must be > 0 (0 would forbid every zone)");
+    }
+    IntAtLeast(z, "min_zones", 1, &c.min_zones);
+  }
+  if (const DocNode* n = m.Find("shape")) {
+    MapReader s(r_, *n, m.PathOf("shape"),
+                {"gpus", "mig_profile", "gpu_models", "min_gpu_memory_mib", "cpu_milli",
+                 "memory_mib", "expected_runtime"});
+    IntAtLeast(s, "gpus", 1, &c.gpus_per_job);
+    s.ReadString("mig_profile", &c.mig_profile);
+    if (!c.mig_profile.empty() && s.Has("gpus") && c.gpus_per_job != 1) {
+      r_.ReportAt(s.PathOf("gpus"), "must be 1 with a mig_profile (a job gets one MIG instance)");
+    }
+    s.ReadStringList("gpu_models", &c.gpu_models);
+    IntAtLeast<int64_t>(s, "min_gpu_memory_mib", 0, &c.min_gpu_memory_mib);
+    IntAtLeast<int64_t>(s, "cpu_milli", 0, &c.cpu_milli_per_job);
+    IntAtLeast<int64_t>(s, "memory_mib", 0, &c.memory_mib_per_job);
+    PositiveDuration(s, "expected_runtime", &c.expected_runtime);
     if (catalog_ != nullptr) {
-      CheckKnown(m.PathOf("instance_types"), pool.instance_types, "instance type",
-                 CatalogTypeNames(), [](const Catalog& c, const std::string& v) {
-                   return c.FindInstanceType(v) != nullptr;
+      CheckKnown(s.PathOf("gpu_models"), c.gpu_models, "GPU model", CatalogGpuNames(),
+                 [](const Catalog& cat, const std::string& v) {
+                   return cat.FindGpuModel(v) != nullptr;
                  });
-      CheckKnown(m.PathOf("families"), pool.families, "instance family", CatalogFamilies(),
-                 [](const Catalog& c, const std::string& v) {
-                   return std::any_of(c.instance_types.begin(), c.instance_types.end(),
-                                      [&](const InstanceType& t) { return t.family == v; });
-                 });
-      CheckKnown(m.PathOf("gpu_models"), pool.gpu_models, "GPU model", CatalogGpuNames(),
-                 [](const Catalog& c, const std::string& v) {
-                   return c.FindGpuModel(v) != nullptr;
-                 });
-      CheckKnown(m.PathOf("regions"), pool.regions, "region", {},
-                 [](const Catalog& c, const std::string& v) {
-                   return std::any_of(c.regions.begin(), c.regions.end(),
-                                      [&](const RegionPrices& r) { return r.region == v; });
-                 });
-      CheckKnown(m.PathOf("zones"), pool.zones, "zone", {},
-                 [](const Catalog& c, const std::string& v) {
-                   return std::any_of(c.regions.begin(), c.regions.end(),
-                                      [&](const RegionPrices& r) {
-                                        return std::find(r.zones.begin(), r.zones.end(), v) !=
-                                               r.zones.end();
-                                      });
-                 });
-    }
-    if (!pool.regions.empty()) {
-      for (size_t i = 0; i < pool.zones.size(); ++i) {
-        const bool in_region =
-            std::any_of(pool.regions.begin(), pool.regions.end(), [&](const std::string& region) {
-              return pool.zones[i].rfind(region, 0) == 0;
-            });
-        if (!in_region) {
-          r_.ReportAt(IndexPath(m.PathOf("zones"), i),
-                      "zone '" + pool.zones[i] + "' is in none of the pool's regions (" +
-                          Quoted(pool.regions) + ")");
+      if (!c.mig_profile.empty()) {
+        const bool known = std::any_of(
+            catalog_->gpu_models.begin(), catalog_->gpu_models.end(),
+            [&](const GpuModel& g) { return g.FindMigProfile(c.mig_profile) != nullptr; });
+        if (!known) {
+          unresolved_.insert(path);
+          r_.ReportAt(s.PathOf("mig_profile"),
+                      "no GPU model in the catalog has MIG profile '" + c.mig_profile + "'");
         }
       }
     }
-    std::vector<std::string> capacity_names;
-    if (m.ReadStringList("capacity_types", &capacity_names)) {
-      pool.capacity_types.clear();
-      const std::string cpath = m.PathOf("capacity_types");
-      if (capacity_names.empty()) r_.ReportAt(cpath, "must list on-demand, spot or both");
-      for (size_t i = 0; i < capacity_names.size(); ++i) {
-        const auto type = ParseCapacityType(capacity_names[i]);
-        if (!type) {
-          r_.ReportAt(IndexPath(cpath, i),
-                      WithSuggestion("unknown capacity type '" + capacity_names[i] +
-                                         "' (use on-demand or spot)",
-                                     capacity_names[i], {"on-demand", "spot"}));
-        } else if (std::find(pool.capacity_types.begin(), pool.capacity_types.end(), *type) !=
-                   pool.capacity_types.end()) {
-          r_.ReportAt(IndexPath(cpath, i), "'" + capacity_names[i] + "' is listed twice");
-        } else {
-          pool.capacity_types.push_back(*type);
-        }
-      }
-    }
-    const bool min_ok = m.Has("min_nodes") && m.ReadInt("min_nodes", &pool.min_nodes);
-    const bool max_ok = m.Has("max_nodes") && m.ReadInt("max_nodes", &pool.max_nodes);
-    if (min_ok && pool.min_nodes < 0) {
-      r_.ReportAt(m.PathOf("min_nodes"), "must be >= 0, got " + std::to_string(pool.min_nodes));
-    }
-    if (max_ok && pool.max_nodes < 0) {
-      r_.ReportAt(m.PathOf("max_nodes"), "must be >= 0, got " + std::to_string(pool.max_nodes));
-    }
-    if ((min_ok || !m.Has("min_nodes")) && (max_ok || !m.Has("max_nodes")) &&
-        pool.min_nodes >= 0 && pool.max_nodes >= 0 && pool.min_nodes > pool.max_nodes) {
-      r_.ReportAt(m.Has("max_nodes") ? m.PathOf("max_nodes") : m.PathOf("min_nodes"),
-                  "max_nodes (" + std::to_string(pool.max_nodes) + ") must be >= min_nodes (" +
-                      std::to_string(pool.min_nodes) + ")");
-    }
-    m.ReadStringMap("labels", &pool.labels);
-    ForEachItem(m, "taints", [&](const DocNode& n, const std::string& tpath) {
-      MapReader t(r_, n, tpath, {"key", "value", "effect"});
-      t.Require({"key", "effect"});
-      Taint taint;
-      if (t.ReadString("key", &taint.key) && taint.key.empty()) {
-        r_.ReportAt(t.PathOf("key"), "must not be empty");
-      }
-      t.ReadString("value", &taint.value);
-      if (t.ReadString("effect", &taint.effect) && taint.effect != "NoSchedule" &&
-          taint.effect != "PreferNoSchedule" && taint.effect != "NoExecute") {
-        r_.ReportAt(t.PathOf("effect"),
-                    WithSuggestion("unknown effect '" + taint.effect +
-                                       "' (use NoSchedule, PreferNoSchedule or NoExecute)",
-                                   taint.effect, {"NoSchedule", "PreferNoSchedule", "NoExecute"}));
-      }
-      pool.taints.push_back(std::move(taint));
-    });
-    if (m.ReadString("actuation", &pool.actuation) && pool.actuation != "fleet" &&
-        pool.actuation != "asg") {
-      r_.ReportAt(m.PathOf("actuation"),
-                  "unknown actuation '" + pool.actuation + "' (use fleet or asg)");
-    }
-    m.ReadString("auto_scaling_group", &pool.auto_scaling_group);
-    if (pool.actuation == "asg" && pool.auto_scaling_group.empty()) {
-      r_.ReportAt(m.Has("auto_scaling_group") ? m.PathOf("auto_scaling_group")
-                                               : m.PathOf("actuation"),
-                  "actuation 'asg' needs auto_scaling_group");
-    }
-    if (pool.actuation == "fleet" && !pool.auto_scaling_group.empty()) {
-      r_.ReportAt(m.PathOf("auto_scaling_group"), "is used only with actuation 'asg'");
-    }
-    return pool;
   }
-
-  void ReadSignalQuery(MapReader& parent, std::string_view key,
-                       const std::vector<std::string_view>& sources,
-                       std::optional<SignalQuery>* out) {
-    const DocNode* node = parent.Find(key);
-    if (node == nullptr || node->IsNull()) return;
-    MapReader m(r_, *node, parent.PathOf(key), {"source", "query", "vhost", "queue"});
-    if (!node->IsMapping()) return;
-    m.Require({"source"});
-    SignalQuery q;
-    m.ReadString("query", &q.query);
-    m.ReadString("vhost", &q.vhost);
-    m.ReadString("queue", &q.queue);
-    if (m.ReadString("source", &q.source)) {
-      if (std::find(sources.begin(), sources.end(), q.source) == sources.end()) {
-        std::string allowed;
-        for (std::string_view s : sources) allowed += (allowed.empty() ? "" : ", ") + std::string(s);
-        r_.ReportAt(m.PathOf("source"),
-                    WithSuggestion("unknown source '" + q.source + "' (use " + allowed + ")",
-                                   q.source, sources));
-      } else if (q.source == "prometheus" && q.query.empty()) {
-        r_.Report(m.mark(), m.PathOf("query"), "required for source prometheus (a PromQL query)");
-      } else if (q.source == "rabbitmq" && q.queue.empty()) {
-        r_.Report(m.mark(), m.PathOf("queue"), "required for source rabbitmq");
-      }
-    }
-    *out = std::move(q);
+  if (const DocNode* n = m.Find("signals")) {
+    MapReader s(r_, *n, m.PathOf("signals"), {"queue_depth", "gpu_utilization"});
+    ReadSignalQuery(s, "queue_depth", {"prometheus", "rabbitmq"}, &c.queue_depth);
+    ReadSignalQuery(s, "gpu_utilization", {"prometheus", "dcgm"}, &c.gpu_utilization);
   }
+  Share(m, "scale_in_utilization_below", &c.scale_in_utilization_below);
+  return c;
+}
 
-  WorkloadClassPolicy ReadClass(const DocNode& node, const std::string& path) {
-    MapReader m(r_, node, path,
-                {"name", "match", "pools", "interruptible", "max_spot_share",
-                 "checkpoint_interval", "restart_cost", "priority", "target", "zone_spread",
-                 "shape", "signals", "scale_in_utilization_below"});
-    m.Require({"name"});
-    WorkloadClassPolicy c;
-    m.ReadString("name", &c.name);
-    if (m.Has("name") && c.name.empty()) r_.ReportAt(m.PathOf("name"), "must not be empty");
-    if (const DocNode* n = m.Find("match")) {
-      MapReader match(r_, *n, m.PathOf("match"), {"queues", "namespaces", "labels"});
-      match.ReadStringList("queues", &c.match_queues);
-      match.ReadStringList("namespaces", &c.match_namespaces);
-      match.ReadStringMap("labels", &c.match_labels);
-    }
-    m.ReadStringList("pools", &c.pools);
-    m.ReadBool("interruptible", &c.interruptible);
-    Share(m, "max_spot_share", &c.max_spot_share);
-    PositiveDuration(m, "checkpoint_interval", &c.checkpoint_interval);
-    m.ReadDuration("restart_cost", &c.restart_cost);
-    m.ReadInt("priority", &c.priority);
-    if (const DocNode* n = m.Find("target")) {
-      MapReader t(r_, *n, m.PathOf("target"), {"max_queue_wait", "jobs_per_gpu_per_minute"});
-      Seconds wait;
-      if (t.ReadDuration("max_queue_wait", &wait)) c.max_queue_wait = wait;
-      double rate = 0;
-      if (t.ReadNumber("jobs_per_gpu_per_minute", &rate)) {
-        if (rate <= 0) {
-          r_.ReportAt(t.PathOf("jobs_per_gpu_per_minute"),
-                      "must be > 0, got " + t.Find("jobs_per_gpu_per_minute")->scalar);
-        } else {
-          c.jobs_per_gpu_per_minute = rate;
-        }
-      }
-    }
-    if (const DocNode* n = m.Find("zone_spread")) {
-      MapReader z(r_, *n, m.PathOf("zone_spread"), {"max_zone_share", "min_zones"});
-      Share(z, "max_zone_share", &c.max_zone_share);
-      if (z.Has("max_zone_share") && c.max_zone_share == 0) {
-        r_.ReportAt(z.PathOf("max_zone_share"), "must be > 0 (0 would forbid every zone)");
-      }
-      IntAtLeast(z, "min_zones", 1, &c.min_zones);
-    }
-    if (const DocNode* n = m.Find("shape")) {
-      MapReader s(r_, *n, m.PathOf("shape"),
-                  {"gpus", "mig_profile", "gpu_models", "min_gpu_memory_mib", "cpu_milli",
-                   "memory_mib", "expected_runtime"});
-      IntAtLeast(s, "gpus", 1, &c.gpus_per_job);
-      s.ReadString("mig_profile", &c.mig_profile);
-      if (!c.mig_profile.empty() && s.Has("gpus") && c.gpus_per_job != 1) {
-        r_.ReportAt(s.PathOf("gpus"), "must be 1 with a mig_profile (a job gets one MIG instance)");
-      }
-      s.ReadStringList("gpu_models", &c.gpu_models);
-      IntAtLeast<int64_t>(s, "min_gpu_memory_mib", 0, &c.min_gpu_memory_mib);
-      IntAtLeast<int64_t>(s, "cpu_milli", 0, &c.cpu_milli_per_job);
-      IntAtLeast<int64_t>(s, "memory_mib", 0, &c.memory_mib_per_job);
-      PositiveDuration(s, "expected_runtime", &c.expected_runtime);
-      if (catalog_ != nullptr) {
-        CheckKnown(s.PathOf("gpu_models"), c.gpu_models, "GPU model", CatalogGpuNames(),
-                   [](const Catalog& cat, const std::string& v) {
-                     return cat.FindGpuModel(v) != nullptr;
-                   });
-        if (!c.mig_profile.empty()) {
-          const bool known = std::any_of(
-              catalog_->gpu_models.begin(), catalog_->gpu_models.end(),
-              [&](const GpuModel& g) { return g.FindMigProfile(c.mig_profile) != nullptr; });
-          if (!known) {
-            unresolved_.insert(path);
-            r_.ReportAt(s.PathOf("mig_profile"),
-                        "no GPU model in the catalog has MIG profile '" + c.mig_profile + "'");
-          }
-        }
-      }
-    }
-    if (const DocNode* n = m.Find("signals")) {
-      MapReader s(r_, *n, m.PathOf("signals"), {"queue_depth", "gpu_utilization"});
-      ReadSignalQuery(s, "queue_depth", {"prometheus", "rabbitmq"}, &c.queue_depth);
-      ReadSignalQuery(s, "gpu_utilization", {"prometheus", "dcgm"}, &c.gpu_utilization);
-    }
-    Share(m, "scale_in_utilization_below", &c.scale_in_utilization_below);
-    return c;
+BudgetCap PolicyReader::ReadCap(const DocNode& node, const std::string& path) {
+  MapReader m(r_, node, path, {"hourly_usd", "monthly_usd", "hard"});
+  BudgetCap cap;
+  for (auto [key, out] : {std::pair{"hourly_usd", &cap.hourly_usd},
+                          std::pair{"monthly_usd", &cap.monthly_usd}}) {
+    double v = 0;
+    if (!m.ReadNumber(key, &v)) continue;
+    if (v < 0) r_.ReportAt(m.PathOf(key), "must be >= 0, got " + m.Find(key)->scalar);
+    *out = v;
   }
+  m.ReadBool("hard", &cap.hard);
+  return cap;
+}
 
-  BudgetCap ReadCap(const DocNode& node, const std::string& path) {
-    MapReader m(r_, node, path, {"hourly_usd", "monthly_usd", "hard"});
-    BudgetCap cap;
-    for (auto [key, out] : {std::pair{"hourly_usd", &cap.hourly_usd},
-                            std::pair{"monthly_usd", &cap.monthly_usd}}) {
-      double v = 0;
-      if (!m.ReadNumber(key, &v)) continue;
-      if (v < 0) r_.ReportAt(m.PathOf(key), "must be >= 0, got " + m.Find(key)->scalar);
-      *out = v;
-    }
-    m.ReadBool("hard", &cap.hard);
-    return cap;
-  }
-
-  void ReadBudget(const DocNode& node) {
-    MapReader m(r_, node, "budget", {"global", "pools"});
-    if (const DocNode* g = m.Find("global")) p_.budget.global = ReadCap(*g, "budget.global");
-    if (const DocNode* pools = m.Find("pools")) {
-      MapReader per_pool(r_, *pools, "budget.pools", {});
-      for (const auto& [key, value] : per_pool.entries()) {
-        const std::string path = per_pool.PathOf(key->scalar);
-        r_.Remember(path, key->mark);
-        p_.budget.per_pool[key->scalar] = ReadCap(*value, path);
-      }
+void PolicyReader::ReadBudget(const DocNode& node) {
+  MapReader m(r_, node, "budget", {"global", "pools"});
+  if (const DocNode* g = m.Find("global")) p_.budget.global = ReadCap(*g, "budget.global");
+  if (const DocNode* pools = m.Find("pools")) {
+    MapReader per_pool(r_, *pools, "budget.pools", {});
+    for (const auto& [key, value] : per_pool.entries()) {
+      const std::string path = per_pool.PathOf(key->scalar);
+      r_.Remember(path, key->mark);
+      p_.budget.per_pool[key->scalar] = ReadCap(*value, path);
     }
   }
+}
 
-  void ReadSpot(const DocNode& node) {
-    MapReader m(r_, node, "spot",
-                {"max_price_fraction_of_on_demand", "max_interruptions_per_hour",
-                 "fallback_to_on_demand", "fallback_duration"});
-    Share(m, "max_price_fraction_of_on_demand", &p_.spot.max_price_fraction_of_on_demand);
-    NonNegative(m, "max_interruptions_per_hour", &p_.spot.max_interruptions_per_hour);
-    m.ReadBool("fallback_to_on_demand", &p_.spot.fallback_to_on_demand);
-    m.ReadDuration("fallback_duration", &p_.spot.fallback_duration);
+void PolicyReader::ReadSpot(const DocNode& node) {
+  MapReader m(r_, node, "spot",
+              {"max_price_fraction_of_on_demand", "max_interruptions_per_hour",
+               "fallback_to_on_demand", "fallback_duration"});
+  Share(m, "max_price_fraction_of_on_demand", &p_.spot.max_price_fraction_of_on_demand);
+  NonNegative(m, "max_interruptions_per_hour", &p_.spot.max_interruptions_per_hour);
+  m.ReadBool("fallback_to_on_demand", &p_.spot.fallback_to_on_demand);
+  m.ReadDuration("fallback_duration", &p_.spot.fallback_duration);
+}
+
+void PolicyReader::ReadScaling(const DocNode& node) {
+  MapReader m(r_, node, "scaling",
+              {"tick_interval", "scale_up_stabilization", "scale_down_stabilization",
+               "scale_up_cooldown", "scale_down_cooldown", "max_nodes_added_per_tick",
+               "max_nodes_removed_per_tick"});
+  ScalingPolicy& s = p_.scaling;
+  PositiveDuration(m, "tick_interval", &s.tick_interval);
+  m.ReadDuration("scale_up_stabilization", &s.scale_up_stabilization);
+  m.ReadDuration("scale_down_stabilization", &s.scale_down_stabilization);
+  m.ReadDuration("scale_up_cooldown", &s.scale_up_cooldown);
+  m.ReadDuration("scale_down_cooldown", &s.scale_down_cooldown);
+  IntAtLeast(m, "max_nodes_added_per_tick", 0, &s.max_nodes_added_per_tick);
+  IntAtLeast(m, "max_nodes_removed_per_tick", 0, &s.max_nodes_removed_per_tick);
+}
+
+void PolicyReader::ReadDisruption(const DocNode& node) {
+  MapReader m(r_, node, "disruption",
+              {"consolidation", "min_node_age", "max_disrupted_per_interval",
+               "disruption_interval", "do_not_disrupt_labels", "min_savings_usd_per_hour",
+               "min_savings_fraction", "drain_timeout"});
+  DisruptionPolicy& d = p_.disruption;
+  m.ReadBool("consolidation", &d.consolidation);
+  m.ReadDuration("min_node_age", &d.min_node_age);
+  IntAtLeast(m, "max_disrupted_per_interval", 0, &d.max_disrupted_per_interval);
+  PositiveDuration(m, "disruption_interval", &d.disruption_interval);
+  m.ReadStringList("do_not_disrupt_labels", &d.do_not_disrupt_labels);
+  NonNegative(m, "min_savings_usd_per_hour", &d.min_savings_usd_per_hour);
+  Share(m, "min_savings_fraction", &d.min_savings_fraction);
+  PositiveDuration(m, "drain_timeout", &d.drain_timeout);
+}
+
+void PolicyReader::ReadSignals(const DocNode& node) {
+  MapReader m(r_, node, "signals", {"max_staleness"});
+  const DocNode* n = m.Find("max_staleness");
+  if (n == nullptr) return;
+  MapReader staleness(r_, *n, "signals.max_staleness", {});
+  for (const auto& [key, value] : staleness.entries()) {
+    const std::string path = staleness.PathOf(key->scalar);
+    if (std::find(kSignalSources.begin(), kSignalSources.end(), key->scalar) ==
+        kSignalSources.end()) {
+      r_.Report(*key, path,
+                WithSuggestion("unknown signal source '" + key->scalar +
+                                   "' (use prometheus, rabbitmq, dcgm, kubernetes or prices)",
+                               key->scalar, kSignalSources));
+      continue;
+    }
+    r_.Remember(path, value->mark);
+    Seconds d;
+    if (!r_.ToDuration(*value, path, &d)) continue;
+    if (d.count() <= 0) {
+      r_.Report(*value, path, "must be longer than 0s");
+      continue;
+    }
+    p_.signals.max_staleness[key->scalar] = d;
   }
+}
 
-  void ReadScaling(const DocNode& node) {
-    MapReader m(r_, node, "scaling",
-                {"tick_interval", "scale_up_stabilization", "scale_down_stabilization",
-                 "scale_up_cooldown", "scale_down_cooldown", "max_nodes_added_per_tick",
-                 "max_nodes_removed_per_tick"});
-    ScalingPolicy& s = p_.scaling;
-    PositiveDuration(m, "tick_interval", &s.tick_interval);
-    m.ReadDuration("scale_up_stabilization", &s.scale_up_stabilization);
-    m.ReadDuration("scale_down_stabilization", &s.scale_down_stabilization);
-    m.ReadDuration("scale_up_cooldown", &s.scale_up_cooldown);
-    m.ReadDuration("scale_down_cooldown", &s.scale_down_cooldown);
-    IntAtLeast(m, "max_nodes_added_per_tick", 0, &s.max_nodes_added_per_tick);
-    IntAtLeast(m, "max_nodes_removed_per_tick", 0, &s.max_nodes_removed_per_tick);
-  }
+}  // namespace gpuscaler::policy_detail
 
-  void ReadDisruption(const DocNode& node) {
-    MapReader m(r_, node, "disruption",
-                {"consolidation", "min_node_age", "max_disrupted_per_interval",
-                 "disruption_interval", "do_not_disrupt_labels", "min_savings_usd_per_hour",
-                 "min_savings_fraction", "drain_timeout"});
-    DisruptionPolicy& d = p_.disruption;
-    m.ReadBool("consolidation", &d.consolidation);
-    m.ReadDuration("min_node_age", &d.min_node_age);
-    IntAtLeast(m, "max_disrupted_per_interval", 0, &d.max_disrupted_per_interval);
-    PositiveDuration(m, "disruption_interval", &d.disruption_interval);
-    m.ReadStringList("do_not_disrupt_labels", &d.do_not_disrupt_labels);
-    NonNegative(m, "min_savings_usd_per_hour", &d.min_savings_usd_per_hour);
-    Share(m, "min_savings_fraction", &d.min_savings_fraction);
-    PositiveDuration(m, "drain_timeout", &d.drain_timeout);
-  }
-
-  void ReadSignals(const DocNode& node) {
-    MapReader m(r_, node, "signals", {"max_staleness"});
-    const DocNode* n = m.Find("max_staleness");
-    if (n == nullptr) return;
-    MapReader staleness(r_, *n, "signals.max_staleness", {});
-    for (const auto& [key, value] : staleness.entries()) {
-      const std::string path = staleness.PathOf(key->scalar);
-      if (std::find(kSignalSources.begin(), kSignalSources.end(), key->scalar) ==
-          kSignalSources.end()) {
-        r_.Report(*key, path,
-                  WithSuggestion("unknown signal source '" + key->scalar +
-                                     "' (use prometheus, rabbitmq, dcgm, kubernetes or prices)",
-                                 key->scalar, kSignalSources));
-        continue;
-      }
-      r_.Remember(path, value->mark);
-      Seconds d;
-      if (!r_.ToDuration(*value, path, &d)) continue;
-      if (d.count() <= 0) {
-        r_.Report(*value, path, "must be longer than 0s");
-        continue;
-      }
-      p_.signals.max_staleness[key->scalar] = d;
-    }
-  }
-
-  std::vector<std::string_view> PoolNames() const {
-    std::vector<std::string_view> out;
-    for (const NodePoolPolicy& pool : p_.pools) out.push_back(pool.name);
-    return out;
-  }
-
-  void CheckNames() {
-    std::set<std::string> seen;
-    for (size_t i = 0; i < p_.pools.size(); ++i) {
-      const std::string& name = p_.pools[i].name;
-      if (!name.empty() && !seen.insert(name).second) {
-        r_.ReportAt(IndexPath("pools", i) + ".name", "duplicate pool name '" + name + "'");
-      }
-    }
-    seen.clear();
-    for (size_t i = 0; i < p_.classes.size(); ++i) {
-      const std::string& name = p_.classes[i].name;
-      if (!name.empty() && !seen.insert(name).second) {
-        r_.ReportAt(IndexPath("classes", i) + ".name", "duplicate class name '" + name + "'");
-      }
-    }
-    for (const auto& [pool, cap] : p_.budget.per_pool) {
-      if (p_.FindPool(pool) == nullptr) {
-        r_.ReportAt("budget.pools." + pool,
-                    WithSuggestion("unknown pool '" + pool + "'", pool, PoolNames()));
-      }
-    }
-  }
-
-  // Canonical GPU model name (through the catalog when there is one), so that
-  // "a100-80gb" in a class and "NVIDIA-A100-SXM4-80GB" in a pool agree.
-  std::string CanonicalGpu(const std::string& name) const {
-    if (catalog_ != nullptr) {
-      if (const GpuModel* g = catalog_->FindGpuModel(name)) return g->name;
-    }
-    std::string out = name;
-    std::transform(out.begin(), out.end(), out.begin(),
-                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-    return out;
-  }
-
-  bool PoolAllowsType(const NodePoolPolicy& pool, const InstanceType& t) const {
-    if (t.gpu_count <= 0) return false;
-    const bool by_type = std::find(pool.instance_types.begin(), pool.instance_types.end(),
-                                   t.name) != pool.instance_types.end();
-    const bool by_family =
-        std::find(pool.families.begin(), pool.families.end(), t.family) != pool.families.end();
-    if (!(pool.instance_types.empty() && pool.families.empty()) && !by_type && !by_family) {
-      return false;
-    }
-    if (!pool.gpu_models.empty()) {
-      const std::string gpu = CanonicalGpu(t.gpu_model);
-      if (std::none_of(pool.gpu_models.begin(), pool.gpu_models.end(),
-                       [&](const std::string& g) { return CanonicalGpu(g) == gpu; })) {
-        return false;
-      }
-    }
-    // Priced somewhere the pool may buy.
-    for (const RegionPrices& r : catalog_->regions) {
-      if (!pool.regions.empty() &&
-          std::find(pool.regions.begin(), pool.regions.end(), r.region) == pool.regions.end()) {
-        continue;
-      }
-      if (r.on_demand_usd_per_hour.count(t.name) == 0) continue;
-      if (pool.zones.empty()) return true;
-      for (const std::string& z : r.zones) {
-        if (std::find(pool.zones.begin(), pool.zones.end(), z) != pool.zones.end()) return true;
-      }
-    }
-    return false;
-  }
-
-  bool TypeFitsClass(const InstanceType& t, const WorkloadClassPolicy& c) const {
-    if (!c.gpu_models.empty()) {
-      const std::string gpu = CanonicalGpu(t.gpu_model);
-      if (std::none_of(c.gpu_models.begin(), c.gpu_models.end(),
-                       [&](const std::string& g) { return CanonicalGpu(g) == gpu; })) {
-        return false;
-      }
-    }
-    if (!c.mig_profile.empty()) {
-      const GpuModel* g = catalog_->FindGpuModel(t.gpu_model);
-      if (g == nullptr || g->FindMigProfile(c.mig_profile) == nullptr) return false;
-    } else if (t.gpu_count < c.gpus_per_job) {
-      return false;
-    }
-    return t.gpu_memory_mib >= c.min_gpu_memory_mib &&
-           static_cast<int64_t>(t.vcpus) * 1000 >= c.cpu_milli_per_job &&
-           t.memory_mib >= c.memory_mib_per_job;
-  }
-
-  std::string PoolPath(const NodePoolPolicy& pool) const {
-    return IndexPath("pools", static_cast<size_t>(&pool - p_.pools.data()));
-  }
-
-  // Why `pool` cannot serve `c`, or "" when it can (as far as we can tell).
-  std::string WhyPoolCannotServe(const NodePoolPolicy& pool, const WorkloadClassPolicy& c) const {
-    const bool needs_on_demand = !c.interruptible || c.max_spot_share == 0;
-    const bool has_on_demand = std::find(pool.capacity_types.begin(), pool.capacity_types.end(),
-                                         CapacityType::kOnDemand) != pool.capacity_types.end();
-    if (needs_on_demand && !has_on_demand) {
-      return "pool '" + pool.name + "' offers only spot capacity and the class " +
-             (c.interruptible ? "allows no spot (max_spot_share 0)" : "is not interruptible");
-    }
-    if (!c.gpu_models.empty() && !pool.gpu_models.empty()) {
-      bool overlap = false;
-      for (const std::string& a : c.gpu_models) {
-        for (const std::string& b : pool.gpu_models) {
-          overlap = overlap || CanonicalGpu(a) == CanonicalGpu(b);
-        }
-      }
-      if (!overlap) {
-        return "pool '" + pool.name + "' allows GPU models " + Quoted(pool.gpu_models) +
-               ", the class needs one of " + Quoted(c.gpu_models);
-      }
-    }
-    if (catalog_ != nullptr && !unresolved_.count(PoolPath(pool))) {
-      bool any_type = false;
-      for (const InstanceType& t : catalog_->instance_types) {
-        if (!PoolAllowsType(pool, t)) continue;
-        any_type = true;
-        if (TypeFitsClass(t, c)) return "";
-      }
-      if (!any_type) return "pool '" + pool.name + "' allows no priced GPU instance type";
-      return "no instance type of pool '" + pool.name +
-             "' fits the class's shape (GPU model, GPU count or memory, MIG profile, CPU, memory)";
-    }
-    return "";
-  }
-
-  void CheckClassesHavePools() {
-    if (catalog_ != nullptr) {
-      for (size_t i = 0; i < p_.pools.size(); ++i) {
-        const NodePoolPolicy& pool = p_.pools[i];
-        const bool any = std::any_of(
-            catalog_->instance_types.begin(), catalog_->instance_types.end(),
-            [&](const InstanceType& t) { return PoolAllowsType(pool, t); });
-        if (!any && !unresolved_.count(IndexPath("pools", i))) {
-          r_.ReportAt(IndexPath("pools", i) + ".name",
-                      "no priced GPU instance type in the catalog matches pool '" + pool.name + "'");
-          unresolved_.insert(IndexPath("pools", i));
-        }
-      }
-    }
-    for (size_t i = 0; i < p_.classes.size(); ++i) {
-      const WorkloadClassPolicy& c = p_.classes[i];
-      const std::string path = IndexPath("classes", i);
-      std::vector<const NodePoolPolicy*> candidates;
-      for (size_t j = 0; j < c.pools.size(); ++j) {
-        const NodePoolPolicy* pool = p_.FindPool(c.pools[j]);
-        if (pool == nullptr) {
-          r_.ReportAt(IndexPath(path + ".pools", j),
-                      WithSuggestion("unknown pool '" + c.pools[j] + "'", c.pools[j], PoolNames()));
-        } else {
-          candidates.push_back(pool);
-        }
-      }
-      if (!c.pools.empty() && candidates.empty()) continue;  // already reported
-      if (c.pools.empty()) {
-        for (const NodePoolPolicy& pool : p_.pools) candidates.push_back(&pool);
-      }
-      if (candidates.empty() || unresolved_.count(path)) continue;
-      std::string reasons;
-      for (const NodePoolPolicy* pool : candidates) {
-        const std::string why = WhyPoolCannotServe(*pool, c);
-        if (why.empty()) {
-          reasons.clear();
-          break;
-        }
-        reasons += (reasons.empty() ? "" : "; ") + why;
-      }
-      if (!reasons.empty()) {
-        r_.ReportAt(path + ".name", "no pool can serve class '" + c.name + "': " + reasons);
-      }
-    }
-  }
-
-  DocReader& r_;
-  const Catalog* catalog_;
-  Policy& p_;
-  // "pools[2]", "classes[0]": items naming something the catalog lacks. The
-  // catalog-based servability checks skip them, so one typo is one problem.
-  std::set<std::string> unresolved_;
-};
-
-}  // namespace
+namespace gpuscaler {
 
 PolicyLoadResult ParsePolicy(const std::string& text, const std::string& file_name,
                              const Catalog* catalog) {
@@ -685,12 +447,9 @@ PolicyLoadResult ParsePolicy(const std::string& text, const std::string& file_na
   DocNode root;
   PolicyLoadResult result;
   if (reader.Parse(text, &root)) {
-    PolicyReader(reader, catalog, &result.policy).Read(root);
+    policy_detail::PolicyReader(reader, catalog, &result.policy).Read(root);
   }
-  for (ConfigProblem& p : reader.SortedProblems()) {
-    result.problems.push_back(
-        {std::move(p.file), p.line, p.column, std::move(p.field), std::move(p.message)});
-  }
+  result.problems = reader.SortedProblems();
   if (result.ok()) {
     result.policy.source_file = file_name;
     result.policy.content_hash = PolicyContentHash(result.policy);

@@ -1,19 +1,55 @@
 #include "gpuscaler/policy/policy.h"
 
+#include <algorithm>
+
+#include "gpuscaler/model/compatibility.h"
+#include "gpuscaler/model/find_by_name.h"
+
 namespace gpuscaler {
+namespace {
+
+bool Contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+}  // namespace
+
+bool NodePoolPolicy::AllowsType(const InstanceType& type, const GpuModel* gpu) const {
+  if (instance_types.empty() && families.empty()) {
+    if (type.gpu_count <= 0) return false;
+  } else if (!Contains(instance_types, type.name) && !Contains(families, type.family)) {
+    return false;
+  }
+  return GpuModelListed(gpu_models, type.gpu_model, gpu);
+}
+
+DemandUnit WorkloadClassPolicy::Unit() const {
+  DemandUnit u;
+  u.workload_class = name;
+  if (!mig_profile.empty()) {
+    u.mig_profile = mig_profile;
+  } else {
+    u.gpus = std::max(0, gpus_per_job);
+  }
+  u.gpu_models = gpu_models;
+  u.min_gpu_memory_mib = min_gpu_memory_mib;
+  u.cpu_milli = cpu_milli_per_job;
+  u.memory_mib = memory_mib_per_job;
+  u.priority = priority;
+  u.interruptible = interruptible;
+  u.expected_runtime = expected_runtime;
+  u.checkpoint_interval = checkpoint_interval;
+  u.restart_cost = restart_cost;
+  if (pools.size() == 1) u.pool = pools.front();
+  return u;
+}
 
 const NodePoolPolicy* Policy::FindPool(const std::string& pool_name) const {
-  for (const auto& p : pools) {
-    if (p.name == pool_name) return &p;
-  }
-  return nullptr;
+  return FindByName(pools, pool_name);
 }
 
 const WorkloadClassPolicy* Policy::FindClass(const std::string& class_name) const {
-  for (const auto& c : classes) {
-    if (c.name == class_name) return &c;
-  }
-  return nullptr;
+  return FindByName(classes, class_name);
 }
 
 }  // namespace gpuscaler

@@ -20,7 +20,7 @@ classes:
   - name: default
 )";
 
-std::string Join(const std::vector<PolicyProblem>& problems) {
+std::string Join(const std::vector<ConfigProblem>& problems) {
   std::string out;
   for (const auto& p : problems) out += p.ToString() + "\n";
   return out;
@@ -312,7 +312,7 @@ TEST(PolicyLoader, RejectsInvalidPoliciesWithFieldLineAndMessage) {
     const std::string text = c.append ? std::string(kMinimal) + c.text : c.text;
     const PolicyLoadResult r = ParsePolicy(text, "bad.yaml");
     ASSERT_EQ(r.problems.size(), 1u) << Join(r.problems);
-    const PolicyProblem& p = r.problems[0];
+    const ConfigProblem& p = r.problems[0];
     EXPECT_EQ(p.file, "bad.yaml");
     EXPECT_EQ(p.field, c.field);
     EXPECT_EQ(p.line, c.line) << p.ToString();
@@ -414,7 +414,7 @@ TEST(PolicyLoader, WithACatalogRejectsNamesTheCatalogLacks) {
     SCOPED_TRACE(c.name);
     const PolicyLoadResult r = ParsePolicy(c.text, "cat.yaml", &catalog);
     ASSERT_GE(r.problems.size(), 1u);
-    const PolicyProblem& p = r.problems[0];
+    const ConfigProblem& p = r.problems[0];
     EXPECT_EQ(p.field, c.field) << Join(r.problems);
     EXPECT_EQ(p.line, c.line) << p.ToString();
     EXPECT_NE(p.message.find(c.message), std::string::npos) << p.ToString();
@@ -431,6 +431,28 @@ TEST(PolicyLoader, WithACatalogShortAndFullGpuNamesAgree) {
                      "          {name: m, shape: {mig_profile: 1g.10gb}}]\n";
   const PolicyLoadResult r = ParsePolicy(text, "p.yaml", &catalog);
   EXPECT_TRUE(r.ok()) << Join(r.problems);
+}
+
+TEST(PolicyLoader, WithACatalogAMigClassNeedsItsMemoryInTheMigInstance) {
+  // The planner leaves such units unplaced (tests/solver): one rule, in
+  // model/compatibility.h, for both. The 1g.10gb instance has 9728 MiB.
+  const Catalog catalog = SmallCatalog();
+  const std::string file = ::testing::TempDir() + "/mig_memory.yaml";
+  const auto policy = [](const std::string& min_gpu_memory_mib) {
+    return "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: p}]\nclasses:\n"
+           "  - name: mig\n"
+           "    shape: {mig_profile: 1g.10gb, min_gpu_memory_mib: " + min_gpu_memory_mib + "}\n";
+  };
+  std::ofstream(file) << policy("20000");
+  const PolicyLoadResult rejected = LoadPolicyFile(file, &catalog);
+  ASSERT_EQ(rejected.problems.size(), 1u) << Join(rejected.problems);
+  EXPECT_EQ(rejected.problems[0].ToString(),
+            file + ":5:11: classes[0].name: no pool can serve class 'mig': no instance type of "
+                   "pool 'p' fits the class's shape (GPU model, GPU count or memory, MIG "
+                   "profile, CPU, memory)");
+  std::ofstream(file) << policy("9728");
+  const PolicyLoadResult accepted = LoadPolicyFile(file, &catalog);
+  EXPECT_TRUE(accepted.ok()) << Join(accepted.problems);
 }
 
 TEST(PolicyLoader, UnreadableFileIsOneProblemWithTheOsReason) {

@@ -112,6 +112,33 @@ TEST(Planner, PacksMixedMigProfilesIntoOneValidGpuLayout) {
   ExpectValid(s, BasePolicy(), plan);
 }
 
+TEST(Planner, JudgesAMigUnitsMemoryByItsMigInstanceNotTheWholeGpu) {
+  // The policy loader rejects the same class (tests/policy): the A100's
+  // 1g.10gb instance has 9728 MiB, less than the 20000 MiB asked.
+  Policy p = BasePolicy();
+  WorkloadClassPolicy& training = p.classes[1];
+  training.mig_profile = "1g.10gb";
+  training.min_gpu_memory_mib = 20000;
+  training.cpu_milli_per_job = 1000;
+  training.memory_mib_per_job = 4096;
+  DemandUnit too_small = training.Unit();
+  too_small.id = "too-small";
+  DemandUnit enough = too_small;
+  enough.id = "enough";
+  enough.min_gpu_memory_mib = 9728;
+  DemandUnit wider = too_small;
+  wider.id = "wider";
+  wider.mig_profile = "3g.40gb";
+  Snapshot s = BaseSnapshot();
+  s.pending = {too_small, enough, wider};
+  const Plan plan = MakePlan(s, p);
+  ASSERT_EQ(plan.unplaced.size(), 1u);
+  EXPECT_EQ(plan.unplaced[0].unit_id, "too-small");
+  EXPECT_EQ(plan.unplaced[0].reason, UnplacedReason::kNoOfferingFits);
+  EXPECT_EQ(plan.placements.size(), 2u);
+  ExpectValid(s, p, plan);
+}
+
 TEST(Planner, FractionalUnitsNeverShareAGpuBeyondOneThousandMilli) {
   Snapshot s = BaseSnapshot();
   for (int i = 0; i < 3; ++i) s.pending.push_back(OnDemandOnly(Milli("f" + std::to_string(i), 600)));

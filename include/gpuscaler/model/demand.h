@@ -43,4 +43,17 @@ struct DemandUnit {
   std::map<std::string, std::string> labels;
 };
 
+// The unit's share of GPUs, in GPUs: `gpus` when > 0, else gpu_milli / 1000
+// when > 0, else for a MIG profile "Ng.<memory>" N / kMigComputeSlices (1/7
+// when N is missing or out of range); 0 for CPU-only work. What spot shares,
+// zone spread and per-class GPU counts add up.
+double GpuShare(const DemandUnit& u);
+
+// Whether the unit needs a GPU at all: GpuShare(u) > 0.
+bool NeedsGpu(const DemandUnit& u);
+
+// GPUs the unit keeps from other work when GPUs are handed out whole: its
+// whole GPUs, one for a fraction or a MIG instance, 0 for CPU-only work.
+int WholeGpusTaken(const DemandUnit& u);
+
 }  // namespace gpuscaler

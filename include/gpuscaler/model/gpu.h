@@ -24,6 +24,10 @@ struct MigProfile {
   int memory_slices = 0;      // width in memory slices (of 8)
   int64_t memory_mib = 0;     // usable memory of the instance
   std::vector<int> allowed_starts;  // memory-slice positions it may start at
+
+  // The instance's share of its GPU in milli-GPUs, rounded up:
+  // 1000 * compute_slices / kMigComputeSlices.
+  int ShareMilli() const { return (compute_slices * 1000 + kMigComputeSlices - 1) / kMigComputeSlices; }
 };
 
 struct GpuModel {

@@ -150,6 +150,10 @@ class MapReader {
   bool ReadDuration(std::string_view key, Seconds* out);
   bool ReadStringList(std::string_view key, std::vector<std::string>* out);
   bool ReadStringMap(std::string_view key, std::map<std::string, std::string>* out);
+  // Calls `read(item, "path.key[i]")` for each item of the list at `key`.
+  // Absent or null: no calls. Not a list: reported, no calls.
+  template <typename Fn>
+  void ForEachItem(std::string_view key, Fn read);
 
   // Keys and values in file order, duplicates and unknown keys left out.
   const std::vector<std::pair<const DocNode*, const DocNode*>>& entries() const { return entries_; }
@@ -165,5 +169,18 @@ class MapReader {
 
 // "path[i]".
 std::string IndexPath(const std::string& path, size_t index);
+
+template <typename Fn>
+void MapReader::ForEachItem(std::string_view key, Fn read) {
+  const DocNode* list = Find(key);
+  if (list == nullptr || list->IsNull()) return;
+  const std::string path = PathOf(key);
+  reader_.Remember(path, list->mark);
+  if (!list->IsSequence()) {
+    reader_.Report(*list, path, "expected a list, got " + list->Describe());
+    return;
+  }
+  for (size_t i = 0; i < list->items.size(); ++i) read(list->items[i], IndexPath(path, i));
+}
 
 }  // namespace gpuscaler

@@ -4,30 +4,26 @@
 // place either way. Validation collects every problem, not just the first:
 // unknown fields (typos must not be silently ignored), wrong types, values out
 // of range, and cross-field checks (min <= max, shares in [0,1], a class that
-// no pool can serve). Each problem is "file:line:col: field.path: message".
+// no pool can serve). Each problem is a ConfigProblem,
+// "file:line:col: field.path: message".
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "gpuscaler/model/catalog.h"
+#include "gpuscaler/model/yaml_document.h"
 #include "gpuscaler/policy/policy.h"
 #include "gpuscaler/status.h"
 
 namespace gpuscaler {
 
-struct PolicyProblem {
-  std::string file;
-  int line = 0;    // 1-based; 0 when the problem has no single place
-  int column = 0;  // 1-based
-  std::string field;  // "pools[0].max_nodes"
-  std::string message;
-  std::string ToString() const;  // "file:line:col: field: message"
-};
+// Kept for callers; use ConfigProblem.
+using PolicyProblem = ConfigProblem;
 
 struct PolicyLoadResult {
   Policy policy;                       // meaningful only when problems is empty
-  std::vector<PolicyProblem> problems;
+  std::vector<ConfigProblem> problems;
   bool ok() const { return problems.empty(); }
   // All problems, one per line; kConfig error when not ok.
   Status status() const;

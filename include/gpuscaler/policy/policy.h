@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "gpuscaler/model/demand.h"
+#include "gpuscaler/model/gpu.h"
 #include "gpuscaler/model/instance.h"
 #include "gpuscaler/model/time.h"
 
@@ -41,6 +43,12 @@ struct NodePoolPolicy {
   // How nodes are bought: "fleet" (EC2 CreateFleet) or "asg" (Auto Scaling group).
   std::string actuation = "fleet";
   std::string auto_scaling_group;  // required when actuation is "asg"
+
+  // Whether the pool may buy `type` at all, by its instance types, families
+  // (neither listed: GPU types only) and GPU models; `gpu` is the type's GPU
+  // model when known (see GpuModelListed). Regions, zones and capacity types
+  // are the offering's, not the type's.
+  bool AllowsType(const InstanceType& type, const GpuModel* gpu) const;
 };
 
 // Where a class's queue depth or GPU utilization comes from.
@@ -81,6 +89,12 @@ struct WorkloadClassPolicy {
   std::optional<SignalQuery> queue_depth;
   std::optional<SignalQuery> gpu_utilization;
   double scale_in_utilization_below = 0.2;  // mean GPU util in [0,1] marking idle nodes
+
+  // One unit of the class's shape, without an id: its GPUs (a MIG instance
+  // instead of gpus_per_job when mig_profile is set), GPU models and memory,
+  // vCPU, memory, priority, interruptibility and timings, pinned to the
+  // class's pool when it lists exactly one.
+  DemandUnit Unit() const;
 };
 
 struct BudgetCap {

@@ -16,12 +16,14 @@
 //     per unit (a lower bound); identical nodes are opened in bulk. A local
 //     search then re-types, merges and empties new nodes while it saves.
 //     Several fill orders are tried on small inputs and the cheapest is kept.
-//  3. Hard constraints: GPU count/model/memory, fractional GPUs (milli) and
-//     MIG layouts, vCPU and memory, pool rules and pins, spot only for
-//     interruptible work, per-class spot share and zone spread, pool
-//     min/max nodes, unavailable offerings, spot price and interruption
-//     ceilings, nodes added per tick, and hard budget caps (lowest priority
-//     stays unplaced with reason budget). Soft caps are noted, not enforced.
+//  3. Hard constraints: GPU count/model/memory (UnitFitsType in
+//     model/compatibility.h, which the policy loader checks classes with),
+//     fractional GPUs (milli) and MIG layouts, vCPU and memory, pool rules
+//     and pins, spot only for interruptible work, per-class spot share and
+//     zone spread, pool min/max nodes, unavailable offerings, spot price and
+//     interruption ceilings, nodes added per tick, and hard budget caps
+//     (lowest priority stays unplaced with reason budget). Soft caps are
+//     noted, not enforced.
 //  4. Consolidation within the disruption policy: empty nodes, nodes whose
 //     work fits elsewhere, and nodes replaceable by a cheaper one.
 // With no pools in the policy, one implicit pool "default" allows everything.

@@ -1,0 +1,87 @@
+// Private to the policy loader: PolicyReader turns a parsed document into a
+// Policy, reporting every problem through a DocReader. loader.cc reads the
+// fields; cross_checks.cc checks names against each other and the catalog,
+// and that every class has a pool that can serve it (with the same
+// UnitFitsType rule the planner places by).
+#pragma once
+
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpuscaler/model/catalog.h"
+#include "gpuscaler/model/yaml_document.h"
+#include "gpuscaler/policy/policy.h"
+
+namespace gpuscaler::policy_detail {
+
+// `message` plus " (did you mean '...'?)" when a candidate is close to `word`.
+std::string WithSuggestion(std::string message, const std::string& word,
+                           const std::vector<std::string_view>& candidates);
+// "'a', 'b'".
+std::string Quoted(const std::vector<std::string>& names);
+
+class PolicyReader {
+ public:
+  // `catalog` may be null: the checks against it are skipped.
+  PolicyReader(DocReader& r, const Catalog* catalog, Policy* policy)
+      : r_(r), catalog_(catalog), p_(*policy) {}
+
+  void Read(const DocNode& root);
+
+ private:
+  // loader.cc: the fields.
+  NodePoolPolicy ReadPool(const DocNode& node, const std::string& path);
+  WorkloadClassPolicy ReadClass(const DocNode& node, const std::string& path);
+  void ReadSignalQuery(MapReader& parent, std::string_view key,
+                       const std::vector<std::string_view>& sources,
+                       std::optional<SignalQuery>* out);
+  BudgetCap ReadCap(const DocNode& node, const std::string& path);
+  void ReadBudget(const DocNode& node);
+  void ReadSpot(const DocNode& node);
+  void ReadScaling(const DocNode& node);
+  void ReadDisruption(const DocNode& node);
+  void ReadSignals(const DocNode& node);
+
+  // Range checks report at the value's place; they run only when the read
+  // succeeded, so a wrong type is one problem, not two.
+  void Share(MapReader& m, std::string_view key, double* out);
+  void NonNegative(MapReader& m, std::string_view key, double* out);
+  template <typename Int>
+  void IntAtLeast(MapReader& m, std::string_view key, Int minimum, Int* out);
+  void PositiveDuration(MapReader& m, std::string_view key, Seconds* out);
+
+  // cross_checks.cc: names and servability.
+  // The named things a list entry refers to; with a catalog, unknown ones are errors.
+  void CheckKnown(const std::string& list_path, const std::vector<std::string>& values,
+                  const std::string& what, const std::vector<std::string_view>& known,
+                  bool (*found)(const Catalog&, const std::string&));
+  std::vector<std::string_view> CatalogTypeNames() const;
+  std::vector<std::string_view> CatalogFamilies() const;
+  std::vector<std::string_view> CatalogGpuNames() const;
+  std::vector<std::string_view> PoolNames() const;
+  // Duplicate pool and class names, budgets for unknown pools.
+  void CheckNames();
+  // Canonical GPU model name (through the catalog when there is one), so that
+  // "a100-80gb" in a class and "NVIDIA-A100-SXM4-80GB" in a pool agree.
+  std::string CanonicalGpu(const std::string& name) const;
+  // A GPU type the pool may buy (as the planner judges it), priced somewhere
+  // the pool may buy it.
+  bool PoolAllowsType(const NodePoolPolicy& pool, const InstanceType& t) const;
+  std::string PoolPath(const NodePoolPolicy& pool) const;
+  // Why `pool` cannot serve `c`, or "" when it can (as far as we can tell).
+  std::string WhyPoolCannotServe(const NodePoolPolicy& pool, const WorkloadClassPolicy& c) const;
+  // Unknown pools in classes, pools no priced type matches, classes no pool can serve.
+  void CheckClassesHavePools();
+
+  DocReader& r_;
+  const Catalog* catalog_;
+  Policy& p_;
+  // "pools[2]", "classes[0]": items naming something the catalog lacks. The
+  // catalog-based servability checks skip them, so one typo is one problem.
+  std::set<std::string> unresolved_;
+};
+
+}  // namespace gpuscaler::policy_detail

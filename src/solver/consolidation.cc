@@ -1,0 +1,260 @@
+#include "planner_impl.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gpuscaler::solver_detail {
+
+namespace {
+
+bool LabelSaysDoNotDisrupt(const std::map<std::string, std::string>& labels, const std::vector<std::string>& keys) {
+  for (const auto& k : keys) {
+    auto it = labels.find(k);
+    if (it != labels.end() && it->second != "false") return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void Planner::MoveAllowance(int cls, double w, const Bin& from, const Bin& to, std::vector<double>& spot,
+                            std::vector<std::vector<double>>& zone) const {
+  if (w <= 0) return;
+  if (spot[cls] < kInf && from.spot != to.spot) spot[cls] += from.spot ? w : -w;
+  if (classes_[cls].zone_limited && from.zone != to.zone) {
+    zone[cls][from.zone] += w;
+    zone[cls][to.zone] -= w;
+  }
+}
+
+void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>& terms) {
+  const DisruptionPolicy& d = policy_.disruption;
+  int removed = 0;
+  const int max_removed = policy_.scaling.max_nodes_removed_per_tick;
+  if (max_removed <= 0) return;
+
+  // Pools that a blocked class may use: their capacity stays (fail static).
+  std::vector<char> pool_blocked(pools_.size(), 0);
+  for (const ClassInfo& c : classes_) {
+    if (!c.blocked) continue;
+    for (size_t p = 0; p < pools_.size(); ++p)
+      if (!c.pol || c.pol->pools.empty() || Contains(c.pol->pools, pools_[p].pol.name)) pool_blocked[p] = 1;
+  }
+  struct Cand {
+    int node;
+    bool empty;
+    double gpu_w;
+    double price;
+  };
+  std::vector<Cand> cands;
+  for (size_t i = 0; i < snap_.nodes.size(); ++i) {
+    const Node& n = snap_.nodes[i];
+    const Bin& b = existing_[i];
+    if (n.state != NodeState::kReady || !b.content.empty()) continue;
+    if (snap_.time - n.launch_time < d.min_node_age) continue;
+    if (n.do_not_disrupt || LabelSaysDoNotDisrupt(n.labels, d.do_not_disrupt_labels)) continue;
+    if (b.pool >= 0 && pool_blocked[b.pool]) continue;
+    if (b.pool < 0 && !snap_.scale_down_blocked_classes.empty()) continue;
+    bool blocked = false;
+    double w = 0;
+    for (const auto& u : n.running) {
+      blocked = blocked || classes_[class_index_.at(u.workload_class)].blocked;
+      w += GpuShare(u);
+    }
+    if (blocked) continue;
+    cands.push_back({int(i), n.running.empty(), w, b.price});
+  }
+  std::stable_sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) {
+    if (a.empty != b.empty) return a.empty;
+    if (a.gpu_w != b.gpu_w) return a.gpu_w < b.gpu_w;
+    return a.price > b.price;
+  });
+  std::vector<int> receivers;  // accepting existing nodes, in placement order
+  for (int bi : existing_order_) receivers.push_back(bi);
+  int64_t free_whole_total = 0;
+  for (int bi : receivers) free_whole_total += std::max(0, existing_[bi].free_whole);
+
+  auto pool_ok_to_remove = [&](int pool) {
+    if (pool < 0) return true;
+    return pools_[pool].disrupt_allow > 0 && st.pool_count[pool] - 1 >= pools_[pool].pol.min_nodes;
+  };
+  auto commit_removal = [&](int pool, double price) {
+    ++removed;
+    if (pool >= 0) {
+      pools_[pool].disrupt_allow--;
+      st.pool_count[pool]--;
+      st.pool_cost[pool] -= price;
+    }
+    st.cost -= price;
+  };
+
+  for (const Cand& c : cands) {
+    if (removed >= max_removed) break;
+    Bin& src = existing_[c.node];
+    if (src.receiver || src.removed) continue;
+    const Node& n = snap_.nodes[c.node];
+    if (!pool_ok_to_remove(src.pool)) continue;
+    TerminationAction t;
+    t.node_id = n.id;
+    t.instance_id = n.instance_id;
+    t.pool = n.pool;
+    t.offering = n.offering;
+    if (c.empty) {
+      t.kind = TerminationKind::kEmpty;
+      t.saves_usd_per_hour = src.price;
+      t.reason = "empty node, not needed: saves " + Usd(src.price) + "/h";
+      src.removed = true;
+      free_whole_total -= std::max(0, src.free_whole);
+      commit_removal(src.pool, src.price);
+      terms.push_back(std::move(t));
+      continue;
+    }
+    const InstanceType* type = src.type >= 0 ? &snap_.instance_types[src.type] : nullptr;
+    double risk_old = 0, disruption = 0;
+    int need_whole = 0;
+    for (const auto& u : n.running) {
+      if (type) {
+        risk_old += ExpectedInterruptionUsdPerHour(u, n.offering, *type);
+        disruption += std::max<int64_t>(0, u.restart_cost.count()) / 3600.0 * OnDemandValueUsdPerHour(u, n.offering, *type);
+      }
+      need_whole += std::max(0, u.gpus);
+    }
+    const double best_case = src.price + risk_old - disruption;
+    if (best_case < d.min_savings_usd_per_hour || (src.price > 0 && best_case / src.price < d.min_savings_fraction))
+      continue;
+    if (!type) continue;
+    std::vector<int> order(n.running.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = int(k);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      return GpuShare(n.running[a]) > GpuShare(n.running[b]);
+    });
+    // 1. Move everything onto other existing nodes.
+    if (free_whole_total - std::max(0, src.free_whole) >= need_whole) {
+      std::vector<double> spot = st.spot_allow;
+      std::vector<std::vector<double>> zone = st.zone_allow;
+      std::vector<std::pair<int, Bin>> undo;
+      std::vector<std::pair<int, int>> dest;  // (running index, bin)
+      double risk_new = 0;
+      bool all = true;
+      for (int k : order) {
+        const DemandUnit& u = n.running[k];
+        const Shape s = ShapeOf(u);
+        const int cls = class_index_.at(u.workload_class);
+        bool placed = false;
+        for (int bi : receivers) {
+          if (bi == c.node) continue;
+          Bin& b = existing_[bi];
+          if (b.removed) continue;
+          if ((s.cpu > b.free_cpu) || (s.mem > b.free_mem) || (s.gpus > b.free_whole)) continue;
+          if (s.gpus == 0 && (s.milli > 0 || s.mig) && b.free_whole == 0 && b.parts.empty()) continue;
+          const double w = GpuShare(u);
+          if (w > 0 && b.spot && !src.spot && spot[cls] < w - kEps) continue;
+          if (w > 0 && classes_[cls].zone_limited && b.zone != src.zone && zone[cls][b.zone] < w - kEps) continue;
+          int mig = -1;
+          const Offering& off = snap_.nodes[bi].offering;
+          if (!UnitAllowed(u, cls, b.pool, off, b.type, b.zone, &mig)) continue;
+          Bin copy = b;
+          if (Take(b, s, mig, 1) != 1) continue;
+          MoveAllowance(cls, w, src, b, spot, zone);
+          undo.emplace_back(bi, std::move(copy));
+          dest.emplace_back(k, bi);
+          risk_new += ExpectedInterruptionUsdPerHour(u, off, snap_.instance_types[b.type]);
+          placed = true;
+          break;
+        }
+        if (!placed) {
+          all = false;
+          break;
+        }
+      }
+      const double saves = src.price + risk_old - risk_new - disruption;
+      if (all && saves >= d.min_savings_usd_per_hour && saves / src.price >= d.min_savings_fraction) {
+        st.spot_allow = std::move(spot);
+        st.zone_allow = std::move(zone);
+        t.kind = TerminationKind::kConsolidate;
+        t.saves_usd_per_hour = saves;
+        for (auto [k, bi] : dest) {
+          const DemandUnit& u = n.running[k];
+          t.moved_unit_ids.push_back(u.id);
+          existing_[bi].receiver = true;
+          existing_[bi].moved.emplace_back(c.node, k);
+          Placement p;
+          p.unit_id = u.id;
+          p.node_id = snap_.nodes[bi].id;
+          plan.placements.push_back(std::move(p));
+        }
+        t.reason = "its " + std::to_string(n.running.size()) + " unit(s) fit on other nodes: saves " + Usd(saves) +
+                   "/h after " + Usd(disruption) + "/h disruption cost";
+        src.removed = true;
+        free_whole_total = 0;
+        for (int bi : receivers)
+          if (!existing_[bi].removed) free_whole_total += std::max(0, existing_[bi].free_whole);
+        commit_removal(src.pool, src.price);
+        terms.push_back(std::move(t));
+        continue;
+      }
+      for (auto it = undo.rbegin(); it != undo.rend(); ++it) existing_[it->first] = std::move(it->second);
+    }
+    // 2. Replace with one cheaper node in the same pool.
+    if (src.pool < 0 || st.added >= policy_.scaling.max_nodes_added_per_tick) continue;
+    const double limit = src.price + risk_old - disruption - d.min_savings_usd_per_hour;
+    Bin nb;
+    for (int o : options_by_price_) {
+      const Option& op = options_[o];
+      if (op.price >= limit) break;
+      if (op.pool != src.pool || !op.usable) continue;
+      if (src.price > 0 && (src.price + risk_old - op.price - disruption) / src.price < d.min_savings_fraction) break;
+      InitBin(nb, o);
+      const Offering& off = snap_.offerings[op.offering];
+      double risk_new = 0;
+      bool all = true;
+      std::vector<double> spot = st.spot_allow;
+      std::vector<std::vector<double>> zone = st.zone_allow;
+      for (int k : order) {
+        const DemandUnit& u = n.running[k];
+        const int cls = class_index_.at(u.workload_class);
+        const double w = GpuShare(u);
+        if ((w > 0 && nb.spot && !src.spot && spot[cls] < w - kEps) ||
+            (w > 0 && classes_[cls].zone_limited && nb.zone != src.zone && zone[cls][nb.zone] < w - kEps)) {
+          all = false;
+          break;
+        }
+        MoveAllowance(cls, w, src, nb, spot, zone);
+        int mig = -1;
+        if (!UnitAllowed(u, class_index_.at(u.workload_class), op.pool, off, op.type, op.zone, &mig) ||
+            Take(nb, ShapeOf(u), mig, 1) != 1) {
+          all = false;
+          break;
+        }
+        risk_new += ExpectedInterruptionUsdPerHour(u, off, snap_.instance_types[op.type]);
+      }
+      if (!all) continue;
+      const double saves = src.price + risk_old - op.price - risk_new - disruption;
+      if (saves < d.min_savings_usd_per_hour || saves / src.price < d.min_savings_fraction) continue;
+      st.spot_allow = std::move(spot);
+      st.zone_allow = std::move(zone);
+      nb.risk = risk_new;
+      for (int k : order) nb.moved.emplace_back(c.node, k);
+      t.kind = TerminationKind::kReplace;
+      t.saves_usd_per_hour = saves;
+      for (int k : order) t.moved_unit_ids.push_back(n.running[k].id);
+      t.reason = "replaced by " + Describe(off) + " at " + Usd(op.price) + "/h: saves " + Usd(saves) + "/h after " +
+                 Usd(disruption) + "/h disruption cost";
+      st.bins.push_back(nb);
+      st.pool_count[op.pool]++;
+      st.pool_cost[op.pool] += op.price;
+      st.cost += op.price;
+      st.added++;
+      src.removed = true;
+      free_whole_total -= std::max(0, src.free_whole);
+      commit_removal(src.pool, src.price);
+      terms.push_back(std::move(t));
+      break;
+    }
+  }
+}
+
+}  // namespace gpuscaler::solver_detail

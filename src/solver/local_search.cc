@@ -1,0 +1,204 @@
+#include "planner_impl.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+namespace gpuscaler::solver_detail {
+
+bool Planner::Refill(Bin& b, int option, const std::vector<std::pair<int, int>>& content) const {
+  InitBin(b, option);
+  for (auto [g, t] : content) {
+    const Group& grp = groups_[g];
+    if (!grp.cand_mask[option]) return false;
+    if (Take(b, grp.shape, grp.mig_by_type[b.type], t) != t) return false;
+    b.content.emplace_back(g, t);
+    b.risk += t * Risk(grp, b);
+  }
+  return true;
+}
+
+double Planner::TotalCost(const State& st) const {
+  double c = 0;
+  for (const Bin& b : st.bins) c += b.mult * BinCost(b);
+  return c;
+}
+
+int Planner::Unplaced(const State& st) const {
+  int n = 0;
+  for (int r : st.rem) n += r;
+  return n;
+}
+
+void Planner::LocalSearch(State& st) const {
+  // Applies `content` x `mult` moving from (old option) to `option`: checks
+  // pool max, budgets and allowances; updates the state when it fits.
+  auto try_move = [&](Bin& from, int option, const Bin& candidate) -> bool {
+    const Option& no = options_[option];
+    const Option& oo = options_[from.option];
+    const int m = from.mult;
+    std::vector<double> spot = st.spot_allow;
+    std::vector<std::vector<double>> zone = st.zone_allow;
+    for (auto [g, t] : from.content) {
+      const Group& grp = groups_[g];
+      if (grp.gpu_w <= 0) continue;
+      const double w = grp.gpu_w * t * m;
+      if (from.spot && spot[grp.cls] < kInf) spot[grp.cls] += w;
+      if (classes_[grp.cls].zone_limited) zone[grp.cls][from.zone] += w;
+    }
+    for (auto [g, t] : candidate.content) {
+      const Group& grp = groups_[g];
+      if (grp.gpu_w <= 0) continue;
+      const double w = grp.gpu_w * t * m;
+      if (no.spot && spot[grp.cls] < kInf) {
+        spot[grp.cls] -= w;
+        if (spot[grp.cls] < -1e-7) return false;
+      }
+      if (classes_[grp.cls].zone_limited) {
+        zone[grp.cls][no.zone] -= w;
+        if (zone[grp.cls][no.zone] < -1e-7) return false;
+      }
+    }
+    if (no.pool != oo.pool) {
+      if (st.pool_count[no.pool] + m > pools_[no.pool].pol.max_nodes) return false;
+      const PoolInfo& p = pools_[no.pool];
+      if (p.budget_hard && st.pool_cost[no.pool] + no.price * m > p.budget + kEps) return false;
+    } else {
+      const PoolInfo& p = pools_[no.pool];
+      if (p.budget_hard && st.pool_cost[no.pool] + (no.price - oo.price) * m > p.budget + kEps) return false;
+    }
+    if (global_budget_hard_ && st.cost + (no.price - oo.price) * m > global_budget_ + kEps) return false;
+    st.spot_allow = std::move(spot);
+    st.zone_allow = std::move(zone);
+    st.pool_count[oo.pool] -= m;
+    st.pool_cost[oo.pool] -= oo.price * m;
+    st.pool_count[no.pool] += m;
+    st.pool_cost[no.pool] += no.price * m;
+    st.cost += (no.price - oo.price) * m;
+    Bin moved = candidate;
+    moved.mult = m;
+    from = std::move(moved);
+    return true;
+  };
+
+  Bin cand;
+  bool improved = true;
+  for (int round = 0; round < 4 && improved; ++round) {
+    improved = false;
+    // 1. Re-type each bin to the cheapest option that holds the same content.
+    for (Bin& b : st.bins) {
+      const double cur = BinCost(b);
+      for (int o : options_by_price_) {
+        if (options_[o].price >= cur - 1e-9) break;
+        if (o == b.option) continue;
+        if (!Refill(cand, o, b.content)) continue;
+        if (BinCost(cand) < cur - 1e-9 && try_move(b, o, cand)) {
+          improved = true;
+          break;
+        }
+      }
+    }
+    // 2. Merge two single bins into one cheaper node.
+    std::vector<int> singles;
+    for (size_t i = 0; i < st.bins.size(); ++i)
+      if (st.bins[i].mult == 1) singles.push_back(int(i));
+    if (singles.size() > 64) singles.resize(64);
+    std::vector<char> gone(st.bins.size(), 0);
+    for (size_t a = 0; a < singles.size(); ++a) {
+      if (gone[singles[a]]) continue;
+      for (size_t c = a + 1; c < singles.size(); ++c) {
+        if (gone[singles[c]] || gone[singles[a]]) continue;
+        Bin& x = st.bins[singles[a]];
+        Bin& y = st.bins[singles[c]];
+        const double both = BinCost(x) + BinCost(y);
+        std::vector<std::pair<int, int>> content = x.content;
+        content.insert(content.end(), y.content.begin(), y.content.end());
+        for (int o : options_by_price_) {
+          if (options_[o].price >= both - 1e-9) break;
+          if (!Refill(cand, o, content)) continue;
+          if (BinCost(cand) >= both - 1e-9) continue;
+          // Remove y first (frees its pool slot, budget and allowances), then move x.
+          const Option& yo = options_[y.option];
+          State saved = st;
+          for (auto [g, t] : y.content) {
+            const Group& grp = groups_[g];
+            if (grp.gpu_w <= 0) continue;
+            if (y.spot && st.spot_allow[grp.cls] < kInf) st.spot_allow[grp.cls] += grp.gpu_w * t;
+            if (classes_[grp.cls].zone_limited) st.zone_allow[grp.cls][y.zone] += grp.gpu_w * t;
+          }
+          st.pool_count[yo.pool] -= 1;
+          st.pool_cost[yo.pool] -= yo.price;
+          st.cost -= yo.price;
+          st.added -= 1;
+          // try_move releases the allowances of x's own content and takes the merged content's.
+          Bin xc = st.bins[singles[a]];
+          if (try_move(xc, o, cand)) {
+            st.bins[singles[a]] = std::move(xc);
+            gone[singles[c]] = 1;
+            improved = true;
+            break;
+          }
+          st = std::move(saved);
+          break;
+        }
+      }
+    }
+    std::vector<Bin> kept;
+    for (size_t i = 0; i < st.bins.size(); ++i)
+      if (!gone[i]) kept.push_back(std::move(st.bins[i]));
+    st.bins = std::move(kept);
+    // 3. Empty one node (a single bin, or one copy of a bulk bin) into the
+    //    free space of other single new bins.
+    int tries = 0;
+    for (size_t i = 0; i < st.bins.size() && tries < 256; ++i) {
+      ++tries;
+      State saved = st;
+      Bin victim = st.bins[i];
+      bool ok = true;
+      double added_risk = 0;
+      for (auto [g, t] : victim.content) {
+        const Group& grp = groups_[g];
+        int left = t;
+        // Release the victim's allowance for this group before re-placing.
+        if (grp.gpu_w > 0) {
+          if (victim.spot && st.spot_allow[grp.cls] < kInf) st.spot_allow[grp.cls] += grp.gpu_w * t;
+          if (classes_[grp.cls].zone_limited) st.zone_allow[grp.cls][victim.zone] += grp.gpu_w * t;
+        }
+        for (size_t j = 0; j < st.bins.size() && left > 0; ++j) {
+          Bin& d = st.bins[j];
+          if (j == i || d.mult != 1 || !grp.cand_mask[d.option]) continue;
+          const int k = Take(d, grp.shape, grp.mig_by_type[d.type], std::min(left, Limit(grp, d, st)));
+          if (k <= 0) continue;
+          d.content.emplace_back(g, k);
+          const double r = k * Risk(grp, d);
+          d.risk += r;
+          added_risk += r;
+          Consume(grp, d, k, st);
+          left -= k;
+        }
+        if (left > 0) {
+          ok = false;
+          break;
+        }
+      }
+      if (ok && added_risk < BinCost(victim) - 1e-9) {
+        const Option& vo = options_[victim.option];
+        st.pool_count[vo.pool] -= 1;
+        st.pool_cost[vo.pool] -= vo.price;
+        st.cost -= vo.price;
+        st.added -= 1;
+        if (st.bins[i].mult > 1) {
+          st.bins[i].mult -= 1;
+        } else {
+          st.bins.erase(st.bins.begin() + long(i));
+        }
+        --i;  // try the same bin (or the one now at i) again
+        improved = true;
+      } else {
+        st = std::move(saved);
+      }
+    }
+  }
+}
+
+}  // namespace gpuscaler::solver_detail

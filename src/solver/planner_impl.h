@@ -1,0 +1,228 @@
+// Private to the planner: the types its passes share and the class that runs
+// them. planner_index.cc builds the index (pools, options, classes, groups,
+// compatibility, static reasons, existing nodes); scale_up.cc and
+// local_search.cc place pending work on new nodes; consolidation.cc removes
+// nodes; planner.cc assembles the Plan. See gpuscaler/solver/planner.h for
+// the contract.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "gpuscaler/model/compatibility.h"
+#include "gpuscaler/model/gpu.h"
+#include "gpuscaler/solver/planner.h"
+
+namespace gpuscaler::solver_detail {
+
+inline constexpr double kEps = 1e-9;
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+inline constexpr int kNoLimit = std::numeric_limits<int>::max();
+
+// What one unit takes from a node: whole GPUs, or a time-shared fraction of
+// one (milli), or one MIG instance; plus vCPU (milli) and memory (MiB).
+struct Shape {
+  int gpus = 0;
+  int milli = 0;
+  bool mig = false;
+  int64_t cpu = 0;
+  int64_t mem = 0;
+};
+
+struct GpuPart {
+  bool mig = false;
+  int used_milli = 0;
+  MigLayout layout;
+};
+
+// A node as bought: its pool, type and zone (indices; -1 when none), its
+// capacity type and hourly price, the on-demand price of the same type (what
+// work lost to an interruption is worth) and its expected interruptions per
+// hour (0 on on-demand).
+struct NodeOffer {
+  int pool = -1;
+  int type = -1;
+  int zone = -1;
+  bool spot = false;
+  double price = 0;
+  double od = 0;
+  double ih = 0;
+};
+
+// Free capacity of one node (or `mult` identical new nodes) and what the plan
+// puts on it.
+struct Bin : NodeOffer {
+  int option = -1;  // Option index (new nodes)
+  int node = -1;    // snapshot node index (existing nodes)
+  const GpuModel* gpu = nullptr;
+  int64_t free_cpu = 0;
+  int64_t free_mem = 0;
+  int free_whole = 0;
+  int mult = 1;
+  bool accepts = true;
+  bool removed = false;
+  bool receiver = false;
+  std::vector<GpuPart> parts;
+  std::vector<std::pair<int, int>> content;  // (group, units per node)
+  std::vector<std::pair<int, int>> moved;    // (node, running index) moved here
+  double risk = 0;                           // expected interruption usd/h per node, plan's work
+};
+
+// One offering bought for one pool: a kind of node the plan may open.
+struct Option : NodeOffer {
+  int offering = -1;
+  bool usable = true;         // available and within the spot ceilings
+  bool unavailable = false;   // the cloud reported no capacity
+  bool over_ceiling = false;  // spot above the price or interruption ceiling
+};
+
+// Pending units with identical requirements, placed together.
+struct Group {
+  std::vector<int> units;  // pending indices, snapshot order
+  const DemandUnit* rep = nullptr;
+  int cls = -1;
+  Shape shape;
+  double gpu_w = 0;
+  double loss_h = 0;
+  bool interruptible = true;
+  int priority = 0;
+  std::vector<int> fit_by_type;  // units per empty node; 0: cannot run there
+  std::vector<int> mig_by_type;  // MIG profile index per type, -1 none
+  std::vector<char> pool_ok;
+  std::vector<char> zone_ok;
+  std::vector<char> type_pin_ok;
+  std::vector<int> cands;       // usable options with fit > 0
+  std::vector<char> cand_mask;  // by option
+  double lb = 0;                // cheapest expected cost per unit
+  bool has_static_reason = false;
+  UnplacedReason static_reason = UnplacedReason::kNoOfferingFits;
+  std::string detail;
+};
+
+struct ClassInfo {
+  std::string name;
+  const WorkloadClassPolicy* pol = nullptr;
+  double spot_allow = kInf;
+  bool zone_limited = false;
+  std::vector<double> zone_allow;
+  bool blocked = false;
+};
+
+struct PoolInfo {
+  NodePoolPolicy pol;
+  int count = 0;
+  double cost = 0;
+  double budget = kInf;
+  bool budget_hard = true;
+  int disrupt_allow = 0;
+};
+
+// The mutable part of a scale-up attempt.
+struct State {
+  std::vector<int> rem;
+  std::vector<Bin> bins;
+  std::vector<double> spot_allow;
+  std::vector<std::vector<double>> zone_allow;
+  std::vector<int> pool_count;
+  std::vector<double> pool_cost;
+  double cost = 0;
+  int added = 0;
+  std::vector<int> blocked;  // per group: UnplacedReason as int, -1 none
+  std::vector<int> budget_cut;  // per group: units left out by the budget prefix
+};
+
+enum Block { kBlockNone = 0, kBlockBudget, kBlockTick, kBlockPoolMax, kBlockSpot, kBlockZone };
+
+class Planner {
+ public:
+  Planner(const Snapshot& s, const Policy& p, const PlannerOptions& o) : snap_(s), policy_(p), opts_(o) {}
+
+  Plan Run();
+
+ private:
+  void BuildIndex();
+  void BuildPools();
+  void BuildOptions();
+  void BuildClasses();
+  void SetAllowances(const std::vector<double>& totals);
+  void GroupUnits();
+  void BuildGroups();
+  void BuildExisting();
+  void BuildStaticReasons();
+
+  bool PoolAllowsOffering(const NodePoolPolicy& p, const Offering& o, const InstanceType& t) const;
+  int FitOnEmpty(const Group& g, int type) const;
+  const GpuModel* GpuOf(const InstanceType& t) const;
+  int MigIndex(const DemandUnit& u, const InstanceType& t) const;
+  bool UnitAllowed(const DemandUnit& u, int cls, int pool, const Offering& off, int type, int zone, int* mig_idx) const;
+
+  // The zone, capacity type and prices of `o` (pool and type are the caller's).
+  void SetPrices(const Offering& o, NodeOffer& n) const;
+  // An empty node of type `t`: its GPU model and free GPUs, vCPU and memory.
+  void SetCapacity(const InstanceType& t, Bin& b) const;
+  void InitBin(Bin& b, int option) const;
+  double Risk(const Group& g, const NodeOffer& b) const;
+  int Limit(const Group& g, const NodeOffer& b, const State& st) const;
+  void Consume(const Group& g, const Bin& b, double count, State& st) const;
+  int MaxOpen(const Option& o, const State& st) const;
+  int BlockOf(const Group& g, int option, const State& st) const;
+
+  void PlaceOnExisting(State& st);
+  void Greedy(State& st, const std::vector<int>& order) const;
+  void Classify(State& st) const;
+  void LocalSearch(State& st) const;
+  bool Refill(Bin& b, int option, const std::vector<std::pair<int, int>>& content) const;
+  double BinCost(const Bin& b) const { return b.price + b.risk; }
+  double TotalCost(const State& st) const;
+  int Unplaced(const State& st) const;
+  State ScaleUp(const State& base);
+  void MinNodes(State& st);
+  void MoveAllowance(int cls, double w, const Bin& from, const Bin& to, std::vector<double>& spot,
+                     std::vector<std::vector<double>>& zone) const;
+  void Consolidate(State& st, Plan& plan, std::vector<TerminationAction>& terms);
+  void Assemble(State& st, Plan& plan);
+  std::string Describe(const Offering& o) const;
+
+  const Snapshot& snap_;
+  const Policy& policy_;
+  PlannerOptions opts_;
+
+  std::unordered_map<std::string, const GpuModel*> gpu_by_name_;
+  std::unordered_map<std::string, int> type_by_name_;
+  std::map<std::string, int> zone_index_;
+  std::vector<std::string> zone_names_;
+  std::vector<PoolInfo> pools_;
+  std::vector<Option> options_;
+  std::vector<int> options_by_price_;
+  std::vector<ClassInfo> classes_;
+  std::map<std::string, int> class_index_;
+  std::vector<Group> groups_;
+  std::vector<int> unit_group_;
+  std::vector<std::vector<int>> opt_groups_;
+  std::vector<Bin> existing_;            // by node index
+  std::vector<int> existing_order_;      // accepting bins, placement order
+  std::vector<std::vector<double>> existing_zone_gpu_;  // class x zone
+  std::vector<double> class_total_gpu_;
+  std::vector<double> class_spot_gpu_;
+  std::vector<double> max_unit_;
+  double global_budget_ = kInf;
+  bool global_budget_hard_ = true;
+  bool any_hard_budget_ = false;
+  double base_cost_ = 0;
+  std::vector<std::string> notes_;
+};
+
+double ShareOfNode(double gpu_w, int64_t cpu_milli, const InstanceType& t);
+bool Contains(const std::vector<std::string>& v, const std::string& s);
+std::string Usd(double v);
+std::string Fixed(double v, int digits);
+Shape ShapeOf(const DemandUnit& u);
+// Places up to `max` units of shape `s` on `b`; returns how many fit.
+int Take(Bin& b, const Shape& s, int mig_idx, int max);
+
+}  // namespace gpuscaler::solver_detail

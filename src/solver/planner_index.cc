@@ -1,0 +1,449 @@
+#include "planner_impl.h"
+
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace gpuscaler::solver_detail {
+
+double ShareOfNode(double gpu_w, int64_t cpu_milli, const InstanceType& t) {
+  if (gpu_w > 0 && t.gpu_count > 0) return std::min(1.0, gpu_w / t.gpu_count);
+  if (t.vcpus > 0) return std::min(1.0, static_cast<double>(cpu_milli) / (t.vcpus * 1000.0));
+  return 0;
+}
+
+bool Contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+Shape ShapeOf(const DemandUnit& u) {
+  Shape s;
+  s.gpus = std::max(0, u.gpus);
+  s.milli = s.gpus > 0 ? 0 : std::clamp(u.gpu_milli, 0, 1000);
+  s.mig = s.gpus == 0 && s.milli == 0 && !u.mig_profile.empty();
+  s.cpu = std::max<int64_t>(0, u.cpu_milli);
+  s.mem = std::max<int64_t>(0, u.memory_mib);
+  return s;
+}
+
+void Planner::BuildIndex() {
+  for (const auto& m : snap_.gpu_models) {
+    gpu_by_name_.emplace(m.name, &m);
+    if (!m.short_name.empty()) gpu_by_name_.emplace(m.short_name, &m);
+  }
+  for (size_t i = 0; i < snap_.instance_types.size(); ++i) type_by_name_.emplace(snap_.instance_types[i].name, int(i));
+  for (const auto& o : snap_.offerings) zone_index_.emplace(o.zone, 0);
+  for (const auto& n : snap_.nodes) zone_index_.emplace(n.offering.zone, 0);
+  for (auto& [name, idx] : zone_index_) {
+    idx = int(zone_names_.size());
+    zone_names_.push_back(name);
+  }
+}
+
+void Planner::BuildPools() {
+  if (policy_.pools.empty()) {
+    PoolInfo p;
+    p.pol.name = "default";
+    p.pol.max_nodes = kNoLimit;
+    pools_.push_back(p);
+  } else {
+    for (const auto& pp : policy_.pools) {
+      PoolInfo p;
+      p.pol = pp;
+      pools_.push_back(p);
+    }
+  }
+  auto allowance = [&](const BudgetCap& cap, double* out, bool* hard) {
+    double a = kInf;
+    if (cap.hourly_usd) a = std::min(a, *cap.hourly_usd);
+    if (cap.monthly_usd && snap_.hours_left_in_month > 0) {
+      a = std::min(a, std::max(0.0, (*cap.monthly_usd - snap_.month_to_date_usd) / snap_.hours_left_in_month));
+    }
+    *out = a;
+    *hard = cap.hard;
+  };
+  allowance(policy_.budget.global, &global_budget_, &global_budget_hard_);
+  any_hard_budget_ = global_budget_hard_ && global_budget_ < kInf;
+  for (auto& p : pools_) {
+    auto it = policy_.budget.per_pool.find(p.pol.name);
+    if (it != policy_.budget.per_pool.end()) allowance(it->second, &p.budget, &p.budget_hard);
+    if (p.budget_hard && p.budget < kInf) any_hard_budget_ = true;
+    auto d = snap_.recently_disrupted.find(p.pol.name);
+    p.disrupt_allow = policy_.disruption.max_disrupted_per_interval - (d == snap_.recently_disrupted.end() ? 0 : d->second);
+  }
+  for (const auto& n : snap_.nodes) {
+    if (n.state == NodeState::kTerminating) continue;
+    base_cost_ += n.offering.usd_per_hour;
+    for (auto& p : pools_) {
+      if (p.pol.name == n.pool) {
+        p.count++;
+        p.cost += n.offering.usd_per_hour;
+      }
+    }
+  }
+}
+
+bool Planner::PoolAllowsOffering(const NodePoolPolicy& p, const Offering& o, const InstanceType& t) const {
+  if (!p.AllowsType(t, GpuOf(t))) return false;
+  if (!p.regions.empty() && !Contains(p.regions, o.region)) return false;
+  if (!p.zones.empty() && !Contains(p.zones, o.zone)) return false;
+  if (std::find(p.capacity_types.begin(), p.capacity_types.end(), o.capacity_type) == p.capacity_types.end()) return false;
+  return true;
+}
+
+void Planner::BuildOptions() {
+  const double frac = policy_.spot.max_price_fraction_of_on_demand;
+  for (size_t p = 0; p < pools_.size(); ++p) {
+    for (size_t i = 0; i < snap_.offerings.size(); ++i) {
+      const Offering& o = snap_.offerings[i];
+      auto t = type_by_name_.find(o.instance_type);
+      if (t == type_by_name_.end()) continue;
+      if (!PoolAllowsOffering(pools_[p].pol, o, snap_.instance_types[t->second])) continue;
+      Option op;
+      op.offering = int(i);
+      op.pool = int(p);
+      op.type = t->second;
+      SetPrices(o, op);
+      op.unavailable = !o.available;
+      op.over_ceiling = op.spot && (op.price > frac * op.od + kEps || op.ih > policy_.spot.max_interruptions_per_hour + kEps);
+      op.usable = o.available && !op.over_ceiling;
+      options_.push_back(op);
+    }
+  }
+  options_by_price_.resize(options_.size());
+  for (size_t i = 0; i < options_.size(); ++i) options_by_price_[i] = int(i);
+  std::stable_sort(options_by_price_.begin(), options_by_price_.end(),
+                   [&](int a, int b) { return options_[a].price < options_[b].price; });
+}
+
+void Planner::BuildClasses() {
+  auto add = [&](const std::string& name) {
+    auto [it, inserted] = class_index_.emplace(name, int(classes_.size()));
+    if (inserted) {
+      ClassInfo c;
+      c.name = name;
+      c.pol = policy_.FindClass(name);
+      classes_.push_back(c);
+    }
+    return it->second;
+  };
+  for (const Group& g : groups_) add(g.rep->workload_class);
+  for (const auto& n : snap_.nodes)
+    for (const auto& u : n.running) add(u.workload_class);
+  for (const auto& b : snap_.scale_down_blocked_classes) classes_[add(b)].blocked = true;
+  const size_t nc = classes_.size();
+  class_total_gpu_.assign(nc, 0);
+  class_spot_gpu_.assign(nc, 0);
+  existing_zone_gpu_.assign(nc, std::vector<double>(zone_names_.size(), 0));
+  for (const auto& n : snap_.nodes) {
+    if (n.state == NodeState::kTerminating) continue;
+    const int z = zone_index_.at(n.offering.zone);
+    for (const auto& u : n.running) {
+      const int c = class_index_.at(u.workload_class);
+      const double w = GpuShare(u);
+      class_total_gpu_[c] += w;
+      if (n.offering.capacity_type == CapacityType::kSpot) class_spot_gpu_[c] += w;
+      existing_zone_gpu_[c][z] += w;
+    }
+  }
+  max_unit_.assign(nc, 0);
+  for (const Group& g : groups_) {
+    const int c = class_index_.at(g.rep->workload_class);
+    class_total_gpu_[c] += GpuShare(*g.rep) * double(g.units.size());
+    max_unit_[c] = std::max(max_unit_[c], GpuShare(*g.rep));
+  }
+  SetAllowances(class_total_gpu_);
+}
+
+void Planner::SetAllowances(const std::vector<double>& totals) {
+  for (size_t c = 0; c < classes_.size(); ++c) {
+    ClassInfo& ci = classes_[c];
+    const double spot_share = ci.pol ? std::clamp(ci.pol->max_spot_share, 0.0, 1.0) : 1.0;
+    ci.spot_allow = spot_share < 1.0 - kEps ? spot_share * totals[c] - class_spot_gpu_[c] : kInf;
+    double zone_share = ci.pol ? std::clamp(ci.pol->max_zone_share, 0.0, 1.0) : 1.0;
+    const int min_zones = ci.pol ? ci.pol->min_zones : 1;
+    if (min_zones > 1) zone_share = std::min(zone_share, 1.0 / min_zones);
+    ci.zone_limited = zone_share < 1.0 - kEps;
+    ci.zone_allow.clear();
+    if (ci.zone_limited) {
+      const double cap = std::max(zone_share * totals[c], max_unit_[c]);
+      ci.zone_allow.resize(zone_names_.size());
+      for (size_t z = 0; z < zone_names_.size(); ++z) ci.zone_allow[z] = cap - existing_zone_gpu_[c][z];
+    }
+  }
+}
+
+const GpuModel* Planner::GpuOf(const InstanceType& t) const {
+  auto it = gpu_by_name_.find(t.gpu_model);
+  return it == gpu_by_name_.end() ? nullptr : it->second;
+}
+
+int Planner::MigIndex(const DemandUnit& u, const InstanceType& t) const {
+  const GpuModel* m = GpuOf(t);
+  if (m == nullptr) return -1;
+  const auto& profiles = m->mig_profiles;
+  for (size_t i = 0; i < profiles.size(); ++i)
+    if (profiles[i].name == u.mig_profile) return int(i);
+  return -1;
+}
+
+bool Planner::UnitAllowed(const DemandUnit& u, int cls, int pool, const Offering& off, int type, int zone,
+                          int* mig_idx) const {
+  (void)zone;
+  if (type < 0) return false;
+  if (pool >= 0) {
+    const ClassInfo& c = classes_[cls];
+    if (c.pol && !c.pol->pools.empty() && !Contains(c.pol->pools, pools_[pool].pol.name)) return false;
+    if (!u.pool.empty() && u.pool != pools_[pool].pol.name) return false;
+  } else {
+    const ClassInfo& c = classes_[cls];
+    if (c.pol && !c.pol->pools.empty()) return false;
+    if (!u.pool.empty()) return false;
+  }
+  if (!u.zones.empty() && !Contains(u.zones, off.zone)) return false;
+  if (!u.instance_types.empty() && !Contains(u.instance_types, off.instance_type)) return false;
+  if (u.capacity_type && *u.capacity_type != off.capacity_type) return false;
+  const bool interruptible = u.interruptible && (classes_[cls].pol == nullptr || classes_[cls].pol->interruptible);
+  if (off.capacity_type == CapacityType::kSpot && !interruptible) return false;
+  const InstanceType& t = snap_.instance_types[type];
+  return UnitFitsType(u, t, GpuOf(t), mig_idx);
+}
+
+void Planner::SetPrices(const Offering& o, NodeOffer& n) const {
+  n.zone = zone_index_.at(o.zone);
+  n.spot = o.capacity_type == CapacityType::kSpot;
+  n.price = o.usd_per_hour;
+  n.od = o.on_demand_usd_per_hour > 0 ? o.on_demand_usd_per_hour : o.usd_per_hour;
+  n.ih = n.spot ? std::max(0.0, o.interruptions_per_hour) : 0;
+}
+
+void Planner::SetCapacity(const InstanceType& t, Bin& b) const {
+  b.gpu = GpuOf(t);
+  b.free_cpu = int64_t(t.vcpus) * 1000;
+  b.free_mem = t.memory_mib;
+  b.free_whole = t.gpu_count;
+}
+
+void Planner::InitBin(Bin& b, int option) const {
+  const Option& o = options_[option];
+  static_cast<NodeOffer&>(b) = o;
+  b.option = option;
+  b.node = -1;
+  SetCapacity(snap_.instance_types[o.type], b);
+  b.mult = 1;
+  b.accepts = true;
+  b.removed = false;
+  b.receiver = false;
+  b.parts.clear();
+  b.content.clear();
+  b.moved.clear();
+  b.risk = 0;
+}
+
+int Planner::FitOnEmpty(const Group& g, int type) const {
+  if (type < 0) return 0;
+  const InstanceType& t = snap_.instance_types[type];
+  int mig = -1;
+  if (!UnitFitsType(*g.rep, t, GpuOf(t), &mig)) return 0;
+  Bin b;
+  SetCapacity(t, b);
+  const bool any_resource = g.shape.gpus || g.shape.milli || g.shape.mig || g.shape.cpu || g.shape.mem;
+  // A unit asking for nothing still takes a slot: cap it so bins stay finite.
+  return Take(b, g.shape, mig, any_resource ? 1 << 20 : 110);
+}
+
+double Planner::Risk(const Group& g, const NodeOffer& b) const {
+  if (!b.spot || b.ih <= 0 || b.type < 0) return 0;
+  return b.ih * g.loss_h * b.od * ShareOfNode(g.gpu_w, g.shape.cpu, snap_.instance_types[b.type]);
+}
+
+void Planner::GroupUnits() {
+  const auto& pend = snap_.pending;
+  unit_group_.assign(pend.size(), -1);
+  auto hash_of = [](const DemandUnit& u) {
+    size_t h = std::hash<std::string>()(u.workload_class);
+    auto mix = [&h](size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+    mix(size_t(u.gpus));
+    mix(size_t(u.gpu_milli));
+    mix(std::hash<std::string>()(u.mig_profile));
+    mix(size_t(u.cpu_milli));
+    mix(size_t(u.memory_mib));
+    mix(size_t(u.min_gpu_memory_mib));
+    mix(size_t(u.priority));
+    mix(size_t(u.interruptible));
+    mix(std::hash<std::string>()(u.pool));
+    mix(size_t(u.expected_runtime.count()));
+    mix(size_t(u.checkpoint_interval.count()));
+    mix(size_t(u.restart_cost.count()));
+    for (const auto& s : u.gpu_models) mix(std::hash<std::string>()(s));
+    for (const auto& s : u.zones) mix(std::hash<std::string>()(s));
+    for (const auto& s : u.instance_types) mix(std::hash<std::string>()(s));
+    mix(u.capacity_type ? size_t(*u.capacity_type) + 1 : 0);
+    return h;
+  };
+  auto same = [](const DemandUnit& a, const DemandUnit& b) {
+    return a.workload_class == b.workload_class && a.gpus == b.gpus && a.gpu_milli == b.gpu_milli &&
+           a.mig_profile == b.mig_profile && a.cpu_milli == b.cpu_milli && a.memory_mib == b.memory_mib &&
+           a.min_gpu_memory_mib == b.min_gpu_memory_mib && a.priority == b.priority &&
+           a.interruptible == b.interruptible && a.pool == b.pool && a.expected_runtime == b.expected_runtime &&
+           a.checkpoint_interval == b.checkpoint_interval && a.restart_cost == b.restart_cost &&
+           a.gpu_models == b.gpu_models && a.zones == b.zones && a.instance_types == b.instance_types &&
+           a.capacity_type == b.capacity_type;
+  };
+  // Group ids follow first appearance, so the hash map never decides order.
+  std::unordered_map<size_t, std::vector<int>> by_hash;
+  for (size_t i = 0; i < pend.size(); ++i) {
+    auto& bucket = by_hash[hash_of(pend[i])];
+    int found = -1;
+    for (int g : bucket)
+      if (same(*groups_[g].rep, pend[i])) found = g;
+    if (found < 0) {
+      found = int(groups_.size());
+      Group g;
+      g.rep = &pend[i];
+      groups_.push_back(std::move(g));
+      bucket.push_back(found);
+    }
+    groups_[found].units.push_back(int(i));
+    unit_group_[i] = found;
+  }
+}
+
+void Planner::BuildGroups() {
+  const size_t nt = snap_.instance_types.size();
+  opt_groups_.assign(options_.size(), {});
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    Group& g = groups_[gi];
+    const DemandUnit& u = *g.rep;
+    g.cls = class_index_.at(u.workload_class);
+    g.shape = ShapeOf(u);
+    g.gpu_w = GpuShare(u);
+    g.loss_h = LostHoursPerInterruption(u);
+    const ClassInfo& c = classes_[g.cls];
+    g.interruptible = u.interruptible && (c.pol == nullptr || c.pol->interruptible);
+    g.priority = u.priority;
+    g.fit_by_type.assign(nt, 0);
+    g.mig_by_type.assign(nt, -1);
+    g.type_pin_ok.assign(nt, 1);
+    for (size_t t = 0; t < nt; ++t) {
+      g.fit_by_type[t] = FitOnEmpty(g, int(t));
+      if (g.shape.mig) g.mig_by_type[t] = MigIndex(u, snap_.instance_types[t]);
+      if (!u.instance_types.empty()) g.type_pin_ok[t] = Contains(u.instance_types, snap_.instance_types[t].name);
+    }
+    g.pool_ok.assign(pools_.size(), 1);
+    for (size_t p = 0; p < pools_.size(); ++p) {
+      if (c.pol && !c.pol->pools.empty() && !Contains(c.pol->pools, pools_[p].pol.name)) g.pool_ok[p] = 0;
+      if (!u.pool.empty() && u.pool != pools_[p].pol.name) g.pool_ok[p] = 0;
+    }
+    g.zone_ok.assign(zone_names_.size(), 1);
+    if (!u.zones.empty())
+      for (size_t z = 0; z < zone_names_.size(); ++z) g.zone_ok[z] = Contains(u.zones, zone_names_[z]);
+    g.cand_mask.assign(options_.size(), 0);
+    g.lb = kInf;
+    for (size_t oi = 0; oi < options_.size(); ++oi) {
+      const Option& o = options_[oi];
+      if (!o.usable || !g.pool_ok[o.pool] || !g.zone_ok[o.zone] || !g.type_pin_ok[o.type]) continue;
+      if (o.spot && !g.interruptible) continue;
+      if (u.capacity_type && (*u.capacity_type == CapacityType::kSpot) != o.spot) continue;
+      const int k = g.fit_by_type[o.type];
+      if (k <= 0) continue;
+      g.cands.push_back(int(oi));
+      g.cand_mask[oi] = 1;
+      opt_groups_[oi].push_back(int(gi));
+      g.lb = std::min(g.lb, o.price / k + Risk(g, o));
+    }
+  }
+}
+
+void Planner::BuildStaticReasons() {
+  for (Group& g : groups_) {
+    if (!g.cands.empty()) continue;
+    const DemandUnit& u = *g.rep;
+    g.has_static_reason = true;
+    bool any_pool = false;
+    for (char ok : g.pool_ok) any_pool = any_pool || ok;
+    if (!any_pool) {
+      g.static_reason = UnplacedReason::kNoPool;
+      g.detail = "no node pool admits class " + u.workload_class + (u.pool.empty() ? "" : " in pool " + u.pool);
+      continue;
+    }
+    bool fits = false, unavailable_only = false, ceiling = false;
+    for (const Option& o : options_) {
+      if (!g.pool_ok[o.pool] || !g.zone_ok[o.zone] || !g.type_pin_ok[o.type]) continue;
+      if (o.spot && !g.interruptible) continue;
+      if (u.capacity_type && (*u.capacity_type == CapacityType::kSpot) != o.spot) continue;
+      if (g.fit_by_type[o.type] <= 0) continue;
+      fits = true;
+      if (o.unavailable && !o.over_ceiling) unavailable_only = true;
+      if (o.over_ceiling) ceiling = true;
+    }
+    if (!fits) {
+      g.static_reason = UnplacedReason::kNoOfferingFits;
+      g.detail = "no allowed instance type holds " + std::to_string(u.gpus) + " GPU(s), " +
+                 Fixed(u.cpu_milli / 1000.0, 1) + " vCPU, " + std::to_string(u.memory_mib) + " MiB" +
+                 (u.mig_profile.empty() ? "" : ", MIG " + u.mig_profile) +
+                 (u.gpu_milli > 0 ? ", " + std::to_string(u.gpu_milli) + " milli-GPU" : "");
+    } else if (unavailable_only) {
+      g.static_reason = UnplacedReason::kCapacityUnavailable;
+      g.detail = "every offering that fits is marked unavailable";
+    } else if (ceiling) {
+      g.static_reason = UnplacedReason::kSpotPriceCeiling;
+      g.detail = "only spot fits and every spot offer is above the price or interruption ceiling";
+    } else {
+      g.static_reason = UnplacedReason::kCapacityUnavailable;
+      g.detail = "every offering that fits is marked unavailable";
+    }
+  }
+}
+
+void Planner::BuildExisting() {
+  existing_.assign(snap_.nodes.size(), Bin{});
+  existing_order_.clear();
+  for (size_t i = 0; i < snap_.nodes.size(); ++i) {
+    const Node& n = snap_.nodes[i];
+    Bin& b = existing_[i];
+    b.node = int(i);
+    auto t = type_by_name_.find(n.offering.instance_type);
+    b.type = t == type_by_name_.end() ? -1 : t->second;
+    b.pool = -1;
+    for (size_t p = 0; p < pools_.size(); ++p)
+      if (pools_[p].pol.name == n.pool) b.pool = int(p);
+    SetPrices(n.offering, b);
+    b.accepts = n.AcceptsWork() && b.type >= 0;
+    if (b.type < 0) continue;
+    const InstanceType& it = snap_.instance_types[b.type];
+    SetCapacity(it, b);
+    // Running work takes its resources first; MIG and whole GPUs before fractions.
+    std::vector<int> order(n.running.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = int(k);
+    auto rank = [&](const DemandUnit& u) { return u.gpus > 0 ? 0 : !u.mig_profile.empty() ? 1 : u.gpu_milli > 0 ? 2 : 3; };
+    std::stable_sort(order.begin(), order.end(), [&](int a, int c) { return rank(n.running[a]) < rank(n.running[c]); });
+    for (int k : order) {
+      const DemandUnit& u = n.running[k];
+      const Shape s = ShapeOf(u);
+      int mig = s.mig ? MigIndex(u, it) : -1;
+      if (Take(b, s, mig, 1) == 1) continue;
+      // Over-committed input: take what is asked regardless, so nothing else lands here.
+      b.free_cpu -= s.cpu;
+      b.free_mem -= s.mem;
+      if (s.gpus > 0) b.free_whole -= s.gpus;
+      else if (s.milli > 0 || s.mig) b.free_whole -= 1;
+      if (b.free_whole < 0) b.free_whole = 0;
+    }
+  }
+  for (size_t i = 0; i < existing_.size(); ++i)
+    if (existing_[i].accepts) existing_order_.push_back(int(i));
+  // On-demand first (no interruption risk for what lands there), then the
+  // fullest nodes, so emptier ones stay free for consolidation.
+  std::stable_sort(existing_order_.begin(), existing_order_.end(), [&](int a, int c) {
+    const Bin& x = existing_[a];
+    const Bin& y = existing_[c];
+    if (x.spot != y.spot) return !x.spot;
+    if (x.free_whole != y.free_whole) return x.free_whole < y.free_whole;
+    return a < c;
+  });
+}
+
+}  // namespace gpuscaler::solver_detail

@@ -1,0 +1,397 @@
+#include "planner_impl.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <utility>
+#include <vector>
+
+namespace gpuscaler::solver_detail {
+
+int Take(Bin& b, const Shape& s, int mig_idx, int max) {
+  if (max <= 0) return 0;
+  int64_t lim = max;
+  if (s.cpu > 0) lim = std::min<int64_t>(lim, std::max<int64_t>(0, b.free_cpu) / s.cpu);
+  if (s.mem > 0) lim = std::min<int64_t>(lim, std::max<int64_t>(0, b.free_mem) / s.mem);
+  if (lim <= 0) return 0;
+  int64_t placed = 0;
+  if (s.gpus > 0) {
+    lim = std::min<int64_t>(lim, std::max(0, b.free_whole) / s.gpus);
+    b.free_whole -= static_cast<int>(lim) * s.gpus;
+    placed = lim;
+  } else if (s.milli > 0) {
+    for (auto& p : b.parts) {
+      if (placed >= lim) break;
+      if (p.mig) continue;
+      const int64_t t = std::min<int64_t>((1000 - p.used_milli) / s.milli, lim - placed);
+      p.used_milli += static_cast<int>(t) * s.milli;
+      placed += t;
+    }
+    const int per = 1000 / s.milli;
+    while (placed < lim && b.free_whole > 0) {
+      GpuPart p;
+      const int64_t t = std::min<int64_t>(per, lim - placed);
+      p.used_milli = static_cast<int>(t) * s.milli;
+      b.parts.push_back(std::move(p));
+      --b.free_whole;
+      placed += t;
+    }
+  } else if (s.mig) {
+    if (mig_idx < 0 || b.gpu == nullptr) return 0;
+    for (auto& p : b.parts) {
+      if (placed >= lim) break;
+      if (!p.mig) continue;
+      while (placed < lim && p.layout.TryAdd(*b.gpu, mig_idx)) ++placed;
+    }
+    while (placed < lim && b.free_whole > 0) {
+      GpuPart p;
+      p.mig = true;
+      int64_t t = 0;
+      while (placed + t < lim && p.layout.TryAdd(*b.gpu, mig_idx)) ++t;
+      if (t == 0) break;
+      placed += t;
+      --b.free_whole;
+      b.parts.push_back(std::move(p));
+    }
+  } else {
+    placed = lim;
+  }
+  b.free_cpu -= placed * s.cpu;
+  b.free_mem -= placed * s.mem;
+  return static_cast<int>(placed);
+}
+
+int Planner::Limit(const Group& g, const NodeOffer& b, const State& st) const {
+  if (g.gpu_w <= 0) return kNoLimit;
+  double allow = kInf;
+  if (b.spot) allow = st.spot_allow[g.cls];
+  const ClassInfo& c = classes_[g.cls];
+  if (c.zone_limited && b.zone >= 0) allow = std::min(allow, st.zone_allow[g.cls][b.zone]);
+  if (allow == kInf) return kNoLimit;
+  if (allow < g.gpu_w - kEps) return 0;
+  return int(std::min(1e9, std::floor((allow + 1e-7) / g.gpu_w)));
+}
+
+void Planner::Consume(const Group& g, const Bin& b, double count, State& st) const {
+  if (g.gpu_w <= 0) return;
+  if (b.spot && st.spot_allow[g.cls] < kInf) st.spot_allow[g.cls] -= count * g.gpu_w;
+  if (classes_[g.cls].zone_limited && b.zone >= 0) st.zone_allow[g.cls][b.zone] -= count * g.gpu_w;
+}
+
+int Planner::MaxOpen(const Option& o, const State& st) const {
+  int64_t m = kNoLimit;
+  const PoolInfo& p = pools_[o.pool];
+  m = std::min<int64_t>(m, int64_t(p.pol.max_nodes) - st.pool_count[o.pool]);
+  m = std::min<int64_t>(m, int64_t(policy_.scaling.max_nodes_added_per_tick) - st.added);
+  if (o.price > 0) {
+    if (global_budget_hard_ && global_budget_ < kInf)
+      m = std::min<int64_t>(m, int64_t(std::floor((global_budget_ - st.cost) / o.price + 1e-9)));
+    if (p.budget_hard && p.budget < kInf)
+      m = std::min<int64_t>(m, int64_t(std::floor((p.budget - st.pool_cost[o.pool]) / o.price + 1e-9)));
+  }
+  return int(std::max<int64_t>(0, m));
+}
+
+int Planner::BlockOf(const Group& g, int option, const State& st) const {
+  const Option& o = options_[option];
+  const PoolInfo& p = pools_[o.pool];
+  if (o.price > 0 && ((global_budget_hard_ && st.cost + o.price > global_budget_ + kEps) ||
+                      (p.budget_hard && st.pool_cost[o.pool] + o.price > p.budget + kEps)))
+    return kBlockBudget;
+  if (st.added >= policy_.scaling.max_nodes_added_per_tick) return kBlockTick;
+  if (st.pool_count[o.pool] >= p.pol.max_nodes) return kBlockPoolMax;
+  if (g.gpu_w > 0 && o.spot && st.spot_allow[g.cls] < g.gpu_w - kEps) return kBlockSpot;
+  NodeOffer zone_only = o;  // the spot share is checked above
+  zone_only.spot = false;
+  if (Limit(g, zone_only, st) == 0) return kBlockZone;
+  return kBlockNone;
+}
+
+void Planner::PlaceOnExisting(State& st) {
+  std::vector<int> order(groups_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = int(i);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    const Group& x = groups_[a];
+    const Group& y = groups_[b];
+    if (x.priority != y.priority) return x.priority > y.priority;
+    if (x.gpu_w != y.gpu_w) return x.gpu_w > y.gpu_w;
+    return x.shape.cpu > y.shape.cpu;
+  });
+  for (int gi : order) {
+    const Group& g = groups_[gi];
+    for (int bi : existing_order_) {
+      if (st.rem[gi] == 0) break;
+      Bin& b = existing_[bi];
+      if (b.type < 0 || !g.zone_ok[b.zone] || !g.type_pin_ok[b.type] || g.fit_by_type[b.type] == 0) continue;
+      if (b.pool >= 0 ? !g.pool_ok[b.pool] : (!g.rep->pool.empty() || (classes_[g.cls].pol && !classes_[g.cls].pol->pools.empty())))
+        continue;
+      if (b.spot && !g.interruptible) continue;
+      if (g.rep->capacity_type && (*g.rep->capacity_type == CapacityType::kSpot) != b.spot) continue;
+      const int t = Take(b, g.shape, g.mig_by_type[b.type], std::min(st.rem[gi], Limit(g, b, st)));
+      if (t <= 0) continue;
+      b.content.emplace_back(gi, t);
+      b.risk += t * Risk(g, b);
+      Consume(g, b, t, st);
+      st.rem[gi] -= t;
+    }
+  }
+}
+
+void Planner::Greedy(State& st, const std::vector<int>& rank) const {
+  std::vector<std::vector<int>> og(options_.size());
+  std::vector<int> active;
+  for (size_t o = 0; o < options_.size(); ++o) {
+    og[o] = opt_groups_[o];
+    std::stable_sort(og[o].begin(), og[o].end(), [&](int a, int b) { return rank[a] < rank[b]; });
+    if (!og[o].empty()) active.push_back(int(o));
+  }
+  // An option never wins when another of the same pool, type and capacity
+  // type, open to exactly the same groups, is no dearer and no riskier: drop
+  // those up front (zone-spread classes excepted, their zones matter).
+  {
+    std::vector<int> sorted = active;
+    std::stable_sort(sorted.begin(), sorted.end(), [&](int a, int b) {
+      const Option& x = options_[a];
+      const Option& y = options_[b];
+      if (x.pool != y.pool) return x.pool < y.pool;
+      if (x.type != y.type) return x.type < y.type;
+      return x.spot < y.spot;
+    });
+    std::vector<char> dominated(options_.size(), 0);
+    auto zone_limited = [&](int o) {
+      for (int g : og[o])
+        if (classes_[groups_[g].cls].zone_limited) return true;
+      return false;
+    };
+    for (size_t i = 0; i < sorted.size();) {
+      size_t j = i;
+      const Option& head = options_[sorted[i]];
+      while (j < sorted.size() && options_[sorted[j]].pool == head.pool && options_[sorted[j]].type == head.type &&
+             options_[sorted[j]].spot == head.spot)
+        ++j;
+      for (size_t a = i; a < j; ++a) {
+        const int oa = sorted[a];
+        if (zone_limited(oa)) continue;
+        const Option& x = options_[oa];
+        for (size_t b = i; b < j && !dominated[oa]; ++b) {
+          const int ob = sorted[b];
+          if (ob == oa || dominated[ob]) continue;
+          const Option& y = options_[ob];
+          const bool no_worse = y.price <= x.price && y.ih * y.od <= x.ih * x.od;
+          const bool better = y.price < x.price || y.ih * y.od < x.ih * x.od || ob < oa;
+          if (no_worse && better && og[ob] == og[oa]) dominated[oa] = 1;
+        }
+      }
+      i = j;
+    }
+    size_t kept = 0;
+    for (int o : active)
+      if (!dominated[o]) active[kept++] = o;
+    active.resize(kept);
+  }
+  Bin scratch, best;
+  std::vector<double> used(classes_.size(), 0);  // allowance taken by the bin being evaluated
+  std::vector<int> touched;
+  while (true) {
+    int best_o = -1;
+    double best_ratio = kInf;
+    size_t kept = 0;
+    for (int o : active) {
+      bool any = false;
+      for (int g : og[o]) any = any || st.rem[g] > 0;
+      if (!any) continue;
+      active[kept++] = o;
+      if (MaxOpen(options_[o], st) < 1) continue;
+      InitBin(scratch, o);
+      double cost = scratch.price, value = 0;
+      for (int c : touched) used[c] = 0;
+      touched.clear();
+      for (int g : og[o]) {
+        if (st.rem[g] == 0) continue;
+        const Group& grp = groups_[g];
+        int lim = Limit(grp, scratch, st);
+        if (lim != kNoLimit && used[grp.cls] > 0)
+          lim = std::max(0, lim - int(std::ceil(used[grp.cls] / grp.gpu_w - 1e-7)));
+        const int t = Take(scratch, grp.shape, grp.mig_by_type[scratch.type], std::min(st.rem[g], lim));
+        if (t <= 0) continue;
+        if (grp.gpu_w > 0) {
+          if (used[grp.cls] == 0) touched.push_back(grp.cls);
+          used[grp.cls] += t * grp.gpu_w;
+        }
+        scratch.content.emplace_back(g, t);
+        const double r = t * Risk(grp, scratch);
+        scratch.risk += r;
+        cost += r;
+        value += t * grp.lb;
+      }
+      if (value <= 0) continue;
+      const double ratio = cost / value;
+      if (ratio < best_ratio - 1e-12) {
+        best_ratio = ratio;
+        best_o = o;
+        std::swap(best, scratch);
+      }
+    }
+    active.resize(kept);
+    if (best_o < 0) break;
+    const Option& o = options_[best_o];
+    int64_t m = MaxOpen(o, st);
+    std::map<int, double> per_class;
+    for (auto [g, t] : best.content) {
+      m = std::min<int64_t>(m, st.rem[g] / t);
+      per_class[groups_[g].cls] += t * groups_[g].gpu_w;
+    }
+    for (auto [c, need] : per_class) {
+      if (need <= 0) continue;
+      if (best.spot && st.spot_allow[c] < kInf) m = std::min<int64_t>(m, int64_t(std::floor((st.spot_allow[c] + 1e-7) / need)));
+      if (classes_[c].zone_limited) m = std::min<int64_t>(m, int64_t(std::floor((st.zone_allow[c][best.zone] + 1e-7) / need)));
+    }
+    m = std::max<int64_t>(1, m);
+    best.mult = int(m);
+    for (auto [g, t] : best.content) {
+      st.rem[g] -= int(t * m);
+      Consume(groups_[g], best, double(t) * m, st);
+    }
+    st.pool_count[o.pool] += int(m);
+    st.pool_cost[o.pool] += o.price * m;
+    st.cost += o.price * m;
+    st.added += int(m);
+    st.bins.push_back(best);
+  }
+}
+
+void Planner::Classify(State& st) const {
+  st.blocked.assign(groups_.size(), -1);
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    if (st.rem[gi] == 0 || groups_[gi].has_static_reason) continue;
+    int best = 99;
+    for (int o : groups_[gi].cands) {
+      const int b = BlockOf(groups_[gi], o, st);
+      if (b != kBlockNone) best = std::min(best, b);
+    }
+    static const UnplacedReason kMap[] = {UnplacedReason::kNoOfferingFits, UnplacedReason::kBudget,
+                                          UnplacedReason::kMaxNodesPerTick, UnplacedReason::kPoolMax,
+                                          UnplacedReason::kSpotShare, UnplacedReason::kZoneSpread};
+    st.blocked[gi] = int(best == 99 ? UnplacedReason::kNoOfferingFits : kMap[best]);
+  }
+}
+
+State Planner::ScaleUp(const State& base) {
+  std::vector<std::vector<int>> ranks;
+  const size_t ng = groups_.size();
+  auto make_rank = [&](auto less) {
+    std::vector<int> order(ng);
+    for (size_t i = 0; i < ng; ++i) order[i] = int(i);
+    std::stable_sort(order.begin(), order.end(), less);
+    std::vector<int> rank(ng);
+    for (size_t i = 0; i < ng; ++i) rank[order[i]] = int(i);
+    return rank;
+  };
+  ranks.push_back(make_rank([&](int a, int b) {
+    const Group& x = groups_[a];
+    const Group& y = groups_[b];
+    if (x.gpu_w != y.gpu_w) return x.gpu_w > y.gpu_w;
+    if (x.shape.cpu != y.shape.cpu) return x.shape.cpu > y.shape.cpu;
+    return x.shape.mem > y.shape.mem;
+  }));
+  int pending = 0;
+  for (int r : base.rem) pending += r;
+  if (pending <= opts_.multi_start_max_units && ng > 1) {
+    ranks.push_back(make_rank([&](int a, int b) { return groups_[a].lb > groups_[b].lb; }));
+    ranks.push_back(make_rank([&](int a, int b) {
+      const Group& x = groups_[a];
+      const Group& y = groups_[b];
+      if (x.shape.cpu != y.shape.cpu) return x.shape.cpu > y.shape.cpu;
+      return x.gpu_w > y.gpu_w;
+    }));
+    ranks.push_back(make_rank([&](int a, int b) { return groups_[a].interruptible < groups_[b].interruptible; }));
+  }
+  auto solve = [&](const State& start) {
+    State best;
+    bool have = false;
+    for (const auto& rank : ranks) {
+      State st = start;
+      Greedy(st, rank);
+      if (opts_.local_search) LocalSearch(st);
+      if (!have || Unplaced(st) < Unplaced(best) ||
+          (Unplaced(st) == Unplaced(best) && TotalCost(st) < TotalCost(best) - 1e-9)) {
+        best = std::move(st);
+        have = true;
+      }
+    }
+    Classify(best);
+    return best;
+  };
+  State st = solve(base);
+  bool budget_blocked = false;
+  for (size_t g = 0; g < ng; ++g) budget_blocked = budget_blocked || st.blocked[g] == int(UnplacedReason::kBudget);
+  if (!budget_blocked || !any_hard_budget_) return st;
+
+  // A hard budget binds: keep the highest-priority prefix of the demand that
+  // fits under it, and leave the rest unplaced with reason budget.
+  std::vector<int> order(ng);
+  for (size_t i = 0; i < ng; ++i) order[i] = int(i);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return groups_[a].priority > groups_[b].priority; });
+  auto limited = [&](int k) {
+    State s = base;
+    for (int g : order) {
+      const int take = std::min(s.rem[g], k);
+      s.budget_cut[g] = s.rem[g] - take;
+      s.rem[g] = take;
+      k -= take;
+    }
+    return s;
+  };
+  auto ok = [&](const State& s) {
+    for (size_t g = 0; g < ng; ++g)
+      if (s.blocked[g] == int(UnplacedReason::kBudget)) return false;
+    return true;
+  };
+  int lo = 0, hi = pending;  // lo feasible
+  State best = solve(limited(0));
+  while (lo < hi) {
+    const int mid = lo + (hi - lo + 1) / 2;
+    State s = solve(limited(mid));
+    if (ok(s)) {
+      lo = mid;
+      best = std::move(s);
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return best;
+}
+
+void Planner::MinNodes(State& st) {
+  for (size_t p = 0; p < pools_.size(); ++p) {
+    int deficit = pools_[p].pol.min_nodes - st.pool_count[p];
+    if (deficit <= 0) continue;
+    int best = -1;
+    for (int o : options_by_price_) {
+      if (options_[o].pool == int(p) && options_[o].usable && !options_[o].spot) {
+        best = o;
+        break;
+      }
+    }
+    if (best < 0)
+      for (int o : options_by_price_)
+        if (options_[o].pool == int(p) && options_[o].usable) {
+          best = o;
+          break;
+        }
+    if (best < 0) continue;
+    const int m = std::min(deficit, MaxOpen(options_[best], st));
+    if (m <= 0) continue;
+    Bin b;
+    InitBin(b, best);
+    b.mult = m;
+    st.pool_count[p] += m;
+    st.pool_cost[p] += b.price * m;
+    st.cost += b.price * m;
+    st.added += m;
+    st.bins.push_back(b);
+    notes_.push_back("pool " + pools_[p].pol.name + " below min_nodes " + std::to_string(pools_[p].pol.min_nodes));
+  }
+}
+
+}  // namespace gpuscaler::solver_detail
