@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Load benchmark of the daemon's HTTP side (issue 9): `wrk` with >= 1,000
+# Load benchmark of the daemon's HTTP side: `wrk` with >= 1,000
 # concurrent connections against /metrics and the cost reports while the
 # daemon ticks the demo load, and what that does to the ticks.
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Soak benchmark (issue 9): the daemon runs a 90-day simulated load at full
+# Soak benchmark: the daemon runs a 90-day simulated load at full
 # speed — `gpuscaler run --demo`: the production Controller against the
 # simulated cloud, whose spot interruptions (hazard per family) and capacity
 # limits (spot and on-demand per zone, p4d/p5 very scarce) fault it all the

@@ -50,7 +50,7 @@ int RunExplain(const ExplainOptions& options) {
   if (!options.policy_file.empty()) {
     PolicyLoadResult loaded = LoadPolicyFile(options.policy_file, catalog ? &*catalog : nullptr);
     if (!loaded.ok()) {
-      for (const PolicyProblem& p : loaded.problems) std::cerr << p.ToString() << "\n";
+      for (const ConfigProblem& p : loaded.problems) std::cerr << p.ToString() << "\n";
       return 2;
     }
     policy = std::move(loaded.policy);

@@ -33,7 +33,7 @@ int RunCheck(const CheckOptions& options) {
   for (const std::string& file : options.files) {
     const PolicyLoadResult result = LoadPolicyFile(file, catalog ? &*catalog : nullptr);
     if (!result.ok()) {
-      for (const PolicyProblem& p : result.problems) std::cerr << p.ToString() << "\n";
+      for (const ConfigProblem& p : result.problems) std::cerr << p.ToString() << "\n";
       exit_code = 2;
       continue;
     }

@@ -106,7 +106,7 @@ int RunSim(const SimOptions& o) {
   if (!o.policy_file.empty()) {
     PolicyLoadResult loaded = LoadPolicyFile(o.policy_file, &catalog);
     if (!loaded.ok()) {
-      for (const PolicyProblem& p : loaded.problems) std::cerr << p.ToString() << "\n";
+      for (const ConfigProblem& p : loaded.problems) std::cerr << p.ToString() << "\n";
       return 2;
     }
     policy = std::move(loaded.policy);

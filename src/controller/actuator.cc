@@ -39,9 +39,13 @@ Actuator::Actuator(const Clock& clock, CloudProvider& cloud, AuditStore* store, 
                    ActuatorOptions options)
     : clock_(clock), cloud_(cloud), store_(store), catalog_(catalog), options_(std::move(options)) {}
 
-LaunchRequest Actuator::RequestFor(const std::string& pool, int count, const std::string& token) const {
+LaunchRequest Actuator::RequestFor(const std::string& pool, int count, const std::string& token,
+                                   const Policy& policy) const {
   LaunchRequest request;
   request.pool = pool;
+  if (const NodePoolPolicy* p = policy.FindPool(pool); p != nullptr && p->actuation == "asg") {
+    request.auto_scaling_group = p->auto_scaling_group;
+  }
   request.count = count;
   request.tags = options_.tags;
   request.tags[kOwnerTag] = pool;
@@ -98,7 +102,7 @@ void Actuator::LaunchOne(int64_t decision_id, size_t index, const LaunchAction& 
   const WallTime now = clock_.WallNow();
   report->nodes_requested += launch.count;
   LaunchRequest request =
-      RequestFor(launch.pool, launch.count, std::to_string(decision_id) + "-" + std::to_string(index));
+      RequestFor(launch.pool, launch.count, std::to_string(decision_id) + "-" + std::to_string(index), policy);
   std::set<std::string> keys;
   auto consider = [&](const Offering& o) {
     if (launch.offering.capacity_type == CapacityType::kSpot && o.capacity_type == CapacityType::kOnDemand &&
@@ -214,7 +218,7 @@ void Actuator::TerminateOne(int64_t decision_id, size_t index, const Termination
   ++report->nodes_terminated;
 }
 
-bool Actuator::Recover(ActuationResult* result, TickReport* report) {
+bool Actuator::Recover(const Policy& policy, ActuationResult* result, TickReport* report) {
   if (store_ == nullptr || options_.dry_run) return true;
   Result<std::vector<ActionRow>> open = store_->OpenIntents();
   if (!open) {
@@ -269,7 +273,7 @@ bool Actuator::Recover(ActuationResult* result, TickReport* report) {
           ids));
       continue;
     }
-    LaunchRequest request = RequestFor(a.pool, a.count, a.idempotency_token);
+    LaunchRequest request = RequestFor(a.pool, a.count, a.idempotency_token, policy);
     request.offerings = {a.offering};
     Result<LaunchResult> replayed = cloud_.Launch(request);
     failpoint::Check("recover.launch.after_call");

@@ -74,7 +74,7 @@ TickReport Controller::Tick() {
   }
   if (!recovered_) {
     ActuationResult recovered;
-    recovered_ = actuator_.Recover(&recovered, &report);
+    recovered_ = actuator_.Recover(policy_, &recovered, &report);
     state_.Apply(recovered, policy_, now, /*structural=*/true, &report);
   }
   const bool listed = state_.Observe(policy_, now, usage_.month_to_date_usd(), &report);

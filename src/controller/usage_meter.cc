@@ -6,14 +6,6 @@
 namespace gpuscaler {
 namespace {
 
-// Until model's GpuShare lands: a unit's share of GPUs.
-double GpuShare(const DemandUnit& u) {
-  if (u.gpus > 0) return u.gpus;
-  if (u.gpu_milli > 0) return u.gpu_milli / 1000.0;
-  if (!u.mig_profile.empty()) return 1.0 / 7.0;
-  return 0;
-}
-
 std::string MonthKey(WallTime t) {
   const std::chrono::year_month_day ymd{std::chrono::floor<std::chrono::days>(t)};
   return std::to_string(static_cast<int>(ymd.year())) + "-" +

@@ -2,6 +2,8 @@
 // the text helpers they use. Private to src/report.
 #pragma once
 
+#include "gpuscaler/model/escape.h"
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -47,7 +49,6 @@ std::string FormatCents(int64_t cents);     // "1234.56", "-0.05"
 std::string FormatFixed(double v, int decimals);  // no "-0.000"
 std::string FormatDate(WallTime t);          // "2026-11-01"
 std::string CsvField(std::string_view text);  // RFC 4180 quoting when needed
-std::string HtmlEscape(std::string_view text);
 
 std::string RenderCsv(const Table& table);
 std::string RenderFocusCsv(const CostFacts& facts, const ReportQuery& query);

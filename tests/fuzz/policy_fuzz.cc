@@ -30,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string file = "fuzz.yaml";
   const gpuscaler::PolicyLoadResult r = gpuscaler::ParsePolicy(text, file, RepoCatalog());
   if (!r.ok()) {
-    for (const gpuscaler::PolicyProblem& p : r.problems) {
+    for (const gpuscaler::ConfigProblem& p : r.problems) {
       FUZZ_CHECK(p.file == file, "problem without the file name: %s", p.ToString().c_str());
       FUZZ_CHECK(p.line > 0 || !p.field.empty(), "problem without place: %s", p.ToString().c_str());
       FUZZ_CHECK(!p.message.empty(), "empty message: %s", p.ToString().c_str());

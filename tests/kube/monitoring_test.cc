@@ -300,11 +300,6 @@ class DemoDaemon {
 };
 
 TEST(MonitoringMetrics, RunningDaemonServesEveryMetricTheMonitoringUses) {
-  // TODO(kube): drop this once the daemon (issue 5) has landed: until then
-  // `run` is a placeholder whose help says "coming".
-  const CommandResult help = RunCommand({GPUSCALER_BINARY, "run", "--help"});
-  if (help.out.find("(coming: issue 5)") != std::string::npos)
-    GTEST_SKIP() << "gpuscaler run is still the placeholder in this build (issue 5)";
   TempDir dir;
   DemoDaemon daemon(dir.path());
   std::string why;

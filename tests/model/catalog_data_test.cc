@@ -100,7 +100,7 @@ TEST_F(AwsCatalog, HasThreeRegionsWithRealZonesAndPositivePrices) {
   }
 }
 
-// Issue 2: on-demand prices for these families in all three regions, wherever
+// On-demand prices for these families in all three regions, wherever
 // AWS sells them. In eu-west-1 the source has no row at all for p5, p4de, g6 and
 // g6e (see the header of config/catalogs/aws.yaml), so none may be priced there.
 TEST_F(AwsCatalog, PricesEveryFamilyInEveryRegionThatOffersIt) {

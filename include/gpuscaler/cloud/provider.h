@@ -38,6 +38,10 @@ struct LaunchRequest {
   // The same token on a retry returns the first call's instances instead of
   // launching again (EC2 ClientToken semantics).
   std::string idempotency_token;
+  // Pools with `actuation: asg`: the Auto Scaling group that buys the nodes
+  // (its desired capacity is raised by `count`); empty: the provider launches
+  // the instances itself (EC2 Fleet).
+  std::string auto_scaling_group;
 };
 
 enum class InstanceState { kPending, kRunning, kShuttingDown };

@@ -85,7 +85,7 @@ class Actuator {
   // outcome. Launches are replayed with their token (or closed when older
   // than the replay window); terminations are sent again (idempotent). False
   // when the open intents could not be read (call again next tick).
-  bool Recover(ActuationResult* result, TickReport* report);
+  bool Recover(const Policy& policy, ActuationResult* result, TickReport* report);
 
  private:
   void LaunchOne(int64_t decision_id, size_t index, const LaunchAction& launch, const Policy& policy,
@@ -100,7 +100,7 @@ class Actuator {
   // Writes the intent before any call; false (with the error in the report)
   // when it could not be written. Without a store there is nothing to write.
   bool RecordIntent(const ActionRecord& intent, int64_t* action_id, TickReport* report);
-  LaunchRequest RequestFor(const std::string& pool, int count, const std::string& token) const;
+  LaunchRequest RequestFor(const std::string& pool, int count, const std::string& token, const Policy& policy) const;
 
   const Clock& clock_;
   CloudProvider& cloud_;

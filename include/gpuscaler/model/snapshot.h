@@ -26,12 +26,20 @@ struct Snapshot {
   // Classes whose signals are missing or stale this tick: the planner must not
   // remove capacity that serves them (fail static).
   std::vector<std::string> scale_down_blocked_classes;
-  // Spend already committed this calendar month (for monthly budget caps).
+  // Spend already committed this calendar month (for monthly budget caps):
+  // the whole fleet's, and each node pool's (a pool's cap is charged with
+  // its own spend only).
   double month_to_date_usd = 0;
+  std::map<std::string, double> month_to_date_usd_by_pool;
   // Hours left in the month at `time` (for monthly budget caps).
   double hours_left_in_month = 0;
-  // Per node pool: nodes disrupted in the policy's current disruption interval.
+  // Per node pool: nodes disrupted (removed by a plan: emptied or
+  // consolidated) within the policy's disruption_interval before `time`.
   std::map<std::string, int> recently_disrupted;
+  // Workload classes kept off spot until the policy's spot.fallback_duration
+  // has passed since a spot capacity error for their work: the planner
+  // places them on on-demand only.
+  std::vector<std::string> spot_paused_classes;
 };
 
 }  // namespace gpuscaler

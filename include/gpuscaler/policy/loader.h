@@ -18,9 +18,6 @@
 
 namespace gpuscaler {
 
-// Kept for callers; use ConfigProblem.
-using PolicyProblem = ConfigProblem;
-
 struct PolicyLoadResult {
   Policy policy;                       // meaningful only when problems is empty
   std::vector<ConfigProblem> problems;
