@@ -1,6 +1,9 @@
 #include "gpuscaler/controller/actuator.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
 
 #include "gpuscaler/controller/failpoint.h"
 
@@ -21,7 +24,65 @@ ActionOutcome OutcomeOf(size_t made, int wanted) {
   return static_cast<int>(made) >= wanted ? ActionOutcome::kSucceeded : ActionOutcome::kPartial;
 }
 
+// A cap's hourly allowance: the hourly cap, and what is left of the monthly
+// cap spread over the hours left in the month. No cap: infinite.
+double HourlyAllowanceUsd(const BudgetCap& cap, double month_to_date_usd, double hours_left_in_month) {
+  double a = std::numeric_limits<double>::infinity();
+  if (cap.hourly_usd) a = std::min(a, *cap.hourly_usd);
+  if (cap.monthly_usd && hours_left_in_month > 0) {
+    a = std::min(a, std::max(0.0, (*cap.monthly_usd - month_to_date_usd) / hours_left_in_month));
+  }
+  return a;
+}
+
+void AddUnits(const std::vector<std::string>& ids, std::vector<std::string>* out) {
+  out->insert(out->end(), ids.begin(), ids.end());
+}
+
+std::string Usd(double usd_per_hour) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "$%.2f/h", usd_per_hour);
+  return buf;
+}
+
 }  // namespace
+
+BudgetGuard::BudgetGuard(const Snapshot& snapshot, const Plan& plan, const Policy& policy) {
+  std::set<std::string> leaving;
+  for (const TerminationAction& t : plan.terminations) leaving.insert(t.instance_id.empty() ? t.node_id : t.instance_id);
+  auto limit = [&](const BudgetCap& cap, double month_to_date) {
+    if (!cap.hard) return std::numeric_limits<double>::infinity();
+    return HourlyAllowanceUsd(cap, month_to_date, snapshot.hours_left_in_month);
+  };
+  global_.limit = limit(policy.budget.global, snapshot.month_to_date_usd);
+  for (const auto& [pool, cap] : policy.budget.per_pool) {
+    auto mtd = snapshot.month_to_date_usd_by_pool.find(pool);
+    pools_[pool].limit = limit(cap, mtd == snapshot.month_to_date_usd_by_pool.end() ? 0.0 : mtd->second);
+  }
+  for (const Node& n : snapshot.nodes) {
+    if (leaving.count(n.instance_id) != 0) continue;
+    global_.spend += n.offering.usd_per_hour;
+    auto it = pools_.find(n.pool);
+    if (it != pools_.end()) it->second.spend += n.offering.usd_per_hour;
+  }
+}
+
+std::string BudgetGuard::Breach(const std::string& pool, const Offering& offering, int count) const {
+  const double add = offering.usd_per_hour * count;
+  auto over = [&](const Cap& c, const std::string& which) -> std::string {
+    if (c.spend + add <= c.limit + 1e-9) return "";
+    return std::to_string(count) + " x " + offering.Key() + " (" + Usd(add) + ") would exceed the hard " + which +
+           " budget (" + Usd(std::max(0.0, c.limit - c.spend)) + " left of " + Usd(c.limit) + ")";
+  };
+  std::string why = over(global_, "global");
+  if (auto it = pools_.find(pool); why.empty() && it != pools_.end()) why = over(it->second, "pool " + pool);
+  return why;
+}
+
+void BudgetGuard::Commit(const std::string& pool, double usd_per_hour) {
+  global_.spend += usd_per_hour;
+  if (auto it = pools_.find(pool); it != pools_.end()) it->second.spend += usd_per_hour;
+}
 
 NodeState NodeStateOf(InstanceState s) {
   switch (s) {
@@ -87,9 +148,10 @@ bool Actuator::RecordIntent(const ActionRecord& intent, int64_t* action_id, Tick
 ActuationResult Actuator::Act(int64_t decision_id, const Plan& plan, const Snapshot& snapshot,
                               const Policy& policy, OfferingAvailability& availability, TickReport* report) {
   ActuationResult result;
+  BudgetGuard budget(snapshot, plan, policy);
   for (size_t i = 0; i < plan.launches.size(); ++i) {
     if (plan.launches[i].count > 0)
-      LaunchOne(decision_id, i, plan.launches[i], policy, availability, &result, report);
+      LaunchOne(decision_id, i, plan.launches[i], policy, availability, budget, &result, report);
   }
   for (size_t j = 0; j < plan.terminations.size(); ++j) {
     TerminateOne(decision_id, plan.launches.size() + j, plan.terminations[j], snapshot, &result, report);
@@ -98,23 +160,32 @@ ActuationResult Actuator::Act(int64_t decision_id, const Plan& plan, const Snaps
 }
 
 void Actuator::LaunchOne(int64_t decision_id, size_t index, const LaunchAction& launch, const Policy& policy,
-                         OfferingAvailability& availability, ActuationResult* result, TickReport* report) {
+                         OfferingAvailability& availability, BudgetGuard& budget, ActuationResult* result,
+                         TickReport* report) {
   const WallTime now = clock_.WallNow();
   report->nodes_requested += launch.count;
   LaunchRequest request =
       RequestFor(launch.pool, launch.count, std::to_string(decision_id) + "-" + std::to_string(index), policy);
   std::set<std::string> keys;
+  std::vector<std::string> over_budget;  // offerings not sent: they would break a hard budget
   auto consider = [&](const Offering& o) {
     if (launch.offering.capacity_type == CapacityType::kSpot && o.capacity_type == CapacityType::kOnDemand &&
         !policy.spot.fallback_to_on_demand)
       return;
     const std::string key = o.Key();
     if (!availability.IsAvailable(key, now) || !keys.insert(key).second) return;
+    if (std::string why = budget.Breach(launch.pool, o, launch.count); !why.empty()) {
+      over_budget.push_back(std::move(why));
+      return;
+    }
     request.offerings.push_back(o);
   };
   consider(launch.offering);
   for (const Offering& o : launch.fallbacks) consider(o);
-  if (request.offerings.empty()) {
+  std::string held;
+  for (const std::string& why : over_budget) held += (held.empty() ? "not sent: " : "; ") + why;
+  if (!held.empty()) report->governor.notes.push_back("launch " + std::to_string(index) + ": " + held);
+  if (request.offerings.empty() && over_budget.empty()) {
     report->governor.notes.push_back("launch " + std::to_string(index) +
                                      ": every offering is marked unavailable");
     return;
@@ -126,11 +197,17 @@ void Actuator::LaunchOne(int64_t decision_id, size_t index, const LaunchAction& 
   intent.kind = ActionKind::kLaunch;
   intent.idempotency_token = request.idempotency_token;
   intent.pool = launch.pool;
-  intent.offering = request.offerings.front();
+  intent.offering = request.offerings.empty() ? launch.offering : request.offerings.front();
   intent.count = launch.count;
-  intent.reason = launch.reason;
+  intent.reason = held.empty() ? launch.reason : launch.reason + "; " + held;
   int64_t action_id = 0;
   if (!RecordIntent(intent, &action_id, report)) return;
+  if (request.offerings.empty()) {
+    // Every offering would break a hard budget: the action is recorded, with
+    // why, and never sent.
+    if (store_ != nullptr) report->Record(store_->RecordActionOutcome(action_id, ActionOutcome::kFailed, held, {}));
+    return;
+  }
 
   failpoint::Check("launch.before_call");
   Result<LaunchResult> launched = cloud_.Launch(request);
@@ -138,8 +215,13 @@ void Actuator::LaunchOne(int64_t decision_id, size_t index, const LaunchAction& 
   if (!launched) {
     report->errors.push_back(launched.error().WithContext("launch"));
     if (launched.error().category() == ErrorCategory::kCapacity) {
-      for (const Offering& o : request.offerings) availability.RecordCapacityError(o.Key(), now);
+      bool spot = false;
+      for (const Offering& o : request.offerings) {
+        availability.RecordCapacityError(o.Key(), now);
+        spot |= o.capacity_type == CapacityType::kSpot;
+      }
       ++report->capacity_errors;
+      if (spot) AddUnits(launch.unit_ids, &result->spot_capacity_error_units);
     }
     if (store_ != nullptr) {
       report->Record(
@@ -148,15 +230,23 @@ void Actuator::LaunchOne(int64_t decision_id, size_t index, const LaunchAction& 
     result->failed = true;
     return;
   }
+  bool spot_short = false;
   for (const OfferingError& e : launched->errors) {
     if (e.error.category() == ErrorCategory::kCapacity) {
       availability.RecordCapacityError(e.offering_key, now);
       ++report->capacity_errors;
+      spot_short |= e.offering_key.ends_with("/spot");
     }
   }
+  if (spot_short) AddUnits(launch.unit_ids, &result->spot_capacity_error_units);
   std::set<std::string> succeeded;
   for (const Instance& inst : launched->instances) {
     if (succeeded.insert(inst.offering.Key()).second) availability.RecordSuccess(inst.offering.Key());
+  }
+  std::map<std::string, int> launched_by_offering;
+  for (const Instance& inst : launched->instances) {
+    budget.Commit(launch.pool, inst.offering.usd_per_hour);
+    ++launched_by_offering[inst.offering.Key()];
   }
   const std::vector<std::string> ids =
       RecordLaunched(launched->instances, decision_id, launch.reason, false, result, report);
@@ -164,8 +254,17 @@ void Actuator::LaunchOne(int64_t decision_id, size_t index, const LaunchAction& 
   if (!ids.empty()) result->scaled_up_pools.insert(launch.pool);
   if (!launched->errors.empty()) result->failed = true;
   if (store_ != nullptr) {
-    report->Record(store_->RecordActionOutcome(action_id, OutcomeOf(ids.size(), launch.count),
-                                               JoinErrors(launched->errors), ids));
+    // The row names what was bought, so a fallback is visible next to the
+    // offering the intent chose.
+    std::string detail;
+    for (const auto& [key, n] : launched_by_offering) {
+      detail += (detail.empty() ? "launched " : ", ") + std::to_string(n) + " x " + key;
+    }
+    if (const std::string errors = JoinErrors(launched->errors); !errors.empty()) {
+      detail += (detail.empty() ? "" : "; ") + errors;
+    }
+    if (!held.empty()) detail += (detail.empty() ? "" : "; ") + held;
+    report->Record(store_->RecordActionOutcome(action_id, OutcomeOf(ids.size(), launch.count), detail, ids));
     failpoint::Check("launch.after_outcome");
   }
 }

@@ -60,6 +60,7 @@ StateChanges ClusterState::TakeChanges() {
 bool ClusterState::Observe(const Policy& policy, WallTime now, double month_to_date_usd, TickReport* report) {
   snapshot_.time = now;
   snapshot_.month_to_date_usd = month_to_date_usd;
+  snapshot_.month_to_date_usd_by_pool = usage_.month_to_date_usd_by_pool();
   ReadInterruptions(now, report);
   const bool listed = ReadInstances(policy, now, report);
   ReadPrices(now, report);
@@ -67,6 +68,7 @@ bool ClusterState::Observe(const Policy& policy, WallTime now, double month_to_d
   RefreshRisk(now);
   RefreshWork();
   RefreshSignals(policy, now);
+  RefreshWindows(policy, now);
   snapshot_.hours_left_in_month = HoursLeftInMonth(now);
   return listed;
 }
@@ -79,7 +81,16 @@ void ClusterState::Apply(const ActuationResult& result, const Policy& policy, Wa
   for (const EndedNode& e : result.ended) {
     terminated_.insert(e.instance_id);
     auto it = node_index_.find(e.instance_id);
-    if (it != node_index_.end()) RemoveNode(it->second, now, e.cause, report);
+    if (it == node_index_.end()) continue;
+    disruptions_.emplace_back(now, snapshot_.nodes[it->second].pool);
+    RemoveNode(it->second, now, e.cause, report);
+  }
+  if (policy.spot.fallback_to_on_demand) {
+    for (const std::string& id : result.spot_capacity_error_units) {
+      for (const DemandUnit& u : snapshot_.pending) {
+        if (u.id == id) spot_paused_until_[u.workload_class] = now + policy.spot.fallback_duration;
+      }
+    }
   }
   terminated_.insert(result.terminated_elsewhere.begin(), result.terminated_elsewhere.end());
   if (!result.launched.empty() || !result.ended.empty()) MarkChanged(structural);
@@ -237,24 +248,61 @@ void ClusterState::RefreshOfferings(WallTime now) {
   MarkChanged(true);
 }
 
-void ClusterState::RestoreRisk(WallTime now, TickReport* report) {
-  if (store_ == nullptr || !options_.learn_interruption_risk) return;
-  const WallTime since = now - options_.risk_history;
+void ClusterState::Restore(WallTime now, TickReport* report) {
+  if (store_ == nullptr || !options_.restore_from_store) return;
+  const WallTime risk_since = now - options_.risk_history;
+  const WallTime since = std::min(risk_since, UsageMeter::MonthStart(now));
   Result<std::vector<NodeLifecycle>> history = store_->NodeLifecycles(since, now);
   if (!history) {
-    // Degraded, not fatal: the catalog's rates stay the priors.
-    report->errors.push_back(history.error().WithContext("reading node history for interruption rates"));
+    // Degraded, not fatal: the catalog's rates stay the priors and the month
+    // starts from what this process sees.
+    report->errors.push_back(history.error().WithContext("reading node history"));
     return;
   }
+  usage_.RestoreMonth(*history, now);
   for (const NodeLifecycle& n : *history) {
-    if (n.offering.capacity_type != CapacityType::kSpot) continue;
+    if (n.end_time && *n.end_time <= now && (n.cause == "terminated" || n.cause == "consolidated")) {
+      disruptions_.emplace_back(*n.end_time, n.pool);
+    }
+    if (!options_.learn_interruption_risk || n.offering.capacity_type != CapacityType::kSpot) continue;
+    if (n.end_time && *n.end_time <= risk_since) continue;
     auto it = offering_index_.find(n.offering.Key());
     if (it == offering_index_.end()) continue;
-    const WallTime from = std::max(n.launch_time, since);
+    const WallTime from = std::max(n.launch_time, risk_since);
     const WallTime to = std::min(n.end_time.value_or(now), now);
     const bool interrupted = n.cause == "interrupted" && n.end_time && *n.end_time <= now;
     risk_.AddHistory(offering_key_[it->second], risk_group_[it->second], from, to, interrupted, now);
     risk_dirty_ = true;
+  }
+  std::sort(disruptions_.begin(), disruptions_.end());
+}
+
+void ClusterState::RefreshWindows(const Policy& policy, WallTime now) {
+  // Disruptions older than a day (or the interval, if longer) can no longer
+  // count; the window itself follows the policy, which may be reloaded.
+  const Seconds interval = policy.disruption.disruption_interval;
+  const WallTime keep_since = now - std::max(interval, Seconds(24 * 3600));
+  while (!disruptions_.empty() && disruptions_.front().first < keep_since) disruptions_.pop_front();
+  std::map<std::string, int> recent;
+  for (const auto& [time, pool] : disruptions_) {
+    if (time > now - interval) ++recent[pool];
+  }
+  if (recent != snapshot_.recently_disrupted) {
+    snapshot_.recently_disrupted = std::move(recent);
+    MarkChanged(true);
+  }
+  std::vector<std::string> paused;
+  for (auto it = spot_paused_until_.begin(); it != spot_paused_until_.end();) {
+    if (it->second <= now) {
+      it = spot_paused_until_.erase(it);
+    } else {
+      paused.push_back(it->first);
+      ++it;
+    }
+  }
+  if (paused != snapshot_.spot_paused_classes) {
+    snapshot_.spot_paused_classes = std::move(paused);
+    MarkChanged(true);
   }
 }
 

@@ -21,6 +21,7 @@ ClusterStateOptions StateOptions(const ControllerOptions& o) {
   s.risk_refresh_interval = o.risk_refresh_interval;
   s.risk_history = o.risk_history;
   s.reconcile_interval = o.reconcile_interval;
+  s.restore_from_store = o.restore_from_store;
   return s;
 }
 
@@ -37,6 +38,7 @@ ControllerOptions ControllerOptions::ForSimulation(const Policy& policy) {
   o.max_pending_units = 2000;
   o.reconcile_interval = Seconds(300);
   o.idle_replan_interval = std::max(Seconds(60), policy.scaling.scale_down_stabilization);
+  o.restore_from_store = false;
   return o;
 }
 
@@ -70,7 +72,7 @@ TickReport Controller::Tick() {
   state_.AccumulateExposure(now);
   if (!risk_restored_) {
     risk_restored_ = true;
-    state_.RestoreRisk(now, &report);
+    state_.Restore(now, &report);
   }
   if (!recovered_) {
     ActuationResult recovered;

@@ -34,6 +34,7 @@ Status UsageMeter::Accumulate(WallTime now, const std::vector<Node>& nodes) {
   if (month != month_) {
     month_ = month;
     month_to_date_usd_ = 0;
+    by_pool_.clear();
   }
   if (!last_) {
     last_ = now;
@@ -44,7 +45,9 @@ Status UsageMeter::Accumulate(WallTime now, const std::vector<Node>& nodes) {
   if (dt <= 0) return Status::Ok();
   Status first_error = Status::Ok();
   for (const Node& node : nodes) {
-    month_to_date_usd_ += node.offering.usd_per_hour * dt / 3600.0;
+    const double spent = node.offering.usd_per_hour * dt / 3600.0;
+    month_to_date_usd_ += spent;
+    by_pool_[node.pool] += spent;
     if (store_ == nullptr) continue;
     Meter& m = meters_[node.instance_id];
     for (const auto& [cls, gpus] : m.gpus_by_class) m.gpu_seconds[cls] += gpus * dt;
@@ -54,6 +57,24 @@ Status UsageMeter::Accumulate(WallTime now, const std::vector<Node>& nodes) {
     }
   }
   return first_error;
+}
+
+WallTime UsageMeter::MonthStart(WallTime t) {
+  const std::chrono::year_month_day ymd{std::chrono::floor<std::chrono::days>(t)};
+  return std::chrono::time_point_cast<Seconds>(std::chrono::sys_days(ymd.year() / ymd.month() / 1));
+}
+
+void UsageMeter::RestoreMonth(const std::vector<NodeLifecycle>& history, WallTime now) {
+  month_ = MonthKey(now);
+  month_to_date_usd_ = 0;
+  by_pool_.clear();
+  const WallTime start = MonthStart(now);
+  for (const NodeLifecycle& n : history) {
+    const double usd = n.SpendUsd(start, now);
+    if (usd <= 0) continue;
+    month_to_date_usd_ += usd;
+    by_pool_[n.pool] += usd;
+  }
 }
 
 Status UsageMeter::EndNode(const Node& node, WallTime end) {

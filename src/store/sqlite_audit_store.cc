@@ -508,7 +508,8 @@ Result<std::vector<NodeLifecycle>> SqliteAuditStore::NodeLifecycles(WallTime sin
   std::vector<NodeLifecycle> out;
   out.reserve(rows->size());
   for (NodeRow& r : *rows) {
-    out.push_back({std::move(r.launch.offering), r.launch.launch_time, r.end_time, std::move(r.cause)});
+    out.push_back({std::move(r.launch.offering), r.launch.launch_time, r.end_time, std::move(r.cause),
+                   std::move(r.launch.pool), std::move(r.prices)});
   }
   return out;
 }

@@ -189,6 +189,149 @@ TEST(Controller, NoOnDemandFallbackWhenThePolicyForbidsIt) {
   EXPECT_EQ(r.nodes_launched, 0);
 }
 
+Policy HardBudgetPolicy(double hourly_usd) {
+  Policy p = TestPolicy();
+  p.budget.global.hourly_usd = hourly_usd;
+  p.budget.global.hard = true;
+  return p;
+}
+
+Result<std::vector<ActionRow>> ActionsOf(const Harness& h, int64_t decision_id) {
+  Result<std::unique_ptr<AuditReader>> reader = h.store->OpenReader();
+  if (!reader) return reader.error();
+  return (*reader)->ActionsForDecision(decision_id);
+}
+
+// Spot $0.40/h, on-demand $1.00/h, a hard cap of $1.00/h: two spot nodes fit,
+// two on-demand nodes would not.
+TEST(Controller, AFallbackThatWouldBreakAHardBudgetIsNotSent) {
+  Harness h(HardBudgetPolicy(1.0));
+  h.cloud.no_capacity = {"g5.xlarge/us-east-1a/spot"};
+  h.next_plan.launches = {h.Launch("g5.xlarge/us-east-1a/spot", 2, {"g5.xlarge/us-east-1a/on-demand"})};
+  TickReport r = h.controller->Tick();
+  ASSERT_EQ(h.cloud.launches.size(), 1u);
+  ASSERT_EQ(h.cloud.launches[0].offerings.size(), 1u);
+  EXPECT_EQ(h.cloud.launches[0].offerings[0].Key(), "g5.xlarge/us-east-1a/spot");
+  EXPECT_EQ(r.nodes_launched, 0);
+  EXPECT_TRUE(h.controller->snapshot().nodes.empty());
+  bool noted = false;
+  for (const std::string& n : r.governor.notes) noted |= n.find("would exceed the hard global budget") != std::string::npos;
+  EXPECT_TRUE(noted);
+  Result<std::vector<ActionRow>> actions = ActionsOf(h, r.decision_id);
+  ASSERT_TRUE(actions.ok()) << actions.error().ToString();
+  ASSERT_EQ(actions->size(), 1u);
+  EXPECT_NE((*actions)[0].action.reason.find("not sent: 2 x g5.xlarge/us-east-1a/on-demand ($2.00/h)"),
+            std::string::npos)
+      << (*actions)[0].action.reason;
+}
+
+TEST(Controller, WithinTheHardBudgetTheFallbackIsSentAndTheRowNamesWhatWasBought) {
+  Harness h(HardBudgetPolicy(2.5));
+  h.cloud.no_capacity = {"g5.xlarge/us-east-1a/spot"};
+  h.next_plan.launches = {h.Launch("g5.xlarge/us-east-1a/spot", 2, {"g5.xlarge/us-east-1a/on-demand"})};
+  TickReport r = h.controller->Tick();
+  ASSERT_EQ(h.cloud.launches.size(), 1u);
+  EXPECT_EQ(h.cloud.launches[0].offerings.size(), 2u);
+  EXPECT_EQ(r.nodes_launched, 2);
+  Result<std::vector<ActionRow>> actions = ActionsOf(h, r.decision_id);
+  ASSERT_TRUE(actions.ok()) << actions.error().ToString();
+  ASSERT_EQ(actions->size(), 1u);
+  EXPECT_EQ((*actions)[0].action.offering.Key(), "g5.xlarge/us-east-1a/spot");  // the intent
+  EXPECT_NE((*actions)[0].detail.find("launched 2 x g5.xlarge/us-east-1a/on-demand"), std::string::npos)
+      << (*actions)[0].detail;
+}
+
+// Nodes running count against the cap: with $0.80/h running under a $1.00/h
+// cap, even the spot offering does not fit; nothing is sent and the row says why.
+TEST(Controller, ALaunchNoOfferingOfWhichFitsTheHardBudgetIsRecordedAndNeverSent) {
+  Harness h(HardBudgetPolicy(1.0));
+  h.next_plan.launches = {h.Launch("g5.xlarge/us-east-1a/spot", 2)};
+  h.controller->Tick();
+  ASSERT_EQ(h.controller->snapshot().nodes.size(), 2u);
+  h.clock.Advance(Seconds(60));
+  h.next_plan.launches = {h.Launch("g5.xlarge/us-east-1b/spot", 1, {"g5.xlarge/us-east-1b/on-demand"})};
+  TickReport r = h.controller->Tick();
+  EXPECT_EQ(h.cloud.launches.size(), 1u);  // the first tick's only
+  Result<std::vector<ActionRow>> actions = ActionsOf(h, r.decision_id);
+  ASSERT_TRUE(actions.ok()) << actions.error().ToString();
+  ASSERT_EQ(actions->size(), 1u);
+  EXPECT_EQ((*actions)[0].outcome, ActionOutcome::kFailed);
+  EXPECT_NE((*actions)[0].detail.find("would exceed the hard global budget ($0.20/h left of $1.00/h)"),
+            std::string::npos)
+      << (*actions)[0].detail;
+}
+
+// disruption.disruption_interval: a rolling window, per pool, of the nodes
+// plans removed; interruptions do not count.
+TEST(Controller, RecentlyDisruptedIsARollingWindowOfTheNodesPlansRemoved) {
+  Harness h;
+  h.next_plan.launches = {h.Launch("g5.xlarge/us-east-1a/on-demand", 3)};
+  h.controller->Tick();
+  const std::vector<Node> nodes = h.controller->snapshot().nodes;
+  ASSERT_EQ(nodes.size(), 3u);
+  h.clock.Advance(Seconds(60));
+  h.next_plan.terminations = {h.Terminate(nodes[0].instance_id), h.Terminate(nodes[1].instance_id)};
+  h.controller->Tick();
+  h.clock.Advance(Seconds(60));
+  h.controller->Tick();
+  EXPECT_EQ(h.seen.back().recently_disrupted.at("gpu"), 2);
+  h.clock.Advance(Seconds(600));  // the policy's default interval
+  h.controller->Tick();
+  EXPECT_TRUE(h.seen.back().recently_disrupted.empty());
+}
+
+// spot.fallback_duration: after a spot capacity error for a class's work,
+// the class is kept off spot that long.
+TEST(Controller, ASpotCapacityErrorKeepsTheClassOffSpotForTheFallbackDuration) {
+  Policy p = TestPolicy();
+  p.spot.fallback_duration = Seconds(1800);
+  Harness h(p);
+  DemandUnit u;
+  u.id = "job-1";
+  u.workload_class = "batch";
+  u.gpus = 1;
+  h.work.SetPending({u});
+  h.cloud.no_capacity = {"g5.xlarge/us-east-1a/spot"};
+  LaunchAction l = h.Launch("g5.xlarge/us-east-1a/spot", 1);
+  l.unit_ids = {"job-1"};
+  h.next_plan.launches = {l};
+  h.controller->Tick();
+  h.clock.Advance(Seconds(60));
+  h.controller->Tick();
+  EXPECT_EQ(h.seen.back().spot_paused_classes, std::vector<std::string>{"batch"});
+  h.clock.Advance(Seconds(1800));
+  h.controller->Tick();
+  EXPECT_TRUE(h.seen.back().spot_paused_classes.empty());
+}
+
+// A monthly cap must not restart at zero with the process: the month-to-date
+// spend, whole and per pool, comes back from the audit store.
+TEST(ControllerRecovery, MonthToDateSpendIsRestoredFromTheStore) {
+  Harness h;
+  h.next_plan.launches = {h.Launch("g5.xlarge/us-east-1a/on-demand", 2)};  // $2.00/h
+  h.controller->Tick();
+  for (int i = 0; i < 3; ++i) {
+    h.clock.Advance(Seconds(3600));
+    h.controller->Tick();
+  }
+  EXPECT_NEAR(h.seen.back().month_to_date_usd, 6.0, 1e-6);
+  EXPECT_NEAR(h.seen.back().month_to_date_usd_by_pool.at("gpu"), 6.0, 1e-6);
+
+  h.clock.Advance(Seconds(1800));  // a restart half an hour later
+  std::vector<Snapshot> seen;
+  ControllerOptions o;
+  o.reuse_unchanged_plans = false;
+  Controller restarted(h.clock, h.cloud, h.store.get(), h.work, h.catalog, TestPolicy(), o,
+                       [&seen](const Snapshot& s, const Policy&) {
+                         seen.push_back(s);
+                         return Plan{};
+                       });
+  restarted.Tick();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_NEAR(seen[0].month_to_date_usd, 7.0, 1e-6);
+  EXPECT_NEAR(seen[0].month_to_date_usd_by_pool.at("gpu"), 7.0, 1e-6);
+}
+
 TEST(Controller, StaleSignalBlocksScaleDownOfTheClassPools) {
   Harness h;
   h.next_plan.launches = {h.Launch("g5.xlarge/us-east-1a/on-demand", 1)};

@@ -6,7 +6,10 @@
 // the call and the outcome is finished by Recover after the restart, so
 // nothing is launched twice. A capacity error marks the offering in the
 // given OfferingAvailability (later launches of the same plan skip it) and
-// the provider moves on to the launch's fallbacks.
+// the provider moves on to the launch's fallbacks. Every offering of a launch,
+// fallbacks included, is priced against the hard budgets first
+// (BudgetGuard): one that would break a cap is not sent, and the action row
+// says why; the outcome row names the offerings actually bought.
 //
 // The actuator does not edit the snapshot: it returns what changed (nodes
 // launched or found, instances terminated) and the cluster state applies it.
@@ -58,11 +61,37 @@ struct ActuationResult {
   std::vector<EndedNode> ended;        // in termination order
   // Terminated by a recovered intent: to be ignored if still listed.
   std::vector<std::string> terminated_elsewhere;
+  // Pending units whose launch met a spot capacity error (for the policy's
+  // spot.fallback_duration).
+  std::vector<std::string> spot_capacity_error_units;
   std::set<std::string> scaled_up_pools;
   std::set<std::string> scaled_down_pools;
   // Something failed or came out other than planned: the next tick must
   // plan again rather than reuse this plan.
   bool failed = false;
+};
+
+// What the hard budget caps (global and per pool; hourly, and monthly spread
+// over the hours left) leave for launches this tick: the fleet's spend rate
+// after the plan's terminations, plus what this tick has launched so far.
+// Soft caps are not enforced here (the planner plans past them, with a
+// warning).
+class BudgetGuard {
+ public:
+  BudgetGuard(const Snapshot& snapshot, const Plan& plan, const Policy& policy);
+  // Why `count` nodes of `offering` in `pool` would break a hard cap (one
+  // line, with the amounts), or empty when they fit.
+  std::string Breach(const std::string& pool, const Offering& offering, int count) const;
+  // A node was launched at this price.
+  void Commit(const std::string& pool, double usd_per_hour);
+
+ private:
+  struct Cap {
+    double limit = 0;  // USD per hour; infinity: no hard cap
+    double spend = 0;  // USD per hour
+  };
+  Cap global_;
+  std::map<std::string, Cap> pools_;
 };
 
 // The node state an instance state stands for.
@@ -89,7 +118,8 @@ class Actuator {
 
  private:
   void LaunchOne(int64_t decision_id, size_t index, const LaunchAction& launch, const Policy& policy,
-                 OfferingAvailability& availability, ActuationResult* result, TickReport* report);
+                 OfferingAvailability& availability, BudgetGuard& budget, ActuationResult* result,
+                 TickReport* report);
   void TerminateOne(int64_t decision_id, size_t index, const TerminationAction& term,
                     const Snapshot& snapshot, ActuationResult* result, TickReport* report);
   // Records the node launches of an action and returns their instance ids;

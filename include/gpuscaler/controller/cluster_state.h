@@ -24,15 +24,24 @@
 // launching→ready) and `structural` (nodes appearing or vanishing outside a
 // plan, notices, availability marks, blocked classes).
 //
-// Learned state across restarts: RestoreRisk rebuilds the interruption
-// evidence from the store's node lifecycles (spot exposure from launch to
-// end, an interruption at the end of every node that ended "interrupted"),
-// decayed as if the controller had watched it. Capacity-error marks are
-// short-lived and start empty.
+// The snapshot also carries, per pool, the nodes removed by plans (emptied or
+// consolidated, not interrupted) within the policy's disruption_interval
+// (recently_disrupted), and the classes kept off spot for
+// spot.fallback_duration after a spot capacity error for their work
+// (spot_paused_classes; only while fallback_to_on_demand is on).
+//
+// Learned state across restarts: Restore rebuilds, from the store's node
+// lifecycles, the interruption evidence (spot exposure from launch to end, an
+// interruption at the end of every node that ended "interrupted", decayed as
+// if the controller had watched it), the month-to-date spend (UsageMeter) and
+// the disruption window. Capacity-error marks and spot pauses are short-lived
+// and start empty.
 //
 // No I/O but through the seams. Not thread-safe: the loop's thread only.
 #pragma once
 
+#include <deque>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -67,8 +76,11 @@ struct ClusterStateOptions {
   // Rates reach the snapshot at once after a notice, else at most this
   // often, and only when one moved by more than 5 % and 0.001 per node-hour.
   Seconds risk_refresh_interval{600};
-  // How far back RestoreRisk reads node lifecycles.
+  // How far back Restore reads node lifecycles for the learned rates.
   Seconds risk_history{Seconds(14 * 24 * 3600)};
+  // Restore rebuilds learned state from the store (off: a store shared by
+  // several simulated runs must not leak one run's history into the next).
+  bool restore_from_store = true;
   // How often the provider's instance list is read (0: every tick). Between
   // reads the state relies on what the actuator reported and on notice
   // deadlines.
@@ -86,8 +98,9 @@ class ClusterState {
   ClusterState(const Clock& clock, CloudProvider& cloud, AuditStore* store, WorkSource& work,
                const Catalog& catalog, UsageMeter& usage, ClusterStateOptions options);
 
-  // Rebuilds interruption evidence from the store (call once, first tick).
-  void RestoreRisk(WallTime now, TickReport* report);
+  // Rebuilds learned state from the store (call once, first tick, after the
+  // usage meter's first Accumulate).
+  void Restore(WallTime now, TickReport* report);
   // Spot node-hours at risk since the previous call (before Observe).
   void AccumulateExposure(WallTime now);
   // Refreshes the snapshot as described above. False when the instance
@@ -129,6 +142,7 @@ class ClusterState {
   void RefreshRisk(WallTime now);
   void RefreshWork();
   void RefreshSignals(const Policy& policy, WallTime now);
+  void RefreshWindows(const Policy& policy, WallTime now);
   void AddNode(const Instance& instance, NodeState state, const Policy& policy, WallTime now);
   void RemoveNode(size_t index, WallTime end, const std::string& cause, TickReport* report);
 
@@ -166,6 +180,8 @@ class ClusterState {
   std::vector<std::string> blocked_;
   std::vector<SignalStatus> signals_;
   StateChanges changes_{true, true};
+  std::deque<std::pair<WallTime, std::string>> disruptions_;  // (time, pool), oldest first
+  std::map<std::string, WallTime> spot_paused_until_;          // by class
 };
 
 }  // namespace gpuscaler

@@ -80,6 +80,7 @@ struct ControllerOptions {
   Seconds risk_refresh_interval{600};
   Seconds risk_history{Seconds(14 * 24 * 3600)};
   Seconds reconcile_interval{0};
+  bool restore_from_store = true;  // see ClusterStateOptions
   // Usage rows are written per node and class for intervals of this length.
   Seconds usage_interval{3600};
   Seconds intent_replay_window{600};  // see ActuatorOptions

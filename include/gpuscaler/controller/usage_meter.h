@@ -47,7 +47,14 @@ class UsageMeter {
   // of a simulation). The first error stops it.
   Status Flush(WallTime now, const std::vector<Node>& nodes);
 
+  // Sets the month-to-date spend from the store's node lifecycles (those
+  // overlapping this month up to `now`); call once, before nodes are added.
+  void RestoreMonth(const std::vector<NodeLifecycle>& history, WallTime now);
+
   double month_to_date_usd() const { return month_to_date_usd_; }
+  const std::map<std::string, double>& month_to_date_usd_by_pool() const { return by_pool_; }
+  // The first instant of `t`'s calendar month (UTC).
+  static WallTime MonthStart(WallTime t);
 
  private:
   struct Meter {
@@ -64,6 +71,7 @@ class UsageMeter {
   std::optional<WallTime> last_;
   std::string month_;
   double month_to_date_usd_ = 0;
+  std::map<std::string, double> by_pool_;
 };
 
 }  // namespace gpuscaler

@@ -34,15 +34,6 @@ struct DecisionRow {
   DecisionRecord decision;
 };
 
-// The price in force on a node from `from` until `to` (the next interval's
-// start, or the node's end; nullopt while the node runs and no later price
-// exists).
-struct PriceInterval {
-  WallTime from{};
-  std::optional<WallTime> to;
-  double usd_per_hour = 0;
-};
-
 struct NodeRow {
   // decision_id 0: not launched by a recorded decision.
   NodeLaunchRecord launch;

@@ -11,6 +11,8 @@
 // connection (see the store's reader API).
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -90,11 +92,41 @@ struct NodeEndRecord {
 
 // One node's life as the store knows it: what a controller reads after a
 // restart to rebuild what it had learned (e.g. spot interruption rates).
+// The price in force on a node from `from` until `to` (the next interval's
+// start, or the node's end; nullopt while the node runs and no later price
+// exists).
+struct PriceInterval {
+  WallTime from{};
+  std::optional<WallTime> to;
+  double usd_per_hour = 0;
+};
+
 struct NodeLifecycle {
   Offering offering;  // as recorded at launch
   WallTime launch_time{};
   std::optional<WallTime> end_time;  // nullopt: still running
   std::string cause;                 // NodeEndRecord::cause; empty while running
+  std::string pool;
+  std::vector<PriceInterval> prices;  // by `from`; the first starts at launch
+
+  // What the node cost over [from, to): its prices × the time it ran in that
+  // window, per second. Header-only: the control loop uses the store only
+  // through this seam.
+  double SpendUsd(WallTime from, WallTime to) const {
+    const WallTime end = std::min(to, end_time.value_or(to));
+    double usd = 0;
+    for (size_t i = 0; i < prices.size(); ++i) {
+      const WallTime a = std::max(from, prices[i].from);
+      WallTime b = end;
+      if (prices[i].to) b = std::min(b, *prices[i].to);
+      if (i + 1 < prices.size()) b = std::min(b, prices[i + 1].from);
+      if (b > a) usd += prices[i].usd_per_hour * std::chrono::duration<double>(b - a).count() / 3600.0;
+    }
+    if (prices.empty() && end > std::max(from, launch_time)) {
+      usd = offering.usd_per_hour * std::chrono::duration<double>(end - std::max(from, launch_time)).count() / 3600.0;
+    }
+    return usd;
+  }
 };
 
 struct PriceSample {
