@@ -165,7 +165,7 @@ void Actuator::LaunchOne(int64_t decision_id, size_t index, const LaunchAction& 
   const WallTime now = clock_.WallNow();
   report->nodes_requested += launch.count;
   LaunchRequest request =
-      RequestFor(launch.pool, launch.count, std::to_string(decision_id) + "-" + std::to_string(index), policy);
+      RequestFor(launch.pool, launch.count, options_.token_prefix + std::to_string(decision_id) + "-" + std::to_string(index), policy);
   std::set<std::string> keys;
   std::vector<std::string> over_budget;  // offerings not sent: they would break a hard budget
   auto consider = [&](const Offering& o) {
@@ -289,7 +289,7 @@ void Actuator::TerminateOne(int64_t decision_id, size_t index, const Termination
   ActionRecord intent;
   intent.decision_id = decision_id;
   intent.kind = ActionKind::kTerminate;
-  intent.idempotency_token = std::to_string(decision_id) + "-" + std::to_string(index);
+  intent.idempotency_token = options_.token_prefix + std::to_string(decision_id) + "-" + std::to_string(index);
   intent.pool = node.pool;
   intent.offering = node.offering;
   intent.count = 1;

@@ -2,6 +2,9 @@
 // documented in docs/daemon.md.
 #include "gpuscaler/daemon/config.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include <charconv>
 #include <filesystem>
 
@@ -41,6 +44,12 @@ bool IsRegionName(const std::string& region) {
   return region.find_first_not_of("0123456789", dash + 1) == std::string::npos;
 }
 
+bool IsClusterName(const std::string& name) {
+  if (name.empty() || name.size() > 100 || !std::isalnum(static_cast<unsigned char>(name[0]))) return false;
+  return std::all_of(name.begin(), name.end(),
+                     [](unsigned char c) { return std::isalnum(c) || c == '-' || c == '_'; });
+}
+
 class ConfigReader {
  public:
   ConfigReader(DocReader& r, DaemonConfig* c) : r_(r), c_(*c) {}
@@ -51,10 +60,15 @@ class ConfigReader {
       return;
     }
     MapReader top(r_, root, "",
-                  {"apiVersion", "kind", "policy", "catalog", "regions", "db", "listen", "dry_run", "cloud",
-                   "signals", "kubernetes", "api_token_file", "retention"});
+                  {"apiVersion", "kind", "cluster_name", "policy", "catalog", "regions", "db", "listen", "dry_run",
+                   "cloud", "signals", "kubernetes", "api_token_file", "retention"});
     if (!root.IsMapping()) return;
-    top.Require({"apiVersion", "kind", "policy"});
+    top.Require({"apiVersion", "kind", "cluster_name", "policy"});
+    if (top.ReadString("cluster_name", &c_.cluster_name) && !IsClusterName(c_.cluster_name)) {
+      r_.ReportAt("cluster_name", "'" + c_.cluster_name +
+                                      "' is not a cluster name (1 to 100 letters, digits, '-' or '_', starting with "
+                                      "a letter or digit)");
+    }
     std::string api_version, kind;
     if (top.ReadString("apiVersion", &api_version) && api_version != "gpuscaler/v1")
       r_.ReportAt("apiVersion", "unsupported apiVersion '" + api_version + "' (expected 'gpuscaler/v1')");

@@ -115,6 +115,10 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options, const Simulate
     parts.mode = "demo";
     parts.speed = options.speed;
     parts.controller_options.source = "demo";
+    parts.controller_options.tags[kClusterTag] = "demo";
+    if (Result<std::string> installation = (*store)->InstallationId(); installation) {
+      parts.controller_options.token_prefix = "demo-" + *installation + "-";
+    }
     parts.shutdown = [st = store->get()] { return st->Flush(); };
     DemoOptions demo;
     demo.seed = options.seed;
@@ -177,6 +181,10 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options, const Simulate
   parts.controller_options.dry_run = config.dry_run;
   parts.controller_options.regions = config.regions;
   parts.controller_options.tags = config.cloud.tags;
+  parts.controller_options.tags[kClusterTag] = config.cluster_name;
+  Result<std::string> installation = (*store)->InstallationId();
+  if (!installation) return installation.error().WithContext("audit database " + config.db_file);
+  parts.controller_options.token_prefix = config.cluster_name + "-" + *installation + "-";
 
   if (config.cloud.provider == "simulated") {
     if (!wiring.cloud) return Error::Config(config.source_file + ": cloud.provider simulated: not in this build");

@@ -116,8 +116,19 @@ CREATE TABLE usage (
 ) WITHOUT ROWID;
 )sql";
 
+// One random id per audit database, made when the database is: with the
+// cluster name it keeps idempotency tokens (and so the cloud's ClientTokens)
+// of two installations, or of one installation's old and new database, apart.
+constexpr const char* kSchemaV2 = R"sql(
+CREATE TABLE installation (
+  id TEXT NOT NULL CHECK (length(id) = 12)
+);
+INSERT INTO installation (id) VALUES (lower(hex(randomblob(6))));
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "audit schema: decisions, actions, nodes, node_prices, price_samples, usage", kSchemaV1},
+    {2, "installation: a random id per audit database", kSchemaV2},
 };
 
 Result<int64_t> ScalarInt(Connection& db, const char* sql, std::string_view what) {

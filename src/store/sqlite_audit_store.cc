@@ -514,6 +514,15 @@ Result<std::vector<NodeLifecycle>> SqliteAuditStore::NodeLifecycles(WallTime sin
   return out;
 }
 
+Result<std::string> SqliteAuditStore::InstallationId() {
+  Result<Query> q = db_->Prepare("SELECT id FROM installation");
+  if (!q) return q.error();
+  Result<bool> row = q->Step("reading the installation id");
+  if (!row) return row.error();
+  if (!*row) return Error::Internal("the audit database has no installation id");
+  return q->Text(0);
+}
+
 Result<std::string> SqliteAuditStore::IntegrityCheck() {
   Result<Query> q = db_->Prepare("PRAGMA integrity_check");
   if (!q) return q.error();

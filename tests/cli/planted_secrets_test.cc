@@ -73,7 +73,7 @@ TEST_F(PlantedSecrets, NeverReachLogsTheAuditFileOrHttpAnswers) {
   Write("rabbit-pw", std::string(kRabbitPassword) + "\n");
   Write("prom-token", std::string(kPromToken) + "\n");
   Write("api-token", std::string(kApiToken) + "\n");
-  Write("gpuscaler.yaml", "apiVersion: gpuscaler/v1\nkind: DaemonConfig\npolicy: policy.yaml\ncatalog: " +
+  Write("gpuscaler.yaml", "apiVersion: gpuscaler/v1\nkind: DaemonConfig\ncluster_name: test\npolicy: policy.yaml\ncatalog: " +
                               std::string(GPUSCALER_SOURCE_DIR) +
                               "/config/catalogs/aws.yaml\nregions: [us-east-1]\ndb: audit.db\nlisten: 127.0.0.1:0\n"
                               "api_token_file: api-token\n"

@@ -123,10 +123,10 @@ TEST_F(RunDemo, PauseAndResumeNeedTheBearerToken) {
 }
 
 TEST_F(RunDemo, ABadConfigurationExitsWithCode2AndSaysWhere) {
-  Write("gpuscaler.yaml", "apiVersion: gpuscaler/v1\nkind: DaemonConfig\npolicy: nope.yaml\nlisten: nowhere\n");
+  Write("gpuscaler.yaml", "apiVersion: gpuscaler/v1\nkind: DaemonConfig\ncluster_name: test\npolicy: nope.yaml\nlisten: nowhere\n");
   ProcessResult r = Gpuscaler({"run", "--config", (dir_ / "gpuscaler.yaml").string()});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("gpuscaler.yaml:4:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("gpuscaler.yaml:5:"), std::string::npos) << r.err;
   r = Gpuscaler({"run"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--config"), std::string::npos) << r.err;

@@ -213,7 +213,7 @@ class EmulatorProcess {
 // fixture, audit database audit.db in `dir`.
 inline std::string DaemonConfigYaml(const std::string& emulator_url, const std::string& prometheus_url,
                                     const std::string& extra_cloud = "") {
-  return "apiVersion: gpuscaler/v1\nkind: DaemonConfig\npolicy: policy.yaml\ncatalog: " +
+  return "apiVersion: gpuscaler/v1\nkind: DaemonConfig\ncluster_name: test\npolicy: policy.yaml\ncatalog: " +
          std::string(GPUSCALER_SOURCE_DIR) +
          "/config/catalogs/aws.yaml\nregions: [us-east-1]\ndb: audit.db\nlisten: 127.0.0.1:0\n"
          "cloud:\n  provider: aws\n  region: us-east-1\n  endpoint_url: " +

@@ -8,6 +8,7 @@ namespace {
 TEST(DaemonConfig, ReadsEveryFieldAndResolvesPathsAgainstTheFilesFolder) {
   const std::string text = R"(apiVersion: gpuscaler/v1
 kind: DaemonConfig
+cluster_name: test
 policy: policy/policy.yaml
 catalog: /usr/share/gpuscaler/aws.yaml
 regions: [us-east-1]
@@ -48,6 +49,7 @@ retention: 30d
 TEST(DaemonConfig, ReportsEveryProblemWithItsLine) {
   const std::string text = R"(apiVersion: gpuscaler/v1
 kind: DaemonConfig
+cluster_name: test
 policy: p.yaml
 listen: localhost
 cloud: {provider: gcp}
@@ -59,17 +61,17 @@ signals:
   ASSERT_FALSE(c.ok());
   const std::string& m = c.error().message();
   EXPECT_EQ(c.error().category(), ErrorCategory::kConfig);
-  EXPECT_NE(m.find("d.yaml:4:"), std::string::npos) << m;
-  EXPECT_NE(m.find("listen"), std::string::npos) << m;
   EXPECT_NE(m.find("d.yaml:5:"), std::string::npos) << m;
+  EXPECT_NE(m.find("listen"), std::string::npos) << m;
+  EXPECT_NE(m.find("d.yaml:6:"), std::string::npos) << m;
   EXPECT_NE(m.find("'aws' or 'simulated'"), std::string::npos) << m;
-  EXPECT_NE(m.find("d.yaml:7:"), std::string::npos) << m;
   EXPECT_NE(m.find("d.yaml:8:"), std::string::npos) << m;
+  EXPECT_NE(m.find("d.yaml:9:"), std::string::npos) << m;
   EXPECT_NE(m.find("did you mean 'timeout'"), std::string::npos) << m;
 }
 
 TEST(DaemonConfig, RequiresThePolicy) {
-  Result<DaemonConfig> c = ParseDaemonConfig("apiVersion: gpuscaler/v1\nkind: DaemonConfig\n", "d.yaml");
+  Result<DaemonConfig> c = ParseDaemonConfig("apiVersion: gpuscaler/v1\nkind: DaemonConfig\ncluster_name: test\n", "d.yaml");
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.error().message().find("policy"), std::string::npos);
 }
@@ -101,6 +103,7 @@ TEST(DaemonConfig, ParsesListenAddresses) {
 TEST(DaemonConfig, ReadsTheAwsProviderSettings) {
   const std::string text = R"(apiVersion: gpuscaler/v1
 kind: DaemonConfig
+cluster_name: test
 policy: p.yaml
 cloud:
   provider: aws
@@ -128,6 +131,7 @@ cloud:
 TEST(DaemonConfig, RejectsBadAwsSettingsEachAtItsLine) {
   const std::string text = R"(apiVersion: gpuscaler/v1
 kind: DaemonConfig
+cluster_name: test
 policy: p.yaml
 cloud:
   provider: aws
@@ -144,17 +148,17 @@ cloud:
   Result<DaemonConfig> c = ParseDaemonConfig(text, "d.yaml");
   ASSERT_FALSE(c.ok());
   const std::string& m = c.error().message();
-  for (const char* want : {"d.yaml:6:", "cloud.region", "d.yaml:8:", "cloud.launch_template_version", "d.yaml:9:",
-                           "cloud.spot_allocation_strategy", "d.yaml:10:", "cloud.on_demand_allocation_strategy",
-                           "d.yaml:11:", "cloud.interruption_queue_url", "gpuscaler.io/ are set by gpuscaler",
-                           "d.yaml:13:", "cloud.max_attempts", "d.yaml:14:", "cloud.request_timeout"}) {
+  for (const char* want : {"d.yaml:7:", "cloud.region", "d.yaml:9:", "cloud.launch_template_version", "d.yaml:10:",
+                           "cloud.spot_allocation_strategy", "d.yaml:11:", "cloud.on_demand_allocation_strategy",
+                           "d.yaml:12:", "cloud.interruption_queue_url", "gpuscaler.io/ are set by gpuscaler",
+                           "d.yaml:14:", "cloud.max_attempts", "d.yaml:15:", "cloud.request_timeout"}) {
     EXPECT_NE(m.find(want), std::string::npos) << want << " in:\n" << m;
   }
 }
 
 TEST(DaemonConfig, SubnetsMustBeSubnetIdsInZonesOfTheRegion) {
   Result<DaemonConfig> c = ParseDaemonConfig(
-      "apiVersion: gpuscaler/v1\nkind: DaemonConfig\npolicy: p.yaml\n"
+      "apiVersion: gpuscaler/v1\nkind: DaemonConfig\ncluster_name: test\npolicy: p.yaml\n"
       "cloud: {provider: aws, region: us-east-1, launch_template: gpu, subnets: {us-west-2a: subnet-1, us-east-1b: sg-2}}\n",
       "d.yaml");
   ASSERT_FALSE(c.ok());
@@ -168,6 +172,22 @@ TEST(DaemonConfig, TheEmulatorExampleLoads) {
   ASSERT_TRUE(c.ok()) << c.error().message();
   EXPECT_EQ(c->cloud.provider, "aws");
   EXPECT_EQ(c->cloud.endpoint_url, "http://127.0.0.1:4566");
+}
+
+TEST(DaemonConfig, ClusterNameIsRequiredAndMustBeAClusterName) {
+  Result<DaemonConfig> missing =
+      ParseDaemonConfig("apiVersion: gpuscaler/v1\nkind: DaemonConfig\npolicy: p.yaml\n", "d.yaml");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message().find("cluster_name"), std::string::npos) << missing.error().message();
+  Result<DaemonConfig> bad = ParseDaemonConfig(
+      "apiVersion: gpuscaler/v1\nkind: DaemonConfig\ncluster_name: \"a b\"\npolicy: p.yaml\n", "d.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("d.yaml:3:15: cluster_name: 'a b' is not a cluster name"), std::string::npos)
+      << bad.error().message();
+  Result<DaemonConfig> good = ParseDaemonConfig(
+      "apiVersion: gpuscaler/v1\nkind: DaemonConfig\ncluster_name: prod-eu_1\npolicy: p.yaml\n", "d.yaml");
+  ASSERT_TRUE(good.ok()) << good.error().message();
+  EXPECT_EQ(good->cluster_name, "prod-eu_1");
 }
 
 }  // namespace

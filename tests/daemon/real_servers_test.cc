@@ -89,7 +89,7 @@ class DaemonRealServers : public CliTest {
   // Starts the daemon with `signals_yaml` under `signals:` on `port`.
   void StartDaemon(uint16_t port, const std::string& policy_text, const std::string& signals_yaml) {
     Write("policy.yaml", policy_text);
-    Write("gpuscaler.yaml", "apiVersion: gpuscaler/v1\nkind: DaemonConfig\npolicy: policy.yaml\ncatalog: " +
+    Write("gpuscaler.yaml", "apiVersion: gpuscaler/v1\nkind: DaemonConfig\ncluster_name: test\npolicy: policy.yaml\ncatalog: " +
                                 std::string(GPUSCALER_SOURCE_DIR) +
                                 "/config/catalogs/aws.yaml\nregions: [us-east-1]\ndb: audit.db\nlisten: 127.0.0.1:" +
                                 std::to_string(port) + "\ncloud: {provider: simulated, simulated_launch_latency: 2s}\nsignals:\n" + signals_yaml);

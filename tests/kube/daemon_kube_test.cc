@@ -21,7 +21,7 @@ namespace {
 using nlohmann::json;
 using testing::FakeApiServer;
 
-constexpr const char* kHead = "apiVersion: gpuscaler/v1\nkind: DaemonConfig\npolicy: p.yaml\n";
+constexpr const char* kHead = "apiVersion: gpuscaler/v1\nkind: DaemonConfig\ncluster_name: test\npolicy: p.yaml\n";
 
 TEST(KubernetesConfig, InClusterByDefaultOrAKubeconfigRelativeToTheFile) {
   Result<DaemonConfig> c = ParseDaemonConfig(std::string(kHead) + "kubernetes: {enabled: true}\n", "/etc/g/c.yaml");

@@ -259,17 +259,37 @@ TEST(SqliteAuditStore, TickRecordsAfterAnIntentCommitWithTheTick) {
   EXPECT_TRUE(open->empty());
 }
 
+TEST(SqliteAuditStore, EachDatabaseHasItsOwnInstallationIdThatSurvivesReopening) {
+  TempDir dir;
+  std::string first;
+  {
+    std::unique_ptr<SqliteAuditStore> a = OpenStore(dir.File("a.db"));
+    ASSERT_NE(a, nullptr);
+    Result<std::string> id = a->InstallationId();
+    ASSERT_TRUE(id.ok()) << id.error().ToString();
+    EXPECT_EQ(id->size(), 12u);
+    first = *id;
+  }
+  std::unique_ptr<SqliteAuditStore> again = OpenStore(dir.File("a.db"));
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again->InstallationId().value(), first);
+  std::unique_ptr<SqliteAuditStore> other = OpenStore(dir.File("b.db"));
+  ASSERT_NE(other, nullptr);
+  EXPECT_NE(other->InstallationId().value(), first);
+}
+
 TEST(SqliteAuditStore, CreatesTheSchemaInAnEmptyFileAndReopensIt) {
   TempDir dir;
   const std::string path = dir.File("audit.db");
   { std::ofstream(path).flush(); }  // an empty file is an empty database
   ASSERT_NE(OpenStore(path), nullptr);
-  EXPECT_EQ(RawQuery(path, "SELECT group_concat(version) FROM schema_version"),
+  EXPECT_EQ(RawQuery(path, "SELECT max(version) FROM schema_version"),
             std::to_string(SqliteAuditStore::CurrentSchemaVersion()));
   EXPECT_EQ(RawQuery(path, "PRAGMA journal_mode"), "wal");
   ASSERT_NE(OpenStore(path), nullptr);
-  EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM schema_version"), "1");
-  for (const char* table : {"decisions", "actions", "nodes", "node_prices", "price_samples", "usage"}) {
+  EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM schema_version"),
+            std::to_string(SqliteAuditStore::CurrentSchemaVersion()));
+  for (const char* table : {"decisions", "actions", "nodes", "node_prices", "price_samples", "usage", "installation"}) {
     SCOPED_TRACE(table);
     const std::string sql = std::string("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '") +
                             table + "'";

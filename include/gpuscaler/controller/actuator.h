@@ -1,7 +1,7 @@
 // The actuator: turns a governed plan into cloud calls, safely.
 //
 // For every action the intent is written to the AuditStore before the cloud
-// is called (idempotency token "<decision id>-<action index>"), then the
+// is called (idempotency token "<prefix><decision id>-<action index>"), then the
 // outcome. Never calls the cloud without a durable intent: a crash between
 // the call and the outcome is finished by Recover after the restart, so
 // nothing is launched twice. A capacity error marks the offering in the
@@ -37,6 +37,9 @@ namespace gpuscaler {
 struct ActuatorOptions {
   // Extra tags on every launch (kOwnerTag is always set to the pool).
   std::map<std::string, std::string> tags;
+  // Starts every idempotency token: "<cluster>-<installation id>-" in the
+  // daemon, so that no two installations (or databases) share a token.
+  std::string token_prefix;
   bool dry_run = false;  // never call Launch or Terminate
   // Recover: a launch intent younger than this is sent again with its own
   // token (the cloud returns the first call's instances, or launches them);

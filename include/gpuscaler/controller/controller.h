@@ -68,6 +68,7 @@ struct ControllerOptions {
   std::vector<std::string> regions;
   // Extra tags on every launch (kOwnerTag is always set to the pool).
   std::map<std::string, std::string> tags;
+  std::string token_prefix;  // see ActuatorOptions
   bool dry_run = false;  // plan and audit; never call Launch or Terminate
   bool reuse_unchanged_plans = true;
   Seconds max_plan_reuse{900};

@@ -98,6 +98,11 @@ struct KubernetesSettings {
 
 struct DaemonConfig {
   std::string source_file;
+  // Names this installation (required; letters, digits, '-' and '_', at most
+  // 100: EKS's cluster-name rule). Every instance it launches is tagged
+  // gpuscaler.io/cluster=<name>, it lists, drains and terminates only
+  // instances with that tag, and its idempotency tokens start with it.
+  std::string cluster_name;
   std::string policy_file;   // required
   std::string catalog_file;  // empty: the built-in catalog search (config/catalogs/aws.yaml)
   std::vector<std::string> regions;  // empty: every region of the catalog

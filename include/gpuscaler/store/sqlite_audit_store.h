@@ -154,6 +154,8 @@ class SqliteAuditStore final : public AuditStore {
 
   // "ok", or SQLite's list of problems (PRAGMA integrity_check).
   Result<std::string> IntegrityCheck();
+  // The database's random installation id (12 hex digits), made with it.
+  Result<std::string> InstallationId();
 
   const std::string& path() const { return path_; }
 
