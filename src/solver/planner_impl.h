@@ -217,6 +217,13 @@ class Planner {
   std::vector<std::string> notes_;
 };
 
+// The value under `key`, or `absent`.
+template <typename T>
+T ValueOr(const std::map<std::string, T>& m, const std::string& key, T absent) {
+  auto it = m.find(key);
+  return it == m.end() ? absent : it->second;
+}
+
 double ShareOfNode(double gpu_w, int64_t cpu_milli, const InstanceType& t);
 bool Contains(const std::vector<std::string>& v, const std::string& s);
 std::string Usd(double v);

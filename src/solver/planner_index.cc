@@ -55,23 +55,19 @@ void Planner::BuildPools() {
       pools_.push_back(p);
     }
   }
-  auto allowance = [&](const BudgetCap& cap, double* out, bool* hard) {
-    double a = kInf;
-    if (cap.hourly_usd) a = std::min(a, *cap.hourly_usd);
-    if (cap.monthly_usd && snap_.hours_left_in_month > 0) {
-      a = std::min(a, std::max(0.0, (*cap.monthly_usd - snap_.month_to_date_usd) / snap_.hours_left_in_month));
-    }
-    *out = a;
-    *hard = cap.hard;
-  };
-  allowance(policy_.budget.global, &global_budget_, &global_budget_hard_);
+  global_budget_ = HourlyAllowanceUsd(policy_.budget.global, snap_.month_to_date_usd, snap_.hours_left_in_month);
+  global_budget_hard_ = policy_.budget.global.hard;
   any_hard_budget_ = global_budget_hard_ && global_budget_ < kInf;
   for (auto& p : pools_) {
     auto it = policy_.budget.per_pool.find(p.pol.name);
-    if (it != policy_.budget.per_pool.end()) allowance(it->second, &p.budget, &p.budget_hard);
+    if (it != policy_.budget.per_pool.end()) {
+      p.budget = HourlyAllowanceUsd(it->second, ValueOr(snap_.month_to_date_usd_by_pool, p.pol.name, 0.0),
+                                    snap_.hours_left_in_month);
+      p.budget_hard = it->second.hard;
+    }
     if (p.budget_hard && p.budget < kInf) any_hard_budget_ = true;
-    auto d = snap_.recently_disrupted.find(p.pol.name);
-    p.disrupt_allow = policy_.disruption.max_disrupted_per_interval - (d == snap_.recently_disrupted.end() ? 0 : d->second);
+    p.disrupt_allow =
+        policy_.disruption.max_disrupted_per_interval - ValueOr(snap_.recently_disrupted, p.pol.name, 0);
   }
   for (const auto& n : snap_.nodes) {
     if (n.state == NodeState::kTerminating) continue;

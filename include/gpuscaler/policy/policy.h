@@ -108,6 +108,15 @@ struct BudgetPolicy {
   std::map<std::string, BudgetCap> per_pool;
 };
 
+// What `cap` allows to be spent per hour from now on, in USD: the lower of
+// its hourly_usd and what is left of its monthly_usd (the cap less
+// `month_to_date_usd`, never below 0) spread evenly over the
+// `hours_left_in_month`. The monthly part applies only while
+// hours_left_in_month > 0 (0 means unknown). Neither set: infinity. The
+// planner and the actuator both budget by this rule; the global cap is
+// charged with the whole fleet's spend, a pool's cap with that pool's only.
+double HourlyAllowanceUsd(const BudgetCap& cap, double month_to_date_usd, double hours_left_in_month);
+
 struct SpotPolicy {
   // Never pay more than this share of the on-demand price for spot.
   double max_price_fraction_of_on_demand = 1.0;
