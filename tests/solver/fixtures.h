@@ -69,15 +69,15 @@ inline Offering MakeOffering(const std::string& type, const std::string& zone, C
   return o;
 }
 
-// Catalog types in zones us-east-1a/b, on-demand and spot (40 % of on-demand,
-// 0.05 interruptions per hour).
-inline Snapshot BaseSnapshot() {
+// Catalog types in `zones` (us-east-1a/b by default), on-demand and spot
+// (40 % of on-demand, 0.05 interruptions per hour).
+inline Snapshot BaseSnapshot(const std::vector<std::string>& zones = {"us-east-1a", "us-east-1b"}) {
   Snapshot s;
   s.time = FromUnixSeconds(1780000000);
   s.gpu_models = {A100(), A10G(), L4()};
   for (const auto& pt : Catalog()) {
     s.instance_types.push_back(pt.type);
-    for (const char* z : {"us-east-1a", "us-east-1b"}) {
+    for (const std::string& z : zones) {
       s.offerings.push_back(MakeOffering(pt.type.name, z, CapacityType::kOnDemand, pt.on_demand));
       s.offerings.push_back(MakeOffering(pt.type.name, z, CapacityType::kSpot, pt.on_demand));
     }
