@@ -365,6 +365,23 @@ TEST(Planner, TurnsAMonthlyCapIntoAnHourlyAllowance) {
   EXPECT_EQ(ReasonCounts(plan)[UnplacedReason::kBudget], 3);
 }
 
+TEST(Planner, ChargesAPoolsMonthlyCapWithThatPoolsSpendOnly) {
+  Snapshot s = BaseSnapshot();
+  s.pending = Units("u", 4, OnDemandOnly(Unit("", 1)));
+  s.month_to_date_usd = 900;  // the fleet's, mostly other pools
+  s.hours_left_in_month = 100;
+  Policy p = BasePolicy();
+  p.budget.per_pool["gpu"].monthly_usd = 1000;
+  // The pool spent nothing yet: $10/h, room for all four g6.xlarge.
+  Plan plan = MakePlan(s, p);
+  EXPECT_TRUE(plan.unplaced.empty()) << plan.summary;
+  // The pool spent $900 of its $1000: $1/h, one node.
+  s.month_to_date_usd_by_pool["gpu"] = 900;
+  plan = MakePlan(s, p);
+  EXPECT_LE(plan.cost_after_usd_per_hour, 1.0 + 1e-9);
+  EXPECT_EQ(ReasonCounts(plan)[UnplacedReason::kBudget], 3);
+}
+
 TEST(Planner, CapsTheSpotShareOfAClass) {
   Snapshot s = BaseSnapshot();
   s.pending = Units("u", 8, Unit("", 1));
@@ -446,6 +463,39 @@ TEST(Planner, LaunchesToReachPoolMinNodes) {
   const Plan plan = MakePlan(s, p);
   EXPECT_EQ(LaunchedNodes(plan), 2);
   EXPECT_TRUE(plan.terminations.empty());
+}
+
+TEST(Planner, SpreadsAPoolsMinNodesAcrossItsZones) {
+  struct Case {
+    std::string name;
+    int min_nodes;
+    int min_zones;           // of the class the pool serves
+    bool idle_node_in_a;     // an on-demand node already in us-east-1a
+    std::map<std::string, int> want;  // new nodes per zone
+  };
+  const std::vector<Case> cases = {
+      {"one node per zone", 3, 1, false, {{"us-east-1a", 1}, {"us-east-1b", 1}, {"us-east-1c", 1}}},
+      {"min_zones 2: two zones", 2, 2, false, {{"us-east-1a", 1}, {"us-east-1b", 1}}},
+      {"existing nodes count in their zone", 3, 1, true, {{"us-east-1b", 1}, {"us-east-1c", 1}}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Snapshot s = BaseSnapshot({"us-east-1a", "us-east-1b", "us-east-1c"});
+    if (c.idle_node_in_a) s.nodes.push_back(MakeNode(s, "idle", "g6.xlarge", "us-east-1a", CapacityType::kOnDemand));
+    Policy p = BasePolicy();
+    p.pools[0].zones = {"us-east-1a", "us-east-1b", "us-east-1c"};
+    p.pools[0].min_nodes = c.min_nodes;
+    p.classes[0].min_zones = c.min_zones;
+    const Plan plan = MakePlan(s, p);
+    std::map<std::string, int> per_zone;
+    for (const auto& l : plan.launches) {
+      EXPECT_EQ(l.offering.capacity_type, CapacityType::kOnDemand);
+      EXPECT_EQ(l.offering.instance_type, "g6.xlarge");  // the cheapest in every zone
+      per_zone[l.offering.zone] += l.count;
+    }
+    EXPECT_EQ(per_zone, c.want);
+    EXPECT_TRUE(plan.terminations.empty());
+  }
 }
 
 TEST(Planner, StopsAtMaxNodesAddedPerTick) {
