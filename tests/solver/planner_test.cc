@@ -289,6 +289,39 @@ TEST(Planner, UsesSpotOnlyWhereCheaperInExpectation) {
   for (const auto& l : plan.launches) EXPECT_EQ(l.offering.capacity_type, CapacityType::kOnDemand) << l.reason;
 }
 
+TEST(Planner, KeepsSpotPausedClassesOnOnDemandWithTheReason) {
+  Snapshot s = BaseSnapshot();
+  // Free room on a spot node, which a paused class must not use either.
+  s.nodes.push_back(MakeNode(s, "spot", "g5.12xlarge", "us-east-1a", CapacityType::kSpot, {Unit("r", 1, 2000, 8192, "training")}));
+  s.pending = Units("i", 4, Unit("", 1));
+  for (auto& u : Units("t", 4, Unit("", 1, 2000, 8192, "training"))) s.pending.push_back(u);
+  s.spot_paused_classes = {"inference"};
+  Policy p = BasePolicy();
+  const Plan plan = MakePlan(s, p);
+  EXPECT_TRUE(plan.unplaced.empty()) << plan.summary;
+  std::map<std::string, CapacityType> capacity_of;
+  for (const auto& pl : plan.placements)
+    if (!pl.node_id.empty()) capacity_of[pl.unit_id] = CapacityType::kSpot;  // the only node
+  for (const auto& l : plan.launches) {
+    for (const auto& id : l.unit_ids) capacity_of[id] = l.offering.capacity_type;
+    if (l.offering.capacity_type == CapacityType::kOnDemand) {
+      EXPECT_NE(l.reason.find("spot paused after a capacity error"), std::string::npos) << l.reason;
+    }
+  }
+  for (const auto& [id, capacity] : capacity_of)
+    EXPECT_EQ(capacity, id[0] == 'i' ? CapacityType::kOnDemand : CapacityType::kSpot) << id;
+  EXPECT_NE(plan.summary.find("class inference: spot paused after a capacity error"), std::string::npos) << plan.summary;
+  ExpectValid(s, p, plan);
+
+  // A pool that buys only spot leaves the paused class unplaced, saying why.
+  s.nodes.clear();
+  p.pools[0].capacity_types = {CapacityType::kSpot};
+  const Plan spot_only = MakePlan(s, p);
+  EXPECT_EQ(ReasonCounts(spot_only)[UnplacedReason::kCapacityUnavailable], 4);
+  for (const auto& u : spot_only.unplaced)
+    EXPECT_NE(u.detail.find("spot paused after a capacity error"), std::string::npos) << u.detail;
+}
+
 TEST(Planner, SkipsSpotAboveThePriceCeilingForOnDemand) {
   Snapshot s = BaseSnapshot();
   s.pending = Units("u", 2, Unit("", 1));
