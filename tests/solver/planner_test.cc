@@ -629,6 +629,24 @@ TEST(Planner, LimitsRemovalsToTheTickAndDisruptionBudgets) {
   EXPECT_EQ(MakePlan(s, p).terminations.size(), 4u);
 }
 
+TEST(Planner, RemovesNothingMoreInAPoolWhoseDisruptionWindowIsFull) {
+  Snapshot s = BaseSnapshot();
+  Policy p = BasePolicy();
+  p.pools[0].name = "full";
+  NodePoolPolicy other = p.pools[0];
+  other.name = "other";
+  p.pools.push_back(other);
+  p.disruption.max_disrupted_per_interval = 2;
+  for (const char* pool : {"full", "other"})
+    for (const char* n : {"-0", "-1"})
+      s.nodes.push_back(MakeNode(s, std::string(pool) + n, "g5.xlarge", "us-east-1a", CapacityType::kOnDemand, {}, pool));
+  s.recently_disrupted["full"] = 2;  // at the limit within the interval
+  s.recently_disrupted["other"] = 1;
+  const Plan plan = MakePlan(s, p);
+  ASSERT_EQ(plan.terminations.size(), 1u);
+  EXPECT_EQ(plan.terminations[0].pool, "other");
+}
+
 TEST(Planner, ReplacesANodeWithACheaperOne) {
   Snapshot s = BaseSnapshot();
   // One small unit on a big on-demand node: a g6.xlarge holds it for far less.
