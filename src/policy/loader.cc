@@ -111,7 +111,7 @@ void PolicyReader::PositiveDuration(MapReader& m, std::string_view key, Seconds*
 NodePoolPolicy PolicyReader::ReadPool(const DocNode& node, const std::string& path) {
   MapReader m(r_, node, path,
               {"name", "instance_types", "families", "gpu_models", "regions", "zones",
-               "capacity_types", "min_nodes", "max_nodes", "labels", "taints", "actuation",
+               "capacity_types", "min_nodes", "max_nodes", "taints", "actuation",
                "auto_scaling_group"});
   m.Require({"name"});
   NodePoolPolicy pool;
@@ -197,7 +197,6 @@ NodePoolPolicy PolicyReader::ReadPool(const DocNode& node, const std::string& pa
                 "max_nodes (" + std::to_string(pool.max_nodes) + ") must be >= min_nodes (" +
                     std::to_string(pool.min_nodes) + ")");
   }
-  m.ReadStringMap("labels", &pool.labels);
   m.ForEachItem("taints", [&](const DocNode& n, const std::string& tpath) {
     MapReader t(r_, n, tpath, {"key", "value", "effect"});
     t.Require({"key", "effect"});
@@ -270,8 +269,7 @@ WorkloadClassPolicy PolicyReader::ReadClass(const DocNode& node, const std::stri
   m.ReadString("name", &c.name);
   if (m.Has("name") && c.name.empty()) r_.ReportAt(m.PathOf("name"), "must not be empty");
   if (const DocNode* n = m.Find("match")) {
-    MapReader match(r_, *n, m.PathOf("match"), {"queues", "namespaces", "labels"});
-    match.ReadStringList("queues", &c.match_queues);
+    MapReader match(r_, *n, m.PathOf("match"), {"namespaces", "labels"});
     match.ReadStringList("namespaces", &c.match_namespaces);
     match.ReadStringMap("labels", &c.match_labels);
   }

@@ -58,13 +58,12 @@ pools:
     capacity_types: [on-demand]
     min_nodes: 2
     max_nodes: 8
-    labels: {tier: serving}
     taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]
     actuation: asg
     auto_scaling_group: my-asg
 classes:
   - name: online
-    match: {queues: [q1], namespaces: [ns1], labels: {app: web}}
+    match: {namespaces: [ns1], labels: {app: web}}
     pools: [od]
     interruptible: false
     max_spot_share: 0
@@ -103,13 +102,11 @@ signals: {max_staleness: {prometheus: 30s}}
   EXPECT_EQ(pool.capacity_types, std::vector<CapacityType>{CapacityType::kOnDemand});
   EXPECT_EQ(pool.min_nodes, 2);
   EXPECT_EQ(pool.max_nodes, 8);
-  EXPECT_EQ(pool.labels.at("tier"), "serving");
   ASSERT_EQ(pool.taints.size(), 1u);
   EXPECT_EQ(pool.taints[0].effect, "NoSchedule");
   EXPECT_EQ(pool.taints[0].value, "true");
   EXPECT_EQ(pool.auto_scaling_group, "my-asg");
   const WorkloadClassPolicy& c = p.classes.at(0);
-  EXPECT_EQ(c.match_queues, std::vector<std::string>{"q1"});
   EXPECT_EQ(c.match_namespaces, std::vector<std::string>{"ns1"});
   EXPECT_EQ(c.match_labels.at("app"), "web");
   EXPECT_FALSE(c.interruptible);
@@ -296,6 +293,14 @@ TEST(PolicyLoader, RejectsInvalidPoliciesWithFieldLineAndMessage) {
        "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
        "  - name: gpu\n    regions: [us-east-1]\n    zones: [eu-west-1a]\n",
        false, "pools[0].zones[0]", 7, "in none of the pool's regions"},
+      {"queues are not a match condition (a class's queue is its signals.queue_depth)",
+       "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n"
+       "  - name: a\n    match: {queues: [q1]}\n",
+       false, "classes[0].match.queues", 6, "unknown field 'queues'"},
+      {"pools do not label their nodes (the launch template does)",
+       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+       "  - name: gpu\n    labels: {tier: serving}\n",
+       false, "pools[0].labels", 6, "unknown field 'labels'"},
       {"min_zones below 1",
        "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n"
        "  - name: a\n    zone_spread: {min_zones: 0}\n",

@@ -38,7 +38,9 @@ struct NodePoolPolicy {
   std::vector<CapacityType> capacity_types{CapacityType::kOnDemand, CapacityType::kSpot};
   int min_nodes = 0;
   int max_nodes = 100;
-  std::map<std::string, std::string> labels;
+  // The taints the pool's nodes carry (their launch template sets them): a
+  // pod that does not tolerate a NoSchedule or NoExecute one is not placed
+  // in the pool.
   std::vector<Taint> taints;
   // How nodes are bought: "fleet" (EC2 CreateFleet) or "asg" (Auto Scaling group).
   std::string actuation = "fleet";
@@ -61,10 +63,11 @@ struct SignalQuery {
 
 struct WorkloadClassPolicy {
   std::string name;
-  // How to recognise the class's work. Any one that matches is enough.
-  std::vector<std::string> match_queues;
+  // How to recognise the class's pods: either one that matches is enough.
   std::vector<std::string> match_namespaces;
   std::map<std::string, std::string> match_labels;  // all must match
+  // Not in the policy schema (the loader rejects match.queues): always empty.
+  std::vector<std::string> match_queues;
   std::vector<std::string> pools;  // pools that may serve it; empty: any pool that fits
   bool interruptible = true;
   double max_spot_share = 1.0;     // of the class's GPUs, in [0, 1]
