@@ -150,6 +150,7 @@ NodePoolPolicy PolicyReader::ReadPool(const DocNode& node, const std::string& pa
                                     });
                });
   }
+  CheckServedRegions(pool, m);
   if (!pool.regions.empty()) {
     for (size_t i = 0; i < pool.zones.size(); ++i) {
       const bool in_region =
@@ -440,12 +441,12 @@ void PolicyReader::ReadSignals(const DocNode& node) {
 namespace gpuscaler {
 
 PolicyLoadResult ParsePolicy(const std::string& text, const std::string& file_name,
-                             const Catalog* catalog) {
+                             const PolicyLoadOptions& options) {
   DocReader reader(file_name);
   DocNode root;
   PolicyLoadResult result;
   if (reader.Parse(text, &root)) {
-    policy_detail::PolicyReader(reader, catalog, &result.policy).Read(root);
+    policy_detail::PolicyReader(reader, options, &result.policy).Read(root);
   }
   result.problems = reader.SortedProblems();
   if (result.ok()) {
@@ -455,14 +456,23 @@ PolicyLoadResult ParsePolicy(const std::string& text, const std::string& file_na
   return result;
 }
 
-PolicyLoadResult LoadPolicyFile(const std::string& path, const Catalog* catalog) {
+PolicyLoadResult LoadPolicyFile(const std::string& path, const PolicyLoadOptions& options) {
   Result<std::string> text = ReadTextFile(path);
   if (!text) {
     PolicyLoadResult result;
     result.problems.push_back({path, 0, 0, "", "cannot read: " + text.error().message()});
     return result;
   }
-  return ParsePolicy(*text, path, catalog);
+  return ParsePolicy(*text, path, options);
+}
+
+PolicyLoadResult ParsePolicy(const std::string& text, const std::string& file_name,
+                             const Catalog* catalog) {
+  return ParsePolicy(text, file_name, PolicyLoadOptions{catalog, {}});
+}
+
+PolicyLoadResult LoadPolicyFile(const std::string& path, const Catalog* catalog) {
+  return LoadPolicyFile(path, PolicyLoadOptions{catalog, {}});
 }
 
 Policy DefaultPolicy() {

@@ -460,6 +460,43 @@ TEST(PolicyLoader, WithACatalogAMigClassNeedsItsMemoryInTheMigInstance) {
   EXPECT_TRUE(accepted.ok()) << Join(accepted.problems);
 }
 
+TEST(PolicyLoader, WithServedRegionsRejectsPoolsOutsideThem) {
+  struct Case {
+    std::string name;
+    std::string pool;       // the pool's lines after "  - name: gpu\n"
+    std::string field;      // "" when valid
+    std::string message;    // substring
+  };
+  const std::vector<Case> cases = {
+      {"a region outside", "    regions: [us-east-1, eu-west-1]\n", "pools[0].regions",
+       "region 'eu-west-1' outside the regions this installation serves ('us-east-1', 'us-west-2')"},
+      {"zones without regions, outside", "    zones: [us-east-1a, eu-west-1b]\n", "pools[0].zones",
+       "zone 'eu-west-1b' outside the regions"},
+      {"served region and its zones", "    regions: [us-west-2]\n    zones: [us-west-2a]\n", "", ""},
+      {"zones without regions, served", "    zones: [us-east-1a, us-west-2b]\n", "", ""},
+      {"no regions or zones: any", "", "", ""},
+  };
+  PolicyLoadOptions options;
+  options.regions = {"us-east-1", "us-west-2"};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string text = "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+                             "  - name: gpu\n" + c.pool;
+    const PolicyLoadResult r = ParsePolicy(text, "p.yaml", options);
+    if (c.field.empty()) {
+      EXPECT_TRUE(r.ok()) << Join(r.problems);
+      continue;
+    }
+    ASSERT_EQ(r.problems.size(), 1u) << Join(r.problems);
+    EXPECT_EQ(r.problems[0].field, c.field);
+    EXPECT_EQ(r.problems[0].line, 6);
+    EXPECT_EQ(r.problems[0].column, int(c.pool.find('[')) + 1) << r.problems[0].ToString();  // the list
+    EXPECT_NE(r.problems[0].message.find(c.message), std::string::npos) << r.problems[0].ToString();
+    // Without served regions the same pool loads.
+    EXPECT_TRUE(ParsePolicy(text, "p.yaml").ok());
+  }
+}
+
 TEST(PolicyLoader, UnreadableFileIsOneProblemWithTheOsReason) {
   const PolicyLoadResult r = LoadPolicyFile("/nonexistent/policy.yaml");
   ASSERT_EQ(r.problems.size(), 1u);
