@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "gpuscaler/model/plan.h"
 #include "gpuscaler/model/snapshot.h"
 #include "gpuscaler/policy/policy.h"
 
@@ -124,6 +125,13 @@ inline Node MakeNode(const Snapshot& s, std::string id, const std::string& type,
   n.launch_time = s.time - Seconds(7200);
   n.state = NodeState::kReady;
   n.running = std::move(running);
+  return n;
+}
+
+// Nodes the plan launches, all launches together.
+inline int LaunchedNodes(const Plan& p) {
+  int n = 0;
+  for (const auto& l : p.launches) n += l.count;
   return n;
 }
 

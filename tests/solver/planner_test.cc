@@ -15,15 +15,10 @@ namespace {
 using testing::BasePolicy;
 using testing::BaseSnapshot;
 using testing::CheckPlan;
+using testing::LaunchedNodes;
 using testing::MakeNode;
 using testing::Unit;
 using testing::Units;
-
-int LaunchedNodes(const Plan& p) {
-  int n = 0;
-  for (const auto& l : p.launches) n += l.count;
-  return n;
-}
 
 std::map<UnplacedReason, int> ReasonCounts(const Plan& p) {
   std::map<UnplacedReason, int> m;
