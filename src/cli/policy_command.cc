@@ -1,4 +1,4 @@
-// `gpuscaler policy check FILE... [--catalog FILE]`.
+// `gpuscaler policy check FILE... [--catalog FILE] [--region R]...`.
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -15,10 +15,13 @@ namespace {
 struct CheckOptions {
   std::vector<std::string> files;
   std::string catalog_file;
+  std::vector<std::string> regions;
 };
 
 int RunCheck(const CheckOptions& options) {
   std::optional<Catalog> catalog;
+  PolicyLoadOptions load;
+  load.regions = options.regions;
   if (!options.catalog_file.empty()) {
     Result<Catalog> loaded = LoadCatalogFile(options.catalog_file);
     if (!loaded) {
@@ -28,10 +31,11 @@ int RunCheck(const CheckOptions& options) {
       return 2;
     }
     catalog = std::move(loaded).value();
+    load.catalog = &*catalog;
   }
   int exit_code = 0;
   for (const std::string& file : options.files) {
-    const PolicyLoadResult result = LoadPolicyFile(file, catalog ? &*catalog : nullptr);
+    const PolicyLoadResult result = LoadPolicyFile(file, load);
     if (!result.ok()) {
       for (const ConfigProblem& p : result.problems) std::cerr << p.ToString() << "\n";
       exit_code = 2;
@@ -58,6 +62,10 @@ void RegisterPolicyCommand(CLI::App& app, int* exit_code) {
   check->add_option("--catalog", options->catalog_file,
                     "Instance catalog (e.g. config/catalogs/aws.yaml): also check instance "
                     "types, families, GPU models and zones against it");
+  check->add_option("--region", options->regions,
+                    "A cloud region the installation serves (repeatable): a pool whose regions or "
+                    "zones fall outside them is an error")
+      ->allow_extra_args(false);  // one region per flag: the files stay positional
   check->callback([options, exit_code] { *exit_code = RunCheck(*options); });
 }
 

@@ -9,6 +9,8 @@
 // minimum of an integer:
 //   Str Bool Int Int64 Double DurationS ("*_s", integer seconds) Time (RFC 3339)
 //   StrList IntList StrMap IntMap
+//   and the free function DoubleMap (numbers >= 0 by name), defined below
+//   for the writer and for the reader.
 //   Enum (a string; an empty optional is omitted)  Object  Objects (an array)
 //   Constant (a fixed string, checked on reading)
 #pragma once
@@ -19,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "gpuscaler/model/json.h"
@@ -119,9 +122,11 @@ void Fields(V& v, T& s) {
   v.Constant("kind", kSnapshotKind);
   v.Time("time", s.time);
   v.Double("month_to_date_usd", s.month_to_date_usd);
+  DoubleMap(v, "month_to_date_usd_by_pool", s.month_to_date_usd_by_pool);
   v.Double("hours_left_in_month", s.hours_left_in_month);
   v.StrList("scale_down_blocked_classes", s.scale_down_blocked_classes);
   v.IntMap("recently_disrupted", s.recently_disrupted);
+  v.StrList("spot_paused_classes", s.spot_paused_classes);
   v.Objects("gpu_models", s.gpu_models);
   v.Objects("instance_types", s.instance_types);
   v.Objects("offerings", s.offerings);
@@ -222,6 +227,11 @@ class FieldWriter {
     for (const auto& [k, v] : values) w_->Key(k).Int(v);
     w_->EndObject();
   }
+  void DoubleMap(const char* key, const std::map<std::string, double>& values) {
+    w_->Key(key).BeginObject();
+    for (const auto& [k, v] : values) w_->Key(k).Double(v);
+    w_->EndObject();
+  }
   template <class E>
     requires std::is_enum_v<E>
   void Enum(const char* key, E value, Need = Need::kOptional) {
@@ -246,5 +256,25 @@ class FieldWriter {
  private:
   JsonWriter* w_;
 };
+
+inline void DoubleMap(FieldWriter& w, const char* key, const std::map<std::string, double>& values) {
+  w.DoubleMap(key, values);
+}
+
+// ObjectReader has no getter for a map of numbers; this one reads through its
+// Object() and reports a bad value the way its IntMap does (at the field).
+inline void DoubleMap(ObjectReader& r, const char* key, std::map<std::string, double>& out) {
+  r.Object(key, Need::kOptional, [&](const Json& j, const std::string&) {
+    std::map<std::string, double> values;
+    for (const auto& [name, value] : j.items()) {
+      if (!value.is_number() || value.get<double>() < 0) {
+        r.Problem(key, "expected an object of numbers >= 0");
+        return;
+      }
+      values[name] = value.get<double>();
+    }
+    out = std::move(values);
+  });
+}
 
 }  // namespace gpuscaler::json_internal

@@ -50,6 +50,26 @@ std::vector<std::string_view> PolicyReader::PoolNames() const {
   return out;
 }
 
+void PolicyReader::CheckServedRegions(const NodePoolPolicy& pool, const MapReader& m) {
+  if (served_regions_.empty()) return;
+  auto served = [&](const std::string& name, bool is_zone) {
+    return std::any_of(served_regions_.begin(), served_regions_.end(), [&](const std::string& region) {
+      return is_zone ? name.rfind(region, 0) == 0 : name == region;
+    });
+  };
+  // A pool that names regions has its zones checked against them already.
+  const bool by_zone = pool.regions.empty();
+  std::vector<std::string> outside;
+  for (const std::string& name : by_zone ? pool.zones : pool.regions) {
+    if (!served(name, by_zone)) outside.push_back(name);
+  }
+  if (outside.empty()) return;
+  r_.ReportAt(m.PathOf(by_zone ? "zones" : "regions"),
+              std::string(by_zone ? "zone" : "region") + (outside.size() == 1 ? " " : "s ") +
+                  Quoted(outside) + " outside the regions this installation serves (" +
+                  Quoted(served_regions_) + "): every launch there would fail");
+}
+
 void PolicyReader::CheckNames() {
   std::set<std::string> seen;
   for (size_t i = 0; i < p_.pools.size(); ++i) {

@@ -111,7 +111,7 @@ void PolicyReader::PositiveDuration(MapReader& m, std::string_view key, Seconds*
 NodePoolPolicy PolicyReader::ReadPool(const DocNode& node, const std::string& path) {
   MapReader m(r_, node, path,
               {"name", "instance_types", "families", "gpu_models", "regions", "zones",
-               "capacity_types", "min_nodes", "max_nodes", "labels", "taints", "actuation",
+               "capacity_types", "min_nodes", "max_nodes", "taints", "actuation",
                "auto_scaling_group"});
   m.Require({"name"});
   NodePoolPolicy pool;
@@ -150,6 +150,7 @@ NodePoolPolicy PolicyReader::ReadPool(const DocNode& node, const std::string& pa
                                     });
                });
   }
+  CheckServedRegions(pool, m);
   if (!pool.regions.empty()) {
     for (size_t i = 0; i < pool.zones.size(); ++i) {
       const bool in_region =
@@ -197,7 +198,6 @@ NodePoolPolicy PolicyReader::ReadPool(const DocNode& node, const std::string& pa
                 "max_nodes (" + std::to_string(pool.max_nodes) + ") must be >= min_nodes (" +
                     std::to_string(pool.min_nodes) + ")");
   }
-  m.ReadStringMap("labels", &pool.labels);
   m.ForEachItem("taints", [&](const DocNode& n, const std::string& tpath) {
     MapReader t(r_, n, tpath, {"key", "value", "effect"});
     t.Require({"key", "effect"});
@@ -270,8 +270,7 @@ WorkloadClassPolicy PolicyReader::ReadClass(const DocNode& node, const std::stri
   m.ReadString("name", &c.name);
   if (m.Has("name") && c.name.empty()) r_.ReportAt(m.PathOf("name"), "must not be empty");
   if (const DocNode* n = m.Find("match")) {
-    MapReader match(r_, *n, m.PathOf("match"), {"queues", "namespaces", "labels"});
-    match.ReadStringList("queues", &c.match_queues);
+    MapReader match(r_, *n, m.PathOf("match"), {"namespaces", "labels"});
     match.ReadStringList("namespaces", &c.match_namespaces);
     match.ReadStringMap("labels", &c.match_labels);
   }
@@ -442,12 +441,12 @@ void PolicyReader::ReadSignals(const DocNode& node) {
 namespace gpuscaler {
 
 PolicyLoadResult ParsePolicy(const std::string& text, const std::string& file_name,
-                             const Catalog* catalog) {
+                             const PolicyLoadOptions& options) {
   DocReader reader(file_name);
   DocNode root;
   PolicyLoadResult result;
   if (reader.Parse(text, &root)) {
-    policy_detail::PolicyReader(reader, catalog, &result.policy).Read(root);
+    policy_detail::PolicyReader(reader, options, &result.policy).Read(root);
   }
   result.problems = reader.SortedProblems();
   if (result.ok()) {
@@ -457,14 +456,23 @@ PolicyLoadResult ParsePolicy(const std::string& text, const std::string& file_na
   return result;
 }
 
-PolicyLoadResult LoadPolicyFile(const std::string& path, const Catalog* catalog) {
+PolicyLoadResult LoadPolicyFile(const std::string& path, const PolicyLoadOptions& options) {
   Result<std::string> text = ReadTextFile(path);
   if (!text) {
     PolicyLoadResult result;
     result.problems.push_back({path, 0, 0, "", "cannot read: " + text.error().message()});
     return result;
   }
-  return ParsePolicy(*text, path, catalog);
+  return ParsePolicy(*text, path, options);
+}
+
+PolicyLoadResult ParsePolicy(const std::string& text, const std::string& file_name,
+                             const Catalog* catalog) {
+  return ParsePolicy(text, file_name, PolicyLoadOptions{catalog, {}});
+}
+
+PolicyLoadResult LoadPolicyFile(const std::string& path, const Catalog* catalog) {
+  return LoadPolicyFile(path, PolicyLoadOptions{catalog, {}});
 }
 
 Policy DefaultPolicy() {

@@ -1,6 +1,7 @@
 #include "gpuscaler/policy/policy.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "gpuscaler/model/compatibility.h"
 #include "gpuscaler/model/find_by_name.h"
@@ -42,6 +43,16 @@ DemandUnit WorkloadClassPolicy::Unit() const {
   u.restart_cost = restart_cost;
   if (pools.size() == 1) u.pool = pools.front();
   return u;
+}
+
+double HourlyAllowanceUsd(const BudgetCap& cap, double month_to_date_usd, double hours_left_in_month) {
+  double allowance = std::numeric_limits<double>::infinity();
+  if (cap.hourly_usd) allowance = std::min(allowance, *cap.hourly_usd);
+  if (cap.monthly_usd && hours_left_in_month > 0) {
+    const double left = std::max(0.0, *cap.monthly_usd - month_to_date_usd);
+    allowance = std::min(allowance, left / hours_left_in_month);
+  }
+  return allowance;
 }
 
 const NodePoolPolicy* Policy::FindPool(const std::string& pool_name) const {

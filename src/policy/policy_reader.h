@@ -13,6 +13,7 @@
 
 #include "gpuscaler/model/catalog.h"
 #include "gpuscaler/model/yaml_document.h"
+#include "gpuscaler/policy/loader.h"
 #include "gpuscaler/policy/policy.h"
 
 namespace gpuscaler::policy_detail {
@@ -25,9 +26,9 @@ std::string Quoted(const std::vector<std::string>& names);
 
 class PolicyReader {
  public:
-  // `catalog` may be null: the checks against it are skipped.
-  PolicyReader(DocReader& r, const Catalog* catalog, Policy* policy)
-      : r_(r), catalog_(catalog), p_(*policy) {}
+  // `options.catalog` may be null: the checks against it are skipped.
+  PolicyReader(DocReader& r, const PolicyLoadOptions& options, Policy* policy)
+      : r_(r), catalog_(options.catalog), served_regions_(options.regions), p_(*policy) {}
 
   void Read(const DocNode& root);
 
@@ -62,6 +63,9 @@ class PolicyReader {
   std::vector<std::string_view> CatalogFamilies() const;
   std::vector<std::string_view> CatalogGpuNames() const;
   std::vector<std::string_view> PoolNames() const;
+  // The pool's regions, or its zones when it names no region, outside the
+  // regions this installation serves (none given: no check).
+  void CheckServedRegions(const NodePoolPolicy& pool, const MapReader& m);
   // Duplicate pool and class names, budgets for unknown pools.
   void CheckNames();
   // Canonical GPU model name (through the catalog when there is one), so that
@@ -78,6 +82,7 @@ class PolicyReader {
 
   DocReader& r_;
   const Catalog* catalog_;
+  const std::vector<std::string>& served_regions_;
   Policy& p_;
   // "pools[2]", "classes[0]": items naming something the catalog lacks. The
   // catalog-based servability checks skip them, so one typo is one problem.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -114,10 +115,14 @@ void Planner::Assemble(State& st, Plan& plan) {
       l.reason += ", " + Fixed(100.0 * (1.0 - total / od_total), 0) + " % cheaper than on-demand after interruption risk (" +
                   Usd(l.expected_interruption_usd_per_hour) + "/h expected)";
     } else if (pending_units > 0) {
-      bool spot_possible = false;
+      bool spot_possible = false, spot_paused = false;
       for (const Bin* b : launch_bins[li])
-        for (auto [g, t] : b->content) spot_possible = spot_possible || groups_[g].interruptible;
+        for (auto [g, t] : b->content) {
+          spot_possible = spot_possible || groups_[g].interruptible;
+          spot_paused = spot_paused || groups_[g].spot_paused;
+        }
       l.reason += spot_possible ? ", lowest expected cost per unit (spot costlier after interruption risk, capped or unavailable)"
+                  : spot_paused ? ", lowest cost per unit (spot paused after a capacity error: on-demand only)"
                                 : ", lowest cost per unit (work not interruptible: no spot)";
     }
     if (soft_over) l.reason += "; over the soft budget of " + Usd(global_budget_) + "/h";
@@ -291,6 +296,10 @@ Plan Planner::Run() {
         if (l.pool == p.pol.name) c += l.usd_per_hour;
       if (p.cost + c > p.budget + kEps) s += "; pool " + p.pol.name + " over soft budget " + Usd(p.budget) + "/h";
     }
+  std::set<std::string> paused;
+  for (const Group& g : groups_)
+    if (g.spot_paused) paused.insert(g.rep->workload_class);
+  for (const auto& c : paused) s += "; class " + c + ": spot paused after a capacity error";
   for (const auto& n : notes_) s += "; " + n;
   plan.summary = std::move(s);
   return plan;

@@ -89,7 +89,8 @@ struct Group {
   Shape shape;
   double gpu_w = 0;
   double loss_h = 0;
-  bool interruptible = true;
+  bool interruptible = true;  // may run on spot (see Planner::MaySpot)
+  bool spot_paused = false;   // interruptible, but its class's spot is paused
   int priority = 0;
   std::vector<int> fit_by_type;  // units per empty node; 0: cannot run there
   std::vector<int> mig_by_type;  // MIG profile index per type, -1 none
@@ -111,6 +112,7 @@ struct ClassInfo {
   bool zone_limited = false;
   std::vector<double> zone_allow;
   bool blocked = false;
+  bool spot_paused = false;  // Snapshot::spot_paused_classes
 };
 
 struct PoolInfo {
@@ -159,6 +161,12 @@ class Planner {
   int FitOnEmpty(const Group& g, int type) const;
   const GpuModel* GpuOf(const InstanceType& t) const;
   int MigIndex(const DemandUnit& u, const InstanceType& t) const;
+  // Whether `u` of class `cls` may run on spot: the unit and its class are
+  // interruptible (InterruptibleByPolicy) and the class's spot is not paused.
+  bool InterruptibleByPolicy(const DemandUnit& u, int cls) const;
+  bool MaySpot(const DemandUnit& u, int cls) const {
+    return InterruptibleByPolicy(u, cls) && !classes_[cls].spot_paused;
+  }
   bool UnitAllowed(const DemandUnit& u, int cls, int pool, const Offering& off, int type, int zone, int* mig_idx) const;
 
   // The zone, capacity type and prices of `o` (pool and type are the caller's).
@@ -216,6 +224,13 @@ class Planner {
   double base_cost_ = 0;
   std::vector<std::string> notes_;
 };
+
+// The value under `key`, or `absent`.
+template <typename T>
+T ValueOr(const std::map<std::string, T>& m, const std::string& key, T absent) {
+  auto it = m.find(key);
+  return it == m.end() ? absent : it->second;
+}
 
 double ShareOfNode(double gpu_w, int64_t cpu_milli, const InstanceType& t);
 bool Contains(const std::vector<std::string>& v, const std::string& s);

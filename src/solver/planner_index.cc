@@ -55,23 +55,19 @@ void Planner::BuildPools() {
       pools_.push_back(p);
     }
   }
-  auto allowance = [&](const BudgetCap& cap, double* out, bool* hard) {
-    double a = kInf;
-    if (cap.hourly_usd) a = std::min(a, *cap.hourly_usd);
-    if (cap.monthly_usd && snap_.hours_left_in_month > 0) {
-      a = std::min(a, std::max(0.0, (*cap.monthly_usd - snap_.month_to_date_usd) / snap_.hours_left_in_month));
-    }
-    *out = a;
-    *hard = cap.hard;
-  };
-  allowance(policy_.budget.global, &global_budget_, &global_budget_hard_);
+  global_budget_ = HourlyAllowanceUsd(policy_.budget.global, snap_.month_to_date_usd, snap_.hours_left_in_month);
+  global_budget_hard_ = policy_.budget.global.hard;
   any_hard_budget_ = global_budget_hard_ && global_budget_ < kInf;
   for (auto& p : pools_) {
     auto it = policy_.budget.per_pool.find(p.pol.name);
-    if (it != policy_.budget.per_pool.end()) allowance(it->second, &p.budget, &p.budget_hard);
+    if (it != policy_.budget.per_pool.end()) {
+      p.budget = HourlyAllowanceUsd(it->second, ValueOr(snap_.month_to_date_usd_by_pool, p.pol.name, 0.0),
+                                    snap_.hours_left_in_month);
+      p.budget_hard = it->second.hard;
+    }
     if (p.budget_hard && p.budget < kInf) any_hard_budget_ = true;
-    auto d = snap_.recently_disrupted.find(p.pol.name);
-    p.disrupt_allow = policy_.disruption.max_disrupted_per_interval - (d == snap_.recently_disrupted.end() ? 0 : d->second);
+    p.disrupt_allow =
+        policy_.disruption.max_disrupted_per_interval - ValueOr(snap_.recently_disrupted, p.pol.name, 0);
   }
   for (const auto& n : snap_.nodes) {
     if (n.state == NodeState::kTerminating) continue;
@@ -133,6 +129,7 @@ void Planner::BuildClasses() {
   for (const auto& n : snap_.nodes)
     for (const auto& u : n.running) add(u.workload_class);
   for (const auto& b : snap_.scale_down_blocked_classes) classes_[add(b)].blocked = true;
+  for (const auto& c : snap_.spot_paused_classes) classes_[add(c)].spot_paused = true;
   const size_t nc = classes_.size();
   class_total_gpu_.assign(nc, 0);
   class_spot_gpu_.assign(nc, 0);
@@ -175,6 +172,11 @@ void Planner::SetAllowances(const std::vector<double>& totals) {
   }
 }
 
+bool Planner::InterruptibleByPolicy(const DemandUnit& u, int cls) const {
+  const WorkloadClassPolicy* pol = classes_[cls].pol;
+  return u.interruptible && (pol == nullptr || pol->interruptible);
+}
+
 const GpuModel* Planner::GpuOf(const InstanceType& t) const {
   auto it = gpu_by_name_.find(t.gpu_model);
   return it == gpu_by_name_.end() ? nullptr : it->second;
@@ -205,8 +207,7 @@ bool Planner::UnitAllowed(const DemandUnit& u, int cls, int pool, const Offering
   if (!u.zones.empty() && !Contains(u.zones, off.zone)) return false;
   if (!u.instance_types.empty() && !Contains(u.instance_types, off.instance_type)) return false;
   if (u.capacity_type && *u.capacity_type != off.capacity_type) return false;
-  const bool interruptible = u.interruptible && (classes_[cls].pol == nullptr || classes_[cls].pol->interruptible);
-  if (off.capacity_type == CapacityType::kSpot && !interruptible) return false;
+  if (off.capacity_type == CapacityType::kSpot && !MaySpot(u, cls)) return false;
   const InstanceType& t = snap_.instance_types[type];
   return UnitFitsType(u, t, GpuOf(t), mig_idx);
 }
@@ -322,7 +323,8 @@ void Planner::BuildGroups() {
     g.gpu_w = GpuShare(u);
     g.loss_h = LostHoursPerInterruption(u);
     const ClassInfo& c = classes_[g.cls];
-    g.interruptible = u.interruptible && (c.pol == nullptr || c.pol->interruptible);
+    g.interruptible = MaySpot(u, g.cls);
+    g.spot_paused = c.spot_paused && InterruptibleByPolicy(u, g.cls);
     g.priority = u.priority;
     g.fit_by_type.assign(nt, 0);
     g.mig_by_type.assign(nt, -1);
@@ -369,26 +371,29 @@ void Planner::BuildStaticReasons() {
       g.detail = "no node pool admits class " + u.workload_class + (u.pool.empty() ? "" : " in pool " + u.pool);
       continue;
     }
-    bool fits = false, unavailable_only = false, ceiling = false;
+    bool fits = false, unavailable_only = false, ceiling = false, paused = false;
     for (const Option& o : options_) {
       if (!g.pool_ok[o.pool] || !g.zone_ok[o.zone] || !g.type_pin_ok[o.type]) continue;
-      if (o.spot && !g.interruptible) continue;
       if (u.capacity_type && (*u.capacity_type == CapacityType::kSpot) != o.spot) continue;
       if (g.fit_by_type[o.type] <= 0) continue;
+      if (o.spot && !g.interruptible) {
+        paused = paused || g.spot_paused;
+        continue;
+      }
       fits = true;
       if (o.unavailable && !o.over_ceiling) unavailable_only = true;
       if (o.over_ceiling) ceiling = true;
     }
-    if (!fits) {
+    if (!fits && paused) {
+      g.static_reason = UnplacedReason::kCapacityUnavailable;
+      g.detail = "spot paused after a capacity error for class " + u.workload_class + ", and no on-demand offering fits";
+    } else if (!fits) {
       g.static_reason = UnplacedReason::kNoOfferingFits;
       g.detail = "no allowed instance type holds " + std::to_string(u.gpus) + " GPU(s), " +
                  Fixed(u.cpu_milli / 1000.0, 1) + " vCPU, " + std::to_string(u.memory_mib) + " MiB" +
                  (u.mig_profile.empty() ? "" : ", MIG " + u.mig_profile) +
                  (u.gpu_milli > 0 ? ", " + std::to_string(u.gpu_milli) + " milli-GPU" : "");
-    } else if (unavailable_only) {
-      g.static_reason = UnplacedReason::kCapacityUnavailable;
-      g.detail = "every offering that fits is marked unavailable";
-    } else if (ceiling) {
+    } else if (ceiling && !unavailable_only) {
       g.static_reason = UnplacedReason::kSpotPriceCeiling;
       g.detail = "only spot fits and every spot offer is above the price or interruption ceiling";
     } else {

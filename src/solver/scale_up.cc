@@ -364,33 +364,52 @@ State Planner::ScaleUp(const State& base) {
 
 void Planner::MinNodes(State& st) {
   for (size_t p = 0; p < pools_.size(); ++p) {
-    int deficit = pools_[p].pol.min_nodes - st.pool_count[p];
-    if (deficit <= 0) continue;
-    int best = -1;
+    const int missing = pools_[p].pol.min_nodes - st.pool_count[p];
+    if (missing <= 0) continue;
+    // The floor is on-demand unless the pool cannot buy on-demand at all;
+    // each zone offers its cheapest usable option.
+    bool on_demand = false;
+    for (const Option& o : options_) on_demand = on_demand || (o.pool == int(p) && o.usable && !o.spot);
+    std::vector<int> zone_option(zone_names_.size(), -1);
     for (int o : options_by_price_) {
-      if (options_[o].pool == int(p) && options_[o].usable && !options_[o].spot) {
-        best = o;
-        break;
-      }
+      const Option& op = options_[o];
+      if (op.pool == int(p) && op.usable && !(on_demand && op.spot) && zone_option[op.zone] < 0) zone_option[op.zone] = o;
     }
-    if (best < 0)
-      for (int o : options_by_price_)
-        if (options_[o].pool == int(p) && options_[o].usable) {
-          best = o;
-          break;
-        }
-    if (best < 0) continue;
-    const int m = std::min(deficit, MaxOpen(options_[best], st));
-    if (m <= 0) continue;
-    Bin b;
-    InitBin(b, best);
-    b.mult = m;
-    st.pool_count[p] += m;
-    st.pool_cost[p] += b.price * m;
-    st.cost += b.price * m;
-    st.added += m;
-    st.bins.push_back(b);
-    notes_.push_back("pool " + pools_[p].pol.name + " below min_nodes " + std::to_string(pools_[p].pol.min_nodes));
+    // Spread like zone_spread asks of work: each missing node goes where the
+    // pool has the fewest nodes (existing, launching and planned), the
+    // cheapest zone on a tie, so no zone holds more of the floor than it must.
+    std::vector<int> in_zone(zone_names_.size(), 0);
+    for (size_t i = 0; i < existing_.size(); ++i)
+      if (existing_[i].pool == int(p) && snap_.nodes[i].state != NodeState::kTerminating) in_zone[existing_[i].zone]++;
+    for (const Bin& b : st.bins)
+      if (b.pool == int(p)) in_zone[b.zone] += b.mult;
+    std::vector<int> zones;  // cheapest first
+    for (int o : options_by_price_)
+      if (zone_option[options_[o].zone] == o) zones.push_back(options_[o].zone);
+    std::map<int, int> opened;  // option -> nodes
+    for (int k = 0; k < missing; ++k) {
+      int best = -1;
+      for (int z : zones)
+        if (MaxOpen(options_[zone_option[z]], st) > 0 && (best < 0 || in_zone[z] < in_zone[best])) best = z;
+      if (best < 0) break;
+      const Option& o = options_[zone_option[best]];
+      in_zone[best]++;
+      opened[zone_option[best]]++;
+      st.pool_count[p]++;
+      st.pool_cost[p] += o.price;
+      st.cost += o.price;
+      st.added++;
+    }
+    for (int z : zones) {
+      auto it = opened.find(zone_option[z]);
+      if (it == opened.end()) continue;
+      Bin b;
+      InitBin(b, it->first);
+      b.mult = it->second;
+      st.bins.push_back(b);
+    }
+    if (!opened.empty())
+      notes_.push_back("pool " + pools_[p].pol.name + " below min_nodes " + std::to_string(pools_[p].pol.min_nodes));
   }
 }
 

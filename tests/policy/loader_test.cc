@@ -58,13 +58,12 @@ pools:
     capacity_types: [on-demand]
     min_nodes: 2
     max_nodes: 8
-    labels: {tier: serving}
     taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]
     actuation: asg
     auto_scaling_group: my-asg
 classes:
   - name: online
-    match: {queues: [q1], namespaces: [ns1], labels: {app: web}}
+    match: {namespaces: [ns1], labels: {app: web}}
     pools: [od]
     interruptible: false
     max_spot_share: 0
@@ -103,13 +102,11 @@ signals: {max_staleness: {prometheus: 30s}}
   EXPECT_EQ(pool.capacity_types, std::vector<CapacityType>{CapacityType::kOnDemand});
   EXPECT_EQ(pool.min_nodes, 2);
   EXPECT_EQ(pool.max_nodes, 8);
-  EXPECT_EQ(pool.labels.at("tier"), "serving");
   ASSERT_EQ(pool.taints.size(), 1u);
   EXPECT_EQ(pool.taints[0].effect, "NoSchedule");
   EXPECT_EQ(pool.taints[0].value, "true");
   EXPECT_EQ(pool.auto_scaling_group, "my-asg");
   const WorkloadClassPolicy& c = p.classes.at(0);
-  EXPECT_EQ(c.match_queues, std::vector<std::string>{"q1"});
   EXPECT_EQ(c.match_namespaces, std::vector<std::string>{"ns1"});
   EXPECT_EQ(c.match_labels.at("app"), "web");
   EXPECT_FALSE(c.interruptible);
@@ -296,6 +293,14 @@ TEST(PolicyLoader, RejectsInvalidPoliciesWithFieldLineAndMessage) {
        "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
        "  - name: gpu\n    regions: [us-east-1]\n    zones: [eu-west-1a]\n",
        false, "pools[0].zones[0]", 7, "in none of the pool's regions"},
+      {"queues are not a match condition (a class's queue is its signals.queue_depth)",
+       "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n"
+       "  - name: a\n    match: {queues: [q1]}\n",
+       false, "classes[0].match.queues", 6, "unknown field 'queues'"},
+      {"pools do not label their nodes (the launch template does)",
+       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+       "  - name: gpu\n    labels: {tier: serving}\n",
+       false, "pools[0].labels", 6, "unknown field 'labels'"},
       {"min_zones below 1",
        "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n"
        "  - name: a\n    zone_spread: {min_zones: 0}\n",
@@ -453,6 +458,43 @@ TEST(PolicyLoader, WithACatalogAMigClassNeedsItsMemoryInTheMigInstance) {
   std::ofstream(file) << policy("9728");
   const PolicyLoadResult accepted = LoadPolicyFile(file, &catalog);
   EXPECT_TRUE(accepted.ok()) << Join(accepted.problems);
+}
+
+TEST(PolicyLoader, WithServedRegionsRejectsPoolsOutsideThem) {
+  struct Case {
+    std::string name;
+    std::string pool;       // the pool's lines after "  - name: gpu\n"
+    std::string field;      // "" when valid
+    std::string message;    // substring
+  };
+  const std::vector<Case> cases = {
+      {"a region outside", "    regions: [us-east-1, eu-west-1]\n", "pools[0].regions",
+       "region 'eu-west-1' outside the regions this installation serves ('us-east-1', 'us-west-2')"},
+      {"zones without regions, outside", "    zones: [us-east-1a, eu-west-1b]\n", "pools[0].zones",
+       "zone 'eu-west-1b' outside the regions"},
+      {"served region and its zones", "    regions: [us-west-2]\n    zones: [us-west-2a]\n", "", ""},
+      {"zones without regions, served", "    zones: [us-east-1a, us-west-2b]\n", "", ""},
+      {"no regions or zones: any", "", "", ""},
+  };
+  PolicyLoadOptions options;
+  options.regions = {"us-east-1", "us-west-2"};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string text = "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+                             "  - name: gpu\n" + c.pool;
+    const PolicyLoadResult r = ParsePolicy(text, "p.yaml", options);
+    if (c.field.empty()) {
+      EXPECT_TRUE(r.ok()) << Join(r.problems);
+      continue;
+    }
+    ASSERT_EQ(r.problems.size(), 1u) << Join(r.problems);
+    EXPECT_EQ(r.problems[0].field, c.field);
+    EXPECT_EQ(r.problems[0].line, 6);
+    EXPECT_EQ(r.problems[0].column, int(c.pool.find('[')) + 1) << r.problems[0].ToString();  // the list
+    EXPECT_NE(r.problems[0].message.find(c.message), std::string::npos) << r.problems[0].ToString();
+    // Without served regions the same pool loads.
+    EXPECT_TRUE(ParsePolicy(text, "p.yaml").ok());
+  }
 }
 
 TEST(PolicyLoader, UnreadableFileIsOneProblemWithTheOsReason) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "gpuscaler/model/plan.h"
 #include "gpuscaler/model/snapshot.h"
 #include "gpuscaler/policy/policy.h"
 
@@ -69,15 +70,15 @@ inline Offering MakeOffering(const std::string& type, const std::string& zone, C
   return o;
 }
 
-// Catalog types in zones us-east-1a/b, on-demand and spot (40 % of on-demand,
-// 0.05 interruptions per hour).
-inline Snapshot BaseSnapshot() {
+// Catalog types in `zones` (us-east-1a/b by default), on-demand and spot
+// (40 % of on-demand, 0.05 interruptions per hour).
+inline Snapshot BaseSnapshot(const std::vector<std::string>& zones = {"us-east-1a", "us-east-1b"}) {
   Snapshot s;
   s.time = FromUnixSeconds(1780000000);
   s.gpu_models = {A100(), A10G(), L4()};
   for (const auto& pt : Catalog()) {
     s.instance_types.push_back(pt.type);
-    for (const char* z : {"us-east-1a", "us-east-1b"}) {
+    for (const std::string& z : zones) {
       s.offerings.push_back(MakeOffering(pt.type.name, z, CapacityType::kOnDemand, pt.on_demand));
       s.offerings.push_back(MakeOffering(pt.type.name, z, CapacityType::kSpot, pt.on_demand));
     }
@@ -124,6 +125,13 @@ inline Node MakeNode(const Snapshot& s, std::string id, const std::string& type,
   n.launch_time = s.time - Seconds(7200);
   n.state = NodeState::kReady;
   n.running = std::move(running);
+  return n;
+}
+
+// Nodes the plan launches, all launches together.
+inline int LaunchedNodes(const Plan& p) {
+  int n = 0;
+  for (const auto& l : p.launches) n += l.count;
   return n;
 }
 

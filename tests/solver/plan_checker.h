@@ -201,6 +201,9 @@ inline std::vector<std::string> CheckPlan(const Snapshot& s, const Policy& p, co
       const WorkloadClassPolicy* c = p.FindClass(u->workload_class);
       if (!GpuOk(s, *u, *t)) bad.push_back(u->id + " on " + t->name + ": GPU model/memory mismatch");
       if (spot && (!u->interruptible || (c && !c->interruptible))) bad.push_back(u->id + ": non-interruptible on spot");
+      const auto& paused = s.spot_paused_classes;
+      if (spot && std::find(paused.begin(), paused.end(), u->workload_class) != paused.end())
+        bad.push_back(u->id + ": class with spot paused on spot");
       if (!u->zones.empty() && std::find(u->zones.begin(), u->zones.end(), w.off->zone) == u->zones.end())
         bad.push_back(u->id + ": zone pin");
       if (!u->instance_types.empty() &&

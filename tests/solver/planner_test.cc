@@ -15,15 +15,10 @@ namespace {
 using testing::BasePolicy;
 using testing::BaseSnapshot;
 using testing::CheckPlan;
+using testing::LaunchedNodes;
 using testing::MakeNode;
 using testing::Unit;
 using testing::Units;
-
-int LaunchedNodes(const Plan& p) {
-  int n = 0;
-  for (const auto& l : p.launches) n += l.count;
-  return n;
-}
 
 std::map<UnplacedReason, int> ReasonCounts(const Plan& p) {
   std::map<UnplacedReason, int> m;
@@ -289,6 +284,39 @@ TEST(Planner, UsesSpotOnlyWhereCheaperInExpectation) {
   for (const auto& l : plan.launches) EXPECT_EQ(l.offering.capacity_type, CapacityType::kOnDemand) << l.reason;
 }
 
+TEST(Planner, KeepsSpotPausedClassesOnOnDemandWithTheReason) {
+  Snapshot s = BaseSnapshot();
+  // Free room on a spot node, which a paused class must not use either.
+  s.nodes.push_back(MakeNode(s, "spot", "g5.12xlarge", "us-east-1a", CapacityType::kSpot, {Unit("r", 1, 2000, 8192, "training")}));
+  s.pending = Units("i", 4, Unit("", 1));
+  for (auto& u : Units("t", 4, Unit("", 1, 2000, 8192, "training"))) s.pending.push_back(u);
+  s.spot_paused_classes = {"inference"};
+  Policy p = BasePolicy();
+  const Plan plan = MakePlan(s, p);
+  EXPECT_TRUE(plan.unplaced.empty()) << plan.summary;
+  std::map<std::string, CapacityType> capacity_of;
+  for (const auto& pl : plan.placements)
+    if (!pl.node_id.empty()) capacity_of[pl.unit_id] = CapacityType::kSpot;  // the only node
+  for (const auto& l : plan.launches) {
+    for (const auto& id : l.unit_ids) capacity_of[id] = l.offering.capacity_type;
+    if (l.offering.capacity_type == CapacityType::kOnDemand) {
+      EXPECT_NE(l.reason.find("spot paused after a capacity error"), std::string::npos) << l.reason;
+    }
+  }
+  for (const auto& [id, capacity] : capacity_of)
+    EXPECT_EQ(capacity, id[0] == 'i' ? CapacityType::kOnDemand : CapacityType::kSpot) << id;
+  EXPECT_NE(plan.summary.find("class inference: spot paused after a capacity error"), std::string::npos) << plan.summary;
+  ExpectValid(s, p, plan);
+
+  // A pool that buys only spot leaves the paused class unplaced, saying why.
+  s.nodes.clear();
+  p.pools[0].capacity_types = {CapacityType::kSpot};
+  const Plan spot_only = MakePlan(s, p);
+  EXPECT_EQ(ReasonCounts(spot_only)[UnplacedReason::kCapacityUnavailable], 4);
+  for (const auto& u : spot_only.unplaced)
+    EXPECT_NE(u.detail.find("spot paused after a capacity error"), std::string::npos) << u.detail;
+}
+
 TEST(Planner, SkipsSpotAboveThePriceCeilingForOnDemand) {
   Snapshot s = BaseSnapshot();
   s.pending = Units("u", 2, Unit("", 1));
@@ -361,6 +389,23 @@ TEST(Planner, TurnsAMonthlyCapIntoAnHourlyAllowance) {
   Policy p = BasePolicy();
   p.budget.global.monthly_usd = 1000;
   const Plan plan = MakePlan(s, p);
+  EXPECT_LE(plan.cost_after_usd_per_hour, 1.0 + 1e-9);
+  EXPECT_EQ(ReasonCounts(plan)[UnplacedReason::kBudget], 3);
+}
+
+TEST(Planner, ChargesAPoolsMonthlyCapWithThatPoolsSpendOnly) {
+  Snapshot s = BaseSnapshot();
+  s.pending = Units("u", 4, OnDemandOnly(Unit("", 1)));
+  s.month_to_date_usd = 900;  // the fleet's, mostly other pools
+  s.hours_left_in_month = 100;
+  Policy p = BasePolicy();
+  p.budget.per_pool["gpu"].monthly_usd = 1000;
+  // The pool spent nothing yet: $10/h, room for all four g6.xlarge.
+  Plan plan = MakePlan(s, p);
+  EXPECT_TRUE(plan.unplaced.empty()) << plan.summary;
+  // The pool spent $900 of its $1000: $1/h, one node.
+  s.month_to_date_usd_by_pool["gpu"] = 900;
+  plan = MakePlan(s, p);
   EXPECT_LE(plan.cost_after_usd_per_hour, 1.0 + 1e-9);
   EXPECT_EQ(ReasonCounts(plan)[UnplacedReason::kBudget], 3);
 }
@@ -446,6 +491,39 @@ TEST(Planner, LaunchesToReachPoolMinNodes) {
   const Plan plan = MakePlan(s, p);
   EXPECT_EQ(LaunchedNodes(plan), 2);
   EXPECT_TRUE(plan.terminations.empty());
+}
+
+TEST(Planner, SpreadsAPoolsMinNodesAcrossItsZones) {
+  struct Case {
+    std::string name;
+    int min_nodes;
+    int min_zones;           // of the class the pool serves
+    bool idle_node_in_a;     // an on-demand node already in us-east-1a
+    std::map<std::string, int> want;  // new nodes per zone
+  };
+  const std::vector<Case> cases = {
+      {"one node per zone", 3, 1, false, {{"us-east-1a", 1}, {"us-east-1b", 1}, {"us-east-1c", 1}}},
+      {"min_zones 2: two zones", 2, 2, false, {{"us-east-1a", 1}, {"us-east-1b", 1}}},
+      {"existing nodes count in their zone", 3, 1, true, {{"us-east-1b", 1}, {"us-east-1c", 1}}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Snapshot s = BaseSnapshot({"us-east-1a", "us-east-1b", "us-east-1c"});
+    if (c.idle_node_in_a) s.nodes.push_back(MakeNode(s, "idle", "g6.xlarge", "us-east-1a", CapacityType::kOnDemand));
+    Policy p = BasePolicy();
+    p.pools[0].zones = {"us-east-1a", "us-east-1b", "us-east-1c"};
+    p.pools[0].min_nodes = c.min_nodes;
+    p.classes[0].min_zones = c.min_zones;
+    const Plan plan = MakePlan(s, p);
+    std::map<std::string, int> per_zone;
+    for (const auto& l : plan.launches) {
+      EXPECT_EQ(l.offering.capacity_type, CapacityType::kOnDemand);
+      EXPECT_EQ(l.offering.instance_type, "g6.xlarge");  // the cheapest in every zone
+      per_zone[l.offering.zone] += l.count;
+    }
+    EXPECT_EQ(per_zone, c.want);
+    EXPECT_TRUE(plan.terminations.empty());
+  }
 }
 
 TEST(Planner, StopsAtMaxNodesAddedPerTick) {
@@ -544,6 +622,24 @@ TEST(Planner, LimitsRemovalsToTheTickAndDisruptionBudgets) {
   EXPECT_EQ(MakePlan(s, p).terminations.size(), 3u);
   p.disruption.max_disrupted_per_interval = 10;
   EXPECT_EQ(MakePlan(s, p).terminations.size(), 4u);
+}
+
+TEST(Planner, RemovesNothingMoreInAPoolWhoseDisruptionWindowIsFull) {
+  Snapshot s = BaseSnapshot();
+  Policy p = BasePolicy();
+  p.pools[0].name = "full";
+  NodePoolPolicy other = p.pools[0];
+  other.name = "other";
+  p.pools.push_back(other);
+  p.disruption.max_disrupted_per_interval = 2;
+  for (const char* pool : {"full", "other"})
+    for (const char* n : {"-0", "-1"})
+      s.nodes.push_back(MakeNode(s, std::string(pool) + n, "g5.xlarge", "us-east-1a", CapacityType::kOnDemand, {}, pool));
+  s.recently_disrupted["full"] = 2;  // at the limit within the interval
+  s.recently_disrupted["other"] = 1;
+  const Plan plan = MakePlan(s, p);
+  ASSERT_EQ(plan.terminations.size(), 1u);
+  EXPECT_EQ(plan.terminations[0].pool, "other");
 }
 
 TEST(Planner, ReplacesANodeWithACheaperOne) {

@@ -26,8 +26,23 @@ struct PolicyLoadResult {
   Status status() const;
 };
 
-// `catalog`, when given, enables checks against it (unknown instance types,
-// families, GPU models, zones).
+// What a load checks besides the file itself.
+struct PolicyLoadOptions {
+  // When given, names are checked against it (instance types, families, GPU
+  // models, regions, zones, MIG profiles) and every pool must match a priced
+  // GPU instance type. Not owned; used only during the call.
+  const Catalog* catalog = nullptr;
+  // The cloud regions this installation serves (the daemon's cloud region);
+  // empty: any. A pool region outside them, or a pool zone in none of them,
+  // is a problem at pools[i].regions or pools[i].zones: such a pool could
+  // only fail at every launch.
+  std::vector<std::string> regions;
+};
+
+PolicyLoadResult LoadPolicyFile(const std::string& path, const PolicyLoadOptions& options);
+PolicyLoadResult ParsePolicy(const std::string& text, const std::string& file_name,
+                             const PolicyLoadOptions& options);
+// The same with only a catalog (may be null).
 PolicyLoadResult LoadPolicyFile(const std::string& path, const Catalog* catalog = nullptr);
 PolicyLoadResult ParsePolicy(const std::string& text, const std::string& file_name,
                              const Catalog* catalog = nullptr);

@@ -38,7 +38,9 @@ struct NodePoolPolicy {
   std::vector<CapacityType> capacity_types{CapacityType::kOnDemand, CapacityType::kSpot};
   int min_nodes = 0;
   int max_nodes = 100;
-  std::map<std::string, std::string> labels;
+  // The taints the pool's nodes carry (their launch template sets them): a
+  // pod that does not tolerate a NoSchedule or NoExecute one is not placed
+  // in the pool.
   std::vector<Taint> taints;
   // How nodes are bought: "fleet" (EC2 CreateFleet) or "asg" (Auto Scaling group).
   std::string actuation = "fleet";
@@ -61,10 +63,11 @@ struct SignalQuery {
 
 struct WorkloadClassPolicy {
   std::string name;
-  // How to recognise the class's work. Any one that matches is enough.
-  std::vector<std::string> match_queues;
+  // How to recognise the class's pods: either one that matches is enough.
   std::vector<std::string> match_namespaces;
   std::map<std::string, std::string> match_labels;  // all must match
+  // Not in the policy schema (the loader rejects match.queues): always empty.
+  std::vector<std::string> match_queues;
   std::vector<std::string> pools;  // pools that may serve it; empty: any pool that fits
   bool interruptible = true;
   double max_spot_share = 1.0;     // of the class's GPUs, in [0, 1]
@@ -107,6 +110,15 @@ struct BudgetPolicy {
   BudgetCap global;
   std::map<std::string, BudgetCap> per_pool;
 };
+
+// What `cap` allows to be spent per hour from now on, in USD: the lower of
+// its hourly_usd and what is left of its monthly_usd (the cap less
+// `month_to_date_usd`, never below 0) spread evenly over the
+// `hours_left_in_month`. The monthly part applies only while
+// hours_left_in_month > 0 (0 means unknown). Neither set: infinity. The
+// planner and the actuator both budget by this rule; the global cap is
+// charged with the whole fleet's spend, a pool's cap with that pool's only.
+double HourlyAllowanceUsd(const BudgetCap& cap, double month_to_date_usd, double hours_left_in_month);
 
 struct SpotPolicy {
   // Never pay more than this share of the on-demand price for spot.

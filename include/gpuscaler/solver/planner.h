@@ -19,13 +19,17 @@
 //  3. Hard constraints: GPU count/model/memory (UnitFitsType in
 //     model/compatibility.h, which the policy loader checks classes with),
 //     fractional GPUs (milli) and MIG layouts, vCPU and memory, pool rules
-//     and pins, spot only for interruptible work, per-class spot share and
-//     zone spread, pool min/max nodes, unavailable offerings, spot price and
+//     and pins, spot only for interruptible work of classes whose spot is
+//     not paused (Snapshot::spot_paused_classes), per-class spot share and
+//     zone spread, pool max nodes, unavailable offerings, spot price and
 //     interruption ceilings, nodes added per tick, and hard budget caps
-//     (lowest priority stays unplaced with reason budget). Soft caps are
-//     noted, not enforced.
+//     (HourlyAllowanceUsd, a pool's cap charged with the pool's own spend;
+//     lowest priority stays unplaced with reason budget). Soft caps are
+//     noted, not enforced. A pool below min_nodes gets the missing nodes,
+//     each in the zone where the pool has the fewest.
 //  4. Consolidation within the disruption policy: empty nodes, nodes whose
-//     work fits elsewhere, and nodes replaceable by a cheaper one.
+//     work fits elsewhere, and nodes replaceable by a cheaper one; per pool
+//     at most max_disrupted_per_interval minus Snapshot::recently_disrupted.
 // With no pools in the policy, one implicit pool "default" allows everything.
 #pragma once
 

@@ -1,0 +1,38 @@
+// The snapshot inputs the planner budgets and places by survive a snapshot
+// file, so `gpuscaler explain` replays a decision with them.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "gpuscaler/model/json.h"
+
+namespace gpuscaler {
+namespace {
+
+TEST(SnapshotJson, CarriesPerPoolSpendAndSpotPausedClasses) {
+  Snapshot s;
+  s.month_to_date_usd = 1500.25;
+  s.month_to_date_usd_by_pool = {{"serve", 1000.25}, {"train", 500}};
+  s.spot_paused_classes = {"online"};
+  const std::string text = FormatSnapshotJson(s);
+  Result<Snapshot> back = ParseSnapshotJson(text, "snap.json");
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(back->month_to_date_usd_by_pool, s.month_to_date_usd_by_pool);
+  EXPECT_EQ(back->spot_paused_classes, s.spot_paused_classes);
+  EXPECT_EQ(FormatSnapshotJson(*back), text);
+}
+
+TEST(SnapshotJson, RejectsANegativeOrNonNumericPoolSpend) {
+  for (const char* value : {"-1", "\"10\""}) {
+    SCOPED_TRACE(value);
+    const std::string text = std::string(R"({"month_to_date_usd_by_pool": {"serve": )") + value + "}}";
+    Result<Snapshot> parsed = ParseSnapshotJson(text, "snap.json");
+    ASSERT_FALSE(parsed.ok());
+    EXPECT_NE(parsed.error().message().find("snap.json: month_to_date_usd_by_pool: expected an object of numbers >= 0"),
+              std::string::npos)
+        << parsed.error().message();
+  }
+}
+
+}  // namespace
+}  // namespace gpuscaler
