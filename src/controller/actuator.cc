@@ -24,17 +24,6 @@ ActionOutcome OutcomeOf(size_t made, int wanted) {
   return static_cast<int>(made) >= wanted ? ActionOutcome::kSucceeded : ActionOutcome::kPartial;
 }
 
-// A cap's hourly allowance: the hourly cap, and what is left of the monthly
-// cap spread over the hours left in the month. No cap: infinite.
-double HourlyAllowanceUsd(const BudgetCap& cap, double month_to_date_usd, double hours_left_in_month) {
-  double a = std::numeric_limits<double>::infinity();
-  if (cap.hourly_usd) a = std::min(a, *cap.hourly_usd);
-  if (cap.monthly_usd && hours_left_in_month > 0) {
-    a = std::min(a, std::max(0.0, (*cap.monthly_usd - month_to_date_usd) / hours_left_in_month));
-  }
-  return a;
-}
-
 void AddUnits(const std::vector<std::string>& ids, std::vector<std::string>* out) {
   out->insert(out->end(), ids.begin(), ids.end());
 }

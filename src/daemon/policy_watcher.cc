@@ -19,7 +19,8 @@ std::string TextKey(const std::string& text) {
 
 }  // namespace
 
-PolicyWatcher::PolicyWatcher(std::string path, const Catalog& catalog) : path_(std::move(path)), catalog_(catalog) {}
+PolicyWatcher::PolicyWatcher(std::string path, const Catalog& catalog, std::vector<std::string> served_regions)
+    : path_(std::move(path)), catalog_(catalog), served_regions_(std::move(served_regions)) {}
 
 std::optional<PolicyWatcher::FileIdentity> PolicyWatcher::Identify() const {
   std::error_code ec;
@@ -39,7 +40,7 @@ Result<Policy> PolicyWatcher::LoadInitial() {
   identity_ = Identify();
   Result<std::string> text = ReadTextFile(path_);
   if (!text) return Error::Config("policy: " + text.error().message());
-  PolicyLoadResult loaded = ParsePolicy(*text, path_, &catalog_);
+  PolicyLoadResult loaded = ParsePolicy(*text, path_, PolicyLoadOptions{&catalog_, served_regions_});
   if (!loaded.ok()) return loaded.status().error();
   text_hash_ = TextKey(*text);
   policy_ = std::move(loaded.policy);
@@ -65,7 +66,7 @@ PolicyReload PolicyWatcher::Check() {
   const std::string key = TextKey(*text);
   if (key == text_hash_) return out;  // touched, or swapped to the same text
   text_hash_ = key;
-  PolicyLoadResult loaded = ParsePolicy(*text, path_, &catalog_);
+  PolicyLoadResult loaded = ParsePolicy(*text, path_, PolicyLoadOptions{&catalog_, served_regions_});
   if (!loaded.ok()) {
     ++rejections_;
     out.kind = PolicyReload::Kind::kRejected;

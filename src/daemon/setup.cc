@@ -164,7 +164,11 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options, const Simulate
   }
   d.keep_alive.push_back(catalog);
 
-  auto watcher = std::make_unique<PolicyWatcher>(config.policy_file, *catalog);
+  // An AWS installation buys in its cloud region only: a policy pool
+  // elsewhere is a configuration error now, not a failure at every launch.
+  std::vector<std::string> served_regions;
+  if (config.cloud.provider == "aws") served_regions = {config.cloud.region};
+  auto watcher = std::make_unique<PolicyWatcher>(config.policy_file, *catalog, served_regions);
   if (Result<Policy> p = watcher->LoadInitial(); !p) return p.error();
 
   Result<std::shared_ptr<SqliteAuditStore>> store = OpenStore(config.db_file, &d);

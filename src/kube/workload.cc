@@ -184,7 +184,7 @@ const WorkloadClassPolicy* ClassForPod(const Policy& policy, const PodInfo& pod)
           return it != pod.labels.end() && it->second == kv.second;
         }))
       return &c;
-    if (catch_all == nullptr && c.match_namespaces.empty() && c.match_labels.empty() && c.match_queues.empty())
+    if (catch_all == nullptr && c.match_namespaces.empty() && c.match_labels.empty())
       catch_all = &c;
   }
   return catch_all;

@@ -105,7 +105,7 @@ inline std::string PolicyYaml(const std::string& capacity_types, bool interrupti
          "    signals:\n"
          "      queue_depth: {source: prometheus, query: \"sum(render_queue_depth)\"}\n"
          "scaling: {tick_interval: 1s, scale_down_stabilization: 0s, scale_down_cooldown: 0s}\n"
-         "disruption: {min_node_age: 0s, max_disrupted_per_interval: 100, min_savings_usd_per_hour: 0}\n"
+         "disruption: {min_node_age: 0s, max_disrupted_per_interval: 100, disruption_interval: 1s, min_savings_usd_per_hour: 0}\n"
          "signals:\n"
          "  max_staleness: {prometheus: 60s}\n";
 }

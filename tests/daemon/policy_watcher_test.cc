@@ -116,5 +116,32 @@ TEST_F(PolicyWatcherTest, TheFirstLoadFailsOnAnInvalidFile) {
   EXPECT_FALSE(missing.LoadInitial().ok());
 }
 
+std::string PolicyInRegion(const std::string& name, const std::string& region) {
+  return "apiVersion: gpuscaler/v1\nkind: Policy\nname: " + name + "\npools:\n  - name: gpu\n    regions: [" +
+         region + "]\n    max_nodes: 4\nclasses:\n  - name: batch\n    pools: [gpu]\n";
+}
+
+// A pool region the installation's cloud region cannot serve is a
+// configuration error at start, and a rejected reload later (the previous
+// policy stays in force).
+TEST_F(PolicyWatcherTest, APoolRegionTheCloudCannotServeIsRejectedAtStartAndAtReload) {
+  const fs::path file = dir_ / "policy.yaml";
+  Write(file, PolicyInRegion("elsewhere", "eu-west-1"));
+  PolicyWatcher start(file.string(), catalog_, {"us-east-1"});
+  Result<Policy> first = start.LoadInitial();
+  ASSERT_FALSE(first.ok());
+  EXPECT_NE(first.error().message().find(file.string() + ":6:"), std::string::npos) << first.error().message();
+  EXPECT_NE(first.error().message().find("pools[0].regions"), std::string::npos) << first.error().message();
+
+  Write(file, PolicyInRegion("home", "us-east-1"));
+  PolicyWatcher w(file.string(), catalog_, {"us-east-1"});
+  ASSERT_TRUE(w.LoadInitial().ok());
+  Write(file, PolicyInRegion("elsewhere", "eu-west-1"));
+  const PolicyReload r = w.Check();
+  EXPECT_EQ(r.kind, PolicyReload::Kind::kRejected);
+  EXPECT_NE(r.errors.find("pools[0].regions"), std::string::npos) << r.errors;
+  EXPECT_EQ(w.policy().name, "home");
+}
+
 }  // namespace
 }  // namespace gpuscaler::daemon

@@ -32,7 +32,10 @@ struct PolicyReload {
 class PolicyWatcher {
  public:
   // `catalog` must outlive the watcher (policies are checked against it).
-  PolicyWatcher(std::string path, const Catalog& catalog);
+  // `served_regions`: the cloud regions this installation can buy in (the
+  // AWS provider's region); a policy whose pools ask for others is rejected,
+  // at start and at every reload. Empty: any.
+  PolicyWatcher(std::string path, const Catalog& catalog, std::vector<std::string> served_regions = {});
 
   // The first load: an invalid or missing file is a kConfig error (the daemon
   // must not start without a policy).
@@ -59,6 +62,7 @@ class PolicyWatcher {
 
   std::string path_;
   const Catalog& catalog_;
+  std::vector<std::string> served_regions_;
   Policy policy_;
   std::optional<FileIdentity> identity_;
   std::string text_hash_;  // of the last text seen, good or bad

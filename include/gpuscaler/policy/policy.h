@@ -66,8 +66,6 @@ struct WorkloadClassPolicy {
   // How to recognise the class's pods: either one that matches is enough.
   std::vector<std::string> match_namespaces;
   std::map<std::string, std::string> match_labels;  // all must match
-  // Not in the policy schema (the loader rejects match.queues): always empty.
-  std::vector<std::string> match_queues;
   std::vector<std::string> pools;  // pools that may serve it; empty: any pool that fits
   bool interruptible = true;
   double max_spot_share = 1.0;     // of the class's GPUs, in [0, 1]
