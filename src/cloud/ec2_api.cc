@@ -70,6 +70,14 @@ Ec2Instance ParseInstance(pugi::xml_node item) {
   return i;
 }
 
+// The <{op}Result> element of a query-protocol (Auto Scaling) answer.
+Result<pugi::xml_node> QueryResult(pugi::xml_document& doc, std::string_view body, const std::string& op) {
+  if (Status s = xml::Load(doc, body, op + "Response"); !s.ok()) return s.error();
+  pugi::xml_node result = doc.document_element().child((op + "Result").c_str());
+  if (!result) return Error::InvalidInput(op + ": no " + op + "Result");
+  return result;
+}
+
 }  // namespace
 
 QueryParams CreateFleetQuery(const CreateFleetRequest& r) {
@@ -236,11 +244,10 @@ QueryParams DescribeAutoScalingGroupsQuery(const DescribeAutoScalingGroupsReques
 
 Result<AutoScalingGroupsPage> ParseDescribeAutoScalingGroups(std::string_view body) {
   pugi::xml_document doc;
-  if (Status s = xml::Load(doc, body, "DescribeAutoScalingGroupsResponse"); !s.ok()) return s.error();
-  pugi::xml_node result = doc.document_element().child("DescribeAutoScalingGroupsResult");
-  if (!result) return Error::InvalidInput("DescribeAutoScalingGroups: no DescribeAutoScalingGroupsResult");
+  Result<pugi::xml_node> result = QueryResult(doc, body, "DescribeAutoScalingGroups");
+  if (!result.ok()) return result.error();
   AutoScalingGroupsPage page;
-  for (pugi::xml_node m : result.child("AutoScalingGroups").children("member")) {
+  for (pugi::xml_node m : result->child("AutoScalingGroups").children("member")) {
     AutoScalingGroup g;
     g.name = m.child_value("AutoScalingGroupName");
     g.min_size = xml::Int(m, "MinSize");
@@ -253,9 +260,16 @@ Result<AutoScalingGroupsPage> ParseDescribeAutoScalingGroups(std::string_view bo
                              std::string_view(i.child_value("ProtectedFromScaleIn")) == "true"});
     }
     for (pugi::xml_node t : m.child("Tags").children("member")) g.tags[t.child_value("Key")] = t.child_value("Value");
+    pugi::xml_node mixed = m.child("MixedInstancesPolicy").child("LaunchTemplate");
+    pugi::xml_node lt = mixed ? mixed.child("LaunchTemplateSpecification") : m.child("LaunchTemplate");
+    g.launch_template = lt.child_value("LaunchTemplateName");
+    if (g.launch_template.empty()) g.launch_template = lt.child_value("LaunchTemplateId");
+    for (pugi::xml_node o : mixed.child("Overrides").children("member")) {
+      if (*o.child_value("InstanceType") != '\0') g.instance_types.push_back(o.child_value("InstanceType"));
+    }
     page.groups.push_back(std::move(g));
   }
-  page.next_token = result.child_value("NextToken");
+  page.next_token = result->child_value("NextToken");
   return page;
 }
 
@@ -268,11 +282,53 @@ QueryParams TerminateInstanceInAutoScalingGroupQuery(const std::string& instance
 
 Result<std::string> ParseTerminateInstanceInAutoScalingGroup(std::string_view body) {
   pugi::xml_document doc;
-  if (Status s = xml::Load(doc, body, "TerminateInstanceInAutoScalingGroupResponse"); !s.ok()) return s.error();
-  return std::string(doc.document_element()
-                         .child("TerminateInstanceInAutoScalingGroupResult")
-                         .child("Activity")
-                         .child_value("ActivityId"));
+  Result<pugi::xml_node> result = QueryResult(doc, body, "TerminateInstanceInAutoScalingGroup");
+  if (!result.ok()) return result.error();
+  return std::string(result->child("Activity").child_value("ActivityId"));
+}
+
+QueryParams CreateOrUpdateTagsQuery(const std::string& group, const std::vector<AsgTag>& tags) {
+  QueryParams q = {{"Action", "CreateOrUpdateTags"}, {"Version", kAutoScalingApiVersion}};
+  for (size_t i = 0; i < tags.size(); ++i) {
+    const std::string base = "Tags.member." + std::to_string(i + 1) + ".";
+    q.emplace_back(base + "ResourceId", group);
+    q.emplace_back(base + "ResourceType", "auto-scaling-group");
+    q.emplace_back(base + "Key", tags[i].key);
+    q.emplace_back(base + "Value", tags[i].value);
+    q.emplace_back(base + "PropagateAtLaunch", QueryText(tags[i].propagate_at_launch));
+  }
+  return q;
+}
+
+QueryParams DescribeScalingActivitiesQuery(const DescribeScalingActivitiesRequest& r) {
+  QueryParams q = {{"Action", "DescribeScalingActivities"}, {"Version", kAutoScalingApiVersion}};
+  AddIfSet(q, "AutoScalingGroupName", r.group);
+  AddIfSet(q, "MaxRecords", r.max_records);
+  AddIfSet(q, "NextToken", r.next_token);
+  return q;
+}
+
+Result<ScalingActivitiesPage> ParseDescribeScalingActivities(std::string_view body) {
+  pugi::xml_document doc;
+  Result<pugi::xml_node> result = QueryResult(doc, body, "DescribeScalingActivities");
+  if (!result.ok()) return result.error();
+  ScalingActivitiesPage page;
+  for (pugi::xml_node m : result->child("Activities").children("member")) {
+    ScalingActivity a;
+    a.activity_id = m.child_value("ActivityId");
+    a.group = m.child_value("AutoScalingGroupName");
+    a.description = m.child_value("Description");
+    a.cause = m.child_value("Cause");
+    a.status_code = m.child_value("StatusCode");
+    a.status_message = m.child_value("StatusMessage");
+    if (!ParseAwsTime(m.child_value("StartTime"), &a.start_time)) {
+      return Error::InvalidInput("DescribeScalingActivities: bad StartTime for activity " + a.activity_id);
+    }
+    if (WallTime end; ParseAwsTime(m.child_value("EndTime"), &end)) a.end_time = end;
+    page.activities.push_back(std::move(a));
+  }
+  page.next_token = result->child_value("NextToken");
+  return page;
 }
 
 Status ParseEmptyResponse(std::string_view body, std::string_view action) {
