@@ -271,10 +271,11 @@ EmulatorResponse CloudEmulator::DescribeScalingActivities(const Params& p) {
   std::vector<std::pair<const Group*, const Activity*>> match;
   for (const Group& g : groups_) {
     if (!name.empty() && g.spec.name != name) continue;
-    for (const Activity& a : g.activities) {
-      if (ids.empty() || std::find(ids.begin(), ids.end(), a.id) != ids.end()) match.push_back({&g, &a});
+    for (auto a = g.activities.rbegin(); a != g.activities.rend(); ++a) {
+      if (ids.empty() || std::find(ids.begin(), ids.end(), a->id) != ids.end()) match.push_back({&g, &*a});
     }
   }
+  // Newest first; in one group, of two at the same second the later recorded.
   std::stable_sort(match.begin(), match.end(), [](const auto& a, const auto& b) { return a.second->start > b.second->start; });
   const size_t last = std::min(match.size(), offset + static_cast<size_t>(max_records));
   std::string body = AsgOpen("DescribeScalingActivities") + "  <DescribeScalingActivitiesResult>\n    <Activities>";
