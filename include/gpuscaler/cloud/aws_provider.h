@@ -27,24 +27,25 @@
 //    desired capacity is desired + count, cut to MaxSize: the cut part is an
 //    OfferingError of category kCapacity, and a group already at MaxSize is
 //    an Error of category kCapacity. The provider then tags the group
-//    (CreateOrUpdateTags) gpuscaler.io/intent=<token> (propagated to the
-//    instances it launches from then on), gpuscaler.io/intent-desired=<new
-//    desired> and gpuscaler.io/pool=<pool> (both on the group only; the pool
-//    tag is propagated), and only then calls SetDesiredCapacity.
+//    (CreateOrUpdateTags) gpuscaler.io/intent=<token> and
+//    gpuscaler.io/pool=<pool> (both propagated to the instances the group
+//    launches from then on) and gpuscaler.io/intent-desired=<new desired>
+//    (on the group only), and only then calls SetDesiredCapacity.
 //    Idempotency: a token this process already raised a group for raises
 //    nothing again; a token the group's intent tag names (a fresh process
 //    replaying a launch it may have sent before a crash) raises the group
 //    only up to intent-desired, if it is below; any other token is a new
-//    launch. Failed scaling activities that started (after the raise, less
-//    5 s of clock skew) by the time Launch returns are OfferingErrors:
-//    kCapacity when the status message names a capacity error code
-//    (InsufficientInstanceCapacity, …), else kConfig. The result's instances
-//    are the group's live instances tagged with this launch's intent, oldest
-//    first, at most `count`. The group launches asynchronously: what it has
-//    not launched yet is not in the result (possibly no instance and no
-//    error); the controller sees those nodes appear in ListInstances, tagged
-//    with the launch's intent, and a capacity failure reported after Launch
-//    returned is never reported (the group keeps retrying, as AWS does).
+//    launch. Failed or Cancelled scaling activities that started after the
+//    raise (less 5 s of clock skew) and exist when Launch returns are
+//    OfferingErrors, one per offering: kCapacity when the status message
+//    names a capacity error code (InsufficientInstanceCapacity, …), else
+//    kConfig. The result's instances are the group's live instances tagged
+//    with this launch's intent, oldest first, at most `count`. The group
+//    launches asynchronously: what it has not launched yet is not in the
+//    result (possibly no instance and no error); the controller sees those
+//    nodes appear in ListInstances, tagged with the launch's intent, and a
+//    capacity failure that comes after Launch returned is not reported (the
+//    group keeps retrying, as AWS does).
 //  - Terminate: DescribeInstances on the ids first (instance-id filter, 200
 //    ids a call). Ids EC2 no longer knows, and instances already shutting
 //    down, are skipped (termination is idempotent). If any id is another
