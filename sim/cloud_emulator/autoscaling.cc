@@ -166,16 +166,24 @@ EmulatorResponse CloudEmulator::CreateOrUpdateTags(const Params& p) {
   return EmptyAnswer("CreateOrUpdateTags", Uuid());
 }
 
-EmulatorResponse CloudEmulator::DescribeAutoScalingGroups(const Params& p) {
-  const std::vector<std::string> names = p.List("AutoScalingGroupNames.member");
-  int max_records = 50;
-  if (p.Has("MaxRecords") && (!ParseInt(p.Get("MaxRecords"), &max_records) || max_records < 1 || max_records > 100)) {
+std::optional<EmulatorResponse> CloudEmulator::AsgPaging(const Params& p, int fallback, size_t* offset,
+                                                         size_t* max_records) {
+  int max = fallback;
+  if (p.Has("MaxRecords") && (!ParseInt(p.Get("MaxRecords"), &max) || max < 1 || max > 100)) {
     return QueryError(400, "Sender", "ValidationError", "MaxRecords must be between 1 and 100");
   }
-  size_t offset = 0;
-  if (p.Has("NextToken") && !ParsePageToken(p.Get("NextToken"), &offset)) {
+  *max_records = static_cast<size_t>(max);
+  *offset = 0;
+  if (p.Has("NextToken") && !ParsePageToken(p.Get("NextToken"), offset)) {
     return QueryError(400, "Sender", "InvalidNextToken", "The token is invalid.");
   }
+  return std::nullopt;
+}
+
+EmulatorResponse CloudEmulator::DescribeAutoScalingGroups(const Params& p) {
+  const std::vector<std::string> names = p.List("AutoScalingGroupNames.member");
+  size_t offset = 0, max_records = 0;
+  if (auto bad = AsgPaging(p, 50, &offset, &max_records)) return *bad;
   const std::vector<cloud::Filter> filters = p.Filters("Filters.member", "Values.member");
   std::vector<const Group*> match;
   for (const Group& g : groups_) {
@@ -184,8 +192,8 @@ EmulatorResponse CloudEmulator::DescribeAutoScalingGroups(const Params& p) {
       match.push_back(&g);
     }
   }
-  const size_t last = std::min(match.size(), offset + static_cast<size_t>(max_records));
-  std::string body = AsgOpen("DescribeAutoScalingGroups") + "  <DescribeAutoScalingGroupsResult>\n    <AutoScalingGroups>";
+  const size_t last = std::min(match.size(), offset + max_records);
+  std::string body = AsgPageOpen("DescribeAutoScalingGroups", "AutoScalingGroups");
   for (size_t k = offset; k < last; ++k) {
     const Group& g = *match[k];
     const std::vector<std::string>& zones = g.spec.zones.empty() ? scenario_.zones : g.spec.zones;
@@ -249,25 +257,16 @@ EmulatorResponse CloudEmulator::DescribeAutoScalingGroups(const Params& p) {
     Leaf(body, "CapacityRebalance", "false");
     body += "</member>";
   }
-  body += "</AutoScalingGroups>\n";
-  if (last < match.size()) Leaf(body, "NextToken", PageToken(last));
-  body += "  </DescribeAutoScalingGroupsResult>\n  <ResponseMetadata>";
-  Leaf(body, "RequestId", Uuid());
-  body += "</ResponseMetadata>\n</DescribeAutoScalingGroupsResponse>\n";
+  body += AsgPageClose("DescribeAutoScalingGroups", "AutoScalingGroups", last < match.size() ? PageToken(last) : "",
+                       Uuid());
   return {200, "text/xml", {}, body};
 }
 
 EmulatorResponse CloudEmulator::DescribeScalingActivities(const Params& p) {
   const std::string name = p.Get("AutoScalingGroupName");
   const std::vector<std::string> ids = p.List("ActivityIds.member");
-  int max_records = 100;
-  if (p.Has("MaxRecords") && (!ParseInt(p.Get("MaxRecords"), &max_records) || max_records < 1 || max_records > 100)) {
-    return QueryError(400, "Sender", "ValidationError", "MaxRecords must be between 1 and 100");
-  }
-  size_t offset = 0;
-  if (p.Has("NextToken") && !ParsePageToken(p.Get("NextToken"), &offset)) {
-    return QueryError(400, "Sender", "InvalidNextToken", "The token is invalid.");
-  }
+  size_t offset = 0, max_records = 0;
+  if (auto bad = AsgPaging(p, 100, &offset, &max_records)) return *bad;
   std::vector<std::pair<const Group*, const Activity*>> match;
   for (const Group& g : groups_) {
     if (!name.empty() && g.spec.name != name) continue;
@@ -277,8 +276,8 @@ EmulatorResponse CloudEmulator::DescribeScalingActivities(const Params& p) {
   }
   // Newest first; in one group, of two at the same second the later recorded.
   std::stable_sort(match.begin(), match.end(), [](const auto& a, const auto& b) { return a.second->start > b.second->start; });
-  const size_t last = std::min(match.size(), offset + static_cast<size_t>(max_records));
-  std::string body = AsgOpen("DescribeScalingActivities") + "  <DescribeScalingActivitiesResult>\n    <Activities>";
+  const size_t last = std::min(match.size(), offset + max_records);
+  std::string body = AsgPageOpen("DescribeScalingActivities", "Activities");
   for (size_t k = offset; k < last; ++k) {
     const auto& [g, a] = match[k];
     body += "<member>";
@@ -295,11 +294,7 @@ EmulatorResponse CloudEmulator::DescribeScalingActivities(const Params& p) {
     Leaf(body, "Details", "{}");
     body += "</member>";
   }
-  body += "</Activities>\n";
-  if (last < match.size()) Leaf(body, "NextToken", PageToken(last));
-  body += "  </DescribeScalingActivitiesResult>\n  <ResponseMetadata>";
-  Leaf(body, "RequestId", Uuid());
-  body += "</ResponseMetadata>\n</DescribeScalingActivitiesResponse>\n";
+  body += AsgPageClose("DescribeScalingActivities", "Activities", last < match.size() ? PageToken(last) : "", Uuid());
   return {200, "text/xml", {}, body};
 }
 

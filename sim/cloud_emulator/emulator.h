@@ -255,6 +255,9 @@ class CloudEmulator {
   EmulatorResponse DescribeAutoScalingGroups(const Params& p);
   EmulatorResponse TerminateInstanceInAutoScalingGroup(const Params& p, WallTime now);
   EmulatorResponse DescribeScalingActivities(const Params& p);
+  // MaxRecords (1..100, default `fallback`) and NextToken of a paged Auto
+  // Scaling request; the error answer when either is malformed.
+  std::optional<EmulatorResponse> AsgPaging(const Params& p, int fallback, size_t* offset, size_t* max_records);
   EmulatorResponse CreateOrUpdateTags(const Params& p);
   // SQS, JSON protocol (sqs.cc).
   EmulatorResponse Sqs(const EmulatorRequest& request, std::string_view op, WallTime now);

@@ -12,14 +12,13 @@
 #include <memory>
 
 #include "cloud/aws_cli_harness.h"
+#include "cloud/emulated_aws.h"
 #include "gpuscaler/cloud/aws_provider.h"
-#include "gpuscaler/cloud/net_transport.h"
 
-namespace gpuscaler {
+namespace gpuscaler::testing {
 namespace {
 
-using aws_cli::json;
-using namespace std::chrono_literals;
+using cloud::emulated::TrainRequest;
 
 constexpr const char* kScenario = R"(
 zones: [us-east-1a, us-east-1b]
@@ -32,69 +31,19 @@ auto_scaling_groups:
   - {name: gpu-big, min: 0, max: 2, desired: 0, instance_type: p4d.24xlarge, tags: {gpuscaler.io/cluster: a}}
 )";
 
-// Polls `cond` every 100 ms for up to `within`.
-template <typename F>
-bool Eventually(F cond, std::chrono::milliseconds within) {
-  const auto deadline = std::chrono::steady_clock::now() + within;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(100ms);
-  }
-  return cond();
-}
-
-// One installation's AwsProvider, over HTTP.
-struct Installation {
-  Installation(const std::string& endpoint, const std::string& cluster) {
-    cloud::Credentials c;
-    c.access_key_id = "AKIDEXAMPLE";
-    c.secret_access_key = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
-    credentials = std::make_unique<cloud::StaticCredentialsProvider>(c, "test");
-    cloud::AwsClientOptions o;
-    o.region = "us-east-1";
-    o.endpoint_url = endpoint;
-    client = std::make_unique<cloud::AwsClient>(o, transport, *credentials, clock,
-                                                [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); });
-    cloud::AwsProviderOptions po;
-    po.cluster_name = cluster;
-    po.launch_template.name = "gpu-nodes";
-    provider = std::make_unique<cloud::AwsProvider>(po, *client, clock);
-  }
-  SystemClock clock;
-  cloud::NetTransport transport;
-  std::unique_ptr<cloud::StaticCredentialsProvider> credentials;
-  std::unique_ptr<cloud::AwsClient> client;
-  std::unique_ptr<cloud::AwsProvider> provider;
-};
-
-Offering Off(std::string type, std::string zone) {
-  Offering o;
-  o.instance_type = std::move(type);
-  o.region = "us-east-1";
-  o.zone = std::move(zone);
-  o.capacity_type = CapacityType::kOnDemand;
-  o.usd_per_hour = 1.006;
-  return o;
-}
-
-LaunchRequest Request(std::string group, int count, std::string token, std::string type = "g5.xlarge") {
-  LaunchRequest r;
-  r.pool = "train";
-  r.offerings = {Off(type, "us-east-1a"), Off(type, "us-east-1b")};
-  r.count = count;
-  r.tags = {{kIntentTag, token}};
-  r.idempotency_token = std::move(token);
-  r.auto_scaling_group = std::move(group);
-  return r;
-}
-
-class AwsAsg : public aws_cli::AwsCliTest {
+class AwsAsg : public AwsCliTest {
  protected:
+  std::string Scenario() const override { return kScenario; }
   void SetUp() override {
-    StartEmulator(kScenario);
+    AwsCliTest::SetUp();
     if (HasFatalFailure() || IsSkipped()) return;
-    a_ = std::make_unique<Installation>(endpoint(), "a");
-    b_ = std::make_unique<Installation>(endpoint(), "b");
+    a_ = Provider("a");
+    b_ = Provider("b");
+  }
+  // One installation's provider, over HTTP.
+  std::unique_ptr<cloud::AwsProvider> Provider(const std::string& cluster) {
+    return std::make_unique<cloud::AwsProvider>(cloud::emulated::ProviderOptions(cluster), emulator_->client(),
+                                                clock_);
   }
 
   json Group(const std::string& name) {
@@ -109,11 +58,12 @@ class AwsAsg : public aws_cli::AwsCliTest {
     return r.out["Reservations"][0]["Instances"][0]["State"]["Name"];
   }
 
-  std::unique_ptr<Installation> a_, b_;
+  SystemClock clock_;
+  std::unique_ptr<cloud::AwsProvider> a_, b_;
 };
 
 TEST_F(AwsAsg, LaunchAndTerminateGoThroughTheAutoScalingGroup) {
-  auto launched = a_->provider->Launch(Request("gpu-a", 2, "a-0f8e3c2a-7-0"));
+  auto launched = a_->Launch(TrainRequest("gpu-a", 2, "a-0f8e3c2a-7-0"));
   ASSERT_TRUE(launched.ok()) << launched.error().ToString();
   EXPECT_TRUE(launched->errors.empty());
   EXPECT_EQ(launched->instances.size(), 2u);
@@ -129,13 +79,13 @@ TEST_F(AwsAsg, LaunchAndTerminateGoThroughTheAutoScalingGroup) {
                     "Name=tag:aws:autoscaling:groupName,Values=gpu-a"});
   ASSERT_EQ(tagged.exit_code, 0) << tagged.err;
   ASSERT_EQ(tagged.out["Reservations"].size(), 2u);  // one reservation per group launch
-  auto listed = a_->provider->ListInstances();
+  auto listed = a_->ListInstances();
   ASSERT_TRUE(listed.ok()) << listed.error().ToString();
   ASSERT_EQ(listed->size(), 2u);
   EXPECT_EQ((*listed)[0].pool, "train");
   EXPECT_EQ((*listed)[0].state, InstanceState::kRunning);
 
-  ASSERT_TRUE(a_->provider->Terminate({ids[1]}).ok());
+  ASSERT_TRUE(a_->Terminate({ids[1]}).ok());
   EXPECT_EQ(Group("gpu-a")["DesiredCapacity"], 1);
   ASSERT_TRUE(Eventually([&] { return State(ids[1]) == "terminated"; }, 10s));
   EXPECT_EQ(State(ids[0]), "running");
@@ -144,20 +94,20 @@ TEST_F(AwsAsg, LaunchAndTerminateGoThroughTheAutoScalingGroup) {
   EXPECT_EQ(g["Instances"][0]["InstanceId"], ids[0]);
 
   // MaxSize 3: 1 + 5 is cut to 3, then the group is full.
-  auto cut = a_->provider->Launch(Request("gpu-a", 5, "a-0f8e3c2a-8-0"));
+  auto cut = a_->Launch(TrainRequest("gpu-a", 5, "a-0f8e3c2a-8-0"));
   ASSERT_TRUE(cut.ok()) << cut.error().ToString();
   EXPECT_EQ(cut->instances.size(), 2u);
   ASSERT_EQ(cut->errors.size(), 1u);
   EXPECT_EQ(cut->errors[0].error.category(), ErrorCategory::kCapacity);
   EXPECT_EQ(Group("gpu-a")["DesiredCapacity"], 3);
-  auto full = a_->provider->Launch(Request("gpu-a", 1, "a-0f8e3c2a-9-0"));
+  auto full = a_->Launch(TrainRequest("gpu-a", 1, "a-0f8e3c2a-9-0"));
   ASSERT_FALSE(full.ok());
   EXPECT_EQ(full.error().category(), ErrorCategory::kCapacity);
   EXPECT_EQ(Group("gpu-a")["DesiredCapacity"], 3);
 }
 
 TEST_F(AwsAsg, CapacityFailuresAreFailedScalingActivitiesAndCapacityErrors) {
-  auto r = a_->provider->Launch(Request("gpu-big", 1, "a-0f8e3c2a-7-0", "p4d.24xlarge"));
+  auto r = a_->Launch(TrainRequest("gpu-big", 1, "a-0f8e3c2a-7-0", "p4d.24xlarge"));
   ASSERT_TRUE(r.ok()) << r.error().ToString();
   EXPECT_TRUE(r->instances.empty());
   ASSERT_EQ(r->errors.size(), 1u);
@@ -175,19 +125,19 @@ TEST_F(AwsAsg, TwoInstallationsSeeAndTerminateOnlyTheirOwn) {
   // Installation-wide tokens, long enough that the ClientToken is hashed.
   const std::string a_token = "prod-eu-west-1-gpu-training-cluster-a-7f3c9e2a1b4d4e6f8a0b-123456-0";
   const std::string b_token = "prod-eu-west-1-gpu-training-cluster-b-7f3c9e2a1b4d4e6f8a0b-123456-0";
-  auto a = a_->provider->Launch(Request("", 2, a_token));
-  auto b = b_->provider->Launch(Request("", 1, b_token));
+  auto a = a_->Launch(TrainRequest("", 2, a_token));
+  auto b = b_->Launch(TrainRequest("", 1, b_token));
   ASSERT_TRUE(a.ok() && b.ok());
   ASSERT_EQ(a->instances.size(), 2u);
   ASSERT_EQ(b->instances.size(), 1u);
 
-  auto b_listed = b_->provider->ListInstances();
+  auto b_listed = b_->ListInstances();
   ASSERT_TRUE(b_listed.ok());
   ASSERT_EQ(b_listed->size(), 1u);
   EXPECT_EQ((*b_listed)[0].instance_id, b->instances[0].instance_id);
-  EXPECT_EQ(a_->provider->ListInstances()->size(), 2u);
+  EXPECT_EQ(a_->ListInstances()->size(), 2u);
 
-  Status refused = b_->provider->Terminate({a->instances[0].instance_id});
+  Status refused = b_->Terminate({a->instances[0].instance_id});
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().category(), ErrorCategory::kInvalidInput);
   const std::string state = State(a->instances[0].instance_id);
@@ -204,4 +154,4 @@ TEST_F(AwsAsg, TwoInstallationsSeeAndTerminateOnlyTheirOwn) {
 }
 
 }  // namespace
-}  // namespace gpuscaler
+}  // namespace gpuscaler::testing

@@ -5,10 +5,8 @@
 // Skipped when `aws` is not on PATH, except under CI=true where that fails.
 #include "cloud/aws_cli_harness.h"
 
-namespace gpuscaler {
+namespace gpuscaler::testing {
 namespace {
-
-using aws_cli::json;
 
 constexpr const char* kScenario = R"(
 zones: [us-east-1a, us-east-1b]
@@ -25,9 +23,9 @@ interruptions:
   - {at: 0s, instance_type: g5.xlarge, count: 1}
 )";
 
-class AwsCli : public aws_cli::AwsCliTest {
+class AwsCli : public AwsCliTest {
  protected:
-  void SetUp() override { StartEmulator(kScenario); }
+  std::string Scenario() const override { return kScenario; }
 };
 
 const char* kTemplate = R"([{"LaunchTemplateSpecification":{"LaunchTemplateName":"gpu-nodes","Version":"$Latest"},
@@ -152,7 +150,7 @@ TEST_F(AwsCli, SqsReceivesSpotInterruptionWarnings) {
   Run url = Aws({"sqs", "get-queue-url", "--queue-name", "gpuscaler-interruptions"});
   ASSERT_EQ(url.exit_code, 0) << url.err;
   const std::string queue = url.out["QueueUrl"];
-  EXPECT_EQ(queue, "http://127.0.0.1:" + port_ + "/123456789012/gpuscaler-interruptions");
+  EXPECT_EQ(queue, emulator_->url() + "/123456789012/gpuscaler-interruptions");
 
   Run got = Aws({"sqs", "receive-message", "--queue-url", queue, "--max-number-of-messages", "10"});
   ASSERT_EQ(got.exit_code, 0) << got.err;
@@ -173,4 +171,4 @@ TEST_F(AwsCli, SqsReceivesSpotInterruptionWarnings) {
 }
 
 }  // namespace
-}  // namespace gpuscaler
+}  // namespace gpuscaler::testing

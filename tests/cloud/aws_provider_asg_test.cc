@@ -12,9 +12,9 @@ namespace gpuscaler::cloud {
 namespace {
 
 using emulated::Installation;
-using emulated::Off;
 using emulated::ProviderOptions;
 using emulated::Start;
+using emulated::TrainRequest;
 using sim::CloudEmulator;
 using sim::EmulatorScenario;
 using sim::ScriptedGroup;
@@ -67,18 +67,6 @@ class AsgProvider : public ::testing::Test {
     return "";
   }
 
-  static LaunchRequest Request(std::string group, int count, std::string token, std::string pool = "train") {
-    LaunchRequest r;
-    r.pool = std::move(pool);
-    r.offerings = {Off("g5.xlarge", "us-east-1a", CapacityType::kOnDemand, 1.006),
-                   Off("g5.xlarge", "us-east-1b", CapacityType::kOnDemand, 1.006)};
-    r.count = count;
-    r.tags = {{kIntentTag, token}};
-    r.idempotency_token = std::move(token);
-    r.auto_scaling_group = std::move(group);
-    return r;
-  }
-
   ManualClock clock_;
   std::unique_ptr<CloudEmulator> emulator_;
   std::unique_ptr<Installation> a_, b_;
@@ -89,7 +77,7 @@ TEST_F(AsgProvider, LaunchRaisesDesiredCapacityAndReturnsTheNewInstances) {
   s.groups = {Group("gpu-a", "a", 0, 5, 1)};
   Boot(s);
   const std::string before = Described("gpu-a").instances.at(0).instance_id;
-  auto r = a_->provider.Launch(Request("gpu-a", 2, "a-7-0"));
+  auto r = a_->provider.Launch(TrainRequest("gpu-a", 2, "a-7-0"));
   ASSERT_TRUE(r.ok()) << r.error().ToString();
   EXPECT_TRUE(r->errors.empty());
   ASSERT_EQ(r->instances.size(), 2u);
@@ -117,13 +105,13 @@ TEST_F(AsgProvider, ReplayedLaunchNeverRaisesTwiceEvenAfterARestart) {
   EmulatorScenario s;
   s.groups = {Group("gpu-a", "a", 0, 8, 1)};
   Boot(s);
-  auto first = a_->provider.Launch(Request("gpu-a", 2, "a-7-0"));
+  auto first = a_->provider.Launch(TrainRequest("gpu-a", 2, "a-7-0"));
   ASSERT_TRUE(first.ok());
-  auto again = a_->provider.Launch(Request("gpu-a", 2, "a-7-0"));
+  auto again = a_->provider.Launch(TrainRequest("gpu-a", 2, "a-7-0"));
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(Ids(again->instances), Ids(first->instances));
   auto restarted = Restart("a");
-  auto replayed = restarted->provider.Launch(Request("gpu-a", 2, "a-7-0"));
+  auto replayed = restarted->provider.Launch(TrainRequest("gpu-a", 2, "a-7-0"));
   ASSERT_TRUE(replayed.ok());
   EXPECT_EQ(Ids(replayed->instances), Ids(first->instances));
   EXPECT_EQ(Described("gpu-a").desired_capacity, 3);
@@ -134,11 +122,11 @@ TEST_F(AsgProvider, ReplayedLaunchNeverRaisesTwiceEvenAfterARestart) {
                                                                                {kIntentDesiredTag, "5", false}}))
                   .ok());
   restarted = Restart("a");
-  auto finished = restarted->provider.Launch(Request("gpu-a", 2, "a-8-0"));
+  auto finished = restarted->provider.Launch(TrainRequest("gpu-a", 2, "a-8-0"));
   ASSERT_TRUE(finished.ok()) << finished.error().ToString();
   EXPECT_EQ(finished->instances.size(), 2u);
   EXPECT_EQ(Described("gpu-a").desired_capacity, 5);
-  ASSERT_TRUE(Restart("a")->provider.Launch(Request("gpu-a", 2, "a-8-0")).ok());
+  ASSERT_TRUE(Restart("a")->provider.Launch(TrainRequest("gpu-a", 2, "a-8-0")).ok());
   EXPECT_EQ(Described("gpu-a").desired_capacity, 5);
 }
 
@@ -146,7 +134,7 @@ TEST_F(AsgProvider, MaxSizeCutsALaunchAndAFullGroupIsACapacityError) {
   EmulatorScenario s;
   s.groups = {Group("gpu-a", "a", 0, 2, 1)};
   Boot(s);
-  auto r = a_->provider.Launch(Request("gpu-a", 3, "a-1-0"));
+  auto r = a_->provider.Launch(TrainRequest("gpu-a", 3, "a-1-0"));
   ASSERT_TRUE(r.ok()) << r.error().ToString();
   EXPECT_EQ(r->instances.size(), 1u);
   ASSERT_EQ(r->errors.size(), 1u);
@@ -154,7 +142,7 @@ TEST_F(AsgProvider, MaxSizeCutsALaunchAndAFullGroupIsACapacityError) {
   EXPECT_NE(r->errors[0].error.message().find("MaxSize 2"), std::string::npos) << r->errors[0].error.message();
   EXPECT_EQ(Described("gpu-a").desired_capacity, 2);
 
-  auto full = a_->provider.Launch(Request("gpu-a", 1, "a-2-0"));
+  auto full = a_->provider.Launch(TrainRequest("gpu-a", 1, "a-2-0"));
   ASSERT_FALSE(full.ok());
   EXPECT_EQ(full.error().category(), ErrorCategory::kCapacity);
   EXPECT_EQ(Described("gpu-a").desired_capacity, 2);
@@ -166,7 +154,7 @@ TEST_F(AsgProvider, FailedScalingActivitiesAreCapacityErrors) {
                 {"g5.xlarge", "us-east-1b", std::nullopt, 0, "InsufficientInstanceCapacity", {}, {}}};
   s.groups = {Group("gpu-a", "a", 0, 5, 0)};
   Boot(s);
-  auto r = a_->provider.Launch(Request("gpu-a", 3, "a-1-0"));
+  auto r = a_->provider.Launch(TrainRequest("gpu-a", 3, "a-1-0"));
   ASSERT_TRUE(r.ok()) << r.error().ToString();
   ASSERT_EQ(r->instances.size(), 1u);
   EXPECT_EQ(r->instances[0].offering.zone, "us-east-1a");
@@ -182,7 +170,7 @@ TEST_F(AsgProvider, InstancesTheGroupLaunchesLaterShowUpInListInstances) {
   s.group_launch_delay = Seconds(30);
   s.groups = {Group("gpu-a", "a", 0, 5, 1)};
   Boot(s);
-  auto r = a_->provider.Launch(Request("gpu-a", 2, "a-1-0"));
+  auto r = a_->provider.Launch(TrainRequest("gpu-a", 2, "a-1-0"));
   ASSERT_TRUE(r.ok()) << r.error().ToString();
   EXPECT_TRUE(r->instances.empty());
   EXPECT_TRUE(r->errors.empty());
@@ -196,7 +184,7 @@ TEST_F(AsgProvider, InstancesTheGroupLaunchesLaterShowUpInListInstances) {
     if (i.tags.count(kIntentTag) != 0 && i.tags.at(kIntentTag) == "a-1-0") of_launch.insert(i.instance_id);
   }
   EXPECT_EQ(of_launch.size(), 2u);
-  auto replayed = a_->provider.Launch(Request("gpu-a", 2, "a-1-0"));
+  auto replayed = a_->provider.Launch(TrainRequest("gpu-a", 2, "a-1-0"));
   ASSERT_TRUE(replayed.ok());
   const std::vector<std::string> ids = Ids(replayed->instances);
   EXPECT_EQ(std::set<std::string>(ids.begin(), ids.end()), of_launch);
@@ -232,7 +220,7 @@ TEST_F(AsgProvider, GroupsThatDoNotPropagateTheirTagsAreStillListedAndTerminated
   s.groups = {Group("gpu-a", "a", 0, 5, 0)};
   s.groups[0].propagate_at_launch = false;
   Boot(s);
-  auto r = a_->provider.Launch(Request("gpu-a", 2, "a-1-0"));
+  auto r = a_->provider.Launch(TrainRequest("gpu-a", 2, "a-1-0"));
   ASSERT_TRUE(r.ok()) << r.error().ToString();
   ASSERT_EQ(r->instances.size(), 2u);
   EXPECT_EQ(r->instances[0].tags.count(kClusterTag), 0u);  // only the group carries it
@@ -249,13 +237,13 @@ TEST_F(AsgProvider, GroupsNotTaggedForTheClusterOrForAnotherPoolAreRefused) {
   s.groups = {Group("shared", "", 0, 5, 0), Group("infer", "a", 0, 5, 0)};
   s.groups[1].tags[kOwnerTag] = "infer";
   Boot(s);
-  auto untagged = a_->provider.Launch(Request("shared", 1, "a-1-0"));
+  auto untagged = a_->provider.Launch(TrainRequest("shared", 1, "a-1-0"));
   ASSERT_FALSE(untagged.ok());
   EXPECT_EQ(untagged.error().category(), ErrorCategory::kConfig);
-  auto other_pool = a_->provider.Launch(Request("infer", 1, "a-1-1"));
+  auto other_pool = a_->provider.Launch(TrainRequest("infer", 1, "a-1-1"));
   ASSERT_FALSE(other_pool.ok());
   EXPECT_EQ(other_pool.error().category(), ErrorCategory::kConfig);
-  auto missing = a_->provider.Launch(Request("no-such-group", 1, "a-1-2"));
+  auto missing = a_->provider.Launch(TrainRequest("no-such-group", 1, "a-1-2"));
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().category(), ErrorCategory::kConfig);
   EXPECT_EQ(Described("shared").desired_capacity, 0);
@@ -266,13 +254,13 @@ TEST_F(AsgProvider, TwoInstallationsListAndTerminateOnlyTheirOwnInstances) {
   EmulatorScenario s;
   s.groups = {Group("gpu-a", "a", 0, 5, 0), Group("gpu-b", "b", 0, 5, 0)};
   Boot(s);
-  LaunchRequest fleet = Request("", 2, "a-0f3c-7-0");
+  LaunchRequest fleet = TrainRequest("", 2, "a-0f3c-7-0");
   auto a_fleet = a_->provider.Launch(fleet);
   fleet.count = 1;
   fleet.idempotency_token = "b-91d2-7-0";
   auto b_fleet = b_->provider.Launch(fleet);
-  auto a_group = a_->provider.Launch(Request("gpu-a", 1, "a-0f3c-7-1"));
-  auto b_group = b_->provider.Launch(Request("gpu-b", 2, "b-91d2-7-1"));
+  auto a_group = a_->provider.Launch(TrainRequest("gpu-a", 1, "a-0f3c-7-1"));
+  auto b_group = b_->provider.Launch(TrainRequest("gpu-b", 2, "b-91d2-7-1"));
   ASSERT_TRUE(a_fleet.ok() && b_fleet.ok() && a_group.ok() && b_group.ok());
 
   std::vector<std::string> a_ids = Ids(a_fleet->instances), b_ids = Ids(b_fleet->instances);
@@ -291,7 +279,7 @@ TEST_F(AsgProvider, TwoInstallationsListAndTerminateOnlyTheirOwnInstances) {
   }
   for (const std::string& id : a_ids) EXPECT_EQ(State(id), "pending") << id;
   for (const std::string& id : b_ids) EXPECT_EQ(State(id), "pending") << id;
-  auto into_a = b_->provider.Launch(Request("gpu-a", 1, "b-91d2-8-0"));
+  auto into_a = b_->provider.Launch(TrainRequest("gpu-a", 1, "b-91d2-8-0"));
   ASSERT_FALSE(into_a.ok());
   EXPECT_EQ(into_a.error().category(), ErrorCategory::kConfig);
   EXPECT_EQ(Described("gpu-a").desired_capacity, 1);
@@ -310,9 +298,9 @@ TEST_F(AsgProvider, LongIdempotencyTokensLaunchAndReplay) {
   Boot({});
   const std::string token = "prod-eu-west-1-gpu-training-cluster-7f3c9e2a1b4d4e6f8a0b-1234567-12";
   ASSERT_GT(token.size(), 64u);
-  auto first = a_->provider.Launch(Request("", 2, token));
+  auto first = a_->provider.Launch(TrainRequest("", 2, token));
   ASSERT_TRUE(first.ok()) << first.error().ToString();
-  auto again = a_->provider.Launch(Request("", 2, token));
+  auto again = a_->provider.Launch(TrainRequest("", 2, token));
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(Ids(again->instances), Ids(first->instances));
   EXPECT_EQ(emulator_->Instances().size(), 2u);

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "cloud/daemon_harness.h"
+#include "cloud/emulated_aws.h"
 #include "gpuscaler/cloud/aws_provider.h"
 
 namespace gpuscaler::testing {
@@ -76,27 +77,9 @@ TEST_F(DaemonAsg, ScalesTheGroupAndNeverTouchesAnotherInstallation) {
 
   // The other installation's fleet instances, in a pool also named "gpu".
   SystemClock clock;
-  cloud::NetTransport transport;
-  cloud::Credentials c;
-  c.access_key_id = kAccessKey;
-  c.secret_access_key = kSecretKey;
-  cloud::StaticCredentialsProvider credentials(c, "test");
-  cloud::AwsClientOptions o;
-  o.endpoint_url = emulator_->url();
-  cloud::AwsClient client(o, transport, credentials, clock, [](std::chrono::milliseconds) {});
-  cloud::AwsProviderOptions po;
-  po.cluster_name = "other";
-  po.launch_template.name = "gpu-nodes";
-  cloud::AwsProvider other(po, client, clock);
-  LaunchRequest r;
+  cloud::AwsProvider other(cloud::emulated::ProviderOptions("other"), emulator_->client(), clock);
+  LaunchRequest r = cloud::emulated::TrainRequest("", 2, "other-1-0");
   r.pool = "gpu";
-  r.offerings = {Offering{}};
-  r.offerings[0].instance_type = "g5.xlarge";
-  r.offerings[0].zone = "us-east-1a";
-  r.offerings[0].capacity_type = CapacityType::kOnDemand;
-  r.count = 2;
-  r.idempotency_token = "other-1-0";
-  r.tags = {{kOwnerTag, "gpu"}, {kIntentTag, "other-1-0"}};
   ASSERT_TRUE(other.Launch(r).ok());
   std::set<std::string> foreign;
   for (const auto& [group, instances] : LiveByGroup()) {

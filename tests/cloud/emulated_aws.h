@@ -1,5 +1,5 @@
-// For the tests that run AwsProvider against the cloud emulator in process
-// (the emulator's handler behind the Transport seam): no sockets, no
+// For the tests that run AwsProvider against the cloud emulator, mostly in
+// process (the emulator's handler behind the Transport seam): no sockets, no
 // sleeping, a ManualClock.
 #pragma once
 
@@ -33,6 +33,21 @@ inline Offering Off(std::string type, std::string zone, CapacityType c, double p
   o.capacity_type = c;
   o.usd_per_hour = price;
   return o;
+}
+
+// A launch of `count` nodes of pool "train": `type` on demand in us-east-1a,
+// then us-east-1b, at $1.006/h; through Auto Scaling group `group` unless
+// it is empty.
+inline LaunchRequest TrainRequest(std::string group, int count, std::string token, std::string type = "g5.xlarge") {
+  LaunchRequest r;
+  r.pool = "train";
+  r.offerings = {Off(type, "us-east-1a", CapacityType::kOnDemand, 1.006),
+                 Off(type, "us-east-1b", CapacityType::kOnDemand, 1.006)};
+  r.count = count;
+  r.tags = {{kIntentTag, token}};
+  r.idempotency_token = std::move(token);
+  r.auto_scaling_group = std::move(group);
+  return r;
 }
 
 inline AwsProviderOptions ProviderOptions(std::string cluster_name) {
