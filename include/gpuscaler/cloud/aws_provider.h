@@ -89,9 +89,10 @@ namespace gpuscaler::cloud {
 inline constexpr const char* kIntentDesiredTag = "gpuscaler.io/intent-desired";
 
 struct AwsProviderOptions {
-  // This installation's name (kClusterTag's value). Required non-empty: the
-  // daemon refuses to start without one, since it is what keeps two
-  // installations in one account apart.
+  // This installation's name (kClusterTag's value), from the daemon
+  // configuration's `cluster_name`. Required non-empty: it is what keeps two
+  // installations in one account apart (an empty name would be shared by
+  // every installation that left it out).
   std::string cluster_name;
   LaunchTemplateRef launch_template;
   // Zone -> subnet. When a zone has one, overrides name the subnet (the
