@@ -5,6 +5,11 @@
 namespace gpuscaler::sim {
 namespace {
 
+// How long a group waits after a launch that found no capacity before it
+// tries again.
+constexpr Seconds kGroupRetry{10};
+constexpr size_t kActivitiesKept = 1000;
+
 // Whether the group passes `f`: tag:<key> (that tag has one of the values),
 // tag-key or tag-value, matched exactly; other filters pass every group.
 bool Matches(const ScriptedGroup& g, const cloud::Filter& f) {
@@ -18,7 +23,96 @@ bool Matches(const ScriptedGroup& g, const cloud::Filter& f) {
   return true;
 }
 
+bool IsLive(const EmulatedInstance& i) { return i.state == "pending" || i.state == "running"; }
+
+// The answer of an operation with no output.
+EmulatorResponse EmptyAnswer(std::string_view op, const std::string& request_id) {
+  std::string body = AsgOpen(op) + "  <ResponseMetadata>";
+  Leaf(body, "RequestId", request_id);
+  body += "</ResponseMetadata>\n</" + std::string(op) + "Response>\n";
+  return {200, "text/xml", {}, body};
+}
+
 }  // namespace
+
+CloudEmulator::Group* CloudEmulator::FindGroup(const std::string& name) {
+  auto g = std::find_if(groups_.begin(), groups_.end(), [&](const Group& x) { return x.spec.name == name; });
+  return g == groups_.end() ? nullptr : &*g;
+}
+
+void CloudEmulator::RecordActivity(Group& g, Activity a) {
+  g.activities.push_back(std::move(a));
+  if (g.activities.size() > kActivitiesKept) g.activities.pop_front();
+}
+
+void CloudEmulator::ReconcileGroup(Group& g, WallTime now) {
+  std::vector<Instance*> live;
+  for (Instance& i : instances_) {
+    if (i.info.group == g.spec.name && IsLive(i.info)) live.push_back(&i);
+  }
+  const int desired = g.spec.desired_capacity;
+  const std::string size_change = " the capacity from " + std::to_string(live.size()) + " to " + std::to_string(desired) + ".";
+  while (static_cast<int>(live.size()) > desired) {
+    Terminate(*live.back(), now);
+    RecordActivity(g, {Uuid(), "Terminating EC2 instance: " + live.back()->info.instance_id,
+                       "At " + FormatRfc3339(now) +
+                           " an instance was taken out of service in response to a difference between desired and "
+                           "actual capacity, shrinking" + size_change,
+                       "Successful", "", now});
+    live.pop_back();
+  }
+  if (static_cast<int>(live.size()) >= desired || now < g.launch_at) return;
+
+  // Launched at the end of the delay (or retry wait), even when no request
+  // came in at that moment.
+  const WallTime at = g.launch_at == WallTime{} ? now : g.launch_at;
+  const std::string cause = "At " + FormatRfc3339(at) +
+                            " an instance was started in response to a difference between desired and actual "
+                            "capacity, increasing" + size_change;
+  const std::vector<std::string>& zones = g.spec.zones.empty() ? scenario_.zones : g.spec.zones;
+  const std::vector<std::string> types =
+      g.spec.instance_types.empty() ? std::vector<std::string>{g.spec.instance_type} : g.spec.instance_types;
+  std::map<std::string, std::string> tags;
+  for (const auto& [key, value] : g.spec.tags) {
+    if (g.propagate[key]) tags[key] = value;
+  }
+  tags[cloud::kAsgGroupNameTag] = g.spec.name;
+  while (static_cast<int>(live.size()) < desired) {
+    // Zones with the fewest live instances of the group first (AZ balance),
+    // then the types in priority order.
+    std::vector<std::string> order = zones;
+    auto in_zone = [&](const std::string& z) {
+      return std::count_if(live.begin(), live.end(), [&](const Instance* i) { return i->info.zone == z; });
+    };
+    std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) { return in_zone(a) < in_zone(b); });
+    Instance* made = nullptr;
+    std::string code, short_type, short_zone;
+    for (const std::string& zone : order) {
+      for (const std::string& type : types) {
+        auto room = Room(type, zone, CapacityType::kOnDemand, now);
+        if (!room || room->first > 0) {
+          made = &Launch(type, zone, "", CapacityType::kOnDemand, tags, "", NewId("r-", 17), at);
+          break;
+        }
+        if (code.empty()) std::tie(code, short_type, short_zone) = std::tie(room->second, type, zone);
+      }
+      if (made != nullptr) break;
+    }
+    if (made == nullptr) {
+      const std::string reason = "Could not launch On-Demand Instances. " + code +
+                                 " - We currently do not have sufficient " + short_type +
+                                 " capacity in the Availability Zone you requested (" + short_zone +
+                                 "). Launching EC2 instance failed.";
+      RecordActivity(g, {Uuid(), "Launching a new EC2 instance.  Status Reason: " + reason, cause, "Failed", reason, at});
+      g.launch_at = at + kGroupRetry;
+      return;
+    }
+    made->info.group = g.spec.name;
+    live.push_back(made);
+    RecordActivity(g, {Uuid(), "Launching a new EC2 instance: " + made->info.instance_id, cause, "Successful", "", at});
+  }
+  g.launch_at = WallTime{};
+}
 
 EmulatorResponse CloudEmulator::SetDesiredCapacity(const Params& p, WallTime now) {
   const std::string name = p.Get("AutoScalingGroupName");
@@ -26,8 +120,8 @@ EmulatorResponse CloudEmulator::SetDesiredCapacity(const Params& p, WallTime now
   if (name.empty() || !ParseInt(p.Get("DesiredCapacity"), &desired)) {
     return QueryError(400, "Sender", "ValidationError", "AutoScalingGroupName and DesiredCapacity are required");
   }
-  auto g = std::find_if(groups_.begin(), groups_.end(), [&](const Group& x) { return x.spec.name == name; });
-  if (g == groups_.end()) {
+  Group* g = FindGroup(name);
+  if (g == nullptr) {
     return QueryError(400, "Sender", "ValidationError", "AutoScalingGroup name not found - AutoScalingGroup '" + name + "' not found");
   }
   if (desired > g->spec.max_size) {
@@ -40,24 +134,56 @@ EmulatorResponse CloudEmulator::SetDesiredCapacity(const Params& p, WallTime now
                       "New SetDesiredCapacity value " + std::to_string(desired) + " is below min value " +
                           std::to_string(g->spec.min_size) + " for the AutoScaling group.");
   }
+  if (desired > g->spec.desired_capacity) g->launch_at = now + scenario_.group_launch_delay;
   g->spec.desired_capacity = desired;
   ReconcileGroup(*g, now);
-  std::string body = AsgOpen("SetDesiredCapacity") + "  <ResponseMetadata>";
-  Leaf(body, "RequestId", Uuid());
-  body += "</ResponseMetadata>\n</SetDesiredCapacityResponse>\n";
-  return {200, "text/xml", {}, body};
+  return EmptyAnswer("SetDesiredCapacity", Uuid());
+}
+
+EmulatorResponse CloudEmulator::CreateOrUpdateTags(const Params& p) {
+  struct Tag {
+    std::string key, value;
+    bool propagate = false;
+  };
+  std::vector<std::pair<Group*, Tag>> tags;
+  for (int n = 1; p.Has("Tags.member." + std::to_string(n) + ".Key"); ++n) {
+    const std::string base = "Tags.member." + std::to_string(n) + ".";
+    const std::string group = p.Get(base + "ResourceId");
+    if (p.Get(base + "ResourceType") != "auto-scaling-group") {
+      return QueryError(400, "Sender", "ValidationError", "ResourceType must be auto-scaling-group");
+    }
+    Group* g = FindGroup(group);
+    if (g == nullptr) {
+      return QueryError(400, "Sender", "ValidationError", "AutoScalingGroup name not found - AutoScalingGroup '" + group + "' not found");
+    }
+    tags.push_back({g, {p.Get(base + "Key"), p.Get(base + "Value"), p.Get(base + "PropagateAtLaunch") == "true"}});
+  }
+  if (tags.empty()) return QueryError(400, "Sender", "ValidationError", "Tags is required");
+  for (const auto& [g, t] : tags) {
+    g->spec.tags[t.key] = t.value;
+    g->propagate[t.key] = t.propagate;
+  }
+  return EmptyAnswer("CreateOrUpdateTags", Uuid());
+}
+
+std::optional<EmulatorResponse> CloudEmulator::AsgPaging(const Params& p, int fallback, size_t* offset,
+                                                         size_t* max_records) {
+  int max = fallback;
+  if (p.Has("MaxRecords") && (!ParseInt(p.Get("MaxRecords"), &max) || max < 1 || max > 100)) {
+    return QueryError(400, "Sender", "ValidationError", "MaxRecords must be between 1 and 100");
+  }
+  *max_records = static_cast<size_t>(max);
+  *offset = 0;
+  if (p.Has("NextToken") && !ParsePageToken(p.Get("NextToken"), offset)) {
+    return QueryError(400, "Sender", "InvalidNextToken", "The token is invalid.");
+  }
+  return std::nullopt;
 }
 
 EmulatorResponse CloudEmulator::DescribeAutoScalingGroups(const Params& p) {
   const std::vector<std::string> names = p.List("AutoScalingGroupNames.member");
-  int max_records = 50;
-  if (p.Has("MaxRecords") && (!ParseInt(p.Get("MaxRecords"), &max_records) || max_records < 1 || max_records > 100)) {
-    return QueryError(400, "Sender", "ValidationError", "MaxRecords must be between 1 and 100");
-  }
-  size_t offset = 0;
-  if (p.Has("NextToken") && !ParsePageToken(p.Get("NextToken"), &offset)) {
-    return QueryError(400, "Sender", "InvalidNextToken", "The token is invalid.");
-  }
+  size_t offset = 0, max_records = 0;
+  if (auto bad = AsgPaging(p, 50, &offset, &max_records)) return *bad;
   const std::vector<cloud::Filter> filters = p.Filters("Filters.member", "Values.member");
   std::vector<const Group*> match;
   for (const Group& g : groups_) {
@@ -66,15 +192,33 @@ EmulatorResponse CloudEmulator::DescribeAutoScalingGroups(const Params& p) {
       match.push_back(&g);
     }
   }
-  const size_t last = std::min(match.size(), offset + static_cast<size_t>(max_records));
-  std::string body = AsgOpen("DescribeAutoScalingGroups") + "  <DescribeAutoScalingGroupsResult>\n    <AutoScalingGroups>";
+  const size_t last = std::min(match.size(), offset + max_records);
+  std::string body = AsgPageOpen("DescribeAutoScalingGroups", "AutoScalingGroups");
   for (size_t k = offset; k < last; ++k) {
     const Group& g = *match[k];
     const std::vector<std::string>& zones = g.spec.zones.empty() ? scenario_.zones : g.spec.zones;
     body += "<member>";
     Leaf(body, "AutoScalingGroupName", g.spec.name);
-    Leaf(body, "AutoScalingGroupARN", "arn:aws:autoscaling:" + scenario_.region + ":" + scenario_.account_id +
-                                          ":autoScalingGroup:" + NewId("", 8) + ":autoScalingGroupName/" + g.spec.name);
+    Leaf(body, "AutoScalingGroupARN", g.arn);
+    std::string lt;
+    Leaf(lt, "LaunchTemplateName", g.spec.launch_template);
+    Leaf(lt, "Version", "$Latest");
+    if (g.spec.instance_types.empty()) {
+      body += "<LaunchTemplate>" + lt + "</LaunchTemplate>";
+    } else {
+      body += "<MixedInstancesPolicy><LaunchTemplate><LaunchTemplateSpecification>" + lt +
+              "</LaunchTemplateSpecification><Overrides>";
+      for (const std::string& t : g.spec.instance_types) {
+        body += "<member>";
+        Leaf(body, "InstanceType", t);
+        body += "</member>";
+      }
+      body += "</Overrides></LaunchTemplate><InstancesDistribution>";
+      Leaf(body, "OnDemandAllocationStrategy", "prioritized");
+      Leaf(body, "OnDemandBaseCapacity", "0");
+      Leaf(body, "OnDemandPercentageAboveBaseCapacity", "100");
+      body += "</InstancesDistribution></MixedInstancesPolicy>";
+    }
     Leaf(body, "MinSize", std::to_string(g.spec.min_size));
     Leaf(body, "MaxSize", std::to_string(g.spec.max_size));
     Leaf(body, "DesiredCapacity", std::to_string(g.spec.desired_capacity));
@@ -105,7 +249,7 @@ EmulatorResponse CloudEmulator::DescribeAutoScalingGroups(const Params& p) {
       Leaf(body, "ResourceType", "auto-scaling-group");
       Leaf(body, "Key", key);
       Leaf(body, "Value", value);
-      Leaf(body, "PropagateAtLaunch", "true");
+      Leaf(body, "PropagateAtLaunch", g.propagate.at(key) ? "true" : "false");
       body += "</member>";
     }
     body += "</Tags><TerminationPolicies><member>Default</member></TerminationPolicies>";
@@ -113,11 +257,44 @@ EmulatorResponse CloudEmulator::DescribeAutoScalingGroups(const Params& p) {
     Leaf(body, "CapacityRebalance", "false");
     body += "</member>";
   }
-  body += "</AutoScalingGroups>\n";
-  if (last < match.size()) Leaf(body, "NextToken", PageToken(last));
-  body += "  </DescribeAutoScalingGroupsResult>\n  <ResponseMetadata>";
-  Leaf(body, "RequestId", Uuid());
-  body += "</ResponseMetadata>\n</DescribeAutoScalingGroupsResponse>\n";
+  body += AsgPageClose("DescribeAutoScalingGroups", "AutoScalingGroups", last < match.size() ? PageToken(last) : "",
+                       Uuid());
+  return {200, "text/xml", {}, body};
+}
+
+EmulatorResponse CloudEmulator::DescribeScalingActivities(const Params& p) {
+  const std::string name = p.Get("AutoScalingGroupName");
+  const std::vector<std::string> ids = p.List("ActivityIds.member");
+  size_t offset = 0, max_records = 0;
+  if (auto bad = AsgPaging(p, 100, &offset, &max_records)) return *bad;
+  std::vector<std::pair<const Group*, const Activity*>> match;
+  for (const Group& g : groups_) {
+    if (!name.empty() && g.spec.name != name) continue;
+    for (auto a = g.activities.rbegin(); a != g.activities.rend(); ++a) {
+      if (ids.empty() || std::find(ids.begin(), ids.end(), a->id) != ids.end()) match.push_back({&g, &*a});
+    }
+  }
+  // Newest first; in one group, of two at the same second the later recorded.
+  std::stable_sort(match.begin(), match.end(), [](const auto& a, const auto& b) { return a.second->start > b.second->start; });
+  const size_t last = std::min(match.size(), offset + max_records);
+  std::string body = AsgPageOpen("DescribeScalingActivities", "Activities");
+  for (size_t k = offset; k < last; ++k) {
+    const auto& [g, a] = match[k];
+    body += "<member>";
+    Leaf(body, "ActivityId", a->id);
+    Leaf(body, "AutoScalingGroupName", g->spec.name);
+    Leaf(body, "AutoScalingGroupARN", g->arn);
+    Leaf(body, "Description", a->description);
+    Leaf(body, "Cause", a->cause);
+    Leaf(body, "StartTime", FormatRfc3339(a->start));
+    Leaf(body, "EndTime", FormatRfc3339(a->start));
+    Leaf(body, "StatusCode", a->status_code);
+    if (!a->status_message.empty()) Leaf(body, "StatusMessage", a->status_message);
+    Leaf(body, "Progress", "100");
+    Leaf(body, "Details", "{}");
+    body += "</member>";
+  }
+  body += AsgPageClose("DescribeScalingActivities", "Activities", last < match.size() ? PageToken(last) : "", Uuid());
   return {200, "text/xml", {}, body};
 }
 
@@ -128,34 +305,39 @@ EmulatorResponse CloudEmulator::TerminateInstanceInAutoScalingGroup(const Params
     return QueryError(400, "Sender", "ValidationError", "InstanceId and ShouldDecrementDesiredCapacity are required");
   }
   auto it = by_id_.find(id);
-  if (it == by_id_.end() || instances_[it->second].info.group.empty()) {
+  if (it == by_id_.end() || instances_[it->second].info.group.empty() || !IsLive(instances_[it->second].info)) {
     return QueryError(400, "Sender", "ValidationError", "Instance Id not found - No managed instance found for instance ID: " + id);
   }
   Instance& inst = instances_[it->second];
-  auto g = std::find_if(groups_.begin(), groups_.end(), [&](const Group& x) { return x.spec.name == inst.info.group; });
+  Group& g = *FindGroup(inst.info.group);
+  const int before = g.spec.desired_capacity;
   if (decrement == "true") {
-    if (g->spec.desired_capacity - 1 < g->spec.min_size) {
+    if (before - 1 < g.spec.min_size) {
       return QueryError(400, "Sender", "ValidationError",
-                        "Currently, desiredSize equals minSize (" + std::to_string(g->spec.min_size) +
+                        "Currently, desiredSize equals minSize (" + std::to_string(g.spec.min_size) +
                             "). Terminating instance without replacement will violate group's min size constraint. "
                             "Either set shouldDecrementDesiredCapacity flag to false or lower group's min size.");
     }
-    --g->spec.desired_capacity;
+    --g.spec.desired_capacity;
   }
   Terminate(inst, now);
-  ReconcileGroup(*g, now);
-  const std::string activity = Uuid();
+  const Activity activity{Uuid(), "Terminating EC2 instance: " + id,
+                          "At " + FormatRfc3339(now) + " instance " + id +
+                              " was taken out of service in response to a user request" +
+                              (decrement == "true" ? ", shrinking the capacity from " + std::to_string(before) + " to " +
+                                                         std::to_string(g.spec.desired_capacity) + "."
+                                                   : "."),
+                          "InProgress", "", now};
+  RecordActivity(g, activity);
+  ReconcileGroup(g, now);
   std::string body = AsgOpen("TerminateInstanceInAutoScalingGroup") +
                      "  <TerminateInstanceInAutoScalingGroupResult>\n    <Activity>";
-  Leaf(body, "ActivityId", activity);
-  Leaf(body, "AutoScalingGroupName", g->spec.name);
-  Leaf(body, "Description", "Terminating EC2 instance: " + id);
-  Leaf(body, "Cause", "At " + FormatRfc3339(now) + " instance " + id + " was taken out of service in response to a user request" +
-                          (decrement == "true" ? ", shrinking the capacity from " + std::to_string(g->spec.desired_capacity + 1) +
-                                                     " to " + std::to_string(g->spec.desired_capacity) + "."
-                                               : "."));
+  Leaf(body, "ActivityId", activity.id);
+  Leaf(body, "AutoScalingGroupName", g.spec.name);
+  Leaf(body, "Description", activity.description);
+  Leaf(body, "Cause", activity.cause);
   Leaf(body, "StartTime", FormatRfc3339(now));
-  Leaf(body, "StatusCode", "InProgress");
+  Leaf(body, "StatusCode", activity.status_code);
   Leaf(body, "Progress", "0");
   Leaf(body, "Details", "{\"Subnet ID\":\"\",\"Availability Zone\":\"" + inst.info.zone + "\"}");
   body += "</Activity>\n  </TerminateInstanceInAutoScalingGroupResult>\n  <ResponseMetadata>";

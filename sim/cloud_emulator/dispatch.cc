@@ -148,7 +148,8 @@ EmulatorResponse CloudEmulator::Dispatch(const EmulatorRequest& request, Emulato
   static const std::vector<std::string> kEc2 = {"CreateFleet", "TerminateInstances", "DescribeInstances",
                                                 "DescribeSpotPriceHistory"};
   static const std::vector<std::string> kAsg = {"SetDesiredCapacity", "DescribeAutoScalingGroups",
-                                                "TerminateInstanceInAutoScalingGroup"};
+                                                "TerminateInstanceInAutoScalingGroup", "DescribeScalingActivities",
+                                                "CreateOrUpdateTags"};
   const bool ec2 = std::find(kEc2.begin(), kEc2.end(), action) != kEc2.end();
   const bool asg = std::find(kAsg.begin(), kAsg.end(), action) != kAsg.end();
   record->service = asg ? "autoscaling" : "ec2";
@@ -181,6 +182,8 @@ EmulatorResponse CloudEmulator::Dispatch(const EmulatorRequest& request, Emulato
   if (action == "DescribeSpotPriceHistory") return DescribeSpotPriceHistory(p);
   if (action == "SetDesiredCapacity") return SetDesiredCapacity(p, now);
   if (action == "DescribeAutoScalingGroups") return DescribeAutoScalingGroups(p);
+  if (action == "DescribeScalingActivities") return DescribeScalingActivities(p);
+  if (action == "CreateOrUpdateTags") return CreateOrUpdateTags(p);
   return TerminateInstanceInAutoScalingGroup(p, now);
 }
 

@@ -8,6 +8,10 @@ namespace gpuscaler::sim {
 EmulatorResponse CloudEmulator::CreateFleet(const Params& p, WallTime now) {
   ++stats_.create_fleet_calls;
   const std::string token = p.Get("ClientToken");
+  if (token.size() > 64) {
+    return Ec2Error(400, "InvalidParameterValue",
+                    "Value for parameter ClientToken is invalid. Length exceeds maximum of 64 characters.");
+  }
   if (!token.empty()) {
     if (auto it = fleet_answers_.find(token); it != fleet_answers_.end()) return {200, kXmlContentType, {}, it->second};
   }

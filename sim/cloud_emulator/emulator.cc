@@ -21,7 +21,15 @@ uint64_t SplitMix(uint64_t x) {
 CloudEmulator::CloudEmulator(EmulatorScenario scenario, const Clock& clock)
     : scenario_(std::move(scenario)), clock_(clock), start_(clock.WallNow()), rng_(scenario_.seed) {
   for (const ScriptedInterruption& i : scenario_.interruptions) interruptions_left_.push_back(i.count);
-  for (const ScriptedGroup& g : scenario_.groups) groups_.push_back({g, start_});
+  for (const ScriptedGroup& spec : scenario_.groups) {
+    Group g;
+    g.spec = spec;
+    g.created = start_;
+    g.arn = "arn:aws:autoscaling:" + scenario_.region + ":" + scenario_.account_id + ":autoScalingGroup:" +
+            std::to_string(groups_.size() + 1) + ":autoScalingGroupName/" + spec.name;
+    for (const auto& [key, value] : spec.tags) g.propagate[key] = spec.propagate_at_launch;
+    groups_.push_back(std::move(g));
+  }
   std::lock_guard lock(mu_);
   for (Group& g : groups_) ReconcileGroup(g, start_);
 }
@@ -189,36 +197,6 @@ void CloudEmulator::Terminate(Instance& i, WallTime now) {
   if (i.info.state == "pending" || i.info.state == "running") {
     i.info.state = "shutting-down";
     i.shutting_down_at = now;
-  }
-}
-
-void CloudEmulator::ReconcileGroup(Group& g, WallTime now) {
-  std::vector<Instance*> live;
-  for (Instance& i : instances_) {
-    if (i.info.group == g.spec.name && (i.info.state == "pending" || i.info.state == "running")) live.push_back(&i);
-  }
-  const int desired = g.spec.desired_capacity;
-  while (static_cast<int>(live.size()) > desired) {
-    Terminate(*live.back(), now);
-    live.pop_back();
-  }
-  const std::vector<std::string>& zones = g.spec.zones.empty() ? scenario_.zones : g.spec.zones;
-  while (static_cast<int>(live.size()) < desired && !zones.empty()) {
-    // The zone with the fewest live instances of the group (AZ balance).
-    std::string zone = zones[0];
-    size_t fewest = SIZE_MAX;
-    for (const std::string& z : zones) {
-      const size_t n = std::count_if(live.begin(), live.end(), [&](Instance* i) { return i->info.zone == z; });
-      if (n < fewest) {
-        fewest = n;
-        zone = z;
-      }
-    }
-    std::map<std::string, std::string> tags = g.spec.tags;
-    tags["aws:autoscaling:groupName"] = g.spec.name;
-    Instance& i = Launch(g.spec.instance_type, zone, "", CapacityType::kOnDemand, tags, "", NewId("r-", 17), now);
-    i.info.group = g.spec.name;
-    live.push_back(&i);
   }
 }
 

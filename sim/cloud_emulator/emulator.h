@@ -10,8 +10,13 @@
 //    answer and instances), TerminateInstances, DescribeInstances (filters,
 //    MaxResults/NextToken), DescribeSpotPriceHistory (window + the change in
 //    force at StartTime, newest first, paging).
-//  - Auto Scaling: SetDesiredCapacity (launches/terminates group instances),
-//    DescribeAutoScalingGroups, TerminateInstanceInAutoScalingGroup.
+//  - Auto Scaling: SetDesiredCapacity (the group launches or terminates
+//    instances to match, launches `group_launch_delay` later, within the
+//    capacity limits, zone-balanced; a launch that finds no capacity is a
+//    Failed scaling activity, retried every 10 s), DescribeAutoScalingGroups,
+//    TerminateInstanceInAutoScalingGroup, DescribeScalingActivities (newest
+//    first), CreateOrUpdateTags (PropagateAtLaunch tags go onto instances
+//    launched from then on).
 //  - SQS: GetQueueUrl, ReceiveMessage (visibility timeout), DeleteMessage,
 //    SendMessage; one queue fed with EventBridge "EC2 Spot Instance
 //    Interruption Warning" events when the scenario interrupts an instance.
@@ -92,6 +97,12 @@ struct ScriptedGroup {
   std::string instance_type = "g5.xlarge";
   std::vector<std::string> zones;
   std::map<std::string, std::string> tags;
+  std::string launch_template = "gpu-nodes";
+  // Non-empty: a mixed-instances policy with these types, in priority order
+  // (the group launches the first one with capacity); `instance_type` is
+  // then unused.
+  std::vector<std::string> instance_types{};
+  bool propagate_at_launch = true;  // for `tags`
 };
 
 struct EmulatorScenario {
@@ -102,6 +113,7 @@ struct EmulatorScenario {
   Seconds launch_latency{30};     // pending -> running
   Seconds terminate_latency{10};  // shutting-down -> terminated
   Seconds terminated_visible{3600};  // terminated instances stay listed this long
+  Seconds group_launch_delay{0};     // a raised desired capacity to the group's first launch
   std::vector<CapacityLimit> capacity;
   int throttle_every = 0;       // every Nth EC2/Auto Scaling call is throttled (0: never)
   double throttle_rate = 0;     // and/or with this probability (seeded)
@@ -188,9 +200,21 @@ class CloudEmulator {
     std::string receipt_handle;
     WallTime visible_at{};
   };
+  struct Activity {
+    std::string id;
+    std::string description;
+    std::string cause;
+    std::string status_code;  // Successful, Failed
+    std::string status_message;
+    WallTime start{};
+  };
   struct Group {
     ScriptedGroup spec;
     WallTime created{};
+    std::string arn;
+    std::map<std::string, bool> propagate;  // PropagateAtLaunch by tag key
+    WallTime launch_at{};  // no launch before (the delay after a raise, a retry after a failure)
+    std::deque<Activity> activities;  // oldest first, the newest 1000
   };
   struct Params;  // decoded form parameters (emulator_impl.h)
 
@@ -210,6 +234,8 @@ class CloudEmulator {
   void Terminate(Instance& i, WallTime now);
   void Enqueue(std::string body, WallTime now);
   void ReconcileGroup(Group& g, WallTime now);
+  void RecordActivity(Group& g, Activity a);
+  Group* FindGroup(const std::string& name);
 
   // Authentication, error bodies and routing (dispatch.cc).
   EmulatorResponse Dispatch(const EmulatorRequest& request, EmulatorRequestRecord* record);
@@ -228,6 +254,11 @@ class CloudEmulator {
   EmulatorResponse SetDesiredCapacity(const Params& p, WallTime now);
   EmulatorResponse DescribeAutoScalingGroups(const Params& p);
   EmulatorResponse TerminateInstanceInAutoScalingGroup(const Params& p, WallTime now);
+  EmulatorResponse DescribeScalingActivities(const Params& p);
+  // MaxRecords (1..100, default `fallback`) and NextToken of a paged Auto
+  // Scaling request; the error answer when either is malformed.
+  std::optional<EmulatorResponse> AsgPaging(const Params& p, int fallback, size_t* offset, size_t* max_records);
+  EmulatorResponse CreateOrUpdateTags(const Params& p);
   // SQS, JSON protocol (sqs.cc).
   EmulatorResponse Sqs(const EmulatorRequest& request, std::string_view op, WallTime now);
 

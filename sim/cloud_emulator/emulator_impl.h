@@ -29,6 +29,11 @@ int StateCode(std::string_view state);
 std::string Ec2Open(std::string_view op, const std::string& request_id);
 // The start of an Auto Scaling answer: <{op}Response xmlns=…>.
 std::string AsgOpen(std::string_view op);
+// A paged Auto Scaling answer is AsgPageOpen(op, list), the <member>s, then
+// AsgPageClose: the list closed, NextToken `next` unless empty, the request id.
+std::string AsgPageOpen(std::string_view op, std::string_view list);
+std::string AsgPageClose(std::string_view op, std::string_view list, const std::string& next,
+                         const std::string& request_id);
 
 // ---- request parameters (request_params.cc) ----
 

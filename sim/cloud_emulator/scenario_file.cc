@@ -96,7 +96,8 @@ ScriptedPrice ReadSpotPrice(const YAML::Node& n, const std::string& where, WallT
 }
 
 ScriptedGroup ReadGroup(const YAML::Node& n, const std::string& where) {
-  Keys(n, where, {"name", "min", "max", "desired", "instance_type", "zones", "tags"});
+  Keys(n, where, {"name", "min", "max", "desired", "instance_type", "instance_types", "zones", "tags", "launch_template",
+                  "propagate_at_launch"});
   ScriptedGroup g;
   if (!n["name"]) throw Bad{where + ": name is required"};
   Read(n, "name", &g.name);
@@ -106,6 +107,9 @@ ScriptedGroup ReadGroup(const YAML::Node& n, const std::string& where) {
   Read(n, "instance_type", &g.instance_type);
   Read(n, "zones", &g.zones);
   Read(n, "tags", &g.tags);
+  Read(n, "instance_types", &g.instance_types);
+  Read(n, "launch_template", &g.launch_template);
+  Read(n, "propagate_at_launch", &g.propagate_at_launch);
   if (g.min_size > g.desired_capacity || g.desired_capacity > g.max_size) throw Bad{where + ": needs min <= desired <= max"};
   return g;
 }
@@ -118,7 +122,7 @@ Result<EmulatorScenario> ParseEmulatorScenario(const std::string& text, WallTime
     YAML::Node root = YAML::Load(text);
     if (!root || root.IsNull()) return s;
     Keys(root, "scenario",
-         {"region", "account_id", "zones", "subnets", "launch_latency", "terminate_latency", "terminated_visible",
+         {"region", "account_id", "zones", "subnets", "launch_latency", "terminate_latency", "terminated_visible", "group_launch_delay",
           "capacity", "throttle", "server_error_rate", "seed", "interruptions", "spot_prices", "on_demand_prices",
           "auto_scaling_groups", "queue", "visibility_timeout", "credentials"});
     Read(root, "region", &s.region);
@@ -129,6 +133,7 @@ Result<EmulatorScenario> ParseEmulatorScenario(const std::string& text, WallTime
     ReadDuration(root, "launch_latency", "", &s.launch_latency);
     ReadDuration(root, "terminate_latency", "", &s.terminate_latency);
     ReadDuration(root, "terminated_visible", "", &s.terminated_visible);
+    ReadDuration(root, "group_launch_delay", "", &s.group_launch_delay);
     Read(root, "seed", &s.seed);
     Read(root, "server_error_rate", &s.server_error_rate);
     if (const YAML::Node t = root["throttle"]) {

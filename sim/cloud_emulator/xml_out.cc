@@ -46,4 +46,18 @@ std::string AsgOpen(std::string_view op) {
   return out;
 }
 
+std::string AsgPageOpen(std::string_view op, std::string_view list) {
+  return AsgOpen(op) + "  <" + std::string(op) + "Result>\n    <" + std::string(list) + ">";
+}
+
+std::string AsgPageClose(std::string_view op, std::string_view list, const std::string& next,
+                         const std::string& request_id) {
+  std::string out = "</" + std::string(list) + ">\n";
+  if (!next.empty()) Leaf(out, "NextToken", next);
+  out += "  </" + std::string(op) + "Result>\n  <ResponseMetadata>";
+  Leaf(out, "RequestId", request_id);
+  out += "</ResponseMetadata>\n</" + std::string(op) + "Response>\n";
+  return out;
+}
+
 }  // namespace gpuscaler::sim

@@ -2,32 +2,12 @@
 
 #include <algorithm>
 
+#include "aws_provider_impl.h"
 #include "gpuscaler/cloud/sigv4.h"
 #include "gpuscaler/cloud/sqs_api.h"
 
 namespace gpuscaler::cloud {
-namespace {
 
-// Pages through an EC2 Describe call: sends query(request), parses the answer
-// with `parse`, hands each page to `each`, and asks again with the page's
-// next token until a page has none.
-template <typename Request, typename Page, typename Each>
-Status ForEachPage(AwsClient& client, std::string_view action, Request request, QueryParams (*query)(const Request&),
-                   Result<Page> (*parse)(std::string_view), Each each) {
-  for (int page = 0;; ++page) {
-    if (page > 10000) return Error::Internal(std::string(action) + ": too many pages");
-    Result<std::string> body = client.Query("ec2", query(request));
-    if (!body.ok()) return body.error();
-    Result<Page> parsed = parse(*body);
-    if (!parsed.ok()) return parsed.error();
-    each(*parsed);
-    if (parsed->next_token.empty()) return Status::Ok();
-    request.next_token = parsed->next_token;
-  }
-}
-
-// An instance EC2 listed: with the offering it was launched as when this
-// provider launched it, else the offering EC2 describes.
 Instance ToInstance(const Ec2Instance& e, const std::map<std::string, Offering>& launched, const std::string& region) {
   Instance inst;
   inst.instance_id = e.instance_id;
@@ -49,28 +29,39 @@ Instance ToInstance(const Ec2Instance& e, const std::map<std::string, Offering>&
   return inst;
 }
 
-}  // namespace
-
 AwsProvider::AwsProvider(AwsProviderOptions options, AwsClient& client, const Clock& clock)
     : options_(std::move(options)), client_(client), clock_(clock) {}
 
 std::string AwsProvider::ClientToken(const std::string& idempotency_token, int run) {
+  constexpr size_t kMaxLength = 64;  // EC2's limit
+  constexpr size_t kHashDigits = 32;
   std::string suffix = std::to_string(run);
-  suffix.insert(suffix.begin(), '-');
-  const bool ascii = std::all_of(idempotency_token.begin(), idempotency_token.end(),
-                                 [](char c) { return c > 32 && c < 127; });
-  if (ascii && idempotency_token.size() + suffix.size() <= 64) return idempotency_token + suffix;
-  return Sha256Hex(idempotency_token).substr(0, 48) + suffix;
+  suffix.insert(suffix.begin(), '-');  // not "-" + …: GCC 12 warns falsely (-Wrestrict)
+  auto printable = [](char c) { return c > 32 && c < 127; };
+  const std::string& t = idempotency_token;
+  if (std::all_of(t.begin(), t.end(), printable) && t.size() + suffix.size() <= kMaxLength) return t + suffix;
+  // The hash covers the whole token, so tokens sharing the readable head
+  // (one cluster and installation) still differ.
+  const size_t head_max = kMaxLength - suffix.size() - 1 - kHashDigits;
+  size_t head = 0;
+  while (head < t.size() && head < head_max && printable(t[head])) ++head;
+  const std::string hash = Sha256Hex(t).substr(0, kHashDigits);
+  return (head == 0 ? hash : t.substr(0, head) + "-" + hash) + suffix;
 }
 
 Result<LaunchResult> AwsProvider::Launch(const LaunchRequest& request) {
   if (request.count <= 0) return LaunchResult{};
   if (request.offerings.empty()) return Error::InvalidInput("launch: no offerings");
   if (request.idempotency_token.empty()) return Error::InvalidInput("launch: no idempotency token");
+  return request.auto_scaling_group.empty() ? LaunchFleet(request) : LaunchInGroup(request);
+}
+
+Result<LaunchResult> AwsProvider::LaunchFleet(const LaunchRequest& request) {
   LaunchResult result;
   int remaining = request.count;
   std::map<std::string, std::string> tags = request.tags;
   tags[kOwnerTag] = request.pool;
+  tags[kClusterTag] = options_.cluster_name;
 
   size_t begin = 0;
   for (int run = 0; begin < request.offerings.size() && remaining > 0; ++run) {
@@ -159,39 +150,6 @@ Result<LaunchResult> AwsProvider::Launch(const LaunchRequest& request) {
   return result;
 }
 
-Status AwsProvider::Terminate(const std::vector<std::string>& instance_ids) {
-  for (size_t begin = 0; begin < instance_ids.size(); begin += 1000) {
-    const std::vector<std::string> chunk(instance_ids.begin() + begin,
-                                         instance_ids.begin() + std::min(instance_ids.size(), begin + 1000));
-    auto body = client_.Query("ec2", TerminateInstancesQuery(chunk));
-    if (body.ok()) continue;
-    if (body.error().category() != ErrorCategory::kNotFound) return body.error();
-    // EC2 terminates none of a batch with an unknown id: one by one, and an
-    // id it does not know is already gone.
-    for (const std::string& id : chunk) {
-      auto one = client_.Query("ec2", TerminateInstancesQuery({id}));
-      if (!one.ok() && one.error().category() != ErrorCategory::kNotFound) return one.error();
-    }
-  }
-  return Status::Ok();
-}
-
-Result<std::vector<Instance>> AwsProvider::ListInstances() {
-  DescribeInstancesRequest req;
-  req.filters = {{"tag-key", {kOwnerTag}}, {"instance-state-name", {"pending", "running", "shutting-down"}}};
-  req.max_results = 1000;
-  std::vector<Instance> out;
-  Status listed = ForEachPage(client_, "DescribeInstances", req, DescribeInstancesQuery, ParseDescribeInstances,
-                              [&](const DescribeInstancesPage& page) {
-                                for (const Ec2Instance& e : page.instances) {
-                                  out.push_back(ToInstance(e, launched_, client_.options().region));
-                                }
-                              });
-  if (!listed.ok()) return listed.error();
-  std::sort(out.begin(), out.end(), [](const Instance& a, const Instance& b) { return a.instance_id < b.instance_id; });
-  return out;
-}
-
 Result<std::vector<InterruptionNotice>> AwsProvider::PollInterruptions() {
   std::vector<InterruptionNotice> out;
   if (options_.interruption_queue_url.empty()) return out;
@@ -226,7 +184,7 @@ Result<std::vector<SpotPrice>> AwsProvider::SpotPrices(WallTime since) {
   req.start_time = since;
   req.max_results = 1000;
   std::vector<SpotPrice> out;
-  Status listed = ForEachPage(client_, "DescribeSpotPriceHistory", req, DescribeSpotPriceHistoryQuery,
+  Status listed = ForEachPage(client_, "ec2", "DescribeSpotPriceHistory", req, DescribeSpotPriceHistoryQuery,
                               ParseDescribeSpotPriceHistory, [&](const SpotPriceHistoryPage& page) {
                                 for (const SpotPricePoint& p : page.prices) {
                                   if (p.time < since) continue;  // the price in force at `since`, not a change

@@ -70,6 +70,39 @@ Ec2Instance ParseInstance(pugi::xml_node item) {
   return i;
 }
 
+// The <{op}Result> element of a query-protocol (Auto Scaling) answer.
+Result<pugi::xml_node> QueryResult(pugi::xml_document& doc, std::string_view body, const std::string& op) {
+  if (Status s = xml::Load(doc, body, op + "Response"); !s.ok()) return s.error();
+  pugi::xml_node result = doc.document_element().child((op + "Result").c_str());
+  if (!result) return Error::InvalidInput(op + ": no " + op + "Result");
+  return result;
+}
+
+// A paged answer, EC2's (<{op}Response><{list}><item>…, <nextToken>) or Auto
+// Scaling's (<{op}Response><{op}Result><{list}><member>…, <NextToken>):
+// read(element, page) for each element of the list, then the next token.
+enum class Protocol { kEc2, kAutoScaling };
+template <typename Page, typename Read>
+Result<Page> ParsePage(std::string_view body, Protocol protocol, const std::string& op, const char* list, Read read) {
+  const bool ec2 = protocol == Protocol::kEc2;
+  pugi::xml_document doc;
+  pugi::xml_node root;
+  if (ec2) {
+    if (Status s = xml::Load(doc, body, op + "Response"); !s.ok()) return s.error();
+    root = doc.document_element();
+  } else {
+    Result<pugi::xml_node> result = QueryResult(doc, body, op);
+    if (!result.ok()) return result.error();
+    root = *result;
+  }
+  Page page;
+  for (pugi::xml_node e : root.child(list).children(ec2 ? "item" : "member")) {
+    if (Status s = read(e, page); !s.ok()) return s.error();
+  }
+  page.next_token = root.child_value(ec2 ? "nextToken" : "NextToken");
+  return page;
+}
+
 }  // namespace
 
 QueryParams CreateFleetQuery(const CreateFleetRequest& r) {
@@ -159,15 +192,13 @@ QueryParams DescribeInstancesQuery(const DescribeInstancesRequest& r) {
 }
 
 Result<DescribeInstancesPage> ParseDescribeInstances(std::string_view body) {
-  pugi::xml_document doc;
-  if (Status s = xml::Load(doc, body, "DescribeInstancesResponse"); !s.ok()) return s.error();
-  DescribeInstancesPage page;
-  pugi::xml_node root = doc.document_element();
-  for (pugi::xml_node res : root.child("reservationSet").children("item")) {
-    for (pugi::xml_node item : res.child("instancesSet").children("item")) page.instances.push_back(ParseInstance(item));
-  }
-  page.next_token = root.child_value("nextToken");
-  return page;
+  auto read = [](pugi::xml_node reservation, DescribeInstancesPage& page) {
+    for (pugi::xml_node item : reservation.child("instancesSet").children("item")) {
+      page.instances.push_back(ParseInstance(item));
+    }
+    return Status::Ok();
+  };
+  return ParsePage<DescribeInstancesPage>(body, Protocol::kEc2, "DescribeInstances", "reservationSet", read);
 }
 
 Result<std::vector<Ec2Instance>> ParseInstancesSet(std::string_view body) {
@@ -195,11 +226,7 @@ QueryParams DescribeSpotPriceHistoryQuery(const DescribeSpotPriceHistoryRequest&
 }
 
 Result<SpotPriceHistoryPage> ParseDescribeSpotPriceHistory(std::string_view body) {
-  pugi::xml_document doc;
-  if (Status s = xml::Load(doc, body, "DescribeSpotPriceHistoryResponse"); !s.ok()) return s.error();
-  SpotPriceHistoryPage page;
-  pugi::xml_node root = doc.document_element();
-  for (pugi::xml_node item : root.child("spotPriceHistorySet").children("item")) {
+  auto read = [](pugi::xml_node item, SpotPriceHistoryPage& page) -> Status {
     SpotPricePoint p;
     p.instance_type = item.child_value("instanceType");
     p.availability_zone = item.child_value("availabilityZone");
@@ -211,9 +238,10 @@ Result<SpotPriceHistoryPage> ParseDescribeSpotPriceHistory(std::string_view body
       return Error::InvalidInput("DescribeSpotPriceHistory: bad spotPrice or timestamp for " + p.instance_type);
     }
     page.prices.push_back(std::move(p));
-  }
-  page.next_token = root.child_value("nextToken");
-  return page;
+    return Status::Ok();
+  };
+  return ParsePage<SpotPriceHistoryPage>(body, Protocol::kEc2, "DescribeSpotPriceHistory", "spotPriceHistorySet",
+                                         read);
 }
 
 QueryParams SetDesiredCapacityQuery(const std::string& group, int desired, std::optional<bool> honor_cooldown) {
@@ -235,12 +263,7 @@ QueryParams DescribeAutoScalingGroupsQuery(const DescribeAutoScalingGroupsReques
 }
 
 Result<AutoScalingGroupsPage> ParseDescribeAutoScalingGroups(std::string_view body) {
-  pugi::xml_document doc;
-  if (Status s = xml::Load(doc, body, "DescribeAutoScalingGroupsResponse"); !s.ok()) return s.error();
-  pugi::xml_node result = doc.document_element().child("DescribeAutoScalingGroupsResult");
-  if (!result) return Error::InvalidInput("DescribeAutoScalingGroups: no DescribeAutoScalingGroupsResult");
-  AutoScalingGroupsPage page;
-  for (pugi::xml_node m : result.child("AutoScalingGroups").children("member")) {
+  auto read = [](pugi::xml_node m, AutoScalingGroupsPage& page) {
     AutoScalingGroup g;
     g.name = m.child_value("AutoScalingGroupName");
     g.min_size = xml::Int(m, "MinSize");
@@ -253,10 +276,18 @@ Result<AutoScalingGroupsPage> ParseDescribeAutoScalingGroups(std::string_view bo
                              std::string_view(i.child_value("ProtectedFromScaleIn")) == "true"});
     }
     for (pugi::xml_node t : m.child("Tags").children("member")) g.tags[t.child_value("Key")] = t.child_value("Value");
+    pugi::xml_node mixed = m.child("MixedInstancesPolicy").child("LaunchTemplate");
+    pugi::xml_node lt = mixed ? mixed.child("LaunchTemplateSpecification") : m.child("LaunchTemplate");
+    g.launch_template = lt.child_value("LaunchTemplateName");
+    if (g.launch_template.empty()) g.launch_template = lt.child_value("LaunchTemplateId");
+    for (pugi::xml_node o : mixed.child("Overrides").children("member")) {
+      if (*o.child_value("InstanceType") != '\0') g.instance_types.push_back(o.child_value("InstanceType"));
+    }
     page.groups.push_back(std::move(g));
-  }
-  page.next_token = result.child_value("NextToken");
-  return page;
+    return Status::Ok();
+  };
+  return ParsePage<AutoScalingGroupsPage>(body, Protocol::kAutoScaling, "DescribeAutoScalingGroups",
+                                          "AutoScalingGroups", read);
 }
 
 QueryParams TerminateInstanceInAutoScalingGroupQuery(const std::string& instance_id, bool decrement_desired) {
@@ -268,11 +299,49 @@ QueryParams TerminateInstanceInAutoScalingGroupQuery(const std::string& instance
 
 Result<std::string> ParseTerminateInstanceInAutoScalingGroup(std::string_view body) {
   pugi::xml_document doc;
-  if (Status s = xml::Load(doc, body, "TerminateInstanceInAutoScalingGroupResponse"); !s.ok()) return s.error();
-  return std::string(doc.document_element()
-                         .child("TerminateInstanceInAutoScalingGroupResult")
-                         .child("Activity")
-                         .child_value("ActivityId"));
+  Result<pugi::xml_node> result = QueryResult(doc, body, "TerminateInstanceInAutoScalingGroup");
+  if (!result.ok()) return result.error();
+  return std::string(result->child("Activity").child_value("ActivityId"));
+}
+
+QueryParams CreateOrUpdateTagsQuery(const std::string& group, const std::vector<AsgTag>& tags) {
+  QueryParams q = {{"Action", "CreateOrUpdateTags"}, {"Version", kAutoScalingApiVersion}};
+  for (size_t i = 0; i < tags.size(); ++i) {
+    const std::string base = "Tags.member." + std::to_string(i + 1) + ".";
+    q.emplace_back(base + "ResourceId", group);
+    q.emplace_back(base + "ResourceType", "auto-scaling-group");
+    q.emplace_back(base + "Key", tags[i].key);
+    q.emplace_back(base + "Value", tags[i].value);
+    q.emplace_back(base + "PropagateAtLaunch", QueryText(tags[i].propagate_at_launch));
+  }
+  return q;
+}
+
+QueryParams DescribeScalingActivitiesQuery(const DescribeScalingActivitiesRequest& r) {
+  QueryParams q = {{"Action", "DescribeScalingActivities"}, {"Version", kAutoScalingApiVersion}};
+  AddIfSet(q, "AutoScalingGroupName", r.group);
+  AddIfSet(q, "MaxRecords", r.max_records);
+  AddIfSet(q, "NextToken", r.next_token);
+  return q;
+}
+
+Result<ScalingActivitiesPage> ParseDescribeScalingActivities(std::string_view body) {
+  static constexpr std::pair<std::string ScalingActivity::*, const char*> kText[] = {
+      {&ScalingActivity::activity_id, "ActivityId"}, {&ScalingActivity::group, "AutoScalingGroupName"},
+      {&ScalingActivity::description, "Description"}, {&ScalingActivity::cause, "Cause"},
+      {&ScalingActivity::status_code, "StatusCode"}, {&ScalingActivity::status_message, "StatusMessage"}};
+  auto read = [](pugi::xml_node m, ScalingActivitiesPage& page) -> Status {
+    ScalingActivity a;
+    for (const auto& [field, element] : kText) a.*field = m.child_value(element);
+    if (!ParseAwsTime(m.child_value("StartTime"), &a.start_time)) {
+      return Error::InvalidInput("DescribeScalingActivities: bad StartTime for activity " + a.activity_id);
+    }
+    if (WallTime end; ParseAwsTime(m.child_value("EndTime"), &end)) a.end_time = end;
+    page.activities.push_back(std::move(a));
+    return Status::Ok();
+  };
+  return ParsePage<ScalingActivitiesPage>(body, Protocol::kAutoScaling, "DescribeScalingActivities", "Activities",
+                                          read);
 }
 
 Status ParseEmptyResponse(std::string_view body, std::string_view action) {

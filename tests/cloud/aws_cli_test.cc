@@ -3,52 +3,10 @@
 // launch, list, terminate, read prices, drive an Auto Scaling group and read
 // the interruption queue, and its parsed JSON must say what we expect.
 // Skipped when `aws` is not on PATH, except under CI=true where that fails.
-#include <gtest/gtest.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include "cloud/aws_cli_harness.h"
 
-#include <chrono>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
-#include <string>
-#include <thread>
-#include <vector>
-
-namespace gpuscaler {
+namespace gpuscaler::testing {
 namespace {
-
-namespace fs = std::filesystem;
-using nlohmann::json;
-
-std::string FindOnPath(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  if (path == nullptr) return "";
-  std::stringstream ss(path);
-  std::string dir;
-  while (std::getline(ss, dir, ':')) {
-    if (dir.empty()) continue;
-    const fs::path p = fs::path(dir) / name;
-    if (::access(p.c_str(), X_OK) == 0) return p.string();
-  }
-  return "";
-}
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string Quote(const std::string& arg) {
-  std::string out = "'";
-  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 constexpr const char* kScenario = R"(
 zones: [us-east-1a, us-east-1b]
@@ -65,83 +23,9 @@ interruptions:
   - {at: 0s, instance_type: g5.xlarge, count: 1}
 )";
 
-class AwsCli : public ::testing::Test {
+class AwsCli : public AwsCliTest {
  protected:
-  void SetUp() override {
-    aws_ = FindOnPath("aws");
-    if (aws_.empty()) {
-      const char* ci = std::getenv("CI");
-      if (ci != nullptr && std::string(ci) == "true") FAIL() << "the aws CLI is not on PATH (CI=true)";
-      GTEST_SKIP() << "the aws CLI is not on PATH";
-    }
-    dir_ = fs::path(::testing::TempDir()) / ("gpuscaler_aws_cli_" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-    std::ofstream(dir_ / "scenario.yaml") << kScenario;
-    const fs::path port_file = dir_ / "port";
-    pid_ = ::fork();
-    ASSERT_GE(pid_, 0);
-    if (pid_ == 0) {
-      const std::string out = (dir_ / "emulator.out").string();
-      FILE* f = std::freopen(out.c_str(), "w", stdout);
-      (void)f;
-      f = std::freopen((dir_ / "emulator.err").c_str(), "w", stderr);
-      ::execl(GPUSCALER_BINARY, GPUSCALER_BINARY, "cloud-emulator", "--listen", "127.0.0.1:0", "--scenario",
-              (dir_ / "scenario.yaml").c_str(), "--port-file", port_file.c_str(), static_cast<char*>(nullptr));
-      std::_Exit(127);
-    }
-    // Wait for the port file (the emulator writes it once it listens).
-    for (int i = 0; i < 200 && port_.empty(); ++i) {
-      std::string p = Slurp(port_file);
-      if (!p.empty() && p.back() == '\n') port_ = p.substr(0, p.size() - 1);
-      if (port_.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    ASSERT_FALSE(port_.empty()) << "the emulator did not start: " << Slurp(dir_ / "emulator.err");
-  }
-
-  void TearDown() override {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-    }
-    if (!dir_.empty()) fs::remove_all(dir_);
-  }
-
-  struct Run {
-    int exit_code = -1;
-    json out;
-    std::string raw;
-    std::string err;
-  };
-
-  // Runs `aws --endpoint-url … <args>` with dummy credentials; parses stdout.
-  Run Aws(const std::vector<std::string>& args, const std::string& secret = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY") {
-    std::string cmd = "env -u AWS_PROFILE -u AWS_SESSION_TOKEN AWS_ACCESS_KEY_ID=AKIDEXAMPLE AWS_SECRET_ACCESS_KEY=" +
-                      Quote(secret) + " AWS_DEFAULT_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true AWS_PAGER= " +
-                      "AWS_CONFIG_FILE=" + Quote((dir_ / "no-config").string()) +
-                      " AWS_SHARED_CREDENTIALS_FILE=" + Quote((dir_ / "no-credentials").string()) + " " + Quote(aws_) +
-                      " --endpoint-url http://127.0.0.1:" + port_ + " --output json";
-    for (const std::string& a : args) {
-      cmd += ' ';
-      cmd += Quote(a);
-    }
-    cmd += " >";
-    cmd += Quote((dir_ / "aws.out").string());
-    cmd += " 2>";
-    cmd += Quote((dir_ / "aws.err").string());
-    const int status = std::system(cmd.c_str());
-    Run r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.raw = Slurp(dir_ / "aws.out");
-    r.err = Slurp(dir_ / "aws.err");
-    if (!r.raw.empty()) r.out = json::parse(r.raw, nullptr, false);
-    return r;
-  }
-
-  std::string aws_;
-  fs::path dir_;
-  pid_t pid_ = -1;
-  std::string port_;
+  std::string Scenario() const override { return kScenario; }
 };
 
 const char* kTemplate = R"([{"LaunchTemplateSpecification":{"LaunchTemplateName":"gpu-nodes","Version":"$Latest"},
@@ -266,7 +150,7 @@ TEST_F(AwsCli, SqsReceivesSpotInterruptionWarnings) {
   Run url = Aws({"sqs", "get-queue-url", "--queue-name", "gpuscaler-interruptions"});
   ASSERT_EQ(url.exit_code, 0) << url.err;
   const std::string queue = url.out["QueueUrl"];
-  EXPECT_EQ(queue, "http://127.0.0.1:" + port_ + "/123456789012/gpuscaler-interruptions");
+  EXPECT_EQ(queue, emulator_->url() + "/123456789012/gpuscaler-interruptions");
 
   Run got = Aws({"sqs", "receive-message", "--queue-url", queue, "--max-number-of-messages", "10"});
   ASSERT_EQ(got.exit_code, 0) << got.err;
@@ -287,4 +171,4 @@ TEST_F(AwsCli, SqsReceivesSpotInterruptionWarnings) {
 }
 
 }  // namespace
-}  // namespace gpuscaler
+}  // namespace gpuscaler::testing

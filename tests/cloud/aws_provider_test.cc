@@ -5,55 +5,28 @@
 
 #include <gtest/gtest.h>
 
-#include "sim/cloud_emulator/emulator.h"
+#include "cloud/emulated_aws.h"
 
 namespace gpuscaler::cloud {
 namespace {
 
+using emulated::Creds;
+using emulated::Off;
+using emulated::Start;
 using sim::CloudEmulator;
 using sim::EmulatorScenario;
-using sim::EmulatorTransport;
-
-WallTime Start() {
-  WallTime t;
-  EXPECT_TRUE(ParseRfc3339("2026-12-02T10:00:00Z", &t));
-  return t;
-}
-
-Credentials Creds(std::string secret = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY") {
-  Credentials c;
-  c.access_key_id = "AKIDEXAMPLE";
-  c.secret_access_key = std::move(secret);
-  return c;
-}
-
-Offering Off(std::string type, std::string zone, CapacityType c, double price = 1.0) {
-  Offering o;
-  o.instance_type = std::move(type);
-  o.region = "us-east-1";
-  o.zone = std::move(zone);
-  o.capacity_type = c;
-  o.usd_per_hour = price;
-  return o;
-}
 
 class AwsProviderTest : public ::testing::Test {
  protected:
   AwsProviderTest() : clock_(Start()) {}
 
   void Boot(EmulatorScenario s = {}, Credentials creds = Creds()) {
+    aws_.reset();
     emulator_ = std::make_unique<CloudEmulator>(std::move(s), clock_);
-    transport_ = std::make_unique<EmulatorTransport>(*emulator_);
-    creds_ = std::make_unique<StaticCredentialsProvider>(creds, "test");
-    AwsClientOptions o;
-    o.endpoint_url = "http://127.0.0.1:4566/";
-    o.seed = 42;
-    client_ = std::make_unique<AwsClient>(o, *transport_, *creds_, clock_,
-                                          [this](std::chrono::milliseconds d) { sleeps_.push_back(d); });
-    AwsProviderOptions po;
-    po.launch_template.name = "gpu-nodes";
-    po.interruption_queue_url = "http://127.0.0.1:4566/123456789012/gpuscaler-interruptions";
-    provider_ = std::make_unique<AwsProvider>(po, *client_, clock_);
+    aws_ = std::make_unique<emulated::Installation>(*emulator_, clock_, emulated::ProviderOptions("test-cluster"),
+                                                    creds, [this](std::chrono::milliseconds d) { sleeps_.push_back(d); });
+    client_ = &aws_->client;
+    provider_ = &aws_->provider;
   }
 
   LaunchRequest Request(std::vector<Offering> offerings, int count, std::string token) {
@@ -68,10 +41,9 @@ class AwsProviderTest : public ::testing::Test {
 
   ManualClock clock_;
   std::unique_ptr<CloudEmulator> emulator_;
-  std::unique_ptr<EmulatorTransport> transport_;
-  std::unique_ptr<StaticCredentialsProvider> creds_;
-  std::unique_ptr<AwsClient> client_;
-  std::unique_ptr<AwsProvider> provider_;
+  std::unique_ptr<emulated::Installation> aws_;
+  AwsClient* client_ = nullptr;
+  AwsProvider* provider_ = nullptr;
   std::vector<std::chrono::milliseconds> sleeps_;
 };
 
@@ -101,6 +73,7 @@ TEST_F(AwsProviderTest, LaunchesTagsListsAndReplaysIdempotently) {
   EXPECT_EQ((*listed)[0].state, InstanceState::kRunning);
   EXPECT_EQ((*listed)[0].tags.at("gpuscaler.io/pool"), "train");
   EXPECT_EQ((*listed)[0].tags.at("gpuscaler.io/intent"), "decision-7/launch-0");
+  EXPECT_EQ((*listed)[0].tags.at(kClusterTag), "test-cluster");
   EXPECT_TRUE(std::is_sorted(listed->begin(), listed->end(),
                              [](const Instance& x, const Instance& y) { return x.instance_id < y.instance_id; }));
   const auto emu = emulator_->Instances();
@@ -238,7 +211,8 @@ TEST_F(AwsProviderTest, ListInstancesFollowsEveryPage) {
   auto listed = provider_->ListInstances();
   ASSERT_TRUE(listed.ok());
   EXPECT_EQ(listed->size(), 1203u);
-  EXPECT_EQ(emulator_->stats().requests, 3);  // one CreateFleet, two pages
+  // One CreateFleet, two pages, one DescribeAutoScalingGroups (the cluster's groups).
+  EXPECT_EQ(emulator_->stats().requests, 4);
 }
 
 TEST_F(AwsProviderTest, InterruptionWarningsBecomeNoticesOnce) {

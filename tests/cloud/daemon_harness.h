@@ -155,6 +155,8 @@ class EmulatorProcess {
   }
   bool ok() const { return port_ != 0; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  // A signed client for the emulator (test credentials, region us-east-1).
+  cloud::AwsClient& client() { return *client_; }
   std::string log() const { return ReadAll(dir_ / "emulator.err"); }
 
   // Every instance the emulator knows (terminated ones included), or nullopt

@@ -127,6 +127,15 @@ TEST(Ec2Query, DescribeInstancesUsesFlatFiltersAndNextToken) {
   EXPECT_EQ(EncodeForm(TerminateInstanceInAutoScalingGroupQuery("i-1", true)),
             "Action=TerminateInstanceInAutoScalingGroup&Version=2011-01-01&InstanceId=i-1&"
             "ShouldDecrementDesiredCapacity=true");
+  EXPECT_EQ(EncodeForm(CreateOrUpdateTagsQuery("gpu-a", {{"gpuscaler.io/intent", "a-7-0", true}})),
+            "Action=CreateOrUpdateTags&Version=2011-01-01&Tags.member.1.ResourceId=gpu-a&"
+            "Tags.member.1.ResourceType=auto-scaling-group&Tags.member.1.Key=gpuscaler.io%2Fintent&"
+            "Tags.member.1.Value=a-7-0&Tags.member.1.PropagateAtLaunch=true");
+  DescribeScalingActivitiesRequest a;
+  a.group = "gpu-a";
+  a.max_records = 20;
+  EXPECT_EQ(EncodeForm(DescribeScalingActivitiesQuery(a)),
+            "Action=DescribeScalingActivities&Version=2011-01-01&AutoScalingGroupName=gpu-a&MaxRecords=20");
 }
 
 TEST(Ec2Parse, RecordedSpotPriceHistory) {
@@ -346,10 +355,56 @@ TEST(Ec2Parse, AutoScalingGroupsWithInstancesAndActivity) {
                   R"(<SetDesiredCapacityResponse xmlns="http://autoscaling.amazonaws.com/doc/2011-01-01/"><ResponseMetadata><RequestId>x</RequestId></ResponseMetadata></SetDesiredCapacityResponse>)",
                   "SetDesiredCapacity")
                   .ok());
+  EXPECT_TRUE(g.instance_types.empty());
   auto activity = ParseTerminateInstanceInAutoScalingGroup(
       R"(<TerminateInstanceInAutoScalingGroupResponse><TerminateInstanceInAutoScalingGroupResult><Activity><ActivityId>act-1</ActivityId></Activity></TerminateInstanceInAutoScalingGroupResult></TerminateInstanceInAutoScalingGroupResponse>)");
   ASSERT_TRUE(activity.ok());
   EXPECT_EQ(*activity, "act-1");
+}
+
+TEST(Ec2Parse, AutoScalingGroupMixedInstancesPolicyAndScalingActivities) {
+  auto groups = ParseDescribeAutoScalingGroups(R"(<DescribeAutoScalingGroupsResponse><DescribeAutoScalingGroupsResult>
+  <AutoScalingGroups><member><AutoScalingGroupName>gpu-m</AutoScalingGroupName>
+    <MixedInstancesPolicy><LaunchTemplate>
+      <LaunchTemplateSpecification><LaunchTemplateName>gpu-nodes</LaunchTemplateName><Version>$Latest</Version></LaunchTemplateSpecification>
+      <Overrides><member><InstanceType>g6.xlarge</InstanceType></member><member><InstanceType>g5.xlarge</InstanceType></member></Overrides>
+    </LaunchTemplate></MixedInstancesPolicy>
+  </member><member><AutoScalingGroupName>gpu-t</AutoScalingGroupName>
+    <LaunchTemplate><LaunchTemplateId>lt-0abc</LaunchTemplateId></LaunchTemplate>
+  </member></AutoScalingGroups></DescribeAutoScalingGroupsResult></DescribeAutoScalingGroupsResponse>)");
+  ASSERT_TRUE(groups.ok()) << groups.error().ToString();
+  ASSERT_EQ(groups->groups.size(), 2u);
+  EXPECT_EQ(groups->groups[0].launch_template, "gpu-nodes");
+  EXPECT_EQ(groups->groups[0].instance_types, (std::vector<std::string>{"g6.xlarge", "g5.xlarge"}));
+  EXPECT_EQ(groups->groups[1].launch_template, "lt-0abc");
+  EXPECT_TRUE(groups->groups[1].instance_types.empty());
+
+  auto page = ParseDescribeScalingActivities(R"(<DescribeScalingActivitiesResponse xmlns="http://autoscaling.amazonaws.com/doc/2011-01-01/">
+  <DescribeScalingActivitiesResult><Activities><member>
+    <ActivityId>act-2</ActivityId><AutoScalingGroupName>gpu-m</AutoScalingGroupName>
+    <Description>Launching a new EC2 instance.  Status Reason: Could not launch On-Demand Instances.</Description>
+    <Cause>At 2026-12-02T10:00:00Z an instance was started</Cause>
+    <StartTime>2026-12-02T10:00:01.123Z</StartTime><EndTime>2026-12-02T10:00:02Z</EndTime>
+    <StatusCode>Failed</StatusCode>
+    <StatusMessage>Could not launch On-Demand Instances. InsufficientInstanceCapacity - no g6.xlarge</StatusMessage>
+    <Progress>100</Progress>
+  </member><member>
+    <ActivityId>act-1</ActivityId><StartTime>2026-12-02T10:00:00Z</StartTime><StatusCode>InProgress</StatusCode>
+  </member></Activities><NextToken>n2</NextToken></DescribeScalingActivitiesResult></DescribeScalingActivitiesResponse>)");
+  ASSERT_TRUE(page.ok()) << page.error().ToString();
+  ASSERT_EQ(page->activities.size(), 2u);
+  const ScalingActivity& a = page->activities[0];
+  EXPECT_EQ(a.activity_id, "act-2");
+  EXPECT_EQ(a.group, "gpu-m");
+  EXPECT_EQ(a.status_code, "Failed");
+  EXPECT_NE(a.status_message.find("InsufficientInstanceCapacity"), std::string::npos);
+  WallTime t;
+  ASSERT_TRUE(ParseRfc3339("2026-12-02T10:00:01Z", &t));
+  EXPECT_EQ(a.start_time, t);
+  ASSERT_TRUE(a.end_time.has_value());
+  EXPECT_FALSE(page->activities[1].end_time.has_value());
+  EXPECT_EQ(page->next_token, "n2");
+  EXPECT_FALSE(ParseDescribeScalingActivities("<DescribeScalingActivitiesResponse/>").ok());
 }
 
 TEST(Sqs, ReceiveMessageAndEventBridgeInterruption) {

@@ -381,6 +381,75 @@ TEST_F(EmulatorTest, AutoScalingGroups) {
   EXPECT_EQ(Query("autoscaling", cloud::TerminateInstanceInAutoScalingGroupQuery(b->groups[0].instances[0].instance_id, true)).status, 400);
 }
 
+TEST_F(EmulatorTest, GroupsLaunchAfterTheDelayWithinCapacityAndRecordActivities) {
+  EmulatorScenario s;
+  s.group_launch_delay = Seconds(20);
+  s.capacity = {{"g6.xlarge", "us-east-1a", std::nullopt, 1, "InsufficientInstanceCapacity", {}, {}}};
+  ScriptedGroup g{"gpu-a", 0, 4, 0, "", {"us-east-1a"}, {{"team", "ml"}}};
+  g.instance_types = {"g6.xlarge"};
+  g.propagate_at_launch = false;
+  s.groups = {g};
+  Emu(s);
+  auto group = [&] {
+    auto page = cloud::ParseDescribeAutoScalingGroups(
+        Query("autoscaling", cloud::DescribeAutoScalingGroupsQuery({{"gpu-a"}, {}, {}, ""})).body);
+    EXPECT_TRUE(page.ok() && page->groups.size() == 1);
+    return page->groups.at(0);
+  };
+  auto activities = [&] {
+    cloud::DescribeScalingActivitiesRequest req;
+    req.group = "gpu-a";
+    EmulatorResponse r = Query("autoscaling", cloud::DescribeScalingActivitiesQuery(req));
+    auto page = cloud::ParseDescribeScalingActivities(r.body);
+    EXPECT_TRUE(page.ok()) << r.body;
+    return page.ok() ? page->activities : std::vector<cloud::ScalingActivity>{};
+  };
+  EXPECT_EQ(group().instance_types, std::vector<std::string>{"g6.xlarge"});
+  EXPECT_EQ(group().launch_template, "gpu-nodes");
+  ASSERT_EQ(Query("autoscaling", cloud::SetDesiredCapacityQuery("gpu-a", 2, std::nullopt)).status, 200);
+  EmulatorResponse tagged =
+      Query("autoscaling", cloud::CreateOrUpdateTagsQuery("gpu-a", {{"gpuscaler.io/intent", "t1", true}}));
+  EXPECT_TRUE(cloud::ParseEmptyResponse(tagged.body, "CreateOrUpdateTags").ok()) << tagged.body;
+  EXPECT_TRUE(group().instances.empty());  // not before the delay
+  EXPECT_TRUE(activities().empty());
+
+  clock_.Advance(Seconds(25));
+  const cloud::AutoScalingGroup launched = group();
+  ASSERT_EQ(launched.instances.size(), 1u);  // the capacity limit
+  EXPECT_EQ(launched.tags.at("gpuscaler.io/intent"), "t1");
+  const auto listed = Describe();
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].launch_time, Start() + Seconds(20));
+  EXPECT_EQ(listed[0].tags.at("gpuscaler.io/intent"), "t1");
+  EXPECT_EQ(listed[0].tags.at(cloud::kAsgGroupNameTag), "gpu-a");
+  EXPECT_EQ(listed[0].tags.count("team"), 0u);  // not propagated
+  auto acts = activities();
+  ASSERT_EQ(acts.size(), 2u);
+  EXPECT_EQ(acts[0].status_code, "Failed");  // newest first
+  EXPECT_NE(acts[0].status_message.find("InsufficientInstanceCapacity"), std::string::npos);
+  EXPECT_NE(acts[0].status_message.find("g6.xlarge"), std::string::npos);
+  EXPECT_EQ(acts[1].status_code, "Successful");
+  EXPECT_EQ(acts[1].description, "Launching a new EC2 instance: " + listed[0].instance_id);
+
+  clock_.Advance(Seconds(4));  // retried 10 s after the failure, not before
+  EXPECT_EQ(activities().size(), 2u);
+  clock_.Advance(Seconds(10));
+  EXPECT_EQ(activities().size(), 3u);
+
+  EmulatorResponse unknown = Query("autoscaling", cloud::CreateOrUpdateTagsQuery("gpu-x", {{"k", "v", false}}));
+  EXPECT_EQ(unknown.status, 400);
+}
+
+TEST_F(EmulatorTest, RejectsClientTokensLongerThanEc2Allows) {
+  Emu();
+  EmulatorResponse r = Query(
+      "ec2", cloud::CreateFleetQuery(FleetRequest({{"g5.xlarge", "us-east-1a"}}, 1, CapacityType::kOnDemand,
+                                                  std::string(65, 't'))));
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("InvalidParameterValue"), std::string::npos);
+  EXPECT_TRUE(emu_->Instances().empty());
+}
+
 TEST_F(EmulatorTest, SpotInterruptionsArriveOnTheQueue) {
   EmulatorScenario s;
   s.interruptions = {{Seconds(60), "g5.xlarge", "us-east-1a", 1, Seconds(120)}};
@@ -460,6 +529,8 @@ spot_prices:
 on_demand_prices: {g5.xlarge: 1.006}
 auto_scaling_groups:
   - {name: gpu-a, min: 0, max: 5, desired: 1, instance_type: g5.xlarge, tags: {team: ml}}
+  - {name: gpu-b, launch_template: gpu-mixed, instance_types: [g6.xlarge, g5.xlarge], propagate_at_launch: false}
+group_launch_delay: 15s
 queue: interruptions
 visibility_timeout: 10s
 credentials: {AKIDTEST: secret}
@@ -476,6 +547,10 @@ credentials: {AKIDTEST: secret}
   EXPECT_EQ(s->interruptions[0].count, 2);
   EXPECT_EQ(s->spot_prices[1].time, Start() + Seconds(1800));
   EXPECT_EQ(s->groups[0].tags.at("team"), "ml");
+  EXPECT_EQ(s->groups[1].launch_template, "gpu-mixed");
+  EXPECT_EQ(s->groups[1].instance_types, (std::vector<std::string>{"g6.xlarge", "g5.xlarge"}));
+  EXPECT_FALSE(s->groups[1].propagate_at_launch);
+  EXPECT_EQ(s->group_launch_delay, Seconds(15));
   EXPECT_EQ(s->queue_name, "interruptions");
   EXPECT_EQ(s->credentials.at("AKIDTEST"), "secret");
 

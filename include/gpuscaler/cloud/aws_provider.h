@@ -1,21 +1,70 @@
-// AwsProvider: the CloudProvider on AWS (EC2 Fleet, DescribeInstances,
-// DescribeSpotPriceHistory, and an SQS queue fed by EventBridge).
+// AwsProvider: the CloudProvider on AWS (EC2 Fleet, Auto Scaling,
+// DescribeInstances, DescribeSpotPriceHistory, and an SQS queue fed by
+// EventBridge).
 //
-//  - Launch: the request's offerings, in order, are cut into runs of one
-//    capacity type; each run is one CreateFleet (Type=instant, the launch
-//    template with one override per offering: instance type and zone, or the
-//    zone's subnet) for the nodes still missing, so a short run falls back to
-//    the next run (other zone, other type, on-demand). Spot runs use
-//    `spot_allocation_strategy` (price-capacity-optimized), on-demand runs
+// Ownership: an installation is named by `cluster_name`. What it launches
+// carries gpuscaler.io/cluster=<cluster_name> (kClusterTag), and it acts only
+// on what carries it: instances with the tag, and Auto Scaling groups with
+// the tag (and their instances, by AWS's aws:autoscaling:groupName tag). A
+// group is claimed by its operator (the tag is never written by gpuscaler),
+// so two installations never share one.
+//
+//  - Launch, fleet pools (no `auto_scaling_group`): the request's offerings,
+//    in order, are cut into runs of one capacity type; each run is one
+//    CreateFleet (Type=instant, the launch template with one override per
+//    offering: instance type and zone, or the zone's subnet) for the nodes
+//    still missing, so a short run falls back to the next run (other zone,
+//    other type, on-demand). Spot runs use `spot_allocation_strategy`
+//    (price-capacity-optimized), on-demand runs
 //    `on_demand_allocation_strategy` (lowest-price); the "prioritized"
 //    strategies get Priority = position in the request. Each call's
-//    ClientToken is derived from the request's idempotency token and the run,
-//    so replaying a Launch returns the first call's instances. Instances are
-//    tagged with the request's tags plus gpuscaler.io/pool=<pool>.
-//  - Terminate: TerminateInstances in chunks of 1000; ids EC2 no longer
-//    knows are skipped (termination is idempotent).
-//  - ListInstances: DescribeInstances filtered on the gpuscaler.io/pool tag
-//    key and pending|running|shutting-down, every page, sorted by id.
+//    ClientToken is ClientToken(idempotency token, run), so replaying a
+//    Launch returns the first call's instances. Instances are tagged with the
+//    request's tags plus gpuscaler.io/pool=<pool> and the cluster tag.
+//  - Launch, asg pools (`auto_scaling_group` set): DescribeAutoScalingGroups;
+//    the group must carry the cluster tag (else kConfig) and, if it has a
+//    gpuscaler.io/pool tag, name the request's pool (else kConfig). The new
+//    desired capacity is desired + count, cut to MaxSize: the cut part is an
+//    OfferingError of category kCapacity, and a group already at MaxSize is
+//    an Error of category kCapacity. The provider then tags the group
+//    (CreateOrUpdateTags) gpuscaler.io/intent=<token> and
+//    gpuscaler.io/pool=<pool> (both propagated to the instances the group
+//    launches from then on) and gpuscaler.io/intent-desired=<new desired>
+//    (on the group only), and only then calls SetDesiredCapacity.
+//    Idempotency: a token this process already raised a group for raises
+//    nothing again; a token the group's intent tag names (a fresh process
+//    replaying a launch it may have sent before a crash) raises the group
+//    only up to intent-desired, if it is below; any other token is a new
+//    launch. Failed or Cancelled scaling activities that started after the
+//    raise (less 5 s of clock skew) and exist when Launch returns are
+//    OfferingErrors, one per offering: kCapacity when the status message
+//    names a capacity error code (InsufficientInstanceCapacity, …), else
+//    kConfig. The result's instances are the group's live instances tagged
+//    with this launch's intent, oldest first, at most `count`. The group
+//    launches asynchronously: what it has not launched yet is not in the
+//    result (possibly no instance and no error); the controller sees those
+//    nodes appear in ListInstances, tagged with the launch's intent, and a
+//    capacity failure that comes after Launch returned is not reported (the
+//    group keeps retrying, as AWS does).
+//  - Terminate: DescribeInstances on the ids first (instance-id filter, 200
+//    ids a call). Ids EC2 no longer knows, and instances already shutting
+//    down, are skipped (termination is idempotent). If any id is another
+//    installation's (neither the cluster tag nor one of this cluster's
+//    groups), the call fails with kInvalidInput and nothing is terminated.
+//    Instances of this cluster's groups go through
+//    TerminateInstanceInAutoScalingGroup with ShouldDecrementDesiredCapacity
+//    (the group does not replace them); if that would take a group below
+//    its MinSize the call fails with kConfig and nothing is terminated. The
+//    others: TerminateInstances in chunks of 1000.
+//  - ListInstances: DescribeInstances filtered on tag:gpuscaler.io/cluster =
+//    cluster_name, the gpuscaler.io/pool tag key and
+//    pending|running|shutting-down, every page; plus the instances of every
+//    group tagged gpuscaler.io/cluster=<cluster_name>
+//    (DescribeAutoScalingGroups with that tag filter, every call: the rule
+//    survives restarts) that carries a gpuscaler.io/pool tag (written by the
+//    first launch naming the group, or by its operator; until then its
+//    instances are not listed), with `pool` from the instance's pool tag,
+//    else the group's. Sorted by id.
 //  - PollInterruptions: drains the SQS queue (JSON protocol), turns "EC2 Spot
 //    Instance Interruption Warning" events into notices (deadline = event
 //    time + 2 minutes), deletes every message it has read (rebalance and
@@ -35,7 +84,16 @@
 
 namespace gpuscaler::cloud {
 
+// Auto Scaling group tag holding the desired capacity the launch named by
+// the group's gpuscaler.io/intent tag asked for.
+inline constexpr const char* kIntentDesiredTag = "gpuscaler.io/intent-desired";
+
 struct AwsProviderOptions {
+  // This installation's name (kClusterTag's value), from the daemon
+  // configuration's `cluster_name`. Required non-empty: it is what keeps two
+  // installations in one account apart (an empty name would be shared by
+  // every installation that left it out).
+  std::string cluster_name;
   LaunchTemplateRef launch_template;
   // Zone -> subnet. When a zone has one, overrides name the subnet (the
   // launch template then needs no network settings).
@@ -61,16 +119,37 @@ class AwsProvider final : public CloudProvider {
   Result<std::vector<InterruptionNotice>> PollInterruptions() override;
   Result<std::vector<SpotPrice>> SpotPrices(WallTime since) override;
 
-  // The ClientToken of run `run` of a launch with `idempotency_token`
-  // (≤ 64 ASCII characters, as EC2 requires).
+  // The CreateFleet ClientToken of run `run` of a launch with
+  // `idempotency_token`: at most 64 printable ASCII characters, as EC2
+  // requires. "<token>-<run>" when that fits; otherwise the token's first
+  // printable ASCII characters (up to 29), '-', the first 32 hex digits
+  // (128 bits) of the SHA-256 of the whole token, "-<run>". Deterministic;
+  // two tokens share a ClientToken only through a 128-bit hash collision.
   static std::string ClientToken(const std::string& idempotency_token, int run);
 
  private:
+  Result<LaunchResult> LaunchFleet(const LaunchRequest& request);
+  Result<LaunchResult> LaunchInGroup(const LaunchRequest& request);
+  // DescribeInstances with `filters`, every page; with `ids`, only those
+  // (instance-id filter, in chunks).
+  Result<std::vector<Ec2Instance>> DescribeInstances(const std::vector<Filter>& filters,
+                                                     const std::vector<std::string>& ids = {});
+  // DescribeAutoScalingGroups: the named groups (in chunks), or with no
+  // names every group tagged with this cluster; every page.
+  Result<std::vector<AutoScalingGroup>> DescribeGroups(const std::vector<std::string>& names);
+  bool Owns(const AutoScalingGroup& group) const;
+  // Failed scaling activities of `group` that started at or after `since`.
+  Result<std::vector<ScalingActivity>> FailedActivities(const std::string& group, WallTime since);
+  Status TerminateEc2(const std::vector<std::string>& instance_ids);
+
   AwsProviderOptions options_;
   AwsClient& client_;
   const Clock& clock_;
   // Offerings of instances this process launched (price at launch).
   std::map<std::string, Offering> launched_;
+  // Desired capacity each Auto Scaling launch this process sent asked for,
+  // by idempotency token.
+  std::map<std::string, int> raised_;
 };
 
 }  // namespace gpuscaler::cloud

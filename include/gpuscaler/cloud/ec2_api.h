@@ -152,6 +152,10 @@ Result<SpotPriceHistoryPage> ParseDescribeSpotPriceHistory(std::string_view xml)
 
 // ---- Auto Scaling ---------------------------------------------------------
 
+// The tag AWS puts on every instance an Auto Scaling group launches (value:
+// the group's name).
+inline constexpr const char* kAsgGroupNameTag = "aws:autoscaling:groupName";
+
 QueryParams SetDesiredCapacityQuery(const std::string& group, int desired, std::optional<bool> honor_cooldown);
 
 struct DescribeAutoScalingGroupsRequest {
@@ -178,6 +182,12 @@ struct AutoScalingGroup {
   std::vector<std::string> availability_zones;
   std::vector<AsgInstance> instances;
   std::map<std::string, std::string> tags;
+  // The launch template (name, else id) the group launches from: its own, or
+  // its mixed-instances policy's; "" with a launch configuration.
+  std::string launch_template;
+  // The mixed-instances policy's instance type overrides, in priority order;
+  // empty without a policy (the launch template's type).
+  std::vector<std::string> instance_types;
 };
 struct AutoScalingGroupsPage {
   std::vector<AutoScalingGroup> groups;
@@ -189,7 +199,41 @@ QueryParams TerminateInstanceInAutoScalingGroupQuery(const std::string& instance
 // The scaling activity's id.
 Result<std::string> ParseTerminateInstanceInAutoScalingGroup(std::string_view xml);
 
-// An empty-result answer (SetDesiredCapacity): checks it is the operation's
+// A tag of an Auto Scaling group; PropagateAtLaunch copies it onto the
+// instances the group launches from then on.
+struct AsgTag {
+  std::string key;
+  std::string value;
+  bool propagate_at_launch = false;
+};
+// Creates or overwrites tags of one group (an empty-result answer).
+QueryParams CreateOrUpdateTagsQuery(const std::string& group, const std::vector<AsgTag>& tags);
+
+struct DescribeScalingActivitiesRequest {
+  std::string group;
+  std::optional<int> max_records;  // 1..100
+  std::string next_token;
+};
+QueryParams DescribeScalingActivitiesQuery(const DescribeScalingActivitiesRequest& request);
+
+// One launch or termination the group attempted (newest first in a page).
+struct ScalingActivity {
+  std::string activity_id;
+  std::string group;
+  std::string description;     // "Launching a new EC2 instance: i-…"
+  std::string cause;
+  std::string status_code;     // "Successful", "Failed", "Cancelled", "InProgress", …
+  std::string status_message;  // why it failed: names the EC2 error code
+  WallTime start_time{};
+  std::optional<WallTime> end_time;
+};
+struct ScalingActivitiesPage {
+  std::vector<ScalingActivity> activities;
+  std::string next_token;
+};
+Result<ScalingActivitiesPage> ParseDescribeScalingActivities(std::string_view xml);
+
+// An empty-result answer (SetDesiredCapacity, CreateOrUpdateTags): checks it is the operation's
 // response document.
 Status ParseEmptyResponse(std::string_view xml, std::string_view action);
 

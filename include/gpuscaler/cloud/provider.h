@@ -24,6 +24,11 @@ namespace gpuscaler {
 // Tag every instance gpuscaler launches carries (value: the pool), and by
 // which ListInstances finds them.
 inline constexpr const char* kOwnerTag = "gpuscaler.io/pool";
+// Tag naming the installation (cluster) that owns an instance or an Auto
+// Scaling group: a provider lists and terminates only what carries its own
+// cluster name, so two installations in one account never touch each
+// other's nodes.
+inline constexpr const char* kClusterTag = "gpuscaler.io/cluster";
 // Tag with the idempotency token of the launch that made the instance, so an
 // instance can be traced to its intent (and decision) in the audit store.
 // The installation that launched an instance (DaemonConfig::cluster_name):

@@ -1,0 +1,372 @@
+// AwsProvider: what depends on ownership (the cluster tag) and on Auto
+// Scaling groups: launching into a group, listing, terminating.
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <set>
+
+#include "aws_provider_impl.h"
+#include "gpuscaler/cloud/aws_provider.h"
+
+namespace gpuscaler::cloud {
+namespace {
+
+constexpr size_t kIdsPerFilter = 200;   // EC2's limit on one filter's values
+constexpr size_t kGroupsPerCall = 50;   // names in one DescribeAutoScalingGroups
+constexpr Seconds kActivityClockSkew{5};
+
+const std::vector<std::string>& LiveStates() {
+  static const std::vector<std::string> states = {"pending", "running", "shutting-down"};
+  return states;
+}
+
+bool HasTag(const std::map<std::string, std::string>& tags, const std::string& key, const std::string& value) {
+  auto it = tags.find(key);
+  return it != tags.end() && it->second == value;
+}
+
+std::string TagOf(const std::map<std::string, std::string>& tags, const std::string& key) {
+  auto it = tags.find(key);
+  return it == tags.end() ? "" : it->second;
+}
+
+std::string Join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+// Calls each(chunk) on consecutive slices of `items` of at most `size`.
+template <typename F>
+Status ForEachChunk(const std::vector<std::string>& items, size_t size, F each) {
+  for (size_t begin = 0; begin < items.size(); begin += size) {
+    const std::vector<std::string> chunk(items.begin() + begin, items.begin() + std::min(items.size(), begin + size));
+    if (Status s = each(chunk); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+Status SendEmpty(AwsClient& client, const QueryParams& query) {
+  Result<std::string> body = client.Query("autoscaling", query);
+  if (!body.ok()) return body.error();
+  return ParseEmptyResponse(*body, query.front().second);
+}
+
+// kCapacity when the activity's status message names a capacity error code
+// ("… InsufficientInstanceCapacity - We currently do not have …"), else kConfig.
+ErrorCategory ActivityCategory(const ScalingActivity& a) {
+  std::string word;
+  for (char c : a.status_message + " ") {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      word += c;
+      continue;
+    }
+    if (!word.empty() && ClassifyAwsError(word, 0) == ErrorCategory::kCapacity) return ErrorCategory::kCapacity;
+    word.clear();
+  }
+  return ErrorCategory::kConfig;
+}
+
+// The offering an Auto Scaling error is reported against: among the
+// request's offerings of a type the group launches (all when it names no
+// types or none matches), the first whose type and zone `message` names,
+// else the first.
+std::string OfferingKeyFor(const LaunchRequest& r, const AutoScalingGroup& g, std::string_view message) {
+  std::vector<const Offering*> candidates;
+  for (const Offering& o : r.offerings) {
+    const auto& types = g.instance_types;
+    if (std::find(types.begin(), types.end(), o.instance_type) != types.end()) candidates.push_back(&o);
+  }
+  if (candidates.empty()) {
+    for (const Offering& o : r.offerings) candidates.push_back(&o);
+  }
+  for (const Offering* o : candidates) {
+    if (message.find(o->instance_type) != std::string_view::npos && message.find(o->zone) != std::string_view::npos) {
+      return o->Key();
+    }
+  }
+  return candidates.front()->Key();
+}
+
+// An instance a group launched for `r`: priced as the request's offering of
+// the same type, zone and capacity type when there is one.
+Instance GroupInstance(const Ec2Instance& e, const LaunchRequest& r, const std::string& region) {
+  Instance inst = ToInstance(e, {}, region);
+  inst.pool = r.pool;
+  for (const Offering& o : r.offerings) {
+    if (o.instance_type == e.instance_type && o.zone == e.availability_zone && o.capacity_type == e.lifecycle) {
+      inst.offering = o;
+      break;
+    }
+  }
+  return inst;
+}
+
+}  // namespace
+
+bool AwsProvider::Owns(const AutoScalingGroup& group) const {
+  return HasTag(group.tags, kClusterTag, options_.cluster_name);
+}
+
+Result<std::vector<Ec2Instance>> AwsProvider::DescribeInstances(const std::vector<Filter>& filters,
+                                                                const std::vector<std::string>& ids) {
+  std::vector<Ec2Instance> out;
+  auto describe = [&](std::vector<Filter> f) {
+    DescribeInstancesRequest req;
+    req.filters = std::move(f);
+    req.max_results = 1000;
+    return ForEachPage(client_, "ec2", "DescribeInstances", req, DescribeInstancesQuery, ParseDescribeInstances,
+                       [&](const DescribeInstancesPage& page) {
+                         out.insert(out.end(), page.instances.begin(), page.instances.end());
+                       });
+  };
+  Status described = ids.empty() ? describe(filters) : ForEachChunk(ids, kIdsPerFilter, [&](const auto& chunk) {
+    std::vector<Filter> f = filters;
+    f.push_back({"instance-id", chunk});
+    return describe(std::move(f));
+  });
+  if (!described.ok()) return described.error();
+  return out;
+}
+
+Result<std::vector<AutoScalingGroup>> AwsProvider::DescribeGroups(const std::vector<std::string>& names) {
+  std::vector<AutoScalingGroup> out;
+  auto describe = [&](DescribeAutoScalingGroupsRequest req) {
+    req.max_records = 100;
+    return ForEachPage(client_, "autoscaling", "DescribeAutoScalingGroups", std::move(req),
+                       DescribeAutoScalingGroupsQuery, ParseDescribeAutoScalingGroups,
+                       [&](const AutoScalingGroupsPage& page) {
+                         out.insert(out.end(), page.groups.begin(), page.groups.end());
+                       });
+  };
+  DescribeAutoScalingGroupsRequest own;
+  own.filters = {{std::string("tag:") + kClusterTag, {options_.cluster_name}}};
+  Status described = names.empty() ? describe(own) : ForEachChunk(names, kGroupsPerCall, [&](const auto& chunk) {
+    DescribeAutoScalingGroupsRequest req;
+    req.names = chunk;
+    return describe(std::move(req));
+  });
+  if (!described.ok()) return described.error();
+  return out;
+}
+
+Result<std::vector<ScalingActivity>> AwsProvider::FailedActivities(const std::string& group, WallTime since) {
+  DescribeScalingActivitiesRequest req;
+  req.group = group;
+  req.max_records = 100;
+  Result<std::string> body = client_.Query("autoscaling", DescribeScalingActivitiesQuery(req));
+  if (!body.ok()) return body.error();
+  Result<ScalingActivitiesPage> page = ParseDescribeScalingActivities(*body);
+  if (!page.ok()) return page.error();
+  std::vector<ScalingActivity> failed;
+  for (ScalingActivity& a : page->activities) {
+    if (a.start_time >= since && (a.status_code == "Failed" || a.status_code == "Cancelled")) failed.push_back(a);
+  }
+  return failed;
+}
+
+Result<LaunchResult> AwsProvider::LaunchInGroup(const LaunchRequest& request) {
+  const std::string& name = request.auto_scaling_group;
+  const std::string& token = request.idempotency_token;
+  Result<std::vector<AutoScalingGroup>> found = DescribeGroups({name});
+  if (!found.ok()) return found.error();
+  if (found->empty()) return Error::Config("launch: auto scaling group '" + name + "' not found");
+  const AutoScalingGroup& g = found->front();
+  if (!Owns(g)) {
+    return Error::Config("launch: auto scaling group '" + name + "' is not tagged " + kClusterTag + "=" +
+                         options_.cluster_name + " (tag it to let this installation scale it)");
+  }
+  if (const std::string pool = TagOf(g.tags, kOwnerTag); !pool.empty() && pool != request.pool) {
+    return Error::Config("launch: auto scaling group '" + name + "' is pool '" + pool + "' (its " + kOwnerTag +
+                         " tag), not '" + request.pool + "'");
+  }
+
+  LaunchResult result;
+  std::optional<int> target;  // the desired capacity to set, if any
+  if (raised_.count(token) == 0 && TagOf(g.tags, kIntentTag) == token) {
+    // A launch this token started before a restart: finish its raise.
+    const std::string tagged = TagOf(g.tags, kIntentDesiredTag);
+    int desired = 0;
+    if (std::from_chars(tagged.data(), tagged.data() + tagged.size(), desired).ec == std::errc() &&
+        g.desired_capacity < desired) {
+      target = std::min(desired, g.max_size);
+    }
+    raised_[token] = desired;
+  } else if (raised_.count(token) == 0) {
+    const int wanted = g.desired_capacity + request.count;
+    const int next = std::min(wanted, g.max_size);
+    const std::string at_max = "auto scaling group '" + name + "' is at its MaxSize " + std::to_string(g.max_size);
+    if (next <= g.desired_capacity) return Error::Capacity("launch: " + at_max);
+    if (next < wanted) {
+      result.errors.push_back({OfferingKeyFor(request, g, ""),
+                               Error::Capacity(at_max + ": " + std::to_string(wanted - next) + " of " +
+                                               std::to_string(request.count) + " nodes not launched")});
+    }
+    // Tag first: a crash between the two calls leaves a tag naming this
+    // token, and the replay finishes the raise instead of raising twice.
+    Status tagged = SendEmpty(client_, CreateOrUpdateTagsQuery(name, {{kIntentTag, token, true},
+                                                                      {kIntentDesiredTag, std::to_string(next), false},
+                                                                      {kOwnerTag, request.pool, true}}));
+    if (!tagged.ok()) return tagged.error();
+    target = next;
+  }
+
+  if (target) {
+    const WallTime raised_at = clock_.WallNow();
+    if (Status set = SendEmpty(client_, SetDesiredCapacityQuery(name, *target, std::nullopt)); !set.ok()) {
+      return set.error();
+    }
+    raised_[token] = *target;
+    // From here on the group grows whatever else fails: report failures as
+    // offering errors, never as a failed launch.
+    Result<std::vector<ScalingActivity>> failed = FailedActivities(name, raised_at - kActivityClockSkew);
+    if (!failed.ok()) result.errors.push_back({OfferingKeyFor(request, g, ""), failed.error()});
+    std::set<std::string> reported;
+    for (const ScalingActivity& a : failed.ok() ? *failed : std::vector<ScalingActivity>{}) {
+      const std::string key = OfferingKeyFor(request, g, a.status_message);
+      if (reported.insert(key).second) {
+        result.errors.push_back({key, Error(ActivityCategory(a), "auto scaling group '" + name + "': " +
+                                                                      a.description + ": " + a.status_message)});
+      }
+    }
+  }
+
+  Result<std::vector<Ec2Instance>> made =
+      DescribeInstances({{std::string("tag:") + kAsgGroupNameTag, {name}},
+                         {std::string("tag:") + kIntentTag, {token}},
+                         {"instance-state-name", {"pending", "running"}}});
+  if (!made.ok()) {
+    result.errors.push_back({OfferingKeyFor(request, g, ""), made.error()});
+    return result;
+  }
+  std::sort(made->begin(), made->end(), [](const Ec2Instance& a, const Ec2Instance& b) {
+    return std::tie(a.launch_time, a.instance_id) < std::tie(b.launch_time, b.instance_id);
+  });
+  for (const Ec2Instance& e : *made) {
+    if (static_cast<int>(result.instances.size()) == request.count) break;
+    result.instances.push_back(GroupInstance(e, request, client_.options().region));
+    launched_[e.instance_id] = result.instances.back().offering;
+  }
+  return result;
+}
+
+Result<std::vector<Instance>> AwsProvider::ListInstances() {
+  Result<std::vector<Ec2Instance>> tagged =
+      DescribeInstances({{std::string("tag:") + kClusterTag, {options_.cluster_name}},
+                         {"tag-key", {kOwnerTag}},
+                         {"instance-state-name", LiveStates()}});
+  if (!tagged.ok()) return tagged.error();
+  std::map<std::string, Instance> by_id;
+  for (const Ec2Instance& e : *tagged) by_id[e.instance_id] = ToInstance(e, launched_, client_.options().region);
+
+  Result<std::vector<AutoScalingGroup>> groups = DescribeGroups({});
+  if (!groups.ok()) return groups.error();
+  std::map<std::string, std::string> group_pool;  // by instance id, for group instances not listed yet
+  for (const AutoScalingGroup& g : *groups) {
+    const std::string pool = TagOf(g.tags, kOwnerTag);
+    if (pool.empty()) continue;
+    for (const AsgInstance& i : g.instances) {
+      if (by_id.count(i.instance_id) == 0) group_pool[i.instance_id] = pool;
+    }
+  }
+  if (!group_pool.empty()) {
+    std::vector<std::string> ids;
+    for (const auto& [id, pool] : group_pool) ids.push_back(id);
+    Result<std::vector<Ec2Instance>> members = DescribeInstances({{"instance-state-name", LiveStates()}}, ids);
+    if (!members.ok()) return members.error();
+    for (const Ec2Instance& e : *members) {
+      Instance inst = ToInstance(e, launched_, client_.options().region);
+      if (inst.pool.empty()) inst.pool = group_pool[e.instance_id];
+      by_id[e.instance_id] = std::move(inst);
+    }
+  }
+  std::vector<Instance> out;
+  for (auto& [id, inst] : by_id) out.push_back(std::move(inst));
+  return out;
+}
+
+Status AwsProvider::Terminate(const std::vector<std::string>& instance_ids) {
+  std::vector<std::string> ids = instance_ids;
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  if (ids.empty()) return Status::Ok();
+  Result<std::vector<Ec2Instance>> described = DescribeInstances({}, ids);
+  if (!described.ok()) return described.error();
+
+  std::vector<std::string> group_names;
+  for (const Ec2Instance& e : *described) {
+    const std::string group = TagOf(e.tags, kAsgGroupNameTag);
+    if (!group.empty() && std::find(group_names.begin(), group_names.end(), group) == group_names.end()) {
+      group_names.push_back(group);
+    }
+  }
+  std::map<std::string, AutoScalingGroup> groups;  // this cluster's, by name
+  if (!group_names.empty()) {
+    Result<std::vector<AutoScalingGroup>> found = DescribeGroups(group_names);
+    if (!found.ok()) return found.error();
+    for (AutoScalingGroup& g : *found) {
+      if (Owns(g)) groups[g.name] = std::move(g);
+    }
+  }
+
+  std::vector<std::string> foreign, plain, in_group;
+  std::map<std::string, int> leaving;  // by group
+  for (const Ec2Instance& e : *described) {
+    auto g = groups.find(TagOf(e.tags, kAsgGroupNameTag));
+    if (g == groups.end() && !HasTag(e.tags, kClusterTag, options_.cluster_name)) {
+      foreign.push_back(e.instance_id);
+      continue;
+    }
+    if (e.state != "pending" && e.state != "running") continue;  // already on its way out
+    const bool member =
+        g != groups.end() && std::any_of(g->second.instances.begin(), g->second.instances.end(), [&](const AsgInstance& i) {
+          return i.instance_id == e.instance_id && i.lifecycle_state.rfind("Terminating", 0) != 0;
+        });
+    if (member) {
+      in_group.push_back(e.instance_id);
+      ++leaving[g->first];
+    } else {
+      plain.push_back(e.instance_id);
+    }
+  }
+  if (!foreign.empty()) {
+    return Error::InvalidInput("terminate: " + Join(foreign) + " not owned by cluster '" + options_.cluster_name +
+                               "' (no " + kClusterTag + " tag naming it, not in one of its Auto Scaling groups); "
+                               "nothing terminated");
+  }
+  for (const auto& [name, n] : leaving) {
+    const AutoScalingGroup& g = groups.at(name);
+    if (g.desired_capacity - n < g.min_size) {
+      return Error::Config("terminate: auto scaling group '" + name + "' is at its MinSize " +
+                           std::to_string(g.min_size) + " (desired " + std::to_string(g.desired_capacity) +
+                           "): removing " + std::to_string(n) +
+                           " would go below it; nothing terminated (lower the group's MinSize or raise the pool's "
+                           "min_nodes)");
+    }
+  }
+  for (const std::string& id : in_group) {
+    Result<std::string> body = client_.Query("autoscaling", TerminateInstanceInAutoScalingGroupQuery(id, true));
+    if (!body.ok()) return body.error();
+    if (Result<std::string> activity = ParseTerminateInstanceInAutoScalingGroup(*body); !activity.ok()) {
+      return activity.error();
+    }
+  }
+  return TerminateEc2(plain);
+}
+
+Status AwsProvider::TerminateEc2(const std::vector<std::string>& instance_ids) {
+  return ForEachChunk(instance_ids, 1000, [&](const std::vector<std::string>& chunk) -> Status {
+    auto body = client_.Query("ec2", TerminateInstancesQuery(chunk));
+    if (body.ok()) return Status::Ok();
+    if (body.error().category() != ErrorCategory::kNotFound) return body.error();
+    // EC2 terminates none of a batch with an unknown id: one by one, and an
+    // id it does not know is already gone.
+    for (const std::string& id : chunk) {
+      auto one = client_.Query("ec2", TerminateInstancesQuery({id}));
+      if (!one.ok() && one.error().category() != ErrorCategory::kNotFound) return one.error();
+    }
+    return Status::Ok();
+  });
+}
+
+}  // namespace gpuscaler::cloud
