@@ -65,6 +65,7 @@ Result<std::shared_ptr<AwsCloud>> MakeAwsCloud(const DaemonConfig& config, const
   o.provider.spot_allocation_strategy = c.spot_allocation_strategy;
   o.provider.on_demand_allocation_strategy = c.on_demand_allocation_strategy;
   o.provider.interruption_queue_url = c.interruption_queue_url;
+  o.provider.cluster_name = config.cluster_name;
   // Spot prices of the catalog's types only: the types the planner can buy.
   for (const InstanceType& t : catalog.instance_types) o.provider.price_instance_types.push_back(t.name);
   auto aws = std::make_shared<AwsCloud>();

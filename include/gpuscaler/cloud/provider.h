@@ -31,9 +31,6 @@ inline constexpr const char* kOwnerTag = "gpuscaler.io/pool";
 inline constexpr const char* kClusterTag = "gpuscaler.io/cluster";
 // Tag with the idempotency token of the launch that made the instance, so an
 // instance can be traced to its intent (and decision) in the audit store.
-// The installation that launched an instance (DaemonConfig::cluster_name):
-// an installation lists and removes only instances with its own.
-inline constexpr const char* kClusterTag = "gpuscaler.io/cluster";
 inline constexpr const char* kIntentTag = "gpuscaler.io/intent";
 
 struct LaunchRequest {
