@@ -223,6 +223,10 @@ int RunDaemon(const RunCommandOptions& options, const SimulatedWiring& wiring) {
   }
   spdlog::info("gpuscaler {} listening on http://{}:{}/ (mode {}, audit db {})", d.engine->mode(),
                d.server_options.host, http.port(), d.engine->mode(), d.db_file.empty() ? "none" : d.db_file);
+  // Signals are caught from here on (one that arrives before the handler
+  // below waits is kept for it): whoever reads the port file may stop the
+  // daemon at once and still get a clean exit.
+  asio::signal_set signals(io, SIGINT, SIGTERM);
   if (Status s = WritePortFile(options.port_file, http.port()); !s.ok()) {
     std::cerr << "gpuscaler run: " << s.error().message() << "\n";
     return 2;
@@ -260,7 +264,6 @@ int RunDaemon(const RunCommandOptions& options, const SimulatedWiring& wiring) {
     finish();
   });
 
-  asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
     if (ec) return;
     spdlog::info("signal {}: finishing the current tick, then stopping (grace {}s)", signo, options.grace.count());
