@@ -124,7 +124,7 @@ RunResult Replay::Finish() {
   if (finished_) return r;
   finished_ = true;
   const WallTime end = std::max(std::min(world_.end(), now()), scenario_.start);
-  world_.clock().AdvanceTo(end);
+  world_.clock().AdvanceTo(end);  // usage is flushed at `end`
   if (options_.store != nullptr) {
     Status flushed = controller_->FlushUsage();
     if (!flushed.ok()) ++r.controller_errors;

@@ -9,10 +9,7 @@ namespace gpuscaler {
 namespace {
 
 double HoursLeftInMonth(WallTime t) {
-  const std::chrono::year_month_day ymd{std::chrono::floor<std::chrono::days>(t)};
-  const std::chrono::year_month_day next = (ymd.year() / ymd.month() / 1) + std::chrono::months(1);
-  const WallTime end = std::chrono::time_point_cast<Seconds>(std::chrono::sys_days(next));
-  return std::chrono::duration<double>(end - t).count() / 3600.0;
+  return std::chrono::duration<double>(UsageMeter::NextMonthStart(t) - t).count() / 3600.0;
 }
 
 }  // namespace
@@ -401,8 +398,7 @@ void ClusterState::RefreshSignals(const Policy& policy, WallTime now) {
     if (!s.sampled_at || now - *s.sampled_at > max_age) blocked.insert(s.classes.begin(), s.classes.end());
   }
   std::vector<std::string> list(blocked.begin(), blocked.end());
-  if (list != blocked_) {
-    blocked_ = list;
+  if (list != snapshot_.scale_down_blocked_classes) {
     snapshot_.scale_down_blocked_classes = std::move(list);
     MarkChanged(true);
   }
@@ -463,7 +459,7 @@ std::string ClusterState::SignalsJson(WallTime now) const {
   }
   nlohmann::ordered_json out;
   out["signals"] = std::move(arr);
-  out["blocked_classes"] = blocked_;
+  out["blocked_classes"] = snapshot_.scale_down_blocked_classes;
   return out.dump();
 }
 

@@ -4,15 +4,6 @@
 #include <chrono>
 
 namespace gpuscaler {
-namespace {
-
-std::string MonthKey(WallTime t) {
-  const std::chrono::year_month_day ymd{std::chrono::floor<std::chrono::days>(t)};
-  return std::to_string(static_cast<int>(ymd.year())) + "-" +
-         std::to_string(static_cast<unsigned>(ymd.month()));
-}
-
-}  // namespace
 
 UsageMeter::UsageMeter(AuditStore* store, const Catalog& catalog, Seconds interval)
     : store_(store), catalog_(catalog), interval_(interval) {}
@@ -30,7 +21,7 @@ void UsageMeter::SetRunning(const std::string& instance_id, const std::vector<De
 }
 
 Status UsageMeter::Accumulate(WallTime now, const std::vector<Node>& nodes) {
-  const std::string month = MonthKey(now);
+  const WallTime month = MonthStart(now);
   if (month != month_) {
     month_ = month;
     month_to_date_usd_ = 0;
@@ -64,8 +55,14 @@ WallTime UsageMeter::MonthStart(WallTime t) {
   return std::chrono::time_point_cast<Seconds>(std::chrono::sys_days(ymd.year() / ymd.month() / 1));
 }
 
+WallTime UsageMeter::NextMonthStart(WallTime t) {
+  const std::chrono::year_month_day ymd{std::chrono::floor<std::chrono::days>(t)};
+  return std::chrono::time_point_cast<Seconds>(
+      std::chrono::sys_days((ymd.year() / ymd.month() / 1) + std::chrono::months(1)));
+}
+
 void UsageMeter::RestoreMonth(const std::vector<NodeLifecycle>& history, WallTime now) {
-  month_ = MonthKey(now);
+  month_ = MonthStart(now);
   month_to_date_usd_ = 0;
   by_pool_.clear();
   const WallTime start = MonthStart(now);

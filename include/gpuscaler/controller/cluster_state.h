@@ -120,7 +120,7 @@ class ClusterState {
   OfferingAvailability& availability() { return availability_; }
   const OfferingAvailability& availability() const { return availability_; }
   const InterruptionRiskEstimator& interruption_risk() const { return risk_; }
-  const std::vector<std::string>& blocked_classes() const { return blocked_; }
+  const std::vector<std::string>& blocked_classes() const { return snapshot_.scale_down_blocked_classes; }
 
   // For the decision row: the signals behind the demand and the blocked
   // classes; counts and marks of the snapshot.
@@ -177,11 +177,10 @@ class ClusterState {
   std::optional<WallTime> price_since_;
   std::optional<WallTime> last_list_;
   bool last_list_ok_ = true;
-  std::vector<std::string> blocked_;
   std::vector<SignalStatus> signals_;
   StateChanges changes_{true, true};
   std::deque<std::pair<WallTime, std::string>> disruptions_;  // (time, pool), oldest first
-  std::map<std::string, WallTime> spot_paused_until_;          // by class
+  std::map<std::string, WallTime> spot_paused_until_;         // by class
 };
 
 }  // namespace gpuscaler

@@ -53,8 +53,9 @@ class UsageMeter {
 
   double month_to_date_usd() const { return month_to_date_usd_; }
   const std::map<std::string, double>& month_to_date_usd_by_pool() const { return by_pool_; }
-  // The first instant of `t`'s calendar month (UTC).
+  // The first instant of `t`'s calendar month, and of the next one (UTC).
   static WallTime MonthStart(WallTime t);
+  static WallTime NextMonthStart(WallTime t);
 
  private:
   struct Meter {
@@ -69,7 +70,7 @@ class UsageMeter {
   Seconds interval_;
   std::unordered_map<std::string, Meter> meters_;  // by instance id
   std::optional<WallTime> last_;
-  std::string month_;
+  WallTime month_{};  // MonthStart of the month being counted
   double month_to_date_usd_ = 0;
   std::map<std::string, double> by_pool_;
 };
