@@ -110,6 +110,7 @@ std::string CanonicalPolicyText(const Policy& p) {
   });
   w.PutList("classes", p.classes, [&w](const std::string& at, const WorkloadClassPolicy& c) {
     w.Put(at + ".name", c.name);
+    if (!c.team.empty()) w.Put(at + ".team", c.team);
     w.Put(at + ".match.queues#", 0);
     w.Put(at + ".match.namespaces", c.match_namespaces);
     w.Put(at + ".match.labels", c.match_labels);
@@ -136,6 +137,7 @@ std::string CanonicalPolicyText(const Policy& p) {
   });
   w.Put("budget.global", p.budget.global);
   w.Put("budget.pools", p.budget.per_pool);
+  if (!p.budget.per_team.empty()) w.Put("budget.teams", p.budget.per_team);
   w.Put("spot.max_price_fraction_of_on_demand", p.spot.max_price_fraction_of_on_demand);
   w.Put("spot.max_interruptions_per_hour", p.spot.max_interruptions_per_hour);
   w.Put("spot.fallback_to_on_demand", p.spot.fallback_to_on_demand);

@@ -91,6 +91,16 @@ void PolicyReader::CheckNames() {
                   WithSuggestion("unknown pool '" + pool + "'", pool, PoolNames()));
     }
   }
+  std::vector<std::string_view> teams;
+  for (const WorkloadClassPolicy& c : p_.classes) {
+    if (!c.team.empty()) teams.push_back(c.team);
+  }
+  for (const auto& [team, cap] : p_.budget.per_team) {
+    if (std::find(teams.begin(), teams.end(), team) == teams.end()) {
+      r_.ReportAt("budget.teams." + team,
+                  WithSuggestion("no class names team '" + team + "' (classes[].team)", team, teams));
+    }
+  }
 }
 
 std::string PolicyReader::CanonicalGpu(const std::string& name) const {

@@ -262,13 +262,15 @@ void PolicyReader::ReadSignalQuery(MapReader& parent, std::string_view key,
 
 WorkloadClassPolicy PolicyReader::ReadClass(const DocNode& node, const std::string& path) {
   MapReader m(r_, node, path,
-              {"name", "match", "pools", "interruptible", "max_spot_share",
+              {"name", "team", "match", "pools", "interruptible", "max_spot_share",
                "checkpoint_interval", "restart_cost", "priority", "target", "zone_spread",
                "shape", "signals", "scale_in_utilization_below"});
   m.Require({"name"});
   WorkloadClassPolicy c;
   m.ReadString("name", &c.name);
   if (m.Has("name") && c.name.empty()) r_.ReportAt(m.PathOf("name"), "must not be empty");
+  m.ReadString("team", &c.team);
+  if (m.Has("team") && c.team.empty()) r_.ReportAt(m.PathOf("team"), "must not be empty (omit it for no team)");
   if (const DocNode* n = m.Find("match")) {
     MapReader match(r_, *n, m.PathOf("match"), {"namespaces", "labels"});
     match.ReadStringList("namespaces", &c.match_namespaces);
@@ -357,14 +359,16 @@ BudgetCap PolicyReader::ReadCap(const DocNode& node, const std::string& path) {
 }
 
 void PolicyReader::ReadBudget(const DocNode& node) {
-  MapReader m(r_, node, "budget", {"global", "pools"});
+  MapReader m(r_, node, "budget", {"global", "pools", "teams"});
   if (const DocNode* g = m.Find("global")) p_.budget.global = ReadCap(*g, "budget.global");
-  if (const DocNode* pools = m.Find("pools")) {
-    MapReader per_pool(r_, *pools, "budget.pools", {});
-    for (const auto& [key, value] : per_pool.entries()) {
-      const std::string path = per_pool.PathOf(key->scalar);
-      r_.Remember(path, key->mark);
-      p_.budget.per_pool[key->scalar] = ReadCap(*value, path);
+  for (auto [key, caps] : {std::pair{"pools", &p_.budget.per_pool}, std::pair{"teams", &p_.budget.per_team}}) {
+    const DocNode* named = m.Find(key);
+    if (named == nullptr) continue;
+    MapReader per_name(r_, *named, m.PathOf(key), {});
+    for (const auto& [name, value] : per_name.entries()) {
+      const std::string path = per_name.PathOf(name->scalar);
+      r_.Remember(path, name->mark);
+      (*caps)[name->scalar] = ReadCap(*value, path);
     }
   }
 }

@@ -63,6 +63,9 @@ struct SignalQuery {
 
 struct WorkloadClassPolicy {
   std::string name;
+  // Who pays for the class: usage rows carry it, and budget.teams caps the
+  // spend of the nodes launched for the team's classes. Empty: no team.
+  std::string team;
   // How to recognise the class's pods: either one that matches is enough.
   std::vector<std::string> match_namespaces;
   std::map<std::string, std::string> match_labels;  // all must match
@@ -107,6 +110,9 @@ struct BudgetCap {
 struct BudgetPolicy {
   BudgetCap global;
   std::map<std::string, BudgetCap> per_pool;
+  // Team name (a classes[].team) -> cap on the spend of the nodes launched
+  // for that team's classes.
+  std::map<std::string, BudgetCap> per_team;
 };
 
 // What `cap` allows to be spent per hour from now on, in USD: the lower of
