@@ -36,41 +36,83 @@ std::string Usd(double usd_per_hour) {
 
 }  // namespace
 
-BudgetGuard::BudgetGuard(const Snapshot& snapshot, const Plan& plan, const Policy& policy) {
+namespace {
+
+// An offering's price per GPU (0 for a type without GPUs or not in the snapshot).
+double PricePerGpu(const Snapshot& snapshot, const Offering& offering) {
+  for (const InstanceType& t : snapshot.instance_types)
+    if (t.name == offering.instance_type) return t.gpu_count > 0 ? offering.usd_per_hour / t.gpu_count : 0;
+  return 0;
+}
+
+}  // namespace
+
+BudgetGuard::BudgetGuard(const Snapshot& snapshot, const Plan& plan, const Policy& policy)
+    : snapshot_(snapshot) {
   std::set<std::string> leaving;
   for (const TerminationAction& t : plan.terminations) leaving.insert(t.instance_id.empty() ? t.node_id : t.instance_id);
-  auto limit = [&](const BudgetCap& cap, double month_to_date) {
+  auto limit = [&](const BudgetCap& cap, const std::map<std::string, double>& spent, const std::string& name) {
     if (!cap.hard) return std::numeric_limits<double>::infinity();
-    return HourlyAllowanceUsd(cap, month_to_date, snapshot.hours_left_in_month);
+    auto mtd = spent.find(name);
+    return HourlyAllowanceUsd(cap, mtd == spent.end() ? 0.0 : mtd->second, snapshot.hours_left_in_month);
   };
-  global_.limit = limit(policy.budget.global, snapshot.month_to_date_usd);
-  for (const auto& [pool, cap] : policy.budget.per_pool) {
-    auto mtd = snapshot.month_to_date_usd_by_pool.find(pool);
-    pools_[pool].limit = limit(cap, mtd == snapshot.month_to_date_usd_by_pool.end() ? 0.0 : mtd->second);
-  }
+  global_.limit = policy.budget.global.hard ? HourlyAllowanceUsd(policy.budget.global, snapshot.month_to_date_usd,
+                                                                  snapshot.hours_left_in_month)
+                                            : std::numeric_limits<double>::infinity();
+  for (const auto& [pool, cap] : policy.budget.per_pool)
+    pools_[pool].limit = limit(cap, snapshot.month_to_date_usd_by_pool, pool);
+  for (const auto& [team, cap] : policy.budget.per_team)
+    teams_[team].limit = limit(cap, snapshot.month_to_date_usd_by_team, team);
   for (const Node& n : snapshot.nodes) {
     if (leaving.count(n.instance_id) != 0) continue;
     global_.spend += n.offering.usd_per_hour;
     auto it = pools_.find(n.pool);
     if (it != pools_.end()) it->second.spend += n.offering.usd_per_hour;
+    if (teams_.empty()) continue;
+    for (const DemandUnit& u : n.running) {
+      auto team = teams_.find(TeamOf(u, policy));
+      if (team != teams_.end()) team->second.spend += GpuShare(u) * PricePerGpu(snapshot, n.offering);
+    }
+  }
+  if (teams_.empty()) return;
+  for (const DemandUnit& u : snapshot.pending) {
+    const std::string& team = TeamOf(u, policy);
+    if (teams_.count(team) != 0) pending_by_id_[u.id] = {team, GpuShare(u)};
   }
 }
 
-std::string BudgetGuard::Breach(const std::string& pool, const Offering& offering, int count) const {
+std::map<std::string, double> BudgetGuard::TeamCharges(const LaunchAction& launch, const Offering& offering,
+                                                       int count) const {
+  std::map<std::string, double> charges;
+  if (teams_.empty() || launch.count <= 0) return charges;
+  const double per_gpu = PricePerGpu(snapshot_, offering);
+  for (const std::string& id : launch.unit_ids) {
+    auto it = pending_by_id_.find(id);
+    if (it != pending_by_id_.end()) charges[it->second.team] += it->second.gpus * per_gpu * count / launch.count;
+  }
+  return charges;
+}
+
+std::string BudgetGuard::Breach(const LaunchAction& launch, const Offering& offering, int count) const {
   const double add = offering.usd_per_hour * count;
-  auto over = [&](const Cap& c, const std::string& which) -> std::string {
-    if (c.spend + add <= c.limit + 1e-9) return "";
-    return std::to_string(count) + " x " + offering.Key() + " (" + Usd(add) + ") would exceed the hard " + which +
+  auto over = [&](const Cap& c, double charge, const std::string& which) -> std::string {
+    if (c.spend + charge <= c.limit + 1e-9) return "";
+    return std::to_string(count) + " x " + offering.Key() + " (" + Usd(charge) + ") would exceed the hard " + which +
            " budget (" + Usd(std::max(0.0, c.limit - c.spend)) + " left of " + Usd(c.limit) + ")";
   };
-  std::string why = over(global_, "global");
-  if (auto it = pools_.find(pool); why.empty() && it != pools_.end()) why = over(it->second, "pool " + pool);
+  std::string why = over(global_, add, "global");
+  if (auto it = pools_.find(launch.pool); why.empty() && it != pools_.end())
+    why = over(it->second, add, "pool " + launch.pool);
+  for (const auto& [team, charge] : TeamCharges(launch, offering, count)) {
+    if (why.empty()) why = over(teams_.at(team), charge, "team " + team);
+  }
   return why;
 }
 
-void BudgetGuard::Commit(const std::string& pool, double usd_per_hour) {
-  global_.spend += usd_per_hour;
-  if (auto it = pools_.find(pool); it != pools_.end()) it->second.spend += usd_per_hour;
+void BudgetGuard::Commit(const LaunchAction& launch, const Offering& offering) {
+  global_.spend += offering.usd_per_hour;
+  if (auto it = pools_.find(launch.pool); it != pools_.end()) it->second.spend += offering.usd_per_hour;
+  for (const auto& [team, charge] : TeamCharges(launch, offering, 1)) teams_[team].spend += charge;
 }
 
 NodeState NodeStateOf(InstanceState s) {
@@ -163,7 +205,7 @@ void Actuator::LaunchOne(int64_t decision_id, size_t index, const LaunchAction& 
       return;
     const std::string key = o.Key();
     if (!availability.IsAvailable(key, now) || !keys.insert(key).second) return;
-    if (std::string why = budget.Breach(launch.pool, o, launch.count); !why.empty()) {
+    if (std::string why = budget.Breach(launch, o, launch.count); !why.empty()) {
       over_budget.push_back(std::move(why));
       return;
     }
@@ -234,7 +276,7 @@ void Actuator::LaunchOne(int64_t decision_id, size_t index, const LaunchAction& 
   }
   std::map<std::string, int> launched_by_offering;
   for (const Instance& inst : launched->instances) {
-    budget.Commit(launch.pool, inst.offering.usd_per_hour);
+    budget.Commit(launch, inst.offering);
     ++launched_by_offering[inst.offering.Key()];
   }
   const std::vector<std::string> ids =

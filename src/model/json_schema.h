@@ -84,6 +84,7 @@ template <class V, Is<DemandUnit> T>
 void Fields(V& v, T& u) {
   v.Str("id", u.id, kRequired);
   v.Str("workload_class", u.workload_class);
+  v.Str("team", u.team);
   v.Int("gpus", u.gpus);
   v.Int("gpu_milli", u.gpu_milli);
   v.Str("mig_profile", u.mig_profile);
@@ -123,6 +124,7 @@ void Fields(V& v, T& s) {
   v.Time("time", s.time);
   v.Double("month_to_date_usd", s.month_to_date_usd);
   DoubleMap(v, "month_to_date_usd_by_pool", s.month_to_date_usd_by_pool);
+  DoubleMap(v, "month_to_date_usd_by_team", s.month_to_date_usd_by_team);
   v.Double("hours_left_in_month", s.hours_left_in_month);
   v.StrList("scale_down_blocked_classes", s.scale_down_blocked_classes);
   v.IntMap("recently_disrupted", s.recently_disrupted);

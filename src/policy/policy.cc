@@ -24,6 +24,13 @@ bool NodePoolPolicy::AllowsType(const InstanceType& type, const GpuModel* gpu) c
   return GpuModelListed(gpu_models, type.gpu_model, gpu);
 }
 
+const std::string& TeamOf(const DemandUnit& unit, const Policy& policy) {
+  if (!unit.team.empty()) return unit.team;
+  static const std::string kNoTeam;
+  const WorkloadClassPolicy* c = policy.FindClass(unit.workload_class);
+  return c == nullptr ? kNoTeam : c->team;
+}
+
 DemandUnit WorkloadClassPolicy::Unit() const {
   DemandUnit u;
   u.workload_class = name;

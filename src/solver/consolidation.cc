@@ -20,14 +20,24 @@ bool LabelSaysDoNotDisrupt(const std::map<std::string, std::string>& labels, con
 
 }  // namespace
 
-void Planner::MoveAllowance(int cls, double w, const Bin& from, const Bin& to, std::vector<double>& spot,
-                            std::vector<std::vector<double>>& zone) const {
-  if (w <= 0) return;
-  if (spot[cls] < kInf && from.spot != to.spot) spot[cls] += from.spot ? w : -w;
-  if (classes_[cls].zone_limited && from.zone != to.zone) {
-    zone[cls][from.zone] += w;
-    zone[cls][to.zone] -= w;
+bool Planner::MoveAllowance(const DemandUnit& u, int cls, const Bin& from, const Bin& to, Allowances& a) const {
+  const double w = GpuShare(u);
+  if (w <= 0) return true;
+  const bool onto_spot = to.spot && !from.spot;
+  const bool zone_change = classes_[cls].zone_limited && from.zone != to.zone;
+  const auto team_it = team_index_.find(TeamOf(u, policy_));
+  const int team = team_it == team_index_.end() ? -1 : team_it->second;
+  const double team_more = team >= 0 && a.team_usd[team] < kInf ? w * (PerGpu(to) - PerGpu(from)) : 0;
+  if (onto_spot && a.spot[cls] < w - kEps) return false;
+  if (zone_change && a.zone[cls][to.zone] < w - kEps) return false;
+  if (team_more > 0 && a.team_usd[team] < team_more - kEps) return false;
+  if (a.spot[cls] < kInf && from.spot != to.spot) a.spot[cls] += from.spot ? w : -w;
+  if (zone_change) {
+    a.zone[cls][from.zone] += w;
+    a.zone[cls][to.zone] -= w;
   }
+  if (team >= 0) a.team_usd[team] -= team_more;
+  return true;
 }
 
 void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>& terms) {
@@ -133,8 +143,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
     });
     // 1. Move everything onto other existing nodes.
     if (free_whole_total - std::max(0, src.free_whole) >= need_whole) {
-      std::vector<double> spot = st.spot_allow;
-      std::vector<std::vector<double>> zone = st.zone_allow;
+      Allowances allow = st.allow;
       std::vector<std::pair<int, Bin>> undo;
       std::vector<std::pair<int, int>> dest;  // (running index, bin)
       double risk_new = 0;
@@ -150,15 +159,15 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
           if (b.removed) continue;
           if ((s.cpu > b.free_cpu) || (s.mem > b.free_mem) || (s.gpus > b.free_whole)) continue;
           if (s.gpus == 0 && (s.milli > 0 || s.mig) && b.free_whole == 0 && b.parts.empty()) continue;
-          const double w = GpuShare(u);
-          if (w > 0 && b.spot && !src.spot && spot[cls] < w - kEps) continue;
-          if (w > 0 && classes_[cls].zone_limited && b.zone != src.zone && zone[cls][b.zone] < w - kEps) continue;
           int mig = -1;
           const Offering& off = snap_.nodes[bi].offering;
           if (!UnitAllowed(u, cls, b.pool, off, b.type, b.zone, &mig)) continue;
           Bin copy = b;
           if (Take(b, s, mig, 1) != 1) continue;
-          MoveAllowance(cls, w, src, b, spot, zone);
+          if (!MoveAllowance(u, cls, src, b, allow)) {
+            b = std::move(copy);
+            continue;
+          }
           undo.emplace_back(bi, std::move(copy));
           dest.emplace_back(k, bi);
           risk_new += ExpectedInterruptionUsdPerHour(u, off, snap_.instance_types[b.type]);
@@ -172,8 +181,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
       }
       const double saves = src.price + risk_old - risk_new - disruption;
       if (all && saves >= d.min_savings_usd_per_hour && saves / src.price >= d.min_savings_fraction) {
-        st.spot_allow = std::move(spot);
-        st.zone_allow = std::move(zone);
+        st.allow = std::move(allow);
         t.kind = TerminationKind::kConsolidate;
         t.saves_usd_per_hour = saves;
         for (auto [k, bi] : dest) {
@@ -211,18 +219,14 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
       const Offering& off = snap_.offerings[op.offering];
       double risk_new = 0;
       bool all = true;
-      std::vector<double> spot = st.spot_allow;
-      std::vector<std::vector<double>> zone = st.zone_allow;
+      Allowances allow = st.allow;
       for (int k : order) {
         const DemandUnit& u = n.running[k];
         const int cls = class_index_.at(u.workload_class);
-        const double w = GpuShare(u);
-        if ((w > 0 && nb.spot && !src.spot && spot[cls] < w - kEps) ||
-            (w > 0 && classes_[cls].zone_limited && nb.zone != src.zone && zone[cls][nb.zone] < w - kEps)) {
+        if (!MoveAllowance(u, cls, src, nb, allow)) {
           all = false;
           break;
         }
-        MoveAllowance(cls, w, src, nb, spot, zone);
         int mig = -1;
         if (!UnitAllowed(u, class_index_.at(u.workload_class), op.pool, off, op.type, op.zone, &mig) ||
             Take(nb, ShapeOf(u), mig, 1) != 1) {
@@ -234,8 +238,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
       if (!all) continue;
       const double saves = src.price + risk_old - op.price - risk_new - disruption;
       if (saves < d.min_savings_usd_per_hour || saves / src.price < d.min_savings_fraction) continue;
-      st.spot_allow = std::move(spot);
-      st.zone_allow = std::move(zone);
+      st.allow = std::move(allow);
       nb.risk = risk_new;
       for (int k : order) nb.moved.emplace_back(c.node, k);
       t.kind = TerminationKind::kReplace;

@@ -37,27 +37,11 @@ void Planner::LocalSearch(State& st) const {
     const Option& no = options_[option];
     const Option& oo = options_[from.option];
     const int m = from.mult;
-    std::vector<double> spot = st.spot_allow;
-    std::vector<std::vector<double>> zone = st.zone_allow;
-    for (auto [g, t] : from.content) {
-      const Group& grp = groups_[g];
-      if (grp.gpu_w <= 0) continue;
-      const double w = grp.gpu_w * t * m;
-      if (from.spot && spot[grp.cls] < kInf) spot[grp.cls] += w;
-      if (classes_[grp.cls].zone_limited) zone[grp.cls][from.zone] += w;
-    }
+    Allowances allow = st.allow;
+    for (auto [g, t] : from.content) Consume(groups_[g], from, -double(t) * m, allow);
     for (auto [g, t] : candidate.content) {
-      const Group& grp = groups_[g];
-      if (grp.gpu_w <= 0) continue;
-      const double w = grp.gpu_w * t * m;
-      if (no.spot && spot[grp.cls] < kInf) {
-        spot[grp.cls] -= w;
-        if (spot[grp.cls] < -1e-7) return false;
-      }
-      if (classes_[grp.cls].zone_limited) {
-        zone[grp.cls][no.zone] -= w;
-        if (zone[grp.cls][no.zone] < -1e-7) return false;
-      }
+      Consume(groups_[g], candidate, double(t) * m, allow);
+      if (!Within(groups_[g], candidate, allow, 1e-7)) return false;
     }
     if (no.pool != oo.pool) {
       if (st.pool_count[no.pool] + m > pools_[no.pool].pol.max_nodes) return false;
@@ -68,8 +52,7 @@ void Planner::LocalSearch(State& st) const {
       if (p.budget_hard && st.pool_cost[no.pool] + (no.price - oo.price) * m > p.budget + kEps) return false;
     }
     if (global_budget_hard_ && st.cost + (no.price - oo.price) * m > global_budget_ + kEps) return false;
-    st.spot_allow = std::move(spot);
-    st.zone_allow = std::move(zone);
+    st.allow = std::move(allow);
     st.pool_count[oo.pool] -= m;
     st.pool_cost[oo.pool] -= oo.price * m;
     st.pool_count[no.pool] += m;
@@ -120,12 +103,7 @@ void Planner::LocalSearch(State& st) const {
           // Remove y first (frees its pool slot, budget and allowances), then move x.
           const Option& yo = options_[y.option];
           State saved = st;
-          for (auto [g, t] : y.content) {
-            const Group& grp = groups_[g];
-            if (grp.gpu_w <= 0) continue;
-            if (y.spot && st.spot_allow[grp.cls] < kInf) st.spot_allow[grp.cls] += grp.gpu_w * t;
-            if (classes_[grp.cls].zone_limited) st.zone_allow[grp.cls][y.zone] += grp.gpu_w * t;
-          }
+          for (auto [g, t] : y.content) Consume(groups_[g], y, -double(t), st.allow);
           st.pool_count[yo.pool] -= 1;
           st.pool_cost[yo.pool] -= yo.price;
           st.cost -= yo.price;
@@ -159,21 +137,17 @@ void Planner::LocalSearch(State& st) const {
       for (auto [g, t] : victim.content) {
         const Group& grp = groups_[g];
         int left = t;
-        // Release the victim's allowance for this group before re-placing.
-        if (grp.gpu_w > 0) {
-          if (victim.spot && st.spot_allow[grp.cls] < kInf) st.spot_allow[grp.cls] += grp.gpu_w * t;
-          if (classes_[grp.cls].zone_limited) st.zone_allow[grp.cls][victim.zone] += grp.gpu_w * t;
-        }
+        Consume(grp, victim, -double(t), st.allow);  // released before re-placing
         for (size_t j = 0; j < st.bins.size() && left > 0; ++j) {
           Bin& d = st.bins[j];
           if (j == i || d.mult != 1 || !grp.cand_mask[d.option]) continue;
-          const int k = Take(d, grp.shape, grp.mig_by_type[d.type], std::min(left, Limit(grp, d, st)));
+          const int k = Take(d, grp.shape, grp.mig_by_type[d.type], std::min(left, Limit(grp, d, st.allow)));
           if (k <= 0) continue;
           d.content.emplace_back(g, k);
           const double r = k * Risk(grp, d);
           d.risk += r;
           added_risk += r;
-          Consume(grp, d, k, st);
+          Consume(grp, d, k, st.allow);
           left -= k;
         }
         if (left > 0) {

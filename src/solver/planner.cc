@@ -161,11 +161,17 @@ void Planner::Assemble(State& st, Plan& plan) {
         x.detail = grp.detail;
       } else if (by_cut) {
         x.reason = UnplacedReason::kBudget;
-        x.detail = "hard budget cap reached; higher-priority demand placed first";
+        x.detail = st.cut_by_team[g] ? "team " + teams_[grp.team].name +
+                                           "'s hard budget cap reached; its higher-priority demand placed first"
+                                     : "hard budget cap reached; higher-priority demand placed first";
       } else {
         x.reason = st.blocked[g] >= 0 ? UnplacedReason(st.blocked[g]) : UnplacedReason::kNoOfferingFits;
         switch (x.reason) {
-          case UnplacedReason::kBudget: x.detail = "a new node would exceed the hard budget cap"; break;
+          case UnplacedReason::kBudget:
+            x.detail = st.team_blocked[g] ? "its share of a node would exceed team " + teams_[grp.team].name +
+                                                "'s hard budget cap"
+                                          : "a new node would exceed the hard budget cap";
+            break;
           case UnplacedReason::kPoolMax: x.detail = "pools that fit are at max_nodes"; break;
           case UnplacedReason::kMaxNodesPerTick: x.detail = "max_nodes_added_per_tick reached; next tick"; break;
           case UnplacedReason::kSpotShare: x.detail = "class " + u.workload_class + " is at its max spot share"; break;
@@ -188,6 +194,7 @@ Plan Planner::Run() {
   BuildGroups();
   BuildStaticReasons();
   BuildExisting();
+  BuildTeams();
 
   // Spot share and zone spread are shares of the class's GPUs after the
   // plan. Allowances start from all pending demand; when some of it stays
@@ -207,12 +214,14 @@ Plan Planner::Run() {
     State base;
     base.rem.resize(groups_.size());
     for (size_t g = 0; g < groups_.size(); ++g) base.rem[g] = int(groups_[g].units.size());
-    base.spot_allow.resize(classes_.size());
-    base.zone_allow.resize(classes_.size());
+    base.allow.spot.resize(classes_.size());
+    base.allow.zone.resize(classes_.size());
     for (size_t c = 0; c < classes_.size(); ++c) {
-      base.spot_allow[c] = classes_[c].spot_allow;
-      base.zone_allow[c] = classes_[c].zone_allow;
+      base.allow.spot[c] = classes_[c].spot_allow;
+      base.allow.zone[c] = classes_[c].zone_allow;
     }
+    for (const TeamInfo& t : teams_)
+      base.allow.team_usd.push_back(t.hard ? t.allowance_usd - t.running_usd : kInf);
     base.pool_count.clear();
     base.pool_cost.clear();
     for (const auto& p : pools_) {
@@ -221,6 +230,7 @@ Plan Planner::Run() {
     }
     base.cost = base_cost_;
     base.budget_cut.assign(groups_.size(), 0);
+    base.cut_by_team.assign(groups_.size(), 0);
     PlaceOnExisting(base);
     for (size_t g = 0; g < groups_.size(); ++g)
       if (groups_[g].has_static_reason) base.rem[g] = 0;  // nothing new can hold them; reported as unplaced
@@ -296,6 +306,16 @@ Plan Planner::Run() {
         if (l.pool == p.pol.name) c += l.usd_per_hour;
       if (p.cost + c > p.budget + kEps) s += "; pool " + p.pol.name + " over soft budget " + Usd(p.budget) + "/h";
     }
+  for (size_t t = 0; t < teams_.size(); ++t) {
+    if (teams_[t].hard || teams_[t].allowance_usd == kInf) continue;
+    double spend = teams_[t].running_usd;
+    for (const std::vector<Bin>* bins : {&existing_, &st.bins})
+      for (const Bin& b : *bins)
+        for (auto [g, k] : b.content)
+          if (groups_[g].team == int(t)) spend += k * b.mult * groups_[g].gpu_w * PerGpu(b);
+    if (spend > teams_[t].allowance_usd + kEps)
+      s += "; team " + teams_[t].name + " over soft budget " + Usd(teams_[t].allowance_usd) + "/h";
+  }
   std::set<std::string> paused;
   for (const Group& g : groups_)
     if (g.spot_paused) paused.insert(g.rep->workload_class);

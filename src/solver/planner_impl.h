@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <string>
@@ -86,6 +87,7 @@ struct Group {
   std::vector<int> units;  // pending indices, snapshot order
   const DemandUnit* rep = nullptr;
   int cls = -1;
+  int team = -1;  // index in Planner::teams_ when its team has a cap, else -1
   Shape shape;
   double gpu_w = 0;
   double loss_h = 0;
@@ -115,6 +117,26 @@ struct ClassInfo {
   bool spot_paused = false;  // Snapshot::spot_paused_classes
 };
 
+// A team named by budget.teams: what its cap allows per hour from now on
+// (HourlyAllowanceUsd), whether the cap is hard, and what its running work
+// already costs (its share of the prices of the nodes it runs on).
+struct TeamInfo {
+  std::string name;
+  double allowance_usd = kInf;
+  bool hard = true;
+  double running_usd = 0;
+};
+
+// What the plan may still add: per class, GPUs on spot (kInf: no share
+// limit) and GPUs per zone (zone-spread classes only); per team, USD/h of
+// its share of node prices (kInf: no hard cap). Placing work consumes them,
+// moving or removing it gives them back.
+struct Allowances {
+  std::vector<double> spot;
+  std::vector<std::vector<double>> zone;
+  std::vector<double> team_usd;
+};
+
 struct PoolInfo {
   NodePoolPolicy pol;
   int count = 0;
@@ -128,17 +150,18 @@ struct PoolInfo {
 struct State {
   std::vector<int> rem;
   std::vector<Bin> bins;
-  std::vector<double> spot_allow;
-  std::vector<std::vector<double>> zone_allow;
+  Allowances allow;
   std::vector<int> pool_count;
   std::vector<double> pool_cost;
   double cost = 0;
   int added = 0;
   std::vector<int> blocked;  // per group: UnplacedReason as int, -1 none
+  std::vector<char> team_blocked;  // per group: blocked by its team's hard cap
   std::vector<int> budget_cut;  // per group: units left out by the budget prefix
+  std::vector<char> cut_by_team;  // per group: that prefix was its team's
 };
 
-enum Block { kBlockNone = 0, kBlockBudget, kBlockTick, kBlockPoolMax, kBlockSpot, kBlockZone };
+enum Block { kBlockNone = 0, kBlockBudget, kBlockTeamBudget, kBlockTick, kBlockPoolMax, kBlockSpot, kBlockZone };
 
 class Planner {
  public:
@@ -156,6 +179,7 @@ class Planner {
   void BuildGroups();
   void BuildExisting();
   void BuildStaticReasons();
+  void BuildTeams();
 
   bool PoolAllowsOffering(const NodePoolPolicy& p, const Offering& o, const InstanceType& t) const;
   int FitOnEmpty(const Group& g, int type) const;
@@ -175,8 +199,15 @@ class Planner {
   void SetCapacity(const InstanceType& t, Bin& b) const;
   void InitBin(Bin& b, int option) const;
   double Risk(const Group& g, const NodeOffer& b) const;
-  int Limit(const Group& g, const NodeOffer& b, const State& st) const;
-  void Consume(const Group& g, const Bin& b, double count, State& st) const;
+  // A node's price per GPU: what a whole GPU of work there costs its team.
+  double PerGpu(const NodeOffer& b) const;
+  // How many units of `g` the allowances let the plan put on `b`.
+  int Limit(const Group& g, const NodeOffer& b, const Allowances& a) const;
+  // Takes (count > 0) or gives back (count < 0) the allowances of `count`
+  // units of `g` on `b`.
+  void Consume(const Group& g, const NodeOffer& b, double count, Allowances& a) const;
+  // Whether the allowances `g` uses on `b` are still >= 0 (within `slack`).
+  bool Within(const Group& g, const NodeOffer& b, const Allowances& a, double slack) const;
   int MaxOpen(const Option& o, const State& st) const;
   int BlockOf(const Group& g, int option, const State& st) const;
 
@@ -190,8 +221,14 @@ class Planner {
   int Unplaced(const State& st) const;
   State ScaleUp(const State& base);
   void MinNodes(State& st);
-  void MoveAllowance(int cls, double w, const Bin& from, const Bin& to, std::vector<double>& spot,
-                     std::vector<std::vector<double>>& zone) const;
+  // Moves running unit `u` (of class `cls`) from `from` to `to` in `a`;
+  // false, and `a` unchanged, when that would take an allowance below 0.
+  bool MoveAllowance(const DemandUnit& u, int cls, const Bin& from, const Bin& to, Allowances& a) const;
+  // Keeps the highest-priority units of the groups in `scope` that fit
+  // under a binding hard budget (`fits`), cutting the rest from `base`.
+  State KeepPriorityPrefix(State& base, const std::vector<int>& scope, bool by_team,
+                           const std::function<State(const State&)>& solve,
+                           const std::function<bool(const State&)>& fits) const;
   void Consolidate(State& st, Plan& plan, std::vector<TerminationAction>& terms);
   void Assemble(State& st, Plan& plan);
   std::string Describe(const Offering& o) const;
@@ -209,6 +246,8 @@ class Planner {
   std::vector<int> options_by_price_;
   std::vector<ClassInfo> classes_;
   std::map<std::string, int> class_index_;
+  std::vector<TeamInfo> teams_;
+  std::map<std::string, int> team_index_;
   std::vector<Group> groups_;
   std::vector<int> unit_group_;
   std::vector<std::vector<int>> opt_groups_;

@@ -282,6 +282,7 @@ void Planner::GroupUnits() {
     for (const auto& s : u.zones) mix(std::hash<std::string>()(s));
     for (const auto& s : u.instance_types) mix(std::hash<std::string>()(s));
     mix(u.capacity_type ? size_t(*u.capacity_type) + 1 : 0);
+    mix(std::hash<std::string>()(u.team));
     return h;
   };
   auto same = [](const DemandUnit& a, const DemandUnit& b) {
@@ -291,7 +292,7 @@ void Planner::GroupUnits() {
            a.interruptible == b.interruptible && a.pool == b.pool && a.expected_runtime == b.expected_runtime &&
            a.checkpoint_interval == b.checkpoint_interval && a.restart_cost == b.restart_cost &&
            a.gpu_models == b.gpu_models && a.zones == b.zones && a.instance_types == b.instance_types &&
-           a.capacity_type == b.capacity_type;
+           a.capacity_type == b.capacity_type && a.team == b.team;
   };
   // Group ids follow first appearance, so the hash map never decides order.
   std::unordered_map<size_t, std::vector<int>> by_hash;
@@ -399,6 +400,31 @@ void Planner::BuildStaticReasons() {
     } else {
       g.static_reason = UnplacedReason::kCapacityUnavailable;
       g.detail = "every offering that fits is marked unavailable";
+    }
+  }
+}
+
+void Planner::BuildTeams() {
+  for (const auto& [name, cap] : policy_.budget.per_team) {
+    TeamInfo t;
+    t.name = name;
+    t.allowance_usd = HourlyAllowanceUsd(cap, ValueOr(snap_.month_to_date_usd_by_team, name, 0.0), snap_.hours_left_in_month);
+    t.hard = cap.hard;
+    team_index_.emplace(name, int(teams_.size()));
+    teams_.push_back(std::move(t));
+    if (cap.hard && teams_.back().allowance_usd < kInf) any_hard_budget_ = true;
+  }
+  if (teams_.empty()) return;
+  for (Group& g : groups_) {
+    auto it = team_index_.find(TeamOf(*g.rep, policy_));
+    if (it != team_index_.end()) g.team = it->second;
+  }
+  for (size_t i = 0; i < snap_.nodes.size(); ++i) {
+    const Node& n = snap_.nodes[i];
+    if (n.state == NodeState::kTerminating) continue;
+    for (const DemandUnit& u : n.running) {
+      auto it = team_index_.find(TeamOf(u, policy_));
+      if (it != team_index_.end()) teams_[it->second].running_usd += GpuShare(u) * PerGpu(existing_[i]);
     }
   }
 }

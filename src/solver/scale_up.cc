@@ -61,21 +61,39 @@ int Take(Bin& b, const Shape& s, int mig_idx, int max) {
   return static_cast<int>(placed);
 }
 
-int Planner::Limit(const Group& g, const NodeOffer& b, const State& st) const {
-  if (g.gpu_w <= 0) return kNoLimit;
-  double allow = kInf;
-  if (b.spot) allow = st.spot_allow[g.cls];
-  const ClassInfo& c = classes_[g.cls];
-  if (c.zone_limited && b.zone >= 0) allow = std::min(allow, st.zone_allow[g.cls][b.zone]);
-  if (allow == kInf) return kNoLimit;
-  if (allow < g.gpu_w - kEps) return 0;
-  return int(std::min(1e9, std::floor((allow + 1e-7) / g.gpu_w)));
+double Planner::PerGpu(const NodeOffer& b) const {
+  if (b.type < 0) return 0;
+  const int gpus = snap_.instance_types[b.type].gpu_count;
+  return gpus > 0 ? b.price / gpus : 0;
 }
 
-void Planner::Consume(const Group& g, const Bin& b, double count, State& st) const {
+int Planner::Limit(const Group& g, const NodeOffer& b, const Allowances& a) const {
+  if (g.gpu_w <= 0) return kNoLimit;
+  double allow = kInf;
+  if (b.spot) allow = a.spot[g.cls];
+  const ClassInfo& c = classes_[g.cls];
+  if (c.zone_limited && b.zone >= 0) allow = std::min(allow, a.zone[g.cls][b.zone]);
+  int limit = kNoLimit;
+  if (allow < kInf) limit = allow < g.gpu_w - kEps ? 0 : int(std::min(1e9, std::floor((allow + 1e-7) / g.gpu_w)));
+  if (g.team >= 0 && a.team_usd[g.team] < kInf) {
+    const double charge = g.gpu_w * PerGpu(b);
+    if (charge > 0) limit = std::min<double>(limit, std::max(0.0, std::floor((a.team_usd[g.team] + 1e-9) / charge)));
+  }
+  return limit;
+}
+
+void Planner::Consume(const Group& g, const NodeOffer& b, double count, Allowances& a) const {
   if (g.gpu_w <= 0) return;
-  if (b.spot && st.spot_allow[g.cls] < kInf) st.spot_allow[g.cls] -= count * g.gpu_w;
-  if (classes_[g.cls].zone_limited && b.zone >= 0) st.zone_allow[g.cls][b.zone] -= count * g.gpu_w;
+  if (b.spot && a.spot[g.cls] < kInf) a.spot[g.cls] -= count * g.gpu_w;
+  if (classes_[g.cls].zone_limited && b.zone >= 0) a.zone[g.cls][b.zone] -= count * g.gpu_w;
+  if (g.team >= 0 && a.team_usd[g.team] < kInf) a.team_usd[g.team] -= count * g.gpu_w * PerGpu(b);
+}
+
+bool Planner::Within(const Group& g, const NodeOffer& b, const Allowances& a, double slack) const {
+  if (g.gpu_w <= 0) return true;
+  if (b.spot && a.spot[g.cls] < -slack) return false;
+  if (classes_[g.cls].zone_limited && b.zone >= 0 && a.zone[g.cls][b.zone] < -slack) return false;
+  return g.team < 0 || a.team_usd[g.team] >= -slack;
 }
 
 int Planner::MaxOpen(const Option& o, const State& st) const {
@@ -98,12 +116,15 @@ int Planner::BlockOf(const Group& g, int option, const State& st) const {
   if (o.price > 0 && ((global_budget_hard_ && st.cost + o.price > global_budget_ + kEps) ||
                       (p.budget_hard && st.pool_cost[o.pool] + o.price > p.budget + kEps)))
     return kBlockBudget;
+  if (g.team >= 0 && o.price > 0 && st.allow.team_usd[g.team] < g.gpu_w * PerGpu(o) - kEps) return kBlockTeamBudget;
   if (st.added >= policy_.scaling.max_nodes_added_per_tick) return kBlockTick;
   if (st.pool_count[o.pool] >= p.pol.max_nodes) return kBlockPoolMax;
-  if (g.gpu_w > 0 && o.spot && st.spot_allow[g.cls] < g.gpu_w - kEps) return kBlockSpot;
-  NodeOffer zone_only = o;  // the spot share is checked above
+  if (g.gpu_w > 0 && o.spot && st.allow.spot[g.cls] < g.gpu_w - kEps) return kBlockSpot;
+  NodeOffer zone_only = o;  // the spot share and the team's cap are checked above
   zone_only.spot = false;
-  if (Limit(g, zone_only, st) == 0) return kBlockZone;
+  Group zone_group = g;
+  zone_group.team = -1;
+  if (Limit(zone_group, zone_only, st.allow) == 0) return kBlockZone;
   return kBlockNone;
 }
 
@@ -127,11 +148,11 @@ void Planner::PlaceOnExisting(State& st) {
         continue;
       if (b.spot && !g.interruptible) continue;
       if (g.rep->capacity_type && (*g.rep->capacity_type == CapacityType::kSpot) != b.spot) continue;
-      const int t = Take(b, g.shape, g.mig_by_type[b.type], std::min(st.rem[gi], Limit(g, b, st)));
+      const int t = Take(b, g.shape, g.mig_by_type[b.type], std::min(st.rem[gi], Limit(g, b, st.allow)));
       if (t <= 0) continue;
       b.content.emplace_back(gi, t);
       b.risk += t * Risk(g, b);
-      Consume(g, b, t, st);
+      Consume(g, b, t, st.allow);
       st.rem[gi] -= t;
     }
   }
@@ -190,7 +211,9 @@ void Planner::Greedy(State& st, const std::vector<int>& rank) const {
     active.resize(kept);
   }
   Bin scratch, best;
-  std::vector<double> used(classes_.size(), 0);  // allowance taken by the bin being evaluated
+  // Allowances taken by the bin being evaluated: GPUs per class, USD per team.
+  std::vector<double> used(classes_.size(), 0);
+  std::vector<double> used_team(teams_.size(), 0);
   std::vector<int> touched;
   while (true) {
     int best_o = -1;
@@ -206,17 +229,24 @@ void Planner::Greedy(State& st, const std::vector<int>& rank) const {
       double cost = scratch.price, value = 0;
       for (int c : touched) used[c] = 0;
       touched.clear();
+      std::fill(used_team.begin(), used_team.end(), 0.0);
       for (int g : og[o]) {
         if (st.rem[g] == 0) continue;
         const Group& grp = groups_[g];
-        int lim = Limit(grp, scratch, st);
+        int lim = Limit(grp, scratch, st.allow);
         if (lim != kNoLimit && used[grp.cls] > 0)
           lim = std::max(0, lim - int(std::ceil(used[grp.cls] / grp.gpu_w - 1e-7)));
+        if (grp.team >= 0 && used_team[grp.team] > 0) {
+          const double charge = grp.gpu_w * PerGpu(scratch);
+          if (charge > 0)
+            lim = std::min<double>(lim, std::max(0.0, std::floor((st.allow.team_usd[grp.team] - used_team[grp.team] + 1e-9) / charge)));
+        }
         const int t = Take(scratch, grp.shape, grp.mig_by_type[scratch.type], std::min(st.rem[g], lim));
         if (t <= 0) continue;
         if (grp.gpu_w > 0) {
           if (used[grp.cls] == 0) touched.push_back(grp.cls);
           used[grp.cls] += t * grp.gpu_w;
+          if (grp.team >= 0) used_team[grp.team] += t * grp.gpu_w * PerGpu(scratch);
         }
         scratch.content.emplace_back(g, t);
         const double r = t * Risk(grp, scratch);
@@ -237,20 +267,25 @@ void Planner::Greedy(State& st, const std::vector<int>& rank) const {
     const Option& o = options_[best_o];
     int64_t m = MaxOpen(o, st);
     std::map<int, double> per_class;
+    std::map<int, double> per_team;
     for (auto [g, t] : best.content) {
       m = std::min<int64_t>(m, st.rem[g] / t);
       per_class[groups_[g].cls] += t * groups_[g].gpu_w;
+      if (groups_[g].team >= 0) per_team[groups_[g].team] += t * groups_[g].gpu_w * PerGpu(best);
     }
     for (auto [c, need] : per_class) {
       if (need <= 0) continue;
-      if (best.spot && st.spot_allow[c] < kInf) m = std::min<int64_t>(m, int64_t(std::floor((st.spot_allow[c] + 1e-7) / need)));
-      if (classes_[c].zone_limited) m = std::min<int64_t>(m, int64_t(std::floor((st.zone_allow[c][best.zone] + 1e-7) / need)));
+      if (best.spot && st.allow.spot[c] < kInf) m = std::min<int64_t>(m, int64_t(std::floor((st.allow.spot[c] + 1e-7) / need)));
+      if (classes_[c].zone_limited) m = std::min<int64_t>(m, int64_t(std::floor((st.allow.zone[c][best.zone] + 1e-7) / need)));
     }
+    for (auto [team, need] : per_team)
+      if (need > 0 && st.allow.team_usd[team] < kInf)
+        m = std::min<int64_t>(m, int64_t(std::floor((st.allow.team_usd[team] + 1e-9) / need)));
     m = std::max<int64_t>(1, m);
     best.mult = int(m);
     for (auto [g, t] : best.content) {
       st.rem[g] -= int(t * m);
-      Consume(groups_[g], best, double(t) * m, st);
+      Consume(groups_[g], best, double(t) * m, st.allow);
     }
     st.pool_count[o.pool] += int(m);
     st.pool_cost[o.pool] += o.price * m;
@@ -262,6 +297,7 @@ void Planner::Greedy(State& st, const std::vector<int>& rank) const {
 
 void Planner::Classify(State& st) const {
   st.blocked.assign(groups_.size(), -1);
+  st.team_blocked.assign(groups_.size(), 0);
   for (size_t gi = 0; gi < groups_.size(); ++gi) {
     if (st.rem[gi] == 0 || groups_[gi].has_static_reason) continue;
     int best = 99;
@@ -270,9 +306,11 @@ void Planner::Classify(State& st) const {
       if (b != kBlockNone) best = std::min(best, b);
     }
     static const UnplacedReason kMap[] = {UnplacedReason::kNoOfferingFits, UnplacedReason::kBudget,
-                                          UnplacedReason::kMaxNodesPerTick, UnplacedReason::kPoolMax,
-                                          UnplacedReason::kSpotShare, UnplacedReason::kZoneSpread};
+                                          UnplacedReason::kBudget,          UnplacedReason::kMaxNodesPerTick,
+                                          UnplacedReason::kPoolMax,         UnplacedReason::kSpotShare,
+                                          UnplacedReason::kZoneSpread};
     st.blocked[gi] = int(best == 99 ? UnplacedReason::kNoOfferingFits : kMap[best]);
+    st.team_blocked[gi] = best == kBlockTeamBudget;
   }
 }
 
@@ -322,43 +360,68 @@ State Planner::ScaleUp(const State& base) {
     Classify(best);
     return best;
   };
-  State st = solve(base);
-  bool budget_blocked = false;
-  for (size_t g = 0; g < ng; ++g) budget_blocked = budget_blocked || st.blocked[g] == int(UnplacedReason::kBudget);
-  if (!budget_blocked || !any_hard_budget_) return st;
+  // A hard global or pool budget binds: keep the highest-priority prefix of
+  // all demand that fits under it. Then the same within each team whose hard
+  // cap binds, so one team's cap never cuts another team's work. What is cut
+  // stays unplaced with reason budget.
+  State start = base;
+  State st = solve(start);
+  if (!any_hard_budget_) return st;
+  auto blocked_by = [&](const State& s, int team) {
+    for (size_t g = 0; g < ng; ++g)
+      if (s.blocked[g] == int(UnplacedReason::kBudget) && (team < 0 ? !s.team_blocked[g] : groups_[g].team == team))
+        return true;
+    return false;
+  };
+  if (blocked_by(st, -1)) {
+    std::vector<int> all(ng);
+    for (size_t i = 0; i < ng; ++i) all[i] = int(i);
+    st = KeepPriorityPrefix(start, all, false, solve, [&](const State& s) { return !blocked_by(s, -1); });
+  }
+  for (int team = 0; team < int(teams_.size()); ++team) {
+    if (!blocked_by(st, team)) continue;
+    std::vector<int> scope;
+    for (size_t g = 0; g < ng; ++g)
+      if (groups_[g].team == team) scope.push_back(int(g));
+    st = KeepPriorityPrefix(start, scope, true, solve, [&](const State& s) { return !blocked_by(s, team); });
+  }
+  return st;
+}
 
-  // A hard budget binds: keep the highest-priority prefix of the demand that
-  // fits under it, and leave the rest unplaced with reason budget.
-  std::vector<int> order(ng);
-  for (size_t i = 0; i < ng; ++i) order[i] = int(i);
+State Planner::KeepPriorityPrefix(State& base, const std::vector<int>& scope, bool by_team,
+                                  const std::function<State(const State&)>& solve,
+                                  const std::function<bool(const State&)>& fits) const {
+  std::vector<int> order = scope;
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return groups_[a].priority > groups_[b].priority; });
+  int pending = 0;
+  for (int g : order) pending += base.rem[g];
   auto limited = [&](int k) {
     State s = base;
     for (int g : order) {
       const int take = std::min(s.rem[g], k);
-      s.budget_cut[g] = s.rem[g] - take;
+      s.budget_cut[g] += s.rem[g] - take;
+      s.cut_by_team[g] = by_team && take < s.rem[g];
       s.rem[g] = take;
       k -= take;
     }
     return s;
   };
-  auto ok = [&](const State& s) {
-    for (size_t g = 0; g < ng; ++g)
-      if (s.blocked[g] == int(UnplacedReason::kBudget)) return false;
-    return true;
-  };
-  int lo = 0, hi = pending;  // lo feasible
-  State best = solve(limited(0));
+  int lo = 0, hi = pending;  // lo fits
+  State kept_base = limited(0);
+  State best = solve(kept_base);
   while (lo < hi) {
     const int mid = lo + (hi - lo + 1) / 2;
-    State s = solve(limited(mid));
-    if (ok(s)) {
+    State start = limited(mid);
+    State s = solve(start);
+    if (fits(s)) {
       lo = mid;
       best = std::move(s);
+      kept_base = std::move(start);
     } else {
       hi = mid - 1;
     }
   }
+  base = std::move(kept_base);  // later cuts start from this one
   return best;
 }
 

@@ -261,6 +261,36 @@ TEST(Controller, ALaunchNoOfferingOfWhichFitsTheHardBudgetIsRecordedAndNeverSent
       << (*actions)[0].detail;
 }
 
+// budget.teams: the team's share of what a fallback buys counts against its
+// cap. Two 1-GPU units of team ml: spot ($0.80/h) fits its $1.00/h cap,
+// the on-demand fallback ($2.00/h) does not, and the global cap is unset.
+TEST(Controller, AFallbackThatWouldBreakATeamsHardBudgetIsNotSent) {
+  Policy p = TestPolicy();
+  p.classes[0].team = "ml";
+  p.budget.per_team["ml"].hourly_usd = 1.0;
+  Harness h(p);
+  DemandUnit unit;
+  unit.workload_class = "batch";
+  unit.gpus = 1;
+  unit.id = "u1";
+  DemandUnit other = unit;
+  other.id = "u2";
+  h.work.SetPending({unit, other});
+  h.cloud.no_capacity = {"g5.xlarge/us-east-1a/spot"};
+  LaunchAction launch = h.Launch("g5.xlarge/us-east-1a/spot", 2, {"g5.xlarge/us-east-1a/on-demand"});
+  launch.unit_ids = {"u1", "u2"};
+  h.next_plan.launches = {launch};
+  TickReport r = h.controller->Tick();
+  ASSERT_EQ(h.cloud.launches.size(), 1u);
+  ASSERT_EQ(h.cloud.launches[0].offerings.size(), 1u);
+  EXPECT_EQ(h.cloud.launches[0].offerings[0].Key(), "g5.xlarge/us-east-1a/spot");
+  EXPECT_EQ(r.nodes_launched, 0);
+  bool noted = false;
+  for (const std::string& n : r.governor.notes)
+    noted |= n.find("would exceed the hard team ml budget ($1.00/h left of $1.00/h)") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
 // disruption.disruption_interval: a rolling window, per pool, of the nodes
 // plans removed; interruptions do not count.
 TEST(Controller, RecentlyDisruptedIsARollingWindowOfTheNodesPlansRemoved) {

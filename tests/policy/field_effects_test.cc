@@ -326,6 +326,38 @@ const std::vector<FieldCase>& Cases() {
          EXPECT_TRUE(set.unplaced.empty());
          EXPECT_NE(set.summary.find("pool gpu over soft budget"), std::string::npos) << set.summary;
        }},
+      {"budget.teams.<team>.hourly_usd", [](Policy& p) { p.budget.per_team["ml"].hourly_usd = 2.0; },
+       [](Snapshot& s, Policy& p) {
+         p.classes[0].team = "ml";
+         OnDemandUnits(4)(s, p);
+       },
+       CapsLaunches(4, 2, UnplacedReason::kBudget)},
+      {"budget.teams.<team>.monthly_usd", [](Policy& p) { p.budget.per_team["ml"].monthly_usd = 1000; },
+       [](Snapshot& s, Policy& p) {
+         p.classes[0].team = "ml";
+         s.month_to_date_usd = 5000;  // the fleet's: not this team's cap
+         s.month_to_date_usd_by_team["ml"] = 900;
+         s.hours_left_in_month = 100;  // $1/h left
+         OnDemandUnits(4)(s, p);
+       },
+       NodesLaunched(4, 1)},
+      {"budget.teams.<team>.hard", [](Policy& p) { p.budget.per_team["ml"].hard = false; },
+       [](Snapshot& s, Policy& p) {
+         p.classes[0].team = "ml";
+         p.budget.per_team["ml"].hourly_usd = 1.0;
+         OnDemandUnits(4)(s, p);
+       },
+       [](const Plan& base, const Plan& set) {
+         EXPECT_EQ(Unplaced(base, UnplacedReason::kBudget), 3);
+         EXPECT_TRUE(set.unplaced.empty());
+         EXPECT_NE(set.summary.find("team ml over soft budget $1.00/h"), std::string::npos) << set.summary;
+       }},
+      {"classes[].team", [](Policy& p) { p.classes[0].team = "ml"; },
+       [](Snapshot& s, Policy& p) {
+         p.budget.per_team["ml"].hourly_usd = 2.0;
+         OnDemandUnits(4)(s, p);
+       },
+       CapsLaunches(4, 2, UnplacedReason::kBudget)},
 
       // --- spot ---
       {"spot.max_price_fraction_of_on_demand", [](Policy& p) { p.spot.max_price_fraction_of_on_demand = 0.35; },

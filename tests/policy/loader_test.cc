@@ -277,6 +277,13 @@ TEST(PolicyLoader, RejectsInvalidPoliciesWithFieldLineAndMessage) {
        false, "pools[0].name", 5, "required field is missing"},
       {"budget for an unknown pool", "budget: {pools: {gpuu: {hourly_usd: 1}}}\n", true,
        "budget.pools.gpuu", 7, "unknown pool 'gpuu' (did you mean 'gpu'?)"},
+      {"budget for a team no class names",
+       "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses: [{name: a, team: ml}]\n"
+       "budget: {teams: {mll: {hourly_usd: 1}}}\n",
+       false, "budget.teams.mll", 5, "no class names team 'mll' (classes[].team) (did you mean 'ml'?)"},
+      {"empty team",
+       "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n  - name: a\n    team: \"\"\n",
+       false, "classes[0].team", 6, "must not be empty"},
       {"unknown signal source", "signals: {max_staleness: {promethues: 1m}}\n", true,
        "signals.max_staleness.promethues", 7, "(did you mean 'prometheus'?)"},
       {"zero staleness", "signals: {max_staleness: {dcgm: 0s}}\n", true,

@@ -251,6 +251,25 @@ inline std::vector<std::string> CheckPlan(const Snapshot& s, const Policy& p, co
   if (opt.check_budget && p.budget.global.hourly_usd && p.budget.global.hard && !plan.launches.empty() &&
       plan.cost_after_usd_per_hour > *p.budget.global.hourly_usd + 1e-6)
     bad.push_back("hard budget exceeded");
+  // A team's hard hourly cap: its share (GPUs held x price per GPU) of the
+  // nodes its work runs on, existing and launched, stays within the cap.
+  for (const auto& [team, cap] : p.budget.per_team) {
+    if (!opt.check_budget || !cap.hard || !cap.hourly_usd) continue;
+    auto per_gpu = [&](const Offering& o) {
+      for (const auto& t : s.instance_types)
+        if (t.name == o.instance_type) return t.gpu_count > 0 ? o.usd_per_hour / t.gpu_count : 0.0;
+      return 0.0;
+    };
+    double spend = 0;
+    for (const auto& n : s.nodes)
+      for (const auto& u : n.running)
+        if (n.state != NodeState::kTerminating && TeamOf(u, p) == team) spend += GpuShare(u) * per_gpu(n.offering);
+    for (const auto& l : plan.launches)
+      for (const auto& id : l.unit_ids)
+        for (const auto& u : s.pending)
+          if (u.id == id && TeamOf(u, p) == team) spend += GpuShare(u) * per_gpu(l.offering);
+    if (spend > *cap.hourly_usd + 1e-6) bad.push_back("team " + team + " hard budget exceeded");
+  }
   return bad;
 }
 

@@ -410,6 +410,44 @@ TEST(Planner, ChargesAPoolsMonthlyCapWithThatPoolsSpendOnly) {
   EXPECT_EQ(ReasonCounts(plan)[UnplacedReason::kBudget], 3);
 }
 
+TEST(Planner, ATeamCapCutsOnlyThatTeamsWorkAndSaysWhose) {
+  Snapshot s = BaseSnapshot();
+  s.pending = Units("ml-", 4, OnDemandOnly(Unit("", 1)));
+  for (const auto& u : Units("research-", 4, OnDemandOnly(Unit("", 1, 2000, 8192, "training")))) s.pending.push_back(u);
+  Policy p = BasePolicy();
+  p.classes[0].team = "ml";
+  p.classes[1].team = "research";
+  p.budget.per_team["ml"].hourly_usd = 2.0;  // two g6.xlarge at $0.805/h
+  const Plan plan = MakePlan(s, p);
+  ExpectValid(s, p, plan);
+  ASSERT_EQ(plan.unplaced.size(), 2u) << plan.summary;
+  for (const auto& u : plan.unplaced) {
+    EXPECT_EQ(u.workload_class, "inference");
+    EXPECT_EQ(u.reason, UnplacedReason::kBudget);
+    EXPECT_NE(u.detail.find("team ml"), std::string::npos) << u.detail;
+  }
+}
+
+TEST(Planner, ATeamIsChargedItsShareOfANodeLikeTheCostReport) {
+  Snapshot s = BaseSnapshot();
+  DemandUnit big_node_only = OnDemandOnly(Unit("", 1));
+  big_node_only.instance_types = {"g6.12xlarge"};  // 4 L4 at $4.602/h: $1.1505 per GPU
+  s.pending = Units("u", 4, big_node_only);
+  Policy p = BasePolicy();
+  p.classes[0].team = "ml";
+  p.budget.per_team["ml"].hourly_usd = 2.5;  // two GPUs' worth
+  Plan plan = MakePlan(s, p);
+  ExpectValid(s, p, plan);
+  EXPECT_EQ(LaunchedNodes(plan), 1);
+  EXPECT_EQ(ReasonCounts(plan)[UnplacedReason::kBudget], 2) << plan.summary;
+  // Work already running on such a node counts against the same cap.
+  s.nodes.push_back(MakeNode(s, "n1", "g6.12xlarge", "us-east-1a", CapacityType::kOnDemand));
+  s.nodes.back().running = {Unit("running", 1)};
+  plan = MakePlan(s, p);
+  ExpectValid(s, p, plan);
+  EXPECT_EQ(ReasonCounts(plan)[UnplacedReason::kBudget], 3) << plan.summary;
+}
+
 TEST(Planner, CapsTheSpotShareOfAClass) {
   Snapshot s = BaseSnapshot();
   s.pending = Units("u", 8, Unit("", 1));

@@ -20,6 +20,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "gpuscaler/cloud/provider.h"
@@ -74,27 +75,40 @@ struct ActuationResult {
   bool failed = false;
 };
 
-// What the hard budget caps (global and per pool; hourly, and monthly spread
-// over the hours left) leave for launches this tick: the fleet's spend rate
-// after the plan's terminations, plus what this tick has launched so far.
-// Soft caps are not enforced here (the planner plans past them, with a
-// warning).
+// What the hard budget caps (global, per pool and per team; hourly, and
+// monthly spread over the hours left) leave for launches this tick: the
+// spend rate after the plan's terminations, plus what this tick has launched
+// so far. The global and pool caps are charged with node prices; a team's
+// with its share of them (the GPUs its units hold x the node's price per
+// GPU, as the planner and the cost report count it). Soft caps are not
+// enforced here (the planner plans past them, with a warning).
 class BudgetGuard {
  public:
   BudgetGuard(const Snapshot& snapshot, const Plan& plan, const Policy& policy);
-  // Why `count` nodes of `offering` in `pool` would break a hard cap (one
-  // line, with the amounts), or empty when they fit.
-  std::string Breach(const std::string& pool, const Offering& offering, int count) const;
-  // A node was launched at this price.
-  void Commit(const std::string& pool, double usd_per_hour);
+  // Why `count` nodes of `offering` for `launch` (its pool and units) would
+  // break a hard cap (one line, with the amounts), or empty when they fit.
+  std::string Breach(const LaunchAction& launch, const Offering& offering, int count) const;
+  // One node of `launch` was launched as `offering`.
+  void Commit(const LaunchAction& launch, const Offering& offering);
 
  private:
   struct Cap {
     double limit = 0;  // USD per hour; infinity: no hard cap
     double spend = 0;  // USD per hour
   };
+  // What `count` of `launch`'s nodes bought as `offering` add to each
+  // capped team's spend.
+  std::map<std::string, double> TeamCharges(const LaunchAction& launch, const Offering& offering, int count) const;
+
+  struct TeamShare {
+    std::string team;
+    double gpus = 0;
+  };
+  const Snapshot& snapshot_;
   Cap global_;
   std::map<std::string, Cap> pools_;
+  std::map<std::string, Cap> teams_;
+  std::unordered_map<std::string, TeamShare> pending_by_id_;  // pending units of capped teams
 };
 
 // The node state an instance state stands for.

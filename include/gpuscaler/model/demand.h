@@ -17,6 +17,9 @@ namespace gpuscaler {
 struct DemandUnit {
   std::string id;                // pod uid, job id, or "<class>/<n>" for queue-derived units
   std::string workload_class;    // policy class name
+  // Who pays for it when it is not its class's team (a pod label in
+  // Kubernetes); empty: the class's team. See TeamOf (policy.h).
+  std::string team;
   // Whole GPUs; all of them on one node. 0 with gpu_milli or mig_profile set
   // means a fraction of one GPU; 0 with neither means CPU-only work.
   int gpus = 0;

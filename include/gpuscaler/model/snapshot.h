@@ -31,6 +31,9 @@ struct Snapshot {
   // its own spend only).
   double month_to_date_usd = 0;
   std::map<std::string, double> month_to_date_usd_by_pool;
+  // Each team's share of this month's spend (the cost report's attribution:
+  // node price x the team's share of the node's GPUs), for budget.teams caps.
+  std::map<std::string, double> month_to_date_usd_by_team;
   // Hours left in the month at `time` (for monthly budget caps).
   double hours_left_in_month = 0;
   // Per node pool: nodes disrupted (removed by a plan: emptied or

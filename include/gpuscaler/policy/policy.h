@@ -185,4 +185,8 @@ struct Policy {
   const WorkloadClassPolicy* FindClass(const std::string& name) const;
 };
 
+// The team that pays for `unit`: its own team when set, else its class's
+// (empty when neither names one).
+const std::string& TeamOf(const DemandUnit& unit, const Policy& policy);
+
 }  // namespace gpuscaler
