@@ -419,7 +419,9 @@ TEST(PolicyFieldEffects, EveryPlannerFieldChangesThePlanAsDocumented) {
 //  pools[].taints                  kube: PodDemand.TheRecordedPendingGpuPodIsOneGpuOfItsLabelClass
 //                                  (tests/kube/workload_test.cc: an intolerant pod gets no pool)
 //  pools[].actuation,
-//  pools[].auto_scaling_group      controller actuator (LaunchRequest::auto_scaling_group): none yet
+//  pools[].auto_scaling_group      DaemonAsg.ScalesTheGroupAndNeverTouchesAnotherInstallation
+//                                  (tests/cloud/daemon_asg_test.cc, the daemon against the emulator,
+//                                  read back with the aws CLI)
 //  classes[].match.namespaces,
 //  classes[].match.labels          kube: PodDemand.*, DemandFromCluster.* (tests/kube/workload_test.cc)
 //  classes[].target.*              daemon: SignalWorkSource.TurnsQueueDepthIntoGpusForTheTargetWait
@@ -427,17 +429,18 @@ TEST(PolicyFieldEffects, EveryPlannerFieldChangesThePlanAsDocumented) {
 //  classes[].scale_in_utilization_below
 //                                  daemon: SignalWorkSource.AnEmptyQueueEmptiesNodesButABusyNodeKeepsWork
 //  spot.fallback_to_on_demand      controller: Controller.NoOnDemandFallbackWhenThePolicyForbidsIt
-//  spot.fallback_duration          controller (starts Snapshot::spot_paused_classes): none yet; the
-//                                  planner side is Planner.KeepsSpotPausedClassesOnOnDemandWithTheReason
-//  scaling.tick_interval           daemon engine: none yet
+//  spot.fallback_duration          Controller.ASpotCapacityErrorKeepsTheClassOffSpotForTheFallbackDuration;
+//                                  the planner side is Planner.KeepsSpotPausedClassesOnOnDemandWithTheReason
+//  scaling.tick_interval           TickInterval.TheLoopRunsOncePerIntervalOfThePolicy (tests/sim)
 //  scaling.scale_down_stabilization
 //                                  controller: Controller.ScaleDownWaitsForTheStabilizationWindow
 //  scaling.scale_up_stabilization,
 //  scaling.scale_up_cooldown,
-//  scaling.scale_down_cooldown     controller governor (controller/scaling.cc): none yet
+//  scaling.scale_down_cooldown     GovernorFields.* (tests/controller/governor_fields_test.cc)
 //  scaling.max_nodes_*_per_tick    also the governor: ScalingGovernor.CapsNodesAddedAndRemovedPerTick
-//  disruption.disruption_interval  controller (fills Snapshot::recently_disrupted): none yet; the planner
-//                                  side is Planner.RemovesNothingMoreInAPoolWhoseDisruptionWindowIsFull
+//  disruption.disruption_interval  Controller.RecentlyDisruptedIsARollingWindowOfTheNodesPlansRemoved; the
+//                                  planner side is Planner.RemovesNothingMoreInAPoolWhoseDisruptionWindowIsFull
+//  budget.teams.* (actuator)       Controller.AFallbackThatWouldBreakATeamsHardBudgetIsNotSent
 //  disruption.do_not_disrupt_labels
 //                                  also the kube drain: DrainTest.DoNotDisruptOnAPodOrTheNodeRefusesBeforeCordoning
 //                                  shows the built-in keys; a key from the policy there: none yet

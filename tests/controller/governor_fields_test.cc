@@ -1,0 +1,114 @@
+// The scaling policy's damping fields, each shown by the plan the governor
+// lets through: scale-up stabilization, and the scale-up and scale-down
+// cooldowns (max_nodes_*_per_tick and scale-down stabilization have their
+// own tests in controller_test.cc).
+#include <gtest/gtest.h>
+
+#include "gpuscaler/controller/scaling.h"
+
+namespace gpuscaler {
+namespace {
+
+Plan Launch(int count) {
+  LaunchAction l;
+  l.pool = "gpu";
+  l.count = count;
+  Plan p;
+  p.launches = {l};
+  return p;
+}
+
+Plan Terminate(int count) {
+  TerminationAction t;
+  t.pool = "gpu";
+  Plan p;
+  p.terminations.assign(static_cast<size_t>(count), t);
+  return p;
+}
+
+ScalingPolicy Undamped() {
+  ScalingPolicy s;
+  s.scale_up_stabilization = Seconds(0);
+  s.scale_down_stabilization = Seconds(0);
+  s.scale_up_cooldown = Seconds(0);
+  s.scale_down_cooldown = Seconds(0);
+  return s;
+}
+
+bool Noted(const GovernorResult& r, const std::string& text) {
+  for (const std::string& n : r.notes)
+    if (n.find(text) != std::string::npos) return true;
+  return false;
+}
+
+// scaling.scale_up_stabilization: a pool grows only to the lowest size
+// recommended within the window, so a one-tick spike buys nothing.
+TEST(GovernorFields, ScaleUpStabilizationGrowsToTheWindowsLowestRecommendation) {
+  ScalingPolicy s = Undamped();
+  s.scale_up_stabilization = Seconds(60);
+  ScalingGovernor g;
+  const WallTime t0 = FromUnixSeconds(1000);
+  Plan first = Launch(2);
+  g.Apply(s, {{"gpu", 0}}, t0, &first);
+  EXPECT_EQ(first.launches[0].count, 2);  // the only recommendation in the window
+  Plan spike = Launch(3);
+  GovernorResult r = g.Apply(s, {{"gpu", 2}}, t0 + Seconds(10), &spike);
+  EXPECT_EQ(spike.launches[0].count, 0);  // the window's lowest is 2 nodes, the pool has them
+  EXPECT_TRUE(Noted(r, "scale-up stabilization window"));
+  EXPECT_TRUE(g.HasPendingHold());
+  Plan sustained = Launch(3);
+  g.Apply(s, {{"gpu", 2}}, t0 + Seconds(71), &sustained);
+  EXPECT_EQ(sustained.launches[0].count, 3);  // 5 recommended for a whole window
+
+  ScalingGovernor undamped;
+  Plan a = Launch(2), b = Launch(3);
+  undamped.Apply(Undamped(), {{"gpu", 0}}, t0, &a);
+  undamped.Apply(Undamped(), {{"gpu", 2}}, t0 + Seconds(10), &b);
+  EXPECT_EQ(b.launches[0].count, 3);
+}
+
+// scaling.scale_up_cooldown: no launch in a pool within the cooldown of its
+// last scale-up.
+TEST(GovernorFields, ScaleUpCooldownHoldsLaunchesAfterTheLastScaleUp) {
+  ScalingPolicy s = Undamped();
+  s.scale_up_cooldown = Seconds(120);
+  ScalingGovernor g;
+  const WallTime t0 = FromUnixSeconds(1000);
+  g.RecordScaleUp("gpu", t0);
+  Plan held = Launch(2);
+  GovernorResult r = g.Apply(s, {{"gpu", 1}}, t0 + Seconds(119), &held);
+  EXPECT_EQ(held.launches[0].count, 0);
+  EXPECT_EQ(r.launches_held, 2);
+  EXPECT_TRUE(Noted(r, "pool gpu: scale-up cooldown"));
+  Plan sent = Launch(2);
+  g.Apply(s, {{"gpu", 1}}, t0 + Seconds(120), &sent);
+  EXPECT_EQ(sent.launches[0].count, 2);
+}
+
+// scaling.scale_down_cooldown: no removal in a pool within the cooldown of
+// its last scale-up or scale-down.
+TEST(GovernorFields, ScaleDownCooldownHoldsRemovalsAfterTheLastScaleUpOrDown) {
+  ScalingPolicy s = Undamped();
+  s.scale_down_cooldown = Seconds(300);
+  const WallTime t0 = FromUnixSeconds(1000);
+  for (bool after_up : {true, false}) {
+    SCOPED_TRACE(after_up ? "after a scale-up" : "after a scale-down");
+    ScalingGovernor g;
+    if (after_up) {
+      g.RecordScaleUp("gpu", t0);
+    } else {
+      g.RecordScaleDown("gpu", t0);
+    }
+    Plan held = Terminate(2);
+    GovernorResult r = g.Apply(s, {{"gpu", 4}}, t0 + Seconds(299), &held);
+    EXPECT_TRUE(held.terminations.empty());
+    EXPECT_EQ(r.terminations_held, 2);
+    EXPECT_TRUE(Noted(r, "pool gpu: scale-down cooldown"));
+    Plan sent = Terminate(2);
+    g.Apply(s, {{"gpu", 4}}, t0 + Seconds(300), &sent);
+    EXPECT_EQ(sent.terminations.size(), 2u);
+  }
+}
+
+}  // namespace
+}  // namespace gpuscaler
