@@ -6,110 +6,17 @@
 #include <unordered_map>
 
 #include "gpuscaler/solver/planner.h"
+#include "sim/baseline_fit.h"
 
 namespace gpuscaler::sim {
 namespace {
 
-bool Contains(const std::vector<std::string>& v, const std::string& s) {
-  return std::find(v.begin(), v.end(), s) != v.end();
-}
-
-// Free capacity of one node (existing or opened by this plan).
-struct Bin {
-  std::string pool;
-  const Offering* offering = nullptr;
-  const InstanceType* type = nullptr;
-  const GpuModel* gpu = nullptr;
-  std::vector<int> free_milli;
-  int64_t free_cpu = 0;
-  int64_t free_mem = 0;
-  std::string node_id;      // existing node
-  int launch_ordinal = -1;  // new node: index into `opened`
-  bool accepts = true;
-};
-
-int UnitMilli(const DemandUnit& u, const GpuModel* gpu) {
-  if (u.gpus > 0) return 1000;
-  if (u.gpu_milli > 0) return u.gpu_milli;
-  if (!u.mig_profile.empty() && gpu != nullptr) {
-    const MigProfile* p = gpu->FindMigProfile(u.mig_profile);
-    if (p != nullptr) return p->ShareMilli();
-    return -1;
-  }
-  return u.mig_profile.empty() ? 0 : -1;
-}
-
-bool GpuMatches(const DemandUnit& u, const GpuModel* gpu) {
-  if (!NeedsGpu(u)) return true;
-  if (gpu == nullptr) return false;
-  if (!u.gpu_models.empty() && !Contains(u.gpu_models, gpu->name) && !Contains(u.gpu_models, gpu->short_name)) {
-    return false;
-  }
-  return u.min_gpu_memory_mib <= gpu->memory_mib;
-}
-
-bool Admits(const Policy& policy, const DemandUnit& u, const std::string& pool, const Offering& o) {
-  if (!u.interruptible && o.capacity_type == CapacityType::kSpot) return false;
-  if (u.capacity_type && *u.capacity_type != o.capacity_type) return false;
-  if (!u.pool.empty() && u.pool != pool) return false;
-  if (!u.zones.empty() && !Contains(u.zones, o.zone)) return false;
-  if (!u.instance_types.empty() && !Contains(u.instance_types, o.instance_type)) return false;
-  if (const WorkloadClassPolicy* c = policy.FindClass(u.workload_class)) {
-    if (!c->pools.empty() && !Contains(c->pools, pool)) return false;
-    if (!c->interruptible && o.capacity_type == CapacityType::kSpot) return false;
-  }
-  return true;
-}
-
-bool PoolAllows(const NodePoolPolicy& p, const Offering& o, const InstanceType& t, const GpuModel* gpu) {
-  if (t.gpu_count == 0) return false;
-  if (!p.instance_types.empty() || !p.families.empty()) {
-    if (!Contains(p.instance_types, t.name) && !Contains(p.families, t.family)) return false;
-  }
-  if (!p.gpu_models.empty() && (gpu == nullptr || (!Contains(p.gpu_models, gpu->name) &&
-                                                   !Contains(p.gpu_models, gpu->short_name)))) {
-    return false;
-  }
-  if (!p.regions.empty() && !Contains(p.regions, o.region)) return false;
-  if (!p.zones.empty() && !Contains(p.zones, o.zone)) return false;
-  return std::find(p.capacity_types.begin(), p.capacity_types.end(), o.capacity_type) != p.capacity_types.end();
-}
-
-bool TryFit(const DemandUnit& u, Bin& b, bool commit) {
-  if (!b.accepts) return false;
-  if (!GpuMatches(u, b.gpu)) return false;
-  if (u.cpu_milli > b.free_cpu || u.memory_mib > b.free_mem) return false;
-  const int milli = UnitMilli(u, b.gpu);
-  if (milli < 0) return false;
-  std::vector<size_t> take;
-  if (milli == 1000) {
-    for (size_t g = 0; g < b.free_milli.size() && static_cast<int>(take.size()) < u.gpus; ++g) {
-      if (b.free_milli[g] == 1000) take.push_back(g);
-    }
-    if (static_cast<int>(take.size()) < u.gpus) return false;
-  } else if (milli > 0) {
-    for (size_t g = 0; g < b.free_milli.size(); ++g) {
-      if (b.free_milli[g] >= milli) {
-        take.push_back(g);
-        break;
-      }
-    }
-    if (take.empty()) return false;
-  }
-  if (commit) {
-    for (size_t g : take) b.free_milli[g] -= milli;
-    b.free_cpu -= u.cpu_milli;
-    b.free_mem -= u.memory_mib;
-  }
-  return true;
-}
-
-struct Candidate {
-  std::string pool;
-  const Offering* offering;
-  const InstanceType* type;
-  const GpuModel* gpu;
-};
+using baseline_detail::Admits;
+using baseline_detail::Bin;
+using baseline_detail::Candidate;
+using baseline_detail::Contains;
+using baseline_detail::FitIndex;
+using baseline_detail::TryFit;
 
 // Orders candidates for one unit; the first is launched, the rest are fallbacks.
 using Ranker = std::function<void(const DemandUnit&, std::vector<Candidate>*)>;
@@ -117,56 +24,15 @@ using Ranker = std::function<void(const DemandUnit&, std::vector<Candidate>*)>;
 Plan GreedyPlan(const Snapshot& s, const Policy& policy, bool spot_allowed, const Ranker& rank,
                 const std::string& name) {
   Plan plan;
-  std::unordered_map<std::string, const InstanceType*> types;
-  for (const InstanceType& t : s.instance_types) types[t.name] = &t;
-  auto gpu_of = [&](const InstanceType* t) -> const GpuModel* {
-    if (t == nullptr) return nullptr;
-    for (const GpuModel& g : s.gpu_models) {
-      if (g.name == t->gpu_model) return &g;
-    }
-    return nullptr;
-  };
-  auto make_bin = [&](const std::string& pool, const Offering& o) {
-    Bin b;
-    b.pool = pool;
-    b.offering = &o;
-    auto it = types.find(o.instance_type);
-    b.type = it == types.end() ? nullptr : it->second;
-    b.gpu = gpu_of(b.type);
-    if (b.type != nullptr) {
-      b.free_milli.assign(static_cast<size_t>(b.type->gpu_count), 1000);
-      b.free_cpu = int64_t{b.type->vcpus} * 1000;
-      b.free_mem = b.type->memory_mib;
-    }
-    return b;
-  };
-
-  std::vector<Bin> bins;
+  const FitIndex index(s);
+  std::vector<Bin> bins = index.ExistingBins();
   std::map<std::string, int> pool_nodes;
   for (const Node& n : s.nodes) {
     plan.cost_before_usd_per_hour += n.offering.usd_per_hour;
-    if (n.state == NodeState::kTerminating) continue;
-    pool_nodes[n.pool] += 1;
-    Bin b = make_bin(n.pool, n.offering);
-    b.node_id = n.id;
-    b.accepts = n.AcceptsWork();
-    for (const DemandUnit& u : n.running) TryFit(u, b, true);
-    bins.push_back(std::move(b));
+    if (n.state != NodeState::kTerminating) pool_nodes[n.pool] += 1;
   }
   const size_t existing = bins.size();
-
-  // Candidate offerings once: (pool, offering) pairs the policy allows.
-  std::vector<Candidate> all;
-  for (const NodePoolPolicy& p : policy.pools) {
-    for (const Offering& o : s.offerings) {
-      if (!o.available) continue;
-      if (!spot_allowed && o.capacity_type == CapacityType::kSpot) continue;
-      auto it = types.find(o.instance_type);
-      if (it == types.end()) continue;
-      const GpuModel* gpu = gpu_of(it->second);
-      if (PoolAllows(p, o, *it->second, gpu)) all.push_back({p.name, &o, it->second, gpu});
-    }
-  }
+  const std::vector<Candidate> all = index.Candidates(policy, spot_allowed);
 
   std::map<std::pair<std::string, std::string>, int> launch_of;  // (pool, key) -> launch index
   std::vector<std::string> used_nodes;
@@ -195,7 +61,7 @@ Plan GreedyPlan(const Snapshot& s, const Policy& policy, bool spot_allowed, cons
       if (!Admits(policy, u, c.pool, *c.offering)) continue;
       const NodePoolPolicy* pool = policy.FindPool(c.pool);
       if (pool != nullptr && pool_nodes[c.pool] >= pool->max_nodes) continue;
-      Bin probe = make_bin(c.pool, *c.offering);
+      Bin probe = index.EmptyBin(c.pool, *c.offering);
       if (TryFit(u, probe, false)) cands.push_back(c);
     }
     if (cands.empty()) {
@@ -219,7 +85,7 @@ Plan GreedyPlan(const Snapshot& s, const Policy& policy, bool spot_allowed, cons
       plan.launches.push_back(std::move(l));
     }
     LaunchAction& l = plan.launches[static_cast<size_t>(it->second)];
-    Bin b = make_bin(best.pool, *best.offering);
+    Bin b = index.EmptyBin(best.pool, *best.offering);
     b.launch_ordinal = l.count;
     TryFit(u, b, true);
     bins.push_back(std::move(b));
@@ -266,7 +132,8 @@ Plan GreedyPlan(const Snapshot& s, const Policy& policy, bool spot_allowed, cons
 }  // namespace
 
 const std::vector<std::string>& BaselineNames() {
-  static const std::vector<std::string> kNames = {"on-demand", "static-peak", "karpenter", "cluster-autoscaler"};
+  static const std::vector<std::string> kNames = {"on-demand", "static-peak", "karpenter", "greedy",
+                                                  "cluster-autoscaler"};
   return kNames;
 }
 
@@ -277,7 +144,7 @@ Policy ForceOnDemand(Policy policy) {
   return policy;
 }
 
-PlannerFn KarpenterLikePlanner() {
+PlannerFn CheapestNodeGreedyPlanner() {
   return [](const Snapshot& s, const Policy& policy) {
     auto rank = [](const DemandUnit&, std::vector<Candidate>* c) {
       std::stable_sort(c->begin(), c->end(), [](const Candidate& a, const Candidate& b) {
@@ -288,7 +155,7 @@ PlannerFn KarpenterLikePlanner() {
         return a.offering->Key() < b.offering->Key();
       });
     };
-    return GreedyPlan(s, policy, true, rank, "karpenter-like");
+    return GreedyPlan(s, policy, true, rank, "greedy");
   };
 }
 

@@ -7,11 +7,13 @@
 //  - "static-peak": provisions, from the first tick, the largest number of
 //    nodes per offering and pool that the on-demand run ever had, and never
 //    removes any.
-//  - "karpenter": Karpenter-like greedy: each pending unit goes first-fit on
-//    free capacity, else on a new node of the cheapest offering that fits,
-//    spot first for interruptible work, with the other offerings (other zones,
-//    then on-demand) as capacity fallbacks; empty nodes are removed. No
-//    interruption-risk model, no budget.
+//  - "karpenter": Karpenter v1's provisioning and disruption rules with its
+//    defaults (karpenter_baseline.cc, docs/simulator.md).
+//  - "greedy": a cost-first greedy: each pending unit goes first-fit on free
+//    capacity, else on a new node of the cheapest offering that fits it
+//    alone, spot first for interruptible work, with the other offerings
+//    (other zones, then on-demand) as capacity fallbacks; empty nodes are
+//    removed after min_node_age. No interruption-risk model, no budget.
 //  - "cluster-autoscaler": Cluster-Autoscaler-like: on-demand node groups
 //    only, the least-waste expander (fewest idle GPUs, then CPU, then price)
 //    for new nodes; empty nodes are removed.
@@ -34,6 +36,7 @@ const std::vector<std::string>& BaselineNames();
 Policy ForceOnDemand(Policy policy);
 
 PlannerFn KarpenterLikePlanner();
+PlannerFn CheapestNodeGreedyPlanner();
 PlannerFn ClusterAutoscalerLikePlanner();
 // `peak`: (Offering::Key, pool) -> nodes to keep.
 PlannerFn StaticPeakPlanner(std::map<std::pair<std::string, std::string>, int> peak);

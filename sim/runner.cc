@@ -44,6 +44,7 @@ Replay::Replay(const Scenario& s, RunSpec spec, RunOptions options)
   result_.policy_name = spec_.policy.name;
   ControllerOptions copt = ControllerOptions::ForSimulation(spec_.policy);
   copt.source = "sim:" + spec_.name;
+  if (spec_.unavailable_for) copt.unavailable_base = copt.unavailable_max = *spec_.unavailable_for;
   copt.regions = s.regions;
   controller_ = std::make_unique<Controller>(world_.clock(), world_.cloud(), options_.store, world_.work(), s.catalog,
                                              spec_.policy, copt, spec_.planner);
@@ -182,6 +183,11 @@ Result<RunSpec> MakeRunSpec(const std::string& name, const Scenario& scenario, c
   }
   if (name == "karpenter") {
     spec.planner = KarpenterLikePlanner();
+    spec.unavailable_for = Seconds(180);  // the AWS provider's unavailable-offerings cache TTL
+    return spec;
+  }
+  if (name == "greedy") {
+    spec.planner = CheapestNodeGreedyPlanner();
     return spec;
   }
   if (name == "cluster-autoscaler") {

@@ -79,6 +79,9 @@ struct RunSpec {
   std::string name;
   Policy policy;
   PlannerFn planner;  // empty: MakePlan
+  // How long an offering stays marked unavailable after a capacity error,
+  // flat; unset: the controller's growing back-off.
+  std::optional<Seconds> unavailable_for;
 };
 
 struct RunOptions {

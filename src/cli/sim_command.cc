@@ -234,7 +234,7 @@ void RegisterSimCommand(CLI::App& app, int* exit_code) {
                   "Instance catalog; default config/catalogs/aws.yaml if found, else a built-in one");
   sim->add_option("--policy", o->policy_file, "Policy file; default: the scenario's (built-in demo policy)");
   sim->add_option("--baseline", o->baseline,
-                  "Run this instead of the planner: on-demand, static-peak, karpenter, cluster-autoscaler");
+                  "Run this instead of the planner: on-demand, static-peak, karpenter, greedy, cluster-autoscaler");
   sim->add_flag("--compare", o->compare, "Run the planner and every baseline side by side");
   sim->add_option("--seed", o->seed, "Random seed (default 1)");
   sim->add_option("--days", o->days, "Length of the replay in days (default: the scenario's)");

@@ -49,7 +49,7 @@ TEST(Replay, EveryRunKeepsTheInvariants) {
   for (const std::string& b : BaselineNames()) names.push_back(b);
   Result<std::vector<RunResult>> results = RunMany(s, names, {});
   ASSERT_TRUE(results.ok()) << results.error().ToString();
-  ASSERT_EQ(results->size(), 5u);
+  ASSERT_EQ(results->size(), 6u);
   for (const RunResult& r : *results) {
     CheckInvariants(s, r);
     if (r.name == "gpuscaler" || r.name == "on-demand") {
@@ -182,7 +182,7 @@ Scenario GoldenScenario() {
 TEST(Replay, GoldenTotalsOnTheSmallCommittedTrace) {
   const std::string dir = GoldenDir();
   Scenario s = GoldenScenario();
-  Result<std::vector<RunResult>> results = RunMany(s, {"karpenter", "cluster-autoscaler"}, {});
+  Result<std::vector<RunResult>> results = RunMany(s, {"karpenter", "greedy", "cluster-autoscaler"}, {});
   ASSERT_TRUE(results.ok());
 
   std::map<std::string, std::vector<double>> want;

@@ -1,0 +1,149 @@
+#include "sim/baseline_fit.h"
+
+#include <algorithm>
+
+namespace gpuscaler::sim::baseline_detail {
+namespace {
+
+int UnitMilli(const DemandUnit& u, const GpuModel* gpu) {
+  if (u.gpus > 0) return 1000;
+  if (u.gpu_milli > 0) return u.gpu_milli;
+  if (!u.mig_profile.empty() && gpu != nullptr) {
+    const MigProfile* p = gpu->FindMigProfile(u.mig_profile);
+    if (p != nullptr) return p->ShareMilli();
+    return -1;
+  }
+  return u.mig_profile.empty() ? 0 : -1;
+}
+
+bool GpuMatches(const DemandUnit& u, const GpuModel* gpu) {
+  if (!NeedsGpu(u)) return true;
+  if (gpu == nullptr) return false;
+  if (!u.gpu_models.empty() && !Contains(u.gpu_models, gpu->name) && !Contains(u.gpu_models, gpu->short_name)) {
+    return false;
+  }
+  return u.min_gpu_memory_mib <= gpu->memory_mib;
+}
+
+}  // namespace
+
+bool Contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+bool Admits(const Policy& policy, const DemandUnit& u, const std::string& pool, const Offering& o) {
+  if (!u.interruptible && o.capacity_type == CapacityType::kSpot) return false;
+  if (u.capacity_type && *u.capacity_type != o.capacity_type) return false;
+  if (!u.pool.empty() && u.pool != pool) return false;
+  if (!u.zones.empty() && !Contains(u.zones, o.zone)) return false;
+  if (!u.instance_types.empty() && !Contains(u.instance_types, o.instance_type)) return false;
+  if (const WorkloadClassPolicy* c = policy.FindClass(u.workload_class)) {
+    if (!c->pools.empty() && !Contains(c->pools, pool)) return false;
+    if (!c->interruptible && o.capacity_type == CapacityType::kSpot) return false;
+  }
+  return true;
+}
+
+bool PoolAllows(const NodePoolPolicy& p, const Offering& o, const InstanceType& t, const GpuModel* gpu) {
+  if (t.gpu_count == 0) return false;
+  if (!p.instance_types.empty() || !p.families.empty()) {
+    if (!Contains(p.instance_types, t.name) && !Contains(p.families, t.family)) return false;
+  }
+  if (!p.gpu_models.empty() && (gpu == nullptr || (!Contains(p.gpu_models, gpu->name) &&
+                                                   !Contains(p.gpu_models, gpu->short_name)))) {
+    return false;
+  }
+  if (!p.regions.empty() && !Contains(p.regions, o.region)) return false;
+  if (!p.zones.empty() && !Contains(p.zones, o.zone)) return false;
+  return std::find(p.capacity_types.begin(), p.capacity_types.end(), o.capacity_type) != p.capacity_types.end();
+}
+
+bool TryFit(const DemandUnit& u, Bin& b, bool commit) {
+  if (!b.accepts) return false;
+  if (!GpuMatches(u, b.gpu)) return false;
+  if (u.cpu_milli > b.free_cpu || u.memory_mib > b.free_mem) return false;
+  const int milli = UnitMilli(u, b.gpu);
+  if (milli < 0) return false;
+  std::vector<size_t> take;
+  if (milli == 1000) {
+    for (size_t g = 0; g < b.free_milli.size() && static_cast<int>(take.size()) < u.gpus; ++g) {
+      if (b.free_milli[g] == 1000) take.push_back(g);
+    }
+    if (static_cast<int>(take.size()) < u.gpus) return false;
+  } else if (milli > 0) {
+    for (size_t g = 0; g < b.free_milli.size(); ++g) {
+      if (b.free_milli[g] >= milli) {
+        take.push_back(g);
+        break;
+      }
+    }
+    if (take.empty()) return false;
+  }
+  if (commit) {
+    for (size_t g : take) b.free_milli[g] -= milli;
+    b.free_cpu -= u.cpu_milli;
+    b.free_mem -= u.memory_mib;
+  }
+  return true;
+}
+
+FitIndex::FitIndex(const Snapshot& s) : s_(s) {
+  for (const InstanceType& t : s.instance_types) types_[t.name] = &t;
+}
+
+const InstanceType* FitIndex::Type(const std::string& name) const {
+  auto it = types_.find(name);
+  return it == types_.end() ? nullptr : it->second;
+}
+
+const GpuModel* FitIndex::GpuOf(const InstanceType* t) const {
+  if (t == nullptr) return nullptr;
+  for (const GpuModel& g : s_.gpu_models) {
+    if (g.name == t->gpu_model) return &g;
+  }
+  return nullptr;
+}
+
+Bin FitIndex::EmptyBin(const std::string& pool, const Offering& o) const {
+  Bin b;
+  b.pool = pool;
+  b.offering = &o;
+  b.type = Type(o.instance_type);
+  b.gpu = GpuOf(b.type);
+  if (b.type != nullptr) {
+    b.free_milli.assign(static_cast<size_t>(b.type->gpu_count), 1000);
+    b.free_cpu = int64_t{b.type->vcpus} * 1000;
+    b.free_mem = b.type->memory_mib;
+  }
+  return b;
+}
+
+std::vector<Candidate> FitIndex::Candidates(const Policy& policy, bool spot_allowed) const {
+  std::vector<Candidate> all;
+  for (const NodePoolPolicy& p : policy.pools) {
+    for (const Offering& o : s_.offerings) {
+      if (!o.available) continue;
+      if (!spot_allowed && o.capacity_type == CapacityType::kSpot) continue;
+      const InstanceType* t = Type(o.instance_type);
+      if (t == nullptr) continue;
+      const GpuModel* gpu = GpuOf(t);
+      if (PoolAllows(p, o, *t, gpu)) all.push_back({p.name, &o, t, gpu});
+    }
+  }
+  return all;
+}
+
+std::vector<Bin> FitIndex::ExistingBins() const {
+  std::vector<Bin> bins;
+  for (const Node& n : s_.nodes) {
+    if (n.state == NodeState::kTerminating) continue;
+    Bin b = EmptyBin(n.pool, n.offering);
+    b.node_id = n.id;
+    b.accepts = n.AcceptsWork();
+    for (const DemandUnit& u : n.running) TryFit(u, b, true);
+    bins.push_back(std::move(b));
+  }
+  return bins;
+}
+
+}  // namespace gpuscaler::sim::baseline_detail

@@ -1,0 +1,66 @@
+// Shared by the greedy baselines (baselines.cc, karpenter_baseline.cc): a
+// node's free room as those autoscalers see it (whole GPUs, GPU fractions
+// and MIG slices by milli-GPU, vCPU, memory) and whether a unit may run on
+// an offering of a pool. Private to the simulator.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gpuscaler/model/snapshot.h"
+#include "gpuscaler/policy/policy.h"
+
+namespace gpuscaler::sim::baseline_detail {
+
+bool Contains(const std::vector<std::string>& v, const std::string& s);
+
+// Free capacity of one node (existing or opened by this plan).
+struct Bin {
+  std::string pool;
+  const Offering* offering = nullptr;
+  const InstanceType* type = nullptr;
+  const GpuModel* gpu = nullptr;
+  std::vector<int> free_milli;
+  int64_t free_cpu = 0;
+  int64_t free_mem = 0;
+  std::string node_id;      // existing node
+  int launch_ordinal = -1;  // new node: index into `opened`
+  bool accepts = true;
+};
+
+// A (pool, offering) the policy allows, with its type and GPU model.
+struct Candidate {
+  std::string pool;
+  const Offering* offering;
+  const InstanceType* type;
+  const GpuModel* gpu;
+};
+
+// Whether the unit's placement rules (spot, capacity type, pool, zones,
+// instance types, its class's pools) admit `o` in `pool`.
+bool Admits(const Policy& policy, const DemandUnit& u, const std::string& pool, const Offering& o);
+// Whether the pool may buy `o` (a GPU type; its types, families, GPU
+// models, regions, zones and capacity types).
+bool PoolAllows(const NodePoolPolicy& p, const Offering& o, const InstanceType& t, const GpuModel* gpu);
+// Whether `u` fits the free room of `b`; takes it when `commit`.
+bool TryFit(const DemandUnit& u, Bin& b, bool commit);
+
+// The snapshot's types and GPU models by name, and empty bins of its offerings.
+class FitIndex {
+ public:
+  explicit FitIndex(const Snapshot& s);
+  const InstanceType* Type(const std::string& name) const;
+  const GpuModel* GpuOf(const InstanceType* t) const;
+  Bin EmptyBin(const std::string& pool, const Offering& o) const;
+  // Every available (pool, offering) the policy allows; spot only when `spot_allowed`.
+  std::vector<Candidate> Candidates(const Policy& policy, bool spot_allowed) const;
+  // A bin per node that is not terminating, holding its running work.
+  std::vector<Bin> ExistingBins() const;
+
+ private:
+  const Snapshot& s_;
+  std::unordered_map<std::string, const InstanceType*> types_;
+};
+
+}  // namespace gpuscaler::sim::baseline_detail

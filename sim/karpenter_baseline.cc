@@ -1,0 +1,344 @@
+// The Karpenter baseline: the provisioning and disruption decisions of
+// Karpenter v1 with its defaults, as a planner function run through the
+// same controller and simulated cloud as gpuscaler. docs/simulator.md lists
+// each rule with its source in Karpenter's code; the rules, briefly:
+//  - pending pods are placed largest CPU request first, then memory;
+//  - each goes on the first existing node with room, else on the in-flight
+//    new node (NodeClaim) with the fewest pods that can still hold it, else
+//    on a new NodeClaim of the first NodePool that can;
+//  - a NodeClaim keeps every offering that can hold all its pods; at launch
+//    it is spot when any of them is spot, the spot offering chosen
+//    price-capacity-optimized (the pools with the most spare capacity, the
+//    cheapest of those), else on-demand at the lowest price; the other
+//    offerings of that capacity type are the fallbacks;
+//  - disruption (consolidationPolicy WhenEmptyOrUnderutilized,
+//    consolidateAfter 0s): empty nodes are deleted; then one underutilized
+//    node per tick is deleted when its pods fit on the other nodes, or
+//    replaced by one cheaper node (never spot by spot: SpotToSpotConsolidation
+//    is off by default); at most 10 % of a NodePool's nodes (rounded up) are
+//    disrupted at once; nodes receiving pending pods are not disrupted.
+// Offerings that fail with insufficient capacity are skipped for 3 minutes
+// (RunSpec::unavailable_for, set by MakeRunSpec). Not modelled: multi-node
+// consolidation, drift, expiry (720 h), NodePool weights (pools are taken in
+// policy order).
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "sim/baseline_fit.h"
+#include "sim/baselines.h"
+
+namespace gpuscaler::sim {
+namespace {
+
+using baseline_detail::Admits;
+using baseline_detail::Bin;
+using baseline_detail::Candidate;
+using baseline_detail::FitIndex;
+using baseline_detail::TryFit;
+
+constexpr double kDisruptionBudgetShare = 0.10;
+constexpr size_t kMaxFallbacks = 20;
+
+// An offering's Spot Instance Advisor band by the chance that an instance is
+// interrupted within a month (0: under 5 %, 1: 5-10 %, 2: 10-15 %, 3:
+// 15-20 %, 4: more): the simulator's measure of a spot pool's spare capacity.
+int CapacityBand(const Offering& o) {
+  const double within_month = 1.0 - std::exp(-std::max(0.0, o.interruptions_per_hour) * 730.0);
+  return std::min(4, static_cast<int>(within_month / 0.05));
+}
+
+// The offerings a launch tries, in order: spot when any option is spot, by
+// price-capacity-optimized (band, then price); else on-demand by price.
+std::vector<const Candidate*> LaunchOrder(const std::vector<const Candidate*>& options) {
+  const bool spot = std::any_of(options.begin(), options.end(), [](const Candidate* c) {
+    return c->offering->capacity_type == CapacityType::kSpot;
+  });
+  std::vector<const Candidate*> out;
+  for (const Candidate* c : options) {
+    if ((c->offering->capacity_type == CapacityType::kSpot) == spot) out.push_back(c);
+  }
+  std::stable_sort(out.begin(), out.end(), [spot](const Candidate* a, const Candidate* b) {
+    if (spot && CapacityBand(*a->offering) != CapacityBand(*b->offering))
+      return CapacityBand(*a->offering) < CapacityBand(*b->offering);
+    if (a->offering->usd_per_hour != b->offering->usd_per_hour)
+      return a->offering->usd_per_hour < b->offering->usd_per_hour;
+    return a->offering->Key() < b->offering->Key();
+  });
+  return out;
+}
+
+// A new node being planned: the offerings that can still hold all its pods,
+// each with its free room after them.
+struct NodeClaim {
+  std::string pool;
+  std::vector<const Candidate*> options;
+  std::vector<Bin> room;  // parallel to options
+  std::vector<std::string> unit_ids;
+};
+
+// Narrows `claim` to the options that also hold `u`; false (claim unchanged)
+// when none does.
+bool AddToClaim(const Policy& policy, const DemandUnit& u, NodeClaim& claim) {
+  std::vector<const Candidate*> options;
+  std::vector<Bin> room;
+  for (size_t i = 0; i < claim.options.size(); ++i) {
+    if (!Admits(policy, u, claim.pool, *claim.options[i]->offering)) continue;
+    Bin b = claim.room[i];
+    if (!TryFit(u, b, true)) continue;
+    options.push_back(claim.options[i]);
+    room.push_back(std::move(b));
+  }
+  if (options.empty()) return false;
+  claim.options = std::move(options);
+  claim.room = std::move(room);
+  claim.unit_ids.push_back(u.id);
+  return true;
+}
+
+// Pods in the order Karpenter's scheduling queue pops them.
+std::vector<const DemandUnit*> QueueOrder(const std::vector<DemandUnit>& units) {
+  std::vector<const DemandUnit*> order;
+  for (const DemandUnit& u : units) order.push_back(&u);
+  std::stable_sort(order.begin(), order.end(), [](const DemandUnit* a, const DemandUnit* b) {
+    if (a->cpu_milli != b->cpu_milli) return a->cpu_milli > b->cpu_milli;
+    return a->memory_mib > b->memory_mib;
+  });
+  return order;
+}
+
+class KarpenterPlanner {
+ public:
+  KarpenterPlanner(const Snapshot& s, const Policy& policy)
+      : s_(s), policy_(policy), index_(s), all_(index_.Candidates(policy, true)) {}
+
+  Plan Run() {
+    for (const Node& n : s_.nodes) {
+      plan_.cost_before_usd_per_hour += n.offering.usd_per_hour;
+      if (n.state != NodeState::kTerminating) ++pool_nodes_[n.pool];
+    }
+    bins_ = index_.ExistingBins();
+    Provision();
+    Disrupt();
+    plan_.cost_after_usd_per_hour = plan_.cost_before_usd_per_hour;
+    for (const LaunchAction& l : plan_.launches) plan_.cost_after_usd_per_hour += l.usd_per_hour;
+    for (const TerminationAction& t : plan_.terminations) plan_.cost_after_usd_per_hour -= t.offering.usd_per_hour;
+    plan_.summary = "karpenter: " + std::to_string(plan_.launches.size()) + " launch groups, " +
+                    std::to_string(plan_.terminations.size()) + " terminations, " +
+                    std::to_string(plan_.unplaced.size()) + " unplaced";
+    return std::move(plan_);
+  }
+
+ private:
+  void Provision() {
+    std::vector<NodeClaim> claims;
+    for (const DemandUnit* u : QueueOrder(s_.pending)) {
+      if (PlaceOnExisting(*u)) continue;
+      std::vector<size_t> by_load(claims.size());
+      for (size_t i = 0; i < claims.size(); ++i) by_load[i] = i;
+      std::stable_sort(by_load.begin(), by_load.end(), [&](size_t a, size_t b) {
+        return claims[a].unit_ids.size() < claims[b].unit_ids.size();
+      });
+      bool placed = false;
+      for (size_t i : by_load) {
+        if ((placed = AddToClaim(policy_, *u, claims[i]))) break;
+      }
+      if (placed) continue;
+      if (std::optional<NodeClaim> claim = NewClaim(*u)) {
+        ++pool_nodes_[claim->pool];
+        claims.push_back(std::move(*claim));
+      } else {
+        plan_.unplaced.push_back({u->id, u->workload_class, UnplacedReason::kNoOfferingFits,
+                                  "karpenter: no NodePool can launch a node for it"});
+      }
+    }
+    std::map<std::pair<std::string, std::string>, size_t> launch_of;  // (pool, offering) -> launch
+    for (const NodeClaim& c : claims) {
+      const std::vector<const Candidate*> order = LaunchOrder(c.options);
+      AddLaunch(c.pool, order, c.unit_ids, "pending pods", launch_of);
+    }
+  }
+
+  bool PlaceOnExisting(const DemandUnit& u) {
+    for (Bin& b : bins_) {
+      if (!b.accepts || !Admits(policy_, u, b.pool, *b.offering) || !TryFit(u, b, true)) continue;
+      receiving_.insert(b.node_id);
+      return true;
+    }
+    return false;
+  }
+
+  std::optional<NodeClaim> NewClaim(const DemandUnit& u) const {
+    for (const NodePoolPolicy& pool : policy_.pools) {
+      auto n = pool_nodes_.find(pool.name);
+      if (n != pool_nodes_.end() && n->second >= pool.max_nodes) continue;
+      NodeClaim claim;
+      claim.pool = pool.name;
+      for (const Candidate& c : all_) {
+        if (c.pool != pool.name) continue;
+        claim.options.push_back(&c);
+        claim.room.push_back(index_.EmptyBin(c.pool, *c.offering));
+      }
+      if (AddToClaim(policy_, u, claim)) return claim;
+    }
+    return std::nullopt;
+  }
+
+  void AddLaunch(const std::string& pool, const std::vector<const Candidate*>& order,
+                 const std::vector<std::string>& unit_ids, const std::string& why,
+                 std::map<std::pair<std::string, std::string>, size_t>& launch_of) {
+    const Offering& best = *order.front()->offering;
+    auto [it, added] = launch_of.emplace(std::make_pair(pool, best.Key()), plan_.launches.size());
+    if (added) {
+      LaunchAction l;
+      l.pool = pool;
+      l.offering = best;
+      for (size_t k = 1; k < order.size() && l.fallbacks.size() < kMaxFallbacks; ++k)
+        l.fallbacks.push_back(*order[k]->offering);
+      l.reason = "karpenter: " + std::string(ToString(best.capacity_type)) + " " + best.instance_type + " for " + why;
+      plan_.launches.push_back(std::move(l));
+    }
+    LaunchAction& l = plan_.launches[it->second];
+    l.count += 1;
+    l.usd_per_hour += best.usd_per_hour;
+    l.unit_ids.insert(l.unit_ids.end(), unit_ids.begin(), unit_ids.end());
+  }
+
+  void Disrupt() {
+    std::map<std::string, int> nodes;
+    for (const Node& n : s_.nodes) ++nodes[n.pool];
+    std::map<std::string, int> allowed;
+    for (const auto& [pool, count] : nodes)
+      allowed[pool] = static_cast<int>(std::ceil(kDisruptionBudgetShare * count - 1e-9));
+    for (const Node& n : s_.nodes) {
+      if (n.state == NodeState::kTerminating || n.state == NodeState::kDraining) --allowed[n.pool];
+    }
+    std::set<std::string> blocked = PoolsOfBlockedClasses();
+    auto disruptable = [&](const Node& n) {
+      return n.state == NodeState::kReady && !n.do_not_disrupt && receiving_.count(n.id) == 0 &&
+             blocked.count(n.pool) == 0 && allowed[n.pool] > 0;
+    };
+    for (const Node& n : s_.nodes) {
+      if (!n.running.empty() || !disruptable(n)) continue;
+      Terminate(n, TerminationKind::kEmpty, n.offering.usd_per_hour, "karpenter: empty node");
+      --allowed[n.pool];
+    }
+    // Single-node consolidation: candidates by savings per disrupted pod, the
+    // first that can be deleted or replaced by one cheaper node.
+    std::vector<const Node*> candidates;
+    for (const Node& n : s_.nodes) {
+      if (!n.running.empty() && disruptable(n)) candidates.push_back(&n);
+    }
+    std::stable_sort(candidates.begin(), candidates.end(), [](const Node* a, const Node* b) {
+      return a->offering.usd_per_hour / double(a->running.size()) > b->offering.usd_per_hour / double(b->running.size());
+    });
+    for (const Node* n : candidates) {
+      if (FitsElsewhere(*n)) {
+        Terminate(*n, TerminationKind::kConsolidate, n->offering.usd_per_hour,
+                  "karpenter: underutilized, its pods fit on other nodes");
+        return;
+      }
+      if (n->offering.capacity_type == CapacityType::kSpot) continue;  // no spot-to-spot consolidation
+      std::vector<const Candidate*> cheaper = CheaperReplacements(*n);
+      if (cheaper.empty()) continue;
+      const std::vector<const Candidate*> order = LaunchOrder(cheaper);
+      std::vector<std::string> moved;
+      for (const DemandUnit& u : n->running) moved.push_back(u.id);
+      std::map<std::pair<std::string, std::string>, size_t> launch_of;
+      for (size_t i = 0; i < plan_.launches.size(); ++i)
+        launch_of[{plan_.launches[i].pool, plan_.launches[i].offering.Key()}] = i;
+      AddLaunch(order.front()->pool, order, moved, "replacing " + n->instance_id, launch_of);
+      Terminate(*n, TerminationKind::kReplace, n->offering.usd_per_hour - order.front()->offering->usd_per_hour,
+                "karpenter: replaced by a cheaper " + order.front()->offering->Key());
+      plan_.terminations.back().moved_unit_ids = std::move(moved);
+      return;
+    }
+  }
+
+  std::set<std::string> PoolsOfBlockedClasses() const {
+    std::set<std::string> pools;
+    for (const std::string& cls : s_.scale_down_blocked_classes) {
+      const WorkloadClassPolicy* c = policy_.FindClass(cls);
+      if (c == nullptr || c->pools.empty()) {
+        for (const NodePoolPolicy& p : policy_.pools) pools.insert(p.name);
+      } else {
+        pools.insert(c->pools.begin(), c->pools.end());
+      }
+    }
+    return pools;
+  }
+
+  // Whether every pod of `n` fits on the other nodes (none being removed).
+  bool FitsElsewhere(const Node& n) const {
+    std::vector<Bin> others;
+    std::set<std::string> leaving;
+    for (const TerminationAction& t : plan_.terminations) leaving.insert(t.node_id);
+    for (const Bin& b : bins_) {
+      if (b.node_id != n.id && b.accepts && leaving.count(b.node_id) == 0) others.push_back(b);
+    }
+    for (const DemandUnit* u : QueueOrder(n.running)) {
+      bool fits = false;
+      for (Bin& b : others) {
+        if (Admits(policy_, *u, b.pool, *b.offering) && TryFit(*u, b, true)) {
+          fits = true;
+          break;
+        }
+      }
+      if (!fits) return false;
+    }
+    return true;
+  }
+
+  // Offerings cheaper than `n` that hold all its pods; spot only when both
+  // capacity types would do, so a failed spot launch never buys a dearer
+  // on-demand node.
+  std::vector<const Candidate*> CheaperReplacements(const Node& n) const {
+    std::vector<const Candidate*> out;
+    bool spot = false, on_demand = false;
+    for (const Candidate& c : all_) {
+      if (c.offering->usd_per_hour >= n.offering.usd_per_hour) continue;
+      Bin b = index_.EmptyBin(c.pool, *c.offering);
+      bool holds = true;
+      for (const DemandUnit* u : QueueOrder(n.running))
+        holds = holds && Admits(policy_, *u, c.pool, *c.offering) && TryFit(*u, b, true);
+      if (!holds) continue;
+      out.push_back(&c);
+      (c.offering->capacity_type == CapacityType::kSpot ? spot : on_demand) = true;
+    }
+    if (spot && on_demand) {
+      std::erase_if(out, [](const Candidate* c) { return c->offering->capacity_type != CapacityType::kSpot; });
+    }
+    return out;
+  }
+
+  void Terminate(const Node& n, TerminationKind kind, double saves, std::string reason) {
+    TerminationAction t;
+    t.node_id = n.id;
+    t.instance_id = n.instance_id;
+    t.pool = n.pool;
+    t.offering = n.offering;
+    t.kind = kind;
+    t.saves_usd_per_hour = saves;
+    t.reason = std::move(reason);
+    plan_.terminations.push_back(std::move(t));
+  }
+
+  const Snapshot& s_;
+  const Policy& policy_;
+  const FitIndex index_;
+  const std::vector<Candidate> all_;
+  Plan plan_;
+  std::vector<Bin> bins_;
+  std::map<std::string, int> pool_nodes_;  // nodes, existing and planned
+  std::set<std::string> receiving_;        // existing nodes given pending pods
+};
+
+}  // namespace
+
+PlannerFn KarpenterLikePlanner() {
+  return [](const Snapshot& s, const Policy& policy) { return KarpenterPlanner(s, policy).Run(); };
+}
+
+}  // namespace gpuscaler::sim

@@ -1,0 +1,133 @@
+// The Karpenter baseline follows Karpenter v1's rules and defaults, one test
+// per rule (docs/simulator.md lists them with their sources).
+#include <gtest/gtest.h>
+
+#include "sim/baselines.h"
+#include "solver/fixtures.h"
+
+namespace gpuscaler::sim {
+namespace {
+
+using gpuscaler::testing::BasePolicy;
+using gpuscaler::testing::BaseSnapshot;
+using gpuscaler::testing::MakeNode;
+using gpuscaler::testing::Unit;
+using gpuscaler::testing::Units;
+
+Plan Karpenter(const Snapshot& s, const Policy& p) { return KarpenterLikePlanner()(s, p); }
+
+Policy OnDemandPool() {
+  Policy p = BasePolicy();
+  p.pools[0].capacity_types = {CapacityType::kOnDemand};
+  p.pools[0].instance_types = {"g6.xlarge", "g6.12xlarge"};
+  return p;
+}
+
+// A NodeClaim keeps every type that holds all its pods and launches the
+// cheapest of them: three 1-GPU pods share one 4-GPU node, though three
+// 1-GPU nodes would cost less (Karpenter compares prices per node, not per pod).
+TEST(KarpenterBaseline, PendingPodsShareOneNewNodeOfTheCheapestTypeThatHoldsThemAll) {
+  Snapshot s = BaseSnapshot();
+  s.pending = Units("u", 3, Unit("", 1));
+  const Plan plan = Karpenter(s, OnDemandPool());
+  ASSERT_EQ(plan.launches.size(), 1u);
+  EXPECT_EQ(plan.launches[0].count, 1);
+  EXPECT_EQ(plan.launches[0].offering.instance_type, "g6.12xlarge");
+  EXPECT_EQ(plan.launches[0].unit_ids.size(), 3u);
+  EXPECT_TRUE(plan.unplaced.empty());
+}
+
+// Spot when the NodePool allows it, chosen price-capacity-optimized: the
+// cheapest of the pools in the best capacity band, not the cheapest pool.
+TEST(KarpenterBaseline, SpotByPriceCapacityOptimizedNotByPriceAlone) {
+  Snapshot s = BaseSnapshot();
+  for (Offering& o : s.offerings) {
+    if (o.capacity_type != CapacityType::kSpot || o.instance_type != "g6.xlarge") continue;
+    // us-east-1a is cheaper but reclaimed often (> 20 % a month); 1b is in the best band.
+    o.interruptions_per_hour = o.zone == "us-east-1a" ? 0.01 : 0.00001;
+    if (o.zone == "us-east-1a") o.usd_per_hour *= 0.5;
+  }
+  Policy p = BasePolicy();
+  p.pools[0].instance_types = {"g6.xlarge"};
+  s.pending = {Unit("u", 1)};
+  const Plan plan = Karpenter(s, p);
+  ASSERT_EQ(plan.launches.size(), 1u);
+  EXPECT_EQ(plan.launches[0].offering.Key(), "g6.xlarge/us-east-1b/spot");
+  ASSERT_FALSE(plan.launches[0].fallbacks.empty());
+  for (const Offering& f : plan.launches[0].fallbacks) EXPECT_EQ(f.capacity_type, CapacityType::kSpot);
+}
+
+// consolidateAfter 0s: an empty node goes at once, whatever its age.
+TEST(KarpenterBaseline, AnEmptyNodeIsDeletedAtOnce) {
+  Snapshot s = BaseSnapshot();
+  s.nodes.push_back(MakeNode(s, "n1", "g6.xlarge", "us-east-1a", CapacityType::kOnDemand));
+  s.nodes.back().launch_time = s.time - Seconds(60);
+  const Plan plan = Karpenter(s, OnDemandPool());
+  ASSERT_EQ(plan.terminations.size(), 1u);
+  EXPECT_EQ(plan.terminations[0].kind, TerminationKind::kEmpty);
+}
+
+// WhenEmptyOrUnderutilized: a node whose pods fit on the other nodes is
+// deleted, one per tick (single-node consolidation runs one command at a time).
+TEST(KarpenterBaseline, AnUnderutilizedNodeWhosePodsFitElsewhereIsDeletedOnePerTick) {
+  Snapshot s = BaseSnapshot();
+  for (const char* id : {"a", "b", "c"}) {
+    s.nodes.push_back(MakeNode(s, id, "g6.12xlarge", "us-east-1a", CapacityType::kOnDemand, {Unit(std::string(id) + "-pod", 1)}));
+  }
+  for (int i = 0; i < 7; ++i) s.nodes.push_back(MakeNode(s, "busy" + std::to_string(i), "g6.12xlarge", "us-east-1b",
+                                                         CapacityType::kOnDemand, Units("x", 4, Unit("", 1))));
+  const Plan plan = Karpenter(s, OnDemandPool());
+  ASSERT_EQ(plan.terminations.size(), 1u);
+  EXPECT_EQ(plan.terminations[0].kind, TerminationKind::kConsolidate);
+  EXPECT_TRUE(plan.launches.empty());
+}
+
+// An on-demand node is replaced by one cheaper node (spot when the pool
+// allows both); a spot node is never replaced by spot
+// (SpotToSpotConsolidation is off by default).
+TEST(KarpenterBaseline, OnDemandIsReplacedByCheaperSpotButSpotNeverBySpot) {
+  Policy p = BasePolicy();
+  p.pools[0].instance_types = {"g6.xlarge", "g6.12xlarge"};
+  for (CapacityType cap : {CapacityType::kOnDemand, CapacityType::kSpot}) {
+    SCOPED_TRACE(std::string(ToString(cap)));
+    Snapshot s = BaseSnapshot();
+    s.nodes.push_back(MakeNode(s, "big", "g6.12xlarge", "us-east-1a", cap, {Unit("pod", 1)}));
+    const Plan plan = Karpenter(s, p);
+    if (cap == CapacityType::kSpot) {
+      EXPECT_TRUE(plan.terminations.empty());
+      EXPECT_TRUE(plan.launches.empty());
+      continue;
+    }
+    ASSERT_EQ(plan.terminations.size(), 1u);
+    EXPECT_EQ(plan.terminations[0].kind, TerminationKind::kReplace);
+    EXPECT_EQ(plan.terminations[0].moved_unit_ids, std::vector<std::string>{"pod"});
+    ASSERT_EQ(plan.launches.size(), 1u);
+    EXPECT_EQ(plan.launches[0].offering.capacity_type, CapacityType::kSpot);
+    EXPECT_LT(plan.launches[0].offering.usd_per_hour, s.nodes[0].offering.usd_per_hour);
+  }
+}
+
+// The NodePool's default disruption budget: 10 % of its nodes, rounded up.
+TEST(KarpenterBaseline, DisruptsAtMostTenPercentOfAPoolsNodesRoundedUp) {
+  Snapshot s = BaseSnapshot();
+  for (int i = 0; i < 11; ++i)
+    s.nodes.push_back(MakeNode(s, "n" + std::to_string(i), "g6.xlarge", "us-east-1a", CapacityType::kOnDemand));
+  Plan plan = Karpenter(s, OnDemandPool());
+  EXPECT_EQ(plan.terminations.size(), 2u);
+  s.nodes[0].state = NodeState::kTerminating;  // one disruption already under way
+  plan = Karpenter(s, OnDemandPool());
+  EXPECT_EQ(plan.terminations.size(), 1u);
+}
+
+// Nodes nominated for pending pods are not disrupted in the same pass.
+TEST(KarpenterBaseline, ANodeThatReceivesPendingPodsIsNotDisrupted) {
+  Snapshot s = BaseSnapshot();
+  s.nodes.push_back(MakeNode(s, "n1", "g6.xlarge", "us-east-1a", CapacityType::kOnDemand));
+  s.pending = {Unit("u", 1)};
+  const Plan plan = Karpenter(s, OnDemandPool());
+  EXPECT_TRUE(plan.terminations.empty());
+  EXPECT_TRUE(plan.launches.empty());
+}
+
+}  // namespace
+}  // namespace gpuscaler::sim
