@@ -45,14 +45,7 @@ bool Admits(const Policy& policy, const DemandUnit& u, const std::string& pool, 
 }
 
 bool PoolAllows(const NodePoolPolicy& p, const Offering& o, const InstanceType& t, const GpuModel* gpu) {
-  if (t.gpu_count == 0) return false;
-  if (!p.instance_types.empty() || !p.families.empty()) {
-    if (!Contains(p.instance_types, t.name) && !Contains(p.families, t.family)) return false;
-  }
-  if (!p.gpu_models.empty() && (gpu == nullptr || (!Contains(p.gpu_models, gpu->name) &&
-                                                   !Contains(p.gpu_models, gpu->short_name)))) {
-    return false;
-  }
+  if (!p.AllowsType(t, gpu)) return false;
   if (!p.regions.empty() && !Contains(p.regions, o.region)) return false;
   if (!p.zones.empty() && !Contains(p.zones, o.zone)) return false;
   return std::find(p.capacity_types.begin(), p.capacity_types.end(), o.capacity_type) != p.capacity_types.end();

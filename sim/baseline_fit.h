@@ -40,8 +40,8 @@ struct Candidate {
 // Whether the unit's placement rules (spot, capacity type, pool, zones,
 // instance types, its class's pools) admit `o` in `pool`.
 bool Admits(const Policy& policy, const DemandUnit& u, const std::string& pool, const Offering& o);
-// Whether the pool may buy `o` (a GPU type; its types, families, GPU
-// models, regions, zones and capacity types).
+// Whether the pool may buy `o` (NodePoolPolicy::AllowsType, then its
+// regions, zones and capacity types).
 bool PoolAllows(const NodePoolPolicy& p, const Offering& o, const InstanceType& t, const GpuModel* gpu);
 // Whether `u` fits the free room of `b`; takes it when `commit`.
 bool TryFit(const DemandUnit& u, Bin& b, bool commit);

@@ -10,7 +10,10 @@ Inputs (read at generation time; the generated YAML is committed):
     region and type; README section 2.4).
   - REGIONAL_ON_DEMAND / REGIONAL_NOT_OFFERED below: on-demand list prices
     for us-west-2 and eu-west-1 and the types AWS does not sell there, kept
-    by hand (see the comment there for their source). Nothing is downloaded.
+    by hand (see the comment there for their source).
+  - CPU_TYPES below: CPU-only types (m/c/r, 6th and 7th generation Intel)
+    with us-east-1 prices, kept by hand from the same Karpenter commit as the
+    GPU table. Nothing is downloaded.
 
 Usage: scripts/catalog/gen_aws_catalog.py [--shared DIR] [--out FILE]
 """
@@ -161,6 +164,71 @@ REGIONAL_NOT_OFFERED = {
 # Spot Instance Advisor interruption bands: share of instances interrupted
 # over the trailing month. Rate per node-hour = band midpoint / (30 * 24); the
 # open band ">20%" is taken as 25%.
+# CPU-only types for mixed CPU/GPU services (general purpose m, compute optimised c,
+# memory optimised r; Intel, current and previous generation), us-east-1 only: name ->
+# (vCPUs, memory MiB, network Mbps, on-demand USD/h), from aws/karpenter-provider-aws
+# @1d927085: website/content/en/docs/reference/instance-types.md (instance-cpu,
+# instance-memory, instance-network-bandwidth) and pkg/providers/pricing/
+# zz_generated.pricing_aws.go (us-east-1), the same commit as the GPU table. Metal sizes left out.
+CPU_FAMILIES = ['m7i', 'c7i', 'r7i', 'm6i', 'c6i', 'r6i']
+CPU_TYPES = {
+    "m7i.large": (2, 8192, 781, 0.1008),
+    "m7i.xlarge": (4, 16384, 1562, 0.2016),
+    "m7i.2xlarge": (8, 32768, 3125, 0.4032),
+    "m7i.4xlarge": (16, 65536, 6250, 0.8064),
+    "m7i.8xlarge": (32, 131072, 12500, 1.6128),
+    "m7i.12xlarge": (48, 196608, 18750, 2.4192),
+    "m7i.16xlarge": (64, 262144, 25000, 3.2256),
+    "m7i.24xlarge": (96, 393216, 37500, 4.8384),
+    "m7i.48xlarge": (192, 786432, 50000, 9.6768),
+    "c7i.large": (2, 4096, 781, 0.08925),
+    "c7i.xlarge": (4, 8192, 1562, 0.1785),
+    "c7i.2xlarge": (8, 16384, 3125, 0.357),
+    "c7i.4xlarge": (16, 32768, 6250, 0.714),
+    "c7i.8xlarge": (32, 65536, 12500, 1.428),
+    "c7i.12xlarge": (48, 98304, 18750, 2.142),
+    "c7i.16xlarge": (64, 131072, 25000, 2.856),
+    "c7i.24xlarge": (96, 196608, 37500, 4.284),
+    "c7i.48xlarge": (192, 393216, 50000, 8.568),
+    "r7i.large": (2, 16384, 781, 0.1323),
+    "r7i.xlarge": (4, 32768, 1562, 0.2646),
+    "r7i.2xlarge": (8, 65536, 3125, 0.5292),
+    "r7i.4xlarge": (16, 131072, 6250, 1.0584),
+    "r7i.8xlarge": (32, 262144, 12500, 2.1168),
+    "r7i.12xlarge": (48, 393216, 18750, 3.1752),
+    "r7i.16xlarge": (64, 524288, 25000, 4.2336),
+    "r7i.24xlarge": (96, 786432, 37500, 6.3504),
+    "r7i.48xlarge": (192, 1572864, 50000, 12.7008),
+    "m6i.large": (2, 8192, 781, 0.096),
+    "m6i.xlarge": (4, 16384, 1562, 0.192),
+    "m6i.2xlarge": (8, 32768, 3125, 0.384),
+    "m6i.4xlarge": (16, 65536, 6250, 0.768),
+    "m6i.8xlarge": (32, 131072, 12500, 1.536),
+    "m6i.12xlarge": (48, 196608, 18750, 2.304),
+    "m6i.16xlarge": (64, 262144, 25000, 3.072),
+    "m6i.24xlarge": (96, 393216, 37500, 4.608),
+    "m6i.32xlarge": (128, 524288, 50000, 6.144),
+    "c6i.large": (2, 4096, 781, 0.085),
+    "c6i.xlarge": (4, 8192, 1562, 0.17),
+    "c6i.2xlarge": (8, 16384, 3125, 0.34),
+    "c6i.4xlarge": (16, 32768, 6250, 0.68),
+    "c6i.8xlarge": (32, 65536, 12500, 1.36),
+    "c6i.12xlarge": (48, 98304, 18750, 2.04),
+    "c6i.16xlarge": (64, 131072, 25000, 2.72),
+    "c6i.24xlarge": (96, 196608, 37500, 4.08),
+    "c6i.32xlarge": (128, 262144, 50000, 5.44),
+    "r6i.large": (2, 16384, 781, 0.126),
+    "r6i.xlarge": (4, 32768, 1562, 0.252),
+    "r6i.2xlarge": (8, 65536, 3125, 0.504),
+    "r6i.4xlarge": (16, 131072, 6250, 1.008),
+    "r6i.8xlarge": (32, 262144, 12500, 2.016),
+    "r6i.12xlarge": (48, 393216, 18750, 3.024),
+    "r6i.16xlarge": (64, 524288, 25000, 4.032),
+    "r6i.24xlarge": (96, 786432, 37500, 6.048),
+    "r6i.32xlarge": (128, 1048576, 50000, 8.064),
+}
+CPU_LAUNCH_LATENCY = "2m"  # typical request-to-Ready time of a CPU node (estimate)
+
 BAND_MIDPOINT = {"<5%": 0.025, "5-10%": 0.075, "10-15%": 0.125, "15-20%": 0.175, ">20%": 0.25}
 HOURS_PER_MONTH = 30 * 24
 
@@ -255,6 +323,10 @@ def main():
     w("#   bands <5% 5-10% 10-15% 15-20% >20% -> 0.025 0.075 0.125 0.175 0.25 (the open band as 25%),")
     w("#   e.g. \"5-10%\" -> 0.075 / 720 = 0.000104 per node-hour.")
     w("#   Types the advisor does not list in a region use the defaults below.")
+    w("# CPU-only types (for mixed CPU/GPU services; a pool must list their families or types):")
+    w("#   " + ", ".join(CPU_FAMILIES) + ", us-east-1 only; specs and on-demand prices from")
+    w("#   aws/karpenter-provider-aws @1d927085 (instance-types docs, zz_generated.pricing_aws.go);")
+    w("#   no Spot Advisor rows: spot price and rate are the defaults below.")
     w("# Launch latencies are typical request-to-Ready times per family (estimates).")
     w("apiVersion: gpuscaler/v1")
     w("kind: Catalog")
@@ -265,7 +337,8 @@ def main():
     w('as_of: "2026-07-20"')
     w("defaults: {spot_discount: 0.6, spot_interruptions_per_hour: 0.01, launch_latency: 4m}")
     fams = [f for f in FAMILIES if any(t["family"] == f for t in types)]
-    w("launch_latency: {" + ", ".join(f"{f}: {LAUNCH_LATENCY[f]}" for f in fams) + "}")
+    latencies = [f"{f}: {LAUNCH_LATENCY[f]}" for f in fams] + [f"{f}: {CPU_LAUNCH_LATENCY}" for f in CPU_FAMILIES]
+    w("launch_latency: {" + ", ".join(latencies) + "}")
 
     w("gpu_models:")
     used_models = []
@@ -296,6 +369,9 @@ def main():
           f"gpu_count: {t['gpu_count']}, gpu_memory_mib: {t['gpu_memory_mib_per_gpu']}, "
           f"vcpus: {t['vcpus']}, memory_mib: {t['memory_mib']}, local_nvme_gb: {nvme}, "
           f"network_mbps: {t['network_bandwidth_mbps']}}}")
+    for name, (vcpus, memory_mib, network_mbps, _) in CPU_TYPES.items():
+        w(f"  - {{name: {name}, family: {name.split('.')[0]}, gpu_count: 0, vcpus: {vcpus}, "
+          f"memory_mib: {memory_mib}, network_mbps: {network_mbps}}}")
 
     w("regions:")
     names = [t["instance_type"] for t in types]
@@ -309,6 +385,9 @@ def main():
         for n in names:
             if n in prices:
                 w(f"      {n}: {fmt_price(prices[n])}")
+        if region == "us-east-1":
+            for n, (_, _, _, usd) in CPU_TYPES.items():
+                w(f"      {n}: {fmt_price(usd)}")
         spot = [(n, advisor[(region, n)]) for n in names if n in prices and (region, n) in advisor]
         if spot:
             w("    spot_usd_per_hour:")
@@ -321,7 +400,7 @@ def main():
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
         f.write("\n".join(out) + "\n")
-    print(f"wrote {args.out}: {len(types)} instance types, {len(used_models)} GPU models")
+    print(f"wrote {args.out}: {len(types)} GPU and {len(CPU_TYPES)} CPU instance types, {len(used_models)} GPU models")
 
 
 if __name__ == "__main__":

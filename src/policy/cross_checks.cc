@@ -114,7 +114,7 @@ std::string PolicyReader::CanonicalGpu(const std::string& name) const {
 }
 
 bool PolicyReader::PoolAllowsType(const NodePoolPolicy& pool, const InstanceType& t) const {
-  if (t.gpu_count <= 0 || !pool.AllowsType(t, catalog_->FindGpuModel(t.gpu_model))) return false;
+  if (!pool.AllowsType(t, catalog_->FindGpuModel(t.gpu_model))) return false;
   for (const RegionPrices& r : catalog_->regions) {
     if (!pool.regions.empty() &&
         std::find(pool.regions.begin(), pool.regions.end(), r.region) == pool.regions.end()) {

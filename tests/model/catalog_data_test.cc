@@ -64,15 +64,43 @@ TEST_F(AwsCatalog, HasEveryGpuFamilyAndTheP3Sizes) {
   }
 }
 
-TEST_F(AwsCatalog, EveryTypeHasAKnownGpuModelWithMatchingMemory) {
+TEST_F(AwsCatalog, EveryGpuTypeHasAKnownGpuModelWithMatchingMemory) {
   for (const auto& t : catalog().instance_types) {
     SCOPED_TRACE(t.name);
+    if (t.gpu_model.empty()) continue;  // the CPU-only types (next test)
     EXPECT_GT(t.gpu_count, 0);
     EXPECT_GT(t.vcpus, 0);
     EXPECT_GT(t.memory_mib, 0);
     const GpuModel* g = catalog().FindGpuModel(t.gpu_model);
     ASSERT_NE(g, nullptr) << t.gpu_model;
     EXPECT_EQ(g->memory_mib, t.gpu_memory_mib);
+  }
+}
+
+// CPU-only types for mixed services: m/c/r of two generations in us-east-1,
+// with the shapes the DLRM trace's CPU instances need (up to 192 vCPUs, 5 GiB
+// per vCPU) and Karpenter's prices.
+TEST_F(AwsCatalog, HasCpuOnlyTypesForMixedServicesInUsEast1) {
+  int cpu_only = 0;
+  for (const auto& t : catalog().instance_types) {
+    if (!t.gpu_model.empty()) continue;
+    ++cpu_only;
+    EXPECT_EQ(t.gpu_count, 0) << t.name;
+  }
+  EXPECT_EQ(cpu_only, 54);
+  const InstanceType* r7i = catalog().FindInstanceType("r7i.48xlarge");
+  ASSERT_NE(r7i, nullptr);
+  EXPECT_EQ(r7i->vcpus, 192);
+  EXPECT_EQ(r7i->memory_mib, 1536 * 1024);
+  const RegionPrices* use1 = nullptr;
+  for (const auto& r : catalog().regions)
+    if (r.region == "us-east-1") use1 = &r;
+  ASSERT_NE(use1, nullptr);
+  EXPECT_DOUBLE_EQ(use1->on_demand_usd_per_hour.at("m6i.large"), 0.096);
+  EXPECT_DOUBLE_EQ(use1->on_demand_usd_per_hour.at("r7i.48xlarge"), 12.7008);
+  for (const auto& r : catalog().regions) {
+    if (r.region == "us-east-1") continue;
+    EXPECT_EQ(r.on_demand_usd_per_hour.count("m6i.large"), 0u) << r.region;
   }
 }
 
