@@ -4,7 +4,9 @@
 #include <string>
 #include <utility>
 
+#include "gpuscaler/model/json.h"
 #include "gpuscaler/store/audit_reader.h"
+#include "gpuscaler/store/decision_inputs.h"
 #include "rows.h"
 #include "schema.h"
 #include "sqlite_db.h"
@@ -245,6 +247,38 @@ Status SqliteAuditStore::CommitTick() {
   return Status::Ok();
 }
 
+// The decision's planner input (decision_inputs.h), in the decision's
+// transaction: a policy text is written the first time its hash is seen.
+Status SqliteAuditStore::RecordDecisionInput(int64_t decision_id, const DecisionRecord& d) {
+  const std::string snapshot = FormatSnapshotJsonLine(*d.planner_snapshot);
+  Result<std::string> compressed = CompressSnapshotText(snapshot);
+  if (!compressed) return compressed.error().WithContext("recording decision " + std::to_string(decision_id));
+  return Single("recording a decision's input", [&]() -> Status {
+    if (d.planner_policy != nullptr) {
+      Result<Query> known = db_->Prepare("SELECT 1 FROM policies WHERE hash = ?1");
+      if (!known) return known.error();
+      Result<bool> row = known->Bind(1, d.policy_hash).Step("looking up a policy");
+      if (!row) return row.error();
+      if (!*row) {
+        Status p = db_->Run("INSERT INTO policies (hash, name, policy_json) VALUES (?1, ?2, ?3)", "inserting a policy",
+                            d.policy_hash, d.policy_name, PolicyFileJson(*d.planner_policy));
+        if (!p.ok()) return p;
+      }
+    }
+    Result<Query> q = db_->Prepare(
+        "INSERT INTO decision_inputs (decision_id, snapshot_codec, snapshot_bytes, snapshot, planner_plan_json) "
+        "VALUES (?1, 'zstd', ?2, ?3, ?4)");
+    if (!q) return q.error();
+    q->Bind(1, decision_id).Bind(2, static_cast<int64_t>(snapshot.size())).BindBlob(3, *compressed);
+    if (d.planner_plan_json.empty()) {
+      q->BindNull(4);
+    } else {
+      q->Bind(4, d.planner_plan_json);
+    }
+    return q->Run("inserting a decision's input");
+  });
+}
+
 Result<int64_t> SqliteAuditStore::RecordDecision(const DecisionRecord& d) {
   for (auto [value, field] : {std::pair{d.cost_before_usd_per_hour, "cost_before_usd_per_hour"},
                               std::pair{d.cost_after_usd_per_hour, "cost_after_usd_per_hour"},
@@ -262,6 +296,7 @@ Result<int64_t> SqliteAuditStore::RecordDecision(const DecisionRecord& d) {
     id = db_->LastInsertRowid();
     return Status::Ok();
   });
+  if (s.ok() && d.planner_snapshot != nullptr) s = RecordDecisionInput(id, d);
   if (!s.ok()) return s.error();
   return id;
 }
