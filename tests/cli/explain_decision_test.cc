@@ -1,0 +1,119 @@
+// `gpuscaler explain --db F --decision ID` over a whole demo daemon run:
+// every decision the daemon recorded replays to the plan its planner made
+// (the decision's plan_json, or the planner's plan stored beside it when the
+// governor edited it), through the library and through the binary.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/process.h"
+#include "gpuscaler/daemon/decision_replay.h"
+#include "gpuscaler/store/audit_reader.h"
+
+namespace gpuscaler::testing {
+namespace {
+
+class ExplainDecision : public CliTest {
+ protected:
+  // The demo daemon for `ticks` ticks (a virtual minute each), writing
+  // audit.db; returns the database path.
+  std::string RunDemo(int ticks) {
+    const std::string db = (dir_ / "audit.db").string();
+    ProcessResult run = Gpuscaler({"run", "--demo", "--listen", "127.0.0.1:0", "--db", db, "--speed", "3600",
+                                   "--days", "2", "--max-ticks", std::to_string(ticks), "--tick-interval-ms", "10"});
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    return db;
+  }
+};
+
+TEST_F(ExplainDecision, EveryDecisionOfADemoRunReplaysToThePlanItsPlannerMade) {
+  const std::string db = RunDemo(300);
+  auto reader = std::move(AuditReader::Open(db)).value();
+  Result<std::vector<DecisionRow>> rows = reader->DecisionsAfterId(0, 1000);
+  ASSERT_TRUE(rows.ok()) << rows.error().message();
+  ASSERT_GE(rows->size(), 100u) << "the demo should plan on most ticks";
+
+  int edited = 0;
+  int with_launches = 0;
+  for (const DecisionRow& row : *rows) {
+    SCOPED_TRACE("decision " + std::to_string(row.id));
+    Result<DecisionReplay> replay = ReplayDecision(*reader, row.id);
+    ASSERT_TRUE(replay.ok()) << replay.error().message();
+    EXPECT_TRUE(replay->matches_recorded);
+    EXPECT_EQ(replay->plan_json, replay->planner_plan_json);
+    if (replay->governor_edited) {
+      ++edited;
+    } else {
+      EXPECT_EQ(replay->plan_json, row.decision.plan_json);
+    }
+    if (!replay->plan.launches.empty()) ++with_launches;
+  }
+  // The run exercises both paths: plans kept as made, and plans the
+  // governor held back (cooldowns, stabilization).
+  EXPECT_GT(edited, 0);
+  EXPECT_LT(edited, static_cast<int>(rows->size()));
+  EXPECT_GT(with_launches, 0);
+
+  // The binary prints the same plan: --format json parses to the recorded plan.
+  for (const DecisionRow& row : {rows->front(), (*rows)[rows->size() / 2], rows->back()}) {
+    SCOPED_TRACE("decision " + std::to_string(row.id));
+    ProcessResult r = Gpuscaler({"explain", "--db", db, "--decision", std::to_string(row.id), "--format", "json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    Result<DecisionReplay> replay = ReplayDecision(*reader, row.id);
+    ASSERT_TRUE(replay.ok());
+    EXPECT_EQ(nlohmann::ordered_json::parse(r.out), nlohmann::ordered_json::parse(replay->planner_plan_json));
+  }
+}
+
+TEST_F(ExplainDecision, ShowsWhatAnotherPolicyWouldHaveDoneAndNamesBadIds) {
+  const std::string db = RunDemo(40);
+  // A decision that launched something.
+  std::string id;
+  {
+    auto reader = std::move(AuditReader::Open(db)).value();
+    Result<std::vector<DecisionRow>> rows = reader->DecisionsAfterId(0, 100);
+    ASSERT_TRUE(rows.ok()) << rows.error().message();
+    for (const DecisionRow& row : *rows) {
+      if (id.empty() && row.decision.plan_json.find(R"("launches":[{)") != std::string::npos) {
+        id = std::to_string(row.id);
+      }
+    }
+  }
+  ASSERT_FALSE(id.empty());
+  ProcessResult text = Gpuscaler({"explain", "--db", db, "--decision", id});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("Decision " + id + " at "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("(as recorded)"), std::string::npos) << text.out;
+
+  // A policy whose only pool cannot hold the demo's GPUs: its plan differs.
+  const auto policy = Write("tiny.yaml", R"(apiVersion: gpuscaler/v1
+kind: Policy
+name: tiny
+pools: [{name: gpu, max_nodes: 0}]
+classes: [{name: default}]
+)");
+  ProcessResult what_if = Gpuscaler({"explain", "--db", db, "--decision", id, "--policy", policy.string()});
+  ASSERT_EQ(what_if.exit_code, 0) << what_if.err;
+  EXPECT_NE(what_if.out.find("(what-if; the decision used demo"), std::string::npos) << what_if.out;
+  ProcessResult recorded = Gpuscaler({"explain", "--db", db, "--decision", id, "--format", "json"});
+  ProcessResult other = Gpuscaler({"explain", "--db", db, "--decision", id, "--format", "json", "--policy",
+                                   policy.string()});
+  EXPECT_NE(recorded.out.find(R"("launches": [)" "\n"), std::string::npos) << recorded.out;
+  EXPECT_NE(other.out.find(R"("launches": [],)"), std::string::npos) << other.out;
+
+  ProcessResult unknown = Gpuscaler({"explain", "--db", db, "--decision", "99999"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("decision 99999 is not in the audit store; decisions stored: 1.."), std::string::npos)
+      << unknown.err;
+
+  ProcessResult missing = Gpuscaler({"explain", "--db", (dir_ / "nope.db").string(), "--decision", "1"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("nope.db"), std::string::npos) << missing.err;
+
+  ProcessResult neither = Gpuscaler({"explain"});
+  EXPECT_EQ(neither.exit_code, 2);
+  EXPECT_NE(neither.err.find("--db FILE --decision ID"), std::string::npos) << neither.err;
+}
+
+}  // namespace
+}  // namespace gpuscaler::testing
