@@ -155,8 +155,8 @@ Json ToJson(const Snapshot& snapshot) { return json_internal::WriteJson(snapshot
 
 std::string FormatSnapshotJson(const Snapshot& snapshot) { return ToJson(snapshot).dump(2) + "\n"; }
 
-std::string FormatSnapshotJsonLine(const Snapshot& snapshot) {
-  JsonWriter w;
+std::string FormatSnapshotJsonLine(const Snapshot& snapshot, std::string buffer) {
+  JsonWriter w(std::move(buffer));
   json_internal::FieldWriter(&w).Write(snapshot);
   return std::move(w).Take();
 }

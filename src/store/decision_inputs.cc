@@ -2,7 +2,9 @@
 
 #include <zstd.h>
 
+#include <algorithm>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -124,12 +126,19 @@ std::string PolicyFileJson(const Policy& p) {
   return j.dump(2) + "\n";
 }
 
-Result<std::string> CompressSnapshotText(std::string_view text) {
-  std::string out(ZSTD_compressBound(text.size()), '\0');
-  const size_t n = ZSTD_compress(out.data(), out.size(), text.data(), text.size(), 1);
+Result<std::string> CompressSnapshotText(std::string_view text, std::string buffer) {
+  // One context per thread: ZSTD_compress would allocate and clear a new one
+  // (megabytes for a large snapshot) on every call.
+  struct FreeContext {
+    void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
+  };
+  thread_local std::unique_ptr<ZSTD_CCtx, FreeContext> context(ZSTD_createCCtx());
+  if (!context) return Error::Internal("compressing a snapshot: zstd could not allocate its context");
+  buffer.resize(std::max(buffer.capacity(), ZSTD_compressBound(text.size())));
+  const size_t n = ZSTD_compressCCtx(context.get(), buffer.data(), buffer.size(), text.data(), text.size(), 1);
   if (ZSTD_isError(n)) return Error::Internal(std::string("compressing a snapshot: ") + ZSTD_getErrorName(n));
-  out.resize(n);
-  return out;
+  buffer.resize(n);
+  return buffer;
 }
 
 Result<std::string> DecompressSnapshotText(std::string_view compressed, int64_t expected_bytes, int64_t decision_id) {

@@ -4,7 +4,6 @@
 #include <string>
 #include <utility>
 
-#include "gpuscaler/model/json.h"
 #include "gpuscaler/store/audit_reader.h"
 #include "gpuscaler/store/decision_inputs.h"
 #include "rows.h"
@@ -250,9 +249,14 @@ Status SqliteAuditStore::CommitTick() {
 // The decision's planner input (decision_inputs.h), in the decision's
 // transaction: a policy text is written the first time its hash is seen.
 Status SqliteAuditStore::RecordDecisionInput(int64_t decision_id, const DecisionRecord& d) {
-  const std::string snapshot = FormatSnapshotJsonLine(*d.planner_snapshot);
-  Result<std::string> compressed = CompressSnapshotText(snapshot);
+  // The buffer lives on between ticks: a large snapshot compresses to tens
+  // of KB, and a fresh allocation each tick costs page faults.
+  thread_local std::string compressed_buffer;
+  const std::string& snapshot = d.planner_snapshot_json;
+  Result<std::string> compressed = CompressSnapshotText(snapshot, std::move(compressed_buffer));
   if (!compressed) return compressed.error().WithContext("recording decision " + std::to_string(decision_id));
+  compressed_buffer = std::move(*compressed);
+  const std::string& packed = compressed_buffer;
   return Single("recording a decision's input", [&]() -> Status {
     if (d.planner_policy != nullptr) {
       Result<Query> known = db_->Prepare("SELECT 1 FROM policies WHERE hash = ?1");
@@ -269,7 +273,7 @@ Status SqliteAuditStore::RecordDecisionInput(int64_t decision_id, const Decision
         "INSERT INTO decision_inputs (decision_id, snapshot_codec, snapshot_bytes, snapshot, planner_plan_json) "
         "VALUES (?1, 'zstd', ?2, ?3, ?4)");
     if (!q) return q.error();
-    q->Bind(1, decision_id).Bind(2, static_cast<int64_t>(snapshot.size())).BindBlob(3, *compressed);
+    q->Bind(1, decision_id).Bind(2, static_cast<int64_t>(snapshot.size())).BindBlob(3, packed);
     if (d.planner_plan_json.empty()) {
       q->BindNull(4);
     } else {
@@ -296,7 +300,7 @@ Result<int64_t> SqliteAuditStore::RecordDecision(const DecisionRecord& d) {
     id = db_->LastInsertRowid();
     return Status::Ok();
   });
-  if (s.ok() && d.planner_snapshot != nullptr) s = RecordDecisionInput(id, d);
+  if (s.ok() && !d.planner_snapshot_json.empty()) s = RecordDecisionInput(id, d);
   if (!s.ok()) return s.error();
   return id;
 }

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/http_get.h"
 #include "cli/process.h"
 #include "gpuscaler/daemon/decision_replay.h"
 #include "gpuscaler/store/audit_reader.h"
@@ -113,6 +114,50 @@ classes: [{name: default}]
   ProcessResult neither = Gpuscaler({"explain"});
   EXPECT_EQ(neither.exit_code, 2);
   EXPECT_NE(neither.err.find("--db FILE --decision ID"), std::string::npos) << neither.err;
+}
+
+// The dashboard links each recent decision to /decisions/ID, which serves
+// the replay as JSON.
+TEST_F(ExplainDecision, TheDaemonServesEachDecisionsReplay) {
+  using namespace std::chrono_literals;
+  ChildProcess daemon({GPUSCALER_BINARY, "run", "--demo", "--listen", "127.0.0.1:0", "--port-file",
+                       (dir_ / "port").string(), "--db", (dir_ / "audit.db").string(), "--speed", "3600", "--days",
+                       "2"},
+                      dir_ / "out.log", dir_ / "err.log");
+  ASSERT_TRUE(daemon.started());
+  const uint16_t port = WaitForPortFile(dir_ / "port", 30s);
+  ASSERT_NE(port, 0) << ReadAll(dir_ / "err.log");
+  nlohmann::json decisions;
+  for (int i = 0; i < 200; ++i) {
+    HttpReply r = HttpGet(port, "/api/v1/decisions?limit=5");
+    if (r.status == 200) decisions = nlohmann::json::parse(r.body);
+    if (decisions.contains("decisions") && decisions["decisions"].size() >= 3) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_GE(decisions["decisions"].size(), 3u);
+  const int64_t id = decisions["decisions"][0]["id"].get<int64_t>();
+
+  HttpReply replay = HttpGet(port, "/decisions/" + std::to_string(id));
+  ASSERT_EQ(replay.status, 200) << replay.body;
+  const nlohmann::json j = nlohmann::json::parse(replay.body);
+  EXPECT_EQ(j["decision_id"], id);
+  EXPECT_EQ(j["recorded_policy"], true);
+  EXPECT_EQ(j["matches_recorded"], true) << replay.body;
+  EXPECT_TRUE(j["plan"].contains("launches"));
+
+  HttpReply unknown = HttpGet(port, "/decisions/999999999");
+  EXPECT_EQ(unknown.status, 404);
+  EXPECT_NE(unknown.body.find("decisions stored: 1.."), std::string::npos) << unknown.body;
+  EXPECT_EQ(HttpGet(port, "/decisions/abc").status, 400);
+
+  HttpReply page = HttpGet(port, "/");
+  ASSERT_EQ(page.status, 200);
+  EXPECT_NE(page.body.find(R"(href="decisions/')"), std::string::npos);
+
+  daemon.Signal(SIGTERM);
+  std::optional<int> code = daemon.Wait(20s);
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 0) << ReadAll(dir_ / "err.log");
 }
 
 }  // namespace

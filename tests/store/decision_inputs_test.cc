@@ -45,7 +45,7 @@ DecisionRecord WithInput(const Snapshot& snapshot, const Policy& policy) {
   d.policy_name = policy.name;
   d.policy_hash = policy.content_hash;
   d.plan_json = R"({"launches":[]})";
-  d.planner_snapshot = &snapshot;
+  d.planner_snapshot_json = FormatSnapshotJsonLine(snapshot);
   d.planner_policy = &policy;
   return d;
 }

@@ -116,9 +116,11 @@ class Controller {
   // Fail static, then the governor; edits `plan`.
   void Govern(bool listed, WallTime now, Plan* plan, TickReport* report);
   // Records the decision; false when the store could not (then nothing acts).
-  // `planned` is the planner's plan before the governor, or null when its
-  // input is not recorded.
-  bool RecordDecision(const Plan& plan, const Plan* planned, bool listed, WallTime now, TickReport* report);
+  // `planned` is the planner's plan before the governor and
+  // `planner_snapshot_json` its input, or null and empty when the input is
+  // not recorded.
+  bool RecordDecision(const Plan& plan, const Plan* planned, std::string planner_snapshot_json, bool listed,
+                      WallTime now, TickReport* report);
   void Commit(const ActuationResult& result, WallTime now, bool structural, TickReport* report);
 
   const Clock& clock_;

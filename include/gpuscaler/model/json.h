@@ -49,7 +49,8 @@ std::string FormatPlanJson(const Plan& plan);
 // The snapshot on one line, written without building a document (the same
 // text as ToJson(snapshot).dump()): the audit store's record of what each
 // decision's planner saw, read back by ParseSnapshotJson.
-std::string FormatSnapshotJsonLine(const Snapshot& snapshot);
+// `buffer`'s capacity is reused (a 10k-unit snapshot is megabytes).
+std::string FormatSnapshotJsonLine(const Snapshot& snapshot, std::string buffer = {});
 
 // Parses a snapshot. `file_name` is used in error messages only. Nodes whose
 // offering gives no (or a zero) "usd_per_hour" get the matching entry (by Offering::Key)

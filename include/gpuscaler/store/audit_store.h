@@ -20,7 +20,6 @@
 #include <vector>
 
 #include "gpuscaler/model/instance.h"
-#include "gpuscaler/model/snapshot.h"
 #include "gpuscaler/model/time.h"
 #include "gpuscaler/policy/policy.h"
 #include "gpuscaler/status.h"
@@ -44,10 +43,9 @@ struct DecisionRecord {
   bool scale_down_blocked = false;   // fail-static held back removals this tick
   // The planner's input, for replay (`gpuscaler explain --db --decision`,
   // store/decision_inputs.h): written to their own tables, never read back
-  // with the decision. Not owned; used only during RecordDecision. A null
-  // planner_snapshot records no input.
-  const Snapshot* planner_snapshot = nullptr;  // exactly what the planner was given
-  const Policy* planner_policy = nullptr;      // the policy of policy_hash
+  // with the decision. Empty planner_snapshot_json: no input recorded.
+  std::string planner_snapshot_json;           // FormatSnapshotJsonLine of exactly what the planner was given
+  const Policy* planner_policy = nullptr;      // the policy of policy_hash; not owned, used during the call
   std::string planner_plan_json;  // the planner's plan before the governor; empty: equal to plan_json
 };
 

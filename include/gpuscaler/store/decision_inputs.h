@@ -30,9 +30,9 @@ namespace gpuscaler {
 // needed to read it). Keys in the order of docs/policy.md.
 std::string PolicyFileJson(const Policy& policy);
 
-// zstd at its fastest level: a 10k-unit snapshot (3.5 MB of JSON) compresses
-// to ~40 KB in ~2 ms. kInternal if zstd fails.
-Result<std::string> CompressSnapshotText(std::string_view text);
+// zstd at level 1: a 10k-unit snapshot (3.5 MB of JSON) compresses to
+// ~40 KB in ~2 ms. `buffer`'s capacity is reused. kInternal if zstd fails.
+Result<std::string> CompressSnapshotText(std::string_view text, std::string buffer = {});
 // The inverse; `expected_bytes` is the stored uncompressed length. Corrupt
 // or truncated data: kInternal naming the decision.
 Result<std::string> DecompressSnapshotText(std::string_view compressed, int64_t expected_bytes,
