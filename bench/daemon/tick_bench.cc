@@ -104,7 +104,7 @@ void BM_DaemonTick(benchmark::State& state) {
     if (!ec) bytes += static_cast<double>(size);
   }
   state.counters["db_bytes/tick"] = bytes / static_cast<double>(std::max<int64_t>(1, state.iterations()));
-  if (!getenv("KEEP")) std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(dir);
 }
 BENCHMARK(BM_DaemonTick)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond)->UseRealTime();
 
