@@ -103,10 +103,11 @@ int ExplainDecision(const ExplainOptions& options) {
   } else {
     std::cout << "Decision " << replay->decision.id << " at " << FormatRfc3339(d.time) << " (" << d.source << ")\n";
     if (replay->recorded_policy) {
-      std::cout << "Policy: " << d.policy_name << " " << d.policy_hash.substr(0, 12) << " (as recorded)\n";
+      std::cout << "Policy: " << replay->policy.name << " " << replay->policy.content_hash.substr(0, 12)
+                << " (as recorded)\n";
     } else {
       std::cout << "Policy: " << options.policy_file << " " << replay->policy.content_hash.substr(0, 12)
-                << " (what-if; the decision used " << d.policy_name << " " << d.policy_hash.substr(0, 12) << ")\n";
+                << " (what-if; the decision used " << d.policy_name << ")\n";
     }
     if (replay->governor_edited) {
       std::cout << "The governor edited this plan before it was acted on; recorded after it: " << d.summary << "\n";

@@ -166,7 +166,7 @@ Result<std::optional<std::pair<int64_t, int64_t>>> DecisionInputReader::Decision
 Result<StoredDecisionInput> DecisionInputReader::Read(int64_t id) {
   AuditReader::ConsistentRead consistent(reader_);
   Result<store_internal::Query> q = reader_.db_->Prepare(
-      "SELECT d.policy_hash, d.source, i.snapshot_codec, i.snapshot_bytes, i.snapshot, i.planner_plan_json, "
+      "SELECT i.policy_hash, d.source, i.snapshot_codec, i.snapshot_bytes, i.snapshot, i.planner_plan_json, "
       "i.decision_id IS NOT NULL FROM decisions d LEFT JOIN decision_inputs i ON i.decision_id = d.id "
       "WHERE d.id = ?1");
   if (!q) return q.error();

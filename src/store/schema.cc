@@ -141,6 +141,7 @@ CREATE TABLE decision_inputs (
   snapshot_codec    TEXT NOT NULL CHECK (snapshot_codec IN ('zstd')),
   snapshot_bytes    INTEGER NOT NULL CHECK (snapshot_bytes >= 0),
   snapshot          BLOB NOT NULL,
+  policy_hash       TEXT NOT NULL REFERENCES policies(hash),
   planner_plan_json TEXT
 );
 )sql";

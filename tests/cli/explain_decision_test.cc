@@ -4,6 +4,7 @@
 // governor edited it), through the library and through the binary.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "cli/http_get.h"
@@ -64,6 +65,46 @@ TEST_F(ExplainDecision, EveryDecisionOfADemoRunReplaysToThePlanItsPlannerMade) {
     ASSERT_TRUE(replay.ok());
     EXPECT_EQ(nlohmann::ordered_json::parse(r.out), nlohmann::ordered_json::parse(replay->planner_plan_json));
   }
+}
+
+// The simulator records inputs too, for its own planner and for the
+// on-demand baseline (the scenario's policy, edited); a baseline with a
+// planner of its own records none, and explain says why.
+TEST_F(ExplainDecision, EveryDecisionOfASimulatedDayReplays) {
+  const std::string db = (dir_ / "sim.db").string();
+  ProcessResult sim = Gpuscaler({"sim", "--scenario", "demo", "--days", "1", "--db", db});
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  auto reader = std::move(AuditReader::Open(db)).value();
+  Result<std::vector<DecisionRow>> rows = reader->DecisionsAfterId(0, 5000);
+  ASSERT_TRUE(rows.ok()) << rows.error().message();
+  std::map<std::string, int> replayed;
+  for (const DecisionRow& row : *rows) {
+    SCOPED_TRACE("decision " + std::to_string(row.id) + " " + row.decision.source);
+    Result<DecisionReplay> replay = ReplayDecision(*reader, row.id);
+    ASSERT_TRUE(replay.ok()) << replay.error().message();
+    EXPECT_TRUE(replay->matches_recorded);
+    replayed[row.decision.source] += 1;
+  }
+  EXPECT_GT(replayed["sim:gpuscaler"], 100);
+  EXPECT_GT(replayed["sim:on-demand"], 100);
+
+  const std::string baseline_db = (dir_ / "karpenter.db").string();
+  ProcessResult karpenter =
+      Gpuscaler({"sim", "--scenario", "demo", "--days", "1", "--baseline", "karpenter", "--db", baseline_db});
+  ASSERT_EQ(karpenter.exit_code, 0) << karpenter.err;
+  auto baseline_reader = std::move(AuditReader::Open(baseline_db)).value();
+  Result<std::vector<DecisionRow>> baseline_rows = baseline_reader->DecisionsAfterId(0, 5000);
+  ASSERT_TRUE(baseline_rows.ok());
+  bool checked = false;
+  for (const DecisionRow& row : *baseline_rows) {
+    if (row.decision.source.rfind("sim:karpenter", 0) != 0) continue;
+    ProcessResult r = Gpuscaler({"explain", "--db", baseline_db, "--decision", std::to_string(row.id)});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("recorded without its planner input"), std::string::npos) << r.err;
+    checked = true;
+    break;
+  }
+  EXPECT_TRUE(checked) << "no karpenter decision recorded";
 }
 
 TEST_F(ExplainDecision, ShowsWhatAnotherPolicyWouldHaveDoneAndNamesBadIds) {

@@ -145,6 +145,34 @@ TEST(DecisionInputs, StoresTheSnapshotExactlyAndThePolicyOncePerHash) {
   EXPECT_NE(unknown.error().message().find("decisions stored: 1..3"), std::string::npos) << unknown.error().message();
 }
 
+TEST(DecisionInputs, KeysThePolicyByWhatThePlannerWasGivenNotByItsLabel) {
+  TempDir dir;
+  const std::string path = dir.File("audit.db");
+  const Snapshot snapshot = SmallSnapshot();
+  Policy edited = DefaultPolicy();  // edited after loading; content_hash still the default's
+  edited.pools[0].capacity_types = {CapacityType::kOnDemand};
+  ASSERT_NE(PolicyContentHash(edited), edited.content_hash);
+  {
+    auto store = std::move(SqliteAuditStore::Open(path)).value();
+    ASSERT_TRUE(store->RecordDecision(WithInput(snapshot, DefaultPolicy())).ok());
+    ASSERT_TRUE(store->RecordDecision(WithInput(snapshot, edited)).ok());
+    DecisionRecord no_policy = WithInput(snapshot, edited);
+    no_policy.planner_policy = nullptr;
+    Result<int64_t> refused = store->RecordDecision(no_policy);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().category(), ErrorCategory::kInvalidInput);
+  }
+  auto reader = std::move(AuditReader::Open(path)).value();
+  Result<StoredDecisionInput> first = DecisionInputReader(*reader).Read(1);
+  Result<StoredDecisionInput> second = DecisionInputReader(*reader).Read(2);
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(first->policy_hash, DefaultPolicy().content_hash);
+  EXPECT_EQ(second->policy_hash, PolicyContentHash(edited));
+  PolicyLoadResult back = ParsePolicy(second->policy_json, "stored.json");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back.policy.content_hash, PolicyContentHash(edited));
+}
+
 TEST(DecisionInputs, AnEmptyStoreSaysItHasNoDecisions) {
   TempDir dir;
   const std::string path = dir.File("audit.db");

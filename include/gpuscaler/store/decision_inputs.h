@@ -5,8 +5,8 @@
 // Per decision (table decision_inputs, docs/audit-schema.md): the Snapshot
 // passed to the planner, as FormatSnapshotJsonLine text compressed with zstd,
 // and, when the governor edited the plan before it was recorded, the
-// planner's own plan. The policy is kept once per content hash (table
-// policies) as a JSON policy file that ParsePolicy reads back to a policy of
+// planner's own plan. The policy the planner was given is kept once per
+// content hash (table policies; the store hashes it itself) as a JSON policy file that ParsePolicy reads back to a policy of
 // the same hash. SqliteAuditStore::RecordDecision writes them from the
 // DecisionRecord's input fields; DecisionInputReader reads them.
 //
@@ -41,7 +41,10 @@ Result<std::string> DecompressSnapshotText(std::string_view compressed, int64_t 
 struct StoredDecisionInput {
   int64_t decision_id = 0;
   std::string snapshot_json;      // FormatSnapshotJsonLine text, as the planner saw it
-  std::string policy_hash;        // decisions.policy_hash
+  // The content hash of the policy the planner was given (policies.hash).
+  // Usually decisions.policy_hash; they differ when the caller edited a
+  // loaded policy without rehashing it (simulator baselines).
+  std::string policy_hash;
   std::string policy_json;        // PolicyFileJson of that policy
   // The planner's plan before the governor; nullopt: equal to the decision's
   // plan_json (the governor changed nothing).
