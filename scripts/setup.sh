@@ -27,6 +27,7 @@ packages=(
   libcli11-dev           # command line
   libpugixml-dev         # AWS XML responses
   libssl-dev             # TLS, SigV4 HMAC, SHA-256
+  libzstd-dev            # audit store: compresses the planner snapshot kept with each decision
   coinor-libcbc-dev      # bench only: exact MIP optimum for planner quality
   python3                # catalog generation script, test helpers
   prometheus             # promtool checks the PrometheusRule (tests/kube) and our /metrics text (tests/server); the 2.42 server runs the real-server signal tests

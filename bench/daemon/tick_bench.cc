@@ -95,6 +95,15 @@ void BM_DaemonTick(benchmark::State& state) {
                                                  benchmark::Counter::kIsRate);
   engine.reset();
   store.reset();
+  // Database growth per tick: the decision row and the planner's input
+  // (store/decision_inputs.h) the worst case writes on every tick.
+  std::error_code ec;
+  double bytes = 0;
+  for (const char* file : {"/audit.db", "/audit.db-wal"}) {
+    const auto size = std::filesystem::file_size(dir + file, ec);
+    if (!ec) bytes += static_cast<double>(size);
+  }
+  state.counters["db_bytes/tick"] = bytes / static_cast<double>(std::max<int64_t>(1, state.iterations()));
   std::filesystem::remove_all(dir);
 }
 BENCHMARK(BM_DaemonTick)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -7,7 +7,12 @@
 // Arguments: actions per tick (0 or 3); intents one call each (0) or one
 // batch per tick (1); intent sync: 0 kFsync (the daemon), 1 kNoFsync,
 // 2 kWithTick (the simulator: intents join the tick's transaction); ticks
-// per commit (1: the daemon; 64: the simulator's group commit).
+// per commit (1: the daemon; 64: the simulator's group commit); with the
+// planner's input (0: none; N: a snapshot of N pending units beside the
+// demo's 108 offerings and 20 nodes, kept per decision, decision_inputs.h).
+//
+// BM_EncodeSnapshot/N: the two steps of keeping a decision's input for N
+// pending units, by themselves: writing the snapshot JSON, and zstd.
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
@@ -15,7 +20,10 @@
 #include <string>
 #include <vector>
 
+#include "gpuscaler/model/json.h"
+#include "gpuscaler/policy/loader.h"
 #include "gpuscaler/store/audit_reader.h"
+#include "gpuscaler/store/decision_inputs.h"
 #include "gpuscaler/store/sqlite_audit_store.h"
 
 namespace gpuscaler {
@@ -31,6 +39,35 @@ Offering BenchOffering(int i) {
   o.on_demand_usd_per_hour = 5.672;
   o.interruptions_per_hour = 0.02;
   return o;
+}
+
+// A snapshot shaped like the demo's (108 offerings, 20 nodes with two
+// running units each) plus `pending` queue-derived units.
+Snapshot BenchSnapshot(int pending) {
+  Snapshot s;
+  s.time = FromUnixSeconds(1'800'000'000);
+  for (int i = 0; i < 108; ++i) s.offerings.push_back(BenchOffering(i));
+  auto unit = [](const std::string& id, int gpus) {
+    DemandUnit u;
+    u.id = id;
+    u.workload_class = gpus == 1 ? "render" : "train";
+    u.gpus = gpus;
+    u.cpu_milli = 3000 * gpus;
+    u.memory_mib = 12000 * gpus;
+    return u;
+  };
+  for (int n = 0; n < 20; ++n) {
+    Node node;
+    node.id = "i-" + std::to_string(100000 + n);
+    node.instance_id = node.id;
+    node.pool = "gpu";
+    node.offering = BenchOffering(n);
+    node.launch_time = s.time - Seconds(3600);
+    for (int k = 0; k < 2; ++k) node.running.push_back(unit("run-" + std::to_string(n) + "-" + std::to_string(k), 1));
+    s.nodes.push_back(node);
+  }
+  for (int i = 0; i < pending; ++i) s.pending.push_back(unit((i % 5 == 0 ? "train/" : "render/") + std::to_string(i), i % 5 == 0 ? 4 : 1));
+  return s;
 }
 
 void BM_AuditTick(benchmark::State& state) {
@@ -57,6 +94,13 @@ void BM_AuditTick(benchmark::State& state) {
   decision.plan_json = std::string(R"({"launches":[{"offering":"g5.12xlarge/us-east-1b/spot","count":3}],"pad":")") +
                        std::string(1500, 'x') + "\"}";
   decision.summary = "launch 3 × g5.12xlarge spot for render";
+  const Snapshot snapshot = BenchSnapshot(static_cast<int>(state.range(4)));
+  const Policy policy = DefaultPolicy();
+  if (state.range(4) > 0) {
+    decision.planner_snapshot_json = FormatSnapshotJsonLine(snapshot);
+    decision.planner_policy = &policy;
+    decision.policy_hash = policy.content_hash;
+  }
   std::vector<PriceSample> samples(10);
   for (int i = 0; i < 10; ++i) samples[i].offering = BenchOffering(i);
   std::vector<UsageRecord> usage(4);
@@ -128,16 +172,52 @@ void BM_AuditTick(benchmark::State& state) {
 }
 
 BENCHMARK(BM_AuditTick)
-    ->ArgNames({"actions", "batched", "sync", "group"})
-    ->Args({0, 0, 0, 1})
-    ->Args({3, 0, 2, 1})
-    ->Args({3, 0, 2, 64})
-    ->Args({3, 1, 1, 1})
-    ->Args({3, 1, 0, 1})
-    ->Args({3, 0, 0, 1})
+    ->ArgNames({"actions", "batched", "sync", "group", "input"})
+    ->Args({0, 0, 0, 1, 0})
+    ->Args({0, 0, 0, 1, 5})
+    ->Args({3, 0, 2, 1, 0})
+    ->Args({3, 0, 2, 64, 0})
+    ->Args({3, 0, 2, 64, 5})
+    ->Args({3, 1, 1, 1, 0})
+    ->Args({3, 1, 0, 1, 0})
+    ->Args({3, 0, 0, 1, 0})
     ->MinTime(2.0)
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
+
+void BM_EncodeSnapshot(benchmark::State& state) {
+  const Snapshot snapshot = BenchSnapshot(static_cast<int>(state.range(0)));
+  const bool compress = state.range(1) == 1;
+  std::string text = FormatSnapshotJsonLine(snapshot);
+  std::string packed;
+  for (auto _ : state) {
+    if (compress) {
+      Result<std::string> out = CompressSnapshotText(text, std::move(packed));
+      if (!out) {
+        state.SkipWithError(out.error().message().c_str());
+        break;
+      }
+      packed = std::move(*out);
+    } else {
+      text = FormatSnapshotJsonLine(snapshot, std::move(text));
+    }
+  }
+  // Check the answer: the bytes read back.
+  Result<std::string> packed_once = CompressSnapshotText(text);
+  Result<std::string> back =
+      packed_once ? DecompressSnapshotText(*packed_once, static_cast<int64_t>(text.size()), 0) : packed_once;
+  if (!back || *back != text) state.SkipWithError("snapshot round trip mismatch");
+  state.counters["json_bytes"] = static_cast<double>(text.size());
+  state.counters["zstd_bytes"] = packed_once ? static_cast<double>(packed_once->size()) : 0;
+}
+
+BENCHMARK(BM_EncodeSnapshot)
+    ->ArgNames({"units", "zstd"})
+    ->Args({5, 0})
+    ->Args({5, 1})
+    ->Args({10000, 0})
+    ->Args({10000, 1})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace gpuscaler

@@ -1,6 +1,8 @@
 #include "gpuscaler/controller/controller.h"
 
 #include <algorithm>
+#include <future>
+#include <optional>
 #include <utility>
 
 #include "gpuscaler/controller/failpoint.h"
@@ -48,6 +50,7 @@ Controller::Controller(const Clock& clock, CloudProvider& cloud, AuditStore* sto
       store_(store),
       policy_(std::move(policy)),
       options_(std::move(options)),
+      default_planner_(!planner),
       planner_(planner ? std::move(planner)
                        : PlannerFn([](const Snapshot& s, const Policy& p) { return MakePlan(s, p); })),
       usage_(store, catalog, options_.usage_interval),
@@ -90,10 +93,23 @@ TickReport Controller::Tick() {
   if (verdict.plan) {
     // Plan, govern, record, act.
     report.planned = true;
+    // The planner's input is written out for the audit store while the
+    // planner runs: both only read the snapshot, which nothing changes
+    // before RecordDecision takes the text.
+    std::future<std::string> input_json;
+    if (store_ != nullptr && default_planner_) {
+      input_json = std::async(std::launch::async,
+                              [&snapshot = state_.snapshot()] { return FormatSnapshotJsonLine(snapshot); });
+    }
     Plan plan = planner_(state_.snapshot(), policy_);
     gate_.Planned(state_.snapshot(), now);
+    // The planner's own plan, recorded with its input when the governor
+    // edits it, so a replay is compared with what the planner made.
+    std::optional<Plan> planned;
+    if (input_json.valid()) planned = plan;
     Govern(listed, now, &plan, &report);
-    if (RecordDecision(plan, listed, now, &report)) {
+    if (RecordDecision(plan, planned ? &*planned : nullptr, input_json.valid() ? input_json.get() : std::string(),
+                       listed, now, &report)) {
       const ActuationResult acted =
           actuator_.Act(report.decision_id, plan, state_.snapshot(), policy_, state_.availability(), &report);
       Commit(acted, now, /*structural=*/false, &report);
@@ -131,7 +147,8 @@ void Controller::Govern(bool listed, WallTime now, Plan* plan, TickReport* repor
   gate_.Governed(*plan, g.launches_held);
 }
 
-bool Controller::RecordDecision(const Plan& plan, bool listed, WallTime now, TickReport* report) {
+bool Controller::RecordDecision(const Plan& plan, const Plan* planned, std::string planner_snapshot_json,
+                                bool listed, WallTime now, TickReport* report) {
   report->decision_id = ++local_decisions_;
   if (store_ == nullptr) return true;
   const Snapshot& snapshot = state_.snapshot();
@@ -150,6 +167,14 @@ bool Controller::RecordDecision(const Plan& plan, bool listed, WallTime now, Tic
   d.cost_after_usd_per_hour = plan.cost_after_usd_per_hour;
   d.expected_interruption_usd_per_hour = plan.expected_interruption_usd_per_hour;
   d.scale_down_blocked = !state_.blocked_classes().empty() || !listed;
+  if (planned != nullptr) {
+    d.planner_snapshot_json = std::move(planner_snapshot_json);
+    d.planner_policy = &policy_;
+    const GovernorResult& g = report->governor;
+    if (g.launches_held > 0 || g.terminations_held > 0 || !g.notes.empty()) {
+      d.planner_plan_json = FormatPlanJsonLine(*planned);
+    }
+  }
   Result<int64_t> id = store_->RecordDecision(d);
   if (!id) {
     report->errors.push_back(id.error());

@@ -93,7 +93,7 @@ async function refresh(){
     tb.innerHTML=s.nodes.map(n=>'<tr><td class="mono">'+esc(n.id)+'</td><td>'+esc(n.pool)+'</td><td>'+esc(n.instance_type)+'</td><td>'+esc(n.zone)+
       '</td><td class="'+(n.capacity_type==="spot"?"spot":"od")+'">'+esc(n.capacity_type)+'</td><td>'+n.gpus+'</td><td>'+usd(n.usd_per_hour)+'</td><td>'+esc(n.state)+'</td><td>'+n.running_units+'</td></tr>').join("");
     const d=await (await fetch("api/v1/decisions?limit=15")).json();
-    $("decisions").tBodies[0].innerHTML=(d.decisions||[]).map(r=>'<tr><td>'+r.id+'</td><td>'+esc(r.time)+'</td><td class="mono">'+esc(r.summary)+'</td><td>'+usd(r.cost_before_usd_per_hour)+'</td><td>'+usd(r.cost_after_usd_per_hour)+'</td></tr>').join("");
+    $("decisions").tBodies[0].innerHTML=(d.decisions||[]).map(r=>'<tr><td><a href="decisions/'+r.id+'" title="replay: the plan from the stored input">'+r.id+'</a></td><td>'+esc(r.time)+'</td><td class="mono">'+esc(r.summary)+'</td><td>'+usd(r.cost_before_usd_per_hour)+'</td><td>'+usd(r.cost_after_usd_per_hour)+'</td></tr>').join("");
   }catch(e){$("health").innerHTML='<span class="bad">'+esc(e)+'</span>';}
 }
 refresh();setInterval(refresh,2000);

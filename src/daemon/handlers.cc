@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "daemon_parts.h"
+#include "gpuscaler/daemon/decision_replay.h"
 #include "gpuscaler/model/json.h"
 #include "gpuscaler/report/report.h"
 #include "gpuscaler/solver/planner.h"
@@ -118,6 +119,27 @@ HttpResponse Report(const std::string& db_file, const PublishedState& s, const H
   return out;
 }
 
+// GET /decisions/ID: the decision replayed from its stored input
+// (daemon/decision_replay.h), as `gpuscaler explain --db --decision` does.
+HttpResponse DecisionReplayResponse(const std::string& db_file, const HttpRequest& req) {
+  if (db_file.empty()) return HttpResponse::Error(404, "no audit database");
+  constexpr std::string_view kPrefix = "/decisions/";
+  const std::string id_text = req.path.rfind(kPrefix, 0) == 0 ? req.path.substr(kPrefix.size()) : "";
+  char* end = nullptr;
+  const long long id = std::strtoll(id_text.c_str(), &end, 10);
+  if (id_text.empty() || *end != '\0' || id < 1) {
+    return HttpResponse::Error(400, "expected /decisions/ID with a decision id >= 1, got '" + req.path + "'");
+  }
+  Result<std::unique_ptr<AuditReader>> reader = AuditReader::Open(db_file);
+  if (!reader) return HttpResponse::Error(503, reader.error().message());
+  Result<DecisionReplay> replay = ReplayDecision(**reader, id);
+  if (!replay) {
+    return HttpResponse::Error(replay.error().category() == ErrorCategory::kNotFound ? 404 : 500,
+                               replay.error().message());
+  }
+  return HttpResponse::Json(FormatDecisionReplayJson(*replay));
+}
+
 }  // namespace
 
 server::Router BuildRouter(DaemonSetup& setup, DaemonState& state, DaemonMetrics& metrics) {
@@ -173,6 +195,7 @@ server::Router BuildRouter(DaemonSetup& setup, DaemonState& state, DaemonMetrics
   router.Get("/api/v1/decisions", [db_file, &state](const HttpRequest& req) {
     return Decisions(db_file, state.Get().last_decision_id, req);
   });
+  router.GetPrefix("/decisions", [db_file](const HttpRequest& req) { return DecisionReplayResponse(db_file, req); });
   router.Get("/api/v1/snapshot", [&state](const HttpRequest&) {
     const PublishedState s = state.Get();
     if (!s.snapshot) return HttpResponse::Error(503, "no tick has run yet");
@@ -226,7 +249,7 @@ server::Router BuildRouter(DaemonSetup& setup, DaemonState& state, DaemonMetrics
   // CPU-bound work under a flood of clients.
   setup.server_options.slow_request = [reports, &state](const HttpRequest& req) {
     if (req.path == "/reports" || req.path.rfind("/reports/", 0) == 0) return !reports->Ready(req.target, state.Ticks());
-    return req.path == "/api/v1/decisions" || req.path == "/api/v1/plan";
+    return req.path == "/api/v1/decisions" || req.path == "/api/v1/plan" || req.path.rfind("/decisions/", 0) == 0;
   };
   return router;
 }

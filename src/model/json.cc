@@ -155,6 +155,12 @@ Json ToJson(const Snapshot& snapshot) { return json_internal::WriteJson(snapshot
 
 std::string FormatSnapshotJson(const Snapshot& snapshot) { return ToJson(snapshot).dump(2) + "\n"; }
 
+std::string FormatSnapshotJsonLine(const Snapshot& snapshot, std::string buffer) {
+  JsonWriter w(std::move(buffer));
+  json_internal::FieldWriter(&w).Write(snapshot);
+  return std::move(w).Take();
+}
+
 Result<Snapshot> ParseSnapshotJson(const std::string& text, const std::string& file_name) {
   Json root;
   try {

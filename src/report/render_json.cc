@@ -25,6 +25,25 @@ nlohmann::ordered_json TableJson(const Table& t) {
 
 double Round(double v, double scale) { return std::round(v * scale) / scale; }
 
+// Predicted vs realized cost per decision (report/prediction.h).
+nlohmann::ordered_json PredictionsJson(const std::vector<DecisionPrediction>& predictions) {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const DecisionPrediction& p : predictions) {
+    rows.push_back({{"decision_id", p.decision_id},
+                    {"time", FormatRfc3339(p.time)},
+                    {"predicted_usd_per_hour", Round(p.predicted_usd_per_hour, 1e4)},
+                    {"nodes_planned", p.nodes_planned},
+                    {"nodes_launched", p.nodes_launched},
+                    {"nodes_interrupted", p.nodes_interrupted},
+                    {"nodes_running", p.nodes_running},
+                    {"node_hours", Round(p.node_hours, 1e4)},
+                    {"predicted_usd", Round(p.predicted_usd, 1e4)},
+                    {"realized_usd", Round(p.realized_usd, 1e4)},
+                    {"realized_minus_predicted_usd", Round(p.realized_usd - p.predicted_usd, 1e4)}});
+  }
+  return rows;
+}
+
 }  // namespace
 
 std::string RenderJson(const CostFacts& facts, const ReportViews& views, const ReportQuery& query) {
@@ -65,6 +84,7 @@ std::string RenderJson(const CostFacts& facts, const ReportViews& views, const R
     const std::string name = v == View::kDecisions ? "top_decisions" : v == View::kNodes ? "top_nodes" : std::string(ToString(v));
     j[name] = TableJson(BuildTable(v, facts, views, query));
   }
+  j["predictions"] = PredictionsJson(views.predictions);
   j["warnings"] = facts.warnings;
   return j.dump(2) + "\n";
 }

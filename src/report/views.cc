@@ -211,6 +211,9 @@ Result<ReportViews> BuildViews(AuditReader& reader, const CostFacts& facts, cons
   v.savings = GroupLines(facts, {Dimension::kCapacityType}, query.period);
   v.daily_by_capacity = GroupLines(facts, {Dimension::kCapacityType}, Period::kDay);
   v.by_team = GroupLines(facts, {Dimension::kTeam}, std::nullopt);
+  Result<std::vector<DecisionPrediction>> predictions = BuildPredictions(reader, facts.from, facts.to, facts.as_of);
+  if (!predictions) return predictions.error();
+  v.predictions = std::move(*predictions);
   std::sort(v.by_team.begin(), v.by_team.end(),
             [](const GroupedRow& a, const GroupedRow& b) { return a.m.cost_usd > b.m.cost_usd; });
 

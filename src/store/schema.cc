@@ -126,9 +126,30 @@ CREATE TABLE installation (
 INSERT INTO installation (id) VALUES (lower(hex(randomblob(6))));
 )sql";
 
+// Decision inputs (audit-replay): what the planner saw, so that
+// `gpuscaler explain --db --decision` replays a decision. Only its own
+// tables: it applies on top of any other migration.
+constexpr const char* kSchemaV4 = R"sql(
+CREATE TABLE policies (
+  hash        TEXT PRIMARY KEY,
+  name        TEXT NOT NULL,
+  policy_json TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE decision_inputs (
+  decision_id       INTEGER PRIMARY KEY REFERENCES decisions(id) ON DELETE CASCADE,
+  snapshot_codec    TEXT NOT NULL CHECK (snapshot_codec IN ('zstd')),
+  snapshot_bytes    INTEGER NOT NULL CHECK (snapshot_bytes >= 0),
+  snapshot          BLOB NOT NULL,
+  policy_hash       TEXT NOT NULL REFERENCES policies(hash),
+  planner_plan_json TEXT
+);
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "audit schema: decisions, actions, nodes, node_prices, price_samples, usage", kSchemaV1},
     {2, "installation: a random id per audit database", kSchemaV2},
+    {4, "decision inputs: the planner's snapshot per decision, policies by hash", kSchemaV4},
 };
 
 Result<int64_t> ScalarInt(Connection& db, const char* sql, std::string_view what) {

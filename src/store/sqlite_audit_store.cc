@@ -4,7 +4,9 @@
 #include <string>
 #include <utility>
 
+#include "gpuscaler/policy/loader.h"
 #include "gpuscaler/store/audit_reader.h"
+#include "gpuscaler/store/decision_inputs.h"
 #include "rows.h"
 #include "schema.h"
 #include "sqlite_db.h"
@@ -245,6 +247,49 @@ Status SqliteAuditStore::CommitTick() {
   return Status::Ok();
 }
 
+// The decision's planner input (decision_inputs.h), in the decision's
+// transaction: a policy text is written the first time its hash is seen.
+Status SqliteAuditStore::RecordDecisionInput(int64_t decision_id, const DecisionRecord& d) {
+  if (d.planner_policy == nullptr) {
+    return Error::InvalidInput("recording decision " + std::to_string(decision_id) +
+                               ": a planner snapshot without the planner's policy");
+  }
+  // The buffer lives on between ticks: a large snapshot compresses to tens
+  // of KB, and a fresh allocation each tick costs page faults.
+  thread_local std::string compressed_buffer;
+  const std::string& snapshot = d.planner_snapshot_json;
+  Result<std::string> compressed = CompressSnapshotText(snapshot, std::move(compressed_buffer));
+  if (!compressed) return compressed.error().WithContext("recording decision " + std::to_string(decision_id));
+  compressed_buffer = std::move(*compressed);
+  const std::string& packed = compressed_buffer;
+  // Keyed by the hash of the policy the planner was given, computed here:
+  // a caller may have edited a loaded policy (a simulator baseline forces
+  // on-demand) without updating its content_hash.
+  const std::string policy_hash = PolicyContentHash(*d.planner_policy);
+  return Single("recording a decision's input", [&]() -> Status {
+    Result<Query> known = db_->Prepare("SELECT 1 FROM policies WHERE hash = ?1");
+    if (!known) return known.error();
+    Result<bool> row = known->Bind(1, policy_hash).Step("looking up a policy");
+    if (!row) return row.error();
+    if (!*row) {
+      Status p = db_->Run("INSERT INTO policies (hash, name, policy_json) VALUES (?1, ?2, ?3)", "inserting a policy",
+                          policy_hash, d.planner_policy->name, PolicyFileJson(*d.planner_policy));
+      if (!p.ok()) return p;
+    }
+    Result<Query> q = db_->Prepare(
+        "INSERT INTO decision_inputs (decision_id, snapshot_codec, snapshot_bytes, snapshot, policy_hash, "
+        "planner_plan_json) VALUES (?1, 'zstd', ?2, ?3, ?4, ?5)");
+    if (!q) return q.error();
+    q->Bind(1, decision_id).Bind(2, static_cast<int64_t>(snapshot.size())).BindBlob(3, packed).Bind(4, policy_hash);
+    if (d.planner_plan_json.empty()) {
+      q->BindNull(5);
+    } else {
+      q->Bind(5, d.planner_plan_json);
+    }
+    return q->Run("inserting a decision's input");
+  });
+}
+
 Result<int64_t> SqliteAuditStore::RecordDecision(const DecisionRecord& d) {
   for (auto [value, field] : {std::pair{d.cost_before_usd_per_hour, "cost_before_usd_per_hour"},
                               std::pair{d.cost_after_usd_per_hour, "cost_after_usd_per_hour"},
@@ -262,6 +307,7 @@ Result<int64_t> SqliteAuditStore::RecordDecision(const DecisionRecord& d) {
     id = db_->LastInsertRowid();
     return Status::Ok();
   });
+  if (s.ok() && !d.planner_snapshot_json.empty()) s = RecordDecisionInput(id, d);
   if (!s.ok()) return s.error();
   return id;
 }

@@ -69,6 +69,11 @@ Query& Query::Bind(int i, std::string_view v) {
   return *this;
 }
 
+Query& Query::BindBlob(int i, std::string_view bytes) {
+  sqlite3_bind_blob(stmt_, i, bytes.data(), static_cast<int>(bytes.size()), SQLITE_TRANSIENT);
+  return *this;
+}
+
 Query& Query::BindNull(int i) {
   sqlite3_bind_null(stmt_, i);
   return *this;
@@ -91,6 +96,12 @@ std::string Query::Text(int col) const {
   const unsigned char* text = sqlite3_column_text(stmt_, col);
   if (text == nullptr) return {};
   return std::string(reinterpret_cast<const char*>(text), static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
+}
+
+std::string Query::Blob(int col) const {
+  const void* bytes = sqlite3_column_blob(stmt_, col);
+  if (bytes == nullptr) return {};
+  return std::string(static_cast<const char*>(bytes), static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
 }
 
 Result<std::shared_ptr<Connection>> Connection::Open(const std::string& path, int flags,

@@ -46,6 +46,8 @@ class Query {
   Query& Bind(int i, const char* v) { return Bind(i, std::string_view(v)); }
   Query& Bind(int i, WallTime t) { return Bind(i, ToUnixSeconds(t)); }
   Query& BindNull(int i);
+  // Binary bytes as a BLOB (copied).
+  Query& BindBlob(int i, std::string_view bytes);
   Query& Bind(int i, std::optional<int64_t> v) { return v ? Bind(i, *v) : BindNull(i); }
   Query& Bind(int i, std::optional<WallTime> v) { return v ? Bind(i, *v) : BindNull(i); }
   // Binds `values` to parameters first, first + 1, ... in order.
@@ -64,6 +66,8 @@ class Query {
   double Real(int col) const { return sqlite3_column_double(stmt_, col); }
   bool IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
   std::string Text(int col) const;
+  // A BLOB (or any) column's bytes.
+  std::string Blob(int col) const;
   WallTime Time(int col) const { return FromUnixSeconds(Int(col)); }
   std::optional<WallTime> OptionalTime(int col) const {
     if (IsNull(col)) return std::nullopt;

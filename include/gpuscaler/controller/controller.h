@@ -116,13 +116,20 @@ class Controller {
   // Fail static, then the governor; edits `plan`.
   void Govern(bool listed, WallTime now, Plan* plan, TickReport* report);
   // Records the decision; false when the store could not (then nothing acts).
-  bool RecordDecision(const Plan& plan, bool listed, WallTime now, TickReport* report);
+  // `planned` is the planner's plan before the governor and
+  // `planner_snapshot_json` its input, or null and empty when the input is
+  // not recorded.
+  bool RecordDecision(const Plan& plan, const Plan* planned, std::string planner_snapshot_json, bool listed,
+                      WallTime now, TickReport* report);
   void Commit(const ActuationResult& result, WallTime now, bool structural, TickReport* report);
 
   const Clock& clock_;
   AuditStore* store_;
   Policy policy_;
   ControllerOptions options_;
+  // MakePlan, not a caller's planner: only its decisions can be replayed, so
+  // only theirs record the planner's input (store/decision_inputs.h).
+  const bool default_planner_;
   PlannerFn planner_;
   UsageMeter usage_;
   ClusterState state_;

@@ -46,6 +46,11 @@ std::string FormatPlanJsonLine(const Plan& plan);
 // Pretty-printed (2-space indent) with a trailing newline.
 std::string FormatSnapshotJson(const Snapshot& snapshot);
 std::string FormatPlanJson(const Plan& plan);
+// The snapshot on one line, written without building a document (the same
+// text as ToJson(snapshot).dump()): the audit store's record of what each
+// decision's planner saw, read back by ParseSnapshotJson.
+// `buffer`'s capacity is reused (a 10k-unit snapshot is megabytes).
+std::string FormatSnapshotJsonLine(const Snapshot& snapshot, std::string buffer = {});
 
 // Parses a snapshot. `file_name` is used in error messages only. Nodes whose
 // offering gives no (or a zero) "usd_per_hour" get the matching entry (by Offering::Key)

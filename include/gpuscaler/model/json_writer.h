@@ -17,12 +17,18 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace gpuscaler {
 
 class JsonWriter {
  public:
+  JsonWriter() = default;
+  // Writes into `buffer` (cleared; its capacity is reused): for callers that
+  // write large documents every tick and hand the buffer back each time.
+  explicit JsonWriter(std::string buffer) : out_(std::move(buffer)) { out_.clear(); }
+
   JsonWriter& BeginObject();
   JsonWriter& EndObject();
   JsonWriter& BeginArray();

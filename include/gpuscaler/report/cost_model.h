@@ -25,6 +25,7 @@
 
 #include "gpuscaler/model/instance.h"
 #include "gpuscaler/model/time.h"
+#include "gpuscaler/report/prediction.h"
 #include "gpuscaler/report/report.h"
 #include "gpuscaler/status.h"
 
@@ -167,6 +168,7 @@ struct ReportViews {
   std::vector<DecisionCost> decisions;  // by cost, at most query.top
   std::vector<size_t> top_nodes;        // node indices by cost, at most query.top
   std::vector<size_t> nodes_by_cost;    // every node with a cost in the range
+  std::vector<DecisionPrediction> predictions;  // per decision, prediction.h
 };
 
 // Groups the lines. Decisions need the reader (their summaries).

@@ -134,6 +134,9 @@ class AuditReader {
   };
 
  private:
+  // Decision inputs (decision_inputs.h) are read on this reader's connection.
+  friend class DecisionInputReader;
+
   std::shared_ptr<store_internal::Connection> db_;
   int schema_version_ = 0;
 };

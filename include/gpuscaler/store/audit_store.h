@@ -21,6 +21,7 @@
 
 #include "gpuscaler/model/instance.h"
 #include "gpuscaler/model/time.h"
+#include "gpuscaler/policy/policy.h"
 #include "gpuscaler/status.h"
 
 namespace gpuscaler {
@@ -40,6 +41,12 @@ struct DecisionRecord {
   double cost_after_usd_per_hour = 0;
   double expected_interruption_usd_per_hour = 0;
   bool scale_down_blocked = false;   // fail-static held back removals this tick
+  // The planner's input, for replay (`gpuscaler explain --db --decision`,
+  // store/decision_inputs.h): written to their own tables, never read back
+  // with the decision. Empty planner_snapshot_json: no input recorded.
+  std::string planner_snapshot_json;           // FormatSnapshotJsonLine of exactly what the planner was given
+  const Policy* planner_policy = nullptr;      // the policy of policy_hash; not owned, used during the call
+  std::string planner_plan_json;  // the planner's plan before the governor; empty: equal to plan_json
 };
 
 enum class ActionKind { kLaunch, kTerminate };

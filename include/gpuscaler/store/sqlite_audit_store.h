@@ -175,6 +175,7 @@ class SqliteAuditStore final : public AuditStore {
   void NoteFailure(const Error& error);
   // kTransient while the tick could not take the write lock (BeginTick).
   Status CheckTickAvailable(const char* what) const;
+  Status RecordDecisionInput(int64_t decision_id, const DecisionRecord& d);
   // Inserts the intents in the open transaction; appends their ids.
   Status InsertIntents(const std::vector<ActionRecord>& actions, std::vector<int64_t>* ids);
 

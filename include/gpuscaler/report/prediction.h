@@ -1,0 +1,49 @@
+// Predicted vs realized cost per decision: what a decision's plan said its
+// launches would cost per hour, against what the nodes it launched cost over
+// their lives (docs/reports.md, "predictions" in the JSON report).
+//
+// A decision is in a report when a node it launched started in [from, to).
+// Realized cost: each such node's price intervals × the time it ran, per
+// second, from launch to its end (an interruption ends it) or, while it
+// still runs, to the report's as_of; no minimum billed time. Predicted cost
+// for the same time: each node's per-node price in the plan (the launch of
+// its instance type, zone and capacity type; a node of an offering the plan
+// did not name, such as a capacity fallback, takes the plan's price for its
+// pool) × the hours it ran. The difference is what price moves, fallbacks
+// and interruptions did to the plan.
+//
+// Thread-safety: BuildPredictions uses the reader it is given.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "gpuscaler/model/time.h"
+#include "gpuscaler/status.h"
+
+namespace gpuscaler {
+class AuditReader;
+}
+
+namespace gpuscaler::report {
+
+struct DecisionPrediction {
+  int64_t decision_id = 0;
+  WallTime time{};
+  double predicted_usd_per_hour = 0;  // the plan's launches, all nodes together
+  int nodes_planned = 0;              // the plan's launch counts
+  int nodes_launched = 0;             // nodes the store records for the decision
+  int nodes_interrupted = 0;
+  int nodes_running = 0;              // still running at as_of
+  double node_hours = 0;              // the launched nodes' lives, to as_of
+  double predicted_usd = 0;           // the plan's per-node prices × those hours
+  double realized_usd = 0;            // price intervals × those hours
+};
+
+// The decisions whose nodes started in [from, to), by decision id. A
+// decision row that cannot be read or whose plan_json is not a plan:
+// kInternal naming the decision.
+Result<std::vector<DecisionPrediction>> BuildPredictions(AuditReader& reader, WallTime from, WallTime to,
+                                                         WallTime as_of);
+
+}  // namespace gpuscaler::report

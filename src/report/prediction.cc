@@ -1,0 +1,100 @@
+#include "gpuscaler/report/prediction.h"
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <tuple>
+
+#include "gpuscaler/store/audit_reader.h"
+
+namespace gpuscaler::report {
+namespace {
+
+using OfferingKey = std::tuple<std::string, std::string, std::string>;  // type, zone, capacity type
+
+struct PlannedPrices {
+  double usd_per_hour = 0;
+  int nodes = 0;
+  std::map<OfferingKey, double> per_node;      // by offering
+  std::map<std::string, double> per_node_pool;  // by pool: the first launch's
+};
+
+Result<PlannedPrices> ReadPlan(const DecisionRow& row) {
+  const std::string where = "decision " + std::to_string(row.id) + " plan_json";
+  PlannedPrices p;
+  try {
+    const nlohmann::json plan = nlohmann::json::parse(row.decision.plan_json);
+    // A decision recorded without a plan (plan_json "{}") launched nothing by plan.
+    if (!plan.contains("launches")) return p;
+    for (const nlohmann::json& launch : plan.at("launches")) {
+      const int count = launch.at("count").get<int>();
+      const double usd = launch.at("usd_per_hour").get<double>();
+      const nlohmann::json& o = launch.at("offering");
+      p.usd_per_hour += usd;
+      p.nodes += count;
+      if (count <= 0) continue;
+      const OfferingKey key{o.at("instance_type").get<std::string>(), o.at("zone").get<std::string>(),
+                            o.at("capacity_type").get<std::string>()};
+      p.per_node.emplace(key, usd / count);
+      p.per_node_pool.emplace(launch.at("pool").get<std::string>(), usd / count);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return Error::Internal(where + ": not a plan (" + e.what() + ")");
+  }
+  return p;
+}
+
+}  // namespace
+
+Result<std::vector<DecisionPrediction>> BuildPredictions(AuditReader& reader, WallTime from, WallTime to,
+                                                         WallTime as_of) {
+  AuditReader::ConsistentRead consistent(reader);
+  Result<std::vector<NodeRow>> nodes = reader.NodesOverlapping(from, to);
+  if (!nodes) return nodes.error();
+  std::map<int64_t, std::vector<const NodeRow*>> by_decision;
+  for (const NodeRow& n : *nodes) {
+    if (n.launch.decision_id != 0 && n.launch.launch_time >= from && n.launch.launch_time < to) {
+      by_decision[n.launch.decision_id].push_back(&n);
+    }
+  }
+
+  std::vector<DecisionPrediction> out;
+  for (const auto& [id, launched] : by_decision) {
+    Result<DecisionRow> row = reader.Decision(id);
+    if (!row) return row.error().WithContext("predicted vs realized cost");
+    Result<PlannedPrices> planned = ReadPlan(*row);
+    if (!planned) return planned.error();
+    DecisionPrediction p;
+    p.decision_id = id;
+    p.time = row->decision.time;
+    p.predicted_usd_per_hour = planned->usd_per_hour;
+    p.nodes_planned = planned->nodes;
+    for (const NodeRow* n : launched) {
+      NodeLifecycle life;
+      life.offering = n->launch.offering;
+      life.launch_time = n->launch.launch_time;
+      life.end_time = n->end_time;
+      life.prices = n->prices;
+      const WallTime end = std::max(n->launch.launch_time, std::min(as_of, n->end_time.value_or(as_of)));
+      const double hours = std::chrono::duration<double>(end - n->launch.launch_time).count() / 3600.0;
+      const Offering& o = n->launch.offering;
+      double per_node = o.usd_per_hour;  // neither its offering nor its pool planned: its own launch price
+      if (auto it = planned->per_node.find({o.instance_type, o.zone, std::string(ToString(o.capacity_type))});
+          it != planned->per_node.end()) {
+        per_node = it->second;
+      } else if (auto pool = planned->per_node_pool.find(n->launch.pool); pool != planned->per_node_pool.end()) {
+        per_node = pool->second;
+      }
+      p.nodes_launched += 1;
+      if (n->cause == "interrupted") p.nodes_interrupted += 1;
+      if (!n->end_time || *n->end_time > as_of) p.nodes_running += 1;
+      p.node_hours += hours;
+      p.predicted_usd += per_node * hours;
+      p.realized_usd += life.SpendUsd(n->launch.launch_time, end);
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace gpuscaler::report
