@@ -99,7 +99,7 @@ Status UsageMeter::FlushNode(const Node& node, Meter& m, WallTime now) {
   for (const auto& [cls, seconds] : m.gpu_seconds) {
     if (seconds <= 0 || now <= m.start) continue;
     const double allocated = std::min(seconds, cap);
-    rows.push_back({node.instance_id, cls, "", m.start, now, allocated, allocated});
+    rows.push_back({node.instance_id, cls, "", m.start, now, allocated, std::nullopt});
   }
   m.gpu_seconds.clear();
   m.start = now;

@@ -236,7 +236,9 @@ std::string RenderHtml(const CostFacts& facts, const ReportViews& views, const R
   s += "<title>gpuscaler cost report " + FormatDate(facts.from) + " to " + FormatDate(facts.to) + "</title>";
   s += "<style>" + std::string(kStyle) + "</style></head><body>";
   s += "<pre id=\"js-errors\"></pre>";
-  s += "<h1>GPU fleet cost report</h1><p class=\"meta\">" + HtmlEscape(FormatRfc3339(facts.from)) + " to " +
+  s += "<h1>GPU fleet cost report</h1>";
+  if (!facts.scope.empty()) s += "<p class=\"meta\">Covers " + HtmlEscape(facts.scope) + ".</p>";
+  s += "<p class=\"meta\">" + HtmlEscape(FormatRfc3339(facts.from)) + " to " +
        HtmlEscape(FormatRfc3339(facts.to)) + " (end exclusive); running nodes billed up to " +
        HtmlEscape(FormatRfc3339(std::min(facts.as_of, facts.to))) +
        ". Per-second billing at the price in force, " + std::to_string(query.min_billed.count()) +

@@ -30,6 +30,7 @@ double Round(double v, double scale) { return std::round(v * scale) / scale; }
 std::string RenderJson(const CostFacts& facts, const ReportViews& views, const ReportQuery& query) {
   nlohmann::ordered_json j;
   nlohmann::ordered_json& q = j["query"];
+  q["scope"] = facts.scope;
   q["from"] = FormatRfc3339(facts.from);
   q["to"] = FormatRfc3339(facts.to);
   q["as_of"] = FormatRfc3339(facts.as_of);

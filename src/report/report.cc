@@ -1,5 +1,7 @@
 #include "gpuscaler/report/report.h"
 
+#include <algorithm>
+
 #include "gpuscaler/report/cost_model.h"
 #include "gpuscaler/store/audit_reader.h"
 #include "tables.h"
@@ -8,10 +10,23 @@ namespace gpuscaler::report {
 
 namespace {
 
-Result<RenderedReport> Render(AuditReader& reader, AuditReader* second, const ReportQuery& query) {
+Result<RenderedReport> Render(AuditReader& reader, AuditReader* second, const ReportQuery& asked) {
+  Result<ReportScope> scope = ResolveScope(reader, asked);
+  if (!scope) return scope.error();
+  if (second != nullptr) second->SelectRun(scope->run_id);
+  ReportQuery query = asked;
+  query.from = scope->from;
+  query.to = scope->to;
   Result<CostFacts> facts = BuildCostFacts(reader, query, second);
   if (!facts) return facts.error();
+  facts->scope = scope->description;
   RenderedReport out;
+  out.scope = scope->description;
+  const bool billed = std::any_of(facts->nodes.begin(), facts->nodes.end(),
+                                  [](const NodeFact& n) { return n.billed_seconds > 0; });
+  if (!billed && facts->usage_rows == 0) {
+    out.notices.push_back("no nodes or usage recorded in " + scope->description);
+  }
   if (query.format == Format::kFocus) {
     out.content_type = "text/csv; charset=utf-8";
     out.body = internal::RenderFocusCsv(*facts, query);

@@ -56,7 +56,7 @@ struct UsageView {
   WallTime start{};
   WallTime end{};
   double gpu_seconds_allocated = 0;
-  double gpu_seconds_busy = 0;
+  std::optional<double> gpu_seconds_busy;  // nullopt: not measured
 };
 
 struct AuditReaderOptions {
@@ -80,6 +80,15 @@ class AuditReader {
   AuditReader& operator=(const AuditReader&) = delete;
 
   int SchemaVersion() const;
+
+  // Every run, by id.
+  Result<std::vector<RunRow>> Runs();
+  // Restricts what follows to one run's rows: decisions (DecisionsSince,
+  // DecisionsAfterId), nodes (NodesOverlapping), usage (UsageOverlapping,
+  // ForEachUsage), monthly rollups and LastRecordTime. nullopt (the
+  // default): every run. Decision(id) and actions are not filtered.
+  void SelectRun(std::optional<int64_t> run_id) { run_id_ = run_id; }
+  std::optional<int64_t> selected_run() const { return run_id_; }
 
   // Decisions with time >= since, oldest first, at most `limit` (> 0, else
   // kInvalidInput).
@@ -136,6 +145,7 @@ class AuditReader {
  private:
   std::shared_ptr<store_internal::Connection> db_;
   int schema_version_ = 0;
+  std::optional<int64_t> run_id_;
 };
 
 }  // namespace gpuscaler

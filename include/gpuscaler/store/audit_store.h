@@ -143,7 +143,25 @@ struct UsageRecord {
   WallTime start{};
   WallTime end{};
   double gpu_seconds_allocated = 0;
-  double gpu_seconds_busy = 0;
+  // Allocated time × the node's measured GPU utilisation; nullopt when no
+  // utilisation was measured for the node (never a copy of allocated).
+  std::optional<double> gpu_seconds_busy;
+};
+
+// A run: one daemon lifetime or one simulated replay (one policy or
+// baseline). Decisions, nodes and usage recorded between BeginRun and the
+// next BeginRun belong to it.
+struct RunRecord {
+  std::string name;                // "gpuscaler", a baseline name, the daemon's cluster name
+  std::string source = "daemon";   // "daemon" | "sim" ("legacy": rows older than runs)
+  std::string policy_hash;
+  WallTime started{};
+};
+
+struct RunRow {
+  int64_t id = 0;
+  RunRecord run;
+  std::optional<WallTime> ended;  // nullopt: still running, or it stopped without saying so
 };
 
 class AuditStore {
@@ -152,6 +170,19 @@ class AuditStore {
 
   virtual Status BeginTick() = 0;
   virtual Status CommitTick() = 0;
+
+  // Starts a run: what is recorded from now on belongs to it. Returns its id
+  // (the default, a store that keeps no runs: 0). kInvalidInput for an empty
+  // name or an unknown source.
+  virtual Result<int64_t> BeginRun(const RunRecord& run) {
+    (void)run;
+    return int64_t{0};
+  }
+  // Records the end of the current run (no run: no-op).
+  virtual Status EndRun(WallTime end) {
+    (void)end;
+    return Status::Ok();
+  }
 
   // Returns the decision id.
   virtual Result<int64_t> RecordDecision(const DecisionRecord& d) = 0;

@@ -105,6 +105,14 @@ class SqliteAuditStore final : public AuditStore {
   // kInternal inside a tick.
   Status Flush();
 
+  // Records the run and makes it current. A writer that records a decision,
+  // node or usage row before any BeginRun gets a run named "unnamed"
+  // (source daemon) begun for it, so every such row belongs to a run.
+  Result<int64_t> BeginRun(const RunRecord& run) override;
+  Status EndRun(WallTime end) override;
+  // The current run's id (nullopt before the first BeginRun or record).
+  std::optional<int64_t> run_id() const { return run_id_; }
+
   Result<int64_t> RecordDecision(const DecisionRecord& d) override;
   // Durable on return (see above). kInvalidInput for an empty or already
   // recorded idempotency token, kNotFound for an unknown decision id (0 means
@@ -177,6 +185,8 @@ class SqliteAuditStore final : public AuditStore {
   Status CheckTickAvailable(const char* what) const;
   // Inserts the intents in the open transaction; appends their ids.
   Status InsertIntents(const std::vector<ActionRecord>& actions, std::vector<int64_t>* ids);
+  // Begins the "unnamed" run at `t` if no run is current.
+  Status EnsureRun(WallTime t);
 
   std::string path_;
   SqliteAuditStoreOptions options_;
@@ -186,6 +196,7 @@ class SqliteAuditStore final : public AuditStore {
   int ticks_in_batch_ = 0;  // committed by CommitTick, held back by group commit
   std::optional<Error> batch_lost_;
   std::optional<Error> tick_unavailable_;  // see BeginTick
+  std::optional<int64_t> run_id_;          // the current run
 };
 
 }  // namespace gpuscaler
