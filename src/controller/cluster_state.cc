@@ -256,7 +256,7 @@ void ClusterState::Restore(WallTime now, TickReport* report) {
     report->errors.push_back(history.error().WithContext("reading node history"));
     return;
   }
-  usage_.RestoreMonth(*history, now);
+  report->Record(usage_.RestoreMonth(*history, now));
   for (const NodeLifecycle& n : *history) {
     if (n.end_time && *n.end_time <= now && (n.cause == "terminated" || n.cause == "consolidated")) {
       disruptions_.emplace_back(*n.end_time, n.pool);

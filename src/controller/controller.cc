@@ -54,10 +54,13 @@ Controller::Controller(const Clock& clock, CloudProvider& cloud, AuditStore* sto
       state_(clock, cloud, store, work, catalog, usage_, StateOptions(options_)),
       gate_({options_.reuse_unchanged_plans, options_.max_plan_reuse, options_.idle_replan_interval}),
       actuator_(clock, cloud, store, catalog,
-                {options_.tags, options_.token_prefix, options_.dry_run, options_.intent_replay_window}) {}
+                {options_.tags, options_.token_prefix, options_.dry_run, options_.intent_replay_window}) {
+  usage_.SetClassTeams(policy_);
+}
 
 void Controller::SetPolicy(Policy policy) {
   policy_ = std::move(policy);
+  usage_.SetClassTeams(policy_);
   gate_.NoteChange(true, true);
 }
 

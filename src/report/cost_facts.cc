@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <functional>
 #include <string>
@@ -488,6 +489,18 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
       n.m.Add(idle);
     }
     f.total.Add(n.m);
+  }
+  const Metrics& t = f.total;
+  if (t.gpu_seconds_allocated > 0 && t.gpu_seconds_busy_measured <= 0) {
+    f.warnings.push_back(
+        "busy time not measured: no GPU utilisation was recorded for this usage (gpu_hours_busy is empty, not "
+        "equal to allocated)");
+  } else if (t.gpu_seconds_busy_measured + 1e-6 < t.gpu_seconds_allocated) {
+    char pct[32];
+    std::snprintf(pct, sizeof pct, "%.1f", 100.0 * t.gpu_seconds_busy_measured / t.gpu_seconds_allocated);
+    f.warnings.push_back(std::string("busy time measured for ") + pct +
+                         " % of the allocated GPU-hours only; the rest is not measured (counted neither busy nor "
+                         "allocated-idle)");
   }
   return f;
 }

@@ -543,9 +543,20 @@ Result<std::vector<NodeLifecycle>> SqliteAuditStore::NodeLifecycles(WallTime sin
   std::vector<NodeLifecycle> out;
   out.reserve(rows->size());
   for (NodeRow& r : *rows) {
-    out.push_back({std::move(r.launch.offering), r.launch.launch_time, r.end_time, std::move(r.cause),
-                   std::move(r.launch.pool), std::move(r.prices)});
+    out.push_back({std::move(r.launch.instance_id), std::move(r.launch.offering), r.launch.launch_time, r.end_time,
+                   std::move(r.cause), std::move(r.launch.pool), std::move(r.prices)});
   }
+  return out;
+}
+
+Result<std::vector<UsageRecord>> SqliteAuditStore::UsageOverlapping(WallTime from, WallTime to) {
+  Result<std::unique_ptr<AuditReader>> reader = OpenReader();
+  if (!reader) return reader.error();
+  Result<std::vector<UsageRow>> rows = (*reader)->UsageOverlapping(from, to);
+  if (!rows) return rows.error();
+  std::vector<UsageRecord> out;
+  out.reserve(rows->size());
+  for (UsageRow& r : *rows) out.push_back(std::move(r.usage));
   return out;
 }
 

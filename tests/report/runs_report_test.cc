@@ -88,6 +88,27 @@ TEST_F(RunsReport, ARunByNameOrIdCoversThatRunOnlyOverItsWholeLife) {
   }
 }
 
+TEST_F(RunsReport, BusyTimeNotMeasuredIsShownAsSuchNotAsAllocated) {
+  Result<RenderedReport> r = Render({{"run", "gpuscaler"}});
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  const nlohmann::json j = nlohmann::json::parse(r->body);
+  EXPECT_DOUBLE_EQ(j["totals"]["gpu_hours_allocated"].get<double>(), 10.0);
+  EXPECT_TRUE(j["totals"]["gpu_hours_busy"].is_null()) << j["totals"];
+  EXPECT_TRUE(j["totals"]["gpu_hours_allocated_idle"].is_null()) << j["totals"];
+  ASSERT_FALSE(j["allocation"].empty());
+  EXPECT_TRUE(j["allocation"][0]["gpu_hours_busy"].is_null()) << j["allocation"][0];
+  bool warned = false;
+  for (const auto& w : j["warnings"]) warned |= w.get<std::string>().find("busy time not measured") == 0;
+  EXPECT_TRUE(warned) << j["warnings"];
+
+  Result<ReportQuery> html = ParseReportQuery({{"run", "gpuscaler"}, {"format", "html"}});
+  ASSERT_TRUE(html.ok());
+  html->db_path = db_;
+  Result<RenderedReport> page = RenderReport(*html);
+  ASSERT_TRUE(page.ok());
+  EXPECT_NE(page->body.find("not measured"), std::string::npos);
+}
+
 TEST_F(RunsReport, AllRunsAddsThemUpAndSaysSo) {
   Result<RenderedReport> r = Render({{"all_runs", "true"}});
   ASSERT_TRUE(r.ok()) << r.error().ToString();

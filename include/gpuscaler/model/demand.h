@@ -41,6 +41,9 @@ struct DemandUnit {
   std::optional<CapacityType> capacity_type;
   std::string pool;              // pin to a node pool; empty: any matching pool
   std::map<std::string, std::string> labels;
+  // Who pays for this unit's GPUs (usage rows, team budgets); empty: the
+  // team of its class (classes[].team). In Kubernetes the pod's team label.
+  std::string team;
 };
 
 // The unit's share of GPUs, in GPUs: `gpus` when > 0, else gpu_milli / 1000

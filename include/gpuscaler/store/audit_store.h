@@ -102,6 +102,7 @@ struct PriceInterval {
 };
 
 struct NodeLifecycle {
+  std::string instance_id;
   Offering offering;  // as recorded at launch
   WallTime launch_time{};
   std::optional<WallTime> end_time;  // nullopt: still running
@@ -220,6 +221,14 @@ class AuditStore {
     (void)since;
     (void)until;
     return std::vector<NodeLifecycle>{};
+  }
+
+  // Usage rows overlapping [from, to) (start < to and end > from), of every
+  // run. The default (a store that keeps no history) returns none.
+  virtual Result<std::vector<UsageRecord>> UsageOverlapping(WallTime from, WallTime to) {
+    (void)from;
+    (void)to;
+    return std::vector<UsageRecord>{};
   }
 
   // Retention: deletes what lies wholly before `cut` (the rule is the store's;

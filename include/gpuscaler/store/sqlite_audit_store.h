@@ -147,6 +147,8 @@ class SqliteAuditStore final : public AuditStore {
   // Through a reader (OpenReader): committed nodes only for a file; since >=
   // until: kInvalidInput.
   Result<std::vector<NodeLifecycle>> NodeLifecycles(WallTime since, WallTime until) override;
+  // Through a reader, as NodeLifecycles; from > to: kInvalidInput.
+  Result<std::vector<UsageRecord>> UsageOverlapping(WallTime from, WallTime to) override;
 
   // Retention (docs/audit-schema.md): deletes price samples older than `cut`;
   // nodes that ended before `cut`, with their price intervals and usage;
