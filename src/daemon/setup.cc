@@ -11,6 +11,7 @@
 #include "gpuscaler/cloud/aws_setup.h"
 #include "gpuscaler/controller/failpoint.h"
 #include "gpuscaler/model/text_file.h"
+#include "gpuscaler/report/retention.h"
 #include "gpuscaler/store/sqlite_audit_store.h"
 #include "gpuscaler/model/builtin_catalog.h"
 #include "signal_reader.h"
@@ -239,6 +240,9 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options, const Simulate
   d.engine = MakeLiveEngine(std::move(parts));
   const std::string run_name = config.cluster_name.empty() ? "daemon" : config.cluster_name;
   if (Status s = BeginDaemonRun(store->get(), run_name, *d.engine); !s.ok()) return s.error();
+  auto pruner = std::make_shared<report::RetentionPruner>(**store, config.retention);
+  d.keep_alive.push_back(pruner);
+  d.retention_step = [pruner, engine = d.engine.get()] { return pruner->Step(engine->now()); };
   spdlog::info("policy {} ({}) from {}; catalog {} ({} instance types); cloud {}", d.engine->controller().policy().name,
                d.engine->controller().policy().content_hash.substr(0, 12), config.policy_file,
                config.catalog_file.empty() ? "built-in" : config.catalog_file, catalog->instance_types.size(),

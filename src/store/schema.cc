@@ -180,19 +180,27 @@ ALTER TABLE usage_v3 RENAME TO usage;
 CREATE INDEX usage_by_run ON usage(run_id, end_time);
 
 CREATE TABLE monthly_usage (
-  run_id                INTEGER NOT NULL REFERENCES runs(id),
-  month                 TEXT NOT NULL CHECK (length(month) = 7),
-  workload_class        TEXT NOT NULL,
-  team                  TEXT NOT NULL,
-  pool                  TEXT NOT NULL,
-  capacity_type         TEXT NOT NULL,
-  cost_usd              REAL NOT NULL,
-  on_demand_usd         REAL NOT NULL,
-  gpu_seconds_paid      REAL NOT NULL,
-  gpu_seconds_allocated REAL NOT NULL,
-  gpu_seconds_busy      REAL,
-  PRIMARY KEY (run_id, month, workload_class, team, pool, capacity_type)
+  run_id                    INTEGER NOT NULL REFERENCES runs(id),
+  month_start               INTEGER NOT NULL,
+  workload_class            TEXT NOT NULL,
+  team                      TEXT NOT NULL,
+  pool                      TEXT NOT NULL,
+  capacity_type             TEXT NOT NULL,
+  cost_usd                  REAL NOT NULL,
+  idle_usd                  REAL NOT NULL,
+  on_demand_usd             REAL NOT NULL,
+  gpu_seconds_paid          REAL NOT NULL,
+  gpu_seconds_allocated     REAL NOT NULL,
+  gpu_seconds_busy          REAL NOT NULL,
+  gpu_seconds_busy_measured REAL NOT NULL,
+  PRIMARY KEY (run_id, month_start, workload_class, team, pool, capacity_type)
 ) WITHOUT ROWID;
+-- Months before rolled_up_before are in monthly_usage: retention prunes
+-- detail rows only before it, and reports read those months from the rollup.
+CREATE TABLE rollup_state (
+  id               INTEGER PRIMARY KEY CHECK (id = 1),
+  rolled_up_before INTEGER NOT NULL
+);
 )sql";
 
 constexpr Migration kMigrations[] = {

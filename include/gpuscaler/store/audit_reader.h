@@ -107,6 +107,12 @@ class AuditReader {
   // Usage intervals that overlap [from, to) (start < to and end > from); the
   // caller prorates partial overlaps.
   Result<std::vector<UsageRow>> UsageOverlapping(WallTime from, WallTime to);
+  // Months before this are kept as monthly_usage rollups (retention may
+  // have pruned their detail); nullopt: nothing rolled up.
+  Result<std::optional<WallTime>> RolledUpBefore();
+  // Rollup rows with from <= month_start < to, of the selected run (all
+  // runs when none is selected).
+  Result<std::vector<MonthlyUsageRow>> MonthlyUsage(WallTime from, WallTime to);
   // Samples with from <= time < to.
   Result<std::vector<PriceSample>> PriceSamples(WallTime from, WallTime to);
 

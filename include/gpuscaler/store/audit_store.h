@@ -165,6 +165,26 @@ struct RunRow {
   std::optional<WallTime> ended;  // nullopt: still running, or it stopped without saying so
 };
 
+// One month of one run's cost, by class, team, pool and capacity type: what
+// reports need of a month once retention has pruned its detail rows. Class
+// and team "__idle__" hold the idle cost. Money in USD, times in GPU-seconds
+// (as report::Metrics).
+struct MonthlyUsageRow {
+  int64_t run_id = 0;
+  WallTime month_start{};
+  std::string workload_class;
+  std::string team;
+  std::string pool;
+  std::string capacity_type;
+  double cost_usd = 0;
+  double idle_usd = 0;
+  double on_demand_usd = 0;
+  double gpu_seconds_paid = 0;
+  double gpu_seconds_allocated = 0;
+  double gpu_seconds_busy = 0;
+  double gpu_seconds_busy_measured = 0;
+};
+
 class AuditStore {
  public:
   virtual ~AuditStore() = default;

@@ -156,6 +156,21 @@ class SqliteAuditStore final : public AuditStore {
   // launched a node still kept or have an action still pending.
   Status PruneBefore(WallTime cut) override;
 
+  // Retention in small steps, for a daemon between ticks (kInternal inside a
+  // tick or with grouped ticks uncommitted).
+  //
+  // RecordMonthlyUsage stores the months' rollups and moves the rollup mark
+  // to `rolled_up_before` (a month start, never backwards: kInvalidInput),
+  // in one transaction. PruneBatch deletes, in its own short transaction, at
+  // most `max_rows` rows (> 0) of one table that lie wholly before
+  // min(cut, rollup mark) under the rules of PruneBefore: price samples,
+  // then usage, then nodes (their price intervals go with them), then
+  // decisions (with their actions). Returns how many rows it deleted; 0
+  // means nothing is left to prune. Without a rollup mark nothing is pruned:
+  // detail is never deleted before its month is rolled up.
+  Status RecordMonthlyUsage(const std::vector<MonthlyUsageRow>& rows, WallTime rolled_up_before);
+  Result<int64_t> PruneBatch(WallTime cut, int max_rows);
+
   // A reader on this database: its own read-only connection for a file (it
   // sees committed data only and never blocks this writer); for ":memory:"
   // it shares this connection (same thread only, and it sees the open tick).
