@@ -115,6 +115,7 @@ Status AddRolledUpMonths(AuditReader& reader, WallTime from, WallTime to, CostFa
 
 Result<int64_t> RetentionPruner::Step(WallTime now) {
   const WallTime cut = MonthStart(now - retention_);
+  if (idle_ && cut == idle_cut_) return int64_t{0};
   Result<std::unique_ptr<AuditReader>> reader = store_.OpenReader();
   if (!reader) return reader.error();
   Result<std::optional<WallTime>> mark = (*reader)->RolledUpBefore();
@@ -141,7 +142,10 @@ Result<int64_t> RetentionPruner::Step(WallTime now) {
   }
   reader->reset();
   Result<int64_t> pruned = store_.PruneBatch(cut, batch_rows_);
-  if (pruned) idle_ = *pruned == 0;
+  if (pruned) {
+    idle_ = *pruned == 0;
+    idle_cut_ = cut;
+  }
   return pruned;
 }
 

@@ -129,6 +129,9 @@ TEST(Retention, AYearIsPrunedInBoundedBatchesAndEveryMonthKeepsItsTotal) {
     ++steps;
   }
   ASSERT_TRUE(pruner.idle()) << "pruning did not finish in " << steps << " steps";
+  // Idle until the cut moves; a month later it rolls up and prunes again.
+  EXPECT_EQ(std::move(pruner.Step(T("2027-01-20T00:00:00Z"))).value(), 0);
+  EXPECT_TRUE(pruner.idle());
   EXPECT_GT(pruned, 0);
   // Usage rows of nodes that ended before November are gone, and the nodes.
   const int64_t usage_after = Count(*store, "usage");
@@ -147,6 +150,13 @@ TEST(Retention, AYearIsPrunedInBoundedBatchesAndEveryMonthKeepsItsTotal) {
   const nlohmann::json march = nlohmann::json::parse(std::move(RenderReport(*q)).value().body);
   ASSERT_FALSE(march["warnings"].empty());
   EXPECT_NE(march["warnings"][0].get<std::string>().find("monthly rollups"), std::string::npos) << march["warnings"];
+  // A month later the cut moves: November is rolled up and pruned too.
+  int later_steps = 0;
+  do {
+    ASSERT_TRUE(pruner.Step(T("2027-02-10T00:00:00Z")).ok());
+  } while (!pruner.idle() && ++later_steps < 10000);
+  EXPECT_EQ(Count(*store, "nodes"), kNodesPerMonth) << "December's nodes stay";
+  EXPECT_EQ(MonthlyCents(db), before);
   ::testing::Test::RecordProperty("steps", steps);
   ::testing::Test::RecordProperty("rows_pruned", static_cast<int>(pruned));
   ::testing::Test::RecordProperty("usage_rows", std::to_string(usage_before) + " -> " + std::to_string(usage_after));

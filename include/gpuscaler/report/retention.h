@@ -41,7 +41,8 @@ class RetentionPruner {
 
   // One bounded step, between ticks: rolls up one month before the cut if
   // one is missing, else prunes one batch. Returns the rows pruned (0 when
-  // the step rolled up a month or had nothing to do).
+  // the step rolled up a month or had nothing to do). Once idle it does
+  // nothing (not even a read) until the cut moves to the next month.
   Result<int64_t> Step(WallTime now);
   // True once the last step found nothing to roll up or prune.
   bool idle() const { return idle_; }
@@ -51,6 +52,7 @@ class RetentionPruner {
   Seconds retention_;
   int batch_rows_;
   bool idle_ = false;
+  WallTime idle_cut_{};  // the cut at which it went idle
 };
 
 }  // namespace gpuscaler::report
