@@ -104,6 +104,12 @@ inline constexpr auto kUsageFields = std::make_tuple(
     &UsageRecord::instance_id, &UsageRecord::workload_class, &UsageRecord::team, &UsageRecord::start,
     &UsageRecord::end, &UsageRecord::gpu_seconds_allocated, &UsageRecord::gpu_seconds_busy);
 
+// The parameter number run_id is bound to in the INSERTs of decisions, nodes
+// and usage: far above their other columns' ?1, ?2, ..., so columns added
+// to those lists later keep their numbers.
+#define GPUSCALER_RUN_ID_PARAM "90"
+inline constexpr int kRunIdParam = 90;
+
 // runs
 #define GPUSCALER_RUN_COLUMNS "id, name, source, policy_hash, started, ended"
 Result<RunRow> ReadRunRow(const Query& q);

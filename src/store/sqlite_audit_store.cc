@@ -287,9 +287,12 @@ Result<int64_t> SqliteAuditStore::RecordDecision(const DecisionRecord& d) {
   int64_t id = 0;
   Status s = Single("recording a decision", [&]() -> Status {
     Result<Query> q = db_->Prepare("INSERT INTO decisions (" GPUSCALER_DECISION_COLUMNS
-                                   ", run_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
+                                   ", run_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
+                                   "?" GPUSCALER_RUN_ID_PARAM ")");
     if (!q) return q.error();
-    Status r = store_internal::BindFields(*q, 1, d, store_internal::kDecisionFields).Bind(15, run_id_).Run("inserting");
+    Status r = store_internal::BindFields(*q, 1, d, store_internal::kDecisionFields)
+                   .Bind(store_internal::kRunIdParam, run_id_)
+                   .Run("inserting");
     if (!r.ok()) return r;
     id = db_->LastInsertRowid();
     return Status::Ok();
@@ -412,10 +415,11 @@ Status SqliteAuditStore::RecordNodeLaunch(const NodeLaunchRecord& n) {
   if (Status s = EnsureRun(n.launch_time); !s.ok()) return s.error().WithContext(what);
   return Atomically("recording a node launch", [&]() -> Status {
     Result<Query> q = db_->Prepare("INSERT INTO nodes (" GPUSCALER_NODE_LAUNCH_COLUMNS
-                                   ", run_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) "
-                                   "ON CONFLICT (instance_id) DO NOTHING");
+                                   ", run_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
+                                   "?" GPUSCALER_RUN_ID_PARAM ") ON CONFLICT (instance_id) DO NOTHING");
     if (!q) return q.error();
-    if (Status s = store_internal::BindNodeLaunch(*q, n).Bind(15, run_id_).Run("inserting"); !s.ok()) {
+    if (Status s = store_internal::BindNodeLaunch(*q, n).Bind(store_internal::kRunIdParam, run_id_).Run("inserting");
+        !s.ok()) {
       if (n.decision_id != 0 && s.error().category() == ErrorCategory::kNotFound) {
         return Error::NotFound(what + ": decision id " + std::to_string(n.decision_id) + " is not recorded");
       }
@@ -502,9 +506,11 @@ Status SqliteAuditStore::RecordUsage(const std::vector<UsageRecord>& usage) {
   return Atomically("recording usage", [&]() -> Status {
     for (const UsageRecord& u : usage) {
       Result<Query> q = db_->Prepare("INSERT INTO usage (" GPUSCALER_USAGE_COLUMNS
-                                     ", run_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+                                     ", run_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?" GPUSCALER_RUN_ID_PARAM ")");
       if (!q) return q.error();
-      Status s = store_internal::BindFields(*q, 1, u, store_internal::kUsageFields).Bind(8, run_id_).Run("inserting");
+      Status s = store_internal::BindFields(*q, 1, u, store_internal::kUsageFields)
+                     .Bind(store_internal::kRunIdParam, run_id_)
+                     .Run("inserting");
       if (!s.ok()) return s;
     }
     return Status::Ok();
