@@ -50,6 +50,13 @@ Replay::Replay(const Scenario& s, RunSpec spec, RunOptions options)
                                              spec_.policy, copt, spec_.planner);
   total_ticks_ = std::max<int64_t>(1, s.horizon / world_.tick());
   progress_every_ = std::max<int64_t>(1, total_ticks_ / 200);
+  if (options_.store != nullptr) {
+    // Each replay is its own run of the store, named after the policy or
+    // baseline, so runs sharing a file are reported apart.
+    Result<int64_t> run = options_.store->BeginRun(
+        RunRecord{.name = spec_.name, .source = "sim", .policy_hash = spec_.policy.content_hash, .started = s.start});
+    if (!run) ++result_.controller_errors;
+  }
 }
 
 Replay::~Replay() = default;
@@ -129,6 +136,7 @@ RunResult Replay::Finish() {
   if (options_.store != nullptr) {
     Status flushed = controller_->FlushUsage();
     if (!flushed.ok()) ++r.controller_errors;
+    if (!options_.store->EndRun(end).ok()) ++r.controller_errors;
   }
   world_.Close(end);
   SimCloud& cloud = world_.cloud();

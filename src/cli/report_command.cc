@@ -1,7 +1,8 @@
-// `gpuscaler report --db FILE --from DATE --to DATE [--group-by COLS] [--period day|week|month]
+// `gpuscaler report --db FILE [--run NAME|ID | --all-runs] [--from DATE] [--to DATE] [--group-by COLS] [--period day|week|month]
 //  [--format csv|json|focus|html] [--view VIEW] [--team-map class=team,...] [--budget-monthly-usd N]
 //  [--as-of TIME] [-o FILE] ...`: cost reports from the audit store (docs/reports.md). The flags are
 // the daemon's /reports URL parameters with dashes; both go through report::ParseReportQuery.
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -41,8 +42,9 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
   auto db = std::make_shared<std::string>();
   auto output = std::make_shared<std::string>();
   auto flags = std::make_shared<std::vector<Flag>>(std::vector<Flag>{
-      {"from", "Start, inclusive: YYYY-MM-DD or RFC 3339 (UTC)", {}},
-      {"to", "End, exclusive: YYYY-MM-DD or RFC 3339 (UTC)", {}},
+      {"run", "The run to report, by name or id (needed when the database holds several)", {}},
+      {"from", "Start, inclusive: YYYY-MM-DD or RFC 3339 (UTC); default: the run's start (daemon: month start)", {}},
+      {"to", "End, exclusive: YYYY-MM-DD or RFC 3339 (UTC); default: the run's end (daemon: month end)", {}},
       {"group_by", "Comma list of: pool, region, zone, instance_type, capacity_type, class, team", {}},
       {"period", "Time buckets: day (default), week (ISO, from Monday) or month", {}},
       {"format", "csv (default), json, focus (FinOps FOCUS 1.1 CSV) or html", {}},
@@ -63,14 +65,15 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
     for (char& c : flag) c = c == '_' ? '-' : c;
     f.option = cmd->add_option(flag, f.value, f.help);
   }
-  cmd->get_option("--from")->required();
-  cmd->get_option("--to")->required();
+  auto all_runs = std::make_shared<bool>(false);
+  cmd->add_flag("--all-runs", *all_runs, "Report every run of the database together");
   cmd->add_option("-o,--output", *output, "Write here instead of standard output");
-  cmd->callback([db, output, flags, exit_code] {
+  cmd->callback([db, output, flags, all_runs, exit_code] {
     std::map<std::string, std::string> params;
     for (const Flag& f : *flags) {
       if (f.option->count() > 0) params[f.name] = f.value;
     }
+    if (*all_runs) params["all_runs"] = "true";
     Result<report::ReportQuery> query = report::ParseReportQuery(params);
     if (!query) {
       std::cerr << "gpuscaler report: " << query.error().message() << "\n";
@@ -78,12 +81,18 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
       return;
     }
     query->db_path = *db;
+    query->now = std::chrono::time_point_cast<Seconds>(std::chrono::system_clock::now());
     Result<report::RenderedReport> rendered = report::RenderReport(*query);
     if (!rendered) {
       std::cerr << "gpuscaler report: " << rendered.error().message() << "\n";
       *exit_code = ExitCodeFor(rendered.error());
       return;
     }
+    // CSV has no header to name the scope in: say it on stderr.
+    if (query->format == report::Format::kCsv || query->format == report::Format::kFocus) {
+      std::cerr << "gpuscaler report: covers " << rendered->scope << "\n";
+    }
+    for (const std::string& notice : rendered->notices) std::cerr << "gpuscaler report: " << notice << "\n";
     if (output->empty()) {
       std::cout << rendered->body;
       std::cout.flush();

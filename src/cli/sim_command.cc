@@ -4,6 +4,7 @@
 // (docs/simulator.md).
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -17,6 +18,7 @@
 #include "gpuscaler/model/catalog.h"
 #include "gpuscaler/model/json.h"
 #include "gpuscaler/policy/loader.h"
+#include "gpuscaler/store/audit_reader.h"
 #include "gpuscaler/store/sqlite_audit_store.h"
 #include "sim/baselines.h"
 #include "sim/report.h"
@@ -82,6 +84,21 @@ int ExportSnapshot(const SimOptions& o, const sim::Scenario& scenario) {
   std::cerr << "gpuscaler sim: wrote the snapshot of the tick at " << FormatRfc3339(replay.now()) << " to "
             << o.snapshot_out << " (replay it: gpuscaler explain --snapshot " << o.snapshot_out << " --policy ...)\n";
   return 0;
+}
+
+Status CheckRunNamesFree(SqliteAuditStore& store, std::vector<std::string> names, const std::string& db_file) {
+  names.push_back("on-demand");
+  Result<std::unique_ptr<AuditReader>> reader = store.OpenReader();
+  if (!reader) return reader.error();
+  Result<std::vector<RunRow>> runs = (*reader)->Runs();
+  if (!runs) return runs.error();
+  for (const RunRow& r : *runs) {
+    if (std::find(names.begin(), names.end(), r.run.name) == names.end()) continue;
+    return Error::InvalidInput(db_file + " already holds a run named '" + r.run.name + "' (id " +
+                               std::to_string(r.id) + ", " + r.run.source + ", started " +
+                               FormatRfc3339(r.run.started) + "): write this replay to another --db file");
+  }
+  return Status::Ok();
 }
 
 int RunSim(const SimOptions& o) {
@@ -183,6 +200,10 @@ int RunSim(const SimOptions& o) {
     Result<std::unique_ptr<SqliteAuditStore>> opened = SqliteAuditStore::Open(o.db_file, so);
     if (!opened) return Fail(opened.error().ToString(), 1);
     store = std::move(opened).value();
+    // Each policy and baseline is recorded as its own run, named after it
+    // (on-demand always runs: savings are measured against it). A second
+    // replay under a name the file holds would reuse its instance ids.
+    if (Status s = CheckRunNamesFree(*store, names, o.db_file); !s.ok()) return Fail(s.error().message(), 2);
   }
 
   sim::RunOptions run;

@@ -58,6 +58,7 @@ bool ClusterState::Observe(const Policy& policy, WallTime now, double month_to_d
   snapshot_.time = now;
   snapshot_.month_to_date_usd = month_to_date_usd;
   snapshot_.month_to_date_usd_by_pool = usage_.month_to_date_usd_by_pool();
+  snapshot_.month_to_date_usd_by_team = usage_.month_to_date_usd_by_team();
   ReadInterruptions(now, report);
   const bool listed = ReadInstances(policy, now, report);
   ReadPrices(now, report);
@@ -256,7 +257,7 @@ void ClusterState::Restore(WallTime now, TickReport* report) {
     report->errors.push_back(history.error().WithContext("reading node history"));
     return;
   }
-  usage_.RestoreMonth(*history, now);
+  report->Record(usage_.RestoreMonth(*history, now));
   for (const NodeLifecycle& n : *history) {
     if (n.end_time && *n.end_time <= now && (n.cause == "terminated" || n.cause == "consolidated")) {
       disruptions_.emplace_back(*n.end_time, n.pool);

@@ -57,10 +57,13 @@ Controller::Controller(const Clock& clock, CloudProvider& cloud, AuditStore* sto
       state_(clock, cloud, store, work, catalog, usage_, StateOptions(options_)),
       gate_({options_.reuse_unchanged_plans, options_.max_plan_reuse, options_.idle_replan_interval}),
       actuator_(clock, cloud, store, catalog,
-                {options_.tags, options_.token_prefix, options_.dry_run, options_.intent_replay_window}) {}
+                {options_.tags, options_.token_prefix, options_.dry_run, options_.intent_replay_window}) {
+  usage_.SetClassTeams(policy_);
+}
 
 void Controller::SetPolicy(Policy policy) {
   policy_ = std::move(policy);
+  usage_.SetClassTeams(policy_);
   gate_.NoteChange(true, true);
 }
 
@@ -131,6 +134,7 @@ TickReport Controller::Tick() {
 }
 
 void Controller::Govern(bool listed, WallTime now, Plan* plan, TickReport* report) {
+  const size_t proposed_terminations = plan->terminations.size();
   if (!listed && !plan->terminations.empty()) {
     plan->terminations.clear();
     report->governor.notes.push_back("instance list unavailable: no terminations this tick");
@@ -145,6 +149,13 @@ void Controller::Govern(bool listed, WallTime now, Plan* plan, TickReport* repor
   report->governor.terminations_held += g.terminations_held;
   for (std::string& note : g.notes) report->governor.notes.push_back(std::move(note));
   gate_.Governed(*plan, g.launches_held);
+  // The plan as governed is what is recorded and acted on: its cost and
+  // summary describe it, not the planner's proposal.
+  if (g.launches_held > 0 || plan->terminations.size() != proposed_terminations) {
+    plan->cost_after_usd_per_hour = PlannedCostAfter(*plan);
+  }
+  for (const std::string& note : report->governor.notes) plan->notes.push_back("held: " + note);
+  plan->summary = SummarizePlan(*plan, state_.snapshot().pending.size());
 }
 
 bool Controller::RecordDecision(const Plan& plan, const Plan* planned, std::string planner_snapshot_json,
@@ -162,7 +173,7 @@ bool Controller::RecordDecision(const Plan& plan, const Plan* planned, std::stri
   d.signals_json = state_.SignalsJson(now);
   d.snapshot_summary_json = state_.SummaryJson();
   d.plan_json = FormatPlanJsonLine(plan);
-  d.summary = plan.summary;
+  d.summary = SummarizePlan(plan, snapshot.pending.size());
   d.cost_before_usd_per_hour = plan.cost_before_usd_per_hour;
   d.cost_after_usd_per_hour = plan.cost_after_usd_per_hour;
   d.expected_interruption_usd_per_hour = plan.expected_interruption_usd_per_hour;

@@ -2,11 +2,19 @@
 
 #include <algorithm>
 #include <chrono>
+#include <unordered_map>
 
 namespace gpuscaler {
 
 UsageMeter::UsageMeter(AuditStore* store, const Catalog& catalog, Seconds interval)
     : store_(store), catalog_(catalog), interval_(interval) {}
+
+void UsageMeter::SetClassTeams(const Policy& policy) {
+  class_teams_.clear();
+  for (const WorkloadClassPolicy& c : policy.classes) {
+    if (!c.team.empty()) class_teams_[c.name] = c.team;
+  }
+}
 
 void UsageMeter::AddNode(const std::string& instance_id, WallTime now) {
   Meter& m = meters_[instance_id];
@@ -17,7 +25,24 @@ void UsageMeter::AddNode(const std::string& instance_id, WallTime now) {
 void UsageMeter::SetRunning(const std::string& instance_id, const std::vector<DemandUnit>& running) {
   Meter& m = meters_[instance_id];
   m.gpus_by_class.clear();
-  for (const DemandUnit& u : running) m.gpus_by_class[u.workload_class] += GpuShare(u);
+  for (const DemandUnit& u : running) {
+    std::string team = u.team;
+    if (team.empty()) {
+      auto it = class_teams_.find(u.workload_class);
+      if (it != class_teams_.end()) team = it->second;
+    }
+    m.gpus_by_class[{u.workload_class, std::move(team)}] += GpuShare(u);
+  }
+}
+
+void UsageMeter::SetUtilization(const std::string& instance_id, std::optional<double> utilization) {
+  if (utilization) utilization = std::clamp(*utilization, 0.0, 1.0);
+  meters_[instance_id].utilization = utilization;
+}
+
+int UsageMeter::GpuCount(const Offering& offering) const {
+  const InstanceType* t = catalog_.FindInstanceType(offering.instance_type);
+  return t != nullptr ? t->gpu_count : 0;
 }
 
 Status UsageMeter::Accumulate(WallTime now, const std::vector<Node>& nodes) {
@@ -26,6 +51,7 @@ Status UsageMeter::Accumulate(WallTime now, const std::vector<Node>& nodes) {
     month_ = month;
     month_to_date_usd_ = 0;
     by_pool_.clear();
+    by_team_.clear();
   }
   if (!last_) {
     last_ = now;
@@ -39,9 +65,22 @@ Status UsageMeter::Accumulate(WallTime now, const std::vector<Node>& nodes) {
     const double spent = node.offering.usd_per_hour * dt / 3600.0;
     month_to_date_usd_ += spent;
     by_pool_[node.pool] += spent;
-    if (store_ == nullptr) continue;
     Meter& m = meters_[node.instance_id];
-    for (const auto& [cls, gpus] : m.gpus_by_class) m.gpu_seconds[cls] += gpus * dt;
+    if (const int gpus = GpuCount(node.offering); gpus > 0) {
+      double held = 0;
+      for (const auto& [key, share] : m.gpus_by_class) held += share;
+      // More held than the node has cannot be billed twice: scale down.
+      const double denominator = std::max(static_cast<double>(gpus), held);
+      for (const auto& [key, share] : m.gpus_by_class) {
+        if (!key.second.empty()) by_team_[key.second] += spent * share / denominator;
+      }
+    }
+    if (store_ == nullptr) continue;
+    for (const auto& [key, gpus] : m.gpus_by_class) m.gpu_seconds[key] += gpus * dt;
+    if (m.utilization) {
+      m.utilization_seconds += dt;
+      m.utilization_sum += *m.utilization * dt;
+    }
     if (now - m.start >= interval_) {
       Status s = FlushNode(node, m, now);
       if (!s.ok() && first_error.ok()) first_error = std::move(s);
@@ -61,17 +100,37 @@ WallTime UsageMeter::NextMonthStart(WallTime t) {
       std::chrono::sys_days((ymd.year() / ymd.month() / 1) + std::chrono::months(1)));
 }
 
-void UsageMeter::RestoreMonth(const std::vector<NodeLifecycle>& history, WallTime now) {
+Status UsageMeter::RestoreMonth(const std::vector<NodeLifecycle>& history, WallTime now) {
   month_ = MonthStart(now);
   month_to_date_usd_ = 0;
   by_pool_.clear();
+  by_team_.clear();
   const WallTime start = MonthStart(now);
+  std::unordered_map<std::string, const NodeLifecycle*> by_instance;
   for (const NodeLifecycle& n : history) {
+    by_instance.emplace(n.instance_id, &n);
     const double usd = n.SpendUsd(start, now);
     if (usd <= 0) continue;
     month_to_date_usd_ += usd;
     by_pool_[n.pool] += usd;
   }
+  if (store_ == nullptr || now <= start) return Status::Ok();
+  Result<std::vector<UsageRecord>> usage = store_->UsageOverlapping(start, now);
+  if (!usage) return usage.error().WithContext("restoring this month's spend by team");
+  // A row's GPUs held (allocated / its length) pay that share of the node's
+  // price over the part of the row inside the month.
+  for (const UsageRecord& u : *usage) {
+    if (u.team.empty() || u.end <= u.start) continue;
+    auto it = by_instance.find(u.instance_id);
+    if (it == by_instance.end()) continue;
+    const NodeLifecycle& n = *it->second;
+    const int gpus = GpuCount(n.offering);
+    if (gpus <= 0) continue;
+    const double held = u.gpu_seconds_allocated / std::chrono::duration<double>(u.end - u.start).count();
+    const double usd = n.SpendUsd(std::max(u.start, start), std::min(u.end, now)) * held / gpus;
+    if (usd > 0) by_team_[u.team] += usd;
+  }
+  return Status::Ok();
 }
 
 Status UsageMeter::EndNode(const Node& node, WallTime end) {
@@ -92,16 +151,22 @@ Status UsageMeter::Flush(WallTime now, const std::vector<Node>& nodes) {
 
 Status UsageMeter::FlushNode(const Node& node, Meter& m, WallTime now) {
   std::vector<UsageRecord> rows;
-  int gpu_count = 0;
-  if (const InstanceType* t = catalog_.FindInstanceType(node.offering.instance_type))
-    gpu_count = t->gpu_count;
-  const double cap = gpu_count * std::chrono::duration<double>(now - m.start).count();
-  for (const auto& [cls, seconds] : m.gpu_seconds) {
-    if (seconds <= 0 || now <= m.start) continue;
-    const double allocated = std::min(seconds, cap);
-    rows.push_back({node.instance_id, cls, "", m.start, now, allocated, allocated});
+  const double seconds = std::chrono::duration<double>(now - m.start).count();
+  const double cap = GpuCount(node.offering) * seconds;
+  // Busy time needs a measurement over the whole interval: a partly
+  // measured interval would pass its unmeasured part off as idle.
+  std::optional<double> utilization;
+  if (seconds > 0 && m.utilization_seconds >= seconds - 1e-6) utilization = m.utilization_sum / m.utilization_seconds;
+  for (const auto& [key, gpu_seconds] : m.gpu_seconds) {
+    if (gpu_seconds <= 0 || now <= m.start) continue;
+    const double allocated = std::min(gpu_seconds, cap);
+    std::optional<double> busy;
+    if (utilization) busy = std::min(allocated, allocated * *utilization);
+    rows.push_back({node.instance_id, key.first, key.second, m.start, now, allocated, busy});
   }
   m.gpu_seconds.clear();
+  m.utilization_seconds = 0;
+  m.utilization_sum = 0;
   m.start = now;
   if (rows.empty() || store_ == nullptr) return Status::Ok();
   return store_->RecordUsage(rows);

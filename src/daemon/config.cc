@@ -192,7 +192,7 @@ class ConfigReader {
 
   void ReadKubernetes(const DocNode& n) {
     MapReader m(r_, n, "kubernetes",
-                {"enabled", "in_cluster", "kubeconfig", "context", "namespace", "leader_election"});
+                {"enabled", "in_cluster", "kubeconfig", "context", "namespace", "leader_election", "team_label"});
     KubernetesSettings& k = c_.kubernetes;
     m.ReadBool("enabled", &k.enabled);
     const bool said_in_cluster = m.ReadBool("in_cluster", &k.in_cluster);
@@ -206,6 +206,8 @@ class ConfigReader {
     if (!k.in_cluster && k.kubeconfig.empty())
       r_.ReportAt("kubernetes", "in_cluster: false needs kubeconfig (the file to reach the cluster with)");
     m.ReadString("namespace", &k.namespace_name);
+    if (m.ReadString("team_label", &k.team_label) && k.team_label.empty())
+      r_.ReportAt("kubernetes.team_label", "must not be empty (leave it out for gpuscaler.io/team)");
     if (const DocNode* le = m.Find("leader_election")) {
       MapReader lm(r_, *le, "kubernetes.leader_election", {"enabled", "lease_name", "namespace"});
       lm.ReadBool("enabled", &c_.kubernetes.leader_election.enabled);

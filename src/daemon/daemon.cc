@@ -71,6 +71,26 @@ struct Loop {
     malloc_trim(0);
   }
 
+  // Retention between ticks, on this thread (the store's only writer):
+  // bounded steps (a month's rollup, or at most 500 rows) for a few
+  // milliseconds at most, so a tick never waits for it.
+  std::function<Result<int64_t>()> retention_step{};
+  bool retention_failing = false;
+  void Prune() {
+    if (!retention_step) return;
+    const auto until = SteadyClock::now() + std::chrono::milliseconds(5);
+    do {
+      Result<int64_t> pruned = retention_step();
+      if (!pruned) {
+        if (!retention_failing) spdlog::warn("retention: {} (retrying after the next tick)", pruned.error().ToString());
+        retention_failing = true;
+        return;
+      }
+      retention_failing = false;
+      if (*pruned == 0) return;
+    } while (SteadyClock::now() < until);
+  }
+
   // Leader election: a standby replica does not tick (the cloud wrapper
   // also refuses to act the moment the Lease is lost, mid-tick); /readyz
   // and gpuscaler_leader follow the Lease.
@@ -114,6 +134,7 @@ struct Loop {
         // wait for it.
         asio::post(io, [this, tick, seconds, published = state.Get()] { metrics.ObserveTick(tick, seconds, published); });
         LogTick(tick);
+        Prune();
         ++ticks;
         if (tick.finished) {
           spdlog::info("demo: the scenario's horizon is reached; serving the final state until stopped");
@@ -234,6 +255,7 @@ int RunDaemon(const RunCommandOptions& options, const SimulatedWiring& wiring) {
 
   Loop loop{io, worker, *d.engine, state, metrics, options.max_ticks, options.tick_interval_override};
   loop.is_leader = d.is_leader;
+  loop.retention_step = d.retention_step;
   int exit_code = 0;
   asio::steady_timer grace(io);
   auto finish = [&] {

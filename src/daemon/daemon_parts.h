@@ -33,6 +33,9 @@ struct DaemonSetup {
   // Leader election (kube_setup.h): ticks run only while it says true;
   // empty: always the leader.
   std::function<bool()> is_leader;
+  // Retention: one bounded step (report::RetentionPruner::Step), run on the
+  // loop's thread after a tick; returns the rows pruned. Empty: none.
+  std::function<Result<int64_t>()> retention_step;
   std::unique_ptr<Engine> engine;
 };
 

@@ -49,6 +49,10 @@ class LiveEngine final : public Engine {
     const WallTime now = parts_.clock->WallNow();
     if (parts_.work == nullptr) {
       out.signals = parts_.read_signals(controller_.policy(), now);
+      // Busy GPU time of the usage rows: DCGM's per-host utilisation.
+      for (const Node& n : controller_.snapshot().nodes) {
+        controller_.SetNodeUtilization(n.instance_id, MeasuredUtilization(out.signals, n));
+      }
       if (parts_.read_cluster) {
         const ClusterWork cluster = parts_.read_cluster(controller_.policy(), now);
         signal_work_.Update(controller_.policy(), out.signals, controller_.snapshot().nodes, now, &cluster);

@@ -94,6 +94,9 @@ HttpResponse Report(const std::string& db_file, const PublishedState& s, const H
   if (!params.count("from")) params["from"] = FormatRfc3339(day(s.started_at));
   if (!params.count("to")) params["to"] = FormatRfc3339(day(last) + std::chrono::days(1));
   if (!params.count("format")) params["format"] = "html";
+  // The daemon's database holds one run per daemon lifetime: report them
+  // together unless a run is asked for.
+  if (!params.count("run") && !params.count("all_runs")) params["all_runs"] = "true";
   // A path below /reports/ names the format: /reports/report.csv, .json, .html, .focus.csv
   const std::string tail = req.path.substr(std::string("/reports").size());
   for (const auto& [suffix, format] : std::vector<std::pair<std::string, std::string>>{

@@ -145,7 +145,7 @@ Status SetUpKubernetes(const DaemonConfig& config, const Catalog& catalog, LiveE
   rt->cloud = std::make_unique<kube::ClusterCloudProvider>(std::move(cp));
   parts->cloud = rt->cloud.get();
 
-  parts->read_cluster = [raw, &catalog](const Policy& policy, WallTime) {
+  parts->read_cluster = [raw, &catalog, team_label = config.kubernetes.team_label](const Policy& policy, WallTime) {
     raw->drain_timeout = policy.disruption.drain_timeout;
     raw->do_not_disrupt_keys = policy.disruption.do_not_disrupt_labels;
     const kube::ClusterView view = raw->cache->View();
@@ -155,7 +155,7 @@ Status SetUpKubernetes(const DaemonConfig& config, const Catalog& catalog, LiveE
     for (const WorkloadClassPolicy& c : policy.classes) work.status.classes.push_back(c.name);
     work.status.sampled_at = raw->cache->FreshAt();
     if (!view.synced) return work;  // missing: scale-down blocked, no pod demand yet
-    kube::ClusterDemand demand = kube::DemandFromCluster(view.pods, view.nodes, policy, catalog);
+    kube::ClusterDemand demand = kube::DemandFromCluster(view.pods, view.nodes, policy, catalog, team_label);
     work.pending = std::move(demand.pending);
     work.running = std::move(demand.running);
     work.status.value = static_cast<double>(work.pending.size());

@@ -11,6 +11,7 @@
 #include "gpuscaler/cloud/aws_setup.h"
 #include "gpuscaler/controller/failpoint.h"
 #include "gpuscaler/model/text_file.h"
+#include "gpuscaler/report/retention.h"
 #include "gpuscaler/store/sqlite_audit_store.h"
 #include "gpuscaler/model/builtin_catalog.h"
 #include "signal_reader.h"
@@ -85,6 +86,29 @@ Result<std::shared_ptr<SqliteAuditStore>> OpenStore(const std::string& db_file, 
   return owned;
 }
 
+// Every daemon lifetime is a run of the audit store: the engine's shutdown
+// ends it (call before MakeLiveEngine), BeginDaemonRun starts it.
+void EndRunAtShutdown(SqliteAuditStore* store, LiveEngineParts* parts) {
+  parts->shutdown = [store, clock = parts->clock, flush = std::move(parts->shutdown)]() -> Status {
+    Status s = clock != nullptr ? store->EndRun(clock->WallNow()) : Status::Ok();
+    if (flush) {
+      Status f = flush();
+      if (s.ok()) s = std::move(f);
+    }
+    return s;
+  };
+}
+
+Status BeginDaemonRun(SqliteAuditStore* store, const std::string& name, const Engine& engine) {
+  Result<int64_t> run = store->BeginRun(RunRecord{.name = name,
+                                                  .source = "daemon",
+                                                  .policy_hash = engine.controller().policy().content_hash,
+                                                  .started = engine.now()});
+  if (!run) return run.error().WithContext("audit database " + store->path());
+  spdlog::info("audit run {} ('{}') started", *run, name);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options, const SimulatedWiring& wiring) {
@@ -127,7 +151,9 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options, const Simulate
     demo.speed = options.speed;
     demo.source_dir = options.source_dir;
     if (Status s = wiring.demo(demo, *catalog, &parts, &d.keep_alive); !s.ok()) return s.error();
+    EndRunAtShutdown(store->get(), &parts);
     d.engine = MakeLiveEngine(std::move(parts));
+    if (Status s = BeginDaemonRun(store->get(), "demo", *d.engine); !s.ok()) return s.error();
     if (!options.listen.empty()) {
       if (Status s = ApplyListen(options.listen, &d.server_options); !s.ok()) return s.error();
     }
@@ -210,7 +236,13 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options, const Simulate
     if (Status s = SetUpKubernetes(config, *catalog, &parts, &d); !s.ok()) return s.error();
   }
   parts.watcher = std::move(watcher);
+  EndRunAtShutdown(store->get(), &parts);
   d.engine = MakeLiveEngine(std::move(parts));
+  const std::string run_name = config.cluster_name.empty() ? "daemon" : config.cluster_name;
+  if (Status s = BeginDaemonRun(store->get(), run_name, *d.engine); !s.ok()) return s.error();
+  auto pruner = std::make_shared<report::RetentionPruner>(**store, config.retention);
+  d.keep_alive.push_back(pruner);
+  d.retention_step = [pruner, engine = d.engine.get()] { return pruner->Step(engine->now()); };
   spdlog::info("policy {} ({}) from {}; catalog {} ({} instance types); cloud {}", d.engine->controller().policy().name,
                d.engine->controller().policy().content_hash.substr(0, 12), config.policy_file,
                config.catalog_file.empty() ? "built-in" : config.catalog_file, catalog->instance_types.size(),

@@ -33,15 +33,8 @@ bool Serves(const WorkloadClassPolicy& cls, const Node& n) {
 
 // Whether the per-host utilisation series says the node is busy for the class.
 bool Busy(const WorkloadClassPolicy& cls, const ClassSignal& util, const Node& n) {
-  if (!util.reading.ok()) return false;
-  std::vector<std::string> keys = {n.id, n.instance_id};
-  if (auto h = n.labels.find("kubernetes.io/hostname"); h != n.labels.end()) keys.push_back(h->second);
-  for (const std::string& k : keys) {
-    if (k.empty()) continue;
-    auto it = util.by_host.find(k);
-    if (it != util.by_host.end()) return it->second >= cls.scale_in_utilization_below;
-  }
-  return false;
+  const double* u = HostUtilization(util, n);
+  return u != nullptr && *u >= cls.scale_in_utilization_below;
 }
 
 std::string Signature(const std::vector<DemandUnit>& units) {
@@ -51,6 +44,31 @@ std::string Signature(const std::vector<DemandUnit>& units) {
 }
 
 }  // namespace
+
+const double* HostUtilization(const ClassSignal& util, const Node& node) {
+  if (util.kind != ClassSignal::Kind::kGpuUtilization || !util.reading.ok()) return nullptr;
+  std::vector<std::string> keys = {node.id, node.instance_id};
+  if (auto h = node.labels.find("kubernetes.io/hostname"); h != node.labels.end()) keys.push_back(h->second);
+  for (const std::string& k : keys) {
+    if (k.empty()) continue;
+    auto it = util.by_host.find(k);
+    if (it != util.by_host.end()) return &it->second;
+  }
+  return nullptr;
+}
+
+std::optional<double> MeasuredUtilization(const std::vector<ClassSignal>& signals, const Node& node) {
+  double sum = 0;
+  int n = 0;
+  for (const ClassSignal& s : signals) {
+    if (const double* u = HostUtilization(s, node)) {
+      sum += *u;
+      ++n;
+    }
+  }
+  if (n == 0) return std::nullopt;
+  return sum / n;
+}
 
 DemandUnit UnitForClass(const WorkloadClassPolicy& cls, std::string id) {
   DemandUnit u = cls.Unit();

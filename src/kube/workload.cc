@@ -335,8 +335,12 @@ std::map<std::string, int64_t> FreeResources(const NodeInfo& node, const std::ve
 }
 
 ClusterDemand DemandFromCluster(const std::vector<PodInfo>& pods, const std::vector<NodeInfo>& nodes,
-                                const Policy& policy, const Catalog& catalog) {
+                                const Policy& policy, const Catalog& catalog, std::string_view team_label) {
   ClusterDemand out;
+  auto with_team = [&](const PodInfo& pod, DemandUnit u) {
+    if (auto it = pod.labels.find(std::string(team_label)); it != pod.labels.end()) u.team = it->second;
+    return u;
+  };
   std::map<std::string, std::string> key_of_node;
   for (const NodeInfo& n : nodes) key_of_node[n.name] = n.instance_id.empty() ? n.name : n.instance_id;
   std::vector<const PodInfo*> pending;
@@ -345,7 +349,8 @@ ClusterDemand DemandFromCluster(const std::vector<PodInfo>& pods, const std::vec
       pending.push_back(&p);
     } else if (HoldsResources(p)) {
       auto k = key_of_node.find(p.node_name);
-      out.running[k == key_of_node.end() ? p.node_name : k->second].push_back(RunningPodUnit(p, policy, catalog));
+      out.running[k == key_of_node.end() ? p.node_name : k->second].push_back(
+          with_team(p, RunningPodUnit(p, policy, catalog)));
     }
   }
   std::stable_sort(pending.begin(), pending.end(), [](const PodInfo* a, const PodInfo* b) {
@@ -355,7 +360,7 @@ ClusterDemand DemandFromCluster(const std::vector<PodInfo>& pods, const std::vec
   });
   for (const PodInfo* p : pending) {
     Result<DemandUnit> u = PodDemand(*p, policy, catalog);
-    if (u) out.pending.push_back(std::move(u).value());
+    if (u) out.pending.push_back(with_team(*p, std::move(u).value()));
     else out.skipped.push_back(PodKey(*p) + ": " + u.error().message());
   }
   return out;

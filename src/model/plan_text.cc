@@ -39,7 +39,38 @@ std::string Plural(size_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
+std::string Dollars(double usd) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "$%.2f", usd);
+  return buf;
+}
+
 }  // namespace
+
+double PlannedCostAfter(const Plan& plan) {
+  double after = plan.cost_before_usd_per_hour;
+  for (const LaunchAction& l : plan.launches) after += l.usd_per_hour;
+  for (const TerminationAction& t : plan.terminations) after -= t.offering.usd_per_hour;
+  return std::max(0.0, after);
+}
+
+std::string SummarizePlan(const Plan& plan, size_t pending_units) {
+  int new_nodes = 0;
+  for (const LaunchAction& l : plan.launches) new_nodes += l.count;
+  std::map<std::string, int> unplaced;
+  for (const UnplacedUnit& u : plan.unplaced) unplaced[std::string(ToString(u.reason))]++;
+  const size_t placed = pending_units >= plan.unplaced.size() ? pending_units - plan.unplaced.size() : 0;
+  std::string s = "placed " + std::to_string(placed) + "/" + std::to_string(pending_units) + " pending units; launch " +
+                  std::to_string(new_nodes) + " node(s), terminate " + std::to_string(plan.terminations.size()) +
+                  "; " + Dollars(plan.cost_before_usd_per_hour) + "/h -> " + Dollars(PlannedCostAfter(plan)) +
+                  "/h (+" + Dollars(plan.expected_interruption_usd_per_hour) + "/h expected interruption cost)";
+  if (!unplaced.empty()) {
+    s += "; unplaced:";
+    for (const auto& [reason, n] : unplaced) s += " " + reason + "=" + std::to_string(n);
+  }
+  for (const std::string& note : plan.notes) s += "; " + note;
+  return s;
+}
 
 std::string FormatPlanText(const Plan& plan, const Snapshot& snapshot) {
   std::ostringstream out;

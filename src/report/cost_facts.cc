@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <functional>
 #include <string>
@@ -90,6 +91,7 @@ void Metrics::Add(const Metrics& o) {
   gpu_seconds_paid += o.gpu_seconds_paid;
   gpu_seconds_allocated += o.gpu_seconds_allocated;
   gpu_seconds_busy += o.gpu_seconds_busy;
+  gpu_seconds_busy_measured += o.gpu_seconds_busy_measured;
   gpu_seconds_lost += o.gpu_seconds_lost;
   lost_usd += o.lost_usd;
 }
@@ -197,7 +199,10 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
       m->on_demand_usd += allocated * n.on_demand_usd_per_hour * per_gpu_second;
       m->gpu_seconds_paid += allocated;
       m->gpu_seconds_allocated += allocated;
-      m->gpu_seconds_busy += u.gpu_seconds_busy * share;
+      if (u.gpu_seconds_busy) {
+        m->gpu_seconds_busy += *u.gpu_seconds_busy * share;
+        m->gpu_seconds_busy_measured += allocated;
+      }
       if (it->in_loss_window) {
         m->gpu_seconds_lost += allocated;
         m->lost_usd += cost;
@@ -214,7 +219,7 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
     int64_t start = 0;
     int64_t end = 0;
     double allocated = 0;
-    double busy = 0;
+    double busy = -1;  // -1: not measured
   };
   std::string early_ids;
   std::vector<EarlyRow> early;
@@ -241,7 +246,7 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
                 early.push_back(EarlyRow{static_cast<uint32_t>(early_ids.size()),
                                          static_cast<uint32_t>(u.instance_id.size()), allocation,
                                          ToUnixSeconds(u.start), ToUnixSeconds(u.end), u.gpu_seconds_allocated,
-                                         u.gpu_seconds_busy});
+                                         u.gpu_seconds_busy.value_or(-1)});
                 early_ids.append(u.instance_id);
                 return;
               }
@@ -421,7 +426,7 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
     u.start = FromUnixSeconds(r.start);
     u.end = FromUnixSeconds(r.end);
     u.gpu_seconds_allocated = r.allocated;
-    u.gpu_seconds_busy = r.busy;
+    u.gpu_seconds_busy = r.busy < 0 ? std::nullopt : std::optional<double>(r.busy);
     accumulate(parts[2], u);
   }
   early.clear();
@@ -484,6 +489,18 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
       n.m.Add(idle);
     }
     f.total.Add(n.m);
+  }
+  const Metrics& t = f.total;
+  if (t.gpu_seconds_allocated > 0 && t.gpu_seconds_busy_measured <= 0) {
+    f.warnings.push_back(
+        "busy time not measured: no GPU utilisation was recorded for this usage (gpu_hours_busy is empty, not "
+        "equal to allocated)");
+  } else if (t.gpu_seconds_busy_measured + 1e-6 < t.gpu_seconds_allocated) {
+    char pct[32];
+    std::snprintf(pct, sizeof pct, "%.1f", 100.0 * t.gpu_seconds_busy_measured / t.gpu_seconds_allocated);
+    f.warnings.push_back(std::string("busy time measured for ") + pct +
+                         " % of the allocated GPU-hours only; the rest is not measured (counted neither busy nor "
+                         "allocated-idle)");
   }
   return f;
 }

@@ -123,7 +123,8 @@ Result<ReportQuery> ParseReportQuery(const std::map<std::string, std::string>& p
   static const std::set<std::string> kKnown = {
       "from",       "to",  "group_by",           "period",        "format",       "view",
       "team_map",   "budget_monthly_usd",        "as_of",         "min_billed_seconds",
-      "loss_window_seconds", "top",              "billing_account_id", "provider_name", "service_name"};
+      "loss_window_seconds", "top",              "billing_account_id", "provider_name", "service_name",
+      "run",        "all_runs"};
   ReportQuery q;
   for (const auto& [name, value] : params) {
     if (kKnown.count(name) == 0) {
@@ -140,19 +141,24 @@ Result<ReportQuery> ParseReportQuery(const std::map<std::string, std::string>& p
     return it == params.end() ? nullptr : &it->second;
   };
 
-  const std::string* from = get("from");
-  const std::string* to = get("to");
-  if (from == nullptr || to == nullptr) return Error::InvalidInput("from and to are required (YYYY-MM-DD)");
-  Result<WallTime> f = ParseTime("from", *from);
-  if (!f) return f.error();
-  Result<WallTime> t = ParseTime("to", *to);
-  if (!t) return t.error();
-  if (*f >= *t) {
-    return Error::InvalidInput("the range is empty or inverted: from " + FormatRfc3339(*f) + " is not before to " +
-                               FormatRfc3339(*t) + " (to is exclusive)");
+  q.from_given = get("from") != nullptr;
+  q.to_given = get("to") != nullptr;
+  Status s = ReadParam(params, "from", ParseTime, &q.from);
+  if (s.ok()) s = ReadParam(params, "to", ParseTime, &q.to);
+  if (!s.ok()) return s.error();
+  if (q.from_given && q.to_given && q.from >= q.to) {
+    return Error::InvalidInput("the range is empty or inverted: from " + FormatRfc3339(q.from) +
+                               " is not before to " + FormatRfc3339(q.to) + " (to is exclusive)");
   }
-  q.from = *f;
-  q.to = *t;
+  if (const std::string* run = get("run")) {
+    if (run->empty()) return Error::InvalidInput("run: give a run's name or id");
+    q.run = *run;
+  }
+  if (const std::string* all = get("all_runs")) {
+    if (*all != "true" && *all != "false") return Error::InvalidInput("all_runs: '" + *all + "' is not true or false");
+    q.all_runs = *all == "true";
+  }
+  if (q.all_runs && !q.run.empty()) return Error::InvalidInput("run and all_runs exclude each other");
 
   if (const std::string* g = get("group_by"); g != nullptr && !g->empty()) {
     for (const std::string& name : SplitList(*g)) {
@@ -167,7 +173,7 @@ Result<ReportQuery> ParseReportQuery(const std::map<std::string, std::string>& p
       q.group_by.push_back(*d);
     }
   }
-  Status s = ReadParam(params, "period", OneOf<Period>(kPeriodNames), &q.period);
+  s = ReadParam(params, "period", OneOf<Period>(kPeriodNames), &q.period);
   if (s.ok()) s = ReadParam(params, "format", OneOf<Format>(kFormatNames), &q.format);
   if (s.ok()) s = ReadParam(params, "view", OneOf<View>(kViewNames), &q.view);
   if (!s.ok()) return s.error();

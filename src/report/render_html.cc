@@ -236,7 +236,9 @@ std::string RenderHtml(const CostFacts& facts, const ReportViews& views, const R
   s += "<title>gpuscaler cost report " + FormatDate(facts.from) + " to " + FormatDate(facts.to) + "</title>";
   s += "<style>" + std::string(kStyle) + "</style></head><body>";
   s += "<pre id=\"js-errors\"></pre>";
-  s += "<h1>GPU fleet cost report</h1><p class=\"meta\">" + HtmlEscape(FormatRfc3339(facts.from)) + " to " +
+  s += "<h1>GPU fleet cost report</h1>";
+  if (!facts.scope.empty()) s += "<p class=\"meta\">Covers " + HtmlEscape(facts.scope) + ".</p>";
+  s += "<p class=\"meta\">" + HtmlEscape(FormatRfc3339(facts.from)) + " to " +
        HtmlEscape(FormatRfc3339(facts.to)) + " (end exclusive); running nodes billed up to " +
        HtmlEscape(FormatRfc3339(std::min(facts.as_of, facts.to))) +
        ". Per-second billing at the price in force, " + std::to_string(query.min_billed.count()) +
@@ -254,7 +256,12 @@ std::string RenderHtml(const CostFacts& facts, const ReportViews& views, const R
   card(FormatFixed(t.savings_pct, 1).append(" %"), "saved vs on-demand");
   card(FormatFixed(t.gpu_hours_paid, 1), "GPU-hours paid");
   card(FormatFixed(t.gpu_hours_allocated, 1), "GPU-hours allocated");
-  card(FormatFixed(t.gpu_hours_busy, 1), "GPU-hours busy");
+  if (t.gpu_hours_busy) {
+    card(FormatFixed(*t.gpu_hours_busy, 1), "GPU-hours busy");
+    card(FormatFixed(t.gpu_hours_allocated_idle.value_or(0), 1), "GPU-hours allocated but idle");
+  } else {
+    card("not measured", "GPU busy time");
+  }
   card(FormatFixed(t.gpu_hours_lost, 1) + " ($" + FormatCents(t.lost_cents) + ")", "GPU-hours lost to interruptions");
   card(std::to_string(t.nodes) + " (" + std::to_string(t.interrupted_nodes) + " interrupted)", "nodes billed");
   s += "</div>";

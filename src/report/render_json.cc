@@ -49,6 +49,7 @@ nlohmann::ordered_json PredictionsJson(const std::vector<DecisionPrediction>& pr
 std::string RenderJson(const CostFacts& facts, const ReportViews& views, const ReportQuery& query) {
   nlohmann::ordered_json j;
   nlohmann::ordered_json& q = j["query"];
+  q["scope"] = facts.scope;
   q["from"] = FormatRfc3339(facts.from);
   q["to"] = FormatRfc3339(facts.to);
   q["as_of"] = FormatRfc3339(facts.as_of);
@@ -73,7 +74,9 @@ std::string RenderJson(const CostFacts& facts, const ReportViews& views, const R
   tj["spot_savings_usd"] = static_cast<double>(t.spot_savings_cents) / 100.0;
   tj["gpu_hours_paid"] = Round(t.gpu_hours_paid, 1000);
   tj["gpu_hours_allocated"] = Round(t.gpu_hours_allocated, 1000);
-  tj["gpu_hours_busy"] = Round(t.gpu_hours_busy, 1000);
+  tj["gpu_hours_busy"] = t.gpu_hours_busy ? nlohmann::ordered_json(Round(*t.gpu_hours_busy, 1000)) : nullptr;
+  tj["gpu_hours_allocated_idle"] =
+      t.gpu_hours_allocated_idle ? nlohmann::ordered_json(Round(*t.gpu_hours_allocated_idle, 1000)) : nullptr;
   tj["gpu_hours_idle"] = Round(t.gpu_hours_paid - t.gpu_hours_allocated, 1000);
   tj["gpu_hours_lost"] = Round(t.gpu_hours_lost, 1000);
   tj["lost_usd"] = static_cast<double>(t.lost_cents) / 100.0;

@@ -1,6 +1,9 @@
 #include "gpuscaler/report/report.h"
 
+#include <algorithm>
+
 #include "gpuscaler/report/cost_model.h"
+#include "gpuscaler/report/retention.h"
 #include "gpuscaler/store/audit_reader.h"
 #include "tables.h"
 
@@ -8,10 +11,41 @@ namespace gpuscaler::report {
 
 namespace {
 
-Result<RenderedReport> Render(AuditReader& reader, AuditReader* second, const ReportQuery& query) {
-  Result<CostFacts> facts = BuildCostFacts(reader, query, second);
+Result<RenderedReport> Render(AuditReader& reader, AuditReader* second, const ReportQuery& asked) {
+  Result<ReportScope> scope = ResolveScope(reader, asked);
+  if (!scope) return scope.error();
+  if (second != nullptr) second->SelectRun(scope->run_id);
+  ReportQuery query = asked;
+  query.from = scope->from;
+  query.to = scope->to;
+  // Months before the rollup mark come from monthly_usage (their detail may
+  // be pruned); the detail rows cover the rest.
+  Result<std::optional<WallTime>> mark = reader.RolledUpBefore();
+  if (!mark) return mark.error();
+  const bool rolled = *mark && query.from < **mark;
+  if (rolled) query.from = PeriodStart(query.from, Period::kMonth);
+  ReportQuery detail = query;
+  if (rolled) detail.from = std::min(**mark, query.to);
+  Result<CostFacts> facts = CostFacts{};
+  if (detail.from < detail.to) {
+    facts = BuildCostFacts(reader, detail, second);
+  } else {
+    facts->as_of = query.as_of.value_or(query.to);
+  }
   if (!facts) return facts.error();
+  if (rolled) {
+    if (Status s = AddRolledUpMonths(reader, query.from, detail.from, &*facts); !s.ok()) return s.error();
+  }
+  facts->from = query.from;
+  facts->to = query.to;
+  facts->scope = scope->description;
   RenderedReport out;
+  out.scope = scope->description;
+  const bool billed = std::any_of(facts->nodes.begin(), facts->nodes.end(),
+                                  [](const NodeFact& n) { return n.billed_seconds > 0; });
+  if (!billed && facts->usage_rows == 0 && facts->total.cost_usd <= 0) {
+    out.notices.push_back("no nodes or usage recorded in " + scope->description);
+  }
   if (query.format == Format::kFocus) {
     out.content_type = "text/csv; charset=utf-8";
     out.body = internal::RenderFocusCsv(*facts, query);

@@ -1,5 +1,6 @@
 #include "tables.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -29,8 +30,21 @@ std::vector<int64_t> CentsOf(const std::vector<Row>& rows, Get&& get) {
 }
 
 const std::vector<std::string> kMetricColumns = {
-    "cost_usd",           "idle_usd",           "on_demand_equivalent_usd", "savings_usd",    "gpu_hours_paid",
-    "gpu_hours_allocated", "gpu_hours_busy",    "gpu_hours_idle",           "gpu_hours_lost", "lost_usd"};
+    "cost_usd",       "idle_usd",       "on_demand_equivalent_usd", "savings_usd",    "gpu_hours_paid",
+    "gpu_hours_allocated", "gpu_hours_busy", "gpu_hours_allocated_idle", "gpu_hours_idle", "gpu_hours_lost",
+    "lost_usd"};
+
+// Busy GPU-hours, and allocated-but-idle ones (allocated - busy, where busy
+// is measured); empty cells (JSON null) where allocated time has no
+// measured busy time: not measured is not "all busy", nor "all idle".
+Cell BusyHours(const Metrics& m) {
+  if (m.gpu_seconds_allocated > 0 && m.gpu_seconds_busy_measured <= 0) return Text("");
+  return Number(Hours(m.gpu_seconds_busy), 3);
+}
+Cell AllocatedIdleHours(const Metrics& m) {
+  if (m.gpu_seconds_allocated > 0 && m.gpu_seconds_busy_measured <= 0) return Text("");
+  return Number(Hours(std::max(0.0, m.gpu_seconds_busy_measured - m.gpu_seconds_busy)), 3);
+}
 
 // The metric columns of grouped rows, each money column cent-exact.
 void AddMetricColumns(const std::vector<GroupedRow>& rows, std::vector<std::vector<Cell>>* out) {
@@ -47,7 +61,8 @@ void AddMetricColumns(const std::vector<GroupedRow>& rows, std::vector<std::vect
     cells.push_back(Money(od[i] - cost[i]));
     cells.push_back(Number(Hours(m.gpu_seconds_paid), 3));
     cells.push_back(Number(Hours(m.gpu_seconds_allocated), 3));
-    cells.push_back(Number(Hours(m.gpu_seconds_busy), 3));
+    cells.push_back(BusyHours(m));
+    cells.push_back(AllocatedIdleHours(m));
     cells.push_back(Number(Hours(m.gpu_seconds_paid - m.gpu_seconds_allocated), 3));
     cells.push_back(Number(Hours(m.gpu_seconds_lost), 3));
     cells.push_back(Money(lost[i]));
@@ -125,7 +140,11 @@ Totals ComputeTotals(const CostFacts& facts, const ReportViews& views) {
   t.savings_pct = facts.total.on_demand_usd > 0 ? 100.0 * facts.total.savings_usd() / facts.total.on_demand_usd : 0;
   t.gpu_hours_paid = Hours(facts.total.gpu_seconds_paid);
   t.gpu_hours_allocated = Hours(facts.total.gpu_seconds_allocated);
-  t.gpu_hours_busy = Hours(facts.total.gpu_seconds_busy);
+  if (facts.total.gpu_seconds_busy_measured > 0 || facts.total.gpu_seconds_allocated <= 0) {
+    t.gpu_hours_busy = Hours(facts.total.gpu_seconds_busy);
+    t.gpu_hours_allocated_idle =
+        Hours(std::max(0.0, facts.total.gpu_seconds_busy_measured - facts.total.gpu_seconds_busy));
+  }
   t.gpu_hours_lost = Hours(facts.total.gpu_seconds_lost);
   return t;
 }

@@ -36,7 +36,8 @@ struct Totals {
   double savings_pct = 0;  // of the on-demand equivalent
   double gpu_hours_paid = 0;
   double gpu_hours_allocated = 0;
-  double gpu_hours_busy = 0;
+  std::optional<double> gpu_hours_busy;            // nullopt: not measured
+  std::optional<double> gpu_hours_allocated_idle;  // allocated, measured, not busy
   double gpu_hours_lost = 0;
   int64_t nodes = 0;
   int64_t interrupted_nodes = 0;

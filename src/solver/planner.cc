@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpuscaler/model/json.h"
 #include "planner_impl.h"
 
 namespace gpuscaler::solver_detail {
@@ -283,28 +284,17 @@ Plan Planner::Run() {
   for (const auto& l : plan.launches) risk += l.expected_interruption_usd_per_hour;
   plan.expected_interruption_usd_per_hour = risk;
 
-  // Summary.
-  int new_nodes = 0;
-  for (const auto& l : plan.launches) new_nodes += l.count;
-  std::map<std::string, int> reasons;
-  for (const auto& u : plan.unplaced) reasons[std::string(ToString(u.reason))]++;
-  std::string s = "placed " + std::to_string(snap_.pending.size() - plan.unplaced.size()) + "/" +
-                  std::to_string(snap_.pending.size()) + " pending units; launch " + std::to_string(new_nodes) +
-                  " node(s), terminate " + std::to_string(plan.terminations.size()) + "; " +
-                  Usd(plan.cost_before_usd_per_hour) + "/h -> " + Usd(plan.cost_after_usd_per_hour) + "/h (+" +
-                  Usd(risk) + "/h expected interruption cost)";
-  if (!plan.unplaced.empty()) {
-    s += "; unplaced:";
-    for (const auto& [r, n] : reasons) s += " " + r + "=" + std::to_string(n);
-  }
+  // Summary: the counts come from the plan itself (SummarizePlan); the
+  // planner adds what only it knows.
+  std::vector<std::string>& notes = plan.notes;
   if (global_budget_ < kInf && !global_budget_hard_ && after > global_budget_ + kEps)
-    s += "; over soft budget " + Usd(global_budget_) + "/h";
+    notes.push_back("over soft budget " + Usd(global_budget_) + "/h");
   for (const auto& p : pools_)
     if (p.budget < kInf && !p.budget_hard) {
       double c = 0;
       for (const auto& l : plan.launches)
         if (l.pool == p.pol.name) c += l.usd_per_hour;
-      if (p.cost + c > p.budget + kEps) s += "; pool " + p.pol.name + " over soft budget " + Usd(p.budget) + "/h";
+      if (p.cost + c > p.budget + kEps) notes.push_back("pool " + p.pol.name + " over soft budget " + Usd(p.budget) + "/h");
     }
   for (size_t t = 0; t < teams_.size(); ++t) {
     if (teams_[t].hard || teams_[t].allowance_usd == kInf) continue;
@@ -319,9 +309,9 @@ Plan Planner::Run() {
   std::set<std::string> paused;
   for (const Group& g : groups_)
     if (g.spot_paused) paused.insert(g.rep->workload_class);
-  for (const auto& c : paused) s += "; class " + c + ": spot paused after a capacity error";
-  for (const auto& n : notes_) s += "; " + n;
-  plan.summary = std::move(s);
+  for (const auto& c : paused) notes.push_back("class " + c + ": spot paused after a capacity error");
+  for (const auto& n : notes_) notes.push_back(n);
+  plan.summary = SummarizePlan(plan, snap_.pending.size());
   return plan;
 }
 

@@ -78,19 +78,27 @@ AuditReader::~AuditReader() = default;
 
 int AuditReader::SchemaVersion() const { return schema_version_; }
 
+Result<std::vector<RunRow>> AuditReader::Runs() {
+  return Select<RunRow>(*db_, "SELECT " GPUSCALER_RUN_COLUMNS " FROM runs ORDER BY id", "reading runs",
+                        store_internal::ReadRunRow);
+}
+
 Result<std::vector<DecisionRow>> AuditReader::DecisionsSince(WallTime since, int limit) {
   if (Status s = CheckLimit(limit); !s.ok()) return s.error().WithContext("reading decisions");
   return Select<DecisionRow>(*db_,
                              "SELECT id, " GPUSCALER_DECISION_COLUMNS
-                             " FROM decisions WHERE time >= ?1 ORDER BY time, id LIMIT ?2",
-                             "reading decisions", ReadDecisionRow, since, limit);
+                             " FROM decisions WHERE time >= ?1 AND (?3 IS NULL OR run_id = ?3) "
+                             "ORDER BY time, id LIMIT ?2",
+                             "reading decisions", ReadDecisionRow, since, limit, run_id_);
 }
 
 Result<std::vector<DecisionRow>> AuditReader::DecisionsAfterId(int64_t after_id, int limit) {
   if (Status s = CheckLimit(limit); !s.ok()) return s.error().WithContext("reading decisions");
   return Select<DecisionRow>(
-      *db_, "SELECT id, " GPUSCALER_DECISION_COLUMNS " FROM decisions WHERE id > ?1 ORDER BY id LIMIT ?2",
-      "reading decisions", ReadDecisionRow, after_id, limit);
+      *db_,
+      "SELECT id, " GPUSCALER_DECISION_COLUMNS
+      " FROM decisions WHERE id > ?1 AND (?3 IS NULL OR run_id = ?3) ORDER BY id LIMIT ?2",
+      "reading decisions", ReadDecisionRow, after_id, limit, run_id_);
 }
 
 Result<DecisionRow> AuditReader::Decision(int64_t id) {
@@ -118,8 +126,9 @@ Result<std::vector<NodeRow>> AuditReader::NodesOverlapping(WallTime from, WallTi
       *db_,
       "SELECT " GPUSCALER_NODE_LAUNCH_COLUMNS
       ", end_time, cause FROM nodes "
-      "WHERE launch_time < ?2 AND (end_time IS NULL OR end_time > ?1) ORDER BY launch_time, instance_id",
-      "reading nodes", store_internal::ReadNodeRow, from, to);
+      "WHERE launch_time < ?2 AND (end_time IS NULL OR end_time > ?1) AND (?3 IS NULL OR run_id = ?3) "
+      "ORDER BY launch_time, instance_id",
+      "reading nodes", store_internal::ReadNodeRow, from, to, run_id_);
   if (!nodes || nodes->empty()) return nodes;
 
   // The prices of the same nodes, in one pass over node_prices joined to the
@@ -128,10 +137,10 @@ Result<std::vector<NodeRow>> AuditReader::NodesOverlapping(WallTime from, WallTi
   for (size_t i = 0; i < nodes->size(); ++i) index.emplace((*nodes)[i].launch.instance_id, i);
   Result<Query> p = db_->Prepare(
       "SELECT p.instance_id, p.from_time, p.usd_per_hour FROM node_prices p JOIN nodes n USING (instance_id) "
-      "WHERE n.launch_time < ?2 AND (n.end_time IS NULL OR n.end_time > ?1) "
+      "WHERE n.launch_time < ?2 AND (n.end_time IS NULL OR n.end_time > ?1) AND (?3 IS NULL OR n.run_id = ?3) "
       "ORDER BY p.instance_id, p.from_time");
   if (!p) return p.error();
-  p->Bind(1, from).Bind(2, to);
+  p->Bind(1, from).Bind(2, to).Bind(3, run_id_);
   // Rows come by instance: look each instance up once.
   std::string last_id;
   size_t last = nodes->size();
@@ -165,7 +174,7 @@ Result<std::vector<UsageRow>> AuditReader::UsageOverlapping(WallTime from, WallT
   return Select<UsageRow>(
       *db_,
       "SELECT " GPUSCALER_USAGE_COLUMNS
-      " FROM usage WHERE end_time > ?1 AND start_time < ?2 "
+      " FROM usage WHERE end_time > ?1 AND start_time < ?2 AND (?3 IS NULL OR run_id = ?3) "
       "ORDER BY start_time, end_time, instance_id, workload_class, team",
       "reading usage",
       [](const Query& r) -> Result<UsageRow> {
@@ -173,7 +182,7 @@ Result<std::vector<UsageRow>> AuditReader::UsageOverlapping(WallTime from, WallT
         store_internal::ReadFields(r, 0, store_internal::kUsageFields, &row.usage);
         return row;
       },
-      from, to);
+      from, to, run_id_);
 }
 
 Result<std::vector<PriceSample>> AuditReader::PriceSamples(WallTime from, WallTime to) {
@@ -192,7 +201,7 @@ Status AuditReader::ForEachUsage(WallTime from, WallTime to, const std::function
   // read in place (valid until the next step), with no string copies.
   static constexpr const char* kSql = "SELECT " GPUSCALER_USAGE_COLUMNS
                                       " FROM usage WHERE end_time > ?1 AND end_time > ?3 AND end_time <= ?4 "
-                                      "AND start_time < ?2";
+                                      "AND start_time < ?2 AND (?5 IS NULL OR run_id = ?5)";
   sqlite3_stmt* raw = nullptr;
   int rc = sqlite3_prepare_v2(db_->raw(), kSql, -1, &raw, nullptr);
   if (rc != SQLITE_OK) return store_internal::SqliteError(rc, db_->raw(), "reading usage");
@@ -201,6 +210,7 @@ Status AuditReader::ForEachUsage(WallTime from, WallTime to, const std::function
   sqlite3_bind_int64(raw, 2, ToUnixSeconds(to));
   sqlite3_bind_int64(raw, 3, end_after ? ToUnixSeconds(*end_after) : std::numeric_limits<int64_t>::min());
   sqlite3_bind_int64(raw, 4, end_until ? ToUnixSeconds(*end_until) : std::numeric_limits<int64_t>::max());
+  if (run_id_) sqlite3_bind_int64(raw, 5, *run_id_);
   auto text = [raw](int col) {
     const unsigned char* p = sqlite3_column_text(raw, col);
     return p == nullptr ? std::string_view()
@@ -215,7 +225,9 @@ Status AuditReader::ForEachUsage(WallTime from, WallTime to, const std::function
     view.start = FromUnixSeconds(sqlite3_column_int64(raw, 3));
     view.end = FromUnixSeconds(sqlite3_column_int64(raw, 4));
     view.gpu_seconds_allocated = sqlite3_column_double(raw, 5);
-    view.gpu_seconds_busy = sqlite3_column_double(raw, 6);
+    view.gpu_seconds_busy = sqlite3_column_type(raw, 6) == SQLITE_NULL
+                                ? std::nullopt
+                                : std::optional<double>(sqlite3_column_double(raw, 6));
     fn(view);
   }
   if (rc != SQLITE_DONE) return store_internal::SqliteError(rc, db_->raw(), "reading usage");
@@ -226,11 +238,12 @@ Result<std::optional<WallTime>> AuditReader::LastRecordTime() {
   // Multi-argument max() is NULL if any argument is: an empty table counts
   // as -1, and -1 overall means no records.
   Result<Query> q = db_->Prepare(
-      "SELECT max(coalesce((SELECT max(time) FROM decisions), -1), "
-      "coalesce((SELECT max(launch_time) FROM nodes), -1), "
-      "coalesce((SELECT max(end_time) FROM nodes), -1), "
-      "coalesce((SELECT max(end_time) FROM usage), -1))");
+      "SELECT max(coalesce((SELECT max(time) FROM decisions WHERE ?1 IS NULL OR run_id = ?1), -1), "
+      "coalesce((SELECT max(launch_time) FROM nodes WHERE ?1 IS NULL OR run_id = ?1), -1), "
+      "coalesce((SELECT max(end_time) FROM nodes WHERE ?1 IS NULL OR run_id = ?1), -1), "
+      "coalesce((SELECT max(end_time) FROM usage WHERE ?1 IS NULL OR run_id = ?1), -1))");
   if (!q) return q.error();
+  q->Bind(1, run_id_);
   Result<bool> row = q->Step("reading the last record time");
   if (!row) return row.error();
   if (!*row || q->IsNull(0) || q->Int(0) < 0) return std::optional<WallTime>();

@@ -134,6 +134,17 @@ Result<PriceSample> ReadPriceSample(const Query& q) {
   return sample;
 }
 
+Result<RunRow> ReadRunRow(const Query& q) {
+  RunRow row;
+  row.id = q.Int(0);
+  row.run.name = q.Text(1);
+  row.run.source = q.Text(2);
+  row.run.policy_hash = q.Text(3);
+  row.run.started = q.Time(4);
+  row.ended = q.OptionalTime(5);
+  return row;
+}
+
 Result<std::vector<ActionRow>> QueryOpenIntents(Connection& db) {
   return Select<ActionRow>(db,
                            "SELECT " GPUSCALER_ACTION_COLUMNS

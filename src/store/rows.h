@@ -96,12 +96,23 @@ Result<NodeRow> ReadNodeRow(const Query& q);  // GPUSCALER_NODE_LAUNCH_COLUMNS, 
 Query& BindPriceSample(Query& q, const PriceSample& p);
 Result<PriceSample> ReadPriceSample(const Query& q);
 
-// usage: the columns and, in their order, the fields they hold.
+// usage: the columns and, in their order, the fields they hold (run_id is
+// bound after them by the writer).
 #define GPUSCALER_USAGE_COLUMNS \
   "instance_id, workload_class, team, start_time, end_time, gpu_seconds_allocated, gpu_seconds_busy"
 inline constexpr auto kUsageFields = std::make_tuple(
     &UsageRecord::instance_id, &UsageRecord::workload_class, &UsageRecord::team, &UsageRecord::start,
     &UsageRecord::end, &UsageRecord::gpu_seconds_allocated, &UsageRecord::gpu_seconds_busy);
+
+// The parameter number run_id is bound to in the INSERTs of decisions, nodes
+// and usage: far above their other columns' ?1, ?2, ..., so columns added
+// to those lists later keep their numbers.
+#define GPUSCALER_RUN_ID_PARAM "90"
+inline constexpr int kRunIdParam = 90;
+
+// runs
+#define GPUSCALER_RUN_COLUMNS "id, name, source, policy_hash, started, ended"
+Result<RunRow> ReadRunRow(const Query& q);
 
 // The writer's and reader's shared queries.
 Result<std::vector<ActionRow>> QueryOpenIntents(Connection& db);

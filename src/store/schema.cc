@@ -126,6 +126,83 @@ CREATE TABLE installation (
 INSERT INTO installation (id) VALUES (lower(hex(randomblob(6))));
 )sql";
 
+// Runs: every daemon lifetime and every simulated replay is a run; its
+// decisions, nodes and usage rows name it. Rows written before this version
+// go into one run named "legacy" (made only when there are such rows).
+// usage.gpu_seconds_busy becomes nullable (NULL: not measured), which SQLite
+// allows only by rebuilding the table. monthly_usage keeps the per-month sums
+// reports need once retention has pruned the detail rows.
+constexpr const char* kSchemaV3 = R"sql(
+CREATE TABLE runs (
+  id          INTEGER PRIMARY KEY AUTOINCREMENT,
+  name        TEXT NOT NULL CHECK (name <> ''),
+  source      TEXT NOT NULL CHECK (source IN ('daemon', 'sim', 'legacy')),
+  policy_hash TEXT NOT NULL,
+  started     INTEGER NOT NULL,
+  ended       INTEGER CHECK (ended IS NULL OR ended >= started)
+);
+
+INSERT INTO runs (name, source, policy_hash, started, ended)
+SELECT 'legacy', 'legacy', coalesce((SELECT policy_hash FROM decisions ORDER BY id DESC LIMIT 1), ''), lo, hi
+FROM (SELECT min(t) AS lo, max(t) AS hi
+      FROM (SELECT time AS t FROM decisions
+            UNION ALL SELECT launch_time FROM nodes
+            UNION ALL SELECT end_time FROM nodes
+            UNION ALL SELECT start_time FROM usage
+            UNION ALL SELECT end_time FROM usage))
+WHERE lo IS NOT NULL;
+
+ALTER TABLE decisions ADD COLUMN run_id INTEGER REFERENCES runs(id);
+ALTER TABLE nodes ADD COLUMN run_id INTEGER REFERENCES runs(id);
+UPDATE decisions SET run_id = (SELECT id FROM runs WHERE source = 'legacy');
+UPDATE nodes SET run_id = (SELECT id FROM runs WHERE source = 'legacy');
+CREATE INDEX decisions_by_run ON decisions(run_id, time);
+CREATE INDEX nodes_by_run ON nodes(run_id, launch_time);
+
+CREATE TABLE usage_v3 (
+  end_time              INTEGER NOT NULL,
+  instance_id           TEXT NOT NULL,
+  workload_class        TEXT NOT NULL,
+  team                  TEXT NOT NULL,
+  start_time            INTEGER NOT NULL,
+  gpu_seconds_allocated REAL NOT NULL,
+  gpu_seconds_busy      REAL,
+  run_id                INTEGER REFERENCES runs(id),
+  PRIMARY KEY (end_time, instance_id, workload_class, team, start_time),
+  CHECK (end_time >= start_time),
+  CHECK (gpu_seconds_busy IS NULL OR (gpu_seconds_busy >= 0 AND gpu_seconds_busy <= gpu_seconds_allocated + 1e-6))
+) WITHOUT ROWID;
+INSERT INTO usage_v3 SELECT end_time, instance_id, workload_class, team, start_time, gpu_seconds_allocated,
+                            gpu_seconds_busy, (SELECT id FROM runs WHERE source = 'legacy')
+                     FROM usage;
+DROP TABLE usage;
+ALTER TABLE usage_v3 RENAME TO usage;
+CREATE INDEX usage_by_run ON usage(run_id, end_time);
+
+CREATE TABLE monthly_usage (
+  run_id                    INTEGER NOT NULL REFERENCES runs(id),
+  month_start               INTEGER NOT NULL,
+  workload_class            TEXT NOT NULL,
+  team                      TEXT NOT NULL,
+  pool                      TEXT NOT NULL,
+  capacity_type             TEXT NOT NULL,
+  cost_usd                  REAL NOT NULL,
+  idle_usd                  REAL NOT NULL,
+  on_demand_usd             REAL NOT NULL,
+  gpu_seconds_paid          REAL NOT NULL,
+  gpu_seconds_allocated     REAL NOT NULL,
+  gpu_seconds_busy          REAL NOT NULL,
+  gpu_seconds_busy_measured REAL NOT NULL,
+  PRIMARY KEY (run_id, month_start, workload_class, team, pool, capacity_type)
+) WITHOUT ROWID;
+-- Months before rolled_up_before are in monthly_usage: retention prunes
+-- detail rows only before it, and reports read those months from the rollup.
+CREATE TABLE rollup_state (
+  id               INTEGER PRIMARY KEY CHECK (id = 1),
+  rolled_up_before INTEGER NOT NULL
+);
+)sql";
+
 // Decision inputs (audit-replay): what the planner saw, so that
 // `gpuscaler explain --db --decision` replays a decision. Only its own
 // tables: it applies on top of any other migration.
@@ -149,6 +226,7 @@ CREATE TABLE decision_inputs (
 constexpr Migration kMigrations[] = {
     {1, "audit schema: decisions, actions, nodes, node_prices, price_samples, usage", kSchemaV1},
     {2, "installation: a random id per audit database", kSchemaV2},
+    {3, "runs; run_id on decisions, nodes and usage; usage busy time nullable (not measured); monthly_usage", kSchemaV3},
     {4, "decision inputs: the planner's snapshot per decision, policies by hash", kSchemaV4},
 };
 

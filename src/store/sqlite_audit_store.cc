@@ -290,6 +290,37 @@ Status SqliteAuditStore::RecordDecisionInput(int64_t decision_id, const Decision
   });
 }
 
+Result<int64_t> SqliteAuditStore::BeginRun(const RunRecord& run) {
+  const std::string what = "starting run '" + run.name + "'";
+  if (run.name.empty()) return Error::InvalidInput(what + ": the run needs a name");
+  if (run.source != "daemon" && run.source != "sim" && run.source != "legacy") {
+    return Error::InvalidInput(what + ": source '" + run.source + "' is not daemon, sim or legacy");
+  }
+  int64_t id = 0;
+  Status s = Single("starting a run", [&]() -> Status {
+    Status r = db_->Run("INSERT INTO runs (name, source, policy_hash, started) VALUES (?1, ?2, ?3, ?4)", "inserting",
+                        run.name, run.source, run.policy_hash, run.started);
+    if (r.ok()) id = db_->LastInsertRowid();
+    return r;
+  });
+  if (!s.ok()) return s.error().WithContext(what);
+  run_id_ = id;
+  return id;
+}
+
+Status SqliteAuditStore::EndRun(WallTime end) {
+  if (!run_id_) return Status::Ok();
+  return Single("ending a run", [&]() -> Status {
+    return db_->Run("UPDATE runs SET ended = max(?2, started) WHERE id = ?1", "updating", *run_id_, end);
+  });
+}
+
+Status SqliteAuditStore::EnsureRun(WallTime t) {
+  if (run_id_) return Status::Ok();
+  Result<int64_t> id = BeginRun(RunRecord{.name = "unnamed", .source = "daemon", .policy_hash = "", .started = t});
+  return id.status();
+}
+
 Result<int64_t> SqliteAuditStore::RecordDecision(const DecisionRecord& d) {
   for (auto [value, field] : {std::pair{d.cost_before_usd_per_hour, "cost_before_usd_per_hour"},
                               std::pair{d.cost_after_usd_per_hour, "cost_after_usd_per_hour"},
@@ -297,12 +328,16 @@ Result<int64_t> SqliteAuditStore::RecordDecision(const DecisionRecord& d) {
                                         "expected_interruption_usd_per_hour"}}) {
     if (Status s = CheckMoney(value, field); !s.ok()) return s.error().WithContext("recording a decision");
   }
+  if (Status r = EnsureRun(d.time); !r.ok()) return r.error().WithContext("recording a decision");
   int64_t id = 0;
   Status s = Single("recording a decision", [&]() -> Status {
     Result<Query> q = db_->Prepare("INSERT INTO decisions (" GPUSCALER_DECISION_COLUMNS
-                                   ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
+                                   ", run_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
+                                   "?" GPUSCALER_RUN_ID_PARAM ")");
     if (!q) return q.error();
-    Status r = store_internal::BindFields(*q, 1, d, store_internal::kDecisionFields).Run("inserting");
+    Status r = store_internal::BindFields(*q, 1, d, store_internal::kDecisionFields)
+                   .Bind(store_internal::kRunIdParam, run_id_)
+                   .Run("inserting");
     if (!r.ok()) return r;
     id = db_->LastInsertRowid();
     return Status::Ok();
@@ -423,12 +458,14 @@ Status SqliteAuditStore::RecordNodeLaunch(const NodeLaunchRecord& n) {
   if (n.instance_id.empty()) return Error::InvalidInput(what + ": empty instance id");
   if (n.gpu_count < 0) return Error::InvalidInput(what + ": gpu_count < 0");
   if (Status s = CheckOffering(n.offering, what); !s.ok()) return s;
+  if (Status s = EnsureRun(n.launch_time); !s.ok()) return s.error().WithContext(what);
   return Atomically("recording a node launch", [&]() -> Status {
     Result<Query> q = db_->Prepare("INSERT INTO nodes (" GPUSCALER_NODE_LAUNCH_COLUMNS
-                                   ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) "
-                                   "ON CONFLICT (instance_id) DO NOTHING");
+                                   ", run_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
+                                   "?" GPUSCALER_RUN_ID_PARAM ") ON CONFLICT (instance_id) DO NOTHING");
     if (!q) return q.error();
-    if (Status s = store_internal::BindNodeLaunch(*q, n).Run("inserting"); !s.ok()) {
+    if (Status s = store_internal::BindNodeLaunch(*q, n).Bind(store_internal::kRunIdParam, run_id_).Run("inserting");
+        !s.ok()) {
       if (n.decision_id != 0 && s.error().category() == ErrorCategory::kNotFound) {
         return Error::NotFound(what + ": decision id " + std::to_string(n.decision_id) + " is not recorded");
       }
@@ -503,19 +540,23 @@ Status SqliteAuditStore::RecordUsage(const std::vector<UsageRecord>& usage) {
   for (const UsageRecord& u : usage) {
     const std::string what = "recording usage of node '" + u.instance_id + "' by '" + u.workload_class + "'";
     if (u.end < u.start) return Error::InvalidInput(what + ": the interval ends before it starts");
-    if (!std::isfinite(u.gpu_seconds_allocated) || !std::isfinite(u.gpu_seconds_busy) ||
-        u.gpu_seconds_busy < 0 || u.gpu_seconds_busy > u.gpu_seconds_allocated) {
-      return Error::InvalidInput(what + ": need 0 <= gpu_seconds_busy (" + std::to_string(u.gpu_seconds_busy) +
+    const double busy = u.gpu_seconds_busy.value_or(0);
+    if (!std::isfinite(u.gpu_seconds_allocated) || u.gpu_seconds_allocated < 0 || !std::isfinite(busy) ||
+        busy < 0 || busy > u.gpu_seconds_allocated) {
+      return Error::InvalidInput(what + ": need 0 <= gpu_seconds_busy (" + std::to_string(busy) +
                                  ") <= gpu_seconds_allocated (" + std::to_string(u.gpu_seconds_allocated) + ")");
     }
   }
   if (usage.empty()) return Status::Ok();
+  if (Status s = EnsureRun(usage.front().start); !s.ok()) return s.error().WithContext("recording usage");
   return Atomically("recording usage", [&]() -> Status {
     for (const UsageRecord& u : usage) {
-      Result<Query> q =
-          db_->Prepare("INSERT INTO usage (" GPUSCALER_USAGE_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+      Result<Query> q = db_->Prepare("INSERT INTO usage (" GPUSCALER_USAGE_COLUMNS
+                                     ", run_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?" GPUSCALER_RUN_ID_PARAM ")");
       if (!q) return q.error();
-      Status s = store_internal::BindFields(*q, 1, u, store_internal::kUsageFields).Run("inserting");
+      Status s = store_internal::BindFields(*q, 1, u, store_internal::kUsageFields)
+                     .Bind(store_internal::kRunIdParam, run_id_)
+                     .Run("inserting");
       if (!s.ok()) return s;
     }
     return Status::Ok();
@@ -554,9 +595,20 @@ Result<std::vector<NodeLifecycle>> SqliteAuditStore::NodeLifecycles(WallTime sin
   std::vector<NodeLifecycle> out;
   out.reserve(rows->size());
   for (NodeRow& r : *rows) {
-    out.push_back({std::move(r.launch.offering), r.launch.launch_time, r.end_time, std::move(r.cause),
-                   std::move(r.launch.pool), std::move(r.prices)});
+    out.push_back({std::move(r.launch.instance_id), std::move(r.launch.offering), r.launch.launch_time, r.end_time,
+                   std::move(r.cause), std::move(r.launch.pool), std::move(r.prices)});
   }
+  return out;
+}
+
+Result<std::vector<UsageRecord>> SqliteAuditStore::UsageOverlapping(WallTime from, WallTime to) {
+  Result<std::unique_ptr<AuditReader>> reader = OpenReader();
+  if (!reader) return reader.error();
+  Result<std::vector<UsageRow>> rows = (*reader)->UsageOverlapping(from, to);
+  if (!rows) return rows.error();
+  std::vector<UsageRecord> out;
+  out.reserve(rows->size());
+  for (UsageRow& r : *rows) out.push_back(std::move(r.usage));
   return out;
 }
 

@@ -50,6 +50,7 @@ class Query {
   Query& BindBlob(int i, std::string_view bytes);
   Query& Bind(int i, std::optional<int64_t> v) { return v ? Bind(i, *v) : BindNull(i); }
   Query& Bind(int i, std::optional<WallTime> v) { return v ? Bind(i, *v) : BindNull(i); }
+  Query& Bind(int i, std::optional<double> v) { return v ? Bind(i, *v) : BindNull(i); }
   // Binds `values` to parameters first, first + 1, ... in order.
   template <typename... Values>
   Query& BindFrom(int first, const Values&... values) {
@@ -80,6 +81,9 @@ class Query {
   void Get(int col, bool* out) const { *out = Int(col) != 0; }
   void Get(int col, double* out) const { *out = Real(col); }
   void Get(int col, WallTime* out) const { *out = Time(col); }
+  void Get(int col, std::optional<double>* out) const {
+    *out = IsNull(col) ? std::nullopt : std::optional<double>(Real(col));
+  }
 
  private:
   Connection* db_;

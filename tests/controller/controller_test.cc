@@ -752,3 +752,47 @@ TEST(ControllerRecovery, AnOpenTerminationIsSentAgain) {
 
 }  // namespace
 }  // namespace gpuscaler
+
+namespace gpuscaler {
+namespace {
+
+// The summary recorded with a decision describes the plan as governed, the
+// one stored as plan_json and acted on, not the planner's proposal.
+TEST(Controller, RecordedSummaryDescribesThePlanTheGovernorTrimmed) {
+  Policy policy = TestPolicy();
+  policy.scaling.max_nodes_removed_per_tick = 0;
+  Harness h(policy);
+  h.next_plan.launches = {h.Launch("g5.xlarge/us-east-1a/on-demand", 2)};
+  ASSERT_EQ(h.controller->Tick().nodes_launched, 2);
+  ASSERT_EQ(h.controller->snapshot().nodes.size(), 2u);
+  h.clock.Advance(Seconds(60));
+  Plan proposal;
+  for (const Node& n : h.controller->snapshot().nodes) {
+    TerminationAction t = h.Terminate(n.instance_id);
+    t.offering = n.offering;
+    proposal.terminations.push_back(t);
+  }
+  proposal.cost_before_usd_per_hour = 2.0;
+  proposal.cost_after_usd_per_hour = 0.0;
+  proposal.summary = "launch 0 node(s), terminate 2";  // the proposal's own words
+  h.next_plan = proposal;
+
+  const TickReport r = h.controller->Tick();
+  ASSERT_TRUE(r.planned);
+  EXPECT_EQ(r.governor.terminations_held, 2);
+  EXPECT_TRUE(r.plan.terminations.empty());
+  EXPECT_EQ(r.nodes_terminated, 0);
+  std::unique_ptr<AuditReader> reader = std::move(h.store->OpenReader()).value();
+  Result<DecisionRow> d = reader->Decision(r.decision_id);
+  ASSERT_TRUE(d.ok()) << d.error().ToString();
+  EXPECT_NE(d->decision.summary.find("terminate 0"), std::string::npos) << d->decision.summary;
+  EXPECT_EQ(d->decision.summary.find("terminate 2"), std::string::npos) << d->decision.summary;
+  EXPECT_NE(d->decision.summary.find("max_nodes_removed_per_tick"), std::string::npos) << d->decision.summary;
+  EXPECT_EQ(d->decision.plan_json.find("\"instance_id\""), std::string::npos) << d->decision.plan_json;
+  EXPECT_EQ(d->decision.summary, r.plan.summary);
+  EXPECT_DOUBLE_EQ(d->decision.cost_after_usd_per_hour, d->decision.cost_before_usd_per_hour);
+  EXPECT_TRUE(std::move(reader->ActionsForDecision(r.decision_id)).value().empty());
+}
+
+}  // namespace
+}  // namespace gpuscaler

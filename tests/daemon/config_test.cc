@@ -22,7 +22,7 @@ signals:
   rabbitmq: {url: "http://rabbit:15672", username: gpuscaler, password_file: /run/secrets/pw}
   dcgm: {urls: ["http://node:9400/metrics"]}
   timeout: 2s
-kubernetes: {enabled: true, leader_election: {enabled: true, lease_name: gs, namespace: ops}}
+kubernetes: {enabled: true, leader_election: {enabled: true, lease_name: gs, namespace: ops}, team_label: acme.io/team}
 api_token_file: api-token
 retention: 30d
 )";
@@ -42,6 +42,7 @@ retention: 30d
   EXPECT_EQ(c->signals.timeout, std::chrono::milliseconds(2000));
   EXPECT_TRUE(c->kubernetes.leader_election.enabled);
   EXPECT_EQ(c->kubernetes.leader_election.namespace_name, "ops");
+  EXPECT_EQ(c->kubernetes.team_label, "acme.io/team");
   EXPECT_EQ(c->api_token_file, "/etc/gpuscaler/api-token");
   EXPECT_EQ(c->retention, Seconds(30 * 86400));
 }

@@ -314,6 +314,34 @@ TEST(DemandFromCluster, PendingPodsInSchedulingOrderAndBoundPodsByInstance) {
   EXPECT_EQ(d.running["i-0fedcba9876543210"].size(), 1u);  // the finished pod holds nothing
 }
 
+TEST(DemandFromCluster, ThePodsTeamLabelNamesTheUnitsTeam) {
+  GPUSCALER_REFERENCE_JSON(pods, "examples/podlist-pending-gpu.assembled.json");
+  GPUSCALER_REFERENCE_JSON(nodes, "examples/nodelist-gpu.assembled.json");
+  Result<ObjectList<NodeInfo>> node_list = ParseNodeList(nodes.dump());
+  ASSERT_TRUE(node_list.ok());
+  std::vector<PodInfo> all;
+  for (const char* name : {"pending", "running"}) {
+    json p = pods["items"][0];
+    p["metadata"]["name"] = name;
+    p["metadata"]["uid"] = std::string("uid-") + name;
+    p["metadata"]["labels"]["acme.io/team"] = std::string("team-") + name;
+    if (std::string(name) == "running") {
+      p["spec"]["nodeName"] = "ip-10-0-40-7.us-west-2.compute.internal";
+      p["status"] = {{"phase", "Running"}};
+    }
+    all.push_back(std::move(ParsePod(p.dump())).value());
+  }
+  ClusterDemand d = DemandFromCluster(all, node_list->items, TwoClassPolicy(), TestCatalog(), "acme.io/team");
+  ASSERT_EQ(d.pending.size(), 1u);
+  EXPECT_EQ(d.pending[0].team, "team-pending");
+  ASSERT_EQ(d.running["i-0fedcba9876543210"].size(), 1u);
+  EXPECT_EQ(d.running["i-0fedcba9876543210"][0].team, "team-running");
+  // Under the default label key the pods have no team: their class's applies.
+  ClusterDemand plain = DemandFromCluster(all, node_list->items, TwoClassPolicy(), TestCatalog());
+  ASSERT_EQ(plain.pending.size(), 1u);
+  EXPECT_EQ(plain.pending[0].team, "");
+}
+
 TEST(WatchEvent, ReadsTheEnvelopeAndTheObjectOfTheWatchedKind) {
   Result<WatchEvent> added = ParseWatchEvent(
       R"({"type":"ADDED","object":{"kind":"Pod","metadata":{"name":"p","namespace":"ml","resourceVersion":"42"}}})",

@@ -66,7 +66,9 @@ TEST(ReportQuery, RejectsBadInputWithAClearMessage) {
       {"unknown column", {{"from", "2026-11-01"}, {"to", "2026-12-01"}, {"group_by", "team,colour"}}, "unknown column 'colour'"},
       {"inverted range", {{"from", "2026-12-01"}, {"to", "2026-11-01"}}, "inverted"},
       {"empty range", {{"from", "2026-12-01"}, {"to", "2026-12-01"}}, "inverted"},
-      {"missing to", {{"from", "2026-12-01"}}, "required"},
+      {"run and all runs", {{"run", "gpuscaler"}, {"all_runs", "true"}}, "exclude each other"},
+      {"all runs", {{"all_runs", "yes"}}, "all_runs"},
+      {"empty run", {{"run", ""}}, "run"},
       {"bad date", {{"from", "2026-13-01"}, {"to", "2026-12-01"}}, "not a date"},
       {"unknown parameter", {{"from", "2026-11-01"}, {"to", "2026-12-01"}, {"db", "/etc/passwd"}}, "unknown parameter 'db'"},
       {"unknown format", {{"from", "2026-11-01"}, {"to", "2026-12-01"}, {"format", "xlsx"}}, "format"},
@@ -242,6 +244,8 @@ TEST_F(GoldenScenario, ARangeWithoutDataRendersEveryFormatWithZeroTotals) {
     Result<RenderedReport> r = Render(db_, p);
     ASSERT_TRUE(r.ok()) << r.error().ToString();
     EXPECT_FALSE(r->body.empty());
+    ASSERT_EQ(r->notices.size(), 1u);
+    EXPECT_NE(r->notices[0].find("no nodes or usage recorded"), std::string::npos) << r->notices[0];
     if (std::string(format) == "json") {
       const nlohmann::json j = nlohmann::json::parse(r->body);
       EXPECT_EQ(j["totals"]["cost_usd"], 0.0);

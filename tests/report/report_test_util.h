@@ -118,6 +118,7 @@ inline void WriteGoldenScenario(const std::string& path) {
   Result<std::unique_ptr<SqliteAuditStore>> opened = SqliteAuditStore::Open(path);
   ASSERT_TRUE(opened.ok()) << opened.error().ToString();
   SqliteAuditStore& store = **opened;
+  ASSERT_TRUE(store.BeginRun({"golden", "daemon", "h1", T("2026-11-01T22:00:00Z")}).ok());
   ASSERT_TRUE(store.BeginTick().ok());
   DecisionRecord d1;
   d1.time = T("2026-11-02T01:00:00Z");

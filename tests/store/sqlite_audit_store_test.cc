@@ -194,7 +194,8 @@ TEST(SqliteAuditStore, RoundTripsEveryRecordType) {
   EXPECT_EQ(u.start, usage.start);
   EXPECT_EQ(u.end, usage.end);
   EXPECT_DOUBLE_EQ(u.gpu_seconds_allocated, 240.0);
-  EXPECT_DOUBLE_EQ(u.gpu_seconds_busy, 180.5);
+  ASSERT_TRUE(u.gpu_seconds_busy.has_value());
+  EXPECT_DOUBLE_EQ(*u.gpu_seconds_busy, 180.5);
 }
 
 TEST(SqliteAuditStore, IntentSurvivesACrashBeforeCommitTickWithItsDecision) {

@@ -111,6 +111,13 @@ class Controller {
   // Writes usage accumulated so far (before shutdown / at the end of a
   // simulation). Outside a tick.
   Status FlushUsage();
+  // The node's measured mean GPU utilisation (0..1; nullopt: not measured),
+  // for the busy time of its usage rows (UsageMeter::SetUtilization).
+  void SetNodeUtilization(const std::string& instance_id, std::optional<double> utilization) {
+    usage_.SetUtilization(instance_id, utilization);
+  }
+  // Spend this month by team (UsageMeter::month_to_date_usd_by_team).
+  const std::map<std::string, double>& month_to_date_usd_by_team() const { return usage_.month_to_date_usd_by_team(); }
 
  private:
   // Fail static, then the governor; edits `plan`.

@@ -1,11 +1,16 @@
 // The usage meter: what the fleet costs and who used its GPUs, since the
 // last flush.
 //
-// Per node it accumulates the GPU-seconds each workload class holds
-// (GpuShare of the units running there) and writes them as usage rows once
-// a node's interval is full, when the node ends, and on Flush. It also keeps
-// the month-to-date spend of the fleet (node prices × time, restarting at
-// every calendar month, UTC), which the planner's monthly budgets read.
+// Per node it accumulates the GPU-seconds each (workload class, team) holds
+// (GpuShare of the units running there; a unit's team, else its class's
+// classes[].team) and writes them as usage rows once a node's interval is
+// full, when the node ends, and on Flush. A row's busy GPU time is its
+// allocated time × the node's mean measured GPU utilisation over the
+// interval (SetUtilization), capped at allocated; with no utilisation
+// measured for the node in the interval, busy is not measured (nullopt).
+// It also keeps the month-to-date spend of the fleet (node prices × time,
+// restarting at every calendar month, UTC), which the planner's monthly
+// budgets read, by pool and by team.
 //
 // With no store the meter keeps only the month-to-date spend. Not
 // thread-safe: the control loop's thread only.
@@ -21,6 +26,7 @@
 #include "gpuscaler/model/demand.h"
 #include "gpuscaler/model/node.h"
 #include "gpuscaler/model/time.h"
+#include "gpuscaler/policy/policy.h"
 #include "gpuscaler/status.h"
 #include "gpuscaler/store/audit_store.h"
 
@@ -32,10 +38,16 @@ class UsageMeter {
   // row's allocated GPU time). Both must outlive the meter.
   UsageMeter(AuditStore* store, const Catalog& catalog, Seconds interval);
 
+  // The team of each class (classes[].team); units with no team of their
+  // own are attributed to it. Takes effect at the next SetRunning.
+  void SetClassTeams(const Policy& policy);
   // Starts metering a node at `now` (nothing held yet).
   void AddNode(const std::string& instance_id, WallTime now);
   // The work on the node from now on.
   void SetRunning(const std::string& instance_id, const std::vector<DemandUnit>& running);
+  // The node's measured mean GPU utilisation (0..1, clamped) from now on;
+  // nullopt: not measured (a missing or stale sample).
+  void SetUtilization(const std::string& instance_id, std::optional<double> utilization);
   // Moves to `now`: adds the spend of `nodes` since the previous call to the
   // month-to-date total and their GPU time to each class; writes the rows of
   // every node whose interval is full. Errors are returned (the rows of the
@@ -48,22 +60,37 @@ class UsageMeter {
   Status Flush(WallTime now, const std::vector<Node>& nodes);
 
   // Sets the month-to-date spend from the store's node lifecycles (those
-  // overlapping this month up to `now`); call once, before nodes are added.
-  void RestoreMonth(const std::vector<NodeLifecycle>& history, WallTime now);
+  // overlapping this month up to `now`) and, by team, from this month's
+  // usage rows in the store (same attribution as below); call once, before
+  // nodes are added. A failure to read the usage rows is returned (the
+  // fleet and pool totals are restored regardless).
+  Status RestoreMonth(const std::vector<NodeLifecycle>& history, WallTime now);
 
   double month_to_date_usd() const { return month_to_date_usd_; }
   const std::map<std::string, double>& month_to_date_usd_by_pool() const { return by_pool_; }
+  // This calendar month's spend (UTC) by team, for budget.teams caps: each
+  // node's price × the team's share of the node's GPUs (its units'
+  // GpuShare / the node's GPU count) × time, the attribution of the usage
+  // rows. Idle GPUs and units of no team are no team's, so the teams add up
+  // to at most month_to_date_usd(). Survives a restart through
+  // RestoreMonth.
+  const std::map<std::string, double>& month_to_date_usd_by_team() const { return by_team_; }
   // The first instant of `t`'s calendar month, and of the next one (UTC).
   static WallTime MonthStart(WallTime t);
   static WallTime NextMonthStart(WallTime t);
 
  private:
+  using ClassTeam = std::pair<std::string, std::string>;
   struct Meter {
-    std::map<std::string, double> gpus_by_class;  // of the running work
-    std::map<std::string, double> gpu_seconds;    // since `start`
+    std::map<ClassTeam, double> gpus_by_class;  // of the running work
+    std::map<ClassTeam, double> gpu_seconds;    // since `start`
+    std::optional<double> utilization;          // now
+    double utilization_seconds = 0;              // seconds measured since `start`
+    double utilization_sum = 0;                  // utilisation × seconds since `start`
     WallTime start{};
   };
   Status FlushNode(const Node& node, Meter& meter, WallTime now);
+  int GpuCount(const Offering& offering) const;
 
   AuditStore* store_;
   const Catalog& catalog_;
@@ -73,6 +100,8 @@ class UsageMeter {
   WallTime month_{};  // MonthStart of the month being counted
   double month_to_date_usd_ = 0;
   std::map<std::string, double> by_pool_;
+  std::map<std::string, double> by_team_;
+  std::map<std::string, std::string> class_teams_;
 };
 
 }  // namespace gpuscaler

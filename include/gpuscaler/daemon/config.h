@@ -94,6 +94,9 @@ struct KubernetesSettings {
   // in-cluster, the context's namespace with a kubeconfig.
   std::string namespace_name;
   LeaderElectionSettings leader_election;
+  // The pod label naming the team that pays for a pod's GPUs; it overrides
+  // the class's team (classes[].team) in usage rows and team budgets.
+  std::string team_label = "gpuscaler.io/team";
 };
 
 struct DaemonConfig {

@@ -104,4 +104,14 @@ DemandUnit UnitForClass(const WorkloadClassPolicy& cls, std::string id);
 // Units a class needs for a backlog of `queue_depth` jobs (see above).
 int UnitsForQueueDepth(const WorkloadClassPolicy& cls, double queue_depth);
 
+// The node's measured GPU utilisation (0..1) in a per-host utilisation
+// signal: the series of its name, instance id or kubernetes.io/hostname
+// label. nullptr when the reading is not fresh or has no series for it.
+const double* HostUtilization(const ClassSignal& util, const Node& node);
+
+// The node's measured mean GPU utilisation over the fresh per-host
+// utilisation signals of `signals` (every class's: one DCGM scrape feeds
+// them all); nullopt when none measures it (missing, not idle).
+std::optional<double> MeasuredUtilization(const std::vector<ClassSignal>& signals, const Node& node);
+
 }  // namespace gpuscaler::daemon

@@ -101,8 +101,14 @@ struct ClusterDemand {
   std::vector<std::string> skipped;
 };
 
+// The pod label naming the team that pays for a pod's GPUs (DemandUnit::team),
+// unless the daemon configures another (kubernetes.team_label).
+inline constexpr std::string_view kDefaultTeamLabel = "gpuscaler.io/team";
+
+// Units of pods carrying `team_label` get its value as their team.
 ClusterDemand DemandFromCluster(const std::vector<PodInfo>& pods, const std::vector<NodeInfo>& nodes,
-                                const Policy& policy, const Catalog& catalog);
+                                const Policy& policy, const Catalog& catalog,
+                                std::string_view team_label = kDefaultTeamLabel);
 
 // The marker value: true when either do-not-disrupt key is "true" in the map.
 bool SaysDoNotDisrupt(const std::map<std::string, std::string>& labels_or_annotations);

@@ -17,8 +17,9 @@ namespace gpuscaler {
 struct DemandUnit {
   std::string id;                // pod uid, job id, or "<class>/<n>" for queue-derived units
   std::string workload_class;    // policy class name
-  // Who pays for it when it is not its class's team (a pod label in
-  // Kubernetes); empty: the class's team. See TeamOf (policy.h).
+  // Who pays for it (usage rows, budget.teams caps) when it is not its
+  // class's team: in Kubernetes the pod's team label. Empty: the class's
+  // team. See TeamOf (policy.h).
   std::string team;
   // Whole GPUs; all of them on one node. 0 with gpu_milli or mig_profile set
   // means a fraction of one GPU; 0 with neither means CPU-only work.

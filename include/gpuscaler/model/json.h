@@ -73,4 +73,15 @@ void FillNodeOfferings(Snapshot* snapshot);
 // before and after plus the expected interruption cost. Ends with a newline.
 std::string FormatPlanText(const Plan& plan, const Snapshot& snapshot);
 
+// The fleet's hourly cost after the plan's actions: cost before + its
+// launches - its terminations' prices, never below 0 (the planner's rule).
+double PlannedCostAfter(const Plan& plan);
+
+// A decision's one-line summary, rendered only from `plan` (so it cannot
+// contradict the plan it summarises): units placed of `pending_units`,
+// nodes launched and terminated (the actions' counts), cost before and
+// after, expected interruption cost, unplaced units by reason, then
+// plan.notes.
+std::string SummarizePlan(const Plan& plan, size_t pending_units);
+
 }  // namespace gpuscaler

@@ -82,7 +82,12 @@ struct Plan {
   double cost_before_usd_per_hour = 0;   // nodes that exist now
   double cost_after_usd_per_hour = 0;    // after launches and terminations
   double expected_interruption_usd_per_hour = 0;  // of work on spot, after the plan
-  std::string summary;                   // one line for logs
+  // What the actions do not show: the planner's remarks (a soft budget
+  // exceeded, spot paused) and the governor's holds. Part of the summary.
+  std::vector<std::string> notes;
+  // SummarizePlan (model/json.h) of this plan, as of its last edit: the
+  // planner writes it, the control loop rewrites it after governing.
+  std::string summary;
 };
 
 }  // namespace gpuscaler

@@ -43,7 +43,10 @@ struct Metrics {
   double on_demand_usd = 0;  // on-demand equivalent of the same GPU-seconds
   double gpu_seconds_paid = 0;
   double gpu_seconds_allocated = 0;
-  double gpu_seconds_busy = 0;
+  double gpu_seconds_busy = 0;  // measured busy time (usage rows with a utilisation)
+  // Allocated GPU-seconds whose busy time was measured: 0 means busy time is
+  // not measured at all; less than gpu_seconds_allocated, measured in part.
+  double gpu_seconds_busy_measured = 0;
   double gpu_seconds_lost = 0;  // allocated in the loss window of an interrupted node
   double lost_usd = 0;
 
@@ -98,6 +101,7 @@ struct Charge {
 };
 
 struct CostFacts {
+  std::string scope;  // ReportScope::description (empty when built directly)
   WallTime from{};
   WallTime to{};
   WallTime as_of{};  // running nodes billed up to min(as_of, to)

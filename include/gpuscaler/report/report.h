@@ -51,8 +51,19 @@ struct ReportQuery {
   // The audit database. Never taken from URL parameters: the daemon sets its
   // own; the CLI from --db.
   std::string db_path;
+  // The run to report (its name, or its id in decimal). Empty: the
+  // database's only run; a database with several runs then needs `run` or
+  // `all_runs` (RenderReport fails with kInvalidInput listing them).
+  std::string run;
+  bool all_runs = false;
   WallTime from{};  // inclusive
   WallTime to{};    // exclusive; from < to
+  // false: RenderReport picks the bound: the selected runs' whole life, or,
+  // when one of them is a daemon run, the calendar month (UTC) of `now`.
+  bool from_given = true;
+  bool to_given = true;
+  // "Now" for the daemon default above; unset: the database's last record.
+  std::optional<WallTime> now;
   std::vector<Dimension> group_by;  // empty: totals per period only
   Period period = Period::kDay;
   Format format = Format::kCsv;
@@ -83,15 +94,37 @@ struct ReportQuery {
 // CLI's flags with dashes as underscores): from, to (YYYY-MM-DD or RFC 3339),
 // group_by (comma list), period, format, view, team_map ("class=team,..."),
 // budget_monthly_usd, as_of, min_billed_seconds, loss_window_seconds, top,
-// billing_account_id, provider_name, service_name. from and to are required.
-// Any problem (unknown parameter or column, bad value, from >= to):
-// kInvalidInput with a message naming it. db_path is left empty.
+// billing_account_id, provider_name, service_name, run (name or id),
+// all_runs (true|false). from and to may be left out (see from_given). Any
+// problem (unknown parameter or column, bad value, from >= to, run with
+// all_runs): kInvalidInput with a message naming it. db_path is left empty.
 Result<ReportQuery> ParseReportQuery(const std::map<std::string, std::string>& params);
 
 struct RenderedReport {
   std::string content_type;  // "text/csv; charset=utf-8", "application/json", "text/html; charset=utf-8"
   std::string body;
+  // What the report covers: the run(s) and the range, with how the range was
+  // chosen; also in the JSON's and the HTML's header.
+  std::string scope;
+  // For the operator (stderr), e.g. a range holding no data.
+  std::vector<std::string> notices;
 };
+
+// What a report covers once the database is read: the selected run (none:
+// all runs), the range (defaults filled in) and a one-line description.
+struct ReportScope {
+  std::optional<int64_t> run_id;
+  WallTime from{};
+  WallTime to{};
+  std::string description;
+};
+
+// Resolves query.run / all_runs and the default range against the
+// database's runs, and selects the run on `reader`. kInvalidInput: no such
+// run, a name shared by several runs, several runs and neither run nor
+// all_runs (the message lists the runs: name, id, source, started, ended),
+// an empty range.
+Result<ReportScope> ResolveScope(AuditReader& reader, const ReportQuery& query);
 
 // Reads query.db_path (read-only) and renders the report. Missing file:
 // kNotFound; not an audit database or a schema this binary does not read:

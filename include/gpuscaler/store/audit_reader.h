@@ -56,7 +56,7 @@ struct UsageView {
   WallTime start{};
   WallTime end{};
   double gpu_seconds_allocated = 0;
-  double gpu_seconds_busy = 0;
+  std::optional<double> gpu_seconds_busy;  // nullopt: not measured
 };
 
 struct AuditReaderOptions {
@@ -81,6 +81,15 @@ class AuditReader {
 
   int SchemaVersion() const;
 
+  // Every run, by id.
+  Result<std::vector<RunRow>> Runs();
+  // Restricts what follows to one run's rows: decisions (DecisionsSince,
+  // DecisionsAfterId), nodes (NodesOverlapping), usage (UsageOverlapping,
+  // ForEachUsage), monthly rollups and LastRecordTime. nullopt (the
+  // default): every run. Decision(id) and actions are not filtered.
+  void SelectRun(std::optional<int64_t> run_id) { run_id_ = run_id; }
+  std::optional<int64_t> selected_run() const { return run_id_; }
+
   // Decisions with time >= since, oldest first, at most `limit` (> 0, else
   // kInvalidInput).
   Result<std::vector<DecisionRow>> DecisionsSince(WallTime since, int limit);
@@ -98,6 +107,12 @@ class AuditReader {
   // Usage intervals that overlap [from, to) (start < to and end > from); the
   // caller prorates partial overlaps.
   Result<std::vector<UsageRow>> UsageOverlapping(WallTime from, WallTime to);
+  // Months before this are kept as monthly_usage rollups (retention may
+  // have pruned their detail); nullopt: nothing rolled up.
+  Result<std::optional<WallTime>> RolledUpBefore();
+  // Rollup rows with from <= month_start < to, of the selected run (all
+  // runs when none is selected).
+  Result<std::vector<MonthlyUsageRow>> MonthlyUsage(WallTime from, WallTime to);
   // Samples with from <= time < to.
   Result<std::vector<PriceSample>> PriceSamples(WallTime from, WallTime to);
 
@@ -139,6 +154,7 @@ class AuditReader {
 
   std::shared_ptr<store_internal::Connection> db_;
   int schema_version_ = 0;
+  std::optional<int64_t> run_id_;
 };
 
 }  // namespace gpuscaler

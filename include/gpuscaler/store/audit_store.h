@@ -109,6 +109,7 @@ struct PriceInterval {
 };
 
 struct NodeLifecycle {
+  std::string instance_id;
   Offering offering;  // as recorded at launch
   WallTime launch_time{};
   std::optional<WallTime> end_time;  // nullopt: still running
@@ -150,7 +151,45 @@ struct UsageRecord {
   WallTime start{};
   WallTime end{};
   double gpu_seconds_allocated = 0;
+  // Allocated time × the node's measured GPU utilisation; nullopt when no
+  // utilisation was measured for the node (never a copy of allocated).
+  std::optional<double> gpu_seconds_busy;
+};
+
+// A run: one daemon lifetime or one simulated replay (one policy or
+// baseline). Decisions, nodes and usage recorded between BeginRun and the
+// next BeginRun belong to it.
+struct RunRecord {
+  std::string name;                // "gpuscaler", a baseline name, the daemon's cluster name
+  std::string source = "daemon";   // "daemon" | "sim" ("legacy": rows older than runs)
+  std::string policy_hash;
+  WallTime started{};
+};
+
+struct RunRow {
+  int64_t id = 0;
+  RunRecord run;
+  std::optional<WallTime> ended;  // nullopt: still running, or it stopped without saying so
+};
+
+// One month of one run's cost, by class, team, pool and capacity type: what
+// reports need of a month once retention has pruned its detail rows. Class
+// and team "__idle__" hold the idle cost. Money in USD, times in GPU-seconds
+// (as report::Metrics).
+struct MonthlyUsageRow {
+  int64_t run_id = 0;
+  WallTime month_start{};
+  std::string workload_class;
+  std::string team;
+  std::string pool;
+  std::string capacity_type;
+  double cost_usd = 0;
+  double idle_usd = 0;
+  double on_demand_usd = 0;
+  double gpu_seconds_paid = 0;
+  double gpu_seconds_allocated = 0;
   double gpu_seconds_busy = 0;
+  double gpu_seconds_busy_measured = 0;
 };
 
 class AuditStore {
@@ -159,6 +198,19 @@ class AuditStore {
 
   virtual Status BeginTick() = 0;
   virtual Status CommitTick() = 0;
+
+  // Starts a run: what is recorded from now on belongs to it. Returns its id
+  // (the default, a store that keeps no runs: 0). kInvalidInput for an empty
+  // name or an unknown source.
+  virtual Result<int64_t> BeginRun(const RunRecord& run) {
+    (void)run;
+    return int64_t{0};
+  }
+  // Records the end of the current run (no run: no-op).
+  virtual Status EndRun(WallTime end) {
+    (void)end;
+    return Status::Ok();
+  }
 
   // Returns the decision id.
   virtual Result<int64_t> RecordDecision(const DecisionRecord& d) = 0;
@@ -196,6 +248,14 @@ class AuditStore {
     (void)since;
     (void)until;
     return std::vector<NodeLifecycle>{};
+  }
+
+  // Usage rows overlapping [from, to) (start < to and end > from), of every
+  // run. The default (a store that keeps no history) returns none.
+  virtual Result<std::vector<UsageRecord>> UsageOverlapping(WallTime from, WallTime to) {
+    (void)from;
+    (void)to;
+    return std::vector<UsageRecord>{};
   }
 
   // Retention: deletes what lies wholly before `cut` (the rule is the store's;

@@ -105,6 +105,14 @@ class SqliteAuditStore final : public AuditStore {
   // kInternal inside a tick.
   Status Flush();
 
+  // Records the run and makes it current. A writer that records a decision,
+  // node or usage row before any BeginRun gets a run named "unnamed"
+  // (source daemon) begun for it, so every such row belongs to a run.
+  Result<int64_t> BeginRun(const RunRecord& run) override;
+  Status EndRun(WallTime end) override;
+  // The current run's id (nullopt before the first BeginRun or record).
+  std::optional<int64_t> run_id() const { return run_id_; }
+
   Result<int64_t> RecordDecision(const DecisionRecord& d) override;
   // Durable on return (see above). kInvalidInput for an empty or already
   // recorded idempotency token, kNotFound for an unknown decision id (0 means
@@ -139,12 +147,29 @@ class SqliteAuditStore final : public AuditStore {
   // Through a reader (OpenReader): committed nodes only for a file; since >=
   // until: kInvalidInput.
   Result<std::vector<NodeLifecycle>> NodeLifecycles(WallTime since, WallTime until) override;
+  // Through a reader, as NodeLifecycles; from > to: kInvalidInput.
+  Result<std::vector<UsageRecord>> UsageOverlapping(WallTime from, WallTime to) override;
 
   // Retention (docs/audit-schema.md): deletes price samples older than `cut`;
   // nodes that ended before `cut`, with their price intervals and usage;
   // decisions older than `cut` with their actions, except decisions that
   // launched a node still kept or have an action still pending.
   Status PruneBefore(WallTime cut) override;
+
+  // Retention in small steps, for a daemon between ticks (kInternal inside a
+  // tick or with grouped ticks uncommitted).
+  //
+  // RecordMonthlyUsage stores the months' rollups and moves the rollup mark
+  // to `rolled_up_before` (a month start, never backwards: kInvalidInput),
+  // in one transaction. PruneBatch deletes, in its own short transaction, at
+  // most `max_rows` rows (> 0) of one table that lie wholly before
+  // min(cut, rollup mark) under the rules of PruneBefore: price samples,
+  // then usage, then nodes (their price intervals go with them), then
+  // decisions (with their actions). Returns how many rows it deleted; 0
+  // means nothing is left to prune. Without a rollup mark nothing is pruned:
+  // detail is never deleted before its month is rolled up.
+  Status RecordMonthlyUsage(const std::vector<MonthlyUsageRow>& rows, WallTime rolled_up_before);
+  Result<int64_t> PruneBatch(WallTime cut, int max_rows);
 
   // A reader on this database: its own read-only connection for a file (it
   // sees committed data only and never blocks this writer); for ":memory:"
@@ -178,6 +203,8 @@ class SqliteAuditStore final : public AuditStore {
   Status RecordDecisionInput(int64_t decision_id, const DecisionRecord& d);
   // Inserts the intents in the open transaction; appends their ids.
   Status InsertIntents(const std::vector<ActionRecord>& actions, std::vector<int64_t>* ids);
+  // Begins the "unnamed" run at `t` if no run is current.
+  Status EnsureRun(WallTime t);
 
   std::string path_;
   SqliteAuditStoreOptions options_;
@@ -187,6 +214,7 @@ class SqliteAuditStore final : public AuditStore {
   int ticks_in_batch_ = 0;  // committed by CommitTick, held back by group commit
   std::optional<Error> batch_lost_;
   std::optional<Error> tick_unavailable_;  // see BeginTick
+  std::optional<int64_t> run_id_;          // the current run
 };
 
 }  // namespace gpuscaler

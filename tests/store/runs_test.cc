@@ -1,0 +1,199 @@
+// Runs: every replay and every daemon lifetime is a run; decisions, nodes and
+// usage rows name theirs, and readers can keep to one. Files written before
+// runs existed get one "legacy" run holding their rows.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "gpuscaler/store/audit_reader.h"
+#include "gpuscaler/store/sqlite_audit_store.h"
+#include "src/store/schema.h"
+#include "src/store/sqlite_db.h"
+#include "store/store_test_util.h"
+
+namespace gpuscaler {
+namespace {
+
+using store_internal::AuditMigrations;
+using store_internal::Connection;
+using store_internal::Migrate;
+using store_internal::Query;
+using testing_store::FullDecision;
+using testing_store::NodeLaunch;
+using testing_store::T;
+using testing_store::TempDir;
+
+UsageRecord Usage(const std::string& instance_id, int64_t start, int64_t end, std::optional<double> busy) {
+  UsageRecord u;
+  u.instance_id = instance_id;
+  u.workload_class = "render";
+  u.start = T(start);
+  u.end = T(end);
+  u.gpu_seconds_allocated = static_cast<double>(end - start);
+  u.gpu_seconds_busy = busy;
+  return u;
+}
+
+// Writes one run: a decision, a node and a usage row at `t`.
+void WriteRun(SqliteAuditStore& store, const std::string& name, const std::string& instance_id, int64_t t) {
+  ASSERT_TRUE(store.BeginRun({name, "sim", "hash-" + name, T(t)}).ok());
+  Result<int64_t> d = store.RecordDecision(FullDecision(t));
+  ASSERT_TRUE(d.ok()) << d.error().ToString();
+  ASSERT_TRUE(store.RecordNodeLaunch(NodeLaunch(instance_id, *d, t)).ok());
+  ASSERT_TRUE(store.RecordUsage({Usage(instance_id, t, t + 600, std::nullopt)}).ok());
+  ASSERT_TRUE(store.EndRun(T(t + 600)).ok());
+}
+
+TEST(Runs, EachRunKeepsItsOwnDecisionsNodesAndUsage) {
+  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(":memory:")).value();
+  WriteRun(*store, "on-demand", "i-od", 1'800'000'000);
+  WriteRun(*store, "gpuscaler", "i-gs", 1'800'000'000);
+  std::unique_ptr<AuditReader> reader = std::move(store->OpenReader()).value();
+
+  Result<std::vector<RunRow>> runs = reader->Runs();
+  ASSERT_TRUE(runs.ok()) << runs.error().ToString();
+  ASSERT_EQ(runs->size(), 2u);
+  EXPECT_EQ((*runs)[0].run.name, "on-demand");
+  EXPECT_EQ((*runs)[1].run.name, "gpuscaler");
+  EXPECT_EQ((*runs)[1].run.source, "sim");
+  EXPECT_EQ((*runs)[1].run.policy_hash, "hash-gpuscaler");
+  EXPECT_EQ((*runs)[1].run.started, T(1'800'000'000));
+  EXPECT_EQ((*runs)[1].ended, T(1'800'000'600));
+
+  for (const RunRow& run : *runs) {
+    SCOPED_TRACE(run.run.name);
+    reader->SelectRun(run.id);
+    const std::string want = run.run.name == "gpuscaler" ? "i-gs" : "i-od";
+    Result<std::vector<NodeRow>> nodes = reader->NodesOverlapping(T(0), T(2'000'000'000));
+    ASSERT_TRUE(nodes.ok());
+    ASSERT_EQ(nodes->size(), 1u);
+    EXPECT_EQ((*nodes)[0].launch.instance_id, want);
+    Result<std::vector<UsageRow>> usage = reader->UsageOverlapping(T(0), T(2'000'000'000));
+    ASSERT_TRUE(usage.ok());
+    ASSERT_EQ(usage->size(), 1u);
+    EXPECT_EQ((*usage)[0].usage.instance_id, want);
+    int streamed = 0;
+    ASSERT_TRUE(reader->ForEachUsage(T(0), T(2'000'000'000), [&](const UsageView& u) {
+      ++streamed;
+      EXPECT_EQ(u.instance_id, want);
+    }).ok());
+    EXPECT_EQ(streamed, 1);
+    Result<std::vector<DecisionRow>> decisions = reader->DecisionsSince(T(0), 10);
+    ASSERT_TRUE(decisions.ok());
+    EXPECT_EQ(decisions->size(), 1u);
+  }
+  reader->SelectRun(std::nullopt);
+  EXPECT_EQ(std::move(reader->NodesOverlapping(T(0), T(2'000'000'000))).value().size(), 2u);
+}
+
+TEST(Runs, BusyTimeNotMeasuredIsStoredAsNullNotAsAllocated) {
+  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(":memory:")).value();
+  ASSERT_TRUE(store->RecordNodeLaunch(NodeLaunch("i-1", 0, 1'800'000'000)).ok());
+  ASSERT_TRUE(store
+                  ->RecordUsage({Usage("i-1", 1'800'000'000, 1'800'000'100, std::nullopt),
+                                 Usage("i-1", 1'800'000'100, 1'800'000'200, 25.0)})
+                  .ok());
+  std::unique_ptr<AuditReader> reader = std::move(store->OpenReader()).value();
+  std::vector<UsageRow> rows = std::move(reader->UsageOverlapping(T(0), T(2'000'000'000))).value();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_FALSE(rows[0].usage.gpu_seconds_busy.has_value());
+  ASSERT_TRUE(rows[1].usage.gpu_seconds_busy.has_value());
+  EXPECT_DOUBLE_EQ(*rows[1].usage.gpu_seconds_busy, 25.0);
+  // busy above allocated is refused, measured or not.
+  Status bad = store->RecordUsage({Usage("i-1", 1'800'000'200, 1'800'000'300, 101.0)});
+  EXPECT_EQ(bad.error().category(), ErrorCategory::kInvalidInput);
+}
+
+TEST(Runs, RowsRecordedBeforeAnyRunGetAnUnnamedRun) {
+  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(":memory:")).value();
+  ASSERT_TRUE(store->RecordDecision(FullDecision(1'800'000'000)).ok());
+  ASSERT_TRUE(store->run_id().has_value());
+  std::unique_ptr<AuditReader> reader = std::move(store->OpenReader()).value();
+  std::vector<RunRow> runs = std::move(reader->Runs()).value();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].run.name, "unnamed");
+  EXPECT_EQ(runs[0].run.started, T(1'800'000'000));
+  reader->SelectRun(runs[0].id);
+  EXPECT_EQ(std::move(reader->DecisionsSince(T(0), 10)).value().size(), 1u);
+}
+
+TEST(Runs, BeginRunRejectsAnEmptyNameAndAnUnknownSource) {
+  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(":memory:")).value();
+  EXPECT_EQ(store->BeginRun({"", "sim", "", T(0)}).error().category(), ErrorCategory::kInvalidInput);
+  Result<int64_t> bad = store->BeginRun({"x", "batch", "", T(0)});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("source 'batch'"), std::string::npos) << bad.error().message();
+}
+
+int64_t Scalar(Connection& db, const char* sql) {
+  Result<Query> q = db.Prepare(sql);
+  EXPECT_TRUE(q.ok());
+  EXPECT_TRUE(q->Step("scalar").value());
+  return q->Int(0);
+}
+
+// A version-2 file (written before runs) is migrated: its rows go into one
+// run named "legacy" spanning them, and a version-3 binary reads them.
+TEST(Runs, AVersionTwoFileGetsALegacyRunHoldingItsRows) {
+  TempDir dir;
+  const std::string path = dir.File("v2.db");
+  {
+    std::shared_ptr<Connection> db =
+        std::move(Connection::Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, std::chrono::milliseconds(100)))
+            .value();
+    ASSERT_TRUE(Migrate(*db, AuditMigrations().first(2)).ok());
+    ASSERT_TRUE(db->Exec("INSERT INTO decisions (time, source, policy_name, policy_hash, pending_units, nodes, "
+                         "signals_json, snapshot_summary_json, plan_json, summary, cost_before_usd_per_hour, "
+                         "cost_after_usd_per_hour, expected_interruption_usd_per_hour, scale_down_blocked) "
+                         "VALUES (1800000000, 'daemon', 'p', 'h-old', 0, 0, '{}', '{}', '{}', 's', 0, 0, 0, 0)",
+                         "decision")
+                    .ok());
+    ASSERT_TRUE(db->Exec("INSERT INTO nodes (instance_id, node_id, pool, instance_type, region, zone, capacity_type, "
+                         "launch_usd_per_hour, on_demand_usd_per_hour, interruptions_per_hour, gpu_count, "
+                         "launch_time, end_time, decision_id, reason, cause) VALUES ('i-old', 'n', 'gpu', "
+                         "'g5.xlarge', 'us-east-1', 'us-east-1a', 'spot', 0.4, 1.0, 0, 1, 1800000000, 1800007200, "
+                         "1, 'r', 'terminated')",
+                         "node")
+                    .ok());
+    ASSERT_TRUE(db->Exec("INSERT INTO usage (end_time, instance_id, workload_class, team, start_time, "
+                         "gpu_seconds_allocated, gpu_seconds_busy) VALUES (1800003600, 'i-old', 'c', '', "
+                         "1800000000, 3600, 1800)",
+                         "usage")
+                    .ok());
+  }
+  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(path)).value();
+  std::unique_ptr<AuditReader> reader = std::move(store->OpenReader()).value();
+  std::vector<RunRow> runs = std::move(reader->Runs()).value();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].run.name, "legacy");
+  EXPECT_EQ(runs[0].run.source, "legacy");
+  EXPECT_EQ(runs[0].run.policy_hash, "h-old");
+  EXPECT_EQ(runs[0].run.started, T(1'800'000'000));
+  EXPECT_EQ(runs[0].ended, T(1'800'007'200));
+  reader->SelectRun(runs[0].id);
+  EXPECT_EQ(std::move(reader->NodesOverlapping(T(0), T(2'000'000'000))).value().size(), 1u);
+  std::vector<UsageRow> usage = std::move(reader->UsageOverlapping(T(0), T(2'000'000'000))).value();
+  ASSERT_EQ(usage.size(), 1u);
+  EXPECT_EQ(usage[0].usage.gpu_seconds_busy, std::optional<double>(1800));
+  EXPECT_EQ(std::move(reader->DecisionsSince(T(0), 10)).value().size(), 1u);
+  EXPECT_EQ(std::move(store->IntegrityCheck()).value(), "ok");
+}
+
+TEST(Runs, AnEmptyVersionTwoFileGetsNoLegacyRun) {
+  TempDir dir;
+  const std::string path = dir.File("v2-empty.db");
+  {
+    std::shared_ptr<Connection> db =
+        std::move(Connection::Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, std::chrono::milliseconds(100)))
+            .value();
+    ASSERT_TRUE(Migrate(*db, AuditMigrations().first(2)).ok());
+    EXPECT_EQ(Scalar(*db, "SELECT count(*) FROM decisions"), 0);
+  }
+  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(path)).value();
+  std::unique_ptr<AuditReader> reader = std::move(store->OpenReader()).value();
+  EXPECT_TRUE(std::move(reader->Runs()).value().empty());
+}
+
+}  // namespace
+}  // namespace gpuscaler
