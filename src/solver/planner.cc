@@ -304,7 +304,7 @@ Plan Planner::Run() {
         for (auto [g, k] : b.content)
           if (groups_[g].team == int(t)) spend += k * b.mult * groups_[g].gpu_w * PerGpu(b);
     if (spend > teams_[t].allowance_usd + kEps)
-      s += "; team " + teams_[t].name + " over soft budget " + Usd(teams_[t].allowance_usd) + "/h";
+      notes.push_back("team " + teams_[t].name + " over soft budget " + Usd(teams_[t].allowance_usd) + "/h");
   }
   std::set<std::string> paused;
   for (const Group& g : groups_)
