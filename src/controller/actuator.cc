@@ -240,7 +240,16 @@ void Actuator::LaunchOne(int64_t decision_id, size_t index, const LaunchAction& 
   const std::vector<std::string> ids =
       RecordLaunched(launched->instances, decision_id, launch.reason, false, result, report);
   report->nodes_launched += static_cast<int>(ids.size());
-  if (!ids.empty()) result->scaled_up_pools.insert(launch.pool);
+  // Accepted but not listed yet: no offering said why it fell short, so the
+  // rest is on its way (an Auto Scaling group lists its new instances
+  // later). It is coming capacity, not a failure to plan again.
+  const int in_flight = launched->errors.empty() ? launch.count - static_cast<int>(ids.size()) : 0;
+  if (in_flight > 0) {
+    result->in_flight.push_back({request.idempotency_token, launch.pool, request.offerings.front(), in_flight,
+                                 decision_id, launch.reason, now});
+    report->nodes_in_flight += in_flight;
+  }
+  if (!ids.empty() || in_flight > 0) result->scaled_up_pools.insert(launch.pool);
   if (!launched->errors.empty()) result->failed = true;
   if (store_ != nullptr) {
     // The row names what was bought, so a fallback is visible next to the
@@ -253,7 +262,12 @@ void Actuator::LaunchOne(int64_t decision_id, size_t index, const LaunchAction& 
       detail += (detail.empty() ? "" : "; ") + errors;
     }
     if (!held.empty()) detail += (detail.empty() ? "" : "; ") + held;
-    report->Record(store_->RecordActionOutcome(action_id, OutcomeOf(ids.size(), launch.count), detail, ids));
+    if (in_flight > 0) {
+      detail += (detail.empty() ? "" : "; ") + std::string("accepted: ") + std::to_string(in_flight) +
+                " instance(s) not listed yet (awaited until the pool's registration_timeout)";
+    }
+    report->Record(store_->RecordActionOutcome(
+        action_id, OutcomeOf(ids.size() + static_cast<size_t>(in_flight), launch.count), detail, ids));
     failpoint::Check("launch.after_outcome");
   }
 }

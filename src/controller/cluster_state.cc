@@ -75,6 +75,7 @@ void ClusterState::Apply(const ActuationResult& result, const Policy& policy, Wa
   for (const LaunchedNode& l : result.launched) {
     if (node_index_.count(l.instance.instance_id) == 0) AddNode(l.instance, l.state, policy, now);
   }
+  for (const InFlightLaunch& l : result.in_flight) AddAwaited(l, policy);
   for (const EndedNode& e : result.ended) {
     terminated_.insert(e.instance_id);
     auto it = node_index_.find(e.instance_id);
@@ -90,7 +91,7 @@ void ClusterState::Apply(const ActuationResult& result, const Policy& policy, Wa
     }
   }
   terminated_.insert(result.terminated_elsewhere.begin(), result.terminated_elsewhere.end());
-  if (!result.launched.empty() || !result.ended.empty()) MarkChanged(structural);
+  if (!result.launched.empty() || !result.ended.empty() || !result.in_flight.empty()) MarkChanged(structural);
   if (result.failed) MarkChanged(true);
 }
 
@@ -149,6 +150,10 @@ bool ClusterState::ReadInstances(const Policy& policy, WallTime now, TickReport*
       continue;
     }
     auto it = node_index_.find(inst.instance_id);
+    if (it == node_index_.end() && placeholders_ > 0 && ClaimAwaited(inst, policy, now, report)) {
+      seen[node_index_.at(inst.instance_id)] = 1;
+      continue;
+    }
     if (it == node_index_.end()) {
       AddNode(inst, NodeStateOf(inst.state), policy, now);
       MarkChanged(true);
@@ -181,10 +186,11 @@ bool ClusterState::ReadInstances(const Policy& policy, WallTime now, TickReport*
   }
   terminated_.swap(still_listed);
   for (size_t i = snapshot_.nodes.size(); i-- > 0;) {
-    if (seen[i]) continue;
+    if (seen[i] || node_info_[i].placeholder()) continue;
     RemoveNode(i, now, node_info_[i].notice_deadline ? "interrupted" : "vanished", report);
     MarkChanged(true);
   }
+  if (placeholders_ > 0) ExpireAwaited(now, report);
   return true;
 }
 
@@ -210,7 +216,7 @@ void ClusterState::ReadPrices(WallTime now, TickReport* report) {
             n.offering.capacity_type != o.capacity_type)
           continue;
         n.offering.usd_per_hour = p.usd_per_hour;
-        if (store_ != nullptr) {
+        if (store_ != nullptr && !n.instance_id.empty()) {
           report->Record(
               store_->RecordNodePrice(n.instance_id, std::max(p.time, n.launch_time), p.usd_per_hour));
         }
@@ -313,7 +319,7 @@ void ClusterState::AccumulateExposure(WallTime now) {
   if (dt <= 0) return;
   for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
     const NodeInfo& info = node_info_[i];
-    if (info.offering >= 0 && !info.notice_deadline &&
+    if (info.offering >= 0 && !info.notice_deadline && !info.placeholder() &&
         snapshot_.nodes[i].offering.capacity_type == CapacityType::kSpot) {
       unflushed_exposure_h_[static_cast<size_t>(info.offering)] += dt / 3600.0;
     }
@@ -364,6 +370,7 @@ void ClusterState::RefreshWork() {
   for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
     Node& node = snapshot_.nodes[i];
     NodeInfo& info = node_info_[i];
+    if (info.placeholder()) continue;
     const uint64_t v = work_.RunningVersion(node.instance_id);
     if (v == info.running_version) continue;
     info.running_version = v;
@@ -405,17 +412,25 @@ void ClusterState::RefreshSignals(const Policy& policy, WallTime now) {
 }
 
 void ClusterState::AddNode(const Instance& instance, NodeState state, const Policy& policy, WallTime now) {
+  NodeInfo info;
+  Node node = NodeFor(instance, state, policy, &info);
+  usage_.AddNode(node.instance_id, now);
+  node_index_[node.instance_id] = snapshot_.nodes.size();
+  snapshot_.nodes.push_back(std::move(node));
+  node_info_.push_back(std::move(info));
+}
+
+Node ClusterState::NodeFor(const Instance& instance, NodeState state, const Policy& policy, NodeInfo* info) const {
   Node node;
   node.id = instance.instance_id;
   node.instance_id = instance.instance_id;
   node.pool = instance.pool;
   node.offering = instance.offering;
-  NodeInfo info;
   auto it = offering_index_.find(instance.offering.Key());
   if (it != offering_index_.end()) {
     node.offering.usd_per_hour = snapshot_.offerings[it->second].usd_per_hour;
     node.offering.interruptions_per_hour = snapshot_.offerings[it->second].interruptions_per_hour;
-    info.offering = static_cast<int>(it->second);
+    info->offering = static_cast<int>(it->second);
   }
   node.launch_time = instance.launch_time;
   node.state = state;
@@ -424,21 +439,29 @@ void ClusterState::AddNode(const Instance& instance, NodeState state, const Poli
     auto l = instance.tags.find(label);
     if (l != instance.tags.end() && l->second == "true") node.do_not_disrupt = true;
   }
-  usage_.AddNode(node.instance_id, now);
-  node_index_[node.instance_id] = snapshot_.nodes.size();
-  snapshot_.nodes.push_back(std::move(node));
-  node_info_.push_back(std::move(info));
+  return node;
 }
 
 void ClusterState::RemoveNode(size_t index, WallTime end, const std::string& cause, TickReport* report) {
   const Node& node = snapshot_.nodes[index];
-  report->Record(usage_.EndNode(node, end));
-  if (store_ != nullptr) report->Record(store_->RecordNodeEnd({node.instance_id, end, cause}));
+  if (node_info_[index].placeholder()) {
+    --placeholders_;
+  } else {
+    report->Record(usage_.EndNode(node, end));
+    if (store_ != nullptr) report->Record(store_->RecordNodeEnd({node.instance_id, end, cause}));
+  }
   if (node_info_[index].notice_deadline) replacements_dirty_ = true;
   snapshot_.nodes.erase(snapshot_.nodes.begin() + static_cast<std::ptrdiff_t>(index));
   node_info_.erase(node_info_.begin() + static_cast<std::ptrdiff_t>(index));
+  RebuildIndex();
+}
+
+void ClusterState::RebuildIndex() {
   node_index_.clear();
-  for (size_t i = 0; i < snapshot_.nodes.size(); ++i) node_index_[snapshot_.nodes[i].instance_id] = i;
+  for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
+    const Node& n = snapshot_.nodes[i];
+    node_index_[n.instance_id.empty() ? n.id : n.instance_id] = i;
+  }
 }
 
 std::string ClusterState::SignalsJson(WallTime now) const {

@@ -68,7 +68,7 @@ TickReport Controller::Tick() {
   if (store_ != nullptr) report.Record(store_->BeginTick());
 
   // Observe.
-  report.Record(usage_.Accumulate(now, state_.snapshot().nodes));
+  report.Record(usage_.Accumulate(now, state_.BilledNodes()));
   state_.AccumulateExposure(now);
   if (!risk_restored_) {
     risk_restored_ = true;
@@ -167,6 +167,6 @@ void Controller::Commit(const ActuationResult& result, WallTime now, bool struct
   gate_.NoteChange(changed.any, changed.structural);
 }
 
-Status Controller::FlushUsage() { return usage_.Flush(clock_.WallNow(), state_.snapshot().nodes); }
+Status Controller::FlushUsage() { return usage_.Flush(clock_.WallNow(), state_.BilledNodes()); }
 
 }  // namespace gpuscaler

@@ -59,8 +59,24 @@ struct EndedNode {
   std::string cause;  // "terminated" | "consolidated"
 };
 
+// A launch the cloud accepted whose instances are not listed yet (an Auto
+// Scaling group raised its desired capacity; the instances appear later,
+// tagged with the launch's token). The cluster state holds `count` launching
+// placeholder nodes for it until they appear or the pool's
+// registration_timeout passes.
+struct InFlightLaunch {
+  std::string token;  // idempotency token = the instances' kIntentTag
+  std::string pool;
+  Offering offering;  // the offering the intent chose
+  int count = 0;
+  int64_t decision_id = 0;
+  std::string reason;
+  WallTime accepted_at{};
+};
+
 struct ActuationResult {
   std::vector<LaunchedNode> launched;  // in launch order
+  std::vector<InFlightLaunch> in_flight;
   std::vector<EndedNode> ended;        // in termination order
   // Terminated by a recovered intent: to be ignored if still listed.
   std::vector<std::string> terminated_elsewhere;

@@ -18,6 +18,17 @@
 // A node whose notice deadline has passed is gone, listed or not; a listed
 // instance the controller did not launch is adopted ("found running").
 //
+// An accepted launch whose instances are not listed yet (InFlightLaunch)
+// stands in the snapshot as launching placeholder nodes (id
+// "awaiting/<token>/<n>", no instance id): the planner counts them as coming
+// capacity, so the next tick does not ask again. A new listed instance of the
+// pool takes a placeholder's place (its own launch's by the kIntentTag token,
+// else the oldest one of the pool) and is recorded as launched by that
+// launch's decision; a placeholder still unclaimed when the pool's
+// registration_timeout has passed since the launch was accepted is dropped,
+// its offering marked unavailable, and the planner sees the work unplaced
+// again. Placeholders are not billed and not written as nodes.
+//
 // The snapshot handed out is read-only to everyone else and stays valid
 // until the next Observe or Apply. What changed since the last TakeChanges
 // is reported for the replan gate: `any` (prices, rates, running work,
@@ -121,6 +132,8 @@ class ClusterState {
   const OfferingAvailability& availability() const { return availability_; }
   const InterruptionRiskEstimator& interruption_risk() const { return risk_; }
   const std::vector<std::string>& blocked_classes() const { return snapshot_.scale_down_blocked_classes; }
+  // The snapshot's nodes without launching placeholders: what is paid for.
+  const std::vector<Node>& BilledNodes();
 
   // For the decision row: the signals behind the demand and the blocked
   // classes; counts and marks of the snapshot.
@@ -132,6 +145,12 @@ class ClusterState {
     int offering = -1;  // index in snapshot_.offerings (-1: not in the catalog)
     std::optional<WallTime> notice_deadline;
     uint64_t running_version = ~uint64_t{0};
+    // Placeholders of an in-flight launch only.
+    std::string awaited_token;
+    WallTime give_up_at{};
+    int64_t decision_id = 0;
+    std::string reason;
+    bool placeholder() const { return !awaited_token.empty(); }
   };
 
   void ReadInterruptions(WallTime now, TickReport* report);
@@ -144,7 +163,15 @@ class ClusterState {
   void RefreshSignals(const Policy& policy, WallTime now);
   void RefreshWindows(const Policy& policy, WallTime now);
   void AddNode(const Instance& instance, NodeState state, const Policy& policy, WallTime now);
+  Node NodeFor(const Instance& instance, NodeState state, const Policy& policy, NodeInfo* info) const;
   void RemoveNode(size_t index, WallTime end, const std::string& cause, TickReport* report);
+  // Launch tracking (launch_tracking.cc).
+  void AddAwaited(const InFlightLaunch& launch, const Policy& policy);
+  // A listed instance not known yet: true when it fills a placeholder of its
+  // launch (then it is added as launched by that launch's decision).
+  bool ClaimAwaited(const Instance& instance, const Policy& policy, WallTime now, TickReport* report);
+  void ExpireAwaited(WallTime now, TickReport* report);
+  void RebuildIndex();
 
   const Clock& clock_;
   CloudProvider& cloud_;
@@ -156,7 +183,9 @@ class ClusterState {
 
   Snapshot snapshot_;
   std::vector<NodeInfo> node_info_;                         // parallel to snapshot_.nodes
-  std::unordered_map<std::string, size_t> node_index_;      // instance id -> index
+  std::unordered_map<std::string, size_t> node_index_;      // instance id (placeholders: id) -> index
+  size_t placeholders_ = 0;
+  std::vector<Node> billed_;                                // BilledNodes() while placeholders_ > 0
   std::unordered_map<std::string, size_t> offering_index_;  // Offering::Key -> index
   std::set<std::string> terminated_;                        // gone by our hand; ignored while still listed
   OfferingAvailability availability_;

@@ -21,6 +21,11 @@ struct TickReport {
   Plan plan;                // after the governor (empty when reused)
   int nodes_requested = 0;
   int nodes_launched = 0;
+  // Accepted by the cloud but not listed yet (launching placeholders).
+  int nodes_in_flight = 0;
+  // Instances given up because they did not register in time (or an
+  // accepted launch whose instances never appeared).
+  int registration_failures = 0;
   int nodes_terminated = 0;
   int capacity_errors = 0;
   int interruption_notices = 0;
