@@ -143,7 +143,7 @@ ActuationResult Actuator::Act(int64_t decision_id, const Plan& plan, const Snaps
       LaunchOne(decision_id, i, plan.launches[i], policy, availability, budget, &result, report);
   }
   for (size_t j = 0; j < plan.terminations.size(); ++j) {
-    TerminateOne(decision_id, plan.launches.size() + j, plan.terminations[j], snapshot, &result, report);
+    TerminateOne(decision_id, plan.launches.size() + j, plan.terminations[j], snapshot, policy, &result, report);
   }
   return result;
 }
@@ -273,7 +273,8 @@ void Actuator::LaunchOne(int64_t decision_id, size_t index, const LaunchAction& 
 }
 
 void Actuator::TerminateOne(int64_t decision_id, size_t index, const TerminationAction& term,
-                            const Snapshot& snapshot, ActuationResult* result, TickReport* report) {
+                            const Snapshot& snapshot, const Policy& policy, ActuationResult* result,
+                            TickReport* report) {
   const std::string& wanted = term.instance_id.empty() ? term.node_id : term.instance_id;
   auto node_it = std::find_if(snapshot.nodes.begin(), snapshot.nodes.end(),
                               [&](const Node& n) { return n.instance_id == wanted; });
@@ -300,6 +301,14 @@ void Actuator::TerminateOne(int64_t decision_id, size_t index, const Termination
   intent.reason = term.reason;
   int64_t action_id = 0;
   if (!RecordIntent(intent, &action_id, report)) return;
+  const std::string cause = term.kind == TerminationKind::kConsolidate ? "consolidated" : "terminated";
+  // Only a Ready node is drained: the others have no pods to move or no
+  // kubelet to move them (repairs, registration timeouts).
+  if (nodes_ != nullptr && node.state == NodeState::kReady) {
+    const DrainRequest drain{instance_id, action_id, term.reason, cause, policy.disruption.drain_timeout,
+                             policy.disruption.do_not_disrupt_labels};
+    if (StartDrain(drain, node.pool, result, report)) return;
+  }
   failpoint::Check("terminate.before_call");
   Status s = cloud_.Terminate({instance_id});
   failpoint::Check("terminate.after_call");
@@ -314,10 +323,52 @@ void Actuator::TerminateOne(int64_t decision_id, size_t index, const Termination
     report->errors.push_back(s.error().WithContext("terminate " + instance_id));
     return;
   }
-  result->ended.push_back(
-      {instance_id, term.kind == TerminationKind::kConsolidate ? "consolidated" : "terminated"});
+  result->ended.push_back({instance_id, cause});
   result->scaled_down_pools.insert(node.pool);
   ++report->nodes_terminated;
+}
+
+bool Actuator::StartDrain(const DrainRequest& request, const std::string& pool, ActuationResult* result,
+                          TickReport* report) {
+  Status s = nodes_->BeginDrain(request);
+  if (s.ok()) {
+    result->draining.push_back(request.instance_id);
+    if (!pool.empty()) result->scaled_down_pools.insert(pool);
+    ++report->drains_started;
+    return true;
+  }
+  if (s.error().category() == ErrorCategory::kNotFound) return false;
+  report->errors.push_back(s.error().WithContext("drain " + request.instance_id));
+  if (store_ != nullptr && request.action_id != 0) {
+    report->Record(store_->RecordActionOutcome(request.action_id, ActionOutcome::kFailed,
+                                               "drain not started: " + s.error().ToString(), {}));
+  }
+  result->failed = true;
+  return true;
+}
+
+void Actuator::FinishDrains(const std::vector<DrainOutcome>& ended, ActuationResult* result, TickReport* report) {
+  for (const DrainOutcome& d : ended) {
+    report->drains_ended.push_back(d);
+    const std::string& id = d.request.instance_id;
+    Status s = d.end == DrainEnd::kDrained
+                   ? cloud_.Terminate({id})
+                   : Status(Error::Transient("drain " + std::string(ToString(d.end)) + ": " + d.detail));
+    if (store_ != nullptr && d.request.action_id != 0) {
+      report->Record(store_->RecordActionOutcome(
+          d.request.action_id, s.ok() ? ActionOutcome::kSucceeded : ActionOutcome::kFailed,
+          s.ok() ? "drained (" + std::to_string(d.evicted) + " pod(s) evicted), then terminated" : s.error().ToString(),
+          s.ok() ? std::vector<std::string>{id} : std::vector<std::string>{}));
+    }
+    if (!s.ok()) {
+      if (d.end == DrainEnd::kDrained) report->errors.push_back(s.error().WithContext("terminate " + id));
+      result->kept.push_back(id);
+      result->failed = true;
+      continue;
+    }
+    result->ended.push_back({id, d.request.cause.empty() ? "terminated" : d.request.cause});
+    ++report->nodes_terminated;
+  }
 }
 
 bool Actuator::Recover(const Policy& policy, ActuationResult* result, TickReport* report) {
@@ -348,6 +399,13 @@ bool Actuator::Recover(const Policy& policy, ActuationResult* result, TickReport
   for (const ActionRow& row : *open) {
     const ActionRecord& a = row.action;
     if (a.kind == ActionKind::kTerminate) {
+      if (nodes_ != nullptr && a.instance_ids.size() == 1) {
+        // The drain it started before the restart resumes with the deadline
+        // it had; a node that is gone is terminated below.
+        const DrainRequest drain{a.instance_ids[0], row.id, a.reason, "terminated", policy.disruption.drain_timeout,
+                                 policy.disruption.do_not_disrupt_labels};
+        if (StartDrain(drain, "", result, report)) continue;
+      }
       Status s = cloud_.Terminate(a.instance_ids);
       failpoint::Check("recover.terminate.after_call");
       report->Record(store_->RecordActionOutcome(row.id,

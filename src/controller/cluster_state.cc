@@ -60,6 +60,7 @@ bool ClusterState::Observe(const Policy& policy, WallTime now, double month_to_d
   snapshot_.month_to_date_usd_by_pool = usage_.month_to_date_usd_by_pool();
   ReadInterruptions(now, report);
   const bool listed = ReadInstances(policy, now, report);
+  if (listed && nodes_ != nullptr) CheckNodeHealth(policy, now, report);
   ReadPrices(now, report);
   RefreshOfferings(now);
   RefreshRisk(now);
@@ -91,7 +92,21 @@ void ClusterState::Apply(const ActuationResult& result, const Policy& policy, Wa
     }
   }
   terminated_.insert(result.terminated_elsewhere.begin(), result.terminated_elsewhere.end());
-  if (!result.launched.empty() || !result.ended.empty() || !result.in_flight.empty()) MarkChanged(structural);
+  for (const std::string& id : result.draining) {
+    draining_.insert(id);
+    if (auto it = node_index_.find(id); it != node_index_.end()) snapshot_.nodes[it->second].state = NodeState::kDraining;
+  }
+  for (const std::string& id : result.kept) {
+    draining_.erase(id);
+    auto it = node_index_.find(id);
+    if (it != node_index_.end() && snapshot_.nodes[it->second].state == NodeState::kDraining &&
+        !node_info_[it->second].notice_deadline)
+      snapshot_.nodes[it->second].state = NodeState::kReady;
+  }
+  for (const EndedNode& e : result.ended) draining_.erase(e.instance_id);
+  if (!result.kept.empty()) MarkChanged(true);
+  if (!result.launched.empty() || !result.ended.empty() || !result.in_flight.empty() || !result.draining.empty())
+    MarkChanged(structural);
   if (result.failed) MarkChanged(true);
 }
 
@@ -377,7 +392,7 @@ void ClusterState::RefreshWork() {
     node.running = work_.RunningOn(node.instance_id);
     usage_.SetRunning(node.instance_id, node.running);
     MarkChanged(false);
-    if (info.notice_deadline) replacements_dirty_ = true;
+    if (info.notice_deadline || !info.repair.empty()) replacements_dirty_ = true;
   }
   const uint64_t pv = work_.PendingVersion();
   if (pv == pending_version_ && !replacements_dirty_) return;
@@ -388,7 +403,7 @@ void ClusterState::RefreshWork() {
   const size_t n = std::min(pending.size(), options_.max_pending_units);
   snapshot_.pending.assign(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(n));
   for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
-    if (!node_info_[i].notice_deadline) continue;
+    if (!node_info_[i].notice_deadline && node_info_[i].repair.empty()) continue;
     for (const DemandUnit& u : snapshot_.nodes[i].running) {
       snapshot_.pending.push_back(u);
       snapshot_.pending.back().id += "@replace";
@@ -433,7 +448,7 @@ Node ClusterState::NodeFor(const Instance& instance, NodeState state, const Poli
     info->offering = static_cast<int>(it->second);
   }
   node.launch_time = instance.launch_time;
-  node.state = state;
+  node.state = draining_.count(instance.instance_id) != 0 ? NodeState::kDraining : state;
   node.labels = instance.tags;
   for (const std::string& label : policy.disruption.do_not_disrupt_labels) {
     auto l = instance.tags.find(label);
@@ -450,7 +465,7 @@ void ClusterState::RemoveNode(size_t index, WallTime end, const std::string& cau
     report->Record(usage_.EndNode(node, end));
     if (store_ != nullptr) report->Record(store_->RecordNodeEnd({node.instance_id, end, cause}));
   }
-  if (node_info_[index].notice_deadline) replacements_dirty_ = true;
+  if (node_info_[index].notice_deadline || !node_info_[index].repair.empty()) replacements_dirty_ = true;
   snapshot_.nodes.erase(snapshot_.nodes.begin() + static_cast<std::ptrdiff_t>(index));
   node_info_.erase(node_info_.begin() + static_cast<std::ptrdiff_t>(index));
   RebuildIndex();

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "gpuscaler/controller/failpoint.h"
+#include "gpuscaler/model/node.h"
 #include "gpuscaler/model/json.h"
 #include "gpuscaler/solver/planner.h"
 
@@ -56,6 +57,12 @@ Controller::Controller(const Clock& clock, CloudProvider& cloud, AuditStore* sto
       actuator_(clock, cloud, store, catalog,
                 {options_.tags, options_.token_prefix, options_.dry_run, options_.intent_replay_window}) {}
 
+void Controller::SetClusterNodes(ClusterNodes* nodes) {
+  nodes_ = nodes;
+  actuator_.SetClusterNodes(nodes);
+  state_.SetClusterNodes(nodes);
+}
+
 void Controller::SetPolicy(Policy policy) {
   policy_ = std::move(policy);
   gate_.NoteChange(true, true);
@@ -79,6 +86,11 @@ TickReport Controller::Tick() {
     recovered_ = actuator_.Recover(policy_, &recovered, &report);
     state_.Apply(recovered, policy_, now, /*structural=*/true, &report);
   }
+  if (nodes_ != nullptr) {
+    ActuationResult drained;
+    actuator_.FinishDrains(nodes_->TakeEndedDrains(), &drained, &report);
+    state_.Apply(drained, policy_, now, /*structural=*/true, &report);
+  }
   const bool listed = state_.Observe(policy_, now, usage_.month_to_date_usd(), &report);
   report.blocked_classes = state_.blocked_classes();
   const StateChanges observed = state_.TakeChanges();
@@ -93,6 +105,7 @@ TickReport Controller::Tick() {
     Plan plan = planner_(state_.snapshot(), policy_);
     gate_.Planned(state_.snapshot(), now);
     Govern(listed, now, &plan, &report);
+    AddRepairs(&plan);
     if (RecordDecision(plan, listed, now, &report)) {
       const ActuationResult acted =
           actuator_.Act(report.decision_id, plan, state_.snapshot(), policy_, state_.availability(), &report);
@@ -129,6 +142,14 @@ void Controller::Govern(bool listed, WallTime now, Plan* plan, TickReport* repor
   report->governor.terminations_held += g.terminations_held;
   for (std::string& note : g.notes) report->governor.notes.push_back(std::move(note));
   gate_.Governed(*plan, g.launches_held);
+}
+
+void Controller::AddRepairs(Plan* plan) const {
+  for (TerminationAction& t : state_.Repairs()) {
+    const bool planned = std::any_of(plan->terminations.begin(), plan->terminations.end(),
+                                     [&](const TerminationAction& p) { return p.instance_id == t.instance_id; });
+    if (!planned) plan->terminations.push_back(std::move(t));
+  }
 }
 
 bool Controller::RecordDecision(const Plan& plan, bool listed, WallTime now, TickReport* report) {

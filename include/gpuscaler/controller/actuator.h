@@ -11,6 +11,12 @@
 // (BudgetGuard): one that would break a cap is not sent, and the action row
 // says why; the outcome row names the offerings actually bought.
 //
+// With a ClusterNodes (Kubernetes), a termination drains the node first,
+// outside the tick: the intent is written, the drain started, and the
+// intent stays open until FinishDrains closes it (terminated when the drain
+// ended well, failed otherwise). After a restart Recover resumes the drain
+// of an open terminate intent instead of terminating at once.
+//
 // The actuator does not edit the snapshot: it returns what changed (nodes
 // launched or found, instances terminated) and the cluster state applies it.
 // Counters, notes and non-fatal errors go to the tick's report.
@@ -24,6 +30,7 @@
 
 #include "gpuscaler/cloud/provider.h"
 #include "gpuscaler/controller/availability.h"
+#include "gpuscaler/controller/cluster_nodes.h"
 #include "gpuscaler/controller/tick_report.h"
 #include "gpuscaler/model/catalog.h"
 #include "gpuscaler/model/clock.h"
@@ -80,6 +87,11 @@ struct ActuationResult {
   std::vector<EndedNode> ended;        // in termination order
   // Terminated by a recovered intent: to be ignored if still listed.
   std::vector<std::string> terminated_elsewhere;
+  // Instances whose node drain started (or resumed): they take no new work
+  // and are terminated when the drain ends well.
+  std::vector<std::string> draining;
+  // Instances whose drain ended without removal: back in service.
+  std::vector<std::string> kept;
   // Pending units whose launch met a spot capacity error (for the policy's
   // spot.fallback_duration).
   std::vector<std::string> spot_capacity_error_units;
@@ -135,12 +147,22 @@ class Actuator {
   // when the open intents could not be read (call again next tick).
   bool Recover(const Policy& policy, ActuationResult* result, TickReport* report);
 
+  // Drains run through `nodes` from now on (null: none). Must outlive the actuator.
+  void SetClusterNodes(ClusterNodes* nodes) { nodes_ = nodes; }
+  // Closes the terminate intents of drains that ended: terminates the
+  // instances whose nodes are empty; the others are kept.
+  void FinishDrains(const std::vector<DrainOutcome>& ended, ActuationResult* result, TickReport* report);
+
  private:
   void LaunchOne(int64_t decision_id, size_t index, const LaunchAction& launch, const Policy& policy,
                  OfferingAvailability& availability, BudgetGuard& budget, ActuationResult* result,
                  TickReport* report);
-  void TerminateOne(int64_t decision_id, size_t index, const TerminationAction& term,
-                    const Snapshot& snapshot, ActuationResult* result, TickReport* report);
+  void TerminateOne(int64_t decision_id, size_t index, const TerminationAction& term, const Snapshot& snapshot,
+                    const Policy& policy, ActuationResult* result, TickReport* report);
+  // Starts the drain of a terminate intent; false when the instance has no
+  // node (terminate it directly). A drain that cannot start closes the intent.
+  bool StartDrain(const DrainRequest& request, const std::string& pool, ActuationResult* result,
+                  TickReport* report);
   // Records the node launches of an action and returns their instance ids;
   // the nodes start launching, or in their listed state (`listed_state`).
   std::vector<std::string> RecordLaunched(const std::vector<Instance>& instances, int64_t decision_id,
@@ -156,6 +178,7 @@ class Actuator {
   AuditStore* store_;
   const Catalog& catalog_;
   ActuatorOptions options_;
+  ClusterNodes* nodes_ = nullptr;
 };
 
 }  // namespace gpuscaler

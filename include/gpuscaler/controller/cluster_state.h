@@ -29,6 +29,16 @@
 // its offering marked unavailable, and the planner sees the work unplaced
 // again. Placeholders are not billed and not written as nodes.
 //
+// With ClusterNodes (Kubernetes), while the cluster's nodes are known: an
+// instance that has not become a Ready node with GPUs allocatable within its
+// pool's registration_timeout of its launch is given up (a repair: its
+// offering is marked unavailable, the node leaves the planner's capacity and
+// is terminated with the next plan); a registered node NotReady for longer
+// than the pool's repair_after (when set) is replaced: its running work
+// becomes replacement demand, like a noticed node's, and the node is
+// terminated with the plan that launches the replacement (launches go
+// first). Repairs terminate directly, without a drain.
+//
 // The snapshot handed out is read-only to everyone else and stays valid
 // until the next Observe or Apply. What changed since the last TakeChanges
 // is reported for the replan gate: `any` (prices, rates, running work,
@@ -62,6 +72,7 @@
 #include "gpuscaler/cloud/provider.h"
 #include "gpuscaler/controller/actuator.h"
 #include "gpuscaler/controller/availability.h"
+#include "gpuscaler/controller/cluster_nodes.h"
 #include "gpuscaler/controller/interruption_risk.h"
 #include "gpuscaler/controller/tick_report.h"
 #include "gpuscaler/controller/usage_meter.h"
@@ -122,6 +133,12 @@ class ClusterState {
   // asked for by the plan just made (restart recovery).
   void Apply(const ActuationResult& result, const Policy& policy, WallTime now, bool structural,
              TickReport* report);
+  // With Kubernetes: registration and repair read `nodes` (null: neither).
+  void SetClusterNodes(ClusterNodes* nodes) { nodes_ = nodes; }
+  // Terminations the node lifecycle asks for (registration timeouts,
+  // repairs), to be acted on with the next plan; a node stays listed here
+  // until it is gone.
+  std::vector<TerminationAction> Repairs() const;
   // Something the planner sees changed outside the state (policy, a failed
   // action, an unrecorded decision).
   void MarkChanged(bool structural);
@@ -151,6 +168,11 @@ class ClusterState {
     int64_t decision_id = 0;
     std::string reason;
     bool placeholder() const { return !awaited_token.empty(); }
+    // With ClusterNodes: a Ready node with GPUs allocatable was seen for it.
+    bool registered = false;
+    // Why the node is to be replaced and removed (registration timeout,
+    // NotReady too long); empty: it is not.
+    std::string repair;
   };
 
   void ReadInterruptions(WallTime now, TickReport* report);
@@ -171,6 +193,8 @@ class ClusterState {
   // launch (then it is added as launched by that launch's decision).
   bool ClaimAwaited(const Instance& instance, const Policy& policy, WallTime now, TickReport* report);
   void ExpireAwaited(WallTime now, TickReport* report);
+  // Registration and repair (node_health.cc).
+  void CheckNodeHealth(const Policy& policy, WallTime now, TickReport* report);
   void RebuildIndex();
 
   const Clock& clock_;
@@ -185,9 +209,11 @@ class ClusterState {
   std::vector<NodeInfo> node_info_;                         // parallel to snapshot_.nodes
   std::unordered_map<std::string, size_t> node_index_;      // instance id (placeholders: id) -> index
   size_t placeholders_ = 0;
+  ClusterNodes* nodes_ = nullptr;
   std::vector<Node> billed_;                                // BilledNodes() while placeholders_ > 0
   std::unordered_map<std::string, size_t> offering_index_;  // Offering::Key -> index
   std::set<std::string> terminated_;                        // gone by our hand; ignored while still listed
+  std::set<std::string> draining_;                          // drain under way: the node takes no new work
   OfferingAvailability availability_;
   std::vector<std::string> last_unavailable_;
   InterruptionRiskEstimator risk_;

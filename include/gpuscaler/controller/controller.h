@@ -15,7 +15,9 @@
 //            BeginTick/CommitTick transaction per tick).
 //
 // The first Tick also rebuilds learned interruption risk from the store and
-// finishes the intents a crash left open (Actuator::Recover).
+// finishes the intents a crash left open (Actuator::Recover). With
+// ClusterNodes, each tick first closes the node drains that ended since the
+// last one (drains run outside the tick; see actuator.h).
 //
 // No I/O but through the seams, no time but the Clock. Not thread-safe: one
 // thread calls Tick and SetPolicy.
@@ -29,6 +31,7 @@
 #include "gpuscaler/cloud/provider.h"
 #include "gpuscaler/controller/actuator.h"
 #include "gpuscaler/controller/availability.h"
+#include "gpuscaler/controller/cluster_nodes.h"
 #include "gpuscaler/controller/cluster_state.h"
 #include "gpuscaler/controller/interruption_risk.h"
 #include "gpuscaler/controller/replan_gate.h"
@@ -99,6 +102,10 @@ class Controller {
 
   // Takes effect at the next tick.
   void SetPolicy(Policy policy);
+  // With Kubernetes: registration, repair and drains go through `nodes`
+  // (see cluster_nodes.h); null: none. Must outlive the controller; set
+  // before the first tick.
+  void SetClusterNodes(ClusterNodes* nodes);
   const Policy& policy() const { return policy_; }
 
   // One pass of the loop (see the top of this file).
@@ -115,6 +122,9 @@ class Controller {
  private:
   // Fail static, then the governor; edits `plan`.
   void Govern(bool listed, WallTime now, Plan* plan, TickReport* report);
+  // The node lifecycle's terminations (registration timeouts, repairs) join
+  // the plan after the governor: they remove no capacity the planner counts.
+  void AddRepairs(Plan* plan) const;
   // Records the decision; false when the store could not (then nothing acts).
   bool RecordDecision(const Plan& plan, bool listed, WallTime now, TickReport* report);
   void Commit(const ActuationResult& result, WallTime now, bool structural, TickReport* report);
@@ -130,6 +140,7 @@ class Controller {
   ScalingGovernor governor_;
   Actuator actuator_;
   int64_t local_decisions_ = 0;
+  ClusterNodes* nodes_ = nullptr;
   bool risk_restored_ = false;
   bool recovered_ = false;
 };

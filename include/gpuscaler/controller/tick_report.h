@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "gpuscaler/controller/cluster_nodes.h"
 #include "gpuscaler/controller/scaling.h"
 #include "gpuscaler/model/plan.h"
 #include "gpuscaler/model/time.h"
@@ -28,6 +29,9 @@ struct TickReport {
   int registration_failures = 0;
   int nodes_terminated = 0;
   int capacity_errors = 0;
+  int drains_started = 0;  // node drains started (or resumed) this tick
+  // Drains that ended this tick (the instance terminated when drained).
+  std::vector<DrainOutcome> drains_ended;
   int interruption_notices = 0;
   std::vector<std::string> blocked_classes;
   GovernorResult governor;

@@ -1,0 +1,86 @@
+// ClusterState: registration timeouts and repairs (see cluster_state.h).
+#include <chrono>
+
+#include "gpuscaler/controller/cluster_state.h"
+
+namespace gpuscaler {
+namespace {
+
+std::string Minutes(Seconds s) { return std::to_string(s.count() / 60) + "m"; }
+
+}  // namespace
+
+void ClusterState::CheckNodeHealth(const Policy& policy, WallTime now, TickReport* report) {
+  // Fail static: with the nodes unknown, nothing is given up or replaced.
+  if (!nodes_->Synced()) return;
+  for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
+    NodeInfo& info = node_info_[i];
+    Node& node = snapshot_.nodes[i];
+    if (info.placeholder() || !info.repair.empty() || info.notice_deadline) continue;
+    if (node.state != NodeState::kLaunching && node.state != NodeState::kReady) continue;
+    const NodePoolPolicy* pool = policy.FindPool(node.pool);
+    const NodePoolPolicy defaults;
+    const Seconds registration_timeout = pool != nullptr ? pool->registration_timeout : defaults.registration_timeout;
+    const Seconds repair_after = pool != nullptr ? pool->repair_after : defaults.repair_after;
+    const std::optional<NodeHealth> health = nodes_->Health(node.instance_id);
+    if (!info.registered) {
+      if (health && health->ready && health->gpus_allocatable) {
+        info.registered = true;
+        continue;
+      }
+      if (now - node.launch_time < registration_timeout) continue;
+      info.repair = "registration timeout: no Ready node with GPUs allocatable " + Minutes(registration_timeout) +
+                    " after launch (" + (health ? (health->ready ? "node Ready, no nvidia.com/gpu allocatable"
+                                                                 : "node registered, not Ready")
+                                                : "no node registered") +
+                    ")";
+      availability_.RecordCapacityError(node.offering.Key(), now);
+      ++report->registration_failures;
+      // Its capacity never came: the planner places its work elsewhere.
+      node.state = NodeState::kTerminating;
+    } else {
+      if (repair_after.count() <= 0 || !health || health->ready || !health->ready_changed_at) continue;
+      if (now - *health->ready_changed_at < repair_after) continue;
+      info.repair = "repair: node NotReady for " + Minutes(std::chrono::duration_cast<Seconds>(now - *health->ready_changed_at)) +
+                    " (repair_after " + Minutes(repair_after) + "); replaced";
+      // Its work is demand again (replacement first), like a noticed node's.
+      node.state = NodeState::kDraining;
+      replacements_dirty_ = true;
+    }
+    report->governor.notes.push_back(node.instance_id + ": " + info.repair);
+    MarkChanged(true);
+  }
+}
+
+std::vector<TerminationAction> ClusterState::Repairs() const {
+  std::vector<TerminationAction> out;
+  for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
+    if (node_info_[i].repair.empty()) continue;
+    const Node& n = snapshot_.nodes[i];
+    TerminationAction t;
+    t.node_id = n.id;
+    t.instance_id = n.instance_id;
+    t.pool = n.pool;
+    t.offering = n.offering;
+    t.reason = node_info_[i].repair;
+    for (const DemandUnit& u : n.running) t.moved_unit_ids.push_back(u.id);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+}  // namespace gpuscaler
+
+namespace gpuscaler {
+
+std::string_view ToString(DrainEnd e) {
+  switch (e) {
+    case DrainEnd::kDrained: return "drained";
+    case DrainEnd::kTimedOut: return "timed out";
+    case DrainEnd::kRefused: return "refused";
+    case DrainEnd::kFailed: return "failed";
+  }
+  return "failed";
+}
+
+}  // namespace gpuscaler
