@@ -1,7 +1,7 @@
 // The daemon's Kubernetes wiring: the `kubernetes:` configuration, cluster
 // work in the WorkSource, and SetUpKubernetes against the fake API server
-// through a kubeconfig (pods become demand, terminate drains first, only
-// the leader acts).
+// through a kubeconfig (pods become demand, node health and drains off the
+// tick through ClusterNodes, only the leader acts).
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 
@@ -156,7 +156,7 @@ class KubeSetupTest : public ::testing::Test {
   DaemonSetup setup_;
 };
 
-TEST_F(KubeSetupTest, PendingPodsBecomeDemandAndTerminateDrainsFirst) {
+TEST_F(KubeSetupTest, PendingPodsBecomeDemandAndNodesDrainOnTheirOwnThread) {
   Status s = SetUpKubernetes(config_, catalog_, &parts_, &setup_);
   ASSERT_TRUE(s.ok()) << s.error().ToString();
   ASSERT_TRUE(parts_.read_cluster);
@@ -169,9 +169,32 @@ TEST_F(KubeSetupTest, PendingPodsBecomeDemandAndTerminateDrainsFirst) {
   EXPECT_EQ(work.status.source, "kubernetes");
 
   ASSERT_NE(parts_.cloud, &cloud_);  // wrapped
+  ASSERT_NE(parts_.cluster_nodes, nullptr);
+  ClusterNodes& nodes = *parts_.cluster_nodes;
+  ASSERT_TRUE(nodes.Synced());
+  std::optional<NodeHealth> health = nodes.Health("i-0123456789abcdef0");
+  ASSERT_TRUE(health.has_value());
+  EXPECT_TRUE(health->ready);
+  EXPECT_TRUE(health->gpus_allocatable);
+  EXPECT_FALSE(nodes.Health("i-never-registered").has_value());
+  EXPECT_EQ(nodes.BeginDrain({"i-never-registered", 0, "", "terminated", Seconds(60), {}}).error().category(),
+            ErrorCategory::kNotFound);
+
+  DrainRequest drain{"i-0123456789abcdef0", 7, "idle", "terminated", Seconds(60), {}};
+  ASSERT_TRUE(nodes.BeginDrain(drain).ok());
+  std::vector<DrainOutcome> ended;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (ended.empty() && std::chrono::steady_clock::now() < deadline) {
+    ended = nodes.TakeEndedDrains();
+    std::this_thread::yield();
+  }
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].end, DrainEnd::kDrained);
+  EXPECT_EQ(ended[0].request.action_id, 7);
+  EXPECT_TRUE((*server_.Get("nodes", "ip-10-0-12-34.us-west-2.compute.internal"))["spec"].value("unschedulable", false));
+  // The wrapper itself only gates on leadership: it terminates at once.
   ASSERT_TRUE(parts_.cloud->Terminate({"i-0123456789abcdef0"}).ok());
   ASSERT_EQ(cloud_.terminations.size(), 1u);
-  EXPECT_TRUE((*server_.Get("nodes", "ip-10-0-12-34.us-west-2.compute.internal"))["spec"].value("unschedulable", false));
   for (const auto& c : server_.calls()) EXPECT_EQ(c.authorization, "Bearer s3cret") << c.target;
 }
 
