@@ -138,19 +138,46 @@ ActuationResult Actuator::Act(int64_t decision_id, const Plan& plan, const Snaps
                               const Policy& policy, OfferingAvailability& availability, TickReport* report) {
   ActuationResult result;
   BudgetGuard budget(snapshot, plan, policy);
+  std::vector<std::vector<std::string>> launched(plan.launches.size());
   for (size_t i = 0; i < plan.launches.size(); ++i) {
     if (plan.launches[i].count > 0)
-      LaunchOne(decision_id, i, plan.launches[i], policy, availability, budget, &result, report);
+      launched[i] = LaunchOne(decision_id, i, plan.launches[i], policy, availability, budget, &result, report);
   }
   for (size_t j = 0; j < plan.terminations.size(); ++j) {
-    TerminateOne(decision_id, plan.launches.size() + j, plan.terminations[j], snapshot, policy, &result, report);
+    const TerminationAction& term = plan.terminations[j];
+    const size_t index = plan.launches.size() + j;
+    if (term.kind != TerminationKind::kReplace || options_.dry_run) {
+      TerminateOne(decision_id, index, term, snapshot, policy, &result, report);
+      continue;
+    }
+    // The old node stays until its replacement can take its work.
+    std::set<std::string> ids;
+    for (const Placement& p : plan.placements) {
+      if (p.launch_index < 0 || static_cast<size_t>(p.launch_index) >= launched.size()) continue;
+      if (std::find(term.moved_unit_ids.begin(), term.moved_unit_ids.end(), p.unit_id) == term.moved_unit_ids.end())
+        continue;
+      ids.insert(launched[static_cast<size_t>(p.launch_index)].begin(), launched[static_cast<size_t>(p.launch_index)].end());
+    }
+    if (ids.empty()) {
+      report->governor.notes.push_back((term.instance_id.empty() ? term.node_id : term.instance_id) +
+                                       ": replacement not launched; the node is kept");
+      result.failed = true;
+      continue;
+    }
+    result.replacements.push_back({term, decision_id, index, {ids.begin(), ids.end()}, clock_.WallNow()});
   }
   return result;
 }
 
-void Actuator::LaunchOne(int64_t decision_id, size_t index, const LaunchAction& launch, const Policy& policy,
-                         OfferingAvailability& availability, BudgetGuard& budget, ActuationResult* result,
-                         TickReport* report) {
+void Actuator::FinishReplacement(const PendingReplacement& replacement, const Snapshot& snapshot,
+                                 const Policy& policy, ActuationResult* result, TickReport* report) {
+  TerminateOne(replacement.decision_id, replacement.action_index, replacement.termination, snapshot, policy, result,
+               report);
+}
+
+std::vector<std::string> Actuator::LaunchOne(int64_t decision_id, size_t index, const LaunchAction& launch,
+                                             const Policy& policy, OfferingAvailability& availability,
+                                             BudgetGuard& budget, ActuationResult* result, TickReport* report) {
   const WallTime now = clock_.WallNow();
   report->nodes_requested += launch.count;
   LaunchRequest request =
@@ -177,9 +204,9 @@ void Actuator::LaunchOne(int64_t decision_id, size_t index, const LaunchAction& 
   if (request.offerings.empty() && over_budget.empty()) {
     report->governor.notes.push_back("launch " + std::to_string(index) +
                                      ": every offering is marked unavailable");
-    return;
+    return {};
   }
-  if (options_.dry_run) return;
+  if (options_.dry_run) return {};
 
   ActionRecord intent;
   intent.decision_id = decision_id;
@@ -190,12 +217,12 @@ void Actuator::LaunchOne(int64_t decision_id, size_t index, const LaunchAction& 
   intent.count = launch.count;
   intent.reason = held.empty() ? launch.reason : launch.reason + "; " + held;
   int64_t action_id = 0;
-  if (!RecordIntent(intent, &action_id, report)) return;
+  if (!RecordIntent(intent, &action_id, report)) return {};
   if (request.offerings.empty()) {
     // Every offering would break a hard budget: the action is recorded, with
     // why, and never sent.
     if (store_ != nullptr) report->Record(store_->RecordActionOutcome(action_id, ActionOutcome::kFailed, held, {}));
-    return;
+    return {};
   }
 
   failpoint::Check("launch.before_call");
@@ -217,7 +244,7 @@ void Actuator::LaunchOne(int64_t decision_id, size_t index, const LaunchAction& 
           store_->RecordActionOutcome(action_id, ActionOutcome::kFailed, launched.error().ToString(), {}));
     }
     result->failed = true;
-    return;
+    return {};
   }
   bool spot_short = false;
   for (const OfferingError& e : launched->errors) {
@@ -270,6 +297,7 @@ void Actuator::LaunchOne(int64_t decision_id, size_t index, const LaunchAction& 
         action_id, OutcomeOf(ids.size() + static_cast<size_t>(in_flight), launch.count), detail, ids));
     failpoint::Check("launch.after_outcome");
   }
+  return ids;
 }
 
 void Actuator::TerminateOne(int64_t decision_id, size_t index, const TerminationAction& term,
@@ -302,9 +330,10 @@ void Actuator::TerminateOne(int64_t decision_id, size_t index, const Termination
   int64_t action_id = 0;
   if (!RecordIntent(intent, &action_id, report)) return;
   const std::string cause = term.kind == TerminationKind::kConsolidate ? "consolidated" : "terminated";
-  // Only a Ready node is drained: the others have no pods to move or no
-  // kubelet to move them (repairs, registration timeouts).
-  if (nodes_ != nullptr && node.state == NodeState::kReady) {
+  // Only a Ready node is drained (or one held for its replacement): the
+  // others have no pods to move or no kubelet to move them (repairs,
+  // registration timeouts).
+  if (nodes_ != nullptr && (node.state == NodeState::kReady || node.state == NodeState::kCordoned)) {
     const DrainRequest drain{instance_id, action_id, term.reason, cause, policy.disruption.drain_timeout,
                              policy.disruption.do_not_disrupt_labels};
     if (StartDrain(drain, node.pool, result, report)) return;

@@ -93,6 +93,7 @@ TickReport Controller::Tick() {
   }
   const bool listed = state_.Observe(policy_, now, usage_.month_to_date_usd(), &report);
   report.blocked_classes = state_.blocked_classes();
+  if (!replacements_.empty() || !protecting_.empty()) ProgressReplacements(now, &report);
   const StateChanges observed = state_.TakeChanges();
   gate_.NoteChange(observed.any, observed.structural);
 
@@ -110,6 +111,12 @@ TickReport Controller::Tick() {
       const ActuationResult acted =
           actuator_.Act(report.decision_id, plan, state_.snapshot(), policy_, state_.availability(), &report);
       Commit(acted, now, /*structural=*/false, &report);
+      for (const PendingReplacement& r : acted.replacements) {
+        state_.HoldForReplacement(r.termination.instance_id, true);
+        for (const std::string& id : r.replacement_ids) state_.Protect(id, true);
+        protecting_[r.termination.instance_id] = r.replacement_ids;
+        replacements_.push_back(r);
+      }
     } else {
       // Intents would name a decision the store does not have (the local id
       // may even be another decision's, and so its tokens): act on nothing
@@ -150,6 +157,55 @@ void Controller::AddRepairs(Plan* plan) const {
                                      [&](const TerminationAction& p) { return p.instance_id == t.instance_id; });
     if (!planned) plan->terminations.push_back(std::move(t));
   }
+}
+
+void Controller::ProgressReplacements(WallTime now, TickReport* report) {
+  const auto release = [this](const std::string& old_id) {
+    auto it = protecting_.find(old_id);
+    if (it == protecting_.end()) return;
+    for (const std::string& id : it->second) state_.Protect(id, false);
+    protecting_.erase(it);
+  };
+  for (auto it = protecting_.begin(); it != protecting_.end();) {
+    const std::string old_id = (it++)->first;
+    if (!state_.Has(old_id)) release(old_id);
+  }
+  ActuationResult done;
+  std::vector<PendingReplacement> waiting;
+  for (PendingReplacement& r : replacements_) {
+    const std::string& old_id = r.termination.instance_id;
+    if (!state_.Has(old_id)) continue;  // gone meanwhile (interrupted, vanished)
+    const NodePoolPolicy* pool = policy_.FindPool(r.termination.pool);
+    const Seconds timeout = pool != nullptr ? pool->registration_timeout : NodePoolPolicy{}.registration_timeout;
+    bool ready = true;
+    bool lost = false;
+    for (const std::string& id : r.replacement_ids) {
+      lost |= !state_.Has(id);
+      ready &= state_.CanTakeWork(id);
+    }
+    if (lost || (!ready && now - r.since >= timeout)) {
+      report->governor.notes.push_back(old_id + ": its replacement " +
+                                       (lost ? std::string("is gone") : "did not become ready in time") +
+                                       "; the node stays in service");
+      state_.HoldForReplacement(old_id, false);
+      release(old_id);
+      continue;
+    }
+    if (!ready) {
+      waiting.push_back(std::move(r));
+      continue;
+    }
+    const size_t ended = done.ended.size() + done.draining.size();
+    actuator_.FinishReplacement(r, state_.snapshot(), policy_, &done, report);
+    if (done.ended.size() + done.draining.size() == ended) {
+      state_.HoldForReplacement(old_id, false);
+      release(old_id);
+    }
+  }
+  replacements_ = std::move(waiting);
+  report->replacements_waiting = static_cast<int>(replacements_.size());
+  for (const std::string& pool : done.scaled_down_pools) governor_.RecordScaleDown(pool, now);
+  state_.Apply(done, policy_, now, /*structural=*/false, report);
 }
 
 bool Controller::RecordDecision(const Plan& plan, bool listed, WallTime now, TickReport* report) {

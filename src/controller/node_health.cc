@@ -52,6 +52,40 @@ void ClusterState::CheckNodeHealth(const Policy& policy, WallTime now, TickRepor
   }
 }
 
+void ClusterState::HoldForReplacement(const std::string& instance_id, bool held) {
+  auto it = node_index_.find(instance_id);
+  if (it == node_index_.end()) return;
+  Node& node = snapshot_.nodes[it->second];
+  if (held && node.state == NodeState::kReady) node.state = NodeState::kCordoned;
+  if (!held && node.state == NodeState::kCordoned) node.state = NodeState::kReady;
+  MarkChanged(true);
+}
+
+void ClusterState::Protect(const std::string& instance_id, bool on) {
+  auto it = node_index_.find(instance_id);
+  if (it == node_index_.end()) {
+    protected_.erase(instance_id);
+    return;
+  }
+  Node& node = snapshot_.nodes[it->second];
+  if (on && !node.do_not_disrupt) {
+    node.do_not_disrupt = true;
+    protected_.insert(instance_id);
+    MarkChanged(true);
+  } else if (!on && protected_.erase(instance_id) != 0) {
+    node.do_not_disrupt = false;
+    MarkChanged(true);
+  }
+}
+
+bool ClusterState::CanTakeWork(const std::string& instance_id) {
+  auto it = node_index_.find(instance_id);
+  if (it == node_index_.end() || snapshot_.nodes[it->second].state != NodeState::kReady) return false;
+  if (nodes_ == nullptr) return true;
+  const std::optional<NodeHealth> health = nodes_->Health(instance_id);
+  return health && health->ready && health->gpus_allocatable;
+}
+
 std::vector<TerminationAction> ClusterState::Repairs() const {
   std::vector<TerminationAction> out;
   for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {

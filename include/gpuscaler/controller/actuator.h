@@ -81,9 +81,22 @@ struct InFlightLaunch {
   WallTime accepted_at{};
 };
 
+// A "replace with cheaper" termination waiting for its replacement: the old
+// node is removed (drained first, with Kubernetes) only once every
+// replacement node is Ready with its GPUs allocatable.
+struct PendingReplacement {
+  TerminationAction termination;
+  int64_t decision_id = 0;
+  size_t action_index = 0;  // the termination's index in its decision's actions
+  std::vector<std::string> replacement_ids;  // instances launched for its moved work
+  WallTime since{};
+};
+
 struct ActuationResult {
   std::vector<LaunchedNode> launched;  // in launch order
   std::vector<InFlightLaunch> in_flight;
+  // Replacements whose old node waits for the new ones (see PendingReplacement).
+  std::vector<PendingReplacement> replacements;
   std::vector<EndedNode> ended;        // in termination order
   // Terminated by a recovered intent: to be ignored if still listed.
   std::vector<std::string> terminated_elsewhere;
@@ -135,7 +148,10 @@ class Actuator {
   Actuator(const Clock& clock, CloudProvider& cloud, AuditStore* store, const Catalog& catalog,
            ActuatorOptions options);
 
-  // Executes the plan's launches, then its terminations. `snapshot` is what
+  // Executes the plan's launches, then its terminations; a replacement's
+  // termination (TerminationKind::kReplace) is not executed but returned as
+  // a PendingReplacement naming the instances launched for its work (none
+  // launched: the node is kept and the next plan decides again). `snapshot` is what
   // the plan was made from (terminations name its nodes); `policy` decides
   // whether a spot launch may fall back to on-demand.
   ActuationResult Act(int64_t decision_id, const Plan& plan, const Snapshot& snapshot, const Policy& policy,
@@ -147,6 +163,9 @@ class Actuator {
   // when the open intents could not be read (call again next tick).
   bool Recover(const Policy& policy, ActuationResult* result, TickReport* report);
 
+  // Removes the old node of a replacement whose new nodes are ready.
+  void FinishReplacement(const PendingReplacement& replacement, const Snapshot& snapshot, const Policy& policy,
+                         ActuationResult* result, TickReport* report);
   // Drains run through `nodes` from now on (null: none). Must outlive the actuator.
   void SetClusterNodes(ClusterNodes* nodes) { nodes_ = nodes; }
   // Closes the terminate intents of drains that ended: terminates the
@@ -154,9 +173,10 @@ class Actuator {
   void FinishDrains(const std::vector<DrainOutcome>& ended, ActuationResult* result, TickReport* report);
 
  private:
-  void LaunchOne(int64_t decision_id, size_t index, const LaunchAction& launch, const Policy& policy,
-                 OfferingAvailability& availability, BudgetGuard& budget, ActuationResult* result,
-                 TickReport* report);
+  // The instance ids of the launch, or empty.
+  std::vector<std::string> LaunchOne(int64_t decision_id, size_t index, const LaunchAction& launch,
+                                     const Policy& policy, OfferingAvailability& availability, BudgetGuard& budget,
+                                     ActuationResult* result, TickReport* report);
   void TerminateOne(int64_t decision_id, size_t index, const TerminationAction& term, const Snapshot& snapshot,
                     const Policy& policy, ActuationResult* result, TickReport* report);
   // Starts the drain of a terminate intent; false when the instance has no

@@ -139,6 +139,17 @@ class ClusterState {
   // repairs), to be acted on with the next plan; a node stays listed here
   // until it is gone.
   std::vector<TerminationAction> Repairs() const;
+  // A node whose replacement is coming takes no new work (`held`), or is
+  // back in service (the replacement failed).
+  void HoldForReplacement(const std::string& instance_id, bool held);
+  // The instance is a Ready node that can take work: with ClusterNodes, a
+  // Ready node with GPUs allocatable; without, a running instance. False
+  // for an unknown instance.
+  bool CanTakeWork(const std::string& instance_id);
+  bool Has(const std::string& instance_id) const { return node_index_.count(instance_id) != 0; }
+  // Keeps the planner from removing a replacement node while the node it
+  // replaces is still there (it is empty until the old node's pods move).
+  void Protect(const std::string& instance_id, bool on);
   // Something the planner sees changed outside the state (policy, a failed
   // action, an unrecorded decision).
   void MarkChanged(bool structural);
@@ -213,6 +224,7 @@ class ClusterState {
   std::vector<Node> billed_;                                // BilledNodes() while placeholders_ > 0
   std::unordered_map<std::string, size_t> offering_index_;  // Offering::Key -> index
   std::set<std::string> terminated_;                        // gone by our hand; ignored while still listed
+  std::set<std::string> protected_;                         // do_not_disrupt set by Protect
   std::set<std::string> draining_;                          // drain under way: the node takes no new work
   OfferingAvailability availability_;
   std::vector<std::string> last_unavailable_;

@@ -15,7 +15,10 @@
 //            BeginTick/CommitTick transaction per tick).
 //
 // The first Tick also rebuilds learned interruption risk from the store and
-// finishes the intents a crash left open (Actuator::Recover). With
+// finishes the intents a crash left open (Actuator::Recover). A "replace
+// with cheaper" removes the old node only once its replacement is ready
+// (launch first: no gap in capacity); until then the old node keeps its
+// work and takes no new work. With
 // ClusterNodes, each tick first closes the node drains that ended since the
 // last one (drains run outside the tick; see actuator.h).
 //
@@ -125,6 +128,10 @@ class Controller {
   // The node lifecycle's terminations (registration timeouts, repairs) join
   // the plan after the governor: they remove no capacity the planner counts.
   void AddRepairs(Plan* plan) const;
+  // Removes the old node of every replacement whose new nodes are ready;
+  // gives up (the old node back in service) on one whose new node vanished
+  // or did not become ready within the pool's registration_timeout.
+  void ProgressReplacements(WallTime now, TickReport* report);
   // Records the decision; false when the store could not (then nothing acts).
   bool RecordDecision(const Plan& plan, bool listed, WallTime now, TickReport* report);
   void Commit(const ActuationResult& result, WallTime now, bool structural, TickReport* report);
@@ -141,6 +148,10 @@ class Controller {
   Actuator actuator_;
   int64_t local_decisions_ = 0;
   ClusterNodes* nodes_ = nullptr;
+  std::vector<PendingReplacement> replacements_;
+  // Replacement nodes kept from removal while the node they replace is
+  // still there: old instance id -> new instance ids.
+  std::map<std::string, std::vector<std::string>> protecting_;
   bool risk_restored_ = false;
   bool recovered_ = false;
 };

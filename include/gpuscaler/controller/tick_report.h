@@ -29,6 +29,8 @@ struct TickReport {
   int registration_failures = 0;
   int nodes_terminated = 0;
   int capacity_errors = 0;
+  // "Replace with cheaper" moves whose old node waits for its replacement.
+  int replacements_waiting = 0;
   int drains_started = 0;  // node drains started (or resumed) this tick
   // Drains that ended this tick (the instance terminated when drained).
   std::vector<DrainOutcome> drains_ended;
