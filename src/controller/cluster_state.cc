@@ -58,9 +58,10 @@ bool ClusterState::Observe(const Policy& policy, WallTime now, double month_to_d
   snapshot_.time = now;
   snapshot_.month_to_date_usd = month_to_date_usd;
   snapshot_.month_to_date_usd_by_pool = usage_.month_to_date_usd_by_pool();
-  ReadInterruptions(now, report);
+  ReadInterruptions(policy, now, report);
   const bool listed = ReadInstances(policy, now, report);
   if (listed && nodes_ != nullptr) CheckNodeHealth(policy, now, report);
+  if (listed) RemoveRebalanced(now);
   ReadPrices(now, report);
   RefreshOfferings(now);
   RefreshRisk(now);
@@ -110,7 +111,7 @@ void ClusterState::Apply(const ActuationResult& result, const Policy& policy, Wa
   if (result.failed) MarkChanged(true);
 }
 
-void ClusterState::ReadInterruptions(WallTime now, TickReport* report) {
+void ClusterState::ReadInterruptions(const Policy& policy, WallTime now, TickReport* report) {
   Result<std::vector<InterruptionNotice>> notices = cloud_.PollInterruptions();
   if (!notices) {
     report->errors.push_back(notices.error().WithContext("interruption notices"));
@@ -118,6 +119,10 @@ void ClusterState::ReadInterruptions(WallTime now, TickReport* report) {
   }
   bool flushed = false;
   for (const InterruptionNotice& n : *notices) {
+    if (n.rebalance) {
+      OnRebalance(n.instance_id, policy, report);
+      continue;
+    }
     ++report->interruption_notices;
     auto it = node_index_.find(n.instance_id);
     if (it == node_index_.end()) continue;
@@ -137,6 +142,7 @@ void ClusterState::ReadInterruptions(WallTime now, TickReport* report) {
     snapshot_.nodes[it->second].state = NodeState::kDraining;
     replacements_dirty_ = true;
     MarkChanged(true);
+    if (nodes_ != nullptr) DrainNoticed(node.instance_id, n.deadline, now, report);
   }
 }
 
@@ -392,7 +398,7 @@ void ClusterState::RefreshWork() {
     node.running = work_.RunningOn(node.instance_id);
     usage_.SetRunning(node.instance_id, node.running);
     MarkChanged(false);
-    if (info.notice_deadline || !info.repair.empty()) replacements_dirty_ = true;
+    if (info.notice_deadline || !info.repair.empty() || info.rebalance_replace) replacements_dirty_ = true;
   }
   const uint64_t pv = work_.PendingVersion();
   if (pv == pending_version_ && !replacements_dirty_) return;
@@ -403,7 +409,7 @@ void ClusterState::RefreshWork() {
   const size_t n = std::min(pending.size(), options_.max_pending_units);
   snapshot_.pending.assign(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(n));
   for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
-    if (!node_info_[i].notice_deadline && node_info_[i].repair.empty()) continue;
+    if (!node_info_[i].notice_deadline && node_info_[i].repair.empty() && !node_info_[i].rebalance_replace) continue;
     for (const DemandUnit& u : snapshot_.nodes[i].running) {
       snapshot_.pending.push_back(u);
       snapshot_.pending.back().id += "@replace";

@@ -1,5 +1,7 @@
 // ClusterState: registration timeouts and repairs (see cluster_state.h).
+#include <algorithm>
 #include <chrono>
+#include <set>
 
 #include "gpuscaler/controller/cluster_state.h"
 
@@ -115,6 +117,64 @@ std::string_view ToString(DrainEnd e) {
     case DrainEnd::kFailed: return "failed";
   }
   return "failed";
+}
+
+}  // namespace gpuscaler
+
+namespace gpuscaler {
+
+void ClusterState::DrainNoticed(const std::string& instance_id, WallTime deadline, WallTime now, TickReport* report) {
+  DrainRequest drain;
+  drain.instance_id = instance_id;
+  drain.reason = "spot interruption notice: the instance goes away at " + FormatRfc3339(deadline);
+  drain.cause = "interrupted";
+  drain.timeout = std::max(Seconds(1), std::chrono::duration_cast<Seconds>(deadline - now));
+  Status s = nodes_->BeginDrain(drain);
+  if (s.ok()) {
+    draining_.insert(instance_id);
+    ++report->drains_started;
+  } else if (s.error().category() != ErrorCategory::kNotFound) {
+    report->errors.push_back(s.error().WithContext("draining interrupted node " + instance_id));
+  }
+}
+
+void ClusterState::OnRebalance(const std::string& instance_id, const Policy& policy, TickReport* report) {
+  ++report->rebalance_recommendations;
+  auto it = node_index_.find(instance_id);
+  if (it == node_index_.end() || policy.spot.on_rebalance == "ignore") return;
+  NodeInfo& info = node_info_[it->second];
+  Node& node = snapshot_.nodes[it->second];
+  if (info.notice_deadline || node.state != NodeState::kReady) return;
+  node.state = NodeState::kCordoned;
+  if (nodes_ != nullptr) {
+    Status s = nodes_->Cordon(instance_id, true);
+    if (!s.ok() && s.error().category() != ErrorCategory::kNotFound)
+      report->errors.push_back(s.error().WithContext("cordoning rebalanced node " + instance_id));
+  }
+  if (policy.spot.on_rebalance == "replace") {
+    info.rebalance_replace = true;
+    info.rebalanced_at = snapshot_.time;
+    replacements_dirty_ = true;
+  }
+  report->governor.notes.push_back(instance_id + ": rebalance recommendation: " + policy.spot.on_rebalance);
+  MarkChanged(true);
+}
+
+void ClusterState::RemoveRebalanced(WallTime now) {
+  std::set<std::string> launching_pools;
+  for (const Node& n : snapshot_.nodes) {
+    if (n.state == NodeState::kLaunching) launching_pools.insert(n.pool);
+  }
+  for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
+    NodeInfo& info = node_info_[i];
+    // Not in the tick of the recommendation: its replacement is planned after this.
+    if (!info.rebalance_replace || !info.repair.empty() || info.rebalanced_at >= now) continue;
+    // Its replacement was planned with the recommendation; once nothing of
+    // the pool is still launching, the replacement has come.
+    if (launching_pools.count(snapshot_.nodes[i].pool) != 0) continue;
+    info.repair = "rebalance recommendation: replaced, then removed";
+    MarkChanged(true);
+  }
 }
 
 }  // namespace gpuscaler

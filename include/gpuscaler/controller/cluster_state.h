@@ -39,6 +39,13 @@
 // terminated with the plan that launches the replacement (launches go
 // first). Repairs terminate directly, without a drain.
 //
+// Interruption notices, with ClusterNodes: the node is also cordoned and
+// drained at once (deadline: the notice's), its replacement planned in the
+// same tick. Rebalance recommendations follow spot.on_rebalance: "cordon"
+// takes the node out of scheduling; "replace" also turns its work into
+// replacement demand, and once no node of its pool is still launching, the
+// node is removed (drained first) as a repair.
+//
 // The snapshot handed out is read-only to everyone else and stays valid
 // until the next Observe or Apply. What changed since the last TakeChanges
 // is reported for the replan gate: `any` (prices, rates, running work,
@@ -182,11 +189,22 @@ class ClusterState {
     // With ClusterNodes: a Ready node with GPUs allocatable was seen for it.
     bool registered = false;
     // Why the node is to be replaced and removed (registration timeout,
-    // NotReady too long); empty: it is not.
+    // NotReady too long, rebalance replaced); empty: it is not.
     std::string repair;
+    // spot.on_rebalance "replace": its work is replacement demand until the
+    // replacement has come, then it is removed.
+    bool rebalance_replace = false;
+    WallTime rebalanced_at{};
   };
 
-  void ReadInterruptions(WallTime now, TickReport* report);
+  void ReadInterruptions(const Policy& policy, WallTime now, TickReport* report);
+  // With ClusterNodes: cordons and drains a noticed node at once (its pods
+  // leave before the deadline; the instance is terminated once drained).
+  void DrainNoticed(const std::string& instance_id, WallTime deadline, WallTime now, TickReport* report);
+  // A rebalance recommendation, as spot.on_rebalance says.
+  void OnRebalance(const std::string& instance_id, const Policy& policy, TickReport* report);
+  // Rebalanced nodes whose replacement has come are removed (a repair).
+  void RemoveRebalanced(WallTime now);
   bool ReadInstances(const Policy& policy, WallTime now, TickReport* report);
   void ReadPrices(WallTime now, TickReport* report);
   void RefreshOfferings(WallTime now);

@@ -35,6 +35,7 @@ struct TickReport {
   // Drains that ended this tick (the instance terminated when drained).
   std::vector<DrainOutcome> drains_ended;
   int interruption_notices = 0;
+  int rebalance_recommendations = 0;
   std::vector<std::string> blocked_classes;
   GovernorResult governor;
   // Non-fatal problems this tick (provider or store errors), in order.
