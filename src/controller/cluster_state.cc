@@ -66,6 +66,8 @@ bool ClusterState::Observe(const Policy& policy, WallTime now, double month_to_d
   RefreshOfferings(now);
   RefreshRisk(now);
   RefreshWork();
+  report->milestones.insert(report->milestones.end(), milestones_.begin(), milestones_.end());
+  milestones_.clear();
   RefreshSignals(policy, now);
   RefreshWindows(policy, now);
   snapshot_.hours_left_in_month = HoursLeftInMonth(now);
@@ -75,7 +77,10 @@ bool ClusterState::Observe(const Policy& policy, WallTime now, double month_to_d
 void ClusterState::Apply(const ActuationResult& result, const Policy& policy, WallTime now, bool structural,
                          TickReport* report) {
   for (const LaunchedNode& l : result.launched) {
-    if (node_index_.count(l.instance.instance_id) == 0) AddNode(l.instance, l.state, policy, now);
+    if (node_index_.count(l.instance.instance_id) == 0) {
+      AddNode(l.instance, l.state, policy, now);
+      node_info_.back().launched_here = !structural;
+    }
   }
   for (const InFlightLaunch& l : result.in_flight) AddAwaited(l, policy);
   for (const EndedNode& e : result.ended) {
@@ -396,6 +401,11 @@ void ClusterState::RefreshWork() {
     if (v == info.running_version) continue;
     info.running_version = v;
     node.running = work_.RunningOn(node.instance_id);
+    if (info.launched_here && !info.first_pod && !node.running.empty()) {
+      info.first_pod = true;
+      milestones_.push_back({info.family, "first_pod",
+                             std::chrono::duration<double>(snapshot_.time - node.launch_time).count()});
+    }
     usage_.SetRunning(node.instance_id, node.running);
     MarkChanged(false);
     if (info.notice_deadline || !info.repair.empty() || info.rebalance_replace) replacements_dirty_ = true;
@@ -453,6 +463,8 @@ Node ClusterState::NodeFor(const Instance& instance, NodeState state, const Poli
     node.offering.interruptions_per_hour = snapshot_.offerings[it->second].interruptions_per_hour;
     info->offering = static_cast<int>(it->second);
   }
+  const InstanceType* type = catalog_.FindInstanceType(instance.offering.instance_type);
+  info->family = type != nullptr && !type->family.empty() ? type->family : instance.offering.instance_type;
   node.launch_time = instance.launch_time;
   node.state = draining_.count(instance.instance_id) != 0 ? NodeState::kDraining : state;
   node.labels = instance.tags;

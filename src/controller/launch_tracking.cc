@@ -51,6 +51,7 @@ bool ClusterState::ClaimAwaited(const Instance& instance, const Policy& policy, 
   const std::string placeholder_id = snapshot_.nodes[i].id;
   NodeInfo info;
   snapshot_.nodes[i] = NodeFor(instance, NodeStateOf(instance.state), policy, &info);
+  info.launched_here = true;
   node_info_[i] = std::move(info);
   --placeholders_;
   usage_.AddNode(instance.instance_id, now);

@@ -25,9 +25,14 @@ void ClusterState::CheckNodeHealth(const Policy& policy, WallTime now, TickRepor
     const Seconds registration_timeout = pool != nullptr ? pool->registration_timeout : defaults.registration_timeout;
     const Seconds repair_after = pool != nullptr ? pool->repair_after : defaults.repair_after;
     const std::optional<NodeHealth> health = nodes_->Health(node.instance_id);
+    if (health && !info.node_seen) {
+      info.node_seen = true;
+      Milestone(i, "registered", now, report);
+    }
     if (!info.registered) {
       if (health && health->ready && health->gpus_allocatable) {
         info.registered = true;
+        Milestone(i, "gpus_allocatable", now, report);
         continue;
       }
       if (now - node.launch_time < registration_timeout) continue;
@@ -86,6 +91,13 @@ bool ClusterState::CanTakeWork(const std::string& instance_id) {
   if (nodes_ == nullptr) return true;
   const std::optional<NodeHealth> health = nodes_->Health(instance_id);
   return health && health->ready && health->gpus_allocatable;
+}
+
+void ClusterState::Milestone(size_t index, const char* stage, WallTime now, TickReport* report) const {
+  const NodeInfo& info = node_info_[index];
+  if (!info.launched_here) return;
+  report->milestones.push_back(
+      {info.family, stage, std::chrono::duration<double>(now - snapshot_.nodes[index].launch_time).count()});
 }
 
 std::vector<TerminationAction> ClusterState::Repairs() const {

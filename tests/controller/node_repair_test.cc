@@ -120,3 +120,34 @@ TEST(NodeRepair, RepairIsOffByDefault) {
 
 }  // namespace
 }  // namespace gpuscaler
+
+namespace gpuscaler {
+namespace {
+
+TEST(NodeMilestones, LaunchToRegisteredToGpusToFirstPodPerFamily) {
+  RepairScene s(LifecyclePolicy(/*asg=*/false));
+  s.work.SetPending({GpuUnit("a")});
+  s.controller->Tick();
+  const std::string id = s.OnlyNode();
+  s.nodes.health[id] = {false, false, s.clock.WallNow()};
+  TickReport seen = s.TickAfter(Seconds(60));
+  ASSERT_EQ(seen.milestones.size(), 1u);
+  EXPECT_EQ(seen.milestones[0].family, "g5");
+  EXPECT_EQ(seen.milestones[0].stage, "registered");
+  EXPECT_EQ(seen.milestones[0].seconds, 60);
+  s.nodes.Register(id);
+  TickReport ready = s.TickAfter(Seconds(30));
+  ASSERT_EQ(ready.milestones.size(), 1u);
+  EXPECT_EQ(ready.milestones[0].stage, "gpus_allocatable");
+  EXPECT_EQ(ready.milestones[0].seconds, 90);
+  s.work.SetPending({});
+  s.work.SetRunning(id, {GpuUnit("a")});
+  TickReport running = s.TickAfter(Seconds(30));
+  ASSERT_EQ(running.milestones.size(), 1u);
+  EXPECT_EQ(running.milestones[0].stage, "first_pod");
+  EXPECT_EQ(running.milestones[0].seconds, 120);
+  EXPECT_TRUE(s.TickAfter(Seconds(30)).milestones.empty()) << "each stage once";
+}
+
+}  // namespace
+}  // namespace gpuscaler

@@ -188,6 +188,10 @@ class ClusterState {
     bool placeholder() const { return !awaited_token.empty(); }
     // With ClusterNodes: a Ready node with GPUs allocatable was seen for it.
     bool registered = false;
+    bool node_seen = false;   // a Kubernetes node names it
+    bool first_pod = false;   // work has run on it
+    bool launched_here = false;  // by this process: its milestones are measured
+    std::string family;
     // Why the node is to be replaced and removed (registration timeout,
     // NotReady too long, rebalance replaced); empty: it is not.
     std::string repair;
@@ -224,6 +228,7 @@ class ClusterState {
   void ExpireAwaited(WallTime now, TickReport* report);
   // Registration and repair (node_health.cc).
   void CheckNodeHealth(const Policy& policy, WallTime now, TickReport* report);
+  void Milestone(size_t index, const char* stage, WallTime now, TickReport* report) const;
   void RebuildIndex();
 
   const Clock& clock_;
@@ -242,6 +247,7 @@ class ClusterState {
   std::vector<Node> billed_;                                // BilledNodes() while placeholders_ > 0
   std::unordered_map<std::string, size_t> offering_index_;  // Offering::Key -> index
   std::set<std::string> terminated_;                        // gone by our hand; ignored while still listed
+  std::vector<NodeMilestone> milestones_;                   // reached since the last Observe
   std::set<std::string> protected_;                         // do_not_disrupt set by Protect
   std::set<std::string> draining_;                          // drain under way: the node takes no new work
   OfferingAvailability availability_;

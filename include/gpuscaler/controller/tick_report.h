@@ -14,6 +14,15 @@
 
 namespace gpuscaler {
 
+// A node reached a stage of its life this tick, `seconds` after its launch:
+// "registered" (a Kubernetes node names the instance), "gpus_allocatable"
+// (Ready with nvidia.com/gpu allocatable), "first_pod" (work runs on it).
+struct NodeMilestone {
+  std::string family;  // instance family ("g5"), or the type when unknown
+  std::string stage;
+  double seconds = 0;
+};
+
 struct TickReport {
   WallTime time{};
   bool planned = false;     // false: the previous plan was reused
@@ -36,6 +45,7 @@ struct TickReport {
   std::vector<DrainOutcome> drains_ended;
   int interruption_notices = 0;
   int rebalance_recommendations = 0;
+  std::vector<NodeMilestone> milestones;
   std::vector<std::string> blocked_classes;
   GovernorResult governor;
   // Non-fatal problems this tick (provider or store errors), in order.
