@@ -34,12 +34,6 @@ struct DrainScene : LifecycleScene {
     nodes.Register(node);
     work.SetPending({});
   }
-  const Node* Find(const std::string& id) const {
-    for (const Node& n : controller->snapshot().nodes) {
-      if (n.instance_id == id) return &n;
-    }
-    return nullptr;
-  }
   std::vector<ActionRow> Actions(int64_t decision) {
     std::unique_ptr<AuditReader> reader = std::move(store->OpenReader()).value();
     return std::move(reader->ActionsForDecision(decision)).value();

@@ -25,25 +25,9 @@ struct SpotScene : LifecycleScene {
   const std::string id = "i-spot";
   explicit SpotScene(Policy p) : LifecycleScene(std::move(p)) {
     controller->SetClusterNodes(&nodes);
-    Instance inst;
-    inst.instance_id = id;
-    inst.pool = "gpu";
-    for (const Offering& o : catalog.Offerings({})) {
-      if (o.Key() == "g5.xlarge/us-east-1a/spot") inst.offering = o;
-    }
-    inst.launch_time = clock.WallNow() - Seconds(3600);
-    inst.state = InstanceState::kRunning;
-    inst.tags = {{kOwnerTag, "gpu"}};
-    fake.instances[id] = inst;
+    AddRunningNode(id, "g5.xlarge/us-east-1a/spot", {GpuUnit("a")});
     nodes.Register(id);
-    work.SetRunning(id, {GpuUnit("a")});
     controller->Tick();
-  }
-  const Node* Find(const std::string& want) const {
-    for (const Node& n : controller->snapshot().nodes) {
-      if (n.instance_id == want) return &n;
-    }
-    return nullptr;
   }
 };
 

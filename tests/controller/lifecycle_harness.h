@@ -122,6 +122,28 @@ struct LifecycleScene {
     clock.Advance(dt);
     return controller->Tick();
   }
+  // A running instance of pool "gpu" on `offering_key`, launched an hour or
+  // more ago, running `running`.
+  void AddRunningNode(const std::string& id, const std::string& offering_key, std::vector<DemandUnit> running) {
+    Instance inst;
+    inst.instance_id = id;
+    inst.pool = "gpu";
+    for (const Offering& o : catalog.Offerings({})) {
+      if (o.Key() == offering_key) inst.offering = o;
+    }
+    inst.launch_time = clock.WallNow() - Seconds(3600);
+    inst.state = InstanceState::kRunning;
+    inst.tags = {{kOwnerTag, "gpu"}};
+    fake.instances[id] = inst;
+    work.SetRunning(id, std::move(running));
+  }
+  // The snapshot's node of the instance, or null.
+  const Node* Find(const std::string& instance_id) const {
+    for (const Node& n : controller->snapshot().nodes) {
+      if (n.instance_id == instance_id) return &n;
+    }
+    return nullptr;
+  }
   int Count(NodeState s) const {
     int n = 0;
     for (const Node& node : controller->snapshot().nodes) n += node.state == s;

@@ -29,24 +29,8 @@ struct ReplaceScene : LifecycleScene {
   const std::string old_id = "i-old";
   explicit ReplaceScene(bool with_kubernetes) : LifecycleScene(ReplacePolicy()) {
     if (with_kubernetes) controller->SetClusterNodes(&nodes);
-    Instance inst;
-    inst.instance_id = old_id;
-    inst.pool = "gpu";
-    for (const Offering& o : catalog.Offerings({})) {
-      if (o.Key() == "g5.xlarge/us-east-1a/on-demand") inst.offering = o;
-    }
-    inst.launch_time = clock.WallNow() - Seconds(7200);
-    inst.state = InstanceState::kRunning;
-    inst.tags = {{kOwnerTag, "gpu"}};
-    fake.instances[old_id] = inst;
+    AddRunningNode(old_id, "g5.xlarge/us-east-1a/on-demand", {GpuUnit("a")});
     nodes.Register(old_id);
-    work.SetRunning(old_id, {GpuUnit("a")});
-  }
-  const Node* Find(const std::string& id) const {
-    for (const Node& n : controller->snapshot().nodes) {
-      if (n.instance_id == id) return &n;
-    }
-    return nullptr;
   }
   std::string NewId() const {
     for (const Node& n : controller->snapshot().nodes) {
