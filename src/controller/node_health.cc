@@ -29,6 +29,9 @@ void ClusterState::CheckNodeHealth(const Policy& policy, WallTime now, TickRepor
       info.node_seen = true;
       Milestone(i, "registered", now, report);
     }
+    // A node that was there before this process started has registered
+    // once: it is judged by repair_after, never by the registration timeout.
+    if (!info.registered && health && !info.launched_here) info.registered = true;
     if (!info.registered) {
       if (health && health->ready && health->gpus_allocatable) {
         info.registered = true;

@@ -38,8 +38,12 @@ class KubeClusterNodes final : public ClusterNodes {
   std::optional<NodeHealth> Health(const std::string& instance_id) override {
     const kube::NodeInfo* node = Find(instance_id);
     if (node == nullptr) return std::nullopt;
-    auto gpus = node->allocatable_milli.find("nvidia.com/gpu");
-    return NodeHealth{node->ready, gpus != node->allocatable_milli.end() && gpus->second > 0, node->ready_changed_at};
+    // Whole GPUs, or MIG slices under the device plugin's "mixed" strategy.
+    bool gpus = false;
+    for (const auto& [resource, milli] : node->allocatable_milli) {
+      gpus |= milli > 0 && (resource == "nvidia.com/gpu" || resource.rfind("nvidia.com/mig-", 0) == 0);
+    }
+    return NodeHealth{node->ready, gpus, node->ready_changed_at};
   }
   Status BeginDrain(const DrainRequest& request) override {
     if (!Synced()) return Error::Transient("kubernetes nodes not listed yet: drain of " + request.instance_id + " waits");

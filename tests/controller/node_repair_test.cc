@@ -66,6 +66,22 @@ TEST(NodeRepair, ANodeWithoutGpusAllocatableHasNotRegistered) {
   EXPECT_EQ(s.fake.terminations.size(), 1u);
 }
 
+TEST(NodeRepair, ANodeFromBeforeARestartIsNotARegistrationFailure) {
+  RepairScene s(LifecyclePolicy(/*asg=*/false));
+  s.AddRunningNode("i-old", "g5.xlarge/us-east-1a/on-demand", {GpuUnit("a")});
+  s.nodes.health["i-old"] = {false, true, s.clock.WallNow()};  // NotReady right now
+  TickReport r = s.TickAfter(Seconds(30));
+  EXPECT_EQ(r.registration_failures, 0);
+  EXPECT_TRUE(s.fake.terminations.empty());
+  // Its node is gone altogether: a paid instance that is no node is given up.
+  s.nodes.health.erase("i-old");
+  s.AddRunningNode("i-nodeless", "g5.xlarge/us-east-1b/on-demand", {});
+  TickReport nodeless = s.TickAfter(Seconds(30));
+  EXPECT_EQ(nodeless.registration_failures, 1);
+  ASSERT_EQ(s.fake.terminations.size(), 1u);
+  EXPECT_EQ(s.fake.terminations[0], std::vector<std::string>{"i-nodeless"});
+}
+
 TEST(NodeRepair, NothingIsGivenUpWhileTheClusterIsUnknown) {
   RepairScene s(LifecyclePolicy(/*asg=*/false));
   s.nodes.synced = false;
