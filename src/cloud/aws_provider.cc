@@ -168,6 +168,9 @@ Result<std::vector<InterruptionNotice>> AwsProvider::PollInterruptions() {
       if (event.ok() && event->kind == Ec2EventKind::kSpotInterruption) {
         const WallTime t = event->time == WallTime{} ? clock_.WallNow() : event->time;
         out.push_back({event->instance_id, t, t + options_.interruption_notice});
+      } else if (event.ok() && event->kind == Ec2EventKind::kRebalanceRecommendation) {
+        const WallTime t = event->time == WallTime{} ? clock_.WallNow() : event->time;
+        out.push_back({event->instance_id, t, WallTime{}, /*rebalance=*/true});
       }
       auto deleted = client_.Json("sqs", "AmazonSQS.DeleteMessage",
                                   DeleteMessageBody(options_.interruption_queue_url, m.receipt_handle));

@@ -180,19 +180,46 @@ ActuationResult Actuator::Act(int64_t decision_id, const Plan& plan, const Snaps
                               const Policy& policy, OfferingAvailability& availability, TickReport* report) {
   ActuationResult result;
   BudgetGuard budget(snapshot, plan, policy);
+  std::vector<std::vector<std::string>> launched(plan.launches.size());
   for (size_t i = 0; i < plan.launches.size(); ++i) {
     if (plan.launches[i].count > 0)
-      LaunchOne(decision_id, i, plan.launches[i], policy, availability, budget, &result, report);
+      launched[i] = LaunchOne(decision_id, i, plan.launches[i], policy, availability, budget, &result, report);
   }
   for (size_t j = 0; j < plan.terminations.size(); ++j) {
-    TerminateOne(decision_id, plan.launches.size() + j, plan.terminations[j], snapshot, &result, report);
+    const TerminationAction& term = plan.terminations[j];
+    const size_t index = plan.launches.size() + j;
+    if (term.kind != TerminationKind::kReplace || options_.dry_run) {
+      TerminateOne(decision_id, index, term, snapshot, policy, &result, report);
+      continue;
+    }
+    // The old node stays until its replacement can take its work.
+    std::set<std::string> ids;
+    for (const Placement& p : plan.placements) {
+      if (p.launch_index < 0 || static_cast<size_t>(p.launch_index) >= launched.size()) continue;
+      if (std::find(term.moved_unit_ids.begin(), term.moved_unit_ids.end(), p.unit_id) == term.moved_unit_ids.end())
+        continue;
+      ids.insert(launched[static_cast<size_t>(p.launch_index)].begin(), launched[static_cast<size_t>(p.launch_index)].end());
+    }
+    if (ids.empty()) {
+      report->governor.notes.push_back((term.instance_id.empty() ? term.node_id : term.instance_id) +
+                                       ": replacement not launched; the node is kept");
+      result.failed = true;
+      continue;
+    }
+    result.replacements.push_back({term, decision_id, index, {ids.begin(), ids.end()}, clock_.WallNow()});
   }
   return result;
 }
 
-void Actuator::LaunchOne(int64_t decision_id, size_t index, const LaunchAction& launch, const Policy& policy,
-                         OfferingAvailability& availability, BudgetGuard& budget, ActuationResult* result,
-                         TickReport* report) {
+void Actuator::FinishReplacement(const PendingReplacement& replacement, const Snapshot& snapshot,
+                                 const Policy& policy, ActuationResult* result, TickReport* report) {
+  TerminateOne(replacement.decision_id, replacement.action_index, replacement.termination, snapshot, policy, result,
+               report);
+}
+
+std::vector<std::string> Actuator::LaunchOne(int64_t decision_id, size_t index, const LaunchAction& launch,
+                                             const Policy& policy, OfferingAvailability& availability,
+                                             BudgetGuard& budget, ActuationResult* result, TickReport* report) {
   const WallTime now = clock_.WallNow();
   report->nodes_requested += launch.count;
   LaunchRequest request =
@@ -219,9 +246,9 @@ void Actuator::LaunchOne(int64_t decision_id, size_t index, const LaunchAction& 
   if (request.offerings.empty() && over_budget.empty()) {
     report->governor.notes.push_back("launch " + std::to_string(index) +
                                      ": every offering is marked unavailable");
-    return;
+    return {};
   }
-  if (options_.dry_run) return;
+  if (options_.dry_run) return {};
 
   ActionRecord intent;
   intent.decision_id = decision_id;
@@ -232,12 +259,12 @@ void Actuator::LaunchOne(int64_t decision_id, size_t index, const LaunchAction& 
   intent.count = launch.count;
   intent.reason = held.empty() ? launch.reason : launch.reason + "; " + held;
   int64_t action_id = 0;
-  if (!RecordIntent(intent, &action_id, report)) return;
+  if (!RecordIntent(intent, &action_id, report)) return {};
   if (request.offerings.empty()) {
     // Every offering would break a hard budget: the action is recorded, with
     // why, and never sent.
     if (store_ != nullptr) report->Record(store_->RecordActionOutcome(action_id, ActionOutcome::kFailed, held, {}));
-    return;
+    return {};
   }
 
   failpoint::Check("launch.before_call");
@@ -259,7 +286,7 @@ void Actuator::LaunchOne(int64_t decision_id, size_t index, const LaunchAction& 
           store_->RecordActionOutcome(action_id, ActionOutcome::kFailed, launched.error().ToString(), {}));
     }
     result->failed = true;
-    return;
+    return {};
   }
   bool spot_short = false;
   for (const OfferingError& e : launched->errors) {
@@ -282,7 +309,16 @@ void Actuator::LaunchOne(int64_t decision_id, size_t index, const LaunchAction& 
   const std::vector<std::string> ids =
       RecordLaunched(launched->instances, decision_id, launch.reason, false, result, report);
   report->nodes_launched += static_cast<int>(ids.size());
-  if (!ids.empty()) result->scaled_up_pools.insert(launch.pool);
+  // Accepted but not listed yet: no offering said why it fell short, so the
+  // rest is on its way (an Auto Scaling group lists its new instances
+  // later). It is coming capacity, not a failure to plan again.
+  const int in_flight = launched->errors.empty() ? launch.count - static_cast<int>(ids.size()) : 0;
+  if (in_flight > 0) {
+    result->in_flight.push_back({request.idempotency_token, launch.pool, request.offerings.front(), in_flight,
+                                 decision_id, launch.reason, now});
+    report->nodes_in_flight += in_flight;
+  }
+  if (!ids.empty() || in_flight > 0) result->scaled_up_pools.insert(launch.pool);
   if (!launched->errors.empty()) result->failed = true;
   if (store_ != nullptr) {
     // The row names what was bought, so a fallback is visible next to the
@@ -295,13 +331,20 @@ void Actuator::LaunchOne(int64_t decision_id, size_t index, const LaunchAction& 
       detail += (detail.empty() ? "" : "; ") + errors;
     }
     if (!held.empty()) detail += (detail.empty() ? "" : "; ") + held;
-    report->Record(store_->RecordActionOutcome(action_id, OutcomeOf(ids.size(), launch.count), detail, ids));
+    if (in_flight > 0) {
+      detail += (detail.empty() ? "" : "; ") + std::string("accepted: ") + std::to_string(in_flight) +
+                " instance(s) not listed yet (awaited until the pool's registration_timeout)";
+    }
+    report->Record(store_->RecordActionOutcome(
+        action_id, OutcomeOf(ids.size() + static_cast<size_t>(in_flight), launch.count), detail, ids));
     failpoint::Check("launch.after_outcome");
   }
+  return ids;
 }
 
 void Actuator::TerminateOne(int64_t decision_id, size_t index, const TerminationAction& term,
-                            const Snapshot& snapshot, ActuationResult* result, TickReport* report) {
+                            const Snapshot& snapshot, const Policy& policy, ActuationResult* result,
+                            TickReport* report) {
   const std::string& wanted = term.instance_id.empty() ? term.node_id : term.instance_id;
   auto node_it = std::find_if(snapshot.nodes.begin(), snapshot.nodes.end(),
                               [&](const Node& n) { return n.instance_id == wanted; });
@@ -328,6 +371,15 @@ void Actuator::TerminateOne(int64_t decision_id, size_t index, const Termination
   intent.reason = term.reason;
   int64_t action_id = 0;
   if (!RecordIntent(intent, &action_id, report)) return;
+  const std::string cause = term.kind == TerminationKind::kConsolidate ? "consolidated" : "terminated";
+  // Only a Ready node is drained (or one held for its replacement): the
+  // others have no pods to move or no kubelet to move them (repairs,
+  // registration timeouts).
+  if (nodes_ != nullptr && (node.state == NodeState::kReady || node.state == NodeState::kCordoned)) {
+    const DrainRequest drain{instance_id, action_id, term.reason, cause, policy.disruption.drain_timeout,
+                             policy.disruption.do_not_disrupt_labels};
+    if (StartDrain(drain, node.pool, result, report)) return;
+  }
   failpoint::Check("terminate.before_call");
   Status s = cloud_.Terminate({instance_id});
   failpoint::Check("terminate.after_call");
@@ -342,10 +394,52 @@ void Actuator::TerminateOne(int64_t decision_id, size_t index, const Termination
     report->errors.push_back(s.error().WithContext("terminate " + instance_id));
     return;
   }
-  result->ended.push_back(
-      {instance_id, term.kind == TerminationKind::kConsolidate ? "consolidated" : "terminated"});
+  result->ended.push_back({instance_id, cause});
   result->scaled_down_pools.insert(node.pool);
   ++report->nodes_terminated;
+}
+
+bool Actuator::StartDrain(const DrainRequest& request, const std::string& pool, ActuationResult* result,
+                          TickReport* report) {
+  Status s = nodes_->BeginDrain(request);
+  if (s.ok()) {
+    result->draining.push_back(request.instance_id);
+    if (!pool.empty()) result->scaled_down_pools.insert(pool);
+    ++report->drains_started;
+    return true;
+  }
+  if (s.error().category() == ErrorCategory::kNotFound) return false;
+  report->errors.push_back(s.error().WithContext("drain " + request.instance_id));
+  if (store_ != nullptr && request.action_id != 0) {
+    report->Record(store_->RecordActionOutcome(request.action_id, ActionOutcome::kFailed,
+                                               "drain not started: " + s.error().ToString(), {}));
+  }
+  result->failed = true;
+  return true;
+}
+
+void Actuator::FinishDrains(const std::vector<DrainOutcome>& ended, ActuationResult* result, TickReport* report) {
+  for (const DrainOutcome& d : ended) {
+    report->drains_ended.push_back(d);
+    const std::string& id = d.request.instance_id;
+    Status s = d.end == DrainEnd::kDrained
+                   ? cloud_.Terminate({id})
+                   : Status(Error::Transient("drain " + std::string(ToString(d.end)) + ": " + d.detail));
+    if (store_ != nullptr && d.request.action_id != 0) {
+      report->Record(store_->RecordActionOutcome(
+          d.request.action_id, s.ok() ? ActionOutcome::kSucceeded : ActionOutcome::kFailed,
+          s.ok() ? "drained (" + std::to_string(d.evicted) + " pod(s) evicted), then terminated" : s.error().ToString(),
+          s.ok() ? std::vector<std::string>{id} : std::vector<std::string>{}));
+    }
+    if (!s.ok()) {
+      if (d.end == DrainEnd::kDrained) report->errors.push_back(s.error().WithContext("terminate " + id));
+      result->kept.push_back(id);
+      result->failed = true;
+      continue;
+    }
+    result->ended.push_back({id, d.request.cause.empty() ? "terminated" : d.request.cause});
+    ++report->nodes_terminated;
+  }
 }
 
 bool Actuator::Recover(const Policy& policy, ActuationResult* result, TickReport* report) {
@@ -376,6 +470,13 @@ bool Actuator::Recover(const Policy& policy, ActuationResult* result, TickReport
   for (const ActionRow& row : *open) {
     const ActionRecord& a = row.action;
     if (a.kind == ActionKind::kTerminate) {
+      if (nodes_ != nullptr && a.instance_ids.size() == 1) {
+        // The drain it started before the restart resumes with the deadline
+        // it had; a node that is gone is terminated below.
+        const DrainRequest drain{a.instance_ids[0], row.id, a.reason, "terminated", policy.disruption.drain_timeout,
+                                 policy.disruption.do_not_disrupt_labels};
+        if (StartDrain(drain, "", result, report)) continue;
+      }
       Status s = cloud_.Terminate(a.instance_ids);
       failpoint::Check("recover.terminate.after_call");
       report->Record(store_->RecordActionOutcome(row.id,

@@ -59,12 +59,16 @@ bool ClusterState::Observe(const Policy& policy, WallTime now, double month_to_d
   snapshot_.month_to_date_usd = month_to_date_usd;
   snapshot_.month_to_date_usd_by_pool = usage_.month_to_date_usd_by_pool();
   snapshot_.month_to_date_usd_by_team = usage_.month_to_date_usd_by_team();
-  ReadInterruptions(now, report);
+  ReadInterruptions(policy, now, report);
   const bool listed = ReadInstances(policy, now, report);
+  if (listed && nodes_ != nullptr) CheckNodeHealth(policy, now, report);
+  if (listed) RemoveRebalanced(now);
   ReadPrices(now, report);
   RefreshOfferings(now);
   RefreshRisk(now);
   RefreshWork();
+  report->milestones.insert(report->milestones.end(), milestones_.begin(), milestones_.end());
+  milestones_.clear();
   RefreshSignals(policy, now);
   RefreshWindows(policy, now);
   snapshot_.hours_left_in_month = HoursLeftInMonth(now);
@@ -74,8 +78,12 @@ bool ClusterState::Observe(const Policy& policy, WallTime now, double month_to_d
 void ClusterState::Apply(const ActuationResult& result, const Policy& policy, WallTime now, bool structural,
                          TickReport* report) {
   for (const LaunchedNode& l : result.launched) {
-    if (node_index_.count(l.instance.instance_id) == 0) AddNode(l.instance, l.state, policy, now);
+    if (node_index_.count(l.instance.instance_id) == 0) {
+      AddNode(l.instance, l.state, policy, now);
+      node_info_.back().launched_here = !structural;
+    }
   }
+  for (const InFlightLaunch& l : result.in_flight) AddAwaited(l, policy);
   for (const EndedNode& e : result.ended) {
     terminated_.insert(e.instance_id);
     auto it = node_index_.find(e.instance_id);
@@ -91,11 +99,25 @@ void ClusterState::Apply(const ActuationResult& result, const Policy& policy, Wa
     }
   }
   terminated_.insert(result.terminated_elsewhere.begin(), result.terminated_elsewhere.end());
-  if (!result.launched.empty() || !result.ended.empty()) MarkChanged(structural);
+  for (const std::string& id : result.draining) {
+    draining_.insert(id);
+    if (auto it = node_index_.find(id); it != node_index_.end()) snapshot_.nodes[it->second].state = NodeState::kDraining;
+  }
+  for (const std::string& id : result.kept) {
+    draining_.erase(id);
+    auto it = node_index_.find(id);
+    if (it != node_index_.end() && snapshot_.nodes[it->second].state == NodeState::kDraining &&
+        !node_info_[it->second].notice_deadline)
+      snapshot_.nodes[it->second].state = NodeState::kReady;
+  }
+  for (const EndedNode& e : result.ended) draining_.erase(e.instance_id);
+  if (!result.kept.empty()) MarkChanged(true);
+  if (!result.launched.empty() || !result.ended.empty() || !result.in_flight.empty() || !result.draining.empty())
+    MarkChanged(structural);
   if (result.failed) MarkChanged(true);
 }
 
-void ClusterState::ReadInterruptions(WallTime now, TickReport* report) {
+void ClusterState::ReadInterruptions(const Policy& policy, WallTime now, TickReport* report) {
   Result<std::vector<InterruptionNotice>> notices = cloud_.PollInterruptions();
   if (!notices) {
     report->errors.push_back(notices.error().WithContext("interruption notices"));
@@ -103,6 +125,10 @@ void ClusterState::ReadInterruptions(WallTime now, TickReport* report) {
   }
   bool flushed = false;
   for (const InterruptionNotice& n : *notices) {
+    if (n.rebalance) {
+      OnRebalance(n.instance_id, policy, report);
+      continue;
+    }
     ++report->interruption_notices;
     auto it = node_index_.find(n.instance_id);
     if (it == node_index_.end()) continue;
@@ -122,6 +148,7 @@ void ClusterState::ReadInterruptions(WallTime now, TickReport* report) {
     snapshot_.nodes[it->second].state = NodeState::kDraining;
     replacements_dirty_ = true;
     MarkChanged(true);
+    if (nodes_ != nullptr) DrainNoticed(node.instance_id, n.deadline, now, report);
   }
 }
 
@@ -150,6 +177,10 @@ bool ClusterState::ReadInstances(const Policy& policy, WallTime now, TickReport*
       continue;
     }
     auto it = node_index_.find(inst.instance_id);
+    if (it == node_index_.end() && placeholders_ > 0 && ClaimAwaited(inst, policy, now, report)) {
+      seen[node_index_.at(inst.instance_id)] = 1;
+      continue;
+    }
     if (it == node_index_.end()) {
       AddNode(inst, NodeStateOf(inst.state), policy, now);
       MarkChanged(true);
@@ -182,10 +213,11 @@ bool ClusterState::ReadInstances(const Policy& policy, WallTime now, TickReport*
   }
   terminated_.swap(still_listed);
   for (size_t i = snapshot_.nodes.size(); i-- > 0;) {
-    if (seen[i]) continue;
+    if (seen[i] || node_info_[i].placeholder()) continue;
     RemoveNode(i, now, node_info_[i].notice_deadline ? "interrupted" : "vanished", report);
     MarkChanged(true);
   }
+  if (placeholders_ > 0) ExpireAwaited(now, report);
   return true;
 }
 
@@ -211,7 +243,7 @@ void ClusterState::ReadPrices(WallTime now, TickReport* report) {
             n.offering.capacity_type != o.capacity_type)
           continue;
         n.offering.usd_per_hour = p.usd_per_hour;
-        if (store_ != nullptr) {
+        if (store_ != nullptr && !n.instance_id.empty()) {
           report->Record(
               store_->RecordNodePrice(n.instance_id, std::max(p.time, n.launch_time), p.usd_per_hour));
         }
@@ -314,7 +346,7 @@ void ClusterState::AccumulateExposure(WallTime now) {
   if (dt <= 0) return;
   for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
     const NodeInfo& info = node_info_[i];
-    if (info.offering >= 0 && !info.notice_deadline &&
+    if (info.offering >= 0 && !info.notice_deadline && !info.placeholder() &&
         snapshot_.nodes[i].offering.capacity_type == CapacityType::kSpot) {
       unflushed_exposure_h_[static_cast<size_t>(info.offering)] += dt / 3600.0;
     }
@@ -365,13 +397,19 @@ void ClusterState::RefreshWork() {
   for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
     Node& node = snapshot_.nodes[i];
     NodeInfo& info = node_info_[i];
+    if (info.placeholder()) continue;
     const uint64_t v = work_.RunningVersion(node.instance_id);
     if (v == info.running_version) continue;
     info.running_version = v;
     node.running = work_.RunningOn(node.instance_id);
+    if (info.launched_here && !info.first_pod && !node.running.empty()) {
+      info.first_pod = true;
+      milestones_.push_back({info.family, "first_pod",
+                             std::chrono::duration<double>(snapshot_.time - node.launch_time).count()});
+    }
     usage_.SetRunning(node.instance_id, node.running);
     MarkChanged(false);
-    if (info.notice_deadline) replacements_dirty_ = true;
+    if (info.notice_deadline || !info.repair.empty() || info.rebalance_replace) replacements_dirty_ = true;
   }
   const uint64_t pv = work_.PendingVersion();
   if (pv == pending_version_ && !replacements_dirty_) return;
@@ -382,7 +420,7 @@ void ClusterState::RefreshWork() {
   const size_t n = std::min(pending.size(), options_.max_pending_units);
   snapshot_.pending.assign(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(n));
   for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
-    if (!node_info_[i].notice_deadline) continue;
+    if (!node_info_[i].notice_deadline && node_info_[i].repair.empty() && !node_info_[i].rebalance_replace) continue;
     for (const DemandUnit& u : snapshot_.nodes[i].running) {
       snapshot_.pending.push_back(u);
       snapshot_.pending.back().id += "@replace";
@@ -406,40 +444,58 @@ void ClusterState::RefreshSignals(const Policy& policy, WallTime now) {
 }
 
 void ClusterState::AddNode(const Instance& instance, NodeState state, const Policy& policy, WallTime now) {
-  Node node;
-  node.id = instance.instance_id;
-  node.instance_id = instance.instance_id;
-  node.pool = instance.pool;
-  node.offering = instance.offering;
   NodeInfo info;
-  auto it = offering_index_.find(instance.offering.Key());
-  if (it != offering_index_.end()) {
-    node.offering.usd_per_hour = snapshot_.offerings[it->second].usd_per_hour;
-    node.offering.interruptions_per_hour = snapshot_.offerings[it->second].interruptions_per_hour;
-    info.offering = static_cast<int>(it->second);
-  }
-  node.launch_time = instance.launch_time;
-  node.state = state;
-  node.labels = instance.tags;
-  for (const std::string& label : policy.disruption.do_not_disrupt_labels) {
-    auto l = instance.tags.find(label);
-    if (l != instance.tags.end() && l->second == "true") node.do_not_disrupt = true;
-  }
+  Node node = NodeFor(instance, state, policy, &info);
   usage_.AddNode(node.instance_id, now);
   node_index_[node.instance_id] = snapshot_.nodes.size();
   snapshot_.nodes.push_back(std::move(node));
   node_info_.push_back(std::move(info));
 }
 
+Node ClusterState::NodeFor(const Instance& instance, NodeState state, const Policy& policy, NodeInfo* info) const {
+  Node node;
+  node.id = instance.instance_id;
+  node.instance_id = instance.instance_id;
+  node.pool = instance.pool;
+  node.offering = instance.offering;
+  auto it = offering_index_.find(instance.offering.Key());
+  if (it != offering_index_.end()) {
+    node.offering.usd_per_hour = snapshot_.offerings[it->second].usd_per_hour;
+    node.offering.interruptions_per_hour = snapshot_.offerings[it->second].interruptions_per_hour;
+    info->offering = static_cast<int>(it->second);
+  }
+  const InstanceType* type = catalog_.FindInstanceType(instance.offering.instance_type);
+  info->family = type != nullptr && !type->family.empty() ? type->family : instance.offering.instance_type;
+  node.launch_time = instance.launch_time;
+  node.state = draining_.count(instance.instance_id) != 0 ? NodeState::kDraining : state;
+  node.labels = instance.tags;
+  for (const std::string& label : policy.disruption.do_not_disrupt_labels) {
+    auto l = instance.tags.find(label);
+    if (l != instance.tags.end() && l->second == "true") node.do_not_disrupt = true;
+  }
+  return node;
+}
+
 void ClusterState::RemoveNode(size_t index, WallTime end, const std::string& cause, TickReport* report) {
   const Node& node = snapshot_.nodes[index];
-  report->Record(usage_.EndNode(node, end));
-  if (store_ != nullptr) report->Record(store_->RecordNodeEnd({node.instance_id, end, cause}));
-  if (node_info_[index].notice_deadline) replacements_dirty_ = true;
+  if (node_info_[index].placeholder()) {
+    --placeholders_;
+  } else {
+    report->Record(usage_.EndNode(node, end));
+    if (store_ != nullptr) report->Record(store_->RecordNodeEnd({node.instance_id, end, cause}));
+  }
+  if (node_info_[index].notice_deadline || !node_info_[index].repair.empty()) replacements_dirty_ = true;
   snapshot_.nodes.erase(snapshot_.nodes.begin() + static_cast<std::ptrdiff_t>(index));
   node_info_.erase(node_info_.begin() + static_cast<std::ptrdiff_t>(index));
+  RebuildIndex();
+}
+
+void ClusterState::RebuildIndex() {
   node_index_.clear();
-  for (size_t i = 0; i < snapshot_.nodes.size(); ++i) node_index_[snapshot_.nodes[i].instance_id] = i;
+  for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
+    const Node& n = snapshot_.nodes[i];
+    node_index_[n.instance_id.empty() ? n.id : n.instance_id] = i;
+  }
 }
 
 std::string ClusterState::SignalsJson(WallTime now) const {

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "gpuscaler/controller/failpoint.h"
+#include "gpuscaler/model/node.h"
 #include "gpuscaler/model/json.h"
 #include "gpuscaler/solver/planner.h"
 
@@ -61,6 +62,12 @@ Controller::Controller(const Clock& clock, CloudProvider& cloud, AuditStore* sto
   usage_.SetClassTeams(policy_);
 }
 
+void Controller::SetClusterNodes(ClusterNodes* nodes) {
+  nodes_ = nodes;
+  actuator_.SetClusterNodes(nodes);
+  state_.SetClusterNodes(nodes);
+}
+
 void Controller::SetPolicy(Policy policy) {
   policy_ = std::move(policy);
   usage_.SetClassTeams(policy_);
@@ -74,7 +81,7 @@ TickReport Controller::Tick() {
   if (store_ != nullptr) report.Record(store_->BeginTick());
 
   // Observe.
-  report.Record(usage_.Accumulate(now, state_.snapshot().nodes));
+  report.Record(usage_.Accumulate(now, state_.BilledNodes()));
   state_.AccumulateExposure(now);
   if (!risk_restored_) {
     risk_restored_ = true;
@@ -85,8 +92,14 @@ TickReport Controller::Tick() {
     recovered_ = actuator_.Recover(policy_, &recovered, &report);
     state_.Apply(recovered, policy_, now, /*structural=*/true, &report);
   }
+  if (nodes_ != nullptr) {
+    ActuationResult drained;
+    actuator_.FinishDrains(nodes_->TakeEndedDrains(), &drained, &report);
+    state_.Apply(drained, policy_, now, /*structural=*/true, &report);
+  }
   const bool listed = state_.Observe(policy_, now, usage_.month_to_date_usd(), &report);
   report.blocked_classes = state_.blocked_classes();
+  if (!replacements_.empty() || !protecting_.empty()) ProgressReplacements(now, &report);
   const StateChanges observed = state_.TakeChanges();
   gate_.NoteChange(observed.any, observed.structural);
 
@@ -111,11 +124,18 @@ TickReport Controller::Tick() {
     std::optional<Plan> planned;
     if (input_json.valid()) planned = plan;
     Govern(listed, now, &plan, &report);
+    AddRepairs(&plan);
     if (RecordDecision(plan, planned ? &*planned : nullptr, input_json.valid() ? input_json.get() : std::string(),
                        listed, now, &report)) {
       const ActuationResult acted =
           actuator_.Act(report.decision_id, plan, state_.snapshot(), policy_, state_.availability(), &report);
       Commit(acted, now, /*structural=*/false, &report);
+      for (const PendingReplacement& r : acted.replacements) {
+        state_.HoldForReplacement(r.termination.instance_id, true);
+        for (const std::string& id : r.replacement_ids) state_.Protect(id, true);
+        protecting_[r.termination.instance_id] = r.replacement_ids;
+        replacements_.push_back(r);
+      }
     } else {
       // Intents would name a decision the store does not have (the local id
       // may even be another decision's, and so its tokens): act on nothing
@@ -158,6 +178,63 @@ void Controller::Govern(bool listed, WallTime now, Plan* plan, TickReport* repor
   plan->summary = SummarizePlan(*plan, state_.snapshot().pending.size());
 }
 
+void Controller::AddRepairs(Plan* plan) const {
+  for (TerminationAction& t : state_.Repairs()) {
+    const bool planned = std::any_of(plan->terminations.begin(), plan->terminations.end(),
+                                     [&](const TerminationAction& p) { return p.instance_id == t.instance_id; });
+    if (!planned) plan->terminations.push_back(std::move(t));
+  }
+}
+
+void Controller::ProgressReplacements(WallTime now, TickReport* report) {
+  const auto release = [this](const std::string& old_id) {
+    auto it = protecting_.find(old_id);
+    if (it == protecting_.end()) return;
+    for (const std::string& id : it->second) state_.Protect(id, false);
+    protecting_.erase(it);
+  };
+  for (auto it = protecting_.begin(); it != protecting_.end();) {
+    const std::string old_id = (it++)->first;
+    if (!state_.Has(old_id)) release(old_id);
+  }
+  ActuationResult done;
+  std::vector<PendingReplacement> waiting;
+  for (PendingReplacement& r : replacements_) {
+    const std::string& old_id = r.termination.instance_id;
+    if (!state_.Has(old_id)) continue;  // gone meanwhile (interrupted, vanished)
+    const NodePoolPolicy* pool = policy_.FindPool(r.termination.pool);
+    const Seconds timeout = pool != nullptr ? pool->registration_timeout : NodePoolPolicy{}.registration_timeout;
+    bool ready = true;
+    bool lost = false;
+    for (const std::string& id : r.replacement_ids) {
+      lost |= !state_.Has(id);
+      ready &= state_.CanTakeWork(id);
+    }
+    if (lost || (!ready && now - r.since >= timeout)) {
+      report->governor.notes.push_back(old_id + ": its replacement " +
+                                       (lost ? std::string("is gone") : "did not become ready in time") +
+                                       "; the node stays in service");
+      state_.HoldForReplacement(old_id, false);
+      release(old_id);
+      continue;
+    }
+    if (!ready) {
+      waiting.push_back(std::move(r));
+      continue;
+    }
+    const size_t ended = done.ended.size() + done.draining.size();
+    actuator_.FinishReplacement(r, state_.snapshot(), policy_, &done, report);
+    if (done.ended.size() + done.draining.size() == ended) {
+      state_.HoldForReplacement(old_id, false);
+      release(old_id);
+    }
+  }
+  replacements_ = std::move(waiting);
+  report->replacements_waiting = static_cast<int>(replacements_.size());
+  for (const std::string& pool : done.scaled_down_pools) governor_.RecordScaleDown(pool, now);
+  state_.Apply(done, policy_, now, /*structural=*/false, report);
+}
+
 bool Controller::RecordDecision(const Plan& plan, const Plan* planned, std::string planner_snapshot_json,
                                 bool listed, WallTime now, TickReport* report) {
   report->decision_id = ++local_decisions_;
@@ -181,10 +258,10 @@ bool Controller::RecordDecision(const Plan& plan, const Plan* planned, std::stri
   if (planned != nullptr) {
     d.planner_snapshot_json = std::move(planner_snapshot_json);
     d.planner_policy = &policy_;
-    const GovernorResult& g = report->governor;
-    if (g.launches_held > 0 || g.terminations_held > 0 || !g.notes.empty()) {
-      d.planner_plan_json = FormatPlanJsonLine(*planned);
-    }
+    // Kept when what is acted on differs from what the planner made (the
+    // governor held something back, repairs were added).
+    std::string planner_plan_json = FormatPlanJsonLine(*planned);
+    if (planner_plan_json != d.plan_json) d.planner_plan_json = std::move(planner_plan_json);
   }
   Result<int64_t> id = store_->RecordDecision(d);
   if (!id) {
@@ -203,6 +280,6 @@ void Controller::Commit(const ActuationResult& result, WallTime now, bool struct
   gate_.NoteChange(changed.any, changed.structural);
 }
 
-Status Controller::FlushUsage() { return usage_.Flush(clock_.WallNow(), state_.snapshot().nodes); }
+Status Controller::FlushUsage() { return usage_.Flush(clock_.WallNow(), state_.BilledNodes()); }
 
 }  // namespace gpuscaler

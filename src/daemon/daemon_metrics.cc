@@ -23,6 +23,14 @@ struct DaemonMetrics::Families {
         capacity_errors(r.Counter("gpuscaler_capacity_errors_total",
                                   "Launches that found no capacity for an offering")),
         interruptions(r.Counter("gpuscaler_interruption_notices_total", "Spot interruption notices received")),
+        rebalances(r.Counter("gpuscaler_rebalance_recommendations_total", "EC2 rebalance recommendations received")),
+        registration_failures(r.Counter("gpuscaler_registration_failures_total",
+                                        "Instances given up: no Ready node with GPUs within registration_timeout")),
+        node_lifecycle(r.Histogram("gpuscaler_node_lifecycle_seconds",
+                                   "Seconds from launch to each stage of a node this process launched, by family",
+                                   {30, 60, 120, 180, 300, 600, 900, 1800, 3600}, {"family", "stage"})),
+        drain_seconds(r.Histogram("gpuscaler_drain_duration_seconds", "Node drains, from start to end, by result",
+                                  {5, 15, 30, 60, 120, 300, 600, 1200, 3600}, {"result"})),
         nodes(r.Gauge("gpuscaler_nodes", "Nodes by pool, zone, capacity type and instance type",
                       {"pool", "zone", "capacity_type", "instance_type"})),
         gpus(r.Gauge("gpuscaler_gpus", "GPUs paid for, by pool and capacity type", {"pool", "capacity_type"})),
@@ -60,6 +68,10 @@ struct DaemonMetrics::Families {
   server::Family& actions;
   server::Family& capacity_errors;
   server::Family& interruptions;
+  server::Family& rebalances;
+  server::Family& registration_failures;
+  server::Family& node_lifecycle;
+  server::Family& drain_seconds;
   server::Family& nodes;
   server::Family& gpus;
   server::Family& cost;
@@ -105,6 +117,8 @@ DaemonMetrics::DaemonMetrics() : f_(std::make_unique<Families>(registry_)) {
   f_->decisions.With();
   f_->capacity_errors.With();
   f_->interruptions.With();
+  f_->rebalances.With();
+  f_->registration_failures.With();
   // Results as the audit store's outcomes: succeeded, failed.
   for (const char* kind : {"launch", "terminate"}) {
     for (const char* result : {"succeeded", "failed"}) f_->actions.With({kind, result});
@@ -137,15 +151,23 @@ void DaemonMetrics::ObserveTick(const EngineTick& tick, double seconds, const Pu
   f_->tick_seconds.With().Observe(seconds);
   f_->ticks.With({r.errors.empty() ? "ok" : "error"}).Inc();
   if (r.decision_id != 0) f_->decisions.With().Inc();
-  const int launch_failures = r.nodes_requested > r.nodes_launched ? 1 : 0;
-  if (r.nodes_launched > 0) f_->actions.With({"launch", "succeeded"}).Inc(r.nodes_launched);
-  if (launch_failures) f_->actions.With({"launch", "failed"}).Inc(r.nodes_requested - r.nodes_launched);
+  // Accepted launches whose instances are not listed yet are not failures.
+  const int launched = r.nodes_launched + r.nodes_in_flight;
+  if (launched > 0) f_->actions.With({"launch", "succeeded"}).Inc(launched);
+  if (r.nodes_requested > launched) f_->actions.With({"launch", "failed"}).Inc(r.nodes_requested - launched);
   if (r.nodes_terminated > 0) f_->actions.With({"terminate", "succeeded"}).Inc(r.nodes_terminated);
   for (const Error& e : r.errors) {
     if (e.message().rfind("terminate", 0) == 0) f_->actions.With({"terminate", "failed"}).Inc();
   }
   if (r.capacity_errors > 0) f_->capacity_errors.With().Inc(r.capacity_errors);
   if (r.interruption_notices > 0) f_->interruptions.With().Inc(r.interruption_notices);
+  if (r.rebalance_recommendations > 0) f_->rebalances.With().Inc(r.rebalance_recommendations);
+  if (r.registration_failures > 0) f_->registration_failures.With().Inc(r.registration_failures);
+  for (const NodeMilestone& m : r.milestones) f_->node_lifecycle.With({m.family, m.stage}).Observe(m.seconds);
+  for (const DrainOutcome& d : r.drains_ended) {
+    f_->drain_seconds.With({std::string(ToString(d.end))}).Observe(
+        std::chrono::duration<double>(d.ended - d.started).count());
+  }
 
   std::map<std::string, double> rate_by_capacity = {{"on-demand", 0}, {"spot", 0}};
   f_->nodes.Clear();

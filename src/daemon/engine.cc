@@ -20,7 +20,9 @@ class LiveEngine final : public Engine {
                     parts_.work != nullptr ? *parts_.work : static_cast<WorkSource&>(signal_work_),
                     *parts_.catalog,
                     parts_.watcher ? parts_.watcher->policy() : parts_.fixed_policy.value_or(Policy{}),
-                    parts_.controller_options, parts_.planner) {}
+                    parts_.controller_options, parts_.planner) {
+    if (parts_.cluster_nodes != nullptr) controller_.SetClusterNodes(parts_.cluster_nodes);
+  }
 
   std::string mode() const override {
     if (!parts_.mode.empty()) return parts_.mode;

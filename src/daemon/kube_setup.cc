@@ -8,10 +8,11 @@
 #include <mutex>
 #include <random>
 
+#include "gpuscaler/controller/cluster_nodes.h"
+#include "gpuscaler/kube/async_drain.h"
 #include "gpuscaler/kube/cluster_cache.h"
 #include "gpuscaler/kube/cluster_provider.h"
 #include "gpuscaler/kube/config.h"
-#include "gpuscaler/kube/drain.h"
 #include "gpuscaler/kube/leader.h"
 #include "gpuscaler/kube/workload.h"
 
@@ -24,6 +25,95 @@ namespace {
 constexpr std::chrono::seconds kInitialSync{15};
 constexpr std::chrono::seconds kDrainRetry{5};
 
+// The ClusterNodes seam over the cache (node health) and the drainer
+// (drains on its own thread). Called from the engine's thread.
+class KubeClusterNodes final : public ClusterNodes {
+ public:
+  KubeClusterNodes(const kube::ClusterCache& cache, kube::AsyncDrainer& drainer) : cache_(cache), drainer_(drainer) {}
+
+  bool Synced() override {
+    view_ = cache_.View();
+    return view_.synced;
+  }
+  std::optional<NodeHealth> Health(const std::string& instance_id) override {
+    const kube::NodeInfo* node = Find(instance_id);
+    if (node == nullptr) return std::nullopt;
+    // Whole GPUs, or MIG slices under the device plugin's "mixed" strategy.
+    bool gpus = false;
+    for (const auto& [resource, milli] : node->allocatable_milli) {
+      gpus |= milli > 0 && (resource == "nvidia.com/gpu" || resource.rfind("nvidia.com/mig-", 0) == 0);
+    }
+    return NodeHealth{node->ready, gpus, node->ready_changed_at};
+  }
+  Status BeginDrain(const DrainRequest& request) override {
+    if (!Synced()) return Error::Transient("kubernetes nodes not listed yet: drain of " + request.instance_id + " waits");
+    const kube::NodeInfo* node = Find(request.instance_id);
+    if (node == nullptr) return Error::NotFound("no node for instance " + request.instance_id);
+    kube::DrainOptions o;
+    o.timeout = request.timeout;
+    o.retry_interval = kDrainRetry;
+    o.reason = request.reason;
+    o.extra_do_not_disrupt_keys = request.do_not_disrupt_keys;
+    requests_[request.instance_id] = request;
+    drainer_.Begin(request.instance_id, node->name, std::move(o));
+    return Status::Ok();
+  }
+  std::vector<DrainOutcome> TakeEndedDrains() override {
+    std::vector<DrainOutcome> out;
+    for (kube::AsyncDrainer::Outcome& e : drainer_.TakeEnded()) {
+      DrainOutcome d;
+      auto it = requests_.find(e.key);
+      if (it != requests_.end()) {
+        d.request = it->second;
+        requests_.erase(it);
+      }
+      d.request.instance_id = e.key;
+      d.end = EndOf(e.end);
+      d.detail = e.detail;
+      d.started = e.started;
+      d.ended = e.ended;
+      d.evicted = e.result.evicted;
+      if (d.end == DrainEnd::kDrained) {
+        spdlog::info("drain of node {} ({}) done: {} pod(s) evicted", e.node_name, e.key, e.result.evicted);
+      } else {
+        spdlog::warn("drain of node {} ({}) {}: {}", e.node_name, e.key, ToString(d.end), e.detail);
+      }
+      out.push_back(std::move(d));
+    }
+    return out;
+  }
+  Status Cordon(const std::string& instance_id, bool unschedulable) override {
+    (void)Synced();
+    const kube::NodeInfo* node = Find(instance_id);
+    if (node == nullptr) return Error::NotFound("no node for instance " + instance_id);
+    return cordon_(node->name, unschedulable);
+  }
+
+  std::function<Status(const std::string& node_name, bool unschedulable)> cordon_;
+
+ private:
+  static DrainEnd EndOf(kube::AsyncDrainer::End e) {
+    switch (e) {
+      case kube::AsyncDrainer::End::kDrained: return DrainEnd::kDrained;
+      case kube::AsyncDrainer::End::kTimedOut: return DrainEnd::kTimedOut;
+      case kube::AsyncDrainer::End::kRefused: return DrainEnd::kRefused;
+      case kube::AsyncDrainer::End::kFailed: return DrainEnd::kFailed;
+    }
+    return DrainEnd::kFailed;
+  }
+  const kube::NodeInfo* Find(const std::string& instance_id) const {
+    for (const kube::NodeInfo& n : view_.nodes) {
+      if (!instance_id.empty() && n.instance_id == instance_id) return &n;
+    }
+    return nullptr;
+  }
+
+  const kube::ClusterCache& cache_;
+  kube::AsyncDrainer& drainer_;
+  kube::ClusterView view_;
+  std::map<std::string, DrainRequest> requests_;  // open drains, by instance id
+};
+
 // Everything the Kubernetes side owns; destroyed with the daemon's setup,
 // after the engine (which calls into it) is gone.
 struct KubeRuntime {
@@ -31,24 +121,19 @@ struct KubeRuntime {
   std::unique_ptr<kube::ApiClient> client;
   std::unique_ptr<kube::ClusterCache> cache;
   std::unique_ptr<kube::LeaderElector> elector;
-  std::unique_ptr<kube::Drainer> drainer;
+  // Drains run on their own thread with their own client, so a slow
+  // eviction never shares a connection with the loop's calls.
+  std::unique_ptr<kube::ApiClient> drain_client;
+  std::unique_ptr<kube::AsyncDrainer> drainer;
+  std::unique_ptr<kube::Drainer> cordoner;  // single cordon calls (rebalance), on the engine's thread
+  std::unique_ptr<KubeClusterNodes> nodes;
   std::unique_ptr<kube::ClusterCloudProvider> cloud;
-  // The policy's drain settings as of the last tick (read_cluster and
-  // Terminate both run on the engine's worker thread).
-  Seconds drain_timeout{600};
-  std::vector<std::string> do_not_disrupt_keys;
   std::string skipped_signature;  // the skipped pods last logged
-  // Drain waits end early at shutdown.
-  std::mutex mu;
-  std::condition_variable wake;
-  bool stopping = false;
 
   ~KubeRuntime() {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      stopping = true;
-    }
-    wake.notify_all();
+    // Open drains stay cordoned, their deadline on the node: the next
+    // leader resumes them.
+    if (drainer) drainer->Stop();
     // Hand the Lease over at once rather than after its duration.
     if (elector) elector->Stop(/*release=*/true);
     if (cache) cache->Stop();
@@ -82,21 +167,6 @@ Result<kube::ClusterConfig> ClusterConfigFor(const KubernetesSettings& k) {
   });
 }
 
-// The decision's reason for terminating `instance_id`: its terminate intent
-// is open in the store while the provider is called.
-std::string ReasonFor(AuditStore* store, const std::string& instance_id) {
-  if (store == nullptr) return "";
-  Result<std::vector<ActionRow>> open = store->OpenIntents();
-  if (!open) return "";
-  for (auto it = open->rbegin(); it != open->rend(); ++it) {
-    const ActionRecord& a = it->action;
-    if (a.kind == ActionKind::kTerminate &&
-        std::find(a.instance_ids.begin(), a.instance_ids.end(), instance_id) != a.instance_ids.end())
-      return a.reason;
-  }
-  return "";
-}
-
 }  // namespace
 
 Status SetUpKubernetes(const DaemonConfig& config, const Catalog& catalog, LiveEngineParts* parts,
@@ -122,32 +192,21 @@ Status SetUpKubernetes(const DaemonConfig& config, const Catalog& catalog, LiveE
     });
   }
   KubeRuntime* raw = rt.get();
-  rt->drainer = std::make_unique<kube::Drainer>(*rt->client, rt->clock, [raw](std::chrono::milliseconds d) {
-    std::unique_lock<std::mutex> lock(raw->mu);
-    raw->wake.wait_for(lock, d, [raw] { return raw->stopping; });
-    // Losing the Lease ends a drain at once: the new leader decides again.
-    return !raw->stopping && raw->Leading();
-  });
-  AuditStore* store = parts->store;
+  rt->drain_client = std::make_unique<kube::ApiClient>(*cluster);
+  rt->drainer = std::make_unique<kube::AsyncDrainer>(*rt->drain_client, rt->clock, [raw] { return raw->Leading(); });
+  rt->cordoner = std::make_unique<kube::Drainer>(*rt->client, rt->clock, [](std::chrono::milliseconds) { return false; });
+  rt->nodes = std::make_unique<KubeClusterNodes>(*rt->cache, *rt->drainer);
+  rt->nodes->cordon_ = [raw](const std::string& node_name, bool unschedulable) {
+    return raw->cordoner->Cordon(node_name, unschedulable);
+  };
+  parts->cluster_nodes = rt->nodes.get();
   kube::ClusterCloudProvider::Parts cp;
   cp.inner = parts->cloud;
-  cp.cache = rt->cache.get();
-  cp.drainer = rt->drainer.get();
   if (rt->elector) cp.is_leader = [raw] { return raw->Leading(); };
-  cp.drain_options = [raw, store](const std::string& instance_id) {
-    kube::DrainOptions o;
-    o.timeout = raw->drain_timeout;
-    o.retry_interval = kDrainRetry;
-    o.extra_do_not_disrupt_keys = raw->do_not_disrupt_keys;
-    o.reason = ReasonFor(store, instance_id);
-    return o;
-  };
   rt->cloud = std::make_unique<kube::ClusterCloudProvider>(std::move(cp));
   parts->cloud = rt->cloud.get();
 
   parts->read_cluster = [raw, &catalog, team_label = config.kubernetes.team_label](const Policy& policy, WallTime) {
-    raw->drain_timeout = policy.disruption.drain_timeout;
-    raw->do_not_disrupt_keys = policy.disruption.do_not_disrupt_labels;
     const kube::ClusterView view = raw->cache->View();
     ClusterWork work;
     work.status.name = "kubernetes pods and nodes";
@@ -171,6 +230,7 @@ Status SetUpKubernetes(const DaemonConfig& config, const Catalog& catalog, LiveE
 
   rt->cache->Start();
   if (rt->elector) rt->elector->Start();
+  rt->drainer->Start();
   if (!rt->cache->WaitSynced(kInitialSync)) {
     spdlog::warn("kubernetes: no complete list of pods and nodes from {} after {}s ({}); scale-down waits for it",
                  cluster->server, kInitialSync.count(), rt->cache->pod_stats().last_error);

@@ -1,6 +1,6 @@
 // The daemon's Kubernetes side, wired from the `kubernetes:`
 // section of its configuration: the API client, the pod and node cache,
-// leader election, drain before terminate. Private to src/daemon; one hook
+// leader election, drains off the tick. Private to src/daemon; one hook
 // in SetUpDaemon calls it. Reference: docs/kubernetes.md ("What gpuscaler
 // does in the cluster").
 #pragma once
@@ -14,8 +14,10 @@ namespace gpuscaler::daemon {
 
 // With config.kubernetes.enabled: connects (in-cluster or kubeconfig),
 // starts the list/watch cache and, when configured, leader election; wraps
-// parts->cloud so that only the leader actuates and Terminate drains first;
-// sets parts->read_cluster (pods as demand) and setup->is_leader. Everything
+// parts->cloud so that only the leader actuates; sets parts->cluster_nodes
+// (node registration and health, drains on their own thread: the
+// controller drains before it terminates), parts->read_cluster (pods as
+// demand) and setup->is_leader. Everything
 // it starts is owned by setup->keep_alive and stops with it. kConfig for a
 // configuration that cannot work (no cluster, unreadable kubeconfig, bad
 // leader election settings). Call after parts->cloud and parts->store are set.

@@ -27,13 +27,16 @@ std::string Join(const std::vector<std::string>& v) {
   return s;
 }
 
+std::string Why(const DrainOptions& options) { return options.reason.empty() ? "" : ": " + options.reason; }
+
 }  // namespace
 
 Drainer::Drainer(ApiClient& client, const Clock& clock, Wait wait, std::string component)
     : client_(client), clock_(clock), wait_(std::move(wait)), component_(std::move(component)) {}
 
 Status Drainer::Cordon(const std::string& node_name, bool unschedulable) {
-  const json patch = {{"spec", {{"unschedulable", unschedulable}}}};
+  json patch = {{"spec", {{"unschedulable", unschedulable}}}};
+  if (!unschedulable) patch["metadata"]["annotations"][kDrainDeadlineAnnotation] = nullptr;
   Result<ApiResponse> r =
       client_.Call("PATCH", "/api/v1/nodes/" + node_name, patch.dump(), "application/merge-patch+json");
   if (!r) return r.error();
@@ -66,42 +69,46 @@ Status Drainer::RecordNodeEvent(const std::string& node_name, const std::string&
   return Status::Ok();
 }
 
-Result<DrainResult> Drainer::Drain(const std::string& node_name, const DrainOptions& options) {
+Result<std::vector<PodInfo>> Drainer::PodsToEvict(const std::string& node_name, DrainResult* result) {
+  Result<ApiResponse> r = client_.Get("/api/v1/pods?fieldSelector=" + net::PercentEncode("spec.nodeName=" + node_name));
+  if (!r) return r.error();
+  if (!r->ok()) return ApiError(*r, "pods on node " + node_name);
+  Result<ObjectList<PodInfo>> list = ParsePodList(r->body);
+  if (!list) return list.error();
+  std::vector<PodInfo> out;
+  result->skipped = 0;
+  for (PodInfo& p : list->items) {
+    if (p.node_name != node_name || p.Finished()) continue;
+    if (p.IsDaemonSet() || p.IsMirror()) {
+      ++result->skipped;
+      continue;
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+Result<Drainer::Started> Drainer::Start(const std::string& node_name, const DrainOptions& options, WallTime deadline) {
   Result<ApiResponse> got = client_.Get("/api/v1/nodes/" + node_name);
   if (!got) return got.error();
   if (!got->ok()) return ApiError(*got, "node " + node_name);
   Result<NodeInfo> node = ParseNode(got->body);
   if (!node) return node.error();
-  const std::string why = options.reason.empty() ? "" : ": " + options.reason;
-
-  // The pods on the node that must leave; refuses on do-not-disrupt.
-  DrainResult result;
-  const auto pods_to_evict = [&]() -> Result<std::vector<PodInfo>> {
-    Result<ApiResponse> r =
-        client_.Get("/api/v1/pods?fieldSelector=" + net::PercentEncode("spec.nodeName=" + node_name));
-    if (!r) return r.error();
-    if (!r->ok()) return ApiError(*r, "pods on node " + node_name);
-    Result<ObjectList<PodInfo>> list = ParsePodList(r->body);
-    if (!list) return list.error();
-    std::vector<PodInfo> out;
-    result.skipped = 0;
-    for (PodInfo& p : list->items) {
-      if (p.node_name != node_name || p.Finished()) continue;
-      if (p.IsDaemonSet() || p.IsMirror()) {
-        ++result.skipped;
-        continue;
-      }
-      out.push_back(std::move(p));
-    }
-    return out;
-  };
-
+  Started started{node->uid, deadline, false};
+  if (auto it = node->annotations.find(kDrainDeadlineAnnotation);
+      node->unschedulable && it != node->annotations.end() && ParseRfc3339(it->second, &started.deadline)) {
+    started.resumed = true;
+    return started;
+  }
+  const std::string why = Why(options);
   if (Marked(node->labels, options.extra_do_not_disrupt_keys) ||
       Marked(node->annotations, options.extra_do_not_disrupt_keys)) {
-    (void)RecordNodeEvent(node_name, node->uid, "DrainRefused", "gpuscaler will not drain the node: it is marked do-not-disrupt" + why, "Warning");
+    (void)RecordNodeEvent(node_name, node->uid, "DrainRefused",
+                          "gpuscaler will not drain the node: it is marked do-not-disrupt" + why, "Warning");
     return Error::InvalidInput("node " + node_name + " is marked do-not-disrupt");
   }
-  Result<std::vector<PodInfo>> pods = pods_to_evict();
+  DrainResult scratch;
+  Result<std::vector<PodInfo>> pods = PodsToEvict(node_name, &scratch);
   if (!pods) return pods.error();
   for (const PodInfo& p : *pods) {
     if (Marked(p.labels, options.extra_do_not_disrupt_keys) || Marked(p.annotations, options.extra_do_not_disrupt_keys)) {
@@ -111,55 +118,76 @@ Result<DrainResult> Drainer::Drain(const std::string& node_name, const DrainOpti
       return Error::InvalidInput("node " + node_name + ": pod " + Key(p) + " is marked do-not-disrupt");
     }
   }
-
-  if (Status s = Cordon(node_name, true); !s.ok()) return s.error();
+  const json patch = {{"spec", {{"unschedulable", true}}},
+                      {"metadata", {{"annotations", {{kDrainDeadlineAnnotation, FormatRfc3339(deadline)}}}}}};
+  Result<ApiResponse> cordoned =
+      client_.Call("PATCH", "/api/v1/nodes/" + node_name, patch.dump(), "application/merge-patch+json");
+  if (!cordoned) return cordoned.error();
+  if (!cordoned->ok()) return ApiError(*cordoned, "cordon " + node_name);
   (void)RecordNodeEvent(node_name, node->uid, "Draining",
                         "gpuscaler cordoned the node and is evicting its pods before removing it" + why);
-  const SteadyTime deadline = clock_.Now() + options.timeout;
-  bool interrupted = false;
+  return started;
+}
+
+Result<bool> Drainer::EvictRound(const std::string& node_name, DrainResult* result) {
+  Result<std::vector<PodInfo>> pods = PodsToEvict(node_name, result);
+  if (!pods) return pods.error();
+  if (pods->empty()) return true;
+  for (const PodInfo& p : *pods) {
+    if (p.deleting) continue;  // already evicted: wait for it to go
+    const json eviction = {{"apiVersion", "policy/v1"},
+                           {"kind", "Eviction"},
+                           {"metadata", {{"name", p.name}, {"namespace", p.namespace_name}}}};
+    Result<ApiResponse> r = client_.Call(
+        "POST", "/api/v1/namespaces/" + p.namespace_name + "/pods/" + p.name + "/eviction", eviction.dump());
+    if (!r) continue;  // transport trouble: the next round tries again
+    if (r->ok()) ++result->evicted;
+    else if (r->status == 429) ++result->budget_refusals;  // a PDB says not now: wait, never force
+    // 404: gone already. Others (500: several PDBs match) are retried
+    // until the timeout, like kubectl drain does.
+  }
+  Result<std::vector<PodInfo>> left = PodsToEvict(node_name, result);
+  if (!left) return false;  // not known to be empty: another round
+  result->remaining.clear();
+  for (const PodInfo& p : *left) result->remaining.push_back(Key(p));
+  return left->empty();
+}
+
+void Drainer::Succeeded(const std::string& node_name, const Started& started, const DrainOptions& options,
+                        const DrainResult& result) {
+  (void)RecordNodeEvent(node_name, started.node_uid, "Drained",
+                        "gpuscaler evicted every pod (" + std::to_string(result.evicted) +
+                            "); the instance is terminated next" + Why(options));
+}
+
+Error Drainer::GiveUp(const std::string& node_name, const Started& started, const DrainOptions& options,
+                      DrainResult* result, bool interrupted) {
+  const std::string what = interrupted ? "drain interrupted" : "drain timed out";
+  // The node is kept: it goes back into service rather than sitting
+  // cordoned and paid for.
+  if (!interrupted) (void)Cordon(node_name, false);
+  (void)RecordNodeEvent(node_name, started.node_uid, interrupted ? "DrainInterrupted" : "DrainTimeout",
+                        "gpuscaler " + what + "; pods left: " + Join(result->remaining) +
+                            (interrupted ? "" : "; the node is uncordoned and kept") + Why(options),
+                        "Warning");
+  return Error::Transient("node " + node_name + ": " + what + " (" + std::to_string(result->budget_refusals) +
+                          " evictions refused by a PodDisruptionBudget); pods left: " + Join(result->remaining));
+}
+
+Result<DrainResult> Drainer::Drain(const std::string& node_name, const DrainOptions& options) {
+  Result<Started> started =
+      Start(node_name, options, clock_.WallNow() + std::chrono::duration_cast<Seconds>(options.timeout));
+  if (!started) return started.error();
+  DrainResult result;
   while (true) {
-    if (pods->empty()) {
-      (void)RecordNodeEvent(node_name, node->uid, "Drained",
-                            "gpuscaler evicted every pod (" + std::to_string(result.evicted) +
-                                "); the instance is terminated next" + why);
+    Result<bool> done = EvictRound(node_name, &result);
+    if (done && *done) {
+      Succeeded(node_name, *started, options, result);
       return result;
     }
-    if (clock_.Now() >= deadline) break;
-    for (const PodInfo& p : *pods) {
-      if (p.deleting) continue;  // already evicted: wait for it to go
-      const json eviction = {{"apiVersion", "policy/v1"},
-                             {"kind", "Eviction"},
-                             {"metadata", {{"name", p.name}, {"namespace", p.namespace_name}}}};
-      Result<ApiResponse> r = client_.Call(
-          "POST", "/api/v1/namespaces/" + p.namespace_name + "/pods/" + p.name + "/eviction", eviction.dump());
-      if (!r) continue;  // transport trouble: the next round tries again
-      if (r->ok()) ++result.evicted;
-      else if (r->status == 429) ++result.budget_refusals;  // a PDB says not now: wait, never force
-      // 404: gone already. Others (500: several PDBs match) are retried
-      // until the timeout, like kubectl drain does.
-    }
-    Result<std::vector<PodInfo>> left = pods_to_evict();
-    if (left) pods = std::move(left);
-    if (pods->empty()) continue;
-    if (!wait_(options.retry_interval)) {
-      interrupted = true;
-      break;
-    }
+    if (clock_.WallNow() >= started->deadline) return GiveUp(node_name, *started, options, &result, false);
+    if (!wait_(options.retry_interval)) return GiveUp(node_name, *started, options, &result, true);
   }
-  result.remaining.clear();
-  for (const PodInfo& p : *pods) result.remaining.push_back(Key(p));
-  const std::string what = interrupted ? "drain interrupted" : "drain timed out";
-  if (!interrupted) {
-    // The node is kept: it goes back into service rather than sitting
-    // cordoned and paid for.
-    (void)Cordon(node_name, false);
-  }
-  (void)RecordNodeEvent(node_name, node->uid, interrupted ? "DrainInterrupted" : "DrainTimeout",
-                        "gpuscaler " + what + "; pods left: " + Join(result.remaining) +
-                            (interrupted ? "" : "; the node is uncordoned and kept") + why,
-                        "Warning");
-  return Error::Transient("node " + node_name + ": " + what + " (" + std::to_string(result.budget_refusals) +
-                          " evictions refused by a PodDisruptionBudget); pods left: " + Join(result.remaining));
 }
 
 }  // namespace gpuscaler::kube

@@ -206,7 +206,9 @@ Result<NodeInfo> NodeFromJson(const json& j) {
   if (auto it = spec.find("unschedulable"); it != spec.end() && it->is_boolean()) n.unschedulable = it->get<bool>();
   n.allocatable_milli = Quantities(ObjectAt(status, "allocatable"));
   for (const json& c : ArrayAt(status, "conditions")) {
-    if (StringAt(c, "type") == "Ready") n.ready = StringAt(c, "status") == "True";
+    if (StringAt(c, "type") != "Ready") continue;
+    n.ready = StringAt(c, "status") == "True";
+    if (const WallTime t = Time(c, "lastTransitionTime"); t != WallTime{}) n.ready_changed_at = t;
   }
   return n;
 }

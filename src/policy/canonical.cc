@@ -107,6 +107,9 @@ std::string CanonicalPolicyText(const Policy& p) {
     });
     w.Put(at + ".actuation", pool.actuation);
     w.Put(at + ".auto_scaling_group", pool.auto_scaling_group);
+    // Written only when set, so that the hash of a policy without them is unchanged.
+    if (pool.registration_timeout != Seconds(900)) w.Put(at + ".registration_timeout", pool.registration_timeout);
+    if (pool.repair_after != Seconds(0)) w.Put(at + ".repair_after", pool.repair_after);
   });
   w.PutList("classes", p.classes, [&w](const std::string& at, const WorkloadClassPolicy& c) {
     w.Put(at + ".name", c.name);
@@ -142,6 +145,7 @@ std::string CanonicalPolicyText(const Policy& p) {
   w.Put("spot.max_interruptions_per_hour", p.spot.max_interruptions_per_hour);
   w.Put("spot.fallback_to_on_demand", p.spot.fallback_to_on_demand);
   w.Put("spot.fallback_duration", p.spot.fallback_duration);
+  if (p.spot.on_rebalance != "ignore") w.Put("spot.on_rebalance", p.spot.on_rebalance);
   const ScalingPolicy& s = p.scaling;
   w.Put("scaling.tick_interval", s.tick_interval);
   w.Put("scaling.scale_up_stabilization", s.scale_up_stabilization);

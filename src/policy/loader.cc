@@ -112,7 +112,7 @@ NodePoolPolicy PolicyReader::ReadPool(const DocNode& node, const std::string& pa
   MapReader m(r_, node, path,
               {"name", "instance_types", "families", "gpu_models", "regions", "zones",
                "capacity_types", "min_nodes", "max_nodes", "taints", "actuation",
-               "auto_scaling_group"});
+               "auto_scaling_group", "registration_timeout", "repair_after"});
   m.Require({"name"});
   NodePoolPolicy pool;
   m.ReadString("name", &pool.name);
@@ -228,6 +228,10 @@ NodePoolPolicy PolicyReader::ReadPool(const DocNode& node, const std::string& pa
   }
   if (pool.actuation == "fleet" && !pool.auto_scaling_group.empty()) {
     r_.ReportAt(m.PathOf("auto_scaling_group"), "is used only with actuation 'asg'");
+  }
+  PositiveDuration(m, "registration_timeout", &pool.registration_timeout);
+  if (m.ReadDuration("repair_after", &pool.repair_after) && pool.repair_after.count() < 0) {
+    r_.ReportAt(m.PathOf("repair_after"), "must not be negative (0 turns repair off)");
   }
   return pool;
 }
@@ -376,11 +380,17 @@ void PolicyReader::ReadBudget(const DocNode& node) {
 void PolicyReader::ReadSpot(const DocNode& node) {
   MapReader m(r_, node, "spot",
               {"max_price_fraction_of_on_demand", "max_interruptions_per_hour",
-               "fallback_to_on_demand", "fallback_duration"});
+               "fallback_to_on_demand", "fallback_duration", "on_rebalance"});
   Share(m, "max_price_fraction_of_on_demand", &p_.spot.max_price_fraction_of_on_demand);
   NonNegative(m, "max_interruptions_per_hour", &p_.spot.max_interruptions_per_hour);
   m.ReadBool("fallback_to_on_demand", &p_.spot.fallback_to_on_demand);
   m.ReadDuration("fallback_duration", &p_.spot.fallback_duration);
+  if (m.ReadString("on_rebalance", &p_.spot.on_rebalance) && p_.spot.on_rebalance != "ignore" &&
+      p_.spot.on_rebalance != "cordon" && p_.spot.on_rebalance != "replace") {
+    r_.ReportAt(m.PathOf("on_rebalance"),
+                WithSuggestion("unknown on_rebalance '" + p_.spot.on_rebalance + "' (use ignore, cordon or replace)",
+                               p_.spot.on_rebalance, {"ignore", "cordon", "replace"}));
+  }
 }
 
 void PolicyReader::ReadScaling(const DocNode& node) {

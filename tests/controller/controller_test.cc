@@ -8,6 +8,7 @@
 #include "fakes/fake_cloud_provider.h"
 #include "fakes/fake_work_source.h"
 #include "gpuscaler/store/audit_reader.h"
+#include "lifecycle_harness.h"
 #include "gpuscaler/store/sqlite_audit_store.h"
 
 namespace gpuscaler {
@@ -17,25 +18,7 @@ using testing::FakeClock;
 using testing::FakeCloudProvider;
 using testing::FakeWorkSource;
 
-Catalog TinyCatalog() {
-  Catalog c;
-  c.gpu_models = {{"NVIDIA-A10G", "a10g", 22888, {}}};
-  InstanceType t;
-  t.name = "g5.xlarge";
-  t.family = "g5";
-  t.gpu_model = "NVIDIA-A10G";
-  t.gpu_count = 1;
-  t.vcpus = 4;
-  t.memory_mib = 16384;
-  c.instance_types = {t};
-  RegionPrices r;
-  r.region = "us-east-1";
-  r.zones = {"us-east-1a", "us-east-1b"};
-  r.on_demand_usd_per_hour = {{"g5.xlarge", 1.0}};
-  r.spot_usd_per_hour = {{"g5.xlarge", 0.4}};
-  c.regions = {r};
-  return c;
-}
+Catalog TinyCatalog() { return testing::LifecycleCatalog(); }
 
 Policy TestPolicy() {
   Policy p;

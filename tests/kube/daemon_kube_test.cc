@@ -1,7 +1,7 @@
 // The daemon's Kubernetes wiring: the `kubernetes:` configuration, cluster
 // work in the WorkSource, and SetUpKubernetes against the fake API server
-// through a kubeconfig (pods become demand, terminate drains first, only
-// the leader acts).
+// through a kubeconfig (pods become demand, node health and drains off the
+// tick through ClusterNodes, only the leader acts).
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 
@@ -9,6 +9,7 @@
 
 #include "../fakes/fake_clock.h"
 #include "../fakes/fake_cloud_provider.h"
+#include "../fakes/fake_work_source.h"
 #include "gpuscaler/daemon/config.h"
 #include "gpuscaler/daemon/signal_work_source.h"
 #include "kube/kube_fixtures.h"
@@ -156,7 +157,7 @@ class KubeSetupTest : public ::testing::Test {
   DaemonSetup setup_;
 };
 
-TEST_F(KubeSetupTest, PendingPodsBecomeDemandAndTerminateDrainsFirst) {
+TEST_F(KubeSetupTest, PendingPodsBecomeDemandAndNodesDrainOnTheirOwnThread) {
   Status s = SetUpKubernetes(config_, catalog_, &parts_, &setup_);
   ASSERT_TRUE(s.ok()) << s.error().ToString();
   ASSERT_TRUE(parts_.read_cluster);
@@ -169,10 +170,120 @@ TEST_F(KubeSetupTest, PendingPodsBecomeDemandAndTerminateDrainsFirst) {
   EXPECT_EQ(work.status.source, "kubernetes");
 
   ASSERT_NE(parts_.cloud, &cloud_);  // wrapped
+  ASSERT_NE(parts_.cluster_nodes, nullptr);
+  ClusterNodes& nodes = *parts_.cluster_nodes;
+  ASSERT_TRUE(nodes.Synced());
+  std::optional<NodeHealth> health = nodes.Health("i-0123456789abcdef0");
+  ASSERT_TRUE(health.has_value());
+  EXPECT_TRUE(health->ready);
+  EXPECT_TRUE(health->gpus_allocatable);
+  EXPECT_FALSE(nodes.Health("i-never-registered").has_value());
+  EXPECT_EQ(nodes.BeginDrain({"i-never-registered", 0, "", "terminated", Seconds(60), {}}).error().category(),
+            ErrorCategory::kNotFound);
+
+  DrainRequest drain{"i-0123456789abcdef0", 7, "idle", "terminated", Seconds(60), {}};
+  ASSERT_TRUE(nodes.BeginDrain(drain).ok());
+  std::vector<DrainOutcome> ended;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (ended.empty() && std::chrono::steady_clock::now() < deadline) {
+    ended = nodes.TakeEndedDrains();
+    std::this_thread::yield();
+  }
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].end, DrainEnd::kDrained);
+  EXPECT_EQ(ended[0].request.action_id, 7);
+  EXPECT_TRUE((*server_.Get("nodes", "ip-10-0-12-34.us-west-2.compute.internal"))["spec"].value("unschedulable", false));
+  // The wrapper itself only gates on leadership: it terminates at once.
   ASSERT_TRUE(parts_.cloud->Terminate({"i-0123456789abcdef0"}).ok());
   ASSERT_EQ(cloud_.terminations.size(), 1u);
-  EXPECT_TRUE((*server_.Get("nodes", "ip-10-0-12-34.us-west-2.compute.internal"))["spec"].value("unschedulable", false));
   for (const auto& c : server_.calls()) EXPECT_EQ(c.authorization, "Bearer s3cret") << c.target;
+}
+
+// The engine's loop with a drain that a PodDisruptionBudget holds open: ten
+// minutes of the controller's (virtual) time pass, tick by tick; no tick
+// waits for the drain, the instance is kept while its pod is there, and the
+// liveness check stays green.
+TEST_F(KubeSetupTest, ADrainHeldOpenByABudgetNeverDelaysATickNorFailsHealthz) {
+  json pod = json::parse(*testing::ReadReference("examples/podlist-pending-gpu.assembled.json"))["items"][0];
+  pod["metadata"]["name"] = "guarded";
+  pod["metadata"]["uid"] = "uid-guarded";
+  pod["spec"]["nodeName"] = "ip-10-0-12-34.us-west-2.compute.internal";
+  pod["status"] = {{"phase", "Running"}};
+  server_.Put("pods", pod);
+  server_.SetBudget(pod["metadata"]["namespace"].get<std::string>() + "/guarded", -1);
+
+  InstanceType t;
+  t.name = "p4d.24xlarge";
+  t.family = "p4d";
+  t.gpu_model = "NVIDIA-A100";
+  t.gpu_count = 8;
+  t.vcpus = 96;
+  t.memory_mib = 1152 * 1024;
+  catalog_.gpu_models = {{"NVIDIA-A100", "a100", 40960, {}}};
+  catalog_.instance_types = {t};
+  RegionPrices region;
+  region.region = "us-west-2";
+  region.zones = {"us-west-2a"};
+  region.on_demand_usd_per_hour = {{"p4d.24xlarge", 32.0}};
+  catalog_.regions = {region};
+  Instance inst;
+  inst.instance_id = "i-0123456789abcdef0";
+  inst.pool = "gpu";
+  inst.offering = catalog_.Offerings({}).at(0);
+  inst.launch_time = clock_.WallNow() - Seconds(3600);
+  inst.state = InstanceState::kRunning;
+  cloud_.instances[inst.instance_id] = inst;
+
+  Policy policy;
+  NodePoolPolicy pool;
+  pool.name = "gpu";
+  policy.pools = {pool};
+  policy.classes = policy_.classes;
+  policy.scaling.tick_interval = Seconds(30);
+  policy.scaling.scale_down_stabilization = Seconds(0);
+  policy.scaling.scale_down_cooldown = Seconds(0);
+  policy.disruption.min_node_age = Seconds(0);
+  policy.disruption.drain_timeout = Seconds(600);
+
+  ASSERT_TRUE(SetUpKubernetes(config_, catalog_, &parts_, &setup_).ok());
+  testing::FakeWorkSource work;  // nothing runs, nothing waits: the node is idle
+  parts_.clock = &clock_;
+  parts_.catalog = &catalog_;
+  parts_.work = &work;
+  parts_.fixed_policy = policy;
+  parts_.before_tick = [this] {
+    clock_.Advance(Seconds(30));
+    return true;
+  };
+  std::unique_ptr<Engine> engine = MakeLiveEngine(std::move(parts_));
+  DaemonState state;
+  DaemonMetrics metrics;
+  server::Router router = BuildRouter(setup_, state, metrics);
+  server::HttpRequest healthz;
+  healthz.method = "GET";
+  healthz.target = healthz.path = "/healthz";
+
+  int drains_started = 0;
+  for (int i = 0; i < 21; ++i) {  // 10.5 minutes of the controller's time
+    const auto begun = std::chrono::steady_clock::now();
+    EngineTick tick = engine->Tick();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begun).count();
+    state.Beat(std::chrono::steady_clock::now());
+    drains_started += tick.report.drains_started;
+    EXPECT_LT(seconds, 2.0) << "tick " << i << " waited";
+    EXPECT_EQ(router.Handle(healthz).status, 200) << "tick " << i;
+  }
+  EXPECT_EQ(drains_started, 1);
+  EXPECT_TRUE(cloud_.terminations.empty()) << "the pod is still there";
+  EXPECT_TRUE(server_.Get("pods", pod["metadata"]["namespace"].get<std::string>() + "/guarded").has_value());
+  // The drainer's own thread tried (and was refused): wait for its first try.
+  const std::string eviction =
+      "/api/v1/namespaces/" + pod["metadata"]["namespace"].get<std::string>() + "/pods/guarded/eviction";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (server_.Count("POST", eviction) == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  EXPECT_GE(server_.Count("POST", eviction), 1);
+  EXPECT_TRUE((*server_.Get("nodes", "ip-10-0-12-34.us-west-2.compute.internal"))["spec"].value("unschedulable", false));
+  EXPECT_TRUE(cloud_.terminations.empty());
 }
 
 TEST_F(KubeSetupTest, WithLeaderElectionOnlyTheLeaseHolderActs) {

@@ -1,13 +1,17 @@
 // Draining a node against the fake API server: cordon, evictions through
 // the Eviction API, PodDisruptionBudget refusals (429) waited out and never
 // forced, DaemonSet and mirror pods left alone, do-not-disrupt respected,
-// Events with the decision's reason. Waiting advances a fake clock.
+// Events with the decision's reason. Waiting advances a fake clock. Then the
+// same steps off the tick (AsyncDrainer) and the leadership gate.
 #include "gpuscaler/kube/drain.h"
 
 #include <gtest/gtest.h>
 
 #include "../fakes/fake_clock.h"
 #include "../fakes/fake_cloud_provider.h"
+#include <thread>
+
+#include "gpuscaler/kube/async_drain.h"
 #include "gpuscaler/kube/cluster_provider.h"
 #include "kube/kube_fixtures.h"
 
@@ -175,89 +179,158 @@ TEST_F(DrainTest, AnUnknownNodeIsNotFound) {
 }  // namespace
 }  // namespace gpuscaler::kube
 
-// --- the provider wrapper: drain before terminate, leadership gate --------
+// --- drains off the tick: AsyncDrainer ------------------------------------
 
 namespace gpuscaler::kube {
 namespace {
 
-class ClusterProviderTest : public DrainTest {
+class AsyncDrainTest : public DrainTest {
  protected:
-  void SetUp() override {
-    DrainTest::SetUp();
-    if (IsSkipped()) return;
-    cache_.Start();
-    ASSERT_TRUE(cache_.WaitSynced(std::chrono::seconds(20)));
-  }
-  void TearDown() override { cache_.Stop(); }
-
-  ClusterCloudProvider Provider() {
-    ClusterCloudProvider::Parts parts;
-    parts.inner = &cloud_;
-    parts.cache = &cache_;
-    parts.drainer = &drainer_;
-    parts.is_leader = [this] { return leader_; };
-    parts.drain_options = [this](const std::string& id) {
-      DrainOptions o = Options();
-      o.reason = "remove idle node " + id;
-      return o;
-    };
-    return ClusterCloudProvider(parts);
+  // Steps the drainer as its worker would, advancing the fake clock to each
+  // next step; returns the outcome, or nullopt when none came within `limit`.
+  std::optional<AsyncDrainer::Outcome> RunUntilEnded(Seconds limit) {
+    const WallTime stop = clock_.WallNow() + limit;
+    while (clock_.WallNow() <= stop) {
+      std::optional<WallTime> next = async_.Step();
+      std::vector<AsyncDrainer::Outcome> ended = async_.TakeEnded();
+      if (!ended.empty()) return ended.front();
+      if (!next) return std::nullopt;
+      clock_.Advance(std::max(Seconds(1), *next - clock_.WallNow()));
+    }
+    return std::nullopt;
   }
 
-  testing::FakeCloudProvider cloud_{clock_};
-  // The cache's thread reads its clock: not the fake one the test advances.
-  SystemClock cache_clock_;
-  ClusterCache cache_{client_, cache_clock_};
   bool leader_ = true;
+  AsyncDrainer async_{client_, clock_, [this] { return leader_; }};
 };
 
-// The recorded node's providerID names i-0123456789abcdef0.
-constexpr const char* kInstance = "i-0123456789abcdef0";
-
-TEST_F(ClusterProviderTest, TerminateDrainsTheInstancesNodeFirst) {
-  AddPod("web-1");
-  ASSERT_TRUE(cache_.WaitUntil([](const ClusterView& v) { return v.pods.size() == 1; }, std::chrono::seconds(20)));
-  ClusterCloudProvider provider = Provider();
-  Status s = provider.Terminate({kInstance, "i-never-registered"});
-  ASSERT_TRUE(s.ok()) << s.error().ToString();
-  ASSERT_EQ(cloud_.terminations.size(), 1u);
-  EXPECT_EQ(cloud_.terminations[0], (std::vector<std::string>{kInstance, "i-never-registered"}));
-  EXPECT_FALSE(server_.Get("pods", "default/web-1").has_value());
+TEST_F(AsyncDrainTest, BeginReturnsAtOnceAndAPdbThatBlocksThenAllowsEndsDrained) {
+  AddPod("guarded");
+  AddPod("free");
+  server_.SetBudget("default/guarded", 3);
+  async_.Begin("i-1", node_name_, Options());
+  EXPECT_EQ(server_.Count("PATCH", "/api/v1/nodes/"), 0) << "Begin makes no call";
+  EXPECT_TRUE(async_.IsOpen("i-1"));
+  std::optional<AsyncDrainer::Outcome> out = RunUntilEnded(Seconds(120));
+  ASSERT_TRUE(out.has_value());
+  EXPECT_EQ(out->end, AsyncDrainer::End::kDrained);
+  EXPECT_EQ(out->key, "i-1");
+  EXPECT_EQ(out->result.budget_refusals, 3);
+  EXPECT_EQ(out->result.evicted, 2);
+  EXPECT_EQ(server_.Count("POST", "/api/v1/namespaces/default/pods/guarded/eviction"), 4);
+  EXPECT_EQ(server_.Count("DELETE", "/"), 0);
   EXPECT_TRUE(Cordoned());
-  EXPECT_EQ(provider.drains(), 1);
-  EXPECT_NE(server_.events().back()["message"].get<std::string>().find(std::string("remove idle node ") + kInstance),
-            std::string::npos);
+  EXPECT_EQ(EventReasons(), (std::vector<std::string>{"Draining", "Drained"}));
+  EXPECT_FALSE(async_.IsOpen("i-1"));
 }
 
-TEST_F(ClusterProviderTest, ADrainThatFailsKeepsTheInstance) {
+TEST_F(AsyncDrainTest, ATimeoutUncordonsAndDropsTheDeadline) {
   AddPod("guarded");
   server_.SetBudget("default/guarded", -1);
-  ASSERT_TRUE(cache_.WaitUntil([](const ClusterView& v) { return v.pods.size() == 1; }, std::chrono::seconds(20)));
-  ClusterCloudProvider provider = Provider();
-  Status s = provider.Terminate({kInstance});
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.error().category(), ErrorCategory::kTransient);
-  EXPECT_TRUE(cloud_.terminations.empty());
+  async_.Begin("i-1", node_name_, Options());
+  ASSERT_FALSE(async_.Step() == std::nullopt);
+  json node = *server_.Get("nodes", node_name_);
+  EXPECT_TRUE(node["spec"].value("unschedulable", false));
+  EXPECT_EQ(node["metadata"]["annotations"].value(kDrainDeadlineAnnotation, ""),
+            FormatRfc3339(clock_.WallNow() + Seconds(120)));
+  std::optional<AsyncDrainer::Outcome> out = RunUntilEnded(Seconds(300));
+  ASSERT_TRUE(out.has_value());
+  EXPECT_EQ(out->end, AsyncDrainer::End::kTimedOut);
+  EXPECT_EQ(out->ended - out->started, Seconds(120));
+  EXPECT_EQ(out->result.remaining, std::vector<std::string>{"default/guarded"});
+  EXPECT_FALSE(Cordoned());
+  EXPECT_FALSE(server_.Get("nodes", node_name_)->at("metadata").value("annotations", json::object()).contains(
+      kDrainDeadlineAnnotation));
   EXPECT_TRUE(server_.Get("pods", "default/guarded").has_value());
+  EXPECT_EQ(EventReasons().back(), "DrainTimeout");
 }
 
-TEST_F(ClusterProviderTest, ANonLeaderNeitherLaunchesNorDrainsNorTerminates) {
+TEST_F(AsyncDrainTest, ADrainerAfterARestartResumesWithTheDeadlineOnTheNode) {
+  AddPod("guarded");
+  server_.SetBudget("default/guarded", -1);
+  async_.Begin("i-1", node_name_, Options());
+  (void)async_.Step();
+  clock_.Advance(Seconds(100));
+  // The process restarts: a new drainer, a fresh 2-minute timeout asked for.
+  AsyncDrainer restarted(client_, clock_);
+  restarted.Begin("i-1", node_name_, Options());
+  std::optional<WallTime> next = restarted.Step();
+  ASSERT_TRUE(next.has_value());
+  EXPECT_LE(*next, clock_.WallNow() + Seconds(20)) << "the first deadline holds";
+  clock_.Advance(Seconds(21));
+  restarted.Step();
+  std::vector<AsyncDrainer::Outcome> ended = restarted.TakeEnded();
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].end, AsyncDrainer::End::kTimedOut);
+  const std::vector<std::string> reasons = EventReasons();
+  EXPECT_EQ(std::count(reasons.begin(), reasons.end(), "Draining"), 1);
+}
+
+TEST_F(AsyncDrainTest, DoNotDisruptIsRefusedAndAGoneNodeCountsAsDrained) {
+  AddPod("precious", "ReplicaSet", {{"gpuscaler.io/do-not-disrupt", "true"}});
+  async_.Begin("i-1", node_name_, Options());
+  async_.Begin("i-2", "no-such-node", Options());
+  async_.Step();
+  std::vector<AsyncDrainer::Outcome> ended = async_.TakeEnded();
+  ASSERT_EQ(ended.size(), 2u);
+  for (const AsyncDrainer::Outcome& o : ended) {
+    SCOPED_TRACE(o.key);
+    EXPECT_EQ(o.end, o.key == "i-1" ? AsyncDrainer::End::kRefused : AsyncDrainer::End::kDrained);
+  }
+  EXPECT_FALSE(Cordoned());
+}
+
+TEST_F(AsyncDrainTest, DrainsPauseWhileNotLeading) {
   AddPod("web-1");
   leader_ = false;
-  ClusterCloudProvider provider = Provider();
+  async_.Begin("i-1", node_name_, Options());
+  async_.Step();
+  EXPECT_EQ(server_.Count("PATCH", "/api/v1/nodes/"), 0);
+  EXPECT_TRUE(async_.IsOpen("i-1"));
+  leader_ = true;
+  clock_.Advance(Seconds(5));
+  async_.Step();
+  ASSERT_EQ(async_.TakeEnded().size(), 1u);
+}
+
+TEST_F(AsyncDrainTest, TheWorkerThreadDrainsWithoutTheCaller) {
+  AddPod("web-1");
+  SystemClock wall;
+  AsyncDrainer threaded(client_, wall);
+  threaded.Start();
+  threaded.Begin("i-1", node_name_, Options());
+  std::vector<AsyncDrainer::Outcome> ended;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (ended.empty() && std::chrono::steady_clock::now() < deadline) {
+    ended = threaded.TakeEnded();
+    std::this_thread::yield();
+  }
+  threaded.Stop();
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].end, AsyncDrainer::End::kDrained);
+  EXPECT_FALSE(server_.Get("pods", "default/web-1").has_value());
+}
+
+// --- the provider wrapper: leadership gate ---------------------------------
+
+TEST(ClusterCloudProvider, ANonLeaderNeitherLaunchesNorTerminates) {
+  testing::FakeClock clock;
+  testing::FakeCloudProvider cloud{clock};
+  bool leader = false;
+  ClusterCloudProvider provider({&cloud, [&leader] { return leader; }});
   LaunchRequest req;
   req.pool = "gpu";
   req.count = 1;
   req.offerings = {Offering{}};
   EXPECT_FALSE(provider.Launch(req).ok());
-  EXPECT_FALSE(provider.Terminate({kInstance}).ok());
-  EXPECT_TRUE(cloud_.launches.empty());
-  EXPECT_TRUE(cloud_.terminations.empty());
-  EXPECT_EQ(server_.Count("PATCH", "/api/v1/nodes/"), 0);
-  EXPECT_EQ(server_.Count("POST", "/api/v1/namespaces/default/pods/"), 0);
-  leader_ = true;
+  EXPECT_FALSE(provider.Terminate({"i-1"}).ok());
+  EXPECT_TRUE(cloud.launches.empty());
+  EXPECT_TRUE(cloud.terminations.empty());
+  leader = true;
   EXPECT_TRUE(provider.Launch(req).ok());
-  EXPECT_EQ(cloud_.launches.size(), 1u);
+  EXPECT_TRUE(provider.Terminate({"i-1"}).ok());
+  EXPECT_EQ(cloud.launches.size(), 1u);
+  EXPECT_EQ(cloud.terminations.size(), 1u);
 }
 
 }  // namespace

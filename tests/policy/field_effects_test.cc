@@ -428,6 +428,11 @@ TEST(PolicyFieldEffects, EveryPlannerFieldChangesThePlanAsDocumented) {
 //  classes[].signals.*             daemon: SignalWorkSource.* (tests/daemon/signal_work_source_test.cc)
 //  classes[].scale_in_utilization_below
 //                                  daemon: SignalWorkSource.AnEmptyQueueEmptiesNodesButABusyNodeKeepsWork
+//  pools[].registration_timeout    controller: NodeRepair.AnInstanceThatNeverRegistersIsTerminatedAndItsWorkPlannedElsewhere,
+//                                  InFlightLaunch.AcceptedInstancesThatNeverComeAreGivenUpAtTheRegistrationTimeout
+//  pools[].repair_after            controller: NodeRepair.ANodeNotReadyPastRepairAfterIsReplacedFirstThenRemoved,
+//                                  NodeRepair.RepairIsOffByDefault
+//  spot.on_rebalance               controller: Rebalance.* (tests/controller/interruption_test.cc)
 //  spot.fallback_to_on_demand      controller: Controller.NoOnDemandFallbackWhenThePolicyForbidsIt
 //  spot.fallback_duration          Controller.ASpotCapacityErrorKeepsTheClassOffSpotForTheFallbackDuration;
 //                                  the planner side is Planner.KeepsSpotPausedClassesOnOnDemandWithTheReason

@@ -156,6 +156,18 @@ signals: {max_staleness: {prometheus: 30s}}
   EXPECT_EQ(p.signals.max_staleness.at("rabbitmq"), Seconds(120));  // default kept
 }
 
+TEST(PolicyLoader, ReadsTheNodeLifecycleFieldsAndHashesThemOnlyWhenSet) {
+  const std::string text = std::string(kMinimal).substr(0, std::string(kMinimal).find("pools:")) +
+                           "pools: [{name: gpu, registration_timeout: 20m, repair_after: 10m}]\n"
+                           "classes: [{name: batch}]\nspot: {on_rebalance: replace}\n";
+  const PolicyLoadResult r = ParsePolicy(text, "p.yaml");
+  ASSERT_TRUE(r.ok()) << Join(r.problems);
+  EXPECT_EQ(r.policy.pools[0].registration_timeout, Seconds(1200));
+  EXPECT_EQ(r.policy.pools[0].repair_after, Seconds(600));
+  EXPECT_EQ(r.policy.spot.on_rebalance, "replace");
+  EXPECT_NE(r.policy.content_hash, ParsePolicy(kMinimal, "p.yaml").policy.content_hash);
+}
+
 TEST(PolicyLoader, JsonAndYamlOfTheSamePolicyAreEqualAndHashTheSame) {
   const char* json = "{\n\t\"apiVersion\": \"gpuscaler/v1\",\n\t\"kind\": \"Policy\",\n"
                      "\t\"pools\": [{\"name\": \"gpu\"}],\n"
@@ -225,6 +237,16 @@ TEST(PolicyLoader, RejectsInvalidPoliciesWithFieldLineAndMessage) {
       {"list for a string", "name: [a]\n", true, "name", 7, "expected a string, got a list"},
       {"bad duration", "spot: {fallback_duration: 5 minutes}\n", true, "spot.fallback_duration",
        7, "invalid duration '5 minutes'"},
+      {"unknown on_rebalance", "spot: {on_rebalance: replce}\n", true, "spot.on_rebalance", 7,
+       "unknown on_rebalance 'replce'"},
+      {"zero registration timeout",
+       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+       "  - name: gpu\n    registration_timeout: 0s\n",
+       false, "pools[0].registration_timeout", 6, "must be"},
+      {"negative repair_after",
+       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+       "  - name: gpu\n    repair_after: -5m\n",
+       false, "pools[0].repair_after", 6, ""},
       {"spot share above 1",
        "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n"
        "  - name: a\n    max_spot_share: 1.5\n",

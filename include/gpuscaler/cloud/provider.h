@@ -80,6 +80,9 @@ struct InterruptionNotice {
   std::string instance_id;
   WallTime notice_time{};
   WallTime deadline{};
+  // A rebalance recommendation instead: the instance is at raised risk of
+  // interruption, no deadline yet (`deadline` unset).
+  bool rebalance = false;
 };
 
 // A spot (or on-demand) price in force from `time` on. `zone` may name a
@@ -106,7 +109,8 @@ class CloudProvider {
   virtual Status Terminate(const std::vector<std::string>& instance_ids) = 0;
   // Every live instance gpuscaler owns (by kOwnerTag), in a stable order.
   virtual Result<std::vector<Instance>> ListInstances() = 0;
-  // Interruption notices issued since the previous call.
+  // Interruption notices (and rebalance recommendations) issued since the
+  // previous call.
   virtual Result<std::vector<InterruptionNotice>> PollInterruptions() = 0;
   // Price changes with `time >= since`, ascending time.
   virtual Result<std::vector<SpotPrice>> SpotPrices(WallTime since) = 0;

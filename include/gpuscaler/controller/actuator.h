@@ -11,6 +11,12 @@
 // (BudgetGuard): one that would break a cap is not sent, and the action row
 // says why; the outcome row names the offerings actually bought.
 //
+// With a ClusterNodes (Kubernetes), a termination drains the node first,
+// outside the tick: the intent is written, the drain started, and the
+// intent stays open until FinishDrains closes it (terminated when the drain
+// ended well, failed otherwise). After a restart Recover resumes the drain
+// of an open terminate intent instead of terminating at once.
+//
 // The actuator does not edit the snapshot: it returns what changed (nodes
 // launched or found, instances terminated) and the cluster state applies it.
 // Counters, notes and non-fatal errors go to the tick's report.
@@ -25,6 +31,7 @@
 
 #include "gpuscaler/cloud/provider.h"
 #include "gpuscaler/controller/availability.h"
+#include "gpuscaler/controller/cluster_nodes.h"
 #include "gpuscaler/controller/tick_report.h"
 #include "gpuscaler/model/catalog.h"
 #include "gpuscaler/model/clock.h"
@@ -60,11 +67,45 @@ struct EndedNode {
   std::string cause;  // "terminated" | "consolidated"
 };
 
+// A launch the cloud accepted whose instances are not listed yet (an Auto
+// Scaling group raised its desired capacity; the instances appear later,
+// tagged with the launch's token). The cluster state holds `count` launching
+// placeholder nodes for it until they appear or the pool's
+// registration_timeout passes.
+struct InFlightLaunch {
+  std::string token;  // idempotency token = the instances' kIntentTag
+  std::string pool;
+  Offering offering;  // the offering the intent chose
+  int count = 0;
+  int64_t decision_id = 0;
+  std::string reason;
+  WallTime accepted_at{};
+};
+
+// A "replace with cheaper" termination waiting for its replacement: the old
+// node is removed (drained first, with Kubernetes) only once every
+// replacement node is Ready with its GPUs allocatable.
+struct PendingReplacement {
+  TerminationAction termination;
+  int64_t decision_id = 0;
+  size_t action_index = 0;  // the termination's index in its decision's actions
+  std::vector<std::string> replacement_ids;  // instances launched for its moved work
+  WallTime since{};
+};
+
 struct ActuationResult {
   std::vector<LaunchedNode> launched;  // in launch order
+  std::vector<InFlightLaunch> in_flight;
+  // Replacements whose old node waits for the new ones (see PendingReplacement).
+  std::vector<PendingReplacement> replacements;
   std::vector<EndedNode> ended;        // in termination order
   // Terminated by a recovered intent: to be ignored if still listed.
   std::vector<std::string> terminated_elsewhere;
+  // Instances whose node drain started (or resumed): they take no new work
+  // and are terminated when the drain ends well.
+  std::vector<std::string> draining;
+  // Instances whose drain ended without removal: back in service.
+  std::vector<std::string> kept;
   // Pending units whose launch met a spot capacity error (for the policy's
   // spot.fallback_duration).
   std::vector<std::string> spot_capacity_error_units;
@@ -121,7 +162,10 @@ class Actuator {
   Actuator(const Clock& clock, CloudProvider& cloud, AuditStore* store, const Catalog& catalog,
            ActuatorOptions options);
 
-  // Executes the plan's launches, then its terminations. `snapshot` is what
+  // Executes the plan's launches, then its terminations; a replacement's
+  // termination (TerminationKind::kReplace) is not executed but returned as
+  // a PendingReplacement naming the instances launched for its work (none
+  // launched: the node is kept and the next plan decides again). `snapshot` is what
   // the plan was made from (terminations name its nodes); `policy` decides
   // whether a spot launch may fall back to on-demand.
   ActuationResult Act(int64_t decision_id, const Plan& plan, const Snapshot& snapshot, const Policy& policy,
@@ -133,12 +177,26 @@ class Actuator {
   // when the open intents could not be read (call again next tick).
   bool Recover(const Policy& policy, ActuationResult* result, TickReport* report);
 
+  // Removes the old node of a replacement whose new nodes are ready.
+  void FinishReplacement(const PendingReplacement& replacement, const Snapshot& snapshot, const Policy& policy,
+                         ActuationResult* result, TickReport* report);
+  // Drains run through `nodes` from now on (null: none). Must outlive the actuator.
+  void SetClusterNodes(ClusterNodes* nodes) { nodes_ = nodes; }
+  // Closes the terminate intents of drains that ended: terminates the
+  // instances whose nodes are empty; the others are kept.
+  void FinishDrains(const std::vector<DrainOutcome>& ended, ActuationResult* result, TickReport* report);
+
  private:
-  void LaunchOne(int64_t decision_id, size_t index, const LaunchAction& launch, const Policy& policy,
-                 OfferingAvailability& availability, BudgetGuard& budget, ActuationResult* result,
-                 TickReport* report);
-  void TerminateOne(int64_t decision_id, size_t index, const TerminationAction& term,
-                    const Snapshot& snapshot, ActuationResult* result, TickReport* report);
+  // The instance ids of the launch, or empty.
+  std::vector<std::string> LaunchOne(int64_t decision_id, size_t index, const LaunchAction& launch,
+                                     const Policy& policy, OfferingAvailability& availability, BudgetGuard& budget,
+                                     ActuationResult* result, TickReport* report);
+  void TerminateOne(int64_t decision_id, size_t index, const TerminationAction& term, const Snapshot& snapshot,
+                    const Policy& policy, ActuationResult* result, TickReport* report);
+  // Starts the drain of a terminate intent; false when the instance has no
+  // node (terminate it directly). A drain that cannot start closes the intent.
+  bool StartDrain(const DrainRequest& request, const std::string& pool, ActuationResult* result,
+                  TickReport* report);
   // Records the node launches of an action and returns their instance ids;
   // the nodes start launching, or in their listed state (`listed_state`).
   std::vector<std::string> RecordLaunched(const std::vector<Instance>& instances, int64_t decision_id,
@@ -154,6 +212,7 @@ class Actuator {
   AuditStore* store_;
   const Catalog& catalog_;
   ActuatorOptions options_;
+  ClusterNodes* nodes_ = nullptr;
 };
 
 }  // namespace gpuscaler

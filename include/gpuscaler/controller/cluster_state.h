@@ -18,6 +18,34 @@
 // A node whose notice deadline has passed is gone, listed or not; a listed
 // instance the controller did not launch is adopted ("found running").
 //
+// An accepted launch whose instances are not listed yet (InFlightLaunch)
+// stands in the snapshot as launching placeholder nodes (id
+// "awaiting/<token>/<n>", no instance id): the planner counts them as coming
+// capacity, so the next tick does not ask again. A new listed instance of the
+// pool takes a placeholder's place (its own launch's by the kIntentTag token,
+// else the oldest one of the pool) and is recorded as launched by that
+// launch's decision; a placeholder still unclaimed when the pool's
+// registration_timeout has passed since the launch was accepted is dropped,
+// its offering marked unavailable, and the planner sees the work unplaced
+// again. Placeholders are not billed and not written as nodes.
+//
+// With ClusterNodes (Kubernetes), while the cluster's nodes are known: an
+// instance that has not become a Ready node with GPUs allocatable within its
+// pool's registration_timeout of its launch is given up (a repair: its
+// offering is marked unavailable, the node leaves the planner's capacity and
+// is terminated with the next plan); a registered node NotReady for longer
+// than the pool's repair_after (when set) is replaced: its running work
+// becomes replacement demand, like a noticed node's, and the node is
+// terminated with the plan that launches the replacement (launches go
+// first). Repairs terminate directly, without a drain.
+//
+// Interruption notices, with ClusterNodes: the node is also cordoned and
+// drained at once (deadline: the notice's), its replacement planned in the
+// same tick. Rebalance recommendations follow spot.on_rebalance: "cordon"
+// takes the node out of scheduling; "replace" also turns its work into
+// replacement demand, and once no node of its pool is still launching, the
+// node is removed (drained first) as a repair.
+//
 // The snapshot handed out is read-only to everyone else and stays valid
 // until the next Observe or Apply. What changed since the last TakeChanges
 // is reported for the replan gate: `any` (prices, rates, running work,
@@ -51,6 +79,7 @@
 #include "gpuscaler/cloud/provider.h"
 #include "gpuscaler/controller/actuator.h"
 #include "gpuscaler/controller/availability.h"
+#include "gpuscaler/controller/cluster_nodes.h"
 #include "gpuscaler/controller/interruption_risk.h"
 #include "gpuscaler/controller/tick_report.h"
 #include "gpuscaler/controller/usage_meter.h"
@@ -111,6 +140,23 @@ class ClusterState {
   // asked for by the plan just made (restart recovery).
   void Apply(const ActuationResult& result, const Policy& policy, WallTime now, bool structural,
              TickReport* report);
+  // With Kubernetes: registration and repair read `nodes` (null: neither).
+  void SetClusterNodes(ClusterNodes* nodes) { nodes_ = nodes; }
+  // Terminations the node lifecycle asks for (registration timeouts,
+  // repairs), to be acted on with the next plan; a node stays listed here
+  // until it is gone.
+  std::vector<TerminationAction> Repairs() const;
+  // A node whose replacement is coming takes no new work (`held`), or is
+  // back in service (the replacement failed).
+  void HoldForReplacement(const std::string& instance_id, bool held);
+  // The instance is a Ready node that can take work: with ClusterNodes, a
+  // Ready node with GPUs allocatable; without, a running instance. False
+  // for an unknown instance.
+  bool CanTakeWork(const std::string& instance_id);
+  bool Has(const std::string& instance_id) const { return node_index_.count(instance_id) != 0; }
+  // Keeps the planner from removing a replacement node while the node it
+  // replaces is still there (it is empty until the old node's pods move).
+  void Protect(const std::string& instance_id, bool on);
   // Something the planner sees changed outside the state (policy, a failed
   // action, an unrecorded decision).
   void MarkChanged(bool structural);
@@ -121,6 +167,8 @@ class ClusterState {
   const OfferingAvailability& availability() const { return availability_; }
   const InterruptionRiskEstimator& interruption_risk() const { return risk_; }
   const std::vector<std::string>& blocked_classes() const { return snapshot_.scale_down_blocked_classes; }
+  // The snapshot's nodes without launching placeholders: what is paid for.
+  const std::vector<Node>& BilledNodes();
 
   // For the decision row: the signals behind the demand and the blocked
   // classes; counts and marks of the snapshot.
@@ -132,9 +180,35 @@ class ClusterState {
     int offering = -1;  // index in snapshot_.offerings (-1: not in the catalog)
     std::optional<WallTime> notice_deadline;
     uint64_t running_version = ~uint64_t{0};
+    // Placeholders of an in-flight launch only.
+    std::string awaited_token;
+    WallTime give_up_at{};
+    int64_t decision_id = 0;
+    std::string reason;
+    bool placeholder() const { return !awaited_token.empty(); }
+    // With ClusterNodes: a Ready node with GPUs allocatable was seen for it.
+    bool registered = false;
+    bool node_seen = false;   // a Kubernetes node names it
+    bool first_pod = false;   // work has run on it
+    bool launched_here = false;  // by this process: its milestones are measured
+    std::string family;
+    // Why the node is to be replaced and removed (registration timeout,
+    // NotReady too long, rebalance replaced); empty: it is not.
+    std::string repair;
+    // spot.on_rebalance "replace": its work is replacement demand until the
+    // replacement has come, then it is removed.
+    bool rebalance_replace = false;
+    WallTime rebalanced_at{};
   };
 
-  void ReadInterruptions(WallTime now, TickReport* report);
+  void ReadInterruptions(const Policy& policy, WallTime now, TickReport* report);
+  // With ClusterNodes: cordons and drains a noticed node at once (its pods
+  // leave before the deadline; the instance is terminated once drained).
+  void DrainNoticed(const std::string& instance_id, WallTime deadline, WallTime now, TickReport* report);
+  // A rebalance recommendation, as spot.on_rebalance says.
+  void OnRebalance(const std::string& instance_id, const Policy& policy, TickReport* report);
+  // Rebalanced nodes whose replacement has come are removed (a repair).
+  void RemoveRebalanced(WallTime now);
   bool ReadInstances(const Policy& policy, WallTime now, TickReport* report);
   void ReadPrices(WallTime now, TickReport* report);
   void RefreshOfferings(WallTime now);
@@ -144,7 +218,18 @@ class ClusterState {
   void RefreshSignals(const Policy& policy, WallTime now);
   void RefreshWindows(const Policy& policy, WallTime now);
   void AddNode(const Instance& instance, NodeState state, const Policy& policy, WallTime now);
+  Node NodeFor(const Instance& instance, NodeState state, const Policy& policy, NodeInfo* info) const;
   void RemoveNode(size_t index, WallTime end, const std::string& cause, TickReport* report);
+  // Launch tracking (launch_tracking.cc).
+  void AddAwaited(const InFlightLaunch& launch, const Policy& policy);
+  // A listed instance not known yet: true when it fills a placeholder of its
+  // launch (then it is added as launched by that launch's decision).
+  bool ClaimAwaited(const Instance& instance, const Policy& policy, WallTime now, TickReport* report);
+  void ExpireAwaited(WallTime now, TickReport* report);
+  // Registration and repair (node_health.cc).
+  void CheckNodeHealth(const Policy& policy, WallTime now, TickReport* report);
+  void Milestone(size_t index, const char* stage, WallTime now, TickReport* report) const;
+  void RebuildIndex();
 
   const Clock& clock_;
   CloudProvider& cloud_;
@@ -156,9 +241,15 @@ class ClusterState {
 
   Snapshot snapshot_;
   std::vector<NodeInfo> node_info_;                         // parallel to snapshot_.nodes
-  std::unordered_map<std::string, size_t> node_index_;      // instance id -> index
+  std::unordered_map<std::string, size_t> node_index_;      // instance id (placeholders: id) -> index
+  size_t placeholders_ = 0;
+  ClusterNodes* nodes_ = nullptr;
+  std::vector<Node> billed_;                                // BilledNodes() while placeholders_ > 0
   std::unordered_map<std::string, size_t> offering_index_;  // Offering::Key -> index
   std::set<std::string> terminated_;                        // gone by our hand; ignored while still listed
+  std::vector<NodeMilestone> milestones_;                   // reached since the last Observe
+  std::set<std::string> protected_;                         // do_not_disrupt set by Protect
+  std::set<std::string> draining_;                          // drain under way: the node takes no new work
   OfferingAvailability availability_;
   std::vector<std::string> last_unavailable_;
   InterruptionRiskEstimator risk_;

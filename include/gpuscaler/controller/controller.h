@@ -15,7 +15,12 @@
 //            BeginTick/CommitTick transaction per tick).
 //
 // The first Tick also rebuilds learned interruption risk from the store and
-// finishes the intents a crash left open (Actuator::Recover).
+// finishes the intents a crash left open (Actuator::Recover). A "replace
+// with cheaper" removes the old node only once its replacement is ready
+// (launch first: no gap in capacity); until then the old node keeps its
+// work and takes no new work. With
+// ClusterNodes, each tick first closes the node drains that ended since the
+// last one (drains run outside the tick; see actuator.h).
 //
 // No I/O but through the seams, no time but the Clock. Not thread-safe: one
 // thread calls Tick and SetPolicy.
@@ -29,6 +34,7 @@
 #include "gpuscaler/cloud/provider.h"
 #include "gpuscaler/controller/actuator.h"
 #include "gpuscaler/controller/availability.h"
+#include "gpuscaler/controller/cluster_nodes.h"
 #include "gpuscaler/controller/cluster_state.h"
 #include "gpuscaler/controller/interruption_risk.h"
 #include "gpuscaler/controller/replan_gate.h"
@@ -99,6 +105,10 @@ class Controller {
 
   // Takes effect at the next tick.
   void SetPolicy(Policy policy);
+  // With Kubernetes: registration, repair and drains go through `nodes`
+  // (see cluster_nodes.h); null: none. Must outlive the controller; set
+  // before the first tick.
+  void SetClusterNodes(ClusterNodes* nodes);
   const Policy& policy() const { return policy_; }
 
   // One pass of the loop (see the top of this file).
@@ -122,6 +132,13 @@ class Controller {
  private:
   // Fail static, then the governor; edits `plan`.
   void Govern(bool listed, WallTime now, Plan* plan, TickReport* report);
+  // The node lifecycle's terminations (registration timeouts, repairs) join
+  // the plan after the governor: they remove no capacity the planner counts.
+  void AddRepairs(Plan* plan) const;
+  // Removes the old node of every replacement whose new nodes are ready;
+  // gives up (the old node back in service) on one whose new node vanished
+  // or did not become ready within the pool's registration_timeout.
+  void ProgressReplacements(WallTime now, TickReport* report);
   // Records the decision; false when the store could not (then nothing acts).
   // `planned` is the planner's plan before the governor and
   // `planner_snapshot_json` its input, or null and empty when the input is
@@ -144,6 +161,11 @@ class Controller {
   ScalingGovernor governor_;
   Actuator actuator_;
   int64_t local_decisions_ = 0;
+  ClusterNodes* nodes_ = nullptr;
+  std::vector<PendingReplacement> replacements_;
+  // Replacement nodes kept from removal while the node they replace is
+  // still there: old instance id -> new instance ids.
+  std::map<std::string, std::vector<std::string>> protecting_;
   bool risk_restored_ = false;
   bool recovered_ = false;
 };

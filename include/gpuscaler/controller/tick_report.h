@@ -6,12 +6,22 @@
 #include <string>
 #include <vector>
 
+#include "gpuscaler/controller/cluster_nodes.h"
 #include "gpuscaler/controller/scaling.h"
 #include "gpuscaler/model/plan.h"
 #include "gpuscaler/model/time.h"
 #include "gpuscaler/status.h"
 
 namespace gpuscaler {
+
+// A node reached a stage of its life this tick, `seconds` after its launch:
+// "registered" (a Kubernetes node names the instance), "gpus_allocatable"
+// (Ready with nvidia.com/gpu allocatable), "first_pod" (work runs on it).
+struct NodeMilestone {
+  std::string family;  // instance family ("g5"), or the type when unknown
+  std::string stage;
+  double seconds = 0;
+};
 
 struct TickReport {
   WallTime time{};
@@ -21,9 +31,21 @@ struct TickReport {
   Plan plan;                // after the governor (empty when reused)
   int nodes_requested = 0;
   int nodes_launched = 0;
+  // Accepted by the cloud but not listed yet (launching placeholders).
+  int nodes_in_flight = 0;
+  // Instances given up because they did not register in time (or an
+  // accepted launch whose instances never appeared).
+  int registration_failures = 0;
   int nodes_terminated = 0;
   int capacity_errors = 0;
+  // "Replace with cheaper" moves whose old node waits for its replacement.
+  int replacements_waiting = 0;
+  int drains_started = 0;  // node drains started (or resumed) this tick
+  // Drains that ended this tick (the instance terminated when drained).
+  std::vector<DrainOutcome> drains_ended;
   int interruption_notices = 0;
+  int rebalance_recommendations = 0;
+  std::vector<NodeMilestone> milestones;
   std::vector<std::string> blocked_classes;
   GovernorResult governor;
   // Non-fatal problems this tick (provider or store errors), in order.

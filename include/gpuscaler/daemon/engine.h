@@ -84,6 +84,9 @@ struct LiveEngineParts {
   std::function<ClusterWork(const Policy& policy, WallTime now)> read_cluster;
   // A WorkSource of its own (the demo's workload) instead of signals.
   WorkSource* work = nullptr;
+  // Kubernetes nodes: registration, repair and drains off the tick
+  // (kube_setup.cc); null without Kubernetes.
+  ClusterNodes* cluster_nodes = nullptr;
   // Called before each tick: the world catches up with the clock (the
   // simulated cloud's events run; the demo's clock moves to its next tick).
   // Returning false ends the run: no tick, EngineTick::finished. May be empty.

@@ -11,7 +11,12 @@
 //  4. done when no such pod is left; when `timeout` passes first, the node
 //     is uncordoned (it stays in service) and the drain fails;
 //  5. Events on the node say what happened, with the decision's reason.
-// Blocking. Not thread-safe: one drain per Drainer at a time.
+// The cordon also writes the drain's deadline on the node (annotation
+// kDrainDeadlineAnnotation, removed by an uncordon), so a drain started
+// before a restart resumes with the deadline it had.
+// Drain() is the blocking whole; Start/EvictRound/Succeeded/GiveUp are its
+// steps, for AsyncDrainer (async_drain.h), which interleaves several drains
+// on its own thread. Not thread-safe: one thread uses a Drainer.
 #pragma once
 
 #include <chrono>
@@ -21,6 +26,7 @@
 
 #include "gpuscaler/model/clock.h"
 #include "gpuscaler/kube/client.h"
+#include "gpuscaler/kube/objects.h"
 
 namespace gpuscaler::kube {
 
@@ -30,6 +36,9 @@ struct DrainOptions {
   std::string reason;  // the decision's reason, for the Events
   std::vector<std::string> extra_do_not_disrupt_keys;  // policy do_not_disrupt_labels
 };
+
+// The node annotation holding an open drain's deadline (RFC 3339).
+inline constexpr const char* kDrainDeadlineAnnotation = "gpuscaler.io/drain-deadline";
 
 struct DrainResult {
   int evicted = 0;            // evictions the API accepted
@@ -53,7 +62,29 @@ class Drainer {
   // wait gave up (result in the message), other API errors as ApiError.
   Result<DrainResult> Drain(const std::string& node_name, const DrainOptions& options);
 
-  // PATCH spec.unschedulable.
+  // The steps of Drain.
+  struct Started {
+    std::string node_uid;
+    WallTime deadline{};
+    bool resumed = false;  // the node carried an open drain's deadline: kept
+  };
+  // Refuses on do-not-disrupt (kInvalidInput, a DrainRefused event, nothing
+  // changed), else cordons the node, writes `deadline` on it and posts the
+  // Draining event; a node already cordoned with a deadline resumes with it.
+  Result<Started> Start(const std::string& node_name, const DrainOptions& options, WallTime deadline);
+  // One round: asks the Eviction API to evict every pod still to leave (a
+  // 429 is counted and retried next round). True when none is left.
+  Result<bool> EvictRound(const std::string& node_name, DrainResult* result);
+  // The Drained event.
+  void Succeeded(const std::string& node_name, const Started& started, const DrainOptions& options,
+                 const DrainResult& result);
+  // Ends a drain that did not finish: uncordons the node unless
+  // `interrupted` (leadership lost, shutdown: the next leader decides),
+  // posts the Warning event and returns the kTransient error to report.
+  Error GiveUp(const std::string& node_name, const Started& started, const DrainOptions& options,
+               DrainResult* result, bool interrupted);
+
+  // PATCH spec.unschedulable (uncordoning also drops the drain's deadline).
   Status Cordon(const std::string& node_name, bool unschedulable);
   // Creates an Event about the node (type "Normal" or "Warning").
   Status RecordNodeEvent(const std::string& node_name, const std::string& node_uid, const std::string& reason,
@@ -61,6 +92,10 @@ class Drainer {
 
  private:
   ApiClient& client_;
+  // The pods on the node that must leave (not DaemonSet, mirror or finished
+  // ones); counts the skipped ones into `result`.
+  Result<std::vector<PodInfo>> PodsToEvict(const std::string& node_name, DrainResult* result);
+
   const Clock& clock_;
   Wait wait_;
   std::string component_;

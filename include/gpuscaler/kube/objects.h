@@ -73,6 +73,7 @@ struct NodeInfo {
   WallTime created{};
   bool unschedulable = false;  // spec.unschedulable (cordoned)
   bool ready = false;          // condition Ready=True
+  std::optional<WallTime> ready_changed_at;  // the Ready condition's lastTransitionTime
   std::map<std::string, std::string> labels;
   std::map<std::string, std::string> annotations;
   std::map<std::string, int64_t> allocatable_milli;

@@ -45,6 +45,15 @@ struct NodePoolPolicy {
   // How nodes are bought: "fleet" (EC2 CreateFleet) or "asg" (Auto Scaling group).
   std::string actuation = "fleet";
   std::string auto_scaling_group;  // required when actuation is "asg"
+  // A launched instance that is not a Ready Kubernetes node with GPUs
+  // allocatable this long after its launch was accepted (or, for an accepted
+  // launch, whose instance is not listed by then) is given up: terminated,
+  // its offering marked unavailable, its work planned elsewhere.
+  Seconds registration_timeout{900};
+  // A Ready node that turns NotReady for this long is replaced (the
+  // replacement is requested first, then the node is removed). 0: off, the
+  // default (a partition that heals must not cost a node).
+  Seconds repair_after{0};
 
   // Whether the pool may buy `type` at all, by its instance types, families
   // (neither listed: GPU types only) and GPU models; `gpu` is the type's GPU
@@ -131,6 +140,10 @@ struct SpotPolicy {
   double max_interruptions_per_hour = 1.0;
   bool fallback_to_on_demand = true;  // on spot capacity errors
   Seconds fallback_duration{1800};     // how long the fallback lasts
+  // What a rebalance recommendation (elevated interruption risk, before any
+  // notice) does to the node: "ignore"; "cordon" (no new pods); "replace"
+  // (cordon and pre-provision a replacement for its work, then drain it).
+  std::string on_rebalance = "ignore";
 };
 
 struct ScalingPolicy {

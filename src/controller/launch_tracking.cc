@@ -1,0 +1,96 @@
+// ClusterState: launches accepted but not listed yet (see cluster_state.h).
+#include <algorithm>
+
+#include "gpuscaler/controller/cluster_state.h"
+
+namespace gpuscaler {
+
+void ClusterState::AddAwaited(const InFlightLaunch& launch, const Policy& policy) {
+  const NodePoolPolicy* pool = policy.FindPool(launch.pool);
+  const Seconds timeout = pool != nullptr ? pool->registration_timeout : NodePoolPolicy{}.registration_timeout;
+  for (int k = 0; k < launch.count; ++k) {
+    Node node;
+    node.id = "awaiting/" + launch.token + "/" + std::to_string(k);
+    node.pool = launch.pool;
+    node.offering = launch.offering;
+    node.launch_time = launch.accepted_at;
+    node.state = NodeState::kLaunching;
+    NodeInfo info;
+    info.awaited_token = launch.token;
+    info.give_up_at = launch.accepted_at + timeout;
+    info.decision_id = launch.decision_id;
+    info.reason = launch.reason;
+    if (auto it = offering_index_.find(launch.offering.Key()); it != offering_index_.end()) {
+      info.offering = static_cast<int>(it->second);
+      node.offering.usd_per_hour = snapshot_.offerings[it->second].usd_per_hour;
+    }
+    node_index_[node.id] = snapshot_.nodes.size();
+    snapshot_.nodes.push_back(std::move(node));
+    node_info_.push_back(std::move(info));
+    ++placeholders_;
+  }
+}
+
+bool ClusterState::ClaimAwaited(const Instance& instance, const Policy& policy, WallTime now, TickReport* report) {
+  // Its own launch's placeholder first. Else the oldest of its pool: an Auto
+  // Scaling group tags every new instance with the token of the latest raise,
+  // so an earlier launch's instances may carry a later token.
+  auto tag = instance.tags.find(kIntentTag);
+  const std::string token = tag == instance.tags.end() ? "" : tag->second;
+  size_t i = node_info_.size();
+  for (size_t j = 0; j < node_info_.size(); ++j) {
+    if (!node_info_[j].placeholder() || snapshot_.nodes[j].pool != instance.pool) continue;
+    if (node_info_[j].awaited_token == token) {
+      i = j;
+      break;
+    }
+    if (i == node_info_.size() || node_info_[j].give_up_at < node_info_[i].give_up_at) i = j;
+  }
+  if (i == node_info_.size()) return false;
+  const NodeInfo awaited = node_info_[i];
+  const std::string placeholder_id = snapshot_.nodes[i].id;
+  NodeInfo info;
+  snapshot_.nodes[i] = NodeFor(instance, NodeStateOf(instance.state), policy, &info);
+  info.launched_here = true;
+  node_info_[i] = std::move(info);
+  --placeholders_;
+  usage_.AddNode(instance.instance_id, now);
+  node_index_.erase(placeholder_id);
+  node_index_[instance.instance_id] = i;
+  MarkChanged(false);  // coming capacity became a listed node: the planner already counted it
+  if (store_ != nullptr) {
+    NodeLaunchRecord rec{instance.instance_id, instance.instance_id, instance.pool, instance.offering, 0,
+                         instance.launch_time, awaited.decision_id, awaited.reason};
+    if (const InstanceType* t = catalog_.FindInstanceType(instance.offering.instance_type))
+      rec.gpu_count = t->gpu_count;
+    report->Record(store_->RecordNodeLaunch(rec));
+  }
+  return true;
+}
+
+void ClusterState::ExpireAwaited(WallTime now, TickReport* report) {
+  for (size_t i = snapshot_.nodes.size(); i-- > 0;) {
+    const NodeInfo& info = node_info_[i];
+    if (!info.placeholder() || info.give_up_at > now) continue;
+    // The cloud accepted the launch but no instance came: treat the
+    // offering like one that ran out of capacity, and plan the work again.
+    availability_.RecordCapacityError(snapshot_.nodes[i].offering.Key(), now);
+    ++report->registration_failures;
+    report->errors.push_back(Error::Capacity("launch " + info.awaited_token + " (pool " + snapshot_.nodes[i].pool +
+                                             "): accepted, but no instance was listed within the pool's "
+                                             "registration_timeout; given up"));
+    RemoveNode(i, now, "never listed", report);
+    MarkChanged(true);
+  }
+}
+
+const std::vector<Node>& ClusterState::BilledNodes() {
+  if (placeholders_ == 0) return snapshot_.nodes;
+  billed_.clear();
+  for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
+    if (!node_info_[i].placeholder()) billed_.push_back(snapshot_.nodes[i]);
+  }
+  return billed_;
+}
+
+}  // namespace gpuscaler

@@ -1,0 +1,195 @@
+// ClusterState: registration timeouts and repairs (see cluster_state.h).
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "gpuscaler/controller/cluster_state.h"
+
+namespace gpuscaler {
+namespace {
+
+std::string Minutes(Seconds s) { return std::to_string(s.count() / 60) + "m"; }
+
+}  // namespace
+
+void ClusterState::CheckNodeHealth(const Policy& policy, WallTime now, TickReport* report) {
+  // Fail static: with the nodes unknown, nothing is given up or replaced.
+  if (!nodes_->Synced()) return;
+  for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
+    NodeInfo& info = node_info_[i];
+    Node& node = snapshot_.nodes[i];
+    if (info.placeholder() || !info.repair.empty() || info.notice_deadline) continue;
+    if (node.state != NodeState::kLaunching && node.state != NodeState::kReady) continue;
+    const NodePoolPolicy* pool = policy.FindPool(node.pool);
+    const NodePoolPolicy defaults;
+    const Seconds registration_timeout = pool != nullptr ? pool->registration_timeout : defaults.registration_timeout;
+    const Seconds repair_after = pool != nullptr ? pool->repair_after : defaults.repair_after;
+    const std::optional<NodeHealth> health = nodes_->Health(node.instance_id);
+    if (health && !info.node_seen) {
+      info.node_seen = true;
+      Milestone(i, "registered", now, report);
+    }
+    // A node that was there before this process started has registered
+    // once: it is judged by repair_after, never by the registration timeout.
+    if (!info.registered && health && !info.launched_here) info.registered = true;
+    if (!info.registered) {
+      if (health && health->ready && health->gpus_allocatable) {
+        info.registered = true;
+        Milestone(i, "gpus_allocatable", now, report);
+        continue;
+      }
+      if (now - node.launch_time < registration_timeout) continue;
+      info.repair = "registration timeout: no Ready node with GPUs allocatable " + Minutes(registration_timeout) +
+                    " after launch (" + (health ? (health->ready ? "node Ready, no nvidia.com/gpu allocatable"
+                                                                 : "node registered, not Ready")
+                                                : "no node registered") +
+                    ")";
+      availability_.RecordCapacityError(node.offering.Key(), now);
+      ++report->registration_failures;
+      // Its capacity never came: the planner places its work elsewhere.
+      node.state = NodeState::kTerminating;
+    } else {
+      if (repair_after.count() <= 0 || !health || health->ready || !health->ready_changed_at) continue;
+      if (now - *health->ready_changed_at < repair_after) continue;
+      info.repair = "repair: node NotReady for " + Minutes(std::chrono::duration_cast<Seconds>(now - *health->ready_changed_at)) +
+                    " (repair_after " + Minutes(repair_after) + "); replaced";
+      // Its work is demand again (replacement first), like a noticed node's.
+      node.state = NodeState::kDraining;
+      replacements_dirty_ = true;
+    }
+    report->governor.notes.push_back(node.instance_id + ": " + info.repair);
+    MarkChanged(true);
+  }
+}
+
+void ClusterState::HoldForReplacement(const std::string& instance_id, bool held) {
+  auto it = node_index_.find(instance_id);
+  if (it == node_index_.end()) return;
+  Node& node = snapshot_.nodes[it->second];
+  if (held && node.state == NodeState::kReady) node.state = NodeState::kCordoned;
+  if (!held && node.state == NodeState::kCordoned) node.state = NodeState::kReady;
+  MarkChanged(true);
+}
+
+void ClusterState::Protect(const std::string& instance_id, bool on) {
+  auto it = node_index_.find(instance_id);
+  if (it == node_index_.end()) {
+    protected_.erase(instance_id);
+    return;
+  }
+  Node& node = snapshot_.nodes[it->second];
+  if (on && !node.do_not_disrupt) {
+    node.do_not_disrupt = true;
+    protected_.insert(instance_id);
+    MarkChanged(true);
+  } else if (!on && protected_.erase(instance_id) != 0) {
+    node.do_not_disrupt = false;
+    MarkChanged(true);
+  }
+}
+
+bool ClusterState::CanTakeWork(const std::string& instance_id) {
+  auto it = node_index_.find(instance_id);
+  if (it == node_index_.end() || snapshot_.nodes[it->second].state != NodeState::kReady) return false;
+  if (nodes_ == nullptr) return true;
+  const std::optional<NodeHealth> health = nodes_->Health(instance_id);
+  return health && health->ready && health->gpus_allocatable;
+}
+
+void ClusterState::Milestone(size_t index, const char* stage, WallTime now, TickReport* report) const {
+  const NodeInfo& info = node_info_[index];
+  if (!info.launched_here) return;
+  report->milestones.push_back(
+      {info.family, stage, std::chrono::duration<double>(now - snapshot_.nodes[index].launch_time).count()});
+}
+
+std::vector<TerminationAction> ClusterState::Repairs() const {
+  std::vector<TerminationAction> out;
+  for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
+    if (node_info_[i].repair.empty()) continue;
+    const Node& n = snapshot_.nodes[i];
+    TerminationAction t;
+    t.node_id = n.id;
+    t.instance_id = n.instance_id;
+    t.pool = n.pool;
+    t.offering = n.offering;
+    t.reason = node_info_[i].repair;
+    for (const DemandUnit& u : n.running) t.moved_unit_ids.push_back(u.id);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+}  // namespace gpuscaler
+
+namespace gpuscaler {
+
+std::string_view ToString(DrainEnd e) {
+  switch (e) {
+    case DrainEnd::kDrained: return "drained";
+    case DrainEnd::kTimedOut: return "timed out";
+    case DrainEnd::kRefused: return "refused";
+    case DrainEnd::kFailed: return "failed";
+  }
+  return "failed";
+}
+
+}  // namespace gpuscaler
+
+namespace gpuscaler {
+
+void ClusterState::DrainNoticed(const std::string& instance_id, WallTime deadline, WallTime now, TickReport* report) {
+  DrainRequest drain;
+  drain.instance_id = instance_id;
+  drain.reason = "spot interruption notice: the instance goes away at " + FormatRfc3339(deadline);
+  drain.cause = "interrupted";
+  drain.timeout = std::max(Seconds(1), std::chrono::duration_cast<Seconds>(deadline - now));
+  Status s = nodes_->BeginDrain(drain);
+  if (s.ok()) {
+    draining_.insert(instance_id);
+    ++report->drains_started;
+  } else if (s.error().category() != ErrorCategory::kNotFound) {
+    report->errors.push_back(s.error().WithContext("draining interrupted node " + instance_id));
+  }
+}
+
+void ClusterState::OnRebalance(const std::string& instance_id, const Policy& policy, TickReport* report) {
+  ++report->rebalance_recommendations;
+  auto it = node_index_.find(instance_id);
+  if (it == node_index_.end() || policy.spot.on_rebalance == "ignore") return;
+  NodeInfo& info = node_info_[it->second];
+  Node& node = snapshot_.nodes[it->second];
+  if (info.notice_deadline || node.state != NodeState::kReady) return;
+  node.state = NodeState::kCordoned;
+  if (nodes_ != nullptr) {
+    Status s = nodes_->Cordon(instance_id, true);
+    if (!s.ok() && s.error().category() != ErrorCategory::kNotFound)
+      report->errors.push_back(s.error().WithContext("cordoning rebalanced node " + instance_id));
+  }
+  if (policy.spot.on_rebalance == "replace") {
+    info.rebalance_replace = true;
+    info.rebalanced_at = snapshot_.time;
+    replacements_dirty_ = true;
+  }
+  report->governor.notes.push_back(instance_id + ": rebalance recommendation: " + policy.spot.on_rebalance);
+  MarkChanged(true);
+}
+
+void ClusterState::RemoveRebalanced(WallTime now) {
+  std::set<std::string> launching_pools;
+  for (const Node& n : snapshot_.nodes) {
+    if (n.state == NodeState::kLaunching) launching_pools.insert(n.pool);
+  }
+  for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
+    NodeInfo& info = node_info_[i];
+    // Not in the tick of the recommendation: its replacement is planned after this.
+    if (!info.rebalance_replace || !info.repair.empty() || info.rebalanced_at >= now) continue;
+    // Its replacement was planned with the recommendation; once nothing of
+    // the pool is still launching, the replacement has come.
+    if (launching_pools.count(snapshot_.nodes[i].pool) != 0) continue;
+    info.repair = "rebalance recommendation: replaced, then removed";
+    MarkChanged(true);
+  }
+}
+
+}  // namespace gpuscaler

@@ -1,0 +1,154 @@
+// Shared scene for the node lifecycle tests: one pool of g5.xlarge nodes,
+// the real planner, a cloud whose Auto Scaling groups list new instances
+// only when the test says so.
+#pragma once
+
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fakes/fake_clock.h"
+#include "fakes/fake_cloud_provider.h"
+#include "fakes/fake_work_source.h"
+#include "gpuscaler/controller/controller.h"
+#include "gpuscaler/store/sqlite_audit_store.h"
+
+namespace gpuscaler::testing {
+
+// Launches into an Auto Scaling group are accepted at once, but their
+// instances stay out of the launch answer and out of ListInstances until
+// Reveal(), as a group that has raised its desired capacity before EC2 has
+// the instances.
+class SlowGroupCloud final : public CloudProvider {
+ public:
+  explicit SlowGroupCloud(FakeCloudProvider& inner) : inner_(inner) {}
+  Result<LaunchResult> Launch(const LaunchRequest& request) override {
+    Result<LaunchResult> r = inner_.Launch(request);
+    if (r && !request.auto_scaling_group.empty()) {
+      for (const Instance& i : r->instances) hidden_.insert(i.instance_id);
+      r->instances.clear();
+    }
+    return r;
+  }
+  Status Terminate(const std::vector<std::string>& ids) override { return inner_.Terminate(ids); }
+  Result<std::vector<Instance>> ListInstances() override {
+    Result<std::vector<Instance>> all = inner_.ListInstances();
+    if (!all) return all;
+    std::vector<Instance> out;
+    for (Instance& i : *all) {
+      if (hidden_.count(i.instance_id) == 0) out.push_back(std::move(i));
+    }
+    return out;
+  }
+  Result<std::vector<InterruptionNotice>> PollInterruptions() override { return inner_.PollInterruptions(); }
+  Result<std::vector<SpotPrice>> SpotPrices(WallTime since) override { return inner_.SpotPrices(since); }
+
+  void Reveal() { hidden_.clear(); }
+  // Instances accepted but never coming.
+  void Lose() {
+    for (const std::string& id : hidden_) inner_.instances.erase(id);
+    hidden_.clear();
+  }
+
+ private:
+  FakeCloudProvider& inner_;
+  std::set<std::string> hidden_;
+};
+
+inline Catalog LifecycleCatalog() {
+  Catalog c;
+  c.gpu_models = {{"NVIDIA-A10G", "a10g", 22888, {}}};
+  InstanceType t;
+  t.name = "g5.xlarge";
+  t.family = "g5";
+  t.gpu_model = "NVIDIA-A10G";
+  t.gpu_count = 1;
+  t.vcpus = 4;
+  t.memory_mib = 16384;
+  c.instance_types = {t};
+  RegionPrices r;
+  r.region = "us-east-1";
+  r.zones = {"us-east-1a", "us-east-1b"};
+  r.on_demand_usd_per_hour = {{"g5.xlarge", 1.0}};
+  r.spot_usd_per_hour = {{"g5.xlarge", 0.4}};
+  c.regions = {r};
+  return c;
+}
+
+inline Policy LifecyclePolicy(bool asg) {
+  Policy p;
+  NodePoolPolicy pool;
+  pool.name = "gpu";
+  pool.capacity_types = {CapacityType::kOnDemand};
+  if (asg) {
+    pool.actuation = "asg";
+    pool.auto_scaling_group = "gpu-group";
+  }
+  p.pools = {pool};
+  WorkloadClassPolicy cls;
+  cls.name = "batch";
+  p.classes = {cls};
+  p.scaling.scale_down_stabilization = Seconds(0);
+  p.scaling.scale_down_cooldown = Seconds(0);
+  p.disruption.consolidation = false;
+  return p;
+}
+
+inline DemandUnit GpuUnit(std::string id) {
+  DemandUnit u;
+  u.id = std::move(id);
+  u.workload_class = "batch";
+  u.gpus = 1;
+  u.cpu_milli = 1000;
+  u.memory_mib = 4096;
+  return u;
+}
+
+struct LifecycleScene {
+  FakeClock clock;
+  FakeCloudProvider fake{clock};
+  SlowGroupCloud cloud{fake};
+  FakeWorkSource work;
+  Catalog catalog = LifecycleCatalog();
+  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(":memory:")).value();
+  std::unique_ptr<Controller> controller;
+
+  explicit LifecycleScene(Policy policy, ControllerOptions options = {}) {
+    controller = std::make_unique<Controller>(clock, cloud, store.get(), work, catalog, std::move(policy),
+                                              std::move(options));
+  }
+  TickReport TickAfter(Seconds dt) {
+    clock.Advance(dt);
+    return controller->Tick();
+  }
+  // A running instance of pool "gpu" on `offering_key`, launched an hour or
+  // more ago, running `running`.
+  void AddRunningNode(const std::string& id, const std::string& offering_key, std::vector<DemandUnit> running) {
+    Instance inst;
+    inst.instance_id = id;
+    inst.pool = "gpu";
+    for (const Offering& o : catalog.Offerings({})) {
+      if (o.Key() == offering_key) inst.offering = o;
+    }
+    inst.launch_time = clock.WallNow() - Seconds(3600);
+    inst.state = InstanceState::kRunning;
+    inst.tags = {{kOwnerTag, "gpu"}};
+    fake.instances[id] = inst;
+    work.SetRunning(id, std::move(running));
+  }
+  // The snapshot's node of the instance, or null.
+  const Node* Find(const std::string& instance_id) const {
+    for (const Node& n : controller->snapshot().nodes) {
+      if (n.instance_id == instance_id) return &n;
+    }
+    return nullptr;
+  }
+  int Count(NodeState s) const {
+    int n = 0;
+    for (const Node& node : controller->snapshot().nodes) n += node.state == s;
+    return n;
+  }
+};
+
+}  // namespace gpuscaler::testing

@@ -1,0 +1,169 @@
+// Registration timeouts and repairs through the ClusterNodes seam.
+#include <gtest/gtest.h>
+
+#include "fake_cluster_nodes.h"
+#include "lifecycle_harness.h"
+
+namespace gpuscaler {
+namespace {
+
+using testing::FakeClusterNodes;
+using testing::GpuUnit;
+using testing::LifecyclePolicy;
+using testing::LifecycleScene;
+
+struct RepairScene : LifecycleScene {
+  FakeClusterNodes nodes{clock};
+  explicit RepairScene(Policy p) : LifecycleScene(std::move(p)) { controller->SetClusterNodes(&nodes); }
+  std::string OnlyNode() const {
+    EXPECT_EQ(controller->snapshot().nodes.size(), 1u);
+    return controller->snapshot().nodes.empty() ? "" : controller->snapshot().nodes[0].instance_id;
+  }
+};
+
+TEST(NodeRepair, AnInstanceThatNeverRegistersIsTerminatedAndItsWorkPlannedElsewhere) {
+  RepairScene s(LifecyclePolicy(/*asg=*/false));
+  s.work.SetPending({GpuUnit("a")});
+  s.controller->Tick();
+  const std::string first = s.OnlyNode();
+  const std::string first_offering = s.fake.launches[0].offerings[0].Key();
+
+  TickReport waiting = s.TickAfter(Seconds(14 * 60));
+  EXPECT_EQ(waiting.registration_failures, 0);
+  EXPECT_TRUE(s.fake.terminations.empty());
+  EXPECT_EQ(s.fake.launches.size(), 1u);
+
+  TickReport given_up = s.TickAfter(Seconds(90));
+  EXPECT_EQ(given_up.registration_failures, 1);
+  EXPECT_FALSE(s.controller->availability().IsAvailable(first_offering, s.clock.WallNow()));
+  ASSERT_EQ(s.fake.launches.size(), 2u);
+  EXPECT_NE(s.fake.launches[1].offerings[0].Key(), first_offering);
+  ASSERT_EQ(s.fake.terminations.size(), 1u);
+  EXPECT_EQ(s.fake.terminations[0], std::vector<std::string>{first});
+  EXPECT_TRUE(s.nodes.begun.empty()) << "a node that never registered is not drained";
+  for (const Node& n : s.controller->snapshot().nodes) EXPECT_NE(n.instance_id, first);
+}
+
+TEST(NodeRepair, ARegisteredNodeIsKeptPastTheRegistrationTimeout) {
+  RepairScene s(LifecyclePolicy(/*asg=*/false));
+  s.work.SetPending({GpuUnit("a")});
+  s.controller->Tick();
+  s.nodes.Register(s.OnlyNode());
+  TickReport r = s.TickAfter(Seconds(3600));
+  EXPECT_EQ(r.registration_failures, 0);
+  EXPECT_TRUE(s.fake.terminations.empty());
+}
+
+TEST(NodeRepair, ANodeWithoutGpusAllocatableHasNotRegistered) {
+  Policy p = LifecyclePolicy(/*asg=*/false);
+  p.pools[0].registration_timeout = Seconds(300);
+  RepairScene s(p);
+  s.work.SetPending({GpuUnit("a")});
+  s.controller->Tick();
+  s.nodes.health[s.OnlyNode()] = {true, /*gpus_allocatable=*/false, s.clock.WallNow()};
+  TickReport r = s.TickAfter(Seconds(301));
+  EXPECT_EQ(r.registration_failures, 1);
+  EXPECT_EQ(s.fake.terminations.size(), 1u);
+}
+
+TEST(NodeRepair, ANodeFromBeforeARestartIsNotARegistrationFailure) {
+  RepairScene s(LifecyclePolicy(/*asg=*/false));
+  s.AddRunningNode("i-old", "g5.xlarge/us-east-1a/on-demand", {GpuUnit("a")});
+  s.nodes.health["i-old"] = {false, true, s.clock.WallNow()};  // NotReady right now
+  TickReport r = s.TickAfter(Seconds(30));
+  EXPECT_EQ(r.registration_failures, 0);
+  EXPECT_TRUE(s.fake.terminations.empty());
+  // Its node is gone altogether: a paid instance that is no node is given up.
+  s.nodes.health.erase("i-old");
+  s.AddRunningNode("i-nodeless", "g5.xlarge/us-east-1b/on-demand", {});
+  TickReport nodeless = s.TickAfter(Seconds(30));
+  EXPECT_EQ(nodeless.registration_failures, 1);
+  ASSERT_EQ(s.fake.terminations.size(), 1u);
+  EXPECT_EQ(s.fake.terminations[0], std::vector<std::string>{"i-nodeless"});
+}
+
+TEST(NodeRepair, NothingIsGivenUpWhileTheClusterIsUnknown) {
+  RepairScene s(LifecyclePolicy(/*asg=*/false));
+  s.nodes.synced = false;
+  s.work.SetPending({GpuUnit("a")});
+  s.controller->Tick();
+  TickReport r = s.TickAfter(Seconds(3600));
+  EXPECT_EQ(r.registration_failures, 0);
+  EXPECT_TRUE(s.fake.terminations.empty());
+}
+
+TEST(NodeRepair, ANodeNotReadyPastRepairAfterIsReplacedFirstThenRemoved) {
+  Policy p = LifecyclePolicy(/*asg=*/false);
+  p.pools[0].repair_after = Seconds(600);
+  RepairScene s(p);
+  s.work.SetPending({GpuUnit("a")});
+  s.controller->Tick();
+  const std::string sick = s.OnlyNode();
+  s.nodes.Register(sick);
+  s.work.SetPending({});
+  s.work.SetRunning(sick, {GpuUnit("a")});
+  s.TickAfter(Seconds(30));
+
+  s.nodes.health[sick] = {false, true, s.clock.WallNow()};
+  TickReport early = s.TickAfter(Seconds(540));
+  EXPECT_TRUE(s.fake.terminations.empty());
+  EXPECT_EQ(s.fake.launches.size(), 1u);
+
+  size_t terminations_at_launch = 99;
+  s.fake.on_launch = [&](const LaunchRequest&) { terminations_at_launch = s.fake.terminations.size(); };
+  TickReport repaired = s.TickAfter(Seconds(90));
+  ASSERT_EQ(s.fake.launches.size(), 2u) << "the replacement is requested";
+  EXPECT_EQ(terminations_at_launch, 0u) << "before the node is removed";
+  ASSERT_EQ(s.fake.terminations.size(), 1u);
+  EXPECT_EQ(s.fake.terminations[0], std::vector<std::string>{sick});
+  EXPECT_TRUE(s.nodes.begun.empty()) << "a NotReady node is not drained (no kubelet to evict its pods)";
+}
+
+TEST(NodeRepair, RepairIsOffByDefault) {
+  RepairScene s(LifecyclePolicy(/*asg=*/false));
+  s.work.SetPending({GpuUnit("a")});
+  s.controller->Tick();
+  const std::string sick = s.OnlyNode();
+  s.nodes.Register(sick);
+  s.work.SetPending({});
+  s.work.SetRunning(sick, {GpuUnit("a")});
+  s.TickAfter(Seconds(30));  // seen Ready: registered
+  s.nodes.health[sick] = {false, true, s.clock.WallNow()};
+  s.TickAfter(Seconds(6 * 3600));
+  EXPECT_TRUE(s.fake.terminations.empty());
+  EXPECT_EQ(s.fake.launches.size(), 1u);
+}
+
+}  // namespace
+}  // namespace gpuscaler
+
+namespace gpuscaler {
+namespace {
+
+TEST(NodeMilestones, LaunchToRegisteredToGpusToFirstPodPerFamily) {
+  RepairScene s(LifecyclePolicy(/*asg=*/false));
+  s.work.SetPending({GpuUnit("a")});
+  s.controller->Tick();
+  const std::string id = s.OnlyNode();
+  s.nodes.health[id] = {false, false, s.clock.WallNow()};
+  TickReport seen = s.TickAfter(Seconds(60));
+  ASSERT_EQ(seen.milestones.size(), 1u);
+  EXPECT_EQ(seen.milestones[0].family, "g5");
+  EXPECT_EQ(seen.milestones[0].stage, "registered");
+  EXPECT_EQ(seen.milestones[0].seconds, 60);
+  s.nodes.Register(id);
+  TickReport ready = s.TickAfter(Seconds(30));
+  ASSERT_EQ(ready.milestones.size(), 1u);
+  EXPECT_EQ(ready.milestones[0].stage, "gpus_allocatable");
+  EXPECT_EQ(ready.milestones[0].seconds, 90);
+  s.work.SetPending({});
+  s.work.SetRunning(id, {GpuUnit("a")});
+  TickReport running = s.TickAfter(Seconds(30));
+  ASSERT_EQ(running.milestones.size(), 1u);
+  EXPECT_EQ(running.milestones[0].stage, "first_pod");
+  EXPECT_EQ(running.milestones[0].seconds, 120);
+  EXPECT_TRUE(s.TickAfter(Seconds(30)).milestones.empty()) << "each stage once";
+}
+
+}  // namespace
+}  // namespace gpuscaler
