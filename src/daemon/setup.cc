@@ -66,6 +66,8 @@ Result<std::shared_ptr<AwsCloud>> MakeAwsCloud(const DaemonConfig& config, const
   o.provider.on_demand_allocation_strategy = c.on_demand_allocation_strategy;
   o.provider.interruption_queue_url = c.interruption_queue_url;
   o.provider.cluster_name = config.cluster_name;
+  o.provider.eks = {config.cluster_name, c.eks.kubernetes_version, c.eks.api_server_endpoint,
+                    c.eks.certificate_authority, c.eks.service_cidr};
   // Spot prices of the catalog's types only: the types the planner can buy.
   for (const InstanceType& t : catalog.instance_types) o.provider.price_instance_types.push_back(t.name);
   auto aws = std::make_shared<AwsCloud>();

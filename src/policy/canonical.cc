@@ -99,7 +99,7 @@ std::string CanonicalPolicyText(const Policy& p) {
     w.Put(at + ".capacity_types", capacity);
     w.Put(at + ".min_nodes", pool.min_nodes);
     w.Put(at + ".max_nodes", pool.max_nodes);
-    w.Put(at + ".labels#", 0);
+    w.Put(at + ".labels", pool.labels);
     w.PutList(at + ".taints", pool.taints, [&w](const std::string& t, const Taint& taint) {
       w.Put(t + ".key", taint.key);
       w.Put(t + ".value", taint.value);
@@ -107,6 +107,24 @@ std::string CanonicalPolicyText(const Policy& p) {
     });
     w.Put(at + ".actuation", pool.actuation);
     w.Put(at + ".auto_scaling_group", pool.auto_scaling_group);
+    if (pool.node_template) {
+      const NodeTemplate& t = *pool.node_template;
+      const std::string nt = at + ".node_template";
+      w.Put(nt + ".ami.id", t.ami_id);
+      w.Put(nt + ".ami.ssm_parameter", t.ami_ssm_parameter);
+      w.Put(nt + ".ami_family", t.ami_family);
+      w.Put(nt + ".instance_profile", t.instance_profile);
+      w.Put(nt + ".security_groups", t.security_groups);
+      w.PutList(nt + ".block_devices", t.block_devices, [&w](const std::string& b, const BlockDevice& d) {
+        w.Put(b + ".device_name", d.device_name);
+        w.Put(b + ".volume_size_gib", d.volume_size_gib);
+        w.Put(b + ".volume_type", d.volume_type);
+        w.Put(b + ".iops", d.iops);
+        w.Put(b + ".throughput", d.throughput_mibps);
+        w.Put(b + ".encrypted", d.encrypted);
+      });
+      w.Put(nt + ".mig_config", t.mig_config);
+    }
   });
   w.PutList("classes", p.classes, [&w](const std::string& at, const WorkloadClassPolicy& c) {
     w.Put(at + ".name", c.name);

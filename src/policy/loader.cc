@@ -111,8 +111,8 @@ void PolicyReader::PositiveDuration(MapReader& m, std::string_view key, Seconds*
 NodePoolPolicy PolicyReader::ReadPool(const DocNode& node, const std::string& path) {
   MapReader m(r_, node, path,
               {"name", "instance_types", "families", "gpu_models", "regions", "zones",
-               "capacity_types", "min_nodes", "max_nodes", "taints", "actuation",
-               "auto_scaling_group"});
+               "capacity_types", "min_nodes", "max_nodes", "labels", "taints", "actuation",
+               "auto_scaling_group", "node_template"});
   m.Require({"name"});
   NodePoolPolicy pool;
   m.ReadString("name", &pool.name);
@@ -202,10 +202,16 @@ NodePoolPolicy PolicyReader::ReadPool(const DocNode& node, const std::string& pa
     MapReader t(r_, n, tpath, {"key", "value", "effect"});
     t.Require({"key", "effect"});
     Taint taint;
-    if (t.ReadString("key", &taint.key) && taint.key.empty()) {
-      r_.ReportAt(t.PathOf("key"), "must not be empty");
+    if (t.ReadString("key", &taint.key)) {
+      if (std::string problem = KubernetesKeyProblem(taint.key); !problem.empty()) {
+        r_.ReportAt(t.PathOf("key"), taint.key.empty() ? "must not be empty" : problem);
+      }
     }
-    t.ReadString("value", &taint.value);
+    if (t.ReadString("value", &taint.value)) {
+      if (std::string problem = KubernetesValueProblem(taint.value); !problem.empty()) {
+        r_.ReportAt(t.PathOf("value"), problem);
+      }
+    }
     if (t.ReadString("effect", &taint.effect) && taint.effect != "NoSchedule" &&
         taint.effect != "PreferNoSchedule" && taint.effect != "NoExecute") {
       r_.ReportAt(t.PathOf("effect"),
@@ -229,6 +235,8 @@ NodePoolPolicy PolicyReader::ReadPool(const DocNode& node, const std::string& pa
   if (pool.actuation == "fleet" && !pool.auto_scaling_group.empty()) {
     r_.ReportAt(m.PathOf("auto_scaling_group"), "is used only with actuation 'asg'");
   }
+  ReadPoolLabels(m, &pool);
+  ReadNodeTemplate(m, &pool);
   return pool;
 }
 

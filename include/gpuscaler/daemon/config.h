@@ -51,13 +51,27 @@ struct SignalSettings {
   std::chrono::milliseconds timeout{3000};
 };
 
+// What nodes of pools with a node template need to join the EKS cluster
+// named by cluster_name (`aws eks describe-cluster` shows each value).
+struct EksSettings {
+  std::string kubernetes_version;     // "1.31": the default AMI's
+  std::string api_server_endpoint;    // https://…
+  std::string certificate_authority;  // base64, as EKS shows it
+  std::string service_cidr;           // "10.100.0.0/16"
+
+  bool configured() const { return !api_server_endpoint.empty(); }
+};
+
 struct CloudSettings {
   // "aws": EC2 Fleet / Auto Scaling; "simulated": the simulator's cloud on
   // the wall clock (try the daemon with real signals and no cloud account).
   std::string provider = "simulated";
   std::string region = "us-east-1";
   std::string endpoint_url;  // override (an emulator); empty: the real endpoint
+  // The launch template of pools without a node template.
   std::string launch_template;
+  // Required (provider aws) when a pool has a node template.
+  EksSettings eks;
   std::map<std::string, std::string> subnets;  // zone -> subnet id
   std::string interruption_queue_url;          // SQS queue fed by EventBridge
   // provider "aws": the launch template's version ("$Latest", "$Default" or a
