@@ -158,8 +158,13 @@ EmulatorResponse CloudEmulator::CreateFleet(const Params& p, WallTime now) {
         Got g{o, lifecycle, {}};
         for (int n = 0; n < take; ++n) {
           Instance& launched = Launch(o->type, o->zone, o->subnet, lifecycle, tags, token, reservation, now);
-          launched.info.launch_template = o->known_template;
-          launched.info.launch_template_version = o->known_version;
+          if (!o->known_template.empty()) {
+            // EC2 tags what it launches from a launch template with it.
+            launched.info.launch_template = o->known_template;
+            launched.info.launch_template_version = o->known_version;
+            launched.info.tags["aws:ec2launchtemplate:id"] = templates_[o->known_template].id;
+            launched.info.tags["aws:ec2launchtemplate:version"] = o->known_version;
+          }
           g.ids.push_back(launched.info.instance_id);
         }
         got.push_back(std::move(g));

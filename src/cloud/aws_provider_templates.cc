@@ -8,10 +8,12 @@
 namespace gpuscaler::cloud {
 namespace {
 
-// ≤ 64 characters, the same for the same template name and content, so a
-// retried or concurrent create makes one template or version, not two.
-std::string TemplateClientToken(const std::string& name, const std::string& content_hash) {
-  return "gpuscaler-" + Sha256Hex(name + "\n" + content_hash).substr(0, 40);
+// ≤ 64 characters, the same for the same action, template name and content,
+// so a retried or concurrent create makes one template or version, not two.
+// A version whose content the template had before gets the earlier version
+// back, which is then made the default again: the same content.
+std::string TemplateClientToken(std::string_view action, const std::string& name, const std::string& content_hash) {
+  return "gpuscaler-" + Sha256Hex(std::string(action) + "\n" + name + "\n" + content_hash).substr(0, 40);
 }
 
 }  // namespace
@@ -60,7 +62,6 @@ Result<LaunchTemplateRef> AwsProvider::EnsureLaunchTemplate(const LaunchRequest&
       RenderLaunchTemplate(cluster, request.pool, request.node_labels, request.node_taints, t, *image);
   if (!rendered.ok()) return fail(rendered.error());
   const std::string description = kTemplateHashPrefix + rendered->content_hash;
-  const std::string token = TemplateClientToken(rendered->name, rendered->content_hash);
 
   int64_t version = 0;
   Result<std::string> current =
@@ -68,7 +69,9 @@ Result<LaunchTemplateRef> AwsProvider::EnsureLaunchTemplate(const LaunchRequest&
   if (!current.ok() && current.error().category() != ErrorCategory::kNotFound) return fail(current.error());
   if (!current.ok()) {
     Result<std::string> created = client_.Query(
-        "ec2", CreateLaunchTemplateQuery(rendered->name, description, token, rendered->data, rendered->tags));
+        "ec2", CreateLaunchTemplateQuery(rendered->name, description,
+                                         TemplateClientToken("CreateLaunchTemplate", rendered->name, rendered->content_hash),
+                                         rendered->data, rendered->tags));
     Result<LaunchTemplateVersionInfo> info =
         created.ok() ? ParseCreateLaunchTemplate(*created) : Result<LaunchTemplateVersionInfo>(created.error());
     if (!info.ok()) return fail(info.error());
@@ -80,7 +83,10 @@ Result<LaunchTemplateRef> AwsProvider::EnsureLaunchTemplate(const LaunchRequest&
       version = versions->front().version_number;
     } else {
       Result<std::string> created =
-          client_.Query("ec2", CreateLaunchTemplateVersionQuery(rendered->name, description, token, rendered->data));
+          client_.Query("ec2", CreateLaunchTemplateVersionQuery(
+                                   rendered->name, description,
+                                   TemplateClientToken("CreateLaunchTemplateVersion", rendered->name, rendered->content_hash),
+                                   rendered->data));
       Result<LaunchTemplateVersionInfo> info = created.ok() ? ParseCreateLaunchTemplateVersion(*created)
                                                             : Result<LaunchTemplateVersionInfo>(created.error());
       if (!info.ok()) return fail(info.error());
