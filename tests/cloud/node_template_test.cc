@@ -8,8 +8,12 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
 #include "gpuscaler/cloud/aws_query.h"
 #include "gpuscaler/cloud/launch_template_api.h"
+#include "gpuscaler/model/text_file.h"
 
 namespace gpuscaler::cloud {
 namespace {
@@ -200,6 +204,50 @@ TEST(SsmParse, GetParameterValueAndNotFound) {
   EXPECT_EQ(ClassifyAwsError("InvalidLaunchTemplateName.NotFoundException", 400), ErrorCategory::kNotFound);
   auto err = ErrorFromResponse("GetParameter", 400, R"({"__type":"ParameterNotFound","message":""})");
   EXPECT_EQ(err.category(), ErrorCategory::kNotFound);
+}
+
+}  // namespace
+}  // namespace gpuscaler::cloud
+
+namespace gpuscaler::cloud {
+namespace {
+
+// The IAM policy docs/kubernetes.md shows is the one the EKS example ships,
+// and it grants the launch template and SSM calls only on this cluster's
+// templates and the public EKS parameters.
+TEST(IamPolicy, DocsAndManifestAgreeAndScopeTheTemplateCalls) {
+  const std::string root = GPUSCALER_SOURCE_DIR;
+  Result<std::string> doc = ReadTextFile(root + "/docs/kubernetes.md");
+  Result<std::string> file = ReadTextFile(root + "/config/kubernetes/overlays/eks-example/iam-policy.json");
+  ASSERT_TRUE(doc.ok() && file.ok());
+  const std::string marker = "`gpuscaler-controller-policy.json`:\n\n```json\n";
+  const size_t begin = doc->find(marker);
+  ASSERT_NE(begin, std::string::npos);
+  const size_t end = doc->find("\n```", begin + marker.size());
+  const nlohmann::json documented = nlohmann::json::parse(doc->substr(begin + marker.size(), end - begin - marker.size()));
+  const nlohmann::json shipped = nlohmann::json::parse(*file);
+  EXPECT_EQ(documented, shipped);
+
+  std::map<std::string, nlohmann::json> by_action;
+  for (const nlohmann::json& statement : shipped["Statement"]) {
+    const nlohmann::json actions = statement["Action"].is_array() ? statement["Action"] : nlohmann::json::array({statement["Action"]});
+    for (const nlohmann::json& a : actions) by_action[a.get<std::string>()] = statement;
+  }
+  ASSERT_TRUE(by_action.count("ec2:CreateLaunchTemplate"));
+  EXPECT_EQ(by_action["ec2:CreateLaunchTemplate"]["Condition"]["StringEquals"]["aws:RequestTag/gpuscaler.io/cluster"],
+            "ml-cluster");
+  for (const char* action : {"ec2:CreateLaunchTemplateVersion", "ec2:ModifyLaunchTemplate"}) {
+    ASSERT_TRUE(by_action.count(action)) << action;
+    EXPECT_EQ(by_action[action]["Condition"]["StringEquals"]["aws:ResourceTag/gpuscaler.io/cluster"], "ml-cluster")
+        << action;
+  }
+  ASSERT_TRUE(by_action.count("ec2:DescribeLaunchTemplateVersions"));
+  ASSERT_TRUE(by_action.count("ssm:GetParameter"));
+  for (const nlohmann::json& arn : by_action["ssm:GetParameter"]["Resource"]) {
+    EXPECT_EQ(arn.get<std::string>().rfind("arn:aws:ssm:us-east-1::parameter/aws/service/", 0), 0u) << arn;
+  }
+  const nlohmann::json tag_actions = by_action["ec2:CreateTags"]["Condition"]["StringEquals"]["ec2:CreateAction"];
+  EXPECT_NE(std::find(tag_actions.begin(), tag_actions.end(), "CreateLaunchTemplate"), tag_actions.end());
 }
 
 }  // namespace
