@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "gpuscaler/model/text_file.h"
+#include "gpuscaler/policy/policy.h"
 
 namespace gpuscaler::daemon {
 namespace {
@@ -279,6 +280,25 @@ class ConfigReader {
 };
 
 }  // namespace
+
+Status CheckPoolsCanLaunch(const DaemonConfig& config, const Policy& policy) {
+  if (config.cloud.provider != "aws" || config.dry_run) return Status::Ok();
+  std::string problems;
+  for (size_t i = 0; i < policy.pools.size(); ++i) {
+    const NodePoolPolicy& pool = policy.pools[i];
+    if (pool.actuation != "fleet") continue;
+    const std::string where = policy.source_file + ": pools[" + std::to_string(i) + "] '" + pool.name + "': ";
+    if (pool.node_template && !config.cloud.eks.configured()) {
+      problems += "\n" + where + "has a node_template, so " + config.source_file +
+                  " needs cloud.eks (the cluster its nodes join)";
+    } else if (!pool.node_template && config.cloud.launch_template.empty()) {
+      problems += "\n" + where + "has no node_template, so " + config.source_file +
+                  " needs cloud.launch_template";
+    }
+  }
+  if (problems.empty()) return Status::Ok();
+  return Error::Config("pools that cannot launch:" + problems);
+}
 
 Result<std::pair<std::string, uint16_t>> ParseListenAddress(const std::string& text) {
   const size_t colon = text.rfind(':');

@@ -173,6 +173,7 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options, const Simulate
   if (config.cloud.provider == "aws") served_regions = {config.cloud.region};
   auto watcher = std::make_unique<PolicyWatcher>(config.policy_file, *catalog, served_regions);
   if (Result<Policy> p = watcher->LoadInitial(); !p) return p.error();
+  else if (Status s = CheckPoolsCanLaunch(config, *p); !s.ok()) return s.error();
 
   Result<std::shared_ptr<SqliteAuditStore>> store = OpenStore(config.db_file, &d);
   if (!store) return store.error();

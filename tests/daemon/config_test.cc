@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "gpuscaler/policy/loader.h"
+
 namespace gpuscaler::daemon {
 namespace {
 
@@ -175,6 +177,42 @@ TEST(DaemonConfig, EksSettingsLetAwsRunWithoutALaunchTemplate) {
   EXPECT_EQ(c->cloud.eks.api_server_endpoint, "https://ABC.gr7.us-east-1.eks.amazonaws.com");
   EXPECT_EQ(c->cloud.eks.certificate_authority, "LS0tLS1CRUdJTg==");
   EXPECT_EQ(c->cloud.eks.service_cidr, "10.100.0.0/16");
+}
+
+TEST(DaemonConfig, EveryFleetPoolNeedsWhatItLaunchesFrom) {
+  const PolicyLoadResult policy = ParsePolicy(
+      "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+      "  - name: own\n    node_template: {instance_profile: p, security_groups: [sg-1]}\n"
+      "  - name: legacy\n"
+      "  - {name: group, actuation: asg, auto_scaling_group: g}\n",
+      "p.yaml");
+  ASSERT_TRUE(policy.ok()) << policy.status().error().message();
+  DaemonConfig c;
+  c.source_file = "d.yaml";
+  c.cloud.provider = "aws";
+  c.cloud.launch_template = "gpu-nodes";
+  Status no_eks = CheckPoolsCanLaunch(c, policy.policy);
+  ASSERT_FALSE(no_eks.ok());
+  EXPECT_NE(no_eks.error().message().find("p.yaml: pools[0] 'own': has a node_template, so d.yaml needs cloud.eks"),
+            std::string::npos)
+      << no_eks.error().message();
+  EXPECT_EQ(no_eks.error().message().find("'legacy'"), std::string::npos);
+
+  c.cloud.launch_template.clear();
+  c.cloud.eks.api_server_endpoint = "https://x";
+  Status no_template = CheckPoolsCanLaunch(c, policy.policy);
+  ASSERT_FALSE(no_template.ok());
+  EXPECT_NE(no_template.error().message().find("pools[1] 'legacy': has no node_template, so d.yaml needs "
+                                               "cloud.launch_template"),
+            std::string::npos)
+      << no_template.error().message();
+  EXPECT_EQ(no_template.error().message().find("'group'"), std::string::npos);  // its group has a template
+
+  c.cloud.launch_template = "gpu-nodes";
+  EXPECT_TRUE(CheckPoolsCanLaunch(c, policy.policy).ok());
+  c.cloud.provider = "simulated";
+  c.cloud.eks = {};
+  EXPECT_TRUE(CheckPoolsCanLaunch(c, policy.policy).ok());
 }
 
 TEST(DaemonConfig, RejectsBadEksSettingsEachAtItsLine) {

@@ -20,6 +20,10 @@
 #include "gpuscaler/model/yaml_document.h"
 #include "gpuscaler/status.h"
 
+namespace gpuscaler {
+struct Policy;
+}
+
 namespace gpuscaler::daemon {
 
 struct PrometheusSettings {
@@ -129,6 +133,12 @@ struct DaemonConfig {
   std::string api_token_file;  // bearer token for mutating endpoints; empty: they are disabled
   Seconds retention{90 * 86400};
 };
+
+// With provider aws (not dry_run): every fleet pool of `policy` can launch,
+// those with a node_template because cloud.eks is set, the others because
+// cloud.launch_template is. kConfig naming the pools otherwise. Checked at
+// boot; a reload that breaks it fails those pools' launches, naming them.
+Status CheckPoolsCanLaunch(const DaemonConfig& config, const Policy& policy);
 
 // Parses and validates; kConfig with every problem (one per line) on error.
 Result<DaemonConfig> ParseDaemonConfig(const std::string& text, const std::string& file_name);
