@@ -534,6 +534,7 @@ group_launch_delay: 15s
 queue: interruptions
 visibility_timeout: 10s
 credentials: {AKIDTEST: secret}
+ssm_parameters: {/aws/service/eks/optimized-ami/1.31/amazon-linux-2023/x86_64/nvidia/recommended/image_id: ami-0eks}
 )";
   auto s = ParseEmulatorScenario(yaml, Start());
   ASSERT_TRUE(s.ok()) << s.error().ToString();
@@ -553,6 +554,8 @@ credentials: {AKIDTEST: secret}
   EXPECT_EQ(s->group_launch_delay, Seconds(15));
   EXPECT_EQ(s->queue_name, "interruptions");
   EXPECT_EQ(s->credentials.at("AKIDTEST"), "secret");
+  EXPECT_EQ(s->ssm_parameters.at("/aws/service/eks/optimized-ami/1.31/amazon-linux-2023/x86_64/nvidia/recommended/image_id"),
+            "ami-0eks");
 
   EXPECT_EQ(ParseEmulatorScenario("regoin: x", Start()).error().category(), ErrorCategory::kConfig);
   EXPECT_FALSE(ParseEmulatorScenario("capacity: [{zone: a}]", Start()).ok());
