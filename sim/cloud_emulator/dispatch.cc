@@ -156,7 +156,8 @@ EmulatorResponse CloudEmulator::Dispatch(const EmulatorRequest& request, Emulato
   static const std::vector<std::string> kEc2 = {"CreateFleet", "TerminateInstances", "DescribeInstances",
                                                 "DescribeSpotPriceHistory", "CreateLaunchTemplate",
                                                 "CreateLaunchTemplateVersion", "ModifyLaunchTemplate",
-                                                "DescribeLaunchTemplates", "DescribeLaunchTemplateVersions"};
+                                                "DescribeLaunchTemplates", "DescribeLaunchTemplateVersions",
+                                                "DescribeSecurityGroups"};
   static const std::vector<std::string> kAsg = {"SetDesiredCapacity", "DescribeAutoScalingGroups",
                                                 "TerminateInstanceInAutoScalingGroup", "DescribeScalingActivities",
                                                 "CreateOrUpdateTags"};
@@ -195,6 +196,7 @@ EmulatorResponse CloudEmulator::Dispatch(const EmulatorRequest& request, Emulato
   if (action == "ModifyLaunchTemplate") return ModifyLaunchTemplate(p);
   if (action == "DescribeLaunchTemplates") return DescribeLaunchTemplates(p);
   if (action == "DescribeLaunchTemplateVersions") return DescribeLaunchTemplateVersions(p);
+  if (action == "DescribeSecurityGroups") return DescribeSecurityGroups(p);
   if (action == "SetDesiredCapacity") return SetDesiredCapacity(p, now);
   if (action == "DescribeAutoScalingGroups") return DescribeAutoScalingGroups(p);
   if (action == "DescribeScalingActivities") return DescribeScalingActivities(p);

@@ -25,7 +25,8 @@
 //    template it knows has the version asked for (a name it does not know
 //    stands for one made outside it and is accepted) and records the
 //    template and version on each instance.
-//  - SSM: GetParameter (JSON protocol) over the scenario's `ssm_parameters`.
+//  - SSM: GetParameter (JSON protocol) over the scenario's `ssm_parameters`;
+//    DescribeSecurityGroups over its `security_groups`.
 //  - SQS: GetQueueUrl, ReceiveMessage (visibility timeout), DeleteMessage,
 //    SendMessage; one queue fed with EventBridge "EC2 Spot Instance
 //    Interruption Warning" events when the scenario interrupts an instance.
@@ -116,6 +117,14 @@ struct ScriptedGroup {
   bool propagate_at_launch = true;  // for `tags`
 };
 
+// A security group DescribeSecurityGroups lists (filters: tag:<key>,
+// tag-key, group-id, group-name).
+struct ScriptedSecurityGroup {
+  std::string id;  // "sg-…"
+  std::string name;
+  std::map<std::string, std::string> tags;
+};
+
 struct EmulatorScenario {
   std::string region = "us-east-1";
   std::string account_id = "123456789012";
@@ -123,6 +132,7 @@ struct EmulatorScenario {
   std::map<std::string, std::string> subnets;  // subnet id -> zone
   // SSM parameters by name ("/aws/service/eks/optimized-ami/…/image_id" -> "ami-…").
   std::map<std::string, std::string> ssm_parameters;
+  std::vector<ScriptedSecurityGroup> security_groups;
   Seconds launch_latency{30};     // pending -> running
   Seconds terminate_latency{10};  // shutting-down -> terminated
   Seconds terminated_visible{3600};  // terminated instances stay listed this long
@@ -296,6 +306,7 @@ class CloudEmulator {
   EmulatorResponse ModifyLaunchTemplate(const Params& p);
   EmulatorResponse DescribeLaunchTemplates(const Params& p);
   EmulatorResponse DescribeLaunchTemplateVersions(const Params& p);
+  EmulatorResponse DescribeSecurityGroups(const Params& p);
   // The template a request names (LaunchTemplateId, else LaunchTemplateName
   // under `prefix`), or nullptr.
   LaunchTemplate* FindTemplate(const Params& p, const std::string& prefix = "");

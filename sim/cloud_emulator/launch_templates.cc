@@ -306,6 +306,57 @@ EmulatorResponse CloudEmulator::DescribeLaunchTemplateVersions(const Params& p) 
   return {200, kXmlContentType, {}, body};
 }
 
+EmulatorResponse CloudEmulator::DescribeSecurityGroups(const Params& p) {
+  const std::vector<cloud::Filter> filters = p.Filters("Filter", "Value");
+  const std::vector<std::string> ids = p.List("GroupId");
+  auto matches = [&](const ScriptedSecurityGroup& g) {
+    if (!ids.empty() && std::find(ids.begin(), ids.end(), g.id) == ids.end()) return false;
+    for (const cloud::Filter& f : filters) {
+      auto any = [&](const std::string& text) {
+        return std::any_of(f.values.begin(), f.values.end(), [&](const std::string& v) { return Glob(v, text); });
+      };
+      bool ok = false;
+      if (f.name.rfind("tag:", 0) == 0) {
+        auto tag = g.tags.find(f.name.substr(4));
+        ok = tag != g.tags.end() && any(tag->second);
+      } else if (f.name == "tag-key") {
+        ok = std::any_of(g.tags.begin(), g.tags.end(), [&](const auto& kv) { return any(kv.first); });
+      } else if (f.name == "group-id") {
+        ok = any(g.id);
+      } else if (f.name == "group-name") {
+        ok = any(g.name);
+      } else {
+        return false;
+      }
+      if (!ok) return false;
+    }
+    return true;
+  };
+  std::string body = Ec2Open("DescribeSecurityGroups", Uuid());
+  body += "<securityGroupInfo>";
+  for (const ScriptedSecurityGroup& g : scenario_.security_groups) {
+    if (!matches(g)) continue;
+    body += "<item>";
+    Leaf(body, "ownerId", scenario_.account_id);
+    Leaf(body, "groupId", g.id);
+    Leaf(body, "groupName", g.name.empty() ? g.id : g.name);
+    Leaf(body, "groupDescription", g.name.empty() ? g.id : g.name);
+    if (!g.tags.empty()) {
+      body += "<tagSet>";
+      for (const auto& [k, v] : g.tags) {
+        body += "<item>";
+        Leaf(body, "key", k);
+        Leaf(body, "value", v);
+        body += "</item>";
+      }
+      body += "</tagSet>";
+    }
+    body += "</item>";
+  }
+  body += "</securityGroupInfo>\n</DescribeSecurityGroupsResponse>\n";
+  return {200, kXmlContentType, {}, body};
+}
+
 EmulatorResponse CloudEmulator::Ssm(const EmulatorRequest& request, std::string_view op) {
   auto error = [](int status, const std::string& type, const std::string& message) {
     nlohmann::json j = {{"__type", type}, {"message", message}};

@@ -4,6 +4,7 @@
 #include "gpuscaler/cloud/aws_provider.h"
 #include "gpuscaler/cloud/launch_template_api.h"
 #include "gpuscaler/cloud/sigv4.h"
+#include "aws_provider_impl.h"
 
 namespace gpuscaler::cloud {
 namespace {
@@ -34,6 +35,31 @@ Result<std::string> AwsProvider::ResolveImage(const NodeTemplate& t) {
   return value;
 }
 
+Result<std::vector<std::string>> AwsProvider::ResolveSecurityGroups(const NodeTemplate& t) {
+  std::vector<std::string> ids = t.security_groups;
+  for (const std::map<std::string, std::string>& tags : t.security_group_selectors) {
+    DescribeSecurityGroupsRequest request;
+    std::string described;
+    for (const auto& [key, value] : tags) {
+      request.filters.push_back({"tag:" + key, {value}});
+      described += (described.empty() ? "" : ", ") + key + "=" + value;
+    }
+    size_t matched = 0;
+    Status listed = ForEachPage(client_, "ec2", "DescribeSecurityGroups", request, DescribeSecurityGroupsQuery,
+                                ParseDescribeSecurityGroups, [&](const SecurityGroupsPage& page) {
+                                  ids.insert(ids.end(), page.group_ids.begin(), page.group_ids.end());
+                                  matched += page.group_ids.size();
+                                });
+    if (!listed.ok()) return listed.error();
+    // No group is a misconfiguration, not "no security group": a node
+    // without its groups would not reach the cluster.
+    if (matched == 0) return Error::Config("no security group has the tags " + described);
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
 Result<LaunchTemplateRef> AwsProvider::EnsureLaunchTemplate(const LaunchRequest& request) {
   const std::string context = "pool '" + request.pool + "': launch template";
   auto fail = [&](const Error& e) { return e.WithContext(context); };
@@ -50,16 +76,27 @@ Result<LaunchTemplateRef> AwsProvider::EnsureLaunchTemplate(const LaunchRequest&
                                  : !t.ami_ssm_parameter.empty()
                                      ? "ssm:" + t.ami_ssm_parameter
                                      : "ssm:" + DefaultAmiParameter(t.ami_family, cluster.kubernetes_version);
+  // Likewise each selector stands for the groups it matches.
+  NodeTemplate sources = t;
+  for (const std::map<std::string, std::string>& tags : t.security_group_selectors) {
+    std::string selector = "tags:";
+    for (const auto& [key, value] : tags) selector += key + "=" + value + ";";
+    sources.security_groups.push_back(selector);
+  }
   Result<RenderedLaunchTemplate> unresolved =
-      RenderLaunchTemplate(cluster, request.pool, request.node_labels, request.node_taints, t, ami_source);
+      RenderLaunchTemplate(cluster, request.pool, request.node_labels, request.node_taints, sources, ami_source);
   if (!unresolved.ok()) return fail(unresolved.error());
   auto known = templates_.find(request.pool);
   if (known != templates_.end() && known->second.source_key == unresolved->content_hash) return known->second.ref;
 
   Result<std::string> image = ResolveImage(t);
   if (!image.ok()) return fail(image.error());
+  Result<std::vector<std::string>> groups = ResolveSecurityGroups(t);
+  if (!groups.ok()) return fail(groups.error());
+  NodeTemplate resolved = t;
+  resolved.security_groups = std::move(groups).value();
   Result<RenderedLaunchTemplate> rendered =
-      RenderLaunchTemplate(cluster, request.pool, request.node_labels, request.node_taints, t, *image);
+      RenderLaunchTemplate(cluster, request.pool, request.node_labels, request.node_taints, resolved, *image);
   if (!rendered.ok()) return fail(rendered.error());
   const std::string description = kTemplateHashPrefix + rendered->content_hash;
 

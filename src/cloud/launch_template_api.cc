@@ -39,6 +39,7 @@ LaunchTemplateVersionInfo ReadVersion(pugi::xml_node v) {
   pugi::xml_node data = v.child("launchTemplateData");
   info.image_id = data.child_value("imageId");
   info.user_data_base64 = data.child_value("userData");
+  for (pugi::xml_node g : data.child("securityGroupIdSet").children("item")) info.security_group_ids.push_back(g.text().get());
   return info;
 }
 
@@ -127,6 +128,30 @@ Result<std::vector<LaunchTemplateVersionInfo>> ParseDescribeLaunchTemplateVersio
     out.push_back(ReadVersion(v));
   }
   return out;
+}
+
+QueryParams DescribeSecurityGroupsQuery(const DescribeSecurityGroupsRequest& r) {
+  QueryParams q = {{"Action", "DescribeSecurityGroups"}, {"Version", "2016-11-15"}};
+  for (size_t i = 0; i < r.filters.size(); ++i) {
+    const std::string base = "Filter." + std::to_string(i + 1) + ".";
+    q.emplace_back(base + "Name", r.filters[i].name);
+    for (size_t v = 0; v < r.filters[i].values.size(); ++v) {
+      q.emplace_back(base + "Value." + std::to_string(v + 1), r.filters[i].values[v]);
+    }
+  }
+  if (!r.next_token.empty()) q.emplace_back("NextToken", r.next_token);
+  return q;
+}
+
+Result<SecurityGroupsPage> ParseDescribeSecurityGroups(std::string_view body) {
+  pugi::xml_document doc;
+  if (Status s = xml::Load(doc, body, "DescribeSecurityGroupsResponse"); !s.ok()) return s.error();
+  SecurityGroupsPage page;
+  for (pugi::xml_node g : doc.document_element().child("securityGroupInfo").children("item")) {
+    page.group_ids.push_back(g.child_value("groupId"));
+  }
+  page.next_token = doc.document_element().child_value("nextToken");
+  return page;
 }
 
 std::string GetParameterBody(const std::string& name) { return nlohmann::json{{"Name", name}}.dump(); }

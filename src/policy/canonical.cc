@@ -124,6 +124,10 @@ std::string CanonicalPolicyText(const Policy& p) {
         w.Put(b + ".encrypted", d.encrypted);
       });
       w.Put(nt + ".mig_config", t.mig_config);
+      w.PutList(nt + ".security_group_selectors", t.security_group_selectors,
+                [&w](const std::string& at_selector, const std::map<std::string, std::string>& tags) {
+                  w.Put(at_selector + ".tags", tags);
+                });
     }
   });
   w.PutList("classes", p.classes, [&w](const std::string& at, const WorkloadClassPolicy& c) {

@@ -95,6 +95,33 @@ void PolicyReader::ReadPoolLabels(MapReader& m, NodePoolPolicy* pool) {
   }
 }
 
+void PolicyReader::ReadSecurityGroups(MapReader& m, NodeTemplate* t) {
+  const DocNode* list = m.Find("security_groups");
+  if (list == nullptr) return;
+  if (list->IsNull() || (list->IsSequence() && list->items.empty())) {
+    r_.ReportAt(m.PathOf("security_groups"), "must list at least one sg-… id or {tags: {…}} selector");
+    return;
+  }
+  m.ForEachItem("security_groups", [&](const DocNode& n, const std::string& path) {
+    if (n.IsScalar()) {
+      if (n.scalar.rfind("sg-", 0) != 0) {
+        r_.Report(n, path, InQuotes(n.scalar) + " is not a security group id (sg-…; or {tags: {key: value}})");
+      }
+      t->security_groups.push_back(n.scalar);
+      return;
+    }
+    MapReader selector(r_, n, path, {"tags"});
+    if (!n.IsMapping()) return;
+    std::map<std::string, std::string> tags;
+    if (!selector.Require({"tags"}) || !selector.ReadStringMap("tags", &tags)) return;
+    if (tags.empty()) {
+      r_.ReportAt(selector.PathOf("tags"), "must name at least one tag (an empty selector would match every group)");
+      return;
+    }
+    t->security_group_selectors.push_back(std::move(tags));
+  });
+}
+
 void PolicyReader::ReadNodeTemplate(MapReader& pool_reader, NodePoolPolicy* pool) {
   const DocNode* node = pool_reader.Find("node_template");
   if (node == nullptr || node->IsNull()) {
@@ -111,6 +138,7 @@ void PolicyReader::ReadNodeTemplate(MapReader& pool_reader, NodePoolPolicy* pool
   if (!node->IsMapping()) return;
   m.Require({"instance_profile", "security_groups"});
   NodeTemplate t;
+  ReadSecurityGroups(m, &t);
   if (const DocNode* ami = m.Find("ami"); ami != nullptr && !ami->IsNull()) {
     MapReader a(r_, *ami, m.PathOf("ami"), {"id", "ssm_parameter"});
     a.ReadString("id", &t.ami_id);
@@ -135,15 +163,6 @@ void PolicyReader::ReadNodeTemplate(MapReader& pool_reader, NodePoolPolicy* pool
   }
   if (m.ReadString("instance_profile", &t.instance_profile) && t.instance_profile.empty()) {
     r_.ReportAt(m.PathOf("instance_profile"), "must not be empty (the IAM instance profile nodes run as)");
-  }
-  if (m.ReadStringList("security_groups", &t.security_groups)) {
-    if (t.security_groups.empty()) r_.ReportAt(m.PathOf("security_groups"), "must list at least one sg-… id");
-    for (size_t i = 0; i < t.security_groups.size(); ++i) {
-      if (t.security_groups[i].rfind("sg-", 0) != 0) {
-        r_.ReportAt(IndexPath(m.PathOf("security_groups"), i),
-                    "'" + t.security_groups[i] + "' is not a security group id (sg-…)");
-      }
-    }
   }
   m.ForEachItem("block_devices", [&](const DocNode& n, const std::string& dpath) {
     MapReader d(r_, n, dpath, {"device_name", "volume_size_gib", "volume_type", "iops", "throughput", "encrypted"});

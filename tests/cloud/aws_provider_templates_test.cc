@@ -25,6 +25,9 @@ class NodeTemplateLaunch : public ::testing::Test {
   NodeTemplateLaunch() : clock_(Start()) {
     EmulatorScenario s;
     s.ssm_parameters = {{kDefaultAmiParameter, "ami-0eks131"}, {"/team/ml/ami", "ami-0team"}};
+    s.security_groups = {{"sg-0node", "nodes", {{"karpenter.sh/discovery", "prod"}, {"tier", "gpu"}}},
+                         {"sg-0cluster", "cluster", {{"karpenter.sh/discovery", "prod"}}},
+                         {"sg-0other", "other", {{"karpenter.sh/discovery", "staging"}, {"tier", "gpu"}}}};
     emulator_ = std::make_unique<CloudEmulator>(std::move(s), clock_);
     aws_ = StartProcess();
   }
@@ -147,6 +150,28 @@ TEST_F(NodeTemplateLaunch, AnAmiIdNeedsNoSsmAndAnSsmParameterIsRead) {
   ASSERT_TRUE(aws_->provider.Launch(by_parameter).ok());
   EXPECT_EQ(Calls("GetParameter"), 1);
   EXPECT_EQ(Versions("$Default").at(0).image_id, "ami-0team");
+}
+
+TEST_F(NodeTemplateLaunch, SecurityGroupSelectorsResolveToEveryGroupWithAllTheirTags) {
+  LaunchRequest r = Request("d1-0");
+  r.node_template->security_group_selectors = {{{"karpenter.sh/discovery", "prod"}},
+                                               {{"karpenter.sh/discovery", "prod"}, {"tier", "gpu"}}};
+  ASSERT_TRUE(aws_->provider.Launch(r).ok());
+  EXPECT_EQ(Calls("DescribeSecurityGroups"), 2);
+  EXPECT_EQ(Versions("$Default").at(0).security_group_ids,
+            (std::vector<std::string>{"sg-0123", "sg-0cluster", "sg-0node"}));
+
+  LaunchRequest none = Request("d2-0");
+  none.pool = "empty";
+  none.node_template->security_group_selectors = {{{"karpenter.sh/discovery", "nowhere"}}};
+  auto e = aws_->provider.Launch(none);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.error().category(), ErrorCategory::kConfig);
+  EXPECT_NE(e.error().message().find("pool 'empty'"), std::string::npos) << e.error().message();
+  EXPECT_NE(e.error().message().find("no security group has the tags karpenter.sh/discovery=nowhere"),
+            std::string::npos)
+      << e.error().message();
+  EXPECT_EQ(Calls("CreateFleet"), 1);
 }
 
 TEST_F(NodeTemplateLaunch, ErrorsNameThePoolAndLaunchNothing) {

@@ -27,7 +27,7 @@ std::string Policy(const std::string& team) {
                 "    taints: [{key: nvidia.com/gpu, value: \"true\", effect: NoSchedule}]\n"
                 "    node_template:\n"
                 "      instance_profile: gpu-node\n"
-                "      security_groups: [sg-0123456789abcdef0]\n"
+                "      security_groups: [sg-0123456789abcdef0, {tags: {karpenter.sh/discovery: test}}]\n"
                 "      block_devices: [{device_name: /dev/xvda, volume_size_gib: 200, volume_type: gp3}]\n");
   return policy;
 }
@@ -36,7 +36,10 @@ class DaemonNodeTemplate : public AwsCliTest {
  protected:
   std::string Scenario() const override {
     return "zones: [us-east-1a, us-east-1b]\nlaunch_latency: 1s\nterminate_latency: 1s\n"
-           "ssm_parameters: {\"" + std::string(kAmiParameter) + "\": ami-0eks131nvidia}\n";
+           "ssm_parameters: {\"" + std::string(kAmiParameter) + "\": ami-0eks131nvidia}\n"
+           "security_groups:\n"
+           "  - {id: sg-0cluster, tags: {karpenter.sh/discovery: test}}\n"
+           "  - {id: sg-0elsewhere, tags: {karpenter.sh/discovery: other}}\n";
   }
   void TearDown() override {
     if (daemon_) {
@@ -108,7 +111,7 @@ TEST_F(DaemonNodeTemplate, CreatesThePoolsTemplateThatJoinsWithExactlyItsLabelsA
   EXPECT_EQ(version["VersionNumber"], 1);
   EXPECT_EQ(version["LaunchTemplateData"]["ImageId"], "ami-0eks131nvidia");
   EXPECT_EQ(version["LaunchTemplateData"]["IamInstanceProfile"]["Name"], "gpu-node");
-  EXPECT_EQ(version["LaunchTemplateData"]["SecurityGroupIds"], json::array({"sg-0123456789abcdef0"}));
+  EXPECT_EQ(version["LaunchTemplateData"]["SecurityGroupIds"], json::array({"sg-0123456789abcdef0", "sg-0cluster"}));
   EXPECT_EQ(version["LaunchTemplateData"]["BlockDeviceMappings"][0]["Ebs"]["VolumeSize"], 200);
   EXPECT_EQ(version["LaunchTemplateData"]["MetadataOptions"]["HttpTokens"], "required");
   EXPECT_EQ(KubeletFlags(version),

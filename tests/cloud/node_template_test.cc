@@ -242,6 +242,7 @@ TEST(IamPolicy, DocsAndManifestAgreeAndScopeTheTemplateCalls) {
         << action;
   }
   ASSERT_TRUE(by_action.count("ec2:DescribeLaunchTemplateVersions"));
+  ASSERT_TRUE(by_action.count("ec2:DescribeSecurityGroups"));
   ASSERT_TRUE(by_action.count("ssm:GetParameter"));
   for (const nlohmann::json& arn : by_action["ssm:GetParameter"]["Resource"]) {
     EXPECT_EQ(arn.get<std::string>().rfind("arn:aws:ssm:us-east-1::parameter/aws/service/", 0), 0u) << arn;

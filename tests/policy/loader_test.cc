@@ -201,8 +201,15 @@ constexpr const char* kTemplatePool =
     "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
     "  - name: gpu\n    node_template:\n      instance_profile: p\n      security_groups: [sg-1]\n";
 
+// kTemplatePool with its security groups replaced by `groups`.
+std::string WithSecurityGroups(const std::string& groups) {
+  std::string text = kTemplatePool;
+  const std::string ids = "security_groups: [sg-1]";
+  return text.replace(text.find(ids), ids.size(), "security_groups: " + groups);
+}
+
 TEST(PolicyLoader, ReadsPoolLabelsAndTheNodeTemplate) {
-  const PolicyLoadResult r = ParsePolicy(std::string(kTemplatePool) +
+  const PolicyLoadResult r = ParsePolicy(WithSecurityGroups("[sg-1, {tags: {karpenter.sh/discovery: prod}}]") +
                                              "      ami: {ssm_parameter: /aws/service/bottlerocket/x}\n"
                                              "      ami_family: bottlerocket\n"
                                              "      block_devices:\n"
@@ -222,6 +229,8 @@ TEST(PolicyLoader, ReadsPoolLabelsAndTheNodeTemplate) {
   EXPECT_EQ(t.ami_family, "bottlerocket");
   EXPECT_EQ(t.instance_profile, "p");
   EXPECT_EQ(t.security_groups, std::vector<std::string>{"sg-1"});
+  EXPECT_EQ(t.security_group_selectors,
+            (std::vector<std::map<std::string, std::string>>{{{"karpenter.sh/discovery", "prod"}}}));
   ASSERT_EQ(t.block_devices.size(), 1u);
   EXPECT_EQ(t.block_devices[0].device_name, "/dev/xvda");
   EXPECT_EQ(t.block_devices[0].volume_size_gib, 200);
@@ -372,6 +381,10 @@ TEST(PolicyLoader, RejectsInvalidPoliciesWithFieldLineAndMessage) {
        "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
        "  - name: gpu\n    node_template:\n      instance_profile: p\n      security_groups: [default]\n",
        false, "pools[0].node_template.security_groups[0]", 8, "is not a security group id"},
+      {"an empty security group selector", WithSecurityGroups("[{tags: {}}]"), false,
+       "pools[0].node_template.security_groups[0].tags", 8, "must name at least one tag"},
+      {"a security group selector without tags", WithSecurityGroups("[{}]"), false,
+       "pools[0].node_template.security_groups[0].tags", 8, "required field is missing"},
       {"iops on a gp2 volume",
        std::string(kTemplatePool) +
            "      block_devices: [{device_name: /dev/xvda, volume_size_gib: 100, volume_type: gp2, iops: 3000}]\n",

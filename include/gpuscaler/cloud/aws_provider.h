@@ -28,7 +28,9 @@
 //    whenever its template, labels or taints (or `eks`) differ from what
 //    the last launch used (a policy reload), the provider renders it
 //    (node_template.h), resolving the AMI from its id, its SSM parameter or
-//    the EKS-optimized NVIDIA AMI's public parameter (ssm:GetParameter), and
+//    the EKS-optimized NVIDIA AMI's public parameter (ssm:GetParameter) and
+//    the security groups from ids and tag selectors (DescribeSecurityGroups),
+//    and
 //    reads the template's default version
 //    (DescribeLaunchTemplateVersions $Default). Its version description
 //    names the content's hash (kTemplateHashPrefix): the same hash is used
@@ -156,6 +158,9 @@ class AwsProvider final : public CloudProvider {
   // request's node template (aws_provider_templates.cc).
   Result<LaunchTemplateRef> EnsureLaunchTemplate(const LaunchRequest& request);
   Result<std::string> ResolveImage(const NodeTemplate& node_template);
+  // The template's security group ids and those of the groups its
+  // selectors match (DescribeSecurityGroups), sorted, without repeats.
+  Result<std::vector<std::string>> ResolveSecurityGroups(const NodeTemplate& node_template);
   // DescribeInstances with `filters`, every page; with `ids`, only those
   // (instance-id filter, in chunks).
   Result<std::vector<Ec2Instance>> DescribeInstances(const std::vector<Filter>& filters,

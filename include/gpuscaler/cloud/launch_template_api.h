@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gpuscaler/cloud/aws_query.h"
+#include "gpuscaler/cloud/ec2_api.h"
 #include "gpuscaler/policy/policy.h"
 #include "gpuscaler/status.h"
 
@@ -56,10 +57,24 @@ struct LaunchTemplateVersionInfo {
   bool default_version = false;
   std::string image_id;
   std::string user_data_base64;
+  std::vector<std::string> security_group_ids;
 };
 Result<LaunchTemplateVersionInfo> ParseCreateLaunchTemplate(std::string_view xml);
 Result<LaunchTemplateVersionInfo> ParseCreateLaunchTemplateVersion(std::string_view xml);
 Result<std::vector<LaunchTemplateVersionInfo>> ParseDescribeLaunchTemplateVersions(std::string_view xml);
+
+// DescribeSecurityGroups by filters (a node template's tag selectors:
+// "tag:<key>" = value), paged.
+struct DescribeSecurityGroupsRequest {
+  std::vector<Filter> filters;
+  std::string next_token;
+};
+QueryParams DescribeSecurityGroupsQuery(const DescribeSecurityGroupsRequest& request);
+struct SecurityGroupsPage {
+  std::vector<std::string> group_ids;  // in document order
+  std::string next_token;              // empty: last page
+};
+Result<SecurityGroupsPage> ParseDescribeSecurityGroups(std::string_view xml);
 
 // SSM (JSON protocol awsJson1_1, X-Amz-Target AmazonSSM.GetParameter).
 inline constexpr const char* kSsmJsonContentType = "application/x-amz-json-1.1";

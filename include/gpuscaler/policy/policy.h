@@ -50,7 +50,11 @@ struct NodeTemplate {
   std::string ami_ssm_parameter;  // "/aws/service/eks/…"
   std::string ami_family = "al2023";  // al2023 | bottlerocket: how user data is written
   std::string instance_profile;  // name, or "arn:aws:iam::…:instance-profile/…"
-  std::vector<std::string> security_groups;  // "sg-…", at least one
+  // Security groups: ids ("sg-…"), and selectors (every tag must match)
+  // resolved to the groups carrying those tags (DescribeSecurityGroups);
+  // at least one of either.
+  std::vector<std::string> security_groups;
+  std::vector<std::map<std::string, std::string>> security_group_selectors;
   std::vector<BlockDevice> block_devices;    // empty: the AMI's own
   // NVIDIA GPU Operator MIG layout: nodes get nvidia.com/mig.config=<name>.
   std::string mig_config;
