@@ -140,13 +140,24 @@ EmulatorResponse CloudEmulator::Dispatch(const EmulatorRequest& request, Emulato
     return Sqs(request, std::string_view(target).substr(std::string_view(cloud::kSqsTargetPrefix).size()), now);
   }
 
+  constexpr std::string_view kSsmPrefix = "AmazonSSM.";
+  if (target.rfind(kSsmPrefix, 0) == 0) {
+    record->service = "ssm";
+    record->action = target.substr(kSsmPrefix.size());
+    if (auto denied = CheckAuth(request, "ssm")) return *denied;
+    return Ssm(request, std::string_view(target).substr(kSsmPrefix.size()));
+  }
+
   Params p;
   const size_t qmark = request.target.find('?');
   if (qmark != std::string::npos) p.q = cloud::DecodeForm(request.target.substr(qmark + 1));
   for (auto& kv : cloud::DecodeForm(request.body)) p.q.push_back(std::move(kv));
   const std::string action = p.Get("Action");
   static const std::vector<std::string> kEc2 = {"CreateFleet", "TerminateInstances", "DescribeInstances",
-                                                "DescribeSpotPriceHistory"};
+                                                "DescribeSpotPriceHistory", "CreateLaunchTemplate",
+                                                "CreateLaunchTemplateVersion", "ModifyLaunchTemplate",
+                                                "DescribeLaunchTemplates", "DescribeLaunchTemplateVersions",
+                                                "DescribeSecurityGroups"};
   static const std::vector<std::string> kAsg = {"SetDesiredCapacity", "DescribeAutoScalingGroups",
                                                 "TerminateInstanceInAutoScalingGroup", "DescribeScalingActivities",
                                                 "CreateOrUpdateTags"};
@@ -180,6 +191,12 @@ EmulatorResponse CloudEmulator::Dispatch(const EmulatorRequest& request, Emulato
   if (action == "TerminateInstances") return TerminateInstances(p, now);
   if (action == "DescribeInstances") return DescribeInstances(p);
   if (action == "DescribeSpotPriceHistory") return DescribeSpotPriceHistory(p);
+  if (action == "CreateLaunchTemplate") return CreateLaunchTemplate(p, now);
+  if (action == "CreateLaunchTemplateVersion") return CreateLaunchTemplateVersion(p, now);
+  if (action == "ModifyLaunchTemplate") return ModifyLaunchTemplate(p);
+  if (action == "DescribeLaunchTemplates") return DescribeLaunchTemplates(p);
+  if (action == "DescribeLaunchTemplateVersions") return DescribeLaunchTemplateVersions(p);
+  if (action == "DescribeSecurityGroups") return DescribeSecurityGroups(p);
   if (action == "SetDesiredCapacity") return SetDesiredCapacity(p, now);
   if (action == "DescribeAutoScalingGroups") return DescribeAutoScalingGroups(p);
   if (action == "DescribeScalingActivities") return DescribeScalingActivities(p);

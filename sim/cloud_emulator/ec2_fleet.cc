@@ -43,6 +43,7 @@ EmulatorResponse CloudEmulator::CreateFleet(const Params& p, WallTime now) {
 
   struct Override {
     std::string lt_id, lt_name, lt_version;
+    std::string known_template, known_version;  // a template the emulator holds, and the version used
     std::string type, zone, subnet;
     double priority = 1e300;
     bool by_subnet = false;
@@ -57,6 +58,15 @@ EmulatorResponse CloudEmulator::CreateFleet(const Params& p, WallTime now) {
     base.lt_version = p.Get(lt + "LaunchTemplateSpecification.Version");
     if (base.lt_id.empty() && base.lt_name.empty()) {
       return Ec2Error(400, "MissingParameter", "A launch template ID or name is required.");
+    }
+    if (const LaunchTemplate* known = FindTemplate(p, lt + "LaunchTemplateSpecification.")) {
+      const TemplateVersion* v = FindVersion(*known, base.lt_version);
+      if (v == nullptr) {
+        return Ec2Error(400, "InvalidLaunchTemplateId.VersionNotFound",
+                        "Could not find launch template version " + base.lt_version + " of " + known->name + ".");
+      }
+      base.known_template = known->name;
+      base.known_version = std::to_string(v->number);
     }
     for (int n = 1; p.HasPrefix(lt + "Overrides." + std::to_string(n) + "."); ++n) {
       const std::string o = lt + "Overrides." + std::to_string(n) + ".";
@@ -147,7 +157,15 @@ EmulatorResponse CloudEmulator::CreateFleet(const Params& p, WallTime now) {
       if (take > 0) {
         Got g{o, lifecycle, {}};
         for (int n = 0; n < take; ++n) {
-          g.ids.push_back(Launch(o->type, o->zone, o->subnet, lifecycle, tags, token, reservation, now).info.instance_id);
+          Instance& launched = Launch(o->type, o->zone, o->subnet, lifecycle, tags, token, reservation, now);
+          if (!o->known_template.empty()) {
+            // EC2 tags what it launches from a launch template with it.
+            launched.info.launch_template = o->known_template;
+            launched.info.launch_template_version = o->known_version;
+            launched.info.tags["aws:ec2launchtemplate:id"] = templates_[o->known_template].id;
+            launched.info.tags["aws:ec2launchtemplate:version"] = o->known_version;
+          }
+          g.ids.push_back(launched.info.instance_id);
         }
         got.push_back(std::move(g));
         need -= take;

@@ -17,6 +17,16 @@
 //    TerminateInstanceInAutoScalingGroup, DescribeScalingActivities (newest
 //    first), CreateOrUpdateTags (PropagateAtLaunch tags go onto instances
 //    launched from then on).
+//  - Launch templates: CreateLaunchTemplate, CreateLaunchTemplateVersion
+//    (ClientToken idempotency; the same token with other parameters is
+//    IdempotentParameterMismatch), ModifyLaunchTemplate (SetDefaultVersion),
+//    DescribeLaunchTemplates, DescribeLaunchTemplateVersions ($Latest,
+//    $Default, numbers; none: every version). CreateFleet checks that a
+//    template it knows has the version asked for (a name it does not know
+//    stands for one made outside it and is accepted) and records the
+//    template and version on each instance.
+//  - SSM: GetParameter (JSON protocol) over the scenario's `ssm_parameters`;
+//    DescribeSecurityGroups over its `security_groups`.
 //  - SQS: GetQueueUrl, ReceiveMessage (visibility timeout), DeleteMessage,
 //    SendMessage; one queue fed with EventBridge "EC2 Spot Instance
 //    Interruption Warning" events when the scenario interrupts an instance.
@@ -29,6 +39,7 @@
 // mutex (the HTTP server may call it from several threads).
 #pragma once
 
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -38,6 +49,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gpuscaler/cloud/aws_query.h"
 #include "gpuscaler/cloud/transport.h"
 #include "gpuscaler/model/clock.h"
 #include "gpuscaler/model/instance.h"
@@ -105,11 +117,22 @@ struct ScriptedGroup {
   bool propagate_at_launch = true;  // for `tags`
 };
 
+// A security group DescribeSecurityGroups lists (filters: tag:<key>,
+// tag-key, group-id, group-name).
+struct ScriptedSecurityGroup {
+  std::string id;  // "sg-…"
+  std::string name;
+  std::map<std::string, std::string> tags;
+};
+
 struct EmulatorScenario {
   std::string region = "us-east-1";
   std::string account_id = "123456789012";
   std::vector<std::string> zones = {"us-east-1a", "us-east-1b", "us-east-1c"};
   std::map<std::string, std::string> subnets;  // subnet id -> zone
+  // SSM parameters by name ("/aws/service/eks/optimized-ami/…/image_id" -> "ami-…").
+  std::map<std::string, std::string> ssm_parameters;
+  std::vector<ScriptedSecurityGroup> security_groups;
   Seconds launch_latency{30};     // pending -> running
   Seconds terminate_latency{10};  // shutting-down -> terminated
   Seconds terminated_visible{3600};  // terminated instances stay listed this long
@@ -147,6 +170,10 @@ struct EmulatedInstance {
   std::map<std::string, std::string> tags;
   std::string client_token;
   std::string group;  // Auto Scaling group, or ""
+  // CreateFleet's launch template (name, else id) and the version number it
+  // resolved to ("" for a template the emulator does not know).
+  std::string launch_template;
+  std::string launch_template_version;
 };
 
 // One request as the emulator answered it (Requests()).
@@ -216,6 +243,20 @@ class CloudEmulator {
     WallTime launch_at{};  // no launch before (the delay after a raise, a retry after a failure)
     std::deque<Activity> activities;  // oldest first, the newest 1000
   };
+  struct TemplateVersion {
+    int64_t number = 0;
+    std::string description;
+    cloud::QueryParams data;  // LaunchTemplateData.* as sent, prefix removed
+    WallTime created{};
+  };
+  struct LaunchTemplate {
+    std::string id;
+    std::string name;
+    WallTime created{};
+    int64_t default_version = 1;
+    std::vector<TemplateVersion> versions;  // number i+1 at index i
+    std::map<std::string, std::string> tags;
+  };
   struct Params;  // decoded form parameters (emulator_impl.h)
 
   // State (emulator.cc). The *Locked functions and everything below run with
@@ -259,6 +300,24 @@ class CloudEmulator {
   // Scaling request; the error answer when either is malformed.
   std::optional<EmulatorResponse> AsgPaging(const Params& p, int fallback, size_t* offset, size_t* max_records);
   EmulatorResponse CreateOrUpdateTags(const Params& p);
+  // Launch templates (launch_templates.cc).
+  EmulatorResponse CreateLaunchTemplate(const Params& p, WallTime now);
+  EmulatorResponse CreateLaunchTemplateVersion(const Params& p, WallTime now);
+  EmulatorResponse ModifyLaunchTemplate(const Params& p);
+  EmulatorResponse DescribeLaunchTemplates(const Params& p);
+  EmulatorResponse DescribeLaunchTemplateVersions(const Params& p);
+  EmulatorResponse DescribeSecurityGroups(const Params& p);
+  // The template a request names (LaunchTemplateId, else LaunchTemplateName
+  // under `prefix`), or nullptr.
+  LaunchTemplate* FindTemplate(const Params& p, const std::string& prefix = "");
+  // A version spec ("$Latest", "$Default", "3") of `t`, or nullptr.
+  const TemplateVersion* FindVersion(const LaunchTemplate& t, const std::string& spec) const;
+  // The answer of an earlier call with this ClientToken, or an error if its
+  // parameters differed; nullopt for a new token.
+  std::optional<EmulatorResponse> Replay(const std::string& action, const Params& p);
+  void Remember(const std::string& action, const Params& p, const EmulatorResponse& answer);
+  // SSM, JSON protocol (launch_templates.cc).
+  EmulatorResponse Ssm(const EmulatorRequest& request, std::string_view op);
   // SQS, JSON protocol (sqs.cc).
   EmulatorResponse Sqs(const EmulatorRequest& request, std::string_view op, WallTime now);
 
@@ -272,6 +331,9 @@ class CloudEmulator {
   std::map<std::string, size_t> by_id_;
   std::map<std::string, std::string> fleet_answers_;  // ClientToken -> CreateFleet body
   std::vector<Group> groups_;
+  std::map<std::string, LaunchTemplate> templates_;  // by name
+  // "<action> <ClientToken>" -> (the request's other parameters, the answer).
+  std::map<std::string, std::pair<std::string, EmulatorResponse>> template_answers_;
   std::deque<Message> queue_;
   std::vector<int> interruptions_left_;  // per scripted interruption
   struct PendingInterruption {

@@ -124,12 +124,22 @@ Result<EmulatorScenario> ParseEmulatorScenario(const std::string& text, WallTime
     Keys(root, "scenario",
          {"region", "account_id", "zones", "subnets", "launch_latency", "terminate_latency", "terminated_visible", "group_launch_delay",
           "capacity", "throttle", "server_error_rate", "seed", "interruptions", "spot_prices", "on_demand_prices",
-          "auto_scaling_groups", "queue", "visibility_timeout", "credentials"});
+          "auto_scaling_groups", "queue", "visibility_timeout", "credentials", "ssm_parameters", "security_groups"});
     Read(root, "region", &s.region);
     Read(root, "account_id", &s.account_id);
     s.zones = {s.region + "a", s.region + "b", s.region + "c"};
     Read(root, "zones", &s.zones);
     Read(root, "subnets", &s.subnets);
+    Read(root, "ssm_parameters", &s.ssm_parameters);
+    ForEachItem(root, "security_groups", [&](const YAML::Node& n, const std::string& where) {
+      Keys(n, where, {"id", "name", "tags"});
+      ScriptedSecurityGroup g;
+      Read(n, "id", &g.id);
+      Read(n, "name", &g.name);
+      Read(n, "tags", &g.tags);
+      if (g.id.rfind("sg-", 0) != 0) throw Bad{where + ".id: a security group id (sg-…) is required"};
+      s.security_groups.push_back(std::move(g));
+    });
     ReadDuration(root, "launch_latency", "", &s.launch_latency);
     ReadDuration(root, "terminate_latency", "", &s.terminate_latency);
     ReadDuration(root, "terminated_visible", "", &s.terminated_visible);

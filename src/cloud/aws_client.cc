@@ -27,9 +27,10 @@ Result<std::string> AwsClient::Query(std::string_view service, const QueryParams
   return Send(service, action, {{"Content-Type", "application/x-www-form-urlencoded; charset=utf-8"}}, EncodeForm(params));
 }
 
-Result<std::string> AwsClient::Json(std::string_view service, std::string_view target, const std::string& json) {
+Result<std::string> AwsClient::Json(std::string_view service, std::string_view target, const std::string& json,
+                                    std::string_view content_type) {
   const std::string what(target.substr(target.find('.') == std::string_view::npos ? 0 : target.find('.') + 1));
-  return Send(service, what, {{"Content-Type", "application/x-amz-json-1.0"}, {"X-Amz-Target", std::string(target)}}, json);
+  return Send(service, what, {{"Content-Type", std::string(content_type)}, {"X-Amz-Target", std::string(target)}}, json);
 }
 
 Result<std::string> AwsClient::Send(std::string_view service, std::string_view what, HeaderList headers,

@@ -57,6 +57,15 @@ Result<LaunchResult> AwsProvider::Launch(const LaunchRequest& request) {
 }
 
 Result<LaunchResult> AwsProvider::LaunchFleet(const LaunchRequest& request) {
+  LaunchTemplateRef launch_template = options_.launch_template;
+  if (request.node_template) {
+    Result<LaunchTemplateRef> own = EnsureLaunchTemplate(request);
+    if (!own.ok()) return own.error();
+    launch_template = *own;
+  } else if (launch_template.id.empty() && launch_template.name.empty()) {
+    return Error::Config("pool '" + request.pool +
+                         "': no launch template (give the pool a node_template, or configure cloud.launch_template)");
+  }
   LaunchResult result;
   int remaining = request.count;
   std::map<std::string, std::string> tags = request.tags;
@@ -70,7 +79,7 @@ Result<LaunchResult> AwsProvider::LaunchFleet(const LaunchRequest& request) {
     while (end < request.offerings.size() && request.offerings[end].capacity_type == type) ++end;
 
     CreateFleetRequest fleet;
-    fleet.launch_template = options_.launch_template;
+    fleet.launch_template = launch_template;
     fleet.total_target_capacity = remaining;
     fleet.default_capacity_type = type;
     const std::string& strategy =

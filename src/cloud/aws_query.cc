@@ -124,6 +124,10 @@ ErrorCategory ClassifyAwsError(std::string_view code, int http_status) {
     return ErrorCategory::kTransient;
   }
   if (code.size() > 9 && code.substr(code.size() - 9) == ".NotFound") return ErrorCategory::kNotFound;
+  // Launch templates (InvalidLaunchTemplateName.NotFoundException) and SSM
+  // (ParameterNotFound) spell it differently.
+  if (code.size() > 18 && code.substr(code.size() - 18) == ".NotFoundException") return ErrorCategory::kNotFound;
+  if (code == "ParameterNotFound") return ErrorCategory::kNotFound;
   if (code.empty() && (http_status == 401 || http_status == 403)) return ErrorCategory::kAuth;
   if (code.empty() && http_status == 429) return ErrorCategory::kThrottled;
   return ErrorCategory::kConfig;

@@ -137,6 +137,10 @@ LaunchRequest Actuator::RequestFor(const std::string& pool, int count, const std
   request.pool = pool;
   if (const NodePoolPolicy* p = policy.FindPool(pool); p != nullptr && p->actuation == "asg") {
     request.auto_scaling_group = p->auto_scaling_group;
+  } else if (p != nullptr && p->node_template) {
+    request.node_template = p->node_template;
+    request.node_labels = p->labels;
+    request.node_taints = p->taints;
   }
   request.count = count;
   request.tags = options_.tags;

@@ -6,9 +6,11 @@
 #include <cctype>
 
 #include <charconv>
+#include <cstdio>
 #include <filesystem>
 
 #include "gpuscaler/model/text_file.h"
+#include "gpuscaler/policy/policy.h"
 
 namespace gpuscaler::daemon {
 namespace {
@@ -97,7 +99,7 @@ class ConfigReader {
                 {"provider", "region", "endpoint_url", "launch_template", "subnets", "interruption_queue_url",
                  "launch_template_version", "spot_allocation_strategy", "on_demand_allocation_strategy", "tags",
                  "max_attempts", "request_timeout",
-                 "simulated_launch_latency"});
+                 "simulated_launch_latency", "eks"});
     CloudSettings& cloud = c_.cloud;
     if (m.ReadString("provider", &cloud.provider) && cloud.provider != "aws" && cloud.provider != "simulated")
       r_.ReportAt("cloud.provider", "must be 'aws' or 'simulated', got '" + cloud.provider + "'");
@@ -146,8 +148,42 @@ class ConfigReader {
     if (m.ReadDuration("simulated_launch_latency", &cloud.simulated_launch_latency) &&
         cloud.simulated_launch_latency < Seconds(0))
       r_.ReportAt("cloud.simulated_launch_latency", "must not be negative");
-    if (cloud.provider == "aws" && cloud.launch_template.empty() && !c_.dry_run)
-      r_.ReportAt("cloud", "provider 'aws' needs launch_template (the EC2 launch template new nodes boot from)");
+    if (const DocNode* e = m.Find("eks")) ReadEks(*e);
+    if (cloud.provider == "aws" && cloud.launch_template.empty() && !cloud.eks.configured() && !c_.dry_run)
+      r_.ReportAt("cloud", "provider 'aws' needs launch_template (the EC2 launch template new nodes boot from) "
+                           "or eks (pools with a node_template get their own)");
+  }
+
+  void ReadEks(const DocNode& n) {
+    MapReader m(r_, n, "cloud.eks",
+                {"kubernetes_version", "api_server_endpoint", "certificate_authority", "service_cidr"});
+    if (!n.IsMapping()) return;
+    m.Require({"kubernetes_version", "api_server_endpoint", "certificate_authority", "service_cidr"});
+    EksSettings& e = c_.cloud.eks;
+    if (m.ReadString("kubernetes_version", &e.kubernetes_version)) {
+      const size_t dot = e.kubernetes_version.find('.');
+      const bool ok = dot != std::string::npos && dot > 0 && dot + 1 < e.kubernetes_version.size() &&
+                      e.kubernetes_version.find_first_not_of("0123456789.") == std::string::npos &&
+                      e.kubernetes_version.find('.', dot + 1) == std::string::npos;
+      if (!ok) r_.ReportAt("cloud.eks.kubernetes_version", "'" + e.kubernetes_version + "' is not like 1.31");
+    }
+    if (m.ReadString("api_server_endpoint", &e.api_server_endpoint) && e.api_server_endpoint.rfind("https://", 0) != 0)
+      r_.ReportAt("cloud.eks.api_server_endpoint", "must start with https://");
+    if (m.ReadString("certificate_authority", &e.certificate_authority)) {
+      const bool base64 = !e.certificate_authority.empty() && e.certificate_authority.size() % 4 == 0 &&
+                          std::all_of(e.certificate_authority.begin(), e.certificate_authority.end(), [](unsigned char c) {
+                            return std::isalnum(c) || c == '+' || c == '/' || c == '=';
+                          });
+      if (!base64)
+        r_.ReportAt("cloud.eks.certificate_authority", "must be the cluster CA in base64, as EKS shows it (one line)");
+    }
+    if (m.ReadString("service_cidr", &e.service_cidr)) {
+      unsigned a = 0, b = 0, c = 0, d = 0, bits = 0;
+      char tail = 0;
+      if (std::sscanf(e.service_cidr.c_str(), "%u.%u.%u.%u/%u%c", &a, &b, &c, &d, &bits, &tail) != 5 || a > 255 ||
+          b > 255 || c > 255 || d > 255 || bits > 32)
+        r_.ReportAt("cloud.eks.service_cidr", "'" + e.service_cidr + "' is not an IPv4 CIDR like 10.100.0.0/16");
+    }
   }
 
   void ReadSignals(const DocNode& n) {
@@ -246,6 +282,25 @@ class ConfigReader {
 };
 
 }  // namespace
+
+Status CheckPoolsCanLaunch(const DaemonConfig& config, const Policy& policy) {
+  if (config.cloud.provider != "aws" || config.dry_run) return Status::Ok();
+  std::string problems;
+  for (size_t i = 0; i < policy.pools.size(); ++i) {
+    const NodePoolPolicy& pool = policy.pools[i];
+    if (pool.actuation != "fleet") continue;
+    const std::string where = policy.source_file + ": pools[" + std::to_string(i) + "] '" + pool.name + "': ";
+    if (pool.node_template && !config.cloud.eks.configured()) {
+      problems += "\n" + where + "has a node_template, so " + config.source_file +
+                  " needs cloud.eks (the cluster its nodes join)";
+    } else if (!pool.node_template && config.cloud.launch_template.empty()) {
+      problems += "\n" + where + "has no node_template, so " + config.source_file +
+                  " needs cloud.launch_template";
+    }
+  }
+  if (problems.empty()) return Status::Ok();
+  return Error::Config("pools that cannot launch:" + problems);
+}
 
 Result<std::pair<std::string, uint16_t>> ParseListenAddress(const std::string& text) {
   const size_t colon = text.rfind(':');

@@ -67,6 +67,8 @@ Result<std::shared_ptr<AwsCloud>> MakeAwsCloud(const DaemonConfig& config, const
   o.provider.on_demand_allocation_strategy = c.on_demand_allocation_strategy;
   o.provider.interruption_queue_url = c.interruption_queue_url;
   o.provider.cluster_name = config.cluster_name;
+  o.provider.eks = {config.cluster_name, c.eks.kubernetes_version, c.eks.api_server_endpoint,
+                    c.eks.certificate_authority, c.eks.service_cidr};
   // Spot prices of the catalog's types only: the types the planner can buy.
   for (const InstanceType& t : catalog.instance_types) o.provider.price_instance_types.push_back(t.name);
   auto aws = std::make_shared<AwsCloud>();
@@ -197,6 +199,7 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options, const Simulate
   if (config.cloud.provider == "aws") served_regions = {config.cloud.region};
   auto watcher = std::make_unique<PolicyWatcher>(config.policy_file, *catalog, served_regions);
   if (Result<Policy> p = watcher->LoadInitial(); !p) return p.error();
+  else if (Status s = CheckPoolsCanLaunch(config, *p); !s.ok()) return s.error();
 
   Result<std::shared_ptr<SqliteAuditStore>> store = OpenStore(config.db_file, &d);
   if (!store) return store.error();

@@ -99,7 +99,7 @@ std::string CanonicalPolicyText(const Policy& p) {
     w.Put(at + ".capacity_types", capacity);
     w.Put(at + ".min_nodes", pool.min_nodes);
     w.Put(at + ".max_nodes", pool.max_nodes);
-    w.Put(at + ".labels#", 0);
+    w.Put(at + ".labels", pool.labels);
     w.PutList(at + ".taints", pool.taints, [&w](const std::string& t, const Taint& taint) {
       w.Put(t + ".key", taint.key);
       w.Put(t + ".value", taint.value);
@@ -110,6 +110,28 @@ std::string CanonicalPolicyText(const Policy& p) {
     // Written only when set, so that the hash of a policy without them is unchanged.
     if (pool.registration_timeout != Seconds(900)) w.Put(at + ".registration_timeout", pool.registration_timeout);
     if (pool.repair_after != Seconds(0)) w.Put(at + ".repair_after", pool.repair_after);
+    if (pool.node_template) {
+      const NodeTemplate& t = *pool.node_template;
+      const std::string nt = at + ".node_template";
+      w.Put(nt + ".ami.id", t.ami_id);
+      w.Put(nt + ".ami.ssm_parameter", t.ami_ssm_parameter);
+      w.Put(nt + ".ami_family", t.ami_family);
+      w.Put(nt + ".instance_profile", t.instance_profile);
+      w.Put(nt + ".security_groups", t.security_groups);
+      w.PutList(nt + ".block_devices", t.block_devices, [&w](const std::string& b, const BlockDevice& d) {
+        w.Put(b + ".device_name", d.device_name);
+        w.Put(b + ".volume_size_gib", d.volume_size_gib);
+        w.Put(b + ".volume_type", d.volume_type);
+        w.Put(b + ".iops", d.iops);
+        w.Put(b + ".throughput", d.throughput_mibps);
+        w.Put(b + ".encrypted", d.encrypted);
+      });
+      w.Put(nt + ".mig_config", t.mig_config);
+      w.PutList(nt + ".security_group_selectors", t.security_group_selectors,
+                [&w](const std::string& at_selector, const std::map<std::string, std::string>& tags) {
+                  w.Put(at_selector + ".tags", tags);
+                });
+    }
   });
   w.PutList("classes", p.classes, [&w](const std::string& at, const WorkloadClassPolicy& c) {
     w.Put(at + ".name", c.name);

@@ -111,8 +111,8 @@ void PolicyReader::PositiveDuration(MapReader& m, std::string_view key, Seconds*
 NodePoolPolicy PolicyReader::ReadPool(const DocNode& node, const std::string& path) {
   MapReader m(r_, node, path,
               {"name", "instance_types", "families", "gpu_models", "regions", "zones",
-               "capacity_types", "min_nodes", "max_nodes", "taints", "actuation",
-               "auto_scaling_group", "registration_timeout", "repair_after"});
+               "capacity_types", "min_nodes", "max_nodes", "labels", "taints", "actuation",
+               "auto_scaling_group", "node_template", "registration_timeout", "repair_after"});
   m.Require({"name"});
   NodePoolPolicy pool;
   m.ReadString("name", &pool.name);
@@ -202,10 +202,16 @@ NodePoolPolicy PolicyReader::ReadPool(const DocNode& node, const std::string& pa
     MapReader t(r_, n, tpath, {"key", "value", "effect"});
     t.Require({"key", "effect"});
     Taint taint;
-    if (t.ReadString("key", &taint.key) && taint.key.empty()) {
-      r_.ReportAt(t.PathOf("key"), "must not be empty");
+    if (t.ReadString("key", &taint.key)) {
+      if (std::string problem = KubernetesKeyProblem(taint.key); !problem.empty()) {
+        r_.ReportAt(t.PathOf("key"), taint.key.empty() ? "must not be empty" : problem);
+      }
     }
-    t.ReadString("value", &taint.value);
+    if (t.ReadString("value", &taint.value)) {
+      if (std::string problem = KubernetesValueProblem(taint.value); !problem.empty()) {
+        r_.ReportAt(t.PathOf("value"), problem);
+      }
+    }
     if (t.ReadString("effect", &taint.effect) && taint.effect != "NoSchedule" &&
         taint.effect != "PreferNoSchedule" && taint.effect != "NoExecute") {
       r_.ReportAt(t.PathOf("effect"),
@@ -233,6 +239,8 @@ NodePoolPolicy PolicyReader::ReadPool(const DocNode& node, const std::string& pa
   if (m.ReadDuration("repair_after", &pool.repair_after) && pool.repair_after.count() < 0) {
     r_.ReportAt(m.PathOf("repair_after"), "must not be negative (0 turns repair off)");
   }
+  ReadPoolLabels(m, &pool);
+  ReadNodeTemplate(m, &pool);
   return pool;
 }
 

@@ -24,6 +24,14 @@ std::string WithSuggestion(std::string message, const std::string& word,
 // "'a', 'b'".
 std::string Quoted(const std::vector<std::string>& names);
 
+// Kubernetes syntax of a label or taint key ("prefix/name") and of a label or
+// taint value: "" when valid, else the problem.
+std::string KubernetesKeyProblem(std::string_view key);
+std::string KubernetesValueProblem(std::string_view value);
+// A label key a pool may give its nodes: valid, not gpuscaler's own and not
+// one the kubelet refuses to register with.
+std::string NodeLabelKeyProblem(std::string_view key);
+
 class PolicyReader {
  public:
   // `options.catalog` may be null: the checks against it are skipped.
@@ -36,6 +44,11 @@ class PolicyReader {
   // loader.cc: the fields.
   NodePoolPolicy ReadPool(const DocNode& node, const std::string& path);
   WorkloadClassPolicy ReadClass(const DocNode& node, const std::string& path);
+  // node_template.cc: the pool's labels and node template (after taints and
+  // actuation are read).
+  void ReadPoolLabels(MapReader& m, NodePoolPolicy* pool);
+  void ReadNodeTemplate(MapReader& pool_reader, NodePoolPolicy* pool);
+  void ReadSecurityGroups(MapReader& m, NodeTemplate* t);
   void ReadSignalQuery(MapReader& parent, std::string_view key,
                        const std::vector<std::string_view>& sources,
                        std::optional<SignalQuery>* out);

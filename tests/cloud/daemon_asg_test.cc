@@ -91,9 +91,7 @@ TEST_F(DaemonAsg, ScalesTheGroupAndNeverTouchesAnotherInstallation) {
   Write("gpuscaler.yaml", config);
   daemon_ = StartDaemon(dir_, kTickMs, "", 1);
   ASSERT_TRUE(daemon_->started());
-  std::optional<int> exited;
-  Eventually([&] { return (exited = daemon_->Wait(0ms)) || std::filesystem::exists(dir_ / "daemon.port"); }, 30s);
-  if (exited) {
+  if (std::optional<int> exited = WaitUntilServing(*daemon_, dir_)) {
     daemon_.reset();
     FAIL() << "the daemon exited with " << *exited << ":\n" << DaemonLog();
   }

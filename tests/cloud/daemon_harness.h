@@ -253,6 +253,14 @@ inline std::unique_ptr<ChildProcess> StartDaemon(const std::filesystem::path& di
   return p;
 }
 
+// Waits (up to 30 s) until a daemon StartDaemon started in `dir` writes its
+// port file; its exit code if it exited first instead.
+inline std::optional<int> WaitUntilServing(ChildProcess& daemon, const std::filesystem::path& dir) {
+  std::optional<int> exited;
+  Eventually([&] { return (exited = daemon.Wait(0ms)) || std::filesystem::exists(dir / "daemon.port"); }, 30s);
+  return exited;
+}
+
 // What the crash checks count (docs/reliability.md "Crash safety").
 struct CrashAudit {
   int live = 0;                 // live instances with our owner tag

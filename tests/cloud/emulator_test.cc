@@ -534,6 +534,8 @@ group_launch_delay: 15s
 queue: interruptions
 visibility_timeout: 10s
 credentials: {AKIDTEST: secret}
+ssm_parameters: {/aws/service/eks/optimized-ami/1.31/amazon-linux-2023/x86_64/nvidia/recommended/image_id: ami-0eks}
+security_groups: [{id: sg-0node, name: nodes, tags: {karpenter.sh/discovery: prod}}]
 )";
   auto s = ParseEmulatorScenario(yaml, Start());
   ASSERT_TRUE(s.ok()) << s.error().ToString();
@@ -553,6 +555,11 @@ credentials: {AKIDTEST: secret}
   EXPECT_EQ(s->group_launch_delay, Seconds(15));
   EXPECT_EQ(s->queue_name, "interruptions");
   EXPECT_EQ(s->credentials.at("AKIDTEST"), "secret");
+  EXPECT_EQ(s->ssm_parameters.at("/aws/service/eks/optimized-ami/1.31/amazon-linux-2023/x86_64/nvidia/recommended/image_id"),
+            "ami-0eks");
+  ASSERT_EQ(s->security_groups.size(), 1u);
+  EXPECT_EQ(s->security_groups[0].tags.at("karpenter.sh/discovery"), "prod");
+  EXPECT_FALSE(ParseEmulatorScenario("security_groups: [{name: x}]", Start()).ok());
 
   EXPECT_EQ(ParseEmulatorScenario("regoin: x", Start()).error().category(), ErrorCategory::kConfig);
   EXPECT_FALSE(ParseEmulatorScenario("capacity: [{zone: a}]", Start()).ok());

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "gpuscaler/policy/loader.h"
+
 namespace gpuscaler::daemon {
 namespace {
 
@@ -155,6 +157,88 @@ cloud:
                            "d.yaml:14:", "cloud.max_attempts", "d.yaml:15:", "cloud.request_timeout"}) {
     EXPECT_NE(m.find(want), std::string::npos) << want << " in:\n" << m;
   }
+}
+
+TEST(DaemonConfig, EksSettingsLetAwsRunWithoutALaunchTemplate) {
+  const std::string head = "apiVersion: gpuscaler/v1\nkind: DaemonConfig\ncluster_name: prod\npolicy: p.yaml\n"
+                           "cloud:\n  provider: aws\n";
+  Result<DaemonConfig> neither = ParseDaemonConfig(head, "d.yaml");
+  ASSERT_FALSE(neither.ok());
+  EXPECT_NE(neither.error().message().find("needs launch_template"), std::string::npos) << neither.error().message();
+
+  Result<DaemonConfig> c = ParseDaemonConfig(head +
+                                                 "  eks:\n    kubernetes_version: \"1.31\"\n"
+                                                 "    api_server_endpoint: https://ABC.gr7.us-east-1.eks.amazonaws.com\n"
+                                                 "    certificate_authority: LS0tLS1CRUdJTg==\n"
+                                                 "    service_cidr: 10.100.0.0/16\n",
+                                             "d.yaml");
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  EXPECT_EQ(c->cloud.launch_template, "");
+  EXPECT_EQ(c->cloud.eks.kubernetes_version, "1.31");
+  EXPECT_EQ(c->cloud.eks.api_server_endpoint, "https://ABC.gr7.us-east-1.eks.amazonaws.com");
+  EXPECT_EQ(c->cloud.eks.certificate_authority, "LS0tLS1CRUdJTg==");
+  EXPECT_EQ(c->cloud.eks.service_cidr, "10.100.0.0/16");
+}
+
+TEST(DaemonConfig, EveryFleetPoolNeedsWhatItLaunchesFrom) {
+  const PolicyLoadResult policy = ParsePolicy(
+      "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+      "  - name: own\n    node_template: {instance_profile: p, security_groups: [sg-1]}\n"
+      "  - name: legacy\n"
+      "  - {name: group, actuation: asg, auto_scaling_group: g}\n",
+      "p.yaml");
+  ASSERT_TRUE(policy.ok()) << policy.status().error().message();
+  DaemonConfig c;
+  c.source_file = "d.yaml";
+  c.cloud.provider = "aws";
+  c.cloud.launch_template = "gpu-nodes";
+  Status no_eks = CheckPoolsCanLaunch(c, policy.policy);
+  ASSERT_FALSE(no_eks.ok());
+  EXPECT_NE(no_eks.error().message().find("p.yaml: pools[0] 'own': has a node_template, so d.yaml needs cloud.eks"),
+            std::string::npos)
+      << no_eks.error().message();
+  EXPECT_EQ(no_eks.error().message().find("'legacy'"), std::string::npos);
+
+  c.cloud.launch_template.clear();
+  c.cloud.eks.api_server_endpoint = "https://x";
+  Status no_template = CheckPoolsCanLaunch(c, policy.policy);
+  ASSERT_FALSE(no_template.ok());
+  EXPECT_NE(no_template.error().message().find("pools[1] 'legacy': has no node_template, so d.yaml needs "
+                                               "cloud.launch_template"),
+            std::string::npos)
+      << no_template.error().message();
+  EXPECT_EQ(no_template.error().message().find("'group'"), std::string::npos);  // its group has a template
+
+  c.cloud.launch_template = "gpu-nodes";
+  EXPECT_TRUE(CheckPoolsCanLaunch(c, policy.policy).ok());
+  c.cloud.provider = "simulated";
+  c.cloud.eks = {};
+  EXPECT_TRUE(CheckPoolsCanLaunch(c, policy.policy).ok());
+}
+
+TEST(DaemonConfig, RejectsBadEksSettingsEachAtItsLine) {
+  Result<DaemonConfig> c = ParseDaemonConfig(
+      "apiVersion: gpuscaler/v1\nkind: DaemonConfig\ncluster_name: prod\npolicy: p.yaml\n"
+      "cloud:\n  provider: aws\n  launch_template: gpu\n  eks:\n"
+      "    kubernetes_version: latest\n"
+      "    api_server_endpoint: http://insecure\n"
+      "    certificate_authority: \"-----BEGIN CERTIFICATE-----\"\n"
+      "    service_cidr: 10.100.0.0\n",
+      "d.yaml");
+  ASSERT_FALSE(c.ok());
+  const std::string& m = c.error().message();
+  for (const char* want : {"d.yaml:9:", "cloud.eks.kubernetes_version", "d.yaml:10:", "must start with https://",
+                           "d.yaml:11:", "cluster CA in base64", "d.yaml:12:", "not an IPv4 CIDR"}) {
+    EXPECT_NE(m.find(want), std::string::npos) << want << " in:\n" << m;
+  }
+  Result<DaemonConfig> partial = ParseDaemonConfig(
+      "apiVersion: gpuscaler/v1\nkind: DaemonConfig\ncluster_name: prod\npolicy: p.yaml\n"
+      "cloud: {provider: aws, eks: {kubernetes_version: \"1.31\"}}\n",
+      "d.yaml");
+  ASSERT_FALSE(partial.ok());
+  EXPECT_NE(partial.error().message().find("cloud.eks.api_server_endpoint: required field is missing"),
+            std::string::npos)
+      << partial.error().message();
 }
 
 TEST(DaemonConfig, SubnetsMustBeSubnetIdsInZonesOfTheRegion) {

@@ -418,6 +418,10 @@ TEST(PolicyFieldEffects, EveryPlannerFieldChangesThePlanAsDocumented) {
 //
 //  pools[].taints                  kube: PodDemand.TheRecordedPendingGpuPodIsOneGpuOfItsLabelClass
 //                                  (tests/kube/workload_test.cc: an intolerant pod gets no pool)
+//  pools[].labels, pools[].node_template (and pools[].taints on the nodes)
+//                                  cloud: NodeTemplateLaunch.* (tests/cloud/aws_provider_templates_test.cc),
+//                                  DaemonNodeTemplate.CreatesThePoolsTemplateThatJoinsWithExactlyItsLabelsAndTaints
+//                                  (tests/cloud/daemon_node_template_test.cc: the daemon, a reload, the aws CLI)
 //  pools[].actuation,
 //  pools[].auto_scaling_group      DaemonAsg.ScalesTheGroupAndNeverTouchesAnotherInstallation
 //                                  (tests/cloud/daemon_asg_test.cc, the daemon against the emulator,

@@ -208,6 +208,60 @@ TEST(PolicyLoader, DefaultPolicyHasOnePoolAllowingEverythingAndOneClass) {
   EXPECT_EQ(p.content_hash, ParsePolicy(kMinimal, "p.yaml").policy.content_hash);
 }
 
+// A pool with the smallest node template (lines 5-8); cases append lines 9+.
+constexpr const char* kTemplatePool =
+    "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+    "  - name: gpu\n    node_template:\n      instance_profile: p\n      security_groups: [sg-1]\n";
+
+// kTemplatePool with its security groups replaced by `groups`.
+std::string WithSecurityGroups(const std::string& groups) {
+  std::string text = kTemplatePool;
+  const std::string ids = "security_groups: [sg-1]";
+  return text.replace(text.find(ids), ids.size(), "security_groups: " + groups);
+}
+
+TEST(PolicyLoader, ReadsPoolLabelsAndTheNodeTemplate) {
+  const PolicyLoadResult r = ParsePolicy(WithSecurityGroups("[sg-1, {tags: {karpenter.sh/discovery: prod}}]") +
+                                             "      ami: {ssm_parameter: /aws/service/bottlerocket/x}\n"
+                                             "      ami_family: bottlerocket\n"
+                                             "      block_devices:\n"
+                                             "        - {device_name: /dev/xvda, volume_size_gib: 200, iops: 4000, "
+                                             "throughput: 250, encrypted: false}\n"
+                                             "      mig_config: all-1g.10gb\n"
+                                             "    labels: {team: ml, node.kubernetes.io/role: gpu}\n"
+                                             "    taints: [{key: nvidia.com/gpu, value: \"true\", effect: NoSchedule}]\n",
+                                         "p.yaml");
+  ASSERT_TRUE(r.ok()) << Join(r.problems);
+  const NodePoolPolicy& pool = r.policy.pools[0];
+  EXPECT_EQ(pool.labels, (std::map<std::string, std::string>{{"node.kubernetes.io/role", "gpu"}, {"team", "ml"}}));
+  ASSERT_TRUE(pool.node_template.has_value());
+  const NodeTemplate& t = *pool.node_template;
+  EXPECT_EQ(t.ami_id, "");
+  EXPECT_EQ(t.ami_ssm_parameter, "/aws/service/bottlerocket/x");
+  EXPECT_EQ(t.ami_family, "bottlerocket");
+  EXPECT_EQ(t.instance_profile, "p");
+  EXPECT_EQ(t.security_groups, std::vector<std::string>{"sg-1"});
+  EXPECT_EQ(t.security_group_selectors,
+            (std::vector<std::map<std::string, std::string>>{{{"karpenter.sh/discovery", "prod"}}}));
+  ASSERT_EQ(t.block_devices.size(), 1u);
+  EXPECT_EQ(t.block_devices[0].device_name, "/dev/xvda");
+  EXPECT_EQ(t.block_devices[0].volume_size_gib, 200);
+  EXPECT_EQ(t.block_devices[0].volume_type, "gp3");
+  EXPECT_EQ(t.block_devices[0].iops, 4000);
+  EXPECT_EQ(t.block_devices[0].throughput_mibps, 250);
+  EXPECT_FALSE(t.block_devices[0].encrypted);
+  EXPECT_EQ(t.mig_config, "all-1g.10gb");
+
+  // The template is part of the policy's identity; a policy without one
+  // hashes as before the field existed.
+  const PolicyLoadResult other = ParsePolicy(std::string(kTemplatePool) + "      mig_config: all-2g.20gb\n", "p.yaml");
+  const PolicyLoadResult same = ParsePolicy(std::string(kTemplatePool) + "      mig_config: all-2g.20gb\n", "q.yaml");
+  ASSERT_TRUE(other.ok() && same.ok());
+  EXPECT_NE(other.policy.content_hash, r.policy.content_hash);
+  EXPECT_EQ(other.policy.content_hash, same.policy.content_hash);
+  EXPECT_EQ(CanonicalPolicyText(ParsePolicy(kMinimal, "m.yaml").policy).find("node_template"), std::string::npos);
+}
+
 struct InvalidCase {
   std::string name;
   std::string text;  // appended to kMinimal when `append`, else the whole file
@@ -326,10 +380,53 @@ TEST(PolicyLoader, RejectsInvalidPoliciesWithFieldLineAndMessage) {
        "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n"
        "  - name: a\n    match: {queues: [q1]}\n",
        false, "classes[0].match.queues", 6, "unknown field 'queues'"},
-      {"pools do not label their nodes (the launch template does)",
+      {"pool labels reach nodes only through a node_template",
        "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
        "  - name: gpu\n    labels: {tier: serving}\n",
-       false, "pools[0].labels", 6, "unknown field 'labels'"},
+       false, "pools[0].labels", 6, "labels reach nodes only through a node_template"},
+      {"label keys under gpuscaler.io/ are gpuscaler's", std::string(kTemplatePool) + "    labels: {gpuscaler.io/team: ml}\n",
+       false, "pools[0].labels.gpuscaler.io/team", 9, "set by gpuscaler itself"},
+      {"the kubelet may not set kubernetes.io labels",
+       std::string(kTemplatePool) + "    labels: {kubernetes.io/role: gpu}\n", false,
+       "pools[0].labels.kubernetes.io/role", 9, "the kubelet may not set labels under kubernetes.io/"},
+      {"label value with a space", std::string(kTemplatePool) + "    labels: {team: \"m l\"}\n", false,
+       "pools[0].labels.team", 9, "is not a Kubernetes label or taint value"},
+      {"taint key with a comma",
+       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+       "  - name: gpu\n    taints: [{key: \"a,b\", effect: NoSchedule}]\n",
+       false, "pools[0].taints[0].key", 6, "is not a Kubernetes key"},
+      {"node_template needs an instance profile",
+       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+       "  - name: gpu\n    node_template:\n      security_groups: [sg-1]\n",
+       false, "pools[0].node_template.instance_profile", 7, "required field is missing"},
+      {"ami id and ssm_parameter together",
+       std::string(kTemplatePool) + "      ami: {id: ami-1, ssm_parameter: /a/b}\n", false,
+       "pools[0].node_template.ami.ssm_parameter", 9, "either id or ssm_parameter, not both"},
+      {"ami id that is not one", std::string(kTemplatePool) + "      ami: {id: img-1}\n", false,
+       "pools[0].node_template.ami.id", 9, "is not an AMI id"},
+      {"unknown ami family", std::string(kTemplatePool) + "      ami_family: botlerocket\n", false,
+       "pools[0].node_template.ami_family", 9, "(did you mean 'bottlerocket'?)"},
+      {"security group that is not an id",
+       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+       "  - name: gpu\n    node_template:\n      instance_profile: p\n      security_groups: [default]\n",
+       false, "pools[0].node_template.security_groups[0]", 8, "is not a security group id"},
+      {"an empty security group selector", WithSecurityGroups("[{tags: {}}]"), false,
+       "pools[0].node_template.security_groups[0].tags", 8, "must name at least one tag"},
+      {"a security group selector without tags", WithSecurityGroups("[{}]"), false,
+       "pools[0].node_template.security_groups[0].tags", 8, "required field is missing"},
+      {"iops on a gp2 volume",
+       std::string(kTemplatePool) +
+           "      block_devices: [{device_name: /dev/xvda, volume_size_gib: 100, volume_type: gp2, iops: 3000}]\n",
+       false, "pools[0].node_template.block_devices[0].iops", 9, "only for gp3, io1 and io2"},
+      {"throughput on an io2 volume",
+       std::string(kTemplatePool) +
+           "      block_devices: [{device_name: /dev/xvda, volume_size_gib: 100, volume_type: io2, throughput: 500}]\n",
+       false, "pools[0].node_template.block_devices[0].throughput", 9, "only for gp3"},
+      {"node_template on an asg pool",
+       std::string(kTemplatePool) + "    actuation: asg\n    auto_scaling_group: g\n", false,
+       "pools[0].node_template", 7, "fleet pools only"},
+      {"mig_config that is no label value", std::string(kTemplatePool) + "      mig_config: \"all 1g\"\n", false,
+       "pools[0].node_template.mig_config", 9, "is not a Kubernetes label or taint value"},
       {"min_zones below 1",
        "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n"
        "  - name: a\n    zone_spread: {min_zones: 0}\n",

@@ -51,8 +51,10 @@ class AwsClient {
   // A Query-protocol call (EC2, Auto Scaling): POST the form, return the body
   // of the 200 answer. `params` must start with Action.
   Result<std::string> Query(std::string_view service, const QueryParams& params);
-  // A JSON-protocol call (SQS): POST `json` with X-Amz-Target `target`.
-  Result<std::string> Json(std::string_view service, std::string_view target, const std::string& json);
+  // A JSON-protocol call (SQS awsJson1_0, SSM awsJson1_1): POST `json` with
+  // X-Amz-Target `target` and `content_type`.
+  Result<std::string> Json(std::string_view service, std::string_view target, const std::string& json,
+                           std::string_view content_type = "application/x-amz-json-1.0");
 
   // "https://ec2.us-east-1.amazonaws.com" or the override (no trailing '/').
   std::string Endpoint(std::string_view service) const;

@@ -21,6 +21,25 @@
 //    ClientToken is ClientToken(idempotency token, run), so replaying a
 //    Launch returns the first call's instances. Instances are tagged with the
 //    request's tags plus gpuscaler.io/pool=<pool> and the cluster tag.
+//  - Launch, fleet pools with a node template (LaunchRequest::node_template):
+//    the fleet launches from the pool's own launch template
+//    gpuscaler-<cluster_name>-<pool>, pinned to the version that holds the
+//    pool's current template. Before the first launch of the pool, and
+//    whenever its template, labels or taints (or `eks`) differ from what
+//    the last launch used (a policy reload), the provider renders it
+//    (node_template.h), resolving the AMI from its id, its SSM parameter or
+//    the EKS-optimized NVIDIA AMI's public parameter (ssm:GetParameter) and
+//    the security groups from ids and tag selectors (DescribeSecurityGroups),
+//    and
+//    reads the template's default version
+//    (DescribeLaunchTemplateVersions $Default). Its version description
+//    names the content's hash (kTemplateHashPrefix): the same hash is used
+//    as is; another makes a new version (CreateLaunchTemplateVersion) that
+//    becomes the default (ModifyLaunchTemplate); no template is created
+//    (CreateLaunchTemplate, tagged with the cluster and pool). Create calls
+//    carry a ClientToken derived from the name and hash, so a retry or a
+//    second process makes no duplicate. Errors name the pool and nothing is
+//    launched; kConfig when `eks` is not configured.
 //  - Launch, asg pools (`auto_scaling_group` set): DescribeAutoScalingGroups;
 //    the group must carry the cluster tag (else kConfig) and, if it has a
 //    gpuscaler.io/pool tag, name the request's pool (else kConfig). The new
@@ -79,6 +98,7 @@
 
 #include "gpuscaler/cloud/aws_client.h"
 #include "gpuscaler/cloud/ec2_api.h"
+#include "gpuscaler/cloud/node_template.h"
 #include "gpuscaler/cloud/provider.h"
 #include "gpuscaler/model/clock.h"
 
@@ -94,7 +114,11 @@ struct AwsProviderOptions {
   // installations in one account apart (an empty name would be shared by
   // every installation that left it out).
   std::string cluster_name;
+  // Pools without a node template launch from this one.
   LaunchTemplateRef launch_template;
+  // The cluster nodes of pools with a node template join (its `name` is
+  // cluster_name); not configured: such pools cannot launch (kConfig).
+  EksCluster eks;
   // Zone -> subnet. When a zone has one, overrides name the subnet (the
   // launch template then needs no network settings).
   std::map<std::string, std::string> subnet_by_zone;
@@ -130,6 +154,13 @@ class AwsProvider final : public CloudProvider {
  private:
   Result<LaunchResult> LaunchFleet(const LaunchRequest& request);
   Result<LaunchResult> LaunchInGroup(const LaunchRequest& request);
+  // The pool's own launch template, created or updated to match the
+  // request's node template (aws_provider_templates.cc).
+  Result<LaunchTemplateRef> EnsureLaunchTemplate(const LaunchRequest& request);
+  Result<std::string> ResolveImage(const NodeTemplate& node_template);
+  // The template's security group ids and those of the groups its
+  // selectors match (DescribeSecurityGroups), sorted, without repeats.
+  Result<std::vector<std::string>> ResolveSecurityGroups(const NodeTemplate& node_template);
   // DescribeInstances with `filters`, every page; with `ids`, only those
   // (instance-id filter, in chunks).
   Result<std::vector<Ec2Instance>> DescribeInstances(const std::vector<Filter>& filters,
@@ -150,6 +181,14 @@ class AwsProvider final : public CloudProvider {
   // Desired capacity each Auto Scaling launch this process sent asked for,
   // by idempotency token.
   std::map<std::string, int> raised_;
+  // By pool: what its launch template was last made from (the rendered
+  // content with the AMI's source instead of its id) and the version that
+  // holds it.
+  struct EnsuredTemplate {
+    std::string source_key;
+    LaunchTemplateRef ref;
+  };
+  std::map<std::string, EnsuredTemplate> templates_;
 };
 
 }  // namespace gpuscaler::cloud

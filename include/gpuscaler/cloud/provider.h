@@ -12,11 +12,13 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "gpuscaler/model/instance.h"
 #include "gpuscaler/model/time.h"
+#include "gpuscaler/policy/policy.h"
 #include "gpuscaler/status.h"
 
 namespace gpuscaler {
@@ -47,6 +49,14 @@ struct LaunchRequest {
   // (its desired capacity is raised by `count`); empty: the provider launches
   // the instances itself (EC2 Fleet).
   std::string auto_scaling_group;
+  // Fleet pools with a node template (policy pools[].node_template): the
+  // nodes boot from the pool's own launch template, which the provider
+  // builds from the template and the pool's labels and taints (AwsProvider
+  // creates or updates it first). Unset: the provider's configured launch
+  // template; `node_labels` and `node_taints` are then unused.
+  std::optional<NodeTemplate> node_template;
+  std::map<std::string, std::string> node_labels;
+  std::vector<Taint> node_taints;
 };
 
 enum class InstanceState { kPending, kRunning, kShuttingDown };

@@ -20,6 +20,10 @@
 #include "gpuscaler/model/yaml_document.h"
 #include "gpuscaler/status.h"
 
+namespace gpuscaler {
+struct Policy;
+}
+
 namespace gpuscaler::daemon {
 
 struct PrometheusSettings {
@@ -51,13 +55,27 @@ struct SignalSettings {
   std::chrono::milliseconds timeout{3000};
 };
 
+// What nodes of pools with a node template need to join the EKS cluster
+// named by cluster_name (`aws eks describe-cluster` shows each value).
+struct EksSettings {
+  std::string kubernetes_version;     // "1.31": the default AMI's
+  std::string api_server_endpoint;    // https://…
+  std::string certificate_authority;  // base64, as EKS shows it
+  std::string service_cidr;           // "10.100.0.0/16"
+
+  bool configured() const { return !api_server_endpoint.empty(); }
+};
+
 struct CloudSettings {
   // "aws": EC2 Fleet / Auto Scaling; "simulated": the simulator's cloud on
   // the wall clock (try the daemon with real signals and no cloud account).
   std::string provider = "simulated";
   std::string region = "us-east-1";
   std::string endpoint_url;  // override (an emulator); empty: the real endpoint
+  // The launch template of pools without a node template.
   std::string launch_template;
+  // Required (provider aws) when a pool has a node template.
+  EksSettings eks;
   std::map<std::string, std::string> subnets;  // zone -> subnet id
   std::string interruption_queue_url;          // SQS queue fed by EventBridge
   // provider "aws": the launch template's version ("$Latest", "$Default" or a
@@ -118,6 +136,12 @@ struct DaemonConfig {
   std::string api_token_file;  // bearer token for mutating endpoints; empty: they are disabled
   Seconds retention{90 * 86400};
 };
+
+// With provider aws (not dry_run): every fleet pool of `policy` can launch,
+// those with a node_template because cloud.eks is set, the others because
+// cloud.launch_template is. kConfig naming the pools otherwise. Checked at
+// boot; a reload that breaks it fails those pools' launches, naming them.
+Status CheckPoolsCanLaunch(const DaemonConfig& config, const Policy& policy);
 
 // Parses and validates; kConfig with every problem (one per line) on error.
 Result<DaemonConfig> ParseDaemonConfig(const std::string& text, const std::string& file_name);

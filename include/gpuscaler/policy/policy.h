@@ -27,6 +27,39 @@ struct Taint {
   std::string effect;  // NoSchedule | PreferNoSchedule | NoExecute
 };
 
+// One EBS volume of a node template (EC2 BlockDeviceMapping).
+struct BlockDevice {
+  std::string device_name;  // "/dev/xvda"
+  int volume_size_gib = 0;
+  std::string volume_type = "gp3";  // gp2 | gp3 | io1 | io2 | st1 | sc1 | standard
+  std::optional<int> iops;          // gp3, io1, io2 only
+  std::optional<int> throughput_mibps;  // gp3 only
+  bool encrypted = true;
+};
+
+// How gpuscaler builds the EC2 launch template of a pool (AWS, fleet pools):
+// the machine image, the node's IAM instance profile and security groups, its
+// volumes, and user data that joins the node to the EKS cluster with the
+// pool's labels and taints. The cluster's endpoint, CA and service CIDR come
+// from the daemon configuration (cloud.eks). Reference: docs/kubernetes.md.
+struct NodeTemplate {
+  // The AMI: an id, or an SSM parameter holding one; neither: the
+  // EKS-optimized NVIDIA AMI of `ami_family` for the cluster's Kubernetes
+  // version (its public SSM parameter).
+  std::string ami_id;             // "ami-…"
+  std::string ami_ssm_parameter;  // "/aws/service/eks/…"
+  std::string ami_family = "al2023";  // al2023 | bottlerocket: how user data is written
+  std::string instance_profile;  // name, or "arn:aws:iam::…:instance-profile/…"
+  // Security groups: ids ("sg-…"), and selectors (every tag must match)
+  // resolved to the groups carrying those tags (DescribeSecurityGroups);
+  // at least one of either.
+  std::vector<std::string> security_groups;
+  std::vector<std::map<std::string, std::string>> security_group_selectors;
+  std::vector<BlockDevice> block_devices;    // empty: the AMI's own
+  // NVIDIA GPU Operator MIG layout: nodes get nvidia.com/mig.config=<name>.
+  std::string mig_config;
+};
+
 struct NodePoolPolicy {
   std::string name;
   // Allowed instance types and/or families; both empty: every GPU type.
@@ -38,10 +71,18 @@ struct NodePoolPolicy {
   std::vector<CapacityType> capacity_types{CapacityType::kOnDemand, CapacityType::kSpot};
   int min_nodes = 0;
   int max_nodes = 100;
-  // The taints the pool's nodes carry (their launch template sets them): a
-  // pod that does not tolerate a NoSchedule or NoExecute one is not placed
-  // in the pool.
+  // The taints the pool's nodes carry: a pod that does not tolerate a
+  // NoSchedule or NoExecute one is not placed in the pool. With a
+  // node_template, the nodes register with exactly these taints; without
+  // one, the configured launch template must set them.
   std::vector<Taint> taints;
+  // Labels the pool's nodes register with (besides gpuscaler.io/pool and
+  // gpuscaler.io/cluster); they reach nodes through the node_template, so
+  // they need one.
+  std::map<std::string, std::string> labels;
+  // Set: gpuscaler creates and keeps the pool's launch template
+  // (gpuscaler-<cluster>-<pool>); unset: the daemon's cloud.launch_template.
+  std::optional<NodeTemplate> node_template;
   // How nodes are bought: "fleet" (EC2 CreateFleet) or "asg" (Auto Scaling group).
   std::string actuation = "fleet";
   std::string auto_scaling_group;  // required when actuation is "asg"
