@@ -36,6 +36,33 @@ OrderedJson SignalQueryJson(const SignalQuery& q) {
   return {{"source", q.source}, {"query", q.query}, {"vhost", q.vhost}, {"queue", q.queue}};
 }
 
+OrderedJson NodeTemplateJson(const NodeTemplate& t) {
+  OrderedJson j = OrderedJson::object();
+  if (!t.ami_id.empty()) j["ami"] = {{"id", t.ami_id}};
+  if (!t.ami_ssm_parameter.empty()) j["ami"] = {{"ssm_parameter", t.ami_ssm_parameter}};
+  j["ami_family"] = t.ami_family;
+  j["instance_profile"] = t.instance_profile;
+  OrderedJson groups = OrderedJson::array();
+  for (const std::string& id : t.security_groups) groups.push_back(id);
+  for (const auto& tags : t.security_group_selectors) {
+    OrderedJson selector = OrderedJson::object();
+    for (const auto& [k, v] : tags) selector[k] = v;
+    groups.push_back({{"tags", selector}});
+  }
+  j["security_groups"] = groups;
+  OrderedJson devices = OrderedJson::array();
+  for (const BlockDevice& d : t.block_devices) {
+    OrderedJson device = {{"device_name", d.device_name}, {"volume_size_gib", d.volume_size_gib},
+                          {"volume_type", d.volume_type}, {"encrypted", d.encrypted}};
+    if (d.iops) device["iops"] = *d.iops;
+    if (d.throughput_mibps) device["throughput"] = *d.throughput_mibps;
+    devices.push_back(device);
+  }
+  j["block_devices"] = devices;
+  if (!t.mig_config.empty()) j["mig_config"] = t.mig_config;
+  return j;
+}
+
 OrderedJson Pool(const NodePoolPolicy& pool) {
   OrderedJson capacity = OrderedJson::array();
   for (CapacityType c : pool.capacity_types) capacity.push_back(std::string(ToString(c)));
@@ -54,6 +81,16 @@ OrderedJson Pool(const NodePoolPolicy& pool) {
                    {"actuation", pool.actuation}};
   // The loader refuses an Auto Scaling group name on a fleet pool, even empty.
   if (!pool.auto_scaling_group.empty()) j["auto_scaling_group"] = pool.auto_scaling_group;
+  j["registration_timeout"] = Duration(pool.registration_timeout);
+  j["repair_after"] = Duration(pool.repair_after);
+  // Labels and a node template go together: the loader refuses labels
+  // without one.
+  if (pool.node_template) {
+    OrderedJson labels = OrderedJson::object();
+    for (const auto& [k, v] : pool.labels) labels[k] = v;
+    j["labels"] = labels;
+    j["node_template"] = NodeTemplateJson(*pool.node_template);
+  }
   return j;
 }
 
@@ -102,7 +139,8 @@ std::string PolicyFileJson(const Policy& p) {
   j["spot"] = {{"max_price_fraction_of_on_demand", p.spot.max_price_fraction_of_on_demand},
                {"max_interruptions_per_hour", p.spot.max_interruptions_per_hour},
                {"fallback_to_on_demand", p.spot.fallback_to_on_demand},
-               {"fallback_duration", Duration(p.spot.fallback_duration)}};
+               {"fallback_duration", Duration(p.spot.fallback_duration)},
+               {"on_rebalance", p.spot.on_rebalance}};
   const ScalingPolicy& s = p.scaling;
   j["scaling"] = {{"tick_interval", Duration(s.tick_interval)},
                   {"scale_up_stabilization", Duration(s.scale_up_stabilization)},

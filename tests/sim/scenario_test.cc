@@ -115,7 +115,10 @@ TEST(TraceScenario, HeliosMinuteSeriesBecomeJobsThatReplay) {
   std::map<std::string, int> by_class;
   for (const TraceJob& j : s.trace.jobs) by_class[j.unit.workload_class] += 1;
   EXPECT_EQ(by_class.size(), 2u);  // vcA, vcB
-  RunResult r = RunScenario(s, {"gpuscaler", s.policy, {}});
+  RunSpec spec;
+  spec.name = "gpuscaler";
+  spec.policy = s.policy;
+  RunResult r = RunScenario(s, spec);
   EXPECT_EQ(r.jobs_completed + r.jobs_unfinished, static_cast<int64_t>(s.trace.jobs.size()));
   EXPECT_GT(r.jobs_completed, 0);
 }
