@@ -65,6 +65,11 @@ std::string FormatSummaryTable(const Scenario& scenario, const std::vector<RunRe
   row("jobs completed / unfinished", [](const RunResult& r) {
     return std::to_string(r.jobs_completed) + " / " + std::to_string(r.jobs_unfinished);
   });
+  row("  queued at the end, never ran", [](const RunResult& r) {
+    int64_t n = 0;
+    for (const auto& [why, count] : r.never_started) n += count;
+    return std::to_string(n);
+  });
 
   size_t label_w = 0;
   for (const auto& [label, cells] : rows) label_w = std::max(label_w, label.size());
@@ -86,6 +91,11 @@ std::string FormatSummaryTable(const Scenario& scenario, const std::vector<RunRe
     out += Pad(label, label_w, true);
     for (size_t i = 0; i < cells.size(); ++i) out += "  " + Pad(cells[i], w[i], false);
     out += "\n";
+  }
+  // Why the jobs that never ran stayed queued, per run.
+  for (const RunResult& r : results) {
+    for (const auto& [why, count] : r.never_started)
+      out += "never ran (" + r.name + "): " + std::to_string(count) + " x " + why + "\n";
   }
   return out;
 }
@@ -126,6 +136,9 @@ std::string FormatJson(const Scenario& scenario, const std::vector<RunResult>& r
     j["hard_budget_violations"] = r.hard_budget_violations;
     j["jobs_completed"] = r.jobs_completed;
     j["jobs_unfinished"] = r.jobs_unfinished;
+    J never = J::object();
+    for (const auto& [why, count] : r.never_started) never[why] = count;
+    j["never_started"] = std::move(never);
     j["ticks"] = r.ticks;
     j["planner_calls"] = r.planner_calls;
     arr.push_back(std::move(j));

@@ -75,6 +75,10 @@ void Replay::AfterTick(WallTime t, const TickReport& report) {
   ++r.ticks;
   r.planner_calls += report.planned ? 1 : 0;
   r.controller_errors += static_cast<int64_t>(report.errors.size());
+  if (report.planned) {
+    for (const UnplacedUnit& u : report.plan.unplaced)
+      last_unplaced_[u.unit_id] = std::string(ToString(u.reason)) + ": " + u.detail;
+  }
 
   // Hard budgets, against the cloud's actual spend rate.
   const Policy& policy = spec_.policy;
@@ -169,6 +173,10 @@ RunResult Replay::Finish() {
     r.queue_wait_s_by_class[cls] = ComputePercentiles(&stats.waits_s);
   }
   r.queue_wait_s = ComputePercentiles(&all);
+  for (const std::string& id : work.NeverStarted()) {
+    auto why = last_unplaced_.find(id);
+    ++r.never_started[why == last_unplaced_.end() ? "never in the planner's pending window" : why->second];
+  }
   r.jobs_total = static_cast<int64_t>(scenario_.trace.jobs.size());
   if (options_.progress) options_.progress(1.0);
   return r;

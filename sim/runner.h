@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -66,6 +67,10 @@ struct RunResult {
   int64_t jobs_total = 0;
   int64_t jobs_completed = 0;
   int64_t jobs_unfinished = 0;
+  // Jobs still queued at the end that never ran, by the planner's last
+  // reason for leaving them unplaced ("<reason>: <detail>"), or "never in the
+  // planner's pending window" when no plan listed them.
+  std::map<std::string, int64_t> never_started;
   int64_t ticks = 0;
   int64_t planner_calls = 0;
   int64_t controller_errors = 0;
@@ -134,6 +139,7 @@ class Replay {
   World world_;
   std::unique_ptr<Controller> controller_;
   RunResult result_;
+  std::unordered_map<std::string, std::string> last_unplaced_;  // unit id -> why
   int64_t total_ticks_ = 1;
   int64_t progress_every_ = 1;
   double month_start_cost_ = 0;

@@ -360,6 +360,14 @@ void Workload::CloseAccounting(WallTime end) {
   }
 }
 
+std::vector<std::string> Workload::NeverStarted() const {
+  std::vector<std::string> ids;
+  for (size_t i = 0; i < jobs_.size(); ++i) {
+    if (jobs_[i].state == JobState::kQueued && !jobs_[i].started_before) ids.push_back(trace_.jobs[i].unit.id);
+  }
+  return ids;
+}
+
 std::map<std::string, ClassStats> Workload::ClassResults(WallTime end) const {
   std::map<std::string, ClassStats> out;
   for (size_t i = 0; i < jobs_.size(); ++i) {

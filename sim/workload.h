@@ -85,6 +85,8 @@ class Workload final : public WorkSource, public SimCloudObserver {
   const WorkloadStats& stats() const { return stats_; }
   // Per class; waits of still-queued jobs are counted up to `end`.
   std::map<std::string, ClassStats> ClassResults(WallTime end) const;
+  // The ids of the jobs queued now that have never run.
+  std::vector<std::string> NeverStarted() const;
   int64_t queued() const { return static_cast<int64_t>(queue_.size()); }
   int64_t running() const { return stats_.jobs_running; }
   int ready_nodes() const { return static_cast<int>(nodes_.size()); }

@@ -11,6 +11,7 @@
 #include <map>
 #include <sstream>
 
+#include "gpuscaler/policy/loader.h"
 #include "sim/baselines.h"
 #include "sim/report.h"
 #include "sim/runner.h"
@@ -163,6 +164,30 @@ TEST(Workload, NonInterruptibleWorkNeverLandsOnSpot) {
   w.Schedule(t0 + Seconds(60));
   EXPECT_EQ(w.running(), 1);
   EXPECT_EQ(w.RunningOn("i-od").size(), 1u);
+}
+
+// A job no offering can hold never runs, and the result says why, in the
+// planner's words; a job that fits runs.
+TEST(Replay, SaysWhyEachJobThatNeverRanStayedQueued) {
+  Trace trace;
+  TraceJob fits;
+  fits.duration = Seconds(600);
+  fits.unit.id = "fits";
+  fits.unit.gpus = 1;
+  TraceJob too_big = fits;
+  too_big.unit.id = "sixteen-gpus";
+  too_big.unit.gpus = 16;  // no node has 16 GPUs
+  trace.jobs = {fits, too_big};
+  Scenario s = MakeTraceScenario(std::move(trace), {}, BuiltinCatalog(), DefaultPolicy(), 1, 1);
+  Result<RunSpec> spec = MakeRunSpec("gpuscaler", s, nullptr);
+  ASSERT_TRUE(spec.ok());
+  const RunResult r = RunScenario(s, *spec);
+  EXPECT_EQ(r.jobs_completed, 1);
+  ASSERT_EQ(r.never_started.size(), 1u);
+  EXPECT_EQ(r.never_started.begin()->second, 1);
+  EXPECT_EQ(r.never_started.begin()->first.rfind("no-offering-fits: no allowed instance type holds 16 GPU(s)", 0), 0u) << r.never_started.begin()->first;
+  const std::string table = FormatSummaryTable(s, {r});
+  EXPECT_NE(table.find("never ran (gpuscaler): 1 x no-offering-fits"), std::string::npos) << table;
 }
 
 std::string GoldenDir() { return std::string(GPUSCALER_SOURCE_DIR) + "/sim/testdata/golden/"; }
