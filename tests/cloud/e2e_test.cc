@@ -9,6 +9,7 @@
 #include <set>
 
 #include "fakes/fake_work_source.h"
+#include "fakes/g5_catalog.h"
 #include "gpuscaler/cloud/aws_provider.h"
 #include "gpuscaler/controller/controller.h"
 #include "gpuscaler/store/sqlite_audit_store.h"
@@ -23,25 +24,7 @@ using sim::CloudEmulator;
 using sim::EmulatorScenario;
 using testing::FakeWorkSource;
 
-Catalog TwoZoneCatalog() {
-  Catalog c;
-  c.gpu_models = {{"NVIDIA-A10G", "a10g", 22888, {}}};
-  InstanceType t;
-  t.name = "g5.xlarge";
-  t.family = "g5";
-  t.gpu_model = "NVIDIA-A10G";
-  t.gpu_count = 1;
-  t.vcpus = 4;
-  t.memory_mib = 16384;
-  c.instance_types = {t};
-  RegionPrices r;
-  r.region = "us-east-1";
-  r.zones = {"us-east-1a", "us-east-1b"};
-  r.on_demand_usd_per_hour = {{"g5.xlarge", 1.006}};
-  r.spot_usd_per_hour = {{"g5.xlarge", 0.40}};
-  c.regions = {r};
-  return c;
-}
+Catalog TwoZoneCatalog() { return testing::G5XlargeCatalog({"us-east-1a", "us-east-1b"}, 1.006, 0.40); }
 
 Policy FastPolicy() {
   Policy p;

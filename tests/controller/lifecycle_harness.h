@@ -11,6 +11,7 @@
 #include "fakes/fake_clock.h"
 #include "fakes/fake_cloud_provider.h"
 #include "fakes/fake_work_source.h"
+#include "fakes/g5_catalog.h"
 #include "gpuscaler/controller/controller.h"
 #include "gpuscaler/store/sqlite_audit_store.h"
 
@@ -56,25 +57,7 @@ class SlowGroupCloud final : public CloudProvider {
   std::set<std::string> hidden_;
 };
 
-inline Catalog LifecycleCatalog() {
-  Catalog c;
-  c.gpu_models = {{"NVIDIA-A10G", "a10g", 22888, {}}};
-  InstanceType t;
-  t.name = "g5.xlarge";
-  t.family = "g5";
-  t.gpu_model = "NVIDIA-A10G";
-  t.gpu_count = 1;
-  t.vcpus = 4;
-  t.memory_mib = 16384;
-  c.instance_types = {t};
-  RegionPrices r;
-  r.region = "us-east-1";
-  r.zones = {"us-east-1a", "us-east-1b"};
-  r.on_demand_usd_per_hour = {{"g5.xlarge", 1.0}};
-  r.spot_usd_per_hour = {{"g5.xlarge", 0.4}};
-  c.regions = {r};
-  return c;
-}
+inline Catalog LifecycleCatalog() { return G5XlargeCatalog(); }
 
 inline Policy LifecyclePolicy(bool asg) {
   Policy p;

@@ -29,6 +29,7 @@
 #include "fakes/fake_clock.h"
 #include "fakes/fake_cloud_provider.h"
 #include "fakes/fake_work_source.h"
+#include "fakes/g5_catalog.h"
 #include "gpuscaler/controller/controller.h"
 #include "gpuscaler/store/sqlite_audit_store.h"
 #include "store/store_test_util.h"
@@ -41,25 +42,7 @@ using testing::FakeCloudProvider;
 using testing::FakeWorkSource;
 using testing_store::TempDir;
 
-Catalog OneTypeCatalog() {
-  Catalog c;
-  c.gpu_models = {{"NVIDIA-A10G", "a10g", 22888, {}}};
-  InstanceType t;
-  t.name = "g5.xlarge";
-  t.family = "g5";
-  t.gpu_model = "NVIDIA-A10G";
-  t.gpu_count = 1;
-  t.vcpus = 4;
-  t.memory_mib = 16384;
-  c.instance_types = {t};
-  RegionPrices r;
-  r.region = "us-east-1";
-  r.zones = {"us-east-1a"};
-  r.on_demand_usd_per_hour = {{"g5.xlarge", 1.0}};
-  r.spot_usd_per_hour = {{"g5.xlarge", 0.4}};
-  c.regions = {r};
-  return c;
-}
+Catalog OneTypeCatalog() { return testing::G5XlargeCatalog({"us-east-1a"}); }
 
 Policy OnePoolPolicy() {
   Policy p;
