@@ -83,7 +83,7 @@ void WriteAYear(SqliteAuditStore& store) {
 std::vector<int64_t> MonthlyCents(const std::string& db) {
   std::vector<int64_t> out;
   for (int month = 1; month <= 13; ++month) {
-    char from[16], to[16];
+    char from[32], to[32];
     std::snprintf(from, sizeof from, "2026-%02d-01", month == 13 ? 1 : month);
     std::snprintf(to, sizeof to, month >= 12 ? "2027-01-01" : "2026-%02d-01", month + 1);
     Result<ReportQuery> q = ParseReportQuery({{"from", from}, {"to", to}, {"format", "json"}});
