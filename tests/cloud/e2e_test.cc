@@ -9,7 +9,7 @@
 #include <set>
 
 #include "fakes/fake_work_source.h"
-#include "fakes/g5_catalog.h"
+#include "fakes/g5_fleet.h"
 #include "gpuscaler/cloud/aws_provider.h"
 #include "gpuscaler/controller/controller.h"
 #include "gpuscaler/store/sqlite_audit_store.h"
@@ -27,15 +27,7 @@ using testing::FakeWorkSource;
 Catalog TwoZoneCatalog() { return testing::G5XlargeCatalog({"us-east-1a", "us-east-1b"}, 1.006, 0.40); }
 
 Policy FastPolicy() {
-  Policy p;
-  NodePoolPolicy pool;
-  pool.name = "gpu";
-  p.pools = {pool};
-  WorkloadClassPolicy cls;
-  cls.name = "batch";
-  p.classes = {cls};
-  p.scaling.scale_down_stabilization = Seconds(0);
-  p.scaling.scale_down_cooldown = Seconds(0);
+  Policy p = testing::UndampedGpuPolicy();
   p.disruption.min_node_age = Seconds(0);
   return p;
 }

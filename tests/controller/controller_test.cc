@@ -20,18 +20,7 @@ using testing::FakeWorkSource;
 
 Catalog TinyCatalog() { return testing::LifecycleCatalog(); }
 
-Policy TestPolicy() {
-  Policy p;
-  NodePoolPolicy pool;
-  pool.name = "gpu";
-  p.pools = {pool};
-  WorkloadClassPolicy cls;
-  cls.name = "batch";
-  p.classes = {cls};
-  p.scaling.scale_down_stabilization = Seconds(0);
-  p.scaling.scale_down_cooldown = Seconds(0);
-  return p;
-}
+Policy TestPolicy() { return testing::UndampedGpuPolicy(); }
 
 Offering Find(const Snapshot& s, const std::string& key) {
   for (const Offering& o : s.offerings) {

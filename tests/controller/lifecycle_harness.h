@@ -11,7 +11,7 @@
 #include "fakes/fake_clock.h"
 #include "fakes/fake_cloud_provider.h"
 #include "fakes/fake_work_source.h"
-#include "fakes/g5_catalog.h"
+#include "fakes/g5_fleet.h"
 #include "gpuscaler/controller/controller.h"
 #include "gpuscaler/store/sqlite_audit_store.h"
 
@@ -60,20 +60,13 @@ class SlowGroupCloud final : public CloudProvider {
 inline Catalog LifecycleCatalog() { return G5XlargeCatalog(); }
 
 inline Policy LifecyclePolicy(bool asg) {
-  Policy p;
-  NodePoolPolicy pool;
-  pool.name = "gpu";
+  Policy p = UndampedGpuPolicy();
+  NodePoolPolicy& pool = p.pools[0];
   pool.capacity_types = {CapacityType::kOnDemand};
   if (asg) {
     pool.actuation = "asg";
     pool.auto_scaling_group = "gpu-group";
   }
-  p.pools = {pool};
-  WorkloadClassPolicy cls;
-  cls.name = "batch";
-  p.classes = {cls};
-  p.scaling.scale_down_stabilization = Seconds(0);
-  p.scaling.scale_down_cooldown = Seconds(0);
   p.disruption.consolidation = false;
   return p;
 }

@@ -29,7 +29,7 @@
 #include "fakes/fake_clock.h"
 #include "fakes/fake_cloud_provider.h"
 #include "fakes/fake_work_source.h"
-#include "fakes/g5_catalog.h"
+#include "fakes/g5_fleet.h"
 #include "gpuscaler/controller/controller.h"
 #include "gpuscaler/store/sqlite_audit_store.h"
 #include "store/store_test_util.h"
@@ -44,18 +44,7 @@ using testing_store::TempDir;
 
 Catalog OneTypeCatalog() { return testing::G5XlargeCatalog({"us-east-1a"}); }
 
-Policy OnePoolPolicy() {
-  Policy p;
-  NodePoolPolicy pool;
-  pool.name = "gpu";
-  p.pools = {pool};
-  WorkloadClassPolicy cls;
-  cls.name = "batch";
-  p.classes = {cls};
-  p.scaling.scale_down_stabilization = Seconds(0);
-  p.scaling.scale_down_cooldown = Seconds(0);
-  return p;
-}
+Policy OnePoolPolicy() { return testing::UndampedGpuPolicy(); }
 
 // A raw connection of its own, as another program (or a crash survivor)
 // would open the file.

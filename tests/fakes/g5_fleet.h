@@ -1,11 +1,14 @@
-// A one-type catalog for controller-level tests: g5.xlarge (one A10G, 4 vCPU,
-// 16 GiB) in us-east-1, at the given on-demand and spot prices, in `zones`.
+// Controller-level test fixtures: a one-type catalog, g5.xlarge (one A10G,
+// 4 vCPU, 16 GiB) in us-east-1 at the given on-demand and spot prices in
+// `zones`, and a policy with one pool "gpu", one class "batch" and no
+// scale-down damping.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "gpuscaler/model/catalog.h"
+#include "gpuscaler/policy/policy.h"
 
 namespace gpuscaler::testing {
 
@@ -28,6 +31,19 @@ inline Catalog G5XlargeCatalog(std::vector<std::string> zones = {"us-east-1a", "
   r.spot_usd_per_hour = {{"g5.xlarge", spot_usd}};
   c.regions = {r};
   return c;
+}
+
+inline Policy UndampedGpuPolicy() {
+  Policy p;
+  NodePoolPolicy pool;
+  pool.name = "gpu";
+  p.pools = {pool};
+  WorkloadClassPolicy cls;
+  cls.name = "batch";
+  p.classes = {cls};
+  p.scaling.scale_down_stabilization = Seconds(0);
+  p.scaling.scale_down_cooldown = Seconds(0);
+  return p;
 }
 
 }  // namespace gpuscaler::testing
