@@ -4,6 +4,21 @@
 #include <malloc.h>
 #include <unistd.h>
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define GPUSCALER_SANITIZER_ALLOCATOR 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#undef GPUSCALER_SANITIZER_ALLOCATOR
+#define GPUSCALER_SANITIZER_ALLOCATOR 1
+#endif
+#ifdef GPUSCALER_SANITIZER_ALLOCATOR
+// Declared here: GCC on Debian ships the runtime (libasan, libtsan) but not
+// the <sanitizer/allocator_interface.h> header that declares it.
+extern "C" size_t __sanitizer_get_current_allocated_bytes();
+#endif
+
 #include <cstdio>
 
 #include "daemon_parts.h"
@@ -105,6 +120,19 @@ double ResidentBytes() {
   const int read = std::fscanf(f, "%lu %lu", &size_pages, &resident_pages);
   std::fclose(f);
   return read == 2 ? static_cast<double>(resident_pages) * static_cast<double>(sysconf(_SC_PAGESIZE)) : 0;
+}
+
+// Bytes handed out by the allocator that is actually in use. Under ASan or
+// TSan malloc is the sanitizer's: glibc's arenas are never set up, and
+// mallinfo2 reads them anyway (it crashed a sanitizer run), so ask the
+// sanitizer instead.
+double HeapInUseBytes() {
+#ifdef GPUSCALER_SANITIZER_ALLOCATOR
+  return static_cast<double>(__sanitizer_get_current_allocated_bytes());
+#else
+  const struct mallinfo2 heap = mallinfo2();
+  return static_cast<double>(heap.uordblks + heap.hblkhd);
+#endif
 }
 
 }  // namespace
@@ -234,8 +262,7 @@ void DaemonMetrics::ObserveTick(const EngineTick& tick, double seconds, const Pu
   // Memory, per tick: RSS alone cannot tell a leak from pages the allocator
   // keeps after a burst (a report render); the heap in use can.
   f_->resident.With().Set(ResidentBytes());
-  const struct mallinfo2 heap = mallinfo2();
-  f_->heap_in_use.With().Set(static_cast<double>(heap.uordblks + heap.hblkhd));
+  f_->heap_in_use.With().Set(HeapInUseBytes());
 }
 
 }  // namespace gpuscaler::daemon

@@ -57,8 +57,7 @@ TEST_F(RunDemo, ServesItsEndpointsWhileTickingAndStopsCleanlyOnSigterm) {
     return at == std::string::npos ? -1.0 : std::stod(metrics.body.substr(at + name.size() + 2));
   };
   EXPECT_GT(gauge("process_resident_memory_bytes"), 1e6);
-  // Under ASan malloc is ASan's, which glibc's mallinfo2 does not see.
-  EXPECT_GE(gauge("gpuscaler_heap_in_use_bytes"), 0);
+  EXPECT_GT(gauge("gpuscaler_heap_in_use_bytes"), 1e5);
 
   // The demo moves: after a while there are nodes and decisions.
   nlohmann::json status;
