@@ -5,6 +5,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "gpuscaler/policy/loader.h"
 #include "gpuscaler/solver/planner.h"
 #include "sim/baseline_fit.h"
 
@@ -141,6 +142,7 @@ Policy ForceOnDemand(Policy policy) {
   for (NodePoolPolicy& p : policy.pools) p.capacity_types = {CapacityType::kOnDemand};
   for (WorkloadClassPolicy& c : policy.classes) c.max_spot_share = 0;
   policy.spot.fallback_to_on_demand = true;
+  policy.content_hash = PolicyContentHash(policy);
   return policy;
 }
 

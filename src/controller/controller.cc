@@ -123,10 +123,11 @@ TickReport Controller::Tick() {
     // edits it, so a replay is compared with what the planner made.
     std::optional<Plan> planned;
     if (input_json.valid()) planned = plan;
-    Govern(listed, now, &plan, &report);
-    AddRepairs(&plan);
-    if (RecordDecision(plan, planned ? &*planned : nullptr, input_json.valid() ? input_json.get() : std::string(),
-                       listed, now, &report)) {
+    const bool governed = Govern(listed, now, &plan, &report);
+    const bool repaired = AddRepairs(&plan);
+    const bool edited = governed || repaired;
+    if (RecordDecision(plan, planned ? &*planned : nullptr, edited,
+                       input_json.valid() ? input_json.get() : std::string(), listed, now, &report)) {
       const ActuationResult acted =
           actuator_.Act(report.decision_id, plan, state_.snapshot(), policy_, state_.availability(), &report);
       Commit(acted, now, /*structural=*/false, &report);
@@ -153,8 +154,10 @@ TickReport Controller::Tick() {
   return report;
 }
 
-void Controller::Govern(bool listed, WallTime now, Plan* plan, TickReport* report) {
+bool Controller::Govern(bool listed, WallTime now, Plan* plan, TickReport* report) {
   const size_t proposed_terminations = plan->terminations.size();
+  const size_t proposed_notes = plan->notes.size();
+  const std::string proposed_summary = plan->summary;
   if (!listed && !plan->terminations.empty()) {
     plan->terminations.clear();
     report->governor.notes.push_back("instance list unavailable: no terminations this tick");
@@ -176,14 +179,23 @@ void Controller::Govern(bool listed, WallTime now, Plan* plan, TickReport* repor
   }
   for (const std::string& note : report->governor.notes) plan->notes.push_back("held: " + note);
   plan->summary = SummarizePlan(*plan, state_.snapshot().pending.size());
+  // The governor only holds back (launch counts, terminations) and adds
+  // notes; each of those shows in one of these.
+  return g.launches_held > 0 || g.terminations_held > 0 || plan->terminations.size() != proposed_terminations ||
+         plan->notes.size() != proposed_notes || plan->summary != proposed_summary;
 }
 
-void Controller::AddRepairs(Plan* plan) const {
+bool Controller::AddRepairs(Plan* plan) const {
+  bool added = false;
   for (TerminationAction& t : state_.Repairs()) {
     const bool planned = std::any_of(plan->terminations.begin(), plan->terminations.end(),
                                      [&](const TerminationAction& p) { return p.instance_id == t.instance_id; });
-    if (!planned) plan->terminations.push_back(std::move(t));
+    if (!planned) {
+      plan->terminations.push_back(std::move(t));
+      added = true;
+    }
   }
+  return added;
 }
 
 void Controller::ProgressReplacements(WallTime now, TickReport* report) {
@@ -235,7 +247,7 @@ void Controller::ProgressReplacements(WallTime now, TickReport* report) {
   state_.Apply(done, policy_, now, /*structural=*/false, report);
 }
 
-bool Controller::RecordDecision(const Plan& plan, const Plan* planned, std::string planner_snapshot_json,
+bool Controller::RecordDecision(const Plan& plan, const Plan* planned, bool edited, std::string planner_snapshot_json,
                                 bool listed, WallTime now, TickReport* report) {
   report->decision_id = ++local_decisions_;
   if (store_ == nullptr) return true;
@@ -260,8 +272,10 @@ bool Controller::RecordDecision(const Plan& plan, const Plan* planned, std::stri
     d.planner_policy = &policy_;
     // Kept when what is acted on differs from what the planner made (the
     // governor held something back, repairs were added).
-    std::string planner_plan_json = FormatPlanJsonLine(*planned);
-    if (planner_plan_json != d.plan_json) d.planner_plan_json = std::move(planner_plan_json);
+    if (edited) {
+      std::string planner_plan_json = FormatPlanJsonLine(*planned);
+      if (planner_plan_json != d.plan_json) d.planner_plan_json = std::move(planner_plan_json);
+    }
   }
   Result<int64_t> id = store_->RecordDecision(d);
   if (!id) {

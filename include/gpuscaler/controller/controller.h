@@ -130,21 +130,23 @@ class Controller {
   const std::map<std::string, double>& month_to_date_usd_by_team() const { return usage_.month_to_date_usd_by_team(); }
 
  private:
-  // Fail static, then the governor; edits `plan`.
-  void Govern(bool listed, WallTime now, Plan* plan, TickReport* report);
+  // Fail static, then the governor; edits `plan`. True when the plan changed
+  // in any way (held back, notes added, summary rewritten).
+  bool Govern(bool listed, WallTime now, Plan* plan, TickReport* report);
   // The node lifecycle's terminations (registration timeouts, repairs) join
   // the plan after the governor: they remove no capacity the planner counts.
-  void AddRepairs(Plan* plan) const;
+  // True when any was added.
+  bool AddRepairs(Plan* plan) const;
   // Removes the old node of every replacement whose new nodes are ready;
   // gives up (the old node back in service) on one whose new node vanished
   // or did not become ready within the pool's registration_timeout.
   void ProgressReplacements(WallTime now, TickReport* report);
   // Records the decision; false when the store could not (then nothing acts).
-  // `planned` is the planner's plan before the governor and
-  // `planner_snapshot_json` its input, or null and empty when the input is
-  // not recorded.
-  bool RecordDecision(const Plan& plan, const Plan* planned, std::string planner_snapshot_json, bool listed,
-                      WallTime now, TickReport* report);
+  // `planned` is the planner's plan before the governor (`edited`: the
+  // governor or repairs changed it) and `planner_snapshot_json` its input, or
+  // null and empty when the input is not recorded.
+  bool RecordDecision(const Plan& plan, const Plan* planned, bool edited, std::string planner_snapshot_json,
+                      bool listed, WallTime now, TickReport* report);
   void Commit(const ActuationResult& result, WallTime now, bool structural, TickReport* report);
 
   const Clock& clock_;

@@ -231,7 +231,8 @@ struct Policy {
   DisruptionPolicy disruption;
   SignalsPolicy signals;
   // Filled by the loader: where it came from and a hash of its canonical form
-  // (the audit store records which policy made each decision).
+  // (the audit store records which policy made each decision). Code that
+  // edits a loaded policy sets content_hash = PolicyContentHash(policy) again.
   std::string source_file;
   std::string content_hash;
 
