@@ -242,6 +242,8 @@ void ApplyClassBehaviour(const Policy& policy, Trace* trace) {
   for (TraceJob& j : trace->jobs) {
     const WorkloadClassPolicy* c = policy.FindClass(j.unit.workload_class);
     if (c == nullptr) continue;
+    // No trace format says how a job reacts to a notice: the class does.
+    j.unit.checkpoint_on_notice = c->checkpoint_on_notice;
     if (trace->behaviour_from_policy) {
       j.unit.interruptible = c->interruptible;
       j.unit.checkpoint_interval = c->checkpoint_interval;

@@ -180,6 +180,7 @@ bool Workload::TryPlace(size_t job, int slot, WallTime now) {
   j.node = slot;
   j.wait_s += (now - j.queued_since).count();
   j.run_start = now;
+  j.saved_at_notice_s = -1;
   j.overhead_s = j.started_before ? u.restart_cost.count() : 0;
   --stats_.jobs_queued;
   ++stats_.jobs_running;
@@ -206,14 +207,19 @@ void Workload::Release(size_t job, WallTime now) {
   capacity_freed_ = true;
 }
 
+int64_t Workload::RunProgress(const Job& j, WallTime now) {
+  return std::clamp<int64_t>((now - j.run_start).count() - j.overhead_s, 0, j.remaining_s);
+}
+
 void Workload::Evict(size_t job, WallTime now, bool interrupted) {
   Job& j = jobs_[job];
   const DemandUnit& u = trace_.jobs[job].unit;
-  const int64_t progress = std::clamp<int64_t>((now - j.run_start).count() - j.overhead_s, 0, j.remaining_s);
+  const int64_t progress = RunProgress(j, now);
   int64_t saved = progress;
   if (interrupted) {
     const int64_t c = u.checkpoint_interval.count();
     saved = c > 0 ? (progress / c) * c : 0;
+    saved = std::max(saved, j.saved_at_notice_s);
   }
   stats_.lost_gpu_seconds += JobGpus(j) * static_cast<double>(progress - saved);
   Release(job, now);
@@ -328,13 +334,17 @@ void Workload::OnReady(const Instance& instance, int gpu_count) {
   capacity_freed_ = true;
 }
 
-void Workload::OnNotice(const std::string& instance_id, WallTime) {
+void Workload::OnNotice(const std::string& instance_id, WallTime at) {
   auto it = node_slot_.find(instance_id);
   if (it == node_slot_.end()) {
     noticed_before_ready_[instance_id] = true;
     return;
   }
-  nodes_[static_cast<size_t>(it->second)].draining = true;
+  SimNode& node = nodes_[static_cast<size_t>(it->second)];
+  node.draining = true;
+  for (size_t job : node.jobs) {
+    if (trace_.jobs[job].unit.checkpoint_on_notice) jobs_[job].saved_at_notice_s = RunProgress(jobs_[job], at);
+  }
 }
 
 void Workload::OnGone(const std::string& instance_id, WallTime at, bool interrupted) {

@@ -100,6 +100,9 @@ class Workload final : public WorkSource, public SimCloudObserver {
     WallTime queued_since{};
     WallTime run_start{};
     int64_t overhead_s = 0;   // restart cost paid by this run
+    // Progress of this run saved when a spot notice reached its node (jobs
+    // that checkpoint on notice); -1: none.
+    int64_t saved_at_notice_s = -1;
     bool started_before = false;
     uint32_t generation = 0;
     int node = -1;            // slot in nodes_
@@ -148,6 +151,9 @@ class Workload final : public WorkSource, public SimCloudObserver {
   bool StaticFit(const DemandUnit& u, const SimNode& n) const;
   void Release(size_t job, WallTime now);
   void Evict(size_t job, WallTime now, bool interrupted);
+  // Seconds of the job's work done by this run at `now` (after its restart
+  // cost, at most what was left).
+  static int64_t RunProgress(const Job& j, WallTime now);
   double JobGpus(const Job& j) const;
   void Touch(SimNode& n) { n.version = ++version_counter_; }
 

@@ -144,6 +144,7 @@ void ApplyClass(const WorkloadClassPolicy* cls, DemandUnit* u) {
   u->workload_class = cls->name;
   u->interruptible = cls->interruptible;
   u->checkpoint_interval = cls->checkpoint_interval;
+  u->checkpoint_on_notice = cls->checkpoint_on_notice;
   u->restart_cost = cls->restart_cost;
   u->expected_runtime = cls->expected_runtime;
   if (u->priority == 0) u->priority = cls->priority;

@@ -96,6 +96,7 @@ void Fields(V& v, T& u) {
   v.Bool("interruptible", u.interruptible);
   v.DurationS("expected_runtime_s", u.expected_runtime);
   v.DurationS("checkpoint_interval_s", u.checkpoint_interval);
+  v.Bool("checkpoint_on_notice", u.checkpoint_on_notice);
   v.DurationS("restart_cost_s", u.restart_cost);
   v.StrList("zones", u.zones);
   v.StrList("instance_types", u.instance_types);

@@ -143,6 +143,7 @@ std::string CanonicalPolicyText(const Policy& p) {
     w.Put(at + ".interruptible", c.interruptible);
     w.Put(at + ".max_spot_share", c.max_spot_share);
     w.Put(at + ".checkpoint_interval", c.checkpoint_interval);
+    w.Put(at + ".checkpoint_on_notice", c.checkpoint_on_notice);
     w.Put(at + ".restart_cost", c.restart_cost);
     w.Put(at + ".priority", c.priority);
     w.Put(at + ".target.max_queue_wait", c.max_queue_wait);

@@ -47,6 +47,7 @@ DemandUnit WorkloadClassPolicy::Unit() const {
   u.interruptible = interruptible;
   u.expected_runtime = expected_runtime;
   u.checkpoint_interval = checkpoint_interval;
+  u.checkpoint_on_notice = checkpoint_on_notice;
   u.restart_cost = restart_cost;
   if (pools.size() == 1) u.pool = pools.front();
   return u;

@@ -322,7 +322,8 @@ namespace gpuscaler {
 double LostHoursPerInterruption(const DemandUnit& u) {
   const double runtime_h = double(std::max<int64_t>(0, u.expected_runtime.count())) / 3600.0;
   const double ckpt_h = double(std::max<int64_t>(0, u.checkpoint_interval.count())) / 3600.0;
-  const double lost = ckpt_h > 0 ? std::min(ckpt_h, runtime_h) / 2 : runtime_h / 2;
+  double lost = ckpt_h > 0 ? std::min(ckpt_h, runtime_h) / 2 : runtime_h / 2;
+  if (u.checkpoint_on_notice) lost = std::min(lost, double(kSpotNoticeWindow.count()) / 3600.0);
   return lost + double(std::max<int64_t>(0, u.restart_cost.count())) / 3600.0;
 }
 

@@ -277,6 +277,7 @@ void Planner::GroupUnits() {
     mix(std::hash<std::string>()(u.pool));
     mix(size_t(u.expected_runtime.count()));
     mix(size_t(u.checkpoint_interval.count()));
+    mix(size_t(u.checkpoint_on_notice));
     mix(size_t(u.restart_cost.count()));
     for (const auto& s : u.gpu_models) mix(std::hash<std::string>()(s));
     for (const auto& s : u.zones) mix(std::hash<std::string>()(s));
@@ -290,7 +291,8 @@ void Planner::GroupUnits() {
            a.mig_profile == b.mig_profile && a.cpu_milli == b.cpu_milli && a.memory_mib == b.memory_mib &&
            a.min_gpu_memory_mib == b.min_gpu_memory_mib && a.priority == b.priority &&
            a.interruptible == b.interruptible && a.pool == b.pool && a.expected_runtime == b.expected_runtime &&
-           a.checkpoint_interval == b.checkpoint_interval && a.restart_cost == b.restart_cost &&
+           a.checkpoint_interval == b.checkpoint_interval && a.checkpoint_on_notice == b.checkpoint_on_notice &&
+           a.restart_cost == b.restart_cost &&
            a.gpu_models == b.gpu_models && a.zones == b.zones && a.instance_types == b.instance_types &&
            a.capacity_type == b.capacity_type && a.team == b.team;
   };

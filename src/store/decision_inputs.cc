@@ -104,6 +104,7 @@ OrderedJson Class(const WorkloadClassPolicy& c) {
   j["interruptible"] = c.interruptible;
   j["max_spot_share"] = c.max_spot_share;
   j["checkpoint_interval"] = Duration(c.checkpoint_interval);
+  j["checkpoint_on_notice"] = c.checkpoint_on_notice;
   j["restart_cost"] = Duration(c.restart_cost);
   j["priority"] = c.priority;
   OrderedJson target = OrderedJson::object();

@@ -244,6 +244,17 @@ const std::vector<FieldCase>& Cases() {
        FourHourWorkOftenInterrupted, KeepsOffSpot(1)},
       {"classes[].restart_cost", [](Policy& p) { p.classes[0].restart_cost = Seconds(2 * 3600); },
        FourHourWorkOftenInterrupted, KeepsOffSpot(1)},
+      // Without checkpoints a 4-hour run loses 2 hours an interruption; saved
+      // at the notice, 2 minutes.
+      {"classes[].checkpoint_on_notice", [](Policy& p) { p.classes[0].checkpoint_on_notice = true; },
+       [](Snapshot& s, Policy& p) {
+         p.classes[0].checkpoint_interval = Seconds(4 * 3600);
+         FourHourWorkOftenInterrupted(s, p);
+       },
+       [](const Plan& base, const Plan& set) {
+         EXPECT_EQ(UnitsOnSpot(base), 0);
+         EXPECT_EQ(UnitsOnSpot(set), 1);
+       }},
       {"classes[].priority", [](Policy& p) { p.classes[0].priority = 10; },
        [](Snapshot& s, Policy& p) {
          OnDemandOnly(p);

@@ -138,6 +138,53 @@ TEST(Workload, InterruptionLosesWorkSinceTheLastCheckpointAndRequeues) {
   EXPECT_EQ(classes.at("training").waits_s, std::vector<int64_t>{10 * 60});
 }
 
+// A job that checkpoints on notice keeps its progress at the notice: only
+// the two minutes between notice and reclaim are lost, where the periodic
+// checkpoint alone would lose 40 minutes.
+TEST(Workload, AJobThatCheckpointsOnNoticeLosesOnlyTheNoticeWindow) {
+  const Catalog catalog = BuiltinCatalog();
+  Trace trace;
+  TraceJob j;
+  j.duration = Seconds(3 * 3600);
+  j.unit.id = "train";
+  j.unit.workload_class = "training";
+  j.unit.gpus = 4;
+  j.unit.checkpoint_interval = Seconds(3600);
+  j.unit.checkpoint_on_notice = true;
+  j.unit.restart_cost = Seconds(600);
+  trace.jobs = {j};
+  const WallTime t0 = FromUnixSeconds(1782000000);
+  Workload w(trace, catalog, Policy{}, t0);
+  Instance node;
+  node.instance_id = "i-1";
+  node.pool = "p";
+  node.offering.instance_type = "g5.12xlarge";
+  node.offering.zone = "us-east-1a";
+  node.offering.capacity_type = CapacityType::kSpot;
+  w.OnReady(node, 4);
+  w.RunEventsUntil(t0);
+  w.Schedule(t0);
+  ASSERT_EQ(w.running(), 1);
+
+  // Notice at 98 minutes (saved: 98), reclaimed at 100 (lost: 2).
+  w.OnNotice("i-1", t0 + Seconds(98 * 60));
+  w.OnGone("i-1", t0 + Seconds(100 * 60), /*interrupted=*/true);
+  EXPECT_NEAR(w.stats().lost_gpu_seconds, 4.0 * 120, 1e-9);
+
+  // The next run needs its restart cost plus the 82 minutes after the notice.
+  node.instance_id = "i-2";
+  w.OnReady(node, 4);
+  const WallTime t1 = t0 + Seconds(110 * 60);
+  w.Schedule(t1);
+  ASSERT_EQ(w.running(), 1);
+  EXPECT_EQ(*w.NextEventTime(), t1 + Seconds(600 + 82 * 60));
+
+  // A later interruption without a notice first (the node vanishes) falls
+  // back to the periodic checkpoint of that run: nothing saved at 30 min.
+  w.OnGone("i-2", t1 + Seconds(600 + 30 * 60), /*interrupted=*/true);
+  EXPECT_NEAR(w.stats().lost_gpu_seconds, 4.0 * (120 + 30 * 60), 1e-9);
+}
+
 TEST(Workload, NonInterruptibleWorkNeverLandsOnSpot) {
   const Catalog catalog = BuiltinCatalog();
   Trace trace;

@@ -38,6 +38,7 @@ struct DemandUnit {
   bool interruptible = true;     // may run on spot
   Seconds expected_runtime{3600};
   Seconds checkpoint_interval{1800};  // 0: no checkpoints, all progress lost
+  bool checkpoint_on_notice = false;  // checkpoints when the spot notice evicts it
   Seconds restart_cost{300};     // boot + image pull + model load after a move
   // Placement constraints from node selectors / affinity; empty: any.
   std::vector<std::string> zones;

@@ -123,6 +123,10 @@ struct WorkloadClassPolicy {
   bool interruptible = true;
   double max_spot_share = 1.0;     // of the class's GPUs, in [0, 1]
   Seconds checkpoint_interval{1800};
+  // The class's pods write a checkpoint when they are told to stop (SIGTERM
+  // on eviction, which a spot notice starts at once): an interruption loses
+  // at most the notice window, not the work since the last periodic one.
+  bool checkpoint_on_notice = false;
   Seconds restart_cost{300};       // boot + image pull + model load
   int priority = 0;
   // Targets: how much capacity the class needs for its queue.

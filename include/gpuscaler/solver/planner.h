@@ -53,9 +53,14 @@ struct PlannerOptions {
 Plan MakePlan(const Snapshot& snapshot, const Policy& policy);
 Plan MakePlan(const Snapshot& snapshot, const Policy& policy, const PlannerOptions& options);
 
+// How long a spot notice comes before the instance is reclaimed (AWS: two
+// minutes; GCP's preemption notice is shorter, 30 s, so this errs high).
+inline constexpr Seconds kSpotNoticeWindow{120};
+
 // Hours of work a unit loses per interruption: the progress since its last
 // checkpoint (half the checkpoint interval, capped by half the runtime; half
-// the runtime without checkpoints) plus its restart cost.
+// the runtime without checkpoints; at most the notice window for a unit that
+// checkpoints on notice) plus its restart cost.
 double LostHoursPerInterruption(const DemandUnit& unit);
 
 // The on-demand value per hour of `unit` on a node of `type` bought as
