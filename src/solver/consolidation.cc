@@ -1,14 +1,44 @@
 #include "planner_impl.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 namespace gpuscaler::solver_detail {
 
 namespace {
+
+// What decides whether a running unit of class `cls` fits on a node
+// (UnitAllowed and Take): two units with equal needs fit on the same nodes.
+size_t PlacementNeedsHash(const DemandUnit& u, int cls) {
+  size_t h = std::hash<int>()(cls);
+  auto mix = [&h](size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  mix(size_t(u.gpus));
+  mix(size_t(u.gpu_milli));
+  mix(std::hash<std::string>()(u.mig_profile));
+  mix(size_t(u.cpu_milli));
+  mix(size_t(u.memory_mib));
+  mix(size_t(u.min_gpu_memory_mib));
+  mix(size_t(u.interruptible));
+  mix(std::hash<std::string>()(u.pool));
+  for (const auto& s : u.gpu_models) mix(std::hash<std::string>()(s));
+  for (const auto& s : u.zones) mix(std::hash<std::string>()(s));
+  for (const auto& s : u.instance_types) mix(std::hash<std::string>()(s));
+  mix(u.capacity_type ? size_t(*u.capacity_type) + 1 : 0);
+  return h;
+}
+
+bool SamePlacementNeeds(const DemandUnit& a, const DemandUnit& b) {
+  return a.workload_class == b.workload_class && a.gpus == b.gpus && a.gpu_milli == b.gpu_milli &&
+         a.mig_profile == b.mig_profile && a.cpu_milli == b.cpu_milli && a.memory_mib == b.memory_mib &&
+         a.min_gpu_memory_mib == b.min_gpu_memory_mib && a.interruptible == b.interruptible && a.pool == b.pool &&
+         a.gpu_models == b.gpu_models && a.zones == b.zones && a.instance_types == b.instance_types &&
+         a.capacity_type == b.capacity_type;
+}
 
 bool LabelSaysDoNotDisrupt(const std::map<std::string, std::string>& labels, const std::vector<std::string>& keys) {
   for (const auto& k : keys) {
@@ -84,6 +114,34 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
   });
   std::vector<int> receivers;  // accepting existing nodes, in placement order
   for (int bi : existing_order_) receivers.push_back(bi);
+  // Whether `b` passes the cheap checks for one unit `u` (room aside from
+  // fractional and MIG packing, which Take decides).
+  auto may_receive = [&](const Bin& b, int bi, const DemandUnit& u, const Shape& s, int cls, int* mig) {
+    if (b.removed) return false;
+    if ((s.cpu > b.free_cpu) || (s.mem > b.free_mem) || (s.gpus > b.free_whole)) return false;
+    if (s.gpus == 0 && (s.milli > 0 || s.mig) && b.free_whole == 0 && b.parts.empty()) return false;
+    return UnitAllowed(u, cls, b.pool, snap_.nodes[bi].offering, b.type, b.zone, mig);
+  };
+  // Running units that found no other node during this pass, by needs.
+  // Receivers only lose room as the pass goes on (moves take it; an undone
+  // attempt puts back what it took), so a unit that did not fit for want of
+  // room will not fit later in the pass either. Only units whose moves no
+  // allowance limits (spot share, zone spread, team cap: a move can give
+  // those back) are remembered, and only when their own node had no room for
+  // them either (it is a receiver for the next candidate).
+  std::unordered_map<size_t, std::vector<const DemandUnit*>> no_room;
+  auto known_no_room = [&](const DemandUnit& u, int cls) {
+    auto it = no_room.find(PlacementNeedsHash(u, cls));
+    if (it == no_room.end()) return false;
+    for (const DemandUnit* v : it->second)
+      if (SamePlacementNeeds(*v, u)) return true;
+    return false;
+  };
+  auto allowances_unlimited = [&](const DemandUnit& u, int cls, const Allowances& a) {
+    if (a.spot[cls] < kInf || classes_[cls].zone_limited) return false;
+    const auto team = team_index_.find(TeamOf(u, policy_));
+    return team == team_index_.end() || a.team_usd[team->second] == kInf;
+  };
   int64_t free_whole_total = 0;
   for (int bi : receivers) free_whole_total += std::max(0, existing_[bi].free_whole);
 
@@ -153,15 +211,16 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
         const Shape s = ShapeOf(u);
         const int cls = class_index_.at(u.workload_class);
         bool placed = false;
+        if (known_no_room(u, cls)) {
+          all = false;
+          break;
+        }
         for (int bi : receivers) {
           if (bi == c.node) continue;
           Bin& b = existing_[bi];
-          if (b.removed) continue;
-          if ((s.cpu > b.free_cpu) || (s.mem > b.free_mem) || (s.gpus > b.free_whole)) continue;
-          if (s.gpus == 0 && (s.milli > 0 || s.mig) && b.free_whole == 0 && b.parts.empty()) continue;
           int mig = -1;
+          if (!may_receive(b, bi, u, s, cls, &mig)) continue;
           const Offering& off = snap_.nodes[bi].offering;
-          if (!UnitAllowed(u, cls, b.pool, off, b.type, b.zone, &mig)) continue;
           Bin copy = b;
           if (Take(b, s, mig, 1) != 1) continue;
           if (!MoveAllowance(u, cls, src, b, allow)) {
@@ -175,6 +234,10 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
           break;
         }
         if (!placed) {
+          int mig = -1;
+          if (allowances_unlimited(u, cls, allow) && !may_receive(src, c.node, u, s, cls, &mig)) {
+            no_room[PlacementNeedsHash(u, cls)].push_back(&u);
+          }
           all = false;
           break;
         }

@@ -239,6 +239,7 @@ class Planner {
 
   std::unordered_map<std::string, const GpuModel*> gpu_by_name_;
   std::unordered_map<std::string, int> type_by_name_;
+  std::vector<const GpuModel*> gpu_by_type_;  // GpuOf each snapshot instance type
   std::map<std::string, int> zone_index_;
   std::vector<std::string> zone_names_;
   std::vector<PoolInfo> pools_;

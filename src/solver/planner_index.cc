@@ -34,6 +34,8 @@ void Planner::BuildIndex() {
     if (!m.short_name.empty()) gpu_by_name_.emplace(m.short_name, &m);
   }
   for (size_t i = 0; i < snap_.instance_types.size(); ++i) type_by_name_.emplace(snap_.instance_types[i].name, int(i));
+  gpu_by_type_.reserve(snap_.instance_types.size());
+  for (const InstanceType& t : snap_.instance_types) gpu_by_type_.push_back(GpuOf(t));
   for (const auto& o : snap_.offerings) zone_index_.emplace(o.zone, 0);
   for (const auto& n : snap_.nodes) zone_index_.emplace(n.offering.zone, 0);
   for (auto& [name, idx] : zone_index_) {
@@ -208,8 +210,7 @@ bool Planner::UnitAllowed(const DemandUnit& u, int cls, int pool, const Offering
   if (!u.instance_types.empty() && !Contains(u.instance_types, off.instance_type)) return false;
   if (u.capacity_type && *u.capacity_type != off.capacity_type) return false;
   if (off.capacity_type == CapacityType::kSpot && !MaySpot(u, cls)) return false;
-  const InstanceType& t = snap_.instance_types[type];
-  return UnitFitsType(u, t, GpuOf(t), mig_idx);
+  return UnitFitsType(u, snap_.instance_types[type], gpu_by_type_[type], mig_idx);
 }
 
 void Planner::SetPrices(const Offering& o, NodeOffer& n) const {
