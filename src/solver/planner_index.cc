@@ -180,6 +180,14 @@ bool Planner::InterruptibleByPolicy(const DemandUnit& u, int cls) const {
 }
 
 const GpuModel* Planner::GpuOf(const InstanceType& t) const {
+  // The snapshot's own types (every caller's, once the index is built) by
+  // position: this runs in the inner loops of placement and consolidation.
+  const std::vector<InstanceType>& types = snap_.instance_types;
+  if (gpu_by_type_.size() == types.size() && !types.empty() &&
+      std::less_equal<const InstanceType*>()(types.data(), &t) &&
+      std::less<const InstanceType*>()(&t, types.data() + types.size())) {
+    return gpu_by_type_[static_cast<size_t>(&t - types.data())];
+  }
   auto it = gpu_by_name_.find(t.gpu_model);
   return it == gpu_by_name_.end() ? nullptr : it->second;
 }
