@@ -216,8 +216,9 @@ class Planner {
 
   // The order in which groups take the free room of existing nodes: GPU
   // work before CPU-only work, each by `unit_value` (expected USD/h of one
-  // unit placed elsewhere) per GPU (per vCPU) it takes, highest first.
-  std::vector<int> ExistingFillOrder(const std::vector<double>& unit_value) const;
+  // unit placed elsewhere) per GPU it takes (per unit for CPU-only work, or
+  // per vCPU with `cpu_per_vcpu`), highest first.
+  std::vector<int> ExistingFillOrder(const std::vector<double>& unit_value, bool cpu_per_vcpu = false) const;
   // The order by priority, then size: what keeps high-priority work placed
   // when budgets or limits leave some unplaced.
   std::vector<int> PriorityFillOrder() const;

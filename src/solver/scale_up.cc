@@ -128,7 +128,7 @@ int Planner::BlockOf(const Group& g, int option, const State& st) const {
   return kBlockNone;
 }
 
-std::vector<int> Planner::ExistingFillOrder(const std::vector<double>& unit_value) const {
+std::vector<int> Planner::ExistingFillOrder(const std::vector<double>& unit_value, bool cpu_per_vcpu) const {
   std::vector<int> order(groups_.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = int(i);
   // Free room goes first to the work that would cost the most elsewhere per
@@ -139,7 +139,8 @@ std::vector<int> Planner::ExistingFillOrder(const std::vector<double>& unit_valu
   // A group that no new node can hold has an infinite value and goes first.
   auto density = [&](int g) {
     const Group& x = groups_[g];
-    return x.gpu_w > 0 ? unit_value[g] / x.gpu_w : unit_value[g];
+    if (x.gpu_w > 0) return unit_value[g] / x.gpu_w;
+    return cpu_per_vcpu && x.shape.cpu > 0 ? unit_value[g] / double(x.shape.cpu) : unit_value[g];
   };
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
     const Group& x = groups_[a];
@@ -244,10 +245,10 @@ std::vector<int> Planner::UnplacedByPriority(const State& st) const {
 void Planner::UseFreeRoom(State& st) {
   constexpr double kMinGain = 1e-9;
   // Puts up to `count` units of `g` in free room, existing nodes first, then
-  // new single nodes, skipping new bin `skip_new` and existing node
-  // `skip_node`, and only where a unit's risk is below `max_risk`. Adds the
-  // risk taken to `delta`; returns the units left over.
-  auto place_free = [&](int g, int count, int skip_new, int skip_node, double max_risk, double& delta) {
+  // new single nodes, skipping new bins `skip_new` and `skip_new2` and
+  // existing node `skip_node`, and only where a unit's risk is below
+  // `max_risk`. Adds the risk taken to `delta`; returns the units left over.
+  auto place_free = [&](int g, int count, int skip_new, int skip_new2, int skip_node, double max_risk, double& delta) {
     const Group& grp = groups_[g];
     auto put = [&](Bin& d) {
       const double r = Risk(grp, d);
@@ -265,12 +266,51 @@ void Planner::UseFreeRoom(State& st) {
       if (bi != skip_node && MayUseExisting(grp, existing_[bi])) put(existing_[bi]);
     }
     for (size_t j = 0; j < st.bins.size() && count > 0; ++j)
-      if (int(j) != skip_new && st.bins[j].mult == 1 && grp.cand_mask[st.bins[j].option]) put(st.bins[j]);
+      if (int(j) != skip_new && int(j) != skip_new2 && st.bins[j].mult == 1 && grp.cand_mask[st.bins[j].option])
+        put(st.bins[j]);
     return count;
   };
-  // Takes every unit of `g` off existing node `bi`: returns how many.
-  auto take_off = [&](int bi, int g, double& delta) {
-    Bin& b = existing_[bi];
+  // Opens new single nodes for `count` units of `g`, each of the option
+  // with the lowest expected cost per unit it holds that the limits allow.
+  // Adds their cost to `delta`; returns the units left over.
+  Bin scratch;
+  auto open_new = [&](int g, int count, double& delta) {
+    const Group& grp = groups_[g];
+    while (count > 0) {
+      int best = -1, best_k = 0;
+      double best_per_unit = kInf;
+      for (int o : grp.cands) {
+        if (BlockOf(grp, o, st) != kBlockNone) continue;
+        InitBin(scratch, o);
+        const int k = Take(scratch, grp.shape, grp.mig_by_type[scratch.type], std::min(count, Limit(grp, scratch, st.allow)));
+        if (k <= 0) continue;
+        const double per_unit = (scratch.price + k * Risk(grp, scratch)) / k;
+        if (per_unit < best_per_unit - 1e-12) {
+          best_per_unit = per_unit;
+          best = o;
+          best_k = k;
+        }
+      }
+      if (best < 0) return count;
+      Bin& b = st.bins.emplace_back();
+      InitBin(b, best);
+      Take(b, grp.shape, grp.mig_by_type[b.type], best_k);
+      b.content.emplace_back(g, best_k);
+      b.risk = best_k * Risk(grp, b);
+      Consume(grp, b, best_k, st.allow);
+      const Option& o = options_[best];
+      st.pool_count[o.pool] += 1;
+      st.pool_cost[o.pool] += o.price;
+      st.cost += o.price;
+      st.added += 1;
+      delta += BinCost(b);
+      count -= best_k;
+    }
+    return 0;
+  };
+  // Takes every unit of `g` off `b` (existing node `node`, or new single
+  // bin when node < 0) and rebuilds it from the rest: returns how many.
+  auto take_off = [&](Bin& b, int node, int g, double& delta) {
     std::vector<std::pair<int, int>> kept;
     int removed = 0;
     for (auto [h, t] : b.content) {
@@ -280,18 +320,57 @@ void Planner::UseFreeRoom(State& st) {
     if (removed == 0) return 0;
     Consume(groups_[g], b, -double(removed), st.allow);
     delta -= removed * Risk(groups_[g], b);
-    InitExisting(bi, b);
-    for (auto [h, t] : kept) {
-      Take(b, groups_[h].shape, groups_[h].mig_by_type[b.type], t);  // a subset of what fitted: fits
-      b.content.emplace_back(h, t);
-      b.risk += t * Risk(groups_[h], b);
+    if (node >= 0) {
+      InitExisting(node, b);
+      for (auto [h, t] : kept) {
+        Take(b, groups_[h].shape, groups_[h].mig_by_type[b.type], t);  // a subset of what fitted: fits
+        b.content.emplace_back(h, t);
+        b.risk += t * Risk(groups_[h], b);
+      }
+    } else {
+      Refill(b, b.option, kept);  // a subset of what fitted: fits
     }
     return removed;
   };
+  // Makes room for up to `left` units of `g` on `b` by moving the units of
+  // another group `h` out: `g` takes what it can, `h` takes back what still
+  // fits, the rest of `h` goes to free room elsewhere or on new nodes.
+  // Returns the units of `g` placed; `ok` false when `h` found no home.
+  auto evict_for = [&](int g, int left, int h, int node, int new_index, int victim, double& delta, bool& ok) {
+    auto bin = [&]() -> Bin& { return node >= 0 ? existing_[node] : st.bins[new_index]; };
+    const Group& grp = groups_[g];
+    const Group& hg = groups_[h];
+    const int moved = take_off(bin(), node, h, delta);
+    Bin& b = bin();
+    const int k = Take(b, grp.shape, grp.mig_by_type[b.type], std::min(left, Limit(grp, b, st.allow)));
+    if (k > 0) {
+      b.content.emplace_back(g, k);
+      b.risk += k * Risk(grp, b);
+      delta += k * Risk(grp, b);
+      Consume(grp, b, k, st.allow);
+    }
+    const int back = Take(b, hg.shape, hg.mig_by_type[b.type], std::min(moved, Limit(hg, b, st.allow)));
+    if (back > 0) {
+      b.content.emplace_back(h, back);
+      b.risk += back * Risk(hg, b);
+      delta += back * Risk(hg, b);
+      Consume(hg, b, back, st.allow);
+    }
+    int rest = place_free(h, moved - back, victim, new_index, node, kInf, delta);
+    if (rest > 0) rest = open_new(h, rest, delta);
+    if (rest > 0) ok = false;
+    return k;
+  };
+  auto others_on = [](const Bin& b, int g) {
+    std::vector<int> others;
+    for (auto [h, k] : b.content)
+      if (h != g && std::find(others.begin(), others.end(), h) == others.end()) others.push_back(h);
+    return others;
+  };
 
   // 1. Close a new node (one copy of a bulk bin) by moving its units into
-  //    free room; where a unit does not fit, an existing node may make room
-  //    by moving another group's units to free room elsewhere.
+  //    free room; where a unit does not fit, a node (existing or new) may
+  //    make room by moving another group's units elsewhere.
   int tries = 0;
   for (size_t i = 0; i < st.bins.size() && tries < 256; ++i) {
     if (st.bins[i].content.empty()) continue;
@@ -307,38 +386,23 @@ void Planner::UseFreeRoom(State& st) {
     const int skip = int(i);  // the victim's own room is not free room
     bool ok = true;
     for (auto [g, t] : content) {
-      int left = place_free(g, t, skip, -1, kInf, delta);
+      int left = place_free(g, t, skip, -1, -1, kInf, delta);
       const Group& grp = groups_[g];
       for (int bi : existing_order_) {
-        if (left == 0) break;
+        if (left == 0 || !ok) break;
         if (!MayUseExisting(grp, existing_[bi])) continue;
-        std::vector<int> others;
-        for (auto [h, k] : existing_[bi].content)
-          if (h != g && std::find(others.begin(), others.end(), h) == others.end()) others.push_back(h);
-        for (int h : others) {
-          if (left == 0) break;
-          Bin& b = existing_[bi];
-          const int moved = take_off(bi, h, delta);
-          const int k = Take(b, grp.shape, grp.mig_by_type[b.type], std::min(left, Limit(grp, b, st.allow)));
-          if (k > 0) {
-            b.content.emplace_back(g, k);
-            b.risk += k * Risk(grp, b);
-            delta += k * Risk(grp, b);
-            Consume(grp, b, k, st.allow);
-            left -= k;
-          }
-          const Group& hg = groups_[h];
-          const int back = Take(b, hg.shape, hg.mig_by_type[b.type], std::min(moved, Limit(hg, b, st.allow)));
-          if (back > 0) {
-            b.content.emplace_back(h, back);
-            b.risk += back * Risk(hg, b);
-            delta += back * Risk(hg, b);
-            Consume(hg, b, back, st.allow);
-          }
-          if (place_free(h, moved - back, skip, bi, kInf, delta) > 0) ok = false;
-          if (!ok) break;
+        for (int h : others_on(existing_[bi], g)) {
+          if (left == 0 || !ok) break;
+          left -= evict_for(g, left, h, bi, -1, skip, delta, ok);
         }
-        if (!ok) break;
+      }
+      const size_t new_bins = st.bins.size();
+      for (size_t j = 0; j < new_bins && left > 0 && ok; ++j) {
+        if (int(j) == skip || st.bins[j].mult != 1 || !grp.cand_mask[st.bins[j].option]) continue;
+        for (int h : others_on(st.bins[j], g)) {
+          if (left == 0 || !ok) break;
+          left -= evict_for(g, left, h, -1, int(j), skip, delta, ok);
+        }
       }
       if (left > 0) ok = false;
       if (!ok) break;
@@ -372,8 +436,8 @@ void Planner::UseFreeRoom(State& st) {
       std::vector<Bin> saved_existing = existing_;
       double delta = 0;
       const double here = Risk(groups_[g], existing_[bi]);
-      const int moved = take_off(bi, g, delta);
-      const int stay = place_free(g, moved, -1, bi, here - kMinGain, delta);
+      const int moved = take_off(existing_[bi], bi, g, delta);
+      const int stay = place_free(g, moved, -1, -1, bi, here - kMinGain, delta);
       Bin& b = existing_[bi];
       const Group& grp = groups_[g];
       const int back = Take(b, grp.shape, grp.mig_by_type[b.type], std::min(stay, Limit(grp, b, st.allow)));
@@ -447,6 +511,7 @@ State Planner::FillAndScaleUp(const State& base) {
     if (limited) orders.push_back(PriorityFillOrder());
     if (small && groups_.size() > 1) {
       orders.push_back(ExistingFillOrder(RealizedUnitValue(best.st)));
+      orders.push_back(ExistingFillOrder(lb, true));
       if (!limited) orders.push_back(PriorityFillOrder());
     }
     std::vector<std::vector<int>> seen = {ExistingFillOrder(lb)};
