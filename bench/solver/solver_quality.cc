@@ -11,14 +11,25 @@
 // Costs are compared on one objective: node prices + expected interruption
 // cost of work on spot (planner.h's risk model).
 //
-// Last line: quality: instances=N median_gap_pct=X p95_gap_pct=Y infeasible=Z
-// karpenter_like_median_saving_pct=W
+// A second family puts existing nodes beside the pending work: ready nodes of
+// catalog offerings with some GPUs taken by running work, whose free room is
+// already paid for (the MIP models each as a pre-paid node of fixed free
+// capacity), and pending units pinned to GPU models, zones and a minimum GPU
+// memory, so that some units can use only a little of that free room. It
+// starts with a fixed instance: the only node with free L40S room in zone
+// z-e, six zone-e L40S units and one unpinned 4-GPU unit; the cheap plan gives
+// the room to the pinned units and puts the 4-GPU unit on a new L4 node.
+//
+// Last lines: quality: instances=N median_gap_pct=X p95_gap_pct=Y infeasible=Z
+// karpenter_like_median_saving_pct=W, then quality_existing: instances=N
+// median_gap_pct=X p95_gap_pct=Y max_gap_pct=M infeasible=Z
 #include <Cbc_C_Interface.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -132,6 +143,219 @@ Instance MakeInstance(uint32_t seed) {
   return in;
 }
 
+// The second family's catalog: AWS-like types with L40S nodes beside L4,
+// A10G and A100, in five zones.
+struct CatalogType {
+  const char* name;
+  const char* gpu;
+  int gpus;
+  int64_t gpu_mem_mib;
+  int vcpus;
+  int mem_gib;
+  double od;
+};
+
+constexpr CatalogType kPinCatalog[] = {
+    {"g6.xlarge", "L4", 1, 23034, 4, 16, 0.805},          {"g6.12xlarge", "L4", 4, 23034, 48, 192, 4.602},
+    {"g5.xlarge", "A10G", 1, 24576, 4, 16, 1.006},        {"g5.12xlarge", "A10G", 4, 24576, 48, 192, 5.672},
+    {"g6e.xlarge", "L40S", 1, 46068, 4, 32, 1.861},       {"g6e.12xlarge", "L40S", 4, 46068, 48, 384, 10.493},
+    {"g6e.48xlarge", "L40S", 8, 46068, 192, 1536, 30.131}, {"p4de.24xlarge", "A100", 8, 81920, 96, 1152, 40.966},
+    {"m5.2xlarge", "", 0, 0, 8, 32, 0.384},
+};
+const char* const kPinZones[] = {"z-a", "z-b", "z-c", "z-d", "z-e"};
+
+Instance PinnedBase() {
+  Instance in;
+  Snapshot& s = in.snap;
+  s.time = FromUnixSeconds(1780000000);
+  s.gpu_models = {{"A10G", "a10g", 24576, {}}, {"L4", "l4", 23034, {}}, {"L40S", "l40s", 46068, {}},
+                  {"A100", "a100", 81920, {}}};
+  for (const CatalogType& t : kPinCatalog) {
+    InstanceType it;
+    it.name = t.name;
+    it.family = std::string(t.name).substr(0, std::string(t.name).find('.'));
+    it.gpu_model = t.gpu;
+    it.gpu_count = t.gpus;
+    it.gpu_memory_mib = t.gpu_mem_mib;
+    it.vcpus = t.vcpus;
+    it.memory_mib = int64_t(t.mem_gib) * 1024;
+    s.instance_types.push_back(it);
+  }
+  NodePoolPolicy pool;
+  pool.name = "p";
+  pool.families = {"g5", "g6", "g6e", "p4de", "m5"};
+  pool.max_nodes = 1000;
+  in.policy.pools.push_back(pool);
+  for (const char* c : {"a", "b"}) {
+    WorkloadClassPolicy w;
+    w.name = c;
+    in.policy.classes.push_back(w);
+  }
+  in.policy.scaling.max_nodes_added_per_tick = 1000;
+  in.policy.disruption.consolidation = false;
+  return in;
+}
+
+Offering PinOffering(const CatalogType& t, const char* zone, bool spot, double spot_fraction, double interruptions) {
+  Offering o;
+  o.instance_type = t.name;
+  o.region = "r";
+  o.zone = zone;
+  o.on_demand_usd_per_hour = t.od;
+  o.usd_per_hour = spot ? t.od * spot_fraction : t.od;
+  o.capacity_type = spot ? CapacityType::kSpot : CapacityType::kOnDemand;
+  o.interruptions_per_hour = spot ? interruptions : 0;
+  return o;
+}
+
+// A ready node of `o` in pool p whose first `used_gpus` GPUs run 1-GPU work
+// (2 vCPU, 8 GiB each) of class r.
+Node ExistingNode(const Snapshot& s, const std::string& id, const Offering& o, int used_gpus) {
+  Node n;
+  n.id = id;
+  n.instance_id = "i-" + id;
+  n.pool = "p";
+  n.offering = o;
+  n.launch_time = s.time - Seconds(7200);
+  n.state = NodeState::kReady;
+  for (int k = 0; k < used_gpus; ++k) {
+    DemandUnit u;
+    u.id = id + "/r" + std::to_string(k);
+    u.workload_class = "r";
+    u.gpus = 1;
+    u.cpu_milli = 2000;
+    u.memory_mib = 8192;
+    n.running.push_back(u);
+  }
+  return n;
+}
+
+void AddPending(Snapshot& s, int shape, int count, const DemandUnit& proto) {
+  for (int i = 0; i < count; ++i) {
+    DemandUnit x = proto;
+    x.id = "s" + std::to_string(shape) + "-" + std::to_string(i);
+    s.pending.push_back(x);
+  }
+}
+
+// The fixed case: the only L40S room in zone z-e is an on-demand
+// g6e.48xlarge with 6 of its 8 GPUs free, and the only L40S offering still
+// available in z-e is g6e.48xlarge. Six 1-GPU units must run on L40S in
+// z-e; one 4-GPU unit may run anywhere. Filling the room with the 4-GPU unit
+// first leaves four pinned units for a new g6e.48xlarge.
+Instance FreeL40sRoomInZoneE() {
+  Instance in = PinnedBase();
+  Snapshot& s = in.snap;
+  for (const CatalogType& t : kPinCatalog)
+    for (const char* z : kPinZones) {
+      Offering od = PinOffering(t, z, false, 1, 0);
+      od.available = !(std::string(z) == "z-e" && std::string(t.gpu) == "L40S" && t.gpus < 8);
+      s.offerings.push_back(od);
+      Offering spot = PinOffering(t, z, true, 0.45, 0.05);
+      spot.available = od.available && std::string(z) != "z-e";
+      s.offerings.push_back(spot);
+    }
+  s.nodes.push_back(ExistingNode(s, "e-l40s", PinOffering(kPinCatalog[6], "z-e", false, 1, 0), 2));
+  s.nodes.push_back(ExistingNode(s, "a-l4", PinOffering(kPinCatalog[1], "z-a", false, 1, 0), 3));
+  DemandUnit pinned;
+  pinned.workload_class = "a";
+  pinned.gpus = 1;
+  pinned.cpu_milli = 4000;
+  pinned.memory_mib = 16384;
+  pinned.interruptible = false;
+  pinned.gpu_models = {"l40s"};
+  pinned.zones = {"z-e"};
+  AddPending(s, 0, 6, pinned);
+  DemandUnit big;
+  big.workload_class = "b";
+  big.gpus = 4;
+  big.cpu_milli = 16000;
+  big.memory_mib = 65536;
+  big.interruptible = false;
+  AddPending(s, 1, 1, big);
+  for (size_t i = 0; i < s.offerings.size(); ++i)
+    if (s.offerings[i].available) in.usable.push_back(int(i));
+  return in;
+}
+
+// Seeded: 5-7 of the 9 types in 5 zones, on-demand and spot (about 20 % of
+// offerings unavailable), 2-6 existing ready nodes (a quarter of them spot)
+// with some GPUs in use, and 8-40 pending units in 2-5 shapes. Pins lean
+// towards the existing nodes' GPU models and zones, so that pinned and
+// unpinned units compete for the same free room.
+Instance MakeExistingInstance(uint32_t seed) {
+  std::mt19937 rng(seed);
+  auto pick = [&](int n) { return int(rng() % uint32_t(n)); };
+  std::uniform_real_distribution<double> u01(0, 1);
+  Instance in = PinnedBase();
+  Snapshot& s = in.snap;
+  const int ntypes = int(std::size(kPinCatalog));
+  std::vector<int> types(ntypes);
+  for (int i = 0; i < ntypes; ++i) types[i] = i;
+  std::shuffle(types.begin(), types.end(), rng);
+  types.resize(5 + pick(3));
+  std::sort(types.begin(), types.end());
+  for (int ti : types)
+    for (const char* z : kPinZones) {
+      Offering od = PinOffering(kPinCatalog[ti], z, false, 1, 0);
+      od.available = u01(rng) > 0.2;
+      s.offerings.push_back(od);
+      Offering spot = PinOffering(kPinCatalog[ti], z, true, 0.3 + 0.5 * u01(rng), 0.02 + 0.5 * u01(rng) * u01(rng));
+      spot.available = u01(rng) > 0.2;
+      s.offerings.push_back(spot);
+    }
+  if (pick(2) == 0) in.policy.classes[0].max_spot_share = 0.3 + 0.1 * pick(5);
+  const int nodes = 2 + pick(5);
+  std::vector<std::string> node_gpus, node_zones;
+  for (int k = 0; k < nodes; ++k) {
+    int ti = 0;
+    do ti = types[size_t(pick(int(types.size())))];
+    while (kPinCatalog[ti].gpus == 0 && types.size() > 1 && pick(4) != 0);
+    const CatalogType& t = kPinCatalog[ti];
+    const char* z = kPinZones[pick(5)];
+    const bool spot = pick(4) == 0;
+    const Offering o = PinOffering(t, z, spot, 0.3 + 0.5 * u01(rng), 0.02 + 0.3 * u01(rng));
+    const int used = t.gpus > 0 ? pick(t.gpus) : 0;
+    s.nodes.push_back(ExistingNode(s, "n" + std::to_string(k), o, used));
+    if (t.gpus > 0) {
+      for (const auto& m : s.gpu_models)
+        if (m.name == t.gpu) node_gpus.push_back(m.short_name);
+      node_zones.push_back(z);
+    }
+  }
+  const char* const gpu_names[] = {"l4", "a10g", "l40s", "a100"};
+  const int shapes = 2 + pick(4);
+  int units = 8 + pick(33);
+  for (int k = 0; k < shapes && units > 0; ++k) {
+    DemandUnit u;
+    u.workload_class = pick(2) ? "a" : "b";
+    const int kind = pick(6);
+    u.gpus = kind == 5 ? 0 : (kind < 3 ? 1 : kind == 3 ? 2 : 4);
+    u.cpu_milli = 1000 * (1 + pick(u.gpus ? 12 : 4));
+    u.memory_mib = 1024 * (2 + pick(u.gpus ? 48 : 12));
+    u.interruptible = pick(3) != 0;
+    u.expected_runtime = Seconds(1800 * (1 + pick(8)));
+    u.checkpoint_interval = Seconds(pick(3) == 0 ? 0 : 600 * (1 + pick(4)));
+    u.restart_cost = Seconds(120 + 60 * pick(10));
+    u.priority = pick(3);
+    if (u.gpus > 0 && pick(3) == 0)
+      u.gpu_models = {!node_gpus.empty() && pick(2) ? node_gpus[size_t(pick(int(node_gpus.size())))]
+                                                    : std::string(gpu_names[pick(4)])};
+    if (u.gpus > 0 && pick(4) == 0) u.min_gpu_memory_mib = 40000;
+    if (pick(3) == 0) {
+      u.zones = {!node_zones.empty() && pick(2) ? node_zones[size_t(pick(int(node_zones.size())))]
+                                                : std::string(kPinZones[pick(5)])};
+      if (pick(3) == 0) u.zones.push_back(kPinZones[pick(5)]);
+    }
+    const int n = k == shapes - 1 ? units : 1 + pick(std::max(1, units / 2));
+    AddPending(s, k, n, u);
+    units -= n;
+  }
+  for (size_t i = 0; i < s.offerings.size(); ++i)
+    if (s.offerings[i].available) in.usable.push_back(int(i));
+  return in;
+}
+
 const InstanceType& TypeOf(const Snapshot& s, const Offering& o) {
   for (const auto& t : s.instance_types)
     if (t.name == o.instance_type) return t;
@@ -142,6 +366,8 @@ bool Compatible(const Snapshot& s, const DemandUnit& u, const Offering& o) {
   const InstanceType& t = TypeOf(s, o);
   if (o.capacity_type == CapacityType::kSpot && !u.interruptible) return false;
   if (u.gpus > t.gpu_count) return false;
+  if (!u.zones.empty() && std::find(u.zones.begin(), u.zones.end(), o.zone) == u.zones.end()) return false;
+  if (u.gpus > 0 && u.min_gpu_memory_mib > t.gpu_memory_mib) return false;
   if (u.gpus > 0 && !u.gpu_models.empty()) {
     bool ok = false;
     for (const auto& m : s.gpu_models)
@@ -190,6 +416,29 @@ Groups GroupUnits(const Snapshot& s) {
   return g;
 }
 
+// What running work leaves free on each existing node (whole GPUs, vCPU,
+// memory), by node index.
+struct FreeRoom {
+  int gpus = 0;
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+};
+
+std::vector<FreeRoom> FreeRooms(const Snapshot& s) {
+  std::vector<FreeRoom> rooms;
+  for (const Node& n : s.nodes) {
+    const InstanceType& t = TypeOf(s, n.offering);
+    FreeRoom r{t.gpu_count, int64_t(t.vcpus) * 1000, t.memory_mib};
+    for (const DemandUnit& u : n.running) {
+      r.gpus -= u.gpus;
+      r.cpu_milli -= u.cpu_milli;
+      r.memory_mib -= u.memory_mib;
+    }
+    rooms.push_back(r);
+  }
+  return rooms;
+}
+
 struct MipResult {
   bool feasible = false;
   bool proven = false;
@@ -200,7 +449,7 @@ struct MipResult {
 // Nodes y[o][j] (binary, j < slots), units x[g][o][j] (integer): all units
 // placed, per-node GPU/CPU/memory, per-class spot share, hard budget,
 // symmetry y[o][j] >= y[o][j+1]; minimise prices + expected interruption cost.
-MipResult SolveMip(const Instance& in, double time_limit_s) {
+MipResult SolveMip(const Instance& in, double time_limit_s, bool print_solution = false) {
   const Snapshot& s = in.snap;
   const Groups gr = GroupUnits(s);
   Cbc_Model* m = Cbc_newModel();
@@ -241,6 +490,20 @@ MipResult SolveMip(const Instance& in, double time_limit_s) {
       }
     }
   }
+  // Existing nodes: pre-paid, so only their free room and the risk of what
+  // lands on a spot one count.
+  const std::vector<FreeRoom> rooms = FreeRooms(s);
+  std::vector<std::vector<X>> ex(rooms.size());
+  for (size_t e = 0; e < rooms.size(); ++e) {
+    const Offering& off = s.nodes[e].offering;
+    const InstanceType& t = TypeOf(s, off);
+    for (size_t g = 0; g < gr.rep.size(); ++g) {
+      if (!Compatible(s, *gr.rep[g], off)) continue;
+      const double risk = ExpectedInterruptionUsdPerHour(*gr.rep[g], off, t);
+      Cbc_addCol(m, "", 0, gr.count[g], risk, 1, 0, nullptr, nullptr);
+      ex[e].push_back({ncols++, int(g), -1});
+    }
+  }
   std::vector<int> cols;
   std::vector<double> vals;
   auto row = [&](char sense, double rhs) {
@@ -256,6 +519,12 @@ MipResult SolveMip(const Instance& in, double time_limit_s) {
             cols.push_back(x.col);
             vals.push_back(1);
           }
+    for (const auto& node : ex)
+      for (const X& x : node)
+        if (x.g == int(g)) {
+          cols.push_back(x.col);
+          vals.push_back(1);
+        }
     if (cols.empty()) {
       Cbc_deleteModel(m);
       return {};
@@ -299,6 +568,21 @@ MipResult SolveMip(const Instance& in, double time_limit_s) {
       }
     }
   }
+  for (size_t e = 0; e < rooms.size(); ++e) {
+    auto cap = [&](auto need, double capacity) {
+      for (const X& x : ex[e]) {
+        const double v = need(*gr.rep[x.g]);
+        if (v > 0) {
+          cols.push_back(x.col);
+          vals.push_back(v);
+        }
+      }
+      if (!cols.empty()) row('L', capacity);
+    };
+    cap([](const DemandUnit& u) { return double(u.gpus); }, rooms[e].gpus);
+    cap([](const DemandUnit& u) { return double(u.cpu_milli); }, double(rooms[e].cpu_milli));
+    cap([](const DemandUnit& u) { return double(u.memory_mib); }, double(rooms[e].memory_mib));
+  }
   for (const auto& c : in.policy.classes) {
     if (c.max_spot_share >= 1) continue;
     double total = 0;
@@ -312,6 +596,14 @@ MipResult SolveMip(const Instance& in, double time_limit_s) {
             cols.push_back(x.col);
             vals.push_back(gr.rep[x.g]->gpus);
           }
+    }
+    for (size_t e = 0; e < rooms.size(); ++e) {
+      if (s.nodes[e].offering.capacity_type != CapacityType::kSpot) continue;
+      for (const X& x : ex[e])
+        if (gr.rep[x.g]->workload_class == c.name && gr.rep[x.g]->gpus > 0) {
+          cols.push_back(x.col);
+          vals.push_back(gr.rep[x.g]->gpus);
+        }
     }
     if (!cols.empty()) row('L', c.max_spot_share * total + 1e-9);
   }
@@ -334,13 +626,44 @@ MipResult SolveMip(const Instance& in, double time_limit_s) {
   if (Cbc_isProvenInfeasible(m)) r.feasible = false;
   r.cost = Cbc_getObjValue(m);
   r.bound = Cbc_getBestPossibleObjValue(m);
+  if (print_solution && Cbc_getColSolution(m) != nullptr) {
+    const double* v = Cbc_getColSolution(m);
+    for (int o : in.usable)
+      for (size_t j = 0; j < xs[o].size(); ++j) {
+        if (v[ycol[o][j]] < 0.5) continue;
+        std::printf("  MIP new %s %s %s:", s.offerings[o].instance_type.c_str(), s.offerings[o].zone.c_str(),
+                    std::string(ToString(s.offerings[o].capacity_type)).c_str());
+        for (const X& x : xs[o][j])
+          if (v[x.col] > 0.5) std::printf(" s%d x%.0f", x.g, v[x.col]);
+        std::printf("\n");
+      }
+    for (size_t e = 0; e < ex.size(); ++e) {
+      std::printf("  MIP existing %s:", s.nodes[e].id.c_str());
+      for (const X& x : ex[e])
+        if (v[x.col] > 0.5) std::printf(" s%d x%.0f", x.g, v[x.col]);
+      std::printf("\n");
+    }
+  }
   Cbc_deleteModel(m);
   return r;
 }
 
-double PlanCost(const Plan& p) {
+// New nodes' prices and risk, plus the risk of pending work put on existing
+// spot nodes (their price is already paid).
+double PlanCost(const Snapshot& s, const Plan& p) {
   double c = 0;
   for (const auto& l : p.launches) c += l.usd_per_hour + l.expected_interruption_usd_per_hour;
+  for (const Placement& pl : p.placements) {
+    if (pl.node_id.empty()) continue;
+    const Node* node = nullptr;
+    for (const Node& n : s.nodes)
+      if (n.id == pl.node_id) node = &n;
+    const DemandUnit* unit = nullptr;
+    for (const DemandUnit& u : s.pending)
+      if (u.id == pl.unit_id) unit = &u;
+    if (node != nullptr && unit != nullptr)
+      c += ExpectedInterruptionUsdPerHour(*unit, node->offering, TypeOf(s, node->offering));
+  }
   return c;
 }
 
@@ -462,6 +785,88 @@ double Percentile(std::vector<double> v, double q) {
   return v[lo] + (v[hi] - v[lo]) * (pos - double(lo));
 }
 
+// Prints one instance of the existing-nodes family, the planner's plan and
+// the MIP's solution: what to look at when an instance misses the bar.
+void PrintExistingInstance(const Instance& in, double time_limit_s) {
+  const Snapshot& s = in.snap;
+  for (const Node& n : s.nodes) {
+    const InstanceType& t = TypeOf(s, n.offering);
+    std::printf("node %s: %s %s %s $%.3f, %zu of %d GPUs used\n", n.id.c_str(), t.name.c_str(), n.offering.zone.c_str(),
+                std::string(ToString(n.offering.capacity_type)).c_str(), n.offering.usd_per_hour, n.running.size(),
+                t.gpu_count);
+  }
+  const Groups gr = GroupUnits(s);
+  for (size_t g = 0; g < gr.rep.size(); ++g) {
+    const DemandUnit& u = *gr.rep[g];
+    std::string pins;
+    for (const auto& m : u.gpu_models) pins += " model=" + m;
+    for (const auto& z : u.zones) pins += " zone=" + z;
+    if (u.min_gpu_memory_mib) pins += " min_gpu_mem=" + std::to_string(u.min_gpu_memory_mib);
+    std::printf("s%zu: %d x %d GPU %.0f vCPU %lld MiB class %s%s%s\n", g, gr.count[g], u.gpus, u.cpu_milli / 1000.0,
+                static_cast<long long>(u.memory_mib), u.workload_class.c_str(), u.interruptible ? "" : " on-demand only",
+                pins.c_str());
+  }
+  int available = 0;
+  for (const auto& o : s.offerings) available += o.available;
+  std::printf("offerings available: %d of %zu\n", available, s.offerings.size());
+  const Plan plan = MakePlan(s, in.policy);
+  for (const auto& l : plan.launches) std::printf("  planner: %s\n", l.reason.c_str());
+  std::map<std::string, int> on_node;
+  for (const auto& p : plan.placements)
+    if (!p.node_id.empty()) on_node[p.node_id + " <- " + p.unit_id.substr(0, p.unit_id.find('-'))]++;
+  for (const auto& [k, n] : on_node) std::printf("  planner existing %s x%d\n", k.c_str(), n);
+  std::printf("  planner cost %.3f\n", PlanCost(s, plan));
+  const MipResult mip = SolveMip(in, time_limit_s, true);
+  std::printf("  MIP cost %.3f (%s)\n", mip.cost, mip.proven ? "proven" : "not proven");
+}
+
+// The existing-nodes family: the fixed zone-e L40S case, then seeds
+// 5000 + first ... Every instance whose gap passes 1 % is printed.
+void RunExistingFamily(int instances, double time_limit_s, int first) {
+  if (instances <= 0) return;
+  std::vector<double> gaps;
+  int infeasible = 0, mip_infeasible = 0, unproven = 0, solved = 0;
+  double planner_ms = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = -1; i < instances; ++i) {
+    const Instance in = i < 0 ? FreeL40sRoomInZoneE() : MakeExistingInstance(uint32_t(5000 + first + i));
+    const std::string name = i < 0 ? "fixed zone-e L40S" : "existing " + std::to_string(first + i);
+    const MipResult mip = SolveMip(in, time_limit_s);
+    const auto t0 = std::chrono::steady_clock::now();
+    const Plan plan = MakePlan(in.snap, in.policy);
+    planner_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const double cost = PlanCost(in.snap, plan);
+    if (!mip.feasible) {
+      ++mip_infeasible;
+      continue;
+    }
+    ++solved;
+    if (!plan.unplaced.empty()) {
+      ++infeasible;
+      std::printf("%s: planner left %zu units unplaced (%s) where the MIP places all\n", name.c_str(), plan.unplaced.size(),
+                  std::string(ToString(plan.unplaced[0].reason)).c_str());
+      continue;
+    }
+    if (!mip.proven) {
+      ++unproven;
+      continue;
+    }
+    const double gap = mip.cost > 1e-9 ? std::max(0.0, 100.0 * (cost - mip.cost) / mip.cost) : (cost > 1e-9 ? 100.0 : 0.0);
+    gaps.push_back(gap);
+    if (gap > 1 || i < 0)
+      std::printf("%s: gap %.2f %% (planner %.3f, optimum %.3f)\n", name.c_str(), gap, cost, mip.cost);
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("existing nodes and pins: MIP-feasible instances: %d (MIP infeasible: %d, not proven optimal in %.1f s: %d)\n",
+              solved, mip_infeasible, time_limit_s, unproven);
+  std::printf("existing nodes and pins: gap to optimum over %zu proven instances: median %.3f %%, p95 %.3f %%, max %.3f %%\n",
+              gaps.size(), Percentile(gaps, 0.5), Percentile(gaps, 0.95), Percentile(gaps, 1.0));
+  std::printf("existing nodes and pins: planner time %.3f ms per instance; total run %.1f s\n",
+              planner_ms / (instances + 1), secs);
+  std::printf("quality_existing: instances=%d median_gap_pct=%.3f p95_gap_pct=%.3f max_gap_pct=%.3f infeasible=%d\n",
+              solved, Percentile(gaps, 0.5), Percentile(gaps, 0.95), Percentile(gaps, 1.0), infeasible);
+}
+
 }  // namespace
 }  // namespace gpuscaler::bench
 
@@ -473,6 +878,12 @@ int main(int argc, char** argv) {
   if (argc > 1) instances = std::atoi(argv[1]);
   if (argc > 2) time_limit_s = std::atof(argv[2]);
   const int first = argc > 3 ? std::atoi(argv[3]) : 0;
+  const int existing_instances = argc > 4 ? std::atoi(argv[4]) : 200;
+  if (argc > 5) {
+    const int which = std::atoi(argv[5]);
+    PrintExistingInstance(which < 0 ? FreeL40sRoomInZoneE() : MakeExistingInstance(uint32_t(5000 + which)), time_limit_s);
+    return 0;
+  }
   std::vector<double> gaps, karp, ca, gaps_unproven_incumbent, gaps_unproven_bound;
   int infeasible = 0, mip_infeasible = 0, unproven = 0, solved = 0;
   double planner_ms = 0;
@@ -489,7 +900,7 @@ int main(int argc, char** argv) {
     const auto t0 = std::chrono::steady_clock::now();
     const Plan plan = MakePlan(in.snap, in.policy);
     planner_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    const double cost = PlanCost(plan);
+    const double cost = PlanCost(in.snap, plan);
     if (!mip.feasible) {
       ++mip_infeasible;
       continue;
@@ -525,8 +936,10 @@ int main(int argc, char** argv) {
               Percentile(karp, 0.5), Percentile(karp, 0.05));
   std::printf("saving vs Cluster-Autoscaler-like (no budget, %zu instances): median %.1f %%\n", ca.size(),
               Percentile(ca, 0.5));
-  std::printf("planner time: %.3f ms per instance; total run %.1f s\n", planner_ms / instances, secs);
+  std::printf("planner time: %.3f ms per instance; total run %.1f s\n", instances > 0 ? planner_ms / instances : 0.0,
+              secs);
   std::printf("quality: instances=%d median_gap_pct=%.3f p95_gap_pct=%.3f infeasible=%d karpenter_like_median_saving_pct=%.1f\n",
               solved, Percentile(gaps, 0.5), Percentile(gaps, 0.95), infeasible, Percentile(karp, 0.5));
+  RunExistingFamily(existing_instances, time_limit_s, first);
   return 0;
 }

@@ -172,6 +172,45 @@ void Planner::LocalSearch(State& st) const {
         st = std::move(saved);
       }
     }
+    // 4. A class's spot share is spent where it saves the most: a bin that
+    //    would be cheaper on spot but for the share takes it from a bin
+    //    that loses less by going to on-demand.
+    bool share_limited = false;
+    for (double a : st.allow.spot) share_limited = share_limited || a < kInf;
+    if (!share_limited || st.bins.size() > 64) continue;
+    Bin to_od;
+    for (size_t a = 0; a < st.bins.size(); ++a) {
+      const double cur = BinCost(st.bins[a]);
+      int cheaper = -1;
+      for (int o : options_by_price_) {
+        if (options_[o].price >= cur - 1e-9) break;
+        if (!options_[o].spot || o == st.bins[a].option || !Refill(cand, o, st.bins[a].content)) continue;
+        if (BinCost(cand) < cur - 1e-9) {
+          cheaper = o;
+          break;
+        }
+      }
+      if (cheaper < 0) continue;
+      const double gain = (cur - BinCost(cand)) * st.bins[a].mult;
+      bool done = false;
+      for (size_t b = 0; b < st.bins.size() && !done; ++b) {
+        if (b == a || !st.bins[b].spot) continue;
+        const double was = BinCost(st.bins[b]);
+        for (int o : options_by_price_) {
+          if (options_[o].spot || !Refill(to_od, o, st.bins[b].content)) continue;
+          if ((BinCost(to_od) - was) * st.bins[b].mult >= gain - 1e-9) break;  // dearer from here on
+          State saved = st;
+          const Bin spot_cand = cand;
+          if (try_move(st.bins[b], o, to_od) && try_move(st.bins[a], cheaper, spot_cand)) {
+            improved = true;
+            done = true;
+          } else {
+            st = std::move(saved);
+          }
+          break;
+        }
+      }
+    }
   }
 }
 

@@ -205,7 +205,6 @@ Plan Planner::Run() {
   State st;
   constexpr int kAttempts = 6;
   for (int attempt = 0; attempt <= kAttempts; ++attempt) {
-    if (attempt > 0) BuildExisting();
     if (attempt == kAttempts) {
       // Not settled: classes still short get no new spot or cross-zone share beyond one unit.
       for (size_t c = 0; c < classes_.size(); ++c)
@@ -232,10 +231,7 @@ Plan Planner::Run() {
     base.cost = base_cost_;
     base.budget_cut.assign(groups_.size(), 0);
     base.cut_by_team.assign(groups_.size(), 0);
-    PlaceOnExisting(base);
-    for (size_t g = 0; g < groups_.size(); ++g)
-      if (groups_[g].has_static_reason) base.rem[g] = 0;  // nothing new can hold them; reported as unplaced
-    st = ScaleUp(base);
+    st = FillAndScaleUp(base);
     std::vector<double> placed(classes_.size(), 0);
     for (size_t c = 0; c < classes_.size(); ++c) placed[c] = class_total_gpu_[c];
     for (size_t g = 0; g < groups_.size(); ++g) placed[groups_[g].cls] -= groups_[g].gpu_w * groups_[g].units.size();

@@ -178,6 +178,9 @@ class Planner {
   void GroupUnits();
   void BuildGroups();
   void BuildExisting();
+  // Existing node `node` as the snapshot has it: its free room after its
+  // running work, nothing pending on it.
+  void InitExisting(int node, Bin& b) const;
   void BuildStaticReasons();
   void BuildTeams();
 
@@ -211,7 +214,34 @@ class Planner {
   int MaxOpen(const Option& o, const State& st) const;
   int BlockOf(const Group& g, int option, const State& st) const;
 
-  void PlaceOnExisting(State& st);
+  // The order in which groups take the free room of existing nodes: GPU
+  // work before CPU-only work, each by `unit_value` (expected USD/h of one
+  // unit placed elsewhere) per GPU it takes (per unit for CPU-only work, or
+  // per vCPU with `cpu_per_vcpu`), highest first.
+  std::vector<int> ExistingFillOrder(const std::vector<double>& unit_value, bool cpu_per_vcpu = false) const;
+  // The order by priority, then size: what keeps high-priority work placed
+  // when budgets or limits leave some unplaced.
+  std::vector<int> PriorityFillOrder() const;
+  void PlaceOnExisting(State& st, const std::vector<int>& order);
+  // Per group, what one of its units costs on the new nodes of `st` (its
+  // part of their prices plus its risk), never below Group::lb; lb for
+  // groups with no unit there.
+  std::vector<double> RealizedUnitValue(const State& st) const;
+  // Units left unplaced, as (priority, count) pairs flattened, highest
+  // priority first.
+  std::vector<int> UnplacedByPriority(const State& st) const;
+  // Rebuilds the existing nodes, fills their free room, scales up the rest;
+  // on small inputs with free room several fill orders, keeping the best.
+  State FillAndScaleUp(const State& base);
+  // Whether units of `g` may go on existing node bin `b` (pool, zone, type
+  // pin, fit, capacity type); allowances are the caller's.
+  bool MayUseExisting(const Group& g, const Bin& b) const;
+  // Repairs after the constructive pass, on the free room of existing nodes
+  // and of new single nodes: closes a new node when its units fit in that
+  // room (moving out of the way work that has room elsewhere), and moves
+  // pending work off existing spot nodes into room with less risk. Keeps
+  // every move that lowers the expected cost.
+  void UseFreeRoom(State& st);
   void Greedy(State& st, const std::vector<int>& order) const;
   void Classify(State& st) const;
   void LocalSearch(State& st) const;

@@ -440,41 +440,43 @@ void Planner::BuildTeams() {
   }
 }
 
+void Planner::InitExisting(int node, Bin& b) const {
+  const Node& n = snap_.nodes[node];
+  b = Bin{};
+  b.node = node;
+  auto t = type_by_name_.find(n.offering.instance_type);
+  b.type = t == type_by_name_.end() ? -1 : t->second;
+  b.pool = -1;
+  for (size_t p = 0; p < pools_.size(); ++p)
+    if (pools_[p].pol.name == n.pool) b.pool = int(p);
+  SetPrices(n.offering, b);
+  b.accepts = n.AcceptsWork() && b.type >= 0;
+  if (b.type < 0) return;
+  const InstanceType& it = snap_.instance_types[b.type];
+  SetCapacity(it, b);
+  // Running work takes its resources first; MIG and whole GPUs before fractions.
+  std::vector<int> order(n.running.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = int(k);
+  auto rank = [&](const DemandUnit& u) { return u.gpus > 0 ? 0 : !u.mig_profile.empty() ? 1 : u.gpu_milli > 0 ? 2 : 3; };
+  std::stable_sort(order.begin(), order.end(), [&](int a, int c) { return rank(n.running[a]) < rank(n.running[c]); });
+  for (int k : order) {
+    const DemandUnit& u = n.running[k];
+    const Shape s = ShapeOf(u);
+    int mig = s.mig ? MigIndex(u, it) : -1;
+    if (Take(b, s, mig, 1) == 1) continue;
+    // Over-committed input: take what is asked regardless, so nothing else lands here.
+    b.free_cpu -= s.cpu;
+    b.free_mem -= s.mem;
+    if (s.gpus > 0) b.free_whole -= s.gpus;
+    else if (s.milli > 0 || s.mig) b.free_whole -= 1;
+    if (b.free_whole < 0) b.free_whole = 0;
+  }
+}
+
 void Planner::BuildExisting() {
   existing_.assign(snap_.nodes.size(), Bin{});
   existing_order_.clear();
-  for (size_t i = 0; i < snap_.nodes.size(); ++i) {
-    const Node& n = snap_.nodes[i];
-    Bin& b = existing_[i];
-    b.node = int(i);
-    auto t = type_by_name_.find(n.offering.instance_type);
-    b.type = t == type_by_name_.end() ? -1 : t->second;
-    b.pool = -1;
-    for (size_t p = 0; p < pools_.size(); ++p)
-      if (pools_[p].pol.name == n.pool) b.pool = int(p);
-    SetPrices(n.offering, b);
-    b.accepts = n.AcceptsWork() && b.type >= 0;
-    if (b.type < 0) continue;
-    const InstanceType& it = snap_.instance_types[b.type];
-    SetCapacity(it, b);
-    // Running work takes its resources first; MIG and whole GPUs before fractions.
-    std::vector<int> order(n.running.size());
-    for (size_t k = 0; k < order.size(); ++k) order[k] = int(k);
-    auto rank = [&](const DemandUnit& u) { return u.gpus > 0 ? 0 : !u.mig_profile.empty() ? 1 : u.gpu_milli > 0 ? 2 : 3; };
-    std::stable_sort(order.begin(), order.end(), [&](int a, int c) { return rank(n.running[a]) < rank(n.running[c]); });
-    for (int k : order) {
-      const DemandUnit& u = n.running[k];
-      const Shape s = ShapeOf(u);
-      int mig = s.mig ? MigIndex(u, it) : -1;
-      if (Take(b, s, mig, 1) == 1) continue;
-      // Over-committed input: take what is asked regardless, so nothing else lands here.
-      b.free_cpu -= s.cpu;
-      b.free_mem -= s.mem;
-      if (s.gpus > 0) b.free_whole -= s.gpus;
-      else if (s.milli > 0 || s.mig) b.free_whole -= 1;
-      if (b.free_whole < 0) b.free_whole = 0;
-    }
-  }
+  for (size_t i = 0; i < snap_.nodes.size(); ++i) InitExisting(int(i), existing_[i]);
   for (size_t i = 0; i < existing_.size(); ++i)
     if (existing_[i].accepts) existing_order_.push_back(int(i));
   // On-demand first (no interruption risk for what lands there), then the

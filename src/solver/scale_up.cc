@@ -128,7 +128,35 @@ int Planner::BlockOf(const Group& g, int option, const State& st) const {
   return kBlockNone;
 }
 
-void Planner::PlaceOnExisting(State& st) {
+std::vector<int> Planner::ExistingFillOrder(const std::vector<double>& unit_value, bool cpu_per_vcpu) const {
+  std::vector<int> order(groups_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = int(i);
+  // Free room goes first to the work that would cost the most elsewhere per
+  // GPU it takes (per unit for CPU-only work, which comes after all GPU work
+  // and whose binding resource may be vCPU or memory): units with dear
+  // alternatives (pins, scarce models) before units that a cheap new node
+  // holds as well; on a tie, the units with fewer offerings that hold them.
+  // A group that no new node can hold has an infinite value and goes first.
+  auto density = [&](int g) {
+    const Group& x = groups_[g];
+    if (x.gpu_w > 0) return unit_value[g] / x.gpu_w;
+    return cpu_per_vcpu && x.shape.cpu > 0 ? unit_value[g] / double(x.shape.cpu) : unit_value[g];
+  };
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    const Group& x = groups_[a];
+    const Group& y = groups_[b];
+    if ((x.gpu_w > 0) != (y.gpu_w > 0)) return x.gpu_w > 0;
+    const double da = density(a), db = density(b);
+    if (std::abs(da - db) > 1e-9 * std::max(1.0, std::abs(da)) && !(std::isinf(da) && std::isinf(db))) return da > db;
+    if (x.cands.size() != y.cands.size()) return x.cands.size() < y.cands.size();
+    if (x.priority != y.priority) return x.priority > y.priority;
+    if (x.gpu_w != y.gpu_w) return x.gpu_w > y.gpu_w;
+    return x.shape.cpu > y.shape.cpu;
+  });
+  return order;
+}
+
+std::vector<int> Planner::PriorityFillOrder() const {
   std::vector<int> order(groups_.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = int(i);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
@@ -138,16 +166,25 @@ void Planner::PlaceOnExisting(State& st) {
     if (x.gpu_w != y.gpu_w) return x.gpu_w > y.gpu_w;
     return x.shape.cpu > y.shape.cpu;
   });
+  return order;
+}
+
+bool Planner::MayUseExisting(const Group& g, const Bin& b) const {
+  if (b.type < 0 || !g.zone_ok[b.zone] || !g.type_pin_ok[b.type] || g.fit_by_type[b.type] == 0) return false;
+  if (b.pool >= 0 ? !g.pool_ok[b.pool] : (!g.rep->pool.empty() || (classes_[g.cls].pol && !classes_[g.cls].pol->pools.empty())))
+    return false;
+  if (b.spot && !g.interruptible) return false;
+  if (g.rep->capacity_type && (*g.rep->capacity_type == CapacityType::kSpot) != b.spot) return false;
+  return true;
+}
+
+void Planner::PlaceOnExisting(State& st, const std::vector<int>& order) {
   for (int gi : order) {
     const Group& g = groups_[gi];
     for (int bi : existing_order_) {
       if (st.rem[gi] == 0) break;
       Bin& b = existing_[bi];
-      if (b.type < 0 || !g.zone_ok[b.zone] || !g.type_pin_ok[b.type] || g.fit_by_type[b.type] == 0) continue;
-      if (b.pool >= 0 ? !g.pool_ok[b.pool] : (!g.rep->pool.empty() || (classes_[g.cls].pol && !classes_[g.cls].pol->pools.empty())))
-        continue;
-      if (b.spot && !g.interruptible) continue;
-      if (g.rep->capacity_type && (*g.rep->capacity_type == CapacityType::kSpot) != b.spot) continue;
+      if (!MayUseExisting(g, b)) continue;
       const int t = Take(b, g.shape, g.mig_by_type[b.type], std::min(st.rem[gi], Limit(g, b, st.allow)));
       if (t <= 0) continue;
       b.content.emplace_back(gi, t);
@@ -156,6 +193,337 @@ void Planner::PlaceOnExisting(State& st) {
       st.rem[gi] -= t;
     }
   }
+}
+
+std::vector<double> Planner::RealizedUnitValue(const State& st) const {
+  std::vector<double> value(groups_.size(), 0.0);
+  std::vector<double> units(groups_.size(), 0.0);
+  for (const Bin& b : st.bins) {
+    double gpu_load = 0, cpu_load = 0;
+    for (auto [g, t] : b.content) {
+      gpu_load += t * groups_[g].gpu_w;
+      cpu_load += t * double(groups_[g].shape.cpu);
+    }
+    for (auto [g, t] : b.content) {
+      const Group& grp = groups_[g];
+      // A unit's part of its node's price: by GPUs on a node with GPU work,
+      // else by vCPU; plus its own risk.
+      const double part = gpu_load > 0 ? t * grp.gpu_w / gpu_load : cpu_load > 0 ? t * double(grp.shape.cpu) / cpu_load : 0;
+      value[g] += b.mult * (b.price * part + t * Risk(grp, b));
+      units[g] += double(b.mult) * t;
+    }
+  }
+  for (size_t g = 0; g < groups_.size(); ++g)
+    value[g] = units[g] > 0 ? std::max(groups_[g].lb, value[g] / units[g]) : groups_[g].lb;
+  return value;
+}
+
+std::vector<int> Planner::UnplacedByPriority(const State& st) const {
+  std::vector<std::pair<int, int>> left;  // (priority, units)
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    int placed = 0;
+    for (const Bin& b : existing_)
+      for (auto [h, t] : b.content)
+        if (h == int(g)) placed += t;
+    for (const Bin& b : st.bins)
+      for (auto [h, t] : b.content)
+        if (h == int(g)) placed += t * b.mult;
+    if (int(groups_[g].units.size()) > placed) left.emplace_back(groups_[g].priority, int(groups_[g].units.size()) - placed);
+  }
+  std::sort(left.begin(), left.end(), [](auto a, auto b) { return a.first > b.first; });
+  std::vector<int> key;
+  for (auto [priority, n] : left) {
+    if (key.empty() || key[key.size() - 2] != priority) {
+      key.push_back(priority);
+      key.push_back(0);
+    }
+    key.back() += n;
+  }
+  return key;
+}
+
+void Planner::UseFreeRoom(State& st) {
+  constexpr double kMinGain = 1e-9;
+  // Puts up to `count` units of `g` in free room, existing nodes first, then
+  // new single nodes, skipping new bins `skip_new` and `skip_new2` and
+  // existing node `skip_node`, and only where a unit's risk is below
+  // `max_risk`. Adds the risk taken to `delta`; returns the units left over.
+  auto place_free = [&](int g, int count, int skip_new, int skip_new2, int skip_node, double max_risk, double& delta) {
+    const Group& grp = groups_[g];
+    auto put = [&](Bin& d) {
+      const double r = Risk(grp, d);
+      if (r >= max_risk) return;
+      const int k = Take(d, grp.shape, grp.mig_by_type[d.type], std::min(count, Limit(grp, d, st.allow)));
+      if (k <= 0) return;
+      d.content.emplace_back(g, k);
+      d.risk += k * r;
+      delta += k * r;
+      Consume(grp, d, k, st.allow);
+      count -= k;
+    };
+    for (int bi : existing_order_) {
+      if (count == 0) break;
+      if (bi != skip_node && MayUseExisting(grp, existing_[bi])) put(existing_[bi]);
+    }
+    for (size_t j = 0; j < st.bins.size() && count > 0; ++j)
+      if (int(j) != skip_new && int(j) != skip_new2 && st.bins[j].mult == 1 && grp.cand_mask[st.bins[j].option])
+        put(st.bins[j]);
+    return count;
+  };
+  // Opens new single nodes for `count` units of `g`, each of the option
+  // with the lowest expected cost per unit it holds that the limits allow.
+  // Adds their cost to `delta`; returns the units left over.
+  Bin scratch;
+  auto open_new = [&](int g, int count, double& delta) {
+    const Group& grp = groups_[g];
+    while (count > 0) {
+      int best = -1, best_k = 0;
+      double best_per_unit = kInf;
+      for (int o : grp.cands) {
+        if (BlockOf(grp, o, st) != kBlockNone) continue;
+        InitBin(scratch, o);
+        const int k = Take(scratch, grp.shape, grp.mig_by_type[scratch.type], std::min(count, Limit(grp, scratch, st.allow)));
+        if (k <= 0) continue;
+        const double per_unit = (scratch.price + k * Risk(grp, scratch)) / k;
+        if (per_unit < best_per_unit - 1e-12) {
+          best_per_unit = per_unit;
+          best = o;
+          best_k = k;
+        }
+      }
+      if (best < 0) return count;
+      Bin& b = st.bins.emplace_back();
+      InitBin(b, best);
+      Take(b, grp.shape, grp.mig_by_type[b.type], best_k);
+      b.content.emplace_back(g, best_k);
+      b.risk = best_k * Risk(grp, b);
+      Consume(grp, b, best_k, st.allow);
+      const Option& o = options_[best];
+      st.pool_count[o.pool] += 1;
+      st.pool_cost[o.pool] += o.price;
+      st.cost += o.price;
+      st.added += 1;
+      delta += BinCost(b);
+      count -= best_k;
+    }
+    return 0;
+  };
+  // Takes every unit of `g` off `b` (existing node `node`, or new single
+  // bin when node < 0) and rebuilds it from the rest: returns how many.
+  auto take_off = [&](Bin& b, int node, int g, double& delta) {
+    std::vector<std::pair<int, int>> kept;
+    int removed = 0;
+    for (auto [h, t] : b.content) {
+      if (h == g) removed += t;
+      else kept.emplace_back(h, t);
+    }
+    if (removed == 0) return 0;
+    Consume(groups_[g], b, -double(removed), st.allow);
+    delta -= removed * Risk(groups_[g], b);
+    if (node >= 0) {
+      InitExisting(node, b);
+      for (auto [h, t] : kept) {
+        Take(b, groups_[h].shape, groups_[h].mig_by_type[b.type], t);  // a subset of what fitted: fits
+        b.content.emplace_back(h, t);
+        b.risk += t * Risk(groups_[h], b);
+      }
+    } else {
+      Refill(b, b.option, kept);  // a subset of what fitted: fits
+    }
+    return removed;
+  };
+  // Makes room for up to `left` units of `g` on `b` by moving the units of
+  // another group `h` out: `g` takes what it can, `h` takes back what still
+  // fits, the rest of `h` goes to free room elsewhere or on new nodes.
+  // Returns the units of `g` placed; `ok` false when `h` found no home.
+  auto evict_for = [&](int g, int left, int h, int node, int new_index, int victim, double& delta, bool& ok) {
+    auto bin = [&]() -> Bin& { return node >= 0 ? existing_[node] : st.bins[new_index]; };
+    const Group& grp = groups_[g];
+    const Group& hg = groups_[h];
+    const int moved = take_off(bin(), node, h, delta);
+    Bin& b = bin();
+    const int k = Take(b, grp.shape, grp.mig_by_type[b.type], std::min(left, Limit(grp, b, st.allow)));
+    if (k > 0) {
+      b.content.emplace_back(g, k);
+      b.risk += k * Risk(grp, b);
+      delta += k * Risk(grp, b);
+      Consume(grp, b, k, st.allow);
+    }
+    const int back = Take(b, hg.shape, hg.mig_by_type[b.type], std::min(moved, Limit(hg, b, st.allow)));
+    if (back > 0) {
+      b.content.emplace_back(h, back);
+      b.risk += back * Risk(hg, b);
+      delta += back * Risk(hg, b);
+      Consume(hg, b, back, st.allow);
+    }
+    int rest = place_free(h, moved - back, victim, new_index, node, kInf, delta);
+    if (rest > 0) rest = open_new(h, rest, delta);
+    if (rest > 0) ok = false;
+    return k;
+  };
+  auto others_on = [](const Bin& b, int g) {
+    std::vector<int> others;
+    for (auto [h, k] : b.content)
+      if (h != g && std::find(others.begin(), others.end(), h) == others.end()) others.push_back(h);
+    return others;
+  };
+
+  // 1. Close a new node (one copy of a bulk bin) by moving its units into
+  //    free room; where a unit does not fit, a node (existing or new) may
+  //    make room by moving another group's units elsewhere.
+  int tries = 0;
+  for (size_t i = 0; i < st.bins.size() && tries < 256; ++i) {
+    if (st.bins[i].content.empty()) continue;
+    ++tries;
+    State saved = st;
+    std::vector<Bin> saved_existing = existing_;
+    const Bin victim = st.bins[i];
+    double delta = -BinCost(victim);  // one node of the bin
+    std::vector<std::pair<int, int>> content = victim.content;
+    std::stable_sort(content.begin(), content.end(),
+                     [&](auto a, auto b) { return groups_[a.first].cands.size() < groups_[b.first].cands.size(); });
+    for (auto [g, t] : content) Consume(groups_[g], victim, -double(t), st.allow);
+    const int skip = int(i);  // the victim's own room is not free room
+    bool ok = true;
+    for (auto [g, t] : content) {
+      int left = place_free(g, t, skip, -1, -1, kInf, delta);
+      const Group& grp = groups_[g];
+      for (int bi : existing_order_) {
+        if (left == 0 || !ok) break;
+        if (!MayUseExisting(grp, existing_[bi])) continue;
+        for (int h : others_on(existing_[bi], g)) {
+          if (left == 0 || !ok) break;
+          left -= evict_for(g, left, h, bi, -1, skip, delta, ok);
+        }
+      }
+      const size_t new_bins = st.bins.size();
+      for (size_t j = 0; j < new_bins && left > 0 && ok; ++j) {
+        if (int(j) == skip || st.bins[j].mult != 1 || !grp.cand_mask[st.bins[j].option]) continue;
+        for (int h : others_on(st.bins[j], g)) {
+          if (left == 0 || !ok) break;
+          left -= evict_for(g, left, h, -1, int(j), skip, delta, ok);
+        }
+      }
+      if (left > 0) ok = false;
+      if (!ok) break;
+    }
+    if (ok && delta < -kMinGain) {
+      const Option& vo = options_[victim.option];
+      st.pool_count[vo.pool] -= 1;
+      st.pool_cost[vo.pool] -= vo.price;
+      st.cost -= vo.price;
+      st.added -= 1;
+      if (st.bins[i].mult > 1) {
+        st.bins[i].mult -= 1;
+      } else {
+        st.bins.erase(st.bins.begin() + long(i));
+      }
+      --i;  // the same bin (or the one now at i) again
+    } else {
+      st = std::move(saved);
+      existing_ = std::move(saved_existing);
+    }
+  }
+  // 2. Pending work on existing spot nodes moves to free room with less risk.
+  for (int bi : existing_order_) {
+    if (existing_[bi].risk <= kMinGain) continue;
+    std::vector<int> risky;
+    for (auto [g, t] : existing_[bi].content)
+      if (Risk(groups_[g], existing_[bi]) > kMinGain && std::find(risky.begin(), risky.end(), g) == risky.end())
+        risky.push_back(g);
+    for (int g : risky) {
+      State saved = st;
+      std::vector<Bin> saved_existing = existing_;
+      double delta = 0;
+      const double here = Risk(groups_[g], existing_[bi]);
+      const int moved = take_off(existing_[bi], bi, g, delta);
+      const int stay = place_free(g, moved, -1, -1, bi, here - kMinGain, delta);
+      Bin& b = existing_[bi];
+      const Group& grp = groups_[g];
+      const int back = Take(b, grp.shape, grp.mig_by_type[b.type], std::min(stay, Limit(grp, b, st.allow)));
+      if (back > 0) {
+        b.content.emplace_back(g, back);
+        b.risk += back * here;
+        delta += back * here;
+        Consume(grp, b, back, st.allow);
+      }
+      if (back != stay || delta >= -kMinGain) {
+        st = std::move(saved);
+        existing_ = std::move(saved_existing);
+      }
+    }
+  }
+}
+
+State Planner::FillAndScaleUp(const State& base) {
+  // Each try fills the free room of existing nodes in one order, then plans
+  // new nodes for the rest. A plan wins by leaving less work unplaced
+  // (higher priorities first), then by its expected cost: new nodes plus the
+  // risk of what the free room took.
+  struct Tried {
+    State st;
+    std::vector<Bin> existing;
+    std::vector<int> unplaced;
+    double cost = 0;
+  };
+  int pending = 0;
+  for (int r : base.rem) pending += r;
+  const bool small = pending <= opts_.multi_start_max_units;
+  auto attempt = [&](const std::vector<int>& order) {
+    BuildExisting();
+    Tried t;
+    State start = base;
+    PlaceOnExisting(start, order);
+    for (size_t g = 0; g < groups_.size(); ++g)
+      if (groups_[g].has_static_reason) start.rem[g] = 0;  // nothing new can hold them; reported as unplaced
+    t.st = ScaleUp(start);
+    if (small && opts_.local_search) UseFreeRoom(t.st);
+    t.unplaced = UnplacedByPriority(t.st);
+    t.cost = TotalCost(t.st);
+    for (const Bin& b : existing_) t.cost += b.risk;
+    t.existing = std::move(existing_);
+    return t;
+  };
+  auto better = [](const Tried& a, const Tried& b) {
+    // Fewer unplaced at the highest priority where they differ.
+    for (size_t i = 0; i < a.unplaced.size() || i < b.unplaced.size(); i += 2) {
+      if (i >= a.unplaced.size()) return true;
+      if (i >= b.unplaced.size()) return false;
+      if (a.unplaced[i] != b.unplaced[i]) return a.unplaced[i] < b.unplaced[i];
+      if (a.unplaced[i + 1] != b.unplaced[i + 1]) return a.unplaced[i + 1] < b.unplaced[i + 1];
+    }
+    return a.cost < b.cost - 1e-9;
+  };
+  std::vector<double> lb(groups_.size());
+  for (size_t g = 0; g < groups_.size(); ++g) lb[g] = groups_[g].lb;
+  Tried best = attempt(ExistingFillOrder(lb));
+  // Other orders can only differ where some existing node had room left.
+  bool free_room = false;
+  for (int bi : existing_order_) {
+    const Bin& b = best.existing[bi];
+    free_room = free_room || !b.content.empty() || b.free_whole > 0 || b.free_cpu > 0;
+  }
+  if (free_room) {
+    std::vector<std::vector<int>> orders;
+    // Work left unplaced by a limit (budget, max nodes, spot share) is
+    // where priority decides who keeps the free room.
+    const bool limited = Unplaced(best.st) > 0;
+    if (limited) orders.push_back(PriorityFillOrder());
+    if (small && groups_.size() > 1) {
+      orders.push_back(ExistingFillOrder(RealizedUnitValue(best.st)));
+      orders.push_back(ExistingFillOrder(lb, true));
+      if (!limited) orders.push_back(PriorityFillOrder());
+    }
+    std::vector<std::vector<int>> seen = {ExistingFillOrder(lb)};
+    for (const auto& order : orders) {
+      if (std::find(seen.begin(), seen.end(), order) != seen.end()) continue;
+      seen.push_back(order);
+      Tried t = attempt(order);
+      if (better(t, best)) best = std::move(t);
+    }
+  }
+  existing_ = std::move(best.existing);
+  return std::move(best.st);
 }
 
 void Planner::Greedy(State& st, const std::vector<int>& rank) const {
@@ -335,6 +703,8 @@ State Planner::ScaleUp(const State& base) {
   int pending = 0;
   for (int r : base.rem) pending += r;
   if (pending <= opts_.multi_start_max_units && ng > 1) {
+    std::vector<double> lbs(ng);
+    for (size_t g = 0; g < ng; ++g) lbs[g] = groups_[g].lb;
     ranks.push_back(make_rank([&](int a, int b) { return groups_[a].lb > groups_[b].lb; }));
     ranks.push_back(make_rank([&](int a, int b) {
       const Group& x = groups_[a];
@@ -343,6 +713,12 @@ State Planner::ScaleUp(const State& base) {
       return x.gpu_w > y.gpu_w;
     }));
     ranks.push_back(make_rank([&](int a, int b) { return groups_[a].interruptible < groups_[b].interruptible; }));
+    // Scarce work first: a node bought for units with few or dear
+    // alternatives is filled with them before flexible work takes its room.
+    const std::vector<int> scarce = ExistingFillOrder(lbs);
+    std::vector<int> rank(ng);
+    for (size_t i = 0; i < ng; ++i) rank[scarce[i]] = int(i);
+    ranks.push_back(std::move(rank));
   }
   auto solve = [&](const State& start) {
     State best;

@@ -9,12 +9,24 @@
 //
 // What it does, in order:
 //  1. Pending units with identical shapes are grouped; each group is placed
-//     on free capacity of existing (ready or launching) nodes first.
+//     on free capacity of existing (ready or launching) nodes first. That
+//     room goes to the groups whose cheapest other placement costs most per
+//     GPU (GPU work before CPU-only work; fewer offerings that hold them on
+//     a tie), so units pinned to a GPU model, zone or GPU memory are not
+//     pushed onto dear new nodes by flexible work. When a limit leaves work
+//     unplaced, the fill by priority is tried too and the plan that leaves
+//     less high-priority work unplaced wins. Small inputs try further fill
+//     orders (one from the cost each group met on new nodes) and keep the
+//     cheapest, then repair: a new node closes when its units fit in free
+//     room of existing or other new nodes (moving another group's units to
+//     room elsewhere or to a cheaper new node), and pending work leaves an
+//     existing spot node for room with less risk.
 //  2. The rest go on new nodes, chosen node by node by the lowest expected
 //     hourly cost (price + interruption risk of the work on spot) per unit of
 //     demand, where a unit's demand is valued at its cheapest possible cost
 //     per unit (a lower bound); identical nodes are opened in bulk. A local
-//     search then re-types, merges and empties new nodes while it saves.
+//     search then re-types, merges and empties new nodes, and gives a
+//     class's spot share to the new nodes where it saves most, while it saves.
 //     Several fill orders are tried on small inputs and the cheapest is kept.
 //  3. Hard constraints: GPU count/model/memory (UnitFitsType in
 //     model/compatibility.h, which the policy loader checks classes with),
