@@ -71,6 +71,10 @@ class Workload final : public WorkSource, public SimCloudObserver {
   const std::vector<DemandUnit>& RunningOn(const std::string& instance_id) override;
   uint64_t RunningVersion(const std::string& instance_id) const override;
   std::vector<SignalStatus> Signals() const override;
+  // GPUs held by running jobs × the time they ran, per node and (class,
+  // team), since the previous call: exact, from placement to finish,
+  // eviction or `now`.
+  std::optional<HeldGpuSeconds> TakeHeldGpuSeconds(WallTime now) override;
   // The time Signals() reports as sampled (the replay's current time).
   void SetSignalTime(WallTime t) { signal_time_ = t; }
 
@@ -150,6 +154,9 @@ class Workload final : public WorkSource, public SimCloudObserver {
   void Evict(size_t job, WallTime now, bool interrupted);
   double JobGpus(const Job& j) const;
   void Touch(SimNode& n) { n.version = ++version_counter_; }
+  // Adds the job's held GPU-seconds from the later of its start and the
+  // last TakeHeldGpuSeconds up to `now` to held_.
+  void AddHeld(size_t job, const std::string& instance_id, WallTime now);
 
   const Trace& trace_;
   const Catalog& catalog_;
@@ -174,6 +181,8 @@ class Workload final : public WorkSource, public SimCloudObserver {
   uint64_t version_counter_ = 1;
   WallTime signal_time_{};
   WorkloadStats stats_;
+  HeldGpuSeconds held_;   // since held_since_, of jobs that stopped running
+  WallTime held_since_{};
 };
 
 }  // namespace gpuscaler::sim

@@ -49,6 +49,7 @@ Controller::Controller(const Clock& clock, CloudProvider& cloud, AuditStore* sto
                        const Catalog& catalog, Policy policy, ControllerOptions options, PlannerFn planner)
     : clock_(clock),
       store_(store),
+      work_(work),
       policy_(std::move(policy)),
       options_(std::move(options)),
       default_planner_(!planner),
@@ -81,6 +82,7 @@ TickReport Controller::Tick() {
   if (store_ != nullptr) report.Record(store_->BeginTick());
 
   // Observe.
+  if (std::optional<HeldGpuSeconds> held = work_.TakeHeldGpuSeconds(now)) report.Record(usage_.AddHeld(*held));
   report.Record(usage_.Accumulate(now, state_.BilledNodes()));
   state_.AccumulateExposure(now);
   if (!risk_restored_) {
@@ -280,6 +282,12 @@ void Controller::Commit(const ActuationResult& result, WallTime now, bool struct
   gate_.NoteChange(changed.any, changed.structural);
 }
 
-Status Controller::FlushUsage() { return usage_.Flush(clock_.WallNow(), state_.BilledNodes()); }
+Status Controller::FlushUsage() {
+  const WallTime now = clock_.WallNow();
+  if (std::optional<HeldGpuSeconds> held = work_.TakeHeldGpuSeconds(now)) {
+    if (Status s = usage_.AddHeld(*held); !s.ok()) return s;
+  }
+  return usage_.Flush(now, state_.BilledNodes());
+}
 
 }  // namespace gpuscaler
