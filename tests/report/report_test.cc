@@ -189,7 +189,7 @@ TEST_F(GoldenScenario, EveryFormatMatchesItsGoldenFile) {
       {"focus.csv", GoldenParams("focus")},
       {"report.html", GoldenParams("html")},
   };
-  for (const char* view : {"allocation", "savings", "budget", "decisions", "nodes"}) {
+  for (const char* view : {"allocation", "savings", "budget", "decisions", "nodes", "predictions", "prediction_summary"}) {
     auto params = GoldenParams("csv");
     params["view"] = view;
     cases.push_back({std::string(view) + ".csv", params});
