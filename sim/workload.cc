@@ -25,7 +25,7 @@ bool Contains(const std::vector<std::string>& v, const std::string& s) {
 
 Workload::Workload(const Trace& trace, const Catalog& catalog, const Policy& policy, WallTime start,
                    size_t max_pending)
-    : trace_(trace), catalog_(catalog), start_(start), max_pending_(max_pending), signal_time_(start), held_since_(start) {
+    : trace_(trace), catalog_(catalog), start_(start), max_pending_(max_pending), signal_time_(start) {
   jobs_.resize(trace_.jobs.size());
   shape_of_.resize(trace_.jobs.size());
   std::unordered_map<std::string, int> shapes;
@@ -354,6 +354,7 @@ void Workload::OnGone(const std::string& instance_id, WallTime at, bool interrup
 }
 
 void Workload::AddHeld(size_t job, const std::string& instance_id, WallTime now) {
+  if (!measuring_held_) return;
   const Job& j = jobs_[job];
   const WallTime from = std::max(j.run_start, held_since_);
   const double gpu_seconds = JobGpus(j) * static_cast<double>((now - from).count());
@@ -363,6 +364,11 @@ void Workload::AddHeld(size_t job, const std::string& instance_id, WallTime now)
 }
 
 std::optional<HeldGpuSeconds> Workload::TakeHeldGpuSeconds(WallTime now) {
+  if (!measuring_held_) {
+    measuring_held_ = true;
+    held_since_ = now;
+    return HeldGpuSeconds{};
+  }
   for (const SimNode& n : nodes_) {
     for (size_t job : n.jobs) AddHeld(job, n.id, now);
   }

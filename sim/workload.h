@@ -73,7 +73,7 @@ class Workload final : public WorkSource, public SimCloudObserver {
   std::vector<SignalStatus> Signals() const override;
   // GPUs held by running jobs × the time they ran, per node and (class,
   // team), since the previous call: exact, from placement to finish,
-  // eviction or `now`.
+  // eviction or `now`. The first call starts measuring and returns nothing.
   std::optional<HeldGpuSeconds> TakeHeldGpuSeconds(WallTime now) override;
   // The time Signals() reports as sampled (the replay's current time).
   void SetSignalTime(WallTime t) { signal_time_ = t; }
@@ -181,7 +181,8 @@ class Workload final : public WorkSource, public SimCloudObserver {
   uint64_t version_counter_ = 1;
   WallTime signal_time_{};
   WorkloadStats stats_;
-  HeldGpuSeconds held_;   // since held_since_, of jobs that stopped running
+  bool measuring_held_ = false;  // TakeHeldGpuSeconds was called
+  HeldGpuSeconds held_;          // since held_since_, of jobs that stopped running
   WallTime held_since_{};
 };
 

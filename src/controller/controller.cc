@@ -82,7 +82,9 @@ TickReport Controller::Tick() {
   if (store_ != nullptr) report.Record(store_->BeginTick());
 
   // Observe.
-  if (std::optional<HeldGpuSeconds> held = work_.TakeHeldGpuSeconds(now)) report.Record(usage_.AddHeld(*held));
+  if (store_ != nullptr) {
+    if (std::optional<HeldGpuSeconds> held = work_.TakeHeldGpuSeconds(now)) report.Record(usage_.AddHeld(*held));
+  }
   report.Record(usage_.Accumulate(now, state_.BilledNodes()));
   state_.AccumulateExposure(now);
   if (!risk_restored_) {
@@ -284,8 +286,10 @@ void Controller::Commit(const ActuationResult& result, WallTime now, bool struct
 
 Status Controller::FlushUsage() {
   const WallTime now = clock_.WallNow();
-  if (std::optional<HeldGpuSeconds> held = work_.TakeHeldGpuSeconds(now)) {
-    if (Status s = usage_.AddHeld(*held); !s.ok()) return s;
+  if (store_ != nullptr) {
+    if (std::optional<HeldGpuSeconds> held = work_.TakeHeldGpuSeconds(now)) {
+      if (Status s = usage_.AddHeld(*held); !s.ok()) return s;
+    }
   }
   return usage_.Flush(now, state_.BilledNodes());
 }

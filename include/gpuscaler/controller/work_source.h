@@ -45,12 +45,14 @@ class WorkSource {
   virtual uint64_t RunningVersion(const std::string& instance_id) const = 0;
   // The signals behind the demand, fresh or not.
   virtual std::vector<SignalStatus> Signals() const = 0;
-  // The GPU-seconds held on each node since the previous call (the first
-  // call: since the source started), up to `now`, when the source knows
-  // exactly when each unit ran (the simulator); the controller's usage rows
-  // then carry them as allocated and busy time. nullopt (the default): not
-  // known, the controller samples RunningOn at its ticks and busy time comes
-  // from utilisation (UsageMeter::SetUtilization).
+  // The GPU-seconds held on each node since the previous call, up to `now`,
+  // when the source knows exactly when each unit ran (the simulator); the
+  // controller's usage rows then carry them as allocated and busy time. The
+  // first call starts the measurement and returns nothing (so a source that
+  // is never asked measures nothing): the controller calls it from its first
+  // tick on when it records usage. nullopt (the default): not known, the
+  // controller samples RunningOn at its ticks and busy time comes from
+  // utilisation (UsageMeter::SetUtilization).
   virtual std::optional<HeldGpuSeconds> TakeHeldGpuSeconds(WallTime /*now*/) { return std::nullopt; }
 };
 
