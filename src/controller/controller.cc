@@ -102,6 +102,7 @@ TickReport Controller::Tick() {
     state_.Apply(drained, policy_, now, /*structural=*/true, &report);
   }
   const bool listed = state_.Observe(policy_, now, usage_.month_to_date_usd(), &report);
+  report.Record(usage_.FlushFullIntervals(now, state_.BilledNodes()));
   report.blocked_classes = state_.blocked_classes();
   if (!replacements_.empty() || !protecting_.empty()) ProgressReplacements(now, &report);
   const StateChanges observed = state_.TakeChanges();

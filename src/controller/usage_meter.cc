@@ -102,7 +102,7 @@ Status UsageMeter::Accumulate(WallTime now, const std::vector<Node>& nodes) {
       m.utilization_seconds += dt;
       m.utilization_sum += *m.utilization * dt;
     }
-    if (now - m.start >= interval_) {
+    if (!held_measured_ && now - m.start >= interval_) {
       Status s = FlushNode(node, m, now);
       if (!s.ok() && first_error.ok()) first_error = std::move(s);
     }
@@ -160,6 +160,18 @@ Status UsageMeter::EndNode(const Node& node, WallTime end) {
   Status s = store_ != nullptr ? FlushNode(node, it->second, std::max(end, it->second.start)) : Status::Ok();
   meters_.erase(it);
   return s;
+}
+
+Status UsageMeter::FlushFullIntervals(WallTime now, const std::vector<Node>& nodes) {
+  if (!held_measured_ || store_ == nullptr) return Status::Ok();
+  Status first_error = Status::Ok();
+  for (const Node& node : nodes) {
+    auto it = meters_.find(node.instance_id);
+    if (it == meters_.end() || now - it->second.start < interval_) continue;
+    Status s = FlushNode(node, it->second, now);
+    if (!s.ok() && first_error.ok()) first_error = std::move(s);
+  }
+  return first_error;
 }
 
 Status UsageMeter::Flush(WallTime now, const std::vector<Node>& nodes) {

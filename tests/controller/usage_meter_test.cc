@@ -148,6 +148,8 @@ TEST(UsageMeter, HeldGpuTimeFromTheWorkSourceIsAllocatedAndBusyInsteadOfSampling
   second["i-1"][{"inference", ""}] = 2000;
   ASSERT_TRUE(m.meter.AddHeld(second).ok());
   ASSERT_TRUE(m.meter.Accumulate(kStart + Seconds(3600), {m.node}).ok());
+  EXPECT_TRUE(m.Rows().empty()) << "with held time the full interval is written after the tick's node ends";
+  ASSERT_TRUE(m.meter.FlushFullIntervals(kStart + Seconds(3600), {m.node}).ok());
   std::map<std::pair<std::string, std::string>, std::pair<double, std::optional<double>>> got;
   for (const UsageRow& r : m.Rows()) {
     got[{r.usage.workload_class, r.usage.team}] = {r.usage.gpu_seconds_allocated, r.usage.gpu_seconds_busy};
@@ -155,6 +157,27 @@ TEST(UsageMeter, HeldGpuTimeFromTheWorkSourceIsAllocatedAndBusyInsteadOfSampling
   const std::map<std::pair<std::string, std::string>, std::pair<double, std::optional<double>>> want = {
       {{"inference", "search"}, {3000.0, 3000.0}}, {{"inference", "vision"}, {500.0, 500.0}}};
   EXPECT_EQ(got, want);
+}
+
+// A node that ended between two ticks, seen gone at the second one: its last
+// row ends at its end, where its held time ends, not at the tick.
+TEST(UsageMeter, HeldGpuTimeOfANodeThatEndedBetweenTicksEndsAtItsEnd) {
+  Meter m;
+  m.meter.AddNode("i-1", kStart);
+  ASSERT_TRUE(m.meter.AddHeld({}).ok());
+  ASSERT_TRUE(m.meter.Accumulate(kStart, {m.node}).ok());
+  HeldGpuSeconds held;
+  held["i-1"][{"batch", ""}] = 4 * 3000.0;  // 4 GPUs until the node ended at 50 min
+  ASSERT_TRUE(m.meter.AddHeld(held).ok());
+  const WallTime tick = kStart + Seconds(3600), end = kStart + Seconds(3000);
+  ASSERT_TRUE(m.meter.Accumulate(tick, {m.node}).ok());
+  ASSERT_TRUE(m.meter.EndNode(m.node, end).ok());
+  ASSERT_TRUE(m.meter.FlushFullIntervals(tick, {}).ok());
+  std::vector<UsageRow> rows = m.Rows();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].usage.end, end);
+  EXPECT_DOUBLE_EQ(rows[0].usage.gpu_seconds_allocated, 12000);
+  EXPECT_EQ(rows[0].usage.gpu_seconds_busy, 12000.0);
 }
 
 TEST(UsageMeter, HeldGpuTimeOnANodeItDoesNotMeterIsAnErrorNamingIt) {

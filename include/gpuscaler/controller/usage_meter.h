@@ -62,9 +62,16 @@ class UsageMeter {
   Status AddHeld(const HeldGpuSeconds& held);
   // Moves to `now`: adds the spend of `nodes` since the previous call to the
   // month-to-date total and their GPU time to each class; writes the rows of
-  // every node whose interval is full. Errors are returned (the rows of the
-  // other nodes are still written).
+  // every node whose interval is full (with held time: FlushFullIntervals
+  // does). Errors are returned (the rows of the other nodes are still
+  // written).
   Status Accumulate(WallTime now, const std::vector<Node>& nodes);
+  // With held time (AddHeld), writes the rows of every node whose interval
+  // is full; call once the tick has ended the nodes that are gone
+  // (EndNode), so a node that ended since the last tick has its last row end
+  // at its end, not at `now` (reports bill usage only within a node's life).
+  // Without held time: nothing (Accumulate wrote them). Errors as Accumulate.
+  Status FlushFullIntervals(WallTime now, const std::vector<Node>& nodes);
   // Writes the node's rows up to `end` and stops metering it.
   Status EndNode(const Node& node, WallTime end);
   // Writes the rows of every node up to `now` (before shutdown, at the end
