@@ -201,6 +201,7 @@ void Workload::Release(size_t job, WallTime now) {
   n.units.erase(n.units.begin() + static_cast<std::ptrdiff_t>(at));
   Touch(n);
   stats_.busy_gpu_seconds += JobGpus(j) * static_cast<double>((now - j.run_start).count());
+  AddHeld(job, n.id, now);
   --stats_.jobs_running;
   j.node = -1;
   j.gpus.clear();
@@ -360,6 +361,31 @@ void Workload::OnGone(const std::string& instance_id, WallTime at, bool interrup
     node_slot_[nodes_[s].id] = static_cast<int>(s);
     for (size_t job : nodes_[s].jobs) jobs_[job].node = static_cast<int>(s);
   }
+}
+
+void Workload::AddHeld(size_t job, const std::string& instance_id, WallTime now) {
+  if (!measuring_held_) return;
+  const Job& j = jobs_[job];
+  const WallTime from = std::max(j.run_start, held_since_);
+  const double gpu_seconds = JobGpus(j) * static_cast<double>((now - from).count());
+  if (gpu_seconds <= 0) return;
+  const DemandUnit& u = trace_.jobs[job].unit;
+  held_[instance_id][{u.workload_class, u.team}] += gpu_seconds;
+}
+
+std::optional<HeldGpuSeconds> Workload::TakeHeldGpuSeconds(WallTime now) {
+  if (!measuring_held_) {
+    measuring_held_ = true;
+    held_since_ = now;
+    return HeldGpuSeconds{};
+  }
+  for (const SimNode& n : nodes_) {
+    for (size_t job : n.jobs) AddHeld(job, n.id, now);
+  }
+  held_since_ = std::max(held_since_, now);
+  HeldGpuSeconds out = std::move(held_);
+  held_.clear();
+  return out;
 }
 
 void Workload::CloseAccounting(WallTime end) {

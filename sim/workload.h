@@ -71,6 +71,10 @@ class Workload final : public WorkSource, public SimCloudObserver {
   const std::vector<DemandUnit>& RunningOn(const std::string& instance_id) override;
   uint64_t RunningVersion(const std::string& instance_id) const override;
   std::vector<SignalStatus> Signals() const override;
+  // GPUs held by running jobs × the time they ran, per node and (class,
+  // team), since the previous call: exact, from placement to finish,
+  // eviction or `now`. The first call starts measuring and returns nothing.
+  std::optional<HeldGpuSeconds> TakeHeldGpuSeconds(WallTime now) override;
   // The time Signals() reports as sampled (the replay's current time).
   void SetSignalTime(WallTime t) { signal_time_ = t; }
 
@@ -156,6 +160,9 @@ class Workload final : public WorkSource, public SimCloudObserver {
   static int64_t RunProgress(const Job& j, WallTime now);
   double JobGpus(const Job& j) const;
   void Touch(SimNode& n) { n.version = ++version_counter_; }
+  // Adds the job's held GPU-seconds from the later of its start and the
+  // last TakeHeldGpuSeconds up to `now` to held_.
+  void AddHeld(size_t job, const std::string& instance_id, WallTime now);
 
   const Trace& trace_;
   const Catalog& catalog_;
@@ -180,6 +187,9 @@ class Workload final : public WorkSource, public SimCloudObserver {
   uint64_t version_counter_ = 1;
   WallTime signal_time_{};
   WorkloadStats stats_;
+  bool measuring_held_ = false;  // TakeHeldGpuSeconds was called
+  HeldGpuSeconds held_;          // since held_since_, of jobs that stopped running
+  WallTime held_since_{};
 };
 
 }  // namespace gpuscaler::sim

@@ -49,6 +49,7 @@ Controller::Controller(const Clock& clock, CloudProvider& cloud, AuditStore* sto
                        const Catalog& catalog, Policy policy, ControllerOptions options, PlannerFn planner)
     : clock_(clock),
       store_(store),
+      work_(work),
       policy_(std::move(policy)),
       options_(std::move(options)),
       default_planner_(!planner),
@@ -81,6 +82,9 @@ TickReport Controller::Tick() {
   if (store_ != nullptr) report.Record(store_->BeginTick());
 
   // Observe.
+  if (store_ != nullptr) {
+    if (std::optional<HeldGpuSeconds> held = work_.TakeHeldGpuSeconds(now)) report.Record(usage_.AddHeld(*held));
+  }
   report.Record(usage_.Accumulate(now, state_.BilledNodes()));
   state_.AccumulateExposure(now);
   if (!risk_restored_) {
@@ -98,6 +102,7 @@ TickReport Controller::Tick() {
     state_.Apply(drained, policy_, now, /*structural=*/true, &report);
   }
   const bool listed = state_.Observe(policy_, now, usage_.month_to_date_usd(), &report);
+  report.Record(usage_.FlushFullIntervals(now, state_.BilledNodes()));
   report.blocked_classes = state_.blocked_classes();
   if (!replacements_.empty() || !protecting_.empty()) ProgressReplacements(now, &report);
   const StateChanges observed = state_.TakeChanges();
@@ -294,6 +299,14 @@ void Controller::Commit(const ActuationResult& result, WallTime now, bool struct
   gate_.NoteChange(changed.any, changed.structural);
 }
 
-Status Controller::FlushUsage() { return usage_.Flush(clock_.WallNow(), state_.BilledNodes()); }
+Status Controller::FlushUsage() {
+  const WallTime now = clock_.WallNow();
+  if (store_ != nullptr) {
+    if (std::optional<HeldGpuSeconds> held = work_.TakeHeldGpuSeconds(now)) {
+      if (Status s = usage_.AddHeld(*held); !s.ok()) return s;
+    }
+  }
+  return usage_.Flush(now, state_.BilledNodes());
+}
 
 }  // namespace gpuscaler

@@ -25,14 +25,33 @@ void UsageMeter::AddNode(const std::string& instance_id, WallTime now) {
 void UsageMeter::SetRunning(const std::string& instance_id, const std::vector<DemandUnit>& running) {
   Meter& m = meters_[instance_id];
   m.gpus_by_class.clear();
-  for (const DemandUnit& u : running) {
-    std::string team = u.team;
-    if (team.empty()) {
-      auto it = class_teams_.find(u.workload_class);
-      if (it != class_teams_.end()) team = it->second;
+  for (const DemandUnit& u : running) m.gpus_by_class[{u.workload_class, TeamOf(u.workload_class, u.team)}] += GpuShare(u);
+}
+
+std::string UsageMeter::TeamOf(const std::string& workload_class, const std::string& unit_team) const {
+  if (!unit_team.empty()) return unit_team;
+  auto it = class_teams_.find(workload_class);
+  return it != class_teams_.end() ? it->second : std::string();
+}
+
+Status UsageMeter::AddHeld(const HeldGpuSeconds& held) {
+  held_measured_ = true;
+  if (store_ == nullptr) return Status::Ok();
+  std::string unmetered;
+  for (const auto& [instance_id, by_unit] : held) {
+    auto it = meters_.find(instance_id);
+    if (it == meters_.end()) {
+      unmetered += unmetered.empty() ? instance_id : ", " + instance_id;
+      continue;
     }
-    m.gpus_by_class[{u.workload_class, std::move(team)}] += GpuShare(u);
+    for (const auto& [key, gpu_seconds] : by_unit) {
+      it->second.gpu_seconds[{key.first, TeamOf(key.first, key.second)}] += gpu_seconds;
+    }
   }
+  if (!unmetered.empty()) {
+    return Error::Internal("usage: GPU time held on instances the usage meter does not meter: " + unmetered);
+  }
+  return Status::Ok();
 }
 
 void UsageMeter::SetUtilization(const std::string& instance_id, std::optional<double> utilization) {
@@ -76,12 +95,14 @@ Status UsageMeter::Accumulate(WallTime now, const std::vector<Node>& nodes) {
       }
     }
     if (store_ == nullptr) continue;
-    for (const auto& [key, gpus] : m.gpus_by_class) m.gpu_seconds[key] += gpus * dt;
+    if (!held_measured_) {
+      for (const auto& [key, gpus] : m.gpus_by_class) m.gpu_seconds[key] += gpus * dt;
+    }
     if (m.utilization) {
       m.utilization_seconds += dt;
       m.utilization_sum += *m.utilization * dt;
     }
-    if (now - m.start >= interval_) {
+    if (!held_measured_ && now - m.start >= interval_) {
       Status s = FlushNode(node, m, now);
       if (!s.ok() && first_error.ok()) first_error = std::move(s);
     }
@@ -141,6 +162,18 @@ Status UsageMeter::EndNode(const Node& node, WallTime end) {
   return s;
 }
 
+Status UsageMeter::FlushFullIntervals(WallTime now, const std::vector<Node>& nodes) {
+  if (!held_measured_ || store_ == nullptr) return Status::Ok();
+  Status first_error = Status::Ok();
+  for (const Node& node : nodes) {
+    auto it = meters_.find(node.instance_id);
+    if (it == meters_.end() || now - it->second.start < interval_) continue;
+    Status s = FlushNode(node, it->second, now);
+    if (!s.ok() && first_error.ok()) first_error = std::move(s);
+  }
+  return first_error;
+}
+
 Status UsageMeter::Flush(WallTime now, const std::vector<Node>& nodes) {
   for (const Node& node : nodes) {
     Status s = FlushNode(node, meters_[node.instance_id], now);
@@ -161,7 +194,11 @@ Status UsageMeter::FlushNode(const Node& node, Meter& m, WallTime now) {
     if (gpu_seconds <= 0 || now <= m.start) continue;
     const double allocated = std::min(gpu_seconds, cap);
     std::optional<double> busy;
-    if (utilization) busy = std::min(allocated, allocated * *utilization);
+    if (held_measured_) {
+      busy = allocated;
+    } else if (utilization) {
+      busy = std::min(allocated, allocated * *utilization);
+    }
     rows.push_back({node.instance_id, key.first, key.second, m.start, now, allocated, busy});
   }
   m.gpu_seconds.clear();

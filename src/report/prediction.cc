@@ -1,5 +1,7 @@
 #include "gpuscaler/report/prediction.h"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -44,7 +46,45 @@ Result<PlannedPrices> ReadPlan(const DecisionRow& row) {
   return p;
 }
 
+// The q-quantile of sorted values, linear between the closest ranks.
+double Quantile(const std::vector<double>& sorted, double q) {
+  const double position = q * static_cast<double>(sorted.size() - 1);
+  const size_t below = static_cast<size_t>(std::floor(position));
+  const size_t above = std::min(below + 1, sorted.size() - 1);
+  return sorted[below] + (sorted[above] - sorted[below]) * (position - static_cast<double>(below));
+}
+
 }  // namespace
+
+std::optional<double> RelativeErrorPct(const DecisionPrediction& p) {
+  if (p.predicted_usd <= 0) return std::nullopt;
+  return 100.0 * (p.realized_usd - p.predicted_usd) / p.predicted_usd;
+}
+
+PredictionSummary SummarizePredictions(const std::vector<DecisionPrediction>& predictions, size_t worst) {
+  PredictionSummary s;
+  std::vector<double> abs_errors;
+  std::vector<size_t> missed;
+  for (size_t i = 0; i < predictions.size(); ++i) {
+    const DecisionPrediction& p = predictions[i];
+    ++s.decisions;
+    s.predicted_usd += p.predicted_usd;
+    s.realized_usd += p.realized_usd;
+    if (std::optional<double> e = RelativeErrorPct(p)) abs_errors.push_back(std::fabs(*e));
+    if (std::fabs(p.realized_usd - p.predicted_usd) >= 1e-6) missed.push_back(i);
+  }
+  s.decisions_compared = static_cast<int>(abs_errors.size());
+  if (!abs_errors.empty()) {
+    std::sort(abs_errors.begin(), abs_errors.end());
+    s.median_abs_error_pct = Quantile(abs_errors, 0.5);
+    s.p90_abs_error_pct = Quantile(abs_errors, 0.9);
+  }
+  auto gap = [&](size_t i) { return std::fabs(predictions[i].realized_usd - predictions[i].predicted_usd); };
+  std::stable_sort(missed.begin(), missed.end(), [&](size_t a, size_t b) { return gap(a) > gap(b); });
+  if (missed.size() > worst) missed.resize(worst);
+  s.worst = std::move(missed);
+  return s;
+}
 
 Result<std::vector<DecisionPrediction>> BuildPredictions(AuditReader& reader, WallTime from, WallTime to,
                                                          WallTime as_of) {

@@ -267,6 +267,22 @@ std::string RenderHtml(const CostFacts& facts, const ReportViews& views, const R
   s += "</div>";
   for (const std::string& w : facts.warnings) s += "<p class=\"warn\">" + HtmlEscape(w) + "</p>";
 
+  // Predicted vs realized: the summary row's cells, so the cards and the
+  // table say the same.
+  const Table summary = BuildTable(View::kPredictionSummary, facts, views, query);
+  auto summary_cell = [&](const std::string& column) -> const Cell& {
+    const auto at = std::find(summary.columns.begin(), summary.columns.end(), column);
+    return summary.rows.front()[static_cast<size_t>(at - summary.columns.begin())];
+  };
+  auto pct_or_dash = [](const Cell& c) { return c.text.empty() ? std::string("—") : c.text + " %"; };
+  s += "<h2>Predicted vs realized cost of launched nodes</h2><div id=\"prediction-totals\" class=\"cards\">";
+  card("$" + summary_cell("predicted_usd").text, "predicted (" + summary_cell("decisions").text + " decisions)");
+  card("$" + summary_cell("realized_usd").text, "realized");
+  card(pct_or_dash(summary_cell("error_pct")), "realized vs predicted, in total");
+  card(pct_or_dash(summary_cell("median_abs_error_pct")), "median |error| per decision");
+  card(pct_or_dash(summary_cell("p90_abs_error_pct")), "p90 |error| per decision");
+  s += "</div>";
+
   // Daily series for the charts.
   std::map<WallTime, std::pair<double, double>> by_day;  // on-demand, spot
   std::map<WallTime, double> od_by_day;
@@ -322,11 +338,32 @@ std::string RenderHtml(const CostFacts& facts, const ReportViews& views, const R
   std::vector<std::pair<std::string, double>> teams;
   for (const GroupedRow& r : views.by_team) teams.emplace_back(r.keys[0], r.m.cost_usd);
   s += HorizontalBars("chart-teams", "Cost by team (idle as its own line)", teams);
+  // By the day of the decision; one made before the range whose node
+  // started in it counts on the first day.
+  if (!by_day.empty()) {
+    std::map<WallTime, std::pair<double, double>> predicted_by_day;  // predicted, realized
+    for (const auto& [d, v] : by_day) predicted_by_day[d];
+    const WallTime first = by_day.begin()->first, last = by_day.rbegin()->first;
+    for (const DecisionPrediction& p : views.predictions) {
+      const WallTime d = std::clamp(PeriodStart(p.time, Period::kDay), first, last);
+      predicted_by_day[d].first += p.predicted_usd;
+      predicted_by_day[d].second += p.realized_usd;
+    }
+    Series predicted{"predicted", "#8172b2", {}, true}, realized{"realized", "#4c72b0", {}};
+    for (const auto& [d, v] : predicted_by_day) {
+      predicted.values.push_back(v.first);
+      realized.values.push_back(v.second);
+    }
+    s += Lines("chart-predictions", "Launched nodes: predicted vs realized cost, by day of decision", days,
+               {predicted, realized});
+  }
   s += "</div>";
 
   for (View v : {View::kAllocation, View::kCosts, View::kSavings, View::kBudget, View::kDecisions, View::kNodes}) {
     s += TableHtml(BuildTable(v, facts, views, query));
   }
+  s += TableHtml(summary);
+  s += TableHtml(BuildTable(View::kPredictions, facts, views, query));
   s += "<script>" + std::string(kScript) + "</script></body></html>\n";
   return s;
 }

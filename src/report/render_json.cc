@@ -88,6 +88,15 @@ std::string RenderJson(const CostFacts& facts, const ReportViews& views, const R
     j[name] = TableJson(BuildTable(v, facts, views, query));
   }
   j["predictions"] = PredictionsJson(views.predictions);
+  // The summary view's one row as an object, its worst decisions as ids.
+  nlohmann::ordered_json summary = TableJson(BuildTable(View::kPredictionSummary, facts, views, query)).at(0);
+  summary["decisions"] = views.prediction_summary.decisions;
+  summary["decisions_compared"] = views.prediction_summary.decisions_compared;
+  summary["worst_decision_ids"] = nlohmann::ordered_json::array();
+  for (size_t i : views.prediction_summary.worst) {
+    summary["worst_decision_ids"].push_back(views.predictions[i].decision_id);
+  }
+  j["prediction_summary"] = std::move(summary);
   j["warnings"] = facts.warnings;
   return j.dump(2) + "\n";
 }

@@ -214,6 +214,7 @@ Result<ReportViews> BuildViews(AuditReader& reader, const CostFacts& facts, cons
   Result<std::vector<DecisionPrediction>> predictions = BuildPredictions(reader, facts.from, facts.to, facts.as_of);
   if (!predictions) return predictions.error();
   v.predictions = std::move(*predictions);
+  v.prediction_summary = SummarizePredictions(v.predictions, static_cast<size_t>(query.top));
   std::sort(v.by_team.begin(), v.by_team.end(),
             [](const GroupedRow& a, const GroupedRow& b) { return a.m.cost_usd > b.m.cost_usd; });
 

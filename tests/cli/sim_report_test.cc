@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <iterator>
 
 #include "cli/process.h"
 
@@ -45,10 +48,50 @@ TEST_F(SimReport, EachRunOfTheDemoReportsWhatTheSimulatorBilledForIt) {
     EXPECT_NE(j["query"]["scope"].get<std::string>().find("the whole run"), std::string::npos);
   }
 
+  // Busy time is measured (the jobs' GPU time): the report's busy GPU-hours
+  // are the simulator's.
+  {
+    ProcessResult report = Gpuscaler({"report", "--db", db, "--run", "gpuscaler", "--format", "json"});
+    ASSERT_EQ(report.exit_code, 0) << report.err;
+    const nlohmann::json j = nlohmann::json::parse(report.out);
+    double busy = -1;
+    for (const nlohmann::json& r : simulated["results"]) {
+      if (r["name"] == "gpuscaler") busy = r["busy_gpu_hours"].get<double>();
+    }
+    ASSERT_GT(busy, 0);
+    ASSERT_FALSE(j["totals"]["gpu_hours_busy"].is_null()) << "busy time not measured";
+    EXPECT_NEAR(j["totals"]["gpu_hours_busy"].get<double>(), busy, 0.001 + busy * 1e-6);
+    EXPECT_EQ(report.err.find("not measured"), std::string::npos) << report.err;
+
+    // The predictions as CSV views: a row per decision of the JSON's
+    // predictions, and a summary whose totals are theirs.
+    ProcessResult per_decision = Gpuscaler({"report", "--db", db, "--run", "gpuscaler", "--view", "predictions"});
+    ASSERT_EQ(per_decision.exit_code, 0) << per_decision.err;
+    const size_t lines = static_cast<size_t>(std::count(per_decision.out.begin(), per_decision.out.end(), '\n'));
+    ASSERT_GT(j["predictions"].size(), 0u);
+    EXPECT_EQ(lines, j["predictions"].size() + 1) << per_decision.out.substr(0, 400);
+    EXPECT_EQ(per_decision.out.rfind("decision_id,decided_at,", 0), 0u) << per_decision.out.substr(0, 200);
+    ProcessResult summary =
+        Gpuscaler({"report", "--db", db, "--run", "gpuscaler", "--view", "prediction_summary", "--top", "3"});
+    ASSERT_EQ(summary.exit_code, 0) << summary.err;
+    const std::string row = summary.out.substr(summary.out.find("\r\n") + 2);
+    EXPECT_EQ(row.rfind(std::to_string(j["predictions"].size()) + ",", 0), 0u) << summary.out;
+    const std::string worst = row.substr(row.rfind(',') + 1);
+    EXPECT_LE(std::count(worst.begin(), worst.end(), ' '), 2) << "--top 3 lists at most 3 ids: " << worst;
+  }
+
   // CSV has no header: the scope goes to stderr.
   ProcessResult csv = Gpuscaler({"report", "--db", db, "--run", "gpuscaler"});
   ASSERT_EQ(csv.exit_code, 0) << csv.err;
   EXPECT_NE(csv.err.find("covers run 'gpuscaler'"), std::string::npos) << csv.err;
+  // -o writes the same report to a file instead.
+  const std::string out = (dir_ / "costs.csv").string();
+  ProcessResult to_file = Gpuscaler({"report", "--db", db, "--run", "gpuscaler", "-o", out});
+  ASSERT_EQ(to_file.exit_code, 0) << to_file.err;
+  EXPECT_TRUE(to_file.out.empty()) << to_file.out.substr(0, 200);
+  std::ifstream written(out, std::ios::binary);
+  const std::string body((std::istreambuf_iterator<char>(written)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(body, csv.out);
 
   // A second replay into the same file would reuse the runs' names and ids.
   ProcessResult again = Gpuscaler({"sim", "--scenario", "demo", "--days", "1", "--db", db});

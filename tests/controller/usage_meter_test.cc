@@ -1,5 +1,6 @@
 // The usage meter's attribution: teams (the unit's, else its class's), busy
-// GPU time from measured utilisation (never a copy of allocated), and this
+// GPU time from measured utilisation (never a copy of allocated) or from the
+// GPU time a work source measured (the simulator), and this
 // month's spend by team, restored from the store after a restart.
 #include "gpuscaler/controller/usage_meter.h"
 
@@ -126,6 +127,73 @@ TEST(UsageMeter, AnIntervalMeasuredOnlyInPartHasNoBusyTime) {
   std::vector<UsageRow> rows = m.Rows();
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_FALSE(rows[0].usage.gpu_seconds_busy.has_value());
+}
+
+// A work source that knows when each unit held its GPUs (the simulator):
+// its GPU-seconds are the rows' allocated and busy time, not the running
+// work sampled at Accumulate, and the team comes from the unit, else its class.
+TEST(UsageMeter, HeldGpuTimeFromTheWorkSourceIsAllocatedAndBusyInsteadOfSampling) {
+  Meter m;
+  m.meter.SetClassTeams(TeamPolicy());
+  m.meter.AddNode("i-1", kStart);
+  // Sampled at Accumulate this would be 4 GPUs × 1 h of batch.
+  m.meter.SetRunning("i-1", {Unit("batch", 4)});
+  ASSERT_TRUE(m.meter.Accumulate(kStart, {m.node}).ok());
+  HeldGpuSeconds first;
+  first["i-1"][{"inference", ""}] = 1000;
+  first["i-1"][{"inference", "vision"}] = 500;
+  ASSERT_TRUE(m.meter.AddHeld(first).ok());
+  ASSERT_TRUE(m.meter.Accumulate(kStart + Seconds(1800), {m.node}).ok());
+  HeldGpuSeconds second;
+  second["i-1"][{"inference", ""}] = 2000;
+  ASSERT_TRUE(m.meter.AddHeld(second).ok());
+  ASSERT_TRUE(m.meter.Accumulate(kStart + Seconds(3600), {m.node}).ok());
+  EXPECT_TRUE(m.Rows().empty()) << "with held time the full interval is written after the tick's node ends";
+  ASSERT_TRUE(m.meter.FlushFullIntervals(kStart + Seconds(3600), {m.node}).ok());
+  std::map<std::pair<std::string, std::string>, std::pair<double, std::optional<double>>> got;
+  for (const UsageRow& r : m.Rows()) {
+    got[{r.usage.workload_class, r.usage.team}] = {r.usage.gpu_seconds_allocated, r.usage.gpu_seconds_busy};
+  }
+  const std::map<std::pair<std::string, std::string>, std::pair<double, std::optional<double>>> want = {
+      {{"inference", "search"}, {3000.0, 3000.0}}, {{"inference", "vision"}, {500.0, 500.0}}};
+  EXPECT_EQ(got, want);
+}
+
+// A node that ended between two ticks, seen gone at the second one: its last
+// row ends at its end, where its held time ends, not at the tick.
+TEST(UsageMeter, HeldGpuTimeOfANodeThatEndedBetweenTicksEndsAtItsEnd) {
+  Meter m;
+  m.meter.AddNode("i-1", kStart);
+  ASSERT_TRUE(m.meter.AddHeld({}).ok());
+  ASSERT_TRUE(m.meter.Accumulate(kStart, {m.node}).ok());
+  HeldGpuSeconds held;
+  held["i-1"][{"batch", ""}] = 4 * 3000.0;  // 4 GPUs until the node ended at 50 min
+  ASSERT_TRUE(m.meter.AddHeld(held).ok());
+  const WallTime tick = kStart + Seconds(3600), end = kStart + Seconds(3000);
+  ASSERT_TRUE(m.meter.Accumulate(tick, {m.node}).ok());
+  ASSERT_TRUE(m.meter.EndNode(m.node, end).ok());
+  ASSERT_TRUE(m.meter.FlushFullIntervals(tick, {}).ok());
+  std::vector<UsageRow> rows = m.Rows();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].usage.end, end);
+  EXPECT_DOUBLE_EQ(rows[0].usage.gpu_seconds_allocated, 12000);
+  EXPECT_EQ(rows[0].usage.gpu_seconds_busy, 12000.0);
+}
+
+TEST(UsageMeter, HeldGpuTimeOnANodeItDoesNotMeterIsAnErrorNamingIt) {
+  Meter m;
+  m.meter.AddNode("i-1", kStart);
+  HeldGpuSeconds held;
+  held["i-1"][{"batch", ""}] = 100;
+  held["i-gone"][{"batch", ""}] = 100;
+  Status s = m.meter.AddHeld(held);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("i-gone"), std::string::npos) << s.error().message();
+  // The metered node's time is kept.
+  ASSERT_TRUE(m.meter.Flush(kStart + Seconds(600), {m.node}).ok());
+  std::vector<UsageRow> rows = m.Rows();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_DOUBLE_EQ(rows[0].usage.gpu_seconds_allocated, 100);
 }
 
 TEST(UsageMeter, SpendByTeamIsRestoredFromThisMonthsUsageRows) {

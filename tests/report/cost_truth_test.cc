@@ -88,6 +88,11 @@ TEST(CostTruth, ThirtyDaySimulationReportEqualsTheSimulatedBills) {
     EXPECT_NEAR(mine, usd, 1e-6 * std::max(1.0, usd)) << ct;
   }
   EXPECT_NEAR(facts->total.gpu_seconds_paid / 3600.0, run.paid_gpu_hours, 1e-6 * run.paid_gpu_hours);
+  // Busy time is measured on every row (the jobs' GPU time) and adds up to
+  // what the workload model counted.
+  EXPECT_NEAR(facts->total.gpu_seconds_busy_measured, facts->total.gpu_seconds_allocated,
+              1e-9 * facts->total.gpu_seconds_allocated);
+  EXPECT_NEAR(facts->total.gpu_seconds_busy / 3600.0, run.busy_gpu_hours, 1e-6 * run.busy_gpu_hours);
 
   // Two readers splitting the usage scan agree with one.
   Result<std::unique_ptr<AuditReader>> second = AuditReader::Open(db);
@@ -116,6 +121,9 @@ TEST(CostTruth, ThirtyDaySimulationReportEqualsTheSimulatedBills) {
   EXPECT_EQ(costs, total);
   EXPECT_GT(cents(j["totals"]["idle_usd"]), 0);
   EXPECT_GT(j["totals"]["gpu_hours_lost"].get<double>(), 0);
+  ASSERT_FALSE(j["totals"]["gpu_hours_busy"].is_null()) << "busy time not measured";
+  EXPECT_FALSE(j["totals"]["gpu_hours_allocated_idle"].is_null());
+  for (const auto& w : j["warnings"]) EXPECT_EQ(w.get<std::string>().find("not measured"), std::string::npos) << w;
 
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::printf("cost truth: %d days, seed %llu, %zu nodes, bills $%.6f, report $%.6f, deviation %.3g %%, %.1f s\n", kDays,

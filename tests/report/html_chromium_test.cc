@@ -106,8 +106,16 @@ TEST(HtmlReport, RendersInHeadlessChromiumWithChartsTablesAndNoErrors) {
   EXPECT_GE(Count(Element(dom, "svg", "chart-savings"), "<polyline"), 2u);
   EXPECT_GE(Count(Element(dom, "svg", "chart-burndown"), "<polyline"), 2u);
   EXPECT_GE(Count(Element(dom, "svg", "chart-teams"), "class=\"bar\""), 3u);
+  EXPECT_GE(Count(Element(dom, "svg", "chart-predictions"), "<polyline"), 2u);
+  // Predicted vs realized: the summary cards name the totals and the error.
+  const size_t cards_at = dom.find("<div id=\"prediction-totals\"");
+  ASSERT_NE(cards_at, std::string::npos);
+  const std::string cards = dom.substr(cards_at, dom.find("<h2>Charts</h2>", cards_at) - cards_at);
+  EXPECT_GE(Count(cards, "class=\"card\""), 5u) << cards;
+  EXPECT_NE(cards.find("median |error| per decision"), std::string::npos) << cards;
   // Tables: present, with data rows, and sortable headers.
-  for (const char* table : {"t-allocation", "t-costs", "t-savings", "t-budget", "t-decisions", "t-nodes"}) {
+  for (const char* table : {"t-allocation", "t-costs", "t-savings", "t-budget", "t-decisions", "t-nodes",
+                            "t-prediction_summary", "t-predictions"}) {
     const std::string t = Element(dom, "table", table);
     SCOPED_TRACE(table);
     ASSERT_FALSE(t.empty());

@@ -11,6 +11,7 @@
 #include "gpuscaler/report/report.h"
 #include "gpuscaler/store/audit_reader.h"
 #include "gpuscaler/store/sqlite_audit_store.h"
+#include "report_test_util.h"
 
 namespace gpuscaler::report {
 namespace {
@@ -108,6 +109,79 @@ TEST_F(Predictions, AppearInTheJsonReport) {
   EXPECT_DOUBLE_EQ(row.at("realized_usd").get<double>(), 14.5);
   EXPECT_DOUBLE_EQ(row.at("predicted_usd").get<double>(), 6.5);
   EXPECT_DOUBLE_EQ(row.at("realized_minus_predicted_usd").get<double>(), 8.0);
+  const nlohmann::json& summary = j.at("prediction_summary");
+  EXPECT_EQ(summary.at("decisions"), 1);
+  EXPECT_DOUBLE_EQ(summary.at("predicted_usd").get<double>(), 6.5);
+  EXPECT_DOUBLE_EQ(summary.at("realized_usd").get<double>(), 14.5);
+  EXPECT_DOUBLE_EQ(summary.at("median_abs_error_pct").get<double>(), 123.08);
+  EXPECT_EQ(summary.at("worst_decision_ids"), nlohmann::json::array({1}));
+}
+
+TEST_F(Predictions, HaveTheirOwnCsvViewsPerDecisionAndInSummary) {
+  auto reader = std::move(AuditReader::Open(path_)).value();
+  auto render = [&](const char* view) {
+    Result<ReportQuery> q = ParseReportQuery({{"from", FormatRfc3339(At(-24))},
+                                              {"to", FormatRfc3339(At(24))},
+                                              {"as_of", FormatRfc3339(At(4))},
+                                              {"view", view}});
+    EXPECT_TRUE(q.ok()) << q.error().message();
+    Result<RenderedReport> r = RenderReport(*reader, *q);
+    EXPECT_TRUE(r.ok()) << r.error().message();
+    return testing::ParseCsv(r->body);
+  };
+  const std::vector<std::vector<std::string>> rows = render("predictions");
+  ASSERT_EQ(rows.size(), 2u);
+  const std::vector<std::string> header = {"decision_id",   "decided_at",   "nodes_planned", "nodes_launched",
+                                           "nodes_interrupted", "nodes_running", "node_hours",
+                                           "predicted_usd_per_hour", "predicted_usd", "realized_usd",
+                                           "realized_minus_predicted_usd", "error_pct"};
+  EXPECT_EQ(rows[0], header);
+  const std::vector<std::string> want = {"1", FormatRfc3339(At(0)), "2", "3", "1", "1", "6.5000", "2.0000",
+                                         "6.50", "14.50", "8.00", "123.08"};
+  EXPECT_EQ(rows[1], want);
+
+  const std::vector<std::vector<std::string>> summary = render("prediction_summary");
+  ASSERT_EQ(summary.size(), 2u);
+  const std::vector<std::string> summary_header = {"decisions", "decisions_compared", "predicted_usd", "realized_usd",
+                                                   "realized_minus_predicted_usd", "error_pct",
+                                                   "median_abs_error_pct", "p90_abs_error_pct",
+                                                   "worst_decision_ids"};
+  EXPECT_EQ(summary[0], summary_header);
+  const std::vector<std::string> summary_want = {"1", "1", "6.50", "14.50", "8.00", "123.08", "123.08", "123.08", "1"};
+  EXPECT_EQ(summary[1], summary_want);
+}
+
+// Totals, the median and p90 of |error| (interpolated between ranks), and
+// the worst decisions by dollars; a decision with nothing predicted has no
+// relative error but can still be among the worst.
+TEST(PredictionSummary, TotalsMedianP90AndWorstDecisions) {
+  auto decision = [](int64_t id, double predicted, double realized) {
+    DecisionPrediction p;
+    p.decision_id = id;
+    p.predicted_usd = predicted;
+    p.realized_usd = realized;
+    return p;
+  };
+  // |errors| of the compared five: 10, 20, 0, 50, 0 %.
+  const std::vector<DecisionPrediction> predictions = {decision(1, 10, 11), decision(2, 10, 8),  decision(3, 10, 10),
+                                                       decision(4, 10, 15), decision(5, 10, 10), decision(6, 0, 3)};
+  const PredictionSummary s = SummarizePredictions(predictions, 3);
+  EXPECT_EQ(s.decisions, 6);
+  EXPECT_EQ(s.decisions_compared, 5);
+  EXPECT_DOUBLE_EQ(s.predicted_usd, 50);
+  EXPECT_DOUBLE_EQ(s.realized_usd, 57);
+  ASSERT_TRUE(s.median_abs_error_pct && s.p90_abs_error_pct);
+  EXPECT_NEAR(*s.median_abs_error_pct, 10, 1e-9);
+  EXPECT_NEAR(*s.p90_abs_error_pct, 20 + 0.6 * 30, 1e-9);  // rank 3.6 of 0, 0, 10, 20, 50
+  EXPECT_EQ(s.worst, (std::vector<size_t>{3, 5, 1}));     // $5 (id 4), $3 (id 6), $2 (id 2)
+  EXPECT_EQ(SummarizePredictions(predictions, 10).worst.size(), 4u) << "predictions that held are not 'worst'";
+
+  const PredictionSummary none = SummarizePredictions({decision(7, 0, 0)}, 3);
+  EXPECT_EQ(none.decisions_compared, 0);
+  EXPECT_FALSE(none.median_abs_error_pct.has_value());
+  EXPECT_TRUE(none.worst.empty());
+  EXPECT_FALSE(RelativeErrorPct(decision(8, 0, 1)).has_value());
+  EXPECT_NEAR(*RelativeErrorPct(decision(9, 4, 3)), -25, 1e-9);
 }
 
 TEST_F(Predictions, ABrokenPlanNamesItsDecision) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -189,7 +190,7 @@ TEST_F(GoldenScenario, EveryFormatMatchesItsGoldenFile) {
       {"focus.csv", GoldenParams("focus")},
       {"report.html", GoldenParams("html")},
   };
-  for (const char* view : {"allocation", "savings", "budget", "decisions", "nodes"}) {
+  for (const char* view : {"allocation", "savings", "budget", "decisions", "nodes", "predictions", "prediction_summary"}) {
     auto params = GoldenParams("csv");
     params["view"] = view;
     cases.push_back({std::string(view) + ".csv", params});
@@ -267,6 +268,85 @@ TEST_F(GoldenScenario, AsOfCutsRunningNodesAndMinimumCanBeTurnedOff) {
   // A to 11-03 00:00 (23 h), B 26, C 30 s, D 24 h.
   const double want = 23 * 5.672 + 26 + 0.4 / 120 + 24 * 1.212;
   EXPECT_EQ(std::llround(j["totals"]["cost_usd"].get<double>() * 100), std::llround(want * 100));
+}
+
+// B was interrupted at 14:00 holding 3 GPUs of training: the loss window
+// decides how much of that counts as lost.
+TEST_F(GoldenScenario, LossWindowSetsTheWorkCountedAsLost) {
+  struct Case {
+    const char* seconds;
+    double lost_gpu_hours;
+  };
+  for (const Case& c : {Case{"0", 0.0}, Case{"900", 0.75}, Case{"3600", 3.0}}) {
+    SCOPED_TRACE(c.seconds);
+    auto p = GoldenParams("json");
+    p["loss_window_seconds"] = c.seconds;
+    Result<RenderedReport> r = Render(db_, p);
+    ASSERT_TRUE(r.ok()) << r.error().ToString();
+    const nlohmann::json j = nlohmann::json::parse(r->body);
+    EXPECT_NEAR(j["totals"]["gpu_hours_lost"].get<double>(), c.lost_gpu_hours, 1e-9);
+    EXPECT_NEAR(j["totals"]["lost_usd"].get<double>(), c.lost_gpu_hours * 2.5 / 4, 0.0051) << "at B's $2.50/h for 4 GPUs";
+  }
+}
+
+TEST_F(GoldenScenario, TopCutsTheTopTablesAndTheWorstPredictions) {
+  auto p = GoldenParams("json");
+  Result<RenderedReport> all = Render(db_, p);
+  p["top"] = "1";
+  Result<RenderedReport> one = Render(db_, p);
+  ASSERT_TRUE(all.ok() && one.ok());
+  const nlohmann::json a = nlohmann::json::parse(all->body), o = nlohmann::json::parse(one->body);
+  EXPECT_EQ(a["top_decisions"].size(), 3u);
+  EXPECT_EQ(a["top_nodes"].size(), 4u);
+  EXPECT_EQ(o["top_decisions"].size(), 1u);
+  EXPECT_EQ(o["top_nodes"].size(), 1u);
+  EXPECT_EQ(o["top_nodes"][0]["instance_id"], "i-a") << "the dearest";
+  EXPECT_EQ(o["prediction_summary"]["worst_decision_ids"], nlohmann::json::array({2}));
+  EXPECT_EQ(o["predictions"].size(), a["predictions"].size()) << "the per-decision list is not cut";
+  // The CSV nodes view lists every node whatever --top says.
+  auto csv = GoldenParams("csv");
+  csv["view"] = "nodes";
+  csv["top"] = "1";
+  Result<RenderedReport> nodes = Render(db_, csv);
+  ASSERT_TRUE(nodes.ok());
+  EXPECT_EQ(ParseCsv(nodes->body).size(), 5u);
+}
+
+TEST_F(GoldenScenario, MonthPeriodBucketsTheRangeIntoItsMonth) {
+  auto p = GoldenParams("csv");
+  p["period"] = "month";
+  p["group_by"] = "";
+  Result<RenderedReport> r = Render(db_, p);
+  ASSERT_TRUE(r.ok());
+  const std::vector<std::vector<std::string>> rows = ParseCsv(r->body);
+  ASSERT_EQ(rows.size(), 2u);  // one bucket, clipped to the range
+  EXPECT_EQ(rows[1][0], "2026-11-02T00:00:00Z");
+  EXPECT_EQ(rows[1][1], "2026-11-04T00:00:00Z");
+  EXPECT_EQ(rows[1][2], "239.80");
+}
+
+TEST_F(GoldenScenario, FocusIdentityColumnsComeFromTheirFlags) {
+  auto p = GoldenParams("focus");
+  p["billing_account_id"] = "123456789012";
+  p["provider_name"] = "Example Cloud";
+  p["service_name"] = "Example Compute";
+  Result<RenderedReport> r = Render(db_, p);
+  ASSERT_TRUE(r.ok());
+  const std::vector<std::vector<std::string>> rows = ParseCsv(r->body);
+  ASSERT_GT(rows.size(), 1u);
+  auto column = [&](const std::string& name) {
+    const auto it = std::find(rows[0].begin(), rows[0].end(), name);
+    EXPECT_NE(it, rows[0].end()) << name;
+    return static_cast<size_t>(it - rows[0].begin());
+  };
+  for (size_t i = 1; i < rows.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(rows[i][column("BillingAccountId")], "123456789012");
+    for (const char* who : {"ProviderName", "PublisherName", "InvoiceIssuerName"}) {
+      EXPECT_EQ(rows[i][column(who)], "Example Cloud") << who;
+    }
+    EXPECT_EQ(rows[i][column("ServiceName")], "Example Compute");
+  }
 }
 
 }  // namespace

@@ -151,6 +151,7 @@ class Controller {
 
   const Clock& clock_;
   AuditStore* store_;
+  WorkSource& work_;
   Policy policy_;
   ControllerOptions options_;
   // MakePlan, not a caller's planner: only its decisions can be replayed, so

@@ -8,6 +8,10 @@
 // allocated time × the node's mean measured GPU utilisation over the
 // interval (SetUtilization), capped at allocated; with no utilisation
 // measured for the node in the interval, busy is not measured (nullopt).
+// When the work source measures when each unit held its GPUs (AddHeld: the
+// simulator), the meter writes those GPU-seconds instead of sampling the
+// running work at each Accumulate, as allocated time and as busy time (a
+// simulated job runs its GPUs at full occupancy from placement to end).
 // It also keeps the month-to-date spend of the fleet (node prices × time,
 // restarting at every calendar month, UTC), which the planner's monthly
 // budgets read, by pool and by team.
@@ -22,6 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gpuscaler/controller/work_source.h"
 #include "gpuscaler/model/catalog.h"
 #include "gpuscaler/model/demand.h"
 #include "gpuscaler/model/node.h"
@@ -48,11 +53,25 @@ class UsageMeter {
   // The node's measured mean GPU utilisation (0..1, clamped) from now on;
   // nullopt: not measured (a missing or stale sample).
   void SetUtilization(const std::string& instance_id, std::optional<double> utilization);
+  // GPU-seconds held on nodes since the previous call, measured by the work
+  // source (WorkSource::TakeHeldGpuSeconds); call before Accumulate. From
+  // the first call on, allocated and busy time come only from these, and
+  // SetRunning feeds the month-to-date spend by team only. A node the meter
+  // does not meter (never added, or already ended): kInternal naming it
+  // (the GPU-seconds of the other nodes are still added).
+  Status AddHeld(const HeldGpuSeconds& held);
   // Moves to `now`: adds the spend of `nodes` since the previous call to the
   // month-to-date total and their GPU time to each class; writes the rows of
-  // every node whose interval is full. Errors are returned (the rows of the
-  // other nodes are still written).
+  // every node whose interval is full (with held time: FlushFullIntervals
+  // does). Errors are returned (the rows of the other nodes are still
+  // written).
   Status Accumulate(WallTime now, const std::vector<Node>& nodes);
+  // With held time (AddHeld), writes the rows of every node whose interval
+  // is full; call once the tick has ended the nodes that are gone
+  // (EndNode), so a node that ended since the last tick has its last row end
+  // at its end, not at `now` (reports bill usage only within a node's life).
+  // Without held time: nothing (Accumulate wrote them). Errors as Accumulate.
+  Status FlushFullIntervals(WallTime now, const std::vector<Node>& nodes);
   // Writes the node's rows up to `end` and stops metering it.
   Status EndNode(const Node& node, WallTime end);
   // Writes the rows of every node up to `now` (before shutdown, at the end
@@ -81,6 +100,8 @@ class UsageMeter {
 
  private:
   using ClassTeam = std::pair<std::string, std::string>;
+  // The team a unit's usage is charged to: its own, else its class's.
+  std::string TeamOf(const std::string& workload_class, const std::string& unit_team) const;
   struct Meter {
     std::map<ClassTeam, double> gpus_by_class;  // of the running work
     std::map<ClassTeam, double> gpu_seconds;    // since `start`
@@ -102,6 +123,7 @@ class UsageMeter {
   std::map<std::string, double> by_pool_;
   std::map<std::string, double> by_team_;
   std::map<std::string, std::string> class_teams_;
+  bool held_measured_ = false;  // AddHeld was called: no sampling of the running work
 };
 
 }  // namespace gpuscaler

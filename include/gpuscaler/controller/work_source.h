@@ -9,8 +9,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpuscaler/model/demand.h"
@@ -27,6 +29,11 @@ struct SignalStatus {
   double value = 0;
 };
 
+// GPU-seconds the work on each node held over an interval, measured from
+// when each unit started and stopped running there: by instance id, then by
+// (workload class, the unit's own team; empty: none).
+using HeldGpuSeconds = std::map<std::string, std::map<std::pair<std::string, std::string>, double>>;
+
 class WorkSource {
  public:
   virtual ~WorkSource() = default;
@@ -38,6 +45,15 @@ class WorkSource {
   virtual uint64_t RunningVersion(const std::string& instance_id) const = 0;
   // The signals behind the demand, fresh or not.
   virtual std::vector<SignalStatus> Signals() const = 0;
+  // The GPU-seconds held on each node since the previous call, up to `now`,
+  // when the source knows exactly when each unit ran (the simulator); the
+  // controller's usage rows then carry them as allocated and busy time. The
+  // first call starts the measurement and returns nothing (so a source that
+  // is never asked measures nothing): the controller calls it from its first
+  // tick on when it records usage. nullopt (the default): not known, the
+  // controller samples RunningOn at its ticks and busy time comes from
+  // utilisation (UsageMeter::SetUtilization).
+  virtual std::optional<HeldGpuSeconds> TakeHeldGpuSeconds(WallTime /*now*/) { return std::nullopt; }
 };
 
 }  // namespace gpuscaler

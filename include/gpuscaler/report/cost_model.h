@@ -173,6 +173,7 @@ struct ReportViews {
   std::vector<size_t> top_nodes;        // node indices by cost, at most query.top
   std::vector<size_t> nodes_by_cost;    // every node with a cost in the range
   std::vector<DecisionPrediction> predictions;  // per decision, prediction.h
+  PredictionSummary prediction_summary;         // of `predictions`, the query.top worst
 };
 
 // Groups the lines. Decisions need the reader (their summaries).

@@ -15,7 +15,9 @@
 // Thread-safety: BuildPredictions uses the reader it is given.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "gpuscaler/model/time.h"
@@ -39,6 +41,27 @@ struct DecisionPrediction {
   double predicted_usd = 0;           // the plan's per-node prices × those hours
   double realized_usd = 0;            // price intervals × those hours
 };
+
+// (realized − predicted) / predicted, in percent; nullopt when nothing was
+// predicted (no node hours yet, or a zero planned price).
+std::optional<double> RelativeErrorPct(const DecisionPrediction& p);
+
+// How well a set of decisions' predictions held, for finance.
+struct PredictionSummary {
+  int decisions = 0;
+  int decisions_compared = 0;  // with a relative error (RelativeErrorPct)
+  double predicted_usd = 0;    // sums over all decisions
+  double realized_usd = 0;
+  // Of |RelativeErrorPct| over the compared decisions, interpolated
+  // between the closest ranks (PERCENTILE.INC); nullopt: none compared.
+  std::optional<double> median_abs_error_pct;
+  std::optional<double> p90_abs_error_pct;
+  // Indices into the predictions, the largest |realized − predicted| in
+  // dollars first (ties: the lower decision id), at most `worst` of them;
+  // decisions whose prediction held to the micro-dollar are never listed.
+  std::vector<size_t> worst;
+};
+PredictionSummary SummarizePredictions(const std::vector<DecisionPrediction>& predictions, size_t worst);
 
 // The decisions whose nodes started in [from, to), by decision id. A
 // decision row that cannot be read or whose plan_json is not a plan:

@@ -36,12 +36,13 @@ enum class Dimension { kPool, kRegion, kZone, kInstanceType, kCapacityType, kCla
 enum class Period { kDay, kWeek, kMonth };
 enum class Format { kCsv, kJson, kFocus, kHtml };
 // The table a CSV holds (JSON and HTML hold all of them; FOCUS is its own).
-enum class View { kCosts, kAllocation, kSavings, kBudget, kDecisions, kNodes };
+enum class View { kCosts, kAllocation, kSavings, kBudget, kDecisions, kNodes, kPredictions, kPredictionSummary };
 
 std::string_view ToString(Dimension d);  // "pool", "region", "zone", "instance_type", "capacity_type", "class", "team"
 std::string_view ToString(Period p);     // "day", "week", "month"
 std::string_view ToString(Format f);     // "csv", "json", "focus", "html"
-std::string_view ToString(View v);       // "costs", "allocation", "savings", "budget", "decisions", "nodes"
+std::string_view ToString(View v);       // "costs", "allocation", "savings", "budget", "decisions", "nodes",
+                                         // "predictions", "prediction_summary"
 
 // The class and team names of unattributed cost (OpenCost's names).
 inline constexpr std::string_view kIdle = "__idle__";
@@ -83,7 +84,7 @@ struct ReportQuery {
   // this window before it was reclaimed (half the default 30-minute
   // checkpoint interval: the expected work since the last checkpoint).
   Seconds loss_window{900};
-  int top = 20;  // rows in the top decisions and top nodes tables
+  int top = 20;  // rows in the top decisions, top nodes and worst predictions tables
   // FOCUS identity columns.
   std::string billing_account_id = "gpuscaler";
   std::string provider_name = "Amazon Web Services";

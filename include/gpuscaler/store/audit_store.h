@@ -151,8 +151,9 @@ struct UsageRecord {
   WallTime start{};
   WallTime end{};
   double gpu_seconds_allocated = 0;
-  // Allocated time × the node's measured GPU utilisation; nullopt when no
-  // utilisation was measured for the node (never a copy of allocated).
+  // Allocated time × the node's measured GPU utilisation, or, from the
+  // simulator, the GPU time its jobs held (UsageMeter::AddHeld); nullopt
+  // when neither was measured for the node (never a copy of allocated).
   std::optional<double> gpu_seconds_busy;
 };
 
