@@ -265,32 +265,29 @@ TEST(Exposition, ChoosesFormatFromContentType) {
   EXPECT_EQ(FormatFromContentType(""), ExpositionFormat::kPrometheusText);
 }
 
-TEST(Exposition, ParsesTenThousandLinesWellUnderTenMilliseconds) {
+// A large fleet's DCGM scrape: every line comes back with its labels and
+// value (its speed is bench/signals/exposition_bench).
+TEST(Exposition, ParsesAScrapeOfTenThousandDcgmLines) {
   std::mt19937 rng(42);
   std::string text = "# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).\n# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n";
+  std::vector<int> values;
   for (int i = 0; i < 10000; ++i) {
+    values.push_back(static_cast<int>(rng() % 101));
     text += "DCGM_FI_DEV_GPU_UTIL{gpu=\"" + std::to_string(i % 8) + "\",UUID=\"GPU-" + std::to_string(i) +
             "\",device=\"nvidia0\",modelName=\"NVIDIA A100-SXM4-80GB\",Hostname=\"node-" + std::to_string(i / 8) +
             "\",container=\"c\",namespace=\"ns\",pod=\"p-" + std::to_string(i) + "\"} " +
-            std::to_string(rng() % 101) + "\n";
+            std::to_string(values.back()) + "\n";
   }
-  auto best = std::chrono::nanoseconds::max();
-  for (int round = 0; round < 5; ++round) {
-    auto start = std::chrono::steady_clock::now();
-    Result<Exposition> got = ParseExposition(text);
-    auto elapsed = std::chrono::steady_clock::now() - start;
-    ASSERT_TRUE(got.ok());
-    ASSERT_EQ(got->samples.size(), 10000u);
-    best = std::min(best, std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed));
+  Result<Exposition> got = ParseExposition(text);
+  ASSERT_TRUE(got.ok()) << got.error().message();
+  ASSERT_EQ(got->samples.size(), 10000u);
+  for (size_t i : {size_t{0}, size_t{4711}, size_t{9999}}) {
+    const auto& s = got->samples[i];
+    EXPECT_EQ(s.name, "DCGM_FI_DEV_GPU_UTIL");
+    EXPECT_EQ(s.value, values[i]);
+    EXPECT_EQ(s.labels.size(), 8u);
   }
-  std::printf("10k-line DCGM scrape (%zu bytes): best of 5 %.2f ms\n", text.size(), best.count() / 1e6);
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "timing not checked under sanitizers";
-#else
-  // A regression guard with headroom for a shared, loaded CI machine; the
-  // figure printed above is what docs/signals.md reports.
-  EXPECT_LT(best, std::chrono::milliseconds(50));
-#endif
+  EXPECT_EQ(got->TypeOf("DCGM_FI_DEV_GPU_UTIL"), MetricType::kGauge);
 }
 
 }  // namespace
