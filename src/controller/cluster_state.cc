@@ -177,7 +177,8 @@ bool ClusterState::ReadInstances(const Policy& policy, WallTime now, TickReport*
       continue;
     }
     auto it = node_index_.find(inst.instance_id);
-    if (it == node_index_.end() && placeholders_ > 0 && ClaimAwaited(inst, policy, now, report)) {
+    if (it == node_index_.end() && placeholders_ > 0 && recorded_before_start_.count(inst.instance_id) == 0 &&
+        ClaimAwaited(inst, policy, now, report)) {
       seen[node_index_.at(inst.instance_id)] = 1;
       continue;
     }
@@ -212,6 +213,7 @@ bool ClusterState::ReadInstances(const Policy& policy, WallTime now, TickReport*
     }
   }
   terminated_.swap(still_listed);
+  recorded_before_start_.clear();  // every instance listed now is known
   for (size_t i = snapshot_.nodes.size(); i-- > 0;) {
     if (seen[i] || node_info_[i].placeholder()) continue;
     RemoveNode(i, now, node_info_[i].notice_deadline ? "interrupted" : "vanished", report);

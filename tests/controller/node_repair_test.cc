@@ -82,6 +82,27 @@ TEST(NodeRepair, ANodeFromBeforeARestartIsNotARegistrationFailure) {
   EXPECT_EQ(s.fake.terminations[0], std::vector<std::string>{"i-nodeless"});
 }
 
+TEST(NodeRepair, ANodeStillJoiningAtARestartIsGivenUpAtTheRegistrationTimeoutFromItsLaunch) {
+  Policy p = LifecyclePolicy(/*asg=*/false);
+  p.pools[0].registration_timeout = Seconds(600);
+  RepairScene s(p);
+  s.work.SetPending({GpuUnit("a")});
+  s.controller->Tick();
+  const std::string id = s.OnlyNode();
+  s.nodes.health[id] = {/*ready=*/false, /*gpus_allocatable=*/false, s.clock.WallNow()};  // kubelet joining
+  s.TickAfter(Seconds(300));
+
+  s.Restart();
+  s.controller->SetClusterNodes(&s.nodes);
+  TickReport before = s.TickAfter(Seconds(240));  // 540 s after the launch
+  EXPECT_EQ(before.registration_failures, 0);
+  EXPECT_TRUE(s.fake.terminations.empty());
+  TickReport after = s.TickAfter(Seconds(90));  // 630 s
+  EXPECT_EQ(after.registration_failures, 1);
+  ASSERT_EQ(s.fake.terminations.size(), 1u);
+  EXPECT_EQ(s.fake.terminations[0], std::vector<std::string>{id});
+}
+
 TEST(NodeRepair, NothingIsGivenUpWhileTheClusterIsUnknown) {
   RepairScene s(LifecyclePolicy(/*asg=*/false));
   s.nodes.synced = false;

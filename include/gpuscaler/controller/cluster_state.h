@@ -27,7 +27,8 @@
 // launch's decision; a placeholder still unclaimed when the pool's
 // registration_timeout has passed since the launch was accepted is dropped,
 // its offering marked unavailable, and the planner sees the work unplaced
-// again. Placeholders are not billed and not written as nodes.
+// again. Placeholders are not billed and not written as nodes. A restart
+// rebuilds them from the audit store (RestoreAwaited).
 //
 // With ClusterNodes (Kubernetes), while the cluster's nodes are known: an
 // instance that has not become a Ready node with GPUs allocatable within its
@@ -130,6 +131,14 @@ class ClusterState {
   // Rebuilds learned state from the store (call once, first tick, after the
   // usage meter's first Accumulate).
   void Restore(WallTime now, TickReport* report);
+  // Rebuilds the launching placeholders of launches accepted before a
+  // restart whose instances had not all been listed (the store's
+  // AcceptedLaunchesSince, less the instances that came since): they keep
+  // their launch's token, decision and acceptance time, so the planner does
+  // not launch again for their work and the registration timeout still
+  // counts from the launch. Instances the store already knows never fill a
+  // placeholder. Call once, first tick, before the first Observe.
+  void RestoreAwaited(const Policy& policy, WallTime now, TickReport* report);
   // Spot node-hours at risk since the previous call (before Observe).
   void AccumulateExposure(WallTime now);
   // Refreshes the snapshot as described above. False when the instance
@@ -191,6 +200,9 @@ class ClusterState {
     bool node_seen = false;   // a Kubernetes node names it
     bool first_pod = false;   // work has run on it
     bool launched_here = false;  // by this process: its milestones are measured
+    // Found at a restart as a young node not yet Ready with GPUs: still
+    // under the registration timeout.
+    bool joining_at_start = false;
     std::string family;
     // Why the node is to be replaced and removed (registration timeout,
     // NotReady too long, rebalance replaced); empty: it is not.
@@ -247,6 +259,9 @@ class ClusterState {
   std::vector<Node> billed_;                                // BilledNodes() while placeholders_ > 0
   std::unordered_map<std::string, size_t> offering_index_;  // Offering::Key -> index
   std::set<std::string> terminated_;                        // gone by our hand; ignored while still listed
+  // Until the first listing after a restart: instances the store had
+  // recorded (running), which are not awaited instances arriving.
+  std::set<std::string> recorded_before_start_;
   std::vector<NodeMilestone> milestones_;                   // reached since the last Observe
   std::set<std::string> protected_;                         // do_not_disrupt set by Protect
   std::set<std::string> draining_;                          // drain under way: the node takes no new work
