@@ -131,6 +131,14 @@ std::string CanonicalPolicyText(const Policy& p) {
                 [&w](const std::string& at_selector, const std::map<std::string, std::string>& tags) {
                   w.Put(at_selector + ".tags", tags);
                 });
+      // Hashed only when set: policies without them keep their hash.
+      if (!t.subnets.empty() || !t.subnet_selectors.empty()) {
+        w.Put(nt + ".subnets", t.subnets);
+        w.PutList(nt + ".subnet_selectors", t.subnet_selectors,
+                  [&w](const std::string& at_selector, const std::map<std::string, std::string>& tags) {
+                    w.Put(at_selector + ".tags", tags);
+                  });
+      }
     }
   });
   w.PutList("classes", p.classes, [&w](const std::string& at, const WorkloadClassPolicy& c) {

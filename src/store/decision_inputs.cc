@@ -50,6 +50,16 @@ OrderedJson NodeTemplateJson(const NodeTemplate& t) {
     groups.push_back({{"tags", selector}});
   }
   j["security_groups"] = groups;
+  if (!t.subnets.empty() || !t.subnet_selectors.empty()) {
+    OrderedJson subnets = OrderedJson::array();
+    for (const std::string& id : t.subnets) subnets.push_back(id);
+    for (const auto& tags : t.subnet_selectors) {
+      OrderedJson selector = OrderedJson::object();
+      for (const auto& [k, v] : tags) selector[k] = v;
+      subnets.push_back({{"tags", selector}});
+    }
+    j["subnets"] = subnets;
+  }
   OrderedJson devices = OrderedJson::array();
   for (const BlockDevice& d : t.block_devices) {
     OrderedJson device = {{"device_name", d.device_name}, {"volume_size_gib", d.volume_size_gib},

@@ -422,6 +422,10 @@ TEST(PolicyFieldEffects, EveryPlannerFieldChangesThePlanAsDocumented) {
 //                                  cloud: NodeTemplateLaunch.* (tests/cloud/aws_provider_templates_test.cc),
 //                                  DaemonNodeTemplate.CreatesThePoolsTemplateThatJoinsWithExactlyItsLabelsAndTaints
 //                                  (tests/cloud/daemon_node_template_test.cc: the daemon, a reload, the aws CLI)
+//  pools[].node_template.subnets   cloud: NodeTemplateLaunch.SubnetsByIdsAndTagsPutEachZonesLaunchesInItsSubnet,
+//                                  NodeTemplateLaunch.SubnetErrorsNameThePoolAndZoneAndLaunchNothing; the daemon's
+//                                  instances in their zone's tagged subnet, read with the aws CLI in
+//                                  DaemonNodeTemplate.CreatesThePoolsTemplateThatJoinsWithExactlyItsLabelsAndTaints
 //  pools[].actuation,
 //  pools[].auto_scaling_group      DaemonAsg.ScalesTheGroupAndNeverTouchesAnotherInstallation
 //                                  (tests/cloud/daemon_asg_test.cc, the daemon against the emulator,
