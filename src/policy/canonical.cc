@@ -193,6 +193,9 @@ std::string CanonicalPolicyText(const Policy& p) {
   w.Put("disruption.min_savings_usd_per_hour", d.min_savings_usd_per_hour);
   w.Put("disruption.min_savings_fraction", d.min_savings_fraction);
   w.Put("disruption.drain_timeout", d.drain_timeout);
+  // Hashed only when not the default: policies from before it keep their hash.
+  if (d.replacement_horizon != DisruptionPolicy{}.replacement_horizon)
+    w.Put("disruption.replacement_horizon", d.replacement_horizon);
   w.Put("signals.max_staleness", p.signals.max_staleness);
   return w.Take();
 }

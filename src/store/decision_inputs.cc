@@ -167,7 +167,8 @@ std::string PolicyFileJson(const Policy& p) {
                      {"do_not_disrupt_labels", d.do_not_disrupt_labels},
                      {"min_savings_usd_per_hour", d.min_savings_usd_per_hour},
                      {"min_savings_fraction", d.min_savings_fraction},
-                     {"drain_timeout", Duration(d.drain_timeout)}};
+                     {"drain_timeout", Duration(d.drain_timeout)},
+                     {"replacement_horizon", Duration(d.replacement_horizon)}};
   OrderedJson staleness = OrderedJson::object();
   for (const auto& [source, age] : p.signals.max_staleness) staleness[source] = Duration(age);
   j["signals"] = {{"max_staleness", staleness}};

@@ -1,6 +1,8 @@
 // Registration timeouts and repairs through the ClusterNodes seam.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "fake_cluster_nodes.h"
 #include "lifecycle_harness.h"
 
@@ -184,6 +186,36 @@ TEST(NodeMilestones, LaunchToRegisteredToGpusToFirstPodPerFamily) {
   EXPECT_EQ(running.milestones[0].stage, "first_pod");
   EXPECT_EQ(running.milestones[0].seconds, 120);
   EXPECT_TRUE(s.TickAfter(Seconds(30)).milestones.empty()) << "each stage once";
+}
+
+TEST(NodeMilestones, EachFamilysWarmUpIsLearnedFromTheCatalogsLatencyTowardsWhatNodesTake) {
+  RepairScene s(LifecyclePolicy(/*asg=*/false));
+  const double prior = static_cast<double>(s.catalog.default_launch_latency.count());
+  ASSERT_EQ(s.catalog.launch_latency.count("g5"), 0u);
+  EXPECT_TRUE(s.controller->snapshot().warmup_seconds_by_family.empty());
+  s.work.SetPending({GpuUnit("a")});
+  s.controller->Tick();
+  const std::string first = s.OnlyNode();
+  s.clock.Advance(Seconds(900));
+  s.nodes.Register(first);
+  s.controller->Tick();
+  // A third of the way from the prior to 900 s.
+  double want = prior + (900 - prior) / 3;
+  EXPECT_EQ(s.controller->snapshot().warmup_seconds_by_family.at("g5"), static_cast<int>(std::lround(want)));
+
+  s.work.SetPending({GpuUnit("a"), GpuUnit("b")});
+  s.work.SetRunning(first, {GpuUnit("a")});
+  s.TickAfter(Seconds(30));
+  std::string second;
+  for (const Node& n : s.controller->snapshot().nodes) {
+    if (n.instance_id != first) second = n.instance_id;
+  }
+  ASSERT_FALSE(second.empty());
+  s.clock.Advance(Seconds(1200));
+  s.nodes.Register(second);
+  s.controller->Tick();
+  want += (1200 - want) / 3;
+  EXPECT_EQ(s.controller->snapshot().warmup_seconds_by_family.at("g5"), static_cast<int>(std::lround(want)));
 }
 
 }  // namespace

@@ -394,6 +394,14 @@ const std::vector<FieldCase>& Cases() {
        }},
       {"disruption.min_savings_fraction", [](Policy& p) { p.disruption.min_savings_fraction = 0.99; },
        OversizedNode, NodesRemoved(1, 0)},
+      // A one-second horizon: no saving covers the replacement's warm-up.
+      {"disruption.replacement_horizon", [](Policy& p) { p.disruption.replacement_horizon = Seconds(1); },
+       OversizedNode,
+       [](const Plan& base, const Plan& set) {
+         ASSERT_EQ(base.terminations.size(), 1u);
+         EXPECT_EQ(base.terminations[0].kind, TerminationKind::kReplace);
+         EXPECT_TRUE(set.terminations.empty());
+       }},
   };
   return cases;
 }

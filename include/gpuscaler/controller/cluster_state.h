@@ -13,6 +13,10 @@
 //    capacity errors (OfferingAvailability) and, on spot, with the
 //    interruption rate learned from the notices seen per node-hour of spot
 //    exposure, the catalog's rate as the prior (InterruptionRiskEstimator);
+//  - per instance family, the warm-up learned from the nodes this process
+//    launched (launch to GPUs allocatable, with ClusterNodes; each
+//    observation moves it a third of the way, from the catalog's launch
+//    latency), which the planner charges a replacement for;
 //  - the classes whose signals are stale or missing
 //    (scale_down_blocked_classes: fail static, never read as zero).
 // A node whose notice deadline has passed is gone, listed or not; a listed
@@ -229,6 +233,9 @@ class ClusterState {
   void RefreshWork();
   void RefreshSignals(const Policy& policy, WallTime now);
   void RefreshWindows(const Policy& policy, WallTime now);
+  // Launch-to-GPUs-allocatable milestones in report.milestones[from..]:
+  // each family's learned warm-up (snapshot_.warmup_seconds_by_family).
+  void LearnWarmUp(const TickReport& report, size_t from);
   void AddNode(const Instance& instance, NodeState state, const Policy& policy, WallTime now);
   Node NodeFor(const Instance& instance, NodeState state, const Policy& policy, NodeInfo* info) const;
   void RemoveNode(size_t index, WallTime end, const std::string& cause, TickReport* report);
@@ -287,6 +294,7 @@ class ClusterState {
   StateChanges changes_{true, true};
   std::deque<std::pair<WallTime, std::string>> disruptions_;  // (time, pool), oldest first
   std::map<std::string, WallTime> spot_paused_until_;         // by class
+  std::map<std::string, double> warmup_s_;                    // by family: learned warm-up, seconds
 };
 
 }  // namespace gpuscaler

@@ -216,6 +216,10 @@ struct DisruptionPolicy {
   // by PodDisruptionBudgets are retried meanwhile) before the scale-down is
   // abandoned and the node uncordoned.
   Seconds drain_timeout{600};
+  // "Replace with cheaper" launches the new node before the old one goes:
+  // both are paid while the new one warms up. Such a move is made only when
+  // its saving over this horizon covers that overlap.
+  Seconds replacement_horizon{24 * 3600};
 };
 
 struct SignalsPolicy {
