@@ -157,7 +157,7 @@ EmulatorResponse CloudEmulator::Dispatch(const EmulatorRequest& request, Emulato
                                                 "DescribeSpotPriceHistory", "CreateLaunchTemplate",
                                                 "CreateLaunchTemplateVersion", "ModifyLaunchTemplate",
                                                 "DescribeLaunchTemplates", "DescribeLaunchTemplateVersions",
-                                                "DescribeSecurityGroups"};
+                                                "DescribeSecurityGroups", "DescribeSubnets"};
   static const std::vector<std::string> kAsg = {"SetDesiredCapacity", "DescribeAutoScalingGroups",
                                                 "TerminateInstanceInAutoScalingGroup", "DescribeScalingActivities",
                                                 "CreateOrUpdateTags"};
@@ -197,6 +197,7 @@ EmulatorResponse CloudEmulator::Dispatch(const EmulatorRequest& request, Emulato
   if (action == "DescribeLaunchTemplates") return DescribeLaunchTemplates(p);
   if (action == "DescribeLaunchTemplateVersions") return DescribeLaunchTemplateVersions(p);
   if (action == "DescribeSecurityGroups") return DescribeSecurityGroups(p);
+  if (action == "DescribeSubnets") return DescribeSubnets(p);
   if (action == "SetDesiredCapacity") return SetDesiredCapacity(p, now);
   if (action == "DescribeAutoScalingGroups") return DescribeAutoScalingGroups(p);
   if (action == "DescribeScalingActivities") return DescribeScalingActivities(p);

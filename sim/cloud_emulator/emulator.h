@@ -26,7 +26,10 @@
 //    stands for one made outside it and is accepted) and records the
 //    template and version on each instance.
 //  - SSM: GetParameter (JSON protocol) over the scenario's `ssm_parameters`;
-//    DescribeSecurityGroups over its `security_groups`.
+//    DescribeSecurityGroups over its `security_groups`; DescribeSubnets over
+//    its `subnets` (and `subnet_tags`), by SubnetId.N (an unknown id is
+//    InvalidSubnetID.NotFound) and filters (tag:<key>, tag-key, subnet-id,
+//    availability-zone / availabilityZone, state).
 //  - SQS: GetQueueUrl, ReceiveMessage (visibility timeout), DeleteMessage,
 //    SendMessage; one queue fed with EventBridge "EC2 Spot Instance
 //    Interruption Warning" events when the scenario interrupts an instance.
@@ -130,6 +133,7 @@ struct EmulatorScenario {
   std::string account_id = "123456789012";
   std::vector<std::string> zones = {"us-east-1a", "us-east-1b", "us-east-1c"};
   std::map<std::string, std::string> subnets;  // subnet id -> zone
+  std::map<std::string, std::map<std::string, std::string>> subnet_tags;  // subnet id -> its tags
   // SSM parameters by name ("/aws/service/eks/optimized-ami/…/image_id" -> "ami-…").
   std::map<std::string, std::string> ssm_parameters;
   std::vector<ScriptedSecurityGroup> security_groups;
@@ -307,6 +311,7 @@ class CloudEmulator {
   EmulatorResponse DescribeLaunchTemplates(const Params& p);
   EmulatorResponse DescribeLaunchTemplateVersions(const Params& p);
   EmulatorResponse DescribeSecurityGroups(const Params& p);
+  EmulatorResponse DescribeSubnets(const Params& p);
   // The template a request names (LaunchTemplateId, else LaunchTemplateName
   // under `prefix`), or nullptr.
   LaunchTemplate* FindTemplate(const Params& p, const std::string& prefix = "");

@@ -357,6 +357,75 @@ EmulatorResponse CloudEmulator::DescribeSecurityGroups(const Params& p) {
   return {200, kXmlContentType, {}, body};
 }
 
+EmulatorResponse CloudEmulator::DescribeSubnets(const Params& p) {
+  const std::vector<cloud::Filter> filters = p.Filters("Filter", "Value");
+  const std::vector<std::string> ids = p.List("SubnetId");
+  for (const std::string& id : ids) {
+    if (scenario_.subnets.count(id) == 0)
+      return Ec2Error(400, "InvalidSubnetID.NotFound", "The subnet ID '" + id + "' does not exist");
+  }
+  static const std::map<std::string, std::string> kNoTags;
+  auto matches = [&](const std::string& id, const std::string& zone) {
+    if (!ids.empty() && std::find(ids.begin(), ids.end(), id) == ids.end()) return false;
+    auto tags_it = scenario_.subnet_tags.find(id);
+    const std::map<std::string, std::string>& tags = tags_it == scenario_.subnet_tags.end() ? kNoTags : tags_it->second;
+    for (const cloud::Filter& f : filters) {
+      auto any = [&](const std::string& text) {
+        return std::any_of(f.values.begin(), f.values.end(), [&](const std::string& v) { return Glob(v, text); });
+      };
+      bool ok = false;
+      if (f.name.rfind("tag:", 0) == 0) {
+        auto tag = tags.find(f.name.substr(4));
+        ok = tag != tags.end() && any(tag->second);
+      } else if (f.name == "tag-key") {
+        ok = std::any_of(tags.begin(), tags.end(), [&](const auto& kv) { return any(kv.first); });
+      } else if (f.name == "subnet-id") {
+        ok = any(id);
+      } else if (f.name == "availability-zone" || f.name == "availabilityZone") {
+        ok = any(zone);
+      } else if (f.name == "state") {
+        ok = any("available");
+      } else {
+        return false;
+      }
+      if (!ok) return false;
+    }
+    return true;
+  };
+  std::string body = Ec2Open("DescribeSubnets", Uuid());
+  body += "<subnetSet>";
+  int index = 0;
+  for (const auto& [id, zone] : scenario_.subnets) {
+    ++index;
+    if (!matches(id, zone)) continue;
+    body += "<item>";
+    Leaf(body, "subnetId", id);
+    Leaf(body, "subnetArn", "arn:aws:ec2:" + scenario_.region + ":" + scenario_.account_id + ":subnet/" + id);
+    Leaf(body, "state", "available");
+    Leaf(body, "ownerId", scenario_.account_id);
+    Leaf(body, "vpcId", "vpc-0emulated");
+    Leaf(body, "cidrBlock", "10.0." + std::to_string(index) + ".0/24");
+    Leaf(body, "availableIpAddressCount", "251");
+    Leaf(body, "availabilityZone", zone);
+    Leaf(body, "defaultForAz", "false");
+    Leaf(body, "mapPublicIpOnLaunch", "false");
+    auto tags = scenario_.subnet_tags.find(id);
+    if (tags != scenario_.subnet_tags.end() && !tags->second.empty()) {
+      body += "<tagSet>";
+      for (const auto& [k, v] : tags->second) {
+        body += "<item>";
+        Leaf(body, "key", k);
+        Leaf(body, "value", v);
+        body += "</item>";
+      }
+      body += "</tagSet>";
+    }
+    body += "</item>";
+  }
+  body += "</subnetSet>\n</DescribeSubnetsResponse>\n";
+  return {200, kXmlContentType, {}, body};
+}
+
 EmulatorResponse CloudEmulator::Ssm(const EmulatorRequest& request, std::string_view op) {
   auto error = [](int status, const std::string& type, const std::string& message) {
     nlohmann::json j = {{"__type", type}, {"message", message}};

@@ -124,12 +124,16 @@ Result<EmulatorScenario> ParseEmulatorScenario(const std::string& text, WallTime
     Keys(root, "scenario",
          {"region", "account_id", "zones", "subnets", "launch_latency", "terminate_latency", "terminated_visible", "group_launch_delay",
           "capacity", "throttle", "server_error_rate", "seed", "interruptions", "spot_prices", "on_demand_prices",
-          "auto_scaling_groups", "queue", "visibility_timeout", "credentials", "ssm_parameters", "security_groups"});
+          "auto_scaling_groups", "queue", "visibility_timeout", "credentials", "ssm_parameters", "security_groups", "subnet_tags"});
     Read(root, "region", &s.region);
     Read(root, "account_id", &s.account_id);
     s.zones = {s.region + "a", s.region + "b", s.region + "c"};
     Read(root, "zones", &s.zones);
     Read(root, "subnets", &s.subnets);
+    Read(root, "subnet_tags", &s.subnet_tags);
+    for (const auto& [id, tags] : s.subnet_tags) {
+      if (s.subnets.count(id) == 0) throw Bad{"scenario.subnet_tags." + id + ": not one of `subnets`"};
+    }
     Read(root, "ssm_parameters", &s.ssm_parameters);
     ForEachItem(root, "security_groups", [&](const YAML::Node& n, const std::string& where) {
       Keys(n, where, {"id", "name", "tags"});

@@ -18,7 +18,10 @@ void RegisterRunCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--listen", o->listen, "HTTP listen address HOST:PORT (port 0: any free port)");
   cmd->add_option("--db", o->db_file, "Audit database (SQLite); overrides the configuration");
   cmd->add_flag("--dry-run", o->dry_run, "Plan and audit, never call the cloud");
-  cmd->add_option("--speed", o->speed, "Demo: virtual seconds per real second")->default_val(60);
+  auto* speed = cmd->add_option("--speed", o->speed,
+                                "Virtual seconds per real second: the demo's, or a --config daemon's on "
+                                "cloud.provider simulated (its clock runs that much faster)")
+                    ->default_val(60);
   cmd->add_option("--days", o->demo_days, "Demo: length of the generated load, in days")->default_val(30);
   cmd->add_option("--seed", o->seed, "Demo: random seed")->default_val(1);
   cmd->add_option("--port-file", o->port_file, "Write the bound HTTP port to this file once listening");
@@ -30,13 +33,14 @@ void RegisterRunCommand(CLI::App& app, int* exit_code) {
                   "Tests and benchmarks: milliseconds between ticks instead of the policy's tick_interval")
       ->check(CLI::Range(int64_t{10}, int64_t{3600000}));
   cmd->add_option("--grace-period", *grace_s, "Seconds to finish the current tick after SIGTERM")->default_val(30);
-  cmd->callback([o, grace_s, tick_ms, exit_code] {
+  cmd->callback([o, grace_s, tick_ms, speed, exit_code] {
     if (o->demo == !o->config_file.empty()) {
       std::cerr << "gpuscaler run: give exactly one of --config FILE or --demo\n";
       *exit_code = 2;
       return;
     }
     o->grace = Seconds(*grace_s);
+    o->speed_set = speed->count() > 0;
     o->tick_interval_override = std::chrono::milliseconds(*tick_ms);
     *exit_code = daemon::RunDaemon(*o, MakeSimulatedWiring());
   });

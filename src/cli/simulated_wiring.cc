@@ -48,15 +48,18 @@ Status WireDemo(const daemon::DemoOptions& options, const Catalog& catalog, daem
 // before each tick, and the events due by then (nodes becoming ready,
 // interruptions) run first.
 struct WallClockCloud {
+  SystemClock system;
+  const Clock* time;  // the daemon's: the system clock, or a ScaledClock under --speed
   ManualClock clock;
   sim::SpotMarket market;
   std::unique_ptr<sim::SimCloud> cloud;
-  explicit WallClockCloud(WallTime now) : clock(now) {}
+  explicit WallClockCloud(const Clock* daemon_time)
+      : time(daemon_time != nullptr ? daemon_time : &system), clock(time->WallNow()) {}
 };
 
 Status WireCloud(const daemon::SimulatedCloudOptions& options, const Catalog& catalog,
                  daemon::LiveEngineParts* parts, daemon::KeepAlive* keep_alive) {
-  auto sim_cloud = std::make_shared<WallClockCloud>(SystemClock().WallNow());
+  auto sim_cloud = std::make_shared<WallClockCloud>(options.time);
   sim::SimCloudConfig config;
   config.id_prefix = "i-sim";
   sim::ForLongRunning(config);
@@ -73,7 +76,7 @@ Status WireCloud(const daemon::SimulatedCloudOptions& options, const Catalog& ca
   parts->clock = &raw->clock;
   parts->cloud = raw->cloud.get();
   parts->before_tick = [raw] {
-    const WallTime now = SystemClock().WallNow();
+    const WallTime now = raw->time->WallNow();
     raw->clock.AdvanceTo(now);
     raw->cloud->RunEventsUntil(now);
     return true;

@@ -58,7 +58,19 @@ Result<LaunchResult> AwsProvider::Launch(const LaunchRequest& request) {
 
 Result<LaunchResult> AwsProvider::LaunchFleet(const LaunchRequest& request) {
   LaunchTemplateRef launch_template = options_.launch_template;
+  const std::map<std::string, std::string>* subnet_by_zone = &options_.subnet_by_zone;
   if (request.node_template) {
+    Result<const std::map<std::string, std::string>*> own_subnets = PoolSubnets(request.pool, *request.node_template);
+    if (!own_subnets.ok()) return own_subnets.error();
+    if (*own_subnets != nullptr) {
+      subnet_by_zone = *own_subnets;
+      // Its subnets are the pool's whole network: a zone without one is
+      // not launched into (checked before anything is created).
+      for (const Offering& o : request.offerings) {
+        if (subnet_by_zone->count(o.zone) == 0)
+          return Error::Config("pool '" + request.pool + "': node_template.subnets: no subnet in zone " + o.zone);
+      }
+    }
     Result<LaunchTemplateRef> own = EnsureLaunchTemplate(request);
     if (!own.ok()) return own.error();
     launch_template = *own;
@@ -90,7 +102,7 @@ Result<LaunchResult> AwsProvider::LaunchFleet(const LaunchRequest& request) {
       const Offering& o = request.offerings[i];
       FleetOverride ov;
       ov.instance_type = o.instance_type;
-      if (auto s = options_.subnet_by_zone.find(o.zone); s != options_.subnet_by_zone.end()) {
+      if (auto s = subnet_by_zone->find(o.zone); s != subnet_by_zone->end()) {
         ov.subnet_id = s->second;
       } else {
         ov.availability_zone = o.zone;
@@ -116,8 +128,8 @@ Result<LaunchResult> AwsProvider::LaunchFleet(const LaunchRequest& request) {
         const Offering& o = request.offerings[i];
         if (o.instance_type != where.instance_type) continue;
         if (!where.availability_zone.empty() && o.zone == where.availability_zone) return &o;
-        auto s = options_.subnet_by_zone.find(o.zone);
-        if (!where.subnet_id.empty() && s != options_.subnet_by_zone.end() && s->second == where.subnet_id) return &o;
+        auto s = subnet_by_zone->find(o.zone);
+        if (!where.subnet_id.empty() && s != subnet_by_zone->end() && s->second == where.subnet_id) return &o;
       }
       return nullptr;
     };

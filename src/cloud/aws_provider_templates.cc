@@ -1,6 +1,8 @@
 // AwsProvider: the launch templates of pools with a node template.
 #include <algorithm>
 
+#include <set>
+
 #include "gpuscaler/cloud/aws_provider.h"
 #include "gpuscaler/cloud/launch_template_api.h"
 #include "gpuscaler/cloud/sigv4.h"
@@ -58,6 +60,63 @@ Result<std::vector<std::string>> AwsProvider::ResolveSecurityGroups(const NodeTe
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   return ids;
+}
+
+Result<const std::map<std::string, std::string>*> AwsProvider::PoolSubnets(const std::string& pool,
+                                                                          const NodeTemplate& t) {
+  if (t.subnets.empty() && t.subnet_selectors.empty()) return nullptr;
+  std::string key;
+  for (const std::string& id : t.subnets) key += id + ";";
+  for (const std::map<std::string, std::string>& tags : t.subnet_selectors) {
+    key += "tags:";
+    for (const auto& [k, v] : tags) key += k + "=" + v + ",";
+    key += ";";
+  }
+  auto known = pool_subnets_.find(pool);
+  if (known != pool_subnets_.end() && known->second.source_key == key) return &known->second.by_zone;
+
+  const std::string context = "pool '" + pool + "': node_template.subnets";
+  std::map<std::string, std::set<std::string>> by_zone;
+  auto collect = [&](const SubnetsPage& page) {
+    for (const SubnetInfo& s : page.subnets) by_zone[s.availability_zone].insert(s.subnet_id);
+  };
+  if (!t.subnets.empty()) {
+    DescribeSubnetsRequest request;
+    request.subnet_ids = t.subnets;
+    Status listed = ForEachPage(client_, "ec2", "DescribeSubnets", request, DescribeSubnetsQuery,
+                                ParseDescribeSubnets, collect);
+    if (!listed.ok()) return listed.error().WithContext(context);
+  }
+  for (const std::map<std::string, std::string>& tags : t.subnet_selectors) {
+    DescribeSubnetsRequest request;
+    std::string described;
+    for (const auto& [k, v] : tags) {
+      request.filters.push_back({"tag:" + k, {v}});
+      described += (described.empty() ? "" : ", ") + k + "=" + v;
+    }
+    size_t matched = 0;
+    Status listed = ForEachPage(client_, "ec2", "DescribeSubnets", request, DescribeSubnetsQuery,
+                                ParseDescribeSubnets, [&](const SubnetsPage& page) {
+                                  matched += page.subnets.size();
+                                  collect(page);
+                                });
+    if (!listed.ok()) return listed.error().WithContext(context);
+    if (matched == 0) return Error::Config(context + ": no subnet has the tags " + described);
+  }
+  ResolvedSubnets resolved;
+  resolved.source_key = key;
+  for (const auto& [zone, ids] : by_zone) {
+    if (ids.size() > 1) {
+      std::string listed;
+      for (const std::string& id : ids) listed += (listed.empty() ? "" : ", ") + id;
+      return Error::Config(context + ": zone " + zone + " has " + std::to_string(ids.size()) + " subnets (" +
+                           listed + "); name one subnet per zone");
+    }
+    resolved.by_zone[zone] = *ids.begin();
+  }
+  ResolvedSubnets& stored = pool_subnets_[pool];
+  stored = std::move(resolved);
+  return &stored.by_zone;
 }
 
 Result<LaunchTemplateRef> AwsProvider::EnsureLaunchTemplate(const LaunchRequest& request) {

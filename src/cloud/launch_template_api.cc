@@ -154,6 +154,34 @@ Result<SecurityGroupsPage> ParseDescribeSecurityGroups(std::string_view body) {
   return page;
 }
 
+QueryParams DescribeSubnetsQuery(const DescribeSubnetsRequest& r) {
+  QueryParams q = {{"Action", "DescribeSubnets"}, {"Version", "2016-11-15"}};
+  for (size_t i = 0; i < r.subnet_ids.size(); ++i) q.emplace_back("SubnetId." + std::to_string(i + 1), r.subnet_ids[i]);
+  for (size_t i = 0; i < r.filters.size(); ++i) {
+    const std::string base = "Filter." + std::to_string(i + 1) + ".";
+    q.emplace_back(base + "Name", r.filters[i].name);
+    for (size_t v = 0; v < r.filters[i].values.size(); ++v) {
+      q.emplace_back(base + "Value." + std::to_string(v + 1), r.filters[i].values[v]);
+    }
+  }
+  if (!r.next_token.empty()) q.emplace_back("NextToken", r.next_token);
+  return q;
+}
+
+Result<SubnetsPage> ParseDescribeSubnets(std::string_view body) {
+  pugi::xml_document doc;
+  if (Status s = xml::Load(doc, body, "DescribeSubnetsResponse"); !s.ok()) return s.error();
+  SubnetsPage page;
+  for (pugi::xml_node n : doc.document_element().child("subnetSet").children("item")) {
+    SubnetInfo info{n.child_value("subnetId"), n.child_value("availabilityZone")};
+    if (info.subnet_id.empty() || info.availability_zone.empty())
+      return Error::Internal("DescribeSubnets: a subnet without subnetId or availabilityZone");
+    page.subnets.push_back(std::move(info));
+  }
+  page.next_token = doc.document_element().child_value("nextToken");
+  return page;
+}
+
 std::string GetParameterBody(const std::string& name) { return nlohmann::json{{"Name", name}}.dump(); }
 
 Result<std::string> ParseGetParameter(std::string_view body) {

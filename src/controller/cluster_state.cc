@@ -43,6 +43,27 @@ ClusterState::ClusterState(const Clock& clock, CloudProvider& cloud, AuditStore*
   }
 }
 
+void ClusterState::LearnWarmUp(const TickReport& report, size_t from) {
+  // Each family's warm-up moves a third of the way to every new
+  // observation (recent nodes weigh most: AMIs and drivers change), from
+  // the catalog's launch latency as the prior.
+  constexpr double kWeight = 1.0 / 3.0;
+  for (size_t i = from; i < report.milestones.size(); ++i) {
+    const NodeMilestone& m = report.milestones[i];
+    if (m.stage != "gpus_allocatable") continue;
+    auto prior = catalog_.launch_latency.find(m.family);
+    const Seconds start = prior != catalog_.launch_latency.end() ? prior->second : catalog_.default_launch_latency;
+    auto [it, fresh] = warmup_s_.emplace(m.family, static_cast<double>(start.count()));
+    it->second += kWeight * (m.seconds - it->second);
+    const int learned = static_cast<int>(std::lround(it->second));
+    int& published = snapshot_.warmup_seconds_by_family[m.family];
+    if (published != learned) {
+      published = learned;
+      MarkChanged(false);
+    }
+  }
+}
+
 void ClusterState::MarkChanged(bool structural) {
   changes_.any = true;
   if (structural) changes_.structural = true;
@@ -56,6 +77,7 @@ StateChanges ClusterState::TakeChanges() {
 
 bool ClusterState::Observe(const Policy& policy, WallTime now, double month_to_date_usd, TickReport* report) {
   snapshot_.time = now;
+  const size_t first_milestone = report->milestones.size();
   snapshot_.month_to_date_usd = month_to_date_usd;
   snapshot_.month_to_date_usd_by_pool = usage_.month_to_date_usd_by_pool();
   snapshot_.month_to_date_usd_by_team = usage_.month_to_date_usd_by_team();
@@ -69,6 +91,7 @@ bool ClusterState::Observe(const Policy& policy, WallTime now, double month_to_d
   RefreshWork();
   report->milestones.insert(report->milestones.end(), milestones_.begin(), milestones_.end());
   milestones_.clear();
+  LearnWarmUp(*report, first_milestone);
   RefreshSignals(policy, now);
   RefreshWindows(policy, now);
   snapshot_.hours_left_in_month = HoursLeftInMonth(now);
@@ -177,7 +200,8 @@ bool ClusterState::ReadInstances(const Policy& policy, WallTime now, TickReport*
       continue;
     }
     auto it = node_index_.find(inst.instance_id);
-    if (it == node_index_.end() && placeholders_ > 0 && ClaimAwaited(inst, policy, now, report)) {
+    if (it == node_index_.end() && placeholders_ > 0 && recorded_before_start_.count(inst.instance_id) == 0 &&
+        ClaimAwaited(inst, policy, now, report)) {
       seen[node_index_.at(inst.instance_id)] = 1;
       continue;
     }
@@ -212,6 +236,7 @@ bool ClusterState::ReadInstances(const Policy& policy, WallTime now, TickReport*
     }
   }
   terminated_.swap(still_listed);
+  recorded_before_start_.clear();  // every instance listed now is known
   for (size_t i = snapshot_.nodes.size(); i-- > 0;) {
     if (seen[i] || node_info_[i].placeholder()) continue;
     RemoveNode(i, now, node_info_[i].notice_deadline ? "interrupted" : "vanished", report);

@@ -90,6 +90,7 @@ TickReport Controller::Tick() {
   if (!risk_restored_) {
     risk_restored_ = true;
     state_.Restore(now, &report);
+    state_.RestoreAwaited(policy_, now, &report);
   }
   if (!recovered_) {
     ActuationResult recovered;

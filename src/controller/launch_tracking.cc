@@ -1,9 +1,15 @@
 // ClusterState: launches accepted but not listed yet (see cluster_state.h).
 #include <algorithm>
+#include <map>
 
 #include "gpuscaler/controller/cluster_state.h"
 
 namespace gpuscaler {
+namespace {
+
+constexpr Seconds kClaimSkew{300};
+
+}  // namespace
 
 void ClusterState::AddAwaited(const InFlightLaunch& launch, const Policy& policy) {
   const NodePoolPolicy* pool = policy.FindPool(launch.pool);
@@ -31,6 +37,54 @@ void ClusterState::AddAwaited(const InFlightLaunch& launch, const Policy& policy
   }
 }
 
+void ClusterState::RestoreAwaited(const Policy& policy, WallTime now, TickReport* report) {
+  if (store_ == nullptr || !options_.restore_from_store) return;
+  const NodePoolPolicy defaults;
+  Seconds longest = policy.pools.empty() ? defaults.registration_timeout : Seconds(0);
+  for (const NodePoolPolicy& p : policy.pools) longest = std::max(longest, p.registration_timeout);
+  Result<std::vector<AcceptedLaunch>> accepted = store_->AcceptedLaunchesSince(now - longest);
+  if (!accepted) {
+    // Degraded: the work of those launches may be planned again.
+    report->errors.push_back(accepted.error().WithContext("reading launches awaited before the restart"));
+    return;
+  }
+  if (accepted->empty()) return;
+  Result<std::vector<NodeLifecycle>> running = store_->NodeLifecycles(now, now);
+  if (!running) {
+    report->errors.push_back(running.error().WithContext("reading launches awaited before the restart"));
+    return;
+  }
+  for (const NodeLifecycle& n : *running) {
+    if (!n.end_time) recorded_before_start_.insert(n.instance_id);
+  }
+  // The instances that came are shared by the decision's launches into the
+  // pool: each launch, in order, takes off what it can.
+  std::map<std::pair<int64_t, std::string>, size_t> arrived;
+  for (const AcceptedLaunch& a : *accepted) {
+    arrived.emplace(std::make_pair(a.row.action.decision_id, a.row.action.pool), a.arrived_instance_ids.size());
+  }
+  for (const AcceptedLaunch& a : *accepted) {
+    const ActionRecord& action = a.row.action;
+    size_t& came = arrived[{action.decision_id, action.pool}];
+    int awaited = action.count - static_cast<int>(a.row.result_instance_ids.size());
+    const int taken = std::min(awaited, static_cast<int>(came));
+    awaited -= taken;
+    came -= static_cast<size_t>(taken);
+    if (awaited <= 0 || !a.row.decision_time) continue;
+    // Past its pool's registration_timeout: given up already (before the
+    // restart, or its work is planned anew now).
+    const NodePoolPolicy* pool = policy.FindPool(action.pool);
+    const Seconds timeout = pool != nullptr ? pool->registration_timeout : defaults.registration_timeout;
+    if (*a.row.decision_time + timeout <= now) continue;
+    // Accepted at its decision's time: given up at that time plus the
+    // pool's registration_timeout, as it would have been without a restart.
+    AddAwaited({action.idempotency_token, action.pool, action.offering, awaited, action.decision_id, action.reason,
+                *a.row.decision_time},
+               policy);
+    MarkChanged(true);
+  }
+}
+
 bool ClusterState::ClaimAwaited(const Instance& instance, const Policy& policy, WallTime now, TickReport* report) {
   // Its own launch's placeholder first. Else the oldest of its pool: an Auto
   // Scaling group tags every new instance with the token of the latest raise,
@@ -44,6 +98,10 @@ bool ClusterState::ClaimAwaited(const Instance& instance, const Policy& policy, 
       i = j;
       break;
     }
+    // An instance launched well before the launch was accepted is not one
+    // of its instances (the margin covers clock skew between this host and
+    // the cloud).
+    if (instance.launch_time + kClaimSkew < snapshot_.nodes[j].launch_time) continue;
     if (i == node_info_.size() || node_info_[j].give_up_at < node_info_[i].give_up_at) i = j;
   }
   if (i == node_info_.size()) return false;

@@ -30,8 +30,17 @@ void ClusterState::CheckNodeHealth(const Policy& policy, WallTime now, TickRepor
       Milestone(i, "registered", now, report);
     }
     // A node that was there before this process started has registered
-    // once: it is judged by repair_after, never by the registration timeout.
-    if (!info.registered && health && !info.launched_here) info.registered = true;
+    // once, if it serves or is older than the registration timeout: it is
+    // judged by repair_after, never by the registration timeout. A younger
+    // one that does not serve yet was still joining at the restart: the
+    // timeout from its launch applies, as it did before.
+    if (!info.registered && health && !info.launched_here && !info.joining_at_start) {
+      if ((health->ready && health->gpus_allocatable) || now - node.launch_time >= registration_timeout) {
+        info.registered = true;
+      } else {
+        info.joining_at_start = true;
+      }
+    }
     if (!info.registered) {
       if (health && health->ready && health->gpus_allocatable) {
         info.registered = true;

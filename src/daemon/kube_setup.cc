@@ -117,7 +117,9 @@ class KubeClusterNodes final : public ClusterNodes {
 // Everything the Kubernetes side owns; destroyed with the daemon's setup,
 // after the engine (which calls into it) is gone.
 struct KubeRuntime {
-  SystemClock clock;
+  SystemClock system_clock;   // leader election's
+  std::shared_ptr<const Clock> daemon_clock;  // under --speed; else null
+  const Clock* clock = nullptr;  // drains and freshness: the daemon's time
   std::unique_ptr<kube::ApiClient> client;
   std::unique_ptr<kube::ClusterCache> cache;
   std::unique_ptr<kube::LeaderElector> elector;
@@ -170,15 +172,17 @@ Result<kube::ClusterConfig> ClusterConfigFor(const KubernetesSettings& k) {
 }  // namespace
 
 Status SetUpKubernetes(const DaemonConfig& config, const Catalog& catalog, LiveEngineParts* parts,
-                       DaemonSetup* setup) {
+                       DaemonSetup* setup, std::shared_ptr<const Clock> clock) {
   const KubernetesSettings& k = config.kubernetes;
   Result<kube::ClusterConfig> cluster = ClusterConfigFor(k);
   if (!cluster) return cluster.error().WithContext("kubernetes");
   if (!k.namespace_name.empty()) cluster->namespace_name = k.namespace_name;
 
   auto rt = std::make_shared<KubeRuntime>();
+  rt->daemon_clock = std::move(clock);
+  rt->clock = rt->daemon_clock ? rt->daemon_clock.get() : &rt->system_clock;
   rt->client = std::make_unique<kube::ApiClient>(*cluster);
-  rt->cache = std::make_unique<kube::ClusterCache>(*rt->client, rt->clock);
+  rt->cache = std::make_unique<kube::ClusterCache>(*rt->client, *rt->clock);
   if (k.leader_election.enabled) {
     kube::LeaderElectionOptions le;
     le.namespace_name =
@@ -186,15 +190,15 @@ Status SetUpKubernetes(const DaemonConfig& config, const Catalog& catalog, LiveE
     le.lease_name = k.leader_election.lease_name;
     le.identity = Identity();
     if (Status s = kube::ValidateLeaderElection(le); !s.ok()) return s;
-    rt->elector = std::make_unique<kube::LeaderElector>(*rt->client, rt->clock, le, [id = le.identity](bool leader) {
+    rt->elector = std::make_unique<kube::LeaderElector>(*rt->client, rt->system_clock, le, [id = le.identity](bool leader) {
       if (leader) spdlog::info("leader election: {} holds the lease; acting", id);
       else spdlog::warn("leader election: {} lost the lease; actuation stopped", id);
     });
   }
   KubeRuntime* raw = rt.get();
   rt->drain_client = std::make_unique<kube::ApiClient>(*cluster);
-  rt->drainer = std::make_unique<kube::AsyncDrainer>(*rt->drain_client, rt->clock, [raw] { return raw->Leading(); });
-  rt->cordoner = std::make_unique<kube::Drainer>(*rt->client, rt->clock, [](std::chrono::milliseconds) { return false; });
+  rt->drainer = std::make_unique<kube::AsyncDrainer>(*rt->drain_client, *rt->clock, [raw] { return raw->Leading(); });
+  rt->cordoner = std::make_unique<kube::Drainer>(*rt->client, *rt->clock, [](std::chrono::milliseconds) { return false; });
   rt->nodes = std::make_unique<KubeClusterNodes>(*rt->cache, *rt->drainer);
   rt->nodes->cordon_ = [raw](const std::string& node_name, bool unschedulable) {
     return raw->cordoner->Cordon(node_name, unschedulable);

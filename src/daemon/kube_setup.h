@@ -21,7 +21,12 @@ namespace gpuscaler::daemon {
 // it starts is owned by setup->keep_alive and stops with it. kConfig for a
 // configuration that cannot work (no cluster, unreadable kubeconfig, bad
 // leader election settings). Call after parts->cloud and parts->store are set.
+// `clock` (thread-safe; the Kubernetes side keeps it alive) is the daemon's time for the
+// cache's freshness and the drains' deadlines and retries: the same time
+// the controller keeps (a ScaledClock under --speed); null: the system
+// clock. Leader election always runs on the system clock, which the other
+// replicas share.
 Status SetUpKubernetes(const DaemonConfig& config, const Catalog& catalog, LiveEngineParts* parts,
-                       DaemonSetup* setup);
+                       DaemonSetup* setup, std::shared_ptr<const Clock> clock = nullptr);
 
 }  // namespace gpuscaler::daemon

@@ -171,6 +171,11 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options, const Simulate
   Result<DaemonConfig> loaded = LoadDaemonConfig(options.config_file);
   if (!loaded) return loaded.error();
   DaemonConfig config = std::move(loaded).value();
+  // A real cloud and its instances keep real time: only the simulated
+  // cloud can follow a faster clock.
+  if (options.speed_set && config.cloud.provider != "simulated")
+    return Error::Config("--speed: only for --demo or a configuration with cloud.provider simulated (" +
+                         config.source_file + " has '" + config.cloud.provider + "')");
   if (!options.listen.empty()) config.listen = options.listen;
   if (!options.db_file.empty()) config.db_file = options.db_file;
   if (!options.api_token_file.empty()) config.api_token_file = options.api_token_file;
@@ -220,11 +225,21 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options, const Simulate
   if (!installation) return installation.error().WithContext("audit database " + config.db_file);
   parts.controller_options.token_prefix = config.cluster_name + "-" + *installation + "-";
 
+  // --speed: the whole daemon (controller, simulated cloud, drains) runs on
+  // one clock that much faster than real time.
+  std::shared_ptr<ScaledClock> scaled;
+  if (options.speed_set) {
+    if (options.speed <= 0 || options.speed > 1e6) return Error::Config("--speed must be in (0, 1000000]");
+    scaled = std::make_shared<ScaledClock>(options.speed);
+    d.keep_alive.push_back(scaled);
+    parts.speed = options.speed;
+  }
   if (config.cloud.provider == "simulated") {
     if (!wiring.cloud) return Error::Config(config.source_file + ": cloud.provider simulated: not in this build");
     SimulatedCloudOptions sim;
     sim.regions = config.regions;
     sim.launch_latency = config.cloud.simulated_launch_latency;
+    sim.time = scaled.get();
     if (Status s = wiring.cloud(sim, *catalog, &parts, &d.keep_alive); !s.ok()) return s.error();
   } else {
     Result<std::shared_ptr<AwsCloud>> aws = MakeAwsCloud(config, *catalog);
@@ -236,7 +251,7 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options, const Simulate
                  config.cloud.endpoint_url.empty() ? "the AWS endpoints" : config.cloud.endpoint_url);
   }
   if (config.kubernetes.enabled) {
-    if (Status s = SetUpKubernetes(config, *catalog, &parts, &d); !s.ok()) return s.error();
+    if (Status s = SetUpKubernetes(config, *catalog, &parts, &d, scaled); !s.ok()) return s.error();
   }
   parts.watcher = std::move(watcher);
   EndRunAtShutdown(store->get(), &parts);

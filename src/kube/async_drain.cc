@@ -154,9 +154,12 @@ void AsyncDrainer::Run() {
     const std::optional<WallTime> next = Step();
     lock.lock();
     if (stopping_ || begun_) continue;
-    // The clock is the system's here; no drain open: sleep until one begins.
-    const auto wait = next ? std::max(Seconds(0), *next - clock_.WallNow()) + Seconds(1) : Seconds(3600);
-    wake_.wait_for(lock, wait, [this] { return stopping_ || begun_; });
+    // Until the next step is due (the clock may run faster than real time:
+    // the wait is in real seconds); no drain open: until one begins.
+    const Seconds wait = next ? std::max(Seconds(0), *next - clock_.WallNow()) + Seconds(1) : Seconds(3600);
+    const auto real_wait = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::duration<double>(wait) / std::max(clock_.rate(), 1e-3));
+    wake_.wait_for(lock, std::max(real_wait, std::chrono::milliseconds(1)), [this] { return stopping_ || begun_; });
   }
 }
 

@@ -131,6 +131,14 @@ std::string CanonicalPolicyText(const Policy& p) {
                 [&w](const std::string& at_selector, const std::map<std::string, std::string>& tags) {
                   w.Put(at_selector + ".tags", tags);
                 });
+      // Hashed only when set: policies without them keep their hash.
+      if (!t.subnets.empty() || !t.subnet_selectors.empty()) {
+        w.Put(nt + ".subnets", t.subnets);
+        w.PutList(nt + ".subnet_selectors", t.subnet_selectors,
+                  [&w](const std::string& at_selector, const std::map<std::string, std::string>& tags) {
+                    w.Put(at_selector + ".tags", tags);
+                  });
+      }
     }
   });
   w.PutList("classes", p.classes, [&w](const std::string& at, const WorkloadClassPolicy& c) {
@@ -186,6 +194,9 @@ std::string CanonicalPolicyText(const Policy& p) {
   w.Put("disruption.min_savings_usd_per_hour", d.min_savings_usd_per_hour);
   w.Put("disruption.min_savings_fraction", d.min_savings_fraction);
   w.Put("disruption.drain_timeout", d.drain_timeout);
+  // Hashed only when not the default: policies from before it keep their hash.
+  if (d.replacement_horizon != DisruptionPolicy{}.replacement_horizon)
+    w.Put("disruption.replacement_horizon", d.replacement_horizon);
   w.Put("signals.max_staleness", p.signals.max_staleness);
   return w.Take();
 }

@@ -421,7 +421,7 @@ void PolicyReader::ReadDisruption(const DocNode& node) {
   MapReader m(r_, node, "disruption",
               {"consolidation", "min_node_age", "max_disrupted_per_interval",
                "disruption_interval", "do_not_disrupt_labels", "min_savings_usd_per_hour",
-               "min_savings_fraction", "drain_timeout"});
+               "min_savings_fraction", "drain_timeout", "replacement_horizon"});
   DisruptionPolicy& d = p_.disruption;
   m.ReadBool("consolidation", &d.consolidation);
   m.ReadDuration("min_node_age", &d.min_node_age);
@@ -431,6 +431,7 @@ void PolicyReader::ReadDisruption(const DocNode& node) {
   NonNegative(m, "min_savings_usd_per_hour", &d.min_savings_usd_per_hour);
   Share(m, "min_savings_fraction", &d.min_savings_fraction);
   PositiveDuration(m, "drain_timeout", &d.drain_timeout);
+  PositiveDuration(m, "replacement_horizon", &d.replacement_horizon);
 }
 
 void PolicyReader::ReadSignals(const DocNode& node) {

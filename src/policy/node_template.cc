@@ -122,6 +122,33 @@ void PolicyReader::ReadSecurityGroups(MapReader& m, NodeTemplate* t) {
   });
 }
 
+void PolicyReader::ReadSubnets(MapReader& m, NodeTemplate* t) {
+  const DocNode* list = m.Find("subnets");
+  if (list == nullptr) return;
+  if (list->IsNull() || (list->IsSequence() && list->items.empty())) {
+    r_.Report(*list, m.PathOf("subnets"), "must list at least one subnet-… id or {tags: {…}} selector (or be left out)");
+    return;
+  }
+  m.ForEachItem("subnets", [&](const DocNode& n, const std::string& path) {
+    if (n.IsScalar()) {
+      if (n.scalar.rfind("subnet-", 0) != 0) {
+        r_.Report(n, path, InQuotes(n.scalar) + " is not a subnet id (subnet-…; or {tags: {key: value}})");
+      }
+      t->subnets.push_back(n.scalar);
+      return;
+    }
+    MapReader selector(r_, n, path, {"tags"});
+    if (!n.IsMapping()) return;
+    std::map<std::string, std::string> tags;
+    if (!selector.Require({"tags"}) || !selector.ReadStringMap("tags", &tags)) return;
+    if (tags.empty()) {
+      r_.ReportAt(selector.PathOf("tags"), "must name at least one tag (an empty selector would match every subnet)");
+      return;
+    }
+    t->subnet_selectors.push_back(std::move(tags));
+  });
+}
+
 void PolicyReader::ReadNodeTemplate(MapReader& pool_reader, NodePoolPolicy* pool) {
   const DocNode* node = pool_reader.Find("node_template");
   if (node == nullptr || node->IsNull()) {
@@ -134,11 +161,12 @@ void PolicyReader::ReadNodeTemplate(MapReader& pool_reader, NodePoolPolicy* pool
   }
   const std::string path = pool_reader.PathOf("node_template");
   MapReader m(r_, *node, path,
-              {"ami", "ami_family", "instance_profile", "security_groups", "block_devices", "mig_config"});
+              {"ami", "ami_family", "instance_profile", "security_groups", "subnets", "block_devices", "mig_config"});
   if (!node->IsMapping()) return;
   m.Require({"instance_profile", "security_groups"});
   NodeTemplate t;
   ReadSecurityGroups(m, &t);
+  ReadSubnets(m, &t);
   if (const DocNode* ami = m.Find("ami"); ami != nullptr && !ami->IsNull()) {
     MapReader a(r_, *ami, m.PathOf("ami"), {"id", "ssm_parameter"});
     a.ReadString("id", &t.ami_id);

@@ -49,6 +49,7 @@ class PolicyReader {
   void ReadPoolLabels(MapReader& m, NodePoolPolicy* pool);
   void ReadNodeTemplate(MapReader& pool_reader, NodePoolPolicy* pool);
   void ReadSecurityGroups(MapReader& m, NodeTemplate* t);
+  void ReadSubnets(MapReader& m, NodeTemplate* t);
   void ReadSignalQuery(MapReader& parent, std::string_view key,
                        const std::vector<std::string_view>& sources,
                        std::optional<SignalQuery>* out);

@@ -48,6 +48,18 @@ bool LabelSaysDoNotDisrupt(const std::map<std::string, std::string>& labels, con
   return false;
 }
 
+// Hours a new node of offering `o` (type index `type`) warms up before its
+// GPUs are allocatable: its family's learned warm-up, else the offering's
+// launch latency (the catalog's prior).
+double WarmUpHours(const Snapshot& snap, int type, const Offering& o) {
+  if (type >= 0) {
+    const InstanceType& t = snap.instance_types[type];
+    auto it = snap.warmup_seconds_by_family.find(t.family.empty() ? t.name : t.family);
+    if (it != snap.warmup_seconds_by_family.end()) return it->second / 3600.0;
+  }
+  return static_cast<double>(o.launch_latency.count()) / 3600.0;
+}
+
 }  // namespace
 
 bool Planner::MoveAllowance(const DemandUnit& u, int cls, const Bin& from, const Bin& to, Allowances& a) const {
@@ -301,6 +313,10 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
       if (!all) continue;
       const double saves = src.price + risk_old - op.price - risk_new - disruption;
       if (saves < d.min_savings_usd_per_hour || saves / src.price < d.min_savings_fraction) continue;
+      // The new node comes first: both are paid while it warms up. The
+      // saving over the policy's horizon must cover that overlap.
+      const double overlap_usd = op.price * WarmUpHours(snap_, op.type, off);
+      if (saves * static_cast<double>(d.replacement_horizon.count()) / 3600.0 < overlap_usd) continue;
       st.allow = std::move(allow);
       nb.risk = risk_new;
       for (int k : order) nb.moved.emplace_back(c.node, k);

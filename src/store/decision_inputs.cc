@@ -50,6 +50,16 @@ OrderedJson NodeTemplateJson(const NodeTemplate& t) {
     groups.push_back({{"tags", selector}});
   }
   j["security_groups"] = groups;
+  if (!t.subnets.empty() || !t.subnet_selectors.empty()) {
+    OrderedJson subnets = OrderedJson::array();
+    for (const std::string& id : t.subnets) subnets.push_back(id);
+    for (const auto& tags : t.subnet_selectors) {
+      OrderedJson selector = OrderedJson::object();
+      for (const auto& [k, v] : tags) selector[k] = v;
+      subnets.push_back({{"tags", selector}});
+    }
+    j["subnets"] = subnets;
+  }
   OrderedJson devices = OrderedJson::array();
   for (const BlockDevice& d : t.block_devices) {
     OrderedJson device = {{"device_name", d.device_name}, {"volume_size_gib", d.volume_size_gib},
@@ -158,7 +168,8 @@ std::string PolicyFileJson(const Policy& p) {
                      {"do_not_disrupt_labels", d.do_not_disrupt_labels},
                      {"min_savings_usd_per_hour", d.min_savings_usd_per_hour},
                      {"min_savings_fraction", d.min_savings_fraction},
-                     {"drain_timeout", Duration(d.drain_timeout)}};
+                     {"drain_timeout", Duration(d.drain_timeout)},
+                     {"replacement_horizon", Duration(d.replacement_horizon)}};
   OrderedJson staleness = OrderedJson::object();
   for (const auto& [source, age] : p.signals.max_staleness) staleness[source] = Duration(age);
   j["signals"] = {{"max_staleness", staleness}};

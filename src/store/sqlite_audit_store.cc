@@ -601,6 +601,37 @@ Result<std::vector<NodeLifecycle>> SqliteAuditStore::NodeLifecycles(WallTime sin
   return out;
 }
 
+Result<std::vector<AcceptedLaunch>> SqliteAuditStore::AcceptedLaunchesSince(WallTime since) {
+  // Decisions by time first (indexed), then their actions: a restart reads
+  // the last registration_timeout's launches, not the whole history.
+  Result<std::vector<AcceptedLaunch>> rows = store_internal::Select<AcceptedLaunch>(
+      *db_,
+      "SELECT " GPUSCALER_ACTION_COLUMNS
+      ", (SELECT d.time FROM decisions d WHERE d.id = actions.decision_id),"
+      " (SELECT json_group_array(n.instance_id) FROM nodes n WHERE n.decision_id = actions.decision_id"
+      "    AND n.pool = actions.pool AND n.instance_id NOT IN"
+      "    (SELECT j.value FROM actions a2, json_each(a2.result_instance_ids_json) j"
+      "     WHERE a2.decision_id = actions.decision_id AND a2.kind = 'launch'))"
+      " FROM actions WHERE decision_id IN (SELECT id FROM decisions WHERE time >= ?1)"
+      " AND kind = 'launch' AND outcome = 'succeeded'"
+      " AND json_array_length(result_instance_ids_json) < count ORDER BY id",
+      "reading accepted launches",
+      [](const Query& q) -> Result<AcceptedLaunch> {
+        AcceptedLaunch a;
+        Result<ActionRow> row = store_internal::ReadActionRow(q);
+        if (!row) return row.error();
+        a.row = std::move(row).value();
+        a.row.decision_time = q.OptionalTime(18);
+        Result<std::vector<std::string>> arrived = store_internal::IdsFromJson(q.Text(19), "nodes.instance_id");
+        if (!arrived) return arrived.error();
+        a.arrived_instance_ids = std::move(arrived).value();
+        return a;
+      },
+      since);
+  if (!rows) NoteFailure(rows.error());
+  return rows;
+}
+
 Result<std::vector<UsageRecord>> SqliteAuditStore::UsageOverlapping(WallTime from, WallTime to) {
   Result<std::unique_ptr<AuditReader>> reader = OpenReader();
   if (!reader) return reader.error();

@@ -28,6 +28,12 @@ class NodeTemplateLaunch : public ::testing::Test {
     s.security_groups = {{"sg-0node", "nodes", {{"karpenter.sh/discovery", "prod"}, {"tier", "gpu"}}},
                          {"sg-0cluster", "cluster", {{"karpenter.sh/discovery", "prod"}}},
                          {"sg-0other", "other", {{"karpenter.sh/discovery", "staging"}, {"tier", "gpu"}}}};
+    s.subnets = {{"subnet-0a", "us-east-1a"}, {"subnet-0b", "us-east-1b"}, {"subnet-0a2", "us-east-1a"},
+                 {"subnet-0c", "us-east-1c"}};
+    s.subnet_tags = {{"subnet-0a", {{"karpenter.sh/discovery", "prod"}}},
+                     {"subnet-0b", {{"karpenter.sh/discovery", "prod"}}},
+                     {"subnet-0a2", {{"karpenter.sh/discovery", "staging"}}},
+                     {"subnet-0c", {{"karpenter.sh/discovery", "staging"}}}};
     emulator_ = std::make_unique<CloudEmulator>(std::move(s), clock_);
     aws_ = StartProcess();
   }
@@ -172,6 +178,72 @@ TEST_F(NodeTemplateLaunch, SecurityGroupSelectorsResolveToEveryGroupWithAllTheir
             std::string::npos)
       << e.error().message();
   EXPECT_EQ(Calls("CreateFleet"), 1);
+}
+
+TEST_F(NodeTemplateLaunch, SubnetsByIdsAndTagsPutEachZonesLaunchesInItsSubnet) {
+  LaunchRequest r = Request("d1-0");
+  r.count = 2;  // offerings in us-east-1a and us-east-1b
+  r.node_template->subnet_selectors = {{{"karpenter.sh/discovery", "prod"}}};
+  Result<LaunchResult> launched = aws_->provider.Launch(r);
+  ASSERT_TRUE(launched.ok()) << launched.error().ToString();
+  ASSERT_FALSE(launched->instances.empty());
+  for (const sim::EmulatedInstance& i : emulator_->Instances()) {
+    EXPECT_EQ(i.subnet_id, i.zone == "us-east-1a" ? "subnet-0a" : "subnet-0b") << i.instance_id;
+  }
+  for (const Instance& i : launched->instances) EXPECT_FALSE(i.offering.zone.empty());
+  EXPECT_EQ(Calls("DescribeSubnets"), 1);
+  // Resolved once while the template's subnets stay the same.
+  LaunchRequest again = r;
+  again.idempotency_token = "d3-0";
+  ASSERT_TRUE(aws_->provider.Launch(again).ok());
+  EXPECT_EQ(Calls("DescribeSubnets"), 1);
+
+  // By id: the zone comes from DescribeSubnets.
+  LaunchRequest by_id = Request("d4-0");
+  by_id.pool = "by-id";
+  by_id.offerings = {by_id.offerings.at(0)};
+  by_id.offerings[0].zone = "us-east-1c";
+  by_id.node_template->subnets = {"subnet-0c"};
+  ASSERT_TRUE(aws_->provider.Launch(by_id).ok());
+  bool in_c = false;
+  for (const sim::EmulatedInstance& i : emulator_->Instances()) in_c |= i.subnet_id == "subnet-0c";
+  EXPECT_TRUE(in_c);
+}
+
+TEST_F(NodeTemplateLaunch, SubnetErrorsNameThePoolAndZoneAndLaunchNothing) {
+  struct Case {
+    std::string name;
+    std::vector<std::string> ids;
+    std::vector<std::map<std::string, std::string>> selectors;
+    std::string zone;
+    ErrorCategory category;
+    std::string want;
+  } cases[] = {
+      {"no subnet in the zone", {}, {{{"karpenter.sh/discovery", "prod"}}}, "us-east-1c", ErrorCategory::kConfig,
+       "pool 'gpu': node_template.subnets: no subnet in zone us-east-1c"},
+      {"two subnets in one zone", {"subnet-0a"}, {{{"karpenter.sh/discovery", "staging"}}}, "us-east-1a",
+       ErrorCategory::kConfig, "zone us-east-1a has 2 subnets (subnet-0a, subnet-0a2); name one subnet per zone"},
+      {"a selector that matches none", {}, {{{"karpenter.sh/discovery", "nowhere"}}}, "us-east-1a",
+       ErrorCategory::kConfig, "no subnet has the tags karpenter.sh/discovery=nowhere"},
+      {"an unknown id", {"subnet-0missing"}, {}, "us-east-1a", ErrorCategory::kNotFound, "subnet-0missing"},
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    LaunchRequest r = Request("e" + std::to_string(++n) + "-0");
+    r.offerings = {r.offerings.at(0)};
+    r.offerings[0].zone = c.zone;
+    r.node_template->subnets = c.ids;
+    r.node_template->subnet_selectors = c.selectors;
+    Result<LaunchResult> e = aws_->provider.Launch(r);
+    ASSERT_FALSE(e.ok());
+    EXPECT_EQ(e.error().category(), c.category) << e.error().ToString();
+    EXPECT_NE(e.error().message().find("pool 'gpu'"), std::string::npos) << e.error().message();
+    EXPECT_NE(e.error().message().find(c.want), std::string::npos) << e.error().message();
+  }
+  EXPECT_EQ(Calls("CreateFleet"), 0);
+  EXPECT_EQ(Calls("CreateLaunchTemplate"), 0);
+  EXPECT_TRUE(emulator_->Instances().empty());
 }
 
 TEST_F(NodeTemplateLaunch, ErrorsNameThePoolAndLaunchNothing) {

@@ -28,6 +28,7 @@ std::string Policy(const std::string& team) {
                 "    node_template:\n"
                 "      instance_profile: gpu-node\n"
                 "      security_groups: [sg-0123456789abcdef0, {tags: {karpenter.sh/discovery: test}}]\n"
+                "      subnets: [{tags: {karpenter.sh/discovery: test}}]\n"
                 "      block_devices: [{device_name: /dev/xvda, volume_size_gib: 200, volume_type: gp3}]\n");
   return policy;
 }
@@ -39,7 +40,14 @@ class DaemonNodeTemplate : public AwsCliTest {
            "ssm_parameters: {\"" + std::string(kAmiParameter) + "\": ami-0eks131nvidia}\n"
            "security_groups:\n"
            "  - {id: sg-0cluster, tags: {karpenter.sh/discovery: test}}\n"
-           "  - {id: sg-0elsewhere, tags: {karpenter.sh/discovery: other}}\n";
+           "  - {id: sg-0elsewhere, tags: {karpenter.sh/discovery: other}}\n"
+           // Another installation's subnet sorts first in us-east-1a: the
+           // emulator's own pick for a launch that names no subnet.
+           "subnets: {subnet-00other: us-east-1a, subnet-0aaa: us-east-1a, subnet-0bbb: us-east-1b}\n"
+           "subnet_tags:\n"
+           "  subnet-00other: {karpenter.sh/discovery: other}\n"
+           "  subnet-0aaa: {karpenter.sh/discovery: test, Name: gpu-a}\n"
+           "  subnet-0bbb: {karpenter.sh/discovery: test}\n";
   }
   void TearDown() override {
     if (daemon_) {
@@ -134,6 +142,28 @@ TEST_F(DaemonNodeTemplate, CreatesThePoolsTemplateThatJoinsWithExactlyItsLabelsA
         from_template |= tag["Key"] == "aws:ec2launchtemplate:id" && tag["Value"] == t["LaunchTemplateId"];
       }
       EXPECT_TRUE(from_template) << i.dump();
+    }
+  }
+  // The pool's subnets, one per zone, found by their tag: what the aws CLI
+  // reads from DescribeSubnets, and where every instance went.
+  Run subnets = Aws({"ec2", "describe-subnets", "--filters", "Name=tag:karpenter.sh/discovery,Values=test"});
+  ASSERT_EQ(subnets.exit_code, 0) << subnets.err;
+  std::map<std::string, std::string> subnet_of_zone;
+  for (const json& sn : subnets.out["Subnets"]) subnet_of_zone[sn["AvailabilityZone"]] = sn["SubnetId"];
+  EXPECT_EQ(subnet_of_zone, (std::map<std::string, std::string>{{"us-east-1a", "subnet-0aaa"},
+                                                                {"us-east-1b", "subnet-0bbb"}}));
+  Run one = Aws({"ec2", "describe-subnets", "--subnet-ids", "subnet-0aaa"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  ASSERT_EQ(one.out["Subnets"].size(), 1u);
+  EXPECT_EQ(one.out["Subnets"][0]["State"], "available");
+  EXPECT_EQ(one.out["Subnets"][0]["Tags"], json::parse(R"([{"Key":"Name","Value":"gpu-a"},
+                                                           {"Key":"karpenter.sh/discovery","Value":"test"}])"));
+  Run missing = Aws({"ec2", "describe-subnets", "--subnet-ids", "subnet-0nowhere"});
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.err.find("InvalidSubnetID.NotFound"), std::string::npos) << missing.err;
+  for (const json& reservation : instances.out["Reservations"]) {
+    for (const json& i : reservation["Instances"]) {
+      EXPECT_EQ(i["SubnetId"], subnet_of_zone[i["Placement"]["AvailabilityZone"].get<std::string>()]) << i.dump();
     }
   }
   Run parameter = Aws({"ssm", "get-parameter", "--name", kAmiParameter});

@@ -46,6 +46,10 @@ class SlowGroupCloud final : public CloudProvider {
   Result<std::vector<SpotPrice>> SpotPrices(WallTime since) override { return inner_.SpotPrices(since); }
 
   void Reveal() { hidden_.clear(); }
+  // Lists one (the lowest id) of the accepted instances.
+  void RevealOne() {
+    if (!hidden_.empty()) hidden_.erase(hidden_.begin());
+  }
   // Instances accepted but never coming.
   void Lose() {
     for (const std::string& id : hidden_) inner_.instances.erase(id);
@@ -90,9 +94,14 @@ struct LifecycleScene {
   std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(":memory:")).value();
   std::unique_ptr<Controller> controller;
 
-  explicit LifecycleScene(Policy policy, ControllerOptions options = {}) {
-    controller = std::make_unique<Controller>(clock, cloud, store.get(), work, catalog, std::move(policy),
-                                              std::move(options));
+  explicit LifecycleScene(Policy policy, ControllerOptions options = {})
+      : policy_(std::move(policy)), options_(std::move(options)) {
+    Restart();
+  }
+  // A new controller on the same cloud, store and work: the daemon restarted.
+  void Restart() {
+    controller.reset();
+    controller = std::make_unique<Controller>(clock, cloud, store.get(), work, catalog, policy_, options_);
   }
   TickReport TickAfter(Seconds dt) {
     clock.Advance(dt);
@@ -120,6 +129,9 @@ struct LifecycleScene {
     }
     return nullptr;
   }
+  Policy policy_;
+  ControllerOptions options_;
+
   int Count(NodeState s) const {
     int n = 0;
     for (const Node& node : controller->snapshot().nodes) n += node.state == s;

@@ -1,6 +1,8 @@
 // Registration timeouts and repairs through the ClusterNodes seam.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "fake_cluster_nodes.h"
 #include "lifecycle_harness.h"
 
@@ -80,6 +82,27 @@ TEST(NodeRepair, ANodeFromBeforeARestartIsNotARegistrationFailure) {
   EXPECT_EQ(nodeless.registration_failures, 1);
   ASSERT_EQ(s.fake.terminations.size(), 1u);
   EXPECT_EQ(s.fake.terminations[0], std::vector<std::string>{"i-nodeless"});
+}
+
+TEST(NodeRepair, ANodeStillJoiningAtARestartIsGivenUpAtTheRegistrationTimeoutFromItsLaunch) {
+  Policy p = LifecyclePolicy(/*asg=*/false);
+  p.pools[0].registration_timeout = Seconds(600);
+  RepairScene s(p);
+  s.work.SetPending({GpuUnit("a")});
+  s.controller->Tick();
+  const std::string id = s.OnlyNode();
+  s.nodes.health[id] = {/*ready=*/false, /*gpus_allocatable=*/false, s.clock.WallNow()};  // kubelet joining
+  s.TickAfter(Seconds(300));
+
+  s.Restart();
+  s.controller->SetClusterNodes(&s.nodes);
+  TickReport before = s.TickAfter(Seconds(240));  // 540 s after the launch
+  EXPECT_EQ(before.registration_failures, 0);
+  EXPECT_TRUE(s.fake.terminations.empty());
+  TickReport after = s.TickAfter(Seconds(90));  // 630 s
+  EXPECT_EQ(after.registration_failures, 1);
+  ASSERT_EQ(s.fake.terminations.size(), 1u);
+  EXPECT_EQ(s.fake.terminations[0], std::vector<std::string>{id});
 }
 
 TEST(NodeRepair, NothingIsGivenUpWhileTheClusterIsUnknown) {
@@ -163,6 +186,36 @@ TEST(NodeMilestones, LaunchToRegisteredToGpusToFirstPodPerFamily) {
   EXPECT_EQ(running.milestones[0].stage, "first_pod");
   EXPECT_EQ(running.milestones[0].seconds, 120);
   EXPECT_TRUE(s.TickAfter(Seconds(30)).milestones.empty()) << "each stage once";
+}
+
+TEST(NodeMilestones, EachFamilysWarmUpIsLearnedFromTheCatalogsLatencyTowardsWhatNodesTake) {
+  RepairScene s(LifecyclePolicy(/*asg=*/false));
+  const double prior = static_cast<double>(s.catalog.default_launch_latency.count());
+  ASSERT_EQ(s.catalog.launch_latency.count("g5"), 0u);
+  EXPECT_TRUE(s.controller->snapshot().warmup_seconds_by_family.empty());
+  s.work.SetPending({GpuUnit("a")});
+  s.controller->Tick();
+  const std::string first = s.OnlyNode();
+  s.clock.Advance(Seconds(900));
+  s.nodes.Register(first);
+  s.controller->Tick();
+  // A third of the way from the prior to 900 s.
+  double want = prior + (900 - prior) / 3;
+  EXPECT_EQ(s.controller->snapshot().warmup_seconds_by_family.at("g5"), static_cast<int>(std::lround(want)));
+
+  s.work.SetPending({GpuUnit("a"), GpuUnit("b")});
+  s.work.SetRunning(first, {GpuUnit("a")});
+  s.TickAfter(Seconds(30));
+  std::string second;
+  for (const Node& n : s.controller->snapshot().nodes) {
+    if (n.instance_id != first) second = n.instance_id;
+  }
+  ASSERT_FALSE(second.empty());
+  s.clock.Advance(Seconds(1200));
+  s.nodes.Register(second);
+  s.controller->Tick();
+  want += (1200 - want) / 3;
+  EXPECT_EQ(s.controller->snapshot().warmup_seconds_by_family.at("g5"), static_cast<int>(std::lround(want)));
 }
 
 }  // namespace

@@ -405,6 +405,14 @@ const std::vector<FieldCase>& Cases() {
        }},
       {"disruption.min_savings_fraction", [](Policy& p) { p.disruption.min_savings_fraction = 0.99; },
        OversizedNode, NodesRemoved(1, 0)},
+      // A one-second horizon: no saving covers the replacement's warm-up.
+      {"disruption.replacement_horizon", [](Policy& p) { p.disruption.replacement_horizon = Seconds(1); },
+       OversizedNode,
+       [](const Plan& base, const Plan& set) {
+         ASSERT_EQ(base.terminations.size(), 1u);
+         EXPECT_EQ(base.terminations[0].kind, TerminationKind::kReplace);
+         EXPECT_TRUE(set.terminations.empty());
+       }},
   };
   return cases;
 }
@@ -433,6 +441,10 @@ TEST(PolicyFieldEffects, EveryPlannerFieldChangesThePlanAsDocumented) {
 //                                  cloud: NodeTemplateLaunch.* (tests/cloud/aws_provider_templates_test.cc),
 //                                  DaemonNodeTemplate.CreatesThePoolsTemplateThatJoinsWithExactlyItsLabelsAndTaints
 //                                  (tests/cloud/daemon_node_template_test.cc: the daemon, a reload, the aws CLI)
+//  pools[].node_template.subnets   cloud: NodeTemplateLaunch.SubnetsByIdsAndTagsPutEachZonesLaunchesInItsSubnet,
+//                                  NodeTemplateLaunch.SubnetErrorsNameThePoolAndZoneAndLaunchNothing; the daemon's
+//                                  instances in their zone's tagged subnet, read with the aws CLI in
+//                                  DaemonNodeTemplate.CreatesThePoolsTemplateThatJoinsWithExactlyItsLabelsAndTaints
 //  pools[].actuation,
 //  pools[].auto_scaling_group      DaemonAsg.ScalesTheGroupAndNeverTouchesAnotherInstallation
 //                                  (tests/cloud/daemon_asg_test.cc, the daemon against the emulator,

@@ -252,6 +252,16 @@ TEST(PolicyLoader, ReadsPoolLabelsAndTheNodeTemplate) {
   EXPECT_FALSE(t.block_devices[0].encrypted);
   EXPECT_EQ(t.mig_config, "all-1g.10gb");
 
+  const PolicyLoadResult with_subnets = ParsePolicy(
+      std::string(kTemplatePool) + "      subnets: [subnet-0a, {tags: {karpenter.sh/discovery: prod}}]\n", "p.yaml");
+  ASSERT_TRUE(with_subnets.ok()) << Join(with_subnets.problems);
+  const NodeTemplate& st = *with_subnets.policy.pools[0].node_template;
+  EXPECT_EQ(st.subnets, std::vector<std::string>{"subnet-0a"});
+  EXPECT_EQ(st.subnet_selectors, (std::vector<std::map<std::string, std::string>>{{{"karpenter.sh/discovery", "prod"}}}));
+  // Hashed only when set.
+  EXPECT_NE(with_subnets.policy.content_hash, ParsePolicy(kTemplatePool, "p.yaml").policy.content_hash);
+  EXPECT_EQ(CanonicalPolicyText(ParsePolicy(kTemplatePool, "p.yaml").policy).find("subnets"), std::string::npos);
+
   // The template is part of the policy's identity; a policy without one
   // hashes as before the field existed.
   const PolicyLoadResult other = ParsePolicy(std::string(kTemplatePool) + "      mig_config: all-2g.20gb\n", "p.yaml");
@@ -414,6 +424,12 @@ TEST(PolicyLoader, RejectsInvalidPoliciesWithFieldLineAndMessage) {
        "pools[0].node_template.security_groups[0].tags", 8, "must name at least one tag"},
       {"a security group selector without tags", WithSecurityGroups("[{}]"), false,
        "pools[0].node_template.security_groups[0].tags", 8, "required field is missing"},
+      {"subnet that is not an id", std::string(kTemplatePool) + "      subnets: [vpc-1]\n", false,
+       "pools[0].node_template.subnets[0]", 9, "is not a subnet id"},
+      {"an empty subnet list", std::string(kTemplatePool) + "      subnets: []\n", false,
+       "pools[0].node_template.subnets", 9, "must list at least one subnet"},
+      {"an empty subnet selector", std::string(kTemplatePool) + "      subnets: [{tags: {}}]\n", false,
+       "pools[0].node_template.subnets[0].tags", 9, "must name at least one tag"},
       {"iops on a gp2 volume",
        std::string(kTemplatePool) +
            "      block_devices: [{device_name: /dev/xvda, volume_size_gib: 100, volume_type: gp2, iops: 3000}]\n",

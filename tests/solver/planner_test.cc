@@ -697,6 +697,35 @@ TEST(Planner, ReplacesANodeWithACheaperOne) {
   EXPECT_TRUE(MakePlan(s, p).terminations.empty());
 }
 
+TEST(Planner, AReplacementWhoseSavingOverTheHorizonDoesNotCoverTheWarmUpOverlapIsNotMade) {
+  Snapshot s = BaseSnapshot();
+  s.nodes.push_back(MakeNode(s, "big", "g5.48xlarge", "us-east-1a", CapacityType::kOnDemand, {OnDemandOnly(Unit("w", 1))}));
+  Policy p = BasePolicy();
+  // A one-minute horizon: the saving of a minute against the new node's
+  // price over its warm-up.
+  p.disruption.replacement_horizon = Seconds(60);
+  s.warmup_seconds_by_family = {{"g6", 120}};
+  Plan plan = MakePlan(s, p);
+  ASSERT_EQ(plan.launches.size(), 1u);
+  EXPECT_EQ(plan.launches[0].offering.instance_type, "g6.xlarge");
+  ExpectValid(s, p, plan);
+
+  // g6 nodes learned to take half an hour: the g6 move no longer pays; the
+  // next offering whose warm-up (the catalog's) it covers is taken.
+  s.warmup_seconds_by_family = {{"g6", 1800}};
+  plan = MakePlan(s, p);
+  ASSERT_EQ(plan.launches.size(), 1u);
+  EXPECT_NE(plan.launches[0].offering.instance_type.rfind("g6.", 0), 0u) << plan.launches[0].offering.instance_type;
+  ASSERT_EQ(plan.terminations.size(), 1u);
+  EXPECT_EQ(plan.terminations[0].kind, TerminationKind::kReplace);
+
+  // Every family that slow: no replacement at all.
+  for (const InstanceType& t : s.instance_types) s.warmup_seconds_by_family[t.family.empty() ? t.name : t.family] = 1800;
+  plan = MakePlan(s, p);
+  EXPECT_TRUE(plan.terminations.empty());
+  EXPECT_TRUE(plan.launches.empty());
+}
+
 TEST(Planner, ReplacesAGpuNodeThatOnlyHoldsCpuWork) {
   Snapshot s = BaseSnapshot();
   s.nodes.push_back(MakeNode(s, "gpu", "g5.12xlarge", "us-east-1a", CapacityType::kOnDemand, {Unit("cpu-only", 0, 2000, 4096)}));

@@ -30,7 +30,8 @@
 //    (node_template.h), resolving the AMI from its id, its SSM parameter or
 //    the EKS-optimized NVIDIA AMI's public parameter (ssm:GetParameter) and
 //    the security groups from ids and tag selectors (DescribeSecurityGroups),
-//    and
+//    and the pool's subnets (its fleet overrides name one per zone) from ids
+//    and tag selectors (DescribeSubnets), and
 //    reads the template's default version
 //    (DescribeLaunchTemplateVersions $Default). Its version description
 //    names the content's hash (kTemplateHashPrefix): the same hash is used
@@ -161,6 +162,14 @@ class AwsProvider final : public CloudProvider {
   // The template's security group ids and those of the groups its
   // selectors match (DescribeSecurityGroups), sorted, without repeats.
   Result<std::vector<std::string>> ResolveSecurityGroups(const NodeTemplate& node_template);
+  // Zone -> subnet of a pool whose node template names subnets: its ids and
+  // the subnets its selectors match (DescribeSubnets), with their zones;
+  // resolved once per pool while the template's subnets stay the same.
+  // kConfig naming the pool and zone when a zone has several subnets (one
+  // per zone: nothing says which to use), and naming the selector when it
+  // matches none. Null when the template names no subnets.
+  Result<const std::map<std::string, std::string>*> PoolSubnets(const std::string& pool,
+                                                                const NodeTemplate& node_template);
   // DescribeInstances with `filters`, every page; with `ids`, only those
   // (instance-id filter, in chunks).
   Result<std::vector<Ec2Instance>> DescribeInstances(const std::vector<Filter>& filters,
@@ -189,6 +198,13 @@ class AwsProvider final : public CloudProvider {
     LaunchTemplateRef ref;
   };
   std::map<std::string, EnsuredTemplate> templates_;
+  // By pool: the subnets its template named (ids and selectors, as text)
+  // and the zone -> subnet map they resolved to.
+  struct ResolvedSubnets {
+    std::string source_key;
+    std::map<std::string, std::string> by_zone;
+  };
+  std::map<std::string, ResolvedSubnets> pool_subnets_;
 };
 
 }  // namespace gpuscaler::cloud

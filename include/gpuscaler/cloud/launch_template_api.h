@@ -76,6 +76,24 @@ struct SecurityGroupsPage {
 };
 Result<SecurityGroupsPage> ParseDescribeSecurityGroups(std::string_view xml);
 
+// DescribeSubnets by ids (SubnetId.N) and filters ("tag:<key>" = value),
+// paged: a node template's subnets with their zones.
+struct DescribeSubnetsRequest {
+  std::vector<std::string> subnet_ids;
+  std::vector<Filter> filters;
+  std::string next_token;
+};
+QueryParams DescribeSubnetsQuery(const DescribeSubnetsRequest& request);
+struct SubnetInfo {
+  std::string subnet_id;
+  std::string availability_zone;
+};
+struct SubnetsPage {
+  std::vector<SubnetInfo> subnets;  // in document order
+  std::string next_token;           // empty: last page
+};
+Result<SubnetsPage> ParseDescribeSubnets(std::string_view xml);
+
 // SSM (JSON protocol awsJson1_1, X-Amz-Target AmazonSSM.GetParameter).
 inline constexpr const char* kSsmJsonContentType = "application/x-amz-json-1.1";
 inline constexpr const char* kSsmGetParameterTarget = "AmazonSSM.GetParameter";

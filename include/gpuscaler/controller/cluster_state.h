@@ -13,6 +13,10 @@
 //    capacity errors (OfferingAvailability) and, on spot, with the
 //    interruption rate learned from the notices seen per node-hour of spot
 //    exposure, the catalog's rate as the prior (InterruptionRiskEstimator);
+//  - per instance family, the warm-up learned from the nodes this process
+//    launched (launch to GPUs allocatable, with ClusterNodes; each
+//    observation moves it a third of the way, from the catalog's launch
+//    latency), which the planner charges a replacement for;
 //  - the classes whose signals are stale or missing
 //    (scale_down_blocked_classes: fail static, never read as zero).
 // A node whose notice deadline has passed is gone, listed or not; a listed
@@ -27,7 +31,8 @@
 // launch's decision; a placeholder still unclaimed when the pool's
 // registration_timeout has passed since the launch was accepted is dropped,
 // its offering marked unavailable, and the planner sees the work unplaced
-// again. Placeholders are not billed and not written as nodes.
+// again. Placeholders are not billed and not written as nodes. A restart
+// rebuilds them from the audit store (RestoreAwaited).
 //
 // With ClusterNodes (Kubernetes), while the cluster's nodes are known: an
 // instance that has not become a Ready node with GPUs allocatable within its
@@ -130,6 +135,14 @@ class ClusterState {
   // Rebuilds learned state from the store (call once, first tick, after the
   // usage meter's first Accumulate).
   void Restore(WallTime now, TickReport* report);
+  // Rebuilds the launching placeholders of launches accepted before a
+  // restart whose instances had not all been listed (the store's
+  // AcceptedLaunchesSince, less the instances that came since): they keep
+  // their launch's token, decision and acceptance time, so the planner does
+  // not launch again for their work and the registration timeout still
+  // counts from the launch. Instances the store already knows never fill a
+  // placeholder. Call once, first tick, before the first Observe.
+  void RestoreAwaited(const Policy& policy, WallTime now, TickReport* report);
   // Spot node-hours at risk since the previous call (before Observe).
   void AccumulateExposure(WallTime now);
   // Refreshes the snapshot as described above. False when the instance
@@ -191,6 +204,9 @@ class ClusterState {
     bool node_seen = false;   // a Kubernetes node names it
     bool first_pod = false;   // work has run on it
     bool launched_here = false;  // by this process: its milestones are measured
+    // Found at a restart as a young node not yet Ready with GPUs: still
+    // under the registration timeout.
+    bool joining_at_start = false;
     std::string family;
     // Why the node is to be replaced and removed (registration timeout,
     // NotReady too long, rebalance replaced); empty: it is not.
@@ -217,6 +233,9 @@ class ClusterState {
   void RefreshWork();
   void RefreshSignals(const Policy& policy, WallTime now);
   void RefreshWindows(const Policy& policy, WallTime now);
+  // Launch-to-GPUs-allocatable milestones in report.milestones[from..]:
+  // each family's learned warm-up (snapshot_.warmup_seconds_by_family).
+  void LearnWarmUp(const TickReport& report, size_t from);
   void AddNode(const Instance& instance, NodeState state, const Policy& policy, WallTime now);
   Node NodeFor(const Instance& instance, NodeState state, const Policy& policy, NodeInfo* info) const;
   void RemoveNode(size_t index, WallTime end, const std::string& cause, TickReport* report);
@@ -247,6 +266,9 @@ class ClusterState {
   std::vector<Node> billed_;                                // BilledNodes() while placeholders_ > 0
   std::unordered_map<std::string, size_t> offering_index_;  // Offering::Key -> index
   std::set<std::string> terminated_;                        // gone by our hand; ignored while still listed
+  // Until the first listing after a restart: instances the store had
+  // recorded (running), which are not awaited instances arriving.
+  std::set<std::string> recorded_before_start_;
   std::vector<NodeMilestone> milestones_;                   // reached since the last Observe
   std::set<std::string> protected_;                         // do_not_disrupt set by Protect
   std::set<std::string> draining_;                          // drain under way: the node takes no new work
@@ -272,6 +294,7 @@ class ClusterState {
   StateChanges changes_{true, true};
   std::deque<std::pair<WallTime, std::string>> disruptions_;  // (time, pool), oldest first
   std::map<std::string, WallTime> spot_paused_until_;         // by class
+  std::map<std::string, double> warmup_s_;                    // by family: learned warm-up, seconds
 };
 
 }  // namespace gpuscaler

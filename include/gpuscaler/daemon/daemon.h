@@ -24,6 +24,9 @@ struct RunCommandOptions {
   std::string listen;       // overrides the config's; demo default 127.0.0.1:8080
   std::string db_file;      // overrides the config's; demo default: a fresh file in the temp dir
   double speed = 60;        // demo: virtual seconds per real second
+  // --speed given with --config: the daemon's clock runs `speed` times
+  // faster than real time (cloud.provider simulated only).
+  bool speed_set = false;
   int demo_days = 30;
   uint64_t seed = 1;
   bool dry_run = false;     // plan and audit, never call the cloud

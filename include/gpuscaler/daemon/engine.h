@@ -118,6 +118,9 @@ struct DemoOptions {
 struct SimulatedCloudOptions {
   std::vector<std::string> regions;
   Seconds launch_latency{0};  // 0: the simulated cloud's default
+  // The time the simulated cloud follows (thread-safe, outliving the
+  // engine): the daemon's ScaledClock under --speed; null: the system clock.
+  const Clock* time = nullptr;
 };
 
 using KeepAlive = std::vector<std::shared_ptr<void>>;

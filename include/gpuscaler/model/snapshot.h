@@ -43,6 +43,11 @@ struct Snapshot {
   // has passed since a spot capacity error for their work: the planner
   // places them on on-demand only.
   std::vector<std::string> spot_paused_classes;
+  // Per instance family: the warm-up learned from the nodes this controller
+  // launched (launch to GPUs allocatable, seconds). A family not listed
+  // warms up in its offerings' launch_latency (the catalog's). A
+  // replacement pays for the new node and the old one together this long.
+  std::map<std::string, int> warmup_seconds_by_family;
 };
 
 }  // namespace gpuscaler

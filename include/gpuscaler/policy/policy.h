@@ -55,6 +55,12 @@ struct NodeTemplate {
   // at least one of either.
   std::vector<std::string> security_groups;
   std::vector<std::map<std::string, std::string>> security_group_selectors;
+  // Subnets the pool's nodes go in, one per zone it launches into: ids
+  // ("subnet-…") and selectors (every tag must match) resolved to subnets
+  // with their zones (DescribeSubnets). Both empty: the daemon's
+  // cloud.subnets, else EC2 picks a subnet in the zone.
+  std::vector<std::string> subnets;
+  std::vector<std::map<std::string, std::string>> subnet_selectors;
   std::vector<BlockDevice> block_devices;    // empty: the AMI's own
   // NVIDIA GPU Operator MIG layout: nodes get nvidia.com/mig.config=<name>.
   std::string mig_config;
@@ -214,6 +220,10 @@ struct DisruptionPolicy {
   // by PodDisruptionBudgets are retried meanwhile) before the scale-down is
   // abandoned and the node uncordoned.
   Seconds drain_timeout{600};
+  // "Replace with cheaper" launches the new node before the old one goes:
+  // both are paid while the new one warms up. Such a move is made only when
+  // its saving over this horizon covers that overlap.
+  Seconds replacement_horizon{24 * 3600};
 };
 
 struct SignalsPolicy {

@@ -80,6 +80,19 @@ struct ActionRow {
   std::optional<WallTime> decision_time;
 };
 
+// A launch the cloud accepted whose instances were not all listed when its
+// outcome was recorded (outcome succeeded, fewer result instances than it
+// asked for: the rest was on its way, as an Auto Scaling group lists its
+// new instances later).
+struct AcceptedLaunch {
+  ActionRow row;  // row.decision_time: when the launch was accepted
+  // Instances recorded since as launched by the same decision into the same
+  // pool, besides the result instances of that decision's launches: the
+  // awaited instances that came. Shared by every accepted launch of the
+  // decision into the pool.
+  std::vector<std::string> arrived_instance_ids;
+};
+
 struct NodeLaunchRecord {
   std::string instance_id;
   std::string node_id;
@@ -249,6 +262,14 @@ class AuditStore {
     (void)since;
     (void)until;
     return std::vector<NodeLifecycle>{};
+  }
+
+  // Accepted launches (see AcceptedLaunch) decided at or after `since`, in
+  // action order: what a restarted controller still awaits. The default (a
+  // store that keeps no history) returns none.
+  virtual Result<std::vector<AcceptedLaunch>> AcceptedLaunchesSince(WallTime since) {
+    (void)since;
+    return std::vector<AcceptedLaunch>{};
   }
 
   // Usage rows overlapping [from, to) (start < to and end > from), of every

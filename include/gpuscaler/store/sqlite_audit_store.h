@@ -147,6 +147,7 @@ class SqliteAuditStore final : public AuditStore {
   // Through a reader (OpenReader): committed nodes only for a file; since >=
   // until: kInvalidInput.
   Result<std::vector<NodeLifecycle>> NodeLifecycles(WallTime since, WallTime until) override;
+  Result<std::vector<AcceptedLaunch>> AcceptedLaunchesSince(WallTime since) override;
   // Through a reader, as NodeLifecycles; from > to: kInvalidInput.
   Result<std::vector<UsageRecord>> UsageOverlapping(WallTime from, WallTime to) override;
 
