@@ -1,7 +1,6 @@
 #include "planner_impl.h"
 
 #include <algorithm>
-#include <functional>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -11,34 +10,6 @@
 namespace gpuscaler::solver_detail {
 
 namespace {
-
-// What decides whether a running unit of class `cls` fits on a node
-// (UnitAllowed and Take): two units with equal needs fit on the same nodes.
-size_t PlacementNeedsHash(const DemandUnit& u, int cls) {
-  size_t h = std::hash<int>()(cls);
-  auto mix = [&h](size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
-  mix(size_t(u.gpus));
-  mix(size_t(u.gpu_milli));
-  mix(std::hash<std::string>()(u.mig_profile));
-  mix(size_t(u.cpu_milli));
-  mix(size_t(u.memory_mib));
-  mix(size_t(u.min_gpu_memory_mib));
-  mix(size_t(u.interruptible));
-  mix(std::hash<std::string>()(u.pool));
-  for (const auto& s : u.gpu_models) mix(std::hash<std::string>()(s));
-  for (const auto& s : u.zones) mix(std::hash<std::string>()(s));
-  for (const auto& s : u.instance_types) mix(std::hash<std::string>()(s));
-  mix(u.capacity_type ? size_t(*u.capacity_type) + 1 : 0);
-  return h;
-}
-
-bool SamePlacementNeeds(const DemandUnit& a, const DemandUnit& b) {
-  return a.workload_class == b.workload_class && a.gpus == b.gpus && a.gpu_milli == b.gpu_milli &&
-         a.mig_profile == b.mig_profile && a.cpu_milli == b.cpu_milli && a.memory_mib == b.memory_mib &&
-         a.min_gpu_memory_mib == b.min_gpu_memory_mib && a.interruptible == b.interruptible && a.pool == b.pool &&
-         a.gpu_models == b.gpu_models && a.zones == b.zones && a.instance_types == b.instance_types &&
-         a.capacity_type == b.capacity_type;
-}
 
 bool LabelSaysDoNotDisrupt(const std::map<std::string, std::string>& labels, const std::vector<std::string>& keys) {
   for (const auto& k : keys) {
@@ -134,7 +105,8 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
     if (s.gpus == 0 && (s.milli > 0 || s.mig) && b.free_whole == 0 && b.parts.empty()) return false;
     return UnitAllowed(u, cls, b.pool, snap_.nodes[bi].offering, b.type, b.zone, mig);
   };
-  // Running units that found no other node during this pass, by needs.
+  // Running units that found no other node during this pass, by their
+  // requirements (SameDemand).
   // Receivers only lose room as the pass goes on (moves take it; an undone
   // attempt puts back what it took), so a unit that did not fit for want of
   // room will not fit later in the pass either. Only units whose moves no
@@ -142,11 +114,11 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
   // those back) are remembered, and only when their own node had no room for
   // them either (it is a receiver for the next candidate).
   std::unordered_map<size_t, std::vector<const DemandUnit*>> no_room;
-  auto known_no_room = [&](const DemandUnit& u, int cls) {
-    auto it = no_room.find(PlacementNeedsHash(u, cls));
+  auto known_no_room = [&](const DemandUnit& u) {
+    auto it = no_room.find(DemandKeyHash(u));
     if (it == no_room.end()) return false;
     for (const DemandUnit* v : it->second)
-      if (SamePlacementNeeds(*v, u)) return true;
+      if (SameDemand(*v, u)) return true;
     return false;
   };
   auto allowances_unlimited = [&](const DemandUnit& u, int cls, const Allowances& a) {
@@ -223,7 +195,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
         const Shape s = ShapeOf(u);
         const int cls = class_index_.at(u.workload_class);
         bool placed = false;
-        if (known_no_room(u, cls)) {
+        if (known_no_room(u)) {
           all = false;
           break;
         }
@@ -248,7 +220,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
         if (!placed) {
           int mig = -1;
           if (allowances_unlimited(u, cls, allow) && !may_receive(src, c.node, u, s, cls, &mig)) {
-            no_room[PlacementNeedsHash(u, cls)].push_back(&u);
+            no_room[DemandKeyHash(u)].push_back(&u);
           }
           all = false;
           break;

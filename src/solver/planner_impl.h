@@ -307,6 +307,11 @@ bool Contains(const std::vector<std::string>& v, const std::string& s);
 std::string Usd(double v);
 std::string Fixed(double v, int digits);
 Shape ShapeOf(const DemandUnit& u);
+// Units with equal requirements (class, shape, pins, behaviour, team) are
+// interchangeable to the planner: pending ones form one Group, and a running
+// one that found no room in a consolidation pass stands for the others.
+size_t DemandKeyHash(const DemandUnit& u);
+bool SameDemand(const DemandUnit& a, const DemandUnit& b);
 // Places up to `max` units of shape `s` on `b`; returns how many fit.
 int Take(Bin& b, const Shape& s, int mig_idx, int max);
 

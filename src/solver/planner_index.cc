@@ -269,49 +269,51 @@ double Planner::Risk(const Group& g, const NodeOffer& b) const {
   return b.ih * g.loss_h * b.od * ShareOfNode(g.gpu_w, g.shape.cpu, snap_.instance_types[b.type]);
 }
 
+size_t DemandKeyHash(const DemandUnit& u) {
+  size_t h = std::hash<std::string>()(u.workload_class);
+  auto mix = [&h](size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  mix(size_t(u.gpus));
+  mix(size_t(u.gpu_milli));
+  mix(std::hash<std::string>()(u.mig_profile));
+  mix(size_t(u.cpu_milli));
+  mix(size_t(u.memory_mib));
+  mix(size_t(u.min_gpu_memory_mib));
+  mix(size_t(u.priority));
+  mix(size_t(u.interruptible));
+  mix(std::hash<std::string>()(u.pool));
+  mix(size_t(u.expected_runtime.count()));
+  mix(size_t(u.checkpoint_interval.count()));
+  mix(size_t(u.checkpoint_on_notice));
+  mix(size_t(u.restart_cost.count()));
+  for (const auto& s : u.gpu_models) mix(std::hash<std::string>()(s));
+  for (const auto& s : u.zones) mix(std::hash<std::string>()(s));
+  for (const auto& s : u.instance_types) mix(std::hash<std::string>()(s));
+  mix(u.capacity_type ? size_t(*u.capacity_type) + 1 : 0);
+  mix(std::hash<std::string>()(u.team));
+  return h;
+}
+
+bool SameDemand(const DemandUnit& a, const DemandUnit& b) {
+  return a.workload_class == b.workload_class && a.gpus == b.gpus && a.gpu_milli == b.gpu_milli &&
+         a.mig_profile == b.mig_profile && a.cpu_milli == b.cpu_milli && a.memory_mib == b.memory_mib &&
+         a.min_gpu_memory_mib == b.min_gpu_memory_mib && a.priority == b.priority &&
+         a.interruptible == b.interruptible && a.pool == b.pool && a.expected_runtime == b.expected_runtime &&
+         a.checkpoint_interval == b.checkpoint_interval && a.checkpoint_on_notice == b.checkpoint_on_notice &&
+         a.restart_cost == b.restart_cost &&
+         a.gpu_models == b.gpu_models && a.zones == b.zones && a.instance_types == b.instance_types &&
+         a.capacity_type == b.capacity_type && a.team == b.team;
+}
+
 void Planner::GroupUnits() {
   const auto& pend = snap_.pending;
   unit_group_.assign(pend.size(), -1);
-  auto hash_of = [](const DemandUnit& u) {
-    size_t h = std::hash<std::string>()(u.workload_class);
-    auto mix = [&h](size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
-    mix(size_t(u.gpus));
-    mix(size_t(u.gpu_milli));
-    mix(std::hash<std::string>()(u.mig_profile));
-    mix(size_t(u.cpu_milli));
-    mix(size_t(u.memory_mib));
-    mix(size_t(u.min_gpu_memory_mib));
-    mix(size_t(u.priority));
-    mix(size_t(u.interruptible));
-    mix(std::hash<std::string>()(u.pool));
-    mix(size_t(u.expected_runtime.count()));
-    mix(size_t(u.checkpoint_interval.count()));
-    mix(size_t(u.checkpoint_on_notice));
-    mix(size_t(u.restart_cost.count()));
-    for (const auto& s : u.gpu_models) mix(std::hash<std::string>()(s));
-    for (const auto& s : u.zones) mix(std::hash<std::string>()(s));
-    for (const auto& s : u.instance_types) mix(std::hash<std::string>()(s));
-    mix(u.capacity_type ? size_t(*u.capacity_type) + 1 : 0);
-    mix(std::hash<std::string>()(u.team));
-    return h;
-  };
-  auto same = [](const DemandUnit& a, const DemandUnit& b) {
-    return a.workload_class == b.workload_class && a.gpus == b.gpus && a.gpu_milli == b.gpu_milli &&
-           a.mig_profile == b.mig_profile && a.cpu_milli == b.cpu_milli && a.memory_mib == b.memory_mib &&
-           a.min_gpu_memory_mib == b.min_gpu_memory_mib && a.priority == b.priority &&
-           a.interruptible == b.interruptible && a.pool == b.pool && a.expected_runtime == b.expected_runtime &&
-           a.checkpoint_interval == b.checkpoint_interval && a.checkpoint_on_notice == b.checkpoint_on_notice &&
-           a.restart_cost == b.restart_cost &&
-           a.gpu_models == b.gpu_models && a.zones == b.zones && a.instance_types == b.instance_types &&
-           a.capacity_type == b.capacity_type && a.team == b.team;
-  };
   // Group ids follow first appearance, so the hash map never decides order.
   std::unordered_map<size_t, std::vector<int>> by_hash;
   for (size_t i = 0; i < pend.size(); ++i) {
-    auto& bucket = by_hash[hash_of(pend[i])];
+    auto& bucket = by_hash[DemandKeyHash(pend[i])];
     int found = -1;
     for (int g : bucket)
-      if (same(*groups_[g].rep, pend[i])) found = g;
+      if (SameDemand(*groups_[g].rep, pend[i])) found = g;
     if (found < 0) {
       found = int(groups_.size());
       Group g;
