@@ -20,6 +20,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -173,12 +175,32 @@ void Fields(V& v, const Placement& p) {
   }
 }
 
+// Unplaced units are written grouped by (class, reason, detail), groups in
+// the order their first unit appears and units in plan order: a backlog of
+// thousands of units left by one limit is one entry, not thousands of copies
+// of the same reason.
+struct UnplacedGroup {
+  const UnplacedUnit* first = nullptr;
+  std::vector<std::string> unit_ids;
+};
+
+inline std::vector<UnplacedGroup> GroupUnplaced(const std::vector<UnplacedUnit>& units) {
+  std::vector<UnplacedGroup> groups;
+  std::map<std::tuple<std::string_view, UnplacedReason, std::string_view>, size_t> index;
+  for (const UnplacedUnit& u : units) {
+    const auto [it, added] = index.try_emplace({u.workload_class, u.reason, u.detail}, groups.size());
+    if (added) groups.push_back({&u, {}});
+    groups[it->second].unit_ids.push_back(u.unit_id);
+  }
+  return groups;
+}
+
 template <class V>
-void Fields(V& v, const UnplacedUnit& u) {
-  v.Str("unit_id", u.unit_id);
-  v.Str("workload_class", u.workload_class);
-  v.Enum("reason", u.reason);
-  v.Str("detail", u.detail);
+void Fields(V& v, const UnplacedGroup& g) {
+  v.Str("workload_class", g.first->workload_class);
+  v.Enum("reason", g.first->reason);
+  v.Str("detail", g.first->detail);
+  v.StrList("unit_ids", g.unit_ids);
 }
 
 template <class V>
@@ -190,7 +212,7 @@ void Fields(V& v, const Plan& p) {
   v.Objects("launches", p.launches);
   v.Objects("terminations", p.terminations);
   v.Objects("placements", p.placements);
-  v.Objects("unplaced", p.unplaced);
+  v.Objects("unplaced", GroupUnplaced(p.unplaced));
 }
 
 // Writes the fields as compact JSON (model/json_writer.h). Requirements and
@@ -207,39 +229,39 @@ class FieldWriter {
     w_->EndObject();
   }
 
-  void Str(const char* key, const std::string& value, Need = Need::kOptional) { w_->Key(key).String(value); }
-  void Bool(const char* key, bool value) { w_->Key(key).Bool(value); }
-  void Int(const char* key, int value, int = 0) { w_->Key(key).Int(value); }
-  void Int64(const char* key, int64_t value) { w_->Key(key).Int(value); }
-  void Double(const char* key, double value) { w_->Key(key).Double(value); }
-  void DurationS(const char* key, Seconds value) { w_->Key(key).Int(value.count()); }
-  void Time(const char* key, WallTime value) { w_->Key(key).String(FormatRfc3339(value)); }
-  void Constant(const char* key, const char* value) { w_->Key(key).String(value); }
-  void StrList(const char* key, const std::vector<std::string>& values) { w_->Key(key).StringArray(values); }
+  void Str(const char* key, const std::string& value, Need = Need::kOptional) { w_->PlainKey(key).String(value); }
+  void Bool(const char* key, bool value) { w_->PlainKey(key).Bool(value); }
+  void Int(const char* key, int value, int = 0) { w_->PlainKey(key).Int(value); }
+  void Int64(const char* key, int64_t value) { w_->PlainKey(key).Int(value); }
+  void Double(const char* key, double value) { w_->PlainKey(key).Double(value); }
+  void DurationS(const char* key, Seconds value) { w_->PlainKey(key).Int(value.count()); }
+  void Time(const char* key, WallTime value) { w_->PlainKey(key).String(FormatRfc3339(value)); }
+  void Constant(const char* key, const char* value) { w_->PlainKey(key).String(value); }
+  void StrList(const char* key, const std::vector<std::string>& values) { w_->PlainKey(key).StringArray(values); }
   void IntList(const char* key, const std::vector<int>& values) {
-    w_->Key(key).BeginArray();
+    w_->PlainKey(key).BeginArray();
     for (int v : values) w_->Int(v);
     w_->EndArray();
   }
   void StrMap(const char* key, const std::map<std::string, std::string>& values) {
-    w_->Key(key).BeginObject();
+    w_->PlainKey(key).BeginObject();
     for (const auto& [k, v] : values) w_->Key(k).String(v);
     w_->EndObject();
   }
   void IntMap(const char* key, const std::map<std::string, int>& values) {
-    w_->Key(key).BeginObject();
+    w_->PlainKey(key).BeginObject();
     for (const auto& [k, v] : values) w_->Key(k).Int(v);
     w_->EndObject();
   }
   void DoubleMap(const char* key, const std::map<std::string, double>& values) {
-    w_->Key(key).BeginObject();
+    w_->PlainKey(key).BeginObject();
     for (const auto& [k, v] : values) w_->Key(k).Double(v);
     w_->EndObject();
   }
   template <class E>
     requires std::is_enum_v<E>
   void Enum(const char* key, E value, Need = Need::kOptional) {
-    w_->Key(key).String(ToString(value));
+    w_->PlainKey(key).String(ToString(value));
   }
   template <class E>
   void Enum(const char* key, const std::optional<E>& value) {
@@ -247,12 +269,12 @@ class FieldWriter {
   }
   template <class T>
   void Object(const char* key, const T& value, Need = Need::kOptional) {
-    w_->Key(key);
+    w_->PlainKey(key);
     Write(value);
   }
   template <class T>
   void Objects(const char* key, const std::vector<T>& values) {
-    w_->Key(key).BeginArray();
+    w_->PlainKey(key).BeginArray();
     for (const T& v : values) Write(v);
     w_->EndArray();
   }

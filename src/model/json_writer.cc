@@ -1,5 +1,7 @@
 #include "gpuscaler/model/json_writer.h"
 
+#include <algorithm>
+#include <cassert>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -52,6 +54,16 @@ JsonWriter& JsonWriter::Key(std::string_view key) {
   BeforeValue();
   Escaped(key);
   out_.push_back(':');
+  after_key_ = true;
+  return *this;
+}
+
+JsonWriter& JsonWriter::PlainKey(std::string_view key) {
+  assert(std::all_of(key.begin(), key.end(), [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; }));
+  BeforeValue();
+  out_.push_back('"');
+  out_.append(key);
+  out_.append("\":");
   after_key_ = true;
   return *this;
 }

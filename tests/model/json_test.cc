@@ -339,8 +339,29 @@ TEST(PlanJson, HasTheCostFieldsAndReasonStrings) {
   EXPECT_EQ(j["placements"][0]["launch_ordinal"], 0);
   EXPECT_FALSE(j["placements"][0].contains("node_id"));
   EXPECT_EQ(j["placements"][2]["node_id"], "node-3");
+  // Unplaced units with the same class, reason and detail are one entry.
+  ASSERT_EQ(j["unplaced"].size(), 2u);
   EXPECT_EQ(j["unplaced"][0]["reason"], "budget");
-  EXPECT_EQ(j["unplaced"][2]["reason"], "no-offering-fits");
+  EXPECT_EQ(j["unplaced"][0]["workload_class"], "batch");
+  EXPECT_EQ(j["unplaced"][0]["detail"], "hourly cap $50.00/h reached");
+  EXPECT_EQ(j["unplaced"][0]["unit_ids"], Json::parse(R"(["u9","u8"])"));
+  EXPECT_EQ(j["unplaced"][1]["reason"], "no-offering-fits");
+  EXPECT_EQ(j["unplaced"][1]["unit_ids"], Json::parse(R"(["u7"])"));
+}
+
+TEST(PlanJson, KeepsUnplacedUnitsApartWhenTheirDetailsDiffer) {
+  Plan p;
+  p.unplaced = {{"a", "batch", UnplacedReason::kBudget, "team ml over its cap"},
+                {"b", "batch", UnplacedReason::kBudget, "team cv over its cap"},
+                {"c", "infer", UnplacedReason::kBudget, "team ml over its cap"},
+                {"d", "batch", UnplacedReason::kPoolMax, "team ml over its cap"},
+                {"e", "batch", UnplacedReason::kBudget, "team ml over its cap"}};
+  const Json j = ToJson(p);
+  ASSERT_EQ(j["unplaced"].size(), 4u);
+  EXPECT_EQ(j["unplaced"][0]["unit_ids"], Json::parse(R"(["a","e"])"));
+  EXPECT_EQ(j["unplaced"][1]["unit_ids"], Json::parse(R"(["b"])"));
+  EXPECT_EQ(j["unplaced"][2]["workload_class"], "infer");
+  EXPECT_EQ(j["unplaced"][3]["reason"], "pool-max");
 }
 
 // The audit store's one-line form is the same document, byte for byte what

@@ -35,6 +35,9 @@ class JsonWriter {
   JsonWriter& EndArray();
   // Inside an object, every value is preceded by its Key.
   JsonWriter& Key(std::string_view key);
+  // A key that needs no escaping (printable ASCII other than '"' and '\\'),
+  // such as a schema's field name, copied as is.
+  JsonWriter& PlainKey(std::string_view key);
   JsonWriter& String(std::string_view value);
   JsonWriter& Int(int64_t value);
   JsonWriter& Double(double value);
