@@ -28,6 +28,8 @@ packages=(
   libpugixml-dev         # AWS XML responses
   libssl-dev             # TLS, SigV4 HMAC, SHA-256
   libzstd-dev            # audit store: compresses the planner snapshot kept with each decision
+  libhowardhinnant-date-dev  # scaling schedules: cron times in the policy's IANA time zone (C++20 chrono without GCC 12's missing tzdb)
+  tzdata                 # the time zone database those schedules read (/usr/share/zoneinfo)
   coinor-libcbc-dev      # bench only: exact MIP optimum for planner quality
   python3                # catalog generation script, test helpers
   prometheus             # promtool checks the PrometheusRule (tests/kube) and our /metrics text (tests/server); the 2.42 server runs the real-server signal tests

@@ -8,6 +8,7 @@
 #include "gpuscaler/controller/failpoint.h"
 #include "gpuscaler/model/node.h"
 #include "gpuscaler/model/json.h"
+#include "gpuscaler/policy/schedule.h"
 #include "gpuscaler/solver/planner.h"
 
 namespace gpuscaler {
@@ -108,6 +109,15 @@ TickReport Controller::Tick() {
   if (!replacements_.empty() || !protecting_.empty()) ProgressReplacements(now, &report);
   const StateChanges observed = state_.TakeChanges();
   gate_.NoteChange(observed.any, observed.structural);
+  std::string schedules;
+  for (const ScheduleInForce& f : SchedulesInForce(policy_.scaling.schedules, now)) {
+    schedules += f.schedule->name + ";";
+  }
+  if (schedules != schedules_in_force_) {
+    schedules_in_force_ = std::move(schedules);
+    gate_.NoteChange(true, true);
+    gate_.NoteLimitsChange();
+  }
 
   // Gate.
   const GateVerdict verdict = gate_.Check(state_.snapshot(), policy_, governor_.HasPendingHold(), now);

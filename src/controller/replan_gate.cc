@@ -12,6 +12,7 @@ void ReplanGate::NoteChange(bool any, bool structural) {
 GateVerdict ReplanGate::Check(const Snapshot& snapshot, const Policy& policy, bool governor_holds,
                               WallTime now) const {
   if (!options_.reuse_unchanged_plans) return {true, "plan: reuse disabled"};
+  if (limits_changed_) return {true, "plan: a scaling schedule started or ended"};
   bool age_crossed = false;
   for (const Node& n : snapshot.nodes) {
     const WallTime mature = n.launch_time + policy.disruption.min_node_age;
@@ -40,6 +41,7 @@ GateVerdict ReplanGate::Check(const Snapshot& snapshot, const Policy& policy, bo
 void ReplanGate::Planned(const Snapshot& snapshot, WallTime now) {
   changed_ = false;
   structure_changed_ = false;
+  limits_changed_ = false;
   last_pending_ids_.clear();
   for (const DemandUnit& u : snapshot.pending) last_pending_ids_.insert(u.id);
   last_plan_time_ = now;

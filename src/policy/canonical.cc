@@ -185,6 +185,18 @@ std::string CanonicalPolicyText(const Policy& p) {
   w.Put("scaling.scale_down_cooldown", s.scale_down_cooldown);
   w.Put("scaling.max_nodes_added_per_tick", s.max_nodes_added_per_tick);
   w.Put("scaling.max_nodes_removed_per_tick", s.max_nodes_removed_per_tick);
+  // Written only when set, so that the hash of a policy without them is unchanged.
+  if (!s.schedules.empty()) {
+    w.PutList("scaling.schedules", s.schedules, [&w](const std::string& at, const ScalingSchedule& schedule) {
+      w.Put(at + ".name", schedule.name);
+      w.Put(at + ".cron", schedule.cron);
+      w.Put(at + ".timezone", schedule.timezone);
+      w.Put(at + ".duration", schedule.duration);
+      w.Put(at + ".pools", schedule.pools);
+      w.Put(at + ".min_nodes", schedule.min_nodes);
+      w.Put(at + ".max_nodes", schedule.max_nodes);
+    });
+  }
   const DisruptionPolicy& d = p.disruption;
   w.Put("disruption.consolidation", d.consolidation);
   w.Put("disruption.min_node_age", d.min_node_age);

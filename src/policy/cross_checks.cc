@@ -91,6 +91,20 @@ void PolicyReader::CheckNames() {
                   WithSuggestion("unknown pool '" + pool + "'", pool, PoolNames()));
     }
   }
+  seen.clear();
+  for (size_t i = 0; i < p_.scaling.schedules.size(); ++i) {
+    const ScalingSchedule& schedule = p_.scaling.schedules[i];
+    const std::string path = IndexPath("scaling.schedules", i);
+    if (!schedule.name.empty() && !seen.insert(schedule.name).second) {
+      r_.ReportAt(path + ".name", "duplicate schedule name '" + schedule.name + "'");
+    }
+    for (size_t k = 0; k < schedule.pools.size(); ++k) {
+      const std::string& pool = schedule.pools[k];
+      if (p_.FindPool(pool) == nullptr) {
+        r_.ReportAt(IndexPath(path + ".pools", k), WithSuggestion("unknown pool '" + pool + "'", pool, PoolNames()));
+      }
+    }
+  }
   std::vector<std::string_view> teams;
   for (const WorkloadClassPolicy& c : p_.classes) {
     if (!c.team.empty()) teams.push_back(c.team);

@@ -7,6 +7,7 @@
 
 #include "gpuscaler/model/text_file.h"
 #include "gpuscaler/model/yaml_document.h"
+#include "gpuscaler/policy/schedule.h"
 #include "policy_reader.h"
 
 namespace gpuscaler {
@@ -406,7 +407,7 @@ void PolicyReader::ReadScaling(const DocNode& node) {
   MapReader m(r_, node, "scaling",
               {"tick_interval", "scale_up_stabilization", "scale_down_stabilization",
                "scale_up_cooldown", "scale_down_cooldown", "max_nodes_added_per_tick",
-               "max_nodes_removed_per_tick"});
+               "max_nodes_removed_per_tick", "schedules"});
   ScalingPolicy& s = p_.scaling;
   PositiveDuration(m, "tick_interval", &s.tick_interval);
   m.ReadDuration("scale_up_stabilization", &s.scale_up_stabilization);
@@ -415,6 +416,47 @@ void PolicyReader::ReadScaling(const DocNode& node) {
   m.ReadDuration("scale_down_cooldown", &s.scale_down_cooldown);
   IntAtLeast(m, "max_nodes_added_per_tick", 0, &s.max_nodes_added_per_tick);
   IntAtLeast(m, "max_nodes_removed_per_tick", 0, &s.max_nodes_removed_per_tick);
+  m.ForEachItem("schedules", [&](const DocNode& n, const std::string& path) {
+    s.schedules.push_back(ReadSchedule(n, path));
+  });
+}
+
+ScalingSchedule PolicyReader::ReadSchedule(const DocNode& node, const std::string& path) {
+  MapReader m(r_, node, path, {"name", "cron", "timezone", "duration", "pools", "min_nodes", "max_nodes"});
+  m.Require({"name", "cron"});
+  ScalingSchedule s;
+  if (m.ReadString("name", &s.name) && s.name.empty()) r_.ReportAt(m.PathOf("name"), "must not be empty");
+  if (m.ReadString("cron", &s.cron)) {
+    if (Result<CronExpression> cron = CronExpression::Parse(s.cron); !cron) {
+      r_.ReportAt(m.PathOf("cron"), cron.error().message());
+    }
+  }
+  if (m.ReadString("timezone", &s.timezone) && !IsKnownTimeZone(s.timezone)) {
+    r_.ReportAt(m.PathOf("timezone"), "unknown time zone '" + s.timezone +
+                                          "' (an IANA name such as 'UTC', 'Europe/Berlin' or 'America/New_York')");
+  }
+  if (m.ReadDuration("duration", &s.duration) && (s.duration.count() < 60 || s.duration > kMaxScheduleDuration)) {
+    r_.ReportAt(m.PathOf("duration"), "must be between 1m and 7d (leave it out to mean the minutes the cron "
+                                      "expression matches)");
+  }
+  m.ReadStringList("pools", &s.pools);
+  int value = 0;
+  if (m.ReadInt("min_nodes", &value)) {
+    if (value < 0) r_.ReportAt(m.PathOf("min_nodes"), "must be >= 0, got " + std::to_string(value));
+    s.min_nodes = value;
+  }
+  if (m.ReadInt("max_nodes", &value)) {
+    if (value < 0) r_.ReportAt(m.PathOf("max_nodes"), "must be >= 0, got " + std::to_string(value));
+    s.max_nodes = value;
+  }
+  if (!m.Has("min_nodes") && !m.Has("max_nodes")) {
+    r_.ReportAt(path, "a schedule sets min_nodes, max_nodes or both");
+  }
+  if (s.min_nodes && s.max_nodes && *s.min_nodes > *s.max_nodes) {
+    r_.ReportAt(m.PathOf("max_nodes"), "max_nodes (" + std::to_string(*s.max_nodes) + ") must be >= min_nodes (" +
+                                           std::to_string(*s.min_nodes) + ")");
+  }
+  return s;
 }
 
 void PolicyReader::ReadDisruption(const DocNode& node) {

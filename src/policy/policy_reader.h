@@ -57,6 +57,7 @@ class PolicyReader {
   void ReadBudget(const DocNode& node);
   void ReadSpot(const DocNode& node);
   void ReadScaling(const DocNode& node);
+  ScalingSchedule ReadSchedule(const DocNode& node, const std::string& path);
   void ReadDisruption(const DocNode& node);
   void ReadSignals(const DocNode& node);
 

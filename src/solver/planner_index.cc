@@ -6,6 +6,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gpuscaler/policy/schedule.h"
+
 namespace gpuscaler::solver_detail {
 
 double ShareOfNode(double gpu_w, int64_t cpu_milli, const InstanceType& t) {
@@ -51,9 +53,19 @@ void Planner::BuildPools() {
     p.pol.max_nodes = kNoLimit;
     pools_.push_back(p);
   } else {
+    const std::vector<ScheduleInForce> in_force = SchedulesInForce(policy_.scaling.schedules, snap_.time);
     for (const auto& pp : policy_.pools) {
       PoolInfo p;
       p.pol = pp;
+      const PoolLimits limits = PoolLimitsAt(pp, in_force);
+      if (!limits.schedules.empty()) {
+        p.pol.min_nodes = limits.min_nodes;
+        p.pol.max_nodes = limits.max_nodes;
+        std::string names;
+        for (const std::string& n : limits.schedules) names += (names.empty() ? "" : ", ") + n;
+        notes_.push_back("pool " + pp.name + ": schedule " + names + " in force, min_nodes " +
+                         std::to_string(limits.min_nodes) + ", max_nodes " + std::to_string(limits.max_nodes));
+      }
       pools_.push_back(p);
     }
   }

@@ -160,6 +160,20 @@ std::string PolicyFileJson(const Policy& p) {
                   {"scale_down_cooldown", Duration(s.scale_down_cooldown)},
                   {"max_nodes_added_per_tick", s.max_nodes_added_per_tick},
                   {"max_nodes_removed_per_tick", s.max_nodes_removed_per_tick}};
+  if (!s.schedules.empty()) {
+    OrderedJson schedules = OrderedJson::array();
+    for (const ScalingSchedule& schedule : s.schedules) {
+      OrderedJson one = {{"name", schedule.name},
+                         {"cron", schedule.cron},
+                         {"timezone", schedule.timezone},
+                         {"pools", schedule.pools}};
+      if (schedule.duration.count() > 0) one["duration"] = Duration(schedule.duration);
+      if (schedule.min_nodes) one["min_nodes"] = *schedule.min_nodes;
+      if (schedule.max_nodes) one["max_nodes"] = *schedule.max_nodes;
+      schedules.push_back(std::move(one));
+    }
+    j["scaling"]["schedules"] = std::move(schedules);
+  }
   const DisruptionPolicy& d = p.disruption;
   j["disruption"] = {{"consolidation", d.consolidation},
                      {"min_node_age", Duration(d.min_node_age)},

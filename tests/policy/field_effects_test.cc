@@ -381,6 +381,34 @@ const std::vector<FieldCase>& Cases() {
        FourGpuUnits(5), CapsLaunches(5, 2, UnplacedReason::kMaxNodesPerTick)},
       {"scaling.max_nodes_removed_per_tick", [](Policy& p) { p.scaling.max_nodes_removed_per_tick = 1; },
        IdleNodes, NodesRemoved(3, 1)},
+      // A schedule in force at the scene's time (every minute matches): its
+      // floor keeps idle nodes, its cap holds launches back.
+      {"scaling.schedules[].min_nodes",
+       [](Policy& p) { p.scaling.schedules = {{"warm", "* * * * *", "UTC", Seconds(0), {"gpu"}, 3, std::nullopt}}; },
+       IdleNodes, NodesRemoved(3, 0)},
+      {"scaling.schedules[].max_nodes",
+       [](Policy& p) { p.scaling.schedules = {{"night", "* * * * *", "UTC", Seconds(0), {}, std::nullopt, 2}}; },
+       FourGpuUnits(5), CapsLaunches(5, 2, UnplacedReason::kPoolMax)},
+      // The same schedule outside its hours (the scene is a Thursday at
+      // 20:26 UTC) changes nothing; its time zone moves the hours.
+      {"scaling.schedules[].cron",
+       [](Policy& p) { p.scaling.schedules = {{"warm", "* 8-17 * * *", "UTC", Seconds(0), {}, 3, std::nullopt}}; },
+       IdleNodes, NodesRemoved(3, 3)},
+      {"scaling.schedules[].timezone",
+       [](Policy& p) {
+         p.scaling.schedules = {{"warm", "* 8-17 * * *", "America/Los_Angeles", Seconds(0), {}, 3, std::nullopt}};
+       },
+       IdleNodes, NodesRemoved(3, 0)},
+      {"scaling.schedules[].duration",
+       [](Policy& p) { p.scaling.schedules = {{"warm", "0 20 * * *", "UTC", Seconds(3600), {}, 3, std::nullopt}}; },
+       IdleNodes, NodesRemoved(3, 0)},
+      {"scaling.schedules[].pools",
+       [](Policy& p) {
+         p.pools.push_back(p.pools[0]);
+         p.pools.back().name = "other";
+         p.scaling.schedules = {{"warm", "* * * * *", "UTC", Seconds(0), {"other"}, 3, std::nullopt}};
+       },
+       IdleNodes, NodesRemoved(3, 3)},
 
       // --- disruption (idle nodes are two hours old) ---
       {"disruption.consolidation", [](Policy& p) { p.disruption.consolidation = false; }, IdleNodes,
@@ -470,6 +498,9 @@ TEST(PolicyFieldEffects, EveryPlannerFieldChangesThePlanAsDocumented) {
 //  scaling.scale_up_cooldown,
 //  scaling.scale_down_cooldown     GovernorFields.* (tests/controller/governor_fields_test.cc)
 //  scaling.max_nodes_*_per_tick    also the governor: ScalingGovernor.CapsNodesAddedAndRemovedPerTick
+//  scaling.schedules               when each is in force (cron, time zone, DST): ScheduleInForce.*
+//                                  (tests/policy/schedule_test.cc); the floor appearing and going at
+//                                  the cron times through the controller: Schedules.* (tests/sim)
 //  disruption.disruption_interval  Controller.RecentlyDisruptedIsARollingWindowOfTheNodesPlansRemoved; the
 //                                  planner side is Planner.RemovesNothingMoreInAPoolWhoseDisruptionWindowIsFull
 //  budget.teams.* (actuator)       Controller.AFallbackThatWouldBreakATeamsHardBudgetIsNotSent

@@ -1,4 +1,5 @@
 #include "gpuscaler/policy/loader.h"
+#include "gpuscaler/policy/schedule.h"
 
 #include <gtest/gtest.h>
 
@@ -694,6 +695,35 @@ TEST(ExamplePolicies, InferenceKeepsAnOnDemandFloor) {
   const WorkloadClassPolicy* online = r.policy.FindClass("online");
   ASSERT_NE(online, nullptr);
   EXPECT_LE(online->max_spot_share, 0.3);
+}
+
+TEST(ExamplePolicies, InferenceRaisesItsFloorInNewYorkBusinessHours) {
+  const PolicyLoadResult r = LoadPolicyFile(std::string(GPUSCALER_SOURCE_DIR) + "/policies/inference.yaml");
+  ASSERT_TRUE(r.ok()) << Join(r.problems);
+  const NodePoolPolicy* floor = r.policy.FindPool("serve-on-demand");
+  const NodePoolPolicy* burst = r.policy.FindPool("serve-spot");
+  ASSERT_NE(floor, nullptr);
+  ASSERT_NE(burst, nullptr);
+  const auto limits_at = [&](const NodePoolPolicy& pool, const char* when) {
+    WallTime t{};
+    EXPECT_TRUE(ParseRfc3339(when, &t)) << when;
+    return PoolLimitsAt(pool, SchedulesInForce(r.policy.scaling.schedules, t));
+  };
+  // Tuesday 2026-03-10 (EDT since the 8th): 08:00-18:00 New York is 12:00-22:00 UTC.
+  EXPECT_EQ(limits_at(*floor, "2026-03-10T11:59:00Z").min_nodes, 3);
+  EXPECT_EQ(limits_at(*floor, "2026-03-10T12:00:00Z").min_nodes, 6);
+  EXPECT_EQ(limits_at(*floor, "2026-03-10T21:59:00Z").min_nodes, 6);
+  EXPECT_EQ(limits_at(*floor, "2026-03-10T22:00:00Z").min_nodes, 3);
+  // Friday 2026-03-06 (still EST): 13:00-23:00 UTC.
+  EXPECT_EQ(limits_at(*floor, "2026-03-06T12:59:00Z").min_nodes, 3);
+  EXPECT_EQ(limits_at(*floor, "2026-03-06T13:00:00Z").min_nodes, 6);
+  // Saturday: the floor stays at 3.
+  EXPECT_EQ(limits_at(*floor, "2026-03-07T15:00:00Z").min_nodes, 3);
+  // Night in New York (00:00-05:59 EDT is 04:00-09:59 UTC): the burst pool adds nothing.
+  EXPECT_EQ(limits_at(*burst, "2026-03-10T03:59:00Z").max_nodes, 40);
+  EXPECT_EQ(limits_at(*burst, "2026-03-10T04:00:00Z").max_nodes, 0);
+  EXPECT_EQ(limits_at(*burst, "2026-03-10T09:59:00Z").max_nodes, 0);
+  EXPECT_EQ(limits_at(*burst, "2026-03-10T10:00:00Z").max_nodes, 40);
 }
 
 }  // namespace

@@ -171,6 +171,9 @@ class Controller {
   std::map<std::string, std::vector<std::string>> protecting_;
   bool risk_restored_ = false;
   bool recovered_ = false;
+  // The names of the scaling schedules in force at the last tick: a
+  // schedule starting or ending changes pool limits, so the next tick plans.
+  std::string schedules_in_force_;
 };
 
 }  // namespace gpuscaler

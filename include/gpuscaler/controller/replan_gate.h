@@ -15,7 +15,8 @@
 //    policy), the governor held back no launch, and every pending unit was
 //    in the last planned snapshot (provided for on launching nodes, or
 //    unplaced for a reason that still holds).
-// idle_replan_interval 0 turns the last two off.
+// idle_replan_interval 0 turns the last two off. A tick never reuses when a
+// pool's limits changed (a scaling schedule started or ended).
 //
 // Deterministic; values only; not thread-safe.
 #pragma once
@@ -47,6 +48,8 @@ class ReplanGate {
 
   // Something the planner sees changed; `structural` as in ClusterState.
   void NoteChange(bool any, bool structural);
+  // Pool limits changed (scaling schedules): the next check plans.
+  void NoteLimitsChange() { limits_changed_ = true; }
   GateVerdict Check(const Snapshot& snapshot, const Policy& policy, bool governor_holds, WallTime now) const;
   // The planner ran on `snapshot` at `now`.
   void Planned(const Snapshot& snapshot, WallTime now);
@@ -57,6 +60,7 @@ class ReplanGate {
   ReplanGateOptions options_;
   bool changed_ = true;
   bool structure_changed_ = true;
+  bool limits_changed_ = false;
   bool last_plan_empty_ = false;
   int last_launches_held_ = 0;
   WallTime last_plan_time_{};

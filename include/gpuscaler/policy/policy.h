@@ -197,6 +197,17 @@ struct SpotPolicy {
   std::string on_rebalance = "ignore";
 };
 
+// Pool limits by time of day (policy/schedule.h says when one is in force).
+struct ScalingSchedule {
+  std::string name;
+  std::string cron;                 // five-field cron expression or @daily-style shorthand
+  std::string timezone = "UTC";     // IANA name ("Europe/Berlin")
+  Seconds duration{0};              // in force this long after each match; 0: during matching minutes
+  std::vector<std::string> pools;   // empty: every pool
+  std::optional<int> min_nodes;     // while in force, replaces the pool's min_nodes
+  std::optional<int> max_nodes;     // while in force, replaces the pool's max_nodes
+};
+
 struct ScalingPolicy {
   Seconds tick_interval{30};
   Seconds scale_up_stabilization{0};
@@ -205,6 +216,7 @@ struct ScalingPolicy {
   Seconds scale_down_cooldown{300};
   int max_nodes_added_per_tick = 50;
   int max_nodes_removed_per_tick = 5;
+  std::vector<ScalingSchedule> schedules;
 };
 
 struct DisruptionPolicy {
