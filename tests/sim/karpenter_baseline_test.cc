@@ -2,6 +2,10 @@
 // per rule (docs/simulator.md lists them with their sources).
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+#include <vector>
+
 #include "sim/baselines.h"
 #include "solver/fixtures.h"
 
@@ -35,6 +39,45 @@ TEST(KarpenterBaseline, PendingPodsShareOneNewNodeOfTheCheapestTypeThatHoldsThem
   EXPECT_EQ(plan.launches[0].offering.instance_type, "g6.12xlarge");
   EXPECT_EQ(plan.launches[0].unit_ids.size(), 3u);
   EXPECT_TRUE(plan.unplaced.empty());
+}
+
+// The scheduling queue pops pods largest CPU request first, then largest
+// memory, whatever order they were listed in: a NodeClaim records its pods
+// in the order they joined it.
+TEST(KarpenterBaseline, PodsAreScheduledLargestCpuFirstThenLargestMemory) {
+  Snapshot s = BaseSnapshot();
+  s.pending = {Unit("small", 1, 2000, 8192), Unit("big-memory", 1, 8000, 32768), Unit("biggest", 1, 16000, 8192),
+               Unit("big", 1, 8000, 16384)};
+  const Plan plan = Karpenter(s, OnDemandPool());
+  ASSERT_EQ(plan.launches.size(), 1u);
+  EXPECT_EQ(plan.launches[0].unit_ids, (std::vector<std::string>{"biggest", "big-memory", "big", "small"}));
+}
+
+// A pod no existing node can take joins the in-flight NodeClaim with the
+// fewest pods that can still hold it, not the first one. Two NodePools of
+// g6.12xlarge (4 GPUs, 48 vCPUs), the first capped at one node, so each claim
+// is its own launch: "last" fits both claims and joins the one with one pod;
+// first-fit would have put it with "a" and "c".
+TEST(KarpenterBaseline, APodJoinsTheInFlightNodeClaimWithTheFewestPods) {
+  Snapshot s = BaseSnapshot();
+  Policy p = OnDemandPool();
+  p.pools[0].name = "first";
+  p.pools[0].instance_types = {"g6.12xlarge"};
+  p.pools[0].max_nodes = 1;
+  p.pools.push_back(p.pools[0]);
+  p.pools[1].name = "second";
+  p.pools[1].max_nodes = 10;
+  for (WorkloadClassPolicy& c : p.classes) c.pools = {"first", "second"};
+  s.pending = {Unit("a", 1, 30000), Unit("b", 1, 20000), Unit("c", 1, 10000), Unit("last", 1, 1000)};
+  const Plan plan = Karpenter(s, p);
+  std::map<std::string, std::vector<std::string>> units_by_pool;
+  for (const LaunchAction& l : plan.launches) {
+    EXPECT_EQ(l.count, 1);
+    units_by_pool[l.pool] = l.unit_ids;
+  }
+  // a + b (50 vCPUs) do not fit one node; c ties and takes the first claim.
+  EXPECT_EQ(units_by_pool["first"], (std::vector<std::string>{"a", "c"}));
+  EXPECT_EQ(units_by_pool["second"], (std::vector<std::string>{"b", "last"}));
 }
 
 // Spot when the NodePool allows it, chosen price-capacity-optimized: the
