@@ -22,6 +22,7 @@ extern "C" size_t __sanitizer_get_current_allocated_bytes();
 #include <cstdio>
 
 #include "daemon_parts.h"
+#include "gpuscaler/policy/schedule.h"
 
 namespace gpuscaler::daemon {
 
@@ -75,7 +76,15 @@ struct DaemonMetrics::Families {
         resident(r.Gauge("process_resident_memory_bytes", "Resident memory size in bytes")),
         heap_in_use(r.Gauge("gpuscaler_heap_in_use_bytes",
                             "Bytes the allocator has handed out and not had back (glibc mallinfo2): live "
-                            "allocations, without the free pages the allocator keeps")) {}
+                            "allocations, without the free pages the allocator keeps")),
+        lead_time(r.Gauge("gpuscaler_lead_time_seconds",
+                          "Learned seconds from a launch to a node with GPUs allocatable, by instance family "
+                          "(the catalog's launch latency until this process has seen one)",
+                          {"family"})),
+        pool_limit(r.Gauge("gpuscaler_pool_node_limit",
+                           "Node limits of each pool now, after the scaling schedules in force", {"pool", "limit"})),
+        schedule_in_force(r.Gauge("gpuscaler_schedule_in_force", "1 for each scaling schedule in force",
+                                  {"schedule"})) {}
 
   server::Family& tick_seconds;
   server::Family& ticks;
@@ -108,6 +117,9 @@ struct DaemonMetrics::Families {
   server::Family& http_requests;
   server::Family& resident;
   server::Family& heap_in_use;
+  server::Family& lead_time;
+  server::Family& pool_limit;
+  server::Family& schedule_in_force;
 };
 
 namespace {
@@ -243,6 +255,21 @@ void DaemonMetrics::ObserveTick(const EngineTick& tick, double seconds, const Pu
   } else if (tick.reload.kind == PolicyReload::Kind::kRejected) {
     f_->reloads.With({"rejected"}).Inc();
     f_->reload_ok.With().Set(0);
+  }
+  f_->lead_time.Clear();
+  if (s.snapshot) {
+    for (const auto& [family, seconds] : s.snapshot->warmup_seconds_by_family) f_->lead_time.With({family}).Set(seconds);
+  }
+  if (s.policy) {
+    f_->pool_limit.Clear();
+    f_->schedule_in_force.Clear();
+    const std::vector<ScheduleInForce> in_force = SchedulesInForce(s.policy->scaling.schedules, tick.time);
+    for (const ScheduleInForce& f : in_force) f_->schedule_in_force.With({f.schedule->name}).Set(1);
+    for (const NodePoolPolicy& pool : s.policy->pools) {
+      const PoolLimits limits = PoolLimitsAt(pool, in_force);
+      f_->pool_limit.With({pool.name, "min_nodes"}).Set(limits.min_nodes);
+      f_->pool_limit.With({pool.name, "max_nodes"}).Set(limits.max_nodes);
+    }
   }
   if (s.policy) {
     f_->policy_info.Clear();

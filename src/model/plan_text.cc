@@ -140,6 +140,11 @@ std::string FormatPlanText(const Plan& plan, const Snapshot& snapshot) {
     if (details.size() > 3) out << "      ... and " << details.size() - 3 << " more details\n";
   }
 
+  if (!plan.notes.empty()) {
+    out << "\nNotes (" << plan.notes.size() << "):\n";
+    for (const std::string& note : plan.notes) out << "  " << note << "\n";
+  }
+
   out << "\nCost: " << Usd(plan.cost_before_usd_per_hour) << " before, " << Usd(plan.cost_after_usd_per_hour)
       << " after (" << SignedUsd(plan.cost_after_usd_per_hour - plan.cost_before_usd_per_hour) << ")\n";
   out << "Expected interruption cost: " << Usd(plan.expected_interruption_usd_per_hour) << "\n";

@@ -57,6 +57,9 @@ std::set<std::string> DaemonMetricNames() {
       "gpuscaler_http_requests_total",
       "process_resident_memory_bytes",
       "gpuscaler_heap_in_use_bytes",
+      "gpuscaler_lead_time_seconds",
+      "gpuscaler_pool_node_limit",
+      "gpuscaler_schedule_in_force",
   };
   for (const char* suffix : {"_bucket", "_sum", "_count"}) names.insert(std::string("gpuscaler_tick_duration_seconds") + suffix);
   return names;

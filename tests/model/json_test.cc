@@ -381,8 +381,11 @@ TEST(PlanJson, IsDeterministic) {
 TEST(PlanText, ShowsLaunchesTerminationsUnplacedByReasonAndCosts) {
   Snapshot s;
   s.time = FromUnixSeconds(1784548800);
-  const std::string text = FormatPlanText(SamplePlan(), s);
+  Plan plan = SamplePlan();
+  plan.notes = {"pool gpu: schedule office in force, min_nodes 4, max_nodes 100"};
+  const std::string text = FormatPlanText(plan, s);
   for (const char* want : {
+           "Notes (1):\n  pool gpu: schedule office in force, min_nodes 4, max_nodes 100\n",
            "Snapshot 2026-07-20T12:00:00Z: 0 pending units, 0 nodes (0 running units), 0 offerings\n",
            "Launches (1):\n  [0] 3x g5.12xlarge spot us-east-1b (pool gpu): $7.15/h ($2.38/h each), on-demand $5.67/h each",
            "      for 3 units: u1, u2, u3\n",

@@ -1,0 +1,69 @@
+// What the daemon's /metrics says about lead times, pool limits and the
+// scaling schedules in force (DaemonMetrics::ObserveTick, no server).
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "src/daemon/daemon_parts.h"
+
+namespace gpuscaler::daemon {
+namespace {
+
+Policy TwoPoolsWithANightCap() {
+  Policy p;
+  NodePoolPolicy gpu;
+  gpu.name = "gpu";
+  gpu.min_nodes = 1;
+  gpu.max_nodes = 20;
+  NodePoolPolicy burst = gpu;
+  burst.name = "burst";
+  burst.min_nodes = 0;
+  p.pools = {gpu, burst};
+  ScalingSchedule night;
+  night.name = "night";
+  night.cron = "* 0-5 * * *";
+  night.timezone = "Europe/Berlin";
+  night.pools = {"burst"};
+  night.max_nodes = 0;
+  p.scaling.schedules = {night};
+  return p;
+}
+
+std::string Render(const std::string& when) {
+  DaemonMetrics metrics;
+  EngineTick tick;
+  EXPECT_TRUE(ParseRfc3339(when, &tick.time));
+  PublishedState state;
+  auto snapshot = std::make_shared<Snapshot>();
+  snapshot->time = tick.time;
+  snapshot->warmup_seconds_by_family = {{"g6", 140}, {"p5", 610}};
+  state.snapshot = snapshot;
+  state.policy = std::make_shared<Policy>(TwoPoolsWithANightCap());
+  metrics.ObserveTick(tick, 0.01, state);
+  return metrics.registry().Render();
+}
+
+bool Has(const std::string& text, const std::string& line) { return text.find("\n" + line + "\n") != std::string::npos; }
+
+TEST(DaemonMetrics, ExportsTheLearnedLeadTimeByFamily) {
+  const std::string text = Render("2026-07-01T12:00:00Z");
+  EXPECT_TRUE(Has(text, "gpuscaler_lead_time_seconds{family=\"g6\"} 140")) << text;
+  EXPECT_TRUE(Has(text, "gpuscaler_lead_time_seconds{family=\"p5\"} 610")) << text;
+}
+
+TEST(DaemonMetrics, ExportsPoolLimitsAfterTheSchedulesInForce) {
+  // 01:30 in Berlin (CEST): the night cap holds the burst pool at 0.
+  const std::string night = Render("2026-07-01T23:30:00Z");
+  EXPECT_TRUE(Has(night, "gpuscaler_schedule_in_force{schedule=\"night\"} 1")) << night;
+  EXPECT_TRUE(Has(night, "gpuscaler_pool_node_limit{pool=\"burst\",limit=\"max_nodes\"} 0")) << night;
+  EXPECT_TRUE(Has(night, "gpuscaler_pool_node_limit{pool=\"gpu\",limit=\"max_nodes\"} 20")) << night;
+  EXPECT_TRUE(Has(night, "gpuscaler_pool_node_limit{pool=\"gpu\",limit=\"min_nodes\"} 1")) << night;
+  // 14:00 in Berlin: no schedule, the pools' own limits.
+  const std::string day = Render("2026-07-01T12:00:00Z");
+  EXPECT_EQ(day.find("gpuscaler_schedule_in_force{"), std::string::npos) << day;
+  EXPECT_TRUE(Has(day, "gpuscaler_pool_node_limit{pool=\"burst\",limit=\"max_nodes\"} 20")) << day;
+}
+
+}  // namespace
+}  // namespace gpuscaler::daemon
