@@ -10,6 +10,7 @@ namespace gpuscaler::cli {
 void RegisterPolicyCommand(CLI::App& app, int* exit_code);   // policy_command.cc
 void RegisterExplainCommand(CLI::App& app, int* exit_code);  // explain_command.cc
 void RegisterSimCommand(CLI::App& app, int* exit_code);      // sim_command.cc
+void RegisterSweepCommands(CLI::App& sim, int* exit_code);   // sim_sweep.cc: `sim sweep`, `sim merge`
 void RegisterRunCommand(CLI::App& app, int* exit_code);      // run_command.cc
 void RegisterReportCommand(CLI::App& app, int* exit_code);   // report_command.cc
 void RegisterCloudEmulatorCommand(CLI::App& app, int* exit_code);  // cloud_emulator_command.cc

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "sim_inputs.h"
 #include "gpuscaler/model/catalog.h"
 #include "gpuscaler/model/json.h"
 #include "gpuscaler/policy/loader.h"
@@ -24,30 +25,20 @@
 #include "sim/report.h"
 #include "sim/runner.h"
 #include "sim/scenario.h"
-#include "sim/trace_readers.h"
 
 namespace gpuscaler::cli {
 namespace {
 
 struct SimOptions {
-  std::string scenario;
-  std::string trace_file;
-  std::string trace_format;
-  std::string prices_file;
-  std::string prices_format;
-  std::string catalog_file;
+  SimInputs in;
   std::string policy_file;
   std::string baseline;
   bool compare = false;
-  uint64_t seed = 1;
-  int days = 0;
   bool json = false;
   std::string db_file;
   std::string timeseries_file;
   std::string snapshot_at;   // a duration from the start ("36h") or an RFC 3339 time
   std::string snapshot_out;
-  std::string cbl_instance_types;  // cbl-availability: "type[,also,...]"
-  int cbl_nodes_when_up = 0;       // cbl-availability: 0 keeps the source count
 };
 
 int Fail(const std::string& message, int code) {
@@ -102,26 +93,19 @@ Status CheckRunNamesFree(SqliteAuditStore& store, std::vector<std::string> names
 }
 
 int RunSim(const SimOptions& o) {
-  if (o.scenario.empty() == o.trace_file.empty()) return Fail("give exactly one of --scenario or --trace", 2);
-  if (!o.trace_file.empty() && o.trace_format.empty()) return Fail("--trace needs --trace-format", 2);
-  if (o.prices_file.empty() != o.prices_format.empty()) return Fail("--prices and --prices-format go together", 2);
+  const SimInputs& in = o.in;
+  if (in.scenario.empty() == in.trace_file.empty()) return Fail("give exactly one of --scenario or --trace", 2);
+  if (!in.trace_file.empty() && in.trace_format.empty()) return Fail("--trace needs --trace-format", 2);
+  if (in.prices_file.empty() != in.prices_format.empty()) return Fail("--prices and --prices-format go together", 2);
   if (o.compare && !o.baseline.empty()) return Fail("--baseline and --compare exclude each other", 2);
-  const std::optional<int> days = o.days > 0 ? std::optional<int>(o.days) : std::nullopt;
 
-  Catalog catalog;
   std::string catalog_source;
-  if (!o.catalog_file.empty()) {
-    Result<Catalog> loaded = LoadCatalogFile(o.catalog_file);
-    if (!loaded) return Fail(loaded.error().message(), 2);
-    catalog = std::move(loaded).value();
-    catalog_source = o.catalog_file;
-  } else {
-    catalog = DefaultCatalog("", &catalog_source);
-  }
+  Result<Catalog> catalog = LoadSimCatalog(in, &catalog_source);
+  if (!catalog) return Fail(catalog.error().message(), 2);
 
   std::optional<Policy> policy;
   if (!o.policy_file.empty()) {
-    PolicyLoadResult loaded = LoadPolicyFile(o.policy_file, &catalog);
+    PolicyLoadResult loaded = LoadPolicyFile(o.policy_file, &*catalog);
     if (!loaded.ok()) {
       for (const ConfigProblem& p : loaded.problems) std::cerr << p.ToString() << "\n";
       return 2;
@@ -129,58 +113,11 @@ int RunSim(const SimOptions& o) {
     policy = std::move(loaded.policy);
   }
 
-  sim::Scenario scenario;
-  if (!o.scenario.empty()) {
-    Result<sim::Scenario> s = sim::MakeBuiltinScenario(o.scenario, o.seed, days, catalog);
-    if (!s) return Fail(s.error().message(), 2);
-    scenario = std::move(s).value();
-    if (policy) {
-      scenario.policy = *policy;
-      scenario.policy_source = o.policy_file;
-    }
-  } else {
-    std::optional<sim::TraceFormat> format = sim::ParseTraceFormat(o.trace_format);
-    if (!format) {
-      std::string names;
-      for (auto n : sim::TraceFormatNames()) names += (names.empty() ? "" : ", ") + std::string(n);
-      return Fail("unknown --trace-format '" + o.trace_format + "' (known: " + names + ")", 2);
-    }
-    Result<sim::Trace> trace = sim::ReadTrace(o.trace_file, *format);
-    if (!trace) return Fail(trace.error().message(), 2);
-    for (const std::string& w : trace->stats.warnings) std::cerr << "gpuscaler sim: " << w << "\n";
-    sim::SpotMarket market;
-    if (!o.prices_file.empty()) {
-      std::optional<sim::MarketFormat> mf = sim::ParseMarketFormat(o.prices_format);
-      if (!mf) {
-        std::string names;
-        for (auto n : sim::MarketFormatNames()) names += (names.empty() ? "" : ", ") + std::string(n);
-        return Fail("unknown --prices-format '" + o.prices_format + "' (known: " + names + ")", 2);
-      }
-      sim::MarketOptions mo;
-      if (!o.cbl_instance_types.empty()) {
-        size_t start = 0;
-        std::vector<std::string> types;
-        while (start <= o.cbl_instance_types.size()) {
-          const size_t comma = o.cbl_instance_types.find(',', start);
-          const size_t end = comma == std::string::npos ? o.cbl_instance_types.size() : comma;
-          if (end > start) types.push_back(o.cbl_instance_types.substr(start, end - start));
-          start = end + 1;
-        }
-        if (types.empty()) return Fail("--cbl-instance-types: give at least one instance type", 2);
-        mo.instance_type = types.front();
-        mo.also_instance_types.assign(types.begin() + 1, types.end());
-      }
-      if (o.cbl_nodes_when_up < 0) return Fail("--cbl-nodes-when-up must be >= 0", 2);
-      if (o.cbl_nodes_when_up > 0) mo.available_nodes_when_up = o.cbl_nodes_when_up;
-      Result<sim::SpotMarket> m = sim::ReadSpotMarket(o.prices_file, *mf, mo);
-      if (!m) return Fail(m.error().message(), 2);
-      market = std::move(m).value();
-    }
-    scenario = sim::MakeTraceScenario(std::move(trace).value(), std::move(market), catalog,
-                                      policy ? *policy : DefaultPolicy(), o.seed, days);
-    if (scenario.trace.jobs.empty()) return Fail(o.trace_file + ": the trace has no jobs to replay", 2);
-  }
-  scenario.catalog_source = catalog_source;
+  std::vector<std::string> warnings;
+  Result<sim::Scenario> built = BuildSimScenario(in, *catalog, catalog_source, policy, o.policy_file, &warnings);
+  for (const std::string& w : warnings) std::cerr << "gpuscaler sim: " << w << "\n";
+  if (!built) return Fail(built.error().message(), 2);
+  sim::Scenario scenario = std::move(built).value();
 
   if (!o.snapshot_at.empty() || !o.snapshot_out.empty()) return ExportSnapshot(o, scenario);
 
@@ -246,32 +183,36 @@ void RegisterSimCommand(CLI::App& app, int* exit_code) {
   CLI::App* sim = app.add_subcommand(
       "sim", "Replay load through the controller on a simulated cloud: cost, queue wait and interruptions "
              "for a policy and the baselines (docs/simulator.md)");
-  sim->add_option("--scenario", o->scenario, "Built-in scenario: demo, scale-30d-100k");
-  sim->add_option("--trace", o->trace_file, "Job or demand trace file");
-  sim->add_option("--trace-format", o->trace_format, "Trace format (docs/traces.md), e.g. gpuscaler-jobs");
-  sim->add_option("--prices", o->prices_file, "Spot market file: prices, availability or interruption events");
-  sim->add_option("--prices-format", o->prices_format, "Spot market format, e.g. aws-spot-price-history");
-  sim->add_option("--catalog", o->catalog_file,
+  sim->add_option("--scenario", o->in.scenario, "Built-in scenario: demo, scale-30d-100k");
+  sim->add_option("--trace", o->in.trace_file, "Job or demand trace file");
+  sim->add_option("--trace-format", o->in.trace_format, "Trace format (docs/traces.md), e.g. gpuscaler-jobs");
+  sim->add_option("--prices", o->in.prices_file, "Spot market file: prices, availability or interruption events");
+  sim->add_option("--prices-format", o->in.prices_format, "Spot market format, e.g. aws-spot-price-history");
+  sim->add_option("--catalog", o->in.catalog_file,
                   "Instance catalog; default config/catalogs/aws.yaml if found, else a built-in one");
   sim->add_option("--policy", o->policy_file, "Policy file; default: the scenario's (built-in demo policy)");
   sim->add_option("--baseline", o->baseline,
                   "Run this instead of the planner: on-demand, static-peak, karpenter, greedy, cluster-autoscaler");
   sim->add_flag("--compare", o->compare, "Run the planner and every baseline side by side");
-  sim->add_option("--seed", o->seed, "Random seed (default 1)");
-  sim->add_option("--days", o->days, "Length of the replay in days (default: the scenario's)");
+  sim->add_option("--seed", o->in.seed, "Random seed (default 1)");
+  sim->add_option("--days", o->in.days, "Length of the replay in days (default: the scenario's)");
   sim->add_flag("--json", o->json, "Print JSON instead of the table");
   sim->add_option("--db", o->db_file, "Write the audit store (SQLite) here, for gpuscaler report");
   sim->add_option("--timeseries", o->timeseries_file, "Write a per-tick CSV here");
   sim->add_option("--snapshot-at", o->snapshot_at,
                   "Export the planner's input at this time (duration from the start, e.g. 36h, or RFC 3339)");
-  sim->add_option("--cbl-instance-types", o->cbl_instance_types,
+  sim->add_option("--cbl-instance-types", o->in.cbl_instance_types,
                   "cbl-availability: instance type of columns named only by zone (default p3.2xlarge), then "
                   "other types whose spot capacity follows them, comma-separated");
-  sim->add_option("--cbl-nodes-when-up", o->cbl_nodes_when_up,
+  sim->add_option("--cbl-nodes-when-up", o->in.cbl_nodes_when_up,
                   "cbl-availability: spot nodes per zone and type while a probe is up (default: the count in "
                   "the file, 1 for 1-node probes)");
   sim->add_option("--snapshot-out", o->snapshot_out, "File for --snapshot-at (JSON, docs/snapshot.md)");
-  sim->callback([o, exit_code] { *exit_code = RunSim(*o); });
+  RegisterSweepCommands(*sim, exit_code);
+  sim->callback([o, sim, exit_code] {
+    if (!sim->get_subcommands().empty()) return;  // sweep or merge ran instead
+    *exit_code = RunSim(*o);
+  });
 }
 
 }  // namespace gpuscaler::cli

@@ -1,0 +1,836 @@
+// `gpuscaler sim sweep --grid GRID.yaml --out DIR [--workers N] [--shard I/N]`
+// and `gpuscaler sim merge DIR [--format csv|json]` (docs/simulator.md,
+// "Policy sweeps").
+//
+// A grid is traces x markets x policies x parameter overrides x seeds. Each
+// combination is a cell: one deterministic replay, built by the same
+// BuildSimScenario as `gpuscaler sim`, whose `--json` output is kept in
+// DIR/cells/<cell id>/summary.json together with the cell's inputs and the
+// hash of everything that decides its result (trace, market and catalog
+// files, the policy after overrides, seed, days, baseline, this binary). A
+// cell whose summary holds the same hash is done and skipped, so a sweep
+// resumes after a crash and grows with its grid.
+//
+// Workers are processes (fork), each taking the next cell nobody holds: a
+// cell is held by an flock on DIR/cells/<id>/lock, which the kernel drops
+// when its holder dies. Shards (--shard I/N) take every N-th cell of the
+// grid's order, for N machines sharing DIR (a Kubernetes Indexed Job).
+#include <fcntl.h>
+#include <signal.h>
+#include <openssl/evp.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "commands.h"
+#include "gpuscaler/model/text_file.h"
+#include "gpuscaler/model/yaml_document.h"
+#include "gpuscaler/policy/loader.h"
+#include "sim/baselines.h"
+#include "sim/report.h"
+#include "sim/runner.h"
+#include "sim_inputs.h"
+
+namespace gpuscaler::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+// ---------------------------------------------------------------- the grid
+
+struct GridTrace {
+  std::string name;
+  SimInputs in;  // scenario or trace; days; cbl options
+};
+
+struct GridMarket {
+  std::string name;
+  std::string prices_file;  // empty: no market file (a built-in scenario's own, or none)
+  std::string prices_format;
+};
+
+struct GridPolicy {
+  std::string name;
+  std::string file;      // empty: the trace's own policy
+  std::string baseline;  // empty: gpuscaler's planner
+};
+
+// One parameter of the sweep: a dotted policy path and its values.
+struct GridOverride {
+  std::string path;
+  std::vector<YAML::Node> values;
+};
+
+struct Grid {
+  std::string file;
+  std::string catalog_file;
+  std::vector<GridTrace> traces;
+  std::vector<GridMarket> markets;
+  std::vector<GridPolicy> policies;
+  std::vector<GridOverride> overrides;
+  std::vector<uint64_t> seeds;
+};
+
+YAML::Node ToYaml(const DocNode& n) {
+  switch (n.kind) {
+    case DocNode::Kind::kNull: return YAML::Node();
+    case DocNode::Kind::kScalar: return YAML::Node(n.scalar);
+    case DocNode::Kind::kSequence: {
+      YAML::Node seq(YAML::NodeType::Sequence);
+      for (const DocNode& i : n.items) seq.push_back(ToYaml(i));
+      return seq;
+    }
+    case DocNode::Kind::kMapping: {
+      YAML::Node map(YAML::NodeType::Map);
+      for (const DocEntry& e : n.entries) map[e.key.scalar] = ToYaml(e.value);
+      return map;
+    }
+  }
+  return YAML::Node();
+}
+
+// A name usable as a path component: letters, digits, '.', '_', '=', '-'.
+bool IsCellName(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '=' || c == '-';
+  });
+}
+
+// Paths in the grid are relative to the grid file.
+std::string Resolve(const Grid& g, const std::string& path) {
+  if (path.empty() || fs::path(path).is_absolute()) return path;
+  return (fs::path(g.file).parent_path() / path).lexically_normal().string();
+}
+
+Result<Grid> ReadGrid(const std::string& file) {
+  Result<std::string> text = ReadTextFile(file);
+  if (!text) return Error::NotFound("cannot read the grid " + file + ": " + text.error().message());
+  DocReader r(file);
+  DocNode root;
+  Grid g;
+  g.file = file;
+  if (r.Parse(*text, &root)) {
+    MapReader top(r, root, "", {"catalog", "days", "traces", "markets", "policies", "overrides", "seeds"});
+    top.Require({"traces", "policies"});
+    top.ReadString("catalog", &g.catalog_file);
+    g.catalog_file = Resolve(g, g.catalog_file);
+    int days = 0;
+    if (top.ReadInt("days", &days) && days <= 0) r.ReportAt("days", "must be >= 1");
+    std::set<std::string> names;
+    const auto unique = [&](const std::string& path, const std::string& name, const char* what) {
+      if (!IsCellName(name)) {
+        r.ReportAt(path + ".name", std::string("a ") + what + " name is letters, digits, '.', '_', '=' or '-', got '" +
+                                       name + "'");
+      } else if (!names.insert(std::string(what) + "/" + name).second) {
+        r.ReportAt(path + ".name", std::string("duplicate ") + what + " name '" + name + "'");
+      }
+    };
+    top.ForEachItem("traces", [&](const DocNode& n, const std::string& path) {
+      MapReader m(r, n, path,
+                  {"name", "scenario", "trace", "format", "days", "cbl_instance_types", "cbl_nodes_when_up"});
+      m.Require({"name"});
+      GridTrace t;
+      m.ReadString("name", &t.name);
+      unique(path, t.name, "trace");
+      m.ReadString("scenario", &t.in.scenario);
+      m.ReadString("trace", &t.in.trace_file);
+      t.in.trace_file = Resolve(g, t.in.trace_file);
+      m.ReadString("format", &t.in.trace_format);
+      t.in.days = days;
+      if (m.ReadInt("days", &t.in.days) && t.in.days <= 0) r.ReportAt(m.PathOf("days"), "must be >= 1");
+      m.ReadString("cbl_instance_types", &t.in.cbl_instance_types);
+      m.ReadInt("cbl_nodes_when_up", &t.in.cbl_nodes_when_up);
+      if (t.in.scenario.empty() == t.in.trace_file.empty()) r.ReportAt(path, "give exactly one of scenario or trace");
+      if (!t.in.trace_file.empty() && t.in.trace_format.empty()) r.ReportAt(path, "a trace needs its format");
+      g.traces.push_back(std::move(t));
+    });
+    top.ForEachItem("markets", [&](const DocNode& n, const std::string& path) {
+      MapReader m(r, n, path, {"name", "prices", "format"});
+      m.Require({"name"});
+      GridMarket mk;
+      m.ReadString("name", &mk.name);
+      unique(path, mk.name, "market");
+      m.ReadString("prices", &mk.prices_file);
+      mk.prices_file = Resolve(g, mk.prices_file);
+      m.ReadString("format", &mk.prices_format);
+      if (mk.prices_file.empty() != mk.prices_format.empty()) r.ReportAt(path, "prices and format go together");
+      g.markets.push_back(std::move(mk));
+    });
+    if (g.markets.empty()) g.markets.push_back({"none", "", ""});
+    top.ForEachItem("policies", [&](const DocNode& n, const std::string& path) {
+      MapReader m(r, n, path, {"name", "file", "baseline"});
+      m.Require({"name"});
+      GridPolicy p;
+      m.ReadString("name", &p.name);
+      unique(path, p.name, "policy");
+      m.ReadString("file", &p.file);
+      p.file = Resolve(g, p.file);
+      if (m.ReadString("baseline", &p.baseline)) {
+        const std::vector<std::string> known = sim::BaselineNames();
+        if (std::find(known.begin(), known.end(), p.baseline) == known.end()) {
+          std::string list;
+          for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+          r.ReportAt(m.PathOf("baseline"), "unknown baseline '" + p.baseline + "' (known: " + list + ")");
+        }
+      }
+      g.policies.push_back(std::move(p));
+    });
+    if (const DocNode* n = top.Find("overrides")) {
+      MapReader m(r, *n, "overrides", {});
+      for (const auto& [key, value] : m.entries()) {
+        const std::string path = m.PathOf(key->scalar);
+        if (!value->IsSequence() || value->items.empty()) {
+          r.Report(*value, path, "expected a non-empty list of values");
+          continue;
+        }
+        GridOverride o;
+        o.path = key->scalar;
+        for (const DocNode& v : value->items) o.values.push_back(ToYaml(v));
+        g.overrides.push_back(std::move(o));
+      }
+    }
+    std::vector<std::string> seeds;
+    if (top.Has("seeds")) {
+      top.ForEachItem("seeds", [&](const DocNode& n, const std::string& path) {
+        int64_t seed = 0;
+        if (r.ToInt(n, path, &seed)) {
+          if (seed < 0) r.Report(n, path, "must be >= 0");
+          g.seeds.push_back(static_cast<uint64_t>(seed));
+        }
+      });
+    }
+    if (g.seeds.empty()) g.seeds.push_back(1);
+  }
+  if (!r.ok()) return Error::Config(JoinProblems(r.SortedProblems()));
+  return g;
+}
+
+// ------------------------------------------------------ policy overrides
+
+// Sets `path` ("spot.max_pool_share", "classes[0].max_spot_share",
+// "classes[*].max_spot_share") in `doc` to `value`; an error names the part
+// of the path that does not exist.
+Status SetPath(YAML::Node doc, const std::string& path, const YAML::Node& value) {
+  std::vector<std::string> parts;
+  std::stringstream ss(path);
+  for (std::string part; std::getline(ss, part, '.');) parts.push_back(part);
+  if (parts.empty()) return Error::InvalidInput("empty override path");
+  std::vector<YAML::Node> nodes = {doc};
+  std::string seen;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    std::string key = parts[i];
+    std::optional<std::string> index;
+    if (const size_t open = key.find('['); open != std::string::npos && key.back() == ']') {
+      index = key.substr(open + 1, key.size() - open - 2);
+      key = key.substr(0, open);
+    }
+    seen += (seen.empty() ? "" : ".") + parts[i];
+    const bool last = i + 1 == parts.size();
+    std::vector<YAML::Node> next;
+    for (YAML::Node n : nodes) {
+      if (!n.IsMap()) return Error::InvalidInput("override " + path + ": '" + seen + "' is not inside a mapping");
+      if (!index) {
+        if (last) {
+          n[key] = value;
+        } else {
+          if (!n[key]) n[key] = YAML::Node(YAML::NodeType::Map);
+          next.push_back(n[key]);
+        }
+        continue;
+      }
+      YAML::Node list = n[key];
+      if (!list || !list.IsSequence()) {
+        return Error::InvalidInput("override " + path + ": '" + key + "' is not a list in the policy");
+      }
+      std::vector<size_t> picks;
+      if (*index == "*") {
+        for (size_t k = 0; k < list.size(); ++k) picks.push_back(k);
+      } else {
+        char* end = nullptr;
+        const unsigned long k = std::strtoul(index->c_str(), &end, 10);
+        if (index->empty() || *end != '\0' || k >= list.size()) {
+          return Error::InvalidInput("override " + path + ": no item [" + *index + "] in '" + key + "' (it has " +
+                                     std::to_string(list.size()) + ")");
+        }
+        picks.push_back(k);
+      }
+      for (size_t k : picks) {
+        if (last) {
+          list[k] = value;
+        } else {
+          next.push_back(list[k]);
+        }
+      }
+    }
+    nodes = std::move(next);
+  }
+  return Status::Ok();
+}
+
+// The policy of a cell: the file (or the built-in default policy's text for
+// a trace without one) with the overrides applied, loaded and checked like
+// any policy file.
+Result<std::optional<Policy>> CellPolicy(const GridPolicy& p, const std::vector<std::pair<std::string, YAML::Node>>& set,
+                                         const Catalog& catalog) {
+  if (p.file.empty() && set.empty()) return std::optional<Policy>();
+  if (p.file.empty()) {
+    return Error::InvalidInput("policy '" + p.name + "': overrides need a policy file to apply to");
+  }
+  Result<std::string> text = ReadTextFile(p.file);
+  if (!text) return Error::NotFound("cannot read the policy " + p.file + ": " + text.error().message());
+  if (set.empty()) {
+    PolicyLoadResult loaded = LoadPolicyFile(p.file, &catalog);
+    if (!loaded.ok()) return loaded.status().error();
+    return std::optional<Policy>(std::move(loaded.policy));
+  }
+  YAML::Node doc;
+  try {
+    doc = YAML::Load(*text);
+  } catch (const YAML::Exception& e) {
+    return Error::Config(p.file + ": " + e.what());
+  }
+  std::string label;
+  for (const auto& [path, value] : set) {
+    if (Status s = SetPath(doc, path, value); !s.ok()) return s.error();
+    label += " " + path + "=" + YAML::Dump(value);
+  }
+  YAML::Emitter out;
+  out << doc;
+  PolicyLoadOptions options;
+  options.catalog = &catalog;
+  PolicyLoadResult loaded = ParsePolicy(out.c_str(), p.file + " with" + label, options);
+  if (!loaded.ok()) return loaded.status().error();
+  return std::optional<Policy>(std::move(loaded.policy));
+}
+
+// ------------------------------------------------------------ the cells
+
+struct Cell {
+  std::string id;
+  const GridTrace* trace = nullptr;
+  const GridMarket* market = nullptr;
+  const GridPolicy* policy = nullptr;
+  std::vector<std::pair<std::string, YAML::Node>> set;  // overrides of this cell
+  uint64_t seed = 1;
+};
+
+std::string VariantName(const std::vector<std::pair<std::string, YAML::Node>>& set) {
+  if (set.empty()) return "base";
+  std::string out;
+  for (const auto& [path, value] : set) {
+    std::string v = YAML::Dump(value);
+    for (char& c : v) {
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_')) c = '_';
+    }
+    out += (out.empty() ? "" : "+") + path + "=" + v;
+  }
+  for (char& c : out) {
+    if (c == '[' || c == ']' || c == '*') c = '_';
+  }
+  return out;
+}
+
+// Every cell of the grid, in a fixed order: traces, markets, policies,
+// override combinations (the last override varying fastest), seeds.
+std::vector<Cell> Cells(const Grid& g) {
+  std::vector<std::vector<std::pair<std::string, YAML::Node>>> variants = {{}};
+  for (const GridOverride& o : g.overrides) {
+    std::vector<std::vector<std::pair<std::string, YAML::Node>>> more;
+    for (const auto& v : variants) {
+      for (const YAML::Node& value : o.values) {
+        auto with = v;
+        with.emplace_back(o.path, value);
+        more.push_back(std::move(with));
+      }
+    }
+    variants = std::move(more);
+  }
+  std::vector<Cell> cells;
+  for (const GridTrace& t : g.traces) {
+    for (const GridMarket& m : g.markets) {
+      // A built-in scenario brings its own market.
+      if (!t.in.scenario.empty() && !m.prices_file.empty()) continue;
+      for (const GridPolicy& p : g.policies) {
+        for (const auto& set : variants) {
+          for (uint64_t seed : g.seeds) {
+            Cell c{t.name + "." + m.name + "." + p.name + "." + VariantName(set) + ".s" + std::to_string(seed),
+                   &t, &m, &p, set, seed};
+            cells.push_back(std::move(c));
+          }
+        }
+      }
+    }
+  }
+  return cells;
+}
+
+std::string Sha256Hex(const std::string& data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  EVP_Digest(data.data(), data.size(), digest, &size, EVP_sha256(), nullptr);
+  std::string hex;
+  char buf[3];
+  for (unsigned int i = 0; i < size; ++i) {
+    std::snprintf(buf, sizeof buf, "%02x", digest[i]);
+    hex += buf;
+  }
+  return hex;
+}
+
+// Content hashes of input files, each read once per process.
+class FileHashes {
+ public:
+  Result<std::string> Of(const std::string& path) {
+    if (path.empty()) return std::string("-");
+    auto it = hashes_.find(path);
+    if (it != hashes_.end()) return it->second;
+    Result<std::string> text = ReadTextFile(path);
+    if (!text) return Error::NotFound("cannot read " + path + ": " + text.error().message());
+    return hashes_[path] = Sha256Hex(*text);
+  }
+
+ private:
+  std::map<std::string, std::string> hashes_;
+};
+
+struct PreparedCell {
+  SimInputs in;
+  std::optional<Policy> policy;
+  std::string run_name;  // "gpuscaler" or the baseline
+  std::string input_hash;
+  Json inputs;           // what the summary records about the cell
+};
+
+Result<PreparedCell> Prepare(const Grid& g, const Cell& c, const Catalog& catalog, const std::string& code_hash,
+                             FileHashes* files) {
+  PreparedCell p;
+  p.in = c.trace->in;
+  p.in.prices_file = c.market->prices_file;
+  p.in.prices_format = c.market->prices_format;
+  p.in.catalog_file = g.catalog_file;
+  p.in.seed = c.seed;
+  Result<std::optional<Policy>> policy = CellPolicy(*c.policy, c.set, catalog);
+  if (!policy) return policy.error().WithContext("cell " + c.id);
+  p.policy = std::move(policy).value();
+  p.run_name = c.policy->baseline.empty() ? "gpuscaler" : c.policy->baseline;
+  Json overrides = Json::object();
+  for (const auto& [path, value] : c.set) overrides[path] = YAML::Dump(value);
+  p.inputs = {{"cell", c.id},
+              {"trace", c.trace->name},
+              {"market", c.market->name},
+              {"policy", c.policy->name},
+              {"run", p.run_name},
+              {"overrides", overrides},
+              {"seed", c.seed},
+              {"days", p.in.days}};
+  std::string key = "code " + code_hash + "\n";
+  for (const std::string& file : {p.in.trace_file, p.in.prices_file, p.in.catalog_file}) {
+    Result<std::string> h = files->Of(file);
+    if (!h) return h.error().WithContext("cell " + c.id);
+    key += "file " + *h + "\n";
+  }
+  key += "scenario " + p.in.scenario + "\nformats " + p.in.trace_format + " " + p.in.prices_format + "\n";
+  key += "cbl " + p.in.cbl_instance_types + " " + std::to_string(p.in.cbl_nodes_when_up) + "\n";
+  key += "policy " + (p.policy ? p.policy->content_hash : std::string("(scenario's own)")) + "\n";
+  key += "run " + p.run_name + "\nseed " + std::to_string(c.seed) + "\ndays " + std::to_string(p.in.days) + "\n";
+  p.input_hash = Sha256Hex(key);
+  return p;
+}
+
+// The JSON `gpuscaler sim --json [--baseline NAME]` prints for these inputs.
+Result<std::string> Replay(const PreparedCell& p, const Catalog& catalog, const std::string& catalog_source) {
+  std::vector<std::string> warnings;
+  Result<sim::Scenario> scenario =
+      BuildSimScenario(p.in, catalog, catalog_source, p.policy, p.policy ? p.policy->name : "", &warnings);
+  if (!scenario) return scenario.error();
+  Result<std::vector<sim::RunResult>> results = sim::RunMany(*scenario, {p.run_name}, {});
+  if (!results) return results.error();
+  return sim::FormatJson(*scenario, *results);
+}
+
+fs::path CellDir(const std::string& out, const std::string& id) { return fs::path(out) / "cells" / id; }
+
+// The summary of a finished cell with these inputs, if there is one.
+std::optional<Json> DoneSummary(const fs::path& dir, const std::string& input_hash) {
+  std::ifstream in(dir / "summary.json");
+  if (!in) return std::nullopt;
+  Json j = Json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.contains("input_hash") || j["input_hash"] != input_hash) return std::nullopt;
+  return j;
+}
+
+Status WriteAtomically(const fs::path& file, const std::string& text) {
+  const fs::path tmp = file.string() + ".tmp." + std::to_string(getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << text;
+    out.flush();
+    if (!out) return Error::Internal("cannot write " + tmp.string());
+  }
+  std::error_code ec;
+  fs::rename(tmp, file, ec);
+  if (ec) return Error::Internal("cannot rename " + tmp.string() + ": " + ec.message());
+  return Status::Ok();
+}
+
+struct SweepOptions {
+  std::string grid_file;
+  std::string out_dir;
+  int workers = 0;        // 0: the machine's cores
+  std::string shard;      // "I/N"
+};
+
+struct SweepPlan {
+  Grid grid;
+  Catalog catalog;
+  std::string catalog_source;
+  std::vector<Cell> cells;       // this shard's
+  std::vector<PreparedCell> prepared;
+  size_t grid_cells = 0;
+};
+
+// Runs the cells not done yet that no other worker holds; returns how many
+// this worker ran and the first error.
+Status WorkOn(const SweepPlan& plan, const std::string& out, size_t first, size_t* ran) {
+  const size_t n = plan.cells.size();
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = (first + k) % n;
+    const Cell& c = plan.cells[i];
+    const PreparedCell& p = plan.prepared[i];
+    const fs::path dir = CellDir(out, c.id);
+    if (DoneSummary(dir, p.input_hash)) continue;
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    const int lock = ::open((dir / "lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+    if (lock < 0) return Error::Internal("cannot open " + (dir / "lock").string());
+    if (::flock(lock, LOCK_EX | LOCK_NB) != 0) {  // another worker has it
+      ::close(lock);
+      continue;
+    }
+    Status status = Status::Ok();
+    if (!DoneSummary(dir, p.input_hash)) {  // not finished while we waited
+      Result<std::string> result = Replay(p, plan.catalog, plan.catalog_source);
+      if (!result) {
+        status = result.error().WithContext("cell " + c.id);
+      } else {
+        Json summary = {{"input_hash", p.input_hash}, {"inputs", p.inputs}, {"sim", Json::parse(*result)}};
+        status = WriteAtomically(dir / "result.json", *result);
+        if (status.ok()) status = WriteAtomically(dir / "summary.json", summary.dump(1) + "\n");
+        if (status.ok()) ++*ran;
+      }
+    }
+    ::close(lock);
+    if (!status.ok()) return status;
+  }
+  return Status::Ok();
+}
+
+size_t CountDone(const SweepPlan& plan, const std::string& out) {
+  size_t done = 0;
+  for (size_t i = 0; i < plan.cells.size(); ++i) {
+    done += DoneSummary(CellDir(out, plan.cells[i].id), plan.prepared[i].input_hash).has_value();
+  }
+  return done;
+}
+
+void Progress(size_t done, size_t total, double elapsed_s, size_t done_at_start, bool tty, bool final) {
+  const size_t new_done = done - done_at_start;
+  const double rate = elapsed_s > 0 ? static_cast<double>(new_done) / elapsed_s : 0;
+  const double eta = rate > 0 ? static_cast<double>(total - done) / rate : -1;
+  if (tty) {
+    const int width = 30;
+    const int filled = total > 0 ? static_cast<int>(width * done / total) : width;
+    std::fprintf(stderr, "\r[%s%s] %zu/%zu cells%s", std::string(static_cast<size_t>(filled), '#').c_str(),
+                 std::string(static_cast<size_t>(width - filled), '.').c_str(), done, total,
+                 eta >= 0 && !final ? (", ETA " + std::to_string(static_cast<int>(eta)) + " s").c_str() : "");
+    if (final) std::fprintf(stderr, "\n");
+  } else {
+    Json line = {{"cells_done", done}, {"cells", total}, {"elapsed_s", std::round(elapsed_s)}};
+    if (eta >= 0 && !final) line["eta_s"] = std::round(eta);
+    std::fprintf(stderr, "%s\n", line.dump().c_str());
+  }
+  std::fflush(stderr);
+}
+
+Result<std::pair<int, int>> ParseShard(const std::string& s) {
+  if (s.empty()) return std::make_pair(0, 1);
+  int i = -1, n = 0;
+  char extra = 0;
+  if (std::sscanf(s.c_str(), "%d/%d%c", &i, &n, &extra) != 2 || n < 1 || i < 0 || i >= n) {
+    return Error::InvalidInput("--shard '" + s + "': expected I/N with 0 <= I < N");
+  }
+  return std::make_pair(i, n);
+}
+
+std::string CodeHash() {
+  Result<std::string> self = ReadTextFile("/proc/self/exe");
+  return self ? Sha256Hex(*self) : std::string("unknown");
+}
+
+int Fail(const std::string& message, int code) {
+  std::cerr << "gpuscaler sim: " << message << "\n";
+  return code;
+}
+
+int RunSweep(const SweepOptions& o) {
+  Result<Grid> grid = ReadGrid(o.grid_file);
+  if (!grid) return Fail(grid.error().message(), 2);
+  Result<std::pair<int, int>> shard = ParseShard(o.shard);
+  if (!shard) return Fail(shard.error().message(), 2);
+  const char* index_env = std::getenv("JOB_COMPLETION_INDEX");
+  if (o.shard.empty() && index_env != nullptr) {
+    std::cerr << "gpuscaler sim: JOB_COMPLETION_INDEX is set but --shard is not: running every cell\n";
+  }
+  SweepPlan plan;
+  plan.grid = std::move(grid).value();
+  SimInputs catalog_inputs;
+  catalog_inputs.catalog_file = plan.grid.catalog_file;
+  Result<Catalog> catalog = LoadSimCatalog(catalog_inputs, &plan.catalog_source);
+  if (!catalog) return Fail(catalog.error().message(), 2);
+  plan.catalog = std::move(catalog).value();
+
+  std::vector<Cell> all = Cells(plan.grid);
+  plan.grid_cells = all.size();
+  const std::string code_hash = CodeHash();
+  FileHashes files;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (static_cast<int>(i % static_cast<size_t>(shard->second)) != shard->first) continue;
+    Result<PreparedCell> p = Prepare(plan.grid, all[i], plan.catalog, code_hash, &files);
+    if (!p) return Fail(p.error().message(), 2);
+    plan.cells.push_back(all[i]);
+    plan.prepared.push_back(std::move(p).value());
+  }
+  std::error_code ec;
+  fs::create_directories(fs::path(o.out_dir) / "cells", ec);
+  if (ec) return Fail("cannot create " + o.out_dir + "/cells: " + ec.message(), 1);
+  {
+    std::ifstream grid_text(o.grid_file, std::ios::binary);
+    std::ostringstream copy;
+    copy << grid_text.rdbuf();
+    (void)WriteAtomically(fs::path(o.out_dir) / "grid.yaml", copy.str());
+  }
+
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const int workers = o.workers > 0 ? o.workers : static_cast<int>(cores);
+  const bool tty = isatty(STDERR_FILENO);
+  const size_t total = plan.cells.size();
+  const size_t done_at_start = CountDone(plan, o.out_dir);
+  const auto started = std::chrono::steady_clock::now();
+  const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
+  std::cerr << "gpuscaler sim sweep: " << total << " cell(s)"
+            << (shard->second > 1 ? " in shard " + o.shard + " of " + std::to_string(plan.grid_cells) : "") << ", "
+            << done_at_start << " done already, " << workers << " worker(s), results in " << o.out_dir << "/cells\n";
+
+  std::vector<pid_t> children;
+  for (int w = 0; w < workers && done_at_start < total; ++w) {
+    std::fflush(nullptr);
+    const pid_t pid = fork();
+    if (pid < 0) return Fail("fork failed", 1);
+    if (pid == 0) {
+      // A worker dies with the sweep (killed or not), so no replay outlives
+      // the command that owns it; the lock it held goes with it.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() == 1) _exit(1);
+      size_t ran = 0;
+      const Status s = WorkOn(plan, o.out_dir, total * static_cast<size_t>(w) / static_cast<size_t>(workers), &ran);
+      if (!s.ok()) std::cerr << "gpuscaler sim sweep: " << s.error().message() << "\n";
+      std::fflush(nullptr);
+      _exit(s.ok() ? 0 : 1);
+    }
+    children.push_back(pid);
+  }
+  int failed = 0;
+  size_t left = children.size();
+  auto last_report = std::chrono::steady_clock::now() - std::chrono::hours(1);
+  while (left > 0) {
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid > 0) {
+      --left;
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
+      continue;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_report >= (tty ? std::chrono::seconds(1) : std::chrono::seconds(30))) {
+      Progress(CountDone(plan, o.out_dir), total, elapsed(), done_at_start, tty, false);
+      last_report = now;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  const size_t done = CountDone(plan, o.out_dir);
+  Progress(done, total, elapsed(), done_at_start, tty, true);
+  if (failed > 0 || done < total) {
+    return Fail(std::to_string(total - done) + " cell(s) not done (" + std::to_string(failed) +
+                    " worker(s) failed); run the same command again to finish them",
+                1);
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------- merge
+
+struct MergedRow {
+  Json inputs;
+  Json run;  // the cell's own run in the sim JSON
+};
+
+// Whether a is at least as good as b on every objective and better on one
+// (lower cost, fewer GPU-hours lost, shorter p95 wait).
+bool Dominates(const std::array<double, 3>& a, const std::array<double, 3>& b) {
+  bool better = false;
+  for (size_t k = 0; k < 3; ++k) {
+    if (a[k] > b[k]) return false;
+    better |= a[k] < b[k];
+  }
+  return better;
+}
+
+std::string CsvField(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+struct MergeOptions {
+  std::string dir;
+  std::string format = "csv";
+};
+
+int RunMerge(const MergeOptions& o) {
+  const fs::path cells_dir = fs::path(o.dir) / "cells";
+  if (!fs::is_directory(cells_dir)) return Fail(o.dir + " has no cells/ directory (write one with sim sweep)", 2);
+  std::vector<MergedRow> rows;
+  std::vector<std::string> ids;
+  for (const auto& entry : fs::directory_iterator(cells_dir)) ids.push_back(entry.path().filename().string());
+  std::sort(ids.begin(), ids.end());
+  size_t unfinished = 0;
+  for (const std::string& id : ids) {
+    std::ifstream in(cells_dir / id / "summary.json");
+    if (!in) {
+      ++unfinished;
+      continue;
+    }
+    Json s = Json::parse(in, nullptr, false);
+    if (s.is_discarded() || !s.contains("sim")) return Fail((cells_dir / id / "summary.json").string() + ": not a cell summary", 2);
+    const std::string run = s["inputs"]["run"];
+    for (const Json& r : s["sim"]["results"]) {
+      if (r["name"] == run) rows.push_back({s["inputs"], r});
+    }
+  }
+  if (unfinished > 0) std::cerr << "gpuscaler sim merge: " << unfinished << " cell(s) have no result yet\n";
+
+  // The Pareto front per trace and market, over each (policy, variant)'s
+  // mean across seeds.
+  struct Point {
+    std::string trace, market, policy, variant;
+    std::array<double, 3> v{};
+    int seeds = 0;
+  };
+  std::map<std::string, Point> points;
+  for (const MergedRow& r : rows) {
+    const std::string variant = r.inputs["overrides"].dump();
+    const std::string key = r.inputs["trace"].get<std::string>() + "\n" + r.inputs["market"].get<std::string>() +
+                            "\n" + r.inputs["policy"].get<std::string>() + "\n" + variant;
+    Point& p = points[key];
+    p.trace = r.inputs["trace"];
+    p.market = r.inputs["market"];
+    p.policy = r.inputs["policy"];
+    p.variant = variant;
+    p.v[0] += r.run["total_cost_usd"].get<double>();
+    p.v[1] += r.run["gpu_hours_lost"].get<double>();
+    p.v[2] += r.run["queue_wait_s"]["p95"].get<double>();
+    p.seeds += 1;
+  }
+  Json front = Json::array();
+  for (auto& [key, p] : points) {
+    for (double& x : p.v) x /= p.seeds;
+  }
+  for (const auto& [key, p] : points) {
+    bool dominated = false;
+    for (const auto& [other_key, q] : points) {
+      if (q.trace == p.trace && q.market == p.market && Dominates(q.v, p.v)) dominated = true;
+    }
+    if (dominated) continue;
+    front.push_back({{"trace", p.trace},
+                     {"market", p.market},
+                     {"policy", p.policy},
+                     {"overrides", Json::parse(p.variant)},
+                     {"seeds", p.seeds},
+                     {"mean_total_cost_usd", p.v[0]},
+                     {"mean_gpu_hours_lost", p.v[1]},
+                     {"mean_queue_wait_p95_s", p.v[2]}});
+  }
+
+  if (o.format == "json") {
+    Json table = Json::array();
+    for (const MergedRow& r : rows) table.push_back({{"inputs", r.inputs}, {"result", r.run}});
+    std::cout << Json({{"cells", table}, {"pareto_front", front}}).dump(1) << "\n";
+    return 0;
+  }
+  std::cout << "cell,trace,market,policy,run,overrides,seed,total_cost_usd,gpu_hours_lost,queue_wait_p95_s,"
+               "jobs_completed,jobs_unfinished,pareto\n";
+  for (const MergedRow& r : rows) {
+    const std::string variant = r.inputs["overrides"].dump();
+    bool on_front = false;
+    for (const Json& f : front) {
+      on_front |= f["trace"] == r.inputs["trace"] && f["market"] == r.inputs["market"] &&
+                  f["policy"] == r.inputs["policy"] && f["overrides"].dump() == variant;
+    }
+    char numbers[160];
+    std::snprintf(numbers, sizeof numbers, "%.2f,%.2f,%.0f,%lld,%lld", r.run["total_cost_usd"].get<double>(),
+                  r.run["gpu_hours_lost"].get<double>(), r.run["queue_wait_s"]["p95"].get<double>(),
+                  static_cast<long long>(r.run["jobs_completed"].get<int64_t>()),
+                  static_cast<long long>(r.run["jobs_unfinished"].get<int64_t>()));
+    std::cout << CsvField(r.inputs["cell"]) << "," << CsvField(r.inputs["trace"]) << ","
+              << CsvField(r.inputs["market"]) << "," << CsvField(r.inputs["policy"]) << ","
+              << CsvField(r.inputs["run"]) << "," << CsvField(variant) << "," << r.inputs["seed"].get<uint64_t>() << ","
+              << numbers << "," << (on_front ? "yes" : "no") << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+void RegisterSweepCommands(CLI::App& sim, int* exit_code) {
+  auto so = std::make_shared<SweepOptions>();
+  CLI::App* sweep = sim.add_subcommand(
+      "sweep", "Replay a grid of traces x markets x policies x parameter values x seeds, one cell per replay, "
+               "resumable (docs/simulator.md)");
+  sweep->add_option("--grid", so->grid_file, "Grid file (YAML)")->required();
+  sweep->add_option("--out", so->out_dir, "Directory for the cells' results")->required();
+  sweep->add_option("--workers", so->workers, "Replays at once (default: the machine's cores)")
+      ->check(CLI::Range(1, 1024));
+  sweep->add_option("--shard", so->shard, "Run only the I-th of N partitions of the cells (I/N)");
+  sweep->callback([so, exit_code] { *exit_code = RunSweep(*so); });
+
+  auto mo = std::make_shared<MergeOptions>();
+  CLI::App* merge = sim.add_subcommand(
+      "merge", "Table of a sweep's cells and the Pareto front of cost, GPU-hours lost and p95 wait per trace");
+  merge->add_option("dir", mo->dir, "The sweep's --out directory")->required();
+  merge->add_option("--format", mo->format, "csv (default) or json")->check(CLI::IsMember({"csv", "json"}));
+  merge->callback([mo, exit_code] { *exit_code = RunMerge(*mo); });
+}
+
+}  // namespace gpuscaler::cli
