@@ -499,6 +499,7 @@ struct SweepOptions {
   std::string out_dir;
   int workers = 0;        // 0: the machine's cores
   std::string shard;      // "I/N"
+  bool list = false;      // print the cells and whether each is done; run nothing
 };
 
 struct SweepPlan {
@@ -620,6 +621,13 @@ int RunSweep(const SweepOptions& o) {
     if (!p) return Fail(p.error().message(), 2);
     plan.cells.push_back(all[i]);
     plan.prepared.push_back(std::move(p).value());
+  }
+  if (o.list) {
+    for (size_t i = 0; i < plan.cells.size(); ++i) {
+      const bool done = DoneSummary(CellDir(o.out_dir, plan.cells[i].id), plan.prepared[i].input_hash).has_value();
+      std::cout << plan.cells[i].id << (done ? " done" : " to run") << "\n";
+    }
+    return 0;
   }
   std::error_code ec;
   fs::create_directories(fs::path(o.out_dir) / "cells", ec);
@@ -823,6 +831,8 @@ void RegisterSweepCommands(CLI::App& sim, int* exit_code) {
   sweep->add_option("--workers", so->workers, "Replays at once (default: the machine's cores)")
       ->check(CLI::Range(1, 1024));
   sweep->add_option("--shard", so->shard, "Run only the I-th of N partitions of the cells (I/N)");
+  sweep->add_flag("--list", so->list,
+                  "Check the grid and its inputs, print each cell (of the shard) and whether it is done, run nothing");
   sweep->callback([so, exit_code] { *exit_code = RunSweep(*so); });
 
   auto mo = std::make_shared<MergeOptions>();
