@@ -10,7 +10,8 @@ namespace gpuscaler::cli {
 void RegisterPolicyCommand(CLI::App& app, int* exit_code);   // policy_command.cc
 void RegisterExplainCommand(CLI::App& app, int* exit_code);  // explain_command.cc
 void RegisterSimCommand(CLI::App& app, int* exit_code);      // sim_command.cc
-void RegisterSweepCommands(CLI::App& sim, int* exit_code);   // sim_sweep.cc: `sim sweep`, `sim merge`
+void RegisterSweepCommands(CLI::App& sim, int* exit_code);   // sim_sweep.cc: `sim sweep`, and `sim merge`:
+void RegisterMergeCommand(CLI::App& sim, int* exit_code);    // sim_merge.cc
 void RegisterRunCommand(CLI::App& app, int* exit_code);      // run_command.cc
 void RegisterReportCommand(CLI::App& app, int* exit_code);   // report_command.cc
 void RegisterCloudEmulatorCommand(CLI::App& app, int* exit_code);  // cloud_emulator_command.cc

@@ -1,6 +1,5 @@
 // `gpuscaler sim sweep --grid GRID.yaml --out DIR [--workers N] [--shard I/N]`
-// and `gpuscaler sim merge DIR [--format csv|json]` (docs/simulator.md,
-// "Policy sweeps").
+// (docs/simulator.md, "Policy sweeps"; `sim merge` is sim_merge.cc).
 //
 // A grid is traces x markets x policies x parameter overrides x seeds. Each
 // combination is a cell: one deterministic replay, built by the same
@@ -293,10 +292,7 @@ Status SetPath(YAML::Node doc, const std::string& path, const YAML::Node& value)
 // any policy file.
 Result<std::optional<Policy>> CellPolicy(const GridPolicy& p, const std::vector<std::pair<std::string, YAML::Node>>& set,
                                          const Catalog& catalog) {
-  if (p.file.empty() && set.empty()) return std::optional<Policy>();
-  if (p.file.empty()) {
-    return Error::InvalidInput("policy '" + p.name + "': overrides need a policy file to apply to");
-  }
+  if (p.file.empty()) return std::optional<Policy>();
   Result<std::string> text = ReadTextFile(p.file);
   if (!text) return Error::NotFound("cannot read the policy " + p.file + ": " + text.error().message());
   if (set.empty()) {
@@ -372,7 +368,10 @@ std::vector<Cell> Cells(const Grid& g) {
       // A built-in scenario brings its own market.
       if (!t.in.scenario.empty() && !m.prices_file.empty()) continue;
       for (const GridPolicy& p : g.policies) {
-        for (const auto& set : variants) {
+        // Overrides edit a policy file; an entry without one (a baseline on
+        // the trace's own policy) runs once.
+        const std::vector<std::vector<std::pair<std::string, YAML::Node>>> none = {{}};
+        for (const auto& set : p.file.empty() ? none : variants) {
           for (uint64_t seed : g.seeds) {
             Cell c{t.name + "." + m.name + "." + p.name + "." + VariantName(set) + ".s" + std::to_string(seed),
                    &t, &m, &p, set, seed};
@@ -696,129 +695,6 @@ int RunSweep(const SweepOptions& o) {
   return 0;
 }
 
-// ---------------------------------------------------------------- merge
-
-struct MergedRow {
-  Json inputs;
-  Json run;  // the cell's own run in the sim JSON
-};
-
-// Whether a is at least as good as b on every objective and better on one
-// (lower cost, fewer GPU-hours lost, shorter p95 wait).
-bool Dominates(const std::array<double, 3>& a, const std::array<double, 3>& b) {
-  bool better = false;
-  for (size_t k = 0; k < 3; ++k) {
-    if (a[k] > b[k]) return false;
-    better |= a[k] < b[k];
-  }
-  return better;
-}
-
-std::string CsvField(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
-struct MergeOptions {
-  std::string dir;
-  std::string format = "csv";
-};
-
-int RunMerge(const MergeOptions& o) {
-  const fs::path cells_dir = fs::path(o.dir) / "cells";
-  if (!fs::is_directory(cells_dir)) return Fail(o.dir + " has no cells/ directory (write one with sim sweep)", 2);
-  std::vector<MergedRow> rows;
-  std::vector<std::string> ids;
-  for (const auto& entry : fs::directory_iterator(cells_dir)) ids.push_back(entry.path().filename().string());
-  std::sort(ids.begin(), ids.end());
-  size_t unfinished = 0;
-  for (const std::string& id : ids) {
-    std::ifstream in(cells_dir / id / "summary.json");
-    if (!in) {
-      ++unfinished;
-      continue;
-    }
-    Json s = Json::parse(in, nullptr, false);
-    if (s.is_discarded() || !s.contains("sim")) return Fail((cells_dir / id / "summary.json").string() + ": not a cell summary", 2);
-    const std::string run = s["inputs"]["run"];
-    for (const Json& r : s["sim"]["results"]) {
-      if (r["name"] == run) rows.push_back({s["inputs"], r});
-    }
-  }
-  if (unfinished > 0) std::cerr << "gpuscaler sim merge: " << unfinished << " cell(s) have no result yet\n";
-
-  // The Pareto front per trace and market, over each (policy, variant)'s
-  // mean across seeds.
-  struct Point {
-    std::string trace, market, policy, variant;
-    std::array<double, 3> v{};
-    int seeds = 0;
-  };
-  std::map<std::string, Point> points;
-  for (const MergedRow& r : rows) {
-    const std::string variant = r.inputs["overrides"].dump();
-    const std::string key = r.inputs["trace"].get<std::string>() + "\n" + r.inputs["market"].get<std::string>() +
-                            "\n" + r.inputs["policy"].get<std::string>() + "\n" + variant;
-    Point& p = points[key];
-    p.trace = r.inputs["trace"];
-    p.market = r.inputs["market"];
-    p.policy = r.inputs["policy"];
-    p.variant = variant;
-    p.v[0] += r.run["total_cost_usd"].get<double>();
-    p.v[1] += r.run["gpu_hours_lost"].get<double>();
-    p.v[2] += r.run["queue_wait_s"]["p95"].get<double>();
-    p.seeds += 1;
-  }
-  Json front = Json::array();
-  for (auto& [key, p] : points) {
-    for (double& x : p.v) x /= p.seeds;
-  }
-  for (const auto& [key, p] : points) {
-    bool dominated = false;
-    for (const auto& [other_key, q] : points) {
-      if (q.trace == p.trace && q.market == p.market && Dominates(q.v, p.v)) dominated = true;
-    }
-    if (dominated) continue;
-    front.push_back({{"trace", p.trace},
-                     {"market", p.market},
-                     {"policy", p.policy},
-                     {"overrides", Json::parse(p.variant)},
-                     {"seeds", p.seeds},
-                     {"mean_total_cost_usd", p.v[0]},
-                     {"mean_gpu_hours_lost", p.v[1]},
-                     {"mean_queue_wait_p95_s", p.v[2]}});
-  }
-
-  if (o.format == "json") {
-    Json table = Json::array();
-    for (const MergedRow& r : rows) table.push_back({{"inputs", r.inputs}, {"result", r.run}});
-    std::cout << Json({{"cells", table}, {"pareto_front", front}}).dump(1) << "\n";
-    return 0;
-  }
-  std::cout << "cell,trace,market,policy,run,overrides,seed,total_cost_usd,gpu_hours_lost,queue_wait_p95_s,"
-               "jobs_completed,jobs_unfinished,pareto\n";
-  for (const MergedRow& r : rows) {
-    const std::string variant = r.inputs["overrides"].dump();
-    bool on_front = false;
-    for (const Json& f : front) {
-      on_front |= f["trace"] == r.inputs["trace"] && f["market"] == r.inputs["market"] &&
-                  f["policy"] == r.inputs["policy"] && f["overrides"].dump() == variant;
-    }
-    char numbers[160];
-    std::snprintf(numbers, sizeof numbers, "%.2f,%.2f,%.0f,%lld,%lld", r.run["total_cost_usd"].get<double>(),
-                  r.run["gpu_hours_lost"].get<double>(), r.run["queue_wait_s"]["p95"].get<double>(),
-                  static_cast<long long>(r.run["jobs_completed"].get<int64_t>()),
-                  static_cast<long long>(r.run["jobs_unfinished"].get<int64_t>()));
-    std::cout << CsvField(r.inputs["cell"]) << "," << CsvField(r.inputs["trace"]) << ","
-              << CsvField(r.inputs["market"]) << "," << CsvField(r.inputs["policy"]) << ","
-              << CsvField(r.inputs["run"]) << "," << CsvField(variant) << "," << r.inputs["seed"].get<uint64_t>() << ","
-              << numbers << "," << (on_front ? "yes" : "no") << "\n";
-  }
-  return 0;
-}
-
 }  // namespace
 
 void RegisterSweepCommands(CLI::App& sim, int* exit_code) {
@@ -835,12 +711,7 @@ void RegisterSweepCommands(CLI::App& sim, int* exit_code) {
                   "Check the grid and its inputs, print each cell (of the shard) and whether it is done, run nothing");
   sweep->callback([so, exit_code] { *exit_code = RunSweep(*so); });
 
-  auto mo = std::make_shared<MergeOptions>();
-  CLI::App* merge = sim.add_subcommand(
-      "merge", "Table of a sweep's cells and the Pareto front of cost, GPU-hours lost and p95 wait per trace");
-  merge->add_option("dir", mo->dir, "The sweep's --out directory")->required();
-  merge->add_option("--format", mo->format, "csv (default) or json")->check(CLI::IsMember({"csv", "json"}));
-  merge->callback([mo, exit_code] { *exit_code = RunMerge(*mo); });
+  RegisterMergeCommand(sim, exit_code);
 }
 
 }  // namespace gpuscaler::cli

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <array>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "cli/process.h"
+#include "support/chromium.h"
 
 namespace gpuscaler::testing {
 namespace {
@@ -207,6 +209,60 @@ TEST_F(SimSweep, MergeTabulatesEveryCellAndMarksTheParetoFront) {
   }
   EXPECT_EQ(front, expected);
   EXPECT_FALSE(front.empty());
+}
+
+// The merged page: self-contained, drawn by headless Chromium without a
+// console error, one circle per (policy, parameters) point, the front joined,
+// the best point per trade-off named and the parameter effects tabulated.
+TEST_F(SimSweep, MergeDrawsAnHtmlPageWithTheFrontThatChromiumRenders) {
+  const std::string chromium = FindChromium();
+  if (chromium.empty()) {
+    if (InCi()) FAIL() << "chromium is not installed (scripts/setup.sh installs it)";
+    GTEST_SKIP() << "chromium not installed";
+  }
+  const std::string grid = Grid(R"(days: 1
+traces:
+  - name: demo
+    scenario: demo
+policies:
+  - name: demo-policy
+    file: )" + std::string(GPUSCALER_SOURCE_DIR) + R"(/sim/testdata/policies/openb.yaml
+  - name: karpenter
+    baseline: karpenter
+overrides:
+  spot.max_price_fraction_of_on_demand: [0.3, 1.0]
+)");
+  ProcessResult sweep = Gpuscaler({"sim", "sweep", "--grid", grid, "--out", Out()});
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.err;
+  ProcessResult html = Gpuscaler({"sim", "merge", Out(), "--format", "html"});
+  ASSERT_EQ(html.exit_code, 0) << html.err;
+  for (const char* ref : {"src=\"http", "href=\"http", "<script src", "<link", "<img", "url("}) {
+    EXPECT_EQ(html.out.find(ref), std::string::npos) << ref;
+  }
+  const fs::path page = Write("merge.html", html.out);
+  const ChromiumRun dom = RunChromium(chromium, page, "--dump-dom", dir_);
+  ASSERT_EQ(dom.exit_code, 0) << dom.log;
+  EXPECT_TRUE(ConsoleErrors(dom.log).empty()) << dom.log;
+  // Three points: the policy file with each of the override's values, and
+  // the baseline (no file, so no overrides) once.
+  const auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = dom.output.find(what); at != std::string::npos; at = dom.output.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("<circle class=\"point"), 3u) << dom.output;
+  EXPECT_GE(count("class=\"point on-front\""), 1u);
+  EXPECT_EQ(count("<svg id=\"chart-"), 1u);
+  EXPECT_NE(dom.output.find("mean total cost (USD)"), std::string::npos);
+  EXPECT_NE(dom.output.find("<b>cheapest:</b>"), std::string::npos);
+  EXPECT_NE(dom.output.find("<b>spot.max_price_fraction_of_on_demand</b>"), std::string::npos);
+  EXPECT_NE(dom.output.find("<table id=\"t-cells\""), std::string::npos);
+
+  const fs::path png = dir_ / "merge.png";
+  const ChromiumRun shot = RunChromium(chromium, page, "--window-size=1280,1600 --screenshot=" + png.string(), dir_);
+  ASSERT_EQ(shot.exit_code, 0) << shot.log;
+  EXPECT_TRUE(ConsoleErrors(shot.log).empty()) << shot.log;
+  EXPECT_EQ(PngSize(ReadAll(png)), (std::pair<uint32_t, uint32_t>{1280, 1600}));
 }
 
 }  // namespace
