@@ -146,6 +146,14 @@ Policy ForceOnDemand(Policy policy) {
   return policy;
 }
 
+Policy WithoutSchedules(Policy policy) {
+  policy.scaling.schedules.clear();
+  policy.content_hash = PolicyContentHash(policy);
+  return policy;
+}
+
+bool HasSchedules(const Policy& policy) { return !policy.scaling.schedules.empty(); }
+
 PlannerFn CheapestNodeGreedyPlanner() {
   return [](const Snapshot& s, const Policy& policy) {
     auto rank = [](const DemandUnit&, std::vector<Candidate>* c) {

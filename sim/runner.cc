@@ -193,6 +193,10 @@ Result<RunSpec> MakeRunSpec(const std::string& name, const Scenario& scenario, c
   spec.name = name;
   spec.policy = scenario.policy;
   if (name == "gpuscaler") return spec;
+  if (name == "gpuscaler-reactive") {
+    spec.policy = WithoutSchedules(scenario.policy);
+    return spec;
+  }
   if (name == "on-demand") {
     spec.policy = ForceOnDemand(scenario.policy);
     return spec;
@@ -217,7 +221,7 @@ Result<RunSpec> MakeRunSpec(const std::string& name, const Scenario& scenario, c
     spec.planner = StaticPeakPlanner(on_demand->peak_nodes);
     return spec;
   }
-  std::string known = "gpuscaler";
+  std::string known = "gpuscaler, gpuscaler-reactive";
   for (const std::string& b : BaselineNames()) known += ", " + b;
   return Error::NotFound("unknown baseline '" + name + "' (known: " + known + ")");
 }

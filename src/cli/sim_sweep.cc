@@ -186,7 +186,8 @@ Result<Grid> ReadGrid(const std::string& file) {
       m.ReadString("file", &p.file);
       p.file = Resolve(g, p.file);
       if (m.ReadString("baseline", &p.baseline)) {
-        const std::vector<std::string> known = sim::BaselineNames();
+        std::vector<std::string> known = sim::BaselineNames();
+        known.push_back("gpuscaler-reactive");
         if (std::find(known.begin(), known.end(), p.baseline) == known.end()) {
           std::string list;
           for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;

@@ -7,6 +7,8 @@
 #include <string>
 
 #include "gpuscaler/model/time.h"
+#include "gpuscaler/policy/loader.h"
+#include "sim/baselines.h"
 #include "sim/runner.h"
 #include "sim/scenario.h"
 
@@ -81,6 +83,32 @@ TEST(Schedules, TheFloorAppearsAndGoesAtTheCronTimesInThePolicysTimeZone) {
   // (disruption.max_disrupted_per_interval per disruption_interval).
   EXPECT_GT(removed_after_closing, 0);
   EXPECT_LT(fewest_after, kFloor) << "the floor should be gone within two hours of the schedule's end";
+}
+
+// `gpuscaler sim --compare` adds the same policy without its schedules: the
+// floor's hour of 40 nodes is what the difference in cost is made of.
+TEST(Schedules, TheReactiveRunIsThePolicyWithoutItsSchedules) {
+  Result<Scenario> s = MakeBuiltinScenario("demo", 7, 1, BuiltinCatalog());
+  ASSERT_TRUE(s.ok()) << s.error().ToString();
+  ScalingSchedule warm;
+  warm.name = "warm";
+  warm.cron = "0 1 * * *";
+  warm.duration = Seconds(3600);
+  warm.pools = {"inference"};
+  warm.min_nodes = 40;
+  s->policy.scaling.schedules = {warm};
+  s->policy.content_hash = PolicyContentHash(s->policy);
+  ASSERT_TRUE(HasSchedules(s->policy));
+  Result<RunSpec> reactive = MakeRunSpec("gpuscaler-reactive", *s, nullptr);
+  ASSERT_TRUE(reactive.ok());
+  EXPECT_TRUE(reactive->policy.scaling.schedules.empty());
+  EXPECT_NE(reactive->policy.content_hash, s->policy.content_hash);
+  Result<std::vector<RunResult>> runs = RunMany(*s, {"gpuscaler", "gpuscaler-reactive"}, {});
+  ASSERT_TRUE(runs.ok()) << runs.error().ToString();
+  ASSERT_EQ(runs->size(), 3u);  // on-demand first
+  EXPECT_EQ((*runs)[1].name, "gpuscaler");
+  EXPECT_EQ((*runs)[2].name, "gpuscaler-reactive");
+  EXPECT_GT((*runs)[1].total_cost_usd, (*runs)[2].total_cost_usd);
 }
 
 }  // namespace
