@@ -417,13 +417,14 @@ class FileHashes {
 struct PreparedCell {
   SimInputs in;
   std::optional<Policy> policy;
+  std::string policy_source;  // the policy file, as `gpuscaler sim --policy` names it
   std::string run_name;  // "gpuscaler" or the baseline
   std::string input_hash;
   Json inputs;           // what the summary records about the cell
 };
 
-Result<PreparedCell> Prepare(const Grid& g, const Cell& c, const Catalog& catalog, const std::string& code_hash,
-                             FileHashes* files) {
+Result<PreparedCell> Prepare(const Grid& g, const Cell& c, const Catalog& catalog, const std::string& catalog_source,
+                             const std::string& code_hash, FileHashes* files) {
   PreparedCell p;
   p.in = c.trace->in;
   p.in.prices_file = c.market->prices_file;
@@ -433,6 +434,7 @@ Result<PreparedCell> Prepare(const Grid& g, const Cell& c, const Catalog& catalo
   Result<std::optional<Policy>> policy = CellPolicy(*c.policy, c.set, catalog);
   if (!policy) return policy.error().WithContext("cell " + c.id);
   p.policy = std::move(policy).value();
+  p.policy_source = c.policy->file;
   p.run_name = c.policy->baseline.empty() ? "gpuscaler" : c.policy->baseline;
   Json overrides = Json::object();
   for (const auto& [path, value] : c.set) overrides[path] = YAML::Dump(value);
@@ -445,7 +447,9 @@ Result<PreparedCell> Prepare(const Grid& g, const Cell& c, const Catalog& catalo
               {"seed", c.seed},
               {"days", p.in.days}};
   std::string key = "code " + code_hash + "\n";
-  for (const std::string& file : {p.in.trace_file, p.in.prices_file, p.in.catalog_file}) {
+  // The catalog actually loaded: the grid's, or the default one found.
+  const std::string catalog_file = fs::exists(catalog_source) ? catalog_source : std::string();
+  for (const std::string& file : {p.in.trace_file, p.in.prices_file, catalog_file}) {
     Result<std::string> h = files->Of(file);
     if (!h) return h.error().WithContext("cell " + c.id);
     key += "file " + *h + "\n";
@@ -462,7 +466,7 @@ Result<PreparedCell> Prepare(const Grid& g, const Cell& c, const Catalog& catalo
 Result<std::string> Replay(const PreparedCell& p, const Catalog& catalog, const std::string& catalog_source) {
   std::vector<std::string> warnings;
   Result<sim::Scenario> scenario =
-      BuildSimScenario(p.in, catalog, catalog_source, p.policy, p.policy ? p.policy->name : "", &warnings);
+      BuildSimScenario(p.in, catalog, catalog_source, p.policy, p.policy_source, &warnings);
   if (!scenario) return scenario.error();
   Result<std::vector<sim::RunResult>> results = sim::RunMany(*scenario, {p.run_name}, {});
   if (!results) return results.error();
@@ -617,7 +621,7 @@ int RunSweep(const SweepOptions& o) {
   FileHashes files;
   for (size_t i = 0; i < all.size(); ++i) {
     if (static_cast<int>(i % static_cast<size_t>(shard->second)) != shard->first) continue;
-    Result<PreparedCell> p = Prepare(plan.grid, all[i], plan.catalog, code_hash, &files);
+    Result<PreparedCell> p = Prepare(plan.grid, all[i], plan.catalog, plan.catalog_source, code_hash, &files);
     if (!p) return Fail(p.error().message(), 2);
     plan.cells.push_back(all[i]);
     plan.prepared.push_back(std::move(p).value());
