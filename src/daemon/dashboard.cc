@@ -635,10 +635,13 @@ constexpr const char* kStyle = R"CSS(
   header.top{padding:8px 10px}
   .kpi b{font-size:18px}
   table{font-size:12px}
+  svg.chart text{font-size:17px}
  }
 )CSS";
 
-// The page's only script: poll the JSON and swap in each section's HTML.
+// The page's only script: poll the JSON and swap in each section's HTML
+// (at once, so a page served from a cache catches up). body[data-refreshed]
+// holds the time of the last state shown.
 constexpr const char* kScript = R"JS(
 "use strict";
 async function refresh(){
@@ -651,9 +654,10 @@ async function refresh(){
       if(el&&el.dataset.html!==html){el.innerHTML=html;el.dataset.html=html;}
     }
     document.getElementById("refresh-error").textContent="";
+    document.body.dataset.refreshed=d.time||"";
   }catch(e){document.getElementById("refresh-error").textContent="refresh failed: "+e;}
 }
-setInterval(refresh,5000);
+refresh();setInterval(refresh,5000);
 )JS";
 
 // Sections shown across the whole grid.

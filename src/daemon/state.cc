@@ -23,8 +23,8 @@ double Percentile(const std::vector<double>& sorted, double q) {
   return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
 }
 
-// Carries each still-pending unit's first-seen time over from `before` and
-// stamps the new ones with `now`; units no longer pending are forgotten.
+}  // namespace
+
 std::shared_ptr<const std::map<std::string, WallTime>> PendingSince(
     const std::shared_ptr<const std::map<std::string, WallTime>>& before, const Snapshot& snapshot, WallTime now) {
   auto since = std::make_shared<std::map<std::string, WallTime>>();
@@ -63,8 +63,6 @@ std::vector<PendingClassStats> PendingByClass(const Snapshot& snapshot,
   }
   return out;
 }
-
-}  // namespace
 
 void Publish(const Engine& engine, const EngineTick& tick, DaemonState* state) {
   const Controller& c = engine.controller();

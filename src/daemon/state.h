@@ -139,7 +139,17 @@ class DaemonState {
 // Publishes what `tick` did (on the worker thread, after the tick).
 void Publish(const Engine& engine, const EngineTick& tick, DaemonState* state);
 
-// GET /api/v1/status: the dashboard's feed.
+// Each unit pending in `snapshot` with the time it was first seen pending:
+// carried over from `before` (null: none), else `now`; units no longer
+// pending are dropped.
+std::shared_ptr<const std::map<std::string, WallTime>> PendingSince(
+    const std::shared_ptr<const std::map<std::string, WallTime>>& before, const Snapshot& snapshot, WallTime now);
+// Per class of the pending units: units, GPUs and the wait since first seen
+// (nearest-rank percentiles), in class name order.
+std::vector<PendingClassStats> PendingByClass(const Snapshot& snapshot, const std::map<std::string, WallTime>& since,
+                                              WallTime now);
+
+// GET /api/v1/status: the status JSON (mode, nodes, costs, series).
 std::string StatusJson(const PublishedState& s);
 
 }  // namespace gpuscaler::daemon
