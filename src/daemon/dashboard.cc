@@ -10,10 +10,12 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <set>
+#include <tuple>
 
 #include "gpuscaler/model/escape.h"
 #include "gpuscaler/model/json.h"
@@ -354,9 +356,23 @@ std::string MarketSection(const DashboardInputs& in) {
   out += "<div class=\"scroll tall\"><table id=\"market\"><thead><tr><th>type</th><th>zone</th><th>spot USD/h</th>"
          "<th>on-demand</th><th>discount</th><th>interruptions /node-h (learned)</th><th>availability</th>"
          "<th>nodes</th><th>notices 24 h</th></tr></thead><tbody>";
-  int unavailable = 0;
+  // What the operator looks for first: offerings the fleet runs on, then
+  // those with notices, then those marked unavailable, then the rest.
+  std::vector<const Offering*> spot;
   for (const Offering& o : s.snapshot->offerings) {
-    if (o.capacity_type != CapacityType::kSpot) continue;
+    if (o.capacity_type == CapacityType::kSpot) spot.push_back(&o);
+  }
+  auto rank = [&](const Offering* o) {
+    const std::pair<std::string, std::string> key{o->instance_type, o->zone};
+    const auto r = running.find(key);
+    const auto n = notices.find(key);
+    return std::make_tuple(r == running.end() ? 0 : -r->second, n == notices.end() ? 0 : -n->second.first,
+                           o->available ? 1 : 0);
+  };
+  std::stable_sort(spot.begin(), spot.end(), [&](const Offering* a, const Offering* b) { return rank(a) < rank(b); });
+  int unavailable = 0;
+  for (const Offering* offering : spot) {
+    const Offering& o = *offering;
     const std::pair<std::string, std::string> key{o.instance_type, o.zone};
     const auto n = notices.find(key);
     if (!o.available) ++unavailable;
