@@ -168,6 +168,11 @@ TEST(DashboardPending, WaitsCountFromFirstSeenAndPercentilesAreNearestRank) {
   DashboardInputs in;
   in.state = TwoPools();
   in.state.pending_by_class = stats;
+  const nlohmann::json j = nlohmann::json::parse(DashboardJson(in));
+  ASSERT_EQ(j["pending_by_class"].size(), 2u);
+  EXPECT_EQ(j["pending_by_class"][0]["class"], "alpha");
+  EXPECT_EQ(j["pending_by_class"][0]["units"], 10);
+  EXPECT_DOUBLE_EQ(j["pending_by_class"][0]["wait_p90_s"].get<double>(), 480.0);
   const std::string page = DashboardPage(in);
   EXPECT_NE(page.find("<tr data-class=\"alpha\"><td>alpha</td><td>10</td><td>10.0</td><td>4.0 min</td><td>8.0 min</td>"),
             std::string::npos);
