@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -26,11 +26,15 @@ using namespace std::chrono_literals;
 // The demo policy's global hourly cap (sim/scenario.cc), hard.
 constexpr const char* kDemoHourlyCap = "900.00";
 
-std::vector<std::string> AllMatches(const std::string& text, const std::string& pattern, int group = 1) {
+// Each text that follows `prefix` in `text`, up to `end` (not included).
+// Plain scanning: <regex> draws GCC 12's -Wmaybe-uninitialized in the
+// sanitizer builds.
+std::vector<std::string> Values(const std::string& text, const std::string& prefix, char end = '"') {
   std::vector<std::string> out;
-  const std::regex re(pattern);
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator(); ++it) {
-    out.push_back((*it)[group].str());
+  for (size_t at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at + prefix.size())) {
+    const size_t from = at + prefix.size(), to = text.find(end, from);
+    if (to == std::string::npos) break;
+    out.push_back(text.substr(from, to - from));
   }
   return out;
 }
@@ -89,13 +93,18 @@ int RunShell(const std::string& command) {
 // The page's structure: its sections and charts in order, one per line
 // ("section sec-kpis", "chart chart-cost"), as the fixture lists them.
 std::string Structure(const std::string& html) {
-  std::string out;
-  const std::regex re(R"RE(<(section|svg) id="([^"]+)"( class="([^"]*)")?)RE");
-  for (auto it = std::sregex_iterator(html.begin(), html.end(), re); it != std::sregex_iterator(); ++it) {
-    const std::string tag = (*it)[1].str(), id = (*it)[2].str(), cls = (*it)[4].str();
-    if (tag == "svg" && cls != "chart") continue;
-    out += (tag == "svg" ? "chart " : "section ") + id + "\n";
+  std::vector<std::pair<size_t, std::string>> found;
+  for (size_t at = html.find("<section id=\""); at != std::string::npos; at = html.find("<section id=\"", at + 1)) {
+    found.emplace_back(at, "section " + Values(html.substr(at), "<section id=\"").front());
   }
+  for (size_t at = html.find("<svg id=\""); at != std::string::npos; at = html.find("<svg id=\"", at + 1)) {
+    const std::string id = Values(html.substr(at, 200), "<svg id=\"").front();
+    const std::string chart = "\" class=\"chart\"";
+    if (html.compare(at + 9 + id.size(), chart.size(), chart) == 0) found.emplace_back(at, "chart " + id);
+  }
+  std::sort(found.begin(), found.end());
+  std::string out;
+  for (const auto& [at, line] : found) out += line + "\n";
   return out;
 }
 
@@ -207,7 +216,8 @@ class Dashboard : public CliTest {
 
     // Every chart has a time axis with at least two labelled, parseable
     // times, in order, and a value axis.
-    const std::vector<std::string> charts = AllMatches(html, "<svg id=\"([^\"]+)\" class=\"chart\"");
+    std::vector<std::string> charts;
+    for (const std::string& line : Values(Structure(html), "chart ", '\n')) charts.push_back(line);
     EXPECT_EQ(charts, (std::vector<std::string>{"chart-cost", "chart-burndown", "chart-nodes", "chart-queue"}));
     for (const std::string& id : charts) {
       SCOPED_TRACE(id);
@@ -215,7 +225,7 @@ class Dashboard : public CliTest {
       EXPECT_NE(svg.find("class=\"axis x-axis\""), std::string::npos);
       EXPECT_NE(svg.find("time (UTC)"), std::string::npos);
       EXPECT_NE(svg.find("class=\"axis y-axis\""), std::string::npos);
-      const std::vector<std::string> times = AllMatches(svg, "class=\"tick-label time-label\" data-time=\"([^\"]+)\"");
+      const std::vector<std::string> times = Values(svg, "class=\"tick-label time-label\" data-time=\"");
       ASSERT_GE(times.size(), 2u) << svg.substr(0, 2000);
       WallTime previous{};
       for (const std::string& t : times) {
@@ -243,7 +253,7 @@ class Dashboard : public CliTest {
     // pages it links to.
     std::set<std::string> checked;
     std::vector<std::pair<std::string, std::string>> links;  // (page dir, href)
-    for (const std::string& href : AllMatches(html, "href=\"([^\"]*)\"")) links.emplace_back("/", href);
+    for (const std::string& href : Values(html, "href=\"")) links.emplace_back("/", href);
     for (const char* must : {"reports", "metrics", "healthz", "readyz", "api/v1/dashboard"}) {
       EXPECT_NE(html.find(std::string("href=\"") + must + "\""), std::string::npos) << must;
     }
@@ -254,7 +264,7 @@ class Dashboard : public CliTest {
       EXPECT_EQ(r.status, 200) << links[i].second << " on " << links[i].first << " -> " << path << ": "
                                << r.body.substr(0, 300);
       if (path.rfind("/decisions/", 0) == 0) {
-        for (const std::string& href : AllMatches(r.body, "href=\"([^\"]*)\"")) links.emplace_back("/decisions/", href);
+        for (const std::string& href : Values(r.body, "href=\"")) links.emplace_back("/decisions/", href);
       }
     }
     EXPECT_GE(checked.size(), 14u);
@@ -264,21 +274,18 @@ class Dashboard : public CliTest {
     // their explain page and the node's row), else from the fleet's rows
     // (which link the decision that launched them).
     std::vector<std::pair<std::string, std::string>> pairs;  // (decision id, node anchor)
-    for (const std::string& id : AllMatches(html, "<article class=\"decision\" id=\"decision-([0-9]+)\"")) {
+    for (const std::string& id : Values(html, "<article class=\"decision\" id=\"decision-")) {
       const std::string article = Element(html, "<article class=\"decision\" id=\"decision-" + id + "\"", "article");
       EXPECT_NE(article.find("href=\"decisions/" + id + "\""), std::string::npos) << id;
-      for (const std::string& node : AllMatches(article, "class=\"node-link mono\" href=\"#(node-[^\"]+)\"")) {
+      for (const std::string& node : Values(article, "class=\"node-link mono\" href=\"#")) {
         pairs.emplace_back(id, node);
       }
     }
     const bool from_decisions = !pairs.empty();
-    const std::regex row_re(R"RE(<tr id="(node-[^"]+)" class="node">.*?href="decisions/([0-9]+)")RE");
     const std::string fleet = Element(html, "<table id=\"fleet\"", "table");
-    for (auto it = std::sregex_iterator(fleet.begin(), fleet.end(), row_re); it != std::sregex_iterator(); ++it) {
-      const std::string row = Element(fleet, "<tr id=\"" + (*it)[1].str() + "\"", "tr");
-      if (row.find("href=\"decisions/" + (*it)[2].str() + "\"") != std::string::npos) {
-        pairs.emplace_back((*it)[2].str(), (*it)[1].str());
-      }
+    for (const std::string& node : Values(fleet, "<tr id=\"")) {
+      const std::vector<std::string> by = Values(Element(fleet, "<tr id=\"" + node + "\"", "tr"), "href=\"decisions/");
+      if (!by.empty()) pairs.emplace_back(by.front(), node);
     }
     ASSERT_FALSE(pairs.empty()) << "no node on the page links the decision that launched it";
     RecordProperty("path_from", from_decisions ? "decisions" : "fleet");
@@ -295,9 +302,8 @@ class Dashboard : public CliTest {
     EXPECT_NE(explain.body.find("href=\"../#" + node + "\""), std::string::npos);
     const std::string plan = Element(explain.body, "<div id=\"plan\"", "div");
     std::vector<std::string> shown;
-    const std::regex launch_re("<tr class=\"launch\" data-offering=\"([^\"]+)\" data-count=\"([0-9]+)\"");
-    for (auto it = std::sregex_iterator(plan.begin(), plan.end(), launch_re); it != std::sregex_iterator(); ++it) {
-      shown.push_back((*it)[1].str() + " x" + (*it)[2].str());
+    for (const std::string& row : Values(plan, "<tr class=\"launch\" ", '>')) {
+      shown.push_back(Values(row, "data-offering=\"").at(0) + " x" + Values(row, "data-count=\"").at(0));
     }
     // The decision as the decisions API has it.
     std::vector<std::string> recorded;
@@ -319,14 +325,14 @@ class Dashboard : public CliTest {
     if (from_decisions) {
       // The same launches on the dashboard's entry for the decision.
       const std::string article = Element(html, "<article class=\"decision\" id=\"decision-" + id + "\"", "article");
-      EXPECT_EQ(AllMatches(article, "<tr class=\"launch\"[^>]*>", 0), AllMatches(plan, "<tr class=\"launch\"[^>]*>", 0));
+      EXPECT_EQ(Values(article, "<tr class=\"launch\" ", '>'), Values(plan, "<tr class=\"launch\" ", '>'));
     }
 
     // The JSON the page polls carries every section it re-renders.
     const HttpReply api = HttpGet(port, "/api/v1/dashboard");
     ASSERT_EQ(api.status, 200);
     const nlohmann::json dash = nlohmann::json::parse(api.body);
-    for (const std::string& section : AllMatches(html, "<section id=\"sec-([^\"]+)\"")) {
+    for (const std::string& section : Values(html, "<section id=\"sec-")) {
       EXPECT_TRUE(dash["sections"].contains(section)) << section;
     }
     EXPECT_TRUE(dash["sections"].contains("status"));
