@@ -1,105 +1,848 @@
-// The dashboard page served at "/". One self-contained file: inline CSS and
-// JS, charts drawn as SVG in the browser from /api/v1/status, no fonts,
-// scripts or images from anywhere else (it must work in an air-gapped
-// cluster and behind `kubectl port-forward`).
-#include "state.h"
+// The dashboard page served at "/", rendered on the server as one
+// self-contained document: inline CSS, inline SVG charts and a small inline
+// script, no fonts, scripts or images from anywhere else (it must work in an
+// air-gapped cluster and behind `kubectl port-forward`). Links are relative,
+// so the page also works behind a path prefix. The script polls
+// api/v1/dashboard and swaps in the sections it carries; without script the
+// page is complete as served.
+#include "dashboard.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <set>
+#include <tuple>
+
+#include "gpuscaler/model/escape.h"
+#include "gpuscaler/model/json.h"
+#include "gpuscaler/model/time.h"
 
 namespace gpuscaler::daemon {
+namespace {
 
-const std::string& DashboardHtml() {
-  static const std::string kPage = R"HTML(<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>gpuscaler</title>
-<style>
+using nlohmann::json;
+
+std::string Esc(std::string_view s) { return HtmlEscape(s); }
+
+std::string Usd(double v) {
+  if (!std::isfinite(v)) return "–";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "$%.2f", v);
+  return buf;
+}
+
+std::string Fixed(double v, int digits) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+// "42 s", "7.5 min", "3.2 h".
+std::string Duration(double seconds) {
+  if (seconds < 90) return Fixed(seconds, 0) + " s";
+  if (seconds < 90 * 60) return Fixed(seconds / 60, 1) + " min";
+  return Fixed(seconds / 3600, 1) + " h";
+}
+
+std::string TimeText(WallTime t) {
+  std::string s = FormatRfc3339(t);
+  if (s.size() >= 20) s = s.substr(0, 10) + " " + s.substr(11, 8) + " UTC";
+  return s;
+}
+
+int GpusOf(const Snapshot& s, const Node& n) {
+  for (const InstanceType& t : s.instance_types) {
+    if (t.name == n.offering.instance_type) return t.gpu_count;
+  }
+  return 0;
+}
+
+// Billed nodes: launching placeholders (no instance id yet) are not paid for.
+bool Billed(const Node& n) { return !n.instance_id.empty(); }
+
+std::string NodeName(const Node& n) { return n.instance_id.empty() ? n.id : n.instance_id; }
+
+// The fragment a node's row carries (ids may hold characters an id attribute
+// should not).
+std::string NodeAnchor(std::string_view instance_id) {
+  std::string out = "node-";
+  for (char c : instance_id) out += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ? c : '_';
+  return out;
+}
+
+// One node's price split over the work on it by GPU share, the rest idle.
+struct Attribution {
+  std::string workload_class;
+  std::string team;
+  double gpus = 0;
+  double usd_per_hour = 0;
+};
+std::vector<Attribution> Attribute(const Snapshot& snapshot, const Node& n, const Policy* policy) {
+  std::vector<Attribution> out;
+  const int gpus = GpusOf(snapshot, n);
+  double used = 0;
+  for (const DemandUnit& u : n.running) {
+    const double share = GpuShare(u);
+    if (share <= 0) continue;
+    used += share;
+    const double usd = gpus > 0 ? n.offering.usd_per_hour * std::min(1.0, share / gpus) : 0;
+    out.push_back({u.workload_class, policy ? TeamOf(u, *policy) : u.team, share, usd});
+  }
+  if (gpus > 0 && used < gpus) {
+    out.push_back({"", "", gpus - used, n.offering.usd_per_hour * (gpus - used) / gpus});
+  } else if (gpus == 0 && n.running.empty()) {
+    out.push_back({"", "", 0, n.offering.usd_per_hour});
+  }
+  return out;
+}
+
+// ---- budgets ---------------------------------------------------------------
+
+struct BudgetRow {
+  std::string scope;  // global | pool | team
+  std::string name;
+  BudgetCap cap;
+  double usd_per_hour = 0;
+  double month_to_date_usd = 0;
+  double projected_month_usd = 0;
+  double allowance_usd_per_hour = 0;
+  std::string status;
+};
+
+std::vector<BudgetRow> Budgets(const PublishedState& s) {
+  std::vector<BudgetRow> rows;
+  if (!s.snapshot || !s.policy) return rows;
+  const Snapshot& snap = *s.snapshot;
+  const BudgetPolicy& b = s.policy->budget;
+  std::map<std::string, double> pool_rate, team_rate;
+  double fleet_rate = 0;
+  for (const Node& n : snap.nodes) {
+    if (!Billed(n)) continue;
+    fleet_rate += n.offering.usd_per_hour;
+    pool_rate[n.pool] += n.offering.usd_per_hour;
+    for (const Attribution& a : Attribute(snap, n, s.policy.get())) {
+      if (!a.team.empty()) team_rate[a.team] += a.usd_per_hour;
+    }
+  }
+  auto add = [&](std::string scope, std::string name, const BudgetCap& cap, double rate, double mtd) {
+    BudgetRow r{std::move(scope), std::move(name), cap, rate, mtd, 0, 0, ""};
+    r.projected_month_usd = mtd + rate * snap.hours_left_in_month;
+    r.allowance_usd_per_hour = HourlyAllowanceUsd(cap, mtd, snap.hours_left_in_month);
+    const char* kind = cap.hard ? "hard" : "soft";
+    if (!cap.hourly_usd && !cap.monthly_usd) {
+      r.status = "no cap";
+    } else if (cap.hourly_usd && rate > *cap.hourly_usd) {
+      r.status = std::string("over the ") + kind + " hourly cap";
+    } else if (cap.monthly_usd && r.projected_month_usd > *cap.monthly_usd) {
+      r.status = std::string("projected over the ") + kind + " monthly cap";
+    } else {
+      r.status = "within";
+    }
+    rows.push_back(std::move(r));
+  };
+  auto find = [](const std::map<std::string, double>& m, const std::string& k) {
+    auto it = m.find(k);
+    return it == m.end() ? 0.0 : it->second;
+  };
+  add("global", "all pools", b.global, fleet_rate, snap.month_to_date_usd);
+  for (const auto& [pool, cap] : b.per_pool)
+    add("pool", pool, cap, find(pool_rate, pool), find(snap.month_to_date_usd_by_pool, pool));
+  for (const auto& [team, cap] : b.per_team)
+    add("team", team, cap, find(team_rate, team), find(snap.month_to_date_usd_by_team, team));
+  return rows;
+}
+
+std::string CapText(const std::optional<double>& v, const char* unit) {
+  return v ? Usd(*v) + unit : "–";
+}
+
+std::string BudgetsSection(const PublishedState& s) {
+  const std::vector<BudgetRow> rows = Budgets(s);
+  std::string out = "<h2>Budgets</h2>";
+  if (rows.empty()) return out + "<p>waiting for the first tick</p>";
+  const BudgetRow& g = rows.front();
+  // The headline: spend rate against the global hourly cap (or "no cap").
+  out += "<p id=\"budget-line\" class=\"budget-line " +
+         std::string(g.status == "within" || g.status == "no cap" ? "ok" : "bad") + "\" data-usd-per-hour=\"" +
+         Fixed(g.usd_per_hour, 2) + "\"" +
+         (g.cap.hourly_usd ? " data-hourly-cap=\"" + Fixed(*g.cap.hourly_usd, 2) + "\"" : std::string()) + ">";
+  out += "spending <b>" + Usd(g.usd_per_hour) + "/h</b>";
+  if (g.cap.hourly_usd) {
+    out += " of the " + std::string(g.cap.hard ? "hard" : "soft") + " cap <b>" + Usd(*g.cap.hourly_usd) + "/h</b> (" +
+           Fixed(100 * g.usd_per_hour / std::max(*g.cap.hourly_usd, 1e-9), 1) + " %)";
+  } else {
+    out += ", no global hourly cap";
+  }
+  out += "; month to date <b>" + Usd(g.month_to_date_usd) + "</b>, projected month end <b>" +
+         Usd(g.projected_month_usd) + "</b>";
+  if (g.cap.monthly_usd) out += " of " + Usd(*g.cap.monthly_usd);
+  out += "</p>";
+  out += "<div class=\"scroll\"><table id=\"budgets\"><thead><tr><th>budget</th><th>spend rate</th><th>hourly cap</th>"
+         "<th>month to date</th><th>monthly cap</th><th>projected month end</th><th>allowed now</th><th>status</th>"
+         "</tr></thead><tbody>";
+  for (const BudgetRow& r : rows) {
+    out += "<tr class=\"budget\" data-scope=\"" + r.scope + "\" data-name=\"" + Esc(r.name) + "\"><td>" + r.scope +
+           " <b>" + Esc(r.name) + "</b>" + (r.cap.hourly_usd || r.cap.monthly_usd ? (r.cap.hard ? " (hard)" : " (soft)") : "") +
+           "</td><td>" + Usd(r.usd_per_hour) + "/h</td><td>" + CapText(r.cap.hourly_usd, "/h") + "</td><td>" +
+           Usd(r.month_to_date_usd) + "</td><td>" + CapText(r.cap.monthly_usd, "") + "</td><td>" +
+           Usd(r.projected_month_usd) + "</td><td>" +
+           (std::isfinite(r.allowance_usd_per_hour) ? Usd(r.allowance_usd_per_hour) + "/h" : "unlimited") +
+           "</td><td class=\"" + (r.status == "within" || r.status == "no cap" ? "ok" : "bad") + "\">" + r.status +
+           "</td></tr>";
+  }
+  out += "</tbody></table></div>";
+
+  return out;
+}
+
+// ---- charts ----------------------------------------------------------------
+
+// Burn-down: the month's spend so far (from the series) and its projection
+// to the month's end at the current rate, against the global monthly cap.
+std::string BurnDownSection(const PublishedState& s) {
+  const std::vector<BudgetRow> rows = Budgets(s);
+  if (rows.empty()) return "<h2>Burn-down</h2>" + TimeChartSvg("chart-burndown", "Month-to-date spend", {}, {}, false, {}, "USD");
+  const BudgetRow& g = rows.front();
+  // Burn-down: the month's spend so far (from the series) and its
+  // projection to the month's end at the current rate, against the cap.
+  std::vector<WallTime> times;
+  std::vector<double> actual, projected;
+  for (const SeriesPoint& p : s.series) {
+    times.push_back(p.time);
+    actual.push_back(p.month_to_date_usd);
+    projected.push_back(std::numeric_limits<double>::quiet_NaN());
+  }
+  if (!times.empty() && s.snapshot && s.snapshot->hours_left_in_month > 0) {
+    projected.back() = actual.back();
+    times.push_back(times.back() + Seconds(static_cast<int64_t>(s.snapshot->hours_left_in_month * 3600)));
+    actual.push_back(std::numeric_limits<double>::quiet_NaN());
+    projected.push_back(g.projected_month_usd);
+  }
+  std::vector<ChartLevel> levels;
+  if (g.cap.monthly_usd) {
+    levels.push_back({std::string(g.cap.hard ? "hard" : "soft") + " monthly cap " + Usd(*g.cap.monthly_usd),
+                      "#c0262d", *g.cap.monthly_usd, "budget-cap monthly-cap"});
+  }
+  std::string out = "<h2>Burn-down: month to date and projected month end</h2>";
+  out += TimeChartSvg("chart-burndown", "Month-to-date spend and its projection to the month's end", times,
+                      {{"month to date", "#1d2430", actual, false}, {"projected at the current rate", "#b35c00", projected, true}},
+                      false, levels, "USD");
+  if (!g.cap.monthly_usd) out += "<p class=\"note\">No monthly cap is set for the whole fleet.</p>";
+  return out;
+}
+
+
+void ChartsSections(const PublishedState& s, std::map<std::string, std::string>* sections) {
+  std::vector<WallTime> times;
+  std::vector<double> od, spot, usd, allowance, pending, queued;
+  for (const SeriesPoint& p : s.series) {
+    times.push_back(p.time);
+    od.push_back(p.nodes - p.spot_nodes);
+    spot.push_back(p.spot_nodes);
+    usd.push_back(p.usd_per_hour);
+    allowance.push_back(std::isfinite(p.global_allowance_usd_per_hour) ? p.global_allowance_usd_per_hour
+                                                                       : std::numeric_limits<double>::quiet_NaN());
+    pending.push_back(p.pending_units);
+    queued.push_back(p.queued_jobs < 0 ? std::numeric_limits<double>::quiet_NaN() : static_cast<double>(p.queued_jobs));
+  }
+  (*sections)["chart-nodes"] = "<h2>Nodes</h2>" + TimeChartSvg("chart-nodes", "Nodes by capacity type", times,
+                                                                {{"on-demand", "#1f5fbf", od, false}, {"spot", "#e07b00", spot, false}},
+                                                                true, {}, "nodes");
+  std::vector<ChartLevel> caps;
+  std::vector<ChartSeries> spend = {{"spend rate", "#1d2430", usd, false}};
+  if (s.policy && s.policy->budget.global.hourly_usd) {
+    const BudgetCap& cap = s.policy->budget.global;
+    caps.push_back({std::string(cap.hard ? "hard" : "soft") + " cap " + Usd(*cap.hourly_usd) + "/h", "#c0262d",
+                    *cap.hourly_usd, "budget-cap hourly-cap"});
+  }
+  // The allowance differs from the hourly cap only when a monthly cap binds.
+  if (s.policy && s.policy->budget.global.monthly_usd) spend.push_back({"allowed now", "#c0262d", allowance, true});
+  (*sections)["chart-cost"] = "<h2>Spend rate (USD/h)</h2>" +
+                              TimeChartSvg("chart-cost", "Spend rate against the hourly budget", times, spend, false, caps, "USD/h");
+  (*sections)["chart-queue"] = "<h2>Waiting work</h2>" +
+                               TimeChartSvg("chart-queue", "Pending GPU units and queued jobs", times,
+                                            {{"pending GPU units", "#6b3fa0", pending, false},
+                                             {"queued jobs", "#17813a", queued, false}},
+                                            false, {}, "units");
+}
+
+// ---- rollups, pending, market ----------------------------------------------
+
+std::string RollupsSection(const PublishedState& s) {
+  std::string out = "<h2>Rollups</h2>";
+  if (!s.snapshot) return out + "<p>waiting for the first tick</p>";
+  const Snapshot& snap = *s.snapshot;
+  struct Sum {
+    std::set<std::string> nodes;
+    double gpus = 0;
+    double usd = 0;
+  };
+  std::map<std::string, std::map<std::string, Sum>> by;  // dimension -> key -> sum
+  for (const Node& n : snap.nodes) {
+    if (!Billed(n)) continue;
+    const std::string name = NodeName(n);
+    const double gpus = GpusOf(snap, n);
+    for (const auto& [dim, key] : std::vector<std::pair<std::string, std::string>>{
+             {"pool", n.pool}, {"zone", n.offering.zone}, {"capacity type", std::string(ToString(n.offering.capacity_type))}}) {
+      Sum& sum = by[dim][key];
+      sum.nodes.insert(name);
+      sum.gpus += gpus;
+      sum.usd += n.offering.usd_per_hour;
+    }
+    for (const Attribution& a : Attribute(snap, n, s.policy.get())) {
+      Sum& sum = by["class"][a.workload_class.empty() ? "(idle capacity)" : a.workload_class];
+      sum.nodes.insert(name);
+      sum.gpus += a.gpus;
+      sum.usd += a.usd_per_hour;
+    }
+  }
+  out += "<div class=\"rollups\">";
+  for (const char* dim : {"pool", "zone", "capacity type", "class"}) {
+    out += "<div class=\"scroll\"><table class=\"rollup\" data-dimension=\"" + std::string(dim) + "\"><thead><tr><th>" +
+           dim + "</th><th>nodes</th><th>GPUs</th><th>USD/h</th></tr></thead><tbody>";
+    for (const auto& [key, sum] : by[dim]) {
+      out += "<tr><td>" + Esc(key) + "</td><td>" + std::to_string(sum.nodes.size()) + "</td><td>" + Fixed(sum.gpus, 1) +
+             "</td><td>" + Usd(sum.usd) + "</td></tr>";
+    }
+    if (by[dim].empty()) out += "<tr><td colspan=\"4\">no nodes</td></tr>";
+    out += "</tbody></table></div>";
+  }
+  out += "</div><p class=\"note\">A class's nodes run some of its work; its GPUs and USD/h are its share of them "
+         "(the node's price split by GPUs); the rest is idle capacity.</p>";
+  return out;
+}
+
+std::string PendingSection(const PublishedState& s) {
+  std::string out = "<h2>Pending demand</h2><div class=\"scroll\"><table id=\"pending\"><thead><tr><th>class</th>"
+                    "<th>units</th><th>GPUs</th><th>wait p50</th><th>p90</th><th>p99</th><th>max</th></tr></thead><tbody>";
+  for (const PendingClassStats& c : s.pending_by_class) {
+    out += "<tr data-class=\"" + Esc(c.workload_class) + "\"><td>" + Esc(c.workload_class) + "</td><td>" +
+           std::to_string(c.units) + "</td><td>" + Fixed(c.gpus, 1) + "</td><td>" + Duration(c.wait_p50_s) + "</td><td>" +
+           Duration(c.wait_p90_s) + "</td><td>" + Duration(c.wait_p99_s) + "</td><td>" + Duration(c.wait_max_s) +
+           "</td></tr>";
+  }
+  if (s.pending_by_class.empty()) out += "<tr><td colspan=\"7\">nothing pending</td></tr>";
+  out += "</tbody></table></div><p class=\"note\">Waits count from the tick that first saw each unit pending.</p>";
+  if (!s.unplaced_by_reason.empty()) {
+    out += "<p>Unplaced at the last decision: ";
+    bool first = true;
+    for (const auto& [reason, count] : s.unplaced_by_reason) {
+      out += (first ? "" : ", ") + std::to_string(count) + " " + Esc(reason);
+      first = false;
+    }
+    out += "</p>";
+  }
+  return out;
+}
+
+std::string MarketSection(const DashboardInputs& in) {
+  const PublishedState& s = in.state;
+  std::string out = "<h2>Spot market (as the controller sees it)</h2>";
+  if (!s.snapshot) return out + "<p>waiting for the first tick</p>";
+  std::map<std::pair<std::string, std::string>, int> running;
+  for (const Node& n : s.snapshot->nodes) {
+    if (n.offering.capacity_type == CapacityType::kSpot) ++running[{n.offering.instance_type, n.offering.zone}];
+  }
+  std::map<std::pair<std::string, std::string>, std::pair<int, WallTime>> notices;
+  for (const DashboardInterruption& i : in.interruptions) {
+    auto& [count, last] = notices[{i.instance_type, i.zone}];
+    ++count;
+    last = std::max(last, i.time);
+  }
+  out += "<div class=\"scroll tall\"><table id=\"market\"><thead><tr><th>type</th><th>zone</th><th>spot USD/h</th>"
+         "<th>on-demand</th><th>discount</th><th>interruptions /node-h (learned)</th><th>availability</th>"
+         "<th>nodes</th><th>notices 24 h</th></tr></thead><tbody>";
+  // What the operator looks for first: offerings the fleet runs on, then
+  // those with notices, then those marked unavailable, then the rest.
+  std::vector<const Offering*> spot;
+  for (const Offering& o : s.snapshot->offerings) {
+    if (o.capacity_type == CapacityType::kSpot) spot.push_back(&o);
+  }
+  auto rank = [&](const Offering* o) {
+    const std::pair<std::string, std::string> key{o->instance_type, o->zone};
+    const auto r = running.find(key);
+    const auto n = notices.find(key);
+    return std::make_tuple(r == running.end() ? 0 : -r->second, n == notices.end() ? 0 : -n->second.first,
+                           o->available ? 1 : 0);
+  };
+  std::stable_sort(spot.begin(), spot.end(), [&](const Offering* a, const Offering* b) { return rank(a) < rank(b); });
+  int unavailable = 0;
+  for (const Offering* offering : spot) {
+    const Offering& o = *offering;
+    const std::pair<std::string, std::string> key{o.instance_type, o.zone};
+    const auto n = notices.find(key);
+    if (!o.available) ++unavailable;
+    const double discount = o.on_demand_usd_per_hour > 0 ? 1 - o.usd_per_hour / o.on_demand_usd_per_hour : 0;
+    out += "<tr class=\"offering" + std::string(o.available ? "" : " unavailable") + "\" data-offering=\"" +
+           Esc(o.instance_type + "/" + o.zone) + "\"><td>" + Esc(o.instance_type) + "</td><td>" + Esc(o.zone) +
+           "</td><td>" + Usd(o.usd_per_hour) + "</td><td>" + Usd(o.on_demand_usd_per_hour) + "</td><td>" +
+           Fixed(100 * discount, 0) + " %</td><td>" + Fixed(o.interruptions_per_hour, 4) + "</td><td class=\"" +
+           (o.available ? "ok\">available" : "bad\">capacity error: unavailable") + "</td><td>" +
+           std::to_string(running.count(key) ? running[key] : 0) + "</td><td>" +
+           (n == notices.end() ? "0" : std::to_string(n->second.first) + " (last " + TimeText(n->second.second) + ")") +
+           "</td></tr>";
+  }
+  out += "</tbody></table></div><p class=\"note\">" + std::to_string(unavailable) +
+         " spot offering(s) marked unavailable after capacity errors.</p>";
+  out += "<h3>Recent interruptions (24 h)</h3><ul id=\"notices\">";
+  size_t shown = 0;
+  for (const DashboardInterruption& i : in.interruptions) {
+    if (++shown > 20) break;
+    out += "<li>" + TimeText(i.time) + " <span class=\"mono\">" + Esc(i.instance_id) + "</span> " +
+           Esc(i.instance_type) + " " + Esc(i.zone) + "</li>";
+  }
+  if (in.interruptions.empty()) out += "<li>none</li>";
+  if (in.interruptions.size() > 20) out += "<li>and " + std::to_string(in.interruptions.size() - 20) + " more</li>";
+  out += "</ul>";
+  return out;
+}
+
+// ---- plans and decisions ---------------------------------------------------
+
+std::string OfferingKey(const json& o) {
+  return o.value("instance_type", "") + "/" + o.value("zone", "") + "/" + o.value("capacity_type", "");
+}
+
+// The actions and unplaced work of a plan (its JSON, model/json.h).
+// `prefix` makes links relative to the page ("" on "/", "../" below it);
+// `running`: instances with a row on the dashboard now.
+std::string PlanHtml(const json& plan, const std::string& prefix, const std::set<std::string>& running) {
+  std::string out;
+  if (!plan.is_object()) return "<p class=\"bad\">the stored plan is not readable JSON</p>";
+  const json& launches = plan.contains("launches") ? plan["launches"] : json::array();
+  const json& terms = plan.contains("terminations") ? plan["terminations"] : json::array();
+  const json& unplaced = plan.contains("unplaced") ? plan["unplaced"] : json::array();
+  if (!launches.empty()) {
+    out += "<table class=\"launches\"><thead><tr><th>launch</th><th>pool</th><th>USD/h</th><th>reason</th></tr></thead><tbody>";
+    for (const json& l : launches) {
+      const json& o = l.contains("offering") ? l["offering"] : json::object();
+      out += "<tr class=\"launch\" data-offering=\"" + Esc(OfferingKey(o)) + "\" data-count=\"" +
+             std::to_string(l.value("count", 0)) + "\"><td>" + std::to_string(l.value("count", 0)) + " × " +
+             Esc(o.value("instance_type", "")) + " " + Esc(o.value("zone", "")) + " " +
+             Esc(o.value("capacity_type", "")) + "</td><td>" + Esc(l.value("pool", "")) + "</td><td>" +
+             Usd(l.value("usd_per_hour", 0.0)) + "</td><td>" + Esc(l.value("reason", "")) + "</td></tr>";
+    }
+    out += "</tbody></table>";
+  }
+  if (!terms.empty()) {
+    out += "<table class=\"terminations\"><thead><tr><th>remove</th><th>kind</th><th>saves</th><th>reason</th></tr></thead><tbody>";
+    for (const json& t : terms) {
+      std::string id = t.value("instance_id", "");
+      if (id.empty()) id = t.value("node_id", "");
+      const std::string cell = running.count(id) ? "<a href=\"" + prefix + "#" + NodeAnchor(id) + "\">" + Esc(id) + "</a>"
+                                                 : Esc(id);
+      out += "<tr class=\"termination\"><td class=\"mono\">" + cell + "</td><td>" + Esc(t.value("kind", "")) +
+             "</td><td>" + Usd(t.value("saves_usd_per_hour", 0.0)) + "/h</td><td>" + Esc(t.value("reason", "")) +
+             "</td></tr>";
+    }
+    out += "</tbody></table>";
+  }
+  if (!unplaced.empty()) {
+    out += "<table class=\"unplaced\"><thead><tr><th>unplaced</th><th>class</th><th>why</th></tr></thead><tbody>";
+    for (const json& u : unplaced) {
+      const size_t count = u.contains("unit_ids") ? u["unit_ids"].size() : 0;
+      const std::string detail = u.value("detail", "");
+      out += "<tr class=\"unplaced-group\"><td>" + std::to_string(count) + " unit(s)</td><td>" +
+             Esc(u.value("workload_class", "")) + "</td><td>" + Esc(u.value("reason", "")) +
+             (detail.empty() ? "" : ": " + Esc(detail)) + "</td></tr>";
+    }
+    out += "</tbody></table>";
+  }
+  if (launches.empty() && terms.empty() && unplaced.empty()) out += "<p class=\"note\">no actions, nothing unplaced</p>";
+  return out;
+}
+
+std::set<std::string> RunningInstances(const PublishedState& s) {
+  std::set<std::string> out;
+  if (!s.snapshot) return out;
+  for (const Node& n : s.snapshot->nodes) {
+    if (Billed(n)) out.insert(n.instance_id);
+  }
+  return out;
+}
+
+std::string LaunchedHtml(const std::vector<std::pair<std::string, std::string>>& launched, const std::string& prefix,
+                         const std::set<std::string>& running) {
+  if (launched.empty()) return "";
+  std::string out = "<p class=\"launched\">launched: ";
+  bool first = true;
+  for (const auto& [id, cause] : launched) {
+    out += first ? "" : ", ";
+    first = false;
+    if (running.count(id)) {
+      out += "<a class=\"node-link mono\" href=\"" + prefix + "#" + NodeAnchor(id) + "\">" + Esc(id) + "</a>";
+    } else {
+      out += "<span class=\"mono\">" + Esc(id) + "</span> (" + Esc(cause.empty() ? "gone" : cause) + ")";
+    }
+  }
+  return out + "</p>";
+}
+
+std::string DecisionsSection(const DashboardInputs& in) {
+  std::string out = "<h2>Recent decisions that acted</h2>";
+  if (!in.store_error.empty()) out += "<p class=\"bad\">audit database: " + Esc(in.store_error) + "</p>";
+  if (in.quiet_decisions > 0) {
+    out += "<p class=\"note\">Newest first; " + std::to_string(in.quiet_decisions) +
+           " decision(s) in between changed nothing (all in <a href=\"api/v1/decisions\">the decisions API</a>).</p>";
+  }
+  if (in.decisions.empty()) return out + "<p>no decision that acted yet</p>";
+  const std::set<std::string> running = RunningInstances(in.state);
+  for (const DashboardDecision& d : in.decisions) {
+    const DecisionRecord& r = d.row.decision;
+    const std::string id = std::to_string(d.row.id);
+    out += "<article class=\"decision\" id=\"decision-" + id + "\" data-decision=\"" + id + "\"><header>" +
+           "<a class=\"explain\" href=\"decisions/" + id + "\">#" + id + " explain</a> <span>" + TimeText(r.time) +
+           "</span> <span>" + Usd(r.cost_before_usd_per_hour) + "/h → " + Usd(r.cost_after_usd_per_hour) +
+           "/h</span>" + (r.scale_down_blocked ? " <span class=\"bad\">scale-down held: stale signals</span>" : "") +
+           "</header><div class=\"mono summary\">" + Esc(r.summary) + "</div>";
+    out += PlanHtml(json::parse(r.plan_json, nullptr, false), "", running);
+    if (!d.held.empty()) {
+      out += "<ul class=\"held\">";
+      for (const std::string& h : d.held) out += "<li>held: " + Esc(h) + "</li>";
+      out += "</ul>";
+    }
+    out += LaunchedHtml(d.launched, "", running) + "</article>";
+  }
+  return out;
+}
+
+std::string FleetSection(const DashboardInputs& in) {
+  const PublishedState& s = in.state;
+  std::string out = "<h2>Fleet</h2><div class=\"scroll\"><table id=\"fleet\"><thead><tr><th>node</th><th>pool</th>"
+                    "<th>type</th><th>zone</th><th>capacity</th><th>GPUs</th><th>USD/h</th><th>state</th><th>units</th>"
+                    "<th>launched</th><th>by decision</th></tr></thead><tbody>";
+  if (s.snapshot) {
+    for (const Node& n : s.snapshot->nodes) {
+      const std::string name = NodeName(n);
+      std::string by;
+      const auto it = in.launched_by.find(n.instance_id);
+      if (!Billed(n)) {
+        by = "on its way";
+      } else if (it == in.launched_by.end()) {
+        by = "–";
+      } else if (it->second == 0) {
+        by = "found running";
+      } else {
+        by = "<a class=\"decision-link\" href=\"decisions/" + std::to_string(it->second) + "\">#" +
+             std::to_string(it->second) + "</a>";
+      }
+      const bool spot = n.offering.capacity_type == CapacityType::kSpot;
+      out += "<tr id=\"" + NodeAnchor(name) + "\" class=\"node\"><td class=\"mono\">" + Esc(name) + "</td><td>" +
+             Esc(n.pool) + "</td><td>" + Esc(n.offering.instance_type) + "</td><td>" + Esc(n.offering.zone) +
+             "</td><td class=\"" + (spot ? "spot" : "od") + "\">" + std::string(ToString(n.offering.capacity_type)) +
+             "</td><td>" + std::to_string(GpusOf(*s.snapshot, n)) + "</td><td>" + Usd(n.offering.usd_per_hour) +
+             "</td><td>" + std::string(ToString(n.state)) + "</td><td>" + std::to_string(n.running.size()) +
+             "</td><td>" + TimeText(n.launch_time) + "</td><td>" + by + "</td></tr>";
+    }
+  }
+  return out + "</tbody></table></div>";
+}
+
+std::string KpisSection(const PublishedState& s) {
+  int nodes = 0, spot = 0, gpus = 0;
+  if (s.snapshot) {
+    for (const Node& n : s.snapshot->nodes) {
+      ++nodes;
+      if (n.offering.capacity_type == CapacityType::kSpot) ++spot;
+      gpus += GpusOf(*s.snapshot, n);
+    }
+  }
+  const double month = s.snapshot ? s.snapshot->month_to_date_usd : 0;
+  const int pending = s.snapshot ? static_cast<int>(s.snapshot->pending.size()) : 0;
+  const std::vector<std::pair<std::string, std::string>> kpis = {
+      {"nodes", std::to_string(nodes) + " (" + std::to_string(spot) + " spot)"},
+      {"GPUs", std::to_string(gpus)},
+      {"spend rate", Usd(s.cost_usd_per_hour) + "/h"},
+      {"planned rate", Usd(s.predicted_cost_usd_per_hour) + "/h"},
+      {"month to date", Usd(month)},
+      {"pending units", std::to_string(pending)},
+      {"queued jobs", s.queued_jobs < 0 ? "–" : std::to_string(s.queued_jobs)},
+      {"ticks", std::to_string(s.ticks)}};
+  std::string out = "<div class=\"kpis\">";
+  for (const auto& [label, value] : kpis) out += "<div class=\"kpi\"><b>" + Esc(value) + "</b><small>" + label + "</small></div>";
+  out += "</div>";
+  if (!s.blocked_classes.empty()) {
+    out += "<p class=\"bad\">scale-down blocked (stale or missing signals): ";
+    for (size_t i = 0; i < s.blocked_classes.size(); ++i) out += (i ? ", " : "") + Esc(s.blocked_classes[i]);
+    out += "</p>";
+  }
+  for (const std::string& e : s.last_errors) out += "<p class=\"bad\">" + Esc(e) + "</p>";
+  return out;
+}
+
+std::string StatusLine(const PublishedState& s) {
+  std::string out = "<span>" + Esc(s.mode) + (s.mode == "demo" ? " (" + Fixed(s.speed, 0) + "×)" : "") +
+                    (s.paused ? " — PAUSED" : "") + (s.finished ? " — demo finished" : "") + "</span>";
+  out += "<span id=\"clock\" data-time=\"" + (s.last_tick_time ? FormatRfc3339(*s.last_tick_time) : std::string()) +
+         "\">" + (s.last_tick_time ? "at " + TimeText(*s.last_tick_time) : "waiting for the first tick") + "</span>";
+  if (s.policy) {
+    out += "<span>policy " + Esc(s.policy->name) + " " + Esc(s.policy->content_hash.substr(0, 8)) +
+           (s.policy_errors.empty() ? "" : " (last reload rejected)") + "</span>";
+  }
+  out += s.ready ? "<span class=\"ok\">ready</span>" : "<span class=\"bad\">not ready</span>";
+  return out;
+}
+
+std::string SignalsSection(const PublishedState& s) {
+  std::string out = "<h2>Signals</h2>";
+  if (s.signals.empty()) {
+    return out + "<p class=\"note\">" + (s.mode == "demo" ? "demo load: the simulator's job queue" : "no signals configured") +
+           "</p>";
+  }
+  out += "<table>";
+  for (const ClassSignal& c : s.signals) {
+    out += "<tr><td>" + Esc(c.workload_class) + "</td><td>" +
+           (c.kind == ClassSignal::Kind::kQueueDepth ? "queue depth" : "GPU utilization") + "</td><td class=\"" +
+           (c.reading.state == signals::SignalState::kOk ? "ok" : "bad") + "\">" +
+           std::string(signals::ToString(c.reading.state)) + "</td><td>" +
+           (c.reading.value ? Fixed(*c.reading.value, 2) : "–") + "</td></tr>";
+  }
+  return out + "</table>";
+}
+
+// Sections in page order: name -> its inner HTML.
+std::vector<std::pair<std::string, std::string>> Sections(const DashboardInputs& in) {
+  const PublishedState& s = in.state;
+  std::map<std::string, std::string> charts;
+  ChartsSections(s, &charts);
+  return {{"status", StatusLine(s)},
+          {"kpis", KpisSection(s)},
+          {"budgets", BudgetsSection(s)},
+          {"chart-cost", charts["chart-cost"]},
+          {"chart-burndown", BurnDownSection(s)},
+          {"chart-nodes", charts["chart-nodes"]},
+          {"chart-queue", charts["chart-queue"]},
+          {"rollups", RollupsSection(s)},
+          {"pending", PendingSection(s)},
+          {"signals", SignalsSection(s)},
+          {"market", MarketSection(in)},
+          {"decisions", DecisionsSection(in)},
+          {"fleet", FleetSection(in)}};
+}
+
+constexpr const char* kStyle = R"CSS(
  body{font:14px system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;background:#f6f7f9;color:#1d2430}
- header{background:#1d2430;color:#fff;padding:10px 20px;display:flex;gap:24px;align-items:baseline;flex-wrap:wrap}
- header h1{font-size:18px;margin:0} header span{opacity:.85}
- main{padding:16px 20px;display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:16px}
- section{background:#fff;border-radius:8px;box-shadow:0 1px 3px rgba(0,0,0,.12);padding:12px 16px}
- h2{font-size:15px;margin:0 0 8px} .kpis{display:flex;gap:20px;flex-wrap:wrap}
- .kpi b{display:block;font-size:22px} .kpi small{color:#5b6575}
+ header.top{background:#1d2430;color:#fff;padding:10px 20px}
+ header.top h1{font-size:18px;margin:0 12px 0 0;display:inline}
+ #sec-status{display:inline-flex;gap:16px;flex-wrap:wrap} #sec-status span{opacity:.9}
+ nav{margin-top:6px;display:flex;gap:12px;flex-wrap:wrap} nav a{color:#9cc3ff}
+ main{padding:16px 20px;display:grid;grid-template-columns:repeat(auto-fit,minmax(560px,1fr));gap:16px}
+ section{background:#fff;border-radius:8px;box-shadow:0 1px 3px rgba(0,0,0,.12);padding:12px 16px;min-width:0}
+ section.wide{grid-column:1/-1}
+ h2{font-size:15px;margin:0 0 8px} h3{font-size:13px;margin:12px 0 6px}
+ .kpis{display:flex;gap:20px;flex-wrap:wrap} .kpi b{display:block;font-size:22px} .kpi small,.note{color:#5b6575}
+ .budget-line{font-size:15px;margin:4px 0 10px}
  table{border-collapse:collapse;width:100%;font-size:13px} th,td{text-align:left;padding:3px 6px;border-bottom:1px solid #eceef2}
- th{cursor:pointer;background:#fafbfc} .spot{color:#b35c00} .od{color:#1f5fbf} .bad{color:#c0262d} .ok{color:#17813a}
- svg{width:100%;height:180px} .legend span{margin-right:12px} .mono{font-family:ui-monospace,monospace;font-size:12px}
-</style></head><body>
-<header><h1>gpuscaler</h1><span id="mode"></span><span id="clock"></span><span id="policy"></span><span id="health"></span></header>
-<main>
-<section style="grid-column:1/-1"><div class="kpis" id="kpis"></div></section>
-<section><h2>Nodes</h2><svg id="chart-nodes" viewBox="0 0 600 180" preserveAspectRatio="none"></svg>
- <div class="legend"><span class="od">&#9632; on-demand</span><span class="spot">&#9632; spot</span></div></section>
-<section><h2>Spend rate (USD/h)</h2><svg id="chart-cost" viewBox="0 0 600 180" preserveAspectRatio="none"></svg></section>
-<section><h2>Waiting work</h2><svg id="chart-queue" viewBox="0 0 600 180" preserveAspectRatio="none"></svg>
- <div class="legend"><span style="color:#6b3fa0">&#9632; pending GPU units</span><span style="color:#17813a">&#9632; queued jobs</span></div></section>
-<section><h2>Last decision</h2><div id="decision" class="mono"></div><h2 style="margin-top:12px">Signals</h2><div id="signals"></div></section>
-<section style="grid-column:1/-1"><h2>Fleet</h2><table id="fleet"><thead><tr>
- <th>node</th><th>pool</th><th>type</th><th>zone</th><th>capacity</th><th>GPUs</th><th>USD/h</th><th>state</th><th>units</th></tr></thead><tbody></tbody></table></section>
-<section style="grid-column:1/-1"><h2>Recent decisions</h2><table id="decisions"><thead><tr><th>id</th><th>time</th><th>summary</th><th>USD/h before</th><th>after</th></tr></thead><tbody></tbody></table></section>
-</main>
-<script>
+ th{background:#fafbfc} .scroll{overflow-x:auto}
+ .spot{color:#b35c00} .od{color:#1f5fbf} .bad{color:#c0262d} .ok{color:#17813a} tr.unavailable{background:#fff1f1}
+ svg.chart{width:100%;height:auto;max-height:260px;display:block} .tall{max-height:420px;overflow:auto} .legend span{margin-right:12px;font-size:12px}
+ .mono{font-family:ui-monospace,monospace;font-size:12px}
+ .rollups{display:grid;grid-template-columns:repeat(auto-fit,minmax(240px,1fr));gap:12px}
+ article.decision{border-top:1px solid #eceef2;padding:8px 0} article.decision header{display:flex;gap:12px;flex-wrap:wrap}
+ article.decision table{margin-top:4px} ul.held{margin:4px 0;color:#8a5a00}
+ tr:target,article:target{background:#fff7d6}
+ @media (max-width:700px){
+  main{grid-template-columns:1fr;padding:8px;gap:10px}
+  section{padding:10px}
+  header.top{padding:8px 10px}
+  .kpi b{font-size:18px}
+  table{font-size:12px}
+  svg.chart text{font-size:17px}
+ }
+)CSS";
+
+// The page's only script: poll the JSON and swap in each section's HTML
+// (at once, so a page served from a cache catches up). body[data-refreshed]
+// holds the time of the last state shown.
+constexpr const char* kScript = R"JS(
 "use strict";
-const $=id=>document.getElementById(id);
-const esc=s=>String(s).replace(/[&<>"]/g,c=>({"&":"&amp;","<":"&lt;",">":"&gt;","\"":"&quot;"}[c]));
-const usd=v=>"$"+Number(v).toFixed(2);
-function lines(svg,series,colors,stacked){
-  const W=600,H=180,P=4,n=series[0].length;
-  let max=1;
-  for(let i=0;i<n;i++){let s=0;for(const a of series){s=stacked?s+a[i]:Math.max(s,a[i]);}max=Math.max(max,s);}
-  const x=i=>P+(W-2*P)*(n<=1?0:i/(n-1)), y=v=>H-P-(H-2*P)*v/max;
-  let out="", base=new Array(n).fill(0);
-  series.forEach((a,k)=>{
-    let d="";
-    for(let i=0;i<n;i++){const v=stacked?base[i]+a[i]:a[i];d+=(i?"L":"M")+x(i).toFixed(1)+" "+y(v).toFixed(1);}
-    if(stacked){let back="";for(let i=n-1;i>=0;i--)back+="L"+x(i).toFixed(1)+" "+y(base[i]).toFixed(1);
-      out+='<path d="'+d+back+'Z" fill="'+colors[k]+'" fill-opacity=".55" stroke="'+colors[k]+'"/>';
-      for(let i=0;i<n;i++)base[i]+=a[i];}
-    else out+='<path d="'+d+'" fill="none" stroke="'+colors[k]+'" stroke-width="2"/>';
-  });
-  out+='<text x="6" y="14" font-size="12" fill="#5b6575">max '+(Math.round(max*100)/100)+'</text>';
-  svg.innerHTML=out;
-}
-function sortable(table){
-  table.querySelectorAll("th").forEach((th,i)=>th.onclick=()=>{
-    const body=table.tBodies[0],rows=[...body.rows],dir=th.dataset.dir==="asc"?-1:1;th.dataset.dir=dir>0?"asc":"desc";
-    rows.sort((a,b)=>{const p=a.cells[i].textContent,q=b.cells[i].textContent,x=parseFloat(p.replace("$","")),y=parseFloat(q.replace("$",""));
-      return dir*(isNaN(x)||isNaN(y)?p.localeCompare(q):x-y);});
-    rows.forEach(r=>body.appendChild(r));});
-}
-sortable($("fleet"));sortable($("decisions"));
 async function refresh(){
   try{
-    const s=await (await fetch("api/v1/status")).json();
-    $("mode").textContent=s.mode+(s.mode==="demo"?" ("+s.speed+"x)":"")+(s.paused?" — PAUSED":"");
-    $("clock").textContent=s.time?("at "+s.time.replace("T"," ").replace("Z"," UTC")):"waiting for the first tick";
-    $("policy").textContent="policy "+(s.policy.name||"?")+" "+(s.policy.hash||"").slice(0,8)+(s.policy.last_errors?" (last reload rejected)":"");
-    $("health").innerHTML=s.ready?'<span class="ok">ready</span>':'<span class="bad">not ready</span>';
-    const spot=s.nodes.filter(n=>n.capacity_type==="spot").length,gpus=s.nodes.reduce((a,n)=>a+n.gpus,0);
-    const k=[["nodes",s.nodes.length+" ("+spot+" spot)"],["GPUs",gpus],["spend rate",usd(s.cost_usd_per_hour)+"/h"],
-      ["planned rate",usd(s.predicted_cost_usd_per_hour)+"/h"],["month to date",usd(s.month_to_date_usd)],
-      ["pending units",s.pending_units],["queued jobs",s.queued_jobs<0?"–":s.queued_jobs],["ticks",s.ticks]];
-    $("kpis").innerHTML=k.map(([a,b])=>'<div class="kpi"><b>'+esc(b)+'</b><small>'+esc(a)+'</small></div>').join("");
-    const ser=s.series;
-    if(ser.length){
-      lines($("chart-nodes"),[ser.map(p=>p.nodes-p.spot_nodes),ser.map(p=>p.spot_nodes)],["#1f5fbf","#e07b00"],true);
-      lines($("chart-cost"),[ser.map(p=>p.usd_per_hour)],["#1d2430"],false);
-      lines($("chart-queue"),[ser.map(p=>p.pending_units),ser.map(p=>Math.max(0,p.queued_jobs))],["#6b3fa0","#17813a"],false);
+    const r=await fetch("api/v1/dashboard",{cache:"no-store"});
+    if(!r.ok)throw new Error("api/v1/dashboard: HTTP "+r.status);
+    const d=await r.json();
+    for(const [name,html] of Object.entries(d.sections)){
+      const el=document.getElementById("sec-"+name);
+      if(el&&el.dataset.html!==html){el.innerHTML=html;el.dataset.html=html;}
     }
-    $("decision").innerHTML=esc(s.last_decision.summary||"no decision yet")+
-      (s.scale_down_blocked_classes.length?'<div class="bad">scale-down blocked (stale signals): '+esc(s.scale_down_blocked_classes.join(", "))+'</div>':"")+
-      (s.errors.length?'<div class="bad">'+s.errors.map(esc).join("<br>")+'</div>':"");
-    $("signals").innerHTML=s.signals.length?'<table>'+s.signals.map(g=>'<tr><td>'+esc(g.class)+'</td><td>'+esc(g.kind)+'</td><td class="'+(g.state==="ok"?"ok":"bad")+'">'+esc(g.state)+'</td><td>'+(g.value===null?"–":g.value)+'</td></tr>').join("")+'</table>':
-      '<small>'+(s.mode==="demo"?"demo load: the simulator's job queue":"no signals configured")+'</small>';
-    const tb=$("fleet").tBodies[0];
-    tb.innerHTML=s.nodes.map(n=>'<tr><td class="mono">'+esc(n.id)+'</td><td>'+esc(n.pool)+'</td><td>'+esc(n.instance_type)+'</td><td>'+esc(n.zone)+
-      '</td><td class="'+(n.capacity_type==="spot"?"spot":"od")+'">'+esc(n.capacity_type)+'</td><td>'+n.gpus+'</td><td>'+usd(n.usd_per_hour)+'</td><td>'+esc(n.state)+'</td><td>'+n.running_units+'</td></tr>').join("");
-    const d=await (await fetch("api/v1/decisions?limit=15")).json();
-    $("decisions").tBodies[0].innerHTML=(d.decisions||[]).map(r=>'<tr><td><a href="decisions/'+r.id+'" title="replay: the plan from the stored input">'+r.id+'</a></td><td>'+esc(r.time)+'</td><td class="mono">'+esc(r.summary)+'</td><td>'+usd(r.cost_before_usd_per_hour)+'</td><td>'+usd(r.cost_after_usd_per_hour)+'</td></tr>').join("");
-  }catch(e){$("health").innerHTML='<span class="bad">'+esc(e)+'</span>';}
+    document.getElementById("refresh-error").textContent="";
+    document.body.dataset.refreshed=d.time||"";
+  }catch(e){document.getElementById("refresh-error").textContent="refresh failed: "+e;}
 }
-refresh();setInterval(refresh,2000);
-</script></body></html>
-)HTML";
-  return kPage;
+refresh();setInterval(refresh,5000);
+)JS";
+
+// Sections shown across the whole grid.
+bool Wide(const std::string& name) {
+  return name == "kpis" || name == "budgets" || name == "rollups" || name == "market" || name == "decisions" ||
+         name == "fleet";
+}
+
+}  // namespace
+
+std::string DashboardPage(const DashboardInputs& in) {
+  const auto sections = Sections(in);
+  std::string out = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                    "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+                    "<title>gpuscaler</title><style>";
+  out += kStyle;
+  out += "</style></head><body><header class=\"top\"><h1>gpuscaler</h1><div id=\"sec-status\">" + sections.front().second +
+         "</div><nav>"
+         "<a href=\"reports\">cost report</a><a href=\"reports/report.csv\">CSV</a>"
+         "<a href=\"reports/report.focus.csv\">FOCUS CSV</a><a href=\"reports/report.json\">JSON</a>"
+         "<a href=\"metrics\">metrics</a><a href=\"healthz\">healthz</a><a href=\"readyz\">readyz</a>"
+         "<a href=\"api/v1/status\">status API</a><a href=\"api/v1/dashboard\">dashboard API</a>"
+         "<a href=\"api/v1/decisions\">decisions API</a><a href=\"api/v1/plan\">next plan</a>"
+         "<a href=\"api/v1/snapshot\">snapshot</a><a href=\"api/v1/policy\">policy</a>"
+         "<span id=\"refresh-error\" class=\"bad\"></span></nav></header><main>";
+  for (size_t i = 1; i < sections.size(); ++i) {
+    const auto& [name, html] = sections[i];
+    out += "<section id=\"sec-" + name + "\"" + (Wide(name) ? " class=\"wide\"" : "") + ">" + html + "</section>";
+  }
+  out += "</main><script>";
+  out += kScript;
+  out += "</script></body></html>\n";
+  return out;
+}
+
+std::string DashboardJson(const DashboardInputs& in) {
+  const PublishedState& s = in.state;
+  json j;
+  j["time"] = s.last_tick_time ? json(FormatRfc3339(*s.last_tick_time)) : json(nullptr);
+  j["ticks"] = s.ticks;
+  json sections = json::object();
+  for (auto& [name, html] : Sections(in)) sections[name] = std::move(html);
+  j["sections"] = std::move(sections);
+  json budgets = json::array();
+  auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+  for (const BudgetRow& b : Budgets(s)) {
+    budgets.push_back({{"scope", b.scope},
+                       {"name", b.name},
+                       {"hard", b.cap.hard},
+                       {"hourly_cap_usd", opt(b.cap.hourly_usd)},
+                       {"monthly_cap_usd", opt(b.cap.monthly_usd)},
+                       {"usd_per_hour", b.usd_per_hour},
+                       {"month_to_date_usd", b.month_to_date_usd},
+                       {"projected_month_usd", b.projected_month_usd},
+                       {"allowance_usd_per_hour", std::isfinite(b.allowance_usd_per_hour)
+                                                      ? json(b.allowance_usd_per_hour)
+                                                      : json(nullptr)},
+                       {"status", b.status}});
+  }
+  j["budgets"] = std::move(budgets);
+  json pending = json::array();
+  for (const PendingClassStats& c : s.pending_by_class) {
+    pending.push_back({{"class", c.workload_class},
+                       {"units", c.units},
+                       {"gpus", c.gpus},
+                       {"wait_p50_s", c.wait_p50_s},
+                       {"wait_p90_s", c.wait_p90_s},
+                       {"wait_p99_s", c.wait_p99_s},
+                       {"wait_max_s", c.wait_max_s}});
+  }
+  j["pending_by_class"] = std::move(pending);
+  return j.dump();
+}
+
+DashboardInputs ReadDashboardInputs(PublishedState state) {
+  DashboardInputs in;
+  in.state = std::move(state);
+  const PublishedState& s = in.state;
+  if (s.db_file.empty() || s.last_decision_id == 0) return in;
+  Result<std::unique_ptr<AuditReader>> reader = AuditReader::Open(s.db_file);
+  if (!reader) {
+    in.store_error = reader.error().message();
+    return in;
+  }
+  Result<std::vector<DecisionRow>> rows =
+      (*reader)->DecisionsAfterId(std::max<int64_t>(0, s.last_decision_id - kDecisionsScanned), kDecisionsScanned);
+  if (!rows) {
+    in.store_error = rows.error().message();
+    return in;
+  }
+  std::map<int64_t, std::vector<std::string>> held;
+  for (const HeldActions& h : s.held) held[h.decision_id] = h.notes;
+  // The newest decisions that did or held back something, or left work
+  // unplaced; the quiet ones in between are only counted.
+  for (auto it = rows->rbegin(); it != rows->rend() && in.decisions.size() < kDashboardDecisions; ++it) {
+    DashboardDecision d;
+    d.row = std::move(*it);
+    if (auto h = held.find(d.row.id); h != held.end()) d.held = h->second;
+    const json plan = json::parse(d.row.decision.plan_json, nullptr, false);
+    const bool acted = plan.is_object() && ((plan.contains("launches") && !plan["launches"].empty()) ||
+                                            (plan.contains("terminations") && !plan["terminations"].empty()) ||
+                                            (plan.contains("unplaced") && !plan["unplaced"].empty()));
+    if (!acted && d.held.empty() && !d.row.decision.scale_down_blocked) {
+      ++in.quiet_decisions;
+      continue;
+    }
+    in.decisions.push_back(std::move(d));
+  }
+  const WallTime now = s.last_tick_time.value_or(s.started_at);
+  WallTime from = now - kNoticeWindow;
+  if (!in.decisions.empty()) from = std::min(from, in.decisions.back().row.decision.time);
+  Result<std::vector<NodeRow>> nodes = (*reader)->NodesOverlapping(from, now + Seconds(1));
+  if (!nodes) {
+    in.store_error = nodes.error().message();
+    return in;
+  }
+  std::map<int64_t, DashboardDecision*> by_id;
+  for (DashboardDecision& d : in.decisions) by_id[d.row.id] = &d;
+  for (const NodeRow& n : *nodes) {
+    in.launched_by[n.launch.instance_id] = n.launch.decision_id;
+    if (auto it = by_id.find(n.launch.decision_id); it != by_id.end()) {
+      it->second->launched.emplace_back(n.launch.instance_id, n.end_time ? n.cause : std::string());
+    }
+    if (n.end_time && n.cause == "interrupted" && *n.end_time >= now - kNoticeWindow) {
+      in.interruptions.push_back(
+          {n.launch.instance_id, n.launch.offering.instance_type, n.launch.offering.zone, *n.end_time});
+    }
+  }
+  std::sort(in.interruptions.begin(), in.interruptions.end(),
+            [](const DashboardInterruption& a, const DashboardInterruption& b) { return a.time > b.time; });
+  return in;
+}
+
+std::string DecisionExplainPage(const DecisionReplay& replay, const std::vector<NodeRow>& launched,
+                                const PublishedState& state) {
+  const DecisionRecord& d = replay.decision.decision;
+  const std::string id = std::to_string(replay.decision.id);
+  const std::set<std::string> running = RunningInstances(state);
+  std::string out = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                    "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>gpuscaler: decision " +
+                    id + "</title><style>";
+  out += kStyle;
+  out += "</style></head><body><header class=\"top\"><h1>decision #" + id + "</h1><nav><a href=\"../\">dashboard</a>"
+         "<a href=\"../api/v1/decisions/" + id + "/explain\">replay as JSON</a><a href=\"../reports\">cost report</a>"
+         "</nav></header><main>";
+  out += "<section class=\"wide\" id=\"decision\" data-decision=\"" + id + "\"><h2>What was decided</h2><p>" +
+         TimeText(d.time) + ", source " + Esc(d.source) + ", policy " + Esc(d.policy_name) + " " +
+         Esc(d.policy_hash.substr(0, 8)) + "; " + std::to_string(d.pending_units) + " pending unit(s), " +
+         std::to_string(d.nodes) + " node(s); " + Usd(d.cost_before_usd_per_hour) + "/h → " +
+         Usd(d.cost_after_usd_per_hour) + "/h (+" + Usd(d.expected_interruption_usd_per_hour) +
+         "/h expected interruption cost)" + (d.scale_down_blocked ? "; scale-down held: stale signals" : "") +
+         "</p><div class=\"mono summary\">" + Esc(d.summary) + "</div><div id=\"plan\">" +
+         PlanHtml(json::parse(d.plan_json, nullptr, false), "../", running) + "</div>";
+  std::vector<std::pair<std::string, std::string>> nodes;
+  for (const NodeRow& n : launched) nodes.emplace_back(n.launch.instance_id, n.end_time ? n.cause : std::string());
+  out += nodes.empty() ? "<p class=\"note\">launched no node</p>" : LaunchedHtml(nodes, "../", running);
+  out += "</section>";
+  out += "<section class=\"wide\" id=\"replay\"><h2>Replayed from the stored input</h2><p class=\"" +
+         std::string(replay.matches_recorded ? "ok" : "bad") + "\">" +
+         (replay.matches_recorded ? "The planner, run again on the stored snapshot and policy, makes the plan it recorded."
+                                  : "The replayed plan differs from the recorded one.") +
+         "</p>";
+  if (replay.governor_edited) {
+    out += "<p class=\"note\">The governor edited the planner's plan before acting (holds, cooldowns); the planner's "
+           "plan, replayed:</p>" +
+           PlanHtml(ToJson(replay.plan), "../", running);
+  }
+  out += "</section></main></body></html>\n";
+  return out;
 }
 
 }  // namespace gpuscaler::daemon

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "daemon_parts.h"
+#include "dashboard.h"
 #include "gpuscaler/daemon/decision_replay.h"
 #include "gpuscaler/model/json.h"
 #include "gpuscaler/report/report.h"
@@ -122,16 +123,29 @@ HttpResponse Report(const std::string& db_file, const PublishedState& s, const H
   return out;
 }
 
-// GET /decisions/ID: the decision replayed from its stored input
-// (daemon/decision_replay.h), as `gpuscaler explain --db --decision` does.
-HttpResponse DecisionReplayResponse(const std::string& db_file, const HttpRequest& req) {
-  if (db_file.empty()) return HttpResponse::Error(404, "no audit database");
-  constexpr std::string_view kPrefix = "/decisions/";
-  const std::string id_text = req.path.rfind(kPrefix, 0) == 0 ? req.path.substr(kPrefix.size()) : "";
+// The decision id in `path` after `prefix` and before `suffix`; 0 when the
+// path is not of that form.
+int64_t DecisionIdIn(const std::string& path, std::string_view prefix, std::string_view suffix) {
+  if (path.rfind(prefix, 0) != 0 || path.size() < prefix.size() + suffix.size() ||
+      path.compare(path.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return 0;
+  const std::string id_text = path.substr(prefix.size(), path.size() - prefix.size() - suffix.size());
   char* end = nullptr;
   const long long id = std::strtoll(id_text.c_str(), &end, 10);
-  if (id_text.empty() || *end != '\0' || id < 1) {
-    return HttpResponse::Error(400, "expected /decisions/ID with a decision id >= 1, got '" + req.path + "'");
+  if (id_text.empty() || *end != '\0' || id < 1) return 0;
+  return id;
+}
+
+// The decision replayed from its stored input (daemon/decision_replay.h), as
+// `gpuscaler explain --db --decision` does: GET /decisions/ID as a page (with
+// the nodes the decision launched), GET /api/v1/decisions/ID/explain as JSON.
+HttpResponse DecisionReplayResponse(const std::string& db_file, const PublishedState& s, const HttpRequest& req,
+                                    bool html) {
+  if (db_file.empty()) return HttpResponse::Error(404, "no audit database");
+  const int64_t id = html ? DecisionIdIn(req.path, "/decisions/", "") : DecisionIdIn(req.path, "/api/v1/decisions/", "/explain");
+  if (id == 0) {
+    return HttpResponse::Error(400, std::string("expected ") + (html ? "/decisions/ID" : "/api/v1/decisions/ID/explain") +
+                                        " with a decision id >= 1, got '" + req.path + "'");
   }
   Result<std::unique_ptr<AuditReader>> reader = AuditReader::Open(db_file);
   if (!reader) return HttpResponse::Error(503, reader.error().message());
@@ -140,8 +154,52 @@ HttpResponse DecisionReplayResponse(const std::string& db_file, const HttpReques
     return HttpResponse::Error(replay.error().category() == ErrorCategory::kNotFound ? 404 : 500,
                                replay.error().message());
   }
-  return HttpResponse::Json(FormatDecisionReplayJson(*replay));
+  if (!html) return HttpResponse::Json(FormatDecisionReplayJson(*replay));
+  const WallTime decided = replay->decision.decision.time;
+  Result<std::vector<NodeRow>> nodes =
+      (*reader)->NodesOverlapping(decided, std::max(decided, s.last_tick_time.value_or(decided)) + Seconds(1));
+  if (!nodes) return HttpResponse::Error(503, nodes.error().message());
+  std::vector<NodeRow> launched;
+  for (NodeRow& n : *nodes) {
+    if (n.launch.decision_id == id) launched.push_back(std::move(n));
+  }
+  return HttpResponse::Html(DecisionExplainPage(*replay, launched, s));
 }
+
+// The dashboard's page and JSON, rendered together once per state version:
+// both read the audit database, and a wall of open dashboards must not
+// multiply that.
+class DashboardCache {
+ public:
+  struct Rendered {
+    std::string page;
+    std::string json;
+  };
+  std::shared_ptr<const Rendered> Get(const DaemonState& state) {
+    const uint64_t version = state.Version();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (rendered_ && version_ == version) return rendered_;
+    }
+    const DashboardInputs inputs = ReadDashboardInputs(state.Get());
+    auto rendered = std::make_shared<const Rendered>(Rendered{DashboardPage(inputs), DashboardJson(inputs)});
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!rendered_ || version >= version_) {
+      rendered_ = rendered;
+      version_ = version;
+    }
+    return rendered;
+  }
+  bool Ready(const DaemonState& state) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return rendered_ && version_ == state.Version();
+  }
+
+ private:
+  std::mutex mu_;
+  uint64_t version_ = 0;
+  std::shared_ptr<const Rendered> rendered_;
+};
 
 }  // namespace
 
@@ -168,7 +226,10 @@ server::Router BuildRouter(DaemonSetup& setup, DaemonState& state, DaemonMetrics
     r.content_type = server::MetricsRegistry::kContentType;
     return r;
   });
-  router.Get("/", [](const HttpRequest&) { return HttpResponse::Html(DashboardHtml()); });
+  auto dashboard = std::make_shared<DashboardCache>();
+  router.Get("/", [&state, dashboard](const HttpRequest&) { return HttpResponse::Html(dashboard->Get(state)->page); });
+  router.Get("/api/v1/dashboard",
+             [&state, dashboard](const HttpRequest&) { return HttpResponse::Json(dashboard->Get(state)->json); });
   // The dashboard polls this and a load test floods it: rendered once per
   // state version (a 720-point series is milliseconds of JSON), not per
   // request, which at 1,000 connections saturated the I/O thread.
@@ -198,7 +259,12 @@ server::Router BuildRouter(DaemonSetup& setup, DaemonState& state, DaemonMetrics
   router.Get("/api/v1/decisions", [db_file, &state](const HttpRequest& req) {
     return Decisions(db_file, state.Get().last_decision_id, req);
   });
-  router.GetPrefix("/decisions", [db_file](const HttpRequest& req) { return DecisionReplayResponse(db_file, req); });
+  router.GetPrefix("/decisions/", [db_file, &state](const HttpRequest& req) {
+    return DecisionReplayResponse(db_file, state.Get(), req, true);
+  });
+  router.GetPrefix("/api/v1/decisions/", [db_file, &state](const HttpRequest& req) {
+    return DecisionReplayResponse(db_file, state.Get(), req, false);
+  });
   router.Get("/api/v1/snapshot", [&state](const HttpRequest&) {
     const PublishedState s = state.Get();
     if (!s.snapshot) return HttpResponse::Error(503, "no tick has run yet");
@@ -250,9 +316,11 @@ server::Router BuildRouter(DaemonSetup& setup, DaemonState& state, DaemonMetrics
   // tick has already rendered is a copy, answered on the I/O thread: the
   // pool runs at low priority, and a cached answer must not queue behind
   // CPU-bound work under a flood of clients.
-  setup.server_options.slow_request = [reports, &state](const HttpRequest& req) {
+  setup.server_options.slow_request = [reports, dashboard, &state](const HttpRequest& req) {
     if (req.path == "/reports" || req.path.rfind("/reports/", 0) == 0) return !reports->Ready(req.target, state.Ticks());
-    return req.path == "/api/v1/decisions" || req.path == "/api/v1/plan" || req.path.rfind("/decisions/", 0) == 0;
+    if (req.path == "/" || req.path == "/api/v1/dashboard") return !dashboard->Ready(state);
+    return req.path == "/api/v1/decisions" || req.path == "/api/v1/plan" || req.path.rfind("/decisions/", 0) == 0 ||
+           req.path.rfind("/api/v1/decisions/", 0) == 0;
   };
   return router;
 }

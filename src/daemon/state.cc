@@ -2,6 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
+
 #include "gpuscaler/model/time.h"
 
 namespace gpuscaler::daemon {
@@ -14,7 +17,52 @@ int GpusOf(const Snapshot& s, const Node& n) {
   return 0;
 }
 
+// Nearest-rank percentile of sorted, non-empty `v` (q in (0, 1]).
+double Percentile(const std::vector<double>& sorted, double q) {
+  const size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
+  return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
+}
+
 }  // namespace
+
+std::shared_ptr<const std::map<std::string, WallTime>> PendingSince(
+    const std::shared_ptr<const std::map<std::string, WallTime>>& before, const Snapshot& snapshot, WallTime now) {
+  auto since = std::make_shared<std::map<std::string, WallTime>>();
+  for (const DemandUnit& u : snapshot.pending) {
+    WallTime first = now;
+    if (before) {
+      if (auto it = before->find(u.id); it != before->end()) first = it->second;
+    }
+    since->emplace(u.id, first);
+  }
+  return since;
+}
+
+std::vector<PendingClassStats> PendingByClass(const Snapshot& snapshot,
+                                              const std::map<std::string, WallTime>& since, WallTime now) {
+  std::map<std::string, std::vector<double>> waits;
+  std::map<std::string, PendingClassStats> stats;
+  for (const DemandUnit& u : snapshot.pending) {
+    PendingClassStats& c = stats[u.workload_class];
+    c.workload_class = u.workload_class;
+    ++c.units;
+    c.gpus += GpuShare(u);
+    const auto it = since.find(u.id);
+    const WallTime first = it == since.end() ? now : it->second;
+    waits[u.workload_class].push_back(std::max(0.0, std::chrono::duration<double>(now - first).count()));
+  }
+  std::vector<PendingClassStats> out;
+  for (auto& [name, c] : stats) {
+    std::vector<double>& w = waits[name];
+    std::sort(w.begin(), w.end());
+    c.wait_p50_s = Percentile(w, 0.50);
+    c.wait_p90_s = Percentile(w, 0.90);
+    c.wait_p99_s = Percentile(w, 0.99);
+    c.wait_max_s = w.back();
+    out.push_back(c);
+  }
+  return out;
+}
 
 void Publish(const Engine& engine, const EngineTick& tick, DaemonState* state) {
   const Controller& c = engine.controller();
@@ -30,6 +78,9 @@ void Publish(const Engine& engine, const EngineTick& tick, DaemonState* state) {
   p.usd_per_hour = tick.cost_usd_per_hour;
   p.pending_units = static_cast<int>(snapshot->pending.size());
   p.queued_jobs = tick.queued_jobs;
+  p.month_to_date_usd = snapshot->month_to_date_usd;
+  p.global_allowance_usd_per_hour =
+      HourlyAllowanceUsd(policy->budget.global, snapshot->month_to_date_usd, snapshot->hours_left_in_month);
 
   state->Update([&](PublishedState& s) {
     s.mode = engine.mode();
@@ -66,6 +117,12 @@ void Publish(const Engine& engine, const EngineTick& tick, DaemonState* state) {
     if (tick.report.errors.empty()) s.ready = true;
     s.series.push_back(p);
     while (s.series.size() > kMaxSeries) s.series.pop_front();
+    s.pending_since = PendingSince(s.pending_since, *snapshot, tick.time);
+    s.pending_by_class = PendingByClass(*snapshot, *s.pending_since, tick.time);
+    if (tick.report.decision_id != 0 && !tick.report.governor.notes.empty()) {
+      s.held.push_back({tick.report.decision_id, tick.report.governor.notes});
+      while (s.held.size() > kMaxHeldDecisions) s.held.pop_front();
+    }
   });
 }
 

@@ -28,6 +28,30 @@ struct SeriesPoint {
   double usd_per_hour = 0;
   int pending_units = 0;
   int64_t queued_jobs = -1;
+  double month_to_date_usd = 0;
+  // The global budget's hourly allowance at that tick (HourlyAllowanceUsd);
+  // infinity when no global cap is set.
+  double global_allowance_usd_per_hour = 0;
+};
+
+// Pending work of one workload class at the last tick, and how long its
+// units have waited: since the tick that first saw each unit pending (this
+// process's view; a restart starts the clocks again).
+struct PendingClassStats {
+  std::string workload_class;
+  int units = 0;
+  double gpus = 0;
+  double wait_p50_s = 0;
+  double wait_p90_s = 0;
+  double wait_p99_s = 0;
+  double wait_max_s = 0;
+};
+
+// Held back by the governor or the actuator (cooldowns, stabilisation,
+// failed calls), one line each, for a recorded decision.
+struct HeldActions {
+  int64_t decision_id = 0;
+  std::vector<std::string> notes;
 };
 
 struct PublishedState {
@@ -59,9 +83,18 @@ struct PublishedState {
   int64_t running_jobs = -1;
   std::vector<std::string> last_errors;
   std::deque<SeriesPoint> series;  // at most kMaxSeries, oldest first
+  // Per class, in class name order.
+  std::vector<PendingClassStats> pending_by_class;
+  // When each pending unit was first seen pending (shared: the copy each
+  // reader takes stays cheap).
+  std::shared_ptr<const std::map<std::string, WallTime>> pending_since;
+  // The newest kMaxHeldDecisions decisions that held something back, oldest
+  // first.
+  std::deque<HeldActions> held;
 };
 
 inline constexpr size_t kMaxSeries = 720;
+inline constexpr size_t kMaxHeldDecisions = 100;
 
 class DaemonState {
  public:
@@ -106,11 +139,17 @@ class DaemonState {
 // Publishes what `tick` did (on the worker thread, after the tick).
 void Publish(const Engine& engine, const EngineTick& tick, DaemonState* state);
 
-// GET /api/v1/status: the dashboard's feed.
-std::string StatusJson(const PublishedState& s);
+// Each unit pending in `snapshot` with the time it was first seen pending:
+// carried over from `before` (null: none), else `now`; units no longer
+// pending are dropped.
+std::shared_ptr<const std::map<std::string, WallTime>> PendingSince(
+    const std::shared_ptr<const std::map<std::string, WallTime>>& before, const Snapshot& snapshot, WallTime now);
+// Per class of the pending units: units, GPUs and the wait since first seen
+// (nearest-rank percentiles), in class name order.
+std::vector<PendingClassStats> PendingByClass(const Snapshot& snapshot, const std::map<std::string, WallTime>& since,
+                                              WallTime now);
 
-// GET /: the dashboard, one self-contained page (no network fetches but its
-// own /api/v1/status and /api/v1/decisions).
-const std::string& DashboardHtml();
+// GET /api/v1/status: the status JSON (mode, nodes, costs, series).
+std::string StatusJson(const PublishedState& s);
 
 }  // namespace gpuscaler::daemon

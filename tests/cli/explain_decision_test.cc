@@ -157,8 +157,8 @@ classes: [{name: default}]
   EXPECT_NE(neither.err.find("--db FILE --decision ID"), std::string::npos) << neither.err;
 }
 
-// The dashboard links each recent decision to /decisions/ID, which serves
-// the replay as JSON.
+// The dashboard links each decision to /decisions/ID, a page with the
+// decision replayed; /api/v1/decisions/ID/explain serves the replay as JSON.
 TEST_F(ExplainDecision, TheDaemonServesEachDecisionsReplay) {
   using namespace std::chrono_literals;
   ChildProcess daemon({GPUSCALER_BINARY, "run", "--demo", "--listen", "127.0.0.1:0", "--port-file",
@@ -178,7 +178,7 @@ TEST_F(ExplainDecision, TheDaemonServesEachDecisionsReplay) {
   ASSERT_GE(decisions["decisions"].size(), 3u);
   const int64_t id = decisions["decisions"][0]["id"].get<int64_t>();
 
-  HttpReply replay = HttpGet(port, "/decisions/" + std::to_string(id));
+  HttpReply replay = HttpGet(port, "/api/v1/decisions/" + std::to_string(id) + "/explain");
   ASSERT_EQ(replay.status, 200) << replay.body;
   const nlohmann::json j = nlohmann::json::parse(replay.body);
   EXPECT_EQ(j["decision_id"], id);
@@ -186,14 +186,26 @@ TEST_F(ExplainDecision, TheDaemonServesEachDecisionsReplay) {
   EXPECT_EQ(j["matches_recorded"], true) << replay.body;
   EXPECT_TRUE(j["plan"].contains("launches"));
 
-  HttpReply unknown = HttpGet(port, "/decisions/999999999");
-  EXPECT_EQ(unknown.status, 404);
-  EXPECT_NE(unknown.body.find("decisions stored: 1.."), std::string::npos) << unknown.body;
-  EXPECT_EQ(HttpGet(port, "/decisions/abc").status, 400);
+  HttpReply page = HttpGet(port, "/decisions/" + std::to_string(id));
+  ASSERT_EQ(page.status, 200) << page.body;
+  EXPECT_NE(page.body.find("<h1>decision #" + std::to_string(id) + "</h1>"), std::string::npos);
+  EXPECT_NE(page.body.find("The planner, run again on the stored snapshot and policy, makes the plan it recorded."),
+            std::string::npos)
+      << page.body;
+  EXPECT_NE(page.body.find("href=\"../api/v1/decisions/" + std::to_string(id) + "/explain\""), std::string::npos);
 
-  HttpReply page = HttpGet(port, "/");
-  ASSERT_EQ(page.status, 200);
-  EXPECT_NE(page.body.find(R"(href="decisions/')"), std::string::npos);
+  for (const std::string path : {"/decisions/999999999", "/api/v1/decisions/999999999/explain"}) {
+    HttpReply unknown = HttpGet(port, path);
+    EXPECT_EQ(unknown.status, 404) << path;
+    EXPECT_NE(unknown.body.find("decisions stored: 1.."), std::string::npos) << unknown.body;
+  }
+  EXPECT_EQ(HttpGet(port, "/decisions/abc").status, 400);
+  EXPECT_EQ(HttpGet(port, "/api/v1/decisions/abc/explain").status, 400);
+  EXPECT_EQ(HttpGet(port, "/api/v1/decisions/1/other").status, 400);
+
+  HttpReply dashboard = HttpGet(port, "/");
+  ASSERT_EQ(dashboard.status, 200);
+  EXPECT_NE(dashboard.body.find("href=\"decisions/"), std::string::npos);
 
   daemon.Signal(SIGTERM);
   std::optional<int> code = daemon.Wait(20s);

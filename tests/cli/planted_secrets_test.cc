@@ -105,7 +105,8 @@ TEST_F(PlantedSecrets, NeverReachLogsTheAuditFileOrHttpAnswers) {
 
   std::vector<std::pair<std::string, std::string>> answers;  // what, body (+ headers)
   const std::string bearer = std::string("Authorization: Bearer ") + kApiToken + "\r\n";
-  for (const char* path : {"/", "/healthz", "/readyz", "/metrics", "/api/v1/status", "/api/v1/decisions?detail=1",
+  for (const char* path : {"/", "/api/v1/dashboard", "/healthz", "/readyz", "/metrics", "/api/v1/status",
+                           "/api/v1/decisions?detail=1", "/decisions/1", "/api/v1/decisions/1/explain",
                            "/api/v1/plan", "/api/v1/snapshot", "/api/v1/policy", "/reports/report.json",
                            "/reports/report.csv", "/reports/report.focus.csv", "/reports/report.html"}) {
     for (const std::string& auth : {std::string(), bearer}) {

@@ -1,0 +1,227 @@
+// The dashboard's parts without a daemon: budgets of every scope against
+// their caps, pending waits, time charts, the page before the first tick.
+// (tests/cli/dashboard_test.cc checks the whole page of a running demo.)
+#include "src/daemon/dashboard.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <limits>
+
+namespace gpuscaler::daemon {
+namespace {
+
+using namespace std::chrono_literals;
+
+const WallTime kNow = WallTime(Seconds(1783296000));  // 2026-07-06T00:00:00Z
+
+size_t Count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + needle.size())) ++n;
+  return n;
+}
+
+DemandUnit Unit(std::string id, std::string cls, int gpus) {
+  DemandUnit u;
+  u.id = std::move(id);
+  u.workload_class = std::move(cls);
+  u.gpus = gpus;
+  return u;
+}
+
+Node MakeNode(std::string id, std::string pool, double usd, std::vector<DemandUnit> running) {
+  Node n;
+  n.id = id;
+  n.instance_id = id;
+  n.pool = std::move(pool);
+  n.offering.instance_type = "g5.12xlarge";
+  n.offering.zone = "us-east-1a";
+  n.offering.capacity_type = CapacityType::kOnDemand;
+  n.offering.usd_per_hour = usd;
+  n.running = std::move(running);
+  return n;
+}
+
+// Two pools, one 4-GPU node each; the training node half used by team ml.
+PublishedState TwoPools() {
+  auto snapshot = std::make_shared<Snapshot>();
+  InstanceType t;
+  t.name = "g5.12xlarge";
+  t.gpu_count = 4;
+  snapshot->instance_types.push_back(t);
+  snapshot->nodes.push_back(MakeNode("i-inf", "inference", 4.0, {}));
+  snapshot->nodes.push_back(MakeNode("i-train", "training", 8.0, {Unit("u1", "train", 2)}));
+  snapshot->month_to_date_usd = 500;
+  snapshot->month_to_date_usd_by_pool = {{"inference", 100}, {"training", 400}};
+  snapshot->month_to_date_usd_by_team = {{"ml", 150}};
+  snapshot->hours_left_in_month = 100;
+  auto policy = std::make_shared<Policy>();
+  policy->name = "test";
+  WorkloadClassPolicy cls;
+  cls.name = "train";
+  cls.team = "ml";
+  policy->classes.push_back(cls);
+  policy->budget.global.hourly_usd = 20;
+  policy->budget.global.hard = true;
+  policy->budget.per_pool["training"].monthly_usd = 1000;  // 400 + 8 x 100 = 1200: over
+  policy->budget.per_pool["training"].hard = false;
+  policy->budget.per_team["ml"].hourly_usd = 3;  // 8 x 2/4 = 4/h: over
+  PublishedState s;
+  s.mode = "daemon";
+  s.snapshot = snapshot;
+  s.policy = policy;
+  s.last_tick_time = kNow;
+  s.cost_usd_per_hour = 12;
+  return s;
+}
+
+TEST(DashboardBudgets, EveryBudgetOfThePolicyWithRateMonthToDateProjectionAndStatus) {
+  DashboardInputs in;
+  in.state = TwoPools();
+  const nlohmann::json j = nlohmann::json::parse(DashboardJson(in));
+  const nlohmann::json& b = j["budgets"];
+  ASSERT_EQ(b.size(), 3u) << b.dump(1);
+
+  EXPECT_EQ(b[0]["scope"], "global");
+  EXPECT_DOUBLE_EQ(b[0]["usd_per_hour"].get<double>(), 12.0);
+  EXPECT_DOUBLE_EQ(b[0]["hourly_cap_usd"].get<double>(), 20.0);
+  EXPECT_TRUE(b[0]["monthly_cap_usd"].is_null());
+  EXPECT_DOUBLE_EQ(b[0]["projected_month_usd"].get<double>(), 500 + 12 * 100.0);
+  EXPECT_DOUBLE_EQ(b[0]["allowance_usd_per_hour"].get<double>(), 20.0);
+  EXPECT_EQ(b[0]["status"], "within");
+
+  EXPECT_EQ(b[1]["scope"], "pool");
+  EXPECT_EQ(b[1]["name"], "training");
+  EXPECT_DOUBLE_EQ(b[1]["usd_per_hour"].get<double>(), 8.0);
+  EXPECT_DOUBLE_EQ(b[1]["projected_month_usd"].get<double>(), 1200.0);
+  // (1000 - 400) / 100 h left.
+  EXPECT_DOUBLE_EQ(b[1]["allowance_usd_per_hour"].get<double>(), 6.0);
+  EXPECT_EQ(b[1]["hard"], false);
+  EXPECT_EQ(b[1]["status"], "projected over the soft monthly cap");
+
+  EXPECT_EQ(b[2]["scope"], "team");
+  EXPECT_EQ(b[2]["name"], "ml");
+  EXPECT_DOUBLE_EQ(b[2]["usd_per_hour"].get<double>(), 4.0);  // half the training node's GPUs
+  EXPECT_DOUBLE_EQ(b[2]["month_to_date_usd"].get<double>(), 150.0);
+  EXPECT_EQ(b[2]["status"], "over the hard hourly cap");
+
+  // On the page: the headline against the global cap, a row per budget, and
+  // the hourly cap as a line on the spend chart.
+  const std::string page = DashboardPage(in);
+  EXPECT_NE(page.find("data-hourly-cap=\"20.00\""), std::string::npos);
+  EXPECT_NE(page.find("of the hard cap <b>$20.00/h</b> (60.0 %)"), std::string::npos);
+  EXPECT_EQ(Count(page, "<tr class=\"budget\""), 3u);
+  EXPECT_NE(page.find("<td class=\"bad\">over the hard hourly cap</td>"), std::string::npos);
+  EXPECT_NE(page.find("class=\"level budget-cap hourly-cap\" data-value=\"20.0\""), std::string::npos);
+  // Rollups split the training node between class train and idle capacity.
+  EXPECT_NE(page.find("<td>train</td><td>1</td><td>2.0</td><td>$4.00</td>"), std::string::npos);
+  EXPECT_NE(page.find("<td>(idle capacity)</td><td>2</td><td>6.0</td><td>$8.00</td>"), std::string::npos);
+}
+
+TEST(DashboardBudgets, AMonthlyCapDrawsTheAllowanceAndTheBurnDownCap) {
+  DashboardInputs in;
+  in.state = TwoPools();
+  auto policy = std::make_shared<Policy>(*in.state.policy);
+  policy->budget.global.monthly_usd = 2000;
+  in.state.policy = policy;
+  for (int i = 0; i < 3; ++i) {
+    SeriesPoint p;
+    p.time = kNow - std::chrono::minutes(10 * (2 - i));
+    p.usd_per_hour = 12;
+    p.month_to_date_usd = 498 + i;
+    p.global_allowance_usd_per_hour = 15;
+    in.state.series.push_back(p);
+  }
+  const std::string page = DashboardPage(in);
+  EXPECT_NE(page.find("class=\"level budget-cap monthly-cap\" data-value=\"2000.0\""), std::string::npos);
+  EXPECT_NE(page.find("data-label=\"allowed now\""), std::string::npos);
+  EXPECT_NE(page.find("data-label=\"projected at the current rate\""), std::string::npos);
+  EXPECT_EQ(page.find("No monthly cap is set"), std::string::npos);
+}
+
+TEST(DashboardPending, WaitsCountFromFirstSeenAndPercentilesAreNearestRank) {
+  Snapshot snap;
+  for (int i = 0; i < 10; ++i) snap.pending.push_back(Unit("a" + std::to_string(i), "alpha", 1));
+  snap.pending.push_back(Unit("b0", "beta", 2));
+  auto before = std::make_shared<std::map<std::string, WallTime>>();
+  for (int i = 0; i < 10; ++i) (*before)["a" + std::to_string(i)] = kNow - Seconds(60 * i);
+  (*before)["gone"] = kNow - 1h;
+  const auto since = PendingSince(before, snap, kNow);
+  EXPECT_EQ(since->count("gone"), 0u);
+  EXPECT_EQ(since->at("b0"), kNow);  // first seen now
+  EXPECT_EQ(since->at("a9"), kNow - Seconds(540));
+
+  const std::vector<PendingClassStats> stats = PendingByClass(snap, *since, kNow);
+  ASSERT_EQ(stats.size(), 2u);
+  EXPECT_EQ(stats[0].workload_class, "alpha");
+  EXPECT_EQ(stats[0].units, 10);
+  EXPECT_DOUBLE_EQ(stats[0].gpus, 10.0);
+  EXPECT_DOUBLE_EQ(stats[0].wait_p50_s, 240.0);  // 5th of 0, 60, ..., 540
+  EXPECT_DOUBLE_EQ(stats[0].wait_p90_s, 480.0);
+  EXPECT_DOUBLE_EQ(stats[0].wait_p99_s, 540.0);
+  EXPECT_DOUBLE_EQ(stats[0].wait_max_s, 540.0);
+  EXPECT_EQ(stats[1].workload_class, "beta");
+  EXPECT_DOUBLE_EQ(stats[1].wait_max_s, 0.0);
+
+  DashboardInputs in;
+  in.state = TwoPools();
+  in.state.pending_by_class = stats;
+  const nlohmann::json j = nlohmann::json::parse(DashboardJson(in));
+  ASSERT_EQ(j["pending_by_class"].size(), 2u);
+  EXPECT_EQ(j["pending_by_class"][0]["class"], "alpha");
+  EXPECT_EQ(j["pending_by_class"][0]["units"], 10);
+  EXPECT_DOUBLE_EQ(j["pending_by_class"][0]["wait_p90_s"].get<double>(), 480.0);
+  const std::string page = DashboardPage(in);
+  EXPECT_NE(page.find("<tr data-class=\"alpha\"><td>alpha</td><td>10</td><td>10.0</td><td>4.0 min</td><td>8.0 min</td>"),
+            std::string::npos);
+}
+
+TEST(DashboardChart, TimeAxisLabelsAscendAndLevelsAndGapsAreDrawn) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<WallTime> times = {kNow, kNow + 1h, kNow + 2h};
+  const std::string svg = TimeChartSvg("c", "a chart", times, {{"x", "#000", {1, nan, 3}, false}}, false,
+                                       {{"cap 5", "#f00", 5, "cap"}}, "units");
+  EXPECT_NE(svg.find("<svg id=\"c\" class=\"chart\""), std::string::npos);
+  EXPECT_NE(svg.find("time (UTC)"), std::string::npos);
+  EXPECT_EQ(Count(svg, "class=\"tick-label time-label\""), 5u);
+  EXPECT_NE(svg.find("data-time=\"2026-07-06T00:00:00Z\""), std::string::npos);
+  EXPECT_NE(svg.find("data-time=\"2026-07-06T01:00:00Z\""), std::string::npos);
+  EXPECT_NE(svg.find("data-time=\"2026-07-06T02:00:00Z\""), std::string::npos);
+  EXPECT_NE(svg.find("text-anchor=\"end\">02:00</text>"), std::string::npos);
+  EXPECT_NE(svg.find("class=\"level cap\" data-value=\"5.0\""), std::string::npos);
+  // The gap splits the line into two moves.
+  const size_t path = svg.find("class=\"series\"");
+  ASSERT_NE(path, std::string::npos);
+  const std::string d = svg.substr(path, svg.find("/>", path) - path);
+  EXPECT_EQ(Count(d, "M"), 2u) << d;
+  // Over more than 20 hours the labels carry the date.
+  const std::string days = TimeChartSvg("d", "days", {kNow, kNow + 48h}, {{"x", "#000", {1, 2}, false}}, false, {}, "");
+  EXPECT_NE(days.find(">07-06 00:00<"), std::string::npos);
+  EXPECT_NE(days.find(">07-08 00:00<"), std::string::npos);
+}
+
+TEST(DashboardPage, BeforeTheFirstTickEveryChartHasItsAxesAndSaysSo) {
+  DashboardInputs in;
+  in.state.mode = "daemon";
+  const std::string page = DashboardPage(in);
+  EXPECT_EQ(Count(page, "class=\"chart\""), 4u);
+  EXPECT_EQ(Count(page, "class=\"axis x-axis\""), 4u);
+  EXPECT_EQ(Count(page, "no data yet"), 4u);
+  EXPECT_NE(page.find("waiting for the first tick"), std::string::npos);
+  const nlohmann::json j = nlohmann::json::parse(DashboardJson(in));
+  EXPECT_TRUE(j["time"].is_null());
+  EXPECT_TRUE(j["budgets"].empty());
+  EXPECT_TRUE(j["sections"].contains("fleet"));
+}
+
+TEST(DashboardPage, AStoreErrorIsShownNotHidden) {
+  DashboardInputs in;
+  in.state = TwoPools();
+  in.store_error = "cannot open /nope.db";
+  EXPECT_NE(DashboardPage(in).find("audit database: cannot open /nope.db"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpuscaler::daemon
