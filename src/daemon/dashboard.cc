@@ -20,6 +20,7 @@
 #include "gpuscaler/model/escape.h"
 #include "gpuscaler/model/json.h"
 #include "gpuscaler/model/time.h"
+#include "gpuscaler/policy/schedule.h"
 
 namespace gpuscaler::daemon {
 namespace {
@@ -272,6 +273,31 @@ void ChartsSections(const PublishedState& s, std::map<std::string, std::string>*
 
 // ---- rollups, pending, market ----------------------------------------------
 
+// Each pool's node limits at the last tick, after the scaling schedules in
+// force then (policy/schedule.h).
+std::string PoolLimitsTable(const PublishedState& s) {
+  if (!s.policy || !s.last_tick_time || s.policy->pools.empty()) return "";
+  const std::vector<ScheduleInForce> in_force = SchedulesInForce(s.policy->scaling.schedules, *s.last_tick_time);
+  std::string out = "<div class=\"scroll\"><table id=\"pool-limits\"><thead><tr><th>pool</th><th>min nodes</th>"
+                    "<th>max nodes</th><th>set by</th></tr></thead><tbody>";
+  for (const NodePoolPolicy& pool : s.policy->pools) {
+    const PoolLimits limits = PoolLimitsAt(pool, in_force);
+    std::string by = "the pool";
+    if (!limits.schedules.empty()) {
+      by = "schedule";
+      for (size_t i = 0; i < limits.schedules.size(); ++i) {
+        const std::string& name = limits.schedules[i];
+        auto f = std::find_if(in_force.begin(), in_force.end(), [&](const ScheduleInForce& x) { return x.schedule->name == name; });
+        by += std::string(i == 0 ? " " : ", ") + Esc(name) +
+              (f != in_force.end() ? " (until " + TimeText(f->until) + ")" : std::string());
+      }
+    }
+    out += "<tr><td>" + Esc(pool.name) + "</td><td>" + std::to_string(limits.min_nodes) + "</td><td>" +
+           std::to_string(limits.max_nodes) + "</td><td>" + by + "</td></tr>";
+  }
+  return out + "</tbody></table></div>";
+}
+
 std::string RollupsSection(const PublishedState& s) {
   std::string out = "<h2>Rollups</h2>";
   if (!s.snapshot) return out + "<p>waiting for the first tick</p>";
@@ -313,7 +339,7 @@ std::string RollupsSection(const PublishedState& s) {
   }
   out += "</div><p class=\"note\">A class's nodes run some of its work; its GPUs and USD/h are its share of them "
          "(the node's price split by GPUs); the rest is idle capacity.</p>";
-  return out;
+  return out + PoolLimitsTable(s);
 }
 
 std::string PendingSection(const PublishedState& s) {

@@ -223,5 +223,38 @@ TEST(DashboardPage, AStoreErrorIsShownNotHidden) {
   EXPECT_NE(DashboardPage(in).find("audit database: cannot open /nope.db"), std::string::npos);
 }
 
+// Pool limits as the last tick saw them: the pool's own, or a schedule's
+// while it is in force (named, with when it ends).
+TEST(DashboardPage, PoolLimitsShowTheScheduleInForce) {
+  DashboardInputs in;
+  in.state = TwoPools();
+  Policy policy = *in.state.policy;
+  NodePoolPolicy inference;
+  inference.name = "inference";
+  inference.max_nodes = 30;
+  NodePoolPolicy training = inference;
+  training.name = "training";
+  policy.pools = {inference, training};
+  ScalingSchedule warm;
+  warm.name = "night-warm";
+  warm.cron = "0 0 * * *";  // kNow is 00:00 UTC
+  warm.duration = Seconds(3600);
+  warm.pools = {"training"};
+  warm.min_nodes = 4;
+  policy.scaling.schedules = {warm};
+  in.state.policy = std::make_shared<Policy>(policy);
+  const std::string page = DashboardPage(in);
+  const size_t at = page.find("<table id=\"pool-limits\"");
+  ASSERT_NE(at, std::string::npos);
+  const std::string table = page.substr(at, page.find("</table>", at) - at);
+  EXPECT_NE(table.find("<tr><td>inference</td><td>0</td><td>30</td><td>the pool</td></tr>"), std::string::npos) << table;
+  EXPECT_NE(table.find("<tr><td>training</td><td>4</td><td>30</td><td>schedule night-warm (until "), std::string::npos)
+      << table;
+  // An hour later it has ended.
+  in.state.last_tick_time = kNow + Seconds(3600);
+  const std::string later = DashboardPage(in);
+  EXPECT_NE(later.find("<tr><td>training</td><td>0</td><td>30</td><td>the pool</td></tr>"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace gpuscaler::daemon
