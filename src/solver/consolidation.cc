@@ -176,7 +176,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
     int need_whole = 0;
     for (const auto& u : n.running) {
       if (type) {
-        risk_old += ExpectedInterruptionUsdPerHour(u, n.offering, *type, ReplacementWaitHours(snap_, n.offering, *type));
+        risk_old += ExpectedInterruptionUsdPerHour(u, n.offering, *type, src.wait_h);
         disruption += std::max<int64_t>(0, u.restart_cost.count()) / 3600.0 * OnDemandValueUsdPerHour(u, n.offering, *type);
       }
       need_whole += std::max(0, u.gpus);

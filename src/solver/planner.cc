@@ -274,7 +274,7 @@ Plan Planner::Run() {
     const Node& n = snap_.nodes[i];
     if (gone[i] || n.state == NodeState::kTerminating || existing_[i].type < 0) continue;
     const InstanceType& t = snap_.instance_types[existing_[i].type];
-    const double wait_h = ReplacementWaitHours(snap_, n.offering, t);
+    const double wait_h = existing_[i].wait_h;
     for (const auto& u : n.running) risk += ExpectedInterruptionUsdPerHour(u, n.offering, t, wait_h);
     risk += existing_[i].risk;
     for (auto [node, k] : existing_[i].moved)

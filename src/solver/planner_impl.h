@@ -204,7 +204,8 @@ class Planner {
   }
   bool UnitAllowed(const DemandUnit& u, int cls, int pool, const Offering& off, int type, int zone, int* mig_idx) const;
 
-  // The zone, capacity type and prices of `o` (pool and type are the caller's).
+  // The zone, capacity type, prices and replacement wait of `o` (pool and
+  // type are the caller's, set before).
   void SetPrices(const Offering& o, NodeOffer& n) const;
   // An empty node of type `t`: its GPU model and free GPUs, vCPU and memory.
   void SetCapacity(const InstanceType& t, Bin& b) const;
@@ -283,6 +284,7 @@ class Planner {
   std::unordered_map<std::string, const GpuModel*> gpu_by_name_;
   std::unordered_map<std::string, int> type_by_name_;
   std::vector<const GpuModel*> gpu_by_type_;  // GpuOf each snapshot instance type
+  std::vector<double> learned_wait_h_by_type_;  // the family's learned warm-up, hours; -1: none
   std::map<std::string, int> zone_index_;
   std::vector<std::string> zone_names_;
   std::vector<PoolInfo> pools_;

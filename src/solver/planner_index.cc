@@ -38,6 +38,11 @@ void Planner::BuildIndex() {
   for (size_t i = 0; i < snap_.instance_types.size(); ++i) type_by_name_.emplace(snap_.instance_types[i].name, int(i));
   gpu_by_type_.reserve(snap_.instance_types.size());
   for (const InstanceType& t : snap_.instance_types) gpu_by_type_.push_back(GpuOf(t));
+  learned_wait_h_by_type_.reserve(snap_.instance_types.size());
+  for (const InstanceType& t : snap_.instance_types) {
+    auto it = snap_.warmup_seconds_by_family.find(t.family.empty() ? t.name : t.family);
+    learned_wait_h_by_type_.push_back(it == snap_.warmup_seconds_by_family.end() ? -1.0 : std::max(0, it->second) / 3600.0);
+  }
   for (const auto& o : snap_.offerings) zone_index_.emplace(o.zone, 0);
   for (const auto& n : snap_.nodes) zone_index_.emplace(n.offering.zone, 0);
   for (auto& [name, idx] : zone_index_) {
@@ -261,11 +266,12 @@ void Planner::SetPrices(const Offering& o, NodeOffer& n) const {
   n.price = o.usd_per_hour;
   n.od = o.on_demand_usd_per_hour > 0 ? o.on_demand_usd_per_hour : o.usd_per_hour;
   n.ih = n.spot ? std::max(0.0, o.interruptions_per_hour) : 0;
+  // ReplacementWaitHours, without its per-call lookups: this runs for every
+  // existing node on each fill.
   n.wait_h = 0;
   if (n.spot) {
-    auto t = type_by_name_.find(o.instance_type);
-    n.wait_h = t == type_by_name_.end() ? double(std::max<int64_t>(0, o.launch_latency.count())) / 3600.0
-                                        : ReplacementWaitHours(snap_, o, snap_.instance_types[t->second]);
+    const double learned = n.type >= 0 ? learned_wait_h_by_type_[n.type] : -1;
+    n.wait_h = learned >= 0 ? learned : double(std::max<int64_t>(0, o.launch_latency.count())) / 3600.0;
   }
 }
 
