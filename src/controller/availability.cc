@@ -36,6 +36,41 @@ bool OfferingAvailability::IsAvailable(const std::string& offering_key, WallTime
   return it == marks_.end() || now >= it->second.until;
 }
 
+Seconds OfferingAvailability::ReclaimCooldownFor(int wave) {
+  Seconds d = kReclaimCooldownBase;
+  for (int i = 1; i < wave && d < kReclaimCooldownMax; ++i) d *= 2;
+  return std::min(d, kReclaimCooldownMax);
+}
+
+bool OfferingAvailability::RecordReclaimNotice(const std::string& offering_key, int pool_nodes, WallTime now) {
+  Reclaim& r = reclaims_[offering_key];
+  while (!r.notices.empty() && now - r.notices.front() > kReclaimWaveWindow) r.notices.erase(r.notices.begin());
+  if (r.notices.empty()) r.pool_nodes = std::max(1, pool_nodes);
+  r.notices.push_back(now);
+  // Notices within the window of a wave already marked belong to it.
+  if (r.waves > 0 && now - r.wave_at <= kReclaimWaveWindow) return false;
+  const int n = static_cast<int>(r.notices.size());
+  if (n < 2 && 2 * n < r.pool_nodes) return false;
+  if (r.waves > 0 && now >= r.until + kReclaimQuietReset) r.waves = 0;
+  r.waves += 1;
+  r.wave_at = now;
+  r.until = std::max(r.until, now + ReclaimCooldownFor(r.waves));
+  return true;
+}
+
+std::map<std::string, WallTime> OfferingAvailability::Reclaimed(WallTime now) const {
+  std::map<std::string, WallTime> out;
+  for (const auto& [key, r] : reclaims_) {
+    if (r.waves > 0 && now < r.until) out.emplace(key, r.until);
+  }
+  return out;
+}
+
+int OfferingAvailability::ReclaimWaves(const std::string& offering_key) const {
+  auto it = reclaims_.find(offering_key);
+  return it == reclaims_.end() ? 0 : it->second.waves;
+}
+
 int OfferingAvailability::ErrorStreak(const std::string& offering_key) const {
   auto it = marks_.find(offering_key);
   return it == marks_.end() ? 0 : it->second.streak;

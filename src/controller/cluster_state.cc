@@ -168,6 +168,17 @@ void ClusterState::ReadInterruptions(const Policy& policy, WallTime now, TickRep
       risk_.RecordInterruption(offering_key_[o], risk_group_[o], now);
       risk_dirty_ = true;
     }
+    if (node.offering.capacity_type == CapacityType::kSpot) {
+      const std::string key = node.offering.Key();
+      int pool_nodes = 0;
+      for (const Node& other : snapshot_.nodes)
+        pool_nodes += other.state != NodeState::kTerminating && other.offering.capacity_type == CapacityType::kSpot &&
+                      other.offering.instance_type == node.offering.instance_type &&
+                      other.offering.zone == node.offering.zone;
+      // A wave marks the pool reclaimed; the snapshot (reclaimed_spot_pools)
+      // and the plan's notes say so from this tick's RefreshOfferings on.
+      availability_.RecordReclaimNotice(key, pool_nodes, now);
+    }
     snapshot_.nodes[it->second].state = NodeState::kDraining;
     replacements_dirty_ = true;
     MarkChanged(true);
@@ -289,6 +300,18 @@ void ClusterState::ReadPrices(WallTime now, TickReport* report) {
 }
 
 void ClusterState::RefreshOfferings(WallTime now) {
+  std::vector<std::string> reclaimed;
+  for (const auto& [key, until] : availability_.Reclaimed(now)) reclaimed.push_back(key);
+  if (reclaimed != snapshot_.reclaimed_spot_pools) {
+    // A new mark comes with its notices (already structural); a cooldown
+    // ending only lets later plans use the pool again, it asks for none.
+    const bool added = std::any_of(reclaimed.begin(), reclaimed.end(), [&](const std::string& k) {
+      return std::find(snapshot_.reclaimed_spot_pools.begin(), snapshot_.reclaimed_spot_pools.end(), k) ==
+             snapshot_.reclaimed_spot_pools.end();
+    });
+    snapshot_.reclaimed_spot_pools = std::move(reclaimed);
+    MarkChanged(added);
+  }
   std::vector<std::string> unavailable = availability_.Unavailable(now);
   if (unavailable == last_unavailable_) return;
   for (const std::string& key : last_unavailable_) {

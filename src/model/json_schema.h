@@ -132,6 +132,7 @@ void Fields(V& v, T& s) {
   v.StrList("scale_down_blocked_classes", s.scale_down_blocked_classes);
   v.IntMap("recently_disrupted", s.recently_disrupted);
   v.StrList("spot_paused_classes", s.spot_paused_classes);
+  v.StrList("reclaimed_spot_pools", s.reclaimed_spot_pools);
   v.IntMap("warmup_seconds_by_family", s.warmup_seconds_by_family);
   v.Objects("gpu_models", s.gpu_models);
   v.Objects("instance_types", s.instance_types);

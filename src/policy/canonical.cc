@@ -174,6 +174,7 @@ std::string CanonicalPolicyText(const Policy& p) {
   if (!p.budget.per_team.empty()) w.Put("budget.teams", p.budget.per_team);
   w.Put("spot.max_price_fraction_of_on_demand", p.spot.max_price_fraction_of_on_demand);
   w.Put("spot.max_interruptions_per_hour", p.spot.max_interruptions_per_hour);
+  w.Put("spot.max_pool_share", p.spot.max_pool_share);
   w.Put("spot.fallback_to_on_demand", p.spot.fallback_to_on_demand);
   w.Put("spot.fallback_duration", p.spot.fallback_duration);
   if (p.spot.on_rebalance != "ignore") w.Put("spot.on_rebalance", p.spot.on_rebalance);

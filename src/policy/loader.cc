@@ -389,10 +389,14 @@ void PolicyReader::ReadBudget(const DocNode& node) {
 
 void PolicyReader::ReadSpot(const DocNode& node) {
   MapReader m(r_, node, "spot",
-              {"max_price_fraction_of_on_demand", "max_interruptions_per_hour",
+              {"max_price_fraction_of_on_demand", "max_interruptions_per_hour", "max_pool_share",
                "fallback_to_on_demand", "fallback_duration", "on_rebalance"});
   Share(m, "max_price_fraction_of_on_demand", &p_.spot.max_price_fraction_of_on_demand);
   NonNegative(m, "max_interruptions_per_hour", &p_.spot.max_interruptions_per_hour);
+  if (m.ReadNumber("max_pool_share", &p_.spot.max_pool_share) &&
+      !(p_.spot.max_pool_share > 0 && p_.spot.max_pool_share <= 1)) {
+    r_.ReportAt(m.PathOf("max_pool_share"), "must be in (0, 1], got " + m.Find("max_pool_share")->scalar);
+  }
   m.ReadBool("fallback_to_on_demand", &p_.spot.fallback_to_on_demand);
   m.ReadDuration("fallback_duration", &p_.spot.fallback_duration);
   if (m.ReadString("on_rebalance", &p_.spot.on_rebalance) && p_.spot.on_rebalance != "ignore" &&

@@ -44,6 +44,13 @@ bool Planner::MoveAllowance(const DemandUnit& u, int cls, const Bin& from, const
   if (onto_spot && a.spot[cls] < w - kEps) return false;
   if (zone_change && a.zone[cls][to.zone] < w - kEps) return false;
   if (team_more > 0 && a.team_usd[team] < team_more - kEps) return false;
+  const int from_pool = classes_[cls].pool_limited ? SpotPoolOf(from) : -1;
+  const int to_pool = classes_[cls].pool_limited ? SpotPoolOf(to) : -1;
+  if (to_pool >= 0 && to_pool != from_pool && a.spot_pool[cls][to_pool] < w - kEps) return false;
+  if (from_pool != to_pool) {
+    if (from_pool >= 0) a.spot_pool[cls][from_pool] += w;
+    if (to_pool >= 0) a.spot_pool[cls][to_pool] -= w;
+  }
   if (a.spot[cls] < kInf && from.spot != to.spot) a.spot[cls] += from.spot ? w : -w;
   if (zone_change) {
     a.zone[cls][from.zone] += w;
@@ -122,7 +129,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
     return false;
   };
   auto allowances_unlimited = [&](const DemandUnit& u, int cls, const Allowances& a) {
-    if (a.spot[cls] < kInf || classes_[cls].zone_limited) return false;
+    if (a.spot[cls] < kInf || classes_[cls].zone_limited || classes_[cls].pool_limited) return false;
     const auto team = team_index_.find(TeamOf(u, policy_));
     return team == team_index_.end() || a.team_usd[team->second] == kInf;
   };
@@ -169,7 +176,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
     int need_whole = 0;
     for (const auto& u : n.running) {
       if (type) {
-        risk_old += ExpectedInterruptionUsdPerHour(u, n.offering, *type);
+        risk_old += ExpectedInterruptionUsdPerHour(u, n.offering, *type, src.wait_h);
         disruption += std::max<int64_t>(0, u.restart_cost.count()) / 3600.0 * OnDemandValueUsdPerHour(u, n.offering, *type);
       }
       need_whole += std::max(0, u.gpus);
@@ -213,7 +220,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
           }
           undo.emplace_back(bi, std::move(copy));
           dest.emplace_back(k, bi);
-          risk_new += ExpectedInterruptionUsdPerHour(u, off, snap_.instance_types[b.type]);
+          risk_new += ExpectedInterruptionUsdPerHour(u, off, snap_.instance_types[b.type], b.wait_h);
           placed = true;
           break;
         }
@@ -280,7 +287,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
           all = false;
           break;
         }
-        risk_new += ExpectedInterruptionUsdPerHour(u, off, snap_.instance_types[op.type]);
+        risk_new += ExpectedInterruptionUsdPerHour(u, off, snap_.instance_types[op.type], op.wait_h);
       }
       if (!all) continue;
       const double saves = src.price + risk_old - op.price - risk_new - disruption;

@@ -216,9 +216,11 @@ Plan Planner::Run() {
     for (size_t g = 0; g < groups_.size(); ++g) base.rem[g] = int(groups_[g].units.size());
     base.allow.spot.resize(classes_.size());
     base.allow.zone.resize(classes_.size());
+    base.allow.spot_pool.resize(classes_.size());
     for (size_t c = 0; c < classes_.size(); ++c) {
       base.allow.spot[c] = classes_[c].spot_allow;
       base.allow.zone[c] = classes_[c].zone_allow;
+      base.allow.spot_pool[c] = classes_[c].pool_allow;
     }
     for (const TeamInfo& t : teams_)
       base.allow.team_usd.push_back(t.hard ? t.allowance_usd - t.running_usd : kInf);
@@ -241,7 +243,7 @@ Plan Planner::Run() {
       for (auto [g, t] : b.content) placed[groups_[g].cls] += groups_[g].gpu_w * t * b.mult;
     bool again = false;
     for (size_t c = 0; c < classes_.size(); ++c) {
-      const bool limited = classes_[c].spot_allow < kInf || classes_[c].zone_limited;
+      const bool limited = classes_[c].spot_allow < kInf || classes_[c].zone_limited || classes_[c].pool_limited;
       short_class[c] = limited && placed[c] < totals[c] - 1e-7;
       if (short_class[c]) {
         again = true;
@@ -272,10 +274,11 @@ Plan Planner::Run() {
     const Node& n = snap_.nodes[i];
     if (gone[i] || n.state == NodeState::kTerminating || existing_[i].type < 0) continue;
     const InstanceType& t = snap_.instance_types[existing_[i].type];
-    for (const auto& u : n.running) risk += ExpectedInterruptionUsdPerHour(u, n.offering, t);
+    const double wait_h = existing_[i].wait_h;
+    for (const auto& u : n.running) risk += ExpectedInterruptionUsdPerHour(u, n.offering, t, wait_h);
     risk += existing_[i].risk;
     for (auto [node, k] : existing_[i].moved)
-      risk += ExpectedInterruptionUsdPerHour(snap_.nodes[node].running[k], n.offering, t);
+      risk += ExpectedInterruptionUsdPerHour(snap_.nodes[node].running[k], n.offering, t, wait_h);
   }
   for (const auto& l : plan.launches) risk += l.expected_interruption_usd_per_hour;
   plan.expected_interruption_usd_per_hour = risk;
@@ -306,6 +309,8 @@ Plan Planner::Run() {
   for (const Group& g : groups_)
     if (g.spot_paused) paused.insert(g.rep->workload_class);
   for (const auto& c : paused) notes.push_back("class " + c + ": spot paused after a capacity error");
+  for (const auto& key : snap_.reclaimed_spot_pools)
+    notes.push_back("spot pool " + key + ": reclaimed in a wave of notices, no new nodes there until its cooldown ends");
   for (const auto& n : notes_) notes.push_back(n);
   plan.summary = SummarizePlan(plan, snap_.pending.size());
   return plan;
@@ -328,9 +333,22 @@ double OnDemandValueUsdPerHour(const DemandUnit& unit, const Offering& offering,
   return od * solver_detail::ShareOfNode(GpuShare(unit), std::max<int64_t>(0, unit.cpu_milli), type);
 }
 
-double ExpectedInterruptionUsdPerHour(const DemandUnit& unit, const Offering& offering, const InstanceType& type) {
+double ReplacementWaitHours(const Snapshot& snapshot, const Offering& offering, const InstanceType& type) {
+  auto it = snapshot.warmup_seconds_by_family.find(type.family.empty() ? type.name : type.family);
+  if (it != snapshot.warmup_seconds_by_family.end()) return std::max(0, it->second) / 3600.0;
+  return double(std::max<int64_t>(0, offering.launch_latency.count())) / 3600.0;
+}
+
+double ExpectedInterruptionUsdPerHour(const DemandUnit& unit, const Offering& offering, const InstanceType& type,
+                                      double replacement_wait_h) {
   if (offering.capacity_type != CapacityType::kSpot || offering.interruptions_per_hour <= 0) return 0;
-  return offering.interruptions_per_hour * LostHoursPerInterruption(unit) * OnDemandValueUsdPerHour(unit, offering, type);
+  return offering.interruptions_per_hour * (LostHoursPerInterruption(unit) + std::max(0.0, replacement_wait_h)) *
+         OnDemandValueUsdPerHour(unit, offering, type);
+}
+
+double ExpectedInterruptionUsdPerHour(const DemandUnit& unit, const Offering& offering, const InstanceType& type) {
+  return ExpectedInterruptionUsdPerHour(unit, offering, type,
+                                        double(std::max<int64_t>(0, offering.launch_latency.count())) / 3600.0);
 }
 
 Plan MakePlan(const Snapshot& snapshot, const Policy& policy) { return MakePlan(snapshot, policy, PlannerOptions{}); }

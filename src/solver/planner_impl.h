@@ -43,8 +43,9 @@ struct GpuPart {
 
 // A node as bought: its pool, type and zone (indices; -1 when none), its
 // capacity type and hourly price, the on-demand price of the same type (what
-// work lost to an interruption is worth) and its expected interruptions per
-// hour (0 on on-demand).
+// work lost to an interruption is worth), its expected interruptions per
+// hour (0 on on-demand) and the hours interrupted work waits for a
+// replacement (ReplacementWaitHours).
 struct NodeOffer {
   int pool = -1;
   int type = -1;
@@ -53,6 +54,7 @@ struct NodeOffer {
   double price = 0;
   double od = 0;
   double ih = 0;
+  double wait_h = 0;
 };
 
 // Free capacity of one node (or `mult` identical new nodes) and what the plan
@@ -113,6 +115,10 @@ struct ClassInfo {
   double spot_allow = kInf;
   bool zone_limited = false;
   std::vector<double> zone_allow;
+  // spot.max_pool_share < 1: GPUs the class may still add on spot per spot
+  // pool (Planner::SpotPoolOf), floored at one unit per pool.
+  bool pool_limited = false;
+  std::vector<double> pool_allow;
   bool blocked = false;
   bool spot_paused = false;  // Snapshot::spot_paused_classes
 };
@@ -128,12 +134,14 @@ struct TeamInfo {
 };
 
 // What the plan may still add: per class, GPUs on spot (kInf: no share
-// limit) and GPUs per zone (zone-spread classes only); per team, USD/h of
-// its share of node prices (kInf: no hard cap). Placing work consumes them,
-// moving or removing it gives them back.
+// limit), GPUs per zone (zone-spread classes only) and GPUs per spot pool
+// (pool-limited classes only); per team, USD/h of its share of node prices
+// (kInf: no hard cap). Placing work consumes them, moving or removing it
+// gives them back.
 struct Allowances {
   std::vector<double> spot;
   std::vector<std::vector<double>> zone;
+  std::vector<std::vector<double>> spot_pool;
   std::vector<double> team_usd;
 };
 
@@ -196,7 +204,8 @@ class Planner {
   }
   bool UnitAllowed(const DemandUnit& u, int cls, int pool, const Offering& off, int type, int zone, int* mig_idx) const;
 
-  // The zone, capacity type and prices of `o` (pool and type are the caller's).
+  // The zone, capacity type, prices and replacement wait of `o` (pool and
+  // type are the caller's, set before).
   void SetPrices(const Offering& o, NodeOffer& n) const;
   // An empty node of type `t`: its GPU model and free GPUs, vCPU and memory.
   void SetCapacity(const InstanceType& t, Bin& b) const;
@@ -204,6 +213,11 @@ class Planner {
   double Risk(const Group& g, const NodeOffer& b) const;
   // A node's price per GPU: what a whole GPU of work there costs its team.
   double PerGpu(const NodeOffer& b) const;
+  // The spot pool (instance type x zone) of `b` as an index into
+  // Allowances::spot_pool, or -1 when `b` is not spot or has no type or zone.
+  int SpotPoolOf(const NodeOffer& b) const {
+    return b.spot && b.type >= 0 && b.zone >= 0 ? b.type * int(zone_names_.size()) + b.zone : -1;
+  }
   // How many units of `g` the allowances let the plan put on `b`.
   int Limit(const Group& g, const NodeOffer& b, const Allowances& a) const;
   // Takes (count > 0) or gives back (count < 0) the allowances of `count`
@@ -270,6 +284,7 @@ class Planner {
   std::unordered_map<std::string, const GpuModel*> gpu_by_name_;
   std::unordered_map<std::string, int> type_by_name_;
   std::vector<const GpuModel*> gpu_by_type_;  // GpuOf each snapshot instance type
+  std::vector<double> learned_wait_h_by_type_;  // the family's learned warm-up, hours; -1: none
   std::map<std::string, int> zone_index_;
   std::vector<std::string> zone_names_;
   std::vector<PoolInfo> pools_;
@@ -285,6 +300,7 @@ class Planner {
   std::vector<Bin> existing_;            // by node index
   std::vector<int> existing_order_;      // accepting bins, placement order
   std::vector<std::vector<double>> existing_zone_gpu_;  // class x zone
+  std::vector<std::vector<double>> existing_pool_gpu_;  // class x spot pool (only with spot.max_pool_share < 1)
   std::vector<double> class_total_gpu_;
   std::vector<double> class_spot_gpu_;
   std::vector<double> max_unit_;

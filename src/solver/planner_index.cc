@@ -38,6 +38,11 @@ void Planner::BuildIndex() {
   for (size_t i = 0; i < snap_.instance_types.size(); ++i) type_by_name_.emplace(snap_.instance_types[i].name, int(i));
   gpu_by_type_.reserve(snap_.instance_types.size());
   for (const InstanceType& t : snap_.instance_types) gpu_by_type_.push_back(GpuOf(t));
+  learned_wait_h_by_type_.reserve(snap_.instance_types.size());
+  for (const InstanceType& t : snap_.instance_types) {
+    auto it = snap_.warmup_seconds_by_family.find(t.family.empty() ? t.name : t.family);
+    learned_wait_h_by_type_.push_back(it == snap_.warmup_seconds_by_family.end() ? -1.0 : std::max(0, it->second) / 3600.0);
+  }
   for (const auto& o : snap_.offerings) zone_index_.emplace(o.zone, 0);
   for (const auto& n : snap_.nodes) zone_index_.emplace(n.offering.zone, 0);
   for (auto& [name, idx] : zone_index_) {
@@ -116,9 +121,12 @@ void Planner::BuildOptions() {
       op.pool = int(p);
       op.type = t->second;
       SetPrices(o, op);
-      op.unavailable = !o.available;
+      // A pool in its reclaim cooldown counts as without capacity for new
+      // nodes (the snapshot's list, so a replay of it plans the same).
+      op.unavailable = !o.available || (op.spot && !snap_.reclaimed_spot_pools.empty() &&
+                                        Contains(snap_.reclaimed_spot_pools, o.Key()));
       op.over_ceiling = op.spot && (op.price > frac * op.od + kEps || op.ih > policy_.spot.max_interruptions_per_hour + kEps);
-      op.usable = o.available && !op.over_ceiling;
+      op.usable = !op.unavailable && !op.over_ceiling;
       options_.push_back(op);
     }
   }
@@ -148,15 +156,24 @@ void Planner::BuildClasses() {
   class_total_gpu_.assign(nc, 0);
   class_spot_gpu_.assign(nc, 0);
   existing_zone_gpu_.assign(nc, std::vector<double>(zone_names_.size(), 0));
+  const bool pool_capped = policy_.spot.max_pool_share < 1.0 - kEps;
+  existing_pool_gpu_.assign(pool_capped ? nc : 0,
+                            std::vector<double>(snap_.instance_types.size() * zone_names_.size(), 0));
   for (const auto& n : snap_.nodes) {
     if (n.state == NodeState::kTerminating) continue;
     const int z = zone_index_.at(n.offering.zone);
+    NodeOffer where;
+    where.spot = n.offering.capacity_type == CapacityType::kSpot;
+    where.zone = z;
+    if (auto t = type_by_name_.find(n.offering.instance_type); t != type_by_name_.end()) where.type = t->second;
+    const int spot_pool = pool_capped ? SpotPoolOf(where) : -1;
     for (const auto& u : n.running) {
       const int c = class_index_.at(u.workload_class);
       const double w = GpuShare(u);
       class_total_gpu_[c] += w;
-      if (n.offering.capacity_type == CapacityType::kSpot) class_spot_gpu_[c] += w;
+      if (where.spot) class_spot_gpu_[c] += w;
       existing_zone_gpu_[c][z] += w;
+      if (spot_pool >= 0) existing_pool_gpu_[c][spot_pool] += w;
     }
   }
   max_unit_.assign(nc, 0);
@@ -182,6 +199,16 @@ void Planner::SetAllowances(const std::vector<double>& totals) {
       const double cap = std::max(zone_share * totals[c], max_unit_[c]);
       ci.zone_allow.resize(zone_names_.size());
       for (size_t z = 0; z < zone_names_.size(); ++z) ci.zone_allow[z] = cap - existing_zone_gpu_[c][z];
+    }
+    // A pool already over the cap (work placed before it, or before the
+    // class grew) keeps its nodes: its allowance is negative, so only new
+    // placement there is refused.
+    ci.pool_limited = !existing_pool_gpu_.empty();
+    ci.pool_allow.clear();
+    if (ci.pool_limited) {
+      const double cap = std::max(policy_.spot.max_pool_share * totals[c], max_unit_[c]);
+      ci.pool_allow.resize(existing_pool_gpu_[c].size());
+      for (size_t p = 0; p < ci.pool_allow.size(); ++p) ci.pool_allow[p] = cap - existing_pool_gpu_[c][p];
     }
   }
 }
@@ -239,6 +266,13 @@ void Planner::SetPrices(const Offering& o, NodeOffer& n) const {
   n.price = o.usd_per_hour;
   n.od = o.on_demand_usd_per_hour > 0 ? o.on_demand_usd_per_hour : o.usd_per_hour;
   n.ih = n.spot ? std::max(0.0, o.interruptions_per_hour) : 0;
+  // ReplacementWaitHours, without its per-call lookups: this runs for every
+  // existing node on each fill.
+  n.wait_h = 0;
+  if (n.spot) {
+    const double learned = n.type >= 0 ? learned_wait_h_by_type_[n.type] : -1;
+    n.wait_h = learned >= 0 ? learned : double(std::max<int64_t>(0, o.launch_latency.count())) / 3600.0;
+  }
 }
 
 void Planner::SetCapacity(const InstanceType& t, Bin& b) const {
@@ -278,7 +312,7 @@ int Planner::FitOnEmpty(const Group& g, int type) const {
 
 double Planner::Risk(const Group& g, const NodeOffer& b) const {
   if (!b.spot || b.ih <= 0 || b.type < 0) return 0;
-  return b.ih * g.loss_h * b.od * ShareOfNode(g.gpu_w, g.shape.cpu, snap_.instance_types[b.type]);
+  return b.ih * (g.loss_h + b.wait_h) * b.od * ShareOfNode(g.gpu_w, g.shape.cpu, snap_.instance_types[b.type]);
 }
 
 size_t DemandKeyHash(const DemandUnit& u) {
@@ -465,6 +499,9 @@ void Planner::InitExisting(int node, Bin& b) const {
     if (pools_[p].pol.name == n.pool) b.pool = int(p);
   SetPrices(n.offering, b);
   b.accepts = n.AcceptsWork() && b.type >= 0;
+  // The rest of a reclaimed pool is likely to follow: no new work there.
+  if (b.spot && !snap_.reclaimed_spot_pools.empty() && Contains(snap_.reclaimed_spot_pools, n.offering.Key()))
+    b.accepts = false;
   if (b.type < 0) return;
   const InstanceType& it = snap_.instance_types[b.type];
   SetCapacity(it, b);

@@ -73,6 +73,9 @@ int Planner::Limit(const Group& g, const NodeOffer& b, const Allowances& a) cons
   if (b.spot) allow = a.spot[g.cls];
   const ClassInfo& c = classes_[g.cls];
   if (c.zone_limited && b.zone >= 0) allow = std::min(allow, a.zone[g.cls][b.zone]);
+  if (c.pool_limited) {
+    if (const int p = SpotPoolOf(b); p >= 0) allow = std::min(allow, a.spot_pool[g.cls][p]);
+  }
   int limit = kNoLimit;
   if (allow < kInf) limit = allow < g.gpu_w - kEps ? 0 : int(std::min(1e9, std::floor((allow + 1e-7) / g.gpu_w)));
   if (g.team >= 0 && a.team_usd[g.team] < kInf) {
@@ -86,6 +89,9 @@ void Planner::Consume(const Group& g, const NodeOffer& b, double count, Allowanc
   if (g.gpu_w <= 0) return;
   if (b.spot && a.spot[g.cls] < kInf) a.spot[g.cls] -= count * g.gpu_w;
   if (classes_[g.cls].zone_limited && b.zone >= 0) a.zone[g.cls][b.zone] -= count * g.gpu_w;
+  if (classes_[g.cls].pool_limited) {
+    if (const int p = SpotPoolOf(b); p >= 0) a.spot_pool[g.cls][p] -= count * g.gpu_w;
+  }
   if (g.team >= 0 && a.team_usd[g.team] < kInf) a.team_usd[g.team] -= count * g.gpu_w * PerGpu(b);
 }
 
@@ -93,6 +99,9 @@ bool Planner::Within(const Group& g, const NodeOffer& b, const Allowances& a, do
   if (g.gpu_w <= 0) return true;
   if (b.spot && a.spot[g.cls] < -slack) return false;
   if (classes_[g.cls].zone_limited && b.zone >= 0 && a.zone[g.cls][b.zone] < -slack) return false;
+  if (classes_[g.cls].pool_limited) {
+    if (const int p = SpotPoolOf(b); p >= 0 && a.spot_pool[g.cls][p] < -slack) return false;
+  }
   return g.team < 0 || a.team_usd[g.team] >= -slack;
 }
 
@@ -120,6 +129,9 @@ int Planner::BlockOf(const Group& g, int option, const State& st) const {
   if (st.added >= policy_.scaling.max_nodes_added_per_tick) return kBlockTick;
   if (st.pool_count[o.pool] >= p.pol.max_nodes) return kBlockPoolMax;
   if (g.gpu_w > 0 && o.spot && st.allow.spot[g.cls] < g.gpu_w - kEps) return kBlockSpot;
+  if (g.gpu_w > 0 && classes_[g.cls].pool_limited) {
+    if (const int sp = SpotPoolOf(o); sp >= 0 && st.allow.spot_pool[g.cls][sp] < g.gpu_w - kEps) return kBlockSpot;
+  }
   NodeOffer zone_only = o;  // the spot share and the team's cap are checked above
   zone_only.spot = false;
   Group zone_group = g;
@@ -645,6 +657,10 @@ void Planner::Greedy(State& st, const std::vector<int>& rank) const {
       if (need <= 0) continue;
       if (best.spot && st.allow.spot[c] < kInf) m = std::min<int64_t>(m, int64_t(std::floor((st.allow.spot[c] + 1e-7) / need)));
       if (classes_[c].zone_limited) m = std::min<int64_t>(m, int64_t(std::floor((st.allow.zone[c][best.zone] + 1e-7) / need)));
+      if (classes_[c].pool_limited) {
+        if (const int sp = SpotPoolOf(best); sp >= 0)
+          m = std::min<int64_t>(m, int64_t(std::floor((st.allow.spot_pool[c][sp] + 1e-7) / need)));
+      }
     }
     for (auto [team, need] : per_team)
       if (need > 0 && st.allow.team_usd[team] < kInf)

@@ -149,6 +149,7 @@ std::string PolicyFileJson(const Policy& p) {
   if (!p.budget.per_team.empty()) j["budget"]["teams"] = Caps(p.budget.per_team);
   j["spot"] = {{"max_price_fraction_of_on_demand", p.spot.max_price_fraction_of_on_demand},
                {"max_interruptions_per_hour", p.spot.max_interruptions_per_hour},
+               {"max_pool_share", p.spot.max_pool_share},
                {"fallback_to_on_demand", p.spot.fallback_to_on_demand},
                {"fallback_duration", Duration(p.spot.fallback_duration)},
                {"on_rebalance", p.spot.on_rebalance}};

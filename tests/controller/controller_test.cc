@@ -470,6 +470,62 @@ TEST(OfferingAvailability, BackOffGrowsWithRepeatedErrorsAndShrinksAfterSuccess)
   EXPECT_EQ(a.ErrorStreak("k"), 6);
 }
 
+TEST(OfferingAvailability, AReclaimWaveMarksThePoolForACooldownThatDoublesPerWave) {
+  OfferingAvailability a;
+  const std::string k = "p3.2xlarge/us-east-1a/spot";
+  const WallTime t0 = FromUnixSeconds(0);
+  // One notice in a 4-node pool is a node, not a wave.
+  EXPECT_FALSE(a.RecordReclaimNotice(k, 4, t0));
+  EXPECT_TRUE(a.Reclaimed(t0 + Seconds(1)).empty());
+  // A second one 2 minutes later is: 30 minutes without new nodes there.
+  EXPECT_TRUE(a.RecordReclaimNotice(k, 4, t0 + Seconds(120)));
+  EXPECT_EQ(a.ReclaimWaves(k), 1);
+  // The rest of the same wave does not extend it.
+  EXPECT_FALSE(a.RecordReclaimNotice(k, 4, t0 + Seconds(150)));
+  EXPECT_EQ(a.ReclaimWaves(k), 1);
+  const WallTime end1 = t0 + Seconds(120) + Seconds(1800);
+  EXPECT_EQ(a.Reclaimed(end1 - Seconds(1)), (std::map<std::string, WallTime>{{k, end1}}));
+  // Not a capacity error: the offering itself is still available.
+  EXPECT_TRUE(a.IsAvailable(k, end1 - Seconds(1)));
+  EXPECT_TRUE(a.Unavailable(end1 - Seconds(1)).empty());
+  EXPECT_TRUE(a.Reclaimed(end1).empty());
+  // Re-entered, then a second wave an hour later: twice as long.
+  const WallTime w2 = end1 + Seconds(3600);
+  EXPECT_FALSE(a.RecordReclaimNotice(k, 4, w2 - Seconds(600)));  // one of 4, 10 min before: no wave
+  EXPECT_EQ(a.ReclaimWaves(k), 1);
+  EXPECT_TRUE(a.RecordReclaimNotice(k, 2, w2));
+  EXPECT_EQ(a.ReclaimWaves(k), 2);
+  EXPECT_EQ(a.Reclaimed(w2 + Seconds(3600 - 1)).count(k), 1u);
+  EXPECT_EQ(a.Reclaimed(w2 + Seconds(3600)).count(k), 0u);
+  // The cooldown stops growing at 8 hours.
+  EXPECT_EQ(OfferingAvailability::ReclaimCooldownFor(3), Seconds(7200));
+  EXPECT_EQ(OfferingAvailability::ReclaimCooldownFor(5), Seconds(8 * 3600));
+  EXPECT_EQ(OfferingAvailability::ReclaimCooldownFor(9), Seconds(8 * 3600));
+  // Other pools are untouched.
+  EXPECT_EQ(a.Reclaimed(w2).count("p3.2xlarge/us-east-1c/spot"), 0u);
+}
+
+TEST(OfferingAvailability, ASmallPoolLosingHalfIsAWaveAndAQuietPeriodStartsOver) {
+  OfferingAvailability a;
+  const std::string k = "p3.8xlarge/us-east-1d/spot";
+  const WallTime t0 = FromUnixSeconds(1000);
+  // The only node of a 1-node pool: the whole pool, a wave.
+  EXPECT_TRUE(a.RecordReclaimNotice(k, 1, t0));
+  EXPECT_TRUE(a.RecordReclaimNotice(k, 1, t0 + Seconds(1800)));
+  EXPECT_EQ(a.ReclaimWaves(k), 2);
+  const WallTime end2 = t0 + Seconds(1800 + 3600);
+  // 8 quiet hours after that cooldown: the next wave starts at 30 minutes.
+  const WallTime later = end2 + kReclaimQuietReset;
+  EXPECT_TRUE(a.RecordReclaimNotice(k, 1, later));
+  EXPECT_EQ(a.ReclaimWaves(k), 1);
+  EXPECT_EQ(a.Reclaimed(later + Seconds(1799)).count(k), 1u);
+  EXPECT_EQ(a.Reclaimed(later + Seconds(1800)).count(k), 0u);
+  // Capacity errors on the same key are their own marks.
+  a.RecordCapacityError(k, later + Seconds(1800));
+  EXPECT_FALSE(a.IsAvailable(k, later + Seconds(1801)));
+  EXPECT_EQ(a.ReclaimWaves(k), 1);
+}
+
 TEST(OfferingAvailability, AnOldShortageIsForgottenOneLevelPerQuietMaxBackoff) {
   OfferingAvailability a(Seconds(180), Seconds(3600));
   const WallTime t0 = FromUnixSeconds(0);
@@ -561,10 +617,18 @@ TEST(ControllerLearnedRisk, RepeatedInterruptionsOnOneOfferingShiftThePlanToAnot
     }
     ASSERT_GE(h.cloud.launches.size(), 2u);
     if (!learn) {
-      // Catalog rates: every replacement goes back to the same offering.
-      EXPECT_EQ(last, first);
-      EXPECT_EQ(h.cloud.launches.size(), 4u);
+      // Catalog rates: the rate stays the prior, but the node was its pool's
+      // only one, so its notice is a reclaim wave: the pool is marked (in the
+      // snapshot, for the planner and any replay of it) and the replacement
+      // goes elsewhere during the cooldown.
+      EXPECT_NE(last, first);
+      EXPECT_EQ(h.cloud.launches.size(), 2u);
+      EXPECT_EQ(h.controller->snapshot().reclaimed_spot_pools, std::vector<std::string>{first});
       EXPECT_DOUBLE_EQ(RateOf(*h.controller, first), prior);
+      // Thirty minutes after the notice the mark is gone.
+      h.clock.Advance(Seconds(1800));
+      h.controller->Tick();
+      EXPECT_TRUE(h.controller->snapshot().reclaimed_spot_pools.empty());
       continue;
     }
     EXPECT_NE(last, first) << "the plan kept the offering that was reclaimed";

@@ -82,7 +82,7 @@ classes:
 budget:
   global: {hourly_usd: 10, monthly_usd: 5000, hard: false}
   pools: {od: {hourly_usd: 4}}
-spot: {max_price_fraction_of_on_demand: 0.5, max_interruptions_per_hour: 0.2,
+spot: {max_price_fraction_of_on_demand: 0.5, max_interruptions_per_hour: 0.2, max_pool_share: 0.4,
        fallback_to_on_demand: false, fallback_duration: 10m}
 scaling: {tick_interval: 15s, scale_up_stabilization: 1m, scale_down_stabilization: 2m,
           scale_up_cooldown: 3m, scale_down_cooldown: 4m, max_nodes_added_per_tick: 6,
@@ -137,6 +137,7 @@ signals: {max_staleness: {prometheus: 30s}}
   EXPECT_FALSE(p.budget.per_pool.at("od").monthly_usd.has_value());
   EXPECT_EQ(p.spot.max_price_fraction_of_on_demand, 0.5);
   EXPECT_EQ(p.spot.max_interruptions_per_hour, 0.2);
+  EXPECT_EQ(p.spot.max_pool_share, 0.4);
   EXPECT_FALSE(p.spot.fallback_to_on_demand);
   EXPECT_EQ(p.spot.fallback_duration, Seconds(600));
   EXPECT_EQ(p.scaling.tick_interval, Seconds(15));
@@ -291,6 +292,10 @@ TEST(PolicyLoader, RejectsInvalidPoliciesWithFieldLineAndMessage) {
        "  - name: a\n    max_spot_shar: 0.5\n",
        false, "classes[0].max_spot_shar", 6,
        "unknown field 'max_spot_shar' (did you mean 'max_spot_share'?)"},
+      {"pool share of 0", "spot: {max_pool_share: 0}\n", true, "spot.max_pool_share", 7,
+       "must be in (0, 1], got 0"},
+      {"pool share above 1", "spot: {max_pool_share: 1.5}\n", true, "spot.max_pool_share", 7,
+       "must be in (0, 1], got 1.5"},
       {"string for a number", "spot: {max_interruptions_per_hour: lots}\n", true,
        "spot.max_interruptions_per_hour", 7, "expected a number, got a string"},
       {"quoted number is a string", "spot: {max_interruptions_per_hour: \"0.5\"}\n", true,

@@ -178,6 +178,8 @@ inline std::vector<std::string> CheckPlan(const Snapshot& s, const Policy& p, co
   std::map<std::string, double> cls_total, cls_spot, cls_new_spot;
   std::map<std::string, std::map<std::string, double>> cls_new_zone;
   std::map<std::string, std::map<std::string, double>> cls_zone;
+  // Spot GPUs per class and spot pool (type/zone), and what the plan added there.
+  std::map<std::string, std::map<std::string, double>> cls_spot_pool, cls_new_spot_pool;
   std::map<std::string, int> pool_nodes;
   for (const auto& w : all) {
     pool_nodes[w.pool]++;
@@ -197,6 +199,16 @@ inline std::vector<std::string> CheckPlan(const Snapshot& s, const Policy& p, co
       if (spot && (is_pending || (from && from->capacity_type != CapacityType::kSpot)))
         cls_new_spot[u->workload_class] += UnitGpus(*u);
       if (is_pending || (from && from->zone != w.off->zone)) cls_new_zone[u->workload_class][w.off->zone] += UnitGpus(*u);
+      if (spot) {
+        const std::string spot_pool = t->name + "/" + w.off->zone;
+        cls_spot_pool[u->workload_class][spot_pool] += UnitGpus(*u);
+        const bool from_elsewhere = from && (from->capacity_type != CapacityType::kSpot ||
+                                             from->instance_type + "/" + from->zone != spot_pool);
+        if (is_pending || from_elsewhere) cls_new_spot_pool[u->workload_class][spot_pool] += UnitGpus(*u);
+        const auto& reclaimed = s.reclaimed_spot_pools;
+        if (is_pending && std::find(reclaimed.begin(), reclaimed.end(), w.off->Key()) != reclaimed.end())
+          bad.push_back(u->id + ": placed in reclaimed spot pool " + w.off->Key());
+      }
       if (!pending.count(u->id)) continue;  // running work is where it is
       const WorkloadClassPolicy* c = p.FindClass(u->workload_class);
       if (!GpuOk(s, *u, *t)) bad.push_back(u->id + " on " + t->name + ": GPU model/memory mismatch");
@@ -227,6 +239,16 @@ inline std::vector<std::string> CheckPlan(const Snapshot& s, const Policy& p, co
       for (const auto& [z, g] : cls_zone[c.name])
         if (cls_new_zone[c.name][z] > 0 && g > std::max(c.max_zone_share * cls_total[c.name], max_unit) + 1e-6)
           bad.push_back("class " + c.name + " zone share exceeded in " + z);
+  }
+  if (p.spot.max_pool_share < 1) {
+    for (const auto& [cls, by_pool] : cls_spot_pool) {
+      double max_unit = 0;
+      for (const auto& u : s.pending)
+        if (u.workload_class == cls) max_unit = std::max(max_unit, UnitGpus(u));
+      for (const auto& [spot_pool, g] : by_pool)
+        if (cls_new_spot_pool[cls][spot_pool] > 0 && g > std::max(p.spot.max_pool_share * cls_total[cls], max_unit) + 1e-6)
+          bad.push_back("class " + cls + " spot pool share exceeded in " + spot_pool);
+    }
   }
   for (const auto& pool : p.pools)
     if (pool_nodes[pool.name] > pool.max_nodes && !plan.launches.empty())

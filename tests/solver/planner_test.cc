@@ -882,6 +882,15 @@ Snapshot RandomSnapshot(uint32_t seed, Policy* policy) {
   *policy = BasePolicy();
   policy->classes[0].max_spot_share = pick(3) == 0 ? 0.5 : 1.0;
   policy->classes[1].max_zone_share = pick(3) == 0 ? 0.6 : 1.0;
+  // From the seed, not the generator, so the other draws stay as they were.
+  policy->spot.max_pool_share = seed % 3 == 0 ? 0.3 : 1.0;
+  if (seed % 5 == 0) {
+    for (const auto& o : s.offerings) {
+      if (o.capacity_type != CapacityType::kSpot) continue;
+      s.reclaimed_spot_pools = {o.Key()};
+      break;
+    }
+  }
   policy->pools[0].max_nodes = 5 + pick(30);
   policy->scaling.max_nodes_added_per_tick = 3 + pick(20);
   if (pick(3) == 0) policy->budget.global.hourly_usd = 5.0 + pick(60);
@@ -983,11 +992,132 @@ TEST(Planner, ExpectedInterruptionCostFollowsTheRiskModel) {
   u.expected_runtime = Seconds(3600);
   u.checkpoint_interval = Seconds(1800);
   u.restart_cost = Seconds(360);
-  // lost = min(0.5, 1)/2 + 0.1 = 0.35 h; value = 5.672 * 2/4.
-  EXPECT_NEAR(ExpectedInterruptionUsdPerHour(u, spot, t), 0.05 * 0.35 * 5.672 / 2, 1e-9);
+  // lost = min(0.5, 1)/2 + 0.1 = 0.35 h, then the replacement's launch
+  // latency (the offering's 3 minutes, 0.05 h); value = 5.672 * 2/4.
+  EXPECT_NEAR(ExpectedInterruptionUsdPerHour(u, spot, t), 0.05 * (0.35 + 0.05) * 5.672 / 2, 1e-9);
+  EXPECT_NEAR(ExpectedInterruptionUsdPerHour(u, spot, t, 0.0), 0.05 * 0.35 * 5.672 / 2, 1e-9);
+  // A learned warm-up of the family replaces the catalog's latency.
+  Snapshot learned = s;
+  EXPECT_NEAR(ReplacementWaitHours(learned, spot, t), 180.0 / 3600, 1e-12);
+  learned.warmup_seconds_by_family["g5"] = 900;
+  EXPECT_NEAR(ReplacementWaitHours(learned, spot, t), 0.25, 1e-12);
   u.checkpoint_interval = Seconds(0);  // all progress lost: runtime/2
   EXPECT_NEAR(LostHoursPerInterruption(u), 0.5 + 0.1, 1e-9);
   EXPECT_EQ(ExpectedInterruptionUsdPerHour(u, testing::FindOffering(s, t.name, "us-east-1a", CapacityType::kOnDemand), t), 0);
+}
+
+
+// GPUs of the class per spot pool (type/zone) that the plan launches.
+std::map<std::string, int> SpotGpusByPool(const Plan& plan, const Snapshot& s) {
+  std::map<std::string, int> out;
+  for (const auto& l : plan.launches) {
+    if (l.offering.capacity_type != CapacityType::kSpot) continue;
+    int gpus = 0;
+    for (const auto& id : l.unit_ids)
+      for (const auto& u : s.pending)
+        if (u.id == id) gpus += u.gpus;
+    out[l.offering.instance_type + "/" + l.offering.zone] += gpus;
+  }
+  return out;
+}
+
+TEST(Planner, MaxPoolShareSpreadsAClassAcrossSpotPools) {
+  Snapshot s = BaseSnapshot();
+  s.pending = Units("u", 8, Unit("", 1));
+  Policy p = BasePolicy();
+  const Plan piled = MakePlan(s, p);
+  int most = 0;
+  for (const auto& [pool, gpus] : SpotGpusByPool(piled, s)) most = std::max(most, gpus);
+  ASSERT_GT(most, 2) << piled.summary;  // without the cap the cheapest pool takes more than a quarter
+
+  p.spot.max_pool_share = 0.25;
+  const Plan plan = MakePlan(s, p);
+  EXPECT_TRUE(plan.unplaced.empty()) << plan.summary;
+  const auto by_pool = SpotGpusByPool(plan, s);
+  int spot = 0;
+  for (const auto& [pool, gpus] : by_pool) {
+    EXPECT_LE(gpus, 2) << pool;
+    spot += gpus;
+  }
+  EXPECT_GE(by_pool.size(), 2u) << plan.summary;
+  EXPECT_GT(spot, 0);
+  ExpectValid(s, p, plan);
+  EXPECT_EQ(testing::CanonicalPlan(plan), testing::CanonicalPlan(MakePlan(s, p)));
+}
+
+TEST(Planner, MaxPoolShareKeepsNodesAlreadyOverItAndAddsNothingThere) {
+  Snapshot s = BaseSnapshot();
+  // Three units on a spot g5.12xlarge (one GPU free): 3 of the class's 4 GPUs
+  // in one pool, over a cap of a quarter.
+  s.nodes.push_back(MakeNode(s, "over", "g5.12xlarge", "us-east-1a", CapacityType::kSpot,
+                             {Unit("r1", 1), Unit("r2", 1), Unit("r3", 1)}));
+  s.pending = Units("u", 1, Unit("", 1));
+  Policy p = BasePolicy();
+  const Plan uncapped = MakePlan(s, p);
+  ASSERT_EQ(uncapped.placements.size(), 1u) << uncapped.summary;  // the free GPU takes it without the cap
+  EXPECT_EQ(uncapped.placements[0].node_id, "over");
+
+  p.spot.max_pool_share = 0.25;
+  const Plan plan = MakePlan(s, p);
+  EXPECT_TRUE(plan.unplaced.empty()) << plan.summary;
+  for (const auto& pl : plan.placements) EXPECT_NE(pl.node_id, "over") << plan.summary;
+  for (const auto& t : plan.terminations) EXPECT_NE(t.node_id, "over") << t.reason;
+  for (const auto& l : plan.launches)
+    EXPECT_FALSE(l.offering.capacity_type == CapacityType::kSpot && l.offering.instance_type == "g5.12xlarge" &&
+                 l.offering.zone == "us-east-1a");
+  ExpectValid(s, p, plan);
+}
+
+TEST(Planner, PlacesNoNewSpotWorkInAReclaimedPool) {
+  Snapshot s = BaseSnapshot();
+  s.pending = Units("u", 4, Unit("", 1));
+  Policy p = BasePolicy();
+  const Plan before = MakePlan(s, p);
+  std::set<std::string> spot_keys;
+  for (const auto& l : before.launches)
+    if (l.offering.capacity_type == CapacityType::kSpot) spot_keys.insert(l.offering.Key());
+  ASSERT_FALSE(spot_keys.empty()) << before.summary;
+  // The pool the plan chose, and a spot node there with free room, after a wave.
+  const std::string reclaimed = *spot_keys.begin();
+  const Offering* off = nullptr;
+  for (const auto& o : s.offerings)
+    if (o.Key() == reclaimed) off = &o;
+  ASSERT_NE(off, nullptr);
+  s.nodes.push_back(MakeNode(s, "left", off->instance_type, off->zone, CapacityType::kSpot));
+  s.reclaimed_spot_pools = {reclaimed};
+  const Plan plan = MakePlan(s, p);
+  EXPECT_TRUE(plan.unplaced.empty()) << plan.summary;
+  for (const auto& l : plan.launches) EXPECT_NE(l.offering.Key(), reclaimed) << plan.summary;
+  for (const auto& pl : plan.placements) EXPECT_NE(pl.node_id, "left");
+  EXPECT_NE(plan.summary.find("spot pool " + reclaimed + ": reclaimed in a wave of notices"), std::string::npos)
+      << plan.summary;
+  ExpectValid(s, p, plan);
+  // After the cooldown the state no longer lists it: the pool is used again.
+  s.reclaimed_spot_pools.clear();
+  s.nodes.clear();
+  const Plan after = MakePlan(s, p);
+  bool back = false;
+  for (const auto& l : after.launches) back = back || l.offering.Key() == reclaimed;
+  EXPECT_TRUE(back) << after.summary;
+}
+
+TEST(Planner, TheReplacementsWaitIsPartOfTheSpotRisk) {
+  Snapshot s = BaseSnapshot();
+  s.pending = Units("u", 1, Unit("", 1));
+  Policy p = BasePolicy();
+  const Plan quick = MakePlan(s, p);
+  ASSERT_EQ(quick.launches.size(), 1u);
+  ASSERT_EQ(quick.launches[0].offering.capacity_type, CapacityType::kSpot) << quick.summary;
+  // Replacement capacity that takes 30 hours to come: an interruption (0.05
+  // an hour) now costs 30 h of the work's on-demand value on top of the lost
+  // work, 1.5 times that value an hour, which spot's 60 % discount does not
+  // pay for.
+  s.warmup_seconds_by_family["g5"] = 30 * 3600;
+  s.warmup_seconds_by_family["g6"] = 30 * 3600;
+  const Plan slow = MakePlan(s, p);
+  ASSERT_EQ(slow.launches.size(), 1u);
+  EXPECT_EQ(slow.launches[0].offering.capacity_type, CapacityType::kOnDemand) << slow.summary;
+  EXPECT_GT(quick.launches[0].expected_interruption_usd_per_hour, 0);
 }
 
 }  // namespace

@@ -5,6 +5,20 @@
 // it loses one level for every `max_backoff` that passes after a pause ends
 // without a new error, so an offering that keeps failing is tried rarely,
 // one that recovers soon comes back, and an old shortage is forgotten.
+//
+// Reclaim waves: spot capacity is reclaimed per pool (one spot offering,
+// type x zone), most nodes of a pool within minutes of each other. When a
+// pool gets notices for at least 2 of its nodes, or for at least half of
+// them, within `kReclaimWaveWindow`, it is marked reclaimed (Reclaimed): the
+// planner places no new spot work in it, for a cooldown that starts at
+// `kReclaimCooldownBase`, doubles with each further wave (up to
+// `kReclaimCooldownMax`) and starts over once a whole `kReclaimQuietReset`
+// has passed after the last cooldown without a wave. Notices within one
+// wave's window count once. A reclaim mark is the planner's choice, not the
+// cloud's answer: IsAvailable and Unavailable report capacity errors only,
+// so the offering stays available to whatever else reads the snapshot's
+// `available` (the baselines of the simulator).
+//
 // Deterministic; values only; not thread-safe.
 #pragma once
 
@@ -15,6 +29,11 @@
 #include "gpuscaler/model/time.h"
 
 namespace gpuscaler {
+
+inline constexpr Seconds kReclaimWaveWindow{180};
+inline constexpr Seconds kReclaimCooldownBase{1800};
+inline constexpr Seconds kReclaimCooldownMax{8 * 3600};
+inline constexpr Seconds kReclaimQuietReset{8 * 3600};
 
 class OfferingAvailability {
  public:
@@ -31,14 +50,34 @@ class OfferingAvailability {
   // The backoff the next error would set for a key with this streak.
   Seconds BackoffFor(int streak) const;
 
+  // An interruption notice at `now` for one node of spot offering
+  // `offering_key`, whose pool had `pool_nodes` nodes (the noticed one
+  // included) when the notice came. True when it makes a new wave (the key
+  // is then marked reclaimed).
+  bool RecordReclaimNotice(const std::string& offering_key, int pool_nodes, WallTime now);
+  // Keys marked reclaimed at `now`, with the end of their cooldown, sorted.
+  std::map<std::string, WallTime> Reclaimed(WallTime now) const;
+  // The number of consecutive waves behind the key's mark (0: none).
+  int ReclaimWaves(const std::string& offering_key) const;
+  // The cooldown of the `wave`-th consecutive wave (1-based).
+  static Seconds ReclaimCooldownFor(int wave);
+
  private:
   struct Mark {
     int streak = 0;
     WallTime until{};
   };
+  struct Reclaim {
+    std::vector<WallTime> notices;  // within the wave window, oldest first
+    int pool_nodes = 0;             // the pool's size at the window's first notice
+    int waves = 0;                  // consecutive waves
+    WallTime wave_at{};             // when the current wave was marked
+    WallTime until{};               // the cooldown's end
+  };
   Seconds base_;
   Seconds max_;
   std::map<std::string, Mark> marks_;
+  std::map<std::string, Reclaim> reclaims_;
 };
 
 }  // namespace gpuscaler

@@ -43,6 +43,10 @@ struct Snapshot {
   // has passed since a spot capacity error for their work: the planner
   // places them on on-demand only.
   std::vector<std::string> spot_paused_classes;
+  // Spot offerings (Offering::Key) whose pool lost nodes in a reclaim wave
+  // and is in its cooldown (OfferingAvailability): the planner places no new
+  // spot node in them, whatever their `available` says.
+  std::vector<std::string> reclaimed_spot_pools;
   // Per instance family: the warm-up learned from the nodes this controller
   // launched (launch to GPUs allocatable, seconds). A family not listed
   // warms up in its offerings' launch_latency (the catalog's). A

@@ -189,6 +189,11 @@ struct SpotPolicy {
   double max_price_fraction_of_on_demand = 1.0;
   // Offerings whose expected interruptions per node-hour exceed this are not used.
   double max_interruptions_per_hour = 1.0;
+  // Spot capacity is reclaimed per pool (instance type x zone), all nodes of
+  // a pool together: new placement puts no more than this share of a class's
+  // GPUs (running and pending) on spot in any one pool. Nodes already over
+  // it are kept. In (0, 1]; 1: no cap.
+  double max_pool_share = 1.0;
   bool fallback_to_on_demand = true;  // on spot capacity errors
   Seconds fallback_duration{1800};     // how long the fallback lasts
   // What a rebalance recommendation (elevated interruption risk, before any

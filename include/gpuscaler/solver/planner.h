@@ -80,8 +80,20 @@ double LostHoursPerInterruption(const DemandUnit& unit);
 // CPU-only work).
 double OnDemandValueUsdPerHour(const DemandUnit& unit, const Offering& offering, const InstanceType& type);
 
+// Hours an interrupted unit waits for replacement capacity before it runs
+// again: the learned warm-up (launch to GPUs allocatable) of the type's
+// family in `snapshot`, else the offering's launch latency (the catalog's).
+double ReplacementWaitHours(const Snapshot& snapshot, const Offering& offering, const InstanceType& type);
+
 // Expected hourly cost of interruptions for `unit` on one node of `offering`:
-// interruptions_per_hour × lost hours × on-demand value. 0 on on-demand.
+// interruptions_per_hour × (lost hours + `replacement_wait_h`) × on-demand
+// value: the work lost, and the hours the unit then stands still waiting for
+// a replacement, both valued at what the work costs on on-demand. 0 on
+// on-demand.
+double ExpectedInterruptionUsdPerHour(const DemandUnit& unit, const Offering& offering, const InstanceType& type,
+                                      double replacement_wait_h);
+// The same with the offering's launch latency as the replacement wait (no
+// learned warm-up known).
 double ExpectedInterruptionUsdPerHour(const DemandUnit& unit, const Offering& offering, const InstanceType& type);
 
 }  // namespace gpuscaler
