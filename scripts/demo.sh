@@ -4,11 +4,16 @@
 # spot prices and interruptions) through the production controller against
 # the simulated cloud, 60x faster than real time, with the dashboard on
 # http://127.0.0.1:8080/ . Stop it with Ctrl-C (it finishes the tick in
-# flight and exits 0). The audit database it writes is reported on start;
-# `gpuscaler report --db <it> ...` works on it.
+# flight, logs "gpuscaler stopped" and exits 0). Each run writes a fresh
+# audit database, named in its start-up line;
+# `build/release/gpuscaler report --db <it> ...` works on it.
 #
-#   sudo ./scripts/demo.sh                  # dashboard on 127.0.0.1:8080
-#   LISTEN=0.0.0.0:9000 SPEED=600 sudo -E ./scripts/demo.sh
+# Root is needed only to install missing packages (scripts/setup.sh uses
+# sudo when not root). The first build compiles everything the binary needs:
+# about 8 minutes on 2 cores; later ones are incremental.
+#
+#   ./scripts/demo.sh                       # dashboard on 127.0.0.1:8080
+#   LISTEN=0.0.0.0:9000 SPEED=600 ./scripts/demo.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh

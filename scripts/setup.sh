@@ -3,9 +3,11 @@
 # Debian's own packages. Idempotent: when everything is present it only
 # checks, and takes well under a second.
 #
-#   sudo ./scripts/setup.sh          # build + test dependencies
+#   ./scripts/setup.sh               # build + test dependencies
 #
-# Run as root (apt-get needs it). Set GPUSCALER_SKIP_APT=1 to only check.
+# Only apt-get needs root: as root the script runs it directly; otherwise it
+# runs it through sudo when sudo exists, and fails naming both ways out when
+# neither is available. Set GPUSCALER_SKIP_APT=1 to only check.
 set -euo pipefail
 
 # Build and test dependencies, one per line with why.
@@ -65,11 +67,17 @@ if [ "${GPUSCALER_SKIP_APT:-0}" = "1" ]; then
   echo "setup: GPUSCALER_SKIP_APT=1, not installing" >&2
   exit 1
 fi
+# Runs a command as root: directly when we are root (a container or a root
+# shell often has no sudo), else through sudo.
+as_root=()
 if [ "$(id -u)" -ne 0 ]; then
-  echo "setup: installing packages needs root: run 'sudo $0'" >&2
-  exit 1
+  if ! command -v sudo >/dev/null 2>&1; then
+    echo "setup: installing packages needs root (apt-get) and sudo is not installed: run $0 as root" >&2
+    exit 1
+  fi
+  as_root=(sudo)
 fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 echo "setup: installed ${#missing[@]} packages"

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# Installs dependencies, builds, and runs every test; ends with ctest's summary.
+# Installs dependencies, builds, and runs every test; its last line is
+# ctest's summary ("Total Test time (real) = ..."; the pass/fail count is
+# printed just above it).
 #
-#   sudo ./scripts/test.sh           # release build (the README's test command)
-#   sudo ./scripts/test.sh asan      # the same suite under ASan + UBSan
-#   sudo ./scripts/test.sh tsan      # the tests labelled concurrency under TSan (builds only those)
+#   ./scripts/test.sh           # release build (the README's test command)
+#   ./scripts/test.sh asan      # the same suite under ASan + UBSan
+#   ./scripts/test.sh tsan      # the tests labelled concurrency under TSan (builds only those)
+#
+# Root is needed only to install missing packages (scripts/setup.sh uses
+# sudo when not root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset="${1:-release}"

@@ -82,8 +82,11 @@ std::string FormatSummaryTable(const Scenario& scenario, const std::vector<RunRe
   std::string out = "Scenario: " + scenario.name + " (" + scenario.description + ")\n";
   out += "Window: " + FormatRfc3339(scenario.start) + " + " + FormatDuration(scenario.horizon) + ", " +
          std::to_string(scenario.trace.jobs.size()) + " jobs\n";
-  out += "Catalog: " + scenario.catalog_source + "   Policy: " + scenario.policy.name + " (" +
-         scenario.policy_source + ")\n\n";
+  // A built-in source already reads "(built-in ...)": not parenthesised twice.
+  const std::string& source = scenario.policy_source;
+  const bool parenthesised = !source.empty() && source.front() == '(' && source.back() == ')';
+  out += "Catalog: " + scenario.catalog_source + "   Policy: " + scenario.policy.name + " " +
+         (parenthesised ? source : "(" + source + ")") + "\n\n";
   out += Pad("", label_w, true);
   for (size_t i = 0; i < results.size(); ++i) out += "  " + Pad(results[i].name, w[i], false);
   out += "\n";

@@ -35,6 +35,11 @@ int ExitCodeFor(const Error& e) {
   }
 }
 
+// The report was written, but its range lies wholly outside the data (the
+// stderr warning names both): a script asking for last month of a database
+// that stopped in July should notice, unlike one asking for a quiet day.
+constexpr int kRangeOutsideData = 3;
+
 }  // namespace
 
 void RegisterReportCommand(CLI::App& app, int* exit_code) {
@@ -99,7 +104,7 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
     if (output->empty()) {
       std::cout << rendered->body;
       std::cout.flush();
-      *exit_code = std::cout ? 0 : 1;
+      *exit_code = !std::cout ? 1 : rendered->range_outside_data ? kRangeOutsideData : 0;
       return;
     }
     std::ofstream file(*output, std::ios::binary | std::ios::trunc);
@@ -110,7 +115,7 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
       *exit_code = 1;
       return;
     }
-    *exit_code = 0;
+    *exit_code = rendered->range_outside_data ? kRangeOutsideData : 0;
   });
 }
 

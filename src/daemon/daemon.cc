@@ -313,6 +313,9 @@ int RunDaemon(const RunCommandOptions& options, const SimulatedWiring& wiring) {
   }
   worker.stop();
   worker.join();
+  // The last line of every orderly exit, so an operator (or a log collector)
+  // can tell a stop from a crash.
+  spdlog::info("gpuscaler stopped (exit code {})", exit_code);
   return exit_code;
 }
 

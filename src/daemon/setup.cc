@@ -3,6 +3,9 @@
 // daemon listens or touches the cloud.
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <filesystem>
 #include <random>
 
@@ -126,9 +129,15 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options, const Simulate
     if (!wiring.demo) return Error::Config("this build has no demo (no simulator wired in)");
     std::string db_file = options.db_file;
     if (db_file.empty()) {
-      // A fresh database per demo run, so reports show this run only.
-      db_file = (std::filesystem::temp_directory_path() / "gpuscaler-demo.db").string();
-      for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db_file + suffix);
+      // A fresh database per demo run, so reports show this run only and two
+      // demos never share one: named by the start time (UTC) and the process.
+      const std::string stamp = FormatRfc3339(std::chrono::time_point_cast<Seconds>(std::chrono::system_clock::now()));
+      std::string name = "gpuscaler-demo-";
+      for (char c : stamp) {
+        if (c != '-' && c != ':') name += c;
+      }
+      name += "-" + std::to_string(::getpid()) + ".db";
+      db_file = (std::filesystem::temp_directory_path() / name).string();
     }
     auto catalog = std::make_shared<Catalog>();
     std::string catalog_source;

@@ -1,7 +1,9 @@
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <condition_variable>
@@ -67,6 +69,32 @@ struct Slice {
   double usd_per_hour = 0;
   bool in_loss_window = false;
   size_t bucket = 0;  // index into the buckets, set once they exist
+};
+
+// The latest usage recorded for a node: the end of its last rows and what
+// each (class, team) held over those rows, in GPUs (allocated GPU-seconds
+// per second) and busy GPUs (-1: busy time not measured).
+struct HeldRate {
+  int32_t allocation = 0;
+  double gpus = 0;
+  double busy_gpus = -1;
+};
+struct UsageFrontier {
+  int64_t end = INT64_MIN;
+  int64_t duration = 0;  // of the rows ending there (the meter's interval)
+  std::vector<HeldRate> held;
+
+  void Note(int64_t start, int64_t row_end, int32_t allocation, double allocated, std::optional<double> busy) {
+    if (row_end < end) return;
+    if (row_end > end) {
+      end = row_end;
+      duration = 0;
+      held.clear();
+    }
+    const double seconds = static_cast<double>(row_end - start);
+    duration = std::max(duration, row_end - start);
+    held.push_back(HeldRate{allocation, allocated / seconds, busy ? *busy / seconds : -1});
+  }
 };
 
 struct Bucket {
@@ -149,6 +177,8 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
     int64_t rows_without_node = 0;
     std::string last_instance;
     int32_t last_node = -1;
+    // Per node, its latest usage: the rows ending last (by node index).
+    std::vector<UsageFrontier> frontiers;
 
     // The index of (class, team) in `allocations`, added when new.
     int32_t Allocation(std::string_view workload_class, std::string_view team) {
@@ -160,7 +190,22 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
       return static_cast<int32_t>(allocations.size() - 1);
     }
   };
+  // Usage is scanned from a little before the range: rows ending there
+  // carry no cost in it, but tell a running node's last recorded allocation
+  // (the unrecorded stretch, below).
+  constexpr int64_t kFrontierLookback = 3 * 3600;
+  const WallTime scan_from = query.from - Seconds(kFrontierLookback);
   auto accumulate = [&](Accumulator& acc, const UsageView& u) {
+    const bool before_range = u.end <= query.from;
+    if (before_range) {
+      const int32_t node = node_table->Find(u.instance_id);
+      if (node >= 0 && u.end > u.start && u.gpu_seconds_allocated > 0) {
+        acc.frontiers[static_cast<size_t>(node)].Note(ToUnixSeconds(u.start), ToUnixSeconds(u.end),
+                                                      acc.Allocation(u.workload_class, u.team),
+                                                      u.gpu_seconds_allocated, u.gpu_seconds_busy);
+      }
+      return;
+    }
     ++acc.rows;
     if (acc.last_node < 0 || u.instance_id != acc.last_instance) {
       const int32_t node = node_table->Find(u.instance_id);
@@ -178,6 +223,8 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
     const NodeFact& n = f.nodes[static_cast<size_t>(acc.last_node)];
     if (n.gpu_count <= 0) return;
     const int32_t allocation = acc.Allocation(u.workload_class, u.team);
+    acc.frontiers[static_cast<size_t>(acc.last_node)].Note(start, end, allocation, u.gpu_seconds_allocated,
+                                                           u.gpu_seconds_busy);
     const double duration = static_cast<double>(end - start);
     const double per_gpu_second = 1.0 / (static_cast<double>(n.gpu_count) * 3600.0);
     const auto first = slices.begin() + static_cast<std::ptrdiff_t>(w.slice_begin);
@@ -238,7 +285,7 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
       AuditReader::ConsistentRead snapshot2(*second);
       bool go = false;
       later = second->ForEachUsage(
-          query.from, query.to,
+          scan_from, query.to,
           [&](const UsageView& u) {
             if (!go) {
               if (early.size() < kEarlyRows && early_ids.size() + u.instance_id.size() < UINT32_MAX) {
@@ -400,7 +447,10 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
 
   // Phase 2.
   node_table.emplace(f.nodes);
-  for (Accumulator& acc : parts) acc.by_bucket.resize(buckets.size());
+  for (Accumulator& acc : parts) {
+    acc.by_bucket.resize(buckets.size());
+    acc.frontiers.resize(f.nodes.size());
+  }
   if (split) {
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -409,9 +459,9 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
     nodes_known.notify_all();
   }
   Status read = split ? reader.ForEachUsage(
-                            query.from, query.to, [&](const UsageView& u) { accumulate(parts[0], u); },
+                            scan_from, query.to, [&](const UsageView& u) { accumulate(parts[0], u); },
                             std::nullopt, mid)
-                      : reader.ForEachUsage(query.from, query.to,
+                      : reader.ForEachUsage(scan_from, query.to,
                                             [&](const UsageView& u) { accumulate(parts[0], u); });
   if (split) helper.join();
   if (!read.ok()) return read.error();
@@ -435,6 +485,7 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
   // GPU-seconds into the buckets. Recorded teams win; the query's class ->
   // team map fills the gaps.
   std::vector<std::pair<std::string, std::string>> raw_allocations;
+  std::vector<UsageFrontier> frontiers(f.nodes.size());
   for (int k : {0, 2, 1}) {  // in time order: this half, the buffered rows, the streamed rest
     Accumulator& acc = parts[k];
     f.usage_rows += acc.rows;
@@ -459,6 +510,118 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
     }
     acc.by_bucket.clear();
     acc.by_bucket.shrink_to_fit();
+    for (size_t i = 0; i < acc.frontiers.size(); ++i) {
+      const UsageFrontier& part = acc.frontiers[i];
+      for (const HeldRate& h : part.held) {
+        const double seconds = static_cast<double>(part.duration);
+        frontiers[i].Note(part.end - part.duration, part.end, global[static_cast<size_t>(h.allocation)],
+                          h.gpus * seconds, h.busy_gpus < 0 ? std::nullopt : std::optional<double>(h.busy_gpus * seconds));
+      }
+    }
+  }
+
+  // Usage is recorded per node interval (an hour), when the interval ends or
+  // the node does: a node still running at as_of has an unrecorded stretch
+  // since its last rows. Counting that stretch as idle would make a live
+  // report's current hour look idle; it is attributed instead at the
+  // allocation of the node's last recorded interval, prorated to as_of. The
+  // finished interval's rows, once written, replace the estimate. Only a
+  // stretch no longer than 1.5 of those intervals is estimated: past that a
+  // row is missing for another reason (the node held no GPUs for a whole
+  // interval, which the meter records as no row) and the time stays idle.
+  //
+  // A node launched within its first interval has no rows yet: it takes the
+  // share of its GPUs that each (class, team) held, at their last recorded
+  // intervals, on the running nodes of its pool that have rows (nodes of one
+  // pool serve the same classes; a node launched for pending work is
+  // usually filled at once).
+  std::map<std::string, UsageFrontier> pool_share;  // held GPUs per GPU of the pool
+  if (query.estimate_unrecorded_usage) {
+    std::map<std::string, double> pool_gpus;
+    for (size_t i = 0; i < f.nodes.size(); ++i) {
+      const NodeFact& n = f.nodes[i];
+      if (frontiers[i].held.empty() || n.gpu_count <= 0 || (n.end && ToUnixSeconds(*n.end) <= as_of)) continue;
+      pool_gpus[n.pool] += n.gpu_count;
+    }
+    for (size_t i = 0; i < f.nodes.size(); ++i) {
+      const NodeFact& n = f.nodes[i];
+      auto gpus = pool_gpus.find(n.pool);
+      if (frontiers[i].held.empty() || gpus == pool_gpus.end() || (n.end && ToUnixSeconds(*n.end) <= as_of)) {
+        continue;
+      }
+      UsageFrontier& share = pool_share[n.pool];
+      share.end = std::max(share.end, frontiers[i].end);
+      share.duration = std::max(share.duration, frontiers[i].duration);
+      double held = 0;
+      for (const HeldRate& h : frontiers[i].held) held += h.gpus;
+      const double scale = held > n.gpu_count ? n.gpu_count / held : 1.0;
+      for (const HeldRate& h : frontiers[i].held) {
+        auto it = std::find_if(share.held.begin(), share.held.end(),
+                               [&](const HeldRate& x) { return x.allocation == h.allocation; });
+        if (it == share.held.end()) it = share.held.insert(share.held.end(), HeldRate{h.allocation, 0, 0});
+        it->gpus += h.gpus * scale / gpus->second;
+        // Busy time: measured on every contributing row, else not at all.
+        it->busy_gpus = it->busy_gpus < 0 || h.busy_gpus < 0 ? -1 : it->busy_gpus + h.busy_gpus * scale / gpus->second;
+      }
+    }
+  }
+  int64_t estimated_nodes = 0;
+  double estimated_gpu_seconds = 0;
+  for (size_t i = 0; i < f.nodes.size(); ++i) {
+    const NodeFact& n = f.nodes[i];
+    const NodeWork& w = work[i];
+    UsageFrontier frontier = frontiers[i];
+    const bool running_at_as_of = !n.end || ToUnixSeconds(*n.end) > as_of;
+    if (!query.estimate_unrecorded_usage || !running_at_as_of || w.days == 0 || n.gpu_count <= 0) continue;
+    if (frontier.held.empty()) {
+      auto share = pool_share.find(n.pool);
+      if (share == pool_share.end()) continue;
+      frontier.end = ToUnixSeconds(n.launch);
+      frontier.duration = share->second.duration;
+      frontier.held = share->second.held;
+      for (HeldRate& h : frontier.held) {
+        h.gpus *= n.gpu_count;
+        if (h.busy_gpus >= 0) h.busy_gpus *= n.gpu_count;
+      }
+    }
+    const int64_t tail_end = std::min(as_of, to);
+    const int64_t tail_start = std::max(frontier.end, from);
+    if (tail_end <= tail_start || 2 * (tail_end - frontier.end) > 3 * frontier.duration) continue;
+    double held_gpus = 0;
+    for (const HeldRate& h : frontier.held) held_gpus += h.gpus;
+    // Never more GPUs than the node has (the meter caps its rows alike).
+    const double scale = held_gpus > n.gpu_count ? n.gpu_count / held_gpus : 1.0;
+    const double per_gpu_second = 1.0 / (static_cast<double>(n.gpu_count) * 3600.0);
+    bool estimated = false;
+    for (size_t k = w.slice_begin; k < w.slice_end; ++k) {
+      const Slice& sl = slices[k];
+      const int64_t overlap = std::min(tail_end, sl.t1) - std::max(tail_start, sl.t0);
+      if (overlap <= 0) continue;
+      for (const HeldRate& h : frontier.held) {
+        const double allocated = h.gpus * scale * static_cast<double>(overlap);
+        if (allocated <= 0) continue;
+        Metrics& m = buckets[sl.bucket].For(h.allocation);
+        m.cost_usd += allocated * sl.usd_per_hour * per_gpu_second;
+        m.on_demand_usd += allocated * n.on_demand_usd_per_hour * per_gpu_second;
+        m.gpu_seconds_paid += allocated;
+        m.gpu_seconds_allocated += allocated;
+        if (h.busy_gpus >= 0) {
+          m.gpu_seconds_busy += std::min(h.busy_gpus, h.gpus) * scale * static_cast<double>(overlap);
+          m.gpu_seconds_busy_measured += allocated;
+        }
+        estimated_gpu_seconds += allocated;
+        estimated = true;
+      }
+    }
+    estimated_nodes += estimated ? 1 : 0;
+  }
+  if (estimated_nodes > 0) {
+    char hours[32];
+    std::snprintf(hours, sizeof hours, "%.3f", estimated_gpu_seconds / 3600.0);
+    f.warnings.push_back(std::to_string(estimated_nodes) + " nodes running at " + FormatRfc3339(f.as_of) +
+                         " have usage not yet recorded since their last interval: " + hours +
+                         " allocated GPU-hours estimated at each node's last recorded allocation (a node "
+                         "without one yet: its pool's)");
   }
   if (f.usage_rows_without_node > 0) {
     f.warnings.push_back(std::to_string(f.usage_rows_without_node) +

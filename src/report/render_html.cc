@@ -118,6 +118,8 @@ std::string Lines(const std::string& id, const std::string& title, const std::ve
   std::string s = Frame(id, title, ymax, labels, step);
   for (const Series& se : series) {
     std::string points;
+    size_t count = 0;
+    double last_x = 0, last_y = 0;
     for (size_t i = 0; i < se.values.size(); ++i) {
       if (!se.values[i]) continue;
       const double x = kLeft + step * (static_cast<double>(i) + 0.5);
@@ -126,8 +128,16 @@ std::string Lines(const std::string& id, const std::string& title, const std::ve
       points += F1(x);
       points += ',';
       points += F1(y);
+      ++count;
+      last_x = x;
+      last_y = y;
     }
     if (points.empty()) continue;
+    // A line of one point draws nothing: mark it.
+    if (count == 1) {
+      s += "<circle class=\"point\" cx=\"" + F1(last_x) + "\" cy=\"" + F1(last_y) + "\" r=\"4\" fill=\"" + se.color +
+           "\"><title>" + HtmlEscape(se.name) + "</title></circle>";
+    }
     s += "<polyline class=\"line\" fill=\"none\" stroke=\"" + se.color + "\" stroke-width=\"2\"" +
          (se.dashed ? " stroke-dasharray=\"6 4\"" : "") + " points=\"" + points + "\"><title>" + HtmlEscape(se.name) +
          "</title></polyline>";
@@ -158,6 +168,53 @@ std::string HorizontalBars(const std::string& id, const std::string& title,
          "</text>";
   }
   return s + "</svg>";
+}
+
+// Cost per clock hour (UTC) of a range of at most two days, from the
+// charges (each node's billed time at one price): a charge's cost, minimum
+// top-up included, is spread over the hours its time overlaps. Empty labels
+// for longer ranges.
+struct HourlyCost {
+  std::vector<std::string> labels;  // "07-14 13h"
+  std::vector<double> on_demand_nodes, spot_nodes, on_demand_equivalent;
+};
+HourlyCost HourlyCostOf(const CostFacts& facts) {
+  constexpr int64_t kHour = 3600;
+  constexpr int64_t kMaxHours = 48;
+  HourlyCost out;
+  const int64_t first = ToUnixSeconds(facts.from) / kHour * kHour;
+  const int64_t end = ToUnixSeconds(facts.to);
+  const int64_t hours = (end - first + kHour - 1) / kHour;
+  if (hours <= 0 || hours > kMaxHours) return out;
+  for (int64_t h = 0; h < hours; ++h) {
+    const std::string stamp = FormatRfc3339(FromUnixSeconds(first + h * kHour));  // 2026-07-14T13:00:00Z
+    out.labels.push_back(stamp.substr(5, 5) + " " + stamp.substr(11, 2) + "h");
+  }
+  out.on_demand_nodes.assign(static_cast<size_t>(hours), 0);
+  out.spot_nodes.assign(static_cast<size_t>(hours), 0);
+  out.on_demand_equivalent.assign(static_cast<size_t>(hours), 0);
+  for (const Charge& c : facts.charges) {
+    const NodeFact& node = facts.nodes[static_cast<size_t>(c.node)];
+    const double charge_hours = static_cast<double>(c.billed_seconds) / kHour;
+    const double usd = c.usd_per_hour * charge_hours;
+    const double equivalent = node.on_demand_usd_per_hour * charge_hours;
+    std::vector<double>& by_type = node.capacity_type == CapacityType::kSpot ? out.spot_nodes : out.on_demand_nodes;
+    const int64_t t0 = std::max(ToUnixSeconds(c.start), first);
+    const int64_t t1 = std::max(t0, std::min(ToUnixSeconds(c.end), end));
+    if (t1 == t0) {  // an instant (a minimum top-up alone): its hour takes it all
+      const size_t h = static_cast<size_t>(std::clamp<int64_t>((t0 - first) / kHour, 0, hours - 1));
+      by_type[h] += usd;
+      out.on_demand_equivalent[h] += equivalent;
+      continue;
+    }
+    for (int64_t h = (t0 - first) / kHour; h < hours && first + h * kHour < t1; ++h) {
+      const int64_t a = std::max(t0, first + h * kHour), b = std::min(t1, first + (h + 1) * kHour);
+      const double share = static_cast<double>(b - a) / static_cast<double>(t1 - t0);
+      by_type[static_cast<size_t>(h)] += usd * share;
+      out.on_demand_equivalent[static_cast<size_t>(h)] += equivalent * share;
+    }
+  }
+  return out;
 }
 
 std::string TableHtml(const Table& t) {
@@ -293,18 +350,35 @@ std::string RenderHtml(const CostFacts& facts, const ReportViews& views, const R
     od_by_day[d] += r.m.on_demand_usd;
   }
   std::vector<std::string> days;
+  for (const auto& [d, v] : by_day) days.push_back(FormatDate(d).substr(5));
+  // A range of up to two days draws the cost charts by hour (a daily chart
+  // of one or two points shows no shape); longer ones by day.
+  const HourlyCost hourly = HourlyCostOf(facts);
+  const bool by_hour = !hourly.labels.empty();
   Series od{"on-demand", "#4c72b0", {}}, spot{"spot", "#55a868", {}};
   Series cost{"actual cost", "#4c72b0", {}}, equivalent{"on-demand equivalent", "#c44e52", {}, true};
-  for (const auto& [d, v] : by_day) {
-    days.push_back(FormatDate(d).substr(5));
-    od.values.push_back(v.first);
-    spot.values.push_back(v.second);
-    cost.values.push_back(v.first + v.second);
-    equivalent.values.push_back(od_by_day[d]);
+  if (by_hour) {
+    for (size_t h = 0; h < hourly.labels.size(); ++h) {
+      od.values.push_back(hourly.on_demand_nodes[h]);
+      spot.values.push_back(hourly.spot_nodes[h]);
+      cost.values.push_back(hourly.on_demand_nodes[h] + hourly.spot_nodes[h]);
+      equivalent.values.push_back(hourly.on_demand_equivalent[h]);
+    }
+  } else {
+    for (const auto& [d, v] : by_day) {
+      od.values.push_back(v.first);
+      spot.values.push_back(v.second);
+      cost.values.push_back(v.first + v.second);
+      equivalent.values.push_back(od_by_day[d]);
+    }
   }
+  const std::vector<std::string>& cost_labels = by_hour ? hourly.labels : days;
+  const std::string per = by_hour ? "hour (UTC)" : "day";
   s += "<h2>Charts</h2><div class=\"charts\">";
-  s += StackedBars("chart-daily-cost", "Daily cost by capacity type", days, {od, spot});
-  s += Lines("chart-savings", "Spot savings: actual cost vs on-demand equivalent, per day", days, {equivalent, cost});
+  s += StackedBars("chart-daily-cost", std::string(by_hour ? "Hourly" : "Daily") + " cost by capacity type",
+                   cost_labels, {od, spot});
+  s += Lines("chart-savings", "Spot savings: actual cost vs on-demand equivalent, per " + per, cost_labels,
+             {equivalent, cost});
   // Burn-down of the month with the most observed days (the latest on ties).
   const BudgetMonth* month = nullptr;
   for (const BudgetMonth& b : views.budget) {

@@ -69,7 +69,7 @@ std::string RenderJson(const CostFacts& facts, const ReportViews& views, const R
   tj["attributed_usd"] = static_cast<double>(t.attributed_cents) / 100.0;
   tj["idle_usd"] = static_cast<double>(t.idle_cents) / 100.0;
   tj["on_demand_equivalent_usd"] = static_cast<double>(t.on_demand_cents) / 100.0;
-  tj["savings_usd"] = static_cast<double>(t.on_demand_cents - t.cost_cents) / 100.0;
+  tj["savings_usd"] = static_cast<double>(t.savings_cents) / 100.0;
   tj["savings_pct"] = Round(t.savings_pct, 100);
   tj["spot_savings_usd"] = static_cast<double>(t.spot_savings_cents) / 100.0;
   tj["gpu_hours_paid"] = Round(t.gpu_hours_paid, 1000);

@@ -18,6 +18,7 @@ Result<RenderedReport> Render(AuditReader& reader, AuditReader* second, const Re
   ReportQuery query = asked;
   query.from = scope->from;
   query.to = scope->to;
+  query.estimate_unrecorded_usage = scope->live;
   // Months before the rollup mark come from monthly_usage (their detail may
   // be pruned); the detail rows cover the rest.
   Result<std::optional<WallTime>> mark = reader.RolledUpBefore();
@@ -44,7 +45,15 @@ Result<RenderedReport> Render(AuditReader& reader, AuditReader* second, const Re
   const bool billed = std::any_of(facts->nodes.begin(), facts->nodes.end(),
                                   [](const NodeFact& n) { return n.billed_seconds > 0; });
   if (!billed && facts->usage_rows == 0 && facts->total.cost_usd <= 0) {
-    out.notices.push_back("no nodes or usage recorded in " + scope->description);
+    std::string notice = "no nodes or usage recorded in " + scope->description;
+    if (scope->data_from && scope->data_to) {
+      notice += "; the data covers " + FormatRfc3339(*scope->data_from) + " to " + FormatRfc3339(*scope->data_to);
+      out.range_outside_data = query.to <= *scope->data_from || query.from > *scope->data_to;
+      if (out.range_outside_data) notice += ", wholly outside the range";
+    } else {
+      notice += "; the database records nothing yet";
+    }
+    out.notices.push_back(notice);
   }
   if (query.format == Format::kFocus) {
     out.content_type = "text/csv; charset=utf-8";

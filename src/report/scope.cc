@@ -79,10 +79,16 @@ Result<ReportScope> ResolveScope(AuditReader& reader, const ReportQuery& query) 
   WallTime from = query.from;
   WallTime to = query.to;
   if (daemon) {
-    const WallTime now = query.now.value_or(last->value_or(WallTime{}));
+    WallTime now = query.now.value_or(last->value_or(WallTime{}));
+    how = "the calendar month (UTC) of " + FormatRfc3339(now);
+    // Data that ends before this month (a stopped daemon, or a demo on its
+    // virtual clock): its last month, not a month it has nothing for.
+    if (*last && MonthStart(**last) < MonthStart(now)) {
+      now = **last;
+      how = "the calendar month (UTC) of the last record, " + FormatRfc3339(now) + " (none since)";
+    }
     if (!query.from_given) from = MonthStart(now);
     if (!query.to_given) to = NextMonthStart(now);
-    how = "the calendar month (UTC) of " + FormatRfc3339(now);
   } else {
     WallTime started = selected.front()->run.started;
     WallTime ended = started;
@@ -105,6 +111,18 @@ Result<ReportScope> ResolveScope(AuditReader& reader, const ReportQuery& query) 
   }
   scope.from = from;
   scope.to = to;
+  scope.live = selected.empty() || std::any_of(selected.begin(), selected.end(),
+                                               [](const RunRow* r) { return !r->ended.has_value(); });
+  if (!selected.empty() || *last) {
+    std::optional<WallTime> first, final_time = *last;
+    for (const RunRow* r : selected) {
+      first = first ? std::min(*first, r->run.started) : r->run.started;
+      const WallTime end = r->ended.value_or(r->run.started);
+      final_time = final_time ? std::max(*final_time, end) : end;
+    }
+    scope.data_from = first ? first : final_time;
+    scope.data_to = final_time;
+  }
   std::string who;
   if (scope.run_id) {
     who = "run " + Describe(*selected.front());

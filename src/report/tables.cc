@@ -20,13 +20,20 @@ Cell Number(double v, int decimals) {
 Cell Integer(int64_t v) { return Cell{std::to_string(v), static_cast<double>(v)}; }
 Cell Time(std::optional<WallTime> t) { return t ? Text(FormatRfc3339(*t)) : Text(""); }
 
-// Rounds one money column of `rows` to cents, preserving its total.
+// Rounds one money column of `rows` to cents, preserving its total (by
+// default the column's rounded sum).
 template <typename Row, typename Get>
-std::vector<int64_t> CentsOf(const std::vector<Row>& rows, Get&& get) {
+std::vector<int64_t> CentsOf(const std::vector<Row>& rows, Get&& get, std::optional<int64_t> total = std::nullopt) {
   std::vector<double> usd;
   usd.reserve(rows.size());
   for (const Row& r : rows) usd.push_back(get(r));
-  return CentsPreservingTotal(usd);
+  return CentsPreservingTotal(usd, total);
+}
+
+int64_t Sum(const std::vector<int64_t>& cents) {
+  int64_t sum = 0;
+  for (int64_t c : cents) sum += c;
+  return sum;
 }
 
 const std::vector<std::string> kMetricColumns = {
@@ -46,19 +53,43 @@ Cell AllocatedIdleHours(const Metrics& m) {
   return Number(Hours(std::max(0.0, m.gpu_seconds_busy_measured - m.gpu_seconds_busy)), 3);
 }
 
+// Money of grouped rows in cents, each total rounded once. The cost total
+// is the rounded sum of cost; attributed cost is rounded preserving its
+// rounded total, idle cost preserving the rest of the cost total, savings
+// preserving their rounded total (largest remainder). Cost and the
+// on-demand equivalent are derived, so on every row and in every total
+// cost = attributed + idle and on-demand equivalent = cost + savings to the
+// cent, a line whose savings or attribution is zero shows exactly 0, and the
+// columns add up to the totals (ComputeTotals rounds the same way).
+struct RowCents {
+  std::vector<int64_t> attributed, idle, cost, savings, on_demand;
+};
+template <typename Row>
+RowCents MoneyOf(const std::vector<Row>& rows) {
+  RowCents c;
+  double cost = 0;
+  for (const Row& r : rows) cost += r.m.cost_usd;
+  c.attributed = CentsOf(rows, [](const Row& r) { return r.m.cost_usd - r.m.idle_usd; });
+  c.idle = CentsOf(rows, [](const Row& r) { return r.m.idle_usd; }, std::llround(cost * 100.0) - Sum(c.attributed));
+  c.savings = CentsOf(rows, [](const Row& r) { return r.m.savings_usd(); });
+  for (size_t i = 0; i < rows.size(); ++i) {
+    c.cost.push_back(c.attributed[i] + c.idle[i]);
+    c.on_demand.push_back(c.cost[i] + c.savings[i]);
+  }
+  return c;
+}
+
 // The metric columns of grouped rows, each money column cent-exact.
 void AddMetricColumns(const std::vector<GroupedRow>& rows, std::vector<std::vector<Cell>>* out) {
-  const std::vector<int64_t> cost = CentsOf(rows, [](const GroupedRow& r) { return r.m.cost_usd; });
-  const std::vector<int64_t> idle = CentsOf(rows, [](const GroupedRow& r) { return r.m.idle_usd; });
-  const std::vector<int64_t> od = CentsOf(rows, [](const GroupedRow& r) { return r.m.on_demand_usd; });
+  const RowCents money = MoneyOf(rows);
   const std::vector<int64_t> lost = CentsOf(rows, [](const GroupedRow& r) { return r.m.lost_usd; });
   for (size_t i = 0; i < rows.size(); ++i) {
     const Metrics& m = rows[i].m;
     std::vector<Cell>& cells = (*out)[i];
-    cells.push_back(Money(cost[i]));
-    cells.push_back(Money(idle[i]));
-    cells.push_back(Money(od[i]));
-    cells.push_back(Money(od[i] - cost[i]));
+    cells.push_back(Money(money.cost[i]));
+    cells.push_back(Money(money.idle[i]));
+    cells.push_back(Money(money.on_demand[i]));
+    cells.push_back(Money(money.savings[i]));
     cells.push_back(Number(Hours(m.gpu_seconds_paid), 3));
     cells.push_back(Number(Hours(m.gpu_seconds_allocated), 3));
     cells.push_back(BusyHours(m));
@@ -122,24 +153,28 @@ std::string RenderCsv(const Table& table) {
   return out;
 }
 
-Totals ComputeTotals(const CostFacts& facts, const ReportViews& views) {
+Totals ComputeTotals(const CostFacts& facts, const ReportViews&) {
   Totals t;
-  // The allocation view's cents are cent-exact against its total, which is
-  // the report's: attributed + idle == cost to the cent by construction.
-  const std::vector<int64_t> cents = CentsOf(views.allocation, [](const GroupedRow& r) { return r.m.cost_usd; });
-  for (size_t i = 0; i < views.allocation.size(); ++i) {
-    (views.allocation[i].keys[0] == kIdle ? t.idle_cents : t.attributed_cents) += cents[i];
-  }
-  t.cost_cents = t.attributed_cents + t.idle_cents;
-  t.on_demand_cents = std::llround(facts.total.on_demand_usd * 100.0);
+  // Each quantity is rounded once, from its unrounded total; cost and the
+  // on-demand equivalent are derived, as on every row (MoneyOf).
+  t.cost_cents = std::llround(facts.total.cost_usd * 100.0);
+  t.attributed_cents = std::llround((facts.total.cost_usd - facts.total.idle_usd) * 100.0);
+  t.idle_cents = t.cost_cents - t.attributed_cents;
   t.lost_cents = std::llround(facts.total.lost_usd * 100.0);
+  // Savings split by capacity type, the parts summing to the total: with
+  // on-demand nodes saving nothing, spot savings are all the savings.
   double spot_savings = 0;
+  double on_demand_savings = 0;
   for (const NodeFact& n : facts.nodes) {
-    if (n.capacity_type == CapacityType::kSpot) spot_savings += n.m.savings_usd();
+    (n.capacity_type == CapacityType::kSpot ? spot_savings : on_demand_savings) += n.m.savings_usd();
     if (n.billed_seconds > 0) ++t.nodes;
     if (n.billed_seconds > 0 && n.cause == "interrupted") ++t.interrupted_nodes;
   }
-  t.spot_savings_cents = std::llround(spot_savings * 100.0);
+  const std::vector<int64_t> parts =
+      CentsPreservingTotal({spot_savings, on_demand_savings}, std::llround(facts.total.savings_usd() * 100.0));
+  t.spot_savings_cents = parts[0];
+  t.savings_cents = parts[0] + parts[1];
+  t.on_demand_cents = t.cost_cents + t.savings_cents;
   t.savings_pct = facts.total.on_demand_usd > 0 ? 100.0 * facts.total.savings_usd() / facts.total.on_demand_usd : 0;
   t.gpu_hours_paid = Hours(facts.total.gpu_seconds_paid);
   t.gpu_hours_allocated = Hours(facts.total.gpu_seconds_allocated);
@@ -194,12 +229,11 @@ Table BuildTable(View view, const CostFacts& facts, const ReportViews& views, co
       t.title = "Spot savings by " + std::string(ToString(views.period));
       t.columns = {"period_start", "period_end", "capacity_type", "cost_usd", "on_demand_equivalent_usd",
                    "savings_usd", "savings_pct"};
-      const std::vector<int64_t> cost = CentsOf(views.savings, [](const GroupedRow& r) { return r.m.cost_usd; });
-      const std::vector<int64_t> od = CentsOf(views.savings, [](const GroupedRow& r) { return r.m.on_demand_usd; });
+      const RowCents money = MoneyOf(views.savings);
       for (size_t i = 0; i < views.savings.size(); ++i) {
         const GroupedRow& r = views.savings[i];
         t.rows.push_back({Text(FormatRfc3339(r.period_start)), Text(FormatRfc3339(r.period_end)), Text(r.keys[0]),
-                          Money(cost[i]), Money(od[i]), Money(od[i] - cost[i]),
+                          Money(money.cost[i]), Money(money.on_demand[i]), Money(money.savings[i]),
                           Number(r.m.on_demand_usd > 0 ? 100.0 * r.m.savings_usd() / r.m.on_demand_usd : 0, 2)});
       }
       break;

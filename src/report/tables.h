@@ -25,13 +25,15 @@ struct Table {
   std::vector<std::vector<Cell>> rows;
 };
 
-// Whole-range totals, money in cents; attributed + idle == cost exactly.
+// Whole-range totals, money in cents; attributed + idle == cost and
+// cost + savings == on-demand equivalent exactly.
 struct Totals {
   int64_t cost_cents = 0;
   int64_t attributed_cents = 0;
   int64_t idle_cents = 0;
   int64_t on_demand_cents = 0;
-  int64_t spot_savings_cents = 0;
+  int64_t savings_cents = 0;       // on_demand_cents - cost_cents
+  int64_t spot_savings_cents = 0;  // the spot nodes' part of savings_cents
   int64_t lost_cents = 0;
   double savings_pct = 0;  // of the on-demand equivalent
   double gpu_hours_paid = 0;

@@ -81,7 +81,12 @@ WallTime NextPeriodStart(WallTime t, Period p) {
   return t;
 }
 
-std::vector<int64_t> CentsPreservingTotal(const std::vector<double>& usd) {
+std::vector<int64_t> CentsPreservingTotal(const std::vector<double>& usd, std::optional<int64_t> total_cents) {
+  // Within this much of a whole cent an amount is that cent: 0.07 * 100 is
+  // 7.000000000000001 in doubles, and an amount that is exactly zero in
+  // meaning (savings of an on-demand node, attribution of the idle line)
+  // may carry such noise; neither may win a remainder cent.
+  constexpr double kWholeCent = 1e-6;
   std::vector<int64_t> cents(usd.size());
   std::vector<std::pair<double, size_t>> remainders;
   remainders.reserve(usd.size());
@@ -90,16 +95,33 @@ std::vector<int64_t> CentsPreservingTotal(const std::vector<double>& usd) {
   for (size_t i = 0; i < usd.size(); ++i) {
     sum += usd[i];
     const double c = usd[i] * 100.0;
-    const double fl = std::floor(c);
+    const double nearest = std::round(c);
+    const double fl = std::abs(c - nearest) < kWholeCent ? nearest : std::floor(c);
     cents[i] = static_cast<int64_t>(fl);
     floor_sum += cents[i];
     remainders.emplace_back(c - fl, i);
   }
-  int64_t missing = std::llround(sum * 100.0) - floor_sum;
-  // Largest remainders first; ties by position so output is stable.
+  int64_t missing = total_cents.value_or(std::llround(sum * 100.0)) - floor_sum;
+  // Largest remainders first; ties by position so output is stable. Only
+  // amounts with a fractional cent receive one.
   std::stable_sort(remainders.begin(), remainders.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });
-  for (size_t k = 0; missing > 0 && k < remainders.size(); ++k, --missing) cents[remainders[k].second] += 1;
+  for (size_t k = 0; missing > 0 && k < remainders.size() && remainders[k].first >= kWholeCent; ++k, --missing) {
+    cents[remainders[k].second] += 1;
+  }
+  if (missing != 0) {
+    // A given total a cent off the floors' reach (it was rounded elsewhere):
+    // the largest amounts absorb it, so a zero stays zero.
+    std::vector<size_t> by_size(usd.size());
+    for (size_t i = 0; i < by_size.size(); ++i) by_size[i] = i;
+    std::stable_sort(by_size.begin(), by_size.end(),
+                     [&](size_t a, size_t b) { return std::abs(usd[a]) > std::abs(usd[b]); });
+    for (size_t k = 0; missing != 0 && !by_size.empty(); k = (k + 1) % by_size.size()) {
+      const int64_t step = missing > 0 ? 1 : -1;
+      cents[by_size[k]] += step;
+      missing -= step;
+    }
+  }
   return cents;
 }
 

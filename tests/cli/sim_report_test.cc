@@ -104,8 +104,14 @@ TEST_F(SimReport, ARangeWithoutDataSaysSoOnStderr) {
   ASSERT_EQ(Gpuscaler({"sim", "--scenario", "demo", "--days", "1", "--db", db}).exit_code, 0);
   ProcessResult r =
       Gpuscaler({"report", "--db", db, "--run", "gpuscaler", "--from", "2030-01-01", "--to", "2030-01-02"});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("no nodes or usage recorded"), std::string::npos) << r.err;
+  // Wholly outside the data: the (empty) report is written, the warning
+  // names the window and the data's time range, and the exit code is 3.
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.out.find("period_start"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("no nodes or usage recorded in run 'gpuscaler'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("2030-01-01T00:00:00Z to 2030-01-02T00:00:00Z"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the data covers 2026-"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("wholly outside the range"), std::string::npos) << r.err;
 }
 
 }  // namespace

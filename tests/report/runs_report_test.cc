@@ -136,6 +136,10 @@ TEST_F(RunsReport, AGivenBoundWinsAndARangeWithoutDataSaysSo) {
   ASSERT_TRUE(r.ok()) << r.error().ToString();
   ASSERT_EQ(r->notices.size(), 1u);
   EXPECT_NE(r->notices[0].find("no nodes or usage recorded in run 'gpuscaler'"), std::string::npos) << r->notices[0];
+  // The warning names the data's own time range; a window wholly outside
+  // it is flagged (the CLI exits 3).
+  EXPECT_NE(r->notices[0].find("; the data covers 2026-07-"), std::string::npos) << r->notices[0];
+  EXPECT_TRUE(r->range_outside_data);
 }
 
 TEST(RunsReportDaemon, ADaemonRunDefaultsToTheCalendarMonthOfNow) {
@@ -156,6 +160,21 @@ TEST(RunsReportDaemon, ADaemonRunDefaultsToTheCalendarMonthOfNow) {
   EXPECT_EQ(j["query"]["to"], "2026-12-01T00:00:00Z");
   EXPECT_NEAR(j["totals"]["cost_usd"].get<double>(), 4.0, 1e-9);  // 00:00 to 04:00 on 11-01
   EXPECT_NE(j["query"]["scope"].get<std::string>().find("calendar month (UTC) of 2026-11-15"), std::string::npos);
+
+  // Weeks later, with nothing recorded since: the month of the last record,
+  // not an empty one.
+  q->now = T("2026-12-04T00:00:00Z");
+  r = RenderReport(*q);
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  const nlohmann::json later = nlohmann::json::parse(r->body);
+  EXPECT_EQ(later["query"]["from"], "2026-11-01T00:00:00Z");
+  EXPECT_EQ(later["query"]["to"], "2026-12-01T00:00:00Z");
+  EXPECT_NEAR(later["totals"]["cost_usd"].get<double>(), 4.0, 1e-9);
+  EXPECT_NE(later["query"]["scope"].get<std::string>().find("calendar month (UTC) of the last record"),
+            std::string::npos)
+      << later["query"]["scope"];
+  EXPECT_TRUE(r->notices.empty());
+  EXPECT_FALSE(r->range_outside_data);
 }
 
 }  // namespace

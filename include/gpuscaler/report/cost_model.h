@@ -185,8 +185,11 @@ std::vector<GroupedRow> GroupLines(const CostFacts& facts, const std::vector<Dim
 WallTime PeriodStart(WallTime t, Period p);
 WallTime NextPeriodStart(WallTime t, Period p);
 
-// Rounds each amount to whole cents so that the rounded amounts sum to the
-// rounded sum (largest remainder). Finance reports must add up.
-std::vector<int64_t> CentsPreservingTotal(const std::vector<double>& usd);
+// Rounds each amount to whole cents so that the rounded amounts sum to
+// `total_cents`, by default the rounded sum (largest remainder). Finance
+// reports must add up. An amount that is a whole number of cents (zero
+// included) keeps it unless the total cannot be reached otherwise.
+std::vector<int64_t> CentsPreservingTotal(const std::vector<double>& usd,
+                                          std::optional<int64_t> total_cents = std::nullopt);
 
 }  // namespace gpuscaler::report

@@ -78,6 +78,11 @@ struct ReportQuery {
   // Running nodes are billed up to here. Unset: the last time the database
   // records anything (it knows nothing later).
   std::optional<WallTime> as_of;
+  // Estimate the usage of nodes running at as_of since their last recorded
+  // interval (docs/reports.md, "Usage up to the report's moment"). Set by
+  // RenderReport when a selected run has not ended (a live daemon): an
+  // ended run wrote all its usage at its end.
+  bool estimate_unrecorded_usage = false;
   // Minimum billed time per instance (EC2 Linux and the simulated cloud: 60 s).
   Seconds min_billed{60};
   // GPU-hours "lost" to an interruption: the work allocated on the node in
@@ -109,6 +114,10 @@ struct RenderedReport {
   std::string scope;
   // For the operator (stderr), e.g. a range holding no data.
   std::vector<std::string> notices;
+  // The range holds no data and lies wholly outside the time the selected
+  // runs have records for (a mistyped or stale window, not a quiet one):
+  // the CLI still writes the (zero) report but exits 3 (docs/reports.md).
+  bool range_outside_data = false;
 };
 
 // What a report covers once the database is read: the selected run (none:
@@ -118,6 +127,12 @@ struct ReportScope {
   WallTime from{};
   WallTime to{};
   std::string description;
+  // When the selected runs have records at all: from the earliest run's
+  // start to the latest record (or run end), both inclusive.
+  std::optional<WallTime> data_from;
+  std::optional<WallTime> data_to;
+  // A selected run has not ended (or the database names no runs).
+  bool live = false;
 };
 
 // Resolves query.run / all_runs and the default range against the
