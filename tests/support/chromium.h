@@ -39,8 +39,8 @@ struct ChromiumRun {
 
 // Runs headless chromium on `page` (a file) with `mode` ("--dump-dom" or
 // "--screenshot=FILE --window-size=W,H"), its profile and files in `dir`.
-inline ChromiumRun RunChromium(const std::string& chromium, const std::filesystem::path& page,
-                               const std::string& mode, const std::filesystem::path& dir) {
+inline ChromiumRun RunChromiumOnce(const std::string& chromium, const std::filesystem::path& page,
+                                   const std::string& mode, const std::filesystem::path& dir) {
   static int run = 0;
   const std::string tag = std::to_string(++run);
   const std::filesystem::path out = dir / ("chromium-" + tag + ".out"), log = dir / ("chromium-" + tag + ".log");
@@ -62,6 +62,21 @@ inline ChromiumRun RunChromium(const std::string& chromium, const std::filesyste
   r.output = read(out);
   r.log = read(log);
   return r;
+}
+
+// RunChromiumOnce, again once when the browser itself did not run to its end
+// (a non-zero exit: on a loaded machine headless Chromium occasionally fails
+// to start). The page's own errors are in the log of the run that finished,
+// so a retry hides nothing the caller checks; the first failure's log is kept
+// in front of the second's.
+inline ChromiumRun RunChromium(const std::string& chromium, const std::filesystem::path& page,
+                               const std::string& mode, const std::filesystem::path& dir) {
+  ChromiumRun first = RunChromiumOnce(chromium, page, mode, dir);
+  if (first.exit_code == 0) return first;
+  ChromiumRun second = RunChromiumOnce(chromium, page, mode, dir);
+  second.log = "first attempt exited " + std::to_string(first.exit_code) + ":\n" + first.log + "\nsecond attempt:\n" +
+               second.log;
+  return second;
 }
 
 // Console lines that report a script error, an uncaught exception or a
