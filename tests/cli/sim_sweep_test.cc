@@ -88,7 +88,9 @@ seeds: [1, 2, 3, 4, 5, 6]
     ChildProcess sweep({GPUSCALER_BINARY, "sim", "sweep", "--grid", grid, "--out", Out(), "--workers", "1"},
                        dir_ / "first.out", dir_ / "first.err");
     ASSERT_TRUE(sweep.started());
-    for (int i = 0; i < 1000 && CellIds().empty(); ++i) std::this_thread::sleep_for(10ms);
+    // A cell takes well under a second in a release build, many under a
+    // sanitizer on a loaded machine: wait for the first as long as it takes.
+    for (int i = 0; i < 12000 && CellIds().empty(); ++i) std::this_thread::sleep_for(10ms);
     sweep.Signal(SIGKILL);
     EXPECT_EQ(sweep.Wait(10s), 128 + SIGKILL);
   }
