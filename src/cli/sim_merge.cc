@@ -15,9 +15,11 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "commands.h"
+#include "gpuscaler/model/escape.h"
 
 namespace gpuscaler::cli {
 namespace {
@@ -153,19 +155,7 @@ std::vector<Effect> Effects(const std::vector<CellRow>& rows) {
   return out;
 }
 
-std::string Html(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
+std::string Html(std::string_view s) { return HtmlEscape(s); }
 
 std::string Num(double v, int decimals) {
   char buf[64];

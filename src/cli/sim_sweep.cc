@@ -16,7 +16,6 @@
 // grid's order, for N machines sharing DIR (a Kubernetes Indexed Job).
 #include <fcntl.h>
 #include <signal.h>
-#include <openssl/evp.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -42,6 +41,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "gpuscaler/cloud/sigv4.h"
 #include "gpuscaler/model/text_file.h"
 #include "gpuscaler/model/yaml_document.h"
 #include "gpuscaler/policy/loader.h"
@@ -54,6 +54,7 @@ namespace gpuscaler::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using cloud::Sha256Hex;
 using Json = nlohmann::json;
 
 // ---------------------------------------------------------------- the grid
@@ -383,19 +384,6 @@ std::vector<Cell> Cells(const Grid& g) {
     }
   }
   return cells;
-}
-
-std::string Sha256Hex(const std::string& data) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  EVP_Digest(data.data(), data.size(), digest, &size, EVP_sha256(), nullptr);
-  std::string hex;
-  char buf[3];
-  for (unsigned int i = 0; i < size; ++i) {
-    std::snprintf(buf, sizeof buf, "%02x", digest[i]);
-    hex += buf;
-  }
-  return hex;
 }
 
 // Content hashes of input files, each read once per process.

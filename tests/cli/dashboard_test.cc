@@ -16,6 +16,7 @@
 
 #include "cli/http_get.h"
 #include "cli/process.h"
+#include "support/chromium.h"
 #include "gpuscaler/model/time.h"
 
 namespace gpuscaler::testing {
@@ -73,16 +74,6 @@ std::string ReadText(const std::filesystem::path& p) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-std::string FindChromium() {
-  for (const char* name : {"chromium", "chromium-browser"}) {
-    for (const char* dir : {"/usr/bin", "/usr/local/bin", "/snap/bin"}) {
-      const std::string path = std::string(dir) + "/" + name;
-      if (std::filesystem::exists(path)) return path;
-    }
-  }
-  return "";
 }
 
 int RunShell(const std::string& command) {

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 
 #include "report_test_util.h"
+#include "support/chromium.h"
 
 namespace gpuscaler::report {
 namespace {
@@ -18,16 +19,7 @@ namespace {
 using testing::GoldenParams;
 using testing::ReadFile;
 using testing::TempDir;
-
-std::string FindChromium() {
-  for (const char* name : {"chromium", "chromium-browser"}) {
-    for (const char* dir : {"/usr/bin", "/usr/local/bin", "/snap/bin"}) {
-      const std::string path = std::string(dir) + "/" + name;
-      if (std::filesystem::exists(path)) return path;
-    }
-  }
-  return "";
-}
+using gpuscaler::testing::FindChromium;
 
 // Runs `command` through the shell; returns its exit status.
 int RunShell(const std::string& command) {
