@@ -46,6 +46,7 @@ Replay::Replay(const Scenario& s, RunSpec spec, RunOptions options)
   copt.source = "sim:" + spec_.name;
   if (spec_.unavailable_for) copt.unavailable_base = copt.unavailable_max = *spec_.unavailable_for;
   copt.regions = s.regions;
+  if (options_.adjust_controller) options_.adjust_controller(copt);
   controller_ = std::make_unique<Controller>(world_.clock(), world_.cloud(), options_.store, world_.work(), s.catalog,
                                              spec_.policy, copt, spec_.planner);
   total_ticks_ = std::max<int64_t>(1, s.horizon / world_.tick());

@@ -94,6 +94,10 @@ struct RunOptions {
   bool timeseries = false;
   // Called with the fraction done, at most about 200 times per run.
   std::function<void(double)> progress;
+  // Adjusts the controller's simulation preset (ControllerOptions::
+  // ForSimulation) before the replay starts: a daemon's settings, such as
+  // writing open usage intervals, for a store read mid-replay.
+  std::function<void(ControllerOptions&)> adjust_controller;
 };
 
 RunResult RunScenario(const Scenario& scenario, const RunSpec& spec, const RunOptions& options = {});

@@ -34,6 +34,7 @@ ClusterStateOptions StateOptions(const ControllerOptions& o) {
 ControllerOptions ControllerOptions::ForDaemon() {
   ControllerOptions o;
   o.max_pending_units = 20000;
+  o.open_usage_every = Seconds(60);
   return o;
 }
 
@@ -62,6 +63,7 @@ Controller::Controller(const Clock& clock, CloudProvider& cloud, AuditStore* sto
       actuator_(clock, cloud, store, catalog,
                 {options_.tags, options_.token_prefix, options_.dry_run, options_.intent_replay_window}) {
   usage_.SetClassTeams(policy_);
+  usage_.SetOpenIntervalCadence(options_.open_usage_every);
 }
 
 void Controller::SetClusterNodes(ClusterNodes* nodes) {
@@ -105,6 +107,7 @@ TickReport Controller::Tick() {
   }
   const bool listed = state_.Observe(policy_, now, usage_.month_to_date_usd(), &report);
   report.Record(usage_.FlushFullIntervals(now, state_.BilledNodes()));
+  report.Record(usage_.WriteOpenIntervals(now, state_.BilledNodes()));
   report.blocked_classes = state_.blocked_classes();
   if (!replacements_.empty() || !protecting_.empty()) ProgressReplacements(now, &report);
   const StateChanges observed = state_.TakeChanges();

@@ -102,7 +102,7 @@ Status UsageMeter::Accumulate(WallTime now, const std::vector<Node>& nodes) {
       m.utilization_seconds += dt;
       m.utilization_sum += *m.utilization * dt;
     }
-    if (!held_measured_ && now - m.start >= interval_) {
+    if (!held_measured_ && IntervalFull(m, now)) {
       Status s = FlushNode(node, m, now);
       if (!s.ok() && first_error.ok()) first_error = std::move(s);
     }
@@ -167,7 +167,7 @@ Status UsageMeter::FlushFullIntervals(WallTime now, const std::vector<Node>& nod
   Status first_error = Status::Ok();
   for (const Node& node : nodes) {
     auto it = meters_.find(node.instance_id);
-    if (it == meters_.end() || now - it->second.start < interval_) continue;
+    if (it == meters_.end() || !IntervalFull(it->second, now)) continue;
     Status s = FlushNode(node, it->second, now);
     if (!s.ok() && first_error.ok()) first_error = std::move(s);
   }
@@ -182,31 +182,92 @@ Status UsageMeter::Flush(WallTime now, const std::vector<Node>& nodes) {
   return Status::Ok();
 }
 
-Status UsageMeter::FlushNode(const Node& node, Meter& m, WallTime now) {
+bool UsageMeter::IntervalFull(const Meter& m, WallTime now) const {
+  // Intervals end on multiples of the interval since the epoch (whole UTC
+  // hours for an hour), so a row never straddles a report's hour.
+  const int64_t length = interval_.count();
+  if (length <= 0) return true;
+  const int64_t start = ToUnixSeconds(m.start);
+  const int64_t boundary = (start / length + 1) * length;
+  return ToUnixSeconds(now) >= boundary;
+}
+
+std::vector<UsageRecord> UsageMeter::Rows(const Node& node, const Meter& m, WallTime from, WallTime now) const {
+  // [from, now) is the whole interval (from == m.start) or the stretch since
+  // the last open write (from == m.open_until): what was held in it is what
+  // the interval holds less what the open rows hold already.
+  const bool whole = from == m.start;
   std::vector<UsageRecord> rows;
-  const double seconds = std::chrono::duration<double>(now - m.start).count();
+  const double seconds = std::chrono::duration<double>(now - from).count();
+  if (seconds <= 0) return rows;
   const double cap = GpuCount(node.offering) * seconds;
-  // Busy time needs a measurement over the whole interval: a partly
-  // measured interval would pass its unmeasured part off as idle.
+  const double measured = m.utilization_seconds - (whole ? 0 : m.open_utilization_seconds);
+  const double measured_sum = m.utilization_sum - (whole ? 0 : m.open_utilization_sum);
+  // Busy time needs a measurement over the whole stretch: a partly
+  // measured one would pass its unmeasured part off as idle.
   std::optional<double> utilization;
-  if (seconds > 0 && m.utilization_seconds >= seconds - 1e-6) utilization = m.utilization_sum / m.utilization_seconds;
+  if (measured >= seconds - 1e-6 && measured > 0) utilization = measured_sum / measured;
   for (const auto& [key, gpu_seconds] : m.gpu_seconds) {
-    if (gpu_seconds <= 0 || now <= m.start) continue;
-    const double allocated = std::min(gpu_seconds, cap);
+    double held = gpu_seconds;
+    if (!whole) {
+      if (auto it = m.open_gpu_seconds.find(key); it != m.open_gpu_seconds.end()) held -= it->second;
+    }
+    if (held <= 1e-9) continue;
+    const double allocated = std::min(held, cap);
     std::optional<double> busy;
     if (held_measured_) {
       busy = allocated;
     } else if (utilization) {
       busy = std::min(allocated, allocated * *utilization);
     }
-    rows.push_back({node.instance_id, key.first, key.second, m.start, now, allocated, busy});
+    rows.push_back({node.instance_id, key.first, key.second, from, now, allocated, busy});
   }
-  m.gpu_seconds.clear();
-  m.utilization_seconds = 0;
-  m.utilization_sum = 0;
-  m.start = now;
-  if (rows.empty() || store_ == nullptr) return Status::Ok();
-  return store_->RecordUsage(rows);
+  return rows;
+}
+
+Status UsageMeter::WriteOpenIntervals(WallTime now, const std::vector<Node>& nodes) {
+  if (store_ == nullptr || open_every_ <= Seconds(0)) return Status::Ok();
+  if (last_open_write_ && now - *last_open_write_ < open_every_) return Status::Ok();
+  last_open_write_ = now;
+  // Each write adds the stretch since the node's previous one as rows of
+  // their own, so the newest rows hold the current rate (what a live report
+  // prorates to its moment); the interval's final rows replace them all.
+  std::vector<UsageRecord> rows;
+  std::vector<std::pair<Meter*, size_t>> written;  // meter, its first row in `rows`
+  for (const Node& node : nodes) {
+    auto it = meters_.find(node.instance_id);
+    if (it == meters_.end()) continue;
+    Meter& m = it->second;
+    const WallTime from = std::max(m.start, m.open_until);
+    std::vector<UsageRecord> slice = Rows(node, m, from, now);
+    written.emplace_back(&m, rows.size());
+    rows.insert(rows.end(), slice.begin(), slice.end());
+  }
+  Status s = store_->ReplaceUsage({}, rows);
+  if (!s.ok()) return s;
+  for (size_t i = 0; i < written.size(); ++i) {
+    Meter& m = *written[i].first;
+    const size_t end = i + 1 < written.size() ? written[i + 1].second : rows.size();
+    m.open_rows.insert(m.open_rows.end(), rows.begin() + static_cast<std::ptrdiff_t>(written[i].second),
+                       rows.begin() + static_cast<std::ptrdiff_t>(end));
+    m.open_until = now;
+    m.open_gpu_seconds = m.gpu_seconds;
+    m.open_utilization_seconds = m.utilization_seconds;
+    m.open_utilization_sum = m.utilization_sum;
+  }
+  return Status::Ok();
+}
+
+Status UsageMeter::FlushNode(const Node& node, Meter& m, WallTime now) {
+  std::vector<UsageRecord> rows = Rows(node, m, m.start, now);
+  std::vector<UsageRecord> withdrawn = std::move(m.open_rows);
+  Meter next;
+  next.gpus_by_class = std::move(m.gpus_by_class);
+  next.utilization = m.utilization;
+  next.start = now;
+  m = std::move(next);
+  if ((rows.empty() && withdrawn.empty()) || store_ == nullptr) return Status::Ok();
+  return store_->ReplaceUsage(withdrawn, rows);
 }
 
 }  // namespace gpuscaler

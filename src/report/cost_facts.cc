@@ -520,20 +520,25 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
     }
   }
 
-  // Usage is recorded per node interval (an hour), when the interval ends or
-  // the node does: a node still running at as_of has an unrecorded stretch
-  // since its last rows. Counting that stretch as idle would make a live
-  // report's current hour look idle; it is attributed instead at the
-  // allocation of the node's last recorded interval, prorated to as_of. The
-  // finished interval's rows, once written, replace the estimate. Only a
-  // stretch no longer than 1.5 of those intervals is estimated: past that a
-  // row is missing for another reason (the node held no GPUs for a whole
-  // interval, which the meter records as no row) and the time stays idle.
+  // Usage is recorded per node and clock interval (a UTC hour), when the
+  // interval ends or the node does, and a live daemon also writes each
+  // node's open interval every few minutes: a node still running at as_of
+  // has an unrecorded stretch since its last rows. Counting that stretch as
+  // idle would make a live report's current hour look idle; it is
+  // attributed instead at the allocation of the node's last recorded rows,
+  // prorated to as_of. The finished interval's rows, once written, replace
+  // the estimate.
   //
-  // A node launched within its first interval has no rows yet: it takes the
-  // share of its GPUs that each (class, team) held, at their last recorded
-  // intervals, on the running nodes of its pool that have rows (nodes of one
-  // pool serve the same classes; a node launched for pending work is
+  // Every running node's rows are written in the same tick, so the latest
+  // row end among the running nodes is when usage was last recorded. A node
+  // whose rows end earlier held no GPUs since (the meter writes no row for
+  // nothing held): its stretch stays idle. A stretch longer than an interval
+  // and a half is not estimated either: the writer has stopped.
+  //
+  // A node launched since usage was last recorded has no rows yet: it takes
+  // the share of its GPUs that each (class, team) held, at their last
+  // recorded rows, on the running nodes of its pool that have rows (nodes
+  // of one pool serve the same classes; a node launched for pending work is
   // usually filled at once).
   std::map<std::string, UsageFrontier> pool_share;  // held GPUs per GPU of the pool
   if (query.estimate_unrecorded_usage) {
@@ -565,6 +570,14 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
       }
     }
   }
+  constexpr int64_t kLongestEstimate = 5400;  // an hour's interval and a half
+  int64_t recorded_until = INT64_MIN;
+  for (size_t i = 0; i < f.nodes.size(); ++i) {
+    const NodeFact& n = f.nodes[i];
+    if (!frontiers[i].held.empty() && (!n.end || ToUnixSeconds(*n.end) > as_of)) {
+      recorded_until = std::max(recorded_until, frontiers[i].end);
+    }
+  }
   int64_t estimated_nodes = 0;
   double estimated_gpu_seconds = 0;
   for (size_t i = 0; i < f.nodes.size(); ++i) {
@@ -575,7 +588,7 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
     if (!query.estimate_unrecorded_usage || !running_at_as_of || w.days == 0 || n.gpu_count <= 0) continue;
     if (frontier.held.empty()) {
       auto share = pool_share.find(n.pool);
-      if (share == pool_share.end()) continue;
+      if (share == pool_share.end() || ToUnixSeconds(n.launch) < recorded_until) continue;
       frontier.end = ToUnixSeconds(n.launch);
       frontier.duration = share->second.duration;
       frontier.held = share->second.held;
@@ -586,7 +599,8 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
     }
     const int64_t tail_end = std::min(as_of, to);
     const int64_t tail_start = std::max(frontier.end, from);
-    if (tail_end <= tail_start || 2 * (tail_end - frontier.end) > 3 * frontier.duration) continue;
+    if (!frontiers[i].held.empty() && frontier.end < recorded_until) continue;
+    if (tail_end <= tail_start || tail_end - frontier.end > kLongestEstimate) continue;
     double held_gpus = 0;
     for (const HeldRate& h : frontier.held) held_gpus += h.gpus;
     // Never more GPUs than the node has (the meter caps its rows alike).

@@ -536,7 +536,8 @@ Status SqliteAuditStore::RecordPriceSamples(const std::vector<PriceSample>& samp
   });
 }
 
-Status SqliteAuditStore::RecordUsage(const std::vector<UsageRecord>& usage) {
+Status SqliteAuditStore::ReplaceUsage(const std::vector<UsageRecord>& withdrawn,
+                                      const std::vector<UsageRecord>& usage) {
   for (const UsageRecord& u : usage) {
     const std::string what = "recording usage of node '" + u.instance_id + "' by '" + u.workload_class + "'";
     if (u.end < u.start) return Error::InvalidInput(what + ": the interval ends before it starts");
@@ -547,9 +548,19 @@ Status SqliteAuditStore::RecordUsage(const std::vector<UsageRecord>& usage) {
                                  ") <= gpu_seconds_allocated (" + std::to_string(u.gpu_seconds_allocated) + ")");
     }
   }
-  if (usage.empty()) return Status::Ok();
-  if (Status s = EnsureRun(usage.front().start); !s.ok()) return s.error().WithContext("recording usage");
+  if (usage.empty() && withdrawn.empty()) return Status::Ok();
+  if (!usage.empty()) {
+    if (Status s = EnsureRun(usage.front().start); !s.ok()) return s.error().WithContext("recording usage");
+  }
   return Atomically("recording usage", [&]() -> Status {
+    for (const UsageRecord& u : withdrawn) {
+      Status s = db_->Run(
+          "DELETE FROM usage WHERE end_time = ?1 AND instance_id = ?2 AND workload_class = ?3 AND team = ?4 "
+          "AND start_time = ?5",
+          "withdrawing the open usage row of node '" + u.instance_id + "'", ToUnixSeconds(u.end), u.instance_id,
+          u.workload_class, u.team, ToUnixSeconds(u.start));
+      if (!s.ok()) return s;
+    }
     for (const UsageRecord& u : usage) {
       Result<Query> q = db_->Prepare("INSERT INTO usage (" GPUSCALER_USAGE_COLUMNS
                                      ", run_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?" GPUSCALER_RUN_ID_PARAM ")");

@@ -1,7 +1,8 @@
 // The usage meter's attribution: teams (the unit's, else its class's), busy
 // GPU time from measured utilisation (never a copy of allocated) or from the
 // GPU time a work source measured (the simulator), and this
-// month's spend by team, restored from the store after a restart.
+// month's spend by team, restored from the store after a restart; open
+// intervals written as they grow and replaced by their final rows.
 #include "gpuscaler/controller/usage_meter.h"
 
 #include <gtest/gtest.h>
@@ -89,6 +90,74 @@ TEST(UsageMeter, RowsCarryTheUnitsTeamElseTheClasssAndSpendSplitsByTeam) {
   ASSERT_EQ(by_team.size(), 2u);  // batch has no team: no team's spend
   EXPECT_DOUBLE_EQ(by_team.at("search"), 2.0);
   EXPECT_DOUBLE_EQ(by_team.at("vision"), 1.0);
+}
+
+TEST(UsageMeter, OpenIntervalsAreWrittenAtTheCadenceAndReplacedByTheirFinalRows) {
+  // Intervals end on whole hours (kStart is one).
+  Meter m;
+  m.meter.SetOpenIntervalCadence(Seconds(300));
+  m.meter.SetClassTeams(TeamPolicy());
+  m.meter.AddNode("i-1", kStart);
+  m.meter.SetRunning("i-1", {Unit("inference", 2)});
+  ASSERT_TRUE(m.meter.Accumulate(kStart, {m.node}).ok());
+  auto inference_rows = [&m] {
+    std::vector<UsageRecord> out;
+    for (const UsageRow& r : m.Rows()) out.push_back(r.usage);
+    return out;
+  };
+  // At ten minutes: one open row [start, +10 min) of 2 GPUs.
+  ASSERT_TRUE(m.meter.Accumulate(kStart + Seconds(600), {m.node}).ok());
+  ASSERT_TRUE(m.meter.WriteOpenIntervals(kStart + Seconds(600), {m.node}).ok());
+  std::vector<UsageRecord> rows = inference_rows();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].start, kStart);
+  EXPECT_EQ(rows[0].end, kStart + Seconds(600));
+  EXPECT_DOUBLE_EQ(rows[0].gpu_seconds_allocated, 1200);
+  // Two minutes later is within the cadence: nothing written.
+  ASSERT_TRUE(m.meter.Accumulate(kStart + Seconds(720), {m.node}).ok());
+  ASSERT_TRUE(m.meter.WriteOpenIntervals(kStart + Seconds(720), {m.node}).ok());
+  rows = inference_rows();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].end, kStart + Seconds(600));
+  // At fifteen minutes the stretch since the last write is a row of its own
+  // (the current rate: one GPU held from ten minutes on).
+  m.meter.SetRunning("i-1", {Unit("inference", 1)});
+  ASSERT_TRUE(m.meter.Accumulate(kStart + Seconds(900), {m.node}).ok());
+  ASSERT_TRUE(m.meter.WriteOpenIntervals(kStart + Seconds(900), {m.node}).ok());
+  rows = inference_rows();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1].start, kStart + Seconds(600));
+  EXPECT_EQ(rows[1].end, kStart + Seconds(900));
+  EXPECT_DOUBLE_EQ(rows[1].gpu_seconds_allocated, 2 * 120 + 1 * 180);
+  // The full hour's row replaces the open ones: one row, the whole hour.
+  ASSERT_TRUE(m.meter.Accumulate(kStart + Seconds(3600), {m.node}).ok());
+  rows = inference_rows();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].start, kStart);
+  EXPECT_EQ(rows[0].end, kStart + Seconds(3600));
+  EXPECT_DOUBLE_EQ(rows[0].gpu_seconds_allocated, 2 * 720 + 1 * (3600 - 720));
+  // The next interval's open row is a row of its own; the node's end
+  // replaces it with its final row.
+  ASSERT_TRUE(m.meter.Accumulate(kStart + Seconds(4200), {m.node}).ok());
+  ASSERT_TRUE(m.meter.WriteOpenIntervals(kStart + Seconds(4200), {m.node}).ok());
+  ASSERT_EQ(inference_rows().size(), 2u);
+  ASSERT_TRUE(m.meter.Accumulate(kStart + Seconds(4500), {m.node}).ok());
+  ASSERT_TRUE(m.meter.EndNode(m.node, kStart + Seconds(4500)).ok());
+  rows = inference_rows();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1].start, kStart + Seconds(3600));
+  EXPECT_EQ(rows[1].end, kStart + Seconds(4500));
+  EXPECT_DOUBLE_EQ(rows[1].gpu_seconds_allocated, 900);
+}
+
+TEST(UsageMeter, WithoutACadenceNoOpenIntervalIsWritten) {
+  Meter m;
+  m.meter.AddNode("i-1", kStart);
+  m.meter.SetRunning("i-1", {Unit("inference", 2)});
+  ASSERT_TRUE(m.meter.Accumulate(kStart, {m.node}).ok());
+  ASSERT_TRUE(m.meter.Accumulate(kStart + Seconds(1800), {m.node}).ok());
+  ASSERT_TRUE(m.meter.WriteOpenIntervals(kStart + Seconds(1800), {m.node}).ok());
+  EXPECT_TRUE(m.Rows().empty());
 }
 
 TEST(UsageMeter, BusyTimeIsAllocatedTimesMeasuredUtilisationAndNotMeasuredWithout) {

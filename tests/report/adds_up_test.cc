@@ -1,19 +1,23 @@
 // Reports that add up: on a simulated fleet, every view and format sums to
 // its totals to the cent, with cost = attributed + idle and on-demand
 // equivalent = cost + savings on every row; a live report taken mid-hour
-// (usage rows not yet written for the running nodes' current interval)
-// agrees with the finished database's figure for the same stretch within 2 %.
+// agrees with the finished figure for the same stretch within 1 % when the
+// controller writes its open intervals as the daemon does, and is
+// estimated from the previous hour's allocation from full intervals alone.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "gpuscaler/controller/controller.h"
 #include "gpuscaler/report/cost_model.h"
 #include "gpuscaler/report/report.h"
 #include "gpuscaler/store/sqlite_audit_store.h"
@@ -254,12 +258,116 @@ Stretch Figures(const std::string& db, WallTime from, WallTime to) {
   return s;
 }
 
-TEST_F(AddsUp, ALiveReportAtAPartialHourAgreesWithTheFinishedDatabase) {
+// A copy of the store as it is now (its write-ahead log included), as a
+// report reading the live daemon's file would see it.
+void SnapshotStore(const std::string& from, const std::string& to) {
+  std::filesystem::remove(to);
+  sqlite3* handle = nullptr;
+  ASSERT_EQ(sqlite3_open(from.c_str(), &handle), SQLITE_OK);
+  const std::string vacuum = "VACUUM INTO '" + to + "'";
+  char* message = nullptr;
+  EXPECT_EQ(sqlite3_exec(handle, vacuum.c_str(), nullptr, nullptr, &message), SQLITE_OK) << (message ? message : "");
+  sqlite3_free(message);
+  sqlite3_close(handle);
+}
+
+// One replay of the suite's scenario into `db`, with the controller's
+// preset adjusted; `at_cut` is called with the replay stopped at each of
+// `cuts` (in order), after the store's writes are committed.
+void ReplayInto(const std::string& db, const std::function<void(ControllerOptions&)>& adjust,
+                const std::vector<WallTime>& cuts, const std::function<void(size_t)>& at_cut) {
+  std::string catalog_source;
+  const Catalog catalog = DefaultCatalog(GPUSCALER_SOURCE_DIR, &catalog_source);
+  Result<sim::Scenario> scenario = sim::MakeBuiltinScenario("demo", kSeed, kDays, catalog);
+  ASSERT_TRUE(scenario.ok()) << scenario.error().ToString();
+  Result<sim::RunSpec> spec = sim::MakeRunSpec("gpuscaler", *scenario, nullptr);
+  ASSERT_TRUE(spec.ok());
+  Result<std::unique_ptr<SqliteAuditStore>> store = SqliteAuditStore::Open(db);
+  ASSERT_TRUE(store.ok()) << store.error().ToString();
+  sim::RunOptions options;
+  options.store = store->get();
+  options.adjust_controller = adjust;
+  sim::Replay replay(*scenario, *spec, options);
+  for (size_t i = 0; i < cuts.size(); ++i) {
+    while (!replay.done() && replay.now() < cuts[i]) replay.Step();
+    ASSERT_TRUE((*store)->Flush().ok());
+    at_cut(i);
+  }
+  while (!replay.done()) replay.Step();
+  const sim::RunResult run = replay.Finish();
+  ASSERT_EQ(run.controller_errors, 0);
+  ASSERT_TRUE((*store)->Flush().ok());
+}
+
+TEST_F(AddsUp, ALiveReportWithTheDaemonsOpenIntervalsAgreesWithTheFinishedFigureWithinOnePercent) {
+  // The replay with each node's open usage interval written at the
+  // daemon's cadence; its store is copied at :22 and :43 of every third
+  // hour of the second day (two and three minutes after an open write, so
+  // the report estimates those minutes), as the diurnal load rises and
+  // falls and training bursts come and go.
+  std::vector<WallTime> cuts;
+  std::vector<std::string> live_dbs;
+  for (int hour = 1; hour < 24; hour += 3) {
+    for (int minute : {22, 43}) {
+      cuts.push_back(start_ + Seconds(86400 + hour * 3600 + minute * 60));
+      live_dbs.push_back(dir_->File("open-live-" + std::to_string(hour) + "-" + std::to_string(minute) + ".db"));
+    }
+  }
+  const Seconds cadence = ControllerOptions::ForDaemon().open_usage_every;
+  ASSERT_GT(cadence.count(), 0);
+  const std::string finished_db = dir_->File("open-finished.db");
+  ReplayInto(
+      finished_db, [cadence](ControllerOptions& o) { o.open_usage_every = cadence; }, cuts,
+      [&](size_t i) { SnapshotStore(finished_db, live_dbs[i]); });
+  // The finished figure: the same replay recording usage by the minute (its
+  // ticks), so a partial hour is what the nodes' work held in it. The hourly
+  // rows of a finished store spread each node's hour evenly over the hour,
+  // which moves the GPUs a node fills during its hour back into its empty
+  // first minutes, and so differs from any live figure by that smoothing.
+  const std::string by_minute_db = dir_->File("by-minute.db");
+  ReplayInto(
+      by_minute_db, [](ControllerOptions& o) { o.usage_interval = Seconds(60); }, {}, [](size_t) {});
+
+  double worst = 0;
+  std::string worst_at;
+  for (size_t i = 0; i < cuts.size(); ++i) {
+    const WallTime hour = cuts[i] - Seconds(ToUnixSeconds(cuts[i]) % 3600);
+    const Stretch finished = Figures(by_minute_db, hour, cuts[i]);
+    const Stretch at_now = Figures(live_dbs[i], hour, cuts[i]);
+    ASSERT_GT(finished.cost, 0) << FormatRfc3339(cuts[i]);
+    EXPECT_NEAR(at_now.cost, finished.cost, 0.005) << FormatRfc3339(cuts[i]);
+    const double gap = std::abs(at_now.attributed - finished.attributed) / finished.cost;
+    EXPECT_LE(gap, 0.01) << FormatRfc3339(cuts[i]) << ": live " << at_now.attributed << " vs finished "
+                         << finished.attributed << " of " << finished.cost;
+    EXPECT_NEAR(at_now.idle, finished.idle, 0.01 * finished.cost + 0.005) << FormatRfc3339(cuts[i]);
+    if (gap >= worst) {
+      worst = gap;
+      worst_at = FormatRfc3339(cuts[i]);
+    }
+  }
+  if (const char* keep = std::getenv("KEEP_DBS")) {
+    std::filesystem::create_directories(keep);
+    for (const std::string& db : live_dbs) std::filesystem::copy_file(db, std::string(keep) + "/" + std::filesystem::path(db).filename().string(), std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::copy_file(by_minute_db, std::string(keep) + "/by-minute.db", std::filesystem::copy_options::overwrite_existing);
+  }
+  std::printf("open intervals: worst of %zu cuts %s, attributed off by %.3f %% of the partial hour's cost\n",
+              cuts.size(), worst_at.c_str(), 100 * worst);
+  // Open rows are replaced, never added to: the finished store's totals are
+  // those of the suite's replay, which wrote none.
+  const Stretch whole_open = Figures(finished_db, start_, start_ + Seconds(kDays * 86400));
+  const Stretch whole = Figures(db_, start_, start_ + Seconds(kDays * 86400));
+  EXPECT_NEAR(whole_open.cost, whole.cost, 0.005);
+  EXPECT_NEAR(whole_open.attributed, whole.attributed, 0.005);
+  EXPECT_NEAR(whole_open.idle, whole.idle, 0.005);
+}
+
+TEST_F(AddsUp, ALiveReportFromFullIntervalsOnlyEstimatesTheOpenHourFromTheLastOne) {
   // Mid-hour on the second day, while the diurnal load runs.
   const WallTime now = start_ + Seconds(86400 + 14 * 3600 + 40 * 60);
   const WallTime hour = now - Seconds(40 * 60);
-  // The live database: what the store held at `now` (usage is written when
-  // a node's interval ends, so every row ending later is not there yet).
+  // The live database of a writer without open intervals (a daemon of an
+  // earlier version): what the store held at `now` (usage is written when a
+  // node's interval ends, so every row ending later is not there yet).
   const std::string live = dir_->File("live.db");
   std::filesystem::copy_file(db_, live, std::filesystem::copy_options::overwrite_existing);
   sqlite3* handle = nullptr;
@@ -281,13 +389,13 @@ TEST_F(AddsUp, ALiveReportAtAPartialHourAgreesWithTheFinishedDatabase) {
   ASSERT_GT(finished.attributed, 0);
   // Billing does not depend on usage rows.
   EXPECT_NEAR(at_now.cost, finished.cost, 0.005);
-  // Attribution (and so idle) of the partial hour agrees within 2 % of its
-  // cost (1.5 % here: nodes in their first interval are estimated from it,
-  // ramp-up included); counting the unrecorded stretch as idle would put
-  // most of this 40 minutes' cost in idle.
-  EXPECT_NEAR(at_now.attributed, finished.attributed, 0.02 * finished.cost)
+  // Attribution (and so idle) of the partial hour is the previous hour's
+  // allocation for 40 minutes: within 6 % of its cost here (4.9 %: the
+  // afternoon load grows from one hour to the next); counting the
+  // unrecorded stretch as idle would put most of its cost in idle.
+  EXPECT_NEAR(at_now.attributed, finished.attributed, 0.06 * finished.cost)
       << "live " << at_now.attributed << " vs finished " << finished.attributed << " of " << finished.cost;
-  EXPECT_NEAR(at_now.idle / at_now.cost, finished.idle / finished.cost, 0.02);
+  EXPECT_NEAR(at_now.idle / at_now.cost, finished.idle / finished.cost, 0.06);
   EXPECT_LT(at_now.idle, 0.5 * at_now.cost);
   bool said = false;
   for (const std::string& w : at_now.warnings) said = said || w.find("estimated at each node's last recorded") != std::string::npos;

@@ -90,6 +90,10 @@ struct ControllerOptions {
   bool restore_from_store = true;  // see ClusterStateOptions
   // Usage rows are written per node and class for intervals of this length.
   Seconds usage_interval{3600};
+  // How often the open (not yet full) interval of each node is written, so
+  // that a report taken while the controller runs sees usage up to then;
+  // zero: never (UsageMeter::SetOpenIntervalCadence).
+  Seconds open_usage_every{0};
   Seconds intent_replay_window{600};  // see ActuatorOptions
 
   static ControllerOptions ForDaemon();

@@ -4,7 +4,8 @@
 // Per node it accumulates the GPU-seconds each (workload class, team) holds
 // (GpuShare of the units running there; a unit's team, else its class's
 // classes[].team) and writes them as usage rows once a node's interval is
-// full, when the node ends, and on Flush. A row's busy GPU time is its
+// full (intervals end on whole multiples of their length since the epoch:
+// at each whole UTC hour for an hour), when the node ends, and on Flush. A row's busy GPU time is its
 // allocated time × the node's mean measured GPU utilisation over the
 // interval (SetUtilization), capped at allocated; with no utilisation
 // measured for the node in the interval, busy is not measured (nullopt).
@@ -72,6 +73,17 @@ class UsageMeter {
   // at its end, not at `now` (reports bill usage only within a node's life).
   // Without held time: nothing (Accumulate wrote them). Errors as Accumulate.
   Status FlushFullIntervals(WallTime now, const std::vector<Node>& nodes);
+  // Every `every` (zero, the default: never), writes each metered node's
+  // open interval as rows ending at the call's `now` (WriteOpenIntervals),
+  // each replacing the node's previous open rows; the interval's final
+  // rows replace the last of them. A report taken while the controller runs
+  // then has each node's usage up to at most `every` ago instead of up to
+  // its last full interval.
+  void SetOpenIntervalCadence(Seconds every) { open_every_ = every; }
+  // Writes the open intervals when `every` has passed since the last time
+  // (see SetOpenIntervalCadence); call after Accumulate (and, with held
+  // time, after FlushFullIntervals). Errors as Accumulate.
+  Status WriteOpenIntervals(WallTime now, const std::vector<Node>& nodes);
   // Writes the node's rows up to `end` and stops metering it.
   Status EndNode(const Node& node, WallTime end);
   // Writes the rows of every node up to `now` (before shutdown, at the end
@@ -109,7 +121,22 @@ class UsageMeter {
     double utilization_seconds = 0;              // seconds measured since `start`
     double utilization_sum = 0;                  // utilisation × seconds since `start`
     WallTime start{};
+    // The open interval's rows written so far (WriteOpenIntervals), each
+    // covering the stretch since the write before: what the interval's final
+    // rows replace. The totals below are those the open rows hold, up to
+    // `open_until`.
+    std::vector<UsageRecord> open_rows;
+    WallTime open_until{};
+    std::map<ClassTeam, double> open_gpu_seconds;
+    double open_utilization_seconds = 0;
+    double open_utilization_sum = 0;
   };
+  // The node's rows for [from, now): the whole interval (from = start) or
+  // the stretch since the last open write (from = open_until).
+  std::vector<UsageRecord> Rows(const Node& node, const Meter& meter, WallTime from, WallTime now) const;
+  // The meter's interval has reached the next multiple of the interval
+  // length since the epoch.
+  bool IntervalFull(const Meter& meter, WallTime now) const;
   Status FlushNode(const Node& node, Meter& meter, WallTime now);
   int GpuCount(const Offering& offering) const;
 
@@ -124,6 +151,8 @@ class UsageMeter {
   std::map<std::string, double> by_team_;
   std::map<std::string, std::string> class_teams_;
   bool held_measured_ = false;  // AddHeld was called: no sampling of the running work
+  Seconds open_every_{0};
+  std::optional<WallTime> last_open_write_;
 };
 
 }  // namespace gpuscaler

@@ -253,7 +253,13 @@ class AuditStore {
   virtual Status RecordNodePrice(const std::string& instance_id, WallTime at, double usd_per_hour) = 0;
   virtual Status RecordNodeEnd(const NodeEndRecord& e) = 0;
   virtual Status RecordPriceSamples(const std::vector<PriceSample>& samples) = 0;
-  virtual Status RecordUsage(const std::vector<UsageRecord>& usage) = 0;
+  virtual Status RecordUsage(const std::vector<UsageRecord>& usage) { return ReplaceUsage({}, usage); }
+  // Removes the rows `withdrawn` (matched by their key: end, instance,
+  // class, team, start; a row not there is no error) and records `usage`,
+  // in one transaction: how an open interval's row, written as it grows,
+  // is replaced by its longer successor so that no GPU-second is counted
+  // twice and none is lost if the writer stops between the two.
+  virtual Status ReplaceUsage(const std::vector<UsageRecord>& withdrawn, const std::vector<UsageRecord>& usage) = 0;
 
   // Nodes launched before `until` and not ended before `since`, in launch
   // order. The default (a store that keeps no history) returns none; a

@@ -143,7 +143,7 @@ class SqliteAuditStore final : public AuditStore {
   // end >= start and 0 <= busy <= allocated, else kInvalidInput. A record
   // with the same instance, class, team, start and end as one already stored
   // is kInvalidInput (it would count the same GPU-seconds twice).
-  Status RecordUsage(const std::vector<UsageRecord>& usage) override;
+  Status ReplaceUsage(const std::vector<UsageRecord>& withdrawn, const std::vector<UsageRecord>& usage) override;
   // Through a reader (OpenReader): committed nodes only for a file; since >=
   // until: kInvalidInput.
   Result<std::vector<NodeLifecycle>> NodeLifecycles(WallTime since, WallTime until) override;
