@@ -74,7 +74,6 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
                   "Audit database (SQLite) written by the daemon or `gpuscaler sim --db`; repeat it, give NAME=FILE "
                   "or a directory of them for a fleet report with a cluster column")
       ->required()
-      ->take_last(false)
       ->allow_extra_args(false);
   cmd->add_option("--parallel", *parallel, "Fleet reports: audit stores read at a time (default: the cores)")
       ->check(CLI::PositiveNumber);
