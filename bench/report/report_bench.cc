@@ -384,13 +384,14 @@ void BM_FleetYearReport(benchmark::State& state) {
   }
   const double want = std::round(fleet.expected_usd * 100.0) / 100.0 * stores;
   if (std::fabs(std::stod(total) - want) > 0.005 * stores) {
-    state.SkipWithError(("wrong answer: fleet $" + total + ", " + std::to_string(stores) + " bills $" +
-                         std::to_string(want)).c_str());
+    state.SkipWithError(
+        ("wrong answer: fleet $" + total + ", " + std::to_string(stores) + " bills $" + std::to_string(want))
+            .c_str());
     return;
   }
   state.counters["stores"] = stores;
-  state.counters["per_store_s"] = benchmark::Counter(stores, benchmark::Counter::kIsIterationInvariantRate |
-                                                                benchmark::Counter::kInvert);
+  state.counters["per_store_s"] =
+      benchmark::Counter(stores, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
   state.SetLabel("json, a year per store, " + std::to_string(parallelism) + " at a time");
 }
 BENCHMARK(BM_FleetYearReport)

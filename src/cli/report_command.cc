@@ -1,4 +1,5 @@
-// `gpuscaler report --db FILE|NAME=FILE|DIR [--db ...] [--parallel N] [--run NAME|ID | --all-runs] [--from DATE] [--to DATE] [--group-by COLS] [--period day|week|month]
+// `gpuscaler report --db FILE|NAME=FILE|DIR [--db ...] [--parallel N] [--run NAME|ID | --all-runs] [--from
+// DATE] [--to DATE] [--group-by COLS] [--period day|week|month]
 //  [--format csv|json|focus|html] [--view VIEW] [--team-map class=team,...] [--budget-monthly-usd N]
 //  [--as-of TIME] [-o FILE] ...`: cost reports from the audit store (docs/reports.md). The flags are
 // the daemon's /reports URL parameters with dashes; both go through report::ParseReportQuery. Several
@@ -51,9 +52,13 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
   auto output = std::make_shared<std::string>();
   auto flags = std::make_shared<std::vector<Flag>>(std::vector<Flag>{
       {"run", "The run to report, by name or id (needed when the database holds several)", {}},
-      {"from", "Start, inclusive: YYYY-MM-DD or RFC 3339 (UTC); default: the run's start (daemon: month start)", {}},
+      {"from",
+       "Start, inclusive: YYYY-MM-DD or RFC 3339 (UTC); default: the run's start (daemon: month start)",
+       {}},
       {"to", "End, exclusive: YYYY-MM-DD or RFC 3339 (UTC); default: the run's end (daemon: month end)", {}},
-      {"group_by", "Comma list of: pool, region, zone, instance_type, capacity_type, class, team, cluster", {}},
+      {"group_by",
+       "Comma list of: pool, region, zone, instance_type, capacity_type, class, team, cluster",
+       {}},
       {"period", "Time buckets: day (default), week (ISO, from Monday) or month", {}},
       {"format", "csv (default), json, focus (FinOps FOCUS 1.1 CSV) or html", {}},
       {"view",
@@ -67,12 +72,15 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
       {"loss_window_seconds", "Work counted as lost before an interruption (default 900)", {}},
       {"top", "Rows in the top decisions, top nodes and worst predictions tables (default 20)", {}},
       {"billing_account_id", "FOCUS BillingAccountId (default gpuscaler)", {}},
-      {"provider_name", "FOCUS ProviderName, PublisherName, InvoiceIssuerName (default Amazon Web Services)", {}},
+      {"provider_name",
+       "FOCUS ProviderName, PublisherName, InvoiceIssuerName (default Amazon Web Services)",
+       {}},
       {"service_name", "FOCUS ServiceName (default Amazon Elastic Compute Cloud)", {}},
   });
-  cmd->add_option("--db", *dbs,
-                  "Audit database (SQLite) written by the daemon or `gpuscaler sim --db`; repeat it, give NAME=FILE "
-                  "or a directory of them for a fleet report with a cluster column")
+  cmd->add_option(
+         "--db", *dbs,
+         "Audit database (SQLite) written by the daemon or `gpuscaler sim --db`; repeat it, give NAME=FILE "
+         "or a directory of them for a fleet report with a cluster column")
       ->required()
       ->allow_extra_args(false);
   cmd->add_option("--parallel", *parallel, "Fleet reports: audit stores read at a time (default: the cores)")
@@ -101,14 +109,16 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
     // One plain file: the single-store report. Several, a directory or a
     // named store: the fleet's.
     std::error_code ec;
-    const bool fleet = dbs->size() > 1 || std::filesystem::is_directory(dbs->front(), ec) ||
-                       (dbs->front().find('=') != std::string::npos && !std::filesystem::exists(dbs->front(), ec));
+    const bool fleet =
+        dbs->size() > 1 || std::filesystem::is_directory(dbs->front(), ec) ||
+        (dbs->front().find('=') != std::string::npos && !std::filesystem::exists(dbs->front(), ec));
     Result<report::RenderedReport> rendered = Error::Internal("no report");
     if (fleet) {
       std::vector<std::string> skipped;
       Result<std::vector<report::FleetStore>> stores = report::ExpandFleetArguments(*dbs, &skipped);
       for (const std::string& s : skipped) std::cerr << "gpuscaler report: skipped " << s << "\n";
-      rendered = stores ? report::RenderFleetReport(*stores, *query, *parallel) : Result<report::RenderedReport>(stores.error());
+      rendered = stores ? report::RenderFleetReport(*stores, *query, *parallel)
+                        : Result<report::RenderedReport>(stores.error());
     } else {
       query->db_path = dbs->front();
       rendered = report::RenderReport(*query);

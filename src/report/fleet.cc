@@ -113,8 +113,8 @@ size_t ColumnOf(const internal::Table& t, const std::string& name) {
 // are those of its own report); the order: time views by period (then
 // cluster), the dearest-first lists by amount (then cluster), cut at
 // query.top where the single report cuts; the others cluster by cluster.
-internal::Table JoinTables(View v, const std::vector<internal::Table>& parts, const std::vector<std::string>& clusters,
-                           const ReportQuery& query) {
+internal::Table JoinTables(View v, const std::vector<internal::Table>& parts,
+                           const std::vector<std::string>& clusters, const ReportQuery& query) {
   internal::Table out;
   out.view = v;
   out.title = parts.front().title;
@@ -130,15 +130,20 @@ internal::Table JoinTables(View v, const std::vector<internal::Table>& parts, co
     for (size_t r = 0; r < parts[p].rows.size(); ++r) refs.push_back({p, r});
   }
   const internal::Table& shape = parts.front();
-  auto text = [&](const Ref& r, size_t column) -> const std::string& { return parts[r.part].rows[r.row][column].text; };
-  auto number = [&](const Ref& r, size_t column) { return parts[r.part].rows[r.row][column].number.value_or(0); };
+  auto text = [&](const Ref& r, size_t column) -> const std::string& {
+    return parts[r.part].rows[r.row][column].text;
+  };
+  auto number = [&](const Ref& r, size_t column) {
+    return parts[r.part].rows[r.row][column].number.value_or(0);
+  };
   std::optional<size_t> limit;
   switch (v) {
     case View::kCosts:
     case View::kSavings:
     case View::kBudget: {
       const size_t key = ColumnOf(shape, v == View::kBudget ? "day" : "period_start");
-      std::stable_sort(refs.begin(), refs.end(), [&](const Ref& a, const Ref& b) { return text(a, key) < text(b, key); });
+      std::stable_sort(refs.begin(), refs.end(),
+                       [&](const Ref& a, const Ref& b) { return text(a, key) < text(b, key); });
       break;
     }
     case View::kDecisions:
@@ -171,7 +176,8 @@ internal::Table JoinTables(View v, const std::vector<internal::Table>& parts, co
   return out;
 }
 
-internal::Totals SumTotals(const std::vector<internal::ClusterPart>& clusters, std::vector<std::string>* warnings) {
+internal::Totals SumTotals(const std::vector<internal::ClusterPart>& clusters,
+                           std::vector<std::string>* warnings) {
   internal::Totals t;
   double savings = 0, on_demand = 0;
   std::vector<std::string> unmeasured;
@@ -191,7 +197,8 @@ internal::Totals SumTotals(const std::vector<internal::ClusterPart>& clusters, s
     t.interrupted_nodes += p.interrupted_nodes;
     if (p.gpu_hours_busy) {
       t.gpu_hours_busy = t.gpu_hours_busy.value_or(0) + *p.gpu_hours_busy;
-      t.gpu_hours_allocated_idle = t.gpu_hours_allocated_idle.value_or(0) + p.gpu_hours_allocated_idle.value_or(0);
+      t.gpu_hours_allocated_idle =
+          t.gpu_hours_allocated_idle.value_or(0) + p.gpu_hours_allocated_idle.value_or(0);
     } else {
       unmeasured.push_back(c.cluster);
     }
@@ -210,7 +217,8 @@ internal::Totals SumTotals(const std::vector<internal::ClusterPart>& clusters, s
 
 // The fleet's range: as given, else the union of every store's own.
 Result<std::pair<WallTime, WallTime>> FleetRange(std::vector<internal::StoreReaders>& readers,
-                                                 const std::vector<FleetStore>& stores, const ReportQuery& query) {
+                                                 const std::vector<FleetStore>& stores,
+                                                 const ReportQuery& query) {
   std::optional<WallTime> from, to;
   for (size_t i = 0; i < readers.size(); ++i) {
     Result<ReportScope> scope = ResolveScope(*readers[i].first, query);
@@ -229,11 +237,14 @@ Result<std::string> ClusterNameOf(AuditReader& reader, const std::string& db_pat
   const RunRow* latest = nullptr;
   for (const RunRow& r : *runs) {
     if (r.run.source != "daemon" || IsPlaceholderRunName(r.run.name)) continue;
-    if (latest == nullptr || std::tie(r.run.started, r.id) > std::tie(latest->run.started, latest->id)) latest = &r;
+    if (latest == nullptr || std::tie(r.run.started, r.id) > std::tie(latest->run.started, latest->id))
+      latest = &r;
   }
   if (latest != nullptr) return latest->run.name;
   const std::string stem = fs::path(db_path).stem().string();
-  if (stem.empty()) return Error::InvalidInput("cannot name the cluster of audit store '" + db_path + "'; use --db NAME=PATH");
+  if (stem.empty())
+    return Error::InvalidInput("cannot name the cluster of audit store '" + db_path +
+                               "'; use --db NAME=PATH");
   return stem;
 }
 
@@ -254,7 +265,8 @@ Result<std::vector<FleetStore>> ExpandFleetArguments(const std::vector<std::stri
     }
     if (fs::is_directory(store.db_path, ec)) {
       if (!store.cluster.empty()) {
-        return Error::InvalidInput("db: '" + arg + "' names a directory; a cluster name goes with one store's file");
+        return Error::InvalidInput("db: '" + arg +
+                                   "' names a directory; a cluster name goes with one store's file");
       }
       Result<std::vector<FleetStore>> in_dir = StoresIn(store.db_path, skipped);
       if (!in_dir) return in_dir.error();
@@ -299,9 +311,9 @@ Result<RenderedReport> RenderFleetReport(const std::vector<FleetStore>& given, c
     const FleetStore& a = stores[order[i - 1]];
     const FleetStore& b = stores[order[i]];
     if (a.cluster == b.cluster) {
-      return Error::InvalidInput("cluster '" + a.cluster + "' is the cluster of two audit stores, '" + a.db_path +
-                                 "' and '" + b.db_path +
-                                 "': a fleet report counts each cluster once; name them apart with --db NAME=PATH");
+      return Error::InvalidInput(
+          "cluster '" + a.cluster + "' is the cluster of two audit stores, '" + a.db_path + "' and '" +
+          b.db_path + "': a fleet report counts each cluster once; name them apart with --db NAME=PATH");
     }
   }
   {
@@ -330,7 +342,8 @@ Result<RenderedReport> RenderFleetReport(const std::vector<FleetStore>& given, c
   // Each store by its own code; up to `parallelism` at a time. A store's
   // result does not depend on which thread computed it, nor when.
   std::vector<std::optional<Result<internal::StoreReport>>> results(stores.size());
-  size_t workers = parallelism > 0 ? static_cast<size_t>(parallelism) : std::max(1u, std::thread::hardware_concurrency());
+  size_t workers =
+      parallelism > 0 ? static_cast<size_t>(parallelism) : std::max(1u, std::thread::hardware_concurrency());
   workers = std::min(workers, stores.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
@@ -362,14 +375,16 @@ Result<RenderedReport> RenderFleetReport(const std::vector<FleetStore>& given, c
     c.cluster = stores[i].cluster;
     c.db_path = stores[i].db_path;
     c.report = &reports[i];
-    if (query.format != Format::kFocus) c.totals = internal::ComputeTotals(reports[i].facts, reports[i].views);
+    if (query.format != Format::kFocus)
+      c.totals = internal::ComputeTotals(reports[i].facts, reports[i].views);
     fleet.clusters.push_back(std::move(c));
     names += (names.empty() ? "" : ", ") + stores[i].cluster;
   }
-  const std::string selection =
-      !query.run.empty() ? "run '" + query.run + "' of each" : query.all_runs ? "all runs of each" : "each store's run";
-  fleet.scope = std::to_string(stores.size()) + (stores.size() == 1 ? " cluster (" : " clusters (") + names + "), " +
-                selection + "; " + FormatRfc3339(query.from) + " to " + FormatRfc3339(query.to) +
+  const std::string selection = !query.run.empty() ? "run '" + query.run + "' of each"
+                                : query.all_runs   ? "all runs of each"
+                                                   : "each store's run";
+  fleet.scope = std::to_string(stores.size()) + (stores.size() == 1 ? " cluster (" : " clusters (") + names +
+                "), " + selection + "; " + FormatRfc3339(query.from) + " to " + FormatRfc3339(query.to) +
                 " (end exclusive: " + how + ")";
 
   RenderedReport out;
@@ -377,7 +392,8 @@ Result<RenderedReport> RenderFleetReport(const std::vector<FleetStore>& given, c
   out.range_outside_data = true;
   for (const internal::ClusterPart& c : fleet.clusters) {
     for (const std::string& n : c.report->notices) out.notices.push_back("cluster '" + c.cluster + "': " + n);
-    for (const std::string& w : c.report->facts.warnings) fleet.warnings.push_back("cluster '" + c.cluster + "': " + w);
+    for (const std::string& w : c.report->facts.warnings)
+      fleet.warnings.push_back("cluster '" + c.cluster + "': " + w);
     out.range_outside_data = out.range_outside_data && c.report->range_outside_data;
   }
   if (query.format == Format::kFocus) {
@@ -390,12 +406,15 @@ Result<RenderedReport> RenderFleetReport(const std::vector<FleetStore>& given, c
   // The tables the format shows, each joined from the clusters' own.
   std::vector<View> needed;
   switch (query.format) {
-    case Format::kCsv: needed = {query.view}; break;
+    case Format::kCsv:
+      needed = {query.view};
+      break;
     case Format::kJson:
-      needed = {View::kAllocation, View::kCosts, View::kSavings, View::kBudget, View::kDecisions, View::kNodes};
+      needed = {View::kAllocation, View::kCosts,     View::kSavings,
+                View::kBudget,     View::kDecisions, View::kNodes};
       break;
     default:
-      needed = {View::kAllocation, View::kCosts,     View::kSavings,     View::kBudget,
+      needed = {View::kAllocation, View::kCosts, View::kSavings,     View::kBudget,
                 View::kDecisions,  View::kNodes, View::kPredictions, View::kPredictionSummary};
       break;
   }

@@ -1,8 +1,7 @@
 // FinOps FOCUS 1.1 cost and usage rows: one per node, UTC day and price.
-#include <nlohmann/json.hpp>
-
 #include <cstddef>
 #include <iterator>
+#include <nlohmann/json.hpp>
 
 #include "tables.h"
 
@@ -47,7 +46,8 @@ std::string Header(bool fleet) {
 
 // The rows of one store; `cluster` (fleet reports): the sub-account columns
 // and tag.
-void AppendRows(const CostFacts& facts, const ReportQuery& query, const std::string* cluster, std::string* out_rows) {
+void AppendRows(const CostFacts& facts, const ReportQuery& query, const std::string* cluster,
+                std::string* out_rows) {
   std::string& out = *out_rows;
   std::vector<const Charge*> order;
   order.reserve(facts.charges.size());

@@ -347,9 +347,8 @@ std::string Page(const PageInputs& in, const ReportQuery& query) {
   s += "<pre id=\"js-errors\"></pre>";
   s += "<h1>GPU fleet cost report</h1>";
   if (!in.scope.empty()) s += "<p class=\"meta\">Covers " + HtmlEscape(in.scope) + ".</p>";
-  s += "<p class=\"meta\">" + HtmlEscape(FormatRfc3339(in.from)) + " to " +
-       HtmlEscape(FormatRfc3339(in.to)) + " (end exclusive); running nodes billed up to " +
-       HtmlEscape(in.billed_up_to) +
+  s += "<p class=\"meta\">" + HtmlEscape(FormatRfc3339(in.from)) + " to " + HtmlEscape(FormatRfc3339(in.to)) +
+       " (end exclusive); running nodes billed up to " + HtmlEscape(in.billed_up_to) +
        ". Per-second billing at the price in force, " + std::to_string(query.min_billed.count()) +
        " s minimum; idle is cost no workload had allocated. All amounts USD.</p>";
 
@@ -486,7 +485,8 @@ std::string Page(const PageInputs& in, const ReportQuery& query) {
     }
   }
   if (in.views.size() > 1) {
-    std::stable_sort(teams.begin(), teams.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    std::stable_sort(teams.begin(), teams.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
   }
   s += HorizontalBars("chart-teams", "Cost by team (idle as its own line)", teams);
   // By the day of the decision; one made before the range whose node
@@ -517,8 +517,9 @@ std::string Page(const PageInputs& in, const ReportQuery& query) {
   return s;
 }
 
-constexpr View kPageTables[] = {View::kAllocation, View::kCosts,           View::kSavings,    View::kBudget,
-                                View::kDecisions,  View::kNodes, View::kPredictionSummary, View::kPredictions};
+constexpr View kPageTables[] = {
+    View::kAllocation, View::kCosts, View::kSavings,           View::kBudget,
+    View::kDecisions,  View::kNodes, View::kPredictionSummary, View::kPredictions};
 
 }  // namespace
 
@@ -566,15 +567,15 @@ std::string RenderFleetHtml(const FleetParts& fleet, const ReportQuery& query) {
   }
   auto pct = [](std::optional<double> v) { return v ? FormatFixed(*v, 2) : std::string(); };
   std::optional<double> total_error;
-  if (joined.predicted_usd > 0) total_error = 100.0 * (joined.realized_usd - joined.predicted_usd) / joined.predicted_usd;
-  in.prediction_cards.columns = {"decisions", "predicted_usd", "realized_usd", "error_pct", "median_abs_error_pct",
-                                 "p90_abs_error_pct"};
-  in.prediction_cards.rows.push_back({Cell{std::to_string(joined.decisions), std::nullopt},
-                                      Cell{FormatCents(predicted_cents), std::nullopt},
-                                      Cell{FormatCents(realized_cents), std::nullopt},
-                                      Cell{pct(total_error), std::nullopt},
-                                      Cell{pct(joined.median_abs_error_pct), std::nullopt},
-                                      Cell{pct(joined.p90_abs_error_pct), std::nullopt}});
+  if (joined.predicted_usd > 0)
+    total_error = 100.0 * (joined.realized_usd - joined.predicted_usd) / joined.predicted_usd;
+  in.prediction_cards.columns = {"decisions", "predicted_usd",        "realized_usd",
+                                 "error_pct", "median_abs_error_pct", "p90_abs_error_pct"};
+  in.prediction_cards.rows.push_back(
+      {Cell{std::to_string(joined.decisions), std::nullopt}, Cell{FormatCents(predicted_cents), std::nullopt},
+       Cell{FormatCents(realized_cents), std::nullopt}, Cell{pct(total_error), std::nullopt},
+       Cell{pct(joined.median_abs_error_pct), std::nullopt},
+       Cell{pct(joined.p90_abs_error_pct), std::nullopt}});
   for (View v : kPageTables) in.tables.push_back(fleet.table(v));
   return Page(in, query);
 }

@@ -81,7 +81,7 @@ void QueryParameters(const ReportQuery& query, nlohmann::ordered_json* q) {
   (*q)["currency"] = "USD";
 }
 
-constexpr View kJsonTables[] = {View::kAllocation, View::kCosts, View::kSavings,
+constexpr View kJsonTables[] = {View::kAllocation, View::kCosts,     View::kSavings,
                                 View::kBudget,     View::kDecisions, View::kNodes};
 std::string JsonTableName(View v) {
   return v == View::kDecisions ? "top_decisions" : v == View::kNodes ? "top_nodes" : std::string(ToString(v));

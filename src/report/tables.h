@@ -2,14 +2,13 @@
 // the text helpers they use. Private to src/report.
 #pragma once
 
-#include "gpuscaler/model/escape.h"
-
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "gpuscaler/model/escape.h"
 #include "gpuscaler/report/cost_model.h"
 #include "gpuscaler/store/audit_reader.h"
 
@@ -99,8 +98,8 @@ struct FleetParts {
   std::string scope;
   WallTime from{};
   WallTime to{};
-  Totals totals;                   // sums of the clusters' totals
-  std::vector<Table> tables;       // by View order
+  Totals totals;                      // sums of the clusters' totals
+  std::vector<Table> tables;          // by View order
   std::vector<std::string> warnings;  // each prefixed with its cluster
   const Table& table(View v) const { return tables[static_cast<size_t>(v)]; }
 };

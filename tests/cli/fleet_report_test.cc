@@ -2,11 +2,11 @@
 // `gpuscaler sim --db` files as two clusters, given one by one, named, or as
 // a directory; the fleet's totals are the single reports' sum to the cent.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -36,7 +36,8 @@ class FleetReport : public CliTest {
 };
 
 TEST_F(FleetReport, TwoClustersAddUpToTheirSingleReportsToTheCent) {
-  ProcessResult fleet = Gpuscaler({"report", "--db", east_, "--db", west_, "--run", "gpuscaler", "--format", "json"});
+  ProcessResult fleet =
+      Gpuscaler({"report", "--db", east_, "--db", west_, "--run", "gpuscaler", "--format", "json"});
   ASSERT_EQ(fleet.exit_code, 0) << fleet.err;
   const nlohmann::json j = nlohmann::json::parse(fleet.out);
   int64_t sum = 0;
@@ -52,12 +53,13 @@ TEST_F(FleetReport, TwoClustersAddUpToTheirSingleReportsToTheCent) {
   for (const auto& row : j["costs"]) EXPECT_TRUE(row["cluster"] == "east" || row["cluster"] == "west") << row;
 
   // The CSV has the column; read one store at a time, the same bytes.
-  ProcessResult csv = Gpuscaler({"report", "--db", east_, "--db", west_, "--run", "gpuscaler", "--group-by", "team"});
+  ProcessResult csv =
+      Gpuscaler({"report", "--db", east_, "--db", west_, "--run", "gpuscaler", "--group-by", "team"});
   ASSERT_EQ(csv.exit_code, 0) << csv.err;
   EXPECT_EQ(csv.out.rfind("period_start,period_end,cluster,team,cost_usd,", 0), 0u) << csv.out.substr(0, 200);
   EXPECT_NE(csv.err.find("covers 2 clusters (east, west)"), std::string::npos) << csv.err;
-  ProcessResult one_by_one =
-      Gpuscaler({"report", "--db", east_, "--db", west_, "--run", "gpuscaler", "--group-by", "team", "--parallel", "1"});
+  ProcessResult one_by_one = Gpuscaler({"report", "--db", east_, "--db", west_, "--run", "gpuscaler",
+                                        "--group-by", "team", "--parallel", "1"});
   ASSERT_EQ(one_by_one.exit_code, 0) << one_by_one.err;
   EXPECT_EQ(one_by_one.out, csv.out);
 
@@ -67,20 +69,22 @@ TEST_F(FleetReport, TwoClustersAddUpToTheirSingleReportsToTheCent) {
       Gpuscaler({"report", "--db", (dir_ / "fleet").string(), "--run", "gpuscaler", "--group-by", "team"});
   ASSERT_EQ(from_dir.exit_code, 0) << from_dir.err;
   EXPECT_EQ(from_dir.out, csv.out);
-  EXPECT_NE(from_dir.err.find("skipped " + (dir_ / "fleet" / "README.txt").string() + ": not an SQLite database"),
-            std::string::npos)
+  EXPECT_NE(
+      from_dir.err.find("skipped " + (dir_ / "fleet" / "README.txt").string() + ": not an SQLite database"),
+      std::string::npos)
       << from_dir.err;
 
   // Named stores.
-  ProcessResult named = Gpuscaler(
-      {"report", "--db", "us-east=" + east_, "--db", "us-west=" + west_, "--run", "gpuscaler", "--view", "allocation"});
+  ProcessResult named = Gpuscaler({"report", "--db", "us-east=" + east_, "--db", "us-west=" + west_, "--run",
+                                   "gpuscaler", "--view", "allocation"});
   ASSERT_EQ(named.exit_code, 0) << named.err;
   EXPECT_NE(named.out.find("\r\nus-east,"), std::string::npos) << named.out.substr(0, 300);
   EXPECT_NE(named.out.find("\r\nus-west,"), std::string::npos) << named.out.substr(0, 300);
 }
 
 TEST_F(FleetReport, ADuplicateClusterOrAMissingStoreFailsTheWholeReport) {
-  ProcessResult twice = Gpuscaler({"report", "--db", "prod=" + east_, "--db", "prod=" + west_, "--run", "gpuscaler"});
+  ProcessResult twice =
+      Gpuscaler({"report", "--db", "prod=" + east_, "--db", "prod=" + west_, "--run", "gpuscaler"});
   EXPECT_EQ(twice.exit_code, 2);
   EXPECT_TRUE(twice.out.empty()) << twice.out.substr(0, 200);
   EXPECT_NE(twice.err.find("cluster 'prod'"), std::string::npos) << twice.err;

@@ -314,13 +314,15 @@ TEST_F(SimSweep, JobCompletionIndexWithoutShardWarnsAndRunsEveryCell) {
   const std::string warning = "JOB_COMPLETION_INDEX is set but --shard is not: running every cell";
   ASSERT_EQ(::setenv("JOB_COMPLETION_INDEX", "1", 1), 0);
   ProcessResult unsharded = Gpuscaler({"sim", "sweep", "--grid", grid, "--out", Out(), "--list"});
-  ProcessResult sharded = Gpuscaler({"sim", "sweep", "--grid", grid, "--out", Out(), "--list", "--shard", "1/2"});
+  ProcessResult sharded =
+      Gpuscaler({"sim", "sweep", "--grid", grid, "--out", Out(), "--list", "--shard", "1/2"});
   ASSERT_EQ(::unsetenv("JOB_COMPLETION_INDEX"), 0);
   ProcessResult plain = Gpuscaler({"sim", "sweep", "--grid", grid, "--out", Out(), "--list"});
 
   ASSERT_EQ(unsharded.exit_code, 0) << unsharded.err;
   EXPECT_NE(unsharded.err.find(warning), std::string::npos) << unsharded.err;
-  EXPECT_EQ(std::count(unsharded.out.begin(), unsharded.out.end(), '\n'), 4) << "every cell: " << unsharded.out;
+  EXPECT_EQ(std::count(unsharded.out.begin(), unsharded.out.end(), '\n'), 4)
+      << "every cell: " << unsharded.out;
   ASSERT_EQ(sharded.exit_code, 0) << sharded.err;
   EXPECT_EQ(sharded.err.find("JOB_COMPLETION_INDEX"), std::string::npos) << sharded.err;
   EXPECT_EQ(std::count(sharded.out.begin(), sharded.out.end(), '\n'), 2) << "shard 1/2: " << sharded.out;

@@ -4,7 +4,6 @@
 // to the cent; read in parallel or one by one it is the same bytes; a store
 // that cannot be read, or two stores of one cluster, fail the whole report.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
@@ -156,7 +156,8 @@ TEST_F(Fleet, EveryCsvViewIsTheClustersOwnRowsWithAClusterColumn) {
       single_params["group_by"] = g;
     }
     const Params fleet_params = With(c.params);
-    SCOPED_TRACE(fleet_params.at("view") + (c.params.count("group_by") ? " by " + c.params.at("group_by") : ""));
+    SCOPED_TRACE(fleet_params.at("view") +
+                 (c.params.count("group_by") ? " by " + c.params.at("group_by") : ""));
     const Csv fleet = ParseTable(FleetBody(fleet_params));
     const Csv east = ParseTable(Single(east_, With(single_params)));
     const Csv west = ParseTable(Single(west_, With(single_params)));
@@ -213,9 +214,11 @@ TEST_F(Fleet, JsonTotalsAreTheSumOfTheClustersToTheCent) {
     if (key.ends_with("_usd")) {
       EXPECT_EQ(Cents(value), Cents(east["totals"][key]) + Cents(west["totals"][key]));
     } else if (key == "nodes" || key == "interrupted_nodes") {
-      EXPECT_EQ(value.get<int64_t>(), east["totals"][key].get<int64_t>() + west["totals"][key].get<int64_t>());
+      EXPECT_EQ(value.get<int64_t>(),
+                east["totals"][key].get<int64_t>() + west["totals"][key].get<int64_t>());
     } else if (key.starts_with("gpu_hours")) {
-      EXPECT_NEAR(value.get<double>(), east["totals"][key].get<double>() + west["totals"][key].get<double>(), 0.002);
+      EXPECT_NEAR(value.get<double>(), east["totals"][key].get<double>() + west["totals"][key].get<double>(),
+                  0.002);
     }
   }
   // Per cluster: the single report's totals, exactly.
@@ -225,7 +228,8 @@ TEST_F(Fleet, JsonTotalsAreTheSumOfTheClustersToTheCent) {
   EXPECT_EQ(fleet["query"]["clusters"][1]["cluster"], "west");
   EXPECT_EQ(fleet["query"]["clusters"][1]["totals"], west["totals"]);
   // Every table: each cluster's rows are its report's, with a cluster field.
-  for (const char* table : {"allocation", "costs", "savings", "budget", "top_decisions", "top_nodes", "predictions"}) {
+  for (const char* table :
+       {"allocation", "costs", "savings", "budget", "top_decisions", "top_nodes", "predictions"}) {
     SCOPED_TRACE(table);
     for (const auto& [name, single] : {std::pair{"east", &east}, std::pair{"west", &west}}) {
       nlohmann::json rows = nlohmann::json::array();
@@ -254,8 +258,8 @@ TEST_F(Fleet, FocusRowsNameTheirClusterAsSubAccount) {
   ASSERT_LT(id, fleet.header.size());
   ASSERT_LT(name, fleet.header.size());
   // Both are FOCUS 1.1 columns.
-  const std::string spec =
-      testing::ReadFile(std::string(GPUSCALER_SHARED_DIR) + "/reference/focus/columns/focus-v1.1-columns.csv");
+  const std::string spec = testing::ReadFile(std::string(GPUSCALER_SHARED_DIR) +
+                                             "/reference/focus/columns/focus-v1.1-columns.csv");
   if (!spec.empty()) {
     EXPECT_NE(spec.find("\nSubAccountId,"), std::string::npos);
     EXPECT_NE(spec.find("\nSubAccountName,"), std::string::npos);
@@ -277,7 +281,8 @@ TEST_F(Fleet, FocusRowsNameTheirClusterAsSubAccount) {
       rows.push_back(std::move(row));
     }
     EXPECT_EQ(rows, single->rows) << cluster;
-    for (const auto& r : single->rows) single_micros += std::llround(std::stod(r[single->Col("BilledCost")]) * 1e6);
+    for (const auto& r : single->rows)
+      single_micros += std::llround(std::stod(r[single->Col("BilledCost")]) * 1e6);
   }
   for (const auto& r : fleet.rows) fleet_micros += std::llround(std::stod(r[billed]) * 1e6);
   EXPECT_EQ(fleet_micros, single_micros);
@@ -291,26 +296,29 @@ TEST_F(Fleet, HtmlShowsTheFleetsTotalsAndEveryTableHasAClusterColumn) {
   const nlohmann::json west = nlohmann::json::parse(Single(west_, With({{"format", "json"}})));
   const int64_t total = Cents(east["totals"]["cost_usd"]) + Cents(west["totals"]["cost_usd"]);
   char card[64];
-  std::snprintf(card, sizeof(card), "<b>$%lld.%02lld</b><span>total cost</span>", static_cast<long long>(total / 100),
-                static_cast<long long>(total % 100));
+  std::snprintf(card, sizeof(card), "<b>$%lld.%02lld</b><span>total cost</span>",
+                static_cast<long long>(total / 100), static_cast<long long>(total % 100));
   EXPECT_NE(html.find(card), std::string::npos) << card;
   EXPECT_NE(html.find("2 clusters (east, west)"), std::string::npos);
   size_t tables = 0, with_cluster = 0;
-  for (size_t at = html.find("<table id=\"t-"); at != std::string::npos; at = html.find("<table id=\"t-", at + 1)) {
+  for (size_t at = html.find("<table id=\"t-"); at != std::string::npos;
+       at = html.find("<table id=\"t-", at + 1)) {
     ++tables;
     const size_t head_end = html.find("</thead>", at);
     if (html.substr(at, head_end - at).find("<th>cluster</th>") != std::string::npos) ++with_cluster;
   }
   EXPECT_EQ(tables, 8u);
   EXPECT_EQ(with_cluster, tables);
-  for (const char* chart : {"chart-daily-cost", "chart-savings", "chart-burndown", "chart-teams", "chart-predictions"}) {
+  for (const char* chart :
+       {"chart-daily-cost", "chart-savings", "chart-burndown", "chart-teams", "chart-predictions"}) {
     EXPECT_NE(html.find(std::string("id=\"") + chart + "\""), std::string::npos) << chart;
   }
 }
 
 TEST_F(Fleet, ReadInParallelOrOneByOneItIsTheSameBytes) {
-  for (const Params& p : {With({{"view", "costs"}, {"group_by", "team,cluster"}}), With({{"view", "nodes"}}),
-                          With({{"format", "json"}}), With({{"format", "focus"}}), With({{"format", "html"}})}) {
+  for (const Params& p :
+       {With({{"view", "costs"}, {"group_by", "team,cluster"}}), With({{"view", "nodes"}}),
+        With({{"format", "json"}}), With({{"format", "focus"}}), With({{"format", "html"}})}) {
     const std::string sequential = FleetBody(p, 1);
     ASSERT_FALSE(sequential.empty());
     EXPECT_EQ(FleetBody(p, 2), sequential);
@@ -459,8 +467,10 @@ TEST_F(Fleet, ADirectoryMeansEveryAuditStoreInIt) {
   EXPECT_EQ((*stores)[0].cluster, "blue");
   EXPECT_EQ((*stores)[0].db_path, east_);
   EXPECT_EQ((*stores)[1].cluster, "");
-  EXPECT_EQ(ExpandFleetArguments({"blue=" + dir.string()}, &skipped).error().category(), ErrorCategory::kInvalidInput);
-  EXPECT_EQ(ExpandFleetArguments({dir_->File("nowhere.db")}, &skipped).error().category(), ErrorCategory::kNotFound);
+  EXPECT_EQ(ExpandFleetArguments({"blue=" + dir.string()}, &skipped).error().category(),
+            ErrorCategory::kInvalidInput);
+  EXPECT_EQ(ExpandFleetArguments({dir_->File("nowhere.db")}, &skipped).error().category(),
+            ErrorCategory::kNotFound);
   const fs::path empty = dir_->File("empty");
   fs::create_directories(empty);
   Result<std::vector<FleetStore>> none = ExpandFleetArguments({empty.string()}, &skipped);

@@ -39,8 +39,8 @@ enum class Format { kCsv, kJson, kFocus, kHtml };
 // The table a CSV holds (JSON and HTML hold all of them; FOCUS is its own).
 enum class View { kCosts, kAllocation, kSavings, kBudget, kDecisions, kNodes, kPredictions, kPredictionSummary };
 
-std::string_view ToString(Dimension d);  // "pool", "region", "zone", "instance_type", "capacity_type", "class", "team",
-                                         // "cluster"
+std::string_view ToString(Dimension d);  // "pool", "region", "zone", "instance_type", "capacity_type",
+                                         // "class", "team", "cluster"
 std::string_view ToString(Period p);     // "day", "week", "month"
 std::string_view ToString(Format f);     // "csv", "json", "focus", "html"
 std::string_view ToString(View v);       // "costs", "allocation", "savings", "budget", "decisions", "nodes",
