@@ -478,5 +478,24 @@ TEST_F(Fleet, ADirectoryMeansEveryAuditStoreInIt) {
   EXPECT_NE(none.error().message().find("no audit store"), std::string::npos);
 }
 
+// Exit code 3 of the CLI: only when the range lies outside every cluster's
+// data; each empty cluster gets its own notice.
+TEST_F(Fleet, TheRangeIsOutsideTheDataOnlyWhenItIsSoForEveryCluster) {
+  Result<RenderedReport> r = FleetReport({{east_, ""}, {west_, ""}}, {{"from", "2020-01-01"}, {"to", "2020-01-02"}});
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  EXPECT_TRUE(r->range_outside_data);
+  ASSERT_EQ(r->notices.size(), 2u);
+  EXPECT_EQ(r->notices[0].rfind("cluster 'east': no nodes or usage recorded", 0), 0u) << r->notices[0];
+  EXPECT_EQ(r->notices[1].rfind("cluster 'west': no nodes or usage recorded", 0), 0u) << r->notices[1];
+
+  const std::string golden = dir_->File("golden-range.db");
+  testing::WriteGoldenScenario(golden);  // November 2026; the simulations are in July
+  r = FleetReport({{east_, ""}, {golden, ""}}, {{"from", "2026-11-02"}, {"to", "2026-11-04"}});
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  EXPECT_FALSE(r->range_outside_data);
+  ASSERT_EQ(r->notices.size(), 1u);
+  EXPECT_EQ(r->notices[0].rfind("cluster 'east': ", 0), 0u) << r->notices[0];
+}
+
 }  // namespace
 }  // namespace gpuscaler::report
