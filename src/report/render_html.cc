@@ -543,7 +543,7 @@ std::string RenderFleetHtml(const FleetParts& fleet, const ReportQuery& query) {
   in.scope = fleet.scope;
   in.from = fleet.from;
   in.to = fleet.to;
-  in.billed_up_to = "each cluster's last record";
+  in.billed_up_to = query.as_of ? FormatRfc3339(std::min(*query.as_of, fleet.to)) : "each cluster's last record";
   in.totals = fleet.totals;
   in.warnings = fleet.warnings;
   for (const ClusterPart& c : fleet.clusters) {
