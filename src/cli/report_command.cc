@@ -1,5 +1,5 @@
-// `gpuscaler report --db FILE|NAME=FILE|DIR [--db ...] [--parallel N] [--run NAME|ID | --all-runs] [--from
-// DATE] [--to DATE] [--group-by COLS] [--period day|week|month]
+// `gpuscaler report --db FILE|NAME=FILE|DIR [--db ...] [--parallel N] [--run NAME|ID | --all-runs]
+//  [--from DATE] [--to DATE] [--group-by COLS] [--period day|week|month]
 //  [--format csv|json|focus|html] [--view VIEW] [--team-map class=team,...] [--budget-monthly-usd N]
 //  [--as-of TIME] [-o FILE] ...`: cost reports from the audit store (docs/reports.md). The flags are
 // the daemon's /reports URL parameters with dashes; both go through report::ParseReportQuery. Several
@@ -52,9 +52,7 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
   auto output = std::make_shared<std::string>();
   auto flags = std::make_shared<std::vector<Flag>>(std::vector<Flag>{
       {"run", "The run to report, by name or id (needed when the database holds several)", {}},
-      {"from",
-       "Start, inclusive: YYYY-MM-DD or RFC 3339 (UTC); default: the run's start (daemon: month start)",
-       {}},
+      {"from", "Start, inclusive: YYYY-MM-DD or RFC 3339 (UTC); default: the run's start (daemon: month start)", {}},
       {"to", "End, exclusive: YYYY-MM-DD or RFC 3339 (UTC); default: the run's end (daemon: month end)", {}},
       {"group_by",
        "Comma list of: pool, region, zone, instance_type, capacity_type, class, team, cluster",
@@ -72,9 +70,7 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
       {"loss_window_seconds", "Work counted as lost before an interruption (default 900)", {}},
       {"top", "Rows in the top decisions, top nodes and worst predictions tables (default 20)", {}},
       {"billing_account_id", "FOCUS BillingAccountId (default gpuscaler)", {}},
-      {"provider_name",
-       "FOCUS ProviderName, PublisherName, InvoiceIssuerName (default Amazon Web Services)",
-       {}},
+      {"provider_name", "FOCUS ProviderName, PublisherName, InvoiceIssuerName (default Amazon Web Services)", {}},
       {"service_name", "FOCUS ServiceName (default Amazon Elastic Compute Cloud)", {}},
   });
   cmd->add_option(
