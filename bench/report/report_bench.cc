@@ -360,6 +360,48 @@ void BM_MonthFocus(benchmark::State& state) {
 }
 BENCHMARK(BM_MonthFocus)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// A fleet report over N year-sized stores (the year's file N times, as
+// clusters named apart: the same work as N clusters' files), read
+// `parallelism` at a time; a fleet of one is the single-store report through
+// the fleet path. The answer is checked: the fleet's total is N bills.
+void BM_FleetYearReport(benchmark::State& state) {
+  const Fleet& fleet = TheFleet();
+  const int stores = static_cast<int>(state.range(0));
+  const int parallelism = static_cast<int>(state.range(1));
+  const ReportQuery q = YearQuery(Format::kJson);
+  std::vector<FleetStore> clusters;
+  for (int i = 0; i < stores; ++i) clusters.push_back({fleet.path, "cluster-" + std::to_string(i + 1)});
+  std::string total;
+  for (auto _ : state) {
+    Result<RenderedReport> r = RenderFleetReport(clusters, q, parallelism);
+    if (!r.ok()) {
+      state.SkipWithError(r.error().ToString().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(r->body.data());
+    const size_t at = r->body.find("\"cost_usd\": ", r->body.find("\"totals\": {\n    \"cost_usd\""));
+    total = r->body.substr(at + 12, r->body.find(',', at) - at - 12);
+  }
+  const double want = std::round(fleet.expected_usd * 100.0) / 100.0 * stores;
+  if (std::fabs(std::stod(total) - want) > 0.005 * stores) {
+    state.SkipWithError(
+        ("wrong answer: fleet $" + total + ", " + std::to_string(stores) + " bills $" + std::to_string(want))
+            .c_str());
+    return;
+  }
+  state.counters["stores"] = stores;
+  state.counters["per_store_s"] =
+      benchmark::Counter(stores, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.SetLabel("json, a year per store, " + std::to_string(parallelism) + " at a time");
+}
+BENCHMARK(BM_FleetYearReport)
+    ->Args({1, 1})
+    ->Args({2, 1})
+    ->Args({2, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->MeasureProcessCPUTime()
+    ->UseRealTime();
+
 }  // namespace
 }  // namespace gpuscaler::report
 

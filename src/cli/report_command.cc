@@ -1,9 +1,12 @@
-// `gpuscaler report --db FILE [--run NAME|ID | --all-runs] [--from DATE] [--to DATE] [--group-by COLS] [--period day|week|month]
+// `gpuscaler report --db FILE|NAME=FILE|DIR [--db ...] [--parallel N] [--run NAME|ID | --all-runs]
+//  [--from DATE] [--to DATE] [--group-by COLS] [--period day|week|month]
 //  [--format csv|json|focus|html] [--view VIEW] [--team-map class=team,...] [--budget-monthly-usd N]
 //  [--as-of TIME] [-o FILE] ...`: cost reports from the audit store (docs/reports.md). The flags are
-// the daemon's /reports URL parameters with dashes; both go through report::ParseReportQuery.
+// the daemon's /reports URL parameters with dashes; both go through report::ParseReportQuery. Several
+// --db (or a directory, or NAME=FILE) make a fleet report, one cluster per store (report::RenderFleetReport).
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -44,13 +47,16 @@ constexpr int kRangeOutsideData = 3;
 
 void RegisterReportCommand(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand("report", "Cost reports from the audit store: CSV, JSON, FinOps FOCUS CSV, HTML");
-  auto db = std::make_shared<std::string>();
+  auto dbs = std::make_shared<std::vector<std::string>>();
+  auto parallel = std::make_shared<int>(0);
   auto output = std::make_shared<std::string>();
   auto flags = std::make_shared<std::vector<Flag>>(std::vector<Flag>{
       {"run", "The run to report, by name or id (needed when the database holds several)", {}},
       {"from", "Start, inclusive: YYYY-MM-DD or RFC 3339 (UTC); default: the run's start (daemon: month start)", {}},
       {"to", "End, exclusive: YYYY-MM-DD or RFC 3339 (UTC); default: the run's end (daemon: month end)", {}},
-      {"group_by", "Comma list of: pool, region, zone, instance_type, capacity_type, class, team", {}},
+      {"group_by",
+       "Comma list of: pool, region, zone, instance_type, capacity_type, class, team, cluster",
+       {}},
       {"period", "Time buckets: day (default), week (ISO, from Monday) or month", {}},
       {"format", "csv (default), json, focus (FinOps FOCUS 1.1 CSV) or html", {}},
       {"view",
@@ -67,7 +73,14 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
       {"provider_name", "FOCUS ProviderName, PublisherName, InvoiceIssuerName (default Amazon Web Services)", {}},
       {"service_name", "FOCUS ServiceName (default Amazon Elastic Compute Cloud)", {}},
   });
-  cmd->add_option("--db", *db, "Audit database (SQLite) written by the daemon or `gpuscaler sim --db`")->required();
+  cmd->add_option(
+         "--db", *dbs,
+         "Audit database (SQLite) written by the daemon or `gpuscaler sim --db`; repeat it, give NAME=FILE "
+         "or a directory of them for a fleet report with a cluster column")
+      ->required()
+      ->allow_extra_args(false);
+  cmd->add_option("--parallel", *parallel, "Fleet reports: audit stores read at a time (default: the cores)")
+      ->check(CLI::PositiveNumber);
   for (Flag& f : *flags) {
     std::string flag = std::string("--") + f.name;
     for (char& c : flag) c = c == '_' ? '-' : c;
@@ -76,7 +89,7 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
   auto all_runs = std::make_shared<bool>(false);
   cmd->add_flag("--all-runs", *all_runs, "Report every run of the database together");
   cmd->add_option("-o,--output", *output, "Write here instead of standard output");
-  cmd->callback([db, output, flags, all_runs, exit_code] {
+  cmd->callback([dbs, parallel, output, flags, all_runs, exit_code] {
     std::map<std::string, std::string> params;
     for (const Flag& f : *flags) {
       if (f.option->count() > 0) params[f.name] = f.value;
@@ -88,9 +101,24 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
       *exit_code = 2;
       return;
     }
-    query->db_path = *db;
     query->now = std::chrono::time_point_cast<Seconds>(std::chrono::system_clock::now());
-    Result<report::RenderedReport> rendered = report::RenderReport(*query);
+    // One plain file: the single-store report. Several, a directory or a
+    // named store: the fleet's.
+    std::error_code ec;
+    const bool fleet =
+        dbs->size() > 1 || std::filesystem::is_directory(dbs->front(), ec) ||
+        (dbs->front().find('=') != std::string::npos && !std::filesystem::exists(dbs->front(), ec));
+    Result<report::RenderedReport> rendered = Error::Internal("no report");
+    if (fleet) {
+      std::vector<std::string> skipped;
+      Result<std::vector<report::FleetStore>> stores = report::ExpandFleetArguments(*dbs, &skipped);
+      for (const std::string& s : skipped) std::cerr << "gpuscaler report: skipped " << s << "\n";
+      rendered = stores ? report::RenderFleetReport(*stores, *query, *parallel)
+                        : Result<report::RenderedReport>(stores.error());
+    } else {
+      query->db_path = dbs->front();
+      rendered = report::RenderReport(*query);
+    }
     if (!rendered) {
       std::cerr << "gpuscaler report: " << rendered.error().message() << "\n";
       *exit_code = ExitCodeFor(rendered.error());

@@ -12,12 +12,12 @@ namespace {
 
 // Each enum's names, in its declaration order (report.h).
 constexpr std::string_view kDimensionNames[] = {"pool",          "region", "zone", "instance_type",
-                                                "capacity_type", "class",  "team"};
+                                                "capacity_type", "class",  "team", "cluster"};
 constexpr std::string_view kPeriodNames[] = {"day", "week", "month"};
 constexpr std::string_view kFormatNames[] = {"csv", "json", "focus", "html"};
 constexpr std::string_view kViewNames[] = {"costs",     "allocation", "savings",     "budget",
                                            "decisions", "nodes",      "predictions", "prediction_summary"};
-static_assert(std::size(kDimensionNames) == static_cast<size_t>(Dimension::kTeam) + 1);
+static_assert(std::size(kDimensionNames) == static_cast<size_t>(Dimension::kCluster) + 1);
 static_assert(std::size(kPeriodNames) == static_cast<size_t>(Period::kMonth) + 1);
 static_assert(std::size(kFormatNames) == static_cast<size_t>(Format::kHtml) + 1);
 static_assert(std::size(kViewNames) == static_cast<size_t>(View::kPredictionSummary) + 1);

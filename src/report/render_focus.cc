@@ -1,4 +1,6 @@
 // FinOps FOCUS 1.1 cost and usage rows: one per node, UTC day and price.
+#include <cstddef>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "tables.h"
@@ -28,15 +30,25 @@ const char* const kColumns[] = {
     "x_Pool",           "x_CapacityType",     "x_GpuCount",        "x_GpuHours",         "x_DecisionId",
 };
 
-}  // namespace
+// Where a fleet report's SubAccountId and SubAccountName go: after the
+// billing account's columns.
+constexpr size_t kSubAccountAt = 2;
 
-std::string RenderFocusCsv(const CostFacts& facts, const ReportQuery& query) {
+std::string Header(bool fleet) {
   std::string out;
-  for (const char* c : kColumns) {
-    if (!out.empty()) out += ',';
-    out += c;
+  for (size_t i = 0; i < std::size(kColumns); ++i) {
+    if (fleet && i == kSubAccountAt) out += "SubAccountId,SubAccountName,";
+    out += kColumns[i];
+    out += i + 1 < std::size(kColumns) ? "," : "\r\n";
   }
-  out += "\r\n";
+  return out;
+}
+
+// The rows of one store; `cluster` (fleet reports): the sub-account columns
+// and tag.
+void AppendRows(const CostFacts& facts, const ReportQuery& query, const std::string* cluster,
+                std::string* out_rows) {
+  std::string& out = *out_rows;
   std::vector<const Charge*> order;
   order.reserve(facts.charges.size());
   for (const Charge& c : facts.charges) order.push_back(&c);
@@ -55,6 +67,7 @@ std::string RenderFocusCsv(const CostFacts& facts, const ReportQuery& query) {
     tags["gpuscaler.io/pool"] = n.pool;
     tags["gpuscaler.io/capacity-type"] = std::string(ToString(n.capacity_type));
     tags["gpuscaler.io/node"] = n.node_id;
+    if (cluster != nullptr) tags["gpuscaler.io/cluster"] = *cluster;
     row = {
         query.billing_account_id,
         "",  // null: the store does not know the account's name
@@ -97,12 +110,28 @@ std::string RenderFocusCsv(const CostFacts& facts, const ReportQuery& query) {
         Decimal(hours * n.gpu_count),
         n.decision_id > 0 ? std::to_string(n.decision_id) : "",
     };
+    if (cluster != nullptr) {
+      row.insert(row.begin() + static_cast<std::ptrdiff_t>(kSubAccountAt), {*cluster, *cluster});
+    }
     for (size_t i = 0; i < row.size(); ++i) {
       if (i > 0) out += ',';
       out += CsvField(row[i]);
     }
     out += "\r\n";
   }
+}
+
+}  // namespace
+
+std::string RenderFocusCsv(const CostFacts& facts, const ReportQuery& query) {
+  std::string out = Header(false);
+  AppendRows(facts, query, nullptr, &out);
+  return out;
+}
+
+std::string RenderFleetFocusCsv(const FleetParts& fleet, const ReportQuery&) {
+  std::string out = Header(true);
+  for (const ClusterPart& c : fleet.clusters) AppendRows(c.report->facts, c.report->query, &c.cluster, &out);
   return out;
 }
 

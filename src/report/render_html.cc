@@ -282,22 +282,73 @@ constexpr const char* kScript = R"js(
 })();
 )js";
 
-}  // namespace
+// What a page shows: a single store's report, or a fleet's (several
+// stores' facts and views for the charts, joined tables and summed totals).
+struct PageInputs {
+  std::string scope;
+  WallTime from{};
+  WallTime to{};
+  std::string billed_up_to;  // "running nodes billed up to ..."
+  Totals totals;
+  std::vector<std::string> warnings;
+  // One row of the prediction_summary view's columns, for the cards.
+  Table prediction_cards;
+  std::vector<const CostFacts*> facts;
+  std::vector<const ReportViews*> views;
+  std::vector<Table> tables;  // in page order
+};
 
-std::string RenderHtml(const CostFacts& facts, const ReportViews& views, const ReportQuery& query) {
-  const Totals t = ComputeTotals(facts, views);
+// Several stores' budget months as one: per month, each day's cost summed
+// and accumulated, the forecasts and caps summed (each store's cap is the
+// query's), complete when every store's month is.
+std::vector<BudgetMonth> JoinBudgets(const std::vector<const ReportViews*>& views) {
+  if (views.size() == 1) return views.front()->budget;
+  std::map<WallTime, BudgetMonth> months;
+  std::map<WallTime, std::map<WallTime, double>> days;
+  for (const ReportViews* v : views) {
+    for (const BudgetMonth& b : v->budget) {
+      auto [it, added] = months.emplace(b.month_start, b);
+      BudgetMonth& m = it->second;
+      if (!added) {
+        m.actual_usd += b.actual_usd;
+        m.forecast_usd += b.forecast_usd;
+        if (m.cap_usd && b.cap_usd) *m.cap_usd += *b.cap_usd;
+        m.complete = m.complete && b.complete;
+      }
+      for (const BudgetDay& d : b.days) days[b.month_start][d.day] += d.cost_usd;
+    }
+  }
+  std::vector<BudgetMonth> out;
+  for (auto& [start, m] : months) {
+    m.days.clear();
+    double cumulative = 0;
+    for (const auto& [day, cost] : days[start]) {
+      cumulative += cost;
+      BudgetDay d;
+      d.day = day;
+      d.cost_usd = cost;
+      d.cumulative_usd = cumulative;
+      if (m.cap_usd) d.remaining_usd = *m.cap_usd - cumulative;
+      m.days.push_back(d);
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::string Page(const PageInputs& in, const ReportQuery& query) {
+  const Totals& t = in.totals;
   std::string s = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
   s += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
        "script-src 'unsafe-inline'; img-src data:\">";
   s += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
-  s += "<title>gpuscaler cost report " + FormatDate(facts.from) + " to " + FormatDate(facts.to) + "</title>";
+  s += "<title>gpuscaler cost report " + FormatDate(in.from) + " to " + FormatDate(in.to) + "</title>";
   s += "<style>" + std::string(kStyle) + "</style></head><body>";
   s += "<pre id=\"js-errors\"></pre>";
   s += "<h1>GPU fleet cost report</h1>";
-  if (!facts.scope.empty()) s += "<p class=\"meta\">Covers " + HtmlEscape(facts.scope) + ".</p>";
-  s += "<p class=\"meta\">" + HtmlEscape(FormatRfc3339(facts.from)) + " to " +
-       HtmlEscape(FormatRfc3339(facts.to)) + " (end exclusive); running nodes billed up to " +
-       HtmlEscape(FormatRfc3339(std::min(facts.as_of, facts.to))) +
+  if (!in.scope.empty()) s += "<p class=\"meta\">Covers " + HtmlEscape(in.scope) + ".</p>";
+  s += "<p class=\"meta\">" + HtmlEscape(FormatRfc3339(in.from)) + " to " + HtmlEscape(FormatRfc3339(in.to)) +
+       " (end exclusive); running nodes billed up to " + HtmlEscape(in.billed_up_to) +
        ". Per-second billing at the price in force, " + std::to_string(query.min_billed.count()) +
        " s minimum; idle is cost no workload had allocated. All amounts USD.</p>";
 
@@ -322,11 +373,11 @@ std::string RenderHtml(const CostFacts& facts, const ReportViews& views, const R
   card(FormatFixed(t.gpu_hours_lost, 1) + " ($" + FormatCents(t.lost_cents) + ")", "GPU-hours lost to interruptions");
   card(std::to_string(t.nodes) + " (" + std::to_string(t.interrupted_nodes) + " interrupted)", "nodes billed");
   s += "</div>";
-  for (const std::string& w : facts.warnings) s += "<p class=\"warn\">" + HtmlEscape(w) + "</p>";
+  for (const std::string& w : in.warnings) s += "<p class=\"warn\">" + HtmlEscape(w) + "</p>";
 
   // Predicted vs realized: the summary row's cells, so the cards and the
   // table say the same.
-  const Table summary = BuildTable(View::kPredictionSummary, facts, views, query);
+  const Table& summary = in.prediction_cards;
   auto summary_cell = [&](const std::string& column) -> const Cell& {
     const auto at = std::find(summary.columns.begin(), summary.columns.end(), column);
     return summary.rows.front()[static_cast<size_t>(at - summary.columns.begin())];
@@ -343,17 +394,28 @@ std::string RenderHtml(const CostFacts& facts, const ReportViews& views, const R
   // Daily series for the charts.
   std::map<WallTime, std::pair<double, double>> by_day;  // on-demand, spot
   std::map<WallTime, double> od_by_day;
-  for (WallTime d = PeriodStart(facts.from, Period::kDay); d < facts.to; d += Seconds(86400)) by_day[d];
-  for (const GroupedRow& r : views.daily_by_capacity) {
-    const WallTime d = PeriodStart(r.period_start, Period::kDay);
-    (r.keys[0] == "spot" ? by_day[d].second : by_day[d].first) += r.m.cost_usd;
-    od_by_day[d] += r.m.on_demand_usd;
+  for (WallTime d = PeriodStart(in.from, Period::kDay); d < in.to; d += Seconds(86400)) by_day[d];
+  for (const ReportViews* views : in.views) {
+    for (const GroupedRow& r : views->daily_by_capacity) {
+      const WallTime d = PeriodStart(r.period_start, Period::kDay);
+      (r.keys[0] == "spot" ? by_day[d].second : by_day[d].first) += r.m.cost_usd;
+      od_by_day[d] += r.m.on_demand_usd;
+    }
   }
   std::vector<std::string> days;
   for (const auto& [d, v] : by_day) days.push_back(FormatDate(d).substr(5));
   // A range of up to two days draws the cost charts by hour (a daily chart
   // of one or two points shows no shape); longer ones by day.
-  const HourlyCost hourly = HourlyCostOf(facts);
+  // Every store's facts cover the same range, hence the same hours.
+  HourlyCost hourly = HourlyCostOf(*in.facts.front());
+  for (size_t f = 1; f < in.facts.size(); ++f) {
+    const HourlyCost more = HourlyCostOf(*in.facts[f]);
+    for (size_t h = 0; h < hourly.labels.size() && h < more.labels.size(); ++h) {
+      hourly.on_demand_nodes[h] += more.on_demand_nodes[h];
+      hourly.spot_nodes[h] += more.spot_nodes[h];
+      hourly.on_demand_equivalent[h] += more.on_demand_equivalent[h];
+    }
+  }
   const bool by_hour = !hourly.labels.empty();
   Series od{"on-demand", "#4c72b0", {}}, spot{"spot", "#55a868", {}};
   Series cost{"actual cost", "#4c72b0", {}}, equivalent{"on-demand equivalent", "#c44e52", {}, true};
@@ -380,8 +442,9 @@ std::string RenderHtml(const CostFacts& facts, const ReportViews& views, const R
   s += Lines("chart-savings", "Spot savings: actual cost vs on-demand equivalent, per " + per, cost_labels,
              {equivalent, cost});
   // Burn-down of the month with the most observed days (the latest on ties).
+  const std::vector<BudgetMonth> budget = JoinBudgets(in.views);
   const BudgetMonth* month = nullptr;
-  for (const BudgetMonth& b : views.budget) {
+  for (const BudgetMonth& b : budget) {
     if (month == nullptr || b.days.size() >= month->days.size()) month = &b;
   }
   if (month != nullptr) {
@@ -409,8 +472,22 @@ std::string RenderHtml(const CostFacts& facts, const ReportViews& views, const R
                    (month->cap_usd ? " of $" + FormatFixed(*month->cap_usd, 2) : std::string(" (no cap set)")),
                labels, series);
   }
+  // Teams of several stores: summed by name, dearest first (as one store's).
   std::vector<std::pair<std::string, double>> teams;
-  for (const GroupedRow& r : views.by_team) teams.emplace_back(r.keys[0], r.m.cost_usd);
+  for (const ReportViews* views : in.views) {
+    for (const GroupedRow& r : views->by_team) {
+      auto at = std::find_if(teams.begin(), teams.end(), [&](const auto& t) { return t.first == r.keys[0]; });
+      if (at == teams.end()) {
+        teams.emplace_back(r.keys[0], r.m.cost_usd);
+      } else {
+        at->second += r.m.cost_usd;
+      }
+    }
+  }
+  if (in.views.size() > 1) {
+    std::stable_sort(teams.begin(), teams.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+  }
   s += HorizontalBars("chart-teams", "Cost by team (idle as its own line)", teams);
   // By the day of the decision; one made before the range whose node
   // started in it counts on the first day.
@@ -418,10 +495,12 @@ std::string RenderHtml(const CostFacts& facts, const ReportViews& views, const R
     std::map<WallTime, std::pair<double, double>> predicted_by_day;  // predicted, realized
     for (const auto& [d, v] : by_day) predicted_by_day[d];
     const WallTime first = by_day.begin()->first, last = by_day.rbegin()->first;
-    for (const DecisionPrediction& p : views.predictions) {
-      const WallTime d = std::clamp(PeriodStart(p.time, Period::kDay), first, last);
-      predicted_by_day[d].first += p.predicted_usd;
-      predicted_by_day[d].second += p.realized_usd;
+    for (const ReportViews* views : in.views) {
+      for (const DecisionPrediction& p : views->predictions) {
+        const WallTime d = std::clamp(PeriodStart(p.time, Period::kDay), first, last);
+        predicted_by_day[d].first += p.predicted_usd;
+        predicted_by_day[d].second += p.realized_usd;
+      }
     }
     Series predicted{"predicted", "#8172b2", {}, true}, realized{"realized", "#4c72b0", {}};
     for (const auto& [d, v] : predicted_by_day) {
@@ -433,13 +512,72 @@ std::string RenderHtml(const CostFacts& facts, const ReportViews& views, const R
   }
   s += "</div>";
 
-  for (View v : {View::kAllocation, View::kCosts, View::kSavings, View::kBudget, View::kDecisions, View::kNodes}) {
-    s += TableHtml(BuildTable(v, facts, views, query));
-  }
-  s += TableHtml(summary);
-  s += TableHtml(BuildTable(View::kPredictions, facts, views, query));
+  for (const Table& table : in.tables) s += TableHtml(table);
   s += "<script>" + std::string(kScript) + "</script></body></html>\n";
   return s;
+}
+
+constexpr View kPageTables[] = {
+    View::kAllocation, View::kCosts, View::kSavings,           View::kBudget,
+    View::kDecisions,  View::kNodes, View::kPredictionSummary, View::kPredictions};
+
+}  // namespace
+
+std::string RenderHtml(const CostFacts& facts, const ReportViews& views, const ReportQuery& query) {
+  PageInputs in;
+  in.scope = facts.scope;
+  in.from = facts.from;
+  in.to = facts.to;
+  in.billed_up_to = FormatRfc3339(std::min(facts.as_of, facts.to));
+  in.totals = ComputeTotals(facts, views);
+  in.warnings = facts.warnings;
+  in.prediction_cards = BuildTable(View::kPredictionSummary, facts, views, query);
+  in.facts = {&facts};
+  in.views = {&views};
+  for (View v : kPageTables) in.tables.push_back(BuildTable(v, facts, views, query));
+  return Page(in, query);
+}
+
+std::string RenderFleetHtml(const FleetParts& fleet, const ReportQuery& query) {
+  PageInputs in;
+  in.scope = fleet.scope;
+  in.from = fleet.from;
+  in.to = fleet.to;
+  in.billed_up_to = query.as_of ? FormatRfc3339(std::min(*query.as_of, fleet.to)) : "each cluster's last record";
+  in.totals = fleet.totals;
+  in.warnings = fleet.warnings;
+  for (const ClusterPart& c : fleet.clusters) {
+    in.facts.push_back(&c.report->facts);
+    in.views.push_back(&c.report->views);
+  }
+  // The cards: the clusters' summary rows summed where they add (decisions,
+  // dollars); the percentiles of every cluster's decisions together.
+  std::vector<DecisionPrediction> all;
+  for (const ReportViews* v : in.views) all.insert(all.end(), v->predictions.begin(), v->predictions.end());
+  const PredictionSummary joined = SummarizePredictions(all, 0);
+  const Table& per_cluster = fleet.table(View::kPredictionSummary);
+  auto column = [&](const std::string& name) {
+    return static_cast<size_t>(std::find(per_cluster.columns.begin(), per_cluster.columns.end(), name) -
+                               per_cluster.columns.begin());
+  };
+  int64_t predicted_cents = 0, realized_cents = 0;
+  for (const std::vector<Cell>& row : per_cluster.rows) {
+    predicted_cents += std::llround(row[column("predicted_usd")].number.value_or(0) * 100.0);
+    realized_cents += std::llround(row[column("realized_usd")].number.value_or(0) * 100.0);
+  }
+  auto pct = [](std::optional<double> v) { return v ? FormatFixed(*v, 2) : std::string(); };
+  std::optional<double> total_error;
+  if (joined.predicted_usd > 0)
+    total_error = 100.0 * (joined.realized_usd - joined.predicted_usd) / joined.predicted_usd;
+  in.prediction_cards.columns = {"decisions", "predicted_usd",        "realized_usd",
+                                 "error_pct", "median_abs_error_pct", "p90_abs_error_pct"};
+  in.prediction_cards.rows.push_back(
+      {Cell{std::to_string(joined.decisions), std::nullopt}, Cell{FormatCents(predicted_cents), std::nullopt},
+       Cell{FormatCents(realized_cents), std::nullopt}, Cell{pct(total_error), std::nullopt},
+       Cell{pct(joined.median_abs_error_pct), std::nullopt},
+       Cell{pct(joined.p90_abs_error_pct), std::nullopt}});
+  for (View v : kPageTables) in.tables.push_back(fleet.table(v));
+  return Page(in, query);
 }
 
 }  // namespace gpuscaler::report::internal

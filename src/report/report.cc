@@ -9,13 +9,16 @@
 
 namespace gpuscaler::report {
 
-namespace {
+namespace internal {
 
-Result<RenderedReport> Render(AuditReader& reader, AuditReader* second, const ReportQuery& asked) {
+Result<StoreReport> BuildStoreReport(AuditReader& reader, AuditReader* second, const ReportQuery& asked) {
   Result<ReportScope> scope = ResolveScope(reader, asked);
   if (!scope) return scope.error();
   if (second != nullptr) second->SelectRun(scope->run_id);
-  ReportQuery query = asked;
+  StoreReport out;
+  out.scope = *scope;
+  ReportQuery& query = out.query;
+  query = asked;
   query.from = scope->from;
   query.to = scope->to;
   query.estimate_unrecorded_usage = scope->live;
@@ -40,11 +43,10 @@ Result<RenderedReport> Render(AuditReader& reader, AuditReader* second, const Re
   facts->from = query.from;
   facts->to = query.to;
   facts->scope = scope->description;
-  RenderedReport out;
-  out.scope = scope->description;
   const bool billed = std::any_of(facts->nodes.begin(), facts->nodes.end(),
                                   [](const NodeFact& n) { return n.billed_seconds > 0; });
-  if (!billed && facts->usage_rows == 0 && facts->total.cost_usd <= 0) {
+  out.empty = !billed && facts->usage_rows == 0 && facts->total.cost_usd <= 0;
+  if (out.empty) {
     std::string notice = "no nodes or usage recorded in " + scope->description;
     if (scope->data_from && scope->data_to) {
       notice += "; the data covers " + FormatRfc3339(*scope->data_from) + " to " + FormatRfc3339(*scope->data_to);
@@ -55,48 +57,82 @@ Result<RenderedReport> Render(AuditReader& reader, AuditReader* second, const Re
     }
     out.notices.push_back(notice);
   }
-  if (query.format == Format::kFocus) {
-    out.content_type = "text/csv; charset=utf-8";
-    out.body = internal::RenderFocusCsv(*facts, query);
-    return out;
+  out.facts = std::move(*facts);
+  if (query.format != Format::kFocus) {
+    Result<ReportViews> views = BuildViews(reader, out.facts, query);
+    if (!views) return views.error();
+    out.views = std::move(*views);
   }
-  Result<ReportViews> views = BuildViews(reader, *facts, query);
-  if (!views) return views.error();
+  return out;
+}
+
+Result<StoreReaders> OpenStoreReaders(const std::string& db_path) {
+  if (db_path.empty()) return Error::InvalidInput("no audit database given");
+  AuditReaderOptions options;
+  options.memory_mapped = true;
+  StoreReaders readers;
+  Result<std::unique_ptr<AuditReader>> reader = AuditReader::Open(db_path, options);
+  if (!reader) return reader.error();
+  readers.first = std::move(*reader);
+  // A second connection scans half of the usage rows on a second core.
+  Result<std::unique_ptr<AuditReader>> second = AuditReader::Open(db_path, options);
+  if (!second) return second.error();
+  readers.second = std::move(*second);
+  return readers;
+}
+
+}  // namespace internal
+
+namespace {
+
+Result<RenderedReport> Render(AuditReader& reader, AuditReader* second, const ReportQuery& asked) {
+  Result<internal::StoreReport> store = internal::BuildStoreReport(reader, second, asked);
+  if (!store) return store.error();
+  const ReportQuery& query = store->query;
+  const CostFacts& facts = store->facts;
+  RenderedReport out;
+  out.scope = store->scope.description;
+  out.notices = std::move(store->notices);
+  out.range_outside_data = store->range_outside_data;
   switch (query.format) {
+    case Format::kFocus:
+      out.content_type = "text/csv; charset=utf-8";
+      out.body = internal::RenderFocusCsv(facts, query);
+      break;
     case Format::kCsv:
       out.content_type = "text/csv; charset=utf-8";
-      out.body = internal::RenderCsv(internal::BuildTable(query.view, *facts, *views, query));
+      out.body = internal::RenderCsv(internal::BuildTable(query.view, facts, store->views, query));
       break;
     case Format::kJson:
       out.content_type = "application/json";
-      out.body = internal::RenderJson(*facts, *views, query);
+      out.body = internal::RenderJson(facts, store->views, query);
       break;
     case Format::kHtml:
       out.content_type = "text/html; charset=utf-8";
-      out.body = internal::RenderHtml(*facts, *views, query);
-      break;
-    case Format::kFocus:
+      out.body = internal::RenderHtml(facts, store->views, query);
       break;
   }
   return out;
 }
 
+bool GroupedByCluster(const ReportQuery& query) {
+  return std::find(query.group_by.begin(), query.group_by.end(), Dimension::kCluster) != query.group_by.end();
+}
+
 }  // namespace
 
 Result<RenderedReport> RenderReport(AuditReader& reader, const ReportQuery& query) {
+  if (GroupedByCluster(query)) {
+    return Error::InvalidInput("group_by: cluster needs a fleet report, which opens its audit stores itself");
+  }
   return Render(reader, nullptr, query);
 }
 
 Result<RenderedReport> RenderReport(const ReportQuery& query) {
-  if (query.db_path.empty()) return Error::InvalidInput("no audit database given");
-  AuditReaderOptions options;
-  options.memory_mapped = true;
-  Result<std::unique_ptr<AuditReader>> reader = AuditReader::Open(query.db_path, options);
-  if (!reader) return reader.error();
-  // A second connection scans half of the usage rows on a second core.
-  Result<std::unique_ptr<AuditReader>> second = AuditReader::Open(query.db_path, options);
-  if (!second) return second.error();
-  return Render(**reader, second->get(), query);
+  if (GroupedByCluster(query)) return RenderFleetReport({FleetStore{query.db_path, ""}}, query);
+  Result<internal::StoreReaders> readers = internal::OpenStoreReaders(query.db_path);
+  if (!readers) return readers.error();
+  return Render(*readers->first, readers->second.get(), query);
 }
 
 }  // namespace gpuscaler::report

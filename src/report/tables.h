@@ -2,14 +2,15 @@
 // the text helpers they use. Private to src/report.
 #pragma once
 
-#include "gpuscaler/model/escape.h"
-
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "gpuscaler/model/escape.h"
 #include "gpuscaler/report/cost_model.h"
+#include "gpuscaler/store/audit_reader.h"
 
 namespace gpuscaler::report::internal {
 
@@ -57,5 +58,56 @@ std::string RenderCsv(const Table& table);
 std::string RenderFocusCsv(const CostFacts& facts, const ReportQuery& query);
 std::string RenderJson(const CostFacts& facts, const ReportViews& views, const ReportQuery& query);
 std::string RenderHtml(const CostFacts& facts, const ReportViews& views, const ReportQuery& query);
+
+// ---- One store's report, before formatting (report.cc) ----------------------
+
+struct StoreReport {
+  ReportQuery query;  // with the range resolved
+  ReportScope scope;
+  CostFacts facts;
+  ReportViews views;  // empty for FOCUS
+  std::vector<std::string> notices;
+  bool empty = false;               // nothing billed or used in the range
+  bool range_outside_data = false;  // ... and the range lies wholly outside the data
+};
+// The facts and views of one store, as RenderReport computes them.
+Result<StoreReport> BuildStoreReport(AuditReader& reader, AuditReader* second, const ReportQuery& asked);
+
+// The two read-only connections RenderReport reads a store with.
+struct StoreReaders {
+  std::unique_ptr<AuditReader> first;
+  std::unique_ptr<AuditReader> second;
+};
+Result<StoreReaders> OpenStoreReaders(const std::string& db_path);
+
+// ---- Fleet reports (fleet.cc) ---------------------------------------------
+
+// One cluster of a fleet report.
+struct ClusterPart {
+  std::string cluster;
+  std::string db_path;
+  const StoreReport* report = nullptr;
+  Totals totals;
+};
+
+// A fleet report's joined parts: the clusters by name, the summed totals,
+// and each view's table with its cluster column (as the query's format
+// lists it: all nodes in CSV, the top ones elsewhere).
+struct FleetParts {
+  std::vector<ClusterPart> clusters;
+  std::string scope;
+  WallTime from{};
+  WallTime to{};
+  Totals totals;                      // sums of the clusters' totals
+  std::vector<Table> tables;          // by View order
+  std::vector<std::string> warnings;  // each prefixed with its cluster
+  const Table& table(View v) const { return tables[static_cast<size_t>(v)]; }
+};
+
+// FOCUS rows of every cluster: SubAccountId and SubAccountName columns, the
+// cluster in Tags.
+std::string RenderFleetFocusCsv(const FleetParts& fleet, const ReportQuery& query);
+std::string RenderFleetJson(const FleetParts& fleet, const ReportQuery& query);
+std::string RenderFleetHtml(const FleetParts& fleet, const ReportQuery& query);
 
 }  // namespace gpuscaler::report::internal

@@ -4,12 +4,15 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -265,6 +268,67 @@ overrides:
   ASSERT_EQ(shot.exit_code, 0) << shot.log;
   EXPECT_TRUE(ConsoleErrors(shot.log).empty()) << shot.log;
   EXPECT_EQ(PngSize(ReadAll(png)), (std::pair<uint32_t, uint32_t>{1280, 1600}));
+}
+
+// Progress without a terminal (the test's stderr is a file): no bar, only
+// the header line and JSON lines, each one object with the cells done and
+// the total, the last one saying all are done.
+TEST_F(SimSweep, WithoutATerminalProgressIsOneJsonObjectPerLine) {
+  const std::string grid = Grid(R"(days: 1
+traces:
+  - name: demo
+    scenario: demo
+policies:
+  - name: own
+seeds: [1, 2]
+)");
+  ProcessResult sweep = Gpuscaler({"sim", "sweep", "--grid", grid, "--out", Out(), "--workers", "1"});
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.err;
+  EXPECT_EQ(sweep.err.find('\r'), std::string::npos) << "a terminal's progress bar in a file: " << sweep.err;
+  std::istringstream lines(sweep.err);
+  std::string line;
+  std::vector<Json> progress;
+  while (std::getline(lines, line)) {
+    if (line.rfind("gpuscaler sim sweep: 2 cell(s)", 0) == 0) continue;  // the header
+    ASSERT_FALSE(line.empty());
+    ASSERT_EQ(line.front(), '{') << "not a JSON progress line: " << line;
+    Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+    ASSERT_TRUE(j.is_object()) << line;
+    ASSERT_TRUE(j.contains("cells_done") && j["cells_done"].is_number_unsigned()) << line;
+    ASSERT_TRUE(j.contains("cells") && j["cells"].is_number_unsigned()) << line;
+    ASSERT_TRUE(j.contains("elapsed_s") && j["elapsed_s"].is_number()) << line;
+    EXPECT_EQ(j["cells"].get<int>(), 2) << line;
+    EXPECT_LE(j["cells_done"].get<int>(), 2) << line;
+    progress.push_back(std::move(j));
+  }
+  ASSERT_FALSE(progress.empty()) << "no JSON progress line: " << sweep.err;
+  EXPECT_EQ(progress.back()["cells_done"].get<int>(), 2) << progress.back().dump();
+  EXPECT_FALSE(progress.back().contains("eta_s")) << "the last line has nothing left to estimate";
+}
+
+// An Indexed Job's pod has JOB_COMPLETION_INDEX; a sweep started there
+// without --shard would run every cell in every pod: it says so, and runs
+// them all (as documented), which --list shows.
+TEST_F(SimSweep, JobCompletionIndexWithoutShardWarnsAndRunsEveryCell) {
+  const std::string grid = Grid(kDemoGrid);
+  const std::string warning = "JOB_COMPLETION_INDEX is set but --shard is not: running every cell";
+  ASSERT_EQ(::setenv("JOB_COMPLETION_INDEX", "1", 1), 0);
+  ProcessResult unsharded = Gpuscaler({"sim", "sweep", "--grid", grid, "--out", Out(), "--list"});
+  ProcessResult sharded =
+      Gpuscaler({"sim", "sweep", "--grid", grid, "--out", Out(), "--list", "--shard", "1/2"});
+  ASSERT_EQ(::unsetenv("JOB_COMPLETION_INDEX"), 0);
+  ProcessResult plain = Gpuscaler({"sim", "sweep", "--grid", grid, "--out", Out(), "--list"});
+
+  ASSERT_EQ(unsharded.exit_code, 0) << unsharded.err;
+  EXPECT_NE(unsharded.err.find(warning), std::string::npos) << unsharded.err;
+  EXPECT_EQ(std::count(unsharded.out.begin(), unsharded.out.end(), '\n'), 4)
+      << "every cell: " << unsharded.out;
+  ASSERT_EQ(sharded.exit_code, 0) << sharded.err;
+  EXPECT_EQ(sharded.err.find("JOB_COMPLETION_INDEX"), std::string::npos) << sharded.err;
+  EXPECT_EQ(std::count(sharded.out.begin(), sharded.out.end(), '\n'), 2) << "shard 1/2: " << sharded.out;
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(plain.err.find("JOB_COMPLETION_INDEX"), std::string::npos) << plain.err;
+  EXPECT_EQ(plain.out, unsharded.out);
 }
 
 }  // namespace

@@ -30,15 +30,17 @@ namespace gpuscaler::report {
 
 // The columns a report can be grouped by. Pool, region, zone, instance type
 // and capacity type come from the node; class and team from the usage it
-// carried (its idle share has class and team "__idle__").
-enum class Dimension { kPool, kRegion, kZone, kInstanceType, kCapacityType, kClass, kTeam };
+// carried (its idle share has class and team "__idle__"); cluster from the
+// audit store (a fleet report's column, see RenderFleetReport).
+enum class Dimension { kPool, kRegion, kZone, kInstanceType, kCapacityType, kClass, kTeam, kCluster };
 // Time buckets, UTC: calendar days, ISO weeks (from Monday), calendar months.
 enum class Period { kDay, kWeek, kMonth };
 enum class Format { kCsv, kJson, kFocus, kHtml };
 // The table a CSV holds (JSON and HTML hold all of them; FOCUS is its own).
 enum class View { kCosts, kAllocation, kSavings, kBudget, kDecisions, kNodes, kPredictions, kPredictionSummary };
 
-std::string_view ToString(Dimension d);  // "pool", "region", "zone", "instance_type", "capacity_type", "class", "team"
+std::string_view ToString(Dimension d);  // "pool", "region", "zone", "instance_type", "capacity_type",
+                                         // "class", "team", "cluster"
 std::string_view ToString(Period p);     // "day", "week", "month"
 std::string_view ToString(Format f);     // "csv", "json", "focus", "html"
 std::string_view ToString(View v);       // "costs", "allocation", "savings", "budget", "decisions", "nodes",
@@ -145,8 +147,50 @@ Result<ReportScope> ResolveScope(AuditReader& reader, const ReportQuery& query);
 // Reads query.db_path (read-only) and renders the report. Missing file:
 // kNotFound; not an audit database or a schema this binary does not read:
 // kConfig; bad query: kInvalidInput; SQLite trouble: kTransient/kInternal.
+// A query grouped by cluster is the fleet report of this one store
+// (RenderFleetReport).
 Result<RenderedReport> RenderReport(const ReportQuery& query);
 // The same on an open reader (tests, an in-memory store); db_path unused.
+// A query grouped by cluster: kInvalidInput (a fleet report opens its stores).
 Result<RenderedReport> RenderReport(AuditReader& reader, const ReportQuery& query);
+
+// ---- Fleet reports (docs/reports.md, "Fleet reports") ----------------------
+
+// One audit store of a fleet report and the cluster it stands for.
+struct FleetStore {
+  std::string db_path;
+  // Empty: ClusterNameOf the store.
+  std::string cluster;
+};
+
+// The cluster an audit store belongs to, when not given: the name of its
+// daemon runs (the daemon names its runs after its config's cluster_name;
+// of several names, the latest run's), else, for a store holding no named
+// daemon run (the simulator's, a daemon without cluster_name), the file's
+// stem ("prod-east" for /var/lib/gpuscaler/prod-east.db).
+Result<std::string> ClusterNameOf(AuditReader& reader, const std::string& db_path);
+
+// The stores named by the CLI's --db arguments, in order: "PATH", or
+// "NAME=PATH" (cluster NAME, overriding ClusterNameOf), or a directory: every
+// audit store directly in it, by file name (a file that is not an SQLite
+// database, or one without an audit schema, is skipped with a line in
+// `skipped`; a directory holding none is kNotFound). Missing path: kNotFound.
+Result<std::vector<FleetStore>> ExpandFleetArguments(const std::vector<std::string>& args,
+                                                     std::vector<std::string>* skipped);
+
+// Renders one report over several audit stores, each a cluster: every store
+// opened read-only and reported by RenderReport's own code with the same
+// query (one range for all: as given, else the union of the stores' default
+// ranges), up to `parallelism` stores at a time (0: the machine's cores), and
+// the results joined: every view gets a `cluster` column (where `cluster`
+// stands in query.group_by, else first of the group columns), FOCUS rows
+// SubAccountId/SubAccountName and a `gpuscaler.io/cluster` tag, and the
+// totals are the sums of the stores' totals in cents, so the fleet adds up
+// to its clusters' single reports to the cent. The bytes do not depend on
+// `parallelism`. Errors name the store's file: any store failing fails the
+// report (no partial totals); two stores with one cluster name:
+// kInvalidInput naming both files.
+Result<RenderedReport> RenderFleetReport(const std::vector<FleetStore>& stores, const ReportQuery& query,
+                                         int parallelism = 0);
 
 }  // namespace gpuscaler::report
