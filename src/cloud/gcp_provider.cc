@@ -191,7 +191,7 @@ Result<std::vector<Instance>> GcpProvider::ExistingInMigs(const LaunchRequest& r
       inst.tags = request.tags;
       inst.tags[kOwnerTag] = request.pool;
       inst.tags[kClusterTag] = options_.cluster_name;
-      launched_[name] = {zone, mig, inst.offering, request.pool};
+      launched_[name] = {zone, mig, inst.offering, request.pool, request.idempotency_token};
       out.push_back(std::move(inst));
     }
     if (!failed.empty()) {
@@ -205,11 +205,20 @@ Result<std::vector<Instance>> GcpProvider::ExistingBare(const LaunchRequest& req
   Result<std::vector<json>> found = AggregatedInstances(std::string("labels.") + kGcpIntentLabel + " = \"" +
                                                         IntentHash(request.idempotency_token) + "\"");
   if (!found) return found.error();
+  const std::string first = InstanceName(options_.cluster_name, request.idempotency_token, 0);
+  const std::string base = first.substr(0, first.size() - 1);  // up to the slot number
   std::vector<Instance> out;
   for (const json& r : *found) {
     if (StringAt(ObjectAt(r, "labels"), kGcpClusterLabel) != cluster_label_) continue;
-    if (MetadataItem(r, kGcpIntentLabel) != request.idempotency_token) continue;
-    out.push_back(ToInstance(r));
+    // The name embeds the token's hash; the metadata (where kept) the token.
+    if (StringAt(r, "name").rfind(base, 0) != 0) continue;
+    if (const std::string token = MetadataItem(r, kGcpIntentLabel); !token.empty() && token != request.idempotency_token)
+      continue;
+    Instance inst = ToInstance(r);
+    inst.pool = request.pool;
+    inst.tags[kOwnerTag] = request.pool;
+    inst.tags[kIntentTag] = request.idempotency_token;
+    out.push_back(std::move(inst));
   }
   return out;
 }
@@ -289,7 +298,7 @@ Result<GcpProvider::Created> GcpProvider::CreateInMig(const LaunchRequest& reque
     inst.tags = request.tags;
     inst.tags[kOwnerTag] = request.pool;
     inst.tags[kClusterTag] = options_.cluster_name;
-    launched_[name] = {offering.zone, mig, offering, request.pool};
+    launched_[name] = {offering.zone, mig, offering, request.pool, request.idempotency_token};
     out.instances.push_back(std::move(inst));
   }
   if (!cancel.empty()) {
@@ -356,7 +365,7 @@ Result<GcpProvider::Created> GcpProvider::CreateBare(const LaunchRequest& reques
       inst.tags = request.tags;
       inst.tags[kOwnerTag] = request.pool;
       inst.tags[kClusterTag] = options_.cluster_name;
-      launched_[name] = {offering.zone, "", offering, request.pool};
+      launched_[name] = {offering.zone, "", offering, request.pool, request.idempotency_token};
       out.instances.push_back(std::move(inst));
     }
     return out;
@@ -368,7 +377,7 @@ Result<GcpProvider::Created> GcpProvider::CreateBare(const LaunchRequest& reques
     if (std::find(names.begin(), names.end(), inst.instance_id) == names.end()) continue;
     inst.offering = offering;
     inst.tags.insert(request.tags.begin(), request.tags.end());
-    launched_[inst.instance_id] = {offering.zone, "", offering, request.pool};
+    launched_[inst.instance_id] = {offering.zone, "", offering, request.pool, request.idempotency_token};
     out.instances.push_back(std::move(inst));
   }
   if (out.instances.size() < names.size()) {

@@ -66,8 +66,10 @@ Instance GcpProvider::ToInstance(const json& r) const {
   inst.pool = MetadataItem(r, kGcpPoolLabel);
   if (inst.pool.empty()) inst.pool = PoolFromLabel(StringAt(labels, kGcpPoolLabel));
   const std::string zone = LastSegment(StringAt(r, "zone"));
-  if (auto known = launched_.find(inst.instance_id); known != launched_.end()) {
+  auto known = launched_.find(inst.instance_id);
+  if (known != launched_.end()) {
     inst.offering = known->second.offering;
+    if (inst.pool.empty()) inst.pool = known->second.pool;
   } else {
     inst.offering.instance_type = LastSegment(StringAt(r, "machineType"));
     inst.offering.zone = zone;
@@ -90,7 +92,11 @@ Instance GcpProvider::ToInstance(const json& r) const {
   }
   inst.tags[kOwnerTag] = inst.pool;
   inst.tags[kClusterTag] = options_.cluster_name;
-  if (std::string token = MetadataItem(r, kGcpIntentLabel); !token.empty()) inst.tags[kIntentTag] = token;
+  if (std::string token = MetadataItem(r, kGcpIntentLabel); !token.empty()) {
+    inst.tags[kIntentTag] = token;
+  } else if (known != launched_.end()) {
+    inst.tags[kIntentTag] = known->second.token;
+  }
   return inst;
 }
 

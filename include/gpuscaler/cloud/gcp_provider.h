@@ -164,6 +164,7 @@ class GcpProvider final : public CloudProvider {
     std::string mig;  // empty: bare
     Offering offering;
     std::string pool;
+    std::string token;  // the launch's idempotency token
   };
   struct Owned {
     std::string zone;
