@@ -163,7 +163,9 @@ Result<nlohmann::json> GcpClient::Call(std::string_view method, const std::strin
       if (parsed.is_discarded()) return Error::Transient(what + ": the answer is not JSON");
       return parsed;
     }
-    last = GcpErrorFromResponse(what, resp->status, resp->body);
+    // A peer that echoes the request must not put the token in a message.
+    const Error e = GcpErrorFromResponse(what, resp->status, resp->body);
+    last = Error(e.category(), ScrubSecrets(e.message(), {token->token}));
     if (last->category() != ErrorCategory::kThrottled && last->category() != ErrorCategory::kTransient) return *last;
   }
   return last->WithContext("after " + std::to_string(std::max(1, options_.retry.max_attempts)) + " attempts");

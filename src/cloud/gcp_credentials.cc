@@ -55,6 +55,18 @@ struct MdCtxDeleter {
 
 }  // namespace
 
+std::string ScrubSecrets(std::string text, const std::vector<std::string_view>& secrets) {
+  constexpr size_t kMinSecret = 8;  // shorter strings are words, not secrets
+  constexpr std::string_view kMark = "[redacted]";
+  for (std::string_view secret : secrets) {
+    if (secret.size() < kMinSecret) continue;
+    for (size_t at = text.find(secret); at != std::string::npos; at = text.find(secret, at + kMark.size())) {
+      text.replace(at, secret.size(), kMark);
+    }
+  }
+  return text;
+}
+
 std::string AccessToken::Redacted() const {
   return std::string("Bearer … expires=") + FormatRfc3339(expiry);
 }
@@ -227,7 +239,18 @@ Result<AccessToken> KeyFileTokenSource::Get(WallTime now) {
   if (!resp) {
     fresh = Error::Transient(source + ": " + resp.error().message());
   } else if (resp->status != 200) {
-    fresh = TokenEndpointError(source, resp->status, resp->body);
+    // The answer is quoted: whatever of the request it echoes is taken out
+    // (the assertion, any of its parts, the refresh token, the secret).
+    std::vector<std::string_view> sent;
+    for (const auto& [key, value] : form) {
+      if (key == "grant_type" || key == "client_id") continue;
+      sent.push_back(value);
+      if (key == "assertion") {
+        for (std::string_view part : Split(value, '.')) sent.push_back(part);
+      }
+    }
+    const Error e = TokenEndpointError(source, resp->status, resp->body);
+    fresh = Error(e.category(), ScrubSecrets(e.message(), sent));
   } else {
     fresh = ParseTokenResponse(resp->body, now, source);
   }

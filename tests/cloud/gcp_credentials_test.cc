@@ -288,5 +288,27 @@ TEST(GcpCredentials, DefaultChainOrder) {
   EXPECT_EQ(ProjectFromCredentials({}, Files({})), "");
 }
 
+TEST(GcpCredentials, AnEchoedAssertionIsScrubbedFromTheMessage) {
+  FakeTransport t;
+  t.handler = [](const TransportRequest& r) -> Result<TransportResponse> {
+    const std::string assertion = FormValue(DecodeForm(r.body), "assertion").value_or("");
+    const std::string signature = assertion.substr(assertion.rfind('.') + 1);
+    return Json(400, nlohmann::json{{"error", "invalid_grant"},
+                                    {"error_description", "bad " + assertion + " / " + signature}}
+                         .dump());
+  };
+  KeyFileTokenSource source(TestKey(), kKeyPath, kComputeScope, t);
+  auto token = source.Get(At(1'700'000'000));
+  ASSERT_FALSE(token.ok());
+  const std::string assertion = FormValue(DecodeForm(t.requests.at(0).body), "assertion").value_or("");
+  ASSERT_FALSE(assertion.empty());
+  const std::string& m = token.error().message();
+  EXPECT_EQ(m.find(assertion), std::string::npos) << m;
+  EXPECT_EQ(m.find(assertion.substr(assertion.rfind('.') + 1)), std::string::npos) << m;
+  EXPECT_NE(m.find("bad [redacted] / [redacted]"), std::string::npos) << m;
+  EXPECT_EQ(ScrubSecrets("a short-x b", {"short-x"}), "a short-x b");  // under 8 characters: not a secret
+  EXPECT_EQ(ScrubSecrets("x ya29.abcdefgh y ya29.abcdefgh", {"ya29.abcdefgh"}), "x [redacted] y [redacted]");
+}
+
 }  // namespace
 }  // namespace gpuscaler::cloud

@@ -31,6 +31,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gpuscaler/cloud/credentials.h"
 #include "gpuscaler/cloud/transport.h"
@@ -80,6 +81,11 @@ std::optional<std::string> Base64UrlDecode(std::string_view text);
 // "scope", "aud": token_uri, "iat": now, "exp": now + 3600}. kAuth when the
 // key does not load as an RSA private key.
 Result<std::string> SignJwtAssertion(const GoogleCredentialsFile& key, std::string_view scope, WallTime now);
+
+// `text` with every occurrence of each secret (those of 8 characters or
+// more) replaced by "[redacted]": for messages that quote what a peer
+// answered, since a hostile or broken peer may echo what it was sent.
+std::string ScrubSecrets(std::string text, const std::vector<std::string_view>& secrets);
 
 // The token endpoint's (and the metadata server's) answer:
 // {"access_token", "expires_in", "token_type": "Bearer"}. Its expiry is
