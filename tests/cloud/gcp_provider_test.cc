@@ -508,6 +508,39 @@ TEST_F(GcpProviderTest, QuotaExceededBlocksWithoutRetryingUntilTheQuotaChanges) 
   EXPECT_EQ(Calls("POST", "/instances/bulkInsert").size(), 3u);
 }
 
+// Without regions.get (no permission, or an emulator without it) the block
+// lasts quota_recheck.
+TEST_F(GcpProviderTest, AQuotaBlockThatCannotBeReadBackEndsAfterQuotaRecheck) {
+  GcpProviderOptions o = BarePools();
+  o.quota_recheck = std::chrono::seconds(600);
+  GcpProvider& p = Provider(o);
+  transport_.handler = [&](const TransportRequest& r) -> Result<TransportResponse> {
+    Call c = Parse(r);
+    if (c.path.ends_with("/instances/bulkInsert")) {
+      return Ok(Operation("op-bulk", kZoneA, "bulkInsert", "DONE", "",
+                          {{{"code", "QUOTA_EXCEEDED"},
+                            {"message", "Quota 'NVIDIA_L4_GPUS' exceeded.  Limit: 1.0 in region us-central1."}}}));
+    }
+    if (c.path == "projects/proj/aggregated/instances") return Ok(Aggregated({}));
+    return HttpError(403, "forbidden", "Required 'compute.regions.get' permission for 'projects/proj/regions/us-central1'");
+  };
+  auto launch = [&](const std::string& token) {
+    return p.Launch(Request("l4", 1, {Offer("g2-standard-8", kZoneA, CapacityType::kOnDemand)}, token));
+  };
+  ASSERT_TRUE(launch("q1").ok());
+  EXPECT_EQ(Calls("POST", "/instances/bulkInsert").size(), 1u);
+  clock_.Advance(Seconds(599));
+  auto blocked = launch("q2");
+  ASSERT_TRUE(blocked.ok());
+  ASSERT_EQ(blocked->errors.size(), 1u);
+  EXPECT_NE(blocked->errors[0].error.message().find("quota NVIDIA_L4_GPUS in us-central1 exhausted"), std::string::npos)
+      << blocked->errors[0].error.message();
+  EXPECT_EQ(Calls("POST", "/instances/bulkInsert").size(), 1u);
+  clock_.Advance(Seconds(1));
+  ASSERT_TRUE(launch("q3").ok());
+  EXPECT_EQ(Calls("POST", "/instances/bulkInsert").size(), 2u);
+}
+
 TEST_F(GcpProviderTest, ThrottlingIsRetriedWithBackoffAndAuthFailsTheLaunch) {
   GcpProvider& p = Provider(BarePools());
   int throttles = 2;
