@@ -1,7 +1,9 @@
 // Routing and the Compute Engine calls of the GcpEmulator.
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -56,6 +58,22 @@ bool ValidUuid(const std::string& s) {
 
 EmulatorResponse Json(const std::string& body) { return {200, kJsonType, {}, body}; }
 
+// An integer field; Google's JSON carries int64 fields as strings ("2") and
+// clients send either form. nullopt when present but not an integer.
+std::optional<int64_t> IntField(const json& j, const char* key, int64_t fallback) {
+  if (!j.contains(key)) return fallback;
+  const json& v = j[key];
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    char* end = nullptr;
+    errno = 0;
+    const long long n = std::strtoll(s.c_str(), &end, 10);
+    if (!s.empty() && *end == '\0' && errno == 0) return n;
+  }
+  return std::nullopt;
+}
+
 EmulatorResponse NotFound(const std::string& resource) {
   return gcp::ErrorResponse(404, "notFound", "The resource '" + resource + "' was not found");
 }
@@ -87,7 +105,12 @@ EmulatorResponse GcpEmulator::Handle(const EmulatorRequest& request) {
   const WallTime now = clock_.WallNow();
   AdvanceLocked(now);
   ++stats_.requests;
-  return Dispatch(request, now);
+  try {
+    return Dispatch(request, now);
+  } catch (const json::exception& e) {
+    // A body field of the wrong JSON type, as Google answers it.
+    return gcp::ErrorResponse(400, "parseError", std::string("Invalid JSON payload received. ") + e.what());
+  }
 }
 
 EmulatorResponse GcpEmulator::Dispatch(const EmulatorRequest& request, WallTime now) {
@@ -244,20 +267,27 @@ EmulatorResponse GcpEmulator::BulkInsert(const Path& p, const std::string& body,
   }
   std::vector<std::pair<std::string, int>> accelerators;
   for (const json& a : props.value("guestAccelerators", json::array())) {
-    accelerators.emplace_back(LastSegment(a.value("acceleratorType", "")), a.value("acceleratorCount", 0));
+    const std::optional<int64_t> n = IntField(a, "acceleratorCount", 0);
+    if (!n || *n < 0 || *n > 16) {
+      return Invalid("resource.instanceProperties.guestAccelerators.acceleratorCount", a.dump(), "Must be in [0, 16].");
+    }
+    accelerators.emplace_back(LastSegment(a.value("acceleratorType", "")), static_cast<int>(*n));
   }
   std::vector<std::string> names;
   if (in.contains("perInstanceProperties")) {
     for (const auto& [name, v] : in["perInstanceProperties"].items()) names.push_back(name);
   }
-  int count = in.value("count", static_cast<int>(names.size()));
-  if (in.contains("count") && in["count"].is_string()) count = std::atoi(in["count"].get<std::string>().c_str());
-  if (count < 1 || count < static_cast<int>(names.size())) {
-    return Invalid("resource.count", std::to_string(count), "Must be at least 1 and at least the named instances.");
+  const std::optional<int64_t> count64 = IntField(in, "count", static_cast<int64_t>(names.size()));
+  if (!count64 || *count64 < 1 || *count64 < static_cast<int64_t>(names.size()) || *count64 > 1000) {
+    return Invalid("resource.count", in.value("count", json()).dump(),
+                   "Must be in [1, 1000] and at least the number of named instances.");
   }
-  int min_count = in.value("minCount", count);
-  if (in.contains("minCount") && in["minCount"].is_string()) min_count = std::atoi(in["minCount"].get<std::string>().c_str());
-  if (min_count < 1 || min_count > count) return Invalid("resource.minCount", std::to_string(min_count), "Must be in [1, count].");
+  const int count = static_cast<int>(*count64);
+  const std::optional<int64_t> min64 = IntField(in, "minCount", count);
+  if (!min64 || *min64 < 1 || *min64 > count) {
+    return Invalid("resource.minCount", in.value("minCount", json()).dump(), "Must be in [1, count].");
+  }
+  const int min_count = static_cast<int>(*min64);
   const std::string pattern = in.value("namePattern", "");
   if (static_cast<int>(names.size()) < count) {
     const size_t hash = pattern.find('#');

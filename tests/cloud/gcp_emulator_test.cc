@@ -250,6 +250,19 @@ TEST_F(GcpEmulatorTest, NamePatternFillsCountAndMinCountIsAllOrNothing) {
   EXPECT_EQ(Get("zones/us-central1-b/instances/a100-01").status, 200);
   EXPECT_EQ(Get("zones/us-central1-b/instances/a100-02").status, 200);
   EXPECT_EQ(Get("zones/us-central1-b/instances/a100-03").status, 404);
+
+  // int64 fields arrive as JSON strings from Google's clients; a wrong type is a 400, not a crash.
+  json as_strings = {{"count", "1"}, {"minCount", "1"}, {"namePattern", "str-#"},
+                     {"instanceProperties", {{"machineType", "g2-standard-4"}}}};
+  EXPECT_EQ(Post("zones/us-central1-a/instances/bulkInsert", as_strings).status, 200);
+  EXPECT_EQ(Get("zones/us-central1-a/instances/str-1").status, 200);
+  as_strings["count"] = "many";
+  EXPECT_EQ(Post("zones/us-central1-a/instances/bulkInsert", as_strings).status, 400);
+  auto wrong_type = Post("zones/us-central1-a/instances/bulkInsert",
+                         {{"count", 1}, {"namePattern", "x-#"}, {"instanceProperties", {{"machineType", 7}}}});
+  EXPECT_EQ(wrong_type.status, 400);
+  EXPECT_EQ(Reason(wrong_type.body), "parseError");
+  EXPECT_EQ(Call("POST", "zones/us-central1-a/instances/bulkInsert", "{not json").status, 400);
 }
 
 TEST_F(GcpEmulatorTest, CapacityErrorsWithDetailsAndTimeWindows) {
