@@ -159,6 +159,10 @@ EmulatorResponse GcpEmulator::Dispatch(const EmulatorRequest& request, WallTime 
   Path p;
   p.project = seg[3];
   if (p.project != scenario_.project) return NotFound("projects/" + p.project);
+  if (seg.size() == 6 && seg[4] == "regions") {
+    if (request.method != "GET") return gcp::ErrorResponse(405, "badRequest", "Method not allowed");
+    return RegionGet(seg[5], now);
+  }
   if (seg.size() == 6 && seg[4] == "aggregated") {
     p.aggregated = true;
     p.collection = seg[5];
@@ -442,6 +446,32 @@ EmulatorResponse GcpEmulator::ListOperations(const Path& p, const std::string& q
     for (size_t k = offset; k < end; ++k) out["items"].push_back(json::parse(OperationJson(*matched[k], now)));
   }
   if (end < matched.size()) out["nextPageToken"] = gcp::PageToken(end);
+  return Json(out.dump());
+}
+
+EmulatorResponse GcpEmulator::RegionGet(const std::string& region, WallTime now) {
+  json zones = json::array();
+  for (const std::string& z : scenario_.zones) {
+    if (gcp::RegionOf(z) == region) zones.push_back(Url("zones/" + z));
+  }
+  if (zones.empty()) return NotFound("projects/" + scenario_.project + "/regions/" + region);
+  json quotas = json::array();
+  std::set<std::string> metrics;
+  for (const GcpQuota& q : scenario_.quotas) {
+    if (q.region == region) metrics.insert(q.metric);
+  }
+  for (const std::string& m : metrics) {
+    if (auto limit = QuotaLimit(region, m, now)) {
+      quotas.push_back({{"metric", m}, {"limit", *limit}, {"usage", QuotaUsage(region, m, now)}});
+    }
+  }
+  json out = {{"kind", "compute#region"},
+              {"id", std::to_string(std::hash<std::string>{}(region) % 9000000000000000ULL + 1000)},
+              {"name", region},
+              {"status", "UP"},
+              {"zones", zones},
+              {"quotas", quotas},
+              {"selfLink", Url("regions/" + region)}};
   return Json(out.dump());
 }
 

@@ -18,6 +18,8 @@
 //    (named), deleteInstances, resize, listManagedInstances (currentAction,
 //    instanceStatus, lastAttempt.errors). A member that finds no capacity or
 //    quota stays CREATING and is retried every `mig_retry_interval`.
+//  - Regions: regions.get with `quotas[]` {metric, limit, usage} for the
+//    scenario's quotas.
 //  - Zone operations: get, wait, list (filter, e.g. operationType). An
 //    operation is RUNNING for `operation_latency`, then DONE, with its
 //    `error.errors[]` (ZONE_RESOURCE_POOL_EXHAUSTED[_WITH_DETAILS],
@@ -67,6 +69,10 @@ struct GcpQuota {
   std::string region;
   std::string metric;
   double limit = 0;
+  // In force from start + from; of a (region, metric)'s entries the one with
+  // the latest `from` that has passed applies (a quota raised at 5m: two
+  // entries). Before every entry's `from` the metric is unlimited.
+  Seconds from{0};
 };
 
 // At `at`, the oldest `count` RUNNING Spot VMs that match are preempted:
@@ -271,6 +277,10 @@ class GcpEmulator {
   EmulatorResponse DeleteOne(const Path& path, const std::string& request_id, WallTime now);
   EmulatorResponse AggregatedList(const Path& path, const std::string& query, WallTime now);
   EmulatorResponse ListOperations(const Path& path, const std::string& query, WallTime now);
+  EmulatorResponse RegionGet(const std::string& region, WallTime now);
+  // The quota limit of (region, metric) in force now, or nullopt (unlimited).
+  std::optional<double> QuotaLimit(const std::string& region, const std::string& metric, WallTime now) const;
+  double QuotaUsage(const std::string& region, const std::string& metric, WallTime now) const;
   EmulatorResponse GroupCall(const EmulatorRequest& request, const Path& path, const std::string& query,
                              const std::string& request_id, WallTime now);
   // The operation an earlier call with `request_id` made, as the answer.

@@ -310,6 +310,34 @@ TEST_F(GcpEmulatorTest, RegionalGpuQuotaCountsGpusAndSpotSeparately) {
   auto spot = BulkInsert("us-central1-b", {"l4-spot"}, "g2-standard-48", "SPOT");  // 4, preemptible quota
   clock_.Advance(std::chrono::seconds(2));
   EXPECT_FALSE(Operation(spot).body.contains("error"));
+
+  // regions.get shows limit and usage per metric.
+  auto region = Get("regions/us-central1");
+  ASSERT_EQ(region.status, 200) << region.raw.body;
+  EXPECT_EQ(region.body["kind"], "compute#region");
+  bool seen = false;
+  for (const auto& q : region.body["quotas"]) {
+    if (q["metric"] != "NVIDIA_L4_GPUS") continue;
+    seen = true;
+    EXPECT_EQ(q["limit"], 3.0);
+    EXPECT_EQ(q["usage"], 3.0);
+  }
+  EXPECT_TRUE(seen);
+  EXPECT_EQ(Get("regions/europe-west4").status, 404);
+}
+
+TEST_F(GcpEmulatorTest, AQuotaRaisedLaterLetsCreationsThrough) {
+  Emu("quotas:\n  - {region: us-central1, metric: NVIDIA_A100_GPUS, limit: 0}\n"
+      "  - {region: us-central1, metric: NVIDIA_A100_GPUS, limit: 8, from: 5m}\n");
+  auto early = BulkInsert("us-central1-a", {"a-1"}, "a2-highgpu-4g");
+  clock_.Advance(std::chrono::seconds(2));
+  EXPECT_EQ(Operation(early).body["error"]["errors"][0]["code"], "QUOTA_EXCEEDED");
+  EXPECT_EQ(Get("regions/us-central1").body["quotas"][0]["limit"], 0.0);
+  clock_.Advance(std::chrono::minutes(5));
+  EXPECT_EQ(Get("regions/us-central1").body["quotas"][0]["limit"], 8.0);
+  auto later = BulkInsert("us-central1-a", {"a-1"}, "a2-highgpu-4g");
+  clock_.Advance(std::chrono::seconds(2));
+  EXPECT_FALSE(Operation(later).body.contains("error"));
 }
 
 TEST_F(GcpEmulatorTest, RequestIdMakesACallIdempotent) {
