@@ -277,6 +277,12 @@ EmulatorResponse GcpEmulator::BulkInsert(const Path& p, const std::string& body,
     }
     accelerators.emplace_back(LastSegment(a.value("acceleratorType", "")), static_cast<int>(*n));
   }
+  std::vector<std::pair<std::string, std::string>> metadata;
+  if (props.contains("metadata")) {
+    for (const json& item : props["metadata"].value("items", json::array())) {
+      metadata.emplace_back(item.at("key").get<std::string>(), item.value("value", ""));
+    }
+  }
   std::vector<std::string> names;
   if (in.contains("perInstanceProperties")) {
     for (const auto& [name, v] : in["perInstanceProperties"].items()) names.push_back(name);
@@ -324,7 +330,7 @@ EmulatorResponse GcpEmulator::BulkInsert(const Path& p, const std::string& body,
   size_t created = 0;
   for (const std::string& n : names) {
     if ((refused = Refusal(p.zone, machine_type, model, gpus, now))) break;
-    CreateInstance(p.zone, n, machine_type, model, action, labels, "", accelerators, now);
+    CreateInstance(p.zone, n, machine_type, model, action, labels, "", accelerators, now, metadata);
     ++created;
   }
   const bool failed = static_cast<int>(created) < min_count;
@@ -528,8 +534,14 @@ EmulatorResponse GcpEmulator::GroupCall(const EmulatorRequest& request, const Pa
       return Invalid("resource.instances", request.body, "A non-empty list of instances is required.");
     }
     std::vector<std::string> names;
+    std::vector<std::vector<std::pair<std::string, std::string>>> metadata;
     for (const json& i : in["instances"]) {
       const std::string name = i.is_object() ? i.value("name", "") : "";
+      metadata.emplace_back();
+      if (i.is_object() && i.contains("preservedState")) {
+        const json preserved = i["preservedState"].value("metadata", json::object());
+        for (const auto& [key, value] : preserved.items()) metadata.back().emplace_back(key, value.get<std::string>());
+      }
       if (!ValidName(name)) {
         return Invalid("resource.instances.name", name, "Must be a match of regex '(?:[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?)'");
       }
@@ -539,9 +551,10 @@ EmulatorResponse GcpEmulator::GroupCall(const EmulatorRequest& request, const Pa
       }
       names.push_back(name);
     }
-    for (const std::string& name : names) {
+    for (size_t k = 0; k < names.size(); ++k) {
       Member m;
-      m.name = name;
+      m.name = names[k];
+      m.metadata = metadata[k];
       m.next_try = now;
       g->members.push_back(std::move(m));
       TryCreateMember(*g, g->members.back(), now);

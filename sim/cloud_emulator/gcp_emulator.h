@@ -191,6 +191,7 @@ class GcpEmulator {
     bool preempted = false;
     std::vector<std::pair<std::string, int>> accelerators;  // guestAccelerators (type, count)
     std::vector<std::pair<std::string, int>> gpus;          // (quota metric, count)
+    std::vector<std::pair<std::string, std::string>> metadata;  // metadata.items (key, value)
   };
   struct OpError {
     std::string code;
@@ -220,6 +221,9 @@ class GcpEmulator {
     bool recreating = false;
     WallTime next_try{};
     std::vector<OpError> last_errors;
+    // createInstances' preservedState.metadata: metadata items of its VM
+    // (and of a recreated one).
+    std::vector<std::pair<std::string, std::string>> metadata;
   };
   struct Group {
     GcpManagedGroup spec;
@@ -247,7 +251,8 @@ class GcpEmulator {
   size_t CreateInstance(const std::string& zone, const std::string& name, const std::string& machine_type,
                         const std::string& model, const std::string& action,
                         const std::map<std::string, std::string>& labels, const std::string& group,
-                        std::vector<std::pair<std::string, int>> accelerators, WallTime now);
+                        std::vector<std::pair<std::string, int>> accelerators, WallTime now,
+                        std::vector<std::pair<std::string, std::string>> metadata = {});
   void DeleteInstance(Instance& i, WallTime now);
   void TryCreateMember(Group& g, Member& m, WallTime now);
   Instance* FindInstance(const std::string& zone, const std::string& name);

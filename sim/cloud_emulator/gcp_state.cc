@@ -201,8 +201,10 @@ double GcpEmulator::QuotaUsage(const std::string& region, const std::string& met
 size_t GcpEmulator::CreateInstance(const std::string& zone, const std::string& name, const std::string& machine_type,
                                    const std::string& model, const std::string& action,
                                    const std::map<std::string, std::string>& labels, const std::string& group,
-                                   std::vector<std::pair<std::string, int>> accelerators, WallTime now) {
+                                   std::vector<std::pair<std::string, int>> accelerators, WallTime now,
+                                   std::vector<std::pair<std::string, std::string>> metadata) {
   Instance i;
+  i.metadata = std::move(metadata);
   i.info.name = name;
   i.info.zone = zone;
   i.info.machine_type = machine_type;
@@ -292,7 +294,7 @@ void GcpEmulator::TryCreateMember(Group& g, Member& m, WallTime now) {
   }
   m.last_errors.clear();
   m.instance = CreateInstance(s.zone, m.name, s.machine_type, s.provisioning_model, s.termination_action, s.labels,
-                              s.name, {}, now);
+                              s.name, {}, now, m.metadata);
 }
 
 void GcpEmulator::AdvanceLocked(WallTime now) {

@@ -70,6 +70,7 @@ class GcpEmulatorTest : public ::testing::Test {
                  {"instanceProperties",
                   {{"machineType", machine_type},
                    {"labels", {{"gpuscaler-cluster", "prod"}, {"gpuscaler-pool", "l4"}}},
+                   {"metadata", {{"items", {{{"key", "gpuscaler-intent"}, {"value", "tok-1"}}}}}},
                    {"scheduling", {{"provisioningModel", model}, {"instanceTerminationAction", "DELETE"}}}}}};
     return Post("zones/" + zone + "/instances/bulkInsert" + query, body);
   }
@@ -205,6 +206,7 @@ TEST_F(GcpEmulatorTest, BulkInsertCreatesLabelledSpotInstancesAfterTheOperationL
   EXPECT_EQ(inst.body["labels"]["gpuscaler-pool"], "l4");
   EXPECT_EQ(inst.body["scheduling"]["provisioningModel"], "SPOT");
   EXPECT_EQ(inst.body["scheduling"]["instanceTerminationAction"], "DELETE");
+  EXPECT_EQ(inst.body["metadata"]["items"][0]["value"], "tok-1");
   EXPECT_EQ(inst.body["machineType"],
             "https://www.googleapis.com/compute/v1/projects/gpuscaler-test/zones/us-central1-a/machineTypes/g2-standard-8");
 
@@ -430,7 +432,9 @@ TEST_F(GcpEmulatorTest, ManagedGroupCreatesNamedInstancesAndReportsLastAttemptEr
       "     termination_action: DELETE, labels: {gpuscaler-pool: l4}}\n"
       "capacity:\n  - {machine_type: g2-standard-8, zone: us-central1-a, limit: 1, until: 30s}\n");
   auto op = Post("zones/us-central1-a/instanceGroupManagers/l4-pool-a/createInstances",
-                 {{"instances", {{{"name", "node-1"}}, {{"name", "node-2"}}}}});
+                 json::parse(R"({"instances": [{"name": "node-1",
+                                                "preservedState": {"metadata": {"gpuscaler-intent": "launch-7"}}},
+                                               {"name": "node-2"}]})"));
   ASSERT_EQ(op.status, 200) << op.raw.body;
   EXPECT_EQ(op.body["operationType"], "compute.instanceGroupManagers.createInstances");
 
@@ -461,6 +465,10 @@ TEST_F(GcpEmulatorTest, ManagedGroupCreatesNamedInstancesAndReportsLastAttemptEr
   EXPECT_EQ(list.body["managedInstances"][1]["instanceStatus"], "PROVISIONING");
   auto inst = Get("zones/us-central1-a/instances/node-1");
   EXPECT_EQ(inst.body["labels"]["gpuscaler-pool"], "l4");
+  // preservedState.metadata becomes instance metadata, beside the group's created-by.
+  ASSERT_EQ(inst.body["metadata"]["items"].size(), 2u);
+  EXPECT_EQ(inst.body["metadata"]["items"][0], (json{{"key", "gpuscaler-intent"}, {"value", "launch-7"}}));
+  EXPECT_EQ(inst.body["metadata"]["items"][1]["key"], "created-by");
   EXPECT_EQ(inst.body["scheduling"]["provisioningModel"], "SPOT");
 
   // Names are unique; deleteInstances takes members only.
