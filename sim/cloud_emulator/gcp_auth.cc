@@ -75,12 +75,17 @@ EmulatorResponse GcpEmulator::TokenEndpoint(const EmulatorRequest& request, Wall
                                            (scenario_.token_audience.empty() ? std::string("…/token")
                                                                              : scenario_.token_audience));
   }
-  if (!claims.contains("iat") || !claims["iat"].is_number() || !claims.contains("exp") || !claims["exp"].is_number()) {
-    return OAuthError("invalid_grant", "Invalid JWT: iat and exp are required numbers.");
+  if (!claims.contains("iat") || !claims["iat"].is_number_integer() || !claims.contains("exp") ||
+      !claims["exp"].is_number_integer()) {
+    return OAuthError("invalid_grant", "Invalid JWT: iat and exp are required integers.");
   }
   const int64_t iat = claims["iat"].get<int64_t>(), exp = claims["exp"].get<int64_t>();
+  constexpr int64_t kYear3000 = 32503680000;  // keeps the arithmetic below far from overflow
+  if (iat < 0 || exp < 0 || iat > kYear3000 || exp > kYear3000) {
+    return OAuthError("invalid_grant", "Invalid JWT: iat and exp must be seconds since 1970.");
+  }
   const int64_t t = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
-  if (exp <= iat || exp - iat > 3600 || iat > t + kClockSkew.count() || exp < t - kClockSkew.count()) {
+  if (exp <= iat || exp > iat + 3600 || iat > t + kClockSkew.count() || exp < t - kClockSkew.count()) {
     return OAuthError("invalid_grant",
                       "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. "
                       "Check your iat and exp values in the JWT claim.");

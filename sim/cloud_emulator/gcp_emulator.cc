@@ -1,7 +1,9 @@
 // Routing and the Compute Engine calls of the GcpEmulator.
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -56,6 +58,22 @@ bool ValidUuid(const std::string& s) {
 
 EmulatorResponse Json(const std::string& body) { return {200, kJsonType, {}, body}; }
 
+// An integer field; Google's JSON carries int64 fields as strings ("2") and
+// clients send either form. nullopt when present but not an integer.
+std::optional<int64_t> IntField(const json& j, const char* key, int64_t fallback) {
+  if (!j.contains(key)) return fallback;
+  const json& v = j[key];
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    char* end = nullptr;
+    errno = 0;
+    const long long n = std::strtoll(s.c_str(), &end, 10);
+    if (!s.empty() && *end == '\0' && errno == 0) return n;
+  }
+  return std::nullopt;
+}
+
 EmulatorResponse NotFound(const std::string& resource) {
   return gcp::ErrorResponse(404, "notFound", "The resource '" + resource + "' was not found");
 }
@@ -87,7 +105,12 @@ EmulatorResponse GcpEmulator::Handle(const EmulatorRequest& request) {
   const WallTime now = clock_.WallNow();
   AdvanceLocked(now);
   ++stats_.requests;
-  return Dispatch(request, now);
+  try {
+    return Dispatch(request, now);
+  } catch (const json::exception& e) {
+    // A body field of the wrong JSON type, as Google answers it.
+    return gcp::ErrorResponse(400, "parseError", std::string("Invalid JSON payload received. ") + e.what());
+  }
 }
 
 EmulatorResponse GcpEmulator::Dispatch(const EmulatorRequest& request, WallTime now) {
@@ -136,6 +159,10 @@ EmulatorResponse GcpEmulator::Dispatch(const EmulatorRequest& request, WallTime 
   Path p;
   p.project = seg[3];
   if (p.project != scenario_.project) return NotFound("projects/" + p.project);
+  if (seg.size() == 6 && seg[4] == "regions") {
+    if (request.method != "GET") return gcp::ErrorResponse(405, "badRequest", "Method not allowed");
+    return RegionGet(seg[5], now);
+  }
   if (seg.size() == 6 && seg[4] == "aggregated") {
     p.aggregated = true;
     p.collection = seg[5];
@@ -244,20 +271,33 @@ EmulatorResponse GcpEmulator::BulkInsert(const Path& p, const std::string& body,
   }
   std::vector<std::pair<std::string, int>> accelerators;
   for (const json& a : props.value("guestAccelerators", json::array())) {
-    accelerators.emplace_back(LastSegment(a.value("acceleratorType", "")), a.value("acceleratorCount", 0));
+    const std::optional<int64_t> n = IntField(a, "acceleratorCount", 0);
+    if (!n || *n < 0 || *n > 16) {
+      return Invalid("resource.instanceProperties.guestAccelerators.acceleratorCount", a.dump(), "Must be in [0, 16].");
+    }
+    accelerators.emplace_back(LastSegment(a.value("acceleratorType", "")), static_cast<int>(*n));
+  }
+  std::vector<std::pair<std::string, std::string>> metadata;
+  if (props.contains("metadata")) {
+    for (const json& item : props["metadata"].value("items", json::array())) {
+      metadata.emplace_back(item.at("key").get<std::string>(), item.value("value", ""));
+    }
   }
   std::vector<std::string> names;
   if (in.contains("perInstanceProperties")) {
     for (const auto& [name, v] : in["perInstanceProperties"].items()) names.push_back(name);
   }
-  int count = in.value("count", static_cast<int>(names.size()));
-  if (in.contains("count") && in["count"].is_string()) count = std::atoi(in["count"].get<std::string>().c_str());
-  if (count < 1 || count < static_cast<int>(names.size())) {
-    return Invalid("resource.count", std::to_string(count), "Must be at least 1 and at least the named instances.");
+  const std::optional<int64_t> count64 = IntField(in, "count", static_cast<int64_t>(names.size()));
+  if (!count64 || *count64 < 1 || *count64 < static_cast<int64_t>(names.size()) || *count64 > 1000) {
+    return Invalid("resource.count", in.value("count", json()).dump(),
+                   "Must be in [1, 1000] and at least the number of named instances.");
   }
-  int min_count = in.value("minCount", count);
-  if (in.contains("minCount") && in["minCount"].is_string()) min_count = std::atoi(in["minCount"].get<std::string>().c_str());
-  if (min_count < 1 || min_count > count) return Invalid("resource.minCount", std::to_string(min_count), "Must be in [1, count].");
+  const int count = static_cast<int>(*count64);
+  const std::optional<int64_t> min64 = IntField(in, "minCount", count);
+  if (!min64 || *min64 < 1 || *min64 > count) {
+    return Invalid("resource.minCount", in.value("minCount", json()).dump(), "Must be in [1, count].");
+  }
+  const int min_count = static_cast<int>(*min64);
   const std::string pattern = in.value("namePattern", "");
   if (static_cast<int>(names.size()) < count) {
     const size_t hash = pattern.find('#');
@@ -290,7 +330,7 @@ EmulatorResponse GcpEmulator::BulkInsert(const Path& p, const std::string& body,
   size_t created = 0;
   for (const std::string& n : names) {
     if ((refused = Refusal(p.zone, machine_type, model, gpus, now))) break;
-    CreateInstance(p.zone, n, machine_type, model, action, labels, "", accelerators, now);
+    CreateInstance(p.zone, n, machine_type, model, action, labels, "", accelerators, now, metadata);
     ++created;
   }
   const bool failed = static_cast<int>(created) < min_count;
@@ -415,6 +455,32 @@ EmulatorResponse GcpEmulator::ListOperations(const Path& p, const std::string& q
   return Json(out.dump());
 }
 
+EmulatorResponse GcpEmulator::RegionGet(const std::string& region, WallTime now) {
+  json zones = json::array();
+  for (const std::string& z : scenario_.zones) {
+    if (gcp::RegionOf(z) == region) zones.push_back(Url("zones/" + z));
+  }
+  if (zones.empty()) return NotFound("projects/" + scenario_.project + "/regions/" + region);
+  json quotas = json::array();
+  std::set<std::string> metrics;
+  for (const GcpQuota& q : scenario_.quotas) {
+    if (q.region == region) metrics.insert(q.metric);
+  }
+  for (const std::string& m : metrics) {
+    if (auto limit = QuotaLimit(region, m, now)) {
+      quotas.push_back({{"metric", m}, {"limit", *limit}, {"usage", QuotaUsage(region, m, now)}});
+    }
+  }
+  json out = {{"kind", "compute#region"},
+              {"id", std::to_string(std::hash<std::string>{}(region) % 9000000000000000ULL + 1000)},
+              {"name", region},
+              {"status", "UP"},
+              {"zones", zones},
+              {"quotas", quotas},
+              {"selfLink", Url("regions/" + region)}};
+  return Json(out.dump());
+}
+
 EmulatorResponse GcpEmulator::GroupCall(const EmulatorRequest& request, const Path& p, const std::string& query,
                                         const std::string& request_id, WallTime now) {
   Group* g = FindGroup(p.zone, p.name);
@@ -468,8 +534,14 @@ EmulatorResponse GcpEmulator::GroupCall(const EmulatorRequest& request, const Pa
       return Invalid("resource.instances", request.body, "A non-empty list of instances is required.");
     }
     std::vector<std::string> names;
+    std::vector<std::vector<std::pair<std::string, std::string>>> metadata;
     for (const json& i : in["instances"]) {
       const std::string name = i.is_object() ? i.value("name", "") : "";
+      metadata.emplace_back();
+      if (i.is_object() && i.contains("preservedState")) {
+        const json preserved = i["preservedState"].value("metadata", json::object());
+        for (const auto& [key, value] : preserved.items()) metadata.back().emplace_back(key, value.get<std::string>());
+      }
       if (!ValidName(name)) {
         return Invalid("resource.instances.name", name, "Must be a match of regex '(?:[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?)'");
       }
@@ -479,9 +551,10 @@ EmulatorResponse GcpEmulator::GroupCall(const EmulatorRequest& request, const Pa
       }
       names.push_back(name);
     }
-    for (const std::string& name : names) {
+    for (size_t k = 0; k < names.size(); ++k) {
       Member m;
-      m.name = name;
+      m.name = names[k];
+      m.metadata = metadata[k];
       m.next_try = now;
       g->members.push_back(std::move(m));
       TryCreateMember(*g, g->members.back(), now);

@@ -18,6 +18,8 @@
 //    (named), deleteInstances, resize, listManagedInstances (currentAction,
 //    instanceStatus, lastAttempt.errors). A member that finds no capacity or
 //    quota stays CREATING and is retried every `mig_retry_interval`.
+//  - Regions: regions.get with `quotas[]` {metric, limit, usage} for the
+//    scenario's quotas.
 //  - Zone operations: get, wait, list (filter, e.g. operationType). An
 //    operation is RUNNING for `operation_latency`, then DONE, with its
 //    `error.errors[]` (ZONE_RESOURCE_POOL_EXHAUSTED[_WITH_DETAILS],
@@ -67,6 +69,10 @@ struct GcpQuota {
   std::string region;
   std::string metric;
   double limit = 0;
+  // In force from start + from; of a (region, metric)'s entries the one with
+  // the latest `from` that has passed applies (a quota raised at 5m: two
+  // entries). Before every entry's `from` the metric is unlimited.
+  Seconds from{0};
 };
 
 // At `at`, the oldest `count` RUNNING Spot VMs that match are preempted:
@@ -185,6 +191,7 @@ class GcpEmulator {
     bool preempted = false;
     std::vector<std::pair<std::string, int>> accelerators;  // guestAccelerators (type, count)
     std::vector<std::pair<std::string, int>> gpus;          // (quota metric, count)
+    std::vector<std::pair<std::string, std::string>> metadata;  // metadata.items (key, value)
   };
   struct OpError {
     std::string code;
@@ -214,6 +221,9 @@ class GcpEmulator {
     bool recreating = false;
     WallTime next_try{};
     std::vector<OpError> last_errors;
+    // createInstances' preservedState.metadata: metadata items of its VM
+    // (and of a recreated one).
+    std::vector<std::pair<std::string, std::string>> metadata;
   };
   struct Group {
     GcpManagedGroup spec;
@@ -241,7 +251,8 @@ class GcpEmulator {
   size_t CreateInstance(const std::string& zone, const std::string& name, const std::string& machine_type,
                         const std::string& model, const std::string& action,
                         const std::map<std::string, std::string>& labels, const std::string& group,
-                        std::vector<std::pair<std::string, int>> accelerators, WallTime now);
+                        std::vector<std::pair<std::string, int>> accelerators, WallTime now,
+                        std::vector<std::pair<std::string, std::string>> metadata = {});
   void DeleteInstance(Instance& i, WallTime now);
   void TryCreateMember(Group& g, Member& m, WallTime now);
   Instance* FindInstance(const std::string& zone, const std::string& name);
@@ -271,6 +282,10 @@ class GcpEmulator {
   EmulatorResponse DeleteOne(const Path& path, const std::string& request_id, WallTime now);
   EmulatorResponse AggregatedList(const Path& path, const std::string& query, WallTime now);
   EmulatorResponse ListOperations(const Path& path, const std::string& query, WallTime now);
+  EmulatorResponse RegionGet(const std::string& region, WallTime now);
+  // The quota limit of (region, metric) in force now, or nullopt (unlimited).
+  std::optional<double> QuotaLimit(const std::string& region, const std::string& metric, WallTime now) const;
+  double QuotaUsage(const std::string& region, const std::string& metric, WallTime now) const;
   EmulatorResponse GroupCall(const EmulatorRequest& request, const Path& path, const std::string& query,
                              const std::string& request_id, WallTime now);
   // The operation an earlier call with `request_id` made, as the answer.

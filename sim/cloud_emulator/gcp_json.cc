@@ -40,12 +40,14 @@ std::string GcpEmulator::InstanceJson(const Instance& i, WallTime now) const {
     }
     j["guestAccelerators"] = acc;
   }
+  json items = json::array();
+  for (const auto& [key, value] : i.metadata) items.push_back({{"key", key}, {"value", value}});
   if (!i.info.group.empty()) {
     // What a MIG sets on its members.
-    j["metadata"] = {{"kind", "compute#metadata"},
-                     {"items", {{{"key", "created-by"}, {"value", "projects/" + scenario_.project + "/" + zone_path +
-                                                                      "/instanceGroupManagers/" + i.info.group}}}}};
+    items.push_back({{"key", "created-by"},
+                     {"value", "projects/" + scenario_.project + "/" + zone_path + "/instanceGroupManagers/" + i.info.group}});
   }
+  if (!items.empty()) j["metadata"] = {{"kind", "compute#metadata"}, {"items", items}};
   return j.dump();
 }
 

@@ -155,8 +155,9 @@ Result<GcpScenario> ParseGcpScenario(const std::string& text, const std::string&
       s.capacity.push_back(std::move(l));
     });
     ForEachItem(root, "quotas", [&](const YAML::Node& n, const std::string& where) {
-      Keys(n, where, {"region", "metric", "limit"});
+      Keys(n, where, {"region", "metric", "limit", "from"});
       GcpQuota q;
+      ReadDuration(n, "from", where, &q.from);
       Read(n, "region", where, &q.region);
       Read(n, "metric", where, &q.metric);
       if (q.region.empty() || q.metric.empty() || !n["limit"]) throw Bad{At(n, where) + ": region, metric and limit are required"};

@@ -161,37 +161,50 @@ std::optional<GcpEmulator::OpError> GcpEmulator::Refusal(const std::string& zone
   }
   const std::string region = gcp::RegionOf(zone);
   for (const auto& [metric, count] : gpus) {
-    for (const GcpQuota& q : scenario_.quotas) {
-      if (q.region != region || q.metric != metric) continue;
-      double used = 0;
-      for (const Instance& i : instances_) {
-        if (!Live(i, now) || gcp::RegionOf(i.info.zone) != region) continue;
-        for (const auto& [m, n] : i.gpus) {
-          if (m == metric) used += n;
-        }
-      }
-      if (used + count <= q.limit) continue;
-      char limit[32];
-      std::snprintf(limit, sizeof limit, "%.1f", q.limit);
-      std::string lower = metric;
-      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      std::string limit_name = metric;
-      std::replace(limit_name.begin(), limit_name.end(), '_', '-');
-      return OpError{"QUOTA_EXCEEDED",
-                     "Quota '" + metric + "' exceeded.  Limit: " + limit + " in region " + region + ".",
-                     R"([{"quotaInfo":{"metricName":"compute.googleapis.com/)" + lower + R"(","limitName":")" +
-                         limit_name + R"(-per-project-region","dimensions":{"region":")" + region +
-                         R"("},"limit":)" + limit + "}}]"};
-    }
+    const std::optional<double> limit = QuotaLimit(region, metric, now);
+    if (!limit || QuotaUsage(region, metric, now) + count <= *limit) continue;
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f", *limit);
+    std::string lower = metric;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string limit_name = metric;
+    std::replace(limit_name.begin(), limit_name.end(), '_', '-');
+    return OpError{"QUOTA_EXCEEDED", "Quota '" + metric + "' exceeded.  Limit: " + text + " in region " + region + ".",
+                   R"([{"quotaInfo":{"metricName":"compute.googleapis.com/)" + lower + R"(","limitName":")" + limit_name +
+                       R"(-per-project-region","dimensions":{"region":")" + region + R"("},"limit":)" + text + "}}]"};
   }
   return std::nullopt;
+}
+
+std::optional<double> GcpEmulator::QuotaLimit(const std::string& region, const std::string& metric,
+                                              WallTime now) const {
+  const GcpQuota* best = nullptr;
+  for (const GcpQuota& q : scenario_.quotas) {
+    if (q.region != region || q.metric != metric || now < start_ + q.from) continue;
+    if (best == nullptr || q.from >= best->from) best = &q;
+  }
+  if (best == nullptr) return std::nullopt;
+  return best->limit;
+}
+
+double GcpEmulator::QuotaUsage(const std::string& region, const std::string& metric, WallTime now) const {
+  double used = 0;
+  for (const Instance& i : instances_) {
+    if (!Live(i, now) || gcp::RegionOf(i.info.zone) != region) continue;
+    for (const auto& [m, n] : i.gpus) {
+      if (m == metric) used += n;
+    }
+  }
+  return used;
 }
 
 size_t GcpEmulator::CreateInstance(const std::string& zone, const std::string& name, const std::string& machine_type,
                                    const std::string& model, const std::string& action,
                                    const std::map<std::string, std::string>& labels, const std::string& group,
-                                   std::vector<std::pair<std::string, int>> accelerators, WallTime now) {
+                                   std::vector<std::pair<std::string, int>> accelerators, WallTime now,
+                                   std::vector<std::pair<std::string, std::string>> metadata) {
   Instance i;
+  i.metadata = std::move(metadata);
   i.info.name = name;
   i.info.zone = zone;
   i.info.machine_type = machine_type;
@@ -281,7 +294,7 @@ void GcpEmulator::TryCreateMember(Group& g, Member& m, WallTime now) {
   }
   m.last_errors.clear();
   m.instance = CreateInstance(s.zone, m.name, s.machine_type, s.provisioning_model, s.termination_action, s.labels,
-                              s.name, {}, now);
+                              s.name, {}, now, m.metadata);
 }
 
 void GcpEmulator::AdvanceLocked(WallTime now) {

@@ -70,6 +70,7 @@ class GcpEmulatorTest : public ::testing::Test {
                  {"instanceProperties",
                   {{"machineType", machine_type},
                    {"labels", {{"gpuscaler-cluster", "prod"}, {"gpuscaler-pool", "l4"}}},
+                   {"metadata", {{"items", {{{"key", "gpuscaler-intent"}, {"value", "tok-1"}}}}}},
                    {"scheduling", {{"provisioningModel", model}, {"instanceTerminationAction", "DELETE"}}}}}};
     return Post("zones/" + zone + "/instances/bulkInsert" + query, body);
   }
@@ -205,6 +206,7 @@ TEST_F(GcpEmulatorTest, BulkInsertCreatesLabelledSpotInstancesAfterTheOperationL
   EXPECT_EQ(inst.body["labels"]["gpuscaler-pool"], "l4");
   EXPECT_EQ(inst.body["scheduling"]["provisioningModel"], "SPOT");
   EXPECT_EQ(inst.body["scheduling"]["instanceTerminationAction"], "DELETE");
+  EXPECT_EQ(inst.body["metadata"]["items"][0]["value"], "tok-1");
   EXPECT_EQ(inst.body["machineType"],
             "https://www.googleapis.com/compute/v1/projects/gpuscaler-test/zones/us-central1-a/machineTypes/g2-standard-8");
 
@@ -250,6 +252,19 @@ TEST_F(GcpEmulatorTest, NamePatternFillsCountAndMinCountIsAllOrNothing) {
   EXPECT_EQ(Get("zones/us-central1-b/instances/a100-01").status, 200);
   EXPECT_EQ(Get("zones/us-central1-b/instances/a100-02").status, 200);
   EXPECT_EQ(Get("zones/us-central1-b/instances/a100-03").status, 404);
+
+  // int64 fields arrive as JSON strings from Google's clients; a wrong type is a 400, not a crash.
+  json as_strings = {{"count", "1"}, {"minCount", "1"}, {"namePattern", "str-#"},
+                     {"instanceProperties", {{"machineType", "g2-standard-4"}}}};
+  EXPECT_EQ(Post("zones/us-central1-a/instances/bulkInsert", as_strings).status, 200);
+  EXPECT_EQ(Get("zones/us-central1-a/instances/str-1").status, 200);
+  as_strings["count"] = "many";
+  EXPECT_EQ(Post("zones/us-central1-a/instances/bulkInsert", as_strings).status, 400);
+  auto wrong_type = Post("zones/us-central1-a/instances/bulkInsert",
+                         {{"count", 1}, {"namePattern", "x-#"}, {"instanceProperties", {{"machineType", 7}}}});
+  EXPECT_EQ(wrong_type.status, 400);
+  EXPECT_EQ(Reason(wrong_type.body), "parseError");
+  EXPECT_EQ(Call("POST", "zones/us-central1-a/instances/bulkInsert", "{not json").status, 400);
 }
 
 TEST_F(GcpEmulatorTest, CapacityErrorsWithDetailsAndTimeWindows) {
@@ -297,6 +312,34 @@ TEST_F(GcpEmulatorTest, RegionalGpuQuotaCountsGpusAndSpotSeparately) {
   auto spot = BulkInsert("us-central1-b", {"l4-spot"}, "g2-standard-48", "SPOT");  // 4, preemptible quota
   clock_.Advance(std::chrono::seconds(2));
   EXPECT_FALSE(Operation(spot).body.contains("error"));
+
+  // regions.get shows limit and usage per metric.
+  auto region = Get("regions/us-central1");
+  ASSERT_EQ(region.status, 200) << region.raw.body;
+  EXPECT_EQ(region.body["kind"], "compute#region");
+  bool seen = false;
+  for (const auto& q : region.body["quotas"]) {
+    if (q["metric"] != "NVIDIA_L4_GPUS") continue;
+    seen = true;
+    EXPECT_EQ(q["limit"], 3.0);
+    EXPECT_EQ(q["usage"], 3.0);
+  }
+  EXPECT_TRUE(seen);
+  EXPECT_EQ(Get("regions/europe-west4").status, 404);
+}
+
+TEST_F(GcpEmulatorTest, AQuotaRaisedLaterLetsCreationsThrough) {
+  Emu("quotas:\n  - {region: us-central1, metric: NVIDIA_A100_GPUS, limit: 0}\n"
+      "  - {region: us-central1, metric: NVIDIA_A100_GPUS, limit: 8, from: 5m}\n");
+  auto early = BulkInsert("us-central1-a", {"a-1"}, "a2-highgpu-4g");
+  clock_.Advance(std::chrono::seconds(2));
+  EXPECT_EQ(Operation(early).body["error"]["errors"][0]["code"], "QUOTA_EXCEEDED");
+  EXPECT_EQ(Get("regions/us-central1").body["quotas"][0]["limit"], 0.0);
+  clock_.Advance(std::chrono::minutes(5));
+  EXPECT_EQ(Get("regions/us-central1").body["quotas"][0]["limit"], 8.0);
+  auto later = BulkInsert("us-central1-a", {"a-1"}, "a2-highgpu-4g");
+  clock_.Advance(std::chrono::seconds(2));
+  EXPECT_FALSE(Operation(later).body.contains("error"));
 }
 
 TEST_F(GcpEmulatorTest, RequestIdMakesACallIdempotent) {
@@ -389,7 +432,9 @@ TEST_F(GcpEmulatorTest, ManagedGroupCreatesNamedInstancesAndReportsLastAttemptEr
       "     termination_action: DELETE, labels: {gpuscaler-pool: l4}}\n"
       "capacity:\n  - {machine_type: g2-standard-8, zone: us-central1-a, limit: 1, until: 30s}\n");
   auto op = Post("zones/us-central1-a/instanceGroupManagers/l4-pool-a/createInstances",
-                 {{"instances", {{{"name", "node-1"}}, {{"name", "node-2"}}}}});
+                 json::parse(R"({"instances": [{"name": "node-1",
+                                                "preservedState": {"metadata": {"gpuscaler-intent": "launch-7"}}},
+                                               {"name": "node-2"}]})"));
   ASSERT_EQ(op.status, 200) << op.raw.body;
   EXPECT_EQ(op.body["operationType"], "compute.instanceGroupManagers.createInstances");
 
@@ -420,6 +465,10 @@ TEST_F(GcpEmulatorTest, ManagedGroupCreatesNamedInstancesAndReportsLastAttemptEr
   EXPECT_EQ(list.body["managedInstances"][1]["instanceStatus"], "PROVISIONING");
   auto inst = Get("zones/us-central1-a/instances/node-1");
   EXPECT_EQ(inst.body["labels"]["gpuscaler-pool"], "l4");
+  // preservedState.metadata becomes instance metadata, beside the group's created-by.
+  ASSERT_EQ(inst.body["metadata"]["items"].size(), 2u);
+  EXPECT_EQ(inst.body["metadata"]["items"][0], (json{{"key", "gpuscaler-intent"}, {"value", "launch-7"}}));
+  EXPECT_EQ(inst.body["metadata"]["items"][1]["key"], "created-by");
   EXPECT_EQ(inst.body["scheduling"]["provisioningModel"], "SPOT");
 
   // Names are unique; deleteInstances takes members only.
