@@ -341,7 +341,8 @@ Result<GcpProvider::Created> GcpProvider::CreateBare(const LaunchRequest& reques
     per_instance[names.back()] = json::object();
     seed += "/" + names.back();
   }
-  json body = {{"count", names.size()}, {"minCount", 1}, {"perInstanceProperties", per_instance},
+  // count and minCount are int64 fields: JSON strings in Google's encoding.
+  json body = {{"count", std::to_string(names.size())}, {"minCount", "1"}, {"perInstanceProperties", per_instance},
                {"instanceProperties", props}};
   if (!target.instance_template.empty()) body["sourceInstanceTemplate"] = target.instance_template;
   const std::string what = "bulkInsert in " + offering.zone;

@@ -420,8 +420,8 @@ TEST_F(GcpProviderTest, BulkInsertSpotVmsWithLabels) {
   EXPECT_EQ(bulk[0].path, "projects/proj/zones/us-central1-a/instances/bulkInsert");
   EXPECT_FALSE(bulk[0].Q("requestId").empty());
   const json& b = bulk[0].body;
-  EXPECT_EQ(b["count"], 3);
-  EXPECT_EQ(b["minCount"], 1);
+  EXPECT_EQ(b["count"], "3");  // int64: a JSON string
+  EXPECT_EQ(b["minCount"], "1");
   EXPECT_EQ(b["sourceInstanceTemplate"], "global/instanceTemplates/gpu-node");
   EXPECT_EQ(b["perInstanceProperties"].size(), 3u);
   EXPECT_TRUE(b["perInstanceProperties"].contains(GcpProvider::InstanceName("prod", req.idempotency_token, 2)));
