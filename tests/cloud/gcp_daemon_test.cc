@@ -193,6 +193,31 @@ TEST_F(GcpDaemon, APreemptionProducesAReplacement) {
   Stop();
 }
 
+// No key file: the token comes from the metadata server at
+// GCE_METADATA_HOST (GKE Workload Identity, a GCE VM's service account).
+TEST_F(GcpDaemon, TokensFromTheMetadataServerWithoutAKeyFile) {
+  StartCloud(std::string("metadata_account: ") + kGcpAccount +
+             "\nzones: [us-central1-a, us-central1-b]\noperation_latency: 0s\nboot_latency: 1s\n");
+  WriteConfig(GcpPolicyYaml("[on-demand]", false), kGcpBarePools);
+  ::setenv("GCE_METADATA_HOST", emulator_->url().substr(7).c_str(), 1);  // host:port
+  ::setenv("GOOGLE_CLOUD_PROJECT", kGcpProject, 1);
+  const char* home = std::getenv("HOME");
+  const std::string saved_home = home != nullptr ? home : "";
+  ::setenv("HOME", dir_.c_str(), 1);  // no gcloud well-known file
+  daemon_ = StartDaemon(dir_, kTickMs, "", ++runs_);
+  ::unsetenv("GCE_METADATA_HOST");
+  ::unsetenv("GOOGLE_CLOUD_PROJECT");
+  if (home != nullptr) ::setenv("HOME", saved_home.c_str(), 1);
+  ASSERT_TRUE(daemon_->started());
+  prometheus_.Set(10);  // 2 GPUs
+  ASSERT_TRUE(Eventually([&] { return LiveIs(2); }, 60s)) << DaemonLog();
+  EXPECT_NE(DaemonLog().find("credentials: metadata server 127.0.0.1:"), std::string::npos) << DaemonLog();
+  std::optional<nlohmann::json> state = emulator_->State();
+  ASSERT_TRUE(state.has_value());
+  EXPECT_GE((*state)["stats"]["tokens_issued"].get<int>(), 1);
+  Stop();
+}
+
 TEST_F(GcpDaemon, CrashCampaignOverTheComputeEngineEmulator) {
   StartCloud("zones: [us-central1-a, us-central1-b]\noperation_latency: 0s\nboot_latency: 1s\ndelete_latency: 1s\n" +
              GcpGroupsScenario("STANDARD"));
