@@ -73,7 +73,7 @@ async function main() {
   // Waits on a zone operation with zoneOperations.wait (which may return
   // before DONE) until it is DONE; also reads it once with get.
   async function waitDone(zone, operation) {
-    for (let i = 0; i < 200; i++) {
+    for (let i = 0; i < 600; i++) {  // 60 s: sanitizer builds on a loaded CI machine are slow
       const {data} = await compute.zoneOperations.wait({project, zone, operation});
       if (data.status === 'DONE') return data;
       await sleep(100);
@@ -204,7 +204,7 @@ async function main() {
       },
     });
     await waitDone('us-central1-b', op.name);
-    for (let i = 0; i < 100; i++) {
+    for (let i = 0; i < 600; i++) {
       const {data} = await compute.zoneOperations.list({
         project, zone: 'us-central1-b', filter: 'operationType="compute.instances.preempted"',
       });
