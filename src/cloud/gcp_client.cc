@@ -26,7 +26,8 @@ std::string QuotaMetricFromMessage(std::string_view message) {
 bool IsQuotaError(std::string_view code) { return code == "QUOTA_EXCEEDED" || code == "quotaExceeded"; }
 
 ErrorCategory ClassifyGcpError(std::string_view code, int http_status) {
-  if (In(code, {"ZONE_RESOURCE_POOL_EXHAUSTED", "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS"}) || IsQuotaError(code))
+  if (In(code, {"ZONE_RESOURCE_POOL_EXHAUSTED", "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS"}) ||
+      IsQuotaError(code))
     return ErrorCategory::kCapacity;
   if (In(code, {"rateLimitExceeded", "userRateLimitExceeded", "RATE_LIMIT_EXCEEDED"}) || http_status == 429)
     return ErrorCategory::kThrottled;
@@ -51,7 +52,8 @@ std::vector<GcpErrorItem> ParseGcpErrorItems(const nlohmann::json& holder) {
     for (const nlohmann::json& d : ArrayAt(e, "errorDetails")) {
       if (std::string m = StringAt(ObjectAt(d, "quotaInfo"), "metricName"); !m.empty()) item.quota_metric = m;
     }
-    if (item.quota_metric.empty() && IsQuotaError(item.code)) item.quota_metric = QuotaMetricFromMessage(item.message);
+    if (item.quota_metric.empty() && IsQuotaError(item.code))
+      item.quota_metric = QuotaMetricFromMessage(item.message);
     out.push_back(std::move(item));
   }
   return out;
@@ -76,7 +78,8 @@ Error GcpErrorFrom(std::string_view what, const std::vector<GcpErrorItem>& items
 }
 
 Result<GcpOperation> ParseGcpOperation(const nlohmann::json& j) {
-  if (!j.is_object() || StringAt(j, "name").empty()) return Error::InvalidInput("not a Compute Engine Operation");
+  if (!j.is_object() || StringAt(j, "name").empty())
+    return Error::InvalidInput("not a Compute Engine Operation");
   GcpOperation op;
   op.name = StringAt(j, "name");
   op.zone = LastSegment(StringAt(j, "zone"));
@@ -131,7 +134,8 @@ Result<nlohmann::json> GcpClient::Call(std::string_view method, const std::strin
       // Full jitter: uniform in [0, min(cap, ceiling * 2^(attempt-1))].
       const bool throttled = last && last->category() == ErrorCategory::kThrottled;
       const auto base = throttled ? options_.retry.throttle_base : options_.retry.base;
-      const int64_t ceiling = std::min<int64_t>(options_.retry.cap.count(), base.count() << std::min(attempt - 1, 20));
+      const int64_t ceiling =
+          std::min<int64_t>(options_.retry.cap.count(), base.count() << std::min(attempt - 1, 20));
       std::uniform_int_distribution<int64_t> jitter(0, std::max<int64_t>(ceiling, 0));
       ++retries_;
       Sleep(std::chrono::milliseconds(jitter(rng_)));
@@ -166,7 +170,8 @@ Result<nlohmann::json> GcpClient::Call(std::string_view method, const std::strin
     // A peer that echoes the request must not put the token in a message.
     const Error e = GcpErrorFromResponse(what, resp->status, resp->body);
     last = Error(e.category(), ScrubSecrets(e.message(), {token->token}));
-    if (last->category() != ErrorCategory::kThrottled && last->category() != ErrorCategory::kTransient) return *last;
+    if (last->category() != ErrorCategory::kThrottled && last->category() != ErrorCategory::kTransient)
+      return *last;
   }
   return last->WithContext("after " + std::to_string(std::max(1, options_.retry.max_attempts)) + " attempts");
 }

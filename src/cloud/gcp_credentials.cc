@@ -67,9 +67,7 @@ std::string ScrubSecrets(std::string text, const std::vector<std::string_view>& 
   return text;
 }
 
-std::string AccessToken::Redacted() const {
-  return std::string("Bearer … expires=") + FormatRfc3339(expiry);
-}
+std::string AccessToken::Redacted() const { return std::string("Bearer … expires=") + FormatRfc3339(expiry); }
 
 Result<GoogleCredentialsFile> ParseGoogleCredentialsFile(std::string_view json, const std::string& path) {
   auto j = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
@@ -102,7 +100,8 @@ Result<GoogleCredentialsFile> ParseGoogleCredentialsFile(std::string_view json, 
     return Error::Auth(path + ": credentials type '" + f.type +
                        "' is not supported (service_account or authorized_user)");
   }
-  if (f.token_uri.rfind("http://", 0) != 0 && f.token_uri.rfind("https://", 0) != 0) return Error::Auth(path + ": token_uri is not an http(s) URL");
+  if (f.token_uri.rfind("http://", 0) != 0 && f.token_uri.rfind("https://", 0) != 0)
+    return Error::Auth(path + ": token_uri is not an http(s) URL");
   return f;
 }
 
@@ -167,7 +166,8 @@ Result<std::string> SignJwtAssertion(const GoogleCredentialsFile& key, std::stri
                                  {"exp", ToUnixSeconds(now + kAssertionLifetime)}};
   const std::string signing_input = Base64UrlEncode(header.dump()) + "." + Base64UrlEncode(claims.dump());
 
-  std::unique_ptr<BIO, BioDeleter> bio(BIO_new_mem_buf(key.private_key.data(), static_cast<int>(key.private_key.size())));
+  std::unique_ptr<BIO, BioDeleter> bio(
+      BIO_new_mem_buf(key.private_key.data(), static_cast<int>(key.private_key.size())));
   std::unique_ptr<EVP_PKEY, PkeyDeleter> pkey(
       bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr) : nullptr);
   if (!pkey || EVP_PKEY_base_id(pkey.get()) != EVP_PKEY_RSA) {
@@ -275,7 +275,8 @@ int MetadataTokenSource::refreshes() const {
 Result<AccessToken> MetadataTokenSource::Get(WallTime now) {
   std::lock_guard<std::mutex> lock(mu_);
   if (Fresh(cached_, now)) return *cached_;
-  const std::string url = "http://" + host_ + "/computeMetadata/v1/instance/service-accounts/default/token?scopes=" +
+  const std::string url = "http://" + host_ +
+                          "/computeMetadata/v1/instance/service-accounts/default/token?scopes=" +
                           EncodeForm({{"s", scope_}}).substr(2);
   const std::string source = Name();
   auto resp = transport_.Send({"GET", url, {{"Metadata-Flavor", "Google"}}, ""});
@@ -315,12 +316,14 @@ std::string WellKnownFile(const Environment& env) {
 
 Result<std::unique_ptr<TokenSource>> DefaultTokenSource(const Environment& env, Transport& transport,
                                                         const FileReader& read_file, std::string scope) {
-  auto from_file = [&](const std::string& path, const std::string& via) -> Result<std::unique_ptr<TokenSource>> {
+  auto from_file = [&](const std::string& path,
+                       const std::string& via) -> Result<std::unique_ptr<TokenSource>> {
     Result<std::string> text = read_file(path);
     if (!text) return Error::Auth(via + ": reading " + path + ": " + text.error().message());
     Result<GoogleCredentialsFile> key = ParseGoogleCredentialsFile(*text, path);
     if (!key) return key.error().WithContext(via);
-    return std::unique_ptr<TokenSource>(std::make_unique<KeyFileTokenSource>(std::move(key).value(), path, scope, transport));
+    return std::unique_ptr<TokenSource>(
+        std::make_unique<KeyFileTokenSource>(std::move(key).value(), path, scope, transport));
   };
   if (const std::string path = EnvValue(env, "GOOGLE_APPLICATION_CREDENTIALS"); !path.empty()) {
     return from_file(path, "GOOGLE_APPLICATION_CREDENTIALS");
@@ -330,7 +333,8 @@ Result<std::unique_ptr<TokenSource>> DefaultTokenSource(const Environment& env, 
   }
   if (EqualsIgnoreCase(EnvValue(env, "NO_GCE_CHECK"), "true")) {
     return Error::Auth(
-        "no Google credentials: GOOGLE_APPLICATION_CREDENTIALS is not set, there is no gcloud application default "
+        "no Google credentials: GOOGLE_APPLICATION_CREDENTIALS is not set, there is no gcloud application "
+        "default "
         "credentials file, and NO_GCE_CHECK=true rules out the metadata server");
   }
   std::string host = EnvValue(env, "GCE_METADATA_HOST");

@@ -76,7 +76,8 @@ GcpPoolTarget GcpProvider::TargetFor(const std::string& pool) const {
   return t;
 }
 
-std::string GcpProvider::MigFor(const GcpPoolTarget& target, const std::string& pool, const std::string& zone) const {
+std::string GcpProvider::MigFor(const GcpPoolTarget& target, const std::string& pool,
+                                const std::string& zone) const {
   if (auto it = target.migs.find(zone); it != target.migs.end()) return it->second;
   if (target.mig_pattern.empty()) return "";
   std::string name = target.mig_pattern;
@@ -149,7 +150,9 @@ Status GcpProvider::DeleteFromMig(const std::string& zone, const std::string& mi
     seed += "/" + n;
   }
   Result<json> op = client_.Call(
-      "POST", ZonePath(zone) + "/instanceGroupManagers/" + mig + "/deleteInstances?requestId=" + RequestId(seed), body);
+      "POST",
+      ZonePath(zone) + "/instanceGroupManagers/" + mig + "/deleteInstances?requestId=" + RequestId(seed),
+      body);
   if (!op) return op.error();
   Result<GcpOperation> done = Wait(*op);
   if (!done) return done.error();
@@ -159,7 +162,8 @@ Status GcpProvider::DeleteFromMig(const std::string& zone, const std::string& mi
   return Status::Ok();
 }
 
-Result<std::vector<Instance>> GcpProvider::ExistingInMigs(const LaunchRequest& request, const GcpPoolTarget& target) {
+Result<std::vector<Instance>> GcpProvider::ExistingInMigs(const LaunchRequest& request,
+                                                          const GcpPoolTarget& target) {
   std::vector<Instance> out;
   const std::string prefix = InstanceName(options_.cluster_name, request.idempotency_token, 0);
   const std::string base = prefix.substr(0, prefix.size() - 1);  // up to the slot number
@@ -212,7 +216,8 @@ Result<std::vector<Instance>> GcpProvider::ExistingBare(const LaunchRequest& req
     if (StringAt(ObjectAt(r, "labels"), kGcpClusterLabel) != cluster_label_) continue;
     // The name embeds the token's hash; the metadata (where kept) the token.
     if (StringAt(r, "name").rfind(base, 0) != 0) continue;
-    if (const std::string token = MetadataItem(r, kGcpIntentLabel); !token.empty() && token != request.idempotency_token)
+    if (const std::string token = MetadataItem(r, kGcpIntentLabel);
+        !token.empty() && token != request.idempotency_token)
       continue;
     Instance inst = ToInstance(r);
     inst.pool = request.pool;
@@ -223,8 +228,9 @@ Result<std::vector<Instance>> GcpProvider::ExistingBare(const LaunchRequest& req
   return out;
 }
 
-Result<GcpProvider::Created> GcpProvider::CreateInMig(const LaunchRequest& request, const GcpPoolTarget& target,
-                                                      const Offering& offering, const std::vector<int>& slots) {
+Result<GcpProvider::Created> GcpProvider::CreateInMig(const LaunchRequest& request,
+                                                      const GcpPoolTarget& target, const Offering& offering,
+                                                      const std::vector<int>& slots) {
   const std::string mig = MigFor(target, request.pool, offering.zone);
   if (mig.empty()) {
     return Error::Config("pool '" + request.pool + "': no managed instance group in zone " + offering.zone +
@@ -236,18 +242,18 @@ Result<GcpProvider::Created> GcpProvider::CreateInMig(const LaunchRequest& reque
   for (int slot : slots) {
     names.push_back(InstanceName(options_.cluster_name, request.idempotency_token, slot));
     seed += "/" + names.back();
-    body["instances"].push_back(
-        {{"name", names.back()},
-         {"preservedState",
-          {{"metadata",
-            {{kGcpIntentLabel, request.idempotency_token},
-             {kGcpPoolLabel, request.pool},
-             {kGcpClusterLabel, options_.cluster_name}}}}}});
+    body["instances"].push_back({{"name", names.back()},
+                                 {"preservedState",
+                                  {{"metadata",
+                                    {{kGcpIntentLabel, request.idempotency_token},
+                                     {kGcpPoolLabel, request.pool},
+                                     {kGcpClusterLabel, options_.cluster_name}}}}}});
   }
   const std::string what = "createInstances on group " + mig;
-  Result<json> sent = client_.Call(
-      "POST", ZonePath(offering.zone) + "/instanceGroupManagers/" + mig + "/createInstances?requestId=" + RequestId(seed),
-      body);
+  Result<json> sent = client_.Call("POST",
+                                   ZonePath(offering.zone) + "/instanceGroupManagers/" + mig +
+                                       "/createInstances?requestId=" + RequestId(seed),
+                                   body);
   if (!sent) return sent.error().WithContext(what);
   Result<GcpOperation> op = Wait(*sent);
   if (!op) return op.error().WithContext(what);
@@ -260,7 +266,7 @@ Result<GcpProvider::Created> GcpProvider::CreateInMig(const LaunchRequest& reque
     return out;
   }
   // Follow the new instances until each is created or has failed.
-  std::map<std::string, std::string> status;            // name -> instanceStatus
+  std::map<std::string, std::string> status;  // name -> instanceStatus
   std::map<std::string, std::vector<GcpErrorItem>> failed;
   const SteadyTime deadline = client_.clock().Now() + options_.operation_timeout;
   while (true) {
@@ -273,7 +279,8 @@ Result<GcpProvider::Created> GcpProvider::CreateInMig(const LaunchRequest& reque
       if (const std::string s = StringAt(m, "instanceStatus"); !s.empty()) {
         status[name] = s;
         failed.erase(name);
-      } else if (auto errors = ParseGcpErrorItems(ObjectAt(ObjectAt(m, "lastAttempt"), "errors")); !errors.empty()) {
+      } else if (auto errors = ParseGcpErrorItems(ObjectAt(ObjectAt(m, "lastAttempt"), "errors"));
+                 !errors.empty()) {
         failed[name] = std::move(errors);
       }
     }
@@ -314,8 +321,9 @@ Result<GcpProvider::Created> GcpProvider::CreateInMig(const LaunchRequest& reque
   return out;
 }
 
-Result<GcpProvider::Created> GcpProvider::CreateBare(const LaunchRequest& request, const GcpPoolTarget& target,
-                                                     const Offering& offering, const std::vector<int>& slots) {
+Result<GcpProvider::Created> GcpProvider::CreateBare(const LaunchRequest& request,
+                                                     const GcpPoolTarget& target, const Offering& offering,
+                                                     const std::vector<int>& slots) {
   const bool spot = offering.capacity_type == CapacityType::kSpot;
   json labels = {{kGcpClusterLabel, cluster_label_},
                  {kGcpPoolLabel, LabelValue(request.pool)},
@@ -342,7 +350,9 @@ Result<GcpProvider::Created> GcpProvider::CreateBare(const LaunchRequest& reques
     seed += "/" + names.back();
   }
   // count and minCount are int64 fields: JSON strings in Google's encoding.
-  json body = {{"count", std::to_string(names.size())}, {"minCount", "1"}, {"perInstanceProperties", per_instance},
+  json body = {{"count", std::to_string(names.size())},
+               {"minCount", "1"},
+               {"perInstanceProperties", per_instance},
                {"instanceProperties", props}};
   if (!target.instance_template.empty()) body["sourceInstanceTemplate"] = target.instance_template;
   const std::string what = "bulkInsert in " + offering.zone;
@@ -382,10 +392,11 @@ Result<GcpProvider::Created> GcpProvider::CreateBare(const LaunchRequest& reques
     out.instances.push_back(std::move(inst));
   }
   if (out.instances.size() < names.size()) {
-    const std::string short_by = std::to_string(out.instances.size()) + " of " + std::to_string(names.size()) +
-                                 " instance(s) created";
-    out.errors.push_back(op->errors.empty() ? Error::Capacity(what + ": " + short_by)
-                                            : GcpErrorFrom(what + ": " + short_by, op->errors, op->http_error_status));
+    const std::string short_by =
+        std::to_string(out.instances.size()) + " of " + std::to_string(names.size()) + " instance(s) created";
+    out.errors.push_back(op->errors.empty()
+                             ? Error::Capacity(what + ": " + short_by)
+                             : GcpErrorFrom(what + ": " + short_by, op->errors, op->http_error_status));
   }
   return out;
 }
@@ -414,7 +425,8 @@ Result<LaunchResult> GcpProvider::Launch(const LaunchRequest& request) {
     const int missing = request.count - static_cast<int>(result.instances.size());
     if (missing <= 0) break;
     if (!o.region.empty() && !options_.region.empty() && o.region != options_.region) {
-      result.errors.push_back({o.Key(), Error::Config("zone " + o.zone + " is not in region " + options_.region)});
+      result.errors.push_back(
+          {o.Key(), Error::Config("zone " + o.zone + " is not in region " + options_.region)});
       continue;
     }
     if (std::optional<Error> blocked = QuotaBlocked(o)) {
@@ -432,7 +444,8 @@ Result<LaunchResult> GcpProvider::Launch(const LaunchRequest& request) {
     if (!created) {
       result.errors.push_back({o.Key(), created.error()});
       const ErrorCategory c = created.error().category();
-      if (c == ErrorCategory::kCapacity || c == ErrorCategory::kConfig || c == ErrorCategory::kNotFound) continue;
+      if (c == ErrorCategory::kCapacity || c == ErrorCategory::kConfig || c == ErrorCategory::kNotFound)
+        continue;
       // Auth, throttling or an unreachable API: the next offering would fare no better.
       fatal = created.error();
       break;
@@ -441,9 +454,9 @@ Result<LaunchResult> GcpProvider::Launch(const LaunchRequest& request) {
     for (const Error& e : created->errors) result.errors.push_back({o.Key(), e});
     for (const GcpErrorItem& q : created->quota_errors) BlockQuota(o, q);
   }
-  const bool any_capacity = std::any_of(result.errors.begin(), result.errors.end(), [](const OfferingError& e) {
-    return e.error.category() == ErrorCategory::kCapacity;
-  });
+  const bool any_capacity =
+      std::any_of(result.errors.begin(), result.errors.end(),
+                  [](const OfferingError& e) { return e.error.category() == ErrorCategory::kCapacity; });
   if (result.instances.empty() && !any_capacity) {
     if (fatal) return *fatal;
     if (!result.errors.empty()) return result.errors.front().error;
@@ -453,7 +466,8 @@ Result<LaunchResult> GcpProvider::Launch(const LaunchRequest& request) {
 
 std::string GcpProvider::QuotaKey(const Offering& offering) const {
   const std::string region = offering.region.empty() ? RegionOfZone(offering.zone) : offering.region;
-  return region + "/" + std::string(ToString(offering.capacity_type)) + "/" + MachineFamily(offering.instance_type);
+  return region + "/" + std::string(ToString(offering.capacity_type)) + "/" +
+         MachineFamily(offering.instance_type);
 }
 
 std::optional<std::pair<double, double>> GcpProvider::RegionQuota(const std::string& region,
@@ -500,8 +514,8 @@ std::optional<Error> GcpProvider::QuotaBlocked(const Offering& offering) {
     if (q) now_text = " (usage " + FormatQuota(q->second) + " of limit " + FormatQuota(q->first) + ")";
   }
   return Error::Capacity("quota " + (b.metric.empty() ? std::string("?") : b.metric) + " in " + b.region +
-                         " exhausted" + now_text + ": offering skipped until the quota changes (" + b.first_error +
-                         ")");
+                         " exhausted" + now_text + ": offering skipped until the quota changes (" +
+                         b.first_error + ")");
 }
 
 }  // namespace gpuscaler::cloud

@@ -1,10 +1,9 @@
 // Helpers shared by gcp_provider.cc and gcp_provider_list.cc.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "gpuscaler/cloud/gcp_provider.h"
 

@@ -35,7 +35,8 @@ Result<std::vector<json>> GcpProvider::AggregatedInstances(const std::string& fi
   std::vector<json> out;
   std::string page;
   do {
-    std::string path = "projects/" + options_.project + "/aggregated/instances?filter=" + net::PercentEncode(filter) +
+    std::string path = "projects/" + options_.project +
+                       "/aggregated/instances?filter=" + net::PercentEncode(filter) +
                        "&returnPartialSuccess=true";
     if (!page.empty()) path += "&pageToken=" + net::PercentEncode(page);
     Result<json> got = client_.Call("GET", path);
@@ -82,11 +83,12 @@ Instance GcpProvider::ToInstance(const json& r) const {
                                       : CapacityType::kOnDemand;
   }
   WallTime created;
-  inst.launch_time = ParseRfc3339(StringAt(r, "creationTimestamp"), &created) ? created : client_.clock().WallNow();
+  inst.launch_time =
+      ParseRfc3339(StringAt(r, "creationTimestamp"), &created) ? created : client_.clock().WallNow();
   const std::string status = StringAt(r, "status");
-  inst.state = status == "RUNNING"  ? InstanceState::kRunning
-               : Stopping(status)   ? InstanceState::kShuttingDown
-                                    : InstanceState::kPending;  // PROVISIONING, STAGING, REPAIRING
+  inst.state = status == "RUNNING" ? InstanceState::kRunning
+               : Stopping(status)  ? InstanceState::kShuttingDown
+                                   : InstanceState::kPending;  // PROVISIONING, STAGING, REPAIRING
   for (auto it = labels.begin(); it != labels.end(); ++it) {
     if (it.value().is_string()) inst.tags[it.key()] = it.value().get<std::string>();
   }
@@ -109,7 +111,8 @@ Result<std::vector<Instance>> GcpProvider::ListInstances() {
   for (const json& r : *found) {
     const json& labels = ObjectAt(r, "labels");
     // The filter is the server's; ownership is checked here as well.
-    if (StringAt(labels, kGcpClusterLabel) != cluster_label_ || StringAt(labels, kGcpPoolLabel).empty()) continue;
+    if (StringAt(labels, kGcpClusterLabel) != cluster_label_ || StringAt(labels, kGcpPoolLabel).empty())
+      continue;
     out.push_back(ToInstance(r));
     known[out.back().instance_id] = out.back().offering.zone;
   }

@@ -25,7 +25,8 @@ Result<GcpStack> MakeGcpStack(const GcpSetupOptions& options, const Environment&
   }
   if (provider.project.empty()) {
     return Error::Config(
-        "gcp: no project (set cloud.gcp.project, use a service-account key that names one, or GOOGLE_CLOUD_PROJECT)");
+        "gcp: no project (set cloud.gcp.project, use a service-account key that names one, or "
+        "GOOGLE_CLOUD_PROJECT)");
   }
   if (provider.cluster_name.empty()) return Error::Config("gcp: cluster_name is required");
   s.project = provider.project;

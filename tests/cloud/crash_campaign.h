@@ -59,7 +59,8 @@ inline void RunCrashCampaign(const CrashCampaignSetup& c) {
     const auto t0 = std::chrono::steady_clock::now();
     std::unique_ptr<ChildProcess> probe = c.start("", 0);
     ASSERT_NE(WaitForPortFile(dir / "daemon.port", 60s), 0) << ReadAll(dir / "daemon0.err");
-    startup_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+    startup_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
     probe->Signal(SIGTERM);
     ASSERT_EQ(probe->Wait(60s).value_or(-1), 0) << ReadAll(dir / "daemon0.err");
   }
@@ -92,8 +93,8 @@ inline void RunCrashCampaign(const CrashCampaignSetup& c) {
     }
     // Without a failpoint: dead anywhere from the exec to ~10 ticks after the
     // start. With one: killed by the test if it was not reached by then.
-    const auto deadline = std::chrono::milliseconds(by_failpoint ? startup_ms + 1500
-                                                                 : static_cast<int64_t>(rng() % (startup_ms + 1000)));
+    const auto deadline = std::chrono::milliseconds(
+        by_failpoint ? startup_ms + 1500 : static_cast<int64_t>(rng() % (startup_ms + 1000)));
     std::unique_ptr<ChildProcess> daemon = c.start(point, run % 2);
     ASSERT_TRUE(daemon->started());
     std::optional<int> code = daemon->Wait(deadline);
@@ -150,10 +151,11 @@ inline void RunCrashCampaign(const CrashCampaignSetup& c) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::printf(
       "%s: runs=%d duplicate_launches=%d untracked_instances=%d lost_audit_rows=%d "
-      "(failpoint kills %d, timer kills %d, instances launched %d, terminated %d, final fleet %d of %d planned, "
+      "(failpoint kills %d, timer kills %d, instances launched %d, terminated %d, final fleet %d of %d "
+      "planned, "
       "pending intents %d, %.0f s, seed %llu)\n",
-      name, runs, audit.duplicate_launches, audit.untracked_instances, audit.lost_audit_rows, failpoint_kills, timer_kills,
-      launched, ended, audit.live, final_nodes, audit.pending_actions, seconds,
+      name, runs, audit.duplicate_launches, audit.untracked_instances, audit.lost_audit_rows, failpoint_kills,
+      timer_kills, launched, ended, audit.live, final_nodes, audit.pending_actions, seconds,
       static_cast<unsigned long long>(seed));
   EXPECT_EQ(clean_exits, 0);
   EXPECT_EQ(audit.live, final_nodes) << audit.Summary();

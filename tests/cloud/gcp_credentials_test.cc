@@ -45,7 +45,8 @@ TEST(GcpCredentials, Base64UrlRoundTrip) {
   EXPECT_EQ(Base64UrlEncode("foo"), "Zm9v");
   // '+' and '/' of standard base64 become '-' and '_'.
   EXPECT_EQ(Base64UrlEncode("\xfb\xff\xbf"), "-_-_");
-  for (const std::string& s : std::vector<std::string>{"", "a", "ab", "abc", "abcd", std::string("\0\xff\x10", 3)}) {
+  for (const std::string& s :
+       std::vector<std::string>{"", "a", "ab", "abc", "abcd", std::string("\0\xff\x10", 3)}) {
     EXPECT_EQ(Base64UrlDecode(Base64UrlEncode(s)), s);
   }
   EXPECT_EQ(Base64UrlDecode("Zg=="), "f");
@@ -167,9 +168,13 @@ TEST(GcpCredentials, InvalidGrantIsAnAuthErrorNamingTheKeyFile) {
 
   t.handler = [](const TransportRequest&) -> Result<TransportResponse> { return Json(503, "{}"); };
   EXPECT_EQ(source.Get(At(1'700'000'000)).error().category(), ErrorCategory::kTransient);
-  t.handler = [](const TransportRequest&) -> Result<TransportResponse> { return Error::Transient("refused"); };
+  t.handler = [](const TransportRequest&) -> Result<TransportResponse> {
+    return Error::Transient("refused");
+  };
   EXPECT_EQ(source.Get(At(1'700'000'000)).error().category(), ErrorCategory::kTransient);
-  t.handler = [](const TransportRequest&) -> Result<TransportResponse> { return Json(200, R"({"access_token":"x"})"); };
+  t.handler = [](const TransportRequest&) -> Result<TransportResponse> {
+    return Json(200, R"({"access_token":"x"})");
+  };
   EXPECT_EQ(source.Get(At(1'700'000'000)).error().category(), ErrorCategory::kAuth);
 }
 
@@ -248,7 +253,9 @@ TEST(GcpCredentials, MetadataServerToken) {
   EXPECT_EQ(token->expiry, At(1'700'001'800));
 
   // Not on Google Cloud: no answer is kNotFound (no credentials anywhere).
-  t.handler = [](const TransportRequest&) -> Result<TransportResponse> { return Error::Transient("no route"); };
+  t.handler = [](const TransportRequest&) -> Result<TransportResponse> {
+    return Error::Transient("no route");
+  };
   MetadataTokenSource absent("metadata.google.internal", kComputeScope, t);
   EXPECT_EQ(absent.Get(At(1'700'000'000)).error().category(), ErrorCategory::kNotFound);
   t.handler = [](const TransportRequest&) -> Result<TransportResponse> { return Json(403, "{}"); };
@@ -260,7 +267,8 @@ TEST(GcpCredentials, DefaultChainOrder) {
   const std::string key = testing::ServiceAccountKeyJson(kTokenUri, testing::SharedTestRsaKey().private_pem);
   const std::string adc = "/home/u/.config/gcloud/application_default_credentials.json";
   // 1. GOOGLE_APPLICATION_CREDENTIALS wins over everything.
-  auto s1 = DefaultTokenSource({{"GOOGLE_APPLICATION_CREDENTIALS", kKeyPath}, {"HOME", "/home/u"},
+  auto s1 = DefaultTokenSource({{"GOOGLE_APPLICATION_CREDENTIALS", kKeyPath},
+                                {"HOME", "/home/u"},
                                 {"GCE_METADATA_HOST", "127.0.0.1:1"}},
                                t, Files({{kKeyPath, key}, {adc, key}}));
   ASSERT_TRUE(s1.ok());
@@ -281,7 +289,8 @@ TEST(GcpCredentials, DefaultChainOrder) {
   auto s3 = DefaultTokenSource({{"HOME", "/home/u"}}, t, Files({}));
   ASSERT_TRUE(s3.ok());
   EXPECT_EQ((*s3)->Name(), "metadata server metadata.google.internal");
-  EXPECT_EQ(DefaultTokenSource({{"NO_GCE_CHECK", "True"}}, t, Files({})).error().category(), ErrorCategory::kAuth);
+  EXPECT_EQ(DefaultTokenSource({{"NO_GCE_CHECK", "True"}}, t, Files({})).error().category(),
+            ErrorCategory::kAuth);
 
   EXPECT_EQ(ProjectFromCredentials({{"GOOGLE_APPLICATION_CREDENTIALS", kKeyPath}}, Files({{kKeyPath, key}})),
             "gpu-project");

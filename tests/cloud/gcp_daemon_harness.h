@@ -62,21 +62,20 @@ class GcpEmulatorProcess : public EmulatedCloud {
   GcpEmulatorProcess(const std::filesystem::path& dir, const std::string& scenario) : dir_(dir) {
     const cloud::testing::TestRsaKey& key = cloud::testing::SharedTestRsaKey();
     std::ofstream(dir / "sa-public.pem") << key.public_pem;
-    std::ofstream(dir / "scenario.yaml") << "provider: gcp\nproject: " << kGcpProject
-                                         << "\nservice_accounts:\n  - {email: " << kGcpAccount
-                                         << ", public_key_file: sa-public.pem}\naccess_tokens: [" << kGcpTestToken
-                                         << "]\n"
-                                         << scenario;
+    std::ofstream(dir / "scenario.yaml")
+        << "provider: gcp\nproject: " << kGcpProject << "\nservice_accounts:\n  - {email: " << kGcpAccount
+        << ", public_key_file: sa-public.pem}\naccess_tokens: [" << kGcpTestToken << "]\n"
+        << scenario;
     std::filesystem::remove(dir / "emulator.port");
     process_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{GPUSCALER_BINARY, "cloud-emulator", "--provider", "gcp", "--listen", "127.0.0.1:0",
-                                 "--scenario", (dir / "scenario.yaml").string(), "--port-file",
+        std::vector<std::string>{GPUSCALER_BINARY, "cloud-emulator", "--provider", "gcp", "--listen",
+                                 "127.0.0.1:0", "--scenario", (dir / "scenario.yaml").string(), "--port-file",
                                  (dir / "emulator.port").string()},
         dir / "emulator.out", dir / "emulator.err");
     port_ = WaitForPortFile(dir / "emulator.port", 60s);
     // The daemon's key file: the emulator's token endpoint as token_uri.
-    std::ofstream(dir / "sa-key.json") << cloud::testing::ServiceAccountKeyJson(url() + "/token", key.private_pem,
-                                                                                kGcpProject);
+    std::ofstream(dir / "sa-key.json")
+        << cloud::testing::ServiceAccountKeyJson(url() + "/token", key.private_pem, kGcpProject);
   }
   ~GcpEmulatorProcess() override {
     if (process_ && process_->started()) {
@@ -106,20 +105,21 @@ class GcpEmulatorProcess : public EmulatedCloud {
   std::optional<std::vector<CloudInstance>> Instances(std::string* error = nullptr) override {
     std::optional<nlohmann::json> state = State(error);
     if (!state) return std::nullopt;
-    const std::map<std::string, std::string> tokens = db_.empty() ? std::map<std::string, std::string>{}
-                                                                  : LaunchTokensByHash(db_);
+    const std::map<std::string, std::string> tokens =
+        db_.empty() ? std::map<std::string, std::string>{} : LaunchTokensByHash(db_);
     std::vector<CloudInstance> out;
     for (const nlohmann::json& j : (*state)["instances"]) {
       CloudInstance i;
       i.id = j.value("name", "");
       i.zone = j.value("zone", "");
-      i.lifecycle = j.value("provisioningModel", "") == "SPOT" ? CapacityType::kSpot : CapacityType::kOnDemand;
+      i.lifecycle =
+          j.value("provisioningModel", "") == "SPOT" ? CapacityType::kSpot : CapacityType::kOnDemand;
       const std::string status = j.value("status", "");
-      i.state = j.value("deleted", false)                           ? "terminated"
-                : status == "RUNNING"                                ? "running"
-                : status == "PROVISIONING" || status == "STAGING"   ? "pending"
-                : status == "STOPPING"                               ? "shutting-down"
-                                                                     : "terminated";
+      i.state = j.value("deleted", false)                         ? "terminated"
+                : status == "RUNNING"                             ? "running"
+                : status == "PROVISIONING" || status == "STAGING" ? "pending"
+                : status == "STOPPING"                            ? "shutting-down"
+                                                                  : "terminated";
       for (const auto& [k, v] : j["labels"].items()) {
         if (v.is_string()) i.tags[k] = v.get<std::string>();
       }
@@ -177,7 +177,8 @@ inline std::string GcpDaemonConfigYaml(const GcpEmulatorProcess& emulator, const
   return "apiVersion: gpuscaler/v1\nkind: DaemonConfig\ncluster_name: test\npolicy: policy.yaml\ncatalog: " +
          std::string(GPUSCALER_SOURCE_DIR) +
          "/config/catalogs/gcp.yaml\nregions: [us-central1]\ndb: audit.db\nlisten: 127.0.0.1:0\n"
-         "cloud:\n  provider: gcp\n  gcp:\n    region: us-central1\n    zones: [us-central1-a, us-central1-b]\n"
+         "cloud:\n  provider: gcp\n  gcp:\n    region: us-central1\n    zones: [us-central1-a, "
+         "us-central1-b]\n"
          "    endpoint: " +
          emulator.compute_endpoint() + "\n    operation_timeout: 10s\n" + gcp_extra +
          "signals:\n  prometheus: {url: \"" + prometheus_url + "\"}\n  timeout: 5s\n";
@@ -195,12 +196,14 @@ inline std::string GcpGroupsScenario(const std::string& provisioning_model) {
   }
   return s;
 }
-inline constexpr const char* kGcpGroupPools = "    pools:\n      gpu: {mig_pattern: \"gke-test-{pool}-{zone}\"}\n";
+inline constexpr const char* kGcpGroupPools =
+    "    pools:\n      gpu: {mig_pattern: \"gke-test-{pool}-{zone}\"}\n";
 inline constexpr const char* kGcpBarePools = "    instance_template: global/instanceTemplates/gpu-node\n";
 
 // StartDaemon with GOOGLE_APPLICATION_CREDENTIALS naming the emulator's key.
-inline std::unique_ptr<ChildProcess> StartGcpDaemon(const std::filesystem::path& dir, const GcpEmulatorProcess& emulator,
-                                                    int tick_ms, const std::string& failpoint = "", int run = 0) {
+inline std::unique_ptr<ChildProcess> StartGcpDaemon(const std::filesystem::path& dir,
+                                                    const GcpEmulatorProcess& emulator, int tick_ms,
+                                                    const std::string& failpoint = "", int run = 0) {
   ::setenv("GOOGLE_APPLICATION_CREDENTIALS", emulator.key_file().c_str(), 1);
   ::setenv("NO_GCE_CHECK", "true", 1);
   auto p = StartDaemon(dir, tick_ms, failpoint, run);

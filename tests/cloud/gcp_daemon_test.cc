@@ -89,8 +89,9 @@ class GcpDaemon : public CliTest {
 };
 
 TEST_F(GcpDaemon, DemandFillsThePoolsGroupsAndScaleInDeletesTheChosenInstances) {
-  StartCloud("zones: [us-central1-a, us-central1-b]\noperation_latency: 1s\nboot_latency: 1s\ndelete_latency: 1s\n" +
-             GcpGroupsScenario("STANDARD"));
+  StartCloud(
+      "zones: [us-central1-a, us-central1-b]\noperation_latency: 1s\nboot_latency: 1s\ndelete_latency: 1s\n" +
+      GcpGroupsScenario("STANDARD"));
   WriteConfig(GcpPolicyYaml("[on-demand]", false), kGcpGroupPools);
   Start();
   prometheus_.Set(20);  // 4 GPUs
@@ -122,14 +123,16 @@ TEST_F(GcpDaemon, DemandFillsThePoolsGroupsAndScaleInDeletesTheChosenInstances) 
   EXPECT_EQ(gone.size(), 3u);
   const CrashAudit audit = AuditCloudAgainstStore(*emulator_->Instances(), (dir_ / "audit.db").string());
   EXPECT_EQ(audit.live, 1);
-  EXPECT_EQ(audit.duplicate_launches + audit.untracked_instances + audit.lost_audit_rows + audit.pending_actions, 0)
+  EXPECT_EQ(
+      audit.duplicate_launches + audit.untracked_instances + audit.lost_audit_rows + audit.pending_actions, 0)
       << audit.Summary();
 }
 
 TEST_F(GcpDaemon, AZoneWithoutCapacityFallsBackToTheOtherZonesGroup) {
-  StartCloud("zones: [us-central1-a, us-central1-b]\noperation_latency: 0s\nboot_latency: 1s\n"
-             "capacity:\n  - {zone: us-central1-a, limit: 0}\n" +
-             GcpGroupsScenario("STANDARD"));
+  StartCloud(
+      "zones: [us-central1-a, us-central1-b]\noperation_latency: 0s\nboot_latency: 1s\n"
+      "capacity:\n  - {zone: us-central1-a, limit: 0}\n" +
+      GcpGroupsScenario("STANDARD"));
   WriteConfig(GcpPolicyYaml("[on-demand]", false), kGcpGroupPools);
   Start();
   prometheus_.Set(15);  // 3 GPUs
@@ -144,14 +147,16 @@ TEST_F(GcpDaemon, AZoneWithoutCapacityFallsBackToTheOtherZonesGroup) {
   const auto [terminated, details] = AuditedActions();
   EXPECT_NE(details.find("ZONE_RESOURCE_POOL_EXHAUSTED"), std::string::npos) << details;
   const CrashAudit audit = AuditCloudAgainstStore(*emulator_->Instances(), (dir_ / "audit.db").string());
-  EXPECT_EQ(audit.duplicate_launches + audit.untracked_instances + audit.lost_audit_rows + audit.pending_actions, 0)
+  EXPECT_EQ(
+      audit.duplicate_launches + audit.untracked_instances + audit.lost_audit_rows + audit.pending_actions, 0)
       << audit.Summary();
 }
 
 TEST_F(GcpDaemon, AQuotaErrorIsNotRetriedInALoop) {
   // One L4 in the region: the first node fits, the others hit the quota.
-  StartCloud("zones: [us-central1-a, us-central1-b]\noperation_latency: 0s\nboot_latency: 1s\n"
-             "quotas:\n  - {region: us-central1, metric: NVIDIA_L4_GPUS, limit: 1}\n");
+  StartCloud(
+      "zones: [us-central1-a, us-central1-b]\noperation_latency: 0s\nboot_latency: 1s\n"
+      "quotas:\n  - {region: us-central1, metric: NVIDIA_L4_GPUS, limit: 1}\n");
   WriteConfig(GcpPolicyYaml("[on-demand]", false), kGcpBarePools);
   Start();
   prometheus_.Set(15);  // 3 GPUs asked for
@@ -171,8 +176,9 @@ TEST_F(GcpDaemon, AQuotaErrorIsNotRetriedInALoop) {
 }
 
 TEST_F(GcpDaemon, APreemptionProducesAReplacement) {
-  StartCloud("zones: [us-central1-a, us-central1-b]\noperation_latency: 0s\nboot_latency: 1s\ndelete_latency: 1s\n"
-             "preemptions:\n  - {at: 12s, machine_type: g2-standard-8, count: 1, notice: 2s}\n");
+  StartCloud(
+      "zones: [us-central1-a, us-central1-b]\noperation_latency: 0s\nboot_latency: 1s\ndelete_latency: 1s\n"
+      "preemptions:\n  - {at: 12s, machine_type: g2-standard-8, count: 1, notice: 2s}\n");
   WriteConfig(GcpPolicyYaml("[spot]", true), kGcpBarePools);
   Start();
   prometheus_.Set(10);  // 2 GPUs
@@ -219,8 +225,9 @@ TEST_F(GcpDaemon, TokensFromTheMetadataServerWithoutAKeyFile) {
 }
 
 TEST_F(GcpDaemon, CrashCampaignOverTheComputeEngineEmulator) {
-  StartCloud("zones: [us-central1-a, us-central1-b]\noperation_latency: 0s\nboot_latency: 1s\ndelete_latency: 1s\n" +
-             GcpGroupsScenario("STANDARD"));
+  StartCloud(
+      "zones: [us-central1-a, us-central1-b]\noperation_latency: 0s\nboot_latency: 1s\ndelete_latency: 1s\n" +
+      GcpGroupsScenario("STANDARD"));
   WriteConfig(GcpPolicyYaml("[on-demand]", false), kGcpGroupPools);
   CrashCampaignSetup setup;
   setup.name = "gcp crash campaign";

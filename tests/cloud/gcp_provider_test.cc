@@ -60,8 +60,8 @@ TransportResponse HttpError(int status, const std::string& reason, const std::st
               .dump()};
 }
 
-json Operation(const std::string& name, const std::string& zone, const std::string& type, const std::string& status,
-               const std::string& target = "", json errors = nullptr) {
+json Operation(const std::string& name, const std::string& zone, const std::string& type,
+               const std::string& status, const std::string& target = "", json errors = nullptr) {
   json op = {{"kind", "compute#operation"},
              {"id", "4012345678901234567"},
              {"name", name},
@@ -90,21 +90,25 @@ json InstanceResource(const std::string& name, const std::string& zone, const st
           {"id", "7712345678901234567"},
           {"name", name},
           {"zone", std::string(kEndpoint) + "projects/proj/zones/" + zone},
-          {"machineType", std::string(kEndpoint) + "projects/proj/zones/" + zone + "/machineTypes/" + machine_type},
+          {"machineType",
+           std::string(kEndpoint) + "projects/proj/zones/" + zone + "/machineTypes/" + machine_type},
           {"status", status},
           {"creationTimestamp", "2026-12-04T08:00:00.000-08:00"},
           {"labels", labels},
           {"metadata", {{"kind", "compute#metadata"}, {"items", metadata_items}}},
-          {"scheduling",
-           spot ? json{{"provisioningModel", "SPOT"}, {"instanceTerminationAction", "DELETE"}, {"preemptible", true}}
-                : json{{"provisioningModel", "STANDARD"}}}};
+          {"scheduling", spot ? json{{"provisioningModel", "SPOT"},
+                                     {"instanceTerminationAction", "DELETE"},
+                                     {"preemptible", true}}
+                              : json{{"provisioningModel", "STANDARD"}}}};
 }
 
 json Aggregated(const std::map<std::string, std::vector<json>>& by_zone, const std::string& next = "") {
   json items = json::object();
   for (const auto& [zone, instances] : by_zone) items["zones/" + zone] = {{"instances", instances}};
   items["zones/europe-west4-a"] = {
-      {"warning", {{"code", "NO_RESULTS_ON_PAGE"}, {"message", "There are no results for scope 'zones/europe-west4-a' on this page."}}}};
+      {"warning",
+       {{"code", "NO_RESULTS_ON_PAGE"},
+        {"message", "There are no results for scope 'zones/europe-west4-a' on this page."}}}};
   json out = {{"kind", "compute#instanceAggregatedList"}, {"items", items}};
   if (!next.empty()) out["nextPageToken"] = next;
   return out;
@@ -127,10 +131,11 @@ class GcpProviderTest : public ::testing::Test {
     GcpClientOptions c;
     c.endpoint = kEndpoint;
     c.retry.max_attempts = 3;
-    client_ = std::make_unique<GcpClient>(c, transport_, tokens_, clock_, [this](std::chrono::milliseconds d) {
-      sleeps_.push_back(d);
-      clock_.Advance(Seconds((d.count() + 999) / 1000));
-    });
+    client_ =
+        std::make_unique<GcpClient>(c, transport_, tokens_, clock_, [this](std::chrono::milliseconds d) {
+          sleeps_.push_back(d);
+          clock_.Advance(Seconds((d.count() + 999) / 1000));
+        });
     if (o.cluster_name.empty()) o.cluster_name = "prod";
     if (o.project.empty()) o.project = "proj";
     if (o.region.empty()) o.region = "us-central1";
@@ -234,18 +239,24 @@ TEST(GcpErrors, ClassificationTable) {
   EXPECT_EQ(ClassifyGcpError("notFound", 404), ErrorCategory::kNotFound);
   EXPECT_EQ(ClassifyGcpError("invalid", 400), ErrorCategory::kConfig);
 
-  const Error e = GcpErrorFromResponse("POST x", 403, HttpError(403, "forbidden", "Required 'compute.instances.create' permission for 'projects/proj/zones/us-central1-a/instances/x'").body);
+  const Error e = GcpErrorFromResponse("POST x", 403,
+                                       HttpError(403, "forbidden",
+                                                 "Required 'compute.instances.create' permission for "
+                                                 "'projects/proj/zones/us-central1-a/instances/x'")
+                                           .body);
   EXPECT_EQ(e.category(), ErrorCategory::kAuth);
   EXPECT_NE(e.message().find("HTTP 403"), std::string::npos);
   EXPECT_NE(e.message().find("compute.instances.create"), std::string::npos);
 
   // Quota metric from the message, or from errorDetails.
-  auto items = ParseGcpErrorItems(json{{"errors",
-                                        {{{"code", "QUOTA_EXCEEDED"},
-                                          {"message", "Quota 'NVIDIA_A100_GPUS' exceeded.  Limit: 16.0 in region us-central1."}},
-                                         {{"code", "QUOTA_EXCEEDED"},
-                                          {"message", "Quota exceeded"},
-                                          {"errorDetails", {{{"quotaInfo", {{"metricName", "compute.googleapis.com/gpus_per_gpu_family"}}}}}}}}}});
+  auto items = ParseGcpErrorItems(
+      json{{"errors",
+            {{{"code", "QUOTA_EXCEEDED"},
+              {"message", "Quota 'NVIDIA_A100_GPUS' exceeded.  Limit: 16.0 in region us-central1."}},
+             {{"code", "QUOTA_EXCEEDED"},
+              {"message", "Quota exceeded"},
+              {"errorDetails",
+               {{{"quotaInfo", {{"metricName", "compute.googleapis.com/gpus_per_gpu_family"}}}}}}}}}});
   ASSERT_EQ(items.size(), 2u);
   EXPECT_EQ(items[0].quota_metric, "NVIDIA_A100_GPUS");
   EXPECT_EQ(items[1].quota_metric, "compute.googleapis.com/gpus_per_gpu_family");
@@ -276,10 +287,12 @@ TEST_F(GcpProviderTest, MigLaunchCreatesNamedInstancesAndFollowsThem) {
     }
     if (c.path.ends_with("/createInstances")) {
       for (const json& i : c.body["instances"]) created.push_back(i["name"]);
-      return Ok(Operation("operation-create-1", kZoneA, "compute.instanceGroupManagers.createInstances", "RUNNING"));
+      return Ok(Operation("operation-create-1", kZoneA, "compute.instanceGroupManagers.createInstances",
+                          "RUNNING"));
     }
     if (c.path.ends_with("/operations/operation-create-1/wait")) {
-      return Ok(Operation("operation-create-1", kZoneA, "compute.instanceGroupManagers.createInstances", "DONE"));
+      return Ok(
+          Operation("operation-create-1", kZoneA, "compute.instanceGroupManagers.createInstances", "DONE"));
     }
     return HttpError(404, "notFound", "The resource '" + c.path + "' was not found");
   };
@@ -298,9 +311,11 @@ TEST_F(GcpProviderTest, MigLaunchCreatesNamedInstancesAndFollowsThem) {
 
   auto creates = Calls("POST", "/createInstances");
   ASSERT_EQ(creates.size(), 1u);
-  EXPECT_EQ(creates[0].path, "projects/proj/zones/us-central1-a/instanceGroupManagers/gke-ml-a100-a/createInstances");
-  EXPECT_TRUE(std::regex_match(creates[0].Q("requestId"),
-                               std::regex("[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")));
+  EXPECT_EQ(creates[0].path,
+            "projects/proj/zones/us-central1-a/instanceGroupManagers/gke-ml-a100-a/createInstances");
+  EXPECT_TRUE(
+      std::regex_match(creates[0].Q("requestId"),
+                       std::regex("[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")));
   const json& first = creates[0].body["instances"][0];
   EXPECT_EQ(first["name"], n0);
   EXPECT_EQ(first["preservedState"]["metadata"]["gpuscaler-intent"], req.idempotency_token);
@@ -346,8 +361,9 @@ TEST_F(GcpProviderTest, MigZoneExhaustionCancelsAndFallsBack) {
               {"errors",
                {{"errors",
                  {{{"code", "ZONE_RESOURCE_POOL_EXHAUSTED"},
-                   {"message", "The zone 'projects/proj/zones/us-central1-a' does not have enough resources "
-                               "available to fulfill the request.  Try a different zone, or try again later."}}}}}}};
+                   {"message",
+                    "The zone 'projects/proj/zones/us-central1-a' does not have enough resources "
+                    "available to fulfill the request.  Try a different zone, or try again later."}}}}}}};
         } else {
           m["instanceStatus"] = "PROVISIONING";
           m["currentAction"] = "NONE";
@@ -368,8 +384,9 @@ TEST_F(GcpProviderTest, MigZoneExhaustionCancelsAndFallsBack) {
     }
     return HttpError(404, "notFound", "not found");
   };
-  auto result = p.Launch(Request("a100", 2, {Offer("a2-highgpu-1g", kZoneA, CapacityType::kSpot),
-                                             Offer("a2-highgpu-1g", kZoneB, CapacityType::kSpot)}));
+  auto result = p.Launch(Request("a100", 2,
+                                 {Offer("a2-highgpu-1g", kZoneA, CapacityType::kSpot),
+                                  Offer("a2-highgpu-1g", kZoneB, CapacityType::kSpot)}));
   ASSERT_TRUE(result.ok()) << result.error().ToString();
   ASSERT_EQ(result->instances.size(), 2u);
   for (const Instance& i : result->instances) EXPECT_EQ(i.offering.zone, kZoneB);
@@ -381,7 +398,8 @@ TEST_F(GcpProviderTest, MigZoneExhaustionCancelsAndFallsBack) {
   EXPECT_EQ(deleted, created["a"]);
   auto deletes = Calls("POST", "/deleteInstances");
   ASSERT_EQ(deletes.size(), 1u);
-  EXPECT_EQ(deletes[0].path, "projects/proj/zones/us-central1-a/instanceGroupManagers/gke-ml-a100-a/deleteInstances");
+  EXPECT_EQ(deletes[0].path,
+            "projects/proj/zones/us-central1-a/instanceGroupManagers/gke-ml-a100-a/deleteInstances");
   // Zone b's names are other slots than the cancelled ones.
   for (const std::string& n : created["b"]) {
     EXPECT_EQ(std::find(created["a"].begin(), created["a"].end(), n), created["a"].end());
@@ -424,7 +442,8 @@ TEST_F(GcpProviderTest, BulkInsertSpotVmsWithLabels) {
   EXPECT_EQ(b["minCount"], "1");
   EXPECT_EQ(b["sourceInstanceTemplate"], "global/instanceTemplates/gpu-node");
   EXPECT_EQ(b["perInstanceProperties"].size(), 3u);
-  EXPECT_TRUE(b["perInstanceProperties"].contains(GcpProvider::InstanceName("prod", req.idempotency_token, 2)));
+  EXPECT_TRUE(
+      b["perInstanceProperties"].contains(GcpProvider::InstanceName("prod", req.idempotency_token, 2)));
   const json& props = b["instanceProperties"];
   EXPECT_EQ(props["machineType"], "g2-standard-8");
   EXPECT_EQ(props["scheduling"]["provisioningModel"], "SPOT");
@@ -436,12 +455,14 @@ TEST_F(GcpProviderTest, BulkInsertSpotVmsWithLabels) {
   // The created instances were read back by their intent label.
   auto lists = Calls("GET", "aggregated/instances");
   ASSERT_FALSE(lists.empty());
-  EXPECT_EQ(lists.back().Q("filter"), "labels.gpuscaler-intent = \"" + GcpProvider::IntentHash(req.idempotency_token) + "\"");
+  EXPECT_EQ(lists.back().Q("filter"),
+            "labels.gpuscaler-intent = \"" + GcpProvider::IntentHash(req.idempotency_token) + "\"");
   EXPECT_EQ(result->instances[0].tags.at(kIntentTag), req.idempotency_token);
 
   // On-demand: STANDARD, no termination action.
   made = json::array();
-  ASSERT_TRUE(p.Launch(Request("l4", 1, {Offer("g2-standard-8", kZoneA, CapacityType::kOnDemand)}, "tok-2")).ok());
+  ASSERT_TRUE(
+      p.Launch(Request("l4", 1, {Offer("g2-standard-8", kZoneA, CapacityType::kOnDemand)}, "tok-2")).ok());
   const json od = Calls("POST", "/instances/bulkInsert").back().body["instanceProperties"]["scheduling"];
   EXPECT_EQ(od["provisioningModel"], "STANDARD");
   EXPECT_FALSE(od.contains("instanceTerminationAction"));
@@ -460,7 +481,8 @@ TEST_F(GcpProviderTest, QuotaExceededBlocksWithoutRetryingUntilTheQuotaChanges) 
         return Ok(Operation(
             "op-bulk", kZoneA, "bulkInsert", "DONE", "",
             {{{"code", "QUOTA_EXCEEDED"},
-              {"message", "Quota 'PREEMPTIBLE_NVIDIA_A100_GPUS' exceeded.  Limit: 8.0 in region us-central1."}}}));
+              {"message",
+               "Quota 'PREEMPTIBLE_NVIDIA_A100_GPUS' exceeded.  Limit: 8.0 in region us-central1."}}}));
       }
       return Ok(Operation("op-bulk-2", kZoneA, "bulkInsert", "DONE"));
     }
@@ -498,12 +520,14 @@ TEST_F(GcpProviderTest, QuotaExceededBlocksWithoutRetryingUntilTheQuotaChanges) 
   EXPECT_EQ(Calls("POST", "/instances/bulkInsert").size(), 1u);
   EXPECT_EQ(p.quota_blocked_offerings(), 20);
   // Another family, or on-demand, is not blocked.
-  ASSERT_TRUE(p.Launch(Request("a100", 1, {Offer("a2-highgpu-1g", kZoneA, CapacityType::kOnDemand)}, "od")).ok());
+  ASSERT_TRUE(
+      p.Launch(Request("a100", 1, {Offer("a2-highgpu-1g", kZoneA, CapacityType::kOnDemand)}, "od")).ok());
   EXPECT_EQ(Calls("POST", "/instances/bulkInsert").size(), 2u);
 
   // The quota is raised: the next launch goes out again.
   limit = 16;
-  auto raised = p.Launch(Request("a100", 1, {Offer("a2-highgpu-1g", kZoneA, CapacityType::kSpot)}, "t-raised"));
+  auto raised =
+      p.Launch(Request("a100", 1, {Offer("a2-highgpu-1g", kZoneA, CapacityType::kSpot)}, "t-raised"));
   ASSERT_TRUE(raised.ok());
   EXPECT_EQ(Calls("POST", "/instances/bulkInsert").size(), 3u);
 }
@@ -517,12 +541,14 @@ TEST_F(GcpProviderTest, AQuotaBlockThatCannotBeReadBackEndsAfterQuotaRecheck) {
   transport_.handler = [&](const TransportRequest& r) -> Result<TransportResponse> {
     Call c = Parse(r);
     if (c.path.ends_with("/instances/bulkInsert")) {
-      return Ok(Operation("op-bulk", kZoneA, "bulkInsert", "DONE", "",
-                          {{{"code", "QUOTA_EXCEEDED"},
-                            {"message", "Quota 'NVIDIA_L4_GPUS' exceeded.  Limit: 1.0 in region us-central1."}}}));
+      return Ok(
+          Operation("op-bulk", kZoneA, "bulkInsert", "DONE", "",
+                    {{{"code", "QUOTA_EXCEEDED"},
+                      {"message", "Quota 'NVIDIA_L4_GPUS' exceeded.  Limit: 1.0 in region us-central1."}}}));
     }
     if (c.path == "projects/proj/aggregated/instances") return Ok(Aggregated({}));
-    return HttpError(403, "forbidden", "Required 'compute.regions.get' permission for 'projects/proj/regions/us-central1'");
+    return HttpError(403, "forbidden",
+                     "Required 'compute.regions.get' permission for 'projects/proj/regions/us-central1'");
   };
   auto launch = [&](const std::string& token) {
     return p.Launch(Request("l4", 1, {Offer("g2-standard-8", kZoneA, CapacityType::kOnDemand)}, token));
@@ -533,7 +559,8 @@ TEST_F(GcpProviderTest, AQuotaBlockThatCannotBeReadBackEndsAfterQuotaRecheck) {
   auto blocked = launch("q2");
   ASSERT_TRUE(blocked.ok());
   ASSERT_EQ(blocked->errors.size(), 1u);
-  EXPECT_NE(blocked->errors[0].error.message().find("quota NVIDIA_L4_GPUS in us-central1 exhausted"), std::string::npos)
+  EXPECT_NE(blocked->errors[0].error.message().find("quota NVIDIA_L4_GPUS in us-central1 exhausted"),
+            std::string::npos)
       << blocked->errors[0].error.message();
   EXPECT_EQ(Calls("POST", "/instances/bulkInsert").size(), 1u);
   clock_.Advance(Seconds(1));
@@ -551,13 +578,15 @@ TEST_F(GcpProviderTest, ThrottlingIsRetriedWithBackoffAndAuthFailsTheLaunch) {
       return Ok(Aggregated({}));
     }
     if (c.path.ends_with("/instances/bulkInsert")) {
-      return HttpError(403, "forbidden",
-                       "Required 'compute.instances.create' permission for 'projects/proj/zones/us-central1-a'");
+      return HttpError(
+          403, "forbidden",
+          "Required 'compute.instances.create' permission for 'projects/proj/zones/us-central1-a'");
     }
     return HttpError(404, "notFound", "not found");
   };
-  auto result = p.Launch(Request("a100", 1, {Offer("a2-highgpu-1g", kZoneA, CapacityType::kSpot),
-                                             Offer("a2-highgpu-1g", kZoneB, CapacityType::kSpot)}));
+  auto result = p.Launch(Request("a100", 1,
+                                 {Offer("a2-highgpu-1g", kZoneA, CapacityType::kSpot),
+                                  Offer("a2-highgpu-1g", kZoneB, CapacityType::kSpot)}));
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.error().category(), ErrorCategory::kAuth);
   EXPECT_NE(result.error().message().find("compute.instances.create"), std::string::npos);
@@ -593,9 +622,10 @@ TEST_F(GcpProviderTest, ListInstancesOnlyThisClustersLabelledInstances) {
     if (c.Q("pageToken").empty()) {
       return Ok(Aggregated(
           {{kZoneA,
-            {InstanceResource("gke-ml-a100-a-x1", kZoneA, "a2-highgpu-1g", "prod", "a100", true, "RUNNING",
-                              {{{"key", "created-by"},
-                                {"value", "projects/123/zones/us-central1-a/instanceGroupManagers/gke-ml-a100-a"}}}),
+            {InstanceResource(
+                 "gke-ml-a100-a-x1", kZoneA, "a2-highgpu-1g", "prod", "a100", true, "RUNNING",
+                 {{{"key", "created-by"},
+                   {"value", "projects/123/zones/us-central1-a/instanceGroupManagers/gke-ml-a100-a"}}}),
              // Another installation's (a server that ignored the filter).
              InstanceResource("other-1", kZoneA, "a2-highgpu-1g", "staging", "a100", true)}}},
           "page-2"));
@@ -635,9 +665,10 @@ TEST_F(GcpProviderTest, TerminateDeletesExactlyTheChosenOwnInstances) {
     if (c.path == "projects/proj/aggregated/instances") {
       return Ok(Aggregated(
           {{kZoneA,
-            {InstanceResource("mig-x1", kZoneA, "a2-highgpu-1g", "prod", "a100", true, "RUNNING",
-                              {{{"key", "created-by"},
-                                {"value", "projects/123/zones/us-central1-a/instanceGroupManagers/gke-ml-a100-a"}}}),
+            {InstanceResource(
+                 "mig-x1", kZoneA, "a2-highgpu-1g", "prod", "a100", true, "RUNNING",
+                 {{{"key", "created-by"},
+                   {"value", "projects/123/zones/us-central1-a/instanceGroupManagers/gke-ml-a100-a"}}}),
              InstanceResource("mig-x2", kZoneA, "a2-highgpu-1g", "prod", "a100", true),
              InstanceResource("mig-x3", kZoneA, "a2-highgpu-1g", "prod", "a100", true),
              InstanceResource("bare-1", kZoneA, "g2-standard-8", "prod", "l4", false),
@@ -653,7 +684,8 @@ TEST_F(GcpProviderTest, TerminateDeletesExactlyTheChosenOwnInstances) {
   ASSERT_TRUE(p.Terminate({"mig-x2", "bare-1", "foreign-1", "mig-x1", "leaving"}).ok());
   auto deletes = Calls("POST", "/deleteInstances");
   ASSERT_EQ(deletes.size(), 1u);
-  EXPECT_EQ(deletes[0].path, "projects/proj/zones/us-central1-a/instanceGroupManagers/gke-ml-a100-a/deleteInstances");
+  EXPECT_EQ(deletes[0].path,
+            "projects/proj/zones/us-central1-a/instanceGroupManagers/gke-ml-a100-a/deleteInstances");
   EXPECT_EQ(deletes[0].body["instances"],
             json({"zones/us-central1-a/instances/mig-x1", "zones/us-central1-a/instances/mig-x2"}));
   auto bare = Calls("DELETE", "/instances/bare-1");
@@ -672,7 +704,8 @@ TEST_F(GcpProviderTest, PreemptionsFromTheOperationsList) {
   transport_.handler = [&](const TransportRequest& r) -> Result<TransportResponse> {
     Call c = Parse(r);
     if (c.path == "projects/proj/aggregated/instances") {
-      return Ok(Aggregated({{kZoneA, {InstanceResource("spot-1", kZoneA, "a2-highgpu-1g", "prod", "a100", true)}}}));
+      return Ok(Aggregated(
+          {{kZoneA, {InstanceResource("spot-1", kZoneA, "a2-highgpu-1g", "prod", "a100", true)}}}));
     }
     if (c.path.ends_with("/operations")) {
       EXPECT_EQ(c.Q("filter"), "operationType = \"compute.instances.preempted\"");
@@ -685,11 +718,13 @@ TEST_F(GcpProviderTest, PreemptionsFromTheOperationsList) {
   auto none = p.PollInterruptions();
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->empty());
-  json preempted = Operation("systemevent-1796400100000-spot-1", kZoneA, "compute.instances.preempted", "DONE",
-                             std::string(kEndpoint) + "projects/proj/zones/us-central1-a/instances/spot-1");
+  json preempted =
+      Operation("systemevent-1796400100000-spot-1", kZoneA, "compute.instances.preempted", "DONE",
+                std::string(kEndpoint) + "projects/proj/zones/us-central1-a/instances/spot-1");
   preempted["insertTime"] = "2026-12-04T16:01:40.000Z";
-  json foreign = Operation("systemevent-2", kZoneA, "compute.instances.preempted", "DONE",
-                           std::string(kEndpoint) + "projects/proj/zones/us-central1-a/instances/someone-elses");
+  json foreign =
+      Operation("systemevent-2", kZoneA, "compute.instances.preempted", "DONE",
+                std::string(kEndpoint) + "projects/proj/zones/us-central1-a/instances/someone-elses");
   foreign["insertTime"] = "2026-12-04T16:01:40.000Z";
   ops = {preempted, foreign};
   auto notices = p.PollInterruptions();
@@ -738,10 +773,12 @@ TEST_F(GcpProviderTest, ConfigurationErrorsNameThePool) {
   transport_.handler = [&](const TransportRequest&) -> Result<TransportResponse> {
     return Ok({{"managedInstances", json::array()}});
   };
-  auto no_group = q.Launch(Request("a100", 1, {Offer("a2-highgpu-1g", "us-central1-f", CapacityType::kSpot)}));
+  auto no_group =
+      q.Launch(Request("a100", 1, {Offer("a2-highgpu-1g", "us-central1-f", CapacityType::kSpot)}));
   ASSERT_FALSE(no_group.ok());
   EXPECT_EQ(no_group.error().category(), ErrorCategory::kConfig);
-  EXPECT_NE(no_group.error().message().find("no managed instance group in zone us-central1-f"), std::string::npos);
+  EXPECT_NE(no_group.error().message().find("no managed instance group in zone us-central1-f"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -8,9 +8,8 @@
 #include <openssl/rsa.h>
 
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace gpuscaler::cloud::testing {
 
@@ -48,32 +47,34 @@ inline const TestRsaKey& SharedTestRsaKey() {
 
 inline std::string ServiceAccountKeyJson(const std::string& token_uri, const std::string& private_pem,
                                          const std::string& project = "gpu-project") {
-  return nlohmann::json{{"type", "service_account"},
-                        {"project_id", project},
-                        {"private_key_id", "0123456789abcdef0123456789abcdef01234567"},
-                        {"private_key", private_pem},
-                        {"client_email", "gpuscaler@" + project + ".iam.gserviceaccount.com"},
-                        {"client_id", "112233445566778899000"},
-                        {"auth_uri", "https://accounts.google.com/o/oauth2/auth"},
-                        {"token_uri", token_uri},
-                        {"auth_provider_x509_cert_url", "https://www.googleapis.com/oauth2/v1/certs"},
-                        {"client_x509_cert_url",
-                         "https://www.googleapis.com/robot/v1/metadata/x509/gpuscaler%40" + project +
-                             ".iam.gserviceaccount.com"},
-                        {"universe_domain", "googleapis.com"}}
+  return nlohmann::json{
+      {"type", "service_account"},
+      {"project_id", project},
+      {"private_key_id", "0123456789abcdef0123456789abcdef01234567"},
+      {"private_key", private_pem},
+      {"client_email", "gpuscaler@" + project + ".iam.gserviceaccount.com"},
+      {"client_id", "112233445566778899000"},
+      {"auth_uri", "https://accounts.google.com/o/oauth2/auth"},
+      {"token_uri", token_uri},
+      {"auth_provider_x509_cert_url", "https://www.googleapis.com/oauth2/v1/certs"},
+      {"client_x509_cert_url", "https://www.googleapis.com/robot/v1/metadata/x509/gpuscaler%40" + project +
+                                   ".iam.gserviceaccount.com"},
+      {"universe_domain", "googleapis.com"}}
       .dump(2);
 }
 
 // True when `signature` is a valid RS256 signature of `data` by the key.
-inline bool VerifyRs256(const std::string& public_pem, const std::string& data, const std::string& signature) {
+inline bool VerifyRs256(const std::string& public_pem, const std::string& data,
+                        const std::string& signature) {
   BIO* bio = BIO_new_mem_buf(public_pem.data(), static_cast<int>(public_pem.size()));
   EVP_PKEY* pkey = PEM_read_bio_PUBKEY(bio, nullptr, nullptr, nullptr);
   BIO_free(bio);
   if (pkey == nullptr) return false;
   EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  const bool ok = EVP_DigestVerifyInit(ctx, nullptr, EVP_sha256(), nullptr, pkey) == 1 &&
-                  EVP_DigestVerify(ctx, reinterpret_cast<const unsigned char*>(signature.data()), signature.size(),
-                                   reinterpret_cast<const unsigned char*>(data.data()), data.size()) == 1;
+  const bool ok =
+      EVP_DigestVerifyInit(ctx, nullptr, EVP_sha256(), nullptr, pkey) == 1 &&
+      EVP_DigestVerify(ctx, reinterpret_cast<const unsigned char*>(signature.data()), signature.size(),
+                       reinterpret_cast<const unsigned char*>(data.data()), data.size()) == 1;
   EVP_MD_CTX_free(ctx);
   EVP_PKEY_free(pkey);
   return ok;

@@ -11,13 +11,12 @@
 // message, never the token. Not thread-safe (one caller at a time).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "gpuscaler/cloud/aws_client.h"
 #include "gpuscaler/cloud/gcp_credentials.h"
@@ -46,7 +45,7 @@ bool IsQuotaError(std::string_view code);
 // One entry of an error list (HTTP error errors[], Operation error.errors[],
 // a managed instance's lastAttempt.errors.errors[]).
 struct GcpErrorItem {
-  std::string code;     // Operation: "ZONE_RESOURCE_POOL_EXHAUSTED"; HTTP: the reason
+  std::string code;  // Operation: "ZONE_RESOURCE_POOL_EXHAUSTED"; HTTP: the reason
   std::string message;
   std::string quota_metric;  // "NVIDIA_A100_GPUS" when the error names one
 };
@@ -60,11 +59,12 @@ Error GcpErrorFrom(std::string_view what, const std::vector<GcpErrorItem>& items
 // The Compute Engine Operation resource (the fields gpuscaler reads).
 struct GcpOperation {
   std::string name;
-  std::string zone;            // short name ("us-central1-a"), from the zone URL
-  std::string operation_type;  // "compute.instanceGroupManagers.createInstances", "compute.instances.preempted"
-  std::string status;          // PENDING, RUNNING, DONE
+  std::string zone;  // short name ("us-central1-a"), from the zone URL
+  std::string
+      operation_type;  // "compute.instanceGroupManagers.createInstances", "compute.instances.preempted"
+  std::string status;  // PENDING, RUNNING, DONE
   std::string target_link;
-  std::string insert_time;     // RFC 3339
+  std::string insert_time;  // RFC 3339
   std::vector<GcpErrorItem> errors;
   int http_error_status = 0;
 
@@ -84,7 +84,8 @@ struct GcpClientOptions {
 
 class GcpClient {
  public:
-  GcpClient(GcpClientOptions options, Transport& transport, TokenSource& tokens, const Clock& clock, SleepFn sleep);
+  GcpClient(GcpClientOptions options, Transport& transport, TokenSource& tokens, const Clock& clock,
+            SleepFn sleep);
 
   // `method` "GET", "POST" or "DELETE"; `path` relative to the endpoint,
   // with its query string. The parsed JSON of the 200 answer.

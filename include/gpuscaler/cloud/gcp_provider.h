@@ -188,11 +188,12 @@ class GcpProvider final : public CloudProvider {
 
   Result<std::vector<Instance>> ExistingInMigs(const LaunchRequest& request, const GcpPoolTarget& target);
   Result<std::vector<Instance>> ExistingBare(const LaunchRequest& request);
-  Result<Created> CreateInMig(const LaunchRequest& request, const GcpPoolTarget& target, const Offering& offering,
-                              const std::vector<int>& slots);
-  Result<Created> CreateBare(const LaunchRequest& request, const GcpPoolTarget& target, const Offering& offering,
-                             const std::vector<int>& slots);
-  Status DeleteFromMig(const std::string& zone, const std::string& mig, const std::vector<std::string>& names);
+  Result<Created> CreateInMig(const LaunchRequest& request, const GcpPoolTarget& target,
+                              const Offering& offering, const std::vector<int>& slots);
+  Result<Created> CreateBare(const LaunchRequest& request, const GcpPoolTarget& target,
+                             const Offering& offering, const std::vector<int>& slots);
+  Status DeleteFromMig(const std::string& zone, const std::string& mig,
+                       const std::vector<std::string>& names);
 
   // Waits for the operation (zoneOperations.wait, then get) up to
   // operation_timeout; the operation as last seen (possibly not DONE).
