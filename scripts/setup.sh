@@ -57,8 +57,37 @@ if ! command -v aws >/dev/null 2>&1 && \
   missing+=(awscli)
 fi
 
+# tests only: Google's Node.js client (googleapis) is the independent client
+# of our Compute Engine emulator (tests/cloud/gcp_node_client_test.cc).
+# Debian's nodejs (18) and npm when there is no node on PATH.
+if ! command -v node >/dev/null 2>&1; then
+  missing+=(nodejs npm)
+fi
+
+# Installs the pinned npm packages of tests/cloud/gcp_node_client (its
+# package-lock.json, `npm ci`) into a cache outside the source and build
+# trees, $GPUSCALER_NODE_CACHE or ~/.cache/gpuscaler/gcp_node_client; skipped
+# when that cache already holds this exact lock file.
+install_node_client() {
+  local src cache
+  src="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/cloud/gcp_node_client"
+  cache="${GPUSCALER_NODE_CACHE:-${HOME:-/root}/.cache/gpuscaler/gcp_node_client}"
+  if cmp -s "$src/package-lock.json" "$cache/package-lock.json" && [ -f "$cache/node_modules/googleapis/package.json" ]; then
+    return 0
+  fi
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "setup: npm is not installed; cannot install tests/cloud/gcp_node_client" >&2
+    return 1
+  fi
+  mkdir -p "$cache"
+  cp "$src/package.json" "$src/package-lock.json" "$cache/"
+  (cd "$cache" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
+  echo "setup: installed the npm packages of tests/cloud/gcp_node_client into $cache"
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#packages[@]} packages present"
+  install_node_client
   exit 0
 fi
 
@@ -81,3 +110,4 @@ fi
 "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 echo "setup: installed ${#missing[@]} packages"
+install_node_client

@@ -122,7 +122,7 @@ Result<EmulatorScenario> ParseEmulatorScenario(const std::string& text, WallTime
     YAML::Node root = YAML::Load(text);
     if (!root || root.IsNull()) return s;
     Keys(root, "scenario",
-         {"region", "account_id", "zones", "subnets", "launch_latency", "terminate_latency", "terminated_visible", "group_launch_delay",
+         {"provider", "region", "account_id", "zones", "subnets", "launch_latency", "terminate_latency", "terminated_visible", "group_launch_delay",
           "capacity", "throttle", "server_error_rate", "seed", "interruptions", "spot_prices", "on_demand_prices",
           "auto_scaling_groups", "queue", "visibility_timeout", "credentials", "ssm_parameters", "security_groups", "subnet_tags"});
     Read(root, "region", &s.region);

@@ -1,13 +1,17 @@
-// `gpuscaler cloud-emulator [--listen 127.0.0.1:PORT] [--scenario FILE] [--port-file FILE]`:
-// serves the EC2 / Auto Scaling / SQS emulator (sim/cloud_emulator/,
-// docs/aws.md) over HTTP until SIGINT or SIGTERM. Point the daemon's AWS
-// provider or `aws --endpoint-url http://127.0.0.1:PORT` at it. PORT 0 picks
-// a free port; the first stdout line says which ("listening on http://…").
+// `gpuscaler cloud-emulator [--listen 127.0.0.1:PORT] [--scenario FILE] [--port-file FILE]
+// [--provider aws|gcp]`: serves the EC2 / Auto Scaling / SQS emulator
+// (sim/cloud_emulator/, docs/aws.md) or, with `--provider gcp` or a scenario
+// saying `provider: gcp`, the Compute Engine / OAuth / metadata-server
+// emulator (docs/gcp-emulator.md) over HTTP until SIGINT or SIGTERM. Point
+// the daemon's provider, `aws --endpoint-url http://127.0.0.1:PORT` or a
+// Google client's rootUrl at it. PORT 0 picks a free port; the first stdout
+// line says which ("listening on http://…").
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -19,6 +23,7 @@
 #include "gpuscaler/server/http_server.h"
 #include "gpuscaler/server/router.h"
 #include "sim/cloud_emulator/emulator.h"
+#include "sim/cloud_emulator/gcp_emulator.h"
 
 namespace gpuscaler::cli {
 namespace {
@@ -27,6 +32,7 @@ struct CloudEmulatorOptions {
   std::string listen = "127.0.0.1:4566";
   std::string scenario_file;
   std::string port_file;
+  std::string provider;  // "", aws or gcp
 };
 
 int Fail(const std::string& message, int code) {
@@ -34,7 +40,8 @@ int Fail(const std::string& message, int code) {
   return code;
 }
 
-server::HttpResponse Serve(sim::CloudEmulator& emulator, const server::HttpRequest& request) {
+template <typename Emulator>
+server::HttpResponse Serve(Emulator& emulator, const server::HttpRequest& request) {
   sim::EmulatorRequest r;
   r.method = request.method;
   r.target = request.target;
@@ -64,28 +71,55 @@ int RunCloudEmulator(const CloudEmulatorOptions& o) {
   http_options.max_body_bytes = 16 * 1024 * 1024;
 
   SystemClock clock;
-  sim::EmulatorScenario scenario;
+  std::string text;
   if (!o.scenario_file.empty()) {
-    auto text = ReadTextFile(o.scenario_file);
-    if (!text.ok()) return Fail(o.scenario_file + ": " + text.error().message(), 2);
-    auto parsed = sim::ParseEmulatorScenario(*text, clock.WallNow());
-    if (!parsed.ok()) return Fail(o.scenario_file + ": " + parsed.error().message(), 2);
-    scenario = std::move(*parsed);
+    auto read = ReadTextFile(o.scenario_file);
+    if (!read.ok()) return Fail(o.scenario_file + ": " + read.error().message(), 2);
+    text = std::move(*read);
   }
-  sim::CloudEmulator emulator(scenario, clock);
+  auto provider = sim::EmulatorScenarioProvider(text);
+  if (!provider.ok()) return Fail(o.scenario_file + ": " + provider.error().message(), 2);
+  if (!o.provider.empty() && !provider->empty() && *provider != o.provider) {
+    return Fail("--provider " + o.provider + " but " + o.scenario_file + " says provider: " + *provider, 2);
+  }
+  const std::string which = !o.provider.empty() ? o.provider : !provider->empty() ? *provider : "aws";
 
   server::Router router;
-  // The AWS APIs are POSTs (and EC2 also accepts GET) to any path; the
-  // emulator checks SigV4 itself, so no bearer token.
-  auto handler = [&emulator](const server::HttpRequest& r) { return Serve(emulator, r); };
-  router.Add("POST", "/", /*prefix=*/true, /*mutating=*/false, handler);
-  router.Add("GET", "/", /*prefix=*/true, /*mutating=*/false, handler);
+  std::unique_ptr<sim::CloudEmulator> aws;
+  std::unique_ptr<sim::GcpEmulator> gcp;
+  std::string banner;
+  if (which == "gcp") {
+    const std::string base_dir =
+        o.scenario_file.empty() ? "." : std::filesystem::path(o.scenario_file).parent_path().string();
+    auto parsed = sim::ParseGcpScenario(text, base_dir.empty() ? "." : base_dir);
+    if (!parsed.ok()) return Fail(o.scenario_file + ": " + parsed.error().message(), 2);
+    banner = "(Compute Engine, project " + parsed->project + ")";
+    gcp = std::make_unique<sim::GcpEmulator>(std::move(*parsed), clock);
+    // Compute Engine is REST (GET, POST, DELETE on resource paths); the
+    // emulator checks the Bearer token itself.
+    auto handler = [&gcp](const server::HttpRequest& r) { return Serve(*gcp, r); };
+    for (const char* method : {"GET", "POST", "DELETE"}) router.Add(method, "/", /*prefix=*/true, /*mutating=*/false, handler);
+  } else {
+    sim::EmulatorScenario scenario;
+    if (!text.empty()) {
+      auto parsed = sim::ParseEmulatorScenario(text, clock.WallNow());
+      if (!parsed.ok()) return Fail(o.scenario_file + ": " + parsed.error().message(), 2);
+      scenario = std::move(*parsed);
+    }
+    banner = "(region " + scenario.region + ")";
+    aws = std::make_unique<sim::CloudEmulator>(scenario, clock);
+    // The AWS APIs are POSTs (and EC2 also accepts GET) to any path; the
+    // emulator checks SigV4 itself, so no bearer token.
+    auto handler = [&aws](const server::HttpRequest& r) { return Serve(*aws, r); };
+    router.Add("POST", "/", /*prefix=*/true, /*mutating=*/false, handler);
+    router.Add("GET", "/", /*prefix=*/true, /*mutating=*/false, handler);
+  }
 
   boost::asio::io_context io(1);
   server::HttpServer http(io, http_options, std::move(router));
   if (Status s = http.Start(); !s.ok()) return Fail(s.error().message(), 2);
-  std::cout << "cloud-emulator listening on http://" << http_options.host << ":" << http.port() << "/ (region "
-            << scenario.region << ")" << std::endl;
+  std::cout << "cloud-emulator listening on http://" << http_options.host << ":" << http.port() << "/ " << banner
+            << std::endl;
   if (!o.port_file.empty()) {
     std::ofstream(o.port_file) << http.port() << "\n";
   }
@@ -97,9 +131,17 @@ int RunCloudEmulator(const CloudEmulatorOptions& o) {
     io.stop();
   });
   io.run();
-  const sim::EmulatorStats st = emulator.stats();
-  spdlog::info("cloud-emulator: {} requests, {} launched, {} throttled, {} server errors, {} auth failures", st.requests,
-               st.launched, st.throttled, st.server_errors, st.auth_failures);
+  if (aws) {
+    const sim::EmulatorStats st = aws->stats();
+    spdlog::info("cloud-emulator: {} requests, {} launched, {} throttled, {} server errors, {} auth failures",
+                 st.requests, st.launched, st.throttled, st.server_errors, st.auth_failures);
+  } else {
+    const sim::GcpEmulatorStats st = gcp->stats();
+    spdlog::info("cloud-emulator (gcp): {} requests, {} created, {} preempted, {} throttled, {} server errors, "
+                 "{} auth failures, {} tokens issued",
+                 st.requests, st.created, st.preempted, st.throttled, st.server_errors, st.auth_failures,
+                 st.tokens_issued);
+  }
   return 0;
 }
 
@@ -108,12 +150,16 @@ int RunCloudEmulator(const CloudEmulatorOptions& o) {
 void RegisterCloudEmulatorCommand(CLI::App& app, int* exit_code) {
   auto opts = std::make_shared<CloudEmulatorOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "cloud-emulator", "Serve an emulator of the EC2 / Auto Scaling / SQS APIs gpuscaler uses (docs/aws.md)");
+      "cloud-emulator",
+      "Serve an emulator of the cloud APIs gpuscaler uses: EC2 / Auto Scaling / SQS (docs/aws.md) or Compute Engine "
+      "(docs/gcp-emulator.md)");
   cmd->add_option("--listen", opts->listen, "HOST:PORT to listen on (PORT 0: any free port)")
       ->capture_default_str();
   cmd->add_option("--scenario", opts->scenario_file,
                   "YAML/JSON scenario: capacity limits, throttling, latency, interruptions, prices, groups");
   cmd->add_option("--port-file", opts->port_file, "Write the bound port to this file once listening");
+  cmd->add_option("--provider", opts->provider, "aws or gcp (default: the scenario's `provider`, else aws)")
+      ->check(CLI::IsMember({"aws", "gcp"}));
   cmd->callback([opts, exit_code] { *exit_code = RunCloudEmulator(*opts); });
 }
 

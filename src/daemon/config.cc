@@ -99,10 +99,10 @@ class ConfigReader {
                 {"provider", "region", "endpoint_url", "launch_template", "subnets", "interruption_queue_url",
                  "launch_template_version", "spot_allocation_strategy", "on_demand_allocation_strategy", "tags",
                  "max_attempts", "request_timeout",
-                 "simulated_launch_latency", "eks"});
+                 "simulated_launch_latency", "eks", "gcp"});
     CloudSettings& cloud = c_.cloud;
-    if (m.ReadString("provider", &cloud.provider) && cloud.provider != "aws" && cloud.provider != "simulated")
-      r_.ReportAt("cloud.provider", "must be 'aws' or 'simulated', got '" + cloud.provider + "'");
+    if (m.ReadString("provider", &cloud.provider) && !OneOf(cloud.provider, {"aws", "gcp", "simulated"}))
+      r_.ReportAt("cloud.provider", "must be 'aws', 'gcp' or 'simulated', got '" + cloud.provider + "'");
     if (m.ReadString("endpoint_url", &cloud.endpoint_url) && !cloud.endpoint_url.empty() &&
         !IsHttpUrl(cloud.endpoint_url))
       r_.ReportAt("cloud.endpoint_url", "must start with http:// or https://");
@@ -149,9 +149,95 @@ class ConfigReader {
         cloud.simulated_launch_latency < Seconds(0))
       r_.ReportAt("cloud.simulated_launch_latency", "must not be negative");
     if (const DocNode* e = m.Find("eks")) ReadEks(*e);
+    if (const DocNode* g = m.Find("gcp")) ReadGcp(*g);
+    if (cloud.provider == "gcp" && !cloud.gcp.configured())
+      r_.ReportAt("cloud", "provider 'gcp' needs cloud.gcp with at least region (docs/gcp.md)");
     if (cloud.provider == "aws" && cloud.launch_template.empty() && !cloud.eks.configured() && !c_.dry_run)
       r_.ReportAt("cloud", "provider 'aws' needs launch_template (the EC2 launch template new nodes boot from) "
                            "or eks (pools with a node_template get their own)");
+  }
+
+  // GCP zone "us-central1-a" of region "us-central1".
+  static bool IsZoneOf(const std::string& zone, const std::string& region) {
+    return zone.size() > region.size() + 1 && zone.rfind(region + "-", 0) == 0 &&
+           zone.find_first_not_of("abcdefghijklmnopqrstuvwxyz", region.size() + 1) == std::string::npos;
+  }
+  // "us-central1", "europe-west4", "northamerica-northeast2".
+  static bool IsGcpRegion(const std::string& region) {
+    const size_t dash = region.find('-');
+    if (dash == std::string::npos || dash == 0 || region.find('-', dash + 1) != std::string::npos) return false;
+    const size_t digits = region.find_first_of("0123456789");
+    return digits != std::string::npos && digits > dash + 1 &&
+           region.find_first_not_of("abcdefghijklmnopqrstuvwxyz-") == digits &&
+           region.find_first_not_of("0123456789", digits) == std::string::npos;
+  }
+  // RFC 1035 names (managed instance groups): [a-z]([-a-z0-9]{0,61}[a-z0-9])?
+  static bool IsGcpName(const std::string& name) {
+    if (name.empty() || name.size() > 63 || name[0] < 'a' || name[0] > 'z' || name.back() == '-') return false;
+    return name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") == std::string::npos;
+  }
+
+  void ReadGcp(const DocNode& n) {
+    MapReader m(r_, n, "cloud.gcp",
+                {"project", "region", "zones", "endpoint", "instance_template", "pools", "operation_timeout",
+                 "quota_recheck"});
+    if (!n.IsMapping()) return;
+    m.Require({"region"});
+    GcpSettings& g = c_.cloud.gcp;
+    if (m.ReadString("project", &g.project) &&
+        (g.project.size() < 6 || g.project.size() > 30 || !IsGcpName(g.project)))
+      r_.ReportAt("cloud.gcp.project", "'" + g.project + "' is not a project id (6-30 of a-z, 0-9, '-')");
+    if (m.ReadString("region", &g.region) && !IsGcpRegion(g.region))
+      r_.ReportAt("cloud.gcp.region", "'" + g.region + "' is not a region name like us-central1");
+    if (m.ReadStringList("zones", &g.zones)) {
+      for (size_t i = 0; i < g.zones.size(); ++i) {
+        if (!IsZoneOf(g.zones[i], g.region))
+          r_.ReportAt(IndexPath("cloud.gcp.zones", i), "'" + g.zones[i] + "' is not a zone of region " + g.region);
+      }
+    }
+    if (m.ReadString("endpoint", &g.endpoint) && !IsHttpUrl(g.endpoint))
+      r_.ReportAt("cloud.gcp.endpoint", "must start with http:// or https://");
+    m.ReadString("instance_template", &g.instance_template);
+    if (m.ReadDuration("operation_timeout", &g.operation_timeout) &&
+        (g.operation_timeout < Seconds(1) || g.operation_timeout > Seconds(600)))
+      r_.ReportAt("cloud.gcp.operation_timeout", "must be between 1s and 10m");
+    if (m.ReadDuration("quota_recheck", &g.quota_recheck) &&
+        (g.quota_recheck < Seconds(60) || g.quota_recheck > Seconds(24 * 3600)))
+      r_.ReportAt("cloud.gcp.quota_recheck", "must be between 1m and 24h");
+    const DocNode* pools = m.Find("pools");
+    if (pools == nullptr || pools->IsNull()) return;
+    if (!pools->IsMapping()) {
+      r_.Report(*pools, "cloud.gcp.pools", "must be a mapping from policy pool name to its groups, got " +
+                                               pools->Describe());
+      return;
+    }
+    for (const DocEntry& e : pools->entries) {
+      const std::string name = e.key.scalar;
+      const std::string path = "cloud.gcp.pools." + name;
+      MapReader p(r_, e.value, path, {"migs", "mig_pattern", "instance_template"});
+      if (!e.value.IsMapping()) continue;
+      GcpPoolSettings& pool = g.pools[name];
+      if (p.ReadStringMap("migs", &pool.migs)) {
+        for (const auto& [zone, mig] : pool.migs) {
+          if (!IsZoneOf(zone, g.region))
+            r_.ReportAt(path + ".migs." + zone, "'" + zone + "' is not a zone of region " + g.region);
+          if (!IsGcpName(mig))
+            r_.ReportAt(path + ".migs." + zone, "'" + mig + "' is not a managed instance group name");
+        }
+      }
+      if (p.ReadString("mig_pattern", &pool.mig_pattern)) {
+        if (pool.mig_pattern.find("{zone}") == std::string::npos)
+          r_.ReportAt(path + ".mig_pattern", "must contain {zone} (one group per zone)");
+        if (g.zones.empty())
+          r_.ReportAt(path + ".mig_pattern", "needs cloud.gcp.zones (the zones the pattern is expanded for)");
+      }
+      p.ReadString("instance_template", &pool.instance_template);
+      if (pool.migs.empty() && pool.mig_pattern.empty() && pool.instance_template.empty())
+        r_.ReportAt(path, "needs migs, mig_pattern or instance_template");
+      if ((!pool.migs.empty() || !pool.mig_pattern.empty()) && !pool.instance_template.empty())
+        r_.ReportAt(path + ".instance_template",
+                    "a pool with managed instance groups launches from their templates; remove it");
+    }
   }
 
   void ReadEks(const DocNode& n) {
@@ -284,7 +370,29 @@ class ConfigReader {
 }  // namespace
 
 Status CheckPoolsCanLaunch(const DaemonConfig& config, const Policy& policy) {
-  if (config.cloud.provider != "aws" || config.dry_run) return Status::Ok();
+  if (config.dry_run) return Status::Ok();
+  if (config.cloud.provider == "gcp") {
+    const GcpSettings& g = config.cloud.gcp;
+    std::string problems;
+    for (size_t i = 0; i < policy.pools.size(); ++i) {
+      const NodePoolPolicy& pool = policy.pools[i];
+      const std::string where = policy.source_file + ": pools[" + std::to_string(i) + "] '" + pool.name + "': ";
+      if (pool.actuation != "fleet") {
+        problems += "\n" + where + "actuation '" + pool.actuation + "' is AWS's; on GCP name the pool's groups in " +
+                    config.source_file + " cloud.gcp.pools";
+      } else if (g.pools.count(pool.name) == 0 && g.instance_template.empty()) {
+        problems += "\n" + where + "has no entry in " + config.source_file +
+                    " cloud.gcp.pools and there is no cloud.gcp.instance_template";
+      }
+    }
+    for (const auto& [name, settings] : g.pools) {
+      if (policy.FindPool(name) == nullptr)
+        problems += "\n" + config.source_file + ": cloud.gcp.pools." + name + ": no policy pool of that name";
+    }
+    if (problems.empty()) return Status::Ok();
+    return Error::Config("pools that cannot launch:" + problems);
+  }
+  if (config.cloud.provider != "aws") return Status::Ok();
   std::string problems;
   for (size_t i = 0; i < policy.pools.size(); ++i) {
     const NodePoolPolicy& pool = policy.pools[i];

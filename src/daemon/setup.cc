@@ -12,6 +12,7 @@
 #include "daemon_parts.h"
 #include "kube_setup.h"
 #include "gpuscaler/cloud/aws_setup.h"
+#include "gpuscaler/cloud/gcp_setup.h"
 #include "gpuscaler/controller/failpoint.h"
 #include "gpuscaler/model/text_file.h"
 #include "gpuscaler/report/retention.h"
@@ -79,6 +80,37 @@ Result<std::shared_ptr<AwsCloud>> MakeAwsCloud(const DaemonConfig& config, const
   if (!stack) return stack.error().WithContext(config.source_file + ": cloud");
   aws->stack = std::move(stack).value();
   return aws;
+}
+
+// The GCP provider and everything it uses, kept alive by the setup.
+struct GcpCloud {
+  SystemClock clock;
+  cloud::GcpStack stack;
+};
+
+Result<std::shared_ptr<GcpCloud>> MakeGcpCloud(const DaemonConfig& config) {
+  const CloudSettings& c = config.cloud;
+  const GcpSettings& g = c.gcp;
+  cloud::GcpSetupOptions o;
+  o.endpoint = g.endpoint;
+  o.http_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(c.request_timeout);
+  o.retry.max_attempts = c.max_attempts;
+  o.seed = std::random_device{}();
+  o.provider.cluster_name = config.cluster_name;
+  o.provider.project = g.project;
+  o.provider.region = g.region;
+  o.provider.zones = g.zones;
+  o.provider.instance_template = g.instance_template;
+  o.provider.operation_timeout = g.operation_timeout;
+  o.provider.quota_recheck = g.quota_recheck;
+  for (const auto& [name, pool] : g.pools) {
+    o.provider.pools[name] = {pool.migs, pool.mig_pattern, pool.instance_template};
+  }
+  auto gcp = std::make_shared<GcpCloud>();
+  Result<cloud::GcpStack> stack = cloud::MakeGcpStack(o, cloud::ProcessEnvironment(), gcp->clock);
+  if (!stack) return stack.error().WithContext(config.source_file + ": cloud.gcp");
+  gcp->stack = std::move(stack).value();
+  return gcp;
 }
 
 // Opens the audit store, kept alive by the setup, and names it for the API.
@@ -207,10 +239,11 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options, const Simulate
   }
   d.keep_alive.push_back(catalog);
 
-  // An AWS installation buys in its cloud region only: a policy pool
+  // An AWS or GCP installation buys in its cloud region only: a policy pool
   // elsewhere is a configuration error now, not a failure at every launch.
   std::vector<std::string> served_regions;
   if (config.cloud.provider == "aws") served_regions = {config.cloud.region};
+  if (config.cloud.provider == "gcp") served_regions = {config.cloud.gcp.region};
   auto watcher = std::make_unique<PolicyWatcher>(config.policy_file, *catalog, served_regions);
   if (Result<Policy> p = watcher->LoadInitial(); !p) return p.error();
   else if (Status s = CheckPoolsCanLaunch(config, *p); !s.ok()) return s.error();
@@ -250,6 +283,16 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options, const Simulate
     sim.launch_latency = config.cloud.simulated_launch_latency;
     sim.time = scaled.get();
     if (Status s = wiring.cloud(sim, *catalog, &parts, &d.keep_alive); !s.ok()) return s.error();
+  } else if (config.cloud.provider == "gcp") {
+    Result<std::shared_ptr<GcpCloud>> gcp = MakeGcpCloud(config);
+    if (!gcp) return gcp.error();
+    d.keep_alive.push_back(*gcp);
+    parts.clock = &(*gcp)->clock;
+    parts.cloud = (*gcp)->stack.provider.get();
+    spdlog::info("cloud: GCP project {} region {} at {} (credentials: {})", (*gcp)->stack.project,
+                 config.cloud.gcp.region,
+                 config.cloud.gcp.endpoint.empty() ? cloud::kComputeEndpoint : config.cloud.gcp.endpoint,
+                 (*gcp)->stack.tokens->Name());
   } else {
     Result<std::shared_ptr<AwsCloud>> aws = MakeAwsCloud(config, *catalog);
     if (!aws) return aws.error();

@@ -125,8 +125,29 @@ struct CloudInstance {
   }
 };
 
+// An emulated cloud as the tests read it: every instance it knows, as a
+// CloudInstance (EmulatorProcess for AWS, GcpEmulatorProcess in
+// gcp_daemon_harness.h), so the checks below and the crash campaign
+// (crash_campaign.h) run against either.
+class EmulatedCloud {
+ public:
+  virtual ~EmulatedCloud() = default;
+  // Every instance the emulator knows (ended ones included), or nullopt
+  // when it cannot be read (the reason in `error`).
+  virtual std::optional<std::vector<CloudInstance>> Instances(std::string* error = nullptr) = 0;
+  virtual std::string log() const = 0;
+  // Live (pending or running) instances with our owner tag; -1 when unreadable.
+  int LiveCount() {
+    auto all = Instances();
+    if (!all) return -1;
+    int n = 0;
+    for (const CloudInstance& i : *all) n += i.live() && i.ours() ? 1 : 0;
+    return n;
+  }
+};
+
 // `gpuscaler cloud-emulator` on a free port, with a scenario file.
-class EmulatorProcess {
+class EmulatorProcess : public EmulatedCloud {
  public:
   EmulatorProcess(const std::filesystem::path& dir, const std::string& scenario_yaml) : dir_(dir) {
     std::ofstream(dir / "scenario.yaml") << scenario_yaml;
@@ -157,11 +178,9 @@ class EmulatorProcess {
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   // A signed client for the emulator (test credentials, region us-east-1).
   cloud::AwsClient& client() { return *client_; }
-  std::string log() const { return ReadAll(dir_ / "emulator.err"); }
+  std::string log() const override { return ReadAll(dir_ / "emulator.err"); }
 
-  // Every instance the emulator knows (terminated ones included), or nullopt
-  // when it cannot be read (the reason in `error`).
-  std::optional<std::vector<CloudInstance>> Instances(std::string* error = nullptr) {
+  std::optional<std::vector<CloudInstance>> Instances(std::string* error = nullptr) override {
     std::vector<CloudInstance> out;
     cloud::DescribeInstancesRequest req;
     req.max_results = 1000;
@@ -183,14 +202,6 @@ class EmulatorProcess {
       req.next_token = parsed->next_token;
     }
     return out;
-  }
-  // Live (pending or running) instances with our owner tag; -1 when unreadable.
-  int LiveCount() {
-    auto all = Instances();
-    if (!all) return -1;
-    int n = 0;
-    for (const CloudInstance& i : *all) n += i.live() && i.ours() ? 1 : 0;
-    return n;
   }
   // GET /_emulator/requests: every API request the emulator answered.
   nlohmann::json Requests() {

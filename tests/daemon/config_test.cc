@@ -55,7 +55,7 @@ kind: DaemonConfig
 cluster_name: test
 policy: p.yaml
 listen: localhost
-cloud: {provider: gcp}
+cloud: {provider: azure}
 signals:
   prometheus: {url: "prom:9090"}
   timout: 3s
@@ -67,7 +67,7 @@ signals:
   EXPECT_NE(m.find("d.yaml:5:"), std::string::npos) << m;
   EXPECT_NE(m.find("listen"), std::string::npos) << m;
   EXPECT_NE(m.find("d.yaml:6:"), std::string::npos) << m;
-  EXPECT_NE(m.find("'aws' or 'simulated'"), std::string::npos) << m;
+  EXPECT_NE(m.find("'aws', 'gcp' or 'simulated'"), std::string::npos) << m;
   EXPECT_NE(m.find("d.yaml:8:"), std::string::npos) << m;
   EXPECT_NE(m.find("d.yaml:9:"), std::string::npos) << m;
   EXPECT_NE(m.find("did you mean 'timeout'"), std::string::npos) << m;
@@ -214,6 +214,123 @@ TEST(DaemonConfig, EveryFleetPoolNeedsWhatItLaunchesFrom) {
   c.cloud.provider = "simulated";
   c.cloud.eks = {};
   EXPECT_TRUE(CheckPoolsCanLaunch(c, policy.policy).ok());
+}
+
+TEST(DaemonConfig, ReadsGcpSettings) {
+  const std::string text = R"(apiVersion: gpuscaler/v1
+kind: DaemonConfig
+cluster_name: ml-prod
+policy: p.yaml
+cloud:
+  provider: gcp
+  request_timeout: 30s
+  gcp:
+    project: ml-project-123
+    region: us-central1
+    zones: [us-central1-a, us-central1-b]
+    endpoint: http://127.0.0.1:8085/compute/v1/
+    instance_template: global/instanceTemplates/gpu-node
+    operation_timeout: 90s
+    quota_recheck: 30m
+    pools:
+      a100-spot:
+        migs: {us-central1-a: gke-ml-a100-spot-a, us-central1-b: gke-ml-a100-spot-b}
+      l4:
+        mig_pattern: "gke-ml-{pool}-{zone}"
+      h100:
+        instance_template: global/instanceTemplates/h100-node
+)";
+  Result<DaemonConfig> c = ParseDaemonConfig(text, "d.yaml");
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  const GcpSettings& g = c->cloud.gcp;
+  EXPECT_EQ(c->cloud.provider, "gcp");
+  EXPECT_EQ(g.project, "ml-project-123");
+  EXPECT_EQ(g.region, "us-central1");
+  EXPECT_EQ(g.zones, (std::vector<std::string>{"us-central1-a", "us-central1-b"}));
+  EXPECT_EQ(g.endpoint, "http://127.0.0.1:8085/compute/v1/");
+  EXPECT_EQ(g.instance_template, "global/instanceTemplates/gpu-node");
+  EXPECT_EQ(g.operation_timeout, Seconds(90));
+  EXPECT_EQ(g.quota_recheck, Seconds(1800));
+  ASSERT_EQ(g.pools.size(), 3u);
+  EXPECT_EQ(g.pools.at("a100-spot").migs.at("us-central1-b"), "gke-ml-a100-spot-b");
+  EXPECT_EQ(g.pools.at("l4").mig_pattern, "gke-ml-{pool}-{zone}");
+  EXPECT_EQ(g.pools.at("h100").instance_template, "global/instanceTemplates/h100-node");
+}
+
+TEST(DaemonConfig, RejectsBadGcpSettingsEachAtItsLine) {
+  const std::string text = R"(apiVersion: gpuscaler/v1
+kind: DaemonConfig
+cluster_name: test
+policy: p.yaml
+cloud:
+  provider: gcp
+  gcp:
+    project: X
+    region: us-central1
+    zones: [us-east1-b]
+    endpoint: compute.local
+    operation_timeout: 0s
+    pools:
+      a100:
+        migs: {us-central1-a: Bad_Name}
+      l4:
+        mig_pattern: "gke-{pool}"
+      bare: {}
+      both:
+        migs: {us-central1-a: ok-group}
+        instance_template: t
+)";
+  Result<DaemonConfig> c = ParseDaemonConfig(text, "d.yaml");
+  ASSERT_FALSE(c.ok());
+  const std::string& m = c.error().message();
+  EXPECT_NE(m.find("d.yaml:8:"), std::string::npos) << m;
+  EXPECT_NE(m.find("'X' is not a project id"), std::string::npos) << m;
+  EXPECT_NE(m.find("'us-east1-b' is not a zone of region us-central1"), std::string::npos) << m;
+  EXPECT_NE(m.find("d.yaml:11:"), std::string::npos) << m;
+  EXPECT_NE(m.find("cloud.gcp.endpoint"), std::string::npos) << m;
+  EXPECT_NE(m.find("cloud.gcp.operation_timeout"), std::string::npos) << m;
+  EXPECT_NE(m.find("'Bad_Name' is not a managed instance group name"), std::string::npos) << m;
+  EXPECT_NE(m.find("must contain {zone}"), std::string::npos) << m;
+  EXPECT_NE(m.find("cloud.gcp.pools.bare: needs migs, mig_pattern or instance_template"), std::string::npos) << m;
+  EXPECT_NE(m.find("launches from their templates"), std::string::npos) << m;
+
+  Result<DaemonConfig> no_region = ParseDaemonConfig(
+      "apiVersion: gpuscaler/v1\nkind: DaemonConfig\ncluster_name: t\npolicy: p.yaml\ncloud: {provider: gcp}\n",
+      "d.yaml");
+  ASSERT_FALSE(no_region.ok());
+  EXPECT_NE(no_region.error().message().find("provider 'gcp' needs cloud.gcp with at least region"),
+            std::string::npos)
+      << no_region.error().message();
+}
+
+TEST(DaemonConfig, EveryGcpPoolNeedsGroupsOrATemplate) {
+  const PolicyLoadResult policy = ParsePolicy(
+      "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+      "  - name: a100\n"
+      "  - name: l4\n"
+      "  - {name: group, actuation: asg, auto_scaling_group: g}\n",
+      "p.yaml");
+  ASSERT_TRUE(policy.ok()) << policy.status().error().message();
+  DaemonConfig c;
+  c.source_file = "d.yaml";
+  c.cloud.provider = "gcp";
+  c.cloud.gcp.region = "us-central1";
+  c.cloud.gcp.pools["a100"].migs = {{"us-central1-a", "gke-a100-a"}};
+  c.cloud.gcp.pools["gone"].instance_template = "t";
+  Status s = CheckPoolsCanLaunch(c, policy.policy);
+  ASSERT_FALSE(s.ok());
+  const std::string& m = s.error().message();
+  EXPECT_EQ(m.find("'a100'"), std::string::npos) << m;
+  EXPECT_NE(m.find("pools[1] 'l4': has no entry in d.yaml cloud.gcp.pools and there is no cloud.gcp.instance_template"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("pools[2] 'group': actuation 'asg' is AWS's"), std::string::npos) << m;
+  EXPECT_NE(m.find("cloud.gcp.pools.gone: no policy pool of that name"), std::string::npos) << m;
+  c.cloud.gcp.instance_template = "global/instanceTemplates/gpu";
+  c.cloud.gcp.pools.erase("gone");
+  Status only_asg = CheckPoolsCanLaunch(c, policy.policy);
+  ASSERT_FALSE(only_asg.ok());
+  EXPECT_EQ(only_asg.error().message().find("'l4'"), std::string::npos);
 }
 
 TEST(DaemonConfig, RejectsBadEksSettingsEachAtItsLine) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gpuscaler/daemon/config.h"
+#include "gpuscaler/policy/loader.h"
 #include "kube/tools.h"
 
 namespace gpuscaler::kube_test {
@@ -24,6 +25,7 @@ namespace fs = std::filesystem;
 const fs::path kRoot = "config/kubernetes";
 const fs::path kBase = "config/kubernetes/base";
 const fs::path kOverlay = "config/kubernetes/overlays/eks-example";
+const fs::path kGkeOverlay = "config/kubernetes/overlays/gke";
 
 // One (apiGroup, resource, verb, resourceName) grant; resourceName "" = any.
 using Grant = std::tuple<std::string, std::string, std::string, std::string>;
@@ -378,6 +380,60 @@ TEST(ManifestCopies, OverlayFilesEqualTheirOriginals) {
   EXPECT_EQ(ReadFile(src / kOverlay / "gpuscaler.yaml"), ReadFile(src / "config/gpuscaler.yaml"));
   EXPECT_EQ(ReadFile(src / kOverlay / "policy.yaml"), ReadFile(src / "policies/training.yaml"));
   EXPECT_EQ(ReadFile(src / kBase / "policy.yaml"), ReadFile(src / "policies/training.yaml"));
+  EXPECT_EQ(ReadFile(src / kGkeOverlay / "gpuscaler.yaml"), ReadFile(src / "config/gpuscaler-gcp.yaml"));
+  EXPECT_EQ(ReadFile(src / kGkeOverlay / "policy.yaml"), ReadFile(src / "policies/training-gke.yaml"));
+}
+
+// The GKE overlay as an operator applies it: the base's objects, the
+// service account bound to a Google service account (Workload Identity),
+// egress to the GKE metadata server, and a daemon configuration with
+// provider gcp whose pools all launch and whose policy is valid for the GCP
+// catalog.
+TEST_F(Manifests, GkeOverlayRendersWorkloadIdentityAndAGcpConfiguration) {
+  const std::vector<YAML::Node> gke = Kustomize(kubectl_, SourceDir() / kGkeOverlay);
+  ASSERT_FALSE(gke.empty());
+  const YAML::Node sa = FindObject(gke, "ServiceAccount", "gpuscaler");
+  ASSERT_TRUE(sa);
+  EXPECT_EQ(Str(sa["metadata"]["annotations"]["iam.gke.io/gcp-service-account"]),
+            "gpuscaler@my-gcp-project.iam.gserviceaccount.com");
+  EXPECT_FALSE(sa["metadata"]["annotations"]["eks.amazonaws.com/role-arn"]);
+  EXPECT_TRUE(FindObject(gke, "Deployment", "gpuscaler"));
+  EXPECT_NE(Str(Deployment(gke)["spec"]["template"]["spec"]["containers"][0]["image"]).find("docker.pkg.dev"),
+            std::string::npos);
+  for (const YAML::Node& o : gke) EXPECT_NE(Str(o["kind"]), "Secret");
+
+  // Egress: the base's rules plus the metadata server.
+  const YAML::Node md = FindObject(gke, "NetworkPolicy", "gpuscaler-gke-metadata");
+  ASSERT_TRUE(md);
+  std::set<std::pair<std::string, int>> allowed;
+  for (const YAML::Node& rule : md["spec"]["egress"]) {
+    for (const YAML::Node& to : rule["to"])
+      for (const YAML::Node& p : rule["ports"]) allowed.insert({Str(to["ipBlock"]["cidr"]), p["port"].as<int>()});
+  }
+  EXPECT_EQ(allowed.count({"169.254.169.254/32", 80}), 1u);
+  EXPECT_EQ(allowed.count({"169.254.169.252/32", 988}), 1u);
+  for (const auto& kv : md["spec"]["podSelector"]["matchLabels"])
+    EXPECT_EQ(Str(Deployment(gke)["spec"]["template"]["metadata"]["labels"][kv.first.as<std::string>()]),
+              kv.second.as<std::string>());
+
+  const daemon::DaemonConfig config = RenderedDaemonConfig(gke);
+  EXPECT_EQ(config.cloud.provider, "gcp");
+  EXPECT_EQ(config.cloud.gcp.region, "us-central1");
+  EXPECT_EQ(config.catalog_file, "/usr/share/gpuscaler/catalogs/gcp.yaml");
+  const YAML::Node policy_map = FindObject(gke, "ConfigMap", "gpuscaler-policy");
+  ASSERT_TRUE(policy_map);
+  TempDir dir;
+  WriteFile(dir.path() / "policy.yaml", Str(policy_map["data"]["policy.yaml"]));
+  const CommandResult check =
+      RunCommand({GPUSCALER_BINARY, "policy", "check", (dir.path() / "policy.yaml").string(), "--catalog",
+                  (SourceDir() / "config/catalogs/gcp.yaml").string()});
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  const PolicyLoadResult policy = LoadPolicyFile((dir.path() / "policy.yaml").string());
+  ASSERT_TRUE(policy.ok()) << policy.status().error().message();
+  daemon::DaemonConfig named = config;
+  named.source_file = "gpuscaler.yaml";
+  const Status launchable = daemon::CheckPoolsCanLaunch(named, policy.policy);
+  EXPECT_TRUE(launchable.ok()) << (launchable.ok() ? "" : launchable.error().message());
 }
 
 TEST(DaemonConfigExample, LoadsWithTheDaemonsLoader) {

@@ -66,9 +66,34 @@ struct EksSettings {
   bool configured() const { return !api_server_endpoint.empty(); }
 };
 
+// provider "gcp": one policy pool's managed instance groups (or template).
+struct GcpPoolSettings {
+  std::map<std::string, std::string> migs;  // zone -> managed instance group
+  std::string mig_pattern;                  // "{pool}" / "{zone}" placeholders
+  std::string instance_template;            // bare pools (bulkInsert)
+};
+
+// provider "gcp" (docs/gcp.md).
+struct GcpSettings {
+  std::string project;  // empty: the service-account key's project_id
+  std::string region;   // required
+  std::vector<std::string> zones;
+  // The Compute Engine v1 base URL (an emulator's); empty: Google's.
+  std::string endpoint;
+  // Pools not named in `pools` create bare instances from this template.
+  std::string instance_template;
+  std::map<std::string, GcpPoolSettings> pools;
+  Seconds operation_timeout{60};
+  // How long a QUOTA_EXCEEDED blocks its offerings at most when the quota
+  // cannot be read back (regions.get).
+  Seconds quota_recheck{900};
+  bool configured() const { return !region.empty(); }
+};
+
 struct CloudSettings {
-  // "aws": EC2 Fleet / Auto Scaling; "simulated": the simulator's cloud on
-  // the wall clock (try the daemon with real signals and no cloud account).
+  // "aws": EC2 Fleet / Auto Scaling; "gcp": Compute Engine managed instance
+  // groups / instances; "simulated": the simulator's cloud on the wall clock
+  // (try the daemon with real signals and no cloud account).
   std::string provider = "simulated";
   std::string region = "us-east-1";
   std::string endpoint_url;  // override (an emulator); empty: the real endpoint
@@ -92,6 +117,7 @@ struct CloudSettings {
   // provider "simulated": median launch-to-Ready time of every node (0: the
   // catalog's typical latency per family, minutes).
   Seconds simulated_launch_latency{0};
+  GcpSettings gcp;
 };
 
 struct LeaderElectionSettings {

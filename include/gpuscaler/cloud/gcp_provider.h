@@ -1,0 +1,227 @@
+// GcpProvider: the CloudProvider on Google Cloud (Compute Engine v1 REST:
+// managed instance groups, instances.bulkInsert, instances.aggregatedList,
+// zoneOperations).
+//
+// Ownership: an installation is named by `cluster_name`. Instances carry the
+// label gpuscaler-cluster=<ClusterLabel> and gpuscaler-pool=<LabelValue(pool)>;
+// the provider lists (and so deletes) only instances whose cluster label is
+// its own. GCP label values are at most 63 characters of [a-z0-9_-], so names
+// map to labels by LabelValue (below). Instances gpuscaler creates itself
+// also carry the label gpuscaler-intent (the hash in their names) and the
+// metadata items gpuscaler-cluster, gpuscaler-pool and gpuscaler-intent (the
+// names and the idempotency token verbatim), from which ListInstances fills
+// Instance::tags (kClusterTag, kOwnerTag, kIntentTag). A managed instance
+// group's instances take their labels from the group's instance template
+// (on GKE: the node pool's --labels): it must set both labels, or its
+// instances are never listed.
+//
+// Instance ids are instance names (unique in the project: they embed a hash
+// of the launch's idempotency token), as the last segment of a GKE node's
+// providerID gce://<project>/<zone>/<name>.
+//
+//  - Launch: pools with managed instance groups (GcpPoolTarget::migs or
+//    mig_pattern: one group per zone, as GKE node pools have) grow through
+//    instanceGroupManagers.createInstances with named instances; other
+//    pools through instances.bulkInsert (named instances, minCount 1) from
+//    the pool's instance template, with the machine type of the offering,
+//    scheduling.provisioningModel SPOT (instanceTerminationAction DELETE)
+//    or STANDARD, onHostMaintenance TERMINATE, and the labels and metadata
+//    above. A managed group's template decides its machine type and
+//    provisioning model: the policy must give such a pool only offerings
+//    that match it. The request's `count` names slots 0..count-1, slot i
+//    being the instance InstanceName(cluster, token, i). First the instances
+//    of earlier calls with the same token are found (the pool's groups'
+//    listManagedInstances, or aggregatedList on the intent label) and
+//    returned as launched; then the missing slots are created offering by
+//    offering, in order, each call with a requestId derived from the token,
+//    the offering and the names (RequestId), so neither a retry nor a
+//    restarted process creates anything twice. Each operation is waited for
+//    (zoneOperations.wait, then get, at most `operation_timeout`); a managed
+//    group's new instances are then followed in listManagedInstances (every
+//    `poll_interval`, up to `operation_timeout`): an instance with
+//    lastAttempt.errors is taken out of the group again (deleteInstances: the
+//    group would retry it forever) and its errors become the offering's
+//    OfferingError; one still being created at the deadline is returned as
+//    pending. Errors map by ClassifyGcpError: ZONE_RESOURCE_POOL_EXHAUSTED*
+//    -> kCapacity for that offering (the controller falls back to the next).
+//    QUOTA_EXCEEDED -> kCapacity too, and the quota blocks every offering of
+//    its region, capacity type and machine family (a2-highgpu, g2-standard):
+//    later launches skip them without a create call (kCapacity "blocked")
+//    until the region's quota for the metric changes (regions.get: another
+//    limit, or less usage than when it was blocked) or `quota_recheck`
+//    passes. A call that fails with another category before anything was
+//    launched fails the Launch (kAuth, kConfig, kThrottled, kTransient).
+//  - Terminate: the instances are looked up among this cluster's
+//    (aggregatedList); unknown ids (gone, or another installation's) are
+//    skipped, as are instances already stopping. A managed group's
+//    instances (metadata created-by, else the pool's group in that zone)
+//    leave through deleteInstances (which lowers the group's target size, so
+//    the group does not replace them); others through instances.delete.
+//    Instances this process launched into a group that are not created yet
+//    are deleted from their group too (the creation is cancelled).
+//  - ListInstances: aggregatedList filtered on labels.gpuscaler-cluster,
+//    every page; instances without a pool label are not gpuscaler's. Sorted
+//    by name.
+//  - PollInterruptions: zoneOperations.list with operationType
+//    compute.instances.preempted in `zones` and the zones of this cluster's
+//    instances; each operation once, for instances of this cluster, as a
+//    notice with deadline = insertTime + `interruption_notice` (30 s on GCP).
+//  - SpotPrices: none. Spot prices on GCP come from the catalog (and, in the
+//    simulator, from price files): Compute Engine has no spot price history
+//    API.
+// Throttles and 5xx are retried by the GcpClient. Not thread-safe.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gpuscaler/cloud/gcp_client.h"
+#include "gpuscaler/cloud/provider.h"
+
+namespace gpuscaler::cloud {
+
+inline constexpr const char* kGcpClusterLabel = "gpuscaler-cluster";
+inline constexpr const char* kGcpPoolLabel = "gpuscaler-pool";
+inline constexpr const char* kGcpIntentLabel = "gpuscaler-intent";
+
+// How one policy pool buys its nodes.
+struct GcpPoolTarget {
+  // Zone -> managed instance group (zonal) in that zone.
+  std::map<std::string, std::string> migs;
+  // Or a name pattern for every zone: "{pool}" is LabelValue(pool), "{zone}"
+  // the zone ("gke-ml-{pool}-{zone}"). `migs` wins for the zones it names.
+  std::string mig_pattern;
+  // Pools without groups: the instance template bulkInsert starts from
+  // ("global/instanceTemplates/gpu-node" or a full URL); empty: the
+  // provider's default.
+  std::string instance_template;
+
+  bool uses_migs() const { return !migs.empty() || !mig_pattern.empty(); }
+};
+
+struct GcpProviderOptions {
+  // This installation's name (required non-empty; see the header comment).
+  std::string cluster_name;
+  std::string project;
+  std::string region;
+  // Zones watched for preemptions (besides those of listed instances) and
+  // where mig_pattern pools have groups.
+  std::vector<std::string> zones;
+  // By policy pool name; pools not named here are bare pools with
+  // `instance_template`.
+  std::map<std::string, GcpPoolTarget> pools;
+  std::string instance_template;
+  std::chrono::seconds operation_timeout{60};
+  std::chrono::milliseconds poll_interval{2000};
+  std::chrono::seconds interruption_notice{30};
+  std::chrono::seconds quota_recheck{900};
+};
+
+class GcpProvider final : public CloudProvider {
+ public:
+  GcpProvider(GcpProviderOptions options, GcpClient& client);
+
+  Result<LaunchResult> Launch(const LaunchRequest& request) override;
+  Status Terminate(const std::vector<std::string>& instance_ids) override;
+  Result<std::vector<Instance>> ListInstances() override;
+  Result<std::vector<InterruptionNotice>> PollInterruptions() override;
+  Result<std::vector<SpotPrice>> SpotPrices(WallTime since) override;
+
+  // A name as a GCP label value: lowercased, every character outside
+  // [a-z0-9_-] replaced by '-'. When that changed nothing and the result has
+  // at most 63 characters it is the label; otherwise its first 54 characters,
+  // '-', and the first 8 hex digits of the SHA-256 of the original name, so
+  // two names never share a label (short of a 32-bit hash collision).
+  // Deterministic.
+  static std::string LabelValue(std::string_view name);
+  // The name of slot `slot` of the launch with `token`: "gs-<cluster>-<hash>-<slot>",
+  // <cluster> the cluster's label with '_' as '-' (at most 20 characters),
+  // <hash> IntentHash(token). RFC 1035, at most 63 characters.
+  static std::string InstanceName(std::string_view cluster_name, std::string_view token, int slot);
+  // The first 12 hex digits of the SHA-256 of the token (the intent label).
+  static std::string IntentHash(std::string_view token);
+  // A version-5-style UUID from the SHA-256 of `seed` (Compute Engine's
+  // requestId must be a UUID).
+  static std::string RequestId(std::string_view seed);
+  // "a2-highgpu-1g" -> "a2-highgpu": what a GPU quota is per.
+  static std::string MachineFamily(std::string_view machine_type);
+
+  int quota_blocked_offerings() const { return quota_skips_; }
+
+ private:
+  struct Created {
+    std::vector<Instance> instances;
+    std::vector<Error> errors;
+    std::vector<GcpErrorItem> quota_errors;
+  };
+  // What this process knows of an instance it launched.
+  struct Launched {
+    std::string zone;
+    std::string mig;  // empty: bare
+    Offering offering;
+    std::string pool;
+    std::string token;  // the launch's idempotency token
+  };
+  struct Owned {
+    std::string zone;
+    std::string pool;
+    std::string status;
+    std::string created_by_mig;
+  };
+  struct QuotaBlock {
+    std::string region;
+    std::string metric;
+    double limit = -1;
+    double usage = -1;
+    SteadyTime since{};
+    std::string first_error;
+  };
+
+  GcpPoolTarget TargetFor(const std::string& pool) const;
+  std::string MigFor(const GcpPoolTarget& target, const std::string& pool, const std::string& zone) const;
+  std::vector<std::string> MigZones(const GcpPoolTarget& target) const;
+  std::string ZonePath(const std::string& zone) const;
+
+  Result<std::vector<Instance>> ExistingInMigs(const LaunchRequest& request, const GcpPoolTarget& target);
+  Result<std::vector<Instance>> ExistingBare(const LaunchRequest& request);
+  Result<Created> CreateInMig(const LaunchRequest& request, const GcpPoolTarget& target,
+                              const Offering& offering, const std::vector<int>& slots);
+  Result<Created> CreateBare(const LaunchRequest& request, const GcpPoolTarget& target,
+                             const Offering& offering, const std::vector<int>& slots);
+  Status DeleteFromMig(const std::string& zone, const std::string& mig,
+                       const std::vector<std::string>& names);
+
+  // Waits for the operation (zoneOperations.wait, then get) up to
+  // operation_timeout; the operation as last seen (possibly not DONE).
+  Result<GcpOperation> Wait(const nlohmann::json& operation);
+  Result<nlohmann::json> ListManaged(const std::string& zone, const std::string& mig);
+  // aggregatedList with `filter`, every page, as raw instance resources.
+  Result<std::vector<nlohmann::json>> AggregatedInstances(const std::string& filter);
+  Instance ToInstance(const nlohmann::json& resource) const;
+  std::string PoolFromLabel(const std::string& label) const;
+
+  std::string QuotaKey(const Offering& offering) const;
+  // kCapacity when the offering's quota is blocked and has not changed.
+  std::optional<Error> QuotaBlocked(const Offering& offering);
+  void BlockQuota(const Offering& offering, const GcpErrorItem& error);
+  // The region's {limit, usage} of `metric`, or nullopt.
+  std::optional<std::pair<double, double>> RegionQuota(const std::string& region, const std::string& metric);
+
+  GcpProviderOptions options_;
+  GcpClient& client_;
+  std::string cluster_label_;
+  std::map<std::string, Launched> launched_;
+  std::map<std::string, QuotaBlock> quota_blocks_;
+  int quota_skips_ = 0;
+  // Names of this cluster's instances at the last listing, with their zones.
+  std::map<std::string, std::string> known_;
+  // Preemption operations already reported, by name, with when they were seen.
+  std::map<std::string, SteadyTime> seen_operations_;
+  std::optional<WallTime> first_poll_;
+};
+
+}  // namespace gpuscaler::cloud

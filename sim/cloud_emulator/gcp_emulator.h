@@ -1,0 +1,311 @@
+// GcpEmulator: a pure request handler speaking the subset of the Compute
+// Engine v1 REST API, Google's OAuth 2.0 token endpoint and the GCE metadata
+// server that a GKE/MIG autoscaler uses, with Google's wire shapes (resource
+// kinds, selfLinks, Operation resources, `{"error":{"code","message",
+// "errors":[…]}}` bodies), so that both our GcpProvider and Google's own
+// client libraries can drive it. docs/gcp-emulator.md describes it.
+//
+//  - Auth: POST /token takes the JWT-bearer grant (an RS256 JWT signed with a
+//    service-account key the scenario names: signature, issuer, audience,
+//    iat/exp checked) and answers a Bearer access token; GET
+//    /computeMetadata/v1/instance/service-accounts/default/token (header
+//    `Metadata-Flavor: Google`) hands out one for the scenario's default
+//    account. Every /compute/v1 call needs a live token (401 otherwise).
+//  - Instances: instances.get / delete / bulkInsert, aggregated/instances
+//    (filter on name, status, labels.KEY, scheduling fields; maxResults and
+//    pageToken).
+//  - Managed instance groups (from the scenario): get, createInstances
+//    (named), deleteInstances, resize, listManagedInstances (currentAction,
+//    instanceStatus, lastAttempt.errors). A member that finds no capacity or
+//    quota stays CREATING and is retried every `mig_retry_interval`.
+//  - Regions: regions.get with `quotas[]` {metric, limit, usage} for the
+//    scenario's quotas.
+//  - Zone operations: get, wait, list (filter, e.g. operationType). An
+//    operation is RUNNING for `operation_latency`, then DONE, with its
+//    `error.errors[]` (ZONE_RESOURCE_POOL_EXHAUSTED[_WITH_DETAILS],
+//    QUOTA_EXCEEDED) when it failed. `requestId` makes a mutating call
+//    idempotent: the same id answers the same operation and changes nothing.
+//  - Scenario: capacity limits per (machine type, zone[, provisioning model]),
+//    per-region GPU quotas (Google's metric names, NVIDIA_L4_GPUS, …;
+//    PREEMPTIBLE_… for Spot VMs), rate limiting (429 rateLimitExceeded),
+//    503s, latencies, scheduled Spot preemptions (the instance stops, then is
+//    deleted or TERMINATED per its instanceTerminationAction, and a
+//    `compute.instances.preempted` operation appears in its zone).
+//
+// Time comes only from the Clock. Thread-safe: Handle() serialises on a
+// mutex.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpuscaler/model/clock.h"
+#include "gpuscaler/status.h"
+#include "sim/cloud_emulator/emulator.h"
+
+namespace gpuscaler::sim {
+
+// A limit on live instances of a machine type in a zone (empty fields match
+// anything); creations beyond it fail with `error_code`.
+struct GcpCapacityLimit {
+  std::string machine_type;
+  std::string zone;
+  std::string provisioning_model;  // "", "STANDARD" or "SPOT"
+  int limit = 0;
+  std::string error_code = "ZONE_RESOURCE_POOL_EXHAUSTED";  // or …_WITH_DETAILS
+  std::optional<Seconds> from;   // active from start + from (default: always)
+  std::optional<Seconds> until;  // until start + until
+};
+
+// A regional quota on GPUs, by Google's metric name ("NVIDIA_L4_GPUS";
+// "PREEMPTIBLE_NVIDIA_L4_GPUS" for Spot VMs).
+struct GcpQuota {
+  std::string region;
+  std::string metric;
+  double limit = 0;
+  // In force from start + from; of a (region, metric)'s entries the one with
+  // the latest `from` that has passed applies (a quota raised at 5m: two
+  // entries). Before every entry's `from` the metric is unlimited.
+  Seconds from{0};
+};
+
+// At `at`, the oldest `count` RUNNING Spot VMs that match are preempted:
+// STOPPING at once, deleted or TERMINATED `notice` later.
+struct GcpPreemption {
+  Seconds at{0};
+  std::string machine_type;  // empty: any
+  std::string zone;          // empty: any
+  int count = 1;
+  Seconds notice{30};
+};
+
+// A managed instance group; its "instance template" is given inline.
+struct GcpManagedGroup {
+  std::string name;
+  std::string zone;
+  std::string base_instance_name;  // default: the name
+  std::string instance_template;   // shown as the MIG's instanceTemplate
+  std::string machine_type = "g2-standard-4";
+  std::string provisioning_model = "STANDARD";  // or SPOT
+  std::string termination_action;               // "", STOP or DELETE
+  std::map<std::string, std::string> labels;
+  int target_size = 0;
+};
+
+// A service account whose JWTs /token accepts.
+struct GcpServiceAccount {
+  std::string email;
+  std::string public_key_pem;  // PEM public key (or certificate) of its key
+};
+
+struct GcpScenario {
+  std::string project = "gpuscaler-test";
+  std::vector<std::string> zones = {"us-central1-a", "us-central1-b", "us-central1-c"};
+  // The `aud` a JWT must carry; empty: any URL ending in "/token".
+  std::string token_audience;
+  std::vector<GcpServiceAccount> service_accounts;
+  std::string metadata_account;             // the metadata server's default account (email)
+  std::vector<std::string> access_tokens;   // always-valid Bearer tokens (tests)
+  Seconds token_lifetime{3600};
+  Seconds operation_latency{2};   // an operation is RUNNING this long
+  Seconds boot_latency{20};       // DONE insert to RUNNING
+  Seconds delete_latency{5};      // delete request to gone
+  Seconds mig_retry_interval{10};
+  std::vector<GcpCapacityLimit> capacity;
+  std::vector<GcpQuota> quotas;
+  std::vector<GcpPreemption> preemptions;
+  std::vector<GcpManagedGroup> groups;
+  // GPUs per machine type, for quota ("a2-highgpu-2g" -> {NVIDIA_A100_GPUS, 2});
+  // the accelerator-optimized series are known without it.
+  std::map<std::string, std::pair<std::string, int>> machine_gpus;
+  int throttle_every = 0;
+  double throttle_rate = 0;
+  double server_error_rate = 0;
+  uint64_t seed = 1;
+};
+
+// "aws" or "gcp": the scenario file's `provider` key ("" when it has none),
+// so the CLI knows which emulator a file is for; kConfig for another value.
+Result<std::string> EmulatorScenarioProvider(const std::string& text);
+
+// A GCP scenario file (YAML or JSON; docs/gcp-emulator.md lists the keys).
+// Errors name the key path and, for YAML, the line. `base_dir` resolves
+// relative `public_key_file` paths.
+Result<GcpScenario> ParseGcpScenario(const std::string& text, const std::string& base_dir = ".");
+
+// The GPUs a machine type carries as (quota metric, count), from `machine_gpus`
+// or the A2/A3/G2/G4 naming; {"", 0} when unknown.
+std::pair<std::string, int> GcpMachineGpus(const GcpScenario& s, const std::string& machine_type);
+
+// One instance, for tests and the CLI's state dump.
+struct GcpInstanceInfo {
+  std::string name;
+  std::string zone;
+  std::string machine_type;
+  std::string status;  // PROVISIONING, STAGING, RUNNING, STOPPING, TERMINATED
+  std::string provisioning_model;
+  std::string termination_action;
+  std::string group;  // managed instance group, or ""
+  std::map<std::string, std::string> labels;
+  bool deleted = false;
+};
+
+struct GcpEmulatorStats {
+  int requests = 0;
+  int throttled = 0;
+  int server_errors = 0;
+  int auth_failures = 0;
+  int tokens_issued = 0;
+  int created = 0;
+  int preempted = 0;
+};
+
+class GcpEmulator {
+ public:
+  GcpEmulator(GcpScenario scenario, const Clock& clock);
+
+  EmulatorResponse Handle(const EmulatorRequest& request);
+
+  // Every instance ever created (deleted ones included), oldest first.
+  std::vector<GcpInstanceInfo> Instances() const;
+  GcpEmulatorStats stats() const;
+  // Preempts a RUNNING Spot VM now (kNotFound otherwise).
+  Status Preempt(const std::string& zone, const std::string& name, Seconds notice = Seconds(30));
+
+ private:
+  struct Instance {
+    GcpInstanceInfo info;
+    uint64_t id = 0;
+    WallTime created{};
+    WallTime staged_at{};   // PROVISIONING -> STAGING
+    WallTime running_at{};  // STAGING -> RUNNING
+    std::optional<WallTime> stop_at;  // STOPPING from here
+    std::optional<WallTime> end_at;   // then TERMINATED or gone
+    bool remove_at_end = false;  // gone at end_at (else TERMINATED)
+    bool preempted = false;
+    std::vector<std::pair<std::string, int>> accelerators;  // guestAccelerators (type, count)
+    std::vector<std::pair<std::string, int>> gpus;          // (quota metric, count)
+    std::vector<std::pair<std::string, std::string>> metadata;  // metadata.items (key, value)
+  };
+  struct OpError {
+    std::string code;
+    std::string message;
+    std::string details_json;  // errorDetails, "" for none
+  };
+  struct Operation {
+    uint64_t id = 0;
+    std::string name;
+    std::string zone;
+    std::string type;  // "insert", "compute.instanceGroupManagers.resize", …
+    std::string target_link;
+    uint64_t target_id = 0;
+    std::string user;
+    std::string request_id;
+    WallTime insert_time{};
+    WallTime done_at{};
+    std::vector<OpError> errors;
+    int http_error = 0;
+    std::string status_message;
+    std::string metadata_json;  // instancesBulkInsertOperationMetadata, "" for none
+  };
+  struct Member {
+    std::string name;
+    std::optional<size_t> instance;  // index into instances_
+    bool deleting = false;
+    bool recreating = false;
+    WallTime next_try{};
+    std::vector<OpError> last_errors;
+    // createInstances' preservedState.metadata: metadata items of its VM
+    // (and of a recreated one).
+    std::vector<std::pair<std::string, std::string>> metadata;
+  };
+  struct Group {
+    GcpManagedGroup spec;
+    uint64_t id = 0;
+    WallTime created{};
+    std::vector<Member> members;
+  };
+  struct Token {
+    std::string email;
+    WallTime expires{};
+  };
+  struct Path;  // a parsed /compute/v1 path (gcp_emulator.cc)
+
+  // State (gcp_state.cc). Everything below runs with mu_ held.
+  void AdvanceLocked(WallTime now);
+  void PreemptLocked(Instance& i, Seconds notice, WallTime at);
+  std::string StatusOf(const Instance& i, WallTime now) const;
+  bool Live(const Instance& i, WallTime now) const;
+  // The GPUs (quota metric, count) an instance of this shape holds.
+  std::vector<std::pair<std::string, int>> GpusOf(const std::string& machine_type, const std::string& model,
+                                                  const std::vector<std::pair<std::string, int>>& accelerators) const;
+  // Why a new instance cannot be created now (nullopt when it can).
+  std::optional<OpError> Refusal(const std::string& zone, const std::string& machine_type, const std::string& model,
+                                 const std::vector<std::pair<std::string, int>>& gpus, WallTime now) const;
+  size_t CreateInstance(const std::string& zone, const std::string& name, const std::string& machine_type,
+                        const std::string& model, const std::string& action,
+                        const std::map<std::string, std::string>& labels, const std::string& group,
+                        std::vector<std::pair<std::string, int>> accelerators, WallTime now,
+                        std::vector<std::pair<std::string, std::string>> metadata = {});
+  void DeleteInstance(Instance& i, WallTime now);
+  void TryCreateMember(Group& g, Member& m, WallTime now);
+  Instance* FindInstance(const std::string& zone, const std::string& name);
+  Group* FindGroup(const std::string& zone, const std::string& name);
+  Operation& NewOperation(const std::string& zone, const std::string& type, const std::string& target_link,
+                          uint64_t target_id, const std::string& request_id, WallTime now);
+  uint64_t NewId();
+  std::string Url(const std::string& path) const;  // "projects/p/…" -> the selfLink
+
+  // Wire shapes (gcp_json.cc).
+  std::string InstanceJson(const Instance& i, WallTime now) const;
+  std::string OperationJson(const Operation& op, WallTime now) const;
+  std::string GroupJson(const Group& g, WallTime now) const;
+  std::string MemberJson(const Group& g, const Member& m, WallTime now) const;
+
+  // Auth (gcp_auth.cc).
+  EmulatorResponse TokenEndpoint(const EmulatorRequest& request, WallTime now);
+  EmulatorResponse Metadata(const EmulatorRequest& request, const std::string& path, WallTime now);
+  std::optional<EmulatorResponse> CheckBearer(const EmulatorRequest& request, WallTime now);
+  std::string IssueToken(const std::string& email, WallTime now);
+
+  // Routing and the Compute calls (gcp_emulator.cc).
+  EmulatorResponse Dispatch(const EmulatorRequest& request, WallTime now);
+  EmulatorResponse Compute(const EmulatorRequest& request, const Path& path, WallTime now);
+  EmulatorResponse BulkInsert(const Path& path, const std::string& body, const std::string& request_id,
+                              WallTime now);
+  EmulatorResponse DeleteOne(const Path& path, const std::string& request_id, WallTime now);
+  EmulatorResponse AggregatedList(const Path& path, const std::string& query, WallTime now);
+  EmulatorResponse ListOperations(const Path& path, const std::string& query, WallTime now);
+  EmulatorResponse RegionGet(const std::string& region, WallTime now);
+  // The quota limit of (region, metric) in force now, or nullopt (unlimited).
+  std::optional<double> QuotaLimit(const std::string& region, const std::string& metric, WallTime now) const;
+  double QuotaUsage(const std::string& region, const std::string& metric, WallTime now) const;
+  EmulatorResponse GroupCall(const EmulatorRequest& request, const Path& path, const std::string& query,
+                             const std::string& request_id, WallTime now);
+  // The operation an earlier call with `request_id` made, as the answer.
+  std::optional<EmulatorResponse> Replay(const std::string& request_id, WallTime now);
+
+  mutable std::mutex mu_;
+  GcpScenario scenario_;
+  const Clock& clock_;
+  WallTime start_;
+  std::mt19937_64 rng_;
+  uint64_t next_id_ = 1;
+  std::deque<Instance> instances_;
+  std::deque<Operation> operations_;
+  std::map<std::string, size_t> ops_by_name_;        // "zone/name" -> index
+  std::map<std::string, size_t> ops_by_request_id_;  // requestId -> index
+  std::vector<Group> groups_;
+  std::map<std::string, Token> tokens_;
+  std::vector<int> preemptions_left_;
+  GcpEmulatorStats stats_;
+  int api_calls_ = 0;
+};
+
+}  // namespace gpuscaler::sim

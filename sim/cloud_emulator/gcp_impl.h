@@ -1,0 +1,66 @@
+// Helpers shared by the GcpEmulator's translation units (not a public API).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/cloud_emulator/gcp_emulator.h"
+
+namespace gpuscaler::sim::gcp {
+
+inline constexpr const char* kComputeBase = "https://www.googleapis.com/compute/v1/";
+
+// "us-central1-a" -> "us-central1".
+std::string RegionOf(const std::string& zone);
+
+// Google's JSON error body: {"error":{"code":status,"message":message,
+// "errors":[{"message","domain","reason"}],"status":rpc_status}}.
+EmulatorResponse ErrorResponse(int status, const std::string& reason, const std::string& message,
+                               const std::string& domain = "global");
+
+// The RFC 3339 time Compute Engine prints ("2026-12-04T10:00:00.000-00:00"
+// style; we print UTC with a Z offset as "+00:00").
+std::string Timestamp(WallTime t);
+
+// Query parameters of a target ("a=1&b=x%20y" -> {a: "1", b: "x y"}).
+std::map<std::string, std::string> ParseQuery(std::string_view query);
+
+// A list filter: `field op value` expressions joined by AND or whitespace,
+// each optionally in parentheses; op is =, != or : (has); a value is a
+// quoted string or a bare word, and a trailing * matches any suffix. The
+// fields a resource has come from `field(name)` (nullopt: no such field).
+class Filter {
+ public:
+  // nullopt and `*error` set when the text is not such a filter.
+  static std::optional<Filter> Parse(const std::string& text, std::string* error);
+  bool Matches(const std::function<std::optional<std::string>(const std::string&)>& field) const;
+
+ private:
+  struct Term {
+    std::string field;
+    std::string op;
+    std::string value;
+  };
+  std::vector<Term> terms_;
+};
+
+// maxResults (1..500, default 500) and pageToken (an offset we handed out);
+// the error answer when either is malformed.
+std::optional<EmulatorResponse> Paging(const std::map<std::string, std::string>& q, size_t* offset,
+                                       size_t* max_results);
+
+// The pageToken that resumes a list at `offset` ("o<offset>").
+std::string PageToken(size_t offset);
+
+// Base64url without padding (JWT), decoded; nullopt when malformed.
+std::optional<std::string> Base64UrlDecode(std::string_view text);
+
+// Verifies an RS256 (RSASSA-PKCS1-v1_5 over SHA-256) signature of `data`
+// with a PEM public key or certificate; an error says what failed.
+Status VerifyRs256(const std::string& public_key_pem, std::string_view data, std::string_view signature);
+
+}  // namespace gpuscaler::sim::gcp

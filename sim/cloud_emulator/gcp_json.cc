@@ -1,0 +1,154 @@
+// The Compute Engine resources as the v1 API prints them: Instance,
+// Operation, InstanceGroupManager and ManagedInstance.
+#include <nlohmann/json.hpp>
+
+#include "sim/cloud_emulator/gcp_impl.h"
+
+namespace gpuscaler::sim {
+
+using nlohmann::json;
+
+std::string GcpEmulator::InstanceJson(const Instance& i, WallTime now) const {
+  const std::string zone_path = "zones/" + i.info.zone;
+  std::string status = StatusOf(i, now);
+  if (status == "DELETED") status = "TERMINATED";
+  json j = {
+      {"kind", "compute#instance"},
+      {"id", std::to_string(i.id)},
+      {"creationTimestamp", gcp::Timestamp(i.created)},
+      {"name", i.info.name},
+      {"machineType", Url(zone_path + "/machineTypes/" + i.info.machine_type)},
+      {"status", status},
+      {"zone", Url(zone_path)},
+      {"selfLink", Url(zone_path + "/instances/" + i.info.name)},
+      {"labels", i.info.labels},
+      {"scheduling",
+       {{"provisioningModel", i.info.provisioning_model},
+        {"preemptible", i.info.provisioning_model == "SPOT"},
+        {"automaticRestart", i.info.provisioning_model != "SPOT"},
+        {"onHostMaintenance", "TERMINATE"}}},
+      {"cpuPlatform", "Unknown CPU Platform"},
+      {"deletionProtection", false},
+  };
+  if (!i.info.termination_action.empty()) j["scheduling"]["instanceTerminationAction"] = i.info.termination_action;
+  if (now >= i.running_at) j["lastStartTimestamp"] = gcp::Timestamp(i.running_at);
+  if (i.stop_at && now >= *i.stop_at) j["lastStopTimestamp"] = gcp::Timestamp(*i.stop_at);
+  if (!i.accelerators.empty()) {
+    json acc = json::array();
+    for (const auto& [type, count] : i.accelerators) {
+      acc.push_back({{"acceleratorType", Url(zone_path + "/acceleratorTypes/" + type)}, {"acceleratorCount", count}});
+    }
+    j["guestAccelerators"] = acc;
+  }
+  json items = json::array();
+  for (const auto& [key, value] : i.metadata) items.push_back({{"key", key}, {"value", value}});
+  if (!i.info.group.empty()) {
+    // What a MIG sets on its members.
+    items.push_back({{"key", "created-by"},
+                     {"value", "projects/" + scenario_.project + "/" + zone_path + "/instanceGroupManagers/" + i.info.group}});
+  }
+  if (!items.empty()) j["metadata"] = {{"kind", "compute#metadata"}, {"items", items}};
+  return j.dump();
+}
+
+std::string GcpEmulator::OperationJson(const Operation& op, WallTime now) const {
+  const bool done = now >= op.done_at;
+  json j = {
+      {"kind", "compute#operation"},
+      {"id", std::to_string(op.id)},
+      {"name", op.name},
+      {"zone", Url("zones/" + op.zone)},
+      {"operationType", op.type},
+      {"targetLink", op.target_link},
+      {"targetId", std::to_string(op.target_id)},
+      {"status", done ? "DONE" : "RUNNING"},
+      {"user", op.user.empty() ? "emulated-user@" + scenario_.project + ".iam.gserviceaccount.com" : op.user},
+      {"progress", done ? 100 : 0},
+      {"insertTime", gcp::Timestamp(op.insert_time)},
+      {"startTime", gcp::Timestamp(op.insert_time)},
+      {"selfLink", Url("zones/" + op.zone + "/operations/" + op.name)},
+  };
+  if (!op.request_id.empty()) j["clientOperationId"] = op.request_id;
+  if (!op.status_message.empty()) j["statusMessage"] = op.status_message;
+  if (!op.metadata_json.empty()) j["instancesBulkInsertOperationMetadata"] = json::parse(op.metadata_json);
+  if (done) {
+    j["endTime"] = gcp::Timestamp(op.done_at);
+    if (!op.errors.empty()) {
+      json errors = json::array();
+      for (const OpError& e : op.errors) {
+        json one = {{"code", e.code}, {"message", e.message}};
+        if (!e.details_json.empty()) one["errorDetails"] = json::parse(e.details_json);
+        errors.push_back(one);
+      }
+      j["error"] = {{"errors", errors}};
+      if (op.http_error != 0) {
+        j["httpErrorStatusCode"] = op.http_error;
+        j["httpErrorMessage"] = op.http_error == 403 ? "FORBIDDEN" : "SERVICE UNAVAILABLE";
+      }
+    }
+  }
+  return j.dump();
+}
+
+std::string GcpEmulator::GroupJson(const Group& g, WallTime now) const {
+  const std::string zone_path = "zones/" + g.spec.zone;
+  int creating = 0, recreating = 0, deleting = 0, none = 0;
+  for (const Member& m : g.members) {
+    const std::string action = json::parse(MemberJson(g, m, now))["currentAction"];
+    if (action == "CREATING") ++creating;
+    else if (action == "RECREATING") ++recreating;
+    else if (action == "DELETING") ++deleting;
+    else ++none;
+  }
+  int target = 0;
+  for (const Member& m : g.members) target += m.deleting ? 0 : 1;
+  json j = {
+      {"kind", "compute#instanceGroupManager"},
+      {"id", std::to_string(g.id)},
+      {"creationTimestamp", gcp::Timestamp(g.created)},
+      {"name", g.spec.name},
+      {"zone", Url(zone_path)},
+      {"instanceTemplate", Url("global/instanceTemplates/" + g.spec.instance_template)},
+      {"instanceGroup", Url(zone_path + "/instanceGroups/" + g.spec.name)},
+      {"baseInstanceName", g.spec.base_instance_name},
+      {"targetSize", target},
+      {"currentActions",
+       {{"abandoning", 0}, {"creating", creating}, {"creatingWithoutRetries", 0}, {"deleting", deleting},
+        {"none", none}, {"recreating", recreating}, {"refreshing", 0}, {"restarting", 0}, {"resuming", 0},
+        {"starting", 0}, {"stopping", 0}, {"suspending", 0}, {"verifying", 0}}},
+      {"status", {{"isStable", creating + recreating + deleting == 0}}},
+      {"selfLink", Url(zone_path + "/instanceGroupManagers/" + g.spec.name)},
+  };
+  return j.dump();
+}
+
+std::string GcpEmulator::MemberJson(const Group& g, const Member& m, WallTime now) const {
+  const std::string zone_path = "zones/" + g.spec.zone;
+  json j = {{"instance", Url(zone_path + "/instances/" + m.name)}, {"name", m.name}};
+  std::string action = "NONE";
+  if (m.deleting) {
+    action = "DELETING";
+  } else if (!m.instance) {
+    action = m.recreating ? "RECREATING" : "CREATING";
+  } else {
+    const Instance& i = instances_[*m.instance];
+    const std::string status = StatusOf(i, now);
+    if (status == "PROVISIONING" || status == "STAGING") action = m.recreating ? "RECREATING" : "CREATING";
+  }
+  j["currentAction"] = action;
+  if (m.instance) {
+    const Instance& i = instances_[*m.instance];
+    std::string status = StatusOf(i, now);
+    if (status == "DELETED") status = "TERMINATED";
+    j["id"] = std::to_string(i.id);
+    j["instanceStatus"] = status;
+  }
+  if (!m.last_errors.empty()) {
+    json errors = json::array();
+    for (const OpError& e : m.last_errors) errors.push_back({{"code", e.code}, {"message", e.message}});
+    j["lastAttempt"] = {{"errors", {{"errors", errors}}}};
+  }
+  return j.dump();
+}
+
+}  // namespace gpuscaler::sim

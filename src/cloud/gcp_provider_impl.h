@@ -1,0 +1,19 @@
+// Helpers shared by gcp_provider.cc and gcp_provider_list.cc.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "gpuscaler/cloud/gcp_provider.h"
+
+namespace gpuscaler::cloud {
+
+// "us-central1-a" -> "us-central1".
+std::string RegionOfZone(std::string_view zone);
+// The value of metadata item `key` of an instance resource, or "".
+std::string MetadataItem(const nlohmann::json& resource, const char* key);
+// A quota figure as people read it ("16", "2.5").
+std::string FormatQuota(double value);
+
+}  // namespace gpuscaler::cloud

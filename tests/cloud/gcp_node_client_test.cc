@@ -1,0 +1,192 @@
+// Google's own Node.js client (googleapis + google-auth-library, pinned in
+// tests/cloud/gcp_node_client/package-lock.json and installed by
+// scripts/setup.sh) against `gpuscaler cloud-emulator --provider gcp`,
+// started by the test on a free loopback port: our reading of the Compute
+// Engine API and the OAuth JWT-bearer flow is checked by code we did not
+// write. The test makes a fresh RSA service-account key (OpenSSL) whose
+// token_uri is the emulator's /token, a second key the emulator does not
+// know, runs client.js and checks each step's answer.
+//
+// Skipped when `node` is not on PATH or the packages are not installed,
+// except under CI=true where that fails.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "cli/process.h"
+#include "cloud/gcp_test_keys.h"
+
+namespace gpuscaler::testing {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+constexpr const char* kEmail = "gpuscaler@gpuscaler-test.iam.gserviceaccount.com";
+
+std::string FindOnPath(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) return "";
+  std::stringstream ss(path);
+  std::string dir;
+  while (std::getline(ss, dir, ':')) {
+    if (dir.empty()) continue;
+    const std::filesystem::path p = std::filesystem::path(dir) / name;
+    if (::access(p.c_str(), X_OK) == 0) return p.string();
+  }
+  return "";
+}
+
+// Where scripts/setup.sh installs the pinned packages (outside the source
+// and build trees): $GPUSCALER_NODE_CACHE, else ~/.cache/gpuscaler/gcp_node_client.
+std::filesystem::path NodeModules() {
+  if (const char* c = std::getenv("GPUSCALER_NODE_CACHE"); c != nullptr && *c != '\0') {
+    return std::filesystem::path(c) / "node_modules";
+  }
+  const char* home = std::getenv("HOME");
+  return std::filesystem::path(home != nullptr ? home : "/root") / ".cache/gpuscaler/gcp_node_client/node_modules";
+}
+
+std::string Indent(const std::string& text, const std::string& pad) {
+  std::string out;
+  std::stringstream ss(text);
+  std::string line;
+  while (std::getline(ss, line)) out += pad + line + "\n";
+  return out;
+}
+
+class GcpNodeClient : public CliTest {
+ protected:
+  void SetUp() override {
+    CliTest::SetUp();
+    node_ = FindOnPath("node");
+    const bool ci = std::getenv("CI") != nullptr && std::string(std::getenv("CI")) == "true";
+    if (node_.empty()) {
+      if (ci) FAIL() << "node is not on PATH (CI=true): scripts/setup.sh installs it";
+      GTEST_SKIP() << "node is not on PATH";
+    }
+    if (!std::filesystem::exists(NodeModules() / "googleapis" / "package.json")) {
+      if (ci) FAIL() << "googleapis is not installed in " << NodeModules() << " (CI=true): run scripts/setup.sh";
+      GTEST_SKIP() << "googleapis is not installed in " << NodeModules() << ": run scripts/setup.sh";
+    }
+  }
+  void TearDown() override {
+    if (emulator_) {
+      emulator_->Signal(SIGTERM);
+      emulator_->Wait(20s);
+    }
+    CliTest::TearDown();
+  }
+
+  void StartEmulator(const std::string& scenario) {
+    const auto path = Write("scenario.yaml", scenario);
+    emulator_ = std::make_unique<ChildProcess>(
+        std::vector<std::string>{GPUSCALER_BINARY, "cloud-emulator", "--provider", "gcp", "--listen", "127.0.0.1:0",
+                                 "--scenario", path.string(), "--port-file", (dir_ / "emulator.port").string()},
+        dir_ / "emulator.out", dir_ / "emulator.err");
+    port_ = WaitForPortFile(dir_ / "emulator.port", 60s);
+    ASSERT_NE(port_, 0) << "the emulator did not start: " << ReadAll(dir_ / "emulator.err");
+  }
+  std::string Url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+  // A service-account key file as the IAM console writes it.
+  std::filesystem::path KeyFile(const std::string& name, const TestRsaKey& key) {
+    json k = {{"type", "service_account"},
+              {"project_id", "gpuscaler-test"},
+              {"private_key_id", "0123456789abcdef"},
+              {"private_key", key.PrivatePem()},
+              {"client_email", kEmail},
+              {"client_id", "100000000000000000001"},
+              {"auth_uri", "https://accounts.google.com/o/oauth2/auth"},
+              {"token_uri", Url() + "/token"}};
+    return Write(name, k.dump(2));
+  }
+
+  json RunClient(const std::filesystem::path& key, const std::filesystem::path& stranger) {
+    const std::string script = std::string(GPUSCALER_SOURCE_DIR) + "/tests/cloud/gcp_node_client/client.js";
+    const std::string cmd = "NODE_PATH=" + ShellQuote(NodeModules().string()) + " " + ShellQuote(node_) + " " +
+                            ShellQuote(script) + " " + ShellQuote(Url()) + " " + ShellQuote(key.string()) + " " +
+                            ShellQuote(stranger.string()) + " >" + ShellQuote((dir_ / "client.out").string()) +
+                            " 2>" + ShellQuote((dir_ / "client.err").string());
+    const int status = std::system(cmd.c_str());
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    EXPECT_EQ(code, 0) << ReadAll(dir_ / "client.err");
+    json out = json::parse(ReadAll(dir_ / "client.out"), nullptr, false);
+    EXPECT_TRUE(out.is_object()) << ReadAll(dir_ / "client.out") << ReadAll(dir_ / "client.err");
+    return out.is_object() ? out : json::object();
+  }
+
+  std::string node_;
+  std::unique_ptr<ChildProcess> emulator_;
+  uint16_t port_ = 0;
+};
+
+TEST_F(GcpNodeClient, GoogleapisDrivesTheEmulatorThroughTheJwtTokenFlow) {
+  TestRsaKey key, stranger;
+  ASSERT_NO_FATAL_FAILURE(StartEmulator(
+      "provider: gcp\nproject: gpuscaler-test\nzones: [us-central1-a, us-central1-b, us-central1-c]\n"
+      "operation_latency: 1s\nboot_latency: 1s\ndelete_latency: 1s\n"
+      "service_accounts:\n  - email: " + std::string(kEmail) + "\n    public_key: |\n" +
+      Indent(key.PublicPem(), "      ") +
+      "managed_instance_groups:\n"
+      "  - {name: l4-pool, zone: us-central1-a, machine_type: g2-standard-8, provisioning_model: SPOT,\n"
+      "     termination_action: DELETE, labels: {gpuscaler-cluster: prod, gpuscaler-pool: l4}}\n"
+      "capacity:\n"
+      "  - {machine_type: a3-highgpu-8g, zone: us-central1-c, limit: 0}\n"
+      "  - {machine_type: g2-standard-8, zone: us-central1-a, limit: 1}\n"
+      "preemptions:\n  - {at: 0s, machine_type: g2-standard-4, count: 1, notice: 30s}\n"));
+  const json out = RunClient(KeyFile("key.json", key), KeyFile("stranger.json", stranger));
+  SCOPED_TRACE(out.dump(2));
+
+  // The token flow: a signed JWT for the registered key gets a Bearer token;
+  // the same email with another key is refused as Google refuses it.
+  EXPECT_EQ(out["token"]["token_prefix"], "ya29.");
+  EXPECT_EQ(out["stranger_token"]["error"]["oauth"], "invalid_grant");
+  EXPECT_EQ(out["unauthenticated"]["error"]["code"], 401);
+
+  // MIG createInstances: an operation the client reads with get and wait;
+  // the second member finds no capacity (limit 1) and says so.
+  EXPECT_EQ(out["mig_create"]["operationType"], "compute.instanceGroupManagers.createInstances");
+  EXPECT_EQ(out["mig_create"]["done_status"], "DONE");
+  EXPECT_TRUE(out["mig_create"]["error"].is_null());
+  const json& members = out["list_managed"]["members"];
+  ASSERT_EQ(members.size(), 2u);
+  EXPECT_EQ(members[0]["name"], "node-a");
+  EXPECT_EQ(members[1]["name"], "node-b");
+  EXPECT_EQ(members[1]["currentAction"], "CREATING");
+  EXPECT_EQ(members[1]["errors"], json::array({"ZONE_RESOURCE_POOL_EXHAUSTED"}));
+  EXPECT_EQ(out["list_managed"]["targetSize"], 2);
+
+  // bulkInsert with a requestId, twice: one operation, two Spot VMs.
+  EXPECT_EQ(out["bulk_insert"]["same_operation"], true);
+  EXPECT_EQ(out["bulk_insert"]["created"], 2);
+  EXPECT_EQ(out["bulk_insert"]["labels"]["gpuscaler-pool"], "bare");
+  EXPECT_EQ(out["bulk_insert"]["scheduling"]["provisioningModel"], "SPOT");
+  EXPECT_EQ(out["bulk_insert"]["scheduling"]["instanceTerminationAction"], "DELETE");
+
+  EXPECT_EQ(out["capacity"]["status"], "DONE");
+  EXPECT_EQ(out["capacity"]["codes"], json::array({"ZONE_RESOURCE_POOL_EXHAUSTED"}));
+
+  // aggregatedList by label, one per page: the MIG's VM and the two bare ones.
+  EXPECT_EQ(out["aggregated_list"]["names"], json::array({"bare-0001", "bare-0002", "node-a"}));
+  EXPECT_GE(out["aggregated_list"]["pages"], 3);
+
+  EXPECT_EQ(out["mig_delete"]["operationType"], "compute.instanceGroupManagers.deleteInstances");
+  EXPECT_EQ(out["mig_delete"]["targetSize"], 1);
+  EXPECT_EQ(out["delete"]["operationType"], "delete");
+  EXPECT_EQ(out["delete"]["done_status"], "DONE");
+  EXPECT_EQ(out["delete"]["get_after"], 404);
+
+  EXPECT_EQ(out["preempted"]["count"], 1);
+  EXPECT_EQ(out["preempted"]["status"], "DONE");
+  EXPECT_NE(out["preempted"]["targetLink"].get<std::string>().find("/zones/us-central1-b/instances/victim-"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpuscaler::testing
