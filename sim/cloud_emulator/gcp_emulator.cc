@@ -100,16 +100,59 @@ struct GcpEmulator::Path {
   }
 };
 
-EmulatorResponse GcpEmulator::Handle(const EmulatorRequest& request) {
+void GcpEmulator::EnableBlockingWait(Seconds cap, std::function<bool(std::chrono::milliseconds)> sleep) {
   std::lock_guard lock(mu_);
-  const WallTime now = clock_.WallNow();
-  AdvanceLocked(now);
-  ++stats_.requests;
-  try {
-    return Dispatch(request, now);
-  } catch (const json::exception& e) {
-    // A body field of the wrong JSON type, as Google answers it.
-    return gcp::ErrorResponse(400, "parseError", std::string("Invalid JSON payload received. ") + e.what());
+  wait_cap_ = cap;
+  wait_sleep_ = std::move(sleep);
+}
+
+bool GcpEmulator::IsWait(const EmulatorRequest& request) {
+  const std::string path = request.target.substr(0, request.target.find('?'));
+  return request.method == "POST" && path.rfind("/compute/v1/", 0) == 0 && path.size() > 5 &&
+         path.compare(path.size() - 5, 5, "/wait") == 0;
+}
+
+EmulatorResponse GcpEmulator::Handle(const EmulatorRequest& request) {
+  EmulatorResponse response;
+  std::function<bool(std::chrono::milliseconds)> sleep;
+  Seconds cap{0};
+  {
+    std::lock_guard lock(mu_);
+    const WallTime now = clock_.WallNow();
+    AdvanceLocked(now);
+    ++stats_.requests;
+    try {
+      response = Dispatch(request, now);
+    } catch (const json::exception& e) {
+      // A body field of the wrong JSON type, as Google answers it.
+      return gcp::ErrorResponse(400, "parseError", std::string("Invalid JSON payload received. ") + e.what());
+    }
+    sleep = wait_sleep_;
+    cap = wait_cap_;
+  }
+  if (!sleep || response.status != 200 || !IsWait(request)) return response;
+  // Blocks until DONE or the cap, looking again every 100 ms (or sooner
+  // when the operation is due) without holding the lock.
+  const json first = json::parse(response.body, nullptr, false);
+  if (!first.is_object() || first.value("status", "") == "DONE") return response;
+  const std::string zone_url = first.value("zone", "");
+  const std::string key = zone_url.substr(zone_url.rfind('/') + 1) + "/" + first.value("name", "");
+  const WallTime until = clock_.WallNow() + cap;
+  bool stop = false;
+  while (true) {
+    std::chrono::milliseconds pause{100};
+    {
+      std::lock_guard lock(mu_);
+      const WallTime now = clock_.WallNow();
+      AdvanceLocked(now);
+      auto it = ops_by_name_.find(key);
+      if (it == ops_by_name_.end()) return response;
+      const Operation& op = operations_[it->second];
+      if (now >= op.done_at || now >= until || stop) return Json(OperationJson(op, now));
+      const auto due = std::chrono::duration_cast<std::chrono::milliseconds>(std::min(op.done_at, until) - now);
+      pause = std::clamp(due, std::chrono::milliseconds(1), std::chrono::milliseconds(100));
+    }
+    stop = !sleep(pause);
   }
 }
 
@@ -209,8 +252,7 @@ EmulatorResponse GcpEmulator::Compute(const EmulatorRequest& request, const Path
     auto it = ops_by_name_.find(p.zone + "/" + p.name);
     if (it == ops_by_name_.end()) return NotFound(p.resource());
     if ((p.verb.empty() && m == "GET") || (p.verb == "wait" && m == "POST")) {
-      // wait answers at once with the current state: the API lets it return
-      // before DONE, and the emulator's HTTP server has one thread.
+      // Handle() blocks on a wait when EnableBlockingWait was called.
       return Json(OperationJson(operations_[it->second], now));
     }
     return gcp::ErrorResponse(405, "badRequest", "Method not allowed");

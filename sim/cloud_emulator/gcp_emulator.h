@@ -20,7 +20,8 @@
 //    quota stays CREATING and is retried every `mig_retry_interval`.
 //  - Regions: regions.get with `quotas[]` {metric, limit, usage} for the
 //    scenario's quotas.
-//  - Zone operations: get, wait, list (filter, e.g. operationType). An
+//  - Zone operations: get, wait (blocking only with EnableBlockingWait),
+//    list (filter, e.g. operationType). An
 //    operation is RUNNING for `operation_latency`, then DONE, with its
 //    `error.errors[]` (ZONE_RESOURCE_POOL_EXHAUSTED[_WITH_DETAILS],
 //    QUOTA_EXCEEDED) when it failed. `requestId` makes a mutating call
@@ -38,6 +39,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -171,6 +173,16 @@ class GcpEmulator {
   GcpEmulator(GcpScenario scenario, const Clock& clock);
 
   EmulatorResponse Handle(const EmulatorRequest& request);
+
+  // Makes zoneOperations.wait block, as Compute Engine's does, until the
+  // operation is DONE or `cap` has passed, calling `sleep` (without the
+  // lock held) between looks. Without this, wait answers at once with the
+  // current state, which the API also allows (unit tests; a server with one
+  // thread). The HTTP server must then run wait requests off its I/O thread.
+  // `sleep` returns false to end every wait at once (shutting down).
+  void EnableBlockingWait(Seconds cap, std::function<bool(std::chrono::milliseconds)> sleep);
+  // Whether `request` is a zoneOperations.wait call (for the server's slow-request pool).
+  static bool IsWait(const EmulatorRequest& request);
 
   // Every instance ever created (deleted ones included), oldest first.
   std::vector<GcpInstanceInfo> Instances() const;
@@ -306,6 +318,8 @@ class GcpEmulator {
   std::vector<int> preemptions_left_;
   GcpEmulatorStats stats_;
   int api_calls_ = 0;
+  Seconds wait_cap_{0};
+  std::function<bool(std::chrono::milliseconds)> wait_sleep_;
 };
 
 }  // namespace gpuscaler::sim

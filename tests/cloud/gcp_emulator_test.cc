@@ -593,6 +593,42 @@ TEST_F(GcpEmulatorTest, OperationsListPagesAndWaitAnswersTheCurrentState) {
   EXPECT_EQ(Get("/compute/v1/projects/someone-else/aggregated/instances").status, 404);
 }
 
+TEST_F(GcpEmulatorTest, BlockingWaitReturnsWhenDoneOrAtTheCap) {
+  Emu("operation_latency: 10s\n");
+  std::chrono::milliseconds slept{0};
+  bool keep_going = true;
+  emu_->EnableBlockingWait(std::chrono::seconds(4), [&](std::chrono::milliseconds d) {
+    slept += d;
+    clock_.Advance(std::chrono::duration_cast<Seconds>(d + std::chrono::milliseconds(999)));  // whole seconds
+    return keep_going;
+  });
+  auto a = BulkInsert("us-central1-a", {"w-1"}, "g2-standard-4");
+  const std::string wait = "zones/us-central1-a/operations/" + a.body["name"].get<std::string>() + "/wait";
+  auto capped = Post(wait);
+  EXPECT_EQ(capped.body["status"], "RUNNING") << "the cap (4 s) ends the wait before the 10 s operation";
+  EXPECT_GE(clock_.WallNow() - Start(), std::chrono::seconds(4));
+  EXPECT_LT(clock_.WallNow() - Start(), std::chrono::seconds(10));
+  EXPECT_EQ(Post(wait).body["status"], "RUNNING");  // 8 s
+  auto done = Post(wait);
+  EXPECT_EQ(done.body["status"], "DONE");
+  EXPECT_GE(clock_.WallNow() - Start(), std::chrono::seconds(10));
+  EXPECT_LT(clock_.WallNow() - Start(), std::chrono::seconds(12)) << "the wait ends when the operation is DONE";
+  EXPECT_GT(slept.count(), 0);
+  // get never blocks; a stop (shutdown) ends a wait at once.
+  auto b = BulkInsert("us-central1-a", {"w-2"}, "g2-standard-4");
+  const WallTime before = clock_.WallNow();
+  EXPECT_EQ(Get("zones/us-central1-a/operations/" + b.body["name"].get<std::string>()).body["status"], "RUNNING");
+  EXPECT_EQ(clock_.WallNow(), before);
+  keep_going = false;
+  auto stopped = Post("zones/us-central1-a/operations/" + b.body["name"].get<std::string>() + "/wait");
+  EXPECT_EQ(stopped.body["status"], "RUNNING");
+  EXPECT_LE(clock_.WallNow() - before, std::chrono::seconds(1));
+  EmulatorRequest r{"POST", "/compute/v1/projects/p/zones/z/operations/op/wait", {}, ""};
+  EXPECT_TRUE(GcpEmulator::IsWait(r));
+  r.method = "GET";
+  EXPECT_FALSE(GcpEmulator::IsWait(r));
+}
+
 TEST(GcpScenarioTest, ErrorsNameTheKeyAndLine) {
   auto unknown = ParseGcpScenario("project: p\nzonez: [a]\n");
   ASSERT_FALSE(unknown.ok());
