@@ -59,8 +59,10 @@ fi
 
 # tests only: Google's Node.js client (googleapis) is the independent client
 # of our Compute Engine emulator (tests/cloud/gcp_node_client_test.cc).
-# Debian's nodejs (18) and npm when there is no node on PATH.
-if ! command -v node >/dev/null 2>&1; then
+# Debian's nodejs (18) and npm when there is no node on PATH, and only with
+# the source tree beside the script (not in the Dockerfile's dependency layer).
+node_client_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/cloud/gcp_node_client"
+if [ -f "$node_client_dir/package-lock.json" ] && ! command -v node >/dev/null 2>&1; then
   missing+=(nodejs npm)
 fi
 
@@ -69,8 +71,12 @@ fi
 # trees, $GPUSCALER_NODE_CACHE or ~/.cache/gpuscaler/gcp_node_client; skipped
 # when that cache already holds this exact lock file.
 install_node_client() {
-  local src cache
-  src="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/cloud/gcp_node_client"
+  local src="$node_client_dir" cache
+  if [ ! -f "$src/package-lock.json" ]; then
+    # The script without the source tree (the Dockerfile's dependency layer): no tests to serve.
+    echo "setup: $src/package-lock.json not found; not installing the Node.js test client"
+    return 0
+  fi
   cache="${GPUSCALER_NODE_CACHE:-${HOME:-/root}/.cache/gpuscaler/gcp_node_client}"
   if cmp -s "$src/package-lock.json" "$cache/package-lock.json" && [ -f "$cache/node_modules/googleapis/package.json" ]; then
     return 0

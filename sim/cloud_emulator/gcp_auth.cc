@@ -24,7 +24,8 @@ EmulatorResponse OAuthError(const std::string& error, const std::string& descrip
 
 std::string GcpEmulator::IssueToken(const std::string& email, WallTime now) {
   char buf[40];
-  std::snprintf(buf, sizeof buf, "%016" PRIx64 "%016" PRIx64, static_cast<uint64_t>(rng_()), static_cast<uint64_t>(rng_()));
+  std::snprintf(buf, sizeof buf, "%016" PRIx64 "%016" PRIx64, static_cast<uint64_t>(rng_()),
+                static_cast<uint64_t>(rng_()));
   const std::string token = std::string("ya29.emulated.") + buf;
   tokens_[token] = Token{email, now + scenario_.token_lifetime};
   ++stats_.tokens_issued;
@@ -32,7 +33,8 @@ std::string GcpEmulator::IssueToken(const std::string& email, WallTime now) {
 }
 
 EmulatorResponse GcpEmulator::TokenEndpoint(const EmulatorRequest& request, WallTime now) {
-  if (request.method != "POST") return OAuthError("invalid_request", "The token endpoint takes POST only.", 405);
+  if (request.method != "POST")
+    return OAuthError("invalid_request", "The token endpoint takes POST only.", 405);
   const auto form = gcp::ParseQuery(request.body);
   auto field = [&](const char* k) {
     auto it = form.find(k);
@@ -49,12 +51,15 @@ EmulatorResponse GcpEmulator::TokenEndpoint(const EmulatorRequest& request, Wall
   auto header_raw = gcp::Base64UrlDecode(std::string_view(assertion).substr(0, dot1));
   auto claims_raw = gcp::Base64UrlDecode(std::string_view(assertion).substr(dot1 + 1, dot2 - dot1 - 1));
   auto signature = gcp::Base64UrlDecode(std::string_view(assertion).substr(dot2 + 1));
-  if (!header_raw || !claims_raw || !signature) return OAuthError("invalid_grant", "Invalid JWT: not base64url.");
+  if (!header_raw || !claims_raw || !signature)
+    return OAuthError("invalid_grant", "Invalid JWT: not base64url.");
   const nlohmann::json header = nlohmann::json::parse(*header_raw, nullptr, false);
   const nlohmann::json claims = nlohmann::json::parse(*claims_raw, nullptr, false);
-  if (!header.is_object() || !claims.is_object()) return OAuthError("invalid_grant", "Invalid JWT: not JSON.");
+  if (!header.is_object() || !claims.is_object())
+    return OAuthError("invalid_grant", "Invalid JWT: not JSON.");
   if (header.value("alg", "") != "RS256") {
-    return OAuthError("invalid_grant", "Invalid JWT: the algorithm must be RS256, got '" + header.value("alg", "") + "'.");
+    return OAuthError("invalid_grant",
+                      "Invalid JWT: the algorithm must be RS256, got '" + header.value("alg", "") + "'.");
   }
   const std::string iss = claims.value("iss", "");
   const GcpServiceAccount* account = nullptr;
@@ -62,7 +67,8 @@ EmulatorResponse GcpEmulator::TokenEndpoint(const EmulatorRequest& request, Wall
     if (a.email == iss) account = &a;
   }
   if (account == nullptr) return OAuthError("invalid_grant", "Invalid grant: account not found");
-  if (Status s = gcp::VerifyRs256(account->public_key_pem, std::string_view(assertion).substr(0, dot2), *signature);
+  if (Status s =
+          gcp::VerifyRs256(account->public_key_pem, std::string_view(assertion).substr(0, dot2), *signature);
       !s.ok()) {
     return OAuthError("invalid_grant", s.error().message());
   }
@@ -86,9 +92,10 @@ EmulatorResponse GcpEmulator::TokenEndpoint(const EmulatorRequest& request, Wall
   }
   const int64_t t = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
   if (exp <= iat || exp > iat + 3600 || iat > t + kClockSkew.count() || exp < t - kClockSkew.count()) {
-    return OAuthError("invalid_grant",
-                      "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. "
-                      "Check your iat and exp values in the JWT claim.");
+    return OAuthError(
+        "invalid_grant",
+        "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. "
+        "Check your iat and exp values in the JWT claim.");
   }
   if (claims.value("scope", "").empty() && claims.value("target_audience", "").empty()) {
     return OAuthError("invalid_scope", "Empty or missing scope not allowed.");
@@ -99,7 +106,8 @@ EmulatorResponse GcpEmulator::TokenEndpoint(const EmulatorRequest& request, Wall
   return {200, "application/json; charset=utf-8", {}, out.dump()};
 }
 
-EmulatorResponse GcpEmulator::Metadata(const EmulatorRequest& request, const std::string& path, WallTime now) {
+EmulatorResponse GcpEmulator::Metadata(const EmulatorRequest& request, const std::string& path,
+                                       WallTime now) {
   if (cloud::HeaderValue(request.headers, "Metadata-Flavor") != "Google") {
     return {403, "text/html; charset=UTF-8", {}, "Missing required header \"Metadata-Flavor\": \"Google\"\n"};
   }
@@ -123,9 +131,10 @@ std::optional<EmulatorResponse> GcpEmulator::CheckBearer(const EmulatorRequest& 
   const std::string authz = cloud::HeaderValue(request.headers, "Authorization");
   if (authz.rfind("Bearer ", 0) != 0) {
     ++stats_.auth_failures;
-    return gcp::ErrorResponse(401, "required",
-                              "Request is missing required authentication credential. Expected OAuth 2 access token, "
-                              "login cookie or other valid authentication credential.");
+    return gcp::ErrorResponse(
+        401, "required",
+        "Request is missing required authentication credential. Expected OAuth 2 access token, "
+        "login cookie or other valid authentication credential.");
   }
   const std::string token = authz.substr(7);
   for (const std::string& t : scenario_.access_tokens) {

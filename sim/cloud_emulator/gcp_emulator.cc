@@ -38,7 +38,8 @@ std::string LastSegment(const std::string& s) {
 // RFC 1035 labels, as Compute Engine requires of resource names.
 bool ValidName(const std::string& n) {
   if (n.empty() || n.size() > 63 || n[0] < 'a' || n[0] > 'z' || n.back() == '-') return false;
-  return std::all_of(n.begin(), n.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; });
+  return std::all_of(n.begin(), n.end(),
+                     [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; });
 }
 
 bool ValidUuid(const std::string& s) {
@@ -79,7 +80,8 @@ EmulatorResponse NotFound(const std::string& resource) {
 }
 
 EmulatorResponse Invalid(const std::string& field, const std::string& value, const std::string& why) {
-  return gcp::ErrorResponse(400, "invalid", "Invalid value for field '" + field + "': '" + value + "'. " + why);
+  return gcp::ErrorResponse(400, "invalid",
+                            "Invalid value for field '" + field + "': '" + value + "'. " + why);
 }
 
 }  // namespace
@@ -100,16 +102,60 @@ struct GcpEmulator::Path {
   }
 };
 
-EmulatorResponse GcpEmulator::Handle(const EmulatorRequest& request) {
+void GcpEmulator::EnableBlockingWait(Seconds cap, std::function<bool(std::chrono::milliseconds)> sleep) {
   std::lock_guard lock(mu_);
-  const WallTime now = clock_.WallNow();
-  AdvanceLocked(now);
-  ++stats_.requests;
-  try {
-    return Dispatch(request, now);
-  } catch (const json::exception& e) {
-    // A body field of the wrong JSON type, as Google answers it.
-    return gcp::ErrorResponse(400, "parseError", std::string("Invalid JSON payload received. ") + e.what());
+  wait_cap_ = cap;
+  wait_sleep_ = std::move(sleep);
+}
+
+bool GcpEmulator::IsWait(const EmulatorRequest& request) {
+  const std::string path = request.target.substr(0, request.target.find('?'));
+  return request.method == "POST" && path.rfind("/compute/v1/", 0) == 0 && path.size() > 5 &&
+         path.compare(path.size() - 5, 5, "/wait") == 0;
+}
+
+EmulatorResponse GcpEmulator::Handle(const EmulatorRequest& request) {
+  EmulatorResponse response;
+  std::function<bool(std::chrono::milliseconds)> sleep;
+  Seconds cap{0};
+  {
+    std::lock_guard lock(mu_);
+    const WallTime now = clock_.WallNow();
+    AdvanceLocked(now);
+    ++stats_.requests;
+    try {
+      response = Dispatch(request, now);
+    } catch (const json::exception& e) {
+      // A body field of the wrong JSON type, as Google answers it.
+      return gcp::ErrorResponse(400, "parseError", std::string("Invalid JSON payload received. ") + e.what());
+    }
+    sleep = wait_sleep_;
+    cap = wait_cap_;
+  }
+  if (!sleep || response.status != 200 || !IsWait(request)) return response;
+  // Blocks until DONE or the cap, looking again every 100 ms (or sooner
+  // when the operation is due) without holding the lock.
+  const json first = json::parse(response.body, nullptr, false);
+  if (!first.is_object() || first.value("status", "") == "DONE") return response;
+  const std::string zone_url = first.value("zone", "");
+  const std::string key = zone_url.substr(zone_url.rfind('/') + 1) + "/" + first.value("name", "");
+  const WallTime until = clock_.WallNow() + cap;
+  bool stop = false;
+  while (true) {
+    std::chrono::milliseconds pause{100};
+    {
+      std::lock_guard lock(mu_);
+      const WallTime now = clock_.WallNow();
+      AdvanceLocked(now);
+      auto it = ops_by_name_.find(key);
+      if (it == ops_by_name_.end()) return response;
+      const Operation& op = operations_[it->second];
+      if (now >= op.done_at || now >= until || stop) return Json(OperationJson(op, now));
+      const auto due =
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::min(op.done_at, until) - now);
+      pause = std::clamp(due, std::chrono::milliseconds(1), std::chrono::milliseconds(100));
+    }
+    stop = !sleep(pause);
   }
 }
 
@@ -134,7 +180,7 @@ EmulatorResponse GcpEmulator::Dispatch(const EmulatorRequest& request, WallTime 
                                   {"provisioningModel", i.info.provisioning_model},
                                   {"labels", i.info.labels}});
     }
-    out["stats"] = {{"requests", stats_.requests},       {"throttled", stats_.throttled},
+    out["stats"] = {{"requests", stats_.requests},           {"throttled", stats_.throttled},
                     {"server_errors", stats_.server_errors}, {"auth_failures", stats_.auth_failures},
                     {"tokens_issued", stats_.tokens_issued}, {"created", stats_.created},
                     {"preempted", stats_.preempted}};
@@ -142,12 +188,14 @@ EmulatorResponse GcpEmulator::Dispatch(const EmulatorRequest& request, WallTime 
   }
   const std::vector<std::string> seg = Split(path);
   if (seg.size() < 4 || seg[0] != "compute" || seg[1] != "v1" || seg[2] != "projects") {
-    return gcp::ErrorResponse(404, "notFound", "The requested URL " + path + " was not found on this server.");
+    return gcp::ErrorResponse(404, "notFound",
+                              "The requested URL " + path + " was not found on this server.");
   }
   if (auto denied = CheckBearer(request, now)) return *denied;
   ++api_calls_;
   if ((scenario_.throttle_every > 0 && api_calls_ % scenario_.throttle_every == 0) ||
-      (scenario_.throttle_rate > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < scenario_.throttle_rate)) {
+      (scenario_.throttle_rate > 0 &&
+       std::uniform_real_distribution<double>(0, 1)(rng_) < scenario_.throttle_rate)) {
     ++stats_.throttled;
     return gcp::ErrorResponse(429, "rateLimitExceeded", "Rate Limit Exceeded", "usageLimits");
   }
@@ -175,7 +223,8 @@ EmulatorResponse GcpEmulator::Dispatch(const EmulatorRequest& request, WallTime 
       return Invalid("zone", p.zone, "Unknown zone.");
     }
   } else {
-    return gcp::ErrorResponse(404, "notFound", "The requested URL " + path + " was not found on this server.");
+    return gcp::ErrorResponse(404, "notFound",
+                              "The requested URL " + path + " was not found on this server.");
   }
   return Compute(request, p, now);
 }
@@ -194,11 +243,13 @@ EmulatorResponse GcpEmulator::Compute(const EmulatorRequest& request, const Path
   std::string request_id;
   if (auto r = params.find("requestId"); r != params.end()) {
     request_id = r->second;
-    if (!ValidUuid(request_id)) return Invalid("requestId", request_id, "Must be a UUID other than the zero UUID.");
+    if (!ValidUuid(request_id))
+      return Invalid("requestId", request_id, "Must be a UUID other than the zero UUID.");
   }
   const std::string& m = request.method;
   if (p.aggregated) {
-    if (p.collection != "instances" || m != "GET") return gcp::ErrorResponse(405, "badRequest", "Method not allowed");
+    if (p.collection != "instances" || m != "GET")
+      return gcp::ErrorResponse(405, "badRequest", "Method not allowed");
     return AggregatedList(p, query, now);
   }
   if (p.collection == "operations") {
@@ -209,8 +260,7 @@ EmulatorResponse GcpEmulator::Compute(const EmulatorRequest& request, const Path
     auto it = ops_by_name_.find(p.zone + "/" + p.name);
     if (it == ops_by_name_.end()) return NotFound(p.resource());
     if ((p.verb.empty() && m == "GET") || (p.verb == "wait" && m == "POST")) {
-      // wait answers at once with the current state: the API lets it return
-      // before DONE, and the emulator's HTTP server has one thread.
+      // Handle() blocks on a wait when EnableBlockingWait was called.
       return Json(OperationJson(operations_[it->second], now));
     }
     return gcp::ErrorResponse(405, "badRequest", "Method not allowed");
@@ -242,8 +292,8 @@ EmulatorResponse GcpEmulator::Compute(const EmulatorRequest& request, const Path
   return gcp::ErrorResponse(404, "notFound", "The requested URL was not found on this server.");
 }
 
-EmulatorResponse GcpEmulator::BulkInsert(const Path& p, const std::string& body, const std::string& request_id,
-                                         WallTime now) {
+EmulatorResponse GcpEmulator::BulkInsert(const Path& p, const std::string& body,
+                                         const std::string& request_id, WallTime now) {
   const json in = json::parse(body, nullptr, false);
   if (!in.is_object()) return gcp::ErrorResponse(400, "parseError", "Invalid JSON payload received.");
   const json props = in.value("instanceProperties", json::object());
@@ -255,17 +305,21 @@ EmulatorResponse GcpEmulator::BulkInsert(const Path& p, const std::string& body,
   const json sched = props.value("scheduling", json::object());
   const std::string model = sched.value("provisioningModel", "STANDARD");
   if (model != "STANDARD" && model != "SPOT") {
-    return Invalid("resource.instanceProperties.scheduling.provisioningModel", model, "Must be STANDARD or SPOT.");
+    return Invalid("resource.instanceProperties.scheduling.provisioningModel", model,
+                   "Must be STANDARD or SPOT.");
   }
   const std::string action = sched.value("instanceTerminationAction", "");
   if (!action.empty() && action != "STOP" && action != "DELETE") {
-    return Invalid("resource.instanceProperties.scheduling.instanceTerminationAction", action, "Must be STOP or DELETE.");
+    return Invalid("resource.instanceProperties.scheduling.instanceTerminationAction", action,
+                   "Must be STOP or DELETE.");
   }
   std::map<std::string, std::string> labels;
   if (props.contains("labels")) {
-    if (!props["labels"].is_object()) return Invalid("resource.instanceProperties.labels", props["labels"].dump(), "Must be a map.");
+    if (!props["labels"].is_object())
+      return Invalid("resource.instanceProperties.labels", props["labels"].dump(), "Must be a map.");
     for (const auto& [k, v] : props["labels"].items()) {
-      if (!v.is_string()) return Invalid("resource.instanceProperties.labels." + k, v.dump(), "Must be a string.");
+      if (!v.is_string())
+        return Invalid("resource.instanceProperties.labels." + k, v.dump(), "Must be a string.");
       labels[k] = v.get<std::string>();
     }
   }
@@ -273,7 +327,8 @@ EmulatorResponse GcpEmulator::BulkInsert(const Path& p, const std::string& body,
   for (const json& a : props.value("guestAccelerators", json::array())) {
     const std::optional<int64_t> n = IntField(a, "acceleratorCount", 0);
     if (!n || *n < 0 || *n > 16) {
-      return Invalid("resource.instanceProperties.guestAccelerators.acceleratorCount", a.dump(), "Must be in [0, 16].");
+      return Invalid("resource.instanceProperties.guestAccelerators.acceleratorCount", a.dump(),
+                     "Must be in [0, 16].");
     }
     accelerators.emplace_back(LastSegment(a.value("acceleratorType", "")), static_cast<int>(*n));
   }
@@ -302,7 +357,8 @@ EmulatorResponse GcpEmulator::BulkInsert(const Path& p, const std::string& body,
   if (static_cast<int>(names.size()) < count) {
     const size_t hash = pattern.find('#');
     if (hash == std::string::npos) {
-      return Invalid("resource.namePattern", pattern, "Must contain # characters when count exceeds the named instances.");
+      return Invalid("resource.namePattern", pattern,
+                     "Must contain # characters when count exceeds the named instances.");
     }
     size_t width = 0;
     while (hash + width < pattern.size() && pattern[hash + width] == '#') ++width;
@@ -310,7 +366,8 @@ EmulatorResponse GcpEmulator::BulkInsert(const Path& p, const std::string& body,
       char digits[16];
       std::snprintf(digits, sizeof digits, "%0*d", static_cast<int>(width), n);
       const std::string name = pattern.substr(0, hash) + digits + pattern.substr(hash + width);
-      if (FindInstance(p.zone, name) == nullptr && std::find(names.begin(), names.end(), name) == names.end()) {
+      if (FindInstance(p.zone, name) == nullptr &&
+          std::find(names.begin(), names.end(), name) == names.end()) {
         names.push_back(name);
       }
     }
@@ -321,8 +378,8 @@ EmulatorResponse GcpEmulator::BulkInsert(const Path& p, const std::string& body,
     }
     if (FindInstance(p.zone, n) != nullptr) {
       return gcp::ErrorResponse(409, "alreadyExists",
-                                "The resource 'projects/" + scenario_.project + "/zones/" + p.zone + "/instances/" + n +
-                                    "' already exists");
+                                "The resource 'projects/" + scenario_.project + "/zones/" + p.zone +
+                                    "/instances/" + n + "' already exists");
     }
   }
   const auto gpus = GpusOf(machine_type, model, accelerators);
@@ -340,7 +397,8 @@ EmulatorResponse GcpEmulator::BulkInsert(const Path& p, const std::string& body,
     stats_.created -= static_cast<int>(created);
     created = 0;
   }
-  Operation& op = NewOperation(p.zone, "bulkInsert", Url("zones/" + p.zone + "/instances"), 0, request_id, now);
+  Operation& op =
+      NewOperation(p.zone, "bulkInsert", Url("zones/" + p.zone + "/instances"), 0, request_id, now);
   if (failed && refused) op.errors.push_back(*refused);
   json meta = {{"perLocationStatus",
                 {{"zones/" + p.zone,
@@ -357,7 +415,8 @@ EmulatorResponse GcpEmulator::DeleteOne(const Path& p, const std::string& reques
   Instance* i = FindInstance(p.zone, p.name);
   if (i == nullptr) return NotFound(p.resource());
   DeleteInstance(*i, now);
-  Operation& op = NewOperation(p.zone, "delete", Url("zones/" + p.zone + "/instances/" + p.name), i->id, request_id, now);
+  Operation& op =
+      NewOperation(p.zone, "delete", Url("zones/" + p.zone + "/instances/" + p.name), i->id, request_id, now);
   op.done_at = std::max(op.done_at, *i->end_at);
   return Json(OperationJson(op, now));
 }
@@ -398,7 +457,8 @@ EmulatorResponse GcpEmulator::AggregatedList(const Path& /*p*/, const std::strin
   json items = json::object();
   const size_t end = std::min(matched.size(), offset + max_results);
   for (size_t k = offset; k < end; ++k) {
-    items["zones/" + matched[k]->info.zone]["instances"].push_back(json::parse(InstanceJson(*matched[k], now)));
+    items["zones/" + matched[k]->info.zone]["instances"].push_back(
+        json::parse(InstanceJson(*matched[k], now)));
   }
   for (const std::string& zone : scenario_.zones) {
     const std::string scope = "zones/" + zone;
@@ -449,7 +509,8 @@ EmulatorResponse GcpEmulator::ListOperations(const Path& p, const std::string& q
   const size_t end = std::min(matched.size(), offset + max_results);
   if (offset < end) {
     out["items"] = json::array();
-    for (size_t k = offset; k < end; ++k) out["items"].push_back(json::parse(OperationJson(*matched[k], now)));
+    for (size_t k = offset; k < end; ++k)
+      out["items"].push_back(json::parse(OperationJson(*matched[k], now)));
   }
   if (end < matched.size()) out["nextPageToken"] = gcp::PageToken(end);
   return Json(out.dump());
@@ -481,8 +542,9 @@ EmulatorResponse GcpEmulator::RegionGet(const std::string& region, WallTime now)
   return Json(out.dump());
 }
 
-EmulatorResponse GcpEmulator::GroupCall(const EmulatorRequest& request, const Path& p, const std::string& query,
-                                        const std::string& request_id, WallTime now) {
+EmulatorResponse GcpEmulator::GroupCall(const EmulatorRequest& request, const Path& p,
+                                        const std::string& query, const std::string& request_id,
+                                        WallTime now) {
   Group* g = FindGroup(p.zone, p.name);
   if (g == nullptr) return NotFound(p.resource());
   const std::string group_link = Url("zones/" + p.zone + "/instanceGroupManagers/" + p.name);
@@ -523,14 +585,16 @@ EmulatorResponse GcpEmulator::GroupCall(const EmulatorRequest& request, const Pa
     }
     json out = json::object();
     const size_t end = std::min(matched.size(), offset + max_results);
-    if (offset < end) out["managedInstances"] = json(std::vector<json>(matched.begin() + offset, matched.begin() + end));
+    if (offset < end)
+      out["managedInstances"] = json(std::vector<json>(matched.begin() + offset, matched.begin() + end));
     if (end < matched.size()) out["nextPageToken"] = gcp::PageToken(end);
     return Json(out.dump());
   }
   std::string op_type = "compute.instanceGroupManagers." + p.verb;
   if (p.verb == "createInstances") {
     const json in = json::parse(request.body, nullptr, false);
-    if (!in.is_object() || !in.contains("instances") || !in["instances"].is_array() || in["instances"].empty()) {
+    if (!in.is_object() || !in.contains("instances") || !in["instances"].is_array() ||
+        in["instances"].empty()) {
       return Invalid("resource.instances", request.body, "A non-empty list of instances is required.");
     }
     std::vector<std::string> names;
@@ -540,14 +604,17 @@ EmulatorResponse GcpEmulator::GroupCall(const EmulatorRequest& request, const Pa
       metadata.emplace_back();
       if (i.is_object() && i.contains("preservedState")) {
         const json preserved = i["preservedState"].value("metadata", json::object());
-        for (const auto& [key, value] : preserved.items()) metadata.back().emplace_back(key, value.get<std::string>());
+        for (const auto& [key, value] : preserved.items())
+          metadata.back().emplace_back(key, value.get<std::string>());
       }
       if (!ValidName(name)) {
-        return Invalid("resource.instances.name", name, "Must be a match of regex '(?:[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?)'");
+        return Invalid("resource.instances.name", name,
+                       "Must be a match of regex '(?:[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?)'");
       }
       if (member_named(name) != nullptr || FindInstance(p.zone, name) != nullptr ||
           std::find(names.begin(), names.end(), name) != names.end()) {
-        return gcp::ErrorResponse(409, "alreadyExists", "The resource '" + zone_instances + name + "' already exists");
+        return gcp::ErrorResponse(409, "alreadyExists",
+                                  "The resource '" + zone_instances + name + "' already exists");
       }
       names.push_back(name);
     }

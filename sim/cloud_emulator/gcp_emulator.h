@@ -20,7 +20,8 @@
 //    quota stays CREATING and is retried every `mig_retry_interval`.
 //  - Regions: regions.get with `quotas[]` {metric, limit, usage} for the
 //    scenario's quotas.
-//  - Zone operations: get, wait, list (filter, e.g. operationType). An
+//  - Zone operations: get, wait (blocking only with EnableBlockingWait),
+//    list (filter, e.g. operationType). An
 //    operation is RUNNING for `operation_latency`, then DONE, with its
 //    `error.errors[]` (ZONE_RESOURCE_POOL_EXHAUSTED[_WITH_DETAILS],
 //    QUOTA_EXCEEDED) when it failed. `requestId` makes a mutating call
@@ -38,6 +39,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -59,8 +61,8 @@ struct GcpCapacityLimit {
   std::string provisioning_model;  // "", "STANDARD" or "SPOT"
   int limit = 0;
   std::string error_code = "ZONE_RESOURCE_POOL_EXHAUSTED";  // or …_WITH_DETAILS
-  std::optional<Seconds> from;   // active from start + from (default: always)
-  std::optional<Seconds> until;  // until start + until
+  std::optional<Seconds> from;                              // active from start + from (default: always)
+  std::optional<Seconds> until;                             // until start + until
 };
 
 // A regional quota on GPUs, by Google's metric name ("NVIDIA_L4_GPUS";
@@ -110,12 +112,12 @@ struct GcpScenario {
   // The `aud` a JWT must carry; empty: any URL ending in "/token".
   std::string token_audience;
   std::vector<GcpServiceAccount> service_accounts;
-  std::string metadata_account;             // the metadata server's default account (email)
-  std::vector<std::string> access_tokens;   // always-valid Bearer tokens (tests)
+  std::string metadata_account;            // the metadata server's default account (email)
+  std::vector<std::string> access_tokens;  // always-valid Bearer tokens (tests)
   Seconds token_lifetime{3600};
-  Seconds operation_latency{2};   // an operation is RUNNING this long
-  Seconds boot_latency{20};       // DONE insert to RUNNING
-  Seconds delete_latency{5};      // delete request to gone
+  Seconds operation_latency{2};  // an operation is RUNNING this long
+  Seconds boot_latency{20};      // DONE insert to RUNNING
+  Seconds delete_latency{5};     // delete request to gone
   Seconds mig_retry_interval{10};
   std::vector<GcpCapacityLimit> capacity;
   std::vector<GcpQuota> quotas;
@@ -172,6 +174,16 @@ class GcpEmulator {
 
   EmulatorResponse Handle(const EmulatorRequest& request);
 
+  // Makes zoneOperations.wait block, as Compute Engine's does, until the
+  // operation is DONE or `cap` has passed, calling `sleep` (without the
+  // lock held) between looks. Without this, wait answers at once with the
+  // current state, which the API also allows (unit tests; a server with one
+  // thread). The HTTP server must then run wait requests off its I/O thread.
+  // `sleep` returns false to end every wait at once (shutting down).
+  void EnableBlockingWait(Seconds cap, std::function<bool(std::chrono::milliseconds)> sleep);
+  // Whether `request` is a zoneOperations.wait call (for the server's slow-request pool).
+  static bool IsWait(const EmulatorRequest& request);
+
   // Every instance ever created (deleted ones included), oldest first.
   std::vector<GcpInstanceInfo> Instances() const;
   GcpEmulatorStats stats() const;
@@ -183,14 +195,14 @@ class GcpEmulator {
     GcpInstanceInfo info;
     uint64_t id = 0;
     WallTime created{};
-    WallTime staged_at{};   // PROVISIONING -> STAGING
-    WallTime running_at{};  // STAGING -> RUNNING
+    WallTime staged_at{};             // PROVISIONING -> STAGING
+    WallTime running_at{};            // STAGING -> RUNNING
     std::optional<WallTime> stop_at;  // STOPPING from here
     std::optional<WallTime> end_at;   // then TERMINATED or gone
-    bool remove_at_end = false;  // gone at end_at (else TERMINATED)
+    bool remove_at_end = false;       // gone at end_at (else TERMINATED)
     bool preempted = false;
-    std::vector<std::pair<std::string, int>> accelerators;  // guestAccelerators (type, count)
-    std::vector<std::pair<std::string, int>> gpus;          // (quota metric, count)
+    std::vector<std::pair<std::string, int>> accelerators;      // guestAccelerators (type, count)
+    std::vector<std::pair<std::string, int>> gpus;              // (quota metric, count)
     std::vector<std::pair<std::string, std::string>> metadata;  // metadata.items (key, value)
   };
   struct OpError {
@@ -243,10 +255,12 @@ class GcpEmulator {
   std::string StatusOf(const Instance& i, WallTime now) const;
   bool Live(const Instance& i, WallTime now) const;
   // The GPUs (quota metric, count) an instance of this shape holds.
-  std::vector<std::pair<std::string, int>> GpusOf(const std::string& machine_type, const std::string& model,
-                                                  const std::vector<std::pair<std::string, int>>& accelerators) const;
+  std::vector<std::pair<std::string, int>> GpusOf(
+      const std::string& machine_type, const std::string& model,
+      const std::vector<std::pair<std::string, int>>& accelerators) const;
   // Why a new instance cannot be created now (nullopt when it can).
-  std::optional<OpError> Refusal(const std::string& zone, const std::string& machine_type, const std::string& model,
+  std::optional<OpError> Refusal(const std::string& zone, const std::string& machine_type,
+                                 const std::string& model,
                                  const std::vector<std::pair<std::string, int>>& gpus, WallTime now) const;
   size_t CreateInstance(const std::string& zone, const std::string& name, const std::string& machine_type,
                         const std::string& model, const std::string& action,
@@ -306,6 +320,8 @@ class GcpEmulator {
   std::vector<int> preemptions_left_;
   GcpEmulatorStats stats_;
   int api_calls_ = 0;
+  Seconds wait_cap_{0};
+  std::function<bool(std::chrono::milliseconds)> wait_sleep_;
 };
 
 }  // namespace gpuscaler::sim

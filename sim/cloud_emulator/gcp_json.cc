@@ -30,13 +30,15 @@ std::string GcpEmulator::InstanceJson(const Instance& i, WallTime now) const {
       {"cpuPlatform", "Unknown CPU Platform"},
       {"deletionProtection", false},
   };
-  if (!i.info.termination_action.empty()) j["scheduling"]["instanceTerminationAction"] = i.info.termination_action;
+  if (!i.info.termination_action.empty())
+    j["scheduling"]["instanceTerminationAction"] = i.info.termination_action;
   if (now >= i.running_at) j["lastStartTimestamp"] = gcp::Timestamp(i.running_at);
   if (i.stop_at && now >= *i.stop_at) j["lastStopTimestamp"] = gcp::Timestamp(*i.stop_at);
   if (!i.accelerators.empty()) {
     json acc = json::array();
     for (const auto& [type, count] : i.accelerators) {
-      acc.push_back({{"acceleratorType", Url(zone_path + "/acceleratorTypes/" + type)}, {"acceleratorCount", count}});
+      acc.push_back(
+          {{"acceleratorType", Url(zone_path + "/acceleratorTypes/" + type)}, {"acceleratorCount", count}});
     }
     j["guestAccelerators"] = acc;
   }
@@ -45,7 +47,8 @@ std::string GcpEmulator::InstanceJson(const Instance& i, WallTime now) const {
   if (!i.info.group.empty()) {
     // What a MIG sets on its members.
     items.push_back({{"key", "created-by"},
-                     {"value", "projects/" + scenario_.project + "/" + zone_path + "/instanceGroupManagers/" + i.info.group}});
+                     {"value", "projects/" + scenario_.project + "/" + zone_path + "/instanceGroupManagers/" +
+                                   i.info.group}});
   }
   if (!items.empty()) j["metadata"] = {{"kind", "compute#metadata"}, {"items", items}};
   return j.dump();
@@ -95,10 +98,14 @@ std::string GcpEmulator::GroupJson(const Group& g, WallTime now) const {
   int creating = 0, recreating = 0, deleting = 0, none = 0;
   for (const Member& m : g.members) {
     const std::string action = json::parse(MemberJson(g, m, now))["currentAction"];
-    if (action == "CREATING") ++creating;
-    else if (action == "RECREATING") ++recreating;
-    else if (action == "DELETING") ++deleting;
-    else ++none;
+    if (action == "CREATING")
+      ++creating;
+    else if (action == "RECREATING")
+      ++recreating;
+    else if (action == "DELETING")
+      ++deleting;
+    else
+      ++none;
   }
   int target = 0;
   for (const Member& m : g.members) target += m.deleting ? 0 : 1;
@@ -113,9 +120,19 @@ std::string GcpEmulator::GroupJson(const Group& g, WallTime now) const {
       {"baseInstanceName", g.spec.base_instance_name},
       {"targetSize", target},
       {"currentActions",
-       {{"abandoning", 0}, {"creating", creating}, {"creatingWithoutRetries", 0}, {"deleting", deleting},
-        {"none", none}, {"recreating", recreating}, {"refreshing", 0}, {"restarting", 0}, {"resuming", 0},
-        {"starting", 0}, {"stopping", 0}, {"suspending", 0}, {"verifying", 0}}},
+       {{"abandoning", 0},
+        {"creating", creating},
+        {"creatingWithoutRetries", 0},
+        {"deleting", deleting},
+        {"none", none},
+        {"recreating", recreating},
+        {"refreshing", 0},
+        {"restarting", 0},
+        {"resuming", 0},
+        {"starting", 0},
+        {"stopping", 0},
+        {"suspending", 0},
+        {"verifying", 0}}},
       {"status", {{"isStable", creating + recreating + deleting == 0}}},
       {"selfLink", Url(zone_path + "/instanceGroupManagers/" + g.spec.name)},
   };

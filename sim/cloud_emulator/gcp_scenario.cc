@@ -73,7 +73,8 @@ Result<std::string> EmulatorScenarioProvider(const std::string& text) {
     if (!root || !root.IsMap() || !root["provider"]) return std::string();
     const std::string p = root["provider"].as<std::string>();
     if (p != "aws" && p != "gcp") {
-      return Error::Config("emulator scenario: " + At(root["provider"], "provider") + ": must be aws or gcp, got '" + p + "'");
+      return Error::Config("emulator scenario: " + At(root["provider"], "provider") +
+                           ": must be aws or gcp, got '" + p + "'");
     }
     return p;
   } catch (const YAML::Exception& e) {
@@ -87,9 +88,26 @@ Result<GcpScenario> ParseGcpScenario(const std::string& text, const std::string&
     const YAML::Node root = YAML::Load(text);
     if (!root || root.IsNull()) return s;
     Keys(root, "scenario",
-         {"provider", "project", "zones", "token_audience", "service_accounts", "metadata_account", "access_tokens",
-          "token_lifetime", "operation_latency", "boot_latency", "delete_latency", "mig_retry_interval", "capacity",
-          "quotas", "preemptions", "managed_instance_groups", "machine_gpus", "throttle", "server_error_rate", "seed"});
+         {"provider",
+          "project",
+          "zones",
+          "token_audience",
+          "service_accounts",
+          "metadata_account",
+          "access_tokens",
+          "token_lifetime",
+          "operation_latency",
+          "boot_latency",
+          "delete_latency",
+          "mig_retry_interval",
+          "capacity",
+          "quotas",
+          "preemptions",
+          "managed_instance_groups",
+          "machine_gpus",
+          "throttle",
+          "server_error_rate",
+          "seed"});
     Read(root, "project", "", &s.project);
     Read(root, "zones", "", &s.zones);
     if (s.zones.empty()) throw Bad{At(root["zones"], "zones") + ": at least one zone is required"};
@@ -101,7 +119,8 @@ Result<GcpScenario> ParseGcpScenario(const std::string& text, const std::string&
     ReadDuration(root, "boot_latency", "", &s.boot_latency);
     ReadDuration(root, "delete_latency", "", &s.delete_latency);
     ReadDuration(root, "mig_retry_interval", "", &s.mig_retry_interval);
-    if (s.token_lifetime <= Seconds(0)) throw Bad{At(root["token_lifetime"], "token_lifetime") + ": must be > 0"};
+    if (s.token_lifetime <= Seconds(0))
+      throw Bad{At(root["token_lifetime"], "token_lifetime") + ": must be > 0"};
     Read(root, "seed", "", &s.seed);
     Read(root, "server_error_rate", "", &s.server_error_rate);
     if (const YAML::Node t = root["throttle"]) {
@@ -122,12 +141,15 @@ Result<GcpScenario> ParseGcpScenario(const std::string& text, const std::string&
       std::string file;
       Read(n, "public_key_file", where, &file);
       if (a.email.empty()) throw Bad{At(n, where) + ": email is required"};
-      if (a.public_key_pem.empty() == file.empty()) throw Bad{At(n, where) + ": give one of public_key, public_key_file"};
+      if (a.public_key_pem.empty() == file.empty())
+        throw Bad{At(n, where) + ": give one of public_key, public_key_file"};
       if (!file.empty()) {
-        const std::filesystem::path path = std::filesystem::path(file).is_absolute() ? std::filesystem::path(file)
-                                                                                      : std::filesystem::path(base_dir) / file;
+        const std::filesystem::path path = std::filesystem::path(file).is_absolute()
+                                               ? std::filesystem::path(file)
+                                               : std::filesystem::path(base_dir) / file;
         auto pem = ReadTextFile(path.string());
-        if (!pem.ok()) throw Bad{At(n["public_key_file"], where + ".public_key_file") + ": " + pem.error().message()};
+        if (!pem.ok())
+          throw Bad{At(n["public_key_file"], where + ".public_key_file") + ": " + pem.error().message()};
         a.public_key_pem = *pem;
       }
       if (a.public_key_pem.find("-----BEGIN") == std::string::npos) {
@@ -146,7 +168,8 @@ Result<GcpScenario> ParseGcpScenario(const std::string& text, const std::string&
       if (!n["limit"]) throw Bad{At(n, where) + ": limit is required"};
       Read(n, "limit", where, &l.limit);
       Read(n, "error", where, &l.error_code);
-      if (l.error_code != "ZONE_RESOURCE_POOL_EXHAUSTED" && l.error_code != "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS") {
+      if (l.error_code != "ZONE_RESOURCE_POOL_EXHAUSTED" &&
+          l.error_code != "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS") {
         throw Bad{At(n["error"], where + ".error") +
                   ": must be ZONE_RESOURCE_POOL_EXHAUSTED or ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS"};
       }
@@ -160,7 +183,8 @@ Result<GcpScenario> ParseGcpScenario(const std::string& text, const std::string&
       ReadDuration(n, "from", where, &q.from);
       Read(n, "region", where, &q.region);
       Read(n, "metric", where, &q.metric);
-      if (q.region.empty() || q.metric.empty() || !n["limit"]) throw Bad{At(n, where) + ": region, metric and limit are required"};
+      if (q.region.empty() || q.metric.empty() || !n["limit"])
+        throw Bad{At(n, where) + ": region, metric and limit are required"};
       Read(n, "limit", where, &q.limit);
       s.quotas.push_back(std::move(q));
     });
@@ -177,8 +201,9 @@ Result<GcpScenario> ParseGcpScenario(const std::string& text, const std::string&
       s.preemptions.push_back(std::move(x));
     });
     ForEachItem(root, "managed_instance_groups", [&](const YAML::Node& n, const std::string& where) {
-      Keys(n, where, {"name", "zone", "base_instance_name", "instance_template", "machine_type", "provisioning_model",
-                      "termination_action", "labels", "target_size"});
+      Keys(n, where,
+           {"name", "zone", "base_instance_name", "instance_template", "machine_type", "provisioning_model",
+            "termination_action", "labels", "target_size"});
       GcpManagedGroup g;
       Read(n, "name", where, &g.name);
       Read(n, "zone", where, &g.zone);
@@ -190,14 +215,16 @@ Result<GcpScenario> ParseGcpScenario(const std::string& text, const std::string&
       Read(n, "provisioning_model", where, &g.provisioning_model);
       CheckModel(n, where, g.provisioning_model, false);
       Read(n, "termination_action", where, &g.termination_action);
-      if (!g.termination_action.empty() && g.termination_action != "STOP" && g.termination_action != "DELETE") {
+      if (!g.termination_action.empty() && g.termination_action != "STOP" &&
+          g.termination_action != "DELETE") {
         throw Bad{At(n, where) + ": termination_action must be STOP or DELETE"};
       }
       Read(n, "labels", where, &g.labels);
       Read(n, "target_size", where, &g.target_size);
       if (g.target_size < 0) throw Bad{At(n, where) + ": target_size must be >= 0"};
       for (const GcpManagedGroup& other : s.groups) {
-        if (other.name == g.name && other.zone == g.zone) throw Bad{At(n, where) + ": duplicate group " + g.zone + "/" + g.name};
+        if (other.name == g.name && other.zone == g.zone)
+          throw Bad{At(n, where) + ": duplicate group " + g.zone + "/" + g.name};
       }
       s.groups.push_back(std::move(g));
     });
@@ -210,7 +237,8 @@ Result<GcpScenario> ParseGcpScenario(const std::string& text, const std::string&
         std::pair<std::string, int> v;
         Read(kv.second, "metric", where, &v.first);
         Read(kv.second, "count", where, &v.second);
-        if (v.first.empty() || v.second <= 0) throw Bad{At(kv.second, where) + ": metric and a count > 0 are required"};
+        if (v.first.empty() || v.second <= 0)
+          throw Bad{At(kv.second, where) + ": metric and a count > 0 are required"};
         s.machine_gpus[type] = v;
       }
     }

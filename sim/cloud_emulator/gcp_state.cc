@@ -93,7 +93,8 @@ GcpEmulator::GcpEmulator(GcpScenario scenario, const Clock& clock)
 
 uint64_t GcpEmulator::NewId() {
   // Compute Engine ids are unsigned 64-bit numbers of about 19 digits.
-  return (SplitMix(next_id_++ ^ (scenario_.seed * 0x100000001b3ULL)) % 9000000000000000000ULL) + 1000000000000000000ULL;
+  return (SplitMix(next_id_++ ^ (scenario_.seed * 0x100000001b3ULL)) % 9000000000000000000ULL) +
+         1000000000000000000ULL;
 }
 
 std::string GcpEmulator::Url(const std::string& path) const {
@@ -130,7 +131,8 @@ std::vector<std::pair<std::string, int>> GcpEmulator::GpusOf(
   return out;
 }
 
-std::optional<GcpEmulator::OpError> GcpEmulator::Refusal(const std::string& zone, const std::string& machine_type,
+std::optional<GcpEmulator::OpError> GcpEmulator::Refusal(const std::string& zone,
+                                                         const std::string& machine_type,
                                                          const std::string& model,
                                                          const std::vector<std::pair<std::string, int>>& gpus,
                                                          WallTime now) const {
@@ -149,14 +151,18 @@ std::optional<GcpEmulator::OpError> GcpEmulator::Refusal(const std::string& zone
     if (live < l.limit) continue;
     const std::string where = "projects/" + scenario_.project + "/zones/" + zone;
     if (l.error_code == "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS") {
-      return OpError{l.error_code,
-                     "The zone '" + where + "' does not have enough resources available to fulfill the request.  '(resource type:compute)'.",
-                     R"([{"errorInfo":{"reason":"resource_availability","domain":"compute.googleapis.com","metadatas":{"zone":")" +
-                         zone + R"(","vmType":")" + machine_type + R"(","attachment":")" + model + R"("}}}])"};
+      return OpError{
+          l.error_code,
+          "The zone '" + where +
+              "' does not have enough resources available to fulfill the request.  '(resource "
+              "type:compute)'.",
+          R"([{"errorInfo":{"reason":"resource_availability","domain":"compute.googleapis.com","metadatas":{"zone":")" +
+              zone + R"(","vmType":")" + machine_type + R"(","attachment":")" + model + R"("}}}])"};
     }
     return OpError{l.error_code,
-                   "The zone '" + where + "' does not have enough resources available to fulfill the request.  Try a "
-                   "different zone, or try again later.",
+                   "The zone '" + where +
+                       "' does not have enough resources available to fulfill the request.  Try a "
+                       "different zone, or try again later.",
                    ""};
   }
   const std::string region = gcp::RegionOf(zone);
@@ -169,9 +175,11 @@ std::optional<GcpEmulator::OpError> GcpEmulator::Refusal(const std::string& zone
     for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     std::string limit_name = metric;
     std::replace(limit_name.begin(), limit_name.end(), '_', '-');
-    return OpError{"QUOTA_EXCEEDED", "Quota '" + metric + "' exceeded.  Limit: " + text + " in region " + region + ".",
-                   R"([{"quotaInfo":{"metricName":"compute.googleapis.com/)" + lower + R"(","limitName":")" + limit_name +
-                       R"(-per-project-region","dimensions":{"region":")" + region + R"("},"limit":)" + text + "}}]"};
+    return OpError{"QUOTA_EXCEEDED",
+                   "Quota '" + metric + "' exceeded.  Limit: " + text + " in region " + region + ".",
+                   R"([{"quotaInfo":{"metricName":"compute.googleapis.com/)" + lower + R"(","limitName":")" +
+                       limit_name + R"(-per-project-region","dimensions":{"region":")" + region +
+                       R"("},"limit":)" + text + "}}]"};
   }
   return std::nullopt;
 }
@@ -198,8 +206,9 @@ double GcpEmulator::QuotaUsage(const std::string& region, const std::string& met
   return used;
 }
 
-size_t GcpEmulator::CreateInstance(const std::string& zone, const std::string& name, const std::string& machine_type,
-                                   const std::string& model, const std::string& action,
+size_t GcpEmulator::CreateInstance(const std::string& zone, const std::string& name,
+                                   const std::string& machine_type, const std::string& model,
+                                   const std::string& action,
                                    const std::map<std::string, std::string>& labels, const std::string& group,
                                    std::vector<std::pair<std::string, int>> accelerators, WallTime now,
                                    std::vector<std::pair<std::string, std::string>> metadata) {
@@ -267,7 +276,8 @@ GcpEmulator::Operation& GcpEmulator::NewOperation(const std::string& zone, const
   op.id = NewId();
   char name[64];
   std::snprintf(name, sizeof name, "operation-%" PRId64 "-%012" PRIx64,
-                static_cast<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count()),
+                static_cast<int64_t>(
+                    std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count()),
                 static_cast<uint64_t>(SplitMix(op.id) & 0xffffffffffffULL));
   op.name = name;
   op.zone = zone;
@@ -293,8 +303,8 @@ void GcpEmulator::TryCreateMember(Group& g, Member& m, WallTime now) {
     return;
   }
   m.last_errors.clear();
-  m.instance = CreateInstance(s.zone, m.name, s.machine_type, s.provisioning_model, s.termination_action, s.labels,
-                              s.name, {}, now, m.metadata);
+  m.instance = CreateInstance(s.zone, m.name, s.machine_type, s.provisioning_model, s.termination_action,
+                              s.labels, s.name, {}, now, m.metadata);
 }
 
 void GcpEmulator::AdvanceLocked(WallTime now) {

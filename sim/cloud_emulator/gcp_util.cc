@@ -24,24 +24,41 @@ EmulatorResponse ErrorResponse(int status, const std::string& reason, const std:
   // The google.rpc status names Google's JSON errors carry next to the code.
   const char* rpc = "UNKNOWN";
   switch (status) {
-    case 400: rpc = "INVALID_ARGUMENT"; break;
-    case 401: rpc = "UNAUTHENTICATED"; break;
-    case 403: rpc = "PERMISSION_DENIED"; break;
-    case 404: rpc = "NOT_FOUND"; break;
-    case 409: rpc = "ALREADY_EXISTS"; break;
-    case 429: rpc = "RESOURCE_EXHAUSTED"; break;
-    case 500: rpc = "INTERNAL"; break;
-    case 503: rpc = "UNAVAILABLE"; break;
-    default: break;
+    case 400:
+      rpc = "INVALID_ARGUMENT";
+      break;
+    case 401:
+      rpc = "UNAUTHENTICATED";
+      break;
+    case 403:
+      rpc = "PERMISSION_DENIED";
+      break;
+    case 404:
+      rpc = "NOT_FOUND";
+      break;
+    case 409:
+      rpc = "ALREADY_EXISTS";
+      break;
+    case 429:
+      rpc = "RESOURCE_EXHAUSTED";
+      break;
+    case 500:
+      rpc = "INTERNAL";
+      break;
+    case 503:
+      rpc = "UNAVAILABLE";
+      break;
+    default:
+      break;
   }
-  nlohmann::json body = {
-      {"error",
-       {{"code", status},
-        {"message", message},
-        {"errors", {{{"message", message}, {"domain", domain}, {"reason", reason}}}},
-        {"status", rpc}}}};
+  nlohmann::json body = {{"error",
+                          {{"code", status},
+                           {"message", message},
+                           {"errors", {{{"message", message}, {"domain", domain}, {"reason", reason}}}},
+                           {"status", rpc}}}};
   EmulatorResponse r{status, "application/json; charset=UTF-8", {}, body.dump()};
-  if (status == 401) r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"https://accounts.google.com/\"");
+  if (status == 401)
+    r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"https://accounts.google.com/\"");
   return r;
 }
 
@@ -75,7 +92,8 @@ void SkipSpace(const std::string& s, size_t* i) {
 }
 
 bool WordChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' || c == '*' || c == '/';
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' || c == '*' ||
+         c == '/';
 }
 
 }  // namespace
@@ -200,13 +218,20 @@ std::optional<std::string> Base64UrlDecode(std::string_view text) {
   int bits = 0;
   for (char c : text) {
     int v;
-    if (c >= 'A' && c <= 'Z') v = c - 'A';
-    else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
-    else if (c >= '0' && c <= '9') v = c - '0' + 52;
-    else if (c == '-') v = 62;
-    else if (c == '_') v = 63;
-    else if (c == '=') break;
-    else return std::nullopt;
+    if (c >= 'A' && c <= 'Z')
+      v = c - 'A';
+    else if (c >= 'a' && c <= 'z')
+      v = c - 'a' + 26;
+    else if (c >= '0' && c <= '9')
+      v = c - '0' + 52;
+    else if (c == '-')
+      v = 62;
+    else if (c == '_')
+      v = 63;
+    else if (c == '=')
+      break;
+    else
+      return std::nullopt;
     acc = (acc << 6) | static_cast<uint32_t>(v);
     bits += 6;
     if (bits >= 8) {
@@ -219,25 +244,29 @@ std::optional<std::string> Base64UrlDecode(std::string_view text) {
 }
 
 Status VerifyRs256(const std::string& public_key_pem, std::string_view data, std::string_view signature) {
-  std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new_mem_buf(public_key_pem.data(), static_cast<int>(public_key_pem.size())),
-                                                &BIO_free);
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(
+      BIO_new_mem_buf(public_key_pem.data(), static_cast<int>(public_key_pem.size())), &BIO_free);
   if (!bio) return Error::Internal("BIO_new_mem_buf failed");
   EVP_PKEY* raw = nullptr;
   if (public_key_pem.find("BEGIN CERTIFICATE") != std::string::npos) {
-    std::unique_ptr<X509, decltype(&X509_free)> cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr), &X509_free);
+    std::unique_ptr<X509, decltype(&X509_free)> cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr),
+                                                     &X509_free);
     if (cert) raw = X509_get_pubkey(cert.get());
   } else {
     raw = PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr);
   }
-  if (raw == nullptr) return Error::Config("the service account's public key is not a PEM public key or certificate");
+  if (raw == nullptr)
+    return Error::Config("the service account's public key is not a PEM public key or certificate");
   std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(raw, &EVP_PKEY_free);
-  if (EVP_PKEY_base_id(key.get()) != EVP_PKEY_RSA) return Error::Config("the service account's key is not RSA");
+  if (EVP_PKEY_base_id(key.get()) != EVP_PKEY_RSA)
+    return Error::Config("the service account's key is not RSA");
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
   if (!ctx || EVP_DigestVerifyInit(ctx.get(), nullptr, EVP_sha256(), nullptr, key.get()) != 1) {
     return Error::Internal("EVP_DigestVerifyInit failed");
   }
-  const int ok = EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(signature.data()), signature.size(),
-                                  reinterpret_cast<const unsigned char*>(data.data()), data.size());
+  const int ok =
+      EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(signature.data()), signature.size(),
+                       reinterpret_cast<const unsigned char*>(data.data()), data.size());
   if (ok != 1) return Error::Auth("Invalid JWT Signature.");
   return Status();
 }

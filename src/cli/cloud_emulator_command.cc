@@ -10,7 +10,10 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <atomic>
+#include <chrono>
 #include <csignal>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -85,6 +88,7 @@ int RunCloudEmulator(const CloudEmulatorOptions& o) {
   const std::string which = !o.provider.empty() ? o.provider : !provider->empty() ? *provider : "aws";
 
   server::Router router;
+  std::atomic<bool> stopping{false};  // ends blocked zoneOperations.wait calls at shutdown
   std::unique_ptr<sim::CloudEmulator> aws;
   std::unique_ptr<sim::GcpEmulator> gcp;
   std::string banner;
@@ -95,6 +99,18 @@ int RunCloudEmulator(const CloudEmulatorOptions& o) {
     if (!parsed.ok()) return Fail(o.scenario_file + ": " + parsed.error().message(), 2);
     banner = "(Compute Engine, project " + parsed->project + ")";
     gcp = std::make_unique<sim::GcpEmulator>(std::move(*parsed), clock);
+    // zoneOperations.wait blocks up to 2 minutes as Compute Engine's does,
+    // on the slow-request threads so the I/O thread keeps serving.
+    gcp->EnableBlockingWait(std::chrono::minutes(2), [&stopping](std::chrono::milliseconds d) {
+      if (stopping.load()) return false;
+      std::this_thread::sleep_for(d);
+      return !stopping.load();
+    });
+    http_options.slow_request = [](const server::HttpRequest& r) {
+      return sim::GcpEmulator::IsWait(sim::EmulatorRequest{r.method, r.target, {}, {}});
+    };
+    http_options.slow_handler_threads = 4;
+    http_options.slow_handler_nice = 0;
     // Compute Engine is REST (GET, POST, DELETE on resource paths); the
     // emulator checks the Bearer token itself.
     auto handler = [&gcp](const server::HttpRequest& r) { return Serve(*gcp, r); };
@@ -127,6 +143,7 @@ int RunCloudEmulator(const CloudEmulatorOptions& o) {
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int) {
     if (ec) return;
+    stopping.store(true);
     http.Stop();
     io.stop();
   });

@@ -13,8 +13,8 @@ class CloudEmulatorProvider : public CliTest {
  protected:
   // Starts the emulator, waits for it to listen, stops it; its first stdout line.
   std::string Banner(const std::vector<std::string>& extra) {
-    std::vector<std::string> argv{GPUSCALER_BINARY, "cloud-emulator", "--listen", "127.0.0.1:0", "--port-file",
-                                  (dir_ / "port").string()};
+    std::vector<std::string> argv{GPUSCALER_BINARY, "cloud-emulator", "--listen",
+                                  "127.0.0.1:0",    "--port-file",    (dir_ / "port").string()};
     argv.insert(argv.end(), extra.begin(), extra.end());
     ChildProcess p(argv, dir_ / "out", dir_ / "err");
     const uint16_t port = WaitForPortFile(dir_ / "port", 60s);
@@ -29,8 +29,10 @@ class CloudEmulatorProvider : public CliTest {
 
 TEST_F(CloudEmulatorProvider, TheScenarioOrTheFlagChoosesComputeEngine) {
   const auto gcp = Write("gcp.yaml", "provider: gcp\nproject: my-project\n");
-  EXPECT_NE(Banner({"--scenario", gcp.string()}).find("(Compute Engine, project my-project)"), std::string::npos);
-  EXPECT_NE(Banner({"--provider", "gcp"}).find("(Compute Engine, project gpuscaler-test)"), std::string::npos);
+  EXPECT_NE(Banner({"--scenario", gcp.string()}).find("(Compute Engine, project my-project)"),
+            std::string::npos);
+  EXPECT_NE(Banner({"--provider", "gcp"}).find("(Compute Engine, project gpuscaler-test)"),
+            std::string::npos);
   EXPECT_NE(Banner({}).find("(region us-east-1)"), std::string::npos) << "AWS stays the default";
   const auto aws = Write("aws.yaml", "provider: aws\nregion: eu-west-1\n");
   EXPECT_NE(Banner({"--scenario", aws.string()}).find("(region eu-west-1)"), std::string::npos);
@@ -40,13 +42,16 @@ TEST_F(CloudEmulatorProvider, ConflictsAndBadScenariosAreNamed) {
   const auto gcp = Write("gcp.yaml", "provider: gcp\n");
   ProcessResult conflict = Gpuscaler({"cloud-emulator", "--provider", "aws", "--scenario", gcp.string()});
   EXPECT_EQ(conflict.exit_code, 2);
-  EXPECT_NE(conflict.err.find("--provider aws but " + gcp.string() + " says provider: gcp"), std::string::npos)
+  EXPECT_NE(conflict.err.find("--provider aws but " + gcp.string() + " says provider: gcp"),
+            std::string::npos)
       << conflict.err;
 
-  const auto bad = Write("bad.yaml", "provider: gcp\nzones: [us-central1-a]\ncapacity:\n  - {zone: us-east1-b, limit: 1}\n");
+  const auto bad = Write(
+      "bad.yaml", "provider: gcp\nzones: [us-central1-a]\ncapacity:\n  - {zone: us-east1-b, limit: 1}\n");
   ProcessResult r = Gpuscaler({"cloud-emulator", "--scenario", bad.string()});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("capacity[0] (line 4): zone 'us-east1-b' is not one of `zones`"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("capacity[0] (line 4): zone 'us-east1-b' is not one of `zones`"), std::string::npos)
+      << r.err;
 
   const auto aws_keys = Write("aws-keys.yaml", "region: us-east-1\n");
   ProcessResult wrong = Gpuscaler({"cloud-emulator", "--provider", "gcp", "--scenario", aws_keys.string()});
@@ -56,7 +61,8 @@ TEST_F(CloudEmulatorProvider, ConflictsAndBadScenariosAreNamed) {
   const auto azure = Write("azure.yaml", "provider: azure\n");
   ProcessResult unknown = Gpuscaler({"cloud-emulator", "--scenario", azure.string()});
   EXPECT_EQ(unknown.exit_code, 2);
-  EXPECT_NE(unknown.err.find("provider (line 1): must be aws or gcp, got 'azure'"), std::string::npos) << unknown.err;
+  EXPECT_NE(unknown.err.find("provider (line 1): must be aws or gcp, got 'azure'"), std::string::npos)
+      << unknown.err;
 }
 
 }  // namespace

@@ -26,7 +26,9 @@ WallTime Start() {
   return t;
 }
 
-int64_t Unix(WallTime t) { return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count(); }
+int64_t Unix(WallTime t) {
+  return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
+}
 
 class GcpEmulatorTest : public ::testing::Test {
  protected:
@@ -59,10 +61,13 @@ class GcpEmulatorTest : public ::testing::Test {
     return a;
   }
   Answer Get(const std::string& path) { return Call("GET", path); }
-  Answer Post(const std::string& path, const json& body = json::object()) { return Call("POST", path, body.dump()); }
+  Answer Post(const std::string& path, const json& body = json::object()) {
+    return Call("POST", path, body.dump());
+  }
 
-  Answer BulkInsert(const std::string& zone, const std::vector<std::string>& names, const std::string& machine_type,
-                    const std::string& model = "STANDARD", const std::string& query = "") {
+  Answer BulkInsert(const std::string& zone, const std::vector<std::string>& names,
+                    const std::string& machine_type, const std::string& model = "STANDARD",
+                    const std::string& query = "") {
     json per = json::object();
     for (const auto& n : names) per[n] = json::object();
     json body = {{"count", names.size()},
@@ -75,15 +80,21 @@ class GcpEmulatorTest : public ::testing::Test {
     return Post("zones/" + zone + "/instances/bulkInsert" + query, body);
   }
   Answer Operation(const Answer& a) {
-    return Get("zones/" + a.body["zone"].get<std::string>().substr(a.body["zone"].get<std::string>().rfind('/') + 1) +
+    return Get("zones/" +
+               a.body["zone"].get<std::string>().substr(a.body["zone"].get<std::string>().rfind('/') + 1) +
                "/operations/" + a.body["name"].get<std::string>());
   }
   std::string Jwt(const TestRsaKey& key, const std::string& iss, int64_t iat, int64_t exp,
                   const std::string& aud = "http://127.0.0.1:1/token") {
-    json claims = {{"iss", iss}, {"scope", "https://www.googleapis.com/auth/compute"}, {"aud", aud}, {"iat", iat}, {"exp", exp}};
+    json claims = {{"iss", iss},
+                   {"scope", "https://www.googleapis.com/auth/compute"},
+                   {"aud", aud},
+                   {"iat", iat},
+                   {"exp", exp}};
     return key.SignJwt(R"({"alg":"RS256","typ":"JWT","kid":"k1"})", claims.dump());
   }
-  Answer Token(const std::string& assertion, const std::string& grant = "urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer") {
+  Answer Token(const std::string& assertion,
+               const std::string& grant = "urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer") {
     EmulatorRequest r;
     r.method = "POST";
     r.target = "/token";
@@ -118,17 +129,18 @@ TEST_F(GcpEmulatorTest, ComputeCallsNeedALiveBearerToken) {
 
 TEST_F(GcpEmulatorTest, TokenEndpointVerifiesTheJwtSignatureIssuerAndLifetime) {
   TestRsaKey key, other;
-  Emu("token_lifetime: 10m\nservice_accounts:\n  - email: " + std::string(kSa) + "\n    public_key: |\n" + [&] {
-    std::string indented;
-    std::string pem = key.PublicPem();
-    size_t at = 0;
-    while (at < pem.size()) {
-      const size_t nl = pem.find('\n', at);
-      indented += "      " + pem.substr(at, nl - at) + "\n";
-      at = nl == std::string::npos ? pem.size() : nl + 1;
-    }
-    return indented;
-  }());
+  Emu("token_lifetime: 10m\nservice_accounts:\n  - email: " + std::string(kSa) + "\n    public_key: |\n" +
+      [&] {
+        std::string indented;
+        std::string pem = key.PublicPem();
+        size_t at = 0;
+        while (at < pem.size()) {
+          const size_t nl = pem.find('\n', at);
+          indented += "      " + pem.substr(at, nl - at) + "\n";
+          at = nl == std::string::npos ? pem.size() : nl + 1;
+        }
+        return indented;
+      }());
   const int64_t now = Unix(clock_.WallNow());
 
   auto ok = Token(Jwt(key, kSa, now, now + 3600));
@@ -163,15 +175,17 @@ TEST_F(GcpEmulatorTest, TokenEndpointVerifiesTheJwtSignatureIssuerAndLifetime) {
   // Tampered claims under the original signature.
   std::string jwt = Jwt(key, kSa, now, now + 3600);
   const size_t dot = jwt.find('.');
-  const std::string tampered = jwt.substr(0, dot + 1) +
-                               TestRsaKey::Base64Url(R"({"iss":")" + std::string(kSa) +
-                                                     R"(","scope":"x","aud":"http://h/token","iat":)" +
-                                                     std::to_string(now) + R"(,"exp":)" + std::to_string(now + 60) + "}") +
-                               jwt.substr(jwt.find('.', dot + 1));
+  const std::string tampered =
+      jwt.substr(0, dot + 1) +
+      TestRsaKey::Base64Url(R"({"iss":")" + std::string(kSa) +
+                            R"(","scope":"x","aud":"http://h/token","iat":)" + std::to_string(now) +
+                            R"(,"exp":)" + std::to_string(now + 60) + "}") +
+      jwt.substr(jwt.find('.', dot + 1));
   EXPECT_EQ(Token(tampered).body["error_description"], "Invalid JWT Signature.");
 
   clock_.Advance(std::chrono::minutes(11));
-  EXPECT_EQ(Call("GET", "aggregated/instances", "", token).status, 401) << "the token outlived token_lifetime";
+  EXPECT_EQ(Call("GET", "aggregated/instances", "", token).status, 401)
+      << "the token outlived token_lifetime";
 }
 
 TEST_F(GcpEmulatorTest, MetadataServerNeedsTheFlavorHeaderAndHandsOutTokens) {
@@ -208,12 +222,15 @@ TEST_F(GcpEmulatorTest, BulkInsertCreatesLabelledSpotInstancesAfterTheOperationL
   EXPECT_EQ(inst.body["scheduling"]["instanceTerminationAction"], "DELETE");
   EXPECT_EQ(inst.body["metadata"]["items"][0]["value"], "tok-1");
   EXPECT_EQ(inst.body["machineType"],
-            "https://www.googleapis.com/compute/v1/projects/gpuscaler-test/zones/us-central1-a/machineTypes/g2-standard-8");
+            "https://www.googleapis.com/compute/v1/projects/gpuscaler-test/zones/us-central1-a/machineTypes/"
+            "g2-standard-8");
 
   clock_.Advance(std::chrono::seconds(5));
   auto done = Operation(op);
   EXPECT_EQ(done.body["status"], "DONE");
-  EXPECT_EQ(done.body["instancesBulkInsertOperationMetadata"]["perLocationStatus"]["zones/us-central1-a"]["createdVmCount"], 2);
+  EXPECT_EQ(done.body["instancesBulkInsertOperationMetadata"]["perLocationStatus"]["zones/us-central1-a"]
+                     ["createdVmCount"],
+            2);
   EXPECT_EQ(Get("zones/us-central1-a/instances/gpu-1").body["status"], "STAGING");
   clock_.Advance(std::chrono::seconds(20));
   EXPECT_EQ(Get("zones/us-central1-a/instances/gpu-1").body["status"], "RUNNING");
@@ -248,20 +265,25 @@ TEST_F(GcpEmulatorTest, NamePatternFillsCountAndMinCountIsAllOrNothing) {
   clock_.Advance(std::chrono::seconds(2));
   op = Operation(some);
   EXPECT_FALSE(op.body.contains("error"));
-  EXPECT_EQ(op.body["instancesBulkInsertOperationMetadata"]["perLocationStatus"]["zones/us-central1-b"]["createdVmCount"], 2);
+  EXPECT_EQ(op.body["instancesBulkInsertOperationMetadata"]["perLocationStatus"]["zones/us-central1-b"]
+                   ["createdVmCount"],
+            2);
   EXPECT_EQ(Get("zones/us-central1-b/instances/a100-01").status, 200);
   EXPECT_EQ(Get("zones/us-central1-b/instances/a100-02").status, 200);
   EXPECT_EQ(Get("zones/us-central1-b/instances/a100-03").status, 404);
 
   // int64 fields arrive as JSON strings from Google's clients; a wrong type is a 400, not a crash.
-  json as_strings = {{"count", "1"}, {"minCount", "1"}, {"namePattern", "str-#"},
+  json as_strings = {{"count", "1"},
+                     {"minCount", "1"},
+                     {"namePattern", "str-#"},
                      {"instanceProperties", {{"machineType", "g2-standard-4"}}}};
   EXPECT_EQ(Post("zones/us-central1-a/instances/bulkInsert", as_strings).status, 200);
   EXPECT_EQ(Get("zones/us-central1-a/instances/str-1").status, 200);
   as_strings["count"] = "many";
   EXPECT_EQ(Post("zones/us-central1-a/instances/bulkInsert", as_strings).status, 400);
-  auto wrong_type = Post("zones/us-central1-a/instances/bulkInsert",
-                         {{"count", 1}, {"namePattern", "x-#"}, {"instanceProperties", {{"machineType", 7}}}});
+  auto wrong_type =
+      Post("zones/us-central1-a/instances/bulkInsert",
+           {{"count", 1}, {"namePattern", "x-#"}, {"instanceProperties", {{"machineType", 7}}}});
   EXPECT_EQ(wrong_type.status, 400);
   EXPECT_EQ(Reason(wrong_type.body), "parseError");
   EXPECT_EQ(Call("POST", "zones/us-central1-a/instances/bulkInsert", "{not json").status, 400);
@@ -269,8 +291,10 @@ TEST_F(GcpEmulatorTest, NamePatternFillsCountAndMinCountIsAllOrNothing) {
 
 TEST_F(GcpEmulatorTest, CapacityErrorsWithDetailsAndTimeWindows) {
   Emu("capacity:\n"
-      "  - {machine_type: a3-highgpu-8g, zone: us-central1-a, limit: 0, error: ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS}\n"
-      "  - {machine_type: g2-standard-4, zone: us-central1-a, provisioning_model: SPOT, limit: 0, until: 1m}\n");
+      "  - {machine_type: a3-highgpu-8g, zone: us-central1-a, limit: 0, error: "
+      "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS}\n"
+      "  - {machine_type: g2-standard-4, zone: us-central1-a, provisioning_model: SPOT, limit: 0, until: "
+      "1m}\n");
   auto a3 = BulkInsert("us-central1-a", {"h100-1"}, "a3-highgpu-8g");
   clock_.Advance(std::chrono::seconds(2));
   auto op = Operation(a3);
@@ -304,8 +328,10 @@ TEST_F(GcpEmulatorTest, RegionalGpuQuotaCountsGpusAndSpotSeparately) {
   auto op = Operation(over);
   ASSERT_TRUE(op.body.contains("error"));
   EXPECT_EQ(op.body["error"]["errors"][0]["code"], "QUOTA_EXCEEDED");
-  EXPECT_EQ(op.body["error"]["errors"][0]["message"], "Quota 'NVIDIA_L4_GPUS' exceeded.  Limit: 3.0 in region us-central1.");
-  EXPECT_EQ(op.body["error"]["errors"][0]["errorDetails"][0]["quotaInfo"]["dimensions"]["region"], "us-central1");
+  EXPECT_EQ(op.body["error"]["errors"][0]["message"],
+            "Quota 'NVIDIA_L4_GPUS' exceeded.  Limit: 3.0 in region us-central1.");
+  EXPECT_EQ(op.body["error"]["errors"][0]["errorDetails"][0]["quotaInfo"]["dimensions"]["region"],
+            "us-central1");
   auto one = BulkInsert("us-central1-b", {"l4-c"}, "g2-standard-8");  // 1 fits
   clock_.Advance(std::chrono::seconds(2));
   EXPECT_FALSE(Operation(one).body.contains("error"));
@@ -352,12 +378,17 @@ TEST_F(GcpEmulatorTest, RequestIdMakesACallIdempotent) {
   ASSERT_EQ(second.status, 200) << "a retry with the same requestId is not a conflict";
   EXPECT_EQ(second.body["name"], first.body["name"]);
   EXPECT_EQ(emu_->stats().created, 1);
-  auto del1 = Call("DELETE", "zones/us-central1-a/instances/idem-1?requestId=9d2504e0-4f89-11d3-9a0c-0305e82c3301");
-  auto del2 = Call("DELETE", "zones/us-central1-a/instances/idem-1?requestId=9d2504e0-4f89-11d3-9a0c-0305e82c3301");
+  auto del1 =
+      Call("DELETE", "zones/us-central1-a/instances/idem-1?requestId=9d2504e0-4f89-11d3-9a0c-0305e82c3301");
+  auto del2 =
+      Call("DELETE", "zones/us-central1-a/instances/idem-1?requestId=9d2504e0-4f89-11d3-9a0c-0305e82c3301");
   EXPECT_EQ(del1.body["name"], del2.body["name"]);
-  EXPECT_EQ(BulkInsert("us-central1-a", {"x"}, "g2-standard-4", "STANDARD", "?requestId=not-a-uuid").status, 400);
+  EXPECT_EQ(BulkInsert("us-central1-a", {"x"}, "g2-standard-4", "STANDARD", "?requestId=not-a-uuid").status,
+            400);
   EXPECT_EQ(BulkInsert("us-central1-a", {"x"}, "g2-standard-4", "STANDARD",
-                       "?requestId=00000000-0000-0000-0000-000000000000").status, 400);
+                       "?requestId=00000000-0000-0000-0000-000000000000")
+                .status,
+            400);
 }
 
 TEST_F(GcpEmulatorTest, DeleteStopsThenRemovesTheInstance) {
@@ -383,9 +414,10 @@ TEST_F(GcpEmulatorTest, AggregatedListFiltersOnLabelsAndPages) {
   Emu();
   BulkInsert("us-central1-a", {"p-1", "p-2"}, "g2-standard-4");
   BulkInsert("us-central1-c", {"p-3"}, "g2-standard-4");
-  json other = {{"count", 1},
-                {"perInstanceProperties", {{"q-1", json::object()}}},
-                {"instanceProperties", {{"machineType", "g2-standard-4"}, {"labels", {{"gpuscaler-cluster", "dev"}}}}}};
+  json other = {
+      {"count", 1},
+      {"perInstanceProperties", {{"q-1", json::object()}}},
+      {"instanceProperties", {{"machineType", "g2-standard-4"}, {"labels", {{"gpuscaler-cluster", "dev"}}}}}};
   Post("zones/us-central1-a/instances/bulkInsert", other);
 
   auto all = Get("aggregated/instances?filter=labels.gpuscaler-cluster%20%3D%20%22prod%22");
@@ -396,8 +428,9 @@ TEST_F(GcpEmulatorTest, AggregatedListFiltersOnLabelsAndPages) {
   EXPECT_EQ(all.body["items"]["zones/us-central1-b"]["warning"]["code"], "NO_RESULTS_ON_PAGE");
   EXPECT_FALSE(all.body.contains("nextPageToken"));
 
-  auto both = Get("aggregated/instances?filter=" + std::string("(labels.gpuscaler-cluster%20%3D%20%22prod%22)%20") +
-                  "(labels.gpuscaler-pool%20!%3D%20%22l4%22)");
+  auto both =
+      Get("aggregated/instances?filter=" + std::string("(labels.gpuscaler-cluster%20%3D%20%22prod%22)%20") +
+          "(labels.gpuscaler-pool%20!%3D%20%22l4%22)");
   ASSERT_EQ(both.status, 200);
   EXPECT_FALSE(both.body["items"]["zones/us-central1-a"].contains("instances"));
   auto dev = Get("aggregated/instances?filter=labels.gpuscaler-cluster%3Ddev%20AND%20name%3Dq-*");
@@ -473,17 +506,22 @@ TEST_F(GcpEmulatorTest, ManagedGroupCreatesNamedInstancesAndReportsLastAttemptEr
 
   // Names are unique; deleteInstances takes members only.
   EXPECT_EQ(Post("zones/us-central1-a/instanceGroupManagers/l4-pool-a/createInstances",
-                 {{"instances", {{{"name", "node-1"}}}}}).status, 409);
+                 {{"instances", {{{"name", "node-1"}}}}})
+                .status,
+            409);
   auto stranger = Post("zones/us-central1-a/instanceGroupManagers/l4-pool-a/deleteInstances",
                        {{"instances", {"zones/us-central1-a/instances/nobody"}}});
   EXPECT_EQ(stranger.status, 400);
   EXPECT_EQ(Post("zones/us-central1-a/instanceGroupManagers/l4-pool-a/deleteInstances",
-                 {{"instances", {"zones/us-central1-a/instances/nobody"}}, {"skipInstancesOnValidationError", true}})
+                 {{"instances", {"zones/us-central1-a/instances/nobody"}},
+                  {"skipInstancesOnValidationError", true}})
                 .status,
             200);
 
   auto del = Post("zones/us-central1-a/instanceGroupManagers/l4-pool-a/deleteInstances",
-                  {{"instances", {"https://www.googleapis.com/compute/v1/projects/gpuscaler-test/zones/us-central1-a/instances/node-1"}}});
+                  {{"instances",
+                    {"https://www.googleapis.com/compute/v1/projects/gpuscaler-test/zones/us-central1-a/"
+                     "instances/node-1"}}});
   ASSERT_EQ(del.status, 200);
   EXPECT_EQ(del.body["operationType"], "compute.instanceGroupManagers.deleteInstances");
   list = Post("zones/us-central1-a/instanceGroupManagers/l4-pool-a/listManagedInstances");
@@ -498,14 +536,16 @@ TEST_F(GcpEmulatorTest, ManagedGroupCreatesNamedInstancesAndReportsLastAttemptEr
 }
 
 TEST_F(GcpEmulatorTest, ResizeGrowsWithGeneratedNamesAndShrinksCreatingMembersFirst) {
-  Emu("managed_instance_groups:\n  - {name: a100, zone: us-central1-b, machine_type: a2-highgpu-1g, base_instance_name: gke-a100}\n"
+  Emu("managed_instance_groups:\n  - {name: a100, zone: us-central1-b, machine_type: a2-highgpu-1g, "
+      "base_instance_name: gke-a100}\n"
       "capacity:\n  - {machine_type: a2-highgpu-1g, limit: 2}\n");
   auto up = Post("zones/us-central1-b/instanceGroupManagers/a100/resize?size=3");
   ASSERT_EQ(up.status, 200) << up.raw.body;
   EXPECT_EQ(up.body["operationType"], "compute.instanceGroupManagers.resize");
   auto list = Post("zones/us-central1-b/instanceGroupManagers/a100/listManagedInstances");
   ASSERT_EQ(list.body["managedInstances"].size(), 3u);
-  for (const auto& m : list.body["managedInstances"]) EXPECT_EQ(m["name"].get<std::string>().rfind("gke-a100-", 0), 0u);
+  for (const auto& m : list.body["managedInstances"])
+    EXPECT_EQ(m["name"].get<std::string>().rfind("gke-a100-", 0), 0u);
   EXPECT_TRUE(list.body["managedInstances"][2].contains("lastAttempt")) << "the third finds no capacity";
   // Down to 2: the member without a VM goes first, nothing running is deleted.
   Post("zones/us-central1-b/instanceGroupManagers/a100/resize?size=2");
@@ -519,7 +559,8 @@ TEST_F(GcpEmulatorTest, ResizeGrowsWithGeneratedNamesAndShrinksCreatingMembersFi
 TEST_F(GcpEmulatorTest, ScheduledPreemptionStopsDeletesAndLogsAnOperation) {
   Emu("boot_latency: 10s\n"
       "preemptions:\n  - {at: 5m, machine_type: g2-standard-4, count: 2, notice: 30s}\n"
-      "managed_instance_groups:\n  - {name: mig, zone: us-central1-c, machine_type: g2-standard-4, provisioning_model: SPOT,\n"
+      "managed_instance_groups:\n  - {name: mig, zone: us-central1-c, machine_type: g2-standard-4, "
+      "provisioning_model: SPOT,\n"
       "     termination_action: STOP}\n");
   BulkInsert("us-central1-a", {"spot-del"}, "g2-standard-4", "SPOT");  // action DELETE
   json stop = {{"count", 1},
@@ -538,8 +579,9 @@ TEST_F(GcpEmulatorTest, ScheduledPreemptionStopsDeletesAndLogsAnOperation) {
   ASSERT_EQ(ops.status, 200) << ops.raw.body;
   ASSERT_EQ(ops.body["items"].size(), 1u);
   EXPECT_EQ(ops.body["items"][0]["status"], "DONE");
-  EXPECT_EQ(ops.body["items"][0]["targetLink"],
-            "https://www.googleapis.com/compute/v1/projects/gpuscaler-test/zones/us-central1-a/instances/spot-del");
+  EXPECT_EQ(
+      ops.body["items"][0]["targetLink"],
+      "https://www.googleapis.com/compute/v1/projects/gpuscaler-test/zones/us-central1-a/instances/spot-del");
   EXPECT_EQ(Get("zones/us-central1-c/operations?filter=operationType%3D%22compute.instances.preempted%22")
                 .body.contains("items"),
             false);
@@ -582,7 +624,8 @@ TEST_F(GcpEmulatorTest, OperationsListPagesAndWaitAnswersTheCurrentState) {
   auto page = Get("zones/us-central1-a/operations?maxResults=1");
   ASSERT_EQ(page.body["items"].size(), 1u);
   ASSERT_TRUE(page.body.contains("nextPageToken"));
-  auto rest = Get("zones/us-central1-a/operations?maxResults=1&pageToken=" + page.body["nextPageToken"].get<std::string>());
+  auto rest = Get("zones/us-central1-a/operations?maxResults=1&pageToken=" +
+                  page.body["nextPageToken"].get<std::string>());
   ASSERT_EQ(rest.body["items"].size(), 1u);
   EXPECT_NE(rest.body["items"][0]["name"], page.body["items"][0]["name"]);
   const std::string wait = "zones/us-central1-a/operations/" + a.body["name"].get<std::string>() + "/wait";
@@ -593,14 +636,54 @@ TEST_F(GcpEmulatorTest, OperationsListPagesAndWaitAnswersTheCurrentState) {
   EXPECT_EQ(Get("/compute/v1/projects/someone-else/aggregated/instances").status, 404);
 }
 
+TEST_F(GcpEmulatorTest, BlockingWaitReturnsWhenDoneOrAtTheCap) {
+  Emu("operation_latency: 10s\n");
+  std::chrono::milliseconds slept{0};
+  bool keep_going = true;
+  emu_->EnableBlockingWait(std::chrono::seconds(4), [&](std::chrono::milliseconds d) {
+    slept += d;
+    clock_.Advance(std::chrono::duration_cast<Seconds>(d + std::chrono::milliseconds(999)));  // whole seconds
+    return keep_going;
+  });
+  auto a = BulkInsert("us-central1-a", {"w-1"}, "g2-standard-4");
+  const std::string wait = "zones/us-central1-a/operations/" + a.body["name"].get<std::string>() + "/wait";
+  auto capped = Post(wait);
+  EXPECT_EQ(capped.body["status"], "RUNNING") << "the cap (4 s) ends the wait before the 10 s operation";
+  EXPECT_GE(clock_.WallNow() - Start(), std::chrono::seconds(4));
+  EXPECT_LT(clock_.WallNow() - Start(), std::chrono::seconds(10));
+  EXPECT_EQ(Post(wait).body["status"], "RUNNING");  // 8 s
+  auto done = Post(wait);
+  EXPECT_EQ(done.body["status"], "DONE");
+  EXPECT_GE(clock_.WallNow() - Start(), std::chrono::seconds(10));
+  EXPECT_LT(clock_.WallNow() - Start(), std::chrono::seconds(12))
+      << "the wait ends when the operation is DONE";
+  EXPECT_GT(slept.count(), 0);
+  // get never blocks; a stop (shutdown) ends a wait at once.
+  auto b = BulkInsert("us-central1-a", {"w-2"}, "g2-standard-4");
+  const WallTime before = clock_.WallNow();
+  EXPECT_EQ(Get("zones/us-central1-a/operations/" + b.body["name"].get<std::string>()).body["status"],
+            "RUNNING");
+  EXPECT_EQ(clock_.WallNow(), before);
+  keep_going = false;
+  auto stopped = Post("zones/us-central1-a/operations/" + b.body["name"].get<std::string>() + "/wait");
+  EXPECT_EQ(stopped.body["status"], "RUNNING");
+  EXPECT_LE(clock_.WallNow() - before, std::chrono::seconds(1));
+  EmulatorRequest r{"POST", "/compute/v1/projects/p/zones/z/operations/op/wait", {}, ""};
+  EXPECT_TRUE(GcpEmulator::IsWait(r));
+  r.method = "GET";
+  EXPECT_FALSE(GcpEmulator::IsWait(r));
+}
+
 TEST(GcpScenarioTest, ErrorsNameTheKeyAndLine) {
   auto unknown = ParseGcpScenario("project: p\nzonez: [a]\n");
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.error().message().find("line 2"), std::string::npos) << unknown.error().message();
   EXPECT_NE(unknown.error().message().find("zonez"), std::string::npos);
-  auto model = ParseGcpScenario("managed_instance_groups:\n  - {name: m, zone: us-central1-a, provisioning_model: spot}\n");
+  auto model = ParseGcpScenario(
+      "managed_instance_groups:\n  - {name: m, zone: us-central1-a, provisioning_model: spot}\n");
   ASSERT_FALSE(model.ok());
-  EXPECT_NE(model.error().message().find("managed_instance_groups[0]"), std::string::npos) << model.error().message();
+  EXPECT_NE(model.error().message().find("managed_instance_groups[0]"), std::string::npos)
+      << model.error().message();
   auto zone = ParseGcpScenario("capacity:\n  - {zone: europe-west4-a, limit: 1}\n");
   ASSERT_FALSE(zone.ok());
   EXPECT_NE(zone.error().message().find("not one of `zones`"), std::string::npos);

@@ -49,7 +49,8 @@ std::filesystem::path NodeModules() {
     return std::filesystem::path(c) / "node_modules";
   }
   const char* home = std::getenv("HOME");
-  return std::filesystem::path(home != nullptr ? home : "/root") / ".cache/gpuscaler/gcp_node_client/node_modules";
+  return std::filesystem::path(home != nullptr ? home : "/root") /
+         ".cache/gpuscaler/gcp_node_client/node_modules";
 }
 
 std::string Indent(const std::string& text, const std::string& pad) {
@@ -71,7 +72,8 @@ class GcpNodeClient : public CliTest {
       GTEST_SKIP() << "node is not on PATH";
     }
     if (!std::filesystem::exists(NodeModules() / "googleapis" / "package.json")) {
-      if (ci) FAIL() << "googleapis is not installed in " << NodeModules() << " (CI=true): run scripts/setup.sh";
+      if (ci)
+        FAIL() << "googleapis is not installed in " << NodeModules() << " (CI=true): run scripts/setup.sh";
       GTEST_SKIP() << "googleapis is not installed in " << NodeModules() << ": run scripts/setup.sh";
     }
   }
@@ -86,8 +88,9 @@ class GcpNodeClient : public CliTest {
   void StartEmulator(const std::string& scenario) {
     const auto path = Write("scenario.yaml", scenario);
     emulator_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{GPUSCALER_BINARY, "cloud-emulator", "--provider", "gcp", "--listen", "127.0.0.1:0",
-                                 "--scenario", path.string(), "--port-file", (dir_ / "emulator.port").string()},
+        std::vector<std::string>{GPUSCALER_BINARY, "cloud-emulator", "--provider", "gcp", "--listen",
+                                 "127.0.0.1:0", "--scenario", path.string(), "--port-file",
+                                 (dir_ / "emulator.port").string()},
         dir_ / "emulator.out", dir_ / "emulator.err");
     port_ = WaitForPortFile(dir_ / "emulator.port", 60s);
     ASSERT_NE(port_, 0) << "the emulator did not start: " << ReadAll(dir_ / "emulator.err");
@@ -109,10 +112,11 @@ class GcpNodeClient : public CliTest {
 
   json RunClient(const std::filesystem::path& key, const std::filesystem::path& stranger) {
     const std::string script = std::string(GPUSCALER_SOURCE_DIR) + "/tests/cloud/gcp_node_client/client.js";
-    const std::string cmd = "NODE_PATH=" + ShellQuote(NodeModules().string()) + " " + ShellQuote(node_) + " " +
-                            ShellQuote(script) + " " + ShellQuote(Url()) + " " + ShellQuote(key.string()) + " " +
-                            ShellQuote(stranger.string()) + " >" + ShellQuote((dir_ / "client.out").string()) +
-                            " 2>" + ShellQuote((dir_ / "client.err").string());
+    const std::string cmd = "NODE_PATH=" + ShellQuote(NodeModules().string()) + " " + ShellQuote(node_) +
+                            " " + ShellQuote(script) + " " + ShellQuote(Url()) + " " +
+                            ShellQuote(key.string()) + " " + ShellQuote(stranger.string()) + " >" +
+                            ShellQuote((dir_ / "client.out").string()) + " 2>" +
+                            ShellQuote((dir_ / "client.err").string());
     const int status = std::system(cmd.c_str());
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     EXPECT_EQ(code, 0) << ReadAll(dir_ / "client.err");
@@ -131,8 +135,8 @@ TEST_F(GcpNodeClient, GoogleapisDrivesTheEmulatorThroughTheJwtTokenFlow) {
   ASSERT_NO_FATAL_FAILURE(StartEmulator(
       "provider: gcp\nproject: gpuscaler-test\nzones: [us-central1-a, us-central1-b, us-central1-c]\n"
       "operation_latency: 1s\nboot_latency: 1s\ndelete_latency: 1s\n"
-      "service_accounts:\n  - email: " + std::string(kEmail) + "\n    public_key: |\n" +
-      Indent(key.PublicPem(), "      ") +
+      "service_accounts:\n  - email: " +
+      std::string(kEmail) + "\n    public_key: |\n" + Indent(key.PublicPem(), "      ") +
       "managed_instance_groups:\n"
       "  - {name: l4-pool, zone: us-central1-a, machine_type: g2-standard-8, provisioning_model: SPOT,\n"
       "     termination_action: DELETE, labels: {gpuscaler-cluster: prod, gpuscaler-pool: l4}}\n"

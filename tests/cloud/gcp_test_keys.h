@@ -35,7 +35,8 @@ class TestRsaKey {
     }
     std::string sig(len, '\0');
     if (EVP_DigestSign(ctx.get(), reinterpret_cast<unsigned char*>(sig.data()), &len,
-                       reinterpret_cast<const unsigned char*>(signing_input.data()), signing_input.size()) != 1) {
+                       reinterpret_cast<const unsigned char*>(signing_input.data()),
+                       signing_input.size()) != 1) {
       throw std::runtime_error("EVP_DigestSign failed");
     }
     sig.resize(len);
@@ -67,8 +68,9 @@ class TestRsaKey {
  private:
   std::string Pem(bool private_key) const {
     std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new(BIO_s_mem()), &BIO_free);
-    const int ok = private_key ? PEM_write_bio_PrivateKey(bio.get(), key_.get(), nullptr, nullptr, 0, nullptr, nullptr)
-                               : PEM_write_bio_PUBKEY(bio.get(), key_.get());
+    const int ok =
+        private_key ? PEM_write_bio_PrivateKey(bio.get(), key_.get(), nullptr, nullptr, 0, nullptr, nullptr)
+                    : PEM_write_bio_PUBKEY(bio.get(), key_.get());
     if (ok != 1) throw std::runtime_error("PEM_write failed");
     char* data = nullptr;
     const long n = BIO_get_mem_data(bio.get(), &data);

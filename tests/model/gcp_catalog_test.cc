@@ -19,7 +19,8 @@ namespace gpuscaler {
 namespace {
 
 const std::string kGcpCatalog = std::string(GPUSCALER_SOURCE_DIR) + "/config/catalogs/gcp.yaml";
-const std::string kPricesCsv = std::string(GPUSCALER_SHARED_DIR) + "/data/catalog/gcp_gpu_machine_types_prices.csv";
+const std::string kPricesCsv =
+    std::string(GPUSCALER_SHARED_DIR) + "/data/catalog/gcp_gpu_machine_types_prices.csv";
 
 // The CSV has no quoted fields: split on commas, header names as keys.
 std::vector<std::map<std::string, std::string>> ReadCsv(const std::string& path) {
@@ -70,7 +71,8 @@ TEST_F(GcpCatalog, StatesItsProviderSourceAndDate) {
 TEST_F(GcpCatalog, HasTheAcceleratorOptimizedSeriesWithMigWhereNvidiaDefinesIt) {
   std::set<std::string> families;
   for (const auto& t : catalog_.instance_types) families.insert(t.family);
-  for (const char* f : {"a3-highgpu", "a2-highgpu", "a2-ultragpu", "a2-megagpu", "g2-standard", "g4-standard"}) {
+  for (const char* f :
+       {"a3-highgpu", "a2-highgpu", "a2-ultragpu", "a2-megagpu", "g2-standard", "g4-standard"}) {
     EXPECT_TRUE(families.count(f)) << "family " << f << " missing";
   }
   const InstanceType* a2 = catalog_.FindInstanceType("a2-highgpu-8g");
