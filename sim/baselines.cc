@@ -146,13 +146,18 @@ Policy ForceOnDemand(Policy policy) {
   return policy;
 }
 
-Policy WithoutSchedules(Policy policy) {
+Policy Reactive(Policy policy) {
   policy.scaling.schedules.clear();
+  for (WorkloadClassPolicy& c : policy.classes) c.forecast.reset();
   policy.content_hash = PolicyContentHash(policy);
   return policy;
 }
 
-bool HasSchedules(const Policy& policy) { return !policy.scaling.schedules.empty(); }
+bool PlansAhead(const Policy& policy) {
+  return !policy.scaling.schedules.empty() ||
+         std::any_of(policy.classes.begin(), policy.classes.end(),
+                     [](const WorkloadClassPolicy& c) { return c.forecast.has_value(); });
+}
 
 PlannerFn CheapestNodeGreedyPlanner() {
   return [](const Snapshot& s, const Policy& policy) {

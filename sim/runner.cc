@@ -194,7 +194,7 @@ Result<RunSpec> MakeRunSpec(const std::string& name, const Scenario& scenario, c
   spec.policy = scenario.policy;
   if (name == "gpuscaler") return spec;
   if (name == "gpuscaler-reactive") {
-    spec.policy = WithoutSchedules(scenario.policy);
+    spec.policy = Reactive(scenario.policy);
     return spec;
   }
   if (name == "on-demand") {
