@@ -99,15 +99,42 @@ Seconds LeadTimeOf(const Snapshot& snapshot, const Offering& offering, const Ins
 }
 
 DemandUnit RepresentativeUnit(const Snapshot& snapshot, const WorkloadClassPolicy& cls) {
-  for (auto it = snapshot.pending.rbegin(); it != snapshot.pending.rend(); ++it) {
-    if (it->workload_class == cls.name && !IsForecastUnit(*it)) return *it;
-  }
-  for (const Node& n : snapshot.nodes) {
-    for (const DemandUnit& u : n.running) {
-      if (u.workload_class == cls.name) return u;
+  // Shapes by the GPUs they hold now, pending work first, then running work
+  // in node order; the first shape seen wins a tie.
+  struct Seen {
+    const DemandUnit* unit;
+    double gpus;
+  };
+  std::vector<Seen> shapes;
+  const auto same_shape = [](const DemandUnit& a, const DemandUnit& b) {
+    return a.gpus == b.gpus && a.gpu_milli == b.gpu_milli && a.mig_profile == b.mig_profile &&
+           a.gpu_models == b.gpu_models && a.min_gpu_memory_mib == b.min_gpu_memory_mib &&
+           a.cpu_milli == b.cpu_milli && a.memory_mib == b.memory_mib && a.interruptible == b.interruptible &&
+           a.zones == b.zones && a.instance_types == b.instance_types && a.capacity_type == b.capacity_type &&
+           a.pool == b.pool;
+  };
+  const auto add = [&](const DemandUnit& u) {
+    if (u.workload_class != cls.name || IsForecastUnit(u)) return;
+    for (Seen& s : shapes) {
+      if (same_shape(*s.unit, u)) {
+        s.gpus += GpuShare(u);
+        return;
+      }
     }
+    shapes.push_back({&u, GpuShare(u)});
+  };
+  for (const DemandUnit& u : snapshot.pending) add(u);
+  for (const Node& n : snapshot.nodes) {
+    for (const DemandUnit& u : n.running) add(u);
   }
-  return cls.Unit();
+  const Seen* best = nullptr;
+  for (const Seen& s : shapes) {
+    if (best == nullptr || s.gpus > best->gpus) best = &s;
+  }
+  if (best == nullptr) return cls.Unit();
+  DemandUnit u = *best->unit;
+  u.id.clear();
+  return u;
 }
 
 double ForecastGpusAt(const DemandForecast& f, double quantile) {

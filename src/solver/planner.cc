@@ -381,6 +381,7 @@ Plan MakePlan(const Snapshot& snapshot, const Policy& policy, const PlannerOptio
     solver_detail::Planner planner(snapshot, policy, options);
     Plan plan = planner.Run();
     for (std::string& n : ahead.notes) plan.notes.push_back(std::move(n));
+    plan.summary = SummarizePlan(plan, snapshot.pending.size());
     return plan;
   }
   Snapshot with_ahead = snapshot;

@@ -442,16 +442,16 @@ const std::vector<FieldCase>& Cases() {
       // --- demand forecasts ---
       {"classes[].forecast", [](Policy& p) { p.classes[0].forecast = ForecastPolicy{}; }, ForecastInSnapshot,
        GpusAhead(0, 3)},
-      {"classes[].forecast.quantile", [](Policy& p) { p.classes[0].forecast = ForecastPolicy{.quantile = 0.7}; },
+      {"classes[].forecast.quantile", [](Policy& p) { p.classes[0].forecast = ForecastPolicy{}; p.classes[0].forecast->quantile = 0.7; },
        ForecastClass, GpusAhead(3, 2)},
       // Waiting for a unit is dear: every unit up to the q0.9 forecast pays.
       {"classes[].wait_cost_usd_per_hour", [](Policy& p) { p.classes[0].wait_cost_usd_per_hour = 100; },
        ForecastClass, GpusAhead(3, 4)},
       // An hour's idle capacity against two minutes' wait: nothing pays.
-      {"classes[].forecast.horizon", [](Policy& p) { p.classes[0].forecast = ForecastPolicy{.horizon = Seconds(3600)}; },
+      {"classes[].forecast.horizon", [](Policy& p) { p.classes[0].forecast = ForecastPolicy{}; p.classes[0].forecast->horizon = Seconds(3600); },
        ForecastClass, GpusAhead(3, 0)},
       {"classes[].forecast.max_idle_usd_per_hour",
-       [](Policy& p) { p.classes[0].forecast = ForecastPolicy{.max_idle_usd_per_hour = 0.5}; }, ForecastClass,
+       [](Policy& p) { p.classes[0].forecast = ForecastPolicy{}; p.classes[0].forecast->max_idle_usd_per_hour = 0.5; }, ForecastClass,
        GpusAhead(3, 1)},
 
       // --- scaling ---

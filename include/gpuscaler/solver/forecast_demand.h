@@ -44,9 +44,11 @@ std::optional<SuitableOffering> CheapestSuitableOffering(const Snapshot& snapsho
 // type's family in the snapshot, else the offering's launch latency.
 Seconds LeadTimeOf(const Snapshot& snapshot, const Offering& offering, const InstanceType& type);
 
-// The unit whose shape the class's forecast units take: the class's last
-// pending unit, else its first running one (nodes in snapshot order), else
-// the policy's class shape (WorkloadClassPolicy::Unit).
+// The unit whose shape the class's forecast units take: among the class's
+// pending and running units, the shape (GPUs, GPU models and memory, vCPU,
+// memory, interruptibility, pins) that holds the most GPUs now (the first
+// seen on a tie, pending before running); without any, the policy's class
+// shape (WorkloadClassPolicy::Unit).
 DemandUnit RepresentativeUnit(const Snapshot& snapshot, const WorkloadClassPolicy& cls);
 
 // The GPU demand the forecast puts at `quantile` (levels interpolated
