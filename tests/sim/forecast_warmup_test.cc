@@ -12,8 +12,10 @@
 #include <vector>
 
 #include "gpuscaler/daemon/engine.h"
+#include "gpuscaler/policy/loader.h"
 #include "sim/runner.h"
 #include "sim/scenario.h"
+#include "sim/workload.h"
 #include "sim/world.h"
 
 namespace gpuscaler::sim {
