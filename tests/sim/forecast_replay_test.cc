@@ -16,6 +16,7 @@
 #include "sim/baselines.h"
 #include "sim/runner.h"
 #include "sim/scenario.h"
+#include "sim/series_jobs.h"
 
 namespace gpuscaler::sim {
 namespace {
@@ -163,6 +164,35 @@ TEST(ForecastReplay, TheReactiveRunIsThePolicyWithoutForecasts) {
   for (const WorkloadClassPolicy& c : reactive->policy.classes) EXPECT_FALSE(c.forecast.has_value()) << c.name;
   EXPECT_FALSE(PlansAhead(reactive->policy));
   EXPECT_NE(reactive->policy.content_hash, s.policy.content_hash);
+}
+
+// The GenAI series the forecast is measured on (bench/RESULTS.md) become
+// GPU jobs by the class's target: requests per second x 60 / jobs per GPU
+// per minute, a queue / (jobs per GPU per minute x max_queue_wait), each
+// rounded up; classes without a target keep their series.
+TEST(SeriesToJobs, RequestRatesAndQueuesBecomeGpusByTheClassTarget) {
+  Policy policy;
+  WorkloadClassPolicy genai;
+  genai.name = "genai";
+  genai.jobs_per_gpu_per_minute = 2;
+  genai.max_queue_wait = Seconds(120);
+  policy.classes = {genai};
+  Trace t;
+  t.series.push_back({"genai", "qps", {{Seconds(0), 0.1}, {Seconds(60), 0.5}, {Seconds(120), 0.0}}});
+  t.series.push_back({"genai", "jobs", {{Seconds(0), 9}, {Seconds(60), 0}}});
+  t.series.push_back({"other", "qps", {{Seconds(0), 3}, {Seconds(60), 0}}});
+  SeriesJobOptions options;
+  options.policy = &policy;
+  const Trace jobs = SeriesToJobs(t, options);
+  // qps 0.1 -> 3 GPUs, 0.5 -> 15 (3 + 8 + 4 in jobs of at most 8): 3 for
+  // 120 s, 12 for 60 s; a queue of 9 -> 3 GPUs (9 / (2 x 2)) for 60 s.
+  int64_t gpu_seconds = 0;
+  for (const TraceJob& j : jobs.jobs) gpu_seconds += j.unit.gpus * j.duration.count();
+  EXPECT_EQ(gpu_seconds, 3 * 120 + 12 * 60 + 3 * 60);
+  ASSERT_EQ(jobs.series.size(), 1u);
+  EXPECT_EQ(jobs.series[0].workload_class, "other");
+  // Without a policy nothing but GPU series is converted.
+  EXPECT_TRUE(SeriesToJobs(t).jobs.empty());
 }
 
 }  // namespace
