@@ -55,8 +55,8 @@ std::vector<double> Increments(const DemandHistory& history, int64_t now_minute,
   return out;
 }
 
-ForecastResult FromIncrements(const std::vector<double>& rises, double demand_now, const std::vector<double>& quantiles,
-                              const ForecastOptions& o) {
+ForecastResult FromIncrements(const std::vector<double>& rises, double demand_now,
+                              const std::vector<double>& quantiles, const ForecastOptions& o) {
   ForecastResult r;
   r.demand_gpus = demand_now;
   r.samples = static_cast<int>(rises.size());
@@ -90,7 +90,9 @@ void DemandHistory::Record(WallTime t, double gpus) {
   if (!std::isfinite(gpus)) return;
   const int64_t m = MinuteOf(t);
   const int64_t size = static_cast<int64_t>(values_.size());
-  const auto slot = [&](int64_t minute) -> float& { return values_[static_cast<size_t>(((minute % size) + size) % size)]; };
+  const auto slot = [&](int64_t minute) -> float& {
+    return values_[static_cast<size_t>(((minute % size) + size) % size)];
+  };
   if (newest_ && m <= *newest_ - size) return;  // older than the history
   if (!newest_ || m > *newest_) {
     // Minutes between the newest and m become gaps (what they held is older
@@ -122,8 +124,8 @@ std::optional<double> DemandHistory::At(int64_t minute) const {
 
 ForecastResult ForecastPeak(const DemandHistory& history, WallTime now, double demand_now, Seconds horizon,
                             const std::vector<double>& quantiles, const ForecastOptions& options) {
-  return FromIncrements(Increments(history, MinuteOf(now), HorizonMinutes(horizon), options), demand_now, quantiles,
-                        options);
+  return FromIncrements(Increments(history, MinuteOf(now), HorizonMinutes(horizon), options), demand_now,
+                        quantiles, options);
 }
 
 void DemandForecaster::Record(const std::string& workload_class, WallTime t, double gpus) {

@@ -94,19 +94,23 @@ class LiveEngine final : public Engine {
       if (!c.forecast || !parts_.read_history) continue;
       const std::string head = "class " + c.name + ": forecast history ";
       if (!c.queue_depth || c.queue_depth->source != "prometheus") {
-        report->forecast_notes.push_back(head + "not warmed (its queue depth is not a Prometheus signal): it builds up "
-                                                "from now");
+        report->forecast_notes.push_back(
+            head +
+            "not warmed (its queue depth is not a Prometheus signal): it builds up "
+            "from now");
         continue;
       }
       const Seconds history = controller_.forecaster().options().history;
       Result<std::vector<std::pair<WallTime, double>>> points =
           parts_.read_history(*c.queue_depth, now - history, now - Seconds(60), Seconds(60));
       if (!points) {
-        report->forecast_notes.push_back(head + "not warmed (" + points.error().ToString() + "): it builds up from now");
+        report->forecast_notes.push_back(head + "not warmed (" + points.error().ToString() +
+                                         "): it builds up from now");
         continue;
       }
       if (points->empty()) {
-        report->forecast_notes.push_back(head + "not warmed (its queue depth has no history): it builds up from now");
+        report->forecast_notes.push_back(
+            head + "not warmed (its queue depth has no history): it builds up from now");
         continue;
       }
       double demand_now = 0;

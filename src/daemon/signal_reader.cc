@@ -75,7 +75,8 @@ Result<HistoryReader> MakeHistoryReader(const SignalSettings& settings) {
     if (query.source != "prometheus") {
       return Error::NotFound(query.source + " keeps no history to read (only prometheus does)");
     }
-    Result<std::vector<signals::PromPoint>> points = shared->collector->QueryRange(query.query, start, end, step);
+    Result<std::vector<signals::PromPoint>> points =
+        shared->collector->QueryRange(query.query, start, end, step);
     if (!points) return points.error();
     std::vector<std::pair<WallTime, double>> out;
     out.reserve(points->size());

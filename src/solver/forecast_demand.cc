@@ -31,7 +31,8 @@ const GpuModel* FindGpu(const Snapshot& s, const std::string& name) {
 bool PoolMayBuy(const NodePoolPolicy& pool, const Offering& o, const InstanceType& type, const GpuModel* gpu,
                 const DemandUnit& unit) {
   if (!pool.AllowsType(type, gpu)) return false;
-  if (std::find(pool.capacity_types.begin(), pool.capacity_types.end(), o.capacity_type) == pool.capacity_types.end())
+  if (std::find(pool.capacity_types.begin(), pool.capacity_types.end(), o.capacity_type) ==
+      pool.capacity_types.end())
     return false;
   if (!Listed(pool.regions, o.region) || !Listed(pool.zones, o.zone)) return false;
   if (!unit.pool.empty() && unit.pool != pool.name) return false;
@@ -41,7 +42,8 @@ bool PoolMayBuy(const NodePoolPolicy& pool, const Offering& o, const InstanceTyp
 double ShareOfNode(const DemandUnit& u, const InstanceType& t) {
   const double w = GpuShare(u);
   if (w > 0 && t.gpu_count > 0) return std::min(1.0, w / t.gpu_count);
-  if (t.vcpus > 0) return std::min(1.0, static_cast<double>(std::max<int64_t>(0, u.cpu_milli)) / (t.vcpus * 1000.0));
+  if (t.vcpus > 0)
+    return std::min(1.0, static_cast<double>(std::max<int64_t>(0, u.cpu_milli)) / (t.vcpus * 1000.0));
   return 0;
 }
 
@@ -66,7 +68,8 @@ double ExceedanceAt(const DemandForecast& f, double x) {
 bool IsForecastUnit(const DemandUnit& unit) { return unit.id.rfind(kForecastUnitPrefix, 0) == 0; }
 
 std::optional<SuitableOffering> CheapestSuitableOffering(const Snapshot& snapshot, const Policy& policy,
-                                                         const WorkloadClassPolicy& cls, const DemandUnit& unit) {
+                                                         const WorkloadClassPolicy& cls,
+                                                         const DemandUnit& unit) {
   std::optional<SuitableOffering> best;
   std::unordered_map<std::string_view, const InstanceType*> types;
   types.reserve(snapshot.instance_types.size());
@@ -83,7 +86,8 @@ std::optional<SuitableOffering> CheapestSuitableOffering(const Snapshot& snapsho
     if (!UnitFitsType(unit, *type, gpu)) continue;
     bool allowed = policy.pools.empty();
     for (const NodePoolPolicy& pool : policy.pools) {
-      if (!cls.pools.empty() && std::find(cls.pools.begin(), cls.pools.end(), pool.name) == cls.pools.end()) continue;
+      if (!cls.pools.empty() && std::find(cls.pools.begin(), cls.pools.end(), pool.name) == cls.pools.end())
+        continue;
       allowed = allowed || PoolMayBuy(pool, o, *type, gpu, unit);
     }
     if (!allowed) continue;
@@ -158,13 +162,15 @@ ForecastUnits MakeForecastUnits(const Snapshot& snapshot, const Policy& policy) 
     if (cls == nullptr || !cls->forecast) continue;
     const std::string head = "class " + f.workload_class + ": forecast ";
     if (f.levels.empty()) {
-      out.notes.push_back(head + "off (" + (f.fallback.empty() ? "no forecast" : f.fallback) + "): planned reactively");
+      out.notes.push_back(head + "off (" + (f.fallback.empty() ? "no forecast" : f.fallback) +
+                          "): planned reactively");
       continue;
     }
     const ForecastPolicy& fp = *cls->forecast;
     const double target = ForecastGpusAt(f, fp.quantile);
-    std::string note = head + "q" + Num(fp.quantile, 2) + " of peak demand within " + FormatDuration(f.horizon) + " " +
-                       Num(target, 1) + " GPUs (now " + Num(f.demand_gpus, 1) + ")";
+    std::string note = head + "q" + Num(fp.quantile, 2) + " of peak demand within " +
+                       FormatDuration(f.horizon) + " " + Num(target, 1) + " GPUs (now " +
+                       Num(f.demand_gpus, 1) + ")";
     DemandUnit shape = RepresentativeUnit(snapshot, *cls);
     const double g = GpuShare(shape);
     if (target <= f.demand_gpus + 1e-9) {
@@ -197,8 +203,8 @@ ForecastUnits MakeForecastUnits(const Snapshot& snapshot, const Policy& policy) 
       const double wait_usd = p * wait * lead_h;
       const double idle_cost = (1.0 - p) * price * horizon_h;
       if (wait_usd < idle_cost || wait_usd <= 0) {
-        stop = "; the next unit's expected wait $" + Num(wait_usd, 4) + " (P " + Num(p, 2) + ") is below its expected idle $" +
-               Num(idle_cost, 4);
+        stop = "; the next unit's expected wait $" + Num(wait_usd, 4) + " (P " + Num(p, 2) +
+               ") is below its expected idle $" + Num(idle_cost, 4);
         break;
       }
       if (idle_usd + price > cap + 1e-9) {
@@ -216,9 +222,10 @@ ForecastUnits MakeForecastUnits(const Snapshot& snapshot, const Policy& policy) 
       ++added;
     }
     note += ": " + std::to_string(added) + (added == 1 ? " unit" : " units") + " of " + Num(g, 2) +
-            " GPUs launched ahead at most ($" + Num(idle_usd, 2) + "/h as " + cheapest->offering->instance_type + " " +
-            std::string(ToString(cheapest->offering->capacity_type)) + ", lead time " + FormatDuration(f.lead_time) +
-            ", wait $" + Num(wait, 2) + "/h per unit)" + stop;
+            " GPUs launched ahead at most ($" + Num(idle_usd, 2) + "/h as " +
+            cheapest->offering->instance_type + " " +
+            std::string(ToString(cheapest->offering->capacity_type)) + ", lead time " +
+            FormatDuration(f.lead_time) + ", wait $" + Num(wait, 2) + "/h per unit)" + stop;
     out.notes.push_back(std::move(note));
   }
   return out;

@@ -15,7 +15,9 @@ constexpr int64_t kDay = 24 * 3600;
 // 2026-01-05 00:00 UTC, a Monday.
 const WallTime kStart = FromUnixSeconds(1767571200);
 
-WallTime At(int day, int hour, int minute) { return kStart + Seconds(day * kDay + hour * 3600 + minute * 60); }
+WallTime At(int day, int hour, int minute) {
+  return kStart + Seconds(day * kDay + hour * 3600 + minute * 60);
+}
 
 // Office-hours demand: 10 GPUs, 30 from 08:00 to 17:59 every day.
 double Office(int hour) { return hour >= 8 && hour < 18 ? 30 : 10; }
@@ -77,9 +79,9 @@ TEST(Forecast, QuantilesFollowTheEmpiricalDistributionOfRises) {
   for (int m = 0; m < 180; ++m) h.Record(At(0, 0, m), m % 10);
   const ForecastResult r = ForecastPeak(h, At(0, 2, 59), 9, Seconds(60), {0.05, 0.5, 0.9});
   ASSERT_TRUE(r.fallback.empty()) << r.fallback;
-  EXPECT_EQ(r.samples, 61);  // the last hour only: no past day yet
-  EXPECT_EQ(Level(r, 0.05), 0);   // 9 - 9
-  EXPECT_EQ(Level(r, 0.5), 10);   // 9 + 1
+  EXPECT_EQ(r.samples, 61);      // the last hour only: no past day yet
+  EXPECT_EQ(Level(r, 0.05), 0);  // 9 - 9
+  EXPECT_EQ(Level(r, 0.5), 10);  // 9 + 1
   EXPECT_EQ(Level(r, 0.9), 10);
   // Levels never go below zero and rise with the quantile.
   for (size_t i = 1; i < r.levels.size(); ++i) EXPECT_GE(r.levels[i].gpus, r.levels[i - 1].gpus);

@@ -88,9 +88,10 @@ TEST(ForecastReplay, NeverSeesTheTracesFuture) {
     j.unit.id = "burst-" + std::to_string(i);
     changed.trace.jobs.push_back(j);
   }
-  std::stable_sort(changed.trace.jobs.begin(), changed.trace.jobs.end(), [](const TraceJob& a, const TraceJob& b) {
-    return std::tie(a.submit, a.unit.id) < std::tie(b.submit, b.unit.id);
-  });
+  std::stable_sort(changed.trace.jobs.begin(), changed.trace.jobs.end(),
+                   [](const TraceJob& a, const TraceJob& b) {
+                     return std::tie(a.submit, a.unit.id) < std::tie(b.submit, b.unit.id);
+                   });
   const WallTime until = original.start + cut;
   const std::vector<std::string> a = DecisionsBefore(original, until);
   const std::vector<std::string> b = DecisionsBefore(changed, until);
@@ -128,7 +129,8 @@ TEST(ForecastReplay, WithoutHistoryTheClassIsPlannedReactivelyAndTheReasonIsSaid
     if (!stepped_a) continue;
     ASSERT_EQ(ta.time, tr.time);
     for (const std::string& n : ta.forecast_notes) {
-      said_off = said_off || (n.find("class inference: forecast off (") == 0 && n.find("planned reactively") != std::string::npos);
+      said_off = said_off || (n.find("class inference: forecast off (") == 0 &&
+                              n.find("planned reactively") != std::string::npos);
     }
     ASSERT_EQ(ta.planned, tr.planned) << FormatRfc3339(ta.time);
     if (!ta.planned) continue;
@@ -151,7 +153,8 @@ TEST(ForecastReplay, WithoutHistoryTheClassIsPlannedReactivelyAndTheReasonIsSaid
   bool said_on = false;
   while (!a.done() && a.now() < s.start + Seconds(3 * 3600) && !said_on) {
     if (!a.Step(&ta)) continue;
-    for (const std::string& n : ta.forecast_notes) said_on = said_on || n.find("class inference: forecast on") == 0;
+    for (const std::string& n : ta.forecast_notes)
+      said_on = said_on || n.find("class inference: forecast on") == 0;
   }
   EXPECT_TRUE(said_on);
 }
@@ -161,7 +164,8 @@ TEST(ForecastReplay, TheReactiveRunIsThePolicyWithoutForecasts) {
   ASSERT_TRUE(PlansAhead(s.policy));
   Result<RunSpec> reactive = MakeRunSpec("gpuscaler-reactive", s, nullptr);
   ASSERT_TRUE(reactive.ok());
-  for (const WorkloadClassPolicy& c : reactive->policy.classes) EXPECT_FALSE(c.forecast.has_value()) << c.name;
+  for (const WorkloadClassPolicy& c : reactive->policy.classes)
+    EXPECT_FALSE(c.forecast.has_value()) << c.name;
   EXPECT_FALSE(PlansAhead(reactive->policy));
   EXPECT_NE(reactive->policy.content_hash, s.policy.content_hash);
 }

@@ -33,7 +33,8 @@ Warmed RunTwoTicks(daemon::HistoryReader reader, bool prometheus_signal) {
   Scenario s = std::move(made).value();
   WorkloadClassPolicy& inference = s.policy.classes[0];
   inference.forecast = ForecastPolicy{};
-  inference.queue_depth = SignalQuery{prometheus_signal ? "prometheus" : "rabbitmq", "sum(queue_depth)", "/", "q"};
+  inference.queue_depth =
+      SignalQuery{prometheus_signal ? "prometheus" : "rabbitmq", "sum(queue_depth)", "/", "q"};
   inference.jobs_per_gpu_per_minute = 2;
   inference.max_queue_wait = Seconds(60);
   s.policy.content_hash = PolicyContentHash(s.policy);
@@ -88,7 +89,8 @@ daemon::HistoryReader TwoDaysOfQueue() {
 
 TEST(ForecastWarmUp, TheFirstTickWarmsTheHistoryAndTheForecastIsOnAtOnce) {
   const Warmed w = RunTwoTicks(TwoDaysOfQueue(), true);
-  EXPECT_TRUE(Has(w.first_notes, "class inference: forecast history warmed from 2881 minutes of its queue depth"))
+  EXPECT_TRUE(
+      Has(w.first_notes, "class inference: forecast history warmed from 2881 minutes of its queue depth"))
       << (w.first_notes.empty() ? "" : w.first_notes.front());
   ASSERT_EQ(w.asked.size(), 1u);
   EXPECT_EQ(w.asked[0].second - w.asked[0].first, Seconds(15 * 86400) - Seconds(60));
@@ -98,10 +100,12 @@ TEST(ForecastWarmUp, TheFirstTickWarmsTheHistoryAndTheForecastIsOnAtOnce) {
 TEST(ForecastWarmUp, WithoutHistoryTheClassStartsReactiveAndTheLogSaysWhy) {
   const Warmed none = RunTwoTicks({}, true);
   EXPECT_FALSE(none.forecast_on_second_tick);
-  EXPECT_TRUE(Has(none.first_notes, "class inference: forecast off (no demand history yet): planned reactively"));
+  EXPECT_TRUE(
+      Has(none.first_notes, "class inference: forecast off (no demand history yet): planned reactively"));
 
   const Warmed failing = RunTwoTicks(
-      [](const SignalQuery&, WallTime, WallTime, Seconds) -> Result<std::vector<std::pair<WallTime, double>>> {
+      [](const SignalQuery&, WallTime, WallTime,
+         Seconds) -> Result<std::vector<std::pair<WallTime, double>>> {
         return Error::Transient("prometheus: 127.0.0.1:9: connection refused");
       },
       true);

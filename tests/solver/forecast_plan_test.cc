@@ -94,8 +94,10 @@ TEST(ForecastPlan, NeverRemovesANodeThePlanWithoutItKeeps) {
   }
   {
     Snapshot s = BaseSnapshot();
-    s.nodes.push_back(MakeNode(s, "x", "g6.12xlarge", "us-east-1a", CapacityType::kOnDemand, {Unit("r1", 1)}));
-    s.nodes.push_back(MakeNode(s, "y", "g6.12xlarge", "us-east-1b", CapacityType::kOnDemand, {Unit("r2", 1)}));
+    s.nodes.push_back(
+        MakeNode(s, "x", "g6.12xlarge", "us-east-1a", CapacityType::kOnDemand, {Unit("r1", 1)}));
+    s.nodes.push_back(
+        MakeNode(s, "y", "g6.12xlarge", "us-east-1b", CapacityType::kOnDemand, {Unit("r2", 1)}));
     s.nodes.push_back(MakeNode(s, "z", "g6.xlarge", "us-east-1b", CapacityType::kOnDemand));
     s.pending = {Unit("p1", 1), Unit("p2", 2)};
     scenes.push_back(s);
@@ -103,13 +105,15 @@ TEST(ForecastPlan, NeverRemovesANodeThePlanWithoutItKeeps) {
   for (size_t i = 0; i < scenes.size(); ++i) {
     for (double wait : {0.0, 1.0, 100.0}) {
       for (double now : {0.0, 2.0, 10.0}) {
-        SCOPED_TRACE("scene " + std::to_string(i) + " wait " + std::to_string(wait) + " demand " + std::to_string(now));
+        SCOPED_TRACE("scene " + std::to_string(i) + " wait " + std::to_string(wait) + " demand " +
+                     std::to_string(now));
         Snapshot s = scenes[i];
         const Policy p = ForecastPolicyWith(wait);
         const std::set<std::string> without = Removed(MakePlan(s, p));
         s.forecasts = {Rising("inference", now)};
         const Plan with = MakePlan(s, p);
-        for (const std::string& id : Removed(with)) EXPECT_TRUE(without.count(id)) << id << " removed only with the forecast";
+        for (const std::string& id : Removed(with))
+          EXPECT_TRUE(without.count(id)) << id << " removed only with the forecast";
       }
     }
   }
@@ -155,8 +159,9 @@ TEST(ForecastPlan, AFallbackIsANoteAndThePlanIsTheReactiveOne) {
   f.fallback = "12 demand changes in the history, the forecast needs 60";
   s.forecasts = {f};
   Plan plan = MakePlan(s, p);
-  EXPECT_TRUE(HasNote(plan, "class inference: forecast off (12 demand changes in the history, the forecast needs "
-                            "60): planned reactively"));
+  EXPECT_TRUE(HasNote(plan,
+                      "class inference: forecast off (12 demand changes in the history, the forecast needs "
+                      "60): planned reactively"));
   EXPECT_NE(plan.summary.find("planned reactively"), std::string::npos);
   // Besides the note (which the summary repeats), the reactive plan.
   ASSERT_EQ(plan.notes.size(), reactive.notes.size() + 1);

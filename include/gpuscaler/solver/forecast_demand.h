@@ -38,7 +38,8 @@ struct SuitableOffering {
   double usd_per_hour_per_unit = 0;  // the unit's share of the node's price
 };
 std::optional<SuitableOffering> CheapestSuitableOffering(const Snapshot& snapshot, const Policy& policy,
-                                                         const WorkloadClassPolicy& cls, const DemandUnit& unit);
+                                                         const WorkloadClassPolicy& cls,
+                                                         const DemandUnit& unit);
 
 // Launch to GPUs allocatable for `offering`: the learned warm-up of its
 // type's family in the snapshot, else the offering's launch latency.
@@ -56,8 +57,8 @@ DemandUnit RepresentativeUnit(const Snapshot& snapshot, const WorkloadClassPolic
 double ForecastGpusAt(const DemandForecast& forecast, double quantile);
 
 struct ForecastUnits {
-  std::vector<DemandUnit> units;    // to place after the snapshot's pending work
-  std::vector<std::string> notes;   // one per class with a forecast
+  std::vector<DemandUnit> units;   // to place after the snapshot's pending work
+  std::vector<std::string> notes;  // one per class with a forecast
 };
 
 // The forecast units of every class with a forecast in the snapshot and
