@@ -60,7 +60,7 @@ ForecastResult FromIncrements(const std::vector<double>& rises, double demand_no
   ForecastResult r;
   r.demand_gpus = demand_now;
   r.samples = static_cast<int>(rises.size());
-  if (r.samples < o.min_samples) {
+  if (rises.empty() || r.samples < o.min_samples) {
     r.fallback = std::to_string(r.samples) + " demand changes in the history, the forecast needs " +
                  std::to_string(o.min_samples);
     return r;
