@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <set>
+#include <utility>
 #include <unordered_map>
 
 #include "gpuscaler/policy/loader.h"
@@ -146,9 +147,19 @@ Policy ForceOnDemand(Policy policy) {
   return policy;
 }
 
+Policy WithoutForecasts(Policy policy) {
+  bool had = false;
+  for (WorkloadClassPolicy& c : policy.classes) {
+    had = had || c.forecast.has_value();
+    c.forecast.reset();
+  }
+  if (had) policy.content_hash = PolicyContentHash(policy);
+  return policy;
+}
+
 Policy Reactive(Policy policy) {
+  policy = WithoutForecasts(std::move(policy));
   policy.scaling.schedules.clear();
-  for (WorkloadClassPolicy& c : policy.classes) c.forecast.reset();
   policy.content_hash = PolicyContentHash(policy);
   return policy;
 }

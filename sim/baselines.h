@@ -38,6 +38,9 @@ Policy ForceOnDemand(Policy policy);
 // and no demand forecasts (the `gpuscaler-reactive` run, which shows what
 // planning ahead changes).
 Policy Reactive(Policy policy);
+// The policy without its classes' demand forecasts (what every baseline
+// but gpuscaler runs).
+Policy WithoutForecasts(Policy policy);
 // Whether the policy has anything Reactive takes away.
 bool PlansAhead(const Policy& policy);
 

@@ -168,6 +168,15 @@ TEST(ForecastReplay, TheReactiveRunIsThePolicyWithoutForecasts) {
     EXPECT_FALSE(c.forecast.has_value()) << c.name;
   EXPECT_FALSE(PlansAhead(reactive->policy));
   EXPECT_NE(reactive->policy.content_hash, s.policy.content_hash);
+  // The other baselines never run the forecast either; gpuscaler does.
+  for (const std::string name : {"on-demand", "karpenter", "greedy", "cluster-autoscaler"}) {
+    Result<RunSpec> spec = MakeRunSpec(name, s, nullptr);
+    ASSERT_TRUE(spec.ok()) << name;
+    for (const WorkloadClassPolicy& c : spec->policy.classes) EXPECT_FALSE(c.forecast.has_value()) << name;
+  }
+  Result<RunSpec> planner = MakeRunSpec("gpuscaler", s, nullptr);
+  ASSERT_TRUE(planner.ok());
+  EXPECT_TRUE(planner->policy.classes[0].forecast.has_value());
 }
 
 // The GenAI series the forecast is measured on (bench/RESULTS.md) become
