@@ -326,6 +326,7 @@ bool Controller::UpdateForecasts(WallTime now, TickReport* report) {
   forecaster_.Retain(classes);
   if (classes.empty()) {
     forecast_cache_.clear();
+    lead_time_cache_.clear();
     const bool had = !snap.forecasts.empty() || !forecast_state_.empty();
     if (!snap.forecasts.empty()) state_.SetForecasts({});
     forecast_state_.clear();
@@ -366,11 +367,29 @@ bool Controller::UpdateForecasts(WallTime now, TickReport* report) {
     quantiles.push_back(c.forecast->quantile);
     std::sort(quantiles.begin(), quantiles.end());
     quantiles.erase(std::unique(quantiles.begin(), quantiles.end()), quantiles.end());
+    // The lead time of the class's cheapest suitable offering: looked up
+    // again when the policy or the class's shape changes, else every 5
+    // minutes (prices and learned warm-ups move slowly; the scan is over
+    // the whole catalog).
     const DemandUnit shape = RepresentativeUnit(snap, c);
-    const std::optional<SuitableOffering> cheapest = CheapestSuitableOffering(snap, policy_, c, shape);
-    if (cheapest) f.lead_time = LeadTimeOf(snap, *cheapest->offering, *cheapest->type);
+    LeadTimeLookup& lookup = lead_time_cache_[c.name];
+    const std::string shape_key = std::to_string(GpuShare(shape)) + "/" + std::to_string(shape.cpu_milli) + "/" +
+                                  std::to_string(shape.memory_mib) + "/" + std::to_string(shape.min_gpu_memory_mib) +
+                                  "/" + shape.mig_profile + "/" + (shape.interruptible ? "i" : "n") + "/" + shape.pool;
+    std::string models;
+    for (const std::string& m : shape.gpu_models) models += m + ",";
+    if (lookup.policy_hash != policy_.content_hash || lookup.shape != shape_key + models ||
+        now - lookup.at >= Seconds(300)) {
+      const std::optional<SuitableOffering> cheapest = CheapestSuitableOffering(snap, policy_, c, shape);
+      lookup.found = cheapest.has_value();
+      lookup.lead_time = cheapest ? LeadTimeOf(snap, *cheapest->offering, *cheapest->type) : Seconds(0);
+      lookup.policy_hash = policy_.content_hash;
+      lookup.shape = shape_key + models;
+      lookup.at = now;
+    }
+    f.lead_time = lookup.lead_time;
     f.horizon = c.forecast->horizon.value_or(f.lead_time);
-    if (!cheapest && !c.forecast->horizon) {
+    if (!lookup.found && !c.forecast->horizon) {
       f.fallback = "no suitable offering to take the lead time from";
     } else {
       // The forecast reads the history before this tick's sample: what it
@@ -401,6 +420,7 @@ bool Controller::UpdateForecasts(WallTime now, TickReport* report) {
     forecasts.push_back(std::move(f));
   }
   std::erase_if(forecast_cache_, [&state](const auto& entry) { return state.count(entry.first) == 0; });
+  std::erase_if(lead_time_cache_, [&state](const auto& entry) { return state.count(entry.first) == 0; });
   forecast_state_ = std::move(state);
   state_.SetForecasts(std::move(forecasts));
   return changed;

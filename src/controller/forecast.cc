@@ -17,30 +17,31 @@ int64_t MinuteOf(WallTime t) {
 
 int64_t HorizonMinutes(Seconds horizon) { return std::max<int64_t>(1, (horizon.count() + 59) / 60); }
 
-// The rise of demand from minute s to its peak within (s, s + h], or nullopt
-// when s or the whole window is a gap.
-std::optional<double> PeakRise(const DemandHistory& history, int64_t s, int64_t h) {
-  const std::optional<double> base = history.At(s);
-  if (!base) return std::nullopt;
-  std::optional<double> peak;
-  for (int64_t j = 1; j <= h; ++j) {
-    if (const std::optional<double> v = history.At(s + j)) peak = std::max(peak.value_or(*v), *v);
-  }
-  if (!peak) return std::nullopt;
-  return *peak - *base;
-}
-
 // The increments the forecast is read from, sorted. Every minute read is at
 // most `now_minute`.
 std::vector<double> Increments(const DemandHistory& history, int64_t now_minute, int64_t h,
                                const ForecastOptions& o) {
   std::vector<double> out;
+  std::vector<double> values;  // minutes from .. to + h of one window; NaN: gap
+  const double gap = std::numeric_limits<double>::quiet_NaN();
+  // The rise from each minute s in [from, to] to its peak within (s, s + h],
+  // skipping s when it or its whole window is a gap. Each minute is read
+  // once per window.
   const auto add_window = [&](int64_t from, int64_t to, int copies) {
+    to = std::min(to, now_minute - h);
+    if (to < from) return;
+    values.clear();
+    for (int64_t m = from; m <= to + h; ++m) values.push_back(history.At(m).value_or(gap));
     for (int64_t s = from; s <= to; ++s) {
-      if (s + h > now_minute) break;
-      if (const std::optional<double> rise = PeakRise(history, s, h)) {
-        for (int c = 0; c < copies; ++c) out.push_back(*rise);
+      const size_t i = static_cast<size_t>(s - from);
+      if (std::isnan(values[i])) continue;
+      double peak = gap;
+      for (int64_t j = 1; j <= h; ++j) {
+        const double v = values[i + static_cast<size_t>(j)];
+        if (!std::isnan(v) && (std::isnan(peak) || v > peak)) peak = v;
       }
+      if (std::isnan(peak)) continue;
+      for (int c = 0; c < copies; ++c) out.push_back(peak - values[i]);
     }
   };
   // The last hour: the current regime.

@@ -196,6 +196,14 @@ class Controller {
     DemandForecast forecast;
   };
   std::map<std::string, CachedForecast> forecast_cache_;
+  struct LeadTimeLookup {
+    std::string policy_hash;
+    std::string shape;
+    WallTime at{};
+    bool found = false;
+    Seconds lead_time{0};
+  };
+  std::map<std::string, LeadTimeLookup> lead_time_cache_;
 };
 
 }  // namespace gpuscaler
