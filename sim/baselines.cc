@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <set>
+#include <utility>
 #include <unordered_map>
 
 #include "gpuscaler/policy/loader.h"
@@ -146,13 +147,28 @@ Policy ForceOnDemand(Policy policy) {
   return policy;
 }
 
-Policy WithoutSchedules(Policy policy) {
+Policy WithoutForecasts(Policy policy) {
+  bool had = false;
+  for (WorkloadClassPolicy& c : policy.classes) {
+    had = had || c.forecast.has_value();
+    c.forecast.reset();
+  }
+  if (had) policy.content_hash = PolicyContentHash(policy);
+  return policy;
+}
+
+Policy Reactive(Policy policy) {
+  policy = WithoutForecasts(std::move(policy));
   policy.scaling.schedules.clear();
   policy.content_hash = PolicyContentHash(policy);
   return policy;
 }
 
-bool HasSchedules(const Policy& policy) { return !policy.scaling.schedules.empty(); }
+bool PlansAhead(const Policy& policy) {
+  return !policy.scaling.schedules.empty() ||
+         std::any_of(policy.classes.begin(), policy.classes.end(),
+                     [](const WorkloadClassPolicy& c) { return c.forecast.has_value(); });
+}
 
 PlannerFn CheapestNodeGreedyPlanner() {
   return [](const Snapshot& s, const Policy& policy) {

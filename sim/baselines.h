@@ -35,10 +35,14 @@ const std::vector<std::string>& BaselineNames();
 // The policy with every pool on on-demand only and no spot share.
 Policy ForceOnDemand(Policy policy);
 // The policy as a purely reactive controller runs it: no scaling schedules
-// (the `gpuscaler-reactive` run, which shows what the schedules change).
-Policy WithoutSchedules(Policy policy);
-// Whether the policy has anything WithoutSchedules takes away.
-bool HasSchedules(const Policy& policy);
+// and no demand forecasts (the `gpuscaler-reactive` run, which shows what
+// planning ahead changes).
+Policy Reactive(Policy policy);
+// The policy without its classes' demand forecasts (what every baseline
+// but gpuscaler runs).
+Policy WithoutForecasts(Policy policy);
+// Whether the policy has anything Reactive takes away.
+bool PlansAhead(const Policy& policy);
 
 PlannerFn KarpenterLikePlanner();
 PlannerFn CheapestNodeGreedyPlanner();

@@ -194,12 +194,16 @@ Result<RunSpec> MakeRunSpec(const std::string& name, const Scenario& scenario, c
   spec.name = name;
   spec.policy = scenario.policy;
   if (name == "gpuscaler") return spec;
+  // Demand forecasts are gpuscaler's planner's: the baselines run the policy
+  // without them (as before forecasts existed), so their rows do not move
+  // when a policy adds one.
+  spec.policy = WithoutForecasts(scenario.policy);
   if (name == "gpuscaler-reactive") {
-    spec.policy = WithoutSchedules(scenario.policy);
+    spec.policy = Reactive(scenario.policy);
     return spec;
   }
   if (name == "on-demand") {
-    spec.policy = ForceOnDemand(scenario.policy);
+    spec.policy = ForceOnDemand(spec.policy);
     return spec;
   }
   if (name == "karpenter") {
@@ -212,13 +216,13 @@ Result<RunSpec> MakeRunSpec(const std::string& name, const Scenario& scenario, c
     return spec;
   }
   if (name == "cluster-autoscaler") {
-    spec.policy = ForceOnDemand(scenario.policy);
+    spec.policy = ForceOnDemand(spec.policy);
     spec.planner = ClusterAutoscalerLikePlanner();
     return spec;
   }
   if (name == "static-peak") {
     if (on_demand == nullptr) return Error::Internal("static-peak needs the on-demand run first");
-    spec.policy = ForceOnDemand(scenario.policy);
+    spec.policy = ForceOnDemand(spec.policy);
     spec.planner = StaticPeakPlanner(on_demand->peak_nodes);
     return spec;
   }

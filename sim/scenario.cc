@@ -257,7 +257,11 @@ void ApplyClassBehaviour(const Policy& policy, Trace* trace) {
 
 Scenario MakeTraceScenario(Trace trace, SpotMarket market, Catalog catalog, Policy policy, uint64_t seed,
                            std::optional<int> days) {
-  if (trace.jobs.empty() && !trace.series.empty()) trace = SeriesToJobs(std::move(trace));
+  if (trace.jobs.empty() && !trace.series.empty()) {
+    SeriesJobOptions series_options;
+    series_options.policy = &policy;
+    trace = SeriesToJobs(std::move(trace), series_options);
+  }
   ApplyClassBehaviour(policy, &trace);
   Scenario s;
   s.name = "trace";

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -55,9 +56,35 @@ std::vector<Piece> Decompose(const DemandSeries& s, int max_gpus, size_t* seq) {
   return done;
 }
 
+// The GPUs `value` of `unit` needs for class `cls`, or nullopt when the
+// series cannot be converted (see the header).
+std::optional<double> GpusFor(const std::string& unit, double value, const WorkloadClassPolicy& cls) {
+  if (!cls.jobs_per_gpu_per_minute || *cls.jobs_per_gpu_per_minute <= 0) return std::nullopt;
+  const double rate = *cls.jobs_per_gpu_per_minute;
+  if (unit == "qps") return std::ceil(std::max(0.0, value) * 60.0 / rate - 1e-9);
+  if (unit == "jobs") {
+    const double minutes = cls.max_queue_wait && cls.max_queue_wait->count() > 0
+                               ? static_cast<double>(cls.max_queue_wait->count()) / 60.0
+                               : 1.0;
+    return std::ceil(std::max(0.0, value) / (rate * minutes) - 1e-9);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Trace SeriesToJobs(Trace trace, const SeriesJobOptions& options) {
+  if (options.policy != nullptr) {
+    for (DemandSeries& s : trace.series) {
+      if (s.unit != "qps" && s.unit != "jobs") continue;
+      const WorkloadClassPolicy* cls = options.policy->FindClass(s.workload_class);
+      if (cls == nullptr || !GpusFor(s.unit, 0, *cls)) continue;
+      for (DemandPoint& p : s.points) p.value = *GpusFor(s.unit, p.value, *cls);
+      trace.stats.warnings.push_back("series of class " + s.workload_class + " in " + s.unit +
+                                     " became GPUs by the class's target.jobs_per_gpu_per_minute");
+      s.unit = "gpus";
+    }
+  }
   const int max_gpus = std::max(1, options.max_gpus_per_job);
   std::vector<DemandSeries> kept;
   int64_t made = 0;

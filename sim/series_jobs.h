@@ -16,7 +16,15 @@
 // includes the time the job queued in the source cluster (pending GPUs count
 // as demand), so it is an upper bound of the work.
 //
-// Only series with unit "gpus" become jobs; values are rounded to whole GPUs.
+// Series with unit "gpus" become jobs; values are rounded to whole GPUs.
+// With a policy, series of requests per second ("qps") and of queued jobs
+// ("jobs") whose class the policy names with target.jobs_per_gpu_per_minute
+// become GPU levels first: qps x 60 / jobs_per_gpu_per_minute GPUs serve a
+// request rate; a queue of N jobs needs N / (jobs_per_gpu_per_minute x
+// max_queue_wait in minutes) GPUs to drain in time (the daemon's rule for a
+// queue depth signal; 1 minute without max_queue_wait), each rounded up to
+// whole GPUs. Series of other units, or of classes without that target, are
+// kept as series.
 // Jobs: id "<class>/<n>" (n in submit order), class = the series' class,
 // whole GPUs, no GPU model, CPU or memory request (the series has none),
 // interruptible with the DemandUnit defaults for checkpoints and restarts,
@@ -24,12 +32,15 @@
 // decides how they tolerate a move. Pure and deterministic.
 #pragma once
 
+#include "gpuscaler/policy/policy.h"
 #include "sim/trace.h"
 
 namespace gpuscaler::sim {
 
 struct SeriesJobOptions {
   int max_gpus_per_job = 8;  // >= 1
+  // Converts "qps" and "jobs" series to GPUs (see above); null: not.
+  const Policy* policy = nullptr;
 };
 
 // `trace` with its "gpus" series turned into jobs (added to any jobs it

@@ -124,7 +124,7 @@ int RunSim(const SimOptions& o) {
   std::vector<std::string> names;
   if (o.compare) {
     names.push_back("gpuscaler");
-    if (sim::HasSchedules(scenario.policy)) names.push_back("gpuscaler-reactive");
+    if (sim::PlansAhead(scenario.policy)) names.push_back("gpuscaler-reactive");
     for (const std::string& b : sim::BaselineNames()) names.push_back(b);
   } else {
     names.push_back(o.baseline.empty() ? "gpuscaler" : o.baseline);
@@ -194,10 +194,10 @@ void RegisterSimCommand(CLI::App& app, int* exit_code) {
   sim->add_option("--policy", o->policy_file, "Policy file; default: the scenario's (built-in demo policy)");
   sim->add_option("--baseline", o->baseline,
                   "Run this instead of the planner: on-demand, static-peak, karpenter, greedy, cluster-autoscaler, "
-                  "gpuscaler-reactive (the policy without its scaling schedules)");
+                  "gpuscaler-reactive (the policy without its scaling schedules and demand forecasts)");
   sim->add_flag("--compare", o->compare,
                 "Run the planner and every baseline side by side (and gpuscaler-reactive when the policy has "
-                "scaling schedules)");
+                "scaling schedules or demand forecasts)");
   sim->add_option("--seed", o->in.seed, "Random seed (default 1)");
   sim->add_option("--days", o->in.days, "Length of the replay in days (default: the scenario's)");
   sim->add_flag("--json", o->json, "Print JSON instead of the table");

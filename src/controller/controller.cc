@@ -1,6 +1,7 @@
 #include "gpuscaler/controller/controller.h"
 
 #include <algorithm>
+#include <cmath>
 #include <future>
 #include <optional>
 #include <utility>
@@ -9,6 +10,7 @@
 #include "gpuscaler/model/node.h"
 #include "gpuscaler/model/json.h"
 #include "gpuscaler/policy/schedule.h"
+#include "gpuscaler/solver/forecast_demand.h"
 #include "gpuscaler/solver/planner.h"
 
 namespace gpuscaler {
@@ -119,6 +121,11 @@ TickReport Controller::Tick() {
   if (schedules != schedules_in_force_) {
     schedules_in_force_ = std::move(schedules);
     gate_.NoteChange(true, true);
+    gate_.NoteLimitsChange();
+  }
+
+  if (UpdateForecasts(now, &report)) {
+    gate_.NoteChange(true, false);
     gate_.NoteLimitsChange();
   }
 
@@ -311,6 +318,115 @@ void Controller::Commit(const ActuationResult& result, WallTime now, bool struct
   state_.Apply(result, policy_, now, structural, report);
   const StateChanges changed = state_.TakeChanges();
   gate_.NoteChange(changed.any, changed.structural);
+}
+
+bool Controller::UpdateForecasts(WallTime now, TickReport* report) {
+  const Snapshot& snap = state_.snapshot();
+  std::vector<std::string> classes;
+  for (const WorkloadClassPolicy& c : policy_.classes) {
+    if (c.forecast) classes.push_back(c.name);
+  }
+  forecaster_.Retain(classes);
+  if (classes.empty()) {
+    forecast_cache_.clear();
+    lead_time_cache_.clear();
+    const bool had = !snap.forecasts.empty() || !forecast_state_.empty();
+    if (!snap.forecasts.empty()) state_.SetForecasts({});
+    forecast_state_.clear();
+    return had;
+  }
+  std::map<std::string, double> demand;
+  for (const std::string& c : classes) demand[c] = 0;
+  const auto count = [&demand](const DemandUnit& u) {
+    auto it = demand.find(u.workload_class);
+    if (it != demand.end()) it->second += GpuShare(u);
+  };
+  for (const DemandUnit& u : snap.pending) count(u);
+  for (const Node& n : snap.nodes) {
+    if (n.state == NodeState::kTerminating) continue;
+    for (const DemandUnit& u : n.running) count(u);
+  }
+  std::vector<DemandForecast> forecasts;
+  std::map<std::string, std::string> state;
+  bool changed = false;
+  for (const WorkloadClassPolicy& c : policy_.classes) {
+    if (!c.forecast) continue;
+    const double demand_now = demand[c.name];
+    const int64_t minute = ToUnixSeconds(now) / 60;
+    auto cached = forecast_cache_.find(c.name);
+    if (cached != forecast_cache_.end() && cached->second.minute == minute && cached->second.demand == demand_now &&
+        cached->second.policy_hash == policy_.content_hash) {
+      // Within the minute, with the same demand, the forecast is the same
+      // (the history is kept per minute).
+      forecaster_.Record(c.name, now, demand_now);
+      state[c.name] = forecast_state_[c.name];
+      forecasts.push_back(cached->second.forecast);
+      continue;
+    }
+    DemandForecast f;
+    f.workload_class = c.name;
+    f.demand_gpus = demand_now;
+    std::vector<double> quantiles = ForecastQuantileGrid();
+    quantiles.push_back(c.forecast->quantile);
+    std::sort(quantiles.begin(), quantiles.end());
+    quantiles.erase(std::unique(quantiles.begin(), quantiles.end()), quantiles.end());
+    // The lead time of the class's cheapest suitable offering: looked up
+    // again when the policy or the class's shape changes, else every 5
+    // minutes (prices and learned warm-ups move slowly; the scan is over
+    // the whole catalog).
+    const DemandUnit shape = RepresentativeUnit(snap, c);
+    LeadTimeLookup& lookup = lead_time_cache_[c.name];
+    const std::string shape_key = std::to_string(GpuShare(shape)) + "/" + std::to_string(shape.cpu_milli) + "/" +
+                                  std::to_string(shape.memory_mib) + "/" + std::to_string(shape.min_gpu_memory_mib) +
+                                  "/" + shape.mig_profile + "/" + (shape.interruptible ? "i" : "n") + "/" + shape.pool;
+    std::string models;
+    for (const std::string& m : shape.gpu_models) models += m + ",";
+    if (lookup.policy_hash != policy_.content_hash || lookup.shape != shape_key + models ||
+        now - lookup.at >= Seconds(300)) {
+      const std::optional<SuitableOffering> cheapest = CheapestSuitableOffering(snap, policy_, c, shape);
+      lookup.found = cheapest.has_value();
+      lookup.lead_time = cheapest ? LeadTimeOf(snap, *cheapest->offering, *cheapest->type) : Seconds(0);
+      lookup.policy_hash = policy_.content_hash;
+      lookup.shape = shape_key + models;
+      lookup.at = now;
+    }
+    f.lead_time = lookup.lead_time;
+    f.horizon = c.forecast->horizon.value_or(f.lead_time);
+    if (!lookup.found && !c.forecast->horizon) {
+      f.fallback = "no suitable offering to take the lead time from";
+    } else {
+      // The forecast reads the history before this tick's sample: what it
+      // predicts is compared with the present, never fed by it.
+      ForecastResult r = forecaster_.Forecast(c.name, now, f.demand_gpus, f.horizon, quantiles);
+      f.levels = std::move(r.levels);
+      f.fallback = std::move(r.fallback);
+    }
+    forecaster_.Record(c.name, now, f.demand_gpus);
+    std::string key;
+    if (f.levels.empty()) {
+      // Not the reason: its counts change every minute until the forecast
+      // is on, and only the change between off and on is news.
+      key = "off";
+    } else {
+      key = std::to_string(static_cast<int64_t>(std::ceil(ForecastGpusAt(f, c.forecast->quantile) - 1e-6)));
+    }
+    auto last = forecast_state_.find(c.name);
+    const bool was_off = last == forecast_state_.end() || last->second == "off";
+    if (f.levels.empty() && (last == forecast_state_.end() || last->second != key)) {
+      report->forecast_notes.push_back("class " + c.name + ": forecast off (" + f.fallback + "): planned reactively");
+    } else if (!f.levels.empty() && was_off) {
+      report->forecast_notes.push_back("class " + c.name + ": forecast on (horizon " + FormatDuration(f.horizon) + ")");
+    }
+    changed = changed || last == forecast_state_.end() || last->second != key;
+    state[c.name] = std::move(key);
+    forecast_cache_[c.name] = {minute, demand_now, policy_.content_hash, f};
+    forecasts.push_back(std::move(f));
+  }
+  std::erase_if(forecast_cache_, [&state](const auto& entry) { return state.count(entry.first) == 0; });
+  std::erase_if(lead_time_cache_, [&state](const auto& entry) { return state.count(entry.first) == 0; });
+  forecast_state_ = std::move(state);
+  state_.SetForecasts(std::move(forecasts));
+  return changed;
 }
 
 Status Controller::FlushUsage() {

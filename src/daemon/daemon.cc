@@ -189,6 +189,7 @@ struct Loop {
     if (t.reload.kind == PolicyReload::Kind::kRejected)
       spdlog::error("policy reload rejected, keeping the policy in force:\n{}", t.reload.errors);
     for (const Error& e : r.errors) spdlog::warn("tick: {}", e.ToString());
+    for (const std::string& note : r.forecast_notes) spdlog::info("{}", note);
     if (!r.blocked_classes.empty())
       spdlog::debug("scale-down blocked by stale or missing signals for: {}", fmt::join(r.blocked_classes, ", "));
     if (r.nodes_launched + r.nodes_terminated + r.capacity_errors > 0 || (r.planned && !r.plan.launches.empty()))

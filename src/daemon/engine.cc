@@ -64,6 +64,10 @@ class LiveEngine final : public Engine {
       out.queue_depth = signal_work_.queue_depths();
     }
     out.report = controller_.Tick();
+    if (!warmed_) {
+      warmed_ = true;
+      WarmForecasts(now, &out.report);
+    }
     if (parts_.after_tick) parts_.after_tick();
     out.time = now;
     Describe(&out);
@@ -84,6 +88,51 @@ class LiveEngine final : public Engine {
   }
 
  private:
+  void WarmForecasts(WallTime now, TickReport* report) {
+    const Policy& policy = controller_.policy();
+    for (const WorkloadClassPolicy& c : policy.classes) {
+      if (!c.forecast || !parts_.read_history) continue;
+      const std::string head = "class " + c.name + ": forecast history ";
+      if (!c.queue_depth || c.queue_depth->source != "prometheus") {
+        report->forecast_notes.push_back(
+            head +
+            "not warmed (its queue depth is not a Prometheus signal): it builds up "
+            "from now");
+        continue;
+      }
+      const Seconds history = controller_.forecaster().options().history;
+      Result<std::vector<std::pair<WallTime, double>>> points =
+          parts_.read_history(*c.queue_depth, now - history, now - Seconds(60), Seconds(60));
+      if (!points) {
+        report->forecast_notes.push_back(head + "not warmed (" + points.error().ToString() +
+                                         "): it builds up from now");
+        continue;
+      }
+      if (points->empty()) {
+        report->forecast_notes.push_back(
+            head + "not warmed (its queue depth has no history): it builds up from now");
+        continue;
+      }
+      double demand_now = 0;
+      for (const DemandForecast& f : controller_.snapshot().forecasts) {
+        if (f.workload_class == c.name) demand_now = f.demand_gpus;
+      }
+      const double per_unit = GpuShare(c.Unit());
+      const auto gpus = [&](double depth) { return UnitsForQueueDepth(c, depth) * per_unit; };
+      // The history ends where the live demand starts.
+      const double offset = demand_now - gpus(points->back().second);
+      int recorded = 0;
+      for (const auto& [t, depth] : *points) {
+        if (t >= now) continue;
+        controller_.forecaster().Record(c.name, t, std::max(0.0, gpus(depth) + offset));
+        ++recorded;
+      }
+      report->forecast_notes.push_back(head + "warmed from " + std::to_string(recorded) +
+                                       " minutes of its queue depth (Prometheus query_range since " +
+                                       FormatRfc3339(points->front().first) + ")");
+    }
+  }
+
   void Describe(EngineTick* out) const {
     out->cost_usd_per_hour = parts_.spend_rate ? parts_.spend_rate() : NodeSpend(controller_);
     if (parts_.describe) parts_.describe(out);
@@ -93,6 +142,7 @@ class LiveEngine final : public Engine {
   SignalWorkSource signal_work_;
   Controller controller_;
   bool shut_down_ = false;
+  bool warmed_ = false;  // the forecasts' histories were warmed (after the first tick)
 };
 
 }  // namespace

@@ -258,6 +258,9 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options, const Simulate
   parts.catalog = catalog.get();
   parts.store = store->get();
   parts.read_signals = std::move(reader).value();
+  Result<HistoryReader> history = MakeHistoryReader(config.signals);
+  if (!history) return history.error();
+  parts.read_history = std::move(history).value();
   parts.controller_options.source = config.dry_run ? "dry-run" : "daemon";
   parts.controller_options.dry_run = config.dry_run;
   parts.controller_options.regions = config.regions;

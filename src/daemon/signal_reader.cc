@@ -66,4 +66,25 @@ Result<SignalReader> MakeSignalReader(const SignalSettings& settings) {
   });
 }
 
+Result<HistoryReader> MakeHistoryReader(const SignalSettings& settings) {
+  auto shared = std::make_shared<Shared>();
+  shared->collector = std::make_unique<signals::SignalCollector>(Endpoints(settings), shared->clock);
+  if (Status s = shared->collector->CredentialsStatus(); !s.ok()) return s.error();
+  return HistoryReader([shared](const SignalQuery& query, WallTime start, WallTime end,
+                                Seconds step) -> Result<std::vector<std::pair<WallTime, double>>> {
+    if (query.source != "prometheus") {
+      return Error::NotFound(query.source + " keeps no history to read (only prometheus does)");
+    }
+    Result<std::vector<signals::PromPoint>> points =
+        shared->collector->QueryRange(query.query, start, end, step);
+    if (!points) return points.error();
+    std::vector<std::pair<WallTime, double>> out;
+    out.reserve(points->size());
+    for (const signals::PromPoint& p : *points) {
+      out.emplace_back(FromUnixSeconds(static_cast<int64_t>(p.timestamp_s)), p.value);
+    }
+    return out;
+  });
+}
+
 }  // namespace gpuscaler::daemon

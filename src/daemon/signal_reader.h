@@ -12,4 +12,8 @@ namespace gpuscaler::daemon {
 // kConfig when a credentials file named in `settings` cannot be read.
 Result<SignalReader> MakeSignalReader(const SignalSettings& settings);
 
+// Prometheus query_range for the forecasts' warm-up (LiveEngineParts::
+// read_history); other sources have no history: kNotFound. kConfig as above.
+Result<HistoryReader> MakeHistoryReader(const SignalSettings& settings);
+
 }  // namespace gpuscaler::daemon

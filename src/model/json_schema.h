@@ -120,6 +120,22 @@ void Fields(V& v, T& n) {
   v.Objects("running", n.running);
 }
 
+template <class V, Is<ForecastLevel> T>
+void Fields(V& v, T& l) {
+  v.Double("quantile", l.quantile);
+  v.Double("gpus", l.gpus);
+}
+
+template <class V, Is<DemandForecast> T>
+void Fields(V& v, T& f) {
+  v.Str("workload_class", f.workload_class, kRequired);
+  v.Double("demand_gpus", f.demand_gpus);
+  v.DurationS("horizon_s", f.horizon);
+  v.DurationS("lead_time_s", f.lead_time);
+  v.Objects("levels", f.levels);
+  v.Str("fallback", f.fallback);
+}
+
 template <class V, Is<Snapshot> T>
 void Fields(V& v, T& s) {
   v.Constant("apiVersion", kApiVersion);
@@ -134,6 +150,7 @@ void Fields(V& v, T& s) {
   v.StrList("spot_paused_classes", s.spot_paused_classes);
   v.StrList("reclaimed_spot_pools", s.reclaimed_spot_pools);
   v.IntMap("warmup_seconds_by_family", s.warmup_seconds_by_family);
+  v.Objects("forecasts", s.forecasts);
   v.Objects("gpu_models", s.gpu_models);
   v.Objects("instance_types", s.instance_types);
   v.Objects("offerings", s.offerings);

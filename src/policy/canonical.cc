@@ -168,6 +168,17 @@ std::string CanonicalPolicyText(const Policy& p) {
     w.Put(at + ".signals.queue_depth", c.queue_depth);
     w.Put(at + ".signals.gpu_utilization", c.gpu_utilization);
     w.Put(at + ".scale_in_utilization_below", c.scale_in_utilization_below);
+    // Hashed only when set: policies without them keep their hash.
+    if (c.wait_cost_usd_per_hour) w.Put(at + ".wait_cost_usd_per_hour", c.wait_cost_usd_per_hour);
+    if (c.forecast) {
+      w.Put(at + ".forecast.quantile", c.forecast->quantile);
+      if (c.forecast->horizon) {
+        w.Put(at + ".forecast.horizon", c.forecast->horizon);
+      } else {
+        w.Put(at + ".forecast.horizon", std::string("auto"));
+      }
+      w.Put(at + ".forecast.max_idle_usd_per_hour", c.forecast->max_idle_usd_per_hour);
+    }
   });
   w.Put("budget.global", p.budget.global);
   w.Put("budget.pools", p.budget.per_pool);

@@ -277,7 +277,7 @@ WorkloadClassPolicy PolicyReader::ReadClass(const DocNode& node, const std::stri
   MapReader m(r_, node, path,
               {"name", "team", "match", "pools", "interruptible", "max_spot_share",
                "checkpoint_interval", "checkpoint_on_notice", "restart_cost", "priority", "target", "zone_spread",
-               "shape", "signals", "scale_in_utilization_below"});
+               "shape", "signals", "scale_in_utilization_below", "wait_cost_usd_per_hour", "forecast"});
   m.Require({"name"});
   WorkloadClassPolicy c;
   m.ReadString("name", &c.name);
@@ -355,7 +355,40 @@ WorkloadClassPolicy PolicyReader::ReadClass(const DocNode& node, const std::stri
     ReadSignalQuery(s, "gpu_utilization", {"prometheus", "dcgm"}, &c.gpu_utilization);
   }
   Share(m, "scale_in_utilization_below", &c.scale_in_utilization_below);
+  double wait_cost = 0;
+  if (m.Has("wait_cost_usd_per_hour")) {
+    NonNegative(m, "wait_cost_usd_per_hour", &wait_cost);
+    c.wait_cost_usd_per_hour = wait_cost;
+  }
+  if (const DocNode* n = m.Find("forecast")) c.forecast = ReadForecast(*n, m.PathOf("forecast"));
   return c;
+}
+
+ForecastPolicy PolicyReader::ReadForecast(const DocNode& node, const std::string& path) {
+  MapReader m(r_, node, path, {"quantile", "horizon", "max_idle_usd_per_hour"});
+  ForecastPolicy f;
+  if (m.ReadNumber("quantile", &f.quantile) && !(f.quantile > 0 && f.quantile < 1)) {
+    r_.ReportAt(m.PathOf("quantile"), "must be in (0, 1), got " + m.Find("quantile")->scalar);
+  }
+  if (const DocNode* h = m.Find("horizon")) {
+    // "auto" (the class's learned lead time) or a duration.
+    if (!(h->IsScalar() && h->scalar == "auto")) {
+      Seconds horizon{0};
+      if (m.ReadDuration("horizon", &horizon)) {
+        if (horizon.count() < 1 || horizon > kMaxForecastHorizon) {
+          r_.ReportAt(m.PathOf("horizon"), "must be auto or a duration between 1s and 1d, got " + h->scalar);
+        } else {
+          f.horizon = horizon;
+        }
+      }
+    }
+  }
+  double cap = 0;
+  if (m.Has("max_idle_usd_per_hour")) {
+    NonNegative(m, "max_idle_usd_per_hour", &cap);
+    f.max_idle_usd_per_hour = cap;
+  }
+  return f;
 }
 
 BudgetCap PolicyReader::ReadCap(const DocNode& node, const std::string& path) {

@@ -44,6 +44,7 @@ class PolicyReader {
   // loader.cc: the fields.
   NodePoolPolicy ReadPool(const DocNode& node, const std::string& path);
   WorkloadClassPolicy ReadClass(const DocNode& node, const std::string& path);
+  ForecastPolicy ReadForecast(const DocNode& node, const std::string& path);
   // node_template.cc: the pool's labels and node template (after taints and
   // actuation are read).
   void ReadPoolLabels(MapReader& m, NodePoolPolicy* pool);

@@ -257,6 +257,20 @@ CollectedSignal PrometheusAnswer(const SignalQuery& query, const Result<net::Htt
   return c;
 }
 
+Result<std::vector<PromPoint>> PrometheusRangeAnswer(const Result<net::HttpResponse>& answer) {
+  if (!answer) return WithSource(kPrometheus, answer.error());
+  const net::HttpResponse& res = *answer;
+  Result<PromQueryResult> parsed = ParsePromQueryResponse(res.body);
+  if (!parsed) {
+    if (res.status / 100 != 2 && parsed.error().category() == ErrorCategory::kInvalidInput) {
+      return HttpStatusError(kPrometheus, res.status, res.body);
+    }
+    return WithSource(kPrometheus, parsed.error());
+  }
+  if (res.status / 100 != 2) return HttpStatusError(kPrometheus, res.status, res.body);
+  return SingleRangeSeries(*parsed);
+}
+
 CollectedSignal RabbitMqAnswer(const SignalQuery& query, const Result<net::HttpResponse>& answer, WallTime received) {
   if (!answer) return Missing(query, WithSource(kRabbitMq, answer.error()));
   if (answer->status / 100 != 2) return Missing(query, HttpStatusError(kRabbitMq, answer->status, answer->body));
@@ -507,6 +521,53 @@ std::vector<CollectedSignal> SignalCollector::Collect(const std::vector<SignalQu
     }
     ScrubSignal(*results[i], auth.secrets);
     out.push_back(std::move(*results[i]));
+  }
+  return out;
+}
+
+Result<std::vector<PromPoint>> SignalCollector::QueryRange(const std::string& promql, WallTime start, WallTime end,
+                                                           Seconds step) {
+  const SignalEndpoints& ep = state_->endpoints;
+  const AuthSnapshot auth = state_->Snapshot();
+  if (step.count() <= 0) return Error::InvalidInput("prometheus: range step must be > 0");
+  if (std::optional<Error> e =
+          Unsendable(kPrometheus, ep.prometheus.url, auth.prometheus_error, promql.empty() ? "empty query" : "")) {
+    return *e;
+  }
+  net::HttpClientOptions options;
+  options.timeout = ep.timeout;
+  options.max_body_bytes = ep.max_body_bytes;
+  options.ca_file = ep.prometheus.ca_file;
+  options.insecure_skip_verify = ep.prometheus.insecure_skip_verify;
+  std::vector<PromPoint> out;
+  const int64_t last = ToUnixSeconds(end);
+  for (int64_t from = ToUnixSeconds(start); from <= last;) {
+    // Both ends are included: a chunk of kMaxRangePoints points.
+    const int64_t to = std::min(last, from + (kMaxRangePoints - 1) * step.count());
+    PendingFetch fetch;
+    fetch.request.url = PromQueryRangeUrl(ep.prometheus.url, promql, from, to, step.count());
+    if (auth.prometheus_authorization) fetch.request.headers.emplace_back("Authorization", *auth.prometheus_authorization);
+    fetch.request.headers.emplace_back("Accept", "application/json");
+    fetch.options = options;
+    {
+      asio::io_context io(1);
+      asio::co_spawn(io, RunFetch(&fetch, &clock_), asio::detached);
+      io.run();
+    }
+    if (!fetch.answer) fetch.answer = Error::Internal("http client: no result");
+    Result<std::vector<PromPoint>> points = PrometheusRangeAnswer(*fetch.answer);
+    if (!points) {
+      // A chunk without data is a gap in the history, not a failure.
+      if (points.error().category() == ErrorCategory::kNotFound) {
+        from = to + step.count();
+        continue;
+      }
+      return Error(points.error().category(), Scrub(points.error().message(), auth.secrets));
+    }
+    for (const PromPoint& p : *points) {
+      if (out.empty() || p.timestamp_s > out.back().timestamp_s) out.push_back(p);
+    }
+    from = to + step.count();
   }
   return out;
 }

@@ -177,6 +177,28 @@ Result<PromPoint> SingleValue(const PromQueryResult& result) {
   return p;
 }
 
+Result<std::vector<PromPoint>> SingleRangeSeries(const PromQueryResult& result) {
+  if (result.type != PromResultType::kMatrix) return Error::InvalidInput("prometheus: expected a matrix result");
+  if (result.series.empty()) return Error::NotFound("prometheus: range query returned no series");
+  if (result.series.size() > 1) {
+    return Error::InvalidInput("prometheus: range query returned " + std::to_string(result.series.size()) +
+                               " series; aggregate it to one (e.g. sum(...))");
+  }
+  std::vector<PromPoint> out;
+  for (const PromPoint& p : result.series.front().points) {
+    if (!std::isnan(p.value)) out.push_back(p);
+  }
+  return out;
+}
+
+std::string PromQueryRangeUrl(std::string_view base_url, std::string_view promql, int64_t start_unix_s,
+                              int64_t end_unix_s, int64_t step_s) {
+  while (!base_url.empty() && base_url.back() == '/') base_url.remove_suffix(1);
+  return std::string(base_url) + "/api/v1/query_range?query=" + net::PercentEncode(promql) +
+         "&start=" + std::to_string(start_unix_s) + "&end=" + std::to_string(end_unix_s) +
+         "&step=" + std::to_string(step_s) + "s";
+}
+
 std::string PromQueryUrl(std::string_view base_url, std::string_view promql, std::optional<int64_t> time_unix_s) {
   while (!base_url.empty() && base_url.back() == '/') base_url.remove_suffix(1);
   std::string url = std::string(base_url) + "/api/v1/query?query=" + net::PercentEncode(promql);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gpuscaler/model/json.h"
+#include "gpuscaler/solver/forecast_demand.h"
 #include "planner_impl.h"
 
 namespace gpuscaler::solver_detail {
@@ -92,9 +93,16 @@ void Planner::Assemble(State& st, Plan& plan) {
     const Bin& first = *launch_bins[li][0];
     const Option& o = options_[first.option];
     std::map<std::string, int> by_class;
+    std::map<std::string, int> ahead_by_class;
     int pending_units = 0;
+    int ahead_units = 0;
     for (const Bin* b : launch_bins[li])
       for (auto [g, t] : b->content) {
+        if (static_cast<size_t>(groups_[g].rep - snap_.pending.data()) >= forecast_from_) {
+          ahead_by_class[groups_[g].rep->workload_class] += t * b->mult;
+          ahead_units += t * b->mult;
+          continue;
+        }
         by_class[groups_[g].rep->workload_class] += t * b->mult;
         pending_units += t * b->mult;
       }
@@ -104,9 +112,16 @@ void Planner::Assemble(State& st, Plan& plan) {
     if (pending_units > 0) {
       what = std::to_string(pending_units) + " pending " + (by_class.size() == 1 ? by_class.begin()->first + " " : "") +
              (pending_units == 1 ? "unit" : "units");
-    } else if (moved_units > 0) {
+    }
+    if (ahead_units > 0) {
+      what += std::string(what.empty() ? "" : " and ") + std::to_string(ahead_units) + " " +
+              (ahead_units == 1 ? "unit" : "units") + " ahead of " +
+              (ahead_by_class.size() == 1 ? "class " + ahead_by_class.begin()->first + "'s" : "the") +
+              " demand forecast";
+    }
+    if (what.empty() && moved_units > 0) {
       what = std::to_string(moved_units) + " unit(s) moved from a costlier node";
-    } else {
+    } else if (what.empty()) {
       what = "pool " + l.pool + " min_nodes";
     }
     const double total = l.usd_per_hour + l.expected_interruption_usd_per_hour;
@@ -115,7 +130,7 @@ void Planner::Assemble(State& st, Plan& plan) {
     if (o.spot && od_total > 0) {
       l.reason += ", " + Fixed(100.0 * (1.0 - total / od_total), 0) + " % cheaper than on-demand after interruption risk (" +
                   Usd(l.expected_interruption_usd_per_hour) + "/h expected)";
-    } else if (pending_units > 0) {
+    } else if (pending_units + ahead_units > 0) {
       bool spot_possible = false, spot_paused = false;
       for (const Bin* b : launch_bins[li])
         for (auto [g, t] : b->content) {
@@ -354,8 +369,44 @@ double ExpectedInterruptionUsdPerHour(const DemandUnit& unit, const Offering& of
 Plan MakePlan(const Snapshot& snapshot, const Policy& policy) { return MakePlan(snapshot, policy, PlannerOptions{}); }
 
 Plan MakePlan(const Snapshot& snapshot, const Policy& policy, const PlannerOptions& options) {
-  solver_detail::Planner planner(snapshot, policy, options);
-  return planner.Run();
+  if (snapshot.forecasts.empty()) {
+    solver_detail::Planner planner(snapshot, policy, options);
+    return planner.Run();
+  }
+  // Forecast units join the pending work (last, at the lowest priority) in
+  // a copy of the snapshot; what the plan says about them is taken out
+  // again, so placements, unplaced work and the summary are the real work's.
+  ForecastUnits ahead = MakeForecastUnits(snapshot, policy);
+  if (ahead.units.empty()) {
+    solver_detail::Planner planner(snapshot, policy, options);
+    Plan plan = planner.Run();
+    for (std::string& n : ahead.notes) plan.notes.push_back(std::move(n));
+    plan.summary = SummarizePlan(plan, snapshot.pending.size());
+    return plan;
+  }
+  Snapshot with_ahead = snapshot;
+  const size_t real = with_ahead.pending.size();
+  with_ahead.pending.insert(with_ahead.pending.end(), ahead.units.begin(), ahead.units.end());
+  solver_detail::Planner planner(with_ahead, policy, options);
+  planner.SetForecastUnitsFrom(real);
+  Plan plan = planner.Run();
+  std::set<std::string> ids;
+  for (const DemandUnit& u : ahead.units) ids.insert(u.id);
+  const auto is_ahead = [&ids](const std::string& id) { return ids.count(id) > 0; };
+  std::erase_if(plan.placements, [&](const Placement& p) { return is_ahead(p.unit_id); });
+  int not_placed = 0;
+  std::erase_if(plan.unplaced, [&](const UnplacedUnit& u) {
+    const bool a = is_ahead(u.unit_id);
+    not_placed += a ? 1 : 0;
+    return a;
+  });
+  for (LaunchAction& l : plan.launches) std::erase_if(l.unit_ids, is_ahead);
+  for (std::string& n : ahead.notes) plan.notes.push_back(std::move(n));
+  if (not_placed > 0) {
+    plan.notes.push_back(std::to_string(not_placed) + " forecast unit(s) not placed (limits, budget or no fitting offering)");
+  }
+  plan.summary = SummarizePlan(plan, snapshot.pending.size());
+  return plan;
 }
 
 }  // namespace gpuscaler

@@ -174,6 +174,9 @@ enum Block { kBlockNone = 0, kBlockBudget, kBlockTeamBudget, kBlockTick, kBlockP
 class Planner {
  public:
   Planner(const Snapshot& s, const Policy& p, const PlannerOptions& o) : snap_(s), policy_(p), opts_(o) {}
+  // Pending units from this index on are forecast units
+  // (solver/forecast_demand.h): launch reasons count them apart.
+  void SetForecastUnitsFrom(size_t index) { forecast_from_ = index; }
 
   Plan Run();
 
@@ -309,6 +312,7 @@ class Planner {
   bool any_hard_budget_ = false;
   double base_cost_ = 0;
   std::vector<std::string> notes_;
+  size_t forecast_from_ = static_cast<size_t>(-1);
 };
 
 // The value under `key`, or `absent`.

@@ -134,6 +134,13 @@ OrderedJson Class(const WorkloadClassPolicy& c) {
   if (c.gpu_utilization) signals["gpu_utilization"] = SignalQueryJson(*c.gpu_utilization);
   j["signals"] = signals;
   j["scale_in_utilization_below"] = c.scale_in_utilization_below;
+  if (c.wait_cost_usd_per_hour) j["wait_cost_usd_per_hour"] = *c.wait_cost_usd_per_hour;
+  if (c.forecast) {
+    OrderedJson f = {{"quantile", c.forecast->quantile}};
+    f["horizon"] = c.forecast->horizon ? Duration(*c.forecast->horizon) : std::string("auto");
+    if (c.forecast->max_idle_usd_per_hour) f["max_idle_usd_per_hour"] = *c.forecast->max_idle_usd_per_hour;
+    j["forecast"] = std::move(f);
+  }
   return j;
 }
 

@@ -161,6 +161,54 @@ Expect SpreadsOverTwoZones() {
   };
 }
 
+// --- demand forecasts (classes[].forecast) ---
+
+// GPUs on the plan's new nodes.
+int GpusLaunched(const Plan& p) {
+  int n = 0;
+  for (const auto& l : p.launches)
+    for (const auto& pt : testing::Catalog())
+      if (pt.type.name == l.offering.instance_type) n += l.count * pt.type.gpu_count;
+  return n;
+}
+
+// The controller's forecast of the inference class, as the snapshot carries
+// it: nothing pending or running now; peak demand within the horizon 0 GPUs
+// up to the median, then 1, 2, 3, 4 GPUs at q0.6 to q0.9, 5 at q0.95, 8 at
+// q0.99. The lead time is two minutes, and so is the horizon unless the
+// policy sets one (what the controller does).
+void ForecastInSnapshot(Snapshot& s, Policy& p) {
+  DemandForecast f;
+  f.workload_class = "inference";
+  f.lead_time = Seconds(120);
+  const WorkloadClassPolicy* c = p.FindClass("inference");
+  f.horizon = c->forecast && c->forecast->horizon ? *c->forecast->horizon : f.lead_time;
+  f.levels = {{0.1, 0}, {0.2, 0}, {0.3, 0}, {0.4, 0}, {0.5, 0}, {0.6, 1},
+              {0.7, 2}, {0.8, 3}, {0.9, 4}, {0.95, 5}, {0.99, 8}};
+  s.forecasts.push_back(f);
+}
+
+// The same with classes[].forecast set to its defaults when the field did
+// not set it. With them one L4 spot unit costs $0.32/h against a wait valued
+// at its on-demand $0.81/h: a unit is worth launching ahead while the chance
+// it is needed is at least 0.29, which holds for 3 GPUs (P 0.5, 0.4, 0.3).
+void ForecastClass(Snapshot& s, Policy& p) {
+  if (!p.classes[0].forecast) p.classes[0].forecast = ForecastPolicy{};
+  ForecastInSnapshot(s, p);
+}
+
+Expect GpusAhead(int base_n, int set_n) {
+  return [base_n, set_n](const Plan& base, const Plan& set) {
+    EXPECT_EQ(GpusLaunched(base), base_n);
+    EXPECT_EQ(GpusLaunched(set), set_n);
+    // Forecast units are never in what the plan places or leaves unplaced.
+    for (const Plan* plan : {&base, &set}) {
+      EXPECT_TRUE(plan->placements.empty());
+      EXPECT_TRUE(plan->unplaced.empty());
+    }
+  };
+}
+
 struct FieldCase {
   std::string field;                                   // as docs/policy.md names it
   std::function<void(Policy&)> set;                    // the field set
@@ -391,6 +439,21 @@ const std::vector<FieldCase>& Cases() {
          EXPECT_EQ(pools(set).size(), 2u);
        }},
 
+      // --- demand forecasts ---
+      {"classes[].forecast", [](Policy& p) { p.classes[0].forecast = ForecastPolicy{}; }, ForecastInSnapshot,
+       GpusAhead(0, 3)},
+      {"classes[].forecast.quantile", [](Policy& p) { p.classes[0].forecast = ForecastPolicy{}; p.classes[0].forecast->quantile = 0.7; },
+       ForecastClass, GpusAhead(3, 2)},
+      // Waiting for a unit is dear: every unit up to the q0.9 forecast pays.
+      {"classes[].wait_cost_usd_per_hour", [](Policy& p) { p.classes[0].wait_cost_usd_per_hour = 100; },
+       ForecastClass, GpusAhead(3, 4)},
+      // An hour's idle capacity against two minutes' wait: nothing pays.
+      {"classes[].forecast.horizon", [](Policy& p) { p.classes[0].forecast = ForecastPolicy{}; p.classes[0].forecast->horizon = Seconds(3600); },
+       ForecastClass, GpusAhead(3, 0)},
+      {"classes[].forecast.max_idle_usd_per_hour",
+       [](Policy& p) { p.classes[0].forecast = ForecastPolicy{}; p.classes[0].forecast->max_idle_usd_per_hour = 0.5; }, ForecastClass,
+       GpusAhead(3, 1)},
+
       // --- scaling ---
       {"scaling.max_nodes_added_per_tick", [](Policy& p) { p.scaling.max_nodes_added_per_tick = 2; },
        FourGpuUnits(5), CapsLaunches(5, 2, UnplacedReason::kMaxNodesPerTick)},
@@ -525,6 +588,9 @@ TEST(PolicyFieldEffects, EveryPlannerFieldChangesThePlanAsDocumented) {
 //  disruption.drain_timeout        kube drain: DrainTest.ABudgetThatNeverAllowsTimesOutUncordonsAndKeepsThePod
 //                                  (the timeout given directly; the policy's value reaches it in
 //                                  daemon/kube_setup.cc)
+//  classes[].forecast (the forecast itself, horizon auto, no history)
+//                                  controller: Forecast.* (tests/controller/forecast_test.cc); replays:
+//                                  ForecastReplay.* (tests/sim/forecast_replay_test.cc)
 //  signals.max_staleness           SignalReading.JudgesFreshnessAgainstThePolicy (tests/signals),
 //                                  Controller.StaleSignalBlocksScaleDownOfTheClassPools
 

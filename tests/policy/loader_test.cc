@@ -170,6 +170,44 @@ TEST(PolicyLoader, ReadsTheNodeLifecycleFieldsAndHashesThemOnlyWhenSet) {
   EXPECT_NE(r.policy.content_hash, ParsePolicy(kMinimal, "p.yaml").policy.content_hash);
 }
 
+TEST(PolicyLoader, ReadsTheForecastAndWaitCostAndHashesThemOnlyWhenSet) {
+  const std::string head = std::string(kMinimal).substr(0, std::string(kMinimal).find("classes:"));
+  const PolicyLoadResult r = ParsePolicy(
+      head + "classes:\n  - name: a\n    wait_cost_usd_per_hour: 12.5\n"
+             "    forecast: {quantile: 0.95, horizon: 5m, max_idle_usd_per_hour: 8}\n"
+             "  - name: b\n    forecast: {horizon: auto}\n  - name: c\n    forecast: {}\n",
+      "p.yaml");
+  ASSERT_TRUE(r.ok()) << Join(r.problems);
+  const WorkloadClassPolicy& a = r.policy.classes[0];
+  EXPECT_EQ(a.wait_cost_usd_per_hour, 12.5);
+  ASSERT_TRUE(a.forecast.has_value());
+  EXPECT_EQ(a.forecast->quantile, 0.95);
+  EXPECT_EQ(a.forecast->horizon, Seconds(300));
+  EXPECT_EQ(a.forecast->max_idle_usd_per_hour, 8.0);
+  const WorkloadClassPolicy& b = r.policy.classes[1];
+  ASSERT_TRUE(b.forecast.has_value());
+  EXPECT_FALSE(b.forecast->horizon.has_value());  // auto: the learned lead time
+  EXPECT_FALSE(b.wait_cost_usd_per_hour.has_value());
+  const WorkloadClassPolicy& c = r.policy.classes[2];
+  ASSERT_TRUE(c.forecast.has_value());
+  EXPECT_EQ(c.forecast->quantile, 0.9);
+  EXPECT_FALSE(c.forecast->horizon.has_value());
+  EXPECT_FALSE(c.forecast->max_idle_usd_per_hour.has_value());
+
+  // "auto" spelled out is the default; a class without a forecast keeps the
+  // hash it had before the field existed.
+  const PolicyLoadResult spelled = ParsePolicy(head + "classes: [{name: c, forecast: {horizon: auto, quantile: 0.9}}]\n", "p.yaml");
+  const PolicyLoadResult implicit = ParsePolicy(head + "classes: [{name: c, forecast: {}}]\n", "p.yaml");
+  const PolicyLoadResult without = ParsePolicy(head + "classes: [{name: c}]\n", "p.yaml");
+  const PolicyLoadResult other = ParsePolicy(head + "classes: [{name: c, forecast: {quantile: 0.8}}]\n", "p.yaml");
+  ASSERT_TRUE(spelled.ok()) << Join(spelled.problems);
+  EXPECT_EQ(spelled.policy.content_hash, implicit.policy.content_hash);
+  EXPECT_NE(implicit.policy.content_hash, without.policy.content_hash);
+  EXPECT_NE(implicit.policy.content_hash, other.policy.content_hash);
+  EXPECT_EQ(without.policy.content_hash,
+            ParsePolicy(head + "classes:\n  - name: c\n", "p.yaml").policy.content_hash);
+}
+
 TEST(PolicyLoader, JsonAndYamlOfTheSamePolicyAreEqualAndHashTheSame) {
   const char* json = "{\n\t\"apiVersion\": \"gpuscaler/v1\",\n\t\"kind\": \"Policy\",\n"
                      "\t\"pools\": [{\"name\": \"gpu\"}],\n"
@@ -457,6 +495,18 @@ TEST(PolicyLoader, RejectsInvalidPoliciesWithFieldLineAndMessage) {
        false, "pools", 3, "at least one pool"},
       {"syntax error", "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}\n", false, "",
        4, "syntax error"},
+      {"forecast quantile of 1", "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n  - name: a\n    forecast: {quantile: 1}\n", false,
+       "classes[0].forecast.quantile", 6, "must be in (0, 1), got 1"},
+      {"forecast horizon not a duration", "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n  - name: a\n    forecast: {horizon: soon}\n", false,
+       "classes[0].forecast.horizon", 6, "invalid duration 'soon'"},
+      {"forecast horizon of two days", "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n  - name: a\n    forecast: {horizon: 2d}\n", false,
+       "classes[0].forecast.horizon", 6, "must be auto or a duration between 1s and 1d, got 2d"},
+      {"negative idle cap", "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n  - name: a\n    forecast: {max_idle_usd_per_hour: -1}\n", false,
+       "classes[0].forecast.max_idle_usd_per_hour", 6, "must be >= 0, got -1"},
+      {"typo in forecast", "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n  - name: a\n    forecast: {quantil: 0.5}\n", false,
+       "classes[0].forecast.quantil", 6, "unknown field 'quantil' (did you mean 'quantile'?)"},
+      {"negative wait cost", "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n  - name: a\n    wait_cost_usd_per_hour: -2\n", false,
+       "classes[0].wait_cost_usd_per_hour", 6, "must be >= 0, got -2"},
       {"not a mapping", "- a\n- b\n", false, "", 1, "expected a mapping, got a list"},
       {"empty file", "", false, "", 1, "empty"},
   };

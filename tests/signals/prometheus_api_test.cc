@@ -170,5 +170,23 @@ TEST(PromApi, BuildsQueryUrls) {
             "http://p/api/v1/query?query=avg%20by%20%28Hostname%29%20%28DCGM_FI_DEV_GPU_UTIL%29&time=1700000000");
 }
 
+TEST(PromApi, RangeUrlAndTheOneSeriesOfARangeAnswer) {
+  EXPECT_EQ(PromQueryRangeUrl("http://prom:9090/", "sum(q)", 100, 700, 60),
+            "http://prom:9090/api/v1/query_range?query=sum%28q%29&start=100&end=700&step=60s");
+  Result<PromQueryResult> one = ParsePromQueryResponse(
+      R"({"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[100,"1"],[160,"NaN"],[220,"3"]]}]}})");
+  ASSERT_TRUE(one.ok()) << one.error().ToString();
+  Result<std::vector<PromPoint>> points = SingleRangeSeries(*one);
+  ASSERT_TRUE(points.ok());
+  ASSERT_EQ(points->size(), 2u);  // the NaN dropped
+  EXPECT_EQ(points->at(1).timestamp_s, 220);
+  EXPECT_EQ(points->at(1).value, 3);
+  Result<PromQueryResult> none = ParsePromQueryResponse(R"({"status":"success","data":{"resultType":"matrix","result":[]}})");
+  EXPECT_EQ(SingleRangeSeries(*none).error().category(), ErrorCategory::kNotFound);
+  Result<PromQueryResult> instant =
+      ParsePromQueryResponse(R"({"status":"success","data":{"resultType":"scalar","result":[1,"2"]}})");
+  EXPECT_EQ(SingleRangeSeries(*instant).error().category(), ErrorCategory::kInvalidInput);
+}
+
 }  // namespace
 }  // namespace gpuscaler::signals

@@ -183,6 +183,65 @@ TEST_F(PrometheusIntegration, PrometheusDownGivesAMissingTransientReading) {
       << down.total.error;
 }
 
+// query_range, which warms the demand forecasts' history at start: long
+// ranges in requests Prometheus accepts, a scraped series' history, and
+// Prometheus' own errors.
+TEST_F(PrometheusIntegration, QueryRangeReadsALongHistoryInRequestsPrometheusAccepts) {
+  auto prom = gpuscaler::testing::StartPrometheus(gpuscaler::testing::PrometheusScrapeConfig({}));
+  GPUSCALER_REQUIRE_REAL_SERVER(prom);
+  SignalEndpoints ep;
+  ep.prometheus.url = (*prom)->url();
+  SignalCollector collector(ep, clock_);
+  // Six hours every second: 21,601 points, past Prometheus' 11,000 per query.
+  const WallTime end = FromUnixSeconds(ToUnixSeconds(clock_.WallNow()));
+  Result<std::vector<PromPoint>> points = collector.QueryRange("vector(4)", end - Seconds(6 * 3600), end, Seconds(1));
+  ASSERT_TRUE(points.ok()) << points.error().ToString() << "\n" << (*prom)->LogTail();
+  ASSERT_EQ(points->size(), 21601u);
+  EXPECT_EQ(points->front().timestamp_s, static_cast<double>(ToUnixSeconds(end) - 6 * 3600));
+  EXPECT_EQ(points->back().timestamp_s, static_cast<double>(ToUnixSeconds(end)));
+  for (size_t i = 1; i < points->size(); ++i) {
+    ASSERT_EQ(points->at(i).timestamp_s, points->at(i - 1).timestamp_s + 1) << i;
+    ASSERT_EQ(points->at(i).value, 4);
+  }
+}
+
+TEST_F(PrometheusIntegration, QueryRangeReadsTheHistoryOfAScrapedSeriesAndPrometheusErrors) {
+  auto prom = gpuscaler::testing::StartPrometheus(
+      gpuscaler::testing::PrometheusScrapeConfig({node_a_->target(), node_b_->target()}, "dcgm"));
+  GPUSCALER_REQUIRE_REAL_SERVER(prom);
+  SignalEndpoints ep;
+  ep.prometheus.url = (*prom)->url();
+  SignalCollector collector(ep, clock_);
+  const std::string query = "sum(DCGM_FI_DEV_GPU_UTIL)";
+  // Both targets scraped: the sum of the three GPUs, 30 + 60 + 100.
+  const auto deadline = steady_clock::now() + std::chrono::seconds(20);
+  Result<std::vector<PromPoint>> points = std::vector<PromPoint>{};
+  while (steady_clock::now() < deadline) {
+    const WallTime now = clock_.WallNow();
+    points = collector.QueryRange(query, now - Seconds(60), now, Seconds(1));
+    if (points.ok() && !points->empty() && points->back().value == 190) break;
+    std::this_thread::sleep_for(milliseconds(300));
+  }
+  ASSERT_TRUE(points.ok()) << points.error().ToString() << "\n" << (*prom)->LogTail();
+  ASSERT_FALSE(points->empty());
+  EXPECT_EQ(points->back().value, 190);
+  for (size_t i = 1; i < points->size(); ++i) EXPECT_GT(points->at(i).timestamp_s, points->at(i - 1).timestamp_s);
+
+  const WallTime now = clock_.WallNow();
+  Result<std::vector<PromPoint>> bad = collector.QueryRange("sum(DCGM_FI_DEV_GPU_UTIL", now - Seconds(60), now, Seconds(1));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().category(), ErrorCategory::kConfig) << bad.error().ToString();
+  EXPECT_NE(bad.error().message().find("bad_data"), std::string::npos) << bad.error().message();
+  Result<std::vector<PromPoint>> several = collector.QueryRange("DCGM_FI_DEV_GPU_UTIL", now - Seconds(60), now, Seconds(1));
+  ASSERT_FALSE(several.ok());
+  EXPECT_EQ(several.error().category(), ErrorCategory::kInvalidInput) << several.error().ToString();
+  EXPECT_NE(several.error().message().find("aggregate it to one"), std::string::npos) << several.error().message();
+  // Nothing matched over the whole range: an empty history, not an error.
+  Result<std::vector<PromPoint>> none = collector.QueryRange("sum(no_such_metric)", now - Seconds(60), now, Seconds(1));
+  ASSERT_TRUE(none.ok()) << none.error().ToString();
+  EXPECT_TRUE(none->empty());
+}
+
 // The same exporters scraped directly (source "dcgm"), no Prometheus in
 // between: per-host means in [0,1], the total over all GPUs.
 TEST_F(PrometheusIntegration, TheDcgmSourceReadsTheSameExportersDirectly) {

@@ -98,7 +98,7 @@ TEST(Schedules, TheReactiveRunIsThePolicyWithoutItsSchedules) {
   warm.min_nodes = 40;
   s->policy.scaling.schedules = {warm};
   s->policy.content_hash = PolicyContentHash(s->policy);
-  ASSERT_TRUE(HasSchedules(s->policy));
+  ASSERT_TRUE(PlansAhead(s->policy));
   Result<RunSpec> reactive = MakeRunSpec("gpuscaler-reactive", *s, nullptr);
   ASSERT_TRUE(reactive.ok());
   EXPECT_TRUE(reactive->policy.scaling.schedules.empty());

@@ -52,11 +52,13 @@ DecisionRecord WithInput(const Snapshot& snapshot, const Policy& policy) {
 
 TEST(PolicyFileJson, ReadsBackToTheSameHashForEveryShippedPolicyAndTheDefault) {
   std::vector<Policy> policies = {DefaultPolicy()};
-  for (const auto& entry :
-       std::filesystem::directory_iterator(std::filesystem::path(GPUSCALER_SOURCE_DIR) / "policies")) {
-    PolicyLoadResult loaded = LoadPolicyFile(entry.path().string());
-    ASSERT_TRUE(loaded.ok()) << loaded.status().error().message();
-    policies.push_back(loaded.policy);
+  // The examples and the replay policies (forecasts among them).
+  for (const char* dir : {"policies", "sim/testdata/policies"}) {
+    for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(GPUSCALER_SOURCE_DIR) / dir)) {
+      PolicyLoadResult loaded = LoadPolicyFile(entry.path().string());
+      ASSERT_TRUE(loaded.ok()) << loaded.status().error().message();
+      policies.push_back(loaded.policy);
+    }
   }
   ASSERT_GE(policies.size(), 4u);
   for (const Policy& p : policies) {
@@ -69,7 +71,7 @@ TEST(PolicyFileJson, ReadsBackToTheSameHashForEveryShippedPolicyAndTheDefault) {
   }
 }
 
-TEST(PolicyFileJson, KeepsOptionalCapsTeamsAndSignalQueries) {
+TEST(PolicyFileJson, KeepsOptionalCapsTeamsSignalQueriesAndForecasts) {
   Policy p = DefaultPolicy();
   p.classes[0].team = "ml";
   p.classes[0].max_queue_wait = Seconds(90);
@@ -78,6 +80,10 @@ TEST(PolicyFileJson, KeepsOptionalCapsTeamsAndSignalQueries) {
   p.budget.per_team["ml"].hourly_usd = 3;
   p.budget.per_pool["gpu"].hard = false;
   p.signals.max_staleness["prices"] = Seconds(7200);
+  p.classes[0].wait_cost_usd_per_hour = 12.5;
+  p.classes[0].forecast = ForecastPolicy{};
+  p.classes[0].forecast->horizon = Seconds(300);
+  p.classes[0].forecast->max_idle_usd_per_hour = 4;
   p.content_hash = PolicyContentHash(p);
   PolicyLoadResult back = ParsePolicy(PolicyFileJson(p), "stored.json");
   ASSERT_TRUE(back.ok()) << back.status().error().message();

@@ -176,6 +176,8 @@ class ClusterState {
   StateChanges TakeChanges();
 
   const Snapshot& snapshot() const { return snapshot_; }
+  // The classes' demand forecasts for the planner (Snapshot::forecasts).
+  void SetForecasts(std::vector<DemandForecast> forecasts) { snapshot_.forecasts = std::move(forecasts); }
   OfferingAvailability& availability() { return availability_; }
   const OfferingAvailability& availability() const { return availability_; }
   const InterruptionRiskEstimator& interruption_risk() const { return risk_; }

@@ -36,6 +36,7 @@
 #include "gpuscaler/controller/availability.h"
 #include "gpuscaler/controller/cluster_nodes.h"
 #include "gpuscaler/controller/cluster_state.h"
+#include "gpuscaler/controller/forecast.h"
 #include "gpuscaler/controller/interruption_risk.h"
 #include "gpuscaler/controller/replan_gate.h"
 #include "gpuscaler/controller/scaling.h"
@@ -130,6 +131,12 @@ class Controller {
   void SetNodeUtilization(const std::string& instance_id, std::optional<double> utilization) {
     usage_.SetUtilization(instance_id, utilization);
   }
+  // The demand histories behind classes[].forecast. Each tick records the
+  // GPUs of every forecast class's pending and running work (the snapshot's:
+  // pending work beyond max_pending_units is not counted); the daemon warms
+  // them at start from the signals' history (Record before the first tick).
+  DemandForecaster& forecaster() { return forecaster_; }
+  const DemandForecaster& forecaster() const { return forecaster_; }
   // Spend this month by team (UsageMeter::month_to_date_usd_by_team).
   const std::map<std::string, double>& month_to_date_usd_by_team() const { return usage_.month_to_date_usd_by_team(); }
 
@@ -152,6 +159,10 @@ class Controller {
   bool RecordDecision(const Plan& plan, const Plan* planned, bool edited, std::string planner_snapshot_json,
                       bool listed, WallTime now, TickReport* report);
   void Commit(const ActuationResult& result, WallTime now, bool structural, TickReport* report);
+  // Records each forecast class's demand and puts its forecast into the
+  // snapshot; notes forecasts that start or stop (fallback reasons). True
+  // when what the planner would launch ahead for may have changed.
+  bool UpdateForecasts(WallTime now, TickReport* report);
 
   const Clock& clock_;
   AuditStore* store_;
@@ -178,6 +189,25 @@ class Controller {
   // The names of the scaling schedules in force at the last tick: a
   // schedule starting or ending changes pool limits, so the next tick plans.
   std::string schedules_in_force_;
+  DemandForecaster forecaster_;
+  // Per forecast class: the GPUs its forecast asked for at the last tick
+  // (rounded up), or its fallback reason: a change makes the next tick plan.
+  std::map<std::string, std::string> forecast_state_;
+  struct CachedForecast {
+    int64_t minute = 0;
+    double demand = 0;
+    std::string policy_hash;
+    DemandForecast forecast;
+  };
+  std::map<std::string, CachedForecast> forecast_cache_;
+  struct LeadTimeLookup {
+    std::string policy_hash;
+    std::string shape;
+    WallTime at{};
+    bool found = false;
+    Seconds lead_time{0};
+  };
+  std::map<std::string, LeadTimeLookup> lead_time_cache_;
 };
 
 }  // namespace gpuscaler

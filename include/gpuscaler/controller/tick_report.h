@@ -48,6 +48,10 @@ struct TickReport {
   std::vector<NodeMilestone> milestones;
   std::vector<std::string> blocked_classes;
   GovernorResult governor;
+  // Demand forecasts (classes[].forecast) that started or stopped being
+  // used this tick, with the reason (a class without enough history is
+  // planned reactively), for the log.
+  std::vector<std::string> forecast_notes;
   // Non-fatal problems this tick (provider or store errors), in order.
   std::vector<Error> errors;
 

@@ -69,6 +69,11 @@ class Engine {
 // Reads every class's signals at `now`, judged for freshness against the policy.
 using SignalReader = std::function<std::vector<ClassSignal>(const Policy& policy, WallTime now)>;
 
+// A signal's history from `start` to `end` every `step` (Prometheus
+// query_range): (time, value) in time order.
+using HistoryReader = std::function<Result<std::vector<std::pair<WallTime, double>>>(
+    const SignalQuery& query, WallTime start, WallTime end, Seconds step)>;
+
 struct LiveEngineParts {
   const Clock* clock = nullptr;      // required
   CloudProvider* cloud = nullptr;    // required
@@ -82,6 +87,12 @@ struct LiveEngineParts {
   // (kube_setup.cc: pending and bound pods, read each tick; may be empty).
   SignalReader read_signals;
   std::function<ClusterWork(const Policy& policy, WallTime now)> read_cluster;
+  // Warms the demand forecasts (classes[].forecast) after the first tick:
+  // each such class's queue depth over the forecaster's history, turned into
+  // GPUs as the signal work source turns a depth into units (the queue's
+  // changes; running work, not in the signal, is taken as it is at start).
+  // May be empty (no warm-up: histories build up from the first tick).
+  HistoryReader read_history;
   // A WorkSource of its own (the demo's workload) instead of signals.
   WorkSource* work = nullptr;
   // Kubernetes nodes: registration, repair and drains off the tick

@@ -16,6 +16,33 @@
 
 namespace gpuscaler {
 
+// One point of a demand forecast's distribution: the class's peak demand
+// within the horizon is at most `gpus` with probability `quantile`.
+struct ForecastLevel {
+  double quantile = 0;
+  double gpus = 0;
+};
+
+// A workload class's demand forecast (classes[].forecast), made by the
+// controller from the class's own demand history (controller/forecast.h):
+// the planner's input for launching capacity ahead (solver/forecast_demand.h).
+struct DemandForecast {
+  std::string workload_class;
+  // The class's demand when the forecast was made: GPUs of its pending and
+  // running work.
+  double demand_gpus = 0;
+  // How far ahead the forecast looks, and how long a new node of the class's
+  // cheapest suitable family takes from launch to GPUs allocatable (what
+  // work waits when nothing was launched ahead).
+  Seconds horizon{0};
+  Seconds lead_time{0};
+  // Peak demand within the horizon by quantile, quantiles ascending; empty
+  // when there is no forecast (then `fallback` says why, and the class is
+  // planned reactively).
+  std::vector<ForecastLevel> levels;
+  std::string fallback;
+};
+
 struct Snapshot {
   WallTime time{};
   std::vector<GpuModel> gpu_models;
@@ -52,6 +79,8 @@ struct Snapshot {
   // warms up in its offerings' launch_latency (the catalog's). A
   // replacement pays for the new node and the old one together this long.
   std::map<std::string, int> warmup_seconds_by_family;
+  // Demand forecasts of the classes with classes[].forecast.
+  std::vector<DemandForecast> forecasts;
 };
 
 }  // namespace gpuscaler

@@ -117,6 +117,23 @@ struct SignalQuery {
   std::string queue;        // rabbitmq
 };
 
+// Launch capacity ahead of forecast demand (classes[].forecast; see
+// controller/forecast.h for the forecaster, solver/forecast_demand.h for the
+// launch rule).
+inline constexpr Seconds kMaxForecastHorizon{24 * 3600};
+
+struct ForecastPolicy {
+  // The demand forecast at this quantile (in (0, 1)) is what capacity is
+  // launched ahead for, at most.
+  double quantile = 0.9;
+  // How far ahead the forecast looks; unset ("auto"): the lead time (launch
+  // to GPUs allocatable) of the class's cheapest suitable instance family.
+  std::optional<Seconds> horizon;
+  // Cap on the hourly price of capacity launched ahead for the class; unset:
+  // no cap beyond the cost rule.
+  std::optional<double> max_idle_usd_per_hour;
+};
+
 struct WorkloadClassPolicy {
   std::string name;
   // Who pays for the class: usage rows carry it, and budget.teams caps the
@@ -153,6 +170,11 @@ struct WorkloadClassPolicy {
   std::optional<SignalQuery> queue_depth;
   std::optional<SignalQuery> gpu_utilization;
   double scale_in_utilization_below = 0.2;  // mean GPU util in [0,1] marking idle nodes
+  // What one unit of the class waiting for capacity costs per hour; unset:
+  // the unit's on-demand value (its share of the node's on-demand price).
+  std::optional<double> wait_cost_usd_per_hour;
+  // Set: capacity is launched ahead of the class's demand forecast.
+  std::optional<ForecastPolicy> forecast;
 
   // One unit of the class's shape, without an id: its GPUs (a MIG instance
   // instead of gpus_per_job when mig_profile is set), GPU models and memory,

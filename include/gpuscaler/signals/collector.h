@@ -41,6 +41,7 @@
 #include "gpuscaler/net/http_client.h"
 #include "gpuscaler/policy/policy.h"
 #include "gpuscaler/signals/exposition.h"
+#include "gpuscaler/signals/prometheus_api.h"
 #include "gpuscaler/signals/signal.h"
 #include "gpuscaler/status.h"
 
@@ -118,6 +119,15 @@ class SignalCollector {
   // Unknown source, or a source without a URL: kMissing with kConfig.
   std::vector<CollectedSignal> Collect(const std::vector<SignalQuery>& queries);
 
+  // The history of a Prometheus query (GET <url>/api/v1/query_range) from
+  // `start` to `end` every `step` (> 0), in time order; requests of at most
+  // kMaxRangePoints steps each, one after the other (Prometheus refuses
+  // more than 11,000 points per series). The query must give one series.
+  // Errors name the source and carry Prometheus' message (a bad query is
+  // kConfig); the first failing request ends the read.
+  Result<std::vector<PromPoint>> QueryRange(const std::string& promql, WallTime start, WallTime end, Seconds step);
+  static constexpr int64_t kMaxRangePoints = 10000;
+
  private:
   struct State;
   std::unique_ptr<State> state_;
@@ -127,6 +137,8 @@ class SignalCollector {
 // The pure halves of Collect, for tests: one source's HTTP answer (or
 // failure) turned into a CollectedSignal. `received` is when it arrived.
 CollectedSignal PrometheusAnswer(const SignalQuery& query, const Result<net::HttpResponse>& answer);
+// A range query's answer (or failure) as its one series' points.
+Result<std::vector<PromPoint>> PrometheusRangeAnswer(const Result<net::HttpResponse>& answer);
 CollectedSignal RabbitMqAnswer(const SignalQuery& query, const Result<net::HttpResponse>& answer, WallTime received);
 // `scrapes`: each exporter's URL and answer, in the configured order.
 CollectedSignal DcgmAnswer(const SignalQuery& query,

@@ -62,4 +62,14 @@ Result<PromPoint> SingleValue(const PromQueryResult& result);
 std::string PromQueryUrl(std::string_view base_url, std::string_view promql,
                          std::optional<int64_t> time_unix_s = std::nullopt);
 
+// The one series a range query yields (a matrix with exactly one series),
+// its points in time order without NaNs. No series: kNotFound; several:
+// kInvalidInput (the query should aggregate); not a matrix: kInvalidInput.
+Result<std::vector<PromPoint>> SingleRangeSeries(const PromQueryResult& result);
+
+// "<base>/api/v1/query_range?query=<encoded>&start=<s>&end=<s>&step=<s>s",
+// Unix seconds; a trailing slash on base_url is dropped.
+std::string PromQueryRangeUrl(std::string_view base_url, std::string_view promql, int64_t start_unix_s,
+                              int64_t end_unix_s, int64_t step_s);
+
 }  // namespace gpuscaler::signals
