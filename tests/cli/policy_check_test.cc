@@ -97,13 +97,22 @@ TEST_F(PolicyCheck, EveryExamplePolicyPasses) {
   }
 }
 
-TEST_F(PolicyCheck, EveryExamplePolicyPassesAgainstTheAwsCatalog) {
-  const std::string catalog = std::string(GPUSCALER_SOURCE_DIR) + "/config/catalogs/aws.yaml";
-  if (!fs::exists(catalog)) GTEST_SKIP() << catalog << " is absent";
-  std::vector<std::string> args = {"policy", "check", "--catalog", catalog};
-  for (const std::string& f : ExamplePolicies()) args.push_back(f);
-  const ProcessResult r = Gpuscaler(args);
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+TEST_F(PolicyCheck, EveryExamplePolicyPassesAgainstItsCloudsCatalog) {
+  // The examples for GKE (`*-gke.*`) against the Compute Engine catalog,
+  // the others against AWS's.
+  std::vector<std::string> aws = {"policy", "check", "--catalog",
+                                  std::string(GPUSCALER_SOURCE_DIR) + "/config/catalogs/aws.yaml"};
+  std::vector<std::string> gcp = {"policy", "check", "--catalog",
+                                  std::string(GPUSCALER_SOURCE_DIR) + "/config/catalogs/gcp.yaml"};
+  for (const std::string& f : ExamplePolicies()) {
+    (fs::path(f).stem().string().ends_with("-gke") ? gcp : aws).push_back(f);
+  }
+  ASSERT_GT(aws.size(), 4u);
+  ASSERT_GT(gcp.size(), 4u);
+  for (const auto* args : {&aws, &gcp}) {
+    const ProcessResult r = Gpuscaler(*args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+  }
 }
 
 TEST_F(PolicyCheck, OneBadFileAmongGoodOnesStillExitsTwoAndChecksTheRest) {

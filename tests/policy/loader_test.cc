@@ -727,16 +727,25 @@ TEST(ExamplePolicies, EveryFileInPoliciesLoads) {
   EXPECT_TRUE(saw_json);
 }
 
-TEST(ExamplePolicies, EveryFileInPoliciesLoadsAgainstTheAwsCatalog) {
-  const std::string catalog_path = std::string(GPUSCALER_SOURCE_DIR) + "/config/catalogs/aws.yaml";
-  if (!std::filesystem::exists(catalog_path)) GTEST_SKIP() << catalog_path << " is absent";
-  const Result<Catalog> catalog = LoadCatalogFile(catalog_path);
-  ASSERT_TRUE(catalog.ok()) << catalog.error().message();
+// The examples for GKE (`*-gke.*`) name Compute Engine machine series and
+// regions; the others name AWS's.
+std::string CatalogOfExample(const std::filesystem::path& policy) {
+  const bool gke = policy.stem().string().ends_with("-gke");
+  return std::string(GPUSCALER_SOURCE_DIR) + (gke ? "/config/catalogs/gcp.yaml" : "/config/catalogs/aws.yaml");
+}
+
+TEST(ExamplePolicies, EveryFileInPoliciesLoadsAgainstItsCloudsCatalog) {
+  int gke = 0;
   for (const auto& f : ExamplePolicies()) {
     SCOPED_TRACE(f.string());
+    const std::string catalog_path = CatalogOfExample(f);
+    gke += catalog_path.ends_with("gcp.yaml") ? 1 : 0;
+    const Result<Catalog> catalog = LoadCatalogFile(catalog_path);
+    ASSERT_TRUE(catalog.ok()) << catalog.error().message();
     const PolicyLoadResult r = LoadPolicyFile(f.string(), &*catalog);
     EXPECT_TRUE(r.ok()) << Join(r.problems);
   }
+  EXPECT_GE(gke, 1) << "no GKE example policy";
 }
 
 TEST(ExamplePolicies, InferenceKeepsAnOnDemandFloor) {
