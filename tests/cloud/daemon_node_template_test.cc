@@ -173,6 +173,10 @@ TEST_F(DaemonNodeTemplate, CreatesThePoolsTemplateThatJoinsWithExactlyItsLabelsA
   // A reload that changes the labels: the next launch makes version 2, the
   // default, and launches from it.
   Write("policy.yaml", Policy("cv"));
+  // The demand rises only once the daemon runs the new policy: raised
+  // together, a loaded machine can tick on the new demand first.
+  ASSERT_TRUE(Eventually([&] { return DaemonLog().find("policy reloaded") != std::string::npos; }, 60s))
+      << DaemonLog();
   prometheus_.Set(15);  // 3 GPUs
   ASSERT_TRUE(Eventually([&] { return Live() == 3; }, 60s)) << DaemonLog();
   version = DefaultVersion();
