@@ -423,14 +423,10 @@ EmulatorResponse GcpEmulator::DeleteOne(const Path& p, const std::string& reques
 
 EmulatorResponse GcpEmulator::AggregatedList(const Path& /*p*/, const std::string& query, WallTime now) {
   const auto params = gcp::ParseQuery(query);
-  std::optional<gcp::Filter> filter;
-  if (auto f = params.find("filter"); f != params.end() && !f->second.empty()) {
-    std::string error;
-    filter = gcp::Filter::Parse(f->second, &error);
-    if (!filter) return gcp::ErrorResponse(400, "invalid", error);
-  }
-  size_t offset = 0, max_results = 0;
-  if (auto bad = gcp::Paging(params, &offset, &max_results)) return *bad;
+  gcp::ListQuery list;
+  if (auto bad = gcp::ParseListQuery(params, &list)) return *bad;
+  const std::optional<gcp::Filter>& filter = list.filter;
+  const size_t offset = list.offset, max_results = list.max_results;
   std::vector<const Instance*> matched;
   for (const std::string& zone : scenario_.zones) {
     for (const Instance& i : instances_) {
@@ -478,14 +474,10 @@ EmulatorResponse GcpEmulator::AggregatedList(const Path& /*p*/, const std::strin
 
 EmulatorResponse GcpEmulator::ListOperations(const Path& p, const std::string& query, WallTime now) {
   const auto params = gcp::ParseQuery(query);
-  std::optional<gcp::Filter> filter;
-  if (auto f = params.find("filter"); f != params.end() && !f->second.empty()) {
-    std::string error;
-    filter = gcp::Filter::Parse(f->second, &error);
-    if (!filter) return gcp::ErrorResponse(400, "invalid", error);
-  }
-  size_t offset = 0, max_results = 0;
-  if (auto bad = gcp::Paging(params, &offset, &max_results)) return *bad;
+  gcp::ListQuery list;
+  if (auto bad = gcp::ParseListQuery(params, &list)) return *bad;
+  const std::optional<gcp::Filter>& filter = list.filter;
+  const size_t offset = list.offset, max_results = list.max_results;
   std::vector<const Operation*> matched;
   for (const Operation& op : operations_) {
     if (op.zone != p.zone || now < op.insert_time) continue;
@@ -562,14 +554,10 @@ EmulatorResponse GcpEmulator::GroupCall(const EmulatorRequest& request, const Pa
     return nullptr;
   };
   if (p.verb == "listManagedInstances") {
-    std::optional<gcp::Filter> filter;
-    if (auto f = params.find("filter"); f != params.end() && !f->second.empty()) {
-      std::string error;
-      filter = gcp::Filter::Parse(f->second, &error);
-      if (!filter) return gcp::ErrorResponse(400, "invalid", error);
-    }
-    size_t offset = 0, max_results = 0;
-    if (auto bad = gcp::Paging(params, &offset, &max_results)) return *bad;
+    gcp::ListQuery list;
+    if (auto bad = gcp::ParseListQuery(params, &list)) return *bad;
+    const std::optional<gcp::Filter>& filter = list.filter;
+    const size_t offset = list.offset, max_results = list.max_results;
     std::vector<json> matched;
     for (const Member& m : g->members) {
       json j = json::parse(MemberJson(*g, m, now));

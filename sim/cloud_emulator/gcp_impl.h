@@ -48,10 +48,16 @@ class Filter {
   std::vector<Term> terms_;
 };
 
-// maxResults (1..500, default 500) and pageToken (an offset we handed out);
-// the error answer when either is malformed.
-std::optional<EmulatorResponse> Paging(const std::map<std::string, std::string>& q, size_t* offset,
-                                       size_t* max_results);
+// What a list call asks for: `filter` (none when absent or empty),
+// maxResults (1..500, default 500) and pageToken (an offset we handed out).
+struct ListQuery {
+  std::optional<Filter> filter;
+  size_t offset = 0;
+  size_t max_results = 500;
+};
+// The list parameters of `q` into `*out`; the error answer when one is
+// malformed.
+std::optional<EmulatorResponse> ParseListQuery(const std::map<std::string, std::string>& q, ListQuery* out);
 
 // The pageToken that resumes a list at `offset` ("o<offset>").
 std::string PageToken(size_t offset);

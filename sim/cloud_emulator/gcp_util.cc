@@ -181,10 +181,15 @@ bool Filter::Matches(const std::function<std::optional<std::string>(const std::s
   return true;
 }
 
-std::optional<EmulatorResponse> Paging(const std::map<std::string, std::string>& q, size_t* offset,
-                                       size_t* max_results) {
-  *offset = 0;
-  *max_results = 500;
+std::optional<EmulatorResponse> ParseListQuery(const std::map<std::string, std::string>& q, ListQuery* out) {
+  *out = ListQuery{};
+  size_t* offset = &out->offset;
+  size_t* max_results = &out->max_results;
+  if (auto f = q.find("filter"); f != q.end() && !f->second.empty()) {
+    std::string error;
+    out->filter = Filter::Parse(f->second, &error);
+    if (!out->filter) return ErrorResponse(400, "invalid", error);
+  }
   if (auto m = q.find("maxResults"); m != q.end()) {
     char* end = nullptr;
     const long v = std::strtol(m->second.c_str(), &end, 10);
