@@ -213,14 +213,26 @@ std::string KeyFileTokenSource::Name() const {
   return (key_.type == "service_account" ? "service account key " : "authorized user file ") + path_;
 }
 
-int KeyFileTokenSource::refreshes() const {
+int CachedTokenSource::refreshes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return refreshes_;
 }
 
-Result<AccessToken> KeyFileTokenSource::Get(WallTime now) {
+Result<AccessToken> CachedTokenSource::Get(WallTime now) {
   std::lock_guard<std::mutex> lock(mu_);
   if (Fresh(cached_, now)) return *cached_;
+  Result<AccessToken> fresh = Fetch(now);
+  if (!fresh) {
+    // A token that is still valid keeps working; the next call retries.
+    if (Unexpired(cached_, now)) return *cached_;
+    return fresh.error();
+  }
+  ++refreshes_;
+  cached_ = *fresh;
+  return *cached_;
+}
+
+Result<AccessToken> KeyFileTokenSource::Fetch(WallTime now) {
   QueryParams form;
   if (key_.type == "service_account") {
     Result<std::string> assertion = SignJwtAssertion(key_, scope_, now);
@@ -254,27 +266,13 @@ Result<AccessToken> KeyFileTokenSource::Get(WallTime now) {
   } else {
     fresh = ParseTokenResponse(resp->body, now, source);
   }
-  if (!fresh) {
-    // A token that is still valid keeps working; the next call retries.
-    if (Unexpired(cached_, now)) return *cached_;
-    return fresh.error();
-  }
-  ++refreshes_;
-  cached_ = *fresh;
-  return *cached_;
+  return fresh;
 }
 
 MetadataTokenSource::MetadataTokenSource(std::string host, std::string scope, Transport& transport)
     : host_(std::move(host)), scope_(std::move(scope)), transport_(transport) {}
 
-int MetadataTokenSource::refreshes() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return refreshes_;
-}
-
-Result<AccessToken> MetadataTokenSource::Get(WallTime now) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (Fresh(cached_, now)) return *cached_;
+Result<AccessToken> MetadataTokenSource::Fetch(WallTime now) {
   const std::string url = "http://" + host_ +
                           "/computeMetadata/v1/instance/service-accounts/default/token?scopes=" +
                           EncodeForm({{"s", scope_}}).substr(2);
@@ -291,13 +289,7 @@ Result<AccessToken> MetadataTokenSource::Get(WallTime now) {
   } else {
     fresh = ParseTokenResponse(resp->body, now, source);
   }
-  if (!fresh) {
-    if (Unexpired(cached_, now)) return *cached_;
-    return fresh.error();
-  }
-  ++refreshes_;
-  cached_ = *fresh;
-  return *cached_;
+  return fresh;
 }
 
 namespace {

@@ -103,42 +103,57 @@ class TokenSource {
   virtual std::string Name() const = 0;
 };
 
+// A source that fetches tokens and caches them: Get answers the cached token
+// while it is fresh, fetches a new one otherwise (one caller at a time, so
+// concurrent callers share one refresh), and keeps answering the cached
+// token while it is unexpired if the fetch fails.
+class CachedTokenSource : public TokenSource {
+ public:
+  Result<AccessToken> Get(WallTime now) final;
+  int refreshes() const;
+
+ protected:
+  // A new token from the source, valid from `now`.
+  virtual Result<AccessToken> Fetch(WallTime now) = 0;
+
+ private:
+  mutable std::mutex mu_;
+  std::optional<AccessToken> cached_;
+  int refreshes_ = 0;
+};
+
 // A key file's token, from its token_uri (service account JWT, or
 // authorized user refresh token). `path` is only used in messages.
-class KeyFileTokenSource final : public TokenSource {
+class KeyFileTokenSource final : public CachedTokenSource {
  public:
   KeyFileTokenSource(GoogleCredentialsFile key, std::string path, std::string scope, Transport& transport);
-  Result<AccessToken> Get(WallTime now) override;
   std::string Name() const override;
-  int refreshes() const;
+
+ protected:
+  Result<AccessToken> Fetch(WallTime now) override;
 
  private:
   const GoogleCredentialsFile key_;
   const std::string path_;
   const std::string scope_;
   Transport& transport_;
-  mutable std::mutex mu_;
-  std::optional<AccessToken> cached_;
-  int refreshes_ = 0;
 };
 
 // The metadata server's token for the default service account (on GKE with
 // Workload Identity: the Kubernetes service account's Google service
 // account). `host` is "metadata.google.internal" or "127.0.0.1:8080".
-class MetadataTokenSource final : public TokenSource {
+class MetadataTokenSource final : public CachedTokenSource {
  public:
   MetadataTokenSource(std::string host, std::string scope, Transport& transport);
-  Result<AccessToken> Get(WallTime now) override;
   std::string Name() const override { return "metadata server " + host_; }
-  int refreshes() const;
+
+ protected:
+  Result<AccessToken> Fetch(WallTime now) override;
 
  private:
   const std::string host_;
   const std::string scope_;
   Transport& transport_;
-  mutable std::mutex mu_;
-  std::optional<AccessToken> cached_;
-  int refreshes_ = 0;
 };
 
 // The Application Default Credentials for `env` (order above). A key file
