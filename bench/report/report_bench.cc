@@ -219,7 +219,9 @@ const Fleet& TheFleet() {
     const std::string path = std::string(dir != nullptr ? dir : "/tmp") + "/gpuscaler-report-bench-v1.db";
     if (std::filesystem::exists(path)) {
       Result<std::unique_ptr<AuditReader>> reader = AuditReader::Open(path);
-      if (reader.ok()) {
+      // Only a file written with this binary's schema: an older one may
+      // still be readable but not laid out as a new store is.
+      if (reader.ok() && (*reader)->SchemaVersion() == SqliteAuditStore::CurrentSchemaVersion()) {
         Result<std::vector<DecisionRow>> first = (*reader)->DecisionsAfterId(0, 1);
         if (first.ok() && !first->empty() && first->front().decision.policy_name == kMarker) {
           Fleet f = Generate(path, false);

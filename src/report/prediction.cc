@@ -7,6 +7,7 @@
 #include <string>
 #include <tuple>
 
+#include "gpuscaler/report/cost_model.h"
 #include "gpuscaler/store/audit_reader.h"
 
 namespace gpuscaler::report {
@@ -21,11 +22,11 @@ struct PlannedPrices {
   std::map<std::string, double> per_node_pool;  // by pool: the first launch's
 };
 
-Result<PlannedPrices> ReadPlan(const DecisionRow& row) {
-  const std::string where = "decision " + std::to_string(row.id) + " plan_json";
+Result<PlannedPrices> ReadPlan(int64_t decision_id, const std::string& plan_json) {
+  const std::string where = "decision " + std::to_string(decision_id) + " plan_json";
   PlannedPrices p;
   try {
-    const nlohmann::json plan = nlohmann::json::parse(row.decision.plan_json);
+    const nlohmann::json plan = nlohmann::json::parse(plan_json);
     // A decision recorded without a plan (plan_json "{}") launched nothing by plan.
     if (!plan.contains("launches")) return p;
     for (const nlohmann::json& launch : plan.at("launches")) {
@@ -86,51 +87,46 @@ PredictionSummary SummarizePredictions(const std::vector<DecisionPrediction>& pr
   return s;
 }
 
-Result<std::vector<DecisionPrediction>> BuildPredictions(AuditReader& reader, WallTime from, WallTime to,
-                                                         WallTime as_of) {
-  AuditReader::ConsistentRead consistent(reader);
-  Result<std::vector<NodeRow>> nodes = reader.NodesOverlapping(from, to);
-  if (!nodes) return nodes.error();
-  std::map<int64_t, std::vector<const NodeRow*>> by_decision;
-  for (const NodeRow& n : *nodes) {
-    if (n.launch.decision_id != 0 && n.launch.launch_time >= from && n.launch.launch_time < to) {
-      by_decision[n.launch.decision_id].push_back(&n);
-    }
+Result<std::vector<DecisionPrediction>> BuildPredictions(AuditReader& reader, const CostFacts& facts) {
+  std::map<int64_t, std::vector<const NodeFact*>> by_decision;
+  for (const NodeFact& n : facts.nodes) {
+    if (n.decision_id != 0 && n.launch >= facts.from && n.launch < facts.to) by_decision[n.decision_id].push_back(&n);
   }
-
+  const WallTime as_of = facts.as_of;
+  AuditReader::ConsistentRead consistent(reader);
   std::vector<DecisionPrediction> out;
+  out.reserve(by_decision.size());
   for (const auto& [id, launched] : by_decision) {
-    Result<DecisionRow> row = reader.Decision(id);
+    Result<AuditReader::DecisionPlanRow> row = reader.DecisionPlan(id);
     if (!row) return row.error().WithContext("predicted vs realized cost");
-    Result<PlannedPrices> planned = ReadPlan(*row);
+    Result<PlannedPrices> planned = ReadPlan(id, row->plan_json);
     if (!planned) return planned.error();
     DecisionPrediction p;
     p.decision_id = id;
-    p.time = row->decision.time;
+    p.time = row->time;
     p.predicted_usd_per_hour = planned->usd_per_hour;
     p.nodes_planned = planned->nodes;
-    for (const NodeRow* n : launched) {
+    for (const NodeFact* n : launched) {
       NodeLifecycle life;
-      life.offering = n->launch.offering;
-      life.launch_time = n->launch.launch_time;
-      life.end_time = n->end_time;
+      life.offering.usd_per_hour = n->launch_usd_per_hour;
+      life.launch_time = n->launch;
+      life.end_time = n->end;
       life.prices = n->prices;
-      const WallTime end = std::max(n->launch.launch_time, std::min(as_of, n->end_time.value_or(as_of)));
-      const double hours = std::chrono::duration<double>(end - n->launch.launch_time).count() / 3600.0;
-      const Offering& o = n->launch.offering;
-      double per_node = o.usd_per_hour;  // neither its offering nor its pool planned: its own launch price
-      if (auto it = planned->per_node.find({o.instance_type, o.zone, std::string(ToString(o.capacity_type))});
+      const WallTime end = std::max(n->launch, std::min(as_of, n->end.value_or(as_of)));
+      const double hours = std::chrono::duration<double>(end - n->launch).count() / 3600.0;
+      double per_node = n->launch_usd_per_hour;  // neither its offering nor its pool planned: its own launch price
+      if (auto it = planned->per_node.find({n->instance_type, n->zone, std::string(ToString(n->capacity_type))});
           it != planned->per_node.end()) {
         per_node = it->second;
-      } else if (auto pool = planned->per_node_pool.find(n->launch.pool); pool != planned->per_node_pool.end()) {
+      } else if (auto pool = planned->per_node_pool.find(n->pool); pool != planned->per_node_pool.end()) {
         per_node = pool->second;
       }
       p.nodes_launched += 1;
       if (n->cause == "interrupted") p.nodes_interrupted += 1;
-      if (!n->end_time || *n->end_time > as_of) p.nodes_running += 1;
+      if (!n->end || *n->end > as_of) p.nodes_running += 1;
       p.node_hours += hours;
       p.predicted_usd += per_node * hours;
-      p.realized_usd += life.SpendUsd(n->launch.launch_time, end);
+      p.realized_usd += life.SpendUsd(n->launch, end);
     }
     out.push_back(p);
   }

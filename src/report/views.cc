@@ -233,7 +233,7 @@ Result<ReportViews> BuildViews(AuditReader& reader, const CostFacts& facts, cons
   v.savings = GroupLines(facts, {Dimension::kCapacityType}, query.period);
   v.daily_by_capacity = GroupLines(facts, {Dimension::kCapacityType}, Period::kDay);
   v.by_team = GroupLines(facts, {Dimension::kTeam}, std::nullopt);
-  Result<std::vector<DecisionPrediction>> predictions = BuildPredictions(reader, facts.from, facts.to, facts.as_of);
+  Result<std::vector<DecisionPrediction>> predictions = BuildPredictions(reader, facts);
   if (!predictions) return predictions.error();
   v.predictions = std::move(*predictions);
   v.prediction_summary = SummarizePredictions(v.predictions, static_cast<size_t>(query.top));

@@ -57,7 +57,7 @@ Result<std::unique_ptr<AuditReader>> AuditReader::Open(const std::string& path, 
     return Error::Config(context + ": schema version " + std::to_string(*version) + " is newer than this binary's " +
                          std::to_string(known) + "; use a newer gpuscaler");
   }
-  if (*version < known) {
+  if (*version < store_internal::OldestReadableSchemaVersion()) {
     return Error::Config(context + ": schema version " + std::to_string(*version) + " is older than " +
                          std::to_string(known) + "; open it once with the daemon (or SqliteAuditStore) to migrate it");
   }
@@ -108,6 +108,15 @@ Result<DecisionRow> AuditReader::Decision(int64_t id) {
   if (!found) return found.error();
   if (!*found) return Error::NotFound("decision " + std::to_string(id) + " is not in the audit store");
   return ReadDecisionRow(*q);
+}
+
+Result<AuditReader::DecisionPlanRow> AuditReader::DecisionPlan(int64_t id) {
+  Result<Query> q = db_->Prepare("SELECT time, plan_json FROM decisions WHERE id = ?1");
+  if (!q) return q.error();
+  Result<bool> found = q->Bind(1, id).Step("reading a decision's plan");
+  if (!found) return found.error();
+  if (!*found) return Error::NotFound("decision " + std::to_string(id) + " is not in the audit store");
+  return DecisionPlanRow{q->Time(0), q->Text(1)};
 }
 
 Result<std::vector<ActionRow>> AuditReader::ActionsForDecision(int64_t decision_id) {

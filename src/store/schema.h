@@ -18,10 +18,19 @@ struct Migration {
   int version;               // 1, 2, 3, ... in order, no gaps
   std::string_view description;
   const char* sql;           // constant DDL, run in one transaction with the version row
+  // True when a reader of the previous version reads this one the same way
+  // (an index added or dropped): readers accept files not yet migrated
+  // through such versions, so upgrading the report binary first needs no
+  // daemon restart.
+  bool reads_unchanged = false;
 };
 
 // The migrations of this binary, oldest first.
 std::span<const Migration> AuditMigrations();
+
+// The oldest schema version a reader of this binary reads: the latest,
+// less the trailing migrations that leave reads unchanged.
+int OldestReadableSchemaVersion();
 
 // The version recorded in the database: 0 for a fresh (empty) database.
 // kConfig if the file holds tables but is not an audit database.

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "gpuscaler/report/cost_model.h"
 #include "gpuscaler/report/report.h"
 #include "gpuscaler/store/audit_reader.h"
 #include "gpuscaler/store/sqlite_audit_store.h"
@@ -18,6 +19,18 @@ namespace {
 
 constexpr int64_t kT0 = 1'780'000'000;
 WallTime At(double hours) { return FromUnixSeconds(kT0 + static_cast<int64_t>(hours * 3600)); }
+
+// As a report does: the cost facts of [from, to) up to as_of, then the
+// predictions of their nodes.
+Result<std::vector<DecisionPrediction>> PredictionsOf(AuditReader& reader, WallTime from, WallTime to, WallTime as_of) {
+  ReportQuery query;
+  query.from = from;
+  query.to = to;
+  query.as_of = as_of;
+  Result<CostFacts> facts = BuildCostFacts(reader, query);
+  if (!facts) return facts.error();
+  return BuildPredictions(reader, *facts);
+}
 
 Offering MakeOffering(const std::string& zone, CapacityType type, double usd) {
   Offering o;
@@ -79,7 +92,7 @@ class Predictions : public ::testing::Test {
 
 TEST_F(Predictions, ComparesThePlansPricesWithWhatItsNodesCostOverTheirLives) {
   auto reader = std::move(AuditReader::Open(path_)).value();
-  Result<std::vector<DecisionPrediction>> got = BuildPredictions(*reader, At(-24), At(24), At(4));
+  Result<std::vector<DecisionPrediction>> got = PredictionsOf(*reader, At(-24), At(24), At(4));
   ASSERT_TRUE(got.ok()) << got.error().message();
   ASSERT_EQ(got->size(), 1u);
   const DecisionPrediction& p = got->front();
@@ -200,7 +213,7 @@ TEST_F(Predictions, ABrokenPlanNamesItsDecision) {
     ASSERT_TRUE(store->RecordNodeLaunch(n).ok());
   }
   auto reader = std::move(AuditReader::Open(path_)).value();
-  Result<std::vector<DecisionPrediction>> got = BuildPredictions(*reader, At(-24), At(24), At(4));
+  Result<std::vector<DecisionPrediction>> got = PredictionsOf(*reader, At(-24), At(24), At(4));
   ASSERT_FALSE(got.ok());
   EXPECT_NE(got.error().message().find("decision 3 plan_json"), std::string::npos) << got.error().message();
 }

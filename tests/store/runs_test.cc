@@ -195,5 +195,45 @@ TEST(Runs, AnEmptyVersionTwoFileGetsNoLegacyRun) {
   EXPECT_TRUE(std::move(reader->Runs()).value().empty());
 }
 
+// A migration that only changes an index (5: usage_by_run dropped) leaves
+// what readers read alone: a reader opens a file one such migration behind,
+// so the report binary can be upgraded before the daemons. A file behind a
+// migration that changes tables is refused with the way to migrate it.
+TEST(Runs, AReaderOpensAFileBehindOnlyByAnIndexAndRefusesOlderOnes) {
+  TempDir dir;
+  auto file_at = [&](const std::string& name, size_t migrations) {
+    const std::string path = dir.File(name);
+    std::shared_ptr<Connection> db =
+        std::move(Connection::Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, std::chrono::milliseconds(100)))
+            .value();
+    EXPECT_TRUE(Migrate(*db, AuditMigrations().first(migrations)).ok());
+    return path;
+  };
+  const std::string v4 = file_at("v4.db", 4);
+  Result<std::unique_ptr<AuditReader>> reader = AuditReader::Open(v4);
+  ASSERT_TRUE(reader.ok()) << reader.error().ToString();
+  EXPECT_EQ((*reader)->SchemaVersion(), 4);
+  EXPECT_TRUE(std::move((*reader)->Runs()).value().empty());
+  reader->reset();
+  {
+    std::shared_ptr<Connection> db =
+        std::move(Connection::Open(v4, SQLITE_OPEN_READONLY, std::chrono::milliseconds(100))).value();
+    EXPECT_EQ(Scalar(*db, "SELECT count(*) FROM sqlite_master WHERE name = 'usage_by_run'"), 1);
+  }
+  ASSERT_TRUE(SqliteAuditStore::Open(v4).ok());
+  {
+    std::shared_ptr<Connection> db =
+        std::move(Connection::Open(v4, SQLITE_OPEN_READONLY, std::chrono::milliseconds(100))).value();
+    EXPECT_EQ(Scalar(*db, "SELECT count(*) FROM sqlite_master WHERE name = 'usage_by_run'"), 0);
+    EXPECT_EQ(Scalar(*db, "SELECT max(version) FROM schema_version"), 5);
+  }
+
+  Result<std::unique_ptr<AuditReader>> old = AuditReader::Open(file_at("v3.db", 3));
+  ASSERT_FALSE(old.ok());
+  EXPECT_EQ(old.error().category(), ErrorCategory::kConfig);
+  EXPECT_NE(old.error().message().find("schema version 3 is older"), std::string::npos) << old.error().ToString();
+  EXPECT_NE(old.error().message().find("migrate it"), std::string::npos) << old.error().ToString();
+}
+
 }  // namespace
 }  // namespace gpuscaler

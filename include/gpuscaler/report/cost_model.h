@@ -28,6 +28,7 @@
 #include "gpuscaler/report/prediction.h"
 #include "gpuscaler/report/report.h"
 #include "gpuscaler/status.h"
+#include "gpuscaler/store/audit_store.h"
 
 namespace gpuscaler {
 class AuditReader;
@@ -71,6 +72,7 @@ struct NodeFact {
   int64_t decision_id = 0;      // 0: not launched by a recorded decision
   std::string reason;
   int price_changes = 0;        // price intervals after the first
+  std::vector<PriceInterval> prices;  // as recorded, by `from`; empty: the launch price throughout
   int64_t billed_seconds = 0;   // in the range, with the minimum top-up
   Metrics m;                    // in the range
 };

@@ -63,10 +63,13 @@ struct PredictionSummary {
 };
 PredictionSummary SummarizePredictions(const std::vector<DecisionPrediction>& predictions, size_t worst);
 
-// The decisions whose nodes started in [from, to), by decision id. A
-// decision row that cannot be read or whose plan_json is not a plan:
-// kInternal naming the decision.
-Result<std::vector<DecisionPrediction>> BuildPredictions(AuditReader& reader, WallTime from, WallTime to,
-                                                         WallTime as_of);
+struct CostFacts;
+
+// The decisions whose nodes started in [facts.from, facts.to), by decision
+// id, from the nodes (and their prices) the facts already read, up to
+// facts.as_of; the reader gives the decisions' plans. A decision row that
+// cannot be read or whose plan_json is not a plan: kInternal naming the
+// decision.
+Result<std::vector<DecisionPrediction>> BuildPredictions(AuditReader& reader, const CostFacts& facts);
 
 }  // namespace gpuscaler::report

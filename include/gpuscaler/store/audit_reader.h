@@ -98,6 +98,14 @@ class AuditReader {
   Result<std::vector<DecisionRow>> DecisionsAfterId(int64_t after_id, int limit);
   // kNotFound if absent (never recorded, or pruned).
   Result<DecisionRow> Decision(int64_t id);
+  // A decision's time and plan_json only (its signals and snapshot can be
+  // many kilobytes): what cost predictions read for each launch decision.
+  // kNotFound if absent.
+  struct DecisionPlanRow {
+    WallTime time{};
+    std::string plan_json;
+  };
+  Result<DecisionPlanRow> DecisionPlan(int64_t id);
   Result<std::vector<ActionRow>> ActionsForDecision(int64_t decision_id);
   Result<std::vector<ActionRow>> OpenIntents();
   // Nodes alive at some point of [from, to): launched before `to` and not
