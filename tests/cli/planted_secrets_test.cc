@@ -204,7 +204,7 @@ TEST_F(PlantedSecrets, GcpKeysAssertionsAndTokensNeverReachLogsTheAuditFileOrHtt
     return r;
   });
   const cloud::testing::TestRsaKey& key = cloud::testing::SharedTestRsaKey();
-  Write("sa-key.json", cloud::testing::ServiceAccountKeyJson(google.url() + "/token", key.private_pem));
+  Write("sa-key.json", cloud::testing::ServiceAccountKeyJson(google.url() + "/token", key.PrivatePem()));
   Write("policy.yaml",
         "apiVersion: gpuscaler/v1\nkind: Policy\nname: secrets-gcp\n"
         "pools:\n  - {name: gpu, instance_types: [g2-standard-8], regions: [us-central1], capacity_types: [on-demand], "
@@ -259,7 +259,7 @@ TEST_F(PlantedSecrets, GcpKeysAssertionsAndTokensNeverReachLogsTheAuditFileOrHtt
 
   std::vector<std::string> secrets = {kGcpToken};
   // Lines of the private key's PEM body.
-  std::istringstream pem(key.private_pem);
+  std::istringstream pem(key.PrivatePem());
   for (std::string line; std::getline(pem, line);) {
     if (line.size() >= 32 && line.find("-----") == std::string::npos) secrets.push_back(line);
   }

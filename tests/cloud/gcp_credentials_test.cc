@@ -33,7 +33,7 @@ TransportResponse Json(int status, const std::string& body) {
 
 GoogleCredentialsFile TestKey() {
   auto key = ParseGoogleCredentialsFile(
-      testing::ServiceAccountKeyJson(kTokenUri, testing::SharedTestRsaKey().private_pem), kKeyPath);
+      testing::ServiceAccountKeyJson(kTokenUri, testing::SharedTestRsaKey().PrivatePem()), kKeyPath);
   EXPECT_TRUE(key.ok()) << key.error().ToString();
   return *key;
 }
@@ -102,12 +102,12 @@ TEST(GcpCredentials, JwtAssertionHeaderClaimsAndSignature) {
   const std::string signing_input = std::string(parts[0]) + "." + std::string(parts[1]);
   const std::string signature = *Base64UrlDecode(parts[2]);
   EXPECT_EQ(signature.size(), 256u);  // RSA-2048
-  EXPECT_TRUE(testing::VerifyRs256(testing::SharedTestRsaKey().public_pem, signing_input, signature));
+  EXPECT_TRUE(testing::VerifyRs256(testing::SharedTestRsaKey().PublicPem(), signing_input, signature));
   // Tampered claims do not verify.
-  EXPECT_FALSE(testing::VerifyRs256(testing::SharedTestRsaKey().public_pem, signing_input + "x", signature));
+  EXPECT_FALSE(testing::VerifyRs256(testing::SharedTestRsaKey().PublicPem(), signing_input + "x", signature));
   // Another key's public half does not verify it either.
-  const testing::TestRsaKey other = testing::MakeTestRsaKey();
-  EXPECT_FALSE(testing::VerifyRs256(other.public_pem, signing_input, signature));
+  const testing::TestRsaKey other;
+  EXPECT_FALSE(testing::VerifyRs256(other.PublicPem(), signing_input, signature));
 
   GoogleCredentialsFile broken = key;
   broken.private_key = "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n";
@@ -264,7 +264,7 @@ TEST(GcpCredentials, MetadataServerToken) {
 
 TEST(GcpCredentials, DefaultChainOrder) {
   FakeTransport t;
-  const std::string key = testing::ServiceAccountKeyJson(kTokenUri, testing::SharedTestRsaKey().private_pem);
+  const std::string key = testing::ServiceAccountKeyJson(kTokenUri, testing::SharedTestRsaKey().PrivatePem());
   const std::string adc = "/home/u/.config/gcloud/application_default_credentials.json";
   // 1. GOOGLE_APPLICATION_CREDENTIALS wins over everything.
   auto s1 = DefaultTokenSource({{"GOOGLE_APPLICATION_CREDENTIALS", kKeyPath},

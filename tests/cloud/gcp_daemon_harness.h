@@ -61,7 +61,7 @@ class GcpEmulatorProcess : public EmulatedCloud {
   // token keys (zones, latencies, groups, capacity, …).
   GcpEmulatorProcess(const std::filesystem::path& dir, const std::string& scenario) : dir_(dir) {
     const cloud::testing::TestRsaKey& key = cloud::testing::SharedTestRsaKey();
-    std::ofstream(dir / "sa-public.pem") << key.public_pem;
+    std::ofstream(dir / "sa-public.pem") << key.PublicPem();
     std::ofstream(dir / "scenario.yaml")
         << "provider: gcp\nproject: " << kGcpProject << "\nservice_accounts:\n  - {email: " << kGcpAccount
         << ", public_key_file: sa-public.pem}\naccess_tokens: [" << kGcpTestToken << "]\n"
@@ -75,7 +75,7 @@ class GcpEmulatorProcess : public EmulatedCloud {
     port_ = WaitForPortFile(dir / "emulator.port", 60s);
     // The daemon's key file: the emulator's token endpoint as token_uri.
     std::ofstream(dir / "sa-key.json")
-        << cloud::testing::ServiceAccountKeyJson(url() + "/token", key.private_pem, kGcpProject);
+        << cloud::testing::ServiceAccountKeyJson(url() + "/token", key.PrivatePem(), kGcpProject);
   }
   ~GcpEmulatorProcess() override {
     if (process_ && process_->started()) {

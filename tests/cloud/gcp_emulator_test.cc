@@ -8,13 +8,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cloud/gcp_test_keys.h"
+#include "cloud/gcp_test_key.h"
 
 namespace gpuscaler::sim {
 namespace {
 
 using nlohmann::json;
-using testing::TestRsaKey;
+using cloud::testing::TestRsaKey;
 
 constexpr const char* kToken = "test-token";
 constexpr const char* kSa = "scaler@gpuscaler-test.iam.gserviceaccount.com";

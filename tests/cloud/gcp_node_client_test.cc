@@ -19,11 +19,12 @@
 #include <string>
 
 #include "cli/process.h"
-#include "cloud/gcp_test_keys.h"
+#include "cloud/gcp_test_key.h"
 
 namespace gpuscaler::testing {
 namespace {
 
+using cloud::testing::TestRsaKey;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
