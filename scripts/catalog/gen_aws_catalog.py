@@ -24,6 +24,8 @@ import os
 import sys
 import textwrap
 
+from catalog_yaml import fmt_price, gpu_model_lines, write_catalog
+
 FAMILIES = ["p5", "p5e", "p5en", "p4d", "p4de", "p3", "p3dn", "g6", "g6e", "g5", "g4dn"]
 
 # Karpenter's short GPU name (column gpu_name) + memory -> the GPU model as
@@ -40,42 +42,6 @@ GPU_MODELS = {
     ("a10g", 22888): ("NVIDIA-A10G", "a10g"),
     ("t4", 16384): ("Tesla-T4", "t4"),
 }
-
-# MIG profiles from NVIDIA's MIG user guide ("Supported MIG Profiles"):
-# (name, compute slices, memory slices, usable MiB). Placement starts follow
-# from the memory-slice width: 1 -> 0..6, 2 -> 0,2,4,6 (2g: 0,2,4), 4 -> 0,4
-# (4g: 0), 8 -> 0.
-MIG_A100_40GB = [
-    ("1g.5gb", 1, 1, 4864), ("1g.10gb", 1, 2, 9728), ("2g.10gb", 2, 2, 9728),
-    ("3g.20gb", 3, 4, 19968), ("4g.20gb", 4, 4, 19968), ("7g.40gb", 7, 8, 40192),
-]
-MIG_80GB = [
-    ("1g.10gb", 1, 1, 9728), ("1g.20gb", 1, 2, 19968), ("2g.20gb", 2, 2, 19968),
-    ("3g.40gb", 3, 4, 40192), ("4g.40gb", 4, 4, 40192), ("7g.80gb", 7, 8, 80896),
-]
-# NVIDIA publishes the H200 profiles by name only; memory_mib is the nominal
-# size in the name (GiB x 1024), the whole card for 7g.
-MIG_H200 = [
-    ("1g.18gb", 1, 1, 18432), ("1g.35gb", 1, 2, 35840), ("2g.35gb", 2, 2, 35840),
-    ("3g.71gb", 3, 4, 72704), ("4g.71gb", 4, 4, 72704), ("7g.141gb", 7, 8, 144384),
-]
-MIG_BY_MODEL = {
-    "NVIDIA-A100-SXM4-40GB": MIG_A100_40GB,
-    "NVIDIA-A100-SXM4-80GB": MIG_80GB,
-    "NVIDIA-H100-80GB-HBM3": MIG_80GB,
-    "NVIDIA-H200": MIG_H200,
-}
-
-
-def mig_starts(compute_slices, memory_slices):
-    if memory_slices == 1:
-        return list(range(7))
-    if memory_slices == 2:
-        return [0, 2, 4] if compute_slices == 2 else [0, 2, 4, 6]
-    if memory_slices == 4:
-        return [0] if compute_slices == 4 else [0, 4]
-    return [0]
-
 
 LAUNCH_LATENCY = {  # typical request-to-Ready times, by family (estimates)
     "p5": "8m", "p5e": "8m", "p5en": "8m", "p4d": "6m", "p4de": "6m",
@@ -233,11 +199,6 @@ BAND_MIDPOINT = {"<5%": 0.025, "5-10%": 0.075, "10-15%": 0.125, "15-20%": 0.175,
 HOURS_PER_MONTH = 30 * 24
 
 
-def fmt_price(x):
-    s = f"{x:.6f}".rstrip("0").rstrip(".")
-    return s if s else "0"
-
-
 def load_types(path):
     types = []
     with open(path, newline="") as f:
@@ -340,7 +301,6 @@ def main():
     latencies = [f"{f}: {LAUNCH_LATENCY[f]}" for f in fams] + [f"{f}: {CPU_LAUNCH_LATENCY}" for f in CPU_FAMILIES]
     w("launch_latency: {" + ", ".join(latencies) + "}")
 
-    w("gpu_models:")
     used_models = []
     for t in types:
         key = (t["gpu_name"], int(t["gpu_memory_mib_per_gpu"]))
@@ -348,18 +308,7 @@ def main():
             sys.exit(f"gen_aws_catalog: no GPU model for {key} ({t['instance_type']})")
         if key not in used_models:
             used_models.append(key)
-    for key in used_models:
-        name, short = GPU_MODELS[key]
-        w(f"  - name: {name}")
-        w(f"    short_name: {short}")
-        w(f"    memory_mib: {key[1]}")
-        profiles = MIG_BY_MODEL.get(name)
-        if profiles:
-            w("    mig_profiles:")
-            for pname, cs, ms, mib in profiles:
-                starts = ",".join(str(s) for s in mig_starts(cs, ms))
-                w(f"      - {{name: {pname}, compute_slices: {cs}, memory_slices: {ms}, "
-                  f"memory_mib: {mib}, starts: [{starts}]}}")
+    out.extend(gpu_model_lines([(*GPU_MODELS[key], key[1]) for key in used_models]))
 
     w("instance_types:")
     for t in types:
@@ -397,9 +346,7 @@ def main():
             for n, (_, band) in spot:
                 w(f"      {n}: {BAND_MIDPOINT[band] / HOURS_PER_MONTH:.6f}  # {band} a month")
 
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as f:
-        f.write("\n".join(out) + "\n")
+    write_catalog(args.out, out)
     print(f"wrote {args.out}: {len(types)} GPU and {len(CPU_TYPES)} CPU instance types, {len(used_models)} GPU models")
 
 

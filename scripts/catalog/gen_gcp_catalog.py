@@ -25,6 +25,8 @@ import os
 import sys
 import textwrap
 
+from catalog_yaml import fmt_price, gpu_model_lines, write_catalog
+
 SOURCE_COMMIT = "fd66b26f"
 SOURCE_GENERATED = "2026-07-30"
 
@@ -47,36 +49,6 @@ GPU_MODELS = {
     # NVIDIA RTX PRO 6000 Blackwell Server Edition, 96 GB GDDR7.
     "rtx6000": ("NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition", "rtx-pro-6000", 98304),
 }
-
-# MIG profiles from NVIDIA's MIG user guide ("Supported MIG Profiles"), the
-# same table as scripts/catalog/gen_aws_catalog.py: (name, compute slices,
-# memory slices, usable MiB). The RTX PRO 6000's MIG layout (at most 4
-# instances) does not fit the 7-compute / 8-memory-slice model of the
-# catalog, so it is listed without profiles.
-MIG_A100_40GB = [
-    ("1g.5gb", 1, 1, 4864), ("1g.10gb", 1, 2, 9728), ("2g.10gb", 2, 2, 9728),
-    ("3g.20gb", 3, 4, 19968), ("4g.20gb", 4, 4, 19968), ("7g.40gb", 7, 8, 40192),
-]
-MIG_80GB = [
-    ("1g.10gb", 1, 1, 9728), ("1g.20gb", 1, 2, 19968), ("2g.20gb", 2, 2, 19968),
-    ("3g.40gb", 3, 4, 40192), ("4g.40gb", 4, 4, 40192), ("7g.80gb", 7, 8, 80896),
-]
-MIG_BY_MODEL = {
-    "NVIDIA-A100-SXM4-40GB": MIG_A100_40GB,
-    "NVIDIA-A100-SXM4-80GB": MIG_80GB,
-    "NVIDIA-H100-80GB-HBM3": MIG_80GB,
-}
-
-
-def mig_starts(compute_slices, memory_slices):
-    if memory_slices == 1:
-        return list(range(7))
-    if memory_slices == 2:
-        return [0, 2, 4] if compute_slices == 2 else [0, 2, 4, 6]
-    if memory_slices == 4:
-        return [0] if compute_slices == 4 else [0, 4]
-    return [0]
-
 
 LAUNCH_LATENCY = {  # typical request-to-Ready times, by family (estimates)
     "a3-megagpu": "8m", "a3-highgpu": "8m", "a2-ultragpu": "6m", "a2-megagpu": "6m",
@@ -103,11 +75,6 @@ ZONES = {
     "asia-northeast1": ["a", "b", "c"],
     "asia-southeast1": ["a", "b", "c"],
 }
-
-
-def fmt_price(x):
-    s = f"{x:.6f}".rstrip("0").rstrip(".")
-    return s if s else "0"
 
 
 def family_of(machine_type):
@@ -190,23 +157,12 @@ def main():
     fams = [f for f in FAMILIES if any(family_of(t) == f for t in types)]
     w("launch_latency: {" + ", ".join(f"{f}: {LAUNCH_LATENCY[f]}" for f in fams) + "}")
 
-    w("gpu_models:")
     used = []
     for mt in types:
         model = GPU_MODELS[specs[mt][0]]
         if model[0] not in [m[0] for m in used]:
             used.append(model)
-    for name, short, mib in used:
-        w(f"  - name: {name}")
-        w(f"    short_name: {short}")
-        w(f"    memory_mib: {mib}")
-        profiles = MIG_BY_MODEL.get(name)
-        if profiles:
-            w("    mig_profiles:")
-            for pname, cs, ms, pmib in profiles:
-                starts = ",".join(str(s) for s in mig_starts(cs, ms))
-                w(f"      - {{name: {pname}, compute_slices: {cs}, memory_slices: {ms}, "
-                  f"memory_mib: {pmib}, starts: [{starts}]}}")
+    out.extend(gpu_model_lines(used))
 
     w("instance_types:")
     for mt in types:
@@ -230,9 +186,7 @@ def main():
             for mt in spot:
                 w(f"      {mt}: {fmt_price(prices[(mt, region)][1])}")
 
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as f:
-        f.write("\n".join(out) + "\n")
+    write_catalog(args.out, out)
     print(f"wrote {args.out}: {len(types)} machine types, {len(used)} GPU models, {len(ZONES)} regions")
 
 
