@@ -315,13 +315,6 @@ tr.on-front td{font-weight:600}
   return h + "</table>\n</body></html>\n";
 }
 
-std::string CsvField(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
 struct MergeOptions {
   std::string dir;
   std::string format = "csv";
@@ -381,9 +374,9 @@ int RunMerge(const MergeOptions& o) {
                   r.run["gpu_hours_lost"].get<double>(), r.run["queue_wait_s"]["p95"].get<double>(),
                   static_cast<long long>(r.run["jobs_completed"].get<int64_t>()),
                   static_cast<long long>(r.run["jobs_unfinished"].get<int64_t>()));
-    std::cout << CsvField(r.inputs["cell"]) << "," << CsvField(r.inputs["trace"]) << ","
-              << CsvField(r.inputs["market"]) << "," << CsvField(r.inputs["policy"]) << ","
-              << CsvField(r.inputs["run"]) << "," << CsvField(r.inputs["overrides"].dump()) << ","
+    std::cout << CsvField(r.inputs["cell"].get<std::string>()) << "," << CsvField(r.inputs["trace"].get<std::string>()) << ","
+              << CsvField(r.inputs["market"].get<std::string>()) << "," << CsvField(r.inputs["policy"].get<std::string>()) << ","
+              << CsvField(r.inputs["run"].get<std::string>()) << "," << CsvField(r.inputs["overrides"].dump()) << ","
               << r.inputs["seed"].get<uint64_t>() << "," << numbers << "," << (on_front ? "yes" : "no") << "\n";
   }
   return 0;

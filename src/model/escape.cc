@@ -25,4 +25,15 @@ std::string XmlEscape(std::string_view text) { return EscapeMarkup(text, "&apos;
 
 std::string HtmlEscape(std::string_view text) { return EscapeMarkup(text, "&#39;"); }
 
+std::string CsvField(std::string_view text) {
+  if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
 }  // namespace gpuscaler

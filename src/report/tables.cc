@@ -124,17 +124,6 @@ std::string FormatFixed(double v, int decimals) {
 
 std::string FormatDate(WallTime t) { return FormatRfc3339(t).substr(0, 10); }
 
-std::string CsvField(std::string_view text) {
-  if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  out += '"';
-  return out;
-}
-
 std::string RenderCsv(const Table& table) {
   // RFC 4180: CRLF line ends, a header line, quoted fields where needed.
   std::string out;

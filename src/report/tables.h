@@ -52,7 +52,6 @@ Table BuildTable(View view, const CostFacts& facts, const ReportViews& views, co
 std::string FormatCents(int64_t cents);     // "1234.56", "-0.05"
 std::string FormatFixed(double v, int decimals);  // no "-0.000"
 std::string FormatDate(WallTime t);          // "2026-11-01"
-std::string CsvField(std::string_view text);  // RFC 4180 quoting when needed
 
 std::string RenderCsv(const Table& table);
 std::string RenderFocusCsv(const CostFacts& facts, const ReportQuery& query);
