@@ -180,6 +180,9 @@ bool Workload::TryPlace(size_t job, int slot, WallTime now) {
   n.jobs.push_back(job);
   n.units.push_back(u);
   n.units.back().expected_runtime = Seconds(j.remaining_s);
+  // Running work keeps its deadline: the controller plans the replacement
+  // of a noticed node's units, and counts deadlines passed while running.
+  n.units.back().deadline = DeadlineOf(job);
   Touch(n);
   j.state = JobState::kRunning;
   j.node = slot;
@@ -284,6 +287,13 @@ void Workload::Schedule(WallTime now) {
   }
 }
 
+std::optional<WallTime> Workload::DeadlineOf(size_t job) const {
+  const TraceJob& tj = trace_.jobs[job];
+  auto d = unit_deadlines_.find(tj.unit.workload_class);
+  if (d == unit_deadlines_.end()) return std::nullopt;
+  return start_ + tj.submit + d->second;
+}
+
 const std::vector<DemandUnit>& Workload::Pending() {
   if (pending_dirty_) {
     pending_units_.clear();
@@ -292,9 +302,7 @@ const std::vector<DemandUnit>& Workload::Pending() {
       pending_units_.push_back(trace_.jobs[k.job].unit);
       DemandUnit& u = pending_units_.back();
       u.expected_runtime = Seconds(jobs_[k.job].remaining_s);
-      if (auto d = unit_deadlines_.find(u.workload_class); d != unit_deadlines_.end()) {
-        u.deadline = start_ + trace_.jobs[k.job].submit + d->second;
-      }
+      u.deadline = DeadlineOf(k.job);
     }
     pending_dirty_ = false;
   }
