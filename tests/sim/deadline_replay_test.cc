@@ -107,6 +107,52 @@ TEST(DeadlineReplay, SpotBackWithinTheSlackRunsTheWorkOnSpot) {
   EXPECT_LT(held.total_cost_usd, at_once.total_cost_usd);
 }
 
+TEST(DeadlineReplay, TheLoopReplansAtTheSwitchTimeAndCountsMissedDeadlinesOnce) {
+  // Spot never comes back. The held jobs' plan asks for nothing, so only the
+  // switch time makes the loop plan again; the on-demand launch follows.
+  const Scenario s = Deferrable(Seconds(48 * 3600));
+  Result<RunSpec> spec = MakeRunSpec("gpuscaler", s, nullptr);
+  ASSERT_TRUE(spec.ok());
+  Replay replay(s, *spec);
+  TickReport tick;
+  bool held_seen = false, switched = false;
+  int missed = 0;
+  while (!replay.done()) {
+    if (!replay.Step(&tick)) continue;
+    for (const auto& [cls, n] : tick.deadlines_missed) missed += n;
+    if (tick.planned && tick.plan.replan_by) held_seen = true;
+    if (tick.gate_reason == "plan: a unit held for its deadline may go to on-demand") {
+      switched = true;
+      EXPECT_TRUE(held_seen);
+      // Within one tick of the switch time the planner gives the held work
+      // on-demand capacity.
+      bool on_demand = false;
+      for (const LaunchAction& l : tick.plan.launches)
+        on_demand = on_demand || (l.count > 0 && l.offering.capacity_type == CapacityType::kOnDemand);
+      EXPECT_TRUE(on_demand) << tick.plan.summary;
+    }
+  }
+  EXPECT_TRUE(switched);
+  EXPECT_EQ(missed, 0);
+
+  // A deadline shorter than the work: never held, still running when it
+  // passes, counted once per job.
+  Scenario late = Deferrable(Seconds(48 * 3600));
+  late.policy.classes[0].deadline = Seconds(3600);
+  late.policy.content_hash = PolicyContentHash(late.policy);
+  Result<RunSpec> late_spec = MakeRunSpec("gpuscaler", late, nullptr);
+  ASSERT_TRUE(late_spec.ok());
+  Replay late_replay(late, *late_spec);
+  int late_missed = 0;
+  while (!late_replay.done()) {
+    if (late_replay.Step(&tick)) late_missed += tick.deadlines_missed["training"];
+  }
+  EXPECT_EQ(late_missed, 4);
+  const RunResult r = late_replay.Finish();
+  EXPECT_EQ(r.deadlines_by_class.at("training").unmeetable, 4);
+  EXPECT_EQ(r.deadlines_by_class.at("training").missed, 0);
+}
+
 TEST(DeadlineReplay, ReactiveAndTheBaselinesRunWithoutDeadlines) {
   const Scenario s = Deferrable(Seconds(3600));
   EXPECT_TRUE(PlansAhead(s.policy));
