@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "gpuscaler/solver/forecast_demand.h"
+#include "gpuscaler/solver/planner.h"
 
 namespace gpuscaler {
 namespace {
@@ -30,6 +31,13 @@ std::string Signed(Seconds d) {
 }
 
 }  // namespace
+
+Seconds SpotLossAllowance(const DemandUnit& unit) {
+  const Seconds remaining = std::max(Seconds(0), unit.expected_runtime);
+  if (unit.checkpoint_on_notice) return std::min(remaining, kSpotNoticeWindow);
+  if (unit.checkpoint_interval.count() <= 0) return remaining;
+  return std::min(remaining, unit.checkpoint_interval);
+}
 
 Seconds RestartAllowance(const Snapshot& snapshot, const DemandUnit& unit) {
   Seconds fitting{0}, any{0};
@@ -59,7 +67,8 @@ std::vector<HeldUnit> FindDeadlineHolds(const Snapshot& snapshot, const Policy& 
     auto [it, fresh] = allowances.try_emplace({u.gpus, u.restart_cost.count()});
     if (fresh) it->second = RestartAllowance(snapshot, u);
     const Seconds remaining = std::max(Seconds(0), u.expected_runtime);
-    const WallTime on_demand_from = *u.deadline - remaining - it->second - kDeadlineSafetyMargin;
+    const WallTime on_demand_from =
+        *u.deadline - remaining - it->second - kDeadlineSafetyMargin - SpotLossAllowance(u);
     if (snapshot.time >= on_demand_from) continue;
     held.push_back({i, std::chrono::duration_cast<Seconds>(*u.deadline - snapshot.time - remaining - it->second),
                     on_demand_from});

@@ -84,9 +84,10 @@ TEST(DeadlineReplay, SpotDownLongerThanTheSlackSwitchesToOnDemandInTimeToMeetThe
     EXPECT_EQ(r->cost_by_capacity_type.at("spot"), 0);
   }
   // The held jobs waited for spot until their slack ran out (6 h - 2 h of
-  // work - lead time and restart - the 30-minute margin: over 3 hours),
-  // then ran on on-demand; the reactive run started them within minutes.
-  EXPECT_GT(held.queue_wait_s.p50, 3 * 3600);
+  // work - lead time and restart - the 30-minute margin - 30 minutes of
+  // work an interruption may lose: over 2.5 hours), then ran on on-demand;
+  // the reactive run started them within minutes.
+  EXPECT_GT(held.queue_wait_s.p50, 9000);
   EXPECT_LT(held.queue_wait_s.p99, (kDeadline - kJob).count());
   EXPECT_LT(at_once.queue_wait_s.p99, 1800);
   const std::string table = FormatSummaryTable(s, {held, at_once});

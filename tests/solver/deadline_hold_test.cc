@@ -59,7 +59,11 @@ TEST(DeadlineHold, LaunchesOnDemandExactlyWhenTheSlackRunsOut) {
   Snapshot s = Scene(/*spot_available=*/false, Seconds(6 * 3600));
   const WallTime deadline = *s.pending[0].deadline;
   EXPECT_EQ(RestartAllowance(s, s.pending[0]), kLaunchLatency + kRestartCost);
-  const WallTime switch_at = deadline - kRuntime - kLaunchLatency - kRestartCost - kDeadlineSafetyMargin;
+  // The unit checkpoints every 30 minutes: one interruption on spot may
+  // lose that much.
+  EXPECT_EQ(SpotLossAllowance(s.pending[0]), Seconds(1800));
+  const WallTime switch_at =
+      deadline - kRuntime - kLaunchLatency - kRestartCost - kDeadlineSafetyMargin - Seconds(1800);
 
   // At submission and one second before the switch: held, nothing bought,
   // the reason on the unit and in a note, the planner asks to be called again
@@ -111,8 +115,9 @@ TEST(DeadlineHold, WorkThatCannotRunOnSpotOrHasNoSlackIsNotHeld) {
   EXPECT_TRUE(FindDeadlineHolds(base, no_spot).empty());
   EXPECT_TRUE(AllOf(MakePlan(base, no_spot), CapacityType::kOnDemand));
 
-  // A deadline closer than the work plus the allowance and margin: no slack.
-  const Snapshot tight = Scene(false, kRuntime + kLaunchLatency + kRestartCost + kDeadlineSafetyMargin);
+  // A deadline closer than the work plus the allowances and margin: no slack.
+  const Snapshot tight =
+      Scene(false, kRuntime + kLaunchLatency + kRestartCost + kDeadlineSafetyMargin + Seconds(1800));
   EXPECT_TRUE(FindDeadlineHolds(tight, policy).empty());
   EXPECT_TRUE(AllOf(MakePlan(tight, policy), CapacityType::kOnDemand));
 
@@ -125,14 +130,28 @@ TEST(DeadlineHold, WorkThatCannotRunOnSpotOrHasNoSlackIsNotHeld) {
 TEST(DeadlineHold, RemainingWorkIsWhatIsLeftOfTheUnit) {
   // An interrupted unit with 30 minutes left holds longer than a fresh one.
   const Policy policy = BasePolicy();
-  Snapshot s = Scene(false, Seconds(3 * 3600));
+  Snapshot s = Scene(false, Seconds(4 * 3600));
   EXPECT_EQ(FindDeadlineHolds(s, policy).size(), 1u);
-  s.time += Seconds(3600);  // 2 h left: 2 h of work does not fit with the margin
+  s.time += Seconds(3600);  // 3 h left: 2 h of work, the allowances and margin do not fit
   EXPECT_TRUE(FindDeadlineHolds(s, policy).empty());
   s.pending[0].expected_runtime = Seconds(1800);
   const auto held = FindDeadlineHolds(s, policy);
   ASSERT_EQ(held.size(), 1u);
-  EXPECT_EQ(held[0].slack, Seconds(2 * 3600) - Seconds(1800) - kLaunchLatency - kRestartCost);
+  EXPECT_EQ(held[0].slack, Seconds(3 * 3600) - Seconds(1800) - kLaunchLatency - kRestartCost);
+}
+
+TEST(DeadlineHold, SpotLossAllowanceFollowsHowTheUnitCheckpoints) {
+  DemandUnit u = Unit("u", 1);
+  u.expected_runtime = Seconds(7200);
+  u.checkpoint_interval = Seconds(1800);
+  EXPECT_EQ(SpotLossAllowance(u), Seconds(1800));
+  u.checkpoint_on_notice = true;
+  EXPECT_EQ(SpotLossAllowance(u), kSpotNoticeWindow);
+  u.checkpoint_on_notice = false;
+  u.checkpoint_interval = Seconds(0);
+  EXPECT_EQ(SpotLossAllowance(u), Seconds(7200));
+  u.checkpoint_interval = Seconds(3 * 3600);
+  EXPECT_EQ(SpotLossAllowance(u), Seconds(7200));
 }
 
 TEST(DeadlineHold, TheDeadlineTravelsInTheSnapshotJson) {

@@ -6,12 +6,14 @@
 // unit with a deadline is held for spot (the planner may place it on spot
 // nodes, existing or new, but launches no on-demand capacity for it) while
 //   slack = deadline - now - remaining work - restart allowance
-// is above kDeadlineSafetyMargin, where the remaining work is the unit's
+// is above kDeadlineSafetyMargin plus the work one spot interruption may
+// lose (SpotLossAllowance), where the remaining work is the unit's
 // expected_runtime (what is left of it when it was interrupted) and the
 // restart allowance is the longest lead time (launch to GPUs allocatable)
-// of an on-demand offering the unit fits plus its restart_cost. Once the
-// slack is at or below the margin the unit is planned as any other: on
-// on-demand when spot cannot take it. Work that may not run on spot
+// of an on-demand offering the unit fits plus its restart_cost. A unit
+// started on spot while held can thus be interrupted once and still reach
+// on-demand in time. Once the slack is at or below that the unit is planned
+// as any other: on on-demand when spot cannot take it. Work that may not run on spot
 // (not interruptible, pinned to on-demand, its class's max_spot_share 0,
 // or unknown class) is never held: waiting would only delay it.
 //
@@ -49,6 +51,11 @@ std::vector<HeldUnit> FindDeadlineHolds(const Snapshot& snapshot, const Policy& 
 // offering in the snapshot with room for its GPUs (any on-demand offering
 // when none has), plus its restart_cost.
 Seconds RestartAllowance(const Snapshot& snapshot, const DemandUnit& unit);
+
+// The work one spot interruption of `unit` may lose: up to a checkpoint
+// interval (the notice window when it checkpoints on notice, all of it
+// without checkpoints), at most what is left.
+Seconds SpotLossAllowance(const DemandUnit& unit);
 
 // Rewrites what `plan` (made with the held units pinned to spot) says about
 // them: each held unit left unplaced gets the reason kDeadlineHold and a
