@@ -70,7 +70,8 @@ std::vector<HeldUnit> FindDeadlineHolds(const Snapshot& snapshot, const Policy& 
     const WallTime on_demand_from =
         *u.deadline - remaining - it->second - kDeadlineSafetyMargin - SpotLossAllowance(u);
     if (snapshot.time >= on_demand_from) continue;
-    held.push_back({i, std::chrono::duration_cast<Seconds>(*u.deadline - snapshot.time - remaining - it->second),
+    held.push_back({i,
+                    std::chrono::duration_cast<Seconds>(*u.deadline - snapshot.time - remaining - it->second),
                     on_demand_from});
   }
   return held;
@@ -88,8 +89,8 @@ void RecordDeadlineHolds(const Snapshot& snapshot, const std::vector<HeldUnit>& 
     auto it = by_id.find(u.unit_id);
     if (it == by_id.end()) continue;
     // What kept it off spot stays in the detail: the unit waits for that.
-    u.detail = "deferrable, held for spot while its deadline's slack lasts (spot: " + std::string(ToString(u.reason)) +
-               (u.detail.empty() ? "" : ", " + u.detail) + ")";
+    u.detail = "deferrable, held for spot while its deadline's slack lasts (spot: " +
+               std::string(ToString(u.reason)) + (u.detail.empty() ? "" : ", " + u.detail) + ")";
     u.reason = UnplacedReason::kDeadlineHold;
     ClassHolds& c = classes[u.workload_class];
     ++c.waiting;
@@ -98,10 +99,12 @@ void RecordDeadlineHolds(const Snapshot& snapshot, const std::vector<HeldUnit>& 
   for (const auto& [name, c] : classes) {
     const DemandUnit& u = snapshot.pending[c.first->pending_index];
     plan->notes.push_back("class " + name + ": " + std::to_string(c.waiting) +
-                          (c.waiting == 1 ? " unit" : " units") + " held for spot by deadline; the first (" + u.id +
-                          ", deadline " + FormatRfc3339(*u.deadline) + ", slack " + Signed(c.first->slack) +
-                          ") may go to on-demand from " + FormatRfc3339(c.first->on_demand_from));
-    if (!plan->replan_by || c.first->on_demand_from < *plan->replan_by) plan->replan_by = c.first->on_demand_from;
+                          (c.waiting == 1 ? " unit" : " units") + " held for spot by deadline; the first (" +
+                          u.id + ", deadline " + FormatRfc3339(*u.deadline) + ", slack " +
+                          Signed(c.first->slack) + ") may go to on-demand from " +
+                          FormatRfc3339(c.first->on_demand_from));
+    if (!plan->replan_by || c.first->on_demand_from < *plan->replan_by)
+      plan->replan_by = c.first->on_demand_from;
   }
 }
 

@@ -46,7 +46,8 @@ Scenario Deferrable(Seconds spot_back) {
   price.zone = "us-east-1a";
   price.usd_per_hour = 0.30;
   market.prices.push_back(price);
-  market.availability = {{Seconds(0), "g6.xlarge", "us-east-1a", 0}, {spot_back, "g6.xlarge", "us-east-1a", 1000}};
+  market.availability = {{Seconds(0), "g6.xlarge", "us-east-1a", 0},
+                         {spot_back, "g6.xlarge", "us-east-1a", 1000}};
   Policy policy = DefaultPolicy();
   NodePoolPolicy pool;
   pool.name = "gpu";

@@ -3,13 +3,14 @@
 // reaches the safety margin, runs on spot at once when spot can take it,
 // says why it waits, and travels in the snapshot's JSON so a decision
 // replays.
+#include "gpuscaler/solver/deadline_hold.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "fixtures.h"
 #include "gpuscaler/model/json.h"
-#include "gpuscaler/solver/deadline_hold.h"
 #include "gpuscaler/solver/planner.h"
 
 namespace gpuscaler {
@@ -163,7 +164,8 @@ TEST(DeadlineHold, TheDeadlineTravelsInTheSnapshotJson) {
   const Policy policy = BasePolicy();
   EXPECT_EQ(FormatPlanJsonLine(MakePlan(*back, policy)), FormatPlanJsonLine(MakePlan(s, policy)));
 
-  Result<Snapshot> bad = ParseSnapshotJson(R"({"pending": [{"id": "u", "deadline": "tomorrow"}]})", "snap.json");
+  Result<Snapshot> bad =
+      ParseSnapshotJson(R"({"pending": [{"id": "u", "deadline": "tomorrow"}]})", "snap.json");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("pending[0].deadline"), std::string::npos) << bad.error().message();
 }
