@@ -4,9 +4,6 @@
 #include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
-#include <set>
-
-#include "gpuscaler/solver/deadline_hold.h"
 
 namespace gpuscaler {
 namespace {
@@ -117,15 +114,8 @@ void ClusterState::Apply(const ActuationResult& result, const Policy& policy, Wa
     disruptions_.emplace_back(now, snapshot_.nodes[it->second].pool);
     RemoveNode(it->second, now, e.cause, report);
   }
-  if (policy.spot.fallback_to_on_demand && !result.spot_capacity_error_units.empty()) {
-    // A unit held for spot by its deadline does not pause its class's spot:
-    // only spot may take it, so its launches probe spot by design, and a
-    // pause would send the class's other work to on-demand while spot is
-    // merely being waited for.
-    std::set<std::string> held;
-    for (const HeldUnit& h : FindDeadlineHolds(snapshot_, policy)) held.insert(snapshot_.pending[h.pending_index].id);
+  if (policy.spot.fallback_to_on_demand) {
     for (const std::string& id : result.spot_capacity_error_units) {
-      if (held.count(id) > 0) continue;
       for (const DemandUnit& u : snapshot_.pending) {
         if (u.id == id) spot_paused_until_[u.workload_class] = now + policy.spot.fallback_duration;
       }
