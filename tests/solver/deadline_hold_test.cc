@@ -99,6 +99,18 @@ TEST(DeadlineHold, RunsOnSpotAtOnceWhenSpotIsAvailable) {
   EXPECT_TRUE(plan.unplaced.empty());
 }
 
+TEST(DeadlineHold, AHeldUnitTakesSpotWhileItsClassSpotIsPaused) {
+  // The pause after a spot capacity error keeps the class's work on
+  // on-demand; a held unit may not go there, so it still takes spot.
+  const Policy policy = BasePolicy();
+  Snapshot s = Scene(/*spot_available=*/true, Seconds(24 * 3600));
+  s.spot_paused_classes = {"training"};
+  EXPECT_TRUE(AllOf(MakePlan(s, policy), CapacityType::kSpot));
+  // The same unit without a deadline follows the pause.
+  s.pending[0].deadline.reset();
+  EXPECT_TRUE(AllOf(MakePlan(s, policy), CapacityType::kOnDemand));
+}
+
 TEST(DeadlineHold, WorkThatCannotRunOnSpotOrHasNoSlackIsNotHeld) {
   Policy policy = BasePolicy();
   const Snapshot base = Scene(/*spot_available=*/false, Seconds(24 * 3600));
