@@ -157,8 +157,18 @@ Policy WithoutForecasts(Policy policy) {
   return policy;
 }
 
+Policy WithoutDeferral(Policy policy) {
+  bool had = false;
+  for (WorkloadClassPolicy& c : policy.classes) {
+    had = had || c.deadline.has_value();
+    c.deadline.reset();
+  }
+  if (had) policy.content_hash = PolicyContentHash(policy);
+  return policy;
+}
+
 Policy Reactive(Policy policy) {
-  policy = WithoutForecasts(std::move(policy));
+  policy = WithoutDeferral(WithoutForecasts(std::move(policy)));
   policy.scaling.schedules.clear();
   policy.content_hash = PolicyContentHash(policy);
   return policy;
@@ -167,7 +177,7 @@ Policy Reactive(Policy policy) {
 bool PlansAhead(const Policy& policy) {
   return !policy.scaling.schedules.empty() ||
          std::any_of(policy.classes.begin(), policy.classes.end(),
-                     [](const WorkloadClassPolicy& c) { return c.forecast.has_value(); });
+                     [](const WorkloadClassPolicy& c) { return c.forecast.has_value() || c.deadline.has_value(); });
 }
 
 PlannerFn CheapestNodeGreedyPlanner() {

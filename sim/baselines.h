@@ -34,10 +34,13 @@ const std::vector<std::string>& BaselineNames();
 
 // The policy with every pool on on-demand only and no spot share.
 Policy ForceOnDemand(Policy policy);
-// The policy as a purely reactive controller runs it: no scaling schedules
-// and no demand forecasts (the `gpuscaler-reactive` run, which shows what
-// planning ahead changes).
+// The policy as a purely reactive controller runs it: no scaling schedules,
+// no demand forecasts and no deferral (the `gpuscaler-reactive` run, which
+// shows what planning ahead and waiting for spot change).
 Policy Reactive(Policy policy);
+// The policy without its classes' deadlines: all work runs at once (what
+// every baseline but gpuscaler runs).
+Policy WithoutDeferral(Policy policy);
 // The policy without its classes' demand forecasts (what every baseline
 // but gpuscaler runs).
 Policy WithoutForecasts(Policy policy);

@@ -70,6 +70,32 @@ std::string FormatSummaryTable(const Scenario& scenario, const std::vector<RunRe
     for (const auto& [why, count] : r.never_started) n += count;
     return std::to_string(n);
   });
+  std::set<std::string> deadline_classes;
+  for (const RunResult& r : results) {
+    for (const auto& [cls, d] : r.deadlines_by_class) deadline_classes.insert(cls);
+  }
+  if (!deadline_classes.empty()) {
+    const auto counts = [](const DeadlineCounts& d) {
+      return std::to_string(d.met) + " / " + std::to_string(d.missed) + " / " + std::to_string(d.open) + " / " +
+             std::to_string(d.unmeetable);
+    };
+    row("deadlines met / missed / open / unmeetable", [&counts](const RunResult& r) {
+      DeadlineCounts all;
+      for (const auto& [cls, d] : r.deadlines_by_class) {
+        all.met += d.met;
+        all.missed += d.missed;
+        all.open += d.open;
+        all.unmeetable += d.unmeetable;
+      }
+      return counts(all);
+    });
+    for (const std::string& cls : deadline_classes) {
+      row("  " + cls, [&cls, &counts](const RunResult& r) {
+        auto it = r.deadlines_by_class.find(cls);
+        return it == r.deadlines_by_class.end() ? std::string("-") : counts(it->second);
+      });
+    }
+  }
 
   size_t label_w = 0;
   for (const auto& [label, cells] : rows) label_w = std::max(label_w, label.size());
@@ -142,6 +168,11 @@ std::string FormatJson(const Scenario& scenario, const std::vector<RunResult>& r
     J never = J::object();
     for (const auto& [why, count] : r.never_started) never[why] = count;
     j["never_started"] = std::move(never);
+    J deadlines = J::object();
+    for (const auto& [cls, d] : r.deadlines_by_class) {
+      deadlines[cls] = J{{"met", d.met}, {"missed", d.missed}, {"open", d.open}, {"unmeetable", d.unmeetable}};
+    }
+    j["deadlines_by_class"] = std::move(deadlines);
     j["ticks"] = r.ticks;
     j["planner_calls"] = r.planner_calls;
     arr.push_back(std::move(j));

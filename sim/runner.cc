@@ -172,6 +172,7 @@ RunResult Replay::Finish() {
     r.jobs_unfinished += stats.unfinished;
     all.insert(all.end(), stats.waits_s.begin(), stats.waits_s.end());
     r.queue_wait_s_by_class[cls] = ComputePercentiles(&stats.waits_s);
+    if (stats.deadlines) r.deadlines_by_class[cls] = *stats.deadlines;
   }
   r.queue_wait_s = ComputePercentiles(&all);
   for (const std::string& id : work.NeverStarted()) {
@@ -194,10 +195,10 @@ Result<RunSpec> MakeRunSpec(const std::string& name, const Scenario& scenario, c
   spec.name = name;
   spec.policy = scenario.policy;
   if (name == "gpuscaler") return spec;
-  // Demand forecasts are gpuscaler's planner's: the baselines run the policy
-  // without them (as before forecasts existed), so their rows do not move
-  // when a policy adds one.
-  spec.policy = WithoutForecasts(scenario.policy);
+  // Demand forecasts and deferral are gpuscaler's planner's: the baselines
+  // run the policy without them (as before they existed), so their rows do
+  // not move when a policy adds one. Deadlines are still judged for them.
+  spec.policy = WithoutDeferral(WithoutForecasts(scenario.policy));
   if (name == "gpuscaler-reactive") {
     spec.policy = Reactive(scenario.policy);
     return spec;

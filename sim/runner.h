@@ -20,6 +20,7 @@
 #include "gpuscaler/store/audit_store.h"
 #include "sim/scenario.h"
 #include "sim/sim_cloud.h"
+#include "sim/workload.h"
 #include "sim/world.h"
 
 namespace gpuscaler::sim {
@@ -55,6 +56,9 @@ struct RunResult {
   std::optional<double> savings_vs_on_demand_pct;
   Percentiles queue_wait_s;
   std::map<std::string, Percentiles> queue_wait_s_by_class;
+  // Classes with a deadline in the scenario's policy: jobs met / missed /
+  // still open at the end.
+  std::map<std::string, DeadlineCounts> deadlines_by_class;
   double gpu_hours_lost = 0;
   double busy_gpu_hours = 0;
   double paid_gpu_hours = 0;

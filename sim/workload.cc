@@ -24,7 +24,7 @@ bool Contains(const std::vector<std::string>& v, const std::string& s) {
 }  // namespace
 
 Workload::Workload(const Trace& trace, const Catalog& catalog, const Policy& policy, WallTime start,
-                   size_t max_pending)
+                   size_t max_pending, const Policy* deadlines_from)
     : trace_(trace), catalog_(catalog), start_(start), max_pending_(max_pending), signal_time_(start) {
   jobs_.resize(trace_.jobs.size());
   shape_of_.resize(trace_.jobs.size());
@@ -42,6 +42,10 @@ Workload::Workload(const Trace& trace, const Catalog& catalog, const Policy& pol
   classes_.assign(classes.begin(), classes.end());
   for (const WorkloadClassPolicy& c : policy.classes) {
     class_pools_[c.name] = std::set<std::string>(c.pools.begin(), c.pools.end());
+    if (c.deadline) unit_deadlines_[c.name] = *c.deadline;
+  }
+  for (const WorkloadClassPolicy& c : (deadlines_from != nullptr ? *deadlines_from : policy).classes) {
+    if (c.deadline) judged_deadlines_[c.name] = *c.deadline;
   }
 }
 
@@ -72,6 +76,7 @@ void Workload::RunEventsUntil(WallTime t) {
       if (j.state != JobState::kRunning || j.generation != f.generation) continue;
       Release(f.job, f.t);
       j.remaining_s = 0;
+      j.done_at = f.t;
       j.state = JobState::kDone;
       ++stats_.jobs_completed;
       continue;
@@ -175,6 +180,9 @@ bool Workload::TryPlace(size_t job, int slot, WallTime now) {
   n.jobs.push_back(job);
   n.units.push_back(u);
   n.units.back().expected_runtime = Seconds(j.remaining_s);
+  // Running work keeps its deadline: the controller plans the replacement
+  // of a noticed node's units, and counts deadlines passed while running.
+  n.units.back().deadline = DeadlineOf(job);
   Touch(n);
   j.state = JobState::kRunning;
   j.node = slot;
@@ -279,13 +287,22 @@ void Workload::Schedule(WallTime now) {
   }
 }
 
+std::optional<WallTime> Workload::DeadlineOf(size_t job) const {
+  const TraceJob& tj = trace_.jobs[job];
+  auto d = unit_deadlines_.find(tj.unit.workload_class);
+  if (d == unit_deadlines_.end()) return std::nullopt;
+  return start_ + tj.submit + d->second;
+}
+
 const std::vector<DemandUnit>& Workload::Pending() {
   if (pending_dirty_) {
     pending_units_.clear();
     for (const QueueKey& k : queue_) {
       if (pending_units_.size() >= max_pending_) break;
       pending_units_.push_back(trace_.jobs[k.job].unit);
-      pending_units_.back().expected_runtime = Seconds(jobs_[k.job].remaining_s);
+      DemandUnit& u = pending_units_.back();
+      u.expected_runtime = Seconds(jobs_[k.job].remaining_s);
+      u.deadline = DeadlineOf(k.job);
     }
     pending_dirty_ = false;
   }
@@ -412,6 +429,17 @@ std::map<std::string, ClassStats> Workload::ClassResults(WallTime end) const {
     if (j.state == JobState::kFuture) {  // submitted after the replay's end
       ++c.unfinished;
       continue;
+    }
+    if (auto d = judged_deadlines_.find(trace_.jobs[i].unit.workload_class); d != judged_deadlines_.end()) {
+      if (!c.deadlines) c.deadlines.emplace();
+      const WallTime due = start_ + trace_.jobs[i].submit + d->second;
+      if (trace_.jobs[i].duration > d->second) {
+        ++c.deadlines->unmeetable;
+      } else if (j.state == JobState::kDone) {
+        ++(j.done_at <= due ? c.deadlines->met : c.deadlines->missed);
+      } else {
+        ++(end > due ? c.deadlines->missed : c.deadlines->open);
+      }
     }
     int64_t wait = j.wait_s;
     if (j.state == JobState::kQueued) wait += (end - j.queued_since).count();

@@ -35,10 +35,22 @@
 
 namespace gpuscaler::sim {
 
+// Jobs of a class with a deadline (classes[].deadline of the scenario's
+// policy), by outcome at the end of the replay.
+struct DeadlineCounts {
+  int64_t met = 0;     // finished by the deadline
+  int64_t missed = 0;  // finished after it, or unfinished when it passed
+  int64_t open = 0;    // unfinished, the deadline after the replay's end
+  // Longer than the deadline even when started at submission: no schedule
+  // meets it, so it is in none of the counts above.
+  int64_t unmeetable = 0;
+};
+
 struct ClassStats {
   std::vector<int64_t> waits_s;  // one per submitted job
   int64_t completed = 0;
   int64_t unfinished = 0;
+  std::optional<DeadlineCounts> deadlines;  // set: the class has a deadline
 };
 
 struct WorkloadStats {
@@ -55,8 +67,12 @@ class Workload final : public WorkSource, public SimCloudObserver {
  public:
   // `trace` and `catalog` must outlive the workload. Offsets are from `start`.
   // Pending() lists at most `max_pending` units (the head of the queue).
+  // Pending units carry the deadline of their class in `policy` (the one the
+  // controller runs); ClassResults counts deadlines met by the classes of
+  // `deadlines_from` (default: `policy`), so a run whose policy defers
+  // nothing is still judged by the same deadlines.
   Workload(const Trace& trace, const Catalog& catalog, const Policy& policy, WallTime start,
-           size_t max_pending = 2000);
+           size_t max_pending = 2000, const Policy* deadlines_from = nullptr);
 
   // Next job arrival or finish, if any.
   std::optional<WallTime> NextEventTime();
@@ -103,6 +119,7 @@ class Workload final : public WorkSource, public SimCloudObserver {
     int64_t wait_s = 0;
     WallTime queued_since{};
     WallTime run_start{};
+    WallTime done_at{};
     int64_t overhead_s = 0;   // restart cost paid by this run
     // Progress of this run saved when a spot notice reached its node (jobs
     // that checkpoint on notice); -1: none.
@@ -158,6 +175,8 @@ class Workload final : public WorkSource, public SimCloudObserver {
   // Seconds of the job's work done by this run at `now` (after its restart
   // cost, at most what was left).
   static int64_t RunProgress(const Job& j, WallTime now);
+  // The deadline the run's policy gives the job's class, from its submission.
+  std::optional<WallTime> DeadlineOf(size_t job) const;
   double JobGpus(const Job& j) const;
   void Touch(SimNode& n) { n.version = ++version_counter_; }
   // Adds the job's held GPU-seconds from the later of its start and the
@@ -178,6 +197,8 @@ class Workload final : public WorkSource, public SimCloudObserver {
   std::unordered_map<std::string, int> node_slot_;
   std::unordered_map<std::string, bool> noticed_before_ready_;
   std::map<std::string, std::set<std::string>> class_pools_;  // empty set: any pool
+  std::map<std::string, Seconds> unit_deadlines_;    // class -> deadline set on pending units
+  std::map<std::string, Seconds> judged_deadlines_;  // class -> deadline ClassResults judges by
   std::vector<std::string> classes_;
   std::vector<int> shape_of_;  // per trace job
   int shape_count_ = 0;

@@ -14,7 +14,9 @@ World::World(const Scenario& s, const Policy& policy, const std::string& id_pref
   if (long_running) ForLongRunning(cloud_config);
   cloud_ =
       std::make_unique<SimCloud>(clock_, s.catalog, s.catalog.Offerings(s.regions), s.market, cloud_config);
-  work_ = std::make_unique<Workload>(s.trace, s.catalog, policy, s.start, max_pending_units);
+  // Deadlines are judged by the scenario's policy whatever the run's policy
+  // defers (gpuscaler-reactive runs the same work at once).
+  work_ = std::make_unique<Workload>(s.trace, s.catalog, policy, s.start, max_pending_units, &s.policy);
   cloud_->SetObserver(work_.get());
   end_ = s.start + s.horizon;
   tick_ = std::max(Seconds(1), policy.scaling.tick_interval);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <future>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "gpuscaler/controller/failpoint.h"
@@ -124,6 +125,7 @@ TickReport Controller::Tick() {
     gate_.NoteLimitsChange();
   }
 
+  CountMissedDeadlines(now, &report);
   if (UpdateForecasts(now, &report)) {
     gate_.NoteChange(true, false);
     gate_.NoteLimitsChange();
@@ -318,6 +320,23 @@ void Controller::Commit(const ActuationResult& result, WallTime now, bool struct
   state_.Apply(result, policy_, now, structural, report);
   const StateChanges changed = state_.TakeChanges();
   gate_.NoteChange(changed.any, changed.structural);
+}
+
+void Controller::CountMissedDeadlines(WallTime now, TickReport* report) {
+  const Snapshot& snap = state_.snapshot();
+  std::set<std::string> present;
+  const auto check = [&](const DemandUnit& u) {
+    if (!u.deadline) return;
+    present.insert(u.id);
+    if (now > *u.deadline && deadlines_missed_.insert(u.id).second) report->deadlines_missed[u.workload_class] += 1;
+  };
+  for (const DemandUnit& u : snap.pending) check(u);
+  for (const Node& n : snap.nodes) {
+    for (const DemandUnit& u : n.running) check(u);
+  }
+  // Units that finished or left are forgotten: the set stays as large as
+  // the work in flight.
+  std::erase_if(deadlines_missed_, [&present](const std::string& id) { return present.count(id) == 0; });
 }
 
 bool Controller::UpdateForecasts(WallTime now, TickReport* report) {

@@ -13,6 +13,7 @@ GateVerdict ReplanGate::Check(const Snapshot& snapshot, const Policy& policy, bo
                               WallTime now) const {
   if (!options_.reuse_unchanged_plans) return {true, "plan: reuse disabled"};
   if (limits_changed_) return {true, "plan: a scaling schedule started or ended"};
+  if (replan_by_ && now >= *replan_by_) return {true, "plan: a unit held for its deadline may go to on-demand"};
   bool age_crossed = false;
   for (const Node& n : snapshot.nodes) {
     const WallTime mature = n.launch_time + policy.disruption.min_node_age;
@@ -49,6 +50,7 @@ void ReplanGate::Planned(const Snapshot& snapshot, WallTime now) {
 
 void ReplanGate::Governed(const Plan& plan, int launches_held) {
   last_launches_held_ = launches_held;
+  replan_by_ = plan.replan_by;
   last_plan_empty_ =
       plan.terminations.empty() && std::all_of(plan.launches.begin(), plan.launches.end(),
                                                [](const LaunchAction& l) { return l.count == 0; });

@@ -39,6 +39,10 @@ struct DaemonMetrics::Families {
         capacity_errors(r.Counter("gpuscaler_capacity_errors_total",
                                   "Launches that found no capacity for an offering")),
         interruptions(r.Counter("gpuscaler_interruption_notices_total", "Spot interruption notices received")),
+        deadlines_missed(r.Counter("gpuscaler_deadlines_missed_total",
+                                   "Units with a deadline (classes[].deadline, gpuscaler.io/deadline) still pending "
+                                   "or running when it passed, by class",
+                                   {"class"})),
         rebalances(r.Counter("gpuscaler_rebalance_recommendations_total", "EC2 rebalance recommendations received")),
         registration_failures(r.Counter("gpuscaler_registration_failures_total",
                                         "Instances given up: no Ready node with GPUs within registration_timeout")),
@@ -92,6 +96,7 @@ struct DaemonMetrics::Families {
   server::Family& actions;
   server::Family& capacity_errors;
   server::Family& interruptions;
+  server::Family& deadlines_missed;
   server::Family& rebalances;
   server::Family& registration_failures;
   server::Family& node_lifecycle;
@@ -201,6 +206,7 @@ void DaemonMetrics::ObserveTick(const EngineTick& tick, double seconds, const Pu
   }
   if (r.capacity_errors > 0) f_->capacity_errors.With().Inc(r.capacity_errors);
   if (r.interruption_notices > 0) f_->interruptions.With().Inc(r.interruption_notices);
+  for (const auto& [cls, n] : r.deadlines_missed) f_->deadlines_missed.With({cls}).Inc(n);
   if (r.rebalance_recommendations > 0) f_->rebalances.With().Inc(r.rebalance_recommendations);
   if (r.registration_failures > 0) f_->registration_failures.With().Inc(r.registration_failures);
   for (const NodeMilestone& m : r.milestones) f_->node_lifecycle.With({m.family, m.stage}).Observe(m.seconds);

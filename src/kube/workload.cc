@@ -150,6 +150,20 @@ void ApplyClass(const WorkloadClassPolicy* cls, DemandUnit* u) {
   if (u->priority == 0) u->priority = cls->priority;
 }
 
+// The pod's deadline: its creation plus its gpuscaler.io/deadline
+// annotation, else plus its class's deadline; nullopt: neither is set.
+Result<std::optional<WallTime>> DeadlineOf(const PodInfo& pod, const WorkloadClassPolicy* cls) {
+  if (auto it = pod.annotations.find(kAnnotationDeadline); it != pod.annotations.end()) {
+    Seconds d{0};
+    if (!ParseDuration(it->second, &d) || d.count() <= 0)
+      return Error::InvalidInput("pod " + PodKey(pod) + ": annotation " + kAnnotationDeadline +
+                                 ": expected a duration longer than 0s such as \"24h\", got '" + it->second + "'");
+    return std::optional<WallTime>(pod.created + d);
+  }
+  if (cls != nullptr && cls->deadline) return std::optional<WallTime>(pod.created + *cls->deadline);
+  return std::optional<WallTime>();
+}
+
 bool ToleratesPool(const PodInfo& pod, const NodePoolPolicy& pool) {
   for (const Taint& t : pool.taints) {
     if (t.effect == "PreferNoSchedule") continue;  // a preference, not a bar
@@ -210,6 +224,9 @@ Result<DemandUnit> PodDemand(const PodInfo& pod, const Policy& policy, const Cat
   if (!shaped) return shaped.error();
   DemandUnit u = std::move(shaped).value();
   ApplyClass(cls, &u);
+  Result<std::optional<WallTime>> deadline = DeadlineOf(pod, cls);
+  if (!deadline) return deadline.error();
+  u.deadline = *deadline;
 
   const Allowed products = AllowedValues(pod, {kLabelGpuProduct}, GpuProductValue);
   if (!products.any) {
@@ -274,7 +291,10 @@ DemandUnit RunningPodUnit(const PodInfo& pod, const Policy& policy, const Catalo
     u.memory_mib = CeilDiv(Request(pod, "memory"), 1000 * kMiB);
     u.priority = pod.priority;
   }
-  ApplyClass(ClassForPod(policy, pod), &u);
+  const WorkloadClassPolicy* cls = ClassForPod(policy, pod);
+  ApplyClass(cls, &u);
+  // A running pod's bad annotation was reported while it was pending.
+  if (Result<std::optional<WallTime>> deadline = DeadlineOf(pod, cls)) u.deadline = *deadline;
   return u;
 }
 

@@ -105,6 +105,7 @@ void Fields(V& v, T& u) {
   v.Enum("capacity_type", u.capacity_type);
   v.Str("pool", u.pool);
   v.StrMap("labels", u.labels);
+  v.Time("deadline", u.deadline);
 }
 
 template <class V, Is<Node> T>
@@ -254,6 +255,10 @@ class FieldWriter {
   void Double(const char* key, double value) { w_->PlainKey(key).Double(value); }
   void DurationS(const char* key, Seconds value) { w_->PlainKey(key).Int(value.count()); }
   void Time(const char* key, WallTime value) { w_->PlainKey(key).String(FormatRfc3339(value)); }
+  // An empty optional is omitted.
+  void Time(const char* key, const std::optional<WallTime>& value) {
+    if (value) Time(key, *value);
+  }
   void Constant(const char* key, const char* value) { w_->PlainKey(key).String(value); }
   void StrList(const char* key, const std::vector<std::string>& values) { w_->PlainKey(key).StringArray(values); }
   void IntList(const char* key, const std::vector<int>& values) {

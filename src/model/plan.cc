@@ -13,6 +13,7 @@ std::string_view ToString(UnplacedReason r) {
     case UnplacedReason::kMaxNodesPerTick: return "max-nodes-per-tick";
     case UnplacedReason::kSpotPriceCeiling: return "spot-price-ceiling";
     case UnplacedReason::kNoPool: return "no-pool";
+    case UnplacedReason::kDeadlineHold: return "deadline-hold";
   }
   return "unknown";
 }

@@ -179,6 +179,7 @@ std::string CanonicalPolicyText(const Policy& p) {
       }
       w.Put(at + ".forecast.max_idle_usd_per_hour", c.forecast->max_idle_usd_per_hour);
     }
+    if (c.deadline) w.Put(at + ".deadline", c.deadline);
   });
   w.Put("budget.global", p.budget.global);
   w.Put("budget.pools", p.budget.per_pool);

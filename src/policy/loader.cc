@@ -277,7 +277,7 @@ WorkloadClassPolicy PolicyReader::ReadClass(const DocNode& node, const std::stri
   MapReader m(r_, node, path,
               {"name", "team", "match", "pools", "interruptible", "max_spot_share",
                "checkpoint_interval", "checkpoint_on_notice", "restart_cost", "priority", "target", "zone_spread",
-               "shape", "signals", "scale_in_utilization_below", "wait_cost_usd_per_hour", "forecast"});
+               "shape", "signals", "scale_in_utilization_below", "wait_cost_usd_per_hour", "forecast", "deadline"});
   m.Require({"name"});
   WorkloadClassPolicy c;
   m.ReadString("name", &c.name);
@@ -296,6 +296,13 @@ WorkloadClassPolicy PolicyReader::ReadClass(const DocNode& node, const std::stri
   m.ReadBool("checkpoint_on_notice", &c.checkpoint_on_notice);
   m.ReadDuration("restart_cost", &c.restart_cost);
   m.ReadInt("priority", &c.priority);
+  if (Seconds deadline; m.Has("deadline") && m.ReadDuration("deadline", &deadline)) {
+    if (deadline.count() <= 0) {
+      r_.ReportAt(m.PathOf("deadline"), "must be > 0 (omit it for work that runs at once)");
+    } else {
+      c.deadline = deadline;
+    }
+  }
   if (const DocNode* n = m.Find("target")) {
     MapReader t(r_, *n, m.PathOf("target"), {"max_queue_wait", "jobs_per_gpu_per_minute"});
     Seconds wait;

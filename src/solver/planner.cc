@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gpuscaler/model/json.h"
+#include "gpuscaler/solver/deadline_hold.h"
 #include "gpuscaler/solver/forecast_demand.h"
 #include "planner_impl.h"
 
@@ -368,7 +369,9 @@ double ExpectedInterruptionUsdPerHour(const DemandUnit& unit, const Offering& of
 
 Plan MakePlan(const Snapshot& snapshot, const Policy& policy) { return MakePlan(snapshot, policy, PlannerOptions{}); }
 
-Plan MakePlan(const Snapshot& snapshot, const Policy& policy, const PlannerOptions& options) {
+namespace {
+
+Plan PlanWithForecasts(const Snapshot& snapshot, const Policy& policy, const PlannerOptions& options) {
   if (snapshot.forecasts.empty()) {
     solver_detail::Planner planner(snapshot, policy, options);
     return planner.Run();
@@ -405,6 +408,21 @@ Plan MakePlan(const Snapshot& snapshot, const Policy& policy, const PlannerOptio
   if (not_placed > 0) {
     plan.notes.push_back(std::to_string(not_placed) + " forecast unit(s) not placed (limits, budget or no fitting offering)");
   }
+  plan.summary = SummarizePlan(plan, snapshot.pending.size());
+  return plan;
+}
+
+}  // namespace
+
+Plan MakePlan(const Snapshot& snapshot, const Policy& policy, const PlannerOptions& options) {
+  const std::vector<HeldUnit> held = FindDeadlineHolds(snapshot, policy);
+  if (held.empty()) return PlanWithForecasts(snapshot, policy, options);
+  // Held units are planned pinned to spot (in a copy of the snapshot): what
+  // spot can take now runs now, the rest waits with its reason.
+  Snapshot pinned = snapshot;
+  for (const HeldUnit& h : held) pinned.pending[h.pending_index].capacity_type = CapacityType::kSpot;
+  Plan plan = PlanWithForecasts(pinned, policy, options);
+  RecordDeadlineHolds(snapshot, held, &plan);
   plan.summary = SummarizePlan(plan, snapshot.pending.size());
   return plan;
 }

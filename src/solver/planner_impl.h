@@ -201,10 +201,14 @@ class Planner {
   int MigIndex(const DemandUnit& u, const InstanceType& t) const;
   // Whether `u` of class `cls` may run on spot: the unit and its class are
   // interruptible (InterruptibleByPolicy) and the class's spot is not paused.
+  // A unit pinned to spot (a deferrable unit held for spot, a pod selecting
+  // spot) ignores the pause: the pause keeps work on on-demand after a spot
+  // capacity error, and such a unit may not go there.
   bool InterruptibleByPolicy(const DemandUnit& u, int cls) const;
   bool MaySpot(const DemandUnit& u, int cls) const {
-    return InterruptibleByPolicy(u, cls) && !classes_[cls].spot_paused;
+    return InterruptibleByPolicy(u, cls) && (!classes_[cls].spot_paused || PinnedToSpot(u));
   }
+  static bool PinnedToSpot(const DemandUnit& u) { return u.capacity_type == CapacityType::kSpot; }
   bool UnitAllowed(const DemandUnit& u, int cls, int pool, const Offering& off, int type, int zone, int* mig_idx) const;
 
   // The zone, capacity type, prices and replacement wait of `o` (pool and

@@ -384,7 +384,7 @@ void Planner::BuildGroups() {
     g.loss_h = LostHoursPerInterruption(u);
     const ClassInfo& c = classes_[g.cls];
     g.interruptible = MaySpot(u, g.cls);
-    g.spot_paused = c.spot_paused && InterruptibleByPolicy(u, g.cls);
+    g.spot_paused = c.spot_paused && InterruptibleByPolicy(u, g.cls) && !PinnedToSpot(u);
     g.priority = u.priority;
     g.fit_by_type.assign(nt, 0);
     g.mig_by_type.assign(nt, -1);

@@ -110,6 +110,41 @@ TEST(PodDemand, TheRecordedPendingGpuPodIsOneGpuOfItsLabelClass) {
   EXPECT_EQ(u->pool, "open");
 }
 
+TEST(PodDemand, TheDeadlineIsTheClasssOrThePodAnnotationsFromItsCreation) {
+  GPUSCALER_REFERENCE_JSON(list, "examples/podlist-pending-gpu.assembled.json");
+  Result<ObjectList<PodInfo>> pods = ParsePodList(list.dump());
+  ASSERT_TRUE(pods.ok()) << pods.error().ToString();
+  PodInfo pod = pods->items[0];
+  Policy policy = TwoClassPolicy();
+  // No deadline anywhere: runs at once.
+  Result<DemandUnit> plain = PodDemand(pod, policy, TestCatalog());
+  ASSERT_TRUE(plain.ok()) << plain.error().ToString();
+  EXPECT_FALSE(plain->deadline.has_value());
+  // The class's deadline counts from the pod's creation.
+  policy.classes[1].deadline = Seconds(24 * 3600);
+  Result<DemandUnit> from_class = PodDemand(pod, policy, TestCatalog());
+  ASSERT_TRUE(from_class.ok()) << from_class.error().ToString();
+  ASSERT_TRUE(from_class->deadline.has_value());
+  EXPECT_EQ(*from_class->deadline, pod.created + Seconds(24 * 3600));
+  // The annotation overrides it, for pending and running pods alike.
+  pod.annotations[kAnnotationDeadline] = "36h";
+  Result<DemandUnit> annotated = PodDemand(pod, policy, TestCatalog());
+  ASSERT_TRUE(annotated.ok()) << annotated.error().ToString();
+  EXPECT_EQ(*annotated->deadline, pod.created + Seconds(36 * 3600));
+  EXPECT_EQ(RunningPodUnit(pod, policy, TestCatalog()).deadline, pod.created + Seconds(36 * 3600));
+  // A bad value is an error naming the pod and the annotation.
+  for (const char* bad : {"soon", "0s", "-1h"}) {
+    SCOPED_TRACE(bad);
+    pod.annotations[kAnnotationDeadline] = bad;
+    Result<DemandUnit> rejected = PodDemand(pod, policy, TestCatalog());
+    ASSERT_FALSE(rejected.ok());
+    EXPECT_NE(rejected.error().message().find("annotation gpuscaler.io/deadline: expected a duration longer than 0s"),
+              std::string::npos)
+        << rejected.error().message();
+    EXPECT_NE(rejected.error().message().find(pod.name), std::string::npos) << rejected.error().message();
+  }
+}
+
 TEST(PodDemand, ReadsShapePlacementAndPriorityFromTheSpec) {
   GPUSCALER_REFERENCE_JSON(list, "examples/podlist-pending-gpu.assembled.json");
   const Policy policy = TwoClassPolicy();

@@ -209,6 +209,22 @@ Expect GpusAhead(int base_n, int set_n) {
   };
 }
 
+// --- deferrable work (classes[].deadline) ---
+
+// Two 1-GPU inference units submitted now, with no spot capacity anywhere;
+// each carries its class's deadline when the class has one (what the work
+// sources do).
+void DeferrableUnits(Snapshot& s, Policy& p) {
+  for (Offering& o : s.offerings)
+    if (o.capacity_type == CapacityType::kSpot) o.available = false;
+  const WorkloadClassPolicy* c = p.FindClass("inference");
+  for (DemandUnit& u : testing::Units("d", 2, testing::Unit("", 1))) {
+    u.expected_runtime = Seconds(3600);
+    if (c->deadline) u.deadline = s.time + *c->deadline;
+    s.pending.push_back(u);
+  }
+}
+
 struct FieldCase {
   std::string field;                                   // as docs/policy.md names it
   std::function<void(Policy&)> set;                    // the field set
@@ -453,6 +469,17 @@ const std::vector<FieldCase>& Cases() {
       {"classes[].forecast.max_idle_usd_per_hour",
        [](Policy& p) { p.classes[0].forecast = ForecastPolicy{}; p.classes[0].forecast->max_idle_usd_per_hour = 0.5; }, ForecastClass,
        GpusAhead(3, 1)},
+
+      // --- deferrable work ---
+      // Without a deadline both units go to on-demand now; with one they
+      // wait for spot, each with its reason.
+      {"classes[].deadline", [](Policy& p) { p.classes[0].deadline = Seconds(24 * 3600); }, DeferrableUnits,
+       [](const Plan& base, const Plan& set) {
+         EXPECT_GT(LaunchedNodes(base), 0);
+         EXPECT_TRUE(base.unplaced.empty());
+         EXPECT_EQ(LaunchedNodes(set), 0);
+         EXPECT_EQ(Unplaced(set, UnplacedReason::kDeadlineHold), 2);
+       }},
 
       // --- scaling ---
       {"scaling.max_nodes_added_per_tick", [](Policy& p) { p.scaling.max_nodes_added_per_tick = 2; },

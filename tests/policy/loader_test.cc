@@ -170,6 +170,24 @@ TEST(PolicyLoader, ReadsTheNodeLifecycleFieldsAndHashesThemOnlyWhenSet) {
   EXPECT_NE(r.policy.content_hash, ParsePolicy(kMinimal, "p.yaml").policy.content_hash);
 }
 
+TEST(PolicyLoader, ReadsTheDeadlineAndHashesItOnlyWhenSet) {
+  const std::string head = std::string(kMinimal).substr(0, std::string(kMinimal).find("classes:"));
+  const PolicyLoadResult r = ParsePolicy(head + "classes:\n  - name: a\n    deadline: 24h\n  - name: b\n", "p.yaml");
+  ASSERT_TRUE(r.ok()) << Join(r.problems);
+  EXPECT_EQ(r.policy.classes[0].deadline, Seconds(24 * 3600));
+  EXPECT_FALSE(r.policy.classes[1].deadline.has_value());
+  const PolicyLoadResult without = ParsePolicy(head + "classes: [{name: c}]\n", "p.yaml");
+  const PolicyLoadResult day = ParsePolicy(head + "classes: [{name: c, deadline: 1d}]\n", "p.yaml");
+  const PolicyLoadResult hours = ParsePolicy(head + "classes: [{name: c, deadline: 24h}]\n", "p.yaml");
+  const PolicyLoadResult other = ParsePolicy(head + "classes: [{name: c, deadline: 12h}]\n", "p.yaml");
+  ASSERT_TRUE(day.ok()) << Join(day.problems);
+  EXPECT_EQ(day.policy.content_hash, hours.policy.content_hash);
+  EXPECT_NE(day.policy.content_hash, without.policy.content_hash);
+  EXPECT_NE(day.policy.content_hash, other.policy.content_hash);
+  // The canonical form names it.
+  EXPECT_NE(CanonicalPolicyText(day.policy).find(".deadline"), std::string::npos);
+}
+
 TEST(PolicyLoader, ReadsTheForecastAndWaitCostAndHashesThemOnlyWhenSet) {
   const std::string head = std::string(kMinimal).substr(0, std::string(kMinimal).find("classes:"));
   const PolicyLoadResult r = ParsePolicy(
@@ -507,6 +525,10 @@ TEST(PolicyLoader, RejectsInvalidPoliciesWithFieldLineAndMessage) {
        "classes[0].forecast.quantil", 6, "unknown field 'quantil' (did you mean 'quantile'?)"},
       {"negative wait cost", "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n  - name: a\n    wait_cost_usd_per_hour: -2\n", false,
        "classes[0].wait_cost_usd_per_hour", 6, "must be >= 0, got -2"},
+      {"deadline not a duration", "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n  - name: a\n    deadline: tomorrow\n", false,
+       "classes[0].deadline", 6, "invalid duration 'tomorrow'"},
+      {"deadline of zero", "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n  - name: a\n    deadline: 0s\n", false,
+       "classes[0].deadline", 6, "must be > 0 (omit it for work that runs at once)"},
       {"not a mapping", "- a\n- b\n", false, "", 1, "expected a mapping, got a list"},
       {"empty file", "", false, "", 1, "empty"},
   };

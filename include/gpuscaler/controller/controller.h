@@ -28,6 +28,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -163,6 +164,8 @@ class Controller {
   // snapshot; notes forecasts that start or stop (fallback reasons). True
   // when what the planner would launch ahead for may have changed.
   bool UpdateForecasts(WallTime now, TickReport* report);
+  // Counts units in the snapshot whose deadline passed (once per unit).
+  void CountMissedDeadlines(WallTime now, TickReport* report);
 
   const Clock& clock_;
   AuditStore* store_;
@@ -193,6 +196,7 @@ class Controller {
   // Per forecast class: the GPUs its forecast asked for at the last tick
   // (rounded up), or its fallback reason: a change makes the next tick plan.
   std::map<std::string, std::string> forecast_state_;
+  std::set<std::string> deadlines_missed_;  // unit ids already counted
   struct CachedForecast {
     int64_t minute = 0;
     double demand = 0;

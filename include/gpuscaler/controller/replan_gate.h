@@ -16,11 +16,14 @@
 //    in the last planned snapshot (provided for on launching nodes, or
 //    unplaced for a reason that still holds).
 // idle_replan_interval 0 turns the last two off. A tick never reuses when a
-// pool's limits changed (a scaling schedule started or ended).
+// pool's limits changed (a scaling schedule started or ended), nor once the
+// last plan's replan_by passed (a unit held for its deadline may go to
+// on-demand).
 //
 // Deterministic; values only; not thread-safe.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <unordered_set>
 
@@ -58,6 +61,7 @@ class ReplanGate {
 
  private:
   ReplanGateOptions options_;
+  std::optional<WallTime> replan_by_;
   bool changed_ = true;
   bool structure_changed_ = true;
   bool limits_changed_ = false;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,9 @@ struct TickReport {
   // used this tick, with the reason (a class without enough history is
   // planned reactively), for the log.
   std::vector<std::string> forecast_notes;
+  // Units whose deadline passed this tick while they were still pending or
+  // running, by class (each unit counted once).
+  std::map<std::string, int> deadlines_missed;
   // Non-fatal problems this tick (provider or store errors), in order.
   std::vector<Error> errors;
 

@@ -41,6 +41,9 @@ inline constexpr const char* kDoNotDisrupt = "gpuscaler.io/do-not-disrupt";
 inline constexpr const char* kKarpenterDoNotDisrupt = "karpenter.sh/do-not-disrupt";
 // Pool label/tag of the nodes gpuscaler launched (cloud/provider.h kOwnerTag).
 inline constexpr const char* kLabelPool = "gpuscaler.io/pool";
+// Pod annotation: the pod's own deadline, a duration from its creation
+// ("36h"); it overrides its class's classes[].deadline.
+inline constexpr const char* kAnnotationDeadline = "gpuscaler.io/deadline";
 
 // Asks for a GPU or a MIG device.
 bool WantsGpu(const PodInfo& pod);

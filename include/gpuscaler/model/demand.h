@@ -46,6 +46,10 @@ struct DemandUnit {
   std::optional<CapacityType> capacity_type;
   std::string pool;              // pin to a node pool; empty: any matching pool
   std::map<std::string, std::string> labels;
+  // Deferrable work: the time by which it must have finished (its
+  // submission plus its class's deadline, or its own). Set, the planner may
+  // hold it for spot while the slack allows (solver/deadline_hold.h).
+  std::optional<WallTime> deadline;
 };
 
 // The unit's share of GPUs, in GPUs: `gpus` when > 0, else gpu_milli / 1000

@@ -3,11 +3,13 @@
 // all costs. Every action carries a reason a person can read. Values only.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "gpuscaler/model/instance.h"
+#include "gpuscaler/model/time.h"
 
 namespace gpuscaler {
 
@@ -22,6 +24,7 @@ enum class UnplacedReason {
   kMaxNodesPerTick,       // scaling.max_nodes_added_per_tick reached; next tick
   kSpotPriceCeiling,      // only spot fits and every spot offer is above the price ceiling
   kNoPool,                // no pool admits the unit's class/constraints
+  kDeadlineHold,          // deferrable: held for spot while its deadline's slack lasts
 };
 
 std::string_view ToString(UnplacedReason r);
@@ -88,6 +91,10 @@ struct Plan {
   // SummarizePlan (model/json.h) of this plan, as of its last edit: the
   // planner writes it, the control loop rewrites it after governing.
   std::string summary;
+  // The planner asks to be called again by then even when nothing else
+  // changes (a unit held for spot may go to on-demand from then on). Not
+  // part of the plan's JSON: a replay recomputes it from the same input.
+  std::optional<WallTime> replan_by;
 };
 
 }  // namespace gpuscaler

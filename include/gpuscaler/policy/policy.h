@@ -175,6 +175,10 @@ struct WorkloadClassPolicy {
   std::optional<double> wait_cost_usd_per_hour;
   // Set: capacity is launched ahead of the class's demand forecast.
   std::optional<ForecastPolicy> forecast;
+  // Set: the class's work is deferrable and must finish within this long
+  // of its submission; the planner may hold it for spot while its slack
+  // allows (solver/deadline_hold.h). Unset: work runs at once.
+  std::optional<Seconds> deadline;
 
   // One unit of the class's shape, without an id: its GPUs (a MIG instance
   // instead of gpus_per_job when mig_profile is set), GPU models and memory,

@@ -1,0 +1,111 @@
+#include "gpuscaler/solver/deadline_hold.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "gpuscaler/solver/forecast_demand.h"
+#include "gpuscaler/solver/planner.h"
+
+namespace gpuscaler {
+namespace {
+
+// Whether holding `unit` can pay: it may run on spot at all.
+bool MayWaitForSpot(const DemandUnit& unit, const Policy& policy) {
+  if (!unit.interruptible || unit.capacity_type.has_value()) return false;
+  const WorkloadClassPolicy* cls = policy.FindClass(unit.workload_class);
+  return cls != nullptr && cls->max_spot_share > 0;
+}
+
+const InstanceType* FindType(const Snapshot& snapshot, const std::string& name) {
+  for (const InstanceType& t : snapshot.instance_types) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+std::string Signed(Seconds d) {
+  std::string text = FormatDuration(d.count() < 0 ? -d : d);
+  if (d.count() < 0) text.insert(text.begin(), '-');
+  return text;
+}
+
+}  // namespace
+
+Seconds SpotLossAllowance(const DemandUnit& unit) {
+  const Seconds remaining = std::max(Seconds(0), unit.expected_runtime);
+  if (unit.checkpoint_on_notice) return std::min(remaining, kSpotNoticeWindow);
+  if (unit.checkpoint_interval.count() <= 0) return remaining;
+  return std::min(remaining, unit.checkpoint_interval);
+}
+
+Seconds RestartAllowance(const Snapshot& snapshot, const DemandUnit& unit) {
+  Seconds fitting{0}, any{0};
+  bool fits_one = false;
+  for (const Offering& o : snapshot.offerings) {
+    if (o.capacity_type != CapacityType::kOnDemand) continue;
+    const InstanceType* type = FindType(snapshot, o.instance_type);
+    if (type == nullptr) continue;
+    const Seconds lead = LeadTimeOf(snapshot, o, *type);
+    any = std::max(any, lead);
+    if (type->gpu_count >= std::max(1, unit.gpus)) {
+      fits_one = true;
+      fitting = std::max(fitting, lead);
+    }
+  }
+  return (fits_one ? fitting : any) + std::max(Seconds(0), unit.restart_cost);
+}
+
+std::vector<HeldUnit> FindDeadlineHolds(const Snapshot& snapshot, const Policy& policy) {
+  std::vector<HeldUnit> held;
+  // Allowances by GPU count and restart cost: the offerings scan is the
+  // same for every unit of a shape.
+  std::map<std::pair<int, int64_t>, Seconds> allowances;
+  for (size_t i = 0; i < snapshot.pending.size(); ++i) {
+    const DemandUnit& u = snapshot.pending[i];
+    if (!u.deadline || !MayWaitForSpot(u, policy)) continue;
+    auto [it, fresh] = allowances.try_emplace({u.gpus, u.restart_cost.count()});
+    if (fresh) it->second = RestartAllowance(snapshot, u);
+    const Seconds remaining = std::max(Seconds(0), u.expected_runtime);
+    const WallTime on_demand_from =
+        *u.deadline - remaining - it->second - kDeadlineSafetyMargin - SpotLossAllowance(u);
+    if (snapshot.time >= on_demand_from) continue;
+    held.push_back({i,
+                    std::chrono::duration_cast<Seconds>(*u.deadline - snapshot.time - remaining - it->second),
+                    on_demand_from});
+  }
+  return held;
+}
+
+void RecordDeadlineHolds(const Snapshot& snapshot, const std::vector<HeldUnit>& held, Plan* plan) {
+  std::map<std::string, const HeldUnit*> by_id;
+  for (const HeldUnit& h : held) by_id[snapshot.pending[h.pending_index].id] = &h;
+  struct ClassHolds {
+    int waiting = 0;
+    const HeldUnit* first = nullptr;  // the earliest to switch to on-demand
+  };
+  std::map<std::string, ClassHolds> classes;
+  for (UnplacedUnit& u : plan->unplaced) {
+    auto it = by_id.find(u.unit_id);
+    if (it == by_id.end()) continue;
+    // What kept it off spot stays in the detail: the unit waits for that.
+    u.detail = "deferrable, held for spot while its deadline's slack lasts (spot: " +
+               std::string(ToString(u.reason)) + (u.detail.empty() ? "" : ", " + u.detail) + ")";
+    u.reason = UnplacedReason::kDeadlineHold;
+    ClassHolds& c = classes[u.workload_class];
+    ++c.waiting;
+    if (c.first == nullptr || it->second->on_demand_from < c.first->on_demand_from) c.first = it->second;
+  }
+  for (const auto& [name, c] : classes) {
+    const DemandUnit& u = snapshot.pending[c.first->pending_index];
+    plan->notes.push_back("class " + name + ": " + std::to_string(c.waiting) +
+                          (c.waiting == 1 ? " unit" : " units") + " held for spot by deadline; the first (" +
+                          u.id + ", deadline " + FormatRfc3339(*u.deadline) + ", slack " +
+                          Signed(c.first->slack) + ") may go to on-demand from " +
+                          FormatRfc3339(c.first->on_demand_from));
+    if (!plan->replan_by || c.first->on_demand_from < *plan->replan_by)
+      plan->replan_by = c.first->on_demand_from;
+  }
+}
+
+}  // namespace gpuscaler
