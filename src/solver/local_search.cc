@@ -184,9 +184,20 @@ void Planner::LocalSearch(State& st, bool thorough) const {
                   else
                     it->second += t * j;
                 }
+              int64_t gpus = 0, cpu = 0, mem = 0;  // what whole-GPU work needs at least
+              for (auto [g, t] : content) {
+                gpus += int64_t(groups_[g].shape.gpus) * t;
+                cpu += groups_[g].shape.cpu * t;
+                mem += groups_[g].shape.mem * t;
+              }
               for (int o : options_by_price_) {
                 if (options_[o].price >= both - 1e-9) break;
-                if (!Refill(cand, o, content) || BinCost(cand) >= both - 1e-9) continue;
+                const InstanceType& type = snap_.instance_types[options_[o].type];
+                if (type.gpu_count < gpus || int64_t(type.vcpus) * 1000 < cpu || type.memory_mib < mem)
+                  continue;
+                bool all = true;
+                for (auto [g, t] : content) all = all && groups_[g].cand_mask[o];
+                if (!all || !Refill(cand, o, content) || BinCost(cand) >= both - 1e-9) continue;
                 State saved = st;
                 release(st.bins[a], jx);
                 release(st.bins[c], jy);

@@ -11,12 +11,17 @@
 namespace gpuscaler::solver_detail {
 
 namespace {
-// Small inputs' extra search: every fill order of at most this many groups
-// that existing nodes can hold, on at most this many pending units; and
-// every subset of at most this many share-limited groups kept off spot.
+// The extra search of the smallest inputs (at most kSearchUnits pending
+// units): every fill order of at most kPermutedGroups groups that existing
+// nodes can hold (else each one first), and every subset of at most
+// kSpotSubsetGroups groups on spot kept off it (else each one alone).
+// A try costs about (options x pending units): the extra tries together
+// cost at most kSearchWork of that, and at least kMinSearchTries are made.
+constexpr int kSearchUnits = 100;
 constexpr size_t kPermutedGroups = 5;
-constexpr int kPermutedUnits = 100;
-constexpr size_t kSpotSubsetGroups = 4;
+constexpr size_t kSpotSubsetGroups = 3;
+constexpr double kSearchWork = 400000;
+constexpr int kMinSearchTries = 8;
 }  // namespace
 
 int Take(Bin& b, const Shape& s, int mig_idx, int max) {
@@ -519,6 +524,12 @@ State Planner::FillAndScaleUp(const State& base) {
   int pending = 0;
   for (int r : base.rem) pending += r;
   const bool small = pending <= opts_.multi_start_max_units;
+  const bool search = small && pending <= kSearchUnits && opts_.local_search;
+  const int search_tries =
+      search ? std::max(kMinSearchTries, int(kSearchWork / (double(options_.size()) * std::max(1, pending))))
+             : 0;
+  int planned = 0;      // tries planned (not answered from `filled`)
+  int extra_tries = 0;  // of those, the extra search's
   // Tries whose free room ended up filled the same way (and with the same
   // groups kept off spot) plan the same new nodes: each is planned once.
   std::set<std::vector<int>> filled;
@@ -540,6 +551,7 @@ State Planner::FillAndScaleUp(const State& base) {
       }
     }
     if (!filled.insert(std::move(key)).second) return std::nullopt;
+    ++planned;
     for (size_t g = 0; g < groups_.size(); ++g)
       if (groups_[g].has_static_reason) start.rem[g] = 0;  // nothing new can hold them; reported as unplaced
     t.st = ScaleUp(start);
@@ -598,34 +610,52 @@ State Planner::FillAndScaleUp(const State& base) {
         order.insert(order.end(), rest.begin(), rest.end());
         return order;
       };
-      if (fillable.size() > 1 && fillable.size() <= kPermutedGroups && pending <= kPermutedUnits) {
+      std::vector<std::vector<int>> more;
+      if (!search) {
+        // the orders above only
+      } else if (fillable.size() <= kPermutedGroups) {
         std::vector<int> perm = fillable;
         std::sort(perm.begin(), perm.end());
-        do orders.push_back(with_rest(perm));
+        do more.push_back(with_rest(perm));
         while (std::next_permutation(perm.begin(), perm.end()));
       } else {
         for (size_t i = 1; i < fillable.size(); ++i) {
           std::vector<int> order = fillable;
           std::rotate(order.begin(), order.begin() + long(i), order.begin() + long(i) + 1);
-          orders.push_back(with_rest(std::move(order)));
+          more.push_back(with_rest(std::move(order)));
         }
       }
+      for (const auto& order : orders) keep_better(attempt(order), best);
+      // Three quarters of the extra tries at most; the rest for the spot share.
+      const int first = planned;
+      for (size_t i = 0; i < more.size() && 4 * (planned - first) < 3 * search_tries; ++i)
+        keep_better(attempt(more[i]), best);
+      extra_tries = planned - first;
+      orders.clear();
     }
     for (const auto& order : orders) keep_better(attempt(order), best);
   }
   // A class's spot share goes to its groups in the order the scale-up's
-  // bins come, not to the group that saves most on spot: also try keeping
-  // each subset of the share-limited groups off spot (each one alone when
-  // there are many), so the share is left to the others.
-  if (small && opts_.local_search) {
+  // bins come, not to the group that saves most on spot (a whole node's
+  // worth of share may be missing where a few GPUs are left): also try
+  // keeping subsets of share-limited groups now on spot off it, so the
+  // share is left to the others.
+  if (search) {
+    std::vector<char> on_spot(groups_.size(), 0);
+    for (const std::vector<Bin>* bins : {&best.existing, &best.st.bins})
+      for (const Bin& b : *bins)
+        if (b.spot)
+          for (auto [g, t] : b.content) on_spot[g] = 1;
     std::vector<int> limited;
     for (size_t g = 0; g < groups_.size(); ++g)
-      if (groups_[g].interruptible && base.rem[g] > 0 && classes_[groups_[g].cls].spot_allow < kInf)
-        limited.push_back(int(g));
+      if (on_spot[g] && best.st.allow.spot[groups_[g].cls] < kInf) limited.push_back(int(g));
     const std::vector<int> order = best.order;
     const size_t n = limited.size();
     const bool subsets = n <= kSpotSubsetGroups;
-    for (size_t m = 1; n > 1 && m < (subsets ? (size_t(1) << n) - 1 : n + 1); ++m) {
+    const int first = planned;
+    for (size_t m = 1;
+         n > 0 && m < (subsets ? size_t(1) << n : n + 1) && extra_tries + planned - first < search_tries;
+         ++m) {
       std::vector<char> no_spot(groups_.size(), 0);
       for (size_t k = 0; k < n; ++k) no_spot[limited[k]] = subsets ? (m >> k) & 1 : k + 1 == m;
       keep_better(attempt(order, no_spot), best);
