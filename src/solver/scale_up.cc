@@ -742,7 +742,7 @@ void Planner::Greedy(State& st, const std::vector<int>& rank) const {
         if (st.rem[g] == 0) continue;
         const Group& grp = groups_[g];
         int lim = Limit(grp, scratch, st.allow);
-        if (lim != kNoLimit && used[grp.cls] > 0)
+        if (lim != kNoLimit && lim > 0 && grp.gpu_w > 0 && used[grp.cls] > 0)  // CPU-only work: 0 or no limit
           lim = std::max(0, lim - int(std::ceil(used[grp.cls] / grp.gpu_w - 1e-7)));
         if (grp.team >= 0 && used_team[grp.team] > 0) {
           const double charge = grp.gpu_w * PerGpu(scratch);
