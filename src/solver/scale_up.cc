@@ -658,7 +658,10 @@ State Planner::FillAndScaleUp(const State& base) {
          ++m) {
       std::vector<char> no_spot(groups_.size(), 0);
       for (size_t k = 0; k < n; ++k) no_spot[limited[k]] = subsets ? (m >> k) & 1 : k + 1 == m;
-      keep_better(attempt(order, no_spot), best);
+      // Kept only when it places everything: what it leaves unplaced would
+      // be classified (Classify) as if those groups could not use spot.
+      std::optional<Tried> t = attempt(order, no_spot);
+      if (t && Unplaced(t->st) == 0) keep_better(std::move(t), best);
     }
   }
   existing_ = std::move(best.existing);
