@@ -20,8 +20,8 @@ namespace {
 constexpr int kSearchUnits = 100;
 constexpr size_t kPermutedGroups = 5;
 constexpr size_t kSpotSubsetGroups = 3;
-constexpr double kSearchWork = 400000;
-constexpr int kMinSearchTries = 8;
+constexpr double kSearchWork = 100000;
+constexpr int kMinSearchTries = 4;
 }  // namespace
 
 int Take(Bin& b, const Shape& s, int mig_idx, int max) {
