@@ -26,6 +26,9 @@ BENCHMARK(BM_Plan)
     ->ArgsProduct({{1000, 10000, 100000}, {0, 2000}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+// Small inputs get the planner's extra search (PlannerOptions::
+// multi_start_max_units): what it costs with and without existing nodes.
+BENCHMARK(BM_Plan)->ArgsProduct({{40, 100, 500}, {0, 20}})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_Consolidate(benchmark::State& state) {
   const Snapshot s = SyntheticSnapshot(0, int(state.range(0)), 43);

@@ -30,7 +30,7 @@ int Planner::Unplaced(const State& st) const {
   return n;
 }
 
-void Planner::LocalSearch(State& st) const {
+void Planner::LocalSearch(State& st, bool thorough) const {
   // Applies `content` x `mult` moving from (old option) to `option`: checks
   // pool max, budgets and allowances; updates the state when it fits.
   auto try_move = [&](Bin& from, int option, const Bin& candidate) -> bool {
@@ -61,6 +61,35 @@ void Planner::LocalSearch(State& st) const {
     Bin moved = candidate;
     moved.mult = m;
     from = std::move(moved);
+    return true;
+  };
+
+  // Takes `m` copies of `b` out of the plan (their allowances, pool count
+  // and cost given back).
+  auto release = [&](Bin& b, int m) {
+    const Option& o = options_[b.option];
+    for (auto [g, t] : b.content) Consume(groups_[g], b, -double(t) * m, st.allow);
+    st.pool_count[o.pool] -= m;
+    st.pool_cost[o.pool] -= o.price * m;
+    st.cost -= o.price * m;
+    st.added -= m;
+    b.mult -= m;
+  };
+  // Adds one node `b` when the pool's max, the budgets and the allowances
+  // let it; false leaves `st` partly changed (the caller restores it).
+  auto admit = [&](const Bin& b) {
+    const Option& o = options_[b.option];
+    const PoolInfo& p = pools_[o.pool];
+    if (st.pool_count[o.pool] + 1 > p.pol.max_nodes) return false;
+    if (p.budget_hard && st.pool_cost[o.pool] + o.price > p.budget + kEps) return false;
+    if (global_budget_hard_ && st.cost + o.price > global_budget_ + kEps) return false;
+    for (auto [g, t] : b.content) Consume(groups_[g], b, double(t), st.allow);
+    for (auto [g, t] : b.content)
+      if (!Within(groups_[g], b, st.allow, 1e-7)) return false;
+    st.pool_count[o.pool] += 1;
+    st.pool_cost[o.pool] += o.price;
+    st.cost += o.price;
+    st.added += 1;
     return true;
   };
 
@@ -125,6 +154,69 @@ void Planner::LocalSearch(State& st) const {
     for (size_t i = 0; i < st.bins.size(); ++i)
       if (!gone[i]) kept.push_back(std::move(st.bins[i]));
     st.bins = std::move(kept);
+    // 2b. Merge one or all copies of a bin with one or all copies of another
+    //     into one cheaper node: bulk bins bought for one group each often
+    //     share a larger node better (a few pinned units with one copy of a
+    //     flexible group's node; all copies of two small bins on one big one).
+    if (thorough && st.bins.size() <= 64) {
+      std::vector<Bin> merged;
+      for (size_t a = 0; a < st.bins.size(); ++a) {
+        for (size_t c = a + 1; c < st.bins.size(); ++c) {
+          bool done = false;
+          for (int all_x = 0; all_x < 2 && !done; ++all_x) {
+            for (int all_y = 0; all_y < 2 && !done; ++all_y) {
+              const Bin& x = st.bins[a];
+              const Bin& y = st.bins[c];
+              if (x.mult == 0 || y.mult == 0) continue;
+              const int jx = all_x ? x.mult : 1;
+              const int jy = all_y ? y.mult : 1;
+              if ((all_x && x.mult == 1) || (all_y && y.mult == 1) ||
+                  (jx == 1 && jy == 1 && x.mult == 1 && y.mult == 1))
+                continue;  // the same pair again, or step 2's
+              const double both = jx * BinCost(x) + jy * BinCost(y);
+              std::vector<std::pair<int, int>> content;
+              for (auto [bin, j] : {std::pair<const Bin*, int>{&x, jx}, {&y, jy}})
+                for (auto [g, t] : bin->content) {
+                  auto it =
+                      std::find_if(content.begin(), content.end(), [g = g](auto e) { return e.first == g; });
+                  if (it == content.end())
+                    content.emplace_back(g, t * j);
+                  else
+                    it->second += t * j;
+                }
+              int64_t gpus = 0, cpu = 0, mem = 0;  // what whole-GPU work needs at least
+              for (auto [g, t] : content) {
+                gpus += int64_t(groups_[g].shape.gpus) * t;
+                cpu += groups_[g].shape.cpu * t;
+                mem += groups_[g].shape.mem * t;
+              }
+              for (int o : options_by_price_) {
+                if (options_[o].price >= both - 1e-9) break;
+                const InstanceType& type = snap_.instance_types[options_[o].type];
+                if (type.gpu_count < gpus || int64_t(type.vcpus) * 1000 < cpu || type.memory_mib < mem)
+                  continue;
+                bool all = true;
+                for (auto [g, t] : content) all = all && groups_[g].cand_mask[o];
+                if (!all || !Refill(cand, o, content) || BinCost(cand) >= both - 1e-9) continue;
+                State saved = st;
+                release(st.bins[a], jx);
+                release(st.bins[c], jy);
+                if (admit(cand)) {
+                  merged.push_back(cand);
+                  improved = true;
+                  done = true;
+                } else {
+                  st = std::move(saved);
+                }
+                break;
+              }
+            }
+          }
+        }
+      }
+      std::erase_if(st.bins, [](const Bin& b) { return b.mult == 0; });
+      for (Bin& b : merged) st.bins.push_back(std::move(b));
+    }
     // 3. Empty one node (a single bin, or one copy of a bulk bin) into the
     //    free space of other single new bins.
     int tries = 0;
@@ -198,14 +290,26 @@ void Planner::LocalSearch(State& st) const {
         const double was = BinCost(st.bins[b]);
         for (int o : options_by_price_) {
           if (options_[o].spot || !Refill(to_od, o, st.bins[b].content)) continue;
-          if ((BinCost(to_od) - was) * st.bins[b].mult >= gain - 1e-9) break;  // dearer from here on
-          State saved = st;
-          const Bin spot_cand = cand;
-          if (try_move(st.bins[b], o, to_od) && try_move(st.bins[a], cheaper, spot_cand)) {
-            improved = true;
-            done = true;
-          } else {
-            st = std::move(saved);
+          // Thorough: the fewest copies of a bulk bin that free enough share.
+          const int copies = st.bins[b].mult;
+          for (int j = thorough ? 1 : copies; j <= copies && !done; ++j) {
+            if ((BinCost(to_od) - was) * j >= gain - 1e-9) break;  // dearer from here on
+            State saved = st;
+            size_t moving = b;
+            if (j < copies) {
+              Bin part = st.bins[b];
+              part.mult = j;
+              st.bins[b].mult -= j;
+              st.bins.push_back(std::move(part));
+              moving = st.bins.size() - 1;
+            }
+            const Bin spot_cand = cand;
+            if (try_move(st.bins[moving], o, to_od) && try_move(st.bins[a], cheaper, spot_cand)) {
+              improved = true;
+              done = true;
+            } else {
+              st = std::move(saved);
+            }
           }
           break;
         }

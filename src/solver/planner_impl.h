@@ -88,6 +88,7 @@ struct Option : NodeOffer {
 struct Group {
   std::vector<int> units;  // pending indices, snapshot order
   const DemandUnit* rep = nullptr;
+  int index = -1;  // in Planner::groups_
   int cls = -1;
   int team = -1;  // index in Planner::teams_ when its team has a cap, else -1
   Shape shape;
@@ -143,6 +144,9 @@ struct Allowances {
   std::vector<std::vector<double>> zone;
   std::vector<std::vector<double>> spot_pool;
   std::vector<double> team_usd;
+  // Per group (empty: none): kept off spot nodes, new and existing, by a
+  // search variant that leaves its class's spot share to other groups.
+  std::vector<char> no_spot;
 };
 
 struct PoolInfo {
@@ -265,7 +269,10 @@ class Planner {
   void UseFreeRoom(State& st);
   void Greedy(State& st, const std::vector<int>& order) const;
   void Classify(State& st) const;
-  void LocalSearch(State& st) const;
+  // With `thorough` (small inputs) the moves also split bulk bins: a few
+  // copies of one bin merge with copies of another, and a class's spot
+  // share moves between bins a copy at a time.
+  void LocalSearch(State& st, bool thorough) const;
   bool Refill(Bin& b, int option, const std::vector<std::pair<int, int>>& content) const;
   double BinCost(const Bin& b) const { return b.price + b.risk; }
   double TotalCost(const State& st) const;

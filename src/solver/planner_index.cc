@@ -378,6 +378,7 @@ void Planner::BuildGroups() {
   for (size_t gi = 0; gi < groups_.size(); ++gi) {
     Group& g = groups_[gi];
     const DemandUnit& u = *g.rep;
+    g.index = int(gi);
     g.cls = class_index_.at(u.workload_class);
     g.shape = ShapeOf(u);
     g.gpu_w = GpuShare(u);

@@ -3,10 +3,26 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
+#include <set>
 #include <utility>
 #include <vector>
 
 namespace gpuscaler::solver_detail {
+
+namespace {
+// The extra search of the smallest inputs (at most kSearchUnits pending
+// units): every fill order of at most kPermutedGroups groups that existing
+// nodes can hold (else each one first), and every subset of at most
+// kSpotSubsetGroups groups on spot kept off it (else each one alone).
+// A try costs about (options x pending units): the extra tries together
+// cost at most kSearchWork of that, and at least kMinSearchTries are made.
+constexpr int kSearchUnits = 100;
+constexpr size_t kPermutedGroups = 5;
+constexpr size_t kSpotSubsetGroups = 3;
+constexpr double kSearchWork = 100000;
+constexpr int kMinSearchTries = 4;
+}  // namespace
 
 int Take(Bin& b, const Shape& s, int mig_idx, int max) {
   if (max <= 0) return 0;
@@ -68,6 +84,7 @@ double Planner::PerGpu(const NodeOffer& b) const {
 }
 
 int Planner::Limit(const Group& g, const NodeOffer& b, const Allowances& a) const {
+  if (b.spot && g.index >= 0 && size_t(g.index) < a.no_spot.size() && a.no_spot[g.index]) return 0;
   if (g.gpu_w <= 0) return kNoLimit;
   double allow = kInf;
   if (b.spot) allow = a.spot[g.cls];
@@ -96,6 +113,7 @@ void Planner::Consume(const Group& g, const NodeOffer& b, double count, Allowanc
 }
 
 bool Planner::Within(const Group& g, const NodeOffer& b, const Allowances& a, double slack) const {
+  if (b.spot && g.index >= 0 && size_t(g.index) < a.no_spot.size() && a.no_spot[g.index]) return false;
   if (g.gpu_w <= 0) return true;
   if (b.spot && a.spot[g.cls] < -slack) return false;
   if (classes_[g.cls].zone_limited && b.zone >= 0 && a.zone[g.cls][b.zone] < -slack) return false;
@@ -436,7 +454,9 @@ void Planner::UseFreeRoom(State& st) {
       existing_ = std::move(saved_existing);
     }
   }
-  // 2. Pending work on existing spot nodes moves to free room with less risk.
+  // 2. Pending work on existing spot nodes moves to free room with less risk;
+  //    an existing node with less risk may make that room by moving another
+  //    group's units elsewhere.
   for (int bi : existing_order_) {
     if (existing_[bi].risk <= kMinGain) continue;
     std::vector<int> risky;
@@ -449,9 +469,31 @@ void Planner::UseFreeRoom(State& st) {
       double delta = 0;
       const double here = Risk(groups_[g], existing_[bi]);
       const int moved = take_off(existing_[bi], bi, g, delta);
-      const int stay = place_free(g, moved, -1, -1, bi, here - kMinGain, delta);
-      Bin& b = existing_[bi];
+      int stay = place_free(g, moved, -1, -1, bi, here - kMinGain, delta);
       const Group& grp = groups_[g];
+      // Each eviction is kept only when what it costs (the evicted units'
+      // new risk or new nodes) is less than the risk it saves.
+      for (int ei : existing_order_) {
+        if (stay == 0) break;
+        if (ei == bi || !MayUseExisting(grp, existing_[ei]) || Risk(grp, existing_[ei]) >= here - kMinGain)
+          continue;
+        for (int h : others_on(existing_[ei], g)) {
+          if (stay == 0) break;
+          State before = st;
+          std::vector<Bin> before_existing = existing_;
+          const double delta_before = delta;
+          bool ok = true;
+          const int k = evict_for(g, stay, h, ei, -1, -1, delta, ok);
+          if (ok && k > 0 && delta - delta_before < k * here - kMinGain) {
+            stay -= k;
+          } else {
+            st = std::move(before);
+            existing_ = std::move(before_existing);
+            delta = delta_before;
+          }
+        }
+      }
+      Bin& b = existing_[bi];
       const int back = Take(b, grp.shape, grp.mig_by_type[b.type], std::min(stay, Limit(grp, b, st.allow)));
       if (back > 0) {
         b.content.emplace_back(g, back);
@@ -477,15 +519,39 @@ State Planner::FillAndScaleUp(const State& base) {
     std::vector<Bin> existing;
     std::vector<int> unplaced;
     double cost = 0;
+    std::vector<int> order;
   };
   int pending = 0;
   for (int r : base.rem) pending += r;
   const bool small = pending <= opts_.multi_start_max_units;
-  auto attempt = [&](const std::vector<int>& order) {
+  const bool search = small && pending <= kSearchUnits && opts_.local_search;
+  const int search_tries =
+      search ? std::max(kMinSearchTries, int(kSearchWork / (double(options_.size()) * std::max(1, pending))))
+             : 0;
+  int planned = 0;      // tries planned (not answered from `filled`)
+  int extra_tries = 0;  // of those, the extra search's
+  // Tries whose free room ended up filled the same way (and with the same
+  // groups kept off spot) plan the same new nodes: each is planned once.
+  std::set<std::vector<int>> filled;
+  auto attempt = [&](const std::vector<int>& order,
+                     const std::vector<char>& no_spot = {}) -> std::optional<Tried> {
     BuildExisting();
     Tried t;
+    t.order = order;
     State start = base;
+    start.allow.no_spot = no_spot;
     PlaceOnExisting(start, order);
+    std::vector<int> key(start.rem.begin(), start.rem.end());
+    key.insert(key.end(), no_spot.begin(), no_spot.end());
+    for (int bi : existing_order_) {
+      key.push_back(-1);
+      for (auto [g, k] : existing_[bi].content) {
+        key.push_back(g);
+        key.push_back(k);
+      }
+    }
+    if (!filled.insert(std::move(key)).second) return std::nullopt;
+    ++planned;
     for (size_t g = 0; g < groups_.size(); ++g)
       if (groups_[g].has_static_reason) start.rem[g] = 0;  // nothing new can hold them; reported as unplaced
     t.st = ScaleUp(start);
@@ -506,9 +572,12 @@ State Planner::FillAndScaleUp(const State& base) {
     }
     return a.cost < b.cost - 1e-9;
   };
+  auto keep_better = [&](std::optional<Tried>&& t, Tried& best) {
+    if (t && better(*t, best)) best = std::move(*t);
+  };
   std::vector<double> lb(groups_.size());
   for (size_t g = 0; g < groups_.size(); ++g) lb[g] = groups_[g].lb;
-  Tried best = attempt(ExistingFillOrder(lb));
+  Tried best = *attempt(ExistingFillOrder(lb));
   // Other orders can only differ where some existing node had room left.
   bool free_room = false;
   for (int bi : existing_order_) {
@@ -525,16 +594,78 @@ State Planner::FillAndScaleUp(const State& base) {
       orders.push_back(ExistingFillOrder(RealizedUnitValue(best.st)));
       orders.push_back(ExistingFillOrder(lb, true));
       if (!limited) orders.push_back(PriorityFillOrder());
+      // Which group takes which room is a choice no single ranking makes
+      // well (a unit with no pin can take the only room a pinned one has,
+      // a CPU-only unit's memory can be what a GPU unit lacks). Only the
+      // order of the groups that some existing node can hold matters: few
+      // of them on few units get every order, more get each one first.
+      const std::vector<int> scarce = ExistingFillOrder(lb);
+      std::vector<int> fillable, rest;
+      for (int g : scarce) {
+        bool may = false;
+        for (int bi : existing_order_) may = may || MayUseExisting(groups_[g], best.existing[bi]);
+        (may && base.rem[g] > 0 && !groups_[g].has_static_reason ? fillable : rest).push_back(g);
+      }
+      auto with_rest = [&](std::vector<int> order) {
+        order.insert(order.end(), rest.begin(), rest.end());
+        return order;
+      };
+      std::vector<std::vector<int>> more;
+      if (!search) {
+        // the orders above only
+      } else if (fillable.size() <= kPermutedGroups) {
+        std::vector<int> perm = fillable;
+        std::sort(perm.begin(), perm.end());
+        do more.push_back(with_rest(perm));
+        while (std::next_permutation(perm.begin(), perm.end()));
+      } else {
+        for (size_t i = 1; i < fillable.size(); ++i) {
+          std::vector<int> order = fillable;
+          std::rotate(order.begin(), order.begin() + long(i), order.begin() + long(i) + 1);
+          more.push_back(with_rest(std::move(order)));
+        }
+      }
+      for (const auto& order : orders) keep_better(attempt(order), best);
+      // Three quarters of the extra tries at most; the rest for the spot share.
+      const int first = planned;
+      for (size_t i = 0; i < more.size() && 4 * (planned - first) < 3 * search_tries; ++i)
+        keep_better(attempt(more[i]), best);
+      extra_tries = planned - first;
+      orders.clear();
     }
-    std::vector<std::vector<int>> seen = {ExistingFillOrder(lb)};
-    for (const auto& order : orders) {
-      if (std::find(seen.begin(), seen.end(), order) != seen.end()) continue;
-      seen.push_back(order);
-      Tried t = attempt(order);
-      if (better(t, best)) best = std::move(t);
+    for (const auto& order : orders) keep_better(attempt(order), best);
+  }
+  // A class's spot share goes to its groups in the order the scale-up's
+  // bins come, not to the group that saves most on spot (a whole node's
+  // worth of share may be missing where a few GPUs are left): also try
+  // keeping subsets of share-limited groups now on spot off it, so the
+  // share is left to the others.
+  if (search) {
+    std::vector<char> on_spot(groups_.size(), 0);
+    for (const std::vector<Bin>* bins : {&best.existing, &best.st.bins})
+      for (const Bin& b : *bins)
+        if (b.spot)
+          for (auto [g, t] : b.content) on_spot[g] = 1;
+    std::vector<int> limited;
+    for (size_t g = 0; g < groups_.size(); ++g)
+      if (on_spot[g] && best.st.allow.spot[groups_[g].cls] < kInf) limited.push_back(int(g));
+    const std::vector<int> order = best.order;
+    const size_t n = limited.size();
+    const bool subsets = n <= kSpotSubsetGroups;
+    const int first = planned;
+    for (size_t m = 1;
+         n > 0 && m < (subsets ? size_t(1) << n : n + 1) && extra_tries + planned - first < search_tries;
+         ++m) {
+      std::vector<char> no_spot(groups_.size(), 0);
+      for (size_t k = 0; k < n; ++k) no_spot[limited[k]] = subsets ? (m >> k) & 1 : k + 1 == m;
+      // Kept only when it places everything: what it leaves unplaced would
+      // be classified (Classify) as if those groups could not use spot.
+      std::optional<Tried> t = attempt(order, no_spot);
+      if (t && Unplaced(t->st) == 0) keep_better(std::move(t), best);
     }
   }
   existing_ = std::move(best.existing);
+  best.st.allow.no_spot.clear();  // a restriction of the search, not of later passes
   return std::move(best.st);
 }
 
@@ -614,7 +745,7 @@ void Planner::Greedy(State& st, const std::vector<int>& rank) const {
         if (st.rem[g] == 0) continue;
         const Group& grp = groups_[g];
         int lim = Limit(grp, scratch, st.allow);
-        if (lim != kNoLimit && used[grp.cls] > 0)
+        if (lim != kNoLimit && lim > 0 && grp.gpu_w > 0 && used[grp.cls] > 0)  // CPU-only work: 0 or no limit
           lim = std::max(0, lim - int(std::ceil(used[grp.cls] / grp.gpu_w - 1e-7)));
         if (grp.team >= 0 && used_team[grp.team] > 0) {
           const double charge = grp.gpu_w * PerGpu(scratch);
@@ -742,7 +873,7 @@ State Planner::ScaleUp(const State& base) {
     for (const auto& rank : ranks) {
       State st = start;
       Greedy(st, rank);
-      if (opts_.local_search) LocalSearch(st);
+      if (opts_.local_search) LocalSearch(st, pending <= opts_.multi_start_max_units);
       if (!have || Unplaced(st) < Unplaced(best) ||
           (Unplaced(st) == Unplaced(best) && TotalCost(st) < TotalCost(best) - 1e-9)) {
         best = std::move(st);
