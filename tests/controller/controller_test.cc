@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "fakes/fake_clock.h"
@@ -550,11 +551,27 @@ namespace learned_risk {
 
 // A controller with the real planner: one interruptible 1-GPU job, spot at
 // 0.4 in two zones (same price and catalog rate), on-demand at 1.0.
+// TinyCatalog plus a dearer second g5 size: one failure domain (g5 in a
+// zone) then holds two spot offerings.
+Catalog TwoG5SizesCatalog() {
+  Catalog c = TinyCatalog();
+  InstanceType big = c.instance_types.front();
+  big.name = "g5.2xlarge";
+  big.vcpus = 8;
+  big.memory_mib = 32768;
+  c.instance_types.push_back(big);
+  for (RegionPrices& r : c.regions) {
+    r.on_demand_usd_per_hour[big.name] = 1.2;
+    r.spot_usd_per_hour[big.name] = 0.5;
+  }
+  return c;
+}
+
 struct RiskHarness {
   FakeClock clock;
   FakeCloudProvider cloud{clock};
   FakeWorkSource work;
-  Catalog catalog = TinyCatalog();
+  Catalog catalog = TwoG5SizesCatalog();
   std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(":memory:")).value();
   std::unique_ptr<Controller> controller;
   DemandUnit job;
@@ -617,13 +634,29 @@ TEST(ControllerLearnedRisk, RepeatedInterruptionsOnOneOfferingShiftThePlanToAnot
     }
     ASSERT_GE(h.cloud.launches.size(), 2u);
     if (!learn) {
-      // Catalog rates: the rate stays the prior, but the node was its pool's
-      // only one, so its notice is a reclaim wave: the pool is marked (in the
-      // snapshot, for the planner and any replay of it) and the replacement
-      // goes elsewhere during the cooldown.
+      // Catalog rates: the rate stays the prior, but the node was its
+      // failure domain's only one, so its notice is a reclaim wave: the
+      // domain (family x zone: every spot size of the family in that zone)
+      // is marked (in the snapshot, for the planner and any replay of it)
+      // and the replacement goes elsewhere during the cooldown.
       EXPECT_NE(last, first);
       EXPECT_EQ(h.cloud.launches.size(), 2u);
-      EXPECT_EQ(h.controller->snapshot().reclaimed_spot_pools, std::vector<std::string>{first});
+      const Snapshot& snap = h.controller->snapshot();
+      const Offering reclaimed = Find(snap, first);
+      auto family_of = [&](const std::string& type) {
+        for (const InstanceType& t : snap.instance_types)
+          if (t.name == type) return t.family;
+        return std::string();
+      };
+      std::vector<std::string> domain;
+      for (const Offering& o : snap.offerings) {
+        if (o.capacity_type == CapacityType::kSpot && o.zone == reclaimed.zone &&
+            family_of(o.instance_type) == family_of(reclaimed.instance_type))
+          domain.push_back(o.Key());
+      }
+      std::sort(domain.begin(), domain.end());
+      ASSERT_GE(domain.size(), 2u) << "the catalog has more than one size of the family";
+      EXPECT_EQ(snap.reclaimed_spot_pools, domain);
       EXPECT_DOUBLE_EQ(RateOf(*h.controller, first), prior);
       // Thirty minutes after the notice the mark is gone.
       h.clock.Advance(Seconds(1800));
