@@ -31,6 +31,22 @@ Offering Find(const Snapshot& s, const std::string& key) {
   return {};
 }
 
+// TinyCatalog plus a dearer second g5 size: one failure domain (g5 in a
+// zone) then holds two spot offerings.
+Catalog TwoG5SizesCatalog() {
+  Catalog c = TinyCatalog();
+  InstanceType big = c.instance_types.front();
+  big.name = "g5.2xlarge";
+  big.vcpus = 8;
+  big.memory_mib = 32768;
+  c.instance_types.push_back(big);
+  for (RegionPrices& r : c.regions) {
+    r.on_demand_usd_per_hour[big.name] = 1.2;
+    r.spot_usd_per_hour[big.name] = 0.5;
+  }
+  return c;
+}
+
 struct Harness {
   FakeClock clock;
   FakeCloudProvider cloud{clock};
@@ -41,7 +57,7 @@ struct Harness {
   std::vector<Snapshot> seen;
   std::unique_ptr<Controller> controller;
 
-  explicit Harness(Policy policy = TestPolicy()) {
+  explicit Harness(Policy policy = TestPolicy(), Catalog c = TinyCatalog()) : catalog(std::move(c)) {
     ControllerOptions o;
     o.reuse_unchanged_plans = false;
     controller = std::make_unique<Controller>(clock, cloud, store.get(), work, catalog, std::move(policy), o,
@@ -391,6 +407,37 @@ TEST(Controller, InterruptionNoticeDrainsTheNodeAndAddsReplacementDemand) {
   EXPECT_TRUE(h.seen.back().pending.empty());
 }
 
+// A zone's spot capacity of one family goes at once, every size together:
+// one notice on each of two sizes in a zone is a wave of the domain, though
+// neither size alone lost two nodes or half of its own.
+TEST(Controller, NoticesOnTwoSizesOfAFamilyInAZoneAreOneReclaimWave) {
+  Harness h(TestPolicy(), TwoG5SizesCatalog());
+  h.next_plan.launches = {h.Launch("g5.xlarge/us-east-1a/spot", 3), h.Launch("g5.2xlarge/us-east-1a/spot", 3),
+                          h.Launch("g5.xlarge/us-east-1b/spot", 1)};
+  h.controller->Tick();
+  ASSERT_EQ(h.controller->snapshot().nodes.size(), 7u);
+  std::vector<std::string> noticed;
+  for (const char* key : {"g5.xlarge/us-east-1a/spot", "g5.2xlarge/us-east-1a/spot"}) {
+    for (const Node& n : h.controller->snapshot().nodes) {
+      if (n.offering.Key() == key) {
+        noticed.push_back(n.instance_id);
+        break;
+      }
+    }
+  }
+  ASSERT_EQ(noticed.size(), 2u);
+  h.clock.Advance(Seconds(60));
+  h.cloud.notices = {{noticed[0], h.clock.WallNow(), h.clock.WallNow() + Seconds(120)}};
+  h.controller->Tick();
+  EXPECT_TRUE(h.controller->snapshot().reclaimed_spot_pools.empty()) << "one notice of six is not a wave";
+  h.clock.Advance(Seconds(90));
+  h.cloud.notices = {{noticed[1], h.clock.WallNow(), h.clock.WallNow() + Seconds(120)}};
+  h.controller->Tick();
+  EXPECT_EQ(h.controller->snapshot().reclaimed_spot_pools,
+            (std::vector<std::string>{"g5.2xlarge/us-east-1a/spot", "g5.xlarge/us-east-1a/spot"}))
+      << "both sizes in zone a, nothing in zone b";
+}
+
 TEST(Controller, NoTerminationsWhenTheInstanceListFails) {
   Harness h;
   h.next_plan.launches = {h.Launch("g5.xlarge/us-east-1a/on-demand", 1)};
@@ -551,22 +598,6 @@ namespace learned_risk {
 
 // A controller with the real planner: one interruptible 1-GPU job, spot at
 // 0.4 in two zones (same price and catalog rate), on-demand at 1.0.
-// TinyCatalog plus a dearer second g5 size: one failure domain (g5 in a
-// zone) then holds two spot offerings.
-Catalog TwoG5SizesCatalog() {
-  Catalog c = TinyCatalog();
-  InstanceType big = c.instance_types.front();
-  big.name = "g5.2xlarge";
-  big.vcpus = 8;
-  big.memory_mib = 32768;
-  c.instance_types.push_back(big);
-  for (RegionPrices& r : c.regions) {
-    r.on_demand_usd_per_hour[big.name] = 1.2;
-    r.spot_usd_per_hour[big.name] = 0.5;
-  }
-  return c;
-}
-
 struct RiskHarness {
   FakeClock clock;
   FakeCloudProvider cloud{clock};
