@@ -221,7 +221,8 @@ class Planner {
   // into Allowances::spot_pool, or -1 when `b` is not spot or has no type
   // or zone.
   int SpotPoolOf(const NodeOffer& b) const {
-    return b.spot && b.type >= 0 && b.zone >= 0 ? family_of_type_[b.type] * int(zone_names_.size()) + b.zone : -1;
+    return b.spot && b.type >= 0 && b.zone >= 0 ? family_of_type_[b.type] * int(zone_names_.size()) + b.zone
+                                                : -1;
   }
   int SpotPoolCount() const { return family_count_ * int(zone_names_.size()); }
   // How many units of `g` the allowances let the plan put on `b`.
@@ -308,7 +309,7 @@ class Planner {
   std::vector<Bin> existing_;            // by node index
   std::vector<int> existing_order_;      // accepting bins, placement order
   std::vector<std::vector<double>> existing_zone_gpu_;  // class x zone
-  std::vector<std::vector<double>> existing_pool_gpu_;  // class x spot failure domain (only with spot.max_pool_share < 1)
+  std::vector<std::vector<double>> existing_pool_gpu_;  // class x spot domain (only with max_pool_share < 1)
   std::vector<double> class_total_gpu_;
   std::vector<double> class_spot_gpu_;
   std::vector<double> max_unit_;

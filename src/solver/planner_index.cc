@@ -164,8 +164,7 @@ void Planner::BuildClasses() {
   class_spot_gpu_.assign(nc, 0);
   existing_zone_gpu_.assign(nc, std::vector<double>(zone_names_.size(), 0));
   const bool pool_capped = policy_.spot.max_pool_share < 1.0 - kEps;
-  existing_pool_gpu_.assign(pool_capped ? nc : 0,
-                            std::vector<double>(size_t(SpotPoolCount()), 0));
+  existing_pool_gpu_.assign(pool_capped ? nc : 0, std::vector<double>(size_t(SpotPoolCount()), 0));
   for (const auto& n : snap_.nodes) {
     if (n.state == NodeState::kTerminating) continue;
     const int z = zone_index_.at(n.offering.zone);

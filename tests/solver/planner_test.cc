@@ -1006,7 +1006,6 @@ TEST(Planner, ExpectedInterruptionCostFollowsTheRiskModel) {
   EXPECT_EQ(ExpectedInterruptionUsdPerHour(u, testing::FindOffering(s, t.name, "us-east-1a", CapacityType::kOnDemand), t), 0);
 }
 
-
 // The spot failure domain (family/zone) of an offering.
 std::string DomainOf(const Snapshot& s, const Offering& o) {
   for (const auto& t : s.instance_types)
@@ -1093,7 +1092,8 @@ TEST(Planner, MaxPoolShareKeepsNodesAlreadyOverItAndAddsNothingThere) {
   for (const auto& t : plan.terminations) EXPECT_NE(t.node_id, "over") << t.reason;
   // Nothing new in the failure domain (any g5 size in that zone).
   for (const auto& l : plan.launches)
-    EXPECT_FALSE(l.offering.capacity_type == CapacityType::kSpot && DomainOf(s, l.offering) == "g5/us-east-1a");
+    EXPECT_FALSE(l.offering.capacity_type == CapacityType::kSpot &&
+                 DomainOf(s, l.offering) == "g5/us-east-1a");
   ExpectValid(s, p, plan);
 }
 
