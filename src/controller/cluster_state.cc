@@ -168,16 +168,22 @@ void ClusterState::ReadInterruptions(const Policy& policy, WallTime now, TickRep
       risk_.RecordInterruption(offering_key_[o], risk_group_[o], now);
       risk_dirty_ = true;
     }
-    if (node.offering.capacity_type == CapacityType::kSpot) {
-      const std::string key = node.offering.Key();
-      int pool_nodes = 0;
-      for (const Node& other : snapshot_.nodes)
-        pool_nodes += other.state != NodeState::kTerminating && other.offering.capacity_type == CapacityType::kSpot &&
-                      other.offering.instance_type == node.offering.instance_type &&
-                      other.offering.zone == node.offering.zone;
-      // A wave marks the pool reclaimed; the snapshot (reclaimed_spot_pools)
-      // and the plan's notes say so from this tick's RefreshOfferings on.
-      availability_.RecordReclaimNotice(key, pool_nodes, now);
+    if (node.offering.capacity_type == CapacityType::kSpot && info.offering >= 0) {
+      // The failure domain is the risk group (family x zone): spot capacity
+      // of one family in one zone goes at once, every size together, so
+      // notices on a p3.2xlarge and a p3.16xlarge of one zone are one wave.
+      const std::string& domain = risk_group_[static_cast<size_t>(info.offering)];
+      int domain_nodes = 0;
+      for (size_t j = 0; j < snapshot_.nodes.size(); ++j) {
+        const int o = node_info_[j].offering;
+        domain_nodes += o >= 0 && snapshot_.nodes[j].state != NodeState::kTerminating &&
+                        snapshot_.nodes[j].offering.capacity_type == CapacityType::kSpot &&
+                        risk_group_[static_cast<size_t>(o)] == domain;
+      }
+      // A wave marks the whole domain reclaimed; the snapshot
+      // (reclaimed_spot_pools) and the plan's notes say so from this tick's
+      // RefreshOfferings on.
+      availability_.RecordReclaimNotice(domain, domain_nodes, now);
     }
     snapshot_.nodes[it->second].state = NodeState::kDraining;
     replacements_dirty_ = true;
@@ -300,8 +306,17 @@ void ClusterState::ReadPrices(WallTime now, TickReport* report) {
 }
 
 void ClusterState::RefreshOfferings(WallTime now) {
+  // Marks are per failure domain; the snapshot names every spot offering
+  // of a marked domain (sorted, as the planner and the JSON expect).
   std::vector<std::string> reclaimed;
-  for (const auto& [key, until] : availability_.Reclaimed(now)) reclaimed.push_back(key);
+  const std::map<std::string, WallTime> domains = availability_.Reclaimed(now);
+  if (!domains.empty()) {
+    for (size_t i = 0; i < snapshot_.offerings.size(); ++i) {
+      if (snapshot_.offerings[i].capacity_type == CapacityType::kSpot && domains.count(risk_group_[i]) > 0)
+        reclaimed.push_back(offering_key_[i]);
+    }
+    std::sort(reclaimed.begin(), reclaimed.end());
+  }
   if (reclaimed != snapshot_.reclaimed_spot_pools) {
     // A new mark comes with its notices (already structural); a cooldown
     // ending only lets later plans use the pool again, it asks for none.

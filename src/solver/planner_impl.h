@@ -224,11 +224,15 @@ class Planner {
   double Risk(const Group& g, const NodeOffer& b) const;
   // A node's price per GPU: what a whole GPU of work there costs its team.
   double PerGpu(const NodeOffer& b) const;
-  // The spot pool (instance type x zone) of `b` as an index into
-  // Allowances::spot_pool, or -1 when `b` is not spot or has no type or zone.
+  // The spot failure domain (instance family x zone: a zone's spot capacity
+  // of one family goes at once, every size together) of `b` as an index
+  // into Allowances::spot_pool, or -1 when `b` is not spot or has no type
+  // or zone.
   int SpotPoolOf(const NodeOffer& b) const {
-    return b.spot && b.type >= 0 && b.zone >= 0 ? b.type * int(zone_names_.size()) + b.zone : -1;
+    return b.spot && b.type >= 0 && b.zone >= 0 ? family_of_type_[b.type] * int(zone_names_.size()) + b.zone
+                                                : -1;
   }
+  int SpotPoolCount() const { return family_count_ * int(zone_names_.size()); }
   // How many units of `g` the allowances let the plan put on `b`.
   int Limit(const Group& g, const NodeOffer& b, const Allowances& a) const;
   // Takes (count > 0) or gives back (count < 0) the allowances of `count`
@@ -298,6 +302,8 @@ class Planner {
   std::unordered_map<std::string, const GpuModel*> gpu_by_name_;
   std::unordered_map<std::string, int> type_by_name_;
   std::vector<const GpuModel*> gpu_by_type_;  // GpuOf each snapshot instance type
+  std::vector<int> family_of_type_;  // per instance type: its family's index (a type without one is its own)
+  int family_count_ = 0;
   std::vector<double> learned_wait_h_by_type_;  // the family's learned warm-up, hours; -1: none
   std::map<std::string, int> zone_index_;
   std::vector<std::string> zone_names_;
@@ -314,7 +320,7 @@ class Planner {
   std::vector<Bin> existing_;            // by node index
   std::vector<int> existing_order_;      // accepting bins, placement order
   std::vector<std::vector<double>> existing_zone_gpu_;  // class x zone
-  std::vector<std::vector<double>> existing_pool_gpu_;  // class x spot pool (only with spot.max_pool_share < 1)
+  std::vector<std::vector<double>> existing_pool_gpu_;  // class x spot domain (only with max_pool_share < 1)
   std::vector<double> class_total_gpu_;
   std::vector<double> class_spot_gpu_;
   std::vector<double> max_unit_;

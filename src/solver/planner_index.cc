@@ -38,6 +38,13 @@ void Planner::BuildIndex() {
   for (size_t i = 0; i < snap_.instance_types.size(); ++i) type_by_name_.emplace(snap_.instance_types[i].name, int(i));
   gpu_by_type_.reserve(snap_.instance_types.size());
   for (const InstanceType& t : snap_.instance_types) gpu_by_type_.push_back(GpuOf(t));
+  std::unordered_map<std::string, int> family_index;
+  family_of_type_.reserve(snap_.instance_types.size());
+  for (const InstanceType& t : snap_.instance_types) {
+    auto [it, fresh] = family_index.emplace(t.family.empty() ? t.name : t.family, int(family_index.size()));
+    family_of_type_.push_back(it->second);
+  }
+  family_count_ = int(family_index.size());
   learned_wait_h_by_type_.reserve(snap_.instance_types.size());
   for (const InstanceType& t : snap_.instance_types) {
     auto it = snap_.warmup_seconds_by_family.find(t.family.empty() ? t.name : t.family);
@@ -157,8 +164,7 @@ void Planner::BuildClasses() {
   class_spot_gpu_.assign(nc, 0);
   existing_zone_gpu_.assign(nc, std::vector<double>(zone_names_.size(), 0));
   const bool pool_capped = policy_.spot.max_pool_share < 1.0 - kEps;
-  existing_pool_gpu_.assign(pool_capped ? nc : 0,
-                            std::vector<double>(snap_.instance_types.size() * zone_names_.size(), 0));
+  existing_pool_gpu_.assign(pool_capped ? nc : 0, std::vector<double>(size_t(SpotPoolCount()), 0));
   for (const auto& n : snap_.nodes) {
     if (n.state == NodeState::kTerminating) continue;
     const int z = zone_index_.at(n.offering.zone);

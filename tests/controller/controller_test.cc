@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "fakes/fake_clock.h"
@@ -30,6 +31,22 @@ Offering Find(const Snapshot& s, const std::string& key) {
   return {};
 }
 
+// TinyCatalog plus a dearer second g5 size: one failure domain (g5 in a
+// zone) then holds two spot offerings.
+Catalog TwoG5SizesCatalog() {
+  Catalog c = TinyCatalog();
+  InstanceType big = c.instance_types.front();
+  big.name = "g5.2xlarge";
+  big.vcpus = 8;
+  big.memory_mib = 32768;
+  c.instance_types.push_back(big);
+  for (RegionPrices& r : c.regions) {
+    r.on_demand_usd_per_hour[big.name] = 1.2;
+    r.spot_usd_per_hour[big.name] = 0.5;
+  }
+  return c;
+}
+
 struct Harness {
   FakeClock clock;
   FakeCloudProvider cloud{clock};
@@ -40,7 +57,7 @@ struct Harness {
   std::vector<Snapshot> seen;
   std::unique_ptr<Controller> controller;
 
-  explicit Harness(Policy policy = TestPolicy()) {
+  explicit Harness(Policy policy = TestPolicy(), Catalog c = TinyCatalog()) : catalog(std::move(c)) {
     ControllerOptions o;
     o.reuse_unchanged_plans = false;
     controller = std::make_unique<Controller>(clock, cloud, store.get(), work, catalog, std::move(policy), o,
@@ -390,6 +407,37 @@ TEST(Controller, InterruptionNoticeDrainsTheNodeAndAddsReplacementDemand) {
   EXPECT_TRUE(h.seen.back().pending.empty());
 }
 
+// A zone's spot capacity of one family goes at once, every size together:
+// one notice on each of two sizes in a zone is a wave of the domain, though
+// neither size alone lost two nodes or half of its own.
+TEST(Controller, NoticesOnTwoSizesOfAFamilyInAZoneAreOneReclaimWave) {
+  Harness h(TestPolicy(), TwoG5SizesCatalog());
+  h.next_plan.launches = {h.Launch("g5.xlarge/us-east-1a/spot", 3), h.Launch("g5.2xlarge/us-east-1a/spot", 3),
+                          h.Launch("g5.xlarge/us-east-1b/spot", 1)};
+  h.controller->Tick();
+  ASSERT_EQ(h.controller->snapshot().nodes.size(), 7u);
+  std::vector<std::string> noticed;
+  for (const char* key : {"g5.xlarge/us-east-1a/spot", "g5.2xlarge/us-east-1a/spot"}) {
+    for (const Node& n : h.controller->snapshot().nodes) {
+      if (n.offering.Key() == key) {
+        noticed.push_back(n.instance_id);
+        break;
+      }
+    }
+  }
+  ASSERT_EQ(noticed.size(), 2u);
+  h.clock.Advance(Seconds(60));
+  h.cloud.notices = {{noticed[0], h.clock.WallNow(), h.clock.WallNow() + Seconds(120)}};
+  h.controller->Tick();
+  EXPECT_TRUE(h.controller->snapshot().reclaimed_spot_pools.empty()) << "one notice of six is not a wave";
+  h.clock.Advance(Seconds(90));
+  h.cloud.notices = {{noticed[1], h.clock.WallNow(), h.clock.WallNow() + Seconds(120)}};
+  h.controller->Tick();
+  EXPECT_EQ(h.controller->snapshot().reclaimed_spot_pools,
+            (std::vector<std::string>{"g5.2xlarge/us-east-1a/spot", "g5.xlarge/us-east-1a/spot"}))
+      << "both sizes in zone a, nothing in zone b";
+}
+
 TEST(Controller, NoTerminationsWhenTheInstanceListFails) {
   Harness h;
   h.next_plan.launches = {h.Launch("g5.xlarge/us-east-1a/on-demand", 1)};
@@ -554,7 +602,7 @@ struct RiskHarness {
   FakeClock clock;
   FakeCloudProvider cloud{clock};
   FakeWorkSource work;
-  Catalog catalog = TinyCatalog();
+  Catalog catalog = TwoG5SizesCatalog();
   std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(":memory:")).value();
   std::unique_ptr<Controller> controller;
   DemandUnit job;
@@ -617,13 +665,29 @@ TEST(ControllerLearnedRisk, RepeatedInterruptionsOnOneOfferingShiftThePlanToAnot
     }
     ASSERT_GE(h.cloud.launches.size(), 2u);
     if (!learn) {
-      // Catalog rates: the rate stays the prior, but the node was its pool's
-      // only one, so its notice is a reclaim wave: the pool is marked (in the
-      // snapshot, for the planner and any replay of it) and the replacement
-      // goes elsewhere during the cooldown.
+      // Catalog rates: the rate stays the prior, but the node was its
+      // failure domain's only one, so its notice is a reclaim wave: the
+      // domain (family x zone: every spot size of the family in that zone)
+      // is marked (in the snapshot, for the planner and any replay of it)
+      // and the replacement goes elsewhere during the cooldown.
       EXPECT_NE(last, first);
       EXPECT_EQ(h.cloud.launches.size(), 2u);
-      EXPECT_EQ(h.controller->snapshot().reclaimed_spot_pools, std::vector<std::string>{first});
+      const Snapshot& snap = h.controller->snapshot();
+      const Offering reclaimed = Find(snap, first);
+      auto family_of = [&](const std::string& type) {
+        for (const InstanceType& t : snap.instance_types)
+          if (t.name == type) return t.family;
+        return std::string();
+      };
+      std::vector<std::string> domain;
+      for (const Offering& o : snap.offerings) {
+        if (o.capacity_type == CapacityType::kSpot && o.zone == reclaimed.zone &&
+            family_of(o.instance_type) == family_of(reclaimed.instance_type))
+          domain.push_back(o.Key());
+      }
+      std::sort(domain.begin(), domain.end());
+      ASSERT_GE(domain.size(), 2u) << "the catalog has more than one size of the family";
+      EXPECT_EQ(snap.reclaimed_spot_pools, domain);
       EXPECT_DOUBLE_EQ(RateOf(*h.controller, first), prior);
       // Thirty minutes after the notice the mark is gone.
       h.clock.Advance(Seconds(1800));

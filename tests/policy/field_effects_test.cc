@@ -439,14 +439,18 @@ const std::vector<FieldCase>& Cases() {
        InferenceUnits(2), KeepsOffSpot(2)},
       {"spot.max_interruptions_per_hour", [](Policy& p) { p.spot.max_interruptions_per_hour = 0.01; },
        InferenceUnits(2), KeepsOffSpot(2)},
-      // Two 1-GPU units: both in the cheapest spot pool, or one per pool
-      // when no pool may hold more than half of the class's GPUs.
+      // Two 1-GPU units: both in the cheapest spot failure domain (family x
+      // zone), or one per domain when none may hold more than half of the
+      // class's GPUs.
       {"spot.max_pool_share", [](Policy& p) { p.spot.max_pool_share = 0.5; }, InferenceUnits(2),
        [](const Plan& base, const Plan& set) {
          auto pools = [](const Plan& plan) {
            std::set<std::string> out;
-           for (const auto& l : plan.launches)
-             if (l.offering.capacity_type == CapacityType::kSpot) out.insert(l.offering.instance_type + "/" + l.offering.zone);
+           for (const auto& l : plan.launches) {
+             if (l.offering.capacity_type != CapacityType::kSpot) continue;
+             const std::string& type = l.offering.instance_type;  // AWS names: FAMILY.SIZE
+             out.insert(type.substr(0, type.find('.')) + "/" + l.offering.zone);
+           }
            return out;
          };
          EXPECT_EQ(UnitsOnSpot(base), 2);

@@ -320,6 +320,88 @@ TEST(Replay, ACorrelatedPoolReclaimLosesLessWorkUnderAPoolShareCap) {
   }
 }
 
+// A zone's spot capacity of one family goes at once, every size together:
+// the pool share cap is per family x zone, so spreading a class over two
+// sizes of one family in the cheapest zone does not get past it.
+TEST(Replay, ACorrelatedDropOfEverySizeInAZoneTakesNoMoreThanTheClassCap) {
+  Trace trace;
+  for (int i = 0; i < 8; ++i) {
+    TraceJob j;
+    j.duration = Seconds(6 * 3600);
+    j.unit.id = "train-" + std::to_string(i);
+    j.unit.workload_class = "training";
+    j.unit.gpus = 1;
+    j.unit.cpu_milli = 2000;
+    j.unit.memory_mib = 8192;
+    j.unit.expected_runtime = j.duration;
+    j.unit.checkpoint_interval = Seconds(3600);
+    j.unit.restart_cost = Seconds(300);
+    trace.jobs.push_back(j);
+  }
+  const std::vector<std::string> zones = {"us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d"};
+  SpotMarket market;
+  for (const std::string& zone : zones) {
+    for (const char* type : {"g5.xlarge", "g5.2xlarge"}) {
+      PricePoint price;
+      price.instance_type = type;
+      price.zone = zone;
+      // Zone a is the cheapest for both sizes, so without a cap every unit
+      // goes there, and with a per-size cap the second size would take
+      // what the first may not.
+      price.usd_per_hour = zone == "us-east-1a" ? (std::string(type) == "g5.xlarge" ? 0.30 : 0.31) : 0.45;
+      market.prices.push_back(price);
+    }
+  }
+  const Seconds drop_at(3 * 3600 + 90);
+  for (const char* type : {"g5.xlarge", "g5.2xlarge"}) {
+    market.availability.push_back({drop_at, type, "us-east-1a", 0});
+    market.availability.push_back({drop_at + Seconds(600), type, "us-east-1a", 1000});
+  }
+  Policy policy = DefaultPolicy();
+  NodePoolPolicy pool;
+  pool.name = "gpu";
+  pool.instance_types = {"g5.xlarge", "g5.2xlarge"};
+  pool.zones = zones;
+  policy.pools = {pool};
+  WorkloadClassPolicy training;
+  training.name = "training";
+  training.checkpoint_interval = Seconds(3600);
+  training.expected_runtime = Seconds(6 * 3600);
+  policy.classes = {training};
+
+  auto run = [&](double max_pool_share) {
+    Policy p = policy;
+    p.spot.max_pool_share = max_pool_share;
+    Scenario s = MakeTraceScenario(trace, market, BuiltinCatalog(), p, 1, 1);
+    s.cloud.hazard_by_family.clear();
+    Result<RunSpec> spec = MakeRunSpec("gpuscaler", s, nullptr);
+    EXPECT_TRUE(spec.ok());
+    RunResult r = RunScenario(s, *spec);
+    CheckInvariants(s, r);
+    return r;
+  };
+  const WallTime start = MakeTraceScenario(trace, market, BuiltinCatalog(), policy, 1, 1).start;
+  // Spot GPUs of the class in zone a when the drop came (every one of them
+  // is reclaimed by it).
+  auto in_zone_a_at_drop = [&](const RunResult& r) {
+    int gpus = 0;
+    for (const InstanceBill& b : r.bills) {
+      const bool zone_a = b.offering_key.find("/us-east-1a/spot") != std::string::npos;
+      if (zone_a && b.launch <= start + drop_at && b.end > start + drop_at) gpus += b.gpu_count;
+    }
+    return gpus;
+  };
+  const RunResult piled = run(1.0);
+  const RunResult capped = run(0.5);
+  EXPECT_EQ(in_zone_a_at_drop(piled), 8) << "without a cap all eight units are in the cheapest zone";
+  EXPECT_GE(piled.interruptions, 8);
+  EXPECT_GT(in_zone_a_at_drop(capped), 0) << "the drop must hit the capped run too";
+  EXPECT_LE(in_zone_a_at_drop(capped), 4) << "half of the class's 8 GPUs, over both sizes of the zone";
+  EXPECT_LE(capped.interruptions, 4);
+  EXPECT_LT(capped.gpu_hours_lost, piled.gpu_hours_lost);
+  EXPECT_EQ(capped.jobs_completed, 8);
+}
+
 std::string GoldenDir() { return std::string(GPUSCALER_SOURCE_DIR) + "/sim/testdata/golden/"; }
 
 // small_jobs.csv, DemoPolicy, built-in catalog, seed 11, 1 day, g5/g6 spot

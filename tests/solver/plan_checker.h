@@ -178,7 +178,7 @@ inline std::vector<std::string> CheckPlan(const Snapshot& s, const Policy& p, co
   std::map<std::string, double> cls_total, cls_spot, cls_new_spot;
   std::map<std::string, std::map<std::string, double>> cls_new_zone;
   std::map<std::string, std::map<std::string, double>> cls_zone;
-  // Spot GPUs per class and spot pool (type/zone), and what the plan added there.
+  // Spot GPUs per class and spot failure domain (family/zone), and what the plan added there.
   std::map<std::string, std::map<std::string, double>> cls_spot_pool, cls_new_spot_pool;
   std::map<std::string, int> pool_nodes;
   for (const auto& w : all) {
@@ -200,10 +200,15 @@ inline std::vector<std::string> CheckPlan(const Snapshot& s, const Policy& p, co
         cls_new_spot[u->workload_class] += UnitGpus(*u);
       if (is_pending || (from && from->zone != w.off->zone)) cls_new_zone[u->workload_class][w.off->zone] += UnitGpus(*u);
       if (spot) {
-        const std::string spot_pool = t->name + "/" + w.off->zone;
+        // The cap is per failure domain: instance family x zone.
+        auto domain = [&](const std::string& type, const std::string& zone) {
+          const InstanceType* ft = type_of(type);
+          return (ft != nullptr && !ft->family.empty() ? ft->family : type) + "/" + zone;
+        };
+        const std::string spot_pool = domain(t->name, w.off->zone);
         cls_spot_pool[u->workload_class][spot_pool] += UnitGpus(*u);
         const bool from_elsewhere = from && (from->capacity_type != CapacityType::kSpot ||
-                                             from->instance_type + "/" + from->zone != spot_pool);
+                                             domain(from->instance_type, from->zone) != spot_pool);
         if (is_pending || from_elsewhere) cls_new_spot_pool[u->workload_class][spot_pool] += UnitGpus(*u);
         const auto& reclaimed = s.reclaimed_spot_pools;
         if (is_pending && std::find(reclaimed.begin(), reclaimed.end(), w.off->Key()) != reclaimed.end())

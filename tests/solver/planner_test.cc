@@ -1006,8 +1006,15 @@ TEST(Planner, ExpectedInterruptionCostFollowsTheRiskModel) {
   EXPECT_EQ(ExpectedInterruptionUsdPerHour(u, testing::FindOffering(s, t.name, "us-east-1a", CapacityType::kOnDemand), t), 0);
 }
 
+// The spot failure domain (family/zone) of an offering.
+std::string DomainOf(const Snapshot& s, const Offering& o) {
+  for (const auto& t : s.instance_types)
+    if (t.name == o.instance_type) return t.family + "/" + o.zone;
+  return o.instance_type + "/" + o.zone;
+}
 
-// GPUs of the class per spot pool (type/zone) that the plan launches.
+// GPUs of the class per spot failure domain (family/zone) that the plan
+// launches.
 std::map<std::string, int> SpotGpusByPool(const Plan& plan, const Snapshot& s) {
   std::map<std::string, int> out;
   for (const auto& l : plan.launches) {
@@ -1016,9 +1023,30 @@ std::map<std::string, int> SpotGpusByPool(const Plan& plan, const Snapshot& s) {
     for (const auto& id : l.unit_ids)
       for (const auto& u : s.pending)
         if (u.id == id) gpus += u.gpus;
-    out[l.offering.instance_type + "/" + l.offering.zone] += gpus;
+    out[DomainOf(s, l.offering)] += gpus;
   }
   return out;
+}
+
+TEST(Planner, MaxPoolShareCountsEverySizeOfAFamilyInAZoneAsOnePool) {
+  Snapshot s = BaseSnapshot();
+  // One zone's spot is far cheaper than the others' for both 1-GPU g5 sizes:
+  // a cap per size would put half the class on each size there, all of it
+  // in one failure domain.
+  for (auto& o : s.offerings) {
+    if (o.capacity_type != CapacityType::kSpot) continue;
+    const bool small = o.instance_type == "g5.xlarge" || o.instance_type == "g5.2xlarge";
+    if (small && o.zone == "us-east-1a") o.usd_per_hour = o.instance_type == "g5.xlarge" ? 0.20 : 0.21;
+  }
+  s.pending = Units("u", 8, Unit("", 1));
+  Policy p = BasePolicy();
+  p.spot.max_pool_share = 0.5;
+  const Plan plan = MakePlan(s, p);
+  EXPECT_TRUE(plan.unplaced.empty()) << plan.summary;
+  const auto by_domain = SpotGpusByPool(plan, s);
+  ASSERT_TRUE(by_domain.count("g5/us-east-1a")) << plan.summary;
+  EXPECT_EQ(by_domain.at("g5/us-east-1a"), 4) << plan.summary;  // half of 8, over both sizes
+  ExpectValid(s, p, plan);
 }
 
 TEST(Planner, MaxPoolShareSpreadsAClassAcrossSpotPools) {
@@ -1062,9 +1090,10 @@ TEST(Planner, MaxPoolShareKeepsNodesAlreadyOverItAndAddsNothingThere) {
   EXPECT_TRUE(plan.unplaced.empty()) << plan.summary;
   for (const auto& pl : plan.placements) EXPECT_NE(pl.node_id, "over") << plan.summary;
   for (const auto& t : plan.terminations) EXPECT_NE(t.node_id, "over") << t.reason;
+  // Nothing new in the failure domain (any g5 size in that zone).
   for (const auto& l : plan.launches)
-    EXPECT_FALSE(l.offering.capacity_type == CapacityType::kSpot && l.offering.instance_type == "g5.12xlarge" &&
-                 l.offering.zone == "us-east-1a");
+    EXPECT_FALSE(l.offering.capacity_type == CapacityType::kSpot &&
+                 DomainOf(s, l.offering) == "g5/us-east-1a");
   ExpectValid(s, p, plan);
 }
 

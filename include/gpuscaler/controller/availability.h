@@ -6,8 +6,10 @@
 // without a new error, so an offering that keeps failing is tried rarely,
 // one that recovers soon comes back, and an old shortage is forgotten.
 //
-// Reclaim waves: spot capacity is reclaimed per pool (one spot offering,
-// type x zone), most nodes of a pool within minutes of each other. When a
+// Reclaim waves: spot capacity is reclaimed per pool, most nodes of a pool
+// within minutes of each other. The caller names the pool (ClusterState uses
+// the failure domain, instance family x zone, since every size of a family
+// in a zone goes together) and says how many spot nodes it holds. When a
 // pool gets notices for at least 2 of its nodes, or for at least half of
 // them, within `kReclaimWaveWindow`, it is marked reclaimed (Reclaimed): the
 // planner places no new spot work in it, for a cooldown that starts at
@@ -50,10 +52,10 @@ class OfferingAvailability {
   // The backoff the next error would set for a key with this streak.
   Seconds BackoffFor(int streak) const;
 
-  // An interruption notice at `now` for one node of spot offering
-  // `offering_key`, whose pool had `pool_nodes` nodes (the noticed one
-  // included) when the notice came. True when it makes a new wave (the key
-  // is then marked reclaimed).
+  // An interruption notice at `now` for one node of the spot pool named
+  // `offering_key` (ClusterState: a failure domain), which had `pool_nodes`
+  // nodes (the noticed one included) when the notice came. True when it
+  // makes a new wave (the key is then marked reclaimed).
   bool RecordReclaimNotice(const std::string& offering_key, int pool_nodes, WallTime now);
   // Keys marked reclaimed at `now`, with the end of their cooldown, sorted.
   std::map<std::string, WallTime> Reclaimed(WallTime now) const;
