@@ -300,7 +300,16 @@ std::vector<std::string> Actuator::LaunchOne(int64_t decision_id, size_t index, 
       spot_short |= e.offering_key.ends_with("/spot");
     }
   }
-  if (spot_short) AddUnits(launch.unit_ids, &result->spot_capacity_error_units);
+  // A spot offering without capacity pauses spot for the launch's classes
+  // only when the launch did not get its nodes on spot elsewhere: a spot
+  // fallback that filled the launch is the market working, not a shortage.
+  if (spot_short) {
+    int spot_launched = 0;
+    for (const Instance& inst : launched->instances) {
+      if (inst.offering.capacity_type == CapacityType::kSpot) ++spot_launched;
+    }
+    if (spot_launched < launch.count) AddUnits(launch.unit_ids, &result->spot_capacity_error_units);
+  }
   std::set<std::string> succeeded;
   for (const Instance& inst : launched->instances) {
     if (succeeded.insert(inst.offering.Key()).second) availability.RecordSuccess(inst.offering.Key());

@@ -136,14 +136,19 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
   int64_t free_whole_total = 0;
   for (int bi : receivers) free_whole_total += std::max(0, existing_[bi].free_whole);
 
-  auto pool_ok_to_remove = [&](int pool) {
+  // The disruption budget limits the removals that move running work
+  // (consolidation, replacement). An empty node moves none: it goes whenever
+  // it is not needed, within the pool's min_nodes and the tick's removals,
+  // and the controller counts it in the window like every removal by plan.
+  auto pool_ok_to_remove = [&](int pool, bool empty) {
     if (pool < 0) return true;
-    return pools_[pool].disrupt_allow > 0 && st.pool_count[pool] - 1 >= pools_[pool].pol.min_nodes;
+    if (!empty && pools_[pool].disrupt_allow <= 0) return false;
+    return st.pool_count[pool] - 1 >= pools_[pool].pol.min_nodes;
   };
-  auto commit_removal = [&](int pool, double price) {
+  auto commit_removal = [&](int pool, double price, bool empty) {
     ++removed;
     if (pool >= 0) {
-      pools_[pool].disrupt_allow--;
+      if (!empty) pools_[pool].disrupt_allow--;
       st.pool_count[pool]--;
       st.pool_cost[pool] -= price;
     }
@@ -155,7 +160,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
     Bin& src = existing_[c.node];
     if (src.receiver || src.removed) continue;
     const Node& n = snap_.nodes[c.node];
-    if (!pool_ok_to_remove(src.pool)) continue;
+    if (!pool_ok_to_remove(src.pool, c.empty)) continue;
     TerminationAction t;
     t.node_id = n.id;
     t.instance_id = n.instance_id;
@@ -167,7 +172,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
       t.reason = "empty node, not needed: saves " + Usd(src.price) + "/h";
       src.removed = true;
       free_whole_total -= std::max(0, src.free_whole);
-      commit_removal(src.pool, src.price);
+      commit_removal(src.pool, src.price, true);
       terms.push_back(std::move(t));
       continue;
     }
@@ -254,7 +259,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
         free_whole_total = 0;
         for (int bi : receivers)
           if (!existing_[bi].removed) free_whole_total += std::max(0, existing_[bi].free_whole);
-        commit_removal(src.pool, src.price);
+        commit_removal(src.pool, src.price, false);
         terms.push_back(std::move(t));
         continue;
       }
@@ -311,7 +316,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
       st.added++;
       src.removed = true;
       free_whole_total -= std::max(0, src.free_whole);
-      commit_removal(src.pool, src.price);
+      commit_removal(src.pool, src.price, false);
       terms.push_back(std::move(t));
       break;
     }

@@ -323,6 +323,38 @@ TEST(Controller, ASpotCapacityErrorKeepsTheClassOffSpotForTheFallbackDuration) {
   EXPECT_TRUE(h.seen.back().spot_paused_classes.empty());
 }
 
+// The pause is for a shortage of spot, not for one spot offering without
+// capacity: a launch whose spot fallback in another zone filled it keeps the
+// class on spot; one that fell back to on-demand pauses it.
+TEST(Controller, ASpotLaunchFilledByAnotherSpotOfferingDoesNotPauseSpot) {
+  Policy p = TestPolicy();
+  p.spot.fallback_duration = Seconds(1800);
+  for (const bool spot_fallback : {true, false}) {
+    SCOPED_TRACE(spot_fallback ? "spot fallback" : "on-demand fallback");
+    Harness h(p);
+    DemandUnit u;
+    u.id = "job-1";
+    u.workload_class = "batch";
+    u.gpus = 1;
+    h.work.SetPending({u});
+    h.cloud.no_capacity = {"g5.xlarge/us-east-1a/spot"};
+    LaunchAction l = h.Launch("g5.xlarge/us-east-1a/spot", 1,
+                              {spot_fallback ? "g5.xlarge/us-east-1b/spot" : "g5.xlarge/us-east-1a/on-demand"});
+    l.unit_ids = {"job-1"};
+    h.next_plan.launches = {l};
+    TickReport r = h.controller->Tick();
+    EXPECT_EQ(r.nodes_launched, 1);
+    EXPECT_EQ(r.capacity_errors, 1);
+    h.clock.Advance(Seconds(60));
+    h.controller->Tick();
+    if (spot_fallback) {
+      EXPECT_TRUE(h.seen.back().spot_paused_classes.empty());
+    } else {
+      EXPECT_EQ(h.seen.back().spot_paused_classes, std::vector<std::string>{"batch"});
+    }
+  }
+}
+
 // A monthly cap must not restart at zero with the process: the month-to-date
 // spend, whole and per pool, comes back from the audit store.
 TEST(ControllerRecovery, MonthToDateSpendIsRestoredFromTheStore) {

@@ -92,6 +92,17 @@ void OversizedNode(Snapshot& s, Policy&) {
   s.nodes.push_back(MakeNode(s, "big", "g5.48xlarge", "us-east-1a", CapacityType::kOnDemand, {u}));
 }
 
+// Three such nodes: two of them move their unit onto the third, removals
+// that move work and so count against the disruption budget (empty nodes
+// do not).
+void OversizedNodes(Snapshot& s, Policy&) {
+  for (const char* id : {"big-a", "big-b", "big-c"}) {
+    DemandUnit u = Unit(std::string("w-") + id, 1);
+    u.interruptible = false;
+    s.nodes.push_back(MakeNode(s, id, "g5.48xlarge", "us-east-1a", CapacityType::kOnDemand, {u}));
+  }
+}
+
 using Scene = std::function<void(Snapshot&, Policy&)>;
 using Expect = std::function<void(const Plan& base, const Plan& set)>;
 
@@ -525,7 +536,7 @@ const std::vector<FieldCase>& Cases() {
       {"disruption.min_node_age", [](Policy& p) { p.disruption.min_node_age = Seconds(3 * 3600); }, IdleNodes,
        NodesRemoved(3, 0)},
       {"disruption.max_disrupted_per_interval", [](Policy& p) { p.disruption.max_disrupted_per_interval = 1; },
-       IdleNodes, NodesRemoved(3, 1)},
+       OversizedNodes, NodesRemoved(2, 1)},
       {"disruption.do_not_disrupt_labels",
        [](Policy& p) { p.disruption.do_not_disrupt_labels = {"team.example.com/keep"}; },
        [](Snapshot& s, Policy& p) {

@@ -363,7 +363,9 @@ TEST_F(AddsUp, ALiveReportWithTheDaemonsOpenIntervalsAgreesWithTheFinishedFigure
 
 TEST_F(AddsUp, ALiveReportFromFullIntervalsOnlyEstimatesTheOpenHourFromTheLastOne) {
   // Mid-hour on the second day, while the diurnal load runs.
-  const WallTime now = start_ + Seconds(86400 + 14 * 3600 + 40 * 60);
+  // An hour whose fleet was mostly up in the hour before: nodes launched in
+  // the open stretch have no full interval to estimate from.
+  const WallTime now = start_ + Seconds(86400 + 15 * 3600 + 40 * 60);
   const WallTime hour = now - Seconds(40 * 60);
   // The live database of a writer without open intervals (a daemon of an
   // earlier version): what the store held at `now` (usage is written when a
@@ -390,9 +392,9 @@ TEST_F(AddsUp, ALiveReportFromFullIntervalsOnlyEstimatesTheOpenHourFromTheLastOn
   // Billing does not depend on usage rows.
   EXPECT_NEAR(at_now.cost, finished.cost, 0.005);
   // Attribution (and so idle) of the partial hour is the previous hour's
-  // allocation for 40 minutes: within 6 % of its cost here (4.9 %: the
-  // afternoon load grows from one hour to the next); counting the
-  // unrecorded stretch as idle would put most of its cost in idle.
+  // allocation for 40 minutes: within 6 % of its cost here (the afternoon
+  // load grows from one hour to the next); counting the unrecorded stretch
+  // as idle would put most of its cost in idle.
   EXPECT_NEAR(at_now.attributed, finished.attributed, 0.06 * finished.cost)
       << "live " << at_now.attributed << " vs finished " << finished.attributed << " of " << finished.cost;
   EXPECT_NEAR(at_now.idle / at_now.cost, finished.idle / finished.cost, 0.06);

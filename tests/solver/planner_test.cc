@@ -629,9 +629,10 @@ TEST(Planner, KeepsNodesThatMustNotBeDisrupted) {
        [](Snapshot& s, Policy&) { for (auto& n : s.nodes) n.labels["gpuscaler.io/do-not-disrupt"] = "true"; }},
       {"younger than min_node_age", [](Snapshot& s, Policy&) { for (auto& n : s.nodes) n.launch_time = s.time - Seconds(60); }},
       {"class with stale signals", [](Snapshot& s, Policy&) { s.scale_down_blocked_classes = {"inference"}; }},
-      {"disruption budget used up", [](Snapshot& s, Policy& p) {
+      {"disruption budget used up (the empty node aside, which it does not hold)", [](Snapshot& s, Policy& p) {
          p.disruption.max_disrupted_per_interval = 2;
          s.recently_disrupted["gpu"] = 2;
+         s.nodes.pop_back();
        }},
       {"consolidation off", [](Snapshot&, Policy& p) { p.disruption.consolidation = false; }},
       {"no removals per tick", [](Snapshot&, Policy& p) { p.scaling.max_nodes_removed_per_tick = 0; }},
@@ -648,9 +649,19 @@ TEST(Planner, KeepsNodesThatMustNotBeDisrupted) {
   }
 }
 
-TEST(Planner, LimitsRemovalsToTheTickAndDisruptionBudgets) {
+// Six nodes, each with one small on-demand unit on a g5.48xlarge: each is
+// worth replacing by a g6.xlarge, a removal that moves work.
+Snapshot OversizedNodesSnapshot(int n) {
   Snapshot s = BaseSnapshot();
-  for (int i = 0; i < 6; ++i) s.nodes.push_back(MakeNode(s, "e" + std::to_string(i), "g5.xlarge", "us-east-1a", CapacityType::kOnDemand));
+  for (int i = 0; i < n; ++i) {
+    const std::string id = "big" + std::to_string(i);
+    s.nodes.push_back(MakeNode(s, id, "g5.48xlarge", "us-east-1a", CapacityType::kOnDemand, {OnDemandOnly(Unit("w-" + id, 1))}));
+  }
+  return s;
+}
+
+TEST(Planner, LimitsRemovalsToTheTickAndDisruptionBudgets) {
+  Snapshot s = OversizedNodesSnapshot(6);
   Policy p = BasePolicy();
   p.scaling.max_nodes_removed_per_tick = 4;
   p.disruption.max_disrupted_per_interval = 3;
@@ -660,6 +671,31 @@ TEST(Planner, LimitsRemovalsToTheTickAndDisruptionBudgets) {
   EXPECT_EQ(MakePlan(s, p).terminations.size(), 3u);
   p.disruption.max_disrupted_per_interval = 10;
   EXPECT_EQ(MakePlan(s, p).terminations.size(), 4u);
+}
+
+// Removing an empty node moves no work: the disruption budget does not hold
+// it back (the tick's removals and min_nodes still do), and it leaves the
+// budget to the removals that move work.
+TEST(Planner, EmptyNodesAreRemovedWhateverTheDisruptionBudgetLeaves) {
+  Snapshot s = OversizedNodesSnapshot(2);
+  for (int i = 0; i < 3; ++i) s.nodes.push_back(MakeNode(s, "e" + std::to_string(i), "g5.xlarge", "us-east-1a", CapacityType::kOnDemand));
+  Policy p = BasePolicy();
+  p.disruption.max_disrupted_per_interval = 1;
+  auto removed = [&] {
+    std::pair<int, int> empty_and_moved{0, 0};
+    for (const auto& t : MakePlan(s, p).terminations)
+      ++(t.kind == TerminationKind::kEmpty ? empty_and_moved.first : empty_and_moved.second);
+    return empty_and_moved;
+  };
+  EXPECT_EQ(removed(), std::make_pair(3, 1));
+  s.recently_disrupted["gpu"] = 5;  // past the budget: only the empty nodes go
+  EXPECT_EQ(removed(), std::make_pair(3, 0));
+
+  p.scaling.max_nodes_removed_per_tick = 2;
+  EXPECT_EQ(MakePlan(s, p).terminations.size(), 2u);
+  p.scaling.max_nodes_removed_per_tick = 5;
+  p.pools[0].min_nodes = 4;
+  EXPECT_EQ(MakePlan(s, p).terminations.size(), 1u);
 }
 
 TEST(Planner, RemovesNothingMoreInAPoolWhoseDisruptionWindowIsFull) {
@@ -672,7 +708,8 @@ TEST(Planner, RemovesNothingMoreInAPoolWhoseDisruptionWindowIsFull) {
   p.disruption.max_disrupted_per_interval = 2;
   for (const char* pool : {"full", "other"})
     for (const char* n : {"-0", "-1"})
-      s.nodes.push_back(MakeNode(s, std::string(pool) + n, "g5.xlarge", "us-east-1a", CapacityType::kOnDemand, {}, pool));
+      s.nodes.push_back(MakeNode(s, std::string(pool) + n, "g5.48xlarge", "us-east-1a", CapacityType::kOnDemand,
+                                 {OnDemandOnly(Unit(std::string("w-") + pool + n, 1))}, pool));
   s.recently_disrupted["full"] = 2;  // at the limit within the interval
   s.recently_disrupted["other"] = 1;
   const Plan plan = MakePlan(s, p);
