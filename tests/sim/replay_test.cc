@@ -245,7 +245,8 @@ TEST(Replay, SaysWhyEachJobThatNeverRanStayedQueued) {
 // with spot.max_pool_share 0.25 it takes two jobs' at most. After the drop
 // the pool is marked reclaimed, so no spot node is launched there for the
 // 30-minute cooldown, although capacity is back after 10.
-TEST(Replay, ACorrelatedPoolReclaimLosesLessWorkUnderAPoolShareCap) {
+// Eight 1-GPU jobs of class "training", 6 hours each, all at the start.
+Trace EightSixHourTrainingJobs() {
   Trace trace;
   for (int i = 0; i < 8; ++i) {
     TraceJob j;
@@ -260,6 +261,43 @@ TEST(Replay, ACorrelatedPoolReclaimLosesLessWorkUnderAPoolShareCap) {
     j.unit.restart_cost = Seconds(300);
     trace.jobs.push_back(j);
   }
+  return trace;
+}
+
+// One pool "gpu" of these types and zones, one interruptible class
+// "training" (1-hour checkpoints, 6-hour jobs).
+Policy TrainingOnOnePool(std::vector<std::string> instance_types, std::vector<std::string> zones) {
+  Policy policy = DefaultPolicy();
+  NodePoolPolicy pool;
+  pool.name = "gpu";
+  pool.instance_types = std::move(instance_types);
+  pool.zones = std::move(zones);
+  policy.pools = {pool};
+  WorkloadClassPolicy training;
+  training.name = "training";
+  training.checkpoint_interval = Seconds(3600);
+  training.expected_runtime = Seconds(6 * 3600);
+  policy.classes = {training};
+  return policy;
+}
+
+// gpuscaler's replay of the trace on the market with spot.max_pool_share
+// set, no background hazard (the market's drops are the only reclaims).
+RunResult RunWithPoolShare(const Trace& trace, const SpotMarket& market, const Policy& policy,
+                           double max_pool_share) {
+  Policy p = policy;
+  p.spot.max_pool_share = max_pool_share;
+  Scenario s = MakeTraceScenario(trace, market, BuiltinCatalog(), p, 1, 1);
+  s.cloud.hazard_by_family.clear();
+  Result<RunSpec> spec = MakeRunSpec("gpuscaler", s, nullptr);
+  EXPECT_TRUE(spec.ok());
+  RunResult r = RunScenario(s, *spec);
+  CheckInvariants(s, r);
+  return r;
+}
+
+TEST(Replay, ACorrelatedPoolReclaimLosesLessWorkUnderAPoolShareCap) {
+  const Trace trace = EightSixHourTrainingJobs();
   SpotMarket market;
   for (const char* zone : {"us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d"}) {
     PricePoint price;
@@ -270,29 +308,9 @@ TEST(Replay, ACorrelatedPoolReclaimLosesLessWorkUnderAPoolShareCap) {
   }
   market.availability = {{Seconds(3 * 3600 + 90), "g6.xlarge", "us-east-1a", 0},
                          {Seconds(3 * 3600 + 690), "g6.xlarge", "us-east-1a", 1000}};
-  Policy policy = DefaultPolicy();
-  NodePoolPolicy pool;
-  pool.name = "gpu";
-  pool.instance_types = {"g6.xlarge"};
-  pool.zones = {"us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d"};
-  policy.pools = {pool};
-  WorkloadClassPolicy training;
-  training.name = "training";
-  training.checkpoint_interval = Seconds(3600);
-  training.expected_runtime = Seconds(6 * 3600);
-  policy.classes = {training};
+  const Policy policy = TrainingOnOnePool({"g6.xlarge"}, {"us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d"});
 
-  auto run = [&](double max_pool_share) {
-    Policy p = policy;
-    p.spot.max_pool_share = max_pool_share;
-    Scenario s = MakeTraceScenario(trace, market, BuiltinCatalog(), p, 1, 1);
-    s.cloud.hazard_by_family.clear();
-    Result<RunSpec> spec = MakeRunSpec("gpuscaler", s, nullptr);
-    EXPECT_TRUE(spec.ok());
-    RunResult r = RunScenario(s, *spec);
-    CheckInvariants(s, r);
-    return r;
-  };
+  auto run = [&](double max_pool_share) { return RunWithPoolShare(trace, market, policy, max_pool_share); };
   const RunResult piled = run(1.0);
   const RunResult spread = run(0.25);
   auto spot_in_zone_a = [](const RunResult& r) {
@@ -324,20 +342,7 @@ TEST(Replay, ACorrelatedPoolReclaimLosesLessWorkUnderAPoolShareCap) {
 // the pool share cap is per family x zone, so spreading a class over two
 // sizes of one family in the cheapest zone does not get past it.
 TEST(Replay, ACorrelatedDropOfEverySizeInAZoneTakesNoMoreThanTheClassCap) {
-  Trace trace;
-  for (int i = 0; i < 8; ++i) {
-    TraceJob j;
-    j.duration = Seconds(6 * 3600);
-    j.unit.id = "train-" + std::to_string(i);
-    j.unit.workload_class = "training";
-    j.unit.gpus = 1;
-    j.unit.cpu_milli = 2000;
-    j.unit.memory_mib = 8192;
-    j.unit.expected_runtime = j.duration;
-    j.unit.checkpoint_interval = Seconds(3600);
-    j.unit.restart_cost = Seconds(300);
-    trace.jobs.push_back(j);
-  }
+  const Trace trace = EightSixHourTrainingJobs();
   const std::vector<std::string> zones = {"us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d"};
   SpotMarket market;
   for (const std::string& zone : zones) {
@@ -357,29 +362,9 @@ TEST(Replay, ACorrelatedDropOfEverySizeInAZoneTakesNoMoreThanTheClassCap) {
     market.availability.push_back({drop_at, type, "us-east-1a", 0});
     market.availability.push_back({drop_at + Seconds(600), type, "us-east-1a", 1000});
   }
-  Policy policy = DefaultPolicy();
-  NodePoolPolicy pool;
-  pool.name = "gpu";
-  pool.instance_types = {"g5.xlarge", "g5.2xlarge"};
-  pool.zones = zones;
-  policy.pools = {pool};
-  WorkloadClassPolicy training;
-  training.name = "training";
-  training.checkpoint_interval = Seconds(3600);
-  training.expected_runtime = Seconds(6 * 3600);
-  policy.classes = {training};
+  const Policy policy = TrainingOnOnePool({"g5.xlarge", "g5.2xlarge"}, zones);
 
-  auto run = [&](double max_pool_share) {
-    Policy p = policy;
-    p.spot.max_pool_share = max_pool_share;
-    Scenario s = MakeTraceScenario(trace, market, BuiltinCatalog(), p, 1, 1);
-    s.cloud.hazard_by_family.clear();
-    Result<RunSpec> spec = MakeRunSpec("gpuscaler", s, nullptr);
-    EXPECT_TRUE(spec.ok());
-    RunResult r = RunScenario(s, *spec);
-    CheckInvariants(s, r);
-    return r;
-  };
+  auto run = [&](double max_pool_share) { return RunWithPoolShare(trace, market, policy, max_pool_share); };
   const WallTime start = MakeTraceScenario(trace, market, BuiltinCatalog(), policy, 1, 1).start;
   // Spot GPUs of the class in zone a when the drop came (every one of them
   // is reclaimed by it).
