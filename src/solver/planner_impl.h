@@ -147,6 +147,7 @@ struct Allowances {
   // Per group (empty: none): kept off spot nodes, new and existing, by a
   // search variant that leaves its class's spot share to other groups.
   std::vector<char> no_spot;
+  bool KeptOffSpot(int group) const { return group >= 0 && size_t(group) < no_spot.size() && no_spot[group]; }
 };
 
 struct PoolInfo {

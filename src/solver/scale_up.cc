@@ -84,7 +84,7 @@ double Planner::PerGpu(const NodeOffer& b) const {
 }
 
 int Planner::Limit(const Group& g, const NodeOffer& b, const Allowances& a) const {
-  if (b.spot && g.index >= 0 && size_t(g.index) < a.no_spot.size() && a.no_spot[g.index]) return 0;
+  if (b.spot && a.KeptOffSpot(g.index)) return 0;
   if (g.gpu_w <= 0) return kNoLimit;
   double allow = kInf;
   if (b.spot) allow = a.spot[g.cls];
@@ -113,7 +113,7 @@ void Planner::Consume(const Group& g, const NodeOffer& b, double count, Allowanc
 }
 
 bool Planner::Within(const Group& g, const NodeOffer& b, const Allowances& a, double slack) const {
-  if (b.spot && g.index >= 0 && size_t(g.index) < a.no_spot.size() && a.no_spot[g.index]) return false;
+  if (b.spot && a.KeptOffSpot(g.index)) return false;
   if (g.gpu_w <= 0) return true;
   if (b.spot && a.spot[g.cls] < -slack) return false;
   if (classes_[g.cls].zone_limited && b.zone >= 0 && a.zone[g.cls][b.zone] < -slack) return false;
