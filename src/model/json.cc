@@ -86,14 +86,6 @@ class FieldReader : public ObjectReader {
       Problem(key, EnumText<E>::kExpected);
     }
   }
-  using ObjectReader::Time;
-  void Time(const char* key, std::optional<WallTime>& out) {
-    WallTime value{};
-    std::string text;
-    if (!Str(key, text)) return;
-    ObjectReader::Time(key, value);
-    if (ParseRfc3339(text, &value)) out = value;
-  }
   void Constant(const char* key, const char* want) {
     std::string value = want;
     Str(key, value);

@@ -145,6 +145,14 @@ void ObjectReader::Time(const char* key, WallTime& out) {
        [&](const Json& v) { return v.is_string() && ParseRfc3339(v.get<std::string>(), &out); });
 }
 
+void ObjectReader::Time(const char* key, std::optional<WallTime>& out) {
+  WallTime t{};
+  if (Read(key, Need::kOptional, "expected an RFC 3339 time such as \"2026-07-20T12:00:00Z\"",
+           [&](const Json& v) { return v.is_string() && ParseRfc3339(v.get<std::string>(), &t); })) {
+    out = t;
+  }
+}
+
 void ObjectReader::StrList(const char* key, std::vector<std::string>& out) {
   Read(key, Need::kOptional, "expected an array of strings", [&](const Json& v) { return AsList(v, AsString, &out); });
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -53,6 +54,7 @@ class ObjectReader {
   void Double(const char* key, double& out);  // a number >= 0
   void DurationS(const char* key, Seconds& out);  // integer seconds >= 0
   void Time(const char* key, WallTime& out);       // RFC 3339
+  void Time(const char* key, std::optional<WallTime>& out);  // RFC 3339; absent: untouched
   void StrList(const char* key, std::vector<std::string>& out);
   void IntList(const char* key, std::vector<int>& out);  // integers >= 0
   void StrMap(const char* key, std::map<std::string, std::string>& out);
