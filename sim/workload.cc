@@ -182,7 +182,7 @@ bool Workload::TryPlace(size_t job, int slot, WallTime now) {
   n.units.back().expected_runtime = Seconds(j.remaining_s);
   // Running work keeps its deadline: the controller plans the replacement
   // of a noticed node's units, and counts deadlines passed while running.
-  n.units.back().deadline = DeadlineOf(job);
+  n.units.back().deadline = DueAt(job, unit_deadlines_);
   Touch(n);
   j.state = JobState::kRunning;
   j.node = slot;
@@ -287,10 +287,10 @@ void Workload::Schedule(WallTime now) {
   }
 }
 
-std::optional<WallTime> Workload::DeadlineOf(size_t job) const {
+std::optional<WallTime> Workload::DueAt(size_t job, const std::map<std::string, Seconds>& deadlines) const {
   const TraceJob& tj = trace_.jobs[job];
-  auto d = unit_deadlines_.find(tj.unit.workload_class);
-  if (d == unit_deadlines_.end()) return std::nullopt;
+  auto d = deadlines.find(tj.unit.workload_class);
+  if (d == deadlines.end()) return std::nullopt;
   return start_ + tj.submit + d->second;
 }
 
@@ -302,7 +302,7 @@ const std::vector<DemandUnit>& Workload::Pending() {
       pending_units_.push_back(trace_.jobs[k.job].unit);
       DemandUnit& u = pending_units_.back();
       u.expected_runtime = Seconds(jobs_[k.job].remaining_s);
-      u.deadline = DeadlineOf(k.job);
+      u.deadline = DueAt(k.job, unit_deadlines_);
     }
     pending_dirty_ = false;
   }
@@ -430,10 +430,10 @@ std::map<std::string, ClassStats> Workload::ClassResults(WallTime end) const {
       ++c.unfinished;
       continue;
     }
-    if (auto d = judged_deadlines_.find(trace_.jobs[i].unit.workload_class); d != judged_deadlines_.end()) {
+    if (const std::optional<WallTime> due_at = DueAt(i, judged_deadlines_)) {
       if (!c.deadlines) c.deadlines.emplace();
-      const WallTime due = start_ + trace_.jobs[i].submit + d->second;
-      if (trace_.jobs[i].duration > d->second) {
+      const WallTime due = *due_at;
+      if (start_ + trace_.jobs[i].submit + trace_.jobs[i].duration > due) {
         ++c.deadlines->unmeetable;
       } else if (j.state == JobState::kDone) {
         ++(j.done_at <= due ? c.deadlines->met : c.deadlines->missed);

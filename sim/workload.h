@@ -175,8 +175,9 @@ class Workload final : public WorkSource, public SimCloudObserver {
   // Seconds of the job's work done by this run at `now` (after its restart
   // cost, at most what was left).
   static int64_t RunProgress(const Job& j, WallTime now);
-  // The deadline the run's policy gives the job's class, from its submission.
-  std::optional<WallTime> DeadlineOf(size_t job) const;
+  // The job's deadline under `deadlines` (class -> deadline from submission):
+  // unit_deadlines_ (what the run's policy defers) or judged_deadlines_.
+  std::optional<WallTime> DueAt(size_t job, const std::map<std::string, Seconds>& deadlines) const;
   double JobGpus(const Job& j) const;
   void Touch(SimNode& n) { n.version = ++version_counter_; }
   // Adds the job's held GPU-seconds from the later of its start and the
