@@ -65,5 +65,22 @@ TEST(DaemonMetrics, ExportsPoolLimitsAfterTheSchedulesInForce) {
   EXPECT_TRUE(Has(day, "gpuscaler_pool_node_limit{pool=\"burst\",limit=\"max_nodes\"} 20")) << day;
 }
 
+// The controller reports each unit whose deadline passed once, by class;
+// the counter adds them up tick after tick.
+TEST(DaemonMetrics, CountsMissedDeadlinesByClass) {
+  DaemonMetrics metrics;
+  PublishedState state;
+  state.snapshot = std::make_shared<Snapshot>();
+  state.policy = std::make_shared<Policy>(TwoPoolsWithANightCap());
+  EngineTick tick;
+  tick.report.deadlines_missed = {{"train", 2}, {"eval", 1}};
+  metrics.ObserveTick(tick, 0.01, state);
+  tick.report.deadlines_missed = {{"train", 1}};
+  metrics.ObserveTick(tick, 0.01, state);
+  const std::string text = metrics.registry().Render();
+  EXPECT_TRUE(Has(text, "gpuscaler_deadlines_missed_total{class=\"train\"} 3")) << text;
+  EXPECT_TRUE(Has(text, "gpuscaler_deadlines_missed_total{class=\"eval\"} 1")) << text;
+}
+
 }  // namespace
 }  // namespace gpuscaler::daemon
