@@ -147,24 +147,30 @@ Policy ForceOnDemand(Policy policy) {
   return policy;
 }
 
-Policy WithoutForecasts(Policy policy) {
+namespace {
+
+// The policy with one optional class field cleared in every class; the
+// hash is recomputed only when a class had it, so a policy without the
+// field keeps its hash.
+template <typename T>
+Policy WithoutClassOption(Policy policy, std::optional<T> WorkloadClassPolicy::*field) {
   bool had = false;
   for (WorkloadClassPolicy& c : policy.classes) {
-    had = had || c.forecast.has_value();
-    c.forecast.reset();
+    had = had || (c.*field).has_value();
+    (c.*field).reset();
   }
   if (had) policy.content_hash = PolicyContentHash(policy);
   return policy;
 }
 
+}  // namespace
+
+Policy WithoutForecasts(Policy policy) {
+  return WithoutClassOption(std::move(policy), &WorkloadClassPolicy::forecast);
+}
+
 Policy WithoutDeferral(Policy policy) {
-  bool had = false;
-  for (WorkloadClassPolicy& c : policy.classes) {
-    had = had || c.deadline.has_value();
-    c.deadline.reset();
-  }
-  if (had) policy.content_hash = PolicyContentHash(policy);
-  return policy;
+  return WithoutClassOption(std::move(policy), &WorkloadClassPolicy::deadline);
 }
 
 Policy Reactive(Policy policy) {
