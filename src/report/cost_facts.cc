@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cmath>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <string>
 #include <string_view>
@@ -22,42 +23,44 @@ constexpr int64_t kSecondsPerDay = 86400;
 int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 // Instance id -> node index, open addressing: the usage scan looks one up per
-// row (millions), so it stores the hash and compares the id in place.
+// row (millions). The ids are copied into one buffer, so that a probe
+// compares bytes next to each other rather than chasing each node's string.
 class NodeTable {
  public:
-  explicit NodeTable(const std::vector<NodeFact>& nodes) : nodes_(nodes) {
+  explicit NodeTable(const std::vector<NodeFact>& nodes) {
     size_t capacity = 16;
     while (capacity < nodes.size() * 2) capacity <<= 1;
     slots_.assign(capacity, Slot{});
     mask_ = capacity - 1;
     for (size_t i = 0; i < nodes.size(); ++i) {
-      const uint64_t h = Hash(nodes[i].instance_id);
+      const std::string& id = nodes[i].instance_id;
+      const uint64_t h = Hash(id);
       size_t s = h & mask_;
       while (slots_[s].node >= 0) s = (s + 1) & mask_;
-      slots_[s] = Slot{h, static_cast<int32_t>(i)};
+      slots_[s] = Slot{h, static_cast<uint32_t>(ids_.size()), static_cast<uint32_t>(id.size()), static_cast<int32_t>(i)};
+      ids_.append(id);
     }
   }
+
   // -1: not a node of the report.
   int32_t Find(std::string_view id) const {
     const uint64_t h = Hash(id);
     for (size_t s = h & mask_;; s = (s + 1) & mask_) {
       const Slot& slot = slots_[s];
       if (slot.node < 0) return -1;
-      if (slot.hash == h && nodes_[static_cast<size_t>(slot.node)].instance_id == id) return slot.node;
+      if (slot.hash == h && std::string_view(ids_).substr(slot.id_offset, slot.id_size) == id) return slot.node;
     }
   }
 
  private:
   struct Slot {
     uint64_t hash = 0;
+    uint32_t id_offset = 0;
+    uint32_t id_size = 0;
     int32_t node = -1;
   };
-  static uint64_t Hash(std::string_view s) {  // FNV-1a
-    uint64_t h = 1469598103934665603ull;
-    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-    return h ^ (h >> 29);
-  }
-  const std::vector<NodeFact>& nodes_;
+  static uint64_t Hash(std::string_view s) { return std::hash<std::string_view>{}(s); }
+  std::string ids_;
   std::vector<Slot> slots_;
   size_t mask_ = 0;
 };
@@ -124,7 +127,8 @@ void Metrics::Add(const Metrics& o) {
   lost_usd += o.lost_usd;
 }
 
-Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, AuditReader* second) {
+Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, AuditReader* second,
+                                 const std::function<Status(const CostFacts&)>& with_nodes) {
   if (query.from >= query.to) {
     return Error::InvalidInput("the range is empty or inverted: from " + FormatRfc3339(query.from) +
                                " is not before to " + FormatRfc3339(query.to));
@@ -157,11 +161,14 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
   // nodes are known. A fixed count, not a time, decides which rows wait, and
   // the partial sums are merged in a fixed order, so the result is the same
   // on every run.
+  // What the scan needs of a node, apart from its (much larger) NodeFact.
   struct NodeWork {
     size_t slice_begin = 0, slice_end = 0;  // into `slices`
     size_t bucket_begin = 0;                // into `buckets`
     int64_t first_day = 0;
     int64_t days = 0;  // 0: nothing billed in the range
+    int32_t gpu_count = 0;
+    double on_demand_usd_per_hour = 0;
   };
   std::vector<NodeWork> work;
   std::vector<Slice> slices;
@@ -177,11 +184,24 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
     int64_t rows_without_node = 0;
     std::string last_instance;
     int32_t last_node = -1;
-    // Per node, its latest usage: the rows ending last (by node index).
-    std::vector<UsageFrontier> frontiers;
+    // Per node, where its previous row's search ended: its allocation, and
+    // the first of its slices that row overlapped. A node's rows come in
+    // time order and mostly keep their allocation, so each is tried first.
+    // Kept together: each row touches one node's state, of thousands.
+    struct NodeState {
+      UsageFrontier frontier;
+      int32_t last_allocation = -1;
+      uint32_t slice_cursor = 0;
+    };
+    std::vector<NodeState> nodes;
 
-    // The index of (class, team) in `allocations`, added when new.
-    int32_t Allocation(std::string_view workload_class, std::string_view team) {
+    // The index of (class, team) in `allocations`, added when new; `hint`
+    // (-1: none) is tried first.
+    int32_t Allocation(std::string_view workload_class, std::string_view team, int32_t hint = -1) {
+      if (hint >= 0) {
+        const auto& [known_class, known_team] = allocations[static_cast<size_t>(hint)];
+        if (known_class == workload_class && known_team == team) return hint;
+      }
       for (size_t a = 0; a < allocations.size(); ++a) {
         const auto& [known_class, known_team] = allocations[a];
         if (known_class == workload_class && known_team == team) return static_cast<int32_t>(a);
@@ -200,7 +220,7 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
     if (before_range) {
       const int32_t node = node_table->Find(u.instance_id);
       if (node >= 0 && u.end > u.start && u.gpu_seconds_allocated > 0) {
-        acc.frontiers[static_cast<size_t>(node)].Note(ToUnixSeconds(u.start), ToUnixSeconds(u.end),
+        acc.nodes[static_cast<size_t>(node)].frontier.Note(ToUnixSeconds(u.start), ToUnixSeconds(u.end),
                                                       acc.Allocation(u.workload_class, u.team),
                                                       u.gpu_seconds_allocated, u.gpu_seconds_busy);
       }
@@ -220,16 +240,30 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
     const NodeWork& w = work[static_cast<size_t>(acc.last_node)];
     const int64_t start = ToUnixSeconds(u.start), end = ToUnixSeconds(u.end);
     if (w.days == 0 || end <= start || u.gpu_seconds_allocated <= 0) return;
-    const NodeFact& n = f.nodes[static_cast<size_t>(acc.last_node)];
-    if (n.gpu_count <= 0) return;
-    const int32_t allocation = acc.Allocation(u.workload_class, u.team);
-    acc.frontiers[static_cast<size_t>(acc.last_node)].Note(start, end, allocation, u.gpu_seconds_allocated,
-                                                           u.gpu_seconds_busy);
+    if (w.gpu_count <= 0) return;
+    const size_t node = static_cast<size_t>(acc.last_node);
+    Accumulator::NodeState& state = acc.nodes[node];
+    const int32_t allocation = acc.Allocation(u.workload_class, u.team, state.last_allocation);
+    state.last_allocation = allocation;
+    state.frontier.Note(start, end, allocation, u.gpu_seconds_allocated, u.gpu_seconds_busy);
     const double duration = static_cast<double>(end - start);
-    const double per_gpu_second = 1.0 / (static_cast<double>(n.gpu_count) * 3600.0);
-    const auto first = slices.begin() + static_cast<std::ptrdiff_t>(w.slice_begin);
-    const auto last = slices.begin() + static_cast<std::ptrdiff_t>(w.slice_end);
-    auto it = std::upper_bound(first, last, start, [](int64_t t, const Slice& s) { return t < s.t1; });
+    const double per_gpu_second = 1.0 / (static_cast<double>(w.gpu_count) * 3600.0);
+    const auto first = slices.cbegin() + static_cast<std::ptrdiff_t>(w.slice_begin);
+    const auto last = slices.cbegin() + static_cast<std::ptrdiff_t>(w.slice_end);
+    // The first slice ending after `start`: the node's previous row's or the
+    // next one (slices are in time order), else by binary search.
+    auto first_after_start = [&](std::vector<Slice>::const_iterator i) {
+      return (i == first || std::prev(i)->t1 <= start) && (i == last || i->t1 > start);
+    };
+    std::vector<Slice>::const_iterator it = first + state.slice_cursor;
+    if (!first_after_start(it)) {
+      if (it != last && first_after_start(std::next(it))) {
+        ++it;
+      } else {
+        it = std::upper_bound(first, last, start, [](int64_t t, const Slice& s) { return t < s.t1; });
+      }
+    }
+    state.slice_cursor = static_cast<uint32_t>(it - first);
     for (; it != last && it->t0 < end; ++it) {
       const int64_t overlap = std::min(end, it->t1) - std::max(start, it->t0);
       if (overlap <= 0) continue;
@@ -243,7 +277,7 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
       }
       if (m == nullptr) m = &cell.emplace_back(allocation, Metrics{}).second;
       m->cost_usd += cost;
-      m->on_demand_usd += allocated * n.on_demand_usd_per_hour * per_gpu_second;
+      m->on_demand_usd += allocated * w.on_demand_usd_per_hour * per_gpu_second;
       m->gpu_seconds_paid += allocated;
       m->gpu_seconds_allocated += allocated;
       if (u.gpu_seconds_busy) {
@@ -278,11 +312,12 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
   const WallTime billed_until = std::min(query.to, std::max(f.as_of, query.from));
   const bool split = second != nullptr && billed_until > query.from;
   // Usage ends spread about evenly over the billed time, and this thread
-  // reads the nodes before its share of the rows while the helper starts
-  // at once (and replays its buffered rows): this thread takes the earlier
-  // 45 %. A constant, so the split (and the order of the sums) never
-  // depends on timing.
-  const WallTime mid = query.from + (billed_until - query.from) * 9 / 20;
+  // reads the nodes (and runs `with_nodes`) before its share of the rows
+  // while the helper starts at once (and replays its buffered rows): this
+  // thread takes the earlier 47.5 % (45 % with `with_nodes`). Constants, so
+  // the split (and the order of the sums) never depends on timing.
+  const auto billed = billed_until - query.from;
+  const WallTime mid = query.from + (with_nodes ? billed * 9 / 20 : billed * 19 / 40);
   // The buffered rows, once the nodes are known: interned into parts[2] in
   // the same order, so their allocation indices stand. On the helper thread,
   // so that this thread's share of the work ends when its scan does.
@@ -386,6 +421,8 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
   for (size_t i = 0; i < f.nodes.size(); ++i) {
     NodeFact& n = f.nodes[i];
     NodeWork& w = work[i];
+    w.gpu_count = n.gpu_count;
+    w.on_demand_usd_per_hour = n.on_demand_usd_per_hour;
     w.slice_begin = w.slice_end = slices.size();
     const int64_t launch = ToUnixSeconds(n.launch);
     if (launch > as_of) continue;  // after the data the report stands on
@@ -473,11 +510,30 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
     }
   }
 
+  // Work over all nodes after the scan (merging, lines) is split at the node
+  // that halves the buckets: the earlier nodes on a second thread when the
+  // caller allows two (`second`), the rest here. Each node's work is its own,
+  // so the result is the same either way.
+  size_t half_nodes = 0;
+  for (size_t seen = 0; half_nodes < work.size() && seen * 2 < buckets.size(); ++half_nodes) {
+    seen += static_cast<size_t>(work[half_nodes].days);
+  }
+  // `body(range, first node, end node)`, range 0 the earlier nodes.
+  auto for_node_ranges = [&](const auto& body) {
+    if (second == nullptr) {
+      body(0, size_t{0}, work.size());
+      return;
+    }
+    std::thread earlier([&] { body(0, size_t{0}, half_nodes); });
+    body(1, half_nodes, work.size());
+    earlier.join();
+  };
+
   // Phase 2.
   node_table.emplace(f.nodes);
   for (Accumulator& acc : parts) {
     acc.by_bucket.resize(buckets.size());
-    acc.frontiers.resize(f.nodes.size());
+    acc.nodes.resize(f.nodes.size());
   }
   if (split) {
     {
@@ -485,6 +541,9 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
       ready = true;
     }
     nodes_known.notify_all();
+  }
+  if (with_nodes) {
+    if (Status s = with_nodes(f); !s.ok()) return s.error();
   }
   Status read = split ? reader.ForEachUsage(
                             scan_from, query.to, [&](const UsageView& u) { accumulate(parts[0], u); },
@@ -499,11 +558,13 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
   // team map fills the gaps.
   std::vector<std::pair<std::string, std::string>> raw_allocations;
   std::vector<UsageFrontier> frontiers(f.nodes.size());
-  for (int k : {0, 2, 1}) {  // in time order: this half, the buffered rows, the streamed rest
+  constexpr int kPartsInTimeOrder[] = {0, 2, 1};  // this half, the buffered rows, the streamed rest
+  std::vector<int32_t> global[3];  // per part: its allocation index -> f.allocations
+  for (int k : kPartsInTimeOrder) {
     Accumulator& acc = parts[k];
     f.usage_rows += acc.rows;
     f.usage_rows_without_node += acc.rows_without_node;
-    std::vector<int32_t> global(acc.allocations.size());
+    global[k].resize(acc.allocations.size());
     for (size_t a = 0; a < acc.allocations.size(); ++a) {
       auto it = std::find(raw_allocations.begin(), raw_allocations.end(), acc.allocations[a]);
       if (it == raw_allocations.end()) {
@@ -516,23 +577,31 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
         f.allocations.push_back(std::move(alloc));
         it = raw_allocations.end() - 1;
       }
-      global[a] = static_cast<int32_t>(it - raw_allocations.begin());
-    }
-    for (size_t b = 0; b < acc.by_bucket.size(); ++b) {
-      for (const auto& [local, m] : acc.by_bucket[b]) buckets[b].For(global[static_cast<size_t>(local)]).Add(m);
-    }
-    acc.by_bucket.clear();
-    acc.by_bucket.shrink_to_fit();
-    for (size_t i = 0; i < acc.frontiers.size(); ++i) {
-      const UsageFrontier& part = acc.frontiers[i];
-      for (const HeldRate& h : part.held) {
-        const double seconds = static_cast<double>(part.duration);
-        frontiers[i].Note(part.end - part.duration, part.end, global[static_cast<size_t>(h.allocation)],
-                          h.gpus * seconds, h.busy_gpus < 0 ? std::nullopt : std::optional<double>(h.busy_gpus * seconds));
-      }
+      global[k][a] = static_cast<int32_t>(it - raw_allocations.begin());
     }
   }
-
+  // Each node's buckets and frontier take the parts in time order: the same
+  // sums in the same order whichever thread does them.
+  auto merge_nodes = [&](int /*range*/, size_t n0, size_t n1) {
+    for (size_t i = n0; i < n1; ++i) {
+      const NodeWork& w = work[i];
+      for (int k : kPartsInTimeOrder) {
+        Accumulator& acc = parts[k];
+        const std::vector<int32_t>& to_global = global[k];
+        for (size_t b = w.bucket_begin; b < w.bucket_begin + static_cast<size_t>(w.days); ++b) {
+          for (const auto& [local, m] : acc.by_bucket[b]) buckets[b].For(to_global[static_cast<size_t>(local)]).Add(m);
+          std::vector<std::pair<int32_t, Metrics>>().swap(acc.by_bucket[b]);
+        }
+        const UsageFrontier& part = acc.nodes[i].frontier;
+        for (const HeldRate& h : part.held) {
+          const double seconds = static_cast<double>(part.duration);
+          frontiers[i].Note(part.end - part.duration, part.end, to_global[static_cast<size_t>(h.allocation)],
+                            h.gpus * seconds, h.busy_gpus < 0 ? std::nullopt : std::optional<double>(h.busy_gpus * seconds));
+        }
+      }
+    }
+  };
+  for_node_ranges(merge_nodes);
   // Usage is recorded per node and clock interval (a UTC hour), when the
   // interval ends or the node does, and a live daemon also writes each
   // node's open interval every few minutes: a node still running at as_of
@@ -656,30 +725,49 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
   }
 
   // Phase 3: lines: each allocation, then the node's idle rest of the day.
-  for (size_t i = 0; i < f.nodes.size(); ++i) {
-    NodeFact& n = f.nodes[i];
-    const NodeWork& w = work[i];
-    for (int64_t b = 0; b < w.days; ++b) {
-      Bucket& bucket = buckets[w.bucket_begin + static_cast<size_t>(b)];
-      const int64_t day = w.first_day + b;
-      Metrics idle = bucket.total;
-      std::sort(bucket.by_allocation.begin(), bucket.by_allocation.end(),
-                [](const auto& a, const auto& c) { return a.first < c.first; });
-      for (const auto& [allocation, m] : bucket.by_allocation) {
-        idle.cost_usd -= m.cost_usd;
-        idle.on_demand_usd -= m.on_demand_usd;
-        idle.gpu_seconds_paid -= m.gpu_seconds_paid;
-        f.lines.push_back(CostLine{day, static_cast<int32_t>(i), allocation, m});
-        n.m.Add(m);
-      }
-      // A fully allocated day leaves a rounding residue (~1e-14), not idle.
-      if (std::fabs(idle.cost_usd) < 1e-9 && std::fabs(idle.gpu_seconds_paid) < 1e-6) continue;
-      idle.idle_usd = idle.cost_usd;
-      f.lines.push_back(CostLine{day, static_cast<int32_t>(i), -1, idle});
-      n.m.Add(idle);
+  // Each range of nodes writes its own lines; they are joined in node order.
+  // Each bucket makes a line per allocation and at most one idle line:
+  // reserved up front, so that no thread's lines are copied as they grow.
+  auto most_lines = [&](size_t n0, size_t n1) {
+    size_t lines = 0;
+    for (size_t i = n0; i < n1; ++i) {
+      for (int64_t b = 0; b < work[i].days; ++b) lines += buckets[work[i].bucket_begin + static_cast<size_t>(b)].by_allocation.size() + 1;
     }
-    f.total.Add(n.m);
-  }
+    return lines;
+  };
+  std::vector<CostLine> later_lines;
+  f.lines.reserve(most_lines(0, work.size()));
+  auto lines_of_nodes = [&](int range, size_t n0, size_t n1) {
+    std::vector<CostLine>& lines = range == 0 ? f.lines : later_lines;
+    if (range != 0) lines.reserve(most_lines(n0, n1));
+    for (size_t i = n0; i < n1; ++i) {
+      NodeFact& n = f.nodes[i];
+      const NodeWork& w = work[i];
+      for (int64_t b = 0; b < w.days; ++b) {
+        Bucket& bucket = buckets[w.bucket_begin + static_cast<size_t>(b)];
+        const int64_t day = w.first_day + b;
+        Metrics idle = bucket.total;
+        std::sort(bucket.by_allocation.begin(), bucket.by_allocation.end(),
+                  [](const auto& a, const auto& c) { return a.first < c.first; });
+        for (const auto& [allocation, m] : bucket.by_allocation) {
+          idle.cost_usd -= m.cost_usd;
+          idle.on_demand_usd -= m.on_demand_usd;
+          idle.gpu_seconds_paid -= m.gpu_seconds_paid;
+          lines.push_back(CostLine{day, static_cast<int32_t>(i), allocation, m});
+          n.m.Add(m);
+        }
+        std::vector<std::pair<int32_t, Metrics>>().swap(bucket.by_allocation);
+        // A fully allocated day leaves a rounding residue (~1e-14), not idle.
+        if (std::fabs(idle.cost_usd) < 1e-9 && std::fabs(idle.gpu_seconds_paid) < 1e-6) continue;
+        idle.idle_usd = idle.cost_usd;
+        lines.push_back(CostLine{day, static_cast<int32_t>(i), -1, idle});
+        n.m.Add(idle);
+      }
+    }
+  };
+  for_node_ranges(lines_of_nodes);
+  f.lines.insert(f.lines.end(), later_lines.begin(), later_lines.end());
+  for (const NodeFact& n : f.nodes) f.total.Add(n.m);
   const Metrics& t = f.total;
   if (t.gpu_seconds_allocated > 0 && t.gpu_seconds_busy_measured <= 0) {
     f.warnings.push_back(

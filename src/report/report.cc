@@ -30,9 +30,19 @@ Result<StoreReport> BuildStoreReport(AuditReader& reader, AuditReader* second, c
   if (rolled) query.from = PeriodStart(query.from, Period::kMonth);
   ReportQuery detail = query;
   if (rolled) detail.from = std::min(**mark, query.to);
+  // Predictions need the nodes but not the usage: built while the second
+  // reader scans, when the facts cover the whole range (else by BuildViews).
+  std::optional<std::vector<DecisionPrediction>> predictions;
+  auto predict = [&](const CostFacts& f) -> Status {
+    Result<std::vector<DecisionPrediction>> built = BuildPredictions(reader, f);
+    if (!built) return built.error();
+    predictions = std::move(*built);
+    return Status::Ok();
+  };
+  const bool predict_early = query.format != Format::kFocus && !rolled && second != nullptr;
   Result<CostFacts> facts = CostFacts{};
   if (detail.from < detail.to) {
-    facts = BuildCostFacts(reader, detail, second);
+    facts = predict_early ? BuildCostFacts(reader, detail, second, predict) : BuildCostFacts(reader, detail, second);
   } else {
     facts->as_of = query.as_of.value_or(query.to);
   }
@@ -59,7 +69,7 @@ Result<StoreReport> BuildStoreReport(AuditReader& reader, AuditReader* second, c
   }
   out.facts = std::move(*facts);
   if (query.format != Format::kFocus) {
-    Result<ReportViews> views = BuildViews(reader, out.facts, query);
+    Result<ReportViews> views = BuildViews(reader, out.facts, query, std::move(predictions));
     if (!views) return views.error();
     out.views = std::move(*views);
   }

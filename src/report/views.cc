@@ -2,6 +2,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <future>
 #include <map>
 #include <numeric>
 #include <unordered_map>
@@ -224,25 +225,36 @@ std::vector<GroupedRow> GroupLines(const CostFacts& facts, const std::vector<Dim
   return rows;
 }
 
-Result<ReportViews> BuildViews(AuditReader& reader, const CostFacts& facts, const ReportQuery& query) {
+Result<ReportViews> BuildViews(AuditReader& reader, const CostFacts& facts, const ReportQuery& query,
+                               std::optional<std::vector<DecisionPrediction>> predictions) {
   ReportViews v;
   v.group_by = query.group_by;
   v.period = query.period;
+  // Each grouping reads every line: half of them on a second thread.
+  std::vector<GroupedRow> daily_total;
+  std::future<void> other_half = std::async(std::launch::async, [&] {
+    v.daily_by_capacity = GroupLines(facts, {Dimension::kCapacityType}, Period::kDay);
+    v.by_team = GroupLines(facts, {Dimension::kTeam}, std::nullopt);
+    daily_total = GroupLines(facts, {}, Period::kDay);
+  });
   v.costs = GroupLines(facts, query.group_by, query.period);
   v.allocation = GroupLines(facts, {Dimension::kClass, Dimension::kTeam}, std::nullopt);
   v.savings = GroupLines(facts, {Dimension::kCapacityType}, query.period);
-  v.daily_by_capacity = GroupLines(facts, {Dimension::kCapacityType}, Period::kDay);
-  v.by_team = GroupLines(facts, {Dimension::kTeam}, std::nullopt);
-  Result<std::vector<DecisionPrediction>> predictions = BuildPredictions(reader, facts);
-  if (!predictions) return predictions.error();
-  v.predictions = std::move(*predictions);
+  other_half.get();
+  if (predictions) {
+    v.predictions = std::move(*predictions);
+  } else {
+    Result<std::vector<DecisionPrediction>> built = BuildPredictions(reader, facts);
+    if (!built) return built.error();
+    v.predictions = std::move(*built);
+  }
   v.prediction_summary = SummarizePredictions(v.predictions, static_cast<size_t>(query.top));
   std::sort(v.by_team.begin(), v.by_team.end(),
             [](const GroupedRow& a, const GroupedRow& b) { return a.m.cost_usd > b.m.cost_usd; });
 
   // Budget: every month the range touches, with its daily burn.
   std::map<int64_t, double> daily;
-  for (const GroupedRow& row : GroupLines(facts, {}, Period::kDay)) daily[ToUnixSeconds(row.period_start)] += row.m.cost_usd;
+  for (const GroupedRow& row : daily_total) daily[ToUnixSeconds(row.period_start)] += row.m.cost_usd;
   const WallTime observed_end = std::min(facts.to, std::max(facts.as_of, facts.from));
   for (WallTime month = PeriodStart(facts.from, Period::kMonth); month < facts.to;
        month = NextPeriodStart(month, Period::kMonth)) {
@@ -282,19 +294,45 @@ Result<ReportViews> BuildViews(AuditReader& reader, const CostFacts& facts, cons
   v.top_nodes.assign(v.nodes_by_cost.begin(),
                      v.nodes_by_cost.begin() + static_cast<std::ptrdiff_t>(
                                                    std::min<size_t>(v.nodes_by_cost.size(), static_cast<size_t>(query.top))));
-  std::map<int64_t, DecisionCost> by_decision;
+  // The costliest decisions: each decision's nodes summed (in nodes_by_cost
+  // order), ranked by cost, ties by id; only the top ones get their node
+  // list and text.
+  struct DecisionTally {
+    int64_t decision_id = 0;
+    Metrics m;
+  };
+  std::vector<DecisionTally> tallies;
+  {
+    std::unordered_map<int64_t, size_t> slot;
+    for (size_t i : v.nodes_by_cost) {
+      const NodeFact& n = facts.nodes[i];
+      auto [it, added] = slot.try_emplace(n.decision_id, tallies.size());
+      if (added) tallies.push_back(DecisionTally{n.decision_id, {}});
+      tallies[it->second].m.Add(n.m);
+    }
+  }
+  const size_t top_decisions = std::min(tallies.size(), static_cast<size_t>(std::max(0, query.top)));
+  std::partial_sort(tallies.begin(), tallies.begin() + static_cast<std::ptrdiff_t>(top_decisions), tallies.end(),
+                    [](const DecisionTally& a, const DecisionTally& b) {
+                      if (a.m.cost_usd != b.m.cost_usd) return a.m.cost_usd > b.m.cost_usd;
+                      return a.decision_id < b.decision_id;
+                    });
+  std::unordered_map<int64_t, size_t> top_slot;
+  for (size_t k = 0; k < top_decisions; ++k) {
+    DecisionCost d;
+    d.decision_id = tallies[k].decision_id;
+    d.m = tallies[k].m;
+    top_slot.emplace(d.decision_id, k);
+    v.decisions.push_back(std::move(d));
+  }
   for (size_t i : v.nodes_by_cost) {
     const NodeFact& n = facts.nodes[i];
-    DecisionCost& d = by_decision[n.decision_id];
-    d.decision_id = n.decision_id;
+    auto it = top_slot.find(n.decision_id);
+    if (it == top_slot.end()) continue;
+    DecisionCost& d = v.decisions[it->second];
     if (d.instance_ids.empty()) d.reason = n.reason;
     d.instance_ids.push_back(n.instance_id);
-    d.m.Add(n.m);
   }
-  for (auto& [id, d] : by_decision) v.decisions.push_back(std::move(d));
-  std::stable_sort(v.decisions.begin(), v.decisions.end(),
-                   [](const DecisionCost& a, const DecisionCost& b) { return a.m.cost_usd > b.m.cost_usd; });
-  if (v.decisions.size() > static_cast<size_t>(query.top)) v.decisions.resize(static_cast<size_t>(query.top));
   for (DecisionCost& d : v.decisions) {
     if (d.decision_id == 0) {
       d.summary = "nodes found running, not launched by a recorded decision";

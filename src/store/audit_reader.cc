@@ -1,8 +1,10 @@
 #include "gpuscaler/store/audit_reader.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <limits>
-#include <map>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 
 #include "rows.h"
@@ -131,42 +133,89 @@ Result<std::vector<NodeRow>> AuditReader::NodesOverlapping(WallTime from, WallTi
   if (Status s = CheckRange(from, to, "reading nodes"); !s.ok()) return s.error();
   ConsistentRead snapshot(*this);
   if (!snapshot.status().ok()) return snapshot.status().error();
+  // A report over most of the store (a year of a year's store) reads whole
+  // tables rather than going through the time indexes: SQLite would look up
+  // each node's row from the index (it has no statistics to know that the
+  // range covers most rows), several times slower. Whether the range covers
+  // most nodes is estimated from the span of launch times (index ends only:
+  // no scan), and the table's size from its largest rowid.
+  Result<Query> span = db_->Prepare(
+      "SELECT (SELECT max(rowid) FROM nodes), (SELECT min(launch_time) FROM nodes), "
+      "(SELECT max(launch_time) FROM nodes)");
+  if (!span) return span.error();
+  if (Result<bool> row = span->Step("sizing the nodes table"); !row) return row.error();
+  const int64_t table_rows = span->IsNull(0) ? 0 : span->Int(0);
+  if (table_rows == 0) return std::vector<NodeRow>{};
+  const int64_t first_launch = span->Int(1), last_launch = span->Int(2) + 1;
+  const int64_t covered =
+      std::min(ToUnixSeconds(to), last_launch) - std::max(ToUnixSeconds(from), first_launch);
+  constexpr int64_t kWholeTableShare = 4;  // whole tables when the range may hold >= 1/4 of the nodes
+  const bool most_nodes = covered * kWholeTableShare >= last_launch - first_launch;
+  // The whole table comes in rowid order, which is about launch order: it
+  // is sorted here (SQLite's sorter would spill rows this wide to disk).
   Result<std::vector<NodeRow>> nodes = Select<NodeRow>(
       *db_,
-      "SELECT " GPUSCALER_NODE_LAUNCH_COLUMNS
-      ", end_time, cause FROM nodes "
-      "WHERE launch_time < ?2 AND (end_time IS NULL OR end_time > ?1) AND (?3 IS NULL OR run_id = ?3) "
-      "ORDER BY launch_time, instance_id",
+      most_nodes ? "SELECT " GPUSCALER_NODE_LAUNCH_COLUMNS
+                   ", end_time, cause FROM nodes NOT INDEXED "
+                   "WHERE launch_time < ?2 AND (end_time IS NULL OR end_time > ?1) AND (?3 IS NULL OR run_id = ?3)"
+                 : "SELECT " GPUSCALER_NODE_LAUNCH_COLUMNS
+                   ", end_time, cause FROM nodes "
+                   "WHERE launch_time < ?2 AND (end_time IS NULL OR end_time > ?1) AND (?3 IS NULL OR run_id = ?3) "
+                   "ORDER BY launch_time, instance_id",
       "reading nodes", store_internal::ReadNodeRow, from, to, run_id_);
+  if (nodes && most_nodes) {
+    auto before = [](const NodeRow& a, const NodeRow& b) {
+      if (a.launch.launch_time != b.launch.launch_time) return a.launch.launch_time < b.launch.launch_time;
+      return a.launch.instance_id < b.launch.instance_id;
+    };
+    if (!std::is_sorted(nodes->begin(), nodes->end(), before)) {
+      // Sorted by index, then moved once: rows are wide.
+      std::vector<size_t> order(nodes->size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return before((*nodes)[a], (*nodes)[b]); });
+      std::vector<NodeRow> sorted;
+      sorted.reserve(order.size());
+      for (size_t i : order) sorted.push_back(std::move((*nodes)[i]));
+      *nodes = std::move(sorted);
+    }
+  }
   if (!nodes || nodes->empty()) return nodes;
 
-  // The prices of the same nodes, in one pass over node_prices joined to the
-  // same filter (one query rather than one per node).
-  std::map<std::string, size_t> index;
+  // The prices of the same nodes, in one pass over node_prices (in its key
+  // order: by instance, then time). When the nodes read are most of the
+  // store's, the whole table is read and the others skipped here: several
+  // times cheaper than SQLite joining each price row to its node. A few
+  // nodes of a large store are joined in SQL instead.
+  std::unordered_map<std::string_view, size_t> index;
+  index.reserve(nodes->size());
   for (size_t i = 0; i < nodes->size(); ++i) index.emplace((*nodes)[i].launch.instance_id, i);
-  Result<Query> p = db_->Prepare(
-      "SELECT p.instance_id, p.from_time, p.usd_per_hour FROM node_prices p JOIN nodes n USING (instance_id) "
-      "WHERE n.launch_time < ?2 AND (n.end_time IS NULL OR n.end_time > ?1) AND (?3 IS NULL OR n.run_id = ?3) "
-      "ORDER BY p.instance_id, p.from_time");
+  const bool whole_table = static_cast<int64_t>(nodes->size()) * kWholeTableShare >= table_rows;
+  Result<Query> p =
+      whole_table
+          ? db_->Prepare("SELECT instance_id, from_time, usd_per_hour FROM node_prices "
+                         "ORDER BY instance_id, from_time")
+          : db_->Prepare(
+                "SELECT p.instance_id, p.from_time, p.usd_per_hour FROM node_prices p JOIN nodes n USING (instance_id) "
+                "WHERE n.launch_time < ?2 AND (n.end_time IS NULL OR n.end_time > ?1) AND (?3 IS NULL OR n.run_id = ?3) "
+                "ORDER BY p.instance_id, p.from_time");
   if (!p) return p.error();
-  p->Bind(1, from).Bind(2, to).Bind(3, run_id_);
+  if (!whole_table) p->Bind(1, from).Bind(2, to).Bind(3, run_id_);
   // Rows come by instance: look each instance up once.
   std::string last_id;
   size_t last = nodes->size();
+  bool last_known = false;
   while (true) {
     Result<bool> more = p->Step("reading node prices");
     if (!more) return more.error();
     if (!*more) break;
-    std::string id = p->Text(0);
-    if (last == nodes->size() || id != last_id) {
-      auto it = index.find(id);
-      if (it == index.end()) {
-        last = nodes->size();
-        continue;  // unreachable within one snapshot
-      }
-      last = it->second;
-      last_id = std::move(id);
+    const std::string_view id = p->TextView(0);
+    if (last_id.empty() || id != last_id) {
+      last_id.assign(id);
+      auto it = index.find(last_id);
+      last_known = it != index.end();  // else another run's node, or one outside the range
+      if (last_known) last = it->second;
     }
+    if (!last_known) continue;
     (*nodes)[last].prices.push_back(PriceInterval{.from = p->Time(1), .to = {}, .usd_per_hour = p->Real(2)});
   }
   for (NodeRow& node : *nodes) {

@@ -92,10 +92,12 @@ Status Query::Run(std::string_view what) {
   return Status::Ok();
 }
 
-std::string Query::Text(int col) const {
+std::string Query::Text(int col) const { return std::string(TextView(col)); }
+
+std::string_view Query::TextView(int col) const {
   const unsigned char* text = sqlite3_column_text(stmt_, col);
   if (text == nullptr) return {};
-  return std::string(reinterpret_cast<const char*>(text), static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
+  return std::string_view(reinterpret_cast<const char*>(text), static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
 }
 
 std::string Query::Blob(int col) const {

@@ -67,6 +67,8 @@ class Query {
   double Real(int col) const { return sqlite3_column_double(stmt_, col); }
   bool IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
   std::string Text(int col) const;
+  // The text in place: valid until the next Step, Reset or column read of another type.
+  std::string_view TextView(int col) const;
   // A BLOB (or any) column's bytes.
   std::string Blob(int col) const;
   WallTime Time(int col) const { return FromUnixSeconds(Int(col)); }

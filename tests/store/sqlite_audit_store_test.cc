@@ -789,5 +789,67 @@ TEST(SqliteAuditStore, GroupCommitHoldsTicksUntilTheNthOrAFlush) {
   EXPECT_EQ(reader->NodesOverlapping(T(0), T(100))->size(), 1u);
 }
 
+// A range over most of the store reads whole tables; a narrow one goes
+// through the time indexes. Both give the nodes overlapping the range, in
+// launch order (recorded out of it here), each with all its prices, and
+// none of another run's.
+TEST(SqliteAuditStore, NodesOverlappingIsTheSameWhetherTheRangeCoversMostNodesOrFew) {
+  TempDir dir;
+  const std::string path = dir.File("nodes.db");
+  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(path)).value();
+  constexpr int64_t kT0 = 1'800'000'000;
+  constexpr int kNodes = 40;
+  auto launch_of = [](int i) { return kT0 + 3600 * int64_t{i}; };  // one an hour, each lives 3 h
+  ASSERT_TRUE(store->BeginRun({"fleet", "daemon", "hash-fleet", T(kT0)}).ok());
+  for (int i = kNodes - 1; i >= 0; --i) {  // latest first: the table is not in launch order
+    const std::string id = "i-" + std::to_string(1000 + i);
+    Result<int64_t> d = store->RecordDecision(testing_store::FullDecision(launch_of(i)));
+    ASSERT_TRUE(d.ok()) << d.error().ToString();
+    ASSERT_TRUE(store->RecordNodeLaunch(testing_store::NodeLaunch(id, *d, launch_of(i))).ok());
+    ASSERT_TRUE(store->RecordNodePrice(id, T(launch_of(i)), 1.0 + i).ok());
+    ASSERT_TRUE(store->RecordNodePrice(id, T(launch_of(i) + 5400), 2.0 + i).ok());
+    ASSERT_TRUE(store->RecordNodeEnd({id, T(launch_of(i) + 3 * 3600), "terminated"}).ok());
+  }
+  // Another run's node, inside every range below.
+  ASSERT_TRUE(store->BeginRun({"other", "sim", "hash-other", T(kT0)}).ok());
+  Result<int64_t> other = store->RecordDecision(testing_store::FullDecision(kT0));
+  ASSERT_TRUE(other.ok());
+  ASSERT_TRUE(store->RecordNodeLaunch(testing_store::NodeLaunch("i-other", *other, launch_of(20))).ok());
+  ASSERT_TRUE(store->RecordNodePrice("i-other", T(launch_of(20)), 99.0).ok());
+  store.reset();
+
+  std::unique_ptr<AuditReader> reader = std::move(AuditReader::Open(path)).value();
+  Result<std::vector<RunRow>> runs = reader->Runs();
+  ASSERT_TRUE(runs.ok());
+  reader->SelectRun(runs->front().id);
+  struct Range {
+    int64_t from, to;
+  };
+  for (Range r : {Range{kT0 - 86400, kT0 + 86400 * 3},                  // every node: whole tables
+                  Range{launch_of(5) + 1800, launch_of(35)},            // most nodes
+                  Range{launch_of(20) + 100, launch_of(20) + 200}}) {  // three nodes: the indexes
+    SCOPED_TRACE(std::to_string(r.from - kT0) + ".." + std::to_string(r.to - kT0));
+    Result<std::vector<NodeRow>> nodes = reader->NodesOverlapping(T(r.from), T(r.to));
+    ASSERT_TRUE(nodes.ok()) << nodes.error().ToString();
+    std::vector<int> want;
+    for (int i = 0; i < kNodes; ++i) {
+      if (launch_of(i) < r.to && launch_of(i) + 3 * 3600 > r.from) want.push_back(i);
+    }
+    ASSERT_EQ(nodes->size(), want.size());
+    for (size_t k = 0; k < want.size(); ++k) {
+      const NodeRow& n = (*nodes)[k];
+      const int i = want[k];
+      EXPECT_EQ(n.launch.instance_id, "i-" + std::to_string(1000 + i));
+      EXPECT_EQ(n.launch.launch_time, T(launch_of(i)));
+      ASSERT_EQ(n.prices.size(), 2u) << n.launch.instance_id;
+      EXPECT_EQ(n.prices[0].from, T(launch_of(i)));
+      EXPECT_EQ(n.prices[0].to, T(launch_of(i) + 5400));
+      EXPECT_DOUBLE_EQ(n.prices[0].usd_per_hour, 1.0 + i);
+      EXPECT_EQ(n.prices[1].to, T(launch_of(i) + 3 * 3600));
+      EXPECT_DOUBLE_EQ(n.prices[1].usd_per_hour, 2.0 + i);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gpuscaler

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -123,7 +124,15 @@ struct CostFacts {
 // result differs from one thread's only in the order of floating-point sums
 // (deterministic either way). Each reader holds its own snapshot: rows a
 // writer commits between the two are seen by the later half only.
-Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, AuditReader* second = nullptr);
+//
+// `with_nodes`, if given, runs once on the calling thread, inside the
+// reader's snapshot, as soon as the facts' range and nodes are known and
+// before this thread's share of the usage scan: work that needs the nodes
+// but not the usage (predictions) overlaps the second thread's scan there.
+// This thread's share is then smaller, a fixed fraction either way. An error
+// it returns ends the build with that error.
+Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, AuditReader* second = nullptr,
+                                 const std::function<Status(const CostFacts&)>& with_nodes = {});
 
 // ---- Views -----------------------------------------------------------------
 
@@ -178,8 +187,10 @@ struct ReportViews {
   PredictionSummary prediction_summary;         // of `predictions`, the query.top worst
 };
 
-// Groups the lines. Decisions need the reader (their summaries).
-Result<ReportViews> BuildViews(AuditReader& reader, const CostFacts& facts, const ReportQuery& query);
+// Groups the lines. Decisions need the reader (their summaries), and so do
+// the predictions unless given (BuildPredictions of the same facts).
+Result<ReportViews> BuildViews(AuditReader& reader, const CostFacts& facts, const ReportQuery& query,
+                               std::optional<std::vector<DecisionPrediction>> predictions = std::nullopt);
 std::vector<GroupedRow> GroupLines(const CostFacts& facts, const std::vector<Dimension>& dims,
                                    std::optional<Period> period);
 
