@@ -3,25 +3,34 @@
 //
 //   deadline_bound --trace F --trace-format FMT [--prices F --prices-format FMT
 //                  --cbl-instance-types T,.. --cbl-nodes-when-up N]
-//                  --catalog F --policy P [--runs NAME,..] [--no-replay]
+//                  --catalog F --policy P [--runs NAME,..] [--split-db NEW.db]
+//                  [--no-replay]
 //
-// The inputs are those of `gpuscaler sim` and build the same scenario (the
-// simulator's trace, market, catalog and policy readers), so the jobs, their
-// deadlines and the prices are the replay's. It prints the offline lower
-// bound of bench/sim/deadline_bound.h, then replays the at-once runs
-// (on-demand, and --runs, default gpuscaler-reactive) and sets the bound
-// against them:
-//  - the replays cannot split their bill by job, so the at-once run is taken
-//    to have paid on-demand for all the meetable work (at the cheapest
-//    on-demand price per GPU-hour, no idle) and the rest of its bill for the
-//    other jobs, which run the same with or without deferral; the best
-//    deferred cost is then its bill less that on-demand cost plus the bound;
-//  - the same with every idle and lost GPU-hour of the at-once run charged
-//    to the meetable work too, at that on-demand price ("overhead too").
-// Exit 0 with the figures; 2 on bad input, naming it.
+// The inputs are those of `gpuscaler sim` and build the same scenario
+// (BuildSimScenario: the simulator's trace, market, catalog and policy
+// readers), so the jobs, their deadlines and the prices are the replay's. It
+// prints the offline lower bound of bench/sim/deadline_bound.h, then replays
+// on-demand and --runs (default gpuscaler-reactive, the at-once yardstick;
+// more runs, e.g. gpuscaler, are set against it) and sets the bound against
+// the at-once runs. Jobs that cannot meet their deadline run the same with or
+// without deferral, so the best deferred cost is an at-once run's bill less
+// what it paid for the meetable work, plus the bound. What it paid for that
+// work is taken three ways, the larger the more generous to deferral:
+//  - on-demand for all of it (the cheapest on-demand price per GPU-hour, no
+//    idle);
+//  - with --split-db: measured. The runs are replayed again with each job's
+//    team set to "meetable", "unmeetable" or "no-deadline", recorded in a new
+//    audit store, and their bills attributed by team as `gpuscaler report
+//    --group-by team` does; then also with all of the run's idle cost added;
+//  - without --split-db: on-demand plus every idle and lost GPU-hour of the
+//    run at that price.
+// The verdict takes the largest. Exit 0 with the figures; 2 on bad input,
+// naming it.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -158,6 +167,8 @@ int main(int argc, char** argv) {
 
   std::map<std::string, std::map<std::string, double>> split_cost;  // run -> team -> USD
   if (!split_db.empty()) {
+    // A store that already holds runs of these names would mix them up.
+    if (std::filesystem::exists(split_db)) return Fail("--split-db " + split_db + " exists: give a new file");
     // The team is the only job field the replay records per held GPU-second
     // and that no class policy reads; the planner groups units by it, so the
     // labelled replay is printed next to the plain one to show whether it
@@ -191,6 +202,10 @@ int main(int argc, char** argv) {
                   (*results)[i].total_cost_usd);
       for (const auto& [team, usd] : *by_team) std::printf(" %s %.2f", team.c_str(), usd);
       std::printf("\n");
+      if (std::abs(r.total_cost_usd - (*results)[i].total_cost_usd) >= 0.005) {
+        std::printf("warning: the labelled %s replay ran differently; its split is of that replay\n",
+                    r.name.c_str());
+      }
       split_cost[r.name] = *by_team;
     }
   }
@@ -242,6 +257,23 @@ int main(int argc, char** argv) {
     std::printf("run %s saves %.2f (%.1f %%) against %s: %.1f %% of the most deferral could\n",
                 r.name.c_str(), captured, Pct(captured, yardstick.total_cost_usd), yardstick.name.c_str(),
                 Pct(captured, most));
+    // Where its difference lies: deferral acts on the meetable work; the
+    // rest is the other work and idle running differently.
+    auto held = split_cost.find(r.name);
+    auto at_once = split_cost.find(yardstick.name);
+    if (held == split_cost.end() || at_once == split_cost.end()) continue;
+    const auto cost = [](const std::map<std::string, double>& by_team, const char* team) {
+      auto it = by_team.find(team);
+      return it == by_team.end() ? 0.0 : it->second;
+    };
+    std::printf("  of which");
+    for (const char* team : {"meetable", "unmeetable", "no-deadline", "__idle__"}) {
+      const double before = cost(at_once->second, team), after = cost(held->second, team);
+      if (before != 0 || after != 0) std::printf(" %s %.2f", team, before - after);
+    }
+    const double before = cost(at_once->second, "meetable"), after = cost(held->second, "meetable");
+    std::printf("; on the meetable work %.1f %% of the most (measured share %.2f, the bound %.2f)\n",
+                Pct(before - after, before - m.deferred_usd), before, m.deferred_usd);
   }
   const double best_pct = Pct(most, yardstick.total_cost_usd);
   std::printf("verdict: at most %.1f %% below %s; %s\n", best_pct, yardstick.name.c_str(),
