@@ -117,6 +117,10 @@ int main(int argc, char** argv) {
                  "Also replay the runs with each job's team set to meetable, unmeetable or no-deadline, "
                  "into this new audit store, so `gpuscaler report --group-by team` splits their bills");
   CLI11_PARSE(app, argc, argv);
+  // A store that already holds runs of these names would mix them up.
+  if (!split_db.empty() && std::filesystem::exists(split_db)) {
+    return Fail("--split-db " + split_db + " exists: give a new file");
+  }
 
   std::string catalog_source;
   gpuscaler::Result<gpuscaler::Catalog> catalog = gpuscaler::cli::LoadSimCatalog(in, &catalog_source);
@@ -167,8 +171,6 @@ int main(int argc, char** argv) {
 
   std::map<std::string, std::map<std::string, double>> split_cost;  // run -> team -> USD
   if (!split_db.empty()) {
-    // A store that already holds runs of these names would mix them up.
-    if (std::filesystem::exists(split_db)) return Fail("--split-db " + split_db + " exists: give a new file");
     // The team is the only job field the replay records per held GPU-second
     // and that no class policy reads; the planner groups units by it, so the
     // labelled replay is printed next to the plain one to show whether it
