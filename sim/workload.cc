@@ -42,11 +42,9 @@ Workload::Workload(const Trace& trace, const Catalog& catalog, const Policy& pol
   classes_.assign(classes.begin(), classes.end());
   for (const WorkloadClassPolicy& c : policy.classes) {
     class_pools_[c.name] = std::set<std::string>(c.pools.begin(), c.pools.end());
-    if (c.deadline) unit_deadlines_[c.name] = *c.deadline;
   }
-  for (const WorkloadClassPolicy& c : (deadlines_from != nullptr ? *deadlines_from : policy).classes) {
-    if (c.deadline) judged_deadlines_[c.name] = *c.deadline;
-  }
+  unit_deadlines_ = ClassDeadlines(policy);
+  judged_deadlines_ = ClassDeadlines(deadlines_from != nullptr ? *deadlines_from : policy);
 }
 
 std::optional<WallTime> Workload::NextEventTime() {
@@ -287,11 +285,27 @@ void Workload::Schedule(WallTime now) {
   }
 }
 
-std::optional<WallTime> Workload::DueAt(size_t job, const std::map<std::string, Seconds>& deadlines) const {
-  const TraceJob& tj = trace_.jobs[job];
-  auto d = deadlines.find(tj.unit.workload_class);
+std::map<std::string, Seconds> ClassDeadlines(const Policy& policy) {
+  std::map<std::string, Seconds> out;
+  for (const WorkloadClassPolicy& c : policy.classes) {
+    if (c.deadline) out[c.name] = *c.deadline;
+  }
+  return out;
+}
+
+std::optional<WallTime> JobDueAt(const TraceJob& job, WallTime start,
+                                 const std::map<std::string, Seconds>& deadlines) {
+  auto d = deadlines.find(job.unit.workload_class);
   if (d == deadlines.end()) return std::nullopt;
-  return start_ + tj.submit + d->second;
+  return start + job.submit + d->second;
+}
+
+bool CanMeetDeadline(const TraceJob& job, WallTime start, WallTime due) {
+  return start + job.submit + job.duration <= due;
+}
+
+std::optional<WallTime> Workload::DueAt(size_t job, const std::map<std::string, Seconds>& deadlines) const {
+  return JobDueAt(trace_.jobs[job], start_, deadlines);
 }
 
 const std::vector<DemandUnit>& Workload::Pending() {
@@ -433,7 +447,7 @@ std::map<std::string, ClassStats> Workload::ClassResults(WallTime end) const {
     if (const std::optional<WallTime> due_at = DueAt(i, judged_deadlines_)) {
       if (!c.deadlines) c.deadlines.emplace();
       const WallTime due = *due_at;
-      if (start_ + trace_.jobs[i].submit + trace_.jobs[i].duration > due) {
+      if (!CanMeetDeadline(trace_.jobs[i], start_, due)) {
         ++c.deadlines->unmeetable;
       } else if (j.state == JobState::kDone) {
         ++(j.done_at <= due ? c.deadlines->met : c.deadlines->missed);

@@ -46,6 +46,21 @@ struct DeadlineCounts {
   int64_t unmeetable = 0;
 };
 
+// Class -> deadline from submission, of the policy's classes that have one
+// (classes[].deadline).
+std::map<std::string, Seconds> ClassDeadlines(const Policy& policy);
+
+// The deadline of `job` under `deadlines` (ClassDeadlines) in a replay that
+// starts at `start`: its submission plus its class's deadline; nullopt when
+// its class has none. The one deadline the simulator puts on pending units
+// and judges results by.
+std::optional<WallTime> JobDueAt(const TraceJob& job, WallTime start,
+                                 const std::map<std::string, Seconds>& deadlines);
+
+// Whether `job`, started at its submission and never stopped, finishes by
+// `due`; a job that cannot is "unmeetable" in DeadlineCounts.
+bool CanMeetDeadline(const TraceJob& job, WallTime start, WallTime due);
+
 struct ClassStats {
   std::vector<int64_t> waits_s;  // one per submitted job
   int64_t completed = 0;
