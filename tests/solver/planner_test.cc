@@ -710,6 +710,8 @@ TEST(Planner, CountsTheEmptyNodesLeftForLaterTicks) {
   ASSERT_EQ(plan.terminations.size(), 2u);
   for (const auto& t : plan.terminations) EXPECT_EQ(t.kind, TerminationKind::kEmpty);
   EXPECT_EQ(plan.empty_nodes_left_by_pool, (std::map<std::string, int>{{"gpu", 3}}));
+  EXPECT_NE(plan.summary.find("pool gpu: 3 more empty node(s) not needed, left for later ticks"), std::string::npos)
+      << plan.summary;
 
   p.pools[0].min_nodes = 4;  // 6 nodes: 2 may go, both this tick
   plan = MakePlan(s, p);
