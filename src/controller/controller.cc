@@ -186,6 +186,7 @@ bool Controller::Govern(bool listed, WallTime now, Plan* plan, TickReport* repor
   const size_t proposed_terminations = plan->terminations.size();
   const size_t proposed_notes = plan->notes.size();
   const std::string proposed_summary = plan->summary;
+  if (!listed) plan->empty_nodes_left_by_pool.clear();
   if (!listed && !plan->terminations.empty()) {
     plan->terminations.clear();
     report->governor.notes.push_back("instance list unavailable: no terminations this tick");

@@ -1,6 +1,7 @@
 #include "gpuscaler/controller/scaling.h"
 
 #include <algorithm>
+#include <iterator>
 #include <set>
 
 namespace gpuscaler {
@@ -30,14 +31,18 @@ GovernorResult ScalingGovernor::Apply(const ScalingPolicy& scaling, const std::m
     const int up = launches[pool];
     const int down = terms[pool];
     const int desired = current + up - down;
+    // Scale-down counts the empty nodes the plan left for later ticks: the
+    // plan needs the pool this small, whatever one tick may remove.
+    auto left = plan->empty_nodes_left_by_pool.find(pool);
+    const int desired_down = desired - (left == plan->empty_nodes_left_by_pool.end() ? 0 : left->second);
     std::deque<Sample>& h = history_[pool];
-    h.push_back({now, desired});
+    h.push_back({now, desired, desired_down});
     while (!h.empty() && h.front().time < now - keep) h.pop_front();
 
-    int max_desired = desired;
+    int max_desired = desired_down;
     int min_desired = desired;
     for (const Sample& s : h) {
-      if (s.time >= now - scaling.scale_down_stabilization) max_desired = std::max(max_desired, s.desired);
+      if (s.time >= now - scaling.scale_down_stabilization) max_desired = std::max(max_desired, s.desired_down);
       if (s.time >= now - scaling.scale_up_stabilization) min_desired = std::min(min_desired, s.desired);
     }
 
@@ -53,7 +58,7 @@ GovernorResult ScalingGovernor::Apply(const ScalingPolicy& scaling, const std::m
     }
 
     int ok_down = std::clamp(current + ok_up - max_desired, 0, down);
-    if (ok_down < down && max_desired > desired) {
+    if (ok_down < down && max_desired > desired_down) {
       result.notes.push_back("pool " + pool + ": scale-down stabilization keeps " + std::to_string(max_desired) +
                              " nodes");
     }
@@ -116,6 +121,10 @@ void HoldBlockedTerminations(const Snapshot& snapshot, const Policy& policy, Pla
     } else {
       pools.insert(c->pools.begin(), c->pools.end());
     }
+  }
+  // Nor do empty nodes left for later count towards a smaller pool there.
+  for (auto it = plan->empty_nodes_left_by_pool.begin(); it != plan->empty_nodes_left_by_pool.end();) {
+    it = all_pools || pools.count(it->first) != 0 ? plan->empty_nodes_left_by_pool.erase(it) : std::next(it);
   }
   std::vector<TerminationAction> kept;
   for (TerminationAction& t : plan->terminations) {

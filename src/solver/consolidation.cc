@@ -155,9 +155,20 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
     st.cost -= price;
   };
 
+  // Empty nodes not needed beyond the tick's removals, per pool index.
+  std::vector<int> left(pools_.size(), 0);
   for (const Cand& c : cands) {
-    if (removed >= max_removed) break;
     Bin& src = existing_[c.node];
+    if (removed >= max_removed) {
+      // Candidates are sorted empty first: what remains is counted, not removed.
+      if (!c.empty) break;
+      if (src.receiver || src.removed) continue;
+      const int pool = src.pool;
+      if (pool >= 0 && st.pool_count[pool] - left[pool] - 1 < pools_[pool].pol.min_nodes) continue;
+      if (pool >= 0) ++left[pool];
+      ++plan.empty_nodes_left_by_pool[snap_.nodes[c.node].pool];
+      continue;
+    }
     if (src.receiver || src.removed) continue;
     const Node& n = snap_.nodes[c.node];
     if (!pool_ok_to_remove(src.pool, c.empty)) continue;

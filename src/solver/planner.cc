@@ -327,6 +327,9 @@ Plan Planner::Run() {
   for (const auto& c : paused) notes.push_back("class " + c + ": spot paused after a capacity error");
   for (const auto& key : snap_.reclaimed_spot_pools)
     notes.push_back("spot pool " + key + ": reclaimed in a wave of notices, no new nodes there until its cooldown ends");
+  for (const auto& [pool, n] : plan.empty_nodes_left_by_pool)
+    notes.push_back("pool " + pool + ": " + std::to_string(n) +
+                    " more empty node(s) not needed, left for later ticks (max_nodes_removed_per_tick)");
   for (const auto& n : notes_) notes.push_back(n);
   plan.summary = SummarizePlan(plan, snap_.pending.size());
   return plan;

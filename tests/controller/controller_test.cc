@@ -414,6 +414,36 @@ TEST(Controller, StaleSignalBlocksScaleDownOfTheClassPools) {
   EXPECT_EQ(h.cloud.terminations.size(), 1u);
 }
 
+// Empty nodes a plan leaves for later ticks lower the pool's scale-down
+// recommendation only where removals are allowed: while a class's signals
+// are stale its pools' recommendation stays the pool as it is, so the first
+// removal after the signals come back still waits for the stabilization
+// window.
+TEST(Controller, EmptyNodesLeftForLaterDoNotLowerARecommendationWhileSignalsAreStale) {
+  Policy p = TestPolicy();
+  p.scaling.scale_down_stabilization = Seconds(300);
+  p.scaling.scale_down_cooldown = Seconds(0);
+  for (bool stale_first : {true, false}) {
+    SCOPED_TRACE(stale_first ? "stale, then fresh" : "fresh throughout");
+    Harness h(p);
+    h.next_plan.launches = {h.Launch("g5.xlarge/us-east-1a/on-demand", 2)};
+    h.controller->Tick();
+    const std::string id = h.controller->snapshot().nodes.at(0).instance_id;
+    h.clock.Advance(Seconds(600));  // the launch's recommendation has left the window
+    SignalStatus s{"queue", "prometheus", {"batch"}, h.clock.WallNow() - Seconds(stale_first ? 600 : 10), 3};
+    h.work.signals = {s};
+    h.next_plan.empty_nodes_left_by_pool["gpu"] = 2;
+    EXPECT_EQ(h.controller->Tick().nodes_terminated, 0);
+    h.clock.Advance(Seconds(60));
+    h.work.signals[0].sampled_at = h.clock.WallNow() - Seconds(10);
+    h.next_plan.terminations = {h.Terminate(id)};
+    h.next_plan.empty_nodes_left_by_pool["gpu"] = 1;
+    // After the stale tick the window holds a 2-node recommendation; after a
+    // fresh one it holds 0 nodes (the plan did not need either).
+    EXPECT_EQ(h.controller->Tick().nodes_terminated, stale_first ? 0 : 1);
+  }
+}
+
 TEST(Controller, InterruptionNoticeDrainsTheNodeAndAddsReplacementDemand) {
   Harness h;
   h.next_plan.launches = {h.Launch("g5.xlarge/us-east-1a/spot", 1)};

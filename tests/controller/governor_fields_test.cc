@@ -1,7 +1,8 @@
 // The scaling policy's damping fields, each shown by the plan the governor
 // lets through: scale-up stabilization, and the scale-up and scale-down
-// cooldowns (max_nodes_*_per_tick and scale-down stabilization have their
-// own tests in controller_test.cc).
+// cooldowns, and how the planner's empty nodes left for later ticks enter
+// the scale-down recommendation (max_nodes_*_per_tick and scale-down
+// stabilization have their own tests in controller_test.cc).
 #include <gtest/gtest.h>
 
 #include "gpuscaler/controller/scaling.h"
@@ -108,6 +109,47 @@ TEST(GovernorFields, ScaleDownCooldownHoldsRemovalsAfterTheLastScaleUpOrDown) {
     g.Apply(s, {{"gpu", 4}}, t0 + Seconds(300), &sent);
     EXPECT_EQ(sent.terminations.size(), 2u);
   }
+}
+
+// The planner removes at most max_nodes_removed_per_tick nodes a tick and
+// says how many more empty ones it does not need. The scale-down
+// recommendation counts them: the pool needs that few nodes, so the next
+// step is not held by a recommendation that was only the last tick's step.
+TEST(GovernorFields, EmptyNodesLeftForLaterTicksCountInTheScaleDownRecommendation) {
+  ScalingPolicy s = Undamped();
+  s.scale_down_stabilization = Seconds(300);
+  s.scale_down_cooldown = Seconds(300);
+  s.max_nodes_removed_per_tick = 5;
+  const WallTime t0 = FromUnixSeconds(1000);
+  for (bool counted : {true, false}) {
+    SCOPED_TRACE(counted ? "left nodes counted" : "left nodes not reported");
+    ScalingGovernor g;
+    Plan first = Terminate(5);
+    if (counted) first.empty_nodes_left_by_pool["gpu"] = 10;
+    g.Apply(s, {{"gpu", 20}}, t0, &first);
+    EXPECT_EQ(first.terminations.size(), 5u);
+    g.RecordScaleDown("gpu", t0);
+    Plan next = Terminate(5);
+    if (counted) next.empty_nodes_left_by_pool["gpu"] = 5;
+    GovernorResult r = g.Apply(s, {{"gpu", 15}}, t0 + Seconds(300), &next);
+    // The first plan's recommendation is still in the window: 5 nodes when
+    // it counted the nodes left, 15 (the pool now) when it did not.
+    EXPECT_EQ(next.terminations.size(), counted ? 5u : 0u);
+    EXPECT_EQ(Noted(r, "scale-down stabilization keeps 15 nodes"), !counted);
+  }
+}
+
+// Nodes left for later lower only the scale-down recommendation: launches in
+// the same pool (for work those nodes cannot hold) are not held back by it.
+TEST(GovernorFields, EmptyNodesLeftForLaterDoNotHoldLaunches) {
+  ScalingPolicy s = Undamped();
+  s.scale_up_stabilization = Seconds(60);
+  ScalingGovernor g;
+  Plan plan = Launch(2);
+  plan.empty_nodes_left_by_pool["gpu"] = 3;
+  GovernorResult r = g.Apply(s, {{"gpu", 6}}, FromUnixSeconds(1000), &plan);
+  EXPECT_EQ(plan.launches[0].count, 2);
+  EXPECT_EQ(r.launches_held, 0);
 }
 
 }  // namespace

@@ -86,7 +86,10 @@ TEST(Schedules, TheFloorAppearsAndGoesAtTheCronTimesInThePolicysTimeZone) {
 }
 
 // `gpuscaler sim --compare` adds the same policy without its schedules: the
-// floor's hour of 40 nodes is what the difference in cost is made of.
+// floor's hour of 40 nodes is what tells the two runs apart. Whole-day totals
+// also carry the two trajectories' other differences (a day of the demo moves
+// by more than the floor's cost between two runs that differ in anything), so
+// the hour itself is compared.
 TEST(Schedules, TheReactiveRunIsThePolicyWithoutItsSchedules) {
   Result<Scenario> s = MakeBuiltinScenario("demo", 7, 1, BuiltinCatalog());
   ASSERT_TRUE(s.ok()) << s.error().ToString();
@@ -103,12 +106,35 @@ TEST(Schedules, TheReactiveRunIsThePolicyWithoutItsSchedules) {
   ASSERT_TRUE(reactive.ok());
   EXPECT_TRUE(reactive->policy.scaling.schedules.empty());
   EXPECT_NE(reactive->policy.content_hash, s->policy.content_hash);
-  Result<std::vector<RunResult>> runs = RunMany(*s, {"gpuscaler", "gpuscaler-reactive"}, {});
+  RunOptions with_series;
+  with_series.timeseries = true;
+  Result<std::vector<RunResult>> runs = RunMany(*s, {"gpuscaler", "gpuscaler-reactive"}, with_series);
   ASSERT_TRUE(runs.ok()) << runs.error().ToString();
   ASSERT_EQ(runs->size(), 3u);  // on-demand first
   EXPECT_EQ((*runs)[1].name, "gpuscaler");
   EXPECT_EQ((*runs)[2].name, "gpuscaler-reactive");
-  EXPECT_GT((*runs)[1].total_cost_usd, (*runs)[2].total_cost_usd);
+  const WallTime opens = s->start + Seconds(3600);
+  const WallTime closes = opens + Seconds(3600);
+  struct Hour {
+    double usd = 0;
+    int fewest_nodes = 1 << 30;
+  };
+  auto floor_hour = [&](const RunResult& r) {
+    Hour h;
+    for (size_t i = 0; i + 1 < r.timeseries.size(); ++i) {
+      const TimePoint& p = r.timeseries[i];
+      if (p.time < opens || p.time >= closes) continue;
+      h.usd += p.usd_per_hour * static_cast<double>((r.timeseries[i + 1].time - p.time).count()) / 3600.0;
+      // The schedule's first tick launches the floor; count from the next.
+      if (p.time > opens) h.fewest_nodes = std::min(h.fewest_nodes, p.nodes);
+    }
+    return h;
+  };
+  const Hour with_floor = floor_hour((*runs)[1]);
+  const Hour without = floor_hour((*runs)[2]);
+  EXPECT_GE(with_floor.fewest_nodes, 40);
+  EXPECT_LT(without.fewest_nodes, 40);
+  EXPECT_GT(with_floor.usd, without.usd + 5.0) << "the floor's nodes are paid in the scheduled run only";
 }
 
 }  // namespace

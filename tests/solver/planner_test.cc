@@ -698,6 +698,35 @@ TEST(Planner, EmptyNodesAreRemovedWhateverTheDisruptionBudgetLeaves) {
   EXPECT_EQ(MakePlan(s, p).terminations.size(), 1u);
 }
 
+// Empty nodes past the tick's removals are not actions, but the plan says how
+// many it does not need (for the governor's scale-down recommendation), per
+// pool, within min_nodes and only empty ones.
+TEST(Planner, CountsTheEmptyNodesLeftForLaterTicks) {
+  Snapshot s = OversizedNodesSnapshot(1);
+  for (int i = 0; i < 5; ++i) s.nodes.push_back(MakeNode(s, "e" + std::to_string(i), "g5.xlarge", "us-east-1a", CapacityType::kOnDemand));
+  Policy p = BasePolicy();
+  p.scaling.max_nodes_removed_per_tick = 2;
+  Plan plan = MakePlan(s, p);
+  ASSERT_EQ(plan.terminations.size(), 2u);
+  for (const auto& t : plan.terminations) EXPECT_EQ(t.kind, TerminationKind::kEmpty);
+  EXPECT_EQ(plan.empty_nodes_left_by_pool, (std::map<std::string, int>{{"gpu", 3}}));
+  EXPECT_NE(plan.summary.find("pool gpu: 3 more empty node(s) not needed, left for later ticks"), std::string::npos)
+      << plan.summary;
+
+  p.pools[0].min_nodes = 4;  // 6 nodes: 2 may go, both this tick
+  plan = MakePlan(s, p);
+  EXPECT_EQ(plan.terminations.size(), 2u);
+  EXPECT_TRUE(plan.empty_nodes_left_by_pool.empty());
+  p.pools[0].min_nodes = 3;  // one more may go later
+  EXPECT_EQ(MakePlan(s, p).empty_nodes_left_by_pool, (std::map<std::string, int>{{"gpu", 1}}));
+
+  p.pools[0].min_nodes = 0;
+  p.scaling.max_nodes_removed_per_tick = 10;  // room for every empty node: none left
+  plan = MakePlan(s, p);
+  EXPECT_GE(plan.terminations.size(), 5u);
+  EXPECT_TRUE(plan.empty_nodes_left_by_pool.empty());
+}
+
 TEST(Planner, RemovesNothingMoreInAPoolWhoseDisruptionWindowIsFull) {
   Snapshot s = BaseSnapshot();
   Policy p = BasePolicy();

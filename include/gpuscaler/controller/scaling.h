@@ -2,7 +2,9 @@
 // actuator, per node pool.
 //
 // Every tick the plan's launches and terminations give a recommendation per
-// pool (nodes now + launches − terminations). Then
+// pool (nodes now + launches − terminations; for scale-down also minus the
+// empty nodes the plan did not need but left for later ticks,
+// Plan::empty_nodes_left_by_pool). Then
 //  - scale-down stabilization: removals are limited so the pool stays at the
 //    highest recommendation seen over `scale_down_stabilization`;
 //  - scale-up stabilization: launches are limited to the lowest
@@ -51,7 +53,8 @@ class ScalingGovernor {
  private:
   struct Sample {
     WallTime time;
-    int desired;
+    int desired;       // nodes now + launches - terminations
+    int desired_down;  // and minus the empty nodes the plan left for later ticks
   };
   std::map<std::string, std::deque<Sample>> history_;
   std::map<std::string, WallTime> last_up_;

@@ -3,6 +3,7 @@
 // all costs. Every action carries a reason a person can read. Values only.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -95,6 +96,12 @@ struct Plan {
   // changes (a unit held for spot may go to on-demand from then on). Not
   // part of the plan's JSON: a replay recomputes it from the same input.
   std::optional<WallTime> replan_by;
+  // Empty nodes the plan does not need but leaves for later ticks because
+  // the tick's max_nodes_removed_per_tick was reached, by pool. Not actions:
+  // the governor counts them in the pool's scale-down recommendation, so its
+  // stabilization window holds the size the plans need, not the per-tick
+  // step. Not part of the plan's JSON: a replay recomputes it.
+  std::map<std::string, int> empty_nodes_left_by_pool;
 };
 
 }  // namespace gpuscaler
