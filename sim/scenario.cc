@@ -255,6 +255,55 @@ void ApplyClassBehaviour(const Policy& policy, Trace* trace) {
   }
 }
 
+namespace {
+
+bool KeepsOffGpuFreeWork(const NodePoolPolicy& pool) {
+  return std::any_of(pool.taints.begin(), pool.taints.end(), [](const Taint& t) {
+    return t.key == kGpuTaintKey && (t.effect == "NoSchedule" || t.effect == "NoExecute");
+  });
+}
+
+}  // namespace
+
+void ApplyPoolTaints(const Policy& policy, Trace* trace) {
+  if (std::none_of(policy.pools.begin(), policy.pools.end(), KeepsOffGpuFreeWork)) return;
+  int64_t no_pool = 0;
+  std::vector<TraceJob> kept;
+  kept.reserve(trace->jobs.size());
+  for (TraceJob& j : trace->jobs) {
+    DemandUnit& u = j.unit;
+    if (!u.pool.empty() || NeedsGpu(u)) {
+      kept.push_back(std::move(j));
+      continue;
+    }
+    const WorkloadClassPolicy* c = policy.FindClass(u.workload_class);
+    std::vector<const NodePoolPolicy*> candidates;
+    for (const NodePoolPolicy& p : policy.pools) {
+      if (c == nullptr || c->pools.empty() ||
+          std::find(c->pools.begin(), c->pools.end(), p.name) != c->pools.end()) {
+        candidates.push_back(&p);
+      }
+    }
+    auto usable = std::find_if(candidates.begin(), candidates.end(),
+                               [](const NodePoolPolicy* p) { return !KeepsOffGpuFreeWork(*p); });
+    if (usable == candidates.end()) {
+      ++no_pool;
+      continue;
+    }
+    if (std::any_of(candidates.begin(), candidates.end(),
+                    [](const NodePoolPolicy* p) { return KeepsOffGpuFreeWork(*p); })) {
+      u.pool = (*usable)->name;
+    }
+    kept.push_back(std::move(j));
+  }
+  trace->jobs = std::move(kept);
+  if (no_pool > 0) {
+    trace->stats.warnings.push_back(std::to_string(no_pool) +
+                                    " jobs need no GPU and every pool they may use carries the " +
+                                    kGpuTaintKey + " taint; they are not replayed");
+  }
+}
+
 Scenario MakeTraceScenario(Trace trace, SpotMarket market, Catalog catalog, Policy policy, uint64_t seed,
                            std::optional<int> days) {
   if (trace.jobs.empty() && !trace.series.empty()) {
@@ -263,6 +312,7 @@ Scenario MakeTraceScenario(Trace trace, SpotMarket market, Catalog catalog, Poli
     trace = SeriesToJobs(std::move(trace), series_options);
   }
   ApplyClassBehaviour(policy, &trace);
+  ApplyPoolTaints(policy, &trace);
   Scenario s;
   s.name = "trace";
   s.seed = seed;

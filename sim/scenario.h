@@ -70,9 +70,25 @@ Result<Scenario> MakeBuiltinScenario(const std::string& name, uint64_t seed, std
 // policy does not name keep the reader's values.
 void ApplyClassBehaviour(const Policy& policy, Trace* trace);
 
+// The GPU taint of the pools (key kGpuTaintKey, effect NoSchedule or
+// NoExecute) kept by trace jobs, as Kubernetes keeps it for pods: a trace
+// says nothing of tolerations, so a job that needs a GPU tolerates it (the
+// ExtendedResourceToleration admission adds that toleration to pods that
+// request the resource) and a job that needs none does not; other taints say
+// nothing a trace knows and are taken as tolerated. Then, as the daemon pins
+// a pod's unit: of the job's candidate pools (its class's, or all when the
+// class names none or is not in the policy) a job that tolerates only some
+// is pinned to the first of them in policy order, so the planner and the
+// scheduler keep it off the others; a job that tolerates none is not
+// replayed, and a warning in trace->stats counts such jobs. A job already
+// pinned to a pool keeps its pin.
+inline constexpr const char* kGpuTaintKey = "nvidia.com/gpu";
+void ApplyPoolTaints(const Policy& policy, Trace* trace);
+
 // A trace-driven scenario. Horizon: `days` if set, else the trace span plus
 // one day to drain. A trace of GPU demand series is turned into jobs first
-// (SeriesToJobs, sim/series_jobs.h); then ApplyClassBehaviour. Spot
+// (SeriesToJobs, sim/series_jobs.h); then ApplyClassBehaviour and
+// ApplyPoolTaints. Spot
 // interruptions: the market's events and availability drops, plus the
 // catalog's per-offering hazard rates (from the market's spot advisor rows
 // when given).

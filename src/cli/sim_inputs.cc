@@ -53,6 +53,7 @@ Result<sim::Scenario> BuildSimScenario(const SimInputs& in, const Catalog& catal
     Result<sim::Trace> trace = sim::ReadTrace(in.trace_file, *format);
     if (!trace) return trace.error();
     for (const std::string& w : trace->stats.warnings) warnings->push_back(w);
+    const size_t reader_warnings = trace->stats.warnings.size();
     sim::SpotMarket market;
     if (!in.prices_file.empty()) {
       std::optional<sim::MarketFormat> mf = sim::ParseMarketFormat(in.prices_format);
@@ -82,6 +83,9 @@ Result<sim::Scenario> BuildSimScenario(const SimInputs& in, const Catalog& catal
     }
     scenario = sim::MakeTraceScenario(std::move(trace).value(), std::move(market), catalog,
                                       policy ? *policy : DefaultPolicy(), in.seed, days);
+    // Building the scenario may add its own (jobs no pool may take).
+    const std::vector<std::string>& all = scenario.trace.stats.warnings;
+    for (size_t i = reader_warnings; i < all.size(); ++i) warnings->push_back(all[i]);
     if (scenario.trace.jobs.empty()) return Error::InvalidInput(in.trace_file + ": the trace has no jobs to replay");
   }
   scenario.catalog_source = catalog_source;

@@ -1,5 +1,6 @@
-// Trace-driven scenarios: demand series become jobs (SeriesToJobs), and a
-// job's tolerance of a move follows its policy class (ApplyClassBehaviour).
+// Trace-driven scenarios: demand series become jobs (SeriesToJobs), a job's
+// tolerance of a move follows its policy class (ApplyClassBehaviour), and
+// jobs that need no GPU keep off pools with the GPU taint (ApplyPoolTaints).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -198,6 +199,84 @@ TEST(TraceScenario, OurJobFormatKeepsItsRowsButANonInterruptibleClassWins) {
     EXPECT_EQ(t.jobs[i].unit.interruptible, trace->jobs[i].unit.interruptible && class_allows);
     EXPECT_EQ(t.jobs[i].unit.checkpoint_interval, trace->jobs[i].unit.checkpoint_interval);
   }
+}
+
+TraceJob CpuOrGpuJob(const std::string& id, const std::string& cls, int gpus,
+                     const std::string& pinned = "") {
+  TraceJob j;
+  j.submit = Seconds(0);
+  j.duration = Seconds(600);
+  j.unit.id = id;
+  j.unit.workload_class = cls;
+  j.unit.gpus = gpus;
+  j.unit.cpu_milli = 8000;
+  j.unit.memory_mib = 32768;
+  j.unit.pool = pinned;
+  return j;
+}
+
+Policy GpuTaintPolicy() {
+  Policy p = DefaultPolicy();
+  NodePoolPolicy gpu;
+  gpu.name = "gpu";
+  gpu.taints = {{kGpuTaintKey, "true", "NoSchedule"}};
+  NodePoolPolicy soft;  // a preference keeps nothing off
+  soft.name = "soft";
+  soft.taints = {{kGpuTaintKey, "true", "PreferNoSchedule"}};
+  NodePoolPolicy cpu;
+  cpu.name = "cpu";
+  cpu.families = {"m7i"};
+  p.pools = {gpu, soft, cpu};
+  WorkloadClassPolicy mixed;
+  mixed.name = "mixed";
+  mixed.pools = {"gpu", "cpu"};
+  WorkloadClassPolicy gpu_only;
+  gpu_only.name = "gpu-only";
+  gpu_only.pools = {"gpu"};
+  WorkloadClassPolicy soft_first;
+  soft_first.name = "soft-first";
+  soft_first.pools = {"soft", "gpu", "cpu"};
+  p.classes = {mixed, gpu_only, soft_first};
+  return p;
+}
+
+// Before: trace jobs that need no GPU were scheduled first-fit on any node
+// with room, GPU nodes included, although the pools' nvidia.com/gpu taint
+// keeps CPU pods off them in a cluster; a fixed fleet then lacked the CPU of
+// its GPU nodes for GPU work, and a NodePool in file order bought GPU nodes
+// for CPU pods.
+TEST(TraceScenario, JobsThatNeedNoGpuKeepOffPoolsWithTheGpuTaint) {
+  Trace t;
+  t.jobs = {CpuOrGpuJob("gpu-work", "mixed", 1),       CpuOrGpuJob("cpu-work", "mixed", 0),
+            CpuOrGpuJob("cpu-nowhere", "gpu-only", 0), CpuOrGpuJob("cpu-pinned", "gpu-only", 0, "gpu"),
+            CpuOrGpuJob("cpu-soft", "soft-first", 0),  CpuOrGpuJob("cpu-no-class", "unknown", 0)};
+  t.span = Seconds(0);
+  Scenario s = MakeTraceScenario(t, {}, BuiltinCatalog(), GpuTaintPolicy(), 1, 1);
+  std::map<std::string, std::string> pool_of;
+  for (const TraceJob& j : s.trace.jobs) pool_of[j.unit.id] = j.unit.pool;
+  const std::map<std::string, std::string> want = {
+      {"gpu-work", ""},          // needs a GPU: tolerates the taint, any pool of its class
+      {"cpu-work", "cpu"},       // only the cpu pool is left to it
+      {"cpu-pinned", "gpu"},     // a pin the trace gave is kept
+      {"cpu-soft", "soft"},      // the first usable pool: a PreferNoSchedule taint bars nothing
+      {"cpu-no-class", "soft"},  // no class: every pool is a candidate
+  };
+  EXPECT_EQ(pool_of, want);
+  ASSERT_EQ(s.trace.stats.warnings.size(), 1u);
+  EXPECT_EQ(s.trace.stats.warnings[0],
+            "1 jobs need no GPU and every pool they may use carries the nvidia.com/gpu taint; they are not "
+            "replayed");
+
+  // Without a pool with the taint nothing changes.
+  Policy untainted = GpuTaintPolicy();
+  untainted.pools[0].taints.clear();
+  Scenario plain = MakeTraceScenario(t, {}, BuiltinCatalog(), untainted, 1, 1);
+  ASSERT_EQ(plain.trace.jobs.size(), t.jobs.size());
+  for (const TraceJob& j : plain.trace.jobs) {
+    SCOPED_TRACE(j.unit.id);
+    EXPECT_EQ(j.unit.pool, j.unit.id == "cpu-pinned" ? "gpu" : "");
+  }
+  EXPECT_TRUE(plain.trace.stats.warnings.empty());
 }
 
 }  // namespace
