@@ -140,10 +140,12 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
   // (consolidation, replacement). An empty node moves none: it goes whenever
   // it is not needed, within the pool's min_nodes and the tick's removals,
   // and the controller counts it in the window like every removal by plan.
-  auto pool_ok_to_remove = [&](int pool, bool empty) {
+  // `held_back`: empty nodes of the pool already counted as not needed but
+  // left for later ticks (below); they leave the pool too.
+  auto pool_ok_to_remove = [&](int pool, bool empty, int held_back = 0) {
     if (pool < 0) return true;
     if (!empty && pools_[pool].disrupt_allow <= 0) return false;
-    return st.pool_count[pool] - 1 >= pools_[pool].pol.min_nodes;
+    return st.pool_count[pool] - held_back - 1 >= pools_[pool].pol.min_nodes;
   };
   auto commit_removal = [&](int pool, double price, bool empty) {
     ++removed;
@@ -155,18 +157,17 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
     st.cost -= price;
   };
 
-  // Empty nodes not needed beyond the tick's removals, per pool index.
-  std::vector<int> left(pools_.size(), 0);
   for (const Cand& c : cands) {
     Bin& src = existing_[c.node];
     if (removed >= max_removed) {
       // Candidates are sorted empty first: what remains is counted, not removed.
       if (!c.empty) break;
       if (src.receiver || src.removed) continue;
-      const int pool = src.pool;
-      if (pool >= 0 && st.pool_count[pool] - left[pool] - 1 < pools_[pool].pol.min_nodes) continue;
-      if (pool >= 0) ++left[pool];
-      ++plan.empty_nodes_left_by_pool[snap_.nodes[c.node].pool];
+      const std::string& pool = snap_.nodes[c.node].pool;
+      auto counted = plan.empty_nodes_left_by_pool.find(pool);
+      const int held_back = counted == plan.empty_nodes_left_by_pool.end() ? 0 : counted->second;
+      if (!pool_ok_to_remove(src.pool, true, held_back)) continue;
+      ++plan.empty_nodes_left_by_pool[pool];
       continue;
     }
     if (src.receiver || src.removed) continue;
