@@ -125,6 +125,25 @@ TEST(CostTruth, ThirtyDaySimulationReportEqualsTheSimulatedBills) {
   EXPECT_FALSE(j["totals"]["gpu_hours_allocated_idle"].is_null());
   for (const auto& w : j["warnings"]) EXPECT_EQ(w.get<std::string>().find("not measured"), std::string::npos) << w;
 
+  // From the file, the report opens two readers: predictions are built while
+  // the second one scans, and the work after the scan runs on two threads.
+  // The same decisions, predictions and totals as from one reader.
+  ReportQuery from_file = query;
+  from_file.db_path = db;
+  Result<RenderedReport> two_readers = RenderReport(from_file);
+  ASSERT_TRUE(two_readers.ok()) << two_readers.error().ToString();
+  const nlohmann::json j2 = nlohmann::json::parse(two_readers->body);
+  EXPECT_FALSE(j["predictions"].empty());
+  EXPECT_EQ(j2["predictions"], j["predictions"]);
+  EXPECT_EQ(j2["prediction_summary"], j["prediction_summary"]);
+  ASSERT_EQ(j2["top_decisions"].size(), j["top_decisions"].size());
+  for (size_t k = 0; k < j["top_decisions"].size(); ++k) {
+    EXPECT_EQ(j2["top_decisions"][k]["decision_id"], j["top_decisions"][k]["decision_id"]) << k;
+    EXPECT_EQ(j2["top_decisions"][k]["cost_usd"], j["top_decisions"][k]["cost_usd"]) << k;
+  }
+  EXPECT_EQ(cents(j2["totals"]["cost_usd"]), total);
+  EXPECT_EQ(cents(j2["totals"]["idle_usd"]), cents(j["totals"]["idle_usd"]));
+
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::printf("cost truth: %d days, seed %llu, %zu nodes, bills $%.6f, report $%.6f, deviation %.3g %%, %.1f s\n", kDays,
               static_cast<unsigned long long>(kSeed), facts->nodes.size(), bills, facts->total.cost_usd,
