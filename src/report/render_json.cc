@@ -1,4 +1,8 @@
+#include <future>
 #include <nlohmann/json.hpp>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "tables.h"
 
@@ -25,24 +29,111 @@ nlohmann::ordered_json TableJson(const Table& t) {
 
 double Round(double v, double scale) { return std::round(v * scale) / scale; }
 
-// Predicted vs realized cost per decision (report/prediction.h).
-nlohmann::ordered_json PredictionsJson(const std::vector<DecisionPrediction>& predictions) {
-  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-  for (const DecisionPrediction& p : predictions) {
-    rows.push_back({{"decision_id", p.decision_id},
-                    {"time", FormatRfc3339(p.time)},
-                    {"predicted_usd_per_hour", Round(p.predicted_usd_per_hour, 1e4)},
-                    {"nodes_planned", p.nodes_planned},
-                    {"nodes_launched", p.nodes_launched},
-                    {"nodes_interrupted", p.nodes_interrupted},
-                    {"nodes_running", p.nodes_running},
-                    {"node_hours", Round(p.node_hours, 1e4)},
-                    {"predicted_usd", Round(p.predicted_usd, 1e4)},
-                    {"realized_usd", Round(p.realized_usd, 1e4)},
-                    {"realized_minus_predicted_usd", Round(p.realized_usd - p.predicted_usd, 1e4)}});
+// nlohmann writes a value nested `depth` levels deep exactly as it writes it
+// alone with two more spaces per level after every line break (a string
+// holds no raw line break), so parts of one document can be dumped apart and
+// joined.
+void AppendNested(const nlohmann::ordered_json& value, int depth, std::string* out) {
+  const std::string text = value.dump(2);
+  const std::string pad(static_cast<size_t>(2 * depth), ' ');
+  size_t start = 0;
+  for (size_t line_end = text.find('\n'); line_end != std::string::npos; line_end = text.find('\n', start)) {
+    out->append(text, start, line_end + 1 - start);
+    out->append(pad);
+    start = line_end + 1;
   }
-  return rows;
+  out->append(text, start);
 }
+
+// Predicted vs realized cost of one decision (report/prediction.h); in a
+// fleet report the row names its cluster first.
+nlohmann::ordered_json PredictionJson(const DecisionPrediction& p, const std::string* cluster) {
+  nlohmann::ordered_json row;
+  if (cluster != nullptr) row["cluster"] = *cluster;
+  row["decision_id"] = p.decision_id;
+  row["time"] = FormatRfc3339(p.time);
+  row["predicted_usd_per_hour"] = Round(p.predicted_usd_per_hour, 1e4);
+  row["nodes_planned"] = p.nodes_planned;
+  row["nodes_launched"] = p.nodes_launched;
+  row["nodes_interrupted"] = p.nodes_interrupted;
+  row["nodes_running"] = p.nodes_running;
+  row["node_hours"] = Round(p.node_hours, 1e4);
+  row["predicted_usd"] = Round(p.predicted_usd, 1e4);
+  row["realized_usd"] = Round(p.realized_usd, 1e4);
+  row["realized_minus_predicted_usd"] = Round(p.realized_usd - p.predicted_usd, 1e4);
+  return row;
+}
+
+struct PredictionRow {
+  const DecisionPrediction* prediction;
+  const std::string* cluster;  // null in a single store's report
+};
+
+// The rows [begin, end) as elements of an array one level deep, joined by
+// commas, without the brackets.
+std::string PredictionRowsText(const std::vector<PredictionRow>& rows, size_t begin, size_t end) {
+  std::string out;
+  out.reserve((end - begin) * 420);
+  for (size_t i = begin; i < end; ++i) {
+    if (i != begin) out += ",\n";
+    out += "    ";
+    AppendNested(PredictionJson(*rows[i].prediction, rows[i].cluster), 2, &out);
+  }
+  return out;
+}
+
+// The predictions array one level deep. It is most of a year report's JSON:
+// its rows are built and written in two halves, one on another thread.
+std::string PredictionsText(const std::vector<PredictionRow>& rows) {
+  if (rows.empty()) return "[]";
+  const size_t half = rows.size() / 2;
+  std::future<std::string> first = std::async(std::launch::async, [&] { return PredictionRowsText(rows, 0, half); });
+  const std::string second = PredictionRowsText(rows, half, rows.size());
+  const std::string first_text = first.get();
+  std::string out;
+  out.reserve(first_text.size() + second.size() + 8);
+  out += "[\n";
+  out += first_text;
+  if (half != 0) out += ",\n";
+  out += second;
+  out += "\n  ]";
+  return out;
+}
+
+// A top-level object whose members are written apart: each value is text
+// already nested one level deep.
+class ObjectText {
+ public:
+  void Add(std::string_view key, std::string value_text) {
+    members_.emplace_back(nlohmann::ordered_json(std::string(key)).dump(), std::move(value_text));
+  }
+  void Add(std::string_view key, const nlohmann::ordered_json& value) {
+    std::string text;
+    AppendNested(value, 1, &text);
+    Add(key, std::move(text));
+  }
+  // As nlohmann's dump(2) of the whole object, with a final line break.
+  std::string Finish() const {
+    if (members_.empty()) return "{}\n";
+    size_t size = 4;
+    for (const auto& [key, value] : members_) size += key.size() + value.size() + 6;
+    std::string out;
+    out.reserve(size);
+    out += "{\n";
+    for (size_t i = 0; i < members_.size(); ++i) {
+      if (i != 0) out += ",\n";
+      out += "  ";
+      out += members_[i].first;
+      out += ": ";
+      out += members_[i].second;
+    }
+    out += "\n}\n";
+    return out;
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> members_;
+};
 
 nlohmann::ordered_json TotalsJson(const Totals& t) {
   nlohmann::ordered_json tj;
@@ -103,19 +194,26 @@ nlohmann::ordered_json PredictionSummaryJson(const CostFacts& facts, const Repor
 }  // namespace
 
 std::string RenderJson(const CostFacts& facts, const ReportViews& views, const ReportQuery& query) {
-  nlohmann::ordered_json j;
-  nlohmann::ordered_json& q = j["query"];
+  std::vector<PredictionRow> rows;
+  rows.reserve(views.predictions.size());
+  for (const DecisionPrediction& p : views.predictions) rows.push_back({&p, nullptr});
+  // Most of the text: written on other threads while this one writes the rest.
+  std::future<std::string> predictions = std::async(std::launch::async, [&] { return PredictionsText(rows); });
+  nlohmann::ordered_json q;
   q["scope"] = facts.scope;
   q["from"] = FormatRfc3339(facts.from);
   q["to"] = FormatRfc3339(facts.to);
   q["as_of"] = FormatRfc3339(facts.as_of);
   QueryParameters(query, &q);
-  j["totals"] = TotalsJson(ComputeTotals(facts, views));
-  for (View v : kJsonTables) j[JsonTableName(v)] = TableJson(BuildTable(v, facts, views, query));
-  j["predictions"] = PredictionsJson(views.predictions);
-  j["prediction_summary"] = PredictionSummaryJson(facts, views, query);
-  j["warnings"] = facts.warnings;
-  return j.dump(2) + "\n";
+  ObjectText out;
+  out.Add("query", q);
+  out.Add("totals", TotalsJson(ComputeTotals(facts, views)));
+  for (View v : kJsonTables) out.Add(JsonTableName(v), TableJson(BuildTable(v, facts, views, query)));
+  const nlohmann::ordered_json summary = PredictionSummaryJson(facts, views, query);
+  out.Add("predictions", predictions.get());
+  out.Add("prediction_summary", summary);
+  out.Add("warnings", nlohmann::ordered_json(facts.warnings));
+  return out.Finish();
 }
 
 std::string RenderFleetJson(const FleetParts& fleet, const ReportQuery& query) {
@@ -138,25 +236,22 @@ std::string RenderFleetJson(const FleetParts& fleet, const ReportQuery& query) {
   j["totals"] = TotalsJson(fleet.totals);
   for (View v : kJsonTables) j[JsonTableName(v)] = TableJson(fleet.table(v));
   // Per decision and per cluster: a decision id is its store's.
-  nlohmann::ordered_json predictions = nlohmann::ordered_json::array();
+  std::vector<PredictionRow> rows;
   nlohmann::ordered_json summaries = nlohmann::ordered_json::array();
   for (const ClusterPart& c : fleet.clusters) {
     const StoreReport& r = *c.report;
-    for (nlohmann::ordered_json& row : PredictionsJson(r.views.predictions)) {
-      nlohmann::ordered_json with_cluster;
-      with_cluster["cluster"] = c.cluster;
-      with_cluster.update(row);
-      predictions.push_back(std::move(with_cluster));
-    }
+    for (const DecisionPrediction& p : r.views.predictions) rows.push_back({&p, &c.cluster});
     nlohmann::ordered_json summary;
     summary["cluster"] = c.cluster;
     summary.update(PredictionSummaryJson(r.facts, r.views, r.query));
     summaries.push_back(std::move(summary));
   }
-  j["predictions"] = std::move(predictions);
-  j["prediction_summary"] = std::move(summaries);
-  j["warnings"] = fleet.warnings;
-  return j.dump(2) + "\n";
+  ObjectText out;
+  for (const auto& member : j.items()) out.Add(member.key(), member.value());
+  out.Add("predictions", PredictionsText(rows));
+  out.Add("prediction_summary", summaries);
+  out.Add("warnings", nlohmann::ordered_json(fleet.warnings));
+  return out.Finish();
 }
 
 }  // namespace gpuscaler::report::internal

@@ -249,6 +249,19 @@ TEST_F(Fleet, JsonTotalsAreTheSumOfTheClustersToTheCent) {
   EXPECT_EQ(summary, west["prediction_summary"]);
 }
 
+// Fleet and single JSON reports are written in parts (the predictions in two
+// halves on two threads): the text is what one dump of the whole document
+// writes.
+TEST_F(Fleet, JsonIsOneDocumentsDumpWrittenInParts) {
+  const Params params = With({{"format", "json"}});
+  for (const std::string& body : {FleetBody(params), Single(east_, params), Single(west_, params)}) {
+    const nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(body);
+    EXPECT_FALSE(parsed.at("predictions").empty());
+    EXPECT_EQ(parsed.dump(2) + "\n", body);
+  }
+  EXPECT_GE(nlohmann::json::parse(FleetBody(params)).at("predictions").size(), 3u);
+}
+
 TEST_F(Fleet, FocusRowsNameTheirClusterAsSubAccount) {
   const Params params = With({{"format", "focus"}});
   const Csv fleet = ParseTable(FleetBody(params));
