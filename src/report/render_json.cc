@@ -87,7 +87,8 @@ std::string PredictionRowsText(const std::vector<PredictionRow>& rows, size_t be
 std::string PredictionsText(const std::vector<PredictionRow>& rows) {
   if (rows.empty()) return "[]";
   const size_t half = rows.size() / 2;
-  std::future<std::string> first = std::async(std::launch::async, [&] { return PredictionRowsText(rows, 0, half); });
+  std::future<std::string> first =
+      std::async(std::launch::async, [&] { return PredictionRowsText(rows, 0, half); });
   const std::string second = PredictionRowsText(rows, half, rows.size());
   const std::string first_text = first.get();
   std::string out;
@@ -198,7 +199,8 @@ std::string RenderJson(const CostFacts& facts, const ReportViews& views, const R
   rows.reserve(views.predictions.size());
   for (const DecisionPrediction& p : views.predictions) rows.push_back({&p, nullptr});
   // Most of the text: written on other threads while this one writes the rest.
-  std::future<std::string> predictions = std::async(std::launch::async, [&] { return PredictionsText(rows); });
+  std::future<std::string> predictions =
+      std::async(std::launch::async, [&] { return PredictionsText(rows); });
   nlohmann::ordered_json q;
   q["scope"] = facts.scope;
   q["from"] = FormatRfc3339(facts.from);

@@ -494,7 +494,8 @@ TEST_F(Fleet, ADirectoryMeansEveryAuditStoreInIt) {
 // Exit code 3 of the CLI: only when the range lies outside every cluster's
 // data; each empty cluster gets its own notice.
 TEST_F(Fleet, TheRangeIsOutsideTheDataOnlyWhenItIsSoForEveryCluster) {
-  Result<RenderedReport> r = FleetReport({{east_, ""}, {west_, ""}}, {{"from", "2020-01-01"}, {"to", "2020-01-02"}});
+  Result<RenderedReport> r =
+      FleetReport({{east_, ""}, {west_, ""}}, {{"from", "2020-01-01"}, {"to", "2020-01-02"}});
   ASSERT_TRUE(r.ok()) << r.error().ToString();
   EXPECT_TRUE(r->range_outside_data);
   ASSERT_EQ(r->notices.size(), 2u);

@@ -22,7 +22,8 @@ WallTime At(double hours) { return FromUnixSeconds(kT0 + static_cast<int64_t>(ho
 
 // As a report does: the cost facts of [from, to) up to as_of, then the
 // predictions of their nodes.
-Result<std::vector<DecisionPrediction>> PredictionsOf(AuditReader& reader, WallTime from, WallTime to, WallTime as_of) {
+Result<std::vector<DecisionPrediction>> PredictionsOf(AuditReader& reader, WallTime from, WallTime to,
+                                                      WallTime as_of) {
   ReportQuery query;
   query.from = from;
   query.to = to;
@@ -46,14 +47,17 @@ Offering MakeOffering(const std::string& zone, CapacityType type, double usd) {
 class Predictions : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = (std::filesystem::path(::testing::TempDir()) / ("predictions_" + std::to_string(::getpid()) + ".db")).string();
+    path_ =
+        (std::filesystem::path(::testing::TempDir()) / ("predictions_" + std::to_string(::getpid()) + ".db"))
+            .string();
     for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path_ + suffix);
     auto store = std::move(SqliteAuditStore::Open(path_)).value();
     DecisionRecord d;
     d.time = At(0);
     // Two spot nodes at $1/h each.
-    d.plan_json = R"({"launches":[{"pool":"gpu","offering":{"instance_type":"g5.xlarge","region":"us-east-1",)"
-                  R"("zone":"us-east-1a","capacity_type":"spot","usd_per_hour":1.0},"count":2,"usd_per_hour":2.0}]})";
+    d.plan_json =
+        R"({"launches":[{"pool":"gpu","offering":{"instance_type":"g5.xlarge","region":"us-east-1",)"
+        R"("zone":"us-east-1a","capacity_type":"spot","usd_per_hour":1.0},"count":2,"usd_per_hour":2.0}]})";
     const int64_t id = store->RecordDecision(d).value();
     DecisionRecord idle;
     idle.time = At(0.5);
@@ -109,9 +113,10 @@ TEST_F(Predictions, ComparesThePlansPricesWithWhatItsNodesCostOverTheirLives) {
 
 TEST_F(Predictions, AppearInTheJsonReport) {
   auto reader = std::move(AuditReader::Open(path_)).value();
-  Result<ReportQuery> q = ParseReportQuery(
-      {{"from", FormatRfc3339(At(-24))}, {"to", FormatRfc3339(At(24))}, {"as_of", FormatRfc3339(At(4))},
-       {"format", "json"}});
+  Result<ReportQuery> q = ParseReportQuery({{"from", FormatRfc3339(At(-24))},
+                                            {"to", FormatRfc3339(At(24))},
+                                            {"as_of", FormatRfc3339(At(4))},
+                                            {"format", "json"}});
   ASSERT_TRUE(q.ok()) << q.error().message();
   Result<RenderedReport> r = RenderReport(*reader, *q);
   ASSERT_TRUE(r.ok()) << r.error().message();
@@ -134,9 +139,10 @@ TEST_F(Predictions, AppearInTheJsonReport) {
 // the text is what one dump of the whole document writes.
 TEST_F(Predictions, TheJsonReportIsOneDocumentsDumpWrittenInParts) {
   auto reader = std::move(AuditReader::Open(path_)).value();
-  Result<ReportQuery> q = ParseReportQuery(
-      {{"from", FormatRfc3339(At(-24))}, {"to", FormatRfc3339(At(24))}, {"as_of", FormatRfc3339(At(4))},
-       {"format", "json"}});
+  Result<ReportQuery> q = ParseReportQuery({{"from", FormatRfc3339(At(-24))},
+                                            {"to", FormatRfc3339(At(24))},
+                                            {"as_of", FormatRfc3339(At(4))},
+                                            {"format", "json"}});
   ASSERT_TRUE(q.ok()) << q.error().message();
   Result<RenderedReport> r = RenderReport(*reader, *q);
   ASSERT_TRUE(r.ok()) << r.error().message();
@@ -157,23 +163,37 @@ TEST_F(Predictions, HaveTheirOwnCsvViewsPerDecisionAndInSummary) {
   };
   const std::vector<std::vector<std::string>> rows = render("predictions");
   ASSERT_EQ(rows.size(), 2u);
-  const std::vector<std::string> header = {"decision_id",   "decided_at",   "nodes_planned", "nodes_launched",
-                                           "nodes_interrupted", "nodes_running", "node_hours",
-                                           "predicted_usd_per_hour", "predicted_usd", "realized_usd",
-                                           "realized_minus_predicted_usd", "error_pct"};
+  const std::vector<std::string> header = {"decision_id",
+                                           "decided_at",
+                                           "nodes_planned",
+                                           "nodes_launched",
+                                           "nodes_interrupted",
+                                           "nodes_running",
+                                           "node_hours",
+                                           "predicted_usd_per_hour",
+                                           "predicted_usd",
+                                           "realized_usd",
+                                           "realized_minus_predicted_usd",
+                                           "error_pct"};
   EXPECT_EQ(rows[0], header);
-  const std::vector<std::string> want = {"1", FormatRfc3339(At(0)), "2", "3", "1", "1", "6.5000", "2.0000",
-                                         "6.50", "14.50", "8.00", "123.08"};
+  const std::vector<std::string> want = {
+      "1", FormatRfc3339(At(0)), "2", "3", "1", "1", "6.5000", "2.0000", "6.50", "14.50", "8.00", "123.08"};
   EXPECT_EQ(rows[1], want);
 
   const std::vector<std::vector<std::string>> summary = render("prediction_summary");
   ASSERT_EQ(summary.size(), 2u);
-  const std::vector<std::string> summary_header = {"decisions", "decisions_compared", "predicted_usd", "realized_usd",
-                                                   "realized_minus_predicted_usd", "error_pct",
-                                                   "median_abs_error_pct", "p90_abs_error_pct",
+  const std::vector<std::string> summary_header = {"decisions",
+                                                   "decisions_compared",
+                                                   "predicted_usd",
+                                                   "realized_usd",
+                                                   "realized_minus_predicted_usd",
+                                                   "error_pct",
+                                                   "median_abs_error_pct",
+                                                   "p90_abs_error_pct",
                                                    "worst_decision_ids"};
   EXPECT_EQ(summary[0], summary_header);
-  const std::vector<std::string> summary_want = {"1", "1", "6.50", "14.50", "8.00", "123.08", "123.08", "123.08", "1"};
+  const std::vector<std::string> summary_want = {"1",      "1",      "6.50",   "14.50", "8.00",
+                                                 "123.08", "123.08", "123.08", "1"};
   EXPECT_EQ(summary[1], summary_want);
 }
 
@@ -189,8 +209,9 @@ TEST(PredictionSummary, TotalsMedianP90AndWorstDecisions) {
     return p;
   };
   // |errors| of the compared five: 10, 20, 0, 50, 0 %.
-  const std::vector<DecisionPrediction> predictions = {decision(1, 10, 11), decision(2, 10, 8),  decision(3, 10, 10),
-                                                       decision(4, 10, 15), decision(5, 10, 10), decision(6, 0, 3)};
+  const std::vector<DecisionPrediction> predictions = {decision(1, 10, 11), decision(2, 10, 8),
+                                                       decision(3, 10, 10), decision(4, 10, 15),
+                                                       decision(5, 10, 10), decision(6, 0, 3)};
   const PredictionSummary s = SummarizePredictions(predictions, 3);
   EXPECT_EQ(s.decisions, 6);
   EXPECT_EQ(s.decisions_compared, 5);
@@ -199,8 +220,9 @@ TEST(PredictionSummary, TotalsMedianP90AndWorstDecisions) {
   ASSERT_TRUE(s.median_abs_error_pct && s.p90_abs_error_pct);
   EXPECT_NEAR(*s.median_abs_error_pct, 10, 1e-9);
   EXPECT_NEAR(*s.p90_abs_error_pct, 20 + 0.6 * 30, 1e-9);  // rank 3.6 of 0, 0, 10, 20, 50
-  EXPECT_EQ(s.worst, (std::vector<size_t>{3, 5, 1}));     // $5 (id 4), $3 (id 6), $2 (id 2)
-  EXPECT_EQ(SummarizePredictions(predictions, 10).worst.size(), 4u) << "predictions that held are not 'worst'";
+  EXPECT_EQ(s.worst, (std::vector<size_t>{3, 5, 1}));      // $5 (id 4), $3 (id 6), $2 (id 2)
+  EXPECT_EQ(SummarizePredictions(predictions, 10).worst.size(), 4u)
+      << "predictions that held are not 'worst'";
 
   const PredictionSummary none = SummarizePredictions({decision(7, 0, 0)}, 3);
   EXPECT_EQ(none.decisions_compared, 0);
