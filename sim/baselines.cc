@@ -4,8 +4,8 @@
 #include <functional>
 #include <set>
 #include <tuple>
-#include <utility>
 #include <unordered_map>
+#include <utility>
 
 #include "gpuscaler/policy/loader.h"
 #include "gpuscaler/solver/planner.h"
@@ -90,8 +90,8 @@ Plan GreedyPlan(const Snapshot& s, const Policy& policy, bool spot_allowed, bool
       std::string why = name + ": no offering fits";
       if (split_class != nullptr) {
         why += " in capacity-spread domain " + SpreadLabelValue(domain) + " of " +
-               std::to_string(split_class->domains) + " (" + std::string(ToString(split_class->TypeOf(domain))) +
-               " only)";
+               std::to_string(split_class->domains) + " (" +
+               std::string(ToString(split_class->TypeOf(domain))) + " only)";
       }
       plan.unplaced.push_back({u.id, u.workload_class, UnplacedReason::kNoOfferingFits, std::move(why)});
       continue;

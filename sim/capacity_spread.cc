@@ -47,7 +47,8 @@ int SpreadClasses::DomainOf(const std::map<std::string, std::string>& labels, co
   return -1;
 }
 
-bool SpreadClasses::InDomain(const std::map<std::string, std::string>& labels, const std::string& cls, int domain) {
+bool SpreadClasses::InDomain(const std::map<std::string, std::string>& labels, const std::string& cls,
+                             int domain) {
   auto it = labels.find(SpreadLabelKey(cls));
   return it != labels.end() && it->second == SpreadLabelValue(domain);
 }
@@ -56,7 +57,8 @@ std::map<std::string, std::string> SpreadClasses::LabelsForNewNode(const std::st
                                                                    const std::string& cls, int domain) const {
   std::map<std::string, std::string> labels;
   for (const auto& [name, entry] : classes_) {
-    if (!entry.pools.empty() && std::find(entry.pools.begin(), entry.pools.end(), pool) == entry.pools.end()) continue;
+    if (!entry.pools.empty() && std::find(entry.pools.begin(), entry.pools.end(), pool) == entry.pools.end())
+      continue;
     const int d = name == cls ? domain : entry.spread.FirstOf(type);
     if (d < 0) continue;
     labels[SpreadLabelKey(name)] = SpreadLabelValue(d);

@@ -185,9 +185,11 @@ class KarpenterPlanner {
           std::string why = "karpenter: no NodePool can launch a node for it";
           if (split != nullptr) {
             why += " in capacity-spread domain " + SpreadLabelValue(domain) + " of " +
-                   std::to_string(split->domains) + " (" + std::string(ToString(split->TypeOf(domain))) + " only)";
+                   std::to_string(split->domains) + " (" + std::string(ToString(split->TypeOf(domain))) +
+                   " only)";
           }
-          plan_.unplaced.push_back({u->id, u->workload_class, UnplacedReason::kNoOfferingFits, std::move(why)});
+          plan_.unplaced.push_back(
+              {u->id, u->workload_class, UnplacedReason::kNoOfferingFits, std::move(why)});
         }
       }
       if (placed && split != nullptr) domain_pods_.Add(u->workload_class, domain);
@@ -229,7 +231,8 @@ class KarpenterPlanner {
         claim.room.push_back(index_.EmptyBin(c.pool, *c.offering));
       }
       if (split != nullptr) {
-        claim.spread_labels = spread_.LabelsForNewNode(pool.name, split->TypeOf(domain), u.workload_class, domain);
+        claim.spread_labels =
+            spread_.LabelsForNewNode(pool.name, split->TypeOf(domain), u.workload_class, domain);
       }
       if (AddToClaim(policy_, u, claim)) return claim;
     }
@@ -237,7 +240,8 @@ class KarpenterPlanner {
   }
 
   // (pool, offering, node labels) -> launch
-  using LaunchIndex = std::map<std::tuple<std::string, std::string, std::map<std::string, std::string>>, size_t>;
+  using LaunchIndex =
+      std::map<std::tuple<std::string, std::string, std::map<std::string, std::string>>, size_t>;
 
   void AddLaunch(const std::string& pool, const std::vector<const Candidate*>& order,
                  const std::vector<std::string>& unit_ids, const std::string& why,
@@ -302,8 +306,10 @@ class KarpenterPlanner {
       for (const DemandUnit& u : n->running) moved.push_back(u.id);
       LaunchIndex launch_of;
       for (size_t i = 0; i < plan_.launches.size(); ++i)
-        launch_of[{plan_.launches[i].pool, plan_.launches[i].offering.Key(), plan_.launches[i].node_labels}] = i;
-      AddLaunch(order.front()->pool, order, moved, "replacing " + n->instance_id, SpreadLabelsOf(*n), launch_of);
+        launch_of[{plan_.launches[i].pool, plan_.launches[i].offering.Key(), plan_.launches[i].node_labels}] =
+            i;
+      AddLaunch(order.front()->pool, order, moved, "replacing " + n->instance_id, SpreadLabelsOf(*n),
+                launch_of);
       Terminate(*n, TerminationKind::kReplace, n->offering.usd_per_hour - order.front()->offering->usd_per_hour,
                 "karpenter: replaced by a cheaper " + order.front()->offering->Key());
       plan_.terminations.back().moved_unit_ids = std::move(moved);

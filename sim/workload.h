@@ -156,7 +156,7 @@ class Workload final : public WorkSource, public SimCloudObserver {
     std::vector<int> gpus;    // GPU indices held
     int milli = 0;            // per GPU held (1000 for whole GPUs)
     int shape = 0;
-    int spread_domain = -1;   // running in this domain of its split class
+    int spread_domain = -1;  // running in this domain of its split class
   };
   struct SimNode {
     std::string id;
@@ -234,9 +234,9 @@ class Workload final : public WorkSource, public SimCloudObserver {
   std::unordered_map<std::string, int> node_slot_;
   std::unordered_map<std::string, bool> noticed_before_ready_;
   std::map<std::string, std::set<std::string>> class_pools_;  // empty set: any pool
-  SpreadClasses spread_;                            // none unless SplitFloorClasses
-  std::map<std::string, SpreadState> spread_state_;  // per split class
-  std::set<std::string> on_demand_only_;            // SplitFloorClasses: share-0 interruptible classes
+  SpreadClasses spread_;                                      // none unless SplitFloorClasses
+  std::map<std::string, SpreadState> spread_state_;           // per split class
+  std::set<std::string> on_demand_only_;             // SplitFloorClasses: share-0 interruptible classes
   std::map<std::string, Seconds> unit_deadlines_;    // class -> deadline set on pending units
   std::map<std::string, Seconds> judged_deadlines_;  // class -> deadline ClassResults judges by
   std::vector<std::string> classes_;

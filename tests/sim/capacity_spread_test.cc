@@ -1,6 +1,8 @@
 // The greedy and karpenter baselines hold a class's on-demand floor
 // (max_spot_share < 1) as a Karpenter user does, by the capacity-spread
 // split (sim/capacity_spread.h); a class without a floor plans as before.
+#include "sim/capacity_spread.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,7 +12,6 @@
 #include <vector>
 
 #include "sim/baselines.h"
-#include "sim/capacity_spread.h"
 #include "solver/fixtures.h"
 
 namespace gpuscaler::sim {
@@ -28,9 +29,10 @@ TEST(CapacitySpread, TheSmallestSplitThatMeetsTheFloor) {
     std::optional<std::pair<int, int>> want;  // (domains, on-demand domains)
   };
   const std::vector<Case> cases = {
-      {0.6, std::pair{5, 2}},   {0.7, std::pair{10, 3}}, {0.5, std::pair{2, 1}},  {0.75, std::pair{4, 1}},
-      {2.0 / 3, std::pair{3, 1}}, {0.9, std::pair{10, 1}}, {0.95, std::pair{10, 1}}, {0.05, std::pair{10, 10}},
-      {0.0, std::nullopt},      {1.0, std::nullopt},
+      {0.6, std::pair{5, 2}},   {0.7, std::pair{10, 3}},    {0.5, std::pair{2, 1}},
+      {0.75, std::pair{4, 1}},  {2.0 / 3, std::pair{3, 1}}, {0.9, std::pair{10, 1}},
+      {0.95, std::pair{10, 1}}, {0.05, std::pair{10, 10}},  {0.0, std::nullopt},
+      {1.0, std::nullopt},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.share);
@@ -105,7 +107,8 @@ TEST_P(FloorSplit, TenPodsOfASixtyPercentSpotClassPutFourOnOnDemand) {
 // none takes the free GPU of the on-demand node in domain "1".
 TEST_P(FloorSplit, RunningPodsCountInTheDomainOfTheirNode) {
   Snapshot s = BaseSnapshot();
-  Node od = MakeNode(s, "od1", "g6.12xlarge", "us-east-1a", CapacityType::kOnDemand, Units("r", 3, Unit("", 1)));
+  Node od =
+      MakeNode(s, "od1", "g6.12xlarge", "us-east-1a", CapacityType::kOnDemand, Units("r", 3, Unit("", 1)));
   od.labels["capacity-spread/inference"] = "1";
   Node spot = MakeNode(s, "spot3", "g6.xlarge", "us-east-1a", CapacityType::kSpot, {Unit("r3", 1)});
   spot.labels["capacity-spread/inference"] = "3";
@@ -177,7 +180,8 @@ TEST_P(FloorSplit, OtherClassesNodesInTheSplitPoolCarryTheFirstDomainOfTheirType
   const Plan plan = Run(s, OneGpuNodes(0.6));
   ASSERT_EQ(plan.launches.size(), 1u);
   EXPECT_EQ(plan.launches[0].offering.capacity_type, CapacityType::kSpot);
-  EXPECT_EQ(plan.launches[0].node_labels, (std::map<std::string, std::string>{{"capacity-spread/inference", "3"}}));
+  EXPECT_EQ(plan.launches[0].node_labels,
+            (std::map<std::string, std::string>{{"capacity-spread/inference", "3"}}));
 }
 
 // Karpenter's consolidation keeps the spread: a split pod moves only within
@@ -203,7 +207,8 @@ TEST(FloorSplitKarpenter, ConsolidationKeepsAPodInItsDomainAndANodeInItsNodePool
   ASSERT_EQ(plan.launches.size(), 1u);
   EXPECT_EQ(plan.launches[0].offering.instance_type, "g6.xlarge");
   EXPECT_EQ(plan.launches[0].offering.capacity_type, CapacityType::kOnDemand);
-  EXPECT_EQ(plan.launches[0].node_labels, (std::map<std::string, std::string>{{"capacity-spread/inference", "1"}}));
+  EXPECT_EQ(plan.launches[0].node_labels,
+            (std::map<std::string, std::string>{{"capacity-spread/inference", "1"}}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Baselines, FloorSplit, ::testing::Values("greedy", "karpenter"),
