@@ -52,7 +52,7 @@ Plan GreedyPlan(const Snapshot& s, const Policy& policy, bool spot_allowed, bool
   std::vector<std::string> used_nodes;
   for (const DemandUnit& u : s.pending) {
     const CapacitySpread* split_class = spread.Find(u.workload_class);
-    const int domain = split_class != nullptr ? domain_pods.Next(u.workload_class) : -1;
+    const int domain = split_class != nullptr ? domain_pods.Next(u.workload_class, u.id) : -1;
     auto in_domain = [&](const Bin& b) {
       return split_class == nullptr || SpreadClasses::InDomain(b.spread_labels, u.workload_class, domain);
     };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 namespace gpuscaler::sim {
 
@@ -83,14 +84,23 @@ void SpreadClasses::Counts::Add(const std::string& cls, int domain) {
   ++pods[static_cast<size_t>(domain)];
 }
 
-int SpreadClasses::Counts::Next(const std::string& cls) const {
-  auto it = pods_.find(cls);
-  if (it == pods_.end()) return 0;
-  int best = 0;
-  for (size_t d = 1; d < it->second.size(); ++d) {
-    if (it->second[d] < it->second[static_cast<size_t>(best)]) best = static_cast<int>(d);
+int SpreadClasses::Counts::Next(const std::string& cls, const std::string& tie_key) const {
+  const CapacitySpread* spread = classes_.Find(cls);
+  if (spread == nullptr) return -1;
+  std::vector<int> pods(static_cast<size_t>(spread->domains), 0);
+  if (auto it = pods_.find(cls); it != pods_.end()) pods = it->second;
+  const int fewest = *std::min_element(pods.begin(), pods.end());
+  std::vector<int> tied;
+  for (size_t d = 0; d < pods.size(); ++d) {
+    if (pods[d] == fewest) tied.push_back(static_cast<int>(d));
   }
-  return best;
+  // FNV-1a: the same pick on every platform, so replays are reproducible.
+  uint64_t hash = 14695981039346656037ull;
+  for (const char c : tie_key) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 1099511628211ull;
+  }
+  return tied[static_cast<size_t>(hash % tied.size())];
 }
 
 }  // namespace gpuscaler::sim

@@ -90,10 +90,12 @@ class SpreadClasses {
     void AddRunning(const std::map<std::string, std::string>& labels, const std::vector<DemandUnit>& running);
     // One more pod of split class `cls` in `domain`.
     void Add(const std::string& cls, int domain);
-    // The domain of the next pod of split class `cls`: the one with the
-    // fewest pods, the lowest index on a tie (maxSkew 1 over pod counts, as
-    // Kubernetes counts).
-    int Next(const std::string& cls) const;
+    // The domain of the next pod of split class `cls` (-1 for a class that
+    // is not split): one with the fewest pods (maxSkew 1 over pod counts, as
+    // Kubernetes counts). Among several, Karpenter takes any at random (Go
+    // map order in its topology group); this takes one by a hash of
+    // `tie_key` (the pod's id): uniform over the tied domains, reproducible.
+    int Next(const std::string& cls, const std::string& tie_key) const;
 
    private:
     const SpreadClasses& classes_;

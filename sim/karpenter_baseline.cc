@@ -157,7 +157,7 @@ class KarpenterPlanner {
     std::vector<NodeClaim> claims;
     for (const DemandUnit* u : QueueOrder(s_.pending)) {
       const CapacitySpread* split = spread_.Find(u->workload_class);
-      const int domain = split != nullptr ? domain_pods_.Next(u->workload_class) : -1;
+      const int domain = split != nullptr ? domain_pods_.Next(u->workload_class, u->id) : -1;
       auto in_domain = [&](const std::map<std::string, std::string>& labels) {
         return split == nullptr || SpreadClasses::InDomain(labels, u->workload_class, domain);
       };

@@ -45,6 +45,35 @@ TEST(CapacitySpread, TheSmallestSplitThatMeetsTheFloor) {
   }
 }
 
+// Among domains with equally few pods the pick is by a hash of the pod's
+// id: the same pod always gets the same domain, and over many pods each of
+// the ten domains of a 0.7 class is picked about as often (Karpenter picks
+// any at random), so a third of the picks are not all on-demand.
+TEST(CapacitySpread, TiesArePickedByThePodsIdUniformlyAndReproducibly) {
+  Policy p = BasePolicy();
+  p.classes[0].max_spot_share = 0.7;
+  const SpreadClasses classes(p);
+  const SpreadClasses::Counts none(classes);
+  std::vector<int> picks(10, 0);
+  for (int i = 0; i < 2000; ++i) {
+    const std::string id = "pod-" + std::to_string(i);
+    const int d = none.Next("inference", id);
+    ASSERT_GE(d, 0);
+    ASSERT_LT(d, 10);
+    EXPECT_EQ(none.Next("inference", id), d);
+    ++picks[static_cast<size_t>(d)];
+  }
+  for (int d = 0; d < 10; ++d) {
+    EXPECT_GT(picks[static_cast<size_t>(d)], 140) << "domain " << d;
+    EXPECT_LT(picks[static_cast<size_t>(d)], 260) << "domain " << d;
+  }
+  SpreadClasses::Counts some(classes);
+  for (int d = 0; d < 10; ++d)
+    if (d != 7) some.Add("inference", d);
+  EXPECT_EQ(some.Next("inference", "any"), 7) << "the one domain with fewer pods";
+  EXPECT_EQ(none.Next("training", "any"), -1) << "not split";
+}
+
 // One pool of g6.xlarge (one GPU: one pod per node), class `inference` with
 // the given spot share.
 Policy OneGpuNodes(double max_spot_share) {
@@ -79,8 +108,9 @@ Launched Count(const Plan& plan) {
   return out;
 }
 
-// 0.6 → five domains, two on-demand: ten pods, two per domain, four on
-// on-demand nodes labelled "1" and "2", six on spot nodes "3" to "5".
+// 0.6 → five domains, two on-demand: ten pods, two per domain (whichever
+// domain a tie picks), four on on-demand nodes labelled "1" and "2", six on
+// spot nodes "3" to "5".
 TEST_P(FloorSplit, TenPodsOfASixtyPercentSpotClassPutFourOnOnDemand) {
   Snapshot s = BaseSnapshot();
   s.pending = Units("u", 10, Unit("", 1));
@@ -127,17 +157,20 @@ TEST_P(FloorSplit, RunningPodsCountInTheDomainOfTheirNode) {
 
 // Spot has no capacity: the pods of the on-demand domains get nodes, those
 // of a spot domain wait (a spot NodePool does not fall back to on-demand).
+// A waiting pod is not counted, so the on-demand domains get one pod each
+// and the other pods all wait.
 TEST_P(FloorSplit, ASpotDomainPodWaitsWhenSpotHasNoCapacity) {
   Snapshot s = BaseSnapshot();
   for (Offering& o : s.offerings) o.available = o.capacity_type != CapacityType::kSpot;
   s.pending = Units("u", 5, Unit("", 1));
   const Plan plan = Run(s, OneGpuNodes(0.6));
   Launched got = Count(plan);
-  EXPECT_EQ(got.units[CapacityType::kOnDemand], 2);
   EXPECT_EQ(got.units[CapacityType::kSpot], 0);
-  ASSERT_EQ(plan.unplaced.size(), 3u);
+  EXPECT_LE(got.units[CapacityType::kOnDemand], 2);
+  EXPECT_EQ(got.units[CapacityType::kOnDemand] + static_cast<int>(plan.unplaced.size()), 5);
+  EXPECT_GE(plan.unplaced.size(), 3u);
   for (const UnplacedUnit& u : plan.unplaced) {
-    EXPECT_NE(u.detail.find("capacity-spread domain 3 of 5 (spot only)"), std::string::npos) << u.detail;
+    EXPECT_NE(u.detail.find("of 5 (spot only)"), std::string::npos) << u.detail;
   }
 }
 
