@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sim/capacity_spread.h"
+
 namespace gpuscaler::sim::baseline_detail {
 namespace {
 
@@ -40,6 +42,7 @@ bool Admits(const Policy& policy, const DemandUnit& u, const std::string& pool, 
   if (const WorkloadClassPolicy* c = policy.FindClass(u.workload_class)) {
     if (!c->pools.empty() && !Contains(c->pools, pool)) return false;
     if (!c->interruptible && o.capacity_type == CapacityType::kSpot) return false;
+    if (c->max_spot_share <= 0 && o.capacity_type == CapacityType::kSpot) return false;
   }
   return true;
 }
@@ -134,6 +137,10 @@ std::vector<Bin> FitIndex::ExistingBins() const {
     b.node_id = n.id;
     b.accepts = n.AcceptsWork();
     for (const DemandUnit& u : n.running) TryFit(u, b, true);
+    for (auto it = n.labels.lower_bound(kCapacitySpreadLabelPrefix);
+         it != n.labels.end() && it->first.starts_with(kCapacitySpreadLabelPrefix); ++it) {
+      b.spread_labels.insert(*it);
+    }
     bins.push_back(std::move(b));
   }
   return bins;

@@ -4,6 +4,7 @@
 // an offering of a pool. Private to the simulator.
 #pragma once
 
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -27,6 +28,9 @@ struct Bin {
   std::string node_id;      // existing node
   int launch_ordinal = -1;  // new node: index into `opened`
   bool accepts = true;
+  // The node's capacity-spread labels (sim/capacity_spread.h), for the
+  // split classes' domains; empty without split classes.
+  std::map<std::string, std::string> spread_labels;
 };
 
 // A (pool, offering) the policy allows, with its type and GPU model.
@@ -38,7 +42,8 @@ struct Candidate {
 };
 
 // Whether the unit's placement rules (spot, capacity type, pool, zones,
-// instance types, its class's pools) admit `o` in `pool`.
+// instance types, its class's pools, a class max_spot_share of 0: on-demand
+// only) admit `o` in `pool`.
 bool Admits(const Policy& policy, const DemandUnit& u, const std::string& pool, const Offering& o);
 // Whether the pool may buy `o` (NodePoolPolicy::AllowsType, then its
 // regions, zones and capacity types).
@@ -55,7 +60,8 @@ class FitIndex {
   Bin EmptyBin(const std::string& pool, const Offering& o) const;
   // Every available (pool, offering) the policy allows; spot only when `spot_allowed`.
   std::vector<Candidate> Candidates(const Policy& policy, bool spot_allowed) const;
-  // A bin per node that is not terminating, holding its running work.
+  // A bin per node that is not terminating, holding its running work, with
+  // the node's capacity-spread labels.
   std::vector<Bin> ExistingBins() const;
 
  private:

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <functional>
 #include <set>
-#include <utility>
+#include <tuple>
 #include <unordered_map>
+#include <utility>
 
 #include "gpuscaler/policy/loader.h"
 #include "gpuscaler/solver/planner.h"
 #include "sim/baseline_fit.h"
+#include "sim/capacity_spread.h"
 
 namespace gpuscaler::sim {
 namespace {
@@ -23,26 +25,41 @@ using baseline_detail::TryFit;
 // Orders candidates for one unit; the first is launched, the rest are fallbacks.
 using Ranker = std::function<void(const DemandUnit&, std::vector<Candidate>*)>;
 
-Plan GreedyPlan(const Snapshot& s, const Policy& policy, bool spot_allowed, const Ranker& rank,
+// `split`: classes with an on-demand floor are split over capacity-spread
+// domains (sim/capacity_spread.h): each of their pending units goes to the
+// domain with the fewest of the class's pods, and only on that domain's
+// nodes or a new node of its capacity type, with fallbacks of that type only.
+Plan GreedyPlan(const Snapshot& s, const Policy& policy, bool spot_allowed, bool split, const Ranker& rank,
                 const std::string& name) {
   Plan plan;
   const FitIndex index(s);
   std::vector<Bin> bins = index.ExistingBins();
+  const SpreadClasses spread = split ? SpreadClasses(policy) : SpreadClasses();
+  SpreadClasses::Counts domain_pods(spread);
   std::map<std::string, int> pool_nodes;
   for (const Node& n : s.nodes) {
     plan.cost_before_usd_per_hour += n.offering.usd_per_hour;
-    if (n.state != NodeState::kTerminating) pool_nodes[n.pool] += 1;
+    if (n.state != NodeState::kTerminating) {
+      pool_nodes[n.pool] += 1;
+      domain_pods.AddRunning(n.labels, n.running);
+    }
   }
   const size_t existing = bins.size();
   const std::vector<Candidate> all = index.Candidates(policy, spot_allowed);
 
-  std::map<std::pair<std::string, std::string>, int> launch_of;  // (pool, key) -> launch index
+  // (pool, offering key, node labels) -> launch index
+  std::map<std::tuple<std::string, std::string, std::map<std::string, std::string>>, int> launch_of;
   std::vector<std::string> used_nodes;
   for (const DemandUnit& u : s.pending) {
+    const CapacitySpread* split_class = spread.Find(u.workload_class);
+    const int domain = split_class != nullptr ? domain_pods.Next(u.workload_class, u.id) : -1;
+    auto in_domain = [&](const Bin& b) {
+      return split_class == nullptr || SpreadClasses::InDomain(b.spread_labels, u.workload_class, domain);
+    };
     bool placed = false;
     for (size_t i = 0; i < bins.size() && !placed; ++i) {
       const Offering& o = *bins[i].offering;
-      if (!Admits(policy, u, bins[i].pool, o)) continue;
+      if (!Admits(policy, u, bins[i].pool, o) || !in_domain(bins[i])) continue;
       if (!TryFit(u, bins[i], true)) continue;
       placed = true;
       Placement p;
@@ -51,50 +68,71 @@ Plan GreedyPlan(const Snapshot& s, const Policy& policy, bool spot_allowed, cons
         p.node_id = bins[i].node_id;
         used_nodes.push_back(bins[i].node_id);
       } else {
-        auto key = std::make_pair(bins[i].pool, o.Key());
-        p.launch_index = launch_of[key];
+        p.launch_index = launch_of[{bins[i].pool, o.Key(), bins[i].spread_labels}];
         p.launch_ordinal = bins[i].launch_ordinal;
       }
       plan.placements.push_back(p);
     }
-    if (placed) continue;
+    if (placed) {
+      if (split_class != nullptr) domain_pods.Add(u.workload_class, domain);
+      continue;
+    }
     std::vector<Candidate> cands;
     for (const Candidate& c : all) {
       if (!Admits(policy, u, c.pool, *c.offering)) continue;
+      if (split_class != nullptr && c.offering->capacity_type != split_class->TypeOf(domain)) continue;
       const NodePoolPolicy* pool = policy.FindPool(c.pool);
       if (pool != nullptr && pool_nodes[c.pool] >= pool->max_nodes) continue;
       Bin probe = index.EmptyBin(c.pool, *c.offering);
       if (TryFit(u, probe, false)) cands.push_back(c);
     }
     if (cands.empty()) {
-      plan.unplaced.push_back({u.id, u.workload_class, UnplacedReason::kNoOfferingFits, name + ": no offering fits"});
+      std::string why = name + ": no offering fits";
+      if (split_class != nullptr) {
+        why += " in capacity-spread domain " + SpreadLabelValue(domain) + " of " +
+               std::to_string(split_class->domains) + " (" +
+               std::string(ToString(split_class->TypeOf(domain))) + " only)";
+      }
+      plan.unplaced.push_back({u.id, u.workload_class, UnplacedReason::kNoOfferingFits, std::move(why)});
       continue;
     }
     rank(u, &cands);
     const Candidate& best = cands.front();
-    auto key = std::make_pair(best.pool, best.offering->Key());
+    std::map<std::string, std::string> labels =
+        spread.LabelsForNewNode(best.pool, best.offering->capacity_type, u.workload_class, domain);
+    auto key = std::make_tuple(best.pool, best.offering->Key(), labels);
     auto it = launch_of.find(key);
     if (it == launch_of.end()) {
       LaunchAction l;
       l.pool = best.pool;
       l.offering = *best.offering;
       for (size_t k = 1; k < cands.size() && l.fallbacks.size() < 8; ++k) {
-        if (cands[k].pool == best.pool) l.fallbacks.push_back(*cands[k].offering);
+        if (cands[k].pool != best.pool) continue;
+        // A node of one domain (NodePool) is of one capacity type.
+        if (!labels.empty() && cands[k].offering->capacity_type != best.offering->capacity_type) continue;
+        l.fallbacks.push_back(*cands[k].offering);
       }
       l.reason = name + ": " + std::string(ToString(best.offering->capacity_type)) + " " +
                  best.offering->instance_type + " for pending " + u.workload_class + " work";
-      it = launch_of.emplace(key, static_cast<int>(plan.launches.size())).first;
+      if (split_class != nullptr) {
+        l.reason += " (capacity-spread domain " + SpreadLabelValue(domain) + " of " +
+                    std::to_string(split_class->domains) + ")";
+      }
+      l.node_labels = labels;
+      it = launch_of.emplace(std::move(key), static_cast<int>(plan.launches.size())).first;
       plan.launches.push_back(std::move(l));
     }
     LaunchAction& l = plan.launches[static_cast<size_t>(it->second)];
     Bin b = index.EmptyBin(best.pool, *best.offering);
     b.launch_ordinal = l.count;
+    b.spread_labels = std::move(labels);
     TryFit(u, b, true);
     bins.push_back(std::move(b));
     l.count += 1;
     l.usd_per_hour += best.offering->usd_per_hour;
     l.unit_ids.push_back(u.id);
     pool_nodes[best.pool] += 1;
+    if (split_class != nullptr) domain_pods.Add(u.workload_class, domain);
     plan.placements.push_back({u.id, "", it->second, l.count - 1});
   }
 
@@ -197,7 +235,7 @@ PlannerFn CheapestNodeGreedyPlanner() {
         return a.offering->Key() < b.offering->Key();
       });
     };
-    return GreedyPlan(s, policy, true, rank, "greedy");
+    return GreedyPlan(s, policy, true, true, rank, "greedy");
   };
 }
 
@@ -218,7 +256,7 @@ PlannerFn ClusterAutoscalerLikePlanner() {
         return a.offering->Key() < b.offering->Key();
       });
     };
-    return GreedyPlan(s, policy, false, rank, "cluster-autoscaler-like");
+    return GreedyPlan(s, policy, false, false, rank, "cluster-autoscaler-like");
   };
 }
 

@@ -14,6 +14,10 @@
 //    alone, spot first for interruptible work, with the other offerings
 //    (other zones, then on-demand) as capacity fallbacks; empty nodes are
 //    removed after min_node_age. No interruption-risk model, no budget.
+//    "greedy" and "karpenter" hold a class's on-demand floor
+//    (max_spot_share < 1) as a Karpenter user does, by the capacity-spread
+//    split of sim/capacity_spread.h; their nodes carry its labels, so they
+//    stay pure functions of the snapshot (no state between calls).
 //  - "cluster-autoscaler": Cluster-Autoscaler-like: on-demand node groups
 //    only, the least-waste expander (fewest idle GPUs, then CPU, then price)
 //    for new nodes; empty nodes are removed.

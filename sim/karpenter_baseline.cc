@@ -17,6 +17,14 @@
 //    replaced by one cheaper node (never spot by spot: SpotToSpotConsolidation
 //    is off by default); at most 10 % of a NodePool's nodes (rounded up) are
 //    disrupted at once; nodes receiving pending pods are not disrupted.
+// A class with an on-demand floor (max_spot_share < 1) is split as the
+// Karpenter blueprint "Split Between On-Demand & Spot Instances" does
+// (sim/capacity_spread.h): its pods spread over capacity-spread domains,
+// each pod to the domain with the fewest of the class's pods, and only on
+// that domain's nodes or a NodeClaim of that domain's NodePool (its capacity
+// type only: a spot domain's pod waits when spot has no capacity); a node's
+// pods are consolidated only within its domain, and a replacement keeps its
+// domain and capacity type.
 // Offerings that fail with insufficient capacity are skipped for 3 minutes
 // (RunSpec::unavailable_for, set by MakeRunSpec). Not modelled: multi-node
 // consolidation, drift, expiry (720 h), NodePool weights (pools are taken in
@@ -26,9 +34,11 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "sim/baseline_fit.h"
 #include "sim/baselines.h"
+#include "sim/capacity_spread.h"
 
 namespace gpuscaler::sim {
 namespace {
@@ -77,6 +87,9 @@ struct NodeClaim {
   std::vector<const Candidate*> options;
   std::vector<Bin> room;  // parallel to options
   std::vector<std::string> unit_ids;
+  // Set for a claim opened for a split class's pod: the node's
+  // capacity-spread labels (its options are of that domain's capacity type).
+  std::optional<std::map<std::string, std::string>> spread_labels;
 };
 
 // Narrows `claim` to the options that also hold `u`; false (claim unchanged)
@@ -112,12 +125,20 @@ std::vector<const DemandUnit*> QueueOrder(const std::vector<DemandUnit>& units) 
 class KarpenterPlanner {
  public:
   KarpenterPlanner(const Snapshot& s, const Policy& policy)
-      : s_(s), policy_(policy), index_(s), all_(index_.Candidates(policy, true)) {}
+      : s_(s),
+        policy_(policy),
+        index_(s),
+        all_(index_.Candidates(policy, true)),
+        spread_(policy),
+        domain_pods_(spread_) {}
 
   Plan Run() {
     for (const Node& n : s_.nodes) {
       plan_.cost_before_usd_per_hour += n.offering.usd_per_hour;
-      if (n.state != NodeState::kTerminating) ++pool_nodes_[n.pool];
+      if (n.state != NodeState::kTerminating) {
+        ++pool_nodes_[n.pool];
+        domain_pods_.AddRunning(n.labels, n.running);
+      }
     }
     bins_ = index_.ExistingBins();
     Provision();
@@ -135,7 +156,15 @@ class KarpenterPlanner {
   void Provision() {
     std::vector<NodeClaim> claims;
     for (const DemandUnit* u : QueueOrder(s_.pending)) {
-      if (PlaceOnExisting(*u)) continue;
+      const CapacitySpread* split = spread_.Find(u->workload_class);
+      const int domain = split != nullptr ? domain_pods_.Next(u->workload_class, u->id) : -1;
+      auto in_domain = [&](const std::map<std::string, std::string>& labels) {
+        return split == nullptr || SpreadClasses::InDomain(labels, u->workload_class, domain);
+      };
+      if (PlaceOnExisting(*u, in_domain)) {
+        if (split != nullptr) domain_pods_.Add(u->workload_class, domain);
+        continue;
+      }
       std::vector<size_t> by_load(claims.size());
       for (size_t i = 0; i < claims.size(); ++i) by_load[i] = i;
       std::stable_sort(by_load.begin(), by_load.end(), [&](size_t a, size_t b) {
@@ -143,34 +172,53 @@ class KarpenterPlanner {
       });
       bool placed = false;
       for (size_t i : by_load) {
+        // A split pod joins only a claim of its domain's NodePool.
+        if (split != nullptr && (!claims[i].spread_labels || !in_domain(*claims[i].spread_labels))) continue;
         if ((placed = AddToClaim(policy_, *u, claims[i]))) break;
       }
-      if (placed) continue;
-      if (std::optional<NodeClaim> claim = NewClaim(*u)) {
-        ++pool_nodes_[claim->pool];
-        claims.push_back(std::move(*claim));
-      } else {
-        plan_.unplaced.push_back({u->id, u->workload_class, UnplacedReason::kNoOfferingFits,
-                                  "karpenter: no NodePool can launch a node for it"});
+      if (!placed) {
+        if (std::optional<NodeClaim> claim = NewClaim(*u, split, domain)) {
+          ++pool_nodes_[claim->pool];
+          claims.push_back(std::move(*claim));
+          placed = true;
+        } else {
+          std::string why = "karpenter: no NodePool can launch a node for it";
+          if (split != nullptr) {
+            why += " in capacity-spread domain " + SpreadLabelValue(domain) + " of " +
+                   std::to_string(split->domains) + " (" + std::string(ToString(split->TypeOf(domain))) +
+                   " only)";
+          }
+          plan_.unplaced.push_back(
+              {u->id, u->workload_class, UnplacedReason::kNoOfferingFits, std::move(why)});
+        }
       }
+      if (placed && split != nullptr) domain_pods_.Add(u->workload_class, domain);
     }
-    std::map<std::pair<std::string, std::string>, size_t> launch_of;  // (pool, offering) -> launch
+    LaunchIndex launch_of;
     for (const NodeClaim& c : claims) {
       const std::vector<const Candidate*> order = LaunchOrder(c.options);
-      AddLaunch(c.pool, order, c.unit_ids, "pending pods", launch_of);
+      const std::map<std::string, std::string> labels =
+          c.spread_labels ? *c.spread_labels
+                          : spread_.LabelsForNewNode(c.pool, order.front()->offering->capacity_type, "", -1);
+      AddLaunch(c.pool, order, c.unit_ids, "pending pods", labels, launch_of);
     }
   }
 
-  bool PlaceOnExisting(const DemandUnit& u) {
+  template <class InDomain>
+  bool PlaceOnExisting(const DemandUnit& u, const InDomain& in_domain) {
     for (Bin& b : bins_) {
-      if (!b.accepts || !Admits(policy_, u, b.pool, *b.offering) || !TryFit(u, b, true)) continue;
+      if (!b.accepts || !Admits(policy_, u, b.pool, *b.offering) || !in_domain(b.spread_labels) ||
+          !TryFit(u, b, true))
+        continue;
       receiving_.insert(b.node_id);
       return true;
     }
     return false;
   }
 
-  std::optional<NodeClaim> NewClaim(const DemandUnit& u) const {
+  // A claim of the first NodePool that can hold `u`; for a pod of a split
+  // class, of `domain`'s capacity type and labelled with it.
+  std::optional<NodeClaim> NewClaim(const DemandUnit& u, const CapacitySpread* split, int domain) const {
     for (const NodePoolPolicy& pool : policy_.pools) {
       auto n = pool_nodes_.find(pool.name);
       if (n != pool_nodes_.end() && n->second >= pool.max_nodes) continue;
@@ -178,23 +226,33 @@ class KarpenterPlanner {
       claim.pool = pool.name;
       for (const Candidate& c : all_) {
         if (c.pool != pool.name) continue;
+        if (split != nullptr && c.offering->capacity_type != split->TypeOf(domain)) continue;
         claim.options.push_back(&c);
         claim.room.push_back(index_.EmptyBin(c.pool, *c.offering));
+      }
+      if (split != nullptr) {
+        claim.spread_labels =
+            spread_.LabelsForNewNode(pool.name, split->TypeOf(domain), u.workload_class, domain);
       }
       if (AddToClaim(policy_, u, claim)) return claim;
     }
     return std::nullopt;
   }
 
+  // (pool, offering, node labels) -> launch
+  using LaunchIndex =
+      std::map<std::tuple<std::string, std::string, std::map<std::string, std::string>>, size_t>;
+
   void AddLaunch(const std::string& pool, const std::vector<const Candidate*>& order,
                  const std::vector<std::string>& unit_ids, const std::string& why,
-                 std::map<std::pair<std::string, std::string>, size_t>& launch_of) {
+                 const std::map<std::string, std::string>& labels, LaunchIndex& launch_of) {
     const Offering& best = *order.front()->offering;
-    auto [it, added] = launch_of.emplace(std::make_pair(pool, best.Key()), plan_.launches.size());
+    auto [it, added] = launch_of.emplace(std::make_tuple(pool, best.Key(), labels), plan_.launches.size());
     if (added) {
       LaunchAction l;
       l.pool = pool;
       l.offering = best;
+      l.node_labels = labels;
       for (size_t k = 1; k < order.size() && l.fallbacks.size() < kMaxFallbacks; ++k)
         l.fallbacks.push_back(*order[k]->offering);
       l.reason = "karpenter: " + std::string(ToString(best.capacity_type)) + " " + best.instance_type + " for " + why;
@@ -246,10 +304,12 @@ class KarpenterPlanner {
       const std::vector<const Candidate*> order = LaunchOrder(cheaper);
       std::vector<std::string> moved;
       for (const DemandUnit& u : n->running) moved.push_back(u.id);
-      std::map<std::pair<std::string, std::string>, size_t> launch_of;
+      LaunchIndex launch_of;
       for (size_t i = 0; i < plan_.launches.size(); ++i)
-        launch_of[{plan_.launches[i].pool, plan_.launches[i].offering.Key()}] = i;
-      AddLaunch(order.front()->pool, order, moved, "replacing " + n->instance_id, launch_of);
+        launch_of[{plan_.launches[i].pool, plan_.launches[i].offering.Key(), plan_.launches[i].node_labels}] =
+            i;
+      AddLaunch(order.front()->pool, order, moved, "replacing " + n->instance_id, SpreadLabelsOf(*n),
+                launch_of);
       Terminate(*n, TerminationKind::kReplace, n->offering.usd_per_hour - order.front()->offering->usd_per_hour,
                 "karpenter: replaced by a cheaper " + order.front()->offering->Key());
       plan_.terminations.back().moved_unit_ids = std::move(moved);
@@ -279,8 +339,11 @@ class KarpenterPlanner {
       if (b.node_id != n.id && b.accepts && leaving.count(b.node_id) == 0) others.push_back(b);
     }
     for (const DemandUnit* u : QueueOrder(n.running)) {
+      // A split pod moves only within its domain, which keeps the spread.
+      const int domain = spread_.DomainOf(n.labels, u->workload_class);
       bool fits = false;
       for (Bin& b : others) {
+        if (domain >= 0 && !SpreadClasses::InDomain(b.spread_labels, u->workload_class, domain)) continue;
         if (Admits(policy_, *u, b.pool, *b.offering) && TryFit(*u, b, true)) {
           fits = true;
           break;
@@ -291,14 +354,26 @@ class KarpenterPlanner {
     return true;
   }
 
+  // The capacity-spread labels of `n` (empty when it has none).
+  static std::map<std::string, std::string> SpreadLabelsOf(const Node& n) {
+    std::map<std::string, std::string> out;
+    for (const auto& [key, value] : n.labels) {
+      if (key.starts_with(kCapacitySpreadLabelPrefix)) out[key] = value;
+    }
+    return out;
+  }
+
   // Offerings cheaper than `n` that hold all its pods; spot only when both
   // capacity types would do, so a failed spot launch never buys a dearer
-  // on-demand node.
+  // on-demand node. A node of a capacity-spread domain is replaced within
+  // its NodePool: same capacity type, same labels.
   std::vector<const Candidate*> CheaperReplacements(const Node& n) const {
     std::vector<const Candidate*> out;
     bool spot = false, on_demand = false;
+    const bool in_a_domain = !SpreadLabelsOf(n).empty();
     for (const Candidate& c : all_) {
       if (c.offering->usd_per_hour >= n.offering.usd_per_hour) continue;
+      if (in_a_domain && c.offering->capacity_type != n.offering.capacity_type) continue;
       Bin b = index_.EmptyBin(c.pool, *c.offering);
       bool holds = true;
       for (const DemandUnit* u : QueueOrder(n.running))
@@ -331,6 +406,8 @@ class KarpenterPlanner {
   const std::vector<Candidate> all_;
   Plan plan_;
   std::vector<Bin> bins_;
+  const SpreadClasses spread_;
+  SpreadClasses::Counts domain_pods_;      // split classes' pods by domain, placed so far
   std::map<std::string, int> pool_nodes_;  // nodes, existing and planned
   std::set<std::string> receiving_;        // existing nodes given pending pods
 };

@@ -42,6 +42,7 @@ Replay::Replay(const Scenario& s, RunSpec spec, RunOptions options)
       world_(s, spec_.policy, RunIdPrefix(spec_.name), ControllerOptions::ForSimulation(spec_.policy).max_pending_units) {
   result_.name = spec_.name;
   result_.policy_name = spec_.policy.name;
+  if (spec_.split_floor_classes) world_.work().SplitFloorClasses(spec_.policy);
   ControllerOptions copt = ControllerOptions::ForSimulation(spec_.policy);
   copt.source = "sim:" + spec_.name;
   if (spec_.unavailable_for) copt.unavailable_base = copt.unavailable_max = *spec_.unavailable_for;
@@ -209,11 +210,13 @@ Result<RunSpec> MakeRunSpec(const std::string& name, const Scenario& scenario, c
   }
   if (name == "karpenter") {
     spec.planner = KarpenterLikePlanner();
+    spec.split_floor_classes = true;
     spec.unavailable_for = Seconds(180);  // the AWS provider's unavailable-offerings cache TTL
     return spec;
   }
   if (name == "greedy") {
     spec.planner = CheapestNodeGreedyPlanner();
+    spec.split_floor_classes = true;
     return spec;
   }
   if (name == "cluster-autoscaler") {

@@ -91,6 +91,10 @@ struct RunSpec {
   // How long an offering stays marked unavailable after a capacity error,
   // flat; unset: the controller's growing back-off.
   std::optional<Seconds> unavailable_for;
+  // The workload's pods of classes with an on-demand floor carry the
+  // capacity-spread constraint (Workload::SplitFloorClasses): the greedy and
+  // karpenter baselines, which hold the floor as a Karpenter user does.
+  bool split_floor_classes = false;
 };
 
 struct RunOptions {

@@ -47,6 +47,36 @@ Workload::Workload(const Trace& trace, const Catalog& catalog, const Policy& pol
   judged_deadlines_ = ClassDeadlines(deadlines_from != nullptr ? *deadlines_from : policy);
 }
 
+void Workload::SplitFloorClasses(const Policy& policy) {
+  spread_ = SpreadClasses(policy);
+  spread_state_.clear();
+  on_demand_only_.clear();
+  for (const WorkloadClassPolicy& c : policy.classes) {
+    if (const CapacitySpread* split = spread_.Find(c.name)) {
+      const size_t n = static_cast<size_t>(split->domains);
+      spread_state_[c.name] = SpreadState{std::vector<int>(n, 0), std::vector<int>(n, 0)};
+    } else if (c.interruptible && c.max_spot_share <= 0) {
+      on_demand_only_.insert(c.name);
+    }
+  }
+}
+
+bool Workload::SpreadAllows(const DemandUnit& u, const SimNode& n, int* domain) const {
+  *domain = -1;
+  if (n.capacity_type == CapacityType::kSpot && on_demand_only_.count(u.workload_class) != 0) return false;
+  auto st = spread_state_.find(u.workload_class);
+  if (st == spread_state_.end()) return true;
+  auto d = n.spread_domain.find(u.workload_class);
+  if (d == n.spread_domain.end() || d->second < 0) return false;
+  const SpreadState& state = st->second;
+  int fewest = -1;
+  for (size_t i = 0; i < state.nodes.size(); ++i) {
+    if (state.nodes[i] > 0 && (fewest < 0 || state.running[i] < fewest)) fewest = state.running[i];
+  }
+  *domain = d->second;
+  return state.running[static_cast<size_t>(d->second)] == fewest;
+}
+
 std::optional<WallTime> Workload::NextEventTime() {
   // Finishes of runs that were evicted since are stale: drop them here.
   while (!finishes_.empty()) {
@@ -154,8 +184,14 @@ bool Workload::TryPlace(size_t job, int slot, WallTime now) {
   SimNode& n = nodes_[static_cast<size_t>(slot)];
   const DemandUnit& u = trace_.jobs[job].unit;
   int milli = 0;
+  int domain = -1;
   if (!Fits(u, n, shape_of_[job], &milli)) return false;
+  if (!spread_.empty() || !on_demand_only_.empty()) {
+    if (!SpreadAllows(u, n, &domain)) return false;
+    if (domain >= 0) ++spread_state_[u.workload_class].running[static_cast<size_t>(domain)];
+  }
   Job& j = jobs_[job];
+  j.spread_domain = domain;
   j.gpus.clear();
   j.milli = milli;
   if (milli == 1000) {
@@ -209,6 +245,8 @@ void Workload::Release(size_t job, WallTime now) {
   stats_.busy_gpu_seconds += JobGpus(j) * static_cast<double>((now - j.run_start).count());
   AddHeld(job, n.id, now);
   --stats_.jobs_running;
+  if (j.spread_domain >= 0) --spread_state_[u.workload_class].running[static_cast<size_t>(j.spread_domain)];
+  j.spread_domain = -1;
   j.node = -1;
   j.gpus.clear();
   capacity_freed_ = true;
@@ -247,6 +285,9 @@ void Workload::Schedule(WallTime now) {
     for (size_t s = 0; s < nodes_.size(); ++s) {
       if (TryPlace(job, static_cast<int>(s), now)) return true;
     }
+    // A split class's job may fit later in the pass, once its class's
+    // domain counts have moved.
+    if (spread_state_.count(trace_.jobs[job].unit.workload_class) != 0) return false;
     failed[shape] = 1;
     ++failed_shapes;
     return false;
@@ -355,6 +396,11 @@ void Workload::OnReady(const Instance& instance, int gpu_count) {
   }
   n.free_milli.assign(static_cast<size_t>(gpu_count), 1000);
   n.static_fit.assign(static_cast<size_t>(shape_count_), -1);
+  for (auto& [cls, state] : spread_state_) {
+    const int d = spread_.DomainOf(instance.tags, cls);
+    n.spread_domain[cls] = d;
+    if (d >= 0) ++state.nodes[static_cast<size_t>(d)];
+  }
   auto noticed = noticed_before_ready_.find(n.id);
   if (noticed != noticed_before_ready_.end()) {
     n.draining = true;
@@ -386,6 +432,9 @@ void Workload::OnGone(const std::string& instance_id, WallTime at, bool interrup
   const size_t slot = static_cast<size_t>(it->second);
   const std::vector<size_t> victims = nodes_[slot].jobs;
   for (size_t job : victims) Evict(job, at, interrupted);
+  for (const auto& [cls, d] : nodes_[slot].spread_domain) {
+    if (d >= 0) --spread_state_[cls].nodes[static_cast<size_t>(d)];
+  }
   nodes_.erase(nodes_.begin() + static_cast<std::ptrdiff_t>(slot));
   node_slot_.clear();
   for (size_t s = 0; s < nodes_.size(); ++s) {

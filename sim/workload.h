@@ -30,6 +30,7 @@
 #include "gpuscaler/controller/work_source.h"
 #include "gpuscaler/model/catalog.h"
 #include "gpuscaler/policy/policy.h"
+#include "sim/capacity_spread.h"
 #include "sim/sim_cloud.h"
 #include "sim/trace.h"
 
@@ -89,6 +90,16 @@ class Workload final : public WorkSource, public SimCloudObserver {
   Workload(const Trace& trace, const Catalog& catalog, const Policy& policy, WallTime start,
            size_t max_pending = 2000, const Policy* deadlines_from = nullptr);
 
+  // From now on, as the pods of a Karpenter user's floor split (the greedy
+  // and karpenter baselines; sim/capacity_spread.h): a job of a split class
+  // of `policy` carries the topologySpreadConstraint on its class's
+  // capacity-spread label (maxSkew 1, DoNotSchedule): it goes only on a node
+  // with a value of that label, in a domain with the fewest of the class's
+  // running jobs among the domains that have nodes (as kube-scheduler
+  // counts); a job of an interruptible class with max_spot_share 0 goes on
+  // on-demand nodes only. Call before the first node is ready.
+  void SplitFloorClasses(const Policy& policy);
+
   // Next job arrival or finish, if any.
   std::optional<WallTime> NextEventTime();
   // Arrivals and finishes at or before `t`, in time order.
@@ -145,6 +156,7 @@ class Workload final : public WorkSource, public SimCloudObserver {
     std::vector<int> gpus;    // GPU indices held
     int milli = 0;            // per GPU held (1000 for whole GPUs)
     int shape = 0;
+    int spread_domain = -1;  // running in this domain of its split class
   };
   struct SimNode {
     std::string id;
@@ -163,6 +175,12 @@ class Workload final : public WorkSource, public SimCloudObserver {
     bool alive = true;
     // Per job shape: -1 not known yet, 0 never fits (constraints), 1 may fit.
     std::vector<int8_t> static_fit;
+    std::map<std::string, int> spread_domain;  // split class -> its domain here (-1: none)
+  };
+  // A split class's jobs and ready nodes by domain.
+  struct SpreadState {
+    std::vector<int> running;
+    std::vector<int> nodes;
   };
   struct QueueKey {
     int neg_priority;
@@ -185,6 +203,9 @@ class Workload final : public WorkSource, public SimCloudObserver {
   bool TryPlace(size_t job, int node_slot, WallTime now);
   bool Fits(const DemandUnit& u, SimNode& n, int shape, int* milli_per_gpu) const;
   bool StaticFit(const DemandUnit& u, const SimNode& n) const;
+  // SplitFloorClasses' rule for `u` on `n`; the domain it would run in
+  // (-1 for a job of a class that is not split) in `*domain`.
+  bool SpreadAllows(const DemandUnit& u, const SimNode& n, int* domain) const;
   void Release(size_t job, WallTime now);
   void Evict(size_t job, WallTime now, bool interrupted);
   // Seconds of the job's work done by this run at `now` (after its restart
@@ -213,6 +234,9 @@ class Workload final : public WorkSource, public SimCloudObserver {
   std::unordered_map<std::string, int> node_slot_;
   std::unordered_map<std::string, bool> noticed_before_ready_;
   std::map<std::string, std::set<std::string>> class_pools_;  // empty set: any pool
+  SpreadClasses spread_;                                      // none unless SplitFloorClasses
+  std::map<std::string, SpreadState> spread_state_;           // per split class
+  std::set<std::string> on_demand_only_;             // SplitFloorClasses: share-0 interruptible classes
   std::map<std::string, Seconds> unit_deadlines_;    // class -> deadline set on pending units
   std::map<std::string, Seconds> judged_deadlines_;  // class -> deadline ClassResults judges by
   std::vector<std::string> classes_;

@@ -168,6 +168,7 @@ void Fields(V& v, const LaunchAction& l) {
   v.Double("expected_interruption_usd_per_hour", l.expected_interruption_usd_per_hour);
   v.StrList("unit_ids", l.unit_ids);
   v.Objects("fallbacks", l.fallbacks);
+  if (!l.node_labels.empty()) v.StrMap("node_labels", l.node_labels);
   v.Str("reason", l.reason);
 }
 

@@ -98,6 +98,24 @@ TEST(Controller, LaunchesWhatThePlanAsksForAndTracksTheNodes) {
   EXPECT_TRUE(r.errors.empty()) << r.errors[0].ToString();
 }
 
+// A launch's node_labels go on the new instances as tags (beside, never
+// over, the owner and intent tags), and so on the nodes of the next
+// snapshot: how the simulator's baselines give a node its capacity-spread
+// domain.
+TEST(Controller, ALaunchsNodeLabelsAreOnItsNewNodes) {
+  Harness h;
+  LaunchAction l = h.Launch("g5.xlarge/us-east-1a/spot", 1);
+  l.node_labels = {{"capacity-spread/inference", "3"}, {kOwnerTag, "not-the-pool"}};
+  h.next_plan.launches = {l};
+  TickReport r = h.controller->Tick();
+  ASSERT_EQ(h.cloud.launches.size(), 1u);
+  EXPECT_EQ(h.cloud.launches[0].tags.at("capacity-spread/inference"), "3");
+  EXPECT_EQ(h.cloud.launches[0].tags.at(kOwnerTag), "gpu");
+  ASSERT_EQ(h.controller->snapshot().nodes.size(), 1u);
+  EXPECT_EQ(h.controller->snapshot().nodes[0].labels.at("capacity-spread/inference"), "3");
+  EXPECT_TRUE(r.errors.empty()) << r.errors[0].ToString();
+}
+
 TEST(Controller, WritesTheIntentBeforeCallingTheCloud) {
   Harness h;
   std::vector<ActionRow> open_at_call;

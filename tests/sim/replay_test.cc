@@ -213,6 +213,61 @@ TEST(Workload, NonInterruptibleWorkNeverLandsOnSpot) {
   EXPECT_EQ(w.RunningOn("i-od").size(), 1u);
 }
 
+// With the floor split on (the greedy and karpenter runs), a job of a split
+// class binds only to a node labelled with one of its class's domains, in a
+// domain with the fewest of the class's jobs among those that have nodes:
+// 0.5 → domains "1" (on-demand) and "2" (spot), so three jobs go 2 / 1 and
+// none to the unlabelled node listed first; a job of an interruptible class
+// with max_spot_share 0 goes on on-demand only.
+TEST(Workload, SplitFloorClassesBindsAJobOnlyInADomainWithTheFewestOfItsClass) {
+  const Catalog catalog = BuiltinCatalog();
+  Policy policy;
+  WorkloadClassPolicy inference;
+  inference.name = "inference";
+  inference.max_spot_share = 0.5;
+  WorkloadClassPolicy batch;
+  batch.name = "batch";
+  batch.max_spot_share = 0;
+  policy.classes = {inference, batch};
+  Trace trace;
+  for (int i = 0; i < 3; ++i) {
+    TraceJob j;
+    j.duration = Seconds(3600);
+    j.unit.id = "inf" + std::to_string(i);
+    j.unit.workload_class = "inference";
+    j.unit.gpus = 1;
+    trace.jobs.push_back(j);
+  }
+  TraceJob b = trace.jobs[0];
+  b.unit.id = "batch";
+  b.unit.workload_class = "batch";
+  trace.jobs.push_back(b);
+  const WallTime t0 = FromUnixSeconds(1782000000);
+  Workload w(trace, catalog, policy, t0);
+  w.SplitFloorClasses(policy);
+  auto ready = [&](const std::string& id, CapacityType cap, const std::string& domain) {
+    Instance n;
+    n.instance_id = id;
+    n.offering.instance_type = "g5.12xlarge";
+    n.offering.capacity_type = cap;
+    if (!domain.empty()) n.tags["capacity-spread/inference"] = domain;
+    w.OnReady(n, 4);
+  };
+  ready("i-none", CapacityType::kSpot, "");
+  ready("i-od", CapacityType::kOnDemand, "1");
+  ready("i-spot", CapacityType::kSpot, "2");
+  w.RunEventsUntil(t0);
+  w.Schedule(t0);
+  EXPECT_EQ(w.running(), 4);
+  std::map<std::string, std::vector<std::string>> on;
+  for (const std::string id : {"i-none", "i-od", "i-spot"}) {
+    for (const DemandUnit& u : w.RunningOn(id)) on[id].push_back(u.id);
+  }
+  EXPECT_EQ(on["i-none"], std::vector<std::string>{});
+  EXPECT_EQ(on["i-od"], (std::vector<std::string>{"inf0", "inf2", "batch"}));
+  EXPECT_EQ(on["i-spot"], (std::vector<std::string>{"inf1"}));
+}
+
 // A job no offering can hold never runs, and the result says why, in the
 // planner's words; a job that fits runs.
 TEST(Replay, SaysWhyEachJobThatNeverRanStayedQueued) {
@@ -400,16 +455,15 @@ Scenario GoldenScenario() {
   return s;
 }
 
-// Golden totals for the baselines whose code lives in sim/.
-TEST(Replay, GoldenTotalsOnTheSmallCommittedTrace) {
-  const std::string dir = GoldenDir();
-  Scenario s = GoldenScenario();
+// Checks the greedy baselines' totals on `s` against `file` (lines "name
+// cost completed unfinished interruptions").
+void CheckGoldenTotals(const Scenario& s, const std::string& file) {
   Result<std::vector<RunResult>> results = RunMany(s, {"karpenter", "greedy", "cluster-autoscaler"}, {});
   ASSERT_TRUE(results.ok());
 
   std::map<std::string, std::vector<double>> want;
-  std::ifstream in(dir + "expected.txt");
-  ASSERT_TRUE(in.good()) << "missing " << dir << "expected.txt";
+  std::ifstream in(file);
+  ASSERT_TRUE(in.good()) << "missing " << file;
   std::string line;
   while (std::getline(in, line)) {
     if (line.empty() || line[0] == '#') continue;
@@ -435,6 +489,52 @@ TEST(Replay, GoldenTotalsOnTheSmallCommittedTrace) {
     EXPECT_EQ(r.jobs_completed, static_cast<int64_t>(want[r.name][1])) << "actual:\n" << actual.str();
     EXPECT_EQ(r.jobs_unfinished, static_cast<int64_t>(want[r.name][2])) << "actual:\n" << actual.str();
     EXPECT_EQ(r.interruptions, static_cast<int>(want[r.name][3])) << "actual:\n" << actual.str();
+  }
+}
+
+// Golden totals for the baselines whose code lives in sim/ (the demo
+// policy's inference class has an on-demand floor, which the greedy and
+// karpenter baselines split).
+TEST(Replay, GoldenTotalsOnTheSmallCommittedTrace) {
+  CheckGoldenTotals(GoldenScenario(), GoldenDir() + "expected.txt");
+}
+
+// Without a floor the baselines run exactly as they did before they split
+// floors: expected_no_floor.txt holds the totals of the demo policy from
+// before (which ignored its floor, so they are those of the policy without).
+TEST(Replay, GoldenTotalsWithoutAFloorAreThoseOfTheBaselinesBeforeTheSplit) {
+  Scenario s = GoldenScenario();
+  for (WorkloadClassPolicy& c : s.policy.classes) {
+    if (c.interruptible) c.max_spot_share = 1.0;
+  }
+  s.policy.content_hash = PolicyContentHash(s.policy);
+  CheckGoldenTotals(s, GoldenDir() + "expected_no_floor.txt");
+}
+
+// The greedy and karpenter baselines keep the demo policy's 40 % on-demand
+// floor for `inference` over a replay: GPUs of the class's running units on
+// on-demand nodes, summed over the ticks, against all of its GPUs.
+TEST(Replay, GreedyBaselinesHoldTheOnDemandFloorOverAReplay) {
+  const Scenario s = GoldenScenario();
+  for (const std::string name : {"greedy", "karpenter"}) {
+    SCOPED_TRACE(name);
+    Result<RunSpec> spec = MakeRunSpec(name, s, nullptr);
+    ASSERT_TRUE(spec.ok());
+    Replay replay(s, *spec);
+    double on_demand = 0, all = 0;
+    while (!replay.done()) {
+      if (!replay.Step()) continue;
+      for (const Node& n : replay.controller().snapshot().nodes) {
+        for (const DemandUnit& u : n.running) {
+          if (u.workload_class != "inference") continue;
+          all += GpuShare(u);
+          if (n.offering.capacity_type == CapacityType::kOnDemand) on_demand += GpuShare(u);
+        }
+      }
+    }
+    replay.Finish();
+    ASSERT_GT(all, 0);
+    EXPECT_GE(on_demand / all, 0.4) << on_demand << " of " << all;
   }
 }
 

@@ -38,6 +38,11 @@ struct LaunchAction {
   // to these on capacity errors, keeping the plan's intent.
   std::vector<Offering> fallbacks;
   std::vector<std::string> unit_ids;  // pending units these nodes are for
+  // Labels the new nodes carry (instance tags, and node labels where the pool
+  // has a node template), beside the pool's own; empty for MakePlan's
+  // launches. The simulator's baselines use them for the topology domain
+  // of a Karpenter-style capacity split (sim/capacity_spread.h).
+  std::map<std::string, std::string> node_labels;
   double usd_per_hour = 0;            // count × price
   double expected_interruption_usd_per_hour = 0;
   std::string reason;
