@@ -1,3 +1,5 @@
+#include <charconv>
+#include <cstdint>
 #include <future>
 #include <nlohmann/json.hpp>
 #include <string_view>
@@ -45,29 +47,66 @@ void AppendNested(const nlohmann::ordered_json& value, int depth, std::string* o
   out->append(text, start);
 }
 
-// Predicted vs realized cost of one decision (report/prediction.h); in a
-// fleet report the row names its cluster first.
-nlohmann::ordered_json PredictionJson(const DecisionPrediction& p, const std::string* cluster) {
-  nlohmann::ordered_json row;
-  if (cluster != nullptr) row["cluster"] = *cluster;
-  row["decision_id"] = p.decision_id;
-  row["time"] = FormatRfc3339(p.time);
-  row["predicted_usd_per_hour"] = Round(p.predicted_usd_per_hour, 1e4);
-  row["nodes_planned"] = p.nodes_planned;
-  row["nodes_launched"] = p.nodes_launched;
-  row["nodes_interrupted"] = p.nodes_interrupted;
-  row["nodes_running"] = p.nodes_running;
-  row["node_hours"] = Round(p.node_hours, 1e4);
-  row["predicted_usd"] = Round(p.predicted_usd, 1e4);
-  row["realized_usd"] = Round(p.realized_usd, 1e4);
-  row["realized_minus_predicted_usd"] = Round(p.realized_usd - p.predicted_usd, 1e4);
-  return row;
-}
-
 struct PredictionRow {
   const DecisionPrediction* prediction;
   const std::string* cluster;  // null in a single store's report
 };
+
+// One object two levels deep, written field by field as nlohmann's dump(2)
+// writes it (numbers and strings through nlohmann's own writer, integers as
+// their digits), without building it.
+class NestedObjectWriter {
+ public:
+  explicit NestedObjectWriter(std::string* out) : out_(out) { *out_ += "{\n"; }
+  void Field(std::string_view key, int64_t value) {
+    Key(key);
+    char digits[24];
+    const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, value);
+    out_->append(digits, end);
+  }
+  void Field(std::string_view key, double value) {
+    Key(key);
+    *out_ += nlohmann::ordered_json(value).dump();
+  }
+  void Field(std::string_view key, const std::string& value) {
+    Key(key);
+    *out_ += nlohmann::ordered_json(value).dump();
+  }
+  void Close() { *out_ += "\n    }"; }
+
+ private:
+  void Key(std::string_view key) {
+    if (!first_) *out_ += ",\n";
+    first_ = false;
+    *out_ += "      \"";
+    *out_ += key;  // plain identifiers: nothing to escape
+    *out_ += "\": ";
+  }
+  std::string* out_;
+  bool first_ = true;
+};
+
+// Predicted vs realized cost of one decision (report/prediction.h) as an
+// element of an array one level deep; in a fleet report the row names its
+// cluster first.
+void AppendPrediction(const PredictionRow& row, std::string* out) {
+  const DecisionPrediction& p = *row.prediction;
+  *out += "    ";
+  NestedObjectWriter w(out);
+  if (row.cluster != nullptr) w.Field("cluster", *row.cluster);
+  w.Field("decision_id", p.decision_id);
+  w.Field("time", FormatRfc3339(p.time));
+  w.Field("predicted_usd_per_hour", Round(p.predicted_usd_per_hour, 1e4));
+  w.Field("nodes_planned", int64_t{p.nodes_planned});
+  w.Field("nodes_launched", int64_t{p.nodes_launched});
+  w.Field("nodes_interrupted", int64_t{p.nodes_interrupted});
+  w.Field("nodes_running", int64_t{p.nodes_running});
+  w.Field("node_hours", Round(p.node_hours, 1e4));
+  w.Field("predicted_usd", Round(p.predicted_usd, 1e4));
+  w.Field("realized_usd", Round(p.realized_usd, 1e4));
+  w.Field("realized_minus_predicted_usd", Round(p.realized_usd - p.predicted_usd, 1e4));
+  w.Close();
+}
 
 // The rows [begin, end) as elements of an array one level deep, joined by
 // commas, without the brackets.
@@ -76,8 +115,7 @@ std::string PredictionRowsText(const std::vector<PredictionRow>& rows, size_t be
   out.reserve((end - begin) * 420);
   for (size_t i = begin; i < end; ++i) {
     if (i != begin) out += ",\n";
-    out += "    ";
-    AppendNested(PredictionJson(*rows[i].prediction, rows[i].cluster), 2, &out);
+    AppendPrediction(rows[i], &out);
   }
   return out;
 }
