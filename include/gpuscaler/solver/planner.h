@@ -69,10 +69,12 @@ Plan MakePlan(const Snapshot& snapshot, const Policy& policy, const PlannerOptio
 // minutes; GCP's preemption notice is shorter, 30 s, so this errs high).
 inline constexpr Seconds kSpotNoticeWindow{120};
 
-// Hours of work a unit loses per interruption: the progress since its last
-// checkpoint (half the checkpoint interval, capped by half the runtime; half
-// the runtime without checkpoints; at most the notice window for a unit that
-// checkpoints on notice) plus its restart cost.
+// Hours of progress a unit loses per interruption, expected: the work since
+// its last checkpoint (half the checkpoint interval, capped by half the
+// runtime; half the runtime without checkpoints; at most the notice window
+// for a unit that checkpoints on notice).
+double LostWorkHoursPerInterruption(const DemandUnit& unit);
+// LostWorkHoursPerInterruption plus the unit's restart cost.
 double LostHoursPerInterruption(const DemandUnit& unit);
 
 // The on-demand value per hour of `unit` on a node of `type` bought as
