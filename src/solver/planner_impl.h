@@ -210,7 +210,8 @@ class Planner {
   // interruptible (InterruptibleByPolicy) and the class's spot is not paused.
   // A unit pinned to spot (a deferrable unit held for spot, a pod selecting
   // spot) ignores the pause: the pause keeps work on on-demand after a spot
-  // capacity error, and such a unit may not go there.
+  // capacity error or while the class's lost-work budget is spent, and such
+  // a unit may not go there.
   bool InterruptibleByPolicy(const DemandUnit& u, int cls) const;
   // Why the class's spot is paused, for reasons and notes: the words after
   // "spot paused" (" after a capacity error", ", lost-work budget spent").

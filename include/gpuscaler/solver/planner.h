@@ -32,7 +32,9 @@
 //     model/compatibility.h, which the policy loader checks classes with),
 //     fractional GPUs (milli) and MIG layouts, vCPU and memory, pool rules
 //     and pins, spot only for interruptible work of classes whose spot is
-//     not paused (Snapshot::spot_paused_classes), per-class spot share and
+//     not paused (Snapshot::spot_paused_classes after a capacity error,
+//     spot_budget_spent_classes after losing more than the class's
+//     lost-work budget), per-class spot share and
 //     zone spread, pool max nodes, unavailable offerings, spot price and
 //     interruption ceilings, nodes added per tick, and hard budget caps
 //     (HourlyAllowanceUsd, a pool's cap charged with the pool's own spend;
