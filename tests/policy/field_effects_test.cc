@@ -611,7 +611,8 @@ TEST(PolicyFieldEffects, EveryPlannerFieldChangesThePlanAsDocumented) {
 //  spot.fallback_to_on_demand      controller: Controller.NoOnDemandFallbackWhenThePolicyForbidsIt
 //  classes[].max_lost_work_share   controller: LostWorkBudget.* (tests/controller/lost_work_budget_test.cc);
 //                                  the planner side is
-//                                  Planner.AClassWithItsLostWorkBudgetSpentGetsNoNewSpotWork
+//                                  Planner.AClassWithItsLostWorkBudgetSpentGetsNoNewSpotWork; a replay:
+//                                  Replay.ALostWorkBudgetKeepsAClassOffAFlappingSpotPoolAfterItIsSpent
 //  spot.fallback_duration          Controller.ASpotCapacityErrorKeepsTheClassOffSpotForTheFallbackDuration;
 //                                  the planner side is Planner.KeepsSpotPausedClassesOnOnDemandWithTheReason
 //  scaling.tick_interval           TickInterval.TheLoopRunsOncePerIntervalOfThePolicy (tests/sim)
