@@ -211,6 +211,16 @@ Policy WithoutDeferral(Policy policy) {
   return WithoutClassOption(std::move(policy), &WorkloadClassPolicy::deadline);
 }
 
+Policy WithoutLostWorkBudget(Policy policy) {
+  bool had = false;
+  for (WorkloadClassPolicy& c : policy.classes) {
+    had = had || c.max_lost_work_share < 1.0;
+    c.max_lost_work_share = 1.0;
+  }
+  if (had) policy.content_hash = PolicyContentHash(policy);
+  return policy;
+}
+
 Policy Reactive(Policy policy) {
   policy = WithoutDeferral(WithoutForecasts(std::move(policy)));
   policy.scaling.schedules.clear();

@@ -48,6 +48,11 @@ Policy WithoutDeferral(Policy policy);
 // The policy without its classes' demand forecasts (what every baseline
 // but gpuscaler runs).
 Policy WithoutForecasts(Policy policy);
+// The policy without its classes' lost-work budgets (max_lost_work_share:
+// the controller's, for gpuscaler's planner; every baseline but gpuscaler
+// and gpuscaler-reactive runs without, so its row does not move when a
+// policy sets one).
+Policy WithoutLostWorkBudget(Policy policy);
 // Whether the policy has anything Reactive takes away.
 bool PlansAhead(const Policy& policy);
 

@@ -196,14 +196,16 @@ Result<RunSpec> MakeRunSpec(const std::string& name, const Scenario& scenario, c
   spec.name = name;
   spec.policy = scenario.policy;
   if (name == "gpuscaler") return spec;
-  // Demand forecasts and deferral are gpuscaler's planner's: the baselines
-  // run the policy without them (as before they existed), so their rows do
-  // not move when a policy adds one. Deadlines are still judged for them.
+  // Demand forecasts, deferral and the lost-work budget are gpuscaler's: the
+  // baselines run the policy without them (as before they existed), so their
+  // rows do not move when a policy adds one. Deadlines are still judged for
+  // them.
   spec.policy = WithoutDeferral(WithoutForecasts(scenario.policy));
   if (name == "gpuscaler-reactive") {
     spec.policy = Reactive(scenario.policy);
     return spec;
   }
+  spec.policy = WithoutLostWorkBudget(std::move(spec.policy));
   if (name == "on-demand") {
     spec.policy = ForceOnDemand(spec.policy);
     return spec;

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "gpuscaler/solver/planner.h"
+
 namespace gpuscaler {
 namespace {
 
@@ -81,6 +83,7 @@ bool ClusterState::Observe(const Policy& policy, WallTime now, double month_to_d
   snapshot_.month_to_date_usd = month_to_date_usd;
   snapshot_.month_to_date_usd_by_pool = usage_.month_to_date_usd_by_pool();
   snapshot_.month_to_date_usd_by_team = usage_.month_to_date_usd_by_team();
+  AccrueLostWorkAccount(now);
   ReadInterruptions(policy, now, report);
   const bool listed = ReadInstances(policy, now, report);
   if (listed && nodes_ != nullptr) CheckNodeHealth(policy, now, report);
@@ -94,6 +97,7 @@ bool ClusterState::Observe(const Policy& policy, WallTime now, double month_to_d
   LearnWarmUp(*report, first_milestone);
   RefreshSignals(policy, now);
   RefreshWindows(policy, now);
+  RefreshLostWorkBudget(policy);
   snapshot_.hours_left_in_month = HoursLeftInMonth(now);
   return listed;
 }
@@ -185,6 +189,7 @@ void ClusterState::ReadInterruptions(const Policy& policy, WallTime now, TickRep
       // RefreshOfferings on.
       availability_.RecordReclaimNotice(domain, domain_nodes, now);
     }
+    if (node.offering.capacity_type == CapacityType::kSpot) ChargeLostWork(node.instance_id);
     snapshot_.nodes[it->second].state = NodeState::kDraining;
     replacements_dirty_ = true;
     MarkChanged(true);
@@ -395,6 +400,51 @@ void ClusterState::RefreshWindows(const Policy& policy, WallTime now) {
   }
   if (paused != snapshot_.spot_paused_classes) {
     snapshot_.spot_paused_classes = std::move(paused);
+    MarkChanged(true);
+  }
+}
+
+void ClusterState::AccrueLostWorkAccount(WallTime now) {
+  if (!lost_work_as_of_) {
+    lost_work_as_of_ = now;
+    return;
+  }
+  const double dt_h = std::chrono::duration<double>(now - *lost_work_as_of_).count() / 3600.0;
+  if (dt_h <= 0) return;
+  lost_work_as_of_ = now;
+  const double half_life_h =
+      std::chrono::duration<double>(options_.interruption_risk.half_life).count() / 3600.0;
+  const double keep = half_life_h > 0 ? std::exp2(-dt_h / half_life_h) : 1.0;
+  for (auto& [cls, a] : lost_work_) {
+    a.lost_gpu_hours *= keep;
+    a.gpu_hours *= keep;
+  }
+  // The running work of the last tick ran for the whole interval (a tick is
+  // short against the half-life, so it is not decayed within it).
+  for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
+    if (node_info_[i].placeholder()) continue;
+    for (const DemandUnit& u : snapshot_.nodes[i].running)
+      lost_work_[u.workload_class].gpu_hours += GpuShare(u) * dt_h;
+  }
+}
+
+void ClusterState::ChargeLostWork(const std::string& instance_id) {
+  // The work source's view, not the snapshot's (refreshed later this tick).
+  for (const DemandUnit& u : work_.RunningOn(instance_id))
+    lost_work_[u.workload_class].lost_gpu_hours += GpuShare(u) * LostWorkHoursPerInterruption(u);
+}
+
+void ClusterState::RefreshLostWorkBudget(const Policy& policy) {
+  std::vector<std::string> spent;
+  for (const WorkloadClassPolicy& c : policy.classes) {
+    if (c.max_lost_work_share >= 1.0) continue;
+    auto it = lost_work_.find(c.name);
+    if (it == lost_work_.end() || it->second.lost_gpu_hours <= 0) continue;
+    if (it->second.lost_gpu_hours > c.max_lost_work_share * it->second.gpu_hours) spent.push_back(c.name);
+  }
+  std::sort(spent.begin(), spent.end());
+  if (spent != snapshot_.spot_budget_spent_classes) {
+    snapshot_.spot_budget_spent_classes = std::move(spent);
     MarkChanged(true);
   }
 }

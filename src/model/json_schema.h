@@ -149,6 +149,7 @@ void Fields(V& v, T& s) {
   v.StrList("scale_down_blocked_classes", s.scale_down_blocked_classes);
   v.IntMap("recently_disrupted", s.recently_disrupted);
   v.StrList("spot_paused_classes", s.spot_paused_classes);
+  v.StrList("spot_budget_spent_classes", s.spot_budget_spent_classes);
   v.StrList("reclaimed_spot_pools", s.reclaimed_spot_pools);
   v.IntMap("warmup_seconds_by_family", s.warmup_seconds_by_family);
   v.Objects("forecasts", s.forecasts);

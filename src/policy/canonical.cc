@@ -150,6 +150,8 @@ std::string CanonicalPolicyText(const Policy& p) {
     w.Put(at + ".pools", c.pools);
     w.Put(at + ".interruptible", c.interruptible);
     w.Put(at + ".max_spot_share", c.max_spot_share);
+    // Absent from policies written before the field: their hash stays.
+    if (c.max_lost_work_share < 1.0) w.Put(at + ".max_lost_work_share", c.max_lost_work_share);
     w.Put(at + ".checkpoint_interval", c.checkpoint_interval);
     w.Put(at + ".checkpoint_on_notice", c.checkpoint_on_notice);
     w.Put(at + ".restart_cost", c.restart_cost);

@@ -275,7 +275,7 @@ void PolicyReader::ReadSignalQuery(MapReader& parent, std::string_view key,
 
 WorkloadClassPolicy PolicyReader::ReadClass(const DocNode& node, const std::string& path) {
   MapReader m(r_, node, path,
-              {"name", "team", "match", "pools", "interruptible", "max_spot_share",
+              {"name", "team", "match", "pools", "interruptible", "max_spot_share", "max_lost_work_share",
                "checkpoint_interval", "checkpoint_on_notice", "restart_cost", "priority", "target", "zone_spread",
                "shape", "signals", "scale_in_utilization_below", "wait_cost_usd_per_hour", "forecast", "deadline"});
   m.Require({"name"});
@@ -292,6 +292,7 @@ WorkloadClassPolicy PolicyReader::ReadClass(const DocNode& node, const std::stri
   m.ReadStringList("pools", &c.pools);
   m.ReadBool("interruptible", &c.interruptible);
   Share(m, "max_spot_share", &c.max_spot_share);
+  Share(m, "max_lost_work_share", &c.max_lost_work_share);
   PositiveDuration(m, "checkpoint_interval", &c.checkpoint_interval);
   m.ReadBool("checkpoint_on_notice", &c.checkpoint_on_notice);
   m.ReadDuration("restart_cost", &c.restart_cost);

@@ -132,15 +132,20 @@ void Planner::Assemble(State& st, Plan& plan) {
       l.reason += ", " + Fixed(100.0 * (1.0 - total / od_total), 0) + " % cheaper than on-demand after interruption risk (" +
                   Usd(l.expected_interruption_usd_per_hour) + "/h expected)";
     } else if (pending_units + ahead_units > 0) {
-      bool spot_possible = false, spot_paused = false;
+      bool spot_possible = false;
+      int paused_cls = -1;
       for (const Bin* b : launch_bins[li])
         for (auto [g, t] : b->content) {
           spot_possible = spot_possible || groups_[g].interruptible;
-          spot_paused = spot_paused || groups_[g].spot_paused;
+          if (groups_[g].spot_paused) paused_cls = groups_[g].cls;
         }
-      l.reason += spot_possible ? ", lowest expected cost per unit (spot costlier after interruption risk, capped or unavailable)"
-                  : spot_paused ? ", lowest cost per unit (spot paused after a capacity error: on-demand only)"
-                                : ", lowest cost per unit (work not interruptible: no spot)";
+      if (spot_possible) {
+        l.reason += ", lowest expected cost per unit (spot costlier after interruption risk, capped or unavailable)";
+      } else if (paused_cls >= 0) {
+        l.reason += ", lowest cost per unit (spot paused" + SpotPauseWhy(paused_cls) + ": on-demand only)";
+      } else {
+        l.reason += ", lowest cost per unit (work not interruptible: no spot)";
+      }
     }
     if (soft_over) l.reason += "; over the soft budget of " + Usd(global_budget_) + "/h";
     // Fallbacks: same content on other options of the same pool, by expected cost.
@@ -321,10 +326,10 @@ Plan Planner::Run() {
     if (spend > teams_[t].allowance_usd + kEps)
       notes.push_back("team " + teams_[t].name + " over soft budget " + Usd(teams_[t].allowance_usd) + "/h");
   }
-  std::set<std::string> paused;
+  std::map<std::string, int> paused;
   for (const Group& g : groups_)
-    if (g.spot_paused) paused.insert(g.rep->workload_class);
-  for (const auto& c : paused) notes.push_back("class " + c + ": spot paused after a capacity error");
+    if (g.spot_paused) paused.emplace(g.rep->workload_class, g.cls);
+  for (const auto& [c, cls] : paused) notes.push_back("class " + c + ": spot paused" + SpotPauseWhy(cls));
   for (const auto& key : snap_.reclaimed_spot_pools)
     notes.push_back("spot pool " + key + ": reclaimed in a wave of notices, no new nodes there until its cooldown ends");
   for (const auto& [pool, n] : plan.empty_nodes_left_by_pool)
@@ -339,12 +344,16 @@ Plan Planner::Run() {
 
 namespace gpuscaler {
 
-double LostHoursPerInterruption(const DemandUnit& u) {
+double LostWorkHoursPerInterruption(const DemandUnit& u) {
   const double runtime_h = double(std::max<int64_t>(0, u.expected_runtime.count())) / 3600.0;
   const double ckpt_h = double(std::max<int64_t>(0, u.checkpoint_interval.count())) / 3600.0;
   double lost = ckpt_h > 0 ? std::min(ckpt_h, runtime_h) / 2 : runtime_h / 2;
   if (u.checkpoint_on_notice) lost = std::min(lost, double(kSpotNoticeWindow.count()) / 3600.0);
-  return lost + double(std::max<int64_t>(0, u.restart_cost.count())) / 3600.0;
+  return lost;
+}
+
+double LostHoursPerInterruption(const DemandUnit& u) {
+  return LostWorkHoursPerInterruption(u) + double(std::max<int64_t>(0, u.restart_cost.count())) / 3600.0;
 }
 
 double OnDemandValueUsdPerHour(const DemandUnit& unit, const Offering& offering, const InstanceType& type) {

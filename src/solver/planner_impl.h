@@ -121,7 +121,9 @@ struct ClassInfo {
   bool pool_limited = false;
   std::vector<double> pool_allow;
   bool blocked = false;
-  bool spot_paused = false;  // Snapshot::spot_paused_classes
+  bool spot_paused = false;  // Snapshot::spot_paused_classes or spot_budget_spent_classes
+  bool capacity_paused = false;      // Snapshot::spot_paused_classes
+  bool lost_work_budget_spent = false;  // Snapshot::spot_budget_spent_classes
 };
 
 // A team named by budget.teams: what its cap allows per hour from now on
@@ -208,8 +210,12 @@ class Planner {
   // interruptible (InterruptibleByPolicy) and the class's spot is not paused.
   // A unit pinned to spot (a deferrable unit held for spot, a pod selecting
   // spot) ignores the pause: the pause keeps work on on-demand after a spot
-  // capacity error, and such a unit may not go there.
+  // capacity error or while the class's lost-work budget is spent, and such
+  // a unit may not go there.
   bool InterruptibleByPolicy(const DemandUnit& u, int cls) const;
+  // Why the class's spot is paused, for reasons and notes: the words after
+  // "spot paused" (" after a capacity error", ", lost-work budget spent").
+  std::string SpotPauseWhy(int cls) const;
   bool MaySpot(const DemandUnit& u, int cls) const {
     return InterruptibleByPolicy(u, cls) && (!classes_[cls].spot_paused || PinnedToSpot(u));
   }

@@ -158,7 +158,14 @@ void Planner::BuildClasses() {
   for (const auto& n : snap_.nodes)
     for (const auto& u : n.running) add(u.workload_class);
   for (const auto& b : snap_.scale_down_blocked_classes) classes_[add(b)].blocked = true;
-  for (const auto& c : snap_.spot_paused_classes) classes_[add(c)].spot_paused = true;
+  for (const auto& c : snap_.spot_paused_classes) {
+    ClassInfo& ci = classes_[add(c)];
+    ci.spot_paused = ci.capacity_paused = true;
+  }
+  for (const auto& c : snap_.spot_budget_spent_classes) {
+    ClassInfo& ci = classes_[add(c)];
+    ci.spot_paused = ci.lost_work_budget_spent = true;
+  }
   const size_t nc = classes_.size();
   class_total_gpu_.assign(nc, 0);
   class_spot_gpu_.assign(nc, 0);
@@ -217,6 +224,13 @@ void Planner::SetAllowances(const std::vector<double>& totals) {
       for (size_t p = 0; p < ci.pool_allow.size(); ++p) ci.pool_allow[p] = cap - existing_pool_gpu_[c][p];
     }
   }
+}
+
+std::string Planner::SpotPauseWhy(int cls) const {
+  const ClassInfo& c = classes_[cls];
+  if (c.capacity_paused && c.lost_work_budget_spent) return " after a capacity error, lost-work budget spent";
+  if (c.lost_work_budget_spent) return ", lost-work budget spent";
+  return " after a capacity error";
 }
 
 bool Planner::InterruptibleByPolicy(const DemandUnit& u, int cls) const {
@@ -453,7 +467,8 @@ void Planner::BuildStaticReasons() {
     }
     if (!fits && paused) {
       g.static_reason = UnplacedReason::kCapacityUnavailable;
-      g.detail = "spot paused after a capacity error for class " + u.workload_class + ", and no on-demand offering fits";
+      g.detail = "spot paused" + SpotPauseWhy(g.cls) + " for class " + u.workload_class +
+                 ", and no on-demand offering fits";
     } else if (!fits) {
       g.static_reason = UnplacedReason::kNoOfferingFits;
       g.detail = "no allowed instance type holds " + std::to_string(u.gpus) + " GPU(s), " +

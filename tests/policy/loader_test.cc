@@ -68,6 +68,7 @@ classes:
     pools: [od]
     interruptible: false
     max_spot_share: 0
+    max_lost_work_share: 0.002
     checkpoint_interval: 5m
     restart_cost: 90s
     priority: 7
@@ -112,6 +113,8 @@ signals: {max_staleness: {prometheus: 30s}}
   EXPECT_EQ(c.match_labels.at("app"), "web");
   EXPECT_FALSE(c.interruptible);
   EXPECT_EQ(c.max_spot_share, 0.0);
+  EXPECT_EQ(c.max_lost_work_share, 0.002);
+  EXPECT_EQ(WorkloadClassPolicy{}.max_lost_work_share, 1.0) << "default: no budget";
   EXPECT_EQ(c.checkpoint_interval, Seconds(300));
   EXPECT_EQ(c.restart_cost, Seconds(90));
   EXPECT_EQ(c.priority, 7);
@@ -377,6 +380,10 @@ TEST(PolicyLoader, RejectsInvalidPoliciesWithFieldLineAndMessage) {
        "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n"
        "  - name: a\n    max_spot_share: 1.5\n",
        false, "classes[0].max_spot_share", 6, "must be in [0, 1], got 1.5"},
+      {"negative lost-work share",
+       "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n"
+       "  - name: a\n    max_lost_work_share: -0.01\n",
+       false, "classes[0].max_lost_work_share", 6, "must be in [0, 1], got -0.01"},
       {"negative budget", "budget: {global: {hourly_usd: -5}}\n", true, "budget.global.hourly_usd",
        7, "must be >= 0"},
       {"min above max",

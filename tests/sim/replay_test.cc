@@ -442,6 +442,98 @@ TEST(Replay, ACorrelatedDropOfEverySizeInAZoneTakesNoMoreThanTheClassCap) {
   EXPECT_EQ(capped.jobs_completed, 8);
 }
 
+// The lost-work budget (classes[].max_lost_work_share) on a market whose
+// one spot pool flaps: zone a's g6.xlarge spot capacity drops to 0 for 10
+// minutes every 90 minutes, while 1-GPU training jobs of 2 hours (1-hour
+// checkpoints) arrive every 10 minutes for 9 hours. Without a budget new
+// work goes back to spot once each reclaim's cooldown is over and the next
+// drop takes its work since the last checkpoint again; with a budget of 2 %
+// of the class's GPU-hours, the first wave spends it (each job on spot
+// charged half a checkpoint interval, against the few GPU-hours run so far)
+// and the class's new work goes to on-demand for the rest of the run.
+TEST(Replay, ALostWorkBudgetKeepsAClassOffAFlappingSpotPoolAfterItIsSpent) {
+  Trace trace;
+  for (int i = 0; i < 54; ++i) {
+    TraceJob j;
+    j.submit = Seconds(i * 600);
+    j.duration = Seconds(2 * 3600);
+    j.unit.id = "train-" + std::to_string(i);
+    j.unit.workload_class = "training";
+    j.unit.gpus = 1;
+    j.unit.cpu_milli = 2000;
+    j.unit.memory_mib = 8192;
+    j.unit.expected_runtime = j.duration;
+    j.unit.checkpoint_interval = Seconds(3600);
+    j.unit.restart_cost = Seconds(300);
+    trace.jobs.push_back(j);
+  }
+  SpotMarket market;
+  PricePoint price;
+  price.instance_type = "g6.xlarge";
+  price.zone = "us-east-1a";
+  price.usd_per_hour = 0.30;
+  market.prices.push_back(price);
+  for (int k = 1; k <= 7; ++k) {
+    const Seconds drop(k * 5400 + 90);
+    market.availability.push_back({drop, "g6.xlarge", "us-east-1a", 0});
+    market.availability.push_back({drop + Seconds(600), "g6.xlarge", "us-east-1a", 1000});
+  }
+  const Policy policy = TrainingOnOnePool({"g6.xlarge"}, {"us-east-1a"});
+  auto run = [&](double budget) {
+    Policy p = policy;
+    p.classes[0].max_lost_work_share = budget;
+    p.content_hash = PolicyContentHash(p);
+    Scenario s = MakeTraceScenario(trace, market, BuiltinCatalog(), p, 1, 1);
+    s.cloud.hazard_by_family.clear();
+    Result<RunSpec> spec = MakeRunSpec("gpuscaler", s, nullptr);
+    EXPECT_TRUE(spec.ok());
+    RunResult r = RunScenario(s, *spec);
+    CheckInvariants(s, r);
+    return std::make_pair(s.start, r);
+  };
+  const auto [start, free] = run(1.0);
+  const RunResult budget = run(0.02).second;
+  auto spot_launched_after = [&](const RunResult& r, Seconds at) {
+    int n = 0;
+    for (const InstanceBill& b : r.bills)
+      n += b.offering_key == "g6.xlarge/us-east-1a/spot" && b.launch > start + at;
+    return n;
+  };
+  const Seconds first_drop(5400 + 90);
+  // With the budget every spot node went in the first wave.
+  for (const InstanceBill& b : budget.bills) {
+    if (b.offering_key == "g6.xlarge/us-east-1a/spot") {
+      EXPECT_LE(b.end, start + first_drop + Seconds(180));
+    }
+  }
+  EXPECT_GT(budget.interruptions, 0) << "the first wave must hit the budget run too";
+  EXPECT_GT(free.interruptions, budget.interruptions) << "without a budget, later waves take work too";
+  EXPECT_GT(spot_launched_after(free, first_drop), 0) << "without a budget spot is re-entered";
+  EXPECT_EQ(spot_launched_after(budget, first_drop), 0) << "no spot once the budget is spent";
+  EXPECT_LT(budget.gpu_hours_lost, free.gpu_hours_lost);
+  EXPECT_EQ(free.jobs_completed, 54);
+  EXPECT_EQ(budget.jobs_completed, 54);
+}
+
+// The budget is the controller's, for gpuscaler: the baselines run the
+// policy without it, so their rows do not move when a policy sets one.
+TEST(Replay, BaselinesRunThePolicyWithoutItsLostWorkBudget) {
+  Policy p = TrainingOnOnePool({"g6.xlarge"}, {"us-east-1a"});
+  p.classes[0].max_lost_work_share = 0.002;
+  p.content_hash = PolicyContentHash(p);
+  const Scenario s = MakeTraceScenario(EightSixHourTrainingJobs(), {}, BuiltinCatalog(), p, 1, 1);
+  for (const char* name : {"greedy", "karpenter", "on-demand"}) {
+    Result<RunSpec> spec = MakeRunSpec(name, s, nullptr);
+    ASSERT_TRUE(spec.ok()) << name;
+    EXPECT_EQ(spec->policy.classes[0].max_lost_work_share, 1.0) << name;
+  }
+  for (const char* name : {"gpuscaler", "gpuscaler-reactive"}) {
+    Result<RunSpec> spec = MakeRunSpec(name, s, nullptr);
+    ASSERT_TRUE(spec.ok()) << name;
+    EXPECT_EQ(spec->policy.classes[0].max_lost_work_share, 0.002) << name;
+  }
+}
+
 std::string GoldenDir() { return std::string(GPUSCALER_SOURCE_DIR) + "/sim/testdata/golden/"; }
 
 // small_jobs.csv, DemoPolicy, built-in catalog, seed 11, 1 day, g5/g6 spot

@@ -221,6 +221,10 @@ inline std::vector<std::string> CheckPlan(const Snapshot& s, const Policy& p, co
       const auto& paused = s.spot_paused_classes;
       if (spot && std::find(paused.begin(), paused.end(), u->workload_class) != paused.end())
         bad.push_back(u->id + ": class with spot paused on spot");
+      const auto& spent = s.spot_budget_spent_classes;
+      if (spot && !u->capacity_type &&
+          std::find(spent.begin(), spent.end(), u->workload_class) != spent.end())
+        bad.push_back(u->id + ": class with its lost-work budget spent on spot");
       if (!u->zones.empty() && std::find(u->zones.begin(), u->zones.end(), w.off->zone) == u->zones.end())
         bad.push_back(u->id + ": zone pin");
       if (!u->instance_types.empty() &&

@@ -317,6 +317,57 @@ TEST(Planner, KeepsSpotPausedClassesOnOnDemandWithTheReason) {
     EXPECT_NE(u.detail.find("spot paused after a capacity error"), std::string::npos) << u.detail;
 }
 
+// A class whose lost-work budget the controller found spent gets no new spot
+// work: its pending units go to on-demand (not even into a spot node's free
+// room), its running units are not moved onto spot by consolidation, and
+// the reasons say why; other classes keep spot, and what already runs on
+// spot stays.
+TEST(Planner, AClassWithItsLostWorkBudgetSpentGetsNoNewSpotWork) {
+  Snapshot s = BaseSnapshot();
+  s.nodes.push_back(
+      MakeNode(s, "spot", "g5.12xlarge", "us-east-1a", CapacityType::kSpot, {Unit("r", 1, 2000, 8192, "training")}));
+  s.pending = Units("i", 4, Unit("", 1));
+  for (auto& u : Units("t", 4, Unit("", 1, 2000, 8192, "training"))) s.pending.push_back(u);
+  s.spot_budget_spent_classes = {"inference"};
+  Policy p = BasePolicy();
+  const Plan plan = MakePlan(s, p);
+  EXPECT_TRUE(plan.unplaced.empty()) << plan.summary;
+  std::map<std::string, CapacityType> capacity_of;
+  for (const auto& pl : plan.placements)
+    if (pl.node_id == "spot") capacity_of[pl.unit_id] = CapacityType::kSpot;
+  for (const auto& l : plan.launches) {
+    for (const auto& id : l.unit_ids) capacity_of[id] = l.offering.capacity_type;
+    if (l.offering.capacity_type == CapacityType::kOnDemand) {
+      EXPECT_NE(l.reason.find("spot paused, lost-work budget spent"), std::string::npos) << l.reason;
+    }
+  }
+  ASSERT_EQ(capacity_of.size(), 8u) << plan.summary;
+  for (const auto& [id, capacity] : capacity_of)
+    EXPECT_EQ(capacity, id[0] == 'i' ? CapacityType::kOnDemand : CapacityType::kSpot) << id;
+  EXPECT_NE(plan.summary.find("class inference: spot paused, lost-work budget spent"), std::string::npos)
+      << plan.summary;
+  ExpectValid(s, p, plan);
+
+  // Consolidation: a running inference unit on an on-demand node fits the
+  // spot node's free room. Without the mark it moves there; with it, it
+  // stays on on-demand.
+  Snapshot c = BaseSnapshot();
+  c.nodes.push_back(
+      MakeNode(c, "spot", "g5.12xlarge", "us-east-1a", CapacityType::kSpot, {Unit("r", 1, 2000, 8192, "training")}));
+  c.nodes.push_back(MakeNode(c, "od", "g5.xlarge", "us-east-1a", CapacityType::kOnDemand, {Unit("m", 1)}));
+  auto terminated = [](const Plan& pl, const std::string& node) {
+    return std::any_of(pl.terminations.begin(), pl.terminations.end(),
+                       [&](const TerminationAction& t) { return t.node_id == node; });
+  };
+  const Plan moves = MakePlan(c, p);
+  EXPECT_TRUE(terminated(moves, "od")) << moves.summary;
+  c.spot_budget_spent_classes = {"inference"};
+  const Plan held = MakePlan(c, p);
+  EXPECT_FALSE(terminated(held, "od")) << held.summary;
+  for (const auto& pl : held.placements) EXPECT_NE(pl.unit_id, "m") << held.summary;
+  ExpectValid(c, p, held);
+}
+
 TEST(Planner, SkipsSpotAboveThePriceCeilingForOnDemand) {
   Snapshot s = BaseSnapshot();
   s.pending = Units("u", 2, Unit("", 1));

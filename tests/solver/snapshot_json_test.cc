@@ -14,11 +14,13 @@ TEST(SnapshotJson, CarriesPerPoolSpendAndSpotPausedClasses) {
   s.month_to_date_usd = 1500.25;
   s.month_to_date_usd_by_pool = {{"serve", 1000.25}, {"train", 500}};
   s.spot_paused_classes = {"online"};
+  s.spot_budget_spent_classes = {"training"};
   const std::string text = FormatSnapshotJson(s);
   Result<Snapshot> back = ParseSnapshotJson(text, "snap.json");
   ASSERT_TRUE(back.ok()) << back.error().message();
   EXPECT_EQ(back->month_to_date_usd_by_pool, s.month_to_date_usd_by_pool);
   EXPECT_EQ(back->spot_paused_classes, s.spot_paused_classes);
+  EXPECT_EQ(back->spot_budget_spent_classes, s.spot_budget_spent_classes);
   EXPECT_EQ(FormatSnapshotJson(*back), text);
 }
 

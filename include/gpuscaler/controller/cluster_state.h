@@ -63,6 +63,17 @@
 // spot.fallback_duration after a spot capacity error for their work
 // (spot_paused_classes; only while fallback_to_on_demand is on).
 //
+// Lost-work budget (classes[].max_lost_work_share): per class, the work
+// lost to spot interruptions, estimated at each notice from the units on the
+// noticed node (GPUs x LostWorkHoursPerInterruption: half a checkpoint
+// interval for periodic checkpoints), against the GPU-hours of the class's
+// running work, on any capacity type; both lose half their weight every
+// interruption_risk.half_life, like the learned rates. While a class's lost
+// share is above its budget it is listed in spot_budget_spent_classes (the
+// planner gives it no new spot work); it leaves the list once the share is
+// back under the budget, as GPU-hours without losses accrue and old losses
+// fade. The account is in memory: a restart starts it afresh.
+//
 // Learned state across restarts: Restore rebuilds, from the store's node
 // lifecycles, the interruption evidence (spot exposure from launch to end, an
 // interruption at the end of every node that ended "interrupted", decayed as
@@ -235,6 +246,13 @@ class ClusterState {
   void RefreshWork();
   void RefreshSignals(const Policy& policy, WallTime now);
   void RefreshWindows(const Policy& policy, WallTime now);
+  // Lost-work budget: decays the account to `now` and adds the GPU-hours the
+  // running work accrued since the last call (before notices are read).
+  void AccrueLostWorkAccount(WallTime now);
+  // A spot node got its notice: its running units' expected lost work.
+  void ChargeLostWork(const std::string& instance_id);
+  // spot_budget_spent_classes from the account and the policy's budgets.
+  void RefreshLostWorkBudget(const Policy& policy);
   // Launch-to-GPUs-allocatable milestones in report.milestones[from..]:
   // each family's learned warm-up (snapshot_.warmup_seconds_by_family).
   void LearnWarmUp(const TickReport& report, size_t from);
@@ -296,6 +314,12 @@ class ClusterState {
   StateChanges changes_{true, true};
   std::deque<std::pair<WallTime, std::string>> disruptions_;  // (time, pool), oldest first
   std::map<std::string, WallTime> spot_paused_until_;         // by class
+  struct LostWorkAccount {
+    double lost_gpu_hours = 0;  // decayed
+    double gpu_hours = 0;       // decayed
+  };
+  std::map<std::string, LostWorkAccount> lost_work_;          // by class
+  std::optional<WallTime> lost_work_as_of_;
   std::map<std::string, double> warmup_s_;                    // by family: learned warm-up, seconds
 };
 

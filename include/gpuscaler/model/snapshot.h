@@ -70,6 +70,11 @@ struct Snapshot {
   // has passed since a spot capacity error for their work: the planner
   // places them on on-demand only.
   std::vector<std::string> spot_paused_classes;
+  // Workload classes whose estimated recent lost work is above their
+  // max_lost_work_share of their GPU-hours (the controller's lost-work
+  // budget): the planner gives them no new spot work (new nodes, free room
+  // of spot nodes, consolidation moves); what runs on spot stays.
+  std::vector<std::string> spot_budget_spent_classes;
   // Spot offerings (Offering::Key) whose pool lost nodes in a reclaim wave
   // and is in its cooldown (OfferingAvailability): the planner places no new
   // spot node in them, whatever their `available` says.

@@ -145,6 +145,12 @@ struct WorkloadClassPolicy {
   std::vector<std::string> pools;  // pools that may serve it; empty: any pool that fits
   bool interruptible = true;
   double max_spot_share = 1.0;     // of the class's GPUs, in [0, 1]
+  // Lost-work budget: the share of the class's GPU-hours it accepts to lose
+  // to spot interruptions (work since the last checkpoint), in [0, 1]. The
+  // controller estimates both over the recent past (decayed with the learned
+  // risk's half-life); while the estimate is above this share the class gets
+  // no new spot work (Snapshot::spot_budget_spent_classes). 1: no budget.
+  double max_lost_work_share = 1.0;
   Seconds checkpoint_interval{1800};
   // The class's pods write a checkpoint when they are told to stop (SIGTERM
   // on eviction, which a spot notice starts at once): an interruption loses

@@ -32,7 +32,9 @@
 //     model/compatibility.h, which the policy loader checks classes with),
 //     fractional GPUs (milli) and MIG layouts, vCPU and memory, pool rules
 //     and pins, spot only for interruptible work of classes whose spot is
-//     not paused (Snapshot::spot_paused_classes), per-class spot share and
+//     not paused (Snapshot::spot_paused_classes after a capacity error,
+//     spot_budget_spent_classes after losing more than the class's
+//     lost-work budget), per-class spot share and
 //     zone spread, pool max nodes, unavailable offerings, spot price and
 //     interruption ceilings, nodes added per tick, and hard budget caps
 //     (HourlyAllowanceUsd, a pool's cap charged with the pool's own spend;
@@ -69,10 +71,12 @@ Plan MakePlan(const Snapshot& snapshot, const Policy& policy, const PlannerOptio
 // minutes; GCP's preemption notice is shorter, 30 s, so this errs high).
 inline constexpr Seconds kSpotNoticeWindow{120};
 
-// Hours of work a unit loses per interruption: the progress since its last
-// checkpoint (half the checkpoint interval, capped by half the runtime; half
-// the runtime without checkpoints; at most the notice window for a unit that
-// checkpoints on notice) plus its restart cost.
+// Hours of progress a unit loses per interruption, expected: the work since
+// its last checkpoint (half the checkpoint interval, capped by half the
+// runtime; half the runtime without checkpoints; at most the notice window
+// for a unit that checkpoints on notice).
+double LostWorkHoursPerInterruption(const DemandUnit& unit);
+// LostWorkHoursPerInterruption plus the unit's restart cost.
 double LostHoursPerInterruption(const DemandUnit& unit);
 
 // The on-demand value per hour of `unit` on a node of `type` bought as
