@@ -300,22 +300,26 @@ TEST(Replay, SaysWhyEachJobThatNeverRanStayedQueued) {
 // with spot.max_pool_share 0.25 it takes two jobs' at most. After the drop
 // the pool is marked reclaimed, so no spot node is launched there for the
 // 30-minute cooldown, although capacity is back after 10.
+// Job `i` of class "training": 1 GPU, hourly checkpoints, 5-minute restart.
+TraceJob TrainingJob(int i, Seconds submit, Seconds duration) {
+  TraceJob j;
+  j.submit = submit;
+  j.duration = duration;
+  j.unit.id = "train-" + std::to_string(i);
+  j.unit.workload_class = "training";
+  j.unit.gpus = 1;
+  j.unit.cpu_milli = 2000;
+  j.unit.memory_mib = 8192;
+  j.unit.expected_runtime = duration;
+  j.unit.checkpoint_interval = Seconds(3600);
+  j.unit.restart_cost = Seconds(300);
+  return j;
+}
+
 // Eight 1-GPU jobs of class "training", 6 hours each, all at the start.
 Trace EightSixHourTrainingJobs() {
   Trace trace;
-  for (int i = 0; i < 8; ++i) {
-    TraceJob j;
-    j.duration = Seconds(6 * 3600);
-    j.unit.id = "train-" + std::to_string(i);
-    j.unit.workload_class = "training";
-    j.unit.gpus = 1;
-    j.unit.cpu_milli = 2000;
-    j.unit.memory_mib = 8192;
-    j.unit.expected_runtime = j.duration;
-    j.unit.checkpoint_interval = Seconds(3600);
-    j.unit.restart_cost = Seconds(300);
-    trace.jobs.push_back(j);
-  }
+  for (int i = 0; i < 8; ++i) trace.jobs.push_back(TrainingJob(i, Seconds(0), Seconds(6 * 3600)));
   return trace;
 }
 
@@ -453,20 +457,7 @@ TEST(Replay, ACorrelatedDropOfEverySizeInAZoneTakesNoMoreThanTheClassCap) {
 // and the class's new work goes to on-demand for the rest of the run.
 TEST(Replay, ALostWorkBudgetKeepsAClassOffAFlappingSpotPoolAfterItIsSpent) {
   Trace trace;
-  for (int i = 0; i < 54; ++i) {
-    TraceJob j;
-    j.submit = Seconds(i * 600);
-    j.duration = Seconds(2 * 3600);
-    j.unit.id = "train-" + std::to_string(i);
-    j.unit.workload_class = "training";
-    j.unit.gpus = 1;
-    j.unit.cpu_milli = 2000;
-    j.unit.memory_mib = 8192;
-    j.unit.expected_runtime = j.duration;
-    j.unit.checkpoint_interval = Seconds(3600);
-    j.unit.restart_cost = Seconds(300);
-    trace.jobs.push_back(j);
-  }
+  for (int i = 0; i < 54; ++i) trace.jobs.push_back(TrainingJob(i, Seconds(i * 600), Seconds(2 * 3600)));
   SpotMarket market;
   PricePoint price;
   price.instance_type = "g6.xlarge";
