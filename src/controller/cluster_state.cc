@@ -41,7 +41,7 @@ ClusterState::ClusterState(const Clock& clock, CloudProvider& cloud, AuditStore*
     offering_index_[offering_key_[i]] = i;
     prior_rate_[i] = o.interruptions_per_hour;
     const InstanceType* t = catalog_.FindInstanceType(o.instance_type);
-    risk_group_[i] = (t != nullptr && !t->family.empty() ? t->family : o.instance_type) + "/" + o.zone;
+    risk_group_[i] = (t != nullptr ? t->FamilyOrName() : o.instance_type) + "/" + o.zone;
   }
 }
 
@@ -578,7 +578,7 @@ Node ClusterState::NodeFor(const Instance& instance, NodeState state, const Poli
     info->offering = static_cast<int>(it->second);
   }
   const InstanceType* type = catalog_.FindInstanceType(instance.offering.instance_type);
-  info->family = type != nullptr && !type->family.empty() ? type->family : instance.offering.instance_type;
+  info->family = type != nullptr ? type->FamilyOrName() : instance.offering.instance_type;
   node.launch_time = instance.launch_time;
   node.state = draining_.count(instance.instance_id) != 0 ? NodeState::kDraining : state;
   node.labels = instance.tags;

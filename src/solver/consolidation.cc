@@ -25,7 +25,7 @@ bool LabelSaysDoNotDisrupt(const std::map<std::string, std::string>& labels, con
 double WarmUpHours(const Snapshot& snap, int type, const Offering& o) {
   if (type >= 0) {
     const InstanceType& t = snap.instance_types[type];
-    auto it = snap.warmup_seconds_by_family.find(t.family.empty() ? t.name : t.family);
+    auto it = snap.warmup_seconds_by_family.find(t.FamilyOrName());
     if (it != snap.warmup_seconds_by_family.end()) return it->second / 3600.0;
   }
   return static_cast<double>(o.launch_latency.count()) / 3600.0;

@@ -362,7 +362,7 @@ double OnDemandValueUsdPerHour(const DemandUnit& unit, const Offering& offering,
 }
 
 double ReplacementWaitHours(const Snapshot& snapshot, const Offering& offering, const InstanceType& type) {
-  auto it = snapshot.warmup_seconds_by_family.find(type.family.empty() ? type.name : type.family);
+  auto it = snapshot.warmup_seconds_by_family.find(type.FamilyOrName());
   if (it != snapshot.warmup_seconds_by_family.end()) return std::max(0, it->second) / 3600.0;
   return double(std::max<int64_t>(0, offering.launch_latency.count())) / 3600.0;
 }

@@ -41,13 +41,13 @@ void Planner::BuildIndex() {
   std::unordered_map<std::string, int> family_index;
   family_of_type_.reserve(snap_.instance_types.size());
   for (const InstanceType& t : snap_.instance_types) {
-    auto [it, fresh] = family_index.emplace(t.family.empty() ? t.name : t.family, int(family_index.size()));
+    auto [it, fresh] = family_index.emplace(t.FamilyOrName(), int(family_index.size()));
     family_of_type_.push_back(it->second);
   }
   family_count_ = int(family_index.size());
   learned_wait_h_by_type_.reserve(snap_.instance_types.size());
   for (const InstanceType& t : snap_.instance_types) {
-    auto it = snap_.warmup_seconds_by_family.find(t.family.empty() ? t.name : t.family);
+    auto it = snap_.warmup_seconds_by_family.find(t.FamilyOrName());
     learned_wait_h_by_type_.push_back(it == snap_.warmup_seconds_by_family.end() ? -1.0 : std::max(0, it->second) / 3600.0);
   }
   for (const auto& o : snap_.offerings) zone_index_.emplace(o.zone, 0);

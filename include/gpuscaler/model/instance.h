@@ -31,6 +31,10 @@ struct InstanceType {
   int64_t memory_mib = 0;
   int64_t local_nvme_gb = 0;
   int64_t network_mbps = 0;
+
+  // The family, or the type's own name when the catalog names no family:
+  // the key warm-up times and spot failure domains are kept under.
+  const std::string& FamilyOrName() const { return family.empty() ? name : family; }
 };
 
 struct Offering {
