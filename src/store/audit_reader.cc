@@ -256,19 +256,23 @@ Status AuditReader::ForEachUsage(WallTime from, WallTime to, const std::function
                                  std::optional<WallTime> end_after, std::optional<WallTime> end_until) {
   if (Status s = CheckRange(from, to, "reading usage"); !s.ok()) return s.error();
   // Its own statement rather than the cache's Query: the text columns are
-  // read in place (valid until the next step), with no string copies.
-  static constexpr const char* kSql = "SELECT " GPUSCALER_USAGE_COLUMNS
-                                      " FROM usage WHERE end_time > ?1 AND end_time > ?3 AND end_time <= ?4 "
-                                      "AND start_time < ?2 AND (?5 IS NULL OR run_id = ?5)";
+  // read in place (valid until the next step), with no string copies. The
+  // statement holds only the terms this call needs, and the start-time test
+  // is made here on the value read anyway: each term SQLite evaluates costs
+  // every one of millions of rows a column decode or a comparison.
+  const int64_t lower = std::max(ToUnixSeconds(from), end_after ? ToUnixSeconds(*end_after)
+                                                                : std::numeric_limits<int64_t>::min());
+  const int64_t start_before = ToUnixSeconds(to);
+  std::string sql = "SELECT " GPUSCALER_USAGE_COLUMNS " FROM usage WHERE end_time > ?1";
+  if (end_until) sql += " AND end_time <= ?2";
+  if (run_id_) sql += " AND run_id = ?3";
   sqlite3_stmt* raw = nullptr;
-  int rc = sqlite3_prepare_v2(db_->raw(), kSql, -1, &raw, nullptr);
+  int rc = sqlite3_prepare_v2(db_->raw(), sql.c_str(), -1, &raw, nullptr);
   if (rc != SQLITE_OK) return store_internal::SqliteError(rc, db_->raw(), "reading usage");
   std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> stmt(raw, sqlite3_finalize);
-  sqlite3_bind_int64(raw, 1, ToUnixSeconds(from));
-  sqlite3_bind_int64(raw, 2, ToUnixSeconds(to));
-  sqlite3_bind_int64(raw, 3, end_after ? ToUnixSeconds(*end_after) : std::numeric_limits<int64_t>::min());
-  sqlite3_bind_int64(raw, 4, end_until ? ToUnixSeconds(*end_until) : std::numeric_limits<int64_t>::max());
-  if (run_id_) sqlite3_bind_int64(raw, 5, *run_id_);
+  sqlite3_bind_int64(raw, 1, lower);
+  if (end_until) sqlite3_bind_int64(raw, 2, ToUnixSeconds(*end_until));
+  if (run_id_) sqlite3_bind_int64(raw, 3, *run_id_);
   auto text = [raw](int col) {
     const unsigned char* p = sqlite3_column_text(raw, col);
     return p == nullptr ? std::string_view()
@@ -277,10 +281,12 @@ Status AuditReader::ForEachUsage(WallTime from, WallTime to, const std::function
   };
   UsageView view;
   while ((rc = sqlite3_step(raw)) == SQLITE_ROW) {
+    const int64_t start = sqlite3_column_int64(raw, 3);
+    if (start >= start_before) continue;
     view.instance_id = text(0);
     view.workload_class = text(1);
     view.team = text(2);
-    view.start = FromUnixSeconds(sqlite3_column_int64(raw, 3));
+    view.start = FromUnixSeconds(start);
     view.end = FromUnixSeconds(sqlite3_column_int64(raw, 4));
     view.gpu_seconds_allocated = sqlite3_column_double(raw, 5);
     view.gpu_seconds_busy = sqlite3_column_type(raw, 6) == SQLITE_NULL

@@ -3,7 +3,10 @@
 // runs existed get one "legacy" run holding their rows.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gpuscaler/store/audit_reader.h"
@@ -85,6 +88,67 @@ TEST(Runs, EachRunKeepsItsOwnDecisionsNodesAndUsage) {
   }
   reader->SelectRun(std::nullopt);
   EXPECT_EQ(std::move(reader->NodesOverlapping(T(0), T(2'000'000'000))).value().size(), 2u);
+}
+
+// The streamed scan is the same row set as UsageOverlapping (end > from and
+// start < to), for every run selection and split of the end times, on rows
+// whose ends and starts sit exactly on the bounds.
+TEST(Runs, ForEachUsageStreamsTheRowsOfUsageOverlappingAtEveryBound) {
+  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(":memory:")).value();
+  const int64_t t0 = 1'800'000'000;
+  std::vector<int64_t> run_ids;
+  for (const char* name : {"a", "b"}) {
+    ASSERT_TRUE(store->BeginRun({name, "sim", std::string("hash-") + name, T(t0)}).ok());
+    const std::string id = std::string("i-") + name;
+    ASSERT_TRUE(store->RecordNodeLaunch(NodeLaunch(id, 0, t0)).ok());
+    std::vector<UsageRecord> rows;
+    // Contiguous 100 s rows from t0 to t0 + 1000, and one that starts and
+    // ends at t0 + 500.
+    for (int64_t s = t0; s < t0 + 1000; s += 100) rows.push_back(Usage(id, s, s + 100, 10.0));
+    rows.push_back(Usage(id, t0 + 500, t0 + 500, std::nullopt));
+    ASSERT_TRUE(store->RecordUsage(rows).ok());
+    ASSERT_TRUE(store->EndRun(T(t0 + 1000)).ok());
+  }
+  std::unique_ptr<AuditReader> reader = std::move(store->OpenReader()).value();
+  std::vector<RunRow> runs = std::move(reader->Runs()).value();
+  ASSERT_EQ(runs.size(), 2u);
+  using Key = std::tuple<std::string, int64_t, int64_t>;
+  for (std::optional<int64_t> run : {std::optional<int64_t>(), std::optional<int64_t>(runs[1].id)}) {
+    reader->SelectRun(run);
+    for (int64_t from : {t0 - 1, t0 + 100, t0 + 500, t0 + 550}) {
+      for (int64_t to : {t0 + 500, t0 + 501, t0 + 900, t0 + 2000}) {
+        if (to <= from) continue;
+        SCOPED_TRACE(::testing::Message() << "run " << run.value_or(-1) << " from +" << from - t0 << " to +" << to - t0);
+        Result<std::vector<UsageRow>> overlapping = reader->UsageOverlapping(T(from), T(to));
+        ASSERT_TRUE(overlapping.ok());
+        std::vector<Key> want;
+        for (const UsageRow& r : *overlapping) {
+          want.emplace_back(r.usage.instance_id, ToUnixSeconds(r.usage.start), ToUnixSeconds(r.usage.end));
+        }
+        std::sort(want.begin(), want.end());
+        auto streamed = [&](std::optional<WallTime> end_after, std::optional<WallTime> end_until) {
+          std::vector<Key> got;
+          Status s = reader->ForEachUsage(
+              T(from), T(to),
+              [&](const UsageView& u) {
+                got.emplace_back(std::string(u.instance_id), ToUnixSeconds(u.start), ToUnixSeconds(u.end));
+              },
+              end_after, end_until);
+          EXPECT_TRUE(s.ok());
+          return got;
+        };
+        std::vector<Key> whole = streamed(std::nullopt, std::nullopt);
+        std::sort(whole.begin(), whole.end());
+        EXPECT_EQ(whole, want);
+        // Split at an end time: the halves are disjoint and make the whole.
+        std::vector<Key> halves = streamed(std::nullopt, T(t0 + 500));
+        std::vector<Key> later = streamed(T(t0 + 500), std::nullopt);
+        halves.insert(halves.end(), later.begin(), later.end());
+        std::sort(halves.begin(), halves.end());
+        EXPECT_EQ(halves, want);
+      }
+    }
+  }
 }
 
 TEST(Runs, BusyTimeNotMeasuredIsStoredAsNullNotAsAllocated) {
