@@ -11,6 +11,10 @@ namespace gpuscaler::solver_detail {
 
 namespace {
 
+// Nodes that moving work tries to pair (the first in candidate order): at
+// most kPairCandidates * (kPairCandidates - 1) / 2 pairs a plan.
+constexpr size_t kPairCandidates = 24;
+
 bool LabelSaysDoNotDisrupt(const std::map<std::string, std::string>& labels, const std::vector<std::string>& keys) {
   for (const auto& k : keys) {
     auto it = labels.find(k);
@@ -331,6 +335,126 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
       commit_removal(src.pool, src.price, false);
       terms.push_back(std::move(t));
       break;
+    }
+  }
+
+  // 3. Replace two nodes of a pool with one new node cheaper than both
+  //    (Karpenter's multi-node consolidation, for two nodes): work that
+  //    arrived one unit at a time sits on the node each unit needed alone,
+  //    often a node per fractional or CPU-heavy unit, where one node holds
+  //    both for less. The passes above took the nodes that could go alone;
+  //    each of the two is a removal that moves work, so the pool's
+  //    disruption budget must allow both.
+  if (removed + 2 > max_removed || st.added >= policy_.scaling.max_nodes_added_per_tick) return;
+  struct PairCand {
+    int node;
+    double risk_old;
+    double disruption;
+    double gpus;  // GPU share of its units
+    int64_t cpu_milli;
+    int64_t mem_mib;
+  };
+  std::vector<PairCand> pair_cands;
+  for (const Cand& c : cands) {
+    if (pair_cands.size() >= kPairCandidates) break;
+    const Bin& b = existing_[c.node];
+    if (c.empty || b.removed || b.receiver || b.pool < 0 || b.type < 0) continue;
+    if (pools_[b.pool].disrupt_allow < 2) continue;
+    const Node& n = snap_.nodes[c.node];
+    const InstanceType& type = snap_.instance_types[b.type];
+    PairCand pc{c.node, 0, 0, 0, 0, 0};
+    for (const auto& u : n.running) {
+      pc.gpus += GpuShare(u);
+      pc.cpu_milli += std::max<int64_t>(0, u.cpu_milli);
+      pc.mem_mib += std::max<int64_t>(0, u.memory_mib);
+      pc.risk_old += ExpectedInterruptionUsdPerHour(u, n.offering, type, b.wait_h);
+      pc.disruption += std::max<int64_t>(0, u.restart_cost.count()) / 3600.0 * OnDemandValueUsdPerHour(u, n.offering, type);
+    }
+    pair_cands.push_back(pc);
+  }
+  Bin nb;
+  for (size_t i = 0; i < pair_cands.size(); ++i) {
+    for (size_t j = i + 1; j < pair_cands.size(); ++j) {
+      if (removed + 2 > max_removed || st.added >= policy_.scaling.max_nodes_added_per_tick) return;
+      const PairCand& a = pair_cands[i];
+      const PairCand& b = pair_cands[j];
+      Bin& ba = existing_[a.node];
+      Bin& bb = existing_[b.node];
+      if (ba.removed || bb.removed || ba.pool != bb.pool) continue;
+      const int pool = ba.pool;
+      if (pools_[pool].disrupt_allow < 2 || st.pool_count[pool] - 2 < pools_[pool].pol.min_nodes) continue;
+      const double price = ba.price + bb.price;
+      const double old_total = price + a.risk_old + b.risk_old - a.disruption - b.disruption;
+      if (old_total < d.min_savings_usd_per_hour || (price > 0 && old_total / price < d.min_savings_fraction)) continue;
+      // Both nodes' units, largest first, each with the bin it leaves.
+      std::vector<std::pair<const Bin*, std::pair<int, int>>> units;  // (from, (node, running index))
+      for (const PairCand* pc : {&a, &b})
+        for (size_t k = 0; k < snap_.nodes[pc->node].running.size(); ++k)
+          units.push_back({&existing_[pc->node], {pc->node, int(k)}});
+      std::stable_sort(units.begin(), units.end(), [&](const auto& x, const auto& y) {
+        return GpuShare(snap_.nodes[x.second.first].running[x.second.second]) >
+               GpuShare(snap_.nodes[y.second.first].running[y.second.second]);
+      });
+      const double need_gpus = a.gpus + b.gpus;
+      const int64_t need_cpu = a.cpu_milli + b.cpu_milli;
+      const int64_t need_mem = a.mem_mib + b.mem_mib;
+      for (int o : options_by_price_) {
+        const Option& op = options_[o];
+        if (op.price >= old_total - d.min_savings_usd_per_hour) break;
+        if (price > 0 && (old_total - op.price) / price < d.min_savings_fraction) break;
+        if (op.pool != pool || !op.usable) continue;
+        // What the type has at most; Take decides the rest.
+        const InstanceType& t = snap_.instance_types[op.type];
+        if (t.gpu_count < need_gpus - kEps || int64_t{t.vcpus} * 1000 < need_cpu || t.memory_mib < need_mem) continue;
+        InitBin(nb, o);
+        const Offering& off = snap_.offerings[op.offering];
+        double risk_new = 0;
+        bool all = true;
+        Allowances allow = st.allow;
+        for (const auto& [from, at] : units) {
+          const DemandUnit& u = snap_.nodes[at.first].running[at.second];
+          const int cls = class_index_.at(u.workload_class);
+          int mig = -1;
+          if (!UnitAllowed(u, cls, op.pool, off, op.type, op.zone, &mig) || Take(nb, ShapeOf(u), mig, 1) != 1 ||
+              !MoveAllowance(u, cls, *from, nb, allow)) {
+            all = false;
+            break;
+          }
+          risk_new += ExpectedInterruptionUsdPerHour(u, off, snap_.instance_types[op.type], op.wait_h);
+        }
+        if (!all) continue;
+        const double saves = old_total - op.price - risk_new;
+        if (saves < d.min_savings_usd_per_hour || (price > 0 && saves / price < d.min_savings_fraction)) continue;
+        const double overlap_usd = op.price * WarmUpHours(snap_, op.type, off);
+        if (saves * static_cast<double>(d.replacement_horizon.count()) / 3600.0 < overlap_usd) continue;
+        st.allow = std::move(allow);
+        nb.risk = risk_new;
+        for (const auto& [from, at] : units) nb.moved.push_back(at);
+        for (const PairCand* pc : {&a, &b}) {
+          const Node& n = snap_.nodes[pc->node];
+          TerminationAction t;
+          t.node_id = n.id;
+          t.instance_id = n.instance_id;
+          t.pool = n.pool;
+          t.offering = n.offering;
+          t.kind = TerminationKind::kReplace;
+          t.saves_usd_per_hour = saves / 2;
+          for (const auto& u : n.running) t.moved_unit_ids.push_back(u.id);
+          t.reason = "replaced, with " + snap_.nodes[(pc == &a ? b : a).node].id + ", by one " + Describe(off) + " at " +
+                     Usd(op.price) + "/h: the two save " + Usd(saves) + "/h after " +
+                     Usd(a.disruption + b.disruption) + "/h disruption cost";
+          existing_[pc->node].removed = true;
+          free_whole_total -= std::max(0, existing_[pc->node].free_whole);
+          commit_removal(pool, existing_[pc->node].price, false);
+          terms.push_back(std::move(t));
+        }
+        st.bins.push_back(nb);
+        st.pool_count[op.pool]++;
+        st.pool_cost[op.pool] += op.price;
+        st.cost += op.price;
+        st.added++;
+        break;
+      }
     }
   }
 }
