@@ -150,12 +150,7 @@ Plan GreedyPlan(const Snapshot& s, const Policy& policy, bool spot_allowed, bool
     if (n.state != NodeState::kReady || !n.running.empty() || n.do_not_disrupt) continue;
     if (blocked_pools.count(n.pool) != 0 || Contains(used_nodes, n.id)) continue;
     if (s.time - n.launch_time < policy.disruption.min_node_age) continue;
-    TerminationAction t;
-    t.node_id = n.id;
-    t.instance_id = n.instance_id;
-    t.pool = n.pool;
-    t.offering = n.offering;
-    t.kind = TerminationKind::kEmpty;
+    TerminationAction t = TerminationOf(n, TerminationKind::kEmpty);
     t.saves_usd_per_hour = n.offering.usd_per_hour;
     t.reason = name + ": empty node";
     plan.terminations.push_back(std::move(t));

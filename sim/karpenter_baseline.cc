@@ -389,12 +389,7 @@ class KarpenterPlanner {
   }
 
   void Terminate(const Node& n, TerminationKind kind, double saves, std::string reason) {
-    TerminationAction t;
-    t.node_id = n.id;
-    t.instance_id = n.instance_id;
-    t.pool = n.pool;
-    t.offering = n.offering;
-    t.kind = kind;
+    TerminationAction t = TerminationOf(n, kind);
     t.saves_usd_per_hour = saves;
     t.reason = std::move(reason);
     plan_.terminations.push_back(std::move(t));

@@ -117,11 +117,7 @@ std::vector<TerminationAction> ClusterState::Repairs() const {
   for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
     if (node_info_[i].repair.empty()) continue;
     const Node& n = snapshot_.nodes[i];
-    TerminationAction t;
-    t.node_id = n.id;
-    t.instance_id = n.instance_id;
-    t.pool = n.pool;
-    t.offering = n.offering;
+    TerminationAction t = TerminationOf(n, TerminationKind::kEmpty);
     t.reason = node_info_[i].repair;
     for (const DemandUnit& u : n.running) t.moved_unit_ids.push_back(u.id);
     out.push_back(std::move(t));

@@ -2,6 +2,16 @@
 
 namespace gpuscaler {
 
+TerminationAction TerminationOf(const Node& node, TerminationKind kind) {
+  TerminationAction t;
+  t.node_id = node.id;
+  t.instance_id = node.instance_id;
+  t.pool = node.pool;
+  t.offering = node.offering;
+  t.kind = kind;
+  return t;
+}
+
 std::string_view ToString(UnplacedReason r) {
   switch (r) {
     case UnplacedReason::kNoOfferingFits: return "no-offering-fits";

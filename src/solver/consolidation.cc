@@ -177,13 +177,8 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
     if (src.receiver || src.removed) continue;
     const Node& n = snap_.nodes[c.node];
     if (!pool_ok_to_remove(src.pool, c.empty)) continue;
-    TerminationAction t;
-    t.node_id = n.id;
-    t.instance_id = n.instance_id;
-    t.pool = n.pool;
-    t.offering = n.offering;
+    TerminationAction t = TerminationOf(n, TerminationKind::kEmpty);
     if (c.empty) {
-      t.kind = TerminationKind::kEmpty;
       t.saves_usd_per_hour = src.price;
       t.reason = "empty node, not needed: saves " + Usd(src.price) + "/h";
       src.removed = true;
@@ -432,12 +427,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
         for (const auto& [from, at] : units) nb.moved.push_back(at);
         for (const PairCand* pc : {&a, &b}) {
           const Node& n = snap_.nodes[pc->node];
-          TerminationAction t;
-          t.node_id = n.id;
-          t.instance_id = n.instance_id;
-          t.pool = n.pool;
-          t.offering = n.offering;
-          t.kind = TerminationKind::kReplace;
+          TerminationAction t = TerminationOf(n, TerminationKind::kReplace);
           t.saves_usd_per_hour = saves / 2;
           for (const auto& u : n.running) t.moved_unit_ids.push_back(u.id);
           t.reason = "replaced, with " + snap_.nodes[(pc == &a ? b : a).node].id + ", by one " + Describe(off) + " at " +

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gpuscaler/model/instance.h"
+#include "gpuscaler/model/node.h"
 #include "gpuscaler/model/time.h"
 
 namespace gpuscaler {
@@ -66,6 +67,10 @@ struct TerminationAction {
   double saves_usd_per_hour = 0;
   std::string reason;
 };
+
+// The termination of `node` (its ids, pool and offering) of `kind`; the
+// caller adds what it saves, why, and the running units it moves.
+TerminationAction TerminationOf(const Node& node, TerminationKind kind);
 
 // Where a pending (or moved) unit goes: an existing node, or the n-th node of
 // a launch in this plan.
