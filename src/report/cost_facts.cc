@@ -422,6 +422,18 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
   const int64_t min_billed = query.min_billed.count();
   const int64_t loss_window = query.loss_window.count();
   work.resize(f.nodes.size());
+  // A node's billed life up to the data's end (`as_of`), and its part in
+  // the range, [w0, w1) (empty when w1 <= w0); nullopt: launched after the
+  // data the report stands on.
+  struct BilledWindow {
+    int64_t launch, bill_end, w0, w1;
+  };
+  auto billed_window = [&](const NodeFact& n) -> std::optional<BilledWindow> {
+    const int64_t launch = ToUnixSeconds(n.launch);
+    if (launch > as_of) return std::nullopt;
+    const int64_t bill_end = std::max(launch, n.end ? std::min(ToUnixSeconds(*n.end), as_of) : as_of);
+    return BilledWindow{launch, bill_end, std::max(launch, from), std::min(bill_end, to)};
+  };
   {
     // Room for every node's slices, buckets and charges at once: grown by
     // doubling, these arrays (hundreds of MB for a year of a large fleet)
@@ -430,11 +442,10 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
     // change and one for the loss window; its buckets one per day.
     size_t most_slices = 0, most_days = 0;
     for (const NodeFact& n : f.nodes) {
-      const int64_t launch = ToUnixSeconds(n.launch);
-      if (launch > as_of) continue;
-      const int64_t bill_end = std::max(launch, n.end ? std::min(ToUnixSeconds(*n.end), as_of) : as_of);
-      const int64_t w0 = std::max(launch, from), w1 = std::max(w0, std::min(bill_end, to));
-      const size_t days = static_cast<size_t>(FloorDiv(w1, kSecondsPerDay) - FloorDiv(w0, kSecondsPerDay)) + 1;
+      const std::optional<BilledWindow> b = billed_window(n);
+      if (!b) continue;
+      const int64_t w1 = std::max(b->w0, b->w1);
+      const size_t days = static_cast<size_t>(FloorDiv(w1, kSecondsPerDay) - FloorDiv(b->w0, kSecondsPerDay)) + 1;
       most_days += days;
       most_slices += days + n.prices.size() + 1;
     }
@@ -448,12 +459,9 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
     w.gpu_count = n.gpu_count;
     w.on_demand_usd_per_hour = n.on_demand_usd_per_hour;
     w.slice_begin = w.slice_end = slices.size();
-    const int64_t launch = ToUnixSeconds(n.launch);
-    if (launch > as_of) continue;  // after the data the report stands on
-    int64_t bill_end = n.end ? std::min(ToUnixSeconds(*n.end), as_of) : as_of;
-    bill_end = std::max(bill_end, launch);
-    const int64_t w0 = std::max(launch, from);
-    const int64_t w1 = std::min(bill_end, to);
+    const std::optional<BilledWindow> window = billed_window(n);
+    if (!window) continue;
+    const int64_t launch = window->launch, bill_end = window->bill_end, w0 = window->w0, w1 = window->w1;
     // The minimum charge tops up a short life; it is due at the launch.
     const int64_t top_up = launch >= from && launch < to ? std::max<int64_t>(0, min_billed - (bill_end - launch)) : 0;
     if (w1 <= w0 && top_up == 0) continue;

@@ -26,6 +26,22 @@ bool LabelSaysDoNotDisrupt(const std::map<std::string, std::string>& labels, con
 // Hours a new node of offering `o` (type index `type`) warms up before its
 // GPUs are allocatable: its family's learned warm-up, else the offering's
 // launch latency (the catalog's prior).
+// What a node's running work costs where it is: its expected interruption
+// loss per hour, and the one-off cost of moving it (each unit's restart at
+// on-demand value), per hour.
+struct RunningWorkCost {
+  double risk = 0;
+  double disruption = 0;
+};
+RunningWorkCost CostOfRunningWork(const Node& n, const InstanceType& type, double wait_h) {
+  RunningWorkCost c;
+  for (const auto& u : n.running) {
+    c.risk += ExpectedInterruptionUsdPerHour(u, n.offering, type, wait_h);
+    c.disruption += std::max<int64_t>(0, u.restart_cost.count()) / 3600.0 * OnDemandValueUsdPerHour(u, n.offering, type);
+  }
+  return c;
+}
+
 double WarmUpHours(const Snapshot& snap, int type, const Offering& o) {
   if (type >= 0) {
     const InstanceType& t = snap.instance_types[type];
@@ -145,20 +161,33 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
   // it is not needed, within the pool's min_nodes and the tick's removals,
   // and the controller counts it in the window like every removal by plan.
   // `held_back`: empty nodes of the pool already counted as not needed but
-  // left for later ticks (below); they leave the pool too.
-  auto pool_ok_to_remove = [&](int pool, bool empty, int held_back = 0) {
+  // left for later ticks (below); they leave the pool too. `count`: nodes
+  // removed together.
+  auto pool_ok_to_remove = [&](int pool, bool empty, int held_back = 0, int count = 1) {
     if (pool < 0) return true;
-    if (!empty && pools_[pool].disrupt_allow <= 0) return false;
-    return st.pool_count[pool] - held_back - 1 >= pools_[pool].pol.min_nodes;
+    if (!empty && pools_[pool].disrupt_allow < count) return false;
+    return st.pool_count[pool] - held_back - count >= pools_[pool].pol.min_nodes;
   };
-  auto commit_removal = [&](int pool, double price, bool empty) {
+  // Node `bi` leaves the plan (its termination is the caller's).
+  auto commit_removal = [&](int bi, bool empty) {
+    Bin& b = existing_[bi];
+    b.removed = true;
+    free_whole_total -= std::max(0, b.free_whole);
     ++removed;
-    if (pool >= 0) {
-      if (!empty) pools_[pool].disrupt_allow--;
-      st.pool_count[pool]--;
-      st.pool_cost[pool] -= price;
+    if (b.pool >= 0) {
+      if (!empty) pools_[b.pool].disrupt_allow--;
+      st.pool_count[b.pool]--;
+      st.pool_cost[b.pool] -= b.price;
     }
-    st.cost -= price;
+    st.cost -= b.price;
+  };
+  // A new node that takes replaced nodes' work joins the plan.
+  auto commit_replacement = [&](const Bin& nb, const Option& op) {
+    st.bins.push_back(nb);
+    st.pool_count[op.pool]++;
+    st.pool_cost[op.pool] += op.price;
+    st.cost += op.price;
+    st.added++;
   };
 
   for (const Cand& c : cands) {
@@ -181,22 +210,15 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
     if (c.empty) {
       t.saves_usd_per_hour = src.price;
       t.reason = "empty node, not needed: saves " + Usd(src.price) + "/h";
-      src.removed = true;
-      free_whole_total -= std::max(0, src.free_whole);
-      commit_removal(src.pool, src.price, true);
+      commit_removal(c.node, true);
       terms.push_back(std::move(t));
       continue;
     }
     const InstanceType* type = src.type >= 0 ? &snap_.instance_types[src.type] : nullptr;
-    double risk_old = 0, disruption = 0;
+    const RunningWorkCost old_cost = type ? CostOfRunningWork(n, *type, src.wait_h) : RunningWorkCost{};
+    const double risk_old = old_cost.risk, disruption = old_cost.disruption;
     int need_whole = 0;
-    for (const auto& u : n.running) {
-      if (type) {
-        risk_old += ExpectedInterruptionUsdPerHour(u, n.offering, *type, src.wait_h);
-        disruption += std::max<int64_t>(0, u.restart_cost.count()) / 3600.0 * OnDemandValueUsdPerHour(u, n.offering, *type);
-      }
-      need_whole += std::max(0, u.gpus);
-    }
+    for (const auto& u : n.running) need_whole += std::max(0, u.gpus);
     const double best_case = src.price + risk_old - disruption;
     if (best_case < d.min_savings_usd_per_hour || (src.price > 0 && best_case / src.price < d.min_savings_fraction))
       continue;
@@ -266,11 +288,11 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
         }
         t.reason = "its " + std::to_string(n.running.size()) + " unit(s) fit on other nodes: saves " + Usd(saves) +
                    "/h after " + Usd(disruption) + "/h disruption cost";
-        src.removed = true;
+        commit_removal(c.node, false);
+        // The receivers' room went down as well.
         free_whole_total = 0;
         for (int bi : receivers)
           if (!existing_[bi].removed) free_whole_total += std::max(0, existing_[bi].free_whole);
-        commit_removal(src.pool, src.price, false);
         terms.push_back(std::move(t));
         continue;
       }
@@ -320,14 +342,8 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
       for (int k : order) t.moved_unit_ids.push_back(n.running[k].id);
       t.reason = "replaced by " + Describe(off) + " at " + Usd(op.price) + "/h: saves " + Usd(saves) + "/h after " +
                  Usd(disruption) + "/h disruption cost";
-      st.bins.push_back(nb);
-      st.pool_count[op.pool]++;
-      st.pool_cost[op.pool] += op.price;
-      st.cost += op.price;
-      st.added++;
-      src.removed = true;
-      free_whole_total -= std::max(0, src.free_whole);
-      commit_removal(src.pool, src.price, false);
+      commit_replacement(nb, op);
+      commit_removal(c.node, false);
       terms.push_back(std::move(t));
       break;
     }
@@ -343,8 +359,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
   if (removed + 2 > max_removed || st.added >= policy_.scaling.max_nodes_added_per_tick) return;
   struct PairCand {
     int node;
-    double risk_old;
-    double disruption;
+    RunningWorkCost cost;
     double gpus;  // GPU share of its units
     int64_t cpu_milli;
     int64_t mem_mib;
@@ -356,14 +371,11 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
     if (c.empty || b.removed || b.receiver || b.pool < 0 || b.type < 0) continue;
     if (pools_[b.pool].disrupt_allow < 2) continue;
     const Node& n = snap_.nodes[c.node];
-    const InstanceType& type = snap_.instance_types[b.type];
-    PairCand pc{c.node, 0, 0, 0, 0, 0};
+    PairCand pc{c.node, CostOfRunningWork(n, snap_.instance_types[b.type], b.wait_h), 0, 0, 0};
     for (const auto& u : n.running) {
       pc.gpus += GpuShare(u);
       pc.cpu_milli += std::max<int64_t>(0, u.cpu_milli);
       pc.mem_mib += std::max<int64_t>(0, u.memory_mib);
-      pc.risk_old += ExpectedInterruptionUsdPerHour(u, n.offering, type, b.wait_h);
-      pc.disruption += std::max<int64_t>(0, u.restart_cost.count()) / 3600.0 * OnDemandValueUsdPerHour(u, n.offering, type);
     }
     pair_cands.push_back(pc);
   }
@@ -377,19 +389,20 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
       Bin& bb = existing_[b.node];
       if (ba.removed || bb.removed || ba.pool != bb.pool) continue;
       const int pool = ba.pool;
-      if (pools_[pool].disrupt_allow < 2 || st.pool_count[pool] - 2 < pools_[pool].pol.min_nodes) continue;
+      if (!pool_ok_to_remove(pool, false, 0, 2)) continue;
       const double price = ba.price + bb.price;
-      const double old_total = price + a.risk_old + b.risk_old - a.disruption - b.disruption;
+      const double disruption = a.cost.disruption + b.cost.disruption;
+      const double old_total = price + a.cost.risk + b.cost.risk - disruption;
       if (old_total < d.min_savings_usd_per_hour || (price > 0 && old_total / price < d.min_savings_fraction)) continue;
-      // Both nodes' units, largest first, each with the bin it leaves.
-      std::vector<std::pair<const Bin*, std::pair<int, int>>> units;  // (from, (node, running index))
+      // Both nodes' units, largest first: (node, running index).
+      std::vector<std::pair<int, int>> units;
       for (const PairCand* pc : {&a, &b})
-        for (size_t k = 0; k < snap_.nodes[pc->node].running.size(); ++k)
-          units.push_back({&existing_[pc->node], {pc->node, int(k)}});
-      std::stable_sort(units.begin(), units.end(), [&](const auto& x, const auto& y) {
-        return GpuShare(snap_.nodes[x.second.first].running[x.second.second]) >
-               GpuShare(snap_.nodes[y.second.first].running[y.second.second]);
-      });
+        for (size_t k = 0; k < snap_.nodes[pc->node].running.size(); ++k) units.emplace_back(pc->node, int(k));
+      auto unit_at = [&](const std::pair<int, int>& at) -> const DemandUnit& {
+        return snap_.nodes[at.first].running[at.second];
+      };
+      std::stable_sort(units.begin(), units.end(),
+                       [&](const auto& x, const auto& y) { return GpuShare(unit_at(x)) > GpuShare(unit_at(y)); });
       const double need_gpus = a.gpus + b.gpus;
       const int64_t need_cpu = a.cpu_milli + b.cpu_milli;
       const int64_t need_mem = a.mem_mib + b.mem_mib;
@@ -406,12 +419,12 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
         double risk_new = 0;
         bool all = true;
         Allowances allow = st.allow;
-        for (const auto& [from, at] : units) {
-          const DemandUnit& u = snap_.nodes[at.first].running[at.second];
+        for (const auto& at : units) {
+          const DemandUnit& u = unit_at(at);
           const int cls = class_index_.at(u.workload_class);
           int mig = -1;
           if (!UnitAllowed(u, cls, op.pool, off, op.type, op.zone, &mig) || Take(nb, ShapeOf(u), mig, 1) != 1 ||
-              !MoveAllowance(u, cls, *from, nb, allow)) {
+              !MoveAllowance(u, cls, existing_[at.first], nb, allow)) {
             all = false;
             break;
           }
@@ -424,25 +437,19 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
         if (saves * static_cast<double>(d.replacement_horizon.count()) / 3600.0 < overlap_usd) continue;
         st.allow = std::move(allow);
         nb.risk = risk_new;
-        for (const auto& [from, at] : units) nb.moved.push_back(at);
+        nb.moved.insert(nb.moved.end(), units.begin(), units.end());
         for (const PairCand* pc : {&a, &b}) {
           const Node& n = snap_.nodes[pc->node];
           TerminationAction t = TerminationOf(n, TerminationKind::kReplace);
           t.saves_usd_per_hour = saves / 2;
           for (const auto& u : n.running) t.moved_unit_ids.push_back(u.id);
           t.reason = "replaced, with " + snap_.nodes[(pc == &a ? b : a).node].id + ", by one " + Describe(off) + " at " +
-                     Usd(op.price) + "/h: the two save " + Usd(saves) + "/h after " +
-                     Usd(a.disruption + b.disruption) + "/h disruption cost";
-          existing_[pc->node].removed = true;
-          free_whole_total -= std::max(0, existing_[pc->node].free_whole);
-          commit_removal(pool, existing_[pc->node].price, false);
+                     Usd(op.price) + "/h: the two save " + Usd(saves) + "/h after " + Usd(disruption) +
+                     "/h disruption cost";
+          commit_removal(pc->node, false);
           terms.push_back(std::move(t));
         }
-        st.bins.push_back(nb);
-        st.pool_count[op.pool]++;
-        st.pool_cost[op.pool] += op.price;
-        st.cost += op.price;
-        st.added++;
+        commit_replacement(nb, op);
         break;
       }
     }

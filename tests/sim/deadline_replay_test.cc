@@ -13,6 +13,7 @@
 #include "sim/report.h"
 #include "sim/runner.h"
 #include "sim/scenario.h"
+#include "sim/sim_test_jobs.h"
 
 namespace gpuscaler::sim {
 namespace {
@@ -25,20 +26,7 @@ constexpr Seconds kDeadline{6 * 3600};
 // 0 from the start until `spot_back`. No random interruptions.
 Scenario Deferrable(Seconds spot_back) {
   Trace trace;
-  for (int i = 0; i < 4; ++i) {
-    TraceJob j;
-    j.submit = Seconds(60);
-    j.duration = kJob;
-    j.unit.id = "train-" + std::to_string(i);
-    j.unit.workload_class = "training";
-    j.unit.gpus = 1;
-    j.unit.cpu_milli = 2000;
-    j.unit.memory_mib = 8192;
-    j.unit.expected_runtime = kJob;
-    j.unit.checkpoint_interval = Seconds(1800);
-    j.unit.restart_cost = Seconds(300);
-    trace.jobs.push_back(j);
-  }
+  for (int i = 0; i < 4; ++i) trace.jobs.push_back(testing::TrainingJob(i, Seconds(60), kJob, Seconds(1800)));
   trace.span = Seconds(60);
   SpotMarket market;
   PricePoint price;

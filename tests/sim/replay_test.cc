@@ -18,9 +18,12 @@
 #include "sim/scenario.h"
 #include "sim/trace_readers.h"
 #include "sim/workload.h"
+#include "sim/sim_test_jobs.h"
 
 namespace gpuscaler::sim {
 namespace {
+
+using testing::TrainingJob;
 
 Scenario Demo(int days, uint64_t seed = 1) {
   Result<Scenario> s = MakeBuiltinScenario("demo", seed, days, BuiltinCatalog());
@@ -300,22 +303,6 @@ TEST(Replay, SaysWhyEachJobThatNeverRanStayedQueued) {
 // with spot.max_pool_share 0.25 it takes two jobs' at most. After the drop
 // the pool is marked reclaimed, so no spot node is launched there for the
 // 30-minute cooldown, although capacity is back after 10.
-// Job `i` of class "training": 1 GPU, hourly checkpoints, 5-minute restart.
-TraceJob TrainingJob(int i, Seconds submit, Seconds duration) {
-  TraceJob j;
-  j.submit = submit;
-  j.duration = duration;
-  j.unit.id = "train-" + std::to_string(i);
-  j.unit.workload_class = "training";
-  j.unit.gpus = 1;
-  j.unit.cpu_milli = 2000;
-  j.unit.memory_mib = 8192;
-  j.unit.expected_runtime = duration;
-  j.unit.checkpoint_interval = Seconds(3600);
-  j.unit.restart_cost = Seconds(300);
-  return j;
-}
-
 // Eight 1-GPU jobs of class "training", 6 hours each, all at the start.
 Trace EightSixHourTrainingJobs() {
   Trace trace;
