@@ -18,6 +18,10 @@
 # machine cannot run away with CI. A count, unlike a time, is the same on
 # every machine: with FUZZ_SEED fixed, CI's run is the run a push was
 # checked with (up to the checkout path, which appears in some messages).
+# FUZZ_DEADLINE=EPOCH_SECONDS (CI sets it) lowers that cap further so that
+# fuzzing, which starts after the build, ends by then: each target gets at
+# most its share of the time left (never under 15 s). A target stopped by a
+# cap says so; a cap never fails the run, only a crash does.
 # FUZZ_SEED=N fixes libFuzzer's random seed: a run from a fresh build/fuzz/run
 # then mutates the same inputs in the same order on any machine, so a
 # shorter run explores a prefix of a longer one. CI uses FUZZ_SEED=1 with
@@ -65,6 +69,17 @@ echo "fuzz: build took $(( $(date +%s) - build_start ))s"
 
 run=build/fuzz/run
 mkdir -p "$run"
+
+if [ -n "${FUZZ_DEADLINE:-}" ]; then
+  # Targets run `workers` at a time, so each gets left * workers / targets.
+  left=$(( FUZZ_DEADLINE - $(date +%s) ))
+  share=$(( left * workers / ${#targets[@]} ))
+  [ "$share" -lt 15 ] && share=15
+  if [ "$share" -lt "$seconds" ]; then
+    echo "fuzz: ${left}s left before FUZZ_DEADLINE: each target capped at ${share}s (was ${seconds}s)"
+    seconds=$share
+  fi
+fi
 
 # seed TARGET PREFIX_BYTES FILE: the first lines of FILE, behind the bytes
 # the target reads first (format selectors), as one seed.
