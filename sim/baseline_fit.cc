@@ -29,10 +29,6 @@ bool GpuMatches(const DemandUnit& u, const GpuModel* gpu) {
 
 }  // namespace
 
-bool Contains(const std::vector<std::string>& v, const std::string& s) {
-  return std::find(v.begin(), v.end(), s) != v.end();
-}
-
 bool Admits(const Policy& policy, const DemandUnit& u, const std::string& pool, const Offering& o) {
   if (!u.interruptible && o.capacity_type == CapacityType::kSpot) return false;
   if (u.capacity_type && *u.capacity_type != o.capacity_type) return false;

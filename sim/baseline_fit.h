@@ -9,12 +9,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gpuscaler/model/find_by_name.h"
 #include "gpuscaler/model/snapshot.h"
 #include "gpuscaler/policy/policy.h"
 
 namespace gpuscaler::sim::baseline_detail {
-
-bool Contains(const std::vector<std::string>& v, const std::string& s);
 
 // Free capacity of one node (existing or opened by this plan).
 struct Bin {

@@ -18,7 +18,6 @@ namespace {
 using baseline_detail::Admits;
 using baseline_detail::Bin;
 using baseline_detail::Candidate;
-using baseline_detail::Contains;
 using baseline_detail::FitIndex;
 using baseline_detail::TryFit;
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <numbers>
 #include <random>
 
 #include "gpuscaler/policy/loader.h"
@@ -10,8 +11,6 @@
 
 namespace gpuscaler::sim {
 namespace {
-
-constexpr double kPi = 3.14159265358979323846;
 
 // Seeded draws whose values do not depend on the standard library's
 // distributions (those differ between implementations).
@@ -21,7 +20,7 @@ class Rng {
   double Uniform() { return static_cast<double>(engine_() >> 11) * (1.0 / 9007199254740992.0); }
   double Normal() {
     const double u1 = std::max(Uniform(), 1e-12);
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * kPi * Uniform());
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * Uniform());
   }
   double LogNormal(double median, double sigma) { return median * std::exp(sigma * Normal()); }
   int Int(int lo, int hi) { return lo + static_cast<int>(Uniform() * (hi - lo + 1)); }
@@ -92,7 +91,7 @@ Trace GenerateLoad(const LoadSpec& spec, uint64_t seed, const std::string& sourc
   const double span_s = static_cast<double>(spec.span.count());
   auto diurnal = [](double t_s) {
     const double hour = std::fmod(t_s / 3600.0, 24.0);
-    return 1.0 + 0.7 * std::cos(2.0 * kPi * (hour - 15.0) / 24.0);
+    return 1.0 + 0.7 * std::cos(2.0 * std::numbers::pi * (hour - 15.0) / 24.0);
   };
   int64_t n = 0;
   while (n < spec.inference_jobs) {

@@ -3,11 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <numbers>
 
 namespace gpuscaler::sim {
 namespace {
-
-constexpr double kPi = 3.14159265358979323846;
 
 double Hours(Seconds d) { return static_cast<double>(d.count()) / 3600.0; }
 
@@ -97,7 +96,7 @@ Seconds SimCloud::SampleLatency(const Offering& o, std::mt19937_64& rng) const {
   }
   const double u1 = std::max(Uniform(rng), 1e-12);
   const double u2 = Uniform(rng);
-  const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * kPi * u2);
+  const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
   const double s = static_cast<double>(d.median.count()) * std::exp(d.sigma * z);
   return std::max(d.min, Seconds(static_cast<int64_t>(std::llround(s))));
 }
@@ -262,7 +261,7 @@ void SimCloud::Handle(const Event& e) {
                                                                      : base_price_[e.a] * 3;
       const double u1 = std::max(Uniform(walk_rng_), 1e-12);
       const double u2 = Uniform(walk_rng_);
-      const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * kPi * u2);
+      const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
       double lp = std::log(price_[e.a]);
       lp += w.reversion * (std::log(base_price_[e.a]) - lp) + w.sigma * z;
       double p = std::clamp(std::exp(lp), od * w.min_fraction_of_on_demand, od * w.max_fraction_of_on_demand);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "gpuscaler/model/find_by_name.h"
+
 namespace gpuscaler::sim {
 namespace {
 
@@ -15,10 +17,6 @@ std::string ShapeKey(const DemandUnit& u) {
   for (const auto& z : u.zones) k += "|z" + z;
   for (const auto& t : u.instance_types) k += "|t" + t;
   return k;
-}
-
-bool Contains(const std::vector<std::string>& v, const std::string& s) {
-  return std::find(v.begin(), v.end(), s) != v.end();
 }
 
 }  // namespace

@@ -38,9 +38,8 @@ struct CloudEmulatorOptions {
   std::string provider;  // "", aws or gcp
 };
 
-int Fail(const std::string& message, int code) {
-  std::cerr << "gpuscaler cloud-emulator: " << message << "\n";
-  return code;
+int EmulatorFail(const std::string& message, int code) {
+  return FailCommand("gpuscaler cloud-emulator", message, code);
 }
 
 template <typename Emulator>
@@ -61,7 +60,7 @@ server::HttpResponse Serve(Emulator& emulator, const server::HttpRequest& reques
 
 int RunCloudEmulator(const CloudEmulatorOptions& o) {
   const size_t colon = o.listen.rfind(':');
-  if (colon == std::string::npos) return Fail("--listen wants HOST:PORT, got '" + o.listen + "'", 2);
+  if (colon == std::string::npos) return EmulatorFail("--listen wants HOST:PORT, got '" + o.listen + "'", 2);
   server::HttpServerOptions http_options;
   http_options.host = o.listen.substr(0, colon);
   try {
@@ -69,7 +68,7 @@ int RunCloudEmulator(const CloudEmulatorOptions& o) {
     if (port < 0 || port > 65535) throw std::out_of_range("port");
     http_options.port = static_cast<uint16_t>(port);
   } catch (const std::exception&) {
-    return Fail("--listen wants HOST:PORT, got '" + o.listen + "'", 2);
+    return EmulatorFail("--listen wants HOST:PORT, got '" + o.listen + "'", 2);
   }
   http_options.max_body_bytes = 16 * 1024 * 1024;
 
@@ -77,13 +76,14 @@ int RunCloudEmulator(const CloudEmulatorOptions& o) {
   std::string text;
   if (!o.scenario_file.empty()) {
     auto read = ReadTextFile(o.scenario_file);
-    if (!read.ok()) return Fail(o.scenario_file + ": " + read.error().message(), 2);
+    if (!read.ok()) return EmulatorFail(o.scenario_file + ": " + read.error().message(), 2);
     text = std::move(*read);
   }
   auto provider = sim::EmulatorScenarioProvider(text);
-  if (!provider.ok()) return Fail(o.scenario_file + ": " + provider.error().message(), 2);
+  if (!provider.ok()) return EmulatorFail(o.scenario_file + ": " + provider.error().message(), 2);
   if (!o.provider.empty() && !provider->empty() && *provider != o.provider) {
-    return Fail("--provider " + o.provider + " but " + o.scenario_file + " says provider: " + *provider, 2);
+    return EmulatorFail(
+        "--provider " + o.provider + " but " + o.scenario_file + " says provider: " + *provider, 2);
   }
   const std::string which = !o.provider.empty() ? o.provider : !provider->empty() ? *provider : "aws";
 
@@ -96,7 +96,7 @@ int RunCloudEmulator(const CloudEmulatorOptions& o) {
     const std::string base_dir =
         o.scenario_file.empty() ? "." : std::filesystem::path(o.scenario_file).parent_path().string();
     auto parsed = sim::ParseGcpScenario(text, base_dir.empty() ? "." : base_dir);
-    if (!parsed.ok()) return Fail(o.scenario_file + ": " + parsed.error().message(), 2);
+    if (!parsed.ok()) return EmulatorFail(o.scenario_file + ": " + parsed.error().message(), 2);
     banner = "(Compute Engine, project " + parsed->project + ")";
     gcp = std::make_unique<sim::GcpEmulator>(std::move(*parsed), clock);
     // zoneOperations.wait blocks up to 2 minutes as Compute Engine's does,
@@ -119,7 +119,7 @@ int RunCloudEmulator(const CloudEmulatorOptions& o) {
     sim::EmulatorScenario scenario;
     if (!text.empty()) {
       auto parsed = sim::ParseEmulatorScenario(text, clock.WallNow());
-      if (!parsed.ok()) return Fail(o.scenario_file + ": " + parsed.error().message(), 2);
+      if (!parsed.ok()) return EmulatorFail(o.scenario_file + ": " + parsed.error().message(), 2);
       scenario = std::move(*parsed);
     }
     banner = "(region " + scenario.region + ")";
@@ -133,7 +133,7 @@ int RunCloudEmulator(const CloudEmulatorOptions& o) {
 
   boost::asio::io_context io(1);
   server::HttpServer http(io, http_options, std::move(router));
-  if (Status s = http.Start(); !s.ok()) return Fail(s.error().message(), 2);
+  if (Status s = http.Start(); !s.ok()) return EmulatorFail(s.error().message(), 2);
   std::cout << "cloud-emulator listening on http://" << http_options.host << ":" << http.port() << "/ " << banner
             << std::endl;
   if (!o.port_file.empty()) {

@@ -4,6 +4,9 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <iostream>
+#include <string>
+#include <string_view>
 
 namespace gpuscaler::cli {
 
@@ -15,5 +18,12 @@ void RegisterMergeCommand(CLI::App& sim, int* exit_code);    // sim_merge.cc
 void RegisterRunCommand(CLI::App& app, int* exit_code);      // run_command.cc
 void RegisterReportCommand(CLI::App& app, int* exit_code);   // report_command.cc
 void RegisterCloudEmulatorCommand(CLI::App& app, int* exit_code);  // cloud_emulator_command.cc
+
+// Prints "COMMAND: MESSAGE" on stderr and returns `code`: a subcommand's
+// `return ...Fail(message, code)` on bad input (2) or a failed step (1).
+inline int FailCommand(std::string_view command, const std::string& message, int code) {
+  std::cerr << command << ": " << message << "\n";
+  return code;
+}
 
 }  // namespace gpuscaler::cli

@@ -41,37 +41,37 @@ struct SimOptions {
   std::string snapshot_out;
 };
 
-int Fail(const std::string& message, int code) {
-  std::cerr << "gpuscaler sim: " << message << "\n";
-  return code;
-}
+int SimFail(const std::string& message, int code) { return FailCommand("gpuscaler sim", message, code); }
 
 // Replays the scenario with the planner up to the first tick at or after
 // --snapshot-at and writes the snapshot that tick planned from, for
 // `gpuscaler explain` (docs/snapshot.md).
 int ExportSnapshot(const SimOptions& o, const sim::Scenario& scenario) {
-  if (o.snapshot_at.empty() || o.snapshot_out.empty()) return Fail("--snapshot-at and --snapshot-out go together", 2);
+  if (o.snapshot_at.empty() || o.snapshot_out.empty())
+    return SimFail("--snapshot-at and --snapshot-out go together", 2);
   WallTime at{};
   Seconds offset{};
   if (ParseRfc3339(o.snapshot_at, &at)) {
   } else if (ParseDuration(o.snapshot_at, &offset)) {
     at = scenario.start + offset;
   } else {
-    return Fail("--snapshot-at '" + o.snapshot_at + "': give a duration from the start (36h) or an RFC 3339 time", 2);
+    return SimFail(
+        "--snapshot-at '" + o.snapshot_at + "': give a duration from the start (36h) or an RFC 3339 time", 2);
   }
   if (at < scenario.start || at >= scenario.start + scenario.horizon)
-    return Fail("--snapshot-at " + FormatRfc3339(at) + " is outside the replay [" + FormatRfc3339(scenario.start) +
-                    ", " + FormatRfc3339(scenario.start + scenario.horizon) + ")",
-                2);
+    return SimFail("--snapshot-at " + FormatRfc3339(at) + " is outside the replay [" +
+                       FormatRfc3339(scenario.start) + ", " +
+                       FormatRfc3339(scenario.start + scenario.horizon) + ")",
+                   2);
   Result<sim::RunSpec> spec = sim::MakeRunSpec("gpuscaler", scenario, nullptr);
-  if (!spec) return Fail(spec.error().message(), 2);
+  if (!spec) return SimFail(spec.error().message(), 2);
   sim::Replay replay(scenario, std::move(spec).value());
   while (!replay.done()) {
     if (replay.Step() && replay.now() >= at) break;
   }
   std::ofstream out(o.snapshot_out, std::ios::binary);
   out << FormatSnapshotJson(replay.controller().snapshot());
-  if (!out) return Fail("cannot write " + o.snapshot_out, 1);
+  if (!out) return SimFail("cannot write " + o.snapshot_out, 1);
   std::cerr << "gpuscaler sim: wrote the snapshot of the tick at " << FormatRfc3339(replay.now()) << " to "
             << o.snapshot_out << " (replay it: gpuscaler explain --snapshot " << o.snapshot_out << " --policy ...)\n";
   return 0;
@@ -94,14 +94,16 @@ Status CheckRunNamesFree(SqliteAuditStore& store, std::vector<std::string> names
 
 int RunSim(const SimOptions& o) {
   const SimInputs& in = o.in;
-  if (in.scenario.empty() == in.trace_file.empty()) return Fail("give exactly one of --scenario or --trace", 2);
-  if (!in.trace_file.empty() && in.trace_format.empty()) return Fail("--trace needs --trace-format", 2);
-  if (in.prices_file.empty() != in.prices_format.empty()) return Fail("--prices and --prices-format go together", 2);
-  if (o.compare && !o.baseline.empty()) return Fail("--baseline and --compare exclude each other", 2);
+  if (in.scenario.empty() == in.trace_file.empty())
+    return SimFail("give exactly one of --scenario or --trace", 2);
+  if (!in.trace_file.empty() && in.trace_format.empty()) return SimFail("--trace needs --trace-format", 2);
+  if (in.prices_file.empty() != in.prices_format.empty())
+    return SimFail("--prices and --prices-format go together", 2);
+  if (o.compare && !o.baseline.empty()) return SimFail("--baseline and --compare exclude each other", 2);
 
   std::string catalog_source;
   Result<Catalog> catalog = LoadSimCatalog(in, &catalog_source);
-  if (!catalog) return Fail(catalog.error().message(), 2);
+  if (!catalog) return SimFail(catalog.error().message(), 2);
 
   std::optional<Policy> policy;
   if (!o.policy_file.empty()) {
@@ -116,7 +118,7 @@ int RunSim(const SimOptions& o) {
   std::vector<std::string> warnings;
   Result<sim::Scenario> built = BuildSimScenario(in, *catalog, catalog_source, policy, o.policy_file, &warnings);
   for (const std::string& w : warnings) std::cerr << "gpuscaler sim: " << w << "\n";
-  if (!built) return Fail(built.error().message(), 2);
+  if (!built) return SimFail(built.error().message(), 2);
   sim::Scenario scenario = std::move(built).value();
 
   if (!o.snapshot_at.empty() || !o.snapshot_out.empty()) return ExportSnapshot(o, scenario);
@@ -136,12 +138,13 @@ int RunSim(const SimOptions& o) {
     so.intent_sync = SqliteAuditStoreOptions::IntentSync::kWithTick;
     so.group_commit_ticks = 64;
     Result<std::unique_ptr<SqliteAuditStore>> opened = SqliteAuditStore::Open(o.db_file, so);
-    if (!opened) return Fail(opened.error().ToString(), 1);
+    if (!opened) return SimFail(opened.error().ToString(), 1);
     store = std::move(opened).value();
     // Each policy and baseline is recorded as its own run, named after it
     // (on-demand always runs: savings are measured against it). A second
     // replay under a name the file holds would reuse its instance ids.
-    if (Status s = CheckRunNamesFree(*store, names, o.db_file); !s.ok()) return Fail(s.error().message(), 2);
+    if (Status s = CheckRunNamesFree(*store, names, o.db_file); !s.ok())
+      return SimFail(s.error().message(), 2);
   }
 
   sim::RunOptions run;
@@ -158,10 +161,10 @@ int RunSim(const SimOptions& o) {
     };
   }
   Result<std::vector<sim::RunResult>> results = sim::RunMany(scenario, names, run);
-  if (!results) return Fail(results.error().message(), 2);
+  if (!results) return SimFail(results.error().message(), 2);
   if (store) {
     Status flushed = store->Flush();
-    if (!flushed.ok()) return Fail("writing " + o.db_file + ": " + flushed.error().ToString(), 1);
+    if (!flushed.ok()) return SimFail("writing " + o.db_file + ": " + flushed.error().ToString(), 1);
   }
 
   if (o.json) {
@@ -172,7 +175,7 @@ int RunSim(const SimOptions& o) {
   if (!o.timeseries_file.empty()) {
     std::ofstream out(o.timeseries_file, std::ios::binary);
     out << sim::FormatTimeseriesCsv(*results);
-    if (!out) return Fail("cannot write " + o.timeseries_file, 1);
+    if (!out) return SimFail("cannot write " + o.timeseries_file, 1);
   }
   return 0;
 }

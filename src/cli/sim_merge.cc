@@ -320,14 +320,14 @@ struct MergeOptions {
   std::string format = "csv";
 };
 
-int Fail(const std::string& message, int code) {
-  std::cerr << "gpuscaler sim merge: " << message << "\n";
-  return code;
+int MergeFail(const std::string& message, int code) {
+  return FailCommand("gpuscaler sim merge", message, code);
 }
 
 int RunMerge(const MergeOptions& o) {
   const fs::path cells_dir = fs::path(o.dir) / "cells";
-  if (!fs::is_directory(cells_dir)) return Fail(o.dir + " has no cells/ directory (write one with sim sweep)", 2);
+  if (!fs::is_directory(cells_dir))
+    return MergeFail(o.dir + " has no cells/ directory (write one with sim sweep)", 2);
   std::vector<std::string> ids;
   for (const auto& entry : fs::directory_iterator(cells_dir)) ids.push_back(entry.path().filename().string());
   std::sort(ids.begin(), ids.end());
@@ -341,14 +341,15 @@ int RunMerge(const MergeOptions& o) {
       continue;
     }
     Json s = Json::parse(in, nullptr, false);
-    if (s.is_discarded() || !s.contains("sim") || !s.contains("inputs")) return Fail(file.string() + ": not a cell summary", 2);
+    if (s.is_discarded() || !s.contains("sim") || !s.contains("inputs"))
+      return MergeFail(file.string() + ": not a cell summary", 2);
     const std::string run = s["inputs"]["run"];
     for (const Json& r : s["sim"]["results"]) {
       if (r["name"] == run) rows.push_back({s["inputs"], r});
     }
   }
   if (unfinished > 0) std::cerr << "gpuscaler sim merge: " << unfinished << " cell(s) have no result yet\n";
-  if (rows.empty()) return Fail(o.dir + ": no finished cell", 1);
+  if (rows.empty()) return MergeFail(o.dir + ": no finished cell", 1);
   const std::vector<Point> points = MeanPoints(rows);
 
   if (o.format == "html") {

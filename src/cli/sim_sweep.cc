@@ -581,16 +581,13 @@ std::string CodeHash() {
   return self ? Sha256Hex(*self) : std::string("unknown");
 }
 
-int Fail(const std::string& message, int code) {
-  std::cerr << "gpuscaler sim: " << message << "\n";
-  return code;
-}
+int SweepFail(const std::string& message, int code) { return FailCommand("gpuscaler sim", message, code); }
 
 int RunSweep(const SweepOptions& o) {
   Result<Grid> grid = ReadGrid(o.grid_file);
-  if (!grid) return Fail(grid.error().message(), 2);
+  if (!grid) return SweepFail(grid.error().message(), 2);
   Result<std::pair<int, int>> shard = ParseShard(o.shard);
-  if (!shard) return Fail(shard.error().message(), 2);
+  if (!shard) return SweepFail(shard.error().message(), 2);
   const char* index_env = std::getenv("JOB_COMPLETION_INDEX");
   if (o.shard.empty() && index_env != nullptr) {
     std::cerr << "gpuscaler sim: JOB_COMPLETION_INDEX is set but --shard is not: running every cell\n";
@@ -600,7 +597,7 @@ int RunSweep(const SweepOptions& o) {
   SimInputs catalog_inputs;
   catalog_inputs.catalog_file = plan.grid.catalog_file;
   Result<Catalog> catalog = LoadSimCatalog(catalog_inputs, &plan.catalog_source);
-  if (!catalog) return Fail(catalog.error().message(), 2);
+  if (!catalog) return SweepFail(catalog.error().message(), 2);
   plan.catalog = std::move(catalog).value();
 
   std::vector<Cell> all = Cells(plan.grid);
@@ -610,7 +607,7 @@ int RunSweep(const SweepOptions& o) {
   for (size_t i = 0; i < all.size(); ++i) {
     if (static_cast<int>(i % static_cast<size_t>(shard->second)) != shard->first) continue;
     Result<PreparedCell> p = Prepare(plan.grid, all[i], plan.catalog, plan.catalog_source, code_hash, &files);
-    if (!p) return Fail(p.error().message(), 2);
+    if (!p) return SweepFail(p.error().message(), 2);
     plan.cells.push_back(all[i]);
     plan.prepared.push_back(std::move(p).value());
   }
@@ -623,7 +620,7 @@ int RunSweep(const SweepOptions& o) {
   }
   std::error_code ec;
   fs::create_directories(fs::path(o.out_dir) / "cells", ec);
-  if (ec) return Fail("cannot create " + o.out_dir + "/cells: " + ec.message(), 1);
+  if (ec) return SweepFail("cannot create " + o.out_dir + "/cells: " + ec.message(), 1);
   {
     std::ifstream grid_text(o.grid_file, std::ios::binary);
     std::ostringstream copy;
@@ -646,7 +643,7 @@ int RunSweep(const SweepOptions& o) {
   for (int w = 0; w < workers && done_at_start < total; ++w) {
     std::fflush(nullptr);
     const pid_t pid = fork();
-    if (pid < 0) return Fail("fork failed", 1);
+    if (pid < 0) return SweepFail("fork failed", 1);
     if (pid == 0) {
       // A worker dies with the sweep (killed or not), so no replay outlives
       // the command that owns it; the lock it held goes with it.
@@ -681,9 +678,9 @@ int RunSweep(const SweepOptions& o) {
   const size_t done = CountDone(plan, o.out_dir);
   Progress(done, total, elapsed(), done_at_start, tty, true);
   if (failed > 0 || done < total) {
-    return Fail(std::to_string(total - done) + " cell(s) not done (" + std::to_string(failed) +
-                    " worker(s) failed); run the same command again to finish them",
-                1);
+    return SweepFail(std::to_string(total - done) + " cell(s) not done (" + std::to_string(failed) +
+                         " worker(s) failed); run the same command again to finish them",
+                     1);
   }
   return 0;
 }

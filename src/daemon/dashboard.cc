@@ -55,13 +55,6 @@ std::string TimeText(WallTime t) {
   return s;
 }
 
-int GpusOf(const Snapshot& s, const Node& n) {
-  for (const InstanceType& t : s.instance_types) {
-    if (t.name == n.offering.instance_type) return t.gpu_count;
-  }
-  return 0;
-}
-
 // Billed nodes: launching placeholders (no instance id yet) are not paid for.
 bool Billed(const Node& n) { return !n.instance_id.empty(); }
 

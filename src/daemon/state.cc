@@ -8,14 +8,14 @@
 #include "gpuscaler/model/time.h"
 
 namespace gpuscaler::daemon {
-namespace {
-
 int GpusOf(const Snapshot& s, const Node& n) {
   for (const InstanceType& t : s.instance_types) {
     if (t.name == n.offering.instance_type) return t.gpu_count;
   }
   return 0;
 }
+
+namespace {
 
 // Nearest-rank percentile of sorted, non-empty `v` (q in (0, 1]).
 double Percentile(const std::vector<double>& sorted, double q) {

@@ -152,4 +152,7 @@ std::vector<PendingClassStats> PendingByClass(const Snapshot& snapshot, const st
 // GET /api/v1/status: the status JSON (mode, nodes, costs, series).
 std::string StatusJson(const PublishedState& s);
 
+// GPUs of node `n`'s instance type in `s`'s catalog; 0 when it is not listed.
+int GpusOf(const Snapshot& s, const Node& n);
+
 }  // namespace gpuscaler::daemon

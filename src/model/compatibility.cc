@@ -2,14 +2,9 @@
 
 #include <algorithm>
 
+#include "gpuscaler/model/find_by_name.h"
+
 namespace gpuscaler {
-namespace {
-
-bool Contains(const std::vector<std::string>& v, const std::string& s) {
-  return std::find(v.begin(), v.end(), s) != v.end();
-}
-
-}  // namespace
 
 bool GpuModelListed(const std::vector<std::string>& names, const std::string& gpu_model,
                     const GpuModel* gpu) {

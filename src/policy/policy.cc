@@ -7,13 +7,6 @@
 #include "gpuscaler/model/find_by_name.h"
 
 namespace gpuscaler {
-namespace {
-
-bool Contains(const std::vector<std::string>& v, const std::string& s) {
-  return std::find(v.begin(), v.end(), s) != v.end();
-}
-
-}  // namespace
 
 bool NodePoolPolicy::AllowsType(const InstanceType& type, const GpuModel* gpu) const {
   if (instance_types.empty() && families.empty()) {

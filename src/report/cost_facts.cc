@@ -1,26 +1,23 @@
 #include <algorithm>
 #include <climits>
-#include <cstdio>
 #include <cmath>
+#include <condition_variable>
+#include <cstdio>
 #include <functional>
 #include <iterator>
 #include <map>
-#include <string>
-#include <string_view>
-#include <condition_variable>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <thread>
 
 #include "gpuscaler/report/cost_model.h"
 #include "gpuscaler/store/audit_reader.h"
+#include "utc_days.h"
 
 namespace gpuscaler::report {
 namespace {
-
-constexpr int64_t kSecondsPerDay = 86400;
-
-int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 // Instance id -> node index, open addressing: the usage scan looks one up per
 // row (millions). The ids are copied into one buffer, so that a probe

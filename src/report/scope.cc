@@ -23,17 +23,6 @@ bool IsId(const std::string& text) {
          std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
 }
 
-WallTime MonthStart(WallTime t) {
-  const std::chrono::year_month_day ymd{std::chrono::floor<std::chrono::days>(t)};
-  return std::chrono::time_point_cast<Seconds>(std::chrono::sys_days(ymd.year() / ymd.month() / 1));
-}
-
-WallTime NextMonthStart(WallTime t) {
-  const std::chrono::year_month_day ymd{std::chrono::floor<std::chrono::days>(t)};
-  return std::chrono::time_point_cast<Seconds>(
-      std::chrono::sys_days((ymd.year() / ymd.month() / 1) + std::chrono::months(1)));
-}
-
 }  // namespace
 
 Result<ReportScope> ResolveScope(AuditReader& reader, const ReportQuery& query) {
@@ -83,12 +72,12 @@ Result<ReportScope> ResolveScope(AuditReader& reader, const ReportQuery& query) 
     how = "the calendar month (UTC) of " + FormatRfc3339(now);
     // Data that ends before this month (a stopped daemon, or a demo on its
     // virtual clock): its last month, not a month it has nothing for.
-    if (*last && MonthStart(**last) < MonthStart(now)) {
+    if (*last && PeriodStart(**last, Period::kMonth) < PeriodStart(now, Period::kMonth)) {
       now = **last;
       how = "the calendar month (UTC) of the last record, " + FormatRfc3339(now) + " (none since)";
     }
-    if (!query.from_given) from = MonthStart(now);
-    if (!query.to_given) to = NextMonthStart(now);
+    if (!query.from_given) from = PeriodStart(now, Period::kMonth);
+    if (!query.to_given) to = NextPeriodStart(now, Period::kMonth);
   } else {
     WallTime started = selected.front()->run.started;
     WallTime ended = started;

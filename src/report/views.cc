@@ -9,14 +9,12 @@
 
 #include "gpuscaler/report/cost_model.h"
 #include "gpuscaler/store/audit_reader.h"
+#include "utc_days.h"
 
 namespace gpuscaler::report {
 namespace {
 
-constexpr int64_t kSecondsPerDay = 86400;
 constexpr size_t kMaxKeys = 8;  // period + 7 dimensions
-
-int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 using Key = std::array<int64_t, kMaxKeys>;
 struct KeyHash {
@@ -28,7 +26,7 @@ struct KeyHash {
 };
 
 // Interns the text of one dimension.
-struct Names {
+struct DimensionNames {
   std::vector<std::string> text;
   std::unordered_map<std::string, int64_t> ids;
   int64_t Id(const std::string& s) {
@@ -128,7 +126,7 @@ std::vector<int64_t> CentsPreservingTotal(const std::vector<double>& usd, std::o
 
 std::vector<GroupedRow> GroupLines(const CostFacts& facts, const std::vector<Dimension>& dims,
                                    std::optional<Period> period) {
-  std::vector<Names> names(dims.size());
+  std::vector<DimensionNames> names(dims.size());
   // Per node and per allocation, the id of each dimension's value.
   std::vector<std::vector<int64_t>> node_ids(facts.nodes.size(), std::vector<int64_t>(dims.size(), -1));
   std::vector<std::vector<int64_t>> alloc_ids(facts.allocations.size() + 1, std::vector<int64_t>(dims.size(), -1));
@@ -160,7 +158,8 @@ std::vector<GroupedRow> GroupLines(const CostFacts& facts, const std::vector<Dim
   // Small key spaces (the usual case) are summed in a dense array; large
   // ones in a hash map.
   size_t cells = period_starts.size();
-  for (const Names& n : names) cells = cells > (size_t{1} << 40) ? cells : cells * std::max<size_t>(1, n.text.size());
+  for (const DimensionNames& n : names)
+    cells = cells > (size_t{1} << 40) ? cells : cells * std::max<size_t>(1, n.text.size());
   constexpr size_t kMaxDenseCells = size_t{1} << 17;
   auto key_of = [&](const CostLine& line) {
     Key key{};

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gpuscaler/model/compatibility.h"
+#include "gpuscaler/model/find_by_name.h"
 #include "gpuscaler/model/gpu.h"
 #include "gpuscaler/solver/planner.h"
 
@@ -347,7 +348,6 @@ T ValueOr(const std::map<std::string, T>& m, const std::string& key, T absent) {
 }
 
 double ShareOfNode(double gpu_w, int64_t cpu_milli, const InstanceType& t);
-bool Contains(const std::vector<std::string>& v, const std::string& s);
 std::string Usd(double v);
 std::string Fixed(double v, int digits);
 Shape ShapeOf(const DemandUnit& u);

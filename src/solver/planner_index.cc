@@ -16,10 +16,6 @@ double ShareOfNode(double gpu_w, int64_t cpu_milli, const InstanceType& t) {
   return 0;
 }
 
-bool Contains(const std::vector<std::string>& v, const std::string& s) {
-  return std::find(v.begin(), v.end(), s) != v.end();
-}
-
 Shape ShapeOf(const DemandUnit& u) {
   Shape s;
   s.gpus = std::max(0, u.gpus);

@@ -15,7 +15,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const WallTime kNow = WallTime(Seconds(1783296000));  // 2026-07-06T00:00:00Z
+const WallTime kDashboardNow = WallTime(Seconds(1783296000));  // 2026-07-06T00:00:00Z
 
 size_t Count(const std::string& text, const std::string& needle) {
   size_t n = 0;
@@ -72,7 +72,7 @@ PublishedState TwoPools() {
   s.mode = "daemon";
   s.snapshot = snapshot;
   s.policy = policy;
-  s.last_tick_time = kNow;
+  s.last_tick_time = kDashboardNow;
   s.cost_usd_per_hour = 12;
   return s;
 }
@@ -128,7 +128,7 @@ TEST(DashboardBudgets, AMonthlyCapDrawsTheAllowanceAndTheBurnDownCap) {
   in.state.policy = policy;
   for (int i = 0; i < 3; ++i) {
     SeriesPoint p;
-    p.time = kNow - std::chrono::minutes(10 * (2 - i));
+    p.time = kDashboardNow - std::chrono::minutes(10 * (2 - i));
     p.usd_per_hour = 12;
     p.month_to_date_usd = 498 + i;
     p.global_allowance_usd_per_hour = 15;
@@ -146,14 +146,14 @@ TEST(DashboardPending, WaitsCountFromFirstSeenAndPercentilesAreNearestRank) {
   for (int i = 0; i < 10; ++i) snap.pending.push_back(Unit("a" + std::to_string(i), "alpha", 1));
   snap.pending.push_back(Unit("b0", "beta", 2));
   auto before = std::make_shared<std::map<std::string, WallTime>>();
-  for (int i = 0; i < 10; ++i) (*before)["a" + std::to_string(i)] = kNow - Seconds(60 * i);
-  (*before)["gone"] = kNow - 1h;
-  const auto since = PendingSince(before, snap, kNow);
+  for (int i = 0; i < 10; ++i) (*before)["a" + std::to_string(i)] = kDashboardNow - Seconds(60 * i);
+  (*before)["gone"] = kDashboardNow - 1h;
+  const auto since = PendingSince(before, snap, kDashboardNow);
   EXPECT_EQ(since->count("gone"), 0u);
-  EXPECT_EQ(since->at("b0"), kNow);  // first seen now
-  EXPECT_EQ(since->at("a9"), kNow - Seconds(540));
+  EXPECT_EQ(since->at("b0"), kDashboardNow);  // first seen now
+  EXPECT_EQ(since->at("a9"), kDashboardNow - Seconds(540));
 
-  const std::vector<PendingClassStats> stats = PendingByClass(snap, *since, kNow);
+  const std::vector<PendingClassStats> stats = PendingByClass(snap, *since, kDashboardNow);
   ASSERT_EQ(stats.size(), 2u);
   EXPECT_EQ(stats[0].workload_class, "alpha");
   EXPECT_EQ(stats[0].units, 10);
@@ -180,7 +180,7 @@ TEST(DashboardPending, WaitsCountFromFirstSeenAndPercentilesAreNearestRank) {
 
 TEST(DashboardChart, TimeAxisLabelsAscendAndLevelsAndGapsAreDrawn) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  const std::vector<WallTime> times = {kNow, kNow + 1h, kNow + 2h};
+  const std::vector<WallTime> times = {kDashboardNow, kDashboardNow + 1h, kDashboardNow + 2h};
   const std::string svg = TimeChartSvg("c", "a chart", times, {{"x", "#000", {1, nan, 3}, false}}, false,
                                        {{"cap 5", "#f00", 5, "cap"}}, "units");
   EXPECT_NE(svg.find("<svg id=\"c\" class=\"chart\""), std::string::npos);
@@ -197,7 +197,8 @@ TEST(DashboardChart, TimeAxisLabelsAscendAndLevelsAndGapsAreDrawn) {
   const std::string d = svg.substr(path, svg.find("/>", path) - path);
   EXPECT_EQ(Count(d, "M"), 2u) << d;
   // Over more than 20 hours the labels carry the date.
-  const std::string days = TimeChartSvg("d", "days", {kNow, kNow + 48h}, {{"x", "#000", {1, 2}, false}}, false, {}, "");
+  const std::string days = TimeChartSvg("d", "days", {kDashboardNow, kDashboardNow + 48h},
+                                        {{"x", "#000", {1, 2}, false}}, false, {}, "");
   EXPECT_NE(days.find(">07-06 00:00<"), std::string::npos);
   EXPECT_NE(days.find(">07-08 00:00<"), std::string::npos);
 }
@@ -237,7 +238,7 @@ TEST(DashboardPage, PoolLimitsShowTheScheduleInForce) {
   policy.pools = {inference, training};
   ScalingSchedule warm;
   warm.name = "night-warm";
-  warm.cron = "0 0 * * *";  // kNow is 00:00 UTC
+  warm.cron = "0 0 * * *";  // kDashboardNow is 00:00 UTC
   warm.duration = Seconds(3600);
   warm.pools = {"training"};
   warm.min_nodes = 4;
@@ -251,7 +252,7 @@ TEST(DashboardPage, PoolLimitsShowTheScheduleInForce) {
   EXPECT_NE(table.find("<tr><td>training</td><td>4</td><td>30</td><td>schedule night-warm (until "), std::string::npos)
       << table;
   // An hour later it has ended.
-  in.state.last_tick_time = kNow + Seconds(3600);
+  in.state.last_tick_time = kDashboardNow + Seconds(3600);
   const std::string later = DashboardPage(in);
   EXPECT_NE(later.find("<tr><td>training</td><td>0</td><td>30</td><td>the pool</td></tr>"), std::string::npos);
 }

@@ -49,11 +49,7 @@ bool AllOf(const Plan& p, CapacityType cap) {
   return LaunchedNodes(p) > 0;
 }
 
-bool HasNote(const Plan& p, const std::string& part) {
-  for (const auto& n : p.notes)
-    if (n.find(part) != std::string::npos) return true;
-  return false;
-}
+using testing::HasNote;
 
 TEST(DeadlineHold, LaunchesOnDemandExactlyWhenTheSlackRunsOut) {
   const Policy policy = BasePolicy();

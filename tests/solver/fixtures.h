@@ -129,6 +129,27 @@ inline Node MakeNode(const Snapshot& s, std::string id, const std::string& type,
 }
 
 // Nodes the plan launches, all launches together.
+// A copy of `u` that must run on on-demand capacity.
+inline DemandUnit OnDemandOnly(DemandUnit u) {
+  u.interruptible = false;
+  return u;
+}
+
+// Nodes the plan launches of instance type `type`.
+inline int LaunchesOf(const Plan& plan, const std::string& type) {
+  int n = 0;
+  for (const auto& l : plan.launches)
+    if (l.offering.instance_type == type) n += l.count;
+  return n;
+}
+
+// Whether a note of the plan contains `part`.
+inline bool HasNote(const Plan& p, const std::string& part) {
+  for (const auto& n : p.notes)
+    if (n.find(part) != std::string::npos) return true;
+  return false;
+}
+
 inline int LaunchedNodes(const Plan& p) {
   int n = 0;
   for (const auto& l : p.launches) n += l.count;

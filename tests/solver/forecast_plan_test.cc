@@ -48,11 +48,7 @@ std::set<std::string> Removed(const Plan& p) {
   return out;
 }
 
-bool HasNote(const Plan& p, const std::string& part) {
-  for (const auto& n : p.notes)
-    if (n.find(part) != std::string::npos) return true;
-  return false;
-}
+using testing::HasNote;
 
 TEST(ForecastPlan, ForecastUnitsTakeIdleNodesFirstAndKeepThem) {
   // Three idle L4 nodes, two hours old: without a forecast all three go.

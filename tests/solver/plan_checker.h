@@ -5,6 +5,8 @@
 // except MigLayout (the NVIDIA placement rules).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -330,6 +332,11 @@ inline std::string CanonicalPlan(const Plan& plan) {
   out += "C " + num(plan.cost_before_usd_per_hour) + " " + num(plan.cost_after_usd_per_hour) + " " +
          num(plan.expected_interruption_usd_per_hour) + "\n" + plan.summary + "\n";
   return out;
+}
+
+// Fails the running test once per violation CheckPlan finds.
+inline void ExpectValid(const Snapshot& s, const Policy& p, const Plan& plan) {
+  for (const auto& v : CheckPlan(s, p, plan)) ADD_FAILURE() << v;
 }
 
 }  // namespace gpuscaler::testing

@@ -13,25 +13,12 @@ namespace {
 
 using testing::BasePolicy;
 using testing::BaseSnapshot;
+using testing::ExpectValid;
+using testing::LaunchesOf;
 using testing::MakeNode;
+using testing::OnDemandOnly;
 using testing::Unit;
 using testing::Units;
-
-void ExpectValid(const Snapshot& s, const Policy& p, const Plan& plan) {
-  for (const auto& v : testing::CheckPlan(s, p, plan)) ADD_FAILURE() << v;
-}
-
-DemandUnit OnDemandOnly(DemandUnit u) {
-  u.interruptible = false;
-  return u;
-}
-
-int LaunchesOf(const Plan& plan, const std::string& type) {
-  int n = 0;
-  for (const auto& l : plan.launches)
-    if (l.offering.instance_type == type) n += l.count;
-  return n;
-}
 
 TEST(Planner, FindsTheFreeRoomWhereMemoryAndZonePinsMeetAcrossNodes) {
   // Three existing nodes: an empty on-demand g5.12xlarge (192 GiB) in

@@ -15,8 +15,11 @@ namespace {
 using testing::BasePolicy;
 using testing::BaseSnapshot;
 using testing::CheckPlan;
+using testing::ExpectValid;
 using testing::LaunchedNodes;
+using testing::LaunchesOf;
 using testing::MakeNode;
+using testing::OnDemandOnly;
 using testing::Unit;
 using testing::Units;
 
@@ -24,10 +27,6 @@ std::map<UnplacedReason, int> ReasonCounts(const Plan& p) {
   std::map<UnplacedReason, int> m;
   for (const auto& u : p.unplaced) m[u.reason]++;
   return m;
-}
-
-void ExpectValid(const Snapshot& s, const Policy& p, const Plan& plan) {
-  for (const auto& v : CheckPlan(s, p, plan)) ADD_FAILURE() << v;
 }
 
 TEST(Planner, PlacesPendingWorkOnExistingFreeCapacityFirst) {
@@ -62,10 +61,6 @@ DemandUnit Milli(const std::string& id, int milli) {
 DemandUnit Mig(const std::string& id, const std::string& profile) {
   DemandUnit u = Unit(id, 0, 1000, 4096, "training");
   u.mig_profile = profile;
-  return u;
-}
-DemandUnit OnDemandOnly(DemandUnit u) {
-  u.interruptible = false;
   return u;
 }
 
@@ -929,13 +924,6 @@ Snapshot WithL40s() {
       s.offerings.push_back(testing::MakeOffering("g6e.48xlarge", z, cap, 30.131));
   }
   return s;
-}
-
-int LaunchesOf(const Plan& plan, const std::string& type) {
-  int n = 0;
-  for (const auto& l : plan.launches)
-    if (l.offering.instance_type == type) n += l.count;
-  return n;
 }
 
 std::string NodeOf(const Plan& plan, const std::string& unit) {

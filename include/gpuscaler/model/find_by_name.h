@@ -17,4 +17,12 @@ const T* FindByName(const std::vector<T>& items, const std::string& name) {
   return nullptr;
 }
 
+// Whether `names` holds `name`.
+inline bool Contains(const std::vector<std::string>& names, const std::string& name) {
+  for (const std::string& n : names) {
+    if (n == name) return true;
+  }
+  return false;
+}
+
 }  // namespace gpuscaler

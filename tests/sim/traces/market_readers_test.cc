@@ -5,13 +5,12 @@
 #include <vector>
 
 #include "sim/trace_readers.h"
+#include "sim/traces/fixture_path.h"
 
 namespace gpuscaler::sim {
 namespace {
 
-std::string Fixture(const std::string& name) {
-  return std::string(GPUSCALER_SOURCE_DIR) + "/sim/testdata/traces/" + name;
-}
+using testing::Fixture;
 
 SpotMarket MustRead(const std::string& name, MarketFormat format, const MarketOptions& o = {}) {
   Result<SpotMarket> m = ReadSpotMarket(Fixture(name), format, o);

@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "sim/traces/fixture_path.h"
+
 namespace gpuscaler::sim {
 namespace {
 
-std::string Fixture(const std::string& name) {
-  return std::string(GPUSCALER_SOURCE_DIR) + "/sim/testdata/traces/" + name;
-}
+using testing::Fixture;
 
 Trace MustRead(const std::string& name, TraceFormat format, const TraceOptions& o = {}) {
   Result<Trace> t = ReadTrace(Fixture(name), format, o);
