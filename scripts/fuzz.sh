@@ -70,15 +70,12 @@ echo "fuzz: build took $(( $(date +%s) - build_start ))s"
 run=build/fuzz/run
 mkdir -p "$run"
 
-if [ -n "${FUZZ_DEADLINE:-}" ]; then
-  # Targets run `workers` at a time, so each gets left * workers / targets.
-  left=$(( FUZZ_DEADLINE - $(date +%s) ))
-  share=$(( left * workers / ${#targets[@]} ))
-  [ "$share" -lt 15 ] && share=15
-  if [ "$share" -lt "$seconds" ]; then
-    echo "fuzz: ${left}s left before FUZZ_DEADLINE: each target capped at ${share}s (was ${seconds}s)"
-    seconds=$share
-  fi
+. scripts/fuzz_cap.sh
+now=$(date +%s)
+capped=$(fuzz_cap "$seconds" "$workers" "${#targets[@]}" "${FUZZ_DEADLINE:-}" "$now")
+if [ "$capped" -lt "$seconds" ]; then
+  echo "fuzz: $(( FUZZ_DEADLINE - now ))s left before FUZZ_DEADLINE: each target capped at ${capped}s (was ${seconds}s)"
+  seconds=$capped
 fi
 
 # seed TARGET PREFIX_BYTES FILE: the first lines of FILE, behind the bytes

@@ -5,14 +5,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "gpuscaler/model/find_by_name.h"
 #include "gpuscaler/model/time.h"
 
 namespace gpuscaler::daemon {
 int GpusOf(const Snapshot& s, const Node& n) {
-  for (const InstanceType& t : s.instance_types) {
-    if (t.name == n.offering.instance_type) return t.gpu_count;
-  }
-  return 0;
+  const InstanceType* t = FindByName(s.instance_types, n.offering.instance_type);
+  return t != nullptr ? t->gpu_count : 0;
 }
 
 namespace {

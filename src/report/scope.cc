@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "gpuscaler/report/cost_model.h"
 #include "gpuscaler/report/report.h"
 #include "gpuscaler/store/audit_reader.h"
 
