@@ -98,6 +98,7 @@ bool ClusterState::Observe(const Policy& policy, WallTime now, double month_to_d
   RefreshSignals(policy, now);
   RefreshWindows(policy, now);
   RefreshLostWorkBudget(policy);
+  RefreshSpotFloorAccount(policy, now);
   snapshot_.hours_left_in_month = HoursLeftInMonth(now);
   return listed;
 }
@@ -447,6 +448,51 @@ void ClusterState::RefreshLostWorkBudget(const Policy& policy) {
     snapshot_.spot_budget_spent_classes = std::move(spent);
     MarkChanged(true);
   }
+}
+
+void ClusterState::RefreshSpotFloorAccount(const Policy& policy, WallTime now) {
+  const double dt_h = spot_floor_as_of_ ? std::chrono::duration<double>(now - *spot_floor_as_of_).count() / 3600.0 : 0;
+  if (spot_floor_as_of_ && dt_h < 0) return;
+  spot_floor_as_of_ = now;
+  std::map<std::string, SpotFloorAccount> kept;
+  for (const WorkloadClassPolicy& c : policy.classes) {
+    if (c.spot_share_window.count() <= 0 || !(c.max_spot_share > 0 && c.max_spot_share < 1)) continue;
+    SpotFloorAccount a = spot_floor_[c.name];
+    const double keep = std::exp2(-dt_h * 3600.0 / static_cast<double>(c.spot_share_window.count()));
+    a.on_demand_gpu_hours *= keep;
+    a.gpu_hours *= keep;
+    a.weight_hours = a.weight_hours * keep + dt_h;
+    kept.emplace(c.name, a);
+  }
+  // The work seen now ran for the whole interval since the last call (a tick
+  // is short against any sensible window).
+  if (dt_h > 0 && !kept.empty()) {
+    for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
+      if (node_info_[i].placeholder()) continue;
+      const Node& n = snapshot_.nodes[i];
+      const bool on_demand = n.offering.capacity_type == CapacityType::kOnDemand;
+      for (const DemandUnit& u : n.running) {
+        auto it = kept.find(u.workload_class);
+        if (it == kept.end()) continue;
+        const double h = GpuShare(u) * dt_h;
+        it->second.gpu_hours += h;
+        if (on_demand) it->second.on_demand_gpu_hours += h;
+      }
+    }
+  }
+  spot_floor_ = std::move(kept);
+  std::map<std::string, double> credit;
+  for (const WorkloadClassPolicy& c : policy.classes) {
+    auto it = spot_floor_.find(c.name);
+    if (it == spot_floor_.end() || it->second.weight_hours <= 0) continue;
+    const double floor = 1.0 - c.max_spot_share;
+    const SpotFloorAccount& a = it->second;
+    credit[c.name] = (a.on_demand_gpu_hours - floor * a.gpu_hours) / a.weight_hours;
+  }
+  // Not a change for the replan gate: the credit drifts every tick, and it
+  // matters only to placement and consolidation, which replan for their own
+  // reasons (new pending work, the idle replan interval).
+  snapshot_.spot_floor_credit_gpus = std::move(credit);
 }
 
 void ClusterState::AccumulateExposure(WallTime now) {

@@ -9,7 +9,7 @@
 // minimum of an integer:
 //   Str Bool Int Int64 Double DurationS ("*_s", integer seconds) Time (RFC 3339)
 //   StrList IntList StrMap IntMap
-//   and the free function DoubleMap (numbers >= 0 by name), defined below
+//   and the free function DoubleMap (numbers by name, >= 0 unless kSigned), defined below
 //   for the writer and for the reader.
 //   Enum (a string; an empty optional is omitted)  Object  Objects (an array)
 //   Constant (a fixed string, checked on reading)
@@ -31,6 +31,9 @@
 #include "json_reader.h"
 
 namespace gpuscaler::json_internal {
+
+// Whether a map of numbers (DoubleMap) may hold negative ones.
+enum MapSign { kNonNegative, kSigned };
 
 // T is `Model` or `const Model`: one Fields() serves the writer and the reader.
 template <class T, class Model>
@@ -150,6 +153,7 @@ void Fields(V& v, T& s) {
   v.IntMap("recently_disrupted", s.recently_disrupted);
   v.StrList("spot_paused_classes", s.spot_paused_classes);
   v.StrList("spot_budget_spent_classes", s.spot_budget_spent_classes);
+  DoubleMap(v, "spot_floor_credit_gpus", s.spot_floor_credit_gpus, kSigned);
   v.StrList("reclaimed_spot_pools", s.reclaimed_spot_pools);
   v.IntMap("warmup_seconds_by_family", s.warmup_seconds_by_family);
   v.Objects("forecasts", s.forecasts);
@@ -308,18 +312,20 @@ class FieldWriter {
   JsonWriter* w_;
 };
 
-inline void DoubleMap(FieldWriter& w, const char* key, const std::map<std::string, double>& values) {
+inline void DoubleMap(FieldWriter& w, const char* key, const std::map<std::string, double>& values,
+                      MapSign = kNonNegative) {
   w.DoubleMap(key, values);
 }
 
 // ObjectReader has no getter for a map of numbers; this one reads through its
 // Object() and reports a bad value the way its IntMap does (at the field).
-inline void DoubleMap(ObjectReader& r, const char* key, std::map<std::string, double>& out) {
+inline void DoubleMap(ObjectReader& r, const char* key, std::map<std::string, double>& out,
+                      MapSign sign = kNonNegative) {
   r.Object(key, Need::kOptional, [&](const Json& j, const std::string&) {
     std::map<std::string, double> values;
     for (const auto& [name, value] : j.items()) {
-      if (!value.is_number() || value.get<double>() < 0) {
-        r.Problem(key, "expected an object of numbers >= 0");
+      if (!value.is_number() || (sign == kNonNegative && value.get<double>() < 0)) {
+        r.Problem(key, sign == kNonNegative ? "expected an object of numbers >= 0" : "expected an object of numbers");
         return;
       }
       values[name] = value.get<double>();

@@ -152,6 +152,7 @@ std::string CanonicalPolicyText(const Policy& p) {
     w.Put(at + ".max_spot_share", c.max_spot_share);
     // Absent from policies written before the field: their hash stays.
     if (c.max_lost_work_share < 1.0) w.Put(at + ".max_lost_work_share", c.max_lost_work_share);
+    if (c.spot_share_window.count() > 0) w.Put(at + ".spot_share_window", c.spot_share_window);
     w.Put(at + ".checkpoint_interval", c.checkpoint_interval);
     w.Put(at + ".checkpoint_on_notice", c.checkpoint_on_notice);
     w.Put(at + ".restart_cost", c.restart_cost);

@@ -275,7 +275,7 @@ void PolicyReader::ReadSignalQuery(MapReader& parent, std::string_view key,
 
 WorkloadClassPolicy PolicyReader::ReadClass(const DocNode& node, const std::string& path) {
   MapReader m(r_, node, path,
-              {"name", "team", "match", "pools", "interruptible", "max_spot_share", "max_lost_work_share",
+              {"name", "team", "match", "pools", "interruptible", "max_spot_share", "spot_share_window", "max_lost_work_share",
                "checkpoint_interval", "checkpoint_on_notice", "restart_cost", "priority", "target", "zone_spread",
                "shape", "signals", "scale_in_utilization_below", "wait_cost_usd_per_hour", "forecast", "deadline"});
   m.Require({"name"});
@@ -292,6 +292,10 @@ WorkloadClassPolicy PolicyReader::ReadClass(const DocNode& node, const std::stri
   m.ReadStringList("pools", &c.pools);
   m.ReadBool("interruptible", &c.interruptible);
   Share(m, "max_spot_share", &c.max_spot_share);
+  if (m.ReadDuration("spot_share_window", &c.spot_share_window) && c.spot_share_window.count() > 0 &&
+      !(c.max_spot_share > 0 && c.max_spot_share < 1)) {
+    r_.ReportAt(m.PathOf("spot_share_window"), "is used only with a max_spot_share between 0 and 1 (an on-demand floor)");
+  }
   Share(m, "max_lost_work_share", &c.max_lost_work_share);
   PositiveDuration(m, "checkpoint_interval", &c.checkpoint_interval);
   m.ReadBool("checkpoint_on_notice", &c.checkpoint_on_notice);

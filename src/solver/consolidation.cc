@@ -86,6 +86,11 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
   const int max_removed = policy_.scaling.max_nodes_removed_per_tick;
   if (max_removed <= 0) return;
 
+  // A class's credit over its spot_share_window lowers its floor for new
+  // units only: moving running work onto spot on credit would leave the
+  // account no way back (nothing moves work onto on-demand to repay it).
+  for (size_t c = 0; c < classes_.size(); ++c)
+    if (classes_[c].floor_shift > 0 && st.allow.spot[c] < kInf) st.allow.spot[c] -= classes_[c].floor_shift;
   // Pools that a blocked class may use: their capacity stays (fail static).
   std::vector<char> pool_blocked(pools_.size(), 0);
   for (const ClassInfo& c : classes_) {

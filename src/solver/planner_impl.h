@@ -115,6 +115,12 @@ struct ClassInfo {
   std::string name;
   const WorkloadClassPolicy* pol = nullptr;
   double spot_allow = kInf;
+  // Snapshot::spot_floor_credit_gpus: by its sign the moment's on-demand
+  // floor is one unit lower or higher, the class's largest unit (pending or
+  // running), largest_unit.
+  double floor_credit = 0;
+  double largest_unit = 0;
+  double floor_shift = 0;  // what SetAllowances added to spot_allow for the credit
   bool zone_limited = false;
   std::vector<double> zone_allow;
   // spot.max_pool_share < 1: GPUs the class may still add on spot per spot

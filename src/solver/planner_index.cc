@@ -162,6 +162,7 @@ void Planner::BuildClasses() {
     ClassInfo& ci = classes_[add(c)];
     ci.spot_paused = ci.lost_work_budget_spent = true;
   }
+  for (const auto& [c, gpus] : snap_.spot_floor_credit_gpus) classes_[add(c)].floor_credit = gpus;
   const size_t nc = classes_.size();
   class_total_gpu_.assign(nc, 0);
   class_spot_gpu_.assign(nc, 0);
@@ -183,6 +184,7 @@ void Planner::BuildClasses() {
       if (where.spot) class_spot_gpu_[c] += w;
       existing_zone_gpu_[c][z] += w;
       if (spot_pool >= 0) existing_pool_gpu_[c][spot_pool] += w;
+      classes_[c].largest_unit = std::max(classes_[c].largest_unit, w);
     }
   }
   max_unit_.assign(nc, 0);
@@ -190,15 +192,25 @@ void Planner::BuildClasses() {
     const int c = class_index_.at(g.rep->workload_class);
     class_total_gpu_[c] += GpuShare(*g.rep) * double(g.units.size());
     max_unit_[c] = std::max(max_unit_[c], GpuShare(*g.rep));
+    classes_[c].largest_unit = std::max(classes_[c].largest_unit, GpuShare(*g.rep));
   }
   SetAllowances(class_total_gpu_);
 }
 
 void Planner::SetAllowances(const std::vector<double>& totals) {
+  constexpr double kCreditEps = 1e-6;  // GPUs: a credit within this is none
   for (size_t c = 0; c < classes_.size(); ++c) {
     ClassInfo& ci = classes_[c];
     const double spot_share = ci.pol ? std::clamp(ci.pol->max_spot_share, 0.0, 1.0) : 1.0;
-    ci.spot_allow = spot_share < 1.0 - kEps ? spot_share * totals[c] - class_spot_gpu_[c] : kInf;
+    const bool floored = spot_share > 0 && spot_share < 1.0 - kEps;
+    // Error diffusion: a whole unit either way by the credit's sign, so the
+    // share of a class of one replica averages to the floor too (a shift by
+    // the credit itself would need a credit of 0.3 GPUs to put a lone
+    // replica of a 0.7 class on spot, and would settle at 60 %).
+    if (floored && ci.floor_credit > kCreditEps) ci.floor_shift = ci.largest_unit;
+    else if (floored && ci.floor_credit < -kCreditEps) ci.floor_shift = -ci.largest_unit;
+    else ci.floor_shift = 0;
+    ci.spot_allow = spot_share < 1.0 - kEps ? spot_share * totals[c] - class_spot_gpu_[c] + ci.floor_shift : kInf;
     double zone_share = ci.pol ? std::clamp(ci.pol->max_zone_share, 0.0, 1.0) : 1.0;
     const int min_zones = ci.pol ? ci.pol->min_zones : 1;
     if (min_zones > 1) zone_share = std::min(zone_share, 1.0 / min_zones);

@@ -114,6 +114,7 @@ OrderedJson Class(const WorkloadClassPolicy& c) {
   j["interruptible"] = c.interruptible;
   j["max_spot_share"] = c.max_spot_share;
   if (c.max_lost_work_share < 1.0) j["max_lost_work_share"] = c.max_lost_work_share;
+  if (c.spot_share_window.count() > 0) j["spot_share_window"] = Duration(c.spot_share_window);
   j["checkpoint_interval"] = Duration(c.checkpoint_interval);
   j["checkpoint_on_notice"] = c.checkpoint_on_notice;
   j["restart_cost"] = Duration(c.restart_cost);

@@ -609,10 +609,14 @@ TEST(PolicyFieldEffects, EveryPlannerFieldChangesThePlanAsDocumented) {
 //                                  NodeRepair.RepairIsOffByDefault
 //  spot.on_rebalance               controller: Rebalance.* (tests/controller/interruption_test.cc)
 //  spot.fallback_to_on_demand      controller: Controller.NoOnDemandFallbackWhenThePolicyForbidsIt
-//  classes[].max_lost_work_share   controller: LostWorkBudget.* (tests/controller/lost_work_budget_test.cc);
+//  classes[].max_lost_work_share   controller: LostWorkBudget.* (tests/controller/class_accounts_test.cc);
 //                                  the planner side is
 //                                  Planner.AClassWithItsLostWorkBudgetSpentGetsNoNewSpotWork; a replay:
 //                                  Replay.ALostWorkBudgetKeepsAClassOffAFlappingSpotPoolAfterItIsSpent
+//  classes[].spot_share_window     controller: SpotFloorAccount.* (tests/controller/class_accounts_test.cc);
+//                                  the planner side is
+//                                  Planner.AClassesCreditOverItsSpotShareWindowMovesTheFloorByOneUnit;
+//                                  a replay: Replay.AFloorHeldOnAverageSendsALoneReplicaToSpotAboutSevenTimesInTen
 //  spot.fallback_duration          Controller.ASpotCapacityErrorKeepsTheClassOffSpotForTheFallbackDuration;
 //                                  the planner side is Planner.KeepsSpotPausedClassesOnOnDemandWithTheReason
 //  scaling.tick_interval           TickInterval.TheLoopRunsOncePerIntervalOfThePolicy (tests/sim)

@@ -115,6 +115,7 @@ signals: {max_staleness: {prometheus: 30s}}
   EXPECT_EQ(c.max_spot_share, 0.0);
   EXPECT_EQ(c.max_lost_work_share, 0.002);
   EXPECT_EQ(WorkloadClassPolicy{}.max_lost_work_share, 1.0) << "default: no budget";
+  EXPECT_EQ(WorkloadClassPolicy{}.spot_share_window, Seconds(0)) << "default: the floor at every placement";
   EXPECT_EQ(c.checkpoint_interval, Seconds(300));
   EXPECT_EQ(c.restart_cost, Seconds(90));
   EXPECT_EQ(c.priority, 7);
@@ -333,6 +334,20 @@ TEST(PolicyLoader, ReadsPoolLabelsAndTheNodeTemplate) {
   EXPECT_EQ(CanonicalPolicyText(ParsePolicy(kMinimal, "m.yaml").policy).find("node_template"), std::string::npos);
 }
 
+// The floor held on average: parsed, and part of the policy's identity (a
+// policy without the field keeps the hash it had before the field existed).
+TEST(PolicyLoader, ReadsTheSpotShareWindowOfAClass) {
+  const std::string base = "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n"
+                           "  - name: a\n    max_spot_share: 0.7\n";
+  const PolicyLoadResult with = ParsePolicy(base + "    spot_share_window: 6h\n", "w.yaml");
+  const PolicyLoadResult without = ParsePolicy(base, "o.yaml");
+  ASSERT_TRUE(with.ok() && without.ok());
+  EXPECT_EQ(with.policy.classes[0].spot_share_window, Seconds(6 * 3600));
+  EXPECT_EQ(without.policy.classes[0].spot_share_window, Seconds(0));
+  EXPECT_NE(with.policy.content_hash, without.policy.content_hash);
+  EXPECT_EQ(CanonicalPolicyText(without.policy).find("spot_share_window"), std::string::npos);
+}
+
 struct InvalidCase {
   std::string name;
   std::string text;  // appended to kMinimal when `append`, else the whole file
@@ -380,6 +395,14 @@ TEST(PolicyLoader, RejectsInvalidPoliciesWithFieldLineAndMessage) {
        "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n"
        "  - name: a\n    max_spot_share: 1.5\n",
        false, "classes[0].max_spot_share", 6, "must be in [0, 1], got 1.5"},
+      {"negative spot share window",
+       "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n"
+       "  - name: a\n    max_spot_share: 0.7\n    spot_share_window: -1h\n",
+       false, "classes[0].spot_share_window", 7, "invalid duration '-1h'"},
+      {"spot share window without a floor",
+       "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n"
+       "  - name: a\n    spot_share_window: 6h\n",
+       false, "classes[0].spot_share_window", 6, "is used only with a max_spot_share between 0 and 1"},
       {"negative lost-work share",
        "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n"
        "  - name: a\n    max_lost_work_share: -0.01\n",

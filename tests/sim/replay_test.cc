@@ -327,19 +327,24 @@ Policy TrainingOnOnePool(std::vector<std::string> instance_types, std::vector<st
   return policy;
 }
 
-// gpuscaler's replay of the trace on the market with spot.max_pool_share
-// set, no background hazard (the market's drops are the only reclaims).
-RunResult RunWithPoolShare(const Trace& trace, const SpotMarket& market, const Policy& policy,
-                           double max_pool_share) {
-  Policy p = policy;
-  p.spot.max_pool_share = max_pool_share;
-  Scenario s = MakeTraceScenario(trace, market, BuiltinCatalog(), p, 1, 1);
+// gpuscaler's replay of the trace on the market for `days`, no background
+// hazard (the market's drops are the only reclaims).
+RunResult RunWithoutBackgroundHazard(const Trace& trace, const SpotMarket& market, const Policy& policy, int days = 1) {
+  Scenario s = MakeTraceScenario(trace, market, BuiltinCatalog(), policy, 1, days);
   s.cloud.hazard_by_family.clear();
   Result<RunSpec> spec = MakeRunSpec("gpuscaler", s, nullptr);
   EXPECT_TRUE(spec.ok());
   RunResult r = RunScenario(s, *spec);
   CheckInvariants(s, r);
   return r;
+}
+
+// The same with spot.max_pool_share set.
+RunResult RunWithPoolShare(const Trace& trace, const SpotMarket& market, const Policy& policy,
+                           double max_pool_share) {
+  Policy p = policy;
+  p.spot.max_pool_share = max_pool_share;
+  return RunWithoutBackgroundHazard(trace, market, p);
 }
 
 TEST(Replay, ACorrelatedPoolReclaimLosesLessWorkUnderAPoolShareCap) {
@@ -491,6 +496,43 @@ TEST(Replay, ALostWorkBudgetKeepsAClassOffAFlappingSpotPoolAfterItIsSpent) {
   EXPECT_LT(budget.gpu_hours_lost, free.gpu_hours_lost);
   EXPECT_EQ(free.jobs_completed, 54);
   EXPECT_EQ(budget.jobs_completed, 54);
+}
+
+// The floor held on average (classes[].spot_share_window): one 1-GPU replica
+// at a time, each for 50 minutes of every hour, for two days, in a class with a 30 %
+// on-demand floor. Held at every placement, a lone replica is always on
+// on-demand (0.7 x 1 GPU < 1). Held on average over 6 hours, the controller's
+// credit sends a replica to spot while the class held more than 30 % on
+// on-demand and keeps the next on on-demand while it held less: about 30 % of
+// the GPU-hours end on on-demand, and the bill falls.
+TEST(Replay, AFloorHeldOnAverageSendsALoneReplicaToSpotAboutSevenTimesInTen) {
+  Trace trace;
+  for (int i = 0; i < 48; ++i) trace.jobs.push_back(TrainingJob(i, Seconds(i * 3600), Seconds(3000)));
+  Policy policy = TrainingOnOnePool({"g6.xlarge"}, {"us-east-1a"});
+  policy.classes[0].max_spot_share = 0.7;
+  auto run = [&](Seconds window) {
+    Policy p = policy;
+    p.classes[0].spot_share_window = window;
+    p.content_hash = PolicyContentHash(p);
+    return RunWithoutBackgroundHazard(trace, {}, p, 3);
+  };
+  auto on_demand_share = [](const RunResult& r) {
+    double on_demand = 0, all = 0;
+    for (const InstanceBill& b : r.bills) {
+      const double gpu_s = double(b.billed_seconds) * b.gpu_count;
+      all += gpu_s;
+      if (b.capacity_type == CapacityType::kOnDemand) on_demand += gpu_s;
+    }
+    return all > 0 ? on_demand / all : 0.0;
+  };
+  const RunResult every_placement = run(Seconds(0));
+  const RunResult averaged = run(Seconds(6 * 3600));
+  EXPECT_EQ(on_demand_share(every_placement), 1.0);
+  EXPECT_GT(on_demand_share(averaged), 0.2);
+  EXPECT_LT(on_demand_share(averaged), 0.45) << averaged.total_cost_usd << " vs " << every_placement.total_cost_usd;
+  EXPECT_LT(averaged.total_cost_usd, 0.8 * every_placement.total_cost_usd);
+  EXPECT_EQ(every_placement.jobs_completed, 48);
+  EXPECT_EQ(averaged.jobs_completed, 48);
 }
 
 // The budget is the controller's, for gpuscaler: the baselines run the

@@ -128,7 +128,6 @@ inline Node MakeNode(const Snapshot& s, std::string id, const std::string& type,
   return n;
 }
 
-// Nodes the plan launches, all launches together.
 // A copy of `u` that must run on on-demand capacity.
 inline DemandUnit OnDemandOnly(DemandUnit u) {
   u.interruptible = false;
@@ -150,6 +149,7 @@ inline bool HasNote(const Plan& p, const std::string& part) {
   return false;
 }
 
+// Nodes the plan launches, all launches together.
 inline int LaunchedNodes(const Plan& p) {
   int n = 0;
   for (const auto& l : p.launches) n += l.count;

@@ -239,9 +239,22 @@ inline std::vector<std::string> CheckPlan(const Snapshot& s, const Policy& p, co
     }
   }
   // Shares bind what the plan adds: work already running stays where it is.
+  // A class's credit over its spot_share_window moves its floor by one unit
+  // (its largest), down while positive, up while negative.
+  auto floor_slack = [&](const std::string& cls) {
+    const auto credit = s.spot_floor_credit_gpus.find(cls);
+    if (credit == s.spot_floor_credit_gpus.end()) return 0.0;
+    double largest = 0;
+    for (const auto& u : s.pending)
+      if (u.workload_class == cls) largest = std::max(largest, UnitGpus(u));
+    for (const auto& n : s.nodes)
+      for (const auto& u : n.running)
+        if (u.workload_class == cls) largest = std::max(largest, UnitGpus(u));
+    return credit->second > 1e-6 ? largest : credit->second < -1e-6 ? -largest : 0.0;
+  };
   for (const auto& c : p.classes) {
     if (c.max_spot_share < 1 && cls_new_spot[c.name] > 0 &&
-        cls_spot[c.name] > c.max_spot_share * cls_total[c.name] + 1e-6)
+        cls_spot[c.name] > c.max_spot_share * cls_total[c.name] + floor_slack(c.name) + 1e-6)
       bad.push_back("class " + c.name + " spot share exceeded");
     double max_unit = 0;
     for (const auto& u : s.pending)

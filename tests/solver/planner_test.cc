@@ -512,6 +512,52 @@ TEST(Planner, CapsTheSpotShareOfAClass) {
   ExpectValid(s, p, plan);
 }
 
+// A class's credit over its spot_share_window (spot_floor_credit_gpus) moves
+// the moment's floor by one unit, down while positive and up while negative:
+// a lone unit of a 70 % spot class goes to spot on any credit; with three
+// units already on spot a fourth goes to on-demand whatever the credit
+// (0.7 x 4 + 1 < 4); any debt keeps one more of ten on on-demand.
+TEST(Planner, AClassesCreditOverItsSpotShareWindowMovesTheFloorByOneUnit) {
+  Policy p = BasePolicy();
+  p.classes[0].max_spot_share = 0.7;
+  auto spot_units = [&](const Snapshot& s) {
+    const Plan plan = MakePlan(s, p);
+    ExpectValid(s, p, plan);
+    EXPECT_TRUE(plan.unplaced.empty()) << plan.summary;
+    int spot = 0;
+    for (const auto& l : plan.launches)
+      if (l.offering.capacity_type == CapacityType::kSpot) spot += int(l.unit_ids.size());
+    return spot;
+  };
+  Snapshot lone = BaseSnapshot();
+  lone.pending = Units("u", 1, Unit("", 1));
+  EXPECT_EQ(spot_units(lone), 0) << "held at every placement: 0.7 x 1 < 1";
+  lone.spot_floor_credit_gpus = {{"inference", 1.0}};
+  EXPECT_EQ(spot_units(lone), 1);
+  lone.spot_floor_credit_gpus = {{"inference", 0.05}};
+  EXPECT_EQ(spot_units(lone), 1) << "any credit: a whole unit";
+  lone.spot_floor_credit_gpus = {{"inference", 0.0}};
+  EXPECT_EQ(spot_units(lone), 0) << "no credit, no debt";
+  lone.spot_floor_credit_gpus = {{"training", 5.0}};
+  EXPECT_EQ(spot_units(lone), 0) << "another class's credit";
+
+  Snapshot fourth = BaseSnapshot();
+  for (int i = 0; i < 3; ++i)
+    fourth.nodes.push_back(MakeNode(fourth, "s" + std::to_string(i), "g5.xlarge", "us-east-1a", CapacityType::kSpot,
+                                    {Unit("r" + std::to_string(i), 1)}));
+  fourth.pending = Units("u", 1, Unit("", 1));
+  fourth.spot_floor_credit_gpus = {{"inference", 5.0}};
+  EXPECT_EQ(spot_units(fourth), 0) << "one unit short at most";
+
+  Snapshot ten = BaseSnapshot();
+  ten.pending = Units("u", 10, Unit("", 1));
+  EXPECT_EQ(spot_units(ten), 7);
+  ten.spot_floor_credit_gpus = {{"inference", -3.0}};
+  EXPECT_EQ(spot_units(ten), 6) << "one unit more, whatever the debt";
+  ten.spot_floor_credit_gpus = {{"inference", -0.05}};
+  EXPECT_EQ(spot_units(ten), 6);
+}
+
 TEST(Planner, SpreadsAClassAcrossZones) {
   struct Case {
     std::string name;

@@ -74,6 +74,15 @@
 // back under the budget, as GPU-hours without losses accrue and old losses
 // fade. The account is in memory: a restart starts it afresh.
 //
+// Floor held on average (classes[].spot_share_window): per class with a
+// window, the GPU-hours of its running work and the part of them on
+// on-demand nodes, both decayed with the window as half-life. The class's
+// credit (spot_floor_credit_gpus) is the on-demand part above 1 -
+// max_spot_share of the whole, over the account's weight in hours (the
+// window / ln 2 once it is full): the GPUs held above the floor on average.
+// In memory too: after a restart the credit starts at 0 (the floor at every
+// placement) and grows with evidence.
+//
 // Learned state across restarts: Restore rebuilds, from the store's node
 // lifecycles, the interruption evidence (spot exposure from launch to end, an
 // interruption at the end of every node that ended "interrupted", decayed as
@@ -253,6 +262,10 @@ class ClusterState {
   void ChargeLostWork(const std::string& instance_id);
   // spot_budget_spent_classes from the account and the policy's budgets.
   void RefreshLostWorkBudget(const Policy& policy);
+  // Floor held on average: decays each windowed class's account to `now`,
+  // adds the GPU-hours its running work accrued since the last call, and
+  // sets spot_floor_credit_gpus.
+  void RefreshSpotFloorAccount(const Policy& policy, WallTime now);
   // Launch-to-GPUs-allocatable milestones in report.milestones[from..]:
   // each family's learned warm-up (snapshot_.warmup_seconds_by_family).
   void LearnWarmUp(const TickReport& report, size_t from);
@@ -320,6 +333,13 @@ class ClusterState {
   };
   std::map<std::string, LostWorkAccount> lost_work_;          // by class
   std::optional<WallTime> lost_work_as_of_;
+  struct SpotFloorAccount {
+    double on_demand_gpu_hours = 0;  // decayed
+    double gpu_hours = 0;            // decayed
+    double weight_hours = 0;         // decayed: the hours the sums cover
+  };
+  std::map<std::string, SpotFloorAccount> spot_floor_;  // by class with a spot_share_window
+  std::optional<WallTime> spot_floor_as_of_;
   std::map<std::string, double> warmup_s_;                    // by family: learned warm-up, seconds
 };
 

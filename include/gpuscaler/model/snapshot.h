@@ -75,6 +75,12 @@ struct Snapshot {
   // budget): the planner gives them no new spot work (new nodes, free room
   // of spot nodes, consolidation moves); what runs on spot stays.
   std::vector<std::string> spot_budget_spent_classes;
+  // Per workload class with a spot_share_window: the GPUs it held on
+  // on-demand above its floor (1 - max_spot_share of its GPUs) on average
+  // over that window; negative when it held less. While it is positive the
+  // planner holds the moment's floor one unit of the class lower, while it
+  // is negative one unit higher (ClusterState, floor held on average).
+  std::map<std::string, double> spot_floor_credit_gpus;
   // Spot offerings (Offering::Key) whose pool lost nodes in a reclaim wave
   // and is in its cooldown (OfferingAvailability): the planner places no new
   // spot node in them, whatever their `available` says.

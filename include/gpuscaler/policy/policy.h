@@ -145,6 +145,13 @@ struct WorkloadClassPolicy {
   std::vector<std::string> pools;  // pools that may serve it; empty: any pool that fits
   bool interruptible = true;
   double max_spot_share = 1.0;     // of the class's GPUs, in [0, 1]
+  // How long max_spot_share is held over. 0: at every placement, in whole
+  // units (a class of one 1-GPU unit with a 0.7 share is all on-demand). A
+  // duration: on average over the recent past (GPU-hours decayed with this
+  // half-life). Placement then holds the moment's floor lower while the class
+  // held more than its floor on average, higher while it held less, by
+  // one unit (Snapshot::spot_floor_credit_gpus).
+  Seconds spot_share_window{0};
   // Lost-work budget: the share of the class's GPU-hours it accepts to lose
   // to spot interruptions (work since the last checkpoint), in [0, 1]. The
   // controller estimates both over the recent past (decayed with the learned

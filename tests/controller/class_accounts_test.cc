@@ -1,9 +1,14 @@
-// The controller's lost-work budget (classes[].max_lost_work_share): the
-// work a class loses to spot notices, against its GPU-hours, decides whether
-// the planner may give it new spot work.
+// The controller's per-class accounts over the recent past:
+// - the lost-work budget (classes[].max_lost_work_share): the work a class
+//   loses to spot notices, against its GPU-hours, decides whether the planner
+//   may give it new spot work;
+// - the floor held on average (classes[].spot_share_window): the class's
+//   GPU-hours on on-demand, against all of them, decide whether the planner
+//   may leave the moment's floor one unit short.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -182,6 +187,87 @@ TEST(LostWorkBudget, NoticesOnOnDemandNodesAreNotCharged) {
   s.Notice(on_demand[0]);
   s.controller->Tick();
   EXPECT_TRUE(s.Spent().empty());
+}
+
+// "serve" holds half its GPUs on on-demand on average over a 1000-hour
+// half-life (long enough that the sums below are exact to 0.5 %); "batch" has
+// no window and is never listed.
+Policy FloorPolicy(Seconds window = Seconds(1000 * 3600)) {
+  Policy p = testing::UndampedGpuPolicy();
+  p.classes[0].max_spot_share = 0.5;
+  WorkloadClassPolicy serve;
+  serve.name = "serve";
+  serve.max_spot_share = 0.5;
+  serve.spot_share_window = window;
+  p.classes.push_back(serve);
+  return p;
+}
+
+// The class's credit in the snapshot the planner saw last; NaN when absent.
+double Credit(const Scene& s, const std::string& cls) {
+  const auto& credit = s.seen.back().spot_floor_credit_gpus;
+  auto it = credit.find(cls);
+  return it == credit.end() ? std::nan("") : it->second;
+}
+
+// Each tick counts the work it sees for the hour since the last one; the
+// credit is the on-demand GPU-hours above half of all, per hour of account.
+TEST(SpotFloorAccount, TheCreditIsTheOnDemandGpusAboveTheFloorOnAverage) {
+  Scene s(FloorPolicy());
+  const std::vector<std::string> ids = s.Launch({CapacityType::kSpot, CapacityType::kOnDemand});
+  ASSERT_EQ(ids.size(), 2u);
+  const std::string spot = ids[0], on_demand = ids[1];
+  s.RunFor(1);
+  EXPECT_EQ(Credit(s, "serve"), 0) << "no GPU-hours yet: the floor is held at every placement";
+  EXPECT_TRUE(std::isnan(Credit(s, "batch"))) << "no window";
+
+  s.work.SetRunning(on_demand, {Job("s1", "serve", Seconds(1800)), Job("b1", "batch", Seconds(1800))});
+  s.RunFor(2);
+  EXPECT_NEAR(Credit(s, "serve"), (2 - 0.5 * 2) / 3.0, 0.01) << "2 of 2 GPU-hours on on-demand, over 3 hours";
+
+  s.work.SetRunning(on_demand, {});
+  s.work.SetRunning(spot, {Job("s1", "serve", Seconds(1800))});
+  s.RunFor(2);
+  EXPECT_NEAR(Credit(s, "serve"), 0, 0.01) << "2 of 4: at the floor";
+  s.RunFor(1);
+  EXPECT_NEAR(Credit(s, "serve"), (2 - 0.5 * 5) / 6.0, 0.01) << "2 of 5: under it";
+  EXPECT_LT(s.controller->snapshot().spot_floor_credit_gpus.at("serve"), 0);
+
+  s.work.SetRunning(spot, {});
+  s.work.SetRunning(on_demand, {Job("s1", "serve", Seconds(1800))});
+  s.RunFor(1);
+  EXPECT_NEAR(Credit(s, "serve"), 0, 0.01) << "3 of 6: back at the floor";
+}
+
+// The window is a half-life: ten hours on on-demand, then two on spot. With
+// a 1000-hour window that is 10 of 12 GPU-hours on on-demand (a credit of
+// (10 - 6) / 12 GPUs); with a 1-hour window the ten weigh about 0.5 GPU-h
+// against 2 in all (a debt of a quarter GPU).
+TEST(SpotFloorAccount, OnDemandHoursLongAgoFadeWithTheWindow) {
+  for (const auto& [window, credit] : std::vector<std::pair<Seconds, double>>{{Seconds(1000 * 3600), 4.0 / 12},
+                                                                             {Seconds(3600), -0.25}}) {
+    SCOPED_TRACE(window.count());
+    Scene s(FloorPolicy(window));
+    const std::vector<std::string> ids = s.Launch({CapacityType::kSpot, CapacityType::kOnDemand});
+    ASSERT_EQ(ids.size(), 2u);
+    s.work.SetRunning(ids[1], {Job("s1", "serve", Seconds(1800))});
+    s.RunFor(10);
+    s.work.SetRunning(ids[1], {});
+    s.work.SetRunning(ids[0], {Job("s1", "serve", Seconds(1800))});
+    s.RunFor(2);
+    EXPECT_NEAR(Credit(s, "serve"), credit, 0.01);
+  }
+}
+
+TEST(SpotFloorAccount, AClassWithoutAWindowOrWithoutAFloorHasNoCredit) {
+  Policy p = FloorPolicy();
+  p.classes[1].max_spot_share = 1.0;
+  Scene s(p);
+  const std::vector<std::string> on_demand = s.Launch({CapacityType::kOnDemand});
+  ASSERT_EQ(on_demand.size(), 1u);
+  s.work.SetRunning(on_demand[0], {Job("s1", "serve", Seconds(1800)), Job("b1", "batch", Seconds(1800))});
+  s.RunFor(3);
+  EXPECT_TRUE(s.seen.back().spot_floor_credit_gpus.empty());
 }
 
 }  // namespace
