@@ -36,5 +36,22 @@ TEST(SnapshotJson, RejectsANegativeOrNonNumericPoolSpend) {
   }
 }
 
+// A class's floor credit is negative when it held less than its floor: the
+// map takes signed numbers, and nothing but numbers.
+TEST(SnapshotJson, CarriesSignedFloorCredits) {
+  Snapshot s;
+  s.spot_floor_credit_gpus = {{"serve", -0.75}, {"web", 1.5}};
+  const std::string text = FormatSnapshotJson(s);
+  Result<Snapshot> back = ParseSnapshotJson(text, "snap.json");
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(back->spot_floor_credit_gpus, s.spot_floor_credit_gpus);
+  EXPECT_EQ(FormatSnapshotJson(*back), text);
+  Result<Snapshot> bad = ParseSnapshotJson(R"({"spot_floor_credit_gpus": {"serve": "1"}})", "snap.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("snap.json: spot_floor_credit_gpus: expected an object of numbers"),
+            std::string::npos)
+      << bad.error().message();
+}
+
 }  // namespace
 }  // namespace gpuscaler
