@@ -330,6 +330,16 @@ Plan Planner::Run() {
   for (const Group& g : groups_)
     if (g.spot_paused) paused.emplace(g.rep->workload_class, g.cls);
   for (const auto& [c, cls] : paused) notes.push_back("class " + c + ": spot paused" + SpotPauseWhy(cls));
+  std::map<std::string, int> shifted;
+  for (const Group& g : groups_)
+    if (classes_[g.cls].floor_shift != 0) shifted.emplace(g.rep->workload_class, g.cls);
+  for (const auto& [c, cls] : shifted) {
+    const ClassInfo& ci = classes_[cls];
+    char credit[32];
+    std::snprintf(credit, sizeof credit, "%+.2f", ci.floor_credit);
+    notes.push_back("class " + c + ": on-demand floor one unit " + (ci.floor_shift > 0 ? "lower" : "higher") +
+                    " for new work (held on average: " + credit + " GPUs over spot_share_window)");
+  }
   for (const auto& key : snap_.reclaimed_spot_pools)
     notes.push_back("spot pool " + key + ": reclaimed in a wave of notices, no new nodes there until its cooldown ends");
   for (const auto& [pool, n] : plan.empty_nodes_left_by_pool)

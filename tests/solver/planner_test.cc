@@ -534,6 +534,9 @@ TEST(Planner, AClassesCreditOverItsSpotShareWindowMovesTheFloorByOneUnit) {
   EXPECT_EQ(spot_units(lone), 0) << "held at every placement: 0.7 x 1 < 1";
   lone.spot_floor_credit_gpus = {{"inference", 1.0}};
   EXPECT_EQ(spot_units(lone), 1);
+  const Plan lowered = MakePlan(lone, p);
+  EXPECT_TRUE(testing::HasNote(lowered, "class inference: on-demand floor one unit lower for new work (held on average: +1.00 GPUs"))
+      << lowered.summary;
   lone.spot_floor_credit_gpus = {{"inference", 0.05}};
   EXPECT_EQ(spot_units(lone), 1) << "any credit: a whole unit";
   lone.spot_floor_credit_gpus = {{"inference", 0.0}};
@@ -556,6 +559,7 @@ TEST(Planner, AClassesCreditOverItsSpotShareWindowMovesTheFloorByOneUnit) {
   EXPECT_EQ(spot_units(ten), 6) << "one unit more, whatever the debt";
   ten.spot_floor_credit_gpus = {{"inference", -0.05}};
   EXPECT_EQ(spot_units(ten), 6);
+  EXPECT_TRUE(testing::HasNote(MakePlan(ten, p), "class inference: on-demand floor one unit higher for new work (held on average: -0.05"));
 }
 
 TEST(Planner, SpreadsAClassAcrossZones) {
