@@ -16,6 +16,7 @@
 #include "fakes/fake_clock.h"
 #include "fakes/fake_cloud_provider.h"
 #include "fakes/fake_work_source.h"
+#include "fakes/recording_planner.h"
 #include "fakes/g5_fleet.h"
 #include "gpuscaler/controller/controller.h"
 #include "gpuscaler/store/sqlite_audit_store.h"
@@ -65,12 +66,7 @@ struct Scene {
     o.reuse_unchanged_plans = false;
     o.interruption_risk.half_life = Seconds(0);
     controller = std::make_unique<Controller>(clock, cloud, store.get(), work, catalog, std::move(policy), o,
-                                              [this](const Snapshot& s, const Policy&) {
-                                                seen.push_back(s);
-                                                Plan p = next_plan;
-                                                next_plan = {};
-                                                return p;
-                                              });
+                                              testing::RecordingPlanner(&seen, &next_plan));
   }
   // Launches one g5.xlarge node in us-east-1a per capacity type listed, in
   // one plan; their instance ids, in that order.

@@ -8,6 +8,7 @@
 #include "fakes/fake_clock.h"
 #include "fakes/fake_cloud_provider.h"
 #include "fakes/fake_work_source.h"
+#include "fakes/recording_planner.h"
 #include "gpuscaler/store/audit_reader.h"
 #include "lifecycle_harness.h"
 #include "gpuscaler/store/sqlite_audit_store.h"
@@ -61,12 +62,7 @@ struct Harness {
     ControllerOptions o;
     o.reuse_unchanged_plans = false;
     controller = std::make_unique<Controller>(clock, cloud, store.get(), work, catalog, std::move(policy), o,
-                                              [this](const Snapshot& s, const Policy&) {
-                                                seen.push_back(s);
-                                                Plan p = next_plan;
-                                                next_plan = {};
-                                                return p;
-                                              });
+                                              testing::RecordingPlanner(&seen, &next_plan));
   }
   LaunchAction Launch(const std::string& key, int count, std::vector<std::string> fallbacks = {}) {
     LaunchAction l;
