@@ -205,8 +205,8 @@ void Planner::SetAllowances(const std::vector<double>& totals) {
     const bool floored = spot_share > 0 && spot_share < 1.0 - kEps;
     // Error diffusion: a whole unit either way by the credit's sign, so the
     // share of a class of one replica averages to the floor too (a shift by
-    // the credit itself would need a credit of 0.3 GPUs to put a lone
-    // replica of a 0.7 class on spot, and would settle at 60 %).
+    // the credit itself puts a lone replica of a 0.7 class on spot only once
+    // the credit reaches 0.3 GPUs, and holds such a class far above it).
     if (floored && ci.floor_credit > kCreditEps) ci.floor_shift = ci.largest_unit;
     else if (floored && ci.floor_credit < -kCreditEps) ci.floor_shift = -ci.largest_unit;
     else ci.floor_shift = 0;
