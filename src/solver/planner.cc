@@ -335,8 +335,7 @@ Plan Planner::Run() {
     if (classes_[g.cls].floor_shift != 0) shifted.emplace(g.rep->workload_class, g.cls);
   for (const auto& [c, cls] : shifted) {
     const ClassInfo& ci = classes_[cls];
-    char credit[32];
-    std::snprintf(credit, sizeof credit, "%+.2f", ci.floor_credit);
+    const std::string credit = (ci.floor_credit > 0 ? "+" : "") + Fixed(ci.floor_credit, 2);
     notes.push_back("class " + c + ": on-demand floor one unit " + (ci.floor_shift > 0 ? "lower" : "higher") +
                     " for new work (held on average: " + credit + " GPUs over spot_share_window)");
   }

@@ -255,6 +255,29 @@ TEST(SpotFloorAccount, OnDemandHoursLongAgoFadeWithTheWindow) {
   }
 }
 
+// The account is in memory: a restarted controller plans its first tick
+// with no credit (the floor at every placement), however far ahead the class
+// was before.
+TEST(SpotFloorAccount, ARestartStartsTheCreditAtZero) {
+  Scene s(FloorPolicy());
+  const std::vector<std::string> on_demand = s.Launch({CapacityType::kOnDemand});
+  ASSERT_EQ(on_demand.size(), 1u);
+  s.work.SetRunning(on_demand[0], {Job("s1", "serve", Seconds(1800))});
+  s.RunFor(5);
+  ASSERT_GT(Credit(s, "serve"), 0);
+
+  s.clock.Advance(Seconds(60));
+  std::vector<Snapshot> seen;
+  Plan none;
+  ControllerOptions o;
+  o.reuse_unchanged_plans = false;
+  Controller restarted(s.clock, s.cloud, s.store.get(), s.work, s.catalog, FloorPolicy(), o,
+                       testing::RecordingPlanner(&seen, &none));
+  restarted.Tick();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].spot_floor_credit_gpus.count("serve"), 0u);
+}
+
 TEST(SpotFloorAccount, AClassWithoutAWindowOrWithoutAFloorHasNoCredit) {
   Policy p = FloorPolicy();
   p.classes[1].max_spot_share = 1.0;

@@ -327,12 +327,13 @@ Policy TrainingOnOnePool(std::vector<std::string> instance_types, std::vector<st
   return policy;
 }
 
-// gpuscaler's replay of the trace on the market for `days`, no background
-// hazard (the market's drops are the only reclaims).
-RunResult RunWithoutBackgroundHazard(const Trace& trace, const SpotMarket& market, const Policy& policy, int days = 1) {
+// The replay of the trace on the market for `days` by `run` (gpuscaler or a
+// baseline), no background hazard (the market's drops are the only reclaims).
+RunResult RunWithoutBackgroundHazard(const Trace& trace, const SpotMarket& market, const Policy& policy, int days = 1,
+                                     const std::string& run = "gpuscaler") {
   Scenario s = MakeTraceScenario(trace, market, BuiltinCatalog(), policy, 1, days);
   s.cloud.hazard_by_family.clear();
-  Result<RunSpec> spec = MakeRunSpec("gpuscaler", s, nullptr);
+  Result<RunSpec> spec = MakeRunSpec(run, s, nullptr);
   EXPECT_TRUE(spec.ok());
   RunResult r = RunScenario(s, *spec);
   CheckInvariants(s, r);
@@ -505,9 +506,14 @@ TEST(Replay, ALostWorkBudgetKeepsAClassOffAFlappingSpotPoolAfterItIsSpent) {
 // credit sends a replica to spot while the class held more than 30 % on
 // on-demand and keeps the next on on-demand while it held less: about 30 % of
 // the GPU-hours end on on-demand, and the bill falls.
-TEST(Replay, AFloorHeldOnAverageSendsALoneReplicaToSpotAboutSevenTimesInTen) {
+Trace OneReplicaAtATime() {
   Trace trace;
   for (int i = 0; i < 48; ++i) trace.jobs.push_back(TrainingJob(i, Seconds(i * 3600), Seconds(3000)));
+  return trace;
+}
+
+TEST(Replay, AFloorHeldOnAverageSendsALoneReplicaToSpotAboutSevenTimesInTen) {
+  const Trace trace = OneReplicaAtATime();
   Policy policy = TrainingOnOnePool({"g6.xlarge"}, {"us-east-1a"});
   policy.classes[0].max_spot_share = 0.7;
   auto run = [&](Seconds window) {
@@ -533,6 +539,25 @@ TEST(Replay, AFloorHeldOnAverageSendsALoneReplicaToSpotAboutSevenTimesInTen) {
   EXPECT_LT(averaged.total_cost_usd, 0.8 * every_placement.total_cost_usd);
   EXPECT_EQ(every_placement.jobs_completed, 48);
   EXPECT_EQ(averaged.jobs_completed, 48);
+}
+
+// The window is gpuscaler's: the greedy and Karpenter baselines hold the
+// floor by their capacity-spread split whatever it says, so their bills on
+// the same trace do not move when a policy sets one.
+TEST(Replay, BaselinesHoldTheFloorTheirOwnWayWhateverTheWindow) {
+  Policy policy = TrainingOnOnePool({"g6.xlarge"}, {"us-east-1a"});
+  policy.classes[0].max_spot_share = 0.7;
+  for (const char* name : {"greedy", "karpenter"}) {
+    SCOPED_TRACE(name);
+    std::vector<double> totals;
+    for (Seconds window : {Seconds(0), Seconds(6 * 3600)}) {
+      Policy p = policy;
+      p.classes[0].spot_share_window = window;
+      p.content_hash = PolicyContentHash(p);
+      totals.push_back(RunWithoutBackgroundHazard(OneReplicaAtATime(), {}, p, 3, name).total_cost_usd);
+    }
+    EXPECT_EQ(totals[0], totals[1]);
+  }
 }
 
 // The budget is the controller's, for gpuscaler: the baselines run the

@@ -562,6 +562,31 @@ TEST(Planner, AClassesCreditOverItsSpotShareWindowMovesTheFloorByOneUnit) {
   EXPECT_TRUE(testing::HasNote(MakePlan(ten, p), "class inference: on-demand floor one unit higher for new work (held on average: -0.05"));
 }
 
+// The credit lowers the floor for new work only: consolidation does not
+// move a running unit of the class onto a spot node's free room on credit
+// (nothing would move it back while the class is behind). Without a floor
+// the same unit moves there.
+TEST(Planner, ConsolidationMovesNoRunningWorkOntoSpotOnTheFloorsCredit) {
+  Snapshot c = BaseSnapshot();
+  c.nodes.push_back(
+      MakeNode(c, "spot", "g5.12xlarge", "us-east-1a", CapacityType::kSpot, {Unit("r", 1, 2000, 8192, "training")}));
+  c.nodes.push_back(MakeNode(c, "od", "g5.xlarge", "us-east-1a", CapacityType::kOnDemand, {Unit("m", 1)}));
+  auto moved_onto_spot = [&](const Plan& pl) {
+    for (const auto& t : pl.terminations)
+      if (t.node_id == "od") return true;
+    return false;
+  };
+  Policy no_floor = BasePolicy();
+  EXPECT_TRUE(moved_onto_spot(MakePlan(c, no_floor)));
+
+  Policy floor = BasePolicy();
+  floor.classes[0].max_spot_share = 0.7;
+  c.spot_floor_credit_gpus = {{"inference", 1.0}};
+  const Plan held = MakePlan(c, floor);
+  EXPECT_FALSE(moved_onto_spot(held)) << held.summary;
+  ExpectValid(c, floor, held);
+}
+
 TEST(Planner, SpreadsAClassAcrossZones) {
   struct Case {
     std::string name;
