@@ -6,6 +6,89 @@
 
 namespace gpuscaler {
 
+namespace {
+
+// A replacement: terminations whose running work moves onto new nodes of the
+// same plan, and those nodes. Neither half is worth anything alone (a new
+// node without the removals it was for costs more than before; removals
+// without their new node leave work with nowhere to go), so the governor
+// keeps or holds a replacement whole.
+struct Replacement {
+  std::vector<size_t> terminations;           // indexes into Plan::terminations
+  std::set<std::pair<int, int>> new_nodes;    // (launch index, ordinal)
+};
+
+// The plan's replacements; `of_termination[i]` is the index of termination
+// i's replacement, or -1 when its work moves onto no new node (or it moves
+// none). Terminations whose work shares a new node are one replacement.
+std::vector<Replacement> ReplacementsOf(const Plan& plan, std::vector<int>* of_termination) {
+  std::map<std::string, std::pair<int, int>> new_node_of_unit;
+  for (const Placement& p : plan.placements)
+    if (p.launch_index >= 0) new_node_of_unit[p.unit_id] = {p.launch_index, p.launch_ordinal};
+  std::vector<Replacement> out;
+  std::map<std::pair<int, int>, int> replacement_of_node;
+  of_termination->assign(plan.terminations.size(), -1);
+  for (size_t i = 0; i < plan.terminations.size(); ++i) {
+    int& mine = (*of_termination)[i];
+    for (const std::string& id : plan.terminations[i].moved_unit_ids) {
+      auto at = new_node_of_unit.find(id);
+      if (at == new_node_of_unit.end()) continue;
+      auto known = replacement_of_node.find(at->second);
+      const int r = known == replacement_of_node.end() ? -1 : known->second;
+      if (mine < 0 && r < 0) {
+        mine = static_cast<int>(out.size());
+        out.emplace_back();
+      } else if (mine < 0) {
+        mine = r;
+      } else if (r >= 0 && r != mine) {
+        // This termination joins two replacements: merge r into mine.
+        for (size_t t : out[r].terminations) (*of_termination)[t] = mine;
+        out[mine].terminations.insert(out[mine].terminations.end(), out[r].terminations.begin(),
+                                      out[r].terminations.end());
+        for (const auto& node : out[r].new_nodes) replacement_of_node[node] = mine;
+        out[mine].new_nodes.insert(out[r].new_nodes.begin(), out[r].new_nodes.end());
+        out[r] = Replacement{};
+      }
+      out[mine].new_nodes.insert(at->second);
+      replacement_of_node[at->second] = mine;
+    }
+    if (mine >= 0) out[mine].terminations.push_back(i);
+  }
+  return out;
+}
+
+// Takes the new nodes of held replacements out of their launches: a dropped
+// node's place goes to the launch's last node (placements follow), and the
+// moved units' placements onto it go (those units stay where they run).
+// Returns the number of nodes dropped.
+int DropNewNodes(const std::set<std::pair<int, int>>& dropped, Plan* plan) {
+  int count = 0;
+  // Highest ordinal first, so the launch's last node is never one still to drop.
+  for (auto it = dropped.rbegin(); it != dropped.rend(); ++it) {
+    const auto [li, ordinal] = *it;
+    LaunchAction& l = plan->launches[static_cast<size_t>(li)];
+    if (ordinal >= l.count) continue;  // already cut with the launch
+    const int last = l.count - 1;
+    std::vector<Placement> kept;
+    for (Placement& p : plan->placements) {
+      if (p.launch_index == li && p.launch_ordinal == ordinal) {
+        l.unit_ids.erase(std::remove(l.unit_ids.begin(), l.unit_ids.end(), p.unit_id), l.unit_ids.end());
+        continue;
+      }
+      if (p.launch_index == li && p.launch_ordinal == last) p.launch_ordinal = ordinal;
+      kept.push_back(std::move(p));
+    }
+    plan->placements = std::move(kept);
+    l.usd_per_hour *= static_cast<double>(last) / l.count;
+    l.expected_interruption_usd_per_hour *= static_cast<double>(last) / l.count;
+    l.count = last;
+    ++count;
+  }
+  return count;
+}
+
+}  // namespace
+
 GovernorResult ScalingGovernor::Apply(const ScalingPolicy& scaling, const std::map<std::string, int>& nodes_per_pool,
                                       WallTime now, Plan* plan) {
   GovernorResult result;
@@ -89,14 +172,44 @@ GovernorResult ScalingGovernor::Apply(const ScalingPolicy& scaling, const std::m
   if (total_up >= scaling.max_nodes_added_per_tick && result.launches_held > 0) {
     result.notes.push_back("max_nodes_added_per_tick reached");
   }
-  std::vector<TerminationAction> kept;
+  // Terminations in plan order; a replacement is decided at its first
+  // termination, for all of them and its new nodes together.
+  std::vector<int> replacement_of;
+  const std::vector<Replacement> replacements = ReplacementsOf(*plan, &replacement_of);
+  std::vector<char> decided(replacements.size(), 0), let_through(plan->terminations.size(), 0);
+  std::set<std::pair<int, int>> dropped_new_nodes;
   int total_down = 0;
-  for (TerminationAction& t : plan->terminations) {
-    int& budget = allowed_down[t.pool];
-    if (budget > 0 && total_down < scaling.max_nodes_removed_per_tick) {
-      --budget;
-      ++total_down;
-      kept.push_back(std::move(t));
+  for (size_t i = 0; i < plan->terminations.size(); ++i) {
+    const int r = replacement_of[i];
+    if (r < 0) {
+      int& budget = allowed_down[plan->terminations[i].pool];
+      if (budget > 0 && total_down < scaling.max_nodes_removed_per_tick) {
+        --budget;
+        ++total_down;
+        let_through[i] = 1;
+      }
+      continue;
+    }
+    if (decided[r]) continue;
+    decided[r] = 1;
+    const Replacement& rep = replacements[r];
+    bool whole = total_down + static_cast<int>(rep.terminations.size()) <= scaling.max_nodes_removed_per_tick;
+    for (const auto& [li, ordinal] : rep.new_nodes) whole = whole && ordinal < plan->launches[li].count;
+    std::map<std::string, int> per_pool;
+    for (size_t t : rep.terminations) ++per_pool[plan->terminations[t].pool];
+    for (const auto& [pool, n] : per_pool) whole = whole && allowed_down[pool] >= n;
+    if (whole) {
+      for (const auto& [pool, n] : per_pool) allowed_down[pool] -= n;
+      total_down += static_cast<int>(rep.terminations.size());
+      for (size_t t : rep.terminations) let_through[t] = 1;
+    } else {
+      dropped_new_nodes.insert(rep.new_nodes.begin(), rep.new_nodes.end());
+    }
+  }
+  std::vector<TerminationAction> kept;
+  for (size_t i = 0; i < plan->terminations.size(); ++i) {
+    if (let_through[i]) {
+      kept.push_back(std::move(plan->terminations[i]));
     } else {
       ++result.terminations_held;
     }
@@ -105,6 +218,12 @@ GovernorResult ScalingGovernor::Apply(const ScalingPolicy& scaling, const std::m
     result.notes.push_back("max_nodes_removed_per_tick reached");
   }
   plan->terminations = std::move(kept);
+  const int new_nodes_held = DropNewNodes(dropped_new_nodes, plan);
+  if (new_nodes_held > 0) {
+    result.launches_held += new_nodes_held;
+    result.notes.push_back(std::to_string(new_nodes_held) +
+                           " replacement node(s) held with the removals they were for");
+  }
   pending_hold_ = result.launches_held > 0 || result.terminations_held > 0;
   return result;
 }
@@ -126,25 +245,46 @@ void HoldBlockedTerminations(const Snapshot& snapshot, const Policy& policy, Pla
   for (auto it = plan->empty_nodes_left_by_pool.begin(); it != plan->empty_nodes_left_by_pool.end();) {
     it = all_pools || pools.count(it->first) != 0 ? plan->empty_nodes_left_by_pool.erase(it) : std::next(it);
   }
-  std::vector<TerminationAction> kept;
-  for (TerminationAction& t : plan->terminations) {
-    bool keep_node = all_pools || pools.count(t.pool) != 0;
+  std::vector<char> keep_node(plan->terminations.size(), 0);
+  for (size_t i = 0; i < plan->terminations.size(); ++i) {
+    const TerminationAction& t = plan->terminations[i];
+    keep_node[i] = all_pools || pools.count(t.pool) != 0;
     const std::string& wanted = t.instance_id.empty() ? t.node_id : t.instance_id;
     for (const Node& n : snapshot.nodes) {
       if (n.instance_id != wanted) continue;
       for (const DemandUnit& u : n.running) {
-        if (std::binary_search(blocked.begin(), blocked.end(), u.workload_class)) keep_node = true;
+        if (std::binary_search(blocked.begin(), blocked.end(), u.workload_class)) keep_node[i] = 1;
       }
       break;
     }
-    if (keep_node) {
+  }
+  // A replacement is held whole: all its removals and its new nodes.
+  std::vector<int> replacement_of;
+  const std::vector<Replacement> replacements = ReplacementsOf(*plan, &replacement_of);
+  std::set<std::pair<int, int>> dropped_new_nodes;
+  for (const Replacement& rep : replacements) {
+    bool held_whole = false;
+    for (size_t t : rep.terminations) held_whole = held_whole || keep_node[t];
+    if (!held_whole) continue;
+    for (size_t t : rep.terminations) keep_node[t] = 1;
+    dropped_new_nodes.insert(rep.new_nodes.begin(), rep.new_nodes.end());
+  }
+  std::vector<TerminationAction> kept;
+  for (size_t i = 0; i < plan->terminations.size(); ++i) {
+    if (keep_node[i]) {
       ++held->terminations_held;
-      held->notes.push_back("stale signals: keeping " + t.node_id);
+      held->notes.push_back("stale signals: keeping " + plan->terminations[i].node_id);
     } else {
-      kept.push_back(std::move(t));
+      kept.push_back(std::move(plan->terminations[i]));
     }
   }
   plan->terminations = std::move(kept);
+  const int new_nodes_held = DropNewNodes(dropped_new_nodes, plan);
+  if (new_nodes_held > 0) {
+    held->launches_held += new_nodes_held;
+    held->notes.push_back("stale signals: " + std::to_string(new_nodes_held) +
+                          " replacement node(s) held with the removals they were for");
+  }
 }
 
 }  // namespace gpuscaler

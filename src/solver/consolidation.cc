@@ -11,9 +11,11 @@ namespace gpuscaler::solver_detail {
 
 namespace {
 
-// Nodes that moving work tries to pair (the first in candidate order): at
-// most kPairCandidates * (kPairCandidates - 1) / 2 pairs a plan.
-constexpr size_t kPairCandidates = 24;
+// Nodes that replacing several by one considers (the first in candidate
+// order): at most kGroupCandidates * (kGroupCandidates - 1) / 2 pairs a plan.
+constexpr size_t kGroupCandidates = 24;
+// The most nodes one new node replaces (the disruption budget permitting).
+constexpr int kMaxGroupNodes = 8;
 
 bool LabelSaysDoNotDisrupt(const std::map<std::string, std::string>& labels, const std::vector<std::string>& keys) {
   for (const auto& k : keys) {
@@ -354,109 +356,186 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
     }
   }
 
-  // 3. Replace two nodes of a pool with one new node cheaper than both
-  //    (Karpenter's multi-node consolidation, for two nodes): work that
-  //    arrived one unit at a time sits on the node each unit needed alone,
-  //    often a node per fractional or CPU-heavy unit, where one node holds
-  //    both for less. The passes above took the nodes that could go alone;
-  //    each of the two is a removal that moves work, so the pool's
-  //    disruption budget must allow both.
+  // 3. Replace several nodes of a pool with one new node cheaper than all of
+  //    them (Karpenter's multi-node consolidation): work that arrived one
+  //    unit at a time sits on the node each unit needed alone, often a node
+  //    per fractional, CPU-heavy or on-demand-floor unit, where one larger
+  //    node holds them all for less. The passes above took the nodes that
+  //    could go alone. Groups of three or more are the first candidates of
+  //    their pool in candidate order (least work first), the longest that
+  //    pays tried first; then any two candidates of a pool. Each node of a
+  //    group is a removal that moves work: a group larger than the pool's
+  //    disruption budget allows now (at least two) is staged, its first
+  //    nodes moved now and the rest left to follow (replace_group).
   if (removed + 2 > max_removed || st.added >= policy_.scaling.max_nodes_added_per_tick) return;
-  struct PairCand {
+  struct GroupCand {
     int node;
     RunningWorkCost cost;
     double gpus;  // GPU share of its units
     int64_t cpu_milli;
     int64_t mem_mib;
   };
-  std::vector<PairCand> pair_cands;
+  std::vector<GroupCand> group_cands;
   for (const Cand& c : cands) {
-    if (pair_cands.size() >= kPairCandidates) break;
+    if (group_cands.size() >= kGroupCandidates) break;
     const Bin& b = existing_[c.node];
     if (c.empty || b.removed || b.receiver || b.pool < 0 || b.type < 0) continue;
     if (pools_[b.pool].disrupt_allow < 2) continue;
     const Node& n = snap_.nodes[c.node];
-    PairCand pc{c.node, CostOfRunningWork(n, snap_.instance_types[b.type], b.wait_h), 0, 0, 0};
+    GroupCand gc{c.node, CostOfRunningWork(n, snap_.instance_types[b.type], b.wait_h), 0, 0, 0};
     for (const auto& u : n.running) {
-      pc.gpus += GpuShare(u);
-      pc.cpu_milli += std::max<int64_t>(0, u.cpu_milli);
-      pc.mem_mib += std::max<int64_t>(0, u.memory_mib);
+      gc.gpus += GpuShare(u);
+      gc.cpu_milli += std::max<int64_t>(0, u.cpu_milli);
+      gc.mem_mib += std::max<int64_t>(0, u.memory_mib);
     }
-    pair_cands.push_back(pc);
+    group_cands.push_back(gc);
   }
+  // Replaces the nodes of `group` (one pool, none removed) with the cheapest
+  // new node that holds all their units and saves enough; false when none does.
   Bin nb;
-  for (size_t i = 0; i < pair_cands.size(); ++i) {
-    for (size_t j = i + 1; j < pair_cands.size(); ++j) {
-      if (removed + 2 > max_removed || st.added >= policy_.scaling.max_nodes_added_per_tick) return;
-      const PairCand& a = pair_cands[i];
-      const PairCand& b = pair_cands[j];
-      Bin& ba = existing_[a.node];
-      Bin& bb = existing_[b.node];
-      if (ba.removed || bb.removed || ba.pool != bb.pool) continue;
-      const int pool = ba.pool;
-      if (!pool_ok_to_remove(pool, false, 0, 2)) continue;
-      const double price = ba.price + bb.price;
-      const double disruption = a.cost.disruption + b.cost.disruption;
-      const double old_total = price + a.cost.risk + b.cost.risk - disruption;
-      if (old_total < d.min_savings_usd_per_hour || (price > 0 && old_total / price < d.min_savings_fraction)) continue;
-      // Both nodes' units, largest first: (node, running index).
-      std::vector<std::pair<int, int>> units;
-      for (const PairCand* pc : {&a, &b})
-        for (size_t k = 0; k < snap_.nodes[pc->node].running.size(); ++k) units.emplace_back(pc->node, int(k));
-      auto unit_at = [&](const std::pair<int, int>& at) -> const DemandUnit& {
-        return snap_.nodes[at.first].running[at.second];
-      };
-      std::stable_sort(units.begin(), units.end(),
-                       [&](const auto& x, const auto& y) { return GpuShare(unit_at(x)) > GpuShare(unit_at(y)); });
-      const double need_gpus = a.gpus + b.gpus;
-      const int64_t need_cpu = a.cpu_milli + b.cpu_milli;
-      const int64_t need_mem = a.mem_mib + b.mem_mib;
-      for (int o : options_by_price_) {
-        const Option& op = options_[o];
-        if (op.price >= old_total - d.min_savings_usd_per_hour) break;
-        if (price > 0 && (old_total - op.price) / price < d.min_savings_fraction) break;
-        if (op.pool != pool || !op.usable) continue;
-        // What the type has at most; Take decides the rest.
-        const InstanceType& t = snap_.instance_types[op.type];
-        if (t.gpu_count < need_gpus - kEps || int64_t{t.vcpus} * 1000 < need_cpu || t.memory_mib < need_mem) continue;
-        InitBin(nb, o);
-        const Offering& off = snap_.offerings[op.offering];
-        double risk_new = 0;
-        bool all = true;
-        Allowances allow = st.allow;
-        for (const auto& at : units) {
-          const DemandUnit& u = unit_at(at);
-          const int cls = class_index_.at(u.workload_class);
-          int mig = -1;
-          if (!UnitAllowed(u, cls, op.pool, off, op.type, op.zone, &mig) || Take(nb, ShapeOf(u), mig, 1) != 1 ||
-              !MoveAllowance(u, cls, existing_[at.first], nb, allow)) {
-            all = false;
-            break;
-          }
-          risk_new += ExpectedInterruptionUsdPerHour(u, off, snap_.instance_types[op.type], op.wait_h);
+  // Only the first `now` nodes go in this plan (the budget's share); the new
+  // node is sized for all, and the rest follow into its free room in later
+  // plans, each a single-node move that saves its whole price.
+  auto replace_group = [&](const std::vector<const GroupCand*>& group, int now) {
+    const int pool = existing_[group.front()->node].pool;
+    if (!pool_ok_to_remove(pool, false, 0, now)) return false;
+    double price = 0, disruption = 0, need_gpus = 0;
+    int64_t need_cpu = 0, need_mem = 0;
+    for (const GroupCand* gc : group) {
+      price += existing_[gc->node].price;
+      disruption += gc->cost.disruption;
+      need_gpus += gc->gpus;
+      need_cpu += gc->cpu_milli;
+      need_mem += gc->mem_mib;
+    }
+    double old_total = price;  // what the group costs where it is
+    for (const GroupCand* gc : group) old_total += gc->cost.risk;
+    old_total -= disruption;
+    if (old_total < d.min_savings_usd_per_hour || (price > 0 && old_total / price < d.min_savings_fraction))
+      return false;
+    // The group's units, largest first: (node, running index).
+    std::vector<std::pair<int, int>> units;
+    for (const GroupCand* gc : group)
+      for (size_t k = 0; k < snap_.nodes[gc->node].running.size(); ++k) units.emplace_back(gc->node, int(k));
+    auto unit_at = [&](const std::pair<int, int>& at) -> const DemandUnit& {
+      return snap_.nodes[at.first].running[at.second];
+    };
+    std::stable_sort(units.begin(), units.end(), [&](const auto& x, const auto& y) {
+      return GpuShare(unit_at(x)) > GpuShare(unit_at(y));
+    });
+    for (int o : options_by_price_) {
+      const Option& op = options_[o];
+      if (op.price >= old_total - d.min_savings_usd_per_hour) break;
+      if (price > 0 && (old_total - op.price) / price < d.min_savings_fraction) break;
+      if (op.pool != pool || !op.usable) continue;
+      // What the type has at most; Take decides the rest.
+      const InstanceType& t = snap_.instance_types[op.type];
+      if (t.gpu_count < need_gpus - kEps || int64_t{t.vcpus} * 1000 < need_cpu || t.memory_mib < need_mem)
+        continue;
+      const Offering& off = snap_.offerings[op.offering];
+      double risk_new = 0;
+      bool all = true;
+      // Every unit of the group must fit (a scratch bin and allowance); the
+      // plan's bin takes the units that move now.
+      Bin whole;
+      InitBin(whole, o);
+      Allowances whole_allow = st.allow;
+      for (const auto& at : units) {
+        const DemandUnit& u = unit_at(at);
+        const int cls = class_index_.at(u.workload_class);
+        int mig = -1;
+        if (!UnitAllowed(u, cls, op.pool, off, op.type, op.zone, &mig) || Take(whole, ShapeOf(u), mig, 1) != 1 ||
+            !MoveAllowance(u, cls, existing_[at.first], whole, whole_allow)) {
+          all = false;
+          break;
         }
-        if (!all) continue;
-        const double saves = old_total - op.price - risk_new;
-        if (saves < d.min_savings_usd_per_hour || (price > 0 && saves / price < d.min_savings_fraction)) continue;
-        const double overlap_usd = op.price * WarmUpHours(snap_, op.type, off);
-        if (saves * static_cast<double>(d.replacement_horizon.count()) / 3600.0 < overlap_usd) continue;
-        st.allow = std::move(allow);
-        nb.risk = risk_new;
-        nb.moved.insert(nb.moved.end(), units.begin(), units.end());
-        for (const PairCand* pc : {&a, &b}) {
-          const Node& n = snap_.nodes[pc->node];
-          TerminationAction t = TerminationOf(n, TerminationKind::kReplace);
-          t.saves_usd_per_hour = saves / 2;
-          for (const auto& u : n.running) t.moved_unit_ids.push_back(u.id);
-          t.reason = "replaced, with " + snap_.nodes[(pc == &a ? b : a).node].id + ", by one " + Describe(off) + " at " +
-                     Usd(op.price) + "/h: the two save " + Usd(saves) + "/h after " + Usd(disruption) +
-                     "/h disruption cost";
-          commit_removal(pc->node, false);
-          terms.push_back(std::move(t));
-        }
-        commit_replacement(nb, op);
-        break;
+        risk_new += ExpectedInterruptionUsdPerHour(u, off, snap_.instance_types[op.type], op.wait_h);
       }
+      if (!all) continue;
+      std::vector<std::pair<int, int>> moving;
+      for (const auto& at : units)
+        for (int m = 0; m < now; ++m)
+          if (at.first == group[m]->node) moving.push_back(at);
+      InitBin(nb, o);
+      Allowances allow = st.allow;
+      double risk_now = 0;
+      for (const auto& at : moving) {
+        const DemandUnit& u = unit_at(at);
+        const int cls = class_index_.at(u.workload_class);
+        int mig = -1;
+        if (!UnitAllowed(u, cls, op.pool, off, op.type, op.zone, &mig) || Take(nb, ShapeOf(u), mig, 1) != 1 ||
+            !MoveAllowance(u, cls, existing_[at.first], nb, allow)) {
+          all = false;
+          break;
+        }
+        risk_now += ExpectedInterruptionUsdPerHour(u, off, snap_.instance_types[op.type], op.wait_h);
+      }
+      if (!all) continue;
+      const double saves = old_total - op.price - risk_new;
+      if (saves < d.min_savings_usd_per_hour || (price > 0 && saves / price < d.min_savings_fraction))
+        continue;
+      const double overlap_usd = op.price * WarmUpHours(snap_, op.type, off);
+      if (saves * static_cast<double>(d.replacement_horizon.count()) / 3600.0 < overlap_usd) continue;
+      st.allow = std::move(allow);
+      nb.risk = risk_now;
+      nb.moved.insert(nb.moved.end(), moving.begin(), moving.end());
+      const std::string to_follow =
+          now < int(group.size()) ? " (" + std::to_string(int(group.size()) - now) + " to follow into its free room)" : "";
+      for (int m = 0; m < now; ++m) {
+        const GroupCand* gc = group[m];
+        const Node& n = snap_.nodes[gc->node];
+        TerminationAction term = TerminationOf(n, TerminationKind::kReplace);
+        term.saves_usd_per_hour = saves / double(group.size());
+        for (const auto& u : n.running) term.moved_unit_ids.push_back(u.id);
+        std::string others;
+        for (const GroupCand* other : group)
+          if (other != gc) others += (others.empty() ? "" : ", ") + snap_.nodes[other->node].id;
+        term.reason = "replaced, with " + others + ", by one " + Describe(off) + " at " + Usd(op.price) +
+                      "/h: the " + (group.size() == 2 ? std::string("two") : std::to_string(group.size())) +
+                      to_follow + " save " + Usd(saves) + "/h after " + Usd(disruption) + "/h disruption cost";
+        commit_removal(gc->node, false);
+        terms.push_back(std::move(term));
+      }
+      commit_replacement(nb, op);
+      return true;
+    }
+    return false;
+  };
+  // The most nodes one group of `pool` may have now.
+  auto group_room = [&](int pool) {
+    if (st.added >= policy_.scaling.max_nodes_added_per_tick) return 0;
+    return std::min({pools_[pool].disrupt_allow, max_removed - removed, kMaxGroupNodes});
+  };
+  // Groups of three or more: per pool, the longest prefix of its remaining
+  // candidates that one node replaces.
+  for (size_t first = 0; first < group_cands.size(); ++first) {
+    const int pool = existing_[group_cands[first].node].pool;
+    bool pool_seen = false;
+    for (size_t k = 0; k < first; ++k) pool_seen = pool_seen || existing_[group_cands[k].node].pool == pool;
+    if (pool_seen) continue;
+    for (bool replaced = true; replaced;) {
+      replaced = false;
+      std::vector<const GroupCand*> members;
+      for (const GroupCand& gc : group_cands)
+        if (existing_[gc.node].pool == pool && !existing_[gc.node].removed) members.push_back(&gc);
+      const int room = group_room(pool);
+      if (room < 2) break;
+      for (int size = std::min(kMaxGroupNodes, int(members.size())); size >= 3 && !replaced; --size) {
+        replaced = replace_group(std::vector<const GroupCand*>(members.begin(), members.begin() + size),
+                                 std::min(room, size));
+      }
+    }
+  }
+  // Pairs: any two remaining candidates of a pool.
+  for (size_t i = 0; i < group_cands.size(); ++i) {
+    for (size_t j = i + 1; j < group_cands.size(); ++j) {
+      if (removed + 2 > max_removed || st.added >= policy_.scaling.max_nodes_added_per_tick) return;
+      const GroupCand& a = group_cands[i];
+      const GroupCand& b = group_cands[j];
+      if (existing_[a.node].removed || existing_[b.node].removed ||
+          existing_[a.node].pool != existing_[b.node].pool)
+        continue;
+      replace_group({&a, &b}, 2);
     }
   }
 }

@@ -2,8 +2,13 @@
 // lets through: scale-up stabilization, and the scale-up and scale-down
 // cooldowns, and how the planner's empty nodes left for later ticks enter
 // the scale-down recommendation (max_nodes_*_per_tick and scale-down
-// stabilization have their own tests in controller_test.cc).
+// stabilization have their own tests in controller_test.cc); and that a
+// replacement is let through or held whole.
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
 
 #include "gpuscaler/controller/scaling.h"
 
@@ -150,6 +155,146 @@ TEST(GovernorFields, EmptyNodesLeftForLaterDoNotHoldLaunches) {
   GovernorResult r = g.Apply(s, {{"gpu", 6}}, FromUnixSeconds(1000), &plan);
   EXPECT_EQ(plan.launches[0].count, 2);
   EXPECT_EQ(r.launches_held, 0);
+}
+
+
+// A replacement: node `node` removed, its units `units` moved onto the
+// `ordinal`-th node of the plan's first launch.
+void AddReplacement(Plan& p, const std::string& node, const std::vector<std::string>& units, int ordinal) {
+  if (p.launches.empty()) {
+    LaunchAction l;
+    l.pool = "gpu";
+    p.launches.push_back(l);
+  }
+  LaunchAction& l = p.launches[0];
+  l.count = std::max(l.count, ordinal + 1);
+  l.usd_per_hour = 4.0 * l.count;
+  TerminationAction t;
+  t.pool = "gpu";
+  t.node_id = node;
+  t.instance_id = node;
+  t.kind = TerminationKind::kReplace;
+  t.moved_unit_ids = units;
+  p.terminations.push_back(t);
+  for (const std::string& u : units) {
+    Placement pl;
+    pl.unit_id = u;
+    pl.launch_index = 0;
+    pl.launch_ordinal = ordinal;
+    p.placements.push_back(pl);
+    l.unit_ids.push_back(u);
+  }
+}
+
+std::vector<std::string> NodeIds(const Plan& p) {
+  std::vector<std::string> ids;
+  for (const TerminationAction& t : p.terminations) ids.push_back(t.node_id);
+  return ids;
+}
+
+// Two nodes replaced by one new node: with room for one removal the governor
+// holds both and the new node (alone it would cost more than the two), and
+// with room for two it lets all three through.
+TEST(GovernorFields, AReplacementIsLetThroughOrHeldWhole) {
+  for (int room : {1, 2}) {
+    SCOPED_TRACE("removals a tick: " + std::to_string(room));
+    ScalingPolicy s = Undamped();
+    s.max_nodes_removed_per_tick = room;
+    Plan p;
+    AddReplacement(p, "a", {"ua"}, 0);
+    AddReplacement(p, "b", {"ub"}, 0);
+    ScalingGovernor g;
+    GovernorResult r = g.Apply(s, {{"gpu", 2}}, FromUnixSeconds(1000), &p);
+    if (room == 1) {
+      EXPECT_TRUE(p.terminations.empty());
+      EXPECT_EQ(p.launches[0].count, 0);
+      EXPECT_DOUBLE_EQ(p.launches[0].usd_per_hour, 0.0);
+      EXPECT_TRUE(p.placements.empty());
+      EXPECT_EQ(r.terminations_held, 2);
+      EXPECT_EQ(r.launches_held, 1);
+      EXPECT_TRUE(Noted(r, "1 replacement node(s) held with the removals they were for"));
+    } else {
+      EXPECT_EQ(NodeIds(p), (std::vector<std::string>{"a", "b"}));
+      EXPECT_EQ(p.launches[0].count, 1);
+      EXPECT_EQ(p.placements.size(), 2u);
+      EXPECT_EQ(r.launches_held, 0);
+    }
+  }
+}
+
+// Removals whose new node the governor holds (here the scale-up cooldown)
+// are held with it: their work would have nowhere to go.
+TEST(GovernorFields, ARemovalWaitsForItsHeldReplacementNode) {
+  ScalingPolicy s = Undamped();
+  s.scale_up_cooldown = Seconds(120);
+  ScalingGovernor g;
+  const WallTime t0 = FromUnixSeconds(1000);
+  g.RecordScaleUp("gpu", t0);
+  Plan p;
+  AddReplacement(p, "a", {"ua"}, 0);
+  TerminationAction empty;
+  empty.pool = "gpu";
+  empty.node_id = "idle";
+  p.terminations.push_back(empty);  // no work to move: not part of it
+  GovernorResult r = g.Apply(s, {{"gpu", 3}}, t0 + Seconds(60), &p);
+  EXPECT_EQ(NodeIds(p), std::vector<std::string>{"idle"});
+  EXPECT_EQ(p.launches[0].count, 0);
+  EXPECT_EQ(r.terminations_held, 1);
+}
+
+// Of two replacements onto nodes of one launch, the one held gives up its
+// node; the launch's last node takes its place, and the placements onto it
+// follow, so the replacement let through keeps its units on a node that is
+// launched.
+TEST(GovernorFields, AHeldReplacementsNodeLeavesTheLaunchAndTheOthersKeepTheirs) {
+  ScalingPolicy s = Undamped();
+  s.max_nodes_removed_per_tick = 2;
+  Plan p;
+  AddReplacement(p, "c", {"uc"}, 1);       // first in plan order: let through
+  AddReplacement(p, "a", {"ua"}, 0);       // with b, two more removals: held
+  AddReplacement(p, "b", {"ub"}, 0);
+  ScalingGovernor g;
+  GovernorResult r = g.Apply(s, {{"gpu", 3}}, FromUnixSeconds(1000), &p);
+  EXPECT_EQ(NodeIds(p), std::vector<std::string>{"c"});
+  ASSERT_EQ(p.launches[0].count, 1);
+  EXPECT_DOUBLE_EQ(p.launches[0].usd_per_hour, 4.0);
+  ASSERT_EQ(p.placements.size(), 1u);
+  EXPECT_EQ(p.placements[0].unit_id, "uc");
+  EXPECT_EQ(p.placements[0].launch_ordinal, 0);
+  EXPECT_EQ(p.launches[0].unit_ids, std::vector<std::string>{"uc"});
+  EXPECT_EQ(r.terminations_held, 2);
+  EXPECT_EQ(r.launches_held, 1);
+}
+
+// Stale signals hold a node's removal; the rest of its replacement is held
+// with it.
+TEST(GovernorFields, StaleSignalsHoldTheWholeReplacement) {
+  Policy policy;
+  WorkloadClassPolicy serving;
+  serving.name = "serving";
+  serving.pools = {"gpu"};
+  WorkloadClassPolicy other;
+  other.name = "other";
+  other.pools = {"cpu"};
+  policy.classes = {serving, other};
+  Snapshot snap;
+  snap.scale_down_blocked_classes = {"other"};
+  Node a;
+  a.instance_id = "a";
+  DemandUnit ua;
+  ua.id = "ua";
+  ua.workload_class = "other";
+  a.running = {ua};
+  snap.nodes = {a};
+  Plan p;
+  AddReplacement(p, "a", {"ua"}, 0);
+  AddReplacement(p, "b", {"ub"}, 0);
+  GovernorResult held;
+  HoldBlockedTerminations(snap, policy, &p, &held);
+  EXPECT_TRUE(p.terminations.empty());
+  EXPECT_EQ(p.launches[0].count, 0);
+  EXPECT_EQ(held.terminations_held, 2);
+  EXPECT_EQ(held.launches_held, 1);
 }
 
 }  // namespace

@@ -943,6 +943,90 @@ TEST(Planner, TwoNodesReplacedByOneMustSaveTheFractionOfBothPrices) {
   EXPECT_TRUE(MakePlan(s, p).terminations.empty());
 }
 
+// Four on-demand units of one GPU and 10 vCPU each sit on a g6.4xlarge each
+// (1 L4, 16 vCPU, 1.323 $/h): no node can go alone, no two or three fit a
+// node cheaper than theirs, but one g6.12xlarge (4 L4, 48 vCPU, 4.602 $/h)
+// holds all four for 0.69 $/h less than 5.292.
+Snapshot FourSingleGpuNodesSnapshot() {
+  Snapshot s = BaseSnapshot({"us-east-1a"});
+  s.instance_types.push_back(testing::Type("g6.4xlarge", "g6", "NVIDIA-L4", 1, 23034, 16, 64));
+  s.offerings.push_back(testing::MakeOffering("g6.4xlarge", "us-east-1a", CapacityType::kOnDemand, 1.323));
+  for (const std::string id : {"a", "b", "c", "d"}) {
+    DemandUnit u = OnDemandOnly(Unit("w-" + id, 1));
+    u.cpu_milli = 10000;
+    u.restart_cost = Seconds(60);  // moving all four costs 0.088 $/h: they save 11 %
+    s.nodes.push_back(MakeNode(s, id, "g6.4xlarge", "us-east-1a", CapacityType::kOnDemand, {u}));
+  }
+  return s;
+}
+
+std::vector<std::string> TerminatedNodes(const Plan& plan) {
+  std::vector<std::string> ids;
+  for (const auto& t : plan.terminations) ids.push_back(t.node_id);
+  return ids;
+}
+
+TEST(Planner, ReplacesFourNodesWithOneLargerNodeWhenTheDisruptionBudgetAllowsFour) {
+  Snapshot s = FourSingleGpuNodesSnapshot();
+  Policy p = BasePolicy();
+  p.disruption.max_disrupted_per_interval = 4;
+  Plan plan = MakePlan(s, p);
+  ASSERT_EQ(TerminatedNodes(plan), (std::vector<std::string>{"a", "b", "c", "d"})) << plan.summary;
+  for (const auto& t : plan.terminations) {
+    EXPECT_EQ(t.kind, TerminationKind::kReplace) << t.node_id;
+    EXPECT_EQ(t.moved_unit_ids, std::vector<std::string>{"w-" + t.node_id});
+    EXPECT_NE(t.reason.find("the 4 save"), std::string::npos) << t.reason;
+    EXPECT_EQ(t.reason.find("to follow"), std::string::npos) << t.reason;
+  }
+  ASSERT_EQ(plan.launches.size(), 1u);
+  EXPECT_EQ(plan.launches[0].count, 1);
+  EXPECT_EQ(plan.launches[0].offering.instance_type, "g6.12xlarge");
+  EXPECT_EQ(plan.launches[0].unit_ids.size(), 4u);
+  EXPECT_NEAR(plan.cost_after_usd_per_hour, 4.602, 1e-9);
+  ExpectValid(s, p, plan);
+
+  // A node that must not be disrupted leaves three, which no cheaper node holds.
+  s.nodes[2].do_not_disrupt = true;
+  EXPECT_TRUE(MakePlan(s, p).terminations.empty());
+}
+
+// With a budget of two, the group is staged: the new node is sized for all
+// four, the budget's two move now (the bill is higher until the rest follow),
+// and the next plan moves the other two into its free room, each a
+// single-node move that saves its whole price.
+TEST(Planner, StagesAGroupLargerThanTheDisruptionBudgetAndTheRestFollow) {
+  Snapshot s = FourSingleGpuNodesSnapshot();
+  Policy p = BasePolicy();
+  p.disruption.max_disrupted_per_interval = 2;
+  const Plan first = MakePlan(s, p);
+  ASSERT_EQ(TerminatedNodes(first), (std::vector<std::string>{"a", "b"})) << first.summary;
+  for (const auto& t : first.terminations)
+    EXPECT_NE(t.reason.find("the 4 (2 to follow into its free room) save"), std::string::npos) << t.reason;
+  ASSERT_EQ(first.launches.size(), 1u);
+  EXPECT_EQ(first.launches[0].offering.instance_type, "g6.12xlarge");
+  EXPECT_EQ(first.launches[0].unit_ids, (std::vector<std::string>{"w-a", "w-b"}));
+  EXPECT_NEAR(first.cost_after_usd_per_hour, 4.602 + 2 * 1.323, 1e-9);
+  ExpectValid(s, p, first);
+
+  // The new node is up, holding the two; the budget's window has passed.
+  Snapshot next = s;
+  next.nodes.erase(next.nodes.begin(), next.nodes.begin() + 2);
+  next.nodes.push_back(MakeNode(next, "new", "g6.12xlarge", "us-east-1a", CapacityType::kOnDemand,
+                                {s.nodes[0].running[0], s.nodes[1].running[0]}));
+  next.nodes.back().launch_time = next.time - Seconds(900);
+  const Plan second = MakePlan(next, p);
+  ASSERT_EQ(TerminatedNodes(second), (std::vector<std::string>{"c", "d"})) << second.summary;
+  for (const auto& t : second.terminations) EXPECT_EQ(t.kind, TerminationKind::kConsolidate) << t.node_id;
+  EXPECT_TRUE(second.launches.empty());
+  EXPECT_NEAR(second.cost_after_usd_per_hour, 4.602, 1e-9);
+  ExpectValid(next, p, second);
+
+  // A budget of one stages nothing: one node moved into a larger one alone
+  // would be undone by the next plan's single-node replacement.
+  p.disruption.max_disrupted_per_interval = 1;
+  EXPECT_TRUE(MakePlan(s, p).terminations.empty());
+}
+
 TEST(Planner, AReplacementWhoseSavingOverTheHorizonDoesNotCoverTheWarmUpOverlapIsNotMade) {
   Snapshot s = BaseSnapshot();
   s.nodes.push_back(MakeNode(s, "big", "g5.48xlarge", "us-east-1a", CapacityType::kOnDemand, {OnDemandOnly(Unit("w", 1))}));
