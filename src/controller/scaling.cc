@@ -9,10 +9,12 @@ namespace gpuscaler {
 namespace {
 
 // A replacement: terminations whose running work moves onto new nodes of the
-// same plan, and those nodes. Neither half is worth anything alone (a new
-// node without the removals it was for costs more than before; removals
-// without their new node leave work with nowhere to go), so the governor
-// keeps or holds a replacement whole.
+// same plan, and those nodes. Removals without their new node leave work with
+// nowhere to go, so they are held with it. A new node for several removals
+// is sized for all their work: launched with only some of them, it costs more
+// than before and may be replaced back by the next plan, so such a
+// replacement is kept or held whole. A new node for one removal holds all its
+// work, so it may go ahead while the removal waits.
 struct Replacement {
   std::vector<size_t> terminations;           // indexes into Plan::terminations
   std::set<std::pair<int, int>> new_nodes;    // (launch index, ordinal)
@@ -193,8 +195,22 @@ GovernorResult ScalingGovernor::Apply(const ScalingPolicy& scaling, const std::m
     if (decided[r]) continue;
     decided[r] = 1;
     const Replacement& rep = replacements[r];
+    bool launched = true;
+    for (const auto& [li, ordinal] : rep.new_nodes) launched = launched && ordinal < plan->launches[li].count;
+    if (rep.terminations.size() == 1 && launched) {
+      // One node replaced: its new node holds all its work, so the new node
+      // may go ahead while the removal waits (the next plans move the work
+      // onto it once removals are allowed).
+      int& budget = allowed_down[plan->terminations[i].pool];
+      if (budget > 0 && total_down < scaling.max_nodes_removed_per_tick) {
+        --budget;
+        ++total_down;
+        let_through[i] = 1;
+      }
+      continue;
+    }
     bool whole = total_down + static_cast<int>(rep.terminations.size()) <= scaling.max_nodes_removed_per_tick;
-    for (const auto& [li, ordinal] : rep.new_nodes) whole = whole && ordinal < plan->launches[li].count;
+    whole = whole && launched;
     std::map<std::string, int> per_pool;
     for (size_t t : rep.terminations) ++per_pool[plan->terminations[t].pool];
     for (const auto& [pool, n] : per_pool) whole = whole && allowed_down[pool] >= n;
@@ -263,6 +279,7 @@ void HoldBlockedTerminations(const Snapshot& snapshot, const Policy& policy, Pla
   const std::vector<Replacement> replacements = ReplacementsOf(*plan, &replacement_of);
   std::set<std::pair<int, int>> dropped_new_nodes;
   for (const Replacement& rep : replacements) {
+    if (rep.terminations.size() < 2) continue;  // a lone removal waits; its new node may go ahead
     bool held_whole = false;
     for (size_t t : rep.terminations) held_whole = held_whole || keep_node[t];
     if (!held_whole) continue;

@@ -242,6 +242,24 @@ TEST(GovernorFields, ARemovalWaitsForItsHeldReplacementNode) {
   EXPECT_EQ(r.terminations_held, 1);
 }
 
+// One node replaced by one new node: the new node holds all its work, so it
+// goes ahead while the scale-down cooldown holds the removal; the next plans
+// move the work onto it.
+TEST(GovernorFields, ALoneRemovalWaitsWhileItsNewNodeGoesAhead) {
+  ScalingPolicy s = Undamped();
+  s.scale_down_cooldown = Seconds(300);
+  ScalingGovernor g;
+  const WallTime t0 = FromUnixSeconds(1000);
+  g.RecordScaleDown("gpu", t0);
+  Plan p;
+  AddReplacement(p, "a", {"ua"}, 0);
+  GovernorResult r = g.Apply(s, {{"gpu", 3}}, t0 + Seconds(60), &p);
+  EXPECT_TRUE(p.terminations.empty());
+  EXPECT_EQ(p.launches[0].count, 1);
+  EXPECT_EQ(r.terminations_held, 1);
+  EXPECT_EQ(r.launches_held, 0);
+}
+
 // Of two replacements onto nodes of one launch, the one held gives up its
 // node; the launch's last node takes its place, and the placements onto it
 // follow, so the replacement let through keeps its units on a node that is

@@ -16,9 +16,10 @@
 //    in total per tick.
 // Actions held back are dropped from the plan with a reason line; launches are
 // cut from the end of the plan, terminations likewise (the planner orders them
-// by preference). A replacement (removals whose work moves onto new nodes of
-// the same plan) is kept or held whole, new nodes included: half of one costs
-// more than none. Deterministic; not thread-safe.
+// by preference). Removals whose work moves onto new nodes of the same plan
+// (a replacement) are held when their new node is; a replacement of several
+// nodes is kept or held whole, new node included (half of one costs more than
+// none). Deterministic; not thread-safe.
 #pragma once
 
 #include <deque>
@@ -67,8 +68,9 @@ class ScalingGovernor {
 // Fail static, whatever the planner proposed: drops every termination of a
 // node that runs, or whose pool serves, a class whose signals are stale or
 // missing (snapshot.scale_down_blocked_classes), with a note and a count in
-// `held`. A class that names no pools blocks every pool. A replacement with
-// one such termination is held whole, its new nodes included.
+// `held`. A class that names no pools blocks every pool. A replacement of
+// several nodes with one such termination is held whole, its new node
+// included.
 void HoldBlockedTerminations(const Snapshot& snapshot, const Policy& policy, Plan* plan,
                              GovernorResult* held);
 

@@ -42,8 +42,11 @@
 //     noted, not enforced. A pool below min_nodes gets the missing nodes,
 //     each in the zone where the pool has the fewest.
 //  4. Consolidation within the disruption policy: empty nodes, nodes whose
-//     work fits elsewhere, and nodes replaceable by a cheaper one; per pool
-//     at most max_disrupted_per_interval minus Snapshot::recently_disrupted.
+//     work fits elsewhere, nodes replaceable by a cheaper one, and groups of
+//     nodes replaceable by one cheaper node; per pool at most
+//     max_disrupted_per_interval minus Snapshot::recently_disrupted removals
+//     that move work (a larger group is staged: its first nodes now, the rest
+//     following into the new node's free room in later plans).
 // With no pools in the policy, one implicit pool "default" allows everything.
 #pragma once
 
