@@ -183,7 +183,15 @@ GovernorResult ScalingGovernor::Apply(const ScalingPolicy& scaling, const std::m
   int total_down = 0;
   for (size_t i = 0; i < plan->terminations.size(); ++i) {
     const int r = replacement_of[i];
-    if (r < 0) {
+    bool launched = true;
+    if (r >= 0)
+      for (const auto& [li, ordinal] : replacements[r].new_nodes)
+        launched = launched && ordinal < plan->launches[li].count;
+    // A removal that is no part of a replacement, or one node replaced by a
+    // new node that holds all its work (the new node may go ahead while the
+    // removal waits: the next plans move the work onto it once removals are
+    // allowed), is let through by the rules alone.
+    if (r < 0 || (replacements[r].terminations.size() == 1 && launched)) {
       int& budget = allowed_down[plan->terminations[i].pool];
       if (budget > 0 && total_down < scaling.max_nodes_removed_per_tick) {
         --budget;
@@ -195,20 +203,6 @@ GovernorResult ScalingGovernor::Apply(const ScalingPolicy& scaling, const std::m
     if (decided[r]) continue;
     decided[r] = 1;
     const Replacement& rep = replacements[r];
-    bool launched = true;
-    for (const auto& [li, ordinal] : rep.new_nodes) launched = launched && ordinal < plan->launches[li].count;
-    if (rep.terminations.size() == 1 && launched) {
-      // One node replaced: its new node holds all its work, so the new node
-      // may go ahead while the removal waits (the next plans move the work
-      // onto it once removals are allowed).
-      int& budget = allowed_down[plan->terminations[i].pool];
-      if (budget > 0 && total_down < scaling.max_nodes_removed_per_tick) {
-        --budget;
-        ++total_down;
-        let_through[i] = 1;
-      }
-      continue;
-    }
     bool whole = total_down + static_cast<int>(rep.terminations.size()) <= scaling.max_nodes_removed_per_tick;
     whole = whole && launched;
     std::map<std::string, int> per_pool;

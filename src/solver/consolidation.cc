@@ -433,44 +433,34 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
       if (t.gpu_count < need_gpus - kEps || int64_t{t.vcpus} * 1000 < need_cpu || t.memory_mib < need_mem)
         continue;
       const Offering& off = snap_.offerings[op.offering];
-      double risk_new = 0;
-      bool all = true;
+      // Puts `which` units into `bin` (an InitBin of this option) with their
+      // allowances; false when one does not fit or is not allowed.
+      auto fill = [&](Bin& bin, Allowances& allow, const std::vector<std::pair<int, int>>& which, double* risk) {
+        InitBin(bin, o);
+        for (const auto& at : which) {
+          const DemandUnit& u = unit_at(at);
+          const int cls = class_index_.at(u.workload_class);
+          int mig = -1;
+          if (!UnitAllowed(u, cls, op.pool, off, op.type, op.zone, &mig) || Take(bin, ShapeOf(u), mig, 1) != 1 ||
+              !MoveAllowance(u, cls, existing_[at.first], bin, allow))
+            return false;
+          *risk += ExpectedInterruptionUsdPerHour(u, off, snap_.instance_types[op.type], op.wait_h);
+        }
+        return true;
+      };
       // Every unit of the group must fit (a scratch bin and allowance); the
       // plan's bin takes the units that move now.
       Bin whole;
-      InitBin(whole, o);
       Allowances whole_allow = st.allow;
-      for (const auto& at : units) {
-        const DemandUnit& u = unit_at(at);
-        const int cls = class_index_.at(u.workload_class);
-        int mig = -1;
-        if (!UnitAllowed(u, cls, op.pool, off, op.type, op.zone, &mig) || Take(whole, ShapeOf(u), mig, 1) != 1 ||
-            !MoveAllowance(u, cls, existing_[at.first], whole, whole_allow)) {
-          all = false;
-          break;
-        }
-        risk_new += ExpectedInterruptionUsdPerHour(u, off, snap_.instance_types[op.type], op.wait_h);
-      }
-      if (!all) continue;
+      double risk_new = 0;
+      if (!fill(whole, whole_allow, units, &risk_new)) continue;
       std::vector<std::pair<int, int>> moving;
       for (const auto& at : units)
         for (int m = 0; m < now; ++m)
           if (at.first == group[m]->node) moving.push_back(at);
-      InitBin(nb, o);
       Allowances allow = st.allow;
       double risk_now = 0;
-      for (const auto& at : moving) {
-        const DemandUnit& u = unit_at(at);
-        const int cls = class_index_.at(u.workload_class);
-        int mig = -1;
-        if (!UnitAllowed(u, cls, op.pool, off, op.type, op.zone, &mig) || Take(nb, ShapeOf(u), mig, 1) != 1 ||
-            !MoveAllowance(u, cls, existing_[at.first], nb, allow)) {
-          all = false;
-          break;
-        }
-        risk_now += ExpectedInterruptionUsdPerHour(u, off, snap_.instance_types[op.type], op.wait_h);
-      }
-      if (!all) continue;
+      if (!fill(nb, allow, moving, &risk_now)) continue;
       const double saves = old_total - op.price - risk_new;
       if (saves < d.min_savings_usd_per_hour || (price > 0 && saves / price < d.min_savings_fraction))
         continue;
