@@ -61,8 +61,9 @@ std::vector<Replacement> ReplacementsOf(const Plan& plan, std::vector<int>* of_t
 
 // Takes the new nodes of held replacements out of their launches: a dropped
 // node's place goes to the launch's last node (placements follow), and the
-// moved units' placements onto it go (those units stay where they run).
-// Returns the number of nodes dropped.
+// placements onto it go (moved units stay where they run; pending units the
+// plan had put beside them wait for the next plan). Returns the number of
+// nodes dropped.
 int DropNewNodes(const std::set<std::pair<int, int>>& dropped, Plan* plan) {
   int count = 0;
   // Highest ordinal first, so the launch's last node is never one still to drop.
