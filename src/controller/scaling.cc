@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <iterator>
+#include <numeric>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 
 namespace gpuscaler {
 
@@ -24,38 +27,40 @@ struct Replacement {
 // i's replacement, or -1 when its work moves onto no new node (or it moves
 // none). Terminations whose work shares a new node are one replacement.
 std::vector<Replacement> ReplacementsOf(const Plan& plan, std::vector<int>* of_termination) {
-  std::map<std::string, std::pair<int, int>> new_node_of_unit;
-  for (const Placement& p : plan.placements)
-    if (p.launch_index >= 0) new_node_of_unit[p.unit_id] = {p.launch_index, p.launch_ordinal};
-  std::vector<Replacement> out;
-  std::map<std::pair<int, int>, int> replacement_of_node;
   of_termination->assign(plan.terminations.size(), -1);
-  for (size_t i = 0; i < plan.terminations.size(); ++i) {
-    int& mine = (*of_termination)[i];
-    for (const std::string& id : plan.terminations[i].moved_unit_ids) {
-      auto at = new_node_of_unit.find(id);
-      if (at == new_node_of_unit.end()) continue;
-      auto known = replacement_of_node.find(at->second);
-      const int r = known == replacement_of_node.end() ? -1 : known->second;
-      if (mine < 0 && r < 0) {
-        mine = static_cast<int>(out.size());
-        out.emplace_back();
-      } else if (mine < 0) {
-        mine = r;
-      } else if (r >= 0 && r != mine) {
-        // This termination joins two replacements: merge r into mine.
-        for (size_t t : out[r].terminations) (*of_termination)[t] = mine;
-        out[mine].terminations.insert(out[mine].terminations.end(), out[r].terminations.begin(),
-                                      out[r].terminations.end());
-        for (const auto& node : out[r].new_nodes) replacement_of_node[node] = mine;
-        out[mine].new_nodes.insert(out[r].new_nodes.begin(), out[r].new_nodes.end());
-        out[r] = Replacement{};
-      }
-      out[mine].new_nodes.insert(at->second);
-      replacement_of_node[at->second] = mine;
-    }
-    if (mine >= 0) out[mine].terminations.push_back(i);
+  // Only moved units matter: index them (few), then scan the placements once.
+  std::unordered_map<std::string_view, size_t> termination_of_unit;
+  for (size_t i = 0; i < plan.terminations.size(); ++i)
+    for (const std::string& id : plan.terminations[i].moved_unit_ids) termination_of_unit.emplace(id, i);
+  if (termination_of_unit.empty()) return {};
+  // Terminations joined through a shared new node (union-find over them).
+  std::vector<size_t> root(plan.terminations.size());
+  std::iota(root.begin(), root.end(), size_t{0});
+  auto find = [&](size_t t) {
+    while (root[t] != t) t = root[t] = root[root[t]];
+    return t;
+  };
+  std::vector<std::pair<size_t, std::pair<int, int>>> moves;  // (termination, new node)
+  std::map<std::pair<int, int>, size_t> first_onto;           // new node -> a termination moving onto it
+  for (const Placement& p : plan.placements) {
+    if (p.launch_index < 0) continue;
+    auto t = termination_of_unit.find(p.unit_id);
+    if (t == termination_of_unit.end()) continue;
+    const std::pair<int, int> node{p.launch_index, p.launch_ordinal};
+    moves.emplace_back(t->second, node);
+    auto [other, fresh] = first_onto.emplace(node, t->second);
+    if (!fresh) root[find(t->second)] = find(other->second);
   }
+  std::vector<Replacement> out;
+  std::map<size_t, int> index_of_root;
+  for (const auto& [t, node] : moves) {
+    auto [it, fresh] = index_of_root.emplace(find(t), static_cast<int>(out.size()));
+    if (fresh) out.emplace_back();
+    out[it->second].new_nodes.insert(node);
+    (*of_termination)[t] = it->second;
+  }
+  for (size_t t = 0; t < plan.terminations.size(); ++t)
+    if ((*of_termination)[t] >= 0) out[(*of_termination)[t]].terminations.push_back(t);
   return out;
 }
 

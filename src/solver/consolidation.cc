@@ -197,6 +197,27 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
     st.added++;
   };
 
+  // Puts `units` ((node, running index) of existing nodes) into `bin`, a
+  // fresh bin of option `o`, charging their moves to `allow` and their
+  // expected interruption loss to `risk`; false when one does not fit there
+  // or is not allowed.
+  auto fill_new_node = [&](Bin& bin, int o, Allowances& allow, const std::vector<std::pair<int, int>>& units,
+                           double* risk) {
+    const Option& op = options_[o];
+    const Offering& off = snap_.offerings[op.offering];
+    InitBin(bin, o);
+    for (const auto& [node, k] : units) {
+      const DemandUnit& u = snap_.nodes[node].running[k];
+      const int cls = class_index_.at(u.workload_class);
+      int mig = -1;
+      if (!UnitAllowed(u, cls, op.pool, off, op.type, op.zone, &mig) || Take(bin, ShapeOf(u), mig, 1) != 1 ||
+          !MoveAllowance(u, cls, existing_[node], bin, allow))
+        return false;
+      *risk += ExpectedInterruptionUsdPerHour(u, off, snap_.instance_types[op.type], op.wait_h);
+    }
+    return true;
+  };
+
   for (const Cand& c : cands) {
     Bin& src = existing_[c.node];
     if (removed >= max_removed) {
@@ -308,33 +329,18 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
     // 2. Replace with one cheaper node in the same pool.
     if (src.pool < 0 || st.added >= policy_.scaling.max_nodes_added_per_tick) continue;
     const double limit = src.price + risk_old - disruption - d.min_savings_usd_per_hour;
+    std::vector<std::pair<int, int>> moving;
+    for (int k : order) moving.emplace_back(c.node, k);
     Bin nb;
     for (int o : options_by_price_) {
       const Option& op = options_[o];
       if (op.price >= limit) break;
       if (op.pool != src.pool || !op.usable) continue;
       if (src.price > 0 && (src.price + risk_old - op.price - disruption) / src.price < d.min_savings_fraction) break;
-      InitBin(nb, o);
       const Offering& off = snap_.offerings[op.offering];
       double risk_new = 0;
-      bool all = true;
       Allowances allow = st.allow;
-      for (int k : order) {
-        const DemandUnit& u = n.running[k];
-        const int cls = class_index_.at(u.workload_class);
-        if (!MoveAllowance(u, cls, src, nb, allow)) {
-          all = false;
-          break;
-        }
-        int mig = -1;
-        if (!UnitAllowed(u, class_index_.at(u.workload_class), op.pool, off, op.type, op.zone, &mig) ||
-            Take(nb, ShapeOf(u), mig, 1) != 1) {
-          all = false;
-          break;
-        }
-        risk_new += ExpectedInterruptionUsdPerHour(u, off, snap_.instance_types[op.type], op.wait_h);
-      }
-      if (!all) continue;
+      if (!fill_new_node(nb, o, allow, moving, &risk_new)) continue;
       const double saves = src.price + risk_old - op.price - risk_new - disruption;
       if (saves < d.min_savings_usd_per_hour || saves / src.price < d.min_savings_fraction) continue;
       // The new node comes first: both are paid while it warms up. The
@@ -343,7 +349,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
       if (saves * static_cast<double>(d.replacement_horizon.count()) / 3600.0 < overlap_usd) continue;
       st.allow = std::move(allow);
       nb.risk = risk_new;
-      for (int k : order) nb.moved.emplace_back(c.node, k);
+      nb.moved = moving;
       t.kind = TerminationKind::kReplace;
       t.saves_usd_per_hour = saves;
       for (int k : order) t.moved_unit_ids.push_back(n.running[k].id);
@@ -433,34 +439,19 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
       if (t.gpu_count < need_gpus - kEps || int64_t{t.vcpus} * 1000 < need_cpu || t.memory_mib < need_mem)
         continue;
       const Offering& off = snap_.offerings[op.offering];
-      // Puts `which` units into `bin` (an InitBin of this option) with their
-      // allowances; false when one does not fit or is not allowed.
-      auto fill = [&](Bin& bin, Allowances& allow, const std::vector<std::pair<int, int>>& which, double* risk) {
-        InitBin(bin, o);
-        for (const auto& at : which) {
-          const DemandUnit& u = unit_at(at);
-          const int cls = class_index_.at(u.workload_class);
-          int mig = -1;
-          if (!UnitAllowed(u, cls, op.pool, off, op.type, op.zone, &mig) || Take(bin, ShapeOf(u), mig, 1) != 1 ||
-              !MoveAllowance(u, cls, existing_[at.first], bin, allow))
-            return false;
-          *risk += ExpectedInterruptionUsdPerHour(u, off, snap_.instance_types[op.type], op.wait_h);
-        }
-        return true;
-      };
       // Every unit of the group must fit (a scratch bin and allowance); the
       // plan's bin takes the units that move now.
       Bin whole;
       Allowances whole_allow = st.allow;
       double risk_new = 0;
-      if (!fill(whole, whole_allow, units, &risk_new)) continue;
+      if (!fill_new_node(whole, o, whole_allow, units, &risk_new)) continue;
       std::vector<std::pair<int, int>> moving;
       for (const auto& at : units)
         for (int m = 0; m < now; ++m)
           if (at.first == group[m]->node) moving.push_back(at);
       Allowances allow = st.allow;
       double risk_now = 0;
-      if (!fill(nb, allow, moving, &risk_now)) continue;
+      if (!fill_new_node(nb, o, allow, moving, &risk_now)) continue;
       const double saves = old_total - op.price - risk_new;
       if (saves < d.min_savings_usd_per_hour || (price > 0 && saves / price < d.min_savings_fraction))
         continue;

@@ -284,6 +284,52 @@ TEST(GovernorFields, AHeldReplacementsNodeLeavesTheLaunchAndTheOthersKeepTheirs)
   EXPECT_EQ(r.launches_held, 1);
 }
 
+// Terminations whose work shares a new node are one replacement, also through
+// a termination whose units go to two new nodes: with room for two removals,
+// the three are held together, and both new nodes with them.
+TEST(GovernorFields, RemovalsJoinedThroughASharedNewNodeAreOneReplacement) {
+  ScalingPolicy s = Undamped();
+  s.max_nodes_removed_per_tick = 2;
+  Plan p;
+  AddReplacement(p, "a", {"ua"}, 0);
+  AddReplacement(p, "b", {"ub1"}, 0);
+  AddReplacement(p, "c", {"uc"}, 1);
+  // b's second unit goes to the other new node.
+  p.terminations[1].moved_unit_ids.push_back("ub2");
+  Placement second;
+  second.unit_id = "ub2";
+  second.launch_index = 0;
+  second.launch_ordinal = 1;
+  p.placements.push_back(second);
+  ScalingGovernor g;
+  GovernorResult r = g.Apply(s, {{"gpu", 3}}, FromUnixSeconds(1000), &p);
+  EXPECT_TRUE(p.terminations.empty());
+  EXPECT_EQ(p.launches[0].count, 0);
+  EXPECT_TRUE(p.placements.empty());
+  EXPECT_EQ(r.terminations_held, 3);
+  EXPECT_EQ(r.launches_held, 2);
+}
+
+// Stale signals on a node replaced by one new node hold its removal only:
+// the new node, which holds all its work, goes ahead.
+TEST(GovernorFields, StaleSignalsHoldALoneReplacementsRemovalOnly) {
+  Policy policy;
+  WorkloadClassPolicy serving;
+  serving.name = "serving";
+  serving.pools = {"gpu"};
+  policy.classes = {serving};
+  Snapshot snap;
+  snap.scale_down_blocked_classes = {"serving"};
+  Plan p;
+  AddReplacement(p, "a", {"ua"}, 0);
+  GovernorResult held;
+  HoldBlockedTerminations(snap, policy, &p, &held);
+  EXPECT_TRUE(p.terminations.empty());
+  EXPECT_EQ(p.launches[0].count, 1);
+  EXPECT_EQ(held.terminations_held, 1);
+  EXPECT_EQ(held.launches_held, 0);
+}
+
 // Stale signals hold a node's removal; the rest of its replacement is held
 // with it.
 TEST(GovernorFields, StaleSignalsHoldTheWholeReplacement) {
