@@ -7,18 +7,19 @@
 //  - RabbitMQ: N published messages become the daemon's queue depth N and a
 //    scale-up; the broker stopped mid-run holds the fleet.
 //  - An invalid policy pushed mid-run is rejected and the old one kept.
+#include "support/real_servers.h"
+
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
+#include <nlohmann/json.hpp>
 
 #include "cli/http_get.h"
 #include "cli/process.h"
 #include "support/fixture_http_server.h"
-#include "support/real_servers.h"
 
 namespace gpuscaler::testing {
 namespace {
@@ -44,6 +45,11 @@ int Nodes(uint16_t port) {
   if (r.status != 200) return -1;
   return static_cast<int>(nlohmann::json::parse(r.body)["nodes"].size());
 }
+
+// How long a wait for something that must happen may take: generous, for a
+// loaded CI machine (Prometheus's first scrapes, the daemon's first ticks);
+// Eventually returns as soon as it happens.
+constexpr auto kPatience = 60s;
 
 // Polls `cond` every 100 ms for up to `within`.
 template <typename F>
@@ -89,10 +95,12 @@ class DaemonRealServers : public CliTest {
   // Starts the daemon with `signals_yaml` under `signals:` on `port`.
   void StartDaemon(uint16_t port, const std::string& policy_text, const std::string& signals_yaml) {
     Write("policy.yaml", policy_text);
-    Write("gpuscaler.yaml", "apiVersion: gpuscaler/v1\nkind: DaemonConfig\ncluster_name: test\npolicy: policy.yaml\ncatalog: " +
-                                std::string(GPUSCALER_SOURCE_DIR) +
-                                "/config/catalogs/aws.yaml\nregions: [us-east-1]\ndb: audit.db\nlisten: 127.0.0.1:" +
-                                std::to_string(port) + "\ncloud: {provider: simulated, simulated_launch_latency: 2s}\nsignals:\n" + signals_yaml);
+    Write("gpuscaler.yaml",
+          "apiVersion: gpuscaler/v1\nkind: DaemonConfig\ncluster_name: test\npolicy: policy.yaml\ncatalog: " +
+              std::string(GPUSCALER_SOURCE_DIR) +
+              "/config/catalogs/aws.yaml\nregions: [us-east-1]\ndb: audit.db\nlisten: 127.0.0.1:" +
+              std::to_string(port) +
+              "\ncloud: {provider: simulated, simulated_launch_latency: 2s}\nsignals:\n" + signals_yaml);
     daemon_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{GPUSCALER_BINARY, "run", "--config", (dir_ / "gpuscaler.yaml").string(),
                                  "--port-file", (dir_ / "port").string()},
@@ -114,8 +122,8 @@ class DaemonRealServers : public CliTest {
 
 TEST_F(DaemonRealServers, PrometheusScrapesTheDaemonAndItsQueueDepthDrivesTheFleet) {
   // A DCGM exporter's real output plus the queue depth a worker would export.
-  const std::string dcgm =
-      ReadAll(std::string(GPUSCALER_SHARED_DIR) + "/reference/dcgm/samples/gpu-operator-v25.10-rtx4000ada-k8s.prom");
+  const std::string dcgm = ReadAll(std::string(GPUSCALER_SHARED_DIR) +
+                                   "/reference/dcgm/samples/gpu-operator-v25.10-rtx4000ada-k8s.prom");
   std::atomic<int> depth{25};
   FixtureHttpServer exporter([&](const FixtureRequest&) {
     FixtureResponse r;
@@ -124,11 +132,12 @@ TEST_F(DaemonRealServers, PrometheusScrapesTheDaemonAndItsQueueDepthDrivesTheFle
     return r;
   });
   const uint16_t port = FreeTcpPort();
-  const std::string prom_config = "global: {scrape_interval: 1s, evaluation_interval: 1s}\nscrape_configs:\n"
-                                  "  - job_name: fixture\n    static_configs: [{targets: ['127.0.0.1:" +
-                                  std::to_string(exporter.port()) +
-                                  "']}]\n  - job_name: gpuscaler\n    static_configs: [{targets: ['127.0.0.1:" +
-                                  std::to_string(port) + "']}]\n";
+  const std::string prom_config =
+      "global: {scrape_interval: 1s, evaluation_interval: 1s}\nscrape_configs:\n"
+      "  - job_name: fixture\n    static_configs: [{targets: ['127.0.0.1:" +
+      std::to_string(exporter.port()) +
+      "']}]\n  - job_name: gpuscaler\n    static_configs: [{targets: ['127.0.0.1:" + std::to_string(port) +
+      "']}]\n";
   auto prom = StartPrometheus(prom_config);
   GPUSCALER_REQUIRE_REAL_SERVER(prom);
 
@@ -170,20 +179,22 @@ TEST_F(DaemonRealServers, PrometheusScrapesTheDaemonAndItsQueueDepthDrivesTheFle
         return up.ok() && up->body.find("\"value\":[") != std::string::npos &&
                up->body.find(",\"1\"]") != std::string::npos;
       },
-      20s))
+      kPatience))
       << DaemonLog();
   const std::string exposition = HttpGet(port, "/metrics").body;
   Write("metrics.prom", exposition);
-  const int promtool = std::system(("promtool check metrics < " + ShellQuote((dir_ / "metrics.prom").string()) +
-                                    " > " + ShellQuote((dir_ / "promtool.out").string()) + " 2>&1")
-                                       .c_str());
+  const int promtool =
+      std::system(("promtool check metrics < " + ShellQuote((dir_ / "metrics.prom").string()) + " > " +
+                   ShellQuote((dir_ / "promtool.out").string()) + " 2>&1")
+                      .c_str());
   EXPECT_EQ(promtool, 0) << ReadAll(dir_ / "promtool.out");
 
   // 25 jobs, 1 job per GPU-minute, 5 minutes: 5 GPUs.
   ASSERT_TRUE(Eventually(
-      [&] { return MetricValue(HttpGet(port, "/metrics").body, "gpuscaler_queue_depth", "render") == 25.0; }, 20s))
+      [&] { return MetricValue(HttpGet(port, "/metrics").body, "gpuscaler_queue_depth", "render") == 25.0; },
+      kPatience))
       << DaemonLog();
-  ASSERT_TRUE(Eventually([&] { return Nodes(port) > 0; }, 10s)) << DaemonLog();
+  ASSERT_TRUE(Eventually([&] { return Nodes(port) > 0; }, kPatience)) << DaemonLog();
   const int fleet = Nodes(port);
 
   // Prometheus goes away, and the backlog empties meanwhile: a daemon that
@@ -192,9 +203,10 @@ TEST_F(DaemonRealServers, PrometheusScrapesTheDaemonAndItsQueueDepthDrivesTheFle
   (*prom)->Stop();
   ASSERT_TRUE(Eventually(
       [&] {
-        return MetricValue(HttpGet(port, "/metrics").body, "gpuscaler_signal_stale", "render/queue_depth") == 1.0;
+        return MetricValue(HttpGet(port, "/metrics").body, "gpuscaler_signal_stale", "render/queue_depth") ==
+               1.0;
       },
-      10s))
+      kPatience))
       << DaemonLog();
   for (int i = 0; i < 6; ++i) {  // six ticks
     std::this_thread::sleep_for(1s);
@@ -213,11 +225,12 @@ TEST_F(DaemonRealServers, PrometheusScrapesTheDaemonAndItsQueueDepthDrivesTheFle
   }
   EXPECT_TRUE(Eventually(
       [&] {
-        return MetricValue(HttpGet(port, "/metrics").body, "gpuscaler_signal_stale", "render/queue_depth") == 0.0;
+        return MetricValue(HttpGet(port, "/metrics").body, "gpuscaler_signal_stale", "render/queue_depth") ==
+               0.0;
       },
-      20s))
+      kPatience))
       << DaemonLog();
-  EXPECT_TRUE(Eventually([&] { return Nodes(port) == 0; }, 20s)) << DaemonLog();
+  EXPECT_TRUE(Eventually([&] { return Nodes(port) == 0; }, kPatience)) << DaemonLog();
 }
 
 TEST_F(DaemonRealServers, RabbitMqBacklogBecomesQueueDepthAndAScaleUpAndAnOutageHoldsTheFleet) {
@@ -227,11 +240,13 @@ TEST_F(DaemonRealServers, RabbitMqBacklogBecomesQueueDepthAndAScaleUpAndAnOutage
   ::setenv("GPUSCALER_TEST_RABBIT_USER", RabbitMqServer::kUser, 1);
   Write("rabbit-password", std::string(RabbitMqServer::kPassword) + "\n");
   const uint16_t port = FreeTcpPort();
-  StartDaemon(port, Policy("rabbit", "{source: rabbitmq, vhost: /, queue: render}"),
-              "  rabbitmq: {url: \"" + (*rabbit)->url() +
-                  "\", username_env: GPUSCALER_TEST_RABBIT_USER, password_file: rabbit-password}\n  timeout: 2s\n");
+  StartDaemon(
+      port, Policy("rabbit", "{source: rabbitmq, vhost: /, queue: render}"),
+      "  rabbitmq: {url: \"" + (*rabbit)->url() +
+          "\", username_env: GPUSCALER_TEST_RABBIT_USER, password_file: rabbit-password}\n  timeout: 2s\n");
   ASSERT_TRUE(Eventually(
-      [&] { return MetricValue(HttpGet(port, "/metrics").body, "gpuscaler_queue_depth", "render") == 0.0; }, 20s))
+      [&] { return MetricValue(HttpGet(port, "/metrics").body, "gpuscaler_queue_depth", "render") == 0.0; },
+      kPatience))
       << DaemonLog();
   EXPECT_EQ(Nodes(port), 0);
 
@@ -242,9 +257,9 @@ TEST_F(DaemonRealServers, RabbitMqBacklogBecomesQueueDepthAndAScaleUpAndAnOutage
         return MetricValue(HttpGet(port, "/metrics").body, "gpuscaler_queue_depth", "render") ==
                static_cast<double>(kMessages);
       },
-      30s))
+      kPatience))
       << DaemonLog();
-  ASSERT_TRUE(Eventually([&] { return Nodes(port) > 0; }, 10s)) << DaemonLog();
+  ASSERT_TRUE(Eventually([&] { return Nodes(port) > 0; }, kPatience)) << DaemonLog();
   nlohmann::json status = nlohmann::json::parse(HttpGet(port, "/api/v1/status").body);
   int gpus = 0;
   for (const auto& n : status["nodes"]) gpus += n["gpus"].get<int>();
@@ -254,7 +269,8 @@ TEST_F(DaemonRealServers, RabbitMqBacklogBecomesQueueDepthAndAScaleUpAndAnOutage
   (*rabbit)->Stop();
   ASSERT_TRUE(Eventually(
       [&] {
-        return MetricValue(HttpGet(port, "/metrics").body, "gpuscaler_signal_stale", "render/queue_depth") == 1.0;
+        return MetricValue(HttpGet(port, "/metrics").body, "gpuscaler_signal_stale", "render/queue_depth") ==
+               1.0;
       },
       15s))
       << DaemonLog();
@@ -268,22 +284,26 @@ TEST_F(DaemonRealServers, RabbitMqBacklogBecomesQueueDepthAndAScaleUpAndAnOutage
 TEST_F(DaemonRealServers, AnInvalidPolicyPushedMidRunIsRejectedAndTheOldOneKept) {
   const uint16_t port = FreeTcpPort();
   StartDaemon(port, Policy("first", "{source: rabbitmq, vhost: /, queue: render}"), "  timeout: 1s\n");
-  ASSERT_TRUE(Eventually([&] { return HttpGet(port, "/readyz").status == 200; }, 20s)) << DaemonLog();
+  ASSERT_TRUE(Eventually([&] { return HttpGet(port, "/readyz").status == 200; }, kPatience)) << DaemonLog();
   const std::string hash = nlohmann::json::parse(HttpGet(port, "/api/v1/policy").body)["hash"];
 
-  Write("policy.yaml", "apiVersion: gpuscaler/v1\nkind: Policy\nname: broken\npools:\n  - name: gpu\n    max_nodes: -3\n");
+  Write("policy.yaml",
+        "apiVersion: gpuscaler/v1\nkind: Policy\nname: broken\npools:\n  - name: gpu\n    max_nodes: -3\n");
   ASSERT_TRUE(Eventually(
-      [&] { return MetricValue(HttpGet(port, "/metrics").body, "gpuscaler_policy_reload_ok") == 0.0; }, 10s))
+      [&] { return MetricValue(HttpGet(port, "/metrics").body, "gpuscaler_policy_reload_ok") == 0.0; },
+      kPatience))
       << DaemonLog();
   nlohmann::json policy = nlohmann::json::parse(HttpGet(port, "/api/v1/policy").body);
   EXPECT_EQ(policy["name"], "first");
   EXPECT_EQ(policy["hash"], hash);
-  EXPECT_NE(policy["last_rejection"].get<std::string>().find("policy.yaml:6:"), std::string::npos) << policy.dump();
+  EXPECT_NE(policy["last_rejection"].get<std::string>().find("policy.yaml:6:"), std::string::npos)
+      << policy.dump();
   EXPECT_NE(DaemonLog().find("policy reload rejected"), std::string::npos);
 
   Write("policy.yaml", Policy("second", "{source: rabbitmq, vhost: /, queue: render}"));
   ASSERT_TRUE(Eventually(
-      [&] { return nlohmann::json::parse(HttpGet(port, "/api/v1/policy").body)["name"] == "second"; }, 10s))
+      [&] { return nlohmann::json::parse(HttpGet(port, "/api/v1/policy").body)["name"] == "second"; },
+      kPatience))
       << DaemonLog();
   EXPECT_EQ(MetricValue(HttpGet(port, "/metrics").body, "gpuscaler_policy_reload_ok"), 1.0);
 }
