@@ -33,6 +33,8 @@ packages=(
   libhowardhinnant-date-dev  # scaling schedules: cron times in the policy's IANA time zone (C++20 chrono without GCC 12's missing tzdb)
   tzdata                 # the time zone database those schedules read (/usr/share/zoneinfo)
   coinor-libcbc-dev      # bench only: exact MIP optimum for planner quality
+  coinor-cbc             # bench/sim/fleet_packing_gap.py and its test: the cbc solver, for the cheapest fleet per instant
+  zstd                   # the same script: decompresses the snapshots kept in the audit store
   python3                # catalog generation script, test helpers
   prometheus             # promtool checks the PrometheusRule (tests/kube) and our /metrics text (tests/server); the 2.42 server runs the real-server signal tests
   chromium               # tests only: renders the HTML cost report headless (screenshot, DOM, JS errors)
