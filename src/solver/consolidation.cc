@@ -16,6 +16,11 @@ namespace {
 constexpr size_t kGroupCandidates = 24;
 // The most nodes one new node replaces (the disruption budget permitting).
 constexpr int kMaxGroupNodes = 8;
+// Two nodes split onto two new ones: pairs of the first kSplitCandidates
+// candidates, with at most kSplitMaxUnits units between them (every split of
+// them is tried: 2^kSplitMaxUnits subsets).
+constexpr size_t kSplitCandidates = 12;
+constexpr int kSplitMaxUnits = 6;
 
 bool LabelSaysDoNotDisrupt(const std::map<std::string, std::string>& labels, const std::vector<std::string>& keys) {
   for (const auto& k : keys) {
@@ -30,17 +35,19 @@ bool LabelSaysDoNotDisrupt(const std::map<std::string, std::string>& labels, con
 // launch latency (the catalog's prior).
 // What a node's running work costs where it is: its expected interruption
 // loss per hour, and the one-off cost of moving it (each unit's restart at
-// on-demand value), per hour.
+// on-demand value) spread over `horizon_h`, the hours a consolidation has to
+// pay for itself (the policy's replacement_horizon).
 struct RunningWorkCost {
   double risk = 0;
   double disruption = 0;
 };
-RunningWorkCost CostOfRunningWork(const Node& n, const InstanceType& type, double wait_h) {
+RunningWorkCost CostOfRunningWork(const Node& n, const InstanceType& type, double wait_h, double horizon_h) {
   RunningWorkCost c;
   for (const auto& u : n.running) {
     c.risk += ExpectedInterruptionUsdPerHour(u, n.offering, type, wait_h);
     c.disruption += std::max<int64_t>(0, u.restart_cost.count()) / 3600.0 * OnDemandValueUsdPerHour(u, n.offering, type);
   }
+  c.disruption /= horizon_h;
   return c;
 }
 
@@ -84,6 +91,7 @@ bool Planner::MoveAllowance(const DemandUnit& u, int cls, const Bin& from, const
 
 void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>& terms) {
   const DisruptionPolicy& d = policy_.disruption;
+  const double horizon_h = std::max(1.0, static_cast<double>(d.replacement_horizon.count())) / 3600.0;
   int removed = 0;
   const int max_removed = policy_.scaling.max_nodes_removed_per_tick;
   if (max_removed <= 0) return;
@@ -243,7 +251,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
       continue;
     }
     const InstanceType* type = src.type >= 0 ? &snap_.instance_types[src.type] : nullptr;
-    const RunningWorkCost old_cost = type ? CostOfRunningWork(n, *type, src.wait_h) : RunningWorkCost{};
+    const RunningWorkCost old_cost = type ? CostOfRunningWork(n, *type, src.wait_h, horizon_h) : RunningWorkCost{};
     const double risk_old = old_cost.risk, disruption = old_cost.disruption;
     int need_whole = 0;
     for (const auto& u : n.running) need_whole += std::max(0, u.gpus);
@@ -388,7 +396,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
     if (c.empty || b.removed || b.receiver || b.pool < 0 || b.type < 0) continue;
     if (pools_[b.pool].disrupt_allow < 2) continue;
     const Node& n = snap_.nodes[c.node];
-    GroupCand gc{c.node, CostOfRunningWork(n, snap_.instance_types[b.type], b.wait_h), 0, 0, 0};
+    GroupCand gc{c.node, CostOfRunningWork(n, snap_.instance_types[b.type], b.wait_h, horizon_h), 0, 0, 0};
     for (const auto& u : n.running) {
       gc.gpus += GpuShare(u);
       gc.cpu_milli += std::max<int64_t>(0, u.cpu_milli);
@@ -504,6 +512,123 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
       for (int size = std::min(kMaxGroupNodes, int(members.size())); size >= 3 && !replaced; --size) {
         replaced = replace_group(std::vector<const GroupCand*>(members.begin(), members.begin() + size),
                                  std::min(room, size));
+      }
+    }
+  }
+  // Two nodes onto two new ones: the units of two candidates of a pool,
+  // split between two new nodes that cost less than both. Work that arrived
+  // at different times shares nodes by arrival, not by shape: a CPU-heavy pod
+  // leaves a GPU node's GPU idle while a GPU replica has a node of its own;
+  // the replica beside the CPU-heavy pod and the small unit on a small node
+  // cost less, and no single node holds all three for less. Every split of
+  // the (few) units is tried, each part on the cheapest node that holds it.
+  {
+    const size_t first_nodes = std::min(group_cands.size(), kSplitCandidates);
+    for (size_t i = 0; i < first_nodes; ++i) {
+      for (size_t j = i + 1; j < first_nodes; ++j) {
+        if (removed + 2 > max_removed || st.added + 2 > policy_.scaling.max_nodes_added_per_tick) break;
+        const GroupCand& a = group_cands[i];
+        const GroupCand& b = group_cands[j];
+        if (existing_[a.node].removed || existing_[b.node].removed || existing_[a.node].receiver ||
+            existing_[b.node].receiver || existing_[a.node].pool != existing_[b.node].pool)
+          continue;
+        const int pool = existing_[a.node].pool;
+        if (group_room(pool) < 2 || !pool_ok_to_remove(pool, false, 0, 2)) continue;
+        std::vector<std::pair<int, int>> units;
+        for (const GroupCand* gc : {&a, &b})
+          for (size_t k = 0; k < snap_.nodes[gc->node].running.size(); ++k) units.emplace_back(gc->node, int(k));
+        const int n = int(units.size());
+        if (n < 2 || n > kSplitMaxUnits) continue;
+        const double price = existing_[a.node].price + existing_[b.node].price;
+        const double old_total = price + a.cost.risk + b.cost.risk - a.cost.disruption - b.cost.disruption;
+        const double limit = old_total - d.min_savings_usd_per_hour;
+        if (limit <= 0) continue;
+        const int full = (1 << n) - 1;
+        // The cheapest new node (price and expected interruption loss) for
+        // each subset of the units, by bit mask.
+        std::vector<double> cheapest(full + 1, kInf);
+        std::vector<int> cheapest_opt(full + 1, -1);
+        for (int mask = 1; mask <= full; ++mask) {
+          std::vector<std::pair<int, int>> sub;
+          double g = 0;
+          int64_t cpu = 0, mem = 0;
+          for (int k = 0; k < n; ++k)
+            if (mask >> k & 1) {
+              sub.push_back(units[k]);
+              const DemandUnit& u = snap_.nodes[units[k].first].running[units[k].second];
+              g += GpuShare(u);
+              cpu += std::max<int64_t>(0, u.cpu_milli);
+              mem += std::max<int64_t>(0, u.memory_mib);
+            }
+          for (int o : options_by_price_) {
+            const Option& op = options_[o];
+            if (op.price >= limit) break;
+            if (op.pool != pool || !op.usable) continue;
+            const InstanceType& t = snap_.instance_types[op.type];
+            if (t.gpu_count < g - kEps || int64_t{t.vcpus} * 1000 < cpu || t.memory_mib < mem) continue;
+            Bin scratch;
+            Allowances sa = st.allow;
+            double r = 0;
+            if (!fill_new_node(scratch, o, sa, sub, &r)) continue;
+            cheapest[mask] = op.price + r;
+            cheapest_opt[mask] = o;
+            break;
+          }
+        }
+        // The best split (unit 0 on the first node); one node for all is the
+        // pairs pass's (below).
+        double best = cheapest[full];
+        int best_mask = full;
+        for (int mask = 1; mask < full; ++mask) {
+          if (!(mask & 1)) continue;
+          const double c = cheapest[mask] + cheapest[full ^ mask];
+          if (c < best) {
+            best = c;
+            best_mask = mask;
+          }
+        }
+        if (best_mask == full) continue;
+        const double saves = old_total - best;
+        if (saves < d.min_savings_usd_per_hour || saves / price < d.min_savings_fraction) continue;
+        double overlap = 0;
+        for (int mask : {best_mask, full ^ best_mask}) {
+          const Option& op = options_[cheapest_opt[mask]];
+          overlap += op.price * WarmUpHours(snap_, op.type, snap_.offerings[op.offering]);
+        }
+        if (saves * static_cast<double>(d.replacement_horizon.count()) / 3600.0 < overlap) continue;
+        Allowances allow = st.allow;
+        std::vector<std::pair<Bin, int>> bins;
+        bool ok = true;
+        for (int mask : {best_mask, full ^ best_mask}) {
+          std::vector<std::pair<int, int>> sub;
+          for (int k = 0; k < n; ++k)
+            if (mask >> k & 1) sub.push_back(units[k]);
+          Bin nb;
+          double r = 0;
+          if (!fill_new_node(nb, cheapest_opt[mask], allow, sub, &r)) {
+            ok = false;
+            break;
+          }
+          nb.risk = r;
+          nb.moved = sub;
+          bins.emplace_back(std::move(nb), cheapest_opt[mask]);
+        }
+        if (!ok) continue;
+        st.allow = std::move(allow);
+        for (const GroupCand* gc : {&a, &b}) {
+          const Node& nd = snap_.nodes[gc->node];
+          TerminationAction term = TerminationOf(nd, TerminationKind::kReplace);
+          term.saves_usd_per_hour = saves / 2;
+          for (const auto& u : nd.running) term.moved_unit_ids.push_back(u.id);
+          term.reason = "replaced, with " + snap_.nodes[(gc == &a ? b : a).node].id + ", by " +
+                        Describe(snap_.offerings[options_[bins[0].second].offering]) + " and " +
+                        Describe(snap_.offerings[options_[bins[1].second].offering]) + " at " + Usd(best) +
+                        "/h: the two save " + Usd(saves) + "/h after " + Usd(a.cost.disruption + b.cost.disruption) +
+                        "/h disruption cost";
+          commit_removal(gc->node, false);
+          terms.push_back(std::move(term));
+        }
+        for (auto& [nb, o] : bins) commit_replacement(nb, options_[o]);
       }
     }
   }
