@@ -21,6 +21,10 @@ constexpr int kMaxGroupNodes = 8;
 // them is tried: 2^kSplitMaxUnits subsets).
 constexpr size_t kSplitCandidates = 12;
 constexpr int kSplitMaxUnits = 6;
+// ... and only nodes that have run this long: a split buys two nodes to move
+// two nodes' work, worth it for placements that last (serving replicas), not
+// for work that comes and goes within hours (training bursts).
+constexpr Seconds kSplitMinNodeAge{6 * 3600};
 
 bool LabelSaysDoNotDisrupt(const std::map<std::string, std::string>& labels, const std::vector<std::string>& keys) {
   for (const auto& k : keys) {
@@ -531,6 +535,9 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
         const GroupCand& b = group_cands[j];
         if (existing_[a.node].removed || existing_[b.node].removed || existing_[a.node].receiver ||
             existing_[b.node].receiver || existing_[a.node].pool != existing_[b.node].pool)
+          continue;
+        if (snap_.time - snap_.nodes[a.node].launch_time < kSplitMinNodeAge ||
+            snap_.time - snap_.nodes[b.node].launch_time < kSplitMinNodeAge)
           continue;
         const int pool = existing_[a.node].pool;
         if (group_room(pool) < 2 || !pool_ok_to_remove(pool, false, 0, 2)) continue;

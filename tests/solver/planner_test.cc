@@ -977,7 +977,7 @@ TEST(Planner, TheMovedWorksRestartCostIsSpreadOverTheReplacementHorizon) {
 // 3.337 $/h and neither node can go alone, but split differently, the
 // replica beside the CPU-heavy unit and the small unit on a g6.xlarge (0.805
 // $/h), they cost 2.819 $/h.
-TEST(Planner, SplitsTwoNodesWorkOntoTwoCheaperNewNodes) {
+TEST(Planner, SplitsTwoLongRunningNodesWorkOntoTwoCheaperNewNodes) {
   Snapshot s = BaseSnapshot({"us-east-1a"});
   s.instance_types.push_back(testing::Type("g6.8xlarge", "g6", "NVIDIA-L4", 1, 23034, 32, 128));
   s.offerings.push_back(testing::MakeOffering("g6.8xlarge", "us-east-1a", CapacityType::kOnDemand, 2.014));
@@ -988,6 +988,7 @@ TEST(Planner, SplitsTwoNodesWorkOntoTwoCheaperNewNodes) {
   const DemandUnit replica = OnDemandOnly(Unit("replica", 1, 12000, 16384));
   s.nodes.push_back(MakeNode(s, "a", "g6.8xlarge", "us-east-1a", CapacityType::kOnDemand, {cpu_heavy, small}));
   s.nodes.push_back(MakeNode(s, "b", "g6.4xlarge", "us-east-1a", CapacityType::kOnDemand, {replica}));
+  for (Node& n : s.nodes) n.launch_time = s.time - Seconds(7 * 3600);
   Policy p = BasePolicy();
   p.disruption.min_savings_usd_per_hour = 0.3;
 
@@ -1013,6 +1014,10 @@ TEST(Planner, SplitsTwoNodesWorkOntoTwoCheaperNewNodes) {
   EXPECT_TRUE(MakePlan(s, p).terminations.empty());
   p.disruption.max_disrupted_per_interval = 100;
   p.disruption.min_savings_usd_per_hour = 0.6;
+  EXPECT_TRUE(MakePlan(s, p).terminations.empty());
+  // Only placements that have lasted six hours are split.
+  p.disruption.min_savings_usd_per_hour = 0.3;
+  s.nodes[1].launch_time = s.time - Seconds(5 * 3600);
   EXPECT_TRUE(MakePlan(s, p).terminations.empty());
 }
 
