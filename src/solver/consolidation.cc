@@ -34,9 +34,6 @@ bool LabelSaysDoNotDisrupt(const std::map<std::string, std::string>& labels, con
   return false;
 }
 
-// Hours a new node of offering `o` (type index `type`) warms up before its
-// GPUs are allocatable: its family's learned warm-up, else the offering's
-// launch latency (the catalog's prior).
 // What a node's running work costs where it is: its expected interruption
 // loss per hour, and the one-off cost of moving it (each unit's restart at
 // on-demand value) spread over `horizon_h`, the hours a consolidation has to
@@ -55,6 +52,9 @@ RunningWorkCost CostOfRunningWork(const Node& n, const InstanceType& type, doubl
   return c;
 }
 
+// Hours a new node of offering `o` (type index `type`) warms up before its
+// GPUs are allocatable: its family's learned warm-up, else the offering's
+// launch latency (the catalog's prior).
 double WarmUpHours(const Snapshot& snap, int type, const Offering& o) {
   if (type >= 0) {
     const InstanceType& t = snap.instance_types[type];
@@ -95,6 +95,8 @@ bool Planner::MoveAllowance(const DemandUnit& u, int cls, const Bin& from, const
 
 void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>& terms) {
   const DisruptionPolicy& d = policy_.disruption;
+  // The hours a consolidation has to pay for itself in: its new nodes'
+  // warm-up overlap and the moved work's restart cost are both paid once.
   const double horizon_h = std::max(1.0, static_cast<double>(d.replacement_horizon.count())) / 3600.0;
   int removed = 0;
   const int max_removed = policy_.scaling.max_nodes_removed_per_tick;
@@ -358,7 +360,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
       // The new node comes first: both are paid while it warms up. The
       // saving over the policy's horizon must cover that overlap.
       const double overlap_usd = op.price * WarmUpHours(snap_, op.type, off);
-      if (saves * static_cast<double>(d.replacement_horizon.count()) / 3600.0 < overlap_usd) continue;
+      if (saves * horizon_h < overlap_usd) continue;
       st.allow = std::move(allow);
       nb.risk = risk_new;
       nb.moved = moving;
@@ -468,7 +470,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
       if (saves < d.min_savings_usd_per_hour || (price > 0 && saves / price < d.min_savings_fraction))
         continue;
       const double overlap_usd = op.price * WarmUpHours(snap_, op.type, off);
-      if (saves * static_cast<double>(d.replacement_horizon.count()) / 3600.0 < overlap_usd) continue;
+      if (saves * horizon_h < overlap_usd) continue;
       st.allow = std::move(allow);
       nb.risk = risk_now;
       nb.moved.insert(nb.moved.end(), moving.begin(), moving.end());
@@ -555,6 +557,8 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
         // each subset of the units, by bit mask.
         std::vector<double> cheapest(full + 1, kInf);
         std::vector<int> cheapest_opt(full + 1, -1);
+        Bin scratch;
+        Allowances scratch_allow;
         for (int mask = 1; mask <= full; ++mask) {
           std::vector<std::pair<int, int>> sub;
           double g = 0;
@@ -573,10 +577,9 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
             if (op.pool != pool || !op.usable) continue;
             const InstanceType& t = snap_.instance_types[op.type];
             if (t.gpu_count < g - kEps || int64_t{t.vcpus} * 1000 < cpu || t.memory_mib < mem) continue;
-            Bin scratch;
-            Allowances sa = st.allow;
+            scratch_allow = st.allow;  // reuses its storage
             double r = 0;
-            if (!fill_new_node(scratch, o, sa, sub, &r)) continue;
+            if (!fill_new_node(scratch, o, scratch_allow, sub, &r)) continue;
             cheapest[mask] = op.price + r;
             cheapest_opt[mask] = o;
             break;
@@ -602,7 +605,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
           const Option& op = options_[cheapest_opt[mask]];
           overlap += op.price * WarmUpHours(snap_, op.type, snap_.offerings[op.offering]);
         }
-        if (saves * static_cast<double>(d.replacement_horizon.count()) / 3600.0 < overlap) continue;
+        if (saves * horizon_h < overlap) continue;
         Allowances allow = st.allow;
         std::vector<std::pair<Bin, int>> bins;
         bool ok = true;
