@@ -21,10 +21,11 @@ constexpr int kMaxGroupNodes = 8;
 // them is tried: 2^kSplitMaxUnits subsets).
 constexpr size_t kSplitCandidates = 12;
 constexpr int kSplitMaxUnits = 6;
-// ... and only nodes that have run this long: a split buys two nodes to move
-// two nodes' work, worth it for placements that last (serving replicas), not
-// for work that comes and goes within hours (training bursts).
-constexpr Seconds kSplitMinNodeAge{6 * 3600};
+// Moves that buy new nodes to repack work, a split or a replacement that
+// sends part of a node's work to other nodes' free room, only for nodes that
+// have run this long: worth it for placements that last (serving replicas),
+// not for work that comes and goes within hours (training bursts).
+constexpr Seconds kLastingNodeAge{6 * 3600};
 
 bool LabelSaysDoNotDisrupt(const std::map<std::string, std::string>& labels, const std::vector<std::string>& keys) {
   for (const auto& k : keys) {
@@ -232,6 +233,63 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
     return true;
   };
 
+  // Units of node `node` (running indices, in `order`) moved into other
+  // nodes' free room, charged to `allow`: where each went, the receivers as
+  // they were (to undo), the units that fit nowhere and the moved units'
+  // expected interruption loss. With `stop_at_miss`, it stops at the first
+  // unit that fits nowhere and remembers it in `no_room`.
+  struct FreeRoomMoves {
+    std::vector<std::pair<int, int>> dest;  // (running index, bin)
+    std::vector<std::pair<int, Bin>> undo;
+    std::vector<std::pair<int, int>> left;  // (node, running index)
+    double risk = 0;
+    void Undo(std::vector<Bin>& bins) {
+      for (auto it = undo.rbegin(); it != undo.rend(); ++it) bins[it->first] = std::move(it->second);
+      undo.clear();
+      dest.clear();
+    }
+  };
+  auto move_to_free_room = [&](int node, const std::vector<int>& order, Allowances& allow,
+                               bool stop_at_miss) {
+    FreeRoomMoves m;
+    const Node& n = snap_.nodes[node];
+    const Bin& src = existing_[node];
+    for (int k : order) {
+      const DemandUnit& u = n.running[k];
+      const Shape s = ShapeOf(u);
+      const int cls = class_index_.at(u.workload_class);
+      bool placed = false;
+      for (size_t r = 0; r < receivers.size() && !known_no_room(u); ++r) {
+        const int bi = receivers[r];
+        if (bi == node) continue;
+        Bin& b = existing_[bi];
+        int mig = -1;
+        if (!may_receive(b, bi, u, s, cls, &mig)) continue;
+        Bin copy = b;
+        if (Take(b, s, mig, 1) != 1) continue;
+        if (!MoveAllowance(u, cls, src, b, allow)) {
+          b = std::move(copy);
+          continue;
+        }
+        m.undo.emplace_back(bi, std::move(copy));
+        m.dest.emplace_back(k, bi);
+        m.risk += ExpectedInterruptionUsdPerHour(u, snap_.nodes[bi].offering, snap_.instance_types[b.type],
+                                                 b.wait_h);
+        placed = true;
+        break;
+      }
+      if (placed) continue;
+      int mig = -1;
+      m.left.emplace_back(node, k);
+      if (!stop_at_miss) continue;
+      if (!known_no_room(u) && allowances_unlimited(u, cls, allow) &&
+          !may_receive(src, node, u, s, cls, &mig))
+        no_room[DemandKeyHash(u)].push_back(&u);
+      break;
+    }
+    return m;
+  };
+
   for (const Cand& c : cands) {
     Bin& src = existing_[c.node];
     if (removed >= max_removed) {
@@ -273,52 +331,15 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
     // 1. Move everything onto other existing nodes.
     if (free_whole_total - std::max(0, src.free_whole) >= need_whole) {
       Allowances allow = st.allow;
-      std::vector<std::pair<int, Bin>> undo;
-      std::vector<std::pair<int, int>> dest;  // (running index, bin)
-      double risk_new = 0;
-      bool all = true;
-      for (int k : order) {
-        const DemandUnit& u = n.running[k];
-        const Shape s = ShapeOf(u);
-        const int cls = class_index_.at(u.workload_class);
-        bool placed = false;
-        if (known_no_room(u)) {
-          all = false;
-          break;
-        }
-        for (int bi : receivers) {
-          if (bi == c.node) continue;
-          Bin& b = existing_[bi];
-          int mig = -1;
-          if (!may_receive(b, bi, u, s, cls, &mig)) continue;
-          const Offering& off = snap_.nodes[bi].offering;
-          Bin copy = b;
-          if (Take(b, s, mig, 1) != 1) continue;
-          if (!MoveAllowance(u, cls, src, b, allow)) {
-            b = std::move(copy);
-            continue;
-          }
-          undo.emplace_back(bi, std::move(copy));
-          dest.emplace_back(k, bi);
-          risk_new += ExpectedInterruptionUsdPerHour(u, off, snap_.instance_types[b.type], b.wait_h);
-          placed = true;
-          break;
-        }
-        if (!placed) {
-          int mig = -1;
-          if (allowances_unlimited(u, cls, allow) && !may_receive(src, c.node, u, s, cls, &mig)) {
-            no_room[DemandKeyHash(u)].push_back(&u);
-          }
-          all = false;
-          break;
-        }
-      }
+      FreeRoomMoves moves = move_to_free_room(c.node, order, allow, /*stop_at_miss=*/true);
+      const bool all = moves.left.empty();
+      const double risk_new = moves.risk;
       const double saves = src.price + risk_old - risk_new - disruption;
       if (all && saves >= d.min_savings_usd_per_hour && saves / src.price >= d.min_savings_fraction) {
         st.allow = std::move(allow);
         t.kind = TerminationKind::kConsolidate;
         t.saves_usd_per_hour = saves;
-        for (auto [k, bi] : dest) {
+        for (auto [k, bi] : moves.dest) {
           const DemandUnit& u = n.running[k];
           t.moved_unit_ids.push_back(u.id);
           existing_[bi].receiver = true;
@@ -338,42 +359,98 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
         terms.push_back(std::move(t));
         continue;
       }
-      for (auto it = undo.rbegin(); it != undo.rend(); ++it) existing_[it->first] = std::move(it->second);
+      moves.Undo(existing_);
     }
-    // 2. Replace with one cheaper node in the same pool.
+    // 2. Replace with one cheaper node in the same pool: all the units on
+    //    it, or (as Karpenter's replace does) those that do not fit in other
+    //    nodes' free room, the rest moved there. The larger saving is made.
     if (src.pool < 0 || st.added >= policy_.scaling.max_nodes_added_per_tick) continue;
-    const double limit = src.price + risk_old - disruption - d.min_savings_usd_per_hour;
+    // The cheapest new node that holds `moving` and saves enough, after
+    // `moved_risk` (the expected loss of units moved to other nodes), with
+    // the allowances charged from `from`; option -1 when none does.
+    struct Replacement {
+      int option = -1;
+      Bin bin;
+      Allowances allow;
+      double risk = 0;
+      double saves = -kInf;
+    };
+    auto cheapest_replacement = [&](const std::vector<std::pair<int, int>>& moving, const Allowances& from,
+                                    double moved_risk) {
+      Replacement r;
+      const double limit = src.price + risk_old - moved_risk - disruption - d.min_savings_usd_per_hour;
+      for (int o : options_by_price_) {
+        const Option& op = options_[o];
+        if (op.price >= limit) break;
+        if (op.pool != src.pool || !op.usable) continue;
+        if (src.price > 0 &&
+            (src.price + risk_old - moved_risk - op.price - disruption) / src.price < d.min_savings_fraction)
+          break;
+        double risk_new = 0;
+        r.allow = from;
+        if (!fill_new_node(r.bin, o, r.allow, moving, &risk_new)) continue;
+        const double saves = src.price + risk_old - moved_risk - op.price - risk_new - disruption;
+        if (saves < d.min_savings_usd_per_hour || saves / src.price < d.min_savings_fraction) continue;
+        // The new node comes first: both are paid while it warms up. The
+        // saving over the policy's horizon must cover that overlap.
+        const Offering& off = snap_.offerings[op.offering];
+        if (saves * horizon_h < op.price * WarmUpHours(snap_, op.type, off)) continue;
+        r.option = o;
+        r.risk = risk_new;
+        r.saves = saves;
+        return r;
+      }
+      r.option = -1;  // the last option tried
+      return r;
+    };
     std::vector<std::pair<int, int>> moving;
     for (int k : order) moving.emplace_back(c.node, k);
-    Bin nb;
-    for (int o : options_by_price_) {
-      const Option& op = options_[o];
-      if (op.price >= limit) break;
-      if (op.pool != src.pool || !op.usable) continue;
-      if (src.price > 0 && (src.price + risk_old - op.price - disruption) / src.price < d.min_savings_fraction) break;
-      const Offering& off = snap_.offerings[op.offering];
-      double risk_new = 0;
+    Replacement whole = cheapest_replacement(moving, st.allow, 0);
+    // The units that fit in other nodes' free room (largest first), and the
+    // cheapest node for the rest; only for lasting on-demand nodes: a spot
+    // node's work is placed afresh at its pool's next reclaim anyway.
+    Replacement rest;
+    FreeRoomMoves moves;
+    if (n.offering.capacity_type == CapacityType::kOnDemand &&
+        snap_.time - n.launch_time >= kLastingNodeAge &&
+        (free_whole_total - std::max(0, src.free_whole) > 0 || need_whole == 0)) {
       Allowances allow = st.allow;
-      if (!fill_new_node(nb, o, allow, moving, &risk_new)) continue;
-      const double saves = src.price + risk_old - op.price - risk_new - disruption;
-      if (saves < d.min_savings_usd_per_hour || saves / src.price < d.min_savings_fraction) continue;
-      // The new node comes first: both are paid while it warms up. The
-      // saving over the policy's horizon must cover that overlap.
-      const double overlap_usd = op.price * WarmUpHours(snap_, op.type, off);
-      if (saves * horizon_h < overlap_usd) continue;
-      st.allow = std::move(allow);
-      nb.risk = risk_new;
-      nb.moved = moving;
-      t.kind = TerminationKind::kReplace;
-      t.saves_usd_per_hour = saves;
-      for (int k : order) t.moved_unit_ids.push_back(n.running[k].id);
-      t.reason = "replaced by " + Describe(off) + " at " + Usd(op.price) + "/h: saves " + Usd(saves) + "/h after " +
-                 Usd(disruption) + "/h disruption cost";
-      commit_replacement(nb, op);
-      commit_removal(c.node, false);
-      terms.push_back(std::move(t));
-      break;
+      moves = move_to_free_room(c.node, order, allow, /*stop_at_miss=*/false);
+      if (!moves.dest.empty() && !moves.left.empty())
+        rest = cheapest_replacement(moves.left, allow, moves.risk);
     }
+    const bool partial = rest.option >= 0 && rest.saves > whole.saves;
+    if (!partial) moves.Undo(existing_);
+    Replacement& chosen = partial ? rest : whole;
+    if (chosen.option < 0) continue;
+    const Option& op = options_[chosen.option];
+    st.allow = std::move(chosen.allow);
+    chosen.bin.risk = chosen.risk;
+    chosen.bin.moved = partial ? moves.left : moving;
+    t.kind = TerminationKind::kReplace;
+    t.saves_usd_per_hour = chosen.saves;
+    for (int k : order) t.moved_unit_ids.push_back(n.running[k].id);
+    for (auto [k, bi] : moves.dest) {
+      existing_[bi].receiver = true;
+      existing_[bi].moved.emplace_back(c.node, k);
+      Placement p;
+      p.unit_id = n.running[k].id;
+      p.node_id = snap_.nodes[bi].id;
+      plan.placements.push_back(std::move(p));
+    }
+    t.reason =
+        "replaced by " + Describe(snap_.offerings[op.offering]) + " at " + Usd(op.price) + "/h" +
+        (partial ? " (" + std::to_string(moves.dest.size()) + " of its units to other nodes' free room)"
+                 : "") +
+        ": saves " + Usd(chosen.saves) + "/h after " + Usd(disruption) + "/h disruption cost";
+    commit_replacement(chosen.bin, op);
+    commit_removal(c.node, false);
+    if (partial) {
+      free_whole_total = 0;
+      for (int bi : receivers)
+        if (!existing_[bi].removed) free_whole_total += std::max(0, existing_[bi].free_whole);
+    }
+    terms.push_back(std::move(t));
   }
 
   // 3. Replace several nodes of a pool with one new node cheaper than all of
@@ -538,8 +615,8 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
         if (existing_[a.node].removed || existing_[b.node].removed || existing_[a.node].receiver ||
             existing_[b.node].receiver || existing_[a.node].pool != existing_[b.node].pool)
           continue;
-        if (snap_.time - snap_.nodes[a.node].launch_time < kSplitMinNodeAge ||
-            snap_.time - snap_.nodes[b.node].launch_time < kSplitMinNodeAge)
+        if (snap_.time - snap_.nodes[a.node].launch_time < kLastingNodeAge ||
+            snap_.time - snap_.nodes[b.node].launch_time < kLastingNodeAge)
           continue;
         const int pool = existing_[a.node].pool;
         if (group_room(pool) < 2 || !pool_ok_to_remove(pool, false, 0, 2)) continue;

@@ -1047,6 +1047,90 @@ TEST(Planner, ASplitSaysWhatReplacesWhatAndMustPayBackTheWarmUp) {
   EXPECT_TRUE(MakePlan(s, p).terminations.empty());
 }
 
+// A g6.8xlarge (1 L4, 32 vCPU, 2.014 $/h) holds a CPU-heavy unit without a
+// GPU and a small GPU unit. Neither fits one cheaper node, and the CPU-heavy
+// one fits no other node; but the small unit fits the free L4 of a
+// g6.12xlarge that stays ("r", do-not-disrupt), and the CPU-heavy one alone
+// an m5.8xlarge (32 vCPU, 1.536 $/h): 0.478 $/h less, less the restart cost.
+// The pool allows both families (PartlyIntoFreeRoomPolicy).
+Snapshot PartlyIntoFreeRoomSnapshot() {
+  Snapshot s = BaseSnapshot({"us-east-1a"});
+  s.instance_types.push_back(testing::Type("g6.8xlarge", "g6", "NVIDIA-L4", 1, 23034, 32, 128));
+  s.offerings.push_back(testing::MakeOffering("g6.8xlarge", "us-east-1a", CapacityType::kOnDemand, 2.014));
+  s.instance_types.push_back(testing::Type("m5.8xlarge", "m5", "", 0, 0, 32, 128));
+  s.offerings.push_back(testing::MakeOffering("m5.8xlarge", "us-east-1a", CapacityType::kOnDemand, 1.536));
+  Node r = MakeNode(s, "r", "g6.12xlarge", "us-east-1a", CapacityType::kOnDemand,
+                    Units("busy", 3, OnDemandOnly(Unit("", 1, 12000, 32768))));
+  r.do_not_disrupt = true;
+  s.nodes.push_back(r);
+  s.nodes.push_back(MakeNode(
+      s, "a", "g6.8xlarge", "us-east-1a", CapacityType::kOnDemand,
+      {OnDemandOnly(Unit("cpu-heavy", 0, 20000, 65536)), OnDemandOnly(Unit("small", 1, 4000, 16384))}));
+  s.nodes[1].launch_time = s.time - Seconds(7 * 3600);
+  return s;
+}
+
+Policy PartlyIntoFreeRoomPolicy() {
+  Policy p = BasePolicy();
+  p.pools[0].families = {"g6", "m5"};
+  p.disruption.min_savings_usd_per_hour = 0.3;
+  return p;
+}
+
+TEST(Planner, ReplacesANodeByACheaperOneForTheUnitsThatDoNotFitOtherNodesFreeRoom) {
+  Snapshot s = PartlyIntoFreeRoomSnapshot();
+  Policy p = PartlyIntoFreeRoomPolicy();
+
+  const Plan plan = MakePlan(s, p);
+  ASSERT_EQ(TerminatedNodes(plan), std::vector<std::string>{"a"}) << plan.summary;
+  const TerminationAction& t = plan.terminations[0];
+  EXPECT_EQ(t.kind, TerminationKind::kReplace);
+  EXPECT_EQ(std::set<std::string>(t.moved_unit_ids.begin(), t.moved_unit_ids.end()),
+            (std::set<std::string>{"cpu-heavy", "small"}));
+  EXPECT_EQ(t.reason.rfind("replaced by m5.8xlarge", 0), 0u) << t.reason;
+  EXPECT_NE(t.reason.find("(1 of its units to other nodes' free room): saves $0.4"), std::string::npos)
+      << t.reason;
+  std::map<std::string, std::string> node_of;
+  for (const auto& pl : plan.placements)
+    node_of[pl.unit_id] = pl.launch_index >= 0 ? "launch " + std::to_string(pl.launch_index) : pl.node_id;
+  EXPECT_EQ(node_of, (std::map<std::string, std::string>{{"small", "r"}, {"cpu-heavy", "launch 0"}}));
+  ASSERT_EQ(plan.launches.size(), 1u);
+  EXPECT_EQ(plan.launches[0].offering.instance_type, "m5.8xlarge");
+  EXPECT_EQ(plan.launches[0].unit_ids, std::vector<std::string>{"cpu-heavy"});
+  EXPECT_NEAR(plan.cost_after_usd_per_hour, 4.602 + 1.536, 1e-9);
+  ExpectValid(s, p, plan);
+
+  // Under the savings threshold, nothing moves.
+  p.disruption.min_savings_usd_per_hour = 0.5;
+  EXPECT_TRUE(MakePlan(s, p).terminations.empty());
+  p.disruption.min_savings_usd_per_hour = 0.3;
+  // Without the free L4, no node holds both units for less.
+  s.nodes[0].running.push_back(OnDemandOnly(Unit("fourth", 1, 4000, 16384)));
+  EXPECT_TRUE(MakePlan(s, p).terminations.empty());
+}
+
+// Only lasting placements on on-demand nodes are split this way: a node
+// younger than six hours, or a spot node (whose work its pool's next reclaim
+// places afresh anyway), keeps its work.
+TEST(Planner, SendsPartOfANodesWorkToFreeRoomOnlyFromLastingOnDemandNodes) {
+  const Policy p = PartlyIntoFreeRoomPolicy();
+  Snapshot young = PartlyIntoFreeRoomSnapshot();
+  young.nodes[1].launch_time = young.time - Seconds(5 * 3600);
+  EXPECT_TRUE(MakePlan(young, p).terminations.empty()) << MakePlan(young, p).summary;
+
+  // On spot at 90 % of on-demand, with an m5.8xlarge at 40 %: a saving of
+  // more than 1 $/h the partial move would make from an on-demand node.
+  Snapshot spot = PartlyIntoFreeRoomSnapshot();
+  spot.offerings.push_back(
+      testing::MakeOffering("g6.8xlarge", "us-east-1a", CapacityType::kSpot, 2.014, 0.9));
+  spot.offerings.push_back(testing::MakeOffering("m5.8xlarge", "us-east-1a", CapacityType::kSpot, 1.536));
+  spot.nodes[1] = MakeNode(spot, "a", "g6.8xlarge", "us-east-1a", CapacityType::kSpot,
+                           {Unit("cpu-heavy", 0, 20000, 65536), Unit("small", 1, 4000, 16384)});
+  spot.nodes[1].launch_time = spot.time - Seconds(7 * 3600);
+  const Plan plan = MakePlan(spot, p);
+  EXPECT_TRUE(plan.terminations.empty()) << plan.summary;
+}
+
 // Four on-demand units of one GPU and 10 vCPU each sit on a g6.4xlarge each
 // (1 L4, 16 vCPU, 1.323 $/h): no node can go alone, no two or three fit a
 // node cheaper than theirs, but one g6.12xlarge (4 L4, 48 vCPU, 4.602 $/h)

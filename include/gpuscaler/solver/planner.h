@@ -42,7 +42,9 @@
 //     noted, not enforced. A pool below min_nodes gets the missing nodes,
 //     each in the zone where the pool has the fewest.
 //  4. Consolidation within the disruption policy: empty nodes, nodes whose
-//     work fits elsewhere, nodes replaceable by a cheaper one, groups of
+//     work fits elsewhere, nodes replaceable by a cheaper one (for lasting
+//     on-demand nodes, the units other nodes' free room does not take on
+//     it, the rest moved there), groups of
 //     nodes replaceable by one cheaper node, and two long-running nodes whose
 //     work two cheaper new nodes hold; per pool at most
 //     max_disrupted_per_interval minus Snapshot::recently_disrupted removals
