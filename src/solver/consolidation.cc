@@ -236,8 +236,8 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
   // Units of node `node` (running indices, in `order`) moved into other
   // nodes' free room, charged to `allow`: where each went, the receivers as
   // they were (to undo), the units that fit nowhere and the moved units'
-  // expected interruption loss. With `stop_at_miss`, it stops at the first
-  // unit that fits nowhere and remembers it in `no_room`.
+  // expected interruption loss. A unit that fits nowhere is remembered in
+  // `no_room`; with `stop_at_miss`, the moves stop there.
   struct FreeRoomMoves {
     std::vector<std::pair<int, int>> dest;  // (running index, bin)
     std::vector<std::pair<int, Bin>> undo;
@@ -258,8 +258,9 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
       const DemandUnit& u = n.running[k];
       const Shape s = ShapeOf(u);
       const int cls = class_index_.at(u.workload_class);
+      const bool fits_nowhere = known_no_room(u);
       bool placed = false;
-      for (size_t r = 0; r < receivers.size() && !known_no_room(u); ++r) {
+      for (size_t r = 0; r < receivers.size() && !fits_nowhere; ++r) {
         const int bi = receivers[r];
         if (bi == node) continue;
         Bin& b = existing_[bi];
@@ -281,11 +282,9 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
       if (placed) continue;
       int mig = -1;
       m.left.emplace_back(node, k);
-      if (!stop_at_miss) continue;
-      if (!known_no_room(u) && allowances_unlimited(u, cls, allow) &&
-          !may_receive(src, node, u, s, cls, &mig))
+      if (!fits_nowhere && allowances_unlimited(u, cls, allow) && !may_receive(src, node, u, s, cls, &mig))
         no_room[DemandKeyHash(u)].push_back(&u);
-      break;
+      if (stop_at_miss) break;
     }
     return m;
   };
