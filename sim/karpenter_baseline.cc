@@ -14,9 +14,9 @@
 //  - disruption (consolidationPolicy WhenEmptyOrUnderutilized,
 //    consolidateAfter 0s): empty nodes are deleted; then one underutilized
 //    node per tick is deleted when its pods fit on the other nodes, or
-//    replaced by one cheaper node (never spot by spot: SpotToSpotConsolidation
-//    is off by default); at most 10 % of a NodePool's nodes (rounded up) are
-//    disrupted at once; nodes receiving pending pods are not disrupted.
+//    replaced by one cheaper node for the pods the other nodes cannot take
+//    (never spot by spot: SpotToSpotConsolidation is off by default); at most 10 % of a NodePool's nodes
+//    (rounded up) are disrupted at once; nodes receiving pending pods are not disrupted.
 // A class with an on-demand floor (max_spot_share < 1) is split as the
 // Karpenter blueprint "Split Between On-Demand & Spot Instances" does
 // (sim/capacity_spread.h): its pods spread over capacity-spread domains,
@@ -243,9 +243,11 @@ class KarpenterPlanner {
   using LaunchIndex =
       std::map<std::tuple<std::string, std::string, std::map<std::string, std::string>>, size_t>;
 
-  void AddLaunch(const std::string& pool, const std::vector<const Candidate*>& order,
-                 const std::vector<std::string>& unit_ids, const std::string& why,
-                 const std::map<std::string, std::string>& labels, LaunchIndex& launch_of) {
+  // Adds one node of `order`'s first offering for `unit_ids`; returns the
+  // index of its launch in the plan.
+  size_t AddLaunch(const std::string& pool, const std::vector<const Candidate*>& order,
+                   const std::vector<std::string>& unit_ids, const std::string& why,
+                   const std::map<std::string, std::string>& labels, LaunchIndex& launch_of) {
     const Offering& best = *order.front()->offering;
     auto [it, added] = launch_of.emplace(std::make_tuple(pool, best.Key(), labels), plan_.launches.size());
     if (added) {
@@ -262,6 +264,7 @@ class KarpenterPlanner {
     l.count += 1;
     l.usd_per_hour += best.usd_per_hour;
     l.unit_ids.insert(l.unit_ids.end(), unit_ids.begin(), unit_ids.end());
+    return it->second;
   }
 
   void Disrupt() {
@@ -293,25 +296,36 @@ class KarpenterPlanner {
       return a->offering.usd_per_hour / double(a->running.size()) > b->offering.usd_per_hour / double(b->running.size());
     });
     for (const Node* n : candidates) {
-      if (FitsElsewhere(*n)) {
+      // The scheduling simulation: the node's pods onto the other nodes
+      // first, at most one new node for the rest.
+      const std::vector<const DemandUnit*> left = PodsWithoutRoomElsewhere(*n);
+      if (left.empty()) {
         Terminate(*n, TerminationKind::kConsolidate, n->offering.usd_per_hour,
                   "karpenter: underutilized, its pods fit on other nodes");
         return;
       }
       if (n->offering.capacity_type == CapacityType::kSpot) continue;  // no spot-to-spot consolidation
-      std::vector<const Candidate*> cheaper = CheaperReplacements(*n);
+      std::vector<const Candidate*> cheaper = CheaperReplacements(*n, left);
       if (cheaper.empty()) continue;
       const std::vector<const Candidate*> order = LaunchOrder(cheaper);
-      std::vector<std::string> moved;
+      std::vector<std::string> moved, onto_new;
       for (const DemandUnit& u : n->running) moved.push_back(u.id);
+      for (const DemandUnit* u : left) onto_new.push_back(u->id);
       LaunchIndex launch_of;
       for (size_t i = 0; i < plan_.launches.size(); ++i)
         launch_of[{plan_.launches[i].pool, plan_.launches[i].offering.Key(), plan_.launches[i].node_labels}] =
             i;
-      AddLaunch(order.front()->pool, order, moved, "replacing " + n->instance_id, SpreadLabelsOf(*n),
-                launch_of);
-      Terminate(*n, TerminationKind::kReplace, n->offering.usd_per_hour - order.front()->offering->usd_per_hour,
-                "karpenter: replaced by a cheaper " + order.front()->offering->Key());
+      const size_t li = AddLaunch(order.front()->pool, order, onto_new, "replacing " + n->instance_id,
+                                  SpreadLabelsOf(*n), launch_of);
+      // The node stays until the new one can take the pods bound for it.
+      for (const std::string& id : onto_new)
+        plan_.placements.push_back({id, "", static_cast<int>(li), plan_.launches[li].count - 1});
+      Terminate(
+          *n, TerminationKind::kReplace, n->offering.usd_per_hour - order.front()->offering->usd_per_hour,
+          "karpenter: replaced by a cheaper " + order.front()->offering->Key() +
+              (left.size() < n->running.size()
+                   ? " (" + std::to_string(n->running.size() - left.size()) + " of its pods to other nodes)"
+                   : ""));
       plan_.terminations.back().moved_unit_ids = std::move(moved);
       return;
     }
@@ -330,14 +344,16 @@ class KarpenterPlanner {
     return pools;
   }
 
-  // Whether every pod of `n` fits on the other nodes (none being removed).
-  bool FitsElsewhere(const Node& n) const {
+  // The pods of `n` that do not fit on the other nodes (none being removed),
+  // the others placed there in queue order.
+  std::vector<const DemandUnit*> PodsWithoutRoomElsewhere(const Node& n) const {
     std::vector<Bin> others;
     std::set<std::string> leaving;
     for (const TerminationAction& t : plan_.terminations) leaving.insert(t.node_id);
     for (const Bin& b : bins_) {
       if (b.node_id != n.id && b.accepts && leaving.count(b.node_id) == 0) others.push_back(b);
     }
+    std::vector<const DemandUnit*> left;
     for (const DemandUnit* u : QueueOrder(n.running)) {
       // A split pod moves only within its domain, which keeps the spread.
       const int domain = spread_.DomainOf(n.labels, u->workload_class);
@@ -349,9 +365,9 @@ class KarpenterPlanner {
           break;
         }
       }
-      if (!fits) return false;
+      if (!fits) left.push_back(u);
     }
-    return true;
+    return left;
   }
 
   // The capacity-spread labels of `n` (empty when it has none).
@@ -363,11 +379,13 @@ class KarpenterPlanner {
     return out;
   }
 
-  // Offerings cheaper than `n` that hold all its pods; spot only when both
+  // Offerings cheaper than `n` that hold `pods` (those of its pods the other
+  // nodes cannot take); spot only when both
   // capacity types would do, so a failed spot launch never buys a dearer
   // on-demand node. A node of a capacity-spread domain is replaced within
   // its NodePool: same capacity type, same labels.
-  std::vector<const Candidate*> CheaperReplacements(const Node& n) const {
+  std::vector<const Candidate*> CheaperReplacements(const Node& n,
+                                                    const std::vector<const DemandUnit*>& pods) const {
     std::vector<const Candidate*> out;
     bool spot = false, on_demand = false;
     const bool in_a_domain = !SpreadLabelsOf(n).empty();
@@ -376,7 +394,7 @@ class KarpenterPlanner {
       if (in_a_domain && c.offering->capacity_type != n.offering.capacity_type) continue;
       Bin b = index_.EmptyBin(c.pool, *c.offering);
       bool holds = true;
-      for (const DemandUnit* u : QueueOrder(n.running))
+      for (const DemandUnit* u : pods)
         holds = holds && Admits(policy_, *u, c.pool, *c.offering) && TryFit(*u, b, true);
       if (!holds) continue;
       out.push_back(&c);

@@ -147,7 +147,49 @@ TEST(KarpenterBaseline, OnDemandIsReplacedByCheaperSpotButSpotNeverBySpot) {
     ASSERT_EQ(plan.launches.size(), 1u);
     EXPECT_EQ(plan.launches[0].offering.capacity_type, CapacityType::kSpot);
     EXPECT_LT(plan.launches[0].offering.usd_per_hour, s.nodes[0].offering.usd_per_hour);
+    // The moved pod is placed on the new node: the controller keeps the old
+    // node until that node can take it.
+    ASSERT_EQ(plan.placements.size(), 1u);
+    EXPECT_EQ(plan.placements[0].unit_id, "pod");
+    EXPECT_EQ(plan.placements[0].launch_index, 0);
+    EXPECT_EQ(plan.placements[0].launch_ordinal, 0);
   }
+}
+
+// The scheduling simulation puts a candidate's pods on the other nodes
+// first; the replacement need only hold the rest. A g6.12xlarge (4.602 $/h)
+// holds a 1-GPU pod and a 40-vCPU pod; a g6.xlarge that stays has room for
+// the 1-GPU pod. Among g6 types only a g6.12xlarge holds the 40-vCPU pod (no
+// cheaper replacement); once the pool allows m5, an m5.12xlarge (2.304 $/h)
+// does.
+TEST(KarpenterBaseline, AReplacementHoldsOnlyThePodsTheOtherNodesCannotTake) {
+  Policy p = BasePolicy();
+  p.pools[0].capacity_types = {CapacityType::kOnDemand};
+  p.pools[0].instance_types = {"g6.xlarge", "g6.12xlarge"};
+  Snapshot s = BaseSnapshot();
+  s.instance_types.push_back(gpuscaler::testing::Type("m5.12xlarge", "m5", "", 0, 0, 48, 192));
+  s.offerings.push_back(
+      gpuscaler::testing::MakeOffering("m5.12xlarge", "us-east-1a", CapacityType::kOnDemand, 2.304));
+  s.nodes.push_back(MakeNode(s, "big", "g6.12xlarge", "us-east-1a", CapacityType::kOnDemand,
+                             {Unit("gpu-pod", 1), Unit("cpu-pod", 0, 40000, 65536)}));
+  s.nodes.push_back(MakeNode(s, "small", "g6.xlarge", "us-east-1a", CapacityType::kOnDemand));
+  s.nodes.back().do_not_disrupt = true;
+  EXPECT_TRUE(Karpenter(s, p).terminations.empty());
+
+  p.pools[0].instance_types.push_back("m5.12xlarge");
+  const Plan plan = Karpenter(s, p);
+  ASSERT_EQ(plan.terminations.size(), 1u);
+  EXPECT_EQ(plan.terminations[0].node_id, "big");
+  EXPECT_EQ(plan.terminations[0].kind, TerminationKind::kReplace);
+  EXPECT_EQ(plan.terminations[0].moved_unit_ids, (std::vector<std::string>{"gpu-pod", "cpu-pod"}));
+  EXPECT_NE(plan.terminations[0].reason.find("(1 of its pods to other nodes)"), std::string::npos)
+      << plan.terminations[0].reason;
+  ASSERT_EQ(plan.launches.size(), 1u);
+  EXPECT_EQ(plan.launches[0].offering.instance_type, "m5.12xlarge");
+  EXPECT_EQ(plan.launches[0].unit_ids, std::vector<std::string>{"cpu-pod"});
+  ASSERT_EQ(plan.placements.size(), 1u);
+  EXPECT_EQ(plan.placements[0].unit_id, "cpu-pod");
+  EXPECT_EQ(plan.placements[0].launch_index, 0);
 }
 
 // The NodePool's default disruption budget: 10 % of its nodes, rounded up.
