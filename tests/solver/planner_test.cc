@@ -23,6 +23,13 @@ using testing::OnDemandOnly;
 using testing::Unit;
 using testing::Units;
 
+// Adds `type` to the catalog, with an on-demand offering in us-east-1a.
+void AddOnDemandType(Snapshot& s, InstanceType type, double usd_per_hour) {
+  s.offerings.push_back(
+      testing::MakeOffering(type.name, "us-east-1a", CapacityType::kOnDemand, usd_per_hour));
+  s.instance_types.push_back(std::move(type));
+}
+
 std::map<UnplacedReason, int> ReasonCounts(const Plan& p) {
   std::map<UnplacedReason, int> m;
   for (const auto& u : p.unplaced) m[u.reason]++;
@@ -890,8 +897,7 @@ TEST(Planner, ReplacesANodeWithACheaperOne) {
 // less than the two.
 Snapshot TwoNodesOneNodeHoldsSnapshot() {
   Snapshot s = BaseSnapshot({"us-east-1a"});
-  s.instance_types.push_back(testing::Type("g6.4xlarge", "g6", "NVIDIA-L4", 1, 23034, 16, 64));
-  s.offerings.push_back(testing::MakeOffering("g6.4xlarge", "us-east-1a", CapacityType::kOnDemand, 1.323));
+  AddOnDemandType(s, testing::Type("g6.4xlarge", "g6", "NVIDIA-L4", 1, 23034, 16, 64), 1.323);
   for (const std::string id : {"a", "b"}) {
     DemandUnit u = OnDemandOnly(Milli("w-" + id, 400));
     u.cpu_milli = 3000;
@@ -979,10 +985,8 @@ TEST(Planner, TheMovedWorksRestartCostIsSpreadOverTheReplacementHorizon) {
 // $/h), they cost 2.819 $/h. Both nodes have run for seven hours.
 Snapshot SplitSnapshot() {
   Snapshot s = BaseSnapshot({"us-east-1a"});
-  s.instance_types.push_back(testing::Type("g6.8xlarge", "g6", "NVIDIA-L4", 1, 23034, 32, 128));
-  s.offerings.push_back(testing::MakeOffering("g6.8xlarge", "us-east-1a", CapacityType::kOnDemand, 2.014));
-  s.instance_types.push_back(testing::Type("g6.4xlarge", "g6", "NVIDIA-L4", 1, 23034, 16, 64));
-  s.offerings.push_back(testing::MakeOffering("g6.4xlarge", "us-east-1a", CapacityType::kOnDemand, 1.323));
+  AddOnDemandType(s, testing::Type("g6.8xlarge", "g6", "NVIDIA-L4", 1, 23034, 32, 128), 2.014);
+  AddOnDemandType(s, testing::Type("g6.4xlarge", "g6", "NVIDIA-L4", 1, 23034, 16, 64), 1.323);
   const DemandUnit cpu_heavy = OnDemandOnly(Unit("cpu-heavy", 0, 20000, 65536));
   const DemandUnit small = OnDemandOnly(Unit("small", 1, 4000, 16384));
   const DemandUnit replica = OnDemandOnly(Unit("replica", 1, 12000, 16384));
@@ -1055,10 +1059,8 @@ TEST(Planner, ASplitSaysWhatReplacesWhatAndMustPayBackTheWarmUp) {
 // The pool allows both families (PartlyIntoFreeRoomPolicy).
 Snapshot PartlyIntoFreeRoomSnapshot() {
   Snapshot s = BaseSnapshot({"us-east-1a"});
-  s.instance_types.push_back(testing::Type("g6.8xlarge", "g6", "NVIDIA-L4", 1, 23034, 32, 128));
-  s.offerings.push_back(testing::MakeOffering("g6.8xlarge", "us-east-1a", CapacityType::kOnDemand, 2.014));
-  s.instance_types.push_back(testing::Type("m5.8xlarge", "m5", "", 0, 0, 32, 128));
-  s.offerings.push_back(testing::MakeOffering("m5.8xlarge", "us-east-1a", CapacityType::kOnDemand, 1.536));
+  AddOnDemandType(s, testing::Type("g6.8xlarge", "g6", "NVIDIA-L4", 1, 23034, 32, 128), 2.014);
+  AddOnDemandType(s, testing::Type("m5.8xlarge", "m5", "", 0, 0, 32, 128), 1.536);
   Node r = MakeNode(s, "r", "g6.12xlarge", "us-east-1a", CapacityType::kOnDemand,
                     Units("busy", 3, OnDemandOnly(Unit("", 1, 12000, 32768))));
   r.do_not_disrupt = true;
@@ -1137,8 +1139,7 @@ TEST(Planner, SendsPartOfANodesWorkToFreeRoomOnlyFromLastingOnDemandNodes) {
 // holds all four for 0.69 $/h less than 5.292.
 Snapshot FourSingleGpuNodesSnapshot() {
   Snapshot s = BaseSnapshot({"us-east-1a"});
-  s.instance_types.push_back(testing::Type("g6.4xlarge", "g6", "NVIDIA-L4", 1, 23034, 16, 64));
-  s.offerings.push_back(testing::MakeOffering("g6.4xlarge", "us-east-1a", CapacityType::kOnDemand, 1.323));
+  AddOnDemandType(s, testing::Type("g6.4xlarge", "g6", "NVIDIA-L4", 1, 23034, 16, 64), 1.323);
   for (const std::string id : {"a", "b", "c", "d"}) {
     DemandUnit u = OnDemandOnly(Unit("w-" + id, 1));
     u.cpu_milli = 10000;
