@@ -46,6 +46,10 @@ struct Scenario {
   SpotMarket market;
   SimCloudConfig cloud;
   uint64_t seed = 1;
+  // What the planner is told of a job's runtime: what is left of its real
+  // duration (true; a trace's durations are known in advance), or its
+  // class's shape.expected_runtime, as the daemon tells it (false).
+  bool runtimes_known = true;
 };
 
 const std::vector<std::string>& BuiltinScenarioNames();

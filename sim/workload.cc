@@ -45,6 +45,18 @@ Workload::Workload(const Trace& trace, const Catalog& catalog, const Policy& pol
   judged_deadlines_ = ClassDeadlines(deadlines_from != nullptr ? *deadlines_from : policy);
 }
 
+void Workload::UseClassRuntimes(const Policy& policy) {
+  class_runtimes_.emplace();
+  for (const WorkloadClassPolicy& c : policy.classes) (*class_runtimes_)[c.name] = c.expected_runtime;
+  pending_dirty_ = true;
+}
+
+Seconds Workload::ExpectedRuntime(size_t job) const {
+  if (!class_runtimes_) return Seconds(jobs_[job].remaining_s);
+  auto it = class_runtimes_->find(trace_.jobs[job].unit.workload_class);
+  return it != class_runtimes_->end() ? it->second : WorkloadClassPolicy{}.expected_runtime;
+}
+
 void Workload::SplitFloorClasses(const Policy& policy) {
   spread_ = SpreadClasses(policy);
   spread_state_.clear();
@@ -211,7 +223,7 @@ bool Workload::TryPlace(size_t job, int slot, WallTime now) {
   n.free_memory_mib -= u.memory_mib;
   n.jobs.push_back(job);
   n.units.push_back(u);
-  n.units.back().expected_runtime = Seconds(j.remaining_s);
+  n.units.back().expected_runtime = ExpectedRuntime(job);
   // Running work keeps its deadline: the controller plans the replacement
   // of a noticed node's units, and counts deadlines passed while running.
   n.units.back().deadline = DueAt(job, unit_deadlines_);
@@ -354,7 +366,7 @@ const std::vector<DemandUnit>& Workload::Pending() {
       if (pending_units_.size() >= max_pending_) break;
       pending_units_.push_back(trace_.jobs[k.job].unit);
       DemandUnit& u = pending_units_.back();
-      u.expected_runtime = Seconds(jobs_[k.job].remaining_s);
+      u.expected_runtime = ExpectedRuntime(k.job);
       u.deadline = DueAt(k.job, unit_deadlines_);
     }
     pending_dirty_ = false;

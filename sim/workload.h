@@ -100,6 +100,12 @@ class Workload final : public WorkSource, public SimCloudObserver {
   // on-demand nodes only. Call before the first node is ready.
   void SplitFloorClasses(const Policy& policy);
 
+  // From now on, pending and running units carry their class's
+  // shape.expected_runtime in `policy` (the default for a class it does not
+  // name) instead of what is left of the job: the planner knows no job's
+  // duration, as in the daemon.
+  void UseClassRuntimes(const Policy& policy);
+
   // Next job arrival or finish, if any.
   std::optional<WallTime> NextEventTime();
   // Arrivals and finishes at or before `t`, in time order.
@@ -138,6 +144,8 @@ class Workload final : public WorkSource, public SimCloudObserver {
   int ready_nodes() const { return static_cast<int>(nodes_.size()); }
 
  private:
+  // The expected_runtime the planner is told for job `job` (UseClassRuntimes).
+  Seconds ExpectedRuntime(size_t job) const;
   enum class JobState { kFuture, kQueued, kRunning, kDone };
   struct Job {
     JobState state = JobState::kFuture;
@@ -238,6 +246,7 @@ class Workload final : public WorkSource, public SimCloudObserver {
   std::map<std::string, SpreadState> spread_state_;           // per split class
   std::set<std::string> on_demand_only_;             // SplitFloorClasses: share-0 interruptible classes
   std::map<std::string, Seconds> unit_deadlines_;    // class -> deadline set on pending units
+  std::optional<std::map<std::string, Seconds>> class_runtimes_;  // class -> runtime (UseClassRuntimes)
   std::map<std::string, Seconds> judged_deadlines_;  // class -> deadline ClassResults judges by
   std::vector<std::string> classes_;
   std::vector<int> shape_of_;  // per trace job

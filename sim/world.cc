@@ -17,6 +17,7 @@ World::World(const Scenario& s, const Policy& policy, const std::string& id_pref
   // Deadlines are judged by the scenario's policy whatever the run's policy
   // defers (gpuscaler-reactive runs the same work at once).
   work_ = std::make_unique<Workload>(s.trace, s.catalog, policy, s.start, max_pending_units, &s.policy);
+  if (!s.runtimes_known) work_->UseClassRuntimes(policy);
   cloud_->SetObserver(work_.get());
   end_ = s.start + s.horizon;
   tick_ = std::max(Seconds(1), policy.scaling.tick_interval);

@@ -63,7 +63,7 @@ inline constexpr int64_t kMaxJobGpus = 1 << 20;
 inline constexpr double kMaxJobQuantity = 1e12;  // milli-CPU, MiB, GiB
 
 // A DemandUnit with the fields every reader sets; expected_runtime is the
-// job's real duration (the simulator may blur it).
+// job's real duration (sim::Scenario::runtimes_known says whether the planner is told it).
 DemandUnit MakeUnit(std::string id, std::string workload_class, Seconds duration);
 // Applies TraceOptions::interruptible / checkpoint_interval to a public-format job.
 void ApplyJobOverrides(const TraceOptions& o, DemandUnit* unit);

@@ -202,6 +202,9 @@ void RegisterSimCommand(CLI::App& app, int* exit_code) {
                 "Run the planner and every baseline side by side (and gpuscaler-reactive when the policy has "
                 "scaling schedules or demand forecasts)");
   sim->add_option("--seed", o->in.seed, "Random seed (default 1)");
+  sim->add_option("--runtime-knowledge", o->in.runtime_knowledge,
+                  "What the planner knows of a job's runtime: exact (what is left of its real duration; "
+                  "default) or class (its class's shape.expected_runtime, as in the daemon)");
   sim->add_option("--days", o->in.days, "Length of the replay in days (default: the scenario's)");
   sim->add_flag("--json", o->json, "Print JSON instead of the table");
   sim->add_option("--db", o->db_file, "Write the audit store (SQLite) here, for gpuscaler report");

@@ -34,6 +34,10 @@ Result<sim::Scenario> BuildSimScenario(const SimInputs& in, const Catalog& catal
   if (in.prices_file.empty() != in.prices_format.empty()) {
     return Error::InvalidInput("a spot market file and its format go together");
   }
+  if (in.runtime_knowledge != "exact" && in.runtime_knowledge != "class") {
+    return Error::InvalidInput("--runtime-knowledge must be exact or class, not '" + in.runtime_knowledge +
+                               "'");
+  }
   const std::optional<int> days = in.days > 0 ? std::optional<int>(in.days) : std::nullopt;
   sim::Scenario scenario;
   if (!in.scenario.empty()) {
@@ -89,6 +93,7 @@ Result<sim::Scenario> BuildSimScenario(const SimInputs& in, const Catalog& catal
     if (scenario.trace.jobs.empty()) return Error::InvalidInput(in.trace_file + ": the trace has no jobs to replay");
   }
   scenario.catalog_source = catalog_source;
+  scenario.runtimes_known = in.runtime_knowledge == "exact";
   return scenario;
 }
 

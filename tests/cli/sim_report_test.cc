@@ -2,12 +2,13 @@
 // policy or baseline is its own run, and a run's report equals what the
 // simulator billed for it.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
+#include <set>
 
 #include "cli/process.h"
 
@@ -97,6 +98,36 @@ TEST_F(SimReport, EachRunOfTheDemoReportsWhatTheSimulatorBilledForIt) {
   ProcessResult again = Gpuscaler({"sim", "--scenario", "demo", "--days", "1", "--db", db});
   EXPECT_EQ(again.exit_code, 2);
   EXPECT_NE(again.err.find("already holds a run named"), std::string::npos) << again.err;
+}
+
+// --runtime-knowledge: the planner is told what is left of each job's real
+// duration (exact, the default) or its class's shape.expected_runtime
+// (class), as the daemon tells it. The demo's snapshot at 15 h shows it: by
+// class, the units carry at most one runtime per class (the demo has three);
+// exact, many. A value other than exact or class is refused, naming the flag.
+TEST_F(SimReport, RuntimeKnowledgeSetsTheRuntimeThePlannerIsTold) {
+  auto runtimes = [&](const std::string& knowledge) {
+    const std::string snap = (dir_ / ("snap-" + knowledge + ".json")).string();
+    ProcessResult sim = Gpuscaler({"sim", "--scenario", "demo", "--days", "1", "--snapshot-at", "15h",
+                                   "--snapshot-out", snap, "--runtime-knowledge", knowledge});
+    EXPECT_EQ(sim.exit_code, 0) << sim.err;
+    const nlohmann::json j = nlohmann::json::parse(ReadAll(snap));
+    std::set<int64_t> seen;
+    for (const nlohmann::json& u : j["pending"]) seen.insert(u["expected_runtime_s"].get<int64_t>());
+    for (const nlohmann::json& n : j["nodes"])
+      for (const nlohmann::json& u : n["running"]) seen.insert(u["expected_runtime_s"].get<int64_t>());
+    return seen;
+  };
+  EXPECT_GT(runtimes("exact").size(), 3u);
+  const std::set<int64_t> by_class = runtimes("class");
+  EXPECT_GE(by_class.size(), 1u);
+  EXPECT_LE(by_class.size(), 3u);
+
+  ProcessResult bad =
+      Gpuscaler({"sim", "--scenario", "demo", "--days", "1", "--runtime-knowledge", "oracle"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--runtime-knowledge must be exact or class, not 'oracle'"), std::string::npos)
+      << bad.err;
 }
 
 TEST_F(SimReport, ARangeWithoutDataSaysSoOnStderr) {

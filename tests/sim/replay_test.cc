@@ -141,6 +141,56 @@ TEST(Workload, InterruptionLosesWorkSinceTheLastCheckpointAndRequeues) {
   EXPECT_EQ(classes.at("training").waits_s, std::vector<int64_t>{10 * 60});
 }
 
+// The planner is told what is left of a job's real duration, or, with
+// UseClassRuntimes (sim --runtime-knowledge class), its class's
+// shape.expected_runtime, as the daemon tells it; the job still runs its
+// real duration either way.
+TEST(Workload, UnitsCarryTheJobsRemainingRuntimeOrTheirClasssExpectedRuntime) {
+  const Catalog catalog = BuiltinCatalog();
+  Trace trace;
+  TraceJob j;
+  j.duration = Seconds(5 * 3600);
+  j.unit.id = "train";
+  j.unit.workload_class = "training";
+  j.unit.gpus = 1;
+  trace.jobs = {j};
+  j.unit.id = "other";
+  j.unit.workload_class = "unnamed";
+  trace.jobs.push_back(j);
+  Policy policy;
+  WorkloadClassPolicy training;
+  training.name = "training";
+  training.expected_runtime = Seconds(2 * 3600);
+  policy.classes = {training};
+  const WallTime t0 = FromUnixSeconds(1782000000);
+  Instance node;
+  node.instance_id = "i-1";
+  node.pool = "p";
+  node.offering.instance_type = "g5.12xlarge";
+  node.offering.zone = "us-east-1a";
+  node.offering.capacity_type = CapacityType::kOnDemand;
+
+  for (bool class_runtimes : {false, true}) {
+    SCOPED_TRACE(class_runtimes ? "class" : "exact");
+    Workload w(trace, catalog, policy, t0);
+    if (class_runtimes) w.UseClassRuntimes(policy);
+    w.RunEventsUntil(t0);
+    w.Schedule(t0);
+    ASSERT_EQ(w.Pending().size(), 2u);
+    const Seconds training_runtime = class_runtimes ? Seconds(2 * 3600) : Seconds(5 * 3600);
+    const Seconds unnamed_runtime = class_runtimes ? Seconds(3600) : Seconds(5 * 3600);
+    for (const DemandUnit& u : w.Pending())
+      EXPECT_EQ(u.expected_runtime, u.id == "train" ? training_runtime : unnamed_runtime) << u.id;
+
+    w.OnReady(node, 4);
+    w.Schedule(t0);
+    ASSERT_EQ(w.RunningOn("i-1").size(), 2u);
+    for (const DemandUnit& u : w.RunningOn("i-1"))
+      EXPECT_EQ(u.expected_runtime, u.id == "train" ? training_runtime : unnamed_runtime) << u.id;
+    EXPECT_EQ(*w.NextEventTime(), t0 + Seconds(5 * 3600));
+  }
+}
+
 // A job that checkpoints on notice keeps its progress at the notice: only
 // the two minutes between notice and reclaim are lost, where the periodic
 // checkpoint alone would lose 40 minutes.
