@@ -686,9 +686,10 @@ TEST(Replay, GoldenTotalsOnTheSmallCommittedTrace) {
   CheckGoldenTotals(GoldenScenario(), GoldenDir() + "expected.txt");
 }
 
-// Without a floor the baselines run exactly as they did before they split
-// floors: expected_no_floor.txt holds the totals of the demo policy from
-// before (which ignored its floor, so they are those of the policy without).
+// Without a floor the baselines run as they did before they split floors:
+// expected_no_floor.txt holds the totals of the demo policy from before
+// (which ignored its floor, so they are those of the policy without), the
+// karpenter line since its replace is carried out.
 TEST(Replay, GoldenTotalsWithoutAFloorAreThoseOfTheBaselinesBeforeTheSplit) {
   Scenario s = GoldenScenario();
   for (WorkloadClassPolicy& c : s.policy.classes) {
