@@ -90,17 +90,34 @@ TEST(Replay, BuiltinScenariosHaveTheAdvertisedSize) {
   EXPECT_FALSE(MakeBuiltinScenario("nope", 1, std::nullopt, BuiltinCatalog()).ok());
 }
 
+// Job "train" of class "training", submitted at 0, for the workload tests.
+TraceJob TrainJob(Seconds duration, int gpus) {
+  TraceJob j;
+  j.submit = Seconds(0);
+  j.duration = duration;
+  j.unit.id = "train";
+  j.unit.workload_class = "training";
+  j.unit.gpus = gpus;
+  return j;
+}
+
+// A g5.12xlarge (4 GPUs) in us-east-1a of pool "p", for the workload tests.
+Instance G5Node(const std::string& id, CapacityType capacity_type) {
+  Instance node;
+  node.instance_id = id;
+  node.pool = "p";
+  node.offering.instance_type = "g5.12xlarge";
+  node.offering.zone = "us-east-1a";
+  node.offering.capacity_type = capacity_type;
+  return node;
+}
+
 // One job, one node, an interruption: the work since the last checkpoint is
 // lost and the job is requeued with the rest.
 TEST(Workload, InterruptionLosesWorkSinceTheLastCheckpointAndRequeues) {
   const Catalog catalog = BuiltinCatalog();
   Trace trace;
-  TraceJob j;
-  j.submit = Seconds(0);
-  j.duration = Seconds(3 * 3600);
-  j.unit.id = "train";
-  j.unit.workload_class = "training";
-  j.unit.gpus = 4;
+  TraceJob j = TrainJob(Seconds(3 * 3600), 4);
   j.unit.checkpoint_interval = Seconds(1800);
   j.unit.restart_cost = Seconds(600);
   trace.jobs = {j};
@@ -108,12 +125,7 @@ TEST(Workload, InterruptionLosesWorkSinceTheLastCheckpointAndRequeues) {
   const WallTime t0 = FromUnixSeconds(1782000000);
   Workload w(trace, catalog, policy, t0);
 
-  Instance node;
-  node.instance_id = "i-1";
-  node.pool = "p";
-  node.offering.instance_type = "g5.12xlarge";
-  node.offering.zone = "us-east-1a";
-  node.offering.capacity_type = CapacityType::kSpot;
+  Instance node = G5Node("i-1", CapacityType::kSpot);
   w.OnReady(node, 4);
   w.RunEventsUntil(t0);
   w.Schedule(t0);
@@ -148,11 +160,7 @@ TEST(Workload, InterruptionLosesWorkSinceTheLastCheckpointAndRequeues) {
 TEST(Workload, UnitsCarryTheJobsRemainingRuntimeOrTheirClasssExpectedRuntime) {
   const Catalog catalog = BuiltinCatalog();
   Trace trace;
-  TraceJob j;
-  j.duration = Seconds(5 * 3600);
-  j.unit.id = "train";
-  j.unit.workload_class = "training";
-  j.unit.gpus = 1;
+  TraceJob j = TrainJob(Seconds(5 * 3600), 1);
   trace.jobs = {j};
   j.unit.id = "other";
   j.unit.workload_class = "unnamed";
@@ -163,12 +171,7 @@ TEST(Workload, UnitsCarryTheJobsRemainingRuntimeOrTheirClasssExpectedRuntime) {
   training.expected_runtime = Seconds(2 * 3600);
   policy.classes = {training};
   const WallTime t0 = FromUnixSeconds(1782000000);
-  Instance node;
-  node.instance_id = "i-1";
-  node.pool = "p";
-  node.offering.instance_type = "g5.12xlarge";
-  node.offering.zone = "us-east-1a";
-  node.offering.capacity_type = CapacityType::kOnDemand;
+  Instance node = G5Node("i-1", CapacityType::kOnDemand);
 
   for (bool class_runtimes : {false, true}) {
     SCOPED_TRACE(class_runtimes ? "class" : "exact");
@@ -197,23 +200,14 @@ TEST(Workload, UnitsCarryTheJobsRemainingRuntimeOrTheirClasssExpectedRuntime) {
 TEST(Workload, AJobThatCheckpointsOnNoticeLosesOnlyTheNoticeWindow) {
   const Catalog catalog = BuiltinCatalog();
   Trace trace;
-  TraceJob j;
-  j.duration = Seconds(3 * 3600);
-  j.unit.id = "train";
-  j.unit.workload_class = "training";
-  j.unit.gpus = 4;
+  TraceJob j = TrainJob(Seconds(3 * 3600), 4);
   j.unit.checkpoint_interval = Seconds(3600);
   j.unit.checkpoint_on_notice = true;
   j.unit.restart_cost = Seconds(600);
   trace.jobs = {j};
   const WallTime t0 = FromUnixSeconds(1782000000);
   Workload w(trace, catalog, Policy{}, t0);
-  Instance node;
-  node.instance_id = "i-1";
-  node.pool = "p";
-  node.offering.instance_type = "g5.12xlarge";
-  node.offering.zone = "us-east-1a";
-  node.offering.capacity_type = CapacityType::kSpot;
+  Instance node = G5Node("i-1", CapacityType::kSpot);
   w.OnReady(node, 4);
   w.RunEventsUntil(t0);
   w.Schedule(t0);
