@@ -369,9 +369,8 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
     // the allowances charged from `from`; option -1 when none does.
     struct Replacement {
       int option = -1;
-      Bin bin;
+      Bin bin;  // its risk: the expected interruption loss of what it holds
       Allowances allow;
-      double risk = 0;
       double saves = -kInf;
     };
     auto cheapest_replacement = [&](const std::vector<std::pair<int, int>>& moving, const Allowances& from,
@@ -395,11 +394,10 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
         const Offering& off = snap_.offerings[op.offering];
         if (saves * horizon_h < op.price * WarmUpHours(snap_, op.type, off)) continue;
         r.option = o;
-        r.risk = risk_new;
+        r.bin.risk = risk_new;
         r.saves = saves;
         return r;
       }
-      r.option = -1;  // the last option tried
       return r;
     };
     std::vector<std::pair<int, int>> moving;
@@ -424,7 +422,6 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
     if (chosen.option < 0) continue;
     const Option& op = options_[chosen.option];
     st.allow = std::move(chosen.allow);
-    chosen.bin.risk = chosen.risk;
     chosen.bin.moved = partial ? moves.left : moving;
     t.kind = TerminationKind::kReplace;
     t.saves_usd_per_hour = chosen.saves;
