@@ -1111,6 +1111,31 @@ TEST(Planner, ReplacesANodeByACheaperOneForTheUnitsThatDoNotFitOtherNodesFreeRoo
   EXPECT_TRUE(MakePlan(s, p).terminations.empty());
 }
 
+// Where one new node also holds both units, the replacement that saves more
+// is made: a 1-L4, 24-vCPU node at 1.70 $/h saves 0.31 $/h against the
+// partial move's 0.48; at 1.20 $/h it saves 0.81 and takes both units.
+TEST(Planner, MakesWhicheverReplacementSavesMoreTheWholeNodesWorkOrPartOfIt) {
+  const Policy p = PartlyIntoFreeRoomPolicy();
+  for (double price : {1.70, 1.20}) {
+    SCOPED_TRACE(price);
+    Snapshot s = PartlyIntoFreeRoomSnapshot();
+    AddOnDemandType(s, testing::Type("g6.6xlarge", "g6", "NVIDIA-L4", 1, 23034, 24, 96), price);
+    const Plan plan = MakePlan(s, p);
+    ASSERT_EQ(TerminatedNodes(plan), std::vector<std::string>{"a"}) << plan.summary;
+    ASSERT_EQ(plan.launches.size(), 1u);
+    if (price > 1.5) {
+      EXPECT_EQ(plan.launches[0].offering.instance_type, "m5.8xlarge");
+      EXPECT_EQ(plan.launches[0].unit_ids, std::vector<std::string>{"cpu-heavy"});
+    } else {
+      EXPECT_EQ(plan.launches[0].offering.instance_type, "g6.6xlarge");
+      EXPECT_EQ(plan.launches[0].unit_ids.size(), 2u);
+      EXPECT_EQ(plan.terminations[0].reason.find("free room"), std::string::npos)
+          << plan.terminations[0].reason;
+    }
+    ExpectValid(s, p, plan);
+  }
+}
+
 // Only lasting placements on on-demand nodes are split this way: a node
 // younger than six hours, or a spot node (whose work its pool's next reclaim
 // places afresh anyway), keeps its work.
