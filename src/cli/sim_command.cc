@@ -203,8 +203,9 @@ void RegisterSimCommand(CLI::App& app, int* exit_code) {
                 "scaling schedules or demand forecasts)");
   sim->add_option("--seed", o->in.seed, "Random seed (default 1)");
   sim->add_option("--runtime-knowledge", o->in.runtime_knowledge,
-                  "What the planner knows of a job's runtime: exact (what is left of its real duration; "
-                  "default) or class (its class's shape.expected_runtime, as in the daemon)");
+                  "What the planner knows of a job's runtime: class (its class's shape.expected_runtime, as "
+                  "the daemon knows it; default) or exact (what is left of its real duration: for studies of "
+                  "what knowing it would be worth)");
   sim->add_option("--days", o->in.days, "Length of the replay in days (default: the scenario's)");
   sim->add_flag("--json", o->json, "Print JSON instead of the table");
   sim->add_option("--db", o->db_file, "Write the audit store (SQLite) here, for gpuscaler report");

@@ -26,7 +26,7 @@ struct SimInputs {
   int days = 0;               // 0: the scenario's
   std::string cbl_instance_types;  // cbl-availability: "type[,also,...]"
   int cbl_nodes_when_up = 0;       // cbl-availability: 0 keeps the source count
-  std::string runtime_knowledge = "exact";  // exact | class (sim::Scenario::runtimes_known)
+  std::string runtime_knowledge = "class";  // class | exact (sim::Scenario::runtimes_known)
 };
 
 // The catalog the inputs name, and where it came from.

@@ -100,16 +100,19 @@ TEST_F(SimReport, EachRunOfTheDemoReportsWhatTheSimulatorBilledForIt) {
   EXPECT_NE(again.err.find("already holds a run named"), std::string::npos) << again.err;
 }
 
-// --runtime-knowledge: the planner is told what is left of each job's real
-// duration (exact, the default) or its class's shape.expected_runtime
-// (class), as the daemon tells it. The demo's snapshot at 15 h shows it: by
-// class, the units carry at most one runtime per class (the demo has three);
-// exact, many. A value other than exact or class is refused, naming the flag.
+// --runtime-knowledge: the planner is told its class's shape.expected_runtime
+// (class, the default: what the daemon knows) or what is left of each job's
+// real duration (exact). The demo's snapshot at 15 h shows it: by class, the
+// units carry at most one runtime per class (the demo has three); exact,
+// many. Without the flag the snapshot is class's. A value other than exact
+// or class is refused, naming the flag.
 TEST_F(SimReport, RuntimeKnowledgeSetsTheRuntimeThePlannerIsTold) {
   auto runtimes = [&](const std::string& knowledge) {
     const std::string snap = (dir_ / ("snap-" + knowledge + ".json")).string();
-    ProcessResult sim = Gpuscaler({"sim", "--scenario", "demo", "--days", "1", "--snapshot-at", "15h",
-                                   "--snapshot-out", snap, "--runtime-knowledge", knowledge});
+    std::vector<std::string> args = {"sim", "--scenario", "demo", "--days", "1", "--snapshot-at", "15h",
+                                     "--snapshot-out", snap};
+    if (!knowledge.empty()) args.insert(args.end(), {"--runtime-knowledge", knowledge});
+    ProcessResult sim = Gpuscaler(args);
     EXPECT_EQ(sim.exit_code, 0) << sim.err;
     const nlohmann::json j = nlohmann::json::parse(ReadAll(snap));
     std::set<int64_t> seen;
@@ -122,6 +125,7 @@ TEST_F(SimReport, RuntimeKnowledgeSetsTheRuntimeThePlannerIsTold) {
   const std::set<int64_t> by_class = runtimes("class");
   EXPECT_GE(by_class.size(), 1u);
   EXPECT_LE(by_class.size(), 3u);
+  EXPECT_EQ(runtimes(""), by_class);
 
   ProcessResult bad =
       Gpuscaler({"sim", "--scenario", "demo", "--days", "1", "--runtime-knowledge", "oracle"});
