@@ -432,6 +432,14 @@ Result<DaemonConfig> ParseDaemonConfig(const std::string& text, const std::strin
   DocNode root;
   if (reader.Parse(text, &root)) ConfigReader(reader, &config).Read(root);
   if (!reader.ok()) return Error::Config(JoinProblems(reader.SortedProblems()));
+  const std::pair<const char*, const std::string*> file_fields[] = {
+      {"policy", &config.policy_file}, {"catalog", &config.catalog_file},
+      {"api_token_file", &config.api_token_file}};
+  for (const auto& [field, value] : file_fields) {
+    const SourceMark at = reader.MarkOf(field);
+    if (at.line > 0 && !value->empty())
+      config.places[field] = file_name + ":" + std::to_string(at.line) + ":" + std::to_string(at.column);
+  }
   const std::string dir = std::filesystem::path(file_name).parent_path().string();
   for (std::string* p : {&config.policy_file, &config.catalog_file, &config.db_file, &config.api_token_file,
                          &config.signals.prometheus.bearer_token_file, &config.signals.prometheus.password_file,

@@ -217,11 +217,26 @@ Status WritePortFile(const std::string& path, uint16_t port) {
 
 }  // namespace
 
+// What the operator must fix before starting again (the configuration, a
+// file it names, credentials) exits 2; anything else at start (the audit
+// database's disk, a failed system call) is a runtime failure, 1.
+int StartupExitCode(const Error& e) {
+  switch (e.category()) {
+    case ErrorCategory::kConfig:
+    case ErrorCategory::kAuth:
+    case ErrorCategory::kNotFound:
+    case ErrorCategory::kInvalidInput:
+      return 2;
+    default:
+      return 1;
+  }
+}
+
 int RunDaemon(const RunCommandOptions& options, const SimulatedWiring& wiring) {
   Result<DaemonSetup> setup = SetUpDaemon(options, wiring);
   if (!setup) {
     std::cerr << "gpuscaler run: " << setup.error().message() << "\n";
-    return setup.error().category() == ErrorCategory::kConfig ? 2 : 1;
+    return StartupExitCode(setup.error());
   }
   DaemonSetup& d = *setup;
   DaemonState state;

@@ -25,14 +25,16 @@ namespace {
 
 // A secret from a file: surrounding whitespace (a trailing newline from
 // `echo`, `kubectl create secret --from-file`) is not part of it.
-Result<std::string> ReadSecretFile(const std::string& path, const std::string& what) {
+// `where`: what named the file ("gpuscaler.yaml:9:1: api_token_file",
+// "--api-token-file"), said first in every error.
+Result<std::string> ReadSecretFile(const std::string& path, const std::string& where) {
   Result<std::string> text = ReadTextFile(path);
-  if (!text) return Error::Config(what + ": " + text.error().message());
+  if (!text) return Error::Config(where + ": " + path + ": " + text.error().message());
   std::string s = std::move(text).value();
   const auto not_space = [](unsigned char c) { return !std::isspace(c); };
   s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
   s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
-  if (s.empty()) return Error::Config(what + ": " + path + " is empty");
+  if (s.empty()) return Error::Config(where + ": " + path + " is empty");
   return s;
 }
 
@@ -201,7 +203,7 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options, const Simulate
       if (Status s = ApplyListen(options.listen, &d.server_options); !s.ok()) return s.error();
     }
     if (!options.api_token_file.empty()) {
-      Result<std::string> token = ReadSecretFile(options.api_token_file, "api token");
+      Result<std::string> token = ReadSecretFile(options.api_token_file, "--api-token-file");
       if (!token) return token.error();
       d.api_token = *token;
     }
@@ -223,7 +225,11 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options, const Simulate
   if (options.dry_run) config.dry_run = true;
   if (Status s = ApplyListen(config.listen, &d.server_options); !s.ok()) return s.error();
   if (!config.api_token_file.empty()) {
-    Result<std::string> token = ReadSecretFile(config.api_token_file, "api_token_file");
+    const auto place = config.places.find("api_token_file");
+    const std::string where = !options.api_token_file.empty() ? "--api-token-file"
+                              : place != config.places.end()  ? place->second + ": api_token_file"
+                                                              : config.source_file + ": api_token_file";
+    Result<std::string> token = ReadSecretFile(config.api_token_file, where);
     if (!token) return token.error();
     d.api_token = *token;
   }

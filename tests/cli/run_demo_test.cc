@@ -2,6 +2,7 @@
 // simulated cloud, every HTTP endpoint, the bearer token on mutations, and a
 // clean SIGTERM.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <nlohmann/json.hpp>
 
@@ -129,6 +130,39 @@ TEST_F(RunDemo, ABadConfigurationExitsWithCode2AndSaysWhere) {
   r = Gpuscaler({"run"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--config"), std::string::npos) << r.err;
+}
+
+TEST_F(RunDemo, AMissingApiTokenFileNamesTheFileAndWhereItWasSet) {
+  Write("policy.yaml", "apiVersion: gpuscaler/v1\nkind: Policy\nname: p\n");
+  Write("gpuscaler.yaml",
+        "apiVersion: gpuscaler/v1\nkind: DaemonConfig\ncluster_name: test\npolicy: policy.yaml\n"
+        "cloud: {provider: simulated}\napi_token_file: secrets/token\n");
+  ProcessResult r = Gpuscaler({"run", "--config", (dir_ / "gpuscaler.yaml").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("gpuscaler.yaml:6:17: api_token_file: " + (dir_ / "secrets/token").string() +
+                       ": No such file or directory"),
+            std::string::npos)
+      << r.err;
+  r = Gpuscaler({"run", "--config", (dir_ / "gpuscaler.yaml").string(), "--api-token-file", "/nonexistent/token"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--api-token-file: /nonexistent/token: No such file or directory"), std::string::npos) << r.err;
+}
+
+// Credentials the daemon cannot use are something to fix before starting
+// again, as a bad configuration is: exit 2, naming the file.
+TEST_F(RunDemo, UnusableCredentialsExitWithCode2LikeEveryConfigurationError) {
+  Write("policy.yaml",
+        "apiVersion: gpuscaler/v1\nkind: Policy\nname: p\npools:\n  - name: gpu\n    instance_types: [g2-standard-8]\n"
+        "    regions: [us-central1]\nclasses:\n  - {name: batch, pools: [gpu]}\n");
+  Write("gpuscaler.yaml", "apiVersion: gpuscaler/v1\nkind: DaemonConfig\ncluster_name: test\npolicy: policy.yaml\n"
+                          "catalog: " + std::string(GPUSCALER_SOURCE_DIR) + "/config/catalogs/gcp.yaml\n"
+                          "cloud:\n  provider: gcp\n  gcp: {project: my-project-1, region: us-central1, zones: [us-central1-a], instance_template: gpu-node}\n");
+  Write("creds.json", "[\"not a credentials file\"]\n");
+  ::setenv("GOOGLE_APPLICATION_CREDENTIALS", (dir_ / "creds.json").c_str(), 1);
+  ProcessResult r = Gpuscaler({"run", "--config", (dir_ / "gpuscaler.yaml").string()});
+  ::unsetenv("GOOGLE_APPLICATION_CREDENTIALS");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("creds.json"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -145,6 +145,10 @@ struct KubernetesSettings {
 
 struct DaemonConfig {
   std::string source_file;
+  // Where each file-valued field given was set, "file:line:col" by field
+  // name ("api_token_file"), so that a problem found when the file is read
+  // at start names the place as a parse error would.
+  std::map<std::string, std::string> places;
   // Names this installation (required; letters, digits, '-' and '_', at most
   // 100: EKS's cluster-name rule). Every instance it launches is tagged
   // gpuscaler.io/cluster=<name>, it lists, drains and terminates only
