@@ -24,6 +24,7 @@ SimCloud::SimCloud(ManualClock& clock, const Catalog& catalog, std::vector<Offer
   gpu_count_.resize(n);
   family_.resize(n);
   price_.resize(n);
+  price_set_at_.resize(n);
   base_price_.resize(n);
   live_count_.assign(n, 0);
   availability_.resize(n);
@@ -216,9 +217,31 @@ Result<std::vector<InterruptionNotice>> SimCloud::PollInterruptions() {
 }
 
 Result<std::vector<SpotPrice>> SimCloud::SpotPrices(WallTime since) {
-  auto it = std::lower_bound(price_log_.begin(), price_log_.end(), since,
-                             [](const SpotPrice& p, WallTime t) { return p.time < t; });
-  return std::vector<SpotPrice>(it, price_log_.end());
+  auto first_change = std::lower_bound(price_log_.begin(), price_log_.end(), since,
+                                       [](const PriceChange& c, WallTime t) { return c.price.time < t; });
+  // As EC2 answers: per offering the price in force at `since` (its last
+  // change before it; offerings still at their starting price have none to
+  // report), then the changes from `since` on; nothing older than the
+  // history kept.
+  const WallTime kept_from = price_log_.empty() ? WallTime{} : price_log_.back().price.time - config_.price_history;
+  std::vector<SpotPrice> out;
+  std::vector<char> changed_after(offerings_.size(), 0);
+  for (auto it = first_change; it != price_log_.end(); ++it) {
+    const size_t o = it->offering;
+    if (changed_after[o]) continue;
+    changed_after[o] = 1;
+    if (it->previous_time != WallTime{} && it->previous_time >= kept_from)
+      out.push_back({it->price.instance_type, it->price.zone, it->price.capacity_type, it->previous_usd,
+                     it->previous_time});
+  }
+  for (size_t o = 0; o < offerings_.size(); ++o) {
+    if (changed_after[o] || price_set_at_[o] == WallTime{} || price_set_at_[o] < kept_from) continue;
+    const Offering& offering = offerings_[o];
+    out.push_back({offering.instance_type, offering.zone, offering.capacity_type, price_[o], price_set_at_[o]});
+  }
+  std::sort(out.begin(), out.end(), [](const SpotPrice& a, const SpotPrice& b) { return a.time < b.time; });
+  for (auto it = first_change; it != price_log_.end(); ++it) out.push_back(it->price);
+  return out;
 }
 
 std::optional<WallTime> SimCloud::NextEventTime() const {
@@ -367,10 +390,12 @@ void SimCloud::SetPrice(size_t offering, double price, WallTime at) {
     s.usd += price_[offering] * Hours(at - s.segment_start);
     s.segment_start = at;
   }
-  price_[offering] = price;
   const Offering& o = offerings_[offering];
-  price_log_.push_back({o.instance_type, o.zone, o.capacity_type, price, at});
-  while (!price_log_.empty() && price_log_.front().time < at - config_.price_history) price_log_.pop_front();
+  price_log_.push_back(
+      {{o.instance_type, o.zone, o.capacity_type, price, at}, offering, price_[offering], price_set_at_[offering]});
+  price_[offering] = price;
+  price_set_at_[offering] = at;
+  while (!price_log_.empty() && price_log_.front().price.time < at - config_.price_history) price_log_.pop_front();
 }
 
 InstanceBill SimCloud::BillOf(const SimInstance& s, WallTime end) const {

@@ -214,7 +214,16 @@ class SimCloud final : public CloudProvider {
   std::map<size_t, bool> live_;  // instance index -> true, ordered by launch
   std::unordered_map<std::string, LaunchResult> by_token_;
   std::vector<InterruptionNotice> notices_;  // not yet polled
-  std::deque<SpotPrice> price_log_;  // ascending time, within config_.price_history
+  // A price change, and the price it replaced (with when that one was set;
+  // WallTime{} for the starting price): what was in force before it.
+  struct PriceChange {
+    SpotPrice price;
+    size_t offering = 0;
+    double previous_usd = 0;
+    WallTime previous_time{};
+  };
+  std::deque<PriceChange> price_log_;  // ascending time, within config_.price_history
+  std::vector<WallTime> price_set_at_;  // per offering: its last change (WallTime{}: never changed)
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   uint64_t seq_ = 0;
   std::mt19937_64 walk_rng_;

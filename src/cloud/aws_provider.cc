@@ -1,6 +1,7 @@
 #include "gpuscaler/cloud/aws_provider.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "aws_provider_impl.h"
 #include "gpuscaler/cloud/sigv4.h"
@@ -176,29 +177,44 @@ Result<std::vector<InterruptionNotice>> AwsProvider::PollInterruptions() {
   if (options_.interruption_queue_url.empty()) return out;
   for (int batch = 0; batch < options_.max_interruption_batches; ++batch) {
     auto body = client_.Json("sqs", "AmazonSQS.ReceiveMessage", ReceiveMessageBody(options_.interruption_queue_url, 10, 0));
-    if (!body.ok()) {
-      if (!out.empty()) break;  // keep what was read (and already deleted)
-      return body.error();
+    auto messages = body.ok() ? ParseReceiveMessage(*body) : Result<std::vector<SqsMessage>>(body.error());
+    if (!messages.ok()) {
+      // What was read stays on the queue until acknowledged: nothing is lost
+      // by stopping here, and the failed receive's messages come again.
+      if (!out.empty()) break;
+      return messages.error();
     }
-    auto messages = ParseReceiveMessage(*body);
-    if (!messages.ok()) return messages.error();
     if (messages->empty()) break;
     for (const SqsMessage& m : *messages) {
       if (!m.md5_of_body.empty() && m.md5_of_body != Md5Hex(m.body)) continue;  // corrupt: leave for redelivery
       auto event = ParseEventBridgeEvent(m.body);
-      if (event.ok() && event->kind == Ec2EventKind::kSpotInterruption) {
+      if (event.ok() && (event->kind == Ec2EventKind::kSpotInterruption ||
+                         event->kind == Ec2EventKind::kRebalanceRecommendation)) {
         const WallTime t = event->time == WallTime{} ? clock_.WallNow() : event->time;
-        out.push_back({event->instance_id, t, t + options_.interruption_notice});
-      } else if (event.ok() && event->kind == Ec2EventKind::kRebalanceRecommendation) {
-        const WallTime t = event->time == WallTime{} ? clock_.WallNow() : event->time;
-        out.push_back({event->instance_id, t, WallTime{}, /*rebalance=*/true});
+        const bool rebalance = event->kind == Ec2EventKind::kRebalanceRecommendation;
+        out.push_back({event->instance_id, t, rebalance ? WallTime{} : t + options_.interruption_notice, rebalance,
+                       m.receipt_handle});
+        continue;
       }
+      // Not a notice: nothing to record, so nothing to keep.
       auto deleted = client_.Json("sqs", "AmazonSQS.DeleteMessage",
                                   DeleteMessageBody(options_.interruption_queue_url, m.receipt_handle));
       if (!deleted.ok() && out.empty()) return deleted.error();
     }
   }
   return out;
+}
+
+Status AwsProvider::AcknowledgeInterruptions(const std::vector<InterruptionNotice>& notices) {
+  std::optional<Error> first_error;
+  for (const InterruptionNotice& n : notices) {
+    if (n.receipt.empty()) continue;
+    auto deleted =
+        client_.Json("sqs", "AmazonSQS.DeleteMessage", DeleteMessageBody(options_.interruption_queue_url, n.receipt));
+    if (!deleted.ok() && !first_error) first_error = deleted.error().WithContext("acknowledging " + n.instance_id);
+  }
+  if (first_error) return *first_error;
+  return Status::Ok();
 }
 
 Result<std::vector<SpotPrice>> AwsProvider::SpotPrices(WallTime since) {
@@ -210,8 +226,10 @@ Result<std::vector<SpotPrice>> AwsProvider::SpotPrices(WallTime since) {
   std::vector<SpotPrice> out;
   Status listed = ForEachPage(client_, "ec2", "DescribeSpotPriceHistory", req, DescribeSpotPriceHistoryQuery,
                               ParseDescribeSpotPriceHistory, [&](const SpotPriceHistoryPage& page) {
+                                // EC2 answers a start time with the changes after
+                                // it and, per offering, the last change before it:
+                                // the price in force, which is kept too.
                                 for (const SpotPricePoint& p : page.prices) {
-                                  if (p.time < since) continue;  // the price in force at `since`, not a change
                                   out.push_back({p.instance_type, p.availability_zone, CapacityType::kSpot,
                                                  p.usd_per_hour, p.time});
                                 }

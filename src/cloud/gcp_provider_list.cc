@@ -201,9 +201,11 @@ Result<std::vector<InterruptionNotice>> GcpProvider::PollInterruptions() {
       for (const json& j : ArrayAt(*got, "items")) {
         Result<GcpOperation> op = ParseGcpOperation(j);
         if (!op || op->operation_type != "compute.instances.preempted") continue;
-        if (!seen_operations_.emplace(op->name, client_.clock().Now()).second) continue;
+        // Ownership first: an operation on an instance not known yet (the
+        // inventory is listed after a restart) is looked at again next poll.
         const std::string name = LastSegment(op->target_link);
-        if (known_.count(name) == 0 && launched_.count(name) == 0) continue;  // not this cluster's
+        if (known_.count(name) == 0 && launched_.count(name) == 0) continue;
+        if (!seen_operations_.emplace(op->name, client_.clock().Now()).second) continue;
         WallTime at;
         if (!ParseRfc3339(op->insert_time, &at)) at = now;
         if (at + kFirstPollLookBack < *first_poll_) continue;

@@ -26,6 +26,7 @@ ClusterState::ClusterState(const Clock& clock, CloudProvider& cloud, AuditStore*
       usage_(usage),
       options_(std::move(options)),
       availability_(options_.unavailable_base, options_.unavailable_max),
+      price_feed_(clock.WallNow()),
       risk_(options_.interruption_risk) {
   snapshot_.gpu_models = catalog_.gpu_models;
   snapshot_.instance_types = catalog_.instance_types;
@@ -84,11 +85,17 @@ bool ClusterState::Observe(const Policy& policy, WallTime now, double month_to_d
   snapshot_.month_to_date_usd_by_pool = usage_.month_to_date_usd_by_pool();
   snapshot_.month_to_date_usd_by_team = usage_.month_to_date_usd_by_team();
   AccrueLostWorkAccount(now);
+  // Notices name instances: until the inventory has been listed once (a
+  // start, a restart) it is listed first, so a notice of the last minutes
+  // finds its node instead of being taken for another cluster's.
+  bool listed = false;
+  if (!inventory_listed_) listed = ReadInstances(policy, now, report);
   ReadInterruptions(policy, now, report);
-  const bool listed = ReadInstances(policy, now, report);
+  if (inventory_listed_) listed = ReadInstances(policy, now, report);
+  inventory_listed_ = inventory_listed_ || listed;
   if (listed && nodes_ != nullptr) CheckNodeHealth(policy, now, report);
   if (listed) RemoveRebalanced(now);
-  ReadPrices(now, report);
+  ReadPrices(policy, now, report);
   RefreshOfferings(now);
   RefreshRisk(now);
   RefreshWork();
@@ -145,12 +152,19 @@ void ClusterState::Apply(const ActuationResult& result, const Policy& policy, Wa
   if (result.failed) MarkChanged(true);
 }
 
+void ClusterState::AcknowledgeNotices(TickReport* report) {
+  if (unacknowledged_notices_.empty()) return;
+  report->Record(cloud_.AcknowledgeInterruptions(unacknowledged_notices_));
+  unacknowledged_notices_.clear();
+}
+
 void ClusterState::ReadInterruptions(const Policy& policy, WallTime now, TickReport* report) {
   Result<std::vector<InterruptionNotice>> notices = cloud_.PollInterruptions();
   if (!notices) {
     report->errors.push_back(notices.error().WithContext("interruption notices"));
     return;
   }
+  unacknowledged_notices_.insert(unacknowledged_notices_.end(), notices->begin(), notices->end());
   bool flushed = false;
   for (const InterruptionNotice& n : *notices) {
     if (n.rebalance) {
@@ -269,18 +283,17 @@ bool ClusterState::ReadInstances(const Policy& policy, WallTime now, TickReport*
   return true;
 }
 
-void ClusterState::ReadPrices(WallTime now, TickReport* report) {
-  const WallTime since = price_since_.value_or(now - Seconds(3600));
-  Result<std::vector<SpotPrice>> prices = cloud_.SpotPrices(since);
+void ClusterState::ReadPrices(const Policy& policy, WallTime now, TickReport* report) {
+  Result<std::vector<SpotPrice>> prices = price_feed_.Read(cloud_, now);
+  PublishPriceStaleness(policy, now, report);
   if (!prices) {
     // Fail static: the last known (or catalog) prices stay in force.
     report->errors.push_back(prices.error().WithContext("spot prices"));
     return;
   }
-  price_since_ = now + Seconds(1);
   std::vector<PriceSample> samples;
+  std::string key;
   for (const SpotPrice& p : *prices) {
-    if (p.time > now) continue;
     auto apply = [&](Offering& o) {
       if (o.usd_per_hour == p.usd_per_hour) return;
       o.usd_per_hour = p.usd_per_hour;
@@ -297,7 +310,7 @@ void ClusterState::ReadPrices(WallTime now, TickReport* report) {
         }
       }
     };
-    const std::string key = p.instance_type + "/" + p.zone + "/" + std::string(ToString(p.capacity_type));
+    key.assign(p.instance_type).append("/").append(p.zone).append("/").append(ToString(p.capacity_type));
     auto it = offering_index_.find(key);
     if (it != offering_index_.end()) {
       apply(snapshot_.offerings[it->second]);
@@ -309,6 +322,19 @@ void ClusterState::ReadPrices(WallTime now, TickReport* report) {
     }
   }
   if (!samples.empty()) report->Record(store_->RecordPriceSamples(samples));
+}
+
+void ClusterState::PublishPriceStaleness(const Policy& policy, WallTime now, TickReport* report) {
+  auto it = policy.signals.max_staleness.find("prices");
+  const Seconds max_age = it == policy.signals.max_staleness.end() ? Seconds(3600) : it->second;
+  std::string stale = price_feed_.Staleness(max_age, now);
+  report->price_age = price_feed_.Age(now);
+  report->stale_prices = stale.empty() || price_feed_.last_error().empty() ? stale
+                                                                          : stale + " (" + price_feed_.last_error() + ")";
+  if (stale != snapshot_.stale_prices) {
+    snapshot_.stale_prices = std::move(stale);
+    MarkChanged(true);
+  }
 }
 
 void ClusterState::RefreshOfferings(WallTime now) {

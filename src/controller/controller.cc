@@ -177,7 +177,10 @@ TickReport Controller::Tick() {
 
   // Commit.
   failpoint::Check("tick.before_commit");
-  if (store_ != nullptr) report.Record(store_->CommitTick());
+  const Status committed = store_ != nullptr ? store_->CommitTick() : Status::Ok();
+  report.Record(committed);
+  // Notices leave the cloud's queue only once what they did is committed.
+  if (committed.ok()) state_.AcknowledgeNotices(&report);
   failpoint::Check("tick.after_commit");
   return report;
 }

@@ -68,6 +68,12 @@ struct DaemonMetrics::Families {
         signal_age(r.Gauge("gpuscaler_signal_age_seconds", "Age of each signal's last value", {"source", "signal"})),
         signal_stale(r.Gauge("gpuscaler_signal_stale", "1 when a signal is stale or missing (blocks scale-down)",
                              {"source", "signal"})),
+        price_age(r.Gauge("gpuscaler_price_age_seconds",
+                          "Seconds since the spot price source last answered (since start when it has not)",
+                          {"source"})),
+        prices_stale(r.Gauge("gpuscaler_prices_stale",
+                             "1 while spot prices are stale or the catalog's (no replacements are made)",
+                             {"source"})),
         blocked(r.Gauge("gpuscaler_scale_down_blocked", "1 when stale signals hold back removals for the class",
                         {"class"})),
         reloads(r.Counter("gpuscaler_policy_reloads_total", "Policy file reloads by result", {"result"})),
@@ -113,6 +119,8 @@ struct DaemonMetrics::Families {
   server::Family& queue_depth;
   server::Family& signal_age;
   server::Family& signal_stale;
+  server::Family& price_age;
+  server::Family& prices_stale;
   server::Family& blocked;
   server::Family& reloads;
   server::Family& reload_ok;
@@ -252,6 +260,10 @@ void DaemonMetrics::ObserveTick(const EngineTick& tick, double seconds, const Pu
     if (auto age = signals::Age(c.reading, tick.time)) f_->signal_age.With({c.reading.source, name}).Set(age->count());
     f_->signal_stale.With({c.reading.source, name}).Set(c.reading.ok() ? 0 : 1);
   }
+  // One source today: the cloud provider's spot price API (DescribeSpotPriceHistory on
+  // AWS, the Billing Catalog on Google Cloud, the simulated cloud's log).
+  f_->price_age.With({"cloud"}).Set(static_cast<double>(tick.report.price_age.count()));
+  f_->prices_stale.With({"cloud"}).Set(tick.report.stale_prices.empty() ? 0 : 1);
   f_->blocked.Clear();
   for (const std::string& cls : r.blocked_classes) f_->blocked.With({cls}).Set(1);
 

@@ -606,8 +606,17 @@ std::string StatusLine(const PublishedState& s) {
   return out;
 }
 
+// Whether plans act on live spot prices, and how old they are.
+std::string PricesLine(const PublishedState& s) {
+  if (!s.last_tick_time) return "";
+  const std::string age = std::to_string(s.price_age.count()) + " s";
+  if (s.stale_prices.empty()) return "<p class=\"ok\">spot prices: live, read " + age + " ago</p>";
+  return "<p class=\"bad\">" + Esc(s.stale_prices) + " (source last answered " + age +
+         " ago): no replacements</p>";
+}
+
 std::string SignalsSection(const PublishedState& s) {
-  std::string out = "<h2>Signals</h2>";
+  std::string out = "<h2>Signals</h2>" + PricesLine(s);
   if (s.signals.empty()) {
     return out + "<p class=\"note\">" + (s.mode == "demo" ? "demo load: the simulator's job queue" : "no signals configured") +
            "</p>";

@@ -107,6 +107,8 @@ void Publish(const Engine& engine, const EngineTick& tick, DaemonState* state) {
     }
     if (!tick.report.planned && s.predicted_cost_usd_per_hour == 0) s.predicted_cost_usd_per_hour = p.usd_per_hour;
     s.blocked_classes = tick.report.blocked_classes;
+    s.price_age = tick.report.price_age;
+    s.stale_prices = tick.report.stale_prices;
     s.signals = tick.signals;
     s.queue_depth = tick.queue_depth;
     s.queued_jobs = tick.queued_jobs;

@@ -77,6 +77,9 @@ struct PublishedState {
   double predicted_cost_usd_per_hour = 0;
   std::map<std::string, int> unplaced_by_reason;
   std::vector<std::string> blocked_classes;
+  // The spot price source (TickReport::price_age, stale_prices).
+  Seconds price_age{0};
+  std::string stale_prices;
   std::vector<ClassSignal> signals;
   std::map<std::string, double> queue_depth;
   int64_t queued_jobs = -1;

@@ -156,6 +156,7 @@ void Fields(V& v, T& s) {
   DoubleMap(v, "spot_floor_credit_gpus", s.spot_floor_credit_gpus, kSigned);
   v.StrList("reclaimed_spot_pools", s.reclaimed_spot_pools);
   v.IntMap("warmup_seconds_by_family", s.warmup_seconds_by_family);
+  v.Str("stale_prices", s.stale_prices);
   v.Objects("forecasts", s.forecasts);
   v.Objects("gpu_models", s.gpu_models);
   v.Objects("instance_types", s.instance_types);

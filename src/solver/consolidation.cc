@@ -101,6 +101,10 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
   const double horizon_h = std::max(1.0, static_cast<double>(d.replacement_horizon.count())) / 3600.0;
   int removed = 0;
   const int max_removed = policy_.scaling.max_nodes_removed_per_tick;
+  // A replacement is bought because another offering's price is lower: on
+  // prices that cannot be trusted it is not made. Moves into existing free
+  // room stay (they save a node's whole price, whatever the spot prices).
+  const bool replacements_off = !snap_.stale_prices.empty();
   if (max_removed <= 0) return;
 
   // A class's credit over its spot_share_window lowers its floor for new
@@ -363,7 +367,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
     // 2. Replace with one cheaper node in the same pool: all the units on
     //    it, or (as Karpenter's replace does) those that do not fit in other
     //    nodes' free room, the rest moved there. The larger saving is made.
-    if (src.pool < 0 || st.added >= policy_.scaling.max_nodes_added_per_tick) continue;
+    if (src.pool < 0 || st.added >= policy_.scaling.max_nodes_added_per_tick || replacements_off) continue;
     // The cheapest new node that holds `moving` and saves enough, after
     // `moved_risk` (the expected loss of units moved to other nodes), with
     // the allowances charged from `from`; option -1 when none does.
@@ -460,7 +464,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
   //    group is a removal that moves work: a group larger than the pool's
   //    disruption budget allows now (at least two) is staged, its first
   //    nodes moved now and the rest left to follow (replace_group).
-  if (removed + 2 > max_removed || st.added >= policy_.scaling.max_nodes_added_per_tick) return;
+  if (removed + 2 > max_removed || st.added >= policy_.scaling.max_nodes_added_per_tick || replacements_off) return;
   struct GroupCand {
     int node;
     RunningWorkCost cost;
@@ -718,7 +722,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
   // Pairs: any two remaining candidates of a pool.
   for (size_t i = 0; i < group_cands.size(); ++i) {
     for (size_t j = i + 1; j < group_cands.size(); ++j) {
-      if (removed + 2 > max_removed || st.added >= policy_.scaling.max_nodes_added_per_tick) return;
+      if (removed + 2 > max_removed || st.added >= policy_.scaling.max_nodes_added_per_tick || replacements_off) return;
       const GroupCand& a = group_cands[i];
       const GroupCand& b = group_cands[j];
       if (existing_[a.node].removed || existing_[b.node].removed ||

@@ -326,6 +326,7 @@ Plan Planner::Run() {
     if (spend > teams_[t].allowance_usd + kEps)
       notes.push_back("team " + teams_[t].name + " over soft budget " + Usd(teams_[t].allowance_usd) + "/h");
   }
+  if (!snap_.stale_prices.empty()) notes.push_back(snap_.stale_prices + ": no replacements");
   std::map<std::string, int> paused;
   for (const Group& g : groups_)
     if (g.spot_paused) paused.emplace(g.rep->workload_class, g.cls);

@@ -231,21 +231,103 @@ TEST_F(AwsProviderTest, InterruptionWarningsBecomeNoticesOnce) {
   EXPECT_EQ((*notices)[0].notice_time, Start() + Seconds(90));
   EXPECT_EQ((*notices)[0].deadline, Start() + Seconds(210));
   EXPECT_EQ((*notices)[1].instance_id, r->instances[1].instance_id);
-  EXPECT_TRUE(provider_->PollInterruptions()->empty());  // deleted from the queue
+  EXPECT_FALSE((*notices)[0].receipt.empty());
+  EXPECT_TRUE(provider_->PollInterruptions()->empty());  // hidden while being handled
+  ASSERT_TRUE(provider_->AcknowledgeInterruptions(*notices).ok());
+  clock_.Advance(Seconds(60));  // past the queue's visibility timeout
+  EXPECT_TRUE(provider_->PollInterruptions()->empty());  // acknowledged: gone for good
 }
 
-TEST_F(AwsProviderTest, SpotPricesSinceAscending) {
+TEST_F(AwsProviderTest, ANoticeNotAcknowledgedComesAgainAfterTheVisibilityTimeout) {
   EmulatorScenario s;
-  s.spot_prices = {{"g5.xlarge", "us-east-1a", 0.40, Start() - Seconds(7200)},
+  Boot(s);
+  auto r = provider_->Launch(Request({Off("g5.xlarge", "us-east-1a", CapacityType::kSpot)}, 1, "spot"));
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(emulator_->Interrupt(r->instances[0].instance_id).ok());
+  auto first = provider_->PollInterruptions();
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(first->size(), 1u);
+  // The process dies before it records the notice: nothing acknowledged.
+  clock_.Advance(s.visibility_timeout + Seconds(1));
+  auto again = provider_->PollInterruptions();
+  ASSERT_TRUE(again.ok());
+  ASSERT_EQ(again->size(), 1u);
+  EXPECT_EQ((*again)[0].instance_id, r->instances[0].instance_id);
+  EXPECT_EQ((*again)[0].deadline, (*first)[0].deadline);
+  EXPECT_NE((*again)[0].receipt, (*first)[0].receipt);  // SQS gives a new handle per receive
+}
+
+// Answers the `corrupt_receive`-th SQS ReceiveMessage (1-based) with a body
+// that is not JSON; everything else goes to the emulator.
+class CorruptingTransport final : public Transport {
+ public:
+  CorruptingTransport(Transport& inner, int corrupt_receive) : inner_(inner), corrupt_receive_(corrupt_receive) {}
+  Result<TransportResponse> Send(const TransportRequest& request) override {
+    Result<TransportResponse> response = inner_.Send(request);
+    if (response.ok() && HeaderValue(request.headers, "X-Amz-Target") == "AmazonSQS.ReceiveMessage" &&
+        ++receives_ == corrupt_receive_)
+      response->body = "{\"Messages\": [{\"Body\": ";
+    return response;
+  }
+
+ private:
+  Transport& inner_;
+  int corrupt_receive_;
+  int receives_ = 0;
+};
+
+TEST_F(AwsProviderTest, AReceiveThatCannotBeParsedKeepsTheNoticesReadBeforeIt) {
+  Boot();
+  auto r = provider_->Launch(Request({Off("g5.xlarge", "us-east-1a", CapacityType::kSpot)}, 12, "spot"));
+  ASSERT_TRUE(r.ok());
+  for (const Instance& i : r->instances) ASSERT_TRUE(emulator_->Interrupt(i.instance_id).ok());
+  sim::EmulatorTransport emulator_transport(*emulator_);
+  CorruptingTransport corrupting(emulator_transport, 2);
+  AwsClient client(emulated::Installation::ClientOptions(), corrupting, aws_->credentials, clock_,
+                   [](std::chrono::milliseconds) {});
+  AwsProvider provider(emulated::ProviderOptions("test-cluster"), client, clock_);
+  // The first receive brings 10 notices, the second cannot be parsed.
+  auto notices = provider.PollInterruptions();
+  ASSERT_TRUE(notices.ok()) << notices.error().ToString();
+  EXPECT_EQ(notices->size(), 10u);
+  ASSERT_TRUE(provider.AcknowledgeInterruptions(*notices).ok());
+  // The two the failed receive held come again once hidden no more; none of
+  // the ten does.
+  clock_.Advance(Seconds(31));
+  auto rest = provider_->PollInterruptions();
+  ASSERT_TRUE(rest.ok()) << rest.error().ToString();
+  EXPECT_EQ(rest->size(), 2u);
+}
+
+TEST_F(AwsProviderTest, AFailedFirstReceiveIsAnError) {
+  Boot();
+  sim::EmulatorTransport emulator_transport(*emulator_);
+  CorruptingTransport corrupting(emulator_transport, 1);
+  AwsClient client(emulated::Installation::ClientOptions(), corrupting, aws_->credentials, clock_,
+                   [](std::chrono::milliseconds) {});
+  AwsProvider provider(emulated::ProviderOptions("test-cluster"), client, clock_);
+  EXPECT_FALSE(provider.PollInterruptions().ok());
+}
+
+TEST_F(AwsProviderTest, SpotPricesKeepThePriceInForceAtTheStartAndTheChangesAfter) {
+  EmulatorScenario s;
+  s.spot_prices = {{"g5.xlarge", "us-east-1a", 0.38, Start() - Seconds(9000)},
+                   {"g5.xlarge", "us-east-1a", 0.40, Start() - Seconds(7200)},
                    {"g5.xlarge", "us-east-1a", 0.42, Start() - Seconds(1800)},
-                   {"g5.xlarge", "us-east-1b", 0.39, Start() - Seconds(600)}};
+                   {"g5.xlarge", "us-east-1b", 0.39, Start() - Seconds(600)},
+                   {"g5.2xlarge", "us-east-1a", 0.55, Start() - Seconds(8000)}};
   Boot(s);
   auto prices = provider_->SpotPrices(Start() - Seconds(3600));
   ASSERT_TRUE(prices.ok());
-  ASSERT_EQ(prices->size(), 2u);
-  EXPECT_DOUBLE_EQ((*prices)[0].usd_per_hour, 0.42);
-  EXPECT_EQ((*prices)[1].zone, "us-east-1b");
-  EXPECT_EQ((*prices)[1].capacity_type, CapacityType::kSpot);
+  // In force an hour ago: 0.40 in 1a (set two hours ago; the 0.38 before it
+  // is history) and the 2xlarge's 0.55; then the changes since.
+  ASSERT_EQ(prices->size(), 4u);
+  EXPECT_DOUBLE_EQ((*prices)[0].usd_per_hour, 0.55);
+  EXPECT_EQ((*prices)[0].time, Start() - Seconds(8000));
+  EXPECT_DOUBLE_EQ((*prices)[1].usd_per_hour, 0.40);
+  EXPECT_DOUBLE_EQ((*prices)[2].usd_per_hour, 0.42);
+  EXPECT_EQ((*prices)[3].zone, "us-east-1b");
+  EXPECT_EQ((*prices)[3].capacity_type, CapacityType::kSpot);
 }
 
 TEST(AwsProviderToken, ClientTokensFitEc2Limits) {

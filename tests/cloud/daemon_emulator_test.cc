@@ -12,6 +12,7 @@
 //    duplicated, none untracked, no audit row lost.
 #include <gtest/gtest.h>
 
+#include "cli/http_get.h"
 #include "cloud/daemon_harness.h"
 
 namespace gpuscaler::testing {
@@ -118,6 +119,56 @@ TEST_F(DaemonEmulator, ConvergesOnTheOtherZoneWhenOneHasNoCapacity) {
   EXPECT_EQ(audit.live, 3);
   EXPECT_EQ(audit.duplicate_launches + audit.untracked_instances + audit.lost_audit_rows + audit.pending_actions, 0)
       << audit.Summary();
+}
+
+// The emulator's g5.xlarge spot price in us-east-1a was set two hours before
+// the daemon starts and never changed since; 1b's ten minutes before. From
+// the first tick both are in force: 1a (0.1234, cheaper than the catalog's
+// and than 1b's) gets the launch, the snapshot shows it, and the store keeps
+// it as a price sample at the time it was set.
+TEST_F(DaemonEmulator, PlansFromTheFirstTickWithASpotPriceSetHoursBeforeItStarted) {
+  StartCloud(
+      "zones: [us-east-1a, us-east-1b]\nlaunch_latency: 1s\n"
+      "spot_prices:\n"
+      "  - {instance_type: g5.xlarge, zone: us-east-1a, price: 0.1234, at: -2h}\n"
+      "  - {instance_type: g5.xlarge, zone: us-east-1b, price: 0.2345, at: -10m}\n");
+  WriteConfig(PolicyYaml("[spot]", true));
+  prometheus_.Set(5);  // 1 GPU
+  const WallTime started = SystemClock().WallNow();
+  Start();
+  const uint16_t port = WaitForPortFile(dir_ / "daemon.port", 30s);
+  ASSERT_NE(port, 0) << DaemonLog();
+  ASSERT_TRUE(Eventually([&] { return LiveIs(1); }, 60s)) << DaemonLog();
+  EXPECT_EQ(Live()[0].zone, "us-east-1a");
+  const HttpReply snapshot = HttpGet(port, "/api/v1/snapshot");
+  ASSERT_EQ(snapshot.status, 200);
+  std::map<std::string, double> spot;
+  const nlohmann::json published = nlohmann::json::parse(snapshot.body);
+  for (const nlohmann::json& o : published["offerings"]) {
+    if (o.value("instance_type", "") == "g5.xlarge" && o.value("capacity_type", "") == "spot")
+      spot[o.value("zone", "")] = o.value("usd_per_hour", 0.0);
+  }
+  EXPECT_DOUBLE_EQ(spot["us-east-1a"], 0.1234);
+  EXPECT_DOUBLE_EQ(spot["us-east-1b"], 0.2345);
+  Stop();
+
+  Result<std::unique_ptr<AuditReader>> reader = AuditReader::Open((dir_ / "audit.db").string());
+  ASSERT_TRUE(reader.ok()) << reader.error().ToString();
+  Result<std::vector<DecisionRow>> decisions = (*reader)->DecisionsAfterId(0, 1000);
+  ASSERT_TRUE(decisions.ok() && !decisions->empty());
+  // The first decision launched, at the live price.
+  const nlohmann::json plan = nlohmann::json::parse(decisions->front().decision.plan_json);
+  ASSERT_EQ(plan["launches"].size(), 1u) << plan.dump();
+  EXPECT_EQ(plan["launches"][0]["offering"]["zone"], "us-east-1a");
+  EXPECT_DOUBLE_EQ(plan["launches"][0]["usd_per_hour"].get<double>(), 0.1234);
+  Result<std::vector<PriceSample>> samples = (*reader)->PriceSamples(started - Seconds(3 * 3600), started + Seconds(3600));
+  ASSERT_TRUE(samples.ok()) << samples.error().ToString();
+  bool kept = false;
+  for (const PriceSample& p : *samples) {
+    kept = kept || (p.offering.zone == "us-east-1a" && p.offering.usd_per_hour == 0.1234 &&
+                    p.time < started - Seconds(3600));
+  }
+  EXPECT_TRUE(kept) << samples->size() << " samples";
 }
 
 TEST_F(DaemonEmulator, FallsBackToOnDemandWhenNoZoneHasSpot) {

@@ -764,6 +764,40 @@ TEST_F(GcpProviderTest, PreemptionsFromTheOperationsList) {
   EXPECT_TRUE(p.SpotPrices(FromUnixSeconds(0))->empty());
 }
 
+// After a restart the first poll may come before the inventory is listed: a
+// preemption of the last minutes names an instance the provider does not
+// know yet. It is not taken for another cluster's and forgotten: once the
+// instances are listed, the next poll reports it.
+TEST_F(GcpProviderTest, APreemptionSeenBeforeTheFirstListingIsReportedOnceTheInstanceIsKnown) {
+  GcpProvider& p = Provider(MigPools());
+  clock_.Advance(Seconds(100));
+  json preempted =
+      Operation("systemevent-1796400040000-spot-1", kZoneA, "compute.instances.preempted", "DONE",
+                std::string(kEndpoint) + "projects/proj/zones/us-central1-a/instances/spot-1");
+  preempted["insertTime"] = FormatRfc3339(clock_.WallNow() - Seconds(60));
+  transport_.handler = [&](const TransportRequest& r) -> Result<TransportResponse> {
+    Call c = Parse(r);
+    if (c.path == "projects/proj/aggregated/instances") {
+      return Ok(Aggregated(
+          {{kZoneA, {InstanceResource("spot-1", kZoneA, "a2-highgpu-1g", "prod", "a100", true)}}}));
+    }
+    if (c.path.ends_with("/operations")) {
+      if (c.path.find(kZoneA) == std::string::npos) return Ok({{"items", json::array()}});
+      return Ok({{"kind", "compute#operationList"}, {"items", json::array({preempted})}});
+    }
+    return HttpError(404, "notFound", "not found");
+  };
+  auto before = p.PollInterruptions();
+  ASSERT_TRUE(before.ok()) << before.error().ToString();
+  EXPECT_TRUE(before->empty());
+  ASSERT_TRUE(p.ListInstances().ok());
+  auto after = p.PollInterruptions();
+  ASSERT_TRUE(after.ok()) << after.error().ToString();
+  ASSERT_EQ(after->size(), 1u);
+  EXPECT_EQ((*after)[0].instance_id, "spot-1");
+  EXPECT_TRUE(p.PollInterruptions()->empty());  // once
+}
+
 // An operation that stays RUNNING: waited for at most operation_timeout
 // (wait, then get), and the accepted instances are returned as pending.
 TEST_F(GcpProviderTest, OperationWaitIsBounded) {

@@ -43,6 +43,9 @@ class SlowGroupCloud final : public CloudProvider {
     return out;
   }
   Result<std::vector<InterruptionNotice>> PollInterruptions() override { return inner_.PollInterruptions(); }
+  Status AcknowledgeInterruptions(const std::vector<InterruptionNotice>& notices) override {
+    return inner_.AcknowledgeInterruptions(notices);
+  }
   Result<std::vector<SpotPrice>> SpotPrices(WallTime since) override { return inner_.SpotPrices(since); }
 
   void Reveal() { hidden_.clear(); }

@@ -224,6 +224,20 @@ TEST(DashboardPage, AStoreErrorIsShownNotHidden) {
   EXPECT_NE(DashboardPage(in).find("audit database: cannot open /nope.db"), std::string::npos);
 }
 
+// The Signals section says whether plans act on live spot prices.
+TEST(DashboardPage, SaysWhetherSpotPricesAreLiveOrStale) {
+  DashboardInputs in;
+  in.state = TwoPools();
+  in.state.price_age = Seconds(42);
+  EXPECT_NE(DashboardPage(in).find("spot prices: live, read 42 s ago"), std::string::npos);
+  in.state.price_age = Seconds(4000);
+  in.state.stale_prices = "spot prices stale: the source has not answered for over 1h (UnauthorizedOperation)";
+  const std::string page = DashboardPage(in);
+  EXPECT_NE(page.find("spot prices stale: the source has not answered for over 1h (UnauthorizedOperation) "
+                      "(source last answered 4000 s ago): no replacements"),
+            std::string::npos);
+}
+
 // Pool limits as the last tick saw them: the pool's own, or a schedule's
 // while it is in force (named, with when it ends).
 TEST(DashboardPage, PoolLimitsShowTheScheduleInForce) {

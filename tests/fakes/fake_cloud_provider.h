@@ -3,6 +3,7 @@
 // check that the intent is already in the store).
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <optional>
@@ -25,7 +26,9 @@ class FakeCloudProvider final : public CloudProvider {
   std::optional<Error> next_list_error;                // used once, then cleared
   std::set<std::string> no_capacity;                   // offering keys that always fail
   std::vector<InterruptionNotice> notices;             // returned by the next poll
-  std::vector<SpotPrice> prices;                       // all changes ever
+  std::vector<SpotPrice> prices;                       // all changes ever, ascending time
+  std::optional<Error> prices_error;                   // every SpotPrices call fails while set
+  std::vector<InterruptionNotice> acknowledged;        // every AcknowledgeInterruptions, in order
   std::function<void(const LaunchRequest&)> on_launch;
   std::map<std::string, Instance> instances;           // live, by id
   std::map<std::string, LaunchResult> by_token;        // idempotency: a token's first result
@@ -85,12 +88,28 @@ class FakeCloudProvider final : public CloudProvider {
     out.swap(notices);
     return out;
   }
+  Status AcknowledgeInterruptions(const std::vector<InterruptionNotice>& read) override {
+    acknowledged.insert(acknowledged.end(), read.begin(), read.end());
+    return Status::Ok();
+  }
+  // As the contract says: each offering's price in force at `since`, then
+  // the changes after it.
   Result<std::vector<SpotPrice>> SpotPrices(WallTime since) override {
+    if (prices_error) return *prices_error;
+    std::map<std::string, SpotPrice> in_force;
     std::vector<SpotPrice> out;
     for (const SpotPrice& p : prices) {
-      if (p.time >= since) out.push_back(p);
+      if (p.time >= since) {
+        out.push_back(p);
+      } else {
+        in_force[p.instance_type + "/" + p.zone + "/" + std::string(ToString(p.capacity_type))] = p;
+      }
     }
-    return out;
+    std::vector<SpotPrice> first;
+    for (const auto& [key, p] : in_force) first.push_back(p);
+    std::stable_sort(first.begin(), first.end(), [](const SpotPrice& a, const SpotPrice& b) { return a.time < b.time; });
+    first.insert(first.end(), out.begin(), out.end());
+    return first;
   }
 
  private:

@@ -48,6 +48,8 @@ std::set<std::string> DaemonMetricNames() {
       "gpuscaler_queue_depth",
       "gpuscaler_signal_age_seconds",
       "gpuscaler_signal_stale",
+      "gpuscaler_price_age_seconds",
+      "gpuscaler_prices_stale",
       "gpuscaler_scale_down_blocked",
       "gpuscaler_policy_reloads_total",
       "gpuscaler_policy_reload_ok",
@@ -202,12 +204,13 @@ TEST(GrafanaDashboard, ImportsAsIsWithADatasourceVariable) {
     EXPECT_EQ(p["datasource"].value("uid", ""), "${datasource}") << p.value("title", "");
   }
   for (const char* want : {"GPU utilisation vs paid GPUs", "Queue depth vs GPU capacity", "Hourly cost by capacity type",
-                           "Decisions and actions", "Signal age"})
+                           "Decisions and actions", "Signal and price age"})
     EXPECT_EQ(titles.count(want), 1u) << want;
   std::set<std::string> used;
   for (const Expr& e : DashboardExprs())
     for (const std::string& n : MetricNamesInPromQl(e.promql)) used.insert(n);
   EXPECT_EQ(used.count("DCGM_FI_DEV_GPU_UTIL"), 1u);
+  EXPECT_EQ(used.count("gpuscaler_price_age_seconds"), 1u);
 }
 
 // Static half: names against the daemon's documented families and the DCGM

@@ -85,10 +85,17 @@
 //    first launch naming the group, or by its operator; until then its
 //    instances are not listed), with `pool` from the instance's pool tag,
 //    else the group's. Sorted by id.
-//  - PollInterruptions: drains the SQS queue (JSON protocol), turns "EC2 Spot
-//    Instance Interruption Warning" events into notices (deadline = event
-//    time + 2 minutes), deletes every message it has read (rebalance and
-//    state-change events are read and dropped).
+//  - PollInterruptions: reads the SQS queue (JSON protocol, up to
+//    max_interruption_batches receives of 10), turns "EC2 Spot Instance
+//    Interruption Warning" events into notices (deadline = event time + 2
+//    minutes) and rebalance recommendations into rebalance notices, each with
+//    its message's receipt handle; their messages stay on the queue (hidden
+//    for its visibility timeout) until AcknowledgeInterruptions deletes them.
+//    Messages of other events, and bodies that are not events, are deleted
+//    at once; a body whose MD5 does not match is left for redelivery. A
+//    receive that fails, or whose answer cannot be parsed, ends the poll
+//    with the notices read so far (an Error when there are none).
+//  - AcknowledgeInterruptions: DeleteMessage for each receipt.
 //  - SpotPrices: DescribeSpotPriceHistory from `since`, every page.
 // Throttles and 5xx are retried by the AwsClient. Not thread-safe.
 #pragma once
@@ -142,6 +149,7 @@ class AwsProvider final : public CloudProvider {
   Status Terminate(const std::vector<std::string>& instance_ids) override;
   Result<std::vector<Instance>> ListInstances() override;
   Result<std::vector<InterruptionNotice>> PollInterruptions() override;
+  Status AcknowledgeInterruptions(const std::vector<InterruptionNotice>& notices) override;
   Result<std::vector<SpotPrice>> SpotPrices(WallTime since) override;
 
   // The CreateFleet ClientToken of run `run` of a launch with

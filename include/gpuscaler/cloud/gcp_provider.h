@@ -64,7 +64,9 @@
 //    by name.
 //  - PollInterruptions: zoneOperations.list with operationType
 //    compute.instances.preempted in `zones` and the zones of this cluster's
-//    instances; each operation once, for instances of this cluster, as a
+//    instances; each operation once, for instances of this cluster (an
+//    operation whose instance is not listed yet is looked at again at the
+//    next poll: after a restart the inventory comes first), as a
 //    notice with deadline = insertTime + `interruption_notice` (30 s on GCP).
 //  - SpotPrices: none. Spot prices on GCP come from the catalog (and, in the
 //    simulator, from price files): Compute Engine has no spot price history

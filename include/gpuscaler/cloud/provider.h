@@ -93,6 +93,9 @@ struct InterruptionNotice {
   // A rebalance recommendation instead: the instance is at raised risk of
   // interruption, no deadline yet (`deadline` unset).
   bool rebalance = false;
+  // The provider's handle for acknowledging the notice
+  // (AcknowledgeInterruptions); empty when there is nothing to acknowledge.
+  std::string receipt{};
 };
 
 // A spot (or on-demand) price in force from `time` on. `zone` may name a
@@ -120,9 +123,24 @@ class CloudProvider {
   // Every live instance gpuscaler owns (by kOwnerTag), in a stable order.
   virtual Result<std::vector<Instance>> ListInstances() = 0;
   // Interruption notices (and rebalance recommendations) issued since the
-  // previous call.
+  // previous call. A notice taken from a queue stays on it, hidden for a
+  // while, until AcknowledgeInterruptions: one never acknowledged (a crash)
+  // comes again, so the caller must take a repeated notice as the same one.
+  // An Error means nothing was read; notices read before a later page failed
+  // are returned (the failed page's come again).
   virtual Result<std::vector<InterruptionNotice>> PollInterruptions() = 0;
-  // Price changes with `time >= since`, ascending time.
+  // Takes `notices` (from PollInterruptions) off the queue for good, once
+  // the caller has recorded what they did. Notices without a receipt are
+  // skipped. An Error leaves them to come again.
+  virtual Status AcknowledgeInterruptions(const std::vector<InterruptionNotice>& notices) {
+    (void)notices;
+    return Status::Ok();
+  }
+  // For every offering the source prices: the price in force at `since`
+  // (its `time` may be earlier than `since`, when it last changed), then
+  // every change after `since`; ascending time. An empty answer means no
+  // offering has a price from this source (catalog prices stand). An Error
+  // means nothing was read (the caller keeps the prices it has).
   virtual Result<std::vector<SpotPrice>> SpotPrices(WallTime since) = 0;
 };
 

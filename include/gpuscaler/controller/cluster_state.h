@@ -106,6 +106,7 @@
 #include "gpuscaler/controller/availability.h"
 #include "gpuscaler/controller/cluster_nodes.h"
 #include "gpuscaler/controller/interruption_risk.h"
+#include "gpuscaler/controller/price_feed.h"
 #include "gpuscaler/controller/tick_report.h"
 #include "gpuscaler/controller/usage_meter.h"
 #include "gpuscaler/controller/work_source.h"
@@ -173,6 +174,10 @@ class ClusterState {
   // asked for by the plan just made (restart recovery).
   void Apply(const ActuationResult& result, const Policy& policy, WallTime now, bool structural,
              TickReport* report);
+  // Acknowledges to the provider the notices read since the last call (call
+  // once what they did is committed: a crash before gets them again, and a
+  // repeated notice is taken as the one already applied).
+  void AcknowledgeNotices(TickReport* report);
   // With Kubernetes: registration and repair read `nodes` (null: neither).
   void SetClusterNodes(ClusterNodes* nodes) { nodes_ = nodes; }
   // Terminations the node lifecycle asks for (registration timeouts,
@@ -248,7 +253,9 @@ class ClusterState {
   // Rebalanced nodes whose replacement has come are removed (a repair).
   void RemoveRebalanced(WallTime now);
   bool ReadInstances(const Policy& policy, WallTime now, TickReport* report);
-  void ReadPrices(WallTime now, TickReport* report);
+  void ReadPrices(const Policy& policy, WallTime now, TickReport* report);
+  // The price feed's age and staleness into the report and the snapshot.
+  void PublishPriceStaleness(const Policy& policy, WallTime now, TickReport* report);
   void RefreshOfferings(WallTime now);
   void FlushExposure(WallTime now);
   void RefreshRisk(WallTime now);
@@ -306,6 +313,7 @@ class ClusterState {
   std::set<std::string> protected_;                         // do_not_disrupt set by Protect
   std::set<std::string> draining_;                          // drain under way: the node takes no new work
   OfferingAvailability availability_;
+  PriceFeed price_feed_;
   std::vector<std::string> last_unavailable_;
   InterruptionRiskEstimator risk_;
   // Per offering (parallel to snapshot_.offerings): the catalog's rate (the
@@ -320,9 +328,10 @@ class ClusterState {
   bool risk_dirty_ = false;
   uint64_t pending_version_ = ~uint64_t{0};
   bool replacements_dirty_ = false;  // the running work of a noticed node changed
-  std::optional<WallTime> price_since_;
   std::optional<WallTime> last_list_;
   bool last_list_ok_ = true;
+  bool inventory_listed_ = false;  // a listing succeeded since start
+  std::vector<InterruptionNotice> unacknowledged_notices_;
   std::vector<SignalStatus> signals_;
   StateChanges changes_{true, true};
   std::deque<std::pair<WallTime, std::string>> disruptions_;  // (time, pool), oldest first

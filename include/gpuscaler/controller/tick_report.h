@@ -56,6 +56,11 @@ struct TickReport {
   // Units whose deadline passed this tick while they were still pending or
   // running, by class (each unit counted once).
   std::map<std::string, int> deadlines_missed;
+  // The spot price source: seconds since it last answered (since the
+  // controller started when it has not), and why plans may not act on its
+  // prices, with the last error when there was one (empty: they may).
+  Seconds price_age{0};
+  std::string stale_prices;
   // Non-fatal problems this tick (provider or store errors), in order.
   std::vector<Error> errors;
 

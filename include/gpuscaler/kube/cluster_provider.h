@@ -30,6 +30,9 @@ class ClusterCloudProvider final : public CloudProvider {
   Status Terminate(const std::vector<std::string>& instance_ids) override;
   Result<std::vector<Instance>> ListInstances() override { return parts_.inner->ListInstances(); }
   Result<std::vector<InterruptionNotice>> PollInterruptions() override { return parts_.inner->PollInterruptions(); }
+  Status AcknowledgeInterruptions(const std::vector<InterruptionNotice>& notices) override {
+    return parts_.inner->AcknowledgeInterruptions(notices);
+  }
   Result<std::vector<SpotPrice>> SpotPrices(WallTime since) override { return parts_.inner->SpotPrices(since); }
 
  private:

@@ -90,6 +90,13 @@ struct Snapshot {
   // warms up in its offerings' launch_latency (the catalog's). A
   // replacement pays for the new node and the old one together this long.
   std::map<std::string, int> warmup_seconds_by_family;
+  // Why the offerings' spot prices cannot be trusted (the cloud's price
+  // source has not answered since the controller started, so the catalog's
+  // estimates stand, or not within signals.max_staleness.prices); empty when
+  // they are live. While set, the planner buys no node to take a running
+  // node's work (no replacement, no switch of running work between spot and
+  // on-demand) and says so in the plan's notes.
+  std::string stale_prices;
   // Demand forecasts of the classes with classes[].forecast.
   std::vector<DemandForecast> forecasts;
 };
