@@ -77,7 +77,7 @@ Result<std::unique_ptr<SqliteAuditStore>> SqliteAuditStore::Open(const std::stri
   const std::string context = "opening audit database '" + db_path + "'";
 
   // Small pages: a tick dirties a few pages of several tables, and the WAL
-  // write cost follows the bytes written (bench/RESULTS.md). Only takes
+  // write cost follows the bytes written (bench/log/2026-12-02-audit-write-speed.md). Only takes
   // effect on a new file.
   if (Status s = c.Exec("PRAGMA page_size = 1024", "setting the page size"); !s.ok()) {
     return s.error().WithContext(context);
