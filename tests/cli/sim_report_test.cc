@@ -145,5 +145,24 @@ TEST_F(SimReport, ARangeWithoutDataSaysSoOnStderr) {
   EXPECT_NE(r.err.find("wholly outside the range"), std::string::npos) << r.err;
 }
 
+// The lost work the report shows is the one the simulator measured and
+// printed for the same run (the store records it per interruption), not an
+// estimate from a fixed window.
+TEST_F(SimReport, TheReportsLostGpuHoursAreTheSimulatorsForTheSameDatabase) {
+  const std::string db = (dir_ / "lost.db").string();
+  ProcessResult sim = Gpuscaler({"sim", "--scenario", "demo", "--days", "1", "--json", "--db", db});
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  double simulated = -1;
+  const nlohmann::json results = nlohmann::json::parse(sim.out);
+  for (const nlohmann::json& r : results["results"]) {
+    if (r["name"] == "gpuscaler") simulated = r["gpu_hours_lost"].get<double>();
+  }
+  ASSERT_GT(simulated, 0) << "the demo day should interrupt spot nodes running work";
+  ProcessResult report = Gpuscaler({"report", "--db", db, "--run", "gpuscaler", "--format", "json"});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  const double reported = nlohmann::json::parse(report.out)["totals"]["gpu_hours_lost"].get<double>();
+  EXPECT_NEAR(reported, simulated, 0.0005 + 1e-9) << "the report rounds to 1/1000 GPU-hour";
+}
+
 }  // namespace
 }  // namespace gpuscaler::testing

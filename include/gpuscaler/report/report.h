@@ -87,9 +87,12 @@ struct ReportQuery {
   bool estimate_unrecorded_usage = false;
   // Minimum billed time per instance (EC2 Linux and the simulated cloud: 60 s).
   Seconds min_billed{60};
-  // GPU-hours "lost" to an interruption: the work allocated on the node in
-  // this window before it was reclaimed (half the default 30-minute
-  // checkpoint interval: the expected work since the last checkpoint).
+  // GPU-hours lost to an interruption are the ones the store recorded for
+  // it (LostWorkRecord); for a node without a record (a store older than
+  // schema version 6, a run whose work source does not measure losses),
+  // the work allocated on the node in this window before it was reclaimed
+  // (half the default 30-minute checkpoint interval: the expected work
+  // since the last checkpoint).
   Seconds loss_window{900};
   int top = 20;  // rows in the top decisions, top nodes and worst predictions tables
   // FOCUS identity columns.
