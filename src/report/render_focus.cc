@@ -27,8 +27,8 @@ std::string Decimal(double v) {
 // Every Mandatory column; the Conditional ones whose condition AWS and GCP
 // meet (they support sub-accounts, capacity reservations, commitment
 // discounts, negotiated and published unit prices, regions, resources,
-// tags, and billing in another currency than prices); two Recommended
-// ones. Left out: BillingAccountType and SubAccountType (required only of a
+// tags, and billing in another currency than prices); the Recommended
+// ones that apply to a VM charge. Left out: BillingAccountType and SubAccountType (required only of a
 // provider with several account types; AWS and GCP each have one), InvoiceId
 // (Recommended; the store knows no invoice) and the PricingCurrency* prices
 // (required only for virtual currencies; ours are USD list prices). Custom
