@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "gpuscaler/cloud/provider.h"
 #include "gpuscaler/solver/planner.h"
 #include "sim/baselines.h"
 #include "sim/workload.h"
@@ -54,10 +55,16 @@ Replay::Replay(const Scenario& s, RunSpec spec, RunOptions options)
   progress_every_ = std::max<int64_t>(1, total_ticks_ / 200);
   if (options_.store != nullptr) {
     // Each replay is its own run of the store, named after the policy or
-    // baseline, so runs sharing a file are reported apart.
+    // baseline, so runs sharing a file are reported apart. Its cloud is the
+    // catalog's, tagged as the simulated cloud tags (the launch request's
+    // tags and the pool's).
     Result<int64_t> run = options_.store->BeginRun(
         RunRecord{.name = spec_.name, .source = "sim", .policy_hash = spec_.policy.content_hash, .started = s.start});
-    if (!run) ++result_.controller_errors;
+    RunCloud cloud;
+    cloud.name = s.catalog.provider;
+    cloud.instance_tags = copt.tags;
+    for (const NodePoolPolicy& pool : spec_.policy.pools) cloud.pool_tags[pool.name][kOwnerTag] = pool.name;
+    if (!run || !options_.store->RecordRunCloud(cloud).ok()) ++result_.controller_errors;
   }
 }
 

@@ -1,6 +1,7 @@
 #include "sim/workload.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "gpuscaler/model/find_by_name.h"
 
@@ -276,7 +277,9 @@ void Workload::Evict(size_t job, WallTime now, bool interrupted) {
     saved = c > 0 ? (progress / c) * c : 0;
     saved = std::max(saved, j.saved_at_notice_s);
   }
-  stats_.lost_gpu_seconds += JobGpus(j) * static_cast<double>(progress - saved);
+  const double lost = JobGpus(j) * static_cast<double>(progress - saved);
+  stats_.lost_gpu_seconds += lost;
+  if (interrupted && measuring_lost_ && lost > 0) lost_.back().gpu_seconds[{u.workload_class, u.team}] += lost;
   Release(job, now);
   j.remaining_s -= saved;
   ++j.generation;
@@ -437,6 +440,8 @@ void Workload::OnNotice(const std::string& instance_id, WallTime at) {
 
 void Workload::OnGone(const std::string& instance_id, WallTime at, bool interrupted) {
   noticed_before_ready_.erase(instance_id);
+  // Evict adds the work each job loses here.
+  if (interrupted && measuring_lost_) lost_.push_back(LostWork{instance_id, at, {}});
   auto it = node_slot_.find(instance_id);
   if (it == node_slot_.end()) return;
   const size_t slot = static_cast<size_t>(it->second);
@@ -476,6 +481,11 @@ std::optional<HeldGpuSeconds> Workload::TakeHeldGpuSeconds(WallTime now) {
   HeldGpuSeconds out = std::move(held_);
   held_.clear();
   return out;
+}
+
+std::optional<std::vector<LostWork>> Workload::TakeLostWork() {
+  measuring_lost_ = true;
+  return std::exchange(lost_, {});
 }
 
 void Workload::CloseAccounting(WallTime end) {

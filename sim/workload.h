@@ -123,6 +123,10 @@ class Workload final : public WorkSource, public SimCloudObserver {
   // team), since the previous call: exact, from placement to finish,
   // eviction or `now`. The first call starts measuring and returns nothing.
   std::optional<HeldGpuSeconds> TakeHeldGpuSeconds(WallTime now) override;
+  // Every interruption since the previous call with the work its jobs lost
+  // (what adds up to WorkloadStats::lost_gpu_seconds). The first call
+  // starts measuring and returns none.
+  std::optional<std::vector<LostWork>> TakeLostWork() override;
   // The time Signals() reports as sampled (the replay's current time).
   void SetSignalTime(WallTime t) { signal_time_ = t; }
 
@@ -260,6 +264,8 @@ class Workload final : public WorkSource, public SimCloudObserver {
   bool measuring_held_ = false;  // TakeHeldGpuSeconds was called
   HeldGpuSeconds held_;          // since held_since_, of jobs that stopped running
   WallTime held_since_{};
+  bool measuring_lost_ = false;  // TakeLostWork was called
+  std::vector<LostWork> lost_;   // since the last TakeLostWork
 };
 
 }  // namespace gpuscaler::sim

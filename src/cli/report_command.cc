@@ -58,7 +58,7 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
        "Comma list of: pool, region, zone, instance_type, capacity_type, class, team, cluster",
        {}},
       {"period", "Time buckets: day (default), week (ISO, from Monday) or month", {}},
-      {"format", "csv (default), json, focus (FinOps FOCUS 1.1 CSV) or html", {}},
+      {"format", "csv (default), json, focus (FinOps FOCUS 1.2 CSV) or html", {}},
       {"view",
        "The CSV's table: costs (default), allocation, savings, budget, decisions, nodes, predictions, "
        "prediction_summary",
@@ -67,11 +67,13 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
       {"budget_monthly_usd", "Monthly budget cap for the burn-down", {}},
       {"as_of", "Bill running nodes up to this time (default: the database's last record)", {}},
       {"min_billed_seconds", "Minimum billed time per instance (default 60)", {}},
-      {"loss_window_seconds", "Work counted as lost before an interruption (default 900)", {}},
+      {"loss_window_seconds",
+       "Work counted as lost before an interruption the store has no recorded figure for (default 900)", {}},
       {"top", "Rows in the top decisions, top nodes and worst predictions tables (default 20)", {}},
       {"billing_account_id", "FOCUS BillingAccountId (default gpuscaler)", {}},
-      {"provider_name", "FOCUS ProviderName, PublisherName, InvoiceIssuerName (default Amazon Web Services)", {}},
-      {"service_name", "FOCUS ServiceName (default Amazon Elastic Compute Cloud)", {}},
+      {"billing_account_name", "FOCUS BillingAccountName (default: the billing account id)", {}},
+      {"provider_name", "FOCUS ProviderName, PublisherName, InvoiceIssuerName (default: each run's cloud)", {}},
+      {"service_name", "FOCUS ServiceName (default: each run's cloud's compute service)", {}},
   });
   cmd->add_option(
          "--db", *dbs,

@@ -90,6 +90,7 @@ TickReport Controller::Tick() {
   // Observe.
   if (store_ != nullptr) {
     if (std::optional<HeldGpuSeconds> held = work_.TakeHeldGpuSeconds(now)) report.Record(usage_.AddHeld(*held));
+    if (std::optional<std::vector<LostWork>> lost = work_.TakeLostWork()) report.Record(usage_.RecordLostWork(*lost));
   }
   report.Record(usage_.Accumulate(now, state_.BilledNodes()));
   state_.AccumulateExposure(now);
@@ -457,6 +458,9 @@ Status Controller::FlushUsage() {
   if (store_ != nullptr) {
     if (std::optional<HeldGpuSeconds> held = work_.TakeHeldGpuSeconds(now)) {
       if (Status s = usage_.AddHeld(*held); !s.ok()) return s;
+    }
+    if (std::optional<std::vector<LostWork>> lost = work_.TakeLostWork()) {
+      if (Status s = usage_.RecordLostWork(*lost); !s.ok()) return s;
     }
   }
   return usage_.Flush(now, state_.BilledNodes());

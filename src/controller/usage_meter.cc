@@ -34,6 +34,24 @@ std::string UsageMeter::TeamOf(const std::string& workload_class, const std::str
   return it != class_teams_.end() ? it->second : std::string();
 }
 
+Status UsageMeter::RecordLostWork(const std::vector<LostWork>& lost) {
+  if (store_ == nullptr || lost.empty()) return Status::Ok();
+  std::vector<LostWorkRecord> rows;
+  for (const LostWork& l : lost) {
+    // Two units of one class whose own teams differ only where the class's
+    // team fills in land on one row, as in the usage rows.
+    std::map<ClassTeam, double> by_class_team;
+    for (const auto& [key, gpu_seconds] : l.gpu_seconds) {
+      by_class_team[{key.first, TeamOf(key.first, key.second)}] += gpu_seconds;
+    }
+    if (by_class_team.empty()) by_class_team[{"", ""}] = 0;  // measured: nothing lost
+    for (const auto& [key, gpu_seconds] : by_class_team) {
+      rows.push_back(LostWorkRecord{l.instance_id, l.time, key.first, key.second, gpu_seconds});
+    }
+  }
+  return store_->RecordLostWork(rows);
+}
+
 Status UsageMeter::AddHeld(const HeldGpuSeconds& held) {
   held_measured_ = true;
   if (store_ == nullptr) return Status::Ok();

@@ -12,6 +12,7 @@
 #include "daemon_parts.h"
 #include "kube_setup.h"
 #include "gpuscaler/cloud/aws_setup.h"
+#include "gpuscaler/cloud/gcp_provider.h"
 #include "gpuscaler/cloud/gcp_setup.h"
 #include "gpuscaler/controller/failpoint.h"
 #include "gpuscaler/model/text_file.h"
@@ -138,13 +139,39 @@ void EndRunAtShutdown(SqliteAuditStore* store, LiveEngineParts* parts) {
   };
 }
 
-Status BeginDaemonRun(SqliteAuditStore* store, const std::string& name, const Engine& engine) {
+// The run's cloud and the tags its instances carry, as the cloud shows them,
+// for the reports (FOCUS ProviderName and Tags). A simulated cloud stands
+// for the cloud of its catalog and tags as the launch request says; GCP
+// carries labels instead (cloud.tags are not applied there, docs/gcp.md).
+RunCloud CloudOf(const std::string& cloud_name, bool gcp_labels, const std::map<std::string, std::string>& launch_tags,
+                 const std::string& cluster, const Policy& policy) {
+  RunCloud run;
+  run.name = cloud_name;
+  if (gcp_labels) {
+    run.instance_tags[cloud::kGcpClusterLabel] = cloud::GcpProvider::LabelValue(cluster);
+  } else {
+    run.instance_tags = launch_tags;
+  }
+  for (const NodePoolPolicy& pool : policy.pools) {
+    if (gcp_labels) {
+      run.pool_tags[pool.name][cloud::kGcpPoolLabel] = cloud::GcpProvider::LabelValue(pool.name);
+    } else {
+      run.pool_tags[pool.name][kOwnerTag] = pool.name;
+    }
+  }
+  return run;
+}
+
+Status BeginDaemonRun(SqliteAuditStore* store, const std::string& name, const RunCloud& cloud,
+                      const Engine& engine) {
   Result<int64_t> run = store->BeginRun(RunRecord{.name = name,
                                                   .source = "daemon",
                                                   .policy_hash = engine.controller().policy().content_hash,
                                                   .started = engine.now()});
-  if (!run) return run.error().WithContext("audit database " + store->path());
-  spdlog::info("audit run {} ('{}') started", *run, name);
+  Status s = run.status();
+  if (s.ok()) s = store->RecordRunCloud(cloud);
+  if (!s.ok()) return s.error().WithContext("audit database " + store->path());
+  spdlog::info("audit run {} ('{}', cloud {}) started", *run, name, cloud.name.empty() ? "unknown" : cloud.name);
   return Status::Ok();
 }
 
@@ -197,8 +224,10 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options, const Simulate
     demo.source_dir = options.source_dir;
     if (Status s = wiring.demo(demo, *catalog, &parts, &d.keep_alive); !s.ok()) return s.error();
     EndRunAtShutdown(store->get(), &parts);
+    const std::map<std::string, std::string> launch_tags = parts.controller_options.tags;
     d.engine = MakeLiveEngine(std::move(parts));
-    if (Status s = BeginDaemonRun(store->get(), "demo", *d.engine); !s.ok()) return s.error();
+    const RunCloud cloud = CloudOf(catalog->provider, false, launch_tags, "demo", d.engine->controller().policy());
+    if (Status s = BeginDaemonRun(store->get(), "demo", cloud, *d.engine); !s.ok()) return s.error();
     if (!options.listen.empty()) {
       if (Status s = ApplyListen(options.listen, &d.server_options); !s.ok()) return s.error();
     }
@@ -316,9 +345,14 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options, const Simulate
   }
   parts.watcher = std::move(watcher);
   EndRunAtShutdown(store->get(), &parts);
+  const std::map<std::string, std::string> launch_tags = parts.controller_options.tags;
   d.engine = MakeLiveEngine(std::move(parts));
   const std::string run_name = config.cluster_name.empty() ? "daemon" : config.cluster_name;
-  if (Status s = BeginDaemonRun(store->get(), run_name, *d.engine); !s.ok()) return s.error();
+  const bool gcp = config.cloud.provider == "gcp";
+  const RunCloud cloud =
+      CloudOf(config.cloud.provider == "simulated" ? catalog->provider : config.cloud.provider, gcp, launch_tags,
+              config.cluster_name, d.engine->controller().policy());
+  if (Status s = BeginDaemonRun(store->get(), run_name, cloud, *d.engine); !s.ok()) return s.error();
   auto pruner = std::make_shared<report::RetentionPruner>(**store, config.retention);
   d.keep_alive.push_back(pruner);
   d.retention_step = [pruner, engine = d.engine.get()] { return pruner->Step(engine->now()); };

@@ -14,6 +14,7 @@
 
 #include "gpuscaler/report/cost_model.h"
 #include "gpuscaler/store/audit_reader.h"
+#include "node_facts.h"
 #include "utc_days.h"
 
 namespace gpuscaler::report {
@@ -390,30 +391,9 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
     }
   } join_helper{helper, mu, nodes_known, abandon};
 
-  Result<std::vector<NodeRow>> rows = reader.NodesOverlapping(query.from, query.to);
-  if (!rows) return rows.error();
-  f.nodes.reserve(rows->size());
-  for (NodeRow& row : *rows) {
-    NodeFact n;
-    n.instance_id = std::move(row.launch.instance_id);
-    n.node_id = std::move(row.launch.node_id);
-    n.pool = std::move(row.launch.pool);
-    n.region = row.launch.offering.region;
-    n.zone = row.launch.offering.zone;
-    n.instance_type = row.launch.offering.instance_type;
-    n.capacity_type = row.launch.offering.capacity_type;
-    n.gpu_count = row.launch.gpu_count;
-    n.launch_usd_per_hour = row.launch.offering.usd_per_hour;
-    n.on_demand_usd_per_hour = row.launch.offering.on_demand_usd_per_hour;
-    n.launch = row.launch.launch_time;
-    n.end = row.end_time;
-    n.cause = std::move(row.cause);
-    n.decision_id = row.launch.decision_id;
-    n.reason = std::move(row.launch.reason);
-    n.price_changes = row.prices.empty() ? 0 : static_cast<int>(row.prices.size()) - 1;
-    n.prices = std::move(row.prices);
-    f.nodes.push_back(std::move(n));
-  }
+  Result<internal::ReportNodes> report_nodes = internal::ReadReportNodes(reader, query);
+  if (!report_nodes) return report_nodes.error();
+  f.nodes = std::move(report_nodes->nodes);
 
   // Phase 1.
   const int64_t min_billed = query.min_billed.count();
@@ -463,7 +443,8 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
     const int64_t top_up = launch >= from && launch < to ? std::max<int64_t>(0, min_billed - (bill_end - launch)) : 0;
     if (w1 <= w0 && top_up == 0) continue;
 
-    const bool interrupted = n.cause == "interrupted" && n.end.has_value();
+    // A recorded loss replaces the window (AddRecordedLostWork, below).
+    const bool interrupted = n.cause == "interrupted" && n.end.has_value() && !n.lost_work_recorded;
     const int64_t loss_start = interrupted ? ToUnixSeconds(*n.end) - loss_window : INT64_MAX;
     const std::vector<PriceInterval>& p = n.prices;
     auto add_segment = [&](int64_t s, int64_t e, double price) {
@@ -796,6 +777,7 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
   };
   for_node_ranges(lines_of_nodes);
   f.lines.insert(f.lines.end(), later_lines.begin(), later_lines.end());
+  internal::AddRecordedLostWork(report_nodes->lost, query, f.as_of, &f);
   for (const NodeFact& n : f.nodes) f.total.Add(n.m);
   const Metrics& t = f.total;
   if (t.gpu_seconds_allocated > 0 && t.gpu_seconds_busy_measured <= 0) {

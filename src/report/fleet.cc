@@ -398,7 +398,7 @@ Result<RenderedReport> RenderFleetReport(const std::vector<FleetStore>& given, c
   }
   if (query.format == Format::kFocus) {
     out.content_type = "text/csv; charset=utf-8";
-    out.body = internal::RenderFleetFocusCsv(fleet, query);
+    out.body = internal::RenderFleetFocusCsv(fleet, query, &out.notices);
     return out;
   }
   fleet.totals = SumTotals(fleet.clusters, &fleet.warnings);

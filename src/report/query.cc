@@ -124,8 +124,8 @@ Result<ReportQuery> ParseReportQuery(const std::map<std::string, std::string>& p
   static const std::set<std::string> kKnown = {
       "from",       "to",  "group_by",           "period",        "format",       "view",
       "team_map",   "budget_monthly_usd",        "as_of",         "min_billed_seconds",
-      "loss_window_seconds", "top",              "billing_account_id", "provider_name", "service_name",
-      "run",        "all_runs"};
+      "loss_window_seconds", "top",              "billing_account_id", "billing_account_name", "provider_name",
+      "service_name", "run",  "all_runs"};
   ReportQuery q;
   for (const auto& [name, value] : params) {
     if (kKnown.count(name) == 0) {
@@ -197,7 +197,8 @@ Result<ReportQuery> ParseReportQuery(const std::map<std::string, std::string>& p
   if (s.ok()) s = ReadParam(params, "top", Integer(1, 10000), &q.top);
   if (!s.ok()) return s.error();
   for (auto [name, field] :
-       {std::pair{"billing_account_id", &q.billing_account_id}, std::pair{"provider_name", &q.provider_name},
+       {std::pair{"billing_account_id", &q.billing_account_id},
+        std::pair{"billing_account_name", &q.billing_account_name}, std::pair{"provider_name", &q.provider_name},
         std::pair{"service_name", &q.service_name}}) {
     const std::string* p = get(name);
     if (p == nullptr) continue;

@@ -105,10 +105,14 @@ Result<RenderedReport> Render(AuditReader& reader, AuditReader* second, const Re
   out.notices = std::move(store->notices);
   out.range_outside_data = store->range_outside_data;
   switch (query.format) {
-    case Format::kFocus:
+    case Format::kFocus: {
       out.content_type = "text/csv; charset=utf-8";
-      out.body = internal::RenderFocusCsv(facts, query);
+      // The cluster the store stands for is the rows' sub-account, as in a
+      // fleet report; a store that names none (no file) leaves it null.
+      Result<std::string> cluster = ClusterNameOf(reader, query.db_path);
+      out.body = internal::RenderFocusCsv(*store, cluster ? *cluster : std::string(), &out.notices);
       break;
+    }
     case Format::kCsv:
       out.content_type = "text/csv; charset=utf-8";
       out.body = internal::RenderCsv(internal::BuildTable(query.view, facts, store->views, query));

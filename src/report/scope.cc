@@ -58,6 +58,7 @@ Result<ReportScope> ResolveScope(AuditReader& reader, const ReportQuery& query) 
 
   ReportScope scope;
   if (!query.all_runs && selected.size() == 1) scope.run_id = selected.front()->id;
+  for (const RunRow* r : selected) scope.runs.push_back(*r);
   reader.SelectRun(scope.run_id);
 
   Result<std::optional<WallTime>> last = reader.LastRecordTime();

@@ -54,7 +54,6 @@ std::string FormatFixed(double v, int decimals);  // no "-0.000"
 std::string FormatDate(WallTime t);          // "2026-11-01"
 
 std::string RenderCsv(const Table& table);
-std::string RenderFocusCsv(const CostFacts& facts, const ReportQuery& query);
 std::string RenderJson(const CostFacts& facts, const ReportViews& views, const ReportQuery& query);
 std::string RenderHtml(const CostFacts& facts, const ReportViews& views, const ReportQuery& query);
 
@@ -71,6 +70,11 @@ struct StoreReport {
 };
 // The facts and views of one store, as RenderReport computes them.
 Result<StoreReport> BuildStoreReport(AuditReader& reader, AuditReader* second, const ReportQuery& asked);
+
+// FOCUS rows of one store (render_focus.cc), its cluster as the
+// sub-account (empty: null); what the operator should know of the values
+// (clouds or region names not recorded) is added to `notices`.
+std::string RenderFocusCsv(const StoreReport& store, const std::string& cluster, std::vector<std::string>* notices);
 
 // The two read-only connections RenderReport reads a store with.
 struct StoreReaders {
@@ -103,9 +107,10 @@ struct FleetParts {
   const Table& table(View v) const { return tables[static_cast<size_t>(v)]; }
 };
 
-// FOCUS rows of every cluster: SubAccountId and SubAccountName columns, the
-// cluster in Tags.
-std::string RenderFleetFocusCsv(const FleetParts& fleet, const ReportQuery& query);
+// FOCUS rows of every cluster: the cluster in SubAccountId and
+// SubAccountName, and in Tags; notices as RenderFocusCsv's, each prefixed
+// with its cluster.
+std::string RenderFleetFocusCsv(const FleetParts& fleet, const ReportQuery& query, std::vector<std::string>* notices);
 std::string RenderFleetJson(const FleetParts& fleet, const ReportQuery& query);
 std::string RenderFleetHtml(const FleetParts& fleet, const ReportQuery& query);
 

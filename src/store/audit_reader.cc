@@ -19,6 +19,9 @@ using store_internal::Select;
 
 namespace {
 
+// The schema version that records runs' clouds and tags and lost work.
+constexpr int kLostWorkVersion = 6;
+
 Result<DecisionRow> ReadDecisionRow(const Query& q) {
   DecisionRow row;
   row.id = q.Int(0);
@@ -81,8 +84,29 @@ AuditReader::~AuditReader() = default;
 int AuditReader::SchemaVersion() const { return schema_version_; }
 
 Result<std::vector<RunRow>> AuditReader::Runs() {
-  return Select<RunRow>(*db_, "SELECT " GPUSCALER_RUN_COLUMNS " FROM runs ORDER BY id", "reading runs",
-                        store_internal::ReadRunRow);
+  return Select<RunRow>(*db_,
+                        schema_version_ >= kLostWorkVersion ? "SELECT " GPUSCALER_RUN_COLUMNS " FROM runs ORDER BY id"
+                                                            : "SELECT " GPUSCALER_RUN_COLUMNS_V5 " FROM runs ORDER BY id",
+                        "reading runs", store_internal::ReadRunRow);
+}
+
+bool AuditReader::LostWorkRecorded() const { return schema_version_ >= kLostWorkVersion; }
+
+Result<std::vector<LostWorkRecord>> AuditReader::LostWork(WallTime from, WallTime to) {
+  if (Status s = CheckRange(from, to, "reading lost work"); !s.ok()) return s.error();
+  if (!LostWorkRecorded()) return std::vector<LostWorkRecord>{};
+  return Select<LostWorkRecord>(
+      *db_,
+      "SELECT " GPUSCALER_LOST_WORK_COLUMNS
+      " FROM lost_work WHERE time >= ?1 AND time < ?2 AND (?3 IS NULL OR run_id = ?3) "
+      "ORDER BY time, instance_id, workload_class, team",
+      "reading lost work",
+      [](const Query& r) -> Result<LostWorkRecord> {
+        LostWorkRecord row;
+        store_internal::ReadFields(r, 0, store_internal::kLostWorkFields, &row);
+        return row;
+      },
+      from, to, run_id_);
 }
 
 Result<std::vector<DecisionRow>> AuditReader::DecisionsSince(WallTime since, int limit) {
@@ -156,10 +180,10 @@ Result<std::vector<NodeRow>> AuditReader::NodesOverlapping(WallTime from, WallTi
   Result<std::vector<NodeRow>> nodes = Select<NodeRow>(
       *db_,
       most_nodes ? "SELECT " GPUSCALER_NODE_LAUNCH_COLUMNS
-                   ", end_time, cause FROM nodes NOT INDEXED "
+                   ", end_time, cause, run_id FROM nodes NOT INDEXED "
                    "WHERE launch_time < ?2 AND (end_time IS NULL OR end_time > ?1) AND (?3 IS NULL OR run_id = ?3)"
                  : "SELECT " GPUSCALER_NODE_LAUNCH_COLUMNS
-                   ", end_time, cause FROM nodes "
+                   ", end_time, cause, run_id FROM nodes "
                    "WHERE launch_time < ?2 AND (end_time IS NULL OR end_time > ?1) AND (?3 IS NULL OR run_id = ?3) "
                    "ORDER BY launch_time, instance_id",
       "reading nodes", store_internal::ReadNodeRow, from, to, run_id_);

@@ -23,6 +23,19 @@ constexpr auto kMonthlyUsageFields = std::make_tuple(
     &MonthlyUsageRow::on_demand_usd, &MonthlyUsageRow::gpu_seconds_paid, &MonthlyUsageRow::gpu_seconds_allocated,
     &MonthlyUsageRow::gpu_seconds_busy, &MonthlyUsageRow::gpu_seconds_busy_measured);
 
+// What PruneBefore deletes, in order: nodes go before decisions, so a
+// decision kept only for a node pruned now goes too (node_prices and actions
+// follow by cascade), and before the usage and lost work of nodes gone.
+constexpr const char* kPrune[] = {
+    "DELETE FROM price_samples WHERE time < ?1",
+    "DELETE FROM nodes WHERE end_time IS NOT NULL AND end_time < ?1",
+    "DELETE FROM usage WHERE end_time < ?1 AND instance_id NOT IN (SELECT instance_id FROM nodes)",
+    "DELETE FROM lost_work WHERE time < ?1 AND instance_id NOT IN (SELECT instance_id FROM nodes)",
+    "DELETE FROM decisions WHERE time < ?1 "
+    "AND id NOT IN (SELECT decision_id FROM nodes WHERE decision_id IS NOT NULL) "
+    "AND id NOT IN (SELECT decision_id FROM actions WHERE outcome = 'pending' AND decision_id IS NOT NULL)",
+};
+
 // One table's share of a prune, each bounded by ?2 rows, in the order of
 // PruneBefore: a node goes before the decision that launched it.
 constexpr const char* kPruneBatch[] = {
@@ -31,6 +44,10 @@ constexpr const char* kPruneBatch[] = {
     "DELETE FROM usage WHERE (end_time, instance_id, workload_class, team, start_time) IN "
     "(SELECT u.end_time, u.instance_id, u.workload_class, u.team, u.start_time FROM usage u "
     " WHERE u.end_time < ?1 AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.instance_id = u.instance_id "
+    "   AND (n.end_time IS NULL OR n.end_time >= ?1)) LIMIT ?2)",
+    "DELETE FROM lost_work WHERE (instance_id, time, workload_class, team) IN "
+    "(SELECT l.instance_id, l.time, l.workload_class, l.team FROM lost_work l "
+    " WHERE l.time < ?1 AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.instance_id = l.instance_id "
     "   AND (n.end_time IS NULL OR n.end_time >= ?1)) LIMIT ?2)",
     "DELETE FROM nodes WHERE instance_id IN "
     "(SELECT instance_id FROM nodes WHERE end_time IS NOT NULL AND end_time < ?1 "
@@ -75,6 +92,15 @@ Status SqliteAuditStore::RecordMonthlyUsage(const std::vector<MonthlyUsageRow>& 
   if (s.ok()) s = db_->Run("COMMIT", "committing monthly usage");
   if (!s.ok() && !db_->Autocommit()) (void)db_->Run("ROLLBACK", "rolling back monthly usage");
   return s.ok() ? s : s.error().WithContext("recording monthly usage");
+}
+
+Status SqliteAuditStore::PruneBefore(WallTime cut) {
+  return AtomicallyCall("pruning the audit store", [&]() -> Status {
+    for (const char* sql : kPrune) {
+      if (Status s = db_->Run(sql, "deleting", cut); !s.ok()) return s;
+    }
+    return Status::Ok();
+  });
 }
 
 Result<int64_t> SqliteAuditStore::PruneBatch(WallTime cut, int max_rows) {

@@ -117,6 +117,7 @@ Result<NodeRow> ReadNodeRow(const Query& q) {
   n.reason = q.Text(13);
   row.end_time = q.OptionalTime(14);
   row.cause = q.Text(15);
+  row.run_id = q.IsNull(16) ? 0 : q.Int(16);
   return row;
 }
 
@@ -142,7 +143,28 @@ Result<RunRow> ReadRunRow(const Query& q) {
   row.run.policy_hash = q.Text(3);
   row.run.started = q.Time(4);
   row.ended = q.OptionalTime(5);
+  row.cloud.name = q.Text(6);
+  try {
+    if (!q.IsNull(7)) {
+      row.cloud.instance_tags = nlohmann::json::parse(q.TextView(7)).get<std::map<std::string, std::string>>();
+    }
+    if (!q.IsNull(8)) {
+      row.cloud.pool_tags = nlohmann::json::parse(q.TextView(8))
+                                .get<std::map<std::string, std::map<std::string, std::string>>>();
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return Error::Internal("run " + std::to_string(row.id) + ": its tags are not a JSON object of strings: " +
+                           e.what());
+  }
   return row;
+}
+
+std::string TagsToJson(const std::map<std::string, std::string>& tags) {
+  return tags.empty() ? std::string() : nlohmann::json(tags).dump();
+}
+
+std::string PoolTagsToJson(const std::map<std::string, std::map<std::string, std::string>>& tags) {
+  return tags.empty() ? std::string() : nlohmann::json(tags).dump();
 }
 
 Result<std::vector<ActionRow>> QueryOpenIntents(Connection& db) {

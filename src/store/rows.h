@@ -4,6 +4,7 @@
 // schema's CHECK constraints allow, id lists as JSON arrays.
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -89,7 +90,7 @@ Result<ActionRow> ReadActionRow(const Query& q);
   "instance_id, node_id, pool, " GPUSCALER_OFFERING_COLUMNS("launch_usd_per_hour") \
   ", gpu_count, launch_time, decision_id, reason"
 Query& BindNodeLaunch(Query& q, const NodeLaunchRecord& n);
-Result<NodeRow> ReadNodeRow(const Query& q);  // GPUSCALER_NODE_LAUNCH_COLUMNS, end_time, cause
+Result<NodeRow> ReadNodeRow(const Query& q);  // GPUSCALER_NODE_LAUNCH_COLUMNS, end_time, cause, run_id
 
 // price_samples
 #define GPUSCALER_PRICE_SAMPLE_COLUMNS "time, " GPUSCALER_OFFERING_COLUMNS("usd_per_hour") ", available"
@@ -110,9 +111,23 @@ inline constexpr auto kUsageFields = std::make_tuple(
 #define GPUSCALER_RUN_ID_PARAM "90"
 inline constexpr int kRunIdParam = 90;
 
-// runs
-#define GPUSCALER_RUN_COLUMNS "id, name, source, policy_hash, started, ended"
+// runs: version 6 added the cloud and the tags; a reader of an older file
+// selects NULL for them (GPUSCALER_RUN_COLUMNS_V5).
+#define GPUSCALER_RUN_COLUMNS "id, name, source, policy_hash, started, ended, cloud, instance_tags_json, pool_tags_json"
+#define GPUSCALER_RUN_COLUMNS_V5 "id, name, source, policy_hash, started, ended, NULL, NULL, NULL"
+// kInternal when a tags column is not the JSON object TagsToJson writes.
 Result<RunRow> ReadRunRow(const Query& q);
+// Tags as a JSON object of strings, pool tags as an object of such objects;
+// "" for none (stored as NULL).
+std::string TagsToJson(const std::map<std::string, std::string>& tags);
+std::string PoolTagsToJson(const std::map<std::string, std::map<std::string, std::string>>& tags);
+
+// lost_work: the columns and, in their order, the fields they hold (run_id
+// is bound after them by the writer).
+#define GPUSCALER_LOST_WORK_COLUMNS "instance_id, time, workload_class, team, gpu_seconds"
+inline constexpr auto kLostWorkFields =
+    std::make_tuple(&LostWorkRecord::instance_id, &LostWorkRecord::time, &LostWorkRecord::workload_class,
+                    &LostWorkRecord::team, &LostWorkRecord::gpu_seconds);
 
 // The writer's and reader's shared queries.
 Result<std::vector<ActionRow>> QueryOpenIntents(Connection& db);

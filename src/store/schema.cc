@@ -231,12 +231,36 @@ constexpr const char* kSchemaV5 = R"sql(
 DROP INDEX IF EXISTS usage_by_run;
 )sql";
 
+// What reports need to say where a run's money went and what its
+// interruptions cost: the cloud a run bought from and the tags its instances
+// carry (FOCUS ProviderName and Tags), and the work each interruption lost,
+// per class and team, as the run measured it. Additions only: a reader of
+// version 5 reads a version-5 file as before, and reads these as not
+// recorded (AuditReader checks the version).
+constexpr const char* kSchemaV6 = R"sql(
+ALTER TABLE runs ADD COLUMN cloud TEXT;
+ALTER TABLE runs ADD COLUMN instance_tags_json TEXT;
+ALTER TABLE runs ADD COLUMN pool_tags_json TEXT;
+
+CREATE TABLE lost_work (
+  instance_id    TEXT NOT NULL,
+  time           INTEGER NOT NULL,
+  workload_class TEXT NOT NULL,
+  team           TEXT NOT NULL,
+  gpu_seconds    REAL NOT NULL CHECK (gpu_seconds >= 0),
+  run_id         INTEGER REFERENCES runs(id),
+  PRIMARY KEY (instance_id, time, workload_class, team)
+) WITHOUT ROWID;
+CREATE INDEX lost_work_by_time ON lost_work(time);
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "audit schema: decisions, actions, nodes, node_prices, price_samples, usage", kSchemaV1},
     {2, "installation: a random id per audit database", kSchemaV2},
     {3, "runs; run_id on decisions, nodes and usage; usage busy time nullable (not measured); monthly_usage", kSchemaV3},
     {4, "decision inputs: the planner's snapshot per decision, policies by hash", kSchemaV4},
-    {5, "usage: no index by run", kSchemaV5, /*reads_unchanged=*/true},
+    {5, "usage: no index by run", kSchemaV5, /*older_readable=*/true},
+    {6, "runs: cloud and instance tags; lost_work per interruption", kSchemaV6, /*older_readable=*/true},
 };
 
 Result<int64_t> ScalarInt(Connection& db, const char* sql, std::string_view what) {
@@ -259,7 +283,7 @@ std::span<const Migration> AuditMigrations() { return kMigrations; }
 int OldestReadableSchemaVersion() {
   std::span<const Migration> all = AuditMigrations();
   size_t i = all.size() - 1;
-  while (i > 0 && all[i].reads_unchanged) --i;
+  while (i > 0 && all[i].older_readable) --i;
   return all[i].version;
 }
 

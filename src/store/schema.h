@@ -18,18 +18,18 @@ struct Migration {
   int version;               // 1, 2, 3, ... in order, no gaps
   std::string_view description;
   const char* sql;           // constant DDL, run in one transaction with the version row
-  // True when a reader of the previous version reads this one the same way
-  // (an index added or dropped): readers accept files not yet migrated
-  // through such versions, so upgrading the report binary first needs no
-  // daemon restart.
-  bool reads_unchanged = false;
+  // True when readers accept files not yet migrated through this version:
+  // it changes only indexes (reads are the same), or only adds what readers
+  // check the file's version for and read as not recorded when it is older.
+  // So upgrading the report binary first needs no daemon restart.
+  bool older_readable = false;
 };
 
 // The migrations of this binary, oldest first.
 std::span<const Migration> AuditMigrations();
 
 // The oldest schema version a reader of this binary reads: the latest,
-// less the trailing migrations that leave reads unchanged.
+// less the trailing migrations marked older_readable.
 int OldestReadableSchemaVersion();
 
 // The version recorded in the database: 0 for a fresh (empty) database.

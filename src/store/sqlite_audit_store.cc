@@ -574,23 +574,8 @@ Status SqliteAuditStore::ReplaceUsage(const std::vector<UsageRecord>& withdrawn,
   });
 }
 
-Status SqliteAuditStore::PruneBefore(WallTime cut) {
-  // Order matters: nodes go before decisions, so a decision kept only for a
-  // node pruned now goes too. node_prices and actions follow by cascade.
-  static constexpr const char* kPrune[] = {
-      "DELETE FROM price_samples WHERE time < ?1",
-      "DELETE FROM nodes WHERE end_time IS NOT NULL AND end_time < ?1",
-      "DELETE FROM usage WHERE end_time < ?1 AND instance_id NOT IN (SELECT instance_id FROM nodes)",
-      "DELETE FROM decisions WHERE time < ?1 "
-      "AND id NOT IN (SELECT decision_id FROM nodes WHERE decision_id IS NOT NULL) "
-      "AND id NOT IN (SELECT decision_id FROM actions WHERE outcome = 'pending' AND decision_id IS NOT NULL)",
-  };
-  return Atomically("pruning the audit store", [&]() -> Status {
-    for (const char* sql : kPrune) {
-      if (Status s = db_->Run(sql, "deleting", cut); !s.ok()) return s;
-    }
-    return Status::Ok();
-  });
+Status SqliteAuditStore::AtomicallyCall(const char* what, const std::function<Status()>& body) {
+  return Atomically(what, body);
 }
 
 Result<std::unique_ptr<AuditReader>> SqliteAuditStore::OpenReader() const {

@@ -8,9 +8,12 @@
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
+#include <vector>
 
 #include "cli/process.h"
+#include "report/focus_conformance.h"
 
 namespace gpuscaler::testing {
 namespace {
@@ -147,6 +150,70 @@ TEST_F(SimReport, ARangeWithoutDataSaysSoOnStderr) {
   EXPECT_NE(r.err.find("2030-01-01T00:00:00Z to 2030-01-02T00:00:00Z"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("the data covers 2026-"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("wholly outside the range"), std::string::npos) << r.err;
+}
+
+// The lost work the report shows is the one the simulator measured and
+// printed for the same run (the store records it per interruption), not an
+// estimate from a fixed window.
+TEST_F(SimReport, TheReportsLostGpuHoursAreTheSimulatorsForTheSameDatabase) {
+  const std::string db = (dir_ / "lost.db").string();
+  ProcessResult sim = Gpuscaler({"sim", "--scenario", "demo", "--days", "1", "--json", "--db", db});
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  double simulated = -1;
+  const nlohmann::json results = nlohmann::json::parse(sim.out);
+  for (const nlohmann::json& r : results["results"]) {
+    if (r["name"] == "gpuscaler") simulated = r["gpu_hours_lost"].get<double>();
+  }
+  ASSERT_GT(simulated, 0) << "the demo day should interrupt spot nodes running work";
+  ProcessResult report = Gpuscaler({"report", "--db", db, "--run", "gpuscaler", "--format", "json"});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  const double reported = nlohmann::json::parse(report.out)["totals"]["gpu_hours_lost"].get<double>();
+  EXPECT_NEAR(reported, simulated, 0.0005 + 1e-9) << "the report rounds to 1/1000 GPU-hour";
+}
+
+// FOCUS 1.2 from a replay on each cloud's catalog: the export conforms to
+// the spec's column table and every row names the run's cloud.
+TEST_F(SimReport, FocusExportsOfAnAwsAndAGcpReplayConformAndNameTheirCloud) {
+  std::optional<report::testing::FocusSpec> spec = report::testing::LoadFocusSpec();
+  if (!spec) GTEST_SKIP() << "FOCUS column table not found at " << report::testing::FocusSpecPath();
+  const std::string source = GPUSCALER_SOURCE_DIR;
+  struct Case {
+    std::string name;
+    std::vector<std::string> sim;
+    std::string provider, service;
+    std::set<std::string> region_names;
+  };
+  const std::vector<Case> cases = {
+      {"aws", {"--scenario", "demo", "--days", "1"}, "Amazon Web Services", "Amazon Elastic Compute Cloud",
+       {"US East (N. Virginia)"}},
+      {"gcp",
+       {"--trace", source + "/sim/testdata/traces/openb_pods.csv", "--trace-format", "alibaba-openb", "--policy",
+        source + "/sim/testdata/policies/openb-gcp.yaml", "--catalog", source + "/config/catalogs/gcp.yaml"},
+       "Google Cloud", "Compute Engine", {"Iowa"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string db = (dir_ / (c.name + ".db")).string();
+    std::vector<std::string> args = {"sim", "--db", db};
+    args.insert(args.end(), c.sim.begin(), c.sim.end());
+    ProcessResult sim = Gpuscaler(args);
+    ASSERT_EQ(sim.exit_code, 0) << sim.err;
+    ProcessResult focus = Gpuscaler({"report", "--db", db, "--run", "gpuscaler", "--format", "focus"});
+    ASSERT_EQ(focus.exit_code, 0) << focus.err;
+    EXPECT_EQ(focus.err.find("recorded no cloud"), std::string::npos) << focus.err;
+    EXPECT_EQ(focus.err.find("RegionName repeats"), std::string::npos) << focus.err;
+    const auto rows = report::testing::ExpectFocusConforms(*spec, focus.out);
+    ASSERT_FALSE(rows.empty());
+    std::set<std::string> region_names;
+    for (const auto& row : rows) {
+      EXPECT_EQ(row.at("ProviderName"), c.provider);
+      EXPECT_EQ(row.at("PublisherName"), c.provider);
+      EXPECT_EQ(row.at("InvoiceIssuerName"), c.provider);
+      EXPECT_EQ(row.at("ServiceName"), c.service);
+      region_names.insert(row.at("RegionName"));
+    }
+    EXPECT_EQ(region_names, c.region_names);
+  }
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "gpuscaler/report/report.h"
 #include "gpuscaler/store/sqlite_audit_store.h"
+#include "report/csv.h"
 
 namespace gpuscaler::report::testing {
 
@@ -38,48 +39,6 @@ inline std::string ReadFile(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-// RFC 4180: quoted fields may hold commas, quotes ("") and line breaks;
-// records end with CRLF (a bare LF is accepted too).
-inline std::vector<std::vector<std::string>> ParseCsv(const std::string& text) {
-  std::vector<std::vector<std::string>> rows;
-  std::vector<std::string> row;
-  std::string field;
-  bool quoted = false, in_quotes = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_quotes) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
-        field += '"';
-        ++i;
-      } else if (c == '"') {
-        in_quotes = false;
-      } else {
-        field += c;
-      }
-    } else if (c == '"' && field.empty() && !quoted) {
-      in_quotes = quoted = true;
-    } else if (c == ',') {
-      row.push_back(field);
-      field.clear();
-      quoted = false;
-    } else if (c == '\r' || c == '\n') {
-      if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
-      row.push_back(field);
-      rows.push_back(row);
-      row.clear();
-      field.clear();
-      quoted = false;
-    } else {
-      field += c;
-    }
-  }
-  if (!field.empty() || !row.empty()) {
-    row.push_back(field);
-    rows.push_back(row);
-  }
-  return rows;
 }
 
 inline WallTime T(const char* rfc3339) {

@@ -124,8 +124,8 @@ class Controller {
   const Snapshot& snapshot() const { return state_.snapshot(); }
   const OfferingAvailability& availability() const { return state_.availability(); }
   const InterruptionRiskEstimator& interruption_risk() const { return state_.interruption_risk(); }
-  // Writes usage accumulated so far (before shutdown / at the end of a
-  // simulation). Outside a tick.
+  // Writes usage and lost work accumulated so far (before shutdown / at the
+  // end of a simulation). Outside a tick.
   Status FlushUsage();
   // The node's measured mean GPU utilisation (0..1; nullopt: not measured),
   // for the busy time of its usage rows (UsageMeter::SetUtilization).

@@ -12,7 +12,8 @@
 // When the work source measures when each unit held its GPUs (AddHeld: the
 // simulator), the meter writes those GPU-seconds instead of sampling the
 // running work at each Accumulate, as allocated time and as busy time (a
-// simulated job runs its GPUs at full occupancy from placement to end).
+// simulated job runs its GPUs at full occupancy from placement to end), and
+// the work its interruptions lost (RecordLostWork).
 // It also keeps the month-to-date spend of the fleet (node prices × time,
 // restarting at every calendar month, UTC), which the planner's monthly
 // budgets read, by pool and by team.
@@ -61,6 +62,11 @@ class UsageMeter {
   // does not meter (never added, or already ended): kInternal naming it
   // (the GPU-seconds of the other nodes are still added).
   Status AddHeld(const HeldGpuSeconds& held);
+  // Writes the work the interruptions lost (WorkSource::TakeLostWork) as
+  // lost-work rows, each unit's team as its usage is attributed (its own,
+  // else its class's); a node that lost nothing gets one row of 0
+  // GPU-seconds. The store's error, if any, is returned.
+  Status RecordLostWork(const std::vector<LostWork>& lost);
   // Moves to `now`: adds the spend of `nodes` since the previous call to the
   // month-to-date total and their GPU time to each class; writes the rows of
   // every node whose interval is full (with held time: FlushFullIntervals

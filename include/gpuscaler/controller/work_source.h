@@ -34,6 +34,16 @@ struct SignalStatus {
 // (workload class, the unit's own team; empty: none).
 using HeldGpuSeconds = std::map<std::string, std::map<std::pair<std::string, std::string>, double>>;
 
+// Work lost to one interruption, as the work source measured it: the node,
+// when it was reclaimed, and the GPU-seconds of work each (workload class,
+// the unit's own team; empty: none) had done since its last checkpoint.
+// Empty `gpu_seconds`: the node lost nothing.
+struct LostWork {
+  std::string instance_id;
+  WallTime time{};
+  std::map<std::pair<std::string, std::string>, double> gpu_seconds;
+};
+
 class WorkSource {
  public:
   virtual ~WorkSource() = default;
@@ -54,6 +64,13 @@ class WorkSource {
   // controller samples RunningOn at its ticks and busy time comes from
   // utilisation (UsageMeter::SetUtilization).
   virtual std::optional<HeldGpuSeconds> TakeHeldGpuSeconds(WallTime /*now*/) { return std::nullopt; }
+  // The interruptions since the previous call and the work each lost, when
+  // the source knows what its units had saved (the simulator); the
+  // controller records them (AuditStore::RecordLostWork). As with
+  // TakeHeldGpuSeconds, the first call starts the measurement and returns
+  // none. nullopt (the default): not known; nothing is recorded, and reports
+  // estimate the loss (docs/reports.md).
+  virtual std::optional<std::vector<LostWork>> TakeLostWork() { return std::nullopt; }
 };
 
 }  // namespace gpuscaler

@@ -49,8 +49,11 @@ struct Metrics {
   // Allocated GPU-seconds whose busy time was measured: 0 means busy time is
   // not measured at all; less than gpu_seconds_allocated, measured in part.
   double gpu_seconds_busy_measured = 0;
-  double gpu_seconds_lost = 0;  // allocated in the loss window of an interrupted node
-  double lost_usd = 0;
+  // Work lost to interruptions: as the store recorded it per interruption,
+  // else (a store or run without a figure) the GPU-seconds allocated on the
+  // node in the query's loss_window before it was reclaimed.
+  double gpu_seconds_lost = 0;
+  double lost_usd = 0;  // those GPU-seconds at the node's per-GPU rate then
 
   void Add(const Metrics& o);
   double savings_usd() const { return on_demand_usd - cost_usd; }
@@ -72,6 +75,10 @@ struct NodeFact {
   std::string cause;            // "interrupted", "terminated", ...; empty while running
   int64_t decision_id = 0;      // 0: not launched by a recorded decision
   std::string reason;
+  int64_t run_id = 0;           // the run that recorded it (0: none)
+  // The store recorded what its interruption lost (LostWorkRecord): no loss
+  // window is assumed for it.
+  bool lost_work_recorded = false;
   int price_changes = 0;        // price intervals after the first
   std::vector<PriceInterval> prices;  // as recorded, by `from`; empty: the launch price throughout
   int64_t billed_seconds = 0;   // in the range, with the minimum top-up

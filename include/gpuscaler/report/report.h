@@ -21,6 +21,7 @@
 
 #include "gpuscaler/model/time.h"
 #include "gpuscaler/status.h"
+#include "gpuscaler/store/audit_store.h"
 
 namespace gpuscaler {
 class AuditReader;
@@ -87,25 +88,32 @@ struct ReportQuery {
   bool estimate_unrecorded_usage = false;
   // Minimum billed time per instance (EC2 Linux and the simulated cloud: 60 s).
   Seconds min_billed{60};
-  // GPU-hours "lost" to an interruption: the work allocated on the node in
-  // this window before it was reclaimed (half the default 30-minute
-  // checkpoint interval: the expected work since the last checkpoint).
+  // GPU-hours lost to an interruption are the ones the store recorded for
+  // it (LostWorkRecord); for a node without a record (a store older than
+  // schema version 6, a run whose work source does not measure losses),
+  // the work allocated on the node in this window before it was reclaimed
+  // (half the default 30-minute checkpoint interval: the expected work
+  // since the last checkpoint).
   Seconds loss_window{900};
   int top = 20;  // rows in the top decisions, top nodes and worst predictions tables
-  // FOCUS identity columns.
+  // FOCUS identity columns. Empty account name: the account id. Empty
+  // provider and service names: each node's run's cloud (docs/reports.md);
+  // given, they name every row.
   std::string billing_account_id = "gpuscaler";
-  std::string provider_name = "Amazon Web Services";
-  std::string service_name = "Amazon Elastic Compute Cloud";
+  std::string billing_account_name;
+  std::string provider_name;
+  std::string service_name;
 };
 
 // Builds a query from named text parameters (URL query parameters, or the
 // CLI's flags with dashes as underscores): from, to (YYYY-MM-DD or RFC 3339),
 // group_by (comma list), period, format, view, team_map ("class=team,..."),
 // budget_monthly_usd, as_of, min_billed_seconds, loss_window_seconds, top,
-// billing_account_id, provider_name, service_name, run (name or id),
-// all_runs (true|false). from and to may be left out (see from_given). Any
-// problem (unknown parameter or column, bad value, from >= to, run with
-// all_runs): kInvalidInput with a message naming it. db_path is left empty.
+// billing_account_id, billing_account_name, provider_name, service_name,
+// run (name or id), all_runs (true|false). from and to may be left out (see
+// from_given). Any problem (unknown parameter or column, bad value, from >=
+// to, run with all_runs): kInvalidInput with a message naming it. db_path is
+// left empty.
 Result<ReportQuery> ParseReportQuery(const std::map<std::string, std::string>& params);
 
 struct RenderedReport {
@@ -135,6 +143,8 @@ struct ReportScope {
   std::optional<WallTime> data_to;
   // A selected run has not ended (or the database names no runs).
   bool live = false;
+  // The selected runs (all runs: every one), by id.
+  std::vector<RunRow> runs;
 };
 
 // Resolves query.run / all_runs and the default range against the

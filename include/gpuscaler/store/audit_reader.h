@@ -40,6 +40,7 @@ struct NodeRow {
   std::optional<WallTime> end_time;  // nullopt: still running
   std::string cause;                 // empty while running
   std::vector<PriceInterval> prices;  // by `from`; the first starts at launch
+  int64_t run_id = 0;                 // the run that first recorded it (0: none)
 };
 
 // One usage record; (end, instance, class, team, start) is its key.
@@ -81,7 +82,8 @@ class AuditReader {
 
   int SchemaVersion() const;
 
-  // Every run, by id.
+  // Every run, by id. A file older than schema version 6 has no cloud or
+  // tags recorded: they read as empty.
   Result<std::vector<RunRow>> Runs();
   // Restricts what follows to one run's rows: decisions (DecisionsSince,
   // DecisionsAfterId), nodes (NodesOverlapping), usage (UsageOverlapping,
@@ -123,6 +125,11 @@ class AuditReader {
   Result<std::vector<MonthlyUsageRow>> MonthlyUsage(WallTime from, WallTime to);
   // Samples with from <= time < to.
   Result<std::vector<PriceSample>> PriceSamples(WallTime from, WallTime to);
+  // Lost work recorded with from <= time < to, of the selected run, by time
+  // then instance, class and team. None in a file older than schema version
+  // 6 (its interruptions have no recorded figure: LostWorkRecorded is false).
+  Result<std::vector<LostWorkRecord>> LostWork(WallTime from, WallTime to);
+  bool LostWorkRecorded() const;
 
   // The same rows as UsageOverlapping, streamed in key order (end time
   // first) without copying: for reports over millions of rows. `fn` must not

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -170,6 +171,19 @@ struct UsageRecord {
   std::optional<double> gpu_seconds_busy;
 };
 
+// Work lost to one interruption of a node: the GPU-seconds its units had
+// done since their last checkpoint (or since the notice, for units that
+// checkpoint on notice), per workload class and team as usage rows
+// attribute them. An interrupted node that lost nothing is recorded too, as
+// one row with empty class and team and 0 GPU-seconds: measured, not absent.
+struct LostWorkRecord {
+  std::string instance_id;
+  WallTime time{};  // when the node was reclaimed (its end)
+  std::string workload_class;
+  std::string team;  // as the usage rows name it (the unit's, else its class's)
+  double gpu_seconds = 0;
+};
+
 // A run: one daemon lifetime or one simulated replay (one policy or
 // baseline). Decisions, nodes and usage recorded between BeginRun and the
 // next BeginRun belong to it.
@@ -180,10 +194,25 @@ struct RunRecord {
   WallTime started{};
 };
 
+// Where a run buys its nodes, for reports (FOCUS ProviderName and Tags).
+struct RunCloud {
+  // The cloud, as the catalogs name it ("aws", "gcp"); a simulated cloud:
+  // the cloud of the catalog it simulates. Empty: not recorded (runs of
+  // stores before schema version 6, or never said).
+  std::string name;
+  // The tags (GCP: labels) gpuscaler puts on every instance of the run, as
+  // the cloud shows them (on AWS the daemon's cloud.tags and its cluster
+  // tag), and per pool the ones only that pool's instances carry. Per-launch
+  // idempotency tags are not listed.
+  std::map<std::string, std::string> instance_tags;
+  std::map<std::string, std::map<std::string, std::string>> pool_tags;
+};
+
 struct RunRow {
   int64_t id = 0;
   RunRecord run;
   std::optional<WallTime> ended;  // nullopt: still running, or it stopped without saying so
+  RunCloud cloud;
 };
 
 // One month of one run's cost, by class, team, pool and capacity type: what
@@ -220,6 +249,12 @@ class AuditStore {
     (void)run;
     return int64_t{0};
   }
+  // Records where the current run buys its nodes (call after BeginRun; no
+  // run: no-op). A store that keeps no runs ignores it (the default).
+  virtual Status RecordRunCloud(const RunCloud& cloud) {
+    (void)cloud;
+    return Status::Ok();
+  }
   // Records the end of the current run (no run: no-op).
   virtual Status EndRun(WallTime end) {
     (void)end;
@@ -254,6 +289,12 @@ class AuditStore {
   virtual Status RecordNodeEnd(const NodeEndRecord& e) = 0;
   virtual Status RecordPriceSamples(const std::vector<PriceSample>& samples) = 0;
   virtual Status RecordUsage(const std::vector<UsageRecord>& usage) { return ReplaceUsage({}, usage); }
+  // Records what interruptions lost (LostWorkRecord). A store that keeps no
+  // history ignores it (the default).
+  virtual Status RecordLostWork(const std::vector<LostWorkRecord>& lost) {
+    (void)lost;
+    return Status::Ok();
+  }
   // Removes the rows `withdrawn` (matched by their key: end, instance,
   // class, team, start; a row not there is no error) and records `usage`,
   // in one transaction: how an open interval's row, written as it grows,

@@ -38,6 +38,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -110,6 +111,8 @@ class SqliteAuditStore final : public AuditStore {
   // (source daemon) begun for it, so every such row belongs to a run.
   Result<int64_t> BeginRun(const RunRecord& run) override;
   Status EndRun(WallTime end) override;
+  // Replaces what the current run recorded of its cloud before.
+  Status RecordRunCloud(const RunCloud& cloud) override;
   // The current run's id (nullopt before the first BeginRun or record).
   std::optional<int64_t> run_id() const { return run_id_; }
 
@@ -144,6 +147,10 @@ class SqliteAuditStore final : public AuditStore {
   // with the same instance, class, team, start and end as one already stored
   // is kInvalidInput (it would count the same GPU-seconds twice).
   Status ReplaceUsage(const std::vector<UsageRecord>& withdrawn, const std::vector<UsageRecord>& usage) override;
+  // gpu_seconds finite and >= 0, else kInvalidInput (nothing recorded). A
+  // second record with the same instance, time, class and team is
+  // kInvalidInput (it would count the same loss twice).
+  Status RecordLostWork(const std::vector<LostWorkRecord>& lost) override;
   // Through a reader (OpenReader): committed nodes only for a file; since >=
   // until: kInvalidInput.
   Result<std::vector<NodeLifecycle>> NodeLifecycles(WallTime since, WallTime until) override;
@@ -152,8 +159,8 @@ class SqliteAuditStore final : public AuditStore {
   Result<std::vector<UsageRecord>> UsageOverlapping(WallTime from, WallTime to) override;
 
   // Retention (docs/audit-schema.md): deletes price samples older than `cut`;
-  // nodes that ended before `cut`, with their price intervals and usage;
-  // decisions older than `cut` with their actions, except decisions that
+  // nodes that ended before `cut`, with their price intervals, usage and
+  // lost work; decisions older than `cut` with their actions, except decisions that
   // launched a node still kept or have an action still pending.
   Status PruneBefore(WallTime cut) override;
 
@@ -165,7 +172,8 @@ class SqliteAuditStore final : public AuditStore {
   // in one transaction. PruneBatch deletes, in its own short transaction, at
   // most `max_rows` rows (> 0) of one table that lie wholly before
   // min(cut, rollup mark) under the rules of PruneBefore: price samples,
-  // then usage, then nodes (their price intervals go with them), then
+  // then usage, then lost work, then nodes (their price intervals go with
+  // them), then
   // decisions (with their actions). Returns how many rows it deleted; 0
   // means nothing is left to prune. Without a rollup mark nothing is pruned:
   // detail is never deleted before its month is rolled up.
@@ -196,6 +204,8 @@ class SqliteAuditStore final : public AuditStore {
   // Runs a one-statement `body`: in the tick's batch, or committed by itself.
   template <typename Body>
   Status Single(const char* what, Body&& body);
+  // Atomically, for the store's code in other files.
+  Status AtomicallyCall(const char* what, const std::function<Status()>& body);
   Status EnsureBatchOpen();
   // After a failed statement: notes a tick batch SQLite rolled back.
   void NoteFailure(const Error& error);
