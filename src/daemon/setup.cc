@@ -26,7 +26,7 @@ namespace {
 // A secret from a file: surrounding whitespace (a trailing newline from
 // `echo`, `kubectl create secret --from-file`) is not part of it.
 Result<std::string> ReadSecretFile(const std::string& path, const std::string& what) {
-  Result<std::string> text = ReadTextFile(path);
+  Result<std::string> text = ReadConfigFile(path);
   if (!text) return Error::Config(what + ": " + text.error().message());
   std::string s = std::move(text).value();
   const auto not_space = [](unsigned char c) { return !std::isspace(c); };
