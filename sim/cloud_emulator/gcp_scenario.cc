@@ -1,11 +1,13 @@
 // The Compute Engine emulator's scenario file (YAML or JSON), read with
-// yaml-cpp; every yaml-cpp exception is caught here and becomes a kConfig
-// error naming the key path and line.
+// yaml-cpp within the caps of model/config_limits.h (LoadBoundedYaml); every
+// yaml-cpp exception is caught here and becomes a kConfig error naming the
+// key path and line.
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 #include <set>
 
+#include "gpuscaler/model/bounded_yaml.h"
 #include "gpuscaler/model/text_file.h"
 #include "sim/cloud_emulator/gcp_emulator.h"
 
@@ -69,7 +71,9 @@ void CheckModel(const YAML::Node& n, const std::string& where, const std::string
 
 Result<std::string> EmulatorScenarioProvider(const std::string& text) {
   try {
-    const YAML::Node root = YAML::Load(text);
+    Result<YAML::Node> loaded = LoadBoundedYaml(text);
+    if (!loaded) return loaded.error().WithContext("emulator scenario");
+    const YAML::Node root = *loaded;
     if (!root || !root.IsMap() || !root["provider"]) return std::string();
     const std::string p = root["provider"].as<std::string>();
     if (p != "aws" && p != "gcp") {
@@ -85,7 +89,9 @@ Result<std::string> EmulatorScenarioProvider(const std::string& text) {
 Result<GcpScenario> ParseGcpScenario(const std::string& text, const std::string& base_dir) {
   GcpScenario s;
   try {
-    const YAML::Node root = YAML::Load(text);
+    Result<YAML::Node> loaded = LoadBoundedYaml(text);
+    if (!loaded) return loaded.error().WithContext("emulator scenario");
+    const YAML::Node root = *loaded;
     if (!root || root.IsNull()) return s;
     Keys(root, "scenario",
          {"provider",
@@ -147,7 +153,7 @@ Result<GcpScenario> ParseGcpScenario(const std::string& text, const std::string&
         const std::filesystem::path path = std::filesystem::path(file).is_absolute()
                                                ? std::filesystem::path(file)
                                                : std::filesystem::path(base_dir) / file;
-        auto pem = ReadTextFile(path.string());
+        auto pem = ReadConfigFile(path.string());
         if (!pem.ok())
           throw Bad{At(n["public_key_file"], where + ".public_key_file") + ": " + pem.error().message()};
         a.public_key_pem = *pem;

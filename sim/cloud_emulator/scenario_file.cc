@@ -1,9 +1,11 @@
-// The emulator's scenario file (YAML or JSON), read with yaml-cpp; every
-// yaml-cpp exception is caught here and becomes a kConfig error.
+// The emulator's scenario file (YAML or JSON), read with yaml-cpp within the
+// caps of model/config_limits.h (LoadBoundedYaml); every yaml-cpp exception
+// is caught here and becomes a kConfig error.
 #include <yaml-cpp/yaml.h>
 
 #include <set>
 
+#include "gpuscaler/model/bounded_yaml.h"
 #include "sim/cloud_emulator/emulator.h"
 
 namespace gpuscaler::sim {
@@ -119,7 +121,9 @@ ScriptedGroup ReadGroup(const YAML::Node& n, const std::string& where) {
 Result<EmulatorScenario> ParseEmulatorScenario(const std::string& text, WallTime start) {
   EmulatorScenario s;
   try {
-    YAML::Node root = YAML::Load(text);
+    Result<YAML::Node> loaded = LoadBoundedYaml(text);
+    if (!loaded) return loaded.error().WithContext("emulator scenario");
+    YAML::Node root = *loaded;
     if (!root || root.IsNull()) return s;
     Keys(root, "scenario",
          {"provider", "region", "account_id", "zones", "subnets", "launch_latency", "terminate_latency", "terminated_visible", "group_launch_delay",

@@ -75,7 +75,7 @@ int RunCloudEmulator(const CloudEmulatorOptions& o) {
   SystemClock clock;
   std::string text;
   if (!o.scenario_file.empty()) {
-    auto read = ReadTextFile(o.scenario_file);
+    auto read = ReadConfigFile(o.scenario_file);
     if (!read.ok()) return EmulatorFail(o.scenario_file + ": " + read.error().message(), 2);
     text = std::move(*read);
   }

@@ -42,6 +42,7 @@
 
 #include "commands.h"
 #include "gpuscaler/cloud/sigv4.h"
+#include "gpuscaler/model/bounded_yaml.h"
 #include "gpuscaler/model/text_file.h"
 #include "gpuscaler/model/yaml_document.h"
 #include "gpuscaler/policy/loader.h"
@@ -124,7 +125,7 @@ std::string Resolve(const Grid& g, const std::string& path) {
 }
 
 Result<Grid> ReadGrid(const std::string& file) {
-  Result<std::string> text = ReadTextFile(file);
+  Result<std::string> text = ReadConfigFile(file);
   if (!text) return Error::NotFound("cannot read the grid " + file + ": " + text.error().message());
   DocReader r(file);
   DocNode root;
@@ -295,26 +296,28 @@ Status SetPath(YAML::Node doc, const std::string& path, const YAML::Node& value)
 Result<std::optional<Policy>> CellPolicy(const GridPolicy& p, const std::vector<std::pair<std::string, YAML::Node>>& set,
                                          const Catalog& catalog) {
   if (p.file.empty()) return std::optional<Policy>();
-  Result<std::string> text = ReadTextFile(p.file);
+  Result<std::string> text = ReadConfigFile(p.file);
   if (!text) return Error::NotFound("cannot read the policy " + p.file + ": " + text.error().message());
   if (set.empty()) {
     PolicyLoadResult loaded = LoadPolicyFile(p.file, &catalog);
     if (!loaded.ok()) return loaded.status().error();
     return std::optional<Policy>(std::move(loaded.policy));
   }
-  YAML::Node doc;
-  try {
-    doc = YAML::Load(*text);
-  } catch (const YAML::Exception& e) {
-    return Error::Config(p.file + ": " + e.what());
-  }
+  // The overrides are applied to yaml-cpp's tree, so a .json file is checked
+  // as strict JSON first.
+  DocReader strict(p.file);
+  DocNode root;
+  if (FormatOf(p.file) == DocFormat::kJson && !strict.Parse(*text, &root))
+    return Error::Config(JoinProblems(strict.SortedProblems()));
+  Result<YAML::Node> doc = LoadBoundedYaml(*text);
+  if (!doc) return doc.error().WithContext(p.file);
   std::string label;
   for (const auto& [path, value] : set) {
-    if (Status s = SetPath(doc, path, value); !s.ok()) return s.error();
+    if (Status s = SetPath(*doc, path, value); !s.ok()) return s.error();
     label += " " + path + "=" + YAML::Dump(value);
   }
   YAML::Emitter out;
-  out << doc;
+  out << *doc;
   PolicyLoadOptions options;
   options.catalog = &catalog;
   PolicyLoadResult loaded = ParsePolicy(out.c_str(), p.file + " with" + label, options);

@@ -451,7 +451,7 @@ Result<DaemonConfig> ParseDaemonConfig(const std::string& text, const std::strin
 }
 
 Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
-  Result<std::string> text = ReadTextFile(path);
+  Result<std::string> text = ReadConfigFile(path);
   if (!text) return Error::Config(text.error().message());
   return ParseDaemonConfig(*text, path);
 }

@@ -38,7 +38,7 @@ std::optional<PolicyWatcher::FileIdentity> PolicyWatcher::Identify() const {
 
 Result<Policy> PolicyWatcher::LoadInitial() {
   identity_ = Identify();
-  Result<std::string> text = ReadTextFile(path_);
+  Result<std::string> text = ReadConfigFile(path_);
   if (!text) return Error::Config("policy: " + text.error().message());
   PolicyLoadResult loaded = ParsePolicy(*text, path_, PolicyLoadOptions{&catalog_, served_regions_});
   if (!loaded.ok()) return loaded.status().error();
@@ -58,19 +58,24 @@ PolicyReload PolicyWatcher::Check() {
   }
   if (identity_ && *id == *identity_) return out;
   identity_ = id;
-  Result<std::string> text = ReadTextFile(path_);
-  if (!text) {
+  Result<std::string> text = ReadConfigFile(path_);
+  if (!text && text.error().category() != ErrorCategory::kConfig) {
     identity_.reset();
     return out;
   }
-  const std::string key = TextKey(*text);
-  if (key == text_hash_) return out;  // touched, or swapped to the same text
-  text_hash_ = key;
-  PolicyLoadResult loaded = ParsePolicy(*text, path_, PolicyLoadOptions{&catalog_, served_regions_});
-  if (!loaded.ok()) {
+  if (text) {
+    const std::string key = TextKey(*text);
+    if (key == text_hash_) return out;  // touched, or swapped to the same text
+    text_hash_ = key;
+  } else {
+    text_hash_.clear();  // over the size cap: a version offered and refused unread
+  }
+  PolicyLoadResult loaded;
+  if (text) loaded = ParsePolicy(*text, path_, PolicyLoadOptions{&catalog_, served_regions_});
+  if (const Status status = text ? loaded.status() : Status(text.error()); !status.ok()) {
     ++rejections_;
     out.kind = PolicyReload::Kind::kRejected;
-    out.errors = loaded.status().error().message();
+    out.errors = status.error().message();
     last_errors_ = out.errors;
     return out;
   }

@@ -29,8 +29,11 @@ namespace {
 // `where`: what named the file ("gpuscaler.yaml:9:1: api_token_file",
 // "--api-token-file"), said first in every error.
 Result<std::string> ReadSecretFile(const std::string& path, const std::string& where) {
-  Result<std::string> text = ReadTextFile(path);
-  if (!text) return Error::Config(where + ": " + path + ": " + text.error().message());
+  Result<std::string> text = ReadConfigFile(path);
+  if (!text) {
+    const std::string& why = text.error().message();
+    return Error::Config(where + ": " + (why.rfind(path, 0) == 0 ? why : path + ": " + why));
+  }
   std::string s = std::move(text).value();
   const auto not_space = [](unsigned char c) { return !std::isspace(c); };
   s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));

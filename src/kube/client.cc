@@ -59,7 +59,7 @@ Result<std::string> ApiClient::Token() {
   if (ec) return Error::Auth("token file " + config_.token_file + ": " + ec.message());
   const std::string stamp = std::to_string(size) + "/" + std::to_string(mtime.time_since_epoch().count());
   if (stamp != token_stamp_ || cached_token_.empty()) {
-    Result<std::string> text = ReadTextFile(config_.token_file);
+    Result<std::string> text = ReadConfigFile(config_.token_file);
     if (!text) return Error::Auth("token file: " + text.error().message());
     cached_token_ = Trim(*text);
     token_stamp_ = stamp;

@@ -8,6 +8,7 @@
 #include <array>
 #include <filesystem>
 
+#include "gpuscaler/model/bounded_yaml.h"
 #include "gpuscaler/model/text.h"
 #include "gpuscaler/model/text_file.h"
 
@@ -41,7 +42,7 @@ Result<std::string> Decoded(const YAML::Node& n, const char* key) {
 }
 
 Result<std::string> FileText(const std::string& path, const std::string& what) {
-  Result<std::string> t = ReadTextFile(path);
+  Result<std::string> t = ReadConfigFile(path);
   if (!t) return Error::Config(what + ": " + t.error().message());
   return t;
 }
@@ -153,7 +154,7 @@ Result<ClusterConfig> InClusterConfig(const EnvLookup& env, const std::string& s
   for (const std::string& f : {c.token_file, c.ca_file}) {
     if (Result<std::string> t = FileText(f, "service account"); !t) return t.error();
   }
-  if (Result<std::string> ns = ReadTextFile((dir / "namespace").string()); ns && !Trim(*ns).empty())
+  if (Result<std::string> ns = ReadConfigFile((dir / "namespace").string()); ns && !Trim(*ns).empty())
     c.namespace_name = Trim(*ns);
   return c;
 }
@@ -162,7 +163,9 @@ Result<ClusterConfig> KubeconfigConfig(const std::string& path, const std::strin
   Result<std::string> text = FileText(path, "kubeconfig");
   if (!text) return text.error();
   try {
-    const YAML::Node root = YAML::Load(*text);
+    Result<YAML::Node> loaded = LoadBoundedYaml(*text);
+    if (!loaded) return loaded.error().WithContext("kubeconfig " + path);
+    const YAML::Node root = *loaded;
     if (!root.IsMap()) return Error::Config("kubeconfig " + path + ": not a mapping");
     Result<ClusterConfig> c = FromKubeconfig(root, std::filesystem::path(path).parent_path(), context);
     if (!c) return c.error().WithContext("kubeconfig " + path);

@@ -312,7 +312,7 @@ Result<Catalog> ParseCatalog(const std::string& text, const std::string& file_na
 }
 
 Result<Catalog> LoadCatalogFile(const std::string& path) {
-  Result<std::string> text = ReadTextFile(path);
+  Result<std::string> text = ReadConfigFile(path);
   if (!text) return Error::Config(path + ": cannot read: " + text.error().message());
   return ParseCatalog(*text, path);
 }

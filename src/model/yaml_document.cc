@@ -1,12 +1,13 @@
 #include "gpuscaler/model/yaml_document.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <exception>
 #include <system_error>
+
+#include "doc_parse_impl.h"
+#include "gpuscaler/model/text.h"
 
 namespace gpuscaler {
 
@@ -70,74 +71,6 @@ bool ParseDouble(const std::string& s, double* out) {
   }
   auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), *out);
   return ec == std::errc() && ptr == v.data() + v.size();
-}
-
-SourceMark FromYaml(const YAML::Mark& m) {
-  if (m.line < 0) return {};
-  return {m.line + 1, m.column + 1};
-}
-
-// `fallback` is used for null values: yaml-cpp marks an empty value at the
-// start of the next token, often on the next line.
-DocNode Convert(const YAML::Node& n, SourceMark fallback) {
-  DocNode out;
-  out.mark = FromYaml(n.Mark());
-  switch (n.Type()) {
-    case YAML::NodeType::Scalar:
-      out.kind = DocNode::Kind::kScalar;
-      out.scalar = n.Scalar();
-      out.quoted = n.Tag() != "?";
-      break;
-    case YAML::NodeType::Sequence:
-      out.kind = DocNode::Kind::kSequence;
-      for (const YAML::Node& item : n) out.items.push_back(Convert(item, out.mark));
-      break;
-    case YAML::NodeType::Map:
-      out.kind = DocNode::Kind::kMapping;
-      for (auto it = n.begin(); it != n.end(); ++it) {
-        DocNode key = Convert(it->first, out.mark);
-        DocNode value = Convert(it->second, key.mark);
-        out.entries.push_back({std::move(key), std::move(value)});
-      }
-      break;
-    case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined:
-      out.kind = DocNode::Kind::kNull;
-      out.mark = fallback;
-      break;
-  }
-  return out;
-}
-
-// yaml-cpp rejects tabs in some places where JSON allows them as whitespace.
-// Outside strings they are whitespace in both, so a space is equivalent and
-// keeps every column where it was.
-std::string ReplaceTabsOutsideStrings(const std::string& text) {
-  std::string out = text;
-  bool in_string = false;
-  for (size_t i = 0; i < out.size(); ++i) {
-    const char c = out[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '\t') {
-      out[i] = ' ';
-    }
-  }
-  return out;
-}
-
-bool LooksLikeJson(const std::string& text) {
-  for (char c : text) {
-    if (c == ' ' || c == '\t' || c == '\r' || c == '\n') continue;
-    return c == '{' || c == '[';
-  }
-  return false;
 }
 
 // What "expected X, got Y" says a node is; for an integer field a number is
@@ -222,17 +155,19 @@ std::string ClosestName(std::string_view word, const std::vector<std::string_vie
   return best_distance <= limit ? std::string(best) : "";
 }
 
+DocFormat FormatOf(std::string_view file_name) {
+  constexpr std::string_view kJson = ".json";
+  return file_name.size() >= kJson.size() && EqualsIgnoreCase(file_name.substr(file_name.size() - kJson.size()), kJson)
+             ? DocFormat::kJson
+             : DocFormat::kYaml;
+}
+
 bool DocReader::Parse(const std::string& text, DocNode* root) {
-  try {
-    const YAML::Node node =
-        YAML::Load(LooksLikeJson(text) ? ReplaceTabsOutsideStrings(text) : text);
-    *root = Convert(node, SourceMark{1, 1});
-    return true;
-  } catch (const YAML::Exception& e) {
-    Report(FromYaml(e.mark), "", "syntax error: " + e.msg);
-  } catch (const std::exception& e) {
-    Report(SourceMark{}, "", std::string("cannot parse: ") + e.what());
-  }
+  std::optional<doc_parse::Failure> failed = FormatOf(file_) == DocFormat::kJson
+                                                 ? doc_parse::ParseJson(text, limits_, root)
+                                                 : doc_parse::ParseYaml(text, limits_, root);
+  if (!failed) return true;
+  Report(failed->at, std::move(failed->field), std::move(failed->message));
   return false;
 }
 

@@ -572,7 +572,7 @@ PolicyLoadResult ParsePolicy(const std::string& text, const std::string& file_na
 }
 
 PolicyLoadResult LoadPolicyFile(const std::string& path, const PolicyLoadOptions& options) {
-  Result<std::string> text = ReadTextFile(path);
+  Result<std::string> text = ReadConfigFile(path);
   if (!text) {
     PolicyLoadResult result;
     result.problems.push_back({path, 0, 0, "", "cannot read: " + text.error().message()});

@@ -99,14 +99,14 @@ class Credential {
     if (path_.empty()) return;
     struct stat st {};
     if (::stat(path_.c_str(), &st) != 0) {
-      Result<std::string> text = ReadTextFile(path_);  // for the OS's reason
+      Result<std::string> text = ReadConfigFile(path_);  // for the OS's reason
       error_ = Error::Config(what_ + " " + path_ + ": " + (text ? "cannot stat" : text.error().message()));
       stamp_.reset();
       return;
     }
     const Stamp now{st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec};
     if (stamp_ && *stamp_ == now && !error_) return;
-    Result<std::string> text = ReadTextFile(path_);
+    Result<std::string> text = ReadConfigFile(path_);
     if (!text) {
       error_ = Error::Config(what_ + " " + path_ + ": " + text.error().message());
       stamp_.reset();

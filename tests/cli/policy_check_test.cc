@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include "cli/process.h"
+#include "support/alias_bomb.h"
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -164,6 +166,32 @@ TEST_F(PolicyCheck, MissingFileArgumentIsAUsageError) {
   const ProcessResult r = Gpuscaler({"policy", "check"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("files"), std::string::npos) << r.err;
+}
+
+// Seven levels of aliases: 1.1 to 2 GB and seconds before the expansion cap.
+TEST_F(PolicyCheck, AnAliasBombFailsWithinAFewMegabytesNamingTheAlias) {
+  const fs::path bomb = Write("bomb.yaml", gpuscaler::testing::AliasBombPolicy(7));
+  const ProcessResult r = Gpuscaler({"policy", "check", bomb.string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, bomb.string() +
+                       ":9:12: f[1]: alias *e (111111 nodes) takes the document past 250000 nodes, the cap for a "
+                       "configuration document with its aliases expanded\n");
+  // Of the processes this test waited for (the shell and gpuscaler): the largest.
+  rusage children{};
+  ::getrusage(RUSAGE_CHILDREN, &children);
+  EXPECT_LT(children.ru_maxrss, 100 * 1024) << "KiB";
+}
+
+TEST_F(PolicyCheck, AJsonPolicyIsStrictJsonAndATrailingCommaIsAnErrorWithItsPlace) {
+  const fs::path json = Write("p.json", "{\"apiVersion\": \"gpuscaler/v1\", \"kind\": \"Policy\",\n"
+                                        " \"pools\": [{\"name\": \"gpu\"},],\n"
+                                        " \"classes\": [{\"name\": \"a\"}]}\n");
+  const ProcessResult r = Gpuscaler({"policy", "check", json.string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, json.string() +
+                       ":2:28: invalid JSON: syntax error while parsing value - unexpected ']'; expected '[', '{', "
+                       "or a literal (a trailing comma: JSON allows none)\n");
 }
 
 }  // namespace

@@ -1,10 +1,14 @@
 #include "gpuscaler/daemon/policy_watcher.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+
+#include "gpuscaler/model/config_limits.h"
+#include "support/alias_bomb.h"
 
 namespace gpuscaler::daemon {
 namespace {
@@ -141,6 +145,54 @@ TEST_F(PolicyWatcherTest, APoolRegionTheCloudCannotServeIsRejectedAtStartAndAtRe
   EXPECT_EQ(r.kind, PolicyReload::Kind::kRejected);
   EXPECT_NE(r.errors.find("pools[0].regions"), std::string::npos) << r.errors;
   EXPECT_EQ(w.policy().name, "home");
+}
+
+// The process's peak resident memory so far, in KiB.
+long PeakRssKib() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+// Nine levels of aliases stand for a billion nodes: before the expansion cap,
+// parsing them ran past a minute and tens of gigabytes.
+TEST_F(PolicyWatcherTest, AnAliasBombOnReloadIsRejectedQuicklyWithinMemoryAndTheOldPolicyKept) {
+  const fs::path file = dir_ / "policy.yaml";
+  Write(file, PolicyText("good", 5));
+  PolicyWatcher w(file.string(), catalog_);
+  ASSERT_TRUE(w.LoadInitial().ok());
+  const long peak_before = PeakRssKib();
+  Write(file, gpuscaler::testing::AliasBombPolicy(9));
+  const PolicyReload r = w.Check();
+  EXPECT_EQ(r.kind, PolicyReload::Kind::kRejected);
+  EXPECT_EQ(r.errors, file.string() +
+                          ":9:12: f[1]: alias *e (111111 nodes) takes the document past 250000 nodes, the cap for a "
+                          "configuration document with its aliases expanded");
+  EXPECT_LT(PeakRssKib() - peak_before, 50 * 1024);
+  EXPECT_EQ(w.policy().name, "good");
+  EXPECT_EQ(w.rejections(), 1);
+  EXPECT_EQ(w.Check().kind, PolicyReload::Kind::kUnchanged);
+  Write(file, PolicyText("fixed", 5));
+  EXPECT_EQ(w.Check().kind, PolicyReload::Kind::kReloaded);
+  EXPECT_EQ(w.policy().name, "fixed");
+}
+
+TEST_F(PolicyWatcherTest, APolicyFileOverTheSizeCapIsRejectedUnreadAndTheOldPolicyKept) {
+  const fs::path file = dir_ / "policy.yaml";
+  Write(file, PolicyText("good", 5));
+  PolicyWatcher w(file.string(), catalog_);
+  ASSERT_TRUE(w.LoadInitial().ok());
+  Write(file, PolicyText("big", 5) + "# " + std::string(kMaxConfigFileBytes, 'x') + "\n");
+  const PolicyReload r = w.Check();
+  EXPECT_EQ(r.kind, PolicyReload::Kind::kRejected);
+  EXPECT_NE(r.errors.find(file.string() + " is "), std::string::npos) << r.errors;
+  EXPECT_NE(r.errors.find("more than the 4194304 bytes (4 MiB) a configuration file may have"), std::string::npos)
+      << r.errors;
+  EXPECT_EQ(w.policy().name, "good");
+  EXPECT_EQ(w.Check().kind, PolicyReload::Kind::kUnchanged);
+  Write(file, PolicyText("good", 5));
+  EXPECT_EQ(w.Check().kind, PolicyReload::Kind::kReloaded);
+  EXPECT_TRUE(w.last_errors().empty());
 }
 
 }  // namespace

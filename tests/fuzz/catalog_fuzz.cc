@@ -1,4 +1,5 @@
-// Fuzzes the instance catalog loader (YAML or JSON by content).
+// Fuzzes the instance catalog loader, each input as YAML (fuzz-catalog.yaml)
+// and as strict JSON (fuzz-catalog.json).
 //
 // Invariants: never throws; an error names the file ("file:line:col: ..."
 // per problem); an accepted catalog only prices offerings of instance types
@@ -11,9 +12,9 @@
 #include "fuzz/fuzz_check.h"
 #include "gpuscaler/model/catalog.h"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::string text(reinterpret_cast<const char*>(data), size);
-  const std::string file = "fuzz-catalog.yaml";
+namespace {
+
+void CheckCatalog(const std::string& text, const std::string& file) {
   gpuscaler::Result<gpuscaler::Catalog> c = gpuscaler::ParseCatalog(text, file);
   if (!c.ok()) {
     const std::string msg = c.error().message();
@@ -22,7 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // message may quote an input value that itself holds a newline, so only
     // the first line is sure to start with it.
     FUZZ_CHECK(msg.rfind(file + ":", 0) == 0, "problem without the file name: %s", msg.c_str());
-    return 0;
+    return;
   }
   const std::vector<gpuscaler::Offering> offerings = c->Offerings();
   for (const gpuscaler::Offering& o : offerings) {
@@ -37,5 +38,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(again.size() == offerings.size(), "offerings not deterministic");
   for (size_t i = 0; i < again.size(); ++i)
     FUZZ_CHECK(again[i].Key() == offerings[i].Key(), "offering order not deterministic");
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  CheckCatalog(text, "fuzz-catalog.yaml");
+  CheckCatalog(text, "fuzz-catalog.json");
   return 0;
 }

@@ -1,6 +1,7 @@
-// Fuzzes the policy parser (YAML and JSON share it) with the repository's
-// AWS catalog, so the cross-checks against instance types, families and
-// zones run too.
+// Fuzzes the policy parser with the repository's AWS catalog, so the
+// cross-checks against instance types, families and zones run too. Every
+// input is read twice: as YAML (fuzz.yaml, yaml-cpp with the alias
+// expansion cap) and as strict JSON (fuzz.json, nlohmann's SAX parser).
 //
 // Invariants: never throws; every problem names the file and either a line
 // or a field path; an accepted policy hashes its canonical text, and parsing
@@ -23,11 +24,7 @@ const gpuscaler::Catalog* RepoCatalog() {
   return catalog;
 }
 
-}  // namespace
-
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::string text(reinterpret_cast<const char*>(data), size);
-  const std::string file = "fuzz.yaml";
+void CheckPolicy(const std::string& text, const std::string& file) {
   const gpuscaler::PolicyLoadResult r = gpuscaler::ParsePolicy(text, file, RepoCatalog());
   if (!r.ok()) {
     for (const gpuscaler::ConfigProblem& p : r.problems) {
@@ -37,7 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FUZZ_CHECK(p.ToString().rfind(file + ":", 0) == 0, "%s", p.ToString().c_str());
     }
     FUZZ_CHECK(!r.status().ok(), "rejected policy with an ok status");
-    return 0;
+    return;
   }
   const std::string canonical = gpuscaler::CanonicalPolicyText(r.policy);
   FUZZ_CHECK(r.policy.content_hash == gpuscaler::PolicyContentHash(r.policy), "hash is not of the canonical text");
@@ -45,5 +42,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const gpuscaler::PolicyLoadResult again = gpuscaler::ParsePolicy(text, file, RepoCatalog());
   FUZZ_CHECK(again.ok(), "second parse rejected what the first accepted");
   FUZZ_CHECK(gpuscaler::CanonicalPolicyText(again.policy) == canonical, "two parses differ");
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  CheckPolicy(text, "fuzz.yaml");
+  CheckPolicy(text, "fuzz.json");
   return 0;
 }

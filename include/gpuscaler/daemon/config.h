@@ -4,11 +4,13 @@
 // *scaling* is in the policy file instead (policy/policy.h), which is
 // hot-reloaded; this file is read once at start.
 //
-// YAML or JSON (apiVersion: gpuscaler/v1, kind: DaemonConfig); every problem
-// is reported at once as "file:line:col: field: message", unknown fields
-// included. Relative paths are resolved against the file's folder. Secrets
-// are never in this file: it names files (or environment variables) that hold
-// them. Reference: docs/daemon.md. Value type; thread-safe to read.
+// YAML or JSON (apiVersion: gpuscaler/v1, kind: DaemonConfig; strict JSON
+// when the name ends in .json; within the caps of model/config_limits.h);
+// every problem is reported at once as "file:line:col: field: message",
+// unknown fields included. Relative paths are resolved against the file's
+// folder. Secrets are never in this file: it names files (or environment
+// variables) that hold them. Reference: docs/daemon.md. Value type;
+// thread-safe to read.
 #pragma once
 
 #include <chrono>

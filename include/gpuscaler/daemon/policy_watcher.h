@@ -8,7 +8,10 @@
 // its inode, size and modification time with the last look (a stat or two,
 // cheap enough for every tick), and only then reads and hashes the text. A
 // changed text that validates becomes the policy; one that does not is
-// rejected with every problem and the last good policy stays in force.
+// rejected with every problem and the last good policy stays in force. The
+// file is read and parsed within the caps of model/config_limits.h: a file
+// over the size cap is rejected unread, and a YAML alias bomb at the first
+// alias that takes the document past its cap.
 // Not thread-safe: one thread calls Check().
 #pragma once
 

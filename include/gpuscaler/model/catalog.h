@@ -49,9 +49,10 @@ struct Catalog {
   std::vector<Offering> Offerings(const std::vector<std::string>& regions = {}) const;
 };
 
-// Reads and validates a catalog file (YAML or JSON, by content).
+// Reads and validates a catalog file: strict JSON when its name ends in
+// .json, YAML otherwise, within the caps of config_limits.h (yaml_document.h).
 Result<Catalog> LoadCatalogFile(const std::string& path);
-// Same, from text; `file_name` is used in error messages only.
+// Same, from text; `file_name` names the file in problems and picks the format.
 Result<Catalog> ParseCatalog(const std::string& text, const std::string& file_name);
 
 }  // namespace gpuscaler

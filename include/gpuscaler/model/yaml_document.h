@@ -1,9 +1,21 @@
-// Reading configuration documents (policy files, instance catalogs) written
-// as YAML or JSON, with a place for every problem.
+// Reading configuration documents (policy files, instance catalogs, daemon
+// configurations) written as YAML or JSON, with a place for every problem.
 //
-// Both formats go through one parser (yaml-cpp; JSON is YAML flow syntax), so
-// every node carries its 1-based line and column either way. A DocReader
-// collects problems instead of stopping at the first, as
+// The file name picks the parser (FormatOf): a name ending in ".json" is
+// strict JSON (RFC 8259: keys quoted, no comments, no trailing commas,
+// nothing after the value), read with nlohmann's SAX parser; any other name
+// (.yaml, .yml, none, /dev/stdin, a label such as "policy with x=1") is YAML
+// 1.2 read with yaml-cpp, which also takes JSON text, leniently. Both give
+// the same DocNode tree with the 1-based line and column (in bytes) of
+// every node, so every later problem names file:line:col either way; only a
+// null differs, marked where JSON writes it and at its key or list in YAML
+// (where an empty YAML value has no place of its own).
+//
+// Both parsers stop at the caps of config_limits.h (nodes, scalar bytes and
+// nesting of the document with every YAML alias expanded) before building
+// anything past them, so a small file cannot make a large document.
+//
+// A DocReader collects problems instead of stopping at the first, as
 // "file:line:col: field.path: message", and MapReader reads one mapping:
 // it reports unknown keys (with the closest known key as a suggestion),
 // duplicate keys and wrong types, and remembers where each field was so that
@@ -21,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpuscaler/model/config_limits.h"
 #include "gpuscaler/model/time.h"
 
 namespace gpuscaler {
@@ -77,13 +90,22 @@ struct DocEntry {
 // be a plausible typo.
 std::string ClosestName(std::string_view word, const std::vector<std::string_view>& candidates);
 
+enum class DocFormat { kYaml, kJson };
+
+// kJson when `file_name` ends in ".json" (any case), else kYaml.
+DocFormat FormatOf(std::string_view file_name);
+
 // Collects the problems of one document and where its fields are.
 class DocReader {
  public:
-  explicit DocReader(std::string file_name) : file_(std::move(file_name)) {}
+  explicit DocReader(std::string file_name, DocLimits limits = {})
+      : file_(std::move(file_name)), limits_(limits) {}
 
-  // Parses YAML or JSON text into `*root`. A syntax error is reported (with
-  // its place) and returns false. An empty document is a null root.
+  // Parses the text of the file into `*root`, as FormatOf(file()) says. A
+  // syntax error, or a document past the limits (the problem names the
+  // alias that crosses a cap, and the cap), is reported with its place and
+  // returns false. An empty YAML document is a null root; an empty JSON text
+  // is a syntax error.
   bool Parse(const std::string& text, DocNode* root);
 
   void Report(SourceMark at, std::string field, std::string message);
@@ -117,6 +139,7 @@ class DocReader {
 
  private:
   std::string file_;
+  DocLimits limits_;
   std::vector<ConfigProblem> problems_;
   std::map<std::string, SourceMark> marks_;
 };

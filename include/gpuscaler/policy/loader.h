@@ -1,7 +1,12 @@
 // Loading and validating policy files.
 //
-// YAML and JSON share one schema and one parser, so errors point at the same
-// place either way. Validation collects every problem, not just the first:
+// YAML and JSON share one schema and one document tree (yaml_document.h): a
+// file named *.json is strict JSON, any other YAML, and errors point at the
+// place either way. Files are read and parsed within the caps of
+// model/config_limits.h (4 MiB; 250000 nodes with YAML aliases expanded), so
+// an alias bomb is one problem, not an out-of-memory kill. `file_name` of
+// ParsePolicy names the file in problems and picks the format the same way.
+// Validation collects every problem, not just the first:
 // unknown fields (typos must not be silently ignored), wrong types, values out
 // of range, and cross-field checks (min <= max, shares in [0,1], a class that
 // no pool can serve). Each problem is a ConfigProblem,
