@@ -17,7 +17,9 @@ namespace {
 constexpr const char* kBillingComputeService = "6F81-5844-456A";
 constexpr int kBillingMaxPageSize = 5000;
 
-EmulatorResponse BillingJson(const json& body) { return {200, "application/json; charset=UTF-8", {}, body.dump()}; }
+EmulatorResponse BillingJson(const json& body) {
+  return {200, "application/json; charset=UTF-8", {}, body.dump()};
+}
 
 // The error shape of Google's newer APIs (google.rpc.Status as JSON), which
 // the Cloud Billing API answers: no errors[] list; an ErrorInfo detail with
@@ -84,32 +86,35 @@ json SkuJson(const GcpBillingSku& sku, double usd, WallTime effective) {
     ++units;
     nanos -= 1000000000;
   }
-  json expression = {{"usageUnit", sku.usage_unit},
-                     {"displayQuantity", 1},
-                     {"tieredRates",
-                      json::array({{{"startUsageAmount", 0},
-                                    {"unitPrice",
-                                     {{"currencyCode", "USD"}, {"units", std::to_string(units)}, {"nanos", nanos}}}}})}};
+  json expression = {
+      {"usageUnit", sku.usage_unit},
+      {"displayQuantity", 1},
+      {"tieredRates",
+       json::array({{{"startUsageAmount", 0},
+                     {"unitPrice",
+                      {{"currencyCode", "USD"}, {"units", std::to_string(units)}, {"nanos", nanos}}}}})}};
   expression.update(UnitFields(sku.usage_unit));
-  return {{"name", std::string("services/") + kBillingComputeService + "/skus/" + id},
-          {"skuId", id},
-          {"description", sku.description},
-          {"category",
-           {{"serviceDisplayName", "Compute Engine"},
-            {"resourceFamily", sku.resource_family},
-            {"resourceGroup", sku.resource_group},
-            {"usageType", sku.usage_type}}},
-          {"serviceRegions", sku.regions},
-          {"pricingInfo",
-           json::array({{{"summary", ""},
-                         {"pricingExpression", expression},
-                         {"aggregationInfo",
-                          {{"aggregationLevel", "ACCOUNT"}, {"aggregationInterval", "MONTHLY"}, {"aggregationCount", 1}}},
-                         {"currencyConversionRate", 1},
-                         {"effectiveTime", EffectiveTime(effective)}}})},
-          {"serviceProviderName", "Google"},
-          {"geoTaxonomy",
-           {{"type", sku.regions.size() > 1 ? "MULTI_REGIONAL" : "REGIONAL"}, {"regions", sku.regions}}}};
+  return {
+      {"name", std::string("services/") + kBillingComputeService + "/skus/" + id},
+      {"skuId", id},
+      {"description", sku.description},
+      {"category",
+       {{"serviceDisplayName", "Compute Engine"},
+        {"resourceFamily", sku.resource_family},
+        {"resourceGroup", sku.resource_group},
+        {"usageType", sku.usage_type}}},
+      {"serviceRegions", sku.regions},
+      {"pricingInfo",
+       json::array(
+           {{{"summary", ""},
+             {"pricingExpression", expression},
+             {"aggregationInfo",
+              {{"aggregationLevel", "ACCOUNT"}, {"aggregationInterval", "MONTHLY"}, {"aggregationCount", 1}}},
+             {"currencyConversionRate", 1},
+             {"effectiveTime", EffectiveTime(effective)}}})},
+      {"serviceProviderName", "Google"},
+      {"geoTaxonomy",
+       {{"type", sku.regions.size() > 1 ? "MULTI_REGIONAL" : "REGIONAL"}, {"regions", sku.regions}}}};
 }
 
 // A non-negative integer query value; nullopt when it is not one.
@@ -125,13 +130,15 @@ EmulatorResponse GcpEmulator::BillingCatalog(const EmulatorRequest& request, con
                                              const std::string& query, WallTime now) {
   ++stats_.billing_calls;
   const std::string skus_path = std::string("/v1/services/") + kBillingComputeService + "/skus";
-  if (path.rfind("/v1/services/", 0) != 0 || path.size() < 5 || path.compare(path.size() - 5, 5, "/skus") != 0)
+  if (path.rfind("/v1/services/", 0) != 0 || path.size() < 5 ||
+      path.compare(path.size() - 5, 5, "/skus") != 0)
     return BillingError(404, "NOT_FOUND", "The requested URL " + path + " was not found on this server.");
   if (request.method != "GET") return BillingError(405, "METHOD_NOT_ALLOWED", "Method not allowed.");
   if (auto denied = CheckBearer(request, now)) return *denied;
   const GcpBillingCatalog& catalog = scenario_.billing_catalog;
   if (catalog.error_code != 0) {
-    return BillingError(catalog.error_code, catalog.error_status, catalog.error_message, catalog.error_reason);
+    return BillingError(catalog.error_code, catalog.error_status, catalog.error_message,
+                        catalog.error_reason);
   }
   if (path != skus_path) return BillingError(404, "NOT_FOUND", "Service not found: " + path.substr(4));
 
@@ -167,7 +174,8 @@ EmulatorResponse GcpEmulator::BillingCatalog(const EmulatorRequest& request, con
     }
     if (in_force != nullptr) listed.push_back(SkuJson(sku, in_force->second, start_ + in_force->first));
   }
-  if (offset > listed.size()) return BillingError(400, "INVALID_ARGUMENT", "Invalid page token: " + param("pageToken"));
+  if (offset > listed.size())
+    return BillingError(400, "INVALID_ARGUMENT", "Invalid page token: " + param("pageToken"));
   json out = {{"skus", json::array()}};
   for (size_t i = offset; i < listed.size() && i < offset + page_size; ++i) out["skus"].push_back(listed[i]);
   out["nextPageToken"] = offset + page_size < listed.size() ? gcp::PageToken(offset + page_size) : "";

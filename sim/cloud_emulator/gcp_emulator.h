@@ -106,13 +106,13 @@ struct GcpManagedGroup {
 
 // A Compute Engine SKU of the Cloud Billing Catalog.
 struct GcpBillingSku {
-  std::string sku_id;  // empty: made from the description ("XXXX-XXXX-XXXX")
+  std::string sku_id;       // empty: made from the description ("XXXX-XXXX-XXXX")
   std::string description;  // "Spot Preemptible G2 Instance Core running in Americas"
   std::string resource_family = "Compute";
-  std::string resource_group;                // "CPU", "RAM", "GPU", "LocalSSD"
-  std::string usage_type = "Preemptible";    // or "OnDemand", "Commit1Yr", …
-  std::vector<std::string> regions;          // serviceRegions
-  std::string usage_unit = "h";              // "h", "GiBy.h" or "GiBy.mo"
+  std::string resource_group;              // "CPU", "RAM", "GPU", "LocalSSD"
+  std::string usage_type = "Preemptible";  // or "OnDemand", "Commit1Yr", …
+  std::vector<std::string> regions;        // serviceRegions
+  std::string usage_unit = "h";            // "h", "GiBy.h" or "GiBy.mo"
   // (from, USD per usage unit): each in force from start + from (negative:
   // before the start) until the next; ascending `from`. A SKU is listed
   // only once one is in force.
@@ -127,8 +127,8 @@ struct GcpBillingCatalog {
   // (403 PERMISSION_DENIED with reason SERVICE_DISABLED: the API is not
   // enabled in the project).
   int error_code = 0;
-  std::string error_status;   // "PERMISSION_DENIED"
-  std::string error_reason;   // ErrorInfo reason, "SERVICE_DISABLED"
+  std::string error_status;  // "PERMISSION_DENIED"
+  std::string error_reason;  // ErrorInfo reason, "SERVICE_DISABLED"
   std::string error_message;
 };
 

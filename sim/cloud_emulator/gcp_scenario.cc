@@ -60,7 +60,8 @@ void ForEachItem(const YAML::Node& root, const char* key, F&& read) {
   for (size_t i = 0; i < list.size(); ++i) read(list[i], std::string(key) + "[" + std::to_string(i) + "]");
 }
 
-GcpServiceAccount ReadServiceAccount(const YAML::Node& n, const std::string& where, const std::string& base_dir) {
+GcpServiceAccount ReadServiceAccount(const YAML::Node& n, const std::string& where,
+                                     const std::string& base_dir) {
   Keys(n, where, {"email", "public_key", "public_key_file"});
   GcpServiceAccount a;
   Read(n, "email", where, &a.email);
@@ -68,13 +69,15 @@ GcpServiceAccount ReadServiceAccount(const YAML::Node& n, const std::string& whe
   std::string file;
   Read(n, "public_key_file", where, &file);
   if (a.email.empty()) throw Bad{At(n, where) + ": email is required"};
-  if (a.public_key_pem.empty() == file.empty()) throw Bad{At(n, where) + ": give one of public_key, public_key_file"};
+  if (a.public_key_pem.empty() == file.empty())
+    throw Bad{At(n, where) + ": give one of public_key, public_key_file"};
   if (!file.empty()) {
     const std::filesystem::path path = std::filesystem::path(file).is_absolute()
                                            ? std::filesystem::path(file)
                                            : std::filesystem::path(base_dir) / file;
     auto pem = ReadTextFile(path.string());
-    if (!pem.ok()) throw Bad{At(n["public_key_file"], where + ".public_key_file") + ": " + pem.error().message()};
+    if (!pem.ok())
+      throw Bad{At(n["public_key_file"], where + ".public_key_file") + ": " + pem.error().message()};
     a.public_key_pem = *pem;
   }
   if (a.public_key_pem.find("-----BEGIN") == std::string::npos) {
@@ -93,7 +96,8 @@ std::map<std::string, std::pair<std::string, int>> ReadMachineGpus(const YAML::N
     std::pair<std::string, int> v;
     Read(kv.second, "metric", where, &v.first);
     Read(kv.second, "count", where, &v.second);
-    if (v.first.empty() || v.second <= 0) throw Bad{At(kv.second, where) + ": metric and a count > 0 are required"};
+    if (v.first.empty() || v.second <= 0)
+      throw Bad{At(kv.second, where) + ": metric and a count > 0 are required"};
     out[type] = v;
   }
   return out;
@@ -116,7 +120,8 @@ GcpBillingCatalog ReadBillingCatalog(const YAML::Node& n) {
   GcpBillingCatalog c;
   Keys(n, "billing_catalog", {"max_page_size", "error", "skus"});
   Read(n, "max_page_size", "billing_catalog", &c.max_page_size);
-  if (c.max_page_size < 1) throw Bad{At(n["max_page_size"], "billing_catalog.max_page_size") + ": must be >= 1"};
+  if (c.max_page_size < 1)
+    throw Bad{At(n["max_page_size"], "billing_catalog.max_page_size") + ": must be >= 1"};
   if (const YAML::Node e = n["error"]) {
     Keys(e, "billing_catalog.error", {"code", "status", "reason", "message"});
     Read(e, "code", "billing_catalog.error", &c.error_code);
@@ -129,8 +134,8 @@ GcpBillingCatalog ReadBillingCatalog(const YAML::Node& n) {
   ForEachItem(n, "skus", [&](const YAML::Node& s, const std::string& item) {
     const std::string where = "billing_catalog." + item;
     Keys(s, where,
-         {"sku_id", "description", "resource_family", "resource_group", "usage_type", "regions", "unit", "usd",
-          "from", "prices"});
+         {"sku_id", "description", "resource_family", "resource_group", "usage_type", "regions", "unit",
+          "usd", "from", "prices"});
     GcpBillingSku sku;
     Read(s, "sku_id", where, &sku.sku_id);
     Read(s, "description", where, &sku.description);
@@ -155,7 +160,8 @@ GcpBillingCatalog ReadBillingCatalog(const YAML::Node& n) {
     };
     if (s["prices"]) {
       if (s["usd"] || s["from"]) throw Bad{At(s, where) + ": give usd and from, or prices, not both"};
-      ForEachItem(s, "prices", [&](const YAML::Node& p, const std::string& at) { read_price(p, where + "." + at); });
+      ForEachItem(s, "prices",
+                  [&](const YAML::Node& p, const std::string& at) { read_price(p, where + "." + at); });
     } else {
       read_price(s, where);
     }

@@ -44,16 +44,17 @@ std::optional<Classified> Classify(std::string_view d, std::string_view resource
   }
   if (!StartsWith(d, kSpotPrefix)) return std::nullopt;
   d.remove_prefix(kSpotPrefix.size());
-  for (const auto& [marker, component] : {std::pair{std::string_view(" Instance Core"), GcpSpotComponent::kCore},
-                                          std::pair{std::string_view(" Instance Ram"), GcpSpotComponent::kRam}}) {
+  for (const auto& [marker, component] :
+       {std::pair{std::string_view(" Instance Core"), GcpSpotComponent::kCore},
+        std::pair{std::string_view(" Instance Ram"), GcpSpotComponent::kRam}}) {
     const size_t at = d.find(marker);
     if (at == std::string_view::npos || at == 0) continue;
     const size_t end = at + marker.size();
     if (end != d.size() && d[end] != ' ') continue;  // "Instance Cores…" is something else
     return Classified{component, std::string(d.substr(0, at))};
   }
-  if (const size_t at = d.find(" GPU running in "); at != std::string_view::npos && at > 0 &&
-                                                     resource_group == "GPU") {
+  if (const size_t at = d.find(" GPU running in ");
+      at != std::string_view::npos && at > 0 && resource_group == "GPU") {
     return Classified{GcpSpotComponent::kGpu, std::string(d.substr(0, at))};
   }
   return std::nullopt;
@@ -132,7 +133,8 @@ std::string N1GpuSkuName(const std::string& model) {
     }
   }
   for (const char* known : {"T4", "V100", "P100", "P4"}) {
-    if (std::find(tokens.begin(), tokens.end(), known) != tokens.end()) return std::string("Nvidia Tesla ") + known;
+    if (std::find(tokens.begin(), tokens.end(), known) != tokens.end())
+      return std::string("Nvidia Tesla ") + known;
   }
   return "";
 }
@@ -230,7 +232,8 @@ std::optional<GcpSpotSku> ParseGcpSpotSku(const json& sku) {
 }
 
 Result<std::string> ParseGcpSkuPage(const json& page, std::vector<GcpSpotSku>* out) {
-  if (!page.is_object()) return Error::Transient("Cloud Billing Catalog: the answer is not a ListSkusResponse");
+  if (!page.is_object())
+    return Error::Transient("Cloud Billing Catalog: the answer is not a ListSkusResponse");
   if (page.contains("skus") && !page["skus"].is_array())
     return Error::Transient("Cloud Billing Catalog: `skus` is not a list");
   for (const json& sku : ArrayAt(page, "skus")) {

@@ -76,7 +76,7 @@ Result<std::vector<SpotPrice>> GcpProvider::SpotPrices(WallTime) {
     const GcpBillingCatalogOptions& o = options_.billing_catalog;
     if (Status s = ReadBillingCatalog(); !s.ok()) {
       next_catalog_read_ = now + std::min(o.retry, o.refresh);
-      return s.error().WithContext("Spot prices from the Cloud Billing Catalog (the last ones stay in force)");
+      return s.error().WithContext("Cloud Billing Catalog, the last prices stay in force");
     }
     next_catalog_read_ = now + o.refresh;
   }

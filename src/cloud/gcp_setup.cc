@@ -14,7 +14,8 @@ std::string BillingEndpoint(const GcpSetupOptions& options) {
   if (options.endpoint.empty() || options.endpoint == kComputeEndpoint) return kCloudBillingEndpoint;
   // An emulator that serves Compute Engine serves the catalog beside it.
   const size_t scheme = options.endpoint.find("://");
-  const size_t path = scheme == std::string::npos ? std::string::npos : options.endpoint.find('/', scheme + 3);
+  const size_t path =
+      scheme == std::string::npos ? std::string::npos : options.endpoint.find('/', scheme + 3);
   return options.endpoint.substr(0, path) + "/v1/";
 }
 
@@ -57,8 +58,9 @@ Result<GcpStack> MakeGcpStack(const GcpSetupOptions& options, const Environment&
     GcpClientOptions b = c;
     b.endpoint = BillingEndpoint(options);
     b.seed = options.seed + 1;
-    s.billing_client = std::make_unique<GcpClient>(
-        b, *s.transport, *s.tokens, clock, [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); });
+    s.billing_client =
+        std::make_unique<GcpClient>(b, *s.transport, *s.tokens, clock,
+                                    [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); });
   }
   s.provider = std::make_unique<GcpProvider>(std::move(provider), *s.client, s.billing_client.get());
   return s;

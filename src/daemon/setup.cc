@@ -309,13 +309,13 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options, const Simulate
     d.keep_alive.push_back(*gcp);
     parts.clock = &(*gcp)->clock;
     parts.cloud = (*gcp)->stack.provider.get();
-    spdlog::info("cloud: GCP project {} region {} at {} (credentials: {}); Spot prices: {}", (*gcp)->stack.project,
-                 config.cloud.gcp.region,
+    spdlog::info("cloud: GCP project {} region {} at {} (credentials: {}); Spot prices: {}",
+                 (*gcp)->stack.project, config.cloud.gcp.region,
                  config.cloud.gcp.endpoint.empty() ? cloud::kComputeEndpoint : config.cloud.gcp.endpoint,
                  (*gcp)->stack.tokens->Name(),
                  (*gcp)->stack.billing_client
-                     ? "Cloud Billing Catalog at " + (*gcp)->stack.billing_client->options().endpoint + ", every " +
-                           FormatDuration(config.cloud.gcp.billing_catalog.refresh)
+                     ? "Cloud Billing Catalog at " + (*gcp)->stack.billing_client->options().endpoint +
+                           ", every " + FormatDuration(config.cloud.gcp.billing_catalog.refresh)
                      : std::string("the catalog's (cloud.gcp.billing_catalog.enabled: false)"));
   } else {
     Result<std::shared_ptr<AwsCloud>> aws = MakeAwsCloud(config, *catalog);

@@ -135,7 +135,8 @@ TEST_F(GcpBillingEmulatorTest, RefusesWhatGoogleRefuses) {
 
 TEST_F(GcpBillingEmulatorTest, TheScenariosErrorAnswersEveryCatalogCall) {
   Start(
-      "access_tokens: [billing-token]\nbilling_catalog:\n  error: {code: 403, status: PERMISSION_DENIED, reason: "
+      "access_tokens: [billing-token]\nbilling_catalog:\n  error: {code: 403, status: PERMISSION_DENIED, "
+      "reason: "
       "SERVICE_DISABLED, message: \"Cloud Billing API has not been used in project 1 before or it is "
       "disabled.\"}\n");
   auto [status, body] = Get(kSkusPath);
@@ -190,16 +191,20 @@ TEST_F(GcpBillingEmulatorTest, TheProviderReadsTheEmulatorsCatalogEveryPage) {
 }
 
 TEST(GcpBillingScenarioTest, ErrorsNameTheSkuAndKey) {
-  auto unit = ParseGcpScenario("billing_catalog:\n  skus:\n    - {description: d, regions: [r], unit: GiB, usd: 1}\n");
+  auto unit = ParseGcpScenario(
+      "billing_catalog:\n  skus:\n    - {description: d, regions: [r], unit: GiB, usd: 1}\n");
   ASSERT_FALSE(unit.ok());
-  EXPECT_NE(unit.error().message().find("billing_catalog.skus[0]"), std::string::npos) << unit.error().message();
+  EXPECT_NE(unit.error().message().find("billing_catalog.skus[0]"), std::string::npos)
+      << unit.error().message();
   EXPECT_NE(unit.error().message().find("unit must be h, GiBy.h or GiBy.mo"), std::string::npos);
   auto order = ParseGcpScenario(
-      "billing_catalog:\n  skus:\n    - {description: d, regions: [r], prices: [{usd: 1, from: 1h}, {usd: 2, from: "
+      "billing_catalog:\n  skus:\n    - {description: d, regions: [r], prices: [{usd: 1, from: 1h}, {usd: 2, "
+      "from: "
       "-1h}]}\n");
   ASSERT_FALSE(order.ok());
   EXPECT_NE(order.error().message().find("ascending"), std::string::npos) << order.error().message();
-  auto when = ParseGcpScenario("billing_catalog:\n  skus:\n    - {description: d, regions: [r], usd: 1, from: soon}\n");
+  auto when = ParseGcpScenario(
+      "billing_catalog:\n  skus:\n    - {description: d, regions: [r], usd: 1, from: soon}\n");
   ASSERT_FALSE(when.ok());
   EXPECT_NE(when.error().message().find("-2h"), std::string::npos) << when.error().message();
   auto error = ParseGcpScenario("billing_catalog:\n  error: {code: 200, status: OK}\n");

@@ -214,12 +214,14 @@ constexpr const char* kG2SpotSkus =
     "       regions: [us-central1, us-east1], usd: 0.01, from: -2h}\n"
     "    - {description: Spot Preemptible G2 Instance Ram running in Americas, resource_group: RAM,\n"
     "       regions: [us-central1, us-east1], unit: GiBy.h, usd: 0.001, from: -3h}\n"
-    "    - {description: Nvidia L4 GPU attached to Spot Preemptible VMs running in Americas, resource_group: GPU,\n"
+    "    - {description: Nvidia L4 GPU attached to Spot Preemptible VMs running in Americas, resource_group: "
+    "GPU,\n"
     "       regions: [us-central1, us-east1], usd: 0.2, from: -1d}\n";
 
 // The daemon's first tick (the next is a minute away), as /api/v1/snapshot
 // shows it: the price of g2-standard-8's offering in `zone` with `capacity`.
-double FirstTickPrice(const std::filesystem::path& dir, const std::string& zone, const std::string& capacity) {
+double FirstTickPrice(const std::filesystem::path& dir, const std::string& zone,
+                      const std::string& capacity) {
   const uint16_t port = WaitForPortFile(dir / "daemon.port", 60s);
   EXPECT_NE(port, 0);
   nlohmann::json status;
@@ -230,7 +232,8 @@ double FirstTickPrice(const std::filesystem::path& dir, const std::string& zone,
       },
       60s);
   EXPECT_EQ(status.value("ticks", 0), 1) << status.dump();
-  const nlohmann::json snapshot = nlohmann::json::parse(HttpGet(port, "/api/v1/snapshot").body, nullptr, false);
+  const nlohmann::json snapshot =
+      nlohmann::json::parse(HttpGet(port, "/api/v1/snapshot").body, nullptr, false);
   for (const nlohmann::json& o : snapshot.value("offerings", nlohmann::json::array())) {
     if (o.value("instance_type", "") == "g2-standard-8" && o.value("zone", "") == zone &&
         o.value("capacity_type", "") == capacity)
@@ -252,7 +255,8 @@ TEST_F(GcpDaemon, TheFirstTickOffersTheSpotPriceOfTheCloudBillingCatalog) {
   EXPECT_NEAR(FirstTickPrice(dir_, "us-central1-a", "spot"), 0.312, 1e-9) << DaemonLog();
   EXPECT_NEAR(FirstTickPrice(dir_, "us-central1-b", "spot"), 0.312, 1e-9);
   EXPECT_NEAR(FirstTickPrice(dir_, "us-central1-a", "on-demand"), 0.853624, 1e-9);  // the catalog's
-  EXPECT_NE(DaemonLog().find("Spot prices: Cloud Billing Catalog at " + emulator_->url() + "/v1/"), std::string::npos)
+  EXPECT_NE(DaemonLog().find("Spot prices: Cloud Billing Catalog at " + emulator_->url() + "/v1/"),
+            std::string::npos)
       << DaemonLog();
 
   // The audit store keeps the price from when it took effect (2 h before the
@@ -262,7 +266,8 @@ TEST_F(GcpDaemon, TheFirstTickOffersTheSpotPriceOfTheCloudBillingCatalog) {
       [&] {
         Result<std::unique_ptr<AuditReader>> reader = AuditReader::Open((dir_ / "audit.db").string());
         if (!reader) return false;
-        Result<std::vector<PriceSample>> got = (*reader)->PriceSamples(before - Seconds(86400), after + Seconds(3600));
+        Result<std::vector<PriceSample>> got =
+            (*reader)->PriceSamples(before - Seconds(86400), after + Seconds(3600));
         if (!got) return false;
         samples.clear();
         for (const PriceSample& p : *got) {
@@ -288,7 +293,8 @@ TEST_F(GcpDaemon, TheFirstTickOffersTheSpotPriceOfTheCloudBillingCatalog) {
 TEST_F(GcpDaemon, WithTheBillingCatalogDisabledTheStaticCatalogsSpotPriceStays) {
   StartCloud("zones: [us-central1-a, us-central1-b]\noperation_latency: 0s\nboot_latency: 1s\n" +
              std::string(kG2SpotSkus));
-  WriteConfig(GcpPolicyYaml("[spot]", true), std::string(kGcpBarePools) + "    billing_catalog: {enabled: false}\n");
+  WriteConfig(GcpPolicyYaml("[spot]", true),
+              std::string(kGcpBarePools) + "    billing_catalog: {enabled: false}\n");
   daemon_ = StartGcpDaemon(dir_, *emulator_, 60000, "", ++runs_);
   ASSERT_TRUE(daemon_->started());
   EXPECT_NEAR(FirstTickPrice(dir_, "us-central1-a", "spot"), 0.479872, 1e-9) << DaemonLog();

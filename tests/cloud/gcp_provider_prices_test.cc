@@ -25,8 +25,8 @@ class BillingTestToken final : public TokenSource {
   std::string Name() const override { return "fixed"; }
 };
 
-json PageSku(const std::string& id, const std::string& description, const std::string& group, const std::string& unit,
-         int64_t nanos, const std::string& effective) {
+json PageSku(const std::string& id, const std::string& description, const std::string& group,
+             const std::string& unit, int64_t nanos, const std::string& effective) {
   return {{"name", "services/6F81-5844-456A/skus/" + id},
           {"skuId", id},
           {"description", description},
@@ -43,7 +43,8 @@ json PageSku(const std::string& id, const std::string& description, const std::s
                            {"displayQuantity", 1},
                            {"tieredRates",
                             json::array({{{"startUsageAmount", 0},
-                                          {"unitPrice", {{"currencyCode", "USD"}, {"units", "0"}, {"nanos", nanos}}}}})}}},
+                                          {"unitPrice",
+                                           {{"currencyCode", "USD"}, {"units", "0"}, {"nanos", nanos}}}}})}}},
                          {"currencyConversionRate", 1},
                          {"effectiveTime", effective}}})},
           {"serviceProviderName", "Google"}};
@@ -51,20 +52,23 @@ json PageSku(const std::string& id, const std::string& description, const std::s
 
 // Google's error shape for a disabled API: no errors[], an ErrorInfo detail.
 TransportResponse ServiceDisabled() {
-  json error = {
-      {"code", 403},
-      {"message",
-       "Cloud Billing API has not been used in project 123456789 before or it is disabled. Enable it by visiting "
-       "https://console.developers.google.com/apis/api/cloudbilling.googleapis.com/overview?project=123456789 then "
-       "retry."},
-      {"status", "PERMISSION_DENIED"},
-      {"details", json::array({{{"@type", "type.googleapis.com/google.rpc.ErrorInfo"},
-                                {"reason", "SERVICE_DISABLED"},
-                                {"domain", "googleapis.com"}}})}};
+  json error = {{"code", 403},
+                {"message",
+                 "Cloud Billing API has not been used in project 123456789 before or it is disabled. Enable "
+                 "it by visiting "
+                 "https://console.developers.google.com/apis/api/cloudbilling.googleapis.com/"
+                 "overview?project=123456789 then "
+                 "retry."},
+                {"status", "PERMISSION_DENIED"},
+                {"details", json::array({{{"@type", "type.googleapis.com/google.rpc.ErrorInfo"},
+                                          {"reason", "SERVICE_DISABLED"},
+                                          {"domain", "googleapis.com"}}})}};
   return {403, {{"Content-Type", "application/json"}}, json{{"error", error}}.dump()};
 }
 
-TransportResponse CatalogPage(const json& j) { return {200, {{"Content-Type", "application/json"}}, j.dump()}; }
+TransportResponse CatalogPage(const json& j) {
+  return {200, {{"Content-Type", "application/json"}}, j.dump()};
+}
 
 InstanceType G2Type(const std::string& name, int vcpus, int64_t memory_gib, int gpus) {
   InstanceType t;
@@ -83,15 +87,17 @@ class GcpProviderPricesTest : public ::testing::Test {
     // Two pages: the G2 core and RAM SKUs, then the L4 GPU SKU (and one the
     // provider has no use for).
     pages_ = {
-        {{"skus", {PageSku("C", "Spot Preemptible G2 Instance Core running in Americas", "CPU", "h", 10000000,
-                       "2026-12-04T06:00:00.123Z"),
-                   PageSku("R", "Spot Preemptible G2 Instance Ram running in Americas", "RAM", "GiBy.h", 1000000,
-                       "2026-12-04T07:00:00Z")}},
+        {{"skus",
+          {PageSku("C", "Spot Preemptible G2 Instance Core running in Americas", "CPU", "h", 10000000,
+                   "2026-12-04T06:00:00.123Z"),
+           PageSku("R", "Spot Preemptible G2 Instance Ram running in Americas", "RAM", "GiBy.h", 1000000,
+                   "2026-12-04T07:00:00Z")}},
          {"nextPageToken", "page-2"}},
-        {{"skus", {PageSku("G", "Nvidia L4 GPU attached to Spot Preemptible VMs running in Americas", "GPU", "h",
-                       200000000, "2026-12-03T06:00:00Z"),
-                   PageSku("X", "Spot Preemptible E2 Instance Core running in Americas", "CPU", "h", 1000000,
-                       "2026-12-04T08:00:00Z")}},
+        {{"skus",
+          {PageSku("G", "Nvidia L4 GPU attached to Spot Preemptible VMs running in Americas", "GPU", "h",
+                   200000000, "2026-12-03T06:00:00Z"),
+           PageSku("X", "Spot Preemptible E2 Instance Core running in Americas", "CPU", "h", 1000000,
+                   "2026-12-04T08:00:00Z")}},
          {"nextPageToken", ""}},
     };
     transport_.handler = [this](const TransportRequest& r) -> Result<TransportResponse> {
@@ -123,9 +129,10 @@ class GcpProviderPricesTest : public ::testing::Test {
     o.billing_catalog.enabled = enabled;
     o.billing_catalog.refresh = Seconds(3600);
     o.billing_catalog.retry = Seconds(300);
-    o.billing_catalog.machine_types =
-        types.empty() ? std::vector<InstanceType>{G2Type("g2-standard-8", 8, 32, 1), G2Type("g2-standard-24", 24, 96, 2)}
-                      : types;
+    o.billing_catalog.machine_types = types.empty()
+                                          ? std::vector<InstanceType>{G2Type("g2-standard-8", 8, 32, 1),
+                                                                      G2Type("g2-standard-24", 24, 96, 2)}
+                                          : types;
     o.billing_catalog.zones = {"us-central1-a", "us-central1-b"};
     provider_ = std::make_unique<GcpProvider>(o, *compute_, billing_.get());
     return *provider_;
@@ -137,7 +144,8 @@ class GcpProviderPricesTest : public ::testing::Test {
     for (const TransportRequest& r : transport_.requests) {
       const std::string rest = r.url.substr(std::string(kBillingUrl).size());
       const size_t q = rest.find('?');
-      out.push_back({rest.substr(0, q), q == std::string::npos ? QueryParams{} : DecodeForm(rest.substr(q + 1))});
+      out.push_back(
+          {rest.substr(0, q), q == std::string::npos ? QueryParams{} : DecodeForm(rest.substr(q + 1))});
     }
     return out;
   }
@@ -204,7 +212,8 @@ TEST_F(GcpProviderPricesTest, TheCatalogIsReadAtMostOncePerRefresh) {
   EXPECT_EQ(transport_.requests.size(), 2u);
 
   // The refresh is due: a new read sees the new price.
-  pages_[0]["skus"][0]["pricingInfo"][0]["pricingExpression"]["tieredRates"][0]["unitPrice"]["nanos"] = 20000000;
+  pages_[0]["skus"][0]["pricingInfo"][0]["pricingExpression"]["tieredRates"][0]["unitPrice"]["nanos"] =
+      20000000;
   pages_[0]["skus"][0]["pricingInfo"][0]["effectiveTime"] = "2026-12-05T06:00:00Z";
   clock_.Advance(Seconds(1));
   Result<std::vector<SpotPrice>> fresh = p.SpotPrices(clock_.WallNow());
@@ -225,7 +234,8 @@ TEST_F(GcpProviderPricesTest, ADisabledBillingApiIsAnAuthErrorAndTheReadIsRetrie
   EXPECT_EQ(denied.error().category(), ErrorCategory::kAuth);
   EXPECT_NE(denied.error().message().find("HTTP 403"), std::string::npos) << denied.error().message();
   EXPECT_NE(denied.error().message().find("Cloud Billing API has not been used"), std::string::npos);
-  EXPECT_NE(denied.error().message().find("the last ones stay in force"), std::string::npos);
+  EXPECT_NE(denied.error().message().find("Cloud Billing Catalog, the last prices stay in force"),
+            std::string::npos);
   EXPECT_EQ(transport_.requests.size(), 1u);  // an auth error is not retried
 
   // Until the retry is due: no call, and no prices (there were none before).

@@ -82,7 +82,7 @@ std::optional<GcpMachinePricing> GcpMachinePricingFor(const InstanceType& type);
 struct GcpComposedPrice {
   std::string machine_type;
   double usd_per_hour = 0;
-  WallTime effective{};               // the latest effective time of its components
+  WallTime effective{};              // the latest effective time of its components
   std::vector<std::string> sku_ids;  // the components used
 };
 
