@@ -168,24 +168,8 @@ EmulatorResponse GcpEmulator::Dispatch(const EmulatorRequest& request, WallTime 
     if (request.method != "GET") return {405, "text/plain", {}, "Method Not Allowed\n"};
     return Metadata(request, path.substr(20), now);
   }
-  if (path == "/_emulator/state" && request.method == "GET") {
-    json out = {{"instances", json::array()}};
-    for (const Instance& i : instances_) {
-      out["instances"].push_back({{"name", i.info.name},
-                                  {"zone", i.info.zone},
-                                  {"machineType", i.info.machine_type},
-                                  {"status", i.info.status},
-                                  {"deleted", i.info.deleted},
-                                  {"group", i.info.group},
-                                  {"provisioningModel", i.info.provisioning_model},
-                                  {"labels", i.info.labels}});
-    }
-    out["stats"] = {{"requests", stats_.requests},           {"throttled", stats_.throttled},
-                    {"server_errors", stats_.server_errors}, {"auth_failures", stats_.auth_failures},
-                    {"tokens_issued", stats_.tokens_issued}, {"created", stats_.created},
-                    {"preempted", stats_.preempted}};
-    return Json(out.dump());
-  }
+  if (path == "/_emulator/state" && request.method == "GET") return Json(StateJson());
+  if (path.rfind("/v1/", 0) == 0) return BillingCatalog(request, path, query, now);
   const std::vector<std::string> seg = Split(path);
   if (seg.size() < 4 || seg[0] != "compute" || seg[1] != "v1" || seg[2] != "projects") {
     return gcp::ErrorResponse(404, "notFound",

@@ -26,6 +26,10 @@
 //    `error.errors[]` (ZONE_RESOURCE_POOL_EXHAUSTED[_WITH_DETAILS],
 //    QUOTA_EXCEEDED) when it failed. `requestId` makes a mutating call
 //    idempotent: the same id answers the same operation and changes nothing.
+//  - Cloud Billing Catalog: GET /v1/services/6F81-5844-456A/skus (Compute
+//    Engine's SKUs, Google's Sku shape, pageSize/pageToken paging, USD) from
+//    the scenario's `billing_catalog`, each SKU at the price in force now;
+//    or the scenario's error for every call (403 SERVICE_DISABLED, …).
 //  - Scenario: capacity limits per (machine type, zone[, provisioning model]),
 //    per-region GPU quotas (Google's metric names, NVIDIA_L4_GPUS, …;
 //    PREEMPTIBLE_… for Spot VMs), rate limiting (429 rateLimitExceeded),
@@ -100,6 +104,34 @@ struct GcpManagedGroup {
   int target_size = 0;
 };
 
+// A Compute Engine SKU of the Cloud Billing Catalog.
+struct GcpBillingSku {
+  std::string sku_id;       // empty: made from the description ("XXXX-XXXX-XXXX")
+  std::string description;  // "Spot Preemptible G2 Instance Core running in Americas"
+  std::string resource_family = "Compute";
+  std::string resource_group;              // "CPU", "RAM", "GPU", "LocalSSD"
+  std::string usage_type = "Preemptible";  // or "OnDemand", "Commit1Yr", …
+  std::vector<std::string> regions;        // serviceRegions
+  std::string usage_unit = "h";            // "h", "GiBy.h" or "GiBy.mo"
+  // (from, USD per usage unit): each in force from start + from (negative:
+  // before the start) until the next; ascending `from`. A SKU is listed
+  // only once one is in force.
+  std::vector<std::pair<Seconds, double>> prices;
+};
+
+// The Cloud Billing Catalog's Compute Engine service.
+struct GcpBillingCatalog {
+  std::vector<GcpBillingSku> skus;
+  int max_page_size = 5000;  // the most SKUs one page holds (Google: 5000)
+  // When error_code != 0, every catalog call answers this error instead
+  // (403 PERMISSION_DENIED with reason SERVICE_DISABLED: the API is not
+  // enabled in the project).
+  int error_code = 0;
+  std::string error_status;  // "PERMISSION_DENIED"
+  std::string error_reason;  // ErrorInfo reason, "SERVICE_DISABLED"
+  std::string error_message;
+};
+
 // A service account whose JWTs /token accepts.
 struct GcpServiceAccount {
   std::string email;
@@ -126,6 +158,7 @@ struct GcpScenario {
   // GPUs per machine type, for quota ("a2-highgpu-2g" -> {NVIDIA_A100_GPUS, 2});
   // the accelerator-optimized series are known without it.
   std::map<std::string, std::pair<std::string, int>> machine_gpus;
+  GcpBillingCatalog billing_catalog;
   int throttle_every = 0;
   double throttle_rate = 0;
   double server_error_rate = 0;
@@ -166,6 +199,7 @@ struct GcpEmulatorStats {
   int tokens_issued = 0;
   int created = 0;
   int preempted = 0;
+  int billing_calls = 0;  // Cloud Billing Catalog calls answered (errors too)
 };
 
 class GcpEmulator {
@@ -281,6 +315,11 @@ class GcpEmulator {
   std::string OperationJson(const Operation& op, WallTime now) const;
   std::string GroupJson(const Group& g, WallTime now) const;
   std::string MemberJson(const Group& g, const Member& m, WallTime now) const;
+  std::string StateJson() const;  // GET /_emulator/state
+
+  // The Cloud Billing Catalog (gcp_billing.cc): `path` starts with /v1/.
+  EmulatorResponse BillingCatalog(const EmulatorRequest& request, const std::string& path,
+                                  const std::string& query, WallTime now);
 
   // Auth (gcp_auth.cc).
   EmulatorResponse TokenEndpoint(const EmulatorRequest& request, WallTime now);

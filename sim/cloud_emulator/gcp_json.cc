@@ -1,5 +1,6 @@
 // The Compute Engine resources as the v1 API prints them: Instance,
-// Operation, InstanceGroupManager and ManagedInstance.
+// Operation, InstanceGroupManager and ManagedInstance; and the state dump
+// (/_emulator/state) tests read.
 #include <nlohmann/json.hpp>
 
 #include "sim/cloud_emulator/gcp_impl.h"
@@ -166,6 +167,25 @@ std::string GcpEmulator::MemberJson(const Group& g, const Member& m, WallTime no
     j["lastAttempt"] = {{"errors", {{"errors", errors}}}};
   }
   return j.dump();
+}
+
+std::string GcpEmulator::StateJson() const {
+  json out = {{"instances", json::array()}};
+  for (const Instance& i : instances_) {
+    out["instances"].push_back({{"name", i.info.name},
+                                {"zone", i.info.zone},
+                                {"machineType", i.info.machine_type},
+                                {"status", i.info.status},
+                                {"deleted", i.info.deleted},
+                                {"group", i.info.group},
+                                {"provisioningModel", i.info.provisioning_model},
+                                {"labels", i.info.labels}});
+  }
+  out["stats"] = {{"requests", stats_.requests},           {"throttled", stats_.throttled},
+                  {"server_errors", stats_.server_errors}, {"auth_failures", stats_.auth_failures},
+                  {"tokens_issued", stats_.tokens_issued}, {"created", stats_.created},
+                  {"preempted", stats_.preempted},         {"billing_calls", stats_.billing_calls}};
+  return out.dump();
 }
 
 }  // namespace gpuscaler::sim

@@ -62,6 +62,116 @@ void ForEachItem(const YAML::Node& root, const char* key, F&& read) {
   for (size_t i = 0; i < list.size(); ++i) read(list[i], std::string(key) + "[" + std::to_string(i) + "]");
 }
 
+GcpServiceAccount ReadServiceAccount(const YAML::Node& n, const std::string& where,
+                                     const std::string& base_dir) {
+  Keys(n, where, {"email", "public_key", "public_key_file"});
+  GcpServiceAccount a;
+  Read(n, "email", where, &a.email);
+  Read(n, "public_key", where, &a.public_key_pem);
+  std::string file;
+  Read(n, "public_key_file", where, &file);
+  if (a.email.empty()) throw Bad{At(n, where) + ": email is required"};
+  if (a.public_key_pem.empty() == file.empty())
+    throw Bad{At(n, where) + ": give one of public_key, public_key_file"};
+  if (!file.empty()) {
+    const std::filesystem::path path = std::filesystem::path(file).is_absolute()
+                                           ? std::filesystem::path(file)
+                                           : std::filesystem::path(base_dir) / file;
+    auto pem = ReadConfigFile(path.string());
+    if (!pem.ok())
+      throw Bad{At(n["public_key_file"], where + ".public_key_file") + ": " + pem.error().message()};
+    a.public_key_pem = *pem;
+  }
+  if (a.public_key_pem.find("-----BEGIN") == std::string::npos) {
+    throw Bad{At(n, where) + ": the public key is not PEM (-----BEGIN PUBLIC KEY----- or a certificate)"};
+  }
+  return a;
+}
+
+std::map<std::string, std::pair<std::string, int>> ReadMachineGpus(const YAML::Node& m) {
+  if (!m.IsMap()) throw Bad{At(m, "machine_gpus") + ": expected a mapping"};
+  std::map<std::string, std::pair<std::string, int>> out;
+  for (const auto& kv : m) {
+    const std::string type = kv.first.as<std::string>();
+    const std::string where = "machine_gpus." + type;
+    Keys(kv.second, where, {"metric", "count"});
+    std::pair<std::string, int> v;
+    Read(kv.second, "metric", where, &v.first);
+    Read(kv.second, "count", where, &v.second);
+    if (v.first.empty() || v.second <= 0)
+      throw Bad{At(kv.second, where) + ": metric and a count > 0 are required"};
+    out[type] = v;
+  }
+  return out;
+}
+
+// A duration that may be negative ("-2h": before the start).
+Seconds SignedDuration(const YAML::Node& n, const std::string& where) {
+  std::string text = n.IsScalar() ? n.as<std::string>() : "";
+  const bool negative = !text.empty() && text[0] == '-';
+  if (negative) text.erase(0, 1);
+  Seconds d;
+  if (!ParseDuration(text, &d)) throw Bad{At(n, where) + ": expected a duration like 30s, 5m or -2h"};
+  return negative ? -d : d;
+}
+
+// billing_catalog: {max_page_size, error: {code, status, reason, message},
+// skus: [{sku_id, description, resource_family, resource_group, usage_type,
+// regions, unit, usd, from | prices: [{usd, from}]}]}.
+GcpBillingCatalog ReadBillingCatalog(const YAML::Node& n) {
+  GcpBillingCatalog c;
+  Keys(n, "billing_catalog", {"max_page_size", "error", "skus"});
+  Read(n, "max_page_size", "billing_catalog", &c.max_page_size);
+  if (c.max_page_size < 1)
+    throw Bad{At(n["max_page_size"], "billing_catalog.max_page_size") + ": must be >= 1"};
+  if (const YAML::Node e = n["error"]) {
+    Keys(e, "billing_catalog.error", {"code", "status", "reason", "message"});
+    Read(e, "code", "billing_catalog.error", &c.error_code);
+    Read(e, "status", "billing_catalog.error", &c.error_status);
+    Read(e, "reason", "billing_catalog.error", &c.error_reason);
+    Read(e, "message", "billing_catalog.error", &c.error_message);
+    if (c.error_code < 400 || c.error_code > 599 || c.error_status.empty())
+      throw Bad{At(e, "billing_catalog.error") + ": code (400..599) and status are required"};
+  }
+  ForEachItem(n, "skus", [&](const YAML::Node& s, const std::string& item) {
+    const std::string where = "billing_catalog." + item;
+    Keys(s, where,
+         {"sku_id", "description", "resource_family", "resource_group", "usage_type", "regions", "unit",
+          "usd", "from", "prices"});
+    GcpBillingSku sku;
+    Read(s, "sku_id", where, &sku.sku_id);
+    Read(s, "description", where, &sku.description);
+    Read(s, "resource_family", where, &sku.resource_family);
+    Read(s, "resource_group", where, &sku.resource_group);
+    Read(s, "usage_type", where, &sku.usage_type);
+    Read(s, "regions", where, &sku.regions);
+    Read(s, "unit", where, &sku.usage_unit);
+    if (sku.description.empty() || sku.regions.empty())
+      throw Bad{At(s, where) + ": description and regions are required"};
+    if (sku.usage_unit != "h" && sku.usage_unit != "GiBy.h" && sku.usage_unit != "GiBy.mo")
+      throw Bad{At(s, where) + ": unit must be h, GiBy.h or GiBy.mo"};
+    auto read_price = [&](const YAML::Node& p, const std::string& at) {
+      if (!p["usd"]) throw Bad{At(p, at) + ": usd is required"};
+      double usd = 0;
+      Read(p, "usd", at, &usd);
+      if (usd < 0) throw Bad{At(p["usd"], at + ".usd") + ": must be >= 0"};
+      const Seconds from = p["from"] ? SignedDuration(p["from"], at + ".from") : Seconds(0);
+      if (!sku.prices.empty() && from <= sku.prices.back().first)
+        throw Bad{At(p, at) + ": prices must be in ascending `from`"};
+      sku.prices.push_back({from, usd});
+    };
+    if (s["prices"]) {
+      if (s["usd"] || s["from"]) throw Bad{At(s, where) + ": give usd and from, or prices, not both"};
+      ForEachItem(s, "prices",
+                  [&](const YAML::Node& p, const std::string& at) { read_price(p, where + "." + at); });
+    } else {
+      read_price(s, where);
+    }
+    c.skus.push_back(std::move(sku));
+  });
+  return c;
+}
+
 void CheckModel(const YAML::Node& n, const std::string& where, const std::string& model, bool allow_empty) {
   if ((allow_empty && model.empty()) || model == "STANDARD" || model == "SPOT") return;
   throw Bad{At(n, where) + ": provisioning_model must be STANDARD or SPOT, got '" + model + "'"};
@@ -111,6 +221,7 @@ Result<GcpScenario> ParseGcpScenario(const std::string& text, const std::string&
           "preemptions",
           "managed_instance_groups",
           "machine_gpus",
+          "billing_catalog",
           "throttle",
           "server_error_rate",
           "seed"});
@@ -140,28 +251,7 @@ Result<GcpScenario> ParseGcpScenario(const std::string& text, const std::string&
       }
     };
     ForEachItem(root, "service_accounts", [&](const YAML::Node& n, const std::string& where) {
-      Keys(n, where, {"email", "public_key", "public_key_file"});
-      GcpServiceAccount a;
-      Read(n, "email", where, &a.email);
-      Read(n, "public_key", where, &a.public_key_pem);
-      std::string file;
-      Read(n, "public_key_file", where, &file);
-      if (a.email.empty()) throw Bad{At(n, where) + ": email is required"};
-      if (a.public_key_pem.empty() == file.empty())
-        throw Bad{At(n, where) + ": give one of public_key, public_key_file"};
-      if (!file.empty()) {
-        const std::filesystem::path path = std::filesystem::path(file).is_absolute()
-                                               ? std::filesystem::path(file)
-                                               : std::filesystem::path(base_dir) / file;
-        auto pem = ReadConfigFile(path.string());
-        if (!pem.ok())
-          throw Bad{At(n["public_key_file"], where + ".public_key_file") + ": " + pem.error().message()};
-        a.public_key_pem = *pem;
-      }
-      if (a.public_key_pem.find("-----BEGIN") == std::string::npos) {
-        throw Bad{At(n, where) + ": the public key is not PEM (-----BEGIN PUBLIC KEY----- or a certificate)"};
-      }
-      s.service_accounts.push_back(std::move(a));
+      s.service_accounts.push_back(ReadServiceAccount(n, where, base_dir));
     });
     ForEachItem(root, "capacity", [&](const YAML::Node& n, const std::string& where) {
       Keys(n, where, {"machine_type", "zone", "provisioning_model", "limit", "error", "from", "until"});
@@ -234,20 +324,8 @@ Result<GcpScenario> ParseGcpScenario(const std::string& text, const std::string&
       }
       s.groups.push_back(std::move(g));
     });
-    if (const YAML::Node m = root["machine_gpus"]) {
-      if (!m.IsMap()) throw Bad{At(m, "machine_gpus") + ": expected a mapping"};
-      for (const auto& kv : m) {
-        const std::string type = kv.first.as<std::string>();
-        const std::string where = "machine_gpus." + type;
-        Keys(kv.second, where, {"metric", "count"});
-        std::pair<std::string, int> v;
-        Read(kv.second, "metric", where, &v.first);
-        Read(kv.second, "count", where, &v.second);
-        if (v.first.empty() || v.second <= 0)
-          throw Bad{At(kv.second, where) + ": metric and a count > 0 are required"};
-        s.machine_gpus[type] = v;
-      }
-    }
+    if (const YAML::Node m = root["machine_gpus"]) s.machine_gpus = ReadMachineGpus(m);
+    if (const YAML::Node b = root["billing_catalog"]) s.billing_catalog = ReadBillingCatalog(b);
   } catch (const Bad& b) {
     return Error::Config("emulator scenario: " + b.message);
   } catch (const YAML::Exception& e) {

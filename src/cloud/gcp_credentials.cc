@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "gpuscaler/cloud/aws_query.h"
@@ -273,9 +274,13 @@ MetadataTokenSource::MetadataTokenSource(std::string host, std::string scope, Tr
     : host_(std::move(host)), scope_(std::move(scope)), transport_(transport) {}
 
 Result<AccessToken> MetadataTokenSource::Fetch(WallTime now) {
+  // OAuth's scope is space-separated; the metadata server's `scopes` is a
+  // comma-separated list.
+  std::string scopes = scope_;
+  std::replace(scopes.begin(), scopes.end(), ' ', ',');
   const std::string url = "http://" + host_ +
                           "/computeMetadata/v1/instance/service-accounts/default/token?scopes=" +
-                          EncodeForm({{"s", scope_}}).substr(2);
+                          EncodeForm({{"s", scopes}}).substr(2);
   const std::string source = Name();
   auto resp = transport_.Send({"GET", url, {{"Metadata-Flavor", "Google"}}, ""});
   Result<AccessToken> fresh = Error::Internal("unset");

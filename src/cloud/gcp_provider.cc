@@ -23,8 +23,11 @@ std::string MetadataItem(const json& resource, const char* key) {
   return "";
 }
 
-GcpProvider::GcpProvider(GcpProviderOptions options, GcpClient& client)
-    : options_(std::move(options)), client_(client), cluster_label_(LabelValue(options_.cluster_name)) {}
+GcpProvider::GcpProvider(GcpProviderOptions options, GcpClient& client, GcpClient* billing)
+    : options_(std::move(options)),
+      client_(client),
+      cluster_label_(LabelValue(options_.cluster_name)),
+      billing_(options_.billing_catalog.enabled ? billing : nullptr) {}
 
 std::string GcpProvider::LabelValue(std::string_view name) {
   constexpr size_t kMax = 63;

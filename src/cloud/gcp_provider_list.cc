@@ -222,10 +222,4 @@ Result<std::vector<InterruptionNotice>> GcpProvider::PollInterruptions() {
   return out;
 }
 
-Result<std::vector<SpotPrice>> GcpProvider::SpotPrices(WallTime) {
-  // Compute Engine publishes no spot price history through its API: the
-  // catalog's prices stand.
-  return std::vector<SpotPrice>{};
-}
-
 }  // namespace gpuscaler::cloud

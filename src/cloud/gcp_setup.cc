@@ -2,10 +2,24 @@
 
 #include <thread>
 
+#include "gpuscaler/cloud/gcp_billing_catalog.h"
 #include "gpuscaler/cloud/net_transport.h"
 #include "gpuscaler/model/text_file.h"
 
 namespace gpuscaler::cloud {
+namespace {
+
+std::string BillingEndpoint(const GcpSetupOptions& options) {
+  if (!options.billing_endpoint.empty()) return options.billing_endpoint;
+  if (options.endpoint.empty() || options.endpoint == kComputeEndpoint) return kCloudBillingEndpoint;
+  // An emulator that serves Compute Engine serves the catalog beside it.
+  const size_t scheme = options.endpoint.find("://");
+  const size_t path =
+      scheme == std::string::npos ? std::string::npos : options.endpoint.find('/', scheme + 3);
+  return options.endpoint.substr(0, path) + "/v1/";
+}
+
+}  // namespace
 
 Result<GcpStack> MakeGcpStack(const GcpSetupOptions& options, const Environment& env, const Clock& clock) {
   GcpStack s;
@@ -13,7 +27,10 @@ Result<GcpStack> MakeGcpStack(const GcpSetupOptions& options, const Environment&
   net::HttpClientOptions http;
   http.timeout = options.http_timeout;
   s.transport = std::make_unique<NetTransport>(http);
-  Result<std::unique_ptr<TokenSource>> tokens = DefaultTokenSource(env, *s.transport, read);
+  const bool billing = options.provider.billing_catalog.enabled;
+  std::string scope = kComputeScope;
+  if (billing) scope += std::string(" ") + kCloudBillingReadonlyScope;
+  Result<std::unique_ptr<TokenSource>> tokens = DefaultTokenSource(env, *s.transport, read, scope);
   if (!tokens) return tokens.error();
   s.tokens = std::move(tokens).value();
 
@@ -37,7 +54,15 @@ Result<GcpStack> MakeGcpStack(const GcpSetupOptions& options, const Environment&
   c.seed = options.seed;
   s.client = std::make_unique<GcpClient>(c, *s.transport, *s.tokens, clock,
                                          [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); });
-  s.provider = std::make_unique<GcpProvider>(std::move(provider), *s.client);
+  if (billing) {
+    GcpClientOptions b = c;
+    b.endpoint = BillingEndpoint(options);
+    b.seed = options.seed + 1;
+    s.billing_client =
+        std::make_unique<GcpClient>(b, *s.transport, *s.tokens, clock,
+                                    [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); });
+  }
+  s.provider = std::make_unique<GcpProvider>(std::move(provider), *s.client, s.billing_client.get());
   return s;
 }
 

@@ -180,7 +180,7 @@ class ConfigReader {
   void ReadGcp(const DocNode& n) {
     MapReader m(r_, n, "cloud.gcp",
                 {"project", "region", "zones", "endpoint", "instance_template", "pools", "operation_timeout",
-                 "quota_recheck"});
+                 "quota_recheck", "billing_catalog"});
     if (!n.IsMapping()) return;
     m.Require({"region"});
     GcpSettings& g = c_.cloud.gcp;
@@ -204,6 +204,7 @@ class ConfigReader {
     if (m.ReadDuration("quota_recheck", &g.quota_recheck) &&
         (g.quota_recheck < Seconds(60) || g.quota_recheck > Seconds(24 * 3600)))
       r_.ReportAt("cloud.gcp.quota_recheck", "must be between 1m and 24h");
+    if (const DocNode* b = m.Find("billing_catalog"); b != nullptr && !b->IsNull()) ReadGcpBillingCatalog(*b);
     const DocNode* pools = m.Find("pools");
     if (pools == nullptr || pools->IsNull()) return;
     if (!pools->IsMapping()) {
@@ -238,6 +239,17 @@ class ConfigReader {
         r_.ReportAt(path + ".instance_template",
                     "a pool with managed instance groups launches from their templates; remove it");
     }
+  }
+
+  void ReadGcpBillingCatalog(const DocNode& n) {
+    MapReader m(r_, n, "cloud.gcp.billing_catalog", {"enabled", "refresh", "endpoint"});
+    if (!n.IsMapping()) return;
+    GcpBillingCatalogSettings& b = c_.cloud.gcp.billing_catalog;
+    m.ReadBool("enabled", &b.enabled);
+    if (m.ReadDuration("refresh", &b.refresh) && (b.refresh < Seconds(60) || b.refresh > Seconds(24 * 3600)))
+      r_.ReportAt("cloud.gcp.billing_catalog.refresh", "must be between 1m and 24h");
+    if (m.ReadString("endpoint", &b.endpoint) && !IsHttpUrl(b.endpoint))
+      r_.ReportAt("cloud.gcp.billing_catalog.endpoint", "must start with http:// or https://");
   }
 
   void ReadEks(const DocNode& n) {

@@ -88,13 +88,26 @@ Result<std::shared_ptr<AwsCloud>> MakeAwsCloud(const DaemonConfig& config, const
   return aws;
 }
 
+void GcpBillingCatalogOptionsFrom(const GcpSettings& g, const Catalog& catalog,
+                                  cloud::GcpBillingCatalogOptions* out) {
+  out->enabled = g.billing_catalog.enabled;
+  out->refresh = g.billing_catalog.refresh;
+  out->machine_types = catalog.instance_types;
+  for (const RegionPrices& r : catalog.regions) {
+    if (r.region == g.region) out->zones = r.zones;
+  }
+  for (const std::string& zone : g.zones) {
+    if (std::find(out->zones.begin(), out->zones.end(), zone) == out->zones.end()) out->zones.push_back(zone);
+  }
+}
+
 // The GCP provider and everything it uses, kept alive by the setup.
 struct GcpCloud {
   SystemClock clock;
   cloud::GcpStack stack;
 };
 
-Result<std::shared_ptr<GcpCloud>> MakeGcpCloud(const DaemonConfig& config) {
+Result<std::shared_ptr<GcpCloud>> MakeGcpCloud(const DaemonConfig& config, const Catalog& catalog) {
   const CloudSettings& c = config.cloud;
   const GcpSettings& g = c.gcp;
   cloud::GcpSetupOptions o;
@@ -112,6 +125,10 @@ Result<std::shared_ptr<GcpCloud>> MakeGcpCloud(const DaemonConfig& config) {
   for (const auto& [name, pool] : g.pools) {
     o.provider.pools[name] = {pool.migs, pool.mig_pattern, pool.instance_template};
   }
+  // Spot prices for the catalog's machine types (the ones the planner can
+  // buy), in every zone of the region that the catalog or cloud.gcp names.
+  o.billing_endpoint = g.billing_catalog.endpoint;
+  GcpBillingCatalogOptionsFrom(g, catalog, &o.provider.billing_catalog);
   auto gcp = std::make_shared<GcpCloud>();
   Result<cloud::GcpStack> stack = cloud::MakeGcpStack(o, cloud::ProcessEnvironment(), gcp->clock);
   if (!stack) return stack.error().WithContext(config.source_file + ": cloud.gcp");
@@ -325,15 +342,19 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options, const Simulate
     sim.time = scaled.get();
     if (Status s = wiring.cloud(sim, *catalog, &parts, &d.keep_alive); !s.ok()) return s.error();
   } else if (config.cloud.provider == "gcp") {
-    Result<std::shared_ptr<GcpCloud>> gcp = MakeGcpCloud(config);
+    Result<std::shared_ptr<GcpCloud>> gcp = MakeGcpCloud(config, *catalog);
     if (!gcp) return gcp.error();
     d.keep_alive.push_back(*gcp);
     parts.clock = &(*gcp)->clock;
     parts.cloud = (*gcp)->stack.provider.get();
-    spdlog::info("cloud: GCP project {} region {} at {} (credentials: {})", (*gcp)->stack.project,
-                 config.cloud.gcp.region,
+    spdlog::info("cloud: GCP project {} region {} at {} (credentials: {}); Spot prices: {}",
+                 (*gcp)->stack.project, config.cloud.gcp.region,
                  config.cloud.gcp.endpoint.empty() ? cloud::kComputeEndpoint : config.cloud.gcp.endpoint,
-                 (*gcp)->stack.tokens->Name());
+                 (*gcp)->stack.tokens->Name(),
+                 (*gcp)->stack.billing_client
+                     ? "Cloud Billing Catalog at " + (*gcp)->stack.billing_client->options().endpoint +
+                           ", every " + FormatDuration(config.cloud.gcp.billing_catalog.refresh)
+                     : std::string("the catalog's (cloud.gcp.billing_catalog.enabled: false)"));
   } else {
     Result<std::shared_ptr<AwsCloud>> aws = MakeAwsCloud(config, *catalog);
     if (!aws) return aws.error();

@@ -8,9 +8,14 @@
 //  - with no capacity in one zone, the other zone's group gets the nodes;
 //  - a QUOTA_EXCEEDED does not make it retry in a loop;
 //  - a Spot preemption produces a replacement;
+//  - the Spot price the emulator's Cloud Billing Catalog gives a machine type
+//    (set 2 h before the daemon starts) is the first tick's offering price
+//    and a price sample in the audit store; with the catalog disabled the
+//    static catalog's price stays;
 //  - the crash campaign (crash_campaign.h) with the Compute Engine emulator.
 #include <gtest/gtest.h>
 
+#include "cli/http_get.h"
 #include "cloud/crash_campaign.h"
 #include "cloud/gcp_daemon_harness.h"
 
@@ -196,6 +201,107 @@ TEST_F(GcpDaemon, APreemptionProducesAReplacement) {
     return ended >= 1 && live == 2 && all->size() >= 3;
   };
   ASSERT_TRUE(Eventually(preempted_and_replaced, 90s)) << DaemonLog();
+  Stop();
+}
+
+// The Spot components of g2-standard-8 in us-central1 as the emulator's Cloud
+// Billing Catalog lists them, priced 2 h before the emulator starts:
+// 8 vCPUs x 0.01 + 32 GiB x 0.001 + 1 L4 x 0.2 = 0.312 USD/h (the static
+// catalog says 0.479872).
+constexpr const char* kG2SpotSkus =
+    "billing_catalog:\n  skus:\n"
+    "    - {description: Spot Preemptible G2 Instance Core running in Americas, resource_group: CPU,\n"
+    "       regions: [us-central1, us-east1], usd: 0.01, from: -2h}\n"
+    "    - {description: Spot Preemptible G2 Instance Ram running in Americas, resource_group: RAM,\n"
+    "       regions: [us-central1, us-east1], unit: GiBy.h, usd: 0.001, from: -3h}\n"
+    "    - {description: Nvidia L4 GPU attached to Spot Preemptible VMs running in Americas, resource_group: "
+    "GPU,\n"
+    "       regions: [us-central1, us-east1], usd: 0.2, from: -1d}\n";
+
+// The daemon's first tick (the next is a minute away), as /api/v1/snapshot
+// shows it: the price of g2-standard-8's offering in `zone` with `capacity`.
+double FirstTickPrice(const std::filesystem::path& dir, const std::string& zone,
+                      const std::string& capacity) {
+  const uint16_t port = WaitForPortFile(dir / "daemon.port", 60s);
+  EXPECT_NE(port, 0);
+  nlohmann::json status;
+  Eventually(
+      [&] {
+        status = nlohmann::json::parse(HttpGet(port, "/api/v1/status").body, nullptr, false);
+        return status.is_object() && status.value("ticks", 0) >= 1;
+      },
+      60s);
+  EXPECT_EQ(status.value("ticks", 0), 1) << status.dump();
+  const nlohmann::json snapshot =
+      nlohmann::json::parse(HttpGet(port, "/api/v1/snapshot").body, nullptr, false);
+  for (const nlohmann::json& o : snapshot.value("offerings", nlohmann::json::array())) {
+    if (o.value("instance_type", "") == "g2-standard-8" && o.value("zone", "") == zone &&
+        o.value("capacity_type", "") == capacity)
+      return o.value("usd_per_hour", -1.0);
+  }
+  ADD_FAILURE() << "no g2-standard-8 " << capacity << " offering in " << zone << ": " << snapshot.dump();
+  return -1;
+}
+
+TEST_F(GcpDaemon, TheFirstTickOffersTheSpotPriceOfTheCloudBillingCatalog) {
+  const WallTime before = std::chrono::time_point_cast<Seconds>(std::chrono::system_clock::now());
+  StartCloud("zones: [us-central1-a, us-central1-b]\noperation_latency: 0s\nboot_latency: 1s\n" +
+             std::string(kG2SpotSkus));
+  const WallTime after = std::chrono::time_point_cast<Seconds>(std::chrono::system_clock::now());
+  WriteConfig(GcpPolicyYaml("[spot]", true), kGcpBarePools);  // billing_catalog enabled by default
+  daemon_ = StartGcpDaemon(dir_, *emulator_, 60000, "", ++runs_);
+  ASSERT_TRUE(daemon_->started());
+
+  EXPECT_NEAR(FirstTickPrice(dir_, "us-central1-a", "spot"), 0.312, 1e-9) << DaemonLog();
+  EXPECT_NEAR(FirstTickPrice(dir_, "us-central1-b", "spot"), 0.312, 1e-9);
+  EXPECT_NEAR(FirstTickPrice(dir_, "us-central1-a", "on-demand"), 0.853624, 1e-9);  // the catalog's
+  EXPECT_NE(DaemonLog().find("Spot prices: Cloud Billing Catalog at " + emulator_->url() + "/v1/"),
+            std::string::npos)
+      << DaemonLog();
+
+  // The audit store keeps the price from when it took effect (2 h before the
+  // emulator started: its core's time, the latest of the three).
+  std::vector<PriceSample> samples;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        Result<std::unique_ptr<AuditReader>> reader = AuditReader::Open((dir_ / "audit.db").string());
+        if (!reader) return false;
+        Result<std::vector<PriceSample>> got =
+            (*reader)->PriceSamples(before - Seconds(86400), after + Seconds(3600));
+        if (!got) return false;
+        samples.clear();
+        for (const PriceSample& p : *got) {
+          if (p.offering.instance_type == "g2-standard-8" && p.offering.capacity_type == CapacityType::kSpot)
+            samples.push_back(p);
+        }
+        return samples.size() >= 2;
+      },
+      30s))
+      << DaemonLog();
+  for (const PriceSample& p : samples) {
+    SCOPED_TRACE(p.offering.zone);
+    EXPECT_NEAR(p.offering.usd_per_hour, 0.312, 1e-9);
+    EXPECT_GE(p.time, before - Seconds(2 * 3600));
+    EXPECT_LE(p.time, after - Seconds(2 * 3600));
+  }
+  const std::optional<nlohmann::json> state = emulator_->State();
+  ASSERT_TRUE(state.has_value());
+  EXPECT_EQ((*state)["stats"]["billing_calls"], 1);  // one page
+  Stop();
+}
+
+TEST_F(GcpDaemon, WithTheBillingCatalogDisabledTheStaticCatalogsSpotPriceStays) {
+  StartCloud("zones: [us-central1-a, us-central1-b]\noperation_latency: 0s\nboot_latency: 1s\n" +
+             std::string(kG2SpotSkus));
+  WriteConfig(GcpPolicyYaml("[spot]", true),
+              std::string(kGcpBarePools) + "    billing_catalog: {enabled: false}\n");
+  daemon_ = StartGcpDaemon(dir_, *emulator_, 60000, "", ++runs_);
+  ASSERT_TRUE(daemon_->started());
+  EXPECT_NEAR(FirstTickPrice(dir_, "us-central1-a", "spot"), 0.479872, 1e-9) << DaemonLog();
+  EXPECT_NE(DaemonLog().find("cloud.gcp.billing_catalog.enabled: false"), std::string::npos) << DaemonLog();
+  const std::optional<nlohmann::json> state = emulator_->State();
+  ASSERT_TRUE(state.has_value());
+  EXPECT_EQ((*state)["stats"]["billing_calls"], 0);
   Stop();
 }
 

@@ -2,7 +2,8 @@
 // tests/cloud/gcp_node_client/package-lock.json and installed by
 // scripts/setup.sh) against `gpuscaler cloud-emulator --provider gcp`,
 // started by the test on a free loopback port: our reading of the Compute
-// Engine API and the OAuth JWT-bearer flow is checked by code we did not
+// Engine API, the Cloud Billing Catalog (services.skus.list) and the OAuth
+// JWT-bearer flow is checked by code we did not
 // write. The test makes a fresh RSA service-account key (OpenSSL) whose
 // token_uri is the emulator's /token, a second key the emulator does not
 // know, runs client.js and checks each step's answer.
@@ -144,7 +145,15 @@ TEST_F(GcpNodeClient, GoogleapisDrivesTheEmulatorThroughTheJwtTokenFlow) {
       "capacity:\n"
       "  - {machine_type: a3-highgpu-8g, zone: us-central1-c, limit: 0}\n"
       "  - {machine_type: g2-standard-8, zone: us-central1-a, limit: 1}\n"
-      "preemptions:\n  - {at: 0s, machine_type: g2-standard-4, count: 1, notice: 30s}\n"));
+      "preemptions:\n  - {at: 0s, machine_type: g2-standard-4, count: 1, notice: 30s}\n"
+      "billing_catalog:\n  skus:\n"
+      "    - {sku_id: AAAA-0000-0001, description: Spot Preemptible G2 Instance Core running in Americas,\n"
+      "       resource_group: CPU, regions: [us-central1, us-east1], usd: 0.01, from: -2h}\n"
+      "    - {sku_id: AAAA-0000-0002, description: Spot Preemptible G2 Instance Ram running in Americas,\n"
+      "       resource_group: RAM, regions: [us-central1, us-east1], unit: GiBy.h, usd: 0.001, from: -2h}\n"
+      "    - {sku_id: AAAA-0000-0003, description: Nvidia L4 GPU attached to Spot Preemptible VMs running in "
+      "Americas,\n"
+      "       resource_group: GPU, regions: [us-central1, us-east1], usd: 1.25, from: -2h}\n"));
   const json out = RunClient(KeyFile("key.json", key), KeyFile("stranger.json", stranger));
   SCOPED_TRACE(out.dump(2));
 
@@ -186,6 +195,24 @@ TEST_F(GcpNodeClient, GoogleapisDrivesTheEmulatorThroughTheJwtTokenFlow) {
   EXPECT_EQ(out["delete"]["operationType"], "delete");
   EXPECT_EQ(out["delete"]["done_status"], "DONE");
   EXPECT_EQ(out["delete"]["get_after"], 404);
+
+  // services.skus.list of the Cloud Billing Catalog, one SKU per page.
+  const json& billing = out["billing_skus"];
+  ASSERT_TRUE(billing.contains("skus")) << billing.dump();
+  ASSERT_EQ(billing["skus"].size(), 3u);
+  EXPECT_EQ(billing["pages"], 3);
+  const json& gpu = billing["skus"][2];
+  EXPECT_EQ(gpu["skuId"], "AAAA-0000-0003");
+  EXPECT_EQ(gpu["description"], "Nvidia L4 GPU attached to Spot Preemptible VMs running in Americas");
+  EXPECT_EQ(gpu["usageType"], "Preemptible");
+  EXPECT_EQ(gpu["resourceGroup"], "GPU");
+  EXPECT_EQ(gpu["serviceRegions"], json::array({"us-central1", "us-east1"}));
+  EXPECT_EQ(gpu["usageUnit"], "h");
+  EXPECT_EQ(gpu["units"], "1");
+  EXPECT_EQ(gpu["nanos"], 250000000);
+  EXPECT_EQ(gpu["currencyCode"], "USD");
+  EXPECT_EQ(billing["skus"][1]["usageUnit"], "GiBy.h");
+  EXPECT_FALSE(gpu["effectiveTime"].get<std::string>().empty());
 
   EXPECT_EQ(out["preempted"]["count"], 1);
   EXPECT_EQ(out["preempted"]["status"], "DONE");

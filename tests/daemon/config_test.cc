@@ -303,6 +303,39 @@ cloud:
       << no_region.error().message();
 }
 
+TEST(DaemonConfig, GcpSpotPricesComeFromTheBillingCatalogUnlessDisabled) {
+  const std::string head =
+      "apiVersion: gpuscaler/v1\nkind: DaemonConfig\ncluster_name: t\npolicy: p.yaml\ncloud:\n  provider: "
+      "gcp\n"
+      "  gcp:\n    region: us-central1\n";
+  Result<DaemonConfig> defaults = ParseDaemonConfig(head, "d.yaml");
+  ASSERT_TRUE(defaults.ok()) << defaults.error().message();
+  EXPECT_TRUE(defaults->cloud.gcp.billing_catalog.enabled);
+  EXPECT_EQ(defaults->cloud.gcp.billing_catalog.refresh, Seconds(3600));
+  EXPECT_EQ(defaults->cloud.gcp.billing_catalog.endpoint, "");
+
+  Result<DaemonConfig> set = ParseDaemonConfig(
+      head + "    billing_catalog: {enabled: false, refresh: 6h, endpoint: \"http://127.0.0.1:8085/v1/\"}\n",
+      "d.yaml");
+  ASSERT_TRUE(set.ok()) << set.error().message();
+  EXPECT_FALSE(set->cloud.gcp.billing_catalog.enabled);
+  EXPECT_EQ(set->cloud.gcp.billing_catalog.refresh, Seconds(6 * 3600));
+  EXPECT_EQ(set->cloud.gcp.billing_catalog.endpoint, "http://127.0.0.1:8085/v1/");
+
+  Result<DaemonConfig> bad = ParseDaemonConfig(
+      head +
+          "    billing_catalog:\n      refresh: 10s\n      endpoint: cloudbilling.local\n      every: 1h\n",
+      "d.yaml");
+  ASSERT_FALSE(bad.ok());
+  const std::string& m = bad.error().message();
+  EXPECT_NE(m.find("cloud.gcp.billing_catalog.refresh: must be between 1m and 24h"), std::string::npos) << m;
+  EXPECT_NE(m.find("cloud.gcp.billing_catalog.endpoint: must start with http:// or https://"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("every"), std::string::npos) << m;
+  EXPECT_NE(m.find("d.yaml:10:"), std::string::npos) << m;  // the refresh's line
+}
+
 TEST(DaemonConfig, EveryGcpPoolNeedsGroupsOrATemplate) {
   const PolicyLoadResult policy = ParsePolicy(
       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"

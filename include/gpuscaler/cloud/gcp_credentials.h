@@ -159,7 +159,9 @@ class MetadataTokenSource final : public CachedTokenSource {
 // The Application Default Credentials for `env` (order above). A key file
 // named by GOOGLE_APPLICATION_CREDENTIALS that cannot be read or parsed is an
 // error (kAuth naming the file), not a reason to fall through to the
-// metadata server. `transport` must outlive the source.
+// metadata server. `scope`: space-separated OAuth scopes (the metadata
+// server is asked for them as its comma-separated `scopes`). `transport`
+// must outlive the source.
 Result<std::unique_ptr<TokenSource>> DefaultTokenSource(const Environment& env, Transport& transport,
                                                         const FileReader& read_file,
                                                         std::string scope = kComputeScope);

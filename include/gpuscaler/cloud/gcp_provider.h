@@ -1,6 +1,6 @@
 // GcpProvider: the CloudProvider on Google Cloud (Compute Engine v1 REST:
 // managed instance groups, instances.bulkInsert, instances.aggregatedList,
-// zoneOperations).
+// zoneOperations; Spot prices from the Cloud Billing Catalog API).
 //
 // Ownership: an installation is named by `cluster_name`. Instances carry the
 // label gpuscaler-cluster=<ClusterLabel> and gpuscaler-pool=<LabelValue(pool)>;
@@ -68,9 +68,23 @@
 //    operation whose instance is not listed yet is looked at again at the
 //    next poll: after a restart the inventory comes first), as a
 //    notice with deadline = insertTime + `interruption_notice` (30 s on GCP).
-//  - SpotPrices: none. Spot prices on GCP come from the catalog (and, in the
-//    simulator, from price files): Compute Engine has no spot price history
-//    API.
+//  - SpotPrices: with `billing_catalog.enabled` and a billing client, the
+//    Spot price of every machine type of `billing_catalog.machine_types` that
+//    can be priced fully, composed from the Cloud Billing Catalog's Compute
+//    Engine SKUs (gcp_billing_catalog.h: services.skus.list, every page,
+//    currencyCode USD) for `region`, one SpotPrice per (machine type, zone of
+//    `billing_catalog.zones`, else of `zones`; the region itself when both
+//    are empty), `time` = the latest effectiveTime of its components, sorted
+//    by time then type and zone. The catalog publishes only the prices in
+//    force, so each is the price in force at `since` (its time earlier) or a
+//    change after it. The catalog is read at most every
+//    `billing_catalog.refresh`; other calls answer the prices of the last
+//    read. A read that fails (transport, 403 permission or API not enabled,
+//    a malformed page) returns its error, categorised as GcpClient does, and
+//    the next read is tried `billing_catalog.retry` later (until then the
+//    calls answer the last good prices, or none). Machine types that lack a
+//    component are left out and named by unpriced_machine_types(). Without
+//    a billing client (disabled): none; the catalog's prices stand.
 // Throttles and 5xx are retried by the GcpClient. Not thread-safe.
 #pragma once
 
@@ -105,6 +119,17 @@ struct GcpPoolTarget {
   bool uses_migs() const { return !migs.empty() || !mig_pattern.empty(); }
 };
 
+// Spot prices from the Cloud Billing Catalog (SpotPrices above).
+struct GcpBillingCatalogOptions {
+  bool enabled = false;
+  std::chrono::seconds refresh{3600};  // the catalog is read at most this often
+  std::chrono::seconds retry{300};     // after a failed read (at most `refresh`)
+  // The shapes to price (the daemon's catalog's instance types).
+  std::vector<InstanceType> machine_types;
+  // The zones prices are given for (empty: GcpProviderOptions::zones).
+  std::vector<std::string> zones;
+};
+
 struct GcpProviderOptions {
   // This installation's name (required non-empty; see the header comment).
   std::string cluster_name;
@@ -121,11 +146,16 @@ struct GcpProviderOptions {
   std::chrono::milliseconds poll_interval{2000};
   std::chrono::seconds interruption_notice{30};
   std::chrono::seconds quota_recheck{900};
+  GcpBillingCatalogOptions billing_catalog;
 };
 
 class GcpProvider final : public CloudProvider {
  public:
-  GcpProvider(GcpProviderOptions options, GcpClient& client);
+  // `billing`: the Cloud Billing client SpotPrices reads the catalog with
+  // (its endpoint kCloudBillingEndpoint or an emulator's); nullptr, or
+  // `billing_catalog.enabled` false: no prices. Both clients must outlive
+  // the provider.
+  GcpProvider(GcpProviderOptions options, GcpClient& client, GcpClient* billing = nullptr);
 
   Result<LaunchResult> Launch(const LaunchRequest& request) override;
   Status Terminate(const std::vector<std::string>& instance_ids) override;
@@ -153,6 +183,10 @@ class GcpProvider final : public CloudProvider {
   static std::string MachineFamily(std::string_view machine_type);
 
   int quota_blocked_offerings() const { return quota_skips_; }
+  // Catalog reads that succeeded, and the machine types the last one could
+  // not price fully ("a3-highgpu-8g: no Spot Local SSD SKU for us-central1").
+  int billing_catalog_reads() const { return billing_reads_; }
+  const std::vector<std::string>& unpriced_machine_types() const { return unpriced_; }
 
  private:
   struct Created {
@@ -212,6 +246,8 @@ class GcpProvider final : public CloudProvider {
   void BlockQuota(const Offering& offering, const GcpErrorItem& error);
   // The region's {limit, usage} of `metric`, or nullopt.
   std::optional<std::pair<double, double>> RegionQuota(const std::string& region, const std::string& metric);
+  // Reads the catalog (every page) into spot_prices_ and unpriced_.
+  Status ReadBillingCatalog();
 
   GcpProviderOptions options_;
   GcpClient& client_;
@@ -224,6 +260,11 @@ class GcpProvider final : public CloudProvider {
   // Preemption operations already reported, by name, with when they were seen.
   std::map<std::string, SteadyTime> seen_operations_;
   std::optional<WallTime> first_poll_;
+  GcpClient* billing_ = nullptr;
+  std::vector<SpotPrice> spot_prices_;  // of the last good catalog read, sorted
+  std::vector<std::string> unpriced_;
+  std::optional<SteadyTime> next_catalog_read_;
+  int billing_reads_ = 0;
 };
 
 }  // namespace gpuscaler::cloud

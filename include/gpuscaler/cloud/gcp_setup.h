@@ -19,6 +19,11 @@ namespace gpuscaler::cloud {
 struct GcpSetupOptions {
   // Empty: kComputeEndpoint.
   std::string endpoint;
+  // The Cloud Billing v1 base URL, used when provider.billing_catalog is
+  // enabled. Empty: kCloudBillingEndpoint, or, when `endpoint` names another
+  // server (an emulator), that server's "/v1/" (scheme, host and port of
+  // `endpoint`).
+  std::string billing_endpoint;
   std::chrono::milliseconds http_timeout{10000};
   RetryPolicy retry;
   uint64_t seed = 1;
@@ -32,13 +37,16 @@ struct GcpStack {
   std::unique_ptr<Transport> transport;
   std::unique_ptr<TokenSource> tokens;
   std::unique_ptr<GcpClient> client;
+  std::unique_ptr<GcpClient> billing_client;  // null when the billing catalog is disabled
   std::unique_ptr<GcpProvider> provider;
   std::string project;
 };
 
 // kConfig when no project can be found, kAuth when a credentials file named
 // by GOOGLE_APPLICATION_CREDENTIALS cannot be used. Tokens themselves are
-// fetched on the first call (a rejected key shows as kAuth errors then).
+// fetched on the first call (a rejected key shows as kAuth errors then);
+// with the billing catalog enabled they carry the scope
+// kCloudBillingReadonlyScope besides kComputeScope.
 Result<GcpStack> MakeGcpStack(const GcpSetupOptions& options, const Environment& env, const Clock& clock);
 
 }  // namespace gpuscaler::cloud

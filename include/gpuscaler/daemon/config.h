@@ -75,6 +75,15 @@ struct GcpPoolSettings {
   std::string instance_template;            // bare pools (bulkInsert)
 };
 
+// provider "gcp": Spot prices from the Cloud Billing Catalog (docs/gcp.md#prices).
+struct GcpBillingCatalogSettings {
+  bool enabled = true;
+  Seconds refresh{3600};  // the catalog is read at most this often
+  // The Cloud Billing v1 base URL; empty: Google's (or, with `endpoint` set
+  // to an emulator, the emulator's /v1/).
+  std::string endpoint;
+};
+
 // provider "gcp" (docs/gcp.md).
 struct GcpSettings {
   std::string project;  // empty: the service-account key's project_id
@@ -89,6 +98,7 @@ struct GcpSettings {
   // How long a QUOTA_EXCEEDED blocks its offerings at most when the quota
   // cannot be read back (regions.get).
   Seconds quota_recheck{900};
+  GcpBillingCatalogSettings billing_catalog;
   bool configured() const { return !region.empty(); }
 };
 

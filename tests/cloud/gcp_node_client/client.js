@@ -20,7 +20,7 @@ if (!url || !keyFile || !strangerKeyFile) {
 }
 const key = require(keyFile);
 const project = key.project_id;
-const scopes = ['https://www.googleapis.com/auth/compute'];
+const scopes = ['https://www.googleapis.com/auth/compute', 'https://www.googleapis.com/auth/cloud-billing.readonly'];
 
 // google-auth-library posts the JWT-bearer grant to the fixed
 // https://oauth2.googleapis.com/token and ignores the key file's token_uri.
@@ -214,6 +214,37 @@ async function main() {
       await sleep(100);
     }
     return {count: 0};
+  });
+
+  // The Cloud Billing Catalog: Compute Engine's SKUs, one per page.
+  await step(out, 'billing_skus', async () => {
+    const billing = google.cloudbilling({version: 'v1', auth: client, rootUrl: url + '/'});
+    const skus = [];
+    let pageToken;
+    let pages = 0;
+    do {
+      const {data} = await billing.services.skus.list({
+        parent: 'services/6F81-5844-456A', currencyCode: 'USD', pageSize: 1, pageToken,
+      });
+      for (const sku of data.skus || []) {
+        const price = sku.pricingInfo[0].pricingExpression.tieredRates[0].unitPrice;
+        skus.push({
+          skuId: sku.skuId,
+          description: sku.description,
+          usageType: sku.category.usageType,
+          resourceGroup: sku.category.resourceGroup,
+          serviceRegions: sku.serviceRegions,
+          usageUnit: sku.pricingInfo[0].pricingExpression.usageUnit,
+          effectiveTime: sku.pricingInfo[0].effectiveTime,
+          units: price.units,
+          nanos: price.nanos,
+          currencyCode: price.currencyCode,
+        });
+      }
+      pageToken = data.nextPageToken;
+      pages++;
+    } while (pageToken && pages < 50);
+    return {skus, pages};
   });
 
   process.stdout.write(JSON.stringify(out) + '\n');
