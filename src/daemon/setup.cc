@@ -101,6 +101,13 @@ void GcpBillingCatalogOptionsFrom(const GcpSettings& g, const Catalog& catalog,
   }
 }
 
+// Where the GCP provider's Spot prices come from, for the start log.
+std::string SpotPriceSource(const cloud::GcpStack& stack, const GcpSettings& g) {
+  if (!stack.billing_client) return "the catalog's (cloud.gcp.billing_catalog.enabled: false)";
+  return "Cloud Billing Catalog at " + stack.billing_client->options().endpoint + ", every " +
+         FormatDuration(g.billing_catalog.refresh);
+}
+
 // The GCP provider and everything it uses, kept alive by the setup.
 struct GcpCloud {
   SystemClock clock;
@@ -350,11 +357,7 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options, const Simulate
     spdlog::info("cloud: GCP project {} region {} at {} (credentials: {}); Spot prices: {}",
                  (*gcp)->stack.project, config.cloud.gcp.region,
                  config.cloud.gcp.endpoint.empty() ? cloud::kComputeEndpoint : config.cloud.gcp.endpoint,
-                 (*gcp)->stack.tokens->Name(),
-                 (*gcp)->stack.billing_client
-                     ? "Cloud Billing Catalog at " + (*gcp)->stack.billing_client->options().endpoint +
-                           ", every " + FormatDuration(config.cloud.gcp.billing_catalog.refresh)
-                     : std::string("the catalog's (cloud.gcp.billing_catalog.enabled: false)"));
+                 (*gcp)->stack.tokens->Name(), SpotPriceSource((*gcp)->stack, config.cloud.gcp));
   } else {
     Result<std::shared_ptr<AwsCloud>> aws = MakeAwsCloud(config, *catalog);
     if (!aws) return aws.error();
