@@ -202,6 +202,9 @@ class Planner {
   void SetAllowances(const std::vector<double>& totals);
   void GroupUnits();
   void BuildGroups();
+  // Sets existing_ to every node's InitExisting bin and existing_order_ to
+  // the accepting ones in placement order. Both depend on the snapshot
+  // only: the first call builds them, later calls copy the bins back.
   void BuildExisting();
   // Existing node `node` as the snapshot has it: its free room after its
   // running work, nothing pending on it.
@@ -332,6 +335,8 @@ class Planner {
   std::vector<int> unit_group_;
   std::vector<std::vector<int>> opt_groups_;
   std::vector<Bin> existing_;            // by node index
+  std::vector<Bin> existing_initial_;    // InitExisting of each node (BuildExisting)
+  bool existing_built_ = false;
   std::vector<int> existing_order_;      // accepting bins, placement order
   std::vector<std::vector<double>> existing_zone_gpu_;  // class x zone
   std::vector<std::vector<double>> existing_pool_gpu_;  // class x spot domain (only with max_pool_share < 1)

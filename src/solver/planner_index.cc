@@ -555,6 +555,10 @@ void Planner::InitExisting(int node, Bin& b) const {
 }
 
 void Planner::BuildExisting() {
+  if (existing_built_) {
+    existing_ = existing_initial_;  // reuses the bins' storage where it can
+    return;
+  }
   existing_.assign(snap_.nodes.size(), Bin{});
   existing_order_.clear();
   for (size_t i = 0; i < snap_.nodes.size(); ++i) InitExisting(int(i), existing_[i]);
@@ -569,6 +573,8 @@ void Planner::BuildExisting() {
     if (x.free_whole != y.free_whole) return x.free_whole < y.free_whole;
     return a < c;
   });
+  existing_initial_ = existing_;
+  existing_built_ = true;
 }
 
 }  // namespace gpuscaler::solver_detail

@@ -351,7 +351,7 @@ void Planner::UseFreeRoom(State& st) {
     Consume(groups_[g], b, -double(removed), st.allow);
     delta -= removed * Risk(groups_[g], b);
     if (node >= 0) {
-      InitExisting(node, b);
+      b = existing_initial_[node];
       for (auto [h, t] : kept) {
         Take(b, groups_[h].shape, groups_[h].mig_by_type[b.type], t);  // a subset of what fitted: fits
         b.content.emplace_back(h, t);
