@@ -150,11 +150,10 @@ int Planner::BlockOf(const Group& g, int option, const State& st) const {
   if (g.gpu_w > 0 && classes_[g.cls].pool_limited) {
     if (const int sp = SpotPoolOf(o); sp >= 0 && st.allow.spot_pool[g.cls][sp] < g.gpu_w - kEps) return kBlockSpot;
   }
-  NodeOffer zone_only = o;  // the spot share and the team's cap are checked above
-  zone_only.spot = false;
-  Group zone_group = g;
-  zone_group.team = -1;
-  if (Limit(zone_group, zone_only, st.allow) == 0) return kBlockZone;
+  // Limit's zone term alone (the spot share and the team's cap are checked
+  // above): it allows no unit exactly when the zone has less than one left.
+  if (g.gpu_w > 0 && classes_[g.cls].zone_limited && o.zone >= 0 && st.allow.zone[g.cls][o.zone] < g.gpu_w - kEps)
+    return kBlockZone;
   return kBlockNone;
 }
 
