@@ -10,9 +10,14 @@
 
 namespace gpuscaler::solver_detail {
 
-void Planner::Greedy(State& st, const std::vector<int>& rank) const {
-  std::vector<std::vector<int>> og(options_.size());
-  std::vector<int> active;
+const GreedyOrder& Planner::GreedyOrderFor(const std::vector<int>& rank) {
+  for (const GreedyOrder& known : greedy_orders_)
+    if (known.rank == rank) return known;
+  GreedyOrder& made = greedy_orders_.emplace_back();
+  made.rank = rank;
+  std::vector<std::vector<int>>& og = made.groups_by_option;
+  std::vector<int>& active = made.active;
+  og.resize(options_.size());
   for (size_t o = 0; o < options_.size(); ++o) {
     og[o] = opt_groups_[o];
     std::stable_sort(og[o].begin(), og[o].end(), [&](int a, int b) { return rank[a] < rank[b]; });
@@ -62,6 +67,12 @@ void Planner::Greedy(State& st, const std::vector<int>& rank) const {
       if (!dominated[o]) active[kept++] = o;
     active.resize(kept);
   }
+  return made;
+}
+
+void Planner::Greedy(State& st, const GreedyOrder& order) const {
+  const std::vector<std::vector<int>>& og = order.groups_by_option;
+  std::vector<int> active = order.active;
   Bin scratch, best;
   // Allowances taken by the bin being evaluated: GPUs per class, USD per team.
   std::vector<double> used(classes_.size(), 0);
@@ -147,7 +158,7 @@ void Planner::Greedy(State& st, const std::vector<int>& rank) const {
     st.pool_cost[o.pool] += o.price * m;
     st.cost += o.price * m;
     st.added += int(m);
-    st.bins.push_back(best);
+    st.bins.push_back(std::move(best));  // best is refilled before it is read again
   }
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <map>
@@ -183,6 +184,16 @@ struct State {
   std::vector<char> cut_by_team;  // per group: that prefix was its team's
 };
 
+// What Greedy needs of one ranking of the groups (`rank`: position per
+// group), built once per plan: each option's groups in rank order, and the
+// options that may win (open to some group, not dominated; see
+// Planner::GreedyOrderFor).
+struct GreedyOrder {
+  std::vector<int> rank;
+  std::vector<std::vector<int>> groups_by_option;
+  std::vector<int> active;
+};
+
 enum Block { kBlockNone = 0, kBlockBudget, kBlockTeamBudget, kBlockTick, kBlockPoolMax, kBlockSpot, kBlockZone };
 
 class Planner {
@@ -288,7 +299,10 @@ class Planner {
   // pending work off existing spot nodes into room with less risk. Keeps
   // every move that lowers the expected cost.
   void UseFreeRoom(State& st);
-  void Greedy(State& st, const std::vector<int>& order) const;
+  // The GreedyOrder of `rank`, built on first use; references stay valid
+  // for the planner's life.
+  const GreedyOrder& GreedyOrderFor(const std::vector<int>& rank);
+  void Greedy(State& st, const GreedyOrder& order) const;
   void Classify(State& st) const;
   // With `thorough` (small inputs) the moves also split bulk bins: a few
   // copies of one bin merge with copies of another, and a class's spot
@@ -334,6 +348,7 @@ class Planner {
   std::vector<Group> groups_;
   std::vector<int> unit_group_;
   std::vector<std::vector<int>> opt_groups_;
+  std::deque<GreedyOrder> greedy_orders_;  // GreedyOrderFor's, by first use
   std::vector<Bin> existing_;            // by node index
   std::vector<Bin> existing_initial_;    // InitExisting of each node (BuildExisting)
   bool existing_built_ = false;

@@ -730,7 +730,7 @@ State Planner::ScaleUp(const State& base) {
     bool have = false;
     for (const auto& rank : ranks) {
       State st = start;
-      Greedy(st, rank);
+      Greedy(st, GreedyOrderFor(rank));
       if (opts_.local_search) LocalSearch(st, pending <= opts_.multi_start_max_units);
       if (!have || Unplaced(st) < Unplaced(best) ||
           (Unplaced(st) == Unplaced(best) && TotalCost(st) < TotalCost(best) - 1e-9)) {
