@@ -31,13 +31,18 @@ int Planner::Unplaced(const State& st) const {
 }
 
 void Planner::LocalSearch(State& st, bool thorough) const {
+  // Scratch copies, assigned rather than built per try so their storage is
+  // reused: the allowances a move is checked against, and the state a try
+  // starts from (swapped back to undo it).
+  Allowances allow;
+  State saved;
   // Applies `content` x `mult` moving from (old option) to `option`: checks
   // pool max, budgets and allowances; updates the state when it fits.
   auto try_move = [&](Bin& from, int option, const Bin& candidate) -> bool {
     const Option& no = options_[option];
     const Option& oo = options_[from.option];
     const int m = from.mult;
-    Allowances allow = st.allow;
+    allow = st.allow;
     for (auto [g, t] : from.content) Consume(groups_[g], from, -double(t) * m, allow);
     for (auto [g, t] : candidate.content) {
       Consume(groups_[g], candidate, double(t) * m, allow);
@@ -52,15 +57,14 @@ void Planner::LocalSearch(State& st, bool thorough) const {
       if (p.budget_hard && st.pool_cost[no.pool] + (no.price - oo.price) * m > p.budget + kEps) return false;
     }
     if (global_budget_hard_ && st.cost + (no.price - oo.price) * m > global_budget_ + kEps) return false;
-    st.allow = std::move(allow);
+    std::swap(st.allow, allow);
     st.pool_count[oo.pool] -= m;
     st.pool_cost[oo.pool] -= oo.price * m;
     st.pool_count[no.pool] += m;
     st.pool_cost[no.pool] += no.price * m;
     st.cost += (no.price - oo.price) * m;
-    Bin moved = candidate;
-    moved.mult = m;
-    from = std::move(moved);
+    from = candidate;  // never `from` itself
+    from.mult = m;
     return true;
   };
 
@@ -131,7 +135,7 @@ void Planner::LocalSearch(State& st, bool thorough) const {
           if (BinCost(cand) >= both - 1e-9) continue;
           // Remove y first (frees its pool slot, budget and allowances), then move x.
           const Option& yo = options_[y.option];
-          State saved = st;
+          saved = st;
           for (auto [g, t] : y.content) Consume(groups_[g], y, -double(t), st.allow);
           st.pool_count[yo.pool] -= 1;
           st.pool_cost[yo.pool] -= yo.price;
@@ -145,7 +149,7 @@ void Planner::LocalSearch(State& st, bool thorough) const {
             improved = true;
             break;
           }
-          st = std::move(saved);
+          std::swap(st, saved);
           break;
         }
       }
@@ -198,7 +202,7 @@ void Planner::LocalSearch(State& st, bool thorough) const {
                 bool all = true;
                 for (auto [g, t] : content) all = all && groups_[g].cand_mask[o];
                 if (!all || !Refill(cand, o, content) || BinCost(cand) >= both - 1e-9) continue;
-                State saved = st;
+                saved = st;
                 release(st.bins[a], jx);
                 release(st.bins[c], jy);
                 if (admit(cand)) {
@@ -206,7 +210,7 @@ void Planner::LocalSearch(State& st, bool thorough) const {
                   improved = true;
                   done = true;
                 } else {
-                  st = std::move(saved);
+                  std::swap(st, saved);
                 }
                 break;
               }
@@ -222,8 +226,8 @@ void Planner::LocalSearch(State& st, bool thorough) const {
     int tries = 0;
     for (size_t i = 0; i < st.bins.size() && tries < 256; ++i) {
       ++tries;
-      State saved = st;
-      Bin victim = st.bins[i];
+      saved = st;
+      const Bin& victim = st.bins[i];  // not changed (nor moved) by the try
       bool ok = true;
       double added_risk = 0;
       for (auto [g, t] : victim.content) {
@@ -261,7 +265,7 @@ void Planner::LocalSearch(State& st, bool thorough) const {
         --i;  // try the same bin (or the one now at i) again
         improved = true;
       } else {
-        st = std::move(saved);
+        std::swap(st, saved);
       }
     }
     // 4. A class's spot share is spent where it saves the most: a bin that
@@ -294,7 +298,7 @@ void Planner::LocalSearch(State& st, bool thorough) const {
           const int copies = st.bins[b].mult;
           for (int j = thorough ? 1 : copies; j <= copies && !done; ++j) {
             if ((BinCost(to_od) - was) * j >= gain - 1e-9) break;  // dearer from here on
-            State saved = st;
+            saved = st;
             size_t moving = b;
             if (j < copies) {
               Bin part = st.bins[b];
@@ -308,7 +312,7 @@ void Planner::LocalSearch(State& st, bool thorough) const {
               improved = true;
               done = true;
             } else {
-              st = std::move(saved);
+              std::swap(st, saved);
             }
           }
           break;

@@ -400,12 +400,16 @@ void Planner::UseFreeRoom(State& st) {
   // 1. Close a new node (one copy of a bulk bin) by moving its units into
   //    free room; where a unit does not fit, a node (existing or new) may
   //    make room by moving another group's units elsewhere.
+  // What a try starts from, to go back to: assigned (their storage reused
+  // from try to try) and swapped back, never built afresh per try.
+  State saved, before;
+  std::vector<Bin> saved_existing, before_existing;
   int tries = 0;
   for (size_t i = 0; i < st.bins.size() && tries < 256; ++i) {
     if (st.bins[i].content.empty()) continue;
     ++tries;
-    State saved = st;
-    std::vector<Bin> saved_existing = existing_;
+    saved = st;
+    saved_existing = existing_;
     const Bin victim = st.bins[i];
     double delta = -BinCost(victim);  // one node of the bin
     std::vector<std::pair<int, int>> content = victim.content;
@@ -449,8 +453,8 @@ void Planner::UseFreeRoom(State& st) {
       }
       --i;  // the same bin (or the one now at i) again
     } else {
-      st = std::move(saved);
-      existing_ = std::move(saved_existing);
+      std::swap(st, saved);
+      existing_.swap(saved_existing);
     }
   }
   // 2. Pending work on existing spot nodes moves to free room with less risk;
@@ -463,8 +467,8 @@ void Planner::UseFreeRoom(State& st) {
       if (Risk(groups_[g], existing_[bi]) > kMinGain && std::find(risky.begin(), risky.end(), g) == risky.end())
         risky.push_back(g);
     for (int g : risky) {
-      State saved = st;
-      std::vector<Bin> saved_existing = existing_;
+      saved = st;
+      saved_existing = existing_;
       double delta = 0;
       const double here = Risk(groups_[g], existing_[bi]);
       const int moved = take_off(existing_[bi], bi, g, delta);
@@ -478,16 +482,16 @@ void Planner::UseFreeRoom(State& st) {
           continue;
         for (int h : others_on(existing_[ei], g)) {
           if (stay == 0) break;
-          State before = st;
-          std::vector<Bin> before_existing = existing_;
+          before = st;
+          before_existing = existing_;
           const double delta_before = delta;
           bool ok = true;
           const int k = evict_for(g, stay, h, ei, -1, -1, delta, ok);
           if (ok && k > 0 && delta - delta_before < k * here - kMinGain) {
             stay -= k;
           } else {
-            st = std::move(before);
-            existing_ = std::move(before_existing);
+            std::swap(st, before);
+            existing_.swap(before_existing);
             delta = delta_before;
           }
         }
@@ -501,8 +505,8 @@ void Planner::UseFreeRoom(State& st) {
         Consume(grp, b, back, st.allow);
       }
       if (back != stay || delta >= -kMinGain) {
-        st = std::move(saved);
-        existing_ = std::move(saved_existing);
+        std::swap(st, saved);
+        existing_.swap(saved_existing);
       }
     }
   }
