@@ -1,9 +1,9 @@
 // Private to the planner: the types its passes share and the class that runs
 // them. planner_index.cc builds the index (pools, options, classes, groups,
-// compatibility, static reasons, existing nodes); scale_up.cc, greedy.cc
-// and local_search.cc place pending work on new nodes; consolidation.cc
-// removes nodes; planner.cc assembles the Plan. See gpuscaler/solver/planner.h
-// for the contract.
+// compatibility, static reasons, existing nodes); fill_search.cc,
+// scale_up.cc, greedy.cc and local_search.cc place pending work on existing
+// nodes' free room and new nodes; consolidation.cc removes nodes; planner.cc
+// assembles the Plan. See gpuscaler/solver/planner.h for the contract.
 #pragma once
 
 #include <cstdint>
