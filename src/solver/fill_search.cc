@@ -4,6 +4,7 @@
 #include "planner_impl.h"
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 #include <set>
 #include <utility>
@@ -23,20 +24,81 @@ constexpr size_t kPermutedGroups = 5;
 constexpr size_t kSpotSubsetGroups = 3;
 constexpr double kSearchWork = 100000;
 constexpr int kMinSearchTries = 4;
+
+// Equal element by element, doubles by their bits: the same input, not
+// merely an equal one.
+template <typename T>
+bool SameBits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+template <typename T>
+bool SameBitsNested(const std::vector<std::vector<T>>& a, const std::vector<std::vector<T>>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!SameBits(a[i], b[i])) return false;
+  return true;
+}
+
+// Whether `a` and `b` are the same input to ScaleUp: every field of State
+// (a start state has no bins yet).
+bool SameStart(const State& a, const State& b) {
+  return a.bins.empty() && b.bins.empty() && SameBits(a.rem, b.rem) && SameBits(a.allow.spot, b.allow.spot) &&
+         SameBitsNested(a.allow.zone, b.allow.zone) && SameBitsNested(a.allow.spot_pool, b.allow.spot_pool) &&
+         SameBits(a.allow.team_usd, b.allow.team_usd) && SameBits(a.allow.no_spot, b.allow.no_spot) &&
+         SameBits(a.pool_count, b.pool_count) && SameBits(a.pool_cost, b.pool_cost) &&
+         std::memcmp(&a.cost, &b.cost, sizeof a.cost) == 0 && a.added == b.added && SameBits(a.blocked, b.blocked) &&
+         SameBits(a.team_blocked, b.team_blocked) && SameBits(a.budget_cut, b.budget_cut) &&
+         SameBits(a.cut_by_team, b.cut_by_team);
+}
+
 }  // namespace
+
+std::optional<FillTry> Planner::TryFill(const State& base, const std::vector<int>& order,
+                                        const std::vector<char>& no_spot, bool repair, FillMemo& memo) {
+  BuildExisting();
+  FillTry t;
+  t.order = order;
+  State start = base;
+  start.allow.no_spot = no_spot;
+  PlaceOnExisting(start, order);
+  std::vector<int> key(start.rem.begin(), start.rem.end());
+  key.insert(key.end(), no_spot.begin(), no_spot.end());
+  for (int bi : existing_order_) {
+    key.push_back(-1);
+    for (auto [g, k] : existing_[bi].content) {
+      key.push_back(g);
+      key.push_back(k);
+    }
+  }
+  if (!memo.filled.insert(std::move(key)).second) return std::nullopt;
+  ++memo.planned;
+  for (size_t g = 0; g < groups_.size(); ++g)
+    if (groups_[g].has_static_reason) start.rem[g] = 0;  // nothing new can hold them; reported as unplaced
+  // ScaleUp reads nothing but its start state and the planner's index:
+  // fills that leave the same units and allowances (other nodes' room
+  // taken alike) share one scale-up.
+  auto known = std::find_if(memo.scaled.begin(), memo.scaled.end(),
+                            [&](const auto& s) { return SameStart(s.first, start); });
+  if (known != memo.scaled.end()) {
+    t.st = known->second;
+  } else {
+    t.st = ScaleUp(start);
+    memo.scaled.emplace_back(std::move(start), t.st);
+  }
+  if (repair) UseFreeRoom(t.st);
+  t.unplaced = UnplacedByPriority(t.st);
+  t.cost = TotalCost(t.st);
+  for (const Bin& b : existing_) t.cost += b.risk;
+  t.existing = std::move(existing_);
+  return t;
+}
 
 State Planner::FillAndScaleUp(const State& base) {
   // Each try fills the free room of existing nodes in one order, then plans
   // new nodes for the rest. A plan wins by leaving less work unplaced
   // (higher priorities first), then by its expected cost: new nodes plus the
   // risk of what the free room took.
-  struct Tried {
-    State st;
-    std::vector<Bin> existing;
-    std::vector<int> unplaced;
-    double cost = 0;
-    std::vector<int> order;
-  };
   int pending = 0;
   for (int r : base.rem) pending += r;
   const bool small = pending <= opts_.multi_start_max_units;
@@ -44,41 +106,15 @@ State Planner::FillAndScaleUp(const State& base) {
   const int search_tries =
       search ? std::max(kMinSearchTries, int(kSearchWork / (double(options_.size()) * std::max(1, pending))))
              : 0;
-  int planned = 0;      // tries planned (not answered from `filled`)
-  int extra_tries = 0;  // of those, the extra search's
   // Tries whose free room ended up filled the same way (and with the same
   // groups kept off spot) plan the same new nodes: each is planned once.
-  std::set<std::vector<int>> filled;
-  auto attempt = [&](const std::vector<int>& order,
-                     const std::vector<char>& no_spot = {}) -> std::optional<Tried> {
-    BuildExisting();
-    Tried t;
-    t.order = order;
-    State start = base;
-    start.allow.no_spot = no_spot;
-    PlaceOnExisting(start, order);
-    std::vector<int> key(start.rem.begin(), start.rem.end());
-    key.insert(key.end(), no_spot.begin(), no_spot.end());
-    for (int bi : existing_order_) {
-      key.push_back(-1);
-      for (auto [g, k] : existing_[bi].content) {
-        key.push_back(g);
-        key.push_back(k);
-      }
-    }
-    if (!filled.insert(std::move(key)).second) return std::nullopt;
-    ++planned;
-    for (size_t g = 0; g < groups_.size(); ++g)
-      if (groups_[g].has_static_reason) start.rem[g] = 0;  // nothing new can hold them; reported as unplaced
-    t.st = ScaleUp(start);
-    if (small && opts_.local_search) UseFreeRoom(t.st);
-    t.unplaced = UnplacedByPriority(t.st);
-    t.cost = TotalCost(t.st);
-    for (const Bin& b : existing_) t.cost += b.risk;
-    t.existing = std::move(existing_);
-    return t;
+  FillMemo memo;
+  const int& planned = memo.planned;  // tries planned (not answered from memo.filled)
+  int extra_tries = 0;                // of those, the extra search's
+  auto attempt = [&](const std::vector<int>& order, const std::vector<char>& no_spot = {}) {
+    return TryFill(base, order, no_spot, small && opts_.local_search, memo);
   };
-  auto better = [](const Tried& a, const Tried& b) {
+  auto better = [](const FillTry& a, const FillTry& b) {
     // Fewer unplaced at the highest priority where they differ.
     for (size_t i = 0; i < a.unplaced.size() || i < b.unplaced.size(); i += 2) {
       if (i >= a.unplaced.size()) return true;
@@ -88,12 +124,12 @@ State Planner::FillAndScaleUp(const State& base) {
     }
     return a.cost < b.cost - 1e-9;
   };
-  auto keep_better = [&](std::optional<Tried>&& t, Tried& best) {
+  auto keep_better = [&](std::optional<FillTry>&& t, FillTry& best) {
     if (t && better(*t, best)) best = std::move(*t);
   };
   std::vector<double> lb(groups_.size());
   for (size_t g = 0; g < groups_.size(); ++g) lb[g] = groups_[g].lb;
-  Tried best = *attempt(ExistingFillOrder(lb));
+  FillTry best = *attempt(ExistingFillOrder(lb));
   // Other orders can only differ where some existing node had room left.
   bool free_room = false;
   for (int bi : existing_order_) {
@@ -176,7 +212,7 @@ State Planner::FillAndScaleUp(const State& base) {
       for (size_t k = 0; k < n; ++k) no_spot[limited[k]] = subsets ? (m >> k) & 1 : k + 1 == m;
       // Kept only when it places everything: what it leaves unplaced would
       // be classified (Classify) as if those groups could not use spot.
-      std::optional<Tried> t = attempt(order, no_spot);
+      std::optional<FillTry> t = attempt(order, no_spot);
       if (t && Unplaced(t->st) == 0) keep_better(std::move(t), best);
     }
   }

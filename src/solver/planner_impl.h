@@ -11,6 +11,8 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -169,7 +171,9 @@ struct PoolInfo {
   int disrupt_allow = 0;
 };
 
-// The mutable part of a scale-up attempt.
+// The mutable part of a scale-up attempt. FillAndScaleUp's memo compares
+// start states field by field (SameStart in fill_search.cc): a new field
+// goes there too.
 struct State {
   std::vector<int> rem;
   std::vector<Bin> bins;
@@ -182,6 +186,27 @@ struct State {
   std::vector<char> team_blocked;  // per group: blocked by its team's hard cap
   std::vector<int> budget_cut;  // per group: units left out by the budget prefix
   std::vector<char> cut_by_team;  // per group: that prefix was its team's
+};
+
+// One try of Planner::FillAndScaleUp: the new nodes planned after the free
+// room of existing nodes was filled in `order`, those nodes as filled, and
+// what ranks the try: units left unplaced by priority (UnplacedByPriority)
+// and its expected cost.
+struct FillTry {
+  State st;
+  std::vector<Bin> existing;
+  std::vector<int> unplaced;
+  double cost = 0;
+  std::vector<int> order;
+};
+
+// What the tries of one FillAndScaleUp share: the fills already planned
+// (units left, groups kept off spot, each existing node's content), how
+// many tries were planned, and each scale-up done, by its start state.
+struct FillMemo {
+  std::set<std::vector<int>> filled;
+  std::vector<std::pair<State, State>> scaled;  // (start, ScaleUp(start))
+  int planned = 0;
 };
 
 // What Greedy needs of one ranking of the groups (`rank`: position per
@@ -290,6 +315,11 @@ class Planner {
   // Rebuilds the existing nodes, fills their free room, scales up the rest;
   // on small inputs with free room several fill orders, keeping the best.
   State FillAndScaleUp(const State& base);
+  // One try of FillAndScaleUp: fills existing nodes' free room from `base`
+  // in `order` (groups in `no_spot` kept off spot), then ScaleUp, then with
+  // `repair` UseFreeRoom. Nothing when `memo` shows the fill was planned.
+  std::optional<FillTry> TryFill(const State& base, const std::vector<int>& order, const std::vector<char>& no_spot,
+                                 bool repair, FillMemo& memo);
   // Whether units of `g` may go on existing node bin `b` (pool, zone, type
   // pin, fit, capacity type); allowances are the caller's.
   bool MayUseExisting(const Group& g, const Bin& b) const;
