@@ -4,6 +4,7 @@
 #include "planner_impl.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 #include <optional>
 #include <set>
@@ -90,8 +91,33 @@ std::optional<FillTry> Planner::TryFill(const State& base, const std::vector<int
   t.unplaced = UnplacedByPriority(t.st);
   t.cost = TotalCost(t.st);
   for (const Bin& b : existing_) t.cost += b.risk;
-  t.existing = std::move(existing_);
+  SaveFilled(t.filled);
   return t;
+}
+
+void Planner::SaveFilled(std::vector<std::pair<int, Bin>>& out) const {
+  size_t k = 0;
+  for (size_t bi = 0; bi < existing_.size(); ++bi) {
+    if (existing_[bi].content.empty()) continue;
+    if (k == out.size()) out.emplace_back();
+    out[k].first = int(bi);
+    out[k].second = existing_[bi];  // assigned: reuses the storage of an earlier save
+    ++k;
+  }
+  out.resize(k);
+}
+
+void Planner::RestoreFilled(const std::vector<std::pair<int, Bin>>& saved) {
+  for (size_t bi = 0; bi < existing_.size(); ++bi) {
+    Bin& b = existing_[bi];
+    if (b.content.empty()) {
+      assert(b.free_whole == existing_initial_[bi].free_whole && b.free_cpu == existing_initial_[bi].free_cpu &&
+             b.free_mem == existing_initial_[bi].free_mem && b.parts.size() == existing_initial_[bi].parts.size());
+      continue;
+    }
+    b = existing_initial_[bi];
+  }
+  for (const auto& [bi, b] : saved) existing_[bi] = b;
 }
 
 State Planner::FillAndScaleUp(const State& base) {
@@ -131,10 +157,10 @@ State Planner::FillAndScaleUp(const State& base) {
   for (size_t g = 0; g < groups_.size(); ++g) lb[g] = groups_[g].lb;
   FillTry best = *attempt(ExistingFillOrder(lb));
   // Other orders can only differ where some existing node had room left.
-  bool free_room = false;
+  bool free_room = !best.filled.empty();  // the other nodes are as built
   for (int bi : existing_order_) {
-    const Bin& b = best.existing[bi];
-    free_room = free_room || !b.content.empty() || b.free_whole > 0 || b.free_cpu > 0;
+    const Bin& b = existing_initial_[bi];
+    free_room = free_room || b.free_whole > 0 || b.free_cpu > 0;
   }
   if (free_room) {
     std::vector<std::vector<int>> orders;
@@ -155,7 +181,7 @@ State Planner::FillAndScaleUp(const State& base) {
       std::vector<int> fillable, rest;
       for (int g : scarce) {
         bool may = false;
-        for (int bi : existing_order_) may = may || MayUseExisting(groups_[g], best.existing[bi]);
+        for (int bi : existing_order_) may = may || MayUseExisting(groups_[g], existing_initial_[bi]);
         (may && base.rem[g] > 0 && !groups_[g].has_static_reason ? fillable : rest).push_back(g);
       }
       auto with_rest = [&](std::vector<int> order) {
@@ -194,10 +220,12 @@ State Planner::FillAndScaleUp(const State& base) {
   // share is left to the others.
   if (search) {
     std::vector<char> on_spot(groups_.size(), 0);
-    for (const std::vector<Bin>* bins : {&best.existing, &best.st.bins})
-      for (const Bin& b : *bins)
-        if (b.spot)
-          for (auto [g, t] : b.content) on_spot[g] = 1;
+    for (const auto& [bi, b] : best.filled)
+      if (b.spot)
+        for (auto [g, t] : b.content) on_spot[g] = 1;
+    for (const Bin& b : best.st.bins)
+      if (b.spot)
+        for (auto [g, t] : b.content) on_spot[g] = 1;
     std::vector<int> limited;
     for (size_t g = 0; g < groups_.size(); ++g)
       if (on_spot[g] && best.st.allow.spot[groups_[g].cls] < kInf) limited.push_back(int(g));
@@ -216,7 +244,7 @@ State Planner::FillAndScaleUp(const State& base) {
       if (t && Unplaced(t->st) == 0) keep_better(std::move(t), best);
     }
   }
-  existing_ = std::move(best.existing);
+  RestoreFilled(best.filled);
   best.st.allow.no_spot.clear();  // a restriction of the search, not of later passes
   return std::move(best.st);
 }

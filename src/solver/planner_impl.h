@@ -189,12 +189,12 @@ struct State {
 };
 
 // One try of Planner::FillAndScaleUp: the new nodes planned after the free
-// room of existing nodes was filled in `order`, those nodes as filled, and
-// what ranks the try: units left unplaced by priority (UnplacedByPriority)
-// and its expected cost.
+// room of existing nodes was filled in `order`, the existing nodes that took
+// work (Planner::SaveFilled), and what ranks the try: units left unplaced by
+// priority (UnplacedByPriority) and its expected cost.
 struct FillTry {
   State st;
-  std::vector<Bin> existing;
+  std::vector<std::pair<int, Bin>> filled;
   std::vector<int> unplaced;
   double cost = 0;
   std::vector<int> order;
@@ -240,8 +240,17 @@ class Planner {
   void BuildGroups();
   // Sets existing_ to every node's InitExisting bin and existing_order_ to
   // the accepting ones in placement order. Both depend on the snapshot
-  // only: the first call builds them, later calls copy the bins back.
+  // only: the first call builds them, later calls reset the bins that took
+  // work (RestoreFilled).
   void BuildExisting();
+  // While FillAndScaleUp runs, a bin of existing_ that holds no pending
+  // work (content empty) is as existing_initial_ has it: work only lands
+  // with a content entry, and taking it off rebuilds the bin from
+  // existing_initial_. So the bins with content, and their index, are all
+  // of existing_: SaveFilled copies them into `out` (its storage reused),
+  // RestoreFilled sets existing_ back to what `saved` holds.
+  void SaveFilled(std::vector<std::pair<int, Bin>>& out) const;
+  void RestoreFilled(const std::vector<std::pair<int, Bin>>& saved);
   // Existing node `node` as the snapshot has it: its free room after its
   // running work, nothing pending on it.
   void InitExisting(int node, Bin& b) const;

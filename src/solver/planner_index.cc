@@ -556,7 +556,7 @@ void Planner::InitExisting(int node, Bin& b) const {
 
 void Planner::BuildExisting() {
   if (existing_built_) {
-    existing_ = existing_initial_;  // reuses the bins' storage where it can
+    RestoreFilled({});
     return;
   }
   existing_.assign(snap_.nodes.size(), Bin{});

@@ -385,15 +385,16 @@ void Planner::UseFreeRoom(State& st) {
   //    free room; where a unit does not fit, a node (existing or new) may
   //    make room by moving another group's units elsewhere.
   // What a try starts from, to go back to: assigned (their storage reused
-  // from try to try) and swapped back, never built afresh per try.
+  // from try to try) and swapped back, never built afresh per try; of the
+  // existing nodes, those that took work (SaveFilled).
   State saved, before;
-  std::vector<Bin> saved_existing, before_existing;
+  std::vector<std::pair<int, Bin>> saved_existing, before_existing;
   int tries = 0;
   for (size_t i = 0; i < st.bins.size() && tries < 256; ++i) {
     if (st.bins[i].content.empty()) continue;
     ++tries;
     saved = st;
-    saved_existing = existing_;
+    SaveFilled(saved_existing);
     const Bin victim = st.bins[i];
     double delta = -BinCost(victim);  // one node of the bin
     std::vector<std::pair<int, int>> content = victim.content;
@@ -438,7 +439,7 @@ void Planner::UseFreeRoom(State& st) {
       --i;  // the same bin (or the one now at i) again
     } else {
       std::swap(st, saved);
-      existing_.swap(saved_existing);
+      RestoreFilled(saved_existing);
     }
   }
   // 2. Pending work on existing spot nodes moves to free room with less risk;
@@ -452,7 +453,7 @@ void Planner::UseFreeRoom(State& st) {
         risky.push_back(g);
     for (int g : risky) {
       saved = st;
-      saved_existing = existing_;
+      SaveFilled(saved_existing);
       double delta = 0;
       const double here = Risk(groups_[g], existing_[bi]);
       const int moved = take_off(existing_[bi], bi, g, delta);
@@ -467,7 +468,7 @@ void Planner::UseFreeRoom(State& st) {
         for (int h : others_on(existing_[ei], g)) {
           if (stay == 0) break;
           before = st;
-          before_existing = existing_;
+          SaveFilled(before_existing);
           const double delta_before = delta;
           bool ok = true;
           const int k = evict_for(g, stay, h, ei, -1, -1, delta, ok);
@@ -475,7 +476,7 @@ void Planner::UseFreeRoom(State& st) {
             stay -= k;
           } else {
             std::swap(st, before);
-            existing_.swap(before_existing);
+            RestoreFilled(before_existing);
             delta = delta_before;
           }
         }
@@ -490,7 +491,7 @@ void Planner::UseFreeRoom(State& st) {
       }
       if (back != stay || delta >= -kMinGain) {
         std::swap(st, saved);
-        existing_.swap(saved_existing);
+        RestoreFilled(saved_existing);
       }
     }
   }
