@@ -236,7 +236,7 @@ void Planner::LocalSearch(State& st, bool thorough) const {
         Consume(grp, victim, -double(t), st.allow);  // released before re-placing
         for (size_t j = 0; j < st.bins.size() && left > 0; ++j) {
           Bin& d = st.bins[j];
-          if (j == i || d.mult != 1 || !grp.cand_mask[d.option]) continue;
+          if (j == i || d.mult != 1 || !grp.cand_mask[d.option] || NoRoomForOne(d, grp.shape)) continue;
           const int k = Take(d, grp.shape, grp.mig_by_type[d.type], std::min(left, Limit(grp, d, st.allow)));
           if (k <= 0) continue;
           d.content.emplace_back(g, k);

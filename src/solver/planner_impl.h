@@ -423,5 +423,11 @@ size_t DemandKeyHash(const DemandUnit& u);
 bool SameDemand(const DemandUnit& a, const DemandUnit& b);
 // Places up to `max` units of shape `s` on `b`; returns how many fit.
 int Take(Bin& b, const Shape& s, int mig_idx, int max);
+// True when `b` has too little vCPU, memory or whole GPUs left for one
+// unit of `s`: Take would place none (and change nothing). A cheap test
+// before the allowances are looked at.
+inline bool NoRoomForOne(const Bin& b, const Shape& s) {
+  return (s.cpu > 0 && b.free_cpu < s.cpu) || (s.mem > 0 && b.free_mem < s.mem) || (s.gpus > 0 && b.free_whole < s.gpus);
+}
 
 }  // namespace gpuscaler::solver_detail

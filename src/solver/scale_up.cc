@@ -197,7 +197,7 @@ void Planner::PlaceOnExisting(State& st, const std::vector<int>& order) {
     for (int bi : existing_order_) {
       if (st.rem[gi] == 0) break;
       Bin& b = existing_[bi];
-      if (!MayUseExisting(g, b)) continue;
+      if (!MayUseExisting(g, b) || NoRoomForOne(b, g.shape)) continue;
       const int t = Take(b, g.shape, g.mig_by_type[b.type], std::min(st.rem[gi], Limit(g, b, st.allow)));
       if (t <= 0) continue;
       b.content.emplace_back(gi, t);
@@ -264,6 +264,7 @@ void Planner::UseFreeRoom(State& st) {
   auto place_free = [&](int g, int count, int skip_new, int skip_new2, int skip_node, double max_risk, double& delta) {
     const Group& grp = groups_[g];
     auto put = [&](Bin& d) {
+      if (NoRoomForOne(d, grp.shape)) return;
       const double r = Risk(grp, d);
       if (r >= max_risk) return;
       const int k = Take(d, grp.shape, grp.mig_by_type[d.type], std::min(count, Limit(grp, d, st.allow)));
