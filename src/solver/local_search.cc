@@ -7,10 +7,11 @@
 namespace gpuscaler::solver_detail {
 
 bool Planner::Refill(Bin& b, int option, const std::vector<std::pair<int, int>>& content) const {
+  for (auto [g, t] : content)
+    if (!groups_[g].cand_mask[option]) return false;  // before the bin is touched: the cheap refusal
   InitBin(b, option);
   for (auto [g, t] : content) {
     const Group& grp = groups_[g];
-    if (!grp.cand_mask[option]) return false;
     if (Take(b, grp.shape, grp.mig_by_type[b.type], t) != t) return false;
     b.content.emplace_back(g, t);
     b.risk += t * Risk(grp, b);

@@ -280,8 +280,9 @@ class Planner {
   // The zone, capacity type, prices and replacement wait of `o` (pool and
   // type are the caller's, set before).
   void SetPrices(const Offering& o, NodeOffer& n) const;
-  // An empty node of type `t`: its GPU model and free GPUs, vCPU and memory.
-  void SetCapacity(const InstanceType& t, Bin& b) const;
+  // An empty node of snapshot instance type `type` (index): its GPU model
+  // and free GPUs, vCPU and memory.
+  void SetCapacity(int type, Bin& b) const;
   void InitBin(Bin& b, int option) const;
   double Risk(const Group& g, const NodeOffer& b) const;
   // A node's price per GPU: what a whole GPU of work there costs its team.
@@ -347,6 +348,9 @@ class Planner {
   // copies of one bin merge with copies of another, and a class's spot
   // share moves between bins a copy at a time.
   void LocalSearch(State& st, bool thorough) const;
+  // Sets `b` to one new node of `option` holding `content` ((group, units
+  // per node) pairs); false, with `b` unspecified, when a group may not
+  // use the option or the content does not fit.
   bool Refill(Bin& b, int option, const std::vector<std::pair<int, int>>& content) const;
   double BinCost(const Bin& b) const { return b.price + b.risk; }
   double TotalCost(const State& st) const;

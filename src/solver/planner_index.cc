@@ -303,8 +303,9 @@ void Planner::SetPrices(const Offering& o, NodeOffer& n) const {
   }
 }
 
-void Planner::SetCapacity(const InstanceType& t, Bin& b) const {
-  b.gpu = GpuOf(t);
+void Planner::SetCapacity(int type, Bin& b) const {
+  const InstanceType& t = snap_.instance_types[type];
+  b.gpu = gpu_by_type_[type];
   b.free_cpu = int64_t(t.vcpus) * 1000;
   b.free_mem = t.memory_mib;
   b.free_whole = t.gpu_count;
@@ -315,7 +316,7 @@ void Planner::InitBin(Bin& b, int option) const {
   static_cast<NodeOffer&>(b) = o;
   b.option = option;
   b.node = -1;
-  SetCapacity(snap_.instance_types[o.type], b);
+  SetCapacity(o.type, b);
   b.mult = 1;
   b.accepts = true;
   b.removed = false;
@@ -332,7 +333,7 @@ int Planner::FitOnEmpty(const Group& g, int type) const {
   int mig = -1;
   if (!UnitFitsType(*g.rep, t, GpuOf(t), &mig)) return 0;
   Bin b;
-  SetCapacity(t, b);
+  SetCapacity(type, b);
   const bool any_resource = g.shape.gpus || g.shape.milli || g.shape.mig || g.shape.cpu || g.shape.mem;
   // A unit asking for nothing still takes a slot: cap it so bins stay finite.
   return Take(b, g.shape, mig, any_resource ? 1 << 20 : 110);
@@ -534,7 +535,7 @@ void Planner::InitExisting(int node, Bin& b) const {
     b.accepts = false;
   if (b.type < 0) return;
   const InstanceType& it = snap_.instance_types[b.type];
-  SetCapacity(it, b);
+  SetCapacity(b.type, b);
   // Running work takes its resources first; MIG and whole GPUs before fractions.
   std::vector<int> order(n.running.size());
   for (size_t k = 0; k < order.size(); ++k) order[k] = int(k);
