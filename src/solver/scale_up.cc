@@ -558,7 +558,17 @@ State Planner::ScaleUp(const State& base) {
   auto solve = [&](const State& start) {
     State best;
     bool have = false;
+    // Greedy visits only the groups with units left, in rank order: a rank
+    // that orders those as an earlier one did plans the same bins again,
+    // which cannot beat the earlier plan.
+    std::vector<std::vector<int>> visit_orders;
     for (const auto& rank : ranks) {
+      std::vector<int> visit;
+      for (size_t g = 0; g < ng; ++g)
+        if (start.rem[g] > 0) visit.push_back(int(g));
+      std::sort(visit.begin(), visit.end(), [&](int a, int b) { return rank[a] < rank[b]; });
+      if (std::find(visit_orders.begin(), visit_orders.end(), visit) != visit_orders.end()) continue;
+      visit_orders.push_back(std::move(visit));
       State st = start;
       Greedy(st, GreedyOrderFor(rank));
       if (opts_.local_search) LocalSearch(st, pending <= opts_.multi_start_max_units);
