@@ -377,7 +377,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
                                     double moved_risk) {
       Replacement r;
       const double limit = src.price + risk_old - moved_risk - disruption - d.min_savings_usd_per_hour;
-      for (int o : options_by_price_) {
+      for (int o : pool_options_by_price_[src.pool]) {
         const Option& op = options_[o];
         if (op.price >= limit) break;
         if (op.pool != src.pool || !op.usable) continue;
@@ -506,17 +506,8 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
     old_total -= disruption;
     if (old_total < d.min_savings_usd_per_hour || (price > 0 && old_total / price < d.min_savings_fraction))
       return false;
-    // The group's units, largest first: (node, running index).
-    std::vector<std::pair<int, int>> units;
-    for (const GroupCand* gc : group)
-      for (size_t k = 0; k < snap_.nodes[gc->node].running.size(); ++k) units.emplace_back(gc->node, int(k));
-    auto unit_at = [&](const std::pair<int, int>& at) -> const DemandUnit& {
-      return snap_.nodes[at.first].running[at.second];
-    };
-    std::stable_sort(units.begin(), units.end(), [&](const auto& x, const auto& y) {
-      return GpuShare(unit_at(x)) > GpuShare(unit_at(y));
-    });
-    for (int o : options_by_price_) {
+    std::vector<std::pair<int, int>> units;  // (node, running index), largest first
+    for (int o : pool_options_by_price_[pool]) {
       const Option& op = options_[o];
       if (op.price >= old_total - d.min_savings_usd_per_hour) break;
       if (price > 0 && (old_total - op.price) / price < d.min_savings_fraction) break;
@@ -525,6 +516,14 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
       const InstanceType& t = snap_.instance_types[op.type];
       if (t.gpu_count < need_gpus - kEps || int64_t{t.vcpus} * 1000 < need_cpu || t.memory_mib < need_mem)
         continue;
+      if (units.empty()) {
+        for (const GroupCand* gc : group)
+          for (size_t k = 0; k < snap_.nodes[gc->node].running.size(); ++k) units.emplace_back(gc->node, int(k));
+        std::stable_sort(units.begin(), units.end(), [&](const auto& x, const auto& y) {
+          return GpuShare(snap_.nodes[x.first].running[x.second]) >
+                 GpuShare(snap_.nodes[y.first].running[y.second]);
+        });
+      }
       const Offering& off = snap_.offerings[op.offering];
       // Every unit of the group must fit (a scratch bin and allowance); the
       // plan's bin takes the units that move now.
@@ -644,7 +643,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
               cpu += std::max<int64_t>(0, u.cpu_milli);
               mem += std::max<int64_t>(0, u.memory_mib);
             }
-          for (int o : options_by_price_) {
+          for (int o : pool_options_by_price_[pool]) {
             const Option& op = options_[o];
             if (op.price >= limit) break;
             if (op.pool != pool || !op.usable) continue;

@@ -384,6 +384,7 @@ class Planner {
   std::vector<PoolInfo> pools_;
   std::vector<Option> options_;
   std::vector<int> options_by_price_;
+  std::vector<std::vector<int>> pool_options_by_price_;  // per pool: its options, in options_by_price_ order
   std::vector<ClassInfo> classes_;
   std::map<std::string, int> class_index_;
   std::vector<TeamInfo> teams_;

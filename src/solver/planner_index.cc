@@ -137,6 +137,8 @@ void Planner::BuildOptions() {
   for (size_t i = 0; i < options_.size(); ++i) options_by_price_[i] = int(i);
   std::stable_sort(options_by_price_.begin(), options_by_price_.end(),
                    [&](int a, int b) { return options_[a].price < options_[b].price; });
+  pool_options_by_price_.assign(pools_.size(), {});
+  for (int o : options_by_price_) pool_options_by_price_[options_[o].pool].push_back(o);
 }
 
 void Planner::BuildClasses() {
