@@ -95,12 +95,29 @@ std::optional<FillTry> Planner::TryFill(const State& base, const std::vector<int
   return t;
 }
 
+void Planner::IndexExistingRoom() {
+  existing_for_group_.assign(groups_.size(), {});
+  existing_room_for_group_.assign(groups_.size(), {});
+  std::vector<char> fillable(existing_.size(), 0);
+  for (size_t g = 0; g < groups_.size(); ++g)
+    for (int bi : existing_order_) {
+      if (!MayUseExisting(groups_[g], existing_initial_[bi])) continue;
+      existing_for_group_[g].push_back(bi);
+      if (NoRoomForOne(existing_initial_[bi], groups_[g].shape)) continue;
+      existing_room_for_group_[g].push_back(bi);
+      fillable[bi] = 1;
+    }
+  existing_fillable_.clear();
+  for (size_t bi = 0; bi < fillable.size(); ++bi)
+    if (fillable[bi]) existing_fillable_.push_back(int(bi));
+}
+
 void Planner::SaveFilled(std::vector<std::pair<int, Bin>>& out) const {
   size_t k = 0;
-  for (size_t bi = 0; bi < existing_.size(); ++bi) {
+  for (int bi : existing_fillable_) {
     if (existing_[bi].content.empty()) continue;
     if (k == out.size()) out.emplace_back();
-    out[k].first = int(bi);
+    out[k].first = bi;
     out[k].second = existing_[bi];  // assigned: reuses the storage of an earlier save
     ++k;
   }
@@ -108,15 +125,17 @@ void Planner::SaveFilled(std::vector<std::pair<int, Bin>>& out) const {
 }
 
 void Planner::RestoreFilled(const std::vector<std::pair<int, Bin>>& saved) {
+#ifndef NDEBUG
   for (size_t bi = 0; bi < existing_.size(); ++bi) {
-    Bin& b = existing_[bi];
-    if (b.content.empty()) {
-      assert(b.free_whole == existing_initial_[bi].free_whole && b.free_cpu == existing_initial_[bi].free_cpu &&
-             b.free_mem == existing_initial_[bi].free_mem && b.parts.size() == existing_initial_[bi].parts.size());
-      continue;
-    }
-    b = existing_initial_[bi];
+    const Bin& b = existing_[bi];
+    const Bin& initial = existing_initial_[bi];
+    assert(!b.content.empty() || (b.free_whole == initial.free_whole && b.free_cpu == initial.free_cpu &&
+                                  b.free_mem == initial.free_mem && b.parts.size() == initial.parts.size()));
+    assert(b.content.empty() || std::binary_search(existing_fillable_.begin(), existing_fillable_.end(), int(bi)));
   }
+#endif
+  for (int bi : existing_fillable_)
+    if (!existing_[bi].content.empty()) existing_[bi] = existing_initial_[bi];
   for (const auto& [bi, b] : saved) existing_[bi] = b;
 }
 
@@ -180,8 +199,7 @@ State Planner::FillAndScaleUp(const State& base) {
       const std::vector<int> scarce = ExistingFillOrder(lb);
       std::vector<int> fillable, rest;
       for (int g : scarce) {
-        bool may = false;
-        for (int bi : existing_order_) may = may || MayUseExisting(groups_[g], existing_initial_[bi]);
+        const bool may = !existing_for_group_[g].empty();
         (may && base.rem[g] > 0 && !groups_[g].has_static_reason ? fillable : rest).push_back(g);
       }
       auto with_rest = [&](std::vector<int> order) {

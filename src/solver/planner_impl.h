@@ -251,6 +251,9 @@ class Planner {
   // RestoreFilled sets existing_ back to what `saved` holds.
   void SaveFilled(std::vector<std::pair<int, Bin>>& out) const;
   void RestoreFilled(const std::vector<std::pair<int, Bin>>& saved);
+  // Sets existing_for_group_, existing_room_for_group_ and
+  // existing_fillable_ from existing_initial_ (BuildExisting).
+  void IndexExistingRoom();
   // Existing node `node` as the snapshot has it: its free room after its
   // running work, nothing pending on it.
   void InitExisting(int node, Bin& b) const;
@@ -397,6 +400,14 @@ class Planner {
   std::vector<Bin> existing_initial_;    // InitExisting of each node (BuildExisting)
   bool existing_built_ = false;
   std::vector<int> existing_order_;      // accepting bins, placement order
+  // Per group: the nodes of existing_order_ it may use (MayUseExisting), and
+  // those of them with room for one of its units as built. While
+  // FillAndScaleUp runs a node only loses room (taking work off rebuilds it
+  // from existing_initial_), so no other node takes pending work; the nodes
+  // some group has room on, by index, are existing_fillable_.
+  std::vector<std::vector<int>> existing_for_group_;
+  std::vector<std::vector<int>> existing_room_for_group_;
+  std::vector<int> existing_fillable_;
   std::vector<std::vector<double>> existing_zone_gpu_;  // class x zone
   std::vector<std::vector<double>> existing_pool_gpu_;  // class x spot domain (only with max_pool_share < 1)
   std::vector<double> class_total_gpu_;

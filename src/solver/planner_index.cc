@@ -578,6 +578,7 @@ void Planner::BuildExisting() {
   });
   existing_initial_ = existing_;
   existing_built_ = true;
+  IndexExistingRoom();
 }
 
 }  // namespace gpuscaler::solver_detail

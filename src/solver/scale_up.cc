@@ -194,10 +194,10 @@ bool Planner::MayUseExisting(const Group& g, const Bin& b) const {
 void Planner::PlaceOnExisting(State& st, const std::vector<int>& order) {
   for (int gi : order) {
     const Group& g = groups_[gi];
-    for (int bi : existing_order_) {
+    for (int bi : existing_room_for_group_[gi]) {
       if (st.rem[gi] == 0) break;
       Bin& b = existing_[bi];
-      if (!MayUseExisting(g, b) || NoRoomForOne(b, g.shape)) continue;
+      if (NoRoomForOne(b, g.shape)) continue;
       const int t = Take(b, g.shape, g.mig_by_type[b.type], std::min(st.rem[gi], Limit(g, b, st.allow)));
       if (t <= 0) continue;
       b.content.emplace_back(gi, t);
@@ -275,9 +275,9 @@ void Planner::UseFreeRoom(State& st) {
       Consume(grp, d, k, st.allow);
       count -= k;
     };
-    for (int bi : existing_order_) {
+    for (int bi : existing_room_for_group_[g]) {
       if (count == 0) break;
-      if (bi != skip_node && MayUseExisting(grp, existing_[bi])) put(existing_[bi]);
+      if (bi != skip_node) put(existing_[bi]);
     }
     for (size_t j = 0; j < st.bins.size() && count > 0; ++j)
       if (int(j) != skip_new && int(j) != skip_new2 && st.bins[j].mult == 1 && grp.cand_mask[st.bins[j].option])
@@ -407,9 +407,8 @@ void Planner::UseFreeRoom(State& st) {
     for (auto [g, t] : content) {
       int left = place_free(g, t, skip, -1, -1, kInf, delta);
       const Group& grp = groups_[g];
-      for (int bi : existing_order_) {
+      for (int bi : existing_for_group_[g]) {
         if (left == 0 || !ok) break;
-        if (!MayUseExisting(grp, existing_[bi])) continue;
         for (int h : others_on(existing_[bi], g)) {
           if (left == 0 || !ok) break;
           left -= evict_for(g, left, h, bi, -1, skip, delta, ok);
@@ -462,10 +461,9 @@ void Planner::UseFreeRoom(State& st) {
       const Group& grp = groups_[g];
       // Each eviction is kept only when what it costs (the evicted units'
       // new risk or new nodes) is less than the risk it saves.
-      for (int ei : existing_order_) {
+      for (int ei : existing_for_group_[g]) {
         if (stay == 0) break;
-        if (ei == bi || !MayUseExisting(grp, existing_[ei]) || Risk(grp, existing_[ei]) >= here - kMinGain)
-          continue;
+        if (ei == bi || Risk(grp, existing_[ei]) >= here - kMinGain) continue;
         for (int h : others_on(existing_[ei], g)) {
           if (stay == 0) break;
           before = st;
