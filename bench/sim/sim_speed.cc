@@ -64,8 +64,8 @@ void PrintRun(const char* label, const Timed& t) {
   std::printf("replay %.2f s wall, %.2f s CPU: %.0f ticks/s, %.0f jobs/s\n", t.wall_s, t.cpu_s,
               static_cast<double>(r.ticks) / t.wall_s, static_cast<double>(r.jobs_total) / t.wall_s);
   std::printf("answer: cost %.2f USD, completed %lld, unfinished %lld, launches %d, interruptions %d\n",
-              r.total_cost_usd, static_cast<long long>(r.jobs_completed), static_cast<long long>(r.jobs_unfinished),
-              r.launches, r.interruptions);
+              r.total_cost_usd, static_cast<long long>(r.jobs_completed),
+              static_cast<long long>(r.jobs_unfinished), r.launches, r.interruptions);
 }
 
 }  // namespace

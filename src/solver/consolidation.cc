@@ -518,7 +518,8 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
         continue;
       if (units.empty()) {
         for (const GroupCand* gc : group)
-          for (size_t k = 0; k < snap_.nodes[gc->node].running.size(); ++k) units.emplace_back(gc->node, int(k));
+          for (size_t k = 0; k < snap_.nodes[gc->node].running.size(); ++k)
+            units.emplace_back(gc->node, int(k));
         std::stable_sort(units.begin(), units.end(), [&](const auto& x, const auto& y) {
           return GpuShare(snap_.nodes[x.first].running[x.second]) >
                  GpuShare(snap_.nodes[y.first].running[y.second]);

@@ -48,9 +48,9 @@ bool SameStart(const State& a, const State& b) {
          SameBitsNested(a.allow.zone, b.allow.zone) && SameBitsNested(a.allow.spot_pool, b.allow.spot_pool) &&
          SameBits(a.allow.team_usd, b.allow.team_usd) && SameBits(a.allow.no_spot, b.allow.no_spot) &&
          SameBits(a.pool_count, b.pool_count) && SameBits(a.pool_cost, b.pool_cost) &&
-         std::memcmp(&a.cost, &b.cost, sizeof a.cost) == 0 && a.added == b.added && SameBits(a.blocked, b.blocked) &&
-         SameBits(a.team_blocked, b.team_blocked) && SameBits(a.budget_cut, b.budget_cut) &&
-         SameBits(a.cut_by_team, b.cut_by_team);
+         std::memcmp(&a.cost, &b.cost, sizeof a.cost) == 0 && a.added == b.added &&
+         SameBits(a.blocked, b.blocked) && SameBits(a.team_blocked, b.team_blocked) &&
+         SameBits(a.budget_cut, b.budget_cut) && SameBits(a.cut_by_team, b.cut_by_team);
 }
 
 }  // namespace
@@ -131,7 +131,8 @@ void Planner::RestoreFilled(const std::vector<std::pair<int, Bin>>& saved) {
     const Bin& initial = existing_initial_[bi];
     assert(!b.content.empty() || (b.free_whole == initial.free_whole && b.free_cpu == initial.free_cpu &&
                                   b.free_mem == initial.free_mem && b.parts.size() == initial.parts.size()));
-    assert(b.content.empty() || std::binary_search(existing_fillable_.begin(), existing_fillable_.end(), int(bi)));
+    assert(b.content.empty() ||
+           std::binary_search(existing_fillable_.begin(), existing_fillable_.end(), int(bi)));
   }
 #endif
   for (int bi : existing_fillable_)

@@ -331,8 +331,8 @@ class Planner {
   // One try of FillAndScaleUp: fills existing nodes' free room from `base`
   // in `order` (groups in `no_spot` kept off spot), then ScaleUp, then with
   // `repair` UseFreeRoom. Nothing when `memo` shows the fill was planned.
-  std::optional<FillTry> TryFill(const State& base, const std::vector<int>& order, const std::vector<char>& no_spot,
-                                 bool repair, FillMemo& memo);
+  std::optional<FillTry> TryFill(const State& base, const std::vector<int>& order,
+                                 const std::vector<char>& no_spot, bool repair, FillMemo& memo);
   // Whether units of `g` may go on existing node bin `b` (pool, zone, type
   // pin, fit, capacity type); allowances are the caller's.
   bool MayUseExisting(const Group& g, const Bin& b) const;
@@ -443,7 +443,8 @@ int Take(Bin& b, const Shape& s, int mig_idx, int max);
 // unit of `s`: Take would place none (and change nothing). A cheap test
 // before the allowances are looked at.
 inline bool NoRoomForOne(const Bin& b, const Shape& s) {
-  return (s.cpu > 0 && b.free_cpu < s.cpu) || (s.mem > 0 && b.free_mem < s.mem) || (s.gpus > 0 && b.free_whole < s.gpus);
+  return (s.cpu > 0 && b.free_cpu < s.cpu) || (s.mem > 0 && b.free_mem < s.mem) ||
+         (s.gpus > 0 && b.free_whole < s.gpus);
 }
 
 }  // namespace gpuscaler::solver_detail

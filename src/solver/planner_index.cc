@@ -543,7 +543,8 @@ void Planner::InitExisting(int node, Bin& b) const {
   for (size_t k = 0; k < order.size(); ++k) order[k] = int(k);
   auto rank = [&](const DemandUnit& u) { return u.gpus > 0 ? 0 : !u.mig_profile.empty() ? 1 : u.gpu_milli > 0 ? 2 : 3; };
   if (order.size() > 1)  // stable_sort allocates a buffer even for one
-    std::stable_sort(order.begin(), order.end(), [&](int a, int c) { return rank(n.running[a]) < rank(n.running[c]); });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int c) { return rank(n.running[a]) < rank(n.running[c]); });
   for (int k : order) {
     const DemandUnit& u = n.running[k];
     const Shape s = ShapeOf(u);

@@ -136,7 +136,8 @@ int Planner::BlockOf(const Group& g, int option, const State& st) const {
   }
   // Limit's zone term alone (the spot share and the team's cap are checked
   // above): it allows no unit exactly when the zone has less than one left.
-  if (g.gpu_w > 0 && classes_[g.cls].zone_limited && o.zone >= 0 && st.allow.zone[g.cls][o.zone] < g.gpu_w - kEps)
+  if (g.gpu_w > 0 && classes_[g.cls].zone_limited && o.zone >= 0 &&
+      st.allow.zone[g.cls][o.zone] < g.gpu_w - kEps)
     return kBlockZone;
   return kBlockNone;
 }
