@@ -32,11 +32,8 @@ int Planner::Unplaced(const State& st) const {
 }
 
 void Planner::LocalSearch(State& st, bool thorough) const {
-  // Scratch copies, assigned rather than built per try so their storage is
-  // reused: the allowances a move is checked against, and the state a try
-  // starts from (swapped back to undo it).
-  Allowances allow;
-  State saved;
+  Allowances allow;  // try_move's scratch: assigned per move tried, its storage reused
+  State saved;       // a try's start: assigned per try, swapped back to undo it
   // Applies `content` x `mult` moving from (old option) to `option`: checks
   // pool max, budgets and allowances; updates the state when it fits.
   auto try_move = [&](Bin& from, int option, const Bin& candidate) -> bool {
@@ -68,7 +65,6 @@ void Planner::LocalSearch(State& st, bool thorough) const {
     from.mult = m;
     return true;
   };
-
   // Takes `m` copies of `b` out of the plan (their allowances, pool count
   // and cost given back).
   auto release = [&](Bin& b, int m) {

@@ -265,9 +265,8 @@ void Planner::UseFreeRoom(State& st) {
   auto place_free = [&](int g, int count, int skip_new, int skip_new2, int skip_node, double max_risk, double& delta) {
     const Group& grp = groups_[g];
     auto put = [&](Bin& d) {
-      if (NoRoomForOne(d, grp.shape)) return;
       const double r = Risk(grp, d);
-      if (r >= max_risk) return;
+      if (r >= max_risk || NoRoomForOne(d, grp.shape)) return;
       const int k = Take(d, grp.shape, grp.mig_by_type[d.type], std::min(count, Limit(grp, d, st.allow)));
       if (k <= 0) return;
       d.content.emplace_back(g, k);
@@ -386,11 +385,8 @@ void Planner::UseFreeRoom(State& st) {
   // 1. Close a new node (one copy of a bulk bin) by moving its units into
   //    free room; where a unit does not fit, a node (existing or new) may
   //    make room by moving another group's units elsewhere.
-  // What a try starts from, to go back to: assigned (their storage reused
-  // from try to try) and swapped back, never built afresh per try; of the
-  // existing nodes, those that took work (SaveFilled).
-  State saved, before;
-  std::vector<std::pair<int, Bin>> saved_existing, before_existing;
+  State saved, before;  // a try's start: assigned per try (storage reused), swapped back to undo it
+  std::vector<std::pair<int, Bin>> saved_existing, before_existing;  // its filled existing nodes
   int tries = 0;
   for (size_t i = 0; i < st.bins.size() && tries < 256; ++i) {
     if (st.bins[i].content.empty()) continue;
