@@ -342,6 +342,11 @@ class Planner {
   // pending work off existing spot nodes into room with less risk. Keeps
   // every move that lowers the expected cost.
   void UseFreeRoom(State& st);
+  // UseFreeRoom's: opens new single nodes for `count` units of group `g` in
+  // `st`, each of the option with the lowest expected cost per unit it
+  // holds that the limits allow (`scratch` is working storage). Adds their
+  // cost to `delta`; returns the units left over.
+  int OpenSingleNodes(State& st, int g, int count, double& delta, Bin& scratch) const;
   // The GreedyOrder of `rank`, built on first use; references stay valid
   // for the planner's life.
   const GreedyOrder& GreedyOrderFor(const std::vector<int>& rank);

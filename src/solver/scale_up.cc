@@ -256,6 +256,41 @@ std::vector<int> Planner::UnplacedByPriority(const State& st) const {
   return key;
 }
 
+int Planner::OpenSingleNodes(State& st, int g, int count, double& delta, Bin& scratch) const {
+  const Group& grp = groups_[g];
+  while (count > 0) {
+    int best = -1, best_k = 0;
+    double best_per_unit = kInf;
+    for (int o : grp.cands) {
+      if (BlockOf(grp, o, st) != kBlockNone) continue;
+      InitBin(scratch, o);
+      const int k = Take(scratch, grp.shape, grp.mig_by_type[scratch.type], std::min(count, Limit(grp, scratch, st.allow)));
+      if (k <= 0) continue;
+      const double per_unit = (scratch.price + k * Risk(grp, scratch)) / k;
+      if (per_unit < best_per_unit - 1e-12) {
+        best_per_unit = per_unit;
+        best = o;
+        best_k = k;
+      }
+    }
+    if (best < 0) return count;
+    Bin& b = st.bins.emplace_back();
+    InitBin(b, best);
+    Take(b, grp.shape, grp.mig_by_type[b.type], best_k);
+    b.content.emplace_back(g, best_k);
+    b.risk = best_k * Risk(grp, b);
+    Consume(grp, b, best_k, st.allow);
+    const Option& o = options_[best];
+    st.pool_count[o.pool] += 1;
+    st.pool_cost[o.pool] += o.price;
+    st.cost += o.price;
+    st.added += 1;
+    delta += BinCost(b);
+    count -= best_k;
+  }
+  return 0;
+}
+
 void Planner::UseFreeRoom(State& st) {
   constexpr double kMinGain = 1e-9;
   // Puts up to `count` units of `g` in free room, existing nodes first, then
@@ -284,44 +319,7 @@ void Planner::UseFreeRoom(State& st) {
         put(st.bins[j]);
     return count;
   };
-  // Opens new single nodes for `count` units of `g`, each of the option
-  // with the lowest expected cost per unit it holds that the limits allow.
-  // Adds their cost to `delta`; returns the units left over.
-  Bin scratch;
-  auto open_new = [&](int g, int count, double& delta) {
-    const Group& grp = groups_[g];
-    while (count > 0) {
-      int best = -1, best_k = 0;
-      double best_per_unit = kInf;
-      for (int o : grp.cands) {
-        if (BlockOf(grp, o, st) != kBlockNone) continue;
-        InitBin(scratch, o);
-        const int k = Take(scratch, grp.shape, grp.mig_by_type[scratch.type], std::min(count, Limit(grp, scratch, st.allow)));
-        if (k <= 0) continue;
-        const double per_unit = (scratch.price + k * Risk(grp, scratch)) / k;
-        if (per_unit < best_per_unit - 1e-12) {
-          best_per_unit = per_unit;
-          best = o;
-          best_k = k;
-        }
-      }
-      if (best < 0) return count;
-      Bin& b = st.bins.emplace_back();
-      InitBin(b, best);
-      Take(b, grp.shape, grp.mig_by_type[b.type], best_k);
-      b.content.emplace_back(g, best_k);
-      b.risk = best_k * Risk(grp, b);
-      Consume(grp, b, best_k, st.allow);
-      const Option& o = options_[best];
-      st.pool_count[o.pool] += 1;
-      st.pool_cost[o.pool] += o.price;
-      st.cost += o.price;
-      st.added += 1;
-      delta += BinCost(b);
-      count -= best_k;
-    }
-    return 0;
-  };
+  Bin scratch;  // OpenSingleNodes' working storage, kept across calls
   // Takes every unit of `g` off `b` (existing node `node`, or new single
   // bin when node < 0) and rebuilds it from the rest: returns how many.
   auto take_off = [&](Bin& b, int node, int g, double& delta) {
@@ -371,7 +369,7 @@ void Planner::UseFreeRoom(State& st) {
       Consume(hg, b, back, st.allow);
     }
     int rest = place_free(h, moved - back, victim, new_index, node, kInf, delta);
-    if (rest > 0) rest = open_new(h, rest, delta);
+    if (rest > 0) rest = OpenSingleNodes(st, h, rest, delta, scratch);
     if (rest > 0) ok = false;
     return k;
   };
