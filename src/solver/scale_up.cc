@@ -262,6 +262,10 @@ int Planner::OpenSingleNodes(State& st, int g, int count, double& delta, Bin& sc
     int best = -1, best_k = 0;
     double best_per_unit = kInf;
     for (int o : grp.cands) {
+      // A unit there costs at least the node's price shared by all `count`
+      // units, plus its risk: an option that cannot beat the best so far
+      // (with a margin far above rounding) is not worked out.
+      if (options_[o].price / count + Risk(grp, options_[o]) >= best_per_unit * (1 + 1e-9)) continue;
       if (BlockOf(grp, o, st) != kBlockNone) continue;
       InitBin(scratch, o);
       const int k = Take(scratch, grp.shape, grp.mig_by_type[scratch.type], std::min(count, Limit(grp, scratch, st.allow)));
