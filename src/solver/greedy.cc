@@ -84,9 +84,16 @@ void Planner::Greedy(State& st, const GreedyOrder& order) const {
     size_t kept = 0;
     for (int o : active) {
       bool any = false;
-      for (int g : og[o]) any = any || st.rem[g] > 0;
+      double value_bound = 0;  // no fill of o holds more than the units left
+      for (int g : og[o]) {
+        any = any || st.rem[g] > 0;
+        value_bound += st.rem[g] * groups_[g].lb;
+      }
       if (!any) continue;
       active[kept++] = o;
+      // Its ratio is at least its price over that bound (risks add to the
+      // cost): an option that cannot beat the best so far is not filled.
+      if (options_[o].price / value_bound >= best_ratio * (1 + 1e-9)) continue;
       if (MaxOpen(options_[o], st) < 1) continue;
       InitBin(scratch, o);
       double cost = scratch.price, value = 0;
