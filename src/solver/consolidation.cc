@@ -67,33 +67,6 @@ double WarmUpHours(const Snapshot& snap, int type, const Offering& o) {
 
 }  // namespace
 
-bool Planner::MoveAllowance(const DemandUnit& u, int cls, const Bin& from, const Bin& to, Allowances& a) const {
-  const double w = GpuShare(u);
-  if (w <= 0) return true;
-  const bool onto_spot = to.spot && !from.spot;
-  const bool zone_change = classes_[cls].zone_limited && from.zone != to.zone;
-  const auto team_it = team_index_.find(TeamOf(u, policy_));
-  const int team = team_it == team_index_.end() ? -1 : team_it->second;
-  const double team_more = team >= 0 && a.team_usd[team] < kInf ? w * (PerGpu(to) - PerGpu(from)) : 0;
-  if (onto_spot && a.spot[cls] < w - kEps) return false;
-  if (zone_change && a.zone[cls][to.zone] < w - kEps) return false;
-  if (team_more > 0 && a.team_usd[team] < team_more - kEps) return false;
-  const int from_pool = classes_[cls].pool_limited ? SpotPoolOf(from) : -1;
-  const int to_pool = classes_[cls].pool_limited ? SpotPoolOf(to) : -1;
-  if (to_pool >= 0 && to_pool != from_pool && a.spot_pool[cls][to_pool] < w - kEps) return false;
-  if (from_pool != to_pool) {
-    if (from_pool >= 0) a.spot_pool[cls][from_pool] += w;
-    if (to_pool >= 0) a.spot_pool[cls][to_pool] -= w;
-  }
-  if (a.spot[cls] < kInf && from.spot != to.spot) a.spot[cls] += from.spot ? w : -w;
-  if (zone_change) {
-    a.zone[cls][from.zone] += w;
-    a.zone[cls][to.zone] -= w;
-  }
-  if (team >= 0) a.team_usd[team] -= team_more;
-  return true;
-}
-
 void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>& terms) {
   const DisruptionPolicy& d = policy_.disruption;
   // The hours a consolidation has to pay for itself in: its new nodes'
@@ -210,27 +183,6 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
     st.pool_cost[op.pool] += op.price;
     st.cost += op.price;
     st.added++;
-  };
-
-  // Puts `units` ((node, running index) of existing nodes) into `bin`, a
-  // fresh bin of option `o`, charging their moves to `allow` and their
-  // expected interruption loss to `risk`; false when one does not fit there
-  // or is not allowed.
-  auto fill_new_node = [&](Bin& bin, int o, Allowances& allow, const std::vector<std::pair<int, int>>& units,
-                           double* risk) {
-    const Option& op = options_[o];
-    const Offering& off = snap_.offerings[op.offering];
-    InitBin(bin, o);
-    for (const auto& [node, k] : units) {
-      const DemandUnit& u = snap_.nodes[node].running[k];
-      const int cls = class_index_.at(u.workload_class);
-      int mig = -1;
-      if (!UnitAllowed(u, cls, op.pool, off, op.type, op.zone, &mig) || Take(bin, ShapeOf(u), mig, 1) != 1 ||
-          !MoveAllowance(u, cls, existing_[node], bin, allow))
-        return false;
-      *risk += ExpectedInterruptionUsdPerHour(u, off, snap_.instance_types[op.type], op.wait_h);
-    }
-    return true;
   };
 
   // Units of node `node` (running indices, in `order`) moved into other
@@ -386,7 +338,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
           break;
         double risk_new = 0;
         r.allow = from;
-        if (!fill_new_node(r.bin, o, r.allow, moving, &risk_new)) continue;
+        if (!FillNewNode(r.bin, o, r.allow, moving, &risk_new)) continue;
         const double saves = src.price + risk_old - moved_risk - op.price - risk_new - disruption;
         if (saves < d.min_savings_usd_per_hour || saves / src.price < d.min_savings_fraction) continue;
         // The new node comes first: both are paid while it warms up. The
@@ -531,14 +483,14 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
       Bin whole;
       Allowances whole_allow = st.allow;
       double risk_new = 0;
-      if (!fill_new_node(whole, o, whole_allow, units, &risk_new)) continue;
+      if (!FillNewNode(whole, o, whole_allow, units, &risk_new)) continue;
       std::vector<std::pair<int, int>> moving;
       for (const auto& at : units)
         for (int m = 0; m < now; ++m)
           if (at.first == group[m]->node) moving.push_back(at);
       Allowances allow = st.allow;
       double risk_now = 0;
-      if (!fill_new_node(nb, o, allow, moving, &risk_now)) continue;
+      if (!FillNewNode(nb, o, allow, moving, &risk_now)) continue;
       const double saves = old_total - op.price - risk_new;
       if (saves < d.min_savings_usd_per_hour || (price > 0 && saves / price < d.min_savings_fraction))
         continue;
@@ -652,7 +604,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
             if (t.gpu_count < g - kEps || int64_t{t.vcpus} * 1000 < cpu || t.memory_mib < mem) continue;
             scratch_allow = st.allow;  // reuses its storage
             double r = 0;
-            if (!fill_new_node(scratch, o, scratch_allow, sub, &r)) continue;
+            if (!FillNewNode(scratch, o, scratch_allow, sub, &r)) continue;
             cheapest[mask] = op.price + r;
             cheapest_opt[mask] = o;
             break;
@@ -688,7 +640,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
             if (mask >> k & 1) sub.push_back(units[k]);
           Bin nb;
           double r = 0;
-          if (!fill_new_node(nb, cheapest_opt[mask], allow, sub, &r)) {
+          if (!FillNewNode(nb, cheapest_opt[mask], allow, sub, &r)) {
             ok = false;
             break;
           }

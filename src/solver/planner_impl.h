@@ -2,8 +2,9 @@
 // them. planner_index.cc builds the index (pools, options, classes, groups,
 // compatibility, static reasons, existing nodes); fill_search.cc,
 // scale_up.cc, greedy.cc and local_search.cc place pending work on existing
-// nodes' free room and new nodes; consolidation.cc removes nodes; planner.cc
-// assembles the Plan. See gpuscaler/solver/planner.h for the contract.
+// nodes' free room and new nodes; consolidation.cc and moved_work.cc remove
+// nodes; planner.cc assembles the Plan. See gpuscaler/solver/planner.h for
+// the contract.
 #pragma once
 
 #include <cstdint>
@@ -368,6 +369,12 @@ class Planner {
   // Moves running unit `u` (of class `cls`) from `from` to `to` in `a`;
   // false, and `a` unchanged, when that would take an allowance below 0.
   bool MoveAllowance(const DemandUnit& u, int cls, const Bin& from, const Bin& to, Allowances& a) const;
+  // Puts `units` ((node, running index) of existing nodes) into `bin`, a
+  // fresh bin of option `o`, charging their moves to `allow` and their
+  // expected interruption loss to `risk`; false when one does not fit there
+  // or is not allowed.
+  bool FillNewNode(Bin& bin, int o, Allowances& allow, const std::vector<std::pair<int, int>>& units,
+                   double* risk) const;
   // Keeps the highest-priority units of the groups in `scope` that fit
   // under a binding hard budget (`fits`), cutting the rest from `base`.
   State KeepPriorityPrefix(State& base, const std::vector<int>& scope, bool by_team,
