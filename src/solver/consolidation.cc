@@ -105,9 +105,9 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
     if (b.pool < 0 && !snap_.scale_down_blocked_classes.empty()) continue;
     bool blocked = false;
     double w = 0;
-    for (const auto& u : n.running) {
-      blocked = blocked || classes_[class_index_.at(u.workload_class)].blocked;
-      w += GpuShare(u);
+    for (size_t k = 0; k < n.running.size(); ++k) {
+      blocked = blocked || classes_[running_class_[i][k]].blocked;
+      w += GpuShare(n.running[k]);
     }
     if (blocked) continue;
     cands.push_back({int(i), n.running.empty(), w, b.price});
@@ -206,10 +206,11 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
     FreeRoomMoves m;
     const Node& n = snap_.nodes[node];
     const Bin& src = existing_[node];
+    Bin before;  // a receiver as it was, assigned into per try (reuses its storage)
     for (int k : order) {
       const DemandUnit& u = n.running[k];
       const Shape s = ShapeOf(u);
-      const int cls = class_index_.at(u.workload_class);
+      const int cls = running_class_[node][k];
       const bool fits_nowhere = known_no_room(u);
       bool placed = false;
       for (size_t r = 0; r < receivers.size() && !fits_nowhere; ++r) {
@@ -218,13 +219,13 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
         Bin& b = existing_[bi];
         int mig = -1;
         if (!may_receive(b, bi, u, s, cls, &mig)) continue;
-        Bin copy = b;
+        before = b;
         if (Take(b, s, mig, 1) != 1) continue;
         if (!MoveAllowance(u, cls, src, b, allow)) {
-          b = std::move(copy);
+          std::swap(b, before);
           continue;
         }
-        m.undo.emplace_back(bi, std::move(copy));
+        m.undo.emplace_back(bi, std::move(before));
         m.dest.emplace_back(k, bi);
         m.risk += ExpectedInterruptionUsdPerHour(u, snap_.nodes[bi].offering, snap_.instance_types[b.type],
                                                  b.wait_h);

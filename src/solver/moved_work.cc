@@ -41,7 +41,7 @@ bool Planner::FillNewNode(Bin& bin, int o, Allowances& allow, const std::vector<
   InitBin(bin, o);
   for (const auto& [node, k] : units) {
     const DemandUnit& u = snap_.nodes[node].running[k];
-    const int cls = class_index_.at(u.workload_class);
+    const int cls = running_class_[node][k];
     int mig = -1;
     if (!UnitAllowed(u, cls, op.pool, off, op.type, op.zone, &mig) || Take(bin, ShapeOf(u), mig, 1) != 1 ||
         !MoveAllowance(u, cls, existing_[node], bin, allow))

@@ -410,6 +410,8 @@ class Planner {
   std::deque<GreedyOrder> greedy_orders_;  // GreedyOrderFor's, by first use
   std::vector<Bin> existing_;            // by node index
   std::vector<Bin> existing_initial_;    // InitExisting of each node (BuildExisting)
+  // Per node, per running unit: its class index (BuildExisting).
+  std::vector<std::vector<int>> running_class_;
   bool existing_built_ = false;
   std::vector<int> existing_order_;      // accepting bins, placement order
   // Per group: the nodes of existing_order_ it may use (MayUseExisting), and

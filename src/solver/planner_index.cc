@@ -579,6 +579,9 @@ void Planner::BuildExisting() {
     return a < c;
   });
   existing_initial_ = existing_;
+  running_class_.assign(snap_.nodes.size(), {});
+  for (size_t i = 0; i < snap_.nodes.size(); ++i)
+    for (const DemandUnit& u : snap_.nodes[i].running) running_class_[i].push_back(class_index_.at(u.workload_class));
   existing_built_ = true;
   IndexExistingRoom();
 }
