@@ -67,33 +67,6 @@ double WarmUpHours(const Snapshot& snap, int type, const Offering& o) {
 
 }  // namespace
 
-bool Planner::MoveAllowance(const DemandUnit& u, int cls, const Bin& from, const Bin& to, Allowances& a) const {
-  const double w = GpuShare(u);
-  if (w <= 0) return true;
-  const bool onto_spot = to.spot && !from.spot;
-  const bool zone_change = classes_[cls].zone_limited && from.zone != to.zone;
-  const auto team_it = team_index_.find(TeamOf(u, policy_));
-  const int team = team_it == team_index_.end() ? -1 : team_it->second;
-  const double team_more = team >= 0 && a.team_usd[team] < kInf ? w * (PerGpu(to) - PerGpu(from)) : 0;
-  if (onto_spot && a.spot[cls] < w - kEps) return false;
-  if (zone_change && a.zone[cls][to.zone] < w - kEps) return false;
-  if (team_more > 0 && a.team_usd[team] < team_more - kEps) return false;
-  const int from_pool = classes_[cls].pool_limited ? SpotPoolOf(from) : -1;
-  const int to_pool = classes_[cls].pool_limited ? SpotPoolOf(to) : -1;
-  if (to_pool >= 0 && to_pool != from_pool && a.spot_pool[cls][to_pool] < w - kEps) return false;
-  if (from_pool != to_pool) {
-    if (from_pool >= 0) a.spot_pool[cls][from_pool] += w;
-    if (to_pool >= 0) a.spot_pool[cls][to_pool] -= w;
-  }
-  if (a.spot[cls] < kInf && from.spot != to.spot) a.spot[cls] += from.spot ? w : -w;
-  if (zone_change) {
-    a.zone[cls][from.zone] += w;
-    a.zone[cls][to.zone] -= w;
-  }
-  if (team >= 0) a.team_usd[team] -= team_more;
-  return true;
-}
-
 void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>& terms) {
   const DisruptionPolicy& d = policy_.disruption;
   // The hours a consolidation has to pay for itself in: its new nodes'
@@ -136,9 +109,9 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
     if (b.pool < 0 && !snap_.scale_down_blocked_classes.empty()) continue;
     bool blocked = false;
     double w = 0;
-    for (const auto& u : n.running) {
-      blocked = blocked || classes_[class_index_.at(u.workload_class)].blocked;
-      w += GpuShare(u);
+    for (size_t k = 0; k < n.running.size(); ++k) {
+      blocked = blocked || classes_[running_class_[i][k]].blocked;
+      w += GpuShare(n.running[k]);
     }
     if (blocked) continue;
     cands.push_back({int(i), n.running.empty(), w, b.price});
@@ -216,27 +189,6 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
     st.added++;
   };
 
-  // Puts `units` ((node, running index) of existing nodes) into `bin`, a
-  // fresh bin of option `o`, charging their moves to `allow` and their
-  // expected interruption loss to `risk`; false when one does not fit there
-  // or is not allowed.
-  auto fill_new_node = [&](Bin& bin, int o, Allowances& allow, const std::vector<std::pair<int, int>>& units,
-                           double* risk) {
-    const Option& op = options_[o];
-    const Offering& off = snap_.offerings[op.offering];
-    InitBin(bin, o);
-    for (const auto& [node, k] : units) {
-      const DemandUnit& u = snap_.nodes[node].running[k];
-      const int cls = class_index_.at(u.workload_class);
-      int mig = -1;
-      if (!UnitAllowed(u, cls, op.pool, off, op.type, op.zone, &mig) || Take(bin, ShapeOf(u), mig, 1) != 1 ||
-          !MoveAllowance(u, cls, existing_[node], bin, allow))
-        return false;
-      *risk += ExpectedInterruptionUsdPerHour(u, off, snap_.instance_types[op.type], op.wait_h);
-    }
-    return true;
-  };
-
   // Units of node `node` (running indices, in `order`) moved into other
   // nodes' free room, charged to `allow`: where each went, the receivers as
   // they were (to undo), the units that fit nowhere and the moved units'
@@ -258,10 +210,11 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
     FreeRoomMoves m;
     const Node& n = snap_.nodes[node];
     const Bin& src = existing_[node];
+    Bin before;  // a receiver as it was, assigned into per try (reuses its storage)
     for (int k : order) {
       const DemandUnit& u = n.running[k];
       const Shape s = ShapeOf(u);
-      const int cls = class_index_.at(u.workload_class);
+      const int cls = running_class_[node][k];
       const bool fits_nowhere = known_no_room(u);
       bool placed = false;
       for (size_t r = 0; r < receivers.size() && !fits_nowhere; ++r) {
@@ -270,13 +223,13 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
         Bin& b = existing_[bi];
         int mig = -1;
         if (!may_receive(b, bi, u, s, cls, &mig)) continue;
-        Bin copy = b;
+        before = b;
         if (Take(b, s, mig, 1) != 1) continue;
         if (!MoveAllowance(u, cls, src, b, allow)) {
-          b = std::move(copy);
+          std::swap(b, before);
           continue;
         }
-        m.undo.emplace_back(bi, std::move(copy));
+        m.undo.emplace_back(bi, std::move(before));
         m.dest.emplace_back(k, bi);
         m.risk += ExpectedInterruptionUsdPerHour(u, snap_.nodes[bi].offering, snap_.instance_types[b.type],
                                                  b.wait_h);
@@ -381,7 +334,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
                                     double moved_risk) {
       Replacement r;
       const double limit = src.price + risk_old - moved_risk - disruption - d.min_savings_usd_per_hour;
-      for (int o : options_by_price_) {
+      for (int o : pool_options_by_price_[src.pool]) {
         const Option& op = options_[o];
         if (op.price >= limit) break;
         if (op.pool != src.pool || !op.usable) continue;
@@ -390,7 +343,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
           break;
         double risk_new = 0;
         r.allow = from;
-        if (!fill_new_node(r.bin, o, r.allow, moving, &risk_new)) continue;
+        if (!FillNewNode(r.bin, o, r.allow, moving, &risk_new)) continue;
         const double saves = src.price + risk_old - moved_risk - op.price - risk_new - disruption;
         if (saves < d.min_savings_usd_per_hour || saves / src.price < d.min_savings_fraction) continue;
         // The new node comes first: both are paid while it warms up. The
@@ -510,17 +463,8 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
     old_total -= disruption;
     if (old_total < d.min_savings_usd_per_hour || (price > 0 && old_total / price < d.min_savings_fraction))
       return false;
-    // The group's units, largest first: (node, running index).
-    std::vector<std::pair<int, int>> units;
-    for (const GroupCand* gc : group)
-      for (size_t k = 0; k < snap_.nodes[gc->node].running.size(); ++k) units.emplace_back(gc->node, int(k));
-    auto unit_at = [&](const std::pair<int, int>& at) -> const DemandUnit& {
-      return snap_.nodes[at.first].running[at.second];
-    };
-    std::stable_sort(units.begin(), units.end(), [&](const auto& x, const auto& y) {
-      return GpuShare(unit_at(x)) > GpuShare(unit_at(y));
-    });
-    for (int o : options_by_price_) {
+    std::vector<std::pair<int, int>> units;  // (node, running index), largest first
+    for (int o : pool_options_by_price_[pool]) {
       const Option& op = options_[o];
       if (op.price >= old_total - d.min_savings_usd_per_hour) break;
       if (price > 0 && (old_total - op.price) / price < d.min_savings_fraction) break;
@@ -529,20 +473,29 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
       const InstanceType& t = snap_.instance_types[op.type];
       if (t.gpu_count < need_gpus - kEps || int64_t{t.vcpus} * 1000 < need_cpu || t.memory_mib < need_mem)
         continue;
+      if (units.empty()) {
+        for (const GroupCand* gc : group)
+          for (size_t k = 0; k < snap_.nodes[gc->node].running.size(); ++k)
+            units.emplace_back(gc->node, int(k));
+        std::stable_sort(units.begin(), units.end(), [&](const auto& x, const auto& y) {
+          return GpuShare(snap_.nodes[x.first].running[x.second]) >
+                 GpuShare(snap_.nodes[y.first].running[y.second]);
+        });
+      }
       const Offering& off = snap_.offerings[op.offering];
       // Every unit of the group must fit (a scratch bin and allowance); the
       // plan's bin takes the units that move now.
       Bin whole;
       Allowances whole_allow = st.allow;
       double risk_new = 0;
-      if (!fill_new_node(whole, o, whole_allow, units, &risk_new)) continue;
+      if (!FillNewNode(whole, o, whole_allow, units, &risk_new)) continue;
       std::vector<std::pair<int, int>> moving;
       for (const auto& at : units)
         for (int m = 0; m < now; ++m)
           if (at.first == group[m]->node) moving.push_back(at);
       Allowances allow = st.allow;
       double risk_now = 0;
-      if (!fill_new_node(nb, o, allow, moving, &risk_now)) continue;
+      if (!FillNewNode(nb, o, allow, moving, &risk_now)) continue;
       const double saves = old_total - op.price - risk_new;
       if (saves < d.min_savings_usd_per_hour || (price > 0 && saves / price < d.min_savings_fraction))
         continue;
@@ -648,7 +601,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
               cpu += std::max<int64_t>(0, u.cpu_milli);
               mem += std::max<int64_t>(0, u.memory_mib);
             }
-          for (int o : options_by_price_) {
+          for (int o : pool_options_by_price_[pool]) {
             const Option& op = options_[o];
             if (op.price >= limit) break;
             if (op.pool != pool || !op.usable) continue;
@@ -656,7 +609,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
             if (t.gpu_count < g - kEps || int64_t{t.vcpus} * 1000 < cpu || t.memory_mib < mem) continue;
             scratch_allow = st.allow;  // reuses its storage
             double r = 0;
-            if (!fill_new_node(scratch, o, scratch_allow, sub, &r)) continue;
+            if (!FillNewNode(scratch, o, scratch_allow, sub, &r)) continue;
             cheapest[mask] = op.price + r;
             cheapest_opt[mask] = o;
             break;
@@ -692,7 +645,7 @@ void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>&
             if (mask >> k & 1) sub.push_back(units[k]);
           Bin nb;
           double r = 0;
-          if (!fill_new_node(nb, cheapest_opt[mask], allow, sub, &r)) {
+          if (!FillNewNode(nb, cheapest_opt[mask], allow, sub, &r)) {
             ok = false;
             break;
           }

@@ -7,10 +7,11 @@
 namespace gpuscaler::solver_detail {
 
 bool Planner::Refill(Bin& b, int option, const std::vector<std::pair<int, int>>& content) const {
+  for (auto [g, t] : content)
+    if (!groups_[g].cand_mask[option]) return false;  // before the bin is touched: the cheap refusal
   InitBin(b, option);
   for (auto [g, t] : content) {
     const Group& grp = groups_[g];
-    if (!grp.cand_mask[option]) return false;
     if (Take(b, grp.shape, grp.mig_by_type[b.type], t) != t) return false;
     b.content.emplace_back(g, t);
     b.risk += t * Risk(grp, b);
@@ -31,13 +32,15 @@ int Planner::Unplaced(const State& st) const {
 }
 
 void Planner::LocalSearch(State& st, bool thorough) const {
+  Allowances allow;  // try_move's scratch: assigned per move tried, its storage reused
+  State saved;       // a try's start: assigned per try, swapped back to undo it
   // Applies `content` x `mult` moving from (old option) to `option`: checks
   // pool max, budgets and allowances; updates the state when it fits.
   auto try_move = [&](Bin& from, int option, const Bin& candidate) -> bool {
     const Option& no = options_[option];
     const Option& oo = options_[from.option];
     const int m = from.mult;
-    Allowances allow = st.allow;
+    allow = st.allow;
     for (auto [g, t] : from.content) Consume(groups_[g], from, -double(t) * m, allow);
     for (auto [g, t] : candidate.content) {
       Consume(groups_[g], candidate, double(t) * m, allow);
@@ -52,18 +55,16 @@ void Planner::LocalSearch(State& st, bool thorough) const {
       if (p.budget_hard && st.pool_cost[no.pool] + (no.price - oo.price) * m > p.budget + kEps) return false;
     }
     if (global_budget_hard_ && st.cost + (no.price - oo.price) * m > global_budget_ + kEps) return false;
-    st.allow = std::move(allow);
+    std::swap(st.allow, allow);
     st.pool_count[oo.pool] -= m;
     st.pool_cost[oo.pool] -= oo.price * m;
     st.pool_count[no.pool] += m;
     st.pool_cost[no.pool] += no.price * m;
     st.cost += (no.price - oo.price) * m;
-    Bin moved = candidate;
-    moved.mult = m;
-    from = std::move(moved);
+    from = candidate;  // never `from` itself
+    from.mult = m;
     return true;
   };
-
   // Takes `m` copies of `b` out of the plan (their allowances, pool count
   // and cost given back).
   auto release = [&](Bin& b, int m) {
@@ -131,7 +132,7 @@ void Planner::LocalSearch(State& st, bool thorough) const {
           if (BinCost(cand) >= both - 1e-9) continue;
           // Remove y first (frees its pool slot, budget and allowances), then move x.
           const Option& yo = options_[y.option];
-          State saved = st;
+          saved = st;
           for (auto [g, t] : y.content) Consume(groups_[g], y, -double(t), st.allow);
           st.pool_count[yo.pool] -= 1;
           st.pool_cost[yo.pool] -= yo.price;
@@ -145,7 +146,7 @@ void Planner::LocalSearch(State& st, bool thorough) const {
             improved = true;
             break;
           }
-          st = std::move(saved);
+          std::swap(st, saved);
           break;
         }
       }
@@ -198,7 +199,7 @@ void Planner::LocalSearch(State& st, bool thorough) const {
                 bool all = true;
                 for (auto [g, t] : content) all = all && groups_[g].cand_mask[o];
                 if (!all || !Refill(cand, o, content) || BinCost(cand) >= both - 1e-9) continue;
-                State saved = st;
+                saved = st;
                 release(st.bins[a], jx);
                 release(st.bins[c], jy);
                 if (admit(cand)) {
@@ -206,7 +207,7 @@ void Planner::LocalSearch(State& st, bool thorough) const {
                   improved = true;
                   done = true;
                 } else {
-                  st = std::move(saved);
+                  std::swap(st, saved);
                 }
                 break;
               }
@@ -222,8 +223,8 @@ void Planner::LocalSearch(State& st, bool thorough) const {
     int tries = 0;
     for (size_t i = 0; i < st.bins.size() && tries < 256; ++i) {
       ++tries;
-      State saved = st;
-      Bin victim = st.bins[i];
+      saved = st;
+      const Bin& victim = st.bins[i];  // not changed (nor moved) by the try
       bool ok = true;
       double added_risk = 0;
       for (auto [g, t] : victim.content) {
@@ -232,7 +233,7 @@ void Planner::LocalSearch(State& st, bool thorough) const {
         Consume(grp, victim, -double(t), st.allow);  // released before re-placing
         for (size_t j = 0; j < st.bins.size() && left > 0; ++j) {
           Bin& d = st.bins[j];
-          if (j == i || d.mult != 1 || !grp.cand_mask[d.option]) continue;
+          if (j == i || d.mult != 1 || !grp.cand_mask[d.option] || NoRoomForOne(d, grp.shape)) continue;
           const int k = Take(d, grp.shape, grp.mig_by_type[d.type], std::min(left, Limit(grp, d, st.allow)));
           if (k <= 0) continue;
           d.content.emplace_back(g, k);
@@ -261,7 +262,7 @@ void Planner::LocalSearch(State& st, bool thorough) const {
         --i;  // try the same bin (or the one now at i) again
         improved = true;
       } else {
-        st = std::move(saved);
+        std::swap(st, saved);
       }
     }
     // 4. A class's spot share is spent where it saves the most: a bin that
@@ -294,7 +295,7 @@ void Planner::LocalSearch(State& st, bool thorough) const {
           const int copies = st.bins[b].mult;
           for (int j = thorough ? 1 : copies; j <= copies && !done; ++j) {
             if ((BinCost(to_od) - was) * j >= gain - 1e-9) break;  // dearer from here on
-            State saved = st;
+            saved = st;
             size_t moving = b;
             if (j < copies) {
               Bin part = st.bins[b];
@@ -308,7 +309,7 @@ void Planner::LocalSearch(State& st, bool thorough) const {
               improved = true;
               done = true;
             } else {
-              st = std::move(saved);
+              std::swap(st, saved);
             }
           }
           break;

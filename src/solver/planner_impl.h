@@ -1,15 +1,19 @@
 // Private to the planner: the types its passes share and the class that runs
 // them. planner_index.cc builds the index (pools, options, classes, groups,
-// compatibility, static reasons, existing nodes); scale_up.cc and
-// local_search.cc place pending work on new nodes; consolidation.cc removes
+// compatibility, static reasons, existing nodes); fill_search.cc,
+// scale_up.cc, greedy.cc and local_search.cc place pending work on existing
+// nodes' free room and new nodes; consolidation.cc and moved_work.cc remove
 // nodes; planner.cc assembles the Plan. See gpuscaler/solver/planner.h for
 // the contract.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -168,7 +172,9 @@ struct PoolInfo {
   int disrupt_allow = 0;
 };
 
-// The mutable part of a scale-up attempt.
+// The mutable part of a scale-up attempt. FillAndScaleUp's memo compares
+// start states field by field (SameStart in fill_search.cc): a new field
+// goes there too.
 struct State {
   std::vector<int> rem;
   std::vector<Bin> bins;
@@ -181,6 +187,37 @@ struct State {
   std::vector<char> team_blocked;  // per group: blocked by its team's hard cap
   std::vector<int> budget_cut;  // per group: units left out by the budget prefix
   std::vector<char> cut_by_team;  // per group: that prefix was its team's
+};
+
+// One try of Planner::FillAndScaleUp: the new nodes planned after the free
+// room of existing nodes was filled in `order`, the existing nodes that took
+// work (Planner::SaveFilled), and what ranks the try: units left unplaced by
+// priority (UnplacedByPriority) and its expected cost.
+struct FillTry {
+  State st;
+  std::vector<std::pair<int, Bin>> filled;
+  std::vector<int> unplaced;
+  double cost = 0;
+  std::vector<int> order;
+};
+
+// What the tries of one FillAndScaleUp share: the fills already planned
+// (units left, groups kept off spot, each existing node's content), how
+// many tries were planned, and each scale-up done, by its start state.
+struct FillMemo {
+  std::set<std::vector<int>> filled;
+  std::vector<std::pair<State, State>> scaled;  // (start, ScaleUp(start))
+  int planned = 0;
+};
+
+// What Greedy needs of one ranking of the groups (`rank`: position per
+// group), built once per plan: each option's groups in rank order, and the
+// options that may win (open to some group, not dominated; see
+// Planner::GreedyOrderFor).
+struct GreedyOrder {
+  std::vector<int> rank;
+  std::vector<std::vector<int>> groups_by_option;
+  std::vector<int> active;
 };
 
 enum Block { kBlockNone = 0, kBlockBudget, kBlockTeamBudget, kBlockTick, kBlockPoolMax, kBlockSpot, kBlockZone };
@@ -202,7 +239,22 @@ class Planner {
   void SetAllowances(const std::vector<double>& totals);
   void GroupUnits();
   void BuildGroups();
+  // Sets existing_ to every node's InitExisting bin and existing_order_ to
+  // the accepting ones in placement order. Both depend on the snapshot
+  // only: the first call builds them, later calls reset the bins that took
+  // work (RestoreFilled).
   void BuildExisting();
+  // While FillAndScaleUp runs, a bin of existing_ that holds no pending
+  // work (content empty) is as existing_initial_ has it: work only lands
+  // with a content entry, and taking it off rebuilds the bin from
+  // existing_initial_. So the bins with content, and their index, are all
+  // of existing_: SaveFilled copies them into `out` (its storage reused),
+  // RestoreFilled sets existing_ back to what `saved` holds.
+  void SaveFilled(std::vector<std::pair<int, Bin>>& out) const;
+  void RestoreFilled(const std::vector<std::pair<int, Bin>>& saved);
+  // Sets existing_for_group_, existing_room_for_group_ and
+  // existing_fillable_ from existing_initial_ (BuildExisting).
+  void IndexExistingRoom();
   // Existing node `node` as the snapshot has it: its free room after its
   // running work, nothing pending on it.
   void InitExisting(int node, Bin& b) const;
@@ -232,8 +284,9 @@ class Planner {
   // The zone, capacity type, prices and replacement wait of `o` (pool and
   // type are the caller's, set before).
   void SetPrices(const Offering& o, NodeOffer& n) const;
-  // An empty node of type `t`: its GPU model and free GPUs, vCPU and memory.
-  void SetCapacity(const InstanceType& t, Bin& b) const;
+  // An empty node of snapshot instance type `type` (index): its GPU model
+  // and free GPUs, vCPU and memory.
+  void SetCapacity(int type, Bin& b) const;
   void InitBin(Bin& b, int option) const;
   double Risk(const Group& g, const NodeOffer& b) const;
   // A node's price per GPU: what a whole GPU of work there costs its team.
@@ -276,6 +329,11 @@ class Planner {
   // Rebuilds the existing nodes, fills their free room, scales up the rest;
   // on small inputs with free room several fill orders, keeping the best.
   State FillAndScaleUp(const State& base);
+  // One try of FillAndScaleUp: fills existing nodes' free room from `base`
+  // in `order` (groups in `no_spot` kept off spot), then ScaleUp, then with
+  // `repair` UseFreeRoom. Nothing when `memo` shows the fill was planned.
+  std::optional<FillTry> TryFill(const State& base, const std::vector<int>& order,
+                                 const std::vector<char>& no_spot, bool repair, FillMemo& memo);
   // Whether units of `g` may go on existing node bin `b` (pool, zone, type
   // pin, fit, capacity type); allowances are the caller's.
   bool MayUseExisting(const Group& g, const Bin& b) const;
@@ -285,12 +343,23 @@ class Planner {
   // pending work off existing spot nodes into room with less risk. Keeps
   // every move that lowers the expected cost.
   void UseFreeRoom(State& st);
-  void Greedy(State& st, const std::vector<int>& order) const;
+  // UseFreeRoom's: opens new single nodes for `count` units of group `g` in
+  // `st`, each of the option with the lowest expected cost per unit it
+  // holds that the limits allow (`scratch` is working storage). Adds their
+  // cost to `delta`; returns the units left over.
+  int OpenSingleNodes(State& st, int g, int count, double& delta, Bin& scratch) const;
+  // The GreedyOrder of `rank`, built on first use; references stay valid
+  // for the planner's life.
+  const GreedyOrder& GreedyOrderFor(const std::vector<int>& rank);
+  void Greedy(State& st, const GreedyOrder& order) const;
   void Classify(State& st) const;
   // With `thorough` (small inputs) the moves also split bulk bins: a few
   // copies of one bin merge with copies of another, and a class's spot
   // share moves between bins a copy at a time.
   void LocalSearch(State& st, bool thorough) const;
+  // Sets `b` to one new node of `option` holding `content` ((group, units
+  // per node) pairs); false, with `b` unspecified, when a group may not
+  // use the option or the content does not fit.
   bool Refill(Bin& b, int option, const std::vector<std::pair<int, int>>& content) const;
   double BinCost(const Bin& b) const { return b.price + b.risk; }
   double TotalCost(const State& st) const;
@@ -300,6 +369,12 @@ class Planner {
   // Moves running unit `u` (of class `cls`) from `from` to `to` in `a`;
   // false, and `a` unchanged, when that would take an allowance below 0.
   bool MoveAllowance(const DemandUnit& u, int cls, const Bin& from, const Bin& to, Allowances& a) const;
+  // Puts `units` ((node, running index) of existing nodes) into `bin`, a
+  // fresh bin of option `o`, charging their moves to `allow` and their
+  // expected interruption loss to `risk`; false when one does not fit there
+  // or is not allowed.
+  bool FillNewNode(Bin& bin, int o, Allowances& allow, const std::vector<std::pair<int, int>>& units,
+                   double* risk) const;
   // Keeps the highest-priority units of the groups in `scope` that fit
   // under a binding hard budget (`fits`), cutting the rest from `base`.
   State KeepPriorityPrefix(State& base, const std::vector<int>& scope, bool by_team,
@@ -324,6 +399,7 @@ class Planner {
   std::vector<PoolInfo> pools_;
   std::vector<Option> options_;
   std::vector<int> options_by_price_;
+  std::vector<std::vector<int>> pool_options_by_price_;  // per pool: its options, in options_by_price_ order
   std::vector<ClassInfo> classes_;
   std::map<std::string, int> class_index_;
   std::vector<TeamInfo> teams_;
@@ -331,8 +407,21 @@ class Planner {
   std::vector<Group> groups_;
   std::vector<int> unit_group_;
   std::vector<std::vector<int>> opt_groups_;
+  std::deque<GreedyOrder> greedy_orders_;  // GreedyOrderFor's, by first use
   std::vector<Bin> existing_;            // by node index
+  std::vector<Bin> existing_initial_;    // InitExisting of each node (BuildExisting)
+  // Per node, per running unit: its class index (BuildExisting).
+  std::vector<std::vector<int>> running_class_;
+  bool existing_built_ = false;
   std::vector<int> existing_order_;      // accepting bins, placement order
+  // Per group: the nodes of existing_order_ it may use (MayUseExisting), and
+  // those of them with room for one of its units as built. While
+  // FillAndScaleUp runs a node only loses room (taking work off rebuilds it
+  // from existing_initial_), so no other node takes pending work; the nodes
+  // some group has room on, by index, are existing_fillable_.
+  std::vector<std::vector<int>> existing_for_group_;
+  std::vector<std::vector<int>> existing_room_for_group_;
+  std::vector<int> existing_fillable_;
   std::vector<std::vector<double>> existing_zone_gpu_;  // class x zone
   std::vector<std::vector<double>> existing_pool_gpu_;  // class x spot domain (only with max_pool_share < 1)
   std::vector<double> class_total_gpu_;
@@ -364,5 +453,12 @@ size_t DemandKeyHash(const DemandUnit& u);
 bool SameDemand(const DemandUnit& a, const DemandUnit& b);
 // Places up to `max` units of shape `s` on `b`; returns how many fit.
 int Take(Bin& b, const Shape& s, int mig_idx, int max);
+// True when `b` has too little vCPU, memory or whole GPUs left for one
+// unit of `s`: Take would place none (and change nothing). A cheap test
+// before the allowances are looked at.
+inline bool NoRoomForOne(const Bin& b, const Shape& s) {
+  return (s.cpu > 0 && b.free_cpu < s.cpu) || (s.mem > 0 && b.free_mem < s.mem) ||
+         (s.gpus > 0 && b.free_whole < s.gpus);
+}
 
 }  // namespace gpuscaler::solver_detail

@@ -137,6 +137,8 @@ void Planner::BuildOptions() {
   for (size_t i = 0; i < options_.size(); ++i) options_by_price_[i] = int(i);
   std::stable_sort(options_by_price_.begin(), options_by_price_.end(),
                    [&](int a, int b) { return options_[a].price < options_[b].price; });
+  pool_options_by_price_.assign(pools_.size(), {});
+  for (int o : options_by_price_) pool_options_by_price_[options_[o].pool].push_back(o);
 }
 
 void Planner::BuildClasses() {
@@ -303,8 +305,9 @@ void Planner::SetPrices(const Offering& o, NodeOffer& n) const {
   }
 }
 
-void Planner::SetCapacity(const InstanceType& t, Bin& b) const {
-  b.gpu = GpuOf(t);
+void Planner::SetCapacity(int type, Bin& b) const {
+  const InstanceType& t = snap_.instance_types[type];
+  b.gpu = gpu_by_type_[type];
   b.free_cpu = int64_t(t.vcpus) * 1000;
   b.free_mem = t.memory_mib;
   b.free_whole = t.gpu_count;
@@ -315,7 +318,7 @@ void Planner::InitBin(Bin& b, int option) const {
   static_cast<NodeOffer&>(b) = o;
   b.option = option;
   b.node = -1;
-  SetCapacity(snap_.instance_types[o.type], b);
+  SetCapacity(o.type, b);
   b.mult = 1;
   b.accepts = true;
   b.removed = false;
@@ -332,7 +335,7 @@ int Planner::FitOnEmpty(const Group& g, int type) const {
   int mig = -1;
   if (!UnitFitsType(*g.rep, t, GpuOf(t), &mig)) return 0;
   Bin b;
-  SetCapacity(t, b);
+  SetCapacity(type, b);
   const bool any_resource = g.shape.gpus || g.shape.milli || g.shape.mig || g.shape.cpu || g.shape.mem;
   // A unit asking for nothing still takes a slot: cap it so bins stay finite.
   return Take(b, g.shape, mig, any_resource ? 1 << 20 : 110);
@@ -534,12 +537,14 @@ void Planner::InitExisting(int node, Bin& b) const {
     b.accepts = false;
   if (b.type < 0) return;
   const InstanceType& it = snap_.instance_types[b.type];
-  SetCapacity(it, b);
+  SetCapacity(b.type, b);
   // Running work takes its resources first; MIG and whole GPUs before fractions.
   std::vector<int> order(n.running.size());
   for (size_t k = 0; k < order.size(); ++k) order[k] = int(k);
   auto rank = [&](const DemandUnit& u) { return u.gpus > 0 ? 0 : !u.mig_profile.empty() ? 1 : u.gpu_milli > 0 ? 2 : 3; };
-  std::stable_sort(order.begin(), order.end(), [&](int a, int c) { return rank(n.running[a]) < rank(n.running[c]); });
+  if (order.size() > 1)  // stable_sort allocates a buffer even for one
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int c) { return rank(n.running[a]) < rank(n.running[c]); });
   for (int k : order) {
     const DemandUnit& u = n.running[k];
     const Shape s = ShapeOf(u);
@@ -555,6 +560,10 @@ void Planner::InitExisting(int node, Bin& b) const {
 }
 
 void Planner::BuildExisting() {
+  if (existing_built_) {
+    RestoreFilled({});
+    return;
+  }
   existing_.assign(snap_.nodes.size(), Bin{});
   existing_order_.clear();
   for (size_t i = 0; i < snap_.nodes.size(); ++i) InitExisting(int(i), existing_[i]);
@@ -569,6 +578,12 @@ void Planner::BuildExisting() {
     if (x.free_whole != y.free_whole) return x.free_whole < y.free_whole;
     return a < c;
   });
+  existing_initial_ = existing_;
+  running_class_.assign(snap_.nodes.size(), {});
+  for (size_t i = 0; i < snap_.nodes.size(); ++i)
+    for (const DemandUnit& u : snap_.nodes[i].running) running_class_[i].push_back(class_index_.at(u.workload_class));
+  existing_built_ = true;
+  IndexExistingRoom();
 }
 
 }  // namespace gpuscaler::solver_detail

@@ -3,26 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <optional>
-#include <set>
 #include <utility>
 #include <vector>
 
 namespace gpuscaler::solver_detail {
-
-namespace {
-// The extra search of the smallest inputs (at most kSearchUnits pending
-// units): every fill order of at most kPermutedGroups groups that existing
-// nodes can hold (else each one first), and every subset of at most
-// kSpotSubsetGroups groups on spot kept off it (else each one alone).
-// A try costs about (options x pending units): the extra tries together
-// cost at most kSearchWork of that, and at least kMinSearchTries are made.
-constexpr int kSearchUnits = 100;
-constexpr size_t kPermutedGroups = 5;
-constexpr size_t kSpotSubsetGroups = 3;
-constexpr double kSearchWork = 100000;
-constexpr int kMinSearchTries = 4;
-}  // namespace
 
 int Take(Bin& b, const Shape& s, int mig_idx, int max) {
   if (max <= 0) return 0;
@@ -150,11 +134,11 @@ int Planner::BlockOf(const Group& g, int option, const State& st) const {
   if (g.gpu_w > 0 && classes_[g.cls].pool_limited) {
     if (const int sp = SpotPoolOf(o); sp >= 0 && st.allow.spot_pool[g.cls][sp] < g.gpu_w - kEps) return kBlockSpot;
   }
-  NodeOffer zone_only = o;  // the spot share and the team's cap are checked above
-  zone_only.spot = false;
-  Group zone_group = g;
-  zone_group.team = -1;
-  if (Limit(zone_group, zone_only, st.allow) == 0) return kBlockZone;
+  // Limit's zone term alone (the spot share and the team's cap are checked
+  // above): it allows no unit exactly when the zone has less than one left.
+  if (g.gpu_w > 0 && classes_[g.cls].zone_limited && o.zone >= 0 &&
+      st.allow.zone[g.cls][o.zone] < g.gpu_w - kEps)
+    return kBlockZone;
   return kBlockNone;
 }
 
@@ -211,10 +195,10 @@ bool Planner::MayUseExisting(const Group& g, const Bin& b) const {
 void Planner::PlaceOnExisting(State& st, const std::vector<int>& order) {
   for (int gi : order) {
     const Group& g = groups_[gi];
-    for (int bi : existing_order_) {
+    for (int bi : existing_room_for_group_[gi]) {
       if (st.rem[gi] == 0) break;
       Bin& b = existing_[bi];
-      if (!MayUseExisting(g, b)) continue;
+      if (NoRoomForOne(b, g.shape)) continue;
       const int t = Take(b, g.shape, g.mig_by_type[b.type], std::min(st.rem[gi], Limit(g, b, st.allow)));
       if (t <= 0) continue;
       b.content.emplace_back(gi, t);
@@ -272,6 +256,45 @@ std::vector<int> Planner::UnplacedByPriority(const State& st) const {
   return key;
 }
 
+int Planner::OpenSingleNodes(State& st, int g, int count, double& delta, Bin& scratch) const {
+  const Group& grp = groups_[g];
+  while (count > 0) {
+    int best = -1, best_k = 0;
+    double best_per_unit = kInf;
+    for (int o : grp.cands) {
+      // A unit there costs at least the node's price shared by all `count`
+      // units, plus its risk: an option that cannot beat the best so far
+      // (with a margin far above rounding) is not worked out.
+      if (options_[o].price / count + Risk(grp, options_[o]) >= best_per_unit * (1 + 1e-9)) continue;
+      if (BlockOf(grp, o, st) != kBlockNone) continue;
+      InitBin(scratch, o);
+      const int k = Take(scratch, grp.shape, grp.mig_by_type[scratch.type], std::min(count, Limit(grp, scratch, st.allow)));
+      if (k <= 0) continue;
+      const double per_unit = (scratch.price + k * Risk(grp, scratch)) / k;
+      if (per_unit < best_per_unit - 1e-12) {
+        best_per_unit = per_unit;
+        best = o;
+        best_k = k;
+      }
+    }
+    if (best < 0) return count;
+    Bin& b = st.bins.emplace_back();
+    InitBin(b, best);
+    Take(b, grp.shape, grp.mig_by_type[b.type], best_k);
+    b.content.emplace_back(g, best_k);
+    b.risk = best_k * Risk(grp, b);
+    Consume(grp, b, best_k, st.allow);
+    const Option& o = options_[best];
+    st.pool_count[o.pool] += 1;
+    st.pool_cost[o.pool] += o.price;
+    st.cost += o.price;
+    st.added += 1;
+    delta += BinCost(b);
+    count -= best_k;
+  }
+  return 0;
+}
+
 void Planner::UseFreeRoom(State& st) {
   constexpr double kMinGain = 1e-9;
   // Puts up to `count` units of `g` in free room, existing nodes first, then
@@ -282,7 +305,7 @@ void Planner::UseFreeRoom(State& st) {
     const Group& grp = groups_[g];
     auto put = [&](Bin& d) {
       const double r = Risk(grp, d);
-      if (r >= max_risk) return;
+      if (r >= max_risk || NoRoomForOne(d, grp.shape)) return;
       const int k = Take(d, grp.shape, grp.mig_by_type[d.type], std::min(count, Limit(grp, d, st.allow)));
       if (k <= 0) return;
       d.content.emplace_back(g, k);
@@ -291,53 +314,16 @@ void Planner::UseFreeRoom(State& st) {
       Consume(grp, d, k, st.allow);
       count -= k;
     };
-    for (int bi : existing_order_) {
+    for (int bi : existing_room_for_group_[g]) {
       if (count == 0) break;
-      if (bi != skip_node && MayUseExisting(grp, existing_[bi])) put(existing_[bi]);
+      if (bi != skip_node) put(existing_[bi]);
     }
     for (size_t j = 0; j < st.bins.size() && count > 0; ++j)
       if (int(j) != skip_new && int(j) != skip_new2 && st.bins[j].mult == 1 && grp.cand_mask[st.bins[j].option])
         put(st.bins[j]);
     return count;
   };
-  // Opens new single nodes for `count` units of `g`, each of the option
-  // with the lowest expected cost per unit it holds that the limits allow.
-  // Adds their cost to `delta`; returns the units left over.
-  Bin scratch;
-  auto open_new = [&](int g, int count, double& delta) {
-    const Group& grp = groups_[g];
-    while (count > 0) {
-      int best = -1, best_k = 0;
-      double best_per_unit = kInf;
-      for (int o : grp.cands) {
-        if (BlockOf(grp, o, st) != kBlockNone) continue;
-        InitBin(scratch, o);
-        const int k = Take(scratch, grp.shape, grp.mig_by_type[scratch.type], std::min(count, Limit(grp, scratch, st.allow)));
-        if (k <= 0) continue;
-        const double per_unit = (scratch.price + k * Risk(grp, scratch)) / k;
-        if (per_unit < best_per_unit - 1e-12) {
-          best_per_unit = per_unit;
-          best = o;
-          best_k = k;
-        }
-      }
-      if (best < 0) return count;
-      Bin& b = st.bins.emplace_back();
-      InitBin(b, best);
-      Take(b, grp.shape, grp.mig_by_type[b.type], best_k);
-      b.content.emplace_back(g, best_k);
-      b.risk = best_k * Risk(grp, b);
-      Consume(grp, b, best_k, st.allow);
-      const Option& o = options_[best];
-      st.pool_count[o.pool] += 1;
-      st.pool_cost[o.pool] += o.price;
-      st.cost += o.price;
-      st.added += 1;
-      delta += BinCost(b);
-      count -= best_k;
-    }
-    return 0;
-  };
+  Bin scratch;  // OpenSingleNodes' working storage, kept across calls
   // Takes every unit of `g` off `b` (existing node `node`, or new single
   // bin when node < 0) and rebuilds it from the rest: returns how many.
   auto take_off = [&](Bin& b, int node, int g, double& delta) {
@@ -351,7 +337,7 @@ void Planner::UseFreeRoom(State& st) {
     Consume(groups_[g], b, -double(removed), st.allow);
     delta -= removed * Risk(groups_[g], b);
     if (node >= 0) {
-      InitExisting(node, b);
+      b = existing_initial_[node];
       for (auto [h, t] : kept) {
         Take(b, groups_[h].shape, groups_[h].mig_by_type[b.type], t);  // a subset of what fitted: fits
         b.content.emplace_back(h, t);
@@ -387,7 +373,7 @@ void Planner::UseFreeRoom(State& st) {
       Consume(hg, b, back, st.allow);
     }
     int rest = place_free(h, moved - back, victim, new_index, node, kInf, delta);
-    if (rest > 0) rest = open_new(h, rest, delta);
+    if (rest > 0) rest = OpenSingleNodes(st, h, rest, delta, scratch);
     if (rest > 0) ok = false;
     return k;
   };
@@ -401,12 +387,14 @@ void Planner::UseFreeRoom(State& st) {
   // 1. Close a new node (one copy of a bulk bin) by moving its units into
   //    free room; where a unit does not fit, a node (existing or new) may
   //    make room by moving another group's units elsewhere.
+  State saved, before;  // a try's start: assigned per try (storage reused), swapped back to undo it
+  std::vector<std::pair<int, Bin>> saved_existing, before_existing;  // its filled existing nodes
   int tries = 0;
   for (size_t i = 0; i < st.bins.size() && tries < 256; ++i) {
     if (st.bins[i].content.empty()) continue;
     ++tries;
-    State saved = st;
-    std::vector<Bin> saved_existing = existing_;
+    saved = st;
+    SaveFilled(saved_existing);
     const Bin victim = st.bins[i];
     double delta = -BinCost(victim);  // one node of the bin
     std::vector<std::pair<int, int>> content = victim.content;
@@ -418,9 +406,8 @@ void Planner::UseFreeRoom(State& st) {
     for (auto [g, t] : content) {
       int left = place_free(g, t, skip, -1, -1, kInf, delta);
       const Group& grp = groups_[g];
-      for (int bi : existing_order_) {
+      for (int bi : existing_for_group_[g]) {
         if (left == 0 || !ok) break;
-        if (!MayUseExisting(grp, existing_[bi])) continue;
         for (int h : others_on(existing_[bi], g)) {
           if (left == 0 || !ok) break;
           left -= evict_for(g, left, h, bi, -1, skip, delta, ok);
@@ -450,8 +437,8 @@ void Planner::UseFreeRoom(State& st) {
       }
       --i;  // the same bin (or the one now at i) again
     } else {
-      st = std::move(saved);
-      existing_ = std::move(saved_existing);
+      std::swap(st, saved);
+      RestoreFilled(saved_existing);
     }
   }
   // 2. Pending work on existing spot nodes moves to free room with less risk;
@@ -464,8 +451,8 @@ void Planner::UseFreeRoom(State& st) {
       if (Risk(groups_[g], existing_[bi]) > kMinGain && std::find(risky.begin(), risky.end(), g) == risky.end())
         risky.push_back(g);
     for (int g : risky) {
-      State saved = st;
-      std::vector<Bin> saved_existing = existing_;
+      saved = st;
+      SaveFilled(saved_existing);
       double delta = 0;
       const double here = Risk(groups_[g], existing_[bi]);
       const int moved = take_off(existing_[bi], bi, g, delta);
@@ -473,22 +460,21 @@ void Planner::UseFreeRoom(State& st) {
       const Group& grp = groups_[g];
       // Each eviction is kept only when what it costs (the evicted units'
       // new risk or new nodes) is less than the risk it saves.
-      for (int ei : existing_order_) {
+      for (int ei : existing_for_group_[g]) {
         if (stay == 0) break;
-        if (ei == bi || !MayUseExisting(grp, existing_[ei]) || Risk(grp, existing_[ei]) >= here - kMinGain)
-          continue;
+        if (ei == bi || Risk(grp, existing_[ei]) >= here - kMinGain) continue;
         for (int h : others_on(existing_[ei], g)) {
           if (stay == 0) break;
-          State before = st;
-          std::vector<Bin> before_existing = existing_;
+          before = st;
+          SaveFilled(before_existing);
           const double delta_before = delta;
           bool ok = true;
           const int k = evict_for(g, stay, h, ei, -1, -1, delta, ok);
           if (ok && k > 0 && delta - delta_before < k * here - kMinGain) {
             stay -= k;
           } else {
-            st = std::move(before);
-            existing_ = std::move(before_existing);
+            std::swap(st, before);
+            RestoreFilled(before_existing);
             delta = delta_before;
           }
         }
@@ -502,311 +488,10 @@ void Planner::UseFreeRoom(State& st) {
         Consume(grp, b, back, st.allow);
       }
       if (back != stay || delta >= -kMinGain) {
-        st = std::move(saved);
-        existing_ = std::move(saved_existing);
+        std::swap(st, saved);
+        RestoreFilled(saved_existing);
       }
     }
-  }
-}
-
-State Planner::FillAndScaleUp(const State& base) {
-  // Each try fills the free room of existing nodes in one order, then plans
-  // new nodes for the rest. A plan wins by leaving less work unplaced
-  // (higher priorities first), then by its expected cost: new nodes plus the
-  // risk of what the free room took.
-  struct Tried {
-    State st;
-    std::vector<Bin> existing;
-    std::vector<int> unplaced;
-    double cost = 0;
-    std::vector<int> order;
-  };
-  int pending = 0;
-  for (int r : base.rem) pending += r;
-  const bool small = pending <= opts_.multi_start_max_units;
-  const bool search = small && pending <= kSearchUnits && opts_.local_search;
-  const int search_tries =
-      search ? std::max(kMinSearchTries, int(kSearchWork / (double(options_.size()) * std::max(1, pending))))
-             : 0;
-  int planned = 0;      // tries planned (not answered from `filled`)
-  int extra_tries = 0;  // of those, the extra search's
-  // Tries whose free room ended up filled the same way (and with the same
-  // groups kept off spot) plan the same new nodes: each is planned once.
-  std::set<std::vector<int>> filled;
-  auto attempt = [&](const std::vector<int>& order,
-                     const std::vector<char>& no_spot = {}) -> std::optional<Tried> {
-    BuildExisting();
-    Tried t;
-    t.order = order;
-    State start = base;
-    start.allow.no_spot = no_spot;
-    PlaceOnExisting(start, order);
-    std::vector<int> key(start.rem.begin(), start.rem.end());
-    key.insert(key.end(), no_spot.begin(), no_spot.end());
-    for (int bi : existing_order_) {
-      key.push_back(-1);
-      for (auto [g, k] : existing_[bi].content) {
-        key.push_back(g);
-        key.push_back(k);
-      }
-    }
-    if (!filled.insert(std::move(key)).second) return std::nullopt;
-    ++planned;
-    for (size_t g = 0; g < groups_.size(); ++g)
-      if (groups_[g].has_static_reason) start.rem[g] = 0;  // nothing new can hold them; reported as unplaced
-    t.st = ScaleUp(start);
-    if (small && opts_.local_search) UseFreeRoom(t.st);
-    t.unplaced = UnplacedByPriority(t.st);
-    t.cost = TotalCost(t.st);
-    for (const Bin& b : existing_) t.cost += b.risk;
-    t.existing = std::move(existing_);
-    return t;
-  };
-  auto better = [](const Tried& a, const Tried& b) {
-    // Fewer unplaced at the highest priority where they differ.
-    for (size_t i = 0; i < a.unplaced.size() || i < b.unplaced.size(); i += 2) {
-      if (i >= a.unplaced.size()) return true;
-      if (i >= b.unplaced.size()) return false;
-      if (a.unplaced[i] != b.unplaced[i]) return a.unplaced[i] < b.unplaced[i];
-      if (a.unplaced[i + 1] != b.unplaced[i + 1]) return a.unplaced[i + 1] < b.unplaced[i + 1];
-    }
-    return a.cost < b.cost - 1e-9;
-  };
-  auto keep_better = [&](std::optional<Tried>&& t, Tried& best) {
-    if (t && better(*t, best)) best = std::move(*t);
-  };
-  std::vector<double> lb(groups_.size());
-  for (size_t g = 0; g < groups_.size(); ++g) lb[g] = groups_[g].lb;
-  Tried best = *attempt(ExistingFillOrder(lb));
-  // Other orders can only differ where some existing node had room left.
-  bool free_room = false;
-  for (int bi : existing_order_) {
-    const Bin& b = best.existing[bi];
-    free_room = free_room || !b.content.empty() || b.free_whole > 0 || b.free_cpu > 0;
-  }
-  if (free_room) {
-    std::vector<std::vector<int>> orders;
-    // Work left unplaced by a limit (budget, max nodes, spot share) is
-    // where priority decides who keeps the free room.
-    const bool limited = Unplaced(best.st) > 0;
-    if (limited) orders.push_back(PriorityFillOrder());
-    if (small && groups_.size() > 1) {
-      orders.push_back(ExistingFillOrder(RealizedUnitValue(best.st)));
-      orders.push_back(ExistingFillOrder(lb, true));
-      if (!limited) orders.push_back(PriorityFillOrder());
-      // Which group takes which room is a choice no single ranking makes
-      // well (a unit with no pin can take the only room a pinned one has,
-      // a CPU-only unit's memory can be what a GPU unit lacks). Only the
-      // order of the groups that some existing node can hold matters: few
-      // of them on few units get every order, more get each one first.
-      const std::vector<int> scarce = ExistingFillOrder(lb);
-      std::vector<int> fillable, rest;
-      for (int g : scarce) {
-        bool may = false;
-        for (int bi : existing_order_) may = may || MayUseExisting(groups_[g], best.existing[bi]);
-        (may && base.rem[g] > 0 && !groups_[g].has_static_reason ? fillable : rest).push_back(g);
-      }
-      auto with_rest = [&](std::vector<int> order) {
-        order.insert(order.end(), rest.begin(), rest.end());
-        return order;
-      };
-      std::vector<std::vector<int>> more;
-      if (!search) {
-        // the orders above only
-      } else if (fillable.size() <= kPermutedGroups) {
-        std::vector<int> perm = fillable;
-        std::sort(perm.begin(), perm.end());
-        do more.push_back(with_rest(perm));
-        while (std::next_permutation(perm.begin(), perm.end()));
-      } else {
-        for (size_t i = 1; i < fillable.size(); ++i) {
-          std::vector<int> order = fillable;
-          std::rotate(order.begin(), order.begin() + long(i), order.begin() + long(i) + 1);
-          more.push_back(with_rest(std::move(order)));
-        }
-      }
-      for (const auto& order : orders) keep_better(attempt(order), best);
-      // Three quarters of the extra tries at most; the rest for the spot share.
-      const int first = planned;
-      for (size_t i = 0; i < more.size() && 4 * (planned - first) < 3 * search_tries; ++i)
-        keep_better(attempt(more[i]), best);
-      extra_tries = planned - first;
-      orders.clear();
-    }
-    for (const auto& order : orders) keep_better(attempt(order), best);
-  }
-  // A class's spot share goes to its groups in the order the scale-up's
-  // bins come, not to the group that saves most on spot (a whole node's
-  // worth of share may be missing where a few GPUs are left): also try
-  // keeping subsets of share-limited groups now on spot off it, so the
-  // share is left to the others.
-  if (search) {
-    std::vector<char> on_spot(groups_.size(), 0);
-    for (const std::vector<Bin>* bins : {&best.existing, &best.st.bins})
-      for (const Bin& b : *bins)
-        if (b.spot)
-          for (auto [g, t] : b.content) on_spot[g] = 1;
-    std::vector<int> limited;
-    for (size_t g = 0; g < groups_.size(); ++g)
-      if (on_spot[g] && best.st.allow.spot[groups_[g].cls] < kInf) limited.push_back(int(g));
-    const std::vector<int> order = best.order;
-    const size_t n = limited.size();
-    const bool subsets = n <= kSpotSubsetGroups;
-    const int first = planned;
-    for (size_t m = 1;
-         n > 0 && m < (subsets ? size_t(1) << n : n + 1) && extra_tries + planned - first < search_tries;
-         ++m) {
-      std::vector<char> no_spot(groups_.size(), 0);
-      for (size_t k = 0; k < n; ++k) no_spot[limited[k]] = subsets ? (m >> k) & 1 : k + 1 == m;
-      // Kept only when it places everything: what it leaves unplaced would
-      // be classified (Classify) as if those groups could not use spot.
-      std::optional<Tried> t = attempt(order, no_spot);
-      if (t && Unplaced(t->st) == 0) keep_better(std::move(t), best);
-    }
-  }
-  existing_ = std::move(best.existing);
-  best.st.allow.no_spot.clear();  // a restriction of the search, not of later passes
-  return std::move(best.st);
-}
-
-void Planner::Greedy(State& st, const std::vector<int>& rank) const {
-  std::vector<std::vector<int>> og(options_.size());
-  std::vector<int> active;
-  for (size_t o = 0; o < options_.size(); ++o) {
-    og[o] = opt_groups_[o];
-    std::stable_sort(og[o].begin(), og[o].end(), [&](int a, int b) { return rank[a] < rank[b]; });
-    if (!og[o].empty()) active.push_back(int(o));
-  }
-  // An option never wins when another of the same pool, type and capacity
-  // type, open to exactly the same groups, is no dearer and no riskier: drop
-  // those up front (zone-spread classes excepted, their zones matter).
-  {
-    std::vector<int> sorted = active;
-    std::stable_sort(sorted.begin(), sorted.end(), [&](int a, int b) {
-      const Option& x = options_[a];
-      const Option& y = options_[b];
-      if (x.pool != y.pool) return x.pool < y.pool;
-      if (x.type != y.type) return x.type < y.type;
-      return x.spot < y.spot;
-    });
-    std::vector<char> dominated(options_.size(), 0);
-    auto zone_limited = [&](int o) {
-      for (int g : og[o])
-        if (classes_[groups_[g].cls].zone_limited) return true;
-      return false;
-    };
-    for (size_t i = 0; i < sorted.size();) {
-      size_t j = i;
-      const Option& head = options_[sorted[i]];
-      while (j < sorted.size() && options_[sorted[j]].pool == head.pool && options_[sorted[j]].type == head.type &&
-             options_[sorted[j]].spot == head.spot)
-        ++j;
-      for (size_t a = i; a < j; ++a) {
-        const int oa = sorted[a];
-        if (zone_limited(oa)) continue;
-        const Option& x = options_[oa];
-        for (size_t b = i; b < j && !dominated[oa]; ++b) {
-          const int ob = sorted[b];
-          if (ob == oa || dominated[ob]) continue;
-          const Option& y = options_[ob];
-          const bool no_worse = y.price <= x.price && y.ih * y.od <= x.ih * x.od;
-          const bool better = y.price < x.price || y.ih * y.od < x.ih * x.od || ob < oa;
-          if (no_worse && better && og[ob] == og[oa]) dominated[oa] = 1;
-        }
-      }
-      i = j;
-    }
-    size_t kept = 0;
-    for (int o : active)
-      if (!dominated[o]) active[kept++] = o;
-    active.resize(kept);
-  }
-  Bin scratch, best;
-  // Allowances taken by the bin being evaluated: GPUs per class, USD per team.
-  std::vector<double> used(classes_.size(), 0);
-  std::vector<double> used_team(teams_.size(), 0);
-  std::vector<int> touched;
-  while (true) {
-    int best_o = -1;
-    double best_ratio = kInf;
-    size_t kept = 0;
-    for (int o : active) {
-      bool any = false;
-      for (int g : og[o]) any = any || st.rem[g] > 0;
-      if (!any) continue;
-      active[kept++] = o;
-      if (MaxOpen(options_[o], st) < 1) continue;
-      InitBin(scratch, o);
-      double cost = scratch.price, value = 0;
-      for (int c : touched) used[c] = 0;
-      touched.clear();
-      std::fill(used_team.begin(), used_team.end(), 0.0);
-      for (int g : og[o]) {
-        if (st.rem[g] == 0) continue;
-        const Group& grp = groups_[g];
-        int lim = Limit(grp, scratch, st.allow);
-        if (lim != kNoLimit && lim > 0 && grp.gpu_w > 0 && used[grp.cls] > 0)  // CPU-only work: 0 or no limit
-          lim = std::max(0, lim - int(std::ceil(used[grp.cls] / grp.gpu_w - 1e-7)));
-        if (grp.team >= 0 && used_team[grp.team] > 0) {
-          const double charge = grp.gpu_w * PerGpu(scratch);
-          if (charge > 0)
-            lim = std::min<double>(lim, std::max(0.0, std::floor((st.allow.team_usd[grp.team] - used_team[grp.team] + 1e-9) / charge)));
-        }
-        const int t = Take(scratch, grp.shape, grp.mig_by_type[scratch.type], std::min(st.rem[g], lim));
-        if (t <= 0) continue;
-        if (grp.gpu_w > 0) {
-          if (used[grp.cls] == 0) touched.push_back(grp.cls);
-          used[grp.cls] += t * grp.gpu_w;
-          if (grp.team >= 0) used_team[grp.team] += t * grp.gpu_w * PerGpu(scratch);
-        }
-        scratch.content.emplace_back(g, t);
-        const double r = t * Risk(grp, scratch);
-        scratch.risk += r;
-        cost += r;
-        value += t * grp.lb;
-      }
-      if (value <= 0) continue;
-      const double ratio = cost / value;
-      if (ratio < best_ratio - 1e-12) {
-        best_ratio = ratio;
-        best_o = o;
-        std::swap(best, scratch);
-      }
-    }
-    active.resize(kept);
-    if (best_o < 0) break;
-    const Option& o = options_[best_o];
-    int64_t m = MaxOpen(o, st);
-    std::map<int, double> per_class;
-    std::map<int, double> per_team;
-    for (auto [g, t] : best.content) {
-      m = std::min<int64_t>(m, st.rem[g] / t);
-      per_class[groups_[g].cls] += t * groups_[g].gpu_w;
-      if (groups_[g].team >= 0) per_team[groups_[g].team] += t * groups_[g].gpu_w * PerGpu(best);
-    }
-    for (auto [c, need] : per_class) {
-      if (need <= 0) continue;
-      if (best.spot && st.allow.spot[c] < kInf) m = std::min<int64_t>(m, int64_t(std::floor((st.allow.spot[c] + 1e-7) / need)));
-      if (classes_[c].zone_limited) m = std::min<int64_t>(m, int64_t(std::floor((st.allow.zone[c][best.zone] + 1e-7) / need)));
-      if (classes_[c].pool_limited) {
-        if (const int sp = SpotPoolOf(best); sp >= 0)
-          m = std::min<int64_t>(m, int64_t(std::floor((st.allow.spot_pool[c][sp] + 1e-7) / need)));
-      }
-    }
-    for (auto [team, need] : per_team)
-      if (need > 0 && st.allow.team_usd[team] < kInf)
-        m = std::min<int64_t>(m, int64_t(std::floor((st.allow.team_usd[team] + 1e-9) / need)));
-    m = std::max<int64_t>(1, m);
-    best.mult = int(m);
-    for (auto [g, t] : best.content) {
-      st.rem[g] -= int(t * m);
-      Consume(groups_[g], best, double(t) * m, st.allow);
-    }
-    st.pool_count[o.pool] += int(m);
-    st.pool_cost[o.pool] += o.price * m;
-    st.cost += o.price * m;
-    st.added += int(m);
-    st.bins.push_back(best);
   }
 }
 
@@ -870,9 +555,19 @@ State Planner::ScaleUp(const State& base) {
   auto solve = [&](const State& start) {
     State best;
     bool have = false;
+    // Greedy visits only the groups with units left, in rank order: a rank
+    // that orders those as an earlier one did plans the same bins again,
+    // which cannot beat the earlier plan.
+    std::vector<std::vector<int>> visit_orders;
     for (const auto& rank : ranks) {
+      std::vector<int> visit;
+      for (size_t g = 0; g < ng; ++g)
+        if (start.rem[g] > 0) visit.push_back(int(g));
+      std::sort(visit.begin(), visit.end(), [&](int a, int b) { return rank[a] < rank[b]; });
+      if (std::find(visit_orders.begin(), visit_orders.end(), visit) != visit_orders.end()) continue;
+      visit_orders.push_back(std::move(visit));
       State st = start;
-      Greedy(st, rank);
+      Greedy(st, GreedyOrderFor(rank));
       if (opts_.local_search) LocalSearch(st, pending <= opts_.multi_start_max_units);
       if (!have || Unplaced(st) < Unplaced(best) ||
           (Unplaced(st) == Unplaced(best) && TotalCost(st) < TotalCost(best) - 1e-9)) {
