@@ -161,7 +161,7 @@ void ClusterState::DrainNoticed(const std::string& instance_id, WallTime deadlin
 void ClusterState::OnRebalance(const std::string& instance_id, const Policy& policy, TickReport* report) {
   ++report->rebalance_recommendations;
   auto it = node_index_.find(instance_id);
-  if (it == node_index_.end() || policy.spot.on_rebalance == "ignore") return;
+  if (it == node_index_.end() || policy.spot.on_rebalance == RebalanceResponse::kIgnore) return;
   NodeInfo& info = node_info_[it->second];
   Node& node = snapshot_.nodes[it->second];
   if (info.notice_deadline || node.state != NodeState::kReady) return;
@@ -171,12 +171,12 @@ void ClusterState::OnRebalance(const std::string& instance_id, const Policy& pol
     if (!s.ok() && s.error().category() != ErrorCategory::kNotFound)
       report->errors.push_back(s.error().WithContext("cordoning rebalanced node " + instance_id));
   }
-  if (policy.spot.on_rebalance == "replace") {
+  if (policy.spot.on_rebalance == RebalanceResponse::kReplace) {
     info.rebalance_replace = true;
     info.rebalanced_at = snapshot_.time;
     replacements_dirty_ = true;
   }
-  report->governor.notes.push_back(instance_id + ": rebalance recommendation: " + policy.spot.on_rebalance);
+  report->governor.notes.push_back(instance_id + ": rebalance recommendation: " + std::string(ToString(policy.spot.on_rebalance)));
   MarkChanged(true);
 }
 

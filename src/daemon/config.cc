@@ -389,8 +389,8 @@ Status CheckPoolsCanLaunch(const DaemonConfig& config, const Policy& policy) {
     for (size_t i = 0; i < policy.pools.size(); ++i) {
       const NodePoolPolicy& pool = policy.pools[i];
       const std::string where = policy.source_file + ": pools[" + std::to_string(i) + "] '" + pool.name + "': ";
-      if (pool.actuation != "fleet") {
-        problems += "\n" + where + "actuation '" + pool.actuation + "' is AWS's; on GCP name the pool's groups in " +
+      if (pool.actuation != Actuation::kFleet) {
+        problems += "\n" + where + "actuation '" + std::string(ToString(pool.actuation)) + "' is AWS's; on GCP name the pool's groups in " +
                     config.source_file + " cloud.gcp.pools";
       } else if (g.pools.count(pool.name) == 0 && g.instance_template.empty()) {
         problems += "\n" + where + "has no entry in " + config.source_file +
@@ -408,7 +408,7 @@ Status CheckPoolsCanLaunch(const DaemonConfig& config, const Policy& policy) {
   std::string problems;
   for (size_t i = 0; i < policy.pools.size(); ++i) {
     const NodePoolPolicy& pool = policy.pools[i];
-    if (pool.actuation != "fleet") continue;
+    if (pool.actuation != Actuation::kFleet) continue;
     const std::string where = policy.source_file + ": pools[" + std::to_string(i) + "] '" + pool.name + "': ";
     if (pool.node_template && !config.cloud.eks.configured()) {
       problems += "\n" + where + "has a node_template, so " + config.source_file +

@@ -93,7 +93,7 @@ class LiveEngine final : public Engine {
     for (const WorkloadClassPolicy& c : policy.classes) {
       if (!c.forecast || !parts_.read_history) continue;
       const std::string head = "class " + c.name + ": forecast history ";
-      if (!c.queue_depth || c.queue_depth->source != "prometheus") {
+      if (!c.queue_depth || c.queue_depth->source != SignalSource::kPrometheus) {
         report->forecast_notes.push_back(
             head +
             "not warmed (its queue depth is not a Prometheus signal): it builds up "

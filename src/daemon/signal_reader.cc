@@ -72,8 +72,8 @@ Result<HistoryReader> MakeHistoryReader(const SignalSettings& settings) {
   if (Status s = shared->collector->CredentialsStatus(); !s.ok()) return s.error();
   return HistoryReader([shared](const SignalQuery& query, WallTime start, WallTime end,
                                 Seconds step) -> Result<std::vector<std::pair<WallTime, double>>> {
-    if (query.source != "prometheus") {
-      return Error::NotFound(query.source + " keeps no history to read (only prometheus does)");
+    if (query.source != SignalSource::kPrometheus) {
+      return Error::NotFound(std::string(ToString(query.source)) + " keeps no history to read (only prometheus does)");
     }
     Result<std::vector<signals::PromPoint>> points =
         shared->collector->QueryRange(query.query, start, end, step);

@@ -65,7 +65,7 @@ class Writer {
     }
   }
   void Put(const std::string& path, const SignalQuery& q) {
-    Put(path + ".source", q.source);
+    Put(path + ".source", std::string(ToString(q.source)));
     Put(path + ".query", q.query);
     Put(path + ".vhost", q.vhost);
     Put(path + ".queue", q.queue);
@@ -105,7 +105,7 @@ std::string CanonicalPolicyText(const Policy& p) {
       w.Put(t + ".value", taint.value);
       w.Put(t + ".effect", taint.effect);
     });
-    w.Put(at + ".actuation", pool.actuation);
+    w.Put(at + ".actuation", std::string(ToString(pool.actuation)));
     w.Put(at + ".auto_scaling_group", pool.auto_scaling_group);
     // Written only when set, so that the hash of a policy without them is unchanged.
     if (pool.registration_timeout != Seconds(900)) w.Put(at + ".registration_timeout", pool.registration_timeout);
@@ -192,7 +192,8 @@ std::string CanonicalPolicyText(const Policy& p) {
   w.Put("spot.max_pool_share", p.spot.max_pool_share);
   w.Put("spot.fallback_to_on_demand", p.spot.fallback_to_on_demand);
   w.Put("spot.fallback_duration", p.spot.fallback_duration);
-  if (p.spot.on_rebalance != "ignore") w.Put("spot.on_rebalance", p.spot.on_rebalance);
+  if (p.spot.on_rebalance != RebalanceResponse::kIgnore)
+    w.Put("spot.on_rebalance", std::string(ToString(p.spot.on_rebalance)));
   const ScalingPolicy& s = p.scaling;
   w.Put("scaling.tick_interval", s.tick_interval);
   w.Put("scaling.scale_up_stabilization", s.scale_up_stabilization);

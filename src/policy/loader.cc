@@ -25,6 +25,15 @@ namespace {
 const std::vector<std::string_view> kSignalSources = {"prometheus", "rabbitmq", "dcgm",
                                                       "kubernetes", "prices"};
 
+// The value of `values` spelled `word` in policy files (ToString); none when
+// no value is.
+template <typename Enum>
+std::optional<Enum> ValueSpelled(std::string_view word, std::initializer_list<Enum> values) {
+  for (Enum value : values)
+    if (ToString(value) == word) return value;
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string WithSuggestion(std::string message, const std::string& word,
@@ -222,18 +231,20 @@ NodePoolPolicy PolicyReader::ReadPool(const DocNode& node, const std::string& pa
     }
     pool.taints.push_back(std::move(taint));
   });
-  if (m.ReadString("actuation", &pool.actuation) && pool.actuation != "fleet" &&
-      pool.actuation != "asg") {
-    r_.ReportAt(m.PathOf("actuation"),
-                "unknown actuation '" + pool.actuation + "' (use fleet or asg)");
+  bool actuation_known = true;
+  if (std::string actuation; m.ReadString("actuation", &actuation)) {
+    const std::optional<Actuation> value = ValueSpelled(actuation, {Actuation::kFleet, Actuation::kAsg});
+    actuation_known = value.has_value();
+    if (value) pool.actuation = *value;
+    else r_.ReportAt(m.PathOf("actuation"), "unknown actuation '" + actuation + "' (use fleet or asg)");
   }
   m.ReadString("auto_scaling_group", &pool.auto_scaling_group);
-  if (pool.actuation == "asg" && pool.auto_scaling_group.empty()) {
+  if (actuation_known && pool.actuation == Actuation::kAsg && pool.auto_scaling_group.empty()) {
     r_.ReportAt(m.Has("auto_scaling_group") ? m.PathOf("auto_scaling_group")
                                              : m.PathOf("actuation"),
                 "actuation 'asg' needs auto_scaling_group");
   }
-  if (pool.actuation == "fleet" && !pool.auto_scaling_group.empty()) {
+  if (actuation_known && pool.actuation == Actuation::kFleet && !pool.auto_scaling_group.empty()) {
     r_.ReportAt(m.PathOf("auto_scaling_group"), "is used only with actuation 'asg'");
   }
   PositiveDuration(m, "registration_timeout", &pool.registration_timeout);
@@ -246,7 +257,7 @@ NodePoolPolicy PolicyReader::ReadPool(const DocNode& node, const std::string& pa
 }
 
 void PolicyReader::ReadSignalQuery(MapReader& parent, std::string_view key,
-                                   const std::vector<std::string_view>& sources,
+                                   std::initializer_list<SignalSource> allowed_sources,
                                    std::optional<SignalQuery>* out) {
   const DocNode* node = parent.Find(key);
   if (node == nullptr || node->IsNull()) return;
@@ -257,18 +268,21 @@ void PolicyReader::ReadSignalQuery(MapReader& parent, std::string_view key,
   m.ReadString("query", &q.query);
   m.ReadString("vhost", &q.vhost);
   m.ReadString("queue", &q.queue);
-  if (m.ReadString("source", &q.source)) {
-    if (std::find(sources.begin(), sources.end(), q.source) == sources.end()) {
+  if (std::string source; m.ReadString("source", &source)) {
+    const std::optional<SignalSource> value = ValueSpelled(source, allowed_sources);
+    if (!value) {
+      std::vector<std::string_view> spellings;
+      for (SignalSource s : allowed_sources) spellings.push_back(ToString(s));
       std::string allowed;
-      for (std::string_view s : sources) allowed += (allowed.empty() ? "" : ", ") + std::string(s);
+      for (std::string_view s : spellings) allowed += (allowed.empty() ? "" : ", ") + std::string(s);
       r_.ReportAt(m.PathOf("source"),
-                  WithSuggestion("unknown source '" + q.source + "' (use " + allowed + ")",
-                                 q.source, sources));
-    } else if (q.source == "prometheus" && q.query.empty()) {
+                  WithSuggestion("unknown source '" + source + "' (use " + allowed + ")", source, spellings));
+    } else if (*value == SignalSource::kPrometheus && q.query.empty()) {
       r_.Report(m.mark(), m.PathOf("query"), "required for source prometheus (a PromQL query)");
-    } else if (q.source == "rabbitmq" && q.queue.empty()) {
+    } else if (*value == SignalSource::kRabbitMq && q.queue.empty()) {
       r_.Report(m.mark(), m.PathOf("queue"), "required for source rabbitmq");
     }
+    if (value) q.source = *value;
   }
   *out = std::move(q);
 }
@@ -363,8 +377,8 @@ WorkloadClassPolicy PolicyReader::ReadClass(const DocNode& node, const std::stri
   }
   if (const DocNode* n = m.Find("signals")) {
     MapReader s(r_, *n, m.PathOf("signals"), {"queue_depth", "gpu_utilization"});
-    ReadSignalQuery(s, "queue_depth", {"prometheus", "rabbitmq"}, &c.queue_depth);
-    ReadSignalQuery(s, "gpu_utilization", {"prometheus", "dcgm"}, &c.gpu_utilization);
+    ReadSignalQuery(s, "queue_depth", {SignalSource::kPrometheus, SignalSource::kRabbitMq}, &c.queue_depth);
+    ReadSignalQuery(s, "gpu_utilization", {SignalSource::kPrometheus, SignalSource::kDcgm}, &c.gpu_utilization);
   }
   Share(m, "scale_in_utilization_below", &c.scale_in_utilization_below);
   double wait_cost = 0;
@@ -444,11 +458,16 @@ void PolicyReader::ReadSpot(const DocNode& node) {
   }
   m.ReadBool("fallback_to_on_demand", &p_.spot.fallback_to_on_demand);
   m.ReadDuration("fallback_duration", &p_.spot.fallback_duration);
-  if (m.ReadString("on_rebalance", &p_.spot.on_rebalance) && p_.spot.on_rebalance != "ignore" &&
-      p_.spot.on_rebalance != "cordon" && p_.spot.on_rebalance != "replace") {
-    r_.ReportAt(m.PathOf("on_rebalance"),
-                WithSuggestion("unknown on_rebalance '" + p_.spot.on_rebalance + "' (use ignore, cordon or replace)",
-                               p_.spot.on_rebalance, {"ignore", "cordon", "replace"}));
+  if (std::string response; m.ReadString("on_rebalance", &response)) {
+    const std::optional<RebalanceResponse> value = ValueSpelled(
+        response, {RebalanceResponse::kIgnore, RebalanceResponse::kCordon, RebalanceResponse::kReplace});
+    if (value) {
+      p_.spot.on_rebalance = *value;
+    } else {
+      r_.ReportAt(m.PathOf("on_rebalance"),
+                  WithSuggestion("unknown on_rebalance '" + response + "' (use ignore, cordon or replace)", response,
+                                 {"ignore", "cordon", "replace"}));
+    }
   }
 }
 

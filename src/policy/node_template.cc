@@ -246,7 +246,7 @@ void PolicyReader::ReadNodeTemplate(MapReader& pool_reader, NodePoolPolicy* pool
       r_.ReportAt(m.PathOf("mig_config"), problem);
     }
   }
-  if (pool->actuation == "asg") {
+  if (pool->actuation == Actuation::kAsg) {
     r_.ReportAt(path, "is for fleet pools only (an Auto Scaling group launches from its own launch template)");
   }
   pool->node_template = std::move(t);

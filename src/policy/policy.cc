@@ -17,6 +17,32 @@ bool NodePoolPolicy::AllowsType(const InstanceType& type, const GpuModel* gpu) c
   return GpuModelListed(gpu_models, type.gpu_model, gpu);
 }
 
+std::string_view ToString(Actuation actuation) {
+  switch (actuation) {
+    case Actuation::kFleet: return "fleet";
+    case Actuation::kAsg: return "asg";
+  }
+  return "?";
+}
+
+std::string_view ToString(RebalanceResponse response) {
+  switch (response) {
+    case RebalanceResponse::kIgnore: return "ignore";
+    case RebalanceResponse::kCordon: return "cordon";
+    case RebalanceResponse::kReplace: return "replace";
+  }
+  return "?";
+}
+
+std::string_view ToString(SignalSource source) {
+  switch (source) {
+    case SignalSource::kPrometheus: return "prometheus";
+    case SignalSource::kRabbitMq: return "rabbitmq";
+    case SignalSource::kDcgm: return "dcgm";
+  }
+  return "?";
+}
+
 const std::string& TeamOf(const DemandUnit& unit, const Policy& policy) {
   if (!unit.team.empty()) return unit.team;
   static const std::string kNoTeam;

@@ -51,8 +51,7 @@ class PolicyReader {
   void ReadNodeTemplate(MapReader& pool_reader, NodePoolPolicy* pool);
   void ReadSecurityGroups(MapReader& m, NodeTemplate* t);
   void ReadSubnets(MapReader& m, NodeTemplate* t);
-  void ReadSignalQuery(MapReader& parent, std::string_view key,
-                       const std::vector<std::string_view>& sources,
+  void ReadSignalQuery(MapReader& parent, std::string_view key, std::initializer_list<SignalSource> allowed_sources,
                        std::optional<SignalQuery>* out);
   BudgetCap ReadCap(const DocNode& node, const std::string& path);
   void ReadBudget(const DocNode& node);

@@ -28,15 +28,15 @@ constexpr std::string_view kRabbitMq = "rabbitmq";
 constexpr std::string_view kDcgm = "dcgm";
 
 std::string KeyOf(const SignalQuery& q) {
-  if (q.source == kRabbitMq) return q.vhost + "/" + q.queue;
-  if (q.source == kDcgm) return std::string(kDcgmGpuUtil);
+  if (q.source == SignalSource::kRabbitMq) return q.vhost + "/" + q.queue;
+  if (q.source == SignalSource::kDcgm) return std::string(kDcgmGpuUtil);
   return q.query;
 }
 
 CollectedSignal Missing(const SignalQuery& q, Error error) {
   CollectedSignal c;
   c.query = q;
-  c.total = MakeMissingReading(q.source, KeyOf(q), error.ToString());
+  c.total = MakeMissingReading(std::string(ToString(q.source)), KeyOf(q), error.ToString());
   c.error = std::move(error);
   return c;
 }
@@ -44,7 +44,7 @@ CollectedSignal Missing(const SignalQuery& q, Error error) {
 CollectedSignal Value(const SignalQuery& q, double value, WallTime observed_at) {
   CollectedSignal c;
   c.query = q;
-  c.total = MakeReading(q.source, KeyOf(q), value, observed_at);
+  c.total = MakeReading(std::string(ToString(q.source)), KeyOf(q), value, observed_at);
   return c;
 }
 
@@ -253,7 +253,7 @@ CollectedSignal PrometheusAnswer(const SignalQuery& query, const Result<net::Htt
                                           " series is NaN"));
   }
   for (const auto& [key, sn] : hosts) c.by_host[key] = sn.first / sn.second;
-  c.total = MakeReading(query.source, KeyOf(query), sum / finite, FromUnixSecondsFloor(*oldest_s));
+  c.total = MakeReading(std::string(ToString(query.source)), KeyOf(query), sum / finite, FromUnixSecondsFloor(*oldest_s));
   return c;
 }
 
@@ -328,7 +328,7 @@ CollectedSignal DcgmAnswer(const SignalQuery& query,
                           " exporters failed, so the fleet mean is unknown: ";
     for (size_t i = 0; i < failures.size(); ++i) message += (i ? "; " : "") + failures[i].message();
     Error e(failures.front().category(), message);
-    c.total = MakeMissingReading(query.source, KeyOf(query), e.ToString());
+    c.total = MakeMissingReading(std::string(ToString(query.source)), KeyOf(query), e.ToString());
     c.error = std::move(e);
     return c;
   }
@@ -338,7 +338,7 @@ CollectedSignal DcgmAnswer(const SignalQuery& query,
     missing.by_host = std::move(c.by_host);
     return missing;
   }
-  c.total = MakeReading(query.source, KeyOf(query), sum / gpus, received);
+  c.total = MakeReading(std::string(ToString(query.source)), KeyOf(query), sum / gpus, received);
   return c;
 }
 
@@ -454,7 +454,7 @@ std::vector<CollectedSignal> SignalCollector::Collect(const std::vector<SignalQu
   std::vector<std::vector<size_t>> fetches_of(queries.size());
   for (size_t i = 0; i < queries.size(); ++i) {
     const SignalQuery& q = queries[i];
-    if (q.source == kPrometheus) {
+    if (q.source == SignalSource::kPrometheus) {
       if (std::optional<Error> e = Unsendable(kPrometheus, ep.prometheus.url, auth.prometheus_error,
                                               q.query.empty() ? "empty query" : "")) {
         results[i] = Missing(q, *e);
@@ -462,7 +462,7 @@ std::vector<CollectedSignal> SignalCollector::Collect(const std::vector<SignalQu
         fetches_of[i].push_back(
             add_fetch(PromQueryUrl(ep.prometheus.url, q.query), auth.prometheus_authorization, prometheus_options, "application/json"));
       }
-    } else if (q.source == kRabbitMq) {
+    } else if (q.source == SignalSource::kRabbitMq) {
       if (std::optional<Error> e = Unsendable(kRabbitMq, ep.rabbitmq.url, auth.rabbitmq_error,
                                               q.queue.empty() ? "no queue named" : "")) {
         results[i] = Missing(q, *e);
@@ -470,7 +470,7 @@ std::vector<CollectedSignal> SignalCollector::Collect(const std::vector<SignalQu
         fetches_of[i].push_back(
             add_fetch(QueueUrl(ep.rabbitmq.url, q.vhost, q.queue), auth.rabbitmq_authorization, plain_options, "application/json"));
       }
-    } else if (q.source == kDcgm) {
+    } else {
       if (ep.dcgm.urls.empty()) {
         results[i] = Missing(q, Error::Config("dcgm: no exporter URLs configured (signals.dcgm.urls)"));
       } else if (!q.query.empty() && q.query != kDcgmGpuUtil) {
@@ -482,8 +482,6 @@ std::vector<CollectedSignal> SignalCollector::Collect(const std::vector<SignalQu
           fetches_of[i].push_back(add_fetch(url, std::nullopt, plain_options, ""));
         }
       }
-    } else {
-      results[i] = Missing(q, Error::Config("unknown signal source '" + q.source + "' (use prometheus, rabbitmq or dcgm)"));
     }
   }
 
@@ -505,9 +503,9 @@ std::vector<CollectedSignal> SignalCollector::Collect(const std::vector<SignalQu
   for (size_t i = 0; i < queries.size(); ++i) {
     const SignalQuery& q = queries[i];
     if (!results[i]) {
-      if (q.source == kPrometheus) {
+      if (q.source == SignalSource::kPrometheus) {
         results[i] = PrometheusAnswer(q, answer_of(fetches_of[i].front()));
-      } else if (q.source == kRabbitMq) {
+      } else if (q.source == SignalSource::kRabbitMq) {
         results[i] = RabbitMqAnswer(q, answer_of(fetches_of[i].front()), fetches[fetches_of[i].front()]->received);
       } else {
         std::vector<std::pair<std::string, Result<net::HttpResponse>>> scrapes;

@@ -33,7 +33,7 @@ OrderedJson Caps(const std::map<std::string, BudgetCap>& caps) {
 }
 
 OrderedJson SignalQueryJson(const SignalQuery& q) {
-  return {{"source", q.source}, {"query", q.query}, {"vhost", q.vhost}, {"queue", q.queue}};
+  return {{"source", ToString(q.source)}, {"query", q.query}, {"vhost", q.vhost}, {"queue", q.queue}};
 }
 
 OrderedJson NodeTemplateJson(const NodeTemplate& t) {
@@ -88,7 +88,7 @@ OrderedJson Pool(const NodePoolPolicy& pool) {
                    {"min_nodes", pool.min_nodes},
                    {"max_nodes", pool.max_nodes},
                    {"taints", taints},
-                   {"actuation", pool.actuation}};
+                   {"actuation", ToString(pool.actuation)}};
   // The loader refuses an Auto Scaling group name on a fleet pool, even empty.
   if (!pool.auto_scaling_group.empty()) j["auto_scaling_group"] = pool.auto_scaling_group;
   j["registration_timeout"] = Duration(pool.registration_timeout);
@@ -162,7 +162,7 @@ std::string PolicyFileJson(const Policy& p) {
                {"max_pool_share", p.spot.max_pool_share},
                {"fallback_to_on_demand", p.spot.fallback_to_on_demand},
                {"fallback_duration", Duration(p.spot.fallback_duration)},
-               {"on_rebalance", p.spot.on_rebalance}};
+               {"on_rebalance", ToString(p.spot.on_rebalance)}};
   const ScalingPolicy& s = p.scaling;
   j["scaling"] = {{"tick_interval", Duration(s.tick_interval)},
                   {"scale_up_stabilization", Duration(s.scale_up_stabilization)},

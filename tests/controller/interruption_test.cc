@@ -12,7 +12,7 @@ using testing::GpuUnit;
 using testing::LifecyclePolicy;
 using testing::LifecycleScene;
 
-Policy SpotPolicy(const std::string& on_rebalance = "ignore") {
+Policy SpotPolicy(RebalanceResponse on_rebalance = RebalanceResponse::kIgnore) {
   Policy p = LifecyclePolicy(/*asg=*/false);
   p.pools[0].capacity_types = {CapacityType::kSpot};
   p.spot.on_rebalance = on_rebalance;
@@ -54,12 +54,12 @@ TEST(Interruption, TheNoticedNodeIsDrainedAtOnceAndReplacedInTheSameTick) {
 
 TEST(Rebalance, OnRebalanceDecidesWhatARecommendationDoes) {
   struct Case {
-    std::string on_rebalance;
+    RebalanceResponse on_rebalance;
     bool cordoned;
     size_t launches;
   };
-  for (const Case& c : std::vector<Case>{{"ignore", false, 0}, {"cordon", true, 0}, {"replace", true, 1}}) {
-    SCOPED_TRACE(c.on_rebalance);
+  for (const Case& c : std::vector<Case>{{RebalanceResponse::kIgnore, false, 0}, {RebalanceResponse::kCordon, true, 0}, {RebalanceResponse::kReplace, true, 1}}) {
+    SCOPED_TRACE(std::string(ToString(c.on_rebalance)));
     SpotScene s(SpotPolicy(c.on_rebalance));
     s.clock.Advance(Seconds(30));
     s.fake.notices.push_back({s.id, s.clock.WallNow(), WallTime{}, /*rebalance=*/true});
@@ -75,7 +75,7 @@ TEST(Rebalance, OnRebalanceDecidesWhatARecommendationDoes) {
 }
 
 TEST(Rebalance, ReplaceDrainsTheNodeOnceItsReplacementHasCome) {
-  SpotScene s(SpotPolicy("replace"));
+  SpotScene s(SpotPolicy(RebalanceResponse::kReplace));
   s.clock.Advance(Seconds(30));
   s.fake.notices.push_back({s.id, s.clock.WallNow(), WallTime{}, /*rebalance=*/true});
   s.controller->Tick();

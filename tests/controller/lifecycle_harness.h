@@ -71,7 +71,7 @@ inline Policy LifecyclePolicy(bool asg) {
   NodePoolPolicy& pool = p.pools[0];
   pool.capacity_types = {CapacityType::kOnDemand};
   if (asg) {
-    pool.actuation = "asg";
+    pool.actuation = Actuation::kAsg;
     pool.auto_scaling_group = "gpu-group";
   }
   p.disruption.consolidation = false;

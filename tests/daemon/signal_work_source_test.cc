@@ -31,7 +31,7 @@ Policy TestPolicy() {
   render.max_queue_wait = Seconds(300);  // 5 min: one GPU drains 10 jobs in time
   render.cpu_milli_per_job = 4000;
   render.memory_mib_per_job = 16384;
-  render.queue_depth = SignalQuery{"rabbitmq", "", "/", "render"};
+  render.queue_depth = SignalQuery{SignalSource::kRabbitMq, "", "/", "render"};
   render.scale_in_utilization_below = 0.2;
   p.classes.push_back(render);
   return p;

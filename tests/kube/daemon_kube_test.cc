@@ -74,7 +74,7 @@ TEST(SignalWorkSource, ClusterWorkAddsPendingPodsAndBoundPodsTakeTheirNodesRoomF
   WorkloadClassPolicy cls;
   cls.name = "batch";
   SignalQuery query;
-  query.source = "prometheus";
+  query.source = SignalSource::kPrometheus;
   query.query = "q";
   cls.queue_depth = query;
   policy.classes = {cls};

@@ -35,7 +35,7 @@ TEST(PolicyLoader, MinimalPolicyGetsTheStructDefaults) {
   ASSERT_EQ(p.pools.size(), 1u);
   EXPECT_EQ(p.pools[0].max_nodes, 100);
   EXPECT_EQ(p.pools[0].capacity_types.size(), 2u);
-  EXPECT_EQ(p.pools[0].actuation, "fleet");
+  EXPECT_EQ(p.pools[0].actuation, Actuation::kFleet);
   ASSERT_EQ(p.classes.size(), 1u);
   EXPECT_TRUE(p.classes[0].interruptible);
   EXPECT_EQ(p.classes[0].checkpoint_interval, Seconds(1800));
@@ -170,7 +170,7 @@ TEST(PolicyLoader, ReadsTheNodeLifecycleFieldsAndHashesThemOnlyWhenSet) {
   ASSERT_TRUE(r.ok()) << Join(r.problems);
   EXPECT_EQ(r.policy.pools[0].registration_timeout, Seconds(1200));
   EXPECT_EQ(r.policy.pools[0].repair_after, Seconds(600));
-  EXPECT_EQ(r.policy.spot.on_rebalance, "replace");
+  EXPECT_EQ(r.policy.spot.on_rebalance, RebalanceResponse::kReplace);
   EXPECT_NE(r.policy.content_hash, ParsePolicy(kMinimal, "p.yaml").policy.content_hash);
 }
 

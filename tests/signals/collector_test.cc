@@ -29,11 +29,11 @@ using std::chrono::milliseconds;
 
 constexpr char kSecret[] = "planted-secret-5b9e7c";
 
-SignalQuery Prom(std::string promql) { return {.source = "prometheus", .query = std::move(promql), .queue = ""}; }
+SignalQuery Prom(std::string promql) { return {.source = SignalSource::kPrometheus, .query = std::move(promql), .queue = ""}; }
 SignalQuery Rabbit(std::string vhost, std::string queue) {
-  return {.source = "rabbitmq", .query = "", .vhost = std::move(vhost), .queue = std::move(queue)};
+  return {.source = SignalSource::kRabbitMq, .query = "", .vhost = std::move(vhost), .queue = std::move(queue)};
 }
-SignalQuery Dcgm() { return {.source = "dcgm", .query = "", .queue = ""}; }
+SignalQuery Dcgm() { return {.source = SignalSource::kDcgm, .query = "", .queue = ""}; }
 
 net::HttpResponse Http(int status, std::string body, std::string content_type = "application/json") {
   net::HttpResponse r;
@@ -431,7 +431,7 @@ TEST_F(CollectorFixture, RejectsADcgmQueryItCannotAnswer) {
   SignalEndpoints ep;
   ep.dcgm.urls = {"http://127.0.0.1:1/metrics"};
   SignalCollector collector(ep, clock_);
-  std::vector<CollectedSignal> got = collector.Collect({{.source = "dcgm", .query = "DCGM_FI_DEV_FB_USED", .queue = ""}});
+  std::vector<CollectedSignal> got = collector.Collect({{.source = SignalSource::kDcgm, .query = "DCGM_FI_DEV_FB_USED", .queue = ""}});
   ASSERT_TRUE(got[0].error.has_value());
   EXPECT_EQ(got[0].error->category(), ErrorCategory::kConfig);
 }

@@ -113,7 +113,7 @@ TEST_F(PrometheusIntegration, ReadsPerHostUtilisationOfDcgmSeriesThatPrometheusS
   SignalEndpoints ep;
   ep.prometheus.url = (*prom)->url();
   SignalCollector collector(ep, clock_);
-  const SignalQuery q{.source = "prometheus", .query = kUtilByHost, .queue = ""};
+  const SignalQuery q{.source = SignalSource::kPrometheus, .query = kUtilByHost, .queue = ""};
 
   // Both targets are in once each has been scraped (1 s interval).
   CollectedSignal c = collector.Collect({q})[0];
@@ -140,7 +140,7 @@ TEST_F(PrometheusIntegration, ABadQueryIsAConfigErrorCarryingPrometheusMessage) 
   ep.prometheus.url = (*prom)->url();
   SignalCollector collector(ep, clock_);
   CollectedSignal c =
-      collector.Collect({{.source = "prometheus", .query = "avg by (Hostname) (DCGM_FI_DEV_GPU_UTIL", .queue = ""}})[0];
+      collector.Collect({{.source = SignalSource::kPrometheus, .query = "avg by (Hostname) (DCGM_FI_DEV_GPU_UTIL", .queue = ""}})[0];
   EXPECT_EQ(c.total.state, SignalState::kMissing);
   ASSERT_TRUE(c.error.has_value());
   EXPECT_EQ(c.error->category(), ErrorCategory::kConfig) << c.error->ToString();
@@ -154,7 +154,7 @@ TEST_F(PrometheusIntegration, AQueryThatMatchesNothingIsMissingNotZero) {
   SignalEndpoints ep;
   ep.prometheus.url = (*prom)->url();
   SignalCollector collector(ep, clock_);
-  CollectedSignal c = collector.Collect({{.source = "prometheus", .query = "sum(no_such_metric)", .queue = ""}})[0];
+  CollectedSignal c = collector.Collect({{.source = SignalSource::kPrometheus, .query = "sum(no_such_metric)", .queue = ""}})[0];
   EXPECT_EQ(c.total.state, SignalState::kMissing);
   EXPECT_FALSE(c.total.value.has_value());
   ASSERT_TRUE(c.error.has_value());
@@ -168,7 +168,7 @@ TEST_F(PrometheusIntegration, PrometheusDownGivesAMissingTransientReading) {
   ep.prometheus.url = (*prom)->url();
   ep.timeout = milliseconds(1000);
   SignalCollector collector(ep, clock_);
-  const SignalQuery q{.source = "prometheus", .query = "vector(4)", .queue = ""};
+  const SignalQuery q{.source = SignalSource::kPrometheus, .query = "vector(4)", .queue = ""};
   CollectedSignal up = collector.Collect({q})[0];
   ASSERT_TRUE(up.total.ok()) << up.total.error;
   EXPECT_EQ(*up.total.value, 4);
@@ -248,7 +248,7 @@ TEST_F(PrometheusIntegration, TheDcgmSourceReadsTheSameExportersDirectly) {
   SignalEndpoints ep;
   ep.dcgm.urls = {node_a_->metrics_url(), node_b_->metrics_url()};
   SignalCollector collector(ep, clock_);
-  CollectedSignal c = collector.Collect({{.source = "dcgm", .query = "", .queue = ""}})[0];
+  CollectedSignal c = collector.Collect({{.source = SignalSource::kDcgm, .query = "", .queue = ""}})[0];
   ASSERT_TRUE(c.total.ok()) << c.total.error;
   ASSERT_EQ(c.by_host.size(), 2u);
   EXPECT_DOUBLE_EQ(c.by_host.at("gpu-node-a"), 0.30);

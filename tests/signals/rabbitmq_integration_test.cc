@@ -25,7 +25,7 @@ using std::chrono::steady_clock;
 constexpr char kPlantedSecret[] = "planted-secret-rabbit-41c7";
 
 SignalQuery Queue(std::string vhost, std::string queue) {
-  return {.source = "rabbitmq", .query = "", .vhost = std::move(vhost), .queue = std::move(queue)};
+  return {.source = SignalSource::kRabbitMq, .query = "", .vhost = std::move(vhost), .queue = std::move(queue)};
 }
 
 class RabbitMqIntegration : public ::testing::Test {

@@ -34,7 +34,7 @@ Warmed RunTwoTicks(daemon::HistoryReader reader, bool prometheus_signal) {
   WorkloadClassPolicy& inference = s.policy.classes[0];
   inference.forecast = ForecastPolicy{};
   inference.queue_depth =
-      SignalQuery{prometheus_signal ? "prometheus" : "rabbitmq", "sum(queue_depth)", "/", "q"};
+      SignalQuery{prometheus_signal ? SignalSource::kPrometheus : SignalSource::kRabbitMq, "sum(queue_depth)", "/", "q"};
   inference.jobs_per_gpu_per_minute = 2;
   inference.max_queue_wait = Seconds(60);
   s.policy.content_hash = PolicyContentHash(s.policy);

@@ -75,7 +75,7 @@ TEST(PolicyFileJson, KeepsOptionalCapsTeamsSignalQueriesAndForecasts) {
   Policy p = DefaultPolicy();
   p.classes[0].team = "ml";
   p.classes[0].max_queue_wait = Seconds(90);
-  p.classes[0].queue_depth = SignalQuery{"rabbitmq", "", "/prod", "jobs"};
+  p.classes[0].queue_depth = SignalQuery{SignalSource::kRabbitMq, "", "/prod", "jobs"};
   p.budget.global.monthly_usd = 1000.25;
   p.budget.per_team["ml"].hourly_usd = 3;
   p.budget.per_pool["gpu"].hard = false;

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpuscaler/model/demand.h"
@@ -66,6 +67,22 @@ struct NodeTemplate {
   std::string mig_config;
 };
 
+// Settings with a fixed set of values are enums from the loader on, so the
+// control loop never compares spellings; ToString gives the policy file's
+// spelling back (canonical form, audit records, messages).
+//
+// How a pool's nodes are bought: "fleet" (EC2 CreateFleet) or "asg" (an
+// Auto Scaling group).
+enum class Actuation { kFleet, kAsg };
+// What a rebalance recommendation does to the node: "ignore", "cordon" or
+// "replace".
+enum class RebalanceResponse { kIgnore, kCordon, kReplace };
+// Where a signal query is answered: "prometheus", "rabbitmq" or "dcgm".
+enum class SignalSource { kPrometheus, kRabbitMq, kDcgm };
+std::string_view ToString(Actuation actuation);
+std::string_view ToString(RebalanceResponse response);
+std::string_view ToString(SignalSource source);
+
 struct NodePoolPolicy {
   std::string name;
   // Allowed instance types and/or families; both empty: every GPU type.
@@ -89,9 +106,8 @@ struct NodePoolPolicy {
   // Set: gpuscaler creates and keeps the pool's launch template
   // (gpuscaler-<cluster>-<pool>); unset: the daemon's cloud.launch_template.
   std::optional<NodeTemplate> node_template;
-  // How nodes are bought: "fleet" (EC2 CreateFleet) or "asg" (Auto Scaling group).
-  std::string actuation = "fleet";
-  std::string auto_scaling_group;  // required when actuation is "asg"
+  Actuation actuation = Actuation::kFleet;
+  std::string auto_scaling_group;  // required when actuation is asg
   // A launched instance that is not a Ready Kubernetes node with GPUs
   // allocatable this long after its launch was accepted (or, for an accepted
   // launch, whose instance is not listed by then) is given up: terminated,
@@ -111,7 +127,7 @@ struct NodePoolPolicy {
 
 // Where a class's queue depth or GPU utilization comes from.
 struct SignalQuery {
-  std::string source;  // "prometheus" | "rabbitmq" | "dcgm"
+  SignalSource source = SignalSource::kPrometheus;
   std::string query;   // PromQL (prometheus)
   std::string vhost = "/";  // rabbitmq
   std::string queue;        // rabbitmq
@@ -236,9 +252,9 @@ struct SpotPolicy {
   bool fallback_to_on_demand = true;  // on spot capacity errors
   Seconds fallback_duration{1800};     // how long the fallback lasts
   // What a rebalance recommendation (elevated interruption risk, before any
-  // notice) does to the node: "ignore"; "cordon" (no new pods); "replace"
-  // (cordon and pre-provision a replacement for its work, then drain it).
-  std::string on_rebalance = "ignore";
+  // notice) does to the node: ignore; cordon (no new pods); replace (cordon
+  // and pre-provision a replacement for its work, then drain it).
+  RebalanceResponse on_rebalance = RebalanceResponse::kIgnore;
 };
 
 // Pool limits by time of day (policy/schedule.h says when one is in force).
