@@ -135,7 +135,7 @@ LaunchRequest Actuator::RequestFor(const std::string& pool, int count, const std
                                    const Policy& policy) const {
   LaunchRequest request;
   request.pool = pool;
-  if (const NodePoolPolicy* p = policy.FindPool(pool); p != nullptr && p->actuation == "asg") {
+  if (const NodePoolPolicy* p = policy.FindPool(pool); p != nullptr && p->actuation == Actuation::kAsg) {
     request.auto_scaling_group = p->auto_scaling_group;
   } else if (p != nullptr && p->node_template) {
     request.node_template = p->node_template;
@@ -174,6 +174,7 @@ bool Actuator::RecordIntent(const ActionRecord& intent, int64_t* action_id, Tick
     // Never call the cloud without a durable intent: a crash could act twice.
     report->errors.push_back(
         id.error().WithContext(intent.kind == ActionKind::kLaunch ? "launch intent" : "terminate intent"));
+    if (intent.kind != ActionKind::kLaunch) ++report->terminations_failed;
     return false;
   }
   *action_id = *id;
@@ -409,6 +410,7 @@ void Actuator::TerminateOne(int64_t decision_id, size_t index, const Termination
   }
   if (!s.ok()) {
     report->errors.push_back(s.error().WithContext("terminate " + instance_id));
+    ++report->terminations_failed;
     return;
   }
   result->ended.push_back({instance_id, cause});
@@ -449,7 +451,10 @@ void Actuator::FinishDrains(const std::vector<DrainOutcome>& ended, ActuationRes
           s.ok() ? std::vector<std::string>{id} : std::vector<std::string>{}));
     }
     if (!s.ok()) {
-      if (d.end == DrainEnd::kDrained) report->errors.push_back(s.error().WithContext("terminate " + id));
+      if (d.end == DrainEnd::kDrained) {
+        report->errors.push_back(s.error().WithContext("terminate " + id));
+        ++report->terminations_failed;
+      }
       result->kept.push_back(id);
       result->failed = true;
       continue;

@@ -209,9 +209,7 @@ void DaemonMetrics::ObserveTick(const EngineTick& tick, double seconds, const Pu
   if (launched > 0) f_->actions.With({"launch", "succeeded"}).Inc(launched);
   if (r.nodes_requested > launched) f_->actions.With({"launch", "failed"}).Inc(r.nodes_requested - launched);
   if (r.nodes_terminated > 0) f_->actions.With({"terminate", "succeeded"}).Inc(r.nodes_terminated);
-  for (const Error& e : r.errors) {
-    if (e.message().rfind("terminate", 0) == 0) f_->actions.With({"terminate", "failed"}).Inc();
-  }
+  if (r.terminations_failed > 0) f_->actions.With({"terminate", "failed"}).Inc(r.terminations_failed);
   if (r.capacity_errors > 0) f_->capacity_errors.With().Inc(r.capacity_errors);
   if (r.interruption_notices > 0) f_->interruptions.With().Inc(r.interruption_notices);
   for (const auto& [cls, n] : r.deadlines_missed) f_->deadlines_missed.With({cls}).Inc(n);

@@ -73,12 +73,9 @@ Result<std::vector<FleetStore>> StoresIn(const fs::path& dir, std::vector<std::s
     } else if (!HasSqliteHeader(f)) {
       why = "not an SQLite database";
     } else {
-      Result<std::unique_ptr<AuditReader>> reader = AuditReader::Open(f.string());
-      if (!reader && reader.error().category() == ErrorCategory::kConfig &&
-          (reader.error().message().find("not a gpuscaler audit database") != std::string::npos ||
-           reader.error().message().find("not an audit database") != std::string::npos)) {
-        why = "an SQLite database but not an audit store";
-      }
+      // One that cannot be read is kept: the report then fails naming it.
+      Result<bool> audit = AuditReader::IsAuditDatabase(f.string());
+      if (audit && !*audit) why = "an SQLite database but not an audit store";
     }
     if (!why.empty()) {
       if (skipped != nullptr) skipped->push_back(f.string() + ": " + why);

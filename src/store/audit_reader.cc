@@ -44,6 +44,17 @@ Status CheckLimit(int limit) {
 
 }  // namespace
 
+Result<bool> AuditReader::IsAuditDatabase(const std::string& path, const AuditReaderOptions& options) {
+  Result<std::shared_ptr<Connection>> db = Connection::Open(path, SQLITE_OPEN_READONLY, options.busy_timeout);
+  if (!db) return db.error();
+  Result<std::optional<std::string>> foreign = store_internal::WhyNotAnAuditDatabase(**db);
+  if (!foreign) return foreign.error();
+  if (*foreign) return false;
+  Result<int> version = store_internal::ReadSchemaVersion(**db);
+  if (!version) return version.error();
+  return *version > 0;
+}
+
 Result<std::unique_ptr<AuditReader>> AuditReader::Open(const std::string& path, const AuditReaderOptions& options) {
   const std::string context = "opening audit database '" + path + "' for reading";
   if (path.empty() || path == ":memory:") {

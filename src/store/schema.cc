@@ -287,7 +287,7 @@ int OldestReadableSchemaVersion() {
   return all[i].version;
 }
 
-Result<int> ReadSchemaVersion(Connection& db) {
+Result<std::optional<std::string>> WhyNotAnAuditDatabase(Connection& db) {
   Result<int64_t> app_id = ScalarInt(db, "PRAGMA application_id", "reading the application id");
   if (!app_id) return app_id.error();
   Result<int64_t> has_version_table =
@@ -297,13 +297,24 @@ Result<int> ReadSchemaVersion(Connection& db) {
   if (*has_version_table == 0) {
     Result<int64_t> objects = ScalarInt(db, "SELECT count(*) FROM sqlite_master", "listing tables");
     if (!objects) return objects.error();
-    if (*objects != 0) return Error::Config(NotOurs("it has tables but no schema_version table"));
-    if (*app_id != 0 && *app_id != kApplicationId) {
-      return Error::Config(NotOurs("application_id " + std::to_string(*app_id)));
-    }
-    return 0;
+    if (*objects != 0) return std::optional<std::string>("it has tables but no schema_version table");
   }
-  if (*app_id != kApplicationId) return Error::Config(NotOurs("application_id " + std::to_string(*app_id)));
+  // An empty database may carry our id already (set before the first
+  // migration) or none.
+  if (*app_id != kApplicationId && (*has_version_table != 0 || *app_id != 0))
+    return std::optional<std::string>("application_id " + std::to_string(*app_id));
+  return std::optional<std::string>();
+}
+
+Result<int> ReadSchemaVersion(Connection& db) {
+  Result<std::optional<std::string>> foreign = WhyNotAnAuditDatabase(db);
+  if (!foreign) return foreign.error();
+  if (*foreign) return Error::Config(NotOurs(**foreign));
+  Result<int64_t> has_version_table =
+      ScalarInt(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'",
+                "looking for the schema_version table");
+  if (!has_version_table) return has_version_table.error();
+  if (*has_version_table == 0) return 0;
   Result<int64_t> version = ScalarInt(db, "SELECT max(version) FROM schema_version", "reading the schema version");
   if (!version) return version.error();
   return static_cast<int>(*version);

@@ -2,7 +2,9 @@
 // a database up to date. docs/audit-schema.md describes the result.
 #pragma once
 
+#include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "gpuscaler/status.h"
@@ -31,6 +33,10 @@ std::span<const Migration> AuditMigrations();
 // The oldest schema version a reader of this binary reads: the latest,
 // less the trailing migrations marked older_readable.
 int OldestReadableSchemaVersion();
+
+// Why the database is not an audit database (tables but no schema_version,
+// or another application's id); none for an audit database or an empty one.
+Result<std::optional<std::string>> WhyNotAnAuditDatabase(Connection& db);
 
 // The version recorded in the database: 0 for a fresh (empty) database.
 // kConfig if the file holds tables but is not an audit database.

@@ -527,6 +527,22 @@ TEST(Controller, NoTerminationsWhenTheInstanceListFails) {
   EXPECT_TRUE(h.cloud.terminations.empty());
 }
 
+TEST(Controller, AFailedTerminationIsCountedAndTheNodeKept) {
+  Harness h;
+  h.next_plan.launches = {h.Launch("g5.xlarge/us-east-1a/on-demand", 1)};
+  h.controller->Tick();
+  const std::string id = h.controller->snapshot().nodes.at(0).instance_id;
+  h.clock.Advance(Seconds(60));
+  h.cloud.next_terminate_error = Error::Auth("UnauthorizedOperation: not allowed to terminate");
+  h.next_plan.terminations = {h.Terminate(id)};
+  TickReport r = h.controller->Tick();
+  EXPECT_EQ(r.nodes_terminated, 0);
+  EXPECT_EQ(r.terminations_failed, 1);
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].message().rfind("terminate " + id, 0), 0u) << r.errors[0].ToString();
+  EXPECT_EQ(h.cloud.instances.count(id), 1u);
+}
+
 TEST(Controller, ScaleDownWaitsForTheStabilizationWindow) {
   Policy p = TestPolicy();
   p.scaling.scale_down_stabilization = Seconds(300);

@@ -82,5 +82,23 @@ TEST(DaemonMetrics, CountsMissedDeadlinesByClass) {
   EXPECT_TRUE(Has(text, "gpuscaler_deadlines_missed_total{class=\"eval\"} 1")) << text;
 }
 
+// Failed terminations are counted from the report's count, whatever the
+// errors' wording: an error that merely mentions terminating is not one.
+TEST(DaemonMetrics, CountsFailedTerminationsFromTheReportsCount) {
+  DaemonMetrics metrics;
+  PublishedState state;
+  state.snapshot = std::make_shared<Snapshot>();
+  state.policy = std::make_shared<Policy>(TwoPoolsWithANightCap());
+  EngineTick tick;
+  tick.report.nodes_terminated = 1;
+  tick.report.terminations_failed = 2;
+  tick.report.errors = {Error::Auth("terminate i-1: UnauthorizedOperation"), Error::Auth("terminate i-2: denied"),
+                        Error::Transient("terminated instances listing: timeout")};
+  metrics.ObserveTick(tick, 0.01, state);
+  const std::string text = metrics.registry().Render();
+  EXPECT_TRUE(Has(text, "gpuscaler_actions_total{kind=\"terminate\",result=\"failed\"} 2")) << text;
+  EXPECT_TRUE(Has(text, "gpuscaler_actions_total{kind=\"terminate\",result=\"succeeded\"} 1")) << text;
+}
+
 }  // namespace
 }  // namespace gpuscaler::daemon

@@ -24,6 +24,7 @@ class FakeCloudProvider final : public CloudProvider {
   std::vector<std::vector<std::string>> terminations;  // every call, in order
   std::optional<Error> next_launch_error;              // used once, then cleared
   std::optional<Error> next_list_error;                // used once, then cleared
+  std::optional<Error> next_terminate_error;           // used once, then cleared
   std::set<std::string> no_capacity;                   // offering keys that always fail
   std::vector<InterruptionNotice> notices;             // returned by the next poll
   std::vector<SpotPrice> prices;                       // all changes ever, ascending time
@@ -70,6 +71,11 @@ class FakeCloudProvider final : public CloudProvider {
   }
   Status Terminate(const std::vector<std::string>& ids) override {
     terminations.push_back(ids);
+    if (next_terminate_error) {
+      Error e = *next_terminate_error;
+      next_terminate_error.reset();
+      return e;
+    }
     for (const std::string& id : ids) instances.erase(id);
     return Status::Ok();
   }

@@ -315,6 +315,30 @@ TEST(SqliteAuditStore, RefusesASchemaNewerThanTheBinary) {
   EXPECT_EQ(reader.error().category(), ErrorCategory::kConfig);
 }
 
+// The fleet report's directory walk asks this instead of reading error text.
+TEST(AuditReader, TellsAuditDatabasesFromOtherSqliteFiles) {
+  TempDir dir;
+  const std::string audit = dir.File("audit.db");
+  ASSERT_NE(OpenStore(audit), nullptr);
+  const std::string foreign = dir.File("foreign.db");
+  RawQuery(foreign, "CREATE TABLE customers (name TEXT)");
+  const std::string other_app = dir.File("other_app.db");
+  RawQuery(other_app, "PRAGMA application_id = 7");
+  const std::string newer = dir.File("newer.db");
+  ASSERT_NE(OpenStore(newer), nullptr);
+  RawQuery(newer, "INSERT INTO schema_version (version, description, applied_at) VALUES (99, 'future', 0)");
+  const std::string empty = dir.File("empty.db");
+  RawQuery(empty, "PRAGMA user_version = 0");
+  for (const auto& [path, expected] : std::vector<std::pair<std::string, bool>>{
+           {audit, true}, {newer, true}, {foreign, false}, {other_app, false}, {empty, false}}) {
+    SCOPED_TRACE(path);
+    Result<bool> is_audit = AuditReader::IsAuditDatabase(path);
+    ASSERT_TRUE(is_audit.ok()) << is_audit.error().ToString();
+    EXPECT_EQ(*is_audit, expected);
+  }
+  EXPECT_FALSE(AuditReader::IsAuditDatabase(dir.File("missing.db")).ok());
+}
+
 TEST(SqliteAuditStore, RefusesFilesThatAreNotAuditDatabases) {
   TempDir dir;
   const std::string foreign = dir.File("foreign.db");

@@ -38,6 +38,9 @@ struct TickReport {
   // accepted launch whose instances never appeared).
   int registration_failures = 0;
   int nodes_terminated = 0;
+  // Terminations that failed: the intent could not be recorded, or the
+  // cloud refused or failed the call (each also in `errors`).
+  int terminations_failed = 0;
   int capacity_errors = 0;
   // "Replace with cheaper" moves whose old node waits for its replacement.
   int replacements_waiting = 0;

@@ -74,6 +74,10 @@ class AuditReader {
   // migrated by opening it once with SqliteAuditStore).
   static Result<std::unique_ptr<AuditReader>> Open(const std::string& path,
                                                    const AuditReaderOptions& options = {});
+  // Whether the SQLite file at `path` holds an audit database with at least
+  // one migration applied (of any schema version): false for another
+  // application's database or an empty one; an error when it cannot be read.
+  static Result<bool> IsAuditDatabase(const std::string& path, const AuditReaderOptions& options = {});
   // Used by SqliteAuditStore::OpenReader for ":memory:".
   explicit AuditReader(std::shared_ptr<store_internal::Connection> db);
   ~AuditReader();
