@@ -393,7 +393,8 @@ void Actuator::TerminateOne(int64_t decision_id, size_t index, const Termination
   // Only a Ready node is drained (or one held for its replacement): the
   // others have no pods to move or no kubelet to move them (repairs,
   // registration timeouts).
-  if (nodes_ != nullptr && (node.state == NodeState::kReady || node.state == NodeState::kCordoned)) {
+  if (nodes_ != nullptr && (node.state == NodeState::kReady || node.state == NodeState::kCordoned ||
+                          node.state == NodeState::kHeldForReplacement)) {
     const DrainRequest drain{instance_id, action_id, term.reason, cause, policy.disruption.drain_timeout,
                              policy.disruption.do_not_disrupt_labels};
     if (StartDrain(drain, node.pool, result, report)) return;

@@ -75,8 +75,8 @@ void ClusterState::HoldForReplacement(const std::string& instance_id, bool held)
   auto it = node_index_.find(instance_id);
   if (it == node_index_.end()) return;
   Node& node = snapshot_.nodes[it->second];
-  if (held && node.state == NodeState::kReady) node.state = NodeState::kCordoned;
-  if (!held && node.state == NodeState::kCordoned) node.state = NodeState::kReady;
+  if (held && node.state == NodeState::kReady) node.state = NodeState::kHeldForReplacement;
+  if (!held && node.state == NodeState::kHeldForReplacement) node.state = NodeState::kReady;
   MarkChanged(true);
 }
 
@@ -164,7 +164,10 @@ void ClusterState::OnRebalance(const std::string& instance_id, const Policy& pol
   if (it == node_index_.end() || policy.spot.on_rebalance == RebalanceResponse::kIgnore) return;
   NodeInfo& info = node_info_[it->second];
   Node& node = snapshot_.nodes[it->second];
-  if (info.notice_deadline || node.state != NodeState::kReady) return;
+  // A node held for a replacement is cordoned too: should the replacement
+  // fail, the recommendation still holds.
+  if (info.notice_deadline || (node.state != NodeState::kReady && node.state != NodeState::kHeldForReplacement))
+    return;
   node.state = NodeState::kCordoned;
   if (nodes_ != nullptr) {
     Status s = nodes_->Cordon(instance_id, true);

@@ -27,7 +27,7 @@ struct EnumText<CapacityType> {
 template <>
 struct EnumText<NodeState> {
   static std::optional<NodeState> Parse(std::string_view s) { return ParseNodeState(s); }
-  static constexpr const char* kExpected = "expected one of launching, ready, cordoned, draining, terminating";
+  static constexpr const char* kExpected = "expected one of launching, ready, cordoned, draining, terminating, held_for_replacement";
 };
 
 // Defaults and checks that span fields, applied once an object is read.

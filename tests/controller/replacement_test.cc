@@ -27,7 +27,7 @@ Policy ReplacePolicy() {
 struct ReplaceScene : LifecycleScene {
   FakeClusterNodes nodes{clock};
   const std::string old_id = "i-old";
-  explicit ReplaceScene(bool with_kubernetes) : LifecycleScene(ReplacePolicy()) {
+  explicit ReplaceScene(bool with_kubernetes, Policy policy = ReplacePolicy()) : LifecycleScene(std::move(policy)) {
     if (with_kubernetes) controller->SetClusterNodes(&nodes);
     AddRunningNode(old_id, "g5.xlarge/us-east-1a/on-demand", {GpuUnit("a")});
     nodes.Register(old_id);
@@ -50,7 +50,7 @@ TEST(Replacement, TheOldNodeIsDrainedOnlyOnceTheNewOneHasItsGpus) {
   EXPECT_TRUE(s.fake.terminations.empty());
   EXPECT_TRUE(s.nodes.begun.empty()) << "no drain before the replacement is ready";
   ASSERT_NE(s.Find(s.old_id), nullptr);
-  EXPECT_EQ(s.Find(s.old_id)->state, NodeState::kCordoned) << "keeps its work, takes no new work";
+  EXPECT_EQ(s.Find(s.old_id)->state, NodeState::kHeldForReplacement) << "keeps its work, takes no new work";
 
   // The new instance runs but its node has not registered its GPUs yet.
   const std::string new_id = s.NewId();
@@ -95,6 +95,25 @@ TEST(Replacement, AReplacementThatNeverRegistersLeavesTheOldNodeInService) {
                         std::vector<std::string>{s.old_id}) == s.fake.terminations.end());
   ASSERT_NE(s.Find(s.old_id), nullptr);
   EXPECT_NE(s.Find(s.old_id)->state, NodeState::kDraining);
+}
+
+// A rebalance recommendation for the node being replaced cordons it; when
+// the replacement then fails, the node stays cordoned (not back in service).
+TEST(Replacement, ARebalanceCordonOutlivesAFailedReplacement) {
+  Policy p = ReplacePolicy();
+  p.spot.on_rebalance = RebalanceResponse::kCordon;
+  ReplaceScene s(/*with_kubernetes=*/true, p);
+  s.controller->Tick();
+  ASSERT_EQ(s.fake.launches.size(), 1u);
+  ASSERT_EQ(s.Find(s.old_id)->state, NodeState::kHeldForReplacement);
+  s.clock.Advance(Seconds(30));
+  s.fake.notices.push_back({s.old_id, s.clock.WallNow(), WallTime{}, /*rebalance=*/true});
+  s.controller->Tick();
+  EXPECT_EQ(s.Find(s.old_id)->state, NodeState::kCordoned);
+  EXPECT_TRUE(s.nodes.cordoned.count(s.old_id) != 0 && s.nodes.cordoned[s.old_id]);
+  s.TickAfter(Seconds(16 * 60));  // the replacement never registers
+  ASSERT_NE(s.Find(s.old_id), nullptr);
+  EXPECT_EQ(s.Find(s.old_id)->state, NodeState::kCordoned);
 }
 
 }  // namespace

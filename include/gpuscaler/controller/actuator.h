@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "gpuscaler/cloud/provider.h"
+#include "gpuscaler/controller/actuation_result.h"
 #include "gpuscaler/controller/availability.h"
 #include "gpuscaler/controller/cluster_nodes.h"
 #include "gpuscaler/controller/tick_report.h"
@@ -53,67 +54,6 @@ struct ActuatorOptions {
   // token (the cloud returns the first call's instances, or launches them);
   // an older one is closed without a call.
   Seconds intent_replay_window{600};
-};
-
-// A node the cluster state should add.
-struct LaunchedNode {
-  Instance instance;
-  NodeState state = NodeState::kLaunching;
-};
-
-// An instance that is gone because we terminated it.
-struct EndedNode {
-  std::string instance_id;
-  std::string cause;  // "terminated" | "consolidated"
-};
-
-// A launch the cloud accepted whose instances are not listed yet (an Auto
-// Scaling group raised its desired capacity; the instances appear later,
-// tagged with the launch's token). The cluster state holds `count` launching
-// placeholder nodes for it until they appear or the pool's
-// registration_timeout passes.
-struct InFlightLaunch {
-  std::string token;  // idempotency token = the instances' kIntentTag
-  std::string pool;
-  Offering offering;  // the offering the intent chose
-  int count = 0;
-  int64_t decision_id = 0;
-  std::string reason;
-  WallTime accepted_at{};
-};
-
-// A "replace with cheaper" termination waiting for its replacement: the old
-// node is removed (drained first, with Kubernetes) only once every
-// replacement node is Ready with its GPUs allocatable.
-struct PendingReplacement {
-  TerminationAction termination;
-  int64_t decision_id = 0;
-  size_t action_index = 0;  // the termination's index in its decision's actions
-  std::vector<std::string> replacement_ids;  // instances launched for its moved work
-  WallTime since{};
-};
-
-struct ActuationResult {
-  std::vector<LaunchedNode> launched;  // in launch order
-  std::vector<InFlightLaunch> in_flight;
-  // Replacements whose old node waits for the new ones (see PendingReplacement).
-  std::vector<PendingReplacement> replacements;
-  std::vector<EndedNode> ended;        // in termination order
-  // Terminated by a recovered intent: to be ignored if still listed.
-  std::vector<std::string> terminated_elsewhere;
-  // Instances whose node drain started (or resumed): they take no new work
-  // and are terminated when the drain ends well.
-  std::vector<std::string> draining;
-  // Instances whose drain ended without removal: back in service.
-  std::vector<std::string> kept;
-  // Pending units whose launch met a spot capacity error (for the policy's
-  // spot.fallback_duration).
-  std::vector<std::string> spot_capacity_error_units;
-  std::set<std::string> scaled_up_pools;
-  std::set<std::string> scaled_down_pools;
-  // Something failed or came out other than planned: the next tick must
-  // plan again rather than reuse this plan.
-  bool failed = false;
 };
 
 // What the hard budget caps (global, per pool and per team; hourly, and

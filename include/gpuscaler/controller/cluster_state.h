@@ -102,7 +102,7 @@
 #include <vector>
 
 #include "gpuscaler/cloud/provider.h"
-#include "gpuscaler/controller/actuator.h"
+#include "gpuscaler/controller/actuation_result.h"
 #include "gpuscaler/controller/availability.h"
 #include "gpuscaler/controller/cluster_nodes.h"
 #include "gpuscaler/controller/interruption_risk.h"

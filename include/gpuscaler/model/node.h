@@ -15,9 +15,13 @@ namespace gpuscaler {
 enum class NodeState {
   kLaunching,    // requested from the cloud, not Ready yet: its capacity counts
   kReady,
-  kCordoned,     // unschedulable; takes no new work
+  kCordoned,     // unschedulable (Kubernetes, or a rebalance recommendation): takes no new work
   kDraining,     // being emptied before termination
   kTerminating,  // termination requested
+  // Its replacement is coming: keeps its work, takes no new work; back to
+  // ready if the replacement fails. Set and cleared by the replacement's
+  // owner only, so a cordon for another reason is never undone by it.
+  kHeldForReplacement,
 };
 
 std::string_view ToString(NodeState s);
