@@ -27,7 +27,9 @@ ClusterState::ClusterState(const Clock& clock, CloudProvider& cloud, AuditStore*
       options_(std::move(options)),
       availability_(options_.unavailable_base, options_.unavailable_max),
       price_feed_(clock.WallNow()),
-      risk_(options_.interruption_risk) {
+      risk_(options_.interruption_risk),
+      lost_work_(options_.interruption_risk.half_life),
+      warm_up_(catalog) {
   snapshot_.gpu_models = catalog_.gpu_models;
   snapshot_.instance_types = catalog_.instance_types;
   snapshot_.offerings = catalog_.Offerings(options_.regions);
@@ -43,27 +45,6 @@ ClusterState::ClusterState(const Clock& clock, CloudProvider& cloud, AuditStore*
     prior_rate_[i] = o.interruptions_per_hour;
     const InstanceType* t = catalog_.FindInstanceType(o.instance_type);
     risk_group_[i] = (t != nullptr ? t->FamilyOrName() : o.instance_type) + "/" + o.zone;
-  }
-}
-
-void ClusterState::LearnWarmUp(const TickReport& report, size_t from) {
-  // Each family's warm-up moves a third of the way to every new
-  // observation (recent nodes weigh most: AMIs and drivers change), from
-  // the catalog's launch latency as the prior.
-  constexpr double kWeight = 1.0 / 3.0;
-  for (size_t i = from; i < report.milestones.size(); ++i) {
-    const NodeMilestone& m = report.milestones[i];
-    if (m.stage != "gpus_allocatable") continue;
-    auto prior = catalog_.launch_latency.find(m.family);
-    const Seconds start = prior != catalog_.launch_latency.end() ? prior->second : catalog_.default_launch_latency;
-    auto [it, fresh] = warmup_s_.emplace(m.family, static_cast<double>(start.count()));
-    it->second += kWeight * (m.seconds - it->second);
-    const int learned = static_cast<int>(std::lround(it->second));
-    int& published = snapshot_.warmup_seconds_by_family[m.family];
-    if (published != learned) {
-      published = learned;
-      MarkChanged(false);
-    }
   }
 }
 
@@ -84,7 +65,8 @@ bool ClusterState::Observe(const Policy& policy, WallTime now, double month_to_d
   snapshot_.month_to_date_usd = month_to_date_usd;
   snapshot_.month_to_date_usd_by_pool = usage_.month_to_date_usd_by_pool();
   snapshot_.month_to_date_usd_by_team = usage_.month_to_date_usd_by_team();
-  AccrueLostWorkAccount(now);
+  // Before notices are read: the work that ran since the last tick.
+  lost_work_.Accrue(now, snapshot_.nodes);
   // Notices name instances: until the inventory has been listed once (a
   // start, a restart) it is listed first, so a notice of the last minutes
   // finds its node instead of being taken for another cluster's.
@@ -101,11 +83,10 @@ bool ClusterState::Observe(const Policy& policy, WallTime now, double month_to_d
   RefreshWork();
   report->milestones.insert(report->milestones.end(), milestones_.begin(), milestones_.end());
   milestones_.clear();
-  LearnWarmUp(*report, first_milestone);
+  warm_up_.Observe(std::span(report->milestones).subspan(first_milestone));
   RefreshSignals(policy, now);
-  RefreshWindows(policy, now);
-  RefreshLostWorkBudget(policy);
-  RefreshSpotFloorAccount(policy, now);
+  spot_floor_.Observe(policy, now, snapshot_.nodes);
+  PublishLearned(policy, now);
   snapshot_.hours_left_in_month = HoursLeftInMonth(now);
   return listed;
 }
@@ -123,13 +104,13 @@ void ClusterState::Apply(const ActuationResult& result, const Policy& policy, Wa
     terminated_.insert(e.instance_id);
     auto it = node_index_.find(e.instance_id);
     if (it == node_index_.end()) continue;
-    disruptions_.emplace_back(now, snapshot_.nodes[it->second].pool);
+    disruption_window_.RecordRemoval(now, snapshot_.nodes[it->second].pool);
     RemoveNode(it->second, now, e.cause, report);
   }
   if (policy.spot.fallback_to_on_demand) {
     for (const std::string& id : result.spot_capacity_error_units) {
       for (const DemandUnit& u : snapshot_.pending) {
-        if (u.id == id) spot_paused_until_[u.workload_class] = now + policy.spot.fallback_duration;
+        if (u.id == id) disruption_window_.PauseSpot(u.workload_class, now + policy.spot.fallback_duration);
       }
     }
   }
@@ -204,7 +185,8 @@ void ClusterState::ReadInterruptions(const Policy& policy, WallTime now, TickRep
       // RefreshOfferings on.
       availability_.RecordReclaimNotice(domain, domain_nodes, now);
     }
-    if (node.offering.capacity_type == CapacityType::kSpot) ChargeLostWork(node.instance_id);
+    // The work source's view, not the snapshot's (refreshed later this tick).
+    if (node.offering.capacity_type == CapacityType::kSpot) lost_work_.ChargeInterruption(work_.RunningOn(node.instance_id));
     snapshot_.nodes[it->second].state = NodeState::kDraining;
     replacements_dirty_ = true;
     MarkChanged(true);
@@ -385,9 +367,10 @@ void ClusterState::Restore(WallTime now, TickReport* report) {
     return;
   }
   report->Record(usage_.RestoreMonth(*history, now));
+  std::vector<std::pair<WallTime, std::string>> removals;
   for (const NodeLifecycle& n : *history) {
     if (n.end_time && *n.end_time <= now && (n.cause == "terminated" || n.cause == "consolidated")) {
-      disruptions_.emplace_back(*n.end_time, n.pool);
+      removals.emplace_back(*n.end_time, n.pool);
     }
     if (!options_.learn_interruption_risk || n.offering.capacity_type != CapacityType::kSpot) continue;
     if (n.end_time && *n.end_time <= risk_since) continue;
@@ -399,126 +382,14 @@ void ClusterState::Restore(WallTime now, TickReport* report) {
     risk_.AddHistory(offering_key_[it->second], risk_group_[it->second], from, to, interrupted, now);
     risk_dirty_ = true;
   }
-  std::sort(disruptions_.begin(), disruptions_.end());
+  disruption_window_.Restore(std::move(removals));
 }
 
-void ClusterState::RefreshWindows(const Policy& policy, WallTime now) {
-  // Disruptions older than a day (or the interval, if longer) can no longer
-  // count; the window itself follows the policy, which may be reloaded.
-  const Seconds interval = policy.disruption.disruption_interval;
-  const WallTime keep_since = now - std::max(interval, Seconds(24 * 3600));
-  while (!disruptions_.empty() && disruptions_.front().first < keep_since) disruptions_.pop_front();
-  std::map<std::string, int> recent;
-  for (const auto& [time, pool] : disruptions_) {
-    if (time > now - interval) ++recent[pool];
-  }
-  if (recent != snapshot_.recently_disrupted) {
-    snapshot_.recently_disrupted = std::move(recent);
-    MarkChanged(true);
-  }
-  std::vector<std::string> paused;
-  for (auto it = spot_paused_until_.begin(); it != spot_paused_until_.end();) {
-    if (it->second <= now) {
-      it = spot_paused_until_.erase(it);
-    } else {
-      paused.push_back(it->first);
-      ++it;
-    }
-  }
-  if (paused != snapshot_.spot_paused_classes) {
-    snapshot_.spot_paused_classes = std::move(paused);
-    MarkChanged(true);
-  }
-}
-
-void ClusterState::AccrueLostWorkAccount(WallTime now) {
-  if (!lost_work_as_of_) {
-    lost_work_as_of_ = now;
-    return;
-  }
-  const double dt_h = std::chrono::duration<double>(now - *lost_work_as_of_).count() / 3600.0;
-  if (dt_h <= 0) return;
-  lost_work_as_of_ = now;
-  const double half_life_h =
-      std::chrono::duration<double>(options_.interruption_risk.half_life).count() / 3600.0;
-  const double keep = half_life_h > 0 ? std::exp2(-dt_h / half_life_h) : 1.0;
-  for (auto& [cls, a] : lost_work_) {
-    a.lost_gpu_hours *= keep;
-    a.gpu_hours *= keep;
-  }
-  // The running work of the last tick ran for the whole interval (a tick is
-  // short against the half-life, so it is not decayed within it).
-  for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
-    if (node_info_[i].placeholder()) continue;
-    for (const DemandUnit& u : snapshot_.nodes[i].running)
-      lost_work_[u.workload_class].gpu_hours += GpuShare(u) * dt_h;
-  }
-}
-
-void ClusterState::ChargeLostWork(const std::string& instance_id) {
-  // The work source's view, not the snapshot's (refreshed later this tick).
-  for (const DemandUnit& u : work_.RunningOn(instance_id))
-    lost_work_[u.workload_class].lost_gpu_hours += GpuShare(u) * LostWorkHoursPerInterruption(u);
-}
-
-void ClusterState::RefreshLostWorkBudget(const Policy& policy) {
-  std::vector<std::string> spent;
-  for (const WorkloadClassPolicy& c : policy.classes) {
-    if (c.max_lost_work_share >= 1.0) continue;
-    auto it = lost_work_.find(c.name);
-    if (it == lost_work_.end() || it->second.lost_gpu_hours <= 0) continue;
-    if (it->second.lost_gpu_hours > c.max_lost_work_share * it->second.gpu_hours) spent.push_back(c.name);
-  }
-  std::sort(spent.begin(), spent.end());
-  if (spent != snapshot_.spot_budget_spent_classes) {
-    snapshot_.spot_budget_spent_classes = std::move(spent);
-    MarkChanged(true);
-  }
-}
-
-void ClusterState::RefreshSpotFloorAccount(const Policy& policy, WallTime now) {
-  const double dt_h = spot_floor_as_of_ ? std::chrono::duration<double>(now - *spot_floor_as_of_).count() / 3600.0 : 0;
-  if (spot_floor_as_of_ && dt_h < 0) return;
-  spot_floor_as_of_ = now;
-  std::map<std::string, SpotFloorAccount> kept;
-  for (const WorkloadClassPolicy& c : policy.classes) {
-    if (c.spot_share_window.count() <= 0 || !(c.max_spot_share > 0 && c.max_spot_share < 1)) continue;
-    SpotFloorAccount a = spot_floor_[c.name];
-    const double keep = std::exp2(-dt_h * 3600.0 / static_cast<double>(c.spot_share_window.count()));
-    a.on_demand_gpu_hours *= keep;
-    a.gpu_hours *= keep;
-    a.weight_hours = a.weight_hours * keep + dt_h;
-    kept.emplace(c.name, a);
-  }
-  // The work seen now ran for the whole interval since the last call (a tick
-  // is short against any sensible window).
-  if (dt_h > 0 && !kept.empty()) {
-    for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
-      if (node_info_[i].placeholder()) continue;
-      const Node& n = snapshot_.nodes[i];
-      const bool on_demand = n.offering.capacity_type == CapacityType::kOnDemand;
-      for (const DemandUnit& u : n.running) {
-        auto it = kept.find(u.workload_class);
-        if (it == kept.end()) continue;
-        const double h = GpuShare(u) * dt_h;
-        it->second.gpu_hours += h;
-        if (on_demand) it->second.on_demand_gpu_hours += h;
-      }
-    }
-  }
-  spot_floor_ = std::move(kept);
-  std::map<std::string, double> credit;
-  for (const WorkloadClassPolicy& c : policy.classes) {
-    auto it = spot_floor_.find(c.name);
-    if (it == spot_floor_.end() || it->second.weight_hours <= 0) continue;
-    const double floor = 1.0 - c.max_spot_share;
-    const SpotFloorAccount& a = it->second;
-    credit[c.name] = (a.on_demand_gpu_hours - floor * a.gpu_hours) / a.weight_hours;
-  }
-  // Not a change for the replan gate: the credit drifts every tick, and it
-  // matters only to placement and consolidation, which replan for their own
-  // reasons (new pending work, the idle replan interval).
-  snapshot_.spot_floor_credit_gpus = std::move(credit);
+void ClusterState::PublishLearned(const Policy& policy, WallTime now) {
+  if (warm_up_.Publish(snapshot_)) MarkChanged(false);
+  if (disruption_window_.Publish(policy, now, snapshot_)) MarkChanged(true);
+  if (lost_work_.Publish(policy, snapshot_)) MarkChanged(true);
+  spot_floor_.Publish(policy, snapshot_);
 }
 
 void ClusterState::AccumulateExposure(WallTime now) {

@@ -105,6 +105,7 @@
 #include "gpuscaler/controller/actuation_result.h"
 #include "gpuscaler/controller/availability.h"
 #include "gpuscaler/controller/cluster_nodes.h"
+#include "gpuscaler/controller/fleet_learners.h"
 #include "gpuscaler/controller/interruption_risk.h"
 #include "gpuscaler/controller/price_feed.h"
 #include "gpuscaler/controller/tick_report.h"
@@ -261,21 +262,9 @@ class ClusterState {
   void RefreshRisk(WallTime now);
   void RefreshWork();
   void RefreshSignals(const Policy& policy, WallTime now);
-  void RefreshWindows(const Policy& policy, WallTime now);
-  // Lost-work budget: decays the account to `now` and adds the GPU-hours the
-  // running work accrued since the last call (before notices are read).
-  void AccrueLostWorkAccount(WallTime now);
-  // A spot node got its notice: its running units' expected lost work.
-  void ChargeLostWork(const std::string& instance_id);
-  // spot_budget_spent_classes from the account and the policy's budgets.
-  void RefreshLostWorkBudget(const Policy& policy);
-  // Floor held on average: decays each windowed class's account to `now`,
-  // adds the GPU-hours its running work accrued since the last call, and
-  // sets spot_floor_credit_gpus.
-  void RefreshSpotFloorAccount(const Policy& policy, WallTime now);
-  // Launch-to-GPUs-allocatable milestones in report.milestones[from..]:
-  // each family's learned warm-up (snapshot_.warmup_seconds_by_family).
-  void LearnWarmUp(const TickReport& report, size_t from);
+  // The learners' parts of the snapshot (fleet_learners.h), after this
+  // tick's observations.
+  void PublishLearned(const Policy& policy, WallTime now);
   void AddNode(const Instance& instance, NodeState state, const Policy& policy, WallTime now);
   Node NodeFor(const Instance& instance, NodeState state, const Policy& policy, NodeInfo* info) const;
   void RemoveNode(size_t index, WallTime end, const std::string& cause, TickReport* report);
@@ -334,22 +323,10 @@ class ClusterState {
   std::vector<InterruptionNotice> unacknowledged_notices_;
   std::vector<SignalStatus> signals_;
   StateChanges changes_{true, true};
-  std::deque<std::pair<WallTime, std::string>> disruptions_;  // (time, pool), oldest first
-  std::map<std::string, WallTime> spot_paused_until_;         // by class
-  struct LostWorkAccount {
-    double lost_gpu_hours = 0;  // decayed
-    double gpu_hours = 0;       // decayed
-  };
-  std::map<std::string, LostWorkAccount> lost_work_;          // by class
-  std::optional<WallTime> lost_work_as_of_;
-  struct SpotFloorAccount {
-    double on_demand_gpu_hours = 0;  // decayed
-    double gpu_hours = 0;            // decayed
-    double weight_hours = 0;         // decayed: the hours the sums cover
-  };
-  std::map<std::string, SpotFloorAccount> spot_floor_;  // by class with a spot_share_window
-  std::optional<WallTime> spot_floor_as_of_;
-  std::map<std::string, double> warmup_s_;                    // by family: learned warm-up, seconds
+  DisruptionWindow disruption_window_;
+  LostWorkAccount lost_work_;
+  SpotFloorAccount spot_floor_;
+  WarmUpLearner warm_up_;
 };
 
 }  // namespace gpuscaler
