@@ -7,12 +7,6 @@
 #include "gpuscaler/solver/planner.h"
 
 namespace gpuscaler {
-namespace {
-
-double Hours(Seconds s) { return std::chrono::duration<double>(s).count() / 3600.0; }
-
-}  // namespace
-
 WarmUpLearner::WarmUpLearner(const Catalog& catalog)
     : prior_(catalog.launch_latency), default_prior_(catalog.default_launch_latency) {}
 
@@ -84,7 +78,7 @@ void LostWorkAccount::Accrue(WallTime now, std::span<const Node> nodes) {
   const double dt_h = std::chrono::duration<double>(now - *as_of_).count() / 3600.0;
   if (dt_h <= 0) return;
   as_of_ = now;
-  const double half_life_h = Hours(half_life_);
+  const double half_life_h = std::chrono::duration<double>(half_life_).count() / 3600.0;
   const double keep = half_life_h > 0 ? std::exp2(-dt_h / half_life_h) : 1.0;
   for (auto& [cls, sums] : by_class_) {
     sums.lost_gpu_hours *= keep;

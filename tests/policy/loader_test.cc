@@ -470,6 +470,14 @@ TEST(PolicyLoader, RejectsInvalidPoliciesWithFieldLineAndMessage) {
        "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n"
        "  - name: a\n    signals:\n      queue_depth: {source: prometheus}\n",
        false, "classes[0].signals.queue_depth.query", 7, "required for source prometheus"},
+      {"a source the signal cannot come from",
+       "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n"
+       "  - name: a\n    signals:\n      gpu_utilization: {source: rabbitmq, queue: q}\n",
+       false, "classes[0].signals.gpu_utilization.source", 7, "unknown source 'rabbitmq' (use prometheus, dcgm)"},
+      {"an unknown signal source",
+       "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n"
+       "  - name: a\n    signals:\n      queue_depth: {source: rabbitqm, queue: q}\n",
+       false, "classes[0].signals.queue_depth.source", 7, "(did you mean 'rabbitmq'?)"},
       {"bad taint effect",
        "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
        "  - name: gpu\n    taints: [{key: k, effect: NoSchedul}]\n",

@@ -365,13 +365,14 @@ TEST_F(CollectorFixture, AnUnreadableCredentialFileIsAConfigErrorNamingTheFileNo
   EXPECT_TRUE(collector.CredentialsStatus().ok());
 }
 
-TEST_F(CollectorFixture, UnconfiguredOrUnknownSourcesAreConfigErrors) {
+// An unknown source never reaches the collector: the policy loader refuses
+// it (PolicyLoader tests, "unknown source").
+TEST_F(CollectorFixture, UnconfiguredSourcesAreConfigErrors) {
   SignalCollector collector(SignalEndpoints{}, clock_);
-  std::vector<CollectedSignal> got =
-      collector.Collect({Prom("up"), Rabbit("/", "q"), Dcgm(), {.source = "redis", .query = "", .queue = ""}});
-  ASSERT_EQ(got.size(), 4u);
+  std::vector<CollectedSignal> got = collector.Collect({Prom("up"), Rabbit("/", "q"), Dcgm()});
+  ASSERT_EQ(got.size(), 3u);
   for (const CollectedSignal& c : got) {
-    SCOPED_TRACE(c.query.source);
+    SCOPED_TRACE(std::string(ToString(c.query.source)));
     EXPECT_EQ(c.total.state, SignalState::kMissing);
     ASSERT_TRUE(c.error.has_value());
     EXPECT_EQ(c.error->category(), ErrorCategory::kConfig);

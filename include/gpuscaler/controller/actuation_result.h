@@ -16,6 +16,9 @@
 
 namespace gpuscaler {
 
+// The node state an instance state stands for.
+NodeState NodeStateOf(InstanceState s);
+
 // A node the cluster state should add.
 struct LaunchedNode {
   Instance instance;

@@ -92,8 +92,6 @@ class BudgetGuard {
   std::unordered_map<std::string, TeamShare> pending_by_id_;  // pending units of capped teams
 };
 
-// The node state an instance state stands for.
-NodeState NodeStateOf(InstanceState s);
 
 class Actuator {
  public:
