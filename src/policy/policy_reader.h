@@ -5,6 +5,7 @@
 // UnitFitsType rule the planner places by).
 #pragma once
 
+#include <initializer_list>
 #include <optional>
 #include <set>
 #include <string>
@@ -23,6 +24,15 @@ std::string WithSuggestion(std::string message, const std::string& word,
                            const std::vector<std::string_view>& candidates);
 // "'a', 'b'".
 std::string Quoted(const std::vector<std::string>& names);
+
+// The value of `values` spelled `word` in policy files (ToString); none when
+// no value is.
+template <typename Enum>
+std::optional<Enum> ValueSpelled(std::string_view word, std::initializer_list<Enum> values) {
+  for (Enum value : values)
+    if (ToString(value) == word) return value;
+  return std::nullopt;
+}
 
 // Kubernetes syntax of a label or taint key ("prefix/name") and of a label or
 // taint value: "" when valid, else the problem.
@@ -103,5 +113,13 @@ class PolicyReader {
   // catalog-based servability checks skip them, so one typo is one problem.
   std::set<std::string> unresolved_;
 };
+
+template <typename Int>
+void PolicyReader::IntAtLeast(MapReader& m, std::string_view key, Int minimum, Int* out) {
+  if (m.ReadInt(key, out) && *out < minimum) {
+    r_.ReportAt(m.PathOf(key), "must be >= " + std::to_string(minimum) + ", got " +
+                                   m.Find(key)->scalar);
+  }
+}
 
 }  // namespace gpuscaler::policy_detail
