@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "cli/process.h"
@@ -19,13 +21,25 @@ namespace fs = std::filesystem;
 
 int64_t Cents(const nlohmann::json& v) { return std::llround(v.get<double>() * 100.0); }
 
+// Two one-day demo replays, east (seed 1) and west (seed 2), in dir_/fleet.
+// Under ctest they are copies of the stores the setup tests of the fixture
+// cli_fleet_stores wrote once for the run (the same commands, in the
+// directory GPUSCALER_CLI_FLEET_STORES names; copied, since a test adds
+// files beside them); run by hand, the test writes its own.
 class FleetReport : public CliTest {
  protected:
   void SetUp() override {
     CliTest::SetUp();
     fs::create_directories(dir_ / "fleet");
+    const char* shared = std::getenv("GPUSCALER_CLI_FLEET_STORES");
     for (const auto& [name, seed] : {std::pair{"east", "1"}, std::pair{"west", "2"}}) {
       const std::string db = (dir_ / "fleet" / (std::string(name) + ".db")).string();
+      if (shared != nullptr && *shared != '\0') {
+        std::error_code ec;
+        fs::copy_file(fs::path(shared) / (std::string(name) + ".db"), db, ec);
+        ASSERT_FALSE(ec) << "copying the fixture's " << name << ".db from " << shared << ": " << ec.message();
+        continue;
+      }
       ProcessResult sim = Gpuscaler({"sim", "--scenario", "demo", "--days", "1", "--seed", seed, "--db", db});
       ASSERT_EQ(sim.exit_code, 0) << sim.err;
     }

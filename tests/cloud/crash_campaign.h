@@ -136,7 +136,7 @@ inline void RunCrashCampaign(const CrashCampaignSetup& c) {
     return open.ok() && open->empty();
   };
   ASSERT_TRUE(Eventually(settled, 120s)) << ReadAll(log);
-  std::this_thread::sleep_for(std::chrono::milliseconds(10 * c.tick_ms));
+  ASSERT_TRUE(WaitForMoreDaemonTicks(dir, 10)) << ReadAll(log);
   daemon->Signal(SIGTERM);
   EXPECT_EQ(daemon->Wait(60s).value_or(-1), 0) << ReadAll(log);
 

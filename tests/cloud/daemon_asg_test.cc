@@ -98,12 +98,12 @@ TEST_F(DaemonAsg, ScalesTheGroupAndNeverTouchesAnotherInstallation) {
 
   prometheus_.Set(15);  // 3 GPUs
   ASSERT_TRUE(Eventually([&] { return LiveByGroup()["gpu-a"].size() == 3; }, 60s)) << DaemonLog();
-  std::this_thread::sleep_for(std::chrono::milliseconds(5 * kTickMs));
+  ASSERT_TRUE(WaitForMoreDaemonTicks(dir_, 5)) << DaemonLog();
   EXPECT_EQ(LiveByGroup()["gpu-a"].size(), 3u) << DaemonLog();  // no overshoot
 
   prometheus_.Set(5);  // 1 GPU
   ASSERT_TRUE(Eventually([&] { return LiveByGroup()["gpu-a"].size() == 1; }, 60s)) << DaemonLog();
-  std::this_thread::sleep_for(std::chrono::milliseconds(5 * kTickMs));
+  ASSERT_TRUE(WaitForMoreDaemonTicks(dir_, 5)) << DaemonLog();
   daemon_->Signal(SIGTERM);
   EXPECT_EQ(daemon_->Wait(60s).value_or(-1), 0) << DaemonLog();
   daemon_.reset();

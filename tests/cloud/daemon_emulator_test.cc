@@ -69,7 +69,7 @@ TEST_F(DaemonEmulator, ScalesUpToTheDemandAndBackDownToZero) {
   prometheus_.Set(20);  // 4 GPUs
   ASSERT_TRUE(Eventually([&] { return LiveIs(4); }, 60s)) << DaemonLog();
   // No overshoot: a few more ticks change nothing.
-  std::this_thread::sleep_for(std::chrono::milliseconds(5 * kTickMs));
+  ASSERT_TRUE(WaitForMoreDaemonTicks(dir_, 5)) << DaemonLog();
   EXPECT_EQ(emulator_->LiveCount(), 4) << DaemonLog();
   for (const CloudInstance& i : Live()) {
     EXPECT_EQ(i.lifecycle, CapacityType::kOnDemand) << i.id;
@@ -180,7 +180,7 @@ TEST_F(DaemonEmulator, FallsBackToOnDemandWhenNoZoneHasSpot) {
   prometheus_.Set(10);  // 2 GPUs
   ASSERT_TRUE(Eventually([&] { return LiveIs(2); }, 60s)) << DaemonLog();
   for (const CloudInstance& i : Live()) EXPECT_EQ(i.lifecycle, CapacityType::kOnDemand) << i.id;
-  std::this_thread::sleep_for(std::chrono::milliseconds(5 * kTickMs));
+  ASSERT_TRUE(WaitForMoreDaemonTicks(dir_, 5)) << DaemonLog();
   EXPECT_EQ(emulator_->LiveCount(), 2) << DaemonLog();
   Stop();
   const CrashAudit audit = AuditCloudAgainstStore(*emulator_->Instances(), (dir_ / "audit.db").string());
@@ -264,7 +264,7 @@ TEST_F(DaemonEmulator, ARestartAfterASigkillAtEachFailpointLeavesExactlyThePlann
     Start();
     ASSERT_TRUE(Eventually([&] { return LiveIs(expected); }, 60s)) << DaemonLog();
     // Settled: a few more ticks, the count stays.
-    std::this_thread::sleep_for(std::chrono::milliseconds(5 * kTickMs));
+    ASSERT_TRUE(WaitForMoreDaemonTicks(dir_, 5)) << DaemonLog();
     Stop();
     std::optional<std::vector<CloudInstance>> cloud = emulator_->Instances();
     ASSERT_TRUE(cloud.has_value());

@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli/daemon_ticks.h"
 #include "cli/process.h"
 #include "gpuscaler/cloud/aws_client.h"
 #include "gpuscaler/cloud/ec2_api.h"
@@ -270,6 +271,18 @@ inline std::optional<int> WaitUntilServing(ChildProcess& daemon, const std::file
   std::optional<int> exited;
   Eventually([&] { return (exited = daemon.Wait(0ms)) || std::filesystem::exists(dir / "daemon.port"); }, 30s);
   return exited;
+}
+
+// The port of the daemon StartDaemon started in `dir` (its port file), or 0
+// when it has not written one within 30 s.
+inline uint16_t DaemonPort(const std::filesystem::path& dir) { return WaitForPortFile(dir / "daemon.port", 30s); }
+
+// Waits until the daemon StartDaemon started in `dir` has finished `n` more
+// ticks (daemon_ticks.h), for up to 60 s: "a few more ticks" counted, not
+// slept for. False when it has not (no port, stuck, or gone).
+inline bool WaitForMoreDaemonTicks(const std::filesystem::path& dir, int64_t n) {
+  const uint16_t port = DaemonPort(dir);
+  return port != 0 && WaitForMoreTicks(port, n, 60s);
 }
 
 // What the crash checks count (docs/reliability.md "Crash safety").

@@ -98,7 +98,7 @@ TEST_F(HardBudget, HoldsThroughTheCapacityErrorFallback) {
     return n;
   };
   ASSERT_TRUE(Eventually([&] { return create_fleets() >= 1; }, 30s)) << ReadAll(dir_ / "a" / "daemon1.err");
-  std::this_thread::sleep_for(std::chrono::milliseconds(15 * kTickMs));
+  ASSERT_TRUE(WaitForMoreDaemonTicks(dir_ / "a", 15)) << ReadAll(dir_ / "a" / "daemon1.err");
   EXPECT_TRUE(LiveByCli().empty()) << "an instance was launched past the hard budget";
 
   // The audit row of the spot launch says what was not sent, and why.
@@ -139,7 +139,12 @@ TEST_F(TwoInstallations, NeverTouchEachOthersInstancesAndNeverShareAClientToken)
   // B's demand goes away: B removes its own node, and only that one.
   demand_b.Set(0);
   ASSERT_TRUE(Eventually([&] { return LiveByCli().size() == 2; }, 60s)) << ReadAll(dir_ / "b" / "daemon1.err");
-  std::this_thread::sleep_for(std::chrono::milliseconds(10 * kTickMs));
+  // Ten more ticks of each daemon, counted from now for both.
+  const uint16_t port_a = DaemonPort(dir_ / "a"), port_b = DaemonPort(dir_ / "b");
+  const std::optional<int64_t> ticks_a = DaemonTicks(port_a), ticks_b = DaemonTicks(port_b);
+  ASSERT_TRUE(ticks_a.has_value() && ticks_b.has_value()) << ReadAll(dir_ / "b" / "daemon1.err");
+  ASSERT_TRUE(WaitForTicks(port_b, *ticks_b + 10, 60s)) << ReadAll(dir_ / "b" / "daemon1.err");
+  ASSERT_TRUE(WaitForTicks(port_a, *ticks_a + 10, 60s)) << ReadAll(dir_ / "a" / "daemon1.err");
   std::set<std::string> live;
   for (const auto& [id, i] : LiveByCli()) live.insert(id);
   EXPECT_EQ(live, a_instances);

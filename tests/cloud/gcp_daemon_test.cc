@@ -101,7 +101,7 @@ TEST_F(GcpDaemon, DemandFillsThePoolsGroupsAndScaleInDeletesTheChosenInstances) 
   Start();
   prometheus_.Set(20);  // 4 GPUs
   ASSERT_TRUE(Eventually([&] { return LiveIs(4); }, 90s)) << DaemonLog() << emulator_->log();
-  std::this_thread::sleep_for(std::chrono::milliseconds(5 * kTickMs));
+  ASSERT_TRUE(WaitForMoreDaemonTicks(dir_, 5)) << DaemonLog();
   EXPECT_EQ(emulator_->LiveCount(), 4) << DaemonLog();
   for (const CloudInstance& i : Live()) {
     SCOPED_TRACE(i.id);
@@ -146,7 +146,7 @@ TEST_F(GcpDaemon, AZoneWithoutCapacityFallsBackToTheOtherZonesGroup) {
     EXPECT_EQ(i.zone, "us-central1-b") << i.id;
     EXPECT_EQ(i.tags.at("group"), "gke-test-gpu-us-central1-b") << i.id;
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(5 * kTickMs));
+  ASSERT_TRUE(WaitForMoreDaemonTicks(dir_, 5)) << DaemonLog();
   EXPECT_EQ(emulator_->LiveCount(), 3);
   Stop();
   const auto [terminated, details] = AuditedActions();
@@ -167,7 +167,7 @@ TEST_F(GcpDaemon, AQuotaErrorIsNotRetriedInALoop) {
   prometheus_.Set(15);  // 3 GPUs asked for
   ASSERT_TRUE(Eventually([&] { return LiveIs(1); }, 60s)) << DaemonLog();
   // Many ticks with the demand unmet.
-  std::this_thread::sleep_for(std::chrono::milliseconds(50 * kTickMs));
+  ASSERT_TRUE(WaitForMoreDaemonTicks(dir_, 50)) << DaemonLog();
   EXPECT_EQ(emulator_->LiveCount(), 1);
   const int creates = emulator_->CountOperations("us-central1-a", "bulkInsert") +
                       emulator_->CountOperations("us-central1-b", "bulkInsert");

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "cli/daemon_ticks.h"
 #include "cli/http_get.h"
 #include "cli/process.h"
 #include "support/fixture_http_server.h"
@@ -208,8 +209,8 @@ TEST_F(DaemonRealServers, PrometheusScrapesTheDaemonAndItsQueueDepthDrivesTheFle
       },
       kPatience))
       << DaemonLog();
-  for (int i = 0; i < 6; ++i) {  // six ticks
-    std::this_thread::sleep_for(1s);
+  for (int i = 0; i < 6; ++i) {  // after each of six ticks
+    ASSERT_TRUE(WaitForMoreTicks(port, 1, kPatience)) << DaemonLog();
     EXPECT_GE(Nodes(port), fleet) << "scale-down on a missing signal";
   }
   EXPECT_EQ(MetricValue(HttpGet(port, "/metrics").body, "gpuscaler_scale_down_blocked", "render"), 1.0);
@@ -274,8 +275,8 @@ TEST_F(DaemonRealServers, RabbitMqBacklogBecomesQueueDepthAndAScaleUpAndAnOutage
       },
       15s))
       << DaemonLog();
-  for (int i = 0; i < 5; ++i) {
-    std::this_thread::sleep_for(1s);
+  for (int i = 0; i < 5; ++i) {  // after each of five ticks
+    ASSERT_TRUE(WaitForMoreTicks(port, 1, kPatience)) << DaemonLog();
     EXPECT_GE(Nodes(port), fleet);
   }
   EXPECT_EQ(DaemonLog().find(RabbitMqServer::kPassword + std::string("\n")), std::string::npos);

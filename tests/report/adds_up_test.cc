@@ -21,6 +21,7 @@
 #include "gpuscaler/report/cost_model.h"
 #include "gpuscaler/report/report.h"
 #include "gpuscaler/store/sqlite_audit_store.h"
+#include "report/demo_stores.h"
 #include "report_test_util.h"
 #include "sim/runner.h"
 #include "sim/scenario.h"
@@ -28,8 +29,9 @@
 namespace gpuscaler::report {
 namespace {
 
-constexpr uint64_t kSeed = 3;
-constexpr int kDays = 2;
+// The suite's store: the demo store east (demo_stores.h).
+constexpr const char* kCluster = "east";
+constexpr int kDays = testing::kDemoStoreDays;
 
 int64_t Cents(const std::string& text) {
   const double v = std::stod(text);
@@ -38,26 +40,18 @@ int64_t Cents(const std::string& text) {
 int64_t Cents(const nlohmann::json& v) { return std::llround(v.get<double>() * 100.0); }
 
 // A simulated two-day replay of the demo load written through the production
-// controller, once for the suite.
+// controller: the demo store east, written once per ctest run and shared
+// with other test processes (tests change copies of it in dir_ only).
 class AddsUp : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new testing::TempDir();
-    db_ = dir_->File("audit.db");
-    std::string catalog_source;
-    const Catalog catalog = DefaultCatalog(GPUSCALER_SOURCE_DIR, &catalog_source);
-    Result<sim::Scenario> scenario = sim::MakeBuiltinScenario("demo", kSeed, kDays, catalog);
+    Result<std::string> store = testing::DemoStore(kCluster, dir_->File(""));
+    ASSERT_TRUE(store.ok()) << store.error().ToString();
+    db_ = *store;
+    Result<sim::Scenario> scenario = testing::DemoStoreScenario(kCluster);
     ASSERT_TRUE(scenario.ok()) << scenario.error().ToString();
     start_ = scenario->start;
-    Result<sim::RunSpec> spec = sim::MakeRunSpec("gpuscaler", *scenario, nullptr);
-    ASSERT_TRUE(spec.ok());
-    Result<std::unique_ptr<SqliteAuditStore>> store = SqliteAuditStore::Open(db_);
-    ASSERT_TRUE(store.ok()) << store.error().ToString();
-    sim::RunOptions options;
-    options.store = store->get();
-    const sim::RunResult run = sim::RunScenario(*scenario, *spec, options);
-    ASSERT_EQ(run.controller_errors, 0);
-    ASSERT_TRUE((*store)->Flush().ok());
   }
   static void TearDownTestSuite() {
     delete dir_;
@@ -276,9 +270,7 @@ void SnapshotStore(const std::string& from, const std::string& to) {
 // `cuts` (in order), after the store's writes are committed.
 void ReplayInto(const std::string& db, const std::function<void(ControllerOptions&)>& adjust,
                 const std::vector<WallTime>& cuts, const std::function<void(size_t)>& at_cut) {
-  std::string catalog_source;
-  const Catalog catalog = DefaultCatalog(GPUSCALER_SOURCE_DIR, &catalog_source);
-  Result<sim::Scenario> scenario = sim::MakeBuiltinScenario("demo", kSeed, kDays, catalog);
+  Result<sim::Scenario> scenario = testing::DemoStoreScenario(kCluster);
   ASSERT_TRUE(scenario.ok()) << scenario.error().ToString();
   Result<sim::RunSpec> spec = sim::MakeRunSpec("gpuscaler", *scenario, nullptr);
   ASSERT_TRUE(spec.ok());

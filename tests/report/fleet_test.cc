@@ -20,9 +20,8 @@
 #include "gpuscaler/report/report.h"
 #include "gpuscaler/store/audit_reader.h"
 #include "gpuscaler/store/sqlite_audit_store.h"
+#include "report/demo_stores.h"
 #include "report_test_util.h"
-#include "sim/runner.h"
-#include "sim/scenario.h"
 
 namespace gpuscaler::report {
 namespace {
@@ -30,27 +29,10 @@ namespace {
 namespace fs = std::filesystem;
 using Params = std::map<std::string, std::string>;
 
-constexpr int kDays = 2;
+constexpr int kDays = testing::kDemoStoreDays;
 
 int64_t Cents(const std::string& text) { return std::llround(std::stod(text) * 100.0); }
 int64_t Cents(const nlohmann::json& v) { return v.is_null() ? 0 : std::llround(v.get<double>() * 100.0); }
-
-void WriteSimulatedStore(const std::string& path, uint64_t seed, WallTime* start) {
-  std::string catalog_source;
-  const Catalog catalog = DefaultCatalog(GPUSCALER_SOURCE_DIR, &catalog_source);
-  Result<sim::Scenario> scenario = sim::MakeBuiltinScenario("demo", seed, kDays, catalog);
-  ASSERT_TRUE(scenario.ok()) << scenario.error().ToString();
-  *start = scenario->start;
-  Result<sim::RunSpec> spec = sim::MakeRunSpec("gpuscaler", *scenario, nullptr);
-  ASSERT_TRUE(spec.ok());
-  Result<std::unique_ptr<SqliteAuditStore>> store = SqliteAuditStore::Open(path);
-  ASSERT_TRUE(store.ok()) << store.error().ToString();
-  sim::RunOptions options;
-  options.store = store->get();
-  const sim::RunResult run = sim::RunScenario(*scenario, *spec, options);
-  ASSERT_EQ(run.controller_errors, 0);
-  ASSERT_TRUE((*store)->Flush().ok());
-}
 
 struct Csv {
   std::vector<std::string> header;
@@ -81,14 +63,21 @@ std::vector<std::vector<std::string>> RowsOf(const Csv& fleet, size_t column, co
 
 class Fleet : public ::testing::Test {
  protected:
+  // The demo stores east and west (demo_stores.h): shared with other test
+  // processes, so every test that changes a store changes a copy in dir_.
   static void SetUpTestSuite() {
     dir_ = new testing::TempDir();
-    east_ = dir_->File("east.db");
-    west_ = dir_->File("west.db");
-    WriteSimulatedStore(east_, 3, &start_);
-    WallTime west_start{};
-    WriteSimulatedStore(west_, 4, &west_start);
-    ASSERT_EQ(west_start, start_);
+    for (auto [cluster, path] : {std::pair{"east", &east_}, std::pair{"west", &west_}}) {
+      Result<std::string> store = testing::DemoStore(cluster, dir_->File(""));
+      ASSERT_TRUE(store.ok()) << store.error().ToString();
+      *path = *store;
+    }
+    Result<sim::Scenario> east = testing::DemoStoreScenario("east");
+    ASSERT_TRUE(east.ok()) << east.error().ToString();
+    start_ = east->start;
+    Result<sim::Scenario> west = testing::DemoStoreScenario("west");
+    ASSERT_TRUE(west.ok()) << west.error().ToString();
+    ASSERT_EQ(west->start, start_);
   }
   static void TearDownTestSuite() {
     delete dir_;
