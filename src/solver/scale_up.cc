@@ -77,12 +77,6 @@ int Take(Bin& b, const Shape& s, int mig_idx, int max) {
   return static_cast<int>(placed);
 }
 
-double Planner::PerGpu(const NodeOffer& b) const {
-  if (b.type < 0) return 0;
-  const int gpus = snap_.instance_types[b.type].gpu_count;
-  return gpus > 0 ? b.price / gpus : 0;
-}
-
 int Planner::Limit(const Group& g, const NodeOffer& b, const Allowances& a) const {
   if (b.spot && a.KeptOffSpot(g.index)) return 0;
   if (g.gpu_w <= 0) return kNoLimit;
@@ -96,7 +90,7 @@ int Planner::Limit(const Group& g, const NodeOffer& b, const Allowances& a) cons
   int limit = kNoLimit;
   if (allow < kInf) limit = allow < g.gpu_w - kEps ? 0 : int(std::min(1e9, std::floor((allow + 1e-7) / g.gpu_w)));
   if (g.team >= 0 && a.team_usd[g.team] < kInf) {
-    const double charge = g.gpu_w * PerGpu(b);
+    const double charge = g.gpu_w * PricePerGpu(b);
     if (charge > 0) limit = std::min<double>(limit, std::max(0.0, std::floor((a.team_usd[g.team] + 1e-9) / charge)));
   }
   return limit;
@@ -109,7 +103,7 @@ void Planner::Consume(const Group& g, const NodeOffer& b, double count, Allowanc
   if (classes_[g.cls].pool_limited) {
     if (const int p = SpotPoolOf(b); p >= 0) a.spot_pool[g.cls][p] -= count * g.gpu_w;
   }
-  if (g.team >= 0 && a.team_usd[g.team] < kInf) a.team_usd[g.team] -= count * g.gpu_w * PerGpu(b);
+  if (g.team >= 0 && a.team_usd[g.team] < kInf) a.team_usd[g.team] -= count * g.gpu_w * PricePerGpu(b);
 }
 
 bool Planner::Within(const Group& g, const NodeOffer& b, const Allowances& a, double slack) const {
@@ -143,7 +137,7 @@ int Planner::BlockOf(const Group& g, int option, const State& st) const {
   if (o.price > 0 && ((global_budget_hard_ && st.cost + o.price > global_budget_ + kEps) ||
                       (p.budget_hard && st.pool_cost[o.pool] + o.price > p.budget + kEps)))
     return kBlockBudget;
-  if (g.team >= 0 && o.price > 0 && st.allow.team_usd[g.team] < g.gpu_w * PerGpu(o) - kEps) return kBlockTeamBudget;
+  if (g.team >= 0 && o.price > 0 && st.allow.team_usd[g.team] < g.gpu_w * PricePerGpu(o) - kEps) return kBlockTeamBudget;
   if (st.added >= policy_.scaling.max_nodes_added_per_tick) return kBlockTick;
   if (st.pool_count[o.pool] >= p.pol.max_nodes) return kBlockPoolMax;
   if (g.gpu_w > 0 && o.spot && st.allow.spot[g.cls] < g.gpu_w - kEps) return kBlockSpot;
@@ -748,7 +742,7 @@ void Planner::Greedy(State& st, const std::vector<int>& rank) const {
         if (lim != kNoLimit && lim > 0 && grp.gpu_w > 0 && used[grp.cls] > 0)  // CPU-only work: 0 or no limit
           lim = std::max(0, lim - int(std::ceil(used[grp.cls] / grp.gpu_w - 1e-7)));
         if (grp.team >= 0 && used_team[grp.team] > 0) {
-          const double charge = grp.gpu_w * PerGpu(scratch);
+          const double charge = grp.gpu_w * PricePerGpu(scratch);
           if (charge > 0)
             lim = std::min<double>(lim, std::max(0.0, std::floor((st.allow.team_usd[grp.team] - used_team[grp.team] + 1e-9) / charge)));
         }
@@ -757,7 +751,7 @@ void Planner::Greedy(State& st, const std::vector<int>& rank) const {
         if (grp.gpu_w > 0) {
           if (used[grp.cls] == 0) touched.push_back(grp.cls);
           used[grp.cls] += t * grp.gpu_w;
-          if (grp.team >= 0) used_team[grp.team] += t * grp.gpu_w * PerGpu(scratch);
+          if (grp.team >= 0) used_team[grp.team] += t * grp.gpu_w * PricePerGpu(scratch);
         }
         scratch.content.emplace_back(g, t);
         const double r = t * Risk(grp, scratch);
@@ -782,7 +776,7 @@ void Planner::Greedy(State& st, const std::vector<int>& rank) const {
     for (auto [g, t] : best.content) {
       m = std::min<int64_t>(m, st.rem[g] / t);
       per_class[groups_[g].cls] += t * groups_[g].gpu_w;
-      if (groups_[g].team >= 0) per_team[groups_[g].team] += t * groups_[g].gpu_w * PerGpu(best);
+      if (groups_[g].team >= 0) per_team[groups_[g].team] += t * groups_[g].gpu_w * PricePerGpu(best);
     }
     for (auto [c, need] : per_class) {
       if (need <= 0) continue;
