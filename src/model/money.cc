@@ -73,6 +73,8 @@ std::string FormatUsd(double usd, MoneyStyle style) {
       return Printf("$%.2f", usd);
     case MoneyStyle::kCentsPerHour:
       return Printf("$%.2f/h", usd);
+    case MoneyStyle::kFourDecimals:
+      return Printf("$%.4f", usd);
     case MoneyStyle::kRatePerHour: {
       const double magnitude = std::fabs(usd);
       return Printf(magnitude > 0 && magnitude < 0.1 ? "$%.4f/h" : "$%.2f/h", usd);

@@ -9,17 +9,14 @@
 #include <vector>
 
 #include "gpuscaler/model/json.h"
+#include "gpuscaler/model/money.h"
 #include "gpuscaler/solver/deadline_hold.h"
 #include "gpuscaler/solver/forecast_demand.h"
 #include "planner_impl.h"
 
 namespace gpuscaler::solver_detail {
 
-std::string Usd(double v) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "$%.2f", v);
-  return buf;
-}
+std::string Usd(double v) { return FormatUsd(v, MoneyStyle::kCents); }
 
 std::string Fixed(double v, int digits) {
   char buf[48];
@@ -322,7 +319,7 @@ Plan Planner::Run() {
     for (const std::vector<Bin>* bins : {&existing_, &st.bins})
       for (const Bin& b : *bins)
         for (auto [g, k] : b.content)
-          if (groups_[g].team == int(t)) spend += k * b.mult * groups_[g].gpu_w * PerGpu(b);
+          if (groups_[g].team == int(t)) spend += k * b.mult * groups_[g].gpu_w * PricePerGpu(b);
     if (spend > teams_[t].allowance_usd + kEps)
       notes.push_back("team " + teams_[t].name + " over soft budget " + Usd(teams_[t].allowance_usd) + "/h");
   }

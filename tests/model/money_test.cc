@@ -110,6 +110,7 @@ TEST(FormatUsd, EachStylePrintsAsItsTextAlwaysHas) {
       {0, MoneyStyle::kCents, "$0.00"},
       {3.5, MoneyStyle::kCentsPerHour, "$3.50/h"},
       {0.042, MoneyStyle::kCentsPerHour, "$0.04/h"},
+      {0.04236, MoneyStyle::kFourDecimals, "$0.0424"},
       {0.042, MoneyStyle::kRatePerHour, "$0.0420/h"},
       {-0.042, MoneyStyle::kRatePerHour, "$-0.0420/h"},
       {0, MoneyStyle::kRatePerHour, "$0.00/h"},

@@ -89,6 +89,7 @@ NodePriceSplit SplitNodePrice(double node_price, double node_gpus, std::span<con
 enum class MoneyStyle {
   kCents,         // "$12.34", "$-1.50": two decimals, as printf's %.2f
   kCentsPerHour,  // "$12.34/h": a rate with two decimals
+  kFourDecimals,  // "$0.0123": an expected cost of a few cents, as printf's %.4f
   // "$12.34/h", and four decimals below ten cents an hour ("$0.0420/h"), so
   // a small rate does not print as "$0.00/h".
   kRatePerHour,
