@@ -17,16 +17,14 @@ SOURCE_DIRS = ("src", "sim", "include", "bench")
 SUFFIXES = (".cc", ".h")
 # Over the limit today, with the lines each may have at most.
 GRANDFATHERED = {
-    "src/policy/loader.cc": 607,
     "src/store/sqlite_audit_store.cc": 665,
     "sim/cloud_emulator/gcp_emulator.cc": 668,
-    "src/cli/sim_sweep.cc": 710,
-    "src/controller/cluster_state.cc": 718,
     "src/solver/consolidation.cc": 689,
-    "src/report/cost_facts.cc": 797,
-    "src/daemon/dashboard.cc": 876,
+    "src/solver/scale_up.cc": 691,
+    "src/cli/sim_sweep.cc": 710,
+    "src/report/cost_facts.cc": 782,
+    "src/daemon/dashboard.cc": 872,
     "bench/solver/solver_quality.cc": 945,
-    "src/solver/scale_up.cc": 697,
 }
 
 

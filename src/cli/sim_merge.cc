@@ -20,6 +20,7 @@
 
 #include "commands.h"
 #include "gpuscaler/model/escape.h"
+#include "gpuscaler/model/money.h"
 
 namespace gpuscaler::cli {
 namespace {
@@ -224,7 +225,7 @@ std::string Scatter(const std::vector<const Point*>& points, const std::string& 
     const double r = 4 + 10 * (max_wait > 0 ? std::sqrt(p->mean[2] / max_wait) : 0);
     svg += "<circle class=\"" + std::string(p->on_front ? "point on-front" : "point") + "\" cx=\"" +
            Num(X(p->mean[0]), 1) + "\" cy=\"" + Num(Y(p->mean[1]), 1) + "\" r=\"" + Num(r, 1) + "\"><title>" +
-           Html(p->Label()) + ": $" + Num(p->mean[0], 2) + ", " + Num(p->mean[1], 2) + " GPU-h lost, p95 wait " +
+           Html(p->Label()) + ": " + FormatUsd(p->mean[0], MoneyStyle::kCents) + ", " + Num(p->mean[1], 2) + " GPU-h lost, p95 wait " +
            Num(p->mean[2], 0) + " s</title></circle>";
   }
   return svg + "</svg>";
@@ -272,7 +273,7 @@ tr.on-front td{font-weight:600}
     for (size_t k = 0; k < 3; ++k) {
       const Point* b = BestOn(front, k);
       if (b == nullptr) continue;
-      h += "<li><b>" + std::string(what[k]) + ":</b> " + Html(b->Label()) + " ($" + Num(b->mean[0], 2) + ", " +
+      h += "<li><b>" + std::string(what[k]) + ":</b> " + Html(b->Label()) + " (" + FormatUsd(b->mean[0], MoneyStyle::kCents) + ", " +
            Num(b->mean[1], 2) + " GPU-h lost, p95 " + Num(b->mean[2], 0) + " s)</li>";
     }
     h += "</ul>\n<table id=\"t-points-" + std::to_string(section) +

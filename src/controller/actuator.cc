@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 
 #include "gpuscaler/controller/failpoint.h"
+#include "gpuscaler/model/money.h"
 
 namespace gpuscaler {
 namespace {
@@ -28,21 +28,19 @@ void AddUnits(const std::vector<std::string>& ids, std::vector<std::string>* out
   out->insert(out->end(), ids.begin(), ids.end());
 }
 
-std::string Usd(double usd_per_hour) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "$%.2f/h", usd_per_hour);
-  return buf;
+std::string Usd(double usd_per_hour) { return FormatUsd(usd_per_hour, MoneyStyle::kCentsPerHour); }
+
+// An offering's GPUs (0 for a type without GPUs or not in the snapshot).
+int GpuCountOf(const Snapshot& snapshot, const Offering& offering) {
+  for (const InstanceType& t : snapshot.instance_types)
+    if (t.name == offering.instance_type) return t.gpu_count;
+  return 0;
 }
 
-}  // namespace
-
-namespace {
-
-// An offering's price per GPU (0 for a type without GPUs or not in the snapshot).
+// An offering's price per GPU: what a unit placed on a new node of it (not
+// oversubscribed) is charged per GPU.
 double PricePerGpu(const Snapshot& snapshot, const Offering& offering) {
-  for (const InstanceType& t : snapshot.instance_types)
-    if (t.name == offering.instance_type) return t.gpu_count > 0 ? offering.usd_per_hour / t.gpu_count : 0;
-  return 0;
+  return gpuscaler::PricePerGpu(offering.usd_per_hour, GpuCountOf(snapshot, offering));
 }
 
 }  // namespace
@@ -69,9 +67,13 @@ BudgetGuard::BudgetGuard(const Snapshot& snapshot, const Plan& plan, const Polic
     auto it = pools_.find(n.pool);
     if (it != pools_.end()) it->second.spend += n.offering.usd_per_hour;
     if (teams_.empty()) continue;
-    for (const DemandUnit& u : n.running) {
-      auto team = teams_.find(TeamOf(u, policy));
-      if (team != teams_.end()) team->second.spend += GpuShare(u) * PricePerGpu(snapshot, n.offering);
+    std::vector<GpuHolding> holdings;
+    holdings.reserve(n.running.size());
+    for (const DemandUnit& u : n.running) holdings.push_back({u.workload_class, TeamOf(u, policy), GpuShare(u)});
+    const NodePriceSplit split = SplitNodePrice(n.offering.usd_per_hour, GpuCountOf(snapshot, n.offering), holdings);
+    for (size_t i = 0; i < holdings.size(); ++i) {
+      auto team = teams_.find(TeamOf(n.running[i], policy));
+      if (team != teams_.end()) team->second.spend += split.usd[i];
     }
   }
   if (teams_.empty()) return;

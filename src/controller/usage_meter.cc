@@ -4,6 +4,8 @@
 #include <chrono>
 #include <unordered_map>
 
+#include "gpuscaler/model/money.h"
+
 namespace gpuscaler {
 
 UsageMeter::UsageMeter(AuditStore* store, const Catalog& catalog, Seconds interval)
@@ -104,12 +106,12 @@ Status UsageMeter::Accumulate(WallTime now, const std::vector<Node>& nodes) {
     by_pool_[node.pool] += spent;
     Meter& m = meters_[node.instance_id];
     if (const int gpus = GpuCount(node.offering); gpus > 0) {
-      double held = 0;
-      for (const auto& [key, share] : m.gpus_by_class) held += share;
-      // More held than the node has cannot be billed twice: scale down.
-      const double denominator = std::max(static_cast<double>(gpus), held);
-      for (const auto& [key, share] : m.gpus_by_class) {
-        if (!key.second.empty()) by_team_[key.second] += spent * share / denominator;
+      std::vector<GpuHolding> holdings;
+      holdings.reserve(m.gpus_by_class.size());
+      for (const auto& [key, held] : m.gpus_by_class) holdings.push_back({key.first, key.second, held});
+      const NodePriceSplit split = SplitNodePrice(spent, gpus, holdings);
+      for (size_t i = 0; i < holdings.size(); ++i) {
+        if (!holdings[i].team.empty()) by_team_[std::string(holdings[i].team)] += split.usd[i];
       }
     }
     if (store_ == nullptr) continue;
@@ -156,18 +158,32 @@ Status UsageMeter::RestoreMonth(const std::vector<NodeLifecycle>& history, WallT
   if (store_ == nullptr || now <= start) return Status::Ok();
   Result<std::vector<UsageRecord>> usage = store_->UsageOverlapping(start, now);
   if (!usage) return usage.error().WithContext("restoring this month's spend by team");
-  // A row's GPUs held (allocated / its length) pay that share of the node's
-  // price over the part of the row inside the month.
-  for (const UsageRecord& u : *usage) {
-    if (u.team.empty() || u.end <= u.start) continue;
+  // The rows of one node and interval (consecutive: the store orders them
+  // by start, end and instance) are what the node's GPUs held over the
+  // interval (allocated / its length): they split the node's price over the
+  // part of the interval inside the month, as Accumulate split it.
+  const std::vector<UsageRecord>& rows = *usage;
+  std::vector<GpuHolding> holdings;
+  for (size_t first = 0, last = 0; first < rows.size(); first = last) {
+    const UsageRecord& u = rows[first];
+    for (last = first + 1; last < rows.size() && rows[last].instance_id == u.instance_id &&
+                           rows[last].start == u.start && rows[last].end == u.end;
+         ++last) {
+    }
     auto it = by_instance.find(u.instance_id);
-    if (it == by_instance.end()) continue;
+    if (u.end <= u.start || it == by_instance.end()) continue;
     const NodeLifecycle& n = *it->second;
     const int gpus = GpuCount(n.offering);
     if (gpus <= 0) continue;
-    const double held = u.gpu_seconds_allocated / std::chrono::duration<double>(u.end - u.start).count();
-    const double usd = n.SpendUsd(std::max(u.start, start), std::min(u.end, now)) * held / gpus;
-    if (usd > 0) by_team_[u.team] += usd;
+    const double seconds = std::chrono::duration<double>(u.end - u.start).count();
+    holdings.clear();
+    for (size_t k = first; k < last; ++k)
+      holdings.push_back({rows[k].workload_class, rows[k].team, rows[k].gpu_seconds_allocated / seconds});
+    const NodePriceSplit split =
+        SplitNodePrice(n.SpendUsd(std::max(u.start, start), std::min(u.end, now)), gpus, holdings);
+    for (size_t k = 0; k < holdings.size(); ++k) {
+      if (!holdings[k].team.empty() && split.usd[k] > 0) by_team_[std::string(holdings[k].team)] += split.usd[k];
+    }
   }
   return Status::Ok();
 }

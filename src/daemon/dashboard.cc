@@ -19,6 +19,7 @@
 
 #include "gpuscaler/model/escape.h"
 #include "gpuscaler/model/json.h"
+#include "gpuscaler/model/money.h"
 #include "gpuscaler/model/time.h"
 #include "gpuscaler/policy/schedule.h"
 
@@ -29,12 +30,7 @@ using nlohmann::json;
 
 std::string Esc(std::string_view s) { return HtmlEscape(s); }
 
-std::string Usd(double v) {
-  if (!std::isfinite(v)) return "–";
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "$%.2f", v);
-  return buf;
-}
+std::string Usd(double v) { return FormatUsd(v, MoneyStyle::kCents); }
 
 std::string Fixed(double v, int digits) {
   char buf[48];
@@ -68,7 +64,10 @@ std::string NodeAnchor(std::string_view instance_id) {
   return out;
 }
 
-// One node's price split over the work on it by GPU share, the rest idle.
+// One node's price split over the work on it by GPU share, the rest idle
+// (SplitNodePrice: the rule the budgets, the usage meter and the reports
+// use). A row per unit holding GPUs, and one for the idle rest, if any (a
+// node without GPUs is all idle).
 struct Attribution {
   std::string workload_class;
   std::string team;
@@ -76,21 +75,18 @@ struct Attribution {
   double usd_per_hour = 0;
 };
 std::vector<Attribution> Attribute(const Snapshot& snapshot, const Node& n, const Policy* policy) {
-  std::vector<Attribution> out;
+  std::vector<GpuHolding> holdings;
+  holdings.reserve(n.running.size());
+  for (const DemandUnit& u : n.running)
+    holdings.push_back({u.workload_class, policy ? TeamOf(u, *policy) : u.team, GpuShare(u)});
   const int gpus = GpusOf(snapshot, n);
-  double used = 0;
-  for (const DemandUnit& u : n.running) {
-    const double share = GpuShare(u);
-    if (share <= 0) continue;
-    used += share;
-    const double usd = gpus > 0 ? n.offering.usd_per_hour * std::min(1.0, share / gpus) : 0;
-    out.push_back({u.workload_class, policy ? TeamOf(u, *policy) : u.team, share, usd});
+  const NodePriceSplit split = SplitNodePrice(n.offering.usd_per_hour, gpus, holdings);
+  std::vector<Attribution> out;
+  for (size_t i = 0; i < holdings.size(); ++i) {
+    const GpuHolding& h = holdings[i];
+    if (h.gpus > 0) out.push_back({std::string(h.workload_class), std::string(h.team), h.gpus, split.usd[i]});
   }
-  if (gpus > 0 && used < gpus) {
-    out.push_back({"", "", gpus - used, n.offering.usd_per_hour * (gpus - used) / gpus});
-  } else if (gpus == 0 && n.running.empty()) {
-    out.push_back({"", "", 0, n.offering.usd_per_hour});
-  }
+  if (split.idle_gpus > 0 || gpus <= 0) out.push_back({"", "", split.idle_gpus, split.idle_usd});
   return out;
 }
 

@@ -1,19 +1,14 @@
 #include <algorithm>
-#include <cstdio>
 #include <map>
 #include <sstream>
 
 #include "gpuscaler/model/json.h"
+#include "gpuscaler/model/money.h"
 
 namespace gpuscaler {
 namespace {
 
-std::string Usd(double usd_per_hour) {
-  char buf[64];
-  const double a = usd_per_hour < 0 ? -usd_per_hour : usd_per_hour;
-  std::snprintf(buf, sizeof(buf), a > 0 && a < 0.1 ? "$%.4f/h" : "$%.2f/h", usd_per_hour);
-  return buf;
-}
+std::string Usd(double usd_per_hour) { return FormatUsd(usd_per_hour, MoneyStyle::kRatePerHour); }
 
 std::string SignedUsd(double usd_per_hour) {
   std::string out(1, usd_per_hour >= 0 ? '+' : '-');
@@ -39,11 +34,7 @@ std::string Plural(size_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
-std::string Dollars(double usd) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "$%.2f", usd);
-  return buf;
-}
+std::string Dollars(double usd) { return FormatUsd(usd, MoneyStyle::kCents); }
 
 }  // namespace
 

@@ -12,106 +12,19 @@
 #include <string_view>
 #include <thread>
 
+#include "gpuscaler/model/money.h"
 #include "gpuscaler/report/cost_model.h"
 #include "gpuscaler/store/audit_reader.h"
 #include "node_facts.h"
+#include "usage_scan.h"
 #include "utc_days.h"
 
 namespace gpuscaler::report {
-namespace {
 
-// Instance id -> node index, open addressing: the usage scan looks one up per
-// row (millions). The ids are copied into one buffer, so that a probe
-// compares bytes next to each other rather than chasing each node's string.
-class NodeTable {
- public:
-  explicit NodeTable(const std::vector<NodeFact>& nodes) {
-    size_t capacity = 16;
-    while (capacity < nodes.size() * 2) capacity <<= 1;
-    slots_.assign(capacity, Slot{});
-    mask_ = capacity - 1;
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      const std::string& id = nodes[i].instance_id;
-      const uint64_t h = Hash(id);
-      size_t s = h & mask_;
-      while (slots_[s].node >= 0) s = (s + 1) & mask_;
-      slots_[s] = Slot{h, static_cast<uint32_t>(ids_.size()), static_cast<uint32_t>(id.size()), static_cast<int32_t>(i)};
-      ids_.append(id);
-    }
-  }
-
-  // -1: not a node of the report.
-  int32_t Find(std::string_view id) const {
-    const uint64_t h = Hash(id);
-    for (size_t s = h & mask_;; s = (s + 1) & mask_) {
-      const Slot& slot = slots_[s];
-      if (slot.node < 0) return -1;
-      if (slot.hash == h && std::string_view(ids_).substr(slot.id_offset, slot.id_size) == id) return slot.node;
-    }
-  }
-
- private:
-  struct Slot {
-    uint64_t hash = 0;
-    uint32_t id_offset = 0;
-    uint32_t id_size = 0;
-    int32_t node = -1;
-  };
-  static uint64_t Hash(std::string_view s) { return std::hash<std::string_view>{}(s); }
-  std::string ids_;
-  std::vector<Slot> slots_;
-  size_t mask_ = 0;
-};
-
-// A stretch of a node's billed time inside one UTC day at one price.
-struct Slice {
-  int64_t t0 = 0;
-  int64_t t1 = 0;
-  double usd_per_hour = 0;
-  bool in_loss_window = false;
-  size_t bucket = 0;  // index into the buckets, set once they exist
-};
-
-// The latest usage recorded for a node: the end of its last rows and what
-// each (class, team) held over those rows, in GPUs (allocated GPU-seconds
-// per second) and busy GPUs (-1: busy time not measured).
-struct HeldRate {
-  int32_t allocation = 0;
-  double gpus = 0;
-  double busy_gpus = -1;
-};
-struct UsageFrontier {
-  int64_t end = INT64_MIN;
-  int64_t duration = 0;  // of the rows ending there (the meter's interval)
-  std::vector<HeldRate> held;
-
-  void Note(int64_t start, int64_t row_end, int32_t allocation, double allocated, std::optional<double> busy) {
-    if (row_end < end) return;
-    if (row_end > end) {
-      end = row_end;
-      duration = 0;
-      held.clear();
-    }
-    const double seconds = static_cast<double>(row_end - start);
-    duration = std::max(duration, row_end - start);
-    held.push_back(HeldRate{allocation, allocated / seconds, busy ? *busy / seconds : -1});
-  }
-};
-
-struct Bucket {
-  Metrics total;
-  std::vector<std::pair<int32_t, Metrics>> by_allocation;
-
-  Metrics& For(int32_t allocation) {
-    for (auto& [a, m] : by_allocation) {
-      if (a == allocation) return m;
-    }
-    by_allocation.emplace_back(allocation, Metrics{});
-    return by_allocation.back().second;
-  }
-};
-
-}  // namespace
+using internal::Bucket;
+using internal::HeldRate;
+using internal::Slice;
+using internal::UsageFrontier;
 
 void Metrics::Add(const Metrics& o) {
   cost_usd += o.cost_usd;
@@ -171,7 +84,7 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
   std::vector<NodeWork> work;
   std::vector<Slice> slices;
   std::vector<Bucket> buckets;
-  std::optional<NodeTable> node_table;
+  std::optional<internal::NodeTable> node_table;
   // Aligned apart: the two threads' counters must not share a cache line.
   struct alignas(128) Accumulator {
     // (class, team) as recorded, interned by a scan of the few known pairs
@@ -190,6 +103,15 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
       UsageFrontier frontier;
       int32_t last_allocation = -1;
       uint32_t slice_cursor = 0;
+      // The rows seen so far of the node's latest interval (busy -1: not
+      // measured), charged already; see close_interval.
+      struct HeldRow {
+        int32_t allocation = 0;
+        double allocated = 0;
+        double busy = -1;
+      };
+      int64_t interval_start = 0, interval_end = 0;
+      std::vector<HeldRow> interval_rows;
     };
     std::vector<NodeState> nodes;
 
@@ -213,6 +135,77 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
   // (the unrecorded stretch, below).
   constexpr int64_t kFrontierLookback = 3 * 3600;
   const WallTime scan_from = query.from - Seconds(kFrontierLookback);
+  // Charges what `allocation` held on `node` over [start, end) (allocated
+  // GPU-seconds, busy ones if measured) to the node's slices it overlaps, at
+  // each slice's price per GPU-second.
+  auto charge = [&](Accumulator& acc, size_t node, int32_t allocation, int64_t start, int64_t end,
+                    double gpu_seconds_allocated, bool busy_measured, double gpu_seconds_busy) {
+    const NodeWork& w = work[node];
+    Accumulator::NodeState& state = acc.nodes[node];
+    const double duration = static_cast<double>(end - start);
+    const double per_gpu_second = 1.0 / (static_cast<double>(w.gpu_count) * 3600.0);
+    const auto first = slices.cbegin() + static_cast<std::ptrdiff_t>(w.slice_begin);
+    const auto last = slices.cbegin() + static_cast<std::ptrdiff_t>(w.slice_end);
+    // The first slice ending after `start`: the node's previous row's or the
+    // next one (slices are in time order), else by binary search.
+    auto first_after_start = [&](std::vector<Slice>::const_iterator i) {
+      return (i == first || std::prev(i)->t1 <= start) && (i == last || i->t1 > start);
+    };
+    std::vector<Slice>::const_iterator it = first + state.slice_cursor;
+    if (!first_after_start(it)) {
+      if (it != last && first_after_start(std::next(it))) {
+        ++it;
+      } else {
+        it = std::upper_bound(first, last, start, [](int64_t t, const Slice& s) { return t < s.t1; });
+      }
+    }
+    state.slice_cursor = static_cast<uint32_t>(it - first);
+    for (; it != last && it->t0 < end; ++it) {
+      const int64_t overlap = std::min(end, it->t1) - std::max(start, it->t0);
+      if (overlap <= 0) continue;
+      const double share = static_cast<double>(overlap) / duration;
+      const double allocated = gpu_seconds_allocated * share;
+      const double cost = allocated * it->usd_per_hour * per_gpu_second;
+      std::vector<std::pair<int32_t, Metrics>>& cell = acc.by_bucket[it->bucket];
+      Metrics* m = nullptr;
+      for (auto& [a, metrics] : cell) {
+        if (a == allocation) m = &metrics;
+      }
+      if (m == nullptr) m = &cell.emplace_back(allocation, Metrics{}).second;
+      m->cost_usd += cost;
+      m->on_demand_usd += allocated * w.on_demand_usd_per_hour * per_gpu_second;
+      m->gpu_seconds_paid += allocated;
+      m->gpu_seconds_allocated += allocated;
+      if (busy_measured) {
+        m->gpu_seconds_busy += gpu_seconds_busy * share;
+        m->gpu_seconds_busy_measured += allocated;
+      }
+      if (it->in_loss_window) {
+        m->gpu_seconds_lost += allocated;
+        m->lost_usd += cost;
+      }
+    }
+  };
+  // A node's rows of one interval (the meter writes them together) are what
+  // its GPUs held then. Holding more GPU-seconds than the node had, they pay
+  // for it by the money rule (PaidGpuShare: each its proportion, nothing
+  // idle) rather than each for all it held: the rows, charged whole as they
+  // came, get the difference charged back once the interval is complete (a
+  // row of another interval of the node, or the end of the scan).
+  auto close_interval = [&](Accumulator& acc, size_t node) {
+    Accumulator::NodeState& state = acc.nodes[node];
+    const int64_t start = state.interval_start, end = state.interval_end;
+    double held = 0;
+    for (const auto& row : state.interval_rows) held += row.allocated;
+    const double paid = PaidGpuShare(static_cast<double>(work[node].gpu_count) * static_cast<double>(end - start), held);
+    if (paid < 1) {
+      for (const auto& row : state.interval_rows) {
+        charge(acc, node, row.allocation, start, end, row.allocated * paid - row.allocated, row.busy >= 0,
+               row.busy * paid - row.busy);
+      }
+    }
+    state.interval_rows.clear();
+  };
   auto accumulate = [&](Accumulator& acc, const UsageView& u) {
     const bool before_range = u.end <= query.from;
     if (before_range) {
@@ -244,48 +237,18 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
     const int32_t allocation = acc.Allocation(u.workload_class, u.team, state.last_allocation);
     state.last_allocation = allocation;
     state.frontier.Note(start, end, allocation, u.gpu_seconds_allocated, u.gpu_seconds_busy);
-    const double duration = static_cast<double>(end - start);
-    const double per_gpu_second = 1.0 / (static_cast<double>(w.gpu_count) * 3600.0);
-    const auto first = slices.cbegin() + static_cast<std::ptrdiff_t>(w.slice_begin);
-    const auto last = slices.cbegin() + static_cast<std::ptrdiff_t>(w.slice_end);
-    // The first slice ending after `start`: the node's previous row's or the
-    // next one (slices are in time order), else by binary search.
-    auto first_after_start = [&](std::vector<Slice>::const_iterator i) {
-      return (i == first || std::prev(i)->t1 <= start) && (i == last || i->t1 > start);
-    };
-    std::vector<Slice>::const_iterator it = first + state.slice_cursor;
-    if (!first_after_start(it)) {
-      if (it != last && first_after_start(std::next(it))) {
-        ++it;
-      } else {
-        it = std::upper_bound(first, last, start, [](int64_t t, const Slice& s) { return t < s.t1; });
-      }
+    if (!state.interval_rows.empty() && (state.interval_start != start || state.interval_end != end)) {
+      close_interval(acc, node);
     }
-    state.slice_cursor = static_cast<uint32_t>(it - first);
-    for (; it != last && it->t0 < end; ++it) {
-      const int64_t overlap = std::min(end, it->t1) - std::max(start, it->t0);
-      if (overlap <= 0) continue;
-      const double share = static_cast<double>(overlap) / duration;
-      const double allocated = u.gpu_seconds_allocated * share;
-      const double cost = allocated * it->usd_per_hour * per_gpu_second;
-      std::vector<std::pair<int32_t, Metrics>>& cell = acc.by_bucket[it->bucket];
-      Metrics* m = nullptr;
-      for (auto& [a, metrics] : cell) {
-        if (a == allocation) m = &metrics;
-      }
-      if (m == nullptr) m = &cell.emplace_back(allocation, Metrics{}).second;
-      m->cost_usd += cost;
-      m->on_demand_usd += allocated * w.on_demand_usd_per_hour * per_gpu_second;
-      m->gpu_seconds_paid += allocated;
-      m->gpu_seconds_allocated += allocated;
-      if (u.gpu_seconds_busy) {
-        m->gpu_seconds_busy += *u.gpu_seconds_busy * share;
-        m->gpu_seconds_busy_measured += allocated;
-      }
-      if (it->in_loss_window) {
-        m->gpu_seconds_lost += allocated;
-        m->lost_usd += cost;
-      }
+    state.interval_start = start;
+    state.interval_end = end;
+    state.interval_rows.push_back({allocation, u.gpu_seconds_allocated, u.gpu_seconds_busy.value_or(-1)});
+    charge(acc, node, allocation, start, end, u.gpu_seconds_allocated, u.gpu_seconds_busy.has_value(),
+           u.gpu_seconds_busy.value_or(0));
+  };
+  auto close_intervals = [&](Accumulator& acc) {
+    for (size_t node = 0; node < acc.nodes.size(); ++node) {
+      if (!acc.nodes[node].interval_rows.empty()) close_interval(acc, node);
     }
   };
   // 0: this thread's half; 1: the helper's streamed rows; 2: its buffered ones.
@@ -367,11 +330,32 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
               if (!wait_for_nodes()) return;
               go = true;
               accumulate_early();
+              // A node interval's rows may straddle the buffered ones and the
+              // rest: its open interval goes on in the streamed part.
+              for (size_t node = 0; node < parts[2].nodes.size(); ++node) {
+                auto& from = parts[2].nodes[node];
+                auto& to = parts[1].nodes[node];
+                to.interval_start = from.interval_start;
+                to.interval_end = from.interval_end;
+                for (auto row : from.interval_rows) {
+                  const auto& [workload_class, team] = parts[2].allocations[static_cast<size_t>(row.allocation)];
+                  row.allocation = parts[1].Allocation(workload_class, team);
+                  to.interval_rows.push_back(row);
+                }
+                from.interval_rows.clear();
+              }
             }
             accumulate(parts[1], u);
           },
           mid, std::nullopt);
-      if (!go && wait_for_nodes()) accumulate_early();
+      if (!go && wait_for_nodes()) {
+        accumulate_early();
+        go = true;
+      }
+      if (go) {
+        close_intervals(parts[2]);
+        close_intervals(parts[1]);
+      }
     });
   }
   // Every way out of here ends the helper first (it reads this frame).
@@ -560,6 +544,7 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
                             std::nullopt, mid)
                       : reader.ForEachUsage(scan_from, query.to,
                                             [&](const UsageView& u) { accumulate(parts[0], u); });
+  close_intervals(parts[0]);
   if (split) helper.join();
   if (!read.ok()) return read.error();
   if (!later.ok()) return later.error();
@@ -651,7 +636,7 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
       share.duration = std::max(share.duration, frontiers[i].duration);
       double held = 0;
       for (const HeldRate& h : frontiers[i].held) held += h.gpus;
-      const double scale = held > n.gpu_count ? n.gpu_count / held : 1.0;
+      const double scale = PaidGpuShare(n.gpu_count, held);
       for (const HeldRate& h : frontiers[i].held) {
         auto it = std::find_if(share.held.begin(), share.held.end(),
                                [&](const HeldRate& x) { return x.allocation == h.allocation; });
@@ -695,8 +680,8 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
     if (tail_end <= tail_start || tail_end - frontier.end > kLongestEstimate) continue;
     double held_gpus = 0;
     for (const HeldRate& h : frontier.held) held_gpus += h.gpus;
-    // Never more GPUs than the node has (the meter caps its rows alike).
-    const double scale = held_gpus > n.gpu_count ? n.gpu_count / held_gpus : 1.0;
+    // Never more GPUs than the node has: the money rule, as for recorded rows.
+    const double scale = PaidGpuShare(n.gpu_count, held_gpus);
     const double per_gpu_second = 1.0 / (static_cast<double>(n.gpu_count) * 3600.0);
     bool estimated = false;
     for (size_t k = w.slice_begin; k < w.slice_end; ++k) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "gpuscaler/model/money.h"
 #include "tables.h"
 
 namespace gpuscaler::report::internal {
@@ -20,13 +21,10 @@ constexpr double kBottom = 40;
 
 std::string F1(double v) { return FormatFixed(v, 1); }
 
-std::string Usd(double v) {
-  const double a = std::fabs(v);
-  if (a >= 1e6) return "$" + FormatFixed(v / 1e6, 1) + "M";
-  if (a >= 1e4) return "$" + FormatFixed(v / 1e3, 1) + "k";
-  if (a >= 100) return "$" + FormatFixed(v, 0);
-  return "$" + FormatFixed(v, 2);
-}
+std::string Usd(double v) { return FormatUsd(v, MoneyStyle::kCompact); }
+
+// Whole cents as dollars: "$1234.56".
+std::string UsdOfCents(int64_t cents) { return FormatUsd(static_cast<double>(cents) / 100.0, MoneyStyle::kCents); }
 
 // 1, 2 or 5 times a power of ten, at least v.
 double NiceCeiling(double v) {
@@ -356,11 +354,11 @@ std::string Page(const PageInputs& in, const ReportQuery& query) {
     s += "<div class=\"card\"><b>" + HtmlEscape(value) + "</b><span>" + HtmlEscape(label) + "</span></div>";
   };
   s += "<div class=\"cards\" id=\"totals\">";
-  card("$" + FormatCents(t.cost_cents), "total cost");
-  card("$" + FormatCents(t.attributed_cents), "attributed to workloads");
-  card("$" + FormatCents(t.idle_cents), "idle");
-  card("$" + FormatCents(t.on_demand_cents), "on-demand equivalent");
-  card("$" + FormatCents(t.spot_savings_cents), "spot savings");
+  card(UsdOfCents(t.cost_cents), "total cost");
+  card(UsdOfCents(t.attributed_cents), "attributed to workloads");
+  card(UsdOfCents(t.idle_cents), "idle");
+  card(UsdOfCents(t.on_demand_cents), "on-demand equivalent");
+  card(UsdOfCents(t.spot_savings_cents), "spot savings");
   card(FormatFixed(t.savings_pct, 1).append(" %"), "saved vs on-demand");
   card(FormatFixed(t.gpu_hours_paid, 1), "GPU-hours paid");
   card(FormatFixed(t.gpu_hours_allocated, 1), "GPU-hours allocated");
@@ -370,7 +368,7 @@ std::string Page(const PageInputs& in, const ReportQuery& query) {
   } else {
     card("not measured", "GPU busy time");
   }
-  card(FormatFixed(t.gpu_hours_lost, 1) + " ($" + FormatCents(t.lost_cents) + ")", "GPU-hours lost to interruptions");
+  card(FormatFixed(t.gpu_hours_lost, 1) + " (" + UsdOfCents(t.lost_cents) + ")", "GPU-hours lost to interruptions");
   card(std::to_string(t.nodes) + " (" + std::to_string(t.interrupted_nodes) + " interrupted)", "nodes billed");
   s += "</div>";
   for (const std::string& w : in.warnings) s += "<p class=\"warn\">" + HtmlEscape(w) + "</p>";
@@ -467,9 +465,9 @@ std::string Page(const PageInputs& in, const ReportQuery& query) {
     std::vector<Series> series = {actual, forecast};
     if (month->cap_usd) series.push_back(cap);
     s += Lines("chart-burndown",
-               "Budget burn-down " + FormatDate(month->month_start).substr(0, 7) + ": forecast $" +
-                   FormatFixed(month->forecast_usd, 2) +
-                   (month->cap_usd ? " of $" + FormatFixed(*month->cap_usd, 2) : std::string(" (no cap set)")),
+               "Budget burn-down " + FormatDate(month->month_start).substr(0, 7) + ": forecast " +
+                   FormatUsd(month->forecast_usd, MoneyStyle::kCents) +
+                   (month->cap_usd ? " of " + FormatUsd(*month->cap_usd, MoneyStyle::kCents) : std::string(" (no cap set)")),
                labels, series);
   }
   // Teams of several stores: summed by name, dearest first (as one store's).

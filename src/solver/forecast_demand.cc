@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gpuscaler/model/compatibility.h"
+#include "gpuscaler/model/money.h"
 #include "gpuscaler/solver/planner.h"
 
 namespace gpuscaler {
@@ -203,12 +204,12 @@ ForecastUnits MakeForecastUnits(const Snapshot& snapshot, const Policy& policy) 
       const double wait_usd = p * wait * lead_h;
       const double idle_cost = (1.0 - p) * price * horizon_h;
       if (wait_usd < idle_cost || wait_usd <= 0) {
-        stop = "; the next unit's expected wait $" + Num(wait_usd, 4) + " (P " + Num(p, 2) +
-               ") is below its expected idle $" + Num(idle_cost, 4);
+        stop = "; the next unit's expected wait " + FormatUsd(wait_usd, MoneyStyle::kFourDecimals) + " (P " +
+               Num(p, 2) + ") is below its expected idle " + FormatUsd(idle_cost, MoneyStyle::kFourDecimals);
         break;
       }
       if (idle_usd + price > cap + 1e-9) {
-        stop = "; capped by max_idle_usd_per_hour $" + Num(cap, 2);
+        stop = "; capped by max_idle_usd_per_hour " + FormatUsd(cap, MoneyStyle::kCents);
         break;
       }
       DemandUnit u = shape;
@@ -222,10 +223,10 @@ ForecastUnits MakeForecastUnits(const Snapshot& snapshot, const Policy& policy) 
       ++added;
     }
     note += ": " + std::to_string(added) + (added == 1 ? " unit" : " units") + " of " + Num(g, 2) +
-            " GPUs launched ahead at most ($" + Num(idle_usd, 2) + "/h as " +
+            " GPUs launched ahead at most (" + FormatUsd(idle_usd, MoneyStyle::kCentsPerHour) + " as " +
             cheapest->offering->instance_type + " " +
             std::string(ToString(cheapest->offering->capacity_type)) + ", lead time " +
-            FormatDuration(f.lead_time) + ", wait $" + Num(wait, 2) + "/h per unit)" + stop;
+            FormatDuration(f.lead_time) + ", wait " + FormatUsd(wait, MoneyStyle::kCentsPerHour) + " per unit)" + stop;
     out.notes.push_back(std::move(note));
   }
   return out;

@@ -107,7 +107,7 @@ void Planner::Greedy(State& st, const GreedyOrder& order) const {
         if (lim != kNoLimit && lim > 0 && grp.gpu_w > 0 && used[grp.cls] > 0)  // CPU-only work: 0 or no limit
           lim = std::max(0, lim - int(std::ceil(used[grp.cls] / grp.gpu_w - 1e-7)));
         if (grp.team >= 0 && used_team[grp.team] > 0) {
-          const double charge = grp.gpu_w * PerGpu(scratch);
+          const double charge = grp.gpu_w * PricePerGpu(scratch);
           if (charge > 0)
             lim = std::min<double>(lim, std::max(0.0, std::floor((st.allow.team_usd[grp.team] - used_team[grp.team] + 1e-9) / charge)));
         }
@@ -116,7 +116,7 @@ void Planner::Greedy(State& st, const GreedyOrder& order) const {
         if (grp.gpu_w > 0) {
           if (used[grp.cls] == 0) touched.push_back(grp.cls);
           used[grp.cls] += t * grp.gpu_w;
-          if (grp.team >= 0) used_team[grp.team] += t * grp.gpu_w * PerGpu(scratch);
+          if (grp.team >= 0) used_team[grp.team] += t * grp.gpu_w * PricePerGpu(scratch);
         }
         scratch.content.emplace_back(g, t);
         const double r = t * Risk(grp, scratch);
@@ -141,7 +141,7 @@ void Planner::Greedy(State& st, const GreedyOrder& order) const {
     for (auto [g, t] : best.content) {
       m = std::min<int64_t>(m, st.rem[g] / t);
       per_class[groups_[g].cls] += t * groups_[g].gpu_w;
-      if (groups_[g].team >= 0) per_team[groups_[g].team] += t * groups_[g].gpu_w * PerGpu(best);
+      if (groups_[g].team >= 0) per_team[groups_[g].team] += t * groups_[g].gpu_w * PricePerGpu(best);
     }
     for (auto [c, need] : per_class) {
       if (need <= 0) continue;

@@ -14,7 +14,7 @@ bool Planner::MoveAllowance(const DemandUnit& u, int cls, const Bin& from, const
   const bool zone_change = classes_[cls].zone_limited && from.zone != to.zone;
   const auto team_it = team_index_.find(TeamOf(u, policy_));
   const int team = team_it == team_index_.end() ? -1 : team_it->second;
-  const double team_more = team >= 0 && a.team_usd[team] < kInf ? w * (PerGpu(to) - PerGpu(from)) : 0;
+  const double team_more = team >= 0 && a.team_usd[team] < kInf ? w * (PricePerGpu(to) - PricePerGpu(from)) : 0;
   if (onto_spot && a.spot[cls] < w - kEps) return false;
   if (zone_change && a.zone[cls][to.zone] < w - kEps) return false;
   if (team_more > 0 && a.team_usd[team] < team_more - kEps) return false;

@@ -9,22 +9,24 @@
 #include <vector>
 
 #include "gpuscaler/model/json.h"
+#include "gpuscaler/model/money.h"
 #include "gpuscaler/solver/deadline_hold.h"
 #include "gpuscaler/solver/forecast_demand.h"
 #include "planner_impl.h"
 
 namespace gpuscaler::solver_detail {
 
-std::string Usd(double v) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "$%.2f", v);
-  return buf;
-}
+std::string Usd(double v) { return FormatUsd(v, MoneyStyle::kCents); }
 
 std::string Fixed(double v, int digits) {
   char buf[48];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
   return buf;
+}
+
+double Planner::PricePerGpu(const NodeOffer& b) const {
+  if (b.type < 0) return 0;
+  return gpuscaler::PricePerGpu(b.price, snap_.instance_types[b.type].gpu_count);
 }
 
 std::string Planner::Describe(const Offering& o) const {
@@ -322,7 +324,7 @@ Plan Planner::Run() {
     for (const std::vector<Bin>* bins : {&existing_, &st.bins})
       for (const Bin& b : *bins)
         for (auto [g, k] : b.content)
-          if (groups_[g].team == int(t)) spend += k * b.mult * groups_[g].gpu_w * PerGpu(b);
+          if (groups_[g].team == int(t)) spend += k * b.mult * groups_[g].gpu_w * PricePerGpu(b);
     if (spend > teams_[t].allowance_usd + kEps)
       notes.push_back("team " + teams_[t].name + " over soft budget " + Usd(teams_[t].allowance_usd) + "/h");
   }

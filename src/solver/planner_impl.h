@@ -289,8 +289,11 @@ class Planner {
   void SetCapacity(int type, Bin& b) const;
   void InitBin(Bin& b, int option) const;
   double Risk(const Group& g, const NodeOffer& b) const;
-  // A node's price per GPU: what a whole GPU of work there costs its team.
-  double PerGpu(const NodeOffer& b) const;
+  // A node's price per GPU (money PricePerGpu; 0 without a known type):
+  // what a whole GPU of work placed there costs its team. The planner never
+  // oversubscribes a node, so this is the money rule's charge per GPU held
+  // (SplitNodePrice) for every placement it makes.
+  double PricePerGpu(const NodeOffer& b) const;
   // The spot failure domain (instance family x zone: a zone's spot capacity
   // of one family goes at once, every size together) of `b` as an index
   // into Allowances::spot_pool, or -1 when `b` is not spot or has no type

@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gpuscaler/model/money.h"
 #include "gpuscaler/policy/schedule.h"
 
 namespace gpuscaler::solver_detail {
@@ -511,12 +512,21 @@ void Planner::BuildTeams() {
     auto it = team_index_.find(TeamOf(*g.rep, policy_));
     if (it != team_index_.end()) g.team = it->second;
   }
+  // What the running work costs each team now: its share of each node's
+  // price by the money rule, which an oversubscribed node splits in
+  // proportion to the GPUs held.
+  std::vector<GpuHolding> holdings;
   for (size_t i = 0; i < snap_.nodes.size(); ++i) {
     const Node& n = snap_.nodes[i];
     if (n.state == NodeState::kTerminating) continue;
-    for (const DemandUnit& u : n.running) {
-      auto it = team_index_.find(TeamOf(u, policy_));
-      if (it != team_index_.end()) teams_[it->second].running_usd += GpuShare(u) * PerGpu(existing_[i]);
+    holdings.clear();
+    for (const DemandUnit& u : n.running) holdings.push_back({u.workload_class, TeamOf(u, policy_), GpuShare(u)});
+    const Bin& b = existing_[i];
+    const int gpus = b.type < 0 ? 0 : snap_.instance_types[b.type].gpu_count;
+    const NodePriceSplit split = SplitNodePrice(b.price, gpus, holdings);
+    for (size_t k = 0; k < holdings.size(); ++k) {
+      auto it = team_index_.find(TeamOf(n.running[k], policy_));
+      if (it != team_index_.end()) teams_[it->second].running_usd += split.usd[k];
     }
   }
 }

@@ -61,12 +61,6 @@ int Take(Bin& b, const Shape& s, int mig_idx, int max) {
   return static_cast<int>(placed);
 }
 
-double Planner::PerGpu(const NodeOffer& b) const {
-  if (b.type < 0) return 0;
-  const int gpus = snap_.instance_types[b.type].gpu_count;
-  return gpus > 0 ? b.price / gpus : 0;
-}
-
 int Planner::Limit(const Group& g, const NodeOffer& b, const Allowances& a) const {
   if (b.spot && a.KeptOffSpot(g.index)) return 0;
   if (g.gpu_w <= 0) return kNoLimit;
@@ -80,7 +74,7 @@ int Planner::Limit(const Group& g, const NodeOffer& b, const Allowances& a) cons
   int limit = kNoLimit;
   if (allow < kInf) limit = allow < g.gpu_w - kEps ? 0 : int(std::min(1e9, std::floor((allow + 1e-7) / g.gpu_w)));
   if (g.team >= 0 && a.team_usd[g.team] < kInf) {
-    const double charge = g.gpu_w * PerGpu(b);
+    const double charge = g.gpu_w * PricePerGpu(b);
     if (charge > 0) limit = std::min<double>(limit, std::max(0.0, std::floor((a.team_usd[g.team] + 1e-9) / charge)));
   }
   return limit;
@@ -93,7 +87,7 @@ void Planner::Consume(const Group& g, const NodeOffer& b, double count, Allowanc
   if (classes_[g.cls].pool_limited) {
     if (const int p = SpotPoolOf(b); p >= 0) a.spot_pool[g.cls][p] -= count * g.gpu_w;
   }
-  if (g.team >= 0 && a.team_usd[g.team] < kInf) a.team_usd[g.team] -= count * g.gpu_w * PerGpu(b);
+  if (g.team >= 0 && a.team_usd[g.team] < kInf) a.team_usd[g.team] -= count * g.gpu_w * PricePerGpu(b);
 }
 
 bool Planner::Within(const Group& g, const NodeOffer& b, const Allowances& a, double slack) const {
@@ -127,7 +121,7 @@ int Planner::BlockOf(const Group& g, int option, const State& st) const {
   if (o.price > 0 && ((global_budget_hard_ && st.cost + o.price > global_budget_ + kEps) ||
                       (p.budget_hard && st.pool_cost[o.pool] + o.price > p.budget + kEps)))
     return kBlockBudget;
-  if (g.team >= 0 && o.price > 0 && st.allow.team_usd[g.team] < g.gpu_w * PerGpu(o) - kEps) return kBlockTeamBudget;
+  if (g.team >= 0 && o.price > 0 && st.allow.team_usd[g.team] < g.gpu_w * PricePerGpu(o) - kEps) return kBlockTeamBudget;
   if (st.added >= policy_.scaling.max_nodes_added_per_tick) return kBlockTick;
   if (st.pool_count[o.pool] >= p.pol.max_nodes) return kBlockPoolMax;
   if (g.gpu_w > 0 && o.spot && st.allow.spot[g.cls] < g.gpu_w - kEps) return kBlockSpot;

@@ -1,12 +1,19 @@
 #!/usr/bin/env python3
 """scripts/check_file_sizes.py: a new file over 600 lines fails, and so does a
 listed one that grows; a file at the limit passes."""
+import importlib.util
 import os
 import subprocess
 import sys
 import tempfile
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "check_file_sizes.py")
+# The limit of a listed file as the script has it today (it is lowered as the
+# file shrinks).
+_spec = importlib.util.spec_from_file_location("check_file_sizes", SCRIPT)
+_script = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_script)
+SCALE_UP_LIMIT = _script.GRANDFATHERED["src/solver/scale_up.cc"]
 
 
 def run(repo):
@@ -28,11 +35,12 @@ with tempfile.TemporaryDirectory() as repo:
     r = run(repo)
     assert r.returncode == 1 and "sim/new.h: 601 lines, over 600" in r.stdout, r.stdout
     os.remove(os.path.join(repo, "sim/new.h"))
-    write(repo, "src/solver/scale_up.cc", 1003)
+    write(repo, "src/solver/scale_up.cc", SCALE_UP_LIMIT + 1)
     r = run(repo)
-    assert r.returncode == 1 and "src/solver/scale_up.cc: 1003 lines, at most 1002" in r.stdout, r.stdout
+    want = f"src/solver/scale_up.cc: {SCALE_UP_LIMIT + 1} lines, at most {SCALE_UP_LIMIT}"
+    assert r.returncode == 1 and want in r.stdout, r.stdout
     write(repo, "tests/big_test.cc", 5000)  # tests are not looked at
-    write(repo, "src/solver/scale_up.cc", 900)
+    write(repo, "src/solver/scale_up.cc", SCALE_UP_LIMIT)
     r = run(repo)
     assert r.returncode == 0, r.stdout
 print("ok")

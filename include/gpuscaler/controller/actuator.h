@@ -60,9 +60,12 @@ struct ActuatorOptions {
 // monthly spread over the hours left) leave for launches this tick: the
 // spend rate after the plan's terminations, plus what this tick has launched
 // so far. The global and pool caps are charged with node prices; a team's
-// with its share of them (the GPUs its units hold x the node's price per
-// GPU, as the planner and the cost report count it). Soft caps are not
-// enforced here (the planner plans past them, with a warning).
+// with its share of them: on a running node by SplitNodePrice
+// (model/money.h, the rule the planner, the usage meter, the dashboard and
+// the cost report use), on a node being launched the GPUs its units will
+// hold x the node's price per GPU (a launch is planned not to oversubscribe
+// its node). Soft caps are not enforced here (the planner plans past them,
+// with a warning).
 class BudgetGuard {
  public:
   BudgetGuard(const Snapshot& snapshot, const Plan& plan, const Policy& policy);

@@ -106,11 +106,11 @@ class UsageMeter {
   double month_to_date_usd() const { return month_to_date_usd_; }
   const std::map<std::string, double>& month_to_date_usd_by_pool() const { return by_pool_; }
   // This calendar month's spend (UTC) by team, for budget.teams caps: each
-  // node's price × the team's share of the node's GPUs (its units'
-  // GpuShare / the node's GPU count) × time, the attribution of the usage
-  // rows. Idle GPUs and units of no team are no team's, so the teams add up
-  // to at most month_to_date_usd(). Survives a restart through
-  // RestoreMonth.
+  // node's price × time split by GPU share (SplitNodePrice, model/money.h:
+  // a team pays price × its units' GpuShare / max(the node's GPU count, all
+  // GPUs held there)), the attribution of the usage rows. Idle GPUs and
+  // units of no team are no team's, so the teams add up to at most
+  // month_to_date_usd(). Survives a restart through RestoreMonth.
   const std::map<std::string, double>& month_to_date_usd_by_team() const { return by_team_; }
   // The first instant of `t`'s calendar month, and of the next one (UTC).
   static WallTime MonthStart(WallTime t);

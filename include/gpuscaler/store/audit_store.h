@@ -320,7 +320,9 @@ class AuditStore {
   }
 
   // Usage rows overlapping [from, to) (start < to and end > from), of every
-  // run. The default (a store that keeps no history) returns none.
+  // run, ordered by start, end, instance id, class and team (the rows of one
+  // node and interval next to each other). The default (a store that keeps
+  // no history) returns none.
   virtual Result<std::vector<UsageRecord>> UsageOverlapping(WallTime from, WallTime to) {
     (void)from;
     (void)to;
