@@ -1,0 +1,103 @@
+// The audit store's read side: what the controller reads back from its own
+// store (node lifecycles, accepted launches, usage, the installation id) and
+// the integrity check. The write side is sqlite_audit_store.cc.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpuscaler/store/audit_reader.h"
+#include "gpuscaler/store/sqlite_audit_store.h"
+#include "rows.h"
+#include "schema.h"
+#include "sqlite_db.h"
+
+namespace gpuscaler {
+
+using store_internal::Connection;
+using store_internal::Query;
+
+Result<std::unique_ptr<AuditReader>> SqliteAuditStore::OpenReader() const {
+  if (path_ == ":memory:") return std::make_unique<AuditReader>(db_);
+  return AuditReader::Open(path_, AuditReaderOptions{.busy_timeout = options_.busy_timeout});
+}
+
+Result<std::vector<NodeLifecycle>> SqliteAuditStore::NodeLifecycles(WallTime since, WallTime until) {
+  Result<std::unique_ptr<AuditReader>> reader = OpenReader();
+  if (!reader) return reader.error();
+  Result<std::vector<NodeRow>> rows = (*reader)->NodesOverlapping(since, until);
+  if (!rows) return rows.error();
+  std::vector<NodeLifecycle> out;
+  out.reserve(rows->size());
+  for (NodeRow& r : *rows) {
+    out.push_back({std::move(r.launch.instance_id), std::move(r.launch.offering), r.launch.launch_time, r.end_time,
+                   std::move(r.cause), std::move(r.launch.pool), std::move(r.prices)});
+  }
+  return out;
+}
+
+Result<std::vector<AcceptedLaunch>> SqliteAuditStore::AcceptedLaunchesSince(WallTime since) {
+  // Decisions by time first (indexed), then their actions: a restart reads
+  // the last registration_timeout's launches, not the whole history.
+  Result<std::vector<AcceptedLaunch>> rows = store_internal::Select<AcceptedLaunch>(
+      *db_,
+      "SELECT " GPUSCALER_ACTION_COLUMNS
+      ", (SELECT d.time FROM decisions d WHERE d.id = actions.decision_id),"
+      " (SELECT json_group_array(n.instance_id) FROM nodes n WHERE n.decision_id = actions.decision_id"
+      "    AND n.pool = actions.pool AND n.instance_id NOT IN"
+      "    (SELECT j.value FROM actions a2, json_each(a2.result_instance_ids_json) j"
+      "     WHERE a2.decision_id = actions.decision_id AND a2.kind = 'launch'))"
+      " FROM actions WHERE decision_id IN (SELECT id FROM decisions WHERE time >= ?1)"
+      " AND kind = 'launch' AND outcome = 'succeeded'"
+      " AND json_array_length(result_instance_ids_json) < count ORDER BY id",
+      "reading accepted launches",
+      [](const Query& q) -> Result<AcceptedLaunch> {
+        AcceptedLaunch a;
+        Result<ActionRow> row = store_internal::ReadActionRow(q);
+        if (!row) return row.error();
+        a.row = std::move(row).value();
+        a.row.decision_time = q.OptionalTime(18);
+        Result<std::vector<std::string>> arrived = store_internal::IdsFromJson(q.Text(19), "nodes.instance_id");
+        if (!arrived) return arrived.error();
+        a.arrived_instance_ids = std::move(arrived).value();
+        return a;
+      },
+      since);
+  if (!rows) NoteFailure(rows.error());
+  return rows;
+}
+
+Result<std::vector<UsageRecord>> SqliteAuditStore::UsageOverlapping(WallTime from, WallTime to) {
+  Result<std::unique_ptr<AuditReader>> reader = OpenReader();
+  if (!reader) return reader.error();
+  Result<std::vector<UsageRow>> rows = (*reader)->UsageOverlapping(from, to);
+  if (!rows) return rows.error();
+  std::vector<UsageRecord> out;
+  out.reserve(rows->size());
+  for (UsageRow& r : *rows) out.push_back(std::move(r.usage));
+  return out;
+}
+
+Result<std::string> SqliteAuditStore::InstallationId() {
+  Result<Query> q = db_->Prepare("SELECT id FROM installation");
+  if (!q) return q.error();
+  Result<bool> row = q->Step("reading the installation id");
+  if (!row) return row.error();
+  if (!*row) return Error::Internal("the audit database has no installation id");
+  return q->Text(0);
+}
+
+Result<std::string> SqliteAuditStore::IntegrityCheck() {
+  Result<Query> q = db_->Prepare("PRAGMA integrity_check");
+  if (!q) return q.error();
+  std::string report;
+  while (true) {
+    Result<bool> row = q->Step("checking integrity");
+    if (!row) return row.error();
+    if (!*row) break;
+    if (!report.empty()) report += '\n';
+    report += q->Text(0);
+  }
+  return report;
+}
+
+}  // namespace gpuscaler
