@@ -24,8 +24,6 @@ std::string FixedWithoutNegativeZero(double v, int decimals) {
 
 }  // namespace
 
-double PricePerGpu(double node_price, double node_gpus) { return node_gpus > 0 ? node_price / node_gpus : 0; }
-
 double PaidGpuShare(double node_gpus, double total_held) {
   if (node_gpus <= 0) return 0;
   return total_held > node_gpus ? node_gpus / total_held : 1.0;

@@ -48,7 +48,7 @@ namespace gpuscaler {
 // node_gpus <= 0. What a holding pays per GPU held on a node that is not
 // oversubscribed, hence what a placement the planner makes (which never
 // oversubscribes a node) is charged per GPU.
-double PricePerGpu(double node_price, double node_gpus);
+inline double PricePerGpu(double node_price, double node_gpus) { return node_gpus > 0 ? node_price / node_gpus : 0; }
 
 // The factor from GPUs held to GPUs paid for on a node whose holdings hold
 // `total_held` GPUs between them: exactly 1 when total_held <= node_gpus,
