@@ -1,6 +1,7 @@
 #include "gpuscaler/controller/actuator.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 
@@ -440,8 +441,33 @@ bool Actuator::StartDrain(const DrainRequest& request, const std::string& pool, 
   return true;
 }
 
-void Actuator::FinishDrains(const std::vector<DrainOutcome>& ended, ActuationResult* result, TickReport* report) {
-  for (const DrainOutcome& d : ended) {
+void Actuator::StartNodeActions(const NodeActions& actions, WallTime now, ActuationResult* result,
+                                TickReport* report) {
+  if (nodes_ == nullptr) return;
+  for (const NodeActions::Drain& d : actions.drains) {
+    DrainRequest drain;
+    drain.instance_id = d.instance_id;
+    drain.reason = "spot interruption notice: the instance goes away at " + FormatRfc3339(d.deadline);
+    drain.cause = "interrupted";
+    drain.timeout = std::max(Seconds(1), std::chrono::duration_cast<Seconds>(d.deadline - now));
+    Status s = nodes_->BeginDrain(drain);
+    if (s.ok()) {
+      result->draining.push_back(d.instance_id);
+      ++report->drains_started;
+    } else if (s.error().category() != ErrorCategory::kNotFound) {
+      report->errors.push_back(s.error().WithContext("draining interrupted node " + d.instance_id));
+    }
+  }
+  for (const std::string& id : actions.cordons) {
+    Status s = nodes_->Cordon(id, true);
+    if (!s.ok() && s.error().category() != ErrorCategory::kNotFound)
+      report->errors.push_back(s.error().WithContext("cordoning rebalanced node " + id));
+  }
+}
+
+void Actuator::FinishEndedDrains(ActuationResult* result, TickReport* report) {
+  if (nodes_ == nullptr) return;
+  for (const DrainOutcome& d : nodes_->TakeEndedDrains()) {
     report->drains_ended.push_back(d);
     const std::string& id = d.request.instance_id;
     Status s = d.end == DrainEnd::kDrained
@@ -467,13 +493,18 @@ void Actuator::FinishDrains(const std::vector<DrainOutcome>& ended, ActuationRes
   }
 }
 
-bool Actuator::Recover(const Policy& policy, ActuationResult* result, TickReport* report) {
-  if (store_ == nullptr || options_.dry_run) return true;
+void Actuator::Recover(const Policy& policy, ActuationResult* result, TickReport* report) {
+  if (recovered_) return;
+  if (store_ == nullptr || options_.dry_run) {
+    recovered_ = true;
+    return;
+  }
   Result<std::vector<ActionRow>> open = store_->OpenIntents();
   if (!open) {
     report->errors.push_back(open.error().WithContext("reading open intents"));
-    return false;
+    return;
   }
+  recovered_ = true;
   const WallTime now = clock_.WallNow();
   // A launch's fallback runs (other capacity type) have their own ClientToken
   // and are not part of the replay below, which sends the chosen offering
@@ -552,7 +583,6 @@ bool Actuator::Recover(const Policy& policy, ActuationResult* result, TickReport
                                                ids));
     result->failed = true;
   }
-  return true;
 }
 
 }  // namespace gpuscaler

@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <set>
+#include <utility>
+
+#include <nlohmann/json.hpp>
 
 #include "gpuscaler/solver/planner.h"
 
@@ -151,6 +155,59 @@ void SpotFloorAccount::Publish(const Policy& policy, Snapshot& snapshot) const {
     credit[c.name] = (a.on_demand_gpu_hours - floor * a.gpu_hours) / a.weight_hours;
   }
   snapshot.spot_floor_credit_gpus = std::move(credit);
+}
+
+void SignalFreshness::Observe(std::vector<SignalStatus> signals, const Policy& policy, WallTime now) {
+  signals_ = std::move(signals);
+  std::set<std::string> blocked;
+  for (const SignalStatus& s : signals_) {
+    auto it = policy.signals.max_staleness.find(s.source);
+    const Seconds max_age = it == policy.signals.max_staleness.end() ? Seconds(120) : it->second;
+    if (!s.sampled_at || now - *s.sampled_at > max_age) blocked.insert(s.classes.begin(), s.classes.end());
+  }
+  blocked_.assign(blocked.begin(), blocked.end());
+}
+
+bool SignalFreshness::Publish(Snapshot& snapshot) const {
+  if (blocked_ == snapshot.scale_down_blocked_classes) return false;
+  snapshot.scale_down_blocked_classes = blocked_;
+  return true;
+}
+
+std::string SignalFreshness::Json(WallTime now) const {
+  nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+  for (const SignalStatus& s : signals_) {
+    nlohmann::ordered_json j;
+    j["name"] = s.name;
+    j["source"] = s.source;
+    j["classes"] = s.classes;
+    if (s.sampled_at) {
+      j["value"] = s.value;
+      j["age_s"] = (now - *s.sampled_at).count();
+    } else {
+      j["value"] = nullptr;
+      j["age_s"] = nullptr;
+    }
+    arr.push_back(std::move(j));
+  }
+  nlohmann::ordered_json out;
+  out["signals"] = std::move(arr);
+  out["blocked_classes"] = blocked_;
+  return out.dump();
+}
+
+LearnedChanges FleetLearners::Publish(const Policy& policy, WallTime now, Snapshot& snapshot) {
+  LearnedChanges changes;
+  const auto note = [&changes](bool changed, bool structural) {
+    changes.any = changes.any || changed;
+    changes.structural = changes.structural || (changed && structural);
+  };
+  note(warm_up.Publish(snapshot), false);
+  note(disruption.Publish(policy, now, snapshot), true);
+  note(lost_work.Publish(policy, snapshot), true);
+  spot_floor.Publish(policy, snapshot);
+  note(signals.Publish(snapshot), true);
+  return changes;
 }
 
 }  // namespace gpuscaler

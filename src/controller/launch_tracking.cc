@@ -21,19 +21,16 @@ void ClusterState::AddAwaited(const InFlightLaunch& launch, const Policy& policy
     node.offering = launch.offering;
     node.launch_time = launch.accepted_at;
     node.state = NodeState::kLaunching;
-    NodeInfo info;
+    NodeRecord info;
     info.awaited_token = launch.token;
     info.give_up_at = launch.accepted_at + timeout;
     info.decision_id = launch.decision_id;
     info.reason = launch.reason;
-    if (auto it = offering_index_.find(launch.offering.Key()); it != offering_index_.end()) {
-      info.offering = static_cast<int>(it->second);
-      node.offering.usd_per_hour = snapshot_.offerings[it->second].usd_per_hour;
+    if (const int o = book_.Find(launch.offering.Key()); o >= 0) {
+      info.offering = o;
+      node.offering.usd_per_hour = book_.offerings()[static_cast<size_t>(o)].usd_per_hour;
     }
-    node_index_[node.id] = snapshot_.nodes.size();
-    snapshot_.nodes.push_back(std::move(node));
-    node_info_.push_back(std::move(info));
-    ++placeholders_;
+    inventory_.Add(snapshot_->nodes, std::move(node), std::move(info));
   }
 }
 
@@ -55,7 +52,7 @@ void ClusterState::RestoreAwaited(const Policy& policy, WallTime now, TickReport
     return;
   }
   for (const NodeLifecycle& n : *running) {
-    if (!n.end_time) recorded_before_start_.insert(n.instance_id);
+    if (!n.end_time) inventory_.NoteRecordedBeforeStart(n.instance_id);
   }
   // The instances that came are shared by the decision's launches into the
   // pool: each launch, in order, takes off what it can.
@@ -91,35 +88,33 @@ bool ClusterState::ClaimAwaited(const Instance& instance, const Policy& policy, 
   // so an earlier launch's instances may carry a later token.
   auto tag = instance.tags.find(kIntentTag);
   const std::string token = tag == instance.tags.end() ? "" : tag->second;
-  size_t i = node_info_.size();
-  for (size_t j = 0; j < node_info_.size(); ++j) {
-    if (!node_info_[j].placeholder() || snapshot_.nodes[j].pool != instance.pool) continue;
-    if (node_info_[j].awaited_token == token) {
+  const size_t none = snapshot_->nodes.size();
+  size_t i = none;
+  for (size_t j = 0; j < snapshot_->nodes.size(); ++j) {
+    const NodeRecord& candidate = inventory_.record(j);
+    if (!candidate.placeholder() || snapshot_->nodes[j].pool != instance.pool) continue;
+    if (candidate.awaited_token == token) {
       i = j;
       break;
     }
     // An instance launched well before the launch was accepted is not one
     // of its instances (the margin covers clock skew between this host and
     // the cloud).
-    if (instance.launch_time + kClaimSkew < snapshot_.nodes[j].launch_time) continue;
-    if (i == node_info_.size() || node_info_[j].give_up_at < node_info_[i].give_up_at) i = j;
+    if (instance.launch_time + kClaimSkew < snapshot_->nodes[j].launch_time) continue;
+    if (i == none || candidate.give_up_at < inventory_.record(i).give_up_at) i = j;
   }
-  if (i == node_info_.size()) return false;
-  const NodeInfo awaited = node_info_[i];
-  const std::string placeholder_id = snapshot_.nodes[i].id;
-  NodeInfo info;
-  snapshot_.nodes[i] = NodeFor(instance, NodeStateOf(instance.state), policy, &info);
+  if (i == none) return false;
+  const NodeRecord awaited = inventory_.record(i);
+  NodeRecord info;
+  Node node = NodeFor(instance, NodeStateOf(instance.state), policy, &info);
   info.launched_here = true;
-  node_info_[i] = std::move(info);
-  --placeholders_;
+  inventory_.Claim(snapshot_->nodes, i, std::move(node), std::move(info));
   usage_.AddNode(instance.instance_id, now);
-  node_index_.erase(placeholder_id);
-  node_index_[instance.instance_id] = i;
   MarkChanged(false);  // coming capacity became a listed node: the planner already counted it
   if (store_ != nullptr) {
     NodeLaunchRecord rec{instance.instance_id, instance.instance_id, instance.pool, instance.offering, 0,
                          instance.launch_time, awaited.decision_id, awaited.reason};
-    if (const InstanceType* t = catalog_.FindInstanceType(instance.offering.instance_type))
+    if (const InstanceType* t = book_.catalog().FindInstanceType(instance.offering.instance_type))
       rec.gpu_count = t->gpu_count;
     report->Record(store_->RecordNodeLaunch(rec));
   }
@@ -127,14 +122,14 @@ bool ClusterState::ClaimAwaited(const Instance& instance, const Policy& policy, 
 }
 
 void ClusterState::ExpireAwaited(WallTime now, TickReport* report) {
-  for (size_t i = snapshot_.nodes.size(); i-- > 0;) {
-    const NodeInfo& info = node_info_[i];
+  for (size_t i = snapshot_->nodes.size(); i-- > 0;) {
+    const NodeRecord& info = inventory_.record(i);
     if (!info.placeholder() || info.give_up_at > now) continue;
     // The cloud accepted the launch but no instance came: treat the
     // offering like one that ran out of capacity, and plan the work again.
-    availability_.RecordCapacityError(snapshot_.nodes[i].offering.Key(), now);
+    book_.availability().RecordCapacityError(snapshot_->nodes[i].offering.Key(), now);
     ++report->registration_failures;
-    report->errors.push_back(Error::Capacity("launch " + info.awaited_token + " (pool " + snapshot_.nodes[i].pool +
+    report->errors.push_back(Error::Capacity("launch " + info.awaited_token + " (pool " + snapshot_->nodes[i].pool +
                                              "): accepted, but no instance was listed within the pool's "
                                              "registration_timeout; given up"));
     RemoveNode(i, now, "never listed", report);
@@ -142,13 +137,6 @@ void ClusterState::ExpireAwaited(WallTime now, TickReport* report) {
   }
 }
 
-const std::vector<Node>& ClusterState::BilledNodes() {
-  if (placeholders_ == 0) return snapshot_.nodes;
-  billed_.clear();
-  for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
-    if (!node_info_[i].placeholder()) billed_.push_back(snapshot_.nodes[i]);
-  }
-  return billed_;
-}
+const std::vector<Node>& ClusterState::BilledNodes() { return inventory_.Billed(snapshot_->nodes); }
 
 }  // namespace gpuscaler

@@ -1,4 +1,5 @@
-// ClusterState: registration timeouts and repairs (see cluster_state.h).
+// ClusterState: registration timeouts, repairs and rebalance recommendations
+// (see cluster_state.h).
 #include <algorithm>
 #include <chrono>
 #include <set>
@@ -15,9 +16,9 @@ std::string Minutes(Seconds s) { return std::to_string(s.count() / 60) + "m"; }
 void ClusterState::CheckNodeHealth(const Policy& policy, WallTime now, TickReport* report) {
   // Fail static: with the nodes unknown, nothing is given up or replaced.
   if (!nodes_->Synced()) return;
-  for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
-    NodeInfo& info = node_info_[i];
-    Node& node = snapshot_.nodes[i];
+  for (size_t i = 0; i < snapshot_->nodes.size(); ++i) {
+    NodeRecord& info = inventory_.record(i);
+    Node& node = snapshot_->nodes[i];
     if (info.placeholder() || !info.repair.empty() || info.notice_deadline) continue;
     if (node.state != NodeState::kLaunching && node.state != NodeState::kReady) continue;
     const NodePoolPolicy* pool = policy.FindPool(node.pool);
@@ -53,7 +54,7 @@ void ClusterState::CheckNodeHealth(const Policy& policy, WallTime now, TickRepor
                                                                  : "node registered, not Ready")
                                                 : "no node registered") +
                     ")";
-      availability_.RecordCapacityError(node.offering.Key(), now);
+      book_.availability().RecordCapacityError(node.offering.Key(), now);
       ++report->registration_failures;
       // Its capacity never came: the planner places its work elsewhere.
       node.state = NodeState::kTerminating;
@@ -64,7 +65,7 @@ void ClusterState::CheckNodeHealth(const Policy& policy, WallTime now, TickRepor
                     " (repair_after " + Minutes(repair_after) + "); replaced";
       // Its work is demand again (replacement first), like a noticed node's.
       node.state = NodeState::kDraining;
-      replacements_dirty_ = true;
+      inventory_.NoteReplacementDemandMoved();
     }
     report->governor.notes.push_back(node.instance_id + ": " + info.repair);
     MarkChanged(true);
@@ -72,62 +73,58 @@ void ClusterState::CheckNodeHealth(const Policy& policy, WallTime now, TickRepor
 }
 
 void ClusterState::HoldForReplacement(const std::string& instance_id, bool held) {
-  auto it = node_index_.find(instance_id);
-  if (it == node_index_.end()) return;
-  Node& node = snapshot_.nodes[it->second];
+  const std::optional<size_t> index = inventory_.Find(instance_id);
+  if (!index) return;
+  Node& node = Writable().nodes[*index];
   if (held && node.state == NodeState::kReady) node.state = NodeState::kHeldForReplacement;
   if (!held && node.state == NodeState::kHeldForReplacement) node.state = NodeState::kReady;
   MarkChanged(true);
 }
 
 void ClusterState::Protect(const std::string& instance_id, bool on) {
-  auto it = node_index_.find(instance_id);
-  if (it == node_index_.end()) {
-    protected_.erase(instance_id);
+  const std::optional<size_t> index = inventory_.Find(instance_id);
+  if (!index) {
+    inventory_.SetProtected(instance_id, false);
     return;
   }
-  Node& node = snapshot_.nodes[it->second];
+  Node& node = Writable().nodes[*index];
   if (on && !node.do_not_disrupt) {
     node.do_not_disrupt = true;
-    protected_.insert(instance_id);
+    inventory_.SetProtected(instance_id, true);
     MarkChanged(true);
-  } else if (!on && protected_.erase(instance_id) != 0) {
+  } else if (!on && inventory_.SetProtected(instance_id, false)) {
     node.do_not_disrupt = false;
     MarkChanged(true);
   }
 }
 
 bool ClusterState::CanTakeWork(const std::string& instance_id) {
-  auto it = node_index_.find(instance_id);
-  if (it == node_index_.end() || snapshot_.nodes[it->second].state != NodeState::kReady) return false;
+  const std::optional<size_t> index = inventory_.Find(instance_id);
+  if (!index || snapshot_->nodes[*index].state != NodeState::kReady) return false;
   if (nodes_ == nullptr) return true;
   const std::optional<NodeHealth> health = nodes_->Health(instance_id);
   return health && health->ready && health->gpus_allocatable;
 }
 
 void ClusterState::Milestone(size_t index, const char* stage, WallTime now, TickReport* report) const {
-  const NodeInfo& info = node_info_[index];
+  const NodeRecord& info = inventory_.record(index);
   if (!info.launched_here) return;
   report->milestones.push_back(
-      {info.family, stage, std::chrono::duration<double>(now - snapshot_.nodes[index].launch_time).count()});
+      {info.family, stage, std::chrono::duration<double>(now - snapshot_->nodes[index].launch_time).count()});
 }
 
 std::vector<TerminationAction> ClusterState::Repairs() const {
   std::vector<TerminationAction> out;
-  for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
-    if (node_info_[i].repair.empty()) continue;
-    const Node& n = snapshot_.nodes[i];
+  for (size_t i = 0; i < snapshot_->nodes.size(); ++i) {
+    if (inventory_.record(i).repair.empty()) continue;
+    const Node& n = snapshot_->nodes[i];
     TerminationAction t = TerminationOf(n, TerminationKind::kEmpty);
-    t.reason = node_info_[i].repair;
+    t.reason = inventory_.record(i).repair;
     for (const DemandUnit& u : n.running) t.moved_unit_ids.push_back(u.id);
     out.push_back(std::move(t));
   }
   return out;
 }
-
-}  // namespace gpuscaler
-
-namespace gpuscaler {
 
 std::string_view ToString(DrainEnd e) {
   switch (e) {
@@ -139,45 +136,23 @@ std::string_view ToString(DrainEnd e) {
   return "failed";
 }
 
-}  // namespace gpuscaler
-
-namespace gpuscaler {
-
-void ClusterState::DrainNoticed(const std::string& instance_id, WallTime deadline, WallTime now, TickReport* report) {
-  DrainRequest drain;
-  drain.instance_id = instance_id;
-  drain.reason = "spot interruption notice: the instance goes away at " + FormatRfc3339(deadline);
-  drain.cause = "interrupted";
-  drain.timeout = std::max(Seconds(1), std::chrono::duration_cast<Seconds>(deadline - now));
-  Status s = nodes_->BeginDrain(drain);
-  if (s.ok()) {
-    draining_.insert(instance_id);
-    ++report->drains_started;
-  } else if (s.error().category() != ErrorCategory::kNotFound) {
-    report->errors.push_back(s.error().WithContext("draining interrupted node " + instance_id));
-  }
-}
-
-void ClusterState::OnRebalance(const std::string& instance_id, const Policy& policy, TickReport* report) {
+void ClusterState::OnRebalance(const std::string& instance_id, const Policy& policy, NodeActions* node_actions,
+                               TickReport* report) {
   ++report->rebalance_recommendations;
-  auto it = node_index_.find(instance_id);
-  if (it == node_index_.end() || policy.spot.on_rebalance == RebalanceResponse::kIgnore) return;
-  NodeInfo& info = node_info_[it->second];
-  Node& node = snapshot_.nodes[it->second];
+  const std::optional<size_t> index = inventory_.Find(instance_id);
+  if (!index || policy.spot.on_rebalance == RebalanceResponse::kIgnore) return;
+  NodeRecord& info = inventory_.record(*index);
+  Node& node = snapshot_->nodes[*index];
   // A node held for a replacement is cordoned too: should the replacement
   // fail, the recommendation still holds.
   if (info.notice_deadline || (node.state != NodeState::kReady && node.state != NodeState::kHeldForReplacement))
     return;
   node.state = NodeState::kCordoned;
-  if (nodes_ != nullptr) {
-    Status s = nodes_->Cordon(instance_id, true);
-    if (!s.ok() && s.error().category() != ErrorCategory::kNotFound)
-      report->errors.push_back(s.error().WithContext("cordoning rebalanced node " + instance_id));
-  }
+  if (nodes_ != nullptr) node_actions->cordons.push_back(instance_id);
   if (policy.spot.on_rebalance == RebalanceResponse::kReplace) {
     info.rebalance_replace = true;
-    info.rebalanced_at = snapshot_.time;
-    replacements_dirty_ = true;
+    info.rebalanced_at = snapshot_->time;
+    inventory_.NoteReplacementDemandMoved();
   }
   report->governor.notes.push_back(instance_id + ": rebalance recommendation: " + std::string(ToString(policy.spot.on_rebalance)));
   MarkChanged(true);
@@ -185,16 +160,16 @@ void ClusterState::OnRebalance(const std::string& instance_id, const Policy& pol
 
 void ClusterState::RemoveRebalanced(WallTime now) {
   std::set<std::string> launching_pools;
-  for (const Node& n : snapshot_.nodes) {
+  for (const Node& n : snapshot_->nodes) {
     if (n.state == NodeState::kLaunching) launching_pools.insert(n.pool);
   }
-  for (size_t i = 0; i < snapshot_.nodes.size(); ++i) {
-    NodeInfo& info = node_info_[i];
+  for (size_t i = 0; i < snapshot_->nodes.size(); ++i) {
+    NodeRecord& info = inventory_.record(i);
     // Not in the tick of the recommendation: its replacement is planned after this.
     if (!info.rebalance_replace || !info.repair.empty() || info.rebalanced_at >= now) continue;
     // Its replacement was planned with the recommendation; once nothing of
     // the pool is still launching, the replacement has come.
-    if (launching_pools.count(snapshot_.nodes[i].pool) != 0) continue;
+    if (launching_pools.count(snapshot_->nodes[i].pool) != 0) continue;
     info.repair = "rebalance recommendation: replaced, then removed";
     MarkChanged(true);
   }

@@ -1,12 +1,24 @@
 #include "gpuscaler/controller/replan_gate.h"
 
 #include <algorithm>
+#include <utility>
+
+#include "gpuscaler/policy/schedule.h"
 
 namespace gpuscaler {
 
 void ReplanGate::NoteChange(bool any, bool structural) {
   if (any) changed_ = true;
   if (structural) changed_ = structure_changed_ = true;
+}
+
+void ReplanGate::NoteSchedules(const Policy& policy, WallTime now) {
+  std::string schedules;
+  for (const ScheduleInForce& f : SchedulesInForce(policy.scaling.schedules, now)) schedules += f.schedule->name + ";";
+  if (schedules == schedules_in_force_) return;
+  schedules_in_force_ = std::move(schedules);
+  NoteChange(true, true);
+  NoteLimitsChange();
 }
 
 GateVerdict ReplanGate::Check(const Snapshot& snapshot, const Policy& policy, bool governor_holds,

@@ -65,7 +65,7 @@ std::vector<PendingClassStats> PendingByClass(const Snapshot& snapshot,
 
 void Publish(const Engine& engine, const EngineTick& tick, DaemonState* state) {
   const Controller& c = engine.controller();
-  auto snapshot = std::make_shared<const Snapshot>(c.snapshot());
+  std::shared_ptr<const Snapshot> snapshot = c.SharedSnapshot();
   auto policy = std::make_shared<const Policy>(c.policy());
   SeriesPoint p;
   p.time = tick.time;

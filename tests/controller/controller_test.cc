@@ -9,6 +9,7 @@
 #include "fakes/fake_cloud_provider.h"
 #include "fakes/fake_work_source.h"
 #include "fakes/recording_planner.h"
+#include "gpuscaler/model/json.h"
 #include "gpuscaler/store/audit_reader.h"
 #include "lifecycle_harness.h"
 #include "gpuscaler/store/sqlite_audit_store.h"
@@ -81,6 +82,31 @@ struct Harness {
     return t;
   }
 };
+
+// The snapshot is a value: one kept from a tick stays as it was while later
+// ticks observe new work and act, and the next tick's is another value.
+TEST(Controller, TwoTicksSnapshotsAreIndependentValues) {
+  Harness h;
+  DemandUnit first_unit = testing::GpuUnit("u-1");
+  h.work.SetPending({first_unit});
+  h.controller->Tick();
+  const std::shared_ptr<const Snapshot> first = h.controller->SharedSnapshot();
+  const std::string first_json = FormatSnapshotJsonLine(*first);
+  ASSERT_EQ(first->pending.size(), 1u);
+  ASSERT_TRUE(first->nodes.empty());
+
+  h.clock.Advance(Seconds(30));
+  h.work.SetPending({first_unit, testing::GpuUnit("u-2")});
+  h.next_plan.launches = {h.Launch("g5.xlarge/us-east-1a/on-demand", 2)};
+  h.controller->Tick();
+  const std::shared_ptr<const Snapshot> second = h.controller->SharedSnapshot();
+
+  EXPECT_NE(first.get(), second.get());
+  EXPECT_EQ(FormatSnapshotJsonLine(*first), first_json) << "a later tick changed a snapshot someone kept";
+  EXPECT_EQ(second->pending.size(), 2u);
+  EXPECT_EQ(second->nodes.size(), 2u);
+  EXPECT_GT(second->time, first->time);
+}
 
 TEST(Controller, LaunchesWhatThePlanAsksForAndTracksTheNodes) {
   Harness h;

@@ -57,6 +57,20 @@ struct PendingReplacement {
   WallTime since{};
 };
 
+// What observing found that the act stage must do to nodes (with
+// ClusterNodes; without, nothing): drain a node under an interruption notice
+// by the notice's deadline, cordon a node on a rebalance recommendation.
+// Observation records the facts; the actuator acts.
+struct NodeActions {
+  struct Drain {
+    std::string instance_id;
+    WallTime deadline{};
+  };
+  std::vector<Drain> drains;
+  std::vector<std::string> cordons;
+  bool empty() const { return drains.empty() && cordons.empty(); }
+};
+
 struct ActuationResult {
   std::vector<LaunchedNode> launched;  // in launch order
   std::vector<InFlightLaunch> in_flight;

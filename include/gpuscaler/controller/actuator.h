@@ -114,18 +114,25 @@ class Actuator {
 
   // After a restart: every action whose intent was recorded but not its
   // outcome. Launches are replayed with their token (or closed when older
-  // than the replay window); terminations are sent again (idempotent). False
-  // when the open intents could not be read (call again next tick).
-  bool Recover(const Policy& policy, ActuationResult* result, TickReport* report);
+  // than the replay window); terminations are sent again (idempotent). Call
+  // at every tick: until the open intents could be read once it tries
+  // again, then it does nothing.
+  void Recover(const Policy& policy, ActuationResult* result, TickReport* report);
 
   // Removes the old node of a replacement whose new nodes are ready.
   void FinishReplacement(const PendingReplacement& replacement, const Snapshot& snapshot, const Policy& policy,
                          ActuationResult* result, TickReport* report);
   // Drains run through `nodes` from now on (null: none). Must outlive the actuator.
   void SetClusterNodes(ClusterNodes* nodes) { nodes_ = nodes; }
-  // Closes the terminate intents of drains that ended: terminates the
-  // instances whose nodes are empty; the others are kept.
-  void FinishDrains(const std::vector<DrainOutcome>& ended, ActuationResult* result, TickReport* report);
+  // Starts what observing asked of the nodes: drains of noticed nodes
+  // (their pods leave before the deadline; the instance is terminated once
+  // drained) and cordons of rebalanced ones. A node already gone (not
+  // found) is no error.
+  void StartNodeActions(const NodeActions& actions, WallTime now, ActuationResult* result, TickReport* report);
+  // Closes the terminate intents of the drains that ended since the last
+  // call (ClusterNodes::TakeEndedDrains): terminates the instances whose
+  // nodes are empty; the others are kept. Without ClusterNodes: nothing.
+  void FinishEndedDrains(ActuationResult* result, TickReport* report);
 
  private:
   // The instance ids of the launch, or empty.
@@ -154,6 +161,7 @@ class Actuator {
   const Catalog& catalog_;
   ActuatorOptions options_;
   ClusterNodes* nodes_ = nullptr;
+  bool recovered_ = false;  // Recover read the open intents
 };
 
 }  // namespace gpuscaler

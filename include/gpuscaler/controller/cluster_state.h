@@ -44,15 +44,21 @@
 // terminated with the plan that launches the replacement (launches go
 // first). Repairs terminate directly, without a drain.
 //
-// Interruption notices, with ClusterNodes: the node is also cordoned and
-// drained at once (deadline: the notice's), its replacement planned in the
-// same tick. Rebalance recommendations follow spot.on_rebalance: "cordon"
-// takes the node out of scheduling; "replace" also turns its work into
-// replacement demand, and once no node of its pool is still launching, the
-// node is removed (drained first) as a repair.
+// Interruption notices, with ClusterNodes: Observe asks for the node to be
+// cordoned and drained (deadline: the notice's; NodeActions, which the
+// actuator starts in the same tick), and its replacement is planned in that
+// tick. Rebalance recommendations follow spot.on_rebalance: "cordon" takes
+// the node out of scheduling (a cordon the actuator sends); "replace" also
+// turns its work into replacement demand, and once no node of its pool is
+// still launching, the node is removed (drained first) as a repair.
 //
-// The snapshot handed out is read-only to everyone else and stays valid
-// until the next Observe or Apply. What changed since the last TakeChanges
+// The snapshot is a value: SharedSnapshot hands out the one in force, which
+// nothing changes afterwards. The state writes its next snapshot in place
+// only while nobody else holds the current one, else into a copy (copy on
+// write), so a snapshot a caller keeps stays as it was while later ticks
+// go on. snapshot() is the current one, valid until the next call that
+// changes the state (Observe, Apply, Restore, SetForecasts,
+// HoldForReplacement, Protect). What changed since the last TakeChanges
 // is reported for the replan gate: `any` (prices, rates, running work,
 // launching→ready) and `structural` (nodes appearing or vanishing outside a
 // plan, notices, availability marks, blocked classes).
@@ -90,11 +96,18 @@
 // the disruption window. Capacity-error marks and spot pauses are short-lived
 // and start empty.
 //
+// Parts it composes, each owning its state: the fleet inventory (which
+// nodes exist and what is known of each: fleet_inventory.h), the offering
+// book (prices, availability marks: offering_book.h), the spot risk
+// learner (spot_risk.h) and the fleet learners, signal freshness among
+// them (fleet_learners.h).
+//
 // No I/O but through the seams. Not thread-safe: the loop's thread only.
 #pragma once
 
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -105,9 +118,11 @@
 #include "gpuscaler/controller/actuation_result.h"
 #include "gpuscaler/controller/availability.h"
 #include "gpuscaler/controller/cluster_nodes.h"
+#include "gpuscaler/controller/fleet_inventory.h"
 #include "gpuscaler/controller/fleet_learners.h"
 #include "gpuscaler/controller/interruption_risk.h"
-#include "gpuscaler/controller/price_feed.h"
+#include "gpuscaler/controller/offering_book.h"
+#include "gpuscaler/controller/spot_risk.h"
 #include "gpuscaler/controller/tick_report.h"
 #include "gpuscaler/controller/usage_meter.h"
 #include "gpuscaler/controller/work_source.h"
@@ -154,22 +169,24 @@ class ClusterState {
   ClusterState(const Clock& clock, CloudProvider& cloud, AuditStore* store, WorkSource& work,
                const Catalog& catalog, UsageMeter& usage, ClusterStateOptions options);
 
-  // Rebuilds learned state from the store (call once, first tick, after the
-  // usage meter's first Accumulate).
-  void Restore(WallTime now, TickReport* report);
-  // Rebuilds the launching placeholders of launches accepted before a
-  // restart whose instances had not all been listed (the store's
-  // AcceptedLaunchesSince, less the instances that came since): they keep
+  // At the first call only (every tick calls it, after the usage meter's
+  // Accumulate and before Observe): rebuilds learned state from the store,
+  // then the launching placeholders of launches accepted before a restart
+  // whose instances had not all been listed (the store's
+  // AcceptedLaunchesSince, less the instances that came since). These keep
   // their launch's token, decision and acceptance time, so the planner does
   // not launch again for their work and the registration timeout still
   // counts from the launch. Instances the store already knows never fill a
-  // placeholder. Call once, first tick, before the first Observe.
-  void RestoreAwaited(const Policy& policy, WallTime now, TickReport* report);
+  // placeholder.
+  void Restore(const Policy& policy, WallTime now, TickReport* report);
   // Spot node-hours at risk since the previous call (before Observe).
   void AccumulateExposure(WallTime now);
   // Refreshes the snapshot as described above. False when the instance
   // list could not be read this tick (then nothing may be terminated).
-  bool Observe(const Policy& policy, WallTime now, double month_to_date_usd, TickReport* report);
+  // What the nodes need now (drains of noticed nodes, cordons of rebalanced
+  // ones) goes to `node_actions`, for the actuator: observing never acts.
+  bool Observe(const Policy& policy, WallTime now, double month_to_date_usd, NodeActions* node_actions,
+               TickReport* report);
   // What the actuator did: nodes launched (or found by a recovered intent)
   // are added, terminated ones removed. `structural`: the changes were not
   // asked for by the plan just made (restart recovery).
@@ -192,7 +209,7 @@ class ClusterState {
   // Ready node with GPUs allocatable; without, a running instance. False
   // for an unknown instance.
   bool CanTakeWork(const std::string& instance_id);
-  bool Has(const std::string& instance_id) const { return node_index_.count(instance_id) != 0; }
+  bool Has(const std::string& instance_id) const { return inventory_.Has(instance_id); }
   // Keeps the planner from removing a replacement node while the node it
   // replaces is still there (it is empty until the old node's pods move).
   void Protect(const std::string& instance_id, bool on);
@@ -201,13 +218,14 @@ class ClusterState {
   void MarkChanged(bool structural);
   StateChanges TakeChanges();
 
-  const Snapshot& snapshot() const { return snapshot_; }
+  const Snapshot& snapshot() const { return *snapshot_; }
+  std::shared_ptr<const Snapshot> SharedSnapshot() const { return snapshot_; }
   // The classes' demand forecasts for the planner (Snapshot::forecasts).
-  void SetForecasts(std::vector<DemandForecast> forecasts) { snapshot_.forecasts = std::move(forecasts); }
-  OfferingAvailability& availability() { return availability_; }
-  const OfferingAvailability& availability() const { return availability_; }
-  const InterruptionRiskEstimator& interruption_risk() const { return risk_; }
-  const std::vector<std::string>& blocked_classes() const { return snapshot_.scale_down_blocked_classes; }
+  void SetForecasts(std::vector<DemandForecast> forecasts) { Writable().forecasts = std::move(forecasts); }
+  OfferingAvailability& availability() { return book_.availability(); }
+  const OfferingAvailability& availability() const { return book_.availability(); }
+  const InterruptionRiskEstimator& interruption_risk() const { return risk_.estimator(); }
+  const std::vector<std::string>& blocked_classes() const { return snapshot_->scale_down_blocked_classes; }
   // The snapshot's nodes without launching placeholders: what is paid for.
   const std::vector<Node>& BilledNodes();
 
@@ -217,56 +235,31 @@ class ClusterState {
   std::string SummaryJson() const;
 
  private:
-  struct NodeInfo {
-    int offering = -1;  // index in snapshot_.offerings (-1: not in the catalog)
-    std::optional<WallTime> notice_deadline;
-    uint64_t running_version = ~uint64_t{0};
-    // Placeholders of an in-flight launch only.
-    std::string awaited_token;
-    WallTime give_up_at{};
-    int64_t decision_id = 0;
-    std::string reason;
-    bool placeholder() const { return !awaited_token.empty(); }
-    // With ClusterNodes: a Ready node with GPUs allocatable was seen for it.
-    bool registered = false;
-    bool node_seen = false;   // a Kubernetes node names it
-    bool first_pod = false;   // work has run on it
-    bool launched_here = false;  // by this process: its milestones are measured
-    // Found at a restart as a young node not yet Ready with GPUs: still
-    // under the registration timeout.
-    bool joining_at_start = false;
-    std::string family;
-    // Why the node is to be replaced and removed (registration timeout,
-    // NotReady too long, rebalance replaced); empty: it is not.
-    std::string repair;
-    // spot.on_rebalance "replace": its work is replacement demand until the
-    // replacement has come, then it is removed.
-    bool rebalance_replace = false;
-    WallTime rebalanced_at{};
-  };
 
-  void ReadInterruptions(const Policy& policy, WallTime now, TickReport* report);
-  // With ClusterNodes: cordons and drains a noticed node at once (its pods
-  // leave before the deadline; the instance is terminated once drained).
-  void DrainNoticed(const std::string& instance_id, WallTime deadline, WallTime now, TickReport* report);
+
+  // The snapshot to change: the current one while nobody else holds it,
+  // else a copy that becomes the current one.
+  Snapshot& Writable();
+  void RestoreLearned(WallTime now, TickReport* report);
+  void RestoreAwaited(const Policy& policy, WallTime now, TickReport* report);
+  // With ClusterNodes, a noticed node is drained at once (node_actions).
+  void ReadInterruptions(const Policy& policy, WallTime now, NodeActions* node_actions, TickReport* report);
   // A rebalance recommendation, as spot.on_rebalance says.
-  void OnRebalance(const std::string& instance_id, const Policy& policy, TickReport* report);
+  void OnRebalance(const std::string& instance_id, const Policy& policy, NodeActions* node_actions,
+                   TickReport* report);
   // Rebalanced nodes whose replacement has come are removed (a repair).
   void RemoveRebalanced(WallTime now);
   bool ReadInstances(const Policy& policy, WallTime now, TickReport* report);
+  // Live spot prices into the offerings, and onto the nodes bought as them.
   void ReadPrices(const Policy& policy, WallTime now, TickReport* report);
-  // The price feed's age and staleness into the report and the snapshot.
-  void PublishPriceStaleness(const Policy& policy, WallTime now, TickReport* report);
-  void RefreshOfferings(WallTime now);
-  void FlushExposure(WallTime now);
-  void RefreshRisk(WallTime now);
-  void RefreshWork();
-  void RefreshSignals(const Policy& policy, WallTime now);
-  // The learners' parts of the snapshot (fleet_learners.h), after this
-  // tick's observations.
-  void PublishLearned(const Policy& policy, WallTime now);
-  void AddNode(const Instance& instance, NodeState state, const Policy& policy, WallTime now);
-  Node NodeFor(const Instance& instance, NodeState state, const Policy& policy, NodeInfo* info) const;
+  // Availability marks and learned rates into the offerings; the
+  // offerings (and the nodes' rates) into the snapshot when they changed.
+  void RefreshOfferings(WallTime now, bool prices_moved);
+  // The running work on each node and the pending units (with the
+  // replacement demand) into the snapshot; milestones into the report.
+  void RefreshWork(TickReport* report);
+  void AddNode(const Instance& instance, NodeState state, const Policy& policy, WallTime now, bool launched_here);
+  Node NodeFor(const Instance& instance, NodeState state, const Policy& policy, NodeRecord* record) const;
   void RemoveNode(size_t index, WallTime end, const std::string& cause, TickReport* report);
   // Launch tracking (launch_tracking.cc).
   void AddAwaited(const InFlightLaunch& launch, const Policy& policy);
@@ -277,56 +270,23 @@ class ClusterState {
   // Registration and repair (node_health.cc).
   void CheckNodeHealth(const Policy& policy, WallTime now, TickReport* report);
   void Milestone(size_t index, const char* stage, WallTime now, TickReport* report) const;
-  void RebuildIndex();
 
-  const Clock& clock_;
   CloudProvider& cloud_;
   AuditStore* store_;
   WorkSource& work_;
-  const Catalog& catalog_;
   UsageMeter& usage_;
   ClusterStateOptions options_;
 
-  Snapshot snapshot_;
-  std::vector<NodeInfo> node_info_;                         // parallel to snapshot_.nodes
-  std::unordered_map<std::string, size_t> node_index_;      // instance id (placeholders: id) -> index
-  size_t placeholders_ = 0;
+  std::shared_ptr<Snapshot> snapshot_ = std::make_shared<Snapshot>();
+  FleetInventory inventory_;
   ClusterNodes* nodes_ = nullptr;
-  std::vector<Node> billed_;                                // BilledNodes() while placeholders_ > 0
-  std::unordered_map<std::string, size_t> offering_index_;  // Offering::Key -> index
-  std::set<std::string> terminated_;                        // gone by our hand; ignored while still listed
-  // Until the first listing after a restart: instances the store had
-  // recorded (running), which are not awaited instances arriving.
-  std::set<std::string> recorded_before_start_;
-  std::vector<NodeMilestone> milestones_;                   // reached since the last Observe
-  std::set<std::string> protected_;                         // do_not_disrupt set by Protect
-  std::set<std::string> draining_;                          // drain under way: the node takes no new work
-  OfferingAvailability availability_;
-  PriceFeed price_feed_;
-  std::vector<std::string> last_unavailable_;
-  InterruptionRiskEstimator risk_;
-  // Per offering (parallel to snapshot_.offerings): the catalog's rate (the
-  // prior), the estimator's key and group ("<family>/<zone>"), and spot
-  // node-hours not yet given to the estimator.
-  std::vector<double> prior_rate_;
-  std::vector<std::string> offering_key_;
-  std::vector<std::string> risk_group_;
-  std::vector<double> unflushed_exposure_h_;
-  std::optional<WallTime> last_exposure_;
-  std::optional<WallTime> last_risk_refresh_;
-  bool risk_dirty_ = false;
-  uint64_t pending_version_ = ~uint64_t{0};
-  bool replacements_dirty_ = false;  // the running work of a noticed node changed
-  std::optional<WallTime> last_list_;
-  bool last_list_ok_ = true;
-  bool inventory_listed_ = false;  // a listing succeeded since start
+  OfferingBook book_;
+  SpotRiskLearner risk_;
+  FleetLearners learners_;
+  uint64_t pending_version_ = ~uint64_t{0};  // the work source's, at the last pending refresh
   std::vector<InterruptionNotice> unacknowledged_notices_;
-  std::vector<SignalStatus> signals_;
   StateChanges changes_{true, true};
-  DisruptionWindow disruption_window_;
-  LostWorkAccount lost_work_;
-  SpotFloorAccount spot_floor_;
-  WarmUpLearner warm_up_;
+  bool restored_ = false;
 };
 
 }  // namespace gpuscaler

@@ -28,7 +28,7 @@
 
 #include <functional>
 #include <map>
-#include <set>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -37,8 +37,11 @@
 #include "gpuscaler/controller/availability.h"
 #include "gpuscaler/controller/cluster_nodes.h"
 #include "gpuscaler/controller/cluster_state.h"
+#include "gpuscaler/controller/decision_recorder.h"
+#include "gpuscaler/controller/demand_watch.h"
 #include "gpuscaler/controller/forecast.h"
 #include "gpuscaler/controller/interruption_risk.h"
+#include "gpuscaler/controller/replacements.h"
 #include "gpuscaler/controller/replan_gate.h"
 #include "gpuscaler/controller/scaling.h"
 #include "gpuscaler/controller/tick_report.h"
@@ -120,8 +123,12 @@ class Controller {
   // One pass of the loop (see the top of this file).
   TickReport Tick();
 
-  // The snapshot the last tick planned from (or would have).
+  // The snapshot the last tick planned from (or would have), as the
+  // actuator's changes left it; valid until the next Tick.
   const Snapshot& snapshot() const { return state_.snapshot(); }
+  // The same as a value that later ticks never change (copy on write: the
+  // next tick copies it only if it is still held then).
+  std::shared_ptr<const Snapshot> SharedSnapshot() const { return state_.SharedSnapshot(); }
   const OfferingAvailability& availability() const { return state_.availability(); }
   const InterruptionRiskEstimator& interruption_risk() const { return state_.interruption_risk(); }
   // Writes usage and lost work accumulated so far (before shutdown / at the
@@ -136,8 +143,8 @@ class Controller {
   // GPUs of every forecast class's pending and running work (the snapshot's:
   // pending work beyond max_pending_units is not counted); the daemon warms
   // them at start from the signals' history (Record before the first tick).
-  DemandForecaster& forecaster() { return forecaster_; }
-  const DemandForecaster& forecaster() const { return forecaster_; }
+  DemandForecaster& forecaster() { return demand_.forecaster(); }
+  const DemandForecaster& forecaster() const { return demand_.forecaster(); }
   // Spend this month by team (UsageMeter::month_to_date_usd_by_team).
   const std::map<std::string, double>& month_to_date_usd_by_team() const { return usage_.month_to_date_usd_by_team(); }
 
@@ -149,69 +156,25 @@ class Controller {
   // the plan after the governor: they remove no capacity the planner counts.
   // True when any was added.
   bool AddRepairs(Plan* plan) const;
-  // Removes the old node of every replacement whose new nodes are ready;
-  // gives up (the old node back in service) on one whose new node vanished
-  // or did not become ready within the pool's registration_timeout.
-  void ProgressReplacements(WallTime now, TickReport* report);
-  // Records the decision; false when the store could not (then nothing acts).
-  // `planned` is the planner's plan before the governor (`edited`: the
-  // governor or repairs changed it) and `planner_snapshot_json` its input, or
-  // null and empty when the input is not recorded.
-  bool RecordDecision(const Plan& plan, const Plan* planned, bool edited, std::string planner_snapshot_json,
-                      bool listed, WallTime now, TickReport* report);
+  // Plans, governs, records and acts (the gate said plan).
+  void PlanAndAct(bool listed, WallTime now, TickReport* report);
   void Commit(const ActuationResult& result, WallTime now, bool structural, TickReport* report);
-  // Records each forecast class's demand and puts its forecast into the
-  // snapshot; notes forecasts that start or stop (fallback reasons). True
-  // when what the planner would launch ahead for may have changed.
-  bool UpdateForecasts(WallTime now, TickReport* report);
-  // Counts units in the snapshot whose deadline passed (once per unit).
-  void CountMissedDeadlines(WallTime now, TickReport* report);
+  // The GPU time and lost work the work source measured since the last
+  // call, into the usage meter (with a store only). The first error.
+  Status MeterMeasuredWork(WallTime now);
 
   const Clock& clock_;
-  AuditStore* store_;
   WorkSource& work_;
   Policy policy_;
-  ControllerOptions options_;
-  // MakePlan, not a caller's planner: only its decisions can be replayed, so
-  // only theirs record the planner's input (store/decision_inputs.h).
-  const bool default_planner_;
   PlannerFn planner_;
+  DecisionRecorder recorder_;
   UsageMeter usage_;
   ClusterState state_;
   ReplanGate gate_;
   ScalingGovernor governor_;
   Actuator actuator_;
-  int64_t local_decisions_ = 0;
-  ClusterNodes* nodes_ = nullptr;
-  std::vector<PendingReplacement> replacements_;
-  // Replacement nodes kept from removal while the node they replace is
-  // still there: old instance id -> new instance ids.
-  std::map<std::string, std::vector<std::string>> protecting_;
-  bool risk_restored_ = false;
-  bool recovered_ = false;
-  // The names of the scaling schedules in force at the last tick: a
-  // schedule starting or ending changes pool limits, so the next tick plans.
-  std::string schedules_in_force_;
-  DemandForecaster forecaster_;
-  // Per forecast class: the GPUs its forecast asked for at the last tick
-  // (rounded up), or its fallback reason: a change makes the next tick plan.
-  std::map<std::string, std::string> forecast_state_;
-  std::set<std::string> deadlines_missed_;  // unit ids already counted
-  struct CachedForecast {
-    int64_t minute = 0;
-    double demand = 0;
-    std::string policy_hash;
-    DemandForecast forecast;
-  };
-  std::map<std::string, CachedForecast> forecast_cache_;
-  struct LeadTimeLookup {
-    std::string policy_hash;
-    std::string shape;
-    WallTime at{};
-    bool found = false;
-    Seconds lead_time{0};
-  };
-  std::map<std::string, LeadTimeLookup> lead_time_cache_;
+  ReplacementTracker replacements_;
+  DemandWatch demand_;
 };
 
 }  // namespace gpuscaler

@@ -12,7 +12,10 @@
 //  - LostWorkAccount: per class, work lost to spot interruptions against the
 //    GPU-hours it ran (spot_budget_spent_classes);
 //  - SpotFloorAccount: per class with a spot_share_window, the on-demand
-//    GPUs held above the floor on average (spot_floor_credit_gpus).
+//    GPUs held above the floor on average (spot_floor_credit_gpus);
+//  - SignalFreshness: the classes whose signals are stale or missing
+//    (scale_down_blocked_classes: fail static, never read as zero).
+// FleetLearners holds them all as the cluster state feeds them.
 //
 // Not thread-safe: the loop's thread only.
 #pragma once
@@ -26,6 +29,7 @@
 #include <vector>
 
 #include "gpuscaler/controller/tick_report.h"
+#include "gpuscaler/controller/work_source.h"
 #include "gpuscaler/model/catalog.h"
 #include "gpuscaler/model/node.h"
 #include "gpuscaler/model/snapshot.h"
@@ -118,6 +122,43 @@ class SpotFloorAccount {
   };
   std::map<std::string, Sums> by_class_;
   std::optional<WallTime> as_of_;
+};
+
+// The classes whose demand signals are missing or older than their
+// source's signals.max_staleness (default 120 s): their nodes are not
+// scaled down (fail static), as missing is never read as zero.
+class SignalFreshness {
+ public:
+  // The work source's signal states at `now`.
+  void Observe(std::vector<SignalStatus> signals, const Policy& policy, WallTime now);
+  // scale_down_blocked_classes (sorted); true when the list changed
+  // (structural).
+  bool Publish(Snapshot& snapshot) const;
+  // The signals and the blocked classes, for the decision row.
+  std::string Json(WallTime now) const;
+
+ private:
+  std::vector<SignalStatus> signals_;
+  std::vector<std::string> blocked_;
+};
+
+// What the learners' Publish changed, for the replan gate.
+struct LearnedChanges {
+  bool any = false;
+  bool structural = false;
+};
+
+struct FleetLearners {
+  FleetLearners(const Catalog& catalog, Seconds interruption_half_life)
+      : warm_up(catalog), lost_work(interruption_half_life) {}
+  // Each learner's part into the snapshot.
+  LearnedChanges Publish(const Policy& policy, WallTime now, Snapshot& snapshot);
+
+  WarmUpLearner warm_up;
+  DisruptionWindow disruption;
+  LostWorkAccount lost_work;
+  SpotFloorAccount spot_floor;
+  SignalFreshness signals;
 };
 
 }  // namespace gpuscaler

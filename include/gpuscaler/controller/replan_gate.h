@@ -51,8 +51,12 @@ class ReplanGate {
 
   // Something the planner sees changed; `structural` as in ClusterState.
   void NoteChange(bool any, bool structural);
-  // Pool limits changed (scaling schedules): the next check plans.
+  // Pool limits changed (a forecast asks for other capacity ahead): the
+  // next check plans.
   void NoteLimitsChange() { limits_changed_ = true; }
+  // The scaling schedules in force now: one starting or ending changes pool
+  // limits, so the next check plans.
+  void NoteSchedules(const Policy& policy, WallTime now);
   GateVerdict Check(const Snapshot& snapshot, const Policy& policy, bool governor_holds, WallTime now) const;
   // The planner ran on `snapshot` at `now`.
   void Planned(const Snapshot& snapshot, WallTime now);
@@ -69,6 +73,7 @@ class ReplanGate {
   int last_launches_held_ = 0;
   WallTime last_plan_time_{};
   std::unordered_set<std::string> last_pending_ids_;
+  std::string schedules_in_force_;  // their names, at the last NoteSchedules
 };
 
 }  // namespace gpuscaler
