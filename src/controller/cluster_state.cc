@@ -51,7 +51,6 @@ bool ClusterState::Observe(const Policy& policy, WallTime now, double month_to_d
                            TickReport* report) {
   Writable();
   snapshot_->time = now;
-  const size_t first_milestone = report->milestones.size();
   snapshot_->month_to_date_usd = month_to_date_usd;
   snapshot_->month_to_date_usd_by_pool = usage_.month_to_date_usd_by_pool();
   snapshot_->month_to_date_usd_by_team = usage_.month_to_date_usd_by_team();
@@ -65,11 +64,13 @@ bool ClusterState::Observe(const Policy& policy, WallTime now, double month_to_d
   if (!listed_before) listed = ReadInstances(policy, now, report);
   ReadInterruptions(policy, now, node_actions, report);
   if (listed_before) listed = ReadInstances(policy, now, report);
-  if (listed && nodes_ != nullptr) CheckNodeHealth(policy, now, report);
+  std::vector<NodeMilestone> reached;  // by nodes this process launched, this tick
+  if (listed && nodes_ != nullptr) CheckNodeHealth(policy, now, &reached, report);
   if (listed) RemoveRebalanced(now);
   ReadPrices(policy, now, report);
-  RefreshWork(report);
-  learners_.warm_up.Observe(std::span(report->milestones).subspan(first_milestone));
+  RefreshWork(&reached);
+  learners_.warm_up.Observe(reached);
+  report->milestones.insert(report->milestones.end(), reached.begin(), reached.end());
   learners_.signals.Observe(work_.Signals(), policy, now);
   learners_.spot_floor.Observe(policy, now, snapshot_->nodes);
   const LearnedChanges learned = learners_.Publish(policy, now, *snapshot_);
@@ -331,7 +332,7 @@ void ClusterState::AccumulateExposure(WallTime now) {
   }
 }
 
-void ClusterState::RefreshWork(TickReport* report) {
+void ClusterState::RefreshWork(std::vector<NodeMilestone>* reached) {
   for (size_t i = 0; i < snapshot_->nodes.size(); ++i) {
     Node& node = snapshot_->nodes[i];
     NodeRecord& info = inventory_.record(i);
@@ -342,7 +343,7 @@ void ClusterState::RefreshWork(TickReport* report) {
     node.running = work_.RunningOn(node.instance_id);
     if (info.launched_here && !info.first_pod && !node.running.empty()) {
       info.first_pod = true;
-      report->milestones.push_back(
+      reached->push_back(
           {info.family, "first_pod", std::chrono::duration<double>(snapshot_->time - node.launch_time).count()});
     }
     usage_.SetRunning(node.instance_id, node.running);

@@ -13,7 +13,8 @@ std::string Minutes(Seconds s) { return std::to_string(s.count() / 60) + "m"; }
 
 }  // namespace
 
-void ClusterState::CheckNodeHealth(const Policy& policy, WallTime now, TickReport* report) {
+void ClusterState::CheckNodeHealth(const Policy& policy, WallTime now, std::vector<NodeMilestone>* reached,
+                                   TickReport* report) {
   // Fail static: with the nodes unknown, nothing is given up or replaced.
   if (!nodes_->Synced()) return;
   for (size_t i = 0; i < snapshot_->nodes.size(); ++i) {
@@ -28,7 +29,7 @@ void ClusterState::CheckNodeHealth(const Policy& policy, WallTime now, TickRepor
     const std::optional<NodeHealth> health = nodes_->Health(node.instance_id);
     if (health && !info.node_seen) {
       info.node_seen = true;
-      Milestone(i, "registered", now, report);
+      Milestone(i, "registered", now, reached);
     }
     // A node that was there before this process started has registered
     // once, if it serves or is older than the registration timeout: it is
@@ -45,7 +46,7 @@ void ClusterState::CheckNodeHealth(const Policy& policy, WallTime now, TickRepor
     if (!info.registered) {
       if (health && health->ready && health->gpus_allocatable) {
         info.registered = true;
-        Milestone(i, "gpus_allocatable", now, report);
+        Milestone(i, "gpus_allocatable", now, reached);
         continue;
       }
       if (now - node.launch_time < registration_timeout) continue;
@@ -106,10 +107,11 @@ bool ClusterState::CanTakeWork(const std::string& instance_id) {
   return health && health->ready && health->gpus_allocatable;
 }
 
-void ClusterState::Milestone(size_t index, const char* stage, WallTime now, TickReport* report) const {
+void ClusterState::Milestone(size_t index, const char* stage, WallTime now,
+                             std::vector<NodeMilestone>* reached) const {
   const NodeRecord& info = inventory_.record(index);
   if (!info.launched_here) return;
-  report->milestones.push_back(
+  reached->push_back(
       {info.family, stage, std::chrono::duration<double>(now - snapshot_->nodes[index].launch_time).count()});
 }
 

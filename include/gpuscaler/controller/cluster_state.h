@@ -256,8 +256,8 @@ class ClusterState {
   // offerings (and the nodes' rates) into the snapshot when they changed.
   void RefreshOfferings(WallTime now, bool prices_moved);
   // The running work on each node and the pending units (with the
-  // replacement demand) into the snapshot; milestones into the report.
-  void RefreshWork(TickReport* report);
+  // replacement demand) into the snapshot; first pods into `reached`.
+  void RefreshWork(std::vector<NodeMilestone>* reached);
   void AddNode(const Instance& instance, NodeState state, const Policy& policy, WallTime now, bool launched_here);
   Node NodeFor(const Instance& instance, NodeState state, const Policy& policy, NodeRecord* record) const;
   void RemoveNode(size_t index, WallTime end, const std::string& cause, TickReport* report);
@@ -268,8 +268,9 @@ class ClusterState {
   bool ClaimAwaited(const Instance& instance, const Policy& policy, WallTime now, TickReport* report);
   void ExpireAwaited(WallTime now, TickReport* report);
   // Registration and repair (node_health.cc).
-  void CheckNodeHealth(const Policy& policy, WallTime now, TickReport* report);
-  void Milestone(size_t index, const char* stage, WallTime now, TickReport* report) const;
+  // Milestones of the nodes this process launched go to `reached`.
+  void CheckNodeHealth(const Policy& policy, WallTime now, std::vector<NodeMilestone>* reached, TickReport* report);
+  void Milestone(size_t index, const char* stage, WallTime now, std::vector<NodeMilestone>* reached) const;
 
   CloudProvider& cloud_;
   AuditStore* store_;
