@@ -185,13 +185,14 @@ bool Actuator::RecordIntent(const ActionRecord& intent, int64_t* action_id, Tick
 }
 
 ActuationResult Actuator::Act(int64_t decision_id, const Plan& plan, const Snapshot& snapshot,
-                              const Policy& policy, OfferingAvailability& availability, TickReport* report) {
+                              const Policy& policy, const OfferingAvailability& availability, TickReport* report) {
   ActuationResult result;
   BudgetGuard budget(snapshot, plan, policy);
+  OfferingAvailability marks = availability;
   std::vector<std::vector<std::string>> launched(plan.launches.size());
   for (size_t i = 0; i < plan.launches.size(); ++i) {
     if (plan.launches[i].count > 0)
-      launched[i] = LaunchOne(decision_id, i, plan.launches[i], policy, availability, budget, &result, report);
+      launched[i] = LaunchOne(decision_id, i, plan.launches[i], policy, marks, budget, &result, report);
   }
   for (size_t j = 0; j < plan.terminations.size(); ++j) {
     const TerminationAction& term = plan.terminations[j];
@@ -226,7 +227,7 @@ void Actuator::FinishReplacement(const PendingReplacement& replacement, const Sn
 }
 
 std::vector<std::string> Actuator::LaunchOne(int64_t decision_id, size_t index, const LaunchAction& launch,
-                                             const Policy& policy, OfferingAvailability& availability,
+                                             const Policy& policy, OfferingAvailability& marks,
                                              BudgetGuard& budget, ActuationResult* result, TickReport* report) {
   const WallTime now = clock_.WallNow();
   report->nodes_requested += launch.count;
@@ -243,7 +244,7 @@ std::vector<std::string> Actuator::LaunchOne(int64_t decision_id, size_t index, 
         !policy.spot.fallback_to_on_demand)
       return;
     const std::string key = o.Key();
-    if (!availability.IsAvailable(key, now) || !keys.insert(key).second) return;
+    if (!marks.IsAvailable(key, now) || !keys.insert(key).second) return;
     if (std::string why = budget.Breach(launch, o, launch.count); !why.empty()) {
       over_budget.push_back(std::move(why));
       return;
@@ -287,7 +288,8 @@ std::vector<std::string> Actuator::LaunchOne(int64_t decision_id, size_t index, 
     if (launched.error().category() == ErrorCategory::kCapacity) {
       bool spot = false;
       for (const Offering& o : request.offerings) {
-        availability.RecordCapacityError(o.Key(), now);
+        marks.RecordCapacityError(o.Key(), now);
+        result->availability_events.push_back({o.Key(), now, true});
         spot |= o.capacity_type == CapacityType::kSpot;
       }
       ++report->capacity_errors;
@@ -303,7 +305,8 @@ std::vector<std::string> Actuator::LaunchOne(int64_t decision_id, size_t index, 
   bool spot_short = false;
   for (const OfferingError& e : launched->errors) {
     if (e.error.category() == ErrorCategory::kCapacity) {
-      availability.RecordCapacityError(e.offering_key, now);
+      marks.RecordCapacityError(e.offering_key, now);
+      result->availability_events.push_back({e.offering_key, now, true});
       ++report->capacity_errors;
       spot_short |= e.offering_key.ends_with("/spot");
     }
@@ -320,7 +323,9 @@ std::vector<std::string> Actuator::LaunchOne(int64_t decision_id, size_t index, 
   }
   std::set<std::string> succeeded;
   for (const Instance& inst : launched->instances) {
-    if (succeeded.insert(inst.offering.Key()).second) availability.RecordSuccess(inst.offering.Key());
+    if (!succeeded.insert(inst.offering.Key()).second) continue;
+    marks.RecordSuccess(inst.offering.Key());
+    result->availability_events.push_back({inst.offering.Key(), now, false});
   }
   std::map<std::string, int> launched_by_offering;
   for (const Instance& inst : launched->instances) {

@@ -82,6 +82,13 @@ bool ClusterState::Observe(const Policy& policy, WallTime now, double month_to_d
 void ClusterState::Apply(const ActuationResult& result, const Policy& policy, WallTime now, bool structural,
                          TickReport* report) {
   Writable();
+  for (const AvailabilityEvent& e : result.availability_events) {
+    if (e.capacity_error) {
+      book_.availability().RecordCapacityError(e.offering_key, e.at);
+    } else {
+      book_.availability().RecordSuccess(e.offering_key);
+    }
+  }
   for (const LaunchedNode& l : result.launched) {
     if (!inventory_.Has(l.instance.instance_id)) AddNode(l.instance, l.state, policy, now, !structural);
   }

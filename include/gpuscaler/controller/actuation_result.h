@@ -71,6 +71,15 @@ struct NodeActions {
   bool empty() const { return drains.empty() && cordons.empty(); }
 };
 
+// A capacity error or a successful launch of an offering while acting, for
+// the cluster state's availability marks (OfferingAvailability), in the
+// order they happened.
+struct AvailabilityEvent {
+  std::string offering_key;
+  WallTime at{};
+  bool capacity_error = true;  // false: a launch succeeded
+};
+
 struct ActuationResult {
   std::vector<LaunchedNode> launched;  // in launch order
   std::vector<InFlightLaunch> in_flight;
@@ -87,6 +96,7 @@ struct ActuationResult {
   // Pending units whose launch met a spot capacity error (for the policy's
   // spot.fallback_duration).
   std::vector<std::string> spot_capacity_error_units;
+  std::vector<AvailabilityEvent> availability_events;
   std::set<std::string> scaled_up_pools;
   std::set<std::string> scaled_down_pools;
   // Something failed or came out other than planned: the next tick must

@@ -108,9 +108,12 @@ class Actuator {
   // a PendingReplacement naming the instances launched for its work (none
   // launched: the node is kept and the next plan decides again). `snapshot` is what
   // the plan was made from (terminations name its nodes); `policy` decides
-  // whether a spot launch may fall back to on-demand.
+  // whether a spot launch may fall back to on-demand. `availability` is the
+  // cluster state's marks: fallbacks skip marked offerings, and what this
+  // call learns (capacity errors, successes) applies to its later launches
+  // and comes back as the result's availability_events, for the state.
   ActuationResult Act(int64_t decision_id, const Plan& plan, const Snapshot& snapshot, const Policy& policy,
-                      OfferingAvailability& availability, TickReport* report);
+                      const OfferingAvailability& availability, TickReport* report);
 
   // After a restart: every action whose intent was recorded but not its
   // outcome. Launches are replayed with their token (or closed when older
@@ -136,8 +139,9 @@ class Actuator {
 
  private:
   // The instance ids of the launch, or empty.
+  // `marks`: the availability as this Act has learned it so far.
   std::vector<std::string> LaunchOne(int64_t decision_id, size_t index, const LaunchAction& launch,
-                                     const Policy& policy, OfferingAvailability& availability, BudgetGuard& budget,
+                                     const Policy& policy, OfferingAvailability& marks, BudgetGuard& budget,
                                      ActuationResult* result, TickReport* report);
   void TerminateOne(int64_t decision_id, size_t index, const TerminationAction& term, const Snapshot& snapshot,
                     const Policy& policy, ActuationResult* result, TickReport* report);

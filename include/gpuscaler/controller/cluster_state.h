@@ -222,7 +222,8 @@ class ClusterState {
   std::shared_ptr<const Snapshot> SharedSnapshot() const { return snapshot_; }
   // The classes' demand forecasts for the planner (Snapshot::forecasts).
   void SetForecasts(std::vector<DemandForecast> forecasts) { Writable().forecasts = std::move(forecasts); }
-  OfferingAvailability& availability() { return book_.availability(); }
+  // The capacity-error and reclaim marks; the actuator's own findings come
+  // back through Apply (ActuationResult::availability_events).
   const OfferingAvailability& availability() const { return book_.availability(); }
   const InterruptionRiskEstimator& interruption_risk() const { return risk_.estimator(); }
   const std::vector<std::string>& blocked_classes() const { return snapshot_->scale_down_blocked_classes; }
