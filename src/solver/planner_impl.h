@@ -445,7 +445,6 @@ T ValueOr(const std::map<std::string, T>& m, const std::string& key, T absent) {
   return it == m.end() ? absent : it->second;
 }
 
-double ShareOfNode(double gpu_w, int64_t cpu_milli, const InstanceType& t);
 std::string Usd(double v);
 std::string Fixed(double v, int digits);
 Shape ShapeOf(const DemandUnit& u);
