@@ -222,6 +222,8 @@ struct GreedyOrder {
 
 enum Block { kBlockNone = 0, kBlockBudget, kBlockTeamBudget, kBlockTick, kBlockPoolMax, kBlockSpot, kBlockZone };
 
+class Packing;
+
 class Planner {
  public:
   Planner(const Snapshot& s, const Policy& p, const PlannerOptions& o) : snap_(s), policy_(p), opts_(o) {}
@@ -232,6 +234,12 @@ class Planner {
   Plan Run();
 
  private:
+  // The moves on a placement, and the passes built on them, use the index
+  // and the rules below.
+  friend class Packing;
+  friend class FreeRoomRepair;
+  friend class LocalSearchPass;
+
   void BuildIndex();
   void BuildPools();
   void BuildOptions();
@@ -347,10 +355,10 @@ class Planner {
   // every move that lowers the expected cost.
   void UseFreeRoom(State& st);
   // UseFreeRoom's: opens new single nodes for `count` units of group `g` in
-  // `st`, each of the option with the lowest expected cost per unit it
+  // `packing`, each of the option with the lowest expected cost per unit it
   // holds that the limits allow (`scratch` is working storage). Adds their
   // cost to `delta`; returns the units left over.
-  int OpenSingleNodes(State& st, int g, int count, double& delta, Bin& scratch) const;
+  int OpenSingleNodes(Packing& packing, int g, int count, double& delta, Bin& scratch) const;
   // The GreedyOrder of `rank`, built on first use; references stay valid
   // for the planner's life.
   const GreedyOrder& GreedyOrderFor(const std::vector<int>& rank);
@@ -359,7 +367,7 @@ class Planner {
   // With `thorough` (small inputs) the moves also split bulk bins: a few
   // copies of one bin merge with copies of another, and a class's spot
   // share moves between bins a copy at a time.
-  void LocalSearch(State& st, bool thorough) const;
+  void LocalSearch(State& st, bool thorough);
   // Sets `b` to one new node of `option` holding `content` ((group, units
   // per node) pairs); false, with `b` unspecified, when a group may not
   // use the option or the content does not fit.
