@@ -99,6 +99,24 @@ void Packing::RemoveExistingNode(int node) {
   state_.cost -= bin.price;
 }
 
+bool Packing::MoveRunningUnit(int node, int k, int cls, const Shape& shape, int mig, int to, Allowances& allow,
+                              Bin& before, UndoLog& undo) {
+  Bin& bin = planner_.existing_[to];
+  before = bin;  // assigned: reuses the storage of an earlier try
+  if (Take(bin, shape, mig, 1) != 1) return false;  // placed none: unchanged
+  if (!planner_.MoveAllowance(planner_.snap_.nodes[node].running[k], cls, planner_.existing_[node], bin, allow)) {
+    std::swap(bin, before);
+    return false;
+  }
+  undo.emplace_back(to, std::move(before));
+  return true;
+}
+
+void Packing::UndoMoves(UndoLog& undo) {
+  for (auto it = undo.rbegin(); it != undo.rend(); ++it) planner_.existing_[it->first] = std::move(it->second);
+  undo.clear();
+}
+
 void Packing::Fork(PackingFork& into) const {
   into.state_ = state_;  // assigned: reuses the fork's storage
   if (with_existing_) planner_.SaveFilled(into.filled_);

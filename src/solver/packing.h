@@ -29,6 +29,7 @@ class Packing {
       : planner_(planner), state_(state), with_existing_(with_existing) {}
 
   State& state() { return state_; }
+  const State& state() const { return state_; }
   std::vector<Bin>& existing() { return planner_.existing_; }
 
   // Places up to `count` units of group `group` on `bin`, as many as its
@@ -58,6 +59,19 @@ class Packing {
   // Existing node `node` leaves the plan: marked removed, it leaves its
   // pool's count and the cost (what moves its work is the caller's).
   void RemoveExistingNode(int node);
+
+  // The existing bins a run of moves changed, each as it was before (in
+  // order): what MoveRunningUnit appends to and UndoMoves puts back.
+  using UndoLog = std::vector<std::pair<int, Bin>>;
+  // Moves running unit `k` of existing node `node` (shape `shape`, class
+  // `cls`, MIG profile index `mig`) into the free room of existing node
+  // `to`, charging `allow`: true when it fits and the allowances let it, with
+  // `to` as it was appended to `undo`; else false, nothing changed.
+  // `before` is working storage.
+  bool MoveRunningUnit(int node, int k, int cls, const Shape& shape, int mig, int to, Allowances& allow, Bin& before,
+                       UndoLog& undo);
+  // Puts the bins in `undo` back as they were, last move first, and clears it.
+  void UndoMoves(UndoLog& undo);
 
   // Adds `nodes` of `option` (negative: takes them away) to the pool's
   // count and cost, the plan's cost and the nodes added; the bins are the

@@ -220,6 +220,26 @@ struct GreedyOrder {
   std::vector<int> active;
 };
 
+// The moves consolidation makes, each its own strategy. The driver
+// (Consolidation::Run) tries them node by node in this order (empty, delete,
+// then the better of replace and part to free room), then over groups of
+// nodes (groups of three or more, split, then groups of two).
+enum class ConsolidationStrategy : uint8_t {
+  kEmpty = 1 << 0,            // an empty node goes
+  kDelete = 1 << 1,           // a node whose work all fits in other nodes' free room goes
+  kReplace = 1 << 2,          // a node's work moves to one cheaper new node
+  kPartToFreeRoom = 1 << 3,   // part of it to free room, the rest to one cheaper new node
+  kGroups = 1 << 4,           // several nodes of a pool onto one cheaper new node
+  kSplit = 1 << 5,            // two nodes' work split between two cheaper new nodes
+};
+
+// A set of strategies, as a bit mask of ConsolidationStrategy values.
+struct ConsolidationStrategies {
+  uint8_t mask = 0xff;
+  bool Has(ConsolidationStrategy s) const { return (mask & uint8_t(s)) != 0; }
+  static ConsolidationStrategies Only(ConsolidationStrategy s) { return {uint8_t(s)}; }
+};
+
 enum Block { kBlockNone = 0, kBlockBudget, kBlockTeamBudget, kBlockTick, kBlockPoolMax, kBlockSpot, kBlockZone };
 
 class Packing;
@@ -230,6 +250,9 @@ class Planner {
   // Pending units from this index on are forecast units
   // (solver/forecast_demand.h): launch reasons count them apart.
   void SetForecastUnitsFrom(size_t index) { forecast_from_ = index; }
+  // Consolidation makes only these moves (all by default); for tests of one
+  // strategy alone.
+  void SetConsolidationStrategies(ConsolidationStrategies s) { consolidation_strategies_ = s; }
 
   Plan Run();
 
@@ -239,6 +262,7 @@ class Planner {
   friend class Packing;
   friend class FreeRoomRepair;
   friend class LocalSearchPass;
+  friend class Consolidation;
 
   void BuildIndex();
   void BuildPools();
@@ -444,6 +468,7 @@ class Planner {
   double base_cost_ = 0;
   std::vector<std::string> notes_;
   size_t forecast_from_ = static_cast<size_t>(-1);
+  ConsolidationStrategies consolidation_strategies_;
 };
 
 // The value under `key`, or `absent`.
