@@ -13,7 +13,8 @@ namespace gpuscaler::solver_detail {
 
 namespace {
 
-bool LabelSaysDoNotDisrupt(const std::map<std::string, std::string>& labels, const std::vector<std::string>& keys) {
+bool LabelSaysDoNotDisrupt(const std::map<std::string, std::string>& labels,
+                           const std::vector<std::string>& keys) {
   for (const auto& k : keys) {
     auto it = labels.find(k);
     if (it != labels.end() && it->second != "false") return true;
@@ -32,8 +33,8 @@ double WarmUpHours(const Snapshot& snap, int type, const Offering& o) {
   return static_cast<double>(o.launch_latency.count()) / 3600.0;
 }
 
-Consolidation::Consolidation(Planner& planner, State& state, Plan& plan, std::vector<TerminationAction>& terms,
-                             ConsolidationStrategies strategies)
+Consolidation::Consolidation(Planner& planner, State& state, Plan& plan,
+                             std::vector<TerminationAction>& terms, ConsolidationStrategies strategies)
     : planner_(planner),
       packing_(planner, state, /*with_existing=*/true),
       plan_(plan),
@@ -95,7 +96,8 @@ void Consolidation::FindCandidates() {
   for (const ClassInfo& c : planner_.classes_) {
     if (!c.blocked) continue;
     for (size_t p = 0; p < planner_.pools_.size(); ++p)
-      if (!c.pol || c.pol->pools.empty() || Contains(c.pol->pools, planner_.pools_[p].pol.name)) pool_blocked[p] = 1;
+      if (!c.pol || c.pol->pools.empty() || Contains(c.pol->pools, planner_.pools_[p].pol.name))
+        pool_blocked[p] = 1;
   }
   for (size_t i = 0; i < snap.nodes.size(); ++i) {
     const Node& n = snap.nodes[i];
@@ -138,7 +140,8 @@ Consolidation::WorkCost Consolidation::CostOfRunningWork(int node) const {
   WorkCost c;
   for (const auto& u : n.running) {
     c.risk += ExpectedInterruptionUsdPerHour(u, n.offering, type, b.wait_h);
-    c.disruption += std::max<int64_t>(0, u.restart_cost.count()) / 3600.0 * OnDemandValueUsdPerHour(u, n.offering, type);
+    c.disruption +=
+        std::max<int64_t>(0, u.restart_cost.count()) / 3600.0 * OnDemandValueUsdPerHour(u, n.offering, type);
   }
   c.disruption /= horizon_h_;
   return c;
@@ -163,7 +166,8 @@ std::optional<Consolidation::NodeWork> Consolidation::WorkOf(const Candidate& c)
   return w;
 }
 
-bool Consolidation::MayReceive(const Bin& b, int bi, const DemandUnit& u, const Shape& s, int cls, int* mig) const {
+bool Consolidation::MayReceive(const Bin& b, int bi, const DemandUnit& u, const Shape& s, int cls,
+                               int* mig) const {
   if (b.removed) return false;
   if ((s.cpu > b.free_cpu) || (s.mem > b.free_mem) || (s.gpus > b.free_whole)) return false;
   if (s.gpus == 0 && (s.milli > 0 || s.mig) && b.free_whole == 0 && b.parts.empty()) return false;
@@ -179,7 +183,8 @@ bool Consolidation::KnownNoRoom(const DemandUnit& u) const {
 }
 
 bool Consolidation::AllowancesUnlimited(const DemandUnit& u, int cls, const Allowances& a) const {
-  if (a.spot[cls] < kInf || planner_.classes_[cls].zone_limited || planner_.classes_[cls].pool_limited) return false;
+  if (a.spot[cls] < kInf || planner_.classes_[cls].zone_limited || planner_.classes_[cls].pool_limited)
+    return false;
   const auto team = planner_.team_index_.find(TeamOf(u, planner_.policy_));
   return team == planner_.team_index_.end() || a.team_usd[team->second] == kInf;
 }
@@ -239,15 +244,16 @@ Consolidation::FreeRoomMoves Consolidation::MoveToFreeRoom(int node, const std::
       if (!MayReceive(existing[bi], bi, u, s, cls, &mig)) continue;
       if (!packing_.MoveRunningUnit(node, k, cls, s, mig, bi, allow, before, m.undo)) continue;
       m.dest.emplace_back(k, bi);
-      m.risk += ExpectedInterruptionUsdPerHour(u, snap.nodes[bi].offering, snap.instance_types[existing[bi].type],
-                                               existing[bi].wait_h);
+      m.risk += ExpectedInterruptionUsdPerHour(u, snap.nodes[bi].offering,
+                                               snap.instance_types[existing[bi].type], existing[bi].wait_h);
       placed = true;
       break;
     }
     if (placed) continue;
     int mig = -1;
     m.left.emplace_back(node, k);
-    if (!fits_nowhere && AllowancesUnlimited(u, cls, allow) && !MayReceive(existing[node], node, u, s, cls, &mig))
+    if (!fits_nowhere && AllowancesUnlimited(u, cls, allow) &&
+        !MayReceive(existing[node], node, u, s, cls, &mig))
       no_room_[DemandKeyHash(u)].push_back(&u);
     if (stop_at_miss) break;
   }
@@ -350,7 +356,8 @@ Consolidation::Replacement Consolidation::ReplaceWhole(const NodeWork& w) {
 Consolidation::Replacement Consolidation::ReplacePart(const NodeWork& w, FreeRoomMoves& moves) {
   const Node& n = planner_.snap_.nodes[w.node];
   const Bin& src = planner_.existing_[w.node];
-  if (n.offering.capacity_type != CapacityType::kOnDemand || planner_.snap_.time - n.launch_time < kLastingNodeAge ||
+  if (n.offering.capacity_type != CapacityType::kOnDemand ||
+      planner_.snap_.time - n.launch_time < kLastingNodeAge ||
       !(free_whole_total_ - std::max(0, src.free_whole) > 0 || w.need_whole == 0))
     return {};
   Allowances allow = packing_.state().allow;
@@ -385,10 +392,11 @@ bool Consolidation::ReplaceNode(const NodeWork& w) {
   t.saves_usd_per_hour = chosen.saves;
   for (int k : w.order) t.moved_unit_ids.push_back(n.running[k].id);
   PlaceMoved(w.node, moves.dest);
-  t.reason = "replaced by " + planner_.Describe(planner_.snap_.offerings[op.offering]) + " at " + Usd(op.price) +
-             "/h" +
-             (partial ? " (" + std::to_string(moves.dest.size()) + " of its units to other nodes' free room)" : "") +
-             ": saves " + Usd(chosen.saves) + "/h after " + Usd(w.cost.disruption) + "/h disruption cost";
+  t.reason =
+      "replaced by " + planner_.Describe(planner_.snap_.offerings[op.offering]) + " at " + Usd(op.price) +
+      "/h" +
+      (partial ? " (" + std::to_string(moves.dest.size()) + " of its units to other nodes' free room)" : "") +
+      ": saves " + Usd(chosen.saves) + "/h after " + Usd(w.cost.disruption) + "/h disruption cost";
   AddReplacement(chosen.bin);
   RemoveNode(w.node, false);
   if (partial) RecountFreeWhole();

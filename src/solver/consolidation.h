@@ -122,8 +122,9 @@ class Consolidation {
   bool ReplaceGroup(const std::vector<const GroupCandidate*>& group, int now);
   void CheapestBySubset(int pool, const std::vector<std::pair<int, int>>& units, double limit,
                         std::vector<double>& cheapest, std::vector<int>& cheapest_option) const;
-  bool CommitSplit(const GroupCandidate& a, const GroupCandidate& b, const std::vector<std::pair<int, int>>& units,
-                   const int (&parts)[2], const int (&options)[2], double cost, double saves);
+  bool CommitSplit(const GroupCandidate& a, const GroupCandidate& b,
+                   const std::vector<std::pair<int, int>>& units, const int (&parts)[2],
+                   const int (&options)[2], double cost, double saves);
   int GroupRoom(int pool) const;
   // Records moved units' placements on existing receivers.
   void PlaceMoved(int node, const std::vector<std::pair<int, int>>& dest);
@@ -152,7 +153,7 @@ class Consolidation {
   int64_t free_whole_total_ = 0;
   std::vector<Candidate> candidates_;
   std::vector<GroupCandidate> group_candidates_;
-  Bin group_bin_;  // ReplaceGroup's new node (its storage reused)
+  Bin group_bin_;               // ReplaceGroup's new node (its storage reused)
   std::vector<int> receivers_;  // accepting existing nodes, in placement order
   // Running units that found no other node during this pass, by their
   // requirements (SameDemand). Receivers only lose room as the pass goes on

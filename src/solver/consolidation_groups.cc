@@ -67,12 +67,14 @@ bool Consolidation::ReplaceGroup(const std::vector<const GroupCandidate*>& group
     if (op.pool != pool || !op.usable) continue;
     // What the type has at most; Take decides the rest.
     const InstanceType& t = snap.instance_types[op.type];
-    if (t.gpu_count < need_gpus - kEps || int64_t{t.vcpus} * 1000 < need_cpu || t.memory_mib < need_mem) continue;
+    if (t.gpu_count < need_gpus - kEps || int64_t{t.vcpus} * 1000 < need_cpu || t.memory_mib < need_mem)
+      continue;
     if (units.empty()) {
       for (const GroupCandidate* gc : group)
         for (size_t k = 0; k < snap.nodes[gc->node].running.size(); ++k) units.emplace_back(gc->node, int(k));
       std::stable_sort(units.begin(), units.end(), [&](const auto& x, const auto& y) {
-        return GpuShare(snap.nodes[x.first].running[x.second]) > GpuShare(snap.nodes[y.first].running[y.second]);
+        return GpuShare(snap.nodes[x.first].running[x.second]) >
+               GpuShare(snap.nodes[y.first].running[y.second]);
       });
     }
     const Offering& off = snap.offerings[op.offering];
@@ -96,8 +98,9 @@ bool Consolidation::ReplaceGroup(const std::vector<const GroupCandidate*>& group
     packing_.state().allow = std::move(allow);
     group_bin_.risk = risk_now;
     group_bin_.moved.insert(group_bin_.moved.end(), moving.begin(), moving.end());
-    const std::string to_follow =
-        now < int(group.size()) ? " (" + std::to_string(int(group.size()) - now) + " to follow into its free room)" : "";
+    const std::string to_follow = now < int(group.size()) ? " (" + std::to_string(int(group.size()) - now) +
+                                                                " to follow into its free room)"
+                                                          : "";
     for (int m = 0; m < now; ++m) {
       const GroupCandidate* gc = group[m];
       const Node& n = snap.nodes[gc->node];
@@ -107,9 +110,10 @@ bool Consolidation::ReplaceGroup(const std::vector<const GroupCandidate*>& group
       std::string others;
       for (const GroupCandidate* other : group)
         if (other != gc) others += (others.empty() ? "" : ", ") + snap.nodes[other->node].id;
-      term.reason = "replaced, with " + others + ", by one " + planner_.Describe(off) + " at " + Usd(op.price) +
-                    "/h: the " + (group.size() == 2 ? std::string("two") : std::to_string(group.size())) +
-                    to_follow + " save " + Usd(saves) + "/h after " + Usd(disruption) + "/h disruption cost";
+      term.reason = "replaced, with " + others + ", by one " + planner_.Describe(off) + " at " +
+                    Usd(op.price) + "/h: the " +
+                    (group.size() == 2 ? std::string("two") : std::to_string(group.size())) + to_follow +
+                    " save " + Usd(saves) + "/h after " + Usd(disruption) + "/h disruption cost";
       RemoveNode(gc->node, false);
       terms_.push_back(std::move(term));
     }
@@ -132,7 +136,8 @@ void Consolidation::ReplaceGroups() {
   for (size_t first = 0; first < group_candidates_.size(); ++first) {
     const int pool = existing[group_candidates_[first].node].pool;
     bool pool_seen = false;
-    for (size_t k = 0; k < first; ++k) pool_seen = pool_seen || existing[group_candidates_[k].node].pool == pool;
+    for (size_t k = 0; k < first; ++k)
+      pool_seen = pool_seen || existing[group_candidates_[k].node].pool == pool;
     if (pool_seen) continue;
     for (bool replaced = true; replaced;) {
       replaced = false;
@@ -216,9 +221,9 @@ bool Consolidation::CommitSplit(const GroupCandidate& a, const GroupCandidate& b
     for (const auto& u : nd.running) term.moved_unit_ids.push_back(u.id);
     term.reason = "replaced, with " + snap.nodes[(gc == &a ? b : a).node].id + ", by " +
                   planner_.Describe(snap.offerings[planner_.options_[options[0]].offering]) + " and " +
-                  planner_.Describe(snap.offerings[planner_.options_[options[1]].offering]) + " at " + Usd(cost) +
-                  "/h: the two save " + Usd(saves) + "/h after " + Usd(a.cost.disruption + b.cost.disruption) +
-                  "/h disruption cost";
+                  planner_.Describe(snap.offerings[planner_.options_[options[1]].offering]) + " at " +
+                  Usd(cost) + "/h: the two save " + Usd(saves) + "/h after " +
+                  Usd(a.cost.disruption + b.cost.disruption) + "/h disruption cost";
     RemoveNode(gc->node, false);
     terms_.push_back(std::move(term));
   }
@@ -307,7 +312,8 @@ void Consolidation::ReplacePairs() {
       if (removed_ + 2 > max_removed_ || AddedMax() || replacements_off_) return;
       const GroupCandidate& a = group_candidates_[i];
       const GroupCandidate& b = group_candidates_[j];
-      if (existing[a.node].removed || existing[b.node].removed || existing[a.node].pool != existing[b.node].pool)
+      if (existing[a.node].removed || existing[b.node].removed ||
+          existing[a.node].pool != existing[b.node].pool)
         continue;
       ReplaceGroup({&a, &b}, 2);
     }

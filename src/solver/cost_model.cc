@@ -23,7 +23,8 @@ double LostHoursPerInterruption(const DemandUnit& u) {
 }
 
 double OnDemandValueUsdPerHour(const DemandUnit& unit, const Offering& offering, const InstanceType& type) {
-  const double od = offering.on_demand_usd_per_hour > 0 ? offering.on_demand_usd_per_hour : offering.usd_per_hour;
+  const double od =
+      offering.on_demand_usd_per_hour > 0 ? offering.on_demand_usd_per_hour : offering.usd_per_hour;
   return od * ShareOfNode(GpuShare(unit), std::max<int64_t>(0, unit.cpu_milli), type);
 }
 
@@ -33,16 +34,18 @@ double ReplacementWaitHours(const Snapshot& snapshot, const Offering& offering, 
   return double(std::max<int64_t>(0, offering.launch_latency.count())) / 3600.0;
 }
 
-double ExpectedInterruptionUsdPerHour(const DemandUnit& unit, const Offering& offering, const InstanceType& type,
-                                      double replacement_wait_h) {
+double ExpectedInterruptionUsdPerHour(const DemandUnit& unit, const Offering& offering,
+                                      const InstanceType& type, double replacement_wait_h) {
   if (offering.capacity_type != CapacityType::kSpot || offering.interruptions_per_hour <= 0) return 0;
-  return offering.interruptions_per_hour * (LostHoursPerInterruption(unit) + std::max(0.0, replacement_wait_h)) *
+  return offering.interruptions_per_hour *
+         (LostHoursPerInterruption(unit) + std::max(0.0, replacement_wait_h)) *
          OnDemandValueUsdPerHour(unit, offering, type);
 }
 
-double ExpectedInterruptionUsdPerHour(const DemandUnit& unit, const Offering& offering, const InstanceType& type) {
-  return ExpectedInterruptionUsdPerHour(unit, offering, type,
-                                        double(std::max<int64_t>(0, offering.launch_latency.count())) / 3600.0);
+double ExpectedInterruptionUsdPerHour(const DemandUnit& unit, const Offering& offering,
+                                      const InstanceType& type) {
+  return ExpectedInterruptionUsdPerHour(
+      unit, offering, type, double(std::max<int64_t>(0, offering.launch_latency.count())) / 3600.0);
 }
 
 }  // namespace gpuscaler

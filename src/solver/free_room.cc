@@ -73,8 +73,11 @@ int FreeRoomRepair::PlaceFree(int g, int count, int skip_new, int skip_new2, int
   return count;
 }
 
-int FreeRoomRepair::EvictFor(int g, int left, int h, int node, int new_index, int victim, double& delta, bool& ok) {
-  auto bin = [&]() -> Bin& { return node >= 0 ? planner_.existing_[node] : packing_.state().bins[new_index]; };
+int FreeRoomRepair::EvictFor(int g, int left, int h, int node, int new_index, int victim, double& delta,
+                             bool& ok) {
+  auto bin = [&]() -> Bin& {
+    return node >= 0 ? planner_.existing_[node] : packing_.state().bins[new_index];
+  };
   const int moved = packing_.TakeOff(bin(), node, h, delta);
   Bin& b = bin();
   const int k = packing_.Place(b, g, left);
@@ -105,8 +108,9 @@ void FreeRoomRepair::CloseNewNodes() {
     const Bin victim = st.bins[i];
     double delta = -planner_.BinCost(victim);  // one node of the bin
     std::vector<std::pair<int, int>> content = victim.content;
-    std::stable_sort(content.begin(), content.end(),
-                     [&](auto a, auto b) { return groups[a.first].cands.size() < groups[b.first].cands.size(); });
+    std::stable_sort(content.begin(), content.end(), [&](auto a, auto b) {
+      return groups[a.first].cands.size() < groups[b.first].cands.size();
+    });
     for (auto [g, t] : content) planner_.Consume(groups[g], victim, -double(t), st.allow);
     const int skip = int(i);  // the victim's own room is not free room
     bool ok = true;
@@ -146,7 +150,8 @@ void FreeRoomRepair::MoveOffRiskySpot() {
     if (existing[bi].risk <= kMinGain) continue;
     std::vector<int> risky;
     for (auto [g, t] : existing[bi].content)
-      if (planner_.Risk(groups[g], existing[bi]) > kMinGain && std::find(risky.begin(), risky.end(), g) == risky.end())
+      if (planner_.Risk(groups[g], existing[bi]) > kMinGain &&
+          std::find(risky.begin(), risky.end(), g) == risky.end())
         risky.push_back(g);
     for (int g : risky) {
       packing_.Fork(saved_);
@@ -193,7 +198,8 @@ int Planner::OpenSingleNodes(Packing& packing, int g, int count, double& delta, 
       if (options_[o].price / count + Risk(grp, options_[o]) >= best_per_unit * (1 + 1e-9)) continue;
       if (BlockOf(grp, o, st) != kBlockNone) continue;
       InitBin(scratch, o);
-      const int k = Take(scratch, grp.shape, grp.mig_by_type[scratch.type], std::min(count, Limit(grp, scratch, st.allow)));
+      const int k = Take(scratch, grp.shape, grp.mig_by_type[scratch.type],
+                         std::min(count, Limit(grp, scratch, st.allow)));
       if (k <= 0) continue;
       const double per_unit = (scratch.price + k * Risk(grp, scratch)) / k;
       if (per_unit < best_per_unit - 1e-12) {

@@ -1,8 +1,8 @@
-#include "packing.h"
-
 #include <algorithm>
 #include <utility>
 #include <vector>
+
+#include "packing.h"
 
 namespace gpuscaler::solver_detail {
 
@@ -199,13 +199,15 @@ bool LocalSearchPass::MergeCopies() {
           if (x.mult == 0 || y.mult == 0) continue;
           const int jx = all_x ? x.mult : 1;
           const int jy = all_y ? y.mult : 1;
-          if ((all_x && x.mult == 1) || (all_y && y.mult == 1) || (jx == 1 && jy == 1 && x.mult == 1 && y.mult == 1))
+          if ((all_x && x.mult == 1) || (all_y && y.mult == 1) ||
+              (jx == 1 && jy == 1 && x.mult == 1 && y.mult == 1))
             continue;  // the same pair again, or MergeSingles'
           const double both = jx * planner_.BinCost(x) + jy * planner_.BinCost(y);
           std::vector<std::pair<int, int>> content;
           for (auto [bin, j] : {std::pair<const Bin*, int>{&x, jx}, {&y, jy}})
             for (auto [g, t] : bin->content) {
-              auto it = std::find_if(content.begin(), content.end(), [g = g](auto e) { return e.first == g; });
+              auto it =
+                  std::find_if(content.begin(), content.end(), [g = g](auto e) { return e.first == g; });
               if (it == content.end())
                 content.emplace_back(g, t * j);
               else
@@ -223,7 +225,8 @@ bool LocalSearchPass::MergeCopies() {
             if (type.gpu_count < gpus || int64_t(type.vcpus) * 1000 < cpu || type.memory_mib < mem) continue;
             bool all = true;
             for (auto [g, t] : content) all = all && groups[g].cand_mask[o];
-            if (!all || !planner_.Refill(cand_, o, content) || planner_.BinCost(cand_) >= both - 1e-9) continue;
+            if (!all || !planner_.Refill(cand_, o, content) || planner_.BinCost(cand_) >= both - 1e-9)
+              continue;
             packing_.Fork(saved_);
             packing_.Release(st.bins[a], jx);
             packing_.Release(st.bins[c], jy);
@@ -296,7 +299,8 @@ bool LocalSearchPass::ShiftSpotShare() {
     int cheaper = -1;
     for (int o : planner_.options_by_price_) {
       if (options[o].price >= cur - 1e-9) break;
-      if (!options[o].spot || o == st.bins[a].option || !planner_.Refill(cand_, o, st.bins[a].content)) continue;
+      if (!options[o].spot || o == st.bins[a].option || !planner_.Refill(cand_, o, st.bins[a].content))
+        continue;
       if (planner_.BinCost(cand_) < cur - 1e-9) {
         cheaper = o;
         break;

@@ -9,7 +9,8 @@ namespace gpuscaler::solver_detail {
 int Packing::Place(Bin& bin, int group, int count, double unit_risk) {
   const Group& g = planner_.groups_[group];
   if (NoRoomForOne(bin, g.shape)) return 0;
-  const int placed = Take(bin, g.shape, g.mig_by_type[bin.type], std::min(count, planner_.Limit(g, bin, state_.allow)));
+  const int placed =
+      Take(bin, g.shape, g.mig_by_type[bin.type], std::min(count, planner_.Limit(g, bin, state_.allow)));
   if (placed <= 0) return 0;
   bin.content.emplace_back(group, placed);
   bin.risk += placed * unit_risk;
@@ -20,7 +21,8 @@ int Packing::Place(Bin& bin, int group, int count, double unit_risk) {
 int Packing::Place(Bin& bin, int group, int count) {
   const Group& g = planner_.groups_[group];
   if (NoRoomForOne(bin, g.shape)) return 0;
-  const int placed = Take(bin, g.shape, g.mig_by_type[bin.type], std::min(count, planner_.Limit(g, bin, state_.allow)));
+  const int placed =
+      Take(bin, g.shape, g.mig_by_type[bin.type], std::min(count, planner_.Limit(g, bin, state_.allow)));
   if (placed <= 0) return 0;
   bin.content.emplace_back(group, placed);
   bin.risk += placed * planner_.Risk(g, bin);
@@ -32,8 +34,10 @@ int Packing::TakeOff(Bin& bin, int node, int group, double& delta) {
   std::vector<std::pair<int, int>> kept;
   int removed = 0;
   for (auto [h, t] : bin.content) {
-    if (h == group) removed += t;
-    else kept.emplace_back(h, t);
+    if (h == group)
+      removed += t;
+    else
+      kept.emplace_back(h, t);
   }
   if (removed == 0) return 0;
   const Group& g = planner_.groups_[group];
@@ -84,7 +88,8 @@ void Packing::CloseOneNode(size_t index) {
 }
 
 void Packing::Release(Bin& bin, int copies) {
-  for (auto [g, t] : bin.content) planner_.Consume(planner_.groups_[g], bin, -double(t) * copies, state_.allow);
+  for (auto [g, t] : bin.content)
+    planner_.Consume(planner_.groups_[g], bin, -double(t) * copies, state_.allow);
   CountNodes(bin.option, -copies);
   bin.mult -= copies;
 }
@@ -99,12 +104,13 @@ void Packing::RemoveExistingNode(int node) {
   state_.cost -= bin.price;
 }
 
-bool Packing::MoveRunningUnit(int node, int k, int cls, const Shape& shape, int mig, int to, Allowances& allow,
-                              Bin& before, UndoLog& undo) {
+bool Packing::MoveRunningUnit(int node, int k, int cls, const Shape& shape, int mig, int to,
+                              Allowances& allow, Bin& before, UndoLog& undo) {
   Bin& bin = planner_.existing_[to];
-  before = bin;  // assigned: reuses the storage of an earlier try
+  before = bin;                                     // assigned: reuses the storage of an earlier try
   if (Take(bin, shape, mig, 1) != 1) return false;  // placed none: unchanged
-  if (!planner_.MoveAllowance(planner_.snap_.nodes[node].running[k], cls, planner_.existing_[node], bin, allow)) {
+  if (!planner_.MoveAllowance(planner_.snap_.nodes[node].running[k], cls, planner_.existing_[node], bin,
+                              allow)) {
     std::swap(bin, before);
     return false;
   }
@@ -113,7 +119,8 @@ bool Packing::MoveRunningUnit(int node, int k, int cls, const Shape& shape, int 
 }
 
 void Packing::UndoMoves(UndoLog& undo) {
-  for (auto it = undo.rbegin(); it != undo.rend(); ++it) planner_.existing_[it->first] = std::move(it->second);
+  for (auto it = undo.rbegin(); it != undo.rend(); ++it)
+    planner_.existing_[it->first] = std::move(it->second);
   undo.clear();
 }
 

@@ -68,8 +68,8 @@ class Packing {
   // `to`, charging `allow`: true when it fits and the allowances let it, with
   // `to` as it was appended to `undo`; else false, nothing changed.
   // `before` is working storage.
-  bool MoveRunningUnit(int node, int k, int cls, const Shape& shape, int mig, int to, Allowances& allow, Bin& before,
-                       UndoLog& undo);
+  bool MoveRunningUnit(int node, int k, int cls, const Shape& shape, int mig, int to, Allowances& allow,
+                       Bin& before, UndoLog& undo);
   // Puts the bins in `undo` back as they were, last move first, and clears it.
   void UndoMoves(UndoLog& undo);
 

@@ -417,6 +417,17 @@ class Planner {
                            const std::function<bool(const State&)>& fits) const;
   void Consolidate(State& st, Plan& plan, std::vector<TerminationAction>& terms);
   void Assemble(State& st, Plan& plan);
+  // Assemble's steps. The placements of pending work on existing nodes,
+  // then one launch per (pool, offering) in the order first chosen with the
+  // placements on it, then consolidation's moves already in `plan`; returns
+  // each launch's bins. `cursor`: per group, the units placed so far.
+  std::vector<std::vector<const Bin*>> AssemblePlacements(const State& st, Plan& plan,
+                                                          std::vector<size_t>& cursor) const;
+  // The reason and fallbacks of launch `l`, made of `bins` (`probe` is
+  // working storage).
+  void DescribeLaunch(LaunchAction& l, const std::vector<const Bin*>& bins, bool soft_over, Bin& probe) const;
+  // Each group's units past `cursor`, unplaced, with the reason.
+  void AddUnplaced(const State& st, const std::vector<size_t>& cursor, Plan& plan) const;
   std::string Describe(const Offering& o) const;
 
   const Snapshot& snap_;

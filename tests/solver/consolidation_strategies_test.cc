@@ -27,24 +27,31 @@ using testing::OnDemandOnly;
 using testing::Unit;
 using testing::Units;
 
-constexpr ConsolidationStrategy kAll[] = {ConsolidationStrategy::kEmpty,   ConsolidationStrategy::kDelete,
-                                          ConsolidationStrategy::kReplace, ConsolidationStrategy::kPartToFreeRoom,
-                                          ConsolidationStrategy::kGroups,  ConsolidationStrategy::kSplit};
+constexpr ConsolidationStrategy kAll[] = {
+    ConsolidationStrategy::kEmpty,          ConsolidationStrategy::kDelete, ConsolidationStrategy::kReplace,
+    ConsolidationStrategy::kPartToFreeRoom, ConsolidationStrategy::kGroups, ConsolidationStrategy::kSplit};
 
 std::string NameOf(ConsolidationStrategy s) {
   switch (s) {
-    case ConsolidationStrategy::kEmpty: return "empty";
-    case ConsolidationStrategy::kDelete: return "delete";
-    case ConsolidationStrategy::kReplace: return "replace";
-    case ConsolidationStrategy::kPartToFreeRoom: return "part to free room";
-    case ConsolidationStrategy::kGroups: return "groups";
-    case ConsolidationStrategy::kSplit: return "split";
+    case ConsolidationStrategy::kEmpty:
+      return "empty";
+    case ConsolidationStrategy::kDelete:
+      return "delete";
+    case ConsolidationStrategy::kReplace:
+      return "replace";
+    case ConsolidationStrategy::kPartToFreeRoom:
+      return "part to free room";
+    case ConsolidationStrategy::kGroups:
+      return "groups";
+    case ConsolidationStrategy::kSplit:
+      return "split";
   }
   return "?";
 }
 
 void AddOnDemandType(Snapshot& s, InstanceType type, double usd_per_hour) {
-  s.offerings.push_back(testing::MakeOffering(type.name, "us-east-1a", CapacityType::kOnDemand, usd_per_hour));
+  s.offerings.push_back(
+      testing::MakeOffering(type.name, "us-east-1a", CapacityType::kOnDemand, usd_per_hour));
   s.instance_types.push_back(std::move(type));
 }
 
@@ -71,8 +78,10 @@ struct Scene {
 Scene EmptyAndMovableScene() {
   Scene c{BaseSnapshot(), BasePolicy()};
   Snapshot& s = c.snapshot;
-  s.nodes.push_back(MakeNode(s, "big", "g5.12xlarge", "us-east-1a", CapacityType::kOnDemand, {Unit("b1", 1), Unit("b2", 1)}));
-  s.nodes.push_back(MakeNode(s, "small", "g5.xlarge", "us-east-1a", CapacityType::kOnDemand, {Unit("s1", 1)}));
+  s.nodes.push_back(MakeNode(s, "big", "g5.12xlarge", "us-east-1a", CapacityType::kOnDemand,
+                             {Unit("b1", 1), Unit("b2", 1)}));
+  s.nodes.push_back(
+      MakeNode(s, "small", "g5.xlarge", "us-east-1a", CapacityType::kOnDemand, {Unit("s1", 1)}));
   s.nodes.push_back(MakeNode(s, "empty", "g5.xlarge", "us-east-1b", CapacityType::kOnDemand));
   return c;
 }
@@ -80,8 +89,8 @@ Scene EmptyAndMovableScene() {
 // One small on-demand unit on a big node: a g6.xlarge holds it for far less.
 Scene OversizedNodeScene() {
   Scene c{BaseSnapshot(), BasePolicy()};
-  c.snapshot.nodes.push_back(
-      MakeNode(c.snapshot, "big", "g5.48xlarge", "us-east-1a", CapacityType::kOnDemand, {OnDemandOnly(Unit("w", 1))}));
+  c.snapshot.nodes.push_back(MakeNode(c.snapshot, "big", "g5.48xlarge", "us-east-1a", CapacityType::kOnDemand,
+                                      {OnDemandOnly(Unit("w", 1))}));
   return c;
 }
 
@@ -129,9 +138,9 @@ Scene SplitScene() {
   Snapshot& s = c.snapshot;
   AddOnDemandType(s, testing::Type("g6.8xlarge", "g6", "NVIDIA-L4", 1, 23034, 32, 128), 2.014);
   AddOnDemandType(s, testing::Type("g6.4xlarge", "g6", "NVIDIA-L4", 1, 23034, 16, 64), 1.323);
-  s.nodes.push_back(MakeNode(s, "a", "g6.8xlarge", "us-east-1a", CapacityType::kOnDemand,
-                             {OnDemandOnly(Unit("cpu-heavy", 0, 20000, 65536)),
-                              OnDemandOnly(Unit("small", 1, 4000, 16384))}));
+  s.nodes.push_back(MakeNode(
+      s, "a", "g6.8xlarge", "us-east-1a", CapacityType::kOnDemand,
+      {OnDemandOnly(Unit("cpu-heavy", 0, 20000, 65536)), OnDemandOnly(Unit("small", 1, 4000, 16384))}));
   s.nodes.push_back(MakeNode(s, "b", "g6.4xlarge", "us-east-1a", CapacityType::kOnDemand,
                              {OnDemandOnly(Unit("replica", 1, 12000, 16384))}));
   for (Node& n : s.nodes) n.launch_time = s.time - Seconds(7 * 3600);
@@ -168,8 +177,8 @@ TEST(ConsolidationStrategies, DeleteMovesANodesWorkIntoOtherNodesFreeRoom) {
   ExpectOnlyStrategyMakes(scene, ConsolidationStrategy::kDelete, {{"small", TerminationKind::kConsolidate}});
   // The unit goes to existing free room, never a new node: alone, to the
   // empty node that stays; with the empty node gone, to the half-used one.
-  const Plan alone = PlanWithConsolidationStrategies(scene.snapshot, scene.policy,
-                                                     ConsolidationStrategies::Only(ConsolidationStrategy::kDelete));
+  const Plan alone = PlanWithConsolidationStrategies(
+      scene.snapshot, scene.policy, ConsolidationStrategies::Only(ConsolidationStrategy::kDelete));
   ASSERT_EQ(alone.placements.size(), 1u);
   EXPECT_EQ(alone.placements[0].unit_id, "s1");
   EXPECT_EQ(alone.placements[0].node_id, "empty");
@@ -185,8 +194,8 @@ TEST(ConsolidationStrategies, DeleteMovesANodesWorkIntoOtherNodesFreeRoom) {
 TEST(ConsolidationStrategies, ReplaceMovesANodesWorkToOneCheaperNewNode) {
   const Scene scene = OversizedNodeScene();
   ExpectOnlyStrategyMakes(scene, ConsolidationStrategy::kReplace, {{"big", TerminationKind::kReplace}});
-  const Plan plan = PlanWithConsolidationStrategies(scene.snapshot, scene.policy,
-                                                    ConsolidationStrategies::Only(ConsolidationStrategy::kReplace));
+  const Plan plan = PlanWithConsolidationStrategies(
+      scene.snapshot, scene.policy, ConsolidationStrategies::Only(ConsolidationStrategy::kReplace));
   EXPECT_EQ(LaunchedTypes(plan), std::vector<std::string>{"g6.xlarge"});
 }
 
@@ -194,7 +203,8 @@ TEST(ConsolidationStrategies, PartToFreeRoomSendsTheUnitsThatFitThereAndReplaces
   const Scene scene = PartlyIntoFreeRoomScene();
   const Plan plan = PlanWithConsolidationStrategies(
       scene.snapshot, scene.policy, ConsolidationStrategies::Only(ConsolidationStrategy::kPartToFreeRoom));
-  ASSERT_EQ(Terminations(plan), (std::vector<std::pair<std::string, TerminationKind>>{{"a", TerminationKind::kReplace}}))
+  ASSERT_EQ(Terminations(plan),
+            (std::vector<std::pair<std::string, TerminationKind>>{{"a", TerminationKind::kReplace}}))
       << plan.summary;
   EXPECT_NE(plan.terminations[0].reason.find("(1 of its units to other nodes' free room)"), std::string::npos)
       << plan.terminations[0].reason;
@@ -218,8 +228,8 @@ TEST(ConsolidationStrategies, GroupsReplaceSeveralNodesOfAPoolByOneCheaperNode) 
                            {"c", TerminationKind::kReplace},
                            {"d", TerminationKind::kReplace}});
   const Scene scene = FourNodesOneHoldsScene();
-  const Plan plan = PlanWithConsolidationStrategies(scene.snapshot, scene.policy,
-                                                    ConsolidationStrategies::Only(ConsolidationStrategy::kGroups));
+  const Plan plan = PlanWithConsolidationStrategies(
+      scene.snapshot, scene.policy, ConsolidationStrategies::Only(ConsolidationStrategy::kGroups));
   EXPECT_EQ(LaunchedTypes(plan), std::vector<std::string>{"g6.12xlarge"});
 }
 
@@ -227,8 +237,8 @@ TEST(ConsolidationStrategies, SplitPutsTwoNodesWorkOnTwoCheaperNewNodes) {
   ExpectOnlyStrategyMakes(SplitScene(), ConsolidationStrategy::kSplit,
                           {{"a", TerminationKind::kReplace}, {"b", TerminationKind::kReplace}});
   const Scene scene = SplitScene();
-  const Plan plan = PlanWithConsolidationStrategies(scene.snapshot, scene.policy,
-                                                    ConsolidationStrategies::Only(ConsolidationStrategy::kSplit));
+  const Plan plan = PlanWithConsolidationStrategies(
+      scene.snapshot, scene.policy, ConsolidationStrategies::Only(ConsolidationStrategy::kSplit));
   EXPECT_EQ(plan.launches.size(), 2u);
 }
 

@@ -47,10 +47,11 @@ double ReplacementWaitHours(const Snapshot& snapshot, const Offering& offering, 
 // value: the work lost, and the hours the unit then stands still waiting for
 // a replacement, both valued at what the work costs on on-demand. 0 on
 // on-demand.
-double ExpectedInterruptionUsdPerHour(const DemandUnit& unit, const Offering& offering, const InstanceType& type,
-                                      double replacement_wait_h);
+double ExpectedInterruptionUsdPerHour(const DemandUnit& unit, const Offering& offering,
+                                      const InstanceType& type, double replacement_wait_h);
 // The same with the offering's launch latency as the replacement wait (no
 // learned warm-up known).
-double ExpectedInterruptionUsdPerHour(const DemandUnit& unit, const Offering& offering, const InstanceType& type);
+double ExpectedInterruptionUsdPerHour(const DemandUnit& unit, const Offering& offering,
+                                      const InstanceType& type);
 
 }  // namespace gpuscaler
