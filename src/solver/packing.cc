@@ -6,27 +6,26 @@
 
 namespace gpuscaler::solver_detail {
 
-int Packing::Place(Bin& bin, int group, int count, double unit_risk) {
+int Packing::TakeRoom(Bin& bin, int group, int count) {
   const Group& g = planner_.groups_[group];
   if (NoRoomForOne(bin, g.shape)) return 0;
   const int placed =
       Take(bin, g.shape, g.mig_by_type[bin.type], std::min(count, planner_.Limit(g, bin, state_.allow)));
   if (placed <= 0) return 0;
   bin.content.emplace_back(group, placed);
-  bin.risk += placed * unit_risk;
   planner_.Consume(g, bin, placed, state_.allow);
   return placed;
 }
 
+int Packing::Place(Bin& bin, int group, int count, double unit_risk) {
+  const int placed = TakeRoom(bin, group, count);
+  if (placed > 0) bin.risk += placed * unit_risk;
+  return placed;
+}
+
 int Packing::Place(Bin& bin, int group, int count) {
-  const Group& g = planner_.groups_[group];
-  if (NoRoomForOne(bin, g.shape)) return 0;
-  const int placed =
-      Take(bin, g.shape, g.mig_by_type[bin.type], std::min(count, planner_.Limit(g, bin, state_.allow)));
-  if (placed <= 0) return 0;
-  bin.content.emplace_back(group, placed);
-  bin.risk += placed * planner_.Risk(g, bin);
-  planner_.Consume(g, bin, placed, state_.allow);
+  const int placed = TakeRoom(bin, group, count);
+  if (placed > 0) bin.risk += placed * planner_.Risk(planner_.groups_[group], bin);
   return placed;
 }
 

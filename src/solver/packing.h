@@ -84,6 +84,10 @@ class Packing {
   void Revert(PackingFork& from);
 
  private:
+  // Place without the risk: the units placed, their content entry and
+  // allowances.
+  int TakeRoom(Bin& bin, int group, int count);
+
   Planner& planner_;
   State& state_;
   bool with_existing_;

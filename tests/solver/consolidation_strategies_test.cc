@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gpuscaler/solver/planner.h"
+#include "solver/consolidation_scenes.h"
 #include "solver/fixtures.h"
 #include "solver/plan_checker.h"
 #include "src/solver/consolidation.h"
@@ -25,35 +26,17 @@ using testing::BaseSnapshot;
 using testing::MakeNode;
 using testing::OnDemandOnly;
 using testing::Unit;
-using testing::Units;
 
-constexpr ConsolidationStrategy kAll[] = {
-    ConsolidationStrategy::kEmpty,          ConsolidationStrategy::kDelete, ConsolidationStrategy::kReplace,
-    ConsolidationStrategy::kPartToFreeRoom, ConsolidationStrategy::kGroups, ConsolidationStrategy::kSplit};
-
-std::string NameOf(ConsolidationStrategy s) {
-  switch (s) {
-    case ConsolidationStrategy::kEmpty:
-      return "empty";
-    case ConsolidationStrategy::kDelete:
-      return "delete";
-    case ConsolidationStrategy::kReplace:
-      return "replace";
-    case ConsolidationStrategy::kPartToFreeRoom:
-      return "part to free room";
-    case ConsolidationStrategy::kGroups:
-      return "groups";
-    case ConsolidationStrategy::kSplit:
-      return "split";
-  }
-  return "?";
-}
-
-void AddOnDemandType(Snapshot& s, InstanceType type, double usd_per_hour) {
-  s.offerings.push_back(
-      testing::MakeOffering(type.name, "us-east-1a", CapacityType::kOnDemand, usd_per_hour));
-  s.instance_types.push_back(std::move(type));
-}
+struct NamedStrategy {
+  ConsolidationStrategy strategy;
+  const char* name;
+};
+constexpr NamedStrategy kAll[] = {{ConsolidationStrategy::kEmpty, "empty"},
+                                  {ConsolidationStrategy::kDelete, "delete"},
+                                  {ConsolidationStrategy::kReplace, "replace"},
+                                  {ConsolidationStrategy::kPartToFreeRoom, "part to free room"},
+                                  {ConsolidationStrategy::kGroups, "groups"},
+                                  {ConsolidationStrategy::kSplit, "split"}};
 
 // The nodes a plan terminates, each with its kind, in plan order.
 std::vector<std::pair<std::string, TerminationKind>> Terminations(const Plan& plan) {
@@ -74,17 +57,9 @@ struct Scene {
   Policy policy;
 };
 
-// A half-used 4-GPU node, a 1-GPU node whose unit fits on it, an empty node.
-Scene EmptyAndMovableScene() {
-  Scene c{BaseSnapshot(), BasePolicy()};
-  Snapshot& s = c.snapshot;
-  s.nodes.push_back(MakeNode(s, "big", "g5.12xlarge", "us-east-1a", CapacityType::kOnDemand,
-                             {Unit("b1", 1), Unit("b2", 1)}));
-  s.nodes.push_back(
-      MakeNode(s, "small", "g5.xlarge", "us-east-1a", CapacityType::kOnDemand, {Unit("s1", 1)}));
-  s.nodes.push_back(MakeNode(s, "empty", "g5.xlarge", "us-east-1b", CapacityType::kOnDemand));
-  return c;
-}
+// The planner tests' consolidation scenes (consolidation_scenes.h) with
+// their policies, and one more.
+Scene EmptyAndMovableScene() { return {testing::ConsolidationSnapshot(), BasePolicy()}; }
 
 // One small on-demand unit on a big node: a g6.xlarge holds it for far less.
 Scene OversizedNodeScene() {
@@ -94,56 +69,18 @@ Scene OversizedNodeScene() {
   return c;
 }
 
-// A lasting on-demand node with a CPU-heavy unit and a small GPU unit: the
-// small one fits the free L4 of a node that stays ("r"), the CPU-heavy one
-// alone an m5.8xlarge, cheaper than the node they share.
 Scene PartlyIntoFreeRoomScene() {
-  Scene c{BaseSnapshot({"us-east-1a"}), BasePolicy()};
-  Snapshot& s = c.snapshot;
-  AddOnDemandType(s, testing::Type("g6.8xlarge", "g6", "NVIDIA-L4", 1, 23034, 32, 128), 2.014);
-  AddOnDemandType(s, testing::Type("m5.8xlarge", "m5", "", 0, 0, 32, 128), 1.536);
-  Node r = MakeNode(s, "r", "g6.12xlarge", "us-east-1a", CapacityType::kOnDemand,
-                    Units("busy", 3, OnDemandOnly(Unit("", 1, 12000, 32768))));
-  r.do_not_disrupt = true;
-  s.nodes.push_back(r);
-  s.nodes.push_back(MakeNode(
-      s, "a", "g6.8xlarge", "us-east-1a", CapacityType::kOnDemand,
-      {OnDemandOnly(Unit("cpu-heavy", 0, 20000, 65536)), OnDemandOnly(Unit("small", 1, 4000, 16384))}));
-  s.nodes[1].launch_time = s.time - Seconds(7 * 3600);
-  c.policy.pools[0].families = {"g6", "m5"};
-  c.policy.disruption.min_savings_usd_per_hour = 0.3;
-  return c;
+  return {testing::PartlyIntoFreeRoomSnapshot(), testing::PartlyIntoFreeRoomPolicy()};
 }
 
-// Four single-GPU nodes, none of which can go alone, that one g6.12xlarge
-// holds for less; the disruption budget allows all four.
 Scene FourNodesOneHoldsScene() {
-  Scene c{BaseSnapshot({"us-east-1a"}), BasePolicy()};
-  Snapshot& s = c.snapshot;
-  AddOnDemandType(s, testing::Type("g6.4xlarge", "g6", "NVIDIA-L4", 1, 23034, 16, 64), 1.323);
-  for (const std::string id : {"a", "b", "c", "d"}) {
-    DemandUnit u = OnDemandOnly(Unit("w-" + id, 1));
-    u.cpu_milli = 10000;
-    u.restart_cost = Seconds(60);
-    s.nodes.push_back(MakeNode(s, id, "g6.4xlarge", "us-east-1a", CapacityType::kOnDemand, {u}));
-  }
+  Scene c{testing::FourSingleGpuNodesSnapshot(), BasePolicy()};
   c.policy.disruption.max_disrupted_per_interval = 4;
   return c;
 }
 
-// Two lasting nodes whose three units, split the other way, fit two cheaper
-// new nodes; no single node holds all three for less.
 Scene SplitScene() {
-  Scene c{BaseSnapshot({"us-east-1a"}), BasePolicy()};
-  Snapshot& s = c.snapshot;
-  AddOnDemandType(s, testing::Type("g6.8xlarge", "g6", "NVIDIA-L4", 1, 23034, 32, 128), 2.014);
-  AddOnDemandType(s, testing::Type("g6.4xlarge", "g6", "NVIDIA-L4", 1, 23034, 16, 64), 1.323);
-  s.nodes.push_back(MakeNode(
-      s, "a", "g6.8xlarge", "us-east-1a", CapacityType::kOnDemand,
-      {OnDemandOnly(Unit("cpu-heavy", 0, 20000, 65536)), OnDemandOnly(Unit("small", 1, 4000, 16384))}));
-  s.nodes.push_back(MakeNode(s, "b", "g6.4xlarge", "us-east-1a", CapacityType::kOnDemand,
-                             {OnDemandOnly(Unit("replica", 1, 12000, 16384))}));
-  for (Node& n : s.nodes) n.launch_time = s.time - Seconds(7 * 3600);
+  Scene c{testing::SplitSnapshot(), BasePolicy()};
   c.policy.disruption.min_savings_usd_per_hour = 0.3;
   return c;
 }
@@ -153,8 +90,8 @@ Scene SplitScene() {
 // way: a replacement where a deletion was wanted).
 void ExpectOnlyStrategyMakes(const Scene& scene, ConsolidationStrategy strategy,
                              const std::vector<std::pair<std::string, TerminationKind>>& want) {
-  for (ConsolidationStrategy other : kAll) {
-    SCOPED_TRACE("only " + NameOf(other));
+  for (const auto& [other, name] : kAll) {
+    SCOPED_TRACE(std::string("only ") + name);
     const Plan plan =
         PlanWithConsolidationStrategies(scene.snapshot, scene.policy, ConsolidationStrategies::Only(other));
     testing::ExpectValid(scene.snapshot, scene.policy, plan);
@@ -211,9 +148,9 @@ TEST(ConsolidationStrategies, PartToFreeRoomSendsTheUnitsThatFitThereAndReplaces
   EXPECT_EQ(LaunchedTypes(plan), std::vector<std::string>{"m5.8xlarge"});
   testing::ExpectValid(scene.snapshot, scene.policy, plan);
   // Without it, no strategy sends part of the node's work to free room.
-  for (ConsolidationStrategy other : kAll) {
+  for (const auto& [other, name] : kAll) {
     if (other == ConsolidationStrategy::kPartToFreeRoom) continue;
-    SCOPED_TRACE("only " + NameOf(other));
+    SCOPED_TRACE(std::string("only ") + name);
     const Plan alone =
         PlanWithConsolidationStrategies(scene.snapshot, scene.policy, ConsolidationStrategies::Only(other));
     for (const auto& t : alone.terminations)
