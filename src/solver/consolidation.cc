@@ -1,9 +1,11 @@
-#include "planner_impl.h"
+// Consolidation's driver, the strategies that take one node at a time
+// (empty, delete, replace, part to free room) and the steps they share. The
+// strategies over groups of nodes are in consolidation_groups.cc.
+#include "consolidation.h"
 
 #include <algorithm>
 #include <map>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -11,23 +13,8 @@ namespace gpuscaler::solver_detail {
 
 namespace {
 
-// Nodes that replacing several by one considers (the first in candidate
-// order): at most kGroupCandidates * (kGroupCandidates - 1) / 2 pairs a plan.
-constexpr size_t kGroupCandidates = 24;
-// The most nodes one new node replaces (the disruption budget permitting).
-constexpr int kMaxGroupNodes = 8;
-// Two nodes split onto two new ones: pairs of the first kSplitCandidates
-// candidates, with at most kSplitMaxUnits units between them (every split of
-// them is tried: 2^kSplitMaxUnits subsets).
-constexpr size_t kSplitCandidates = 12;
-constexpr int kSplitMaxUnits = 6;
-// Moves that buy new nodes to repack work, a split or a replacement that
-// sends part of a node's work to other nodes' free room, only for nodes that
-// have run this long: worth it for placements that last (serving replicas),
-// not for work that comes and goes within hours (training bursts).
-constexpr Seconds kLastingNodeAge{6 * 3600};
-
-bool LabelSaysDoNotDisrupt(const std::map<std::string, std::string>& labels, const std::vector<std::string>& keys) {
+bool LabelSaysDoNotDisrupt(const std::map<std::string, std::string>& labels,
+                           const std::vector<std::string>& keys) {
   for (const auto& k : keys) {
     auto it = labels.find(k);
     if (it != labels.end() && it->second != "false") return true;
@@ -35,27 +22,8 @@ bool LabelSaysDoNotDisrupt(const std::map<std::string, std::string>& labels, con
   return false;
 }
 
-// What a node's running work costs where it is: its expected interruption
-// loss per hour, and the one-off cost of moving it (each unit's restart at
-// on-demand value) spread over `horizon_h`, the hours a consolidation has to
-// pay for itself (the policy's replacement_horizon).
-struct RunningWorkCost {
-  double risk = 0;
-  double disruption = 0;
-};
-RunningWorkCost CostOfRunningWork(const Node& n, const InstanceType& type, double wait_h, double horizon_h) {
-  RunningWorkCost c;
-  for (const auto& u : n.running) {
-    c.risk += ExpectedInterruptionUsdPerHour(u, n.offering, type, wait_h);
-    c.disruption += std::max<int64_t>(0, u.restart_cost.count()) / 3600.0 * OnDemandValueUsdPerHour(u, n.offering, type);
-  }
-  c.disruption /= horizon_h;
-  return c;
-}
+}  // namespace
 
-// Hours a new node of offering `o` (type index `type`) warms up before its
-// GPUs are allocatable: its family's learned warm-up, else the offering's
-// launch latency (the catalog's prior).
 double WarmUpHours(const Snapshot& snap, int type, const Offering& o) {
   if (type >= 0) {
     const InstanceType& t = snap.instance_types[type];
@@ -65,625 +33,386 @@ double WarmUpHours(const Snapshot& snap, int type, const Offering& o) {
   return static_cast<double>(o.launch_latency.count()) / 3600.0;
 }
 
-}  // namespace
+Consolidation::Consolidation(Planner& planner, State& state, Plan& plan,
+                             std::vector<TerminationAction>& terms, ConsolidationStrategies strategies)
+    : planner_(planner),
+      packing_(planner, state, /*with_existing=*/true),
+      plan_(plan),
+      terms_(terms),
+      strategies_(strategies),
+      disruption_(planner.policy_.disruption),
+      horizon_h_(std::max(1.0, static_cast<double>(disruption_.replacement_horizon.count())) / 3600.0),
+      max_removed_(planner.policy_.scaling.max_nodes_removed_per_tick),
+      replacements_off_(!planner.snap_.stale_prices.empty()) {}
 
-void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>& terms) {
-  const DisruptionPolicy& d = policy_.disruption;
-  // The hours a consolidation has to pay for itself in: its new nodes'
-  // warm-up overlap and the moved work's restart cost are both paid once.
-  const double horizon_h = std::max(1.0, static_cast<double>(d.replacement_horizon.count())) / 3600.0;
-  int removed = 0;
-  const int max_removed = policy_.scaling.max_nodes_removed_per_tick;
-  // A replacement is bought because another offering's price is lower: on
-  // prices that cannot be trusted it is not made. Moves into existing free
-  // room stay (they save a node's whole price, whatever the spot prices).
-  const bool replacements_off = !snap_.stale_prices.empty();
-  if (max_removed <= 0) return;
+bool Consolidation::AddedMax() const {
+  return packing_.state().added >= planner_.policy_.scaling.max_nodes_added_per_tick;
+}
 
+void Consolidation::Run() {
+  if (max_removed_ <= 0) return;
+  State& st = packing_.state();
   // A class's credit over its spot_share_window lowers its floor for new
   // units only: moving running work onto spot on credit would leave the
   // account no way back (nothing moves work onto on-demand to repay it).
-  for (size_t c = 0; c < classes_.size(); ++c)
-    if (classes_[c].floor_shift > 0 && st.allow.spot[c] < kInf) st.allow.spot[c] -= classes_[c].floor_shift;
-  // Pools that a blocked class may use: their capacity stays (fail static).
-  std::vector<char> pool_blocked(pools_.size(), 0);
-  for (const ClassInfo& c : classes_) {
-    if (!c.blocked) continue;
-    for (size_t p = 0; p < pools_.size(); ++p)
-      if (!c.pol || c.pol->pools.empty() || Contains(c.pol->pools, pools_[p].pol.name)) pool_blocked[p] = 1;
+  for (size_t c = 0; c < planner_.classes_.size(); ++c)
+    if (planner_.classes_[c].floor_shift > 0 && st.allow.spot[c] < kInf)
+      st.allow.spot[c] -= planner_.classes_[c].floor_shift;
+  FindCandidates();
+  receivers_ = planner_.existing_order_;
+  for (int bi : receivers_) free_whole_total_ += std::max(0, planner_.existing_[bi].free_whole);
+
+  for (const Candidate& c : candidates_) {
+    const Bin& src = planner_.existing_[c.node];
+    if (removed_ >= max_removed_) {
+      // Candidates are sorted empty first: what remains is counted, not removed.
+      if (!c.empty) break;
+      CountEmptyLeft(c);
+      continue;
+    }
+    if (src.receiver || src.removed) continue;
+    if (!PoolOkToRemove(src.pool, c.empty)) continue;
+    if (c.empty) {
+      if (strategies_.Has(ConsolidationStrategy::kEmpty)) RemoveEmpty(c);
+      continue;
+    }
+    const std::optional<NodeWork> work = WorkOf(c);
+    if (!work) continue;
+    if (strategies_.Has(ConsolidationStrategy::kDelete) && DeleteIntoFreeRoom(*work)) continue;
+    ReplaceNode(*work);
   }
-  struct Cand {
-    int node;
-    bool empty;
-    double gpu_w;
-    double price;
-  };
-  std::vector<Cand> cands;
-  for (size_t i = 0; i < snap_.nodes.size(); ++i) {
-    const Node& n = snap_.nodes[i];
-    const Bin& b = existing_[i];
+
+  if (removed_ + 2 > max_removed_ || AddedMax() || replacements_off_) return;
+  FindGroupCandidates();
+  if (strategies_.Has(ConsolidationStrategy::kGroups)) ReplaceGroups();
+  if (strategies_.Has(ConsolidationStrategy::kSplit)) SplitPairs();
+  if (strategies_.Has(ConsolidationStrategy::kGroups)) ReplacePairs();
+}
+
+void Consolidation::FindCandidates() {
+  const Snapshot& snap = planner_.snap_;
+  // Pools that a blocked class may use: their capacity stays (fail static).
+  std::vector<char> pool_blocked(planner_.pools_.size(), 0);
+  for (const ClassInfo& c : planner_.classes_) {
+    if (!c.blocked) continue;
+    for (size_t p = 0; p < planner_.pools_.size(); ++p)
+      if (!c.pol || c.pol->pools.empty() || Contains(c.pol->pools, planner_.pools_[p].pol.name))
+        pool_blocked[p] = 1;
+  }
+  for (size_t i = 0; i < snap.nodes.size(); ++i) {
+    const Node& n = snap.nodes[i];
+    const Bin& b = planner_.existing_[i];
     if (n.state != NodeState::kReady || !b.content.empty()) continue;
-    if (snap_.time - n.launch_time < d.min_node_age) continue;
-    if (n.do_not_disrupt || LabelSaysDoNotDisrupt(n.labels, d.do_not_disrupt_labels)) continue;
+    if (snap.time - n.launch_time < disruption_.min_node_age) continue;
+    if (n.do_not_disrupt || LabelSaysDoNotDisrupt(n.labels, disruption_.do_not_disrupt_labels)) continue;
     if (b.pool >= 0 && pool_blocked[b.pool]) continue;
-    if (b.pool < 0 && !snap_.scale_down_blocked_classes.empty()) continue;
+    if (b.pool < 0 && !snap.scale_down_blocked_classes.empty()) continue;
     bool blocked = false;
     double w = 0;
     for (size_t k = 0; k < n.running.size(); ++k) {
-      blocked = blocked || classes_[running_class_[i][k]].blocked;
+      blocked = blocked || planner_.classes_[planner_.running_class_[i][k]].blocked;
       w += GpuShare(n.running[k]);
     }
     if (blocked) continue;
-    cands.push_back({int(i), n.running.empty(), w, b.price});
+    candidates_.push_back({int(i), n.running.empty(), w, b.price});
   }
-  std::stable_sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) {
+  std::stable_sort(candidates_.begin(), candidates_.end(), [](const Candidate& a, const Candidate& b) {
     if (a.empty != b.empty) return a.empty;
     if (a.gpu_w != b.gpu_w) return a.gpu_w < b.gpu_w;
     return a.price > b.price;
   });
-  std::vector<int> receivers;  // accepting existing nodes, in placement order
-  for (int bi : existing_order_) receivers.push_back(bi);
-  // Whether `b` passes the cheap checks for one unit `u` (room aside from
-  // fractional and MIG packing, which Take decides).
-  auto may_receive = [&](const Bin& b, int bi, const DemandUnit& u, const Shape& s, int cls, int* mig) {
-    if (b.removed) return false;
-    if ((s.cpu > b.free_cpu) || (s.mem > b.free_mem) || (s.gpus > b.free_whole)) return false;
-    if (s.gpus == 0 && (s.milli > 0 || s.mig) && b.free_whole == 0 && b.parts.empty()) return false;
-    return UnitAllowed(u, cls, b.pool, snap_.nodes[bi].offering, b.type, b.zone, mig);
-  };
-  // Running units that found no other node during this pass, by their
-  // requirements (SameDemand).
-  // Receivers only lose room as the pass goes on (moves take it; an undone
-  // attempt puts back what it took), so a unit that did not fit for want of
-  // room will not fit later in the pass either. Only units whose moves no
-  // allowance limits (spot share, zone spread, team cap: a move can give
-  // those back) are remembered, and only when their own node had no room for
-  // them either (it is a receiver for the next candidate).
-  std::unordered_map<size_t, std::vector<const DemandUnit*>> no_room;
-  auto known_no_room = [&](const DemandUnit& u) {
-    auto it = no_room.find(DemandKeyHash(u));
-    if (it == no_room.end()) return false;
-    for (const DemandUnit* v : it->second)
-      if (SameDemand(*v, u)) return true;
+}
+
+void Consolidation::CountEmptyLeft(const Candidate& c) {
+  const Bin& src = planner_.existing_[c.node];
+  if (src.receiver || src.removed) return;
+  const std::string& pool = planner_.snap_.nodes[c.node].pool;
+  auto counted = plan_.empty_nodes_left_by_pool.find(pool);
+  const int held_back = counted == plan_.empty_nodes_left_by_pool.end() ? 0 : counted->second;
+  if (!PoolOkToRemove(src.pool, true, held_back)) return;
+  ++plan_.empty_nodes_left_by_pool[pool];
+}
+
+Consolidation::WorkCost Consolidation::CostOfRunningWork(int node) const {
+  const Node& n = planner_.snap_.nodes[node];
+  const Bin& b = planner_.existing_[node];
+  const InstanceType& type = planner_.snap_.instance_types[b.type];
+  WorkCost c;
+  for (const auto& u : n.running) {
+    c.risk += ExpectedInterruptionUsdPerHour(u, n.offering, type, b.wait_h);
+    c.disruption +=
+        std::max<int64_t>(0, u.restart_cost.count()) / 3600.0 * OnDemandValueUsdPerHour(u, n.offering, type);
+  }
+  c.disruption /= horizon_h_;
+  return c;
+}
+
+std::optional<Consolidation::NodeWork> Consolidation::WorkOf(const Candidate& c) const {
+  const Node& n = planner_.snap_.nodes[c.node];
+  const Bin& src = planner_.existing_[c.node];
+  NodeWork w;
+  w.node = c.node;
+  if (src.type >= 0) w.cost = CostOfRunningWork(c.node);
+  for (const auto& u : n.running) w.need_whole += std::max(0, u.gpus);
+  const double best_case = src.price + w.cost.risk - w.cost.disruption;
+  if (best_case < disruption_.min_savings_usd_per_hour ||
+      (src.price > 0 && best_case / src.price < disruption_.min_savings_fraction))
+    return std::nullopt;
+  if (src.type < 0) return std::nullopt;
+  w.order.resize(n.running.size());
+  for (size_t k = 0; k < w.order.size(); ++k) w.order[k] = int(k);
+  std::stable_sort(w.order.begin(), w.order.end(),
+                   [&](int a, int b) { return GpuShare(n.running[a]) > GpuShare(n.running[b]); });
+  return w;
+}
+
+bool Consolidation::MayReceive(const Bin& b, int bi, const DemandUnit& u, const Shape& s, int cls,
+                               int* mig) const {
+  if (b.removed) return false;
+  if ((s.cpu > b.free_cpu) || (s.mem > b.free_mem) || (s.gpus > b.free_whole)) return false;
+  if (s.gpus == 0 && (s.milli > 0 || s.mig) && b.free_whole == 0 && b.parts.empty()) return false;
+  return planner_.UnitAllowed(u, cls, b.pool, planner_.snap_.nodes[bi].offering, b.type, b.zone, mig);
+}
+
+bool Consolidation::KnownNoRoom(const DemandUnit& u) const {
+  auto it = no_room_.find(DemandKeyHash(u));
+  if (it == no_room_.end()) return false;
+  for (const DemandUnit* v : it->second)
+    if (SameDemand(*v, u)) return true;
+  return false;
+}
+
+bool Consolidation::AllowancesUnlimited(const DemandUnit& u, int cls, const Allowances& a) const {
+  if (a.spot[cls] < kInf || planner_.classes_[cls].zone_limited || planner_.classes_[cls].pool_limited)
     return false;
-  };
-  auto allowances_unlimited = [&](const DemandUnit& u, int cls, const Allowances& a) {
-    if (a.spot[cls] < kInf || classes_[cls].zone_limited || classes_[cls].pool_limited) return false;
-    const auto team = team_index_.find(TeamOf(u, policy_));
-    return team == team_index_.end() || a.team_usd[team->second] == kInf;
-  };
-  int64_t free_whole_total = 0;
-  for (int bi : receivers) free_whole_total += std::max(0, existing_[bi].free_whole);
+  const auto team = planner_.team_index_.find(TeamOf(u, planner_.policy_));
+  return team == planner_.team_index_.end() || a.team_usd[team->second] == kInf;
+}
 
-  // The disruption budget limits the removals that move running work
-  // (consolidation, replacement). An empty node moves none: it goes whenever
-  // it is not needed, within the pool's min_nodes and the tick's removals,
-  // and the controller counts it in the window like every removal by plan.
-  // `held_back`: empty nodes of the pool already counted as not needed but
-  // left for later ticks (below); they leave the pool too. `count`: nodes
-  // removed together.
-  auto pool_ok_to_remove = [&](int pool, bool empty, int held_back = 0, int count = 1) {
-    if (pool < 0) return true;
-    if (!empty && pools_[pool].disrupt_allow < count) return false;
-    return st.pool_count[pool] - held_back - count >= pools_[pool].pol.min_nodes;
-  };
-  // Node `bi` leaves the plan (its termination is the caller's).
-  auto commit_removal = [&](int bi, bool empty) {
-    Bin& b = existing_[bi];
-    b.removed = true;
-    free_whole_total -= std::max(0, b.free_whole);
-    ++removed;
-    if (b.pool >= 0) {
-      if (!empty) pools_[b.pool].disrupt_allow--;
-      st.pool_count[b.pool]--;
-      st.pool_cost[b.pool] -= b.price;
-    }
-    st.cost -= b.price;
-  };
-  // A new node that takes replaced nodes' work joins the plan.
-  auto commit_replacement = [&](const Bin& nb, const Option& op) {
-    st.bins.push_back(nb);
-    st.pool_count[op.pool]++;
-    st.pool_cost[op.pool] += op.price;
-    st.cost += op.price;
-    st.added++;
-  };
+// The disruption budget limits the removals that move running work
+// (consolidation, replacement). An empty node moves none: it goes whenever it
+// is not needed, within the pool's min_nodes and the tick's removals, and the
+// controller counts it in the window like every removal by plan. `held_back`:
+// empty nodes of the pool already counted as not needed but left for later
+// ticks; they leave the pool too. `count`: nodes removed together.
+bool Consolidation::PoolOkToRemove(int pool, bool empty, int held_back, int count) const {
+  if (pool < 0) return true;
+  if (!empty && planner_.pools_[pool].disrupt_allow < count) return false;
+  return packing_.state().pool_count[pool] - held_back - count >= planner_.pools_[pool].pol.min_nodes;
+}
 
-  // Units of node `node` (running indices, in `order`) moved into other
-  // nodes' free room, charged to `allow`: where each went, the receivers as
-  // they were (to undo), the units that fit nowhere and the moved units'
-  // expected interruption loss. A unit that fits nowhere is remembered in
-  // `no_room`; with `stop_at_miss`, the moves stop there.
-  struct FreeRoomMoves {
-    std::vector<std::pair<int, int>> dest;  // (running index, bin)
-    std::vector<std::pair<int, Bin>> undo;
-    std::vector<std::pair<int, int>> left;  // (node, running index)
-    double risk = 0;
-    void Undo(std::vector<Bin>& bins) {
-      for (auto it = undo.rbegin(); it != undo.rend(); ++it) bins[it->first] = std::move(it->second);
-      undo.clear();
-      dest.clear();
-    }
-  };
-  auto move_to_free_room = [&](int node, const std::vector<int>& order, Allowances& allow,
-                               bool stop_at_miss) {
-    FreeRoomMoves m;
-    const Node& n = snap_.nodes[node];
-    const Bin& src = existing_[node];
-    Bin before;  // a receiver as it was, assigned into per try (reuses its storage)
-    for (int k : order) {
-      const DemandUnit& u = n.running[k];
-      const Shape s = ShapeOf(u);
-      const int cls = running_class_[node][k];
-      const bool fits_nowhere = known_no_room(u);
-      bool placed = false;
-      for (size_t r = 0; r < receivers.size() && !fits_nowhere; ++r) {
-        const int bi = receivers[r];
-        if (bi == node) continue;
-        Bin& b = existing_[bi];
-        int mig = -1;
-        if (!may_receive(b, bi, u, s, cls, &mig)) continue;
-        before = b;
-        if (Take(b, s, mig, 1) != 1) continue;
-        if (!MoveAllowance(u, cls, src, b, allow)) {
-          std::swap(b, before);
-          continue;
-        }
-        m.undo.emplace_back(bi, std::move(before));
-        m.dest.emplace_back(k, bi);
-        m.risk += ExpectedInterruptionUsdPerHour(u, snap_.nodes[bi].offering, snap_.instance_types[b.type],
-                                                 b.wait_h);
-        placed = true;
-        break;
-      }
-      if (placed) continue;
+void Consolidation::RemoveNode(int node, bool empty) {
+  const Bin& b = planner_.existing_[node];
+  free_whole_total_ -= std::max(0, b.free_whole);
+  ++removed_;
+  if (b.pool >= 0 && !empty) planner_.pools_[b.pool].disrupt_allow--;
+  packing_.RemoveExistingNode(node);
+}
+
+void Consolidation::AddReplacement(const Bin& bin) { packing_.AddNode(bin); }
+
+void Consolidation::RecountFreeWhole() {
+  free_whole_total_ = 0;
+  for (int bi : receivers_)
+    if (!planner_.existing_[bi].removed) free_whole_total_ += std::max(0, planner_.existing_[bi].free_whole);
+}
+
+void Consolidation::Undo(FreeRoomMoves& moves) {
+  packing_.UndoMoves(moves.undo);
+  moves.dest.clear();
+}
+
+// A unit that fits nowhere is remembered in no_room_; with `stop_at_miss`,
+// the moves stop there.
+Consolidation::FreeRoomMoves Consolidation::MoveToFreeRoom(int node, const std::vector<int>& order,
+                                                           Allowances& allow, bool stop_at_miss) {
+  FreeRoomMoves m;
+  const Snapshot& snap = planner_.snap_;
+  const Node& n = snap.nodes[node];
+  std::vector<Bin>& existing = planner_.existing_;
+  Bin before;  // a receiver as it was (MoveRunningUnit's working storage)
+  for (int k : order) {
+    const DemandUnit& u = n.running[k];
+    const Shape s = ShapeOf(u);
+    const int cls = planner_.running_class_[node][k];
+    const bool fits_nowhere = KnownNoRoom(u);
+    bool placed = false;
+    for (size_t r = 0; r < receivers_.size() && !fits_nowhere; ++r) {
+      const int bi = receivers_[r];
+      if (bi == node) continue;
       int mig = -1;
-      m.left.emplace_back(node, k);
-      if (!fits_nowhere && allowances_unlimited(u, cls, allow) && !may_receive(src, node, u, s, cls, &mig))
-        no_room[DemandKeyHash(u)].push_back(&u);
-      if (stop_at_miss) break;
+      if (!MayReceive(existing[bi], bi, u, s, cls, &mig)) continue;
+      if (!packing_.MoveRunningUnit(node, k, cls, s, mig, bi, allow, before, m.undo)) continue;
+      m.dest.emplace_back(k, bi);
+      m.risk += ExpectedInterruptionUsdPerHour(u, snap.nodes[bi].offering,
+                                               snap.instance_types[existing[bi].type], existing[bi].wait_h);
+      placed = true;
+      break;
     }
-    return m;
-  };
-
-  for (const Cand& c : cands) {
-    Bin& src = existing_[c.node];
-    if (removed >= max_removed) {
-      // Candidates are sorted empty first: what remains is counted, not removed.
-      if (!c.empty) break;
-      if (src.receiver || src.removed) continue;
-      const std::string& pool = snap_.nodes[c.node].pool;
-      auto counted = plan.empty_nodes_left_by_pool.find(pool);
-      const int held_back = counted == plan.empty_nodes_left_by_pool.end() ? 0 : counted->second;
-      if (!pool_ok_to_remove(src.pool, true, held_back)) continue;
-      ++plan.empty_nodes_left_by_pool[pool];
-      continue;
-    }
-    if (src.receiver || src.removed) continue;
-    const Node& n = snap_.nodes[c.node];
-    if (!pool_ok_to_remove(src.pool, c.empty)) continue;
-    TerminationAction t = TerminationOf(n, TerminationKind::kEmpty);
-    if (c.empty) {
-      t.saves_usd_per_hour = src.price;
-      t.reason = "empty node, not needed: saves " + Usd(src.price) + "/h";
-      commit_removal(c.node, true);
-      terms.push_back(std::move(t));
-      continue;
-    }
-    const InstanceType* type = src.type >= 0 ? &snap_.instance_types[src.type] : nullptr;
-    const RunningWorkCost old_cost = type ? CostOfRunningWork(n, *type, src.wait_h, horizon_h) : RunningWorkCost{};
-    const double risk_old = old_cost.risk, disruption = old_cost.disruption;
-    int need_whole = 0;
-    for (const auto& u : n.running) need_whole += std::max(0, u.gpus);
-    const double best_case = src.price + risk_old - disruption;
-    if (best_case < d.min_savings_usd_per_hour || (src.price > 0 && best_case / src.price < d.min_savings_fraction))
-      continue;
-    if (!type) continue;
-    std::vector<int> order(n.running.size());
-    for (size_t k = 0; k < order.size(); ++k) order[k] = int(k);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-      return GpuShare(n.running[a]) > GpuShare(n.running[b]);
-    });
-    // 1. Move everything onto other existing nodes.
-    if (free_whole_total - std::max(0, src.free_whole) >= need_whole) {
-      Allowances allow = st.allow;
-      FreeRoomMoves moves = move_to_free_room(c.node, order, allow, /*stop_at_miss=*/true);
-      const bool all = moves.left.empty();
-      const double risk_new = moves.risk;
-      const double saves = src.price + risk_old - risk_new - disruption;
-      if (all && saves >= d.min_savings_usd_per_hour && saves / src.price >= d.min_savings_fraction) {
-        st.allow = std::move(allow);
-        t.kind = TerminationKind::kConsolidate;
-        t.saves_usd_per_hour = saves;
-        for (auto [k, bi] : moves.dest) {
-          const DemandUnit& u = n.running[k];
-          t.moved_unit_ids.push_back(u.id);
-          existing_[bi].receiver = true;
-          existing_[bi].moved.emplace_back(c.node, k);
-          Placement p;
-          p.unit_id = u.id;
-          p.node_id = snap_.nodes[bi].id;
-          plan.placements.push_back(std::move(p));
-        }
-        t.reason = "its " + std::to_string(n.running.size()) + " unit(s) fit on other nodes: saves " + Usd(saves) +
-                   "/h after " + Usd(disruption) + "/h disruption cost";
-        commit_removal(c.node, false);
-        // The receivers' room went down as well.
-        free_whole_total = 0;
-        for (int bi : receivers)
-          if (!existing_[bi].removed) free_whole_total += std::max(0, existing_[bi].free_whole);
-        terms.push_back(std::move(t));
-        continue;
-      }
-      moves.Undo(existing_);
-    }
-    // 2. Replace with one cheaper node in the same pool: all the units on
-    //    it, or (as Karpenter's replace does) those that do not fit in other
-    //    nodes' free room, the rest moved there. The larger saving is made.
-    if (src.pool < 0 || st.added >= policy_.scaling.max_nodes_added_per_tick || replacements_off) continue;
-    // The cheapest new node that holds `moving` and saves enough, after
-    // `moved_risk` (the expected loss of units moved to other nodes), with
-    // the allowances charged from `from`; option -1 when none does.
-    struct Replacement {
-      int option = -1;
-      Bin bin;  // its risk: the expected interruption loss of what it holds
-      Allowances allow;
-      double saves = -kInf;
-    };
-    auto cheapest_replacement = [&](const std::vector<std::pair<int, int>>& moving, const Allowances& from,
-                                    double moved_risk) {
-      Replacement r;
-      const double limit = src.price + risk_old - moved_risk - disruption - d.min_savings_usd_per_hour;
-      for (int o : pool_options_by_price_[src.pool]) {
-        const Option& op = options_[o];
-        if (op.price >= limit) break;
-        if (op.pool != src.pool || !op.usable) continue;
-        if (src.price > 0 &&
-            (src.price + risk_old - moved_risk - op.price - disruption) / src.price < d.min_savings_fraction)
-          break;
-        double risk_new = 0;
-        r.allow = from;
-        if (!FillNewNode(r.bin, o, r.allow, moving, &risk_new)) continue;
-        const double saves = src.price + risk_old - moved_risk - op.price - risk_new - disruption;
-        if (saves < d.min_savings_usd_per_hour || saves / src.price < d.min_savings_fraction) continue;
-        // The new node comes first: both are paid while it warms up. The
-        // saving over the policy's horizon must cover that overlap.
-        const Offering& off = snap_.offerings[op.offering];
-        if (saves * horizon_h < op.price * WarmUpHours(snap_, op.type, off)) continue;
-        r.option = o;
-        r.bin.risk = risk_new;
-        r.saves = saves;
-        return r;
-      }
-      return r;
-    };
-    std::vector<std::pair<int, int>> moving;
-    for (int k : order) moving.emplace_back(c.node, k);
-    Replacement whole = cheapest_replacement(moving, st.allow, 0);
-    // The units that fit in other nodes' free room (largest first), and the
-    // cheapest node for the rest; only for lasting on-demand nodes: a spot
-    // node's work is placed afresh at its pool's next reclaim anyway.
-    Replacement rest;
-    FreeRoomMoves moves;
-    if (n.offering.capacity_type == CapacityType::kOnDemand &&
-        snap_.time - n.launch_time >= kLastingNodeAge &&
-        (free_whole_total - std::max(0, src.free_whole) > 0 || need_whole == 0)) {
-      Allowances allow = st.allow;
-      moves = move_to_free_room(c.node, order, allow, /*stop_at_miss=*/false);
-      if (!moves.dest.empty() && !moves.left.empty())
-        rest = cheapest_replacement(moves.left, allow, moves.risk);
-    }
-    const bool partial = rest.option >= 0 && rest.saves > whole.saves;
-    if (!partial) moves.Undo(existing_);
-    Replacement& chosen = partial ? rest : whole;
-    if (chosen.option < 0) continue;
-    const Option& op = options_[chosen.option];
-    st.allow = std::move(chosen.allow);
-    chosen.bin.moved = partial ? moves.left : moving;
-    t.kind = TerminationKind::kReplace;
-    t.saves_usd_per_hour = chosen.saves;
-    for (int k : order) t.moved_unit_ids.push_back(n.running[k].id);
-    for (auto [k, bi] : moves.dest) {
-      existing_[bi].receiver = true;
-      existing_[bi].moved.emplace_back(c.node, k);
-      Placement p;
-      p.unit_id = n.running[k].id;
-      p.node_id = snap_.nodes[bi].id;
-      plan.placements.push_back(std::move(p));
-    }
-    t.reason =
-        "replaced by " + Describe(snap_.offerings[op.offering]) + " at " + Usd(op.price) + "/h" +
-        (partial ? " (" + std::to_string(moves.dest.size()) + " of its units to other nodes' free room)"
-                 : "") +
-        ": saves " + Usd(chosen.saves) + "/h after " + Usd(disruption) + "/h disruption cost";
-    commit_replacement(chosen.bin, op);
-    commit_removal(c.node, false);
-    if (partial) {
-      free_whole_total = 0;
-      for (int bi : receivers)
-        if (!existing_[bi].removed) free_whole_total += std::max(0, existing_[bi].free_whole);
-    }
-    terms.push_back(std::move(t));
+    if (placed) continue;
+    int mig = -1;
+    m.left.emplace_back(node, k);
+    if (!fits_nowhere && AllowancesUnlimited(u, cls, allow) &&
+        !MayReceive(existing[node], node, u, s, cls, &mig))
+      no_room_[DemandKeyHash(u)].push_back(&u);
+    if (stop_at_miss) break;
   }
+  return m;
+}
 
-  // 3. Replace several nodes of a pool with one new node cheaper than all of
-  //    them (Karpenter's multi-node consolidation): work that arrived one
-  //    unit at a time sits on the node each unit needed alone, often a node
-  //    per fractional, CPU-heavy or on-demand-floor unit, where one larger
-  //    node holds them all for less. The passes above took the nodes that
-  //    could go alone. Groups of three or more are the first candidates of
-  //    their pool in candidate order (least work first), the longest that
-  //    pays tried first; then any two candidates of a pool. Each node of a
-  //    group is a removal that moves work: a group larger than the pool's
-  //    disruption budget allows now (at least two) is staged, its first
-  //    nodes moved now and the rest left to follow (replace_group).
-  if (removed + 2 > max_removed || st.added >= policy_.scaling.max_nodes_added_per_tick || replacements_off) return;
-  struct GroupCand {
-    int node;
-    RunningWorkCost cost;
-    double gpus;  // GPU share of its units
-    int64_t cpu_milli;
-    int64_t mem_mib;
-  };
-  std::vector<GroupCand> group_cands;
-  for (const Cand& c : cands) {
-    if (group_cands.size() >= kGroupCandidates) break;
-    const Bin& b = existing_[c.node];
-    if (c.empty || b.removed || b.receiver || b.pool < 0 || b.type < 0) continue;
-    if (pools_[b.pool].disrupt_allow < 2) continue;
-    const Node& n = snap_.nodes[c.node];
-    GroupCand gc{c.node, CostOfRunningWork(n, snap_.instance_types[b.type], b.wait_h, horizon_h), 0, 0, 0};
-    for (const auto& u : n.running) {
-      gc.gpus += GpuShare(u);
-      gc.cpu_milli += std::max<int64_t>(0, u.cpu_milli);
-      gc.mem_mib += std::max<int64_t>(0, u.memory_mib);
-    }
-    group_cands.push_back(gc);
+void Consolidation::PlaceMoved(int node, const std::vector<std::pair<int, int>>& dest) {
+  const Node& n = planner_.snap_.nodes[node];
+  for (auto [k, bi] : dest) {
+    planner_.existing_[bi].receiver = true;
+    planner_.existing_[bi].moved.emplace_back(node, k);
+    Placement p;
+    p.unit_id = n.running[k].id;
+    p.node_id = planner_.snap_.nodes[bi].id;
+    plan_.placements.push_back(std::move(p));
   }
-  // Replaces the nodes of `group` (one pool, none removed) with the cheapest
-  // new node that holds all their units and saves enough; false when none does.
-  Bin nb;
-  // Only the first `now` nodes go in this plan (the budget's share); the new
-  // node is sized for all, and the rest follow into its free room in later
-  // plans, each a single-node move that saves its whole price.
-  auto replace_group = [&](const std::vector<const GroupCand*>& group, int now) {
-    const int pool = existing_[group.front()->node].pool;
-    if (!pool_ok_to_remove(pool, false, 0, now)) return false;
-    double price = 0, disruption = 0, need_gpus = 0;
-    int64_t need_cpu = 0, need_mem = 0;
-    for (const GroupCand* gc : group) {
-      price += existing_[gc->node].price;
-      disruption += gc->cost.disruption;
-      need_gpus += gc->gpus;
-      need_cpu += gc->cpu_milli;
-      need_mem += gc->mem_mib;
-    }
-    double old_total = price;  // what the group costs where it is
-    for (const GroupCand* gc : group) old_total += gc->cost.risk;
-    old_total -= disruption;
-    if (old_total < d.min_savings_usd_per_hour || (price > 0 && old_total / price < d.min_savings_fraction))
-      return false;
-    std::vector<std::pair<int, int>> units;  // (node, running index), largest first
-    for (int o : pool_options_by_price_[pool]) {
-      const Option& op = options_[o];
-      if (op.price >= old_total - d.min_savings_usd_per_hour) break;
-      if (price > 0 && (old_total - op.price) / price < d.min_savings_fraction) break;
-      if (op.pool != pool || !op.usable) continue;
-      // What the type has at most; Take decides the rest.
-      const InstanceType& t = snap_.instance_types[op.type];
-      if (t.gpu_count < need_gpus - kEps || int64_t{t.vcpus} * 1000 < need_cpu || t.memory_mib < need_mem)
-        continue;
-      if (units.empty()) {
-        for (const GroupCand* gc : group)
-          for (size_t k = 0; k < snap_.nodes[gc->node].running.size(); ++k)
-            units.emplace_back(gc->node, int(k));
-        std::stable_sort(units.begin(), units.end(), [&](const auto& x, const auto& y) {
-          return GpuShare(snap_.nodes[x.first].running[x.second]) >
-                 GpuShare(snap_.nodes[y.first].running[y.second]);
-        });
-      }
-      const Offering& off = snap_.offerings[op.offering];
-      // Every unit of the group must fit (a scratch bin and allowance); the
-      // plan's bin takes the units that move now.
-      Bin whole;
-      Allowances whole_allow = st.allow;
-      double risk_new = 0;
-      if (!FillNewNode(whole, o, whole_allow, units, &risk_new)) continue;
-      std::vector<std::pair<int, int>> moving;
-      for (const auto& at : units)
-        for (int m = 0; m < now; ++m)
-          if (at.first == group[m]->node) moving.push_back(at);
-      Allowances allow = st.allow;
-      double risk_now = 0;
-      if (!FillNewNode(nb, o, allow, moving, &risk_now)) continue;
-      const double saves = old_total - op.price - risk_new;
-      if (saves < d.min_savings_usd_per_hour || (price > 0 && saves / price < d.min_savings_fraction))
-        continue;
-      const double overlap_usd = op.price * WarmUpHours(snap_, op.type, off);
-      if (saves * horizon_h < overlap_usd) continue;
-      st.allow = std::move(allow);
-      nb.risk = risk_now;
-      nb.moved.insert(nb.moved.end(), moving.begin(), moving.end());
-      const std::string to_follow =
-          now < int(group.size()) ? " (" + std::to_string(int(group.size()) - now) + " to follow into its free room)" : "";
-      for (int m = 0; m < now; ++m) {
-        const GroupCand* gc = group[m];
-        const Node& n = snap_.nodes[gc->node];
-        TerminationAction term = TerminationOf(n, TerminationKind::kReplace);
-        term.saves_usd_per_hour = saves / double(group.size());
-        for (const auto& u : n.running) term.moved_unit_ids.push_back(u.id);
-        std::string others;
-        for (const GroupCand* other : group)
-          if (other != gc) others += (others.empty() ? "" : ", ") + snap_.nodes[other->node].id;
-        term.reason = "replaced, with " + others + ", by one " + Describe(off) + " at " + Usd(op.price) +
-                      "/h: the " + (group.size() == 2 ? std::string("two") : std::to_string(group.size())) +
-                      to_follow + " save " + Usd(saves) + "/h after " + Usd(disruption) + "/h disruption cost";
-        commit_removal(gc->node, false);
-        terms.push_back(std::move(term));
-      }
-      commit_replacement(nb, op);
-      return true;
-    }
+}
+
+bool Consolidation::RemoveEmpty(const Candidate& c) {
+  const Bin& src = planner_.existing_[c.node];
+  TerminationAction t = TerminationOf(planner_.snap_.nodes[c.node], TerminationKind::kEmpty);
+  t.saves_usd_per_hour = src.price;
+  t.reason = "empty node, not needed: saves " + Usd(src.price) + "/h";
+  RemoveNode(c.node, true);
+  terms_.push_back(std::move(t));
+  return true;
+}
+
+bool Consolidation::DeleteIntoFreeRoom(const NodeWork& w) {
+  const Bin& src = planner_.existing_[w.node];
+  if (free_whole_total_ - std::max(0, src.free_whole) < w.need_whole) return false;
+  State& st = packing_.state();
+  Allowances allow = st.allow;
+  FreeRoomMoves moves = MoveToFreeRoom(w.node, w.order, allow, /*stop_at_miss=*/true);
+  const double saves = src.price + w.cost.risk - moves.risk - w.cost.disruption;
+  const bool pays = moves.left.empty() && saves >= disruption_.min_savings_usd_per_hour &&
+                    saves / src.price >= disruption_.min_savings_fraction;
+  if (!pays) {
+    Undo(moves);
     return false;
-  };
-  // The most nodes one group of `pool` may have now.
-  auto group_room = [&](int pool) {
-    if (st.added >= policy_.scaling.max_nodes_added_per_tick) return 0;
-    return std::min({pools_[pool].disrupt_allow, max_removed - removed, kMaxGroupNodes});
-  };
-  // Groups of three or more: per pool, the longest prefix of its remaining
-  // candidates that one node replaces.
-  for (size_t first = 0; first < group_cands.size(); ++first) {
-    const int pool = existing_[group_cands[first].node].pool;
-    bool pool_seen = false;
-    for (size_t k = 0; k < first; ++k) pool_seen = pool_seen || existing_[group_cands[k].node].pool == pool;
-    if (pool_seen) continue;
-    for (bool replaced = true; replaced;) {
-      replaced = false;
-      std::vector<const GroupCand*> members;
-      for (const GroupCand& gc : group_cands)
-        if (existing_[gc.node].pool == pool && !existing_[gc.node].removed) members.push_back(&gc);
-      const int room = group_room(pool);
-      if (room < 2) break;
-      for (int size = std::min(kMaxGroupNodes, int(members.size())); size >= 3 && !replaced; --size) {
-        replaced = replace_group(std::vector<const GroupCand*>(members.begin(), members.begin() + size),
-                                 std::min(room, size));
-      }
-    }
   }
-  // Two nodes onto two new ones: the units of two candidates of a pool,
-  // split between two new nodes that cost less than both. Work that arrived
-  // at different times shares nodes by arrival, not by shape: a CPU-heavy pod
-  // leaves a GPU node's GPU idle while a GPU replica has a node of its own;
-  // the replica beside the CPU-heavy pod and the small unit on a small node
-  // cost less, and no single node holds all three for less. Every split of
-  // the (few) units is tried, each part on the cheapest node that holds it.
-  {
-    const size_t first_nodes = std::min(group_cands.size(), kSplitCandidates);
-    for (size_t i = 0; i < first_nodes; ++i) {
-      for (size_t j = i + 1; j < first_nodes; ++j) {
-        if (removed + 2 > max_removed || st.added + 2 > policy_.scaling.max_nodes_added_per_tick) break;
-        const GroupCand& a = group_cands[i];
-        const GroupCand& b = group_cands[j];
-        if (existing_[a.node].removed || existing_[b.node].removed || existing_[a.node].receiver ||
-            existing_[b.node].receiver || existing_[a.node].pool != existing_[b.node].pool)
-          continue;
-        if (snap_.time - snap_.nodes[a.node].launch_time < kLastingNodeAge ||
-            snap_.time - snap_.nodes[b.node].launch_time < kLastingNodeAge)
-          continue;
-        const int pool = existing_[a.node].pool;
-        if (group_room(pool) < 2 || !pool_ok_to_remove(pool, false, 0, 2)) continue;
-        std::vector<std::pair<int, int>> units;
-        for (const GroupCand* gc : {&a, &b})
-          for (size_t k = 0; k < snap_.nodes[gc->node].running.size(); ++k) units.emplace_back(gc->node, int(k));
-        const int n = int(units.size());
-        if (n < 2 || n > kSplitMaxUnits) continue;
-        const double price = existing_[a.node].price + existing_[b.node].price;
-        const double old_total = price + a.cost.risk + b.cost.risk - a.cost.disruption - b.cost.disruption;
-        const double limit = old_total - d.min_savings_usd_per_hour;
-        if (limit <= 0) continue;
-        const int full = (1 << n) - 1;
-        // The cheapest new node (price and expected interruption loss) for
-        // each subset of the units, by bit mask.
-        std::vector<double> cheapest(full + 1, kInf);
-        std::vector<int> cheapest_opt(full + 1, -1);
-        Bin scratch;
-        Allowances scratch_allow;
-        for (int mask = 1; mask <= full; ++mask) {
-          std::vector<std::pair<int, int>> sub;
-          double g = 0;
-          int64_t cpu = 0, mem = 0;
-          for (int k = 0; k < n; ++k)
-            if (mask >> k & 1) {
-              sub.push_back(units[k]);
-              const DemandUnit& u = snap_.nodes[units[k].first].running[units[k].second];
-              g += GpuShare(u);
-              cpu += std::max<int64_t>(0, u.cpu_milli);
-              mem += std::max<int64_t>(0, u.memory_mib);
-            }
-          for (int o : pool_options_by_price_[pool]) {
-            const Option& op = options_[o];
-            if (op.price >= limit) break;
-            if (op.pool != pool || !op.usable) continue;
-            const InstanceType& t = snap_.instance_types[op.type];
-            if (t.gpu_count < g - kEps || int64_t{t.vcpus} * 1000 < cpu || t.memory_mib < mem) continue;
-            scratch_allow = st.allow;  // reuses its storage
-            double r = 0;
-            if (!FillNewNode(scratch, o, scratch_allow, sub, &r)) continue;
-            cheapest[mask] = op.price + r;
-            cheapest_opt[mask] = o;
-            break;
-          }
-        }
-        // The best split (unit 0 on the first node); one node for all is the
-        // pairs pass's (below).
-        double best = cheapest[full];
-        int best_mask = full;
-        for (int mask = 1; mask < full; ++mask) {
-          if (!(mask & 1)) continue;
-          const double c = cheapest[mask] + cheapest[full ^ mask];
-          if (c < best) {
-            best = c;
-            best_mask = mask;
-          }
-        }
-        if (best_mask == full) continue;
-        const double saves = old_total - best;
-        if (saves < d.min_savings_usd_per_hour || saves / price < d.min_savings_fraction) continue;
-        double overlap = 0;
-        for (int mask : {best_mask, full ^ best_mask}) {
-          const Option& op = options_[cheapest_opt[mask]];
-          overlap += op.price * WarmUpHours(snap_, op.type, snap_.offerings[op.offering]);
-        }
-        if (saves * horizon_h < overlap) continue;
-        Allowances allow = st.allow;
-        std::vector<std::pair<Bin, int>> bins;
-        bool ok = true;
-        for (int mask : {best_mask, full ^ best_mask}) {
-          std::vector<std::pair<int, int>> sub;
-          for (int k = 0; k < n; ++k)
-            if (mask >> k & 1) sub.push_back(units[k]);
-          Bin nb;
-          double r = 0;
-          if (!FillNewNode(nb, cheapest_opt[mask], allow, sub, &r)) {
-            ok = false;
-            break;
-          }
-          nb.risk = r;
-          nb.moved = sub;
-          bins.emplace_back(std::move(nb), cheapest_opt[mask]);
-        }
-        if (!ok) continue;
-        st.allow = std::move(allow);
-        for (const GroupCand* gc : {&a, &b}) {
-          const Node& nd = snap_.nodes[gc->node];
-          TerminationAction term = TerminationOf(nd, TerminationKind::kReplace);
-          term.saves_usd_per_hour = saves / 2;
-          for (const auto& u : nd.running) term.moved_unit_ids.push_back(u.id);
-          term.reason = "replaced, with " + snap_.nodes[(gc == &a ? b : a).node].id + ", by " +
-                        Describe(snap_.offerings[options_[bins[0].second].offering]) + " and " +
-                        Describe(snap_.offerings[options_[bins[1].second].offering]) + " at " + Usd(best) +
-                        "/h: the two save " + Usd(saves) + "/h after " + Usd(a.cost.disruption + b.cost.disruption) +
-                        "/h disruption cost";
-          commit_removal(gc->node, false);
-          terms.push_back(std::move(term));
-        }
-        for (auto& [nb, o] : bins) commit_replacement(nb, options_[o]);
-      }
-    }
+  const Node& n = planner_.snap_.nodes[w.node];
+  st.allow = std::move(allow);
+  TerminationAction t = TerminationOf(n, TerminationKind::kConsolidate);
+  t.saves_usd_per_hour = saves;
+  for (auto [k, bi] : moves.dest) t.moved_unit_ids.push_back(n.running[k].id);
+  PlaceMoved(w.node, moves.dest);
+  t.reason = "its " + std::to_string(n.running.size()) + " unit(s) fit on other nodes: saves " + Usd(saves) +
+             "/h after " + Usd(w.cost.disruption) + "/h disruption cost";
+  RemoveNode(w.node, false);
+  RecountFreeWhole();  // the receivers' room went down as well
+  terms_.push_back(std::move(t));
+  return true;
+}
+
+// The cheapest new node in the node's pool that holds `moving` and saves
+// enough after `moved_risk` (the expected loss of units moved to other
+// nodes), with the allowances charged from `from`.
+Consolidation::Replacement Consolidation::CheapestReplacement(const NodeWork& w,
+                                                              const std::vector<std::pair<int, int>>& moving,
+                                                              const Allowances& from, double moved_risk) {
+  const Bin& src = planner_.existing_[w.node];
+  const DisruptionPolicy& d = disruption_;
+  const double risk_old = w.cost.risk, disruption = w.cost.disruption;
+  Replacement r;
+  const double limit = src.price + risk_old - moved_risk - disruption - d.min_savings_usd_per_hour;
+  for (int o : planner_.pool_options_by_price_[src.pool]) {
+    const Option& op = planner_.options_[o];
+    if (op.price >= limit) break;
+    if (op.pool != src.pool || !op.usable) continue;
+    if (src.price > 0 &&
+        (src.price + risk_old - moved_risk - op.price - disruption) / src.price < d.min_savings_fraction)
+      break;
+    double risk_new = 0;
+    r.allow = from;
+    if (!planner_.FillNewNode(r.bin, o, r.allow, moving, &risk_new)) continue;
+    const double saves = src.price + risk_old - moved_risk - op.price - risk_new - disruption;
+    if (saves < d.min_savings_usd_per_hour || saves / src.price < d.min_savings_fraction) continue;
+    // The new node comes first: both are paid while it warms up. The
+    // saving over the policy's horizon must cover that overlap.
+    const Offering& off = planner_.snap_.offerings[op.offering];
+    if (saves * horizon_h_ < op.price * WarmUpHours(planner_.snap_, op.type, off)) continue;
+    r.option = o;
+    r.bin.risk = risk_new;
+    r.saves = saves;
+    return r;
   }
-  // Pairs: any two remaining candidates of a pool.
-  for (size_t i = 0; i < group_cands.size(); ++i) {
-    for (size_t j = i + 1; j < group_cands.size(); ++j) {
-      if (removed + 2 > max_removed || st.added >= policy_.scaling.max_nodes_added_per_tick || replacements_off) return;
-      const GroupCand& a = group_cands[i];
-      const GroupCand& b = group_cands[j];
-      if (existing_[a.node].removed || existing_[b.node].removed ||
-          existing_[a.node].pool != existing_[b.node].pool)
-        continue;
-      replace_group({&a, &b}, 2);
-    }
+  return r;
+}
+
+Consolidation::Replacement Consolidation::ReplaceWhole(const NodeWork& w) {
+  std::vector<std::pair<int, int>> moving;
+  for (int k : w.order) moving.emplace_back(w.node, k);
+  return CheapestReplacement(w, moving, packing_.state().allow, 0);
+}
+
+// Only for lasting on-demand nodes: a spot node's work is placed afresh at
+// its pool's next reclaim anyway. The units that fit go to other nodes' free
+// room (largest first, `moves`), the cheapest new node takes the rest.
+Consolidation::Replacement Consolidation::ReplacePart(const NodeWork& w, FreeRoomMoves& moves) {
+  const Node& n = planner_.snap_.nodes[w.node];
+  const Bin& src = planner_.existing_[w.node];
+  if (n.offering.capacity_type != CapacityType::kOnDemand ||
+      planner_.snap_.time - n.launch_time < kLastingNodeAge ||
+      !(free_whole_total_ - std::max(0, src.free_whole) > 0 || w.need_whole == 0))
+    return {};
+  Allowances allow = packing_.state().allow;
+  moves = MoveToFreeRoom(w.node, w.order, allow, /*stop_at_miss=*/false);
+  if (moves.dest.empty() || moves.left.empty()) return {};
+  return CheapestReplacement(w, moves.left, allow, moves.risk);
+}
+
+// Replace with one cheaper node in the same pool: all the units on it, or
+// (as Karpenter's replace does) those that do not fit in other nodes' free
+// room, the rest moved there. The larger saving is made.
+bool Consolidation::ReplaceNode(const NodeWork& w) {
+  const Bin& src = planner_.existing_[w.node];
+  if (src.pool < 0 || AddedMax() || replacements_off_) return false;
+  Replacement whole, rest;
+  FreeRoomMoves moves;
+  if (strategies_.Has(ConsolidationStrategy::kReplace)) whole = ReplaceWhole(w);
+  if (strategies_.Has(ConsolidationStrategy::kPartToFreeRoom)) rest = ReplacePart(w, moves);
+  const bool partial = rest.option >= 0 && rest.saves > whole.saves;
+  if (!partial) Undo(moves);
+  Replacement& chosen = partial ? rest : whole;
+  if (chosen.option < 0) return false;
+  const Node& n = planner_.snap_.nodes[w.node];
+  const Option& op = planner_.options_[chosen.option];
+  packing_.state().allow = std::move(chosen.allow);
+  if (partial) {
+    chosen.bin.moved = moves.left;
+  } else {
+    for (int k : w.order) chosen.bin.moved.emplace_back(w.node, k);
   }
+  TerminationAction t = TerminationOf(n, TerminationKind::kReplace);
+  t.saves_usd_per_hour = chosen.saves;
+  for (int k : w.order) t.moved_unit_ids.push_back(n.running[k].id);
+  PlaceMoved(w.node, moves.dest);
+  t.reason =
+      "replaced by " + planner_.Describe(planner_.snap_.offerings[op.offering]) + " at " + Usd(op.price) +
+      "/h" +
+      (partial ? " (" + std::to_string(moves.dest.size()) + " of its units to other nodes' free room)" : "") +
+      ": saves " + Usd(chosen.saves) + "/h after " + Usd(w.cost.disruption) + "/h disruption cost";
+  AddReplacement(chosen.bin);
+  RemoveNode(w.node, false);
+  if (partial) RecountFreeWhole();
+  terms_.push_back(std::move(t));
+  return true;
+}
+
+Plan PlanWithConsolidationStrategies(const Snapshot& snapshot, const Policy& policy,
+                                     ConsolidationStrategies strategies) {
+  Planner planner(snapshot, policy, PlannerOptions{});
+  planner.SetConsolidationStrategies(strategies);
+  return planner.Run();
+}
+
+void Planner::Consolidate(State& st, Plan& plan, std::vector<TerminationAction>& terms) {
+  Consolidation(*this, st, plan, terms, consolidation_strategies_).Run();
 }
 
 }  // namespace gpuscaler::solver_detail

@@ -4,8 +4,7 @@
 #include <map>
 #include <utility>
 
-#include "gpuscaler/solver/forecast_demand.h"
-#include "gpuscaler/solver/planner.h"
+#include "gpuscaler/solver/cost_model.h"
 
 namespace gpuscaler {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "gpuscaler/model/compatibility.h"
 #include "gpuscaler/model/money.h"
-#include "gpuscaler/solver/planner.h"
+#include "gpuscaler/solver/cost_model.h"
 
 namespace gpuscaler {
 namespace {
@@ -38,14 +38,6 @@ bool PoolMayBuy(const NodePoolPolicy& pool, const Offering& o, const InstanceTyp
   if (!Listed(pool.regions, o.region) || !Listed(pool.zones, o.zone)) return false;
   if (!unit.pool.empty() && unit.pool != pool.name) return false;
   return true;
-}
-
-double ShareOfNode(const DemandUnit& u, const InstanceType& t) {
-  const double w = GpuShare(u);
-  if (w > 0 && t.gpu_count > 0) return std::min(1.0, w / t.gpu_count);
-  if (t.vcpus > 0)
-    return std::min(1.0, static_cast<double>(std::max<int64_t>(0, u.cpu_milli)) / (t.vcpus * 1000.0));
-  return 0;
 }
 
 std::string Num(double v, int digits) {
@@ -92,7 +84,7 @@ std::optional<SuitableOffering> CheapestSuitableOffering(const Snapshot& snapsho
       allowed = allowed || PoolMayBuy(pool, o, *type, gpu, unit);
     }
     if (!allowed) continue;
-    const double per_unit = o.usd_per_hour * ShareOfNode(unit, *type);
+    const double per_unit = o.usd_per_hour * ShareOfNode(GpuShare(unit), std::max<int64_t>(0, unit.cpu_milli), *type);
     // Ties go to the offering listed first: the snapshot's order is fixed.
     if (!best || per_unit < best->usd_per_hour_per_unit - 1e-12) best = SuitableOffering{&o, type, per_unit};
   }

@@ -33,8 +33,8 @@ std::string Planner::Describe(const Offering& o) const {
   return o.instance_type + " " + std::string(ToString(o.capacity_type)) + " " + o.zone;
 }
 
-void Planner::Assemble(State& st, Plan& plan) {
-  std::vector<size_t> cursor(groups_.size(), 0);
+std::vector<std::vector<const Bin*>> Planner::AssemblePlacements(const State& st, Plan& plan,
+                                                                 std::vector<size_t>& cursor) const {
   std::vector<Placement> placements;
   placements.reserve(snap_.pending.size() + plan.placements.size());
   auto next_unit = [&](int g) -> const std::string& { return snap_.pending[groups_[g].units[cursor[g]++]].id; };
@@ -87,90 +87,88 @@ void Planner::Assemble(State& st, Plan& plan) {
   // Moved-unit placements from consolidation onto existing nodes come after.
   for (auto& p : plan.placements) placements.push_back(std::move(p));
   plan.placements = std::move(placements);
+  return launch_bins;
+}
 
-  // Reasons and fallbacks.
-  const bool soft_over = !global_budget_hard_ && global_budget_ < kInf && st.cost > global_budget_ + kEps;
-  Bin probe;
-  for (size_t li = 0; li < plan.launches.size(); ++li) {
-    LaunchAction& l = plan.launches[li];
-    const Bin& first = *launch_bins[li][0];
-    const Option& o = options_[first.option];
-    std::map<std::string, int> by_class;
-    std::map<std::string, int> ahead_by_class;
-    int pending_units = 0;
-    int ahead_units = 0;
-    for (const Bin* b : launch_bins[li])
+void Planner::DescribeLaunch(LaunchAction& l, const std::vector<const Bin*>& bins, bool soft_over, Bin& probe) const {
+  const Bin& first = *bins[0];
+  const Option& o = options_[first.option];
+  std::map<std::string, int> by_class;
+  std::map<std::string, int> ahead_by_class;
+  int pending_units = 0;
+  int ahead_units = 0;
+  for (const Bin* b : bins)
+    for (auto [g, t] : b->content) {
+      if (static_cast<size_t>(groups_[g].rep - snap_.pending.data()) >= forecast_from_) {
+        ahead_by_class[groups_[g].rep->workload_class] += t * b->mult;
+        ahead_units += t * b->mult;
+        continue;
+      }
+      by_class[groups_[g].rep->workload_class] += t * b->mult;
+      pending_units += t * b->mult;
+    }
+  int moved_units = 0;
+  for (const Bin* b : bins) moved_units += int(b->moved.size()) * b->mult;
+  std::string what;
+  if (pending_units > 0) {
+    what = std::to_string(pending_units) + " pending " + (by_class.size() == 1 ? by_class.begin()->first + " " : "") +
+           (pending_units == 1 ? "unit" : "units");
+  }
+  if (ahead_units > 0) {
+    what += std::string(what.empty() ? "" : " and ") + std::to_string(ahead_units) + " " +
+            (ahead_units == 1 ? "unit" : "units") + " ahead of " +
+            (ahead_by_class.size() == 1 ? "class " + ahead_by_class.begin()->first + "'s" : "the") +
+            " demand forecast";
+  }
+  if (what.empty() && moved_units > 0) {
+    what = std::to_string(moved_units) + " unit(s) moved from a costlier node";
+  } else if (what.empty()) {
+    what = "pool " + l.pool + " min_nodes";
+  }
+  const double total = l.usd_per_hour + l.expected_interruption_usd_per_hour;
+  l.reason = std::to_string(l.count) + "\xC3\x97 " + Describe(l.offering) + " for " + what + ": " + Usd(l.usd_per_hour) + "/h";
+  const double od_total = o.od * l.count;
+  if (o.spot && od_total > 0) {
+    l.reason += ", " + Fixed(100.0 * (1.0 - total / od_total), 0) + " % cheaper than on-demand after interruption risk (" +
+                Usd(l.expected_interruption_usd_per_hour) + "/h expected)";
+  } else if (pending_units + ahead_units > 0) {
+    bool spot_possible = false;
+    int paused_cls = -1;
+    for (const Bin* b : bins)
       for (auto [g, t] : b->content) {
-        if (static_cast<size_t>(groups_[g].rep - snap_.pending.data()) >= forecast_from_) {
-          ahead_by_class[groups_[g].rep->workload_class] += t * b->mult;
-          ahead_units += t * b->mult;
-          continue;
-        }
-        by_class[groups_[g].rep->workload_class] += t * b->mult;
-        pending_units += t * b->mult;
+        spot_possible = spot_possible || groups_[g].interruptible;
+        if (groups_[g].spot_paused) paused_cls = groups_[g].cls;
       }
-    int moved_units = 0;
-    for (const Bin* b : launch_bins[li]) moved_units += int(b->moved.size()) * b->mult;
-    std::string what;
-    if (pending_units > 0) {
-      what = std::to_string(pending_units) + " pending " + (by_class.size() == 1 ? by_class.begin()->first + " " : "") +
-             (pending_units == 1 ? "unit" : "units");
-    }
-    if (ahead_units > 0) {
-      what += std::string(what.empty() ? "" : " and ") + std::to_string(ahead_units) + " " +
-              (ahead_units == 1 ? "unit" : "units") + " ahead of " +
-              (ahead_by_class.size() == 1 ? "class " + ahead_by_class.begin()->first + "'s" : "the") +
-              " demand forecast";
-    }
-    if (what.empty() && moved_units > 0) {
-      what = std::to_string(moved_units) + " unit(s) moved from a costlier node";
-    } else if (what.empty()) {
-      what = "pool " + l.pool + " min_nodes";
-    }
-    const double total = l.usd_per_hour + l.expected_interruption_usd_per_hour;
-    l.reason = std::to_string(l.count) + "\xC3\x97 " + Describe(l.offering) + " for " + what + ": " + Usd(l.usd_per_hour) + "/h";
-    const double od_total = o.od * l.count;
-    if (o.spot && od_total > 0) {
-      l.reason += ", " + Fixed(100.0 * (1.0 - total / od_total), 0) + " % cheaper than on-demand after interruption risk (" +
-                  Usd(l.expected_interruption_usd_per_hour) + "/h expected)";
-    } else if (pending_units + ahead_units > 0) {
-      bool spot_possible = false;
-      int paused_cls = -1;
-      for (const Bin* b : launch_bins[li])
-        for (auto [g, t] : b->content) {
-          spot_possible = spot_possible || groups_[g].interruptible;
-          if (groups_[g].spot_paused) paused_cls = groups_[g].cls;
-        }
-      if (spot_possible) {
-        l.reason += ", lowest expected cost per unit (spot costlier after interruption risk, capped or unavailable)";
-      } else if (paused_cls >= 0) {
-        l.reason += ", lowest cost per unit (spot paused" + SpotPauseWhy(paused_cls) + ": on-demand only)";
-      } else {
-        l.reason += ", lowest cost per unit (work not interruptible: no spot)";
-      }
-    }
-    if (soft_over) l.reason += "; over the soft budget of " + Usd(global_budget_) + "/h";
-    // Fallbacks: same content on other options of the same pool, by expected cost.
-    if (!first.content.empty() || !first.moved.empty()) {
-      std::vector<std::pair<double, int>> fb;
-      for (size_t oi = 0; oi < options_.size(); ++oi) {
-        const Option& op = options_[oi];
-        if (int(oi) == first.option || op.pool != o.pool || !op.usable) continue;
-        if (!first.moved.empty()) {
-          if (op.type != o.type) continue;
-          if (op.spot != o.spot) continue;
-          InitBin(probe, int(oi));
-        } else if (!Refill(probe, int(oi), first.content)) {
-          continue;
-        }
-        fb.emplace_back(BinCost(probe), int(oi));
-      }
-      std::stable_sort(fb.begin(), fb.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-      for (size_t i = 0; i < fb.size() && i < 5; ++i) l.fallbacks.push_back(snap_.offerings[options_[fb[i].second].offering]);
+    if (spot_possible) {
+      l.reason += ", lowest expected cost per unit (spot costlier after interruption risk, capped or unavailable)";
+    } else if (paused_cls >= 0) {
+      l.reason += ", lowest cost per unit (spot paused" + SpotPauseWhy(paused_cls) + ": on-demand only)";
+    } else {
+      l.reason += ", lowest cost per unit (work not interruptible: no spot)";
     }
   }
+  if (soft_over) l.reason += "; over the soft budget of " + Usd(global_budget_) + "/h";
+  // Fallbacks: same content on other options of the same pool, by expected cost.
+  if (!first.content.empty() || !first.moved.empty()) {
+    std::vector<std::pair<double, int>> fb;
+    for (size_t oi = 0; oi < options_.size(); ++oi) {
+      const Option& op = options_[oi];
+      if (int(oi) == first.option || op.pool != o.pool || !op.usable) continue;
+      if (!first.moved.empty()) {
+        if (op.type != o.type) continue;
+        if (op.spot != o.spot) continue;
+        InitBin(probe, int(oi));
+      } else if (!Refill(probe, int(oi), first.content)) {
+        continue;
+      }
+      fb.emplace_back(BinCost(probe), int(oi));
+    }
+    std::stable_sort(fb.begin(), fb.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (size_t i = 0; i < fb.size() && i < 5; ++i) l.fallbacks.push_back(snap_.offerings[options_[fb[i].second].offering]);
+  }
+}
 
-  // Unplaced: what is left of each group.
+void Planner::AddUnplaced(const State& st, const std::vector<size_t>& cursor, Plan& plan) const {
   for (size_t g = 0; g < groups_.size(); ++g) {
     const Group& grp = groups_[g];
     const int cut = st.budget_cut.empty() ? 0 : st.budget_cut[g];
@@ -206,6 +204,16 @@ void Planner::Assemble(State& st, Plan& plan) {
       plan.unplaced.push_back(std::move(x));
     }
   }
+}
+
+void Planner::Assemble(State& st, Plan& plan) {
+  std::vector<size_t> cursor(groups_.size(), 0);
+  const std::vector<std::vector<const Bin*>> launch_bins = AssemblePlacements(st, plan, cursor);
+  const bool soft_over = !global_budget_hard_ && global_budget_ < kInf && st.cost > global_budget_ + kEps;
+  Bin probe;  // DescribeLaunch's working storage
+  for (size_t li = 0; li < plan.launches.size(); ++li)
+    DescribeLaunch(plan.launches[li], launch_bins[li], soft_over, probe);
+  AddUnplaced(st, cursor, plan);
 }
 
 Plan Planner::Run() {
@@ -355,41 +363,6 @@ Plan Planner::Run() {
 }  // namespace gpuscaler::solver_detail
 
 namespace gpuscaler {
-
-double LostWorkHoursPerInterruption(const DemandUnit& u) {
-  const double runtime_h = double(std::max<int64_t>(0, u.expected_runtime.count())) / 3600.0;
-  const double ckpt_h = double(std::max<int64_t>(0, u.checkpoint_interval.count())) / 3600.0;
-  double lost = ckpt_h > 0 ? std::min(ckpt_h, runtime_h) / 2 : runtime_h / 2;
-  if (u.checkpoint_on_notice) lost = std::min(lost, double(kSpotNoticeWindow.count()) / 3600.0);
-  return lost;
-}
-
-double LostHoursPerInterruption(const DemandUnit& u) {
-  return LostWorkHoursPerInterruption(u) + double(std::max<int64_t>(0, u.restart_cost.count())) / 3600.0;
-}
-
-double OnDemandValueUsdPerHour(const DemandUnit& unit, const Offering& offering, const InstanceType& type) {
-  const double od = offering.on_demand_usd_per_hour > 0 ? offering.on_demand_usd_per_hour : offering.usd_per_hour;
-  return od * solver_detail::ShareOfNode(GpuShare(unit), std::max<int64_t>(0, unit.cpu_milli), type);
-}
-
-double ReplacementWaitHours(const Snapshot& snapshot, const Offering& offering, const InstanceType& type) {
-  auto it = snapshot.warmup_seconds_by_family.find(type.FamilyOrName());
-  if (it != snapshot.warmup_seconds_by_family.end()) return std::max(0, it->second) / 3600.0;
-  return double(std::max<int64_t>(0, offering.launch_latency.count())) / 3600.0;
-}
-
-double ExpectedInterruptionUsdPerHour(const DemandUnit& unit, const Offering& offering, const InstanceType& type,
-                                      double replacement_wait_h) {
-  if (offering.capacity_type != CapacityType::kSpot || offering.interruptions_per_hour <= 0) return 0;
-  return offering.interruptions_per_hour * (LostHoursPerInterruption(unit) + std::max(0.0, replacement_wait_h)) *
-         OnDemandValueUsdPerHour(unit, offering, type);
-}
-
-double ExpectedInterruptionUsdPerHour(const DemandUnit& unit, const Offering& offering, const InstanceType& type) {
-  return ExpectedInterruptionUsdPerHour(unit, offering, type,
-                                        double(std::max<int64_t>(0, offering.launch_latency.count())) / 3600.0);
-}
 
 Plan MakePlan(const Snapshot& snapshot, const Policy& policy) { return MakePlan(snapshot, policy, PlannerOptions{}); }
 

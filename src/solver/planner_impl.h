@@ -220,7 +220,29 @@ struct GreedyOrder {
   std::vector<int> active;
 };
 
+// The moves consolidation makes, each its own strategy. The driver
+// (Consolidation::Run) tries them node by node in this order (empty, delete,
+// then the better of replace and part to free room), then over groups of
+// nodes (groups of three or more, split, then groups of two).
+enum class ConsolidationStrategy : uint8_t {
+  kEmpty = 1 << 0,            // an empty node goes
+  kDelete = 1 << 1,           // a node whose work all fits in other nodes' free room goes
+  kReplace = 1 << 2,          // a node's work moves to one cheaper new node
+  kPartToFreeRoom = 1 << 3,   // part of it to free room, the rest to one cheaper new node
+  kGroups = 1 << 4,           // several nodes of a pool onto one cheaper new node
+  kSplit = 1 << 5,            // two nodes' work split between two cheaper new nodes
+};
+
+// A set of strategies, as a bit mask of ConsolidationStrategy values.
+struct ConsolidationStrategies {
+  uint8_t mask = 0xff;
+  bool Has(ConsolidationStrategy s) const { return (mask & uint8_t(s)) != 0; }
+  static ConsolidationStrategies Only(ConsolidationStrategy s) { return {uint8_t(s)}; }
+};
+
 enum Block { kBlockNone = 0, kBlockBudget, kBlockTeamBudget, kBlockTick, kBlockPoolMax, kBlockSpot, kBlockZone };
+
+class Packing;
 
 class Planner {
  public:
@@ -228,10 +250,20 @@ class Planner {
   // Pending units from this index on are forecast units
   // (solver/forecast_demand.h): launch reasons count them apart.
   void SetForecastUnitsFrom(size_t index) { forecast_from_ = index; }
+  // Consolidation makes only these moves (all by default); for tests of one
+  // strategy alone.
+  void SetConsolidationStrategies(ConsolidationStrategies s) { consolidation_strategies_ = s; }
 
   Plan Run();
 
  private:
+  // The moves on a placement, and the passes built on them, use the index
+  // and the rules below.
+  friend class Packing;
+  friend class FreeRoomRepair;
+  friend class LocalSearchPass;
+  friend class Consolidation;
+
   void BuildIndex();
   void BuildPools();
   void BuildOptions();
@@ -347,10 +379,10 @@ class Planner {
   // every move that lowers the expected cost.
   void UseFreeRoom(State& st);
   // UseFreeRoom's: opens new single nodes for `count` units of group `g` in
-  // `st`, each of the option with the lowest expected cost per unit it
+  // `packing`, each of the option with the lowest expected cost per unit it
   // holds that the limits allow (`scratch` is working storage). Adds their
   // cost to `delta`; returns the units left over.
-  int OpenSingleNodes(State& st, int g, int count, double& delta, Bin& scratch) const;
+  int OpenSingleNodes(Packing& packing, int g, int count, double& delta, Bin& scratch) const;
   // The GreedyOrder of `rank`, built on first use; references stay valid
   // for the planner's life.
   const GreedyOrder& GreedyOrderFor(const std::vector<int>& rank);
@@ -359,7 +391,7 @@ class Planner {
   // With `thorough` (small inputs) the moves also split bulk bins: a few
   // copies of one bin merge with copies of another, and a class's spot
   // share moves between bins a copy at a time.
-  void LocalSearch(State& st, bool thorough) const;
+  void LocalSearch(State& st, bool thorough);
   // Sets `b` to one new node of `option` holding `content` ((group, units
   // per node) pairs); false, with `b` unspecified, when a group may not
   // use the option or the content does not fit.
@@ -385,6 +417,17 @@ class Planner {
                            const std::function<bool(const State&)>& fits) const;
   void Consolidate(State& st, Plan& plan, std::vector<TerminationAction>& terms);
   void Assemble(State& st, Plan& plan);
+  // Assemble's steps. The placements of pending work on existing nodes,
+  // then one launch per (pool, offering) in the order first chosen with the
+  // placements on it, then consolidation's moves already in `plan`; returns
+  // each launch's bins. `cursor`: per group, the units placed so far.
+  std::vector<std::vector<const Bin*>> AssemblePlacements(const State& st, Plan& plan,
+                                                          std::vector<size_t>& cursor) const;
+  // The reason and fallbacks of launch `l`, made of `bins` (`probe` is
+  // working storage).
+  void DescribeLaunch(LaunchAction& l, const std::vector<const Bin*>& bins, bool soft_over, Bin& probe) const;
+  // Each group's units past `cursor`, unplaced, with the reason.
+  void AddUnplaced(const State& st, const std::vector<size_t>& cursor, Plan& plan) const;
   std::string Describe(const Offering& o) const;
 
   const Snapshot& snap_;
@@ -436,6 +479,7 @@ class Planner {
   double base_cost_ = 0;
   std::vector<std::string> notes_;
   size_t forecast_from_ = static_cast<size_t>(-1);
+  ConsolidationStrategies consolidation_strategies_;
 };
 
 // The value under `key`, or `absent`.
@@ -445,7 +489,6 @@ T ValueOr(const std::map<std::string, T>& m, const std::string& key, T absent) {
   return it == m.end() ? absent : it->second;
 }
 
-double ShareOfNode(double gpu_w, int64_t cpu_milli, const InstanceType& t);
 std::string Usd(double v);
 std::string Fixed(double v, int digits);
 Shape ShapeOf(const DemandUnit& u);

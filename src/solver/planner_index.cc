@@ -11,12 +11,6 @@
 
 namespace gpuscaler::solver_detail {
 
-double ShareOfNode(double gpu_w, int64_t cpu_milli, const InstanceType& t) {
-  if (gpu_w > 0 && t.gpu_count > 0) return std::min(1.0, gpu_w / t.gpu_count);
-  if (t.vcpus > 0) return std::min(1.0, static_cast<double>(cpu_milli) / (t.vcpus * 1000.0));
-  return 0;
-}
-
 Shape ShapeOf(const DemandUnit& u) {
   Shape s;
   s.gpus = std::max(0, u.gpus);

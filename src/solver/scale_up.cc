@@ -1,4 +1,4 @@
-#include "planner_impl.h"
+#include "packing.h"
 
 #include <algorithm>
 #include <cmath>
@@ -187,18 +187,11 @@ bool Planner::MayUseExisting(const Group& g, const Bin& b) const {
 }
 
 void Planner::PlaceOnExisting(State& st, const std::vector<int>& order) {
+  Packing packing(*this, st, /*with_existing=*/true);
   for (int gi : order) {
-    const Group& g = groups_[gi];
     for (int bi : existing_room_for_group_[gi]) {
       if (st.rem[gi] == 0) break;
-      Bin& b = existing_[bi];
-      if (NoRoomForOne(b, g.shape)) continue;
-      const int t = Take(b, g.shape, g.mig_by_type[b.type], std::min(st.rem[gi], Limit(g, b, st.allow)));
-      if (t <= 0) continue;
-      b.content.emplace_back(gi, t);
-      b.risk += t * Risk(g, b);
-      Consume(g, b, t, st.allow);
-      st.rem[gi] -= t;
+      st.rem[gi] -= packing.Place(existing_[bi], gi, st.rem[gi]);
     }
   }
 }
@@ -248,245 +241,6 @@ std::vector<int> Planner::UnplacedByPriority(const State& st) const {
     key.back() += n;
   }
   return key;
-}
-
-int Planner::OpenSingleNodes(State& st, int g, int count, double& delta, Bin& scratch) const {
-  const Group& grp = groups_[g];
-  while (count > 0) {
-    int best = -1, best_k = 0;
-    double best_per_unit = kInf;
-    for (int o : grp.cands) {
-      // A unit there costs at least the node's price shared by all `count`
-      // units, plus its risk: an option that cannot beat the best so far
-      // (with a margin far above rounding) is not worked out.
-      if (options_[o].price / count + Risk(grp, options_[o]) >= best_per_unit * (1 + 1e-9)) continue;
-      if (BlockOf(grp, o, st) != kBlockNone) continue;
-      InitBin(scratch, o);
-      const int k = Take(scratch, grp.shape, grp.mig_by_type[scratch.type], std::min(count, Limit(grp, scratch, st.allow)));
-      if (k <= 0) continue;
-      const double per_unit = (scratch.price + k * Risk(grp, scratch)) / k;
-      if (per_unit < best_per_unit - 1e-12) {
-        best_per_unit = per_unit;
-        best = o;
-        best_k = k;
-      }
-    }
-    if (best < 0) return count;
-    Bin& b = st.bins.emplace_back();
-    InitBin(b, best);
-    Take(b, grp.shape, grp.mig_by_type[b.type], best_k);
-    b.content.emplace_back(g, best_k);
-    b.risk = best_k * Risk(grp, b);
-    Consume(grp, b, best_k, st.allow);
-    const Option& o = options_[best];
-    st.pool_count[o.pool] += 1;
-    st.pool_cost[o.pool] += o.price;
-    st.cost += o.price;
-    st.added += 1;
-    delta += BinCost(b);
-    count -= best_k;
-  }
-  return 0;
-}
-
-void Planner::UseFreeRoom(State& st) {
-  constexpr double kMinGain = 1e-9;
-  // Puts up to `count` units of `g` in free room, existing nodes first, then
-  // new single nodes, skipping new bins `skip_new` and `skip_new2` and
-  // existing node `skip_node`, and only where a unit's risk is below
-  // `max_risk`. Adds the risk taken to `delta`; returns the units left over.
-  auto place_free = [&](int g, int count, int skip_new, int skip_new2, int skip_node, double max_risk, double& delta) {
-    const Group& grp = groups_[g];
-    auto put = [&](Bin& d) {
-      const double r = Risk(grp, d);
-      if (r >= max_risk || NoRoomForOne(d, grp.shape)) return;
-      const int k = Take(d, grp.shape, grp.mig_by_type[d.type], std::min(count, Limit(grp, d, st.allow)));
-      if (k <= 0) return;
-      d.content.emplace_back(g, k);
-      d.risk += k * r;
-      delta += k * r;
-      Consume(grp, d, k, st.allow);
-      count -= k;
-    };
-    for (int bi : existing_room_for_group_[g]) {
-      if (count == 0) break;
-      if (bi != skip_node) put(existing_[bi]);
-    }
-    for (size_t j = 0; j < st.bins.size() && count > 0; ++j)
-      if (int(j) != skip_new && int(j) != skip_new2 && st.bins[j].mult == 1 && grp.cand_mask[st.bins[j].option])
-        put(st.bins[j]);
-    return count;
-  };
-  Bin scratch;  // OpenSingleNodes' working storage, kept across calls
-  // Takes every unit of `g` off `b` (existing node `node`, or new single
-  // bin when node < 0) and rebuilds it from the rest: returns how many.
-  auto take_off = [&](Bin& b, int node, int g, double& delta) {
-    std::vector<std::pair<int, int>> kept;
-    int removed = 0;
-    for (auto [h, t] : b.content) {
-      if (h == g) removed += t;
-      else kept.emplace_back(h, t);
-    }
-    if (removed == 0) return 0;
-    Consume(groups_[g], b, -double(removed), st.allow);
-    delta -= removed * Risk(groups_[g], b);
-    if (node >= 0) {
-      b = existing_initial_[node];
-      for (auto [h, t] : kept) {
-        Take(b, groups_[h].shape, groups_[h].mig_by_type[b.type], t);  // a subset of what fitted: fits
-        b.content.emplace_back(h, t);
-        b.risk += t * Risk(groups_[h], b);
-      }
-    } else {
-      Refill(b, b.option, kept);  // a subset of what fitted: fits
-    }
-    return removed;
-  };
-  // Makes room for up to `left` units of `g` on `b` by moving the units of
-  // another group `h` out: `g` takes what it can, `h` takes back what still
-  // fits, the rest of `h` goes to free room elsewhere or on new nodes.
-  // Returns the units of `g` placed; `ok` false when `h` found no home.
-  auto evict_for = [&](int g, int left, int h, int node, int new_index, int victim, double& delta, bool& ok) {
-    auto bin = [&]() -> Bin& { return node >= 0 ? existing_[node] : st.bins[new_index]; };
-    const Group& grp = groups_[g];
-    const Group& hg = groups_[h];
-    const int moved = take_off(bin(), node, h, delta);
-    Bin& b = bin();
-    const int k = Take(b, grp.shape, grp.mig_by_type[b.type], std::min(left, Limit(grp, b, st.allow)));
-    if (k > 0) {
-      b.content.emplace_back(g, k);
-      b.risk += k * Risk(grp, b);
-      delta += k * Risk(grp, b);
-      Consume(grp, b, k, st.allow);
-    }
-    const int back = Take(b, hg.shape, hg.mig_by_type[b.type], std::min(moved, Limit(hg, b, st.allow)));
-    if (back > 0) {
-      b.content.emplace_back(h, back);
-      b.risk += back * Risk(hg, b);
-      delta += back * Risk(hg, b);
-      Consume(hg, b, back, st.allow);
-    }
-    int rest = place_free(h, moved - back, victim, new_index, node, kInf, delta);
-    if (rest > 0) rest = OpenSingleNodes(st, h, rest, delta, scratch);
-    if (rest > 0) ok = false;
-    return k;
-  };
-  auto others_on = [](const Bin& b, int g) {
-    std::vector<int> others;
-    for (auto [h, k] : b.content)
-      if (h != g && std::find(others.begin(), others.end(), h) == others.end()) others.push_back(h);
-    return others;
-  };
-
-  // 1. Close a new node (one copy of a bulk bin) by moving its units into
-  //    free room; where a unit does not fit, a node (existing or new) may
-  //    make room by moving another group's units elsewhere.
-  State saved, before;  // a try's start: assigned per try (storage reused), swapped back to undo it
-  std::vector<std::pair<int, Bin>> saved_existing, before_existing;  // its filled existing nodes
-  int tries = 0;
-  for (size_t i = 0; i < st.bins.size() && tries < 256; ++i) {
-    if (st.bins[i].content.empty()) continue;
-    ++tries;
-    saved = st;
-    SaveFilled(saved_existing);
-    const Bin victim = st.bins[i];
-    double delta = -BinCost(victim);  // one node of the bin
-    std::vector<std::pair<int, int>> content = victim.content;
-    std::stable_sort(content.begin(), content.end(),
-                     [&](auto a, auto b) { return groups_[a.first].cands.size() < groups_[b.first].cands.size(); });
-    for (auto [g, t] : content) Consume(groups_[g], victim, -double(t), st.allow);
-    const int skip = int(i);  // the victim's own room is not free room
-    bool ok = true;
-    for (auto [g, t] : content) {
-      int left = place_free(g, t, skip, -1, -1, kInf, delta);
-      const Group& grp = groups_[g];
-      for (int bi : existing_for_group_[g]) {
-        if (left == 0 || !ok) break;
-        for (int h : others_on(existing_[bi], g)) {
-          if (left == 0 || !ok) break;
-          left -= evict_for(g, left, h, bi, -1, skip, delta, ok);
-        }
-      }
-      const size_t new_bins = st.bins.size();
-      for (size_t j = 0; j < new_bins && left > 0 && ok; ++j) {
-        if (int(j) == skip || st.bins[j].mult != 1 || !grp.cand_mask[st.bins[j].option]) continue;
-        for (int h : others_on(st.bins[j], g)) {
-          if (left == 0 || !ok) break;
-          left -= evict_for(g, left, h, -1, int(j), skip, delta, ok);
-        }
-      }
-      if (left > 0) ok = false;
-      if (!ok) break;
-    }
-    if (ok && delta < -kMinGain) {
-      const Option& vo = options_[victim.option];
-      st.pool_count[vo.pool] -= 1;
-      st.pool_cost[vo.pool] -= vo.price;
-      st.cost -= vo.price;
-      st.added -= 1;
-      if (st.bins[i].mult > 1) {
-        st.bins[i].mult -= 1;
-      } else {
-        st.bins.erase(st.bins.begin() + long(i));
-      }
-      --i;  // the same bin (or the one now at i) again
-    } else {
-      std::swap(st, saved);
-      RestoreFilled(saved_existing);
-    }
-  }
-  // 2. Pending work on existing spot nodes moves to free room with less risk;
-  //    an existing node with less risk may make that room by moving another
-  //    group's units elsewhere.
-  for (int bi : existing_order_) {
-    if (existing_[bi].risk <= kMinGain) continue;
-    std::vector<int> risky;
-    for (auto [g, t] : existing_[bi].content)
-      if (Risk(groups_[g], existing_[bi]) > kMinGain && std::find(risky.begin(), risky.end(), g) == risky.end())
-        risky.push_back(g);
-    for (int g : risky) {
-      saved = st;
-      SaveFilled(saved_existing);
-      double delta = 0;
-      const double here = Risk(groups_[g], existing_[bi]);
-      const int moved = take_off(existing_[bi], bi, g, delta);
-      int stay = place_free(g, moved, -1, -1, bi, here - kMinGain, delta);
-      const Group& grp = groups_[g];
-      // Each eviction is kept only when what it costs (the evicted units'
-      // new risk or new nodes) is less than the risk it saves.
-      for (int ei : existing_for_group_[g]) {
-        if (stay == 0) break;
-        if (ei == bi || Risk(grp, existing_[ei]) >= here - kMinGain) continue;
-        for (int h : others_on(existing_[ei], g)) {
-          if (stay == 0) break;
-          before = st;
-          SaveFilled(before_existing);
-          const double delta_before = delta;
-          bool ok = true;
-          const int k = evict_for(g, stay, h, ei, -1, -1, delta, ok);
-          if (ok && k > 0 && delta - delta_before < k * here - kMinGain) {
-            stay -= k;
-          } else {
-            std::swap(st, before);
-            RestoreFilled(before_existing);
-            delta = delta_before;
-          }
-        }
-      }
-      Bin& b = existing_[bi];
-      const int back = Take(b, grp.shape, grp.mig_by_type[b.type], std::min(stay, Limit(grp, b, st.allow)));
-      if (back > 0) {
-        b.content.emplace_back(g, back);
-        b.risk += back * here;
-        delta += back * here;
-        Consume(grp, b, back, st.allow);
-      }
-      if (back != stay || delta >= -kMinGain) {
-        std::swap(st, saved);
-        RestoreFilled(saved_existing);
-      }
-    }
-  }
 }
 
 void Planner::Classify(State& st) const {
@@ -638,6 +392,7 @@ State Planner::KeepPriorityPrefix(State& base, const std::vector<int>& scope, bo
 }
 
 void Planner::MinNodes(State& st) {
+  Packing packing(*this, st, /*with_existing=*/false);
   for (size_t p = 0; p < pools_.size(); ++p) {
     const int missing = pools_[p].pol.min_nodes - st.pool_count[p];
     if (missing <= 0) continue;
@@ -667,13 +422,9 @@ void Planner::MinNodes(State& st) {
       for (int z : zones)
         if (MaxOpen(options_[zone_option[z]], st) > 0 && (best < 0 || in_zone[z] < in_zone[best])) best = z;
       if (best < 0) break;
-      const Option& o = options_[zone_option[best]];
       in_zone[best]++;
       opened[zone_option[best]]++;
-      st.pool_count[p]++;
-      st.pool_cost[p] += o.price;
-      st.cost += o.price;
-      st.added++;
+      packing.CountNodes(zone_option[best], 1);  // their bins follow, one per option
     }
     for (int z : zones) {
       auto it = opened.find(zone_option[z]);

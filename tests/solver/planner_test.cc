@@ -6,29 +6,31 @@
 #include <random>
 #include <set>
 
+#include "solver/consolidation_scenes.h"
 #include "solver/fixtures.h"
 #include "solver/plan_checker.h"
 
 namespace gpuscaler {
 namespace {
 
+using testing::AddOnDemandType;
 using testing::BasePolicy;
 using testing::BaseSnapshot;
 using testing::CheckPlan;
+using testing::ConsolidationSnapshot;
 using testing::ExpectValid;
 using testing::LaunchedNodes;
 using testing::LaunchesOf;
+using testing::FourSingleGpuNodesSnapshot;
 using testing::MakeNode;
+using testing::Milli;
 using testing::OnDemandOnly;
+using testing::PartlyIntoFreeRoomPolicy;
+using testing::PartlyIntoFreeRoomSnapshot;
+using testing::SplitSnapshot;
+using testing::TwoNodesOneNodeHoldsSnapshot;
 using testing::Unit;
 using testing::Units;
-
-// Adds `type` to the catalog, with an on-demand offering in us-east-1a.
-void AddOnDemandType(Snapshot& s, InstanceType type, double usd_per_hour) {
-  s.offerings.push_back(
-      testing::MakeOffering(type.name, "us-east-1a", CapacityType::kOnDemand, usd_per_hour));
-  s.instance_types.push_back(std::move(type));
-}
 
 std::map<UnplacedReason, int> ReasonCounts(const Plan& p) {
   std::map<UnplacedReason, int> m;
@@ -58,11 +60,6 @@ struct ShapeCase {
 DemandUnit WithModels(DemandUnit u, std::vector<std::string> models, int64_t min_mem = 0) {
   u.gpu_models = std::move(models);
   u.min_gpu_memory_mib = min_mem;
-  return u;
-}
-DemandUnit Milli(const std::string& id, int milli) {
-  DemandUnit u = Unit(id, 0, 1000, 2048);
-  u.gpu_milli = milli;
   return u;
 }
 DemandUnit Mig(const std::string& id, const std::string& profile) {
@@ -718,15 +715,6 @@ TEST(Planner, CountsExistingNodesTowardPoolMax) {
 
 // --- consolidation ---
 
-Snapshot ConsolidationSnapshot() {
-  Snapshot s = BaseSnapshot();
-  // A half-used 4-GPU node, and a 1-GPU node whose unit fits on it.
-  s.nodes.push_back(MakeNode(s, "big", "g5.12xlarge", "us-east-1a", CapacityType::kOnDemand, {Unit("b1", 1), Unit("b2", 1)}));
-  s.nodes.push_back(MakeNode(s, "small", "g5.xlarge", "us-east-1a", CapacityType::kOnDemand, {Unit("s1", 1)}));
-  s.nodes.push_back(MakeNode(s, "empty", "g5.xlarge", "us-east-1b", CapacityType::kOnDemand));
-  return s;
-}
-
 TEST(Planner, TerminatesEmptyNodesAndConsolidatesWorkThatFitsElsewhere) {
   Snapshot s = ConsolidationSnapshot();
   Policy p = BasePolicy();
@@ -891,21 +879,6 @@ TEST(Planner, ReplacesANodeWithACheaperOne) {
   EXPECT_TRUE(MakePlan(s, p).terminations.empty());
 }
 
-// Two g6.xlarge on-demand nodes, each with a fractional unit whose vCPUs
-// leave no room for the other's: neither node can go alone (no existing room,
-// no cheaper single node), but one g6.4xlarge (1 L4, 16 vCPU) holds both for
-// less than the two.
-Snapshot TwoNodesOneNodeHoldsSnapshot() {
-  Snapshot s = BaseSnapshot({"us-east-1a"});
-  AddOnDemandType(s, testing::Type("g6.4xlarge", "g6", "NVIDIA-L4", 1, 23034, 16, 64), 1.323);
-  for (const std::string id : {"a", "b"}) {
-    DemandUnit u = OnDemandOnly(Milli("w-" + id, 400));
-    u.cpu_milli = 3000;
-    s.nodes.push_back(MakeNode(s, id, "g6.xlarge", "us-east-1a", CapacityType::kOnDemand, {u}));
-  }
-  return s;
-}
-
 TEST(Planner, ReplacesTwoNodesWithOneCheaperNodeThatHoldsBoth) {
   Snapshot s = TwoNodesOneNodeHoldsSnapshot();
   Policy p = BasePolicy();
@@ -977,25 +950,6 @@ TEST(Planner, TheMovedWorksRestartCostIsSpreadOverTheReplacementHorizon) {
       << over_an_hour.terminations[0].reason;
 }
 
-// A CPU-heavy unit without a GPU shares a g6.8xlarge (1 L4, 32 vCPU, 2.014
-// $/h) with a small GPU unit; a 12-vCPU GPU replica has a g6.4xlarge (1 L4,
-// 16 vCPU, 1.323 $/h) of its own. No node holds all three for less than
-// 3.337 $/h and neither node can go alone, but split differently, the
-// replica beside the CPU-heavy unit and the small unit on a g6.xlarge (0.805
-// $/h), they cost 2.819 $/h. Both nodes have run for seven hours.
-Snapshot SplitSnapshot() {
-  Snapshot s = BaseSnapshot({"us-east-1a"});
-  AddOnDemandType(s, testing::Type("g6.8xlarge", "g6", "NVIDIA-L4", 1, 23034, 32, 128), 2.014);
-  AddOnDemandType(s, testing::Type("g6.4xlarge", "g6", "NVIDIA-L4", 1, 23034, 16, 64), 1.323);
-  const DemandUnit cpu_heavy = OnDemandOnly(Unit("cpu-heavy", 0, 20000, 65536));
-  const DemandUnit small = OnDemandOnly(Unit("small", 1, 4000, 16384));
-  const DemandUnit replica = OnDemandOnly(Unit("replica", 1, 12000, 16384));
-  s.nodes.push_back(MakeNode(s, "a", "g6.8xlarge", "us-east-1a", CapacityType::kOnDemand, {cpu_heavy, small}));
-  s.nodes.push_back(MakeNode(s, "b", "g6.4xlarge", "us-east-1a", CapacityType::kOnDemand, {replica}));
-  for (Node& n : s.nodes) n.launch_time = s.time - Seconds(7 * 3600);
-  return s;
-}
-
 TEST(Planner, SplitsTwoLongRunningNodesWorkOntoTwoCheaperNewNodes) {
   Snapshot s = SplitSnapshot();
   Policy p = BasePolicy();
@@ -1049,34 +1003,6 @@ TEST(Planner, ASplitSaysWhatReplacesWhatAndMustPayBackTheWarmUp) {
   // both new nodes (2.819 $/h x 24 h): not made.
   s.warmup_seconds_by_family["g6"] = 24 * 3600;
   EXPECT_TRUE(MakePlan(s, p).terminations.empty());
-}
-
-// A g6.8xlarge (1 L4, 32 vCPU, 2.014 $/h) holds a CPU-heavy unit without a
-// GPU and a small GPU unit. Neither fits one cheaper node, and the CPU-heavy
-// one fits no other node; but the small unit fits the free L4 of a
-// g6.12xlarge that stays ("r", do-not-disrupt), and the CPU-heavy one alone
-// an m5.8xlarge (32 vCPU, 1.536 $/h): 0.478 $/h less, less the restart cost.
-// The pool allows both families (PartlyIntoFreeRoomPolicy).
-Snapshot PartlyIntoFreeRoomSnapshot() {
-  Snapshot s = BaseSnapshot({"us-east-1a"});
-  AddOnDemandType(s, testing::Type("g6.8xlarge", "g6", "NVIDIA-L4", 1, 23034, 32, 128), 2.014);
-  AddOnDemandType(s, testing::Type("m5.8xlarge", "m5", "", 0, 0, 32, 128), 1.536);
-  Node r = MakeNode(s, "r", "g6.12xlarge", "us-east-1a", CapacityType::kOnDemand,
-                    Units("busy", 3, OnDemandOnly(Unit("", 1, 12000, 32768))));
-  r.do_not_disrupt = true;
-  s.nodes.push_back(r);
-  s.nodes.push_back(MakeNode(
-      s, "a", "g6.8xlarge", "us-east-1a", CapacityType::kOnDemand,
-      {OnDemandOnly(Unit("cpu-heavy", 0, 20000, 65536)), OnDemandOnly(Unit("small", 1, 4000, 16384))}));
-  s.nodes[1].launch_time = s.time - Seconds(7 * 3600);
-  return s;
-}
-
-Policy PartlyIntoFreeRoomPolicy() {
-  Policy p = BasePolicy();
-  p.pools[0].families = {"g6", "m5"};
-  p.disruption.min_savings_usd_per_hour = 0.3;
-  return p;
 }
 
 TEST(Planner, ReplacesANodeByACheaperOneForTheUnitsThatDoNotFitOtherNodesFreeRoom) {
@@ -1156,22 +1082,6 @@ TEST(Planner, SendsPartOfANodesWorkToFreeRoomOnlyFromLastingOnDemandNodes) {
   spot.nodes[1].launch_time = spot.time - Seconds(7 * 3600);
   const Plan plan = MakePlan(spot, p);
   EXPECT_TRUE(plan.terminations.empty()) << plan.summary;
-}
-
-// Four on-demand units of one GPU and 10 vCPU each sit on a g6.4xlarge each
-// (1 L4, 16 vCPU, 1.323 $/h): no node can go alone, no two or three fit a
-// node cheaper than theirs, but one g6.12xlarge (4 L4, 48 vCPU, 4.602 $/h)
-// holds all four for 0.69 $/h less than 5.292.
-Snapshot FourSingleGpuNodesSnapshot() {
-  Snapshot s = BaseSnapshot({"us-east-1a"});
-  AddOnDemandType(s, testing::Type("g6.4xlarge", "g6", "NVIDIA-L4", 1, 23034, 16, 64), 1.323);
-  for (const std::string id : {"a", "b", "c", "d"}) {
-    DemandUnit u = OnDemandOnly(Unit("w-" + id, 1));
-    u.cpu_milli = 10000;
-    u.restart_cost = Seconds(60);  // moving all four costs 0.088 $/h: they save 11 %
-    s.nodes.push_back(MakeNode(s, id, "g6.4xlarge", "us-east-1a", CapacityType::kOnDemand, {u}));
-  }
-  return s;
 }
 
 TEST(Planner, ReplacesFourNodesWithOneLargerNodeWhenTheDisruptionBudgetAllowsFour) {

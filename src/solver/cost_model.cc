@@ -1,0 +1,51 @@
+#include "gpuscaler/solver/cost_model.h"
+
+#include <algorithm>
+
+namespace gpuscaler {
+
+double ShareOfNode(double gpu_w, int64_t cpu_milli, const InstanceType& t) {
+  if (gpu_w > 0 && t.gpu_count > 0) return std::min(1.0, gpu_w / t.gpu_count);
+  if (t.vcpus > 0) return std::min(1.0, static_cast<double>(cpu_milli) / (t.vcpus * 1000.0));
+  return 0;
+}
+
+double LostWorkHoursPerInterruption(const DemandUnit& u) {
+  const double runtime_h = double(std::max<int64_t>(0, u.expected_runtime.count())) / 3600.0;
+  const double ckpt_h = double(std::max<int64_t>(0, u.checkpoint_interval.count())) / 3600.0;
+  double lost = ckpt_h > 0 ? std::min(ckpt_h, runtime_h) / 2 : runtime_h / 2;
+  if (u.checkpoint_on_notice) lost = std::min(lost, double(kSpotNoticeWindow.count()) / 3600.0);
+  return lost;
+}
+
+double LostHoursPerInterruption(const DemandUnit& u) {
+  return LostWorkHoursPerInterruption(u) + double(std::max<int64_t>(0, u.restart_cost.count())) / 3600.0;
+}
+
+double OnDemandValueUsdPerHour(const DemandUnit& unit, const Offering& offering, const InstanceType& type) {
+  const double od =
+      offering.on_demand_usd_per_hour > 0 ? offering.on_demand_usd_per_hour : offering.usd_per_hour;
+  return od * ShareOfNode(GpuShare(unit), std::max<int64_t>(0, unit.cpu_milli), type);
+}
+
+double ReplacementWaitHours(const Snapshot& snapshot, const Offering& offering, const InstanceType& type) {
+  auto it = snapshot.warmup_seconds_by_family.find(type.FamilyOrName());
+  if (it != snapshot.warmup_seconds_by_family.end()) return std::max(0, it->second) / 3600.0;
+  return double(std::max<int64_t>(0, offering.launch_latency.count())) / 3600.0;
+}
+
+double ExpectedInterruptionUsdPerHour(const DemandUnit& unit, const Offering& offering,
+                                      const InstanceType& type, double replacement_wait_h) {
+  if (offering.capacity_type != CapacityType::kSpot || offering.interruptions_per_hour <= 0) return 0;
+  return offering.interruptions_per_hour *
+         (LostHoursPerInterruption(unit) + std::max(0.0, replacement_wait_h)) *
+         OnDemandValueUsdPerHour(unit, offering, type);
+}
+
+double ExpectedInterruptionUsdPerHour(const DemandUnit& unit, const Offering& offering,
+                                      const InstanceType& type) {
+  return ExpectedInterruptionUsdPerHour(
+      unit, offering, type, double(std::max<int64_t>(0, offering.launch_latency.count())) / 3600.0);
+}
+
+}  // namespace gpuscaler
