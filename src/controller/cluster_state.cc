@@ -5,7 +5,6 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "gpuscaler/solver/planner.h"
 
 namespace gpuscaler {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gpuscaler/solver/planner.h"
+#include "gpuscaler/solver/cost_model.h"
 
 namespace gpuscaler {
 WarmUpLearner::WarmUpLearner(const Catalog& catalog)
