@@ -22,7 +22,6 @@ GRANDFATHERED = {
     "src/solver/scale_up.cc": 691,
     "src/report/cost_facts.cc": 782,
     "src/daemon/dashboard.cc": 872,
-    "bench/solver/solver_quality.cc": 945,
 }
 
 
