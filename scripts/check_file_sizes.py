@@ -17,7 +17,6 @@ SOURCE_DIRS = ("src", "sim", "include", "bench")
 SUFFIXES = (".cc", ".h")
 # Over the limit today, with the lines each may have at most.
 GRANDFATHERED = {
-    "sim/cloud_emulator/gcp_emulator.cc": 668,
     "src/solver/consolidation.cc": 689,
     "src/solver/scale_up.cc": 691,
     "src/report/cost_facts.cc": 782,
