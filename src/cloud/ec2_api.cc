@@ -3,44 +3,11 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "query_params.h"
 #include "xml_util.h"
 
 namespace gpuscaler::cloud {
 namespace {
-
-// A value as the Query protocol writes it.
-std::string QueryText(int v) { return std::to_string(v); }
-std::string QueryText(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-std::string QueryText(WallTime t) { return AwsTime(t); }
-std::string QueryText(bool b) { return b ? "true" : "false"; }
-
-// Optional parameters: sent only when set (an engaged optional, a non-empty
-// string).
-template <typename T>
-void AddIfSet(QueryParams& q, std::string key, const std::optional<T>& value) {
-  if (value) q.emplace_back(std::move(key), QueryText(*value));
-}
-void AddIfSet(QueryParams& q, std::string key, const std::string& value) {
-  if (!value.empty()) q.emplace_back(std::move(key), value);
-}
-
-// A list the Query way: "<prefix>.1", "<prefix>.2", … in order.
-void AddList(QueryParams& q, const std::string& prefix, const std::vector<std::string>& values) {
-  for (size_t i = 0; i < values.size(); ++i) q.emplace_back(prefix + "." + std::to_string(i + 1), values[i]);
-}
-
-void AddFilters(QueryParams& q, const std::vector<Filter>& filters, bool query_protocol) {
-  for (size_t i = 0; i < filters.size(); ++i) {
-    const std::string base =
-        query_protocol ? "Filters.member." + std::to_string(i + 1) : "Filter." + std::to_string(i + 1);
-    q.emplace_back(base + ".Name", filters[i].name);
-    AddList(q, base + (query_protocol ? ".Values.member" : ".Value"), filters[i].values);
-  }
-}
 
 CapacityType Lifecycle(std::string_view s) { return s == "spot" ? CapacityType::kSpot : CapacityType::kOnDemand; }
 
