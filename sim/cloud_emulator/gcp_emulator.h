@@ -191,11 +191,7 @@ struct GcpInstanceInfo {
   bool deleted = false;
 };
 
-struct GcpEmulatorStats {
-  int requests = 0;
-  int throttled = 0;
-  int server_errors = 0;
-  int auth_failures = 0;
+struct GcpEmulatorStats : RequestStats {
   int tokens_issued = 0;
   int created = 0;
   int preempted = 0;
