@@ -122,13 +122,7 @@ Result<LaunchTemplateVersionInfo> ParseCreateLaunchTemplateVersion(std::string_v
 }
 
 Result<std::vector<LaunchTemplateVersionInfo>> ParseDescribeLaunchTemplateVersions(std::string_view body) {
-  pugi::xml_document doc;
-  if (Status s = xml::Load(doc, body, "DescribeLaunchTemplateVersionsResponse"); !s.ok()) return s.error();
-  std::vector<LaunchTemplateVersionInfo> out;
-  for (pugi::xml_node v : doc.document_element().child("launchTemplateVersionSet").children("item")) {
-    out.push_back(ReadVersion(v));
-  }
-  return out;
+  return xml::ParseItems(body, "DescribeLaunchTemplateVersions", "launchTemplateVersionSet", ReadVersion);
 }
 
 QueryParams DescribeSecurityGroupsQuery(const DescribeSecurityGroupsRequest& r) {
@@ -139,14 +133,12 @@ QueryParams DescribeSecurityGroupsQuery(const DescribeSecurityGroupsRequest& r) 
 }
 
 Result<SecurityGroupsPage> ParseDescribeSecurityGroups(std::string_view body) {
-  pugi::xml_document doc;
-  if (Status s = xml::Load(doc, body, "DescribeSecurityGroupsResponse"); !s.ok()) return s.error();
-  SecurityGroupsPage page;
-  for (pugi::xml_node g : doc.document_element().child("securityGroupInfo").children("item")) {
+  auto read = [](pugi::xml_node g, SecurityGroupsPage& page) {
     page.group_ids.push_back(g.child_value("groupId"));
-  }
-  page.next_token = doc.document_element().child_value("nextToken");
-  return page;
+    return Status::Ok();
+  };
+  return xml::ParsePage<SecurityGroupsPage>(body, xml::Protocol::kEc2, "DescribeSecurityGroups", "securityGroupInfo",
+                                            read);
 }
 
 QueryParams DescribeSubnetsQuery(const DescribeSubnetsRequest& r) {
@@ -158,17 +150,14 @@ QueryParams DescribeSubnetsQuery(const DescribeSubnetsRequest& r) {
 }
 
 Result<SubnetsPage> ParseDescribeSubnets(std::string_view body) {
-  pugi::xml_document doc;
-  if (Status s = xml::Load(doc, body, "DescribeSubnetsResponse"); !s.ok()) return s.error();
-  SubnetsPage page;
-  for (pugi::xml_node n : doc.document_element().child("subnetSet").children("item")) {
+  auto read = [](pugi::xml_node n, SubnetsPage& page) -> Status {
     SubnetInfo info{n.child_value("subnetId"), n.child_value("availabilityZone")};
     if (info.subnet_id.empty() || info.availability_zone.empty())
       return Error::Internal("DescribeSubnets: a subnet without subnetId or availabilityZone");
     page.subnets.push_back(std::move(info));
-  }
-  page.next_token = doc.document_element().child_value("nextToken");
-  return page;
+    return Status::Ok();
+  };
+  return xml::ParsePage<SubnetsPage>(body, xml::Protocol::kEc2, "DescribeSubnets", "subnetSet", read);
 }
 
 std::string GetParameterBody(const std::string& name) { return nlohmann::json{{"Name", name}}.dump(); }
