@@ -6,105 +6,6 @@
 #include <string>
 
 namespace gpuscaler::bench {
-
-Instance MakeInstance(uint32_t seed) {
-  std::mt19937 rng(seed);
-  auto pick = [&](int n) { return int(rng() % uint32_t(n)); };
-  std::uniform_real_distribution<double> u01(0, 1);
-  Instance in;
-  Snapshot& s = in.snap;
-  s.time = FromUnixSeconds(1780000000);
-  s.gpu_models = {{"A10G", "a10g", 24576, {}}, {"L4", "l4", 23034, {}}, {"A100", "a100", 81920, {}}};
-  struct T {
-    const char* name;
-    const char* gpu;
-    int gpus;
-    int vcpus;
-    int mem_gib;
-    double od;
-  };
-  const T catalog[] = {
-      {"g6.xlarge", "L4", 1, 4, 16, 0.805},       {"g6.4xlarge", "L4", 1, 16, 64, 1.32},
-      {"g6.12xlarge", "L4", 4, 48, 192, 4.60},    {"g6.48xlarge", "L4", 8, 192, 768, 13.35},
-      {"g5.xlarge", "A10G", 1, 4, 16, 1.006},     {"g5.12xlarge", "A10G", 4, 48, 192, 5.67},
-      {"g5.48xlarge", "A10G", 8, 192, 768, 16.29}, {"p4de.24xlarge", "A100", 8, 96, 1152, 40.97},
-      {"m5.2xlarge", "", 0, 8, 32, 0.384},
-  };
-  // 5 types x 3 zones x 2 capacity types = 30 offerings at most.
-  std::vector<int> types;
-  for (int i = 0; i < 9; ++i) types.push_back(i);
-  std::shuffle(types.begin(), types.end(), rng);
-  types.resize(5);
-  std::sort(types.begin(), types.end());
-  const char* zones[] = {"z-a", "z-b", "z-c"};
-  for (int ti : types) {
-    const T& t = catalog[ti];
-    InstanceType it;
-    it.name = t.name;
-    it.family = std::string(t.name).substr(0, std::string(t.name).find('.'));
-    it.gpu_model = t.gpu;
-    it.gpu_count = t.gpus;
-    it.gpu_memory_mib = t.gpus ? (std::string(t.gpu) == "A100" ? 81920 : 23034) : 0;
-    it.vcpus = t.vcpus;
-    it.memory_mib = int64_t(t.mem_gib) * 1024;
-    s.instance_types.push_back(it);
-    for (const char* z : zones) {
-      Offering o;
-      o.instance_type = t.name;
-      o.region = "r";
-      o.zone = z;
-      o.on_demand_usd_per_hour = t.od;
-      o.usd_per_hour = t.od;
-      s.offerings.push_back(o);
-      o.capacity_type = CapacityType::kSpot;
-      o.usd_per_hour = t.od * (0.3 + 0.5 * u01(rng));
-      o.interruptions_per_hour = 0.02 + 0.5 * u01(rng) * u01(rng);
-      o.available = u01(rng) > 0.1;
-      s.offerings.push_back(o);
-    }
-  }
-  NodePoolPolicy pool;
-  pool.name = "p";
-  pool.families = {"g5", "g6", "p4de", "m5"};
-  pool.max_nodes = 1000;
-  in.policy.pools.push_back(pool);
-  for (const char* c : {"a", "b"}) {
-    WorkloadClassPolicy w;
-    w.name = c;
-    in.policy.classes.push_back(w);
-  }
-  if (pick(2) == 0) in.policy.classes[0].max_spot_share = 0.3 + 0.1 * pick(5);
-  in.policy.scaling.max_nodes_added_per_tick = 1000;
-  in.policy.disruption.consolidation = false;
-  // 2-5 shapes, up to 60 units.
-  const int shapes = 2 + pick(4);
-  int units = 10 + pick(51);
-  for (int k = 0; k < shapes && units > 0; ++k) {
-    DemandUnit u;
-    u.workload_class = pick(2) ? "a" : "b";
-    const int kind = pick(6);
-    u.gpus = kind == 5 ? 0 : (kind < 3 ? 1 : kind == 3 ? 2 : 4);
-    u.cpu_milli = 1000 * (1 + pick(u.gpus ? 12 : 4));
-    u.memory_mib = 1024 * (2 + pick(u.gpus ? 48 : 12));
-    u.interruptible = pick(3) != 0;
-    u.expected_runtime = Seconds(1800 * (1 + pick(8)));
-    u.checkpoint_interval = Seconds(pick(3) == 0 ? 0 : 600 * (1 + pick(4)));
-    u.restart_cost = Seconds(120 + 60 * pick(10));
-    if (pick(6) == 0 && u.gpus) u.gpu_models = {pick(2) ? "l4" : "a10g"};
-    u.priority = pick(3);
-    const int n = k == shapes - 1 ? units : 1 + pick(std::max(1, units / 2));
-    for (int i = 0; i < n; ++i) {
-      DemandUnit x = u;
-      x.id = "s" + std::to_string(k) + "-" + std::to_string(i);
-      s.pending.push_back(x);
-    }
-    units -= n;
-  }
-  for (size_t i = 0; i < s.offerings.size(); ++i)
-    if (s.offerings[i].available) in.usable.push_back(int(i));
-  return in;
-}
-
 namespace {
 
 // The second family's catalog: AWS-like types with L40S nodes beside L4,
@@ -194,6 +95,24 @@ Node ExistingNode(const Snapshot& s, const std::string& id, const Offering& o, i
   return n;
 }
 
+// A pending unit's class and shape, drawn with `pick(n)` (uniform in
+// [0, n)): whole GPUs (1, 2 or 4) or CPU-only, CPU, memory, whether it is
+// interruptible, and its runtime, checkpoints and restart cost.
+template <typename Pick>
+DemandUnit RandomShape(Pick& pick) {
+  DemandUnit u;
+  u.workload_class = pick(2) ? "a" : "b";
+  const int kind = pick(6);
+  u.gpus = kind == 5 ? 0 : (kind < 3 ? 1 : kind == 3 ? 2 : 4);
+  u.cpu_milli = 1000 * (1 + pick(u.gpus ? 12 : 4));
+  u.memory_mib = 1024 * (2 + pick(u.gpus ? 48 : 12));
+  u.interruptible = pick(3) != 0;
+  u.expected_runtime = Seconds(1800 * (1 + pick(8)));
+  u.checkpoint_interval = Seconds(pick(3) == 0 ? 0 : 600 * (1 + pick(4)));
+  u.restart_cost = Seconds(120 + 60 * pick(10));
+  return u;
+}
+
 void AddPending(Snapshot& s, int shape, int count, const DemandUnit& proto) {
   for (int i = 0; i < count; ++i) {
     DemandUnit x = proto;
@@ -203,6 +122,91 @@ void AddPending(Snapshot& s, int shape, int count, const DemandUnit& proto) {
 }
 
 }  // namespace
+
+Instance MakeInstance(uint32_t seed) {
+  std::mt19937 rng(seed);
+  auto pick = [&](int n) { return int(rng() % uint32_t(n)); };
+  std::uniform_real_distribution<double> u01(0, 1);
+  Instance in;
+  Snapshot& s = in.snap;
+  s.time = FromUnixSeconds(1780000000);
+  s.gpu_models = {{"A10G", "a10g", 24576, {}}, {"L4", "l4", 23034, {}}, {"A100", "a100", 81920, {}}};
+  struct T {
+    const char* name;
+    const char* gpu;
+    int gpus;
+    int vcpus;
+    int mem_gib;
+    double od;
+  };
+  const T catalog[] = {
+      {"g6.xlarge", "L4", 1, 4, 16, 0.805},       {"g6.4xlarge", "L4", 1, 16, 64, 1.32},
+      {"g6.12xlarge", "L4", 4, 48, 192, 4.60},    {"g6.48xlarge", "L4", 8, 192, 768, 13.35},
+      {"g5.xlarge", "A10G", 1, 4, 16, 1.006},     {"g5.12xlarge", "A10G", 4, 48, 192, 5.67},
+      {"g5.48xlarge", "A10G", 8, 192, 768, 16.29}, {"p4de.24xlarge", "A100", 8, 96, 1152, 40.97},
+      {"m5.2xlarge", "", 0, 8, 32, 0.384},
+  };
+  // 5 types x 3 zones x 2 capacity types = 30 offerings at most.
+  std::vector<int> types;
+  for (int i = 0; i < 9; ++i) types.push_back(i);
+  std::shuffle(types.begin(), types.end(), rng);
+  types.resize(5);
+  std::sort(types.begin(), types.end());
+  const char* zones[] = {"z-a", "z-b", "z-c"};
+  for (int ti : types) {
+    const T& t = catalog[ti];
+    InstanceType it;
+    it.name = t.name;
+    it.family = std::string(t.name).substr(0, std::string(t.name).find('.'));
+    it.gpu_model = t.gpu;
+    it.gpu_count = t.gpus;
+    it.gpu_memory_mib = t.gpus ? (std::string(t.gpu) == "A100" ? 81920 : 23034) : 0;
+    it.vcpus = t.vcpus;
+    it.memory_mib = int64_t(t.mem_gib) * 1024;
+    s.instance_types.push_back(it);
+    for (const char* z : zones) {
+      Offering o;
+      o.instance_type = t.name;
+      o.region = "r";
+      o.zone = z;
+      o.on_demand_usd_per_hour = t.od;
+      o.usd_per_hour = t.od;
+      s.offerings.push_back(o);
+      o.capacity_type = CapacityType::kSpot;
+      o.usd_per_hour = t.od * (0.3 + 0.5 * u01(rng));
+      o.interruptions_per_hour = 0.02 + 0.5 * u01(rng) * u01(rng);
+      o.available = u01(rng) > 0.1;
+      s.offerings.push_back(o);
+    }
+  }
+  NodePoolPolicy pool;
+  pool.name = "p";
+  pool.families = {"g5", "g6", "p4de", "m5"};
+  pool.max_nodes = 1000;
+  in.policy.pools.push_back(pool);
+  for (const char* c : {"a", "b"}) {
+    WorkloadClassPolicy w;
+    w.name = c;
+    in.policy.classes.push_back(w);
+  }
+  if (pick(2) == 0) in.policy.classes[0].max_spot_share = 0.3 + 0.1 * pick(5);
+  in.policy.scaling.max_nodes_added_per_tick = 1000;
+  in.policy.disruption.consolidation = false;
+  // 2-5 shapes, up to 60 units.
+  const int shapes = 2 + pick(4);
+  int units = 10 + pick(51);
+  for (int k = 0; k < shapes && units > 0; ++k) {
+    DemandUnit u = RandomShape(pick);
+    if (pick(6) == 0 && u.gpus) u.gpu_models = {pick(2) ? "l4" : "a10g"};
+    u.priority = pick(3);
+    const int n = k == shapes - 1 ? units : 1 + pick(std::max(1, units / 2));
+    AddPending(s, k, n, u);
+    units -= n;
+  }
+  for (size_t i = 0; i < s.offerings.size(); ++i)
+    if (s.offerings[i].available) in.usable.push_back(int(i));
+  return in;
+}
 
 // The fixed case: the only L40S room in zone z-e is an on-demand
 // g6e.48xlarge with 6 of its 8 GPUs free, and the only L40S offering still
@@ -293,16 +297,7 @@ Instance MakeExistingInstance(uint32_t seed) {
   const int shapes = 2 + pick(4);
   int units = 8 + pick(33);
   for (int k = 0; k < shapes && units > 0; ++k) {
-    DemandUnit u;
-    u.workload_class = pick(2) ? "a" : "b";
-    const int kind = pick(6);
-    u.gpus = kind == 5 ? 0 : (kind < 3 ? 1 : kind == 3 ? 2 : 4);
-    u.cpu_milli = 1000 * (1 + pick(u.gpus ? 12 : 4));
-    u.memory_mib = 1024 * (2 + pick(u.gpus ? 48 : 12));
-    u.interruptible = pick(3) != 0;
-    u.expected_runtime = Seconds(1800 * (1 + pick(8)));
-    u.checkpoint_interval = Seconds(pick(3) == 0 ? 0 : 600 * (1 + pick(4)));
-    u.restart_cost = Seconds(120 + 60 * pick(10));
+    DemandUnit u = RandomShape(pick);
     u.priority = pick(3);
     if (u.gpus > 0 && pick(3) == 0)
       u.gpu_models = {!node_gpus.empty() && pick(2) ? node_gpus[size_t(pick(int(node_gpus.size())))]
