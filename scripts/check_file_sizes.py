@@ -17,10 +17,8 @@ SOURCE_DIRS = ("src", "sim", "include", "bench")
 SUFFIXES = (".cc", ".h")
 # Over the limit today, with the lines each may have at most.
 GRANDFATHERED = {
-    "sim/cloud_emulator/gcp_emulator.cc": 668,
     "src/report/cost_facts.cc": 782,
     "src/daemon/dashboard.cc": 872,
-    "bench/solver/solver_quality.cc": 945,
 }
 
 

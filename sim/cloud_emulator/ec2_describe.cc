@@ -30,19 +30,9 @@ bool IsInstanceFilter(const std::string& name) {
          std::any_of(std::begin(kFieldFilters), std::end(kFieldFilters), [&](const FieldFilter& f) { return f.name == name; });
 }
 
-bool AnyGlob(const std::vector<std::string>& patterns, std::string_view value) {
-  return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& p) { return Glob(p, value); });
-}
-
 // Whether `i` passes `f`, one of the IsInstanceFilter names.
 bool Matches(const EmulatedInstance& i, const cloud::Filter& f) {
-  if (IsTagFilter(f.name)) {
-    auto t = i.tags.find(f.name.substr(4));
-    return t != i.tags.end() && AnyGlob(f.values, t->second);
-  }
-  if (f.name == "tag-key") {
-    return std::any_of(i.tags.begin(), i.tags.end(), [&](const auto& kv) { return AnyGlob(f.values, kv.first); });
-  }
+  if (std::optional<bool> tagged = MatchesTagFilter(f, i.tags)) return *tagged;
   if (f.name == "instance-lifecycle") return i.lifecycle == CapacityType::kSpot && AnyGlob(f.values, "spot");
   for (const FieldFilter& field : kFieldFilters) {
     if (f.name == field.name) return AnyGlob(f.values, i.*field.field);
@@ -121,16 +111,7 @@ EmulatorResponse CloudEmulator::DescribeInstances(const Params& p) {
       if (i.lifecycle == CapacityType::kSpot) Leaf(body, "instanceLifecycle", "spot");
       Leaf(body, "virtualizationType", "hvm");
       Leaf(body, "clientToken", i.client_token);
-      if (!i.tags.empty()) {
-        body += "<tagSet>";
-        for (const auto& [k2, v] : i.tags) {
-          body += "<item>";
-          Leaf(body, "key", k2);
-          Leaf(body, "value", v);
-          body += "</item>";
-        }
-        body += "</tagSet>";
-      }
+      TagSet(body, i.tags);
       Leaf(body, "hypervisor", "xen");
       body += "</item>";
     }

@@ -191,11 +191,16 @@ struct EmulatorRequestRecord {
   std::string error_code;    // "RequestLimitExceeded", … ("" on success)
 };
 
-struct EmulatorStats {
+// What both emulators (this one and the GcpEmulator) count of the requests
+// they answer.
+struct RequestStats {
   int requests = 0;
-  int throttled = 0;
-  int server_errors = 0;
-  int auth_failures = 0;
+  int throttled = 0;      // answered with a scripted throttling error
+  int server_errors = 0;  // answered with a scripted server error
+  int auth_failures = 0;  // refused: missing or bad credentials
+};
+
+struct EmulatorStats : RequestStats {
   int create_fleet_calls = 0;
   int launched = 0;
 };

@@ -2,8 +2,12 @@
 // form parameters, paging, globs) and the decoded request parameters.
 #pragma once
 
+#include <initializer_list>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gpuscaler/cloud/aws_query.h"
@@ -21,6 +25,9 @@ inline constexpr const char* kXmlContentType = "text/xml;charset=UTF-8";
 
 // Appends <name>value</name>, escaped; <name/> for an empty value.
 void Leaf(std::string& out, std::string_view name, std::string_view value);
+// Appends <tagSet><item><key>k</key><value>v</value></item>…</tagSet>;
+// nothing when `tags` is empty.
+void TagSet(std::string& out, const std::map<std::string, std::string>& tags);
 // EC2 timestamps carry milliseconds: "2026-12-02T10:00:00.000Z".
 std::string Ec2Time(WallTime t);
 // EC2's instance state code: pending 0, running 16, shutting-down 32, terminated 48.
@@ -44,6 +51,17 @@ std::string PageToken(size_t offset);
 bool ParsePageToken(const std::string& token, size_t* offset);
 // EC2 filter values: '*' matches any run of characters, '?' any one.
 bool Glob(std::string_view pattern, std::string_view text);
+// Whether one of `patterns` (Glob) matches `text`.
+bool AnyGlob(const std::vector<std::string>& patterns, std::string_view text);
+// An EC2 tag filter on a resource's `tags`: tag:<key> (that tag's value
+// matches) or tag-key (some key matches), by Glob. Whether `tags` pass it;
+// nullopt when `f` is no tag filter.
+std::optional<bool> MatchesTagFilter(const cloud::Filter& f, const std::map<std::string, std::string>& tags);
+// Whether a resource passes every one of `filters`: the tag filters on its
+// `tags`, the others on its `fields` (filter name, value) by Glob; a filter
+// it has no field for matches nothing.
+bool MatchesFilters(const std::vector<cloud::Filter>& filters, const std::map<std::string, std::string>& tags,
+                    std::initializer_list<std::pair<std::string_view, std::string_view>> fields);
 
 // The form parameters of a query-protocol request (query string, then body).
 struct CloudEmulator::Params {

@@ -15,8 +15,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kJsonType = "application/json; charset=UTF-8";
-
 std::vector<std::string> Split(const std::string& path) {
   std::vector<std::string> out;
   size_t at = 0;
@@ -28,18 +26,6 @@ std::vector<std::string> Split(const std::string& path) {
     at = slash + 1;
   }
   return out;
-}
-
-std::string LastSegment(const std::string& s) {
-  const size_t slash = s.rfind('/');
-  return slash == std::string::npos ? s : s.substr(slash + 1);
-}
-
-// RFC 1035 labels, as Compute Engine requires of resource names.
-bool ValidName(const std::string& n) {
-  if (n.empty() || n.size() > 63 || n[0] < 'a' || n[0] > 'z' || n.back() == '-') return false;
-  return std::all_of(n.begin(), n.end(),
-                     [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; });
 }
 
 bool ValidUuid(const std::string& s) {
@@ -57,8 +43,6 @@ bool ValidUuid(const std::string& s) {
   return nonzero;
 }
 
-EmulatorResponse Json(const std::string& body) { return {200, kJsonType, {}, body}; }
-
 // An integer field; Google's JSON carries int64 fields as strings ("2") and
 // clients send either form. nullopt when present but not an integer.
 std::optional<int64_t> IntField(const json& j, const char* key, int64_t fallback) {
@@ -75,32 +59,7 @@ std::optional<int64_t> IntField(const json& j, const char* key, int64_t fallback
   return std::nullopt;
 }
 
-EmulatorResponse NotFound(const std::string& resource) {
-  return gcp::ErrorResponse(404, "notFound", "The resource '" + resource + "' was not found");
-}
-
-EmulatorResponse Invalid(const std::string& field, const std::string& value, const std::string& why) {
-  return gcp::ErrorResponse(400, "invalid",
-                            "Invalid value for field '" + field + "': '" + value + "'. " + why);
-}
-
 }  // namespace
-
-// /compute/v1/projects/{project}/zones/{zone}/{collection}[/{name}[/{verb}]]
-// or /compute/v1/projects/{project}/aggregated/{collection}.
-struct GcpEmulator::Path {
-  std::string project;
-  std::string zone;
-  bool aggregated = false;
-  std::string collection;
-  std::string name;
-  std::string verb;
-  std::string resource() const {
-    std::string r = "projects/" + project + "/zones/" + zone + "/" + collection;
-    if (!name.empty()) r += "/" + name;
-    return r;
-  }
-};
 
 void GcpEmulator::EnableBlockingWait(Seconds cap, std::function<bool(std::chrono::milliseconds)> sleep) {
   std::lock_guard lock(mu_);
@@ -150,7 +109,7 @@ EmulatorResponse GcpEmulator::Handle(const EmulatorRequest& request) {
       auto it = ops_by_name_.find(key);
       if (it == ops_by_name_.end()) return response;
       const Operation& op = operations_[it->second];
-      if (now >= op.done_at || now >= until || stop) return Json(OperationJson(op, now));
+      if (now >= op.done_at || now >= until || stop) return gcp::Json(OperationJson(op, now));
       const auto due =
           std::chrono::duration_cast<std::chrono::milliseconds>(std::min(op.done_at, until) - now);
       pause = std::clamp(due, std::chrono::milliseconds(1), std::chrono::milliseconds(100));
@@ -168,7 +127,7 @@ EmulatorResponse GcpEmulator::Dispatch(const EmulatorRequest& request, WallTime 
     if (request.method != "GET") return {405, "text/plain", {}, "Method Not Allowed\n"};
     return Metadata(request, path.substr(20), now);
   }
-  if (path == "/_emulator/state" && request.method == "GET") return Json(StateJson());
+  if (path == "/_emulator/state" && request.method == "GET") return gcp::Json(StateJson());
   if (path.rfind("/v1/", 0) == 0) return BillingCatalog(request, path, query, now);
   const std::vector<std::string> seg = Split(path);
   if (seg.size() < 4 || seg[0] != "compute" || seg[1] != "v1" || seg[2] != "projects") {
@@ -190,7 +149,7 @@ EmulatorResponse GcpEmulator::Dispatch(const EmulatorRequest& request, WallTime 
   }
   Path p;
   p.project = seg[3];
-  if (p.project != scenario_.project) return NotFound("projects/" + p.project);
+  if (p.project != scenario_.project) return gcp::NotFound("projects/" + p.project);
   if (seg.size() == 6 && seg[4] == "regions") {
     if (request.method != "GET") return gcp::ErrorResponse(405, "badRequest", "Method not allowed");
     return RegionGet(seg[5], now);
@@ -204,7 +163,7 @@ EmulatorResponse GcpEmulator::Dispatch(const EmulatorRequest& request, WallTime 
     if (seg.size() >= 8) p.name = seg[7];
     if (seg.size() == 9) p.verb = seg[8];
     if (std::find(scenario_.zones.begin(), scenario_.zones.end(), p.zone) == scenario_.zones.end()) {
-      return Invalid("zone", p.zone, "Unknown zone.");
+      return gcp::Invalid("zone", p.zone, "Unknown zone.");
     }
   } else {
     return gcp::ErrorResponse(404, "notFound",
@@ -217,7 +176,7 @@ std::optional<EmulatorResponse> GcpEmulator::Replay(const std::string& request_i
   if (request_id.empty()) return std::nullopt;
   auto it = ops_by_request_id_.find(request_id);
   if (it == ops_by_request_id_.end()) return std::nullopt;
-  return Json(OperationJson(operations_[it->second], now));
+  return gcp::Json(OperationJson(operations_[it->second], now));
 }
 
 EmulatorResponse GcpEmulator::Compute(const EmulatorRequest& request, const Path& p, WallTime now) {
@@ -228,7 +187,7 @@ EmulatorResponse GcpEmulator::Compute(const EmulatorRequest& request, const Path
   if (auto r = params.find("requestId"); r != params.end()) {
     request_id = r->second;
     if (!ValidUuid(request_id))
-      return Invalid("requestId", request_id, "Must be a UUID other than the zero UUID.");
+      return gcp::Invalid("requestId", request_id, "Must be a UUID other than the zero UUID.");
   }
   const std::string& m = request.method;
   if (p.aggregated) {
@@ -242,10 +201,10 @@ EmulatorResponse GcpEmulator::Compute(const EmulatorRequest& request, const Path
       return ListOperations(p, query, now);
     }
     auto it = ops_by_name_.find(p.zone + "/" + p.name);
-    if (it == ops_by_name_.end()) return NotFound(p.resource());
+    if (it == ops_by_name_.end()) return gcp::NotFound(p.resource());
     if ((p.verb.empty() && m == "GET") || (p.verb == "wait" && m == "POST")) {
       // Handle() blocks on a wait when EnableBlockingWait was called.
-      return Json(OperationJson(operations_[it->second], now));
+      return gcp::Json(OperationJson(operations_[it->second], now));
     }
     return gcp::ErrorResponse(405, "badRequest", "Method not allowed");
   }
@@ -257,8 +216,8 @@ EmulatorResponse GcpEmulator::Compute(const EmulatorRequest& request, const Path
     if (!p.name.empty() && p.verb.empty()) {
       if (m == "GET") {
         Instance* i = FindInstance(p.zone, p.name);
-        if (i == nullptr) return NotFound(p.resource());
-        return Json(InstanceJson(*i, now));
+        if (i == nullptr) return gcp::NotFound(p.resource());
+        return gcp::Json(InstanceJson(*i, now));
       }
       if (m == "DELETE") {
         if (auto replay = Replay(request_id, now)) return *replay;
@@ -281,29 +240,29 @@ EmulatorResponse GcpEmulator::BulkInsert(const Path& p, const std::string& body,
   const json in = json::parse(body, nullptr, false);
   if (!in.is_object()) return gcp::ErrorResponse(400, "parseError", "Invalid JSON payload received.");
   const json props = in.value("instanceProperties", json::object());
-  if (!props.is_object()) return Invalid("resource.instanceProperties", props.dump(), "Must be an object.");
-  const std::string machine_type = LastSegment(props.value("machineType", ""));
+  if (!props.is_object()) return gcp::Invalid("resource.instanceProperties", props.dump(), "Must be an object.");
+  const std::string machine_type = gcp::LastSegment(props.value("machineType", ""));
   if (machine_type.empty()) {
-    return Invalid("resource.instanceProperties.machineType", "", "Machine type must be specified.");
+    return gcp::Invalid("resource.instanceProperties.machineType", "", "Machine type must be specified.");
   }
   const json sched = props.value("scheduling", json::object());
   const std::string model = sched.value("provisioningModel", "STANDARD");
   if (model != "STANDARD" && model != "SPOT") {
-    return Invalid("resource.instanceProperties.scheduling.provisioningModel", model,
+    return gcp::Invalid("resource.instanceProperties.scheduling.provisioningModel", model,
                    "Must be STANDARD or SPOT.");
   }
   const std::string action = sched.value("instanceTerminationAction", "");
   if (!action.empty() && action != "STOP" && action != "DELETE") {
-    return Invalid("resource.instanceProperties.scheduling.instanceTerminationAction", action,
+    return gcp::Invalid("resource.instanceProperties.scheduling.instanceTerminationAction", action,
                    "Must be STOP or DELETE.");
   }
   std::map<std::string, std::string> labels;
   if (props.contains("labels")) {
     if (!props["labels"].is_object())
-      return Invalid("resource.instanceProperties.labels", props["labels"].dump(), "Must be a map.");
+      return gcp::Invalid("resource.instanceProperties.labels", props["labels"].dump(), "Must be a map.");
     for (const auto& [k, v] : props["labels"].items()) {
       if (!v.is_string())
-        return Invalid("resource.instanceProperties.labels." + k, v.dump(), "Must be a string.");
+        return gcp::Invalid("resource.instanceProperties.labels." + k, v.dump(), "Must be a string.");
       labels[k] = v.get<std::string>();
     }
   }
@@ -311,10 +270,10 @@ EmulatorResponse GcpEmulator::BulkInsert(const Path& p, const std::string& body,
   for (const json& a : props.value("guestAccelerators", json::array())) {
     const std::optional<int64_t> n = IntField(a, "acceleratorCount", 0);
     if (!n || *n < 0 || *n > 16) {
-      return Invalid("resource.instanceProperties.guestAccelerators.acceleratorCount", a.dump(),
+      return gcp::Invalid("resource.instanceProperties.guestAccelerators.acceleratorCount", a.dump(),
                      "Must be in [0, 16].");
     }
-    accelerators.emplace_back(LastSegment(a.value("acceleratorType", "")), static_cast<int>(*n));
+    accelerators.emplace_back(gcp::LastSegment(a.value("acceleratorType", "")), static_cast<int>(*n));
   }
   std::vector<std::pair<std::string, std::string>> metadata;
   if (props.contains("metadata")) {
@@ -328,20 +287,20 @@ EmulatorResponse GcpEmulator::BulkInsert(const Path& p, const std::string& body,
   }
   const std::optional<int64_t> count64 = IntField(in, "count", static_cast<int64_t>(names.size()));
   if (!count64 || *count64 < 1 || *count64 < static_cast<int64_t>(names.size()) || *count64 > 1000) {
-    return Invalid("resource.count", in.value("count", json()).dump(),
+    return gcp::Invalid("resource.count", in.value("count", json()).dump(),
                    "Must be in [1, 1000] and at least the number of named instances.");
   }
   const int count = static_cast<int>(*count64);
   const std::optional<int64_t> min64 = IntField(in, "minCount", count);
   if (!min64 || *min64 < 1 || *min64 > count) {
-    return Invalid("resource.minCount", in.value("minCount", json()).dump(), "Must be in [1, count].");
+    return gcp::Invalid("resource.minCount", in.value("minCount", json()).dump(), "Must be in [1, count].");
   }
   const int min_count = static_cast<int>(*min64);
   const std::string pattern = in.value("namePattern", "");
   if (static_cast<int>(names.size()) < count) {
     const size_t hash = pattern.find('#');
     if (hash == std::string::npos) {
-      return Invalid("resource.namePattern", pattern,
+      return gcp::Invalid("resource.namePattern", pattern,
                      "Must contain # characters when count exceeds the named instances.");
     }
     size_t width = 0;
@@ -357,8 +316,8 @@ EmulatorResponse GcpEmulator::BulkInsert(const Path& p, const std::string& body,
     }
   }
   for (const std::string& n : names) {
-    if (!ValidName(n)) {
-      return Invalid("resource.name", n, "Must be a match of regex '(?:[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?)'");
+    if (!gcp::ValidName(n)) {
+      return gcp::Invalid("resource.name", n, "Must be a match of regex '(?:[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?)'");
     }
     if (FindInstance(p.zone, n) != nullptr) {
       return gcp::ErrorResponse(409, "alreadyExists",
@@ -392,30 +351,28 @@ EmulatorResponse GcpEmulator::BulkInsert(const Path& p, const std::string& body,
                    {"failedToCreateVmCount", failed ? count : count - static_cast<int>(created)},
                    {"deletedVmCount", 0}}}}}};
   op.metadata_json = meta.dump();
-  return Json(OperationJson(op, now));
+  return gcp::Json(OperationJson(op, now));
 }
 
 EmulatorResponse GcpEmulator::DeleteOne(const Path& p, const std::string& request_id, WallTime now) {
   Instance* i = FindInstance(p.zone, p.name);
-  if (i == nullptr) return NotFound(p.resource());
+  if (i == nullptr) return gcp::NotFound(p.resource());
   DeleteInstance(*i, now);
   Operation& op =
       NewOperation(p.zone, "delete", Url("zones/" + p.zone + "/instances/" + p.name), i->id, request_id, now);
   op.done_at = std::max(op.done_at, *i->end_at);
-  return Json(OperationJson(op, now));
+  return gcp::Json(OperationJson(op, now));
 }
 
 EmulatorResponse GcpEmulator::AggregatedList(const Path& /*p*/, const std::string& query, WallTime now) {
   const auto params = gcp::ParseQuery(query);
   gcp::ListQuery list;
   if (auto bad = gcp::ParseListQuery(params, &list)) return *bad;
-  const std::optional<gcp::Filter>& filter = list.filter;
-  const size_t offset = list.offset, max_results = list.max_results;
   std::vector<const Instance*> matched;
   for (const std::string& zone : scenario_.zones) {
     for (const Instance& i : instances_) {
       if (i.info.zone != zone || i.info.deleted) continue;
-      if (filter && !filter->Matches([&](const std::string& field) -> std::optional<std::string> {
+      if (list.filter && !list.filter->Matches([&](const std::string& field) -> std::optional<std::string> {
             if (field == "name") return i.info.name;
             if (field == "status") return i.info.status;
             if (field == "zone") return i.info.zone;
@@ -435,8 +392,8 @@ EmulatorResponse GcpEmulator::AggregatedList(const Path& /*p*/, const std::strin
     }
   }
   json items = json::object();
-  const size_t end = std::min(matched.size(), offset + max_results);
-  for (size_t k = offset; k < end; ++k) {
+  const size_t end = list.PageEnd(matched.size());
+  for (size_t k = list.offset; k < end; ++k) {
     items["zones/" + matched[k]->info.zone]["instances"].push_back(
         json::parse(InstanceJson(*matched[k], now)));
   }
@@ -453,19 +410,17 @@ EmulatorResponse GcpEmulator::AggregatedList(const Path& /*p*/, const std::strin
               {"items", items},
               {"selfLink", Url("aggregated/instances")}};
   if (end < matched.size()) out["nextPageToken"] = gcp::PageToken(end);
-  return Json(out.dump());
+  return gcp::Json(out.dump());
 }
 
 EmulatorResponse GcpEmulator::ListOperations(const Path& p, const std::string& query, WallTime now) {
   const auto params = gcp::ParseQuery(query);
   gcp::ListQuery list;
   if (auto bad = gcp::ParseListQuery(params, &list)) return *bad;
-  const std::optional<gcp::Filter>& filter = list.filter;
-  const size_t offset = list.offset, max_results = list.max_results;
   std::vector<const Operation*> matched;
   for (const Operation& op : operations_) {
     if (op.zone != p.zone || now < op.insert_time) continue;
-    if (filter && !filter->Matches([&](const std::string& field) -> std::optional<std::string> {
+    if (list.filter && !list.filter->Matches([&](const std::string& field) -> std::optional<std::string> {
           if (field == "operationType") return op.type;
           if (field == "status") return std::string(now >= op.done_at ? "DONE" : "RUNNING");
           if (field == "name") return op.name;
@@ -482,14 +437,14 @@ EmulatorResponse GcpEmulator::ListOperations(const Path& p, const std::string& q
   json out = {{"kind", "compute#operationList"},
               {"id", "projects/" + scenario_.project + "/zones/" + p.zone + "/operations"},
               {"selfLink", Url("zones/" + p.zone + "/operations")}};
-  const size_t end = std::min(matched.size(), offset + max_results);
-  if (offset < end) {
+  const size_t end = list.PageEnd(matched.size());
+  if (list.offset < end) {
     out["items"] = json::array();
-    for (size_t k = offset; k < end; ++k)
+    for (size_t k = list.offset; k < end; ++k)
       out["items"].push_back(json::parse(OperationJson(*matched[k], now)));
   }
   if (end < matched.size()) out["nextPageToken"] = gcp::PageToken(end);
-  return Json(out.dump());
+  return gcp::Json(out.dump());
 }
 
 EmulatorResponse GcpEmulator::RegionGet(const std::string& region, WallTime now) {
@@ -497,7 +452,7 @@ EmulatorResponse GcpEmulator::RegionGet(const std::string& region, WallTime now)
   for (const std::string& z : scenario_.zones) {
     if (gcp::RegionOf(z) == region) zones.push_back(Url("zones/" + z));
   }
-  if (zones.empty()) return NotFound("projects/" + scenario_.project + "/regions/" + region);
+  if (zones.empty()) return gcp::NotFound("projects/" + scenario_.project + "/regions/" + region);
   json quotas = json::array();
   std::set<std::string> metrics;
   for (const GcpQuota& q : scenario_.quotas) {
@@ -515,154 +470,7 @@ EmulatorResponse GcpEmulator::RegionGet(const std::string& region, WallTime now)
               {"zones", zones},
               {"quotas", quotas},
               {"selfLink", Url("regions/" + region)}};
-  return Json(out.dump());
-}
-
-EmulatorResponse GcpEmulator::GroupCall(const EmulatorRequest& request, const Path& p,
-                                        const std::string& query, const std::string& request_id,
-                                        WallTime now) {
-  Group* g = FindGroup(p.zone, p.name);
-  if (g == nullptr) return NotFound(p.resource());
-  const std::string group_link = Url("zones/" + p.zone + "/instanceGroupManagers/" + p.name);
-  const std::string zone_instances = "projects/" + scenario_.project + "/zones/" + p.zone + "/instances/";
-  if (p.verb.empty()) {
-    if (request.method != "GET") return gcp::ErrorResponse(405, "badRequest", "Method not allowed");
-    return Json(GroupJson(*g, now));
-  }
-  if (request.method != "POST") return gcp::ErrorResponse(405, "badRequest", "Method not allowed");
-  const auto params = gcp::ParseQuery(query);
-  auto member_named = [&](const std::string& name) -> Member* {
-    for (Member& m : g->members) {
-      if (m.name == name && !m.deleting) return &m;
-    }
-    return nullptr;
-  };
-  if (p.verb == "listManagedInstances") {
-    gcp::ListQuery list;
-    if (auto bad = gcp::ParseListQuery(params, &list)) return *bad;
-    const std::optional<gcp::Filter>& filter = list.filter;
-    const size_t offset = list.offset, max_results = list.max_results;
-    std::vector<json> matched;
-    for (const Member& m : g->members) {
-      json j = json::parse(MemberJson(*g, m, now));
-      if (filter && !filter->Matches([&](const std::string& field) -> std::optional<std::string> {
-            if (field == "name" || field == "currentAction" || field == "instanceStatus") {
-              if (j.contains(field)) return j[field].get<std::string>();
-            }
-            return std::nullopt;
-          })) {
-        continue;
-      }
-      matched.push_back(std::move(j));
-    }
-    json out = json::object();
-    const size_t end = std::min(matched.size(), offset + max_results);
-    if (offset < end)
-      out["managedInstances"] = json(std::vector<json>(matched.begin() + offset, matched.begin() + end));
-    if (end < matched.size()) out["nextPageToken"] = gcp::PageToken(end);
-    return Json(out.dump());
-  }
-  std::string op_type = "compute.instanceGroupManagers." + p.verb;
-  if (p.verb == "createInstances") {
-    const json in = json::parse(request.body, nullptr, false);
-    if (!in.is_object() || !in.contains("instances") || !in["instances"].is_array() ||
-        in["instances"].empty()) {
-      return Invalid("resource.instances", request.body, "A non-empty list of instances is required.");
-    }
-    std::vector<std::string> names;
-    std::vector<std::vector<std::pair<std::string, std::string>>> metadata;
-    for (const json& i : in["instances"]) {
-      const std::string name = i.is_object() ? i.value("name", "") : "";
-      metadata.emplace_back();
-      if (i.is_object() && i.contains("preservedState")) {
-        const json preserved = i["preservedState"].value("metadata", json::object());
-        for (const auto& [key, value] : preserved.items())
-          metadata.back().emplace_back(key, value.get<std::string>());
-      }
-      if (!ValidName(name)) {
-        return Invalid("resource.instances.name", name,
-                       "Must be a match of regex '(?:[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?)'");
-      }
-      if (member_named(name) != nullptr || FindInstance(p.zone, name) != nullptr ||
-          std::find(names.begin(), names.end(), name) != names.end()) {
-        return gcp::ErrorResponse(409, "alreadyExists",
-                                  "The resource '" + zone_instances + name + "' already exists");
-      }
-      names.push_back(name);
-    }
-    for (size_t k = 0; k < names.size(); ++k) {
-      Member m;
-      m.name = names[k];
-      m.metadata = metadata[k];
-      m.next_try = now;
-      g->members.push_back(std::move(m));
-      TryCreateMember(*g, g->members.back(), now);
-    }
-  } else if (p.verb == "deleteInstances") {
-    const json in = json::parse(request.body, nullptr, false);
-    if (!in.is_object() || !in.contains("instances") || !in["instances"].is_array()) {
-      return Invalid("resource.instances", request.body, "A list of instance URLs is required.");
-    }
-    const bool skip = in.value("skipInstancesOnValidationError", false);
-    std::vector<std::string> names, strangers;
-    for (const json& i : in["instances"]) {
-      const std::string name = i.is_string() ? LastSegment(i.get<std::string>()) : "";
-      (member_named(name) != nullptr ? names : strangers).push_back(name);
-    }
-    if (!strangers.empty() && !skip) {
-      std::string list;
-      for (const std::string& s : strangers) list += (list.empty() ? "" : ", ") + zone_instances + s;
-      return gcp::ErrorResponse(400, "invalid",
-                                "The request contains instances that are not members of the group: " + list);
-    }
-    for (const std::string& name : names) {
-      Member* m = member_named(name);
-      if (m == nullptr) continue;  // named twice
-      m->deleting = true;
-      if (m->instance && !instances_[*m->instance].info.deleted) {
-        DeleteInstance(instances_[*m->instance], now);
-      }
-    }
-    g->members.erase(std::remove_if(g->members.begin(), g->members.end(),
-                                    [](const Member& m) { return m.deleting && !m.instance; }),
-                     g->members.end());
-  } else if (p.verb == "resize") {
-    auto s = params.find("size");
-    char* end = nullptr;
-    const long size = s == params.end() ? -1 : std::strtol(s->second.c_str(), &end, 10);
-    if (s == params.end() || s->second.empty() || *end != '\0' || size < 0 || size > 1000) {
-      return Invalid("size", s == params.end() ? "" : s->second, "Must be an integer in [0, 1000].");
-    }
-    long current = 0;
-    for (const Member& m : g->members) current += m.deleting ? 0 : 1;
-    for (; current < size; ++current) {
-      Member m;
-      do {
-        char suffix[8];
-        std::snprintf(suffix, sizeof suffix, "%04x", static_cast<unsigned>(rng_() & 0xffff));
-        m.name = g->spec.base_instance_name + "-" + suffix;
-      } while (member_named(m.name) != nullptr || FindInstance(p.zone, m.name) != nullptr);
-      m.next_try = now;
-      g->members.push_back(std::move(m));
-      TryCreateMember(*g, g->members.back(), now);
-    }
-    // Shrinking removes members that have no VM yet first, then the newest.
-    for (int pass = 0; pass < 2 && current > size; ++pass) {
-      for (auto it = g->members.rbegin(); it != g->members.rend() && current > size; ++it) {
-        if (it->deleting || (pass == 0 && it->instance)) continue;
-        it->deleting = true;
-        if (it->instance) DeleteInstance(instances_[*it->instance], now);
-        --current;
-      }
-    }
-    g->members.erase(std::remove_if(g->members.begin(), g->members.end(),
-                                    [](const Member& m) { return m.deleting && !m.instance; }),
-                     g->members.end());
-  } else {
-    return gcp::ErrorResponse(404, "notFound", "Unknown method " + p.verb + " of instanceGroupManagers.");
-  }
-  Operation& op = NewOperation(p.zone, op_type, group_link, g->id, request_id, now);
-  return Json(OperationJson(op, now));
+  return gcp::Json(out.dump());
 }
 
 }  // namespace gpuscaler::sim

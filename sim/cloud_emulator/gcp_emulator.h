@@ -191,11 +191,7 @@ struct GcpInstanceInfo {
   bool deleted = false;
 };
 
-struct GcpEmulatorStats {
-  int requests = 0;
-  int throttled = 0;
-  int server_errors = 0;
-  int auth_failures = 0;
+struct GcpEmulatorStats : RequestStats {
   int tokens_issued = 0;
   int created = 0;
   int preempted = 0;
@@ -281,7 +277,7 @@ class GcpEmulator {
     std::string email;
     WallTime expires{};
   };
-  struct Path;  // a parsed /compute/v1 path (gcp_emulator.cc)
+  struct Path;  // a parsed /compute/v1 path (gcp_impl.h)
 
   // State (gcp_state.cc). Everything below runs with mu_ held.
   void AdvanceLocked(WallTime now);
@@ -339,6 +335,7 @@ class GcpEmulator {
   // The quota limit of (region, metric) in force now, or nullopt (unlimited).
   std::optional<double> QuotaLimit(const std::string& region, const std::string& metric, WallTime now) const;
   double QuotaUsage(const std::string& region, const std::string& metric, WallTime now) const;
+  // The instanceGroupManagers calls (gcp_groups.cc).
   EmulatorResponse GroupCall(const EmulatorRequest& request, const Path& path, const std::string& query,
                              const std::string& request_id, WallTime now);
   // The operation an earlier call with `request_id` made, as the answer.

@@ -1,6 +1,7 @@
 // Helpers shared by the GcpEmulator's translation units (not a public API).
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <optional>
@@ -13,6 +14,21 @@
 namespace gpuscaler::sim::gcp {
 
 inline constexpr const char* kComputeBase = "https://www.googleapis.com/compute/v1/";
+
+// A 200 answer with a Compute Engine JSON body.
+EmulatorResponse Json(const std::string& body);
+
+// 404 notFound: "The resource '<resource>' was not found".
+EmulatorResponse NotFound(const std::string& resource);
+
+// 400 invalid: "Invalid value for field '<field>': '<value>'. <why>".
+EmulatorResponse Invalid(const std::string& field, const std::string& value, const std::string& why);
+
+// The part after the last '/' of a URL or path (all of `s` when it has none).
+std::string LastSegment(const std::string& s);
+
+// RFC 1035 labels, as Compute Engine requires of resource names.
+bool ValidName(const std::string& n);
 
 // "us-central1-a" -> "us-central1".
 std::string RegionOf(const std::string& zone);
@@ -54,6 +70,8 @@ struct ListQuery {
   std::optional<Filter> filter;
   size_t offset = 0;
   size_t max_results = 500;
+  // Where the page that starts at `offset` ends in a list of `total` items.
+  size_t PageEnd(size_t total) const { return std::min(total, offset + max_results); }
 };
 // The list parameters of `q` into `*out`; the error answer when one is
 // malformed.
@@ -70,3 +88,23 @@ std::optional<std::string> Base64UrlDecode(std::string_view text);
 Status VerifyRs256(const std::string& public_key_pem, std::string_view data, std::string_view signature);
 
 }  // namespace gpuscaler::sim::gcp
+
+namespace gpuscaler::sim {
+
+// /compute/v1/projects/{project}/zones/{zone}/{collection}[/{name}[/{verb}]]
+// or /compute/v1/projects/{project}/aggregated/{collection}.
+struct GcpEmulator::Path {
+  std::string project;
+  std::string zone;
+  bool aggregated = false;
+  std::string collection;
+  std::string name;
+  std::string verb;
+  std::string resource() const {
+    std::string r = "projects/" + project + "/zones/" + zone + "/" + collection;
+    if (!name.empty()) r += "/" + name;
+    return r;
+  }
+};
+
+}  // namespace gpuscaler::sim

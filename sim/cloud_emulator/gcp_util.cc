@@ -5,6 +5,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include <algorithm>
 #include <cctype>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -60,6 +61,27 @@ EmulatorResponse ErrorResponse(int status, const std::string& reason, const std:
   if (status == 401)
     r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"https://accounts.google.com/\"");
   return r;
+}
+
+EmulatorResponse Json(const std::string& body) { return {200, "application/json; charset=UTF-8", {}, body}; }
+
+EmulatorResponse NotFound(const std::string& resource) {
+  return ErrorResponse(404, "notFound", "The resource '" + resource + "' was not found");
+}
+
+EmulatorResponse Invalid(const std::string& field, const std::string& value, const std::string& why) {
+  return ErrorResponse(400, "invalid", "Invalid value for field '" + field + "': '" + value + "'. " + why);
+}
+
+std::string LastSegment(const std::string& s) {
+  const size_t slash = s.rfind('/');
+  return slash == std::string::npos ? s : s.substr(slash + 1);
+}
+
+bool ValidName(const std::string& n) {
+  if (n.empty() || n.size() > 63 || n[0] < 'a' || n[0] > 'z' || n.back() == '-') return false;
+  return std::all_of(n.begin(), n.end(),
+                     [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; });
 }
 
 std::string Timestamp(WallTime t) {

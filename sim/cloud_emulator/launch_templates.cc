@@ -151,16 +151,7 @@ std::string TemplateXml(const std::string& element, const std::string& id, const
   Leaf(out, "createdBy", "arn:aws:iam::" + account + ":root");
   Leaf(out, "defaultVersionNumber", std::to_string(default_version));
   Leaf(out, "latestVersionNumber", std::to_string(latest));
-  if (!tags.empty()) {
-    out += "<tagSet>";
-    for (const auto& [k, v] : tags) {
-      out += "<item>";
-      Leaf(out, "key", k);
-      Leaf(out, "value", v);
-      out += "</item>";
-    }
-    out += "</tagSet>";
-  }
+  TagSet(out, tags);
   out += "</" + element + ">";
   return out;
 }
@@ -311,26 +302,7 @@ EmulatorResponse CloudEmulator::DescribeSecurityGroups(const Params& p) {
   const std::vector<std::string> ids = p.List("GroupId");
   auto matches = [&](const ScriptedSecurityGroup& g) {
     if (!ids.empty() && std::find(ids.begin(), ids.end(), g.id) == ids.end()) return false;
-    for (const cloud::Filter& f : filters) {
-      auto any = [&](const std::string& text) {
-        return std::any_of(f.values.begin(), f.values.end(), [&](const std::string& v) { return Glob(v, text); });
-      };
-      bool ok = false;
-      if (f.name.rfind("tag:", 0) == 0) {
-        auto tag = g.tags.find(f.name.substr(4));
-        ok = tag != g.tags.end() && any(tag->second);
-      } else if (f.name == "tag-key") {
-        ok = std::any_of(g.tags.begin(), g.tags.end(), [&](const auto& kv) { return any(kv.first); });
-      } else if (f.name == "group-id") {
-        ok = any(g.id);
-      } else if (f.name == "group-name") {
-        ok = any(g.name);
-      } else {
-        return false;
-      }
-      if (!ok) return false;
-    }
-    return true;
+    return MatchesFilters(filters, g.tags, {{"group-id", g.id}, {"group-name", g.name}});
   };
   std::string body = Ec2Open("DescribeSecurityGroups", Uuid());
   body += "<securityGroupInfo>";
@@ -341,16 +313,7 @@ EmulatorResponse CloudEmulator::DescribeSecurityGroups(const Params& p) {
     Leaf(body, "groupId", g.id);
     Leaf(body, "groupName", g.name.empty() ? g.id : g.name);
     Leaf(body, "groupDescription", g.name.empty() ? g.id : g.name);
-    if (!g.tags.empty()) {
-      body += "<tagSet>";
-      for (const auto& [k, v] : g.tags) {
-        body += "<item>";
-        Leaf(body, "key", k);
-        Leaf(body, "value", v);
-        body += "</item>";
-      }
-      body += "</tagSet>";
-    }
+    TagSet(body, g.tags);
     body += "</item>";
   }
   body += "</securityGroupInfo>\n</DescribeSecurityGroupsResponse>\n";
@@ -369,28 +332,9 @@ EmulatorResponse CloudEmulator::DescribeSubnets(const Params& p) {
     if (!ids.empty() && std::find(ids.begin(), ids.end(), id) == ids.end()) return false;
     auto tags_it = scenario_.subnet_tags.find(id);
     const std::map<std::string, std::string>& tags = tags_it == scenario_.subnet_tags.end() ? kNoTags : tags_it->second;
-    for (const cloud::Filter& f : filters) {
-      auto any = [&](const std::string& text) {
-        return std::any_of(f.values.begin(), f.values.end(), [&](const std::string& v) { return Glob(v, text); });
-      };
-      bool ok = false;
-      if (f.name.rfind("tag:", 0) == 0) {
-        auto tag = tags.find(f.name.substr(4));
-        ok = tag != tags.end() && any(tag->second);
-      } else if (f.name == "tag-key") {
-        ok = std::any_of(tags.begin(), tags.end(), [&](const auto& kv) { return any(kv.first); });
-      } else if (f.name == "subnet-id") {
-        ok = any(id);
-      } else if (f.name == "availability-zone" || f.name == "availabilityZone") {
-        ok = any(zone);
-      } else if (f.name == "state") {
-        ok = any("available");
-      } else {
-        return false;
-      }
-      if (!ok) return false;
-    }
-    return true;
+    return MatchesFilters(
+        filters, tags,
+        {{"subnet-id", id}, {"availability-zone", zone}, {"availabilityZone", zone}, {"state", "available"}});
   };
   std::string body = Ec2Open("DescribeSubnets", Uuid());
   body += "<subnetSet>";
@@ -409,17 +353,7 @@ EmulatorResponse CloudEmulator::DescribeSubnets(const Params& p) {
     Leaf(body, "availabilityZone", zone);
     Leaf(body, "defaultForAz", "false");
     Leaf(body, "mapPublicIpOnLaunch", "false");
-    auto tags = scenario_.subnet_tags.find(id);
-    if (tags != scenario_.subnet_tags.end() && !tags->second.empty()) {
-      body += "<tagSet>";
-      for (const auto& [k, v] : tags->second) {
-        body += "<item>";
-        Leaf(body, "key", k);
-        Leaf(body, "value", v);
-        body += "</item>";
-      }
-      body += "</tagSet>";
-    }
+    if (auto tags = scenario_.subnet_tags.find(id); tags != scenario_.subnet_tags.end()) TagSet(body, tags->second);
     body += "</item>";
   }
   body += "</subnetSet>\n</DescribeSubnetsResponse>\n";

@@ -18,6 +18,33 @@ bool Glob(std::string_view pattern, std::string_view text) {
   return Glob(pattern.substr(1), text.substr(1));
 }
 
+bool AnyGlob(const std::vector<std::string>& patterns, std::string_view text) {
+  return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& p) { return Glob(p, text); });
+}
+
+std::optional<bool> MatchesTagFilter(const cloud::Filter& f, const std::map<std::string, std::string>& tags) {
+  if (f.name.rfind("tag:", 0) == 0) {
+    auto t = tags.find(f.name.substr(4));
+    return t != tags.end() && AnyGlob(f.values, t->second);
+  }
+  if (f.name == "tag-key") {
+    return std::any_of(tags.begin(), tags.end(), [&](const auto& kv) { return AnyGlob(f.values, kv.first); });
+  }
+  return std::nullopt;
+}
+
+bool MatchesFilters(const std::vector<cloud::Filter>& filters, const std::map<std::string, std::string>& tags,
+                    std::initializer_list<std::pair<std::string_view, std::string_view>> fields) {
+  for (const cloud::Filter& f : filters) {
+    std::optional<bool> ok = MatchesTagFilter(f, tags);
+    for (const auto& [name, value] : fields) {
+      if (f.name == name) ok = AnyGlob(f.values, value);
+    }
+    if (!ok.value_or(false)) return false;
+  }
+  return true;
+}
+
 bool ParseInt(const std::string& s, int* out) {
   if (s.empty()) return false;
   char* end = nullptr;

@@ -17,6 +17,18 @@ void Leaf(std::string& out, std::string_view name, std::string_view value) {
   out += '>';
 }
 
+void TagSet(std::string& out, const std::map<std::string, std::string>& tags) {
+  if (tags.empty()) return;
+  out += "<tagSet>";
+  for (const auto& [k, v] : tags) {
+    out += "<item>";
+    Leaf(out, "key", k);
+    Leaf(out, "value", v);
+    out += "</item>";
+  }
+  out += "</tagSet>";
+}
+
 std::string Ec2Time(WallTime t) {
   std::string s = FormatRfc3339(t);
   return s.substr(0, s.size() - 1) + ".000Z";

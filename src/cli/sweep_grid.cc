@@ -122,8 +122,12 @@ Result<Grid> ReadGrid(const std::string& file) {
   if (r.Parse(*text, &root)) {
     MapReader top(r, root, "", {"catalog", "days", "traces", "markets", "policies", "overrides", "seeds"});
     top.Require({"traces", "policies"});
-    top.ReadString("catalog", &g.catalog_file);
-    g.catalog_file = Resolve(g, g.catalog_file);
+    // A file named relative to the grid file.
+    const auto read_file = [&](MapReader& m, std::string_view key, std::string* file) {
+      m.ReadString(key, file);
+      *file = Resolve(g, *file);
+    };
+    read_file(top, "catalog", &g.catalog_file);
     int days = 0;
     if (top.ReadInt("days", &days) && days <= 0) r.ReportAt("days", "must be >= 1");
     std::set<std::string> names;
@@ -135,16 +139,19 @@ Result<Grid> ReadGrid(const std::string& file) {
         r.ReportAt(path + ".name", std::string("duplicate ") + what + " name '" + name + "'");
       }
     };
+    // The required name of a trace, market or policy.
+    const auto read_name = [&](MapReader& m, const std::string& path, const char* what, std::string* name) {
+      m.Require({"name"});
+      m.ReadString("name", name);
+      unique(path, *name, what);
+    };
     top.ForEachItem("traces", [&](const DocNode& n, const std::string& path) {
       MapReader m(r, n, path,
                   {"name", "scenario", "trace", "format", "days", "cbl_instance_types", "cbl_nodes_when_up"});
-      m.Require({"name"});
       GridTrace t;
-      m.ReadString("name", &t.name);
-      unique(path, t.name, "trace");
+      read_name(m, path, "trace", &t.name);
       m.ReadString("scenario", &t.in.scenario);
-      m.ReadString("trace", &t.in.trace_file);
-      t.in.trace_file = Resolve(g, t.in.trace_file);
+      read_file(m, "trace", &t.in.trace_file);
       m.ReadString("format", &t.in.trace_format);
       t.in.days = days;
       if (m.ReadInt("days", &t.in.days) && t.in.days <= 0) r.ReportAt(m.PathOf("days"), "must be >= 1");
@@ -156,12 +163,9 @@ Result<Grid> ReadGrid(const std::string& file) {
     });
     top.ForEachItem("markets", [&](const DocNode& n, const std::string& path) {
       MapReader m(r, n, path, {"name", "prices", "format"});
-      m.Require({"name"});
       GridMarket mk;
-      m.ReadString("name", &mk.name);
-      unique(path, mk.name, "market");
-      m.ReadString("prices", &mk.prices_file);
-      mk.prices_file = Resolve(g, mk.prices_file);
+      read_name(m, path, "market", &mk.name);
+      read_file(m, "prices", &mk.prices_file);
       m.ReadString("format", &mk.prices_format);
       if (mk.prices_file.empty() != mk.prices_format.empty()) r.ReportAt(path, "prices and format go together");
       g.markets.push_back(std::move(mk));
@@ -169,12 +173,9 @@ Result<Grid> ReadGrid(const std::string& file) {
     if (g.markets.empty()) g.markets.push_back({"none", "", ""});
     top.ForEachItem("policies", [&](const DocNode& n, const std::string& path) {
       MapReader m(r, n, path, {"name", "file", "baseline"});
-      m.Require({"name"});
       GridPolicy p;
-      m.ReadString("name", &p.name);
-      unique(path, p.name, "policy");
-      m.ReadString("file", &p.file);
-      p.file = Resolve(g, p.file);
+      read_name(m, path, "policy", &p.name);
+      read_file(m, "file", &p.file);
       if (m.ReadString("baseline", &p.baseline)) {
         std::vector<std::string> known = sim::BaselineNames();
         known.push_back("gpuscaler-reactive");

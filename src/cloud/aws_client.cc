@@ -12,8 +12,7 @@ AwsClient::AwsClient(AwsClientOptions options, Transport& transport, Credentials
       transport_(transport),
       credentials_(credentials),
       clock_(clock),
-      sleep_(std::move(sleep)),
-      rng_(options_.seed) {
+      retrier_(options_.retry, options_.seed, std::move(sleep)) {
   while (!options_.endpoint_url.empty() && options_.endpoint_url.back() == '/') options_.endpoint_url.pop_back();
 }
 
@@ -41,17 +40,8 @@ Result<std::string> AwsClient::Send(std::string_view service, std::string_view w
   headers.insert(headers.begin(), {"Host", host});
 
   std::optional<Error> last;
-  for (int attempt = 0; attempt < std::max(1, options_.retry.max_attempts); ++attempt) {
-    if (attempt > 0) {
-      // Full jitter: uniform in [0, min(cap, ceiling * 2^(attempt-1))].
-      const bool throttled = last && last->category() == ErrorCategory::kThrottled;
-      const auto base = throttled ? options_.retry.throttle_base : options_.retry.base;
-      const int64_t ceiling = std::min<int64_t>(options_.retry.cap.count(), base.count() << std::min(attempt - 1, 20));
-      std::uniform_int_distribution<int64_t> jitter(0, std::max<int64_t>(ceiling, 0));
-      ++retries_;
-      if (sleep_) sleep_(std::chrono::milliseconds(jitter(rng_)));
-    }
-    ++calls_;
+  for (int attempt = 0; attempt < retrier_.max_attempts(); ++attempt) {
+    retrier_.BeforeAttempt(attempt, last);
     const WallTime now = clock_.WallNow();
     auto creds = credentials_.Get(now);
     if (!creds.ok()) return creds.error().WithContext(std::string(what));

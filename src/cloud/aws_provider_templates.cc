@@ -19,6 +19,28 @@ std::string TemplateClientToken(std::string_view action, const std::string& name
   return "gpuscaler-" + Sha256Hex(std::string(action) + "\n" + name + "\n" + content_hash).substr(0, 40);
 }
 
+// Lists, page by page, what the node template selector `tags` matches
+// (`action` with a "tag:<key>" filter per tag); `each(page)` takes a page and
+// says how many it held. kConfig "no <what> has the tags k=v, …" when nothing
+// matches: a selector that matches nothing is a misconfiguration.
+template <typename Request, typename Page, typename Each>
+Status ForEachTagged(AwsClient& client, std::string_view action, std::string_view what,
+                     const std::map<std::string, std::string>& tags, QueryParams (*query)(const Request&),
+                     Result<Page> (*parse)(std::string_view), Each each) {
+  Request request;
+  std::string described;
+  for (const auto& [key, value] : tags) {
+    request.filters.push_back({"tag:" + key, {value}});
+    described += (described.empty() ? "" : ", ") + key + "=" + value;
+  }
+  size_t matched = 0;
+  Status listed = ForEachPage(client, "ec2", action, request, query, parse,
+                              [&](const Page& page) { matched += each(page); });
+  if (!listed.ok()) return listed;
+  if (matched == 0) return Error::Config("no " + std::string(what) + " has the tags " + described);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<std::string> AwsProvider::ResolveImage(const NodeTemplate& t) {
@@ -40,22 +62,15 @@ Result<std::string> AwsProvider::ResolveImage(const NodeTemplate& t) {
 Result<std::vector<std::string>> AwsProvider::ResolveSecurityGroups(const NodeTemplate& t) {
   std::vector<std::string> ids = t.security_groups;
   for (const std::map<std::string, std::string>& tags : t.security_group_selectors) {
-    DescribeSecurityGroupsRequest request;
-    std::string described;
-    for (const auto& [key, value] : tags) {
-      request.filters.push_back({"tag:" + key, {value}});
-      described += (described.empty() ? "" : ", ") + key + "=" + value;
-    }
-    size_t matched = 0;
-    Status listed = ForEachPage(client_, "ec2", "DescribeSecurityGroups", request, DescribeSecurityGroupsQuery,
-                                ParseDescribeSecurityGroups, [&](const SecurityGroupsPage& page) {
-                                  ids.insert(ids.end(), page.group_ids.begin(), page.group_ids.end());
-                                  matched += page.group_ids.size();
-                                });
-    if (!listed.ok()) return listed.error();
     // No group is a misconfiguration, not "no security group": a node
     // without its groups would not reach the cluster.
-    if (matched == 0) return Error::Config("no security group has the tags " + described);
+    Status listed = ForEachTagged(client_, "DescribeSecurityGroups", "security group", tags,
+                                  DescribeSecurityGroupsQuery, ParseDescribeSecurityGroups,
+                                  [&](const SecurityGroupsPage& page) {
+                                    ids.insert(ids.end(), page.group_ids.begin(), page.group_ids.end());
+                                    return page.group_ids.size();
+                                  });
+    if (!listed.ok()) return listed.error();
   }
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
@@ -88,20 +103,12 @@ Result<const std::map<std::string, std::string>*> AwsProvider::PoolSubnets(const
     if (!listed.ok()) return listed.error().WithContext(context);
   }
   for (const std::map<std::string, std::string>& tags : t.subnet_selectors) {
-    DescribeSubnetsRequest request;
-    std::string described;
-    for (const auto& [k, v] : tags) {
-      request.filters.push_back({"tag:" + k, {v}});
-      described += (described.empty() ? "" : ", ") + k + "=" + v;
-    }
-    size_t matched = 0;
-    Status listed = ForEachPage(client_, "ec2", "DescribeSubnets", request, DescribeSubnetsQuery,
-                                ParseDescribeSubnets, [&](const SubnetsPage& page) {
-                                  matched += page.subnets.size();
-                                  collect(page);
-                                });
+    Status listed = ForEachTagged(client_, "DescribeSubnets", "subnet", tags, DescribeSubnetsQuery,
+                                  ParseDescribeSubnets, [&](const SubnetsPage& page) {
+                                    collect(page);
+                                    return page.subnets.size();
+                                  });
     if (!listed.ok()) return listed.error().WithContext(context);
-    if (matched == 0) return Error::Config(context + ": no subnet has the tags " + described);
   }
   ResolvedSubnets resolved;
   resolved.source_key = key;

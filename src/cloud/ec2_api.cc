@@ -3,44 +3,11 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "query_params.h"
 #include "xml_util.h"
 
 namespace gpuscaler::cloud {
 namespace {
-
-// A value as the Query protocol writes it.
-std::string QueryText(int v) { return std::to_string(v); }
-std::string QueryText(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-std::string QueryText(WallTime t) { return AwsTime(t); }
-std::string QueryText(bool b) { return b ? "true" : "false"; }
-
-// Optional parameters: sent only when set (an engaged optional, a non-empty
-// string).
-template <typename T>
-void AddIfSet(QueryParams& q, std::string key, const std::optional<T>& value) {
-  if (value) q.emplace_back(std::move(key), QueryText(*value));
-}
-void AddIfSet(QueryParams& q, std::string key, const std::string& value) {
-  if (!value.empty()) q.emplace_back(std::move(key), value);
-}
-
-// A list the Query way: "<prefix>.1", "<prefix>.2", … in order.
-void AddList(QueryParams& q, const std::string& prefix, const std::vector<std::string>& values) {
-  for (size_t i = 0; i < values.size(); ++i) q.emplace_back(prefix + "." + std::to_string(i + 1), values[i]);
-}
-
-void AddFilters(QueryParams& q, const std::vector<Filter>& filters, bool query_protocol) {
-  for (size_t i = 0; i < filters.size(); ++i) {
-    const std::string base =
-        query_protocol ? "Filters.member." + std::to_string(i + 1) : "Filter." + std::to_string(i + 1);
-    q.emplace_back(base + ".Name", filters[i].name);
-    AddList(q, base + (query_protocol ? ".Values.member" : ".Value"), filters[i].values);
-  }
-}
 
 CapacityType Lifecycle(std::string_view s) { return s == "spot" ? CapacityType::kSpot : CapacityType::kOnDemand; }
 
@@ -68,39 +35,6 @@ Ec2Instance ParseInstance(pugi::xml_node item) {
   i.client_token = item.child_value("clientToken");
   for (pugi::xml_node t : item.child("tagSet").children("item")) i.tags[t.child_value("key")] = t.child_value("value");
   return i;
-}
-
-// The <{op}Result> element of a query-protocol (Auto Scaling) answer.
-Result<pugi::xml_node> QueryResult(pugi::xml_document& doc, std::string_view body, const std::string& op) {
-  if (Status s = xml::Load(doc, body, op + "Response"); !s.ok()) return s.error();
-  pugi::xml_node result = doc.document_element().child((op + "Result").c_str());
-  if (!result) return Error::InvalidInput(op + ": no " + op + "Result");
-  return result;
-}
-
-// A paged answer, EC2's (<{op}Response><{list}><item>…, <nextToken>) or Auto
-// Scaling's (<{op}Response><{op}Result><{list}><member>…, <NextToken>):
-// read(element, page) for each element of the list, then the next token.
-enum class Protocol { kEc2, kAutoScaling };
-template <typename Page, typename Read>
-Result<Page> ParsePage(std::string_view body, Protocol protocol, const std::string& op, const char* list, Read read) {
-  const bool ec2 = protocol == Protocol::kEc2;
-  pugi::xml_document doc;
-  pugi::xml_node root;
-  if (ec2) {
-    if (Status s = xml::Load(doc, body, op + "Response"); !s.ok()) return s.error();
-    root = doc.document_element();
-  } else {
-    Result<pugi::xml_node> result = QueryResult(doc, body, op);
-    if (!result.ok()) return result.error();
-    root = *result;
-  }
-  Page page;
-  for (pugi::xml_node e : root.child(list).children(ec2 ? "item" : "member")) {
-    if (Status s = read(e, page); !s.ok()) return s.error();
-  }
-  page.next_token = root.child_value(ec2 ? "nextToken" : "NextToken");
-  return page;
 }
 
 }  // namespace
@@ -172,14 +106,10 @@ QueryParams TerminateInstancesQuery(const std::vector<std::string>& ids) {
 }
 
 Result<std::vector<InstanceStateChange>> ParseTerminateInstances(std::string_view body) {
-  pugi::xml_document doc;
-  if (Status s = xml::Load(doc, body, "TerminateInstancesResponse"); !s.ok()) return s.error();
-  std::vector<InstanceStateChange> out;
-  for (pugi::xml_node item : doc.document_element().child("instancesSet").children("item")) {
-    out.push_back({item.child_value("instanceId"), item.child("previousState").child_value("name"),
-                   item.child("currentState").child_value("name")});
-  }
-  return out;
+  return xml::ParseItems(body, "TerminateInstances", "instancesSet", [](pugi::xml_node item) {
+    return InstanceStateChange{item.child_value("instanceId"), item.child("previousState").child_value("name"),
+                               item.child("currentState").child_value("name")};
+  });
 }
 
 QueryParams DescribeInstancesQuery(const DescribeInstancesRequest& r) {
@@ -198,7 +128,7 @@ Result<DescribeInstancesPage> ParseDescribeInstances(std::string_view body) {
     }
     return Status::Ok();
   };
-  return ParsePage<DescribeInstancesPage>(body, Protocol::kEc2, "DescribeInstances", "reservationSet", read);
+  return xml::ParsePage<DescribeInstancesPage>(body, xml::Protocol::kEc2, "DescribeInstances", "reservationSet", read);
 }
 
 Result<std::vector<Ec2Instance>> ParseInstancesSet(std::string_view body) {
@@ -240,7 +170,7 @@ Result<SpotPriceHistoryPage> ParseDescribeSpotPriceHistory(std::string_view body
     page.prices.push_back(std::move(p));
     return Status::Ok();
   };
-  return ParsePage<SpotPriceHistoryPage>(body, Protocol::kEc2, "DescribeSpotPriceHistory", "spotPriceHistorySet",
+  return xml::ParsePage<SpotPriceHistoryPage>(body, xml::Protocol::kEc2, "DescribeSpotPriceHistory", "spotPriceHistorySet",
                                          read);
 }
 
@@ -286,7 +216,7 @@ Result<AutoScalingGroupsPage> ParseDescribeAutoScalingGroups(std::string_view bo
     page.groups.push_back(std::move(g));
     return Status::Ok();
   };
-  return ParsePage<AutoScalingGroupsPage>(body, Protocol::kAutoScaling, "DescribeAutoScalingGroups",
+  return xml::ParsePage<AutoScalingGroupsPage>(body, xml::Protocol::kAutoScaling, "DescribeAutoScalingGroups",
                                           "AutoScalingGroups", read);
 }
 
@@ -299,7 +229,7 @@ QueryParams TerminateInstanceInAutoScalingGroupQuery(const std::string& instance
 
 Result<std::string> ParseTerminateInstanceInAutoScalingGroup(std::string_view body) {
   pugi::xml_document doc;
-  Result<pugi::xml_node> result = QueryResult(doc, body, "TerminateInstanceInAutoScalingGroup");
+  Result<pugi::xml_node> result = xml::QueryResult(doc, body, "TerminateInstanceInAutoScalingGroup");
   if (!result.ok()) return result.error();
   return std::string(result->child("Activity").child_value("ActivityId"));
 }
@@ -340,7 +270,7 @@ Result<ScalingActivitiesPage> ParseDescribeScalingActivities(std::string_view bo
     page.activities.push_back(std::move(a));
     return Status::Ok();
   };
-  return ParsePage<ScalingActivitiesPage>(body, Protocol::kAutoScaling, "DescribeScalingActivities", "Activities",
+  return xml::ParsePage<ScalingActivitiesPage>(body, xml::Protocol::kAutoScaling, "DescribeScalingActivities", "Activities",
                                           read);
 }
 

@@ -117,8 +117,7 @@ GcpClient::GcpClient(GcpClientOptions options, Transport& transport, TokenSource
       transport_(transport),
       tokens_(tokens),
       clock_(clock),
-      sleep_(std::move(sleep)),
-      rng_(options_.seed) {
+      retrier_(options_.retry, options_.seed, std::move(sleep)) {
   if (options_.endpoint.empty()) options_.endpoint = kComputeEndpoint;
   if (options_.endpoint.back() != '/') options_.endpoint += '/';
 }
@@ -129,18 +128,8 @@ Result<nlohmann::json> GcpClient::Call(std::string_view method, const std::strin
   // Messages name the method and path without the query (filters can be long).
   const std::string what = std::string(method) + " " + path.substr(0, path.find('?'));
   std::optional<Error> last;
-  for (int attempt = 0; attempt < std::max(1, options_.retry.max_attempts); ++attempt) {
-    if (attempt > 0) {
-      // Full jitter: uniform in [0, min(cap, ceiling * 2^(attempt-1))].
-      const bool throttled = last && last->category() == ErrorCategory::kThrottled;
-      const auto base = throttled ? options_.retry.throttle_base : options_.retry.base;
-      const int64_t ceiling =
-          std::min<int64_t>(options_.retry.cap.count(), base.count() << std::min(attempt - 1, 20));
-      std::uniform_int_distribution<int64_t> jitter(0, std::max<int64_t>(ceiling, 0));
-      ++retries_;
-      Sleep(std::chrono::milliseconds(jitter(rng_)));
-    }
-    ++calls_;
+  for (int attempt = 0; attempt < retrier_.max_attempts(); ++attempt) {
+    retrier_.BeforeAttempt(attempt, last);
     Result<AccessToken> token = tokens_.Get(clock_.WallNow());
     if (!token) {
       if (token.error().category() == ErrorCategory::kNotFound) {

@@ -106,30 +106,6 @@ Result<GoogleCredentialsFile> ParseGoogleCredentialsFile(std::string_view json, 
   return f;
 }
 
-std::string Base64UrlEncode(std::string_view bytes) {
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 3 <= bytes.size(); i += 3) {
-    const uint32_t n = (uint32_t(uint8_t(bytes[i])) << 16) | (uint32_t(uint8_t(bytes[i + 1])) << 8) |
-                       uint32_t(uint8_t(bytes[i + 2]));
-    out += kAlphabet[(n >> 18) & 63];
-    out += kAlphabet[(n >> 12) & 63];
-    out += kAlphabet[(n >> 6) & 63];
-    out += kAlphabet[n & 63];
-  }
-  const size_t rest = bytes.size() - i;
-  if (rest > 0) {
-    uint32_t n = uint32_t(uint8_t(bytes[i])) << 16;
-    if (rest == 2) n |= uint32_t(uint8_t(bytes[i + 1])) << 8;
-    out += kAlphabet[(n >> 18) & 63];
-    out += kAlphabet[(n >> 12) & 63];
-    if (rest == 2) out += kAlphabet[(n >> 6) & 63];
-  }
-  return out;
-}
-
 std::optional<std::string> Base64UrlDecode(std::string_view text) {
   while (!text.empty() && text.back() == '=') text.remove_suffix(1);
   auto value = [](char c) -> int {

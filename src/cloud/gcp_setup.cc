@@ -1,9 +1,6 @@
 #include "gpuscaler/cloud/gcp_setup.h"
 
-#include <thread>
-
 #include "gpuscaler/cloud/gcp_billing_catalog.h"
-#include "gpuscaler/cloud/net_transport.h"
 #include "gpuscaler/model/text_file.h"
 
 namespace gpuscaler::cloud {
@@ -24,9 +21,7 @@ std::string BillingEndpoint(const GcpSetupOptions& options) {
 Result<GcpStack> MakeGcpStack(const GcpSetupOptions& options, const Environment& env, const Clock& clock) {
   GcpStack s;
   const FileReader read = [](const std::string& path) { return ReadTextFile(path); };
-  net::HttpClientOptions http;
-  http.timeout = options.http_timeout;
-  s.transport = std::make_unique<NetTransport>(http);
+  s.transport = MakeNetTransport(options);
   const bool billing = options.provider.billing_catalog.enabled;
   std::string scope = kComputeScope;
   if (billing) scope += std::string(" ") + kCloudBillingReadonlyScope;
@@ -52,15 +47,12 @@ Result<GcpStack> MakeGcpStack(const GcpSetupOptions& options, const Environment&
   c.endpoint = options.endpoint;
   c.retry = options.retry;
   c.seed = options.seed;
-  s.client = std::make_unique<GcpClient>(c, *s.transport, *s.tokens, clock,
-                                         [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); });
+  s.client = std::make_unique<GcpClient>(c, *s.transport, *s.tokens, clock, SleepOnThisThread);
   if (billing) {
     GcpClientOptions b = c;
     b.endpoint = BillingEndpoint(options);
     b.seed = options.seed + 1;
-    s.billing_client =
-        std::make_unique<GcpClient>(b, *s.transport, *s.tokens, clock,
-                                    [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); });
+    s.billing_client = std::make_unique<GcpClient>(b, *s.transport, *s.tokens, clock, SleepOnThisThread);
   }
   s.provider = std::make_unique<GcpProvider>(std::move(provider), *s.client, s.billing_client.get());
   return s;

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpuscaler/net/http_client.h"
+#include "query_params.h"
 #include "xml_util.h"
 
 namespace gpuscaler::cloud {
@@ -21,7 +22,7 @@ void AddTags(QueryParams& q, const std::string& resource_type, const std::map<st
 
 QueryParams VersionQuery(const char* action, const std::string& name, const std::string& version_description,
                          const std::string& client_token, const LaunchTemplateData& data) {
-  QueryParams q = {{"Action", action}, {"Version", "2016-11-15"}};
+  QueryParams q = {{"Action", action}, {"Version", kEc2ApiVersion}};
   if (!client_token.empty()) q.emplace_back("ClientToken", client_token);
   q.emplace_back("LaunchTemplateName", name);
   if (!version_description.empty()) q.emplace_back("VersionDescription", version_description);
@@ -86,13 +87,13 @@ QueryParams CreateLaunchTemplateVersionQuery(const std::string& name, const std:
 
 QueryParams ModifyLaunchTemplateQuery(const std::string& name, int64_t version) {
   return {{"Action", "ModifyLaunchTemplate"},
-          {"Version", "2016-11-15"},
+          {"Version", kEc2ApiVersion},
           {"LaunchTemplateName", name},
           {"SetDefaultVersion", std::to_string(version)}};
 }
 
 QueryParams DescribeLaunchTemplateVersionsQuery(const std::string& name, const std::vector<std::string>& versions) {
-  QueryParams q = {{"Action", "DescribeLaunchTemplateVersions"}, {"Version", "2016-11-15"}, {"LaunchTemplateName", name}};
+  QueryParams q = {{"Action", "DescribeLaunchTemplateVersions"}, {"Version", kEc2ApiVersion}, {"LaunchTemplateName", name}};
   for (size_t i = 0; i < versions.size(); ++i) q.emplace_back("LaunchTemplateVersion." + std::to_string(i + 1), versions[i]);
   return q;
 }
@@ -121,65 +122,42 @@ Result<LaunchTemplateVersionInfo> ParseCreateLaunchTemplateVersion(std::string_v
 }
 
 Result<std::vector<LaunchTemplateVersionInfo>> ParseDescribeLaunchTemplateVersions(std::string_view body) {
-  pugi::xml_document doc;
-  if (Status s = xml::Load(doc, body, "DescribeLaunchTemplateVersionsResponse"); !s.ok()) return s.error();
-  std::vector<LaunchTemplateVersionInfo> out;
-  for (pugi::xml_node v : doc.document_element().child("launchTemplateVersionSet").children("item")) {
-    out.push_back(ReadVersion(v));
-  }
-  return out;
+  return xml::ParseItems(body, "DescribeLaunchTemplateVersions", "launchTemplateVersionSet", ReadVersion);
 }
 
 QueryParams DescribeSecurityGroupsQuery(const DescribeSecurityGroupsRequest& r) {
-  QueryParams q = {{"Action", "DescribeSecurityGroups"}, {"Version", "2016-11-15"}};
-  for (size_t i = 0; i < r.filters.size(); ++i) {
-    const std::string base = "Filter." + std::to_string(i + 1) + ".";
-    q.emplace_back(base + "Name", r.filters[i].name);
-    for (size_t v = 0; v < r.filters[i].values.size(); ++v) {
-      q.emplace_back(base + "Value." + std::to_string(v + 1), r.filters[i].values[v]);
-    }
-  }
-  if (!r.next_token.empty()) q.emplace_back("NextToken", r.next_token);
+  QueryParams q = {{"Action", "DescribeSecurityGroups"}, {"Version", kEc2ApiVersion}};
+  AddFilters(q, r.filters, /*query_protocol=*/false);
+  AddIfSet(q, "NextToken", r.next_token);
   return q;
 }
 
 Result<SecurityGroupsPage> ParseDescribeSecurityGroups(std::string_view body) {
-  pugi::xml_document doc;
-  if (Status s = xml::Load(doc, body, "DescribeSecurityGroupsResponse"); !s.ok()) return s.error();
-  SecurityGroupsPage page;
-  for (pugi::xml_node g : doc.document_element().child("securityGroupInfo").children("item")) {
+  auto read = [](pugi::xml_node g, SecurityGroupsPage& page) {
     page.group_ids.push_back(g.child_value("groupId"));
-  }
-  page.next_token = doc.document_element().child_value("nextToken");
-  return page;
+    return Status::Ok();
+  };
+  return xml::ParsePage<SecurityGroupsPage>(body, xml::Protocol::kEc2, "DescribeSecurityGroups", "securityGroupInfo",
+                                            read);
 }
 
 QueryParams DescribeSubnetsQuery(const DescribeSubnetsRequest& r) {
-  QueryParams q = {{"Action", "DescribeSubnets"}, {"Version", "2016-11-15"}};
-  for (size_t i = 0; i < r.subnet_ids.size(); ++i) q.emplace_back("SubnetId." + std::to_string(i + 1), r.subnet_ids[i]);
-  for (size_t i = 0; i < r.filters.size(); ++i) {
-    const std::string base = "Filter." + std::to_string(i + 1) + ".";
-    q.emplace_back(base + "Name", r.filters[i].name);
-    for (size_t v = 0; v < r.filters[i].values.size(); ++v) {
-      q.emplace_back(base + "Value." + std::to_string(v + 1), r.filters[i].values[v]);
-    }
-  }
-  if (!r.next_token.empty()) q.emplace_back("NextToken", r.next_token);
+  QueryParams q = {{"Action", "DescribeSubnets"}, {"Version", kEc2ApiVersion}};
+  AddList(q, "SubnetId", r.subnet_ids);
+  AddFilters(q, r.filters, /*query_protocol=*/false);
+  AddIfSet(q, "NextToken", r.next_token);
   return q;
 }
 
 Result<SubnetsPage> ParseDescribeSubnets(std::string_view body) {
-  pugi::xml_document doc;
-  if (Status s = xml::Load(doc, body, "DescribeSubnetsResponse"); !s.ok()) return s.error();
-  SubnetsPage page;
-  for (pugi::xml_node n : doc.document_element().child("subnetSet").children("item")) {
+  auto read = [](pugi::xml_node n, SubnetsPage& page) -> Status {
     SubnetInfo info{n.child_value("subnetId"), n.child_value("availabilityZone")};
     if (info.subnet_id.empty() || info.availability_zone.empty())
       return Error::Internal("DescribeSubnets: a subnet without subnetId or availabilityZone");
     page.subnets.push_back(std::move(info));
-  }
-  page.next_token = doc.document_element().child_value("nextToken");
-  return page;
+    return Status::Ok();
+  };
+  return xml::ParsePage<SubnetsPage>(body, xml::Protocol::kEc2, "DescribeSubnets", "subnetSet", read);
 }
 
 std::string GetParameterBody(const std::string& name) { return nlohmann::json{{"Name", name}}.dump(); }

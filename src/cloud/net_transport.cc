@@ -25,6 +25,14 @@ Result<TransportResponse> NetTransport::Send(const TransportRequest& request) {
   return out;
 }
 
+std::unique_ptr<Transport> MakeNetTransport(const ClientSetupOptions& options) {
+  net::HttpClientOptions http;
+  http.timeout = options.http_timeout;
+  return std::make_unique<NetTransport>(http);
+}
+
+void SleepOnThisThread(std::chrono::milliseconds d) { std::this_thread::sleep_for(d); }
+
 Environment ProcessEnvironment() {
   Environment env;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
@@ -43,9 +51,7 @@ Result<AwsStack> MakeAwsStack(const AwsSetupOptions& options, const Environment&
   if (s.region.empty()) {
     return Error::Config("aws: no region (set it in the config, AWS_REGION or the profile's region)");
   }
-  net::HttpClientOptions http;
-  http.timeout = options.http_timeout;
-  s.transport = std::make_unique<NetTransport>(http);
+  s.transport = MakeNetTransport(options);
   s.credentials = DefaultCredentialsChain(env, *s.transport, read);
   AwsClientOptions c;
   c.region = s.region;
@@ -56,8 +62,7 @@ Result<AwsStack> MakeAwsStack(const AwsSetupOptions& options, const Environment&
   }
   c.retry = options.retry;
   c.seed = options.seed;
-  s.client = std::make_unique<AwsClient>(c, *s.transport, *s.credentials, clock,
-                                         [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); });
+  s.client = std::make_unique<AwsClient>(c, *s.transport, *s.credentials, clock, SleepOnThisThread);
   s.provider = std::make_unique<AwsProvider>(options.provider, *s.client, clock);
   return s;
 }

@@ -18,6 +18,13 @@ Status Load(pugi::xml_document& doc, std::string_view body, std::string_view roo
   return Status::Ok();
 }
 
+Result<pugi::xml_node> QueryResult(pugi::xml_document& doc, std::string_view body, const std::string& op) {
+  if (Status s = Load(doc, body, op + "Response"); !s.ok()) return s.error();
+  pugi::xml_node result = doc.document_element().child((op + "Result").c_str());
+  if (!result) return Error::InvalidInput(op + ": no " + op + "Result");
+  return result;
+}
+
 int Int(pugi::xml_node n, const char* child, int fallback) {
   std::string_view s = n.child_value(child);
   int v = fallback;

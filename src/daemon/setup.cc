@@ -50,6 +50,15 @@ Status ApplyListen(const std::string& listen, server::HttpServerOptions* out) {
   return Status();
 }
 
+// How either cloud's API clients talk: `cloud:`'s timeout and attempts.
+void SetClientOptions(const CloudSettings& c, cloud::ClientSetupOptions* o) {
+  o->http_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(c.request_timeout);
+  o->retry.max_attempts = c.max_attempts;
+  // Jitter must differ between processes (replicas, restarts), or their
+  // retries after a shared throttle would line up again.
+  o->seed = std::random_device{}();
+}
+
 // The AWS provider and everything it uses, kept alive by the setup.
 struct AwsCloud {
   SystemClock clock;
@@ -59,13 +68,9 @@ struct AwsCloud {
 Result<std::shared_ptr<AwsCloud>> MakeAwsCloud(const DaemonConfig& config, const Catalog& catalog) {
   const CloudSettings& c = config.cloud;
   cloud::AwsSetupOptions o;
+  SetClientOptions(c, &o);
   o.region = c.region;
   o.endpoint_url = c.endpoint_url;
-  o.http_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(c.request_timeout);
-  o.retry.max_attempts = c.max_attempts;
-  // Jitter must differ between processes (replicas, restarts), or their
-  // retries after a shared throttle would line up again.
-  o.seed = std::random_device{}();
   if (c.launch_template.rfind("lt-", 0) == 0) {
     o.provider.launch_template.id = c.launch_template;
   } else {
@@ -118,10 +123,8 @@ Result<std::shared_ptr<GcpCloud>> MakeGcpCloud(const DaemonConfig& config, const
   const CloudSettings& c = config.cloud;
   const GcpSettings& g = c.gcp;
   cloud::GcpSetupOptions o;
+  SetClientOptions(c, &o);
   o.endpoint = g.endpoint;
-  o.http_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(c.request_timeout);
-  o.retry.max_attempts = c.max_attempts;
-  o.seed = std::random_device{}();
   o.provider.cluster_name = config.cluster_name;
   o.provider.project = g.project;
   o.provider.region = g.region;

@@ -11,19 +11,9 @@ namespace {
 signals::SignalEndpoints Endpoints(const SignalSettings& s) {
   signals::SignalEndpoints e;
   e.timeout = s.timeout;
-  e.prometheus.url = s.prometheus.url;
-  e.prometheus.bearer_token_file = s.prometheus.bearer_token_file;
-  e.prometheus.username = s.prometheus.username;
-  e.prometheus.password_file = s.prometheus.password_file;
-  e.prometheus.ca_file = s.prometheus.ca_file;
-  e.prometheus.insecure_skip_verify = s.prometheus.insecure_skip_verify;
-  e.rabbitmq.url = s.rabbitmq.url;
-  e.rabbitmq.username = s.rabbitmq.username;
-  e.rabbitmq.username_file = s.rabbitmq.username_file;
-  e.rabbitmq.username_env = s.rabbitmq.username_env;
-  e.rabbitmq.password_file = s.rabbitmq.password_file;
-  e.rabbitmq.password_env = s.rabbitmq.password_env;
-  e.dcgm.urls = s.dcgm.urls;
+  e.prometheus = s.prometheus;
+  e.rabbitmq = s.rabbitmq;
+  e.dcgm = s.dcgm;
   return e;
 }
 

@@ -95,19 +95,24 @@ void PolicyReader::ReadPoolLabels(MapReader& m, NodePoolPolicy* pool) {
   }
 }
 
-void PolicyReader::ReadSecurityGroups(MapReader& m, NodeTemplate* t) {
-  const DocNode* list = m.Find("security_groups");
-  if (list == nullptr) return;
-  if (list->IsNull() || (list->IsSequence() && list->items.empty())) {
-    r_.ReportAt(m.PathOf("security_groups"), "must list at least one sg-… id or {tags: {…}} selector");
+void PolicyReader::ReadIdsOrSelectors(MapReader& m, const IdOrSelectorList& list, std::vector<std::string>* ids,
+                                      std::vector<std::map<std::string, std::string>>* selectors) {
+  const DocNode* node = m.Find(list.key);
+  if (node == nullptr) return;
+  if (node->IsNull() || (node->IsSequence() && node->items.empty())) {
+    r_.Report(*node, m.PathOf(list.key),
+              "must list at least one " + std::string(list.id_prefix) + "… id or {tags: {…}} selector" +
+                  (list.optional ? " (or be left out)" : ""));
     return;
   }
-  m.ForEachItem("security_groups", [&](const DocNode& n, const std::string& path) {
+  m.ForEachItem(list.key, [&](const DocNode& n, const std::string& path) {
     if (n.IsScalar()) {
-      if (n.scalar.rfind("sg-", 0) != 0) {
-        r_.Report(n, path, InQuotes(n.scalar) + " is not a security group id (sg-…; or {tags: {key: value}})");
+      if (n.scalar.rfind(list.id_prefix, 0) != 0) {
+        r_.Report(n, path,
+                  InQuotes(n.scalar) + " is not a " + std::string(list.id_name) + " id (" +
+                      std::string(list.id_prefix) + "…; or {tags: {key: value}})");
       }
-      t->security_groups.push_back(n.scalar);
+      ids->push_back(n.scalar);
       return;
     }
     MapReader selector(r_, n, path, {"tags"});
@@ -115,37 +120,11 @@ void PolicyReader::ReadSecurityGroups(MapReader& m, NodeTemplate* t) {
     std::map<std::string, std::string> tags;
     if (!selector.Require({"tags"}) || !selector.ReadStringMap("tags", &tags)) return;
     if (tags.empty()) {
-      r_.ReportAt(selector.PathOf("tags"), "must name at least one tag (an empty selector would match every group)");
+      r_.ReportAt(selector.PathOf("tags"), "must name at least one tag (an empty selector would match every " +
+                                               std::string(list.every) + ")");
       return;
     }
-    t->security_group_selectors.push_back(std::move(tags));
-  });
-}
-
-void PolicyReader::ReadSubnets(MapReader& m, NodeTemplate* t) {
-  const DocNode* list = m.Find("subnets");
-  if (list == nullptr) return;
-  if (list->IsNull() || (list->IsSequence() && list->items.empty())) {
-    r_.Report(*list, m.PathOf("subnets"), "must list at least one subnet-… id or {tags: {…}} selector (or be left out)");
-    return;
-  }
-  m.ForEachItem("subnets", [&](const DocNode& n, const std::string& path) {
-    if (n.IsScalar()) {
-      if (n.scalar.rfind("subnet-", 0) != 0) {
-        r_.Report(n, path, InQuotes(n.scalar) + " is not a subnet id (subnet-…; or {tags: {key: value}})");
-      }
-      t->subnets.push_back(n.scalar);
-      return;
-    }
-    MapReader selector(r_, n, path, {"tags"});
-    if (!n.IsMapping()) return;
-    std::map<std::string, std::string> tags;
-    if (!selector.Require({"tags"}) || !selector.ReadStringMap("tags", &tags)) return;
-    if (tags.empty()) {
-      r_.ReportAt(selector.PathOf("tags"), "must name at least one tag (an empty selector would match every subnet)");
-      return;
-    }
-    t->subnet_selectors.push_back(std::move(tags));
+    selectors->push_back(std::move(tags));
   });
 }
 
@@ -165,8 +144,9 @@ void PolicyReader::ReadNodeTemplate(MapReader& pool_reader, NodePoolPolicy* pool
   if (!node->IsMapping()) return;
   m.Require({"instance_profile", "security_groups"});
   NodeTemplate t;
-  ReadSecurityGroups(m, &t);
-  ReadSubnets(m, &t);
+  ReadIdsOrSelectors(m, {"security_groups", "sg-", "security group", "group", false}, &t.security_groups,
+                     &t.security_group_selectors);
+  ReadIdsOrSelectors(m, {"subnets", "subnet-", "subnet", "subnet", true}, &t.subnets, &t.subnet_selectors);
   if (const DocNode* ami = m.Find("ami"); ami != nullptr && !ami->IsNull()) {
     MapReader a(r_, *ami, m.PathOf("ami"), {"id", "ssm_parameter"});
     a.ReadString("id", &t.ami_id);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -59,8 +60,16 @@ class PolicyReader {
   // actuation are read).
   void ReadPoolLabels(MapReader& m, NodePoolPolicy* pool);
   void ReadNodeTemplate(MapReader& pool_reader, NodePoolPolicy* pool);
-  void ReadSecurityGroups(MapReader& m, NodeTemplate* t);
-  void ReadSubnets(MapReader& m, NodeTemplate* t);
+  // A node template's list at `key` of ids ("sg-…") or {tags: {…}} selectors.
+  struct IdOrSelectorList {
+    std::string_view key;        // "security_groups"
+    std::string_view id_prefix;  // "sg-"
+    std::string_view id_name;    // "security group": "'x' is not a security group id"
+    std::string_view every;      // what an empty selector would match: "group"
+    bool optional;               // the list may be left out (not empty, though)
+  };
+  void ReadIdsOrSelectors(MapReader& m, const IdOrSelectorList& list, std::vector<std::string>* ids,
+                          std::vector<std::map<std::string, std::string>>* selectors);
   void ReadSignalQuery(MapReader& parent, std::string_view key, std::initializer_list<SignalSource> allowed_sources,
                        std::optional<SignalQuery>* out);
   BudgetCap ReadCap(const DocNode& node, const std::string& path);

@@ -36,30 +36,28 @@ OrderedJson SignalQueryJson(const SignalQuery& q) {
   return {{"source", ToString(q.source)}, {"query", q.query}, {"vhost", q.vhost}, {"queue", q.queue}};
 }
 
+// A node template list as the policy file writes it: the ids, then a
+// {"tags": {…}} object per selector.
+OrderedJson IdsAndSelectors(const std::vector<std::string>& ids,
+                            const std::vector<std::map<std::string, std::string>>& selectors) {
+  OrderedJson list = OrderedJson::array();
+  for (const std::string& id : ids) list.push_back(id);
+  for (const auto& tags : selectors) {
+    OrderedJson selector = OrderedJson::object();
+    for (const auto& [k, v] : tags) selector[k] = v;
+    list.push_back({{"tags", selector}});
+  }
+  return list;
+}
+
 OrderedJson NodeTemplateJson(const NodeTemplate& t) {
   OrderedJson j = OrderedJson::object();
   if (!t.ami_id.empty()) j["ami"] = {{"id", t.ami_id}};
   if (!t.ami_ssm_parameter.empty()) j["ami"] = {{"ssm_parameter", t.ami_ssm_parameter}};
   j["ami_family"] = t.ami_family;
   j["instance_profile"] = t.instance_profile;
-  OrderedJson groups = OrderedJson::array();
-  for (const std::string& id : t.security_groups) groups.push_back(id);
-  for (const auto& tags : t.security_group_selectors) {
-    OrderedJson selector = OrderedJson::object();
-    for (const auto& [k, v] : tags) selector[k] = v;
-    groups.push_back({{"tags", selector}});
-  }
-  j["security_groups"] = groups;
-  if (!t.subnets.empty() || !t.subnet_selectors.empty()) {
-    OrderedJson subnets = OrderedJson::array();
-    for (const std::string& id : t.subnets) subnets.push_back(id);
-    for (const auto& tags : t.subnet_selectors) {
-      OrderedJson selector = OrderedJson::object();
-      for (const auto& [k, v] : tags) selector[k] = v;
-      subnets.push_back({{"tags", selector}});
-    }
-    j["subnets"] = subnets;
-  }
+  j["security_groups"] = IdsAndSelectors(t.security_groups, t.security_group_selectors);
+  if (!t.subnets.empty() || !t.subnet_selectors.empty()) j["subnets"] = IdsAndSelectors(t.subnets, t.subnet_selectors);
   OrderedJson devices = OrderedJson::array();
   for (const BlockDevice& d : t.block_devices) {
     OrderedJson device = {{"device_name", d.device_name}, {"volume_size_gib", d.volume_size_gib},

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -110,6 +111,16 @@ inline constexpr auto kUsageFields = std::make_tuple(
 // to those lists later keep their numbers.
 #define GPUSCALER_RUN_ID_PARAM "90"
 inline constexpr int kRunIdParam = 90;
+
+// One INSERT of `record`: prepares `sql`, binds the `fields` (BindFields) to
+// ?1, ?2, ... and `run_id` to ?kRunIdParam, and runs it.
+template <typename Record, typename... Members>
+Status InsertWithRunId(Connection& db, const char* sql, const Record& record, const std::tuple<Members...>& fields,
+                       std::optional<int64_t> run_id) {
+  Result<Query> q = db.Prepare(sql);
+  if (!q) return q.error();
+  return BindFields(*q, 1, record, fields).Bind(kRunIdParam, run_id).Run("inserting");
+}
 
 // runs: version 6 added the cloud and the tags; a reader of an older file
 // selects NULL for them (GPUSCALER_RUN_COLUMNS_V5).

@@ -35,12 +35,10 @@ Status SqliteAuditStore::RecordLostWork(const std::vector<LostWorkRecord>& lost)
   if (Status s = EnsureRun(lost.front().time); !s.ok()) return s.error().WithContext("recording lost work");
   return AtomicallyCall("recording lost work", [&]() -> Status {
     for (const LostWorkRecord& l : lost) {
-      Result<Query> q = db_->Prepare("INSERT INTO lost_work (" GPUSCALER_LOST_WORK_COLUMNS
-                                     ", run_id) VALUES (?1, ?2, ?3, ?4, ?5, ?" GPUSCALER_RUN_ID_PARAM ")");
-      if (!q) return q.error();
-      Status s = store_internal::BindFields(*q, 1, l, store_internal::kLostWorkFields)
-                     .Bind(store_internal::kRunIdParam, run_id_)
-                     .Run("inserting");
+      Status s = store_internal::InsertWithRunId(*db_,
+                                                 "INSERT INTO lost_work (" GPUSCALER_LOST_WORK_COLUMNS
+                                                 ", run_id) VALUES (?1, ?2, ?3, ?4, ?5, ?" GPUSCALER_RUN_ID_PARAM ")",
+                                                 l, store_internal::kLostWorkFields, run_id_);
       if (!s.ok()) return s;
     }
     return Status::Ok();

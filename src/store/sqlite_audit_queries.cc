@@ -21,18 +21,29 @@ Result<std::unique_ptr<AuditReader>> SqliteAuditStore::OpenReader() const {
   return AuditReader::Open(path_, AuditReaderOptions{.busy_timeout = options_.busy_timeout});
 }
 
-Result<std::vector<NodeLifecycle>> SqliteAuditStore::NodeLifecycles(WallTime since, WallTime until) {
-  Result<std::unique_ptr<AuditReader>> reader = OpenReader();
+namespace {
+
+// The rows `read` gets through `reader`, each made an Out by `convert`.
+template <typename Out, typename Read, typename Convert>
+Result<std::vector<Out>> ReadThrough(Result<std::unique_ptr<AuditReader>> reader, Read read, Convert convert) {
   if (!reader) return reader.error();
-  Result<std::vector<NodeRow>> rows = (*reader)->NodesOverlapping(since, until);
+  auto rows = read(**reader);
   if (!rows) return rows.error();
-  std::vector<NodeLifecycle> out;
+  std::vector<Out> out;
   out.reserve(rows->size());
-  for (NodeRow& r : *rows) {
-    out.push_back({std::move(r.launch.instance_id), std::move(r.launch.offering), r.launch.launch_time, r.end_time,
-                   std::move(r.cause), std::move(r.launch.pool), std::move(r.prices)});
-  }
+  for (auto& row : *rows) out.push_back(convert(row));
   return out;
+}
+
+}  // namespace
+
+Result<std::vector<NodeLifecycle>> SqliteAuditStore::NodeLifecycles(WallTime since, WallTime until) {
+  return ReadThrough<NodeLifecycle>(
+      OpenReader(), [&](AuditReader& reader) { return reader.NodesOverlapping(since, until); },
+      [](NodeRow& r) -> NodeLifecycle {
+        return {std::move(r.launch.instance_id), std::move(r.launch.offering), r.launch.launch_time, r.end_time,
+                std::move(r.cause), std::move(r.launch.pool), std::move(r.prices)};
+      });
 }
 
 Result<std::vector<AcceptedLaunch>> SqliteAuditStore::AcceptedLaunchesSince(WallTime since) {
@@ -67,14 +78,9 @@ Result<std::vector<AcceptedLaunch>> SqliteAuditStore::AcceptedLaunchesSince(Wall
 }
 
 Result<std::vector<UsageRecord>> SqliteAuditStore::UsageOverlapping(WallTime from, WallTime to) {
-  Result<std::unique_ptr<AuditReader>> reader = OpenReader();
-  if (!reader) return reader.error();
-  Result<std::vector<UsageRow>> rows = (*reader)->UsageOverlapping(from, to);
-  if (!rows) return rows.error();
-  std::vector<UsageRecord> out;
-  out.reserve(rows->size());
-  for (UsageRow& r : *rows) out.push_back(std::move(r.usage));
-  return out;
+  return ReadThrough<UsageRecord>(
+      OpenReader(), [&](AuditReader& reader) { return reader.UsageOverlapping(from, to); },
+      [](UsageRow& r) { return std::move(r.usage); });
 }
 
 Result<std::string> SqliteAuditStore::InstallationId() {

@@ -331,13 +331,11 @@ Result<int64_t> SqliteAuditStore::RecordDecision(const DecisionRecord& d) {
   if (Status r = EnsureRun(d.time); !r.ok()) return r.error().WithContext("recording a decision");
   int64_t id = 0;
   Status s = Single("recording a decision", [&]() -> Status {
-    Result<Query> q = db_->Prepare("INSERT INTO decisions (" GPUSCALER_DECISION_COLUMNS
-                                   ", run_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
-                                   "?" GPUSCALER_RUN_ID_PARAM ")");
-    if (!q) return q.error();
-    Status r = store_internal::BindFields(*q, 1, d, store_internal::kDecisionFields)
-                   .Bind(store_internal::kRunIdParam, run_id_)
-                   .Run("inserting");
+    Status r = store_internal::InsertWithRunId(
+        *db_,
+        "INSERT INTO decisions (" GPUSCALER_DECISION_COLUMNS
+        ", run_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?" GPUSCALER_RUN_ID_PARAM ")",
+        d, store_internal::kDecisionFields, run_id_);
     if (!r.ok()) return r;
     id = db_->LastInsertRowid();
     return Status::Ok();
@@ -562,12 +560,11 @@ Status SqliteAuditStore::ReplaceUsage(const std::vector<UsageRecord>& withdrawn,
       if (!s.ok()) return s;
     }
     for (const UsageRecord& u : usage) {
-      Result<Query> q = db_->Prepare("INSERT INTO usage (" GPUSCALER_USAGE_COLUMNS
-                                     ", run_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?" GPUSCALER_RUN_ID_PARAM ")");
-      if (!q) return q.error();
-      Status s = store_internal::BindFields(*q, 1, u, store_internal::kUsageFields)
-                     .Bind(store_internal::kRunIdParam, run_id_)
-                     .Run("inserting");
+      Status s = store_internal::InsertWithRunId(*db_,
+                                                 "INSERT INTO usage (" GPUSCALER_USAGE_COLUMNS
+                                                 ", run_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?" GPUSCALER_RUN_ID_PARAM
+                                                 ")",
+                                                 u, store_internal::kUsageFields, run_id_);
       if (!s.ok()) return s;
     }
     return Status::Ok();

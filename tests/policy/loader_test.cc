@@ -520,6 +520,8 @@ TEST(PolicyLoader, RejectsInvalidPoliciesWithFieldLineAndMessage) {
        "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
        "  - name: gpu\n    node_template:\n      instance_profile: p\n      security_groups: [default]\n",
        false, "pools[0].node_template.security_groups[0]", 8, "is not a security group id"},
+      {"an empty security group list", WithSecurityGroups("[]"), false, "pools[0].node_template.security_groups", 8,
+       "must list at least one sg-… id"},
       {"an empty security group selector", WithSecurityGroups("[{tags: {}}]"), false,
        "pools[0].node_template.security_groups[0].tags", 8, "must name at least one tag"},
       {"a security group selector without tags", WithSecurityGroups("[{}]"), false,

@@ -12,28 +12,17 @@
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
-#include <random>
 #include <string>
 #include <string_view>
 
 #include "gpuscaler/cloud/aws_query.h"
 #include "gpuscaler/cloud/credentials.h"
+#include "gpuscaler/cloud/retry.h"
 #include "gpuscaler/cloud/transport.h"
 #include "gpuscaler/model/clock.h"
 #include "gpuscaler/status.h"
 
 namespace gpuscaler::cloud {
-
-struct RetryPolicy {
-  int max_attempts = 5;                          // first try included
-  std::chrono::milliseconds base{200};           // first backoff ceiling
-  std::chrono::milliseconds cap{20000};          // no backoff longer than this
-  std::chrono::milliseconds throttle_base{1000};  // ceiling after a throttle
-};
-
-// Waits (std::this_thread::sleep_for in the daemon; records in tests).
-using SleepFn = std::function<void(std::chrono::milliseconds)>;
 
 struct AwsClientOptions {
   std::string region = "us-east-1";
@@ -59,8 +48,8 @@ class AwsClient {
   // "https://ec2.us-east-1.amazonaws.com" or the override (no trailing '/').
   std::string Endpoint(std::string_view service) const;
   const AwsClientOptions& options() const { return options_; }
-  int calls() const { return calls_; }
-  int retries() const { return retries_; }
+  int calls() const { return retrier_.calls(); }
+  int retries() const { return retrier_.retries(); }
 
  private:
   Result<std::string> Send(std::string_view service, std::string_view what, HeaderList headers,
@@ -70,10 +59,7 @@ class AwsClient {
   Transport& transport_;
   CredentialsProvider& credentials_;
   const Clock& clock_;
-  SleepFn sleep_;
-  std::mt19937_64 rng_;
-  int calls_ = 0;
-  int retries_ = 0;
+  Retrier retrier_;
 };
 
 }  // namespace gpuscaler::cloud

@@ -10,18 +10,16 @@
 
 #include "gpuscaler/cloud/aws_client.h"
 #include "gpuscaler/cloud/aws_provider.h"
+#include "gpuscaler/cloud/client_setup.h"
 #include "gpuscaler/cloud/credentials.h"
 #include "gpuscaler/cloud/transport.h"
 #include "gpuscaler/model/clock.h"
 
 namespace gpuscaler::cloud {
 
-struct AwsSetupOptions {
+struct AwsSetupOptions : ClientSetupOptions {
   std::string region;        // empty: from the environment / config file
   std::string endpoint_url;  // "--endpoint-url" for every service (emulator, LocalStack)
-  std::chrono::milliseconds http_timeout{10000};
-  RetryPolicy retry;
-  uint64_t seed = 1;
   AwsProviderOptions provider;
 };
 

@@ -94,21 +94,16 @@ class GcpClient {
 
   const GcpClientOptions& options() const { return options_; }
   const Clock& clock() const { return clock_; }
-  void Sleep(std::chrono::milliseconds d) const {
-    if (sleep_) sleep_(d);
-  }
-  int calls() const { return calls_; }
-  int retries() const { return retries_; }
+  void Sleep(std::chrono::milliseconds d) const { retrier_.Sleep(d); }
+  int calls() const { return retrier_.calls(); }
+  int retries() const { return retrier_.retries(); }
 
  private:
   GcpClientOptions options_;
   Transport& transport_;
   TokenSource& tokens_;
   const Clock& clock_;
-  SleepFn sleep_;
-  std::mt19937_64 rng_;
-  int calls_ = 0;
-  int retries_ = 0;
+  Retrier retrier_;
 };
 
 // The error of a non-200 answer: {"error": {"code", "message", "errors":

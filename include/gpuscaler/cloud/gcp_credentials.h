@@ -36,6 +36,7 @@
 #include "gpuscaler/cloud/credentials.h"
 #include "gpuscaler/cloud/transport.h"
 #include "gpuscaler/model/time.h"
+#include "gpuscaler/net/http_client.h"
 #include "gpuscaler/status.h"
 
 namespace gpuscaler::cloud {
@@ -72,7 +73,7 @@ struct GoogleCredentialsFile {
 Result<GoogleCredentialsFile> ParseGoogleCredentialsFile(std::string_view json, const std::string& path);
 
 // RFC 4648 §5 without padding, as JWTs use it.
-std::string Base64UrlEncode(std::string_view bytes);
+using net::Base64UrlEncode;
 // Accepts with or without padding; nullopt on a character outside the alphabet.
 std::optional<std::string> Base64UrlDecode(std::string_view text);
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "gpuscaler/cloud/client_setup.h"
 #include "gpuscaler/cloud/credentials.h"
 #include "gpuscaler/cloud/gcp_client.h"
 #include "gpuscaler/cloud/gcp_credentials.h"
@@ -16,7 +17,7 @@
 
 namespace gpuscaler::cloud {
 
-struct GcpSetupOptions {
+struct GcpSetupOptions : ClientSetupOptions {
   // Empty: kComputeEndpoint.
   std::string endpoint;
   // The Cloud Billing v1 base URL, used when provider.billing_catalog is
@@ -24,9 +25,6 @@ struct GcpSetupOptions {
   // server (an emulator), that server's "/v1/" (scheme, host and port of
   // `endpoint`).
   std::string billing_endpoint;
-  std::chrono::milliseconds http_timeout{10000};
-  RetryPolicy retry;
-  uint64_t seed = 1;
   // `project` empty: the credentials file's project_id, else
   // GOOGLE_CLOUD_PROJECT, else CLOUDSDK_CORE_PROJECT.
   GcpProviderOptions provider;

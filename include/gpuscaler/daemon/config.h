@@ -20,6 +20,7 @@
 
 #include "gpuscaler/model/time.h"
 #include "gpuscaler/model/yaml_document.h"
+#include "gpuscaler/signals/endpoints.h"
 #include "gpuscaler/status.h"
 
 namespace gpuscaler {
@@ -28,27 +29,10 @@ struct Policy;
 
 namespace gpuscaler::daemon {
 
-struct PrometheusSettings {
-  std::string url;  // empty: not configured
-  std::string bearer_token_file;
-  std::string username;
-  std::string password_file;
-  std::string ca_file;
-  bool insecure_skip_verify = false;
-};
-
-struct RabbitMqSettings {
-  std::string url;  // management API base, e.g. http://rabbitmq:15672
-  std::string username;  // or username_file / username_env
-  std::string username_file;
-  std::string username_env;
-  std::string password_file;  // or password_env
-  std::string password_env;
-};
-
-struct DcgmSettings {
-  std::vector<std::string> urls;  // exporters scraped directly: http://node:9400/metrics
-};
+// The signal sources as the collector takes them (signals/endpoints.h).
+using PrometheusSettings = signals::PrometheusEndpoint;
+using RabbitMqSettings = signals::RabbitMqEndpoint;
+using DcgmSettings = signals::DcgmEndpoint;
 
 struct SignalSettings {
   PrometheusSettings prometheus;

@@ -107,6 +107,8 @@ std::string BasicAuthorization(std::string_view username, std::string_view passw
 std::string BearerAuthorization(std::string_view token);
 // Standard base64 with padding (RFC 4648).
 std::string Base64Encode(std::string_view bytes);
+// Base64url without padding (RFC 4648 §5), as JWTs use it.
+std::string Base64UrlEncode(std::string_view bytes);
 
 // Adds or replaces (case-insensitive name) a header of the request.
 void SetHeader(HttpRequest& request, std::string_view name, std::string value);
