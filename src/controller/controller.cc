@@ -11,24 +11,6 @@
 #include "gpuscaler/solver/planner.h"
 
 namespace gpuscaler {
-namespace {
-
-ClusterStateOptions StateOptions(const ControllerOptions& o) {
-  ClusterStateOptions s;
-  s.regions = o.regions;
-  s.max_pending_units = o.max_pending_units;
-  s.unavailable_base = o.unavailable_base;
-  s.unavailable_max = o.unavailable_max;
-  s.learn_interruption_risk = o.learn_interruption_risk;
-  s.interruption_risk = o.interruption_risk;
-  s.risk_refresh_interval = o.risk_refresh_interval;
-  s.risk_history = o.risk_history;
-  s.reconcile_interval = o.reconcile_interval;
-  s.restore_from_store = o.restore_from_store;
-  return s;
-}
-
-}  // namespace
 
 ControllerOptions ControllerOptions::ForDaemon() {
   ControllerOptions o;
@@ -56,7 +38,7 @@ Controller::Controller(const Clock& clock, CloudProvider& cloud, AuditStore* sto
       // MakePlan, not a caller's planner: only its decisions can be replayed.
       recorder_(store, options.source, /*records_planner_input=*/!planner),
       usage_(store, catalog, options.usage_interval),
-      state_(clock, cloud, store, work, catalog, usage_, StateOptions(options)),
+      state_(clock, cloud, store, work, catalog, usage_, static_cast<const ClusterStateOptions&>(options)),
       gate_({options.reuse_unchanged_plans, options.max_plan_reuse, options.idle_replan_interval}),
       actuator_(clock, cloud, store, catalog,
                 {options.tags, options.token_prefix, options.dry_run, options.intent_replay_window}) {

@@ -72,11 +72,11 @@ using PlannerFn = std::function<Plan(const Snapshot&, const Policy&)>;
 //    which the stabilization window would have held anyway; the planner sees
 //    the first 2,000 pending units in scheduling order (a replayed trace can
 //    queue hundreds of thousands of jobs).
-// The daemon's demo runs ForDaemon() against the simulated cloud.
-struct ControllerOptions {
+// The daemon's demo runs ForDaemon() against the simulated cloud. The
+// cluster state's options (regions, pending units, availability marks,
+// learned risk, listing cadence, restore) are its base.
+struct ControllerOptions : ClusterStateOptions {
   std::string source = "daemon";  // DecisionRecord::source
-  // Regions whose catalog offerings are offered to the planner; empty: all.
-  std::vector<std::string> regions;
   // Extra tags on every launch (kOwnerTag is always set to the pool).
   std::map<std::string, std::string> tags;
   std::string token_prefix;  // see ActuatorOptions
@@ -84,15 +84,6 @@ struct ControllerOptions {
   bool reuse_unchanged_plans = true;
   Seconds max_plan_reuse{900};
   Seconds idle_replan_interval{0};  // see ReplanGate
-  size_t max_pending_units = 5000;
-  Seconds unavailable_base{180};
-  Seconds unavailable_max{3600};
-  bool learn_interruption_risk = true;  // see ClusterState
-  InterruptionRiskOptions interruption_risk;
-  Seconds risk_refresh_interval{600};
-  Seconds risk_history{Seconds(14 * 24 * 3600)};
-  Seconds reconcile_interval{0};
-  bool restore_from_store = true;  // see ClusterStateOptions
   // Usage rows are written per node and class for intervals of this length.
   Seconds usage_interval{3600};
   // How often the open (not yet full) interval of each node is written, so
