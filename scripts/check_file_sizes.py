@@ -15,11 +15,9 @@ import sys
 LIMIT = 600
 SOURCE_DIRS = ("src", "sim", "include", "bench")
 SUFFIXES = (".cc", ".h")
-# Over the limit today, with the lines each may have at most.
-GRANDFATHERED = {
-    "src/report/cost_facts.cc": 782,
-    "src/daemon/dashboard.cc": 872,
-}
+# Files allowed over the limit, with the lines each may have at most (none
+# today: a new one needs the review that says why it stays whole).
+GRANDFATHERED: dict[str, int] = {}
 
 
 def main():

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gpuscaler/model/money.h"
+
 namespace gpuscaler::sim {
 namespace {
 
@@ -34,9 +36,11 @@ std::string FormatSummaryTable(const Scenario& scenario, const std::vector<RunRe
     for (const RunResult& r : results) cells.push_back(value(r));
     rows.emplace_back(label, std::move(cells));
   };
-  row("total cost (USD)", [](const RunResult& r) { return Fmt("%.2f", r.total_cost_usd); });
-  row("  on-demand", [](const RunResult& r) { return Fmt("%.2f", r.cost_by_capacity_type.at("on-demand")); });
-  row("  spot", [](const RunResult& r) { return Fmt("%.2f", r.cost_by_capacity_type.at("spot")); });
+  row("total cost (USD)", [](const RunResult& r) { return FormatUsd(r.total_cost_usd, MoneyStyle::kBareCents); });
+  row("  on-demand", [](const RunResult& r) {
+    return FormatUsd(r.cost_by_capacity_type.at("on-demand"), MoneyStyle::kBareCents);
+  });
+  row("  spot", [](const RunResult& r) { return FormatUsd(r.cost_by_capacity_type.at("spot"), MoneyStyle::kBareCents); });
   row("savings vs on-demand", [](const RunResult& r) {
     return r.savings_vs_on_demand_pct ? Fmt("%.1f%%", *r.savings_vs_on_demand_pct) : std::string("-");
   });

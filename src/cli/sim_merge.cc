@@ -200,7 +200,7 @@ std::string Scatter(const std::vector<const Point*>& points, const std::string& 
   for (double t : xt) {
     svg += "<line class=\"grid\" x1=\"" + Num(X(t), 1) + "\" y1=\"" + Num(kTop, 0) + "\" x2=\"" + Num(X(t), 1) +
            "\" y2=\"" + Num(kH - kBottom, 0) + "\"/><text class=\"tick\" x=\"" + Num(X(t), 1) + "\" y=\"" +
-           Num(kH - kBottom + 18, 0) + "\" text-anchor=\"middle\">$" + Num(t, t < 10 ? 1 : 0) + "</text>";
+           Num(kH - kBottom + 18, 0) + "\" text-anchor=\"middle\">" + FormatUsd(t, MoneyStyle::kAxisTick) + "</text>";
   }
   for (double t : yt) {
     svg += "<line class=\"grid\" x1=\"" + Num(kLeft, 0) + "\" y1=\"" + Num(Y(t), 1) + "\" x2=\"" + Num(kW - kRight, 0) +

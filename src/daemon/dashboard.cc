@@ -13,10 +13,9 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
-#include <limits>
 #include <set>
-#include <tuple>
 
+#include "dashboard_figures.h"
 #include "gpuscaler/model/escape.h"
 #include "gpuscaler/model/json.h"
 #include "gpuscaler/model/money.h"
@@ -51,11 +50,6 @@ std::string TimeText(WallTime t) {
   return s;
 }
 
-// Billed nodes: launching placeholders (no instance id yet) are not paid for.
-bool Billed(const Node& n) { return !n.instance_id.empty(); }
-
-std::string NodeName(const Node& n) { return n.instance_id.empty() ? n.id : n.instance_id; }
-
 // The fragment a node's row carries (ids may hold characters an id attribute
 // should not).
 std::string NodeAnchor(std::string_view instance_id) {
@@ -64,87 +58,7 @@ std::string NodeAnchor(std::string_view instance_id) {
   return out;
 }
 
-// One node's price split over the work on it by GPU share, the rest idle
-// (SplitNodePrice: the rule the budgets, the usage meter and the reports
-// use). A row per unit holding GPUs, and one for the idle rest, if any (a
-// node without GPUs is all idle).
-struct Attribution {
-  std::string workload_class;
-  std::string team;
-  double gpus = 0;
-  double usd_per_hour = 0;
-};
-std::vector<Attribution> Attribute(const Snapshot& snapshot, const Node& n, const Policy* policy) {
-  std::vector<GpuHolding> holdings;
-  holdings.reserve(n.running.size());
-  for (const DemandUnit& u : n.running)
-    holdings.push_back({u.workload_class, policy ? TeamOf(u, *policy) : u.team, GpuShare(u)});
-  const int gpus = GpusOf(snapshot, n);
-  const NodePriceSplit split = SplitNodePrice(n.offering.usd_per_hour, gpus, holdings);
-  std::vector<Attribution> out;
-  for (size_t i = 0; i < holdings.size(); ++i) {
-    const GpuHolding& h = holdings[i];
-    if (h.gpus > 0) out.push_back({std::string(h.workload_class), std::string(h.team), h.gpus, split.usd[i]});
-  }
-  if (split.idle_gpus > 0 || gpus <= 0) out.push_back({"", "", split.idle_gpus, split.idle_usd});
-  return out;
-}
-
 // ---- budgets ---------------------------------------------------------------
-
-struct BudgetRow {
-  std::string scope;  // global | pool | team
-  std::string name;
-  BudgetCap cap;
-  double usd_per_hour = 0;
-  double month_to_date_usd = 0;
-  double projected_month_usd = 0;
-  double allowance_usd_per_hour = 0;
-  std::string status;
-};
-
-std::vector<BudgetRow> Budgets(const PublishedState& s) {
-  std::vector<BudgetRow> rows;
-  if (!s.snapshot || !s.policy) return rows;
-  const Snapshot& snap = *s.snapshot;
-  const BudgetPolicy& b = s.policy->budget;
-  std::map<std::string, double> pool_rate, team_rate;
-  double fleet_rate = 0;
-  for (const Node& n : snap.nodes) {
-    if (!Billed(n)) continue;
-    fleet_rate += n.offering.usd_per_hour;
-    pool_rate[n.pool] += n.offering.usd_per_hour;
-    for (const Attribution& a : Attribute(snap, n, s.policy.get())) {
-      if (!a.team.empty()) team_rate[a.team] += a.usd_per_hour;
-    }
-  }
-  auto add = [&](std::string scope, std::string name, const BudgetCap& cap, double rate, double mtd) {
-    BudgetRow r{std::move(scope), std::move(name), cap, rate, mtd, 0, 0, ""};
-    r.projected_month_usd = mtd + rate * snap.hours_left_in_month;
-    r.allowance_usd_per_hour = HourlyAllowanceUsd(cap, mtd, snap.hours_left_in_month);
-    const char* kind = cap.hard ? "hard" : "soft";
-    if (!cap.hourly_usd && !cap.monthly_usd) {
-      r.status = "no cap";
-    } else if (cap.hourly_usd && rate > *cap.hourly_usd) {
-      r.status = std::string("over the ") + kind + " hourly cap";
-    } else if (cap.monthly_usd && r.projected_month_usd > *cap.monthly_usd) {
-      r.status = std::string("projected over the ") + kind + " monthly cap";
-    } else {
-      r.status = "within";
-    }
-    rows.push_back(std::move(r));
-  };
-  auto find = [](const std::map<std::string, double>& m, const std::string& k) {
-    auto it = m.find(k);
-    return it == m.end() ? 0.0 : it->second;
-  };
-  add("global", "all pools", b.global, fleet_rate, snap.month_to_date_usd);
-  for (const auto& [pool, cap] : b.per_pool)
-    add("pool", pool, cap, find(pool_rate, pool), find(snap.month_to_date_usd_by_pool, pool));
-  for (const auto& [team, cap] : b.per_team)
-    add("team", team, cap, find(team_rate, team), find(snap.month_to_date_usd_by_team, team));
-  return rows;
-}
 
 std::string CapText(const std::optional<double>& v, const char* unit) {
   return v ? Usd(*v) + unit : "–";
@@ -189,77 +103,6 @@ std::string BudgetsSection(const PublishedState& s) {
   return out;
 }
 
-// ---- charts ----------------------------------------------------------------
-
-// Burn-down: the month's spend so far (from the series) and its projection
-// to the month's end at the current rate, against the global monthly cap.
-std::string BurnDownSection(const PublishedState& s) {
-  const std::vector<BudgetRow> rows = Budgets(s);
-  if (rows.empty()) return "<h2>Burn-down</h2>" + TimeChartSvg("chart-burndown", "Month-to-date spend", {}, {}, false, {}, "USD");
-  const BudgetRow& g = rows.front();
-  // Burn-down: the month's spend so far (from the series) and its
-  // projection to the month's end at the current rate, against the cap.
-  std::vector<WallTime> times;
-  std::vector<double> actual, projected;
-  for (const SeriesPoint& p : s.series) {
-    times.push_back(p.time);
-    actual.push_back(p.month_to_date_usd);
-    projected.push_back(std::numeric_limits<double>::quiet_NaN());
-  }
-  if (!times.empty() && s.snapshot && s.snapshot->hours_left_in_month > 0) {
-    projected.back() = actual.back();
-    times.push_back(times.back() + Seconds(static_cast<int64_t>(s.snapshot->hours_left_in_month * 3600)));
-    actual.push_back(std::numeric_limits<double>::quiet_NaN());
-    projected.push_back(g.projected_month_usd);
-  }
-  std::vector<ChartLevel> levels;
-  if (g.cap.monthly_usd) {
-    levels.push_back({std::string(g.cap.hard ? "hard" : "soft") + " monthly cap " + Usd(*g.cap.monthly_usd),
-                      "#c0262d", *g.cap.monthly_usd, "budget-cap monthly-cap"});
-  }
-  std::string out = "<h2>Burn-down: month to date and projected month end</h2>";
-  out += TimeChartSvg("chart-burndown", "Month-to-date spend and its projection to the month's end", times,
-                      {{"month to date", "#1d2430", actual, false}, {"projected at the current rate", "#b35c00", projected, true}},
-                      false, levels, "USD");
-  if (!g.cap.monthly_usd) out += "<p class=\"note\">No monthly cap is set for the whole fleet.</p>";
-  return out;
-}
-
-
-void ChartsSections(const PublishedState& s, std::map<std::string, std::string>* sections) {
-  std::vector<WallTime> times;
-  std::vector<double> od, spot, usd, allowance, pending, queued;
-  for (const SeriesPoint& p : s.series) {
-    times.push_back(p.time);
-    od.push_back(p.nodes - p.spot_nodes);
-    spot.push_back(p.spot_nodes);
-    usd.push_back(p.usd_per_hour);
-    allowance.push_back(std::isfinite(p.global_allowance_usd_per_hour) ? p.global_allowance_usd_per_hour
-                                                                       : std::numeric_limits<double>::quiet_NaN());
-    pending.push_back(p.pending_units);
-    queued.push_back(p.queued_jobs < 0 ? std::numeric_limits<double>::quiet_NaN() : static_cast<double>(p.queued_jobs));
-  }
-  (*sections)["chart-nodes"] = "<h2>Nodes</h2>" + TimeChartSvg("chart-nodes", "Nodes by capacity type", times,
-                                                                {{"on-demand", "#1f5fbf", od, false}, {"spot", "#e07b00", spot, false}},
-                                                                true, {}, "nodes");
-  std::vector<ChartLevel> caps;
-  std::vector<ChartSeries> spend = {{"spend rate", "#1d2430", usd, false}};
-  if (s.policy && s.policy->budget.global.hourly_usd) {
-    const BudgetCap& cap = s.policy->budget.global;
-    caps.push_back({std::string(cap.hard ? "hard" : "soft") + " cap " + Usd(*cap.hourly_usd) + "/h", "#c0262d",
-                    *cap.hourly_usd, "budget-cap hourly-cap"});
-  }
-  // The allowance differs from the hourly cap only when a monthly cap binds.
-  if (s.policy && s.policy->budget.global.monthly_usd) spend.push_back({"allowed now", "#c0262d", allowance, true});
-  (*sections)["chart-cost"] = "<h2>Spend rate (USD/h)</h2>" +
-                              TimeChartSvg("chart-cost", "Spend rate against the hourly budget", times, spend, false, caps, "USD/h");
-  (*sections)["chart-queue"] = "<h2>Waiting work</h2>" +
-                               TimeChartSvg("chart-queue", "Pending GPU units and queued jobs", times,
-                                            {{"pending GPU units", "#6b3fa0", pending, false},
-                                             {"queued jobs", "#17813a", queued, false}},
-                                            false, {}, "units");
-}
-
 // ---- rollups, pending, market ----------------------------------------------
 
 // Each pool's node limits at the last tick, after the scaling schedules in
@@ -290,31 +133,7 @@ std::string PoolLimitsTable(const PublishedState& s) {
 std::string RollupsSection(const PublishedState& s) {
   std::string out = "<h2>Rollups</h2>";
   if (!s.snapshot) return out + "<p>waiting for the first tick</p>";
-  const Snapshot& snap = *s.snapshot;
-  struct Sum {
-    std::set<std::string> nodes;
-    double gpus = 0;
-    double usd = 0;
-  };
-  std::map<std::string, std::map<std::string, Sum>> by;  // dimension -> key -> sum
-  for (const Node& n : snap.nodes) {
-    if (!Billed(n)) continue;
-    const std::string name = NodeName(n);
-    const double gpus = GpusOf(snap, n);
-    for (const auto& [dim, key] : std::vector<std::pair<std::string, std::string>>{
-             {"pool", n.pool}, {"zone", n.offering.zone}, {"capacity type", std::string(ToString(n.offering.capacity_type))}}) {
-      Sum& sum = by[dim][key];
-      sum.nodes.insert(name);
-      sum.gpus += gpus;
-      sum.usd += n.offering.usd_per_hour;
-    }
-    for (const Attribution& a : Attribute(snap, n, s.policy.get())) {
-      Sum& sum = by["class"][a.workload_class.empty() ? "(idle capacity)" : a.workload_class];
-      sum.nodes.insert(name);
-      sum.gpus += a.gpus;
-      sum.usd += a.usd_per_hour;
-    }
-  }
+  std::map<std::string, std::map<std::string, RollupSum>> by = Rollups(s);  // dimension -> key -> sum
   out += "<div class=\"rollups\">";
   for (const char* dim : {"pool", "zone", "capacity type", "class"}) {
     out += "<div class=\"scroll\"><table class=\"rollup\" data-dimension=\"" + std::string(dim) + "\"><thead><tr><th>" +
@@ -358,35 +177,14 @@ std::string MarketSection(const DashboardInputs& in) {
   const PublishedState& s = in.state;
   std::string out = "<h2>Spot market (as the controller sees it)</h2>";
   if (!s.snapshot) return out + "<p>waiting for the first tick</p>";
-  std::map<std::pair<std::string, std::string>, int> running;
-  for (const Node& n : s.snapshot->nodes) {
-    if (n.offering.capacity_type == CapacityType::kSpot) ++running[{n.offering.instance_type, n.offering.zone}];
-  }
-  std::map<std::pair<std::string, std::string>, std::pair<int, WallTime>> notices;
-  for (const DashboardInterruption& i : in.interruptions) {
-    auto& [count, last] = notices[{i.instance_type, i.zone}];
-    ++count;
-    last = std::max(last, i.time);
-  }
+  SpotMarket market = SpotMarketOf(in);
+  std::map<SpotMarket::Key, int>& running = market.running;
+  const std::map<SpotMarket::Key, std::pair<int, WallTime>>& notices = market.notices;
   out += "<div class=\"scroll tall\"><table id=\"market\"><thead><tr><th>type</th><th>zone</th><th>spot USD/h</th>"
          "<th>on-demand</th><th>discount</th><th>interruptions /node-h (learned)</th><th>availability</th>"
          "<th>nodes</th><th>notices 24 h</th></tr></thead><tbody>";
-  // What the operator looks for first: offerings the fleet runs on, then
-  // those with notices, then those marked unavailable, then the rest.
-  std::vector<const Offering*> spot;
-  for (const Offering& o : s.snapshot->offerings) {
-    if (o.capacity_type == CapacityType::kSpot) spot.push_back(&o);
-  }
-  auto rank = [&](const Offering* o) {
-    const std::pair<std::string, std::string> key{o->instance_type, o->zone};
-    const auto r = running.find(key);
-    const auto n = notices.find(key);
-    return std::make_tuple(r == running.end() ? 0 : -r->second, n == notices.end() ? 0 : -n->second.first,
-                           o->available ? 1 : 0);
-  };
-  std::stable_sort(spot.begin(), spot.end(), [&](const Offering* a, const Offering* b) { return rank(a) < rank(b); });
   int unavailable = 0;
-  for (const Offering* offering : spot) {
+  for (const Offering* offering : market.offerings) {
     const Offering& o = *offering;
     const std::pair<std::string, std::string> key{o.instance_type, o.zone};
     const auto n = notices.find(key);
@@ -471,15 +269,6 @@ std::string PlanHtml(const json& plan, const std::string& prefix, const std::set
   return out;
 }
 
-std::set<std::string> RunningInstances(const PublishedState& s) {
-  std::set<std::string> out;
-  if (!s.snapshot) return out;
-  for (const Node& n : s.snapshot->nodes) {
-    if (Billed(n)) out.insert(n.instance_id);
-  }
-  return out;
-}
-
 std::string LaunchedHtml(const std::vector<std::pair<std::string, std::string>>& launched, const std::string& prefix,
                          const std::set<std::string>& running) {
   if (launched.empty()) return "";
@@ -558,14 +347,8 @@ std::string FleetSection(const DashboardInputs& in) {
 }
 
 std::string KpisSection(const PublishedState& s) {
-  int nodes = 0, spot = 0, gpus = 0;
-  if (s.snapshot) {
-    for (const Node& n : s.snapshot->nodes) {
-      ++nodes;
-      if (n.offering.capacity_type == CapacityType::kSpot) ++spot;
-      gpus += GpusOf(*s.snapshot, n);
-    }
-  }
+  const FleetCounts counts = CountFleet(s);
+  const int nodes = counts.nodes, spot = counts.spot_nodes, gpus = counts.gpus;
   const double month = s.snapshot ? s.snapshot->month_to_date_usd : 0;
   const int pending = s.snapshot ? static_cast<int>(s.snapshot->pending.size()) : 0;
   const std::vector<std::pair<std::string, std::string>> kpis = {
@@ -632,12 +415,12 @@ std::string SignalsSection(const PublishedState& s) {
 std::vector<std::pair<std::string, std::string>> Sections(const DashboardInputs& in) {
   const PublishedState& s = in.state;
   std::map<std::string, std::string> charts;
-  ChartsSections(s, &charts);
+  AddChartSections(s, &charts);
   return {{"status", StatusLine(s)},
           {"kpis", KpisSection(s)},
           {"budgets", BudgetsSection(s)},
           {"chart-cost", charts["chart-cost"]},
-          {"chart-burndown", BurnDownSection(s)},
+          {"chart-burndown", charts["chart-burndown"]},
           {"chart-nodes", charts["chart-nodes"]},
           {"chart-queue", charts["chart-queue"]},
           {"rollups", RollupsSection(s)},
@@ -733,103 +516,7 @@ std::string DashboardPage(const DashboardInputs& in) {
   return out;
 }
 
-std::string DashboardJson(const DashboardInputs& in) {
-  const PublishedState& s = in.state;
-  json j;
-  j["time"] = s.last_tick_time ? json(FormatRfc3339(*s.last_tick_time)) : json(nullptr);
-  j["ticks"] = s.ticks;
-  json sections = json::object();
-  for (auto& [name, html] : Sections(in)) sections[name] = std::move(html);
-  j["sections"] = std::move(sections);
-  json budgets = json::array();
-  auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
-  for (const BudgetRow& b : Budgets(s)) {
-    budgets.push_back({{"scope", b.scope},
-                       {"name", b.name},
-                       {"hard", b.cap.hard},
-                       {"hourly_cap_usd", opt(b.cap.hourly_usd)},
-                       {"monthly_cap_usd", opt(b.cap.monthly_usd)},
-                       {"usd_per_hour", b.usd_per_hour},
-                       {"month_to_date_usd", b.month_to_date_usd},
-                       {"projected_month_usd", b.projected_month_usd},
-                       {"allowance_usd_per_hour", std::isfinite(b.allowance_usd_per_hour)
-                                                      ? json(b.allowance_usd_per_hour)
-                                                      : json(nullptr)},
-                       {"status", b.status}});
-  }
-  j["budgets"] = std::move(budgets);
-  json pending = json::array();
-  for (const PendingClassStats& c : s.pending_by_class) {
-    pending.push_back({{"class", c.workload_class},
-                       {"units", c.units},
-                       {"gpus", c.gpus},
-                       {"wait_p50_s", c.wait_p50_s},
-                       {"wait_p90_s", c.wait_p90_s},
-                       {"wait_p99_s", c.wait_p99_s},
-                       {"wait_max_s", c.wait_max_s}});
-  }
-  j["pending_by_class"] = std::move(pending);
-  return j.dump();
-}
-
-DashboardInputs ReadDashboardInputs(PublishedState state) {
-  DashboardInputs in;
-  in.state = std::move(state);
-  const PublishedState& s = in.state;
-  if (s.db_file.empty() || s.last_decision_id == 0) return in;
-  Result<std::unique_ptr<AuditReader>> reader = AuditReader::Open(s.db_file);
-  if (!reader) {
-    in.store_error = reader.error().message();
-    return in;
-  }
-  Result<std::vector<DecisionRow>> rows =
-      (*reader)->DecisionsAfterId(std::max<int64_t>(0, s.last_decision_id - kDecisionsScanned), kDecisionsScanned);
-  if (!rows) {
-    in.store_error = rows.error().message();
-    return in;
-  }
-  std::map<int64_t, std::vector<std::string>> held;
-  for (const HeldActions& h : s.held) held[h.decision_id] = h.notes;
-  // The newest decisions that did or held back something, or left work
-  // unplaced; the quiet ones in between are only counted.
-  for (auto it = rows->rbegin(); it != rows->rend() && in.decisions.size() < kDashboardDecisions; ++it) {
-    DashboardDecision d;
-    d.row = std::move(*it);
-    if (auto h = held.find(d.row.id); h != held.end()) d.held = h->second;
-    const json plan = json::parse(d.row.decision.plan_json, nullptr, false);
-    const bool acted = plan.is_object() && ((plan.contains("launches") && !plan["launches"].empty()) ||
-                                            (plan.contains("terminations") && !plan["terminations"].empty()) ||
-                                            (plan.contains("unplaced") && !plan["unplaced"].empty()));
-    if (!acted && d.held.empty() && !d.row.decision.scale_down_blocked) {
-      ++in.quiet_decisions;
-      continue;
-    }
-    in.decisions.push_back(std::move(d));
-  }
-  const WallTime now = s.last_tick_time.value_or(s.started_at);
-  WallTime from = now - kNoticeWindow;
-  if (!in.decisions.empty()) from = std::min(from, in.decisions.back().row.decision.time);
-  Result<std::vector<NodeRow>> nodes = (*reader)->NodesOverlapping(from, now + Seconds(1));
-  if (!nodes) {
-    in.store_error = nodes.error().message();
-    return in;
-  }
-  std::map<int64_t, DashboardDecision*> by_id;
-  for (DashboardDecision& d : in.decisions) by_id[d.row.id] = &d;
-  for (const NodeRow& n : *nodes) {
-    in.launched_by[n.launch.instance_id] = n.launch.decision_id;
-    if (auto it = by_id.find(n.launch.decision_id); it != by_id.end()) {
-      it->second->launched.emplace_back(n.launch.instance_id, n.end_time ? n.cause : std::string());
-    }
-    if (n.end_time && n.cause == "interrupted" && *n.end_time >= now - kNoticeWindow) {
-      in.interruptions.push_back(
-          {n.launch.instance_id, n.launch.offering.instance_type, n.launch.offering.zone, *n.end_time});
-    }
-  }
-  std::sort(in.interruptions.begin(), in.interruptions.end(),
-            [](const DashboardInterruption& a, const DashboardInterruption& b) { return a.time > b.time; });
-  return in;
-}
+std::string DashboardJson(const DashboardInputs& in) { return DashboardJsonOf(in.state, Sections(in)); }
 
 std::string DecisionExplainPage(const DecisionReplay& replay, const std::vector<NodeRow>& launched,
                                 const PublishedState& state) {

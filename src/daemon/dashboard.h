@@ -85,4 +85,10 @@ std::string TimeChartSvg(const std::string& id, const std::string& title, const 
                          const std::vector<ChartSeries>& series, bool stacked, const std::vector<ChartLevel>& levels,
                          const std::string& unit);
 
+// The page's chart sections, name -> inner HTML: "chart-burndown" (the month
+// to date and its projection against the global monthly cap), "chart-nodes",
+// "chart-cost" (the spend rate against the global hourly cap and allowance)
+// and "chart-queue".
+void AddChartSections(const PublishedState& s, std::map<std::string, std::string>* sections);
+
 }  // namespace gpuscaler::daemon

@@ -1,13 +1,18 @@
 // Time charts for the dashboard, drawn as inline SVG on the server: the page
 // shows them without running any script, and every chart has the same
-// labelled axes.
+// labelled axes. Also the page's chart sections, from the series and
+// budgets of dashboard_figures.h.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
+#include <utility>
 
 #include "dashboard.h"
+#include "dashboard_figures.h"
 #include "gpuscaler/model/escape.h"
+#include "gpuscaler/model/money.h"
 #include "gpuscaler/model/time.h"
 
 namespace gpuscaler::daemon {
@@ -178,6 +183,57 @@ std::string TimeChartSvg(const std::string& id, const std::string& title, const 
   }
   out += "</div>";
   return out;
+}
+
+namespace {
+
+// Burn-down: the month's spend so far (from the series) and its projection
+// to the month's end at the current rate, against the global monthly cap.
+std::string BurnDownSection(const PublishedState& s) {
+  const std::vector<BudgetRow> rows = Budgets(s);
+  if (rows.empty()) return "<h2>Burn-down</h2>" + TimeChartSvg("chart-burndown", "Month-to-date spend", {}, {}, false, {}, "USD");
+  const BudgetRow& g = rows.front();
+  BurnDown burn = BurnDownOf(s, g);
+  std::vector<ChartLevel> levels;
+  if (g.cap.monthly_usd) {
+    levels.push_back({std::string(g.cap.hard ? "hard" : "soft") + " monthly cap " + FormatUsd(*g.cap.monthly_usd, MoneyStyle::kCents),
+                      "#c0262d", *g.cap.monthly_usd, "budget-cap monthly-cap"});
+  }
+  std::string out = "<h2>Burn-down: month to date and projected month end</h2>";
+  out += TimeChartSvg("chart-burndown", "Month-to-date spend and its projection to the month's end", burn.times,
+                      {{"month to date", "#1d2430", std::move(burn.month_to_date_usd), false},
+                       {"projected at the current rate", "#b35c00", std::move(burn.projected_usd), true}},
+                      false, levels, "USD");
+  if (!g.cap.monthly_usd) out += "<p class=\"note\">No monthly cap is set for the whole fleet.</p>";
+  return out;
+}
+
+}  // namespace
+
+void AddChartSections(const PublishedState& s, std::map<std::string, std::string>* sections) {
+  (*sections)["chart-burndown"] = BurnDownSection(s);
+  const DashboardSeries series = SeriesOf(s);
+  const std::vector<WallTime>& times = series.times;
+  (*sections)["chart-nodes"] = "<h2>Nodes</h2>" + TimeChartSvg("chart-nodes", "Nodes by capacity type", times,
+                                                                {{"on-demand", "#1f5fbf", series.on_demand_nodes, false},
+                                                                 {"spot", "#e07b00", series.spot_nodes, false}},
+                                                                true, {}, "nodes");
+  std::vector<ChartLevel> caps;
+  std::vector<ChartSeries> spend = {{"spend rate", "#1d2430", series.usd_per_hour, false}};
+  if (s.policy && s.policy->budget.global.hourly_usd) {
+    const BudgetCap& cap = s.policy->budget.global;
+    caps.push_back({std::string(cap.hard ? "hard" : "soft") + " cap " + FormatUsd(*cap.hourly_usd, MoneyStyle::kCents) + "/h", "#c0262d",
+                    *cap.hourly_usd, "budget-cap hourly-cap"});
+  }
+  // The allowance differs from the hourly cap only when a monthly cap binds.
+  if (s.policy && s.policy->budget.global.monthly_usd) spend.push_back({"allowed now", "#c0262d", series.allowance_usd_per_hour, true});
+  (*sections)["chart-cost"] = "<h2>Spend rate (USD/h)</h2>" +
+                              TimeChartSvg("chart-cost", "Spend rate against the hourly budget", times, spend, false, caps, "USD/h");
+  (*sections)["chart-queue"] = "<h2>Waiting work</h2>" +
+                               TimeChartSvg("chart-queue", "Pending GPU units and queued jobs", times,
+                                            {{"pending GPU units", "#6b3fa0", series.pending_units, false},
+                                             {"queued jobs", "#17813a", series.queued_jobs, false}},
+                                            false, {}, "units");
 }
 
 }  // namespace gpuscaler::daemon

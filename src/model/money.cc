@@ -84,6 +84,10 @@ std::string FormatUsd(double usd, MoneyStyle style) {
       if (magnitude >= 100) return "$" + FixedWithoutNegativeZero(usd, 0);
       return "$" + FixedWithoutNegativeZero(usd, 2);
     }
+    case MoneyStyle::kAxisTick:
+      return Printf(usd < 10 ? "$%.1f" : "$%.0f", usd);
+    case MoneyStyle::kBareCents:
+      return Printf("%.2f", usd);
   }
   return Printf("$%.2f", usd);
 }

@@ -381,9 +381,13 @@ std::string Page(const PageInputs& in, const ReportQuery& query) {
     return summary.rows.front()[static_cast<size_t>(at - summary.columns.begin())];
   };
   auto pct_or_dash = [](const Cell& c) { return c.text.empty() ? std::string("—") : c.text + " %"; };
+  // A money cell's dollars ("–" without a number).
+  auto usd = [&](const std::string& column) {
+    return FormatUsd(summary_cell(column).number.value_or(std::nan("")), MoneyStyle::kCents);
+  };
   s += "<h2>Predicted vs realized cost of launched nodes</h2><div id=\"prediction-totals\" class=\"cards\">";
-  card("$" + summary_cell("predicted_usd").text, "predicted (" + summary_cell("decisions").text + " decisions)");
-  card("$" + summary_cell("realized_usd").text, "realized");
+  card(usd("predicted_usd"), "predicted (" + summary_cell("decisions").text + " decisions)");
+  card(usd("realized_usd"), "realized");
   card(pct_or_dash(summary_cell("error_pct")), "realized vs predicted, in total");
   card(pct_or_dash(summary_cell("median_abs_error_pct")), "median |error| per decision");
   card(pct_or_dash(summary_cell("p90_abs_error_pct")), "p90 |error| per decision");
@@ -570,8 +574,9 @@ std::string RenderFleetHtml(const FleetParts& fleet, const ReportQuery& query) {
   in.prediction_cards.columns = {"decisions", "predicted_usd",        "realized_usd",
                                  "error_pct", "median_abs_error_pct", "p90_abs_error_pct"};
   in.prediction_cards.rows.push_back(
-      {Cell{std::to_string(joined.decisions), std::nullopt}, Cell{FormatCents(predicted_cents), std::nullopt},
-       Cell{FormatCents(realized_cents), std::nullopt}, Cell{pct(total_error), std::nullopt},
+      {Cell{std::to_string(joined.decisions), std::nullopt},
+       Cell{FormatCents(predicted_cents), static_cast<double>(predicted_cents) / 100.0},
+       Cell{FormatCents(realized_cents), static_cast<double>(realized_cents) / 100.0}, Cell{pct(total_error), std::nullopt},
        Cell{pct(joined.median_abs_error_pct), std::nullopt},
        Cell{pct(joined.p90_abs_error_pct), std::nullopt}});
   for (View v : kPageTables) in.tables.push_back(fleet.table(v));

@@ -121,6 +121,12 @@ TEST(FormatUsd, EachStylePrintsAsItsTextAlwaysHas) {
       {123.4, MoneyStyle::kCompact, "$123"},
       {1.234, MoneyStyle::kCompact, "$1.23"},
       {-0.001, MoneyStyle::kCompact, "$0.00"},
+      {0, MoneyStyle::kAxisTick, "$0.0"},
+      {2.5, MoneyStyle::kAxisTick, "$2.5"},
+      {10, MoneyStyle::kAxisTick, "$10"},
+      {1200, MoneyStyle::kAxisTick, "$1200"},
+      {1234.567, MoneyStyle::kBareCents, "1234.57"},
+      {-0.5, MoneyStyle::kBareCents, "-0.50"},
       {std::numeric_limits<double>::infinity(), MoneyStyle::kCents, "–"},
       {std::nan(""), MoneyStyle::kCompact, "–"},
   };

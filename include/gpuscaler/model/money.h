@@ -97,6 +97,12 @@ enum class MoneyStyle {
   // "$1.23" (by magnitude); a negative amount that rounds to zero prints
   // without its sign.
   kCompact,
+  // A chart's axis tick: "$2.5" below ten dollars, "$15", "$1200" from ten
+  // (one decimal, then none), as the sim merge page's cost axis.
+  kAxisTick,
+  // "12.34": two decimals without the sign, for a cell under a heading that
+  // names the currency ("total cost (USD)"), as the simulator's summary.
+  kBareCents,
 };
 
 // `usd` in `style`. A non-finite amount (no figure) prints "–" (an en dash)
