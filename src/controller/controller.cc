@@ -33,10 +33,10 @@ Controller::Controller(const Clock& clock, CloudProvider& cloud, AuditStore* sto
     : clock_(clock),
       work_(work),
       policy_(std::move(policy)),
-      planner_(planner ? std::move(planner)
-                       : PlannerFn([](const Snapshot& s, const Policy& p) { return MakePlan(s, p); })),
       // MakePlan, not a caller's planner: only its decisions can be replayed.
       recorder_(store, options.source, /*records_planner_input=*/!planner),
+      planner_(planner ? std::move(planner)
+                       : PlannerFn([](const Snapshot& s, const Policy& p) { return MakePlan(s, p); })),
       usage_(store, catalog, options.usage_interval),
       state_(clock, cloud, store, work, catalog, usage_, static_cast<const ClusterStateOptions&>(options)),
       gate_({options.reuse_unchanged_plans, options.max_plan_reuse, options.idle_replan_interval}),

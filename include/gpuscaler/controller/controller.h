@@ -157,8 +157,10 @@ class Controller {
   const Clock& clock_;
   WorkSource& work_;
   Policy policy_;
-  PlannerFn planner_;
+  // Before planner_: it is told whether a planner was given, before the
+  // constructor moves that planner into planner_.
   DecisionRecorder recorder_;
+  PlannerFn planner_;
   UsageMeter usage_;
   ClusterState state_;
   ReplanGate gate_;
