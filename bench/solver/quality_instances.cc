@@ -121,6 +121,21 @@ void AddPending(Snapshot& s, int shape, int count, const DemandUnit& proto) {
   }
 }
 
+// Adds copies of `proto` as shape `shape` of `shapes`: the last shape takes
+// the `units_left`, the others a random share of them. Returns how many.
+template <typename Pick>
+int AddShapeUnits(Snapshot& s, int shape, int shapes, int units_left, const DemandUnit& proto, Pick& pick) {
+  const int count = shape == shapes - 1 ? units_left : 1 + pick(std::max(1, units_left / 2));
+  AddPending(s, shape, count, proto);
+  return count;
+}
+
+// The offerings a scene may use: those still available.
+void CollectUsable(const Snapshot& s, Instance* in) {
+  for (size_t i = 0; i < s.offerings.size(); ++i)
+    if (s.offerings[i].available) in->usable.push_back(int(i));
+}
+
 }  // namespace
 
 Instance MakeInstance(uint32_t seed) {
@@ -199,12 +214,9 @@ Instance MakeInstance(uint32_t seed) {
     DemandUnit u = RandomShape(pick);
     if (pick(6) == 0 && u.gpus) u.gpu_models = {pick(2) ? "l4" : "a10g"};
     u.priority = pick(3);
-    const int n = k == shapes - 1 ? units : 1 + pick(std::max(1, units / 2));
-    AddPending(s, k, n, u);
-    units -= n;
+    units -= AddShapeUnits(s, k, shapes, units, u, pick);
   }
-  for (size_t i = 0; i < s.offerings.size(); ++i)
-    if (s.offerings[i].available) in.usable.push_back(int(i));
+  CollectUsable(s, &in);
   return in;
 }
 
@@ -243,8 +255,7 @@ Instance FreeL40sRoomInZoneE() {
   big.memory_mib = 65536;
   big.interruptible = false;
   AddPending(s, 1, 1, big);
-  for (size_t i = 0; i < s.offerings.size(); ++i)
-    if (s.offerings[i].available) in.usable.push_back(int(i));
+  CollectUsable(s, &in);
   return in;
 }
 
@@ -308,12 +319,9 @@ Instance MakeExistingInstance(uint32_t seed) {
                                                 : std::string(kPinZones[pick(5)])};
       if (pick(3) == 0) u.zones.push_back(kPinZones[pick(5)]);
     }
-    const int n = k == shapes - 1 ? units : 1 + pick(std::max(1, units / 2));
-    AddPending(s, k, n, u);
-    units -= n;
+    units -= AddShapeUnits(s, k, shapes, units, u, pick);
   }
-  for (size_t i = 0; i < s.offerings.size(); ++i)
-    if (s.offerings[i].available) in.usable.push_back(int(i));
+  CollectUsable(s, &in);
   return in;
 }
 
