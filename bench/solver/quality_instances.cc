@@ -4,9 +4,25 @@
 #include <algorithm>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace gpuscaler::bench {
 namespace {
+
+// Pool "p" of `families` (up to 1,000 nodes) and the classes "a" and "b".
+void AddPoolAndClasses(Policy& policy, std::vector<std::string> families) {
+  NodePoolPolicy pool;
+  pool.name = "p";
+  pool.families = std::move(families);
+  pool.max_nodes = 1000;
+  policy.pools.push_back(pool);
+  for (const char* c : {"a", "b"}) {
+    WorkloadClassPolicy w;
+    w.name = c;
+    policy.classes.push_back(w);
+  }
+}
 
 // The second family's catalog: AWS-like types with L40S nodes beside L4,
 // A10G and A100, in five zones.
@@ -46,16 +62,7 @@ Instance PinnedBase() {
     it.memory_mib = int64_t(t.mem_gib) * 1024;
     s.instance_types.push_back(it);
   }
-  NodePoolPolicy pool;
-  pool.name = "p";
-  pool.families = {"g5", "g6", "g6e", "p4de", "m5"};
-  pool.max_nodes = 1000;
-  in.policy.pools.push_back(pool);
-  for (const char* c : {"a", "b"}) {
-    WorkloadClassPolicy w;
-    w.name = c;
-    in.policy.classes.push_back(w);
-  }
+  AddPoolAndClasses(in.policy, {"g5", "g6", "g6e", "p4de", "m5"});
   in.policy.scaling.max_nodes_added_per_tick = 1000;
   in.policy.disruption.consolidation = false;
   return in;
@@ -194,16 +201,7 @@ Instance MakeInstance(uint32_t seed) {
       s.offerings.push_back(o);
     }
   }
-  NodePoolPolicy pool;
-  pool.name = "p";
-  pool.families = {"g5", "g6", "p4de", "m5"};
-  pool.max_nodes = 1000;
-  in.policy.pools.push_back(pool);
-  for (const char* c : {"a", "b"}) {
-    WorkloadClassPolicy w;
-    w.name = c;
-    in.policy.classes.push_back(w);
-  }
+  AddPoolAndClasses(in.policy, {"g5", "g6", "p4de", "m5"});
   if (pick(2) == 0) in.policy.classes[0].max_spot_share = 0.3 + 0.1 * pick(5);
   in.policy.scaling.max_nodes_added_per_tick = 1000;
   in.policy.disruption.consolidation = false;
