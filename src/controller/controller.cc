@@ -64,7 +64,7 @@ TickReport Controller::Tick() {
   report.Record(recorder_.BeginTick());
 
   // Observe.
-  report.Record(MeterMeasuredWork(now));
+  for (Status& s : MeterMeasuredWork(now)) report.Record(std::move(s));
   report.Record(usage_.Accumulate(now, state_.BilledNodes()));
   state_.AccumulateExposure(now);
   state_.Restore(policy_, now, &report);
@@ -202,20 +202,21 @@ void Controller::Commit(const ActuationResult& result, WallTime now, bool struct
   gate_.NoteChange(changed.any, changed.structural);
 }
 
-Status Controller::MeterMeasuredWork(WallTime now) {
-  if (!recorder_.RecordsToStore()) return Status::Ok();
-  Status first = Status::Ok();
-  if (std::optional<HeldGpuSeconds> held = work_.TakeHeldGpuSeconds(now)) first = usage_.AddHeld(*held);
+std::vector<Status> Controller::MeterMeasuredWork(WallTime now) {
+  std::vector<Status> outcomes;
+  if (!recorder_.RecordsToStore()) return outcomes;
+  if (std::optional<HeldGpuSeconds> held = work_.TakeHeldGpuSeconds(now)) outcomes.push_back(usage_.AddHeld(*held));
   if (std::optional<std::vector<LostWork>> lost = work_.TakeLostWork()) {
-    Status s = usage_.RecordLostWork(*lost);
-    if (first.ok()) first = std::move(s);
+    outcomes.push_back(usage_.RecordLostWork(*lost));
   }
-  return first;
+  return outcomes;
 }
 
 Status Controller::FlushUsage() {
   const WallTime now = clock_.WallNow();
-  if (Status s = MeterMeasuredWork(now); !s.ok()) return s;
+  for (Status& s : MeterMeasuredWork(now)) {
+    if (!s.ok()) return s;
+  }
   return usage_.Flush(now, state_.BilledNodes());
 }
 

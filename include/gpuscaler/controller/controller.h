@@ -151,8 +151,9 @@ class Controller {
   void PlanAndAct(bool listed, WallTime now, TickReport* report);
   void Commit(const ActuationResult& result, WallTime now, bool structural, TickReport* report);
   // The GPU time and lost work the work source measured since the last
-  // call, into the usage meter (with a store only). The first error.
-  Status MeterMeasuredWork(WallTime now);
+  // call, into the usage meter (with a store only): both are taken and
+  // metered whatever the other's outcome; the outcome of each.
+  std::vector<Status> MeterMeasuredWork(WallTime now);
 
   const Clock& clock_;
   WorkSource& work_;
