@@ -173,6 +173,7 @@ bool Controller::Govern(bool listed, WallTime now, Plan* plan, TickReport* repor
   if (g.launches_held > 0 || plan->terminations.size() != proposed_terminations) {
     plan->cost_after_usd_per_hour = PlannedCostAfter(*plan);
   }
+  for (const std::string& note : report->node_notes) plan->notes.push_back("node: " + note);
   for (const std::string& note : report->governor.notes) plan->notes.push_back("held: " + note);
   plan->summary = SummarizePlan(*plan, state_.snapshot().pending.size());
   // The governor only holds back (launch counts, terminations) and adds

@@ -68,7 +68,7 @@ void ClusterState::CheckNodeHealth(const Policy& policy, WallTime now, std::vect
       node.state = NodeState::kDraining;
       inventory_.NoteReplacementDemandMoved();
     }
-    report->governor.notes.push_back(node.instance_id + ": " + info.repair);
+    report->node_notes.push_back(node.instance_id + ": " + info.repair);
     MarkChanged(true);
   }
 }
@@ -156,7 +156,7 @@ void ClusterState::OnRebalance(const std::string& instance_id, const Policy& pol
     info.rebalanced_at = snapshot_->time;
     inventory_.NoteReplacementDemandMoved();
   }
-  report->governor.notes.push_back(instance_id + ": rebalance recommendation: " + std::string(ToString(policy.spot.on_rebalance)));
+  report->node_notes.push_back(instance_id + ": rebalance recommendation: " + std::string(ToString(policy.spot.on_rebalance)));
   MarkChanged(true);
 }
 

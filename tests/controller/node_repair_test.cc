@@ -1,6 +1,7 @@
 // Registration timeouts and repairs through the ClusterNodes seam.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "fake_cluster_nodes.h"
@@ -44,6 +45,12 @@ TEST(NodeRepair, AnInstanceThatNeverRegistersIsTerminatedAndItsWorkPlannedElsewh
   EXPECT_EQ(s.fake.terminations[0], std::vector<std::string>{first});
   EXPECT_TRUE(s.nodes.begun.empty()) << "a node that never registered is not drained";
   for (const Node& n : s.controller->snapshot().nodes) EXPECT_NE(n.instance_id, first);
+  // Observation's note names the node; it is no governor hold.
+  ASSERT_EQ(given_up.node_notes.size(), 1u);
+  EXPECT_EQ(given_up.node_notes[0].rfind(first + ": registration timeout", 0), 0u) << given_up.node_notes[0];
+  EXPECT_TRUE(given_up.governor.notes.empty());
+  const std::vector<std::string>& plan_notes = given_up.plan.notes;
+  EXPECT_NE(std::find(plan_notes.begin(), plan_notes.end(), "node: " + given_up.node_notes[0]), plan_notes.end());
 }
 
 TEST(NodeRepair, ARegisteredNodeIsKeptPastTheRegistrationTimeout) {

@@ -51,6 +51,11 @@ struct TickReport {
   int rebalance_recommendations = 0;
   std::vector<NodeMilestone> milestones;
   std::vector<std::string> blocked_classes;
+  // What observing the fleet did to nodes this tick (repairs, registration
+  // timeouts, responses to rebalance recommendations), one line per node,
+  // for the plan's notes and the log. Observation writes only these; the
+  // governor's holds are in `governor`.
+  std::vector<std::string> node_notes;
   GovernorResult governor;
   // Demand forecasts (classes[].forecast) that started or stopped being
   // used this tick, with the reason (a class without enough history is
