@@ -96,7 +96,7 @@ void LostWorkAccount::Accrue(WallTime now, std::span<const Node> nodes) {
 
 void LostWorkAccount::ChargeInterruption(std::span<const DemandUnit> running) {
   for (const DemandUnit& u : running)
-    by_class_[u.workload_class].lost_gpu_hours += GpuShare(u) * LostWorkHoursPerInterruption(u);
+    by_class_[u.workload_class].lost_gpu_hours += GpuShare(u) * LostWorkHoursPerInterruption(u) * InterruptionReach(u);
 }
 
 bool LostWorkAccount::Publish(const Policy& policy, Snapshot& snapshot) const {

@@ -1,5 +1,7 @@
 #include "gpuscaler/model/demand.h"
 
+#include <algorithm>
+
 #include "gpuscaler/model/gpu.h"
 
 namespace gpuscaler {
@@ -31,5 +33,7 @@ int WholeGpusTaken(const DemandUnit& u) {
   if (u.gpus > 0) return u.gpus;
   return NeedsGpu(u) ? 1 : 0;
 }
+
+int InterruptionReach(const DemandUnit& u) { return u.gang ? std::max(1, u.gang->size) : 1; }
 
 }  // namespace gpuscaler

@@ -95,6 +95,12 @@ class FieldReader : public ObjectReader {
   void Object(const char* key, T& out, Need need = Need::kOptional) {
     ObjectReader::Object(key, need, [&](const Json& e, const std::string& path) { out = Read<T>(e, path, problems()); });
   }
+  // Absent: left empty.
+  template <class T>
+  void Object(const char* key, std::optional<T>& out) {
+    ObjectReader::Object(key, Need::kOptional,
+                         [&](const Json& e, const std::string& path) { out = Read<T>(e, path, problems()); });
+  }
   template <class T>
   void Objects(const char* key, std::vector<T>& out) {
     Array(key, [&](const Json& e, const std::string& path) { out.push_back(Read<T>(e, path, problems())); });

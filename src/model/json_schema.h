@@ -85,6 +85,14 @@ void Fields(V& v, T& o) {
   v.DurationS("launch_latency_s", o.launch_latency);
 }
 
+template <class V, Is<GangMembership> T>
+void Fields(V& v, T& g) {
+  v.Str("name", g.name, kRequired);
+  v.Int("size", g.size, 2);
+  v.Bool("same_zone", g.same_zone);
+  v.Bool("same_instance_type", g.same_instance_type);
+}
+
 template <class V, Is<DemandUnit> T>
 void Fields(V& v, T& u) {
   v.Str("id", u.id, kRequired);
@@ -109,6 +117,7 @@ void Fields(V& v, T& u) {
   v.Str("pool", u.pool);
   v.StrMap("labels", u.labels);
   v.Time("deadline", u.deadline);
+  v.Object("gang", u.gang);
 }
 
 template <class V, Is<Node> T>
@@ -301,6 +310,11 @@ class FieldWriter {
   void Object(const char* key, const T& value, Need = Need::kOptional) {
     w_->PlainKey(key);
     Write(value);
+  }
+  // An empty optional is omitted.
+  template <class T>
+  void Object(const char* key, const std::optional<T>& value) {
+    if (value) Object(key, *value);
   }
   template <class T>
   void Objects(const char* key, const std::vector<T>& values) {

@@ -24,6 +24,7 @@ std::string_view ToString(UnplacedReason r) {
     case UnplacedReason::kSpotPriceCeiling: return "spot-price-ceiling";
     case UnplacedReason::kNoPool: return "no-pool";
     case UnplacedReason::kDeadlineHold: return "deadline-hold";
+    case UnplacedReason::kGangIncomplete: return "gang-incomplete";
   }
   return "unknown";
 }

@@ -110,7 +110,9 @@ void Consolidation::FindCandidates() {
     bool blocked = false;
     double w = 0;
     for (size_t k = 0; k < n.running.size(); ++k) {
-      blocked = blocked || planner_.classes_[planner_.running_class_[i][k]].blocked;
+      // A gang moves whole or not at all: one member moved alone stops the
+      // others and sends them all back to their last checkpoint.
+      blocked = blocked || planner_.classes_[planner_.running_class_[i][k]].blocked || n.running[k].gang;
       w += GpuShare(n.running[k]);
     }
     if (blocked) continue;

@@ -39,7 +39,7 @@ class Consolidation {
 
  private:
   // A node that may go: ready, old enough, nothing pending planned on it,
-  // disruptible, no blocked class on it.
+  // disruptible, no blocked class and no gang member on it.
   struct Candidate {
     int node;
     bool empty;

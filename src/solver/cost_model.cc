@@ -39,7 +39,7 @@ double ExpectedInterruptionUsdPerHour(const DemandUnit& unit, const Offering& of
   if (offering.capacity_type != CapacityType::kSpot || offering.interruptions_per_hour <= 0) return 0;
   return offering.interruptions_per_hour *
          (LostHoursPerInterruption(unit) + std::max(0.0, replacement_wait_h)) *
-         OnDemandValueUsdPerHour(unit, offering, type);
+         OnDemandValueUsdPerHour(unit, offering, type) * InterruptionReach(unit);
 }
 
 double ExpectedInterruptionUsdPerHour(const DemandUnit& unit, const Offering& offering,

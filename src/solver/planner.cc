@@ -12,6 +12,7 @@
 #include "gpuscaler/model/money.h"
 #include "gpuscaler/solver/deadline_hold.h"
 #include "gpuscaler/solver/forecast_demand.h"
+#include "gang_plan.h"
 #include "planner_impl.h"
 
 namespace gpuscaler::solver_detail {
@@ -409,9 +410,7 @@ Plan PlanWithForecasts(const Snapshot& snapshot, const Policy& policy, const Pla
   return plan;
 }
 
-}  // namespace
-
-Plan MakePlan(const Snapshot& snapshot, const Policy& policy, const PlannerOptions& options) {
+Plan PlanWithDeadlineHolds(const Snapshot& snapshot, const Policy& policy, const PlannerOptions& options) {
   const std::vector<HeldUnit> held = FindDeadlineHolds(snapshot, policy);
   if (held.empty()) return PlanWithForecasts(snapshot, policy, options);
   // Held units are planned pinned to spot (in a copy of the snapshot): what
@@ -422,6 +421,13 @@ Plan MakePlan(const Snapshot& snapshot, const Policy& policy, const PlannerOptio
   RecordDeadlineHolds(snapshot, held, &plan);
   plan.summary = SummarizePlan(plan, snapshot.pending.size());
   return plan;
+}
+
+}  // namespace
+
+Plan MakePlan(const Snapshot& snapshot, const Policy& policy, const PlannerOptions& options) {
+  return solver_detail::PlanGangsWhole(
+      snapshot, [&](const Snapshot& s) { return PlanWithDeadlineHolds(s, policy, options); });
 }
 
 }  // namespace gpuscaler

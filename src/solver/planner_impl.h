@@ -99,6 +99,7 @@ struct Group {
   Shape shape;
   double gpu_w = 0;
   double loss_h = 0;
+  int reach = 1;              // InterruptionReach: units one interruption loses
   bool interruptible = true;  // may run on spot (see Planner::MaySpot)
   bool spot_paused = false;   // interruptible, but its class's spot is paused
   int priority = 0;

@@ -338,7 +338,8 @@ int Planner::FitOnEmpty(const Group& g, int type) const {
 
 double Planner::Risk(const Group& g, const NodeOffer& b) const {
   if (!b.spot || b.ih <= 0 || b.type < 0) return 0;
-  return b.ih * (g.loss_h + b.wait_h) * b.od * ShareOfNode(g.gpu_w, g.shape.cpu, snap_.instance_types[b.type]);
+  return b.ih * (g.loss_h + b.wait_h) * b.od * ShareOfNode(g.gpu_w, g.shape.cpu, snap_.instance_types[b.type]) *
+         g.reach;
 }
 
 size_t DemandKeyHash(const DemandUnit& u) {
@@ -373,7 +374,9 @@ bool SameDemand(const DemandUnit& a, const DemandUnit& b) {
          a.checkpoint_interval == b.checkpoint_interval && a.checkpoint_on_notice == b.checkpoint_on_notice &&
          a.restart_cost == b.restart_cost &&
          a.gpu_models == b.gpu_models && a.zones == b.zones && a.instance_types == b.instance_types &&
-         a.capacity_type == b.capacity_type && a.team == b.team;
+         a.capacity_type == b.capacity_type && a.team == b.team && a.gang.has_value() == b.gang.has_value() &&
+         (!a.gang || (a.gang->size == b.gang->size && a.gang->same_zone == b.gang->same_zone &&
+                      a.gang->same_instance_type == b.gang->same_instance_type));
 }
 
 void Planner::GroupUnits() {
@@ -409,6 +412,7 @@ void Planner::BuildGroups() {
     g.shape = ShapeOf(u);
     g.gpu_w = GpuShare(u);
     g.loss_h = LostHoursPerInterruption(u);
+    g.reach = InterruptionReach(u);
     const ClassInfo& c = classes_[g.cls];
     g.interruptible = MaySpot(u, g.cls);
     g.spot_paused = c.spot_paused && InterruptibleByPolicy(u, g.cls) && !PinnedToSpot(u);

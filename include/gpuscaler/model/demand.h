@@ -14,6 +14,20 @@
 
 namespace gpuscaler {
 
+// A unit's place in a gang: one multi-node job whose members start together
+// or not at all (a job's ranks wait for each other before any progress) and
+// are lost together (a reclaim of any member's node sends every member back
+// to the last checkpoint). Members are units of one shape, one per node.
+struct GangMembership {
+  std::string name;  // the gang's id, shared by its members
+  int size = 0;      // members in the whole gang, >= 2
+  // Topology: every member in one zone; every member on one instance type.
+  bool same_zone = true;
+  bool same_instance_type = false;
+
+  bool operator==(const GangMembership&) const = default;
+};
+
 struct DemandUnit {
   std::string id;                // pod uid, job id, or "<class>/<n>" for queue-derived units
   std::string workload_class;    // policy class name
@@ -50,7 +64,13 @@ struct DemandUnit {
   // submission plus its class's deadline, or its own). Set, the planner may
   // hold it for spot while the slack allows (solver/deadline_hold.h).
   std::optional<WallTime> deadline;
+  // Set: the unit is one member of a gang.
+  std::optional<GangMembership> gang;
 };
+
+// Units whose work one interruption of this unit's node loses: the gang's
+// size for a gang member, else 1.
+int InterruptionReach(const DemandUnit& u);
 
 // The unit's share of GPUs, in GPUs: `gpus` when > 0, else gpu_milli / 1000
 // when > 0, else for a MIG profile "Ng.<memory>" N / kMigComputeSlices (1/7

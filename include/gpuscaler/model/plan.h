@@ -27,6 +27,7 @@ enum class UnplacedReason {
   kSpotPriceCeiling,      // only spot fits and every spot offer is above the price ceiling
   kNoPool,                // no pool admits the unit's class/constraints
   kDeadlineHold,          // deferrable: held for spot while its deadline's slack lasts
+  kGangIncomplete,        // a gang member: the whole gang cannot be placed at once
 };
 
 std::string_view ToString(UnplacedReason r);

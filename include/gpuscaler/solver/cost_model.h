@@ -45,8 +45,9 @@ double ReplacementWaitHours(const Snapshot& snapshot, const Offering& offering, 
 // Expected hourly cost of interruptions for `unit` on one node of `offering`:
 // interruptions_per_hour × (lost hours + `replacement_wait_h`) × on-demand
 // value: the work lost, and the hours the unit then stands still waiting for
-// a replacement, both valued at what the work costs on on-demand. 0 on
-// on-demand.
+// a replacement, both valued at what the work costs on on-demand. A gang
+// member's node takes the whole gang down with it, so its figure is
+// InterruptionReach(unit) times a lone unit's. 0 on on-demand.
 double ExpectedInterruptionUsdPerHour(const DemandUnit& unit, const Offering& offering,
                                       const InstanceType& type, double replacement_wait_h);
 // The same with the offering's launch latency as the replacement wait (no
