@@ -1,5 +1,6 @@
 #include "sim/report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <set>
 
@@ -59,6 +60,14 @@ std::string FormatSummaryTable(const Scenario& scenario, const std::vector<RunRe
     });
   }
   row("GPU-hours lost to interruptions", [](const RunResult& r) { return Fmt("%.1f", r.gpu_hours_lost); });
+  const bool gangs = std::any_of(results.begin(), results.end(), [](const RunResult& r) { return r.gang_starts > 0; });
+  if (gangs) {
+    row("gang starts", [](const RunResult& r) { return std::to_string(r.gang_starts); });
+    row("gang wait p50/p95/p99", [](const RunResult& r) {
+      return Duration(r.gang_wait_s.p50) + "/" + Duration(r.gang_wait_s.p95) + "/" + Duration(r.gang_wait_s.p99);
+    });
+    row("GPU-hours held by partial gangs", [](const RunResult& r) { return Fmt("%.1f", r.partial_gang_idle_gpu_hours); });
+  }
   row("utilisation (busy/paid GPU-h)", [](const RunResult& r) { return Fmt("%.1f%%", 100 * r.utilization); });
   row("paid GPU-hours", [](const RunResult& r) { return Fmt("%.0f", r.paid_gpu_hours); });
   row("launches / terminations", [](const RunResult& r) {
@@ -159,6 +168,9 @@ std::string FormatJson(const Scenario& scenario, const std::vector<RunResult>& r
     for (const auto& [cls, p] : r.queue_wait_s_by_class) by_class[cls] = pct(p);
     j["queue_wait_s_by_class"] = std::move(by_class);
     j["gpu_hours_lost"] = r.gpu_hours_lost;
+    j["gang_starts"] = r.gang_starts;
+    j["gang_wait_s"] = pct(r.gang_wait_s);
+    j["partial_gang_idle_gpu_hours"] = r.partial_gang_idle_gpu_hours;
     j["busy_gpu_hours"] = r.busy_gpu_hours;
     j["paid_gpu_hours"] = r.paid_gpu_hours;
     j["utilization"] = r.utilization;

@@ -44,6 +44,7 @@ Replay::Replay(const Scenario& s, RunSpec spec, RunOptions options)
   result_.name = spec_.name;
   result_.policy_name = spec_.policy.name;
   if (spec_.split_floor_classes) world_.work().SplitFloorClasses(spec_.policy);
+  world_.work().SetGangAdmission(spec_.gang_admission);
   ControllerOptions copt = ControllerOptions::ForSimulation(spec_.policy);
   copt.source = "sim:" + spec_.name;
   if (spec_.unavailable_for) copt.unavailable_base = copt.unavailable_max = *spec_.unavailable_for;
@@ -168,6 +169,10 @@ RunResult Replay::Finish() {
   const WorkloadStats& ws = work.stats();
   r.busy_gpu_hours = ws.busy_gpu_seconds / 3600.0;
   r.gpu_hours_lost = ws.lost_gpu_seconds / 3600.0;
+  r.gang_starts = ws.gang_starts;
+  r.partial_gang_idle_gpu_hours = ws.partial_gang_idle_gpu_seconds / 3600.0;
+  std::vector<int64_t> gang_waits = work.GangWaits(end);
+  r.gang_wait_s = ComputePercentiles(&gang_waits);
   r.utilization = r.paid_gpu_hours > 0 ? r.busy_gpu_hours / r.paid_gpu_hours : 0;
   r.requeues = ws.requeues;
   r.launches = cloud.launched();
@@ -218,22 +223,26 @@ Result<RunSpec> MakeRunSpec(const std::string& name, const Scenario& scenario, c
     return spec;
   }
   if (name == "karpenter") {
+    spec.gang_admission = GangAdmission::kEachPod;
     spec.planner = KarpenterLikePlanner();
     spec.split_floor_classes = true;
     spec.unavailable_for = Seconds(180);  // the AWS provider's unavailable-offerings cache TTL
     return spec;
   }
   if (name == "greedy") {
+    spec.gang_admission = GangAdmission::kEachPod;
     spec.planner = CheapestNodeGreedyPlanner();
     spec.split_floor_classes = true;
     return spec;
   }
   if (name == "cluster-autoscaler") {
+    spec.gang_admission = GangAdmission::kEachPod;
     spec.policy = ForceOnDemand(spec.policy);
     spec.planner = ClusterAutoscalerLikePlanner();
     return spec;
   }
   if (name == "static-peak") {
+    spec.gang_admission = GangAdmission::kEachPod;
     if (on_demand == nullptr) return Error::Internal("static-peak needs the on-demand run first");
     spec.policy = ForceOnDemand(spec.policy);
     spec.planner = StaticPeakPlanner(on_demand->peak_nodes);

@@ -60,6 +60,12 @@ struct RunResult {
   // still open at the end.
   std::map<std::string, DeadlineCounts> deadlines_by_class;
   double gpu_hours_lost = 0;
+  // Gangs (multi-node jobs): starts, the wait from all members queued to the
+  // start, and the GPU-hours members held while their gang could not start
+  // (WorkloadStats::partial_gang_idle_gpu_seconds).
+  int64_t gang_starts = 0;
+  Percentiles gang_wait_s;
+  double partial_gang_idle_gpu_hours = 0;
   double busy_gpu_hours = 0;
   double paid_gpu_hours = 0;
   double utilization = 0;
@@ -95,6 +101,9 @@ struct RunSpec {
   // capacity-spread constraint (Workload::SplitFloorClasses): the greedy and
   // karpenter baselines, which hold the floor as a Karpenter user does.
   bool split_floor_classes = false;
+  // How the cluster admits gang members: kWhole for gpuscaler (its
+  // ProvisioningRequests), kEachPod for the gang-unaware baselines.
+  GangAdmission gang_admission = GangAdmission::kWhole;
 };
 
 struct RunOptions {

@@ -60,6 +60,11 @@ std::optional<MarketFormat> ParseMarketFormat(std::string_view name);
 const std::vector<std::string_view>& TraceFormatNames();
 const std::vector<std::string_view>& MarketFormatNames();
 
+enum class MultiNodeJobs { kGang, kSplit, kWhole };
+
+// "gang", "split", "whole"; nullopt for anything else.
+std::optional<MultiNodeJobs> ParseMultiNodeJobs(std::string_view text);
+
 struct TraceOptions {
   // The source time that becomes offset 0: Unix seconds for formats with
   // absolute times (gpuscaler-jobs with `submit`, helios-minute, philly-jobs,
@@ -91,10 +96,13 @@ struct TraceOptions {
   // alibaba-dlrm: where instances without deletion_time end, as a source
   // offset. Unset: the largest time in the file.
   std::optional<int64_t> dlrm_end_s;
-  // philly-jobs: split a job on N machines into N jobs "<jobid>/<k>" with
-  // num_gpus / N GPUs each (labels["gang"] = jobid), since a DemandUnit's
-  // GPUs must share one node. False keeps one job with all its GPUs.
-  bool split_multi_node = true;
+  // philly-jobs: what a job on N machines becomes. kGang: N jobs
+  // "<jobid>/<k>" with num_gpus / N GPUs each, members of gang <jobid> (one
+  // zone), started and stopped together; kSplit: the same N jobs without the
+  // gang, each started and stopped alone (the reading before gangs); kWhole:
+  // one job with all its GPUs (on one node, which only fits up to a node's
+  // GPUs). A job whose GPUs N does not divide is kept whole.
+  MultiNodeJobs multi_node = MultiNodeJobs::kGang;
   // alibaba-genai-qps / -duty-cycle: bin width for aggregation; 0 bins by
   // the exact sample timestamp (the source samples every ~57 s in lockstep).
   Seconds bin{0};

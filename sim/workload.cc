@@ -44,6 +44,7 @@ Workload::Workload(const Trace& trace, const Catalog& catalog, const Policy& pol
   }
   unit_deadlines_ = ClassDeadlines(policy);
   judged_deadlines_ = ClassDeadlines(deadlines_from != nullptr ? *deadlines_from : policy);
+  FindGangs();
 }
 
 void Workload::UseClassRuntimes(const Policy& policy) {
@@ -137,6 +138,9 @@ void Workload::Enqueue(size_t job, WallTime now) {
   j.node = -1;
   queue_.insert({-trace_.jobs[job].unit.priority, ToUnixSeconds(now), job});
   arrived_.push_back(job);
+  if (const int g = GangOf(job); g >= 0 && ++gangs_[g].queued == int(gangs_[g].members.size())) {
+    gangs_[g].all_queued_since = now;
+  }
   ++stats_.jobs_queued;
   pending_dirty_ = true;
   ++pending_version_;
@@ -202,6 +206,7 @@ bool Workload::TryPlace(size_t job, int slot, WallTime now) {
     if (domain >= 0) ++spread_state_[u.workload_class].running[static_cast<size_t>(domain)];
   }
   Job& j = jobs_[job];
+  queue_.erase({-u.priority, ToUnixSeconds(j.queued_since), job});
   j.spread_domain = domain;
   j.gpus.clear();
   j.milli = milli;
@@ -237,7 +242,12 @@ bool Workload::TryPlace(size_t job, int slot, WallTime now) {
   j.overhead_s = j.started_before ? u.restart_cost.count() : 0;
   --stats_.jobs_queued;
   ++stats_.jobs_running;
-  finishes_.push({now + Seconds(j.overhead_s + j.remaining_s), job, j.generation});
+  j.placed_at = now;
+  if (GangOf(job) >= 0) {
+    NoteGangMemberPlaced(job, now);
+  } else {
+    finishes_.push({now + Seconds(j.overhead_s + j.remaining_s), job, j.generation});
+  }
   return true;
 }
 
@@ -253,7 +263,7 @@ void Workload::Release(size_t job, WallTime now) {
   n.jobs.erase(pos);
   n.units.erase(n.units.begin() + static_cast<std::ptrdiff_t>(at));
   Touch(n);
-  stats_.busy_gpu_seconds += JobGpus(j) * static_cast<double>((now - j.run_start).count());
+  if (!j.waiting_for_gang) stats_.busy_gpu_seconds += JobGpus(j) * static_cast<double>((now - j.run_start).count());
   AddHeld(job, n.id, now);
   --stats_.jobs_running;
   if (j.spread_domain >= 0) --spread_state_[u.workload_class].running[static_cast<size_t>(j.spread_domain)];
@@ -268,15 +278,38 @@ int64_t Workload::RunProgress(const Job& j, WallTime now) {
 }
 
 void Workload::Evict(size_t job, WallTime now, bool interrupted) {
+  const int g = GangOf(job);
+  if (g >= 0 && gangs_[g].running) {
+    StopGang(g, now, interrupted);
+  } else {
+    EvictOne(job, now, interrupted, std::nullopt);
+  }
+}
+
+int64_t Workload::SavedProgress(size_t job, WallTime now, bool interrupted) const {
+  const Job& j = jobs_[job];
+  const int64_t progress = RunProgress(j, now);
+  if (!interrupted) return progress;
+  const int64_t c = trace_.jobs[job].unit.checkpoint_interval.count();
+  return std::max(c > 0 ? (progress / c) * c : 0, j.saved_at_notice_s);
+}
+
+void Workload::EvictOne(size_t job, WallTime now, bool interrupted, std::optional<int64_t> saved_s) {
   Job& j = jobs_[job];
   const DemandUnit& u = trace_.jobs[job].unit;
-  const int64_t progress = RunProgress(j, now);
-  int64_t saved = progress;
-  if (interrupted) {
-    const int64_t c = u.checkpoint_interval.count();
-    saved = c > 0 ? (progress / c) * c : 0;
-    saved = std::max(saved, j.saved_at_notice_s);
+  if (j.waiting_for_gang) {
+    // Placed, never started: it made no progress and loses none.
+    AddGangIdle(j, now);
+    Release(job, now);
+    j.waiting_for_gang = false;
+    Gang& g = gangs_[GangOf(job)];
+    if (--g.placed == 0) g.zone.clear();
+    ++stats_.requeues;
+    Enqueue(job, now);
+    return;
   }
+  const int64_t progress = RunProgress(j, now);
+  const int64_t saved = std::min(progress, saved_s.value_or(SavedProgress(job, now, interrupted)));
   const double lost = JobGpus(j) * static_cast<double>(progress - saved);
   stats_.lost_gpu_seconds += lost;
   if (interrupted && measuring_lost_ && lost > 0) lost_.back().gpu_seconds[{u.workload_class, u.team}] += lost;
@@ -291,8 +324,18 @@ void Workload::Evict(size_t job, WallTime now, bool interrupted) {
 void Workload::Schedule(WallTime now) {
   if (!capacity_freed_ && arrived_.empty()) return;
   std::vector<char> failed(static_cast<size_t>(shape_count_), 0);
+  std::vector<char> failed_gang(gangs_.size(), 0);
   int failed_shapes = 0;
+  // TryPlace takes a placed job (and its gang's other members) out of queue_.
   auto attempt = [&](size_t job) {
+    if (jobs_[job].state != JobState::kQueued) return false;
+    if (const int g = GangOf(job); g >= 0) {
+      if (gang_admission_ == GangAdmission::kEachPod) return PlaceGangMember(job, now);
+      if (failed_gang[size_t(g)]) return false;
+      const bool placed = PlaceGangWhole(g, now);
+      failed_gang[size_t(g)] = placed ? 0 : 1;
+      return placed;
+    }
     const size_t shape = static_cast<size_t>(shape_of_[job]);
     if (failed[shape]) return false;
     for (size_t s = 0; s < nodes_.size(); ++s) {
@@ -309,12 +352,9 @@ void Workload::Schedule(WallTime now) {
   if (capacity_freed_) {
     // Once every shape has failed nothing further down the queue can fit.
     for (auto it = queue_.begin(); it != queue_.end() && failed_shapes < shape_count_;) {
-      if (attempt(it->job)) {
-        it = queue_.erase(it);
-        placed_any = true;
-      } else {
-        ++it;
-      }
+      const QueueKey key = *it;
+      placed_any = attempt(key.job) || placed_any;
+      it = queue_.upper_bound(key);
     }
   } else {
     std::vector<QueueKey> keys;
@@ -324,12 +364,7 @@ void Workload::Schedule(WallTime now) {
       }
     }
     std::sort(keys.begin(), keys.end());
-    for (const QueueKey& k : keys) {
-      if (attempt(k.job)) {
-        queue_.erase(k);
-        placed_any = true;
-      }
-    }
+    for (const QueueKey& k : keys) placed_any = attempt(k.job) || placed_any;
   }
   capacity_freed_ = false;
   arrived_.clear();
@@ -371,6 +406,10 @@ const std::vector<DemandUnit>& Workload::Pending() {
       DemandUnit& u = pending_units_.back();
       u.expected_runtime = ExpectedRuntime(k.job);
       u.deadline = DueAt(k.job, unit_deadlines_);
+      // Members placed alone fix the zone of the rest (their zone affinity).
+      if (const int g = GangOf(k.job); g >= 0 && u.gang->same_zone && !gangs_[g].zone.empty()) {
+        u.zones = {gangs_[g].zone};
+      }
     }
     pending_dirty_ = false;
   }
@@ -446,7 +485,10 @@ void Workload::OnGone(const std::string& instance_id, WallTime at, bool interrup
   if (it == node_slot_.end()) return;
   const size_t slot = static_cast<size_t>(it->second);
   const std::vector<size_t> victims = nodes_[slot].jobs;
-  for (size_t job : victims) Evict(job, at, interrupted);
+  for (size_t job : victims) {
+    // A gang member here may have stopped with another member.
+    if (jobs_[job].state == JobState::kRunning) Evict(job, at, interrupted);
+  }
   for (const auto& [cls, d] : nodes_[slot].spread_domain) {
     if (d >= 0) --spread_state_[cls].nodes[static_cast<size_t>(d)];
   }
@@ -461,6 +503,7 @@ void Workload::OnGone(const std::string& instance_id, WallTime at, bool interrup
 void Workload::AddHeld(size_t job, const std::string& instance_id, WallTime now) {
   if (!measuring_held_) return;
   const Job& j = jobs_[job];
+  if (j.waiting_for_gang) return;
   const WallTime from = std::max(j.run_start, held_since_);
   const double gpu_seconds = JobGpus(j) * static_cast<double>((now - from).count());
   if (gpu_seconds <= 0) return;
@@ -490,7 +533,10 @@ std::optional<std::vector<LostWork>> Workload::TakeLostWork() {
 
 void Workload::CloseAccounting(WallTime end) {
   for (const Job& j : jobs_) {
-    if (j.state == JobState::kRunning && end > j.run_start) {
+    if (j.state != JobState::kRunning) continue;
+    if (j.waiting_for_gang) {
+      AddGangIdle(j, end);
+    } else if (end > j.run_start) {
       stats_.busy_gpu_seconds += JobGpus(j) * static_cast<double>((end - j.run_start).count());
     }
   }

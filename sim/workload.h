@@ -69,6 +69,19 @@ struct ClassStats {
   std::optional<DeadlineCounts> deadlines;  // set: the class has a deadline
 };
 
+// How the cluster admits the pods of a gang (DemandUnit::gang).
+enum class GangAdmission {
+  // All at once or not at all, when every member fits in one zone (Kueue
+  // with a ProvisioningRequest, or a coscheduling scheduler): what
+  // gpuscaler sets up.
+  kWhole,
+  // Each pod alone, as it fits; the job waits at its rendezvous, holding the
+  // GPUs of the members already placed, until the last member is placed (a
+  // gang-unaware autoscaler and scheduler). Members placed later go to the
+  // zone of the first (the pods' zone affinity).
+  kEachPod,
+};
+
 struct WorkloadStats {
   int64_t jobs_submitted = 0;
   int64_t jobs_completed = 0;
@@ -77,6 +90,10 @@ struct WorkloadStats {
   int64_t requeues = 0;
   double busy_gpu_seconds = 0;  // GPUs held by running jobs × time
   double lost_gpu_seconds = 0;  // work since the last checkpoint, lost to interruptions
+  // GPUs held by gang members placed while their gang could not start yet ×
+  // the time they waited so (kEachPod admission; 0 under kWhole).
+  double partial_gang_idle_gpu_seconds = 0;
+  int64_t gang_starts = 0;
 };
 
 class Workload final : public WorkSource, public SimCloudObserver {
@@ -105,6 +122,10 @@ class Workload final : public WorkSource, public SimCloudObserver {
   // name) instead of what is left of the job: the planner knows no job's
   // duration, as in the daemon.
   void UseClassRuntimes(const Policy& policy);
+
+  // From now on, gangs are admitted so (default kWhole). Call before the
+  // first node is ready.
+  void SetGangAdmission(GangAdmission admission) { gang_admission_ = admission; }
 
   // Next job arrival or finish, if any.
   std::optional<WallTime> NextEventTime();
@@ -143,6 +164,9 @@ class Workload final : public WorkSource, public SimCloudObserver {
   std::map<std::string, ClassStats> ClassResults(WallTime end) const;
   // The ids of the jobs queued now that have never run.
   std::vector<std::string> NeverStarted() const;
+  // Per gang start, the seconds from when all its members were queued to its
+  // start; a gang waiting at `end` adds its wait so far.
+  std::vector<int64_t> GangWaits(WallTime end) const;
   int64_t queued() const { return static_cast<int64_t>(queue_.size()); }
   int64_t running() const { return stats_.jobs_running; }
   int ready_nodes() const { return static_cast<int>(nodes_.size()); }
@@ -163,6 +187,10 @@ class Workload final : public WorkSource, public SimCloudObserver {
     // that checkpoint on notice); -1: none.
     int64_t saved_at_notice_s = -1;
     bool started_before = false;
+    // A gang member placed whose gang has not started: it holds its GPUs and
+    // makes no progress (no finish is scheduled).
+    bool waiting_for_gang = false;
+    WallTime placed_at{};
     uint32_t generation = 0;
     int node = -1;            // slot in nodes_
     std::vector<int> gpus;    // GPU indices held
@@ -211,7 +239,36 @@ class Workload final : public WorkSource, public SimCloudObserver {
     bool operator>(const Finish& o) const { return t != o.t ? t > o.t : job > o.job; }
   };
 
+  // A multi-node job: its members are trace jobs; it runs when all are
+  // placed and stops as a whole.
+  struct Gang {
+    std::vector<size_t> members;  // trace jobs, in trace order
+    int placed = 0;               // members placed (waiting or running)
+    bool running = false;
+    int queued = 0;               // members queued now
+    WallTime all_queued_since{};  // when its last member was queued
+    std::vector<int64_t> waits_s;  // per start
+    std::string zone;             // of placed members under kEachPod
+  };
+
   void Enqueue(size_t job, WallTime now);
+  // Gangs (workload_gangs.cc).
+  void FindGangs();
+  int GangOf(size_t job) const { return gang_of_.empty() ? -1 : gang_of_[job]; }
+  // Places every queued member of `gang` in one zone (or anywhere, without
+  // same_zone), or none; true when placed (the gang then runs).
+  bool PlaceGangWhole(int gang, WallTime now);
+  // Places the one member `job` under kEachPod admission.
+  bool PlaceGangMember(size_t job, WallTime now);
+  // After TryPlace placed a member: holds it, and starts the gang once all
+  // its members are placed.
+  void NoteGangMemberPlaced(size_t job, WallTime now);
+  // Undoes TryPlace of a member whose gang has not started.
+  void Unplace(size_t job, WallTime now);
+  // Stops the whole running gang of `job` (interrupted: back to the last
+  // checkpoint) and queues its members again.
+  void StopGang(int gang, WallTime now, bool interrupted);
+  void AddGangIdle(const Job& j, WallTime now);
   bool TryPlace(size_t job, int node_slot, WallTime now);
   bool Fits(const DemandUnit& u, SimNode& n, int shape, int* milli_per_gpu) const;
   bool StaticFit(const DemandUnit& u, const SimNode& n) const;
@@ -220,6 +277,13 @@ class Workload final : public WorkSource, public SimCloudObserver {
   bool SpreadAllows(const DemandUnit& u, const SimNode& n, int* domain) const;
   void Release(size_t job, WallTime now);
   void Evict(size_t job, WallTime now, bool interrupted);
+  // Evict for one job alone (a gang member: without its gang), resuming
+  // from `saved_s` seconds of progress when set (a gang resumes from the
+  // last checkpoint all its members have).
+  void EvictOne(size_t job, WallTime now, bool interrupted, std::optional<int64_t> saved_s);
+  // Progress the job keeps if stopped at `now` (interrupted: its last
+  // checkpoint, or what it saved at a notice).
+  int64_t SavedProgress(size_t job, WallTime now, bool interrupted) const;
   // Seconds of the job's work done by this run at `now` (after its restart
   // cost, at most what was left).
   static int64_t RunProgress(const Job& j, WallTime now);
@@ -254,6 +318,9 @@ class Workload final : public WorkSource, public SimCloudObserver {
   std::map<std::string, Seconds> judged_deadlines_;  // class -> deadline ClassResults judges by
   std::vector<std::string> classes_;
   std::vector<int> shape_of_;  // per trace job
+  std::vector<Gang> gangs_;
+  std::vector<int> gang_of_;  // per trace job: its gang, -1 none (empty: no gangs)
+  GangAdmission gang_admission_ = GangAdmission::kWhole;
   int shape_count_ = 0;
   std::vector<DemandUnit> pending_units_;
   bool pending_dirty_ = true;

@@ -82,7 +82,7 @@ void ReadPhillyJobs(csv::Table& t, const TraceOptions& o, Trace* trace) {
       continue;
     }
     int64_t parts = 1;
-    if (o.split_multi_node && machines > 1) {
+    if (o.multi_node != MultiNodeJobs::kWhole && machines > 1) {
       if (gpus % machines == 0) {
         parts = machines;
         ++split;
@@ -96,7 +96,9 @@ void ReadPhillyJobs(csv::Table& t, const TraceOptions& o, Trace* trace) {
                                  Seconds(duration));
       unit.gpus = static_cast<int>(gpus / parts);
       unit.interruptible = true;
-      if (parts > 1) unit.labels["gang"] = id;
+      if (parts > 1 && o.multi_node == MultiNodeJobs::kGang) {
+        unit.gang = GangMembership{id, static_cast<int>(parts), /*same_zone=*/true, /*same_instance_type=*/false};
+      }
       if (c_status >= 0) unit.labels["status"] = std::string(t.Field(c_status));
       if (c_vc >= 0) unit.labels["vc"] = std::string(t.Field(c_vc));
       ApplyJobOverrides(o, &unit);
@@ -105,7 +107,10 @@ void ReadPhillyJobs(csv::Table& t, const TraceOptions& o, Trace* trace) {
     ++trace->stats.rows_used;
   }
   if (t.failed()) return;
-  Warn(&trace->stats, split, "multi-machine jobs were split into one job per machine (labels[\"gang\"])");
+  Warn(&trace->stats, split,
+       o.multi_node == MultiNodeJobs::kGang
+           ? "multi-machine jobs became gangs of one job per machine, started and stopped together"
+           : "multi-machine jobs were split into one job per machine, each started and stopped alone");
   Warn(&trace->stats, uneven, "multi-machine jobs have GPUs not divisible by machines; kept whole");
   trace->behaviour_from_policy = BehaviourFromPolicy(o);
   FinishTrace(trace, o, DefaultOrigin::kEarliest, true);

@@ -165,6 +165,13 @@ std::optional<MarketFormat> ParseMarketFormat(std::string_view name) {
   return ParseFormatName(kMarketFormats, name);
 }
 
+std::optional<MultiNodeJobs> ParseMultiNodeJobs(std::string_view text) {
+  if (text == "gang") return MultiNodeJobs::kGang;
+  if (text == "split") return MultiNodeJobs::kSplit;
+  if (text == "whole") return MultiNodeJobs::kWhole;
+  return std::nullopt;
+}
+
 const std::vector<std::string_view>& TraceFormatNames() {
   static const std::vector<std::string_view> names = FormatNames(kTraceFormats);
   return names;

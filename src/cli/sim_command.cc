@@ -206,6 +206,9 @@ void RegisterSimCommand(CLI::App& app, int* exit_code) {
                   "What the planner knows of a job's runtime: class (its class's shape.expected_runtime, as "
                   "the daemon knows it; default) or exact (what is left of its real duration: for studies of "
                   "what knowing it would be worth)");
+  sim->add_option("--multi-node", o->in.multi_node,
+                  "philly-jobs: a job on N machines becomes a gang of N jobs started and stopped together (gang, "
+                  "the default), N independent jobs (split), or one job (whole)");
   sim->add_option("--days", o->in.days, "Length of the replay in days (default: the scenario's)");
   sim->add_flag("--json", o->json, "Print JSON instead of the table");
   sim->add_option("--db", o->db_file, "Write the audit store (SQLite) here, for gpuscaler report");

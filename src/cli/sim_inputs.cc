@@ -54,7 +54,13 @@ Result<sim::Scenario> BuildSimScenario(const SimInputs& in, const Catalog& catal
       return Error::InvalidInput("unknown trace format '" + in.trace_format + "' (known: " +
                                  Listed(sim::TraceFormatNames()) + ")");
     }
-    Result<sim::Trace> trace = sim::ReadTrace(in.trace_file, *format);
+    sim::TraceOptions trace_options;
+    const std::optional<sim::MultiNodeJobs> multi_node = sim::ParseMultiNodeJobs(in.multi_node);
+    if (!multi_node) {
+      return Error::InvalidInput("--multi-node must be gang, split or whole, not '" + in.multi_node + "'");
+    }
+    trace_options.multi_node = *multi_node;
+    Result<sim::Trace> trace = sim::ReadTrace(in.trace_file, *format, trace_options);
     if (!trace) return trace.error();
     for (const std::string& w : trace->stats.warnings) warnings->push_back(w);
     const size_t reader_warnings = trace->stats.warnings.size();

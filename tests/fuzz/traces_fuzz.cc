@@ -69,7 +69,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       o.window_end = gpuscaler::Seconds(3600);
       o.max_jobs = 5;
     }
-    o.split_multi_node = !(opt & 2);
+    o.multi_node = (opt & 2) ? sim::MultiNodeJobs::kWhole
+                             : ((opt & 16) ? sim::MultiNodeJobs::kSplit : sim::MultiNodeJobs::kGang);
     o.skip_cpu_only = opt & 4;
     if (opt & 8) o.bin = gpuscaler::Seconds(60);
     const auto format = sim::ParseTraceFormat(trace_names[which]);

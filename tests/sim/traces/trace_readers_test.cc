@@ -469,7 +469,7 @@ TEST(HeliosMinute, RejectsANegativeCount) {
   EXPECT_EQ(t.error().message(), Fixture("helios_malformed.csv") + ":3: column 'pending_gpu_num': must be >= 0, got '-4'");
 }
 
-TEST(PhillyJobs, SplitsMultiMachineJobsAndSkipsZeroRuntime) {
+TEST(PhillyJobs, MultiMachineJobsBecomeGangsAndZeroRuntimeIsSkipped) {
   const Trace t = MustRead("philly_jobs.csv", TraceFormat::kPhillyJobs);
   ASSERT_EQ(Ids(t), (std::vector<std::string>{"app_1", "app_3/0", "app_3/1"}));
   EXPECT_EQ(t.jobs[0].submit, Seconds(0));
@@ -480,12 +480,22 @@ TEST(PhillyJobs, SplitsMultiMachineJobsAndSkipsZeroRuntime) {
   EXPECT_EQ(t.jobs[1].submit, Seconds(1800));
   EXPECT_EQ(t.jobs[1].duration, Seconds(7200));
   EXPECT_EQ(t.jobs[1].unit.gpus, 8);
-  EXPECT_EQ(t.jobs[1].unit.labels.at("gang"), "app_3");
+  ASSERT_TRUE(t.jobs[1].unit.gang);
+  EXPECT_EQ(*t.jobs[1].unit.gang, (GangMembership{"app_3", 2, true, false}));
+  EXPECT_EQ(t.jobs[2].unit.gang, t.jobs[1].unit.gang);
+  EXPECT_FALSE(t.jobs[0].unit.gang);
   EXPECT_EQ(t.stats.skipped, (std::map<std::string, int64_t>{{"non-positive duration", 1}}));
   EXPECT_EQ(FormatRfc3339(*t.start_time), "2017-10-01T00:00:00Z");
 
+  TraceOptions split;
+  split.multi_node = MultiNodeJobs::kSplit;
+  const Trace independent = MustRead("philly_jobs.csv", TraceFormat::kPhillyJobs, split);
+  ASSERT_EQ(Ids(independent), Ids(t));
+  EXPECT_FALSE(independent.jobs[1].unit.gang);
+  EXPECT_EQ(independent.jobs[1].unit.gpus, 8);
+
   TraceOptions whole;
-  whole.split_multi_node = false;
+  whole.multi_node = MultiNodeJobs::kWhole;
   const Trace w = MustRead("philly_jobs.csv", TraceFormat::kPhillyJobs, whole);
   ASSERT_EQ(Ids(w), (std::vector<std::string>{"app_1", "app_3"}));
   EXPECT_EQ(w.jobs[1].unit.gpus, 16);
