@@ -151,7 +151,6 @@ void ClusterState::ReadInterruptions(const Policy& policy, WallTime now, NodeAct
     info.notice_deadline = n.deadline;
     const Node& node = snapshot_->nodes[*index];
     if (node.offering.capacity_type == CapacityType::kSpot && info.offering >= 0) {
-      risk_.RecordNotice(book_, static_cast<size_t>(info.offering), now);
       // The failure domain is the risk group (family x zone): spot capacity
       // of one family in one zone goes at once, every size together, so
       // notices on a p3.2xlarge and a p3.16xlarge of one zone are one wave.
@@ -163,6 +162,7 @@ void ClusterState::ReadInterruptions(const Policy& policy, WallTime now, NodeAct
                         snapshot_->nodes[j].offering.capacity_type == CapacityType::kSpot &&
                         book_.risk_group(static_cast<size_t>(o)) == domain;
       }
+      risk_.RecordNotice(book_, static_cast<size_t>(info.offering), domain_nodes, now);
       // A wave marks the whole domain reclaimed; the snapshot
       // (reclaimed_spot_pools) and the plan's notes say so from this tick's
       // RefreshOfferings on.

@@ -31,12 +31,37 @@ void SpotRiskLearner::FlushExposure(const OfferingBook& book, WallTime now) {
   }
 }
 
-void SpotRiskLearner::RecordNotice(const OfferingBook& book, size_t offering, WallTime now) {
+void SpotRiskLearner::RecordNotice(const OfferingBook& book, size_t offering, int group_nodes, WallTime now) {
   if (!options_.learn) return;
   // Exposure up to now first, so the event is weighed against it.
   FlushExposure(book, now);
   estimator_.RecordInterruption(book.key(offering), book.risk_group(offering), now);
+  CloseBursts(now);
+  auto [burst, opened] = open_bursts_.try_emplace(book.risk_group(offering));
+  if (opened) burst->second = {now, std::max(1, group_nodes), 0};
+  ++burst->second.noticed;
   dirty_ = true;
+}
+
+void SpotRiskLearner::CloseBursts(WallTime now) {
+  for (auto it = open_bursts_.begin(); it != open_bursts_.end();) {
+    const ReclaimBurst& b = it->second;
+    if (now - b.start <= kReclaimBurstWindow) {
+      ++it;
+      continue;
+    }
+    if (b.group_nodes >= 2) {
+      CoReclaims& c = co_reclaims_[it->first];
+      c.together += std::min(b.noticed, b.group_nodes) - 1;
+      c.chances += b.group_nodes - 1;
+    }
+    it = open_bursts_.erase(it);
+  }
+}
+
+double SpotRiskLearner::CoReclaimShare(const std::string& risk_group) const {
+  auto it = co_reclaims_.find(risk_group);
+  return it == co_reclaims_.end() ? 0 : it->second.together / (1 + it->second.chances);
 }
 
 void SpotRiskLearner::AddHistory(const OfferingBook& book, size_t offering, WallTime from, WallTime to,
@@ -51,12 +76,18 @@ bool SpotRiskLearner::Refresh(OfferingBook& book, WallTime now) {
   const bool due = !last_refresh_ || now - *last_refresh_ >= options_.refresh_interval;
   if (!dirty_ && !due) return false;
   FlushExposure(book, now);
+  CloseBursts(now);
   last_refresh_ = now;
-  dirty_ = false;
+  dirty_ = !open_bursts_.empty();  // a burst still open is counted at a later refresh
   bool moved = false;
   for (size_t i = 0; i < book.offerings().size(); ++i) {
     const Offering& o = book.offerings()[i];
     if (o.capacity_type != CapacityType::kSpot) continue;
+    const double share = CoReclaimShare(book.risk_group(i));
+    if (std::abs(share - o.co_reclaim_share) > 0.05) {
+      book.SetCoReclaimShare(i, share);
+      moved = true;
+    }
     const double rate = estimator_.Rate(book.key(i), book.risk_group(i), prior_rate_[i], now);
     const double old = o.interruptions_per_hour;
     // Small moves are not news: the plan would barely change, and every

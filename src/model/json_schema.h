@@ -81,6 +81,7 @@ void Fields(V& v, T& o) {
   v.Double("usd_per_hour", o.usd_per_hour);
   v.Double("on_demand_usd_per_hour", o.on_demand_usd_per_hour);
   v.Double("interruptions_per_hour", o.interruptions_per_hour);
+  v.Double("co_reclaim_share", o.co_reclaim_share);
   v.Bool("available", o.available);
   v.DurationS("launch_latency_s", o.launch_latency);
 }

@@ -1,6 +1,7 @@
 #include "gpuscaler/solver/cost_model.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace gpuscaler {
 
@@ -34,12 +35,20 @@ double ReplacementWaitHours(const Snapshot& snapshot, const Offering& offering, 
   return double(std::max<int64_t>(0, offering.launch_latency.count())) / 3600.0;
 }
 
+double GangInterruptionReach(int size, double co_reclaim_share) {
+  if (size <= 1) return 1;
+  if (co_reclaim_share <= 0) return size;
+  if (co_reclaim_share >= 1) return 1;
+  return (1 - std::pow(1 - co_reclaim_share, size)) / co_reclaim_share;
+}
+
 double ExpectedInterruptionUsdPerHour(const DemandUnit& unit, const Offering& offering,
                                       const InstanceType& type, double replacement_wait_h) {
   if (offering.capacity_type != CapacityType::kSpot || offering.interruptions_per_hour <= 0) return 0;
   return offering.interruptions_per_hour *
          (LostHoursPerInterruption(unit) + std::max(0.0, replacement_wait_h)) *
-         OnDemandValueUsdPerHour(unit, offering, type) * InterruptionReach(unit);
+         OnDemandValueUsdPerHour(unit, offering, type) *
+         GangInterruptionReach(InterruptionReach(unit), offering.co_reclaim_share);
 }
 
 double ExpectedInterruptionUsdPerHour(const DemandUnit& unit, const Offering& offering,

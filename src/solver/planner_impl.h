@@ -59,6 +59,7 @@ struct NodeOffer {
   double price = 0;
   double od = 0;
   double ih = 0;
+  double co_reclaim = 0;  // Offering::co_reclaim_share
   double wait_h = 0;
 };
 

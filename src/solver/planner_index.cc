@@ -291,6 +291,7 @@ void Planner::SetPrices(const Offering& o, NodeOffer& n) const {
   n.price = o.usd_per_hour;
   n.od = o.on_demand_usd_per_hour > 0 ? o.on_demand_usd_per_hour : o.usd_per_hour;
   n.ih = n.spot ? std::max(0.0, o.interruptions_per_hour) : 0;
+  n.co_reclaim = std::clamp(o.co_reclaim_share, 0.0, 1.0);
   // ReplacementWaitHours, without its per-call lookups: this runs for every
   // existing node on each fill.
   n.wait_h = 0;
@@ -339,7 +340,7 @@ int Planner::FitOnEmpty(const Group& g, int type) const {
 double Planner::Risk(const Group& g, const NodeOffer& b) const {
   if (!b.spot || b.ih <= 0 || b.type < 0) return 0;
   return b.ih * (g.loss_h + b.wait_h) * b.od * ShareOfNode(g.gpu_w, g.shape.cpu, snap_.instance_types[b.type]) *
-         g.reach;
+         GangInterruptionReach(g.reach, b.co_reclaim);
 }
 
 size_t DemandKeyHash(const DemandUnit& u) {

@@ -87,7 +87,7 @@ TEST(SpotRiskLearner, NoticesAgainstExposureRaiseTheRateAndSmallMovesAreNotWritt
   const double hours = learner.HoursSinceLastExposure(kBookT0 + Seconds(2 * 3600));
   EXPECT_DOUBLE_EQ(hours, 2.0);
   learner.AddExposure(spot, hours);
-  for (int i = 0; i < 3; ++i) learner.RecordNotice(book, spot, kBookT0 + Seconds(2 * 3600));
+  for (int i = 0; i < 3; ++i) learner.RecordNotice(book, spot, /*group_nodes=*/3, kBookT0 + Seconds(2 * 3600));
   EXPECT_TRUE(learner.Refresh(book, kBookT0 + Seconds(2 * 3600)));
   EXPECT_GT(book.offerings()[spot].interruptions_per_hour, prior);
   EXPECT_FALSE(learner.Refresh(book, kBookT0 + Seconds(2 * 3600 + 60))) << "not due, nothing new";
@@ -100,9 +100,34 @@ TEST(SpotRiskLearner, OffLeavesTheCatalogsRates) {
   SpotRiskOptions off;
   off.learn = false;
   SpotRiskLearner learner(book, off);
-  learner.RecordNotice(book, spot, kBookT0);
+  learner.RecordNotice(book, spot, /*group_nodes=*/1, kBookT0);
   EXPECT_FALSE(learner.Refresh(book, kBookT0 + Seconds(3600)));
   EXPECT_EQ(book.offerings()[spot].interruptions_per_hour, prior);
+}
+
+// Reclaims that take a whole group at once make a gang on spot barely
+// riskier than one node; reclaims one node at a time leave the share at 0.
+TEST(SpotRiskLearner, BurstsOfNoticesTeachHowMuchReclaimsGoTogether) {
+  OfferingBook book(testing::G5XlargeCatalog(), {}, Seconds(180), Seconds(3600), kBookT0);
+  const auto spot = static_cast<size_t>(book.Find("g5.xlarge/us-east-1a/spot"));
+  const auto other_zone = static_cast<size_t>(book.Find("g5.xlarge/us-east-1b/spot"));
+  SpotRiskLearner learner(book, {});
+  // One at a time: 1 of 4 nodes, twice, far apart.
+  learner.RecordNotice(book, spot, /*group_nodes=*/4, kBookT0);
+  learner.RecordNotice(book, spot, /*group_nodes=*/4, kBookT0 + Seconds(3600));
+  learner.Refresh(book, kBookT0 + Seconds(7200));
+  EXPECT_EQ(learner.CoReclaimShare("g5/us-east-1a"), 0);
+  EXPECT_EQ(book.offerings()[spot].co_reclaim_share, 0);
+
+  // Then all four within a minute, twice: 6 of the 12 chances went together.
+  for (int wave = 0; wave < 2; ++wave) {
+    const WallTime at = kBookT0 + Seconds(3 * 3600 + wave * 3600);
+    for (int k = 0; k < 4; ++k) learner.RecordNotice(book, spot, /*group_nodes=*/4, at + Seconds(15 * k));
+  }
+  EXPECT_TRUE(learner.Refresh(book, kBookT0 + Seconds(5 * 3600 + 600)));
+  EXPECT_DOUBLE_EQ(learner.CoReclaimShare("g5/us-east-1a"), 6.0 / 13.0);
+  EXPECT_DOUBLE_EQ(book.offerings()[spot].co_reclaim_share, 6.0 / 13.0);
+  EXPECT_EQ(book.offerings()[other_zone].co_reclaim_share, 0) << "another failure domain";
 }
 
 }  // namespace

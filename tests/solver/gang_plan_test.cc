@@ -129,8 +129,9 @@ TEST(GangPlan, PendingMembersJoinTheZoneOfRunningOnes) {
 // One reclaim loses the whole gang's work since its checkpoint: spot that
 // pays for eight lone jobs does not pay for a gang of eight.
 TEST(GangPlan, AGangPricesSpotRiskAsOneJob) {
-  const auto plan_for = [](bool gang) {
+  const auto plan_for = [](bool gang, double co_reclaim_share = 0) {
     Snapshot s = BaseSnapshot({"us-east-1a"});
+    for (Offering& o : s.offerings) o.co_reclaim_share = co_reclaim_share;
     for (int i = 0; i < 8; ++i) {
       DemandUnit u = Member("g", i, 8, 8);
       u.expected_runtime = Seconds(24 * 3600);
@@ -151,6 +152,10 @@ TEST(GangPlan, AGangPricesSpotRiskAsOneJob) {
   EXPECT_EQ(PlacedOf(gang, "g/"), 8);
   EXPECT_EQ(spot_nodes(lone), LaunchedNodes(lone));
   EXPECT_EQ(spot_nodes(gang), 0);
+  // Where reclaims take a whole zone's spot at once, eight nodes are hit no
+  // more often than one: the gang goes to spot as the lone jobs do.
+  const Plan together = plan_for(true, 1.0);
+  EXPECT_EQ(spot_nodes(together), LaunchedNodes(together));
 
   const Snapshot s = BaseSnapshot({"us-east-1a"});
   const Offering& spot = FindOffering(s, "g5.48xlarge", "us-east-1a", CapacityType::kSpot);
@@ -159,6 +164,14 @@ TEST(GangPlan, AGangPricesSpotRiskAsOneJob) {
   alone.gang.reset();
   EXPECT_DOUBLE_EQ(ExpectedInterruptionUsdPerHour(member, spot, s.instance_types[2]),
                    8 * ExpectedInterruptionUsdPerHour(alone, spot, s.instance_types[2]));
+}
+
+TEST(GangPlan, GangReachRunsFromTheGangsSizeToOneAsReclaimsGoTogether) {
+  EXPECT_EQ(GangInterruptionReach(1, 0), 1);
+  EXPECT_EQ(GangInterruptionReach(8, 0), 8);
+  EXPECT_EQ(GangInterruptionReach(8, 1), 1);
+  EXPECT_DOUBLE_EQ(GangInterruptionReach(2, 0.5), 1.5);  // (1 - 0.25) / 0.5
+  EXPECT_LT(GangInterruptionReach(16, 0.3), GangInterruptionReach(16, 0.1));
 }
 
 // ConsolidationSnapshot moves "small"'s unit onto "big" (planner_test); as a

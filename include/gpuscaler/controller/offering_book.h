@@ -71,6 +71,7 @@ class OfferingBook {
   const std::vector<std::string>& reclaimed_spot_pools() const { return reclaimed_; }
   const std::vector<std::string>& unavailable() const { return unavailable_; }
   void SetInterruptionRate(size_t offering, double per_hour) { offerings_[offering].interruptions_per_hour = per_hour; }
+  void SetCoReclaimShare(size_t offering, double share) { offerings_[offering].co_reclaim_share = share; }
 
  private:
   const Catalog& catalog_;

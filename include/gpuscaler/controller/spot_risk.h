@@ -4,10 +4,20 @@
 // offerings at once after a notice, else at most every refresh interval,
 // and only when one moved by more than 5 % and 0.001 per node-hour.
 //
+// Also learned per risk group: how much reclaims go together
+// (Offering::co_reclaim_share). Notices in one group within
+// kReclaimBurstWindow of the first are one burst; a burst that took n of the
+// N spot nodes the group had (N >= 2) counts n - 1 co-reclaims out of N - 1
+// chances, and the share is co-reclaims / (1 + chances): 0 (independent, the
+// safe side for a gang) until bursts show otherwise. Published when it moved
+// by more than 0.05.
+//
 // Not thread-safe: the loop's thread only.
 #pragma once
 
 #include <cstddef>
+#include <map>
+#include <string>
 #include <optional>
 #include <vector>
 
@@ -34,8 +44,9 @@ class SpotRiskLearner {
   double HoursSinceLastExposure(WallTime now);
   void AddExposure(size_t offering, double node_hours) { unflushed_exposure_h_[offering] += node_hours; }
   // A notice on a spot node of `offering` at `now` (the exposure up to now
-  // is weighed first).
-  void RecordNotice(const OfferingBook& book, size_t offering, WallTime now);
+  // is weighed first); its risk group had `group_nodes` spot nodes, the
+  // noticed one included.
+  void RecordNotice(const OfferingBook& book, size_t offering, int group_nodes, WallTime now);
   // A past spot node of `offering` over [from, to), reclaimed at `to` when
   // `interrupted` (rebuilding after a restart).
   void AddHistory(const OfferingBook& book, size_t offering, WallTime from, WallTime to, bool interrupted,
@@ -44,10 +55,27 @@ class SpotRiskLearner {
   bool Refresh(OfferingBook& book, WallTime now);
 
   const InterruptionRiskEstimator& estimator() const { return estimator_; }
+  // The learned co-reclaim share of `risk_group` (bursts closed so far).
+  double CoReclaimShare(const std::string& risk_group) const;
+
+  static constexpr Seconds kReclaimBurstWindow{300};
   bool learning() const { return options_.learn; }
 
  private:
+  struct ReclaimBurst {
+    WallTime start{};
+    int group_nodes = 0;
+    int noticed = 0;
+  };
+  struct CoReclaims {
+    double together = 0;  // other nodes reclaimed in the same burst
+    double chances = 0;   // other nodes there were
+  };
+
   void FlushExposure(const OfferingBook& book, WallTime now);
+  // Counts the group's open burst, if it started before `now` minus the
+  // window (every burst when `all`).
+  void CloseBursts(WallTime now);
 
   SpotRiskOptions options_;
   InterruptionRiskEstimator estimator_;
@@ -56,6 +84,8 @@ class SpotRiskLearner {
   std::optional<WallTime> last_exposure_;
   std::optional<WallTime> last_refresh_;
   bool dirty_ = false;  // evidence came since the last refresh
+  std::map<std::string, ReclaimBurst> open_bursts_;  // by risk group
+  std::map<std::string, CoReclaims> co_reclaims_;    // by risk group
 };
 
 }  // namespace gpuscaler

@@ -48,6 +48,11 @@ struct Offering {
   double on_demand_usd_per_hour = 0;
   // Expected spot interruptions per node-hour (0 for on-demand).
   double interruptions_per_hour = 0;
+  // When a reclaim takes one spot node of this offering's family and zone,
+  // the share of the other spot nodes there expected to go with it (0:
+  // reclaims are independent; 1: the whole domain goes at once). Learned
+  // from notices (SpotRiskLearner); what a gang's spot risk depends on.
+  double co_reclaim_share = 0;
   // False when the cloud reported no capacity recently (see the actuator).
   bool available = true;
   Seconds launch_latency{180};  // typical time from request to Ready node

@@ -42,12 +42,21 @@ double OnDemandValueUsdPerHour(const DemandUnit& unit, const Offering& offering,
 // family in `snapshot`, else the offering's launch latency (the catalog's).
 double ReplacementWaitHours(const Snapshot& snapshot, const Offering& offering, const InstanceType& type);
 
+// Members of a gang of `size` whose work one reclaim on a member's offering
+// is expected to cost, per member: with each reclaim taking a share
+// `co_reclaim_share` (Offering::co_reclaim_share) of the spot nodes of the
+// domain, a gang on k nodes of it is hit (1 - (1 - share)^k) / share times
+// as often as one node: k when reclaims are independent, 1 when the whole
+// domain goes at once. 1 for a lone unit (`size` <= 1).
+double GangInterruptionReach(int size, double co_reclaim_share);
+
 // Expected hourly cost of interruptions for `unit` on one node of `offering`:
 // interruptions_per_hour × (lost hours + `replacement_wait_h`) × on-demand
 // value: the work lost, and the hours the unit then stands still waiting for
 // a replacement, both valued at what the work costs on on-demand. A gang
 // member's node takes the whole gang down with it, so its figure is
-// InterruptionReach(unit) times a lone unit's. 0 on on-demand.
+// GangInterruptionReach(InterruptionReach(unit), offering.co_reclaim_share)
+// times a lone unit's. 0 on on-demand.
 double ExpectedInterruptionUsdPerHour(const DemandUnit& unit, const Offering& offering,
                                       const InstanceType& type, double replacement_wait_h);
 // The same with the offering's launch latency as the replacement wait (no
