@@ -1,6 +1,7 @@
 #include "gpuscaler/kube/workload.h"
 
 #include <algorithm>
+#include <charconv>
 #include <set>
 
 namespace gpuscaler::kube {
@@ -164,6 +165,28 @@ Result<std::optional<WallTime>> DeadlineOf(const PodInfo& pod, const WorkloadCla
   return std::optional<WallTime>();
 }
 
+// The pod's gang from its gpuscaler.io/gang annotations; nullopt: none.
+Result<std::optional<GangMembership>> GangOf(const PodInfo& pod) {
+  auto name = pod.annotations.find(kAnnotationGang);
+  if (name == pod.annotations.end()) return std::optional<GangMembership>();
+  const std::string where = "pod " + PodKey(pod) + ": annotation ";
+  if (name->second.empty()) return Error::InvalidInput(where + kAnnotationGang + ": empty gang name");
+  auto size = pod.annotations.find(kAnnotationGangSize);
+  if (size == pod.annotations.end()) {
+    return Error::InvalidInput(where + kAnnotationGangSize + ": required with " + kAnnotationGang);
+  }
+  int members = 0;
+  const auto [end, ec] = std::from_chars(size->second.data(), size->second.data() + size->second.size(), members);
+  if (ec != std::errc() || end != size->second.data() + size->second.size() || members < 2) {
+    return Error::InvalidInput(where + kAnnotationGangSize + ": expected a whole number >= 2, got '" + size->second +
+                               "'");
+  }
+  GangMembership gang{pod.namespace_name + "/" + name->second, members, /*same_zone=*/true, false};
+  auto same_type = pod.annotations.find(kAnnotationGangSameInstanceType);
+  gang.same_instance_type = same_type != pod.annotations.end() && same_type->second == "true";
+  return std::optional<GangMembership>(gang);
+}
+
 bool ToleratesPool(const PodInfo& pod, const NodePoolPolicy& pool) {
   for (const Taint& t : pool.taints) {
     if (t.effect == "PreferNoSchedule") continue;  // a preference, not a bar
@@ -227,6 +250,9 @@ Result<DemandUnit> PodDemand(const PodInfo& pod, const Policy& policy, const Cat
   Result<std::optional<WallTime>> deadline = DeadlineOf(pod, cls);
   if (!deadline) return deadline.error();
   u.deadline = *deadline;
+  Result<std::optional<GangMembership>> gang = GangOf(pod);
+  if (!gang) return gang.error();
+  u.gang = *gang;
 
   const Allowed products = AllowedValues(pod, {kLabelGpuProduct}, GpuProductValue);
   if (!products.any) {
@@ -295,6 +321,7 @@ DemandUnit RunningPodUnit(const PodInfo& pod, const Policy& policy, const Catalo
   ApplyClass(cls, &u);
   // A running pod's bad annotation was reported while it was pending.
   if (Result<std::optional<WallTime>> deadline = DeadlineOf(pod, cls)) u.deadline = *deadline;
+  if (Result<std::optional<GangMembership>> gang = GangOf(pod)) u.gang = *gang;
   return u;
 }
 

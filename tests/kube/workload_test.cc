@@ -145,6 +145,43 @@ TEST(PodDemand, TheDeadlineIsTheClasssOrThePodAnnotationsFromItsCreation) {
   }
 }
 
+TEST(PodDemand, GangAnnotationsMakeThePodAGangMemberOfItsNamespace) {
+  GPUSCALER_REFERENCE_JSON(list, "examples/podlist-pending-gpu.assembled.json");
+  Result<ObjectList<PodInfo>> pods = ParsePodList(list.dump());
+  ASSERT_TRUE(pods.ok()) << pods.error().ToString();
+  PodInfo pod = pods->items[0];
+  const Policy policy = TwoClassPolicy();
+  Result<DemandUnit> alone = PodDemand(pod, policy, TestCatalog());
+  ASSERT_TRUE(alone.ok()) << alone.error().ToString();
+  EXPECT_FALSE(alone->gang);
+
+  pod.annotations[kAnnotationGang] = "llama-70b";
+  pod.annotations[kAnnotationGangSize] = "4";
+  Result<DemandUnit> member = PodDemand(pod, policy, TestCatalog());
+  ASSERT_TRUE(member.ok()) << member.error().ToString();
+  ASSERT_TRUE(member->gang);
+  EXPECT_EQ(*member->gang, (GangMembership{pod.namespace_name + "/llama-70b", 4, true, false}));
+  EXPECT_EQ(RunningPodUnit(pod, policy, TestCatalog()).gang, member->gang) << "running members too";
+  pod.annotations[kAnnotationGangSameInstanceType] = "true";
+  EXPECT_TRUE(PodDemand(pod, policy, TestCatalog())->gang->same_instance_type);
+
+  for (const char* bad : {"1", "four", "4x", ""}) {
+    SCOPED_TRACE(bad);
+    pod.annotations[kAnnotationGangSize] = bad;
+    Result<DemandUnit> rejected = PodDemand(pod, policy, TestCatalog());
+    ASSERT_FALSE(rejected.ok());
+    EXPECT_NE(rejected.error().message().find("annotation gpuscaler.io/gang-size: expected a whole number >= 2"),
+              std::string::npos)
+        << rejected.error().message();
+  }
+  pod.annotations.erase(kAnnotationGangSize);
+  Result<DemandUnit> sizeless = PodDemand(pod, policy, TestCatalog());
+  ASSERT_FALSE(sizeless.ok());
+  EXPECT_NE(sizeless.error().message().find("gpuscaler.io/gang-size: required with gpuscaler.io/gang"),
+            std::string::npos)
+      << sizeless.error().message();
+}
+
 TEST(PodDemand, ReadsShapePlacementAndPriorityFromTheSpec) {
   GPUSCALER_REFERENCE_JSON(list, "examples/podlist-pending-gpu.assembled.json");
   const Policy policy = TwoClassPolicy();

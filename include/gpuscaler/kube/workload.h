@@ -44,6 +44,13 @@ inline constexpr const char* kLabelPool = "gpuscaler.io/pool";
 // Pod annotation: the pod's own deadline, a duration from its creation
 // ("36h"); it overrides its class's classes[].deadline.
 inline constexpr const char* kAnnotationDeadline = "gpuscaler.io/deadline";
+// Pod annotations: the pod is one member of a gang (DemandUnit::gang) named
+// by kAnnotationGang within its namespace, of kAnnotationGangSize members
+// (required with it, >= 2), in one zone; "true" in
+// kAnnotationGangSameInstanceType puts every member on one instance type.
+inline constexpr const char* kAnnotationGang = "gpuscaler.io/gang";
+inline constexpr const char* kAnnotationGangSize = "gpuscaler.io/gang-size";
+inline constexpr const char* kAnnotationGangSameInstanceType = "gpuscaler.io/gang-same-instance-type";
 
 // Asks for a GPU or a MIG device.
 bool WantsGpu(const PodInfo& pod);
