@@ -79,6 +79,28 @@ bool TryFit(const DemandUnit& u, Bin& b, bool commit) {
   return true;
 }
 
+std::set<std::string> PoolsOfBlockedClasses(const Snapshot& s, const Policy& policy) {
+  std::set<std::string> pools;
+  for (const std::string& cls : s.scale_down_blocked_classes) {
+    const WorkloadClassPolicy* c = policy.FindClass(cls);
+    if (c == nullptr || c->pools.empty()) {
+      for (const NodePoolPolicy& p : policy.pools) pools.insert(p.name);
+    } else {
+      pools.insert(c->pools.begin(), c->pools.end());
+    }
+  }
+  return pools;
+}
+
+void FinishPlan(Plan& plan, const std::string& name) {
+  plan.cost_after_usd_per_hour = plan.cost_before_usd_per_hour;
+  for (const LaunchAction& l : plan.launches) plan.cost_after_usd_per_hour += l.usd_per_hour;
+  for (const TerminationAction& t : plan.terminations) plan.cost_after_usd_per_hour -= t.offering.usd_per_hour;
+  plan.summary = name + ": " + std::to_string(plan.launches.size()) + " launch groups, " +
+                 std::to_string(plan.terminations.size()) + " terminations, " +
+                 std::to_string(plan.unplaced.size()) + " unplaced";
+}
+
 FitIndex::FitIndex(const Snapshot& s) : s_(s) {
   for (const InstanceType& t : s.instance_types) types_[t.name] = &t;
 }

@@ -1,15 +1,18 @@
 // Shared by the greedy baselines (baselines.cc, karpenter_baseline.cc): a
 // node's free room as those autoscalers see it (whole GPUs, GPU fractions
-// and MIG slices by milli-GPU, vCPU, memory) and whether a unit may run on
-// an offering of a pool. Private to the simulator.
+// and MIG slices by milli-GPU, vCPU, memory), whether a unit may run on an
+// offering of a pool, which pools may not scale down, and how a plan's cost
+// and summary are told. Private to the simulator.
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "gpuscaler/model/find_by_name.h"
+#include "gpuscaler/model/plan.h"
 #include "gpuscaler/model/snapshot.h"
 #include "gpuscaler/policy/policy.h"
 
@@ -49,6 +52,14 @@ bool Admits(const Policy& policy, const DemandUnit& u, const std::string& pool, 
 bool PoolAllows(const NodePoolPolicy& p, const Offering& o, const InstanceType& t, const GpuModel* gpu);
 // Whether `u` fits the free room of `b`; takes it when `commit`.
 bool TryFit(const DemandUnit& u, Bin& b, bool commit);
+// The pools whose nodes may not be scaled down because a class's signals
+// are stale (snapshot.scale_down_blocked_classes): the class's pools, or
+// every pool for a class that names none or is not in the policy.
+std::set<std::string> PoolsOfBlockedClasses(const Snapshot& s, const Policy& policy);
+// Sets plan.cost_after_usd_per_hour (the cost before, plus the launches,
+// less the terminated nodes' prices) and plan.summary ("<name>: N launch
+// groups, N terminations, N unplaced").
+void FinishPlan(Plan& plan, const std::string& name);
 
 // The snapshot's types and GPU models by name, and empty bins of its offerings.
 class FitIndex {

@@ -18,7 +18,9 @@ namespace {
 using baseline_detail::Admits;
 using baseline_detail::Bin;
 using baseline_detail::Candidate;
+using baseline_detail::FinishPlan;
 using baseline_detail::FitIndex;
+using baseline_detail::PoolsOfBlockedClasses;
 using baseline_detail::TryFit;
 
 // Orders candidates for one unit; the first is launched, the rest are fallbacks.
@@ -136,15 +138,7 @@ Plan GreedyPlan(const Snapshot& s, const Policy& policy, bool spot_allowed, bool
   }
 
   // Empty nodes go, unless they serve a class whose signals are stale.
-  std::set<std::string> blocked_pools;
-  for (const std::string& cls : s.scale_down_blocked_classes) {
-    const WorkloadClassPolicy* c = policy.FindClass(cls);
-    if (c == nullptr || c->pools.empty()) {
-      for (const NodePoolPolicy& p : policy.pools) blocked_pools.insert(p.name);
-    } else {
-      blocked_pools.insert(c->pools.begin(), c->pools.end());
-    }
-  }
+  const std::set<std::string> blocked_pools = PoolsOfBlockedClasses(s, policy);
   for (const Node& n : s.nodes) {
     if (n.state != NodeState::kReady || !n.running.empty() || n.do_not_disrupt) continue;
     if (blocked_pools.count(n.pool) != 0 || Contains(used_nodes, n.id)) continue;
@@ -154,12 +148,7 @@ Plan GreedyPlan(const Snapshot& s, const Policy& policy, bool spot_allowed, bool
     t.reason = name + ": empty node";
     plan.terminations.push_back(std::move(t));
   }
-  plan.cost_after_usd_per_hour = plan.cost_before_usd_per_hour;
-  for (const LaunchAction& l : plan.launches) plan.cost_after_usd_per_hour += l.usd_per_hour;
-  for (const TerminationAction& t : plan.terminations) plan.cost_after_usd_per_hour -= t.saves_usd_per_hour;
-  plan.summary = name + ": " + std::to_string(plan.launches.size()) + " launch groups, " +
-                 std::to_string(plan.terminations.size()) + " terminations, " +
-                 std::to_string(plan.unplaced.size()) + " unplaced";
+  FinishPlan(plan, name);
   return plan;
 }
 

@@ -46,7 +46,9 @@ namespace {
 using baseline_detail::Admits;
 using baseline_detail::Bin;
 using baseline_detail::Candidate;
+using baseline_detail::FinishPlan;
 using baseline_detail::FitIndex;
+using baseline_detail::PoolsOfBlockedClasses;
 using baseline_detail::TryFit;
 
 constexpr double kDisruptionBudgetShare = 0.10;
@@ -143,12 +145,7 @@ class KarpenterPlanner {
     bins_ = index_.ExistingBins();
     Provision();
     Disrupt();
-    plan_.cost_after_usd_per_hour = plan_.cost_before_usd_per_hour;
-    for (const LaunchAction& l : plan_.launches) plan_.cost_after_usd_per_hour += l.usd_per_hour;
-    for (const TerminationAction& t : plan_.terminations) plan_.cost_after_usd_per_hour -= t.offering.usd_per_hour;
-    plan_.summary = "karpenter: " + std::to_string(plan_.launches.size()) + " launch groups, " +
-                    std::to_string(plan_.terminations.size()) + " terminations, " +
-                    std::to_string(plan_.unplaced.size()) + " unplaced";
+    FinishPlan(plan_, "karpenter");
     return std::move(plan_);
   }
 
@@ -276,7 +273,7 @@ class KarpenterPlanner {
     for (const Node& n : s_.nodes) {
       if (n.state == NodeState::kTerminating || n.state == NodeState::kDraining) --allowed[n.pool];
     }
-    std::set<std::string> blocked = PoolsOfBlockedClasses();
+    const std::set<std::string> blocked = PoolsOfBlockedClasses(s_, policy_);
     auto disruptable = [&](const Node& n) {
       return n.state == NodeState::kReady && !n.do_not_disrupt && receiving_.count(n.id) == 0 &&
              blocked.count(n.pool) == 0 && allowed[n.pool] > 0;
@@ -329,19 +326,6 @@ class KarpenterPlanner {
       plan_.terminations.back().moved_unit_ids = std::move(moved);
       return;
     }
-  }
-
-  std::set<std::string> PoolsOfBlockedClasses() const {
-    std::set<std::string> pools;
-    for (const std::string& cls : s_.scale_down_blocked_classes) {
-      const WorkloadClassPolicy* c = policy_.FindClass(cls);
-      if (c == nullptr || c->pools.empty()) {
-        for (const NodePoolPolicy& p : policy_.pools) pools.insert(p.name);
-      } else {
-        pools.insert(c->pools.begin(), c->pools.end());
-      }
-    }
-    return pools;
   }
 
   // The pods of `n` that do not fit on the other nodes (none being removed),

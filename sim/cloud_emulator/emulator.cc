@@ -7,19 +7,9 @@
 #include "sim/cloud_emulator/emulator_impl.h"
 
 namespace gpuscaler::sim {
-namespace {
-
-uint64_t SplitMix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
 
 CloudEmulator::CloudEmulator(EmulatorScenario scenario, const Clock& clock)
-    : scenario_(std::move(scenario)), clock_(clock), start_(clock.WallNow()), rng_(scenario_.seed) {
+    : EmulatorCore(std::move(scenario), clock) {
   for (const ScriptedInterruption& i : scenario_.interruptions) interruptions_left_.push_back(i.count);
   for (const ScriptedGroup& spec : scenario_.groups) {
     Group g;
@@ -35,24 +25,12 @@ CloudEmulator::CloudEmulator(EmulatorScenario scenario, const Clock& clock)
 }
 
 std::string CloudEmulator::NewId(std::string_view prefix, int hex_digits) {
-  const uint64_t v = SplitMix(next_id_++ ^ (scenario_.seed * 0x100000001b3ULL));
+  const uint64_t v = NextIdBits();
   char buf[40];
   std::snprintf(buf, sizeof buf, "%0*" PRIx64, hex_digits > 16 ? 16 : hex_digits, v);
   std::string hex = buf;
   while (static_cast<int>(hex.size()) < hex_digits) hex = "0" + hex;
   return std::string(prefix) + hex.substr(0, hex_digits);
-}
-
-std::vector<EmulatedInstance> CloudEmulator::Instances() const {
-  std::lock_guard lock(mu_);
-  std::vector<EmulatedInstance> out;
-  for (const Instance& i : instances_) out.push_back(i.info);
-  return out;
-}
-
-EmulatorStats CloudEmulator::stats() const {
-  std::lock_guard lock(mu_);
-  return stats_;
 }
 
 Status CloudEmulator::Interrupt(const std::string& instance_id, Seconds notice) {

@@ -45,9 +45,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <optional>
-#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,6 +55,7 @@
 #include "gpuscaler/model/clock.h"
 #include "gpuscaler/model/instance.h"
 #include "gpuscaler/status.h"
+#include "sim/cloud_emulator/emulator_core.h"
 
 namespace gpuscaler::sim {
 
@@ -191,45 +190,39 @@ struct EmulatorRequestRecord {
   std::string error_code;    // "RequestLimitExceeded", … ("" on success)
 };
 
-// What both emulators (this one and the GcpEmulator) count of the requests
-// they answer.
-struct RequestStats {
-  int requests = 0;
-  int throttled = 0;      // answered with a scripted throttling error
-  int server_errors = 0;  // answered with a scripted server error
-  int auth_failures = 0;  // refused: missing or bad credentials
-};
-
 struct EmulatorStats : RequestStats {
   int create_fleet_calls = 0;
   int launched = 0;
 };
 
-class CloudEmulator {
+// An instance as the emulator keeps it: what DescribeInstances shows, and
+// when it changes state.
+struct Ec2InstanceRecord {
+  EmulatedInstance info;
+  WallTime running_at{};
+  std::optional<WallTime> shutting_down_at;
+  std::optional<WallTime> terminated_at;
+  std::string reservation_id;
+};
+
+// Instances() lists every instance ever launched (terminated ones included),
+// in launch order.
+class CloudEmulator : public EmulatorCore<EmulatorScenario, Ec2InstanceRecord, EmulatorStats> {
  public:
   CloudEmulator(EmulatorScenario scenario, const Clock& clock);
 
   EmulatorResponse Handle(const EmulatorRequest& request);
 
-  // Every instance ever launched (terminated ones included), in launch order.
-  std::vector<EmulatedInstance> Instances() const;
   // Sends an interruption warning for `instance_id` now; it terminates after
   // `notice`. kNotFound for an unknown or non-running instance.
   Status Interrupt(const std::string& instance_id, Seconds notice = Seconds(120));
-  EmulatorStats stats() const;
   // Every API request answered so far (oldest first; the newest 100000),
   // also served as JSON at GET /_emulator/requests (no signature needed):
   // how a process test sees retries and their spacing from outside.
   std::vector<EmulatorRequestRecord> Requests() const;
 
  private:
-  struct Instance {
-    EmulatedInstance info;
-    WallTime running_at{};
-    std::optional<WallTime> shutting_down_at;
-    std::optional<WallTime> terminated_at;
-    std::string reservation_id;
-  };
+  using Instance = Ec2InstanceRecord;
   struct Message {
     std::string id;
     std::string body;
@@ -331,13 +324,6 @@ class CloudEmulator {
   // SQS, JSON protocol (sqs.cc).
   EmulatorResponse Sqs(const EmulatorRequest& request, std::string_view op, WallTime now);
 
-  mutable std::mutex mu_;
-  EmulatorScenario scenario_;
-  const Clock& clock_;
-  WallTime start_;
-  std::mt19937_64 rng_;
-  uint64_t next_id_ = 1;
-  std::deque<Instance> instances_;  // a deque: launching never moves the others
   std::map<std::string, size_t> by_id_;
   std::map<std::string, std::string> fleet_answers_;  // ClientToken -> CreateFleet body
   std::vector<Group> groups_;
@@ -351,8 +337,6 @@ class CloudEmulator {
     WallTime terminate_at;
   };
   std::vector<PendingInterruption> pending_interruptions_;
-  EmulatorStats stats_;
-  int api_calls_ = 0;
   std::deque<EmulatorRequestRecord> requests_;
 };
 

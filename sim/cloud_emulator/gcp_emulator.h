@@ -45,9 +45,7 @@
 #include <deque>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -198,7 +196,26 @@ struct GcpEmulatorStats : RequestStats {
   int billing_calls = 0;  // Cloud Billing Catalog calls answered (errors too)
 };
 
-class GcpEmulator {
+// A VM as the emulator keeps it: what the API shows, and when it changes
+// state.
+struct GcpInstanceRecord {
+  GcpInstanceInfo info;
+  uint64_t id = 0;
+  WallTime created{};
+  WallTime staged_at{};             // PROVISIONING -> STAGING
+  WallTime running_at{};            // STAGING -> RUNNING
+  std::optional<WallTime> stop_at;  // STOPPING from here
+  std::optional<WallTime> end_at;   // then TERMINATED or gone
+  bool remove_at_end = false;       // gone at end_at (else TERMINATED)
+  bool preempted = false;
+  std::vector<std::pair<std::string, int>> accelerators;      // guestAccelerators (type, count)
+  std::vector<std::pair<std::string, int>> gpus;              // (quota metric, count)
+  std::vector<std::pair<std::string, std::string>> metadata;  // metadata.items (key, value)
+};
+
+// Instances() lists every instance ever created (deleted ones included),
+// oldest first.
+class GcpEmulator : public EmulatorCore<GcpScenario, GcpInstanceRecord, GcpEmulatorStats> {
  public:
   GcpEmulator(GcpScenario scenario, const Clock& clock);
 
@@ -214,27 +231,11 @@ class GcpEmulator {
   // Whether `request` is a zoneOperations.wait call (for the server's slow-request pool).
   static bool IsWait(const EmulatorRequest& request);
 
-  // Every instance ever created (deleted ones included), oldest first.
-  std::vector<GcpInstanceInfo> Instances() const;
-  GcpEmulatorStats stats() const;
   // Preempts a RUNNING Spot VM now (kNotFound otherwise).
   Status Preempt(const std::string& zone, const std::string& name, Seconds notice = Seconds(30));
 
  private:
-  struct Instance {
-    GcpInstanceInfo info;
-    uint64_t id = 0;
-    WallTime created{};
-    WallTime staged_at{};             // PROVISIONING -> STAGING
-    WallTime running_at{};            // STAGING -> RUNNING
-    std::optional<WallTime> stop_at;  // STOPPING from here
-    std::optional<WallTime> end_at;   // then TERMINATED or gone
-    bool remove_at_end = false;       // gone at end_at (else TERMINATED)
-    bool preempted = false;
-    std::vector<std::pair<std::string, int>> accelerators;      // guestAccelerators (type, count)
-    std::vector<std::pair<std::string, int>> gpus;              // (quota metric, count)
-    std::vector<std::pair<std::string, std::string>> metadata;  // metadata.items (key, value)
-  };
+  using Instance = GcpInstanceRecord;
   struct OpError {
     std::string code;
     std::string message;
@@ -341,21 +342,12 @@ class GcpEmulator {
   // The operation an earlier call with `request_id` made, as the answer.
   std::optional<EmulatorResponse> Replay(const std::string& request_id, WallTime now);
 
-  mutable std::mutex mu_;
-  GcpScenario scenario_;
-  const Clock& clock_;
-  WallTime start_;
-  std::mt19937_64 rng_;
-  uint64_t next_id_ = 1;
-  std::deque<Instance> instances_;
   std::deque<Operation> operations_;
   std::map<std::string, size_t> ops_by_name_;        // "zone/name" -> index
   std::map<std::string, size_t> ops_by_request_id_;  // requestId -> index
   std::vector<Group> groups_;
   std::map<std::string, Token> tokens_;
   std::vector<int> preemptions_left_;
-  GcpEmulatorStats stats_;
-  int api_calls_ = 0;
   Seconds wait_cap_{0};
   std::function<bool(std::chrono::milliseconds)> wait_sleep_;
 };

@@ -10,13 +10,6 @@
 namespace gpuscaler::sim {
 namespace {
 
-uint64_t SplitMix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 // "a2-highgpu-4g" -> 4; 0 when the name does not end in "-<N>g".
 int GpuSuffix(const std::string& mt) {
   const size_t dash = mt.rfind('-');
@@ -65,7 +58,7 @@ std::pair<std::string, int> GcpMachineGpus(const GcpScenario& s, const std::stri
 }
 
 GcpEmulator::GcpEmulator(GcpScenario scenario, const Clock& clock)
-    : scenario_(std::move(scenario)), clock_(clock), start_(clock.WallNow()), rng_(scenario_.seed) {
+    : EmulatorCore(std::move(scenario), clock) {
   for (const GcpPreemption& p : scenario_.preemptions) preemptions_left_.push_back(p.count);
   std::lock_guard lock(mu_);
   for (const GcpManagedGroup& spec : scenario_.groups) {
@@ -93,7 +86,7 @@ GcpEmulator::GcpEmulator(GcpScenario scenario, const Clock& clock)
 
 uint64_t GcpEmulator::NewId() {
   // Compute Engine ids are unsigned 64-bit numbers of about 19 digits.
-  return (SplitMix(next_id_++ ^ (scenario_.seed * 0x100000001b3ULL)) % 9000000000000000000ULL) +
+  return (NextIdBits() % 9000000000000000000ULL) +
          1000000000000000000ULL;
 }
 
@@ -345,18 +338,6 @@ void GcpEmulator::AdvanceLocked(WallTime now) {
       ++it;
     }
   }
-}
-
-std::vector<GcpInstanceInfo> GcpEmulator::Instances() const {
-  std::lock_guard lock(mu_);
-  std::vector<GcpInstanceInfo> out;
-  for (const Instance& i : instances_) out.push_back(i.info);
-  return out;
-}
-
-GcpEmulatorStats GcpEmulator::stats() const {
-  std::lock_guard lock(mu_);
-  return stats_;
 }
 
 Status GcpEmulator::Preempt(const std::string& zone, const std::string& name, Seconds notice) {

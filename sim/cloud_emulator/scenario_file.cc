@@ -1,25 +1,23 @@
-// The emulator's scenario file (YAML or JSON), read with yaml-cpp within the
-// caps of model/config_limits.h (LoadBoundedYaml); every yaml-cpp exception
-// is caught here and becomes a kConfig error.
+// The emulator's scenario file (YAML or JSON), read as scenario_yaml.h says.
 #include <yaml-cpp/yaml.h>
 
 #include <set>
 
-#include "gpuscaler/model/bounded_yaml.h"
 #include "sim/cloud_emulator/emulator.h"
+#include "sim/cloud_emulator/scenario_yaml.h"
 
 namespace gpuscaler::sim {
 namespace {
 
-struct Bad {
-  std::string message;
-};
+using scenario_yaml::ForEachItem;
+using scenario_yaml::KeyPath;
+using scenario_yaml::Problem;
 
 void Keys(const YAML::Node& n, const std::string& where, std::set<std::string> known) {
-  if (!n.IsMap()) throw Bad{where + ": expected a mapping"};
+  if (!n.IsMap()) throw Problem{where + ": expected a mapping"};
   for (const auto& kv : n) {
     const std::string k = kv.first.as<std::string>();
-    if (known.count(k) == 0) throw Bad{where + ": unknown key '" + k + "'"};
+    if (known.count(k) == 0) throw Problem{where + ": unknown key '" + k + "'"};
   }
 }
 
@@ -28,13 +26,13 @@ Seconds Duration(const YAML::Node& n, const std::string& where) {
   bool negative = !text.empty() && text[0] == '-';
   if (negative) text.erase(0, 1);
   Seconds d;
-  if (!ParseDuration(text, &d)) throw Bad{where + ": bad duration '" + n.as<std::string>() + "'"};
+  if (!ParseDuration(text, &d)) throw Problem{where + ": bad duration '" + n.as<std::string>() + "'"};
   return negative ? -d : d;
 }
 
 CapacityType Capacity(const YAML::Node& n, const std::string& where) {
   auto c = ParseCapacityType(n.as<std::string>());
-  if (!c) throw Bad{where + ": capacity_type must be spot or on-demand"};
+  if (!c) throw Problem{where + ": capacity_type must be spot or on-demand"};
   return *c;
 }
 
@@ -47,15 +45,7 @@ void Read(const YAML::Node& n, const char* key, T* out) {
 // `out` is Seconds or std::optional<Seconds>; `where` names the mapping ("" at the root).
 template <typename D>
 void ReadDuration(const YAML::Node& n, const char* key, const std::string& where, D* out) {
-  if (n[key]) *out = Duration(n[key], where.empty() ? key : where + "." + key);
-}
-
-// Calls read(item, "key[i]") for each item of the list under `key`.
-template <typename F>
-void ForEachItem(const YAML::Node& root, const char* key, F&& read) {
-  const YAML::Node list = root[key];
-  if (!list) return;
-  for (size_t i = 0; i < list.size(); ++i) read(list[i], std::string(key) + "[" + std::to_string(i) + "]");
+  if (n[key]) *out = Duration(n[key], KeyPath(where, key));
 }
 
 CapacityLimit ReadCapacityLimit(const YAML::Node& c, const std::string& where) {
@@ -64,7 +54,7 @@ CapacityLimit ReadCapacityLimit(const YAML::Node& c, const std::string& where) {
   Read(c, "instance_type", &l.instance_type);
   Read(c, "zone", &l.zone);
   if (c["capacity_type"]) l.capacity_type = Capacity(c["capacity_type"], where);
-  if (!c["limit"]) throw Bad{where + ": limit is required"};
+  if (!c["limit"]) throw Problem{where + ": limit is required"};
   Read(c, "limit", &l.limit);
   Read(c, "error", &l.error_code);
   ReadDuration(c, "from", where, &l.from);
@@ -75,7 +65,7 @@ CapacityLimit ReadCapacityLimit(const YAML::Node& c, const std::string& where) {
 ScriptedInterruption ReadInterruption(const YAML::Node& n, const std::string& where) {
   Keys(n, where, {"at", "instance_type", "zone", "count", "notice"});
   ScriptedInterruption x;
-  if (!n["at"]) throw Bad{where + ": at is required"};
+  if (!n["at"]) throw Problem{where + ": at is required"};
   ReadDuration(n, "at", where, &x.at);
   Read(n, "instance_type", &x.instance_type);
   Read(n, "zone", &x.zone);
@@ -88,7 +78,9 @@ ScriptedInterruption ReadInterruption(const YAML::Node& n, const std::string& wh
 ScriptedPrice ReadSpotPrice(const YAML::Node& n, const std::string& where, WallTime start) {
   Keys(n, where, {"instance_type", "zone", "price", "at"});
   ScriptedPrice p;
-  if (!n["instance_type"] || !n["zone"] || !n["price"]) throw Bad{where + ": instance_type, zone and price are required"};
+  if (!n["instance_type"] || !n["zone"] || !n["price"]) {
+    throw Problem{where + ": instance_type, zone and price are required"};
+  }
   Read(n, "instance_type", &p.instance_type);
   Read(n, "zone", &p.zone);
   Read(n, "price", &p.usd_per_hour);
@@ -101,7 +93,7 @@ ScriptedGroup ReadGroup(const YAML::Node& n, const std::string& where) {
   Keys(n, where, {"name", "min", "max", "desired", "instance_type", "instance_types", "zones", "tags", "launch_template",
                   "propagate_at_launch"});
   ScriptedGroup g;
-  if (!n["name"]) throw Bad{where + ": name is required"};
+  if (!n["name"]) throw Problem{where + ": name is required"};
   Read(n, "name", &g.name);
   Read(n, "min", &g.min_size);
   Read(n, "max", &g.max_size);
@@ -112,19 +104,16 @@ ScriptedGroup ReadGroup(const YAML::Node& n, const std::string& where) {
   Read(n, "instance_types", &g.instance_types);
   Read(n, "launch_template", &g.launch_template);
   Read(n, "propagate_at_launch", &g.propagate_at_launch);
-  if (g.min_size > g.desired_capacity || g.desired_capacity > g.max_size) throw Bad{where + ": needs min <= desired <= max"};
+  if (g.min_size > g.desired_capacity || g.desired_capacity > g.max_size) {
+    throw Problem{where + ": needs min <= desired <= max"};
+  }
   return g;
 }
 
 }  // namespace
 
 Result<EmulatorScenario> ParseEmulatorScenario(const std::string& text, WallTime start) {
-  EmulatorScenario s;
-  try {
-    Result<YAML::Node> loaded = LoadBoundedYaml(text);
-    if (!loaded) return loaded.error().WithContext("emulator scenario");
-    YAML::Node root = *loaded;
-    if (!root || root.IsNull()) return s;
+  auto read = [&](const YAML::Node& root, EmulatorScenario& s) {
     Keys(root, "scenario",
          {"provider", "region", "account_id", "zones", "subnets", "launch_latency", "terminate_latency", "terminated_visible", "group_launch_delay",
           "capacity", "throttle", "server_error_rate", "seed", "interruptions", "spot_prices", "on_demand_prices",
@@ -136,7 +125,7 @@ Result<EmulatorScenario> ParseEmulatorScenario(const std::string& text, WallTime
     Read(root, "subnets", &s.subnets);
     Read(root, "subnet_tags", &s.subnet_tags);
     for (const auto& [id, tags] : s.subnet_tags) {
-      if (s.subnets.count(id) == 0) throw Bad{"scenario.subnet_tags." + id + ": not one of `subnets`"};
+      if (s.subnets.count(id) == 0) throw Problem{"scenario.subnet_tags." + id + ": not one of `subnets`"};
     }
     Read(root, "ssm_parameters", &s.ssm_parameters);
     ForEachItem(root, "security_groups", [&](const YAML::Node& n, const std::string& where) {
@@ -145,7 +134,7 @@ Result<EmulatorScenario> ParseEmulatorScenario(const std::string& text, WallTime
       Read(n, "id", &g.id);
       Read(n, "name", &g.name);
       Read(n, "tags", &g.tags);
-      if (g.id.rfind("sg-", 0) != 0) throw Bad{where + ".id: a security group id (sg-…) is required"};
+      if (g.id.rfind("sg-", 0) != 0) throw Problem{where + ".id: a security group id (sg-…) is required"};
       s.security_groups.push_back(std::move(g));
     });
     ReadDuration(root, "launch_latency", "", &s.launch_latency);
@@ -175,12 +164,8 @@ Result<EmulatorScenario> ParseEmulatorScenario(const std::string& text, WallTime
     Read(root, "queue", &s.queue_name);
     ReadDuration(root, "visibility_timeout", "", &s.visibility_timeout);
     Read(root, "credentials", &s.credentials);
-  } catch (const Bad& b) {
-    return Error::Config("emulator scenario: " + b.message);
-  } catch (const YAML::Exception& e) {
-    return Error::Config(std::string("emulator scenario: ") + e.what());
-  }
-  return s;
+  };
+  return scenario_yaml::ParseScenario<EmulatorScenario>(text, read);
 }
 
 }  // namespace gpuscaler::sim

@@ -6,23 +6,14 @@
 #include "gpuscaler/cloud/aws_query.h"
 #include "gpuscaler/model/json_fields.h"
 #include "gpuscaler/model/text.h"
+#include "credential_cache.h"
 
 namespace gpuscaler::cloud {
 namespace {
 
-// Credentials are refreshed this long before they expire.
-constexpr Seconds kRefreshAhead{300};
-
 std::string Get(const Environment& env, const std::string& key) {
   auto it = env.find(key);
   return it == env.end() ? std::string() : it->second;
-}
-
-bool Fresh(const std::optional<Credentials>& c, WallTime now) {
-  return c && (!c->expiration || now + kRefreshAhead < *c->expiration);
-}
-bool Unexpired(const std::optional<Credentials>& c, WallTime now) {
-  return c && (!c->expiration || now < *c->expiration);
 }
 
 class EnvironmentProvider final : public CredentialsProvider {
@@ -189,8 +180,10 @@ Result<Credentials> WebIdentityCredentialsProvider::Get(WallTime now) {
   if (Fresh(cached_, now)) return *cached_;
   auto token = read_file_(options_.token_file);
   if (!token.ok()) {
-    if (Unexpired(cached_, now)) return *cached_;
-    return Error::Auth("web identity: reading token file " + options_.token_file + ": " + token.error().message());
+    return CachedOr(cached_,
+                    Error::Auth("web identity: reading token file " + options_.token_file + ": " +
+                                token.error().message()),
+                    now);
   }
   QueryParams q = {{"Action", "AssumeRoleWithWebIdentity"},
                    {"Version", "2011-06-15"},
@@ -209,22 +202,12 @@ Result<Credentials> WebIdentityCredentialsProvider::Get(WallTime now) {
   } else {
     fresh = ParseAssumeRoleWithWebIdentity(resp->body);
   }
-  if (!fresh.ok()) {
-    // Keep using credentials that are still valid; retry on the next call.
-    if (Unexpired(cached_, now)) return *cached_;
-    return fresh.error();
-  }
-  ++refreshes_;
-  cached_ = *fresh;
-  return *cached_;
+  return KeepFetched(cached_, std::move(fresh), now, &refreshes_);
 }
 
 Result<Credentials> ImdsCredentialsProvider::Get(WallTime now) {
   if (Fresh(cached_, now)) return *cached_;
-  auto fail = [&](Error e) -> Result<Credentials> {
-    if (Unexpired(cached_, now)) return *cached_;
-    return e;
-  };
+  auto fail = [&](Error e) { return CachedOr(cached_, std::move(e), now); };
   auto token = transport_.Send({"PUT", endpoint_ + "/latest/api/token", {{"X-aws-ec2-metadata-token-ttl-seconds", "21600"}}, ""});
   if (!token.ok()) return fail(Error::NotFound("imds: " + token.error().message()));
   if (token->status != 200) return fail(Error::NotFound("imds: token request answered HTTP " + std::to_string(token->status)));

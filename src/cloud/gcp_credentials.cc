@@ -9,12 +9,11 @@
 #include "gpuscaler/cloud/aws_query.h"
 #include "gpuscaler/model/json_fields.h"
 #include "gpuscaler/model/text.h"
+#include "credential_cache.h"
 
 namespace gpuscaler::cloud {
 namespace {
 
-// Tokens are fetched again this long before they expire.
-constexpr Seconds kRefreshAhead{300};
 // Lifetime of a signed assertion (Google accepts at most one hour).
 constexpr Seconds kAssertionLifetime{3600};
 constexpr const char* kDefaultTokenUri = "https://oauth2.googleapis.com/token";
@@ -23,9 +22,6 @@ std::string EnvValue(const Environment& env, const std::string& key) {
   auto it = env.find(key);
   return it == env.end() ? std::string() : it->second;
 }
-
-bool Fresh(const std::optional<AccessToken>& t, WallTime now) { return t && now + kRefreshAhead < t->expiry; }
-bool Unexpired(const std::optional<AccessToken>& t, WallTime now) { return t && now < t->expiry; }
 
 // An OAuth error answer: {"error": "invalid_grant", "error_description": "…"}.
 // 400 and 401 are the credentials' fault (kAuth); 429 and 5xx pass.
@@ -198,15 +194,7 @@ int CachedTokenSource::refreshes() const {
 Result<AccessToken> CachedTokenSource::Get(WallTime now) {
   std::lock_guard<std::mutex> lock(mu_);
   if (Fresh(cached_, now)) return *cached_;
-  Result<AccessToken> fresh = Fetch(now);
-  if (!fresh) {
-    // A token that is still valid keeps working; the next call retries.
-    if (Unexpired(cached_, now)) return *cached_;
-    return fresh.error();
-  }
-  ++refreshes_;
-  cached_ = *fresh;
-  return *cached_;
+  return KeepFetched(cached_, Fetch(now), now, &refreshes_);
 }
 
 Result<AccessToken> KeyFileTokenSource::Fetch(WallTime now) {
