@@ -15,13 +15,8 @@
 namespace gpuscaler::sim {
 namespace {
 
-using baseline_detail::Admits;
-using baseline_detail::Bin;
-using baseline_detail::Candidate;
-using baseline_detail::FinishPlan;
-using baseline_detail::FitIndex;
-using baseline_detail::PoolsOfBlockedClasses;
-using baseline_detail::TryFit;
+// The fitting rules every greedy baseline shares (sim/baseline_fit.h).
+using namespace baseline_detail;
 
 // Orders candidates for one unit; the first is launched, the rest are fallbacks.
 using Ranker = std::function<void(const DemandUnit&, std::vector<Candidate>*)>;

@@ -43,13 +43,8 @@
 namespace gpuscaler::sim {
 namespace {
 
-using baseline_detail::Admits;
-using baseline_detail::Bin;
-using baseline_detail::Candidate;
-using baseline_detail::FinishPlan;
-using baseline_detail::FitIndex;
-using baseline_detail::PoolsOfBlockedClasses;
-using baseline_detail::TryFit;
+// The fitting rules every greedy baseline shares (sim/baseline_fit.h).
+using namespace baseline_detail;
 
 constexpr double kDisruptionBudgetShare = 0.10;
 constexpr size_t kMaxFallbacks = 20;

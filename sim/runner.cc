@@ -120,16 +120,7 @@ void Replay::AfterTick(WallTime t, const TickReport& report) {
   if (options_.timeseries) {
     TimePoint p;
     p.time = t;
-    for (const Node& n : controller_->snapshot().nodes) {
-      ++p.nodes;
-      if (n.offering.capacity_type == CapacityType::kSpot) ++p.spot_nodes;
-      for (const InstanceType& it : controller_->snapshot().instance_types) {
-        if (it.name == n.offering.instance_type) {
-          p.gpus += it.gpu_count;
-          break;
-        }
-      }
-    }
+    static_cast<FleetCounts&>(p) = CountFleet(controller_->snapshot());
     p.queued_jobs = world_.work().queued();
     p.running_jobs = world_.work().running();
     p.usd_per_hour = rate;

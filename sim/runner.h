@@ -37,11 +37,10 @@ struct Percentiles {
 // Nearest-rank percentiles of `values` (sorted in place).
 Percentiles ComputePercentiles(std::vector<int64_t>* values);
 
-struct TimePoint {
+// The fleet (nodes, spot nodes, GPUs) after one tick of a replay, the work
+// and what it cost.
+struct TimePoint : FleetCounts {
   WallTime time{};
-  int nodes = 0;
-  int spot_nodes = 0;
-  int gpus = 0;
   int64_t queued_jobs = 0;
   int64_t running_jobs = 0;
   double usd_per_hour = 0;

@@ -278,15 +278,20 @@ void ClusterState::RefreshOfferings(WallTime now, bool prices_moved) {
     snapshot_->reclaimed_spot_pools = book_.reclaimed_spot_pools();
     MarkChanged(marks.structural);
   }
-  const bool rates_moved = risk_.Refresh(book_, now);
-  if (rates_moved) {
+  const SpotRiskLearner::Moves learned = risk_.Refresh(book_, now);
+  if (learned.rates || learned.shares) {
     for (size_t i = 0; i < snapshot_->nodes.size(); ++i) {
       const int o = inventory_.record(i).offering;
-      if (o >= 0) snapshot_->nodes[i].offering.interruptions_per_hour = book_.offerings()[static_cast<size_t>(o)].interruptions_per_hour;
+      if (o < 0) continue;
+      const Offering& bought = book_.offerings()[static_cast<size_t>(o)];
+      snapshot_->nodes[i].offering.interruptions_per_hour = bought.interruptions_per_hour;
+      snapshot_->nodes[i].offering.co_reclaim_share = bought.co_reclaim_share;
     }
-    MarkChanged(false);
   }
-  if (prices_moved || marks.any || rates_moved) snapshot_->offerings = book_.offerings();
+  // A new rate is news for every spot plan; a new co-reclaim share only for
+  // gangs, which the next plan prices with it.
+  if (learned.rates) MarkChanged(false);
+  if (prices_moved || marks.any || learned.rates || learned.shares) snapshot_->offerings = book_.offerings();
 }
 
 void ClusterState::Restore(const Policy& policy, WallTime now, TickReport* report) {

@@ -71,22 +71,22 @@ void SpotRiskLearner::AddHistory(const OfferingBook& book, size_t offering, Wall
   dirty_ = true;
 }
 
-bool SpotRiskLearner::Refresh(OfferingBook& book, WallTime now) {
-  if (!options_.learn) return false;
+SpotRiskLearner::Moves SpotRiskLearner::Refresh(OfferingBook& book, WallTime now) {
+  Moves moved;
+  if (!options_.learn) return moved;
   const bool due = !last_refresh_ || now - *last_refresh_ >= options_.refresh_interval;
-  if (!dirty_ && !due) return false;
+  if (!dirty_ && !due) return moved;
   FlushExposure(book, now);
   CloseBursts(now);
   last_refresh_ = now;
-  dirty_ = !open_bursts_.empty();  // a burst still open is counted at a later refresh
-  bool moved = false;
+  dirty_ = false;
   for (size_t i = 0; i < book.offerings().size(); ++i) {
     const Offering& o = book.offerings()[i];
     if (o.capacity_type != CapacityType::kSpot) continue;
     const double share = CoReclaimShare(book.risk_group(i));
     if (std::abs(share - o.co_reclaim_share) > 0.05) {
       book.SetCoReclaimShare(i, share);
-      moved = true;
+      moved.shares = true;
     }
     const double rate = estimator_.Rate(book.key(i), book.risk_group(i), prior_rate_[i], now);
     const double old = o.interruptions_per_hour;
@@ -96,7 +96,7 @@ bool SpotRiskLearner::Refresh(OfferingBook& book, WallTime now) {
     // less than 0.1 % of the on-demand price: not worth a replan either.
     if (std::abs(rate - old) <= std::max(0.05 * std::max(rate, old), 0.001)) continue;
     book.SetInterruptionRate(i, rate);
-    moved = true;
+    moved.rates = true;
   }
   return moved;
 }

@@ -32,16 +32,7 @@ std::vector<Attribution> Attribute(const Snapshot& snapshot, const Node& n, cons
   return out;
 }
 
-FleetCounts CountFleet(const PublishedState& s) {
-  FleetCounts counts;
-  if (!s.snapshot) return counts;
-  for (const Node& n : s.snapshot->nodes) {
-    ++counts.nodes;
-    if (n.offering.capacity_type == CapacityType::kSpot) ++counts.spot_nodes;
-    counts.gpus += GpusOf(*s.snapshot, n);
-  }
-  return counts;
-}
+FleetCounts CountFleet(const PublishedState& s) { return s.snapshot ? CountFleet(*s.snapshot) : FleetCounts{}; }
 
 std::set<std::string> RunningInstances(const PublishedState& s) {
   std::set<std::string> out;

@@ -37,13 +37,7 @@ struct Attribution {
 };
 std::vector<Attribution> Attribute(const Snapshot& snapshot, const Node& n, const Policy* policy);
 
-// The snapshot's nodes (launching ones too), those on spot and their GPUs;
-// zeros before the first tick.
-struct FleetCounts {
-  int nodes = 0;
-  int spot_nodes = 0;
-  int gpus = 0;
-};
+// CountFleet of the published snapshot; zeros before the first tick.
 FleetCounts CountFleet(const PublishedState& s);
 
 // The instance ids of the snapshot's billed nodes (those with a row on the

@@ -9,11 +9,6 @@
 #include "gpuscaler/model/time.h"
 
 namespace gpuscaler::daemon {
-int GpusOf(const Snapshot& s, const Node& n) {
-  const InstanceType* t = FindByName(s.instance_types, n.offering.instance_type);
-  return t != nullptr ? t->gpu_count : 0;
-}
-
 namespace {
 
 // Nearest-rank percentile of sorted, non-empty `v` (q in (0, 1]).
@@ -69,11 +64,7 @@ void Publish(const Engine& engine, const EngineTick& tick, DaemonState* state) {
   auto policy = std::make_shared<const Policy>(c.policy());
   SeriesPoint p;
   p.time = tick.time;
-  for (const Node& n : snapshot->nodes) {
-    ++p.nodes;
-    if (n.offering.capacity_type == CapacityType::kSpot) ++p.spot_nodes;
-    p.gpus += GpusOf(*snapshot, n);
-  }
+  static_cast<FleetCounts&>(p) = CountFleet(*snapshot);
   p.usd_per_hour = tick.cost_usd_per_hour;
   p.pending_units = static_cast<int>(snapshot->pending.size());
   p.queued_jobs = tick.queued_jobs;

@@ -20,11 +20,9 @@
 
 namespace gpuscaler::daemon {
 
-struct SeriesPoint {
+// The fleet (nodes, spot nodes, GPUs) at one tick, and what it cost.
+struct SeriesPoint : FleetCounts {
   WallTime time{};
-  int nodes = 0;
-  int spot_nodes = 0;
-  int gpus = 0;
   double usd_per_hour = 0;
   int pending_units = 0;
   int64_t queued_jobs = -1;
@@ -154,8 +152,5 @@ std::vector<PendingClassStats> PendingByClass(const Snapshot& snapshot, const st
 
 // GET /api/v1/status: the status JSON (mode, nodes, costs, series).
 std::string StatusJson(const PublishedState& s);
-
-// GPUs of node `n`'s instance type in `s`'s catalog; 0 when it is not listed.
-int GpusOf(const Snapshot& s, const Node& n);
 
 }  // namespace gpuscaler::daemon

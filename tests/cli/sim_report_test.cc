@@ -137,6 +137,41 @@ TEST_F(SimReport, RuntimeKnowledgeSetsTheRuntimeThePlannerIsTold) {
       << bad.err;
 }
 
+// --multi-node: a Philly job on two machines is a gang (started whole: one
+// gang start in gpuscaler's row) by default, two lone jobs with `split` (no
+// gang at all), one 16-GPU job with `whole` (no node holds it: unfinished).
+// Any other value is refused, naming the flag.
+TEST_F(SimReport, MultiNodeSetsWhatAMultiMachineJobBecomes) {
+  const std::string trace = Write("philly.csv",
+                                  "jobid,submitted_time,runtime_min,num_gpus,num_machines\n"
+                                  "app_1,2017-10-01 00:00:00,120,16,2\n"
+                                  "app_2,2017-10-01 00:05:00,60,4,1\n")
+                                .string();
+  auto gpuscaler_row = [&](const std::string& multi_node) {
+    std::vector<std::string> args = {"sim", "--trace", trace, "--trace-format", "philly-jobs", "--json"};
+    if (!multi_node.empty()) args.insert(args.end(), {"--multi-node", multi_node});
+    ProcessResult sim = Gpuscaler(args);
+    EXPECT_EQ(sim.exit_code, 0) << sim.err;
+    for (const nlohmann::json& r : nlohmann::json::parse(sim.out)["results"])
+      if (r["name"] == "gpuscaler") return r;
+    return nlohmann::json();
+  };
+  const nlohmann::json gang = gpuscaler_row("");
+  EXPECT_EQ(gang["gang_starts"], 1);
+  EXPECT_EQ(gang["jobs_completed"], 3);
+  EXPECT_EQ(gang["partial_gang_idle_gpu_hours"], 0.0);
+  const nlohmann::json split = gpuscaler_row("split");
+  EXPECT_EQ(split["gang_starts"], 0);
+  EXPECT_EQ(split["jobs_completed"], 3);
+  const nlohmann::json whole = gpuscaler_row("whole");
+  EXPECT_EQ(whole["jobs_completed"], 1);
+  EXPECT_EQ(whole["jobs_unfinished"], 1);
+
+  ProcessResult bad = Gpuscaler({"sim", "--trace", trace, "--trace-format", "philly-jobs", "--multi-node", "apart"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--multi-node must be gang, split or whole, not 'apart'"), std::string::npos) << bad.err;
+}
+
 TEST_F(SimReport, ARangeWithoutDataSaysSoOnStderr) {
   const std::string db = (dir_ / "audit.db").string();
   ASSERT_EQ(Gpuscaler({"sim", "--scenario", "demo", "--days", "1", "--db", db}).exit_code, 0);

@@ -83,14 +83,14 @@ TEST(SpotRiskLearner, NoticesAgainstExposureRaiseTheRateAndSmallMovesAreNotWritt
   const double prior = book.offerings()[spot].interruptions_per_hour;
   SpotRiskLearner learner(book, {});
   EXPECT_EQ(learner.HoursSinceLastExposure(kBookT0), 0);
-  EXPECT_FALSE(learner.Refresh(book, kBookT0)) << "no evidence: the prior stands";
+  EXPECT_FALSE(learner.Refresh(book, kBookT0).rates) << "no evidence: the prior stands";
   const double hours = learner.HoursSinceLastExposure(kBookT0 + Seconds(2 * 3600));
   EXPECT_DOUBLE_EQ(hours, 2.0);
   learner.AddExposure(spot, hours);
   for (int i = 0; i < 3; ++i) learner.RecordNotice(book, spot, /*group_nodes=*/3, kBookT0 + Seconds(2 * 3600));
-  EXPECT_TRUE(learner.Refresh(book, kBookT0 + Seconds(2 * 3600)));
+  EXPECT_TRUE(learner.Refresh(book, kBookT0 + Seconds(2 * 3600)).rates);
   EXPECT_GT(book.offerings()[spot].interruptions_per_hour, prior);
-  EXPECT_FALSE(learner.Refresh(book, kBookT0 + Seconds(2 * 3600 + 60))) << "not due, nothing new";
+  EXPECT_FALSE(learner.Refresh(book, kBookT0 + Seconds(2 * 3600 + 60)).rates) << "not due, nothing new";
 }
 
 TEST(SpotRiskLearner, OffLeavesTheCatalogsRates) {
@@ -101,7 +101,7 @@ TEST(SpotRiskLearner, OffLeavesTheCatalogsRates) {
   off.learn = false;
   SpotRiskLearner learner(book, off);
   learner.RecordNotice(book, spot, /*group_nodes=*/1, kBookT0);
-  EXPECT_FALSE(learner.Refresh(book, kBookT0 + Seconds(3600)));
+  EXPECT_FALSE(learner.Refresh(book, kBookT0 + Seconds(3600)).rates);
   EXPECT_EQ(book.offerings()[spot].interruptions_per_hour, prior);
 }
 
@@ -124,7 +124,7 @@ TEST(SpotRiskLearner, BurstsOfNoticesTeachHowMuchReclaimsGoTogether) {
     const WallTime at = kBookT0 + Seconds(3 * 3600 + wave * 3600);
     for (int k = 0; k < 4; ++k) learner.RecordNotice(book, spot, /*group_nodes=*/4, at + Seconds(15 * k));
   }
-  EXPECT_TRUE(learner.Refresh(book, kBookT0 + Seconds(5 * 3600 + 600)));
+  EXPECT_TRUE(learner.Refresh(book, kBookT0 + Seconds(5 * 3600 + 600)).shares);
   EXPECT_DOUBLE_EQ(learner.CoReclaimShare("g5/us-east-1a"), 6.0 / 13.0);
   EXPECT_DOUBLE_EQ(book.offerings()[spot].co_reclaim_share, 6.0 / 13.0);
   EXPECT_EQ(book.offerings()[other_zone].co_reclaim_share, 0) << "another failure domain";

@@ -9,8 +9,9 @@
 // kReclaimBurstWindow of the first are one burst; a burst that took n of the
 // N spot nodes the group had (N >= 2) counts n - 1 co-reclaims out of N - 1
 // chances, and the share is co-reclaims / (1 + chances): 0 (independent, the
-// safe side for a gang) until bursts show otherwise. Published when it moved
-// by more than 0.05.
+// safe side for a gang) until bursts show otherwise. A burst is counted at
+// the first refresh after its window; the share is written when it moved by
+// more than 0.05. Only a gang's risk depends on it.
 //
 // Not thread-safe: the loop's thread only.
 #pragma once
@@ -51,8 +52,13 @@ class SpotRiskLearner {
   // `interrupted` (rebuilding after a restart).
   void AddHistory(const OfferingBook& book, size_t offering, WallTime from, WallTime to, bool interrupted,
                   WallTime now);
-  // Writes the rates that moved enough into the book; true when any did.
-  bool Refresh(OfferingBook& book, WallTime now);
+  // What Refresh wrote into the book.
+  struct Moves {
+    bool rates = false;   // a learned interruption rate
+    bool shares = false;  // a co-reclaim share
+  };
+  // Writes the rates and shares that moved enough into the book.
+  Moves Refresh(OfferingBook& book, WallTime now);
 
   const InterruptionRiskEstimator& estimator() const { return estimator_; }
   // The learned co-reclaim share of `risk_group` (bursts closed so far).
@@ -73,8 +79,7 @@ class SpotRiskLearner {
   };
 
   void FlushExposure(const OfferingBook& book, WallTime now);
-  // Counts the group's open burst, if it started before `now` minus the
-  // window (every burst when `all`).
+  // Counts every open burst that started more than the window before `now`.
   void CloseBursts(WallTime now);
 
   SpotRiskOptions options_;

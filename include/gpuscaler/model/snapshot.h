@@ -101,4 +101,15 @@ struct Snapshot {
   std::vector<DemandForecast> forecasts;
 };
 
+// GPUs of node `n`'s instance type in `s`'s catalog; 0 when it is not listed.
+int GpusOf(const Snapshot& s, const Node& n);
+
+// The snapshot's nodes (launching ones too), those on spot, and their GPUs.
+struct FleetCounts {
+  int nodes = 0;
+  int spot_nodes = 0;
+  int gpus = 0;
+};
+FleetCounts CountFleet(const Snapshot& s);
+
 }  // namespace gpuscaler
