@@ -152,9 +152,11 @@ TEST_F(SimReport, MultiNodeSetsWhatAMultiMachineJobBecomes) {
     if (!multi_node.empty()) args.insert(args.end(), {"--multi-node", multi_node});
     ProcessResult sim = Gpuscaler(args);
     EXPECT_EQ(sim.exit_code, 0) << sim.err;
-    for (const nlohmann::json& r : nlohmann::json::parse(sim.out)["results"])
+    const nlohmann::json out = nlohmann::json::parse(sim.out);
+    for (const nlohmann::json& r : out["results"])
       if (r["name"] == "gpuscaler") return r;
-    return nlohmann::json();
+    ADD_FAILURE() << "no gpuscaler row";
+    return nlohmann::json::object();
   };
   const nlohmann::json gang = gpuscaler_row("");
   EXPECT_EQ(gang["gang_starts"], 1);
