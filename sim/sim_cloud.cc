@@ -113,6 +113,16 @@ int SimCloud::Capacity(size_t offering) const {
   return it == config_.on_demand_capacity_by_family.end() ? config_.on_demand_capacity_per_zone : it->second;
 }
 
+bool SimCloud::HasRoomForAll(const LaunchRequest& request) const {
+  int room = 0;
+  for (const Offering& wanted : request.offerings) {
+    auto it = offering_index_.find(wanted.Key());
+    if (it == offering_index_.end()) continue;
+    room += std::max(0, Capacity(it->second) - live_count_[it->second]);
+  }
+  return room >= request.count;
+}
+
 Result<LaunchResult> SimCloud::Launch(const LaunchRequest& request) {
   if (!request.idempotency_token.empty()) {
     auto it = by_token_.find(request.idempotency_token);
@@ -121,6 +131,14 @@ Result<LaunchResult> SimCloud::Launch(const LaunchRequest& request) {
   const WallTime now = clock_.WallNow();
   LaunchResult result;
   int remaining = request.count;
+  if (request.all_or_nothing && !HasRoomForAll(request)) {
+    for (const Offering& wanted : request.offerings) {
+      result.errors.push_back({wanted.Key(), Error::Capacity("InsufficientInstanceCapacity: not " +
+                                                             std::to_string(request.count) + " nodes at once in " +
+                                                             wanted.zone + " (all or nothing)")});
+    }
+    remaining = 0;
+  }
   for (const Offering& wanted : request.offerings) {
     if (remaining <= 0) break;
     const std::string key = wanted.Key();

@@ -179,6 +179,8 @@ class SimCloud final : public CloudProvider {
   void End(size_t index, WallTime at, bool interrupted);
   void Interrupt(size_t index, WallTime at);  // notice now, gone after the notice period
   int Capacity(size_t offering) const;
+  // Whether the request's offerings have room for all its nodes now.
+  bool HasRoomForAll(const LaunchRequest& request) const;
   Seconds SampleLatency(const Offering& o, std::mt19937_64& rng) const;
   double Uniform(std::mt19937_64& rng) const;
   void SetPrice(size_t offering, double price, WallTime at);

@@ -4,6 +4,38 @@
 #include "sim/cloud_emulator/emulator_impl.h"
 
 namespace gpuscaler::sim {
+namespace {
+
+// A fleet's MinTargetCapacity and SingleAvailabilityZone for one lifecycle
+// (SpotOptions or OnDemandOptions): with a single zone, keeps in `order` the
+// overrides of the first zone (in `order`) whose room reaches the minimum (1
+// without one); without, checks the minimum against all the room. False: the
+// minimum cannot be met, and the fleet launches nothing of this lifecycle.
+// `room(o)`: what an override can take now.
+template <class Override, class RoomFn>
+bool FitMinTarget(int min_target, bool single_zone, std::vector<const Override*>* order, RoomFn room) {
+  if (!single_zone && min_target <= 0) return true;
+  const int enough = std::max(1, min_target);
+  if (!single_zone) {
+    int total = 0;
+    for (const Override* o : *order) total += room(*o);
+    return total >= enough;
+  }
+  std::vector<std::string> zones;
+  for (const Override* o : *order) {
+    if (std::find(zones.begin(), zones.end(), o->zone) == zones.end()) zones.push_back(o->zone);
+  }
+  for (const std::string& zone : zones) {
+    int in_zone = 0;
+    for (const Override* o : *order) in_zone += o->zone == zone ? room(*o) : 0;
+    if (in_zone < enough) continue;
+    std::erase_if(*order, [&](const Override* o) { return o->zone != zone; });
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
 
 EmulatorResponse CloudEmulator::CreateFleet(const Params& p, WallTime now) {
   ++stats_.create_fleet_calls;
@@ -149,6 +181,23 @@ EmulatorResponse CloudEmulator::CreateFleet(const Params& p, WallTime now) {
       }
       return od_price(*a) < od_price(*b);  // on-demand default: lowest-price
     });
+    const auto room_of = [&](const auto& o) {
+      const auto room = Room(o.type, o.zone, lifecycle, now);
+      return room ? room->first : need;
+    };
+    const std::string options = lifecycle == CapacityType::kSpot ? "SpotOptions." : "OnDemandOptions.";
+    int min_target = 0;
+    if (p.Has(options + "MinTargetCapacity") && !ParseInt(p.Get(options + "MinTargetCapacity"), &min_target)) {
+      return Ec2Error(400, "InvalidParameterValue", options + "MinTargetCapacity must be a whole number.");
+    }
+    if (!FitMinTarget(min_target, p.Get(options + "SingleAvailabilityZone") == "true", &order, room_of)) {
+      for (const Override* o : order) {
+        errors.push_back({o, lifecycle, "InsufficientInstanceCapacity",
+                          "There is not enough capacity to fulfill your minimum target capacity in a single "
+                          "Availability Zone (" + o->zone + ")."});
+      }
+      continue;
+    }
     for (const Override* o : order) {
       if (need == 0) break;
       auto room = Room(o->type, o->zone, lifecycle, now);

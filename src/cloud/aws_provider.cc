@@ -111,6 +111,8 @@ Result<LaunchResult> AwsProvider::LaunchFleet(const LaunchRequest& request) {
       if (prioritized) ov.priority = static_cast<double>(i - begin);
       fleet.overrides.push_back(ov);
     }
+    // A gang's nodes: all that are left, in one zone, or none from this run.
+    if (request.all_or_nothing) fleet.min_target_capacity = remaining;
     fleet.client_token = ClientToken(request.idempotency_token, run);
     fleet.instance_tags = tags;
 

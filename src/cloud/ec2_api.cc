@@ -63,6 +63,11 @@ QueryParams CreateFleetQuery(const CreateFleetRequest& r) {
   AddIfSet(q, tc + "OnDemandTargetCapacity", r.on_demand_target_capacity);
   AddIfSet(q, tc + "SpotTargetCapacity", r.spot_target_capacity);
   q.emplace_back(tc + "DefaultTargetCapacityType", std::string(ToString(r.default_capacity_type)));
+  if (r.min_target_capacity) {
+    const std::string options = r.default_capacity_type == CapacityType::kSpot ? "SpotOptions." : "OnDemandOptions.";
+    q.emplace_back(options + "MinTargetCapacity", std::to_string(*r.min_target_capacity));
+    q.emplace_back(options + "SingleAvailabilityZone", "true");
+  }
   q.emplace_back("Type", r.type);
   AddIfSet(q, "ClientToken", r.client_token);
   if (!r.instance_tags.empty()) {

@@ -233,6 +233,7 @@ std::vector<std::string> Actuator::LaunchOne(int64_t decision_id, size_t index, 
   report->nodes_requested += launch.count;
   LaunchRequest request =
       RequestFor(launch.pool, launch.count, options_.token_prefix + std::to_string(decision_id) + "-" + std::to_string(index), policy);
+  request.all_or_nothing = launch.all_or_nothing;
   for (const auto& [key, value] : launch.node_labels) {
     request.tags.try_emplace(key, value);  // never the owner or intent tag
     if (request.node_template) request.node_labels[key] = value;

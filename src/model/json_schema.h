@@ -185,6 +185,7 @@ void Fields(V& v, const LaunchAction& l) {
   v.StrList("unit_ids", l.unit_ids);
   v.Objects("fallbacks", l.fallbacks);
   if (!l.node_labels.empty()) v.StrMap("node_labels", l.node_labels);
+  if (l.all_or_nothing) v.Bool("all_or_nothing", true);
   v.Str("reason", l.reason);
 }
 

@@ -214,6 +214,29 @@ void StripSplitGangs(const Snapshot& s, Plan& plan, Gangs& gangs) {
   for (LaunchAction& l : plan.launches) std::erase_if(l.unit_ids, is_stripped);
 }
 
+// Launches for gang members buy all their nodes or none, in one zone (and of
+// one type when a gang on them asks).
+void MarkGangLaunches(const Gangs& gangs, Plan& plan) {
+  std::unordered_map<std::string, const GangView*> gang_of;
+  for (const auto& [name, g] : gangs) {
+    if (g.dropped) continue;
+    for (const std::string& id : g.ids) gang_of[id] = &g;
+  }
+  for (LaunchAction& l : plan.launches) {
+    bool same_type = false;
+    for (const std::string& id : l.unit_ids) {
+      auto it = gang_of.find(id);
+      if (it == gang_of.end()) continue;
+      l.all_or_nothing = true;
+      same_type = same_type || it->second->spec.same_instance_type;
+    }
+    if (!l.all_or_nothing) continue;
+    std::erase_if(l.fallbacks, [&](const Offering& o) {
+      return o.zone != l.offering.zone || (same_type && o.instance_type != l.offering.instance_type);
+    });
+  }
+}
+
 void ListDroppedGangs(const Snapshot& s, const Gangs& gangs, Plan& plan) {
   for (const auto& [name, g] : gangs) {
     if (!g.dropped) continue;
@@ -245,6 +268,7 @@ Plan PlanGangsWhole(const Snapshot& snapshot, const PlanFunction& plan_for) {
     plan = plan_for(working);
     StripSplitGangs(working, plan, gangs);
   }
+  MarkGangLaunches(gangs, plan);
   ListDroppedGangs(snapshot, gangs, plan);
   plan.summary = SummarizePlan(plan, snapshot.pending.size());
   return plan;

@@ -18,7 +18,9 @@ using PlanFunction = std::function<Plan(const Snapshot&)>;
 // of its members, or to where its running members are, and planned again; a
 // gang still not placed whole is taken out of the pending work, planned
 // without, and listed as unplaced with UnplacedReason::kGangIncomplete.
-// At most four calls of `plan`. Deterministic.
+// Launches that hold gang members are all_or_nothing, their fallbacks in
+// their zone (and of their type, for a gang on one type). At most four calls
+// of `plan`. Deterministic.
 Plan PlanGangsWhole(const Snapshot& snapshot, const PlanFunction& plan);
 
 }  // namespace gpuscaler::solver_detail

@@ -102,6 +102,33 @@ TEST_F(AwsProviderTest, CapacityErrorsFallBackToOtherZonesAndOnDemand) {
   EXPECT_EQ(emulator_->stats().create_fleet_calls, 2);  // one spot run, one on-demand run
 }
 
+// A gang's launch is one fleet per capacity type with MinTargetCapacity in
+// one zone: spot short in every zone gives no spot node, and on-demand then
+// gives all of them in one zone.
+TEST_F(AwsProviderTest, AnAllOrNothingLaunchNeverLeavesAPartialGang) {
+  EmulatorScenario s;
+  s.capacity = {{"g5.12xlarge", "us-east-1a", CapacityType::kSpot, 3, "InsufficientInstanceCapacity", {}, {}},
+                {"g5.12xlarge", "us-east-1b", CapacityType::kSpot, 3, "InsufficientInstanceCapacity", {}, {}}};
+  Boot(s);
+  LaunchRequest gang = Request({Off("g5.12xlarge", "us-east-1a", CapacityType::kSpot),
+                               Off("g5.12xlarge", "us-east-1b", CapacityType::kSpot),
+                               Off("g5.12xlarge", "us-east-1a", CapacityType::kOnDemand)},
+                              4, "d-gang");
+  gang.all_or_nothing = true;
+  auto r = provider_->Launch(gang);
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  ASSERT_EQ(r->instances.size(), 4u);
+  for (const auto& i : r->instances) EXPECT_EQ(i.offering.Key(), "g5.12xlarge/us-east-1a/on-demand");
+  EXPECT_EQ(r->errors.size(), 2u) << "both spot zones said why";
+  // Spot only: nothing at all.
+  gang.offerings.pop_back();
+  gang.idempotency_token = "d-gang-2";
+  auto none = provider_->Launch(gang);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->instances.empty());
+  EXPECT_EQ(none->errors.size(), 2u);
+}
+
 TEST_F(AwsProviderTest, NoCapacityAnywhereIsAShortResultNotAnError) {
   EmulatorScenario s;
   s.capacity = {{"p5.48xlarge", "", std::nullopt, 0, "InsufficientInstanceCapacity", {}, {}}};

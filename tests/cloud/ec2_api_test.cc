@@ -78,8 +78,21 @@ TEST(Ec2Query, CreateFleetWithZonesTagsAndStrategies) {
   EXPECT_EQ(FormValue(q, "TagSpecification.1.Tag.2.Key"), "gpuscaler.io/pool");
   EXPECT_EQ(FormValue(q, "TagSpecification.1.Tag.2.Value"), "train");
   EXPECT_EQ(FormValue(q, "ClientToken"), "tok-1");
+  EXPECT_FALSE(FormValue(q, "OnDemandOptions.MinTargetCapacity")) << "no minimum unless asked";
   // Round trip through the wire form.
   EXPECT_EQ(DecodeForm(EncodeForm(q)), q);
+
+  // A gang's fleet: at least all of it, in one zone, in the options of its
+  // capacity type.
+  r.min_target_capacity = 2;
+  const QueryParams od = CreateFleetQuery(r);
+  EXPECT_EQ(FormValue(od, "OnDemandOptions.MinTargetCapacity"), "2");
+  EXPECT_EQ(FormValue(od, "OnDemandOptions.SingleAvailabilityZone"), "true");
+  r.default_capacity_type = CapacityType::kSpot;
+  const QueryParams spot = CreateFleetQuery(r);
+  EXPECT_EQ(FormValue(spot, "SpotOptions.MinTargetCapacity"), "2");
+  EXPECT_EQ(FormValue(spot, "SpotOptions.SingleAvailabilityZone"), "true");
+  EXPECT_FALSE(FormValue(spot, "OnDemandOptions.MinTargetCapacity"));
 }
 
 TEST(Ec2Query, OtherBodiesMatchBotocore) {

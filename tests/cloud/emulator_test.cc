@@ -223,6 +223,41 @@ TEST_F(EmulatorTest, CapacityLimitsGivePartialFulfilmentAndFallbacks) {
   EXPECT_EQ(again.instances.size(), 1u);
 }
 
+// A gang's fleet: MinTargetCapacity with SingleAvailabilityZone launches all
+// in one zone or nothing, as EC2's instant fleet does.
+TEST_F(EmulatorTest, MinTargetCapacityInOneZoneLaunchesAllOrNothing) {
+  EmulatorScenario s;
+  s.capacity = {{"g5.12xlarge", "us-east-1a", CapacityType::kSpot, 3, "InsufficientInstanceCapacity", {}, {}},
+                {"g5.12xlarge", "us-east-1b", CapacityType::kSpot, 3, "InsufficientInstanceCapacity", {}, {}}};
+  Emu(s);
+  cloud::CreateFleetRequest gang =
+      FleetRequest({{"g5.12xlarge", "us-east-1a"}, {"g5.12xlarge", "us-east-1b"}}, 4, CapacityType::kSpot, "gang-1");
+  gang.min_target_capacity = 4;
+  auto short_everywhere = Fleet(gang);
+  EXPECT_TRUE(short_everywhere.instances.empty()) << "3 and 3 are not 4 in one zone";
+  ASSERT_EQ(short_everywhere.errors.size(), 2u);
+  EXPECT_EQ(short_everywhere.errors[0].code, "InsufficientInstanceCapacity");
+  EXPECT_TRUE(emu_->Instances().empty());
+  // Without the minimum the same request takes what each zone has.
+  cloud::CreateFleetRequest loose = gang;
+  loose.min_target_capacity.reset();
+  loose.client_token = "loose-1";
+  auto partial = Fleet(loose);
+  ASSERT_EQ(partial.instances.size(), 2u);
+  EXPECT_EQ(partial.instances[0].instance_ids.size() + partial.instances[1].instance_ids.size(), 4u);
+  // Room for four in us-east-1b only: all four there.
+  EmulatorScenario roomy;
+  roomy.capacity = {{"g5.12xlarge", "us-east-1a", CapacityType::kSpot, 3, "InsufficientInstanceCapacity", {}, {}},
+                    {"g5.12xlarge", "us-east-1b", CapacityType::kSpot, 4, "InsufficientInstanceCapacity", {}, {}}};
+  Emu(roomy);
+  gang.client_token = "gang-2";
+  auto whole = Fleet(gang);
+  ASSERT_EQ(whole.instances.size(), 1u);
+  EXPECT_EQ(whole.instances[0].where.availability_zone, "us-east-1b");
+  EXPECT_EQ(whole.instances[0].instance_ids.size(), 4u);
+  EXPECT_TRUE(whole.errors.empty());
+}
+
 TEST_F(EmulatorTest, ThrottlesAndFailsAsScripted) {
   EmulatorScenario s;
   s.throttle_every = 2;

@@ -138,6 +138,17 @@ TEST(Controller, ALaunchsNodeLabelsAreOnItsNewNodes) {
   EXPECT_TRUE(r.errors.empty()) << r.errors[0].ToString();
 }
 
+TEST(Controller, AGangsLaunchAsksTheCloudForAllOrNothing) {
+  Harness h;
+  LaunchAction gang = h.Launch("g5.xlarge/us-east-1a/spot", 2);
+  gang.all_or_nothing = true;
+  h.next_plan.launches = {gang, h.Launch("g5.xlarge/us-east-1b/spot", 1)};
+  h.controller->Tick();
+  ASSERT_EQ(h.cloud.launches.size(), 2u);
+  EXPECT_TRUE(h.cloud.launches[0].all_or_nothing);
+  EXPECT_FALSE(h.cloud.launches[1].all_or_nothing);
+}
+
 TEST(Controller, WritesTheIntentBeforeCallingTheCloud) {
   Harness h;
   std::vector<ActionRow> open_at_call;

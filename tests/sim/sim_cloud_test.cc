@@ -135,6 +135,27 @@ TEST(SimCloud, CapacityLimitGivesACapacityErrorAndTheNextOfferingIsTried) {
   EXPECT_EQ(f.cloud->launched(), 2);
 }
 
+// A gang's launch: all its nodes or none.
+TEST(SimCloud, AnAllOrNothingLaunchShortOfRoomLaunchesNothing) {
+  Fixture f;
+  SimCloudConfig c;
+  c.spot_capacity_by_family = {{"p5", 2}};
+  f.Start(c);
+  LaunchRequest r;
+  r.pool = "p";
+  r.count = 3;
+  r.all_or_nothing = true;
+  r.offerings = {f.Get("p5.48xlarge/us-east-1a/spot")};
+  Result<LaunchResult> res = f.cloud->Launch(r);
+  ASSERT_TRUE(res.ok());
+  EXPECT_TRUE(res->instances.empty());
+  ASSERT_EQ(res->errors.size(), 1u);
+  EXPECT_EQ(res->errors[0].error.category(), ErrorCategory::kCapacity);
+  EXPECT_EQ(f.cloud->launched(), 0);
+  r.count = 2;
+  EXPECT_EQ(f.cloud->Launch(r)->instances.size(), 2u);
+}
+
 TEST(SimCloud, AvailabilityDropInterruptsWithATwoMinuteNotice) {
   Fixture f;
   f.market.availability = {{Seconds(0), "g5.xlarge", "us-east-1a", 5},

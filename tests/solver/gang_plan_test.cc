@@ -74,6 +74,15 @@ TEST(GangPlan, AGangIsPlacedInOneZone) {
   EXPECT_EQ(PlacedOf(plan, "job/"), 3);
   EXPECT_EQ(ZonesOf(s, plan, "job/").size(), 1u);
   EXPECT_TRUE(plan.unplaced.empty());
+  // Its nodes are bought all or none, with fallbacks in its zone only.
+  ASSERT_FALSE(plan.launches.empty());
+  for (const LaunchAction& l : plan.launches) {
+    EXPECT_TRUE(l.all_or_nothing);
+    for (const Offering& o : l.fallbacks) EXPECT_EQ(o.zone, l.offering.zone);
+  }
+  EXPECT_NE(FormatPlanJsonLine(plan).find("\"all_or_nothing\":true"), std::string::npos);
+  for (const LaunchAction& l : apart.launches) EXPECT_FALSE(l.all_or_nothing) << "lone units";
+  EXPECT_EQ(FormatPlanJsonLine(apart).find("all_or_nothing"), std::string::npos);
 }
 
 // A pool cap of three nodes and four 8-GPU members: none is placed and no

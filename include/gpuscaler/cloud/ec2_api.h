@@ -50,6 +50,10 @@ struct CreateFleetRequest {
   // "lowest-price" or "prioritized"; empty: not sent.
   std::string on_demand_allocation_strategy;
   std::string type = "instant";
+  // Set: an instant fleet that launches at least this many instances or none
+  // (SpotOptions/OnDemandOptions.MinTargetCapacity, for the default capacity
+  // type), all in one Availability Zone (SingleAvailabilityZone).
+  std::optional<int> min_target_capacity;
   std::string client_token;  // ≤ 64 ASCII characters
   // Tags for the launched instances (TagSpecification ResourceType=instance).
   std::map<std::string, std::string> instance_tags;

@@ -57,6 +57,10 @@ struct LaunchRequest {
   std::optional<NodeTemplate> node_template;
   std::map<std::string, std::string> node_labels;
   std::vector<Taint> node_taints;
+  // A gang's nodes (LaunchAction::all_or_nothing): all `count` in one zone,
+  // or none and a capacity error. EC2: CreateFleet with MinTargetCapacity =
+  // count and SingleAvailabilityZone.
+  bool all_or_nothing = false;
 };
 
 enum class InstanceState { kPending, kRunning, kShuttingDown };

@@ -45,6 +45,10 @@ struct LaunchAction {
   // launches. The simulator's baselines use them for the topology domain
   // of a Karpenter-style capacity split (sim/capacity_spread.h).
   std::map<std::string, std::string> node_labels;
+  // The nodes hold members of a gang: the cloud launches all `count` or none
+  // (EC2 CreateFleet's MinTargetCapacity, in one zone), and the fallbacks are
+  // in the offering's zone only.
+  bool all_or_nothing = false;
   double usd_per_hour = 0;            // count × price
   double expected_interruption_usd_per_hour = 0;
   std::string reason;
