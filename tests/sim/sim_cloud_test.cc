@@ -24,6 +24,19 @@ struct Fixture {
     ADD_FAILURE() << key;
     return {};
   }
+  // Spot capacity for `nodes` p5 nodes per offering.
+  void StartWithP5Spot(int nodes) {
+    SimCloudConfig c;
+    c.spot_capacity_by_family = {{"p5", nodes}};
+    Start(c);
+  }
+  LaunchRequest Request(int count, const std::vector<std::string>& keys) {
+    LaunchRequest r;
+    r.pool = "p";
+    r.count = count;
+    for (const std::string& key : keys) r.offerings.push_back(Get(key));
+    return r;
+  }
   std::string LaunchOne(const std::string& key) {
     LaunchRequest r;
     r.pool = "p";
@@ -115,13 +128,8 @@ TEST(SimCloud, LiveInstancesAreBilledToTheEndOfTheReplay) {
 
 TEST(SimCloud, CapacityLimitGivesACapacityErrorAndTheNextOfferingIsTried) {
   Fixture f;
-  SimCloudConfig c;
-  c.spot_capacity_by_family = {{"p5", 1}};
-  f.Start(c);
-  LaunchRequest r;
-  r.pool = "p";
-  r.count = 3;
-  r.offerings = {f.Get("p5.48xlarge/us-east-1a/spot"), f.Get("p5.48xlarge/us-east-1b/spot")};
+  f.StartWithP5Spot(1);
+  LaunchRequest r = f.Request(3, {"p5.48xlarge/us-east-1a/spot", "p5.48xlarge/us-east-1b/spot"});
   Result<LaunchResult> res = f.cloud->Launch(r);
   ASSERT_TRUE(res.ok());
   EXPECT_EQ(res->instances.size(), 2u);  // one per zone: partial fulfilment
@@ -138,14 +146,9 @@ TEST(SimCloud, CapacityLimitGivesACapacityErrorAndTheNextOfferingIsTried) {
 // A gang's launch: all its nodes or none.
 TEST(SimCloud, AnAllOrNothingLaunchShortOfRoomLaunchesNothing) {
   Fixture f;
-  SimCloudConfig c;
-  c.spot_capacity_by_family = {{"p5", 2}};
-  f.Start(c);
-  LaunchRequest r;
-  r.pool = "p";
-  r.count = 3;
+  f.StartWithP5Spot(2);
+  LaunchRequest r = f.Request(3, {"p5.48xlarge/us-east-1a/spot"});
   r.all_or_nothing = true;
-  r.offerings = {f.Get("p5.48xlarge/us-east-1a/spot")};
   Result<LaunchResult> res = f.cloud->Launch(r);
   ASSERT_TRUE(res.ok());
   EXPECT_TRUE(res->instances.empty());
