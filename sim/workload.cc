@@ -279,7 +279,7 @@ int64_t Workload::RunProgress(const Job& j, WallTime now) {
 
 void Workload::Evict(size_t job, WallTime now, bool interrupted) {
   const int g = GangOf(job);
-  if (g >= 0 && gangs_[g].running) {
+  if (g >= 0 && gangs_[g].running()) {
     StopGang(g, now, interrupted);
   } else {
     EvictOne(job, now, interrupted, std::nullopt);

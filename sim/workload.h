@@ -244,11 +244,12 @@ class Workload final : public WorkSource, public SimCloudObserver {
   struct Gang {
     std::vector<size_t> members;  // trace jobs, in trace order
     int placed = 0;               // members placed (waiting or running)
-    bool running = false;
     int queued = 0;               // members queued now
     WallTime all_queued_since{};  // when its last member was queued
     std::vector<int64_t> waits_s;  // per start
     std::string zone;             // of placed members under kEachPod
+    // Started: every member placed (members that finished stay counted).
+    bool running() const { return placed == static_cast<int>(members.size()); }
   };
 
   void Enqueue(size_t job, WallTime now);

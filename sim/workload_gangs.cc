@@ -66,8 +66,7 @@ void Workload::NoteGangMemberPlaced(size_t job, WallTime now) {
   --g.queued;
   ++g.placed;
   if (g.zone.empty()) g.zone = nodes_[size_t(j.node)].zone;
-  if (g.placed < int(g.members.size())) return;
-  g.running = true;
+  if (!g.running()) return;
   ++stats_.gang_starts;
   g.waits_s.push_back((now - g.all_queued_since).count());
   for (size_t m : g.members) {
@@ -97,7 +96,6 @@ void Workload::Unplace(size_t job, WallTime now) {
 
 void Workload::StopGang(int gang, WallTime now, bool interrupted) {
   Gang& g = gangs_[size_t(gang)];
-  g.running = false;
   g.placed = 0;
   g.zone.clear();
   // All members resume from the last checkpoint every one of them has.
@@ -134,7 +132,7 @@ std::vector<int64_t> Workload::GangWaits(WallTime end) const {
   std::vector<int64_t> out;
   for (const Gang& g : gangs_) {
     out.insert(out.end(), g.waits_s.begin(), g.waits_s.end());
-    if (!g.running && g.queued + g.placed == int(g.members.size()) && end > g.all_queued_since) {
+    if (!g.running() && g.queued + g.placed == int(g.members.size()) && end > g.all_queued_since) {
       out.push_back((end - g.all_queued_since).count());
     }
   }

@@ -46,7 +46,7 @@ void SpotRiskLearner::RecordNotice(const OfferingBook& book, size_t offering, in
 void SpotRiskLearner::CloseBursts(WallTime now) {
   for (auto it = open_bursts_.begin(); it != open_bursts_.end();) {
     const ReclaimBurst& b = it->second;
-    if (now - b.start <= kReclaimBurstWindow) {
+    if (now - b.start <= kReclaimWaveWindow) {
       ++it;
       continue;
     }

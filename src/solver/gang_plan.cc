@@ -7,7 +7,6 @@
 #include <utility>
 #include <vector>
 
-#include "gpuscaler/model/find_by_name.h"
 #include "gpuscaler/model/json.h"
 
 namespace gpuscaler::solver_detail {
@@ -27,7 +26,6 @@ void Merge(std::string& into, const std::string& value) {
 struct GangView {
   GangMembership spec;          // as its first pending member states it
   std::vector<size_t> pending;  // indices into the snapshot's pending work
-  std::vector<std::string> ids;  // of those members
   int running = 0;
   std::string running_zone;  // of its running members; kSeveral: more than one
   std::string running_type;
@@ -48,7 +46,6 @@ Gangs FindGangs(const Snapshot& s) {
     GangView& g = gangs[u.gang->name];
     if (g.pending.empty()) g.spec = *u.gang;
     g.pending.push_back(i);
-    g.ids.push_back(u.id);
   }
   if (gangs.empty()) return gangs;
   for (const Node& n : s.nodes) {
@@ -84,8 +81,17 @@ void CheckKnownMembers(Gangs& gangs) {
   }
 }
 
+// Whether a pass must plan a changed snapshot (WorkingSnapshot): a gang was
+// dropped or pinned.
+bool Edited(const Gangs& gangs) {
+  return std::any_of(gangs.begin(), gangs.end(), [](const auto& entry) {
+    const GangView& g = entry.second;
+    return g.dropped || !g.zone.empty() || !g.type.empty();
+  });
+}
+
 // The snapshot the next pass plans: dropped gangs' members left out, pinned
-// gangs' members restricted to their zone and type.
+// gangs' members restricted to their zone and type. Its nodes are `s`'s.
 Snapshot WorkingSnapshot(const Snapshot& s, const Gangs& gangs) {
   Snapshot w = s;
   w.pending.clear();
@@ -111,12 +117,21 @@ struct GangPlacement {
   const UnplacedUnit* unplaced = nullptr;  // its first member left out, if any
 };
 
-std::map<std::string, GangPlacement> LocateGangs(const Snapshot& s, const Plan& plan, const Gangs& gangs) {
-  std::unordered_map<std::string, const std::string*> gang_of;
-  for (const auto& [name, g] : gangs) {
-    if (g.dropped) continue;
-    for (const std::string& id : g.ids) gang_of[id] = &name;
+// The gang (name and view) of each pending member of a gang still in play, by
+// unit id.
+using MemberGangs = std::unordered_map<std::string, const Gangs::value_type*>;
+MemberGangs GangsOfMembers(const Snapshot& s, const Gangs& gangs) {
+  MemberGangs gang_of;
+  for (const Gangs::value_type& entry : gangs) {
+    if (entry.second.dropped) continue;
+    for (size_t i : entry.second.pending) gang_of[s.pending[i].id] = &entry;
   }
+  return gang_of;
+}
+
+// `s`: the snapshot the gangs were found in (the plan's nodes are its nodes).
+std::map<std::string, GangPlacement> LocateGangs(const Snapshot& s, const Plan& plan, const Gangs& gangs) {
+  const MemberGangs gang_of = GangsOfMembers(s, gangs);
   std::unordered_map<std::string, const Node*> node_by_id;
   for (const Node& n : s.nodes) node_by_id[n.id] = &n;
   std::map<std::string, GangPlacement> out;
@@ -129,7 +144,7 @@ std::map<std::string, GangPlacement> LocateGangs(const Snapshot& s, const Plan& 
     } else if (auto n = node_by_id.find(p.node_id); n != node_by_id.end()) {
       where = &n->second->offering;
     }
-    GangPlacement& g = out[*it->second];
+    GangPlacement& g = out[it->second->first];
     ++g.placed;
     if (where != nullptr) {
       ++g.zones[where->zone];
@@ -139,7 +154,7 @@ std::map<std::string, GangPlacement> LocateGangs(const Snapshot& s, const Plan& 
   for (const UnplacedUnit& u : plan.unplaced) {
     auto it = gang_of.find(u.unit_id);
     if (it == gang_of.end()) continue;
-    GangPlacement& g = out[*it->second];
+    GangPlacement& g = out[it->second->first];
     if (g.unplaced == nullptr) g.unplaced = &u;
   }
   return out;
@@ -201,14 +216,12 @@ bool Judge(const Snapshot& s, const Plan& plan, bool may_pin, Gangs& gangs) {
 // Takes a gang that the final plan still splits out of it: its members'
 // placements go, their launches keep the nodes (the next plan removes them).
 void StripSplitGangs(const Snapshot& s, Plan& plan, Gangs& gangs) {
-  Gangs before = gangs;
+  const MemberGangs in_play = GangsOfMembers(s, gangs);
   if (Judge(s, plan, /*may_pin=*/false, gangs)) return;
-  std::unordered_map<std::string, bool> stripped;
-  for (auto& [name, g] : gangs) {
-    if (!g.dropped || before.at(name).dropped) continue;
-    for (const std::string& id : g.ids) stripped[id] = true;
-  }
-  const auto is_stripped = [&](const std::string& id) { return stripped.count(id) > 0; };
+  const auto is_stripped = [&](const std::string& id) {
+    auto it = in_play.find(id);
+    return it != in_play.end() && it->second->second.dropped;
+  };
   std::erase_if(plan.placements, [&](const Placement& p) { return is_stripped(p.unit_id); });
   std::erase_if(plan.unplaced, [&](const UnplacedUnit& u) { return is_stripped(u.unit_id); });
   for (LaunchAction& l : plan.launches) std::erase_if(l.unit_ids, is_stripped);
@@ -216,19 +229,15 @@ void StripSplitGangs(const Snapshot& s, Plan& plan, Gangs& gangs) {
 
 // Launches for gang members buy all their nodes or none, in one zone (and of
 // one type when a gang on them asks).
-void MarkGangLaunches(const Gangs& gangs, Plan& plan) {
-  std::unordered_map<std::string, const GangView*> gang_of;
-  for (const auto& [name, g] : gangs) {
-    if (g.dropped) continue;
-    for (const std::string& id : g.ids) gang_of[id] = &g;
-  }
+void MarkGangLaunches(const Snapshot& s, const Gangs& gangs, Plan& plan) {
+  const MemberGangs gang_of = GangsOfMembers(s, gangs);
   for (LaunchAction& l : plan.launches) {
     bool same_type = false;
     for (const std::string& id : l.unit_ids) {
       auto it = gang_of.find(id);
       if (it == gang_of.end()) continue;
       l.all_or_nothing = true;
-      same_type = same_type || it->second->spec.same_instance_type;
+      same_type = same_type || it->second->second.spec.same_instance_type;
     }
     if (!l.all_or_nothing) continue;
     std::erase_if(l.fallbacks, [&](const Offering& o) {
@@ -255,20 +264,23 @@ Plan PlanGangsWhole(const Snapshot& snapshot, const PlanFunction& plan_for) {
   Gangs gangs = FindGangs(snapshot);
   if (gangs.empty()) return plan_for(snapshot);
   CheckKnownMembers(gangs);
+  // Every pass plans the snapshot as found unless a gang had to be dropped or
+  // pinned; the gangs are judged against it either way (same nodes).
+  const auto plan_pass = [&] {
+    return Edited(gangs) ? plan_for(WorkingSnapshot(snapshot, gangs)) : plan_for(snapshot);
+  };
   constexpr int kPasses = 3;
   Plan plan;
   bool whole = false;
   for (int pass = 0; pass < kPasses && !whole; ++pass) {
-    const Snapshot working = WorkingSnapshot(snapshot, gangs);
-    plan = plan_for(working);
-    whole = Judge(working, plan, /*may_pin=*/true, gangs);
+    plan = plan_pass();
+    whole = Judge(snapshot, plan, /*may_pin=*/true, gangs);
   }
-  const Snapshot working = WorkingSnapshot(snapshot, gangs);
   if (!whole) {
-    plan = plan_for(working);
-    StripSplitGangs(working, plan, gangs);
+    plan = plan_pass();
+    StripSplitGangs(snapshot, plan, gangs);
   }
-  MarkGangLaunches(gangs, plan);
+  MarkGangLaunches(snapshot, gangs, plan);
   ListDroppedGangs(snapshot, gangs, plan);
   plan.summary = SummarizePlan(plan, snapshot.pending.size());
   return plan;

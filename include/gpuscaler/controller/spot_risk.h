@@ -6,7 +6,8 @@
 //
 // Also learned per risk group: how much reclaims go together
 // (Offering::co_reclaim_share). Notices in one group within
-// kReclaimBurstWindow of the first are one burst; a burst that took n of the
+// kReclaimWaveWindow of the first are one burst, the window the availability
+// marks use for a reclaim wave (availability.h); a burst that took n of the
 // N spot nodes the group had (N >= 2) counts n - 1 co-reclaims out of N - 1
 // chances, and the share is co-reclaims / (1 + chances): 0 (independent, the
 // safe side for a gang) until bursts show otherwise. A burst is counted at
@@ -18,10 +19,11 @@
 
 #include <cstddef>
 #include <map>
-#include <string>
 #include <optional>
+#include <string>
 #include <vector>
 
+#include "gpuscaler/controller/availability.h"
 #include "gpuscaler/controller/interruption_risk.h"
 #include "gpuscaler/controller/offering_book.h"
 #include "gpuscaler/model/time.h"
@@ -64,7 +66,6 @@ class SpotRiskLearner {
   // The learned co-reclaim share of `risk_group` (bursts closed so far).
   double CoReclaimShare(const std::string& risk_group) const;
 
-  static constexpr Seconds kReclaimBurstWindow{300};
   bool learning() const { return options_.learn; }
 
  private:
