@@ -68,6 +68,7 @@ class LiveEngine final : public Engine {
       warmed_ = true;
       WarmForecasts(now, &out.report);
     }
+    if (parts_.observe_tick) parts_.observe_tick(out.report);
     if (parts_.after_tick) parts_.after_tick();
     out.time = now;
     Describe(&out);

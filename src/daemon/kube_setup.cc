@@ -13,7 +13,9 @@
 #include "gpuscaler/kube/cluster_cache.h"
 #include "gpuscaler/kube/cluster_provider.h"
 #include "gpuscaler/kube/config.h"
+#include "gpuscaler/kube/gangs.h"
 #include "gpuscaler/kube/leader.h"
+#include "gpuscaler/kube/provisioning.h"
 #include "gpuscaler/kube/workload.h"
 
 namespace gpuscaler::daemon {
@@ -131,6 +133,14 @@ struct KubeRuntime {
   std::unique_ptr<KubeClusterNodes> nodes;
   std::unique_ptr<kube::ClusterCloudProvider> cloud;
   std::string skipped_signature;  // the skipped pods last logged
+  // ProvisioningRequests: read with the demand, reconciled after the tick
+  // (both on the engine's thread).
+  kube::ProvisioningReconciler provisioning;
+  kube::ProvisioningInputs provisioning_inputs;
+  kube::ClusterView provisioning_view;
+  // Status writes by request, with the resourceVersion they were computed
+  // from: not written again until the cache shows a newer version.
+  std::map<std::string, std::string> status_written;
 
   ~KubeRuntime() {
     // Open drains stay cordoned, their deadline on the node: the next
@@ -167,6 +177,51 @@ Result<kube::ClusterConfig> ClusterConfigFor(const KubernetesSettings& k) {
     if (v == nullptr) return std::nullopt;
     return std::string(v);
   });
+}
+
+// Where this tick's plan put each member of a ProvisioningRequest.
+std::map<std::string, kube::MemberPlacement> MemberPlacements(const Plan& plan) {
+  using Where = kube::MemberPlacement::Where;
+  std::map<std::string, kube::MemberPlacement> out;
+  const auto member = [](const std::string& id) { return id.rfind(kube::kRequestMemberPrefix, 0) == 0; };
+  for (const Placement& p : plan.placements) {
+    if (member(p.unit_id)) out[p.unit_id] = {p.node_id.empty() ? Where::kNewLaunch : Where::kOnNode, ""};
+  }
+  for (const LaunchAction& l : plan.launches) {
+    for (const std::string& id : l.unit_ids) {
+      if (member(id)) out[id] = {Where::kNewLaunch, ""};
+    }
+  }
+  for (const UnplacedUnit& u : plan.unplaced) {
+    if (member(u.unit_id))
+      out[u.unit_id] = {Where::kUnplaced, std::string(ToString(u.reason)) + (u.detail.empty() ? "" : ": " + u.detail)};
+  }
+  return out;
+}
+
+// The leader writes the conditions this tick's plan decided, each request
+// once per version of it.
+void ReconcileProvisioning(KubeRuntime* rt, const TickReport& report) {
+  if (!rt->Leading() || !rt->provisioning_view.synced) return;
+  std::optional<std::map<std::string, kube::MemberPlacement>> placements;
+  if (report.planned) placements = MemberPlacements(report.plan);
+  const std::vector<kube::RequestStatusUpdate> updates =
+      rt->provisioning.Reconcile(rt->provisioning_inputs, placements, rt->provisioning_view.nodes,
+                                 rt->provisioning_view.pods, report.time);
+  for (const kube::RequestStatusUpdate& u : updates) {
+    const std::string key = u.namespace_name + "/" + u.name;
+    if (auto it = rt->status_written.find(key); it != rt->status_written.end() && it->second == u.resource_version)
+      continue;  // written; the cache has not caught up yet
+    Result<kube::ApiResponse> r =
+        rt->client->Call("PATCH", kube::StatusPath(u), kube::ConditionsPatch(u).dump(), "application/merge-patch+json");
+    if (r && r->ok()) {
+      rt->status_written[key] = u.resource_version;
+      spdlog::info("ProvisioningRequest {}: {}", key, u.summary);
+    } else {
+      spdlog::warn("ProvisioningRequest {}: status not written ({}); tried again next tick", key,
+                   r ? kube::ApiError(*r, "PATCH status").message() : r.error().message());
+    }
+  }
 }
 
 }  // namespace
@@ -210,16 +265,25 @@ Status SetUpKubernetes(const DaemonConfig& config, const Catalog& catalog, LiveE
   rt->cloud = std::make_unique<kube::ClusterCloudProvider>(std::move(cp));
   parts->cloud = rt->cloud.get();
 
-  parts->read_cluster = [raw, &catalog, team_label = config.kubernetes.team_label](const Policy& policy, WallTime) {
-    const kube::ClusterView view = raw->cache->View();
+  parts->read_cluster = [raw, &catalog, team_label = config.kubernetes.team_label](const Policy& policy,
+                                                                                   WallTime now) {
+    kube::ClusterView view = raw->cache->View();
     ClusterWork work;
     work.status.name = "kubernetes pods and nodes";
     work.status.source = "kubernetes";
     for (const WorkloadClassPolicy& c : policy.classes) work.status.classes.push_back(c.name);
     work.status.sampled_at = raw->cache->FreshAt();
     if (!view.synced) return work;  // missing: scale-down blocked, no pod demand yet
-    kube::ClusterDemand demand = kube::DemandFromCluster(view.pods, view.nodes, policy, catalog, team_label);
+    const kube::GangDirectory gangs =
+        kube::GangDirectory::From(view.provisioning_requests, view.pod_groups, view.volcano_pod_groups);
+    kube::ClusterDemand demand = kube::DemandFromCluster(view.pods, view.nodes, policy, catalog, team_label, &gangs);
     work.pending = std::move(demand.pending);
+    raw->provisioning_inputs = kube::ReadProvisioningInputs(view.provisioning_requests, view.pod_templates, view.pods);
+    for (DemandUnit& u : raw->provisioning.Demand(raw->provisioning_inputs, policy, catalog, now, &demand.skipped)) {
+      work.pending.push_back(std::move(u));
+    }
+    for (const std::string& s : raw->provisioning_inputs.unreadable) demand.skipped.push_back(s);
+    raw->provisioning_view = std::move(view);
     work.running = std::move(demand.running);
     work.status.value = static_cast<double>(work.pending.size());
     std::string signature;
@@ -230,6 +294,7 @@ Status SetUpKubernetes(const DaemonConfig& config, const Catalog& catalog, LiveE
     }
     return work;
   };
+  parts->observe_tick = [raw](const TickReport& report) { ReconcileProvisioning(raw, report); };
   if (rt->elector) setup->is_leader = [raw] { return raw->Leading(); };
 
   rt->cache->Start();

@@ -1,5 +1,6 @@
 #include "gpuscaler/kube/cluster_cache.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "gpuscaler/net/url.h"
@@ -9,11 +10,54 @@ namespace gpuscaler::kube {
 
 using nlohmann::json;
 
+namespace cache_detail {
+
+struct KindSpec {
+  const char* path;
+  WatchResource resource;
+  bool optional;  // a custom resource the cluster may not serve
+};
+
+KindSpec SpecOf(CachedKind kind) {
+  switch (kind) {
+    case CachedKind::kPods: return {"/api/v1/pods", WatchResource::kPods, false};
+    case CachedKind::kNodes: return {"/api/v1/nodes", WatchResource::kNodes, false};
+    case CachedKind::kPodTemplates: return {"/api/v1/podtemplates", WatchResource::kObjects, false};
+    case CachedKind::kProvisioningRequests:
+      return {"/apis/autoscaling.x-k8s.io/v1/provisioningrequests", WatchResource::kObjects, true};
+    case CachedKind::kPodGroups: return {"/apis/scheduling.x-k8s.io/v1alpha1/podgroups", WatchResource::kObjects, true};
+    case CachedKind::kVolcanoPodGroups:
+      return {"/apis/scheduling.volcano.sh/v1beta1/podgroups", WatchResource::kObjects, true};
+  }
+  return {"", WatchResource::kObjects, true};
+}
+
+}  // namespace cache_detail
+
+namespace {
+
+using cache_detail::KindSpec;
+using cache_detail::SpecOf;
+
+constexpr CachedKind kAllKinds[] = {CachedKind::kPods,         CachedKind::kNodes,
+                                    CachedKind::kPodTemplates, CachedKind::kProvisioningRequests,
+                                    CachedKind::kPodGroups,    CachedKind::kVolcanoPodGroups};
+
+std::string ObjectKey(const json& object) {
+  const json& meta = ObjectAt(object, "metadata");
+  const std::string ns = StringAt(meta, "namespace");
+  return ns.empty() ? StringAt(meta, "name") : ns + "/" + StringAt(meta, "name");
+}
+
+}  // namespace
+
+const char* ListPath(CachedKind kind) { return cache_detail::SpecOf(kind).path; }
+
 // One kind's list/watch loop. Its state is guarded by the cache's mutex;
 // every change notifies the cache's condition variable.
 class ClusterCache::Loop {
  public:
-  Loop(ClusterCache& cache, bool pods) : cache_(cache), pods_(pods), base_(pods ? "/api/v1/pods" : "/api/v1/nodes") {}
+  Loop(ClusterCache& cache, CachedKind kind) : cache_(cache), spec_(SpecOf(kind)), base_(spec_.path) {}
   ~Loop() { Stop(); }
 
   void Start() {
@@ -35,6 +79,7 @@ class ClusterCache::Loop {
   std::optional<WallTime> fresh_at;  // last time this kind was known current
   std::map<std::string, PodInfo> pods;
   std::map<std::string, NodeInfo> nodes;
+  std::map<std::string, json> objects;  // WatchResource::kObjects
   WatchStats stats;
 
  private:
@@ -44,8 +89,14 @@ class ClusterCache::Loop {
     while (!Stopping()) {
       bool failed = false;
       if (need_list) {
-        failed = !List();
-        need_list = failed;
+        const ListEnd end = List();
+        failed = end == ListEnd::kFailed;
+        need_list = end != ListEnd::kListed;
+        if (end == ListEnd::kAbsent) {
+          std::unique_lock<std::mutex> lock(cache_.mu_);
+          cache_.changed_.wait_for(lock, cache_.options_.absent_kind_recheck, [this] { return stop_; });
+          continue;
+        }
       } else {
         switch (Watch()) {
           case WatchEnd::kClean: break;
@@ -78,10 +129,13 @@ class ClusterCache::Loop {
     cache_.changed_.notify_all();
   }
 
-  // A full list, page by page, replacing the cache. False on failure.
-  bool List() {
+  enum class ListEnd { kListed, kFailed, kAbsent };
+
+  // A full list, page by page, replacing the cache.
+  ListEnd List() {
     std::map<std::string, PodInfo> new_pods;
     std::map<std::string, NodeInfo> new_nodes;
+    std::map<std::string, json> new_objects;
     std::string rv, cont;
     do {
       std::string path = base_ + "?limit=" + std::to_string(cache_.options_.list_page_size);
@@ -89,18 +143,23 @@ class ClusterCache::Loop {
       Result<ApiResponse> r = cache_.client_.Get(path);
       if (!r) {
         Fail(r.error().message());
-        return false;
+        return ListEnd::kFailed;
       }
       if (r->status == 410 && !cont.empty()) {
         // The continue token expired mid-list: start over.
         new_pods.clear();
         new_nodes.clear();
+        new_objects.clear();
         cont.clear();
         continue;
       }
+      if (spec_.optional && (r->status == 404 || r->status == 403)) {
+        MarkAbsent(ApiError(*r, "list " + base_).message());
+        return ListEnd::kAbsent;
+      }
       if (!r->ok()) {
         Fail(ApiError(*r, "list " + base_).message());
-        return false;
+        return ListEnd::kFailed;
       }
       try {
         const json list = json::parse(r->body);
@@ -108,31 +167,51 @@ class ClusterCache::Loop {
         if (rv.empty()) rv = StringAt(meta, "resourceVersion");
         cont = StringAt(meta, "continue");
         for (const json& item : ArrayAt(list, "items")) {
-          if (pods_) {
+          if (spec_.resource == WatchResource::kPods) {
             Result<PodInfo> p = PodFromJson(item);
             if (p) new_pods[p->namespace_name + "/" + p->name] = std::move(p).value();
-          } else {
+          } else if (spec_.resource == WatchResource::kNodes) {
             Result<NodeInfo> n = NodeFromJson(item);
             if (n) new_nodes[n->name] = std::move(n).value();
+          } else if (item.is_object()) {
+            new_objects[ObjectKey(item)] = item;
           }
         }
       } catch (const json::exception& e) {
         Fail("list " + base_ + ": " + e.what());
-        return false;
+        return ListEnd::kFailed;
       }
     } while (!cont.empty() && !Stopping());
     {
       std::lock_guard<std::mutex> lock(cache_.mu_);
       pods = std::move(new_pods);
       nodes = std::move(new_nodes);
+      objects = std::move(new_objects);
       stats.resource_version = rv;
+      stats.served = true;
       ++stats.lists;
       synced = true;
       fresh_at = cache_.clock_.WallNow();
       ++cache_.version_;
     }
     cache_.changed_.notify_all();
-    return true;
+    return ListEnd::kListed;
+  }
+
+  // The server does not serve the kind (or does not let us list it): it is
+  // empty, and as current as a listed kind, until it is listed again.
+  void MarkAbsent(const std::string& why) {
+    {
+      std::lock_guard<std::mutex> lock(cache_.mu_);
+      objects.clear();
+      stats.served = false;
+      stats.last_error = why;
+      ++stats.lists;
+      synced = true;
+      fresh_at = cache_.clock_.WallNow();
+      ++cache_.version_;
+    }
+    cache_.changed_.notify_all();
   }
 
   enum class WatchEnd { kClean, kGone, kFailed };
@@ -183,7 +262,7 @@ class ClusterCache::Loop {
 
   // One event line; false ends the watch.
   bool Apply(std::string_view line, bool* gone, std::string* error) {
-    Result<WatchEvent> parsed = ParseWatchEvent(line, pods_ ? WatchResource::kPods : WatchResource::kNodes);
+    Result<WatchEvent> parsed = ParseWatchEvent(line, spec_.resource);
     if (!parsed) {
       *error = "watch " + base_ + ": " + parsed.error().message();
       return false;
@@ -208,10 +287,13 @@ class ClusterCache::Loop {
         return true;
       }
       if (event.type == "DELETED") {
-        pods_ ? (void)pods.erase(event.key) : (void)nodes.erase(event.key);
+        pods.erase(event.key);
+        nodes.erase(event.key);
+        objects.erase(event.key);
       } else if (event.type == "ADDED" || event.type == "MODIFIED") {
         if (event.pod) pods[event.key] = std::move(*event.pod);
         if (event.node) nodes[event.key] = std::move(*event.node);
+        if (event.object) objects[event.key] = std::move(*event.object);
       } else {
         return true;  // a type this version does not know: ignored
       }
@@ -223,7 +305,7 @@ class ClusterCache::Loop {
   }
 
   ClusterCache& cache_;
-  const bool pods_;
+  const KindSpec spec_;
   const std::string base_;
   bool stop_ = false;  // under cache_.mu_
   std::thread thread_;
@@ -231,20 +313,17 @@ class ClusterCache::Loop {
 
 ClusterCache::ClusterCache(ApiClient& client, const Clock& clock, ClusterCacheOptions options)
     : client_(client), clock_(clock), options_(options) {
-  pods_ = std::make_unique<Loop>(*this, true);
-  nodes_ = std::make_unique<Loop>(*this, false);
+  for (CachedKind kind : kAllKinds) loops_.push_back(std::make_unique<Loop>(*this, kind));
 }
 
 ClusterCache::~ClusterCache() { Stop(); }
 
 void ClusterCache::Start() {
-  pods_->Start();
-  nodes_->Start();
+  for (auto& loop : loops_) loop->Start();
 }
 
 void ClusterCache::Stop() {
-  pods_->Stop();
-  nodes_->Stop();
+  for (auto& loop : loops_) loop->Stop();
 }
 
 ClusterView ClusterCache::View() const {
@@ -254,11 +333,20 @@ ClusterView ClusterCache::View() const {
 
 ClusterView ClusterCache::ViewLocked() const {
   ClusterView v;
-  v.synced = pods_->synced && nodes_->synced;
-  v.pods.reserve(pods_->pods.size());
-  for (const auto& [k, p] : pods_->pods) v.pods.push_back(p);
-  v.nodes.reserve(nodes_->nodes.size());
-  for (const auto& [k, n] : nodes_->nodes) v.nodes.push_back(n);
+  v.synced = std::all_of(loops_.begin(), loops_.end(), [](const auto& loop) { return loop->synced; });
+  const Loop& pods = *loops_[static_cast<size_t>(CachedKind::kPods)];
+  const Loop& nodes = *loops_[static_cast<size_t>(CachedKind::kNodes)];
+  v.pods.reserve(pods.pods.size());
+  for (const auto& [k, p] : pods.pods) v.pods.push_back(p);
+  v.nodes.reserve(nodes.nodes.size());
+  for (const auto& [k, n] : nodes.nodes) v.nodes.push_back(n);
+  const auto objects = [&](CachedKind kind, std::vector<json>* out) {
+    for (const auto& [k, o] : loops_[static_cast<size_t>(kind)]->objects) out->push_back(o);
+  };
+  objects(CachedKind::kPodTemplates, &v.pod_templates);
+  objects(CachedKind::kProvisioningRequests, &v.provisioning_requests);
+  objects(CachedKind::kPodGroups, &v.pod_groups);
+  objects(CachedKind::kVolcanoPodGroups, &v.volcano_pod_groups);
   return v;
 }
 
@@ -281,21 +369,22 @@ bool ClusterCache::WaitUntil(const std::function<bool(const ClusterView&)>& done
 
 std::optional<WallTime> ClusterCache::FreshAt() const {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!pods_->synced || !nodes_->synced) return std::nullopt;
   const WallTime now = clock_.WallNow();
-  const WallTime pods = pods_->watching ? now : pods_->fresh_at.value_or(WallTime{});
-  const WallTime nodes = nodes_->watching ? now : nodes_->fresh_at.value_or(WallTime{});
-  return std::min(pods, nodes);
+  std::optional<WallTime> oldest;
+  for (const auto& loop : loops_) {
+    if (!loop->synced) return std::nullopt;
+    // A watched kind is current now, and so is one the server does not
+    // serve (its absence is what is known; it is checked again slowly).
+    const bool current = loop->watching || !loop->stats.served;
+    const WallTime at = current ? now : loop->fresh_at.value_or(WallTime{});
+    if (!oldest || at < *oldest) oldest = at;
+  }
+  return oldest;
 }
 
-WatchStats ClusterCache::pod_stats() const {
+WatchStats ClusterCache::Stats(CachedKind kind) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return pods_->stats;
-}
-
-WatchStats ClusterCache::node_stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return nodes_->stats;
+  return loops_[static_cast<size_t>(kind)]->stats;
 }
 
 }  // namespace gpuscaler::kube

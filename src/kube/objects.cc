@@ -264,10 +264,12 @@ Result<WatchEvent> ParseWatchEvent(std::string_view line, WatchResource resource
   const json& meta = ObjectAt(obj, "metadata");
   // Nodes are cluster-scoped: their key is the name, whatever a namespace
   // field says (the cache keys its nodes by NodeInfo::name).
-  const std::string ns = resource == WatchResource::kPods ? StringAt(meta, "namespace") : "";
+  const std::string ns = resource != WatchResource::kNodes ? StringAt(meta, "namespace") : "";
   out.key = ns.empty() ? StringAt(meta, "name") : ns + "/" + StringAt(meta, "name");
   if (out.type == "ADDED" || out.type == "MODIFIED") {
-    if (resource == WatchResource::kPods) {
+    if (resource == WatchResource::kObjects) {
+      if (obj.is_object()) out.object = obj;
+    } else if (resource == WatchResource::kPods) {
       if (Result<PodInfo> p = PodFromJson(obj)) out.pod = std::move(p).value();
     } else if (Result<NodeInfo> n = NodeFromJson(obj)) {
       out.node = std::move(n).value();

@@ -1,7 +1,8 @@
 #include "gpuscaler/kube/workload.h"
 
+#include "gpuscaler/kube/gangs.h"
+
 #include <algorithm>
-#include <charconv>
 #include <set>
 
 namespace gpuscaler::kube {
@@ -165,28 +166,6 @@ Result<std::optional<WallTime>> DeadlineOf(const PodInfo& pod, const WorkloadCla
   return std::optional<WallTime>();
 }
 
-// The pod's gang from its gpuscaler.io/gang annotations; nullopt: none.
-Result<std::optional<GangMembership>> GangOf(const PodInfo& pod) {
-  auto name = pod.annotations.find(kAnnotationGang);
-  if (name == pod.annotations.end()) return std::optional<GangMembership>();
-  const std::string where = "pod " + PodKey(pod) + ": annotation ";
-  if (name->second.empty()) return Error::InvalidInput(where + kAnnotationGang + ": empty gang name");
-  auto size = pod.annotations.find(kAnnotationGangSize);
-  if (size == pod.annotations.end()) {
-    return Error::InvalidInput(where + kAnnotationGangSize + ": required with " + kAnnotationGang);
-  }
-  int members = 0;
-  const auto [end, ec] = std::from_chars(size->second.data(), size->second.data() + size->second.size(), members);
-  if (ec != std::errc() || end != size->second.data() + size->second.size() || members < 2) {
-    return Error::InvalidInput(where + kAnnotationGangSize + ": expected a whole number >= 2, got '" + size->second +
-                               "'");
-  }
-  GangMembership gang{pod.namespace_name + "/" + name->second, members, /*same_zone=*/true, false};
-  auto same_type = pod.annotations.find(kAnnotationGangSameInstanceType);
-  gang.same_instance_type = same_type != pod.annotations.end() && same_type->second == "true";
-  return std::optional<GangMembership>(gang);
-}
-
 bool ToleratesPool(const PodInfo& pod, const NodePoolPolicy& pool) {
   for (const Taint& t : pool.taints) {
     if (t.effect == "PreferNoSchedule") continue;  // a preference, not a bar
@@ -240,7 +219,8 @@ bool Tolerates(const std::vector<Toleration>& tolerations, const Taint& taint) {
   return false;
 }
 
-Result<DemandUnit> PodDemand(const PodInfo& pod, const Policy& policy, const Catalog& catalog) {
+Result<DemandUnit> PodDemand(const PodInfo& pod, const Policy& policy, const Catalog& catalog,
+                             const GangDirectory* gangs) {
   const WorkloadClassPolicy* cls = ClassForPod(policy, pod);
   if (cls == nullptr) return Error::NotFound("pod " + PodKey(pod) + " matches no workload class");
   Result<DemandUnit> shaped = Shape(pod);
@@ -250,7 +230,7 @@ Result<DemandUnit> PodDemand(const PodInfo& pod, const Policy& policy, const Cat
   Result<std::optional<WallTime>> deadline = DeadlineOf(pod, cls);
   if (!deadline) return deadline.error();
   u.deadline = *deadline;
-  Result<std::optional<GangMembership>> gang = GangOf(pod);
+  Result<std::optional<GangMembership>> gang = GangOfPod(pod, gangs);
   if (!gang) return gang.error();
   u.gang = *gang;
 
@@ -300,7 +280,8 @@ Result<DemandUnit> PodDemand(const PodInfo& pod, const Policy& policy, const Cat
   return u;
 }
 
-DemandUnit RunningPodUnit(const PodInfo& pod, const Policy& policy, const Catalog& catalog) {
+DemandUnit RunningPodUnit(const PodInfo& pod, const Policy& policy, const Catalog& catalog,
+                          const GangDirectory* gangs) {
   (void)catalog;
   Result<DemandUnit> shaped = Shape(pod);
   DemandUnit u;
@@ -321,7 +302,7 @@ DemandUnit RunningPodUnit(const PodInfo& pod, const Policy& policy, const Catalo
   ApplyClass(cls, &u);
   // A running pod's bad annotation was reported while it was pending.
   if (Result<std::optional<WallTime>> deadline = DeadlineOf(pod, cls)) u.deadline = *deadline;
-  if (Result<std::optional<GangMembership>> gang = GangOf(pod)) u.gang = *gang;
+  if (Result<std::optional<GangMembership>> gang = GangOfPod(pod, gangs)) u.gang = *gang;
   return u;
 }
 
@@ -383,7 +364,8 @@ std::map<std::string, int64_t> FreeResources(const NodeInfo& node, const std::ve
 }
 
 ClusterDemand DemandFromCluster(const std::vector<PodInfo>& pods, const std::vector<NodeInfo>& nodes,
-                                const Policy& policy, const Catalog& catalog, std::string_view team_label) {
+                                const Policy& policy, const Catalog& catalog, std::string_view team_label,
+                                const GangDirectory* gangs) {
   ClusterDemand out;
   auto with_team = [&](const PodInfo& pod, DemandUnit u) {
     if (auto it = pod.labels.find(std::string(team_label)); it != pod.labels.end()) u.team = it->second;
@@ -398,7 +380,7 @@ ClusterDemand DemandFromCluster(const std::vector<PodInfo>& pods, const std::vec
     } else if (HoldsResources(p)) {
       auto k = key_of_node.find(p.node_name);
       out.running[k == key_of_node.end() ? p.node_name : k->second].push_back(
-          with_team(p, RunningPodUnit(p, policy, catalog)));
+          with_team(p, RunningPodUnit(p, policy, catalog, gangs)));
     }
   }
   std::stable_sort(pending.begin(), pending.end(), [](const PodInfo* a, const PodInfo* b) {
@@ -407,7 +389,7 @@ ClusterDemand DemandFromCluster(const std::vector<PodInfo>& pods, const std::vec
     return PodKey(*a) < PodKey(*b);
   });
   for (const PodInfo* p : pending) {
-    Result<DemandUnit> u = PodDemand(*p, policy, catalog);
+    Result<DemandUnit> u = PodDemand(*p, policy, catalog, gangs);
     if (u) out.pending.push_back(with_team(*p, std::move(u).value()));
     else out.skipped.push_back(PodKey(*p) + ": " + u.error().message());
   }

@@ -263,6 +263,7 @@ FixtureResponse FakeApiServer::Handle(const FixtureRequest& req) {
       events_.push_back(json::parse(req.body));
       return JsonAnswer(201, events_.back());
     }
+    if (std::optional<FixtureResponse> r = Resources(req, p, q)) return *r;
     // /apis/coordination.k8s.io/v1/namespaces/<ns>/leases[/<name>]
     if (p.size() >= 6 && p[0] == "apis" && p[1] == "coordination.k8s.io" && p[2] == "v1" && p[3] == "namespaces" &&
         p[5] == "leases") {
@@ -274,7 +275,8 @@ FixtureResponse FakeApiServer::Handle(const FixtureRequest& req) {
   return JsonAnswer(404, StatusObject(404, "NotFound", "the server could not find the requested resource"));
 }
 
-FixtureResponse FakeApiServer::List(const std::string& resource, const std::map<std::string, std::string>& q) {
+FixtureResponse FakeApiServer::List(const std::string& resource, const std::map<std::string, std::string>& q,
+                                    const std::string& ns) {
   std::lock_guard<std::mutex> lock(mu_);
   std::string node_filter;
   if (auto f = q.find("fieldSelector"); f != q.end() && f->second.rfind("spec.nodeName=", 0) == 0)
@@ -295,6 +297,7 @@ FixtureResponse FakeApiServer::List(const std::string& resource, const std::map<
   bool more = false;
   for (const auto& [key, obj] : objects_[resource]) {
     if (!node_filter.empty() && obj["spec"].value("nodeName", "") != node_filter) continue;
+    if (!ns.empty() && key.rfind(ns + "/", 0) != 0) continue;
     if (index++ < offset) continue;
     if (limit > 0 && items.size() >= limit) {
       more = true;
@@ -302,7 +305,7 @@ FixtureResponse FakeApiServer::List(const std::string& resource, const std::map<
     }
     items.push_back(obj);
   }
-  json list = {{"kind", resource == "pods" ? "PodList" : "NodeList"},
+  json list = {{"kind", KindOf(resource) + "List"},
                {"apiVersion", "v1"},
                {"metadata", {{"resourceVersion", std::to_string(list_rv)}}},
                {"items", items}};
@@ -367,7 +370,7 @@ FixtureResponse FakeApiServer::Watch(const std::string& resource, const std::map
     if (bookmarks && st->bookmark_epoch != bookmark_epoch_) {
       st->bookmark_epoch = bookmark_epoch_;
       st->last = rv_;
-      json obj = {{"kind", resource == "pods" ? "Pod" : "Node"},
+      json obj = {{"kind", KindOf(resource)},
                   {"apiVersion", "v1"},
                   {"metadata", {{"resourceVersion", std::to_string(rv_)}}}};
       *piece += json{{"type", "BOOKMARK"}, {"object", obj}}.dump() + "\n";

@@ -15,7 +15,13 @@
 //    covered by a budget (SetBudget), which get 429 until the budget allows;
 //  - Lease UPDATEs must carry the current metadata.resourceVersion (else 409
 //    Conflict); a CREATE of an existing Lease is 409 AlreadyExists;
-//  - PATCH of a node applies a JSON merge patch.
+//  - PATCH of a node applies a JSON merge patch;
+//  - namespaced objects of other kinds (fake_api_resources.cc): PodTemplates
+//    always, and custom resources once ServeCustomResource() declares them
+//    (until then their paths are 404, as for a CRD not installed): create,
+//    get, list and watch (all namespaces or one), replace (409 on a stale
+//    resourceVersion), merge patch, delete, and the status subresource
+//    (writes there change only .status; writes to the object keep it).
 // Thread-safe; every request is recorded for assertions.
 #pragma once
 
@@ -65,6 +71,11 @@ class FakeApiServer {
   void RequireToken(std::string token);
   // While set, every Lease request fails with 503 (an API outage for one replica's view is simulated per server).
   void SetLeaseOutage(bool down);
+  // Serves a namespaced custom resource from now on: /apis/<group>/<version>/<plural>.
+  void ServeCustomResource(const std::string& group, const std::string& version, const std::string& plural,
+                           const std::string& kind);
+  // Every list request of `path_prefix` ("/apis/scheduling.x-k8s.io/") is answered `status` (403: RBAC denies).
+  void RefuseLists(const std::string& path_prefix, int status);
 
   struct Call {
     std::string method;
@@ -90,10 +101,19 @@ class FakeApiServer {
     nlohmann::json object;
   };
   FixtureResponse Handle(const FixtureRequest& req);
-  FixtureResponse List(const std::string& resource, const std::map<std::string, std::string>& q);
+  // `ns` non-empty: that namespace's objects only.
+  FixtureResponse List(const std::string& resource, const std::map<std::string, std::string>& q,
+                       const std::string& ns = "");
   FixtureResponse Watch(const std::string& resource, const std::map<std::string, std::string>& q);
   FixtureResponse Evict(const std::string& ns, const std::string& name);
   FixtureResponse Lease(const FixtureRequest& req, const std::string& ns, const std::string& name);
+  // Namespaced objects of kinds other than pods (fake_api_resources.cc);
+  // nullopt: the path is none of theirs.
+  std::optional<FixtureResponse> Resources(const FixtureRequest& req, const std::vector<std::string>& path,
+                                           const std::map<std::string, std::string>& q);
+  FixtureResponse Write(const FixtureRequest& req, const std::string& resource, const std::string& ns,
+                        const std::string& name, bool status);
+  std::string KindOf(const std::string& resource) const;
   int64_t PutLocked(const std::string& resource, nlohmann::json object);
 
   mutable std::mutex mu_;
@@ -110,6 +130,10 @@ class FakeApiServer {
   std::vector<Call> calls_;
   std::string token_;
   bool lease_outage_ = false;
+  // Served custom resources: "<group>/<version>/<plural>" -> kind.
+  std::map<std::string, std::string> custom_resources_;
+  std::map<std::string, int> refused_lists_;  // path prefix -> status
+  int64_t next_uid_ = 1;
   bool stopping_ = false;
   std::unique_ptr<FixtureHttpServer> http_;
 };

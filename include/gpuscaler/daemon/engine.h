@@ -104,6 +104,9 @@ struct LiveEngineParts {
   std::function<bool()> before_tick;
   // Called after each tick (the demo's workload places work). May be empty.
   std::function<void()> after_tick;
+  // Given each tick's report, after the tick (Kubernetes: the conditions of
+  // ProvisioningRequests follow the plan). May be empty.
+  std::function<void(const TickReport&)> observe_tick;
   // The fleet's spend rate; may be empty (then: sum of node prices).
   std::function<double()> spend_rate;
   // Fills what only the world knows (the demo's job counts). May be empty.

@@ -10,6 +10,13 @@
 //    older than the server's history) drops the cache and lists again.
 // One thread per kind between Start() and Stop(). Thread-safe: View() and
 // the accessors may be called from any thread.
+//
+// Besides pods and nodes it keeps the objects gangs are read from (see
+// kube/gangs.h): PodTemplates, ProvisioningRequests and the PodGroups of the
+// coscheduling plugin and of Volcano. The last three are custom resources
+// that a cluster may not have: a list answered 404 (not served) or 403 (not
+// allowed) leaves that kind empty and counts as listed, and it is listed
+// again after absent_kind_recheck.
 #pragma once
 
 #include <atomic>
@@ -19,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <thread>
@@ -39,12 +47,24 @@ struct ClusterCacheOptions {
   // No byte for this long on a watch: the connection is given up.
   std::chrono::milliseconds watch_idle_timeout{90000};
   int list_page_size = 500;
+  // How often a kind the server does not serve (or lets us list) is tried again.
+  std::chrono::milliseconds absent_kind_recheck{300000};
 };
+
+// The kinds the cache keeps, in the order of ClusterCache::Stats.
+enum class CachedKind { kPods, kNodes, kPodTemplates, kProvisioningRequests, kPodGroups, kVolcanoPodGroups };
+// The list path of a kind ("/api/v1/pods", "/apis/autoscaling.x-k8s.io/v1/provisioningrequests").
+const char* ListPath(CachedKind kind);
 
 struct ClusterView {
   std::vector<PodInfo> pods;    // by namespace/name
   std::vector<NodeInfo> nodes;  // by name
-  bool synced = false;          // both kinds listed at least once
+  // As the API server has them, by namespace/name (empty where not served).
+  std::vector<nlohmann::json> pod_templates;
+  std::vector<nlohmann::json> provisioning_requests;
+  std::vector<nlohmann::json> pod_groups;          // scheduling.x-k8s.io (coscheduling)
+  std::vector<nlohmann::json> volcano_pod_groups;  // scheduling.volcano.sh
+  bool synced = false;          // every kind listed at least once (or found absent)
 };
 
 // Counters of one kind's list/watch loop (for tests, logs and metrics).
@@ -57,6 +77,7 @@ struct WatchStats {
   int64_t failures = 0;            // failed lists and watches
   std::string resource_version;    // where the next watch starts
   std::string last_error;
+  bool served = true;              // false: the last list was answered 404 or 403
 };
 
 class ClusterCache {
@@ -81,8 +102,9 @@ class ClusterCache {
   // When the cache was last known to match the cluster: now while both
   // watches run, else the last moment both did; nullopt before the first sync.
   std::optional<WallTime> FreshAt() const;
-  WatchStats pod_stats() const;
-  WatchStats node_stats() const;
+  WatchStats Stats(CachedKind kind) const;
+  WatchStats pod_stats() const { return Stats(CachedKind::kPods); }
+  WatchStats node_stats() const { return Stats(CachedKind::kNodes); }
 
  private:
   class Loop;
@@ -93,8 +115,7 @@ class ClusterCache {
   mutable std::condition_variable changed_;
   uint64_t version_ = 0;  // under mu_: bumped with every change, so a waiter misses none
   ClusterView ViewLocked() const;
-  std::unique_ptr<Loop> pods_;
-  std::unique_ptr<Loop> nodes_;
+  std::vector<std::unique_ptr<Loop>> loops_;  // by CachedKind
 };
 
 }  // namespace gpuscaler::kube

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -97,8 +98,9 @@ struct ObjectList {
 Result<ObjectList<PodInfo>> ParsePodList(std::string_view json);
 Result<ObjectList<NodeInfo>> ParseNodeList(std::string_view json);
 
-// One line of a watch stream ({"type": ..., "object": ...}).
-enum class WatchResource { kPods, kNodes };
+// One line of a watch stream ({"type": ..., "object": ...}). kObjects:
+// namespaced objects of any other kind, kept as their JSON.
+enum class WatchResource { kPods, kNodes, kObjects };
 struct WatchEvent {
   // ADDED, MODIFIED, DELETED, BOOKMARK, ERROR, or a type a newer server
   // sends (to be ignored); "" when the line has no string type.
@@ -111,6 +113,7 @@ struct WatchEvent {
   // ADDED / MODIFIED: the object, when it parses as the watched kind.
   std::optional<PodInfo> pod;
   std::optional<NodeInfo> node;
+  std::optional<nlohmann::json> object;  // kObjects
 };
 // kInvalidInput only when the line is not JSON; any JSON shape otherwise
 // reads as an event with what could be found (never throws).

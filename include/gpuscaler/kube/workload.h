@@ -25,6 +25,8 @@
 
 namespace gpuscaler::kube {
 
+struct GangDirectory;  // kube/gangs.h
+
 // Well-known labels read from nodes and from pods' node selectors/affinity.
 inline constexpr const char* kLabelInstanceType = "node.kubernetes.io/instance-type";
 inline constexpr const char* kLabelInstanceTypeBeta = "beta.kubernetes.io/instance-type";
@@ -77,11 +79,15 @@ bool Tolerates(const std::vector<Toleration>& tolerations, const Taint& taint);
 // NoSchedule/NoExecute taints the pod tolerates; one left pins the unit to
 // it. Errors: kNotFound when the pod matches no class, kInvalidInput when it
 // tolerates no pool's taints or asks for several MIG profiles at once.
-Result<DemandUnit> PodDemand(const PodInfo& pod, const Policy& policy, const Catalog& catalog);
+// The gang by GangOfPod (kube/gangs.h) with `gangs`; kNotFound as well when
+// the pod waits for a PodGroup that does not exist.
+Result<DemandUnit> PodDemand(const PodInfo& pod, const Policy& policy, const Catalog& catalog,
+                             const GangDirectory* gangs = nullptr);
 
 // Running work of a pod bound to a node, for WorkSource::RunningOn: same
 // shape; pods with no class are kept (class "") because they hold room.
-DemandUnit RunningPodUnit(const PodInfo& pod, const Policy& policy, const Catalog& catalog);
+DemandUnit RunningPodUnit(const PodInfo& pod, const Policy& policy, const Catalog& catalog,
+                          const GangDirectory* gangs = nullptr);
 
 // The offering a node's labels describe: instance type, zone, region (label,
 // or the zone without its letter), capacity type (Karpenter's or EKS's label;
@@ -118,7 +124,8 @@ inline constexpr std::string_view kDefaultTeamLabel = "gpuscaler.io/team";
 // Units of pods carrying `team_label` get its value as their team.
 ClusterDemand DemandFromCluster(const std::vector<PodInfo>& pods, const std::vector<NodeInfo>& nodes,
                                 const Policy& policy, const Catalog& catalog,
-                                std::string_view team_label = kDefaultTeamLabel);
+                                std::string_view team_label = kDefaultTeamLabel,
+                                const GangDirectory* gangs = nullptr);
 
 // The marker value: true when either do-not-disrupt key is "true" in the map.
 bool SaysDoNotDisrupt(const std::map<std::string, std::string>& labels_or_annotations);
