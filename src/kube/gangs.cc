@@ -38,10 +38,11 @@ Result<std::optional<GangMembership>> AnnotatedGang(const PodInfo& pod) {
     return Error::InvalidInput(where + kAnnotationGangSize + ": required with " + kAnnotationGang);
   }
   int members = 0;
-  const auto [end, ec] = std::from_chars(size->second.data(), size->second.data() + size->second.size(), members);
+  const auto [end, ec] =
+      std::from_chars(size->second.data(), size->second.data() + size->second.size(), members);
   if (ec != std::errc() || end != size->second.data() + size->second.size() || members < 2) {
-    return Error::InvalidInput(where + kAnnotationGangSize + ": expected a whole number >= 2, got '" + size->second +
-                               "'");
+    return Error::InvalidInput(where + kAnnotationGangSize + ": expected a whole number >= 2, got '" +
+                               size->second + "'");
   }
   GangMembership gang{pod.namespace_name + "/" + name->second, members, /*same_zone=*/true, false};
   auto same_type = pod.annotations.find(kAnnotationGangSameInstanceType);
@@ -57,14 +58,17 @@ std::optional<GangMembership> SourcedGang(const std::string& source, const std::
 
 }  // namespace
 
-GangDirectory GangDirectory::From(const std::vector<json>& provisioning_requests, const std::vector<json>& pod_groups,
+GangDirectory GangDirectory::From(const std::vector<json>& provisioning_requests,
+                                  const std::vector<json>& pod_groups,
                                   const std::vector<json>& volcano_pod_groups) {
   GangDirectory d;
   for (const json& r : provisioning_requests) {
     const std::string key = GangObjectKey(r);
     int64_t members = 0;
-    for (const json& set : ArrayAt(ObjectAt(r, "spec"), "podSets")) members += std::max<int64_t>(0, IntAt(set, "count", 0));
-    if (!key.empty() && members > 0 && members <= 1'000'000) d.provisioning_requests[key] = static_cast<int>(members);
+    for (const json& set : ArrayAt(ObjectAt(r, "spec"), "podSets"))
+      members += std::max<int64_t>(0, IntAt(set, "count", 0));
+    if (!key.empty() && members > 0 && members <= 1'000'000)
+      d.provisioning_requests[key] = static_cast<int>(members);
   }
   AddPodGroups(pod_groups, &d.pod_groups);
   AddPodGroups(volcano_pod_groups, &d.volcano_pod_groups);
@@ -82,11 +86,12 @@ Result<std::optional<GangMembership>> GangOfPod(const PodInfo& pod, const GangDi
       if (auto it = directory->provisioning_requests.find(req); it != directory->provisioning_requests.end())
         return Gang(SourcedGang("provisioningrequest", req, it->second));
     }
-    const auto group = [&](const std::string& key, const std::map<std::string, int>& groups, const char* source,
-                           const char* kind) -> Result<Gang> {
+    const auto group = [&](const std::string& key, const std::map<std::string, int>& groups,
+                           const char* source, const char* kind) -> Result<Gang> {
       auto it = groups.find(key);
       if (it == groups.end())
-        return Error::NotFound("pod " + GangPodKey(pod) + " waits for its " + kind + " " + key + ", which does not exist");
+        return Error::NotFound("pod " + GangPodKey(pod) + " waits for its " + kind + " " + key +
+                               ", which does not exist");
       return SourcedGang(source, key, it->second);
     };
     if (const std::string key = named(pod.labels, kLabelCoschedulingPodGroup); !key.empty())

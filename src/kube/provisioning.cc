@@ -34,7 +34,9 @@ WallTime TimeField(const json& j, const char* key) {
 Result<PodInfo> TemplatePod(const json& pod_template) {
   const json& meta = ObjectAt(pod_template, "metadata");
   const json& tmpl = ObjectAt(pod_template, "template");
-  json pod = {{"kind", "Pod"}, {"metadata", ObjectAt(tmpl, "metadata")}, {"spec", ObjectAt(tmpl, "spec")},
+  json pod = {{"kind", "Pod"},
+              {"metadata", ObjectAt(tmpl, "metadata")},
+              {"spec", ObjectAt(tmpl, "spec")},
               {"status", {{"phase", "Pending"}}}};
   if (!pod["metadata"].is_object()) pod["metadata"] = json::object();
   pod["metadata"]["name"] = StringAt(meta, "name");
@@ -48,8 +50,9 @@ Result<PodInfo> TemplatePod(const json& pod_template) {
 
 // Sets `type` in `conds` (metav1 rules: the transition time moves only when
 // the status does). True when anything changed.
-bool SetCondition(std::vector<RequestCondition>* conds, const ProvisioningRequestInfo& r, const std::string& type,
-                  const std::string& status, const std::string& reason, const std::string& message, WallTime now) {
+bool SetCondition(std::vector<RequestCondition>* conds, const ProvisioningRequestInfo& r,
+                  const std::string& type, const std::string& status, const std::string& reason,
+                  const std::string& message, WallTime now) {
   for (RequestCondition& c : *conds) {
     if (c.type != type) continue;
     if (c.status == status && c.reason == reason && c.message == message) return false;
@@ -72,7 +75,8 @@ struct Room {
 
 bool Satisfies(const NodeSelectorRequirement& r, const std::map<std::string, std::string>& labels) {
   auto it = labels.find(r.key);
-  const bool in = it != labels.end() && std::find(r.values.begin(), r.values.end(), it->second) != r.values.end();
+  const bool in =
+      it != labels.end() && std::find(r.values.begin(), r.values.end(), it->second) != r.values.end();
   if (r.op == "In") return in;
   if (r.op == "NotIn") return !in;
   if (r.op == "Exists") return it != labels.end();
@@ -87,7 +91,8 @@ bool Allows(const PodInfo& pod, const NodeInfo& node) {
   }
   if (pod.affinity_terms.empty()) return true;
   return std::any_of(pod.affinity_terms.begin(), pod.affinity_terms.end(), [&](const auto& term) {
-    return std::all_of(term.begin(), term.end(), [&](const NodeSelectorRequirement& r) { return Satisfies(r, node.labels); });
+    return std::all_of(term.begin(), term.end(),
+                       [&](const NodeSelectorRequirement& r) { return Satisfies(r, node.labels); });
   });
 }
 
@@ -175,13 +180,15 @@ Result<ProvisioningRequestInfo> ProvisioningRequestFromJson(const json& object) 
     if (v.is_string()) r.parameters[k] = v.get<std::string>();
   }
   for (const json& c : ArrayAt(ObjectAt(object, "status"), "conditions")) {
-    r.conditions.push_back({StringAt(c, "type"), StringAt(c, "status"), StringAt(c, "reason"), StringAt(c, "message"),
-                            TimeField(c, "lastTransitionTime"), IntAt(c, "observedGeneration", 0)});
+    r.conditions.push_back({StringAt(c, "type"), StringAt(c, "status"), StringAt(c, "reason"),
+                            StringAt(c, "message"), TimeField(c, "lastTransitionTime"),
+                            IntAt(c, "observedGeneration", 0)});
   }
   return r;
 }
 
-ProvisioningInputs ReadProvisioningInputs(const std::vector<json>& requests, const std::vector<json>& pod_templates,
+ProvisioningInputs ReadProvisioningInputs(const std::vector<json>& requests,
+                                          const std::vector<json>& pod_templates,
                                           const std::vector<PodInfo>& pods) {
   ProvisioningInputs in;
   for (const json& object : requests) {
@@ -198,8 +205,10 @@ ProvisioningInputs ReadProvisioningInputs(const std::vector<json>& requests, con
     const json& meta = ObjectAt(t, "metadata");
     const std::string key = StringAt(meta, "namespace") + "/" + StringAt(meta, "name");
     Result<PodInfo> pod = TemplatePod(t);
-    if (pod) in.templates[key] = std::move(pod).value();
-    else in.unreadable.push_back("PodTemplate " + key + ": " + pod.error().message());
+    if (pod)
+      in.templates[key] = std::move(pod).value();
+    else
+      in.unreadable.push_back("PodTemplate " + key + ": " + pod.error().message());
   }
   for (const PodInfo& p : pods) {
     if (auto it = p.annotations.find(kAnnotationConsumeProvisioningRequest); it != p.annotations.end())
@@ -208,8 +217,9 @@ ProvisioningInputs ReadProvisioningInputs(const std::vector<json>& requests, con
   return in;
 }
 
-Result<std::vector<DemandUnit>> RequestMembers(const ProvisioningRequestInfo& request, const ProvisioningInputs& in,
-                                               const Policy& policy, const Catalog& catalog) {
+Result<std::vector<DemandUnit>> RequestMembers(const ProvisioningRequestInfo& request,
+                                               const ProvisioningInputs& in, const Policy& policy,
+                                               const Catalog& catalog) {
   int total = 0;
   for (const auto& set : request.pod_sets) total += set.count;
   std::vector<DemandUnit> out;
@@ -225,7 +235,8 @@ Result<std::vector<DemandUnit>> RequestMembers(const ProvisioningRequestInfo& re
     if (total >= 2) unit->gang = GangMembership{"provisioningrequest:" + request.Key(), total, true, false};
     for (int i = 0; i < set.count; ++i) {
       DemandUnit member = *unit;
-      member.id = std::string(kRequestMemberPrefix) + request.Key() + "/" + std::to_string(s) + "/" + std::to_string(i);
+      member.id = std::string(kRequestMemberPrefix) + request.Key() + "/" + std::to_string(s) + "/" +
+                  std::to_string(i);
       member.labels["provisioning-request"] = request.Key();
       out.push_back(std::move(member));
     }
@@ -270,9 +281,11 @@ std::vector<RequestStatusUpdate> ProvisioningReconciler::Reconcile(
   for (const ProvisioningRequestInfo* request : order) {
     const ProvisioningRequestInfo& r = *request;
     RequestStatusUpdate u{r.namespace_name, r.name, r.resource_version, r.conditions, ""};
-    const auto set = [&](const char* type, const char* status, const std::string& reason, const std::string& message) {
+    const auto set = [&](const char* type, const char* status, const std::string& reason,
+                         const std::string& message) {
       if (SetCondition(&u.conditions, r, type, status, reason, message, now)) {
-        u.summary += std::string(u.summary.empty() ? "" : "; ") + type + "=" + status + " (" + reason + "): " + message;
+        u.summary += std::string(u.summary.empty() ? "" : "; ") + type + "=" + status + " (" + reason +
+                     "): " + message;
       }
     };
     set(kAccepted, "True", "Accepted", "ProvisioningRequest is accepted by gpuscaler");
@@ -284,7 +297,8 @@ std::vector<RequestStatusUpdate> ProvisioningReconciler::Reconcile(
       const RequestCondition* provisioned = r.Condition(kProvisioned);
       bool held = true;
       if (!consumed && r.class_name == kClassCheckCapacity && !missing_template) {
-        held = std::all_of(member_pods.begin(), member_pods.end(), [&](const PodInfo* p) { return TakeRoom(*p, &rooms); });
+        held = std::all_of(member_pods.begin(), member_pods.end(),
+                           [&](const PodInfo* p) { return TakeRoom(*p, &rooms); });
       } else if (!consumed && placements) {
         for (const DemandUnit& m : members_[r.Key()]) {
           auto it = placements->find(m.id);
@@ -294,7 +308,8 @@ std::vector<RequestStatusUpdate> ProvisioningReconciler::Reconcile(
       if (consumed) {
         // The consuming pods are the demand now; nothing to hold.
       } else if (now >= provisioned->last_transition + kBookingPeriod) {
-        set(kBookingExpired, "True", "CapacityReservationTimeExpired", "Capacity reservation time is expired");
+        set(kBookingExpired, "True", "CapacityReservationTimeExpired",
+            "Capacity reservation time is expired");
       } else if (!held) {
         set(kCapacityRevoked, "True", "CapacityIsNotFound",
             "the booked capacity is gone before pods consumed it (a node was removed or never registered)");
@@ -311,10 +326,12 @@ std::vector<RequestStatusUpdate> ProvisioningReconciler::Reconcile(
       }
     }
     if (now >= r.created + valid_for) {
-      set(kFailed, "True", "Expired", "ProvisioningRequest is expired: not provisioned within " + FormatDuration(valid_for));
+      set(kFailed, "True", "Expired",
+          "ProvisioningRequest is expired: not provisioned within " + FormatDuration(valid_for));
     } else if (missing_template) {
       if (now >= r.created + kTemplateGrace)
-        set(kFailed, "True", "FailedToCreatePods", "a pod set's PodTemplate does not exist in " + r.namespace_name);
+        set(kFailed, "True", "FailedToCreatePods",
+            "a pod set's PodTemplate does not exist in " + r.namespace_name);
     } else if (r.class_name == kClassCheckCapacity) {
       std::vector<Room> trial = rooms;
       int fitted = 0;
@@ -324,11 +341,14 @@ std::vector<RequestStatusUpdate> ProvisioningReconciler::Reconcile(
         rooms = std::move(trial);
         set(kProvisioned, "True", "CapacityIsFound", "Capacity is found in the cluster");
       } else {
-        const std::string why = std::to_string(fitted) + " of " + std::to_string(total) +
-                                " pods fit the free room of ready nodes; nothing is launched for check-capacity";
+        const std::string why =
+            std::to_string(fitted) + " of " + std::to_string(total) +
+            " pods fit the free room of ready nodes; nothing is launched for check-capacity";
         auto no_retry = r.parameters.find("noRetry");
-        if (no_retry != r.parameters.end() && no_retry->second == "true") set(kFailed, "True", "CapacityIsNotFound", why);
-        else set(kProvisioned, "False", "CapacityIsNotFound", why);
+        if (no_retry != r.parameters.end() && no_retry->second == "true")
+          set(kFailed, "True", "CapacityIsNotFound", why);
+        else
+          set(kProvisioned, "False", "CapacityIsNotFound", why);
       }
     } else if (placements) {
       bool all_on_nodes = !members_[r.Key()].empty();
@@ -346,7 +366,8 @@ std::vector<RequestStatusUpdate> ProvisioningReconciler::Reconcile(
             launched ? "Capacity is provisioned: every pod has room on nodes launched for it"
                      : "Capacity is found in the cluster");
       } else if (!unplaced.empty()) {
-        set(kProvisioned, "False", "CapacityIsNotFound", "Capacity is not found, gpuscaler will try again: " + unplaced);
+        set(kProvisioned, "False", "CapacityIsNotFound",
+            "Capacity is not found, gpuscaler will try again: " + unplaced);
       }
     }
     if (!u.summary.empty()) out.push_back(std::move(u));

@@ -34,8 +34,10 @@ void MergeInto(json& target, const json& patch) {
   }
   if (!target.is_object()) target = json::object();
   for (auto it = patch.begin(); it != patch.end(); ++it) {
-    if (it->is_null()) target.erase(it.key());
-    else MergeInto(target[it.key()], *it);
+    if (it->is_null())
+      target.erase(it.key());
+    else
+      MergeInto(target[it.key()], *it);
   }
 }
 
@@ -57,14 +59,16 @@ std::string FakeApiServer::KindOf(const std::string& resource) const {
   if (resource == "nodes") return "Node";
   if (resource == "podtemplates") return "PodTemplate";
   for (const auto& [path, kind] : custom_resources_) {
-    if (path.size() > resource.size() && path.compare(path.size() - resource.size(), resource.size(), resource) == 0 &&
+    if (path.size() > resource.size() &&
+        path.compare(path.size() - resource.size(), resource.size(), resource) == 0 &&
         path[path.size() - resource.size() - 1] == '/')
       return kind;
   }
   return "Object";
 }
 
-std::optional<FixtureResponse> FakeApiServer::Resources(const FixtureRequest& req, const std::vector<std::string>& p,
+std::optional<FixtureResponse> FakeApiServer::Resources(const FixtureRequest& req,
+                                                        const std::vector<std::string>& p,
                                                         const std::map<std::string, std::string>& q) {
   // /api/v1[/namespaces/<ns>]/podtemplates[/<name>] or
   // /apis/<group>/<version>[/namespaces/<ns>]/<plural>[/<name>[/status]]
@@ -101,7 +105,8 @@ std::optional<FixtureResponse> FakeApiServer::Resources(const FixtureRequest& re
   if (name.empty()) {
     if (req.method == "GET") {
       const bool watch = q.count("watch") && q.at("watch") != "0" && q.at("watch") != "false";
-      if (watch && !ns.empty()) return Answer(400, StatusObject(400, "BadRequest", "watch one namespace: not served"));
+      if (watch && !ns.empty())
+        return Answer(400, StatusObject(400, "BadRequest", "watch one namespace: not served"));
       return watch ? Watch(resource, q) : List(resource, q, ns);
     }
     if (req.method == "POST" && !ns.empty()) return Write(req, resource, ns, "", false);
@@ -125,8 +130,8 @@ std::optional<FixtureResponse> FakeApiServer::Resources(const FixtureRequest& re
 }
 
 // POST (create), PUT (replace) and PATCH (merge patch) of one object or its status.
-FixtureResponse FakeApiServer::Write(const FixtureRequest& req, const std::string& resource, const std::string& ns,
-                                     const std::string& name, bool status) {
+FixtureResponse FakeApiServer::Write(const FixtureRequest& req, const std::string& resource,
+                                     const std::string& ns, const std::string& name, bool status) {
   const json body = json::parse(req.body);
   std::lock_guard<std::mutex> lock(mu_);
   auto& objects = objects_[resource];
@@ -135,7 +140,8 @@ FixtureResponse FakeApiServer::Write(const FixtureRequest& req, const std::strin
     const std::string new_name = obj["metadata"].value("name", "");
     if (new_name.empty()) return Answer(422, StatusObject(422, "Invalid", "metadata.name: Required value"));
     if (objects.count(ns + "/" + new_name))
-      return Answer(409, StatusObject(409, "AlreadyExists", resource + " \"" + new_name + "\" already exists"));
+      return Answer(409,
+                    StatusObject(409, "AlreadyExists", resource + " \"" + new_name + "\" already exists"));
     obj["metadata"]["namespace"] = ns;
     obj["metadata"]["uid"] = "uid-" + std::to_string(next_uid_++);
     obj["metadata"]["creationTimestamp"] = NowRfc3339();
@@ -144,13 +150,15 @@ FixtureResponse FakeApiServer::Write(const FixtureRequest& req, const std::strin
     return Answer(201, objects[ns + "/" + new_name]);
   }
   auto it = objects.find(ns + "/" + name);
-  if (it == objects.end()) return Answer(404, StatusObject(404, "NotFound", resource + " \"" + name + "\" not found"));
+  if (it == objects.end())
+    return Answer(404, StatusObject(404, "NotFound", resource + " \"" + name + "\" not found"));
   json obj = it->second;
   if (req.method == "PUT") {
     const std::string rv = body.contains("metadata") ? body["metadata"].value("resourceVersion", "") : "";
     if (!rv.empty() && rv != obj["metadata"].value("resourceVersion", ""))
-      return Answer(409, StatusObject(409, "Conflict", "the object has been modified; please apply your changes to the "
-                                                         "latest version and try again"));
+      return Answer(409, StatusObject(409, "Conflict",
+                                      "the object has been modified; please apply your changes to the "
+                                      "latest version and try again"));
     if (status) {
       obj["status"] = body.value("status", json::object());
     } else {

@@ -35,6 +35,14 @@ inline std::optional<std::string> ReadReference(const std::string& relative) {
   if (!var##_text) GTEST_SKIP() << "reference file " << relative << " absent (../shared missing)"; \
   nlohmann::json var = nlohmann::json::parse(*var##_text)
 
+// An object of tests/kube/testdata (the gang sources' shapes; see its README).
+inline nlohmann::json KubeTestData(const std::string& name) {
+  std::ifstream in(std::filesystem::path(GPUSCALER_SOURCE_DIR) / "tests" / "kube" / "testdata" / name);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return nlohmann::json::parse(s.str());
+}
+
 inline kube::ClusterConfig FakeClusterConfig(const FakeApiServer& server) {
   kube::ClusterConfig c;
   c.server = server.url();

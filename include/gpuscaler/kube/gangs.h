@@ -19,11 +19,10 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "gpuscaler/kube/objects.h"
 #include "gpuscaler/model/demand.h"

@@ -25,13 +25,12 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "gpuscaler/kube/objects.h"
 #include "gpuscaler/model/catalog.h"
@@ -42,7 +41,8 @@
 
 namespace gpuscaler::kube {
 
-inline constexpr const char* kClassBestEffortAtomicScaleUp = "best-effort-atomic-scale-up.autoscaling.x-k8s.io";
+inline constexpr const char* kClassBestEffortAtomicScaleUp =
+    "best-effort-atomic-scale-up.autoscaling.x-k8s.io";
 inline constexpr const char* kClassCheckCapacity = "check-capacity.autoscaling.x-k8s.io";
 inline constexpr Seconds kBookingPeriod{600};
 inline constexpr Seconds kRequestExpiry{7 * 24 * 3600};
@@ -79,7 +79,9 @@ struct ProvisioningRequestInfo {
   std::string Key() const { return namespace_name + "/" + name; }
   const RequestCondition* Condition(std::string_view type) const;
   bool IsTrue(std::string_view type) const;
-  bool Supported() const { return class_name == kClassBestEffortAtomicScaleUp || class_name == kClassCheckCapacity; }
+  bool Supported() const {
+    return class_name == kClassBestEffortAtomicScaleUp || class_name == kClassCheckCapacity;
+  }
   // Failed, BookingExpired or CapacityRevoked is True.
   bool Finished() const;
 };
@@ -102,8 +104,9 @@ ProvisioningInputs ReadProvisioningInputs(const std::vector<nlohmann::json>& req
 // (ids kRequestMemberPrefix + "namespace/name/<set>/<n>"), of one gang when
 // two or more; the pod template decides class, shape and placement as a
 // pending pod's spec would. kNotFound when a template is missing.
-Result<std::vector<DemandUnit>> RequestMembers(const ProvisioningRequestInfo& request, const ProvisioningInputs& in,
-                                               const Policy& policy, const Catalog& catalog);
+Result<std::vector<DemandUnit>> RequestMembers(const ProvisioningRequestInfo& request,
+                                               const ProvisioningInputs& in, const Policy& policy,
+                                               const Catalog& catalog);
 
 // Where the planner put a member this tick.
 struct MemberPlacement {
@@ -114,7 +117,7 @@ struct MemberPlacement {
 struct RequestStatusUpdate {
   std::string namespace_name;
   std::string name;
-  std::string resource_version;  // of the request the update was computed from
+  std::string resource_version;              // of the request the update was computed from
   std::vector<RequestCondition> conditions;  // the whole new list
   std::string summary;                       // for the log: what changed and why
 };
@@ -136,13 +139,12 @@ class ProvisioningReconciler {
   // requests) of ready, schedulable nodes that the template's node selector
   // and required node affinity allow; booked check-capacity requests take
   // their room first. Taints are not checked.
-  std::vector<RequestStatusUpdate> Reconcile(const ProvisioningInputs& in,
-                                             const std::optional<std::map<std::string, MemberPlacement>>& placements,
-                                             const std::vector<NodeInfo>& nodes, const std::vector<PodInfo>& pods,
-                                             WallTime now);
+  std::vector<RequestStatusUpdate> Reconcile(
+      const ProvisioningInputs& in, const std::optional<std::map<std::string, MemberPlacement>>& placements,
+      const std::vector<NodeInfo>& nodes, const std::vector<PodInfo>& pods, WallTime now);
 
  private:
-  std::set<std::string> launched_;  // atomic requests a launch was planned for
+  std::set<std::string> launched_;                          // atomic requests a launch was planned for
   std::map<std::string, std::vector<DemandUnit>> members_;  // by request, as last read
 };
 
