@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "../fakes/fake_clock.h"
@@ -12,6 +13,7 @@
 #include "../fakes/fake_work_source.h"
 #include "gpuscaler/daemon/config.h"
 #include "gpuscaler/daemon/signal_work_source.h"
+#include "gpuscaler/kube/provisioning.h"
 #include "kube/kube_fixtures.h"
 #include "src/daemon/kube_setup.h"
 #include "support/temp_dir.h"
@@ -22,10 +24,12 @@ namespace {
 using nlohmann::json;
 using testing::FakeApiServer;
 
-constexpr const char* kHead = "apiVersion: gpuscaler/v1\nkind: DaemonConfig\ncluster_name: test\npolicy: p.yaml\n";
+constexpr const char* kHead =
+    "apiVersion: gpuscaler/v1\nkind: DaemonConfig\ncluster_name: test\npolicy: p.yaml\n";
 
 TEST(KubernetesConfig, InClusterByDefaultOrAKubeconfigRelativeToTheFile) {
-  Result<DaemonConfig> c = ParseDaemonConfig(std::string(kHead) + "kubernetes: {enabled: true}\n", "/etc/g/c.yaml");
+  Result<DaemonConfig> c =
+      ParseDaemonConfig(std::string(kHead) + "kubernetes: {enabled: true}\n", "/etc/g/c.yaml");
   ASSERT_TRUE(c.ok()) << c.error().ToString();
   EXPECT_TRUE(c->kubernetes.in_cluster);
   EXPECT_TRUE(c->kubernetes.leader_election.namespace_name.empty());
@@ -108,7 +112,8 @@ TEST(SignalWorkSource, ClusterWorkAddsPendingPodsAndBoundPodsTakeTheirNodesRoomF
   EXPECT_EQ(work.Pending()[0].id, "pod-pending");
   EXPECT_EQ(work.Pending()[1].id, "batch/0");
   const std::vector<SignalStatus> statuses = work.Signals();
-  EXPECT_TRUE(std::any_of(statuses.begin(), statuses.end(), [](const SignalStatus& s) { return s.source == "kubernetes"; }));
+  EXPECT_TRUE(std::any_of(statuses.begin(), statuses.end(),
+                          [](const SignalStatus& s) { return s.source == "kubernetes"; }));
 }
 
 // SetUpKubernetes with a kubeconfig naming the fake API server.
@@ -128,13 +133,14 @@ class KubeSetupTest : public ::testing::Test {
     for (const json& n : node_list["items"]) server_.Put("nodes", n);
     server_.Put("pods", json::parse(*pods)["items"][0]);
     server_.RequireToken("s3cret");
-    const std::string kubeconfig = dir_.Write("kubeconfig", "apiVersion: v1\nkind: Config\ncurrent-context: test\n"
-                                                            "clusters: [{name: fake, cluster: {server: '" +
-                                                                server_.url() +
-                                                                "'}}]\n"
-                                                                "users: [{name: u, user: {tokenFile: token}}]\n"
-                                                                "contexts: [{name: test, context: {cluster: fake, "
-                                                                "user: u, namespace: gpuscaler}}]\n");
+    const std::string kubeconfig = dir_.Write("kubeconfig",
+                                              "apiVersion: v1\nkind: Config\ncurrent-context: test\n"
+                                              "clusters: [{name: fake, cluster: {server: '" +
+                                                  server_.url() +
+                                                  "'}}]\n"
+                                                  "users: [{name: u, user: {tokenFile: token}}]\n"
+                                                  "contexts: [{name: test, context: {cluster: fake, "
+                                                  "user: u, namespace: gpuscaler}}]\n");
     dir_.Write("token", "s3cret\n");
     config_.kubernetes.enabled = true;
     config_.kubernetes.in_cluster = false;
@@ -192,7 +198,8 @@ TEST_F(KubeSetupTest, PendingPodsBecomeDemandAndNodesDrainOnTheirOwnThread) {
   ASSERT_EQ(ended.size(), 1u);
   EXPECT_EQ(ended[0].end, DrainEnd::kDrained);
   EXPECT_EQ(ended[0].request.action_id, 7);
-  EXPECT_TRUE((*server_.Get("nodes", "ip-10-0-12-34.us-west-2.compute.internal"))["spec"].value("unschedulable", false));
+  EXPECT_TRUE((*server_.Get("nodes", "ip-10-0-12-34.us-west-2.compute.internal"))["spec"].value(
+      "unschedulable", false));
   // The wrapper itself only gates on leadership: it terminates at once.
   ASSERT_TRUE(parts_.cloud->Terminate({"i-0123456789abcdef0"}).ok());
   ASSERT_EQ(cloud_.terminations.size(), 1u);
@@ -280,9 +287,11 @@ TEST_F(KubeSetupTest, ADrainHeldOpenByABudgetNeverDelaysATickNorFailsHealthz) {
   const std::string eviction =
       "/api/v1/namespaces/" + pod["metadata"]["namespace"].get<std::string>() + "/pods/guarded/eviction";
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (server_.Count("POST", eviction) == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  while (server_.Count("POST", eviction) == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
   EXPECT_GE(server_.Count("POST", eviction), 1);
-  EXPECT_TRUE((*server_.Get("nodes", "ip-10-0-12-34.us-west-2.compute.internal"))["spec"].value("unschedulable", false));
+  EXPECT_TRUE((*server_.Get("nodes", "ip-10-0-12-34.us-west-2.compute.internal"))["spec"].value(
+      "unschedulable", false));
   EXPECT_TRUE(cloud_.terminations.empty());
 }
 
@@ -292,7 +301,8 @@ TEST_F(KubeSetupTest, WithLeaderElectionOnlyTheLeaseHolderActs) {
   ASSERT_TRUE(s.ok()) << s.error().ToString();
   ASSERT_TRUE(setup_.is_leader);
   // The elector's first try runs at start.
-  std::optional<json> lease = server_.WaitForObject("leases", "gpuscaler/gpuscaler", std::chrono::seconds(20));
+  std::optional<json> lease =
+      server_.WaitForObject("leases", "gpuscaler/gpuscaler", std::chrono::seconds(20));
   ASSERT_TRUE(lease.has_value());
   EXPECT_NE(lease->at("spec").value("holderIdentity", "").find("_"), std::string::npos);  // host/pod + suffix
   // The Lease is on the server a moment before the elector has read the
@@ -304,6 +314,91 @@ TEST_F(KubeSetupTest, WithLeaderElectionOnlyTheLeaseHolderActs) {
   EXPECT_EQ(work.pending.size(), 1u);
   setup_.keep_alive.clear();  // stops the elector, releasing the Lease
   EXPECT_EQ((*server_.Get("leases", "gpuscaler/gpuscaler"))["spec"]["holderIdentity"], "");
+}
+
+}  // namespace
+}  // namespace gpuscaler::daemon
+
+namespace gpuscaler::daemon {
+namespace {
+
+// A best-effort-atomic ProvisioningRequest through the daemon's Kubernetes
+// wiring: its members join the demand as one gang, and after the tick whose
+// plan puts every member on a node the leader writes Provisioned=True to
+// the request's status subresource, once.
+TEST_F(KubeSetupTest, AProvisioningRequestsMembersAreDemandAndItsConditionsReachTheApiServer) {
+  server_.ServeCustomResource("autoscaling.x-k8s.io", "v1", "provisioningrequests", "ProvisioningRequest");
+  json request = testing::KubeTestData("provisioningrequest.json");
+  request["spec"]["parameters"] = json::object();
+  server_.Put("provisioningrequests", request);
+  server_.Put("podtemplates", testing::KubeTestData("podtemplate.json"));
+  WorkloadClassPolicy training;
+  training.name = "training";
+  training.match_namespaces = {"ml-training"};
+  policy_.classes.push_back(training);
+  Status s = SetUpKubernetes(config_, catalog_, &parts_, &setup_);
+  ASSERT_TRUE(s.ok()) << s.error().ToString();
+  ASSERT_TRUE(parts_.observe_tick);
+
+  WallTime now{};  // a minute after the request was created
+  ASSERT_TRUE(ParseRfc3339("2026-12-06T09:01:00Z", &now));
+  ClusterWork work = parts_.read_cluster(policy_, now);
+  std::vector<DemandUnit> members;
+  for (const DemandUnit& u : work.pending) {
+    if (u.id.rfind(kube::kRequestMemberPrefix, 0) == 0) members.push_back(u);
+  }
+  ASSERT_EQ(members.size(), 4u);
+  EXPECT_EQ(members[0].workload_class, "training");
+  ASSERT_TRUE(members[0].gang);
+  EXPECT_EQ(members[0].gang->size, 4);
+
+  const std::string status_path =
+      "/apis/autoscaling.x-k8s.io/v1/namespaces/ml-training/provisioningrequests/"
+      "llama-train-5f2c1-provision-1/status";
+  TickReport report;
+  report.time = now;
+  report.planned = true;
+  LaunchAction launch;
+  launch.count = 4;
+  launch.all_or_nothing = true;
+  for (const DemandUnit& m : members) launch.unit_ids.push_back(m.id);
+  report.plan.launches = {launch};
+  parts_.observe_tick(report);
+  const auto conditions = [&] {
+    return (*server_.Get("provisioningrequests", "ml-training/llama-train-5f2c1-provision-1"))["status"]
+        .value("conditions", json::array());
+  };
+  ASSERT_EQ(server_.Count("PATCH", status_path), 1) << "Accepted";
+  ASSERT_EQ(conditions().size(), 1u);
+  EXPECT_EQ(conditions()[0]["type"], "Accepted");
+
+  // The next tick places the members on the launched (still launching)
+  // nodes; the daemon writes once its cache shows the status it wrote.
+  report.plan = Plan{};
+  for (int i = 0; i < 4; ++i)
+    report.plan.placements.push_back({members[i].id, "launching-" + std::to_string(i), -1, -1});
+  report.time = now + Seconds(10);
+  for (int attempt = 0; attempt < 200 && server_.Count("PATCH", status_path) < 2; ++attempt) {
+    (void)parts_.read_cluster(policy_, report.time);
+    parts_.observe_tick(report);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(server_.Count("PATCH", status_path), 2);
+  ASSERT_EQ(conditions().size(), 2u);
+  EXPECT_EQ(conditions()[1]["type"], "Provisioned");
+  EXPECT_EQ(conditions()[1]["status"], "True");
+  EXPECT_EQ(conditions()[1]["reason"], "CapacityIsProvisioned");
+  // The same tick again, before and after the cache catches up: no new write.
+  parts_.observe_tick(report);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  (void)parts_.read_cluster(policy_, report.time);
+  parts_.observe_tick(report);
+  EXPECT_EQ(server_.Count("PATCH", status_path), 2);
+  // Booked: the members are still demand, holding their nodes.
+  work = parts_.read_cluster(policy_, report.time + Seconds(60));
+  EXPECT_EQ(std::count_if(work.pending.begin(), work.pending.end(),
+                          [](const DemandUnit& u) { return u.id.rfind(kube::kRequestMemberPrefix, 0) == 0; }),
+            4);
 }
 
 }  // namespace
