@@ -124,6 +124,14 @@ TEST_F(Manifests, RbacGrantsExactlyTheMinimum) {
       {"", "nodes", "get", ""},         {"", "nodes", "list", ""},          {"", "nodes", "watch", ""},
       {"", "nodes", "patch", ""},       {"", "pods/eviction", "create", ""}, {"", "events", "create", ""},
       {"", "events", "patch", ""},
+      {"", "podtemplates", "list", ""}, {"", "podtemplates", "watch", ""},
+      {"autoscaling.x-k8s.io", "provisioningrequests", "list", ""},
+      {"autoscaling.x-k8s.io", "provisioningrequests", "watch", ""},
+      {"autoscaling.x-k8s.io", "provisioningrequests/status", "patch", ""},
+      {"scheduling.x-k8s.io", "podgroups", "list", ""},
+      {"scheduling.x-k8s.io", "podgroups", "watch", ""},
+      {"scheduling.volcano.sh", "podgroups", "list", ""},
+      {"scheduling.volcano.sh", "podgroups", "watch", ""},
   };
   const daemon::DaemonConfig config = RenderedDaemonConfig(root_);
   const std::string lease = config.kubernetes.leader_election.lease_name;
