@@ -169,6 +169,19 @@ TEST_F(ProvisioningTest, AnAtomicRequestThatCannotBePlacedSaysWhyAndFailsWhenIts
   EXPECT_TRUE(Demand(created_ + Seconds(3601)).empty());
 }
 
+TEST_F(ProvisioningTest, ARequestThatWaitedForCapacityIsProvisionedWhenTheCapacityReturns) {
+  const std::vector<DemandUnit> units = Demand(created_);
+  Tick(All(units, Where::kNewLaunch), created_ + Seconds(10));  // refused by the cloud: planned again
+  Tick(All(units, Where::kUnplaced, "no-offering-fits: every offering is backing off"), created_ + Seconds(20));
+  ASSERT_EQ(StatusOf("Provisioned"), "False/CapacityIsNotFound");
+  EXPECT_EQ(Demand(created_ + Seconds(30)).size(), 4u) << "still demand: tried again every tick";
+  Tick(All(units, Where::kNewLaunch), created_ + Seconds(300));
+  ASSERT_TRUE(Tick(All(units, Where::kOnNode), created_ + Seconds(310)));
+  EXPECT_EQ(StatusOf("Provisioned"), "True/CapacityIsProvisioned");
+  EXPECT_EQ(Condition("Provisioned")->last_transition, created_ + Seconds(310));
+  EXPECT_EQ(StatusOf("Failed"), "");
+}
+
 TEST_F(ProvisioningTest, BookedCapacityLostBeforeItIsUsedIsRevoked) {
   const std::vector<DemandUnit> units = Demand(created_);
   Tick(All(units, Where::kOnNode), created_ + Seconds(10));
