@@ -37,6 +37,7 @@ packages=(
   coinor-cbc             # bench/sim/fleet_packing_gap.py and its test: the cbc solver, for the cheapest fleet per instant
   zstd                   # the same script: decompresses the snapshots kept in the audit store
   python3                # catalog generation script, test helpers
+  python3-kubernetes     # tests only: Kubernetes' own Python client writes and reads ProvisioningRequests on the fake API server
   prometheus             # promtool checks the PrometheusRule (tests/kube) and our /metrics text (tests/server); the 2.42 server runs the real-server signal tests
   chromium               # tests only: renders the HTML cost report headless (screenshot, DOM, JS errors)
   rabbitmq-server        # tests only: real RabbitMQ 3.10 + management API for the queue-depth collector tests
