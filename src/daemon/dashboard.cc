@@ -161,6 +161,17 @@ std::string PendingSection(const PublishedState& s) {
   }
   if (s.pending_by_class.empty()) out += "<tr><td colspan=\"7\">nothing pending</td></tr>";
   out += "</tbody></table></div><p class=\"note\">Waits count from the tick that first saw each unit pending.</p>";
+  if (!s.waiting_gangs.empty()) {
+    out += "<h3>Waiting gangs</h3><div class=\"scroll\"><table id=\"gangs\"><thead><tr><th>gang</th><th>class</th>"
+           "<th>pending</th><th>running</th><th>of</th><th>waiting</th><th>waits for</th></tr></thead><tbody>";
+    for (const WaitingGang& g : s.waiting_gangs) {
+      out += "<tr data-gang=\"" + Esc(g.name) + "\"><td>" + Esc(g.name) + "</td><td>" + Esc(g.workload_class) +
+             "</td><td>" + std::to_string(g.pending) + "</td><td>" + std::to_string(g.running) + "</td><td>" +
+             std::to_string(g.size) + "</td><td>" + Duration(g.wait_s) + "</td><td>" + Esc(g.waits_for) + "</td></tr>";
+    }
+    out += "</tbody></table></div><p class=\"note\">A gang starts when every member has a node, all in one zone; "
+           "until then none of its nodes is launched.</p>";
+  }
   if (!s.unplaced_by_reason.empty()) {
     out += "<p>Unplaced at the last decision: ";
     bool first = true;

@@ -209,6 +209,7 @@ std::string DashboardJsonOf(const PublishedState& s, std::vector<std::pair<std::
                        {"wait_max_s", c.wait_max_s}});
   }
   j["pending_by_class"] = std::move(pending);
+  j["waiting_gangs"] = WaitingGangsJson(s.waiting_gangs);
   return j.dump();
 }
 

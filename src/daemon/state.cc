@@ -111,6 +111,7 @@ void Publish(const Engine& engine, const EngineTick& tick, DaemonState* state) {
     while (s.series.size() > kMaxSeries) s.series.pop_front();
     s.pending_since = PendingSince(s.pending_since, *snapshot, tick.time);
     s.pending_by_class = PendingByClass(*snapshot, *s.pending_since, tick.time);
+    if (tick.report.planned) s.waiting_gangs = WaitingGangs(*snapshot, tick.report.plan, *s.pending_since, tick.time);
     if (tick.report.decision_id != 0 && !tick.report.governor.notes.empty()) {
       s.held.push_back({tick.report.decision_id, tick.report.governor.notes});
       while (s.held.size() > kMaxHeldDecisions) s.held.pop_front();
@@ -135,6 +136,7 @@ std::string StatusJson(const PublishedState& s) {
   j["predicted_cost_usd_per_hour"] = s.predicted_cost_usd_per_hour;
   j["last_decision"] = {{"id", s.last_decision_id}, {"summary", s.last_summary}};
   j["unplaced_by_reason"] = s.unplaced_by_reason;
+  j["waiting_gangs"] = WaitingGangsJson(s.waiting_gangs);
   j["scale_down_blocked_classes"] = s.blocked_classes;
   j["queued_jobs"] = s.queued_jobs;
   j["running_jobs"] = s.running_jobs;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <deque>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -47,6 +48,18 @@ struct PendingClassStats {
 
 // Held back by the governor or the actuator (cooldowns, stabilisation,
 // failed calls), one line each, for a recorded decision.
+// A gang with members still pending: what it waits for, as the last plan
+// saw it.
+struct WaitingGang {
+  std::string name;
+  std::string workload_class;
+  int size = 0;
+  int pending = 0;  // members pending
+  int running = 0;  // members already on nodes
+  double wait_s = 0;  // since its oldest pending member was first seen
+  std::string waits_for;
+};
+
 struct HeldActions {
   int64_t decision_id = 0;
   std::vector<std::string> notes;
@@ -86,6 +99,7 @@ struct PublishedState {
   std::deque<SeriesPoint> series;  // at most kMaxSeries, oldest first
   // Per class, in class name order.
   std::vector<PendingClassStats> pending_by_class;
+  std::vector<WaitingGang> waiting_gangs;  // by longest wait
   // When each pending unit was first seen pending (shared: the copy each
   // reader takes stays cheap).
   std::shared_ptr<const std::map<std::string, WallTime>> pending_since;
@@ -151,6 +165,14 @@ std::vector<PendingClassStats> PendingByClass(const Snapshot& snapshot, const st
                                               WallTime now);
 
 // GET /api/v1/status: the status JSON (mode, nodes, costs, series).
+// Gangs with pending members (waiting_gangs.cc). `plan`: the last plan made
+// (its unplaced reasons, launches and placements say what each waits for).
+std::vector<WaitingGang> WaitingGangs(const Snapshot& snapshot, const Plan& plan,
+                                      const std::map<std::string, WallTime>& since, WallTime now);
+
+// As /api/v1/status and /api/v1/dashboard show them.
+nlohmann::json WaitingGangsJson(const std::vector<WaitingGang>& gangs);
+
 std::string StatusJson(const PublishedState& s);
 
 }  // namespace gpuscaler::daemon

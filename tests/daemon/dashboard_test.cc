@@ -178,6 +178,64 @@ TEST(DashboardPending, WaitsCountFromFirstSeenAndPercentilesAreNearestRank) {
             std::string::npos);
 }
 
+TEST(DashboardGangs, AWaitingGangSaysWhatItWaitsForFromTheLastPlan) {
+  Snapshot snap;
+  const auto member = [](const std::string& id, const std::string& gang, int size) {
+    DemandUnit u = Unit(id, "train", 8);
+    u.gang = GangMembership{gang, size, true, false};
+    return u;
+  };
+  // "ml/llama": 3 of 4 members pending and one running, the last plan could
+  // not place them whole; "ml/bert": launched; "ml/gpt": 2 of 4 created.
+  for (int i = 0; i < 3; ++i) snap.pending.push_back(member("llama-" + std::to_string(i), "ml/llama", 4));
+  snap.pending.push_back(member("bert-0", "ml/bert", 2));
+  snap.pending.push_back(member("bert-1", "ml/bert", 2));
+  snap.pending.push_back(member("gpt-0", "ml/gpt", 4));
+  snap.pending.push_back(member("gpt-1", "ml/gpt", 4));
+  snap.pending.push_back(Unit("solo", "train", 1));
+  Node node;
+  node.id = "n1";
+  node.running.push_back(member("llama-3", "ml/llama", 4));
+  snap.nodes.push_back(node);
+  Plan plan;
+  for (int i = 0; i < 3; ++i)
+    plan.unplaced.push_back({"llama-" + std::to_string(i), "train", UnplacedReason::kGangIncomplete,
+                             "only 2 of 3 members fit in us-east-1a"});
+  LaunchAction launch;
+  launch.count = 2;
+  launch.unit_ids = {"bert-0", "bert-1"};
+  plan.launches.push_back(launch);
+  std::map<std::string, WallTime> since = {{"llama-0", kDashboardNow - Seconds(900)},
+                                           {"bert-0", kDashboardNow - Seconds(60)}};
+
+  const std::vector<WaitingGang> gangs = WaitingGangs(snap, plan, since, kDashboardNow);
+  ASSERT_EQ(gangs.size(), 3u);
+  EXPECT_EQ(gangs[0].name, "ml/llama");  // longest wait first
+  EXPECT_EQ(gangs[0].pending, 3);
+  EXPECT_EQ(gangs[0].running, 1);
+  EXPECT_DOUBLE_EQ(gangs[0].wait_s, 900);
+  EXPECT_EQ(gangs[0].waits_for, "gang-incomplete: only 2 of 3 members fit in us-east-1a");
+  EXPECT_EQ(gangs[1].name, "ml/bert");
+  EXPECT_EQ(gangs[1].waits_for, "its nodes, launched at this decision");
+  EXPECT_EQ(gangs[2].name, "ml/gpt");
+  EXPECT_EQ(gangs[2].waits_for, "2 member(s) not created yet");
+
+  DashboardInputs in;
+  in.state = TwoPools();
+  in.state.waiting_gangs = gangs;
+  const nlohmann::json j = nlohmann::json::parse(DashboardJson(in));
+  ASSERT_EQ(j["waiting_gangs"].size(), 3u);
+  EXPECT_EQ(j["waiting_gangs"][0]["waits_for"], "gang-incomplete: only 2 of 3 members fit in us-east-1a");
+  EXPECT_EQ(j["waiting_gangs"][0]["size"], 4);
+  EXPECT_EQ(nlohmann::json::parse(StatusJson(in.state))["waiting_gangs"], j["waiting_gangs"]);
+  const std::string page = DashboardPage(in);
+  EXPECT_NE(page.find("<tr data-gang=\"ml/llama\"><td>ml/llama</td><td>train</td><td>3</td><td>1</td><td>4</td>"
+                      "<td>15.0 min</td><td>gang-incomplete: only 2 of 3 members fit in us-east-1a</td></tr>"),
+            std::string::npos);
+  in.state.waiting_gangs.clear();
+  EXPECT_EQ(DashboardPage(in).find("Waiting gangs"), std::string::npos) << "no gangs: no table";
+}
+
 TEST(DashboardChart, TimeAxisLabelsAscendAndLevelsAndGapsAreDrawn) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const std::vector<WallTime> times = {kDashboardNow, kDashboardNow + 1h, kDashboardNow + 2h};
