@@ -157,7 +157,8 @@ EmulatorResponse CloudEmulator::Dispatch(const EmulatorRequest& request, Emulato
                                                 "DescribeSpotPriceHistory", "CreateLaunchTemplate",
                                                 "CreateLaunchTemplateVersion", "ModifyLaunchTemplate",
                                                 "DescribeLaunchTemplates", "DescribeLaunchTemplateVersions",
-                                                "DescribeSecurityGroups", "DescribeSubnets"};
+                                                "DescribeSecurityGroups", "DescribeSubnets",
+                                                "CreatePlacementGroup", "DescribePlacementGroups"};
   static const std::vector<std::string> kAsg = {"SetDesiredCapacity", "DescribeAutoScalingGroups",
                                                 "TerminateInstanceInAutoScalingGroup", "DescribeScalingActivities",
                                                 "CreateOrUpdateTags"};
@@ -198,6 +199,8 @@ EmulatorResponse CloudEmulator::Dispatch(const EmulatorRequest& request, Emulato
   if (action == "DescribeLaunchTemplateVersions") return DescribeLaunchTemplateVersions(p);
   if (action == "DescribeSecurityGroups") return DescribeSecurityGroups(p);
   if (action == "DescribeSubnets") return DescribeSubnets(p);
+  if (action == "CreatePlacementGroup") return CreatePlacementGroup(p, now);
+  if (action == "DescribePlacementGroups") return DescribePlacementGroups(p);
   if (action == "SetDesiredCapacity") return SetDesiredCapacity(p, now);
   if (action == "DescribeAutoScalingGroups") return DescribeAutoScalingGroups(p);
   if (action == "DescribeScalingActivities") return DescribeScalingActivities(p);

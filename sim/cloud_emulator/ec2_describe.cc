@@ -100,7 +100,7 @@ EmulatorResponse CloudEmulator::DescribeInstances(const Params& p) {
       Leaf(body, "launchTime", Ec2Time(i.launch_time));
       body += "<placement>";
       Leaf(body, "availabilityZone", i.zone);
-      Leaf(body, "groupName", "");
+      Leaf(body, "groupName", i.placement_group);
       Leaf(body, "tenancy", "default");
       body += "</placement><monitoring><state>disabled</state></monitoring>";
       if (!i.subnet_id.empty()) Leaf(body, "subnetId", i.subnet_id);

@@ -35,7 +35,133 @@ bool FitMinTarget(int min_target, bool single_zone, std::vector<const Override*>
   return false;
 }
 
+// The tags of TagSpecification items with ResourceType=instance.
+template <class Params>
+std::map<std::string, std::string> InstanceTags(const Params& p) {
+  std::map<std::string, std::string> tags;
+  for (int n = 1; p.Has("TagSpecification." + std::to_string(n) + ".ResourceType"); ++n) {
+    const std::string ts = "TagSpecification." + std::to_string(n) + ".";
+    if (p.Get(ts + "ResourceType") != "instance") continue;
+    for (int m = 1; p.Has(ts + "Tag." + std::to_string(m) + ".Key"); ++m) {
+      tags[p.Get(ts + "Tag." + std::to_string(m) + ".Key")] = p.Get(ts + "Tag." + std::to_string(m) + ".Value");
+    }
+  }
+  return tags;
+}
+
+// <launchTemplateAndOverrides> of one override, as a fleet's answer names it.
+template <class Override>
+void OverrideXml(std::string& out, const Override& o) {
+  out += "<launchTemplateAndOverrides><launchTemplateSpecification>";
+  if (!o.lt_id.empty()) Leaf(out, "launchTemplateId", o.lt_id);
+  else Leaf(out, "launchTemplateName", o.lt_name);
+  if (!o.lt_version.empty()) Leaf(out, "version", o.lt_version);
+  out += "</launchTemplateSpecification><overrides>";
+  Leaf(out, "instanceType", o.type);
+  if (o.by_subnet) Leaf(out, "subnetId", o.subnet);
+  else Leaf(out, "availabilityZone", o.zone);
+  if (o.priority < 1e300) Leaf(out, "priority", std::to_string(o.priority));
+  if (!o.placement_group.empty()) {
+    out += "<placement>";
+    Leaf(out, "groupName", o.placement_group);
+    out += "</placement>";
+  }
+  out += "</overrides></launchTemplateAndOverrides>";
+}
+
+// An instant fleet's answer: its errorSet (what each override fell short
+// by) and fleetInstanceSet (what each launched).
+template <class Launched, class Shortfall>
+std::string FleetAnswer(const std::string& request_id, const std::string& fleet_id,
+                        const std::vector<Shortfall>& errors, const std::vector<Launched>& got) {
+  std::string body = Ec2Open("CreateFleet", request_id);
+  Leaf(body, "fleetId", fleet_id);
+  body += "\n<errorSet>";
+  for (const Shortfall& e : errors) {
+    body += "<item>";
+    OverrideXml(body, *e.o);
+    Leaf(body, "lifecycle", ToString(e.lifecycle));
+    Leaf(body, "errorCode", e.code);
+    Leaf(body, "errorMessage", e.message);
+    body += "</item>";
+  }
+  body += "</errorSet>\n<fleetInstanceSet>";
+  for (const Launched& g : got) {
+    body += "<item>";
+    OverrideXml(body, *g.o);
+    Leaf(body, "lifecycle", ToString(g.lifecycle));
+    body += "<instanceIds>";
+    for (const std::string& id : g.ids) Leaf(body, "item", id);
+    body += "</instanceIds>";
+    Leaf(body, "instanceType", g.o->type);
+    body += "</item>";
+  }
+  body += "</fleetInstanceSet>\n</CreateFleetResponse>\n";
+  return body;
+}
+
 }  // namespace
+
+struct CloudEmulator::FleetOverride {
+  std::string lt_id, lt_name, lt_version;
+  std::string known_template, known_version;  // a template the emulator holds, and the version used
+  std::string type, zone, subnet;
+  std::string placement_group;  // Placement.GroupName, or ""
+  double priority = 1e300;
+  bool by_subnet = false;
+  size_t order = 0;
+};
+
+std::optional<EmulatorResponse> CloudEmulator::ReadFleetOverrides(const Params& p, std::vector<FleetOverride>* out) {
+  for (int k = 1; p.HasPrefix("LaunchTemplateConfigs." + std::to_string(k) + "."); ++k) {
+    const std::string lt = "LaunchTemplateConfigs." + std::to_string(k) + ".";
+    FleetOverride base;
+    base.lt_id = p.Get(lt + "LaunchTemplateSpecification.LaunchTemplateId");
+    base.lt_name = p.Get(lt + "LaunchTemplateSpecification.LaunchTemplateName");
+    base.lt_version = p.Get(lt + "LaunchTemplateSpecification.Version");
+    if (base.lt_id.empty() && base.lt_name.empty()) {
+      return Ec2Error(400, "MissingParameter", "A launch template ID or name is required.");
+    }
+    if (const LaunchTemplate* known = FindTemplate(p, lt + "LaunchTemplateSpecification.")) {
+      const TemplateVersion* v = FindVersion(*known, base.lt_version);
+      if (v == nullptr) {
+        return Ec2Error(400, "InvalidLaunchTemplateId.VersionNotFound",
+                        "Could not find launch template version " + base.lt_version + " of " + known->name + ".");
+      }
+      base.known_template = known->name;
+      base.known_version = std::to_string(v->number);
+    }
+    for (int n = 1; p.HasPrefix(lt + "Overrides." + std::to_string(n) + "."); ++n) {
+      const std::string o = lt + "Overrides." + std::to_string(n) + ".";
+      FleetOverride ov = base;
+      ov.type = p.Get(o + "InstanceType");
+      ov.zone = p.Get(o + "AvailabilityZone");
+      ov.subnet = p.Get(o + "SubnetId");
+      if (ov.type.empty()) return Ec2Error(400, "MissingParameter", "Each override needs an InstanceType in this emulator.");
+      if (!ov.subnet.empty()) {
+        auto s = scenario_.subnets.find(ov.subnet);
+        if (s == scenario_.subnets.end()) {
+          return Ec2Error(400, "InvalidSubnetID.NotFound", "The subnet ID '" + ov.subnet + "' does not exist");
+        }
+        if (ov.zone.empty()) ov.zone = s->second;
+        ov.by_subnet = true;
+      }
+      if (ov.zone.empty()) ov.zone = scenario_.zones.empty() ? scenario_.region + "a" : scenario_.zones[0];
+      else if (std::find(scenario_.zones.begin(), scenario_.zones.end(), ov.zone) == scenario_.zones.end()) {
+        return Ec2Error(400, "InvalidParameterValue", "Invalid availability zone: [" + ov.zone + "]");
+      }
+      ov.placement_group = p.Get(o + "Placement.GroupName");
+      if (!ov.placement_group.empty() && placement_groups_.count(ov.placement_group) == 0) {
+        return Ec2Error(400, "InvalidPlacementGroup.Unknown",
+                        "The Placement Group '" + ov.placement_group + "' is unknown.");
+      }
+      if (p.Has(o + "Priority")) ov.priority = std::strtod(p.Get(o + "Priority").c_str(), nullptr);
+      ov.order = out->size();
+      out->push_back(ov);
+    }
+  }
+  return std::nullopt;
+}
 
 EmulatorResponse CloudEmulator::CreateFleet(const Params& p, WallTime now) {
   ++stats_.create_fleet_calls;
@@ -73,70 +199,14 @@ EmulatorResponse CloudEmulator::CreateFleet(const Params& p, WallTime now) {
     return Ec2Error(400, "InvalidParameterValue", "Target capacities do not add up to TotalTargetCapacity.");
   }
 
-  struct Override {
-    std::string lt_id, lt_name, lt_version;
-    std::string known_template, known_version;  // a template the emulator holds, and the version used
-    std::string type, zone, subnet;
-    double priority = 1e300;
-    bool by_subnet = false;
-    size_t order = 0;
-  };
-  std::vector<Override> overrides;
-  for (int k = 1; p.HasPrefix("LaunchTemplateConfigs." + std::to_string(k) + "."); ++k) {
-    const std::string lt = "LaunchTemplateConfigs." + std::to_string(k) + ".";
-    Override base;
-    base.lt_id = p.Get(lt + "LaunchTemplateSpecification.LaunchTemplateId");
-    base.lt_name = p.Get(lt + "LaunchTemplateSpecification.LaunchTemplateName");
-    base.lt_version = p.Get(lt + "LaunchTemplateSpecification.Version");
-    if (base.lt_id.empty() && base.lt_name.empty()) {
-      return Ec2Error(400, "MissingParameter", "A launch template ID or name is required.");
-    }
-    if (const LaunchTemplate* known = FindTemplate(p, lt + "LaunchTemplateSpecification.")) {
-      const TemplateVersion* v = FindVersion(*known, base.lt_version);
-      if (v == nullptr) {
-        return Ec2Error(400, "InvalidLaunchTemplateId.VersionNotFound",
-                        "Could not find launch template version " + base.lt_version + " of " + known->name + ".");
-      }
-      base.known_template = known->name;
-      base.known_version = std::to_string(v->number);
-    }
-    for (int n = 1; p.HasPrefix(lt + "Overrides." + std::to_string(n) + "."); ++n) {
-      const std::string o = lt + "Overrides." + std::to_string(n) + ".";
-      Override ov = base;
-      ov.type = p.Get(o + "InstanceType");
-      ov.zone = p.Get(o + "AvailabilityZone");
-      ov.subnet = p.Get(o + "SubnetId");
-      if (ov.type.empty()) return Ec2Error(400, "MissingParameter", "Each override needs an InstanceType in this emulator.");
-      if (!ov.subnet.empty()) {
-        auto s = scenario_.subnets.find(ov.subnet);
-        if (s == scenario_.subnets.end()) {
-          return Ec2Error(400, "InvalidSubnetID.NotFound", "The subnet ID '" + ov.subnet + "' does not exist");
-        }
-        if (ov.zone.empty()) ov.zone = s->second;
-        ov.by_subnet = true;
-      }
-      if (ov.zone.empty()) ov.zone = scenario_.zones.empty() ? scenario_.region + "a" : scenario_.zones[0];
-      else if (std::find(scenario_.zones.begin(), scenario_.zones.end(), ov.zone) == scenario_.zones.end()) {
-        return Ec2Error(400, "InvalidParameterValue", "Invalid availability zone: [" + ov.zone + "]");
-      }
-      if (p.Has(o + "Priority")) ov.priority = std::strtod(p.Get(o + "Priority").c_str(), nullptr);
-      ov.order = overrides.size();
-      overrides.push_back(ov);
-    }
-  }
+  std::vector<FleetOverride> overrides;
+  if (std::optional<EmulatorResponse> bad = ReadFleetOverrides(p, &overrides)) return *bad;
   if (overrides.empty()) return Ec2Error(400, "MissingParameter", "At least one launch template override is required.");
 
-  std::map<std::string, std::string> tags;
-  for (int n = 1; p.Has("TagSpecification." + std::to_string(n) + ".ResourceType"); ++n) {
-    const std::string ts = "TagSpecification." + std::to_string(n) + ".";
-    if (p.Get(ts + "ResourceType") != "instance") continue;
-    for (int m = 1; p.Has(ts + "Tag." + std::to_string(m) + ".Key"); ++m) {
-      tags[p.Get(ts + "Tag." + std::to_string(m) + ".Key")] = p.Get(ts + "Tag." + std::to_string(m) + ".Value");
-    }
-  }
+  const std::map<std::string, std::string> tags = InstanceTags(p);
 
   // The spot price in force now, for lowest-price / price-capacity-optimized.
-  auto spot_price = [&](const Override& o) {
+  auto spot_price = [&](const FleetOverride& o) {
     double price = 1e300;
     WallTime best{};
     for (const ScriptedPrice& sp : scenario_.spot_prices) {
@@ -147,7 +217,7 @@ EmulatorResponse CloudEmulator::CreateFleet(const Params& p, WallTime now) {
     }
     return price;
   };
-  auto od_price = [&](const Override& o) {
+  auto od_price = [&](const FleetOverride& o) {
     auto it = scenario_.on_demand_prices.find(o.type);
     return it == scenario_.on_demand_prices.end() ? 1e300 : it->second;
   };
@@ -155,12 +225,12 @@ EmulatorResponse CloudEmulator::CreateFleet(const Params& p, WallTime now) {
   const std::string fleet_id = "fleet-" + Uuid();
   const std::string reservation = NewId("r-", 17);
   struct Got {
-    const Override* o;
+    const FleetOverride* o;
     CapacityType lifecycle;
     std::vector<std::string> ids;
   };
   struct Err {
-    const Override* o;
+    const FleetOverride* o;
     CapacityType lifecycle;
     std::string code, message;
   };
@@ -169,11 +239,11 @@ EmulatorResponse CloudEmulator::CreateFleet(const Params& p, WallTime now) {
   for (CapacityType lifecycle : {CapacityType::kOnDemand, CapacityType::kSpot}) {
     int need = lifecycle == CapacityType::kSpot ? spot : on_demand;
     if (need == 0) continue;
-    std::vector<const Override*> order;
-    for (const Override& o : overrides) order.push_back(&o);
+    std::vector<const FleetOverride*> order;
+    for (const FleetOverride& o : overrides) order.push_back(&o);
     const std::string strategy = lifecycle == CapacityType::kSpot ? p.Get("SpotOptions.AllocationStrategy")
                                                                   : p.Get("OnDemandOptions.AllocationStrategy");
-    std::stable_sort(order.begin(), order.end(), [&](const Override* a, const Override* b) {
+    std::stable_sort(order.begin(), order.end(), [&](const FleetOverride* a, const FleetOverride* b) {
       if (strategy == "prioritized" || strategy == "capacity-optimized-prioritized") return a->priority < b->priority;
       if (lifecycle == CapacityType::kSpot) {
         if (strategy == "capacity-optimized") return false;
@@ -191,14 +261,14 @@ EmulatorResponse CloudEmulator::CreateFleet(const Params& p, WallTime now) {
       return Ec2Error(400, "InvalidParameterValue", options + "MinTargetCapacity must be a whole number.");
     }
     if (!FitMinTarget(min_target, p.Get(options + "SingleAvailabilityZone") == "true", &order, room_of)) {
-      for (const Override* o : order) {
+      for (const FleetOverride* o : order) {
         errors.push_back({o, lifecycle, "InsufficientInstanceCapacity",
                           "There is not enough capacity to fulfill your minimum target capacity in a single "
                           "Availability Zone (" + o->zone + ")."});
       }
       continue;
     }
-    for (const Override* o : order) {
+    for (const FleetOverride* o : order) {
       if (need == 0) break;
       auto room = Room(o->type, o->zone, lifecycle, now);
       const int want = need;
@@ -214,6 +284,7 @@ EmulatorResponse CloudEmulator::CreateFleet(const Params& p, WallTime now) {
             launched.info.tags["aws:ec2launchtemplate:id"] = templates_[o->known_template].id;
             launched.info.tags["aws:ec2launchtemplate:version"] = o->known_version;
           }
+          launched.info.placement_group = o->placement_group;
           g.ids.push_back(launched.info.instance_id);
         }
         got.push_back(std::move(g));
@@ -229,41 +300,7 @@ EmulatorResponse CloudEmulator::CreateFleet(const Params& p, WallTime now) {
     }
   }
 
-  auto lto = [&](std::string& out, const Override& o) {
-    out += "<launchTemplateAndOverrides><launchTemplateSpecification>";
-    if (!o.lt_id.empty()) Leaf(out, "launchTemplateId", o.lt_id);
-    else Leaf(out, "launchTemplateName", o.lt_name);
-    if (!o.lt_version.empty()) Leaf(out, "version", o.lt_version);
-    out += "</launchTemplateSpecification><overrides>";
-    Leaf(out, "instanceType", o.type);
-    if (o.by_subnet) Leaf(out, "subnetId", o.subnet);
-    else Leaf(out, "availabilityZone", o.zone);
-    if (o.priority < 1e300) Leaf(out, "priority", std::to_string(o.priority));
-    out += "</overrides></launchTemplateAndOverrides>";
-  };
-  std::string body = Ec2Open("CreateFleet", Uuid());
-  Leaf(body, "fleetId", fleet_id);
-  body += "\n<errorSet>";
-  for (const Err& e : errors) {
-    body += "<item>";
-    lto(body, *e.o);
-    Leaf(body, "lifecycle", ToString(e.lifecycle));
-    Leaf(body, "errorCode", e.code);
-    Leaf(body, "errorMessage", e.message);
-    body += "</item>";
-  }
-  body += "</errorSet>\n<fleetInstanceSet>";
-  for (const Got& g : got) {
-    body += "<item>";
-    lto(body, *g.o);
-    Leaf(body, "lifecycle", ToString(g.lifecycle));
-    body += "<instanceIds>";
-    for (const std::string& id : g.ids) Leaf(body, "item", id);
-    body += "</instanceIds>";
-    Leaf(body, "instanceType", g.o->type);
-    body += "</item>";
-  }
-  body += "</fleetInstanceSet>\n</CreateFleetResponse>\n";
+  const std::string body = FleetAnswer(Uuid(), fleet_id, errors, got);
   if (!token.empty()) fleet_answers_[token] = body;
   return {200, kXmlContentType, {}, body};
 }

@@ -25,6 +25,13 @@
 //    template it knows has the version asked for (a name it does not know
 //    stands for one made outside it and is accepted) and records the
 //    template and version on each instance.
+//  - Placement groups: CreatePlacementGroup (an existing name is
+//    InvalidPlacementGroup.Duplicate), DescribePlacementGroups (GroupName.N,
+//    GroupId.N, filters group-name, strategy, state, tag:<key>; an unknown
+//    name is InvalidPlacementGroup.Unknown). CreateFleet overrides may name
+//    one (Placement.GroupName; an unknown one refuses the whole fleet with
+//    InvalidPlacementGroup.Unknown), and DescribeInstances shows it
+//    (placement.groupName).
 //  - SSM: GetParameter (JSON protocol) over the scenario's `ssm_parameters`;
 //    DescribeSecurityGroups over its `security_groups`; DescribeSubnets over
 //    its `subnets` (and `subnet_tags`), by SubnetId.N (an unknown id is
@@ -177,6 +184,7 @@ struct EmulatedInstance {
   // resolved to ("" for a template the emulator does not know).
   std::string launch_template;
   std::string launch_template_version;
+  std::string placement_group;  // CreateFleet's Placement.GroupName, or ""
 };
 
 // One request as the emulator answered it (Requests()).
@@ -290,6 +298,14 @@ class CloudEmulator : public EmulatorCore<EmulatorScenario, Ec2InstanceRecord, E
 
   // EC2 (ec2_fleet.cc, ec2_describe.cc).
   EmulatorResponse CreateFleet(const Params& p, WallTime now);
+  struct FleetOverride;  // one launch template override of a CreateFleet
+  // The request's overrides, in order, into `out`; the error answer when
+  // one is malformed or names what does not exist (a subnet, a template
+  // version, a placement group).
+  std::optional<EmulatorResponse> ReadFleetOverrides(const Params& p, std::vector<FleetOverride>* out);
+  // Placement groups (placement_groups.cc).
+  EmulatorResponse CreatePlacementGroup(const Params& p, WallTime now);
+  EmulatorResponse DescribePlacementGroups(const Params& p);
   EmulatorResponse TerminateInstances(const Params& p, WallTime now);
   EmulatorResponse DescribeInstances(const Params& p);
   EmulatorResponse DescribeSpotPriceHistory(const Params& p);
@@ -328,6 +344,13 @@ class CloudEmulator : public EmulatorCore<EmulatorScenario, Ec2InstanceRecord, E
   std::map<std::string, std::string> fleet_answers_;  // ClientToken -> CreateFleet body
   std::vector<Group> groups_;
   std::map<std::string, LaunchTemplate> templates_;  // by name
+  struct PlacementGroup {
+    std::string id;  // "pg-…"
+    std::string name;
+    std::string strategy;
+    std::map<std::string, std::string> tags;
+  };
+  std::map<std::string, PlacementGroup> placement_groups_;  // by name
   // "<action> <ClientToken>" -> (the request's other parameters, the answer).
   std::map<std::string, std::pair<std::string, EmulatorResponse>> template_answers_;
   std::deque<Message> queue_;

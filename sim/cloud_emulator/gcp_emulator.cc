@@ -28,21 +28,6 @@ std::vector<std::string> Split(const std::string& path) {
   return out;
 }
 
-bool ValidUuid(const std::string& s) {
-  if (s.size() != 36) return false;
-  bool nonzero = false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (i == 8 || i == 13 || i == 18 || i == 23) {
-      if (s[i] != '-') return false;
-    } else if (!std::isxdigit(static_cast<unsigned char>(s[i]))) {
-      return false;
-    } else if (s[i] != '0') {
-      nonzero = true;
-    }
-  }
-  return nonzero;
-}
-
 // An integer field; Google's JSON carries int64 fields as strings ("2") and
 // clients send either form. nullopt when present but not an integer.
 std::optional<int64_t> IntField(const json& j, const char* key, int64_t fallback) {
@@ -96,8 +81,9 @@ EmulatorResponse GcpEmulator::Handle(const EmulatorRequest& request) {
   // when the operation is due) without holding the lock.
   const json first = json::parse(response.body, nullptr, false);
   if (!first.is_object() || first.value("status", "") == "DONE") return response;
-  const std::string zone_url = first.value("zone", "");
-  const std::string key = zone_url.substr(zone_url.rfind('/') + 1) + "/" + first.value("name", "");
+  // A zonal operation names its zone, a regional one its region.
+  const std::string scope_url = first.value("zone", first.value("region", ""));
+  const std::string key = scope_url.substr(scope_url.rfind('/') + 1) + "/" + first.value("name", "");
   const WallTime until = clock_.WallNow() + cap;
   bool stop = false;
   while (true) {
@@ -154,6 +140,10 @@ EmulatorResponse GcpEmulator::Dispatch(const EmulatorRequest& request, WallTime 
     if (request.method != "GET") return gcp::ErrorResponse(405, "badRequest", "Method not allowed");
     return RegionGet(seg[5], now);
   }
+  if (seg.size() >= 7 && seg.size() <= 9 && seg[4] == "regions") {
+    return Regional(request, seg[5], seg[6], seg.size() >= 8 ? seg[7] : "", seg.size() == 9 ? seg[8] : "", query,
+                    now);
+  }
   if (seg.size() == 6 && seg[4] == "aggregated") {
     p.aggregated = true;
     p.collection = seg[5];
@@ -186,7 +176,7 @@ EmulatorResponse GcpEmulator::Compute(const EmulatorRequest& request, const Path
   std::string request_id;
   if (auto r = params.find("requestId"); r != params.end()) {
     request_id = r->second;
-    if (!ValidUuid(request_id))
+    if (!gcp::ValidUuid(request_id))
       return gcp::Invalid("requestId", request_id, "Must be a UUID other than the zero UUID.");
   }
   const std::string& m = request.method;
@@ -281,6 +271,16 @@ EmulatorResponse GcpEmulator::BulkInsert(const Path& p, const std::string& body,
       metadata.emplace_back(item.at("key").get<std::string>(), item.value("value", ""));
     }
   }
+  std::vector<std::string> policies;
+  for (const json& policy : props.value("resourcePolicies", json::array())) {
+    // Names (what InstanceProperties takes) or URLs of the zone's region.
+    const std::string name = gcp::LastSegment(policy.get<std::string>());
+    const std::string path = "regions/" + gcp::RegionOf(p.zone) + "/resourcePolicies/" + name;
+    if (resource_policies_.count(gcp::RegionOf(p.zone) + "/" + name) == 0) {
+      return gcp::NotFound("projects/" + scenario_.project + "/" + path);
+    }
+    policies.push_back(Url(path));
+  }
   std::vector<std::string> names;
   if (in.contains("perInstanceProperties")) {
     for (const auto& [name, v] : in["perInstanceProperties"].items()) names.push_back(name);
@@ -330,7 +330,8 @@ EmulatorResponse GcpEmulator::BulkInsert(const Path& p, const std::string& body,
   size_t created = 0;
   for (const std::string& n : names) {
     if ((refused = Refusal(p.zone, machine_type, model, gpus, now))) break;
-    CreateInstance(p.zone, n, machine_type, model, action, labels, "", accelerators, now, metadata);
+    const size_t made = CreateInstance(p.zone, n, machine_type, model, action, labels, "", accelerators, now, metadata);
+    instances_[made].resource_policies = policies;
     ++created;
   }
   const bool failed = static_cast<int>(created) < min_count;

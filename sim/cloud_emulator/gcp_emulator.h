@@ -20,6 +20,14 @@
 //    quota stays CREATING and is retried every `mig_retry_interval`.
 //  - Regions: regions.get with `quotas[]` {metric, limit, usage} for the
 //    scenario's quotas.
+//  - Resource policies: resourcePolicies.get and insert (group placement
+//    policies: groupPlacementPolicy.collocation COLLOCATED; an existing name
+//    is 409 alreadyExists), answered with a regional operation
+//    (regionOperations.get, wait). bulkInsert's
+//    instanceProperties.resourcePolicies (names or URLs; an unknown one is
+//    404) go onto its instances, which show them as `resourcePolicies`
+//    URLs. bulkInsert's minCount: fewer than minCount fit, none is created
+//    and the operation ends with the capacity or quota error.
 //  - Zone operations: get, wait (blocking only with EnableBlockingWait),
 //    list (filter, e.g. operationType). An
 //    operation is RUNNING for `operation_latency`, then DONE, with its
@@ -211,6 +219,7 @@ struct GcpInstanceRecord {
   std::vector<std::pair<std::string, int>> accelerators;      // guestAccelerators (type, count)
   std::vector<std::pair<std::string, int>> gpus;              // (quota metric, count)
   std::vector<std::pair<std::string, std::string>> metadata;  // metadata.items (key, value)
+  std::vector<std::string> resource_policies;                 // URLs, as instances.get shows them
 };
 
 // Instances() lists every instance ever created (deleted ones included),
@@ -245,6 +254,7 @@ class GcpEmulator : public EmulatorCore<GcpScenario, GcpInstanceRecord, GcpEmula
     uint64_t id = 0;
     std::string name;
     std::string zone;
+    std::string region;  // a regional operation's (its zone then empty)
     std::string type;  // "insert", "compute.instanceGroupManagers.resize", …
     std::string target_link;
     uint64_t target_id = 0;
@@ -333,6 +343,14 @@ class GcpEmulator : public EmulatorCore<GcpScenario, GcpInstanceRecord, GcpEmula
   EmulatorResponse AggregatedList(const Path& path, const std::string& query, WallTime now);
   EmulatorResponse ListOperations(const Path& path, const std::string& query, WallTime now);
   EmulatorResponse RegionGet(const std::string& region, WallTime now);
+  // projects/{project}/regions/{region}/{collection}[/{name}[/{verb}]]:
+  // resourcePolicies (get, insert) and regional operations (get, wait)
+  // (gcp_policies.cc).
+  EmulatorResponse Regional(const EmulatorRequest& request, const std::string& region, const std::string& collection,
+                            const std::string& name, const std::string& verb, const std::string& query,
+                            WallTime now);
+  EmulatorResponse InsertResourcePolicy(const std::string& region, const std::string& body,
+                                        const std::string& request_id, WallTime now);
   // The quota limit of (region, metric) in force now, or nullopt (unlimited).
   std::optional<double> QuotaLimit(const std::string& region, const std::string& metric, WallTime now) const;
   double QuotaUsage(const std::string& region, const std::string& metric, WallTime now) const;
@@ -345,6 +363,15 @@ class GcpEmulator : public EmulatorCore<GcpScenario, GcpInstanceRecord, GcpEmula
   std::deque<Operation> operations_;
   std::map<std::string, size_t> ops_by_name_;        // "zone/name" -> index
   std::map<std::string, size_t> ops_by_request_id_;  // requestId -> index
+  struct ResourcePolicy {
+    uint64_t id = 0;
+    std::string region;
+    std::string name;
+    std::string description;
+    std::string collocation;  // groupPlacementPolicy.collocation
+    WallTime created{};
+  };
+  std::map<std::string, ResourcePolicy> resource_policies_;  // by "<region>/<name>"
   std::vector<Group> groups_;
   std::map<std::string, Token> tokens_;
   std::vector<int> preemptions_left_;

@@ -30,6 +30,9 @@ std::string LastSegment(const std::string& s);
 // RFC 1035 labels, as Compute Engine requires of resource names.
 bool ValidName(const std::string& n);
 
+// A requestId Compute Engine takes: a UUID other than the zero UUID.
+bool ValidUuid(const std::string& s);
+
 // "us-central1-a" -> "us-central1".
 std::string RegionOf(const std::string& zone);
 

@@ -52,6 +52,7 @@ std::string GcpEmulator::InstanceJson(const Instance& i, WallTime now) const {
                                    i.info.group}});
   }
   if (!items.empty()) j["metadata"] = {{"kind", "compute#metadata"}, {"items", items}};
+  if (!i.resource_policies.empty()) j["resourcePolicies"] = i.resource_policies;
   return j.dump();
 }
 
@@ -61,7 +62,6 @@ std::string GcpEmulator::OperationJson(const Operation& op, WallTime now) const 
       {"kind", "compute#operation"},
       {"id", std::to_string(op.id)},
       {"name", op.name},
-      {"zone", Url("zones/" + op.zone)},
       {"operationType", op.type},
       {"targetLink", op.target_link},
       {"targetId", std::to_string(op.target_id)},
@@ -70,8 +70,11 @@ std::string GcpEmulator::OperationJson(const Operation& op, WallTime now) const 
       {"progress", done ? 100 : 0},
       {"insertTime", gcp::Timestamp(op.insert_time)},
       {"startTime", gcp::Timestamp(op.insert_time)},
-      {"selfLink", Url("zones/" + op.zone + "/operations/" + op.name)},
   };
+  // A zonal operation names its zone, a regional one its region.
+  const std::string scope = op.region.empty() ? "zones/" + op.zone : "regions/" + op.region;
+  j[op.region.empty() ? "zone" : "region"] = Url(scope);
+  j["selfLink"] = Url(scope + "/operations/" + op.name);
   if (!op.request_id.empty()) j["clientOperationId"] = op.request_id;
   if (!op.status_message.empty()) j["statusMessage"] = op.status_message;
   if (!op.metadata_json.empty()) j["instancesBulkInsertOperationMetadata"] = json::parse(op.metadata_json);

@@ -78,6 +78,21 @@ std::string LastSegment(const std::string& s) {
   return slash == std::string::npos ? s : s.substr(slash + 1);
 }
 
+bool ValidUuid(const std::string& s) {
+  if (s.size() != 36) return false;
+  bool nonzero = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i == 8 || i == 13 || i == 18 || i == 23) {
+      if (s[i] != '-') return false;
+    } else if (!std::isxdigit(static_cast<unsigned char>(s[i]))) {
+      return false;
+    } else if (s[i] != '0') {
+      nonzero = true;
+    }
+  }
+  return nonzero;
+}
+
 bool ValidName(const std::string& n) {
   if (n.empty() || n.size() > 63 || n[0] < 'a' || n[0] > 'z' || n.back() == '-') return false;
   return std::all_of(n.begin(), n.end(),

@@ -79,6 +79,9 @@ Result<LaunchResult> AwsProvider::LaunchFleet(const LaunchRequest& request) {
     return Error::Config("pool '" + request.pool +
                          "': no launch template (give the pool a node_template, or configure cloud.launch_template)");
   }
+  if (!request.placement_group.empty()) {
+    if (Status s = EnsurePlacementGroup(request.pool, request.placement_group); !s.ok()) return s.error();
+  }
   LaunchResult result;
   int remaining = request.count;
   std::map<std::string, std::string> tags = request.tags;
@@ -109,6 +112,7 @@ Result<LaunchResult> AwsProvider::LaunchFleet(const LaunchRequest& request) {
         ov.availability_zone = o.zone;
       }
       if (prioritized) ov.priority = static_cast<double>(i - begin);
+      ov.placement_group = request.placement_group;
       fleet.overrides.push_back(ov);
     }
     // A gang's nodes: all that are left, in one zone, or none from this run.

@@ -128,6 +128,8 @@ ErrorCategory ClassifyAwsError(std::string_view code, int http_status) {
   // (ParameterNotFound) spell it differently.
   if (code.size() > 18 && code.substr(code.size() - 18) == ".NotFoundException") return ErrorCategory::kNotFound;
   if (code == "ParameterNotFound") return ErrorCategory::kNotFound;
+  // EC2's answer for a placement group name it does not know.
+  if (code == "InvalidPlacementGroup.Unknown") return ErrorCategory::kNotFound;
   if (code.empty() && (http_status == 401 || http_status == 403)) return ErrorCategory::kAuth;
   if (code.empty() && http_status == 429) return ErrorCategory::kThrottled;
   return ErrorCategory::kConfig;

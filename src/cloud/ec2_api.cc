@@ -27,6 +27,7 @@ Ec2Instance ParseInstance(pugi::xml_node item) {
   i.instance_id = item.child_value("instanceId");
   i.instance_type = item.child_value("instanceType");
   i.availability_zone = item.child("placement").child_value("availabilityZone");
+  i.placement_group = item.child("placement").child_value("groupName");
   i.subnet_id = item.child_value("subnetId");
   i.lifecycle = Lifecycle(item.child_value("instanceLifecycle"));
   i.state = item.child("instanceState").child_value("name");
@@ -57,6 +58,7 @@ QueryParams CreateFleetQuery(const CreateFleetRequest& r) {
     AddIfSet(q, base + "SubnetId", o.subnet_id);
     AddIfSet(q, base + "AvailabilityZone", o.availability_zone);
     AddIfSet(q, base + "Priority", o.priority);
+    AddIfSet(q, base + "Placement.GroupName", o.placement_group);
   }
   const std::string tc = "TargetCapacitySpecification.";
   q.emplace_back(tc + "TotalTargetCapacity", std::to_string(r.total_target_capacity));

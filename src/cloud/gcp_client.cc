@@ -83,6 +83,7 @@ Result<GcpOperation> ParseGcpOperation(const nlohmann::json& j) {
   GcpOperation op;
   op.name = StringAt(j, "name");
   op.zone = LastSegment(StringAt(j, "zone"));
+  op.region = LastSegment(StringAt(j, "region"));
   op.operation_type = StringAt(j, "operationType");
   op.status = StringAt(j, "status");
   op.target_link = StringAt(j, "targetLink");

@@ -110,7 +110,10 @@ Result<GcpOperation> GcpProvider::Wait(const json& operation) {
   if (!op) return op.error().WithContext("waiting for an operation");
   const SteadyTime deadline = client_.clock().Now() + options_.operation_timeout;
   while (!op->done()) {
-    const std::string path = ZonePath(op->zone) + "/operations/" + op->name;
+    const std::string path = (op->zone.empty() && !op->region.empty()
+                                  ? "projects/" + options_.project + "/regions/" + op->region
+                                  : ZonePath(op->zone)) +
+                             "/operations/" + op->name;
     if (client_.clock().Now() >= deadline) {
       Result<json> got = client_.Call("GET", path);
       if (!got) return got.error();
@@ -352,9 +355,16 @@ Result<GcpProvider::Created> GcpProvider::CreateBare(const LaunchRequest& reques
     per_instance[names.back()] = json::object();
     seed += "/" + names.back();
   }
+  if (!request.placement_group.empty()) {
+    // InstanceProperties takes resource policies by name, not URL.
+    Status placed = EnsureResourcePolicy(request.pool, RegionOfZone(offering.zone), request.placement_group);
+    if (!placed.ok()) return placed.error();
+    props["resourcePolicies"] = json::array({request.placement_group});
+  }
   // count and minCount are int64 fields: JSON strings in Google's encoding.
+  // A gang's nodes: all of them or none (minCount = count).
   json body = {{"count", std::to_string(names.size())},
-               {"minCount", "1"},
+               {"minCount", request.all_or_nothing ? std::to_string(names.size()) : std::string("1")},
                {"perInstanceProperties", per_instance},
                {"instanceProperties", props}};
   if (!target.instance_template.empty()) body["sourceInstanceTemplate"] = target.instance_template;
@@ -384,7 +394,8 @@ Result<GcpProvider::Created> GcpProvider::CreateBare(const LaunchRequest& reques
     }
     return out;
   }
-  // Which names exist now (minCount 1: possibly fewer than asked).
+  // Which names exist now (minCount 1: possibly fewer than asked; a gang's
+  // minCount: all or none).
   Result<std::vector<Instance>> existing = ExistingBare(request);
   if (!existing) return existing.error().WithContext(what);
   for (Instance& inst : *existing) {
@@ -441,6 +452,11 @@ Result<LaunchResult> GcpProvider::Launch(const LaunchRequest& request) {
     for (int slot = 0; static_cast<int>(slots.size()) < missing; ++slot) {
       const std::string name = InstanceName(options_.cluster_name, request.idempotency_token, slot);
       if (taken.insert(name).second) slots.push_back(slot);
+    }
+    if (target.uses_migs() && !request.placement_group.empty()) {
+      return Error::Config("pool '" + request.pool +
+                           "': placement_group needs bare instances; its managed instance groups take compact "
+                           "placement from the GKE node pool (--placement-type=COMPACT)");
     }
     Result<Created> created =
         target.uses_migs() ? CreateInMig(request, target, o, slots) : CreateBare(request, target, o, slots);

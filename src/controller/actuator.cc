@@ -234,6 +234,9 @@ std::vector<std::string> Actuator::LaunchOne(int64_t decision_id, size_t index, 
   LaunchRequest request =
       RequestFor(launch.pool, launch.count, options_.token_prefix + std::to_string(decision_id) + "-" + std::to_string(index), policy);
   request.all_or_nothing = launch.all_or_nothing;
+  // Only gangs: a placement group's one zone and tight capacity gain a lone node nothing.
+  if (const NodePoolPolicy* p = policy.FindPool(launch.pool); p != nullptr && launch.all_or_nothing)
+    request.placement_group = p->placement_group;
   for (const auto& [key, value] : launch.node_labels) {
     request.tags.try_emplace(key, value);  // never the owner or intent tag
     if (request.node_template) request.node_labels[key] = value;

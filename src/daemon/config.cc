@@ -395,6 +395,13 @@ Status CheckPoolsCanLaunch(const DaemonConfig& config, const Policy& policy) {
       } else if (g.pools.count(pool.name) == 0 && g.instance_template.empty()) {
         problems += "\n" + where + "has no entry in " + config.source_file +
                     " cloud.gcp.pools and there is no cloud.gcp.instance_template";
+      } else if (auto it = g.pools.find(pool.name);
+                 !pool.placement_group.empty() && it != g.pools.end() && it->second.instance_template.empty()) {
+        // A group's instances come from its own template: nothing per launch
+        // can put them under a resource policy.
+        problems += "\n" + where + "placement_group needs a pool of bare instances (instance_template); " +
+                    "its managed instance groups set compact placement on the GKE node pool itself " +
+                    "(--placement-type=COMPACT)";
       }
     }
     for (const auto& [name, settings] : g.pools) {

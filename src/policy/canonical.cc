@@ -110,6 +110,7 @@ std::string CanonicalPolicyText(const Policy& p) {
     // Written only when set, so that the hash of a policy without them is unchanged.
     if (pool.registration_timeout != Seconds(900)) w.Put(at + ".registration_timeout", pool.registration_timeout);
     if (pool.repair_after != Seconds(0)) w.Put(at + ".repair_after", pool.repair_after);
+    if (!pool.placement_group.empty()) w.Put(at + ".placement_group", pool.placement_group);
     if (pool.node_template) {
       const NodeTemplate& t = *pool.node_template;
       const std::string nt = at + ".node_template";

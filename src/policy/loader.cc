@@ -101,11 +101,32 @@ void PolicyReader::PositiveDuration(MapReader& m, std::string_view key, Seconds*
   }
 }
 
+void PolicyReader::ReadPlacementGroup(MapReader& m, bool actuation_known, NodePoolPolicy* pool) {
+  if (!m.ReadString("placement_group", &pool->placement_group)) return;
+  const std::string& name = pool->placement_group;
+  // The rule of Compute Engine resource names (RFC 1035 labels), which EC2
+  // placement group names (up to 255 ASCII characters) also allow.
+  const bool valid = !name.empty() && name.size() <= 63 && name.front() >= 'a' && name.front() <= 'z' &&
+                     name.back() != '-' && std::all_of(name.begin(), name.end(), [](char c) {
+                       return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+                     });
+  if (!valid) {
+    r_.ReportAt(m.PathOf("placement_group"),
+                "'" + name + "' is not a placement group name (1-63 of a-z, 0-9 and '-', starting with a letter, "
+                "not ending with '-')");
+  }
+  if (actuation_known && pool->actuation == Actuation::kAsg) {
+    r_.ReportAt(m.PathOf("placement_group"),
+                "is used only with actuation 'fleet' (an Auto Scaling group sets its placement group itself)");
+  }
+}
+
 NodePoolPolicy PolicyReader::ReadPool(const DocNode& node, const std::string& path) {
   MapReader m(r_, node, path,
               {"name", "instance_types", "families", "gpu_models", "regions", "zones",
                "capacity_types", "min_nodes", "max_nodes", "labels", "taints", "actuation",
-               "auto_scaling_group", "node_template", "registration_timeout", "repair_after"});
+               "auto_scaling_group", "node_template", "registration_timeout", "repair_after",
+               "placement_group"});
   m.Require({"name"});
   NodePoolPolicy pool;
   m.ReadString("name", &pool.name);
@@ -230,6 +251,7 @@ NodePoolPolicy PolicyReader::ReadPool(const DocNode& node, const std::string& pa
   if (actuation_known && pool.actuation == Actuation::kFleet && !pool.auto_scaling_group.empty()) {
     r_.ReportAt(m.PathOf("auto_scaling_group"), "is used only with actuation 'asg'");
   }
+  ReadPlacementGroup(m, actuation_known, &pool);
   PositiveDuration(m, "registration_timeout", &pool.registration_timeout);
   if (m.ReadDuration("repair_after", &pool.repair_after) && pool.repair_after.count() < 0) {
     r_.ReportAt(m.PathOf("repair_after"), "must not be negative (0 turns repair off)");

@@ -56,6 +56,9 @@ class PolicyReader {
   NodePoolPolicy ReadPool(const DocNode& node, const std::string& path);
   WorkloadClassPolicy ReadClass(const DocNode& node, const std::string& path);
   ForecastPolicy ReadForecast(const DocNode& node, const std::string& path);
+  // The pool's placement_group (after actuation is read; `actuation_known`:
+  // it named a known one).
+  void ReadPlacementGroup(MapReader& m, bool actuation_known, NodePoolPolicy* pool);
   // node_template.cc: the pool's labels and node template (after taints and
   // actuation are read).
   void ReadPoolLabels(MapReader& m, NodePoolPolicy* pool);

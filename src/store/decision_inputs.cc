@@ -91,6 +91,7 @@ OrderedJson Pool(const NodePoolPolicy& pool) {
   if (!pool.auto_scaling_group.empty()) j["auto_scaling_group"] = pool.auto_scaling_group;
   j["registration_timeout"] = Duration(pool.registration_timeout);
   j["repair_after"] = Duration(pool.repair_after);
+  if (!pool.placement_group.empty()) j["placement_group"] = pool.placement_group;
   // Labels and a node template go together: the loader refuses labels
   // without one.
   if (pool.node_template) {

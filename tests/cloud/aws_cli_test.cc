@@ -3,7 +3,12 @@
 // launch, list, terminate, read prices, drive an Auto Scaling group and read
 // the interruption queue, and its parsed JSON must say what we expect.
 // Skipped when `aws` is not on PATH, except under CI=true where that fails.
+#include <map>
+#include <set>
+
 #include "cloud/aws_cli_harness.h"
+#include "cloud/emulated_aws.h"
+#include "gpuscaler/cloud/aws_provider.h"
 
 namespace gpuscaler::testing {
 namespace {
@@ -106,6 +111,52 @@ TEST_F(AwsCli, Ec2FleetInstancesPricesAndTermination) {
   Run denied = Aws({"ec2", "describe-instances"}, "not-the-secret");
   EXPECT_NE(denied.exit_code, 0);
   EXPECT_NE(denied.err.find("SignatureDoesNotMatch"), std::string::npos) << denied.err;
+}
+
+// A gang's launch by AwsProvider over HTTP, read back with the CLI: the
+// instances are in the pool's cluster placement group, in one zone, and the
+// group is there, tagged with the installation and the pool.
+TEST_F(AwsCli, AGangsInstancesAreInItsClusterPlacementGroup) {
+  SystemClock clock;
+  cloud::AwsProvider provider(cloud::emulated::ProviderOptions("prod"), emulator_->client(), clock);
+  LaunchRequest gang = cloud::emulated::TrainRequest("", 2, "gang-1", "p5.48xlarge");
+  gang.all_or_nothing = true;
+  gang.placement_group = "train-gangs";
+  auto launched = provider.Launch(gang);
+  ASSERT_TRUE(launched.ok()) << launched.error().ToString();
+  ASSERT_EQ(launched->instances.size(), 2u);
+
+  Run listed = Aws({"ec2", "describe-instances", "--instance-ids", launched->instances[0].instance_id,
+                    launched->instances[1].instance_id});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  std::set<std::string> zones;
+  int in_group = 0;
+  for (const json& reservation : listed.out["Reservations"]) {
+    for (const json& i : reservation["Instances"]) {
+      EXPECT_EQ(i["Placement"]["GroupName"], "train-gangs") << i.dump();
+      in_group += i["Placement"]["GroupName"] == "train-gangs";
+      zones.insert(i["Placement"]["AvailabilityZone"].get<std::string>());
+    }
+  }
+  EXPECT_EQ(in_group, 2);
+  EXPECT_EQ(zones.size(), 1u);
+
+  Run groups = Aws({"ec2", "describe-placement-groups", "--group-names", "train-gangs"});
+  ASSERT_EQ(groups.exit_code, 0) << groups.err;
+  ASSERT_EQ(groups.out["PlacementGroups"].size(), 1u);
+  const json& g = groups.out["PlacementGroups"][0];
+  EXPECT_EQ(g["GroupName"], "train-gangs");
+  EXPECT_EQ(g["Strategy"], "cluster");
+  EXPECT_EQ(g["State"], "available");
+  EXPECT_EQ(g["GroupId"].get<std::string>().rfind("pg-", 0), 0u);
+  std::map<std::string, std::string> tags;
+  for (const json& t : g["Tags"]) tags[t["Key"]] = t["Value"];
+  EXPECT_EQ(tags["gpuscaler.io/cluster"], "prod");
+  EXPECT_EQ(tags["gpuscaler.io/pool"], "train");
+
+  Run unknown = Aws({"ec2", "describe-placement-groups", "--group-names", "no-such-group"});
+  EXPECT_NE(unknown.exit_code, 0);
+  EXPECT_NE(unknown.err.find("InvalidPlacementGroup.Unknown"), std::string::npos) << unknown.err;
 }
 
 TEST_F(AwsCli, AutoScalingGroups) {

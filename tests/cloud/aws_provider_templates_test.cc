@@ -292,7 +292,7 @@ TEST_F(NodeTemplateLaunch, EmulatorKeepsClientTokensIdempotentAndFleetChecksVers
 
   CreateFleetRequest fleet;
   fleet.launch_template = {"", "gpuscaler-x", "7"};
-  fleet.overrides = {{"g5.xlarge", "us-east-1a", "", std::nullopt}};
+  fleet.overrides = {{"g5.xlarge", "us-east-1a", "", std::nullopt, ""}};
   fleet.total_target_capacity = 1;
   auto no_version = aws_->client.Query("ec2", CreateFleetQuery(fleet));
   ASSERT_FALSE(no_version.ok());

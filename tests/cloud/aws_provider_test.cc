@@ -129,6 +129,98 @@ TEST_F(AwsProviderTest, AnAllOrNothingLaunchNeverLeavesAPartialGang) {
   EXPECT_EQ(none->errors.size(), 2u);
 }
 
+// A gang launch of a pool with a placement group: the provider creates the
+// cluster placement group once (tagged with the cluster and pool), every
+// override names it, and the instances are in it; a second gang reuses it.
+TEST_F(AwsProviderTest, AGangLaunchGoesIntoThePoolsClusterPlacementGroupMadeOnce) {
+  Boot();
+  LaunchRequest gang = Request({Off("p5.48xlarge", "us-east-1a", CapacityType::kOnDemand)}, 2, "d-pg-1");
+  gang.all_or_nothing = true;
+  gang.placement_group = "train-gangs";
+  auto r = provider_->Launch(gang);
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  ASSERT_EQ(r->instances.size(), 2u);
+  for (const auto& i : emulator_->Instances()) EXPECT_EQ(i.placement_group, "train-gangs") << i.instance_id;
+
+  auto described = client_->Query("ec2", DescribePlacementGroupsQuery({"train-gangs"}));
+  ASSERT_TRUE(described.ok()) << described.error().ToString();
+  auto groups = ParseDescribePlacementGroups(*described);
+  ASSERT_TRUE(groups.ok());
+  ASSERT_EQ(groups->size(), 1u);
+  EXPECT_EQ((*groups)[0].strategy, "cluster");
+  EXPECT_EQ((*groups)[0].tags.at(kClusterTag), "test-cluster");
+  EXPECT_EQ((*groups)[0].tags.at(kOwnerTag), "train");
+
+  gang.idempotency_token = "d-pg-2";
+  ASSERT_TRUE(provider_->Launch(gang).ok());
+  int creates = 0, describes = 0;
+  for (const auto& req : emulator_->Requests()) {
+    creates += req.action == "CreatePlacementGroup";
+    describes += req.action == "DescribePlacementGroups";
+  }
+  EXPECT_EQ(creates, 1);
+  EXPECT_EQ(describes, 2) << "the provider's one look, and this test's";
+  EXPECT_EQ(emulator_->Instances().size(), 4u);
+  for (const auto& i : emulator_->Instances()) EXPECT_EQ(i.placement_group, "train-gangs");
+
+  // A launch without one (a lone node) is in no placement group.
+  ASSERT_TRUE(provider_->Launch(Request({Off("p5.48xlarge", "us-east-1b", CapacityType::kOnDemand)}, 1, "d-lone")).ok());
+  EXPECT_EQ(emulator_->Instances().back().placement_group, "");
+}
+
+// Sends every CreatePlacementGroup twice: the first makes the group (as
+// another replica would, between this provider's look and its create), the
+// second gets EC2's InvalidPlacementGroup.Duplicate.
+class RacingCreateTransport final : public Transport {
+ public:
+  explicit RacingCreateTransport(sim::CloudEmulator& emulator) : inner_(emulator) {}
+  Result<TransportResponse> Send(const TransportRequest& request) override {
+    if (request.body.find("Action=CreatePlacementGroup") != std::string::npos) {
+      Result<TransportResponse> first = inner_.Send(request);
+      if (!first.ok() || first->status != 200) return first;
+    }
+    return inner_.Send(request);
+  }
+
+ private:
+  sim::EmulatorTransport inner_;
+};
+
+// A group another replica makes meanwhile is taken as ours:
+// CreatePlacementGroup's InvalidPlacementGroup.Duplicate is success. One of
+// another strategy is refused before anything launches.
+TEST_F(AwsProviderTest, AnExistingPlacementGroupIsUsedAndOneOfAnotherStrategyRefused) {
+  Boot();
+  RacingCreateTransport racing(*emulator_);
+  StaticCredentialsProvider creds(Creds(), "test");
+  AwsClient racing_client(emulated::Installation::ClientOptions(), racing, creds, clock_,
+                          [](std::chrono::milliseconds) {});
+  AwsProvider raced(emulated::ProviderOptions("test-cluster"), racing_client, clock_);
+  LaunchRequest gang = Request({Off("p5.48xlarge", "us-east-1a", CapacityType::kOnDemand)}, 2, "d-pg-a");
+  gang.all_or_nothing = true;
+  gang.placement_group = "train-gangs";
+  auto r = raced.Launch(gang);
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  EXPECT_EQ(r->instances.size(), 2u);
+  std::vector<std::string> codes;
+  for (const auto& req : emulator_->Requests()) {
+    if (req.action == "CreatePlacementGroup") codes.push_back(req.error_code);
+  }
+  EXPECT_EQ(codes, (std::vector<std::string>{"", "InvalidPlacementGroup.Duplicate"}));
+
+  gang.idempotency_token = "d-pg-b";
+  ASSERT_TRUE(provider_->Launch(gang).ok()) << "the group exists: found, not made again";
+
+  ASSERT_TRUE(client_->Query("ec2", CreatePlacementGroupQuery("spread-out", "spread", {})).ok());
+  gang.placement_group = "spread-out";
+  gang.idempotency_token = "d-pg-c";
+  auto refused = provider_->Launch(gang);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().category(), ErrorCategory::kConfig);
+  EXPECT_NE(refused.error().message().find("strategy 'spread'"), std::string::npos) << refused.error().message();
+  EXPECT_EQ(emulator_->Instances().size(), 4u) << "nothing launched";
+}
+
 TEST_F(AwsProviderTest, NoCapacityAnywhereIsAShortResultNotAnError) {
   EmulatorScenario s;
   s.capacity = {{"p5.48xlarge", "", std::nullopt, 0, "InsufficientInstanceCapacity", {}, {}}};

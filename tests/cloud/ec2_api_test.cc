@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpuscaler/cloud/aws_query.h"
+#include "gpuscaler/cloud/placement_group_api.h"
 #include "gpuscaler/cloud/sqs_api.h"
 #include "gpuscaler/model/text_file.h"
 
@@ -93,6 +94,37 @@ TEST(Ec2Query, CreateFleetWithZonesTagsAndStrategies) {
   EXPECT_EQ(FormValue(spot, "SpotOptions.MinTargetCapacity"), "2");
   EXPECT_EQ(FormValue(spot, "SpotOptions.SingleAvailabilityZone"), "true");
   EXPECT_FALSE(FormValue(spot, "OnDemandOptions.MinTargetCapacity"));
+  EXPECT_FALSE(FormValue(spot, "LaunchTemplateConfigs.1.Overrides.1.Placement.GroupName")) << "none unless asked";
+
+  // Into a placement group: every override names it (botocore's wire name).
+  r.overrides[0].placement_group = "train-gangs";
+  EXPECT_EQ(FormValue(CreateFleetQuery(r), "LaunchTemplateConfigs.1.Overrides.1.Placement.GroupName"), "train-gangs");
+}
+
+// The bodies botocore 1.43 writes for the same calls (its serializer, run
+// on these parameters; the wire names are GroupName.N and
+// TagSpecification.N.Tag.M).
+TEST(Ec2Query, PlacementGroupBodiesMatchBotocore) {
+  EXPECT_EQ(EncodeForm(CreatePlacementGroupQuery("train-gangs", "cluster",
+                                                 {{"gpuscaler.io/cluster", "prod"}, {"gpuscaler.io/pool", "gpu"}})),
+            "Action=CreatePlacementGroup&Version=2016-11-15&GroupName=train-gangs&Strategy=cluster"
+            "&TagSpecification.1.ResourceType=placement-group&TagSpecification.1.Tag.1.Key=gpuscaler.io%2Fcluster"
+            "&TagSpecification.1.Tag.1.Value=prod&TagSpecification.1.Tag.2.Key=gpuscaler.io%2Fpool"
+            "&TagSpecification.1.Tag.2.Value=gpu");
+  EXPECT_EQ(EncodeForm(DescribePlacementGroupsQuery({"train-gangs"})),
+            "Action=DescribePlacementGroups&Version=2016-11-15&GroupName.1=train-gangs");
+  auto groups = ParseDescribePlacementGroups(
+      R"(<DescribePlacementGroupsResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">
+  <requestId>d4904fd9-82c2-4ea5-adfe-a9cc3EXAMPLE</requestId>
+  <placementGroupSet><item><groupName>train-gangs</groupName><strategy>cluster</strategy>
+    <state>available</state><groupId>pg-0123456789abcdef0</groupId>
+    <tagSet><item><key>gpuscaler.io/cluster</key><value>prod</value></item></tagSet></item></placementGroupSet>
+</DescribePlacementGroupsResponse>)");
+  ASSERT_TRUE(groups.ok()) << groups.error().ToString();
+  ASSERT_EQ(groups->size(), 1u);
+  EXPECT_EQ((*groups)[0].id, "pg-0123456789abcdef0");
+  EXPECT_EQ((*groups)[0].strategy, "cluster");
+  EXPECT_EQ((*groups)[0].tags.at("gpuscaler.io/cluster"), "prod");
 }
 
 TEST(Ec2Query, OtherBodiesMatchBotocore) {

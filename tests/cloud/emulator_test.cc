@@ -8,6 +8,7 @@
 
 #include "gpuscaler/cloud/aws_query.h"
 #include "gpuscaler/cloud/ec2_api.h"
+#include "gpuscaler/cloud/placement_group_api.h"
 #include "gpuscaler/cloud/sigv4.h"
 #include "gpuscaler/cloud/sqs_api.h"
 
@@ -256,6 +257,53 @@ TEST_F(EmulatorTest, MinTargetCapacityInOneZoneLaunchesAllOrNothing) {
   EXPECT_EQ(whole.instances[0].where.availability_zone, "us-east-1b");
   EXPECT_EQ(whole.instances[0].instance_ids.size(), 4u);
   EXPECT_TRUE(whole.errors.empty());
+}
+
+// Placement groups as EC2 keeps them: made once (a second create is
+// InvalidPlacementGroup.Duplicate), described by name (an unknown name is
+// InvalidPlacementGroup.Unknown) and filter; a fleet into an unknown group
+// is refused whole, one into a known group puts its instances there.
+TEST_F(EmulatorTest, PlacementGroupsAreMadeOnceDescribedAndHoldTheirFleetsInstances) {
+  Emu({});
+  EmulatorResponse made =
+      Query("ec2", cloud::CreatePlacementGroupQuery("gangs", "cluster", {{"gpuscaler.io/cluster", "prod"}}));
+  ASSERT_EQ(made.status, 200) << made.body;
+  EXPECT_NE(made.body.find("<groupId>pg-"), std::string::npos) << made.body;
+  EmulatorResponse again = Query("ec2", cloud::CreatePlacementGroupQuery("gangs", "cluster", {}));
+  EXPECT_EQ(again.status, 400);
+  EXPECT_NE(again.body.find("<Code>InvalidPlacementGroup.Duplicate</Code>"), std::string::npos) << again.body;
+  EmulatorResponse unknown = Query("ec2", cloud::DescribePlacementGroupsQuery({"nope"}));
+  EXPECT_EQ(unknown.status, 400);
+  EXPECT_NE(unknown.body.find("<Code>InvalidPlacementGroup.Unknown</Code>"), std::string::npos) << unknown.body;
+  EXPECT_EQ(cloud::ClassifyAwsError("InvalidPlacementGroup.Unknown", 400), ErrorCategory::kNotFound);
+  auto groups = cloud::ParseDescribePlacementGroups(Query("ec2", cloud::DescribePlacementGroupsQuery({"gangs"})).body);
+  ASSERT_TRUE(groups.ok());
+  ASSERT_EQ(groups->size(), 1u);
+  EXPECT_EQ((*groups)[0].name, "gangs");
+  EXPECT_EQ((*groups)[0].strategy, "cluster");
+  EXPECT_EQ((*groups)[0].state, "available");
+  EXPECT_EQ((*groups)[0].tags.at("gpuscaler.io/cluster"), "prod");
+  QueryParams by_tag = cloud::DescribePlacementGroupsQuery({});
+  by_tag.emplace_back("Filter.1.Name", "tag:gpuscaler.io/cluster");
+  by_tag.emplace_back("Filter.1.Value.1", "staging");
+  auto none = cloud::ParseDescribePlacementGroups(Query("ec2", by_tag).body);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+
+  cloud::CreateFleetRequest into_unknown = FleetRequest({{"p5.48xlarge", "us-east-1a"}}, 2, CapacityType::kOnDemand, "pg-1");
+  into_unknown.overrides[0].placement_group = "missing";
+  EmulatorResponse refused = Query("ec2", cloud::CreateFleetQuery(into_unknown));
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_NE(refused.body.find("<Code>InvalidPlacementGroup.Unknown</Code>"), std::string::npos) << refused.body;
+  EXPECT_TRUE(emu_->Instances().empty());
+
+  cloud::CreateFleetRequest into_gangs = into_unknown;
+  into_gangs.overrides[0].placement_group = "gangs";
+  into_gangs.client_token = "pg-2";
+  auto fleet = Fleet(into_gangs);
+  ASSERT_EQ(fleet.instances.size(), 1u);
+  for (const cloud::Ec2Instance& i : Describe()) EXPECT_EQ(i.placement_group, "gangs") << i.instance_id;
+  EXPECT_EQ(Describe().size(), 2u);
 }
 
 TEST_F(EmulatorTest, ThrottlesAndFailsAsScripted) {

@@ -145,6 +145,7 @@ TEST_F(GcpNodeClient, GoogleapisDrivesTheEmulatorThroughTheJwtTokenFlow) {
       "capacity:\n"
       "  - {machine_type: a3-highgpu-8g, zone: us-central1-c, limit: 0}\n"
       "  - {machine_type: g2-standard-8, zone: us-central1-a, limit: 1}\n"
+      "  - {machine_type: a2-highgpu-8g, zone: us-central1-a, limit: 2}\n"
       "preemptions:\n  - {at: 0s, machine_type: g2-standard-4, count: 1, notice: 30s}\n"
       "billing_catalog:\n  skus:\n"
       "    - {sku_id: AAAA-0000-0001, description: Spot Preemptible G2 Instance Core running in Americas,\n"
@@ -185,6 +186,31 @@ TEST_F(GcpNodeClient, GoogleapisDrivesTheEmulatorThroughTheJwtTokenFlow) {
 
   EXPECT_EQ(out["capacity"]["status"], "DONE");
   EXPECT_EQ(out["capacity"]["codes"], json::array({"ZONE_RESOURCE_POOL_EXHAUSTED"}));
+
+  // A compact placement resource policy, made through a regional operation;
+  // its name is taken once.
+  const json& policy = out["placement_policy"];
+  EXPECT_NE(policy["operation_region"].get<std::string>().find("/regions/us-central1"), std::string::npos);
+  EXPECT_EQ(policy["done_status"], "DONE");
+  EXPECT_TRUE(policy["error"].is_null());
+  EXPECT_EQ(policy["name"], "train-gangs");
+  EXPECT_EQ(policy["collocation"], "COLLOCATED");
+  EXPECT_EQ(policy["policy_status"], "READY");
+  EXPECT_EQ(policy["duplicate_code"], 409);
+  EXPECT_EQ(policy["unknown_code"], 404);
+
+  // bulkInsert minCount: 3 of 3 where 2 fit creates none and says why; 2 of
+  // 2 creates both, and they show the placement policy.
+  const json& gang = out["min_count"];
+  EXPECT_EQ(gang["short_codes"], json::array({"ZONE_RESOURCE_POOL_EXHAUSTED"}));
+  EXPECT_EQ(gang["short_created"], 0);
+  EXPECT_EQ(gang["short_get"], 404);
+  EXPECT_TRUE(gang["fit_error"].is_null());
+  EXPECT_EQ(gang["fit_created"], 2);
+  ASSERT_EQ(gang["member_policies"].size(), 1u) << gang.dump();
+  EXPECT_NE(gang["member_policies"][0].get<std::string>().find(
+                "/projects/gpuscaler-test/regions/us-central1/resourcePolicies/train-gangs"),
+            std::string::npos);
 
   // aggregatedList by label, one per page: the MIG's VM and the two bare ones.
   EXPECT_EQ(out["aggregated_list"]["names"], json::array({"bare-0001", "bare-0002", "node-a"}));

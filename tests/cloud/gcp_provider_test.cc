@@ -493,6 +493,106 @@ TEST_F(GcpProviderTest, BulkInsertSpotVmsWithLabels) {
   EXPECT_FALSE(od.contains("instanceTerminationAction"));
 }
 
+// A gang's bulkInsert: minCount = count (all or none), and with a placement
+// group the compact placement policy, created first when the region has
+// none (a regional operation, waited for) and named in instanceProperties.
+TEST_F(GcpProviderTest, AGangsBulkInsertIsAllOrNothingUnderItsCompactPlacementPolicy) {
+  GcpProvider& p = Provider(BarePools());
+  bool policy_exists = false;
+  transport_.handler = [&](const TransportRequest& r) -> Result<TransportResponse> {
+    Call c = Parse(r);
+    const std::string policies = "projects/proj/regions/us-central1/resourcePolicies";
+    if (c.method == "GET" && c.path == policies + "/train-gangs") {
+      if (!policy_exists) return HttpError(404, "notFound", "The resource '" + policies + "/train-gangs' was not found");
+      return Ok({{"kind", "compute#resourcePolicy"},
+                 {"name", "train-gangs"},
+                 {"groupPlacementPolicy", {{"collocation", "COLLOCATED"}}},
+                 {"status", "READY"}});
+    }
+    if (c.method == "POST" && c.path == policies) {
+      policy_exists = true;
+      json op = Operation("op-policy", kZoneA, "insert", "RUNNING", policies + "/train-gangs");
+      op.erase("zone");
+      op["region"] = std::string(kEndpoint) + "projects/proj/regions/us-central1";
+      return Ok(op);
+    }
+    if (c.path == "projects/proj/regions/us-central1/operations/op-policy/wait") {
+      json op = Operation("op-policy", kZoneA, "insert", "DONE", policies + "/train-gangs");
+      op.erase("zone");
+      op["region"] = std::string(kEndpoint) + "projects/proj/regions/us-central1";
+      return Ok(op);
+    }
+    if (c.path.ends_with("/instances/bulkInsert")) return Ok(Operation("op-bulk", kZoneA, "bulkInsert", "DONE"));
+    if (c.path == "projects/proj/aggregated/instances") return Ok(Aggregated({}));
+    return HttpError(404, "notFound", "not found");
+  };
+  LaunchRequest gang = Request("train", 4, {Offer("a3-highgpu-8g", kZoneA, CapacityType::kSpot)});
+  gang.all_or_nothing = true;
+  gang.placement_group = "train-gangs";
+  auto result = p.Launch(gang);
+  ASSERT_TRUE(result.ok()) << result.error().ToString();
+  EXPECT_TRUE(result->instances.empty()) << "none came: the zone had no room for all four";
+
+  auto inserts = Calls("POST", "/resourcePolicies");
+  ASSERT_EQ(inserts.size(), 1u);
+  EXPECT_TRUE(IsVersion5Uuid(inserts[0].Q("requestId"))) << inserts[0].Q("requestId");
+  EXPECT_EQ(inserts[0].body["name"], "train-gangs");
+  EXPECT_EQ(inserts[0].body["groupPlacementPolicy"]["collocation"], "COLLOCATED");
+  EXPECT_EQ(Calls("POST", "/operations/op-policy/wait").size(), 1u) << "the insert was waited for";
+  auto bulk = Calls("POST", "/instances/bulkInsert");
+  ASSERT_EQ(bulk.size(), 1u);
+  EXPECT_EQ(bulk[0].body["count"], "4");
+  EXPECT_EQ(bulk[0].body["minCount"], "4");
+  EXPECT_EQ(bulk[0].body["instanceProperties"]["resourcePolicies"], json::array({"train-gangs"}));
+
+  // The policy is known now: the next gang reads nothing and makes nothing.
+  gang.idempotency_token = "prod-inst1-d43-l0";
+  ASSERT_TRUE(p.Launch(gang).ok());
+  EXPECT_EQ(Calls("POST", "/resourcePolicies").size(), 1u);
+  EXPECT_EQ(Calls("GET", "/resourcePolicies/train-gangs").size(), 1u);
+  EXPECT_EQ(Calls("POST", "/instances/bulkInsert").back().body["minCount"], "4");
+
+  // A lone node's launch: minCount 1, no policy.
+  ASSERT_TRUE(p.Launch(Request("train", 2, {Offer("a3-highgpu-8g", kZoneA, CapacityType::kSpot)}, "tok-lone")).ok());
+  const json lone = Calls("POST", "/instances/bulkInsert").back().body;
+  EXPECT_EQ(lone["minCount"], "1");
+  EXPECT_FALSE(lone["instanceProperties"].contains("resourcePolicies"));
+}
+
+// A policy of that name that is no compact placement is refused before
+// anything is created; a pool with groups cannot take a placement group.
+TEST_F(GcpProviderTest, APlacementGroupThatIsNoCompactPolicyOrOnAGroupPoolIsAConfigError) {
+  GcpProviderOptions o = BarePools();
+  o.pools["a100"].migs = {{kZoneA, "gke-ml-a100-a"}};
+  GcpProvider& p = Provider(o);
+  transport_.handler = [&](const TransportRequest& r) -> Result<TransportResponse> {
+    Call c = Parse(r);
+    if (c.path == "projects/proj/regions/us-central1/resourcePolicies/nightly") {
+      return Ok({{"name", "nightly"}, {"snapshotSchedulePolicy", json::object()}, {"status", "READY"}});
+    }
+    if (c.path == "projects/proj/aggregated/instances") return Ok(Aggregated({}));
+    if (c.path.ends_with("/listManagedInstances")) return Ok(json::object());
+    return HttpError(404, "notFound", "not found");
+  };
+  LaunchRequest gang = Request("train", 2, {Offer("a3-highgpu-8g", kZoneA, CapacityType::kSpot)});
+  gang.all_or_nothing = true;
+  gang.placement_group = "nightly";
+  auto refused = p.Launch(gang);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().category(), ErrorCategory::kConfig);
+  EXPECT_NE(refused.error().message().find("not a compact placement policy"), std::string::npos)
+      << refused.error().message();
+  EXPECT_TRUE(Calls("POST", "/instances/bulkInsert").empty());
+
+  gang.pool = "a100";
+  auto grouped = p.Launch(gang);
+  ASSERT_FALSE(grouped.ok());
+  EXPECT_EQ(grouped.error().category(), ErrorCategory::kConfig);
+  EXPECT_NE(grouped.error().message().find("placement_group needs bare instances"), std::string::npos)
+      << grouped.error().message();
+  EXPECT_TRUE(Calls("POST", "/createInstances").empty());
+}
+
 // QUOTA_EXCEEDED: a capacity error for the offering, and the quota blocks
 // the region's offerings of that family and capacity type without another
 // create call until regions.get shows the quota changed.

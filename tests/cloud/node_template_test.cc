@@ -249,6 +249,13 @@ TEST(IamPolicy, DocsAndManifestAgreeAndScopeTheTemplateCalls) {
   }
   const nlohmann::json tag_actions = by_action["ec2:CreateTags"]["Condition"]["StringEquals"]["ec2:CreateAction"];
   EXPECT_NE(std::find(tag_actions.begin(), tag_actions.end(), "CreateLaunchTemplate"), tag_actions.end());
+  // Placement groups: read anywhere, created only with this cluster's tag
+  // (tagged at creation).
+  ASSERT_TRUE(by_action.count("ec2:DescribePlacementGroups"));
+  ASSERT_TRUE(by_action.count("ec2:CreatePlacementGroup"));
+  EXPECT_EQ(by_action["ec2:CreatePlacementGroup"]["Condition"]["StringEquals"]["aws:RequestTag/gpuscaler.io/cluster"],
+            "ml-cluster");
+  EXPECT_NE(std::find(tag_actions.begin(), tag_actions.end(), "CreatePlacementGroup"), tag_actions.end());
 }
 
 }  // namespace

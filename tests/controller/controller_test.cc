@@ -149,6 +149,21 @@ TEST(Controller, AGangsLaunchAsksTheCloudForAllOrNothing) {
   EXPECT_FALSE(h.cloud.launches[1].all_or_nothing);
 }
 
+// pools[].placement_group goes with a gang's launch only: a lone node is
+// not held to one placement group's zone and capacity.
+TEST(Controller, OnlyAGangsLaunchNamesThePoolsPlacementGroup) {
+  Policy policy = TestPolicy();
+  policy.pools[0].placement_group = "train-gangs";
+  Harness h(policy);
+  LaunchAction gang = h.Launch("g5.xlarge/us-east-1a/spot", 2);
+  gang.all_or_nothing = true;
+  h.next_plan.launches = {gang, h.Launch("g5.xlarge/us-east-1b/spot", 1)};
+  h.controller->Tick();
+  ASSERT_EQ(h.cloud.launches.size(), 2u);
+  EXPECT_EQ(h.cloud.launches[0].placement_group, "train-gangs");
+  EXPECT_EQ(h.cloud.launches[1].placement_group, "");
+}
+
 TEST(Controller, WritesTheIntentBeforeCallingTheCloud) {
   Harness h;
   std::vector<ActionRow> open_at_call;

@@ -366,6 +366,28 @@ TEST(DaemonConfig, EveryGcpPoolNeedsGroupsOrATemplate) {
   EXPECT_EQ(only_asg.error().message().find("'l4'"), std::string::npos);
 }
 
+// A placement group is put on bare instances per launch; a GKE node pool's
+// groups launch from their own template, so the policy cannot place them.
+TEST(DaemonConfig, AGcpPlacementGroupNeedsABarePool) {
+  const PolicyLoadResult policy = ParsePolicy(
+      "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+      "  - {name: grouped, placement_group: gangs}\n"
+      "  - {name: bare, placement_group: gangs}\n",
+      "p.yaml");
+  ASSERT_TRUE(policy.ok()) << policy.status().error().message();
+  DaemonConfig c;
+  c.source_file = "d.yaml";
+  c.cloud.provider = "gcp";
+  c.cloud.gcp.region = "us-central1";
+  c.cloud.gcp.pools["grouped"].migs = {{"us-central1-a", "gke-a"}};
+  c.cloud.gcp.pools["bare"].instance_template = "global/instanceTemplates/gpu";
+  Status s = CheckPoolsCanLaunch(c, policy.policy);
+  ASSERT_FALSE(s.ok());
+  const std::string& m = s.error().message();
+  EXPECT_NE(m.find("pools[0] 'grouped': placement_group needs a pool of bare instances"), std::string::npos) << m;
+  EXPECT_EQ(m.find("'bare'"), std::string::npos) << m;
+}
+
 TEST(DaemonConfig, RejectsBadEksSettingsEachAtItsLine) {
   Result<DaemonConfig> c = ParseDaemonConfig(
       "apiVersion: gpuscaler/v1\nkind: DaemonConfig\ncluster_name: prod\npolicy: p.yaml\n"

@@ -597,6 +597,14 @@ TEST(PolicyFieldEffects, EveryPlannerFieldChangesThePlanAsDocumented) {
 //  pools[].auto_scaling_group      DaemonAsg.ScalesTheGroupAndNeverTouchesAnotherInstallation
 //                                  (tests/cloud/daemon_asg_test.cc, the daemon against the emulator,
 //                                  read back with the aws CLI)
+//  pools[].placement_group         controller: Controller.OnlyAGangsLaunchNamesThePoolsPlacementGroup;
+//                                  AWS: AwsProviderTest.AGangLaunchGoesIntoThePoolsClusterPlacementGroupMadeOnce,
+//                                  AwsProviderTest.AnExistingPlacementGroupIsUsedAndOneOfAnotherStrategyRefused
+//                                  (tests/cloud/aws_provider_test.cc), AwsCli.AGangsInstancesAreInItsClusterPlacementGroup
+//                                  (the aws CLI reads the group and the instances' Placement.GroupName);
+//                                  GCP: GcpProviderTest.AGangsBulkInsertIsAllOrNothingUnderItsCompactPlacementPolicy,
+//                                  GcpProviderTest.APlacementGroupThatIsNoCompactPolicyOrOnAGroupPoolIsAConfigError,
+//                                  DaemonConfig.AGcpPlacementGroupNeedsABarePool
 //  classes[].match.namespaces,
 //  classes[].match.labels          kube: PodDemand.*, DemandFromCluster.* (tests/kube/workload_test.cc)
 //  classes[].target.*              daemon: SignalWorkSource.TurnsQueueDepthIntoGpusForTheTargetWait

@@ -174,6 +174,18 @@ TEST(PolicyLoader, ReadsTheNodeLifecycleFieldsAndHashesThemOnlyWhenSet) {
   EXPECT_NE(r.policy.content_hash, ParsePolicy(kMinimal, "p.yaml").policy.content_hash);
 }
 
+TEST(PolicyLoader, ReadsThePlacementGroupAndHashesItOnlyWhenSet) {
+  const std::string head = std::string(kMinimal).substr(0, std::string(kMinimal).find("pools:"));
+  const PolicyLoadResult r =
+      ParsePolicy(head + "pools: [{name: gpu, placement_group: train-gangs}]\nclasses: [{name: batch}]\n", "p.yaml");
+  ASSERT_TRUE(r.ok()) << Join(r.problems);
+  EXPECT_EQ(r.policy.pools[0].placement_group, "train-gangs");
+  EXPECT_EQ(NodePoolPolicy{}.placement_group, "") << "default: no placement group";
+  const PolicyLoadResult without = ParsePolicy(head + "pools: [{name: gpu}]\nclasses: [{name: batch}]\n", "p.yaml");
+  ASSERT_TRUE(without.ok()) << Join(without.problems);
+  EXPECT_NE(r.policy.content_hash, without.policy.content_hash);
+}
+
 TEST(PolicyLoader, ReadsTheDeadlineAndHashesItOnlyWhenSet) {
   const std::string head = std::string(kMinimal).substr(0, std::string(kMinimal).find("classes:"));
   const PolicyLoadResult r = ParsePolicy(head + "classes:\n  - name: a\n    deadline: 24h\n  - name: b\n", "p.yaml");
@@ -545,6 +557,22 @@ TEST(PolicyLoader, RejectsInvalidPoliciesWithFieldLineAndMessage) {
        "pools[0].node_template", 7, "fleet pools only"},
       {"mig_config that is no label value", std::string(kTemplatePool) + "      mig_config: \"all 1g\"\n", false,
        "pools[0].node_template.mig_config", 9, "is not a Kubernetes label or taint value"},
+      {"a placement group name with capitals",
+       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+       "  - name: gpu\n    placement_group: Train_Gangs\n",
+       false, "pools[0].placement_group", 6, "'Train_Gangs' is not a placement group name"},
+      {"an empty placement group name",
+       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+       "  - name: gpu\n    placement_group: \"\"\n",
+       false, "pools[0].placement_group", 6, "is not a placement group name"},
+      {"a placement group that is not a string",
+       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+       "  - name: gpu\n    placement_group: [a]\n",
+       false, "pools[0].placement_group", 6, "expected a string"},
+      {"a placement group on an asg pool",
+       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+       "  - name: gpu\n    actuation: asg\n    auto_scaling_group: g\n    placement_group: gangs\n",
+       false, "pools[0].placement_group", 8, "is used only with actuation 'fleet'"},
       {"min_zones below 1",
        "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n"
        "  - name: a\n    zone_spread: {min_zones: 0}\n",

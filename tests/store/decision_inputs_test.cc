@@ -84,6 +84,7 @@ TEST(PolicyFileJson, KeepsOptionalCapsTeamsSignalQueriesAndForecasts) {
   p.classes[0].forecast = ForecastPolicy{};
   p.classes[0].forecast->horizon = Seconds(300);
   p.classes[0].forecast->max_idle_usd_per_hour = 4;
+  p.pools[0].placement_group = "train-gangs";
   p.content_hash = PolicyContentHash(p);
   PolicyLoadResult back = ParsePolicy(PolicyFileJson(p), "stored.json");
   ASSERT_TRUE(back.ok()) << back.status().error().message();

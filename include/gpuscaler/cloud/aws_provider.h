@@ -21,6 +21,11 @@
 //    ClientToken is ClientToken(idempotency token, run), so replaying a
 //    Launch returns the first call's instances. Instances are tagged with the
 //    request's tags plus gpuscaler.io/pool=<pool> and the cluster tag.
+//    A gang's launch (LaunchRequest::all_or_nothing) sets MinTargetCapacity
+//    = nodes still missing and SingleAvailabilityZone on each run; with
+//    LaunchRequest::placement_group every override also names that cluster
+//    placement group (Placement.GroupName), which the provider first finds
+//    or creates (EnsurePlacementGroup); an error there launches nothing.
 //  - Launch, fleet pools with a node template (LaunchRequest::node_template):
 //    the fleet launches from the pool's own launch template
 //    gpuscaler-<cluster_name>-<pool>, pinned to the version that holds the
@@ -101,12 +106,15 @@
 #pragma once
 
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "gpuscaler/cloud/aws_client.h"
 #include "gpuscaler/cloud/ec2_api.h"
 #include "gpuscaler/cloud/node_template.h"
+#include "gpuscaler/cloud/placement_group_api.h"
 #include "gpuscaler/cloud/provider.h"
 #include "gpuscaler/model/clock.h"
 
@@ -167,6 +175,15 @@ class AwsProvider final : public CloudProvider {
   // request's node template (aws_provider_templates.cc).
   Result<LaunchTemplateRef> EnsureLaunchTemplate(const LaunchRequest& request);
   Result<std::string> ResolveImage(const NodeTemplate& node_template);
+  // The cluster placement group `name` of a gang launch of `pool`: found
+  // (DescribePlacementGroups) or created (CreatePlacementGroup, strategy
+  // cluster, tagged with the cluster and the pool); once per name and
+  // process. A create that fails on a group that exists by then (EC2's
+  // InvalidPlacementGroup.Duplicate: another replica made it) is success.
+  // kConfig when a group of that name has another strategy.
+  Status EnsurePlacementGroup(const std::string& pool, const std::string& name);
+  // The placement group `name`, or none when EC2 does not know it.
+  Result<std::optional<PlacementGroupInfo>> FindPlacementGroup(const std::string& name);
   // The template's security group ids and those of the groups its
   // selectors match (DescribeSecurityGroups), sorted, without repeats.
   Result<std::vector<std::string>> ResolveSecurityGroups(const NodeTemplate& node_template);
@@ -213,6 +230,8 @@ class AwsProvider final : public CloudProvider {
     std::map<std::string, std::string> by_zone;
   };
   std::map<std::string, ResolvedSubnets> pool_subnets_;
+  // Placement groups found or created by this process.
+  std::set<std::string> placement_groups_;
 };
 
 }  // namespace gpuscaler::cloud

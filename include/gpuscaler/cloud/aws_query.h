@@ -53,7 +53,8 @@ std::optional<AwsErrorBody> ParseErrorBody(std::string_view body);
 //             SignatureDoesNotMatch, AccessDenied, ExpiredToken, …
 //  transient: any 5xx not named above, and ResourceContention, ServiceUnavailable
 //  not found: InvalidInstanceID.NotFound and other *.NotFound and
-//             *.NotFoundException codes, ParameterNotFound (SSM)
+//             *.NotFoundException codes, ParameterNotFound (SSM),
+//             InvalidPlacementGroup.Unknown
 //  config:    anything else (a request the caller must fix).
 ErrorCategory ClassifyAwsError(std::string_view code, int http_status);
 

@@ -36,6 +36,8 @@ struct FleetOverride {
   std::string availability_zone;  // or
   std::string subnet_id;          // (both may be set)
   std::optional<double> priority;  // lower = preferred (capacity-optimized-prioritized, prioritized)
+  // The placement group the instances go into (Placement.GroupName); empty: none.
+  std::string placement_group;
 };
 
 struct CreateFleetRequest {
@@ -117,6 +119,7 @@ struct Ec2Instance {
   CapacityType lifecycle = CapacityType::kOnDemand;  // instanceLifecycle=spot
   std::string state;  // "pending", "running", …
   int state_code = 0;
+  std::string placement_group;  // placement.groupName; empty: none
   WallTime launch_time{};
   std::string client_token;
   std::map<std::string, std::string> tags;

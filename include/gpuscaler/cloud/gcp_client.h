@@ -60,6 +60,7 @@ Error GcpErrorFrom(std::string_view what, const std::vector<GcpErrorItem>& items
 struct GcpOperation {
   std::string name;
   std::string zone;  // short name ("us-central1-a"), from the zone URL
+  std::string region;  // a regional operation's region ("us-central1"); zone then empty
   std::string
       operation_type;  // "compute.instanceGroupManagers.createInstances", "compute.instances.preempted"
   std::string status;  // PENDING, RUNNING, DONE

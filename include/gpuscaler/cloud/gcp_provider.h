@@ -22,11 +22,17 @@
 //  - Launch: pools with managed instance groups (GcpPoolTarget::migs or
 //    mig_pattern: one group per zone, as GKE node pools have) grow through
 //    instanceGroupManagers.createInstances with named instances; other
-//    pools through instances.bulkInsert (named instances, minCount 1) from
+//    pools through instances.bulkInsert (named instances, minCount 1; a
+//    gang's launch, LaunchRequest::all_or_nothing: minCount = count, so a
+//    zone creates all of them or none) from
 //    the pool's instance template, with the machine type of the offering,
 //    scheduling.provisioningModel SPOT (instanceTerminationAction DELETE)
 //    or STANDARD, onHostMaintenance TERMINATE, and the labels and metadata
-//    above. A managed group's template decides its machine type and
+//    above; with LaunchRequest::placement_group, also
+//    instanceProperties.resourcePolicies = [that name], a compact placement
+//    policy of the offering's region that the provider first reads or
+//    creates (EnsureResourcePolicy). A placement group on a pool with
+//    groups is kConfig (a group's template decides its placement). A managed group's template decides its machine type and
 //    provisioning model: the policy must give such a pool only offerings
 //    that match it. The request's `count` names slots 0..count-1, slot i
 //    being the instance InstanceName(cluster, token, i). First the instances
@@ -230,6 +236,14 @@ class GcpProvider final : public CloudProvider {
                              const Offering& offering, const std::vector<int>& slots);
   Status DeleteFromMig(const std::string& zone, const std::string& mig,
                        const std::vector<std::string>& names);
+  // The compact placement resource policy `name` in `region` of a gang
+  // launch of `pool`: read (resourcePolicies.get), or created when it is
+  // not there (resourcePolicies.insert with groupPlacementPolicy.collocation
+  // COLLOCATED and a requestId from the region and name, waited for); once
+  // per region and name and process. An insert that fails on a policy that
+  // exists by then (another replica made it) is success. kConfig when a
+  // policy of that name is not a collocated group placement policy.
+  Status EnsureResourcePolicy(const std::string& pool, const std::string& region, const std::string& name);
 
   // Waits for the operation (zoneOperations.wait, then get) up to
   // operation_timeout; the operation as last seen (possibly not DONE).
@@ -254,6 +268,8 @@ class GcpProvider final : public CloudProvider {
   std::string cluster_label_;
   std::map<std::string, Launched> launched_;
   std::map<std::string, QuotaBlock> quota_blocks_;
+  // "<region>/<name>" of the resource policies found or created.
+  std::set<std::string> resource_policies_;
   int quota_skips_ = 0;
   // Names of this cluster's instances at the last listing, with their zones.
   std::map<std::string, std::string> known_;

@@ -61,6 +61,11 @@ struct LaunchRequest {
   // or none and a capacity error. EC2: CreateFleet with MinTargetCapacity =
   // count and SingleAvailabilityZone.
   bool all_or_nothing = false;
+  // Set only with `all_or_nothing` (policy pools[].placement_group): the
+  // nodes go into the cluster placement group of this name (EC2) or the
+  // compact placement resource policy of this name (Compute Engine), which
+  // the provider creates first when it does not exist.
+  std::string placement_group;
 };
 
 enum class InstanceState { kPending, kRunning, kShuttingDown };

@@ -108,6 +108,13 @@ struct NodePoolPolicy {
   std::optional<NodeTemplate> node_template;
   Actuation actuation = Actuation::kFleet;
   std::string auto_scaling_group;  // required when actuation is asg
+  // Non-empty: the pool's gang launches (LaunchAction::all_or_nothing) go
+  // into the cluster placement group of this name (AWS) or the compact
+  // placement resource policy of this name (GCP), which the provider creates
+  // when it is missing; its other launches do not. 1-63 of a-z 0-9 '-',
+  // starting with a letter and not ending with '-' (a name both clouds
+  // take). Fleet pools only.
+  std::string placement_group;
   // A launched instance that is not a Ready Kubernetes node with GPUs
   // allocatable this long after its launch was accepted (or, for an accepted
   // launch, whose instance is not listed by then) is given up: terminated,

@@ -139,6 +139,66 @@ async function main() {
     return {status: done.status, codes: (done.error ? done.error.errors : []).map((e) => e.code)};
   });
 
+  // A compact placement policy: insert (a regional operation, waited for
+  // with regionOperations.wait), get, and a second insert of the name.
+  await step(out, 'placement_policy', async () => {
+    const region = 'us-central1';
+    const requestBody = {name: 'train-gangs', groupPlacementPolicy: {collocation: 'COLLOCATED'}};
+    const {data: op} = await compute.resourcePolicies.insert({project, region, requestId: crypto.randomUUID(), requestBody});
+    let done = op;
+    for (let i = 0; i < 600 && done.status !== 'DONE'; i++) {
+      ({data: done} = await compute.regionOperations.wait({project, region, operation: op.name}));
+      if (done.status !== 'DONE') await sleep(100);
+    }
+    const {data: policy} = await compute.resourcePolicies.get({project, region, resourcePolicy: 'train-gangs'});
+    let duplicate = null;
+    try {
+      await compute.resourcePolicies.insert({project, region, requestBody});
+    } catch (e) {
+      duplicate = failure(e).error;
+    }
+    let unknown = null;
+    try {
+      await compute.resourcePolicies.get({project, region, resourcePolicy: 'no-such-policy'});
+    } catch (e) {
+      unknown = failure(e).error;
+    }
+    return {
+      operation_region: op.region, done_status: done.status, error: done.error || null,
+      name: policy.name, collocation: policy.groupPlacementPolicy.collocation, policy_status: policy.status,
+      duplicate_code: duplicate && duplicate.code, unknown_code: unknown && unknown.code,
+    };
+  });
+
+  // bulkInsert with minCount: above the free capacity (2 in the zone) it
+  // creates nothing; within it, all, under the placement policy.
+  await step(out, 'min_count', async () => {
+    const zone = 'us-central1-a';
+    const gang = (prefix, n) => ({
+      count: n, minCount: n, namePattern: prefix + '-#',
+      instanceProperties: {machineType: 'a2-highgpu-8g', resourcePolicies: ['train-gangs']},
+    });
+    const {data: shortOp} = await compute.instances.bulkInsert({project, zone, requestBody: gang('gang-short', 3)});
+    const short = await waitDone(zone, shortOp.name);
+    let shortGet = null;
+    try {
+      await compute.instances.get({project, zone, instance: 'gang-short-1'});
+    } catch (e) {
+      shortGet = failure(e).error.code;
+    }
+    const {data: fitOp} = await compute.instances.bulkInsert({project, zone, requestBody: gang('gang', 2)});
+    const fit = await waitDone(zone, fitOp.name);
+    const {data: member} = await compute.instances.get({project, zone, instance: 'gang-2'});
+    return {
+      short_codes: (short.error ? short.error.errors : []).map((e) => e.code),
+      short_created: short.instancesBulkInsertOperationMetadata.perLocationStatus['zones/' + zone].createdVmCount,
+      short_get: shortGet,
+      fit_error: fit.error || null,
+      fit_created: fit.instancesBulkInsertOperationMetadata.perLocationStatus['zones/' + zone].createdVmCount,
+      member_policies: member.resourcePolicies,
+    };
+  });
+
   await step(out, 'aggregated_list', async () => {
     const names = [];
     let pageToken;
