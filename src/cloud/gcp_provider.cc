@@ -110,10 +110,10 @@ Result<GcpOperation> GcpProvider::Wait(const json& operation) {
   if (!op) return op.error().WithContext("waiting for an operation");
   const SteadyTime deadline = client_.clock().Now() + options_.operation_timeout;
   while (!op->done()) {
-    const std::string path = (op->zone.empty() && !op->region.empty()
-                                  ? "projects/" + options_.project + "/regions/" + op->region
-                                  : ZonePath(op->zone)) +
-                             "/operations/" + op->name;
+    const std::string path =
+        (op->zone.empty() && !op->region.empty() ? "projects/" + options_.project + "/regions/" + op->region
+                                                 : ZonePath(op->zone)) +
+        "/operations/" + op->name;
     if (client_.clock().Now() >= deadline) {
       Result<json> got = client_.Call("GET", path);
       if (!got) return got.error();
@@ -293,6 +293,9 @@ Result<GcpProvider::Created> GcpProvider::CreateInMig(const LaunchRequest& reque
     if (status.size() + failed.size() >= names.size() || client_.clock().Now() >= deadline) break;
     client_.Sleep(options_.poll_interval);
   }
+  if (request.all_or_nothing && (!failed.empty() || status.size() < names.size())) {
+    return GiveBackPartialGang(offering.zone, mig, names, status.size(), failed, what);
+  }
   const WallTime now = client_.clock().WallNow();
   std::vector<std::string> cancel;
   std::vector<GcpErrorItem> errors;
@@ -323,6 +326,27 @@ Result<GcpProvider::Created> GcpProvider::CreateInMig(const LaunchRequest& reque
     for (const GcpErrorItem& item : errors) {
       if (IsQuotaError(item.code)) out.quota_errors.push_back(item);
     }
+  }
+  return out;
+}
+
+GcpProvider::Created GcpProvider::GiveBackPartialGang(
+    const std::string& zone, const std::string& mig, const std::vector<std::string>& names, size_t came_up,
+    const std::map<std::string, std::vector<GcpErrorItem>>& failed, const std::string& what) {
+  std::vector<GcpErrorItem> errors;
+  for (const auto& [name, items] : failed) errors.insert(errors.end(), items.begin(), items.end());
+  const std::string why = what + ": a gang needs all " + std::to_string(names.size()) + " nodes; " +
+                          std::to_string(came_up) + " came up within " +
+                          std::to_string(options_.operation_timeout.count()) + " s (" +
+                          std::to_string(failed.size()) + " failed), and every one of them is given back";
+  Error e = errors.empty() ? Error::Capacity(why) : GcpErrorFrom(why, errors, 0);
+  if (Status s = DeleteFromMig(zone, mig, names); !s.ok()) {
+    e = e.WithContext("giving the gang back also failed (" + s.error().message() + ")");
+  }
+  Created out;
+  out.errors.push_back(e);
+  for (const GcpErrorItem& item : errors) {
+    if (IsQuotaError(item.code)) out.quota_errors.push_back(item);
   }
   return out;
 }
@@ -454,9 +478,10 @@ Result<LaunchResult> GcpProvider::Launch(const LaunchRequest& request) {
       if (taken.insert(name).second) slots.push_back(slot);
     }
     if (target.uses_migs() && !request.placement_group.empty()) {
-      return Error::Config("pool '" + request.pool +
-                           "': placement_group needs bare instances; its managed instance groups take compact "
-                           "placement from the GKE node pool (--placement-type=COMPACT)");
+      return Error::Config(
+          "pool '" + request.pool +
+          "': placement_group needs bare instances; its managed instance groups take compact "
+          "placement from the GKE node pool (--placement-type=COMPACT)");
     }
     Result<Created> created =
         target.uses_migs() ? CreateInMig(request, target, o, slots) : CreateBare(request, target, o, slots);

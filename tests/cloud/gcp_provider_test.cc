@@ -431,6 +431,62 @@ TEST_F(GcpProviderTest, MigZoneExhaustionCancelsAndFallsBack) {
   }
 }
 
+// A gang into a managed group (createInstances has no all-or-nothing form):
+// one member of three fails, so the two that came up are deleted as well and
+// nothing is returned; the error says so. The next zone then gets all three.
+TEST_F(GcpProviderTest, AGangIntoAManagedGroupThatDoesNotComeUpWholeIsGivenBack) {
+  GcpProvider& p = Provider(MigPools());
+  std::map<std::string, std::vector<std::string>> created;  // mig -> names
+  std::vector<std::string> deleted;
+  transport_.handler = [&](const TransportRequest& r) -> Result<TransportResponse> {
+    Call c = Parse(r);
+    const std::string mig = c.path.find("gke-ml-a100-a") != std::string::npos ? "a" : "b";
+    if (c.path.ends_with("/listManagedInstances")) {
+      json managed = json::array();
+      for (size_t i = 0; i < created[mig].size(); ++i) {
+        const std::string& n = created[mig][i];
+        if (std::find(deleted.begin(), deleted.end(), n) != deleted.end()) continue;
+        json m = {{"name", n}};
+        if (mig == "a" && i == 2) {
+          m["lastAttempt"] = {{"errors", {{"errors", {{{"code", "ZONE_RESOURCE_POOL_EXHAUSTED"}, {"message", "no room"}}}}}}};
+        } else {
+          m["instanceStatus"] = "RUNNING";
+        }
+        managed.push_back(m);
+      }
+      return Ok({{"managedInstances", managed}});
+    }
+    if (c.path.ends_with("/createInstances")) {
+      for (const json& i : c.body["instances"]) created[mig].push_back(i["name"]);
+      return Ok(Operation("op-create-" + mig, mig == "a" ? kZoneA : kZoneB,
+                          "compute.instanceGroupManagers.createInstances", "DONE"));
+    }
+    if (c.path.ends_with("/deleteInstances")) {
+      for (const json& i : c.body["instances"]) deleted.push_back(LastSegment(i.get<std::string>()));
+      return Ok(Operation("op-delete", kZoneA, "compute.instanceGroupManagers.deleteInstances", "DONE"));
+    }
+    return HttpError(404, "notFound", "not found");
+  };
+  LaunchRequest gang = Request("a100", 3, {Offer("a2-highgpu-1g", kZoneA, CapacityType::kOnDemand)});
+  gang.all_or_nothing = true;
+  auto result = p.Launch(gang);
+  ASSERT_TRUE(result.ok()) << result.error().ToString();
+  EXPECT_TRUE(result->instances.empty()) << "a partial gang is never kept";
+  EXPECT_EQ(deleted, created["a"]) << "all three given back, the two running ones too";
+  ASSERT_EQ(result->errors.size(), 1u);
+  EXPECT_EQ(result->errors[0].error.category(), ErrorCategory::kCapacity);
+  EXPECT_NE(result->errors[0].error.message().find("a gang needs all 3 nodes; 2 came up within 20 s (1 failed), and "
+                                                    "every one of them is given back"),
+            std::string::npos)
+      << result->errors[0].error.message();
+
+  gang.idempotency_token = "token-2";
+  gang.offerings = {Offer("a2-highgpu-1g", kZoneB, CapacityType::kOnDemand)};
+  result = p.Launch(gang);
+  ASSERT_TRUE(result.ok()) << result.error().ToString();
+  EXPECT_EQ(result->instances.size(), 3u) << "whole in zone b";
+}
+
 // A bare pool: bulkInsert of named Spot VMs with labels and metadata.
 TEST_F(GcpProviderTest, BulkInsertSpotVmsWithLabels) {
   GcpProvider& p = Provider(BarePools());

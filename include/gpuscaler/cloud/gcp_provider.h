@@ -48,7 +48,10 @@
 //    lastAttempt.errors is taken out of the group again (deleteInstances: the
 //    group would retry it forever) and its errors become the offering's
 //    OfferingError; one still being created at the deadline is returned as
-//    pending. Errors map by ClassifyGcpError: ZONE_RESOURCE_POOL_EXHAUSTED*
+//    pending. A gang's launch (LaunchRequest::all_or_nothing) into a managed
+//    group, which has no all-or-nothing call, is whole or given back: when
+//    any member failed or is not created by the deadline, every member is
+//    deleted again and the offering's error says how many came up. Errors map by ClassifyGcpError: ZONE_RESOURCE_POOL_EXHAUSTED*
 //    -> kCapacity for that offering (the controller falls back to the next).
 //    QUOTA_EXCEEDED -> kCapacity too, and the quota blocks every offering of
 //    its region, capacity type and machine family (a2-highgpu, g2-standard):
@@ -236,6 +239,10 @@ class GcpProvider final : public CloudProvider {
                              const Offering& offering, const std::vector<int>& slots);
   Status DeleteFromMig(const std::string& zone, const std::string& mig,
                        const std::vector<std::string>& names);
+  // Deletes every member of a gang that did not come up whole; its error.
+  Created GiveBackPartialGang(const std::string& zone, const std::string& mig, const std::vector<std::string>& names,
+                              size_t came_up, const std::map<std::string, std::vector<GcpErrorItem>>& failed,
+                              const std::string& what);
   // The compact placement resource policy `name` in `region` of a gang
   // launch of `pool`: read (resourcePolicies.get), or created when it is
   // not there (resourcePolicies.insert with groupPlacementPolicy.collocation
