@@ -11,6 +11,8 @@ namespace gpuscaler::kube {
 
 Result<PodInfo> PodFromJson(const nlohmann::json& j);
 Result<NodeInfo> NodeFromJson(const nlohmann::json& j);
+// A metav1.Time or MicroTime field, to the second; the epoch when absent or malformed.
+WallTime TimeAt(const nlohmann::json& object, const char* key);
 // metadata.resourceVersion of any object, or "".
 std::string ResourceVersionOf(const nlohmann::json& j);
 

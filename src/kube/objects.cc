@@ -29,20 +29,6 @@ std::map<std::string, int64_t> Quantities(const json& j) {
   return out;
 }
 
-WallTime Time(const json& meta, const char* key) {
-  WallTime t{};
-  if (std::string s = StringAt(meta, key); !s.empty()) {
-    // MicroTime ("…:48.065888Z"): drop the fraction, the model keeps seconds.
-    if (size_t dot = s.find('.'); dot != std::string::npos) {
-      size_t end = dot + 1;
-      while (end < s.size() && std::isdigit(static_cast<unsigned char>(s[end]))) ++end;
-      s.erase(dot, end - dot);
-    }
-    ParseRfc3339(s, &t);
-  }
-  return t;
-}
-
 // One container's requests, its limits standing in for those it omits (the
 // API server defaults requests to limits).
 std::map<std::string, int64_t> ContainerRequests(const json& c) {
@@ -136,7 +122,7 @@ const json* ReadMetadata(const json& j, const char* kind, Object* out) {
   out->uid = StringAt(meta, "uid");
   out->name = StringAt(meta, "name");
   out->resource_version = StringAt(meta, "resourceVersion");
-  out->created = Time(meta, "creationTimestamp");
+  out->created = TimeAt(meta, "creationTimestamp");
   out->labels = StringMap(ObjectAt(meta, "labels"));
   out->annotations = StringMap(ObjectAt(meta, "annotations"));
   return &meta;
@@ -208,7 +194,7 @@ Result<NodeInfo> NodeFromJson(const json& j) {
   for (const json& c : ArrayAt(status, "conditions")) {
     if (StringAt(c, "type") != "Ready") continue;
     n.ready = StringAt(c, "status") == "True";
-    if (const WallTime t = Time(c, "lastTransitionTime"); t != WallTime{}) n.ready_changed_at = t;
+    if (const WallTime t = TimeAt(c, "lastTransitionTime"); t != WallTime{}) n.ready_changed_at = t;
   }
   return n;
 }
@@ -244,6 +230,20 @@ Result<T> ParseOne(std::string_view text, F from_json) {
 }
 
 }  // namespace
+
+WallTime TimeAt(const json& object, const char* key) {
+  WallTime t{};
+  if (std::string s = StringAt(object, key); !s.empty()) {
+    // MicroTime ("…:48.065888Z"): drop the fraction, the model keeps seconds.
+    if (size_t dot = s.find('.'); dot != std::string::npos) {
+      size_t end = dot + 1;
+      while (end < s.size() && std::isdigit(static_cast<unsigned char>(s[end]))) ++end;
+      s.erase(dot, end - dot);
+    }
+    ParseRfc3339(s, &t);
+  }
+  return t;
+}
 
 Result<WatchEvent> ParseWatchEvent(std::string_view line, WatchResource resource) {
   json event;

@@ -18,18 +18,6 @@ constexpr const char* kBookingExpired = "BookingExpired";
 constexpr const char* kCapacityRevoked = "CapacityRevoked";
 constexpr Seconds kTemplateGrace{30};
 
-WallTime TimeField(const json& j, const char* key) {
-  WallTime t{};
-  std::string s = StringAt(j, key);
-  if (size_t dot = s.find('.'); dot != std::string::npos && s.size() > dot) {
-    size_t end = dot + 1;
-    while (end < s.size() && std::isdigit(static_cast<unsigned char>(s[end]))) ++end;
-    s.erase(dot, end - dot);
-  }
-  if (!s.empty()) ParseRfc3339(s, &t);
-  return t;
-}
-
 // A pod template as the pending pod it describes, in `ns`.
 Result<PodInfo> TemplatePod(const json& pod_template) {
   const json& meta = ObjectAt(pod_template, "metadata");
@@ -160,7 +148,7 @@ Result<ProvisioningRequestInfo> ProvisioningRequestFromJson(const json& object) 
   r.name = StringAt(meta, "name");
   r.resource_version = StringAt(meta, "resourceVersion");
   r.generation = IntAt(meta, "generation", 0);
-  r.created = TimeField(meta, "creationTimestamp");
+  r.created = TimeAt(meta, "creationTimestamp");
   const json& spec = ObjectAt(object, "spec");
   r.class_name = StringAt(spec, "provisioningClassName");
   if (r.name.empty()) return Error::InvalidInput("ProvisioningRequest without metadata.name");
@@ -181,7 +169,7 @@ Result<ProvisioningRequestInfo> ProvisioningRequestFromJson(const json& object) 
   }
   for (const json& c : ArrayAt(ObjectAt(object, "status"), "conditions")) {
     r.conditions.push_back({StringAt(c, "type"), StringAt(c, "status"), StringAt(c, "reason"),
-                            StringAt(c, "message"), TimeField(c, "lastTransitionTime"),
+                            StringAt(c, "message"), TimeAt(c, "lastTransitionTime"),
                             IntAt(c, "observedGeneration", 0)});
   }
   return r;

@@ -10,14 +10,6 @@ namespace {
 
 using nlohmann::json;
 
-FixtureResponse Answer(int status, const json& body) {
-  FixtureResponse r;
-  r.status = status;
-  r.content_type = "application/json";
-  r.body = body.dump();
-  return r;
-}
-
 std::string NowRfc3339() {
   const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm tm{};
@@ -25,20 +17,6 @@ std::string NowRfc3339() {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
-}
-
-void MergeInto(json& target, const json& patch) {
-  if (!patch.is_object()) {
-    target = patch;
-    return;
-  }
-  if (!target.is_object()) target = json::object();
-  for (auto it = patch.begin(); it != patch.end(); ++it) {
-    if (it->is_null())
-      target.erase(it.key());
-    else
-      MergeInto(target[it.key()], *it);
-  }
 }
 
 }  // namespace
@@ -99,32 +77,32 @@ std::optional<FixtureResponse> FakeApiServer::Resources(const FixtureRequest& re
     }
     for (const auto& [prefix, code] : refused_lists_) {
       if (req.method == "GET" && name.empty() && req.Path().rfind(prefix, 0) == 0)
-        return Answer(code, StatusObject(code, code == 403 ? "Forbidden" : "Error", "refused by the test"));
+        return JsonResponse(code, StatusObject(code, code == 403 ? "Forbidden" : "Error", "refused by the test"));
     }
   }
   if (name.empty()) {
     if (req.method == "GET") {
       const bool watch = q.count("watch") && q.at("watch") != "0" && q.at("watch") != "false";
       if (watch && !ns.empty())
-        return Answer(400, StatusObject(400, "BadRequest", "watch one namespace: not served"));
+        return JsonResponse(400, StatusObject(400, "BadRequest", "watch one namespace: not served"));
       return watch ? Watch(resource, q) : List(resource, q, ns);
     }
     if (req.method == "POST" && !ns.empty()) return Write(req, resource, ns, "", false);
-    return Answer(405, StatusObject(405, "MethodNotAllowed", req.method + " on a collection"));
+    return JsonResponse(405, StatusObject(405, "MethodNotAllowed", req.method + " on a collection"));
   }
-  if (ns.empty()) return Answer(404, StatusObject(404, "NotFound", resource + " are namespaced"));
+  if (ns.empty()) return JsonResponse(404, StatusObject(404, "NotFound", resource + " are namespaced"));
   if (req.method == "GET") {
     std::lock_guard<std::mutex> lock(mu_);
     auto& objects = objects_[resource];
     auto it = objects.find(ns + "/" + name);
     if (it == objects.end())
-      return Answer(404, StatusObject(404, "NotFound", resource + " \"" + name + "\" not found"));
-    return Answer(200, it->second);
+      return JsonResponse(404, StatusObject(404, "NotFound", resource + " \"" + name + "\" not found"));
+    return JsonResponse(200, it->second);
   }
   if (req.method == "DELETE") {
     if (!Delete(resource, ns + "/" + name))
-      return Answer(404, StatusObject(404, "NotFound", resource + " \"" + name + "\" not found"));
-    return Answer(200, {{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Success"}});
+      return JsonResponse(404, StatusObject(404, "NotFound", resource + " \"" + name + "\" not found"));
+    return JsonResponse(200, {{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Success"}});
   }
   return Write(req, resource, ns, name, status);
 }
@@ -138,25 +116,25 @@ FixtureResponse FakeApiServer::Write(const FixtureRequest& req, const std::strin
   if (req.method == "POST") {
     json obj = body;
     const std::string new_name = obj["metadata"].value("name", "");
-    if (new_name.empty()) return Answer(422, StatusObject(422, "Invalid", "metadata.name: Required value"));
+    if (new_name.empty()) return JsonResponse(422, StatusObject(422, "Invalid", "metadata.name: Required value"));
     if (objects.count(ns + "/" + new_name))
-      return Answer(409,
+      return JsonResponse(409,
                     StatusObject(409, "AlreadyExists", resource + " \"" + new_name + "\" already exists"));
     obj["metadata"]["namespace"] = ns;
     obj["metadata"]["uid"] = "uid-" + std::to_string(next_uid_++);
     obj["metadata"]["creationTimestamp"] = NowRfc3339();
     obj["metadata"]["generation"] = 1;
     PutLocked(resource, obj);
-    return Answer(201, objects[ns + "/" + new_name]);
+    return JsonResponse(201, objects[ns + "/" + new_name]);
   }
   auto it = objects.find(ns + "/" + name);
   if (it == objects.end())
-    return Answer(404, StatusObject(404, "NotFound", resource + " \"" + name + "\" not found"));
+    return JsonResponse(404, StatusObject(404, "NotFound", resource + " \"" + name + "\" not found"));
   json obj = it->second;
   if (req.method == "PUT") {
     const std::string rv = body.contains("metadata") ? body["metadata"].value("resourceVersion", "") : "";
     if (!rv.empty() && rv != obj["metadata"].value("resourceVersion", ""))
-      return Answer(409, StatusObject(409, "Conflict",
+      return JsonResponse(409, StatusObject(409, "Conflict",
                                       "the object has been modified; please apply your changes to the "
                                       "latest version and try again"));
     if (status) {
@@ -169,7 +147,7 @@ FixtureResponse FakeApiServer::Write(const FixtureRequest& req, const std::strin
     }
   } else if (req.method == "PATCH") {
     if (req.Header("Content-Type") != "application/merge-patch+json")
-      return Answer(415, StatusObject(415, "UnsupportedMediaType", "this server takes merge patches only"));
+      return JsonResponse(415, StatusObject(415, "UnsupportedMediaType", "this server takes merge patches only"));
     json patch = body;
     if (status) {
       json only = json::object();
@@ -179,14 +157,14 @@ FixtureResponse FakeApiServer::Write(const FixtureRequest& req, const std::strin
       patch.erase("status");
       patch.erase("metadata");
     }
-    MergeInto(obj, patch);
+    MergePatch(obj, patch);
   } else {
-    return Answer(405, StatusObject(405, "MethodNotAllowed", req.method + " on " + resource));
+    return JsonResponse(405, StatusObject(405, "MethodNotAllowed", req.method + " on " + resource));
   }
   if (!status && obj.value("spec", json()) != it->second.value("spec", json()))
     obj["metadata"]["generation"] = it->second["metadata"].value("generation", 1) + 1;
   PutLocked(resource, obj);
-  return Answer(200, objects[ns + "/" + name]);
+  return JsonResponse(200, objects[ns + "/" + name]);
 }
 
 }  // namespace gpuscaler::testing

@@ -47,21 +47,14 @@ std::vector<std::string> Split(const std::string& path) {
   return parts;
 }
 
-FixtureResponse JsonAnswer(int status, const json& body) {
-  FixtureResponse r;
-  r.status = status;
-  r.content_type = "application/json";
-  r.body = body.dump();
-  return r;
-}
-
 std::string KeyOf(const json& obj) {
   const json& meta = obj.at("metadata");
   const std::string ns = meta.value("namespace", "");
   return ns.empty() ? meta.value("name", "") : ns + "/" + meta.value("name", "");
 }
 
-// JSON merge patch (RFC 7386).
+}  // namespace
+
 void MergePatch(json& target, const json& patch) {
   if (!patch.is_object()) {
     target = patch;
@@ -74,7 +67,13 @@ void MergePatch(json& target, const json& patch) {
   }
 }
 
-}  // namespace
+FixtureResponse JsonResponse(int status, const json& body) {
+  FixtureResponse r;
+  r.status = status;
+  r.content_type = "application/json";
+  r.body = body.dump();
+  return r;
+}
 
 json StatusObject(int code, const std::string& reason, const std::string& message) {
   return {{"kind", "Status"}, {"apiVersion", "v1"},  {"metadata", json::object()}, {"status", "Failure"},
@@ -220,7 +219,7 @@ FixtureResponse FakeApiServer::Handle(const FixtureRequest& req) {
     std::lock_guard<std::mutex> lock(mu_);
     calls_.push_back({req.method, req.target, req.body, req.Header("Authorization")});
     if (!token_.empty() && req.Header("Authorization") != "Bearer " + token_)
-      return JsonAnswer(401, StatusObject(401, "Unauthorized", "Unauthorized"));
+      return JsonResponse(401, StatusObject(401, "Unauthorized", "Unauthorized"));
   }
   const std::string path = req.Path();
   const std::map<std::string, std::string> q = Query(req.target);
@@ -238,30 +237,30 @@ FixtureResponse FakeApiServer::Handle(const FixtureRequest& req) {
         auto& nodes = objects_["nodes"];
         auto it = nodes.find(p[3]);
         if (it == nodes.end())
-          return JsonAnswer(404, StatusObject(404, "NotFound", "nodes \"" + p[3] + "\" not found"));
-        if (req.method == "GET") return JsonAnswer(200, it->second);
+          return JsonResponse(404, StatusObject(404, "NotFound", "nodes \"" + p[3] + "\" not found"));
+        if (req.method == "GET") return JsonResponse(200, it->second);
         if (req.method == "PATCH") {
           if (req.Header("Content-Type") != "application/merge-patch+json")
-            return JsonAnswer(415, StatusObject(415, "UnsupportedMediaType", "expected a merge patch"));
+            return JsonResponse(415, StatusObject(415, "UnsupportedMediaType", "expected a merge patch"));
           json obj = it->second;
           MergePatch(obj, json::parse(req.body));
           PutLocked("nodes", obj);
-          return JsonAnswer(200, objects_["nodes"][p[3]]);
+          return JsonResponse(200, objects_["nodes"][p[3]]);
         }
       }
     }
     // /api/v1/namespaces/<ns>/pods/<name>/eviction, /api/v1/namespaces/<ns>/events
     if (p.size() == 7 && p[0] == "api" && p[2] == "namespaces" && p[4] == "pods" && p[6] == "eviction") {
-      if (req.method != "POST") return JsonAnswer(405, StatusObject(405, "MethodNotAllowed", "eviction is POST"));
+      if (req.method != "POST") return JsonResponse(405, StatusObject(405, "MethodNotAllowed", "eviction is POST"));
       const json body = json::parse(req.body);
       if (body.value("kind", "") != "Eviction" || body.value("apiVersion", "") != "policy/v1")
-        return JsonAnswer(400, StatusObject(400, "BadRequest", "expected a policy/v1 Eviction"));
+        return JsonResponse(400, StatusObject(400, "BadRequest", "expected a policy/v1 Eviction"));
       return Evict(p[3], p[5]);
     }
     if (p.size() == 5 && p[0] == "api" && p[2] == "namespaces" && p[4] == "events" && req.method == "POST") {
       std::lock_guard<std::mutex> lock(mu_);
       events_.push_back(json::parse(req.body));
-      return JsonAnswer(201, events_.back());
+      return JsonResponse(201, events_.back());
     }
     if (std::optional<FixtureResponse> r = Resources(req, p, q)) return *r;
     // /apis/coordination.k8s.io/v1/namespaces/<ns>/leases[/<name>]
@@ -270,9 +269,9 @@ FixtureResponse FakeApiServer::Handle(const FixtureRequest& req) {
       return Lease(req, p[4], p.size() > 6 ? p[6] : "");
     }
   } catch (const json::exception& e) {
-    return JsonAnswer(400, StatusObject(400, "BadRequest", e.what()));
+    return JsonResponse(400, StatusObject(400, "BadRequest", e.what()));
   }
-  return JsonAnswer(404, StatusObject(404, "NotFound", "the server could not find the requested resource"));
+  return JsonResponse(404, StatusObject(404, "NotFound", "the server could not find the requested resource"));
 }
 
 FixtureResponse FakeApiServer::List(const std::string& resource, const std::map<std::string, std::string>& q,
@@ -289,7 +288,7 @@ FixtureResponse FakeApiServer::List(const std::string& resource, const std::map<
     list_rv = std::stoll(c->second.substr(0, colon));
     offset = std::stoul(c->second.substr(colon + 1));
     if (list_rv < compacted_rv_)
-      return JsonAnswer(410, StatusObject(410, "Expired", "The provided continue parameter is too old"));
+      return JsonResponse(410, StatusObject(410, "Expired", "The provided continue parameter is too old"));
   }
   const size_t limit = q.count("limit") ? std::stoul(q.at("limit")) : 0;
   json items = json::array();
@@ -310,7 +309,7 @@ FixtureResponse FakeApiServer::List(const std::string& resource, const std::map<
                {"metadata", {{"resourceVersion", std::to_string(list_rv)}}},
                {"items", items}};
   if (more) list["metadata"]["continue"] = std::to_string(list_rv) + ":" + std::to_string(offset + items.size());
-  return JsonAnswer(200, list);
+  return JsonResponse(200, list);
 }
 
 FixtureResponse FakeApiServer::Watch(const std::string& resource, const std::map<std::string, std::string>& q) {
@@ -320,7 +319,7 @@ FixtureResponse FakeApiServer::Watch(const std::string& resource, const std::map
   const int timeout_s = q.count("timeoutSeconds") ? std::stoi(q.at("timeoutSeconds")) : 1800;
   std::unique_lock<std::mutex> lock(mu_);
   if (from != 0 && from < compacted_rv_ && gone_as_http_status) {
-    return JsonAnswer(410, StatusObject(410, "Expired", "too old resource version: " + std::to_string(from) + " (" +
+    return JsonResponse(410, StatusObject(410, "Expired", "too old resource version: " + std::to_string(from) + " (" +
                                                             std::to_string(rv_) + ")"));
   }
   if (from == 0) from = rv_;  // "any": start from now
@@ -389,50 +388,50 @@ FixtureResponse FakeApiServer::Evict(const std::string& ns, const std::string& n
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (objects_["pods"].count(key) == 0)
-      return JsonAnswer(404, StatusObject(404, "NotFound", "pods \"" + name + "\" not found"));
+      return JsonResponse(404, StatusObject(404, "NotFound", "pods \"" + name + "\" not found"));
     auto b = budgets_.find(key);
     if (b != budgets_.end() && b->second != 0) {
       if (b->second > 0) --b->second;
       json s = StatusObject(429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.");
       s["details"] = {{"causes", {{{"reason", "DisruptionBudget"}, {"message", "The disruption budget needs 1 healthy pods"}}}}};
-      return JsonAnswer(429, s);
+      return JsonResponse(429, s);
     }
   }
   Delete("pods", key);
-  return JsonAnswer(201, {{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Success"}, {"code", 201}});
+  return JsonResponse(201, {{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Success"}, {"code", 201}});
 }
 
 FixtureResponse FakeApiServer::Lease(const FixtureRequest& req, const std::string& ns, const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (lease_outage_) return JsonAnswer(503, StatusObject(503, "ServiceUnavailable", "etcd is unavailable"));
+  if (lease_outage_) return JsonResponse(503, StatusObject(503, "ServiceUnavailable", "etcd is unavailable"));
   auto& leases = objects_["leases"];
   const std::string key = ns + "/" + name;
   if (req.method == "GET" && !name.empty()) {
     auto it = leases.find(key);
     if (it == leases.end())
-      return JsonAnswer(404, StatusObject(404, "NotFound", "leases.coordination.k8s.io \"" + name + "\" not found"));
-    return JsonAnswer(200, it->second);
+      return JsonResponse(404, StatusObject(404, "NotFound", "leases.coordination.k8s.io \"" + name + "\" not found"));
+    return JsonResponse(200, it->second);
   }
   json body = json::parse(req.body);
-  if (body.value("kind", "") != "Lease") return JsonAnswer(400, StatusObject(400, "BadRequest", "expected a Lease"));
+  if (body.value("kind", "") != "Lease") return JsonResponse(400, StatusObject(400, "BadRequest", "expected a Lease"));
   const std::string body_name = body["metadata"].value("name", "");
   if (req.method == "POST" && name.empty()) {
     const std::string new_key = ns + "/" + body_name;
     if (leases.count(new_key))
-      return JsonAnswer(409, StatusObject(409, "AlreadyExists", "leases.coordination.k8s.io \"" + body_name + "\" already exists"));
+      return JsonResponse(409, StatusObject(409, "AlreadyExists", "leases.coordination.k8s.io \"" + body_name + "\" already exists"));
     body["metadata"]["namespace"] = ns;
     body["metadata"]["resourceVersion"] = std::to_string(++rv_);
     leases[new_key] = body;
     changed_.notify_all();
-    return JsonAnswer(201, body);
+    return JsonResponse(201, body);
   }
   if (req.method == "PUT" && !name.empty()) {
     auto it = leases.find(key);
     if (it == leases.end())
-      return JsonAnswer(404, StatusObject(404, "NotFound", "leases.coordination.k8s.io \"" + name + "\" not found"));
+      return JsonResponse(404, StatusObject(404, "NotFound", "leases.coordination.k8s.io \"" + name + "\" not found"));
     // Optimistic concurrency: the writer must have seen the current version.
     if (body["metadata"].value("resourceVersion", "") != it->second["metadata"].value("resourceVersion", ""))
-      return JsonAnswer(409, StatusObject(409, "Conflict",
+      return JsonResponse(409, StatusObject(409, "Conflict",
                                           "Operation cannot be fulfilled on leases.coordination.k8s.io \"" + name +
                                               "\": the object has been modified; please apply your changes to the "
                                               "latest version and try again"));
@@ -440,9 +439,9 @@ FixtureResponse FakeApiServer::Lease(const FixtureRequest& req, const std::strin
     body["metadata"]["resourceVersion"] = std::to_string(++rv_);
     it->second = body;
     changed_.notify_all();
-    return JsonAnswer(200, body);
+    return JsonResponse(200, body);
   }
-  return JsonAnswer(405, StatusObject(405, "MethodNotAllowed", req.method + " on leases"));
+  return JsonResponse(405, StatusObject(405, "MethodNotAllowed", req.method + " on leases"));
 }
 
 }  // namespace gpuscaler::testing

@@ -138,6 +138,11 @@ class FakeApiServer {
   std::unique_ptr<FixtureHttpServer> http_;
 };
 
+// JSON merge patch (RFC 7386) of `patch` into `target`.
+void MergePatch(nlohmann::json& target, const nlohmann::json& patch);
+// An answer with a JSON body.
+FixtureResponse JsonResponse(int status, const nlohmann::json& body);
+
 // Status objects as the API server writes them.
 nlohmann::json StatusObject(int code, const std::string& reason, const std::string& message);
 
