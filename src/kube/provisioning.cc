@@ -225,6 +225,7 @@ Result<std::vector<DemandUnit>> RequestMembers(const ProvisioningRequestInfo& re
       DemandUnit member = *unit;
       member.id = std::string(kRequestMemberPrefix) + request.Key() + "/" + std::to_string(s) + "/" +
                   std::to_string(i);
+      member.labels.erase("pod");  // no pod yet: the template is not one
       member.labels["provisioning-request"] = request.Key();
       out.push_back(std::move(member));
     }

@@ -108,6 +108,8 @@ TEST_F(ProvisioningTest, AnAtomicRequestsMembersAreOneGangShapedByTheirTemplate)
     EXPECT_EQ(units[i].gpus, 4);
     EXPECT_EQ(units[i].workload_class, "training");
     EXPECT_EQ(units[i].instance_types, std::vector<std::string>{"g5.12xlarge"});
+    EXPECT_EQ(units[i].labels.count("pod"), 0u);
+    EXPECT_EQ(units[i].labels.at("provisioning-request"), "ml-training/llama-train-5f2c1-provision-1");
     ASSERT_TRUE(units[i].gang);
     EXPECT_EQ(*units[i].gang, (GangMembership{"provisioningrequest:ml-training/llama-train-5f2c1-provision-1",
                                               4, true, false}));
