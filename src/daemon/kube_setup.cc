@@ -202,7 +202,7 @@ std::map<std::string, kube::MemberPlacement> MemberPlacements(const Plan& plan) 
 // The leader writes the conditions this tick's plan decided, each request
 // once per version of it.
 void ReconcileProvisioning(KubeRuntime* rt, const TickReport& report) {
-  if (!rt->Leading() || !rt->provisioning_view.synced) return;
+  if (!rt->Leading() || !rt->provisioning_view.synced || !rt->provisioning_view.gang_sources_synced) return;
   std::optional<std::map<std::string, kube::MemberPlacement>> placements;
   if (report.planned) placements = MemberPlacements(report.plan);
   const std::vector<kube::RequestStatusUpdate> updates =
@@ -278,7 +278,11 @@ Status SetUpKubernetes(const DaemonConfig& config, const Catalog& catalog, LiveE
         kube::GangDirectory::From(view.provisioning_requests, view.pod_groups, view.volcano_pod_groups);
     kube::ClusterDemand demand = kube::DemandFromCluster(view.pods, view.nodes, policy, catalog, team_label, &gangs);
     work.pending = std::move(demand.pending);
-    raw->provisioning_inputs = kube::ReadProvisioningInputs(view.provisioning_requests, view.pod_templates, view.pods);
+    // Until the gang sources are listed there are no requests to serve (and
+    // none is answered: ReconcileProvisioning waits too).
+    raw->provisioning_inputs = view.gang_sources_synced ? kube::ReadProvisioningInputs(view.provisioning_requests,
+                                                                                       view.pod_templates, view.pods)
+                                                        : kube::ProvisioningInputs{};
     for (DemandUnit& u : raw->provisioning.Demand(raw->provisioning_inputs, policy, catalog, now, &demand.skipped)) {
       work.pending.push_back(std::move(u));
     }
@@ -304,9 +308,17 @@ Status SetUpKubernetes(const DaemonConfig& config, const Catalog& catalog, LiveE
     spdlog::warn("kubernetes: no complete list of pods and nodes from {} after {}s ({}); scale-down waits for it",
                  cluster->server, kInitialSync.count(), rt->cache->pod_stats().last_error);
   } else {
+    // The gang sources are usually listed with the pods; a broken one is
+    // waited for no longer than the pods were, and then only logged.
+    if (!rt->cache->WaitUntil([](const kube::ClusterView& v) { return v.gang_sources_synced; }, kInitialSync)) {
+      spdlog::warn("kubernetes: ProvisioningRequests, PodTemplates or PodGroups not listed after {}s ({}); "
+                   "gangs from them wait for it",
+                   kInitialSync.count(), rt->cache->Stats(kube::CachedKind::kProvisioningRequests).last_error);
+    }
     const kube::ClusterView v = rt->cache->View();
-    spdlog::info("kubernetes: {} ({}), {} nodes, {} pods; leader election {}", cluster->server,
-                 k.in_cluster ? "in-cluster" : k.kubeconfig, v.nodes.size(), v.pods.size(),
+    spdlog::info("kubernetes: {} ({}), {} nodes, {} pods, {} ProvisioningRequests; leader election {}",
+                 cluster->server, k.in_cluster ? "in-cluster" : k.kubeconfig, v.nodes.size(), v.pods.size(),
+                 v.provisioning_requests.size(),
                  rt->elector ? "on, identity " + rt->elector->identity() : std::string("off"));
   }
   setup->keep_alive.push_back(std::move(rt));

@@ -20,12 +20,16 @@ struct KindSpec {
 
 KindSpec SpecOf(CachedKind kind) {
   switch (kind) {
-    case CachedKind::kPods: return {"/api/v1/pods", WatchResource::kPods, false};
-    case CachedKind::kNodes: return {"/api/v1/nodes", WatchResource::kNodes, false};
-    case CachedKind::kPodTemplates: return {"/api/v1/podtemplates", WatchResource::kObjects, false};
+    case CachedKind::kPods:
+      return {"/api/v1/pods", WatchResource::kPods, false};
+    case CachedKind::kNodes:
+      return {"/api/v1/nodes", WatchResource::kNodes, false};
+    case CachedKind::kPodTemplates:
+      return {"/api/v1/podtemplates", WatchResource::kObjects, false};
     case CachedKind::kProvisioningRequests:
       return {"/apis/autoscaling.x-k8s.io/v1/provisioningrequests", WatchResource::kObjects, true};
-    case CachedKind::kPodGroups: return {"/apis/scheduling.x-k8s.io/v1alpha1/podgroups", WatchResource::kObjects, true};
+    case CachedKind::kPodGroups:
+      return {"/apis/scheduling.x-k8s.io/v1alpha1/podgroups", WatchResource::kObjects, true};
     case CachedKind::kVolcanoPodGroups:
       return {"/apis/scheduling.volcano.sh/v1beta1/podgroups", WatchResource::kObjects, true};
   }
@@ -99,9 +103,14 @@ class ClusterCache::Loop {
         }
       } else {
         switch (Watch()) {
-          case WatchEnd::kClean: break;
-          case WatchEnd::kGone: need_list = true; break;
-          case WatchEnd::kFailed: failed = true; break;
+          case WatchEnd::kClean:
+            break;
+          case WatchEnd::kGone:
+            need_list = true;
+            break;
+          case WatchEnd::kFailed:
+            failed = true;
+            break;
         }
       }
       if (!failed) {
@@ -227,7 +236,8 @@ class ClusterCache::Loop {
       ++cache_.version_;
     }
     cache_.changed_.notify_all();
-    const std::string path = base_ + "?watch=1&allowWatchBookmarks=true&resourceVersion=" + net::PercentEncode(rv) +
+    const std::string path = base_ +
+                             "?watch=1&allowWatchBookmarks=true&resourceVersion=" + net::PercentEncode(rv) +
                              "&timeoutSeconds=" + std::to_string(cache_.options_.watch_timeout_seconds);
     bool gone = false;
     std::string event_error;
@@ -272,7 +282,8 @@ class ClusterCache::Loop {
       if (event.error_code == 410) {
         *gone = true;
       } else {
-        *error = "watch " + base_ + ": " + (event.error_message.empty() ? std::string("error event") : event.error_message);
+        *error = "watch " + base_ + ": " +
+                 (event.error_message.empty() ? std::string("error event") : event.error_message);
       }
       return false;
     }
@@ -333,9 +344,11 @@ ClusterView ClusterCache::View() const {
 
 ClusterView ClusterCache::ViewLocked() const {
   ClusterView v;
-  v.synced = std::all_of(loops_.begin(), loops_.end(), [](const auto& loop) { return loop->synced; });
   const Loop& pods = *loops_[static_cast<size_t>(CachedKind::kPods)];
   const Loop& nodes = *loops_[static_cast<size_t>(CachedKind::kNodes)];
+  v.synced = pods.synced && nodes.synced;
+  v.gang_sources_synced =
+      std::all_of(loops_.begin() + 2, loops_.end(), [](const auto& loop) { return loop->synced; });
   v.pods.reserve(pods.pods.size());
   for (const auto& [k, p] : pods.pods) v.pods.push_back(p);
   v.nodes.reserve(nodes.nodes.size());
@@ -369,17 +382,13 @@ bool ClusterCache::WaitUntil(const std::function<bool(const ClusterView&)>& done
 
 std::optional<WallTime> ClusterCache::FreshAt() const {
   std::lock_guard<std::mutex> lock(mu_);
+  const Loop& pods = *loops_[static_cast<size_t>(CachedKind::kPods)];
+  const Loop& nodes = *loops_[static_cast<size_t>(CachedKind::kNodes)];
+  if (!pods.synced || !nodes.synced) return std::nullopt;
   const WallTime now = clock_.WallNow();
-  std::optional<WallTime> oldest;
-  for (const auto& loop : loops_) {
-    if (!loop->synced) return std::nullopt;
-    // A watched kind is current now, and so is one the server does not
-    // serve (its absence is what is known; it is checked again slowly).
-    const bool current = loop->watching || !loop->stats.served;
-    const WallTime at = current ? now : loop->fresh_at.value_or(WallTime{});
-    if (!oldest || at < *oldest) oldest = at;
-  }
-  return oldest;
+  const WallTime pods_at = pods.watching ? now : pods.fresh_at.value_or(WallTime{});
+  const WallTime nodes_at = nodes.watching ? now : nodes.fresh_at.value_or(WallTime{});
+  return std::min(pods_at, nodes_at);
 }
 
 WatchStats ClusterCache::Stats(CachedKind kind) const {

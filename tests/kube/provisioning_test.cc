@@ -174,7 +174,8 @@ TEST_F(ProvisioningTest, AnAtomicRequestThatCannotBePlacedSaysWhyAndFailsWhenIts
 TEST_F(ProvisioningTest, ARequestThatWaitedForCapacityIsProvisionedWhenTheCapacityReturns) {
   const std::vector<DemandUnit> units = Demand(created_);
   Tick(All(units, Where::kNewLaunch), created_ + Seconds(10));  // refused by the cloud: planned again
-  Tick(All(units, Where::kUnplaced, "no-offering-fits: every offering is backing off"), created_ + Seconds(20));
+  Tick(All(units, Where::kUnplaced, "no-offering-fits: every offering is backing off"),
+       created_ + Seconds(20));
   ASSERT_EQ(StatusOf("Provisioned"), "False/CapacityIsNotFound");
   EXPECT_EQ(Demand(created_ + Seconds(30)).size(), 4u) << "still demand: tried again every tick";
   Tick(All(units, Where::kNewLaunch), created_ + Seconds(300));
@@ -270,7 +271,8 @@ TEST(ClusterCacheGangSources, ListsServedCustomResourcesAndLeavesTheOthersEmpty)
   testing::FakeClock clock;
   ClusterCache cache(client, clock);
   cache.Start();
-  ASSERT_TRUE(cache.WaitSynced(kCacheWait));
+  ASSERT_TRUE(
+      cache.WaitUntil([](const ClusterView& v) { return v.synced && v.gang_sources_synced; }, kCacheWait));
   ClusterView v = cache.View();
   EXPECT_EQ(v.provisioning_requests.size(), 1u);
   EXPECT_EQ(v.pod_templates.size(), 1u);
@@ -290,6 +292,32 @@ TEST(ClusterCacheGangSources, ListsServedCustomResourcesAndLeavesTheOthersEmpty)
   server.Delete("provisioningrequests", "ml-training/second");
   ASSERT_TRUE(
       cache.WaitUntil([](const ClusterView& v) { return v.provisioning_requests.size() == 1; }, kCacheWait));
+  cache.Stop();
+}
+
+// A gang source the server fails to list (a broken conversion webhook, an
+// aggregated API down) never holds back the pods and nodes: the cluster is
+// known and fresh, and only the gang sources wait.
+TEST(ClusterCacheGangSources, AGangSourceThatFailsToListHoldsNothingElseBack) {
+  testing::FakeApiServer server;
+  server.ServeCustomResource("autoscaling.x-k8s.io", "v1", "provisioningrequests", "ProvisioningRequest");
+  server.RefuseLists("/apis/autoscaling.x-k8s.io/", 503);
+  ApiClient client(testing::FakeClusterConfig(server));
+  testing::FakeClock clock;
+  ClusterCacheOptions options;
+  options.initial_backoff = std::chrono::milliseconds(20);
+  options.max_backoff = std::chrono::milliseconds(50);
+  ClusterCache cache(client, clock, options);
+  cache.Start();
+  ASSERT_TRUE(cache.WaitSynced(kCacheWait));
+  ASSERT_TRUE(cache.WaitUntil(
+      [&](const ClusterView&) { return cache.Stats(CachedKind::kProvisioningRequests).failures >= 2; },
+      kCacheWait));
+  const ClusterView v = cache.View();
+  EXPECT_TRUE(v.synced);
+  EXPECT_FALSE(v.gang_sources_synced);
+  EXPECT_TRUE(cache.FreshAt().has_value());
+  EXPECT_TRUE(cache.Stats(CachedKind::kProvisioningRequests).served) << "a 503 is a failure, not an absence";
   cache.Stop();
 }
 

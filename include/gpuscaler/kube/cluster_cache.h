@@ -16,7 +16,9 @@
 // coscheduling plugin and of Volcano. The last three are custom resources
 // that a cluster may not have: a list answered 404 (not served) or 403 (not
 // allowed) leaves that kind empty and counts as listed, and it is listed
-// again after absent_kind_recheck.
+// again after absent_kind_recheck. Only pods and nodes decide whether the
+// cluster is known (synced, FreshAt): a gang source that cannot be read
+// keeps its last list (or none) and never holds back pod demand.
 #pragma once
 
 #include <atomic>
@@ -64,7 +66,8 @@ struct ClusterView {
   std::vector<nlohmann::json> provisioning_requests;
   std::vector<nlohmann::json> pod_groups;          // scheduling.x-k8s.io (coscheduling)
   std::vector<nlohmann::json> volcano_pod_groups;  // scheduling.volcano.sh
-  bool synced = false;          // every kind listed at least once (or found absent)
+  bool synced = false;                // pods and nodes listed at least once
+  bool gang_sources_synced = false;   // the other four listed at least once (or found absent)
 };
 
 // Counters of one kind's list/watch loop (for tests, logs and metrics).
@@ -99,8 +102,9 @@ class ClusterCache {
   bool WaitSynced(std::chrono::milliseconds timeout) const {
     return WaitUntil([](const ClusterView& v) { return v.synced; }, timeout);
   }
-  // When the cache was last known to match the cluster: now while both
-  // watches run, else the last moment both did; nullopt before the first sync.
+  // When the cache was last known to match the cluster: now while the pod
+  // and node watches run, else the last moment both did; nullopt before the
+  // first sync.
   std::optional<WallTime> FreshAt() const;
   WatchStats Stats(CachedKind kind) const;
   WatchStats pod_stats() const { return Stats(CachedKind::kPods); }
