@@ -494,6 +494,9 @@ class ClusterCacheTest : public ::testing::Test {
 };
 
 constexpr std::chrono::seconds kWait{20};
+// The watches the cache opens on this server: pods, nodes and PodTemplates
+// (the custom resources it does not serve are not watched).
+constexpr int kWatchedKinds = 3;
 
 TEST_F(ClusterCacheTest, ListsThenFollowsTheWatchIncludingBookmarks) {
   ApiClient client(testing::FakeClusterConfig(server_));
@@ -534,7 +537,7 @@ TEST_F(ClusterCacheTest, ADroppedWatchResumesFromTheLastVersionWithoutRelisting)
   ClusterCache cache(client, clock_, options_);
   cache.Start();
   ASSERT_TRUE(cache.WaitSynced(kWait));
-  ASSERT_TRUE(server_.WaitForWatches(2, kWait));
+  ASSERT_TRUE(server_.WaitForWatches(kWatchedKinds, kWait));
   const int64_t lists = cache.pod_stats().lists;
   server_.EndWatches();
   ASSERT_TRUE(cache.WaitUntil([&](const ClusterView&) { return cache.pod_stats().watches >= 2; }, kWait));
@@ -553,7 +556,7 @@ TEST_F(ClusterCacheTest, WatchFramesOfTheWrongShapeAreSkippedAndTheWatchGoesOn) 
   ClusterCache cache(client, clock_, options_);
   cache.Start();
   ASSERT_TRUE(cache.WaitSynced(kWait));
-  ASSERT_TRUE(server_.WaitForWatches(2, kWait));
+  ASSERT_TRUE(server_.WaitForWatches(kWatchedKinds, kWait));
   const int64_t watches = cache.pod_stats().watches;
   for (const char* line : {R"([1,2])", R"(5)", R"("ADDED")", R"({"type":5})", R"({"type":"ADDED","object":[]})",
                            R"({"type":"ADDED","object":{"metadata":[]}})",
@@ -580,7 +583,7 @@ TEST_P(GoneTest, ExpiredVersionRelistsAndCatchesUp) {
   ClusterCache cache(client, clock_, options_);
   cache.Start();
   ASSERT_TRUE(cache.WaitSynced(kWait));
-  ASSERT_TRUE(server_.WaitForWatches(2, kWait));
+  ASSERT_TRUE(server_.WaitForWatches(kWatchedKinds, kWait));
   // Deleted and re-added while compacted: only a fresh list shows the new pod.
   server_.CompactHistory();
   server_.Delete("pods", "default/" + pod_["metadata"]["name"].get<std::string>());
