@@ -295,6 +295,30 @@ TEST(ClusterCacheGangSources, ListsServedCustomResourcesAndLeavesTheOthersEmpty)
   cache.Stop();
 }
 
+// A custom resource installed after gpuscaler started is found at the next
+// recheck of the kinds the server did not serve (every 5 minutes by default).
+TEST(ClusterCacheGangSources, ACustomResourceInstalledLaterIsFoundAtTheNextRecheck) {
+  testing::FakeApiServer server;
+  ApiClient client(testing::FakeClusterConfig(server));
+  testing::FakeClock clock;
+  ClusterCacheOptions options;
+  options.absent_kind_recheck = std::chrono::milliseconds(100);
+  ClusterCache cache(client, clock, options);
+  cache.Start();
+  ASSERT_TRUE(
+      cache.WaitUntil([](const ClusterView& v) { return v.synced && v.gang_sources_synced; }, kCacheWait));
+  EXPECT_FALSE(cache.Stats(CachedKind::kProvisioningRequests).served);
+  const int64_t lists = cache.Stats(CachedKind::kProvisioningRequests).lists;
+
+  server.ServeCustomResource("autoscaling.x-k8s.io", "v1", "provisioningrequests", "ProvisioningRequest");
+  server.Put("provisioningrequests", testing::KubeTestData("provisioningrequest.json"));
+  ASSERT_TRUE(
+      cache.WaitUntil([](const ClusterView& v) { return v.provisioning_requests.size() == 1; }, kCacheWait));
+  EXPECT_TRUE(cache.Stats(CachedKind::kProvisioningRequests).served);
+  EXPECT_GT(cache.Stats(CachedKind::kProvisioningRequests).lists, lists);
+  cache.Stop();
+}
+
 // A gang source the server fails to list (a broken conversion webhook, an
 // aggregated API down) never holds back the pods and nodes: the cluster is
 // known and fresh, and only the gang sources wait.
