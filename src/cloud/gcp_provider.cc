@@ -319,15 +319,23 @@ Result<GcpProvider::Created> GcpProvider::CreateInMig(const LaunchRequest& reque
   }
   if (!cancel.empty()) {
     // The group would retry these forever; the controller buys elsewhere.
-    Status s = DeleteFromMig(offering.zone, mig, cancel);
-    Error e = GcpErrorFrom(what + ": " + std::to_string(cancel.size()) + " instance(s) failed", errors, 0);
-    if (!s.ok()) e = e.WithContext("cancelling failed instances also failed (" + s.error().message() + ")");
-    out.errors.push_back(e);
-    for (const GcpErrorItem& item : errors) {
-      if (IsQuotaError(item.code)) out.quota_errors.push_back(item);
-    }
+    TakeBack(offering.zone, mig, cancel,
+             GcpErrorFrom(what + ": " + std::to_string(cancel.size()) + " instance(s) failed", errors, 0),
+             errors, "cancelling failed instances", &out);
   }
   return out;
+}
+
+void GcpProvider::TakeBack(const std::string& zone, const std::string& mig,
+                           const std::vector<std::string>& names, Error error,
+                           const std::vector<GcpErrorItem>& items, const std::string& doing, Created* out) {
+  if (Status s = DeleteFromMig(zone, mig, names); !s.ok()) {
+    error = error.WithContext(doing + " also failed (" + s.error().message() + ")");
+  }
+  out->errors.push_back(std::move(error));
+  for (const GcpErrorItem& item : items) {
+    if (IsQuotaError(item.code)) out->quota_errors.push_back(item);
+  }
 }
 
 GcpProvider::Created GcpProvider::GiveBackPartialGang(
@@ -339,15 +347,9 @@ GcpProvider::Created GcpProvider::GiveBackPartialGang(
                           std::to_string(came_up) + " came up within " +
                           std::to_string(options_.operation_timeout.count()) + " s (" +
                           std::to_string(failed.size()) + " failed), and every one of them is given back";
-  Error e = errors.empty() ? Error::Capacity(why) : GcpErrorFrom(why, errors, 0);
-  if (Status s = DeleteFromMig(zone, mig, names); !s.ok()) {
-    e = e.WithContext("giving the gang back also failed (" + s.error().message() + ")");
-  }
   Created out;
-  out.errors.push_back(e);
-  for (const GcpErrorItem& item : errors) {
-    if (IsQuotaError(item.code)) out.quota_errors.push_back(item);
-  }
+  TakeBack(zone, mig, names, errors.empty() ? Error::Capacity(why) : GcpErrorFrom(why, errors, 0), errors,
+           "giving the gang back", &out);
   return out;
 }
 

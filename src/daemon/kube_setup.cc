@@ -274,15 +274,15 @@ Status SetUpKubernetes(const DaemonConfig& config, const Catalog& catalog, LiveE
     for (const WorkloadClassPolicy& c : policy.classes) work.status.classes.push_back(c.name);
     work.status.sampled_at = raw->cache->FreshAt();
     if (!view.synced) return work;  // missing: scale-down blocked, no pod demand yet
-    const kube::GangDirectory gangs =
-        kube::GangDirectory::From(view.provisioning_requests, view.pod_groups, view.volcano_pod_groups);
-    kube::ClusterDemand demand = kube::DemandFromCluster(view.pods, view.nodes, policy, catalog, team_label, &gangs);
-    work.pending = std::move(demand.pending);
     // Until the gang sources are listed there are no requests to serve (and
     // none is answered: ReconcileProvisioning waits too).
     raw->provisioning_inputs = view.gang_sources_synced ? kube::ReadProvisioningInputs(view.provisioning_requests,
                                                                                        view.pod_templates, view.pods)
                                                         : kube::ProvisioningInputs{};
+    const kube::GangDirectory gangs =
+        kube::GangDirectory::From(raw->provisioning_inputs.requests, view.pod_groups, view.volcano_pod_groups);
+    kube::ClusterDemand demand = kube::DemandFromCluster(view.pods, view.nodes, policy, catalog, team_label, &gangs);
+    work.pending = std::move(demand.pending);
     for (DemandUnit& u : raw->provisioning.Demand(raw->provisioning_inputs, policy, catalog, now, &demand.skipped)) {
       work.pending.push_back(std::move(u));
     }

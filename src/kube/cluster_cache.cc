@@ -191,35 +191,31 @@ class ClusterCache::Loop {
         return ListEnd::kFailed;
       }
     } while (!cont.empty() && !Stopping());
-    {
-      std::lock_guard<std::mutex> lock(cache_.mu_);
-      pods = std::move(new_pods);
-      nodes = std::move(new_nodes);
-      objects = std::move(new_objects);
-      stats.resource_version = rv;
-      stats.served = true;
-      ++stats.lists;
-      synced = true;
-      fresh_at = cache_.clock_.WallNow();
-      ++cache_.version_;
-    }
-    cache_.changed_.notify_all();
+    std::lock_guard<std::mutex> lock(cache_.mu_);
+    pods = std::move(new_pods);
+    nodes = std::move(new_nodes);
+    objects = std::move(new_objects);
+    stats.resource_version = rv;
+    Listed(/*served=*/true);
     return ListEnd::kListed;
   }
 
   // The server does not serve the kind (or does not let us list it): it is
   // empty, and as current as a listed kind, until it is listed again.
   void MarkAbsent(const std::string& why) {
-    {
-      std::lock_guard<std::mutex> lock(cache_.mu_);
-      objects.clear();
-      stats.served = false;
-      stats.last_error = why;
-      ++stats.lists;
-      synced = true;
-      fresh_at = cache_.clock_.WallNow();
-      ++cache_.version_;
-    }
+    std::lock_guard<std::mutex> lock(cache_.mu_);
+    objects.clear();
+    stats.last_error = why;
+    Listed(/*served=*/false);
+  }
+
+  // Under cache_.mu_: a list ended with the kind's content in place.
+  void Listed(bool served) {
+    stats.served = served;
+    ++stats.lists;
+    synced = true;
+    fresh_at = cache_.clock_.WallNow();
+    ++cache_.version_;
     cache_.changed_.notify_all();
   }
 

@@ -58,18 +58,12 @@ std::optional<GangMembership> SourcedGang(const std::string& source, const std::
 
 }  // namespace
 
-GangDirectory GangDirectory::From(const std::vector<json>& provisioning_requests,
+GangDirectory GangDirectory::From(const std::vector<ProvisioningRequestInfo>& provisioning_requests,
                                   const std::vector<json>& pod_groups,
                                   const std::vector<json>& volcano_pod_groups) {
   GangDirectory d;
-  for (const json& r : provisioning_requests) {
-    const std::string key = GangObjectKey(r);
-    int64_t members = 0;
-    for (const json& set : ArrayAt(ObjectAt(r, "spec"), "podSets"))
-      members += std::max<int64_t>(0, IntAt(set, "count", 0));
-    if (!key.empty() && members > 0 && members <= 1'000'000)
-      d.provisioning_requests[key] = static_cast<int>(members);
-  }
+  for (const ProvisioningRequestInfo& r : provisioning_requests)
+    d.provisioning_requests[r.Key()] = r.Members();
   AddPodGroups(pod_groups, &d.pod_groups);
   AddPodGroups(volcano_pod_groups, &d.volcano_pod_groups);
   return d;

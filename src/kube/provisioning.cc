@@ -112,14 +112,40 @@ std::vector<Room> FreeRooms(const std::vector<NodeInfo>& nodes, const std::vecto
   return rooms;
 }
 
+// The template of pod set `set` of `r`; null when it is missing.
+const PodInfo* TemplateOf(const ProvisioningRequestInfo& r, const ProvisioningRequestInfo::PodSet& set,
+                          const ProvisioningInputs& in) {
+  auto it = in.templates.find(r.namespace_name + "/" + set.template_name);
+  return it == in.templates.end() ? nullptr : &it->second;
+}
+
 // Each template of `r` as many times as its pod set counts; null for a missing one.
 std::vector<const PodInfo*> MemberPods(const ProvisioningRequestInfo& r, const ProvisioningInputs& in) {
   std::vector<const PodInfo*> out;
-  for (const auto& set : r.pod_sets) {
-    auto it = in.templates.find(r.namespace_name + "/" + set.template_name);
-    for (int i = 0; i < set.count; ++i) out.push_back(it == in.templates.end() ? nullptr : &it->second);
-  }
+  for (const auto& set : r.pod_sets)
+    out.insert(out.end(), static_cast<size_t>(set.count), TemplateOf(r, set, in));
   return out;
+}
+
+std::string MemberId(const ProvisioningRequestInfo& r, size_t set, int n) {
+  return std::string(kRequestMemberPrefix) + r.Key() + "/" + std::to_string(set) + "/" + std::to_string(n);
+}
+
+// Whether the plan put every member of `r` on a node.
+bool AllOnNodes(const ProvisioningRequestInfo& r, const std::map<std::string, MemberPlacement>& placements) {
+  for (size_t s = 0; s < r.pod_sets.size(); ++s) {
+    for (int i = 0; i < r.pod_sets[s].count; ++i) {
+      auto it = placements.find(MemberId(r, s, i));
+      if (it == placements.end() || it->second.where != MemberPlacement::Where::kOnNode) return false;
+    }
+  }
+  return true;
+}
+
+// Booked capacity is held this long after Provisioned turned true.
+bool BookingEnded(const ProvisioningRequestInfo& r, WallTime now) {
+  const RequestCondition* provisioned = r.Condition(kProvisioned);
+  return provisioned != nullptr && now >= provisioned->last_transition + kBookingPeriod;
 }
 
 }  // namespace
@@ -129,6 +155,12 @@ const RequestCondition* ProvisioningRequestInfo::Condition(std::string_view type
     if (c.type == type) return &c;
   }
   return nullptr;
+}
+
+int ProvisioningRequestInfo::Members() const {
+  int members = 0;
+  for (const PodSet& set : pod_sets) members += set.count;
+  return members;
 }
 
 bool ProvisioningRequestInfo::IsTrue(std::string_view type) const {
@@ -183,7 +215,7 @@ ProvisioningInputs ReadProvisioningInputs(const std::vector<json>& requests,
     Result<ProvisioningRequestInfo> r = ProvisioningRequestFromJson(object);
     if (!r) {
       in.unreadable.push_back(r.error().message());
-    } else if (r->Supported()) {
+    } else {
       in.requests.push_back(std::move(r).value());
     }
   }
@@ -208,23 +240,21 @@ ProvisioningInputs ReadProvisioningInputs(const std::vector<json>& requests,
 Result<std::vector<DemandUnit>> RequestMembers(const ProvisioningRequestInfo& request,
                                                const ProvisioningInputs& in, const Policy& policy,
                                                const Catalog& catalog) {
-  int total = 0;
-  for (const auto& set : request.pod_sets) total += set.count;
+  const int total = request.Members();
   std::vector<DemandUnit> out;
   for (size_t s = 0; s < request.pod_sets.size(); ++s) {
     const auto& set = request.pod_sets[s];
-    auto it = in.templates.find(request.namespace_name + "/" + set.template_name);
-    if (it == in.templates.end())
+    const PodInfo* pod_template = TemplateOf(request, set, in);
+    if (pod_template == nullptr)
       return Error::NotFound("ProvisioningRequest " + request.Key() + ": PodTemplate " + set.template_name +
                              " not found");
-    Result<DemandUnit> unit = PodDemand(it->second, policy, catalog);
+    Result<DemandUnit> unit = PodDemand(*pod_template, policy, catalog);
     if (!unit) return unit.error().WithContext("ProvisioningRequest " + request.Key());
     unit->gang.reset();
     if (total >= 2) unit->gang = GangMembership{"provisioningrequest:" + request.Key(), total, true, false};
     for (int i = 0; i < set.count; ++i) {
       DemandUnit member = *unit;
-      member.id = std::string(kRequestMemberPrefix) + request.Key() + "/" + std::to_string(s) + "/" +
-                  std::to_string(i);
+      member.id = MemberId(request, s, i);
       member.labels.erase("pod");  // no pod yet: the template is not one
       member.labels["provisioning-request"] = request.Key();
       out.push_back(std::move(member));
@@ -236,19 +266,17 @@ Result<std::vector<DemandUnit>> RequestMembers(const ProvisioningRequestInfo& re
 std::vector<DemandUnit> ProvisioningReconciler::Demand(const ProvisioningInputs& in, const Policy& policy,
                                                        const Catalog& catalog, WallTime now,
                                                        std::vector<std::string>* skipped) {
-  members_.clear();
   std::vector<DemandUnit> out;
   for (const ProvisioningRequestInfo& r : in.requests) {
-    if (r.Finished() || in.consumed.count(r.Key()) > 0) continue;
+    if (!r.Supported() || r.Finished() || in.consumed.count(r.Key()) > 0) continue;
     const bool booked = r.IsTrue(kProvisioned);
-    if (booked && now >= r.Condition(kProvisioned)->last_transition + kBookingPeriod) continue;
+    if (booked && BookingEnded(r, now)) continue;
     if (!booked && r.class_name != kClassBestEffortAtomicScaleUp) continue;
     Result<std::vector<DemandUnit>> members = RequestMembers(r, in, policy, catalog);
     if (!members) {
       if (skipped != nullptr) skipped->push_back(members.error().message());
       continue;
     }
-    members_[r.Key()] = *members;
     out.insert(out.end(), members->begin(), members->end());
   }
   return out;
@@ -261,11 +289,10 @@ std::vector<RequestStatusUpdate> ProvisioningReconciler::Reconcile(
   std::vector<Room> rooms = FreeRooms(nodes, pods);
   // Booked requests first: their room is taken before new ones are checked.
   std::vector<const ProvisioningRequestInfo*> order;
-  for (const ProvisioningRequestInfo& r : in.requests) {
-    if (!r.Finished() && r.IsTrue(kProvisioned)) order.push_back(&r);
-  }
-  for (const ProvisioningRequestInfo& r : in.requests) {
-    if (!r.Finished() && !r.IsTrue(kProvisioned)) order.push_back(&r);
+  for (const bool booked : {true, false}) {
+    for (const ProvisioningRequestInfo& r : in.requests) {
+      if (r.Supported() && !r.Finished() && r.IsTrue(kProvisioned) == booked) order.push_back(&r);
+    }
   }
   for (const ProvisioningRequestInfo* request : order) {
     const ProvisioningRequestInfo& r = *request;
@@ -283,20 +310,16 @@ std::vector<RequestStatusUpdate> ProvisioningReconciler::Reconcile(
     const bool missing_template = std::count(member_pods.begin(), member_pods.end(), nullptr) > 0;
     if (r.IsTrue(kProvisioned)) {
       // Booked: hold the room until consumed or the booking ends.
-      const RequestCondition* provisioned = r.Condition(kProvisioned);
       bool held = true;
       if (!consumed && r.class_name == kClassCheckCapacity && !missing_template) {
         held = std::all_of(member_pods.begin(), member_pods.end(),
                            [&](const PodInfo* p) { return TakeRoom(*p, &rooms); });
       } else if (!consumed && placements) {
-        for (const DemandUnit& m : members_[r.Key()]) {
-          auto it = placements->find(m.id);
-          held &= it != placements->end() && it->second.where == MemberPlacement::Where::kOnNode;
-        }
+        held = AllOnNodes(r, *placements);
       }
       if (consumed) {
         // The consuming pods are the demand now; nothing to hold.
-      } else if (now >= provisioned->last_transition + kBookingPeriod) {
+      } else if (BookingEnded(r, now)) {
         set(kBookingExpired, "True", "CapacityReservationTimeExpired",
             "Capacity reservation time is expired");
       } else if (!held) {
@@ -340,16 +363,17 @@ std::vector<RequestStatusUpdate> ProvisioningReconciler::Reconcile(
           set(kProvisioned, "False", "CapacityIsNotFound", why);
       }
     } else if (placements) {
-      bool all_on_nodes = !members_[r.Key()].empty();
       std::string unplaced;
-      for (const DemandUnit& m : members_[r.Key()]) {
-        auto it = placements->find(m.id);
-        const MemberPlacement p = it == placements->end() ? MemberPlacement{} : it->second;
-        all_on_nodes &= p.where == MemberPlacement::Where::kOnNode;
-        if (p.where == MemberPlacement::Where::kNewLaunch) launched_.insert(r.Key());
-        if (p.where == MemberPlacement::Where::kUnplaced && unplaced.empty()) unplaced = p.why;
+      for (size_t set = 0; set < r.pod_sets.size(); ++set) {
+        for (int i = 0; i < r.pod_sets[set].count; ++i) {
+          auto it = placements->find(MemberId(r, set, i));
+          if (it == placements->end()) continue;
+          if (it->second.where == MemberPlacement::Where::kNewLaunch) launched_.insert(r.Key());
+          if (it->second.where == MemberPlacement::Where::kUnplaced && unplaced.empty())
+            unplaced = it->second.why;
+        }
       }
-      if (all_on_nodes) {
+      if (AllOnNodes(r, *placements)) {
         const bool launched = launched_.count(r.Key()) > 0;
         set(kProvisioned, "True", launched ? "CapacityIsProvisioned" : "CapacityIsFound",
             launched ? "Capacity is provisioned: every pod has room on nodes launched for it"

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 
 #include "gpuscaler/cloud/aws_query.h"
 #include "gpuscaler/model/clock.h"
@@ -153,6 +154,43 @@ class GcpProviderTest : public ::testing::Test {
     GcpProviderOptions o;
     o.instance_template = "global/instanceTemplates/gpu-node";
     return o;
+  }
+
+  // MigPools()'s groups gke-ml-a100-a ("a", zone a) and -b ("b", zone b):
+  // createInstances adds every name asked for, deleteInstances takes names
+  // out, and listManagedInstances shows each live instance as `shown` says
+  // (its group, its index among the group's creations, its name).
+  struct MigGroups {
+    std::map<std::string, std::vector<std::string>> created;  // group -> names
+    std::vector<std::string> deleted;
+  };
+  using ShowMember = std::function<json(const std::string& group, size_t index, const std::string& name)>;
+  void ServeMigs(MigGroups* migs, ShowMember shown) {
+    transport_.handler = [migs, shown](const TransportRequest& r) -> Result<TransportResponse> {
+      Call c = Parse(r);
+      const std::string mig = c.path.find("gke-ml-a100-a") != std::string::npos ? "a" : "b";
+      if (c.path.ends_with("/listManagedInstances")) {
+        json managed = json::array();
+        const std::vector<std::string>& names = migs->created[mig];
+        for (size_t i = 0; i < names.size(); ++i) {
+          if (std::find(migs->deleted.begin(), migs->deleted.end(), names[i]) != migs->deleted.end())
+            continue;
+          managed.push_back(shown(mig, i, names[i]));
+        }
+        return Ok({{"managedInstances", managed}});
+      }
+      if (c.path.ends_with("/createInstances")) {
+        for (const json& i : c.body["instances"]) migs->created[mig].push_back(i["name"]);
+        return Ok(Operation("op-create-" + mig, mig == "a" ? kZoneA : kZoneB,
+                            "compute.instanceGroupManagers.createInstances", "DONE"));
+      }
+      if (c.path.ends_with("/deleteInstances")) {
+        EXPECT_EQ(c.body["skipInstancesOnValidationError"], true);
+        for (const json& i : c.body["instances"]) migs->deleted.push_back(LastSegment(i.get<std::string>()));
+        return Ok(Operation("op-delete", kZoneA, "compute.instanceGroupManagers.deleteInstances", "DONE"));
+      }
+      return HttpError(404, "notFound", "not found");
+    };
   }
 
   LaunchRequest Request(const std::string& pool, int count, std::vector<Offering> offerings,
@@ -371,44 +409,25 @@ TEST_F(GcpProviderTest, MigLaunchCreatesNamedInstancesAndFollowsThem) {
 // they are taken out of the group and the next zone is tried.
 TEST_F(GcpProviderTest, MigZoneExhaustionCancelsAndFallsBack) {
   GcpProvider& p = Provider(MigPools());
-  std::map<std::string, std::vector<std::string>> created;  // mig -> names
-  std::vector<std::string> deleted;
-  transport_.handler = [&](const TransportRequest& r) -> Result<TransportResponse> {
-    Call c = Parse(r);
-    const std::string mig = c.path.find("gke-ml-a100-a") != std::string::npos ? "a" : "b";
-    if (c.path.ends_with("/listManagedInstances")) {
-      json managed = json::array();
-      for (const std::string& n : created[mig]) {
-        if (std::find(deleted.begin(), deleted.end(), n) != deleted.end()) continue;
-        json m = {{"name", n}, {"currentAction", "CREATING"}};
-        if (mig == "a") {
-          m["lastAttempt"] = {
-              {"errors",
-               {{"errors",
-                 {{{"code", "ZONE_RESOURCE_POOL_EXHAUSTED"},
-                   {"message",
-                    "The zone 'projects/proj/zones/us-central1-a' does not have enough resources "
-                    "available to fulfill the request.  Try a different zone, or try again later."}}}}}}};
-        } else {
-          m["instanceStatus"] = "PROVISIONING";
-          m["currentAction"] = "NONE";
-        }
-        managed.push_back(m);
-      }
-      return Ok({{"managedInstances", managed}});
+  MigGroups migs;
+  std::map<std::string, std::vector<std::string>>& created = migs.created;
+  std::vector<std::string>& deleted = migs.deleted;
+  ServeMigs(&migs, [](const std::string& mig, size_t, const std::string& n) {
+    json m = {{"name", n}, {"currentAction", "CREATING"}};
+    if (mig == "a") {
+      m["lastAttempt"] = {
+          {"errors",
+           {{"errors",
+             {{{"code", "ZONE_RESOURCE_POOL_EXHAUSTED"},
+               {"message",
+                "The zone 'projects/proj/zones/us-central1-a' does not have enough resources "
+                "available to fulfill the request.  Try a different zone, or try again later."}}}}}}};
+    } else {
+      m["instanceStatus"] = "PROVISIONING";
+      m["currentAction"] = "NONE";
     }
-    if (c.path.ends_with("/createInstances")) {
-      for (const json& i : c.body["instances"]) created[mig].push_back(i["name"]);
-      return Ok(Operation("op-create-" + mig, mig == "a" ? kZoneA : kZoneB,
-                          "compute.instanceGroupManagers.createInstances", "DONE"));
-    }
-    if (c.path.ends_with("/deleteInstances")) {
-      EXPECT_EQ(c.body["skipInstancesOnValidationError"], true);
-      for (const json& i : c.body["instances"]) deleted.push_back(LastSegment(i.get<std::string>()));
-      return Ok(Operation("op-delete", kZoneA, "compute.instanceGroupManagers.deleteInstances", "DONE"));
-    }
-    return HttpError(404, "notFound", "not found");
-  };
+    return m;
+  });
   auto result = p.Launch(Request("a100", 2,
                                  {Offer("a2-highgpu-1g", kZoneA, CapacityType::kSpot),
                                   Offer("a2-highgpu-1g", kZoneB, CapacityType::kSpot)}));
@@ -436,37 +455,19 @@ TEST_F(GcpProviderTest, MigZoneExhaustionCancelsAndFallsBack) {
 // nothing is returned; the error says so. The next zone then gets all three.
 TEST_F(GcpProviderTest, AGangIntoAManagedGroupThatDoesNotComeUpWholeIsGivenBack) {
   GcpProvider& p = Provider(MigPools());
-  std::map<std::string, std::vector<std::string>> created;  // mig -> names
-  std::vector<std::string> deleted;
-  transport_.handler = [&](const TransportRequest& r) -> Result<TransportResponse> {
-    Call c = Parse(r);
-    const std::string mig = c.path.find("gke-ml-a100-a") != std::string::npos ? "a" : "b";
-    if (c.path.ends_with("/listManagedInstances")) {
-      json managed = json::array();
-      for (size_t i = 0; i < created[mig].size(); ++i) {
-        const std::string& n = created[mig][i];
-        if (std::find(deleted.begin(), deleted.end(), n) != deleted.end()) continue;
-        json m = {{"name", n}};
-        if (mig == "a" && i == 2) {
-          m["lastAttempt"] = {{"errors", {{"errors", {{{"code", "ZONE_RESOURCE_POOL_EXHAUSTED"}, {"message", "no room"}}}}}}};
-        } else {
-          m["instanceStatus"] = "RUNNING";
-        }
-        managed.push_back(m);
-      }
-      return Ok({{"managedInstances", managed}});
+  MigGroups migs;
+  std::map<std::string, std::vector<std::string>>& created = migs.created;
+  std::vector<std::string>& deleted = migs.deleted;
+  ServeMigs(&migs, [](const std::string& mig, size_t i, const std::string& n) {
+    json m = {{"name", n}};
+    if (mig == "a" && i == 2) {
+      m["lastAttempt"] = {
+          {"errors", {{"errors", {{{"code", "ZONE_RESOURCE_POOL_EXHAUSTED"}, {"message", "no room"}}}}}}};
+    } else {
+      m["instanceStatus"] = "RUNNING";
     }
-    if (c.path.ends_with("/createInstances")) {
-      for (const json& i : c.body["instances"]) created[mig].push_back(i["name"]);
-      return Ok(Operation("op-create-" + mig, mig == "a" ? kZoneA : kZoneB,
-                          "compute.instanceGroupManagers.createInstances", "DONE"));
-    }
-    if (c.path.ends_with("/deleteInstances")) {
-      for (const json& i : c.body["instances"]) deleted.push_back(LastSegment(i.get<std::string>()));
-      return Ok(Operation("op-delete", kZoneA, "compute.instanceGroupManagers.deleteInstances", "DONE"));
-    }
-    return HttpError(404, "notFound", "not found");
-  };
+    return m;
+  });
   LaunchRequest gang = Request("a100", 3, {Offer("a2-highgpu-1g", kZoneA, CapacityType::kOnDemand)});
   gang.all_or_nothing = true;
   auto result = p.Launch(gang);
@@ -475,8 +476,9 @@ TEST_F(GcpProviderTest, AGangIntoAManagedGroupThatDoesNotComeUpWholeIsGivenBack)
   EXPECT_EQ(deleted, created["a"]) << "all three given back, the two running ones too";
   ASSERT_EQ(result->errors.size(), 1u);
   EXPECT_EQ(result->errors[0].error.category(), ErrorCategory::kCapacity);
-  EXPECT_NE(result->errors[0].error.message().find("a gang needs all 3 nodes; 2 came up within 20 s (1 failed), and "
-                                                    "every one of them is given back"),
+  EXPECT_NE(result->errors[0].error.message().find(
+                "a gang needs all 3 nodes; 2 came up within 20 s (1 failed), and "
+                "every one of them is given back"),
             std::string::npos)
       << result->errors[0].error.message();
 
@@ -559,7 +561,8 @@ TEST_F(GcpProviderTest, AGangsBulkInsertIsAllOrNothingUnderItsCompactPlacementPo
     Call c = Parse(r);
     const std::string policies = "projects/proj/regions/us-central1/resourcePolicies";
     if (c.method == "GET" && c.path == policies + "/train-gangs") {
-      if (!policy_exists) return HttpError(404, "notFound", "The resource '" + policies + "/train-gangs' was not found");
+      if (!policy_exists)
+        return HttpError(404, "notFound", "The resource '" + policies + "/train-gangs' was not found");
       return Ok({{"kind", "compute#resourcePolicy"},
                  {"name", "train-gangs"},
                  {"groupPlacementPolicy", {{"collocation", "COLLOCATED"}}},
@@ -578,7 +581,8 @@ TEST_F(GcpProviderTest, AGangsBulkInsertIsAllOrNothingUnderItsCompactPlacementPo
       op["region"] = std::string(kEndpoint) + "projects/proj/regions/us-central1";
       return Ok(op);
     }
-    if (c.path.ends_with("/instances/bulkInsert")) return Ok(Operation("op-bulk", kZoneA, "bulkInsert", "DONE"));
+    if (c.path.ends_with("/instances/bulkInsert"))
+      return Ok(Operation("op-bulk", kZoneA, "bulkInsert", "DONE"));
     if (c.path == "projects/proj/aggregated/instances") return Ok(Aggregated({}));
     return HttpError(404, "notFound", "not found");
   };
@@ -609,7 +613,8 @@ TEST_F(GcpProviderTest, AGangsBulkInsertIsAllOrNothingUnderItsCompactPlacementPo
   EXPECT_EQ(Calls("POST", "/instances/bulkInsert").back().body["minCount"], "4");
 
   // A lone node's launch: minCount 1, no policy.
-  ASSERT_TRUE(p.Launch(Request("train", 2, {Offer("a3-highgpu-8g", kZoneA, CapacityType::kSpot)}, "tok-lone")).ok());
+  ASSERT_TRUE(
+      p.Launch(Request("train", 2, {Offer("a3-highgpu-8g", kZoneA, CapacityType::kSpot)}, "tok-lone")).ok());
   const json lone = Calls("POST", "/instances/bulkInsert").back().body;
   EXPECT_EQ(lone["minCount"], "1");
   EXPECT_FALSE(lone["instanceProperties"].contains("resourcePolicies"));

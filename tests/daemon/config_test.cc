@@ -336,6 +336,15 @@ TEST(DaemonConfig, GcpSpotPricesComeFromTheBillingCatalogUnlessDisabled) {
   EXPECT_NE(m.find("d.yaml:10:"), std::string::npos) << m;  // the refresh's line
 }
 
+// A daemon configuration for GCP (region us-central1) read from "d.yaml".
+DaemonConfig GcpDaemonConfig() {
+  DaemonConfig c;
+  c.source_file = "d.yaml";
+  c.cloud.provider = "gcp";
+  c.cloud.gcp.region = "us-central1";
+  return c;
+}
+
 TEST(DaemonConfig, EveryGcpPoolNeedsGroupsOrATemplate) {
   const PolicyLoadResult policy = ParsePolicy(
       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
@@ -344,10 +353,7 @@ TEST(DaemonConfig, EveryGcpPoolNeedsGroupsOrATemplate) {
       "  - {name: group, actuation: asg, auto_scaling_group: g}\n",
       "p.yaml");
   ASSERT_TRUE(policy.ok()) << policy.status().error().message();
-  DaemonConfig c;
-  c.source_file = "d.yaml";
-  c.cloud.provider = "gcp";
-  c.cloud.gcp.region = "us-central1";
+  DaemonConfig c = GcpDaemonConfig();
   c.cloud.gcp.pools["a100"].migs = {{"us-central1-a", "gke-a100-a"}};
   c.cloud.gcp.pools["gone"].instance_template = "t";
   Status s = CheckPoolsCanLaunch(c, policy.policy);
@@ -375,10 +381,7 @@ TEST(DaemonConfig, AGcpPlacementGroupNeedsABarePool) {
       "  - {name: bare, placement_group: gangs}\n",
       "p.yaml");
   ASSERT_TRUE(policy.ok()) << policy.status().error().message();
-  DaemonConfig c;
-  c.source_file = "d.yaml";
-  c.cloud.provider = "gcp";
-  c.cloud.gcp.region = "us-central1";
+  DaemonConfig c = GcpDaemonConfig();
   c.cloud.gcp.pools["grouped"].migs = {{"us-central1-a", "gke-a"}};
   c.cloud.gcp.pools["bare"].instance_template = "global/instanceTemplates/gpu";
   Status s = CheckPoolsCanLaunch(c, policy.policy);

@@ -24,7 +24,8 @@ std::string NowRfc3339() {
 void FakeApiServer::ServeCustomResource(const std::string& group, const std::string& version,
                                         const std::string& plural, const std::string& kind) {
   std::lock_guard<std::mutex> lock(mu_);
-  custom_resources_[group + "/" + version + "/" + plural] = kind;
+  custom_resources_.insert(group + "/" + version + "/" + plural);
+  custom_kinds_[plural] = kind;
 }
 
 void FakeApiServer::RefuseLists(const std::string& path_prefix, int status) {
@@ -33,16 +34,11 @@ void FakeApiServer::RefuseLists(const std::string& path_prefix, int status) {
 }
 
 std::string FakeApiServer::KindOf(const std::string& resource) const {
-  if (resource == "pods") return "Pod";
-  if (resource == "nodes") return "Node";
-  if (resource == "podtemplates") return "PodTemplate";
-  for (const auto& [path, kind] : custom_resources_) {
-    if (path.size() > resource.size() &&
-        path.compare(path.size() - resource.size(), resource.size(), resource) == 0 &&
-        path[path.size() - resource.size() - 1] == '/')
-      return kind;
-  }
-  return "Object";
+  static const std::map<std::string, std::string> kCore = {
+      {"pods", "Pod"}, {"nodes", "Node"}, {"podtemplates", "PodTemplate"}};
+  if (auto it = kCore.find(resource); it != kCore.end()) return it->second;
+  auto it = custom_kinds_.find(resource);
+  return it == custom_kinds_.end() ? "Object" : it->second;
 }
 
 std::optional<FixtureResponse> FakeApiServer::Resources(const FixtureRequest& req,
@@ -77,7 +73,8 @@ std::optional<FixtureResponse> FakeApiServer::Resources(const FixtureRequest& re
     }
     for (const auto& [prefix, code] : refused_lists_) {
       if (req.method == "GET" && name.empty() && req.Path().rfind(prefix, 0) == 0)
-        return JsonResponse(code, StatusObject(code, code == 403 ? "Forbidden" : "Error", "refused by the test"));
+        return JsonResponse(code,
+                            StatusObject(code, code == 403 ? "Forbidden" : "Error", "refused by the test"));
     }
   }
   if (name.empty()) {
@@ -116,10 +113,11 @@ FixtureResponse FakeApiServer::Write(const FixtureRequest& req, const std::strin
   if (req.method == "POST") {
     json obj = body;
     const std::string new_name = obj["metadata"].value("name", "");
-    if (new_name.empty()) return JsonResponse(422, StatusObject(422, "Invalid", "metadata.name: Required value"));
+    if (new_name.empty())
+      return JsonResponse(422, StatusObject(422, "Invalid", "metadata.name: Required value"));
     if (objects.count(ns + "/" + new_name))
-      return JsonResponse(409,
-                    StatusObject(409, "AlreadyExists", resource + " \"" + new_name + "\" already exists"));
+      return JsonResponse(
+          409, StatusObject(409, "AlreadyExists", resource + " \"" + new_name + "\" already exists"));
     obj["metadata"]["namespace"] = ns;
     obj["metadata"]["uid"] = "uid-" + std::to_string(next_uid_++);
     obj["metadata"]["creationTimestamp"] = NowRfc3339();
@@ -135,8 +133,8 @@ FixtureResponse FakeApiServer::Write(const FixtureRequest& req, const std::strin
     const std::string rv = body.contains("metadata") ? body["metadata"].value("resourceVersion", "") : "";
     if (!rv.empty() && rv != obj["metadata"].value("resourceVersion", ""))
       return JsonResponse(409, StatusObject(409, "Conflict",
-                                      "the object has been modified; please apply your changes to the "
-                                      "latest version and try again"));
+                                            "the object has been modified; please apply your changes to the "
+                                            "latest version and try again"));
     if (status) {
       obj["status"] = body.value("status", json::object());
     } else {
@@ -147,7 +145,8 @@ FixtureResponse FakeApiServer::Write(const FixtureRequest& req, const std::strin
     }
   } else if (req.method == "PATCH") {
     if (req.Header("Content-Type") != "application/merge-patch+json")
-      return JsonResponse(415, StatusObject(415, "UnsupportedMediaType", "this server takes merge patches only"));
+      return JsonResponse(415,
+                          StatusObject(415, "UnsupportedMediaType", "this server takes merge patches only"));
     json patch = body;
     if (status) {
       json only = json::object();

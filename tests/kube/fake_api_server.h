@@ -32,6 +32,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -130,9 +131,9 @@ class FakeApiServer {
   std::vector<Call> calls_;
   std::string token_;
   bool lease_outage_ = false;
-  // Served custom resources: "<group>/<version>/<plural>" -> kind.
-  std::map<std::string, std::string> custom_resources_;
-  std::map<std::string, int> refused_lists_;  // path prefix -> status
+  std::set<std::string> custom_resources_;           // served: "<group>/<version>/<plural>"
+  std::map<std::string, std::string> custom_kinds_;  // plural -> kind
+  std::map<std::string, int> refused_lists_;         // path prefix -> status
   int64_t next_uid_ = 1;
   bool stopping_ = false;
   std::unique_ptr<FixtureHttpServer> http_;

@@ -14,20 +14,10 @@ namespace {
 using nlohmann::json;
 
 GangDirectory RecordedDirectory() {
-  return GangDirectory::From({testing::KubeTestData("provisioningrequest.json")},
-                             {testing::KubeTestData("podgroup-coscheduling.json")},
-                             {testing::KubeTestData("podgroup-volcano.json")});
-}
-
-Policy OneClassPolicy() {
-  Policy p;
-  NodePoolPolicy gpu;
-  gpu.name = "gpu";
-  p.pools = {gpu};
-  WorkloadClassPolicy training;
-  training.name = "training";
-  p.classes = {training};
-  return p;
+  return GangDirectory::From(
+      {ProvisioningRequestFromJson(testing::KubeTestData("provisioningrequest.json")).value()},
+      {testing::KubeTestData("podgroup-coscheduling.json")},
+      {testing::KubeTestData("podgroup-volcano.json")});
 }
 
 PodInfo PendingWorker() {
@@ -92,7 +82,7 @@ TEST(PodDemand, APendingPodWhosePodGroupDoesNotExistIsNotDemandButARunningOneHol
   const GangDirectory d = RecordedDirectory();
   PodInfo pod = PendingWorker();
   pod.labels[kLabelCoschedulingPodGroup] = "not-created-yet";
-  Result<DemandUnit> u = PodDemand(pod, OneClassPolicy(), Catalog{}, &d);
+  Result<DemandUnit> u = PodDemand(pod, testing::TrainingPolicy(), Catalog{}, &d);
   ASSERT_FALSE(u.ok());
   EXPECT_EQ(u.error().category(), ErrorCategory::kNotFound);
   EXPECT_NE(
@@ -102,7 +92,7 @@ TEST(PodDemand, APendingPodWhosePodGroupDoesNotExistIsNotDemandButARunningOneHol
 
   pod.node_name = "node-a";
   pod.phase = "Running";
-  const DemandUnit running = RunningPodUnit(pod, OneClassPolicy(), Catalog{}, &d);
+  const DemandUnit running = RunningPodUnit(pod, testing::TrainingPolicy(), Catalog{}, &d);
   EXPECT_EQ(running.gpus, 8);
   EXPECT_FALSE(running.gang);
 }
@@ -121,7 +111,7 @@ TEST(DemandFromCluster, PodGroupMembersArePendingGangMembersAndPodsWaitingForAGr
   orphan.labels[kLabelCoschedulingPodGroup] = "missing";
   pods.push_back(orphan);
   const ClusterDemand demand =
-      DemandFromCluster(pods, {}, OneClassPolicy(), Catalog{}, kDefaultTeamLabel, &d);
+      DemandFromCluster(pods, {}, testing::TrainingPolicy(), Catalog{}, kDefaultTeamLabel, &d);
   ASSERT_EQ(demand.pending.size(), 3u);
   for (const DemandUnit& u : demand.pending) {
     ASSERT_TRUE(u.gang);

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "gpuscaler/kube/client.h"
+#include "gpuscaler/policy/policy.h"
 #include "kube/fake_api_server.h"
 
 namespace gpuscaler::testing {
@@ -30,10 +31,22 @@ inline std::optional<std::string> ReadReference(const std::string& relative) {
   return s.str();
 }
 
-#define GPUSCALER_REFERENCE_JSON(var, relative)                                                  \
-  std::optional<std::string> var##_text = ::gpuscaler::testing::ReadReference(relative);         \
+#define GPUSCALER_REFERENCE_JSON(var, relative)                                                    \
+  std::optional<std::string> var##_text = ::gpuscaler::testing::ReadReference(relative);           \
   if (!var##_text) GTEST_SKIP() << "reference file " << relative << " absent (../shared missing)"; \
   nlohmann::json var = nlohmann::json::parse(*var##_text)
+
+// One pool ("gpu") and one class ("training") that takes every pod.
+inline Policy TrainingPolicy() {
+  Policy p;
+  NodePoolPolicy gpu;
+  gpu.name = "gpu";
+  p.pools = {gpu};
+  WorkloadClassPolicy training;
+  training.name = "training";
+  p.classes = {training};
+  return p;
+}
 
 // An object of tests/kube/testdata (the gang sources' shapes; see its README).
 inline nlohmann::json KubeTestData(const std::string& name) {

@@ -85,10 +85,7 @@ TEST_F(ProvisioningClient, RequestsRoundTripBetweenKubernetesPythonClientAndGpus
   EXPECT_EQ(in.requests[0].generation, 1);
   // The members sit on nodes: Accepted and Provisioned, written as the daemon writes them.
   kube::ProvisioningReconciler reconciler;
-  Policy policy;
-  WorkloadClassPolicy training;
-  training.name = "training";
-  policy.classes = {training};
+  const Policy policy = TrainingPolicy();
   std::vector<std::string> skipped;
   std::map<std::string, kube::MemberPlacement> placements;
   for (const DemandUnit& u : reconciler.Demand(in, policy, Catalog{}, in.requests[0].created, &skipped))

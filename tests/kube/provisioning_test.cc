@@ -17,17 +17,6 @@ namespace {
 using nlohmann::json;
 using Where = MemberPlacement::Where;
 
-Policy TrainingPolicy() {
-  Policy p;
-  NodePoolPolicy gpu;
-  gpu.name = "gpu";
-  p.pools = {gpu};
-  WorkloadClassPolicy training;
-  training.name = "training";
-  p.classes = {training};
-  return p;
-}
-
 WallTime At(const std::string& rfc3339) {
   WallTime t{};
   EXPECT_TRUE(ParseRfc3339(rfc3339, &t));
@@ -71,7 +60,7 @@ class ProvisioningTest : public ::testing::Test {
   std::vector<DemandUnit> Demand(WallTime now, const std::vector<PodInfo>& pods = {}) {
     std::vector<std::string> skipped;
     std::vector<DemandUnit> units =
-        reconciler_.Demand(Inputs(pods), TrainingPolicy(), Catalog{}, now, &skipped);
+        reconciler_.Demand(Inputs(pods), testing::TrainingPolicy(), Catalog{}, now, &skipped);
     EXPECT_TRUE(skipped.empty()) << skipped[0];
     return units;
   }
@@ -225,7 +214,7 @@ TEST_F(ProvisioningTest, CheckCapacityWithNoRetryFailsAtOnce) {
 TEST_F(ProvisioningTest, AMissingTemplateFailsTheRequestAfterAGracePeriod) {
   template_["metadata"]["name"] = "another";
   std::vector<std::string> skipped;
-  EXPECT_TRUE(reconciler_.Demand(Inputs(), TrainingPolicy(), Catalog{}, created_, &skipped).empty());
+  EXPECT_TRUE(reconciler_.Demand(Inputs(), testing::TrainingPolicy(), Catalog{}, created_, &skipped).empty());
   ASSERT_EQ(skipped.size(), 1u);
   EXPECT_NE(skipped[0].find("PodTemplate ppt-llama-train-5f2c1-provision-1-worker not found"),
             std::string::npos);

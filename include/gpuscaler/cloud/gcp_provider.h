@@ -239,6 +239,11 @@ class GcpProvider final : public CloudProvider {
                              const Offering& offering, const std::vector<int>& slots);
   Status DeleteFromMig(const std::string& zone, const std::string& mig,
                        const std::vector<std::string>& names);
+  // Deletes `names` from the group again and records `error` (with what
+  // `doing` met if the deletion failed too) and the quota errors among
+  // `items` in `out`.
+  void TakeBack(const std::string& zone, const std::string& mig, const std::vector<std::string>& names, Error error,
+                const std::vector<GcpErrorItem>& items, const std::string& doing, Created* out);
   // Deletes every member of a gang that did not come up whole; its error.
   Created GiveBackPartialGang(const std::string& zone, const std::string& mig, const std::vector<std::string>& names,
                               size_t came_up, const std::map<std::string, std::vector<GcpErrorItem>>& failed,

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "gpuscaler/kube/objects.h"
+#include "gpuscaler/kube/provisioning.h"
 #include "gpuscaler/model/demand.h"
 #include "gpuscaler/status.h"
 
@@ -41,9 +42,10 @@ struct GangDirectory {
   std::map<std::string, int> pod_groups;             // coscheduling minMember
   std::map<std::string, int> volcano_pod_groups;     // Volcano minMember
 
-  // From the objects as the API server has them; objects without a name
-  // or a usable size are left out.
-  static GangDirectory From(const std::vector<nlohmann::json>& provisioning_requests,
+  // From the requests as read (ProvisioningInputs::requests) and the
+  // PodGroups as the API server has them; groups without a name or a usable
+  // size are left out.
+  static GangDirectory From(const std::vector<ProvisioningRequestInfo>& provisioning_requests,
                             const std::vector<nlohmann::json>& pod_groups,
                             const std::vector<nlohmann::json>& volcano_pod_groups);
 };

@@ -77,6 +77,7 @@ struct ProvisioningRequestInfo {
   std::vector<RequestCondition> conditions;
 
   std::string Key() const { return namespace_name + "/" + name; }
+  int Members() const;  // pods in all its pod sets
   const RequestCondition* Condition(std::string_view type) const;
   bool IsTrue(std::string_view type) const;
   bool Supported() const {
@@ -91,10 +92,12 @@ Result<ProvisioningRequestInfo> ProvisioningRequestFromJson(const nlohmann::json
 
 // What the requests need from the cluster, read once per tick.
 struct ProvisioningInputs {
-  std::vector<ProvisioningRequestInfo> requests;  // supported classes only, by creation
-  std::map<std::string, PodInfo> templates;       // "namespace/name" -> the template as a pending pod
-  std::set<std::string> consumed;                 // requests some pod consumes ("namespace/name")
-  std::vector<std::string> unreadable;            // objects left out, "what: why"
+  // Every readable request, by creation (those of other classes too: a pod
+  // consuming one is still its gang's member, kube/gangs.h).
+  std::vector<ProvisioningRequestInfo> requests;
+  std::map<std::string, PodInfo> templates;  // "namespace/name" -> the template as a pending pod
+  std::set<std::string> consumed;            // requests some pod consumes ("namespace/name")
+  std::vector<std::string> unreadable;       // objects left out, "what: why"
 };
 ProvisioningInputs ReadProvisioningInputs(const std::vector<nlohmann::json>& requests,
                                           const std::vector<nlohmann::json>& pod_templates,
@@ -144,8 +147,7 @@ class ProvisioningReconciler {
       const std::vector<NodeInfo>& nodes, const std::vector<PodInfo>& pods, WallTime now);
 
  private:
-  std::set<std::string> launched_;                          // atomic requests a launch was planned for
-  std::map<std::string, std::vector<DemandUnit>> members_;  // by request, as last read
+  std::set<std::string> launched_;  // atomic requests a launch was planned for
 };
 
 // The status subresource's merge patch for `update`.
