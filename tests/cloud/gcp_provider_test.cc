@@ -489,6 +489,33 @@ TEST_F(GcpProviderTest, AGangIntoAManagedGroupThatDoesNotComeUpWholeIsGivenBack)
   EXPECT_EQ(result->instances.size(), 3u) << "whole in zone b";
 }
 
+// The give-back is one offering's failure: the same Launch goes on to the
+// next offering (a gang's fallbacks), which gets the whole gang.
+TEST_F(GcpProviderTest, AGangGivenBackInOneGroupFallsBackToTheNextOfferingInTheSameLaunch) {
+  GcpProvider& p = Provider(MigPools());
+  MigGroups migs;
+  ServeMigs(&migs, [](const std::string& mig, size_t i, const std::string& n) {
+    json m = {{"name", n}};
+    if (mig == "a" && i == 0) {
+      m["lastAttempt"] = {{"errors", {{"errors", {{{"code", "ZONE_RESOURCE_POOL_EXHAUSTED"}, {"message", "no room"}}}}}}};
+    } else {
+      m["instanceStatus"] = "RUNNING";
+    }
+    return m;
+  });
+  LaunchRequest gang = Request("a100", 2,
+                               {Offer("a2-highgpu-1g", kZoneA, CapacityType::kOnDemand),
+                                Offer("a2-highgpu-1g", kZoneB, CapacityType::kOnDemand)});
+  gang.all_or_nothing = true;
+  auto result = p.Launch(gang);
+  ASSERT_TRUE(result.ok()) << result.error().ToString();
+  ASSERT_EQ(result->instances.size(), 2u);
+  for (const Instance& i : result->instances) EXPECT_EQ(i.offering.zone, kZoneB);
+  EXPECT_EQ(migs.deleted, migs.created["a"]) << "both of group a's given back";
+  ASSERT_EQ(result->errors.size(), 1u);
+  EXPECT_EQ(result->errors[0].offering_key, "a2-highgpu-1g/us-central1-a/on-demand");
+}
+
 // A bare pool: bulkInsert of named Spot VMs with labels and metadata.
 TEST_F(GcpProviderTest, BulkInsertSpotVmsWithLabels) {
   GcpProvider& p = Provider(BarePools());

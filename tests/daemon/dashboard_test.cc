@@ -236,6 +236,21 @@ TEST(DashboardGangs, AWaitingGangSaysWhatItWaitsForFromTheLastPlan) {
   EXPECT_EQ(DashboardPage(in).find("Waiting gangs"), std::string::npos) << "no gangs: no table";
 }
 
+TEST(DashboardGangs, AGangWhoseMembersHaveRoomOnNodesWaitsForTheScheduler) {
+  Snapshot snap;
+  for (int i = 0; i < 2; ++i) {
+    DemandUnit u = Unit("m" + std::to_string(i), "train", 8);
+    u.gang = GangMembership{"ml/placed", 2, true, false};
+    snap.pending.push_back(u);
+  }
+  Plan plan;
+  plan.placements = {{"m0", "node-1", -1, -1}, {"m1", "node-2", -1, -1}};
+  const std::vector<WaitingGang> gangs = WaitingGangs(snap, plan, {}, kDashboardNow);
+  ASSERT_EQ(gangs.size(), 1u);
+  EXPECT_EQ(gangs[0].waits_for, "the scheduler: its nodes have room");
+  EXPECT_DOUBLE_EQ(gangs[0].wait_s, 0) << "first seen now";
+}
+
 TEST(DashboardChart, TimeAxisLabelsAscendAndLevelsAndGapsAreDrawn) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const std::vector<WallTime> times = {kDashboardNow, kDashboardNow + 1h, kDashboardNow + 2h};

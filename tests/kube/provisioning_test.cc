@@ -204,6 +204,40 @@ TEST_F(ProvisioningTest, CheckCapacityLaunchesNothingAndIsProvisionedOnlyWhenThe
   EXPECT_EQ(Demand(created_ + Seconds(30)).size(), 4u) << "booked: held as demand";
 }
 
+TEST_F(ProvisioningTest, ABookedCheckCapacityRequestTakesItsRoomBeforeANewOneIsChecked) {
+  request_["spec"]["provisioningClassName"] = kClassCheckCapacity;
+  const std::vector<NodeInfo> nodes = {ReadyNode("a"), ReadyNode("b"), ReadyNode("c"), ReadyNode("d")};
+  ASSERT_TRUE(Tick(std::nullopt, created_ + Seconds(10), nodes));
+  ASSERT_EQ(StatusOf("Provisioned"), "True/CapacityIsFound");
+  // A second request for the same four pods, created earlier but seen only
+  // now: the four nodes are booked by the first, so nothing is left for it.
+  json second = request_;
+  second["metadata"]["name"] = "second";
+  second["metadata"]["creationTimestamp"] = "2026-12-06T08:59:00Z";
+  ProvisioningInputs in = ReadProvisioningInputs({second, request_}, {template_}, {});
+  for (ProvisioningRequestInfo& r : in.requests) {
+    if (r.name != "second") r.conditions = conditions_;
+  }
+  const std::vector<RequestStatusUpdate> updates =
+      reconciler_.Reconcile(in, std::nullopt, nodes, {}, created_ + Seconds(90));
+  ASSERT_EQ(updates.size(), 1u);
+  EXPECT_EQ(updates[0].name, "second");
+  ASSERT_EQ(updates[0].conditions.size(), 2u);
+  EXPECT_EQ(updates[0].conditions[1].reason, "CapacityIsNotFound");
+  EXPECT_NE(updates[0].conditions[1].message.find("0 of 4 pods fit"), std::string::npos)
+      << updates[0].conditions[1].message;
+}
+
+TEST_F(ProvisioningTest, ARequestWithoutValidUntilSecondsFailsWhenNotProvisionedInSevenDays) {
+  request_["spec"]["parameters"] = json::object();
+  const std::vector<DemandUnit> units = Demand(created_);
+  EXPECT_TRUE(Tick(All(units, Where::kUnplaced, "no-offering-fits"), created_ + kRequestExpiry - Seconds(1)));
+  EXPECT_EQ(StatusOf("Failed"), "");
+  ASSERT_TRUE(Tick(All(units, Where::kUnplaced, "no-offering-fits"), created_ + kRequestExpiry));
+  EXPECT_EQ(StatusOf("Failed"), "True/Expired");
+  EXPECT_EQ(Condition("Failed")->message, "ProvisioningRequest is expired: not provisioned within 168h");
+}
+
 TEST_F(ProvisioningTest, CheckCapacityWithNoRetryFailsAtOnce) {
   request_["spec"]["provisioningClassName"] = kClassCheckCapacity;
   request_["spec"]["parameters"]["noRetry"] = "true";
