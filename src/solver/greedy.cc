@@ -91,12 +91,13 @@ void Planner::Greedy(State& st, const GreedyOrder& order) const {
       }
       if (!any) continue;
       active[kept++] = o;
+      const double slot = slot_price_.empty() ? 0.0 : slot_price_[o];
       // Its ratio is at least its price over that bound (risks add to the
       // cost): an option that cannot beat the best so far is not filled.
-      if (options_[o].price / value_bound >= best_ratio * (1 + 1e-9)) continue;
+      if ((options_[o].price + slot) / value_bound >= best_ratio * (1 + 1e-9)) continue;
       if (MaxOpen(options_[o], st) < 1) continue;
       InitBin(scratch, o);
-      double cost = scratch.price, value = 0;
+      double cost = scratch.price + slot, value = 0;
       for (int c : touched) used[c] = 0;
       touched.clear();
       std::fill(used_team.begin(), used_team.end(), 0.0);

@@ -389,6 +389,14 @@ class Planner {
   // for the planner's life.
   const GreedyOrder& GreedyOrderFor(const std::vector<int>& rank);
   void Greedy(State& st, const GreedyOrder& order) const;
+  // Per option, what the node slot it takes is worth while ScaleUp compares
+  // plans (slot_price_). A pool's slots are scarce when it had slots left
+  // below its max_nodes in `start` and the plan `planned` takes it past
+  // kScarceSlotShare of that cap. There a node is charged the GPU room its
+  // slot could have held and it does not: the share of the most GPUs an
+  // option of the work holds that it lacks, times the dearest such option's
+  // price. 0 in other pools; empty when no pool's slots are scarce.
+  std::vector<double> SlotPrices(const State& start, const State& planned) const;
   void Classify(State& st) const;
   // With `thorough` (small inputs) the moves also split bulk bins: a few
   // copies of one bin merge with copies of another, and a class's spot
@@ -398,7 +406,11 @@ class Planner {
   // per node) pairs); false, with `b` unspecified, when a group may not
   // use the option or the content does not fit.
   bool Refill(Bin& b, int option, const std::vector<std::pair<int, int>>& content) const;
-  double BinCost(const Bin& b) const { return b.price + b.risk; }
+  // A new node's expected cost per hour: price and risk, plus its slot's
+  // price while ScaleUp prices scarce slots.
+  double BinCost(const Bin& b) const {
+    return b.price + b.risk + (slot_price_.empty() ? 0.0 : slot_price_[b.option]);
+  }
   double TotalCost(const State& st) const;
   int Unplaced(const State& st) const;
   State ScaleUp(const State& base);
@@ -456,6 +468,7 @@ class Planner {
   std::vector<int> unit_group_;
   std::vector<std::vector<int>> opt_groups_;
   std::deque<GreedyOrder> greedy_orders_;  // GreedyOrderFor's, by first use
+  std::vector<double> slot_price_;         // SlotPrices' while ScaleUp plans with them, else empty
   std::vector<Bin> existing_;            // by node index
   std::vector<Bin> existing_initial_;    // InitExisting of each node (BuildExisting)
   // Per node, per running unit: its class index (BuildExisting).

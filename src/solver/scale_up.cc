@@ -8,6 +8,14 @@
 
 namespace gpuscaler::solver_detail {
 
+namespace {
+
+// A pool's node slots are scarce once a plan takes it past this share of
+// its max_nodes: from there its load cannot double again, so a node that
+// holds less work than another could takes room the pool may soon lack.
+constexpr double kScarceSlotShare = 0.5;
+}  // namespace
+
 int Take(Bin& b, const Shape& s, int mig_idx, int max) {
   if (max <= 0) return 0;
   int64_t lim = max;
@@ -262,6 +270,37 @@ void Planner::Classify(State& st) const {
   }
 }
 
+std::vector<double> Planner::SlotPrices(const State& start, const State& planned) const {
+  // Per scarce pool: the dearest option of the work being planned there
+  // (so no saving on a node's price outweighs the room it wastes) and the
+  // most GPUs one of those options holds.
+  std::vector<double> dearest(pools_.size(), 0.0);
+  std::vector<int> most_gpus(pools_.size(), 0);
+  bool any = false;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    if (start.rem[g] == 0 || groups_[g].has_static_reason) continue;
+    for (int o : groups_[g].cands) {
+      const Option& op = options_[o];
+      const int cap = pools_[op.pool].pol.max_nodes;
+      if (cap == kNoLimit || start.pool_count[op.pool] >= cap) continue;  // no slot to price
+      if (planned.pool_count[op.pool] < kScarceSlotShare * cap) continue;
+      dearest[op.pool] = std::max(dearest[op.pool], op.price);
+      most_gpus[op.pool] = std::max(most_gpus[op.pool], snap_.instance_types[op.type].gpu_count);
+      any = true;
+    }
+  }
+  std::vector<double> price;
+  if (!any) return price;
+  price.assign(options_.size(), 0.0);
+  for (size_t o = 0; o < options_.size(); ++o) {
+    const Option& op = options_[o];
+    if (most_gpus[op.pool] <= 0) continue;
+    const int gpus = std::max(0, snap_.instance_types[op.type].gpu_count);
+    price[o] = dearest[op.pool] * (1.0 - double(gpus) / most_gpus[op.pool]);
+  }
+  return price;
+}
+
 State Planner::ScaleUp(const State& base) {
   std::vector<std::vector<int>> ranks;
   const size_t ng = groups_.size();
@@ -301,12 +340,11 @@ State Planner::ScaleUp(const State& base) {
     ranks.push_back(std::move(rank));
   }
   auto solve = [&](const State& start) {
-    State best;
-    bool have = false;
     // Greedy visits only the groups with units left, in rank order: a rank
     // that orders those as an earlier one did plans the same bins again,
     // which cannot beat the earlier plan.
     std::vector<std::vector<int>> visit_orders;
+    std::vector<const std::vector<int>*> distinct;
     for (const auto& rank : ranks) {
       std::vector<int> visit;
       for (size_t g = 0; g < ng; ++g)
@@ -314,14 +352,31 @@ State Planner::ScaleUp(const State& base) {
       std::sort(visit.begin(), visit.end(), [&](int a, int b) { return rank[a] < rank[b]; });
       if (std::find(visit_orders.begin(), visit_orders.end(), visit) != visit_orders.end()) continue;
       visit_orders.push_back(std::move(visit));
-      State st = start;
-      Greedy(st, GreedyOrderFor(rank));
-      if (opts_.local_search) LocalSearch(st, pending <= opts_.multi_start_max_units);
-      if (!have || Unplaced(st) < Unplaced(best) ||
-          (Unplaced(st) == Unplaced(best) && TotalCost(st) < TotalCost(best) - 1e-9)) {
-        best = std::move(st);
-        have = true;
+      distinct.push_back(&rank);
+    }
+    State best;
+    bool have = false;
+    auto plan_all = [&]() {
+      for (const std::vector<int>* rank : distinct) {
+        State st = start;
+        Greedy(st, GreedyOrderFor(*rank));
+        if (opts_.local_search) LocalSearch(st, pending <= opts_.multi_start_max_units);
+        if (!have || Unplaced(st) < Unplaced(best) ||
+            (Unplaced(st) == Unplaced(best) && TotalCost(st) < TotalCost(best) - 1e-9)) {
+          best = std::move(st);
+          have = true;
+        }
       }
+    };
+    plan_all();
+    // Node slots scarce in some pool: plan again with the GPU room a new
+    // node there leaves unbought priced (in every cost compared, the first
+    // plan's too); the nodes that hold the most GPUs win there, the
+    // cheapest among those.
+    slot_price_ = SlotPrices(start, best);
+    if (!slot_price_.empty()) {
+      plan_all();
+      slot_price_.clear();
     }
     Classify(best);
     return best;
