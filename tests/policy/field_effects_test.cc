@@ -119,6 +119,16 @@ Scene FourGpuUnits(int n) {
   };
 }
 
+// `n` inference units of 8 GPUs: one a node, on any type that holds one,
+// so a cap on nodes is a cap on units (with smaller units, a pool short of
+// node slots puts several on one larger node).
+Scene EightGpuUnits(int n) {
+  return [n](Snapshot& s, Policy& p) {
+    p.classes[0].gpus_per_job = 8;
+    Demand(s, p, "inference", n);
+  };
+}
+
 // `n` inference units in a pool that buys only on-demand.
 Scene OnDemandUnits(int n) {
   return [n](Snapshot& s, Policy& p) {
@@ -288,7 +298,7 @@ const std::vector<FieldCase>& Cases() {
          NodesLaunched(0, 2)(base, set);
          EXPECT_EQ(Launches(set, ZoneOf), (std::set<std::string>{"us-east-1a", "us-east-1b"}));
        }},
-      {"pools[].max_nodes", [](Policy& p) { p.pools[0].max_nodes = 1; }, FourGpuUnits(3),
+      {"pools[].max_nodes", [](Policy& p) { p.pools[0].max_nodes = 1; }, EightGpuUnits(3),
        CapsLaunches(3, 1, UnplacedReason::kPoolMax)},
 
       // --- classes ---
@@ -508,7 +518,7 @@ const std::vector<FieldCase>& Cases() {
        IdleNodes, NodesRemoved(3, 0)},
       {"scaling.schedules[].max_nodes",
        [](Policy& p) { p.scaling.schedules = {{"night", "* * * * *", "UTC", Seconds(0), {}, std::nullopt, 2}}; },
-       FourGpuUnits(5), CapsLaunches(5, 2, UnplacedReason::kPoolMax)},
+       EightGpuUnits(5), CapsLaunches(5, 2, UnplacedReason::kPoolMax)},
       // The same schedule outside its hours (the scene is a Thursday at
       // 20:26 UTC) changes nothing; its time zone moves the hours.
       {"scaling.schedules[].cron",

@@ -707,7 +707,8 @@ TEST(Planner, CountsExistingNodesTowardPoolMax) {
   for (int i = 0; i < 2; ++i)
     s.nodes.push_back(MakeNode(s, "n" + std::to_string(i), "g6.xlarge", "us-east-1a", CapacityType::kOnDemand, {Unit("r" + std::to_string(i), 1)}));
   s.nodes.back().state = NodeState::kLaunching;
-  s.pending = Units("u", 3, OnDemandOnly(Unit("", 4, 40000, 100000)));
+  // 8-GPU units: one a node whatever the type (see NodeSlots for smaller).
+  s.pending = Units("u", 3, OnDemandOnly(Unit("", 8, 40000, 100000)));
   const Plan plan = MakePlan(s, p);
   EXPECT_EQ(LaunchedNodes(plan), 1);
   EXPECT_EQ(ReasonCounts(plan)[UnplacedReason::kPoolMax], 2);
