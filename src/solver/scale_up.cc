@@ -11,9 +11,12 @@ namespace gpuscaler::solver_detail {
 namespace {
 
 // A pool's node slots are scarce once a plan takes it past this share of
-// its max_nodes: from there its load cannot double again, so a node that
-// holds less work than another could takes room the pool may soon lack.
-constexpr double kScarceSlotShare = 0.5;
+// its max_nodes: the nodes bought from there on decide how much work the
+// pool holds when it reaches the cap, so they must be the ones that hold
+// the most. Pricing slots only at the cap itself comes too late (the small
+// nodes that fill it are already up, running work); pricing them from far
+// below it buys larger nodes for fleets that never get near their cap.
+constexpr double kScarceSlotShare = 0.7;
 }  // namespace
 
 int Take(Bin& b, const Shape& s, int mig_idx, int max) {
@@ -283,7 +286,7 @@ std::vector<double> Planner::SlotPrices(const State& start, const State& planned
       const Option& op = options_[o];
       const int cap = pools_[op.pool].pol.max_nodes;
       if (cap == kNoLimit || start.pool_count[op.pool] >= cap) continue;  // no slot to price
-      if (planned.pool_count[op.pool] < kScarceSlotShare * cap) continue;
+      if (planned.pool_count[op.pool] <= kScarceSlotShare * cap + 1e-9) continue;
       dearest[op.pool] = std::max(dearest[op.pool], op.price);
       most_gpus[op.pool] = std::max(most_gpus[op.pool], snap_.instance_types[op.type].gpu_count);
       any = true;

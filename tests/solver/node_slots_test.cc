@@ -1,5 +1,5 @@
 // A pool's max_nodes as a scarce resource: once a plan takes a pool past
-// half its cap, new nodes there are chosen for the GPUs each slot holds.
+// 70 % of its cap, new nodes there are chosen for the GPUs each slot holds.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -42,22 +42,22 @@ Scene SmallNodesAndOneGpuWork(int busy, int pending, int max_nodes) {
 
 int UnplacedCount(const Plan& plan) { return int(plan.unplaced.size()); }
 
-TEST(NodeSlots, BelowHalfTheCapEachUnitGetsTheCheapestNodeThatHoldsIt) {
-  // 4 + 3 nodes of a cap of 20: slots are not scarce; three g6.xlarge
+TEST(NodeSlots, WellBelowTheCapEachUnitGetsTheCheapestNodeThatHoldsIt) {
+  // 4 + 3 nodes of a cap of 10 (70 %, not past it): slots are not scarce; three g6.xlarge
   // (3 x 0.805 USD/h) are cheaper than any one node holding three units.
-  Scene scene = SmallNodesAndOneGpuWork(4, 3, 20);
+  Scene scene = SmallNodesAndOneGpuWork(4, 3, 10);
   const Plan plan = MakePlan(scene.snapshot, scene.policy);
   EXPECT_EQ(LaunchesOf(plan, "g6.xlarge"), 3);
   EXPECT_EQ(LaunchedNodes(plan), 3);
   ExpectValid(scene.snapshot, scene.policy, plan);
 }
 
-TEST(NodeSlots, PastHalfTheCapTheWorkGoesOnANodeThatHoldsTheMostGpus) {
-  // The same work in a pool capped at 12: three g6.xlarge would take it to
-  // 7 of 12 nodes. One 8-GPU node holds the three units and leaves five
+TEST(NodeSlots, NearTheCapTheWorkGoesOnANodeThatHoldsTheMostGpus) {
+  // The same work in a pool capped at 9: three g6.xlarge would take it to
+  // 7 of 9 nodes. One 8-GPU node holds the three units and leaves five
   // GPUs for what comes next, where the three small nodes would leave none
   // and two slots fewer.
-  Scene scene = SmallNodesAndOneGpuWork(4, 3, 12);
+  Scene scene = SmallNodesAndOneGpuWork(4, 3, 9);
   const Plan plan = MakePlan(scene.snapshot, scene.policy);
   EXPECT_EQ(LaunchedNodes(plan), 1);
   EXPECT_EQ(LaunchesOf(plan, "g5.48xlarge"), 1) << "the cheapest of the 8-GPU types";
@@ -79,7 +79,7 @@ TEST(NodeSlots, WorkThatTheCheapestNodesLeaveAtTheCapIsPlacedOnLargerOnes) {
 TEST(NodeSlots, ScarceSlotsChangeWhichNodesAreBoughtNotWhatThePlanCosts) {
   // The slot price decides between options; the plan's cost is the
   // nodes' price: one g5.48xlarge, on-demand.
-  Scene scene = SmallNodesAndOneGpuWork(4, 3, 12);
+  Scene scene = SmallNodesAndOneGpuWork(4, 3, 9);
   const Plan plan = MakePlan(scene.snapshot, scene.policy);
   ASSERT_EQ(plan.launches.size(), 1u);
   EXPECT_NEAR(plan.launches[0].usd_per_hour, 16.288, 1e-9);
