@@ -34,6 +34,10 @@ struct LoadSpec {
   int64_t inference_jobs = 0;
   int64_t training_jobs = 0;
   int64_t eval_jobs = 0;
+  // Distributed training jobs: gangs of 2-4 members of 8 GPUs each, one per
+  // training burst with this probability (drawn from their own random
+  // stream, so the other jobs are the same with or without them).
+  double gang_per_burst = 0;
 };
 
 // What the jobs of one kind ask for and how they tolerate a move.
@@ -86,6 +90,8 @@ Trace GenerateLoad(const LoadSpec& spec, uint64_t seed, const std::string& sourc
   const JobShape training_h100{8, {"h100-80gb"}, 160000, 1228800};
 
   Rng rng(seed * 0x2545F4914F6CDD1DULL + 17);
+  Rng gang_rng(seed * 0x9E3779B97F4A7C15ULL + 71);
+  int64_t gangs = 0;
   Trace trace;
   trace.source = source;
   const double span_s = static_cast<double>(spec.span.count());
@@ -111,6 +117,20 @@ Trace GenerateLoad(const LoadSpec& spec, uint64_t seed, const std::string& sourc
       const double draw = rng.Uniform();
       const JobShape& shape = draw < 0.5 ? training_4 : draw < 0.85 ? training_8 : training_h100;
       trace.jobs.push_back(MakeJob(training, shape, n, submit, duration));
+    }
+    if (spec.gang_per_burst > 0 && gang_rng.Uniform() < spec.gang_per_burst) {
+      // One job on several 8-GPU nodes: its members start and stop together.
+      const int members = gang_rng.Int(2, 4);
+      const double submit = std::min(span_s - 1, burst + gang_rng.Uniform() * 600.0);
+      const double duration = std::clamp(gang_rng.LogNormal(10800, 0.6), 1800.0, 86400.0);
+      const std::string name = "dist-" + std::to_string(gangs);
+      const JobKind member_kind{name + "/", "training", 0, true, Seconds(1800), Seconds(900)};
+      for (int m = 0; m < members; ++m) {
+        TraceJob job = MakeJob(member_kind, training_8, m, submit, duration);
+        job.unit.gang = GangMembership{name, members, /*same_zone=*/true, /*same_instance_type=*/false};
+        trace.jobs.push_back(std::move(job));
+      }
+      ++gangs;
     }
   }
   for (n = 0; n < spec.eval_jobs; ++n) {
@@ -215,7 +235,8 @@ Result<Scenario> MakeBuiltinScenario(const std::string& name, uint64_t seed, std
     spec.inference_jobs = int64_t{720} * d;
     spec.training_jobs = int64_t{30} * d;
     spec.eval_jobs = int64_t{6} * d;
-    s.description = "diurnal inference + bursty training, " + std::to_string(d) + (d == 1 ? " day" : " days") + ", seed " + std::to_string(seed);
+    spec.gang_per_burst = 0.25;
+    s.description = "diurnal inference + bursty training with distributed jobs, " + std::to_string(d) + (d == 1 ? " day" : " days") + ", seed " + std::to_string(seed);
   } else if (name == "scale-30d-100k") {
     const int d = days.value_or(30);
     spec.span = Seconds(int64_t{86400} * d);

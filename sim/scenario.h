@@ -6,7 +6,9 @@
 //  - "demo": 3 days (--days changes it) of diurnal inference load (1-GPU
 //    serving replicas on A10G/L4, peak at 15:00 UTC, trough at 03:00) plus
 //    bursty training (about four bursts a day of 3–12 multi-GPU jobs on
-//    A10G/L4/A100/H100, 30-minute checkpoints) and a few non-interruptible
+//    A10G/L4/A100/H100, 30-minute checkpoints; a quarter of the bursts also
+//    bring a distributed job: a gang of 2-4 members on 8-GPU A100/H100 nodes,
+//    started and stopped together) and a few non-interruptible
 //    evaluation jobs; spot prices follow a mean-reverting random walk around
 //    the catalog's spot price; spot interruptions at per-family rates
 //    (g5/g6 0.02, p4d 0.05, p5 0.08 per node-hour) with 2-minute notices;

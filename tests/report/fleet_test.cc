@@ -30,6 +30,9 @@ namespace fs = std::filesystem;
 using Params = std::map<std::string, std::string>;
 
 constexpr int kDays = testing::kDemoStoreDays;
+// The most rows a top list takes (`top`'s limit in ParseReportQuery): the
+// tests read every row of the demo stores' top lists.
+constexpr int kEveryRow = 10000;
 
 int64_t Cents(const std::string& text) { return std::llround(std::stod(text) * 100.0); }
 int64_t Cents(const nlohmann::json& v) { return v.is_null() ? 0 : std::llround(v.get<double>() * 100.0); }
@@ -90,7 +93,7 @@ class Fleet : public ::testing::Test {
     Params p = {{"from", FormatRfc3339(start_)},
                 {"to", FormatRfc3339(start_ + Seconds(86400 * (kDays + 1)))},
                 {"budget_monthly_usd", "5000"},
-                {"top", "1000"}};
+                {"top", std::to_string(kEveryRow)}};
     for (auto& [k, v] : extra) p[k] = v;
     return p;
   }
@@ -216,6 +219,13 @@ TEST_F(Fleet, JsonTotalsAreTheSumOfTheClustersToTheCent) {
   EXPECT_EQ(fleet["query"]["clusters"][0]["totals"], east["totals"]);
   EXPECT_EQ(fleet["query"]["clusters"][1]["cluster"], "west");
   EXPECT_EQ(fleet["query"]["clusters"][1]["totals"], west["totals"]);
+  // The fleet's top lists are cut at `top` rows across its clusters (its
+  // dearest), so each cluster's rows are its single report's only while the
+  // lists hold every row: fewer rows than `top` in all.
+  for (const char* table : {"top_decisions", "top_nodes", "predictions"}) {
+    ASSERT_LT(east[table].size() + west[table].size(), size_t{kEveryRow})
+        << table << ": the stores hold more rows than `top` takes";
+  }
   // Every table: each cluster's rows are its report's, with a cluster field.
   for (const char* table :
        {"allocation", "costs", "savings", "budget", "top_decisions", "top_nodes", "predictions"}) {
