@@ -190,6 +190,8 @@ Result<NodeInfo> NodeFromJson(const json& j) {
   n.provider_id = StringAt(spec, "providerID");
   n.instance_id = InstanceIdFromProviderId(n.provider_id);
   if (auto it = spec.find("unschedulable"); it != spec.end() && it->is_boolean()) n.unschedulable = it->get<bool>();
+  for (const json& t : ArrayAt(spec, "taints"))
+    n.taints.push_back({StringAt(t, "key"), StringAt(t, "value"), StringAt(t, "effect")});
   n.allocatable_milli = Quantities(ObjectAt(status, "allocatable"));
   for (const json& c : ArrayAt(status, "conditions")) {
     if (StringAt(c, "type") != "Ready") continue;

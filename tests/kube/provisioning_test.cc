@@ -204,6 +204,28 @@ TEST_F(ProvisioningTest, CheckCapacityLaunchesNothingAndIsProvisionedOnlyWhenThe
   EXPECT_EQ(Demand(created_ + Seconds(30)).size(), 4u) << "booked: held as demand";
 }
 
+TEST_F(ProvisioningTest, CheckCapacityCountsOnlyTheNodesWhoseTaintsTheMembersTolerate) {
+  // The template tolerates nvidia.com/gpu:NoSchedule (Exists), nothing else.
+  request_["spec"]["provisioningClassName"] = kClassCheckCapacity;
+  auto tainted = [](const std::string& name, const std::string& key, const std::string& effect) {
+    NodeInfo n = ReadyNode(name);
+    n.taints.push_back({key, "x", effect});
+    return n;
+  };
+  std::vector<NodeInfo> nodes = {ReadyNode("a"), ReadyNode("b"), tainted("c", "dedicated", "NoSchedule"),
+                                 tainted("d", "dedicated", "NoExecute")};
+  ASSERT_TRUE(Tick(std::nullopt, created_ + Seconds(10), nodes));
+  EXPECT_EQ(StatusOf("Provisioned"), "False/CapacityIsNotFound");
+  EXPECT_NE(Condition("Provisioned")->message.find("2 of 4 pods fit"), std::string::npos)
+      << Condition("Provisioned")->message;
+
+  // A taint the members tolerate, and one that only asks the scheduler to avoid the node.
+  nodes.push_back(tainted("e", "nvidia.com/gpu", "NoSchedule"));
+  nodes.push_back(tainted("f", "dedicated", "PreferNoSchedule"));
+  ASSERT_TRUE(Tick(std::nullopt, created_ + Seconds(20), nodes));
+  EXPECT_EQ(StatusOf("Provisioned"), "True/CapacityIsFound");
+}
+
 TEST_F(ProvisioningTest, ABookedCheckCapacityRequestTakesItsRoomBeforeANewOneIsChecked) {
   request_["spec"]["provisioningClassName"] = kClassCheckCapacity;
   const std::vector<NodeInfo> nodes = {ReadyNode("a"), ReadyNode("b"), ReadyNode("c"), ReadyNode("d")};

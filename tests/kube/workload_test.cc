@@ -305,6 +305,11 @@ TEST(ModelNode, ReadsOfferingInstanceIdAndFreeRoomFromTheRecordedNodes) {
   ASSERT_EQ(nodes->items.size(), 2u);
   const NodeInfo& karpenter = nodes->items[0];
   const NodeInfo& eks = nodes->items[1];
+  ASSERT_EQ(karpenter.taints.size(), 1u);
+  EXPECT_EQ(karpenter.taints[0].key, "nvidia.com/gpu");
+  EXPECT_EQ(karpenter.taints[0].value, "true");
+  EXPECT_EQ(karpenter.taints[0].effect, "NoSchedule");
+  EXPECT_TRUE(eks.taints.empty());
 
   // A pod bound to the Karpenter node with 3 GPUs.
   PodInfo bound;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gpuscaler/model/time.h"
+#include "gpuscaler/policy/policy.h"
 #include "gpuscaler/status.h"
 
 namespace gpuscaler::kube {
@@ -73,6 +74,7 @@ struct NodeInfo {
   std::string instance_id;  // from provider_id: its last path segment; empty if none
   WallTime created{};
   bool unschedulable = false;  // spec.unschedulable (cordoned)
+  std::vector<Taint> taints;   // spec.taints
   bool ready = false;          // condition Ready=True
   std::optional<WallTime> ready_changed_at;  // the Ready condition's lastTransitionTime
   std::map<std::string, std::string> labels;
