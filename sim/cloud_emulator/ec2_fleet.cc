@@ -251,6 +251,17 @@ EmulatorResponse CloudEmulator::CreateFleet(const Params& p, WallTime now) {
       }
       return od_price(*a) < od_price(*b);  // on-demand default: lowest-price
     });
+    // A cluster placement group in use in another zone takes no instance
+    // there, whatever the capacity.
+    std::erase_if(order, [&](const FleetOverride* o) {
+      if (o->placement_group.empty()) return false;
+      const std::string in_use = PlacementGroupZone(o->placement_group);
+      if (in_use.empty() || in_use == o->zone) return false;
+      errors.push_back({o, lifecycle, "InvalidPlacementGroup.InUse",
+                        "The placement group '" + o->placement_group + "' is in use in another availability zone: " +
+                            in_use});
+      return true;
+    });
     const auto room_of = [&](const auto& o) {
       const auto room = Room(o.type, o.zone, lifecycle, now);
       return room ? room->first : need;

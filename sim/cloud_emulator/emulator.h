@@ -30,7 +30,9 @@
 //    GroupId.N, filters group-name, strategy, state, tag:<key>; an unknown
 //    name is InvalidPlacementGroup.Unknown). CreateFleet overrides may name
 //    one (Placement.GroupName; an unknown one refuses the whole fleet with
-//    InvalidPlacementGroup.Unknown), and DescribeInstances shows it
+//    InvalidPlacementGroup.Unknown; a group whose instances are in another
+//    zone fails the override with InvalidPlacementGroup.InUse, as EC2 keeps a
+//    cluster placement group in one zone), and DescribeInstances shows it
 //    (placement.groupName).
 //  - SSM: GetParameter (JSON protocol) over the scenario's `ssm_parameters`;
 //    DescribeSecurityGroups over its `security_groups`; DescribeSubnets over
@@ -306,6 +308,9 @@ class CloudEmulator : public EmulatorCore<EmulatorScenario, Ec2InstanceRecord, E
   // Placement groups (placement_groups.cc).
   EmulatorResponse CreatePlacementGroup(const Params& p, WallTime now);
   EmulatorResponse DescribePlacementGroups(const Params& p);
+  // The zone of the instances in cluster placement group `name` that are not
+  // terminated, "" when it has none: EC2 keeps such a group in one zone.
+  std::string PlacementGroupZone(const std::string& name) const;
   EmulatorResponse TerminateInstances(const Params& p, WallTime now);
   EmulatorResponse DescribeInstances(const Params& p);
   EmulatorResponse DescribeSpotPriceHistory(const Params& p);

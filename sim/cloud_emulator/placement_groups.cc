@@ -55,6 +55,13 @@ EmulatorResponse CloudEmulator::CreatePlacementGroup(const Params& p, WallTime /
   return {200, kXmlContentType, {}, body};
 }
 
+std::string CloudEmulator::PlacementGroupZone(const std::string& name) const {
+  for (const Instance& i : instances_) {
+    if (i.info.placement_group == name && i.info.state != "terminated") return i.info.zone;
+  }
+  return "";
+}
+
 EmulatorResponse CloudEmulator::DescribePlacementGroups(const Params& p) {
   const std::vector<std::string> names = p.List("GroupName");
   const std::vector<std::string> ids = p.List("GroupId");

@@ -27,6 +27,7 @@ Instance ToInstance(const Ec2Instance& e, const std::map<std::string, Offering>&
                : e.state == "pending" ? InstanceState::kPending
                                       : InstanceState::kShuttingDown;
   inst.tags = e.tags;
+  inst.placement_group = e.placement_group;
   return inst;
 }
 
@@ -158,6 +159,7 @@ Result<LaunchResult> AwsProvider::LaunchFleet(const LaunchRequest& request) {
         inst.launch_time = now;
         inst.state = InstanceState::kPending;
         inst.tags = tags;
+        inst.placement_group = request.placement_group;
         launched_[id] = inst.offering;
         result.instances.push_back(std::move(inst));
         --remaining;

@@ -403,6 +403,7 @@ Node ClusterState::NodeFor(const Instance& instance, NodeState state, const Poli
   node.launch_time = instance.launch_time;
   node.state = inventory_.Draining(instance.instance_id) ? NodeState::kDraining : state;
   node.labels = instance.tags;
+  node.placement_group = instance.placement_group;
   for (const std::string& label : policy.disruption.do_not_disrupt_labels) {
     auto l = instance.tags.find(label);
     if (l != instance.tags.end() && l->second == "true") node.do_not_disrupt = true;

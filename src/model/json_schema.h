@@ -131,6 +131,7 @@ void Fields(V& v, T& n) {
   v.Enum("state", n.state);
   v.StrMap("labels", n.labels);
   v.Bool("do_not_disrupt", n.do_not_disrupt);
+  v.Str("placement_group", n.placement_group);
   v.Objects("running", n.running);
 }
 

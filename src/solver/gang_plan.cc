@@ -115,6 +115,7 @@ struct GangPlacement {
   std::map<std::string, int> zones;
   std::map<std::string, int> types;
   const UnplacedUnit* unplaced = nullptr;  // its first member left out, if any
+  std::string group_zone;  // members launched off their pool's placement group zone: that zone
 };
 
 // The gang (name and view) of each pending member of a gang still in play, by
@@ -130,7 +131,8 @@ MemberGangs GangsOfMembers(const Snapshot& s, const Gangs& gangs) {
 }
 
 // `s`: the snapshot the gangs were found in (the plan's nodes are its nodes).
-std::map<std::string, GangPlacement> LocateGangs(const Snapshot& s, const Plan& plan, const Gangs& gangs) {
+std::map<std::string, GangPlacement> LocateGangs(const Snapshot& s, const Plan& plan, const Gangs& gangs,
+                                                 const PlacementGroupZones& group_zones) {
   const MemberGangs gang_of = GangsOfMembers(s, gangs);
   std::unordered_map<std::string, const Node*> node_by_id;
   for (const Node& n : s.nodes) node_by_id[n.id] = &n;
@@ -138,13 +140,15 @@ std::map<std::string, GangPlacement> LocateGangs(const Snapshot& s, const Plan& 
   for (const Placement& p : plan.placements) {
     auto it = gang_of.find(p.unit_id);
     if (it == gang_of.end()) continue;
+    GangPlacement& g = out[it->second->first];
     const Offering* where = nullptr;
     if (p.launch_index >= 0) {
-      where = &plan.launches[size_t(p.launch_index)].offering;
+      const LaunchAction& l = plan.launches[size_t(p.launch_index)];
+      where = &l.offering;
+      if (auto z = group_zones.find(l.pool); z != group_zones.end() && z->second != where->zone) g.group_zone = z->second;
     } else if (auto n = node_by_id.find(p.node_id); n != node_by_id.end()) {
       where = &n->second->offering;
     }
-    GangPlacement& g = out[it->second->first];
     ++g.placed;
     if (where != nullptr) {
       ++g.zones[where->zone];
@@ -176,8 +180,8 @@ std::string MostCommon(const std::map<std::string, int>& counts) {
 // Judges `plan` for every gang still in play: pins a gang that came out
 // spread over zones or types (once, when `may_pin`), drops one that came out
 // short or spread again. True when the plan needs no change.
-bool Judge(const Snapshot& s, const Plan& plan, bool may_pin, Gangs& gangs) {
-  const std::map<std::string, GangPlacement> placed = LocateGangs(s, plan, gangs);
+bool Judge(const Snapshot& s, const Plan& plan, bool may_pin, const PlacementGroupZones& group_zones, Gangs& gangs) {
+  const std::map<std::string, GangPlacement> placed = LocateGangs(s, plan, gangs, group_zones);
   bool whole = true;
   for (auto& [name, g] : gangs) {
     if (g.dropped) continue;
@@ -199,6 +203,21 @@ bool Judge(const Snapshot& s, const Plan& plan, bool may_pin, Gangs& gangs) {
                                                                             !p.zones.empty() &&
                                                                             !p.zones.count(g.running_zone)));
     const bool spread_types = g.spec.same_instance_type && p.types.size() > 1;
+    if (!p.group_zone.empty()) {
+      // Its pool's placement group is in use in another zone: EC2 would
+      // refuse the launch (InvalidPlacementGroup.InUse).
+      whole = false;
+      const bool allowed = std::all_of(g.pending.begin(), g.pending.end(), [&](size_t i) {
+        const std::vector<std::string>& zones = s.pending[i].zones;
+        return zones.empty() || std::find(zones.begin(), zones.end(), p.group_zone) != zones.end();
+      });
+      if (!may_pin || !g.zone.empty() || !allowed) {
+        Drop(g, "its pool's placement group is in use in " + p.group_zone + ", where its members do not fit");
+      } else {
+        g.zone = p.group_zone;
+      }
+      continue;
+    }
     if (!spread_zones && !spread_types) continue;
     whole = false;
     if (!may_pin || (spread_zones && !g.zone.empty()) || (spread_types && !g.type.empty())) {
@@ -215,9 +234,9 @@ bool Judge(const Snapshot& s, const Plan& plan, bool may_pin, Gangs& gangs) {
 
 // Takes a gang that the final plan still splits out of it: its members'
 // placements go, their launches keep the nodes (the next plan removes them).
-void StripSplitGangs(const Snapshot& s, Plan& plan, Gangs& gangs) {
+void StripSplitGangs(const Snapshot& s, Plan& plan, const PlacementGroupZones& group_zones, Gangs& gangs) {
   const MemberGangs in_play = GangsOfMembers(s, gangs);
-  if (Judge(s, plan, /*may_pin=*/false, gangs)) return;
+  if (Judge(s, plan, /*may_pin=*/false, group_zones, gangs)) return;
   const auto is_stripped = [&](const std::string& id) {
     auto it = in_play.find(id);
     return it != in_play.end() && it->second->second.dropped;
@@ -260,7 +279,7 @@ void ListDroppedGangs(const Snapshot& s, const Gangs& gangs, Plan& plan) {
 
 }  // namespace
 
-Plan PlanGangsWhole(const Snapshot& snapshot, const PlanFunction& plan_for) {
+Plan PlanGangsWhole(const Snapshot& snapshot, const PlacementGroupZones& group_zones, const PlanFunction& plan_for) {
   Gangs gangs = FindGangs(snapshot);
   if (gangs.empty()) return plan_for(snapshot);
   CheckKnownMembers(gangs);
@@ -274,11 +293,11 @@ Plan PlanGangsWhole(const Snapshot& snapshot, const PlanFunction& plan_for) {
   bool whole = false;
   for (int pass = 0; pass < kPasses && !whole; ++pass) {
     plan = plan_pass();
-    whole = Judge(snapshot, plan, /*may_pin=*/true, gangs);
+    whole = Judge(snapshot, plan, /*may_pin=*/true, group_zones, gangs);
   }
   if (!whole) {
     plan = plan_pass();
-    StripSplitGangs(snapshot, plan, gangs);
+    StripSplitGangs(snapshot, plan, group_zones, gangs);
   }
   MarkGangLaunches(snapshot, gangs, plan);
   ListDroppedGangs(snapshot, gangs, plan);

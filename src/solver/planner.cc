@@ -425,9 +425,29 @@ Plan PlanWithDeadlineHolds(const Snapshot& snapshot, const Policy& policy, const
 
 }  // namespace
 
+namespace {
+
+// The zone each pool's cluster placement group is in use in (see
+// solver_detail::PlacementGroupZones).
+solver_detail::PlacementGroupZones InUsePlacementGroupZones(const Snapshot& snapshot, const Policy& policy) {
+  solver_detail::PlacementGroupZones zones;
+  for (const NodePoolPolicy& pool : policy.pools) {
+    if (pool.placement_group.empty()) continue;
+    for (const Node& n : snapshot.nodes) {
+      if (n.pool == pool.name && n.placement_group == pool.placement_group && n.state != NodeState::kTerminating) {
+        zones[pool.name] = n.offering.zone;
+        break;
+      }
+    }
+  }
+  return zones;
+}
+
+}  // namespace
+
 Plan MakePlan(const Snapshot& snapshot, const Policy& policy, const PlannerOptions& options) {
-  return solver_detail::PlanGangsWhole(
-      snapshot, [&](const Snapshot& s) { return PlanWithDeadlineHolds(s, policy, options); });
+  return solver_detail::PlanGangsWhole(snapshot, InUsePlacementGroupZones(snapshot, policy),
+                                       [&](const Snapshot& s) { return PlanWithDeadlineHolds(s, policy, options); });
 }
 
 }  // namespace gpuscaler

@@ -141,6 +141,12 @@ TEST_F(AwsProviderTest, AGangLaunchGoesIntoThePoolsClusterPlacementGroupMadeOnce
   ASSERT_TRUE(r.ok()) << r.error().ToString();
   ASSERT_EQ(r->instances.size(), 2u);
   for (const auto& i : emulator_->Instances()) EXPECT_EQ(i.placement_group, "train-gangs") << i.instance_id;
+  // The provider says so, in the launch's answer and in every listing after.
+  for (const Instance& i : r->instances) EXPECT_EQ(i.placement_group, "train-gangs") << i.instance_id;
+  auto listed = provider_->ListInstances();
+  ASSERT_TRUE(listed.ok()) << listed.error().ToString();
+  ASSERT_EQ(listed->size(), 2u);
+  for (const Instance& i : *listed) EXPECT_EQ(i.placement_group, "train-gangs") << i.instance_id;
 
   auto described = client_->Query("ec2", DescribePlacementGroupsQuery({"train-gangs"}));
   ASSERT_TRUE(described.ok()) << described.error().ToString();

@@ -306,6 +306,42 @@ TEST_F(EmulatorTest, PlacementGroupsAreMadeOnceDescribedAndHoldTheirFleetsInstan
   EXPECT_EQ(Describe().size(), 2u);
 }
 
+// EC2 keeps a cluster placement group in the zone of its instances: an
+// override in another zone fails with InvalidPlacementGroup.InUse (the fleet
+// takes the group's zone when it may), until the group is empty again.
+TEST_F(EmulatorTest, AClusterPlacementGroupTakesInstancesOnlyInTheZoneOfThoseItHolds) {
+  Emu();
+  ASSERT_EQ(Query("ec2", cloud::CreatePlacementGroupQuery("gangs", "cluster", {})).status, 200);
+  auto in_group = [](std::vector<std::pair<std::string, std::string>> where, int count, const std::string& token) {
+    cloud::CreateFleetRequest r = FleetRequest(std::move(where), count, CapacityType::kOnDemand, token);
+    for (cloud::FleetOverride& o : r.overrides) o.placement_group = "gangs";
+    return r;
+  };
+  auto first = Fleet(in_group({{"p5.48xlarge", "us-east-1a"}}, 2, "pg-a"));
+  ASSERT_EQ(first.instances.size(), 1u);
+
+  auto other_zone = Fleet(in_group({{"p5.48xlarge", "us-east-1b"}}, 2, "pg-b"));
+  EXPECT_TRUE(other_zone.instances.empty());
+  ASSERT_EQ(other_zone.errors.size(), 1u);
+  EXPECT_EQ(other_zone.errors[0].code, "InvalidPlacementGroup.InUse");
+  EXPECT_EQ(other_zone.errors[0].message,
+            "The placement group 'gangs' is in use in another availability zone: us-east-1a");
+
+  auto either = Fleet(in_group({{"p5.48xlarge", "us-east-1b"}, {"p5.48xlarge", "us-east-1a"}}, 1, "pg-ab"));
+  ASSERT_EQ(either.instances.size(), 1u);
+  EXPECT_EQ(either.instances[0].where.availability_zone, "us-east-1a");
+
+  std::vector<std::string> ids;
+  for (const cloud::Ec2Instance& i : Describe()) ids.push_back(i.instance_id);
+  ASSERT_EQ(Query("ec2", cloud::TerminateInstancesQuery(ids)).status, 200);
+  auto while_shutting_down = Fleet(in_group({{"p5.48xlarge", "us-east-1b"}}, 1, "pg-b2"));
+  EXPECT_TRUE(while_shutting_down.instances.empty()) << "shutting-down instances are still in the group";
+  clock_.Advance(Seconds(60));
+  auto emptied = Fleet(in_group({{"p5.48xlarge", "us-east-1b"}}, 1, "pg-b3"));
+  ASSERT_EQ(emptied.instances.size(), 1u);
+  EXPECT_EQ(emptied.instances[0].where.availability_zone, "us-east-1b");
+}
+
 TEST_F(EmulatorTest, ThrottlesAndFailsAsScripted) {
   EmulatorScenario s;
   s.throttle_every = 2;

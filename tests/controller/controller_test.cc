@@ -162,6 +162,11 @@ TEST(Controller, OnlyAGangsLaunchNamesThePoolsPlacementGroup) {
   ASSERT_EQ(h.cloud.launches.size(), 2u);
   EXPECT_EQ(h.cloud.launches[0].placement_group, "train-gangs");
   EXPECT_EQ(h.cloud.launches[1].placement_group, "");
+  // The snapshot's nodes say which run in the group (the planner keeps the
+  // pool's next gangs in their zone).
+  std::map<std::string, int> in_group;
+  for (const Node& n : h.controller->snapshot().nodes) ++in_group[n.placement_group];
+  EXPECT_EQ(in_group, (std::map<std::string, int>{{"", 1}, {"train-gangs", 2}}));
 }
 
 TEST(Controller, WritesTheIntentBeforeCallingTheCloud) {

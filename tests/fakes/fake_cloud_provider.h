@@ -62,6 +62,7 @@ class FakeCloudProvider final : public CloudProvider {
         inst.launch_time = clock_.WallNow();
         inst.state = InstanceState::kRunning;
         inst.tags = request.tags;
+        inst.placement_group = request.placement_group;
         instances[inst.instance_id] = inst;
         r.instances.push_back(inst);
       }

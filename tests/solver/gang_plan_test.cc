@@ -217,5 +217,54 @@ TEST(GangPlan, GangMembershipRoundTripsThroughSnapshotJson) {
   EXPECT_NE(bad.error().ToString().find("pending[0].gang.size"), std::string::npos) << bad.error().ToString();
 }
 
+// A pool whose gangs go into a cluster placement group: spot in us-east-1a
+// is the cheaper, and node "held" in us-east-1b runs in the group (with a
+// member of another gang, so it stays).
+struct PlacementGroupScene {
+  Snapshot snapshot = BaseSnapshot();
+  Policy policy = BasePolicy();
+  PlacementGroupScene() {
+    for (Offering& o : snapshot.offerings) {
+      if (o.zone == "us-east-1b") o.usd_per_hour *= 1.5;
+    }
+    policy.pools[0].placement_group = "train-pg";
+    policy.disruption.consolidation = false;
+    snapshot.nodes.push_back(MakeNode(snapshot, "held", "g5.48xlarge", "us-east-1b", CapacityType::kOnDemand,
+                                      {Member("earlier", 0, 2, 8)}));
+    snapshot.nodes.back().placement_group = "train-pg";
+    for (int i = 0; i < 2; ++i) snapshot.pending.push_back(Member("job", i, 2, 8));
+  }
+};
+
+TEST(GangPlan, AGangGoesToTheZoneWhereItsPoolsPlacementGroupIsInUse) {
+  PlacementGroupScene scene;
+  const Plan plan = MakePlan(scene.snapshot, scene.policy);
+  EXPECT_EQ(PlacedOf(plan, "job/"), 2);
+  EXPECT_EQ(ZonesOf(scene.snapshot, plan, "job/"), std::set<std::string>{"us-east-1b"});
+
+  // The same node outside the group, or a pool that names no group: the
+  // cheaper zone.
+  PlacementGroupScene other_group;
+  other_group.snapshot.nodes[0].placement_group = "";
+  EXPECT_EQ(ZonesOf(other_group.snapshot, MakePlan(other_group.snapshot, other_group.policy), "job/"),
+            std::set<std::string>{"us-east-1a"});
+  PlacementGroupScene no_group;
+  no_group.policy.pools[0].placement_group = "";
+  EXPECT_EQ(ZonesOf(no_group.snapshot, MakePlan(no_group.snapshot, no_group.policy), "job/"),
+            std::set<std::string>{"us-east-1a"});
+}
+
+TEST(GangPlan, AGangThatCannotGoWhereItsPlacementGroupIsWaitsAndSaysSo) {
+  PlacementGroupScene scene;
+  for (DemandUnit& u : scene.snapshot.pending) u.zones = {"us-east-1a"};
+  const Plan plan = MakePlan(scene.snapshot, scene.policy);
+  EXPECT_EQ(PlacedOf(plan, "job/"), 0);
+  ASSERT_EQ(plan.unplaced.size(), 2u);
+  EXPECT_EQ(plan.unplaced[0].reason, UnplacedReason::kGangIncomplete);
+  EXPECT_NE(plan.unplaced[0].detail.find("placement group is in use in us-east-1b"), std::string::npos)
+      << plan.unplaced[0].detail;
+  EXPECT_EQ(LaunchedNodes(plan), 0);
+}
+
 }  // namespace
 }  // namespace gpuscaler

@@ -77,6 +77,7 @@ struct Instance {
   WallTime launch_time{};
   InstanceState state = InstanceState::kPending;
   std::map<std::string, std::string> tags;
+  std::string placement_group;  // the EC2 placement group it runs in; "" none
 };
 
 // Why one offering of a launch gave fewer nodes than asked for.

@@ -36,6 +36,9 @@ struct Node {
   NodeState state = NodeState::kReady;
   std::map<std::string, std::string> labels;
   bool do_not_disrupt = false;  // annotation or label said so
+  // The cluster placement group (EC2) it runs in, "" none: one zone holds
+  // all of a group's instances.
+  std::string placement_group;
   // Work bound to the node. Its GPUs, MIG slices, CPU and memory are taken.
   std::vector<DemandUnit> running;
 
