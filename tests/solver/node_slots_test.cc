@@ -40,7 +40,15 @@ Scene SmallNodesAndOneGpuWork(int busy, int pending, int max_nodes) {
   return scene;
 }
 
-int UnplacedCount(const Plan& plan) { return int(plan.unplaced.size()); }
+// The plan puts every pending unit on one new g5.48xlarge, the cheapest of
+// the 8-GPU types.
+void ExpectOneEightGpuNodeHoldsAll(const Scene& scene) {
+  const Plan plan = MakePlan(scene.snapshot, scene.policy);
+  EXPECT_EQ(LaunchedNodes(plan), 1);
+  EXPECT_EQ(LaunchesOf(plan, "g5.48xlarge"), 1);
+  EXPECT_TRUE(plan.unplaced.empty());
+  ExpectValid(scene.snapshot, scene.policy, plan);
+}
 
 TEST(NodeSlots, WellBelowTheCapEachUnitGetsTheCheapestNodeThatHoldsIt) {
   // 4 + 3 nodes of a cap of 10 (70 %, not past it): slots are not scarce; three g6.xlarge
@@ -57,23 +65,13 @@ TEST(NodeSlots, NearTheCapTheWorkGoesOnANodeThatHoldsTheMostGpus) {
   // 7 of 9 nodes. One 8-GPU node holds the three units and leaves five
   // GPUs for what comes next, where the three small nodes would leave none
   // and two slots fewer.
-  Scene scene = SmallNodesAndOneGpuWork(4, 3, 9);
-  const Plan plan = MakePlan(scene.snapshot, scene.policy);
-  EXPECT_EQ(LaunchedNodes(plan), 1);
-  EXPECT_EQ(LaunchesOf(plan, "g5.48xlarge"), 1) << "the cheapest of the 8-GPU types";
-  EXPECT_EQ(UnplacedCount(plan), 0);
-  ExpectValid(scene.snapshot, scene.policy, plan);
+  ExpectOneEightGpuNodeHoldsAll(SmallNodesAndOneGpuWork(4, 3, 9));
 }
 
 TEST(NodeSlots, WorkThatTheCheapestNodesLeaveAtTheCapIsPlacedOnLargerOnes) {
   // One slot left (4 of 5 nodes) for six units: the cheapest node holds one
   // and leaves five unplaced at max_nodes; one 8-GPU node holds all six.
-  Scene scene = SmallNodesAndOneGpuWork(4, 6, 5);
-  const Plan plan = MakePlan(scene.snapshot, scene.policy);
-  EXPECT_EQ(LaunchedNodes(plan), 1);
-  EXPECT_EQ(LaunchesOf(plan, "g5.48xlarge"), 1);
-  EXPECT_EQ(UnplacedCount(plan), 0);
-  ExpectValid(scene.snapshot, scene.policy, plan);
+  ExpectOneEightGpuNodeHoldsAll(SmallNodesAndOneGpuWork(4, 6, 5));
 }
 
 TEST(NodeSlots, ScarceSlotsChangeWhichNodesAreBoughtNotWhatThePlanCosts) {
