@@ -25,11 +25,6 @@ bool HasTag(const std::map<std::string, std::string>& tags, const std::string& k
   return it != tags.end() && it->second == value;
 }
 
-std::string TagOf(const std::map<std::string, std::string>& tags, const std::string& key) {
-  auto it = tags.find(key);
-  return it == tags.end() ? "" : it->second;
-}
-
 std::string Join(const std::vector<std::string>& items) {
   std::string out;
   for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
@@ -46,14 +41,19 @@ Status ForEachChunk(const std::vector<std::string>& items, size_t size, F each) 
   return Status::Ok();
 }
 
+}  // namespace
+
+std::string TagOf(const std::map<std::string, std::string>& tags, const std::string& key) {
+  auto it = tags.find(key);
+  return it == tags.end() ? "" : it->second;
+}
+
 Status SendEmpty(AwsClient& client, const QueryParams& query) {
   Result<std::string> body = client.Query("autoscaling", query);
   if (!body.ok()) return body.error();
   return ParseEmptyResponse(*body, query.front().second);
 }
 
-// kCapacity when the activity's status message names a capacity error code
-// ("… InsufficientInstanceCapacity - We currently do not have …"), else kConfig.
 ErrorCategory ActivityCategory(const ScalingActivity& a) {
   std::string word;
   for (char c : a.status_message + " ") {
@@ -67,10 +67,6 @@ ErrorCategory ActivityCategory(const ScalingActivity& a) {
   return ErrorCategory::kConfig;
 }
 
-// The offering an Auto Scaling error is reported against: among the
-// request's offerings of a type the group launches (all when it names no
-// types or none matches), the first whose type and zone `message` names,
-// else the first.
 std::string OfferingKeyFor(const LaunchRequest& r, const AutoScalingGroup& g, std::string_view message) {
   std::vector<const Offering*> candidates;
   for (const Offering& o : r.offerings) {
@@ -88,8 +84,6 @@ std::string OfferingKeyFor(const LaunchRequest& r, const AutoScalingGroup& g, st
   return candidates.front()->Key();
 }
 
-// An instance a group launched for `r`: priced as the request's offering of
-// the same type, zone and capacity type when there is one.
 Instance GroupInstance(const Ec2Instance& e, const LaunchRequest& r, const std::string& region) {
   Instance inst = ToInstance(e, {}, region);
   inst.pool = r.pool;
@@ -101,8 +95,6 @@ Instance GroupInstance(const Ec2Instance& e, const LaunchRequest& r, const std::
   }
   return inst;
 }
-
-}  // namespace
 
 bool AwsProvider::Owns(const AutoScalingGroup& group) const {
   return HasTag(group.tags, kClusterTag, options_.cluster_name);
@@ -165,6 +157,19 @@ Result<std::vector<ScalingActivity>> AwsProvider::FailedActivities(const std::st
   return failed;
 }
 
+Result<std::vector<Ec2Instance>> AwsProvider::GroupLaunchInstances(const std::string& group,
+                                                                   const std::string& token) {
+  Result<std::vector<Ec2Instance>> made =
+      DescribeInstances({{std::string("tag:") + kAsgGroupNameTag, {group}},
+                         {std::string("tag:") + kIntentTag, {token}},
+                         {"instance-state-name", {"pending", "running"}}});
+  if (!made.ok()) return made.error();
+  std::sort(made->begin(), made->end(), [](const Ec2Instance& a, const Ec2Instance& b) {
+    return std::tie(a.launch_time, a.instance_id) < std::tie(b.launch_time, b.instance_id);
+  });
+  return made;
+}
+
 Result<LaunchResult> AwsProvider::LaunchInGroup(const LaunchRequest& request) {
   const std::string& name = request.auto_scaling_group;
   const std::string& token = request.idempotency_token;
@@ -181,9 +186,20 @@ Result<LaunchResult> AwsProvider::LaunchInGroup(const LaunchRequest& request) {
                          " tag), not '" + request.pool + "'");
   }
 
+  // The group's intent tags describe its last launch: this one's when they
+  // name its token. A gang given back (or being given back) is never
+  // raised again; a replay learns a gang from the tags when its request
+  // does not say so (a restarted controller's does not).
+  const bool tagged_for_token = TagOf(g.tags, kIntentTag) == token;
+  const std::string gang_state = tagged_for_token ? TagOf(g.tags, kIntentGangTag) : "";
+  if (given_back_.count(token) != 0 || gang_state == kGangGivingBack || gang_state == kGangGivenBack) {
+    return GivenBackGang(request, g);
+  }
+  const bool gang = request.all_or_nothing || gang_state == kGangYes;
+
   LaunchResult result;
   std::optional<int> target;  // the desired capacity to set, if any
-  if (raised_.count(token) == 0 && TagOf(g.tags, kIntentTag) == token) {
+  if (raised_.count(token) == 0 && tagged_for_token) {
     // A launch this token started before a restart: finish its raise.
     const std::string tagged = TagOf(g.tags, kIntentDesiredTag);
     int desired = 0;
@@ -193,6 +209,13 @@ Result<LaunchResult> AwsProvider::LaunchInGroup(const LaunchRequest& request) {
     }
     raised_[token] = desired;
   } else if (raised_.count(token) == 0) {
+    const int room = std::max(0, g.max_size - g.desired_capacity);
+    if (gang && room < request.count) {
+      return Error::Capacity("launch: a gang needs " + std::to_string(request.count) +
+                             " nodes and auto scaling group '" + name + "' has room for " + std::to_string(room) +
+                             " (MaxSize " + std::to_string(g.max_size) + ", desired capacity " +
+                             std::to_string(g.desired_capacity) + "); nothing raised");
+    }
     const int wanted = g.desired_capacity + request.count;
     const int next = std::min(wanted, g.max_size);
     const std::string at_max = "auto scaling group '" + name + "' is at its MaxSize " + std::to_string(g.max_size);
@@ -204,19 +227,24 @@ Result<LaunchResult> AwsProvider::LaunchInGroup(const LaunchRequest& request) {
     }
     // Tag first: a crash between the two calls leaves a tag naming this
     // token, and the replay finishes the raise instead of raising twice.
-    Status tagged = SendEmpty(client_, CreateOrUpdateTagsQuery(name, {{kIntentTag, token, true},
-                                                                      {kIntentDesiredTag, std::to_string(next), false},
-                                                                      {kOwnerTag, request.pool, true}}));
+    const std::vector<AsgTag> tags = {{kIntentTag, token, true},
+                                      {kIntentDesiredTag, std::to_string(next), false},
+                                      {kIntentGangTag, gang ? kGangYes : kGangNo, false},
+                                      {kOwnerTag, request.pool, true}};
+    Status tagged = SendEmpty(client_, CreateOrUpdateTagsQuery(name, tags));
     if (!tagged.ok()) return tagged.error();
     target = next;
   }
 
+  const WallTime raised_at = clock_.WallNow();
   if (target) {
-    const WallTime raised_at = clock_.WallNow();
     if (Status set = SendEmpty(client_, SetDesiredCapacityQuery(name, *target, std::nullopt)); !set.ok()) {
       return set.error();
     }
     raised_[token] = *target;
+  }
+  if (gang) return AwaitGang(request, g, raised_at - kActivityClockSkew);
+  if (target) {
     // From here on the group grows whatever else fails: report failures as
     // offering errors, never as a failed launch.
     Result<std::vector<ScalingActivity>> failed = FailedActivities(name, raised_at - kActivityClockSkew);
@@ -231,17 +259,11 @@ Result<LaunchResult> AwsProvider::LaunchInGroup(const LaunchRequest& request) {
     }
   }
 
-  Result<std::vector<Ec2Instance>> made =
-      DescribeInstances({{std::string("tag:") + kAsgGroupNameTag, {name}},
-                         {std::string("tag:") + kIntentTag, {token}},
-                         {"instance-state-name", {"pending", "running"}}});
+  Result<std::vector<Ec2Instance>> made = GroupLaunchInstances(name, token);
   if (!made.ok()) {
     result.errors.push_back({OfferingKeyFor(request, g, ""), made.error()});
     return result;
   }
-  std::sort(made->begin(), made->end(), [](const Ec2Instance& a, const Ec2Instance& b) {
-    return std::tie(a.launch_time, a.instance_id) < std::tie(b.launch_time, b.instance_id);
-  });
   for (const Ec2Instance& e : *made) {
     if (static_cast<int>(result.instances.size()) == request.count) break;
     result.instances.push_back(GroupInstance(e, request, client_.options().region));

@@ -29,6 +29,26 @@ Status ForEachPage(AwsClient& client, std::string_view service, std::string_view
   }
 }
 
+// The value of tag `key`, or "" when there is none.
+std::string TagOf(const std::map<std::string, std::string>& tags, const std::string& key);
+
+// Sends an Auto Scaling call that answers nothing but its request id.
+Status SendEmpty(AwsClient& client, const QueryParams& query);
+
+// kCapacity when the activity's status message names a capacity error code
+// ("… InsufficientInstanceCapacity - We currently do not have …"), else kConfig.
+ErrorCategory ActivityCategory(const ScalingActivity& a);
+
+// The offering an Auto Scaling error is reported against: among the
+// request's offerings of a type the group launches (all when it names no
+// types or none matches), the first whose type and zone `message` names,
+// else the first.
+std::string OfferingKeyFor(const LaunchRequest& r, const AutoScalingGroup& g, std::string_view message);
+
+// An instance a group launched for `r`: priced as the request's offering of
+// the same type, zone and capacity type when there is one.
+Instance GroupInstance(const Ec2Instance& e, const LaunchRequest& r, const std::string& region);
+
 // An instance EC2 listed: with the offering it was launched as when this
 // provider launched it, else the offering EC2 describes; `pool` from its
 // gpuscaler.io/pool tag.

@@ -98,7 +98,7 @@ class ConfigReader {
     MapReader m(r_, n, "cloud",
                 {"provider", "region", "endpoint_url", "launch_template", "subnets", "interruption_queue_url",
                  "launch_template_version", "spot_allocation_strategy", "on_demand_allocation_strategy", "tags",
-                 "max_attempts", "request_timeout",
+                 "max_attempts", "request_timeout", "gang_timeout",
                  "simulated_launch_latency", "eks", "gcp"});
     CloudSettings& cloud = c_.cloud;
     if (m.ReadString("provider", &cloud.provider) && !OneOf(cloud.provider, {"aws", "gcp", "simulated"}))
@@ -145,6 +145,9 @@ class ConfigReader {
     if (m.ReadDuration("request_timeout", &cloud.request_timeout) &&
         (cloud.request_timeout < Seconds(1) || cloud.request_timeout > Seconds(300)))
       r_.ReportAt("cloud.request_timeout", "must be between 1s and 5m");
+    if (m.ReadDuration("gang_timeout", &cloud.gang_timeout) &&
+        (cloud.gang_timeout < Seconds(1) || cloud.gang_timeout > Seconds(600)))
+      r_.ReportAt("cloud.gang_timeout", "must be between 1s and 10m");
     if (m.ReadDuration("simulated_launch_latency", &cloud.simulated_launch_latency) &&
         cloud.simulated_launch_latency < Seconds(0))
       r_.ReportAt("cloud.simulated_launch_latency", "must not be negative");

@@ -81,6 +81,7 @@ Result<std::shared_ptr<AwsCloud>> MakeAwsCloud(const DaemonConfig& config, const
   o.provider.spot_allocation_strategy = c.spot_allocation_strategy;
   o.provider.on_demand_allocation_strategy = c.on_demand_allocation_strategy;
   o.provider.interruption_queue_url = c.interruption_queue_url;
+  o.provider.gang_timeout = c.gang_timeout;
   o.provider.cluster_name = config.cluster_name;
   o.provider.eks = {config.cluster_name, c.eks.kubernetes_version, c.eks.api_server_endpoint,
                     c.eks.certificate_authority, c.eks.service_cidr};

@@ -3,7 +3,8 @@
 //  - `actuation: asg`: a launch raises the group's DesiredCapacity, the
 //    group's instances run after the emulator's latency, a termination takes
 //    exactly the chosen instance and decrements the group, MaxSize holds, a
-//    capacity failure is a kCapacity error and a Failed scaling activity;
+//    capacity failure is a kCapacity error and a Failed scaling activity, a
+//    gang that comes up in part is given back and leaves the group as it was;
 //  - two installations on one emulator see and terminate only their own
 //    instances, with installation-wide idempotency tokens.
 // Skipped when `aws` is not on PATH, except under CI=true where that fails.
@@ -26,9 +27,11 @@ launch_latency: 1s
 terminate_latency: 1s
 capacity:
   - {instance_type: p4d.24xlarge, limit: 0}
+  - {instance_type: g6.xlarge, limit: 1}
 auto_scaling_groups:
   - {name: gpu-a, min: 0, max: 3, desired: 0, instance_type: g5.xlarge, tags: {gpuscaler.io/cluster: a}}
   - {name: gpu-big, min: 0, max: 2, desired: 0, instance_type: p4d.24xlarge, tags: {gpuscaler.io/cluster: a}}
+  - {name: gpu-gang, min: 0, max: 4, desired: 0, instance_type: g6.xlarge, tags: {gpuscaler.io/cluster: a}}
 )";
 
 class AwsAsg : public AwsCliTest {
@@ -119,6 +122,46 @@ TEST_F(AwsAsg, CapacityFailuresAreFailedScalingActivitiesAndCapacityErrors) {
   EXPECT_EQ(newest["StatusCode"], "Failed");
   EXPECT_NE(newest["StatusMessage"].get<std::string>().find("InsufficientInstanceCapacity"), std::string::npos);
   EXPECT_EQ(newest["AutoScalingGroupName"], "gpu-big");
+}
+
+// g6.xlarge has room for one instance per zone: a lone node takes one zone's,
+// then a gang of two gets one node and gives it back.
+TEST_F(AwsAsg, AGangGivenBackLeavesTheGroupsDesiredCapacityAsItWas) {
+  auto lone = a_->Launch(TrainRequest("gpu-gang", 1, "a-0f8e3c2a-7-0", "g6.xlarge"));
+  ASSERT_TRUE(lone.ok()) << lone.error().ToString();
+  ASSERT_EQ(lone->instances.size(), 1u);
+  EXPECT_EQ(Group("gpu-gang")["DesiredCapacity"], 1);
+
+  LaunchRequest gang = TrainRequest("gpu-gang", 2, "a-0f8e3c2a-8-0", "g6.xlarge");
+  gang.all_or_nothing = true;
+  auto r = a_->Launch(gang);
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  EXPECT_TRUE(r->instances.empty());
+  ASSERT_EQ(r->errors.size(), 1u);
+  EXPECT_EQ(r->errors[0].error.category(), ErrorCategory::kCapacity);
+  EXPECT_NE(r->errors[0].error.message().find("a gang needs all 2 nodes; 1 came up within 60 s, and every one of "
+                                              "them is given back"),
+            std::string::npos)
+      << r->errors[0].error.message();
+
+  json g = Group("gpu-gang");
+  EXPECT_EQ(g["DesiredCapacity"], 1);
+  Run made = Aws({"ec2", "describe-instances", "--filters", "Name=tag:gpuscaler.io/intent,Values=a-0f8e3c2a-8-0"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  std::vector<std::string> ids;
+  for (const json& reservation : made.out["Reservations"]) {
+    for (const json& i : reservation["Instances"]) {
+      ids.push_back(i["InstanceId"]);
+      const std::string state = i["State"]["Name"];
+      EXPECT_TRUE(state == "shutting-down" || state == "terminated") << ids.back() << " " << state;
+    }
+  }
+  EXPECT_EQ(ids.size(), 1u) << made.raw;
+  const std::string kept = lone->instances[0].instance_id;
+  ASSERT_TRUE(Eventually([&] { return Group("gpu-gang")["Instances"].size() == 1; }, 10s));
+  EXPECT_EQ(Group("gpu-gang")["Instances"][0]["InstanceId"], kept);
+  const std::string state = State(kept);
+  EXPECT_TRUE(state == "pending" || state == "running") << state;
 }
 
 TEST_F(AwsAsg, TwoInstallationsSeeAndTerminateOnlyTheirOwn) {

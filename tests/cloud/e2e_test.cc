@@ -1,7 +1,8 @@
 // The controller with the real planner and the real AwsProvider against the
 // cloud emulator, in process (EmulatorTransport, no sockets): scale up and
-// down, converge past capacity errors and throttling, and restart after a
-// crash at each step of a launch without duplicating or losing a node.
+// down, converge past capacity errors and throttling, restart after a crash
+// at each step of a launch without duplicating or losing a node, and record
+// a gang given back by its Auto Scaling group in the launch's outcome.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include "fakes/g5_fleet.h"
 #include "gpuscaler/cloud/aws_provider.h"
 #include "gpuscaler/controller/controller.h"
+#include "gpuscaler/store/audit_reader.h"
 #include "gpuscaler/store/sqlite_audit_store.h"
 #include "sim/cloud_emulator/emulator.h"
 
@@ -99,10 +101,10 @@ class EndToEnd : public ::testing::Test {
     provider_ = std::make_unique<AwsProvider>(po, *client_, clock_);
   }
 
-  void StartController(CloudProvider& cloud, AuditStore* store) {
+  void StartController(CloudProvider& cloud, AuditStore* store, Policy policy = FastPolicy()) {
     ControllerOptions o;
     o.reuse_unchanged_plans = false;
-    controller_ = std::make_unique<Controller>(clock_, cloud, store, work_, catalog_, FastPolicy(), o);
+    controller_ = std::make_unique<Controller>(clock_, cloud, store, work_, catalog_, std::move(policy), o);
   }
 
   // Live (pending or running) instances in the emulator.
@@ -250,6 +252,50 @@ TEST_F(EndToEnd, RestartAfterACrashAtEachStepNeitherDuplicatesNorLosesNodes) {
     controller_.reset();
     std::filesystem::remove(db);
   }
+}
+
+// A gang of three on pool "gpu", bought through Auto Scaling group gpu-asg,
+// which finds capacity for two: the provider gives both back, and the
+// decision's launch action is failed with the provider's words.
+TEST_F(EndToEnd, AGangItsAutoScalingGroupGaveBackIsTheLaunchsOutcome) {
+  EmulatorScenario s;
+  s.capacity = {{"g5.xlarge", "us-east-1a", std::nullopt, 2, "InsufficientInstanceCapacity", {}, {}},
+                {"g5.xlarge", "us-east-1b", std::nullopt, 0, "InsufficientInstanceCapacity", {}, {}}};
+  sim::ScriptedGroup group;
+  group.name = "gpu-asg";
+  group.zones = {"us-east-1a", "us-east-1b"};
+  group.tags[kClusterTag] = "e2e";
+  s.groups = {group};
+  Boot(s);
+  cloud::AwsProviderOptions po;
+  po.cluster_name = "e2e";
+  AwsProvider provider(po, *client_, clock_);
+  Policy policy = FastPolicy();
+  policy.pools[0].actuation = Actuation::kAsg;
+  policy.pools[0].auto_scaling_group = "gpu-asg";
+  auto store = std::move(SqliteAuditStore::Open(":memory:")).value();
+  StartController(provider, store.get(), policy);
+  std::vector<DemandUnit> gang = Units(3);
+  for (DemandUnit& u : gang) u.gang = GangMembership{"train-1", 3};
+  work_.SetPending(gang);
+
+  TickReport r = Tick();
+  EXPECT_EQ(r.nodes_launched, 0);
+  EXPECT_TRUE(Live().empty());
+  auto reader = std::move(store->OpenReader()).value();
+  Result<std::vector<ActionRow>> actions = reader->ActionsForDecision(r.decision_id);
+  ASSERT_TRUE(actions.ok()) << actions.error().ToString();
+  ASSERT_EQ(actions->size(), 1u);
+  const ActionRow& launch = (*actions)[0];
+  EXPECT_EQ(launch.action.kind, ActionKind::kLaunch);
+  EXPECT_EQ(launch.action.count, 3);
+  EXPECT_EQ(launch.outcome, ActionOutcome::kFailed);
+  EXPECT_TRUE(launch.result_instance_ids.empty());
+  EXPECT_NE(launch.detail.find("capacity: auto scaling group 'gpu-asg': a gang needs all 3 nodes; 2 came up within "
+                               "60 s, and every one of them is given back: "),
+            std::string::npos)
+      << launch.detail;
+  EXPECT_NE(launch.detail.find("InsufficientInstanceCapacity"), std::string::npos) << launch.detail;
 }
 
 }  // namespace

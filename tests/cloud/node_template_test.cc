@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "gpuscaler/cloud/aws_provider.h"
 #include "gpuscaler/cloud/aws_query.h"
 #include "gpuscaler/cloud/launch_template_api.h"
 #include "gpuscaler/model/text_file.h"
@@ -256,6 +257,13 @@ TEST(IamPolicy, DocsAndManifestAgreeAndScopeTheTemplateCalls) {
   EXPECT_EQ(by_action["ec2:CreatePlacementGroup"]["Condition"]["StringEquals"]["aws:RequestTag/gpuscaler.io/cluster"],
             "ml-cluster");
   EXPECT_NE(std::find(tag_actions.begin(), tag_actions.end(), "CreatePlacementGroup"), tag_actions.end());
+  // Auto Scaling groups: every tag key the provider writes on one.
+  ASSERT_TRUE(by_action.count("autoscaling:CreateOrUpdateTags"));
+  const nlohmann::json group_tag_keys =
+      by_action["autoscaling:CreateOrUpdateTags"]["Condition"]["ForAllValues:StringEquals"]["aws:TagKeys"];
+  for (const char* key : {kIntentTag, kIntentDesiredTag, kIntentGangTag, kOwnerTag}) {
+    EXPECT_NE(std::find(group_tag_keys.begin(), group_tag_keys.end(), key), group_tag_keys.end()) << key;
+  }
 }
 
 }  // namespace

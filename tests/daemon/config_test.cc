@@ -119,6 +119,7 @@ cloud:
   tags: {team: ml, cost-center: "42"}
   max_attempts: 8
   request_timeout: 30s
+  gang_timeout: 90s
 )";
   Result<DaemonConfig> c = ParseDaemonConfig(text, "d.yaml");
   ASSERT_TRUE(c.ok()) << c.error().message();
@@ -129,6 +130,7 @@ cloud:
   EXPECT_EQ(c->cloud.tags.at("cost-center"), "42");
   EXPECT_EQ(c->cloud.max_attempts, 8);
   EXPECT_EQ(c->cloud.request_timeout, Seconds(30));
+  EXPECT_EQ(c->cloud.gang_timeout, Seconds(90));
 }
 
 TEST(DaemonConfig, RejectsBadAwsSettingsEachAtItsLine) {
@@ -147,6 +149,7 @@ cloud:
   tags: {gpuscaler.io/pool: x}
   max_attempts: 0
   request_timeout: 0s
+  gang_timeout: 11m
 )";
   Result<DaemonConfig> c = ParseDaemonConfig(text, "d.yaml");
   ASSERT_FALSE(c.ok());
@@ -154,7 +157,8 @@ cloud:
   for (const char* want : {"d.yaml:7:", "cloud.region", "d.yaml:9:", "cloud.launch_template_version", "d.yaml:10:",
                            "cloud.spot_allocation_strategy", "d.yaml:11:", "cloud.on_demand_allocation_strategy",
                            "d.yaml:12:", "cloud.interruption_queue_url", "gpuscaler.io/ are set by gpuscaler",
-                           "d.yaml:14:", "cloud.max_attempts", "d.yaml:15:", "cloud.request_timeout"}) {
+                           "d.yaml:14:", "cloud.max_attempts", "d.yaml:15:", "cloud.request_timeout", "d.yaml:16:",
+                           "cloud.gang_timeout", "between 1s and 10m"}) {
     EXPECT_NE(m.find(want), std::string::npos) << want << " in:\n" << m;
   }
 }

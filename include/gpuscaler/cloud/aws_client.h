@@ -48,6 +48,9 @@ class AwsClient {
   // "https://ec2.us-east-1.amazonaws.com" or the override (no trailing '/').
   std::string Endpoint(std::string_view service) const;
   const AwsClientOptions& options() const { return options_; }
+  // Waits `d` through the client's sleep (no sleep given: returns at once),
+  // between the polls of a caller that waits for the cloud.
+  void Sleep(std::chrono::milliseconds d) const { retrier_.Sleep(d); }
   int calls() const { return retrier_.calls(); }
   int retries() const { return retrier_.retries(); }
 

@@ -54,8 +54,9 @@
 //    an Error of category kCapacity. The provider then tags the group
 //    (CreateOrUpdateTags) gpuscaler.io/intent=<token> and
 //    gpuscaler.io/pool=<pool> (both propagated to the instances the group
-//    launches from then on) and gpuscaler.io/intent-desired=<new desired>
-//    (on the group only), and only then calls SetDesiredCapacity.
+//    launches from then on), gpuscaler.io/intent-desired=<new desired> and
+//    gpuscaler.io/intent-gang=yes|no (whether the launch is a gang's; both
+//    on the group only), and only then calls SetDesiredCapacity.
 //    Idempotency: a token this process already raised a group for raises
 //    nothing again; a token the group's intent tag names (a fresh process
 //    replaying a launch it may have sent before a crash) raises the group
@@ -70,7 +71,39 @@
 //    result (possibly no instance and no error); the controller sees those
 //    nodes appear in ListInstances, tagged with the launch's intent, and a
 //    capacity failure that comes after Launch returned is not reported (the
-//    group keeps retrying, as AWS does).
+//    group keeps retrying, as AWS does). A gang's launch differs (below).
+//  - Launch, asg pools, a gang's nodes (LaunchRequest::all_or_nothing; on a
+//    replay without it, a token whose intent-gang tag is yes): a group has
+//    no all-or-nothing call, so the launch is whole or given back. A group
+//    whose MaxSize leaves room for fewer than `count` more nodes is an Error
+//    of category kCapacity, and nothing is tagged or raised. After the raise
+//    the provider looks, every `gang_poll_interval`, for the launch's live
+//    instances (DescribeInstances on the group and intent tags) and then
+//    for the group's failed scaling activities since the raise, until all
+//    `count` are pending or running, an activity failed, or `gang_timeout`
+//    passed (and at most gang_timeout / gang_poll_interval + 1 looks); a
+//    look that fails with kTransient or kThrottled is tried again at the
+//    next one, another failure ends the wait. All there: the result holds
+//    them (oldest first). Otherwise the gang is given back: the group is
+//    tagged intent-gang=giving-back and intent-desired=<floor> (its desired
+//    capacity now less the nodes that never came up, at least MinSize),
+//    lowered to the floor (SetDesiredCapacity) so it launches no more of
+//    them, every live instance of the launch leaves through Terminate
+//    (TerminateInstanceInAutoScalingGroup with
+//    ShouldDecrementDesiredCapacity: the desired capacity is back where it
+//    was before the raise), and the group is tagged intent-gang=given-back.
+//    The result has no instance and one OfferingError, "auto scaling group
+//    '<name>': a gang needs all N nodes; K came up within T s, and every one
+//    of them is given back" (T: gang_timeout), then ": <the failed
+//    activity's status message>"; category kCapacity, or the activity's
+//    (as above); "giving the gang back also failed (…): " in front when a
+//    step of the give-back failed. Replays: of a gang being given back
+//    (intent-gang=giving-back) lowers the group to the tagged floor if it
+//    is above it and terminates the launch's live instances, raising
+//    nothing; of one given back (by this process, or intent-gang=given-back)
+//    touches nothing; both return such an error. An instance the group
+//    starts between the last look and the lowering is taken out by the
+//    group itself, by its termination policy.
 //  - Terminate: DescribeInstances on the ids first (instance-id filter, 200
 //    ids a call). Ids EC2 no longer knows, and instances already shutting
 //    down, are skipped (termination is idempotent). If any id is another
@@ -105,6 +138,7 @@
 // Throttles and 5xx are retried by the AwsClient. Not thread-safe.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <set>
@@ -123,6 +157,13 @@ namespace gpuscaler::cloud {
 // Auto Scaling group tag holding the desired capacity the launch named by
 // the group's gpuscaler.io/intent tag asked for.
 inline constexpr const char* kIntentDesiredTag = "gpuscaler.io/intent-desired";
+// Auto Scaling group tag saying whether the launch its gpuscaler.io/intent tag
+// names is a gang's (all or nothing), and how far its give-back got.
+inline constexpr const char* kIntentGangTag = "gpuscaler.io/intent-gang";
+inline constexpr const char* kGangNo = "no";
+inline constexpr const char* kGangYes = "yes";
+inline constexpr const char* kGangGivingBack = "giving-back";
+inline constexpr const char* kGangGivenBack = "given-back";
 
 struct AwsProviderOptions {
   // This installation's name (kClusterTag's value), from the daemon
@@ -147,6 +188,11 @@ struct AwsProviderOptions {
   std::string product_description = "Linux/UNIX";
   Seconds interruption_notice{120};
   int max_interruption_batches = 10;  // ReceiveMessage calls per poll (10 messages each)
+  // A gang's launch into an Auto Scaling group: how long it waits for all
+  // its nodes after the raise before giving them back (the daemon
+  // configuration's cloud.gang_timeout), and how often it looks.
+  Seconds gang_timeout{60};
+  std::chrono::milliseconds gang_poll_interval{2000};
 };
 
 class AwsProvider final : public CloudProvider {
@@ -205,6 +251,27 @@ class AwsProvider final : public CloudProvider {
   bool Owns(const AutoScalingGroup& group) const;
   // Failed scaling activities of `group` that started at or after `since`.
   Result<std::vector<ScalingActivity>> FailedActivities(const std::string& group, WallTime since);
+  // The live (pending or running) instances group `group` launched for the
+  // launch with `token` (by its intent tag), oldest first.
+  Result<std::vector<Ec2Instance>> GroupLaunchInstances(const std::string& group, const std::string& token);
+  // A gang's launch into group `g`, raised (or found raised) by this call:
+  // waits for all its nodes, else gives them back (aws_provider_gang.cc).
+  // `since`: failed activities older than this are not the launch's.
+  LaunchResult AwaitGang(const LaunchRequest& request, const AutoScalingGroup& g, WallTime since);
+  // Gives back the gang of a launch into `g` that did not come up whole
+  // (`came_up` of its nodes did; `failed`: the activity that ended the
+  // wait; `look_error`: why the last look failed), from a fresh look at
+  // the group on.
+  LaunchResult GiveBackGang(const LaunchRequest& request, const AutoScalingGroup& g, int came_up,
+                            const std::optional<ScalingActivity>& failed, const std::optional<Error>& look_error);
+  // The give-back's steps after its giving-back tag: lowers group `g` (as
+  // described) to `floor` if it is above, terminates the launch's live
+  // instances, tags the group given-back.
+  Status FinishGiveBack(const LaunchRequest& request, const AutoScalingGroup& g, int floor);
+  // A replay of a gang's launch that is given back, or was: finishes the
+  // give-back when the group's tags say it is under way, touches nothing
+  // otherwise; the launch's error.
+  LaunchResult GivenBackGang(const LaunchRequest& request, const AutoScalingGroup& g);
   Status TerminateEc2(const std::vector<std::string>& instance_ids);
 
   AwsProviderOptions options_;
@@ -215,6 +282,9 @@ class AwsProvider final : public CloudProvider {
   // Desired capacity each Auto Scaling launch this process sent asked for,
   // by idempotency token.
   std::map<std::string, int> raised_;
+  // Gang launches this process gave back (or began to), by idempotency
+  // token: the error the launch returned.
+  std::map<std::string, OfferingError> given_back_;
   // By pool: what its launch template was last made from (the rendered
   // content with the AMI's source instead of its id) and the version that
   // holds it.

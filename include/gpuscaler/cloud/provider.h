@@ -59,7 +59,9 @@ struct LaunchRequest {
   std::vector<Taint> node_taints;
   // A gang's nodes (LaunchAction::all_or_nothing): all `count` in one zone,
   // or none and a capacity error. EC2: CreateFleet with MinTargetCapacity =
-  // count and SingleAvailabilityZone.
+  // count and SingleAvailabilityZone. An Auto Scaling group, which has no
+  // such call: all `count` in the group's zones, or none, those that came up
+  // being given back (AwsProvider).
   bool all_or_nothing = false;
   // Set only with `all_or_nothing` (policy pools[].placement_group): the
   // nodes go into the cluster placement group of this name (EC2) or the

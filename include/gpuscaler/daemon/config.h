@@ -110,6 +110,9 @@ struct CloudSettings {
   // with full jitter; and the deadline of one HTTP exchange.
   int max_attempts = 5;
   Seconds request_timeout{10};
+  // provider "aws": how long a gang's launch into an Auto Scaling group
+  // waits for all its nodes before giving them back.
+  Seconds gang_timeout{60};
   // provider "simulated": median launch-to-Ready time of every node (0: the
   // catalog's typical latency per family, minutes).
   Seconds simulated_launch_latency{0};
