@@ -53,5 +53,25 @@ TEST(SnapshotJson, CarriesSignedFloorCredits) {
       << bad.error().message();
 }
 
+// A node's placement group is read and written; a node outside any writes "".
+TEST(SnapshotJson, CarriesANodesPlacementGroup) {
+  Snapshot s;
+  Node in_group;
+  in_group.id = "i-1";
+  in_group.offering.instance_type = "p5.48xlarge";
+  in_group.placement_group = "train-gangs";
+  Node alone = in_group;
+  alone.id = "i-2";
+  alone.placement_group.clear();
+  s.nodes = {in_group, alone};
+  const std::string text = FormatSnapshotJson(s);
+  Result<Snapshot> back = ParseSnapshotJson(text, "snap.json");
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  ASSERT_EQ(back->nodes.size(), 2u);
+  EXPECT_EQ(back->nodes[0].placement_group, "train-gangs");
+  EXPECT_EQ(back->nodes[1].placement_group, "");
+  EXPECT_EQ(FormatSnapshotJson(*back), text);
+}
+
 }  // namespace
 }  // namespace gpuscaler
