@@ -75,9 +75,7 @@ bool Satisfies(const NodeSelectorRequirement& r, const std::map<std::string, std
 // Whether the scheduler may put `pod` on `node`: its node selector, its
 // required node affinity, and the node's NoSchedule and NoExecute taints.
 bool Allows(const PodInfo& pod, const NodeInfo& node) {
-  for (const Taint& t : node.taints) {
-    if ((t.effect == "NoSchedule" || t.effect == "NoExecute") && !Tolerates(pod.tolerations, t)) return false;
-  }
+  if (!ToleratesHardTaints(pod.tolerations, node.taints)) return false;
   for (const auto& [k, v] : pod.node_selector) {
     auto it = node.labels.find(k);
     if (it == node.labels.end() || it->second != v) return false;

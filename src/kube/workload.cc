@@ -219,6 +219,12 @@ bool Tolerates(const std::vector<Toleration>& tolerations, const Taint& taint) {
   return false;
 }
 
+bool ToleratesHardTaints(const std::vector<Toleration>& tolerations, const std::vector<Taint>& taints) {
+  return std::all_of(taints.begin(), taints.end(), [&](const Taint& t) {
+    return (t.effect != "NoSchedule" && t.effect != "NoExecute") || Tolerates(tolerations, t);
+  });
+}
+
 Result<DemandUnit> PodDemand(const PodInfo& pod, const Policy& policy, const Catalog& catalog,
                              const GangDirectory* gangs) {
   const WorkloadClassPolicy* cls = ClassForPod(policy, pod);
@@ -367,8 +373,21 @@ ClusterDemand DemandFromCluster(const std::vector<PodInfo>& pods, const std::vec
                                 const Policy& policy, const Catalog& catalog, std::string_view team_label,
                                 const GangDirectory* gangs) {
   ClusterDemand out;
-  auto with_team = [&](const PodInfo& pod, DemandUnit u) {
+  // A unit is never planned onto a node whose taints its pod does not
+  // tolerate: the scheduler would not bind it there. Both the node's name
+  // and its instance id name it (nodes are keyed either way).
+  std::vector<const NodeInfo*> tainted;
+  for (const NodeInfo& n : nodes) {
+    if (!ToleratesHardTaints({}, n.taints)) tainted.push_back(&n);
+  }
+  // What only the pod's labels and the nodes add: its team, the nodes it avoids.
+  auto complete_unit = [&](const PodInfo& pod, DemandUnit u) {
     if (auto it = pod.labels.find(std::string(team_label)); it != pod.labels.end()) u.team = it->second;
+    for (const NodeInfo* n : tainted) {
+      if (ToleratesHardTaints(pod.tolerations, n->taints)) continue;
+      u.avoid_nodes.push_back(n->name);
+      if (!n->instance_id.empty() && n->instance_id != n->name) u.avoid_nodes.push_back(n->instance_id);
+    }
     return u;
   };
   std::map<std::string, std::string> key_of_node;
@@ -380,7 +399,7 @@ ClusterDemand DemandFromCluster(const std::vector<PodInfo>& pods, const std::vec
     } else if (HoldsResources(p)) {
       auto k = key_of_node.find(p.node_name);
       out.running[k == key_of_node.end() ? p.node_name : k->second].push_back(
-          with_team(p, RunningPodUnit(p, policy, catalog, gangs)));
+          complete_unit(p, RunningPodUnit(p, policy, catalog, gangs)));
     }
   }
   std::stable_sort(pending.begin(), pending.end(), [](const PodInfo* a, const PodInfo* b) {
@@ -390,7 +409,7 @@ ClusterDemand DemandFromCluster(const std::vector<PodInfo>& pods, const std::vec
   });
   for (const PodInfo* p : pending) {
     Result<DemandUnit> u = PodDemand(*p, policy, catalog, gangs);
-    if (u) out.pending.push_back(with_team(*p, std::move(u).value()));
+    if (u) out.pending.push_back(complete_unit(*p, std::move(u).value()));
     else out.skipped.push_back(PodKey(*p) + ": " + u.error().message());
   }
   return out;

@@ -116,6 +116,7 @@ void Fields(V& v, T& u) {
   v.StrList("instance_types", u.instance_types);
   v.Enum("capacity_type", u.capacity_type);
   v.Str("pool", u.pool);
+  v.StrList("avoid_nodes", u.avoid_nodes);
   v.StrMap("labels", u.labels);
   v.Time("deadline", u.deadline);
   v.Object("gang", u.gang);

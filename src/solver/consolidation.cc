@@ -173,6 +173,7 @@ bool Consolidation::MayReceive(const Bin& b, int bi, const DemandUnit& u, const 
   if (b.removed) return false;
   if ((s.cpu > b.free_cpu) || (s.mem > b.free_mem) || (s.gpus > b.free_whole)) return false;
   if (s.gpus == 0 && (s.milli > 0 || s.mig) && b.free_whole == 0 && b.parts.empty()) return false;
+  if (Contains(u.avoid_nodes, planner_.snap_.nodes[bi].id)) return false;
   return planner_.UnitAllowed(u, cls, b.pool, planner_.snap_.nodes[bi].offering, b.type, b.zone, mig);
 }
 

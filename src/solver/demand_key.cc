@@ -26,6 +26,7 @@ size_t DemandKeyHash(const DemandUnit& u) {
   for (const auto& s : u.gpu_models) mix(std::hash<std::string>()(s));
   for (const auto& s : u.zones) mix(std::hash<std::string>()(s));
   for (const auto& s : u.instance_types) mix(std::hash<std::string>()(s));
+  for (const auto& s : u.avoid_nodes) mix(std::hash<std::string>()(s));
   mix(u.capacity_type ? size_t(*u.capacity_type) + 1 : 0);
   mix(std::hash<std::string>()(u.team));
   return h;
@@ -39,6 +40,7 @@ bool SameDemand(const DemandUnit& a, const DemandUnit& b) {
          a.checkpoint_interval == b.checkpoint_interval && a.checkpoint_on_notice == b.checkpoint_on_notice &&
          a.restart_cost == b.restart_cost &&
          a.gpu_models == b.gpu_models && a.zones == b.zones && a.instance_types == b.instance_types &&
+         a.avoid_nodes == b.avoid_nodes &&
          a.capacity_type == b.capacity_type && a.team == b.team && a.gang.has_value() == b.gang.has_value() &&
          (!a.gang || (a.gang->size == b.gang->size && a.gang->same_zone == b.gang->same_zone &&
                       a.gang->same_instance_type == b.gang->same_instance_type));

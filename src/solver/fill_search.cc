@@ -101,7 +101,7 @@ void Planner::IndexExistingRoom() {
   std::vector<char> fillable(existing_.size(), 0);
   for (size_t g = 0; g < groups_.size(); ++g)
     for (int bi : existing_order_) {
-      if (!MayUseExisting(groups_[g], existing_initial_[bi])) continue;
+      if (!MayUseExisting(groups_[g], bi)) continue;
       existing_for_group_[g].push_back(bi);
       if (NoRoomForOne(existing_initial_[bi], groups_[g].shape)) continue;
       existing_room_for_group_[g].push_back(bi);

@@ -371,9 +371,10 @@ class Planner {
   // `repair` UseFreeRoom. Nothing when `memo` shows the fill was planned.
   std::optional<FillTry> TryFill(const State& base, const std::vector<int>& order,
                                  const std::vector<char>& no_spot, bool repair, FillMemo& memo);
-  // Whether units of `g` may go on existing node bin `b` (pool, zone, type
-  // pin, fit, capacity type); allowances are the caller's.
-  bool MayUseExisting(const Group& g, const Bin& b) const;
+  // Whether units of `g` may go on existing node `node` as built
+  // (existing_initial_: pool, zone, type pin, fit, capacity type, and not a
+  // node the units avoid); allowances are the caller's.
+  bool MayUseExisting(const Group& g, int node) const;
   // Repairs after the constructive pass, on the free room of existing nodes
   // and of new single nodes: closes a new node when its units fit in that
   // room (moving out of the way work that has room elsewhere), and moves

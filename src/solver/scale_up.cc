@@ -188,7 +188,9 @@ std::vector<int> Planner::PriorityFillOrder() const {
   return order;
 }
 
-bool Planner::MayUseExisting(const Group& g, const Bin& b) const {
+bool Planner::MayUseExisting(const Group& g, int node) const {
+  const Bin& b = existing_initial_[node];
+  if (Contains(g.rep->avoid_nodes, snap_.nodes[node].id)) return false;
   if (b.type < 0 || !g.zone_ok[b.zone] || !g.type_pin_ok[b.type] || g.fit_by_type[b.type] == 0) return false;
   if (b.pool >= 0 ? !g.pool_ok[b.pool] : (!g.rep->pool.empty() || (classes_[g.cls].pol && !classes_[g.cls].pol->pools.empty())))
     return false;

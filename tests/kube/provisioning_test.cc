@@ -8,6 +8,7 @@
 
 #include "../fakes/fake_clock.h"
 #include "gpuscaler/kube/cluster_cache.h"
+#include "gpuscaler/kube/gangs.h"
 #include "gpuscaler/kube/workload.h"
 #include "kube/kube_fixtures.h"
 

@@ -70,6 +70,10 @@ const WorkloadClassPolicy* ClassForPod(const Policy& policy, const PodInfo& pod)
 // Whether `tolerations` tolerate `taint` (the scheduler's rules: Exists with
 // no key tolerates all; an empty effect matches every effect).
 bool Tolerates(const std::vector<Toleration>& tolerations, const Taint& taint);
+// Whether the scheduler may put a pod with `tolerations` on a node with
+// `taints` as far as taints go: every NoSchedule and NoExecute taint is
+// tolerated (PreferNoSchedule only asks it to avoid the node).
+bool ToleratesHardTaints(const std::vector<Toleration>& tolerations, const std::vector<Taint>& taints);
 
 // The DemandUnit of one pod: GPUs (or a MIG profile, nvidia.com/mig-1g.10gb
 // -> "1g.10gb"), CPU and memory requests, priority; the class's

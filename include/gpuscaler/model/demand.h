@@ -59,6 +59,9 @@ struct DemandUnit {
   std::vector<std::string> instance_types;
   std::optional<CapacityType> capacity_type;
   std::string pool;              // pin to a node pool; empty: any matching pool
+  // Existing nodes (by Node::id) it may not run on: their NoSchedule or
+  // NoExecute taints it does not tolerate.
+  std::vector<std::string> avoid_nodes;
   std::map<std::string, std::string> labels;
   // Deferrable work: the time by which it must have finished (its
   // submission plus its class's deadline, or its own). Set, the planner may
