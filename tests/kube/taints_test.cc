@@ -16,18 +16,6 @@ namespace {
 
 using nlohmann::json;
 
-// One pool, one catch-all class: every pod is its work.
-Policy OneClassPolicy() {
-  Policy p;
-  NodePoolPolicy gpu;
-  gpu.name = "gpu";
-  p.pools = {gpu};
-  WorkloadClassPolicy all;
-  all.name = "all";
-  p.classes = {all};
-  return p;
-}
-
 const std::vector<std::string> kTaintedNode = {"ip-10-0-12-34.us-west-2.compute.internal", "i-0123456789abcdef0"};
 
 TEST(DemandFromCluster, AUnitAvoidsTheNodesWhoseHardTaintsItsPodDoesNotTolerate) {
@@ -54,7 +42,7 @@ TEST(DemandFromCluster, AUnitAvoidsTheNodesWhoseHardTaintsItsPodDoesNotTolerate)
   const json everything = json::array({{{"operator", "Exists"}}});
   const std::vector<PodInfo> all = {pod("plain", none, false), pod("tolerant", gpu, false),
                                     pod("any", everything, false), pod("bound", none, true)};
-  ClusterDemand d = DemandFromCluster(all, node_list->items, OneClassPolicy(), Catalog{});
+  ClusterDemand d = DemandFromCluster(all, node_list->items, testing::TrainingPolicy(), Catalog{});
   ASSERT_EQ(d.pending.size(), 3u);
   for (const DemandUnit& u : d.pending) {
     SCOPED_TRACE(u.id);
@@ -68,7 +56,7 @@ TEST(DemandFromCluster, AUnitAvoidsTheNodesWhoseHardTaintsItsPodDoesNotTolerate)
   std::vector<NodeInfo> soft = node_list->items;
   ASSERT_EQ(soft[0].taints.size(), 1u);
   soft[0].taints[0].effect = "PreferNoSchedule";
-  for (const DemandUnit& u : DemandFromCluster(all, soft, OneClassPolicy(), Catalog{}).pending)
+  for (const DemandUnit& u : DemandFromCluster(all, soft, testing::TrainingPolicy(), Catalog{}).pending)
     EXPECT_TRUE(u.avoid_nodes.empty()) << u.id;
 }
 
