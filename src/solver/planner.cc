@@ -423,10 +423,6 @@ Plan PlanWithDeadlineHolds(const Snapshot& snapshot, const Policy& policy, const
   return plan;
 }
 
-}  // namespace
-
-namespace {
-
 // The zone each pool's cluster placement group is in use in (see
 // solver_detail::PlacementGroupZones).
 solver_detail::PlacementGroupZones InUsePlacementGroupZones(const Snapshot& snapshot, const Policy& policy) {

@@ -276,6 +276,17 @@ void Planner::Classify(State& st) const {
 }
 
 std::vector<double> Planner::SlotPrices(const State& start, const State& planned) const {
+  std::vector<double> price;
+  // The pools with slots left that the plan takes past the share; the usual
+  // plan has none, and nothing else is looked at.
+  std::vector<char> scarce(pools_.size(), 0);
+  bool any_scarce = false;
+  for (size_t p = 0; p < pools_.size(); ++p) {
+    const int cap = pools_[p].pol.max_nodes;
+    scarce[p] = cap != kNoLimit && start.pool_count[p] < cap && planned.pool_count[p] > kScarceSlotShare * cap + 1e-9;
+    any_scarce = any_scarce || scarce[p];
+  }
+  if (!any_scarce) return price;
   // Per scarce pool: the dearest option of the work being planned there
   // (so no saving on a node's price outweighs the room it wastes) and the
   // most GPUs one of those options holds.
@@ -286,15 +297,12 @@ std::vector<double> Planner::SlotPrices(const State& start, const State& planned
     if (start.rem[g] == 0 || groups_[g].has_static_reason) continue;
     for (int o : groups_[g].cands) {
       const Option& op = options_[o];
-      const int cap = pools_[op.pool].pol.max_nodes;
-      if (cap == kNoLimit || start.pool_count[op.pool] >= cap) continue;  // no slot to price
-      if (planned.pool_count[op.pool] <= kScarceSlotShare * cap + 1e-9) continue;
+      if (!scarce[op.pool]) continue;
       dearest[op.pool] = std::max(dearest[op.pool], op.price);
       most_gpus[op.pool] = std::max(most_gpus[op.pool], snap_.instance_types[op.type].gpu_count);
       any = true;
     }
   }
-  std::vector<double> price;
   if (!any) return price;
   price.assign(options_.size(), 0.0);
   for (size_t o = 0; o < options_.size(); ++o) {
