@@ -73,5 +73,30 @@ TEST(SnapshotJson, CarriesANodesPlacementGroup) {
   EXPECT_EQ(FormatSnapshotJson(*back), text);
 }
 
+// The nodes a unit avoids are read and written, pending and running alike.
+TEST(SnapshotJson, CarriesTheNodesAUnitAvoids) {
+  Snapshot s;
+  DemandUnit pending;
+  pending.id = "p";
+  pending.avoid_nodes = {"ip-10-0-12-34", "i-0123456789abcdef0"};
+  s.pending = {pending};
+  Node n;
+  n.id = "i-2";
+  n.offering.instance_type = "g5.xlarge";
+  DemandUnit running = pending;
+  running.id = "r";
+  n.running = {running};
+  s.nodes = {n};
+  const std::string text = FormatSnapshotJson(s);
+  Result<Snapshot> back = ParseSnapshotJson(text, "snap.json");
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(back->pending[0].avoid_nodes, pending.avoid_nodes);
+  EXPECT_EQ(back->nodes[0].running[0].avoid_nodes, pending.avoid_nodes);
+  EXPECT_EQ(FormatSnapshotJson(*back), text);
+  Result<Snapshot> bad = ParseSnapshotJson(R"({"pending": [{"id": "a", "avoid_nodes": "n"}]})", "snap.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("pending[0].avoid_nodes"), std::string::npos) << bad.error().message();
+}
+
 }  // namespace
 }  // namespace gpuscaler
