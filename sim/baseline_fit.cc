@@ -47,6 +47,7 @@ bool PoolAllows(const NodePoolPolicy& p, const Offering& o, const InstanceType& 
   if (!p.AllowsType(t, gpu)) return false;
   if (!p.regions.empty() && !Contains(p.regions, o.region)) return false;
   if (!p.zones.empty() && !Contains(p.zones, o.zone)) return false;
+  if (o.capacity_type == CapacityType::kReserved) return true;  // the caller checks the reservation
   return std::find(p.capacity_types.begin(), p.capacity_types.end(), o.capacity_type) != p.capacity_types.end();
 }
 
@@ -141,6 +142,11 @@ std::vector<Candidate> FitIndex::Candidates(const Policy& policy, bool spot_allo
       const InstanceType* t = Type(o.instance_type);
       if (t == nullptr) continue;
       const GpuModel* gpu = GpuOf(t);
+      if (o.capacity_type == CapacityType::kReserved) {
+        const auto r = std::find_if(s_.reservations.begin(), s_.reservations.end(),
+                                    [&](const Reservation& x) { return x.id == o.reservation_id; });
+        if (r == s_.reservations.end() || !p.SelectsReservation(*r) || !r->OpenAt(s_.time)) continue;
+      }
       if (PoolAllows(p, o, *t, gpu)) all.push_back({p.name, &o, t, gpu});
     }
   }

@@ -48,7 +48,8 @@ struct Candidate {
 // only) admit `o` in `pool`.
 bool Admits(const Policy& policy, const DemandUnit& u, const std::string& pool, const Offering& o);
 // Whether the pool may buy `o` (NodePoolPolicy::AllowsType, then its
-// regions, zones and capacity types).
+// regions, zones and capacity types; a reserved offering's reservation is
+// the caller's to check against the pool's selectors).
 bool PoolAllows(const NodePoolPolicy& p, const Offering& o, const InstanceType& t, const GpuModel* gpu);
 // Whether `u` fits the free room of `b`; takes it when `commit`.
 bool TryFit(const DemandUnit& u, Bin& b, bool commit);

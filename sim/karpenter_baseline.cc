@@ -25,6 +25,12 @@
 // type only: a spot domain's pod waits when spot has no capacity); a node's
 // pods are consolidated only within its domain, and a replacement keeps its
 // domain and capacity type.
+// Reserved capacity (Karpenter v1.3+, capacityReservationSelectorTerms):
+// a reserved offering is priced at its on-demand price / 10,000,000, so it
+// is the cheapest wherever it fits; a NodeClaim with a reserved option
+// launches reserved (before spot and on-demand), while the reservation has
+// slots left; consolidation replaces a node by a reserved one as by any
+// cheaper node.
 // Offerings that fail with insufficient capacity are skipped for 3 minutes
 // (RunSpec::unavailable_for, set by MakeRunSpec). Not modelled: multi-node
 // consolidation, drift, expiry (720 h), NodePool weights (pools are taken in
@@ -57,24 +63,49 @@ int CapacityBand(const Offering& o) {
   return std::min(4, static_cast<int>(within_month / 0.05));
 }
 
-// The offerings a launch tries, in order: spot when any option is spot, by
-// price-capacity-optimized (band, then price); else on-demand by price.
-std::vector<const Candidate*> LaunchOrder(const std::vector<const Candidate*>& options) {
+// The price Karpenter ranks an offering by: a reserved one's on-demand
+// price / 10,000,000 (its reserved offerings are already paid for).
+double KarpenterPrice(const Offering& o) {
+  if (o.capacity_type != CapacityType::kReserved) return o.usd_per_hour;
+  return (o.on_demand_usd_per_hour > 0 ? o.on_demand_usd_per_hour : o.usd_per_hour) / 1e7;
+}
+
+// Free slots per reservation id, as the plan takes them.
+using ReservedLeft = std::map<std::string, int>;
+
+bool HasSlot(const Offering& o, const ReservedLeft& left) {
+  if (o.capacity_type != CapacityType::kReserved) return true;
+  auto it = left.find(o.reservation_id);
+  return it != left.end() && it->second > 0;
+}
+
+// The offerings a launch tries, in order: reserved ones with free slots by
+// price, then spot when any option is spot, by price-capacity-optimized
+// (band, then price); else on-demand by price.
+std::vector<const Candidate*> LaunchOrder(const std::vector<const Candidate*>& options, const ReservedLeft& left) {
+  std::vector<const Candidate*> reserved;
+  for (const Candidate* c : options) {
+    if (c->offering->capacity_type == CapacityType::kReserved && HasSlot(*c->offering, left)) reserved.push_back(c);
+  }
   const bool spot = std::any_of(options.begin(), options.end(), [](const Candidate* c) {
     return c->offering->capacity_type == CapacityType::kSpot;
   });
   std::vector<const Candidate*> out;
   for (const Candidate* c : options) {
-    if ((c->offering->capacity_type == CapacityType::kSpot) == spot) out.push_back(c);
+    if (c->offering->capacity_type != CapacityType::kReserved && (c->offering->capacity_type == CapacityType::kSpot) == spot)
+      out.push_back(c);
   }
-  std::stable_sort(out.begin(), out.end(), [spot](const Candidate* a, const Candidate* b) {
+  const auto by_price = [spot](const Candidate* a, const Candidate* b) {
     if (spot && CapacityBand(*a->offering) != CapacityBand(*b->offering))
       return CapacityBand(*a->offering) < CapacityBand(*b->offering);
-    if (a->offering->usd_per_hour != b->offering->usd_per_hour)
-      return a->offering->usd_per_hour < b->offering->usd_per_hour;
+    if (KarpenterPrice(*a->offering) != KarpenterPrice(*b->offering))
+      return KarpenterPrice(*a->offering) < KarpenterPrice(*b->offering);
     return a->offering->Key() < b->offering->Key();
-  });
-  return out;
+  };
+  std::stable_sort(reserved.begin(), reserved.end(), by_price);
+  std::stable_sort(out.begin(), out.end(), by_price);
+  reserved.insert(reserved.end(), out.begin(), out.end());
+  return reserved;
 }
 
 // A new node being planned: the offerings that can still hold all its pods,
@@ -127,7 +158,9 @@ class KarpenterPlanner {
         index_(s),
         all_(index_.Candidates(policy, true)),
         spread_(policy),
-        domain_pods_(spread_) {}
+        domain_pods_(spread_) {
+    for (const Reservation& r : s.reservations) reserved_left_[r.id] = r.OpenAt(s.time) ? r.available_count : 0;
+  }
 
   Plan Run() {
     for (const Node& n : s_.nodes) {
@@ -188,7 +221,8 @@ class KarpenterPlanner {
     }
     LaunchIndex launch_of;
     for (const NodeClaim& c : claims) {
-      const std::vector<const Candidate*> order = LaunchOrder(c.options);
+      const std::vector<const Candidate*> order = LaunchOrder(c.options, reserved_left_);
+      if (order.empty()) continue;
       const std::map<std::string, std::string> labels =
           c.spread_labels ? *c.spread_labels
                           : spread_.LabelsForNewNode(c.pool, order.front()->offering->capacity_type, "", -1);
@@ -255,6 +289,7 @@ class KarpenterPlanner {
     LaunchAction& l = plan_.launches[it->second];
     l.count += 1;
     l.usd_per_hour += best.usd_per_hour;
+    if (best.capacity_type == CapacityType::kReserved) --reserved_left_[best.reservation_id];
     l.unit_ids.insert(l.unit_ids.end(), unit_ids.begin(), unit_ids.end());
     return it->second;
   }
@@ -275,7 +310,7 @@ class KarpenterPlanner {
     };
     for (const Node& n : s_.nodes) {
       if (!n.running.empty() || !disruptable(n)) continue;
-      Terminate(n, TerminationKind::kEmpty, n.offering.usd_per_hour, "karpenter: empty node");
+      Terminate(n, TerminationKind::kEmpty, KarpenterPrice(n.offering), "karpenter: empty node");
       --allowed[n.pool];
     }
     // Single-node consolidation: candidates by savings per disrupted pod, the
@@ -285,21 +320,23 @@ class KarpenterPlanner {
       if (!n.running.empty() && disruptable(n)) candidates.push_back(&n);
     }
     std::stable_sort(candidates.begin(), candidates.end(), [](const Node* a, const Node* b) {
-      return a->offering.usd_per_hour / double(a->running.size()) > b->offering.usd_per_hour / double(b->running.size());
+      return KarpenterPrice(a->offering) / double(a->running.size()) >
+             KarpenterPrice(b->offering) / double(b->running.size());
     });
     for (const Node* n : candidates) {
       // The scheduling simulation: the node's pods onto the other nodes
       // first, at most one new node for the rest.
       const std::vector<const DemandUnit*> left = PodsWithoutRoomElsewhere(*n);
       if (left.empty()) {
-        Terminate(*n, TerminationKind::kConsolidate, n->offering.usd_per_hour,
+        Terminate(*n, TerminationKind::kConsolidate, KarpenterPrice(n->offering),
                   "karpenter: underutilized, its pods fit on other nodes");
         return;
       }
       if (n->offering.capacity_type == CapacityType::kSpot) continue;  // no spot-to-spot consolidation
       std::vector<const Candidate*> cheaper = CheaperReplacements(*n, left);
       if (cheaper.empty()) continue;
-      const std::vector<const Candidate*> order = LaunchOrder(cheaper);
+      const std::vector<const Candidate*> order = LaunchOrder(cheaper, reserved_left_);
+      if (order.empty()) continue;
       std::vector<std::string> moved, onto_new;
       for (const DemandUnit& u : n->running) moved.push_back(u.id);
       for (const DemandUnit* u : left) onto_new.push_back(u->id);
@@ -313,7 +350,7 @@ class KarpenterPlanner {
       for (const std::string& id : onto_new)
         plan_.placements.push_back({id, "", static_cast<int>(li), plan_.launches[li].count - 1});
       Terminate(
-          *n, TerminationKind::kReplace, n->offering.usd_per_hour - order.front()->offering->usd_per_hour,
+          *n, TerminationKind::kReplace, KarpenterPrice(n->offering) - KarpenterPrice(*order.front()->offering),
           "karpenter: replaced by a cheaper " + order.front()->offering->Key() +
               (left.size() < n->running.size()
                    ? " (" + std::to_string(n->running.size() - left.size()) + " of its pods to other nodes)"
@@ -369,7 +406,7 @@ class KarpenterPlanner {
     bool spot = false, on_demand = false;
     const bool in_a_domain = !SpreadLabelsOf(n).empty();
     for (const Candidate& c : all_) {
-      if (c.offering->usd_per_hour >= n.offering.usd_per_hour) continue;
+      if (KarpenterPrice(*c.offering) >= KarpenterPrice(n.offering) || !HasSlot(*c.offering, reserved_left_)) continue;
       if (in_a_domain && c.offering->capacity_type != n.offering.capacity_type) continue;
       Bin b = index_.EmptyBin(c.pool, *c.offering);
       bool holds = true;
@@ -402,6 +439,7 @@ class KarpenterPlanner {
   SpreadClasses::Counts domain_pods_;      // split classes' pods by domain, placed so far
   std::map<std::string, int> pool_nodes_;  // nodes, existing and planned
   std::set<std::string> receiving_;        // existing nodes given pending pods
+  ReservedLeft reserved_left_;             // free reserved slots, as planned so far
 };
 
 }  // namespace

@@ -42,6 +42,22 @@ std::string FormatSummaryTable(const Scenario& scenario, const std::vector<RunRe
     return FormatUsd(r.cost_by_capacity_type.at("on-demand"), MoneyStyle::kBareCents);
   });
   row("  spot", [](const RunResult& r) { return FormatUsd(r.cost_by_capacity_type.at("spot"), MoneyStyle::kBareCents); });
+  const bool reserved =
+      std::any_of(results.begin(), results.end(), [](const RunResult& r) { return !r.reservations.empty(); });
+  if (reserved) {
+    row("  reserved, used", [](const RunResult& r) {
+      return FormatUsd(r.cost_by_capacity_type.at("reserved"), MoneyStyle::kBareCents);
+    });
+    row("  reserved, unused", [](const RunResult& r) {
+      double unused = 0;
+      for (const ReservationUse& u : r.reservations) unused += u.unused_usd;
+      return FormatUsd(unused, MoneyStyle::kBareCents);
+    });
+    row("reserved in use while demand exceeds it", [](const RunResult& r) {
+      if (r.reserved_slot_hours_when_demand_exceeds <= 0) return std::string("-");
+      return Fmt("%.1f%%", 100 * r.reserved_used_hours_when_demand_exceeds / r.reserved_slot_hours_when_demand_exceeds);
+    });
+  }
   row("savings vs on-demand", [](const RunResult& r) {
     return r.savings_vs_on_demand_pct ? Fmt("%.1f%%", *r.savings_vs_on_demand_pct) : std::string("-");
   });
@@ -162,6 +178,25 @@ std::string FormatJson(const Scenario& scenario, const std::vector<RunResult>& r
     j["total_cost_usd"] = r.total_cost_usd;
     j["cost_by_capacity_type"] = J{{"on-demand", r.cost_by_capacity_type.at("on-demand")},
                                    {"spot", r.cost_by_capacity_type.at("spot")}};
+    if (!r.reservations.empty()) {
+      j["cost_by_capacity_type"]["reserved"] = r.cost_by_capacity_type.at("reserved");
+      J reservations = J::array();
+      for (const ReservationUse& u : r.reservations) {
+        reservations.push_back(J{{"id", u.reservation.id},
+                                 {"instance_type", u.reservation.instance_type},
+                                 {"zone", u.reservation.zone},
+                                 {"kind", ToString(u.reservation.kind)},
+                                 {"count", u.reservation.total_count},
+                                 {"slot_hours", u.slot_hours},
+                                 {"used_hours", u.used_hours},
+                                 {"cost_usd", u.cost_usd},
+                                 {"used_usd", u.used_usd},
+                                 {"unused_usd", u.unused_usd}});
+      }
+      j["reservations"] = std::move(reservations);
+      j["reserved_slot_hours_when_demand_exceeds"] = r.reserved_slot_hours_when_demand_exceeds;
+      j["reserved_used_hours_when_demand_exceeds"] = r.reserved_used_hours_when_demand_exceeds;
+    }
     j["savings_vs_on_demand_pct"] = r.savings_vs_on_demand_pct ? J(*r.savings_vs_on_demand_pct) : J(nullptr);
     j["queue_wait_s"] = pct(r.queue_wait_s);
     J by_class = J::object();

@@ -116,6 +116,7 @@ void Replay::AfterTick(WallTime t, const TickReport& report) {
     if (so_far - month_start_cost_ > *policy.budget.global.monthly_usd + 1e-9) violated = true;
   }
   if (violated) ++r.hard_budget_violations;
+  CountReservedUse(t);
 
   if (options_.timeseries) {
     TimePoint p;
@@ -130,6 +131,35 @@ void Replay::AfterTick(WallTime t, const TickReport& report) {
   if (options_.progress && r.ticks % progress_every_ == 0) {
     options_.progress(static_cast<double>(r.ticks) / static_cast<double>(total_ticks_));
   }
+}
+
+void Replay::CountReservedUse(WallTime t) {
+  const SimCloud& cloud = world_.cloud();
+  const std::vector<Reservation>& reservations = scenario_.cloud.reservations;
+  const WallTime from = last_reserved_count_ == WallTime{} ? scenario_.start : last_reserved_count_;
+  last_reserved_count_ = t;
+  if (reservations.empty() || t <= from) return;
+  double open_gpus = 0;
+  int open_slots = 0;
+  int used_slots = 0;
+  for (size_t i = 0; i < reservations.size(); ++i) {
+    const int open = cloud.ReservedSlotsOpen(i, t);
+    if (open == 0) continue;
+    const InstanceType* type = scenario_.catalog.FindInstanceType(reservations[i].instance_type);
+    open_gpus += double(open) * (type != nullptr ? type->gpu_count : 0);
+    open_slots += open;
+    used_slots += std::min(open, cloud.ReservedInUse(i));
+  }
+  if (open_slots == 0) return;
+  const Snapshot& s = controller_->snapshot();
+  double demand = 0;
+  for (const DemandUnit& u : s.pending) demand += GpuShare(u);
+  for (const Node& n : s.nodes)
+    for (const DemandUnit& u : n.running) demand += GpuShare(u);
+  if (demand + 1e-9 < open_gpus) return;
+  const double hours = static_cast<double>((t - from).count()) / 3600.0;
+  result_.reserved_slot_hours_when_demand_exceeds += hours * open_slots;
+  result_.reserved_used_hours_when_demand_exceeds += hours * used_slots;
 }
 
 RunResult Replay::Finish() {
@@ -148,8 +178,10 @@ RunResult Replay::Finish() {
   Workload& work = world_.work();
 
   r.bills = cloud.Bills(end);
+  r.reservations = cloud.ReservationUses(end);
   r.cost_by_capacity_type["on-demand"] = 0;
   r.cost_by_capacity_type["spot"] = 0;
+  r.cost_by_capacity_type["reserved"] = 0;
   // The cloud's total, not the sum of the bills: a cloud that forgets ended
   // instances (SimCloudConfig::forget_ended_after) still counts their cost.
   r.total_cost_usd = cloud.CostUntil(end);

@@ -85,6 +85,15 @@ struct RunResult {
   int64_t controller_errors = 0;
   double wall_seconds = 0;  // filled by callers that time the run
   std::vector<InstanceBill> bills;
+  // Reservations the cloud held (SimCloudConfig::reservations): each one's
+  // cost, used and unused; the unused part is in total_cost_usd too.
+  std::vector<ReservationUse> reservations;
+  // Reserved slot-hours in use against those open, counted only over the
+  // ticks when demand (GPUs of pending and running work) was at least the
+  // open reservations' GPUs: how well the reservations were filled when
+  // there was work to fill them. 0/0 when that never happened.
+  double reserved_slot_hours_when_demand_exceeds = 0;
+  double reserved_used_hours_when_demand_exceeds = 0;
   std::map<std::pair<std::string, std::string>, int> peak_nodes;  // (offering key, pool)
   std::vector<TimePoint> timeseries;
 };
@@ -152,6 +161,9 @@ class Replay {
 
  private:
   void AfterTick(WallTime t, const TickReport& report);
+  // Accrues RunResult's reserved use over the tick that ends at `t`.
+  void CountReservedUse(WallTime t);
+  WallTime last_reserved_count_{};
 
   const Scenario& scenario_;
   RunSpec spec_;

@@ -20,6 +20,8 @@ SimCloud::SimCloud(ManualClock& clock, const Catalog& catalog, std::vector<Offer
       market_(market),
       config_(std::move(config)),
       walk_rng_(config_.seed ^ 0x5eedc0ffee123457ULL) {
+  const WallTime start = clock_.WallNow();
+  AddReservations(start);
   const size_t n = offerings_.size();
   gpu_count_.resize(n);
   family_.resize(n);
@@ -36,7 +38,6 @@ SimCloud::SimCloud(ManualClock& clock, const Catalog& catalog, std::vector<Offer
     price_[i] = base_price_[i] = offerings_[i].usd_per_hour;
     offering_index_[offerings_[i].Key()] = i;
   }
-  const WallTime start = clock_.WallNow();
   auto matching = [&](const std::string& type, const std::string& zone, CapacityType cap) {
     std::vector<size_t> out;
     for (size_t i = 0; i < n; ++i) {
@@ -104,6 +105,10 @@ Seconds SimCloud::SampleLatency(const Offering& o, std::mt19937_64& rng) const {
 
 int SimCloud::Capacity(size_t offering) const {
   const Offering& o = offerings_[offering];
+  if (reservation_of_[offering] >= 0) {
+    const Reservation& r = config_.reservations[size_t(reservation_of_[offering])];
+    return r.OpenAt(clock_.WallNow()) ? r.total_count : 0;
+  }
   if (o.capacity_type == CapacityType::kSpot) {
     if (availability_[offering]) return *availability_[offering];
     auto it = config_.spot_capacity_by_family.find(family_[offering]);
@@ -326,6 +331,11 @@ void SimCloud::Handle(const Event& e) {
       for (size_t v : victims) Interrupt(v, e.t);
       return;
     }
+    case EventKind::kBlockEnd: {
+      const std::vector<size_t> on_block = live_by_offering_[e.a];
+      for (size_t index : on_block) Interrupt(index, e.t);
+      return;
+    }
     case EventKind::kTraceInterruption: {
       const InterruptionEvent& ev = market_.interruptions[e.a];
       auto it = offering_index_.find(ev.instance_type + "/" + ev.zone + "/spot");
@@ -372,7 +382,7 @@ void SimCloud::End(size_t index, WallTime at, bool interrupted) {
   }
   // The minimum charge is settled at the price in force at the end.
   const Seconds ran = at - s.info.launch_time;
-  if (ran < config_.min_billed) s.usd += price_[s.offering] * Hours(config_.min_billed - ran);
+  if (ran < MinBilled(s.offering)) s.usd += price_[s.offering] * Hours(MinBilled(s.offering) - ran);
   if (config_.forget_ended_after) ended_.emplace_back(at, index);
   if (observer_ != nullptr) observer_->OnGone(s.info.instance_id, at, interrupted);
 }
@@ -392,6 +402,7 @@ void SimCloud::Forget(WallTime now) {
     ended_.pop_front();
     if (it == instances_.end()) continue;
     forgotten_usd_ += it->second.usd;  // final: the instance has ended
+    if (const int r = reservation_of_[it->second.offering]; r >= 0) forgotten_reserved_usd_[size_t(r)] += it->second.usd;
     instance_index_.erase(it->second.info.instance_id);
     instances_.erase(it);
   }
@@ -431,9 +442,9 @@ InstanceBill SimCloud::BillOf(const SimInstance& s, WallTime end) const {
     b.end = std::max(end, s.segment_start);
     b.usd += price_[s.offering] * Hours(b.end - s.segment_start);
     const Seconds ran = b.end - s.info.launch_time;
-    if (ran < config_.min_billed) b.usd += price_[s.offering] * Hours(config_.min_billed - ran);
+    if (ran < MinBilled(s.offering)) b.usd += price_[s.offering] * Hours(MinBilled(s.offering) - ran);
   }
-  b.billed_seconds = std::max((b.end - b.launch).count(), static_cast<int64_t>(config_.min_billed.count()));
+  b.billed_seconds = std::max((b.end - b.launch).count(), static_cast<int64_t>(MinBilled(s.offering).count()));
   return b;
 }
 
@@ -447,12 +458,19 @@ std::vector<InstanceBill> SimCloud::Bills(WallTime end) const {
 double SimCloud::CostUntil(WallTime end) const {
   double total = forgotten_usd_;
   for (const auto& [index, s] : instances_) total += BillOf(s, end).usd;
+  for (const ReservationUse& use : ReservationUses(end)) total += use.unused_usd;
   return total;
 }
 
 double SimCloud::CurrentUsdPerHour() const {
   double total = 0;
   for (const auto& [index, unused] : live_) total += price_[instances_.at(index).offering];
+  const WallTime now = clock_.WallNow();
+  for (size_t r = 0; r < config_.reservations.size(); ++r) {
+    const Reservation& res = config_.reservations[r];
+    if (now < res.start || (res.end && now >= *res.end)) continue;
+    total += res.usd_per_hour * std::max(0, res.total_count - ReservedInUse(r));
+  }
   return total;
 }
 

@@ -15,6 +15,13 @@
 //    mean-reverting random walk when the config asks for one.
 //  - Billing is per second with a 60-second minimum, piecewise at the price
 //    in force (spot prices move under running nodes), from launch to end.
+//  - Reservations (SimCloudConfig::reservations) are sold as reserved
+//    offerings: a launch takes a free slot while the reservation is open
+//    (Reservation::OpenAt), else gets a kCapacity error. Every slot is paid
+//    from the reservation's start to its end whether used or not: an
+//    instance's bill is the used part, ReservationUses() gives the rest. A
+//    Capacity Block's instances are taken back from 30 minutes before its
+//    end (a notice, then gone), as EC2 does.
 // Deterministic for a given seed and inputs. Not thread-safe.
 #pragma once
 
@@ -77,6 +84,9 @@ struct SimCloudConfig {
   // token older than this, are forgotten, as a real cloud stops listing
   // terminated instances after a while; their cost stays in CostUntil().
   std::optional<Seconds> forget_ended_after;
+  // Reservations the cloud holds (their available_count is ignored: the
+  // cloud counts its own instances).
+  std::vector<Reservation> reservations;
 };
 
 // Settings for a simulated cloud that runs as long as a daemon (the demo,
@@ -102,6 +112,18 @@ struct InstanceBill {
   bool interrupted = false;
 };
 
+// What a reservation cost up to some time: every slot of it from its start
+// (`cost_usd`), split into the instances that ran on it (`used_usd`) and
+// the idle slots (`unused_usd`, the rest).
+struct ReservationUse {
+  Reservation reservation;
+  double slot_hours = 0;
+  double used_hours = 0;
+  double cost_usd = 0;
+  double used_usd = 0;
+  double unused_usd = 0;
+};
+
 // Told about instance life by SimCloud, in time order.
 class SimCloudObserver {
  public:
@@ -124,6 +146,8 @@ class SimCloud final : public CloudProvider {
   Result<std::vector<Instance>> ListInstances() override;
   Result<std::vector<InterruptionNotice>> PollInterruptions() override;
   Result<std::vector<SpotPrice>> SpotPrices(WallTime since) override;
+  // The configured reservations that have not ended, with their free slots.
+  Result<std::vector<Reservation>> ListReservations() override;
 
   // The time of the next internal event (ready, notice, interruption, price
   // change, availability change), if any.
@@ -150,9 +174,15 @@ class SimCloud final : public CloudProvider {
   // Highest number of live instances seen per offering key and pool.
   const std::map<std::pair<std::string, std::string>, int>& peak_by_offering_and_pool() const { return peak_; }
   double CurrentPrice(const std::string& offering_key) const;
+  // Per configured reservation, in their order: its cost up to `end`.
+  std::vector<ReservationUse> ReservationUses(WallTime end) const;
+  // Live instances on reservation `r` (an index of the configured ones),
+  // and its slots (0 while it is not open).
+  int ReservedInUse(size_t r) const;
+  int ReservedSlotsOpen(size_t r, WallTime t) const;
 
  private:
-  enum class EventKind { kReady, kNotice, kGone, kPrice, kAvailability, kTraceInterruption };
+  enum class EventKind { kReady, kNotice, kGone, kPrice, kAvailability, kTraceInterruption, kBlockEnd };
   struct Event {
     WallTime t;
     uint64_t seq;
@@ -179,6 +209,12 @@ class SimCloud final : public CloudProvider {
   void End(size_t index, WallTime at, bool interrupted);
   void Interrupt(size_t index, WallTime at);  // notice now, gone after the notice period
   int Capacity(size_t offering) const;
+  // Reserved offerings for the configured reservations, and their blocks'
+  // ends as events (constructor).
+  void AddReservations(WallTime start);
+  // The shortest bill of an instance of `offering` (none on a reservation,
+  // whose slots are paid by the hour anyway).
+  Seconds MinBilled(size_t offering) const;
   // Whether the request's offerings have room for all its nodes now.
   bool HasRoomForAll(const LaunchRequest& request) const;
   Seconds SampleLatency(const Offering& o, std::mt19937_64& rng) const;
@@ -203,6 +239,7 @@ class SimCloud final : public CloudProvider {
   std::vector<double> price_;  // current, per offering
   std::vector<double> base_price_;
   std::vector<int> live_count_;  // per offering
+  std::vector<int> reservation_of_;  // per offering: index in config_.reservations, -1 none
   std::vector<std::optional<int>> availability_;  // spot limit from the market
   std::vector<std::vector<size_t>> live_by_offering_;
   // By launch number (ids and events name instances by it); a map, so that
@@ -213,6 +250,7 @@ class SimCloud final : public CloudProvider {
   std::deque<std::pair<WallTime, size_t>> ended_;  // end order, remembered ones
   std::deque<std::pair<WallTime, std::string>> tokens_by_time_;
   double forgotten_usd_ = 0;  // final bills of forgotten instances
+  std::vector<double> forgotten_reserved_usd_;  // per reservation: those of them on it
   std::map<size_t, bool> live_;  // instance index -> true, ordered by launch
   std::unordered_map<std::string, LaunchResult> by_token_;
   std::vector<InterruptionNotice> notices_;  // not yet polled

@@ -221,6 +221,9 @@ void RegisterSimCommand(CLI::App& app, int* exit_code) {
   sim->add_option("--cbl-nodes-when-up", o->in.cbl_nodes_when_up,
                   "cbl-availability: spot nodes per zone and type while a probe is up (default: the count in "
                   "the file, 1 for 1-node probes)");
+  sim->add_option("--reservations", o->in.reservations_file,
+                  "Reservations file: ODCRs and Capacity Blocks the simulated cloud holds, for pools[].reservations "
+                  "to select (docs/simulator.md)");
   sim->add_option("--snapshot-out", o->snapshot_out, "File for --snapshot-at (JSON, docs/snapshot.md)");
   RegisterSweepCommands(*sim, exit_code);
   sim->callback([o, sim, exit_code] {

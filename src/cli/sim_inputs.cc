@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "gpuscaler/policy/loader.h"
+#include "sim/reservations_file.h"
 #include "sim/trace_readers.h"
 
 namespace gpuscaler::cli {
@@ -97,6 +98,12 @@ Result<sim::Scenario> BuildSimScenario(const SimInputs& in, const Catalog& catal
     const std::vector<std::string>& all = scenario.trace.stats.warnings;
     for (size_t i = reader_warnings; i < all.size(); ++i) warnings->push_back(all[i]);
     if (scenario.trace.jobs.empty()) return Error::InvalidInput(in.trace_file + ": the trace has no jobs to replay");
+  }
+  if (!in.reservations_file.empty()) {
+    Result<std::vector<Reservation>> reservations =
+        sim::ReadReservationsFile(in.reservations_file, scenario.start, scenario.catalog);
+    if (!reservations) return reservations.error();
+    scenario.cloud.reservations = std::move(reservations).value();
   }
   scenario.catalog_source = catalog_source;
   scenario.runtimes_known = in.runtime_knowledge == "exact";

@@ -67,6 +67,7 @@ bool ClusterState::Observe(const Policy& policy, WallTime now, double month_to_d
   if (listed && nodes_ != nullptr) CheckNodeHealth(policy, now, &reached, report);
   if (listed) RemoveRebalanced(now);
   ReadPrices(policy, now, report);
+  ReadReservations(policy, report);
   RefreshWork(&reached);
   learners_.warm_up.Observe(reached);
   report->milestones.insert(report->milestones.end(), reached.begin(), reached.end());
@@ -291,7 +292,20 @@ void ClusterState::RefreshOfferings(WallTime now, bool prices_moved) {
   // A new rate is news for every spot plan; a new co-reclaim share only for
   // gangs, which the next plan prices with it.
   if (learned.rates) MarkChanged(false);
-  if (prices_moved || marks.any || learned.rates || learned.shares) snapshot_->offerings = book_.offerings();
+  if (prices_moved || marks.any || learned.rates || learned.shares) PublishOfferings();
+}
+
+void ClusterState::ReadReservations(const Policy& policy, TickReport* report) {
+  if (!reservations_.Read(cloud_, policy, book_, report)) return;
+  snapshot_->reservations = reservations_.reservations();
+  PublishOfferings();
+  MarkChanged(true);
+}
+
+void ClusterState::PublishOfferings() {
+  snapshot_->offerings = book_.offerings();
+  const std::vector<Offering>& reserved = reservations_.offerings();
+  snapshot_->offerings.insert(snapshot_->offerings.end(), reserved.begin(), reserved.end());
 }
 
 void ClusterState::Restore(const Policy& policy, WallTime now, TickReport* report) {

@@ -3,12 +3,18 @@
 namespace gpuscaler {
 
 std::string_view ToString(CapacityType c) {
-  return c == CapacityType::kSpot ? "spot" : "on-demand";
+  switch (c) {
+    case CapacityType::kSpot: return "spot";
+    case CapacityType::kReserved: return "reserved";
+    case CapacityType::kOnDemand: break;
+  }
+  return "on-demand";
 }
 
 std::optional<CapacityType> ParseCapacityType(std::string_view text) {
   if (text == "on-demand" || text == "on_demand" || text == "ondemand") return CapacityType::kOnDemand;
   if (text == "spot") return CapacityType::kSpot;
+  if (text == "reserved") return CapacityType::kReserved;
   return std::nullopt;
 }
 
@@ -18,6 +24,10 @@ std::string Offering::Key() const {
   key += zone;
   key += '/';
   key += ToString(capacity_type);
+  if (capacity_type == CapacityType::kReserved) {
+    key += '/';
+    key += reservation_id;
+  }
   return key;
 }
 

@@ -21,7 +21,13 @@ struct EnumText;
 template <>
 struct EnumText<CapacityType> {
   static std::optional<CapacityType> Parse(std::string_view s) { return ParseCapacityType(s); }
-  static constexpr const char* kExpected = "expected \"on-demand\" or \"spot\"";
+  static constexpr const char* kExpected = "expected \"on-demand\", \"spot\" or \"reserved\"";
+};
+
+template <>
+struct EnumText<ReservationKind> {
+  static std::optional<ReservationKind> Parse(std::string_view s) { return ParseReservationKind(s); }
+  static constexpr const char* kExpected = "expected \"default\" or \"capacity-block\"";
 };
 
 template <>
@@ -34,7 +40,7 @@ struct EnumText<NodeState> {
 template <class T>
 void AfterRead(T&, ObjectReader&) {}
 
-void AfterRead(Offering& o, ObjectReader&) {
+void AfterRead(Offering& o, ObjectReader& r) {
   // AWS zone names are the region plus one letter ("us-east-1b").
   if (o.region.empty() && o.zone.size() > 1 && std::isalpha(static_cast<unsigned char>(o.zone.back()))) {
     o.region = o.zone.substr(0, o.zone.size() - 1);
@@ -42,6 +48,22 @@ void AfterRead(Offering& o, ObjectReader&) {
   if (o.on_demand_usd_per_hour == 0 && o.capacity_type == CapacityType::kOnDemand) {
     o.on_demand_usd_per_hour = o.usd_per_hour;
   }
+  if (o.capacity_type == CapacityType::kReserved && o.reservation_id.empty()) {
+    r.Problem("reservation_id", "a reserved offering names its reservation");
+  } else if (o.capacity_type != CapacityType::kReserved && !o.reservation_id.empty()) {
+    r.Problem("reservation_id", "only a reserved offering names a reservation");
+  }
+}
+
+void AfterRead(Reservation& res, ObjectReader& r) {
+  if (res.region.empty() && res.zone.size() > 1 && std::isalpha(static_cast<unsigned char>(res.zone.back()))) {
+    res.region = res.zone.substr(0, res.zone.size() - 1);
+  }
+  if (res.total_count < 0) r.Problem("total_count", "must not be negative");
+  if (res.available_count < 0 || res.available_count > res.total_count) {
+    r.Problem("available_count", "must be between 0 and total_count");
+  }
+  if (res.end && *res.end <= res.start) r.Problem("end", "must be after start");
 }
 
 void AfterRead(DemandUnit& u, ObjectReader& r) {

@@ -84,6 +84,23 @@ void Fields(V& v, T& o) {
   v.Double("co_reclaim_share", o.co_reclaim_share);
   v.Bool("available", o.available);
   v.DurationS("launch_latency_s", o.launch_latency);
+  v.Str("reservation_id", o.reservation_id);
+}
+
+template <class V, Is<Reservation> T>
+void Fields(V& v, T& r) {
+  v.Str("id", r.id, kRequired);
+  v.Str("instance_type", r.instance_type, kRequired);
+  v.Str("region", r.region);
+  v.Str("zone", r.zone, kRequired);
+  v.Enum("kind", r.kind);
+  v.Int("total_count", r.total_count);
+  v.Int("available_count", r.available_count);
+  v.Time("start", r.start);
+  v.Time("end", r.end);
+  v.StrMap("tags", r.tags);
+  v.Double("usd_per_hour", r.usd_per_hour);
+  v.Double("upfront_usd", r.upfront_usd);
 }
 
 template <class V, Is<GangMembership> T>
@@ -173,6 +190,7 @@ void Fields(V& v, T& s) {
   v.Objects("gpu_models", s.gpu_models);
   v.Objects("instance_types", s.instance_types);
   v.Objects("offerings", s.offerings);
+  v.Objects("reservations", s.reservations);
   v.Objects("nodes", s.nodes);
   v.Objects("pending", s.pending);
 }

@@ -111,6 +111,12 @@ std::string CanonicalPolicyText(const Policy& p) {
     if (pool.registration_timeout != Seconds(900)) w.Put(at + ".registration_timeout", pool.registration_timeout);
     if (pool.repair_after != Seconds(0)) w.Put(at + ".repair_after", pool.repair_after);
     if (!pool.placement_group.empty()) w.Put(at + ".placement_group", pool.placement_group);
+    if (!pool.reservations.empty()) {
+      w.PutList(at + ".reservations", pool.reservations, [&w](const std::string& term, const ReservationSelector& r) {
+        w.Put(term + ".id", r.id);
+        w.Put(term + ".tags", r.tags);
+      });
+    }
     if (pool.node_template) {
       const NodeTemplate& t = *pool.node_template;
       const std::string nt = at + ".node_template";

@@ -121,12 +121,24 @@ void PolicyReader::ReadPlacementGroup(MapReader& m, bool actuation_known, NodePo
   }
 }
 
+void PolicyReader::ReadReservationSelectors(MapReader& m, NodePoolPolicy* pool) {
+  std::vector<std::string> ids;
+  std::vector<std::map<std::string, std::string>> selectors;
+  // Ids take no prefix check: a Compute Engine reservation is named freely.
+  ReadIdsOrSelectors(m, {"reservations", "", "reservation", "reservation", true}, &ids, &selectors);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i].empty()) r_.ReportAt(IndexPath(m.PathOf("reservations"), i), "must not be empty (a reservation id)");
+    pool->reservations.push_back({ids[i], {}});
+  }
+  for (auto& tags : selectors) pool->reservations.push_back({"", std::move(tags)});
+}
+
 NodePoolPolicy PolicyReader::ReadPool(const DocNode& node, const std::string& path) {
   MapReader m(r_, node, path,
               {"name", "instance_types", "families", "gpu_models", "regions", "zones",
                "capacity_types", "min_nodes", "max_nodes", "labels", "taints", "actuation",
                "auto_scaling_group", "node_template", "registration_timeout", "repair_after",
-               "placement_group"});
+               "placement_group", "reservations"});
   m.Require({"name"});
   NodePoolPolicy pool;
   m.ReadString("name", &pool.name);
@@ -252,6 +264,7 @@ NodePoolPolicy PolicyReader::ReadPool(const DocNode& node, const std::string& pa
     r_.ReportAt(m.PathOf("auto_scaling_group"), "is used only with actuation 'asg'");
   }
   ReadPlacementGroup(m, actuation_known, &pool);
+  ReadReservationSelectors(m, &pool);
   PositiveDuration(m, "registration_timeout", &pool.registration_timeout);
   if (m.ReadDuration("repair_after", &pool.repair_after) && pool.repair_after.count() < 0) {
     r_.ReportAt(m.PathOf("repair_after"), "must not be negative (0 turns repair off)");

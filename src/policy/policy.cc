@@ -17,6 +17,22 @@ bool NodePoolPolicy::AllowsType(const InstanceType& type, const GpuModel* gpu) c
   return GpuModelListed(gpu_models, type.gpu_model, gpu);
 }
 
+bool ReservationSelector::Matches(const Reservation& reservation) const {
+  if (!id.empty()) return reservation.id == id;
+  if (tags.empty()) return false;
+  for (const auto& [key, value] : tags) {
+    const auto it = reservation.tags.find(key);
+    if (it == reservation.tags.end() || it->second != value) return false;
+  }
+  return true;
+}
+
+bool NodePoolPolicy::SelectsReservation(const Reservation& reservation) const {
+  for (const ReservationSelector& term : reservations)
+    if (term.Matches(reservation)) return true;
+  return false;
+}
+
 std::string_view ToString(Actuation actuation) {
   switch (actuation) {
     case Actuation::kFleet: return "fleet";

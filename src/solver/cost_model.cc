@@ -5,6 +5,12 @@
 
 namespace gpuscaler {
 
+double MarginalUsdPerHour(const Offering& offering) {
+  if (offering.capacity_type != CapacityType::kReserved) return offering.usd_per_hour;
+  const double od = offering.on_demand_usd_per_hour > 0 ? offering.on_demand_usd_per_hour : offering.usd_per_hour;
+  return kReservedMarginalShare * od;
+}
+
 double ShareOfNode(double gpu_w, int64_t cpu_milli, const InstanceType& t) {
   if (gpu_w > 0 && t.gpu_count > 0) return std::min(1.0, gpu_w / t.gpu_count);
   if (t.vcpus > 0) return std::min(1.0, static_cast<double>(cpu_milli) / (t.vcpus * 1000.0));

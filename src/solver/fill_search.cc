@@ -48,6 +48,7 @@ bool SameStart(const State& a, const State& b) {
          SameBitsNested(a.allow.zone, b.allow.zone) && SameBitsNested(a.allow.spot_pool, b.allow.spot_pool) &&
          SameBits(a.allow.team_usd, b.allow.team_usd) && SameBits(a.allow.no_spot, b.allow.no_spot) &&
          SameBits(a.pool_count, b.pool_count) && SameBits(a.pool_cost, b.pool_cost) &&
+         SameBits(a.reserved_added, b.reserved_added) &&
          std::memcmp(&a.cost, &b.cost, sizeof a.cost) == 0 && a.added == b.added &&
          SameBits(a.blocked, b.blocked) && SameBits(a.team_blocked, b.team_blocked) &&
          SameBits(a.budget_cut, b.budget_cut) && SameBits(a.cut_by_team, b.cut_by_team);

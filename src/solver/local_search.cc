@@ -88,6 +88,7 @@ bool LocalSearchPass::MoveBin(Bin& from, int option, const Bin& candidate) {
     if (!planner_.Within(planner_.groups_[g], candidate, allow_, 1e-7)) return false;
   }
   const PoolInfo& p = planner_.pools_[no.pool];
+  if (no.reservation >= 0 && no.reservation != oo.reservation && planner_.ReservedRoom(no, st) < m) return false;
   if (no.pool != oo.pool) {
     if (st.pool_count[no.pool] + m > p.pol.max_nodes) return false;
     if (p.budget_hard && st.pool_cost[no.pool] + no.price * m > p.budget + kEps) return false;
@@ -99,6 +100,8 @@ bool LocalSearchPass::MoveBin(Bin& from, int option, const Bin& candidate) {
   std::swap(st.allow, allow_);
   st.pool_count[oo.pool] -= m;
   st.pool_cost[oo.pool] -= oo.price * m;
+  if (oo.reservation >= 0) st.reserved_added[size_t(oo.reservation)] -= m;
+  if (no.reservation >= 0) st.reserved_added[size_t(no.reservation)] += m;
   st.pool_count[no.pool] += m;
   st.pool_cost[no.pool] += no.price * m;
   st.cost += (no.price - oo.price) * m;
@@ -112,6 +115,7 @@ bool LocalSearchPass::Admit(const Bin& b) {
   const Option& o = planner_.options_[b.option];
   const PoolInfo& p = planner_.pools_[o.pool];
   if (st.pool_count[o.pool] + 1 > p.pol.max_nodes) return false;
+  if (planner_.ReservedRoom(o, st) < 1) return false;
   if (p.budget_hard && st.pool_cost[o.pool] + o.price > p.budget + kEps) return false;
   if (planner_.global_budget_hard_ && st.cost + o.price > planner_.global_budget_ + kEps) return false;
   for (auto [g, t] : b.content) planner_.Consume(planner_.groups_[g], b, double(t), st.allow);

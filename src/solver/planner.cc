@@ -10,6 +10,7 @@
 
 #include "gpuscaler/model/json.h"
 #include "gpuscaler/model/money.h"
+#include "gpuscaler/solver/cost_model.h"
 #include "gpuscaler/solver/deadline_hold.h"
 #include "gpuscaler/solver/forecast_demand.h"
 #include "gang_plan.h"
@@ -258,6 +259,7 @@ Plan Planner::Run() {
       base.allow.team_usd.push_back(t.hard ? t.allowance_usd - t.running_usd : kInf);
     base.pool_count.clear();
     base.pool_cost.clear();
+    base.reserved_added.assign(snap_.reservations.size(), 0);
     for (const auto& p : pools_) {
       base.pool_count.push_back(p.count);
       base.pool_cost.push_back(p.cost);
@@ -294,7 +296,7 @@ Plan Planner::Run() {
   plan.cost_before_usd_per_hour = base_cost_;
   double after = base_cost_;
   for (const auto& l : plan.launches) after += l.usd_per_hour;
-  for (const auto& t : plan.terminations) after -= t.offering.usd_per_hour;
+  for (const auto& t : plan.terminations) after -= MarginalUsdPerHour(t.offering);
   // Removing every node leaves a rounding residue (4 x 1.006 summed, then
   // subtracted one by one, is -4e-16): a fleet's cost is never negative,
   // and the audit store refuses a negative amount (the whole decision).

@@ -61,6 +61,10 @@ struct NodeOffer {
   double ih = 0;
   double co_reclaim = 0;  // Offering::co_reclaim_share
   double wait_h = 0;
+  // New nodes on a reserved offering: the index of its reservation in
+  // Snapshot::reservations, whose free slots bound how many the plan opens;
+  // -1 otherwise (and for existing nodes, which the cloud's count has).
+  int reservation = -1;
 };
 
 // Free capacity of one node (or `mult` identical new nodes) and what the plan
@@ -183,6 +187,7 @@ struct State {
   Allowances allow;
   std::vector<int> pool_count;
   std::vector<double> pool_cost;
+  std::vector<int> reserved_added;  // per Snapshot::reservations: new nodes on it
   double cost = 0;
   int added = 0;
   std::vector<int> blocked;  // per group: UnplacedReason as int, -1 none
@@ -242,7 +247,16 @@ struct ConsolidationStrategies {
   static ConsolidationStrategies Only(ConsolidationStrategy s) { return {uint8_t(s)}; }
 };
 
-enum Block { kBlockNone = 0, kBlockBudget, kBlockTeamBudget, kBlockTick, kBlockPoolMax, kBlockSpot, kBlockZone };
+enum Block {
+  kBlockNone = 0,
+  kBlockBudget,
+  kBlockTeamBudget,
+  kBlockTick,
+  kBlockPoolMax,
+  kBlockSpot,
+  kBlockZone,
+  kBlockReservationFull,
+};
 
 class Packing;
 
@@ -296,6 +310,12 @@ class Planner {
   void BuildTeams();
 
   bool PoolAllowsOffering(const NodePoolPolicy& p, const Offering& o, const InstanceType& t) const;
+  // The index in Snapshot::reservations of a reserved offering's
+  // reservation; -1 for other offerings or one the snapshot lacks.
+  int ReservationOf(const Offering& o) const;
+  // Nodes the plan may still open on `o`'s reservation (kNoLimit when `o`
+  // is not reserved).
+  int ReservedRoom(const NodeOffer& o, const State& st) const;
   int FitOnEmpty(const Group& g, int type) const;
   const GpuModel* GpuOf(const InstanceType& t) const;
   int MigIndex(const DemandUnit& u, const InstanceType& t) const;

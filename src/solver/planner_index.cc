@@ -1,3 +1,4 @@
+#include "gpuscaler/solver/cost_model.h"
 #include "planner_impl.h"
 
 #include <algorithm>
@@ -88,11 +89,12 @@ void Planner::BuildPools() {
   }
   for (const auto& n : snap_.nodes) {
     if (n.state == NodeState::kTerminating) continue;
-    base_cost_ += n.offering.usd_per_hour;
+    const double price = MarginalUsdPerHour(n.offering);
+    base_cost_ += price;
     for (auto& p : pools_) {
       if (p.pol.name == n.pool) {
         p.count++;
-        p.cost += n.offering.usd_per_hour;
+        p.cost += price;
       }
     }
   }
@@ -102,6 +104,12 @@ bool Planner::PoolAllowsOffering(const NodePoolPolicy& p, const Offering& o, con
   if (!p.AllowsType(t, GpuOf(t))) return false;
   if (!p.regions.empty() && !Contains(p.regions, o.region)) return false;
   if (!p.zones.empty() && !Contains(p.zones, o.zone)) return false;
+  // Reserved slots belong to the pools that select their reservation,
+  // whatever capacity types the pool buys beyond them.
+  if (o.capacity_type == CapacityType::kReserved) {
+    const int r = ReservationOf(o);
+    return r >= 0 && p.SelectsReservation(snap_.reservations[size_t(r)]);
+  }
   if (std::find(p.capacity_types.begin(), p.capacity_types.end(), o.capacity_type) == p.capacity_types.end()) return false;
   return true;
 }
@@ -119,6 +127,12 @@ void Planner::BuildOptions() {
       op.pool = int(p);
       op.type = t->second;
       SetPrices(o, op);
+      // A reservation that is not open (before its start, or a Capacity
+      // Block in its last half hour) takes no launch.
+      if (o.capacity_type == CapacityType::kReserved) {
+        op.reservation = ReservationOf(o);
+        if (!snap_.reservations[size_t(op.reservation)].OpenAt(snap_.time)) continue;
+      }
       // A pool in its reclaim cooldown counts as without capacity for new
       // nodes (the snapshot's list, so a replay of it plans the same).
       op.unavailable = !o.available || (op.spot && !snap_.reclaimed_spot_pools.empty() &&
@@ -288,7 +302,7 @@ bool Planner::UnitAllowed(const DemandUnit& u, int cls, int pool, const Offering
 void Planner::SetPrices(const Offering& o, NodeOffer& n) const {
   n.zone = zone_index_.at(o.zone);
   n.spot = o.capacity_type == CapacityType::kSpot;
-  n.price = o.usd_per_hour;
+  n.price = MarginalUsdPerHour(o);
   n.od = o.on_demand_usd_per_hour > 0 ? o.on_demand_usd_per_hour : o.usd_per_hour;
   n.ih = n.spot ? std::max(0.0, o.interruptions_per_hour) : 0;
   n.co_reclaim = std::clamp(o.co_reclaim_share, 0.0, 1.0);
@@ -299,6 +313,18 @@ void Planner::SetPrices(const Offering& o, NodeOffer& n) const {
     const double learned = n.type >= 0 ? learned_wait_h_by_type_[n.type] : -1;
     n.wait_h = learned >= 0 ? learned : double(std::max<int64_t>(0, o.launch_latency.count())) / 3600.0;
   }
+}
+
+int Planner::ReservationOf(const Offering& o) const {
+  if (o.capacity_type != CapacityType::kReserved) return -1;
+  for (size_t r = 0; r < snap_.reservations.size(); ++r)
+    if (snap_.reservations[r].id == o.reservation_id) return int(r);
+  return -1;
+}
+
+int Planner::ReservedRoom(const NodeOffer& o, const State& st) const {
+  if (o.reservation < 0) return kNoLimit;
+  return std::max(0, snap_.reservations[size_t(o.reservation)].available_count - st.reserved_added[size_t(o.reservation)]);
 }
 
 void Planner::SetCapacity(int type, Bin& b) const {

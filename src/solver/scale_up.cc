@@ -117,6 +117,7 @@ int Planner::MaxOpen(const Option& o, const State& st) const {
   const PoolInfo& p = pools_[o.pool];
   m = std::min<int64_t>(m, int64_t(p.pol.max_nodes) - st.pool_count[o.pool]);
   m = std::min<int64_t>(m, int64_t(policy_.scaling.max_nodes_added_per_tick) - st.added);
+  m = std::min<int64_t>(m, ReservedRoom(o, st));
   if (o.price > 0) {
     if (global_budget_hard_ && global_budget_ < kInf)
       m = std::min<int64_t>(m, int64_t(std::floor((global_budget_ - st.cost) / o.price + 1e-9)));
@@ -135,6 +136,7 @@ int Planner::BlockOf(const Group& g, int option, const State& st) const {
   if (g.team >= 0 && o.price > 0 && st.allow.team_usd[g.team] < g.gpu_w * PricePerGpu(o) - kEps) return kBlockTeamBudget;
   if (st.added >= policy_.scaling.max_nodes_added_per_tick) return kBlockTick;
   if (st.pool_count[o.pool] >= p.pol.max_nodes) return kBlockPoolMax;
+  if (ReservedRoom(o, st) < 1) return kBlockReservationFull;
   if (g.gpu_w > 0 && o.spot && st.allow.spot[g.cls] < g.gpu_w - kEps) return kBlockSpot;
   if (g.gpu_w > 0 && classes_[g.cls].pool_limited) {
     if (const int sp = SpotPoolOf(o); sp >= 0 && st.allow.spot_pool[g.cls][sp] < g.gpu_w - kEps) return kBlockSpot;
@@ -269,7 +271,7 @@ void Planner::Classify(State& st) const {
     static const UnplacedReason kMap[] = {UnplacedReason::kNoOfferingFits, UnplacedReason::kBudget,
                                           UnplacedReason::kBudget,          UnplacedReason::kMaxNodesPerTick,
                                           UnplacedReason::kPoolMax,         UnplacedReason::kSpotShare,
-                                          UnplacedReason::kZoneSpread};
+                                          UnplacedReason::kZoneSpread,      UnplacedReason::kCapacityUnavailable};
     st.blocked[gi] = int(best == 99 ? UnplacedReason::kNoOfferingFits : kMap[best]);
     st.team_blocked[gi] = best == kBlockTeamBudget;
   }

@@ -40,8 +40,13 @@ Result<std::vector<std::string>> IdsFromJson(const std::string& text, std::strin
 }
 
 void BindOffering(Query& q, int first, const Offering& o) {
-  q.BindFrom(first, o.instance_type, o.region, o.zone, ToString(o.capacity_type), o.usd_per_hour,
-             o.on_demand_usd_per_hour, o.interruptions_per_hour);
+  // An instance in a reservation is bought on-demand (EC2 lists it so, with
+  // its reservation beside): the tables keep the purchase option; the
+  // decision's plan_json names the reservation.
+  const std::string_view capacity =
+      o.capacity_type == CapacityType::kReserved ? ToString(CapacityType::kOnDemand) : ToString(o.capacity_type);
+  q.BindFrom(first, o.instance_type, o.region, o.zone, capacity, o.usd_per_hour, o.on_demand_usd_per_hour,
+             o.interruptions_per_hour);
 }
 
 Status ReadOffering(const Query& q, int first, std::string_view table, Offering* out) {

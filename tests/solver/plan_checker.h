@@ -17,6 +17,7 @@
 #include "gpuscaler/model/plan.h"
 #include "gpuscaler/model/snapshot.h"
 #include "gpuscaler/policy/policy.h"
+#include "gpuscaler/solver/cost_model.h"
 #include "gpuscaler/solver/planner.h"
 
 namespace gpuscaler::testing {
@@ -285,13 +286,14 @@ inline std::vector<std::string> CheckPlan(const Snapshot& s, const Policy& p, co
   // Costs add up.
   double before = 0;
   for (const auto& n : s.nodes)
-    if (n.state != NodeState::kTerminating) before += n.offering.usd_per_hour;
+    if (n.state != NodeState::kTerminating) before += MarginalUsdPerHour(n.offering);
   double after = before;
   for (const auto& l : plan.launches) {
-    if (std::abs(l.usd_per_hour - l.count * l.offering.usd_per_hour) > 1e-6) bad.push_back("launch cost != count x price");
+    if (std::abs(l.usd_per_hour - l.count * MarginalUsdPerHour(l.offering)) > 1e-6)
+      bad.push_back("launch cost != count x marginal price");
     after += l.usd_per_hour;
   }
-  for (const auto& t : plan.terminations) after -= t.offering.usd_per_hour;
+  for (const auto& t : plan.terminations) after -= MarginalUsdPerHour(t.offering);
   if (std::abs(before - plan.cost_before_usd_per_hour) > 1e-6) bad.push_back("cost_before wrong");
   if (std::abs(after - plan.cost_after_usd_per_hour) > 1e-6) bad.push_back("cost_after wrong");
   if (opt.check_budget && p.budget.global.hourly_usd && p.budget.global.hard && !plan.launches.empty() &&

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "gpuscaler/model/instance.h"
+#include "gpuscaler/model/reservation.h"
 #include "gpuscaler/model/time.h"
 #include "gpuscaler/policy/policy.h"
 #include "gpuscaler/status.h"
@@ -154,6 +155,14 @@ class CloudProvider {
   // offering has a price from this source (catalog prices stand). An Error
   // means nothing was read (the caller keeps the prices it has).
   virtual Result<std::vector<SpotPrice>> SpotPrices(WallTime since) = 0;
+  // The reservations (ODCRs, Capacity Blocks, specific reservations) that
+  // take launches now or will, with their free slots as the cloud counts
+  // them; sorted by id. Called only when a pool selects reservations
+  // (pools[].reservations). A provider without reservations says so with a
+  // kConfig error.
+  virtual Result<std::vector<Reservation>> ListReservations() {
+    return Error::Config("this cloud provider has no reserved capacity (remove pools[].reservations)");
+  }
 };
 
 }  // namespace gpuscaler

@@ -122,6 +122,7 @@
 #include "gpuscaler/controller/fleet_learners.h"
 #include "gpuscaler/controller/interruption_risk.h"
 #include "gpuscaler/controller/offering_book.h"
+#include "gpuscaler/controller/reservation_book.h"
 #include "gpuscaler/controller/spot_risk.h"
 #include "gpuscaler/controller/tick_report.h"
 #include "gpuscaler/controller/usage_meter.h"
@@ -256,6 +257,11 @@ class ClusterState {
   // Availability marks and learned rates into the offerings; the
   // offerings (and the nodes' rates) into the snapshot when they changed.
   void RefreshOfferings(WallTime now, bool prices_moved);
+  // The selected reservations, and their reserved offerings, into the
+  // snapshot when they changed.
+  void ReadReservations(const Policy& policy, TickReport* report);
+  // The book's offerings and the reserved ones: the snapshot's offerings.
+  void PublishOfferings();
   // The running work on each node and the pending units (with the
   // replacement demand) into the snapshot; first pods into `reached`.
   void RefreshWork(std::vector<NodeMilestone>* reached);
@@ -283,6 +289,7 @@ class ClusterState {
   FleetInventory inventory_;
   ClusterNodes* nodes_ = nullptr;
   OfferingBook book_;
+  ReservationBook reservations_;
   SpotRiskLearner risk_;
   FleetLearners learners_;
   uint64_t pending_version_ = ~uint64_t{0};  // the work source's, at the last pending refresh

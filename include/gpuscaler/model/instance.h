@@ -15,9 +15,12 @@
 
 namespace gpuscaler {
 
-enum class CapacityType { kOnDemand, kSpot };
+// kReserved: a slot of a capacity reservation or Capacity Block (see
+// model/reservation.h), already paid for.
+enum class CapacityType { kOnDemand, kSpot, kReserved };
 
-// "on-demand" / "spot", as Karpenter's karpenter.sh/capacity-type label says it.
+// "on-demand" / "spot" / "reserved", as Karpenter's karpenter.sh/capacity-type
+// label says it.
 std::string_view ToString(CapacityType c);
 std::optional<CapacityType> ParseCapacityType(std::string_view text);
 
@@ -56,8 +59,14 @@ struct Offering {
   // False when the cloud reported no capacity recently (see the actuator).
   bool available = true;
   Seconds launch_latency{180};  // typical time from request to Ready node
+  // Reserved offerings only: the Reservation::id whose slots it launches
+  // into. `usd_per_hour` is then what one slot costs whether used or not
+  // (Reservation::usd_per_hour), not what a launch adds to the bill.
+  std::string reservation_id;
 
-  // "g5.12xlarge/us-east-1b/spot": stable key for maps, logs and the audit store.
+  // "g5.12xlarge/us-east-1b/spot": stable key for maps, logs and the audit
+  // store; a reserved offering's ends with its reservation
+  // ("p5.48xlarge/us-east-1a/reserved/cr-0abc").
   std::string Key() const;
 };
 

@@ -49,7 +49,7 @@ struct LaunchAction {
   // (EC2 CreateFleet's MinTargetCapacity, in one zone), and the fallbacks are
   // in the offering's zone only.
   bool all_or_nothing = false;
-  double usd_per_hour = 0;            // count × price
+  double usd_per_hour = 0;            // count × price (a reserved slot's: MarginalUsdPerHour)
   double expected_interruption_usd_per_hour = 0;
   std::string reason;
 };

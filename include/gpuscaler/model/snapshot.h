@@ -12,6 +12,7 @@
 #include "gpuscaler/model/gpu.h"
 #include "gpuscaler/model/instance.h"
 #include "gpuscaler/model/node.h"
+#include "gpuscaler/model/reservation.h"
 #include "gpuscaler/model/time.h"
 
 namespace gpuscaler {
@@ -48,6 +49,10 @@ struct Snapshot {
   std::vector<GpuModel> gpu_models;
   std::vector<InstanceType> instance_types;
   std::vector<Offering> offerings;
+  // The reservations the policy's pools select (pools[].reservations), as
+  // the cloud last described them; each open one has a reserved offering
+  // in `offerings` (Offering::reservation_id).
+  std::vector<Reservation> reservations;
   std::vector<Node> nodes;
   std::vector<DemandUnit> pending;
   // Classes whose signals are missing or stale this tick: the planner must not

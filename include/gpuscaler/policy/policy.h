@@ -16,6 +16,7 @@
 #include "gpuscaler/model/demand.h"
 #include "gpuscaler/model/gpu.h"
 #include "gpuscaler/model/instance.h"
+#include "gpuscaler/model/reservation.h"
 #include "gpuscaler/model/time.h"
 
 namespace gpuscaler {
@@ -83,6 +84,15 @@ std::string_view ToString(Actuation actuation);
 std::string_view ToString(RebalanceResponse response);
 std::string_view ToString(SignalSource source);
 
+// One term of pools[].reservations: a reservation by its id (EC2 "cr-…", or
+// a Compute Engine reservation's name), or every reservation whose tags
+// include all of `tags` (as Karpenter's capacityReservationSelectorTerms).
+struct ReservationSelector {
+  std::string id;
+  std::map<std::string, std::string> tags;
+  bool Matches(const Reservation& reservation) const;
+};
+
 struct NodePoolPolicy {
   std::string name;
   // Allowed instance types and/or families; both empty: every GPU type.
@@ -115,6 +125,12 @@ struct NodePoolPolicy {
   // starting with a letter and not ending with '-' (a name both clouds
   // take). Fleet pools only.
   std::string placement_group;
+  // The reservations (ODCRs, Capacity Blocks, GCP specific reservations)
+  // the pool launches into, any term matching. Their free slots of a type
+  // the pool allows, in its zones, are filled before anything is bought on
+  // on-demand or spot: they are paid whether used or not. Empty: none.
+  std::vector<ReservationSelector> reservations;
+  bool SelectsReservation(const Reservation& reservation) const;
   // A launched instance that is not a Ready Kubernetes node with GPUs
   // allocatable this long after its launch was accepted (or, for an accepted
   // launch, whose instance is not listed by then) is given up: terminated,

@@ -19,6 +19,13 @@ namespace gpuscaler {
 // minutes; GCP's preemption notice is shorter, 30 s, so this errs high).
 inline constexpr Seconds kSpotNoticeWindow{120};
 
+// What keeping one more node of `offering` for an hour adds to the bill: its
+// price, but for a reserved slot, which is paid whether used or not, a
+// token share of the on-demand price (kReservedMarginalShare) so that among
+// reserved slots the plan still prefers fewer and smaller nodes.
+inline constexpr double kReservedMarginalShare = 1e-6;
+double MarginalUsdPerHour(const Offering& offering);
+
 // The share (0..1) of a node of `type` that work of `gpu_share` GPUs and
 // `cpu_milli` vCPU (milli) holds: by GPUs for GPU work on a GPU node, else
 // by vCPU; 0 on a type with neither.

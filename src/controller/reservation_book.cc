@@ -1,0 +1,38 @@
+#include "gpuscaler/controller/reservation_book.h"
+
+#include <algorithm>
+
+namespace gpuscaler {
+
+bool ReservationBook::Read(CloudProvider& cloud, const Policy& policy, const OfferingBook& book, TickReport* report) {
+  const bool wanted = std::any_of(policy.pools.begin(), policy.pools.end(),
+                                  [](const NodePoolPolicy& p) { return !p.reservations.empty(); });
+  std::vector<Reservation> selected;
+  if (wanted) {
+    Result<std::vector<Reservation>> listed = cloud.ListReservations();
+    if (!listed) {
+      report->errors.push_back(listed.error().WithContext("capacity reservations"));
+      return false;
+    }
+    for (Reservation& r : *listed) {
+      const bool any = std::any_of(policy.pools.begin(), policy.pools.end(),
+                                   [&](const NodePoolPolicy& p) { return p.SelectsReservation(r); });
+      if (any) selected.push_back(std::move(r));
+    }
+    std::sort(selected.begin(), selected.end(),
+              [](const Reservation& a, const Reservation& b) { return a.id < b.id; });
+  }
+  if (selected == reservations_) return false;
+  reservations_ = std::move(selected);
+  offerings_.clear();
+  for (const Reservation& r : reservations_) {
+    Offering key_of;
+    key_of.instance_type = r.instance_type;
+    key_of.zone = r.zone;
+    const int od = book.Find(key_of.Key());  // the on-demand offering's key
+    offerings_.push_back(ReservedOffering(r, od >= 0 ? &book.offerings()[size_t(od)] : nullptr));
+  }
+  return true;
+}
+
+}  // namespace gpuscaler

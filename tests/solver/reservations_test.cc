@@ -1,0 +1,156 @@
+// Reserved capacity in the planner: a reservation's free slots are filled
+// before anything is bought, never beyond its free count, only by the pools
+// that select it and only while it is open.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "gpuscaler/model/reservation.h"
+#include "gpuscaler/solver/planner.h"
+#include "solver/fixtures.h"
+#include "solver/plan_checker.h"
+
+namespace gpuscaler {
+namespace {
+
+using testing::BasePolicy;
+using testing::BaseSnapshot;
+using testing::ExpectValid;
+using testing::FindOffering;
+using testing::MakeNode;
+using testing::OnDemandOnly;
+using testing::Unit;
+using testing::Units;
+
+// A reservation of `count` g5.12xlarge in us-east-1a with `free` slots,
+// and its reserved offering in the snapshot.
+Reservation AddReservation(Snapshot& s, int count, int free, const std::string& id = "cr-0a") {
+  Reservation r;
+  r.id = id;
+  r.instance_type = "g5.12xlarge";
+  r.region = "us-east-1";
+  r.zone = "us-east-1a";
+  r.total_count = count;
+  r.available_count = free;
+  r.start = s.time - Seconds(3600);
+  r.tags = {{"team", "ml"}};
+  const Offering od = FindOffering(s, "g5.12xlarge", "us-east-1a", CapacityType::kOnDemand);
+  s.reservations.push_back(r);
+  s.offerings.push_back(ReservedOffering(r, &od));
+  return r;
+}
+
+int ReservedNodes(const Plan& plan, const std::string& id = "cr-0a") {
+  int n = 0;
+  for (const LaunchAction& l : plan.launches)
+    if (l.offering.capacity_type == CapacityType::kReserved && l.offering.reservation_id == id) n += l.count;
+  return n;
+}
+
+int BoughtNodes(const Plan& plan) {
+  int n = 0;
+  for (const LaunchAction& l : plan.launches)
+    if (l.offering.capacity_type != CapacityType::kReserved) n += l.count;
+  return n;
+}
+
+struct ReservedScene {
+  Snapshot snapshot = BaseSnapshot();
+  Policy policy = BasePolicy();
+};
+
+// Four-GPU units that must run on on-demand capacity (a reserved slot
+// serves them; spot does not).
+ReservedScene FourGpuWork(int units, int reserved_free, bool selected = true) {
+  ReservedScene scene;
+  AddReservation(scene.snapshot, 4, reserved_free);
+  if (selected) scene.policy.pools[0].reservations = {{"cr-0a", {}}};
+  scene.snapshot.pending = Units("u", units, OnDemandOnly(Unit("", 4, 8000, 32768)));
+  return scene;
+}
+
+TEST(Reservations, FreeSlotsAreFilledBeforeAnythingIsBought) {
+  ReservedScene scene = FourGpuWork(3, 4);
+  const Plan plan = MakePlan(scene.snapshot, scene.policy);
+  EXPECT_EQ(ReservedNodes(plan), 3);
+  EXPECT_EQ(BoughtNodes(plan), 0);
+  EXPECT_TRUE(plan.unplaced.empty());
+  ExpectValid(scene.snapshot, scene.policy, plan);
+  // The slots are paid already: the plan adds next to nothing to the bill.
+  EXPECT_LT(plan.cost_after_usd_per_hour - plan.cost_before_usd_per_hour, 0.01);
+}
+
+TEST(Reservations, NoMoreNodesThanFreeSlotsTheRestIsBought) {
+  ReservedScene scene = FourGpuWork(5, 2);
+  const Plan plan = MakePlan(scene.snapshot, scene.policy);
+  EXPECT_EQ(ReservedNodes(plan), 2);
+  EXPECT_EQ(BoughtNodes(plan), 3);
+  for (const LaunchAction& l : plan.launches) {
+    if (l.offering.capacity_type == CapacityType::kReserved) {
+      EXPECT_EQ(l.offering.Key(), "g5.12xlarge/us-east-1a/reserved/cr-0a");
+    }
+  }
+  EXPECT_TRUE(plan.unplaced.empty());
+}
+
+TEST(Reservations, AFullReservationTakesNoLaunch) {
+  ReservedScene scene = FourGpuWork(2, 0);
+  const Plan plan = MakePlan(scene.snapshot, scene.policy);
+  EXPECT_EQ(ReservedNodes(plan), 0);
+  EXPECT_EQ(BoughtNodes(plan), 2);
+}
+
+TEST(Reservations, OnlyPoolsThatSelectTheReservationUseIt) {
+  ReservedScene scene = FourGpuWork(2, 4, /*selected=*/false);
+  EXPECT_EQ(ReservedNodes(MakePlan(scene.snapshot, scene.policy)), 0);
+  // By tags: every tag of the term must match.
+  scene.policy.pools[0].reservations = {{"", {{"team", "ml"}, {"env", "prod"}}}};
+  EXPECT_EQ(ReservedNodes(MakePlan(scene.snapshot, scene.policy)), 0);
+  scene.policy.pools[0].reservations = {{"", {{"team", "ml"}}}};
+  EXPECT_EQ(ReservedNodes(MakePlan(scene.snapshot, scene.policy)), 2);
+}
+
+TEST(Reservations, ACapacityBlockTakesLaunchesOnlyInsideItsWindow) {
+  ReservedScene scene = FourGpuWork(1, 4);
+  Reservation& block = scene.snapshot.reservations[0];
+  block.kind = ReservationKind::kCapacityBlock;
+  block.start = scene.snapshot.time + Seconds(600);  // not started yet
+  block.end = scene.snapshot.time + Seconds(7 * 24 * 3600);
+  EXPECT_EQ(ReservedNodes(MakePlan(scene.snapshot, scene.policy)), 0);
+  block.start = scene.snapshot.time - Seconds(600);
+  EXPECT_EQ(ReservedNodes(MakePlan(scene.snapshot, scene.policy)), 1);
+  // EC2 takes a block's instances back from 30 minutes before its end.
+  block.end = scene.snapshot.time + Seconds(20 * 60);
+  EXPECT_EQ(ReservedNodes(MakePlan(scene.snapshot, scene.policy)), 0);
+}
+
+TEST(Reservations, WorkOnAnOnDemandNodeMovesToAFreeSlot) {
+  // A busy on-demand g5.12xlarge beside a free reserved slot of its type:
+  // the slot costs nothing more, so the work moves there and the bought
+  // node goes.
+  ReservedScene scene = FourGpuWork(0, 1);
+  scene.snapshot.nodes.push_back(MakeNode(scene.snapshot, "od", "g5.12xlarge", "us-east-1a", CapacityType::kOnDemand,
+                                          {OnDemandOnly(Unit("r0", 4, 8000, 32768))}));
+  const Plan plan = MakePlan(scene.snapshot, scene.policy);
+  EXPECT_EQ(ReservedNodes(plan), 1);
+  ASSERT_EQ(plan.terminations.size(), 1u);
+  EXPECT_EQ(plan.terminations[0].node_id, "od");
+}
+
+TEST(Reservations, ANodeOnAReservationCountsAtItsMarginalCost) {
+  // A node already on the reservation adds nothing the plan could save by
+  // removing it: its work is not moved to a cheaper bought node.
+  ReservedScene scene = FourGpuWork(0, 0);
+  const Offering reserved = scene.snapshot.offerings.back();
+  Node n = MakeNode(scene.snapshot, "res", "g5.12xlarge", "us-east-1a", CapacityType::kOnDemand,
+                    {Unit("r0", 1, 2000, 8192)});
+  n.offering = reserved;
+  scene.snapshot.nodes.push_back(n);
+  const Plan plan = MakePlan(scene.snapshot, scene.policy);
+  EXPECT_TRUE(plan.terminations.empty());
+  EXPECT_TRUE(plan.launches.empty());
+  EXPECT_LT(plan.cost_before_usd_per_hour, 0.01);
+}
+
+}  // namespace
+}  // namespace gpuscaler
