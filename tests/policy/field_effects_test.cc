@@ -300,6 +300,34 @@ const std::vector<FieldCase>& Cases() {
        }},
       {"pools[].max_nodes", [](Policy& p) { p.pools[0].max_nodes = 1; }, EightGpuUnits(3),
        CapsLaunches(3, 1, UnplacedReason::kPoolMax)},
+      // Two free slots of a g5.12xlarge reservation: selected, they take two
+      // of the three 4-GPU units, the third is bought.
+      {"pools[].reservations", [](Policy& p) { p.pools[0].reservations = {{"cr-0field", {}}}; },
+       [](Snapshot& s, Policy& p) {
+         Reservation r;
+         r.id = "cr-0field";
+         r.instance_type = "g5.12xlarge";
+         r.region = "us-east-1";
+         r.zone = "us-east-1a";
+         r.total_count = 2;
+         r.available_count = 2;
+         r.start = s.time;
+         const Offering od = testing::FindOffering(s, "g5.12xlarge", "us-east-1a", CapacityType::kOnDemand);
+         s.reservations.push_back(r);
+         s.offerings.push_back(ReservedOffering(r, &od));
+         FourGpuUnits(3)(s, p);
+       },
+       [](const Plan& base, const Plan& set) {
+         const auto reserved = [](const Plan& plan) {
+           int n = 0;
+           for (const auto& l : plan.launches)
+             if (l.offering.capacity_type == CapacityType::kReserved) n += l.count;
+           return n;
+         };
+         EXPECT_EQ(reserved(base), 0);
+         EXPECT_EQ(reserved(set), 2);
+         EXPECT_EQ(LaunchedNodes(set), 3);
+       }},
 
       // --- classes ---
       {"classes[].pools", [](Policy& p) { p.classes[0].pools = {"a10g"}; },

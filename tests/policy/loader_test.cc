@@ -186,6 +186,29 @@ TEST(PolicyLoader, ReadsThePlacementGroupAndHashesItOnlyWhenSet) {
   EXPECT_NE(r.policy.content_hash, without.policy.content_hash);
 }
 
+TEST(PolicyLoader, ReadsReservationTermsAndHashesThemOnlyWhenSet) {
+  const std::string head = std::string(kMinimal).substr(0, std::string(kMinimal).find("pools:"));
+  const PolicyLoadResult r = ParsePolicy(
+      head + "pools: [{name: gpu, reservations: [cr-0123, my-gcp-reservation, {tags: {team: ml}}]}]\n"
+             "classes: [{name: batch}]\n",
+      "p.yaml");
+  ASSERT_TRUE(r.ok()) << Join(r.problems);
+  const std::vector<ReservationSelector>& terms = r.policy.pools[0].reservations;
+  ASSERT_EQ(terms.size(), 3u);
+  EXPECT_EQ(terms[0].id, "cr-0123");
+  EXPECT_EQ(terms[1].id, "my-gcp-reservation") << "a Compute Engine reservation is named freely";
+  EXPECT_EQ(terms[2].tags, (std::map<std::string, std::string>{{"team", "ml"}}));
+  Reservation tagged;
+  tagged.id = "cr-9";
+  tagged.tags = {{"team", "ml"}, {"env", "prod"}};
+  EXPECT_TRUE(r.policy.pools[0].SelectsReservation(tagged));
+  tagged.tags = {{"team", "web"}};
+  EXPECT_FALSE(r.policy.pools[0].SelectsReservation(tagged));
+  const PolicyLoadResult without = ParsePolicy(head + "pools: [{name: gpu}]\nclasses: [{name: batch}]\n", "p.yaml");
+  ASSERT_TRUE(without.ok()) << Join(without.problems);
+  EXPECT_NE(r.policy.content_hash, without.policy.content_hash);
+}
+
 TEST(PolicyLoader, ReadsTheDeadlineAndHashesItOnlyWhenSet) {
   const std::string head = std::string(kMinimal).substr(0, std::string(kMinimal).find("classes:"));
   const PolicyLoadResult r = ParsePolicy(head + "classes:\n  - name: a\n    deadline: 24h\n  - name: b\n", "p.yaml");
@@ -573,6 +596,18 @@ TEST(PolicyLoader, RejectsInvalidPoliciesWithFieldLineAndMessage) {
        "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
        "  - name: gpu\n    actuation: asg\n    auto_scaling_group: g\n    placement_group: gangs\n",
        false, "pools[0].placement_group", 8, "is used only with actuation 'fleet'"},
+      {"an empty reservation list",
+       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+       "  - name: gpu\n    reservations: []\n",
+       false, "pools[0].reservations", 6, "must list at least one"},
+      {"an empty reservation tag selector",
+       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+       "  - name: gpu\n    reservations: [{tags: {}}]\n",
+       false, "pools[0].reservations[0].tags", 6, "must name at least one tag"},
+      {"an empty reservation id",
+       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+       "  - name: gpu\n    reservations: [\"\"]\n",
+       false, "pools[0].reservations[0]", 6, "must not be empty"},
       {"min_zones below 1",
        "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n"
        "  - name: a\n    zone_spread: {min_zones: 0}\n",

@@ -24,6 +24,50 @@ TEST(SnapshotJson, CarriesPerPoolSpendAndSpotPausedClasses) {
   EXPECT_EQ(FormatSnapshotJson(*back), text);
 }
 
+TEST(SnapshotJson, CarriesReservationsAndTheirReservedOfferings) {
+  Snapshot s;
+  s.time = FromUnixSeconds(1780000000);
+  Reservation r;
+  r.id = "cb-0a";
+  r.instance_type = "p5.48xlarge";
+  r.region = "us-east-1";
+  r.zone = "us-east-1a";
+  r.kind = ReservationKind::kCapacityBlock;
+  r.total_count = 4;
+  r.available_count = 3;
+  r.start = s.time;
+  r.end = s.time + Seconds(7 * 86400);
+  r.tags = {{"team", "ml"}};
+  r.usd_per_hour = 31.46;
+  r.upfront_usd = 21141.12;
+  s.reservations = {r};
+  s.offerings = {ReservedOffering(r, nullptr)};
+  const std::string text = FormatSnapshotJson(s);
+  Result<Snapshot> back = ParseSnapshotJson(text, "snap.json");
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  ASSERT_EQ(back->reservations.size(), 1u);
+  EXPECT_EQ(back->reservations[0], r);
+  EXPECT_EQ(back->offerings[0].Key(), "p5.48xlarge/us-east-1a/reserved/cb-0a");
+  EXPECT_EQ(FormatSnapshotJson(*back), text);
+}
+
+TEST(SnapshotJson, AReservedOfferingNamesItsReservationAndNoOtherDoes) {
+  const struct {
+    const char* offering;
+    const char* problem;
+  } cases[] = {
+      {R"({"instance_type": "p5.48xlarge", "zone": "us-east-1a", "capacity_type": "reserved"})",
+       "offerings[0].reservation_id: a reserved offering names its reservation"},
+      {R"({"instance_type": "p5.48xlarge", "zone": "us-east-1a", "capacity_type": "spot", "reservation_id": "cr-1"})",
+       "offerings[0].reservation_id: only a reserved offering names a reservation"},
+  };
+  for (const auto& c : cases) {
+    Result<Snapshot> parsed = ParseSnapshotJson(std::string(R"({"offerings": [)") + c.offering + "]}", "snap.json");
+    ASSERT_FALSE(parsed.ok());
+    EXPECT_NE(parsed.error().message().find(c.problem), std::string::npos) << parsed.error().message();
+  }
+}
+
 TEST(SnapshotJson, RejectsANegativeOrNonNumericPoolSpend) {
   for (const char* value : {"-1", "\"10\""}) {
     SCOPED_TRACE(value);
