@@ -92,6 +92,19 @@ OrderedJson Pool(const NodePoolPolicy& pool) {
   j["registration_timeout"] = Duration(pool.registration_timeout);
   j["repair_after"] = Duration(pool.repair_after);
   if (!pool.placement_group.empty()) j["placement_group"] = pool.placement_group;
+  if (!pool.reservations.empty()) {
+    OrderedJson terms = OrderedJson::array();
+    for (const ReservationSelector& term : pool.reservations) {
+      if (!term.id.empty()) {
+        terms.push_back(term.id);
+        continue;
+      }
+      OrderedJson tags = OrderedJson::object();
+      for (const auto& [k, v] : term.tags) tags[k] = v;
+      terms.push_back({{"tags", tags}});
+    }
+    j["reservations"] = terms;
+  }
   // Labels and a node template go together: the loader refuses labels
   // without one.
   if (pool.node_template) {
