@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "gpuscaler/model/text_file.h"
 #include "gpuscaler/model/yaml_document.h"
@@ -10,11 +11,15 @@
 namespace gpuscaler::sim {
 namespace {
 
-std::optional<Offering> OnDemandOffering(const Catalog& catalog, const std::string& type, const std::string& zone) {
+// The region of `zone` in the catalog and its on-demand price of `type`;
+// nothing when the catalog does not sell the type there.
+std::optional<std::pair<std::string, double>> OnDemandPrice(const Catalog& catalog, const std::string& type,
+                                                             const std::string& zone) {
   for (const RegionPrices& region : catalog.regions) {
     if (std::find(region.zones.begin(), region.zones.end(), zone) == region.zones.end()) continue;
-    for (const Offering& o : catalog.Offerings({region.region}))
-      if (o.instance_type == type && o.zone == zone && o.capacity_type == CapacityType::kOnDemand) return o;
+    auto price = region.on_demand_usd_per_hour.find(type);
+    if (price == region.on_demand_usd_per_hour.end() || catalog.FindInstanceType(type) == nullptr) return std::nullopt;
+    return std::make_pair(region.region, price->second);
   }
   return std::nullopt;
 }
@@ -59,13 +64,13 @@ Result<std::vector<Reservation>> ReadReservationsFile(const std::string& file, W
         }
       }
       m.ReadStringMap("tags", &res.tags);
-      const std::optional<Offering> od = OnDemandOffering(catalog, res.instance_type, res.zone);
+      const auto od = OnDemandPrice(catalog, res.instance_type, res.zone);
       if (!od) {
         r.ReportAt(m.PathOf("instance_type"),
                    "the catalog has no on-demand " + res.instance_type + " in zone " + res.zone);
       } else {
-        res.region = od->region;
-        res.usd_per_hour = od->usd_per_hour;
+        res.region = od->first;
+        res.usd_per_hour = od->second;
       }
       const bool priced = m.ReadNumber("usd_per_hour", &res.usd_per_hour);
       if (priced && res.usd_per_hour < 0) r.ReportAt(m.PathOf("usd_per_hour"), "must be >= 0");

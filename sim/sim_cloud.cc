@@ -105,8 +105,8 @@ Seconds SimCloud::SampleLatency(const Offering& o, std::mt19937_64& rng) const {
 
 int SimCloud::Capacity(size_t offering) const {
   const Offering& o = offerings_[offering];
-  if (reservation_of_[offering] >= 0) {
-    const Reservation& r = config_.reservations[size_t(reservation_of_[offering])];
+  if (const int reserved = ReservationOf(offering); reserved >= 0) {
+    const Reservation& r = config_.reservations[size_t(reserved)];
     return r.OpenAt(clock_.WallNow()) ? r.total_count : 0;
   }
   if (o.capacity_type == CapacityType::kSpot) {
@@ -338,7 +338,7 @@ void SimCloud::Handle(const Event& e) {
     }
     case EventKind::kTraceInterruption: {
       const InterruptionEvent& ev = market_.interruptions[e.a];
-      auto it = offering_index_.find(ev.instance_type + "/" + ev.zone + "/spot");
+      auto it = offering_index_.find(OfferingKey(ev.instance_type, ev.zone, CapacityType::kSpot));
       if (it == offering_index_.end()) return;
       for (size_t index : live_by_offering_[it->second]) {
         if (!instances_.at(index).noticed) {
@@ -402,7 +402,7 @@ void SimCloud::Forget(WallTime now) {
     ended_.pop_front();
     if (it == instances_.end()) continue;
     forgotten_usd_ += it->second.usd;  // final: the instance has ended
-    if (const int r = reservation_of_[it->second.offering]; r >= 0) forgotten_reserved_usd_[size_t(r)] += it->second.usd;
+    if (const int r = ReservationOf(it->second.offering); r >= 0) forgotten_reserved_usd_[size_t(r)] += it->second.usd;
     instance_index_.erase(it->second.info.instance_id);
     instances_.erase(it);
   }

@@ -212,6 +212,11 @@ class SimCloud final : public CloudProvider {
   // Reserved offerings for the configured reservations, and their blocks'
   // ends as events (constructor).
   void AddReservations(WallTime start);
+  // The index in config_.reservations of `offering`'s reservation, -1 when
+  // it is not reserved.
+  int ReservationOf(size_t offering) const {
+    return offering >= first_reserved_ ? static_cast<int>(offering - first_reserved_) : -1;
+  }
   // The shortest bill of an instance of `offering` (none on a reservation,
   // whose slots are paid by the hour anyway).
   Seconds MinBilled(size_t offering) const;
@@ -239,7 +244,9 @@ class SimCloud final : public CloudProvider {
   std::vector<double> price_;  // current, per offering
   std::vector<double> base_price_;
   std::vector<int> live_count_;  // per offering
-  std::vector<int> reservation_of_;  // per offering: index in config_.reservations, -1 none
+  // The reserved offerings come last, one per configured reservation in its
+  // order, from this index on (AddReservations).
+  size_t first_reserved_ = 0;
   std::vector<std::optional<int>> availability_;  // spot limit from the market
   std::vector<std::vector<size_t>> live_by_offering_;
   // By launch number (ids and events name instances by it); a map, so that

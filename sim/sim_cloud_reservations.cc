@@ -15,19 +15,19 @@ double HoursBetween(WallTime from, WallTime to) {
 }  // namespace
 
 void SimCloud::AddReservations(WallTime start) {
-  reservation_of_.assign(offerings_.size(), -1);
+  first_reserved_ = offerings_.size();
   forgotten_reserved_usd_.assign(config_.reservations.size(), 0.0);
   for (size_t r = 0; r < config_.reservations.size(); ++r) {
     Reservation& res = config_.reservations[r];
     const Offering* on_demand = nullptr;
-    for (const Offering& o : offerings_) {
+    for (size_t i = 0; i < first_reserved_ && on_demand == nullptr; ++i) {
+      const Offering& o = offerings_[i];
       if (o.instance_type == res.instance_type && o.zone == res.zone && o.capacity_type == CapacityType::kOnDemand)
         on_demand = &o;
     }
     if (res.region.empty() && on_demand != nullptr) res.region = on_demand->region;
     Offering reserved = ReservedOffering(res, on_demand);
     offerings_.push_back(std::move(reserved));
-    reservation_of_.push_back(int(r));
     if (res.kind == ReservationKind::kCapacityBlock && res.end) {
       Push(std::max(start, *res.end - kBlockEndNotice), EventKind::kBlockEnd, offerings_.size() - 1);
     }
@@ -35,7 +35,7 @@ void SimCloud::AddReservations(WallTime start) {
 }
 
 Seconds SimCloud::MinBilled(size_t offering) const {
-  return reservation_of_[offering] >= 0 ? Seconds(0) : config_.min_billed;
+  return ReservationOf(offering) >= 0 ? Seconds(0) : config_.min_billed;
 }
 
 Result<std::vector<Reservation>> SimCloud::ListReservations() {
@@ -51,11 +51,7 @@ Result<std::vector<Reservation>> SimCloud::ListReservations() {
   return out;
 }
 
-int SimCloud::ReservedInUse(size_t r) const {
-  for (size_t o = 0; o < offerings_.size(); ++o)
-    if (reservation_of_[o] == int(r)) return live_count_[o];
-  return 0;
-}
+int SimCloud::ReservedInUse(size_t r) const { return live_count_[first_reserved_ + r]; }
 
 int SimCloud::ReservedSlotsOpen(size_t r, WallTime t) const {
   const Reservation& res = config_.reservations[r];
@@ -64,6 +60,7 @@ int SimCloud::ReservedSlotsOpen(size_t r, WallTime t) const {
 
 std::vector<ReservationUse> SimCloud::ReservationUses(WallTime end) const {
   std::vector<ReservationUse> out;
+  if (config_.reservations.empty()) return out;  // no instance to look at
   for (size_t r = 0; r < config_.reservations.size(); ++r) {
     const Reservation& res = config_.reservations[r];
     ReservationUse use;
@@ -75,7 +72,7 @@ std::vector<ReservationUse> SimCloud::ReservationUses(WallTime end) const {
     out.push_back(std::move(use));
   }
   for (const auto& [index, s] : instances_) {
-    const int r = reservation_of_[s.offering];
+    const int r = ReservationOf(s.offering);
     if (r < 0) continue;
     const InstanceBill bill = BillOf(s, end);
     out[size_t(r)].used_usd += bill.usd;

@@ -170,9 +170,9 @@ Result<LaunchResult> AwsProvider::LaunchFleet(const LaunchRequest& request) {
       const Offering* o = offering_for(fe.where);
       Error e(fe.category, "CreateFleet: " + fe.code + (fe.message.empty() ? "" : ": " + fe.message));
       if (fe.category != ErrorCategory::kCapacity && !fatal) fatal = e;
-      result.errors.push_back({o != nullptr ? o->Key() : fe.where.instance_type + "/" + fe.where.availability_zone + "/" +
-                                                             std::string(ToString(fe.where.lifecycle)),
-                               e});
+      result.errors.push_back(
+          {o != nullptr ? o->Key() : OfferingKey(fe.where.instance_type, fe.where.availability_zone, fe.where.lifecycle),
+           e});
     }
     if (fatal && result.instances.empty()) return *fatal;
     begin = end;

@@ -26,10 +26,7 @@ bool ReservationBook::Read(CloudProvider& cloud, const Policy& policy, const Off
   reservations_ = std::move(selected);
   offerings_.clear();
   for (const Reservation& r : reservations_) {
-    Offering key_of;
-    key_of.instance_type = r.instance_type;
-    key_of.zone = r.zone;
-    const int od = book.Find(key_of.Key());  // the on-demand offering's key
+    const int od = book.Find(OfferingKey(r.instance_type, r.zone, CapacityType::kOnDemand));
     offerings_.push_back(ReservedOffering(r, od >= 0 ? &book.offerings()[size_t(od)] : nullptr));
   }
   return true;

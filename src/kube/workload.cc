@@ -166,14 +166,6 @@ Result<std::optional<WallTime>> DeadlineOf(const PodInfo& pod, const WorkloadCla
   return std::optional<WallTime>();
 }
 
-bool ToleratesPool(const PodInfo& pod, const NodePoolPolicy& pool) {
-  for (const Taint& t : pool.taints) {
-    if (t.effect == "PreferNoSchedule") continue;  // a preference, not a bar
-    if (!Tolerates(pod.tolerations, t)) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 bool WantsGpu(const PodInfo& pod) {
@@ -274,7 +266,7 @@ Result<DemandUnit> PodDemand(const PodInfo& pod, const Policy& policy, const Cat
   for (const NodePoolPolicy* p : candidates) {
     if (!pinned.any && pinned.in.count(p->name) == 0) continue;
     if (pinned.not_in.count(p->name) > 0) continue;
-    if (ToleratesPool(pod, *p)) usable.push_back(p);
+    if (ToleratesHardTaints(pod.tolerations, p->taints)) usable.push_back(p);
   }
   if (!candidates.empty() && usable.empty())
     return Error::InvalidInput("pod " + PodKey(pod) + " tolerates the taints of none of class " + cls->name +

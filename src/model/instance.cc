@@ -18,17 +18,20 @@ std::optional<CapacityType> ParseCapacityType(std::string_view text) {
   return std::nullopt;
 }
 
-std::string Offering::Key() const {
-  std::string key = instance_type;
+std::string OfferingKey(std::string_view instance_type, std::string_view zone, CapacityType capacity,
+                        std::string_view reservation_id) {
+  std::string key(instance_type);
   key += '/';
   key += zone;
   key += '/';
-  key += ToString(capacity_type);
-  if (capacity_type == CapacityType::kReserved) {
+  key += ToString(capacity);
+  if (capacity == CapacityType::kReserved) {
     key += '/';
     key += reservation_id;
   }
   return key;
 }
+
+std::string Offering::Key() const { return OfferingKey(instance_type, zone, capacity_type, reservation_id); }
 
 }  // namespace gpuscaler

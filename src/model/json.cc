@@ -40,11 +40,16 @@ struct EnumText<NodeState> {
 template <class T>
 void AfterRead(T&, ObjectReader&) {}
 
-void AfterRead(Offering& o, ObjectReader& r) {
-  // AWS zone names are the region plus one letter ("us-east-1b").
-  if (o.region.empty() && o.zone.size() > 1 && std::isalpha(static_cast<unsigned char>(o.zone.back()))) {
-    o.region = o.zone.substr(0, o.zone.size() - 1);
+// An unset region from the zone: AWS zone names are the region plus one
+// letter ("us-east-1b").
+void RegionFromZone(const std::string& zone, std::string& region) {
+  if (region.empty() && zone.size() > 1 && std::isalpha(static_cast<unsigned char>(zone.back()))) {
+    region = zone.substr(0, zone.size() - 1);
   }
+}
+
+void AfterRead(Offering& o, ObjectReader& r) {
+  RegionFromZone(o.zone, o.region);
   if (o.on_demand_usd_per_hour == 0 && o.capacity_type == CapacityType::kOnDemand) {
     o.on_demand_usd_per_hour = o.usd_per_hour;
   }
@@ -56,9 +61,7 @@ void AfterRead(Offering& o, ObjectReader& r) {
 }
 
 void AfterRead(Reservation& res, ObjectReader& r) {
-  if (res.region.empty() && res.zone.size() > 1 && std::isalpha(static_cast<unsigned char>(res.zone.back()))) {
-    res.region = res.zone.substr(0, res.zone.size() - 1);
-  }
+  RegionFromZone(res.zone, res.region);
   if (res.total_count < 0) r.Problem("total_count", "must not be negative");
   if (res.available_count < 0 || res.available_count > res.total_count) {
     r.Problem("available_count", "must be between 0 and total_count");

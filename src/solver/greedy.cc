@@ -162,11 +162,7 @@ void Planner::Greedy(State& st, const GreedyOrder& order) const {
       st.rem[g] -= int(t * m);
       Consume(groups_[g], best, double(t) * m, st.allow);
     }
-    st.pool_count[o.pool] += int(m);
-    st.pool_cost[o.pool] += o.price * m;
-    if (o.reservation >= 0) st.reserved_added[size_t(o.reservation)] += int(m);
-    st.cost += o.price * m;
-    st.added += int(m);
+    CountNewNodes(st, o, int(m));
     st.bins.push_back(std::move(best));  // best is refilled before it is read again
   }
 }

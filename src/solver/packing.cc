@@ -57,12 +57,7 @@ int Packing::TakeOff(Bin& bin, int node, int group, double& delta) {
 }
 
 void Packing::CountNodes(int option, int nodes) {
-  const Option& o = planner_.options_[option];
-  state_.pool_count[o.pool] += nodes;
-  state_.pool_cost[o.pool] += o.price * nodes;
-  if (o.reservation >= 0) state_.reserved_added[size_t(o.reservation)] += nodes;
-  state_.cost += o.price * nodes;
-  state_.added += nodes;
+  CountNewNodes(state_, planner_.options_[option], nodes);
 }
 
 Bin& Packing::OpenNode(int option) {

@@ -196,6 +196,17 @@ struct State {
   std::vector<char> cut_by_team;  // per group: that prefix was its team's
 };
 
+// Adds `nodes` new nodes of `o` (negative: takes them away) to `st`: its
+// pool's count and cost, its reservation's nodes, the plan's cost and the
+// nodes added; the bins are the caller's.
+inline void CountNewNodes(State& st, const Option& o, int nodes) {
+  st.pool_count[o.pool] += nodes;
+  st.pool_cost[o.pool] += o.price * nodes;
+  if (o.reservation >= 0) st.reserved_added[size_t(o.reservation)] += nodes;
+  st.cost += o.price * nodes;
+  st.added += nodes;
+}
+
 // One try of Planner::FillAndScaleUp: the new nodes planned after the free
 // room of existing nodes was filled in `order`, the existing nodes that took
 // work (Planner::SaveFilled), and what ranks the try: units left unplaced by

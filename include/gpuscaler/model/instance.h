@@ -24,6 +24,11 @@ enum class CapacityType { kOnDemand, kSpot, kReserved };
 std::string_view ToString(CapacityType c);
 std::optional<CapacityType> ParseCapacityType(std::string_view text);
 
+// "TYPE/ZONE/CAPACITY", and "/RESERVATION" after it for a reserved one: the
+// Offering::Key of an offering with these fields.
+std::string OfferingKey(std::string_view instance_type, std::string_view zone, CapacityType capacity,
+                        std::string_view reservation_id = {});
+
 struct InstanceType {
   std::string name;        // "g5.12xlarge"
   std::string family;      // "g5"
