@@ -150,15 +150,18 @@ void Planner::DescribeLaunch(LaunchAction& l, const std::vector<const Bin*>& bin
     }
   }
   if (soft_over) l.reason += "; over the soft budget of " + Usd(global_budget_) + "/h";
-  // Fallbacks: same content on other options of the same pool, by expected cost.
+  // Fallbacks: same content on other options of the same pool, by expected
+  // cost; for moved work, only those no dearer than this one.
   if (!first.content.empty() || !first.moved.empty()) {
     std::vector<std::pair<double, int>> fb;
     for (size_t oi = 0; oi < options_.size(); ++oi) {
       const Option& op = options_[oi];
       if (int(oi) == first.option || op.pool != o.pool || !op.usable) continue;
       if (!first.moved.empty()) {
-        if (op.type != o.type) continue;
-        if (op.spot != o.spot) continue;
+        // Moved work was moved for what this option saves: a dearer
+        // fallback (on-demand behind a reserved slot) would buy the move at
+        // a price it was never planned at.
+        if (op.type != o.type || op.spot != o.spot || op.price > o.price + kEps) continue;
         InitBin(probe, int(oi));
       } else if (!Refill(probe, int(oi), first.content)) {
         continue;

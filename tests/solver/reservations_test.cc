@@ -137,6 +137,33 @@ TEST(Reservations, WorkOnAnOnDemandNodeMovesToAFreeSlot) {
   EXPECT_EQ(plan.terminations[0].node_id, "od");
 }
 
+TEST(Reservations, AMoveOntoASlotNeverFallsBackToADearerOffering) {
+  // The move saves the on-demand node's price only on the slot: if the slot
+  // is taken by the time the launch is made, buying the same type on
+  // on-demand would pay for a move that saves nothing.
+  ReservedScene scene = FourGpuWork(0, 1);
+  scene.snapshot.nodes.push_back(MakeNode(scene.snapshot, "od", "g5.12xlarge", "us-east-1a", CapacityType::kOnDemand,
+                                          {OnDemandOnly(Unit("r0", 4, 8000, 32768))}));
+  const Plan plan = MakePlan(scene.snapshot, scene.policy);
+  ASSERT_EQ(ReservedNodes(plan), 1);
+  for (const LaunchAction& l : plan.launches) {
+    for (const Offering& f : l.fallbacks) {
+      EXPECT_EQ(f.capacity_type, CapacityType::kReserved) << f.Key();
+    }
+  }
+}
+
+TEST(Reservations, PendingWorkFallsBackFromATakenSlotToBuying) {
+  // Pending work needs a node whatever it costs: behind the slot, the same
+  // type on-demand.
+  ReservedScene scene = FourGpuWork(1, 1);
+  const Plan plan = MakePlan(scene.snapshot, scene.policy);
+  ASSERT_EQ(plan.launches.size(), 1u);
+  bool on_demand = false;
+  for (const Offering& f : plan.launches[0].fallbacks) on_demand |= f.capacity_type == CapacityType::kOnDemand;
+  EXPECT_TRUE(on_demand);
+}
+
 TEST(Reservations, ANodeOnAReservationCountsAtItsMarginalCost) {
   // A node already on the reservation adds nothing the plan could save by
   // removing it: its work is not moved to a cheaper bought node.
