@@ -30,6 +30,9 @@ class FakeCloudProvider final : public CloudProvider {
   std::vector<SpotPrice> prices;                       // all changes ever, ascending time
   std::optional<Error> prices_error;                   // every SpotPrices call fails while set
   std::vector<InterruptionNotice> acknowledged;        // every AcknowledgeInterruptions, in order
+  // What ListReservations answers; unset: the provider has no reserved
+  // capacity (CloudProvider's answer, a kConfig error).
+  std::optional<std::vector<Reservation>> reservations;
   std::function<void(const LaunchRequest&)> on_launch;
   std::map<std::string, Instance> instances;           // live, by id
   std::map<std::string, LaunchResult> by_token;        // idempotency: a token's first result
@@ -94,6 +97,10 @@ class FakeCloudProvider final : public CloudProvider {
     std::vector<InterruptionNotice> out;
     out.swap(notices);
     return out;
+  }
+  Result<std::vector<Reservation>> ListReservations() override {
+    if (!reservations) return CloudProvider::ListReservations();
+    return *reservations;
   }
   Status AcknowledgeInterruptions(const std::vector<InterruptionNotice>& read) override {
     acknowledged.insert(acknowledged.end(), read.begin(), read.end());

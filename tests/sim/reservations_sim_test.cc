@@ -193,5 +193,31 @@ TEST(SimReservations, KarpenterLaunchesIntoFreeSlotsFirstThenBuys) {
     EXPECT_NE(l.offering.capacity_type, CapacityType::kReserved) << "a pool that does not select it";
 }
 
+TEST(SimReservations, TheGreedyBaselineSeesASlotAsAnyOfferingAtItsPrice) {
+  // Priced at the slot's cost (on-demand, for an ODCR), a free slot ties
+  // with on-demand and its pool may buy it; nothing counts its slots.
+  Snapshot s = gpuscaler::testing::BaseSnapshot({"us-east-1a"});
+  Reservation r;
+  r.id = "cr-g";
+  r.instance_type = "g6.12xlarge";
+  r.region = "us-east-1";
+  r.zone = "us-east-1a";
+  r.total_count = 1;
+  r.available_count = 1;
+  r.start = s.time - Seconds(60);
+  s.reservations = {r};
+  const Offering od = gpuscaler::testing::FindOffering(s, "g6.12xlarge", "us-east-1a", CapacityType::kOnDemand);
+  s.offerings.push_back(ReservedOffering(r, &od));
+  EXPECT_DOUBLE_EQ(s.offerings.back().usd_per_hour, od.usd_per_hour);
+  Policy p = gpuscaler::testing::BasePolicy();
+  p.pools[0].instance_types = {"g6.12xlarge"};
+  p.pools[0].reservations = {{"cr-g", {}}};
+  s.pending = gpuscaler::testing::Units("u", 1, gpuscaler::testing::OnDemandOnly(gpuscaler::testing::Unit("", 4)));
+  const Plan plan = CheapestNodeGreedyPlanner()(s, p);
+  ASSERT_EQ(plan.launches.size(), 1u);
+  EXPECT_EQ(plan.launches[0].offering.instance_type, "g6.12xlarge");
+  EXPECT_DOUBLE_EQ(plan.launches[0].usd_per_hour, od.usd_per_hour);
+}
+
 }  // namespace
 }  // namespace gpuscaler::sim

@@ -1,0 +1,124 @@
+// The controller and reservations: what the cloud lists reaches the
+// snapshot as reservations and reserved offerings (pools[].reservations
+// selecting), a launch into one is recorded as the on-demand instance it
+// is, and a cloud without reserved capacity is an error on every tick.
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "fakes/fake_clock.h"
+#include "fakes/fake_cloud_provider.h"
+#include "fakes/fake_work_source.h"
+#include "fakes/g5_fleet.h"
+#include "fakes/recording_planner.h"
+#include "gpuscaler/controller/controller.h"
+#include "gpuscaler/store/audit_reader.h"
+#include "gpuscaler/store/sqlite_audit_store.h"
+
+namespace gpuscaler {
+namespace {
+
+using testing::FakeClock;
+using testing::FakeCloudProvider;
+using testing::FakeWorkSource;
+
+Reservation Odcr(const std::string& id, int total, int free, std::map<std::string, std::string> tags = {}) {
+  Reservation r;
+  r.id = id;
+  r.instance_type = "g5.xlarge";
+  r.region = "us-east-1";
+  r.zone = "us-east-1a";
+  r.total_count = total;
+  r.available_count = free;
+  r.tags = std::move(tags);
+  return r;
+}
+
+struct ReservationScene {
+  FakeClock clock;
+  FakeCloudProvider cloud{clock};
+  FakeWorkSource work;
+  Catalog catalog = testing::G5XlargeCatalog();
+  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(":memory:")).value();
+  Plan next_plan;
+  std::vector<Snapshot> seen;
+  std::unique_ptr<Controller> controller;
+
+  explicit ReservationScene(bool pool_selects = true) {
+    Policy policy = testing::UndampedGpuPolicy();
+    if (pool_selects) policy.pools[0].reservations = {{"cr-1", {}}};
+    ControllerOptions o;
+    o.reuse_unchanged_plans = false;
+    controller = std::make_unique<Controller>(clock, cloud, store.get(), work, catalog, std::move(policy), o,
+                                              testing::RecordingPlanner(&seen, &next_plan));
+  }
+  const Offering* Reserved() const {
+    for (const Offering& o : controller->snapshot().offerings)
+      if (o.capacity_type == CapacityType::kReserved) return &o;
+    return nullptr;
+  }
+};
+
+TEST(ControllerReservations, TheSelectedReservationsAndTheirOfferingsReachTheSnapshot) {
+  ReservationScene scene;
+  scene.cloud.reservations = {{Odcr("cr-1", 2, 1), Odcr("cr-other", 4, 4, {{"team", "web"}})}};
+  const TickReport r = scene.controller->Tick();
+  EXPECT_TRUE(r.errors.empty()) << r.errors[0].ToString();
+  const Snapshot& s = scene.controller->snapshot();
+  ASSERT_EQ(s.reservations.size(), 1u) << "only what a pool selects";
+  EXPECT_EQ(s.reservations[0].id, "cr-1");
+  EXPECT_EQ(s.reservations[0].available_count, 1);
+  const Offering* reserved = scene.Reserved();
+  ASSERT_NE(reserved, nullptr);
+  EXPECT_EQ(reserved->Key(), "g5.xlarge/us-east-1a/reserved/cr-1");
+  EXPECT_DOUBLE_EQ(reserved->on_demand_usd_per_hour, 1.0);
+  EXPECT_DOUBLE_EQ(reserved->usd_per_hour, 1.0) << "an ODCR stating no cost is billed at on-demand";
+  ASSERT_FALSE(scene.seen.empty());
+  EXPECT_EQ(scene.seen.back().reservations.size(), 1u) << "the planner sees them";
+
+  // The cloud's count moves: the next snapshot has it.
+  scene.cloud.reservations = {{Odcr("cr-1", 2, 0)}};
+  scene.clock.Advance(Seconds(30));
+  scene.controller->Tick();
+  EXPECT_EQ(scene.controller->snapshot().reservations[0].available_count, 0);
+}
+
+TEST(ControllerReservations, ALaunchIntoASlotIsRecordedAsTheOnDemandInstanceItIs) {
+  ReservationScene scene;
+  scene.cloud.reservations = {{Odcr("cr-1", 2, 2)}};
+  scene.controller->Tick();
+  ASSERT_NE(scene.Reserved(), nullptr);
+  LaunchAction l;
+  l.pool = "gpu";
+  l.offering = *scene.Reserved();
+  l.count = 1;
+  l.reason = "test";
+  scene.next_plan.launches = {l};
+  scene.clock.Advance(Seconds(30));
+  const TickReport r = scene.controller->Tick();
+  ASSERT_EQ(r.nodes_launched, 1);
+  ASSERT_EQ(scene.cloud.launches.size(), 1u);
+  EXPECT_EQ(scene.cloud.launches[0].offerings[0].reservation_id, "cr-1") << "the cloud is asked for the slot";
+  std::unique_ptr<AuditReader> reader = std::move(scene.store->OpenReader()).value();
+  const std::vector<ActionRow> actions = std::move(reader->ActionsForDecision(r.decision_id)).value();
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_EQ(actions[0].action.offering.capacity_type, CapacityType::kOnDemand);
+  EXPECT_EQ(actions[0].action.offering.instance_type, "g5.xlarge");
+}
+
+TEST(ControllerReservations, ACloudWithoutReservedCapacityIsAnErrorOnEveryTick) {
+  ReservationScene scene;  // the fake lists no reservations: it has none to list
+  for (int tick = 0; tick < 2; ++tick) {
+    const TickReport r = scene.controller->Tick();
+    ASSERT_EQ(r.errors.size(), 1u);
+    EXPECT_NE(r.errors[0].ToString().find("capacity reservations"), std::string::npos) << r.errors[0].ToString();
+    EXPECT_NE(r.errors[0].ToString().find("remove pools[].reservations"), std::string::npos);
+    scene.clock.Advance(Seconds(30));
+  }
+  // A policy that selects none never asks.
+  ReservationScene without(/*pool_selects=*/false);
+  EXPECT_TRUE(without.controller->Tick().errors.empty());
+}
+
+}  // namespace
+}  // namespace gpuscaler
