@@ -25,7 +25,9 @@ const GreedyOrder& Planner::GreedyOrderFor(const std::vector<int>& rank) {
   }
   // An option never wins when another of the same pool, type and capacity
   // type, open to exactly the same groups, is no dearer and no riskier: drop
-  // those up front (zone-spread classes excepted, their zones matter).
+  // those up front (zone-spread classes excepted, their zones matter). A
+  // reserved option dominates nothing: its slots run out, and the work
+  // beyond them needs the options it would have dropped.
   {
     std::vector<int> sorted = active;
     std::stable_sort(sorted.begin(), sorted.end(), [&](int a, int b) {
@@ -57,7 +59,7 @@ const GreedyOrder& Planner::GreedyOrderFor(const std::vector<int>& rank) {
           const Option& y = options_[ob];
           const bool no_worse = y.price <= x.price && y.ih * y.od <= x.ih * x.od;
           const bool better = y.price < x.price || y.ih * y.od < x.ih * x.od || ob < oa;
-          if (no_worse && better && og[ob] == og[oa]) dominated[oa] = 1;
+          if (no_worse && better && og[ob] == og[oa] && y.reservation < 0) dominated[oa] = 1;
         }
       }
       i = j;

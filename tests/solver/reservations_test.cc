@@ -93,6 +93,18 @@ TEST(Reservations, NoMoreNodesThanFreeSlotsTheRestIsBought) {
   EXPECT_TRUE(plan.unplaced.empty());
 }
 
+TEST(Reservations, WorkBeyondTheSlotsIsBoughtWhenThePoolHasOnlyTheReservedType) {
+  // The slots are the cheapest way to buy the type; once they are taken,
+  // the same type is still bought on-demand, in any zone.
+  ReservedScene scene = FourGpuWork(3, 1);
+  scene.policy.pools[0].instance_types = {"g5.12xlarge"};
+  const Plan plan = MakePlan(scene.snapshot, scene.policy);
+  EXPECT_EQ(ReservedNodes(plan), 1);
+  EXPECT_EQ(BoughtNodes(plan), 2);
+  EXPECT_TRUE(plan.unplaced.empty());
+  ExpectValid(scene.snapshot, scene.policy, plan);
+}
+
 TEST(Reservations, AFullReservationTakesNoLaunch) {
   ReservedScene scene = FourGpuWork(2, 0);
   const Plan plan = MakePlan(scene.snapshot, scene.policy);
