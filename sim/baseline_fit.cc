@@ -133,7 +133,7 @@ Bin FitIndex::EmptyBin(const std::string& pool, const Offering& o) const {
   return b;
 }
 
-std::vector<Candidate> FitIndex::Candidates(const Policy& policy, bool spot_allowed) const {
+std::vector<Candidate> FitIndex::Candidates(const Policy& policy, bool spot_allowed, bool reserved_allowed) const {
   std::vector<Candidate> all;
   for (const NodePoolPolicy& p : policy.pools) {
     for (const Offering& o : s_.offerings) {
@@ -143,6 +143,7 @@ std::vector<Candidate> FitIndex::Candidates(const Policy& policy, bool spot_allo
       if (t == nullptr) continue;
       const GpuModel* gpu = GpuOf(t);
       if (o.capacity_type == CapacityType::kReserved) {
+        if (!reserved_allowed) continue;
         const auto r = std::find_if(s_.reservations.begin(), s_.reservations.end(),
                                     [&](const Reservation& x) { return x.id == o.reservation_id; });
         if (r == s_.reservations.end() || !p.SelectsReservation(*r) || !r->OpenAt(s_.time)) continue;

@@ -70,7 +70,10 @@ class FitIndex {
   const GpuModel* GpuOf(const InstanceType* t) const;
   Bin EmptyBin(const std::string& pool, const Offering& o) const;
   // Every available (pool, offering) the policy allows; spot only when `spot_allowed`.
-  std::vector<Candidate> Candidates(const Policy& policy, bool spot_allowed) const;
+  // `reserved_allowed`: the reserved offerings of the reservations a pool
+  // selects, while they are open (Karpenter's); without it none (the other
+  // baselines buy no slot: they pay for the reservation and leave it idle).
+  std::vector<Candidate> Candidates(const Policy& policy, bool spot_allowed, bool reserved_allowed = false) const;
   // A bin per node that is not terminating, holding its running work, with
   // the node's capacity-spread labels.
   std::vector<Bin> ExistingBins() const;

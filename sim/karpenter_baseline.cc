@@ -156,7 +156,7 @@ class KarpenterPlanner {
       : s_(s),
         policy_(policy),
         index_(s),
-        all_(index_.Candidates(policy, true)),
+        all_(index_.Candidates(policy, true, /*reserved_allowed=*/true)),
         spread_(policy),
         domain_pods_(spread_) {
     for (const Reservation& r : s.reservations) reserved_left_[r.id] = r.OpenAt(s.time) ? r.available_count : 0;

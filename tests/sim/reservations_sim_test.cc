@@ -193,9 +193,9 @@ TEST(SimReservations, KarpenterLaunchesIntoFreeSlotsFirstThenBuys) {
     EXPECT_NE(l.offering.capacity_type, CapacityType::kReserved) << "a pool that does not select it";
 }
 
-TEST(SimReservations, TheGreedyBaselineSeesASlotAsAnyOfferingAtItsPrice) {
-  // Priced at the slot's cost (on-demand, for an ODCR), a free slot ties
-  // with on-demand and its pool may buy it; nothing counts its slots.
+TEST(SimReservations, BaselinesOtherThanKarpenterBuyNoSlot) {
+  // The cheapest-node greedy and the on-demand reference pay for the
+  // reservation and buy their nodes as they would without it.
   Snapshot s = gpuscaler::testing::BaseSnapshot({"us-east-1a"});
   Reservation r;
   r.id = "cr-g";
@@ -208,15 +208,17 @@ TEST(SimReservations, TheGreedyBaselineSeesASlotAsAnyOfferingAtItsPrice) {
   s.reservations = {r};
   const Offering od = gpuscaler::testing::FindOffering(s, "g6.12xlarge", "us-east-1a", CapacityType::kOnDemand);
   s.offerings.push_back(ReservedOffering(r, &od));
-  EXPECT_DOUBLE_EQ(s.offerings.back().usd_per_hour, od.usd_per_hour);
   Policy p = gpuscaler::testing::BasePolicy();
   p.pools[0].instance_types = {"g6.12xlarge"};
   p.pools[0].reservations = {{"cr-g", {}}};
-  s.pending = gpuscaler::testing::Units("u", 1, gpuscaler::testing::OnDemandOnly(gpuscaler::testing::Unit("", 4)));
+  s.pending = gpuscaler::testing::Units("u", 2, gpuscaler::testing::OnDemandOnly(gpuscaler::testing::Unit("", 4)));
   const Plan plan = CheapestNodeGreedyPlanner()(s, p);
-  ASSERT_EQ(plan.launches.size(), 1u);
-  EXPECT_EQ(plan.launches[0].offering.instance_type, "g6.12xlarge");
-  EXPECT_DOUBLE_EQ(plan.launches[0].usd_per_hour, od.usd_per_hour);
+  int bought = 0;
+  for (const LaunchAction& l : plan.launches) {
+    EXPECT_EQ(l.offering.capacity_type, CapacityType::kOnDemand) << l.offering.Key();
+    bought += l.count;
+  }
+  EXPECT_EQ(bought, 2);
 }
 
 }  // namespace
