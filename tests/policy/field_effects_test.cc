@@ -304,17 +304,7 @@ const std::vector<FieldCase>& Cases() {
       // of the three 4-GPU units, the third is bought.
       {"pools[].reservations", [](Policy& p) { p.pools[0].reservations = {{"cr-0field", {}}}; },
        [](Snapshot& s, Policy& p) {
-         Reservation r;
-         r.id = "cr-0field";
-         r.instance_type = "g5.12xlarge";
-         r.region = "us-east-1";
-         r.zone = "us-east-1a";
-         r.total_count = 2;
-         r.available_count = 2;
-         r.start = s.time;
-         const Offering od = testing::FindOffering(s, "g5.12xlarge", "us-east-1a", CapacityType::kOnDemand);
-         s.reservations.push_back(r);
-         s.offerings.push_back(ReservedOffering(r, &od));
+         testing::AddReservation(s, "cr-0field", "g5.12xlarge", "us-east-1a", 2, 2);
          FourGpuUnits(3)(s, p);
        },
        [](const Plan& base, const Plan& set) {

@@ -166,17 +166,7 @@ TEST(SimReservations, KarpenterLaunchesIntoFreeSlotsFirstThenBuys) {
   // Karpenter v1.3+: a reserved offering ranks at its on-demand price / 10^7
   // and a NodeClaim launches reserved while slots are left.
   Snapshot s = gpuscaler::testing::BaseSnapshot();
-  Reservation r;
-  r.id = "cr-k";
-  r.instance_type = "g6.12xlarge";
-  r.region = "us-east-1";
-  r.zone = "us-east-1a";
-  r.total_count = 2;
-  r.available_count = 1;
-  r.start = s.time - Seconds(60);
-  s.reservations = {r};
-  const Offering od = gpuscaler::testing::FindOffering(s, "g6.12xlarge", "us-east-1a", CapacityType::kOnDemand);
-  s.offerings.push_back(ReservedOffering(r, &od));
+  gpuscaler::testing::AddReservation(s, "cr-k", "g6.12xlarge", "us-east-1a", 2, 1);
   Policy p = gpuscaler::testing::BasePolicy();
   p.pools[0].capacity_types = {CapacityType::kOnDemand};
   p.pools[0].instance_types = {"g6.12xlarge"};
@@ -197,17 +187,7 @@ TEST(SimReservations, BaselinesOtherThanKarpenterBuyNoSlot) {
   // The cheapest-node greedy and the on-demand reference pay for the
   // reservation and buy their nodes as they would without it.
   Snapshot s = gpuscaler::testing::BaseSnapshot({"us-east-1a"});
-  Reservation r;
-  r.id = "cr-g";
-  r.instance_type = "g6.12xlarge";
-  r.region = "us-east-1";
-  r.zone = "us-east-1a";
-  r.total_count = 1;
-  r.available_count = 1;
-  r.start = s.time - Seconds(60);
-  s.reservations = {r};
-  const Offering od = gpuscaler::testing::FindOffering(s, "g6.12xlarge", "us-east-1a", CapacityType::kOnDemand);
-  s.offerings.push_back(ReservedOffering(r, &od));
+  gpuscaler::testing::AddReservation(s, "cr-g", "g6.12xlarge", "us-east-1a", 1, 1);
   Policy p = gpuscaler::testing::BasePolicy();
   p.pools[0].instance_types = {"g6.12xlarge"};
   p.pools[0].reservations = {{"cr-g", {}}};

@@ -2,7 +2,9 @@
 // but realistic prices), unit and node builders, and a default policy.
 #pragma once
 
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpuscaler/model/plan.h"
@@ -126,6 +128,26 @@ inline Node MakeNode(const Snapshot& s, std::string id, const std::string& type,
   n.state = NodeState::kReady;
   n.running = std::move(running);
   return n;
+}
+
+// A reservation `id` of `total` nodes of `type` in `zone` with `free` slots,
+// open since an hour before the snapshot, added to `s` with its reserved
+// offering (priced from the type's on-demand offering there).
+inline Reservation AddReservation(Snapshot& s, const std::string& id, const std::string& type, const std::string& zone,
+                                  int total, int free, std::map<std::string, std::string> tags = {}) {
+  Reservation r;
+  r.id = id;
+  r.instance_type = type;
+  r.region = "us-east-1";
+  r.zone = zone;
+  r.total_count = total;
+  r.available_count = free;
+  r.start = s.time - Seconds(3600);
+  r.tags = std::move(tags);
+  const Offering od = FindOffering(s, type, zone, CapacityType::kOnDemand);
+  s.reservations.push_back(r);
+  s.offerings.push_back(ReservedOffering(r, &od));
+  return r;
 }
 
 // A copy of `u` that must run on on-demand capacity.

@@ -14,6 +14,7 @@ namespace gpuscaler {
 namespace {
 
 using testing::BasePolicy;
+using testing::AddReservation;
 using testing::BaseSnapshot;
 using testing::ExpectValid;
 using testing::FindOffering;
@@ -21,24 +22,6 @@ using testing::MakeNode;
 using testing::OnDemandOnly;
 using testing::Unit;
 using testing::Units;
-
-// A reservation of `count` g5.12xlarge in us-east-1a with `free` slots,
-// and its reserved offering in the snapshot.
-Reservation AddReservation(Snapshot& s, int count, int free, const std::string& id = "cr-0a") {
-  Reservation r;
-  r.id = id;
-  r.instance_type = "g5.12xlarge";
-  r.region = "us-east-1";
-  r.zone = "us-east-1a";
-  r.total_count = count;
-  r.available_count = free;
-  r.start = s.time - Seconds(3600);
-  r.tags = {{"team", "ml"}};
-  const Offering od = FindOffering(s, "g5.12xlarge", "us-east-1a", CapacityType::kOnDemand);
-  s.reservations.push_back(r);
-  s.offerings.push_back(ReservedOffering(r, &od));
-  return r;
-}
 
 int ReservedNodes(const Plan& plan, const std::string& id = "cr-0a") {
   int n = 0;
@@ -63,7 +46,7 @@ struct ReservedScene {
 // serves them; spot does not).
 ReservedScene FourGpuWork(int units, int reserved_free, bool selected = true) {
   ReservedScene scene;
-  AddReservation(scene.snapshot, 4, reserved_free);
+  AddReservation(scene.snapshot, "cr-0a", "g5.12xlarge", "us-east-1a", 4, reserved_free, {{"team", "ml"}});
   if (selected) scene.policy.pools[0].reservations = {{"cr-0a", {}}};
   scene.snapshot.pending = Units("u", units, OnDemandOnly(Unit("", 4, 8000, 32768)));
   return scene;
