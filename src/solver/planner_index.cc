@@ -315,18 +315,6 @@ void Planner::SetPrices(const Offering& o, NodeOffer& n) const {
   }
 }
 
-int Planner::ReservationOf(const Offering& o) const {
-  if (o.capacity_type != CapacityType::kReserved) return -1;
-  for (size_t r = 0; r < snap_.reservations.size(); ++r)
-    if (snap_.reservations[r].id == o.reservation_id) return int(r);
-  return -1;
-}
-
-int Planner::ReservedRoom(const NodeOffer& o, const State& st) const {
-  if (o.reservation < 0) return kNoLimit;
-  return std::max(0, snap_.reservations[size_t(o.reservation)].available_count - st.reserved_added[size_t(o.reservation)]);
-}
-
 void Planner::SetCapacity(int type, Bin& b) const {
   const InstanceType& t = snap_.instance_types[type];
   b.gpu = gpu_by_type_[type];
