@@ -68,6 +68,7 @@ bool ClusterState::Observe(const Policy& policy, WallTime now, double month_to_d
   if (listed) RemoveRebalanced(now);
   ReadPrices(policy, now, report);
   ReadReservations(policy, report);
+  if (listed) RetireBlockNodes(policy, now, node_actions, report);
   RefreshWork(&reached);
   learners_.warm_up.Observe(reached);
   report->milestones.insert(report->milestones.end(), reached.begin(), reached.end());

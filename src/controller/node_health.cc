@@ -171,8 +171,37 @@ void ClusterState::RemoveRebalanced(WallTime now) {
     if (!info.rebalance_replace || !info.repair.empty() || info.rebalanced_at >= now) continue;
     // Its replacement was planned with the recommendation; once nothing of
     // the pool is still launching, the replacement has come.
-    if (launching_pools.count(snapshot_->nodes[i].pool) != 0) continue;
-    info.repair = "rebalance recommendation: replaced, then removed";
+    const bool overdue = info.remove_by && now >= *info.remove_by;
+    if (launching_pools.count(snapshot_->nodes[i].pool) != 0 && !overdue) continue;
+    info.repair = info.retire_reason.empty() ? "rebalance recommendation: replaced, then removed"
+                                             : info.retire_reason + ": replaced, then removed";
+    MarkChanged(true);
+  }
+}
+
+void ClusterState::RetireBlockNodes(const Policy& policy, WallTime now, NodeActions* node_actions,
+                                    TickReport* report) {
+  for (size_t i = 0; i < snapshot_->nodes.size(); ++i) {
+    NodeRecord& info = inventory_.record(i);
+    Node& node = snapshot_->nodes[i];
+    if (node.offering.capacity_type != CapacityType::kReserved || info.rebalance_replace || info.notice_deadline ||
+        !info.repair.empty())
+      continue;
+    if (node.state != NodeState::kReady && node.state != NodeState::kCordoned) continue;
+    const auto res = std::find_if(snapshot_->reservations.begin(), snapshot_->reservations.end(),
+                                  [&](const Reservation& r) { return r.id == node.offering.reservation_id; });
+    if (res == snapshot_->reservations.end()) continue;
+    const Seconds drain_timeout = policy.disruption.drain_timeout;
+    const std::optional<WallTime> retire = res->RetireAt(node.offering.launch_latency, drain_timeout);
+    if (!retire || now < *retire) continue;
+    node.state = NodeState::kCordoned;
+    if (nodes_ != nullptr) node_actions->cordons.push_back(node.instance_id);
+    info.rebalance_replace = true;
+    info.rebalanced_at = now;
+    info.remove_by = *res->TakeBackAt() - drain_timeout;
+    info.retire_reason = "capacity block " + res->id + " is taken back at " + FormatRfc3339(*res->TakeBackAt());
+    inventory_.NoteReplacementDemandMoved();
+    report->node_notes.push_back(node.instance_id + ": " + info.retire_reason + ": retired (cordoned, work replaced)");
     MarkChanged(true);
   }
 }

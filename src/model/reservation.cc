@@ -33,8 +33,18 @@ Offering ReservedOffering(const Reservation& reservation, const Offering* on_dem
 bool Reservation::OpenAt(WallTime t) const {
   if (t < start) return false;
   if (!end) return true;
-  const WallTime last = kind == ReservationKind::kCapacityBlock ? *end - kBlockEndNotice : *end;
-  return t < last;
+  return t < TakeBackAt().value_or(*end);
+}
+
+std::optional<WallTime> Reservation::TakeBackAt() const {
+  if (kind != ReservationKind::kCapacityBlock || !end) return std::nullopt;
+  return *end - kBlockEndNotice;
+}
+
+std::optional<WallTime> Reservation::RetireAt(Seconds launch_latency, Seconds drain_timeout) const {
+  const std::optional<WallTime> take_back = TakeBackAt();
+  if (!take_back) return std::nullopt;
+  return *take_back - launch_latency - drain_timeout;
 }
 
 }  // namespace gpuscaler

@@ -105,6 +105,9 @@ void Consolidation::FindCandidates() {
     if (n.state != NodeState::kReady || !b.content.empty()) continue;
     if (snap.time - n.launch_time < disruption_.min_node_age) continue;
     if (n.do_not_disrupt || LabelSaysDoNotDisrupt(n.labels, disruption_.do_not_disrupt_labels)) continue;
+    // A node on a reservation holds a slot paid whether it runs or not:
+    // removing it saves nothing, and kept it takes the next work at once.
+    if (n.offering.capacity_type == CapacityType::kReserved) continue;
     if (b.pool >= 0 && pool_blocked[b.pool]) continue;
     if (b.pool < 0 && !snap.scale_down_blocked_classes.empty()) continue;
     bool blocked = false;

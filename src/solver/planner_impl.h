@@ -327,6 +327,13 @@ class Planner {
   // Nodes the plan may still open on `o`'s reservation (kNoLimit when `o`
   // is not reserved).
   int ReservedRoom(const NodeOffer& o, const State& st) const;
+  // Whether unit `u` may run on a node of `off`: true but on a Capacity
+  // Block, whose nodes are retired (Reservation::RetireAt) before it ends;
+  // there only when the unit's work (expected_runtime), or for work that
+  // checkpoints one checkpoint interval of it, ends before the retirement,
+  // counted from when a node launched now would be up. Other work goes
+  // elsewhere.
+  bool FitsBeforeRetirement(const DemandUnit& u, const Offering& off) const;
   int FitOnEmpty(const Group& g, int type) const;
   const GpuModel* GpuOf(const InstanceType& t) const;
   int MigIndex(const DemandUnit& u, const InstanceType& t) const;

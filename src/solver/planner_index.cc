@@ -296,6 +296,7 @@ bool Planner::UnitAllowed(const DemandUnit& u, int cls, int pool, const Offering
   if (!u.instance_types.empty() && !Contains(u.instance_types, off.instance_type)) return false;
   if (u.capacity_type && *u.capacity_type != off.capacity_type) return false;
   if (off.capacity_type == CapacityType::kSpot && !MaySpot(u, cls)) return false;
+  if (!FitsBeforeRetirement(u, off)) return false;
   return UnitFitsType(u, snap_.instance_types[type], gpu_by_type_[type], mig_idx);
 }
 
@@ -418,6 +419,7 @@ void Planner::BuildGroups() {
       if (!o.usable || !g.pool_ok[o.pool] || !g.zone_ok[o.zone] || !g.type_pin_ok[o.type]) continue;
       if (o.spot && !g.interruptible) continue;
       if (u.capacity_type && (*u.capacity_type == CapacityType::kSpot) != o.spot) continue;
+      if (o.reservation >= 0 && !FitsBeforeRetirement(u, snap_.offerings[size_t(o.offering)])) continue;
       const int k = g.fit_by_type[o.type];
       if (k <= 0) continue;
       g.cands.push_back(int(oi));

@@ -18,4 +18,17 @@ int Planner::ReservedRoom(const NodeOffer& o, const State& st) const {
   return std::max(0, snap_.reservations[size_t(o.reservation)].available_count - st.reserved_added[size_t(o.reservation)]);
 }
 
+bool Planner::FitsBeforeRetirement(const DemandUnit& u, const Offering& off) const {
+  const int r = ReservationOf(off);
+  if (r < 0) return true;
+  const std::optional<WallTime> retire =
+      snap_.reservations[size_t(r)].RetireAt(off.launch_latency, policy_.disruption.drain_timeout);
+  if (!retire) return true;
+  // Work that checkpoints loses at most one interval when its node is
+  // retired: it needs room for one. Other work needs room for all of it.
+  const Seconds needed = u.checkpoint_interval.count() > 0 ? std::min(u.checkpoint_interval, u.expected_runtime)
+                                                           : u.expected_runtime;
+  return snap_.time + off.launch_latency + needed <= *retire;
+}
+
 }  // namespace gpuscaler::solver_detail

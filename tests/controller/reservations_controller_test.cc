@@ -1,9 +1,11 @@
 // The controller and reservations: what the cloud lists reaches the
 // snapshot as reservations and reserved offerings (pools[].reservations
 // selecting), a launch into one is recorded as the on-demand instance it
-// is, and a cloud without reserved capacity is an error on every tick.
+// is, a cloud without reserved capacity is an error on every tick, and
+// nodes on a Capacity Block are retired before the cloud takes them back.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "fakes/fake_clock.h"
@@ -118,6 +120,80 @@ TEST(ControllerReservations, ACloudWithoutReservedCapacityIsAnErrorOnEveryTick) 
   // A policy that selects none never asks.
   ReservationScene without(/*pool_selects=*/false);
   EXPECT_TRUE(without.controller->Tick().errors.empty());
+}
+
+bool Terminated(const FakeCloudProvider& cloud, const std::string& id) {
+  for (const std::vector<std::string>& call : cloud.terminations)
+    if (std::find(call.begin(), call.end(), id) != call.end()) return true;
+  return false;
+}
+
+TEST(ControllerReservations, NodesOnACapacityBlockAreRetiredBeforeTheCloudTakesThemBack) {
+  ReservationScene scene;
+  Reservation block = Odcr("cr-1", 2, 2);
+  block.kind = ReservationKind::kCapacityBlock;
+  block.start = scene.clock.WallNow() - Seconds(3600);
+  block.end = scene.clock.WallNow() + Seconds(3 * 3600);
+  scene.cloud.reservations = {{block}};
+  scene.controller->Tick();
+  ASSERT_NE(scene.Reserved(), nullptr);
+  // One node on the block, one more of the pool still launching.
+  LaunchAction on_block;
+  on_block.pool = "gpu";
+  on_block.offering = *scene.Reserved();
+  on_block.count = 1;
+  on_block.reason = "test";
+  LaunchAction bought = on_block;
+  bought.offering = ReservedOffering(block, nullptr);
+  bought.offering.capacity_type = CapacityType::kOnDemand;
+  bought.offering.reservation_id.clear();
+  scene.next_plan.launches = {on_block, bought};
+  scene.clock.Advance(Seconds(30));
+  ASSERT_EQ(scene.controller->Tick().nodes_launched, 2);
+  scene.next_plan = Plan{};
+  std::string on_block_id, launching_id;
+  for (auto& [id, inst] : scene.cloud.instances) {
+    if (inst.offering.capacity_type == CapacityType::kReserved) {
+      on_block_id = id;
+    } else {
+      launching_id = id;
+      inst.state = InstanceState::kPending;
+    }
+  }
+  DemandUnit running;
+  running.id = "job-0";
+  running.gpus = 1;
+  scene.work.SetRunning(on_block_id, {running});
+  const Seconds drain_timeout = Policy{}.disruption.drain_timeout;
+  const WallTime retire = *block.RetireAt(scene.Reserved()->launch_latency, drain_timeout);
+
+  auto state_of = [&](const std::string& id) {
+    for (const Node& n : scene.controller->snapshot().nodes)
+      if (n.instance_id == id) return n.state;
+    return NodeState::kTerminating;
+  };
+  scene.clock.AdvanceTo(retire - Seconds(60));
+  scene.controller->Tick();
+  EXPECT_EQ(state_of(on_block_id), NodeState::kReady) << "in service until its retirement";
+  scene.clock.AdvanceTo(retire);
+  TickReport r = scene.controller->Tick();
+  EXPECT_EQ(state_of(on_block_id), NodeState::kCordoned);
+  ASSERT_FALSE(r.node_notes.empty());
+  EXPECT_NE(r.node_notes[0].find("capacity block cr-1 is taken back at"), std::string::npos) << r.node_notes[0];
+  // Its work is replacement demand from the tick of its retirement.
+  bool replaced = false;
+  for (const DemandUnit& u : scene.seen.back().pending) replaced |= u.id == "job-0@replace";
+  EXPECT_TRUE(replaced);
+  // While a node of its pool is still launching (its replacement, for all
+  // the controller knows), it stays...
+  scene.clock.Advance(Seconds(60));
+  scene.controller->Tick();
+  EXPECT_FALSE(Terminated(scene.cloud, on_block_id));
+  // ...but never past a drain timeout before the take-back.
+  scene.clock.AdvanceTo(*block.TakeBackAt() - drain_timeout);
+  scene.controller->Tick();
+  EXPECT_TRUE(Terminated(scene.cloud, on_block_id));
+  EXPECT_FALSE(Terminated(scene.cloud, launching_id));
 }
 
 }  // namespace

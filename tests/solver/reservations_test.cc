@@ -1,6 +1,7 @@
 // Reserved capacity in the planner: a reservation's free slots are filled
 // before anything is bought, never beyond its free count, only by the pools
-// that select it and only while it is open.
+// that select it and only while it is open; on a Capacity Block, only work
+// that ends before the block's nodes are retired.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -172,6 +173,79 @@ TEST(Reservations, ANodeOnAReservationCountsAtItsMarginalCost) {
   EXPECT_TRUE(plan.terminations.empty());
   EXPECT_TRUE(plan.launches.empty());
   EXPECT_LT(plan.cost_before_usd_per_hour, 0.01);
+}
+
+TEST(Reservations, AnEmptyNodeOnAReservationIsKept) {
+  // Its slot is paid whether it runs or not: removing it saves nothing,
+  // and kept it takes the next work with no lead time.
+  ReservedScene scene = FourGpuWork(0, 0);
+  Node n = MakeNode(scene.snapshot, "res", "g5.12xlarge", "us-east-1a", CapacityType::kOnDemand, {});
+  n.offering = scene.snapshot.offerings.back();
+  n.launch_time = scene.snapshot.time - Seconds(24 * 3600);
+  scene.snapshot.nodes.push_back(n);
+  EXPECT_TRUE(MakePlan(scene.snapshot, scene.policy).terminations.empty());
+  // The same node bought on-demand goes.
+  scene.snapshot.nodes.back().offering = FindOffering(scene.snapshot, "g5.12xlarge", "us-east-1a", CapacityType::kOnDemand);
+  EXPECT_EQ(MakePlan(scene.snapshot, scene.policy).terminations.size(), 1u);
+}
+
+// The block `scene`'s reservation becomes: open now, retired (Reservation::
+// RetireAt) `room` after a node launched now would be up.
+void BlockRetiredAfter(ReservedScene& scene, Seconds room) {
+  Reservation& block = scene.snapshot.reservations[0];
+  block.kind = ReservationKind::kCapacityBlock;
+  const Seconds latency = scene.snapshot.offerings.back().launch_latency;
+  block.end = scene.snapshot.time + latency + room + scene.policy.disruption.drain_timeout + latency + kBlockEndNotice;
+  ASSERT_EQ(*block.RetireAt(latency, scene.policy.disruption.drain_timeout), scene.snapshot.time + latency + room);
+}
+
+TEST(Reservations, ACapacityBlockTakesOnlyWorkThatEndsBeforeItsNodesAreRetired) {
+  ReservedScene scene = FourGpuWork(1, 4);
+  DemandUnit& u = scene.snapshot.pending[0];
+  u.checkpoint_interval = Seconds(0);  // all progress lost when moved
+  u.expected_runtime = Seconds(4 * 3600);
+  BlockRetiredAfter(scene, Seconds(4 * 3600));
+  Plan plan = MakePlan(scene.snapshot, scene.policy);
+  EXPECT_EQ(ReservedNodes(plan), 1);
+  ExpectValid(scene.snapshot, scene.policy, plan);
+  // A second more and it would still run when the node is retired: it goes
+  // elsewhere, bought.
+  BlockRetiredAfter(scene, Seconds(4 * 3600 - 1));
+  plan = MakePlan(scene.snapshot, scene.policy);
+  EXPECT_EQ(ReservedNodes(plan), 0);
+  EXPECT_EQ(BoughtNodes(plan), 1);
+  EXPECT_TRUE(plan.unplaced.empty());
+}
+
+TEST(Reservations, WorkThatCheckpointsNeedsRoomOnABlockForOneIntervalOnly) {
+  ReservedScene scene = FourGpuWork(1, 4);
+  DemandUnit& u = scene.snapshot.pending[0];
+  u.checkpoint_interval = Seconds(1800);
+  u.expected_runtime = Seconds(48 * 3600);
+  BlockRetiredAfter(scene, Seconds(1800));
+  EXPECT_EQ(ReservedNodes(MakePlan(scene.snapshot, scene.policy)), 1);
+  BlockRetiredAfter(scene, Seconds(1799));
+  EXPECT_EQ(ReservedNodes(MakePlan(scene.snapshot, scene.policy)), 0);
+  // An ODCR has no take-back: its instances run on as on-demand ones.
+  scene.snapshot.reservations[0].kind = ReservationKind::kDefault;
+  EXPECT_EQ(ReservedNodes(MakePlan(scene.snapshot, scene.policy)), 1);
+}
+
+TEST(Reservations, RunningWorkMovesOntoABlockOnlyWhenItEndsBeforeTheRetirement) {
+  ReservedScene scene = FourGpuWork(0, 1);
+  scene.policy.pools[0].instance_types = {"g5.12xlarge"};  // the slot is the only cheaper home
+  DemandUnit running = OnDemandOnly(Unit("r0", 4, 8000, 32768));
+  running.checkpoint_interval = Seconds(0);
+  running.expected_runtime = Seconds(10 * 3600);
+  scene.snapshot.nodes.push_back(
+      MakeNode(scene.snapshot, "od", "g5.12xlarge", "us-east-1a", CapacityType::kOnDemand, {running}));
+  BlockRetiredAfter(scene, Seconds(12 * 3600));
+  EXPECT_EQ(ReservedNodes(MakePlan(scene.snapshot, scene.policy)), 1);
+  BlockRetiredAfter(scene, Seconds(8 * 3600));
+  const Plan plan = MakePlan(scene.snapshot, scene.policy);
+  EXPECT_EQ(ReservedNodes(plan), 0);
+  EXPECT_TRUE(plan.terminations.empty());
+  EXPECT_TRUE(plan.launches.empty());
 }
 
 }  // namespace

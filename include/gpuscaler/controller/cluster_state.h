@@ -52,6 +52,12 @@
 // turns its work into replacement demand, and once no node of its pool is
 // still launching, the node is removed (drained first) as a repair.
 //
+// Capacity Blocks: the cloud takes a block's instances back at its end
+// (Reservation::TakeBackAt). A node on one is retired ahead of that
+// (RetireBlockNodes): cordoned, its work replacement demand planned at once,
+// and removed once the replacements have come, a drain timeout before the
+// take-back at the latest.
+//
 // The snapshot is a value: SharedSnapshot hands out the one in force, which
 // nothing changes afterwards. The state writes its next snapshot in place
 // only while nobody else holds the current one, else into a copy (copy on
@@ -249,8 +255,15 @@ class ClusterState {
   // A rebalance recommendation, as spot.on_rebalance says.
   void OnRebalance(const std::string& instance_id, const Policy& policy, NodeActions* node_actions,
                    TickReport* report);
-  // Rebalanced nodes whose replacement has come are removed (a repair).
+  // Rebalanced and retired nodes whose replacement has come are removed (a
+  // repair); a retired node by its remove_by at the latest.
   void RemoveRebalanced(WallTime now);
+  // Nodes on a Capacity Block, from the block's Reservation::RetireAt (with
+  // the node's launch latency and disruption.drain_timeout) on: cordoned,
+  // their work replacement demand, to be removed (RemoveRebalanced) once the
+  // replacements have come and at the latest a drain timeout before the
+  // cloud takes them back. So no work is on them when it does.
+  void RetireBlockNodes(const Policy& policy, WallTime now, NodeActions* node_actions, TickReport* report);
   bool ReadInstances(const Policy& policy, WallTime now, TickReport* report);
   // Live spot prices into the offerings, and onto the nodes bought as them.
   void ReadPrices(const Policy& policy, WallTime now, TickReport* report);

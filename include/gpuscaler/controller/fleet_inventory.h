@@ -49,12 +49,16 @@ struct NodeRecord {
   // Why the node is to be replaced and removed (registration timeout,
   // NotReady too long, rebalance replaced); empty: it is not.
   std::string repair;
-  // spot.on_rebalance "replace": its work is replacement demand until the
-  // replacement has come, then it is removed.
+  // spot.on_rebalance "replace", or a Capacity Block node being retired:
+  // its work is replacement demand until the replacement has come, then it
+  // is removed (a retired block node by `remove_by` at the latest, come
+  // what may: the cloud takes it back soon after).
   bool rebalance_replace = false;
   WallTime rebalanced_at{};
+  std::optional<WallTime> remove_by;
+  std::string retire_reason;  // why it is retired ("" for a rebalance)
   // Its running work is replacement demand (a notice, a repair, a
-  // rebalance replacement).
+  // rebalance replacement, a retirement).
   bool work_is_replacement_demand() const { return notice_deadline || !repair.empty() || rebalance_replace; }
 };
 

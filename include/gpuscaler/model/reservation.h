@@ -52,6 +52,15 @@ struct Reservation {
   // (EC2 refuses launches on a block before its start and takes the
   // instances back from 30 minutes before its end: see kBlockEndNotice).
   bool OpenAt(WallTime t) const;
+  // When the cloud takes its instances back: a Capacity Block's end less
+  // kBlockEndNotice. Unset for a reservation without an end, and for an
+  // ODCR, whose instances run on as plain on-demand ones when it ends.
+  std::optional<WallTime> TakeBackAt() const;
+  // When gpuscaler retires the nodes on it so that they are gone before
+  // TakeBackAt: early enough for their replacements to come up
+  // (`launch_latency`) and for a drain (`drain_timeout`). Unset when
+  // TakeBackAt is.
+  std::optional<WallTime> RetireAt(Seconds launch_latency, Seconds drain_timeout) const;
   bool operator==(const Reservation&) const = default;
 };
 
