@@ -58,6 +58,20 @@ std::string FormatSummaryTable(const Scenario& scenario, const std::vector<RunRe
       return Fmt("%.1f%%", 100 * r.reserved_used_hours_when_demand_exceeds / r.reserved_slot_hours_when_demand_exceeds);
     });
   }
+  const bool blocks = std::any_of(results.begin(), results.end(), [](const RunResult& r) {
+    return std::any_of(r.reservations.begin(), r.reservations.end(),
+                       [](const ReservationUse& u) { return u.reservation.kind == ReservationKind::kCapacityBlock; });
+  });
+  if (blocks) {
+    row("block nodes taken back by the cloud", [](const RunResult& r) {
+      int n = 0;
+      for (const ReservationUse& u : r.reservations) n += u.instances_taken_back;
+      return std::to_string(n);
+    });
+    row("jobs lost to a block's end (runtime known)", [](const RunResult& r) {
+      return std::to_string(r.jobs_taken_back) + " (" + std::to_string(r.jobs_taken_back_runtime_known) + ")";
+    });
+  }
   row("savings vs on-demand", [](const RunResult& r) {
     return r.savings_vs_on_demand_pct ? Fmt("%.1f%%", *r.savings_vs_on_demand_pct) : std::string("-");
   });
@@ -191,11 +205,14 @@ std::string FormatJson(const Scenario& scenario, const std::vector<RunResult>& r
                                  {"used_hours", u.used_hours},
                                  {"cost_usd", u.cost_usd},
                                  {"used_usd", u.used_usd},
-                                 {"unused_usd", u.unused_usd}});
+                                 {"unused_usd", u.unused_usd},
+                                 {"instances_taken_back", u.instances_taken_back}});
       }
       j["reservations"] = std::move(reservations);
       j["reserved_slot_hours_when_demand_exceeds"] = r.reserved_slot_hours_when_demand_exceeds;
       j["reserved_used_hours_when_demand_exceeds"] = r.reserved_used_hours_when_demand_exceeds;
+      j["jobs_taken_back"] = r.jobs_taken_back;
+      j["jobs_taken_back_runtime_known"] = r.jobs_taken_back_runtime_known;
     }
     j["savings_vs_on_demand_pct"] = r.savings_vs_on_demand_pct ? J(*r.savings_vs_on_demand_pct) : J(nullptr);
     j["queue_wait_s"] = pct(r.queue_wait_s);

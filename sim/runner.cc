@@ -193,6 +193,8 @@ RunResult Replay::Finish() {
   r.busy_gpu_hours = ws.busy_gpu_seconds / 3600.0;
   r.gpu_hours_lost = ws.lost_gpu_seconds / 3600.0;
   r.gang_starts = ws.gang_starts;
+  r.jobs_taken_back = ws.jobs_taken_back;
+  r.jobs_taken_back_runtime_known = ws.jobs_taken_back_runtime_known;
   r.partial_gang_idle_gpu_hours = ws.partial_gang_idle_gpu_seconds / 3600.0;
   std::vector<int64_t> gang_waits = work.GangWaits(end);
   r.gang_wait_s = ComputePercentiles(&gang_waits);

@@ -94,6 +94,10 @@ struct RunResult {
   // there was work to fill them. 0/0 when that never happened.
   double reserved_slot_hours_when_demand_exceeds = 0;
   double reserved_used_hours_when_demand_exceeds = 0;
+  // Jobs on Capacity Block instances when the cloud took them back, all and
+  // those whose runtime the planner knew (WorkloadStats::jobs_taken_back).
+  int64_t jobs_taken_back = 0;
+  int64_t jobs_taken_back_runtime_known = 0;
   std::map<std::pair<std::string, std::string>, int> peak_nodes;  // (offering key, pool)
   std::vector<TimePoint> timeseries;
 };

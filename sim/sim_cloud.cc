@@ -333,7 +333,7 @@ void SimCloud::Handle(const Event& e) {
     }
     case EventKind::kBlockEnd: {
       const std::vector<size_t> on_block = live_by_offering_[e.a];
-      for (size_t index : on_block) Interrupt(index, e.t);
+      for (size_t index : on_block) TakeBack(index, e.t);
       return;
     }
     case EventKind::kTraceInterruption: {

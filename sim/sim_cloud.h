@@ -122,6 +122,10 @@ struct ReservationUse {
   double cost_usd = 0;
   double used_usd = 0;
   double unused_usd = 0;
+  // A Capacity Block's instances still live when the cloud took them back
+  // (from Reservation::TakeBackAt): nodes the controller did not retire in
+  // time.
+  int instances_taken_back = 0;
 };
 
 // Told about instance life by SimCloud, in time order.
@@ -132,6 +136,9 @@ class SimCloudObserver {
   virtual void OnNotice(const std::string& instance_id, WallTime deadline) = 0;
   // The instance is gone: interrupted, or terminated on request.
   virtual void OnGone(const std::string& instance_id, WallTime at, bool interrupted) = 0;
+  // The instance is on a Capacity Block being taken back: its notice and
+  // interruption (OnNotice, OnGone) follow.
+  virtual void OnTakeBack(const std::string& instance_id) { (void)instance_id; }
 };
 
 class SimCloud final : public CloudProvider {
@@ -208,6 +215,9 @@ class SimCloud final : public CloudProvider {
   void Handle(const Event& e);
   void End(size_t index, WallTime at, bool interrupted);
   void Interrupt(size_t index, WallTime at);  // notice now, gone after the notice period
+  // A Capacity Block's take-back of one of its instances: counted, then
+  // interrupted as EC2 does (observer told first: OnTakeBack).
+  void TakeBack(size_t index, WallTime at);
   int Capacity(size_t offering) const;
   // Reserved offerings for the configured reservations, and their blocks'
   // ends as events (constructor).
@@ -258,6 +268,7 @@ class SimCloud final : public CloudProvider {
   std::deque<std::pair<WallTime, std::string>> tokens_by_time_;
   double forgotten_usd_ = 0;  // final bills of forgotten instances
   std::vector<double> forgotten_reserved_usd_;  // per reservation: those of them on it
+  std::vector<int> taken_back_;                 // per reservation: ReservationUse::instances_taken_back
   std::map<size_t, bool> live_;  // instance index -> true, ordered by launch
   std::unordered_map<std::string, LaunchResult> by_token_;
   std::vector<InterruptionNotice> notices_;  // not yet polled

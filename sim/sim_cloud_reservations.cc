@@ -17,6 +17,7 @@ double HoursBetween(WallTime from, WallTime to) {
 void SimCloud::AddReservations(WallTime start) {
   first_reserved_ = offerings_.size();
   forgotten_reserved_usd_.assign(config_.reservations.size(), 0.0);
+  taken_back_.assign(config_.reservations.size(), 0);
   for (size_t r = 0; r < config_.reservations.size(); ++r) {
     Reservation& res = config_.reservations[r];
     const Offering* on_demand = nullptr;
@@ -51,6 +52,15 @@ Result<std::vector<Reservation>> SimCloud::ListReservations() {
   return out;
 }
 
+void SimCloud::TakeBack(size_t index, WallTime at) {
+  const SimInstance* s = Find(index);
+  if (s == nullptr || s->end || s->noticed) return;
+  const int r = ReservationOf(s->offering);
+  if (r >= 0) ++taken_back_[size_t(r)];
+  if (observer_ != nullptr) observer_->OnTakeBack(s->info.instance_id);
+  Interrupt(index, at);
+}
+
 int SimCloud::ReservedInUse(size_t r) const { return live_count_[first_reserved_ + r]; }
 
 int SimCloud::ReservedSlotsOpen(size_t r, WallTime t) const {
@@ -69,6 +79,7 @@ std::vector<ReservationUse> SimCloud::ReservationUses(WallTime end) const {
     use.slot_hours = res.total_count * HoursBetween(res.start, until);
     use.cost_usd = res.usd_per_hour * use.slot_hours;
     use.used_usd = forgotten_reserved_usd_[r];
+    use.instances_taken_back = taken_back_[r];
     out.push_back(std::move(use));
   }
   for (const auto& [index, s] : instances_) {

@@ -59,6 +59,10 @@ Seconds Workload::ExpectedRuntime(size_t job) const {
   return it != class_runtimes_->end() ? it->second : WorkloadClassPolicy{}.expected_runtime;
 }
 
+bool Workload::RuntimeKnown(size_t job) const {
+  return !class_runtimes_ || trace_.jobs[job].duration <= ExpectedRuntime(job);
+}
+
 void Workload::SplitFloorClasses(const Policy& policy) {
   spread_ = SpreadClasses(policy);
   spread_state_.clear();
@@ -479,6 +483,7 @@ void Workload::OnNotice(const std::string& instance_id, WallTime at) {
 
 void Workload::OnGone(const std::string& instance_id, WallTime at, bool interrupted) {
   noticed_before_ready_.erase(instance_id);
+  const bool taken_back = taken_back_.erase(instance_id) != 0;
   // Evict adds the work each job loses here.
   if (interrupted && measuring_lost_) lost_.push_back(LostWork{instance_id, at, {}});
   auto it = node_slot_.find(instance_id);
@@ -487,7 +492,12 @@ void Workload::OnGone(const std::string& instance_id, WallTime at, bool interrup
   const std::vector<size_t> victims = nodes_[slot].jobs;
   for (size_t job : victims) {
     // A gang member here may have stopped with another member.
-    if (jobs_[job].state == JobState::kRunning) Evict(job, at, interrupted);
+    if (jobs_[job].state != JobState::kRunning) continue;
+    if (taken_back) {
+      ++stats_.jobs_taken_back;
+      stats_.jobs_taken_back_runtime_known += RuntimeKnown(job) ? 1 : 0;
+    }
+    Evict(job, at, interrupted);
   }
   for (const auto& [cls, d] : nodes_[slot].spread_domain) {
     if (d >= 0) --spread_state_[cls].nodes[static_cast<size_t>(d)];

@@ -94,6 +94,13 @@ struct WorkloadStats {
   // the time they waited so (kEachPod admission; 0 under kWhole).
   double partial_gang_idle_gpu_seconds = 0;
   int64_t gang_starts = 0;
+  // Jobs running on a Capacity Block's instance when the cloud took it back
+  // (SimCloudObserver::OnTakeBack): they lose their work since the last
+  // checkpoint. Of them, those whose runtime the planner was told
+  // correctly: not longer than their class's expected runtime under
+  // UseClassRuntimes, every job otherwise.
+  int64_t jobs_taken_back = 0;
+  int64_t jobs_taken_back_runtime_known = 0;
 };
 
 class Workload final : public WorkSource, public SimCloudObserver {
@@ -155,6 +162,7 @@ class Workload final : public WorkSource, public SimCloudObserver {
   void OnReady(const Instance& instance, int gpu_count) override;
   void OnNotice(const std::string& instance_id, WallTime deadline) override;
   void OnGone(const std::string& instance_id, WallTime at, bool interrupted) override;
+  void OnTakeBack(const std::string& instance_id) override { taken_back_.insert(instance_id); }
 
   // Counts the GPU time of jobs still running up to `end` as busy (call once,
   // at the end of the replay).
@@ -174,6 +182,8 @@ class Workload final : public WorkSource, public SimCloudObserver {
  private:
   // The expected_runtime the planner is told for job `job` (UseClassRuntimes).
   Seconds ExpectedRuntime(size_t job) const;
+  // Whether the planner was told a runtime no shorter than the job's.
+  bool RuntimeKnown(size_t job) const;
   enum class JobState { kFuture, kQueued, kRunning, kDone };
   struct Job {
     JobState state = JobState::kFuture;
@@ -310,6 +320,7 @@ class Workload final : public WorkSource, public SimCloudObserver {
   std::vector<SimNode> nodes_;             // ready, in order (dead ones compacted away lazily)
   std::unordered_map<std::string, int> node_slot_;
   std::unordered_map<std::string, bool> noticed_before_ready_;
+  std::set<std::string> taken_back_;  // instances being taken back (OnTakeBack) until gone
   std::map<std::string, std::set<std::string>> class_pools_;  // empty set: any pool
   SpreadClasses spread_;                                      // none unless SplitFloorClasses
   std::map<std::string, SpreadState> spread_state_;           // per split class

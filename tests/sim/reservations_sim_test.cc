@@ -11,6 +11,8 @@
 #include "sim/baselines.h"
 #include "sim/reservations_file.h"
 #include "sim/sim_cloud.h"
+#include "sim/sim_test_jobs.h"
+#include "sim/workload.h"
 #include "solver/fixtures.h"
 
 namespace gpuscaler::sim {
@@ -113,6 +115,39 @@ TEST(SimReservations, ACapacityBlockTakesLaunchesOnlyInItsWindowAndTakesItsNodes
   EXPECT_EQ((*notices)[0].instance_id, got.instances[0].instance_id);
   c.Run(Seconds(5 * 60));
   EXPECT_EQ(c.cloud->live_count(), 0);
+  const std::vector<ReservationUse> uses = c.cloud->ReservationUses(c.clock.WallNow());
+  ASSERT_EQ(uses.size(), 1u);
+  EXPECT_EQ(uses[0].instances_taken_back, 1);
+}
+
+TEST(SimReservations, JobsOnABlockNodeWhenItIsTakenBackAreCountedLost) {
+  Cloud c(ReservationKind::kCapacityBlock, Seconds(0), Seconds(6 * 3600));  // taken back after 5.5 h
+  Policy policy;
+  policy.classes.resize(2);
+  policy.classes[0].name = "training";
+  policy.classes[0].expected_runtime = Seconds(4 * 3600);
+  policy.classes[1].name = "short";
+  policy.classes[1].expected_runtime = Seconds(8 * 3600);
+  Trace trace;
+  trace.jobs.push_back(testing::TrainingJob(0, Seconds(0), Seconds(3 * 3600)));   // ends in time
+  trace.jobs.push_back(testing::TrainingJob(1, Seconds(0), Seconds(20 * 3600)));  // longer than its class says
+  trace.jobs.push_back(testing::TrainingJob(2, Seconds(0), Seconds(6 * 3600)));   // as long as its class says
+  trace.jobs[2].unit.workload_class = "short";
+  const WallTime t0 = c.clock.WallNow();
+  Workload work(trace, c.catalog, policy, t0);
+  work.UseClassRuntimes(policy);
+  c.cloud->SetObserver(&work);
+  ASSERT_EQ(c.Launch(1).instances.size(), 1u);
+  for (WallTime t = t0; t <= t0 + Seconds(6 * 3600); t += Seconds(60)) {
+    c.cloud->RunEventsUntil(t);
+    work.RunEventsUntil(t);
+    work.Schedule(t);
+    c.clock.AdvanceTo(t);
+  }
+  EXPECT_EQ(work.stats().jobs_completed, 1);
+  EXPECT_EQ(work.stats().jobs_taken_back, 2);
+  EXPECT_EQ(work.stats().jobs_taken_back_runtime_known, 1) << "job 2: its class's runtime was right";
+  EXPECT_GT(work.stats().lost_gpu_seconds, 0);
 }
 
 std::string WriteFile(const std::string& name, const std::string& text) {
