@@ -144,6 +144,10 @@ EmulatorResponse GcpEmulator::Dispatch(const EmulatorRequest& request, WallTime 
     return Regional(request, seg[5], seg[6], seg.size() >= 8 ? seg[7] : "", seg.size() == 9 ? seg[8] : "", query,
                     now);
   }
+  if (seg.size() == 7 && seg[4] == "global" && seg[5] == "instanceTemplates") {
+    if (request.method != "GET") return gcp::ErrorResponse(405, "badRequest", "Method not allowed");
+    return InstanceTemplateGet(seg[6]);
+  }
   if (seg.size() == 6 && seg[4] == "aggregated") {
     p.aggregated = true;
     p.collection = seg[5];
@@ -180,6 +184,8 @@ EmulatorResponse GcpEmulator::Compute(const EmulatorRequest& request, const Path
       return gcp::Invalid("requestId", request_id, "Must be a UUID other than the zero UUID.");
   }
   const std::string& m = request.method;
+  if (p.aggregated && p.collection == "reservations" && m == "GET") return AggregatedReservations(query, now);
+  if (p.collection == "reservations" && !p.aggregated) return ZoneReservations(request, p, query, now);
   if (p.aggregated) {
     if (p.collection != "instances" || m != "GET")
       return gcp::ErrorResponse(405, "badRequest", "Method not allowed");
@@ -271,6 +277,8 @@ EmulatorResponse GcpEmulator::BulkInsert(const Path& p, const std::string& body,
       metadata.emplace_back(item.at("key").get<std::string>(), item.value("value", ""));
     }
   }
+  GcpReservationAffinity affinity;
+  if (auto bad = gcp::BulkInsertAffinity(props, p.zone, scenario_, &affinity)) return *bad;
   std::vector<std::string> policies;
   for (const json& policy : props.value("resourcePolicies", json::array())) {
     // Names (what InstanceProperties takes) or URLs of the zone's region.
@@ -329,9 +337,13 @@ EmulatorResponse GcpEmulator::BulkInsert(const Path& p, const std::string& body,
   std::optional<OpError> refused;
   size_t created = 0;
   for (const std::string& n : names) {
-    if ((refused = Refusal(p.zone, machine_type, model, gpus, now))) break;
+    const std::optional<size_t> reservation =
+        PickReservation(p.zone, machine_type, model, affinity, now, &refused);
+    if (refused || (!reservation && (refused = Refusal(p.zone, machine_type, model, gpus, now)))) break;
     const size_t made = CreateInstance(p.zone, n, machine_type, model, action, labels, "", accelerators, now, metadata);
     instances_[made].resource_policies = policies;
+    instances_[made].reservation_affinity = affinity;
+    instances_[made].reservation = reservation;
     ++created;
   }
   const bool failed = static_cast<int>(created) < min_count;

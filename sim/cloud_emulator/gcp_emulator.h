@@ -28,6 +28,16 @@
 //    404) go onto its instances, which show them as `resourcePolicies`
 //    URLs. bulkInsert's minCount: fewer than minCount fit, none is created
 //    and the operation ends with the capacity or quota error.
+//  - Reservations (from the scenario): reservations.get, list and
+//    aggregatedList, with specificReservation.count and the live inUseCount.
+//    An instance's reservationAffinity (bulkInsert's instanceProperties, a
+//    group's template) decides what it consumes: SPECIFIC_RESERVATION takes a
+//    slot of the named reservation or fails with CONDITION_NOT_MET (missing,
+//    not READY, another machine type, full); ANY_RESERVATION (the default)
+//    takes a free slot of a matching reservation that does not require
+//    specific targeting; NO_RESERVATION none. A slot is held until the
+//    instance is gone. Global instance templates: instanceTemplates.get of
+//    the groups' templates (properties with reservationAffinity).
 //  - Zone operations: get, wait (blocking only with EnableBlockingWait),
 //    list (filter, e.g. operationType). An
 //    operation is RUNNING for `operation_latency`, then DONE, with its
@@ -97,6 +107,33 @@ struct GcpPreemption {
   Seconds notice{30};
 };
 
+// An instance's reservationAffinity: consume_type ANY_RESERVATION (what
+// Compute Engine assumes when none is given), SPECIFIC_RESERVATION (with
+// `values`: the reservation's name, or "projects/P/reservations/NAME") or
+// NO_RESERVATION.
+struct GcpReservationAffinity {
+  std::string consume_type = "ANY_RESERVATION";
+  std::string key;  // "compute.googleapis.com/reservation-name" when specific
+  std::vector<std::string> values;
+};
+
+// A Compute Engine specific reservation of `count` VMs of one machine type
+// in one zone. `in_use_elsewhere` slots are held by VMs outside the
+// emulator (another team's); the emulator's own consumers are counted live.
+struct GcpReservation {
+  std::string name;
+  std::string zone;
+  std::string machine_type;
+  std::vector<std::pair<std::string, int>> accelerators;  // guestAccelerators (type, count)
+  int count = 0;
+  int in_use_elsewhere = 0;
+  bool specific_reservation_required = true;
+  std::string status = "READY";  // CREATING, READY, DELETING, UPDATING
+  // Set: deleted by Compute Engine at start + delete_at (deleteAtTime); the
+  // instances consuming it keep running.
+  std::optional<Seconds> delete_at;
+};
+
 // A managed instance group; its "instance template" is given inline.
 struct GcpManagedGroup {
   std::string name;
@@ -107,6 +144,7 @@ struct GcpManagedGroup {
   std::string provisioning_model = "STANDARD";  // or SPOT
   std::string termination_action;               // "", STOP or DELETE
   std::map<std::string, std::string> labels;
+  GcpReservationAffinity reservation_affinity;  // the template's
   int target_size = 0;
 };
 
@@ -161,6 +199,7 @@ struct GcpScenario {
   std::vector<GcpQuota> quotas;
   std::vector<GcpPreemption> preemptions;
   std::vector<GcpManagedGroup> groups;
+  std::vector<GcpReservation> reservations;
   // GPUs per machine type, for quota ("a2-highgpu-2g" -> {NVIDIA_A100_GPUS, 2});
   // the accelerator-optimized series are known without it.
   std::map<std::string, std::pair<std::string, int>> machine_gpus;
@@ -220,6 +259,10 @@ struct GcpInstanceRecord {
   std::vector<std::pair<std::string, int>> gpus;              // (quota metric, count)
   std::vector<std::pair<std::string, std::string>> metadata;  // metadata.items (key, value)
   std::vector<std::string> resource_policies;                 // URLs, as instances.get shows them
+  GcpReservationAffinity reservation_affinity;
+  // The reservation (index into the scenario's) whose slot it holds while
+  // live; nullopt: none (on-demand capacity, subject to limits and quota).
+  std::optional<size_t> reservation;
 };
 
 // Instances() lists every instance ever created (deleted ones included),
@@ -303,6 +346,15 @@ class GcpEmulator : public EmulatorCore<GcpScenario, GcpInstanceRecord, GcpEmula
   std::optional<OpError> Refusal(const std::string& zone, const std::string& machine_type,
                                  const std::string& model,
                                  const std::vector<std::pair<std::string, int>>& gpus, WallTime now) const;
+  // What an instance of this shape and affinity consumes in `zone`: the
+  // reservation index (nullopt: none, plain capacity), or the error that
+  // stops its creation (CONDITION_NOT_MET) in *error (gcp_reservations.cc).
+  std::optional<size_t> PickReservation(const std::string& zone, const std::string& machine_type,
+                                        const std::string& model, const GcpReservationAffinity& affinity,
+                                        WallTime now, std::optional<OpError>* error) const;
+  // Live instances holding a slot of reservation `r`, plus those elsewhere.
+  int ReservationInUse(size_t r, WallTime now) const;
+  bool ReservationExists(size_t r, WallTime now) const;
   size_t CreateInstance(const std::string& zone, const std::string& name, const std::string& machine_type,
                         const std::string& model, const std::string& action,
                         const std::map<std::string, std::string>& labels, const std::string& group,
@@ -323,6 +375,14 @@ class GcpEmulator : public EmulatorCore<GcpScenario, GcpInstanceRecord, GcpEmula
   std::string GroupJson(const Group& g, WallTime now) const;
   std::string MemberJson(const Group& g, const Member& m, WallTime now) const;
   std::string StateJson() const;  // GET /_emulator/state
+  std::string ReservationJson(size_t r, WallTime now) const;
+
+  // reservations.get / list (zones/{z}/reservations[/{name}]) and
+  // aggregated/reservations; instanceTemplates.get (gcp_reservations.cc).
+  EmulatorResponse ZoneReservations(const EmulatorRequest& request, const Path& path,
+                                    const std::string& query, WallTime now);
+  EmulatorResponse AggregatedReservations(const std::string& query, WallTime now);
+  EmulatorResponse InstanceTemplateGet(const std::string& name) const;
 
   // The Cloud Billing Catalog (gcp_billing.cc): `path` starts with /v1/.
   EmulatorResponse BillingCatalog(const EmulatorRequest& request, const std::string& path,
@@ -372,6 +432,7 @@ class GcpEmulator : public EmulatorCore<GcpScenario, GcpInstanceRecord, GcpEmula
     WallTime created{};
   };
   std::map<std::string, ResourcePolicy> resource_policies_;  // by "<region>/<name>"
+  std::vector<uint64_t> reservation_ids_;                    // by scenario index
   std::vector<Group> groups_;
   std::map<std::string, Token> tokens_;
   std::vector<int> preemptions_left_;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -82,6 +83,23 @@ std::optional<EmulatorResponse> ParseListQuery(const std::map<std::string, std::
 
 // The pageToken that resumes a list at `offset` ("o<offset>").
 std::string PageToken(size_t offset);
+
+// The key an affinity names a specific reservation by.
+inline constexpr const char* kReservationNameKey = "compute.googleapis.com/reservation-name";
+
+// A reservationAffinity object (`field` names it in errors) into *out; the
+// 400 answer when it is malformed (an unknown consumeReservationType, a
+// specific one without exactly one value or with another key).
+std::optional<EmulatorResponse> ParseReservationAffinity(const nlohmann::json& j, const std::string& field,
+                                                         GcpReservationAffinity* out);
+// bulkInsert's instanceProperties.reservationAffinity (ANY_RESERVATION when
+// absent) into *out; the 400 answer when it is malformed or names a
+// reservation of `zone` that may only be consumed automatically (Compute
+// Engine refuses that call itself).
+std::optional<EmulatorResponse> BulkInsertAffinity(const nlohmann::json& props, const std::string& zone,
+                                                   const GcpScenario& scenario, GcpReservationAffinity* out);
+// The reservationAffinity object as instances and templates show it.
+nlohmann::json ReservationAffinityJson(const GcpReservationAffinity& affinity);
 
 // Base64url without padding (JWT), decoded; nullopt when malformed.
 std::optional<std::string> Base64UrlDecode(std::string_view text);

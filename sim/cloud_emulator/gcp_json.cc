@@ -53,6 +53,7 @@ std::string GcpEmulator::InstanceJson(const Instance& i, WallTime now) const {
   }
   if (!items.empty()) j["metadata"] = {{"kind", "compute#metadata"}, {"items", items}};
   if (!i.resource_policies.empty()) j["resourcePolicies"] = i.resource_policies;
+  j["reservationAffinity"] = gcp::ReservationAffinityJson(i.reservation_affinity);
   return j.dump();
 }
 
@@ -175,14 +176,16 @@ std::string GcpEmulator::MemberJson(const Group& g, const Member& m, WallTime no
 std::string GcpEmulator::StateJson() const {
   json out = {{"instances", json::array()}};
   for (const Instance& i : instances_) {
-    out["instances"].push_back({{"name", i.info.name},
-                                {"zone", i.info.zone},
-                                {"machineType", i.info.machine_type},
-                                {"status", i.info.status},
-                                {"deleted", i.info.deleted},
-                                {"group", i.info.group},
-                                {"provisioningModel", i.info.provisioning_model},
-                                {"labels", i.info.labels}});
+    out["instances"].push_back(
+        {{"name", i.info.name},
+         {"zone", i.info.zone},
+         {"machineType", i.info.machine_type},
+         {"status", i.info.status},
+         {"deleted", i.info.deleted},
+         {"group", i.info.group},
+         {"provisioningModel", i.info.provisioning_model},
+         {"reservation", i.reservation ? scenario_.reservations[*i.reservation].name : ""},
+         {"labels", i.info.labels}});
   }
   out["stats"] = {{"requests", stats_.requests},           {"throttled", stats_.throttled},
                   {"server_errors", stats_.server_errors}, {"auth_failures", stats_.auth_failures},

@@ -171,6 +171,60 @@ GcpBillingCatalog ReadBillingCatalog(const YAML::Node& n) {
   return c;
 }
 
+GcpReservationAffinity ReadAffinity(const YAML::Node& n, const std::string& where) {
+  Keys(n, where, {"type", "reservation"});
+  GcpReservationAffinity a;
+  Read(n, "type", where, &a.consume_type);
+  std::string name;
+  Read(n, "reservation", where, &name);
+  if (a.consume_type != "ANY_RESERVATION" && a.consume_type != "SPECIFIC_RESERVATION" &&
+      a.consume_type != "NO_RESERVATION") {
+    throw Problem{At(n, where) + ": type must be ANY_RESERVATION, SPECIFIC_RESERVATION or NO_RESERVATION"};
+  }
+  if ((a.consume_type == "SPECIFIC_RESERVATION") == name.empty())
+    throw Problem{At(n, where) +
+                  ": a reservation name goes with type SPECIFIC_RESERVATION, and only with it"};
+  if (!name.empty()) {
+    a.key = "compute.googleapis.com/reservation-name";
+    a.values = {name};
+  }
+  return a;
+}
+
+// reservations: [{name, zone, machine_type, count, in_use_elsewhere,
+// specific_reservation_required, status, delete_at, accelerators: [{type, count}]}].
+GcpReservation ReadReservation(const YAML::Node& n, const std::string& where) {
+  Keys(n, where,
+       {"name", "zone", "machine_type", "count", "in_use_elsewhere", "specific_reservation_required",
+        "status", "delete_at", "accelerators"});
+  GcpReservation r;
+  Read(n, "name", where, &r.name);
+  Read(n, "zone", where, &r.zone);
+  Read(n, "machine_type", where, &r.machine_type);
+  if (r.name.empty() || r.zone.empty() || r.machine_type.empty() || !n["count"])
+    throw Problem{At(n, where) + ": name, zone, machine_type and count are required"};
+  Read(n, "count", where, &r.count);
+  Read(n, "in_use_elsewhere", where, &r.in_use_elsewhere);
+  if (r.count < 0 || r.in_use_elsewhere < 0 || r.in_use_elsewhere > r.count)
+    throw Problem{At(n, where) + ": count >= 0 and 0 <= in_use_elsewhere <= count are required"};
+  Read(n, "specific_reservation_required", where, &r.specific_reservation_required);
+  Read(n, "status", where, &r.status);
+  if (r.status != "CREATING" && r.status != "READY" && r.status != "DELETING" && r.status != "UPDATING")
+    throw Problem{At(n, where) + ": status must be CREATING, READY, DELETING or UPDATING"};
+  ReadDuration(n, "delete_at", where, &r.delete_at);
+  ForEachItem(n, "accelerators", [&](const YAML::Node& a, const std::string& item) {
+    const std::string at = where + "." + item;
+    Keys(a, at, {"type", "count"});
+    std::pair<std::string, int> acc;
+    Read(a, "type", at, &acc.first);
+    Read(a, "count", at, &acc.second);
+    if (acc.first.empty() || acc.second <= 0)
+      throw Problem{At(a, at) + ": type and a count > 0 are required"};
+    r.accelerators.push_back(acc);
+  });
+  return r;
+}
+
 void CheckModel(const YAML::Node& n, const std::string& where, const std::string& model, bool allow_empty) {
   if ((allow_empty && model.empty()) || model == "STANDARD" || model == "SPOT") return;
   throw Problem{At(n, where) + ": provisioning_model must be STANDARD or SPOT, got '" + model + "'"};
@@ -209,6 +263,7 @@ Result<GcpScenario> ParseGcpScenario(const std::string& text, const std::string&
           "managed_instance_groups",
           "machine_gpus",
           "billing_catalog",
+          "reservations",
           "throttle",
           "server_error_rate",
           "seed"});
@@ -286,7 +341,7 @@ Result<GcpScenario> ParseGcpScenario(const std::string& text, const std::string&
     ForEachItem(root, "managed_instance_groups", [&](const YAML::Node& n, const std::string& where) {
       Keys(n, where,
            {"name", "zone", "base_instance_name", "instance_template", "machine_type", "provisioning_model",
-            "termination_action", "labels", "target_size"});
+            "termination_action", "labels", "target_size", "reservation_affinity"});
       GcpManagedGroup g;
       Read(n, "name", where, &g.name);
       Read(n, "zone", where, &g.zone);
@@ -303,6 +358,8 @@ Result<GcpScenario> ParseGcpScenario(const std::string& text, const std::string&
         throw Problem{At(n, where) + ": termination_action must be STOP or DELETE"};
       }
       Read(n, "labels", where, &g.labels);
+      if (n["reservation_affinity"])
+        g.reservation_affinity = ReadAffinity(n["reservation_affinity"], where + ".reservation_affinity");
       Read(n, "target_size", where, &g.target_size);
       if (g.target_size < 0) throw Problem{At(n, where) + ": target_size must be >= 0"};
       for (const GcpManagedGroup& other : s.groups) {
@@ -310,6 +367,15 @@ Result<GcpScenario> ParseGcpScenario(const std::string& text, const std::string&
           throw Problem{At(n, where) + ": duplicate group " + g.zone + "/" + g.name};
       }
       s.groups.push_back(std::move(g));
+    });
+    ForEachItem(root, "reservations", [&](const YAML::Node& n, const std::string& where) {
+      GcpReservation r = ReadReservation(n, where);
+      in_zones(n, where, r.zone);
+      for (const GcpReservation& other : s.reservations) {
+        if (other.name == r.name && other.zone == r.zone)
+          throw Problem{At(n, where) + ": duplicate reservation " + r.zone + "/" + r.name};
+      }
+      s.reservations.push_back(std::move(r));
     });
     if (const YAML::Node m = root["machine_gpus"]) s.machine_gpus = ReadMachineGpus(m);
     if (const YAML::Node b = root["billing_catalog"]) s.billing_catalog = ReadBillingCatalog(b);

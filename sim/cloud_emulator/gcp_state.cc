@@ -70,6 +70,7 @@ GcpEmulator::GcpEmulator(GcpScenario scenario, const Clock& clock)
     g.created = start_;
     groups_.push_back(std::move(g));
   }
+  for (size_t r = 0; r < scenario_.reservations.size(); ++r) reservation_ids_.push_back(NewId());
   // The initial target size, as members named like a resize would.
   for (Group& g : groups_) {
     for (int k = 0; k < g.spec.target_size; ++k) {
@@ -139,7 +140,10 @@ std::optional<GcpEmulator::OpError> GcpEmulator::Refusal(const std::string& zone
     if (!matches(machine_type, zone, model)) continue;
     int live = 0;
     for (const Instance& i : instances_) {
-      if (Live(i, now) && matches(i.info.machine_type, i.info.zone, i.info.provisioning_model)) ++live;
+      // Reserved capacity is held apart from the zone's pool.
+      if (Live(i, now) && !i.reservation &&
+          matches(i.info.machine_type, i.info.zone, i.info.provisioning_model))
+        ++live;
     }
     if (live < l.limit) continue;
     const std::string where = "projects/" + scenario_.project + "/zones/" + zone;
@@ -191,7 +195,8 @@ std::optional<double> GcpEmulator::QuotaLimit(const std::string& region, const s
 double GcpEmulator::QuotaUsage(const std::string& region, const std::string& metric, WallTime now) const {
   double used = 0;
   for (const Instance& i : instances_) {
-    if (!Live(i, now) || gcp::RegionOf(i.info.zone) != region) continue;
+    // A reservation's quota is charged when it is made, not by its consumers.
+    if (!Live(i, now) || i.reservation || gcp::RegionOf(i.info.zone) != region) continue;
     for (const auto& [m, n] : i.gpus) {
       if (m == metric) used += n;
     }
@@ -290,7 +295,11 @@ GcpEmulator::Operation& GcpEmulator::NewOperation(const std::string& zone, const
 void GcpEmulator::TryCreateMember(Group& g, Member& m, WallTime now) {
   const GcpManagedGroup& s = g.spec;
   const auto gpus = GpusOf(s.machine_type, s.provisioning_model, {});
-  if (auto refused = Refusal(s.zone, s.machine_type, s.provisioning_model, gpus, now)) {
+  std::optional<OpError> refused;
+  const std::optional<size_t> reservation =
+      PickReservation(s.zone, s.machine_type, s.provisioning_model, s.reservation_affinity, now, &refused);
+  if (!refused && !reservation) refused = Refusal(s.zone, s.machine_type, s.provisioning_model, gpus, now);
+  if (refused) {
     m.last_errors = {*refused};
     m.next_try = now + scenario_.mig_retry_interval;
     return;
@@ -298,6 +307,8 @@ void GcpEmulator::TryCreateMember(Group& g, Member& m, WallTime now) {
   m.last_errors.clear();
   m.instance = CreateInstance(s.zone, m.name, s.machine_type, s.provisioning_model, s.termination_action,
                               s.labels, s.name, {}, now, m.metadata);
+  instances_[*m.instance].reservation_affinity = s.reservation_affinity;
+  instances_[*m.instance].reservation = reservation;
 }
 
 void GcpEmulator::AdvanceLocked(WallTime now) {

@@ -23,6 +23,13 @@ std::string QuotaMetricFromMessage(std::string_view message) {
 
 }  // namespace
 
+bool IsReservationFull(const GcpErrorItem& item) {
+  // CONDITION_NOT_MET also covers policy constraints and reservations that
+  // do not exist or are not READY; only this message says the slots ran out.
+  return item.code == "CONDITION_NOT_MET" &&
+         item.message.find("does not have available resources for the request") != std::string::npos;
+}
+
 bool IsQuotaError(std::string_view code) { return code == "QUOTA_EXCEEDED" || code == "quotaExceeded"; }
 
 ErrorCategory ClassifyGcpError(std::string_view code, int http_status) {
@@ -64,7 +71,8 @@ Error GcpErrorFrom(std::string_view what, const std::vector<GcpErrorItem>& items
   bool capacity = false;
   std::string text;
   for (const GcpErrorItem& e : items) {
-    const ErrorCategory c = ClassifyGcpError(e.code, http_status);
+    const ErrorCategory c =
+        IsReservationFull(e) ? ErrorCategory::kCapacity : ClassifyGcpError(e.code, http_status);
     capacity |= c == ErrorCategory::kCapacity;
     if (!category || (*category == ErrorCategory::kConfig && c != ErrorCategory::kConfig)) category = c;
     text += (text.empty() ? "" : "; ") + e.code + (e.message.empty() ? "" : ": " + e.message);

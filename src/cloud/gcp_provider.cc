@@ -173,8 +173,16 @@ Result<std::vector<Instance>> GcpProvider::ExistingInMigs(const LaunchRequest& r
   std::vector<Instance> out;
   const std::string prefix = InstanceName(options_.cluster_name, request.idempotency_token, 0);
   const std::string base = prefix.substr(0, prefix.size() - 1);  // up to the slot number
-  for (const std::string& zone : MigZones(target)) {
-    const std::string mig = MigFor(target, request.pool, zone);
+  // (zone, group) -> the reserved offering whose group it is (null: a plain group).
+  std::map<std::pair<std::string, std::string>, const Offering*> groups;
+  for (const std::string& zone : MigZones(target))
+    groups[{zone, MigFor(target, request.pool, zone)}] = nullptr;
+  for (const Offering& o : request.offerings) {
+    if (o.capacity_type != CapacityType::kReserved) continue;
+    if (const std::string mig = GroupFor(target, request.pool, o); !mig.empty()) groups[{o.zone, mig}] = &o;
+  }
+  for (const auto& [where, reserved] : groups) {
+    const auto& [zone, mig] = where;
     Result<json> managed = ListManaged(zone, mig);
     if (!managed) {
       if (managed.error().category() == ErrorCategory::kNotFound) continue;  // no group in this zone
@@ -195,6 +203,7 @@ Result<std::vector<Instance>> GcpProvider::ExistingInMigs(const LaunchRequest& r
       inst.pool = request.pool;
       inst.offering.zone = zone;
       inst.offering.region = RegionOfZone(zone);
+      if (reserved != nullptr) inst.offering = *reserved;
       if (auto known = launched_.find(name); known != launched_.end()) inst.offering = known->second.offering;
       inst.launch_time = client_.clock().WallNow();
       inst.state = status == "RUNNING" ? InstanceState::kRunning : InstanceState::kPending;
@@ -237,10 +246,17 @@ Result<std::vector<Instance>> GcpProvider::ExistingBare(const LaunchRequest& req
 Result<GcpProvider::Created> GcpProvider::CreateInMig(const LaunchRequest& request,
                                                       const GcpPoolTarget& target, const Offering& offering,
                                                       const std::vector<int>& slots) {
-  const std::string mig = MigFor(target, request.pool, offering.zone);
+  const bool reserved = offering.capacity_type == CapacityType::kReserved;
+  const std::string mig = GroupFor(target, request.pool, offering);
   if (mig.empty()) {
-    return Error::Config("pool '" + request.pool + "': no managed instance group in zone " + offering.zone +
-                         " (cloud.gcp.pools." + request.pool + ")");
+    return Error::Config(
+        "pool '" + request.pool + "': no managed instance group " +
+        (reserved ? "for reservation " + offering.reservation_id : "in zone " + offering.zone) +
+        " (cloud.gcp.pools." + request.pool + (reserved ? ".reservation_migs)" : ")"));
+  }
+  if (reserved) {
+    if (Status s = CheckReservationGroup(request.pool, offering.zone, mig, offering.reservation_id); !s.ok())
+      return s.error();
   }
   json body = {{"instances", json::array()}};
   std::vector<std::string> names;
@@ -381,6 +397,9 @@ Result<GcpProvider::Created> GcpProvider::CreateBare(const LaunchRequest& reques
     per_instance[names.back()] = json::object();
     seed += "/" + names.back();
   }
+  // A slot of a specific reservation (provisioningModel STANDARD above).
+  if (offering.capacity_type == CapacityType::kReserved)
+    props["reservationAffinity"] = GcpReservationAffinity(offering.reservation_id);
   if (!request.placement_group.empty()) {
     // InstanceProperties takes resource policies by name, not URL.
     Status placed = EnsureResourcePolicy(request.pool, RegionOfZone(offering.zone), request.placement_group);
@@ -467,6 +486,10 @@ Result<LaunchResult> GcpProvider::Launch(const LaunchRequest& request) {
     if (!o.region.empty() && !options_.region.empty() && o.region != options_.region) {
       result.errors.push_back(
           {o.Key(), Error::Config("zone " + o.zone + " is not in region " + options_.region)});
+      continue;
+    }
+    if (o.capacity_type == CapacityType::kReserved && o.reservation_id.empty()) {
+      result.errors.push_back({o.Key(), Error::InvalidInput("a reserved offering without a reservation")});
       continue;
     }
     if (std::optional<Error> blocked = QuotaBlocked(o)) {

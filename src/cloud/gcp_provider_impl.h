@@ -15,5 +15,10 @@ std::string RegionOfZone(std::string_view zone);
 std::string MetadataItem(const nlohmann::json& resource, const char* key);
 // A quota figure as people read it ("16", "2.5").
 std::string FormatQuota(double value);
+// The reservationAffinity that targets `reservation` by name.
+nlohmann::json GcpReservationAffinity(const std::string& reservation);
+// The reservation an instance (or a template's properties) targets by
+// name: reservationAffinity SPECIFIC_RESERVATION with one value; "" otherwise.
+std::string SpecificReservationOf(const nlohmann::json& resource);
 
 }  // namespace gpuscaler::cloud

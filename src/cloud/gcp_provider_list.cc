@@ -81,6 +81,12 @@ Instance GcpProvider::ToInstance(const json& r) const {
     inst.offering.capacity_type = StringAt(scheduling, "provisioningModel") == "SPOT" || preemptible
                                       ? CapacityType::kSpot
                                       : CapacityType::kOnDemand;
+    // An instance that targets a reservation holds one of its slots (its
+    // affinity is its template's when a group made it).
+    if (std::string reservation = SpecificReservationOf(r); !reservation.empty()) {
+      inst.offering.capacity_type = CapacityType::kReserved;
+      inst.offering.reservation_id = std::move(reservation);
+    }
   }
   WallTime created;
   inst.launch_time =

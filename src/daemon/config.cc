@@ -218,7 +218,7 @@ class ConfigReader {
     for (const DocEntry& e : pools->entries) {
       const std::string name = e.key.scalar;
       const std::string path = "cloud.gcp.pools." + name;
-      MapReader p(r_, e.value, path, {"migs", "mig_pattern", "instance_template"});
+      MapReader p(r_, e.value, path, {"migs", "mig_pattern", "instance_template", "reservation_migs"});
       if (!e.value.IsMapping()) continue;
       GcpPoolSettings& pool = g.pools[name];
       if (p.ReadStringMap("migs", &pool.migs)) {
@@ -238,6 +238,17 @@ class ConfigReader {
       p.ReadString("instance_template", &pool.instance_template);
       if (pool.migs.empty() && pool.mig_pattern.empty() && pool.instance_template.empty())
         r_.ReportAt(path, "needs migs, mig_pattern or instance_template");
+      if (p.ReadStringMap("reservation_migs", &pool.reservation_migs)) {
+        for (const auto& [reservation, mig] : pool.reservation_migs) {
+          if (!IsGcpName(mig))
+            r_.ReportAt(path + ".reservation_migs." + reservation,
+                        "'" + mig + "' is not a managed instance group name");
+        }
+        if (pool.migs.empty() && pool.mig_pattern.empty())
+          r_.ReportAt(path + ".reservation_migs",
+                      "only a pool with groups (migs or mig_pattern) has them; a bare pool targets the "
+                      "reservation in its bulkInsert");
+      }
       if ((!pool.migs.empty() || !pool.mig_pattern.empty()) && !pool.instance_template.empty())
         r_.ReportAt(path + ".instance_template",
                     "a pool with managed instance groups launches from their templates; remove it");

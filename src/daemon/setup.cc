@@ -134,7 +134,7 @@ Result<std::shared_ptr<GcpCloud>> MakeGcpCloud(const DaemonConfig& config, const
   o.provider.operation_timeout = g.operation_timeout;
   o.provider.quota_recheck = g.quota_recheck;
   for (const auto& [name, pool] : g.pools) {
-    o.provider.pools[name] = {pool.migs, pool.mig_pattern, pool.instance_template};
+    o.provider.pools[name] = {pool.migs, pool.mig_pattern, pool.instance_template, pool.reservation_migs};
   }
   // Spot prices for the catalog's machine types (the ones the planner can
   // buy), in every zone of the region that the catalog or cloud.gcp names.

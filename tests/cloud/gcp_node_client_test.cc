@@ -8,6 +8,8 @@
 // token_uri is the emulator's /token, a second key the emulator does not
 // know, runs client.js and checks each step's answer.
 //
+// reservations.js reads and consumes Compute Engine reservations with it.
+//
 // Skipped when `node` is not on PATH or the packages are not installed,
 // except under CI=true where that fails.
 #include <gtest/gtest.h>
@@ -20,6 +22,7 @@
 #include <string>
 
 #include "cli/process.h"
+#include "cloud/gcp_node_client.h"
 #include "cloud/gcp_test_key.h"
 
 namespace gpuscaler::testing {
@@ -30,30 +33,6 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 
 constexpr const char* kEmail = "gpuscaler@gpuscaler-test.iam.gserviceaccount.com";
-
-std::string FindOnPath(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  if (path == nullptr) return "";
-  std::stringstream ss(path);
-  std::string dir;
-  while (std::getline(ss, dir, ':')) {
-    if (dir.empty()) continue;
-    const std::filesystem::path p = std::filesystem::path(dir) / name;
-    if (::access(p.c_str(), X_OK) == 0) return p.string();
-  }
-  return "";
-}
-
-// Where scripts/setup.sh installs the pinned packages (outside the source
-// and build trees): $GPUSCALER_NODE_CACHE, else ~/.cache/gpuscaler/gcp_node_client.
-std::filesystem::path NodeModules() {
-  if (const char* c = std::getenv("GPUSCALER_NODE_CACHE"); c != nullptr && *c != '\0') {
-    return std::filesystem::path(c) / "node_modules";
-  }
-  const char* home = std::getenv("HOME");
-  return std::filesystem::path(home != nullptr ? home : "/root") /
-         ".cache/gpuscaler/gcp_node_client/node_modules";
-}
 
 std::string Indent(const std::string& text, const std::string& pad) {
   std::string out;
@@ -244,6 +223,66 @@ TEST_F(GcpNodeClient, GoogleapisDrivesTheEmulatorThroughTheJwtTokenFlow) {
   EXPECT_EQ(out["preempted"]["status"], "DONE");
   EXPECT_NE(out["preempted"]["targetLink"].get<std::string>().find("/zones/us-central1-b/instances/victim-"),
             std::string::npos);
+}
+
+// A reservation of two g2-standard-8 in us-central1-a, and a group whose
+// template targets it: googleapis reads the Reservation and the template's
+// reservationAffinity, fills the reservation with bulkInsert and sees the
+// third instance and the group's member refused as Compute Engine refuses
+// them.
+TEST_F(GcpNodeClient, GoogleapisReadsAndConsumesReservations) {
+  TestRsaKey key;
+  ASSERT_NO_FATAL_FAILURE(StartEmulator(
+      "provider: gcp\nproject: gpuscaler-test\nzones: [us-central1-a, us-central1-b]\n"
+      "operation_latency: 1s\nboot_latency: 1s\n"
+      "service_accounts:\n  - email: " +
+      std::string(kEmail) + "\n    public_key: |\n" + Indent(key.PublicPem(), "      ") +
+      "reservations:\n"
+      "  - {name: l4-rsv, zone: us-central1-a, machine_type: g2-standard-8, count: 2}\n"
+      "  - {name: h100-b, zone: us-central1-b, machine_type: a3-highgpu-8g, count: 4}\n"
+      "managed_instance_groups:\n"
+      "  - {name: l4-rsv-group, zone: us-central1-a, machine_type: g2-standard-8, instance_template: l4-rsv-tmpl,\n"
+      "     reservation_affinity: {type: SPECIFIC_RESERVATION, reservation: l4-rsv}}\n"));
+  const NodeRun run = RunNodeScript(dir_, "reservations.js", {Url(), KeyFile("key.json", key).string(), "emulator"});
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
+  const json& out = run.out;
+  SCOPED_TRACE(out.dump(2));
+
+  const json& got = out["get"];
+  EXPECT_EQ(got["kind"], "compute#reservation");
+  EXPECT_EQ(got["name"], "l4-rsv");
+  EXPECT_EQ(got["status"], "READY");
+  EXPECT_EQ(got["specificReservationRequired"], true);
+  EXPECT_EQ(got["count"], "2");
+  EXPECT_EQ(got["inUseCount"], "0");
+  EXPECT_EQ(got["machineType"], "g2-standard-8");
+  EXPECT_EQ(got["zone"], "https://www.googleapis.com/compute/v1/projects/gpuscaler-test/zones/us-central1-a");
+  EXPECT_EQ(out["list"]["kind"], "compute#reservationList");
+  EXPECT_EQ(out["list"]["names"], json::array({"l4-rsv"}));
+  EXPECT_EQ(out["aggregated"]["names"], json::array({"zones/us-central1-a/l4-rsv", "zones/us-central1-b/h100-b"}));
+  EXPECT_EQ(out["aggregated"]["pages"], 2);
+
+  // Three asked for at once, two slots: refused with Compute Engine's error;
+  // two fit.
+  const json& consume = out["consume"];
+  EXPECT_EQ(consume["refused_created"], 0);
+  EXPECT_EQ(consume["created"], 2);
+  ASSERT_EQ(consume["errors"].size(), 1u);
+  EXPECT_EQ(consume["errors"][0]["code"], "CONDITION_NOT_MET");
+  EXPECT_EQ(consume["errors"][0]["message"],
+            "Specified reservation 'l4-rsv' does not have available resources for the request.");
+  EXPECT_EQ(consume["inUseCount"], "2");
+  const json specific = {{"consumeReservationType", "SPECIFIC_RESERVATION"},
+                         {"key", "compute.googleapis.com/reservation-name"},
+                         {"values", {"l4-rsv"}}};
+  EXPECT_EQ(consume["reservationAffinity"], specific);
+
+  EXPECT_EQ(out["template"]["name"], "l4-rsv-tmpl");
+  EXPECT_EQ(out["template"]["reservationAffinity"], specific);
+  EXPECT_EQ(out["group_full"]["name"], "grp-1");
+  EXPECT_EQ(out["group_full"]["currentAction"], "CREATING");
+  ASSERT_EQ(out["group_full"]["errors"].size(), 1u);
+  EXPECT_EQ(out["group_full"]["errors"][0]["code"], "CONDITION_NOT_MET");
 }
 
 }  // namespace

@@ -241,6 +241,7 @@ cloud:
         migs: {us-central1-a: gke-ml-a100-spot-a, us-central1-b: gke-ml-a100-spot-b}
       l4:
         mig_pattern: "gke-ml-{pool}-{zone}"
+        reservation_migs: {l4-rsv: gke-ml-l4-rsv-a}
       h100:
         instance_template: global/instanceTemplates/h100-node
 )";
@@ -258,6 +259,8 @@ cloud:
   ASSERT_EQ(g.pools.size(), 3u);
   EXPECT_EQ(g.pools.at("a100-spot").migs.at("us-central1-b"), "gke-ml-a100-spot-b");
   EXPECT_EQ(g.pools.at("l4").mig_pattern, "gke-ml-{pool}-{zone}");
+  EXPECT_EQ(g.pools.at("l4").reservation_migs,
+            (std::map<std::string, std::string>{{"l4-rsv", "gke-ml-l4-rsv-a"}}));
   EXPECT_EQ(g.pools.at("h100").instance_template, "global/instanceTemplates/h100-node");
 }
 
@@ -283,6 +286,9 @@ cloud:
       both:
         migs: {us-central1-a: ok-group}
         instance_template: t
+      reserved-bare:
+        instance_template: t
+        reservation_migs: {rsv: Bad_Group}
 )";
   Result<DaemonConfig> c = ParseDaemonConfig(text, "d.yaml");
   ASSERT_FALSE(c.ok());
@@ -297,6 +303,10 @@ cloud:
   EXPECT_NE(m.find("must contain {zone}"), std::string::npos) << m;
   EXPECT_NE(m.find("cloud.gcp.pools.bare: needs migs, mig_pattern or instance_template"), std::string::npos) << m;
   EXPECT_NE(m.find("launches from their templates"), std::string::npos) << m;
+  EXPECT_NE(m.find("cloud.gcp.pools.reserved-bare.reservation_migs: only a pool with groups"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("'Bad_Group' is not a managed instance group name"), std::string::npos) << m;
 
   Result<DaemonConfig> no_region = ParseDaemonConfig(
       "apiVersion: gpuscaler/v1\nkind: DaemonConfig\ncluster_name: t\npolicy: p.yaml\ncloud: {provider: gcp}\n",

@@ -52,8 +52,14 @@ struct GcpErrorItem {
 // error.errors[] of an Operation, or errors[] of a lastAttempt (the object
 // holding "errors").
 std::vector<GcpErrorItem> ParseGcpErrorItems(const nlohmann::json& holder);
+// A full specific reservation: CONDITION_NOT_MET "Specified reservation
+// 'NAME' does not have available resources for the request." (an
+// Operation's error, a managed instance's lastAttempt). kCapacity, unlike
+// other CONDITION_NOT_MET errors (kConfig).
+bool IsReservationFull(const GcpErrorItem& item);
 // An Error from items: the category of the first item that is not kConfig
-// (capacity outranks the rest), messages joined, prefixed with `what`.
+// (capacity outranks the rest; IsReservationFull items are capacity),
+// messages joined, prefixed with `what`.
 Error GcpErrorFrom(std::string_view what, const std::vector<GcpErrorItem>& items, int http_status);
 
 // The Compute Engine Operation resource (the fields gpuscaler reads).

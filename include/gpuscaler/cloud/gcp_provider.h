@@ -71,6 +71,38 @@
 //  - ListInstances: aggregatedList filtered on labels.gpuscaler-cluster,
 //    every page; instances without a pool label are not gpuscaler's. Sorted
 //    by name.
+//  - ListReservations: reservations.aggregatedList (every page), the
+//    specific reservations gpuscaler can target: status READY,
+//    specificReservationRequired true, a specificReservation (not an
+//    aggregate one), in `zones` (empty: in `region`). Each as a Reservation
+//    of kind kDefault: id = name, instance_type =
+//    specificReservation.instanceProperties.machineType, total_count =
+//    count, available_count = count - inUseCount, start =
+//    creationTimestamp, end = deleteAtTime (or creation +
+//    deleteAfterDuration) when Compute Engine is to delete it, no tags
+//    (Compute Engine reservations carry no labels: pools select them by
+//    name). Reservations consumed automatically (specificReservationRequired
+//    false) are left out: an instance cannot name them, so launches could
+//    not be counted against them; gpuscaler's STANDARD instances, which keep
+//    the default affinity ANY_RESERVATION, may still fill them. A
+//    reservation that is not valid JSON of that shape fails the call.
+//  - Launch of a reserved offering (capacity type kReserved,
+//    Offering::reservation_id the reservation's name): a bare pool's
+//    bulkInsert carries instanceProperties.reservationAffinity
+//    {SPECIFIC_RESERVATION, key kGcpReservationNameKey, values [name]} and
+//    provisioningModel STANDARD (Spot VMs cannot consume reservations),
+//    merged over the pool's template by bulkInsert as any other override; a
+//    pool with groups launches into the group GcpPoolTarget::reservation_migs
+//    names for that reservation, whose template must target it (checked
+//    once per group and process: instanceGroupManagers.get, then
+//    instanceTemplates.get of its template; otherwise kConfig for that
+//    offering). A full reservation fails with CONDITION_NOT_MET "Specified
+//    reservation 'NAME' does not have available resources for the request."
+//    (the operation's error, or the group member's lastAttempt), which is
+//    kCapacity: the launch moves on to the next offering.
+//    ListInstances reports an instance whose reservationAffinity is
+//    SPECIFIC_RESERVATION (its own, or its template's) as a reserved offering
+//    with that reservation_id, so the controller counts its slot as used.
 //  - PollInterruptions: zoneOperations.list with operationType
 //    compute.instances.preempted in `zones` and the zones of this cluster's
 //    instances; each operation once, for instances of this cluster (an
@@ -112,6 +144,8 @@ namespace gpuscaler::cloud {
 inline constexpr const char* kGcpClusterLabel = "gpuscaler-cluster";
 inline constexpr const char* kGcpPoolLabel = "gpuscaler-pool";
 inline constexpr const char* kGcpIntentLabel = "gpuscaler-intent";
+// The reservationAffinity key that targets a specific reservation by name.
+inline constexpr const char* kGcpReservationNameKey = "compute.googleapis.com/reservation-name";
 
 // How one policy pool buys its nodes.
 struct GcpPoolTarget {
@@ -124,6 +158,11 @@ struct GcpPoolTarget {
   // ("global/instanceTemplates/gpu-node" or a full URL); empty: the
   // provider's default.
   std::string instance_template;
+  // Pools with groups: reservation name -> the zonal group (in the
+  // reservation's zone) whose instance template consumes that reservation
+  // (a GKE node pool made with --reservation-affinity=specific). A reserved
+  // offering of a reservation not named here is kConfig for that offering.
+  std::map<std::string, std::string> reservation_migs;
 
   bool uses_migs() const { return !migs.empty() || !mig_pattern.empty(); }
 };
@@ -171,6 +210,13 @@ class GcpProvider final : public CloudProvider {
   Result<std::vector<Instance>> ListInstances() override;
   Result<std::vector<InterruptionNotice>> PollInterruptions() override;
   Result<std::vector<SpotPrice>> SpotPrices(WallTime since) override;
+  Result<std::vector<Reservation>> ListReservations() override;
+
+  // One Reservation resource as ListReservations maps it: nullopt when it is
+  // not one gpuscaler targets (not READY, not specificReservationRequired,
+  // an aggregate reservation); kInvalidInput when a field it needs is
+  // missing or malformed.
+  static Result<std::optional<Reservation>> ParseReservation(const nlohmann::json& resource);
 
   // A name as a GCP label value: lowercased, every character outside
   // [a-z0-9_-] replaced by '-'. When that changed nothing and the result has
@@ -229,6 +275,13 @@ class GcpProvider final : public CloudProvider {
   GcpPoolTarget TargetFor(const std::string& pool) const;
   std::string MigFor(const GcpPoolTarget& target, const std::string& pool, const std::string& zone) const;
   std::vector<std::string> MigZones(const GcpPoolTarget& target) const;
+  // The group a launch of `offering` goes into: a reserved offering's
+  // reservation group, else MigFor its zone ("" when there is none).
+  std::string GroupFor(const GcpPoolTarget& target, const std::string& pool, const Offering& offering) const;
+  // kConfig unless group `mig`'s instance template targets `reservation`
+  // (SPECIFIC_RESERVATION); remembered once it does.
+  Status CheckReservationGroup(const std::string& pool, const std::string& zone, const std::string& mig,
+                               const std::string& reservation);
   std::string ZonePath(const std::string& zone) const;
 
   Result<std::vector<Instance>> ExistingInMigs(const LaunchRequest& request, const GcpPoolTarget& target);
@@ -282,6 +335,8 @@ class GcpProvider final : public CloudProvider {
   std::map<std::string, QuotaBlock> quota_blocks_;
   // "<region>/<name>" of the resource policies found or created.
   std::set<std::string> resource_policies_;
+  // "<zone>/<group>" -> the reservation its template was seen to target.
+  std::map<std::string, std::string> reservation_groups_;
   int quota_skips_ = 0;
   // Names of this cluster's instances at the last listing, with their zones.
   std::map<std::string, std::string> known_;

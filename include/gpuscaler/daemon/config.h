@@ -57,6 +57,9 @@ struct GcpPoolSettings {
   std::map<std::string, std::string> migs;  // zone -> managed instance group
   std::string mig_pattern;                  // "{pool}" / "{zone}" placeholders
   std::string instance_template;            // bare pools (bulkInsert)
+  // Pools with groups: reservation name -> the group whose template
+  // consumes it (GcpPoolTarget::reservation_migs).
+  std::map<std::string, std::string> reservation_migs;
 };
 
 // provider "gcp": Spot prices from the Cloud Billing Catalog (docs/gcp.md#prices).
