@@ -385,6 +385,10 @@ std::string RenderHtml(const CostFacts& facts, const ReportViews& views, const R
   in.facts = {&facts};
   in.views = {&views};
   for (View v : kPageTables) in.tables.push_back(BuildTable(v, facts, views, query));
+  // Only when there is something to show, so a page without reservations
+  // reads as before.
+  if (!facts.reservations.empty()) in.tables.push_back(ReservationsTable(facts));
+  if (views.buy_block) in.tables.push_back(BuyBlockTable(views));
   return Page(in, query);
 }
 

@@ -329,6 +329,10 @@ Table BuildTable(View view, const CostFacts& facts, const ReportViews& views, co
       return PredictionsTable(views, query);
     case View::kPredictionSummary:
       return PredictionSummaryTable(views);
+    case View::kReservations:
+      return ReservationsTable(facts);
+    case View::kBuyBlock:
+      return BuyBlockTable(views);
     case View::kNodes: {
       t.title = "Nodes by cost";
       t.columns = {"instance_id", "node_id", "pool", "region", "zone", "instance_type", "capacity_type", "gpus",
