@@ -18,8 +18,8 @@ struct Series {
 
 // Each returns one <svg> element with `id`, titled `title`, one x label per
 // value.
-std::string StackedBars(const std::string& id, const std::string& title, const std::vector<std::string>& labels,
-                        const std::vector<Series>& series);
+std::string StackedBars(const std::string& id, const std::string& title,
+                        const std::vector<std::string>& labels, const std::vector<Series>& series);
 std::string Lines(const std::string& id, const std::string& title, const std::vector<std::string>& labels,
                   const std::vector<Series>& series);
 std::string HorizontalBars(const std::string& id, const std::string& title,

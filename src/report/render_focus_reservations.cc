@@ -34,7 +34,8 @@ FocusRow ReservationRow(const FocusContext& ctx, const ReservationFact& r) {
   row[Col("CommitmentDiscountCategory")] = "Usage";
   row[Col("CommitmentDiscountType")] = type;
   row[Col("CommitmentDiscountUnit")] = "Hours";
-  if (auto name = res.tags.find("Name"); name != res.tags.end()) row[Col("CommitmentDiscountName")] = name->second;
+  if (auto name = res.tags.find("Name"); name != res.tags.end())
+    row[Col("CommitmentDiscountName")] = name->second;
   row[Col("ResourceId")] = res.id;
   row[Col("ResourceType")] = type;
   row[Col("SkuId")] = sku;
@@ -71,9 +72,9 @@ FocusLine UnusedRow(const FocusContext& ctx, const ReservationFact& r, int64_t d
   row[Col("ChargePeriodStart")] = FormatRfc3339(start);
   row[Col("ChargePeriodEnd")] = FormatRfc3339(end);
   row[Col("ChargeCategory")] = "Usage";
-  row[Col("ChargeDescription")] = "Unused slots of " + std::string(FocusReservationType(res.kind)) + " " + res.id +
-                                  " (" + std::to_string(res.total_count) + " x " + res.instance_type + " in " +
-                                  res.zone + ")";
+  row[Col("ChargeDescription")] = "Unused slots of " + std::string(FocusReservationType(res.kind)) + " " +
+                                  res.id + " (" + std::to_string(res.total_count) + " x " +
+                                  res.instance_type + " in " + res.zone + ")";
   row[Col("ChargeFrequency")] = "Usage-Based";
   row[Col("BilledCost")] = res.kind == ReservationKind::kCapacityBlock ? "0" : FocusDecimal(unused_usd);
   row[Col("EffectiveCost")] = FocusDecimal(unused_usd);
@@ -104,8 +105,8 @@ FocusLine PurchaseRow(const FocusContext& ctx, const ReservationFact& r) {
   row[Col("ChargePeriodStart")] = FormatRfc3339(res.start);
   row[Col("ChargePeriodEnd")] = FormatRfc3339(end);
   row[Col("ChargeCategory")] = "Purchase";
-  row[Col("ChargeDescription")] = "Capacity Block " + res.id + " (" + std::to_string(res.total_count) + " x " +
-                                  res.instance_type + " in " + res.zone + "), paid up front";
+  row[Col("ChargeDescription")] = "Capacity Block " + res.id + " (" + std::to_string(res.total_count) +
+                                  " x " + res.instance_type + " in " + res.zone + "), paid up front";
   row[Col("ChargeFrequency")] = "One-Time";
   row[Col("BilledCost")] = FocusDecimal(res.upfront_usd);
   row[Col("EffectiveCost")] = "0";

@@ -69,15 +69,15 @@ Table ReservationsTable(const CostFacts& facts) {
   Table t;
   t.view = View::kReservations;
   t.title = "Reserved capacity: used and unused, by reservation and pool";
-  t.columns = {"reservation_id", "kind",        "instance_type", "region",     "zone",       "pool",
-               "slots",          "used_hours",  "unused_hours",  "used_usd",   "unused_usd", "cost_usd"};
+  t.columns = {"reservation_id", "kind",       "instance_type", "region",   "zone",       "pool",
+               "slots",          "used_hours", "unused_hours",  "used_usd", "unused_usd", "cost_usd"};
   for (const ReservationFact& r : facts.reservations) {
     const Reservation& res = r.record.reservation;
     for (const auto& [pool, p] : PoolParts(r)) {
-      t.rows.push_back({Text(res.id), Text(Kind(r)), Text(res.instance_type), Text(res.region), Text(res.zone),
-                        Text(pool), Integer(res.total_count), Number(p.used_seconds / 3600.0, 4),
-                        Number(p.unused_seconds / 3600.0, 4), Money(p.used_cents), Money(p.unused_cents),
-                        Money(p.used_cents + p.unused_cents)});
+      t.rows.push_back({Text(res.id), Text(Kind(r)), Text(res.instance_type), Text(res.region),
+                        Text(res.zone), Text(pool), Integer(res.total_count),
+                        Number(p.used_seconds / 3600.0, 4), Number(p.unused_seconds / 3600.0, 4),
+                        Money(p.used_cents), Money(p.unused_cents), Money(p.used_cents + p.unused_cents)});
     }
   }
   return t;
@@ -134,10 +134,10 @@ Table BuyBlockTable(const ReportViews& views) {
   Table t;
   t.view = View::kBuyBlock;
   t.title = "Should we buy a block? A what-if on recorded usage";
-  t.columns = {"instance_type",     "block_count",      "block_upfront_usd",  "range_hours",
-               "block_slot_hours",  "recorded_node_hours", "recorded_gpu_hours", "recorded_on_demand_usd",
-               "recorded_spot_usd", "recorded_usd",     "covered_node_hours", "covered_gpu_hours",
-               "covered_usd",       "still_bought_usd", "block_idle_slot_hours", "with_block_usd",
+  t.columns = {"instance_type",     "block_count",         "block_upfront_usd",     "range_hours",
+               "block_slot_hours",  "recorded_node_hours", "recorded_gpu_hours",    "recorded_on_demand_usd",
+               "recorded_spot_usd", "recorded_usd",        "covered_node_hours",    "covered_gpu_hours",
+               "covered_usd",       "still_bought_usd",    "block_idle_slot_hours", "with_block_usd",
                "net_savings_usd",   "peak_nodes"};
   if (!views.buy_block) return t;
   const BlockWhatIf& b = *views.buy_block;
@@ -148,10 +148,11 @@ Table BuyBlockTable(const ReportViews& views) {
   const int64_t fee = std::llround(b.upfront_usd * 100.0);
   const int64_t with_block = fee + recorded - covered;
   t.rows.push_back({Text(b.instance_type), Integer(b.count), Money(fee), Number(b.range_hours, 3),
-                    Number(b.slot_hours, 3), Number(b.node_hours, 3), Number(b.gpu_hours, 3), Money(on_demand),
-                    Money(spot), Money(recorded), Number(b.covered_node_hours, 3), Number(b.covered_gpu_hours, 3),
-                    Money(covered), Money(recorded - covered), Number(b.slot_hours - b.covered_node_hours, 3),
-                    Money(with_block), Money(recorded - with_block), Integer(b.peak_nodes)});
+                    Number(b.slot_hours, 3), Number(b.node_hours, 3), Number(b.gpu_hours, 3),
+                    Money(on_demand), Money(spot), Money(recorded), Number(b.covered_node_hours, 3),
+                    Number(b.covered_gpu_hours, 3), Money(covered), Money(recorded - covered),
+                    Number(b.slot_hours - b.covered_node_hours, 3), Money(with_block),
+                    Money(recorded - with_block), Integer(b.peak_nodes)});
   return t;
 }
 

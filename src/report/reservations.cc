@@ -116,9 +116,10 @@ Status AddReservationFacts(AuditReader& reader, const ReportQuery& query, CostFa
       fact.record.reservation.instance_type = n.instance_type;
       fact.record.reservation.region = n.region;
       fact.record.reservation.zone = n.zone;
-      f.warnings.push_back("reservation '" + n.reservation_id +
-                           "' holds instances but is not recorded (a store or run from before reservations were "
-                           "recorded): its cost is what its instances cost; its unused part is unknown");
+      f.warnings.push_back(
+          "reservation '" + n.reservation_id +
+          "' holds instances but is not recorded (a store or run from before reservations were "
+          "recorded): its cost is what its instances cost; its unused part is unknown");
     }
     const double usd = c.usd_per_hour * static_cast<double>(c.billed_seconds) / 3600.0;
     fact.used_usd += usd;

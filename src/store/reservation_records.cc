@@ -20,7 +20,8 @@ Status CheckReservation(const Reservation& r) {
   const std::string what = "recording reservation '" + r.id + "'";
   if (r.id.empty()) return Error::InvalidInput("recording a reservation: empty id");
   if (r.total_count < 0) return Error::InvalidInput(what + ": total_count < 0");
-  for (auto [value, field] : {std::pair{r.usd_per_hour, "usd_per_hour"}, std::pair{r.upfront_usd, "upfront_usd"}}) {
+  for (auto [value, field] :
+       {std::pair{r.usd_per_hour, "usd_per_hour"}, std::pair{r.upfront_usd, "upfront_usd"}}) {
     if (!std::isfinite(value) || value < 0) {
       return Error::InvalidInput(what + ": " + field + " must be a finite, non-negative amount");
     }
@@ -61,19 +62,24 @@ Status SqliteAuditStore::RecordReservations(const std::vector<ReservationRecord>
         continue;
       }
       // Changed or gone: this version ends here (a new one starts below).
-      Status s = db_->Run("UPDATE reservations SET last_seen = max(?4, first_seen) "
-                          "WHERE run_id = ?1 AND id = ?2 AND first_seen = ?3",
-                          "ending a reservation's record", *run_id_, row.record.reservation.id, row.first_seen, at);
+      Status s = db_->Run(
+          "UPDATE reservations SET last_seen = max(?4, first_seen) "
+          "WHERE run_id = ?1 AND id = ?2 AND first_seen = ?3",
+          "ending a reservation's record", *run_id_, row.record.reservation.id, row.first_seen, at);
       if (!s.ok()) return s;
     }
     for (const auto& [id, record] : now) {
-      Result<Query> q = db_->Prepare(
-          "INSERT INTO reservations (" GPUSCALER_RESERVATION_COLUMNS
-          ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) "
-          "ON CONFLICT (run_id, id, first_seen) DO UPDATE SET last_seen = NULL, instance_type = excluded.instance_type, "
-          "region = excluded.region, zone = excluded.zone, kind = excluded.kind, total_count = excluded.total_count, "
-          "start_time = excluded.start_time, end_time = excluded.end_time, usd_per_hour = excluded.usd_per_hour, "
-          "upfront_usd = excluded.upfront_usd, tags_json = excluded.tags_json, pools_json = excluded.pools_json");
+      Result<Query> q =
+          db_->Prepare("INSERT INTO reservations (" GPUSCALER_RESERVATION_COLUMNS
+                       ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) "
+                       "ON CONFLICT (run_id, id, first_seen) DO UPDATE SET last_seen = NULL, instance_type = "
+                       "excluded.instance_type, "
+                       "region = excluded.region, zone = excluded.zone, kind = excluded.kind, total_count = "
+                       "excluded.total_count, "
+                       "start_time = excluded.start_time, end_time = excluded.end_time, usd_per_hour = "
+                       "excluded.usd_per_hour, "
+                       "upfront_usd = excluded.upfront_usd, tags_json = excluded.tags_json, pools_json = "
+                       "excluded.pools_json");
       if (!q) return q.error();
       if (Status s = store_internal::BindReservation(*q, *run_id_, record, at).Run("inserting a reservation");
           !s.ok()) {

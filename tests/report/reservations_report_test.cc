@@ -29,14 +29,16 @@ namespace {
 
 int64_t Cents(double usd) { return std::llround(usd * 100.0); }
 int64_t Cents(const nlohmann::json& v) { return std::llround(v.get<double>() * 100.0); }
-std::string Dollars(int64_t cents) { return std::to_string(cents / 100) + "." + (cents % 100 < 10 ? "0" : "") + std::to_string(cents % 100); }
+std::string Dollars(int64_t cents) {
+  return std::to_string(cents / 100) + "." + (cents % 100 < 10 ? "0" : "") + std::to_string(cents % 100);
+}
 
 // One replay of `jobs` (gpuscaler-jobs CSV) for `days` with `reservations`
 // (a simulator reservations file; empty: none), its pool "h100" of
 // p5.48xlarge in us-east-1a selecting cr-test and cb-test; the audit
 // database at `db`.
-sim::RunResult Replay(const std::string& db, const std::string& jobs, const std::string& reservations, int days,
-                      const testing::TempDir& dir) {
+sim::RunResult Replay(const std::string& db, const std::string& jobs, const std::string& reservations,
+                      int days, const testing::TempDir& dir) {
   std::string catalog_source;
   const Catalog catalog = DefaultCatalog(GPUSCALER_SOURCE_DIR, &catalog_source);
   PolicyLoadResult policy = ParsePolicy(
@@ -94,8 +96,8 @@ TEST(ReservationReport, UsedPlusUnusedIsTheReservationsCostAndMatchesTheSimulate
   testing::TempDir dir;
   const std::string db = dir.File("odcr.db");
   const sim::RunResult run = Replay(
-      db, kFourJobs, "reservations:\n  - {id: cr-test, instance_type: p5.48xlarge, zone: us-east-1a, count: 2}\n", 1,
-      dir);
+      db, kFourJobs,
+      "reservations:\n  - {id: cr-test, instance_type: p5.48xlarge, zone: us-east-1a, count: 2}\n", 1, dir);
   ASSERT_EQ(run.reservations.size(), 1u);
   const sim::ReservationUse& truth = run.reservations[0];
   ASSERT_GT(truth.used_usd, 0);
@@ -129,9 +131,9 @@ TEST(ReservationReport, UsedPlusUnusedIsTheReservationsCostAndMatchesTheSimulate
   ASSERT_TRUE(csv.ok()) << csv.error().ToString();
   const std::vector<std::vector<std::string>> rows = testing::ParseCsv(csv->body);
   ASSERT_EQ(rows.size(), 2u) << csv->body;
-  EXPECT_EQ(rows[0], (std::vector<std::string>{"reservation_id", "kind", "instance_type", "region", "zone", "pool",
-                                               "slots", "used_hours", "unused_hours", "used_usd", "unused_usd",
-                                               "cost_usd"}));
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"reservation_id", "kind", "instance_type", "region", "zone",
+                                               "pool", "slots", "used_hours", "unused_hours", "used_usd",
+                                               "unused_usd", "cost_usd"}));
   EXPECT_EQ(rows[1][0], "cr-test");
   EXPECT_EQ(rows[1][5], "h100");
   EXPECT_EQ(Cents(std::stod(rows[1][9])), Cents(truth.used_usd));
@@ -169,7 +171,8 @@ TEST(ReservationReport, FocusFillsTheCommitmentColumnsAndShowsTheBlocksFeeAsAPur
 
   Result<RenderedReport> focus = Render(db, Format::kFocus);
   ASSERT_TRUE(focus.ok()) << focus.error().ToString();
-  const std::vector<std::map<std::string, std::string>> rows = testing::ExpectFocusConforms(*spec, focus->body);
+  const std::vector<std::map<std::string, std::string>> rows =
+      testing::ExpectFocusConforms(*spec, focus->body);
   double purchase = 0, effective = 0, used = 0, unused = 0, billed_usage = 0;
   int purchases = 0;
   for (const auto& row : rows) {
@@ -226,7 +229,8 @@ TEST(ReservationReport, FocusFillsTheCommitmentColumnsAndShowsTheBlocksFeeAsAPur
 std::string AMonthOfJobs() {
   std::string csv = "id,submit_s,duration_s,gpus,cpu_milli,memory_mib,class,interruptible\n";
   for (int day = 0; day < 30; ++day) {
-    csv += "d" + std::to_string(day) + "," + std::to_string(day * 86400) + ",43200,8,8000,65536,training,false\n";
+    csv += "d" + std::to_string(day) + "," + std::to_string(day * 86400) +
+           ",43200,8,8000,65536,training,false\n";
   }
   csv += "extra,778000,43200,8,8000,65536,training,false\n";
   return csv;
@@ -283,7 +287,8 @@ TEST(ReservationReport, TheBlockHoldsTheDearestInstancesRunningAtEachMoment) {
     ASSERT_TRUE(store->BeginRun({"hand", "sim", "h", testing::T("2026-03-01T00:00:00Z")}).ok());
     // 0h-4h an on-demand node at 10/h; 1h-3h a spot one at 4/h; 2h-6h an
     // on-demand one at 10/h; another type all along.
-    auto node = [&](const char* id, const char* type, CapacityType ct, double usd, const char* from, const char* to) {
+    auto node = [&](const char* id, const char* type, CapacityType ct, double usd, const char* from,
+                    const char* to) {
       NodeLaunchRecord n;
       n.instance_id = id;
       n.node_id = id;
@@ -332,14 +337,16 @@ TEST(ReservationReport, TheBlockFlagsGoTogetherAndTheViewNeedsThem) {
   Result<ReportQuery> part = ParseReportQuery({{"block_type", "p5.48xlarge"}, {"block_count", "2"}});
   ASSERT_FALSE(part.ok());
   EXPECT_NE(part.error().message().find("go together"), std::string::npos);
-  Result<ReportQuery> all = ParseReportQuery(
-      {{"view", "buy_block"}, {"block_type", "p5.48xlarge"}, {"block_count", "2"}, {"block_upfront_usd", "9.5"}});
+  Result<ReportQuery> all = ParseReportQuery({{"view", "buy_block"},
+                                              {"block_type", "p5.48xlarge"},
+                                              {"block_count", "2"},
+                                              {"block_upfront_usd", "9.5"}});
   ASSERT_TRUE(all.ok()) << all.error().ToString();
   EXPECT_EQ(all->block_type, "p5.48xlarge");
   EXPECT_EQ(all->block_count, 2);
   EXPECT_EQ(all->block_upfront_usd, 9.5);
-  Result<ReportQuery> zero = ParseReportQuery(
-      {{"block_type", "p5.48xlarge"}, {"block_count", "0"}, {"block_upfront_usd", "1"}});
+  Result<ReportQuery> zero =
+      ParseReportQuery({{"block_type", "p5.48xlarge"}, {"block_count", "0"}, {"block_upfront_usd", "1"}});
   EXPECT_FALSE(zero.ok());
 }
 

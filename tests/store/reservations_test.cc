@@ -165,17 +165,20 @@ TEST(Reservations, AVersionSixStoreReadsAsRecordingNoReservations) {
   const std::string path = dir.File("v6.db");
   {
     std::shared_ptr<Connection> db =
-        std::move(Connection::Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, std::chrono::milliseconds(100)))
+        std::move(Connection::Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                                   std::chrono::milliseconds(100)))
             .value();
     ASSERT_TRUE(store_internal::Migrate(*db, AuditMigrations().first(6)).ok());
-    ASSERT_TRUE(db->Exec("INSERT INTO runs (name, source, policy_hash, started) VALUES ('old', 'daemon', 'h', 0);"
-                         "INSERT INTO nodes (instance_id, node_id, pool, instance_type, region, zone, capacity_type, "
-                         "launch_usd_per_hour, on_demand_usd_per_hour, interruptions_per_hour, gpu_count, launch_time, "
-                         "reason, run_id) VALUES ('i-old', 'n', 'p', 'p5.48xlarge', 'us-east-1', 'us-east-1a', "
-                         "'on-demand', 98.32, 98.32, 0, 8, 100, 'r', 1);"
-                         "INSERT INTO node_prices VALUES ('i-old', 100, 98.32);",
-                         "old rows")
-                    .ok());
+    ASSERT_TRUE(
+        db->Exec(
+              "INSERT INTO runs (name, source, policy_hash, started) VALUES ('old', 'daemon', 'h', 0);"
+              "INSERT INTO nodes (instance_id, node_id, pool, instance_type, region, zone, capacity_type, "
+              "launch_usd_per_hour, on_demand_usd_per_hour, interruptions_per_hour, gpu_count, launch_time, "
+              "reason, run_id) VALUES ('i-old', 'n', 'p', 'p5.48xlarge', 'us-east-1', 'us-east-1a', "
+              "'on-demand', 98.32, 98.32, 0, 8, 100, 'r', 1);"
+              "INSERT INTO node_prices VALUES ('i-old', 100, 98.32);",
+              "old rows")
+            .ok());
   }
   Result<std::unique_ptr<AuditReader>> reader = AuditReader::Open(path);
   ASSERT_TRUE(reader.ok()) << reader.error().ToString();
