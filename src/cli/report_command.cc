@@ -61,7 +61,7 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
       {"format", "csv (default), json, focus (FinOps FOCUS 1.2 CSV) or html", {}},
       {"view",
        "The CSV's table: costs (default), allocation, savings, budget, decisions, nodes, predictions, "
-       "prediction_summary",
+       "prediction_summary, reservations, buy_block",
        {}},
       {"team_map", "class=team,... for usage recorded without a team", {}},
       {"budget_monthly_usd", "Monthly budget cap for the burn-down", {}},
@@ -74,6 +74,9 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
       {"billing_account_name", "FOCUS BillingAccountName (default: the billing account id)", {}},
       {"provider_name", "FOCUS ProviderName, PublisherName, InvoiceIssuerName (default: each run's cloud)", {}},
       {"service_name", "FOCUS ServiceName (default: each run's cloud's compute service)", {}},
+      {"block_type", "buy_block view: the instance type of the Capacity Block considered (e.g. p5.48xlarge)", {}},
+      {"block_count", "buy_block view: the block's instances", {}},
+      {"block_upfront_usd", "buy_block view: the block's fee for the whole range (USD)", {}},
   });
   cmd->add_option(
          "--db", *dbs,

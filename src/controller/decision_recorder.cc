@@ -43,7 +43,29 @@ bool DecisionRecorder::Record(DecisionToRecord decision, const ClusterState& sta
     return false;
   }
   report->decision_id = *id;
+  RecordReservations(snapshot, policy, now, report);
   return true;
+}
+
+void DecisionRecorder::RecordReservations(const Snapshot& snapshot, const Policy& policy, WallTime now,
+                                          TickReport* report) {
+  std::vector<ReservationRecord> listed;
+  listed.reserve(snapshot.reservations.size());
+  for (const Reservation& r : snapshot.reservations) {
+    ReservationRecord record{r, {}};
+    record.reservation.available_count = 0;  // changes with every launch; not recorded
+    for (const NodePoolPolicy& pool : policy.pools) {
+      if (pool.SelectsReservation(r)) record.pools.push_back(pool.name);
+    }
+    listed.push_back(std::move(record));
+  }
+  if (recorded_reservations_ && *recorded_reservations_ == listed) return;
+  const Status s = store_->RecordReservations(listed, now);
+  if (!s.ok()) {
+    report->errors.push_back(s.error());
+    return;
+  }
+  recorded_reservations_ = std::move(listed);
 }
 
 }  // namespace gpuscaler

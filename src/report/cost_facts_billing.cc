@@ -156,7 +156,8 @@ BilledTime LayOutBilledTime(const ReportQuery& query, CostFacts* facts) {
     if (!window) continue;
     const int64_t launch = window->launch, bill_end = window->bill_end;
     // The minimum charge tops up a short life; it is due at the launch.
-    const int64_t top_up = launch >= from && launch < to ? std::max<int64_t>(0, min_billed - (bill_end - launch)) : 0;
+    const bool topped_up = launch >= from && launch < to && n.capacity_type != CapacityType::kReserved;
+    const int64_t top_up = topped_up ? std::max<int64_t>(0, min_billed - (bill_end - launch)) : 0;
     if (window->w1 <= window->w0 && top_up == 0) continue;
     // A recorded loss replaces the window (AddRecordedLostWork).
     const bool interrupted = n.cause == "interrupted" && n.end.has_value() && !n.lost_work_recorded;

@@ -8,7 +8,8 @@
 //      three accumulators, on this thread and a helper;
 //   4. the merge (cost_facts_merge.cc): the accumulators joined node by node
 //      into the buckets, and the usage not yet recorded estimated;
-//   5. the lines (cost_facts.cc): each bucket's allocations and idle rest.
+//   5. the lines (cost_facts.cc): each bucket's allocations and idle rest;
+//   6. the reservations (reservations.cc): each one's cost, used and unused.
 // Every stage gives the same sums in the same order whichever thread runs
 // it, so the facts do not depend on timing. Private to src/report.
 #pragma once
@@ -216,5 +217,17 @@ std::vector<UsageFrontier> MergeUsage(const std::vector<UsageAccumulator*>& part
 // a warning saying how much was estimated.
 void EstimateUnrecordedUsage(const std::vector<UsageFrontier>& frontiers, const ReportQuery& query,
                              BilledTime* billed, CostFacts* facts);
+
+// ---- 6. Reservations (reservations.cc) ---------------------------------------
+
+// Appends to facts->reservations what each reservation of the reader's
+// selected run cost over [facts->from, facts->to), paid up to facts->as_of
+// or, without query.as_of, the end of the selected runs that ended if later
+// (a run's last record may come before its end), and the used part from the
+// charges of the nodes launched into it. Needs facts->nodes and
+// facts->charges. A node naming a reservation that is not recorded makes
+// one costing what its instances cost, with a warning. Errors are the
+// reader's.
+Status AddReservationFacts(AuditReader& reader, const ReportQuery& query, CostFacts* facts);
 
 }  // namespace gpuscaler::report::internal

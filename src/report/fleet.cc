@@ -162,6 +162,8 @@ internal::Table JoinTables(View v, const std::vector<internal::Table>& parts,
       break;
     case View::kAllocation:
     case View::kPredictionSummary:
+    case View::kReservations:
+    case View::kBuyBlock:
       break;
   }
   if (limit && refs.size() > *limit) refs.resize(*limit);
@@ -415,7 +417,7 @@ Result<RenderedReport> RenderFleetReport(const std::vector<FleetStore>& given, c
                 View::kDecisions,  View::kNodes, View::kPredictions, View::kPredictionSummary};
       break;
   }
-  fleet.tables.resize(static_cast<size_t>(View::kPredictionSummary) + 1);
+  fleet.tables.resize(static_cast<size_t>(View::kBuyBlock) + 1);
   std::vector<std::string> clusters;
   for (const internal::ClusterPart& c : fleet.clusters) clusters.push_back(c.cluster);
   for (View v : needed) {

@@ -20,6 +20,7 @@ NodeFact NodeFactOf(NodeRow&& row) {
   n.zone = row.launch.offering.zone;
   n.instance_type = row.launch.offering.instance_type;
   n.capacity_type = row.launch.offering.capacity_type;
+  n.reservation_id = row.launch.offering.reservation_id;
   n.gpu_count = row.launch.gpu_count;
   n.launch_usd_per_hour = row.launch.offering.usd_per_hour;
   n.on_demand_usd_per_hour = row.launch.offering.on_demand_usd_per_hour;

@@ -15,12 +15,13 @@ constexpr std::string_view kDimensionNames[] = {"pool",          "region", "zone
                                                 "capacity_type", "class",  "team", "cluster"};
 constexpr std::string_view kPeriodNames[] = {"day", "week", "month"};
 constexpr std::string_view kFormatNames[] = {"csv", "json", "focus", "html"};
-constexpr std::string_view kViewNames[] = {"costs",     "allocation", "savings",     "budget",
-                                           "decisions", "nodes",      "predictions", "prediction_summary"};
+constexpr std::string_view kViewNames[] = {"costs",        "allocation", "savings",     "budget",
+                                           "decisions",    "nodes",      "predictions", "prediction_summary",
+                                           "reservations", "buy_block"};
 static_assert(std::size(kDimensionNames) == static_cast<size_t>(Dimension::kCluster) + 1);
 static_assert(std::size(kPeriodNames) == static_cast<size_t>(Period::kMonth) + 1);
 static_assert(std::size(kFormatNames) == static_cast<size_t>(Format::kHtml) + 1);
-static_assert(std::size(kViewNames) == static_cast<size_t>(View::kPredictionSummary) + 1);
+static_assert(std::size(kViewNames) == static_cast<size_t>(View::kBuyBlock) + 1);
 
 template <typename E, size_t N>
 std::string_view NameOf(E e, const std::string_view (&names)[N]) {
@@ -113,6 +114,25 @@ Status ReadParam(const std::map<std::string, std::string>& params, const std::st
   return Status::Ok();
 }
 
+// block_type, block_count and block_upfront_usd: all three or none; the
+// buy_block view needs them.
+Status ReadBlock(const std::map<std::string, std::string>& params, ReportQuery* q) {
+  const int given = static_cast<int>(params.count("block_type") + params.count("block_count") +
+                                     params.count("block_upfront_usd"));
+  if (given == 0) {
+    if (q->view == View::kBuyBlock) {
+      return Error::InvalidInput("view buy_block: give block_type, block_count and block_upfront_usd");
+    }
+    return Status::Ok();
+  }
+  if (given != 3) return Error::InvalidInput("block_type, block_count and block_upfront_usd go together");
+  q->block_type = params.at("block_type");
+  if (q->block_type.empty()) return Error::InvalidInput("block_type: give an instance type");
+  Status s = ReadParam(params, "block_count", Integer(1, 1000), &q->block_count);
+  if (s.ok()) s = ReadParam(params, "block_upfront_usd", ParseNumber, &q->block_upfront_usd);
+  return s;
+}
+
 }  // namespace
 
 std::string_view ToString(Dimension d) { return NameOf(d, kDimensionNames); }
@@ -125,7 +145,7 @@ Result<ReportQuery> ParseReportQuery(const std::map<std::string, std::string>& p
       "from",       "to",  "group_by",           "period",        "format",       "view",
       "team_map",   "budget_monthly_usd",        "as_of",         "min_billed_seconds",
       "loss_window_seconds", "top",              "billing_account_id", "billing_account_name", "provider_name",
-      "service_name", "run",  "all_runs"};
+      "service_name", "run",  "all_runs",        "block_type", "block_count",        "block_upfront_usd"};
   ReportQuery q;
   for (const auto& [name, value] : params) {
     if (kKnown.count(name) == 0) {
@@ -195,6 +215,7 @@ Result<ReportQuery> ParseReportQuery(const std::map<std::string, std::string>& p
   if (s.ok()) s = ReadParam(params, "min_billed_seconds", Integer(0, 86400), &q.min_billed);
   if (s.ok()) s = ReadParam(params, "loss_window_seconds", Integer(0, 7 * 86400), &q.loss_window);
   if (s.ok()) s = ReadParam(params, "top", Integer(1, 10000), &q.top);
+  if (s.ok()) s = ReadBlock(params, &q);
   if (!s.ok()) return s.error();
   for (auto [name, field] :
        {std::pair{"billing_account_id", &q.billing_account_id},

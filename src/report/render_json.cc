@@ -230,6 +230,16 @@ nlohmann::ordered_json PredictionSummaryJson(const CostFacts& facts, const Repor
   return summary;
 }
 
+// The buy_block view's row as an object, with what it assumes.
+nlohmann::ordered_json BuyBlockJson(const ReportViews& views) {
+  nlohmann::ordered_json j = TableJson(BuyBlockTable(views)).at(0);
+  j["note"] =
+      "A what-if on recorded usage: the block holds, at each moment, up to block_count of the on-demand and spot "
+      "instances of this type the store recorded then (the dearest first) for the whole range; the rest is still "
+      "bought. The planner would have planned differently with the block; this is not a simulation.";
+  return j;
+}
+
 }  // namespace
 
 std::string RenderJson(const CostFacts& facts, const ReportViews& views, const ReportQuery& query) {
@@ -252,6 +262,14 @@ std::string RenderJson(const CostFacts& facts, const ReportViews& views, const R
   const nlohmann::ordered_json summary = PredictionSummaryJson(facts, views, query);
   out.Add("predictions", predictions.get());
   out.Add("prediction_summary", summary);
+  // Only when there is something to say, so a report of a fleet without
+  // reservations reads as before.
+  if (!facts.reservations.empty()) {
+    nlohmann::ordered_json reservations = ReservationsJson(facts);
+    reservations["by_pool"] = TableJson(ReservationsTable(facts));
+    out.Add("reservations", reservations);
+  }
+  if (views.buy_block) out.Add("buy_block", BuyBlockJson(views));
   out.Add("warnings", nlohmann::ordered_json(facts.warnings));
   return out.Finish();
 }

@@ -103,6 +103,67 @@ void AddMetricColumns(const std::vector<GroupedRow>& rows, std::vector<std::vect
 // A relative error in percent with two decimals; empty when undefined.
 Cell ErrorPct(std::optional<double> pct) { return pct ? Number(*pct, 2) : Text(""); }
 
+// The predictions view: every decision in CSV, the worst ones elsewhere.
+Table PredictionsTable(const ReportViews& views, const ReportQuery& query) {
+  Table t;
+  t.view = View::kPredictions;
+  // Predicted and realized dollars are rounded to cents preserving their
+  // totals over every decision, so the rows add up to the summary's.
+  const std::vector<int64_t> predicted =
+      CentsOf(views.predictions, [](const DecisionPrediction& p) { return p.predicted_usd; });
+  const std::vector<int64_t> realized =
+      CentsOf(views.predictions, [](const DecisionPrediction& p) { return p.realized_usd; });
+  t.columns = {"decision_id",   "decided_at",   "nodes_planned", "nodes_launched",
+               "nodes_interrupted", "nodes_running", "node_hours", "predicted_usd_per_hour",
+               "predicted_usd", "realized_usd", "realized_minus_predicted_usd", "error_pct"};
+  // CSV lists every decision, by id; HTML the worst predictions, worst first.
+  std::vector<size_t> order;
+  if (query.format == Format::kCsv) {
+    t.title = "Predicted vs realized cost per decision";
+    for (size_t i = 0; i < views.predictions.size(); ++i) order.push_back(i);
+  } else {
+    t.title = "Worst predictions: decisions whose launched nodes cost most unlike the plan";
+    order = views.prediction_summary.worst;
+  }
+  for (size_t i : order) {
+    const DecisionPrediction& p = views.predictions[i];
+    t.rows.push_back({Integer(p.decision_id), Time(p.time), Integer(p.nodes_planned), Integer(p.nodes_launched),
+                      Integer(p.nodes_interrupted), Integer(p.nodes_running), Number(p.node_hours, 4),
+                      Number(p.predicted_usd_per_hour, 4), Money(predicted[i]), Money(realized[i]),
+                      Money(realized[i] - predicted[i]), ErrorPct(RelativeErrorPct(p))});
+  }
+  return t;
+}
+
+// The prediction_summary view: one row.
+Table PredictionSummaryTable(const ReportViews& views) {
+  Table t;
+  t.view = View::kPredictionSummary;
+  t.title = "How well the predictions held";
+  t.columns = {"decisions",    "decisions_compared", "predicted_usd",         "realized_usd",
+               "realized_minus_predicted_usd", "error_pct", "median_abs_error_pct", "p90_abs_error_pct",
+               "worst_decision_ids"};
+  const PredictionSummary& s = views.prediction_summary;
+  const std::vector<int64_t> predicted =
+      CentsOf(views.predictions, [](const DecisionPrediction& p) { return p.predicted_usd; });
+  const std::vector<int64_t> realized =
+      CentsOf(views.predictions, [](const DecisionPrediction& p) { return p.realized_usd; });
+  int64_t predicted_cents = 0, realized_cents = 0;
+  for (int64_t c : predicted) predicted_cents += c;
+  for (int64_t c : realized) realized_cents += c;
+  std::optional<double> total_error;
+  if (s.predicted_usd > 0) total_error = 100.0 * (s.realized_usd - s.predicted_usd) / s.predicted_usd;
+  std::string worst;
+  for (size_t i : s.worst) {
+    if (!worst.empty()) worst += ' ';
+    worst += std::to_string(views.predictions[i].decision_id);
+  }
+  t.rows.push_back({Integer(s.decisions), Integer(s.decisions_compared), Money(predicted_cents),
+                    Money(realized_cents), Money(realized_cents - predicted_cents), ErrorPct(total_error),
+                    ErrorPct(s.median_abs_error_pct), ErrorPct(s.p90_abs_error_pct), Text(worst)});
+  return t;
+}
+
 }  // namespace
 
 std::string FormatCents(int64_t cents) {
@@ -264,59 +325,14 @@ Table BuildTable(View view, const CostFacts& facts, const ReportViews& views, co
       }
       break;
     }
-    case View::kPredictions: {
-      // Predicted and realized dollars are rounded to cents preserving their
-      // totals over every decision, so the rows add up to the summary's.
-      const std::vector<int64_t> predicted =
-          CentsOf(views.predictions, [](const DecisionPrediction& p) { return p.predicted_usd; });
-      const std::vector<int64_t> realized =
-          CentsOf(views.predictions, [](const DecisionPrediction& p) { return p.realized_usd; });
-      t.columns = {"decision_id",   "decided_at",   "nodes_planned", "nodes_launched",
-                   "nodes_interrupted", "nodes_running", "node_hours", "predicted_usd_per_hour",
-                   "predicted_usd", "realized_usd", "realized_minus_predicted_usd", "error_pct"};
-      // CSV lists every decision, by id; HTML the worst predictions, worst first.
-      std::vector<size_t> order;
-      if (query.format == Format::kCsv) {
-        t.title = "Predicted vs realized cost per decision";
-        for (size_t i = 0; i < views.predictions.size(); ++i) order.push_back(i);
-      } else {
-        t.title = "Worst predictions: decisions whose launched nodes cost most unlike the plan";
-        order = views.prediction_summary.worst;
-      }
-      for (size_t i : order) {
-        const DecisionPrediction& p = views.predictions[i];
-        t.rows.push_back({Integer(p.decision_id), Time(p.time), Integer(p.nodes_planned), Integer(p.nodes_launched),
-                          Integer(p.nodes_interrupted), Integer(p.nodes_running), Number(p.node_hours, 4),
-                          Number(p.predicted_usd_per_hour, 4), Money(predicted[i]), Money(realized[i]),
-                          Money(realized[i] - predicted[i]), ErrorPct(RelativeErrorPct(p))});
-      }
-      break;
-    }
-    case View::kPredictionSummary: {
-      t.title = "How well the predictions held";
-      t.columns = {"decisions",    "decisions_compared", "predicted_usd",         "realized_usd",
-                   "realized_minus_predicted_usd", "error_pct", "median_abs_error_pct", "p90_abs_error_pct",
-                   "worst_decision_ids"};
-      const PredictionSummary& s = views.prediction_summary;
-      const std::vector<int64_t> predicted =
-          CentsOf(views.predictions, [](const DecisionPrediction& p) { return p.predicted_usd; });
-      const std::vector<int64_t> realized =
-          CentsOf(views.predictions, [](const DecisionPrediction& p) { return p.realized_usd; });
-      int64_t predicted_cents = 0, realized_cents = 0;
-      for (int64_t c : predicted) predicted_cents += c;
-      for (int64_t c : realized) realized_cents += c;
-      std::optional<double> total_error;
-      if (s.predicted_usd > 0) total_error = 100.0 * (s.realized_usd - s.predicted_usd) / s.predicted_usd;
-      std::string worst;
-      for (size_t i : s.worst) {
-        if (!worst.empty()) worst += ' ';
-        worst += std::to_string(views.predictions[i].decision_id);
-      }
-      t.rows.push_back({Integer(s.decisions), Integer(s.decisions_compared), Money(predicted_cents),
-                        Money(realized_cents), Money(realized_cents - predicted_cents), ErrorPct(total_error),
-                        ErrorPct(s.median_abs_error_pct), ErrorPct(s.p90_abs_error_pct), Text(worst)});
-      break;
-    }
+    case View::kPredictions:
+      return PredictionsTable(views, query);
+    case View::kPredictionSummary:
+      return PredictionSummaryTable(views);
+    case View::kReservations:
+      return ReservationsTable(facts);
+    case View::kBuyBlock:
+      return BuyBlockTable(views);
     case View::kNodes: {
       t.title = "Nodes by cost";
       t.columns = {"instance_id", "node_id", "pool", "region", "zone", "instance_type", "capacity_type", "gpus",

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -48,6 +49,24 @@ struct Totals {
 
 Totals ComputeTotals(const CostFacts& facts, const ReportViews& views);
 Table BuildTable(View view, const CostFacts& facts, const ReportViews& views, const ReportQuery& query);
+
+// ---- Reserved capacity (reservation_tables.cc) -------------------------------
+
+// A reservation's money in cents: cost and used rounded once, unused the
+// rest (0 when the instances cost more), so used + unused == cost.
+struct ReservationCents {
+  int64_t cost = 0;
+  int64_t used = 0;
+  int64_t unused = 0;
+};
+ReservationCents ReservationCentsOf(const ReservationFact& r);
+// The reservations view: per reservation, a row per pool (its instances'
+// pools for the used part; its selecting pools, joined, for the unused).
+Table ReservationsTable(const CostFacts& facts);
+// The "reservations" member of the JSON report (docs/reports.md).
+nlohmann::ordered_json ReservationsJson(const CostFacts& facts);
+// The buy_block view: one row when the query asked for the what-if.
+Table BuyBlockTable(const ReportViews& views);
 
 std::string FormatCents(int64_t cents);     // "1234.56", "-0.05"
 std::string FormatFixed(double v, int decimals);  // no "-0.000"

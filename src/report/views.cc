@@ -248,6 +248,7 @@ Result<ReportViews> BuildViews(AuditReader& reader, const CostFacts& facts, cons
     v.predictions = std::move(*built);
   }
   v.prediction_summary = SummarizePredictions(v.predictions, static_cast<size_t>(query.top));
+  if (!query.block_type.empty()) v.buy_block = BuildBlockWhatIf(facts, query);
   std::sort(v.by_team.begin(), v.by_team.end(),
             [](const GroupedRow& a, const GroupedRow& b) { return a.m.cost_usd > b.m.cost_usd; });
 

@@ -21,6 +21,8 @@ namespace {
 
 // The schema version that records runs' clouds and tags and lost work.
 constexpr int kLostWorkVersion = 6;
+// The schema version that records reservations and nodes' reservation ids.
+constexpr int kReservationsVersion = 7;
 
 Result<DecisionRow> ReadDecisionRow(const Query& q) {
   DecisionRow row;
@@ -35,6 +37,21 @@ Status CheckRange(WallTime from, WallTime to, std::string_view what) {
                                ") before it starts (" + FormatRfc3339(from) + ")");
   }
   return Status::Ok();
+}
+
+// The nodes alive in [?1, ?2) of run ?3 (NULL: all): the whole table (in
+// rowid order), or through the time index (in launch order).
+const char* NodesQuery(bool whole_table, bool with_reservations) {
+#define GPUSCALER_NODES_WHERE \
+  "WHERE launch_time < ?2 AND (end_time IS NULL OR end_time > ?1) AND (?3 IS NULL OR run_id = ?3)"
+  static constexpr const char* kQueries[2][2] = {
+      {"SELECT " GPUSCALER_NODE_COLUMNS_V6 " FROM nodes " GPUSCALER_NODES_WHERE " ORDER BY launch_time, instance_id",
+       "SELECT " GPUSCALER_NODE_COLUMNS " FROM nodes " GPUSCALER_NODES_WHERE " ORDER BY launch_time, instance_id"},
+      {"SELECT " GPUSCALER_NODE_COLUMNS_V6 " FROM nodes NOT INDEXED " GPUSCALER_NODES_WHERE,
+       "SELECT " GPUSCALER_NODE_COLUMNS " FROM nodes NOT INDEXED " GPUSCALER_NODES_WHERE},
+  };
+#undef GPUSCALER_NODES_WHERE
+  return kQueries[whole_table ? 1 : 0][with_reservations ? 1 : 0];
 }
 
 Status CheckLimit(int limit) {
@@ -120,6 +137,16 @@ Result<std::vector<LostWorkRecord>> AuditReader::LostWork(WallTime from, WallTim
       from, to, run_id_);
 }
 
+bool AuditReader::ReservationsRecorded() const { return schema_version_ >= kReservationsVersion; }
+
+Result<std::vector<ReservationRow>> AuditReader::Reservations() {
+  if (!ReservationsRecorded()) return std::vector<ReservationRow>{};
+  return Select<ReservationRow>(*db_,
+                                "SELECT " GPUSCALER_RESERVATION_COLUMNS
+                                " FROM reservations WHERE ?1 IS NULL OR run_id = ?1 ORDER BY id, first_seen, run_id",
+                                "reading reservations", store_internal::ReadReservationRow, run_id_);
+}
+
 Result<std::vector<DecisionRow>> AuditReader::DecisionsSince(WallTime since, int limit) {
   if (Status s = CheckLimit(limit); !s.ok()) return s.error().WithContext("reading decisions");
   return Select<DecisionRow>(*db_,
@@ -190,13 +217,7 @@ Result<std::vector<NodeRow>> AuditReader::NodesOverlapping(WallTime from, WallTi
   // is sorted here (SQLite's sorter would spill rows this wide to disk).
   Result<std::vector<NodeRow>> nodes = Select<NodeRow>(
       *db_,
-      most_nodes ? "SELECT " GPUSCALER_NODE_LAUNCH_COLUMNS
-                   ", end_time, cause, run_id FROM nodes NOT INDEXED "
-                   "WHERE launch_time < ?2 AND (end_time IS NULL OR end_time > ?1) AND (?3 IS NULL OR run_id = ?3)"
-                 : "SELECT " GPUSCALER_NODE_LAUNCH_COLUMNS
-                   ", end_time, cause, run_id FROM nodes "
-                   "WHERE launch_time < ?2 AND (end_time IS NULL OR end_time > ?1) AND (?3 IS NULL OR run_id = ?3) "
-                   "ORDER BY launch_time, instance_id",
+      NodesQuery(most_nodes, ReservationsRecorded()),
       "reading nodes", store_internal::ReadNodeRow, from, to, run_id_);
   if (nodes && most_nodes) {
     auto before = [](const NodeRow& a, const NodeRow& b) {

@@ -106,7 +106,9 @@ Result<ActionRow> ReadActionRow(const Query& q) {
 Query& BindNodeLaunch(Query& q, const NodeLaunchRecord& n) {
   q.BindFrom(1, n.instance_id, n.node_id, n.pool);
   BindOffering(q, 4, n.offering);
-  return q.BindFrom(11, n.gpu_count, n.launch_time, DecisionId(n.decision_id), n.reason);
+  const std::optional<std::string> reservation =
+      n.offering.reservation_id.empty() ? std::nullopt : std::optional<std::string>(n.offering.reservation_id);
+  return q.BindFrom(11, n.gpu_count, n.launch_time, DecisionId(n.decision_id), n.reason, reservation);
 }
 
 Result<NodeRow> ReadNodeRow(const Query& q) {
@@ -123,6 +125,45 @@ Result<NodeRow> ReadNodeRow(const Query& q) {
   row.end_time = q.OptionalTime(14);
   row.cause = q.Text(15);
   row.run_id = q.IsNull(16) ? 0 : q.Int(16);
+  if (!q.IsNull(17)) {
+    n.offering.reservation_id = q.Text(17);
+    n.offering.capacity_type = CapacityType::kReserved;
+  }
+  return row;
+}
+
+Query& BindReservation(Query& q, int64_t run_id, const ReservationRecord& r, WallTime first_seen) {
+  const Reservation& res = r.reservation;
+  q.BindFrom(1, run_id, res.id, first_seen, std::optional<WallTime>(), res.instance_type, res.region, res.zone,
+             ToString(res.kind), res.total_count, res.start, res.end, res.usd_per_hour, res.upfront_usd,
+             nlohmann::json(res.tags).dump(), nlohmann::json(r.pools).dump());
+  return q;
+}
+
+Result<ReservationRow> ReadReservationRow(const Query& q) {
+  ReservationRow row;
+  row.run_id = q.Int(0);
+  Reservation& res = row.record.reservation;
+  res.id = q.Text(1);
+  row.first_seen = q.Time(2);
+  row.last_seen = q.OptionalTime(3);
+  res.instance_type = q.Text(4);
+  res.region = q.Text(5);
+  res.zone = q.Text(6);
+  std::optional<ReservationKind> kind = ParseReservationKind(q.Text(7));
+  if (!kind) return Error::Internal("reservations.kind '" + q.Text(7) + "' unknown");
+  res.kind = *kind;
+  res.total_count = static_cast<int>(q.Int(8));
+  res.start = q.Time(9);
+  res.end = q.OptionalTime(10);
+  res.usd_per_hour = q.Real(11);
+  res.upfront_usd = q.Real(12);
+  try {
+    res.tags = nlohmann::json::parse(q.TextView(13)).get<std::map<std::string, std::string>>();
+    row.record.pools = nlohmann::json::parse(q.TextView(14)).get<std::vector<std::string>>();
+  } catch (const nlohmann::json::exception& e) {
+    return Error::Internal("reservation '" + res.id + "': its tags or pools are not the JSON recorded: " + e.what());
+  }
   return row;
 }
 

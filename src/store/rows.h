@@ -90,8 +90,16 @@ Result<ActionRow> ReadActionRow(const Query& q);
 #define GPUSCALER_NODE_LAUNCH_COLUMNS                                                 \
   "instance_id, node_id, pool, " GPUSCALER_OFFERING_COLUMNS("launch_usd_per_hour") \
   ", gpu_count, launch_time, decision_id, reason"
+// Binds ?1..?14 (the launch columns) and ?15 (reservation_id, NULL for an
+// offering without one).
 Query& BindNodeLaunch(Query& q, const NodeLaunchRecord& n);
-Result<NodeRow> ReadNodeRow(const Query& q);  // GPUSCALER_NODE_LAUNCH_COLUMNS, end_time, cause, run_id
+// A node as the reader selects it: the launch's columns, its end, run and
+// reservation (version 7; a reader of an older file selects NULL for it).
+#define GPUSCALER_NODE_COLUMNS GPUSCALER_NODE_LAUNCH_COLUMNS ", end_time, cause, run_id, reservation_id"
+#define GPUSCALER_NODE_COLUMNS_V6 GPUSCALER_NODE_LAUNCH_COLUMNS ", end_time, cause, run_id, NULL"
+// GPUSCALER_NODE_COLUMNS; a node with a reservation reads as capacity type
+// reserved with its offering's reservation_id set.
+Result<NodeRow> ReadNodeRow(const Query& q);
 
 // price_samples
 #define GPUSCALER_PRICE_SAMPLE_COLUMNS "time, " GPUSCALER_OFFERING_COLUMNS("usd_per_hour") ", available"
@@ -139,6 +147,16 @@ std::string PoolTagsToJson(const std::map<std::string, std::map<std::string, std
 inline constexpr auto kLostWorkFields =
     std::make_tuple(&LostWorkRecord::instance_id, &LostWorkRecord::time, &LostWorkRecord::workload_class,
                     &LostWorkRecord::team, &LostWorkRecord::gpu_seconds);
+
+// reservations: the columns after run_id and id, in the order
+// ReadReservationRow reads them (from column 2).
+#define GPUSCALER_RESERVATION_COLUMNS                                                                         \
+  "run_id, id, first_seen, last_seen, instance_type, region, zone, kind, total_count, start_time, end_time, " \
+  "usd_per_hour, upfront_usd, tags_json, pools_json"
+// Binds ?1..?15 in GPUSCALER_RESERVATION_COLUMNS order (last_seen NULL).
+Query& BindReservation(Query& q, int64_t run_id, const ReservationRecord& r, WallTime first_seen);
+// kInternal for an unknown kind or tags/pools that are not the JSON written.
+Result<ReservationRow> ReadReservationRow(const Query& q);
 
 // The writer's and reader's shared queries.
 Result<std::vector<ActionRow>> QueryOpenIntents(Connection& db);

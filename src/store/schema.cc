@@ -254,6 +254,35 @@ CREATE TABLE lost_work (
 CREATE INDEX lost_work_by_time ON lost_work(time);
 )sql";
 
+// Reserved capacity: the reservations each run saw (one row per version of
+// a reservation: a change of its count, end or price starts a new row and
+// ends the previous one), the pools that select each, and the reservation a
+// node was launched into (NULL: none). Additions only: a reader of version
+// 6 reads a version-6 file as before, and reads these as not recorded
+// (AuditReader checks the version).
+constexpr const char* kSchemaV7 = R"sql(
+ALTER TABLE nodes ADD COLUMN reservation_id TEXT;
+
+CREATE TABLE reservations (
+  run_id        INTEGER NOT NULL REFERENCES runs(id),
+  id            TEXT NOT NULL CHECK (id <> ''),
+  first_seen    INTEGER NOT NULL,
+  last_seen     INTEGER CHECK (last_seen IS NULL OR last_seen >= first_seen),
+  instance_type TEXT NOT NULL,
+  region        TEXT NOT NULL,
+  zone          TEXT NOT NULL,
+  kind          TEXT NOT NULL CHECK (kind IN ('default', 'capacity-block')),
+  total_count   INTEGER NOT NULL CHECK (total_count >= 0),
+  start_time    INTEGER NOT NULL,
+  end_time      INTEGER CHECK (end_time IS NULL OR end_time >= start_time),
+  usd_per_hour  REAL NOT NULL CHECK (usd_per_hour >= 0),
+  upfront_usd   REAL NOT NULL CHECK (upfront_usd >= 0),
+  tags_json     TEXT NOT NULL,
+  pools_json    TEXT NOT NULL,
+  PRIMARY KEY (run_id, id, first_seen)
+) WITHOUT ROWID;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "audit schema: decisions, actions, nodes, node_prices, price_samples, usage", kSchemaV1},
     {2, "installation: a random id per audit database", kSchemaV2},
@@ -261,6 +290,7 @@ constexpr Migration kMigrations[] = {
     {4, "decision inputs: the planner's snapshot per decision, policies by hash", kSchemaV4},
     {5, "usage: no index by run", kSchemaV5, /*older_readable=*/true},
     {6, "runs: cloud and instance tags; lost_work per interruption", kSchemaV6, /*older_readable=*/true},
+    {7, "reservations per run; nodes.reservation_id", kSchemaV7, /*older_readable=*/true},
 };
 
 Result<int64_t> ScalarInt(Connection& db, const char* sql, std::string_view what) {

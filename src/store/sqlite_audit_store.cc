@@ -459,8 +459,8 @@ Status SqliteAuditStore::RecordNodeLaunch(const NodeLaunchRecord& n) {
   if (Status s = EnsureRun(n.launch_time); !s.ok()) return s.error().WithContext(what);
   return Atomically("recording a node launch", [&]() -> Status {
     Result<Query> q = db_->Prepare("INSERT INTO nodes (" GPUSCALER_NODE_LAUNCH_COLUMNS
-                                   ", run_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
-                                   "?" GPUSCALER_RUN_ID_PARAM ") ON CONFLICT (instance_id) DO NOTHING");
+                                   ", reservation_id, run_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+                                   "?12, ?13, ?14, ?15, ?" GPUSCALER_RUN_ID_PARAM ") ON CONFLICT (instance_id) DO NOTHING");
     if (!q) return q.error();
     if (Status s = store_internal::BindNodeLaunch(*q, n).Bind(store_internal::kRunIdParam, run_id_).Run("inserting");
         !s.ok()) {

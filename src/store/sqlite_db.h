@@ -51,6 +51,7 @@ class Query {
   Query& Bind(int i, std::optional<int64_t> v) { return v ? Bind(i, *v) : BindNull(i); }
   Query& Bind(int i, std::optional<WallTime> v) { return v ? Bind(i, *v) : BindNull(i); }
   Query& Bind(int i, std::optional<double> v) { return v ? Bind(i, *v) : BindNull(i); }
+  Query& Bind(int i, const std::optional<std::string>& v) { return v ? Bind(i, *v) : BindNull(i); }
   // Binds `values` to parameters first, first + 1, ... in order.
   template <typename... Values>
   Query& BindFrom(int first, const Values&... values) {

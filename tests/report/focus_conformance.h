@@ -199,8 +199,11 @@ inline std::vector<std::map<std::string, std::string>> ExpectFocusConforms(const
     }
     auto null = [&](const char* c) { return row.at(c).empty(); };
     auto num = [&](const char* c) { return std::strtod(row.at(c).c_str(), nullptr); };
-    // The cross-column rules for a Usage row that is not a correction.
-    EXPECT_EQ(row.at("ChargeCategory"), "Usage");
+    // The cross-column rules for a Usage or Purchase row that is not a
+    // correction.
+    const bool usage = row.at("ChargeCategory") == "Usage";
+    const bool purchase = row.at("ChargeCategory") == "Purchase";
+    EXPECT_TRUE(usage || purchase) << row.at("ChargeCategory");
     EXPECT_TRUE(null("ChargeClass"));
     EXPECT_EQ(null("RegionName"), null("RegionId")) << "RegionName is null exactly when RegionId is";
     EXPECT_EQ(null("SubAccountName"), null("SubAccountId"));
@@ -208,17 +211,42 @@ inline std::vector<std::map<std::string, std::string>> ExpectFocusConforms(const
     EXPECT_FALSE(null("ResourceType"));
     EXPECT_NE(row.at("ResourceName"), row.at("ResourceId")) << "ResourceName repeats a system-made ResourceId";
     for (const char* c : {"SkuId", "SkuPriceId", "ListUnitPrice", "ContractedUnitPrice", "PricingCategory",
-                          "PricingQuantity", "PricingUnit", "ConsumedQuantity", "ConsumedUnit", "ChargeFrequency",
-                          "ServiceSubcategory", "PricingCurrency", "BillingCurrency"}) {
-      EXPECT_FALSE(null(c)) << c << " is null on a Usage row";
+                          "PricingQuantity", "PricingUnit", "ChargeFrequency", "ServiceSubcategory",
+                          "PricingCurrency", "BillingCurrency"}) {
+      EXPECT_FALSE(null(c)) << c << " is null on a " << row.at("ChargeCategory") << " row";
     }
-    EXPECT_GT(num("ConsumedQuantity"), 0) << "a Usage row consumes a positive quantity";
+    // ConsumedQuantity: null on a purchase and on the unused part of a
+    // commitment, else a positive quantity; ConsumedUnit with it.
+    const bool unused = row.at("CommitmentDiscountStatus") == "Unused";
+    if (purchase || unused) {
+      EXPECT_TRUE(null("ConsumedQuantity"));
+    } else {
+      EXPECT_GT(num("ConsumedQuantity"), 0) << "a Usage row consumes a positive quantity";
+    }
+    EXPECT_EQ(null("ConsumedUnit"), null("ConsumedQuantity"));
+    if (purchase) {
+      EXPECT_NE(row.at("ChargeFrequency"), "Usage-Based") << "a purchase is not usage-based";
+      EXPECT_NE(row.at("PricingCategory"), "Committed") << "the purchase of a commitment is not committed pricing";
+    }
     EXPECT_FALSE(null("SkuMeter"));
     EXPECT_TRUE(null("CapacityReservationStatus") || !null("CapacityReservationId"));
+    if (usage && !null("CapacityReservationId")) {
+      EXPECT_FALSE(null("CapacityReservationStatus"));
+    }
     for (const char* c : {"CommitmentDiscountCategory", "CommitmentDiscountName", "CommitmentDiscountQuantity",
                           "CommitmentDiscountStatus", "CommitmentDiscountType", "CommitmentDiscountUnit"}) {
       EXPECT_TRUE(null(c) || !null("CommitmentDiscountId")) << c << " without a CommitmentDiscountId";
     }
+    if (!null("CommitmentDiscountId")) {
+      for (const char* c : {"CommitmentDiscountCategory", "CommitmentDiscountType", "CommitmentDiscountQuantity"}) {
+        EXPECT_FALSE(null(c)) << c << " is null beside a CommitmentDiscountId";
+      }
+      if (usage) {
+        EXPECT_FALSE(null("CommitmentDiscountStatus"));
+        EXPECT_EQ(row.at("PricingCategory"), "Committed");
+      }
+    }
+    EXPECT_EQ(null("CommitmentDiscountUnit"), null("CommitmentDiscountQuantity"));
     EXPECT_NEAR(num("ListUnitPrice") * num("PricingQuantity"), num("ListCost"), 1e-6);
     EXPECT_NEAR(num("ContractedUnitPrice") * num("PricingQuantity"), num("ContractedCost"), 1e-6);
     auto parent = spec.subcategory_parent.find(row.at("ServiceSubcategory"));
@@ -226,7 +254,11 @@ inline std::vector<std::map<std::string, std::string>> ExpectFocusConforms(const
         << "ServiceSubcategory " << row.at("ServiceSubcategory") << " is not under " << row.at("ServiceCategory");
     EXPECT_LT(row.at("ChargePeriodStart"), row.at("ChargePeriodEnd"));
     EXPECT_LE(row.at("BillingPeriodStart"), row.at("ChargePeriodStart"));
-    EXPECT_LE(row.at("ChargePeriodEnd"), row.at("BillingPeriodEnd"));
+    // A purchase's charge period is the term it buys, which may outlast the
+    // billing period it is invoiced in (as FOCUS's own purchase samples).
+    if (usage) {
+      EXPECT_LE(row.at("ChargePeriodEnd"), row.at("BillingPeriodEnd"));
+    }
     // SkuPriceDetails: FOCUS-defined keys (PascalCase) or x_-prefixed ones.
     if (!null("SkuPriceDetails") && IsFocusKeyValue(row.at("SkuPriceDetails"))) {
       const nlohmann::json details = nlohmann::json::parse(row.at("SkuPriceDetails"));

@@ -10,8 +10,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "gpuscaler/controller/cluster_state.h"
 #include "gpuscaler/controller/tick_report.h"
@@ -49,14 +51,21 @@ class DecisionRecorder {
 
   // Records the decision and sets report->decision_id; false (the error in
   // the report) when the store could not, and then nothing may act on it.
+  // With it, the snapshot's reservations and the pools that select them,
+  // when they differ from what this recorder recorded last
+  // (AuditStore::RecordReservations; a failure is in the report, and they
+  // are tried again with the next decision).
   bool Record(DecisionToRecord decision, const ClusterState& state, const Policy& policy, WallTime now,
               TickReport* report);
 
  private:
+  void RecordReservations(const Snapshot& snapshot, const Policy& policy, WallTime now, TickReport* report);
+
   AuditStore* store_;
   std::string source_;  // DecisionRecord::source
   bool records_planner_input_;
   int64_t local_decisions_ = 0;
+  std::optional<std::vector<ReservationRecord>> recorded_reservations_;  // nullopt: none recorded yet
 };
 
 }  // namespace gpuscaler

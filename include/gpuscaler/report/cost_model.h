@@ -5,7 +5,8 @@
 // Billing: per second, from launch to end (running nodes: to the query's
 // as_of), at the price in force each second (node_prices, piecewise), with a
 // minimum billed time per node (its top-up is charged at the launch, at the
-// last known price, and is idle). On-demand equivalent: the same seconds at
+// last known price, and is idle) but a reserved one (its slot is paid
+// anyway). On-demand equivalent: the same seconds at
 // the node's on-demand list price.
 //
 // Attribution (OpenCost): a usage record's allocated GPU-seconds, spread
@@ -20,6 +21,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,6 +69,7 @@ struct NodeFact {
   std::string zone;
   std::string instance_type;
   CapacityType capacity_type = CapacityType::kOnDemand;
+  std::string reservation_id;  // kReserved: the reservation it was launched into
   int gpu_count = 0;
   double launch_usd_per_hour = 0;
   double on_demand_usd_per_hour = 0;
@@ -110,6 +113,40 @@ struct Charge {
   int64_t billed_seconds = 0;
 };
 
+// What a reservation cost over the report's range (docs/reports.md,
+// "Reserved capacity"): every slot is paid for the time it is held, used or
+// not. `cost_usd` is its slots × the paid time in the range × the slot's
+// hourly cost; `used_usd` what the instances launched into it cost in the
+// range (their bills, at the slot's cost); `unused_usd` the rest, never
+// below 0 (a warning when the instances cost more).
+struct ReservationFact {
+  ReservationRecord record;  // as last recorded in the range (its latest version)
+  WallTime paid_from{};      // the paid time within the range (paid_from == paid_to: none)
+  WallTime paid_to{};
+  double slot_seconds = 0;   // slots × paid seconds, summed over versions
+  double used_seconds = 0;   // the instances' billed seconds in the range
+  double cost_usd = 0;
+  double used_usd = 0;
+  double unused_usd = 0;
+  // A Capacity Block whose start lies in the range: its fee is a purchase
+  // in the range (FOCUS ChargeCategory "Purchase").
+  bool purchased_in_range = false;
+  // Per pool: the used part by the pool of each instance; the unused part
+  // under the pools that select the reservation, joined by "," ("" when
+  // none does).
+  std::map<std::string, double> used_usd_by_pool;
+  std::map<std::string, double> used_seconds_by_pool;
+  std::string unused_pool;
+  // Per UTC day (unix day number): the paid slot-seconds and their cost, the
+  // used cost; the day's unused = cost - used (at least 0).
+  struct Day {
+    double slot_seconds = 0;
+    double cost_usd = 0;
+    double used_usd = 0;
+  };
+  std::map<int64_t, Day> days;
+};
+
 struct CostFacts {
   std::string scope;  // ReportScope::description (empty when built directly)
   WallTime from{};
@@ -119,6 +156,10 @@ struct CostFacts {
   std::vector<Allocation> allocations;
   std::vector<CostLine> lines;
   std::vector<Charge> charges;  // by node, then time
+  // The reservations of the selected runs with paid time in the range, by
+  // id. The unused part is not in `lines` or `total` (no node holds it): the
+  // reservations view, JSON, HTML and FOCUS show it beside them.
+  std::vector<ReservationFact> reservations;
   Metrics total;
   int64_t usage_rows = 0;
   int64_t usage_rows_without_node = 0;  // usage of nodes not in the store
@@ -178,6 +219,29 @@ struct DecisionCost {
   Metrics m;
 };
 
+// "Should we buy a block?" (docs/reports.md): a Capacity Block of `count`
+// instances of `instance_type` held over the whole range for `upfront_usd`,
+// against the on-demand and spot instances of that type the store recorded
+// in the range. A what-if on recorded usage: at each moment the block would
+// have held up to `count` of the instances then running, the dearest first
+// (their cost avoided); the rest would still have been bought. Reserved
+// instances of the type are left out (they are paid already).
+struct BlockWhatIf {
+  std::string instance_type;
+  int count = 0;
+  double upfront_usd = 0;
+  double range_hours = 0;         // the query range
+  double slot_hours = 0;          // count × range_hours
+  double node_hours = 0;          // recorded instances of the type, billed
+  double gpu_hours = 0;
+  double on_demand_usd = 0;       // what the on-demand ones cost
+  double spot_usd = 0;            // what the spot ones cost
+  double covered_node_hours = 0;  // what the block would have held
+  double covered_gpu_hours = 0;
+  double covered_usd = 0;         // their cost, avoided with the block
+  int peak_nodes = 0;             // most instances of the type running at once
+};
+
 struct ReportViews {
   std::vector<Dimension> group_by;
   Period period = Period::kDay;
@@ -192,7 +256,13 @@ struct ReportViews {
   std::vector<size_t> nodes_by_cost;    // every node with a cost in the range
   std::vector<DecisionPrediction> predictions;  // per decision, prediction.h
   PredictionSummary prediction_summary;         // of `predictions`, the query.top worst
+  std::optional<BlockWhatIf> buy_block;         // when the query names a block
 };
+
+// The what-if of query.block_type, block_count and block_upfront_usd over
+// the facts' range (the facts' charges of that type's on-demand and spot
+// nodes).
+BlockWhatIf BuildBlockWhatIf(const CostFacts& facts, const ReportQuery& query);
 
 // Groups the lines. Decisions need the reader (their summaries), and so do
 // the predictions unless given (BuildPredictions of the same facts).

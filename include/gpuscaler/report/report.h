@@ -38,14 +38,25 @@ enum class Dimension { kPool, kRegion, kZone, kInstanceType, kCapacityType, kCla
 enum class Period { kDay, kWeek, kMonth };
 enum class Format { kCsv, kJson, kFocus, kHtml };
 // The table a CSV holds (JSON and HTML hold all of them; FOCUS is its own).
-enum class View { kCosts, kAllocation, kSavings, kBudget, kDecisions, kNodes, kPredictions, kPredictionSummary };
+enum class View {
+  kCosts,
+  kAllocation,
+  kSavings,
+  kBudget,
+  kDecisions,
+  kNodes,
+  kPredictions,
+  kPredictionSummary,
+  kReservations,
+  kBuyBlock,
+};
 
 std::string_view ToString(Dimension d);  // "pool", "region", "zone", "instance_type", "capacity_type",
                                          // "class", "team", "cluster"
 std::string_view ToString(Period p);     // "day", "week", "month"
 std::string_view ToString(Format f);     // "csv", "json", "focus", "html"
 std::string_view ToString(View v);       // "costs", "allocation", "savings", "budget", "decisions", "nodes",
-                                         // "predictions", "prediction_summary"
+                                         // "predictions", "prediction_summary", "reservations", "buy_block"
 
 // The class and team names of unattributed cost (OpenCost's names).
 inline constexpr std::string_view kIdle = "__idle__";
@@ -96,6 +107,13 @@ struct ReportQuery {
   // since the last checkpoint).
   Seconds loss_window{900};
   int top = 20;  // rows in the top decisions, top nodes and worst predictions tables
+  // The "should we buy a block?" what-if (view buy_block; docs/reports.md):
+  // a Capacity Block of `block_count` instances of `block_type` held over
+  // the whole range for `block_upfront_usd`, against what the recorded
+  // on-demand and spot instances of that type cost. All three or none.
+  std::string block_type;
+  int block_count = 0;
+  std::optional<double> block_upfront_usd;
   // FOCUS identity columns. Empty account name: the account id. Empty
   // provider and service names: each node's run's cloud (docs/reports.md);
   // given, they name every row.
@@ -110,7 +128,8 @@ struct ReportQuery {
 // group_by (comma list), period, format, view, team_map ("class=team,..."),
 // budget_monthly_usd, as_of, min_billed_seconds, loss_window_seconds, top,
 // billing_account_id, billing_account_name, provider_name, service_name,
-// run (name or id), all_runs (true|false). from and to may be left out (see
+// run (name or id), all_runs (true|false), block_type, block_count,
+// block_upfront_usd (all three or none; view buy_block needs them). from and to may be left out (see
 // from_given). Any problem (unknown parameter or column, bad value, from >=
 // to, run with all_runs): kInvalidInput with a message naming it. db_path is
 // left empty.

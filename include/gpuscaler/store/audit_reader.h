@@ -43,6 +43,17 @@ struct NodeRow {
   int64_t run_id = 0;                 // the run that first recorded it (0: none)
 };
 
+// One recorded version of a reservation (AuditStore::RecordReservations):
+// listed from `first_seen`, until `last_seen` (the recording that found it
+// changed or no longer listed; nullopt: still listed at the run's last
+// recording).
+struct ReservationRow {
+  int64_t run_id = 0;
+  ReservationRecord record;
+  WallTime first_seen{};
+  std::optional<WallTime> last_seen;
+};
+
 // One usage record; (end, instance, class, team, start) is its key.
 struct UsageRow {
   UsageRecord usage;
@@ -134,6 +145,12 @@ class AuditReader {
   // 6 (its interruptions have no recorded figure: LostWorkRecorded is false).
   Result<std::vector<LostWorkRecord>> LostWork(WallTime from, WallTime to);
   bool LostWorkRecorded() const;
+  // Every recorded version of every reservation of the selected run (all
+  // runs when none is selected), by id, then first_seen, then run. None in a
+  // file older than schema version 7 (ReservationsRecorded is false; its
+  // nodes read with no reservation).
+  Result<std::vector<ReservationRow>> Reservations();
+  bool ReservationsRecorded() const;
 
   // The same rows as UsageOverlapping, streamed in key order (end time
   // first) without copying: for reports over millions of rows. `fn` must not

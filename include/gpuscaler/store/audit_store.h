@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "gpuscaler/model/instance.h"
+#include "gpuscaler/model/reservation.h"
 #include "gpuscaler/model/time.h"
 #include "gpuscaler/policy/policy.h"
 #include "gpuscaler/status.h"
@@ -98,7 +99,11 @@ struct NodeLaunchRecord {
   std::string instance_id;
   std::string node_id;
   std::string pool;
-  Offering offering;       // type, region, zone, capacity type, price at launch
+  // Type, region, zone, capacity type, price at launch; a reserved one's
+  // reservation_id is recorded with it (nodes.reservation_id; the table's
+  // capacity_type says on-demand, the purchase option) and read back as
+  // capacity type reserved.
+  Offering offering;
   int gpu_count = 0;
   WallTime launch_time{};
   int64_t decision_id = 0;  // the decision that launched it (0: found, not launched by us)
@@ -215,6 +220,15 @@ struct RunRow {
   RunCloud cloud;
 };
 
+// A reservation as the cloud listed it, and the policy's pools that select
+// it (NodePool::SelectsReservation), for reports: its idle slots are those
+// pools' waste.
+struct ReservationRecord {
+  Reservation reservation;  // available_count is not recorded (it changes with every launch)
+  std::vector<std::string> pools;
+  bool operator==(const ReservationRecord&) const = default;
+};
+
 // One month of one run's cost, by class, team, pool and capacity type: what
 // reports need of a month once retention has pruned its detail rows. Class
 // and team "__idle__" hold the idle cost. Money in USD, times in GPU-seconds
@@ -293,6 +307,17 @@ class AuditStore {
   // history ignores it (the default).
   virtual Status RecordLostWork(const std::vector<LostWorkRecord>& lost) {
     (void)lost;
+    return Status::Ok();
+  }
+  // Records the reservations the cloud lists at `at`, all of them (the
+  // current run's; available_count ignored): one listed for the first time
+  // is recorded as seen from `at`; one whose other fields or pools changed
+  // ends its previous record at `at` and starts a new one; one recorded
+  // before and not listed now is marked gone at `at`. An unchanged listing
+  // writes nothing. A store that keeps no history ignores it (the default).
+  virtual Status RecordReservations(const std::vector<ReservationRecord>& listed, WallTime at) {
+    (void)listed;
+    (void)at;
     return Status::Ok();
   }
   // Removes the rows `withdrawn` (matched by their key: end, instance,

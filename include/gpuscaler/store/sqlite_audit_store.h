@@ -151,6 +151,9 @@ class SqliteAuditStore final : public AuditStore {
   // second record with the same instance, time, class and team is
   // kInvalidInput (it would count the same loss twice).
   Status RecordLostWork(const std::vector<LostWorkRecord>& lost) override;
+  // See AuditStore. A reservation with an empty id, a negative count or
+  // price, or an end before its start: kInvalidInput, nothing recorded.
+  Status RecordReservations(const std::vector<ReservationRecord>& listed, WallTime at) override;
   // Through a reader (OpenReader): committed nodes only for a file; since >=
   // until: kInvalidInput.
   Result<std::vector<NodeLifecycle>> NodeLifecycles(WallTime since, WallTime until) override;
