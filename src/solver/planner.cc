@@ -32,7 +32,9 @@ double Planner::PricePerGpu(const NodeOffer& b) const {
 }
 
 std::string Planner::Describe(const Offering& o) const {
-  return o.instance_type + " " + std::string(ToString(o.capacity_type)) + " " + o.zone;
+  std::string out = o.instance_type + " " + std::string(ToString(o.capacity_type)) + " " + o.zone;
+  if (!o.reservation_id.empty()) out += " (" + o.reservation_id + ")";
+  return out;
 }
 
 std::vector<std::vector<const Bin*>> Planner::AssemblePlacements(const State& st, Plan& plan,
@@ -130,7 +132,9 @@ void Planner::DescribeLaunch(LaunchAction& l, const std::vector<const Bin*>& bin
   const double total = l.usd_per_hour + l.expected_interruption_usd_per_hour;
   l.reason = std::to_string(l.count) + "\xC3\x97 " + Describe(l.offering) + " for " + what + ": " + Usd(l.usd_per_hour) + "/h";
   const double od_total = o.od * l.count;
-  if (o.spot && od_total > 0) {
+  if (o.reservation >= 0) {
+    l.reason += ", " + ReservedSlotWhy(snap_.reservations[size_t(o.reservation)], snap_.offerings[size_t(o.offering)]);
+  } else if (o.spot && od_total > 0) {
     l.reason += ", " + Fixed(100.0 * (1.0 - total / od_total), 0) + " % cheaper than on-demand after interruption risk (" +
                 Usd(l.expected_interruption_usd_per_hour) + "/h expected)";
   } else if (pending_units + ahead_units > 0) {

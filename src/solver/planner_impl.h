@@ -334,6 +334,9 @@ class Planner {
   // counted from when a node launched now would be up. Other work goes
   // elsewhere.
   bool FitsBeforeRetirement(const DemandUnit& u, const Offering& off) const;
+  // Why a launch takes slots of reservation `r` (through its offering
+  // `off`), for the launch's reason.
+  std::string ReservedSlotWhy(const Reservation& r, const Offering& off) const;
   int FitOnEmpty(const Group& g, int type) const;
   const GpuModel* GpuOf(const InstanceType& t) const;
   int MigIndex(const DemandUnit& u, const InstanceType& t) const;

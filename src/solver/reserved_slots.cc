@@ -1,7 +1,9 @@
 // Planner: reserved capacity (Snapshot::reservations): which reservation
 // an offering launches into and how many of its slots a plan may still take.
 #include <algorithm>
+#include <string>
 
+#include "gpuscaler/model/time.h"
 #include "planner_impl.h"
 
 namespace gpuscaler::solver_detail {
@@ -29,6 +31,15 @@ bool Planner::FitsBeforeRetirement(const DemandUnit& u, const Offering& off) con
   const Seconds needed = u.checkpoint_interval.count() > 0 ? std::min(u.checkpoint_interval, u.expected_runtime)
                                                            : u.expected_runtime;
   return snap_.time + off.launch_latency + needed <= *retire;
+}
+
+std::string Planner::ReservedSlotWhy(const Reservation& r, const Offering& off) const {
+  std::string why = "free slots of reservation " + r.id + " (" + std::to_string(r.available_count) + " of " +
+                    std::to_string(r.total_count) + " free), paid whether used or not";
+  if (const std::optional<WallTime> retire = r.RetireAt(off.launch_latency, policy_.disruption.drain_timeout)) {
+    why += "; a Capacity Block: its work ends before its nodes are retired at " + FormatRfc3339(*retire);
+  }
+  return why;
 }
 
 }  // namespace gpuscaler::solver_detail

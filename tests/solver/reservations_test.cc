@@ -62,6 +62,13 @@ TEST(Reservations, FreeSlotsAreFilledBeforeAnythingIsBought) {
   ExpectValid(scene.snapshot, scene.policy, plan);
   // The slots are paid already: the plan adds next to nothing to the bill.
   EXPECT_LT(plan.cost_after_usd_per_hour - plan.cost_before_usd_per_hour, 0.01);
+  // The decision says which reservation and why.
+  ASSERT_EQ(plan.launches.size(), 1u);
+  EXPECT_NE(plan.launches[0].reason.find("g5.12xlarge reserved us-east-1a (cr-0a)"), std::string::npos)
+      << plan.launches[0].reason;
+  EXPECT_NE(plan.launches[0].reason.find("free slots of reservation cr-0a (4 of 4 free), paid whether used or not"),
+            std::string::npos)
+      << plan.launches[0].reason;
 }
 
 TEST(Reservations, NoMoreNodesThanFreeSlotsTheRestIsBought) {
@@ -208,6 +215,10 @@ TEST(Reservations, ACapacityBlockTakesOnlyWorkThatEndsBeforeItsNodesAreRetired) 
   Plan plan = MakePlan(scene.snapshot, scene.policy);
   EXPECT_EQ(ReservedNodes(plan), 1);
   ExpectValid(scene.snapshot, scene.policy, plan);
+  ASSERT_EQ(plan.launches.size(), 1u);
+  EXPECT_NE(plan.launches[0].reason.find("a Capacity Block: its work ends before its nodes are retired at"),
+            std::string::npos)
+      << plan.launches[0].reason;
   // A second more and it would still run when the node is retired: it goes
   // elsewhere, bought.
   BlockRetiredAfter(scene, Seconds(4 * 3600 - 1));
