@@ -329,7 +329,7 @@ Consolidation::Replacement Consolidation::CheapestReplacement(const NodeWork& w,
   for (int o : planner_.pool_options_by_price_[src.pool]) {
     const Option& op = planner_.options_[o];
     if (op.price >= limit) break;
-    if (op.pool != src.pool || !op.usable) continue;
+    if (op.pool != src.pool || !op.usable || planner_.ReservedRoom(op, packing_.state()) < 1) continue;
     if (src.price > 0 &&
         (src.price + risk_old - moved_risk - op.price - disruption) / src.price < d.min_savings_fraction)
       break;

@@ -140,6 +140,22 @@ TEST(Reservations, WorkOnAnOnDemandNodeMovesToAFreeSlot) {
   EXPECT_EQ(plan.terminations[0].node_id, "od");
 }
 
+TEST(Reservations, NoWorkIsMovedOntoAFullReservation) {
+  ReservedScene scene = FourGpuWork(0, 0);
+  scene.policy.pools[0].instance_types = {"g5.12xlarge"};
+  for (const char* id : {"od-1", "od-2"})
+    scene.snapshot.nodes.push_back(MakeNode(scene.snapshot, id, "g5.12xlarge", "us-east-1a", CapacityType::kOnDemand,
+                                            {OnDemandOnly(Unit(std::string(id) + "-r", 4, 8000, 32768))}));
+  Plan plan = MakePlan(scene.snapshot, scene.policy);
+  EXPECT_TRUE(plan.launches.empty());
+  EXPECT_TRUE(plan.terminations.empty());
+  // One free slot takes one node's work, not both.
+  scene.snapshot.reservations[0].available_count = 1;
+  plan = MakePlan(scene.snapshot, scene.policy);
+  EXPECT_EQ(ReservedNodes(plan), 1);
+  EXPECT_EQ(plan.terminations.size(), 1u);
+}
+
 TEST(Reservations, AMoveOntoASlotNeverFallsBackToADearerOffering) {
   // The move saves the on-demand node's price only on the slot: if the slot
   // is taken by the time the launch is made, buying the same type on
