@@ -361,7 +361,8 @@ Result<std::optional<WallTime>> AuditReader::LastRecordTime() {
       "SELECT max(coalesce((SELECT max(time) FROM decisions WHERE ?1 IS NULL OR run_id = ?1), -1), "
       "coalesce((SELECT max(launch_time) FROM nodes WHERE ?1 IS NULL OR run_id = ?1), -1), "
       "coalesce((SELECT max(end_time) FROM nodes WHERE ?1 IS NULL OR run_id = ?1), -1), "
-      "coalesce((SELECT max(end_time) FROM usage WHERE ?1 IS NULL OR run_id = ?1), -1))");
+      "coalesce((SELECT max(end_time) FROM usage WHERE ?1 IS NULL OR run_id = ?1), -1), "
+      "coalesce((SELECT max(ended) FROM runs WHERE ?1 IS NULL OR id = ?1), -1))");
   if (!q) return q.error();
   q->Bind(1, run_id_);
   Result<bool> row = q->Step("reading the last record time");

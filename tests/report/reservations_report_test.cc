@@ -97,11 +97,11 @@ TEST(ReservationReport, UsedPlusUnusedIsTheReservationsCostAndMatchesTheSimulate
   const std::string db = dir.File("odcr.db");
   const sim::RunResult run = Replay(
       db, kFourJobs,
-      "reservations:\n  - {id: cr-test, instance_type: p5.48xlarge, zone: us-east-1a, count: 2}\n", 1, dir);
+      "reservations:\n  - {id: cr-test, instance_type: p5.48xlarge, zone: us-east-1a, count: 6}\n", 1, dir);
   ASSERT_EQ(run.reservations.size(), 1u);
   const sim::ReservationUse& truth = run.reservations[0];
   ASSERT_GT(truth.used_usd, 0);
-  ASSERT_GT(truth.unused_usd, 0) << "the slots should idle after the jobs";
+  ASSERT_GT(truth.unused_usd, 0) << "two of the six slots are never needed";
 
   Result<RenderedReport> json = Render(db, Format::kJson, View::kCosts, {Dimension::kCapacityType});
   ASSERT_TRUE(json.ok()) << json.error().ToString();

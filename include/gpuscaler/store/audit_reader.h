@@ -159,8 +159,9 @@ class AuditReader {
   Status ForEachUsage(WallTime from, WallTime to, const std::function<void(const UsageView&)>& fn,
                       std::optional<WallTime> end_after = std::nullopt, std::optional<WallTime> end_until = std::nullopt);
   // The latest time any record speaks of (decision time, node launch or end,
-  // usage end); nullopt for an empty database. Reports bill running nodes up
-  // to it: the database knows nothing later.
+  // usage end, a run's end); nullopt for an empty database. Reports bill
+  // running nodes up to it: the database knows nothing later, and a node
+  // still live when its run ended ran until then.
   Result<std::optional<WallTime>> LastRecordTime();
 
   // Holds one read snapshot over several calls while it lives, so a report
