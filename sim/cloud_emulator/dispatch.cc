@@ -153,12 +153,21 @@ EmulatorResponse CloudEmulator::Dispatch(const EmulatorRequest& request, Emulato
   if (qmark != std::string::npos) p.q = cloud::DecodeForm(request.target.substr(qmark + 1));
   for (auto& kv : cloud::DecodeForm(request.body)) p.q.push_back(std::move(kv));
   const std::string action = p.Get("Action");
-  static const std::vector<std::string> kEc2 = {"CreateFleet", "TerminateInstances", "DescribeInstances",
-                                                "DescribeSpotPriceHistory", "CreateLaunchTemplate",
-                                                "CreateLaunchTemplateVersion", "ModifyLaunchTemplate",
-                                                "DescribeLaunchTemplates", "DescribeLaunchTemplateVersions",
-                                                "DescribeSecurityGroups", "DescribeSubnets",
-                                                "CreatePlacementGroup", "DescribePlacementGroups"};
+  static const std::vector<std::string> kEc2 = {"CreateFleet",
+                                                "TerminateInstances",
+                                                "DescribeInstances",
+                                                "DescribeSpotPriceHistory",
+                                                "CreateLaunchTemplate",
+                                                "CreateLaunchTemplateVersion",
+                                                "ModifyLaunchTemplate",
+                                                "DescribeLaunchTemplates",
+                                                "DescribeLaunchTemplateVersions",
+                                                "DescribeSecurityGroups",
+                                                "DescribeSubnets",
+                                                "CreatePlacementGroup",
+                                                "DescribePlacementGroups",
+                                                "DescribeCapacityReservations",
+                                                "RunInstances"};
   static const std::vector<std::string> kAsg = {"SetDesiredCapacity", "DescribeAutoScalingGroups",
                                                 "TerminateInstanceInAutoScalingGroup", "DescribeScalingActivities",
                                                 "CreateOrUpdateTags"};
@@ -166,7 +175,7 @@ EmulatorResponse CloudEmulator::Dispatch(const EmulatorRequest& request, Emulato
   const bool asg = std::find(kAsg.begin(), kAsg.end(), action) != kAsg.end();
   record->service = asg ? "autoscaling" : "ec2";
   record->action = action;
-  if (action == "CreateFleet") record->client_token = p.Get("ClientToken");
+  if (action == "CreateFleet" || action == "RunInstances") record->client_token = p.Get("ClientToken");
   if (!ec2 && !asg) {
     if (action.empty()) return Ec2Error(400, "MissingAction", "The request must contain the parameter Action");
     return Ec2Error(400, "InvalidAction", "The action " + action + " is not valid for this web service.");
@@ -201,6 +210,8 @@ EmulatorResponse CloudEmulator::Dispatch(const EmulatorRequest& request, Emulato
   if (action == "DescribeSubnets") return DescribeSubnets(p);
   if (action == "CreatePlacementGroup") return CreatePlacementGroup(p, now);
   if (action == "DescribePlacementGroups") return DescribePlacementGroups(p);
+  if (action == "DescribeCapacityReservations") return DescribeCapacityReservations(p);
+  if (action == "RunInstances") return RunInstances(p, now);
   if (action == "SetDesiredCapacity") return SetDesiredCapacity(p, now);
   if (action == "DescribeAutoScalingGroups") return DescribeAutoScalingGroups(p);
   if (action == "DescribeScalingActivities") return DescribeScalingActivities(p);

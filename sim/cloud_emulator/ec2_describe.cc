@@ -42,6 +42,51 @@ bool Matches(const EmulatedInstance& i, const cloud::Filter& f) {
 
 }  // namespace
 
+void InstanceItemXml(std::string& body, const EmulatedInstance& i) {
+  body += "<item>";
+  Leaf(body, "instanceId", i.instance_id);
+  Leaf(body, "imageId", "ami-0abcdef1234567890");
+  body += "<instanceState>";
+  Leaf(body, "code", std::to_string(StateCode(i.state)));
+  Leaf(body, "name", i.state);
+  body += "</instanceState>";
+  Leaf(body, "privateDnsName", "");
+  Leaf(body, "dnsName", "");
+  Leaf(body, "reason", i.state == "shutting-down" || i.state == "terminated" ? "User initiated" : "");
+  Leaf(body, "amiLaunchIndex", "0");
+  body += "<productCodes/>";
+  Leaf(body, "instanceType", i.instance_type);
+  Leaf(body, "launchTime", Ec2Time(i.launch_time));
+  body += "<placement>";
+  Leaf(body, "availabilityZone", i.zone);
+  Leaf(body, "groupName", i.placement_group);
+  Leaf(body, "tenancy", "default");
+  body += "</placement><monitoring><state>disabled</state></monitoring>";
+  if (!i.subnet_id.empty()) Leaf(body, "subnetId", i.subnet_id);
+  Leaf(body, "architecture", "x86_64");
+  Leaf(body, "rootDeviceType", "ebs");
+  Leaf(body, "rootDeviceName", "/dev/xvda");
+  body += "<blockDeviceMapping/>";
+  if (i.lifecycle == CapacityType::kSpot) Leaf(body, "instanceLifecycle", "spot");
+  if (i.capacity_block) Leaf(body, "instanceLifecycle", "capacity-block");
+  Leaf(body, "virtualizationType", "hvm");
+  Leaf(body, "clientToken", i.client_token);
+  TagSet(body, i.tags);
+  Leaf(body, "hypervisor", "xen");
+  if (!i.capacity_reservation_id.empty()) Leaf(body, "capacityReservationId", i.capacity_reservation_id);
+  // EC2 shows the preference, and the target when the launch named one.
+  body += "<capacityReservationSpecification>";
+  Leaf(body, "capacityReservationPreference", i.capacity_reservation_preference);
+  if (i.capacity_reservation_preference == "capacity-reservations-only" &&
+      !i.capacity_reservation_id.empty()) {
+    body += "<capacityReservationTarget>";
+    Leaf(body, "capacityReservationId", i.capacity_reservation_id);
+    body += "</capacityReservationTarget>";
+  }
+  body += "</capacityReservationSpecification>";
+  body += "</item>";
+}
+
 EmulatorResponse CloudEmulator::DescribeInstances(const Params& p) {
   const WallTime now = clock_.WallNow();
   const std::vector<std::string> ids = p.List("InstanceId");
@@ -83,37 +128,7 @@ EmulatorResponse CloudEmulator::DescribeInstances(const Params& p) {
     Leaf(body, "ownerId", scenario_.account_id);
     body += "<groupSet/><instancesSet>";
     for (; k < end && match[k]->reservation_id == res; ++k) {
-      const EmulatedInstance& i = match[k]->info;
-      body += "<item>";
-      Leaf(body, "instanceId", i.instance_id);
-      Leaf(body, "imageId", "ami-0abcdef1234567890");
-      body += "<instanceState>";
-      Leaf(body, "code", std::to_string(StateCode(i.state)));
-      Leaf(body, "name", i.state);
-      body += "</instanceState>";
-      Leaf(body, "privateDnsName", "");
-      Leaf(body, "dnsName", "");
-      Leaf(body, "reason", i.state == "shutting-down" || i.state == "terminated" ? "User initiated" : "");
-      Leaf(body, "amiLaunchIndex", "0");
-      body += "<productCodes/>";
-      Leaf(body, "instanceType", i.instance_type);
-      Leaf(body, "launchTime", Ec2Time(i.launch_time));
-      body += "<placement>";
-      Leaf(body, "availabilityZone", i.zone);
-      Leaf(body, "groupName", i.placement_group);
-      Leaf(body, "tenancy", "default");
-      body += "</placement><monitoring><state>disabled</state></monitoring>";
-      if (!i.subnet_id.empty()) Leaf(body, "subnetId", i.subnet_id);
-      Leaf(body, "architecture", "x86_64");
-      Leaf(body, "rootDeviceType", "ebs");
-      Leaf(body, "rootDeviceName", "/dev/xvda");
-      body += "<blockDeviceMapping/>";
-      if (i.lifecycle == CapacityType::kSpot) Leaf(body, "instanceLifecycle", "spot");
-      Leaf(body, "virtualizationType", "hvm");
-      Leaf(body, "clientToken", i.client_token);
-      TagSet(body, i.tags);
-      Leaf(body, "hypervisor", "xen");
-      body += "</item>";
+      InstanceItemXml(body, match[k]->info);
     }
     body += "</instancesSet></item>";
   }

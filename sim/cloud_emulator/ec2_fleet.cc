@@ -35,6 +35,40 @@ bool FitMinTarget(int min_target, bool single_zone, std::vector<const Override*>
   return false;
 }
 
+// The on-demand and spot parts of a fleet's TargetCapacitySpecification:
+// `total` split by the capacities it names, the part it does not name going
+// to `default_type` (capacity-block counts as on-demand). False when they do
+// not add up.
+template <class Params>
+bool SplitTargetCapacity(const Params& p, const std::string& default_type, int total, int* on_demand,
+                         int* spot) {
+  const std::string tc = "TargetCapacitySpecification.";
+  if (p.Has(tc + "OnDemandTargetCapacity")) ParseInt(p.Get(tc + "OnDemandTargetCapacity"), on_demand);
+  if (p.Has(tc + "SpotTargetCapacity")) ParseInt(p.Get(tc + "SpotTargetCapacity"), spot);
+  if (default_type == "spot") {
+    if (*on_demand < 0) *on_demand = *spot >= 0 ? total - *spot : 0;
+    *spot = total - *on_demand;
+  } else {
+    if (*spot < 0) *spot = *on_demand >= 0 ? total - *on_demand : 0;
+    *on_demand = total - *spot;
+  }
+  return *spot >= 0 && *on_demand >= 0;
+}
+
+// The errorMessage of an override that fell short with `code`.
+std::string ShortfallMessage(const std::string& code, const std::string& type, const std::string& zone,
+                             CapacityType lifecycle) {
+  if (code == "ReservationCapacityExceeded") {
+    return "The requested reservation does not have sufficient compatible and available capacity for this "
+           "request.";
+  }
+  if (code == "InsufficientInstanceCapacity") {
+    return "We currently do not have sufficient " + type +
+           " capacity in the Availability Zone you requested (" + zone + ").";
+  }
+  return "There is no " + std::string(ToString(lifecycle)) + " capacity available that matches your request.";
+}
+
 // The tags of TagSpecification items with ResourceType=instance.
 template <class Params>
 std::map<std::string, std::string> InstanceTags(const Params& p) {
@@ -107,10 +141,33 @@ struct CloudEmulator::FleetOverride {
   std::string known_template, known_version;  // a template the emulator holds, and the version used
   std::string type, zone, subnet;
   std::string placement_group;  // Placement.GroupName, or ""
+  // From the launch template's data: the capacity reservation it targets,
+  // its preference and market type ("" when not set). A fleet override
+  // cannot set these itself.
+  std::string reservation_target, reservation_preference, market_type;
   double priority = 1e300;
   bool by_subnet = false;
   size_t order = 0;
 };
+
+std::optional<std::pair<int, std::string>> CloudEmulator::FleetRoom(const FleetOverride& o,
+                                                                    CapacityType lifecycle, bool block_fleet,
+                                                                    WallTime now) const {
+  if (o.reservation_target.empty() && !block_fleet &&
+      o.reservation_preference != "capacity-reservations-only") {
+    return Room(o.type, o.zone, lifecycle, now);
+  }
+  SlotRequest r{o.type, o.zone, o.reservation_preference, o.reservation_target, block_fleet};
+  const SlotRoom room = ReservationRoom(r, now);
+  // The code names why a launch falls short of `room`, or gets none.
+  std::string code = room.code;
+  if (code.empty()) {
+    code = room.reservation != nullptr && room.reservation->type == "capacity-block"
+               ? "InsufficientInstanceCapacity"
+               : "ReservationCapacityExceeded";
+  }
+  return std::make_pair(room.room, code);
+}
 
 std::optional<EmulatorResponse> CloudEmulator::ReadFleetOverrides(const Params& p, std::vector<FleetOverride>* out) {
   for (int k = 1; p.HasPrefix("LaunchTemplateConfigs." + std::to_string(k) + "."); ++k) {
@@ -130,6 +187,11 @@ std::optional<EmulatorResponse> CloudEmulator::ReadFleetOverrides(const Params& 
       }
       base.known_template = known->name;
       base.known_version = std::to_string(v->number);
+      base.reservation_target = TemplateDataValue(
+          v->data, "CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId");
+      base.reservation_preference =
+          TemplateDataValue(v->data, "CapacityReservationSpecification.CapacityReservationPreference");
+      base.market_type = TemplateDataValue(v->data, "InstanceMarketOptions.MarketType");
     }
     for (int n = 1; p.HasPrefix(lt + "Overrides." + std::to_string(n) + "."); ++n) {
       const std::string o = lt + "Overrides." + std::to_string(n) + ".";
@@ -170,8 +232,8 @@ EmulatorResponse CloudEmulator::CreateFleet(const Params& p, WallTime now) {
     return Ec2Error(400, "InvalidParameterValue",
                     "Value for parameter ClientToken is invalid. Length exceeds maximum of 64 characters.");
   }
-  if (!token.empty()) {
-    if (auto it = fleet_answers_.find(token); it != fleet_answers_.end()) return {200, kXmlContentType, {}, it->second};
+  if (auto it = fleet_answers_.find(token); !token.empty() && it != fleet_answers_.end()) {
+    return {200, kXmlContentType, {}, it->second};
   }
   const std::string type = p.Has("Type") ? p.Get("Type") : "maintain";
   if (type != "instant") {
@@ -182,26 +244,25 @@ EmulatorResponse CloudEmulator::CreateFleet(const Params& p, WallTime now) {
     return Ec2Error(400, "MissingParameter", "The request must contain the parameter TargetCapacitySpecification.TotalTargetCapacity");
   }
   const std::string default_type = p.Get("TargetCapacitySpecification.DefaultTargetCapacityType");
-  if (default_type != "spot" && default_type != "on-demand") {
-    return Ec2Error(400, "InvalidParameterValue", "DefaultTargetCapacityType must be spot or on-demand.");
+  // capacity-block: on-demand capacity from the block each template targets.
+  const bool block_fleet = default_type == "capacity-block";
+  if (default_type != "spot" && default_type != "on-demand" && !block_fleet) {
+    return Ec2Error(400, "InvalidParameterValue",
+                    "DefaultTargetCapacityType must be spot, on-demand or capacity-block.");
   }
   int on_demand = -1, spot = -1;
-  if (p.Has("TargetCapacitySpecification.OnDemandTargetCapacity")) ParseInt(p.Get("TargetCapacitySpecification.OnDemandTargetCapacity"), &on_demand);
-  if (p.Has("TargetCapacitySpecification.SpotTargetCapacity")) ParseInt(p.Get("TargetCapacitySpecification.SpotTargetCapacity"), &spot);
-  if (default_type == "spot") {
-    if (on_demand < 0) on_demand = spot >= 0 ? total - spot : 0;
-    spot = total - on_demand;
-  } else {
-    if (spot < 0) spot = on_demand >= 0 ? total - on_demand : 0;
-    on_demand = total - spot;
-  }
-  if (spot < 0 || on_demand < 0) {
+  if (!SplitTargetCapacity(p, default_type, total, &on_demand, &spot)) {
     return Ec2Error(400, "InvalidParameterValue", "Target capacities do not add up to TotalTargetCapacity.");
   }
 
   std::vector<FleetOverride> overrides;
   if (std::optional<EmulatorResponse> bad = ReadFleetOverrides(p, &overrides)) return *bad;
   if (overrides.empty()) return Ec2Error(400, "MissingParameter", "At least one launch template override is required.");
+  if (block_fleet && std::any_of(overrides.begin(), overrides.end(),
+                                 [](const FleetOverride& o) { return o.reservation_target.empty(); })) {
+    return Ec2Error(400, "InvalidParameterCombination",
+                    "A capacity-block fleet needs a launch template that targets a Capacity Block.");
+  }
 
   const std::map<std::string, std::string> tags = InstanceTags(p);
 
@@ -263,7 +324,7 @@ EmulatorResponse CloudEmulator::CreateFleet(const Params& p, WallTime now) {
       return true;
     });
     const auto room_of = [&](const auto& o) {
-      const auto room = Room(o.type, o.zone, lifecycle, now);
+      const auto room = FleetRoom(o, lifecycle, block_fleet, now);
       return room ? room->first : need;
     };
     const std::string options = lifecycle == CapacityType::kSpot ? "SpotOptions." : "OnDemandOptions.";
@@ -281,7 +342,7 @@ EmulatorResponse CloudEmulator::CreateFleet(const Params& p, WallTime now) {
     }
     for (const FleetOverride* o : order) {
       if (need == 0) break;
-      auto room = Room(o->type, o->zone, lifecycle, now);
+      auto room = FleetRoom(*o, lifecycle, block_fleet, now);
       const int want = need;
       const int take = room ? std::min(want, room->first) : want;
       if (take > 0) {
@@ -296,6 +357,8 @@ EmulatorResponse CloudEmulator::CreateFleet(const Params& p, WallTime now) {
             launched.info.tags["aws:ec2launchtemplate:version"] = o->known_version;
           }
           launched.info.placement_group = o->placement_group;
+          TakeSlot(launched,
+                   {o->type, o->zone, o->reservation_preference, o->reservation_target, block_fleet}, now);
           g.ids.push_back(launched.info.instance_id);
         }
         got.push_back(std::move(g));
@@ -303,10 +366,7 @@ EmulatorResponse CloudEmulator::CreateFleet(const Params& p, WallTime now) {
       }
       if (take < want) {
         const std::string code = room->second;
-        std::string message = code == "InsufficientInstanceCapacity"
-                                  ? "We currently do not have sufficient " + o->type + " capacity in the Availability Zone you requested (" + o->zone + ")."
-                                  : "There is no " + std::string(ToString(lifecycle)) + " capacity available that matches your request.";
-        errors.push_back({o, lifecycle, code, message});
+        errors.push_back({o, lifecycle, code, ShortfallMessage(code, o->type, o->zone, lifecycle)});
       }
     }
   }

@@ -105,6 +105,7 @@ void CloudEmulator::AdvanceLocked(WallTime now) {
       ++it;
     }
   }
+  ReclaimCapacityBlocks(now);
   for (Instance& i : instances_) {
     if (i.info.state == "shutting-down" && i.shutting_down_at && now >= *i.shutting_down_at + scenario_.terminate_latency) {
       i.info.state = "terminated";

@@ -34,6 +34,34 @@
 //    zone fails the override with InvalidPlacementGroup.InUse, as EC2 keeps a
 //    cluster placement group in one zone), and DescribeInstances shows it
 //    (placement.groupName).
+//  - Capacity reservations (the scenario's `capacity_reservations`: ODCRs
+//    and Capacity Blocks): DescribeCapacityReservations
+//    (CapacityReservationId.N, an unknown id is
+//    InvalidCapacityReservationId.NotFound; filters tag:<key>, tag-key,
+//    instance-type, availability-zone, state, instance-match-criteria,
+//    reservation-type, end-date-type; MaxResults/NextToken); state
+//    scheduled before the start, active, expired from the end. A slot is
+//    held by a pending, running or shutting-down instance and given back
+//    when it is terminated. RunInstances (MinCount/MaxCount, a launch
+//    template or ImageId, InstanceType, Placement.AvailabilityZone or
+//    SubnetId, Placement.GroupName, TagSpecification, ClientToken replays
+//    the first answer) and CreateFleet (the template's data) take
+//    CapacityReservationSpecification (preference; target
+//    CapacityReservationId, with the preference only if it is
+//    capacity-reservations-only, else InvalidParameterCombination) and
+//    InstanceMarketOptions.MarketType=capacity-block (needed for a block,
+//    refused for an ODCR), or a fleet's DefaultTargetCapacityType
+//    capacity-block (its templates must target a block). A launch into a
+//    reservation that is full, or whose type or zone differ, fails with
+//    ReservationCapacityExceeded (a block: InsufficientInstanceCapacity,
+//    as EC2 Fleet answers one); into one not active (a block before its
+//    start or in its last 30 minutes, an expired one) with
+//    InsufficientInstanceCapacity. On-demand launches that do not opt out
+//    (preference none) land in an active open ODCR of their type and zone
+//    with a free slot. From 30 minutes before a block's end its instances
+//    are terminated. DescribeInstances and RunInstances show
+//    capacityReservationId, capacityReservationSpecification and
+//    instanceLifecycle capacity-block.
 //  - SSM: GetParameter (JSON protocol) over the scenario's `ssm_parameters`;
 //    DescribeSecurityGroups over its `security_groups`; DescribeSubnets over
 //    its `subnets` (and `subnet_tags`), by SubnetId.N (an unknown id is
@@ -136,6 +164,25 @@ struct ScriptedSecurityGroup {
   std::map<std::string, std::string> tags;
 };
 
+// A capacity reservation the account holds: an On-Demand Capacity
+// Reservation (type "default") or a Capacity Block for ML (type
+// "capacity-block", always targeted and with an end). Its state follows the
+// clock: scheduled before `start`, active until `end`, then expired.
+struct ScriptedCapacityReservation {
+  std::string id;  // "cr-…"
+  std::string instance_type;
+  std::string zone;
+  int count = 1;
+  std::string type = "default";
+  // "open": matching on-demand launches that do not opt out land in it;
+  // "targeted": only launches that name it. EC2's default for an ODCR is
+  // open.
+  std::string match = "open";
+  WallTime start{};             // the scenario's start when not given
+  std::optional<WallTime> end;  // none: unlimited (ODCRs only)
+  std::map<std::string, std::string> tags;
+};
+
 struct EmulatorScenario {
   std::string region = "us-east-1";
   std::string account_id = "123456789012";
@@ -158,6 +205,7 @@ struct EmulatorScenario {
   std::vector<ScriptedPrice> spot_prices;
   std::map<std::string, double> on_demand_prices;  // by instance type
   std::vector<ScriptedGroup> groups;
+  std::vector<ScriptedCapacityReservation> capacity_reservations;
   std::string queue_name = "gpuscaler-interruptions";
   Seconds visibility_timeout{30};
   // Secrets by access key id: requests signed with these keys are fully
@@ -187,6 +235,11 @@ struct EmulatedInstance {
   std::string launch_template;
   std::string launch_template_version;
   std::string placement_group;  // CreateFleet's Placement.GroupName, or ""
+  // The capacity reservation it holds a slot of, or "" (DescribeInstances'
+  // capacityReservationId), and the preference it was launched with.
+  std::string capacity_reservation_id;
+  std::string capacity_reservation_preference = "open";
+  bool capacity_block = false;  // launched with MarketType capacity-block
 };
 
 // One request as the emulator answered it (Requests()).
@@ -195,7 +248,7 @@ struct EmulatorRequestRecord {
   WallTime time{};
   std::string service;       // "ec2", "autoscaling", "sqs"
   std::string action;        // "CreateFleet", "ReceiveMessage", …
-  std::string client_token;  // CreateFleet's ClientToken, or ""
+  std::string client_token;  // CreateFleet's or RunInstances' ClientToken, or ""
   int status = 0;
   std::string error_code;    // "RequestLimitExceeded", … ("" on success)
 };
@@ -311,6 +364,44 @@ class CloudEmulator : public EmulatorCore<EmulatorScenario, Ec2InstanceRecord, E
   // The zone of the instances in cluster placement group `name` that are not
   // terminated, "" when it has none: EC2 keeps such a group in one zone.
   std::string PlacementGroupZone(const std::string& name) const;
+  // Capacity reservations and RunInstances (capacity_reservations.cc,
+  // run_instances.cc).
+  EmulatorResponse DescribeCapacityReservations(const Params& p);
+  EmulatorResponse RunInstances(const Params& p, WallTime now);
+  // What one launch asks of reservations.
+  struct SlotRequest {
+    std::string type, zone;
+    std::string preference;       // "", "open", "none", "capacity-reservations-only"
+    std::string target;           // a reservation id, or ""
+    bool capacity_block = false;  // MarketType capacity-block
+  };
+  // How many instances of a SlotRequest may launch now: into `reservation`
+  // (null: plain on-demand capacity, `room` unused), or why none (`code`
+  // and `message`; `status` non-zero when the request itself is refused).
+  struct SlotRoom {
+    const ScriptedCapacityReservation* reservation = nullptr;
+    int room = 0;
+    int status = 0;
+    std::string code, message;
+  };
+  SlotRoom ReservationRoom(const SlotRequest& r, WallTime now) const;
+  // Slot bookkeeping on instance `i` just launched for `r`: the targeted
+  // reservation, else (preference open) an open active reservation of its
+  // type and zone with a free slot, else none.
+  void TakeSlot(Instance& i, const SlotRequest& r, WallTime now);
+  const ScriptedCapacityReservation* FindReservation(const std::string& id) const;
+  // scheduled, active or expired at `now`.
+  std::string ReservationState(const ScriptedCapacityReservation& r, WallTime now) const;
+  // Instances holding a slot of reservation `id`: pending, running, and
+  // shutting-down (EC2 frees the slot once the instance is terminated).
+  int ReservationInUse(const std::string& id) const;
+  // EC2 takes a Capacity Block's instances back from 30 minutes before its
+  // end: they are terminated then.
+  void ReclaimCapacityBlocks(WallTime now);
+  // A fleet override's room: its reservation's (the template targets one,
+  // or `block_fleet`: DefaultTargetCapacityType capacity-block), else Room().
+  std::optional<std::pair<int, std::string>> FleetRoom(const FleetOverride& o, CapacityType lifecycle,
+                                                       bool block_fleet, WallTime now) const;
   EmulatorResponse TerminateInstances(const Params& p, WallTime now);
   EmulatorResponse DescribeInstances(const Params& p);
   EmulatorResponse DescribeSpotPriceHistory(const Params& p);
@@ -347,6 +438,7 @@ class CloudEmulator : public EmulatorCore<EmulatorScenario, Ec2InstanceRecord, E
 
   std::map<std::string, size_t> by_id_;
   std::map<std::string, std::string> fleet_answers_;  // ClientToken -> CreateFleet body
+  std::map<std::string, std::string> run_answers_;    // ClientToken -> RunInstances body
   std::vector<Group> groups_;
   std::map<std::string, LaunchTemplate> templates_;  // by name
   struct PlacementGroup {

@@ -42,6 +42,10 @@ std::string AsgPageOpen(std::string_view op, std::string_view list);
 std::string AsgPageClose(std::string_view op, std::string_view list, const std::string& next,
                          const std::string& request_id);
 
+// One instancesSet <item> as DescribeInstances and RunInstances show it
+// (ec2_describe.cc).
+void InstanceItemXml(std::string& out, const EmulatedInstance& i);
+
 // ---- request parameters (request_params.cc) ----
 
 // A whole decimal int; false for anything else (empty, trailing text).
@@ -62,6 +66,10 @@ std::optional<bool> MatchesTagFilter(const cloud::Filter& f, const std::map<std:
 // it has no field for matches nothing.
 bool MatchesFilters(const std::vector<cloud::Filter>& filters, const std::map<std::string, std::string>& tags,
                     std::initializer_list<std::pair<std::string_view, std::string_view>> fields);
+
+// The value of `key` in launch template data (LaunchTemplateData.* as
+// sent, prefix removed), "" when absent (capacity_reservations.cc).
+std::string TemplateDataValue(const cloud::QueryParams& data, const std::string& key);
 
 // The form parameters of a query-protocol request (query string, then body).
 struct CloudEmulator::Params {

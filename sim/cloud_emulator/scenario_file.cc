@@ -1,6 +1,7 @@
 // The emulator's scenario file (YAML or JSON), read as scenario_yaml.h says.
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <set>
 
 #include "sim/cloud_emulator/emulator.h"
@@ -89,6 +90,45 @@ ScriptedPrice ReadSpotPrice(const YAML::Node& n, const std::string& where, WallT
   return p;
 }
 
+// RFC 3339, or a duration after `start`.
+WallTime ReadTime(const YAML::Node& n, const std::string& where, WallTime start) {
+  WallTime t;
+  if (ParseRfc3339(n.as<std::string>(), &t)) return t;
+  return start + Duration(n, where);
+}
+
+ScriptedCapacityReservation ReadCapacityReservation(const YAML::Node& n, const std::string& where,
+                                                    WallTime start, const std::vector<std::string>& zones) {
+  Keys(n, where,
+       {"id", "instance_type", "zone", "count", "type", "instance_match_criteria", "start", "end", "tags"});
+  ScriptedCapacityReservation r;
+  if (!n["id"] || !n["instance_type"] || !n["zone"])
+    throw Problem{where + ": id, instance_type and zone are required"};
+  Read(n, "id", &r.id);
+  if (r.id.rfind("cr-", 0) != 0) throw Problem{where + ".id: a capacity reservation id (cr-…) is required"};
+  Read(n, "instance_type", &r.instance_type);
+  Read(n, "zone", &r.zone);
+  if (std::find(zones.begin(), zones.end(), r.zone) == zones.end()) {
+    throw Problem{where + ".zone: '" + r.zone + "' is not one of the scenario's zones"};
+  }
+  Read(n, "count", &r.count);
+  if (r.count < 1) throw Problem{where + ".count: must be at least 1"};
+  Read(n, "type", &r.type);
+  const bool block = r.type == "capacity-block";
+  if (!block && r.type != "default") throw Problem{where + ".type: must be default or capacity-block"};
+  r.match = block ? "targeted" : "open";
+  Read(n, "instance_match_criteria", &r.match);
+  if (r.match != "open" && r.match != "targeted")
+    throw Problem{where + ".instance_match_criteria: must be open or targeted"};
+  if (block && r.match != "targeted") throw Problem{where + ": a Capacity Block is always targeted"};
+  r.start = n["start"] ? ReadTime(n["start"], where + ".start", start) : start;
+  if (n["end"]) r.end = ReadTime(n["end"], where + ".end", start);
+  if (block && !r.end) throw Problem{where + ": a Capacity Block needs an end"};
+  if (r.end && *r.end <= r.start) throw Problem{where + ".end: must be after start"};
+  Read(n, "tags", &r.tags);
+  return r;
+}
+
 ScriptedGroup ReadGroup(const YAML::Node& n, const std::string& where) {
   Keys(n, where, {"name", "min", "max", "desired", "instance_type", "instance_types", "zones", "tags", "launch_template",
                   "propagate_at_launch"});
@@ -115,9 +155,30 @@ ScriptedGroup ReadGroup(const YAML::Node& n, const std::string& where) {
 Result<EmulatorScenario> ParseEmulatorScenario(const std::string& text, WallTime start) {
   auto read = [&](const YAML::Node& root, EmulatorScenario& s) {
     Keys(root, "scenario",
-         {"provider", "region", "account_id", "zones", "subnets", "launch_latency", "terminate_latency", "terminated_visible", "group_launch_delay",
-          "capacity", "throttle", "server_error_rate", "seed", "interruptions", "spot_prices", "on_demand_prices",
-          "auto_scaling_groups", "queue", "visibility_timeout", "credentials", "ssm_parameters", "security_groups", "subnet_tags"});
+         {"provider",
+          "region",
+          "account_id",
+          "zones",
+          "subnets",
+          "launch_latency",
+          "terminate_latency",
+          "terminated_visible",
+          "group_launch_delay",
+          "capacity",
+          "throttle",
+          "server_error_rate",
+          "seed",
+          "interruptions",
+          "spot_prices",
+          "on_demand_prices",
+          "auto_scaling_groups",
+          "queue",
+          "visibility_timeout",
+          "credentials",
+          "ssm_parameters",
+          "security_groups",
+          "subnet_tags",
+          "capacity_reservations"});
     Read(root, "region", &s.region);
     Read(root, "account_id", &s.account_id);
     s.zones = {s.region + "a", s.region + "b", s.region + "c"};
@@ -160,6 +221,13 @@ Result<EmulatorScenario> ParseEmulatorScenario(const std::string& text, WallTime
     Read(root, "on_demand_prices", &s.on_demand_prices);
     ForEachItem(root, "auto_scaling_groups", [&](const YAML::Node& n, const std::string& where) {
       s.groups.push_back(ReadGroup(n, where));
+    });
+    ForEachItem(root, "capacity_reservations", [&](const YAML::Node& n, const std::string& where) {
+      ScriptedCapacityReservation r = ReadCapacityReservation(n, where, start, s.zones);
+      for (const ScriptedCapacityReservation& other : s.capacity_reservations) {
+        if (other.id == r.id) throw Problem{where + ".id: '" + r.id + "' is used twice"};
+      }
+      s.capacity_reservations.push_back(std::move(r));
     });
     Read(root, "queue", &s.queue_name);
     ReadDuration(root, "visibility_timeout", "", &s.visibility_timeout);

@@ -22,6 +22,14 @@ Instance ToInstance(const Ec2Instance& e, const std::map<std::string, Offering>&
     inst.offering.region = region;
     inst.offering.capacity_type = e.lifecycle;
   }
+  // What EC2 says the instance runs in wins: an instance in a reservation
+  // holds one of its slots, whatever it was launched as (an on-demand
+  // launch that landed in an open reservation, or one listed after a
+  // restart).
+  if (!e.capacity_reservation_id.empty()) {
+    inst.offering.capacity_type = CapacityType::kReserved;
+    inst.offering.reservation_id = e.capacity_reservation_id;
+  }
   inst.launch_time = e.launch_time;
   inst.state = e.state == "running" ? InstanceState::kRunning
                : e.state == "pending" ? InstanceState::kPending
@@ -55,6 +63,18 @@ Result<LaunchResult> AwsProvider::Launch(const LaunchRequest& request) {
   if (request.count <= 0) return LaunchResult{};
   if (request.offerings.empty()) return Error::InvalidInput("launch: no offerings");
   if (request.idempotency_token.empty()) return Error::InvalidInput("launch: no idempotency token");
+  if (!request.auto_scaling_group.empty()) {
+    for (const Offering& o : request.offerings) {
+      if (o.capacity_type != CapacityType::kReserved) continue;
+      // A group launches as its own CapacityReservationSpecification says;
+      // a launch cannot aim one raise of it at one reservation.
+      return Error::Config("pool '" + request.pool + "': actuation asg cannot launch into reservation " +
+                           o.reservation_id +
+                           " (remove pools[].reservations, or set the reservation on auto "
+                           "scaling group '" +
+                           request.auto_scaling_group + "' itself)");
+    }
+  }
   return request.auto_scaling_group.empty() ? LaunchFleet(request) : LaunchInGroup(request);
 }
 
@@ -94,6 +114,21 @@ Result<LaunchResult> AwsProvider::LaunchFleet(const LaunchRequest& request) {
     size_t end = begin;
     const CapacityType type = request.offerings[begin].capacity_type;
     while (end < request.offerings.size() && request.offerings[end].capacity_type == type) ++end;
+    if (type == CapacityType::kReserved) {
+      // One reservation per call: a run of one offering.
+      end = begin + 1;
+      Status s =
+          LaunchReserved(request, begin, run, launch_template, *subnet_by_zone, tags, &remaining, &result);
+      if (!s.ok()) {
+        // As a fleet run's failure: the whole call, or this offering's
+        // error and what was launched before it.
+        if (result.instances.empty()) return s.error();
+        result.errors.push_back({request.offerings[begin].Key(), s.error()});
+        break;
+      }
+      begin = end;
+      continue;
+    }
 
     CreateFleetRequest fleet;
     fleet.launch_template = launch_template;

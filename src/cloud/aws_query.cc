@@ -96,10 +96,12 @@ std::optional<AwsErrorBody> ParseErrorBody(std::string_view body) {
 }
 
 ErrorCategory ClassifyAwsError(std::string_view code, int http_status) {
-  static constexpr std::array<std::string_view, 8> kCapacity = {
-      "InsufficientInstanceCapacity", "InsufficientCapacity",  "UnfulfillableCapacity",
-      "SpotMaxPriceTooLow",           "MaxSpotInstanceCountExceeded", "InstanceLimitExceeded",
-      "VcpuLimitExceeded",            "Unsupported"};
+  // ReservationCapacityExceeded: a targeted capacity reservation without
+  // enough free slots for the launch.
+  static constexpr std::array<std::string_view, 9> kCapacity = {
+      "InsufficientInstanceCapacity", "InsufficientCapacity",  "UnfulfillableCapacity", "SpotMaxPriceTooLow",
+      "MaxSpotInstanceCountExceeded", "InstanceLimitExceeded", "VcpuLimitExceeded",     "Unsupported",
+      "ReservationCapacityExceeded"};
   static constexpr std::array<std::string_view, 14> kThrottle = {
       "Throttling",        "ThrottlingException",          "ThrottledException",
       "RequestThrottledException", "TooManyRequestsException", "ProvisionedThroughputExceededException",

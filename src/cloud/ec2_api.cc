@@ -35,6 +35,10 @@ Ec2Instance ParseInstance(pugi::xml_node item) {
   ParseAwsTime(item.child_value("launchTime"), &i.launch_time);
   i.client_token = item.child_value("clientToken");
   for (pugi::xml_node t : item.child("tagSet").children("item")) i.tags[t.child_value("key")] = t.child_value("value");
+  i.capacity_reservation_id = item.child_value("capacityReservationId");
+  i.capacity_reservation_preference =
+      item.child("capacityReservationSpecification").child_value("capacityReservationPreference");
+  i.capacity_block = std::string_view(item.child_value("instanceLifecycle")) == "capacity-block";
   return i;
 }
 

@@ -67,7 +67,7 @@ bool ClusterState::Observe(const Policy& policy, WallTime now, double month_to_d
   if (listed && nodes_ != nullptr) CheckNodeHealth(policy, now, &reached, report);
   if (listed) RemoveRebalanced(now);
   ReadPrices(policy, now, report);
-  ReadReservations(policy, report);
+  ReadReservations(policy, now, report);
   if (listed) RetireBlockNodes(policy, now, node_actions, report);
   RefreshWork(&reached);
   learners_.warm_up.Observe(reached);
@@ -296,8 +296,8 @@ void ClusterState::RefreshOfferings(WallTime now, bool prices_moved) {
   if (prices_moved || marks.any || learned.rates || learned.shares) PublishOfferings();
 }
 
-void ClusterState::ReadReservations(const Policy& policy, TickReport* report) {
-  if (!reservations_.Read(cloud_, policy, book_, report)) return;
+void ClusterState::ReadReservations(const Policy& policy, WallTime now, TickReport* report) {
+  if (!reservations_.Read(cloud_, policy, book_, now, report)) return;
   snapshot_->reservations = reservations_.reservations();
   PublishOfferings();
   MarkChanged(true);

@@ -4,7 +4,8 @@
 
 namespace gpuscaler {
 
-bool ReservationBook::Read(CloudProvider& cloud, const Policy& policy, const OfferingBook& book, TickReport* report) {
+bool ReservationBook::Read(CloudProvider& cloud, const Policy& policy, const OfferingBook& book, WallTime now,
+                           TickReport* report) {
   const bool wanted = std::any_of(policy.pools.begin(), policy.pools.end(),
                                   [](const NodePoolPolicy& p) { return !p.reservations.empty(); });
   std::vector<Reservation> selected;
@@ -22,8 +23,11 @@ bool ReservationBook::Read(CloudProvider& cloud, const Policy& policy, const Off
     std::sort(selected.begin(), selected.end(),
               [](const Reservation& a, const Reservation& b) { return a.id < b.id; });
   }
-  if (selected == reservations_) return false;
+  std::vector<bool> open;
+  for (const Reservation& r : selected) open.push_back(r.OpenAt(now));
+  if (selected == reservations_ && open == open_) return false;
   reservations_ = std::move(selected);
+  open_ = std::move(open);
   offerings_.clear();
   for (const Reservation& r : reservations_) {
     const int od = book.Find(OfferingKey(r.instance_type, r.zone, CapacityType::kOnDemand));

@@ -243,6 +243,10 @@ TEST(IamPolicy, DocsAndManifestAgreeAndScopeTheTemplateCalls) {
         << action;
   }
   ASSERT_TRUE(by_action.count("ec2:DescribeLaunchTemplateVersions"));
+  // Pools with reservations read them; the launch into one is RunInstances
+  // from the launch template, tagged at launch.
+  ASSERT_TRUE(by_action.count("ec2:DescribeCapacityReservations"));
+  ASSERT_TRUE(by_action.count("ec2:RunInstances"));
   ASSERT_TRUE(by_action.count("ec2:DescribeSecurityGroups"));
   ASSERT_TRUE(by_action.count("ssm:GetParameter"));
   for (const nlohmann::json& arn : by_action["ssm:GetParameter"]["Resource"]) {

@@ -46,11 +46,11 @@ struct ReservationScene {
   std::vector<Snapshot> seen;
   std::unique_ptr<Controller> controller;
 
-  explicit ReservationScene(bool pool_selects = true) {
+  explicit ReservationScene(bool pool_selects = true, bool reuse_plans = false) {
     Policy policy = testing::UndampedGpuPolicy();
     if (pool_selects) policy.pools[0].reservations = {{"cr-1", {}}};
     ControllerOptions o;
-    o.reuse_unchanged_plans = false;
+    o.reuse_unchanged_plans = reuse_plans;
     controller = std::make_unique<Controller>(clock, cloud, store.get(), work, catalog, std::move(policy), o,
                                               testing::RecordingPlanner(&seen, &next_plan));
   }
@@ -83,6 +83,34 @@ TEST(ControllerReservations, TheSelectedReservationsAndTheirOfferingsReachTheSna
   scene.clock.Advance(Seconds(30));
   scene.controller->Tick();
   EXPECT_EQ(scene.controller->snapshot().reservations[0].available_count, 0);
+}
+
+// A Capacity Block listed the same before and after its start: the tick at
+// its start plans again (its slots take launches from then on), and so does
+// the one at its last half hour, though nothing else changed.
+TEST(ControllerReservations, AReservationOpeningOrClosingIsNewsForThePlan) {
+  ReservationScene scene(true, /*reuse_plans=*/true);
+  Reservation block = Odcr("cr-1", 2, 2);
+  block.kind = ReservationKind::kCapacityBlock;
+  block.start = scene.clock.WallNow() + Seconds(90);
+  block.end = block.start + Seconds(3600);
+  scene.cloud.reservations = {{block}};
+  scene.controller->Tick();
+  const size_t planned = scene.seen.size();
+  ASSERT_GE(planned, 1u);
+  scene.clock.Advance(Seconds(30));
+  scene.controller->Tick();
+  ASSERT_EQ(scene.seen.size(), planned) << "nothing changed: the plan is reused";
+  scene.clock.Advance(Seconds(60));  // the block's start
+  scene.controller->Tick();
+  ASSERT_EQ(scene.seen.size(), planned + 1) << "the block opened";
+  EXPECT_TRUE(scene.seen.back().reservations[0].OpenAt(scene.seen.back().time));
+  scene.clock.Advance(Seconds(30));
+  scene.controller->Tick();
+  EXPECT_EQ(scene.seen.size(), planned + 1);
+  scene.clock.AdvanceTo(*block.end - kBlockEndNotice);
+  scene.controller->Tick();
+  EXPECT_EQ(scene.seen.size(), planned + 2) << "the block closed to launches";
 }
 
 TEST(ControllerReservations, ALaunchIntoASlotIsRecordedAsTheOnDemandInstanceItIs) {

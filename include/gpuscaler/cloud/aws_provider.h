@@ -26,6 +26,31 @@
 //    LaunchRequest::placement_group every override also names that cluster
 //    placement group (Placement.GroupName), which the provider first finds
 //    or creates (EnsurePlacementGroup); an error there launches nothing.
+//  - Launch, a reserved offering (capacity type reserved, its
+//    reservation_id) in the request: a run of its own, one reservation per
+//    call. RunInstances with the pool's launch template (as the fleet's),
+//    the offering's type and zone (or the zone's subnet), MinCount 1 (a
+//    gang's: all still missing) and MaxCount the nodes still missing,
+//    CapacityReservationSpecification preference capacity-reservations-only
+//    and target the reservation, InstanceMarketOptions.MarketType
+//    capacity-block when the reservation is a Capacity Block (known from
+//    ListReservations, else DescribeCapacityReservations on its id), the
+//    same tags and ClientToken(idempotency token, run) as a fleet run. A
+//    reservation that is full, not open or gone (a kCapacity or kNotFound
+//    error), or that had room for fewer than asked, is a kCapacity
+//    OfferingError and the launch moves on to the next offering; other
+//    errors end the launch as a fleet run's do. Pools with
+//    `auto_scaling_group`: a reserved offering is a kConfig error naming
+//    the pool (a group launches as its own CapacityReservationSpecification
+//    says; no raise can be aimed at one reservation).
+//  - ListReservations: DescribeCapacityReservations with the state filter
+//    active, pending, scheduled (EC2 has no "expiring" state; a block's
+//    last half hour is Reservation::OpenAt's business), every page; kind
+//    from reservationType (absent: default; a type it does not know is
+//    left out), available_count from availableInstanceCount, start and end
+//    from startDate and endDate, its tags; usd_per_hour 0: the API states
+//    no price (the controller prices an ODCR at the on-demand rate, a
+//    block's fee is not in this API). Sorted by id.
 //  - Launch, fleet pools with a node template (LaunchRequest::node_template):
 //    the fleet launches from the pool's own launch template
 //    gpuscaler-<cluster_name>-<pool>, pinned to the version that holds the
@@ -122,7 +147,9 @@
 //    survives restarts) that carries a gpuscaler.io/pool tag (written by the
 //    first launch naming the group, or by its operator; until then its
 //    instances are not listed), with `pool` from the instance's pool tag,
-//    else the group's. Sorted by id.
+//    else the group's. An instance EC2 shows in a capacity reservation
+//    (capacityReservationId) is listed as a reserved offering of that
+//    reservation, whatever it was launched as. Sorted by id.
 //  - PollInterruptions: reads the SQS queue (JSON protocol, up to
 //    max_interruption_batches receives of 10), turns "EC2 Spot Instance
 //    Interruption Warning" events into notices (deadline = event time + 2
@@ -205,6 +232,7 @@ class AwsProvider final : public CloudProvider {
   Result<std::vector<InterruptionNotice>> PollInterruptions() override;
   Status AcknowledgeInterruptions(const std::vector<InterruptionNotice>& notices) override;
   Result<std::vector<SpotPrice>> SpotPrices(WallTime since) override;
+  Result<std::vector<Reservation>> ListReservations() override;
 
   // The CreateFleet ClientToken of run `run` of a launch with
   // `idempotency_token`: at most 64 printable ASCII characters, as EC2
@@ -217,6 +245,18 @@ class AwsProvider final : public CloudProvider {
  private:
   Result<LaunchResult> LaunchFleet(const LaunchRequest& request);
   Result<LaunchResult> LaunchInGroup(const LaunchRequest& request);
+  // Run `run` of a fleet launch: the reserved offering request.offerings[index]
+  // (aws_provider_reservations.cc). Launches up to *remaining nodes into its
+  // reservation, adds them to `result` and lowers *remaining; a shortfall is
+  // an OfferingError. An Error only when the call failed and nothing was
+  // launched yet, as a fleet run's.
+  Status LaunchReserved(const LaunchRequest& request, size_t index, int run,
+                        const LaunchTemplateRef& launch_template,
+                        const std::map<std::string, std::string>& subnet_by_zone,
+                        const std::map<std::string, std::string>& tags, int* remaining, LaunchResult* result);
+  // Whether reservation `id` is an ODCR or a Capacity Block: as the last
+  // ListReservations saw it, else DescribeCapacityReservations on the id.
+  Result<ReservationKind> ReservationKindOf(const std::string& id);
   // The pool's own launch template, created or updated to match the
   // request's node template (aws_provider_templates.cc).
   Result<LaunchTemplateRef> EnsureLaunchTemplate(const LaunchRequest& request);
@@ -302,6 +342,8 @@ class AwsProvider final : public CloudProvider {
   std::map<std::string, ResolvedSubnets> pool_subnets_;
   // Placement groups found or created by this process.
   std::set<std::string> placement_groups_;
+  // The kinds of the reservations this process has seen, by id.
+  std::map<std::string, ReservationKind> reservation_kinds_;
 };
 
 }  // namespace gpuscaler::cloud

@@ -123,6 +123,13 @@ struct Ec2Instance {
   WallTime launch_time{};
   std::string client_token;
   std::map<std::string, std::string> tags;
+  // The capacity reservation (ODCR or Capacity Block) the instance runs in
+  // (capacityReservationId); empty: none.
+  std::string capacity_reservation_id;
+  // capacityReservationSpecification.capacityReservationPreference
+  // ("open", "none", "capacity-reservations-only"); empty when not shown.
+  std::string capacity_reservation_preference;
+  bool capacity_block = false;  // instanceLifecycle=capacity-block
 };
 struct DescribeInstancesPage {
   std::vector<Ec2Instance> instances;  // across reservations, in document order

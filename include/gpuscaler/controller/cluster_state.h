@@ -272,7 +272,7 @@ class ClusterState {
   void RefreshOfferings(WallTime now, bool prices_moved);
   // The selected reservations, and their reserved offerings, into the
   // snapshot when they changed.
-  void ReadReservations(const Policy& policy, TickReport* report);
+  void ReadReservations(const Policy& policy, WallTime now, TickReport* report);
   // The book's offerings and the reserved ones: the snapshot's offerings.
   void PublishOfferings();
   // The running work on each node and the pending units (with the

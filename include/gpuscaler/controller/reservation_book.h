@@ -23,13 +23,17 @@ namespace gpuscaler {
 class ReservationBook {
  public:
   // Lists the cloud's reservations when a pool selects any (else forgets
-  // them); true when the selected ones or their free slots changed.
-  bool Read(CloudProvider& cloud, const Policy& policy, const OfferingBook& book, TickReport* report);
+  // them); true when the selected ones or their free slots changed, or one
+  // opened or closed (Reservation::OpenAt) since the last read, at `now`:
+  // a block's start is news for the plan though the cloud lists the same.
+  bool Read(CloudProvider& cloud, const Policy& policy, const OfferingBook& book, WallTime now,
+            TickReport* report);
   const std::vector<Reservation>& reservations() const { return reservations_; }
   const std::vector<Offering>& offerings() const { return offerings_; }
 
  private:
   std::vector<Reservation> reservations_;
+  std::vector<bool> open_;  // reservations_[i].OpenAt at the last read
   std::vector<Offering> offerings_;
 };
 
