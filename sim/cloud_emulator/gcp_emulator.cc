@@ -410,6 +410,10 @@ EmulatorResponse GcpEmulator::AggregatedList(const Path& /*p*/, const std::strin
     items["zones/" + matched[k]->info.zone]["instances"].push_back(
         json::parse(InstanceJson(*matched[k], now)));
   }
+  return AggregatedPage("instance", std::move(items), end, matched.size());
+}
+
+EmulatorResponse GcpEmulator::AggregatedPage(const std::string& kind, json items, size_t end, size_t total) const {
   for (const std::string& zone : scenario_.zones) {
     const std::string scope = "zones/" + zone;
     if (items.contains(scope)) continue;
@@ -418,11 +422,12 @@ EmulatorResponse GcpEmulator::AggregatedList(const Path& /*p*/, const std::strin
                       {"message", "There are no results for scope '" + scope + "' on this page."},
                       {"data", {{{"key", "scope"}, {"value", scope}}}}}}};
   }
-  json out = {{"kind", "compute#instanceAggregatedList"},
-              {"id", "projects/" + scenario_.project + "/aggregated/instances"},
-              {"items", items},
-              {"selfLink", Url("aggregated/instances")}};
-  if (end < matched.size()) out["nextPageToken"] = gcp::PageToken(end);
+  const std::string collection = "aggregated/" + kind + "s";
+  json out = {{"kind", "compute#" + kind + "AggregatedList"},
+              {"id", "projects/" + scenario_.project + "/" + collection},
+              {"items", std::move(items)},
+              {"selfLink", Url(collection)}};
+  if (end < total) out["nextPageToken"] = gcp::PageToken(end);
   return gcp::Json(out.dump());
 }
 

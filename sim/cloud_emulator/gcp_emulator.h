@@ -67,6 +67,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "gpuscaler/model/clock.h"
 #include "gpuscaler/status.h"
 #include "sim/cloud_emulator/emulator.h"
@@ -368,6 +370,11 @@ class GcpEmulator : public EmulatorCore<GcpScenario, GcpInstanceRecord, GcpEmula
                           uint64_t target_id, const std::string& request_id, WallTime now);
   uint64_t NewId();
   std::string Url(const std::string& path) const;  // "projects/p/…" -> the selfLink
+  // One page of an aggregatedList of `kind` ("instance", "reservation"):
+  // `items` by "zones/Z" scope, a NO_RESULTS_ON_PAGE warning for each zone
+  // without any on the page, and the next page's token when the page ends
+  // at `end` of `total`.
+  EmulatorResponse AggregatedPage(const std::string& kind, nlohmann::json items, size_t end, size_t total) const;
 
   // Wire shapes (gcp_json.cc).
   std::string InstanceJson(const Instance& i, WallTime now) const;

@@ -234,20 +234,7 @@ EmulatorResponse GcpEmulator::AggregatedReservations(const std::string& query, W
     items["zones/" + scenario_.reservations[r].zone]["reservations"].push_back(
         json::parse(ReservationJson(r, now)));
   }
-  for (const std::string& zone : scenario_.zones) {
-    const std::string scope = "zones/" + zone;
-    if (items.contains(scope)) continue;
-    items[scope] = {{"warning",
-                     {{"code", "NO_RESULTS_ON_PAGE"},
-                      {"message", "There are no results for scope '" + scope + "' on this page."},
-                      {"data", {{{"key", "scope"}, {"value", scope}}}}}}};
-  }
-  json out = {{"kind", "compute#reservationAggregatedList"},
-              {"id", "projects/" + scenario_.project + "/aggregated/reservations"},
-              {"items", items},
-              {"selfLink", Url("aggregated/reservations")}};
-  if (end < matched.size()) out["nextPageToken"] = gcp::PageToken(end);
-  return gcp::Json(out.dump());
+  return AggregatedPage("reservation", std::move(items), end, matched.size());
 }
 
 EmulatorResponse GcpEmulator::InstanceTemplateGet(const std::string& name) const {

@@ -1,8 +1,11 @@
 // `gpuscaler sim --reservations`: the file's reservations are what the
 // simulated cloud holds, the policy's pools select them, and the outputs
-// split their cost into used and unused.
+// split their cost into used and unused; `gpuscaler report` of the run's
+// database splits it the same way, and its block flags reach the buy_block
+// view.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "cli/process.h"
@@ -101,6 +104,32 @@ TEST_F(SimReservations, AProblemInTheFileNamesItsLineAndNothingRuns) {
   EXPECT_NE(r.err.find("bad.yaml:3"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("duplicate reservation id 'cr-test'"), std::string::npos) << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out.substr(0, 200);
+}
+
+int64_t Cents(const nlohmann::json& v) { return std::llround(v.get<double>() * 100.0); }
+
+TEST_F(SimReservations, TheReportOfTheRunsDatabaseSplitsTheReservationAsTheSimDid) {
+  const std::string db = (Write("placeholder", "").parent_path() / "run.db").string();
+  ProcessResult sim = Sim({"--json", "--db", db});
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  const nlohmann::json truth = Run(sim.out, "gpuscaler").at("reservations").at(0);
+
+  ProcessResult report = Gpuscaler({"report", "--db", db, "--run", "gpuscaler", "--format", "json"});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  const nlohmann::json res = nlohmann::json::parse(report.out).at("reservations").at("by_reservation").at(0);
+  EXPECT_EQ(res.at("id"), "cr-test");
+  EXPECT_EQ(Cents(res.at("cost_usd")), Cents(truth.at("cost_usd")));
+  EXPECT_EQ(Cents(res.at("used_usd")), Cents(truth.at("used_usd")));
+  EXPECT_EQ(Cents(res.at("unused_usd")), Cents(truth.at("cost_usd")) - Cents(truth.at("used_usd")));
+
+  ProcessResult block =
+      Gpuscaler({"report", "--db", db, "--run", "gpuscaler", "--view", "buy_block", "--block-type",
+                 "p5.48xlarge", "--block-count", "1", "--block-upfront-usd", "500"});
+  ASSERT_EQ(block.exit_code, 0) << block.err;
+  EXPECT_NE(block.out.find("p5.48xlarge,1,500.00,"), std::string::npos) << block.out;
+  ProcessResult missing = Gpuscaler({"report", "--db", db, "--run", "gpuscaler", "--view", "buy_block"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("block_type"), std::string::npos) << missing.err;
 }
 
 }  // namespace
