@@ -29,6 +29,20 @@ struct ProcessResult {
   std::string err;
 };
 
+// The path of executable `name` in a directory of $PATH; "" when none has it.
+inline std::string FindOnPath(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) return "";
+  std::stringstream ss(path);
+  std::string dir;
+  while (std::getline(ss, dir, ':')) {
+    if (dir.empty()) continue;
+    const std::filesystem::path p = std::filesystem::path(dir) / name;
+    if (::access(p.c_str(), X_OK) == 0) return p.string();
+  }
+  return "";
+}
+
 inline std::string ReadAll(const std::filesystem::path& p) {
   std::ifstream in(p);
   std::ostringstream s;

@@ -20,19 +20,6 @@ namespace gpuscaler::testing {
 
 using nlohmann::json;
 
-inline std::string FindOnPath(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  if (path == nullptr) return "";
-  std::stringstream ss(path);
-  std::string dir;
-  while (std::getline(ss, dir, ':')) {
-    if (dir.empty()) continue;
-    const std::filesystem::path p = std::filesystem::path(dir) / name;
-    if (::access(p.c_str(), X_OK) == 0) return p.string();
-  }
-  return "";
-}
-
 class AwsCliTest : public CliTest {
  protected:
   // The emulator's scenario (YAML).

@@ -18,19 +18,6 @@
 
 namespace gpuscaler::testing {
 
-inline std::string FindOnPath(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  if (path == nullptr) return "";
-  std::stringstream ss(path);
-  std::string dir;
-  while (std::getline(ss, dir, ':')) {
-    if (dir.empty()) continue;
-    const std::filesystem::path p = std::filesystem::path(dir) / name;
-    if (::access(p.c_str(), X_OK) == 0) return p.string();
-  }
-  return "";
-}
-
 // $GPUSCALER_NODE_CACHE/node_modules, else
 // ~/.cache/gpuscaler/gcp_node_client/node_modules.
 inline std::filesystem::path NodeModules() {
