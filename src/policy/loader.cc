@@ -121,7 +121,7 @@ void PolicyReader::ReadPlacementGroup(MapReader& m, bool actuation_known, NodePo
   }
 }
 
-void PolicyReader::ReadReservationSelectors(MapReader& m, NodePoolPolicy* pool) {
+void PolicyReader::ReadReservationSelectors(MapReader& m, bool actuation_known, NodePoolPolicy* pool) {
   std::vector<std::string> ids;
   std::vector<std::map<std::string, std::string>> selectors;
   // Ids take no prefix check: a Compute Engine reservation is named freely.
@@ -131,6 +131,10 @@ void PolicyReader::ReadReservationSelectors(MapReader& m, NodePoolPolicy* pool) 
     pool->reservations.push_back({ids[i], {}});
   }
   for (auto& tags : selectors) pool->reservations.push_back({"", std::move(tags)});
+  if (actuation_known && pool->actuation == Actuation::kAsg && m.Has("reservations")) {
+    r_.ReportAt(m.PathOf("reservations"),
+                "is used only with actuation 'fleet' (an Auto Scaling group cannot aim a launch at one reservation)");
+  }
 }
 
 NodePoolPolicy PolicyReader::ReadPool(const DocNode& node, const std::string& path) {
@@ -264,7 +268,7 @@ NodePoolPolicy PolicyReader::ReadPool(const DocNode& node, const std::string& pa
     r_.ReportAt(m.PathOf("auto_scaling_group"), "is used only with actuation 'asg'");
   }
   ReadPlacementGroup(m, actuation_known, &pool);
-  ReadReservationSelectors(m, &pool);
+  ReadReservationSelectors(m, actuation_known, &pool);
   PositiveDuration(m, "registration_timeout", &pool.registration_timeout);
   if (m.ReadDuration("repair_after", &pool.repair_after) && pool.repair_after.count() < 0) {
     r_.ReportAt(m.PathOf("repair_after"), "must not be negative (0 turns repair off)");

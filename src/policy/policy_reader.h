@@ -59,8 +59,9 @@ class PolicyReader {
   // The pool's placement_group (after actuation is read; `actuation_known`:
   // it named a known one).
   void ReadPlacementGroup(MapReader& m, bool actuation_known, NodePoolPolicy* pool);
-  // pools[].reservations: ids or {tags: {…}} selectors.
-  void ReadReservationSelectors(MapReader& m, NodePoolPolicy* pool);
+  // pools[].reservations: ids or {tags: {…}} selectors; only with actuation
+  // fleet (checked when `actuation_known`).
+  void ReadReservationSelectors(MapReader& m, bool actuation_known, NodePoolPolicy* pool);
   // node_template.cc: the pool's labels and node template (after taints and
   // actuation are read).
   void ReadPoolLabels(MapReader& m, NodePoolPolicy* pool);

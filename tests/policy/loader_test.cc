@@ -608,6 +608,10 @@ TEST(PolicyLoader, RejectsInvalidPoliciesWithFieldLineAndMessage) {
        "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
        "  - name: gpu\n    reservations: [\"\"]\n",
        false, "pools[0].reservations[0]", 6, "must not be empty"},
+      {"reservations on an Auto Scaling group pool",
+       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+       "  - name: gpu\n    actuation: asg\n    auto_scaling_group: g\n    reservations: [cr-0a]\n",
+       false, "pools[0].reservations", 8, "is used only with actuation 'fleet'"},
       {"min_zones below 1",
        "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n"
        "  - name: a\n    zone_spread: {min_zones: 0}\n",
