@@ -13,6 +13,13 @@ double HoursLeftInMonth(WallTime t) {
   return std::chrono::duration<double>(UsageMeter::NextMonthStart(t) - t).count() / 3600.0;
 }
 
+// A node on a reservation costs what its slot does: the cloud lists such an
+// instance without a price of its own (EC2's DescribeInstances has none).
+void PriceAsReserved(const Offering& reserved, Offering* node) {
+  node->usd_per_hour = reserved.usd_per_hour;
+  node->on_demand_usd_per_hour = reserved.on_demand_usd_per_hour;
+}
+
 }  // namespace
 
 ClusterState::ClusterState(const Clock& clock, CloudProvider& cloud, AuditStore* store, WorkSource& work,
@@ -300,6 +307,10 @@ void ClusterState::ReadReservations(const Policy& policy, WallTime now, TickRepo
   if (!reservations_.Read(cloud_, policy, book_, now, report)) return;
   snapshot_->reservations = reservations_.reservations();
   PublishOfferings();
+  for (Node& n : snapshot_->nodes) {
+    if (n.offering.capacity_type != CapacityType::kReserved) continue;
+    if (const Offering* reserved = reservations_.Find(n.offering.Key())) PriceAsReserved(*reserved, &n.offering);
+  }
   MarkChanged(true);
 }
 
@@ -412,6 +423,8 @@ Node ClusterState::NodeFor(const Instance& instance, NodeState state, const Poli
     node.offering.usd_per_hour = book_.offerings()[static_cast<size_t>(o)].usd_per_hour;
     node.offering.interruptions_per_hour = book_.offerings()[static_cast<size_t>(o)].interruptions_per_hour;
     info->offering = o;
+  } else if (const Offering* reserved = reservations_.Find(instance.offering.Key())) {
+    PriceAsReserved(*reserved, &node.offering);
   }
   const InstanceType* type = book_.catalog().FindInstanceType(instance.offering.instance_type);
   info->family = type != nullptr ? type->FamilyOrName() : instance.offering.instance_type;

@@ -36,4 +36,10 @@ bool ReservationBook::Read(CloudProvider& cloud, const Policy& policy, const Off
   return true;
 }
 
+const Offering* ReservationBook::Find(const std::string& key) const {
+  for (const Offering& o : offerings_)
+    if (o.Key() == key) return &o;
+  return nullptr;
+}
+
 }  // namespace gpuscaler

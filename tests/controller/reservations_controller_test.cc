@@ -150,6 +150,28 @@ TEST(ControllerReservations, ACloudWithoutReservedCapacityIsAnErrorOnEveryTick) 
   EXPECT_TRUE(without.controller->Tick().errors.empty());
 }
 
+TEST(ControllerReservations, AnInstanceListedOnAReservationCostsWhatItsSlotDoes) {
+  // EC2 lists an instance in a reservation without a price: after a
+  // restart the node is priced as the reservation's offering.
+  ReservationScene scene;
+  scene.cloud.reservations = {{Odcr("cr-1", 2, 1)}};
+  Instance listed;
+  listed.instance_id = "i-0reserved";
+  listed.pool = "gpu";
+  listed.offering = ReservedOffering(Odcr("cr-1", 2, 1), nullptr);
+  listed.offering.region = "us-east-1";
+  ASSERT_EQ(listed.offering.usd_per_hour, 0);
+  listed.launch_time = scene.clock.WallNow() - Seconds(3600);
+  scene.cloud.instances[listed.instance_id] = listed;
+  scene.controller->Tick();
+  ASSERT_NE(scene.Reserved(), nullptr);
+  ASSERT_GT(scene.Reserved()->usd_per_hour, 0);
+  ASSERT_EQ(scene.controller->snapshot().nodes.size(), 1u);
+  const Offering& priced = scene.controller->snapshot().nodes[0].offering;
+  EXPECT_DOUBLE_EQ(priced.usd_per_hour, scene.Reserved()->usd_per_hour);
+  EXPECT_DOUBLE_EQ(priced.on_demand_usd_per_hour, scene.Reserved()->on_demand_usd_per_hour);
+}
+
 bool Terminated(const FakeCloudProvider& cloud, const std::string& id) {
   for (const std::vector<std::string>& call : cloud.terminations)
     if (std::find(call.begin(), call.end(), id) != call.end()) return true;

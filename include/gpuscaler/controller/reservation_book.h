@@ -11,6 +11,7 @@
 // Not thread-safe: the loop's thread only.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "gpuscaler/cloud/provider.h"
@@ -30,6 +31,8 @@ class ReservationBook {
             TickReport* report);
   const std::vector<Reservation>& reservations() const { return reservations_; }
   const std::vector<Offering>& offerings() const { return offerings_; }
+  // The reserved offering with key `key` (Offering::Key); null when none.
+  const Offering* Find(const std::string& key) const;
 
  private:
   std::vector<Reservation> reservations_;
