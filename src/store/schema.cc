@@ -302,6 +302,12 @@ Result<int64_t> ScalarInt(Connection& db, const char* sql, std::string_view what
   return q->Int(0);
 }
 
+// 1 when the database has the schema_version table, else 0.
+Result<int64_t> HasVersionTable(Connection& db) {
+  return ScalarInt(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'",
+                   "looking for the schema_version table");
+}
+
 std::string NotOurs(const std::string& why) {
   return "not a gpuscaler audit database (" + why + "); point --db at an audit file or a new path";
 }
@@ -320,9 +326,7 @@ int OldestReadableSchemaVersion() {
 Result<std::optional<std::string>> WhyNotAnAuditDatabase(Connection& db) {
   Result<int64_t> app_id = ScalarInt(db, "PRAGMA application_id", "reading the application id");
   if (!app_id) return app_id.error();
-  Result<int64_t> has_version_table =
-      ScalarInt(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'",
-                "looking for the schema_version table");
+  Result<int64_t> has_version_table = HasVersionTable(db);
   if (!has_version_table) return has_version_table.error();
   if (*has_version_table == 0) {
     Result<int64_t> objects = ScalarInt(db, "SELECT count(*) FROM sqlite_master", "listing tables");
@@ -340,9 +344,7 @@ Result<int> ReadSchemaVersion(Connection& db) {
   Result<std::optional<std::string>> foreign = WhyNotAnAuditDatabase(db);
   if (!foreign) return foreign.error();
   if (*foreign) return Error::Config(NotOurs(**foreign));
-  Result<int64_t> has_version_table =
-      ScalarInt(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'",
-                "looking for the schema_version table");
+  Result<int64_t> has_version_table = HasVersionTable(db);
   if (!has_version_table) return has_version_table.error();
   if (*has_version_table == 0) return 0;
   Result<int64_t> version = ScalarInt(db, "SELECT max(version) FROM schema_version", "reading the schema version");
