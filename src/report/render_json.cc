@@ -304,6 +304,18 @@ std::string RenderFleetJson(const FleetParts& fleet, const ReportQuery& query) {
     summary.update(PredictionSummaryJson(r.facts, r.views, r.query));
     summaries.push_back(std::move(summary));
   }
+  // Per cluster with reservations, its single report's `reservations`: a
+  // reservation is its account's, and its slots are paid whatever cluster
+  // uses them, so nothing is summed across clusters.
+  nlohmann::ordered_json reservations = nlohmann::ordered_json::array();
+  for (const ClusterPart& c : fleet.clusters) {
+    if (c.report->facts.reservations.empty()) continue;
+    nlohmann::ordered_json one;
+    one["cluster"] = c.cluster;
+    one.update(ReservationsJson(c.report->facts));
+    reservations.push_back(std::move(one));
+  }
+  if (!reservations.empty()) j["reservations"] = std::move(reservations);
   ObjectText out;
   for (const auto& member : j.items()) out.Add(member.key(), member.value());
   out.Add("predictions", PredictionsText(rows));

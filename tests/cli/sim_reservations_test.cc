@@ -122,6 +122,20 @@ TEST_F(SimReservations, TheReportOfTheRunsDatabaseSplitsTheReservationAsTheSimDi
   EXPECT_EQ(Cents(res.at("used_usd")), Cents(truth.at("used_usd")));
   EXPECT_EQ(Cents(res.at("unused_usd")), Cents(truth.at("cost_usd")) - Cents(truth.at("used_usd")));
 
+  // A fleet report of two clusters lists each one's reservations as its own
+  // report does.
+  ProcessResult fleet = Gpuscaler({"report", "--db", "east=" + db, "--db", "west=" + db, "--run", "gpuscaler",
+                                   "--format", "json"});
+  ASSERT_EQ(fleet.exit_code, 0) << fleet.err;
+  const nlohmann::json by_cluster = nlohmann::json::parse(fleet.out).at("reservations");
+  ASSERT_EQ(by_cluster.size(), 2u) << fleet.out.substr(0, 500);
+  EXPECT_EQ(by_cluster[0].at("cluster"), "east");
+  EXPECT_EQ(by_cluster[1].at("cluster"), "west");
+  for (const nlohmann::json& c : by_cluster) {
+    EXPECT_EQ(Cents(c.at("by_reservation").at(0).at("used_usd")), Cents(truth.at("used_usd")));
+    EXPECT_EQ(Cents(c.at("unused_usd")), Cents(truth.at("cost_usd")) - Cents(truth.at("used_usd")));
+  }
+
   ProcessResult block =
       Gpuscaler({"report", "--db", db, "--run", "gpuscaler", "--view", "buy_block", "--block-type",
                  "p5.48xlarge", "--block-count", "1", "--block-upfront-usd", "500"});
