@@ -136,6 +136,13 @@ TEST_F(SimReservations, TheReportOfTheRunsDatabaseSplitsTheReservationAsTheSimDi
     EXPECT_EQ(Cents(c.at("unused_usd")), Cents(truth.at("cost_usd")) - Cents(truth.at("used_usd")));
   }
 
+  ProcessResult page = Gpuscaler({"report", "--db", "east=" + db, "--db", "west=" + db, "--run", "gpuscaler",
+                                  "--format", "html"});
+  ASSERT_EQ(page.exit_code, 0) << page.err;
+  const size_t table = page.out.find("Reserved capacity: used and unused");
+  ASSERT_NE(table, std::string::npos) << "the fleet page has each cluster's reservations";
+  EXPECT_NE(page.out.find("west", table), std::string::npos);
+
   ProcessResult block =
       Gpuscaler({"report", "--db", db, "--run", "gpuscaler", "--view", "buy_block", "--block-type",
                  "p5.48xlarge", "--block-count", "1", "--block-upfront-usd", "500"});
