@@ -315,6 +315,10 @@ bool Consolidation::DeleteIntoFreeRoom(const NodeWork& w) {
   return true;
 }
 
+bool Consolidation::MayOpen(const Option& op, int pool, int nodes) const {
+  return op.pool == pool && op.usable && planner_.ReservedRoom(op, packing_.state()) >= nodes;
+}
+
 // The cheapest new node in the node's pool that holds `moving` and saves
 // enough after `moved_risk` (the expected loss of units moved to other
 // nodes), with the allowances charged from `from`.
@@ -329,7 +333,7 @@ Consolidation::Replacement Consolidation::CheapestReplacement(const NodeWork& w,
   for (int o : planner_.pool_options_by_price_[src.pool]) {
     const Option& op = planner_.options_[o];
     if (op.price >= limit) break;
-    if (op.pool != src.pool || !op.usable || planner_.ReservedRoom(op, packing_.state()) < 1) continue;
+    if (!MayOpen(op, src.pool)) continue;
     if (src.price > 0 &&
         (src.price + risk_old - moved_risk - op.price - disruption) / src.price < d.min_savings_fraction)
       break;

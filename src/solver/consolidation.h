@@ -116,6 +116,10 @@ class Consolidation {
   bool KnownNoRoom(const DemandUnit& u) const;
   bool AllowancesUnlimited(const DemandUnit& u, int cls, const Allowances& a) const;
   bool PoolOkToRemove(int pool, bool empty, int held_back = 0, int count = 1) const;
+  // Whether a replacement may open `nodes` new nodes of option `op` for
+  // pool `pool`: the option is the pool's, usable, and its reservation (if
+  // any) has that many free slots left in the plan.
+  bool MayOpen(const Option& op, int pool, int nodes = 1) const;
   FreeRoomMoves MoveToFreeRoom(int node, const std::vector<int>& order, Allowances& allow, bool stop_at_miss);
   Replacement CheapestReplacement(const NodeWork& w, const std::vector<std::pair<int, int>>& moving,
                                   const Allowances& from, double moved_risk);

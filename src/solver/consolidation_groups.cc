@@ -64,7 +64,7 @@ bool Consolidation::ReplaceGroup(const std::vector<const GroupCandidate*>& group
     const Option& op = planner_.options_[o];
     if (op.price >= old_total - d.min_savings_usd_per_hour) break;
     if (price > 0 && (old_total - op.price) / price < d.min_savings_fraction) break;
-    if (op.pool != pool || !op.usable || planner_.ReservedRoom(op, packing_.state()) < 1) continue;
+    if (!MayOpen(op, pool)) continue;
     // What the type has at most; Take decides the rest.
     const InstanceType& t = snap.instance_types[op.type];
     if (t.gpu_count < need_gpus - kEps || int64_t{t.vcpus} * 1000 < need_cpu || t.memory_mib < need_mem)
@@ -181,7 +181,7 @@ void Consolidation::CheapestBySubset(int pool, const std::vector<std::pair<int, 
     for (int o : planner_.pool_options_by_price_[pool]) {
       const Option& op = planner_.options_[o];
       if (op.price >= limit) break;
-      if (op.pool != pool || !op.usable || planner_.ReservedRoom(op, packing_.state()) < 1) continue;
+      if (!MayOpen(op, pool)) continue;
       const InstanceType& t = snap.instance_types[op.type];
       if (t.gpu_count < g - kEps || int64_t{t.vcpus} * 1000 < cpu || t.memory_mib < mem) continue;
       scratch_allow = packing_.state().allow;  // reuses its storage
@@ -299,8 +299,7 @@ void Consolidation::SplitPairs() {
       if (saves * horizon_h_ < overlap) continue;
       const int parts[2] = {best_mask, full ^ best_mask};
       const int options[2] = {cheapest_option[best_mask], cheapest_option[full ^ best_mask]};
-      if (options[0] == options[1] && planner_.ReservedRoom(planner_.options_[options[0]], packing_.state()) < 2)
-        continue;  // one slot left: both halves cannot take it
+      if (options[0] == options[1] && !MayOpen(planner_.options_[options[0]], pool, 2)) continue;
       CommitSplit(a, b, units, parts, options, best, saves);
     }
   }
