@@ -29,8 +29,8 @@ void SimCloud::AddReservations(WallTime start) {
     if (res.region.empty() && on_demand != nullptr) res.region = on_demand->region;
     Offering reserved = ReservedOffering(res, on_demand);
     offerings_.push_back(std::move(reserved));
-    if (res.kind == ReservationKind::kCapacityBlock && res.end) {
-      Push(std::max(start, *res.end - kBlockEndNotice), EventKind::kBlockEnd, offerings_.size() - 1);
+    if (const std::optional<WallTime> take_back = res.TakeBackAt()) {
+      Push(std::max(start, *take_back), EventKind::kBlockEnd, offerings_.size() - 1);
     }
   }
 }
