@@ -1,6 +1,7 @@
 #include "gpuscaler/controller/reservation_book.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace gpuscaler {
 
@@ -23,11 +24,12 @@ bool ReservationBook::Read(CloudProvider& cloud, const Policy& policy, const Off
     std::sort(selected.begin(), selected.end(),
               [](const Reservation& a, const Reservation& b) { return a.id < b.id; });
   }
-  std::vector<bool> open;
-  for (const Reservation& r : selected) open.push_back(r.OpenAt(now));
-  if (selected == reservations_ && open == open_) return false;
+  const std::optional<WallTime> last = std::exchange(last_read_, now);
+  const bool opened_or_closed = std::any_of(selected.begin(), selected.end(), [&](const Reservation& r) {
+    return !last || r.OpenAt(*last) != r.OpenAt(now);
+  });
+  if (selected == reservations_ && !opened_or_closed) return false;
   reservations_ = std::move(selected);
-  open_ = std::move(open);
   offerings_.clear();
   for (const Reservation& r : reservations_) {
     const int od = book.Find(OfferingKey(r.instance_type, r.zone, CapacityType::kOnDemand));

@@ -11,6 +11,7 @@
 // Not thread-safe: the loop's thread only.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,7 +37,7 @@ class ReservationBook {
 
  private:
   std::vector<Reservation> reservations_;
-  std::vector<bool> open_;  // reservations_[i].OpenAt at the last read
+  std::optional<WallTime> last_read_;  // `now` of the last Read
   std::vector<Offering> offerings_;
 };
 
