@@ -156,7 +156,7 @@ Result<CostFacts> BuildCostFacts(AuditReader& reader, const ReportQuery& query, 
   }
   WriteLines(ranges, &billed, &f);
   internal::AddRecordedLostWork(report_nodes->lost, query, f.as_of, &f);
-  if (Status s = internal::AddReservationFacts(reader, query, &f); !s.ok()) return s.error();
+  if (Status s = internal::AddReservationFacts(reader, &f); !s.ok()) return s.error();
   for (const NodeFact& n : f.nodes) f.total.Add(n.m);
   WarnOfUnmeasuredBusyTime(&f);
   return f;

@@ -222,12 +222,11 @@ void EstimateUnrecordedUsage(const std::vector<UsageFrontier>& frontiers, const 
 
 // Appends to facts->reservations what each reservation of the reader's
 // selected run cost over [facts->from, facts->to), paid up to facts->as_of
-// or, without query.as_of, the end of the selected runs that ended if later
-// (a run's last record may come before its end), and the used part from the
-// charges of the nodes launched into it. Needs facts->nodes and
-// facts->charges. A node naming a reservation that is not recorded makes
+// (which is an ended run's end at the latest: AuditReader::LastRecordTime),
+// and the used part from the charges of the nodes launched into it. Needs
+// facts->nodes and facts->charges. A node naming a reservation that is not recorded makes
 // one costing what its instances cost, with a warning. Errors are the
 // reader's.
-Status AddReservationFacts(AuditReader& reader, const ReportQuery& query, CostFacts* facts);
+Status AddReservationFacts(AuditReader& reader, CostFacts* facts);
 
 }  // namespace gpuscaler::report::internal

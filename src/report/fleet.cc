@@ -413,8 +413,8 @@ Result<RenderedReport> RenderFleetReport(const std::vector<FleetStore>& given, c
                 View::kBudget,     View::kDecisions, View::kNodes};
       break;
     default:
-      needed = {View::kAllocation, View::kCosts, View::kSavings,     View::kBudget,
-                View::kDecisions,  View::kNodes, View::kPredictions, View::kPredictionSummary};
+      needed = {View::kAllocation, View::kCosts, View::kSavings,     View::kBudget,      View::kDecisions,
+                View::kNodes,      View::kPredictions, View::kPredictionSummary, View::kReservations};
       break;
   }
   fleet.tables.resize(static_cast<size_t>(View::kBuyBlock) + 1);

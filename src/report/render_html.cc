@@ -432,23 +432,9 @@ std::string RenderFleetHtml(const FleetParts& fleet, const ReportQuery& query) {
        Cell{pct(joined.median_abs_error_pct), std::nullopt},
        Cell{pct(joined.p90_abs_error_pct), std::nullopt}});
   for (View v : kPageTables) in.tables.push_back(fleet.table(v));
-  // Each cluster's reservations, the cluster in front; nothing is summed
-  // across clusters (a reservation is its account's).
-  Table reserved;
-  for (const ClusterPart& c : fleet.clusters) {
-    if (c.report->facts.reservations.empty()) continue;
-    Table t = ReservationsTable(c.report->facts);
-    if (reserved.columns.empty()) {
-      reserved = t;
-      reserved.rows.clear();
-      reserved.columns.insert(reserved.columns.begin(), "cluster");
-    }
-    for (std::vector<Cell>& row : t.rows) {
-      row.insert(row.begin(), Cell{c.cluster, std::nullopt});
-      reserved.rows.push_back(std::move(row));
-    }
-  }
-  if (!reserved.rows.empty()) in.tables.push_back(std::move(reserved));
+  // Each cluster's reservations (nothing summed: a reservation is its
+  // account's), when any has some.
+  if (!fleet.table(View::kReservations).rows.empty()) in.tables.push_back(fleet.table(View::kReservations));
   return Page(in, query);
 }
 

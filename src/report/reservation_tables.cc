@@ -10,14 +10,6 @@
 namespace gpuscaler::report::internal {
 namespace {
 
-Cell Text(std::string s) { return Cell{std::move(s), std::nullopt}; }
-Cell Money(int64_t cents) { return Cell{FormatCents(cents), static_cast<double>(cents) / 100.0}; }
-Cell Number(double v, int decimals) {
-  Cell c{FormatFixed(v, decimals), std::nullopt};
-  c.number = std::strtod(c.text.c_str(), nullptr);
-  return c;
-}
-Cell Integer(int64_t v) { return Cell{std::to_string(v), static_cast<double>(v)}; }
 
 double Usd(int64_t cents) { return static_cast<double>(cents) / 100.0; }
 

@@ -76,23 +76,14 @@ ReservationFact PaidTime(const std::vector<const ReservationRow*>& versions, Wal
 
 }  // namespace
 
-Status AddReservationFacts(AuditReader& reader, const ReportQuery& query, CostFacts* facts) {
+Status AddReservationFacts(AuditReader& reader, CostFacts* facts) {
   CostFacts& f = *facts;
   Result<std::vector<ReservationRow>> rows = reader.Reservations();
   if (!rows) return rows.error();
   if (rows->empty() && f.charges.empty()) return Status::Ok();
-  // Slots are paid while the run lasts, not only up to its last record: an
-  // ended run's reservations to its end (unless as_of says otherwise).
-  WallTime paid_until = f.as_of;
-  if (!query.as_of) {
-    Result<std::vector<RunRow>> runs = reader.Runs();
-    if (!runs) return runs.error();
-    for (const RunRow& run : *runs) {
-      if (reader.selected_run() && run.id != *reader.selected_run()) continue;
-      if (run.ended) paid_until = std::max(paid_until, *run.ended);
-    }
-  }
-  const WallTime horizon = std::min(f.to, std::max(paid_until, f.from));
+  // Slots are paid up to the data's end (f.as_of: an ended run's end at the
+  // latest, AuditReader::LastRecordTime), unless as_of says otherwise.
+  const WallTime horizon = std::min(f.to, std::max(f.as_of, f.from));
   std::map<std::string, ReservationFact> by_id;
   std::set<std::string> unrecorded;
   for (size_t i = 0; i < rows->size();) {

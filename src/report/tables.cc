@@ -6,9 +6,6 @@
 #include <cstdlib>
 
 namespace gpuscaler::report::internal {
-namespace {
-
-double Hours(double gpu_seconds) { return gpu_seconds / 3600.0; }
 
 Cell Text(std::string s) { return Cell{std::move(s), std::nullopt}; }
 Cell Money(int64_t cents) { return Cell{FormatCents(cents), static_cast<double>(cents) / 100.0}; }
@@ -18,6 +15,11 @@ Cell Number(double v, int decimals) {
   return c;
 }
 Cell Integer(int64_t v) { return Cell{std::to_string(v), static_cast<double>(v)}; }
+
+namespace {
+
+double Hours(double gpu_seconds) { return gpu_seconds / 3600.0; }
+
 Cell Time(std::optional<WallTime> t) { return t ? Text(FormatRfc3339(*t)) : Text(""); }
 
 // Rounds one money column of `rows` to cents, preserving its total (by

@@ -20,6 +20,13 @@ struct Cell {
   std::optional<double> number;  // numeric cells: the value JSON prints and HTML sorts by
 };
 
+// Cells: text as printed; numbers (money in cents, a decimal at
+// `decimals` places, an integer) also as the value JSON prints.
+Cell Text(std::string s);
+Cell Money(int64_t cents);
+Cell Number(double v, int decimals);
+Cell Integer(int64_t v);
+
 struct Table {
   View view = View::kCosts;
   std::string title;
