@@ -23,8 +23,6 @@ bool Matches(const ScriptedGroup& g, const cloud::Filter& f) {
   return true;
 }
 
-bool IsLive(const EmulatedInstance& i) { return i.state == "pending" || i.state == "running"; }
-
 // The answer of an operation with no output.
 EmulatorResponse EmptyAnswer(std::string_view op, const std::string& request_id) {
   std::string body = AsgOpen(op) + "  <ResponseMetadata>";

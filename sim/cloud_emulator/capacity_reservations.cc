@@ -3,17 +3,14 @@
 // block, and DescribeCapacityReservations.
 #include <algorithm>
 
+#include "gpuscaler/cloud/capacity_reservation_api.h"
 #include "gpuscaler/model/reservation.h"
 #include "sim/cloud_emulator/emulator_impl.h"
 
 namespace gpuscaler::sim {
 namespace {
 
-constexpr const char* kReservationsOnly = "capacity-reservations-only";
-
 bool IsBlock(const ScriptedCapacityReservation& r) { return r.type == "capacity-block"; }
-
-bool Live(const EmulatedInstance& i) { return i.state == "pending" || i.state == "running"; }
 
 // The filters DescribeCapacityReservations takes here (besides tag:<key> and
 // tag-key).
@@ -26,13 +23,6 @@ bool IsReservationFilter(const std::string& name) {
 }
 
 }  // namespace
-
-std::string TemplateDataValue(const cloud::QueryParams& data, const std::string& key) {
-  for (const auto& [k, v] : data) {
-    if (k == key) return v;
-  }
-  return "";
-}
 
 const ScriptedCapacityReservation* CloudEmulator::FindReservation(const std::string& id) const {
   for (const ScriptedCapacityReservation& r : scenario_.capacity_reservations) {
@@ -50,7 +40,7 @@ std::string CloudEmulator::ReservationState(const ScriptedCapacityReservation& r
 int CloudEmulator::ReservationInUse(const std::string& id) const {
   int n = 0;
   for (const Instance& i : instances_) {
-    if (i.info.capacity_reservation_id == id && (Live(i.info) || i.info.state == "shutting-down")) ++n;
+    if (i.info.capacity_reservation_id == id && (IsLive(i.info) || i.info.state == "shutting-down")) ++n;
   }
   return n;
 }
@@ -69,7 +59,7 @@ CloudEmulator::SlotRoom CloudEmulator::ReservationRoom(const SlotRequest& r, Wal
     out.message = std::move(message);
     return out;
   };
-  if (!r.target.empty() && !r.preference.empty() && r.preference != kReservationsOnly) {
+  if (!r.target.empty() && !r.preference.empty() && r.preference != cloud::kReservationsOnly) {
     return refuse(
         400, "InvalidParameterCombination",
         "CapacityReservationPreference and CapacityReservationTarget can be given together only with the "
@@ -80,7 +70,7 @@ CloudEmulator::SlotRoom CloudEmulator::ReservationRoom(const SlotRequest& r, Wal
                   "A capacity-block launch must target a Capacity Block (CapacityReservationId).");
   }
   if (r.target.empty()) {
-    if (r.preference != kReservationsOnly) return out;  // plain on-demand (open reservations: TakeSlot)
+    if (r.preference != cloud::kReservationsOnly) return out;  // plain on-demand (open reservations: TakeSlot)
     // Only an open reservation of the type and zone can take it.
     for (const ScriptedCapacityReservation& c : scenario_.capacity_reservations) {
       if (c.match != "open" || IsBlock(c) || c.instance_type != r.type || c.zone != r.zone) continue;
@@ -164,7 +154,7 @@ void CloudEmulator::ReclaimCapacityBlocks(WallTime now) {
   for (const ScriptedCapacityReservation& c : scenario_.capacity_reservations) {
     if (!IsBlock(c) || !c.end || now < *c.end - kBlockEndNotice) continue;
     for (Instance& i : instances_) {
-      if (i.info.capacity_reservation_id == c.id && Live(i.info))
+      if (i.info.capacity_reservation_id == c.id && IsLive(i.info))
         Terminate(i, std::max(i.info.launch_time, *c.end - kBlockEndNotice));
     }
   }

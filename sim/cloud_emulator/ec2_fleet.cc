@@ -187,11 +187,12 @@ std::optional<EmulatorResponse> CloudEmulator::ReadFleetOverrides(const Params& 
       }
       base.known_template = known->name;
       base.known_version = std::to_string(v->number);
-      base.reservation_target = TemplateDataValue(
-          v->data, "CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId");
+      base.reservation_target =
+          cloud::FormValue(v->data, "CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId")
+              .value_or("");
       base.reservation_preference =
-          TemplateDataValue(v->data, "CapacityReservationSpecification.CapacityReservationPreference");
-      base.market_type = TemplateDataValue(v->data, "InstanceMarketOptions.MarketType");
+          cloud::FormValue(v->data, "CapacityReservationSpecification.CapacityReservationPreference").value_or("");
+      base.market_type = cloud::FormValue(v->data, "InstanceMarketOptions.MarketType").value_or("");
     }
     for (int n = 1; p.HasPrefix(lt + "Overrides." + std::to_string(n) + "."); ++n) {
       const std::string o = lt + "Overrides." + std::to_string(n) + ".";

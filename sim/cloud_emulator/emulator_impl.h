@@ -67,9 +67,8 @@ std::optional<bool> MatchesTagFilter(const cloud::Filter& f, const std::map<std:
 bool MatchesFilters(const std::vector<cloud::Filter>& filters, const std::map<std::string, std::string>& tags,
                     std::initializer_list<std::pair<std::string_view, std::string_view>> fields);
 
-// The value of `key` in launch template data (LaunchTemplateData.* as
-// sent, prefix removed), "" when absent (capacity_reservations.cc).
-std::string TemplateDataValue(const cloud::QueryParams& data, const std::string& key);
+// Whether an instance holds capacity (pending or running).
+inline bool IsLive(const EmulatedInstance& i) { return i.state == "pending" || i.state == "running"; }
 
 // The form parameters of a query-protocol request (query string, then body).
 struct CloudEmulator::Params {

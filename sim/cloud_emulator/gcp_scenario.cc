@@ -7,6 +7,7 @@
 
 #include "gpuscaler/model/text_file.h"
 #include "sim/cloud_emulator/gcp_emulator.h"
+#include "sim/cloud_emulator/gcp_impl.h"
 #include "sim/cloud_emulator/scenario_yaml.h"
 
 namespace gpuscaler::sim {
@@ -185,7 +186,7 @@ GcpReservationAffinity ReadAffinity(const YAML::Node& n, const std::string& wher
     throw Problem{At(n, where) +
                   ": a reservation name goes with type SPECIFIC_RESERVATION, and only with it"};
   if (!name.empty()) {
-    a.key = "compute.googleapis.com/reservation-name";
+    a.key = gcp::kReservationNameKey;
     a.values = {name};
   }
   return a;

@@ -57,7 +57,7 @@ EmulatorResponse CloudEmulator::RunInstances(const Params& p, WallTime now) {
   // A request parameter overrides the template's.
   auto param = [&](const std::string& key) {
     if (p.Has(key)) return p.Get(key);
-    return version != nullptr ? TemplateDataValue(version->data, key) : std::string();
+    return version != nullptr ? cloud::FormValue(version->data, key).value_or("") : std::string();
   };
   const std::string type = param("InstanceType");
   if (type.empty())
