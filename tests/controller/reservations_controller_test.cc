@@ -246,5 +246,34 @@ TEST(ControllerReservations, NodesOnACapacityBlockAreRetiredBeforeTheCloudTakesT
   EXPECT_FALSE(Terminated(scene.cloud, launching_id));
 }
 
+TEST(ControllerReservations, ARetiredBlockNodeGoesOnceNothingOfItsPoolIsLaunching) {
+  ReservationScene scene;
+  Reservation block = Odcr("cr-1", 1, 1);
+  block.kind = ReservationKind::kCapacityBlock;
+  block.start = scene.clock.WallNow() - Seconds(3600);
+  block.end = scene.clock.WallNow() + Seconds(3 * 3600);
+  scene.cloud.reservations = {{block}};
+  scene.controller->Tick();
+  ASSERT_NE(scene.Reserved(), nullptr);
+  LaunchAction on_block;
+  on_block.pool = "gpu";
+  on_block.offering = *scene.Reserved();
+  on_block.count = 1;
+  on_block.reason = "test";
+  scene.next_plan.launches = {on_block};
+  scene.clock.Advance(Seconds(30));
+  ASSERT_EQ(scene.controller->Tick().nodes_launched, 1);
+  scene.next_plan = Plan{};
+  const std::string id = scene.cloud.instances.begin()->first;
+  const WallTime retire = *block.RetireAt(scene.Reserved()->launch_latency, Policy{}.disruption.drain_timeout);
+  scene.clock.AdvanceTo(retire);
+  scene.controller->Tick();  // retired: its replacement is planned this tick
+  EXPECT_FALSE(Terminated(scene.cloud, id));
+  scene.clock.Advance(Seconds(60));
+  scene.controller->Tick();  // nothing of the pool launching: the replacement has come
+  EXPECT_TRUE(Terminated(scene.cloud, id));
+  EXPECT_LT(scene.clock.WallNow(), *block.TakeBackAt() - Policy{}.disruption.drain_timeout);
+}
+
 }  // namespace
 }  // namespace gpuscaler
