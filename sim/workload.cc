@@ -54,7 +54,7 @@ void Workload::UseClassRuntimes(const Policy& policy) {
 }
 
 Seconds Workload::ExpectedRuntime(size_t job) const {
-  if (!class_runtimes_) return Seconds(jobs_[job].remaining_s);
+  if (!class_runtimes_ || StatesRuntime(trace_.jobs[job], judged_deadlines_)) return Seconds(jobs_[job].remaining_s);
   auto it = class_runtimes_->find(trace_.jobs[job].unit.workload_class);
   return it != class_runtimes_->end() ? it->second : WorkloadClassPolicy{}.expected_runtime;
 }
@@ -236,7 +236,8 @@ bool Workload::TryPlace(size_t job, int slot, WallTime now) {
   n.units.back().expected_runtime = ExpectedRuntime(job);
   // Running work keeps its deadline: the controller plans the replacement
   // of a noticed node's units, and counts deadlines passed while running.
-  n.units.back().deadline = DueAt(job, unit_deadlines_);
+  SetDeadlineTerms(job, &n.units.back());
+  n.units.back().progressing_since = now + Seconds(j.started_before ? u.restart_cost.count() : 0);
   Touch(n);
   j.state = JobState::kRunning;
   j.node = slot;
@@ -378,8 +379,8 @@ void Workload::Schedule(WallTime now) {
   }
 }
 
-std::map<std::string, Seconds> ClassDeadlines(const Policy& policy) {
-  std::map<std::string, Seconds> out;
+std::map<std::string, DeadlineRule> ClassDeadlines(const Policy& policy) {
+  std::map<std::string, DeadlineRule> out;
   for (const WorkloadClassPolicy& c : policy.classes) {
     if (c.deadline) out[c.name] = *c.deadline;
   }
@@ -387,18 +388,35 @@ std::map<std::string, Seconds> ClassDeadlines(const Policy& policy) {
 }
 
 std::optional<WallTime> JobDueAt(const TraceJob& job, WallTime start,
-                                 const std::map<std::string, Seconds>& deadlines) {
+                                 const std::map<std::string, DeadlineRule>& deadlines) {
   auto d = deadlines.find(job.unit.workload_class);
   if (d == deadlines.end()) return std::nullopt;
-  return start + job.submit + d->second;
+  return start + job.submit + d->second.Allowed(job.duration);
+}
+
+bool StatesRuntime(const TraceJob& job, const std::map<std::string, DeadlineRule>& deadlines) {
+  auto d = deadlines.find(job.unit.workload_class);
+  return d != deadlines.end() && d->second.runtime_multiple > 0;
 }
 
 bool CanMeetDeadline(const TraceJob& job, WallTime start, WallTime due) {
   return start + job.submit + job.duration <= due;
 }
 
-std::optional<WallTime> Workload::DueAt(size_t job, const std::map<std::string, Seconds>& deadlines) const {
+std::optional<WallTime> Workload::DueAt(size_t job, const std::map<std::string, DeadlineRule>& deadlines) const {
   return JobDueAt(trace_.jobs[job], start_, deadlines);
+}
+
+void Workload::SetDeadlineTerms(size_t job, DemandUnit* u) const {
+  u->deadline = DueAt(job, unit_deadlines_);
+  if (!u->deadline) return;
+  const TraceJob& tj = trace_.jobs[job];
+  u->submitted = start_ + tj.submit;
+  // What the unit states or its class expects of the whole job; the run so
+  // far has done the part of it that is no longer left.
+  const Seconds left = ExpectedRuntime(job);
+  u->total_work = StatesRuntime(tj, judged_deadlines_) ? tj.duration
+                                                       : left + Seconds(tj.duration.count() - jobs_[job].remaining_s);
 }
 
 const std::vector<DemandUnit>& Workload::Pending() {
@@ -409,7 +427,7 @@ const std::vector<DemandUnit>& Workload::Pending() {
       pending_units_.push_back(trace_.jobs[k.job].unit);
       DemandUnit& u = pending_units_.back();
       u.expected_runtime = ExpectedRuntime(k.job);
-      u.deadline = DueAt(k.job, unit_deadlines_);
+      SetDeadlineTerms(k.job, &u);
       // Members placed alone fix the zone of the rest (their zone affinity).
       if (const int g = GangOf(k.job); g >= 0 && u.gang->same_zone && !gangs_[g].zone.empty()) {
         u.zones = {gangs_[g].zone};

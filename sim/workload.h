@@ -49,14 +49,20 @@ struct DeadlineCounts {
 
 // Class -> deadline from submission, of the policy's classes that have one
 // (classes[].deadline).
-std::map<std::string, Seconds> ClassDeadlines(const Policy& policy);
+std::map<std::string, DeadlineRule> ClassDeadlines(const Policy& policy);
 
 // The deadline of `job` under `deadlines` (ClassDeadlines) in a replay that
 // starts at `start`: its submission plus its class's deadline; nullopt when
 // its class has none. The one deadline the simulator puts on pending units
 // and judges results by.
 std::optional<WallTime> JobDueAt(const TraceJob& job, WallTime start,
-                                 const std::map<std::string, Seconds>& deadlines);
+                                 const std::map<std::string, DeadlineRule>& deadlines);
+
+// Whether `job`'s class under `deadlines` sets deadlines as a multiple of the
+// runtime ("1.5x"): its jobs then state their runtimes, as a pod does with
+// its gpuscaler.io/expected-runtime annotation, and the replay takes the
+// trace's duration as that statement, whatever the runtime knowledge.
+bool StatesRuntime(const TraceJob& job, const std::map<std::string, DeadlineRule>& deadlines);
 
 // Whether `job`, started at its submission and never stopped, finishes by
 // `due`; a job that cannot is "unmeetable" in DeadlineCounts.
@@ -300,7 +306,10 @@ class Workload final : public WorkSource, public SimCloudObserver {
   static int64_t RunProgress(const Job& j, WallTime now);
   // The job's deadline under `deadlines` (class -> deadline from submission):
   // unit_deadlines_ (what the run's policy defers) or judged_deadlines_.
-  std::optional<WallTime> DueAt(size_t job, const std::map<std::string, Seconds>& deadlines) const;
+  std::optional<WallTime> DueAt(size_t job, const std::map<std::string, DeadlineRule>& deadlines) const;
+  // The unit's deadline (the run's policy's) and the terms of its Uniform
+  // Progress line: submission and whole expected runtime.
+  void SetDeadlineTerms(size_t job, DemandUnit* u) const;
   double JobGpus(const Job& j) const;
   void Touch(SimNode& n) { n.version = ++version_counter_; }
   // Adds the job's held GPU-seconds from the later of its start and the
@@ -325,9 +334,9 @@ class Workload final : public WorkSource, public SimCloudObserver {
   SpreadClasses spread_;                                      // none unless SplitFloorClasses
   std::map<std::string, SpreadState> spread_state_;           // per split class
   std::set<std::string> on_demand_only_;             // SplitFloorClasses: share-0 interruptible classes
-  std::map<std::string, Seconds> unit_deadlines_;    // class -> deadline set on pending units
+  std::map<std::string, DeadlineRule> unit_deadlines_;    // class -> deadline set on pending units
   std::optional<std::map<std::string, Seconds>> class_runtimes_;  // class -> runtime (UseClassRuntimes)
-  std::map<std::string, Seconds> judged_deadlines_;  // class -> deadline ClassResults judges by
+  std::map<std::string, DeadlineRule> judged_deadlines_;  // class -> deadline ClassResults judges by
   std::vector<std::string> classes_;
   std::vector<int> shape_of_;  // per trace job
   std::vector<Gang> gangs_;

@@ -191,7 +191,7 @@ Result<DeadlineBound> BoundDeadlines(const sim::Scenario& scenario) {
   bound.notice = scenario.cloud.notice;
   bound.horizon = scenario.horizon;
   const std::vector<OfferingSteps> steps = MarketSteps(scenario);
-  const std::map<std::string, Seconds> deadlines = sim::ClassDeadlines(scenario.policy);
+  const std::map<std::string, DeadlineRule> deadlines = sim::ClassDeadlines(scenario.policy);
 
   // One pair of timelines (any capacity, on-demand only) per set of
   // offerings some job may use.

@@ -176,7 +176,7 @@ int main(int argc, char** argv) {
     // labelled replay is printed next to the plain one to show whether it
     // ran the same.
     gpuscaler::sim::Scenario labelled = *scenario;
-    const std::map<std::string, gpuscaler::Seconds> deadlines =
+    const std::map<std::string, gpuscaler::DeadlineRule> deadlines =
         gpuscaler::sim::ClassDeadlines(labelled.policy);
     for (gpuscaler::sim::TraceJob& job : labelled.trace.jobs) {
       const std::optional<gpuscaler::WallTime> due = gpuscaler::sim::JobDueAt(job, labelled.start, deadlines);

@@ -153,8 +153,9 @@ void ApplyClass(const WorkloadClassPolicy* cls, DemandUnit* u) {
 }
 
 // The pod's deadline: its creation plus its gpuscaler.io/deadline
-// annotation, else plus its class's deadline; nullopt: neither is set.
-Result<std::optional<WallTime>> DeadlineOf(const PodInfo& pod, const WorkloadClassPolicy* cls) {
+// annotation, else plus its class's deadline (a multiple of `runtime`, the
+// whole job's expected runtime, for "1.5x"); nullopt: neither is set.
+Result<std::optional<WallTime>> DeadlineOf(const PodInfo& pod, const WorkloadClassPolicy* cls, Seconds runtime) {
   if (auto it = pod.annotations.find(kAnnotationDeadline); it != pod.annotations.end()) {
     Seconds d{0};
     if (!ParseDuration(it->second, &d) || d.count() <= 0)
@@ -162,7 +163,7 @@ Result<std::optional<WallTime>> DeadlineOf(const PodInfo& pod, const WorkloadCla
                                  ": expected a duration longer than 0s such as \"24h\", got '" + it->second + "'");
     return std::optional<WallTime>(pod.created + d);
   }
-  if (cls != nullptr && cls->deadline) return std::optional<WallTime>(pod.created + *cls->deadline);
+  if (cls != nullptr && cls->deadline) return std::optional<WallTime>(pod.created + cls->deadline->Allowed(runtime));
   return std::optional<WallTime>();
 }
 
@@ -225,9 +226,10 @@ Result<DemandUnit> PodDemand(const PodInfo& pod, const Policy& policy, const Cat
   if (!shaped) return shaped.error();
   DemandUnit u = std::move(shaped).value();
   ApplyClass(cls, &u);
-  Result<std::optional<WallTime>> deadline = DeadlineOf(pod, cls);
+  Result<std::optional<WallTime>> deadline = DeadlineOf(pod, cls, u.expected_runtime);
   if (!deadline) return deadline.error();
   u.deadline = *deadline;
+  if (u.deadline) u.submitted = pod.created;
   Result<std::optional<GangMembership>> gang = GangOfPod(pod, gangs);
   if (!gang) return gang.error();
   u.gang = *gang;
@@ -299,7 +301,8 @@ DemandUnit RunningPodUnit(const PodInfo& pod, const Policy& policy, const Catalo
   const WorkloadClassPolicy* cls = ClassForPod(policy, pod);
   ApplyClass(cls, &u);
   // A running pod's bad annotation was reported while it was pending.
-  if (Result<std::optional<WallTime>> deadline = DeadlineOf(pod, cls)) u.deadline = *deadline;
+  if (Result<std::optional<WallTime>> deadline = DeadlineOf(pod, cls, u.expected_runtime)) u.deadline = *deadline;
+  if (u.deadline) u.submitted = pod.created;
   if (Result<std::optional<GangMembership>> gang = GangOfPod(pod, gangs)) u.gang = *gang;
   return u;
 }

@@ -136,6 +136,9 @@ void Fields(V& v, T& u) {
   v.StrList("avoid_nodes", u.avoid_nodes);
   v.StrMap("labels", u.labels);
   v.Time("deadline", u.deadline);
+  v.Time("submitted", u.submitted);
+  v.DurationS("total_work_s", u.total_work);
+  v.Time("progressing_since", u.progressing_since);
   v.Object("gang", u.gang);
 }
 

@@ -189,7 +189,7 @@ std::string CanonicalPolicyText(const Policy& p) {
       }
       w.Put(at + ".forecast.max_idle_usd_per_hour", c.forecast->max_idle_usd_per_hour);
     }
-    if (c.deadline) w.Put(at + ".deadline", c.deadline);
+    if (c.deadline) w.Put(at + ".deadline", c.deadline->ToString());
   });
   w.Put("budget.global", p.budget.global);
   w.Put("budget.pools", p.budget.per_pool);

@@ -68,11 +68,12 @@ WorkloadClassPolicy PolicyReader::ReadClass(const DocNode& node, const std::stri
   m.ReadBool("checkpoint_on_notice", &c.checkpoint_on_notice);
   m.ReadDuration("restart_cost", &c.restart_cost);
   m.ReadInt("priority", &c.priority);
-  if (Seconds deadline; m.Has("deadline") && m.ReadDuration("deadline", &deadline)) {
-    if (deadline.count() <= 0) {
-      r_.ReportAt(m.PathOf("deadline"), "must be > 0 (omit it for work that runs at once)");
+  if (std::string text; m.Has("deadline") && m.ReadString("deadline", &text)) {
+    std::string error;
+    if (std::optional<DeadlineRule> rule = ParseDeadlineRule(text, &error)) {
+      c.deadline = *rule;
     } else {
-      c.deadline = deadline;
+      r_.ReportAt(m.PathOf("deadline"), error + " (omit it for work that runs at once)");
     }
   }
   if (const DocNode* n = m.Find("target")) {

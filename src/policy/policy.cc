@@ -1,12 +1,49 @@
 #include "gpuscaler/policy/policy.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 #include "gpuscaler/model/compatibility.h"
 #include "gpuscaler/model/find_by_name.h"
 
 namespace gpuscaler {
+
+Seconds DeadlineRule::Allowed(Seconds runtime) const {
+  if (runtime_multiple > 0)
+    return Seconds(static_cast<int64_t>(std::ceil(runtime_multiple * static_cast<double>(std::max<int64_t>(0, runtime.count())))));
+  return after_submission;
+}
+
+std::string DeadlineRule::ToString() const {
+  if (runtime_multiple <= 0) return FormatDuration(after_submission);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%gx", runtime_multiple);
+  return buf;
+}
+
+std::optional<DeadlineRule> ParseDeadlineRule(const std::string& text, std::string* error) {
+  DeadlineRule rule;
+  if (!text.empty() && (text.back() == 'x' || text.back() == 'X')) {
+    const std::string number = text.substr(0, text.size() - 1);
+    char* end = nullptr;
+    const double m = number.empty() ? 0 : std::strtod(number.c_str(), &end);
+    if (number.empty() || end != number.c_str() + number.size() || !std::isfinite(m) || m < 1) {
+      *error = "expected a multiple of the runtime of at least 1 such as \"1.5x\", got '" + text + "'";
+      return std::nullopt;
+    }
+    rule.runtime_multiple = m;
+    return rule;
+  }
+  if (!ParseDuration(text, &rule.after_submission) || rule.after_submission.count() <= 0) {
+    *error = "expected a duration longer than 0s such as \"24h\" or a multiple of the runtime such as \"1.5x\", got '" +
+             text + "'";
+    return std::nullopt;
+  }
+  return rule;
+}
 
 bool NodePoolPolicy::AllowsType(const InstanceType& type, const GpuModel* gpu) const {
   if (instance_types.empty() && families.empty()) {

@@ -155,7 +155,7 @@ OrderedJson Class(const WorkloadClassPolicy& c) {
     if (c.forecast->max_idle_usd_per_hour) f["max_idle_usd_per_hour"] = *c.forecast->max_idle_usd_per_hour;
     j["forecast"] = std::move(f);
   }
-  if (c.deadline) j["deadline"] = Duration(*c.deadline);
+  if (c.deadline) j["deadline"] = c.deadline->ToString();
   return j;
 }
 

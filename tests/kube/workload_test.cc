@@ -121,7 +121,7 @@ TEST(PodDemand, TheDeadlineIsTheClasssOrThePodAnnotationsFromItsCreation) {
   ASSERT_TRUE(plain.ok()) << plain.error().ToString();
   EXPECT_FALSE(plain->deadline.has_value());
   // The class's deadline counts from the pod's creation.
-  policy.classes[1].deadline = Seconds(24 * 3600);
+  policy.classes[1].deadline = DeadlineRule{Seconds(24 * 3600), 0};
   Result<DemandUnit> from_class = PodDemand(pod, policy, TestCatalog());
   ASSERT_TRUE(from_class.ok()) << from_class.error().ToString();
   ASSERT_TRUE(from_class->deadline.has_value());

@@ -516,7 +516,7 @@ const std::vector<FieldCase>& Cases() {
       // --- deferrable work ---
       // Without a deadline both units go to on-demand now; with one they
       // wait for spot, each with its reason.
-      {"classes[].deadline", [](Policy& p) { p.classes[0].deadline = Seconds(24 * 3600); }, DeferrableUnits,
+      {"classes[].deadline", [](Policy& p) { p.classes[0].deadline = DeadlineRule{Seconds(24 * 3600), 0}; }, DeferrableUnits,
        [](const Plan& base, const Plan& set) {
          EXPECT_GT(LaunchedNodes(base), 0);
          EXPECT_TRUE(base.unplaced.empty());

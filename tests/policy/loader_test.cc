@@ -211,10 +211,17 @@ TEST(PolicyLoader, ReadsReservationTermsAndHashesThemOnlyWhenSet) {
 
 TEST(PolicyLoader, ReadsTheDeadlineAndHashesItOnlyWhenSet) {
   const std::string head = std::string(kMinimal).substr(0, std::string(kMinimal).find("classes:"));
-  const PolicyLoadResult r = ParsePolicy(head + "classes:\n  - name: a\n    deadline: 24h\n  - name: b\n", "p.yaml");
+  const PolicyLoadResult r =
+      ParsePolicy(head + "classes:\n  - name: a\n    deadline: 24h\n  - name: b\n  - name: c\n    deadline: 1.5x\n", "p.yaml");
   ASSERT_TRUE(r.ok()) << Join(r.problems);
-  EXPECT_EQ(r.policy.classes[0].deadline, Seconds(24 * 3600));
+  EXPECT_EQ(r.policy.classes[0].deadline, (DeadlineRule{Seconds(24 * 3600), 0}));
   EXPECT_FALSE(r.policy.classes[1].deadline.has_value());
+  // The multiple form: that many times the work's runtime.
+  ASSERT_TRUE(r.policy.classes[2].deadline.has_value());
+  EXPECT_EQ(r.policy.classes[2].deadline->runtime_multiple, 1.5);
+  EXPECT_EQ(r.policy.classes[2].deadline->Allowed(Seconds(3600)), Seconds(5400));
+  EXPECT_EQ(r.policy.classes[0].deadline->Allowed(Seconds(3600)), Seconds(24 * 3600));
+  EXPECT_EQ(r.policy.classes[2].deadline->ToString(), "1.5x");
   const PolicyLoadResult without = ParsePolicy(head + "classes: [{name: c}]\n", "p.yaml");
   const PolicyLoadResult day = ParsePolicy(head + "classes: [{name: c, deadline: 1d}]\n", "p.yaml");
   const PolicyLoadResult hours = ParsePolicy(head + "classes: [{name: c, deadline: 24h}]\n", "p.yaml");
@@ -633,9 +640,11 @@ TEST(PolicyLoader, RejectsInvalidPoliciesWithFieldLineAndMessage) {
       {"negative wait cost", "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n  - name: a\n    wait_cost_usd_per_hour: -2\n", false,
        "classes[0].wait_cost_usd_per_hour", 6, "must be >= 0, got -2"},
       {"deadline not a duration", "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n  - name: a\n    deadline: tomorrow\n", false,
-       "classes[0].deadline", 6, "invalid duration 'tomorrow'"},
+       "classes[0].deadline", 6, "expected a duration longer than 0s such as \"24h\" or a multiple of the runtime such as \"1.5x\", got 'tomorrow'"},
+      {"deadline multiple below 1", "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n  - name: a\n    deadline: 0.5x\n", false,
+       "classes[0].deadline", 6, "expected a multiple of the runtime of at least 1 such as \"1.5x\", got '0.5x'"},
       {"deadline of zero", "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses:\n  - name: a\n    deadline: 0s\n", false,
-       "classes[0].deadline", 6, "must be > 0 (omit it for work that runs at once)"},
+       "classes[0].deadline", 6, "got '0s' (omit it for work that runs at once)"},
       {"not a mapping", "- a\n- b\n", false, "", 1, "expected a mapping, got a list"},
       {"empty file", "", false, "", 1, "empty"},
   };

@@ -46,7 +46,7 @@ Scenario Deferrable(Seconds spot_back) {
   training.name = "training";
   training.checkpoint_interval = Seconds(1800);
   training.expected_runtime = kJob;
-  training.deadline = kDeadline;
+  training.deadline = DeadlineRule{kDeadline, 0};
   policy.classes = {training};
   policy.content_hash = PolicyContentHash(policy);
   Scenario s = MakeTraceScenario(trace, market, BuiltinCatalog(), policy, 1, 1);
@@ -128,7 +128,7 @@ TEST(DeadlineReplay, TheLoopReplansAtTheSwitchTimeAndCountsMissedDeadlinesOnce) 
   // A deadline shorter than the work: never held, still running when it
   // passes, counted once per job.
   Scenario late = Deferrable(Seconds(48 * 3600));
-  late.policy.classes[0].deadline = Seconds(3600);
+  late.policy.classes[0].deadline = DeadlineRule{Seconds(3600), 0};
   late.policy.content_hash = PolicyContentHash(late.policy);
   Result<RunSpec> late_spec = MakeRunSpec("gpuscaler", late, nullptr);
   ASSERT_TRUE(late_spec.ok());
@@ -153,7 +153,7 @@ TEST(DeadlineReplay, ReactiveAndTheBaselinesRunWithoutDeadlines) {
   }
   Result<RunSpec> gpuscaler = MakeRunSpec("gpuscaler", s, nullptr);
   ASSERT_TRUE(gpuscaler.ok());
-  EXPECT_EQ(gpuscaler->policy.classes[0].deadline, kDeadline);
+  EXPECT_EQ(gpuscaler->policy.classes[0].deadline, (DeadlineRule{kDeadline, 0}));
 }
 
 }  // namespace

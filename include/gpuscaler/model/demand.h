@@ -64,9 +64,19 @@ struct DemandUnit {
   std::vector<std::string> avoid_nodes;
   std::map<std::string, std::string> labels;
   // Deferrable work: the time by which it must have finished (its
-  // submission plus its class's deadline, or its own). Set, the planner may
-  // hold it for spot while the slack allows (solver/deadline_hold.h).
+  // submission plus its class's deadline, or its own). Set, the planner runs
+  // it by Uniform Progress (solver/deadline_hold.h).
   std::optional<WallTime> deadline;
+  // With a deadline, the terms of its Uniform Progress line: when the work
+  // was submitted, and the whole job's expected runtime (0: expected_runtime,
+  // the unit never having run). By time t the line asks for total_work x
+  // (t - submitted) / (deadline - submitted) of it to be done.
+  std::optional<WallTime> submitted;
+  Seconds total_work{0};
+  // A running unit: since when its current run makes progress (after its
+  // restart), so the work left at time t is expected_runtime less the time
+  // since. Unset on pending units, and where the start is not known.
+  std::optional<WallTime> progressing_since;
   // Set: the unit is one member of a gang.
   std::optional<GangMembership> gang;
 };

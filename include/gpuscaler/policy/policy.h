@@ -173,6 +173,24 @@ struct ForecastPolicy {
   std::optional<double> max_idle_usd_per_hour;
 };
 
+// When deferrable work must have finished, counted from its submission:
+// a fixed time ("24h") or a multiple of the work's expected runtime ("1.5x":
+// a 10-hour job has 15 hours, so 5 hours of slack).
+struct DeadlineRule {
+  Seconds after_submission{0};  // > 0: the fixed form
+  double runtime_multiple = 0;  // >= 1: the multiple form
+  // The time from submission to the deadline of work whose whole expected
+  // runtime is `runtime`.
+  Seconds Allowed(Seconds runtime) const;
+  // As written: "24h", "1.5x".
+  std::string ToString() const;
+  bool operator==(const DeadlineRule&) const = default;
+};
+
+// Parses "24h" (any duration ParseDuration reads, > 0) or "1.5x" (a multiple
+// of at least 1). nullopt with `*error` saying what was expected otherwise.
+std::optional<DeadlineRule> ParseDeadlineRule(const std::string& text, std::string* error);
+
 struct WorkloadClassPolicy {
   std::string name;
   // Who pays for the class: usage rows carry it, and budget.teams caps the
@@ -227,10 +245,10 @@ struct WorkloadClassPolicy {
   std::optional<double> wait_cost_usd_per_hour;
   // Set: capacity is launched ahead of the class's demand forecast.
   std::optional<ForecastPolicy> forecast;
-  // Set: the class's work is deferrable and must finish within this long
-  // of its submission; the planner may hold it for spot while its slack
-  // allows (solver/deadline_hold.h). Unset: work runs at once.
-  std::optional<Seconds> deadline;
+  // Set: the class's work is deferrable and must finish within the rule's
+  // time of its submission; the planner runs it by Uniform Progress
+  // (solver/deadline_hold.h). Unset: work runs at once.
+  std::optional<DeadlineRule> deadline;
 
   // One unit of the class's shape, without an id: its GPUs (a MIG instance
   // instead of gpus_per_job when mig_profile is set), GPU models and memory,
