@@ -241,7 +241,7 @@ void DeferrableUnits(Snapshot& s, Policy& p) {
   const WorkloadClassPolicy* c = p.FindClass("inference");
   for (DemandUnit& u : testing::Units("d", 2, testing::Unit("", 1))) {
     u.expected_runtime = Seconds(3600);
-    if (c->deadline) u.deadline = s.time + *c->deadline;
+    if (c->deadline) u.deadline = s.time + c->deadline->Allowed(u.expected_runtime);
     s.pending.push_back(u);
   }
 }
