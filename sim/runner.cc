@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "gpuscaler/cloud/provider.h"
+#include "gpuscaler/solver/deadline_hold.h"
 #include "gpuscaler/solver/planner.h"
 #include "sim/baselines.h"
 #include "sim/workload.h"
@@ -233,6 +234,14 @@ Result<RunSpec> MakeRunSpec(const std::string& name, const Scenario& scenario, c
   spec.name = name;
   spec.policy = scenario.policy;
   if (name == "gpuscaler") return spec;
+  if (name == "gpuscaler-held") {
+    // The earlier deadline rule: pending work held by its slack, running
+    // work never moved (solver/deadline_hold.h, DeadlineStrategy).
+    spec.planner = [](const Snapshot& snapshot, const Policy& policy) {
+      return MakePlanWithDeadlineStrategy(snapshot, policy, DeadlineStrategy::kHoldPending);
+    };
+    return spec;
+  }
   // Demand forecasts, deferral and the lost-work budget are gpuscaler's: the
   // baselines run the policy without them (as before they existed), so their
   // rows do not move when a policy adds one. Deadlines are still judged for
@@ -273,7 +282,7 @@ Result<RunSpec> MakeRunSpec(const std::string& name, const Scenario& scenario, c
     spec.planner = StaticPeakPlanner(on_demand->peak_nodes);
     return spec;
   }
-  std::string known = "gpuscaler, gpuscaler-reactive";
+  std::string known = "gpuscaler, gpuscaler-held, gpuscaler-reactive";
   for (const std::string& b : BaselineNames()) known += ", " + b;
   return Error::NotFound("unknown baseline '" + name + "' (known: " + known + ")");
 }

@@ -126,6 +126,9 @@ int RunSim(const SimOptions& o) {
   std::vector<std::string> names;
   if (o.compare) {
     names.push_back("gpuscaler");
+    if (std::any_of(scenario.policy.classes.begin(), scenario.policy.classes.end(),
+                    [](const WorkloadClassPolicy& c) { return c.deadline.has_value(); }))
+      names.push_back("gpuscaler-held");
     if (sim::PlansAhead(scenario.policy)) names.push_back("gpuscaler-reactive");
     for (const std::string& b : sim::BaselineNames()) names.push_back(b);
   } else {

@@ -109,9 +109,14 @@ void ClusterState::Apply(const ActuationResult& result, const Policy& policy, Wa
     RemoveNode(*i, now, e.cause, report);
   }
   if (policy.spot.fallback_to_on_demand) {
+    // Deadline work probes spot offering by offering (each capacity error
+    // marks only its offering): its errors do not pause its class, whose
+    // other work would otherwise be kept off spot by a unit that waits for
+    // spot anyway.
     for (const std::string& id : result.spot_capacity_error_units) {
       for (const DemandUnit& u : snapshot_->pending) {
-        if (u.id == id) learners_.disruption.PauseSpot(u.workload_class, now + policy.spot.fallback_duration);
+        if (u.id == id && !u.deadline)
+          learners_.disruption.PauseSpot(u.workload_class, now + policy.spot.fallback_duration);
       }
     }
   }

@@ -13,6 +13,7 @@
 #include "gpuscaler/solver/cost_model.h"
 #include "gpuscaler/solver/deadline_hold.h"
 #include "gpuscaler/solver/forecast_demand.h"
+#include "deadline_plan.h"
 #include "gang_plan.h"
 #include "planner_impl.h"
 
@@ -376,9 +377,7 @@ namespace gpuscaler {
 
 Plan MakePlan(const Snapshot& snapshot, const Policy& policy) { return MakePlan(snapshot, policy, PlannerOptions{}); }
 
-namespace {
-
-Plan PlanWithForecasts(const Snapshot& snapshot, const Policy& policy, const PlannerOptions& options) {
+Plan solver_detail::PlanWithForecasts(const Snapshot& snapshot, const Policy& policy, const PlannerOptions& options) {
   if (snapshot.forecasts.empty()) {
     solver_detail::Planner planner(snapshot, policy, options);
     return planner.Run();
@@ -419,18 +418,7 @@ Plan PlanWithForecasts(const Snapshot& snapshot, const Policy& policy, const Pla
   return plan;
 }
 
-Plan PlanWithDeadlineHolds(const Snapshot& snapshot, const Policy& policy, const PlannerOptions& options) {
-  const std::vector<HeldUnit> held = FindDeadlineHolds(snapshot, policy);
-  if (held.empty()) return PlanWithForecasts(snapshot, policy, options);
-  // Held units are planned pinned to spot (in a copy of the snapshot): what
-  // spot can take now runs now, the rest waits with its reason.
-  Snapshot pinned = snapshot;
-  for (const HeldUnit& h : held) pinned.pending[h.pending_index].capacity_type = CapacityType::kSpot;
-  Plan plan = PlanWithForecasts(pinned, policy, options);
-  RecordDeadlineHolds(snapshot, held, &plan);
-  plan.summary = SummarizePlan(plan, snapshot.pending.size());
-  return plan;
-}
+namespace {
 
 // The zone each pool's cluster placement group is in use in (see
 // solver_detail::PlacementGroupZones).
@@ -451,8 +439,16 @@ solver_detail::PlacementGroupZones InUsePlacementGroupZones(const Snapshot& snap
 }  // namespace
 
 Plan MakePlan(const Snapshot& snapshot, const Policy& policy, const PlannerOptions& options) {
-  return solver_detail::PlanGangsWhole(snapshot, InUsePlacementGroupZones(snapshot, policy),
-                                       [&](const Snapshot& s) { return PlanWithDeadlineHolds(s, policy, options); });
+  return solver_detail::PlanGangsWhole(snapshot, InUsePlacementGroupZones(snapshot, policy), [&](const Snapshot& s) {
+    return solver_detail::PlanWithDeadlines(s, policy, options, DeadlineStrategy::kUniformProgress);
+  });
+}
+
+Plan MakePlanWithDeadlineStrategy(const Snapshot& snapshot, const Policy& policy, DeadlineStrategy strategy) {
+  const PlannerOptions options;
+  return solver_detail::PlanGangsWhole(snapshot, InUsePlacementGroupZones(snapshot, policy), [&](const Snapshot& s) {
+    return solver_detail::PlanWithDeadlines(s, policy, options, strategy);
+  });
 }
 
 }  // namespace gpuscaler

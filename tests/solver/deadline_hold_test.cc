@@ -1,5 +1,6 @@
-// Deferrable work (solver/deadline_hold.h): a unit with a deadline waits for
-// spot while its slack lasts, goes to on-demand exactly when the slack
+// Deferrable work held by its slack (solver/deadline_hold.h,
+// DeadlineStrategy::kHoldPending): a unit with a deadline waits for spot
+// while its slack lasts, goes to on-demand exactly when the slack
 // reaches the safety margin, runs on spot at once when spot can take it,
 // says why it waits, and travels in the snapshot's JSON so a decision
 // replays.
@@ -51,6 +52,12 @@ bool AllOf(const Plan& p, CapacityType cap) {
 
 using testing::HasNote;
 
+// The earlier rule, kept for comparison (DeadlineStrategy::kHoldPending):
+// what this file pins down. Uniform Progress is in uniform_progress_test.cc.
+Plan HoldPlan(const Snapshot& s, const Policy& policy) {
+  return MakePlanWithDeadlineStrategy(s, policy, DeadlineStrategy::kHoldPending);
+}
+
 TEST(DeadlineHold, LaunchesOnDemandExactlyWhenTheSlackRunsOut) {
   const Policy policy = BasePolicy();
   Snapshot s = Scene(/*spot_available=*/false, Seconds(6 * 3600));
@@ -67,7 +74,7 @@ TEST(DeadlineHold, LaunchesOnDemandExactlyWhenTheSlackRunsOut) {
   // at the switch time.
   for (WallTime now : {s.time, switch_at - Seconds(1)}) {
     s.time = now;
-    const Plan held = MakePlan(s, policy);
+    const Plan held = HoldPlan(s, policy);
     EXPECT_EQ(LaunchedNodes(held), 0) << held.summary;
     ASSERT_EQ(held.unplaced.size(), 1u);
     EXPECT_EQ(held.unplaced[0].reason, UnplacedReason::kDeadlineHold);
@@ -81,7 +88,7 @@ TEST(DeadlineHold, LaunchesOnDemandExactlyWhenTheSlackRunsOut) {
 
   // At the switch: on-demand, nothing held.
   s.time = switch_at;
-  const Plan switched = MakePlan(s, policy);
+  const Plan switched = HoldPlan(s, policy);
   EXPECT_TRUE(AllOf(switched, CapacityType::kOnDemand)) << switched.summary;
   EXPECT_TRUE(switched.unplaced.empty());
   EXPECT_FALSE(switched.replan_by.has_value());
@@ -90,7 +97,7 @@ TEST(DeadlineHold, LaunchesOnDemandExactlyWhenTheSlackRunsOut) {
 TEST(DeadlineHold, RunsOnSpotAtOnceWhenSpotIsAvailable) {
   const Policy policy = BasePolicy();
   const Snapshot s = Scene(/*spot_available=*/true, Seconds(24 * 3600));
-  const Plan plan = MakePlan(s, policy);
+  const Plan plan = HoldPlan(s, policy);
   EXPECT_TRUE(AllOf(plan, CapacityType::kSpot)) << plan.summary;
   EXPECT_TRUE(plan.unplaced.empty());
 }
@@ -101,10 +108,10 @@ TEST(DeadlineHold, AHeldUnitTakesSpotWhileItsClassSpotIsPaused) {
   const Policy policy = BasePolicy();
   Snapshot s = Scene(/*spot_available=*/true, Seconds(24 * 3600));
   s.spot_paused_classes = {"training"};
-  EXPECT_TRUE(AllOf(MakePlan(s, policy), CapacityType::kSpot));
+  EXPECT_TRUE(AllOf(HoldPlan(s, policy), CapacityType::kSpot));
   // The same unit without a deadline follows the pause.
   s.pending[0].deadline.reset();
-  EXPECT_TRUE(AllOf(MakePlan(s, policy), CapacityType::kOnDemand));
+  EXPECT_TRUE(AllOf(HoldPlan(s, policy), CapacityType::kOnDemand));
 }
 
 TEST(DeadlineHold, WorkThatCannotRunOnSpotOrHasNoSlackIsNotHeld) {
@@ -113,7 +120,7 @@ TEST(DeadlineHold, WorkThatCannotRunOnSpotOrHasNoSlackIsNotHeld) {
 
   Snapshot not_interruptible = base;
   not_interruptible.pending[0].interruptible = false;
-  EXPECT_TRUE(AllOf(MakePlan(not_interruptible, policy), CapacityType::kOnDemand));
+  EXPECT_TRUE(AllOf(HoldPlan(not_interruptible, policy), CapacityType::kOnDemand));
 
   Snapshot pinned = base;
   pinned.pending[0].capacity_type = CapacityType::kOnDemand;
@@ -122,18 +129,18 @@ TEST(DeadlineHold, WorkThatCannotRunOnSpotOrHasNoSlackIsNotHeld) {
   Policy no_spot = policy;
   no_spot.classes[1].max_spot_share = 0;
   EXPECT_TRUE(FindDeadlineHolds(base, no_spot).empty());
-  EXPECT_TRUE(AllOf(MakePlan(base, no_spot), CapacityType::kOnDemand));
+  EXPECT_TRUE(AllOf(HoldPlan(base, no_spot), CapacityType::kOnDemand));
 
   // A deadline closer than the work plus the allowances and margin: no slack.
   const Snapshot tight =
       Scene(false, kRuntime + kLaunchLatency + kRestartCost + kDeadlineSafetyMargin + Seconds(1800));
   EXPECT_TRUE(FindDeadlineHolds(tight, policy).empty());
-  EXPECT_TRUE(AllOf(MakePlan(tight, policy), CapacityType::kOnDemand));
+  EXPECT_TRUE(AllOf(HoldPlan(tight, policy), CapacityType::kOnDemand));
 
   // No deadline: runs at once.
   Snapshot undeadlined = base;
   undeadlined.pending[0].deadline.reset();
-  EXPECT_TRUE(AllOf(MakePlan(undeadlined, policy), CapacityType::kOnDemand));
+  EXPECT_TRUE(AllOf(HoldPlan(undeadlined, policy), CapacityType::kOnDemand));
 }
 
 TEST(DeadlineHold, RemainingWorkIsWhatIsLeftOfTheUnit) {
@@ -170,7 +177,7 @@ TEST(DeadlineHold, TheDeadlineTravelsInTheSnapshotJson) {
   ASSERT_TRUE(back->pending[0].deadline.has_value());
   EXPECT_EQ(*back->pending[0].deadline, *s.pending[0].deadline);
   const Policy policy = BasePolicy();
-  EXPECT_EQ(FormatPlanJsonLine(MakePlan(*back, policy)), FormatPlanJsonLine(MakePlan(s, policy)));
+  EXPECT_EQ(FormatPlanJsonLine(HoldPlan(*back, policy)), FormatPlanJsonLine(HoldPlan(s, policy)));
 
   Result<Snapshot> bad =
       ParseSnapshotJson(R"({"pending": [{"id": "u", "deadline": "tomorrow"}]})", "snap.json");

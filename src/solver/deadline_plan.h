@@ -1,0 +1,33 @@
+// Deadline work around the planner's core (solver/deadline_hold.h): what
+// the deadline strategy pins pending work to and which running nodes it
+// moves, planned in one pass. Private to the solver.
+#pragma once
+
+#include "gpuscaler/model/plan.h"
+#include "gpuscaler/model/snapshot.h"
+#include "gpuscaler/policy/policy.h"
+#include "gpuscaler/solver/deadline_hold.h"
+#include "gpuscaler/solver/planner.h"
+
+namespace gpuscaler::solver_detail {
+
+// The planner with demand forecasts: forecast units join the pending work
+// and what the plan says of them is taken out again (planner.cc).
+Plan PlanWithForecasts(const Snapshot& snapshot, const Policy& policy, const PlannerOptions& options);
+
+// Pins, in `pinned` (a copy of `snapshot`), the running deadline units on
+// on-demand nodes that may not move to spot (MayMoveToSpot) to on-demand, so
+// that consolidation does not move them where Uniform Progress would not.
+void PinRunningDeadlineWork(const Snapshot& snapshot, const Policy& policy, Snapshot* pinned);
+
+// PlanWithForecasts on a copy of `snapshot` where deadline units are pinned
+// as `strategy` says and the work of the nodes it moves is pending again,
+// pinned where it moves to; each moved node is then terminated (kReplace
+// when its work goes to new nodes, kConsolidate when to free room). A move
+// whose work the plan cannot place whole is dropped and the plan made again
+// without it (at most three plans). Holds, moves and late units are in the
+// plan's unplaced reasons, termination reasons and notes.
+Plan PlanWithDeadlines(const Snapshot& snapshot, const Policy& policy, const PlannerOptions& options,
+                       DeadlineStrategy strategy);
+
+}  // namespace gpuscaler::solver_detail

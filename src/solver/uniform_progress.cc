@@ -1,0 +1,216 @@
+// Uniform Progress (solver/deadline_hold.h): where each deadline unit stands
+// against its line, what that says of pending units, and which running
+// nodes move between spot and on-demand.
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "deadline_plan.h"
+#include "gpuscaler/solver/cost_model.h"
+#include "gpuscaler/solver/deadline_hold.h"
+
+namespace gpuscaler {
+namespace {
+
+bool MayRunOnSpot(const DemandUnit& unit, const Policy& policy) {
+  if (!unit.interruptible || unit.capacity_type.has_value() || unit.gang) return false;
+  const WorkloadClassPolicy* cls = policy.FindClass(unit.workload_class);
+  return cls != nullptr && cls->max_spot_share > 0;
+}
+
+double Hours(Seconds s) { return static_cast<double>(s.count()) / 3600.0; }
+
+// Restart allowances by GPU count and restart cost: the offerings scan is
+// the same for every unit of a shape.
+class RestartAllowances {
+ public:
+  explicit RestartAllowances(const Snapshot& snapshot) : snapshot_(snapshot) {}
+  Seconds Of(const DemandUnit& u) {
+    auto [it, fresh] = cache_.try_emplace({u.gpus, u.restart_cost.count()});
+    if (fresh) it->second = RestartAllowance(snapshot_, u);
+    return it->second;
+  }
+
+ private:
+  const Snapshot& snapshot_;
+  std::map<std::pair<int, int64_t>, Seconds> cache_;
+};
+
+const InstanceType* TypeOf(const Snapshot& snapshot, const std::string& name) {
+  for (const InstanceType& t : snapshot.instance_types)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+std::string SignedText(Seconds d) {
+  std::string text = FormatDuration(d.count() < 0 ? -d : d);
+  if (d.count() < 0) text.insert(text.begin(), '-');
+  return text;
+}
+
+// The cheapest available spot offering of `node`'s pool zones and instance
+// type family with at least its GPUs, or nullptr.
+const Offering* CheapestSpotFor(const Snapshot& snapshot, const Policy& policy, const Node& node,
+                                const InstanceType& type) {
+  const NodePoolPolicy* pool = policy.FindPool(node.pool);
+  const Offering* best = nullptr;
+  for (const Offering& o : snapshot.offerings) {
+    if (o.capacity_type != CapacityType::kSpot || !o.available || o.usd_per_hour <= 0) continue;
+    const InstanceType* t = TypeOf(snapshot, o.instance_type);
+    if (t == nullptr || t->gpu_count < type.gpu_count || t->gpu_model != type.gpu_model) continue;
+    if (pool != nullptr) {
+      if (!pool->zones.empty() && std::find(pool->zones.begin(), pool->zones.end(), o.zone) == pool->zones.end())
+        continue;
+      if (!pool->capacity_types.empty() &&
+          std::find(pool->capacity_types.begin(), pool->capacity_types.end(), CapacityType::kSpot) ==
+              pool->capacity_types.end())
+        continue;
+      if (!pool->AllowsType(*t, nullptr)) continue;
+    }
+    if (best == nullptr || o.usd_per_hour < best->usd_per_hour) best = &o;
+  }
+  return best;
+}
+
+}  // namespace
+
+DeadlineStanding StandingOf(const Snapshot& snapshot, const Policy& policy, const DemandUnit& unit,
+                            Seconds restart_allowance) {
+  DeadlineStanding s;
+  s.restart = restart_allowance;
+  s.loss = SpotLossAllowance(unit);
+  s.margin = restart_allowance + std::max(Seconds(0), policy.scaling.tick_interval);
+  Seconds left = std::max(Seconds(0), unit.expected_runtime);
+  if (unit.progressing_since && snapshot.time > *unit.progressing_since)
+    left = std::max(Seconds(0), left - std::chrono::duration_cast<Seconds>(snapshot.time - *unit.progressing_since));
+  s.left = left;
+  if (!unit.deadline) return s;
+  s.slack = std::chrono::duration_cast<Seconds>(*unit.deadline - snapshot.time) - left - restart_allowance;
+  if (!unit.submitted || *unit.deadline <= *unit.submitted) return s;
+  const Seconds total = unit.total_work.count() > 0 ? unit.total_work : std::max(Seconds(0), unit.expected_runtime);
+  const double span = std::chrono::duration<double>(*unit.deadline - *unit.submitted).count();
+  const double since = std::chrono::duration<double>(snapshot.time - *unit.submitted).count();
+  const double line = static_cast<double>(total.count()) * std::clamp(since / span, 0.0, 1.0);
+  const double done = static_cast<double>(std::max(Seconds(0), total - left).count());
+  s.lead = Seconds(static_cast<int64_t>(done - line));
+  s.has_line = true;
+  return s;
+}
+
+PendingDeadlineCalls FindPendingDeadlineCalls(const Snapshot& snapshot, const Policy& policy) {
+  PendingDeadlineCalls calls;
+  RestartAllowances allowances(snapshot);
+  for (size_t i = 0; i < snapshot.pending.size(); ++i) {
+    const DemandUnit& u = snapshot.pending[i];
+    if (!u.deadline || !MayRunOnSpot(u, policy)) continue;
+    const DeadlineStanding s = StandingOf(snapshot, policy, u, allowances.Of(u));
+    if (s.slack.count() < 0) calls.late.push_back(i);
+    if (s.Committed()) {
+      calls.on_demand.push_back(i);
+      continue;
+    }
+    // Without a line, the slack alone holds it (until Committed).
+    if (s.has_line && s.lead < -s.margin) {
+      calls.on_demand.push_back(i);
+      continue;
+    }
+    // On-demand from when it falls behind by the margin or its slack runs
+    // down to the floor, whichever comes first: the line moves at
+    // total / span while the unit waits, the slack at one second a second.
+    Seconds until = s.slack - s.margin - s.loss;
+    if (s.has_line) {
+      const Seconds total = u.total_work.count() > 0 ? u.total_work : u.expected_runtime;
+      const double span = std::chrono::duration<double>(*u.deadline - *u.submitted).count();
+      const double rate = span > 0 ? static_cast<double>(total.count()) / span : 0;
+      if (rate > 0)
+        until = std::min(until, Seconds(static_cast<int64_t>(static_cast<double>((s.lead + s.margin).count()) / rate)));
+    }
+    calls.held.push_back({i, s.slack, snapshot.time + std::max(Seconds(0), until)});
+  }
+  return calls;
+}
+
+std::vector<DeadlineMove> FindDeadlineMoves(const Snapshot& snapshot, const Policy& policy) {
+  std::vector<DeadlineMove> moves;
+  RestartAllowances allowances(snapshot);
+  std::map<std::string, int> to_spot_left;  // per pool: the disruption allowance
+  for (size_t n = 0; n < snapshot.nodes.size(); ++n) {
+    const Node& node = snapshot.nodes[n];
+    if (node.state != NodeState::kReady || node.instance_id.empty() || node.do_not_disrupt || node.running.empty())
+      continue;
+    const CapacityType on = node.offering.capacity_type;
+    if (on != CapacityType::kSpot && on != CapacityType::kOnDemand) continue;
+    if (std::any_of(node.running.begin(), node.running.end(), [](const DemandUnit& u) { return u.gang.has_value(); }))
+      continue;
+    DeadlineMove move;
+    move.node_index = n;
+    bool all_ahead = true;
+    Seconds least_lead = Seconds::max(), most_left{0}, most_restart{0};
+    for (size_t k = 0; k < node.running.size(); ++k) {
+      const DemandUnit& u = node.running[k];
+      if (!u.deadline || !MayRunOnSpot(u, policy)) {
+        all_ahead = false;
+        continue;
+      }
+      const DeadlineStanding s = StandingOf(snapshot, policy, u, allowances.Of(u));
+      const bool behind = s.has_line && s.lead < -s.margin;
+      if (on == CapacityType::kSpot && (behind || s.Committed())) {
+        move.must_move.push_back(k);
+        if (move.reason.empty())
+          move.reason = "unit " + u.id + (s.Committed() ? " has " + SignedText(s.slack) + " of slack left"
+                                                         : " is " + SignedText(-s.lead) + " behind its deadline's line");
+      }
+      if (!MayMoveToSpot(s)) all_ahead = false;
+      least_lead = std::min(least_lead, s.lead);
+      most_left = std::max(most_left, s.left);
+      most_restart = std::max(most_restart, s.restart);
+    }
+    if (on == CapacityType::kSpot) {
+      if (move.must_move.empty()) continue;
+      move.to = CapacityType::kOnDemand;
+      move.reason = "deadline: " + move.reason + ": its work moves to on-demand";
+      moves.push_back(std::move(move));
+      continue;
+    }
+    if (!all_ahead) continue;
+    const InstanceType* type = TypeOf(snapshot, node.offering.instance_type);
+    if (type == nullptr) continue;
+    const Offering* spot = CheapestSpotFor(snapshot, policy, node, *type);
+    if (spot == nullptr) continue;
+    // The move pays when the price gap over the work left, less the spot
+    // risk of that work, covers both nodes paid while the new one warms up.
+    const InstanceType* spot_type = TypeOf(snapshot, spot->instance_type);
+    double risk = 0;
+    for (const DemandUnit& u : node.running) risk += ExpectedInterruptionUsdPerHour(u, *spot, *spot_type);
+    const double gain = (node.offering.usd_per_hour - spot->usd_per_hour - risk) * Hours(most_left);
+    const double cost = (node.offering.usd_per_hour + spot->usd_per_hour) * Hours(most_restart);
+    if (gain <= cost) continue;
+    auto [left, fresh] = to_spot_left.try_emplace(node.pool, 0);
+    if (fresh) {
+      const auto recent = snapshot.recently_disrupted.find(node.pool);
+      left->second = policy.disruption.max_disrupted_per_interval -
+                     (recent == snapshot.recently_disrupted.end() ? 0 : recent->second);
+    }
+    if (left->second <= 0) continue;
+    --left->second;
+    move.to = CapacityType::kSpot;
+    for (size_t k = 0; k < node.running.size(); ++k) move.must_move.push_back(k);
+    move.reason = "deadline: its work is ahead of its deadlines' lines (the least by " + SignedText(least_lead) +
+                  ") and spot is up: moves to spot (" + spot->Key() + ")";
+    moves.push_back(std::move(move));
+  }
+  return moves;
+}
+
+void solver_detail::PinRunningDeadlineWork(const Snapshot& snapshot, const Policy& policy, Snapshot* pinned) {
+  RestartAllowances allowances(snapshot);
+  for (Node& node : pinned->nodes) {
+    if (node.offering.capacity_type != CapacityType::kOnDemand) continue;
+    for (DemandUnit& u : node.running) {
+      if (!u.deadline || !MayRunOnSpot(u, policy)) continue;
+      if (!MayMoveToSpot(StandingOf(snapshot, policy, u, allowances.Of(u)))) u.capacity_type = CapacityType::kOnDemand;
+    }
+  }
+}
+
+}  // namespace gpuscaler
