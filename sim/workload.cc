@@ -379,46 +379,6 @@ void Workload::Schedule(WallTime now) {
   }
 }
 
-std::map<std::string, DeadlineRule> ClassDeadlines(const Policy& policy) {
-  std::map<std::string, DeadlineRule> out;
-  for (const WorkloadClassPolicy& c : policy.classes) {
-    if (c.deadline) out[c.name] = *c.deadline;
-  }
-  return out;
-}
-
-std::optional<WallTime> JobDueAt(const TraceJob& job, WallTime start,
-                                 const std::map<std::string, DeadlineRule>& deadlines) {
-  auto d = deadlines.find(job.unit.workload_class);
-  if (d == deadlines.end()) return std::nullopt;
-  return start + job.submit + d->second.Allowed(job.duration);
-}
-
-bool StatesRuntime(const TraceJob& job, const std::map<std::string, DeadlineRule>& deadlines) {
-  auto d = deadlines.find(job.unit.workload_class);
-  return d != deadlines.end() && d->second.runtime_multiple > 0;
-}
-
-bool CanMeetDeadline(const TraceJob& job, WallTime start, WallTime due) {
-  return start + job.submit + job.duration <= due;
-}
-
-std::optional<WallTime> Workload::DueAt(size_t job, const std::map<std::string, DeadlineRule>& deadlines) const {
-  return JobDueAt(trace_.jobs[job], start_, deadlines);
-}
-
-void Workload::SetDeadlineTerms(size_t job, DemandUnit* u) const {
-  u->deadline = DueAt(job, unit_deadlines_);
-  if (!u->deadline) return;
-  const TraceJob& tj = trace_.jobs[job];
-  u->submitted = start_ + tj.submit;
-  // What the unit states or its class expects of the whole job; the run so
-  // far has done the part of it that is no longer left.
-  const Seconds left = ExpectedRuntime(job);
-  u->total_work = StatesRuntime(tj, judged_deadlines_) ? tj.duration
-                                                       : left + Seconds(tj.duration.count() - jobs_[job].remaining_s);
-}
-
 const std::vector<DemandUnit>& Workload::Pending() {
   if (pending_dirty_) {
     pending_units_.clear();
@@ -576,38 +536,6 @@ std::vector<std::string> Workload::NeverStarted() const {
     if (jobs_[i].state == JobState::kQueued && !jobs_[i].started_before) ids.push_back(trace_.jobs[i].unit.id);
   }
   return ids;
-}
-
-std::map<std::string, ClassStats> Workload::ClassResults(WallTime end) const {
-  std::map<std::string, ClassStats> out;
-  for (size_t i = 0; i < jobs_.size(); ++i) {
-    const Job& j = jobs_[i];
-    ClassStats& c = out[trace_.jobs[i].unit.workload_class];
-    if (j.state == JobState::kFuture) {  // submitted after the replay's end
-      ++c.unfinished;
-      continue;
-    }
-    if (const std::optional<WallTime> due_at = DueAt(i, judged_deadlines_)) {
-      if (!c.deadlines) c.deadlines.emplace();
-      const WallTime due = *due_at;
-      if (!CanMeetDeadline(trace_.jobs[i], start_, due)) {
-        ++c.deadlines->unmeetable;
-      } else if (j.state == JobState::kDone) {
-        ++(j.done_at <= due ? c.deadlines->met : c.deadlines->missed);
-      } else {
-        ++(end > due ? c.deadlines->missed : c.deadlines->open);
-      }
-    }
-    int64_t wait = j.wait_s;
-    if (j.state == JobState::kQueued) wait += (end - j.queued_since).count();
-    c.waits_s.push_back(wait);
-    if (j.state == JobState::kDone) {
-      ++c.completed;
-    } else {
-      ++c.unfinished;
-    }
-  }
-  return out;
 }
 
 }  // namespace gpuscaler::sim

@@ -1,6 +1,7 @@
 #include "deadline_plan.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -94,6 +95,9 @@ Plan PlanByUniformProgress(const Snapshot& snapshot, const Policy& policy, const
     });
     if (moves.size() == before) break;
   }
+  // Moves go first: the scaling rules let removals through in plan order,
+  // and a move to on-demand is what keeps a deadline.
+  std::vector<TerminationAction> move_terms;
   for (const DeadlineMove& m : moves) {
     const Node& node = snapshot.nodes[m.node_index];
     bool on_launch = false;
@@ -102,8 +106,10 @@ Plan PlanByUniformProgress(const Snapshot& snapshot, const Policy& policy, const
     for (const DemandUnit& u : node.running) t.moved_unit_ids.push_back(u.id);
     t.reason = m.reason;
     plan.cost_after_usd_per_hour = std::max(0.0, plan.cost_after_usd_per_hour - MarginalUsdPerHour(node.offering));
-    plan.terminations.push_back(std::move(t));
+    move_terms.push_back(std::move(t));
   }
+  plan.terminations.insert(plan.terminations.begin(), std::make_move_iterator(move_terms.begin()),
+                           std::make_move_iterator(move_terms.end()));
   if (!moves.empty()) {
     const auto to_spot = std::count_if(moves.begin(), moves.end(),
                                        [](const DeadlineMove& m) { return m.to == CapacityType::kSpot; });

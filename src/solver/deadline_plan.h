@@ -17,7 +17,9 @@ Plan PlanWithForecasts(const Snapshot& snapshot, const Policy& policy, const Pla
 
 // Pins, in `pinned` (a copy of `snapshot`), the running deadline units on
 // on-demand nodes that may not move to spot (MayMoveToSpot) to on-demand, so
-// that consolidation does not move them where Uniform Progress would not.
+// that consolidation does not move them where Uniform Progress would not,
+// and marks do-not-disrupt the nodes of deadline units whose slack cannot
+// pay a restart above their floor: consolidation does not move them at all.
 void PinRunningDeadlineWork(const Snapshot& snapshot, const Policy& policy, Snapshot* pinned);
 
 // PlanWithForecasts on a copy of `snapshot` where deadline units are pinned

@@ -92,6 +92,9 @@ struct Option : NodeOffer {
   bool usable = true;         // available and within the spot ceilings
   bool unavailable = false;   // the cloud reported no capacity
   bool over_ceiling = false;  // spot above the price or interruption ceiling
+  // Spot with capacity, in a pool in its reclaim cooldown: unavailable
+  // (unusable) but to held deadline work, which rides out reclaims.
+  bool reclaimed = false;
 };
 
 // Pending units with identical requirements, placed together.

@@ -135,8 +135,9 @@ void Planner::BuildOptions() {
       }
       // A pool in its reclaim cooldown counts as without capacity for new
       // nodes (the snapshot's list, so a replay of it plans the same).
-      op.unavailable = !o.available || (op.spot && !snap_.reclaimed_spot_pools.empty() &&
-                                        Contains(snap_.reclaimed_spot_pools, o.Key()));
+      op.reclaimed = op.spot && o.available && !snap_.reclaimed_spot_pools.empty() &&
+                     Contains(snap_.reclaimed_spot_pools, o.Key());
+      op.unavailable = !o.available || op.reclaimed;
       op.over_ceiling = op.spot && (op.price > frac * op.od + kEps || op.ih > policy_.spot.max_interruptions_per_hour + kEps);
       op.usable = !op.unavailable && !op.over_ceiling;
       options_.push_back(op);
@@ -414,9 +415,13 @@ void Planner::BuildGroups() {
       for (size_t z = 0; z < zone_names_.size(); ++z) g.zone_ok[z] = Contains(u.zones, zone_names_[z]);
     g.cand_mask.assign(options_.size(), 0);
     g.lb = kInf;
+    // Deadline work held for spot (solver/deadline_hold.h) is ahead of its
+    // line: a reclaim costs it one interruption's loss, which its slack holds.
+    const bool rides_out_reclaims = u.deadline && u.capacity_type == CapacityType::kSpot;
     for (size_t oi = 0; oi < options_.size(); ++oi) {
       const Option& o = options_[oi];
-      if (!o.usable || !g.pool_ok[o.pool] || !g.zone_ok[o.zone] || !g.type_pin_ok[o.type]) continue;
+      const bool open = o.usable || (rides_out_reclaims && o.reclaimed && !o.over_ceiling);
+      if (!open || !g.pool_ok[o.pool] || !g.zone_ok[o.zone] || !g.type_pin_ok[o.type]) continue;
       if (o.spot && !g.interruptible) continue;
       if (u.capacity_type && (*u.capacity_type == CapacityType::kSpot) != o.spot) continue;
       if (o.reservation >= 0 && !FitsBeforeRetirement(u, snap_.offerings[size_t(o.offering)])) continue;

@@ -12,8 +12,12 @@
 namespace gpuscaler {
 namespace {
 
+// Whether Uniform Progress decides where `unit` runs: it may run on spot.
+// Pending gang members are held and sent to on-demand alike (one terms, one
+// standing); running ones are not moved (FindDeadlineMoves skips their
+// nodes).
 bool MayRunOnSpot(const DemandUnit& unit, const Policy& policy) {
-  if (!unit.interruptible || unit.capacity_type.has_value() || unit.gang) return false;
+  if (!unit.interruptible || unit.capacity_type.has_value()) return false;
   const WorkloadClassPolicy* cls = policy.FindClass(unit.workload_class);
   return cls != nullptr && cls->max_spot_share > 0;
 }
@@ -72,6 +76,24 @@ const Offering* CheapestSpotFor(const Snapshot& snapshot, const Policy& policy, 
   return best;
 }
 
+// Whether another spot node has free GPUs for the largest of `units` (of
+// `node`): the scheduler may put the moved work there, back on spot, so a
+// move to on-demand would only cost a restart.
+bool SpotRoomTakes(const Snapshot& snapshot, size_t node_index, const Node& node, const std::vector<size_t>& units) {
+  int needed = 0;
+  for (size_t k : units) needed = std::max(needed, WholeGpusTaken(node.running[k]));
+  for (size_t i = 0; i < snapshot.nodes.size(); ++i) {
+    const Node& other = snapshot.nodes[i];
+    if (i == node_index || other.offering.capacity_type != CapacityType::kSpot || !other.AcceptsWork()) continue;
+    const InstanceType* type = TypeOf(snapshot, other.offering.instance_type);
+    if (type == nullptr) continue;
+    int free = type->gpu_count;
+    for (const DemandUnit& u : other.running) free -= WholeGpusTaken(u);
+    if (free >= needed) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 DeadlineStanding StandingOf(const Snapshot& snapshot, const Policy& policy, const DemandUnit& unit,
@@ -127,6 +149,18 @@ PendingDeadlineCalls FindPendingDeadlineCalls(const Snapshot& snapshot, const Po
     }
     calls.held.push_back({i, s.slack, snapshot.time + std::max(Seconds(0), until)});
   }
+  // The scheduler hands new room out in queue order (the pending list's):
+  // on-demand room launched for a unit behind its line goes first to the
+  // held units of its class queued before it. They cannot be held there, so
+  // they are planned as any other work, and room is launched for all.
+  std::map<std::string, size_t> last_on_demand;
+  for (size_t i : calls.on_demand) last_on_demand[snapshot.pending[i].workload_class] = i;
+  std::erase_if(calls.held, [&](const HeldUnit& h) {
+    const auto it = last_on_demand.find(snapshot.pending[h.pending_index].workload_class);
+    if (it == last_on_demand.end() || h.pending_index > it->second) return false;
+    calls.released.push_back(h.pending_index);
+    return true;
+  });
   return calls;
 }
 
@@ -166,7 +200,7 @@ std::vector<DeadlineMove> FindDeadlineMoves(const Snapshot& snapshot, const Poli
       most_restart = std::max(most_restart, s.restart);
     }
     if (on == CapacityType::kSpot) {
-      if (move.must_move.empty()) continue;
+      if (move.must_move.empty() || SpotRoomTakes(snapshot, n, node, move.must_move)) continue;
       move.to = CapacityType::kOnDemand;
       move.reason = "deadline: " + move.reason + ": its work moves to on-demand";
       moves.push_back(std::move(move));
@@ -205,10 +239,15 @@ std::vector<DeadlineMove> FindDeadlineMoves(const Snapshot& snapshot, const Poli
 void solver_detail::PinRunningDeadlineWork(const Snapshot& snapshot, const Policy& policy, Snapshot* pinned) {
   RestartAllowances allowances(snapshot);
   for (Node& node : pinned->nodes) {
-    if (node.offering.capacity_type != CapacityType::kOnDemand) continue;
+    const bool on_demand = node.offering.capacity_type == CapacityType::kOnDemand;
     for (DemandUnit& u : node.running) {
-      if (!u.deadline || !MayRunOnSpot(u, policy)) continue;
-      if (!MayMoveToSpot(StandingOf(snapshot, policy, u, allowances.Of(u)))) u.capacity_type = CapacityType::kOnDemand;
+      if (!u.deadline) continue;
+      const DeadlineStanding s = StandingOf(snapshot, policy, u, allowances.Of(u));
+      // A move costs a restart: work that is not ahead of its line by the
+      // margin, or whose slack cannot pay a restart and keep its floor,
+      // stays where it runs (consolidation leaves the node).
+      if (s.slack <= s.margin + s.loss + s.restart || (s.has_line && s.lead <= s.margin)) node.do_not_disrupt = true;
+      if (on_demand && MayRunOnSpot(u, policy) && !MayMoveToSpot(s)) u.capacity_type = CapacityType::kOnDemand;
     }
   }
 }

@@ -16,7 +16,10 @@
 //  - a pending unit ahead of its line, or behind it by less than the
 //    margin, is held for spot: placed on spot (free room or new nodes) or
 //    left waiting, with no on-demand capacity for it;
-//  - a pending unit further behind goes to on-demand;
+//  - a pending unit further behind goes to on-demand, and so do the held
+//    units of its class queued before it (Snapshot::pending is in the
+//    scheduler's order, which hands them new room first: they are planned
+//    as any other work);
 //  - a running unit on spot further behind its line than the margin moves
 //    to on-demand (a replacement: the new node first, then the old one is
 //    drained, the work moving at its checkpoint);
@@ -28,9 +31,13 @@
 //    stays on, on-demand: one more interruption could cost it its deadline;
 //    a unit whose slack is below 0 cannot meet its deadline even there and
 //    is reported at once (a note naming it), then run as soon as it can.
-// Work that may not run on spot (not interruptible, pinned to on-demand, its
-// class's max_spot_share 0, or unknown class) and gang members are planned
-// as any other: waiting would only delay them. A unit without line terms
+// Held work rides out spot reclaim cooldowns (Snapshot::
+// reclaimed_spot_pools): it is ahead of its line, so a reclaim costs it one
+// interruption's loss, which its slack holds. Pending gang members are held
+// and sent to on-demand alike; a running gang is not moved. Work that may
+// not run on spot (not interruptible, pinned to on-demand, its class's
+// max_spot_share 0, or unknown class) is planned as any other: waiting would
+// only delay it. A unit without line terms
 // (no submission time) is held by the slack alone (DeadlineStrategy::
 // kHoldPending's rule).
 //
@@ -104,6 +111,10 @@ struct PendingDeadlineCalls {
   std::vector<HeldUnit> held;
   std::vector<size_t> on_demand;
   std::vector<size_t> late;  // also in on_demand
+  // Would be held, but queued before a unit of their class that goes to
+  // on-demand: the scheduler gives them that room first, so they are planned
+  // as any other work.
+  std::vector<size_t> released;
 };
 PendingDeadlineCalls FindPendingDeadlineCalls(const Snapshot& snapshot, const Policy& policy);
 
