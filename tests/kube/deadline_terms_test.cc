@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -293,6 +295,47 @@ TEST(ApplyWorkTerms, PodDemandRejectsABadAnnotationAndRunningPodUnitIgnoresIt) {
   EXPECT_EQ(running.expected_runtime, 5 * kHour);
   EXPECT_EQ(running.deadline, Utc("2026-12-07T19:00:00Z"));
   EXPECT_EQ(running.progressing_since, Utc("2026-12-07T09:30:00Z"));
+}
+
+// The ```yaml blocks of docs/kubernetes.md's "Deadlines, runtimes and
+// progress": each block's `gpuscaler.io/…: "value"` lines, in order.
+std::vector<std::map<std::string, std::string>> DocumentedAnnotations() {
+  std::ifstream in(std::filesystem::path(GPUSCALER_SOURCE_DIR) / "docs" / "kubernetes.md");
+  std::vector<std::map<std::string, std::string>> blocks;
+  std::string line;
+  bool in_section = false, in_block = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("### ", 0) == 0) in_section = line == "### Deadlines, runtimes and progress";
+    if (!in_section) continue;
+    if (line == "```yaml") {
+      in_block = true;
+      blocks.emplace_back();
+    } else if (line == "```") {
+      in_block = false;
+    } else if (const size_t key = line.find("gpuscaler.io/"); in_block && key != std::string::npos) {
+      const size_t colon = line.find(": \"", key);
+      const size_t close = line.find('"', colon + 3);
+      EXPECT_NE(close, std::string::npos) << line;
+      if (close != std::string::npos) blocks.back()[line.substr(key, colon - key)] = line.substr(colon + 3, close - colon - 3);
+    }
+  }
+  return blocks;
+}
+
+TEST(ApplyWorkTerms, TheDocumentedExamplesReadAsTheirCommentsSay) {
+  const std::vector<std::map<std::string, std::string>> blocks = DocumentedAnnotations();
+  ASSERT_EQ(blocks.size(), 2u);
+  WorkloadClassPolicy cls;
+  cls.name = "training";
+  // "15 h after the pod's creation"
+  const DemandUnit relative = Terms(TermsPod(blocks[0]), &cls, PodRun::kPending);
+  EXPECT_EQ(relative.deadline, Utc("2026-12-07T09:00:00Z") + 15 * kHour);
+  EXPECT_EQ(relative.expected_runtime, 10 * kHour);
+  // "6 h left when it starts", by a fixed time.
+  const DemandUnit resumed = Terms(TermsPod(blocks[1]), &cls, PodRun::kPending);
+  EXPECT_EQ(resumed.expected_runtime, 6 * kHour);
+  EXPECT_EQ(resumed.total_work, 10 * kHour);
+  EXPECT_EQ(resumed.deadline, Utc("2026-12-14T09:00:00Z"));
 }
 
 TEST(ParsePod, ReadsThePodsStartTime) {
