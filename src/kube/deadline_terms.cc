@@ -16,7 +16,8 @@ const std::string* Annotation(const PodInfo& pod, const char* key) {
 }
 
 Error BadAnnotation(const PodInfo& pod, const char* key, const std::string& what) {
-  return Error::InvalidInput("pod " + pod.namespace_name + "/" + pod.name + ": annotation " + key + ": " + what);
+  return Error::InvalidInput("pod " + pod.namespace_name + "/" + pod.name + ": annotation " + key + ": " +
+                             what);
 }
 
 Error BadValue(const PodInfo& pod, const char* key, const std::string& expected, const std::string& value) {
@@ -49,10 +50,12 @@ Result<std::optional<WallTime>> StatedCheckpoint(const PodInfo& pod) {
   if (text == nullptr) return std::optional<WallTime>();
   WallTime at{};
   if (!ParseRfc3339(*text, &at))
-    return BadValue(pod, kAnnotationCheckpointTime, "an RFC 3339 time such as \"2026-12-14T09:00:00Z\"", *text);
+    return BadValue(pod, kAnnotationCheckpointTime, "an RFC 3339 time such as \"2026-12-14T09:00:00Z\"",
+                    *text);
   if (Annotation(pod, kAnnotationProgress) == nullptr)
-    return BadAnnotation(pod, kAnnotationCheckpointTime,
-                         std::string("only with ") + kAnnotationProgress + ", the fraction of the work done at it");
+    return BadAnnotation(
+        pod, kAnnotationCheckpointTime,
+        std::string("only with ") + kAnnotationProgress + ", the fraction of the work done at it");
   return std::optional<WallTime>(at);
 }
 
@@ -63,8 +66,8 @@ Result<std::optional<WallTime>> StatedDeadline(const PodInfo& pod, Seconds whole
   if (WallTime at{}; ParseRfc3339(*text, &at)) {
     // Not after the creation, the Uniform Progress line would have no length.
     if (at <= pod.created)
-      return BadValue(pod, kAnnotationDeadline, "a time after the pod's creation (" + FormatRfc3339(pod.created) + ")",
-                      *text);
+      return BadValue(pod, kAnnotationDeadline,
+                      "a time after the pod's creation (" + FormatRfc3339(pod.created) + ")", *text);
     return std::optional<WallTime>(at);
   }
   std::string error;
@@ -72,10 +75,11 @@ Result<std::optional<WallTime>> StatedDeadline(const PodInfo& pod, Seconds whole
   const bool multiple = !text->empty() && (text->back() == 'x' || text->back() == 'X');
   if (!rule && multiple) return BadAnnotation(pod, kAnnotationDeadline, error);
   if (!rule)
-    return BadValue(pod, kAnnotationDeadline,
-                    "a duration longer than 0s such as \"36h\", a multiple of the runtime such as \"1.5x\" or an RFC "
-                    "3339 time such as \"2026-12-14T09:00:00Z\"",
-                    *text);
+    return BadValue(
+        pod, kAnnotationDeadline,
+        "a duration longer than 0s such as \"36h\", a multiple of the runtime such as \"1.5x\" or an RFC "
+        "3339 time such as \"2026-12-14T09:00:00Z\"",
+        *text);
   return std::optional<WallTime>(pod.created + rule->Allowed(whole_runtime));
 }
 
@@ -101,7 +105,8 @@ Status ApplyWorkTerms(const PodInfo& pod, const WorkloadClassPolicy* cls, PodRun
   std::optional<WallTime> checkpoint;
   Take(StatedCheckpoint(pod), &checkpoint, &first);
 
-  u->expected_runtime = Seconds(std::llround((1.0 - progress.value_or(0)) * static_cast<double>(whole->count())));
+  u->expected_runtime =
+      Seconds(std::llround((1.0 - progress.value_or(0)) * static_cast<double>(whole->count())));
   if (run == PodRun::kRunning) {
     // A checkpoint older than the pod's start was written by an earlier run:
     // this one resumed from it when it started.
