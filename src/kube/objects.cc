@@ -144,6 +144,7 @@ Result<PodInfo> PodFromJson(const json& j) {
   }
   p.node_name = StringAt(spec, "nodeName");
   p.phase = StringAt(status, "phase");
+  if (const WallTime t = TimeAt(status, "startTime"); t != WallTime{}) p.started = t;
   p.node_selector = StringMap(ObjectAt(spec, "nodeSelector"));
   const json& required =
       ObjectAt(ObjectAt(ObjectAt(spec, "affinity"), "nodeAffinity"), "requiredDuringSchedulingIgnoredDuringExecution");

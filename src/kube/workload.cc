@@ -152,21 +152,6 @@ void ApplyClass(const WorkloadClassPolicy* cls, DemandUnit* u) {
   if (u->priority == 0) u->priority = cls->priority;
 }
 
-// The pod's deadline: its creation plus its gpuscaler.io/deadline
-// annotation, else plus its class's deadline (a multiple of `runtime`, the
-// whole job's expected runtime, for "1.5x"); nullopt: neither is set.
-Result<std::optional<WallTime>> DeadlineOf(const PodInfo& pod, const WorkloadClassPolicy* cls, Seconds runtime) {
-  if (auto it = pod.annotations.find(kAnnotationDeadline); it != pod.annotations.end()) {
-    Seconds d{0};
-    if (!ParseDuration(it->second, &d) || d.count() <= 0)
-      return Error::InvalidInput("pod " + PodKey(pod) + ": annotation " + kAnnotationDeadline +
-                                 ": expected a duration longer than 0s such as \"24h\", got '" + it->second + "'");
-    return std::optional<WallTime>(pod.created + d);
-  }
-  if (cls != nullptr && cls->deadline) return std::optional<WallTime>(pod.created + cls->deadline->Allowed(runtime));
-  return std::optional<WallTime>();
-}
-
 }  // namespace
 
 bool WantsGpu(const PodInfo& pod) {
@@ -226,10 +211,7 @@ Result<DemandUnit> PodDemand(const PodInfo& pod, const Policy& policy, const Cat
   if (!shaped) return shaped.error();
   DemandUnit u = std::move(shaped).value();
   ApplyClass(cls, &u);
-  Result<std::optional<WallTime>> deadline = DeadlineOf(pod, cls, u.expected_runtime);
-  if (!deadline) return deadline.error();
-  u.deadline = *deadline;
-  if (u.deadline) u.submitted = pod.created;
+  if (Status terms = ApplyWorkTerms(pod, cls, PodRun::kPending, &u); !terms) return terms.error();
   Result<std::optional<GangMembership>> gang = GangOfPod(pod, gangs);
   if (!gang) return gang.error();
   u.gang = *gang;
@@ -301,8 +283,7 @@ DemandUnit RunningPodUnit(const PodInfo& pod, const Policy& policy, const Catalo
   const WorkloadClassPolicy* cls = ClassForPod(policy, pod);
   ApplyClass(cls, &u);
   // A running pod's bad annotation was reported while it was pending.
-  if (Result<std::optional<WallTime>> deadline = DeadlineOf(pod, cls, u.expected_runtime)) u.deadline = *deadline;
-  if (u.deadline) u.submitted = pod.created;
+  (void)ApplyWorkTerms(pod, cls, PodRun::kRunning, &u);
   if (Result<std::optional<GangMembership>> gang = GangOfPod(pod, gangs)) u.gang = *gang;
   return u;
 }

@@ -43,6 +43,9 @@ struct PodInfo {
   std::string node_name;  // spec.nodeName; empty while unscheduled
   std::string phase;      // Pending | Running | Succeeded | Failed | Unknown
   WallTime created{};
+  // status.startTime: when the kubelet took the pod on (before it pulled
+  // images and started containers); unset until then.
+  std::optional<WallTime> started;
   bool deleting = false;  // metadata.deletionTimestamp is set
   std::map<std::string, std::string> labels;
   std::map<std::string, std::string> annotations;

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gpuscaler/kube/deadline_terms.h"
 #include "gpuscaler/kube/objects.h"
 #include "gpuscaler/model/catalog.h"
 #include "gpuscaler/model/demand.h"
@@ -43,9 +44,8 @@ inline constexpr const char* kDoNotDisrupt = "gpuscaler.io/do-not-disrupt";
 inline constexpr const char* kKarpenterDoNotDisrupt = "karpenter.sh/do-not-disrupt";
 // Pool label/tag of the nodes gpuscaler launched (cloud/provider.h kOwnerTag).
 inline constexpr const char* kLabelPool = "gpuscaler.io/pool";
-// Pod annotation: the pod's own deadline, a duration from its creation
-// ("36h"); it overrides its class's classes[].deadline.
-inline constexpr const char* kAnnotationDeadline = "gpuscaler.io/deadline";
+// The pod annotations of its deadline, runtime and progress
+// (kAnnotationDeadline, …) are in kube/deadline_terms.h.
 // Pod annotations: the pod is one member of a gang (DemandUnit::gang) named
 // by kAnnotationGang within its namespace, of kAnnotationGangSize members
 // (required with it, >= 2), in one zone; "true" in
@@ -79,17 +79,21 @@ bool ToleratesHardTaints(const std::vector<Toleration>& tolerations, const std::
 // -> "1g.10gb"), CPU and memory requests, priority; the class's
 // interruption traits; placement from nodeSelector and required node
 // affinity on GPU product, zone, instance type and capacity type (In and
-// NotIn; several terms: the union). Pools: those of the class whose
+// NotIn; several terms: the union); the work and deadline terms of
+// ApplyWorkTerms (kube/deadline_terms.h, as pending). Pools: those of the class whose
 // NoSchedule/NoExecute taints the pod tolerates; one left pins the unit to
 // it. Errors: kNotFound when the pod matches no class, kInvalidInput when it
-// tolerates no pool's taints or asks for several MIG profiles at once.
+// tolerates no pool's taints or asks for several MIG profiles at once, and
+// ApplyWorkTerms's errors (a bad deadline, runtime or progress annotation).
 // The gang by GangOfPod (kube/gangs.h) with `gangs`; kNotFound as well when
 // the pod waits for a PodGroup that does not exist.
 Result<DemandUnit> PodDemand(const PodInfo& pod, const Policy& policy, const Catalog& catalog,
                              const GangDirectory* gangs = nullptr);
 
 // Running work of a pod bound to a node, for WorkSource::RunningOn: same
-// shape; pods with no class are kept (class "") because they hold room.
+// shape; pods with no class are kept (class "") because they hold room. The
+// work terms of ApplyWorkTerms as running (progressing_since from the pod's
+// start or checkpoint), a bad annotation reading as absent.
 DemandUnit RunningPodUnit(const PodInfo& pod, const Policy& policy, const Catalog& catalog,
                           const GangDirectory* gangs = nullptr);
 
