@@ -1,8 +1,11 @@
 #include "sim/report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <optional>
 #include <set>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -28,10 +31,113 @@ std::string Pad(const std::string& s, size_t width, bool left) {
   return left ? s + std::string(width - s.size(), ' ') : std::string(width - s.size(), ' ') + s;
 }
 
+using Rows = std::vector<std::pair<std::string, std::vector<std::string>>>;
+
+// The header lines, then the rows under one column per run.
+std::string RenderTable(const Scenario& scenario, const std::vector<RunResult>& results, const Rows& rows) {
+  size_t label_w = 0;
+  for (const auto& [label, cells] : rows) label_w = std::max(label_w, label.size());
+  std::vector<size_t> w;
+  for (size_t i = 0; i < results.size(); ++i) {
+    size_t m = results[i].name.size();
+    for (const auto& [label, cells] : rows) m = std::max(m, cells[i].size());
+    w.push_back(m);
+  }
+  std::string out = "Scenario: " + scenario.name + " (" + scenario.description + ")\n";
+  out += "Window: " + FormatRfc3339(scenario.start) + " + " + FormatDuration(scenario.horizon) + ", " +
+         std::to_string(scenario.trace.jobs.size()) + " jobs\n";
+  // A built-in source already reads "(built-in ...)": not parenthesised twice.
+  const std::string& source = scenario.policy_source;
+  const bool parenthesised = !source.empty() && source.front() == '(' && source.back() == ')';
+  out += "Catalog: " + scenario.catalog_source + "   Policy: " + scenario.policy.name + " " +
+         (parenthesised ? source : "(" + source + ")") + "\n\n";
+  out += Pad("", label_w, true);
+  for (size_t i = 0; i < results.size(); ++i) out += "  " + Pad(results[i].name, w[i], false);
+  out += "\n";
+  for (const auto& [label, cells] : rows) {
+    out += Pad(label, label_w, true);
+    for (size_t i = 0; i < cells.size(); ++i) out += "  " + Pad(cells[i], w[i], false);
+    out += "\n";
+  }
+  return out;
+}
+
+std::string Usd(double usd) { return FormatUsd(usd, MoneyStyle::kBareCents); }
+
+// The bound's figures, below the table.
+std::string FormatBound(const BoundComparison& c) {
+  const DeadlineBound& b = c.bound;
+  std::string out = "\nDeadline bound (the most any schedule meeting every meetable deadline could save):\n";
+  out += "  relaxed model: meetable " + std::to_string(b.meetable.jobs) + " jobs, " +
+         Fmt("%.1f", b.meetable.gpu_hours) + " GPU-h, bound " + Usd(b.meetable.deferred_usd) + " (at once " +
+         Usd(b.meetable.at_once_usd) + ", on-demand " + Usd(b.meetable.on_demand_usd) + "); unmeetable " +
+         std::to_string(b.unmeetable.jobs) + " jobs, no deadline " + std::to_string(b.no_deadline.jobs) +
+         " jobs (at once in both)\n";
+  out += "  at once: " + c.at_once_run + " " + Usd(c.at_once_usd);
+  if (c.labelled_at_once_usd) out += " (its labelled replay " + Usd(*c.labelled_at_once_usd) + ")";
+  out += "\n";
+  size_t name_w = 0;
+  for (const BoundSplit& s : c.splits) name_w = std::max(name_w, s.name.size());
+  for (size_t i = 0; i < c.splits.size(); ++i) {
+    const BoundSplit& s = c.splits[i];
+    out += "  split " + Pad(s.name + ":", name_w + 1, true) + " meetable share " + Usd(s.meetable_usd) +
+           ", best deferred " + Usd(s.best_deferred_usd) + ", saving " + Usd(s.saving_usd) +
+           Fmt(" (%.1f%%)", s.saving_pct) + (i == c.most_generous ? "  <- most generous" : "") + "\n";
+  }
+  const BoundSplit& best = c.Best();
+  out += "  the bound: best deferred " + Usd(best.best_deferred_usd) + ", at once " + Usd(c.at_once_usd) +
+         ", saving " + Usd(best.saving_usd) + Fmt(" (%.1f%% of at once)", best.saving_pct) + "\n";
+  if (c.labelled_at_once_usd && std::abs(*c.labelled_at_once_usd - c.at_once_usd) >= 0.005) {
+    out += "  warning: the labelled replay of " + c.at_once_run +
+           " ran differently; the measured splits are of that replay\n";
+  }
+  return out;
+}
+
+nlohmann::ordered_json TotalsJson(const JobTotals& t) {
+  return {{"jobs", t.jobs},
+          {"gpu_hours", t.gpu_hours},
+          {"deferred_usd", t.deferred_usd},
+          {"deferred_spot_gpu_hours", t.deferred_spot_gpu_hours},
+          {"at_once_usd", t.at_once_usd},
+          {"at_once_spot_gpu_hours", t.at_once_spot_gpu_hours},
+          {"on_demand_usd", t.on_demand_usd}};
+}
+
+nlohmann::ordered_json BoundJson(const BoundComparison& c) {
+  using J = nlohmann::ordered_json;
+  const BoundSplit& best = c.Best();
+  J splits = J::array();
+  for (const BoundSplit& s : c.splits) {
+    splits.push_back(J{{"name", s.name},
+                       {"description", s.description},
+                       {"meetable_usd", s.meetable_usd},
+                       {"best_deferred_usd", s.best_deferred_usd},
+                       {"saving_usd", s.saving_usd},
+                       {"saving_pct", s.saving_pct}});
+  }
+  return J{{"at_once_run", c.at_once_run},
+           {"at_once_usd", c.at_once_usd},
+           {"labelled_at_once_usd", c.labelled_at_once_usd ? J(*c.labelled_at_once_usd) : J(nullptr)},
+           {"best_deferred_usd", best.best_deferred_usd},
+           {"saving_usd", best.saving_usd},
+           {"saving_pct", best.saving_pct},
+           {"split", best.name},
+           {"splits", std::move(splits)},
+           {"horizon_s", c.bound.horizon.count()},
+           {"notice_s", c.bound.notice.count()},
+           {"meetable", TotalsJson(c.bound.meetable)},
+           {"unmeetable", TotalsJson(c.bound.unmeetable)},
+           {"no_deadline", TotalsJson(c.bound.no_deadline)},
+           {"jobs_without_gpu", c.bound.jobs_without_gpu},
+           {"jobs_after_horizon", c.bound.jobs_after_horizon}};
+}
+
 }  // namespace
 
-std::string FormatSummaryTable(const Scenario& scenario, const std::vector<RunResult>& results) {
-  std::vector<std::pair<std::string, std::vector<std::string>>> rows;
+std::string FormatSummaryTable(const Scenario& scenario, const std::vector<RunResult>& results,
+                               const BoundComparison* bound) {
+  Rows rows;
   auto row = [&](const std::string& label, auto value) {
     std::vector<std::string> cells;
     for (const RunResult& r : results) cells.push_back(value(r));
@@ -75,6 +181,16 @@ std::string FormatSummaryTable(const Scenario& scenario, const std::vector<RunRe
   row("savings vs on-demand", [](const RunResult& r) {
     return r.savings_vs_on_demand_pct ? Fmt("%.1f%%", *r.savings_vs_on_demand_pct) : std::string("-");
   });
+  if (bound != nullptr) {
+    row("saving vs at once (" + bound->at_once_run + ")", [bound](const RunResult& r) {
+      const double saving = bound->SavingUsd(r);
+      return Usd(saving) + Fmt(" (%.1f%%)", bound->at_once_usd > 0 ? 100 * saving / bound->at_once_usd : 0.0);
+    });
+    row("  share of the most any schedule could save", [bound](const RunResult& r) {
+      const std::optional<double> share = bound->ShareOfBoundPct(r);
+      return share ? Fmt("%.1f%%", *share) : std::string("-");
+    });
+  }
   row("queue wait p50/p95/p99", [](const RunResult& r) {
     return Duration(r.queue_wait_s.p50) + "/" + Duration(r.queue_wait_s.p95) + "/" + Duration(r.queue_wait_s.p99);
   });
@@ -140,39 +256,18 @@ std::string FormatSummaryTable(const Scenario& scenario, const std::vector<RunRe
     }
   }
 
-  size_t label_w = 0;
-  for (const auto& [label, cells] : rows) label_w = std::max(label_w, label.size());
-  std::vector<size_t> w;
-  for (size_t i = 0; i < results.size(); ++i) {
-    size_t m = results[i].name.size();
-    for (const auto& [label, cells] : rows) m = std::max(m, cells[i].size());
-    w.push_back(m);
-  }
-  std::string out = "Scenario: " + scenario.name + " (" + scenario.description + ")\n";
-  out += "Window: " + FormatRfc3339(scenario.start) + " + " + FormatDuration(scenario.horizon) + ", " +
-         std::to_string(scenario.trace.jobs.size()) + " jobs\n";
-  // A built-in source already reads "(built-in ...)": not parenthesised twice.
-  const std::string& source = scenario.policy_source;
-  const bool parenthesised = !source.empty() && source.front() == '(' && source.back() == ')';
-  out += "Catalog: " + scenario.catalog_source + "   Policy: " + scenario.policy.name + " " +
-         (parenthesised ? source : "(" + source + ")") + "\n\n";
-  out += Pad("", label_w, true);
-  for (size_t i = 0; i < results.size(); ++i) out += "  " + Pad(results[i].name, w[i], false);
-  out += "\n";
-  for (const auto& [label, cells] : rows) {
-    out += Pad(label, label_w, true);
-    for (size_t i = 0; i < cells.size(); ++i) out += "  " + Pad(cells[i], w[i], false);
-    out += "\n";
-  }
+  std::string out = RenderTable(scenario, results, rows);
   // Why the jobs that never ran stayed queued, per run.
   for (const RunResult& r : results) {
     for (const auto& [why, count] : r.never_started)
       out += "never ran (" + r.name + "): " + std::to_string(count) + " x " + why + "\n";
   }
+  if (bound != nullptr) out += FormatBound(*bound);
   return out;
 }
 
-std::string FormatJson(const Scenario& scenario, const std::vector<RunResult>& results) {
+std::string FormatJson(const Scenario& scenario, const std::vector<RunResult>& results,
+                       const BoundComparison* bound) {
   using J = nlohmann::ordered_json;
   J doc;
   doc["scenario"] = {{"name", scenario.name},
@@ -215,6 +310,13 @@ std::string FormatJson(const Scenario& scenario, const std::vector<RunResult>& r
       j["jobs_taken_back_runtime_known"] = r.jobs_taken_back_runtime_known;
     }
     j["savings_vs_on_demand_pct"] = r.savings_vs_on_demand_pct ? J(*r.savings_vs_on_demand_pct) : J(nullptr);
+    if (bound != nullptr) {
+      const double saving = bound->SavingUsd(r);
+      const std::optional<double> share = bound->ShareOfBoundPct(r);
+      j["saving_vs_at_once_usd"] = saving;
+      j["saving_vs_at_once_pct"] = bound->at_once_usd > 0 ? 100 * saving / bound->at_once_usd : 0.0;
+      j["share_of_bound_saving_pct"] = share ? J(*share) : J(nullptr);
+    }
     j["queue_wait_s"] = pct(r.queue_wait_s);
     J by_class = J::object();
     for (const auto& [cls, p] : r.queue_wait_s_by_class) by_class[cls] = pct(p);
@@ -246,6 +348,7 @@ std::string FormatJson(const Scenario& scenario, const std::vector<RunResult>& r
     arr.push_back(std::move(j));
   }
   doc["results"] = std::move(arr);
+  if (bound != nullptr) doc["deadline_bound"] = BoundJson(*bound);
   return doc.dump(2) + "\n";
 }
 

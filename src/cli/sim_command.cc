@@ -1,7 +1,7 @@
 // `gpuscaler sim (--scenario NAME | --trace FILE --trace-format FORMAT) [--prices FILE --prices-format FORMAT]
-//  [--catalog FILE] [--policy FILE] [--baseline NAME | --compare] [--seed N] [--days N] [--json] [--db FILE]
-//  [--timeseries FILE]`: replays load through the production controller on a simulated cloud
-// (docs/simulator.md).
+//  [--catalog FILE] [--policy FILE] [--baseline NAME | --compare] [--deadline-bound] [--seed N] [--days N]
+//  [--json] [--db FILE] [--timeseries FILE]`: replays load through the production controller on a simulated
+// cloud (docs/simulator.md).
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "sim_deadline_bound.h"
 #include "sim_inputs.h"
 #include "gpuscaler/model/catalog.h"
 #include "gpuscaler/model/json.h"
@@ -22,6 +23,7 @@
 #include "gpuscaler/store/audit_reader.h"
 #include "gpuscaler/store/sqlite_audit_store.h"
 #include "sim/baselines.h"
+#include "sim/deadline_bound.h"
 #include "sim/report.h"
 #include "sim/runner.h"
 #include "sim/scenario.h"
@@ -34,6 +36,7 @@ struct SimOptions {
   std::string policy_file;
   std::string baseline;
   bool compare = false;
+  bool deadline_bound = false;
   bool json = false;
   std::string db_file;
   std::string timeseries_file;
@@ -121,7 +124,23 @@ int RunSim(const SimOptions& o) {
   if (!built) return SimFail(built.error().message(), 2);
   sim::Scenario scenario = std::move(built).value();
 
-  if (!o.snapshot_at.empty() || !o.snapshot_out.empty()) return ExportSnapshot(o, scenario);
+  if (!o.snapshot_at.empty() || !o.snapshot_out.empty()) {
+    if (o.deadline_bound) return SimFail("--deadline-bound and --snapshot-at exclude each other", 2);
+    return ExportSnapshot(o, scenario);
+  }
+
+  // Priced before any replay, so a scenario it cannot price fails at once.
+  std::optional<sim::DeadlineBound> bound;
+  if (o.deadline_bound) {
+    if (sim::ClassDeadlines(scenario.policy).empty()) {
+      return SimFail("--deadline-bound: policy '" + scenario.policy.name + "' (" + scenario.policy_source +
+                         ") has no class with a deadline (classes[].deadline)",
+                     2);
+    }
+    Result<sim::DeadlineBound> priced = sim::BoundDeadlines(scenario);
+    if (!priced) return SimFail("--deadline-bound: " + priced.error().message(), 2);
+    bound = std::move(priced).value();
+  }
 
   std::vector<std::string> names;
   if (o.compare) {
@@ -133,6 +152,10 @@ int RunSim(const SimOptions& o) {
     for (const std::string& b : sim::BaselineNames()) names.push_back(b);
   } else {
     names.push_back(o.baseline.empty() ? "gpuscaler" : o.baseline);
+  }
+  // The bound is set against the same work run at once.
+  if (bound && std::find(names.begin(), names.end(), kAtOnceRun) == names.end()) {
+    names.emplace_back(kAtOnceRun);
   }
 
   std::unique_ptr<SqliteAuditStore> store;
@@ -170,10 +193,20 @@ int RunSim(const SimOptions& o) {
     if (!flushed.ok()) return SimFail("writing " + o.db_file + ": " + flushed.error().ToString(), 1);
   }
 
+  std::optional<sim::BoundComparison> compared;
+  if (bound) {
+    Result<sim::BoundComparison> measured = MeasureBound(scenario, *bound, *results, run.progress);
+    if (!measured) {
+      return SimFail("--deadline-bound: " + measured.error().ToString(),
+                     measured.error().category() == ErrorCategory::kInvalidInput ? 2 : 1);
+    }
+    compared = std::move(measured).value();
+  }
+  const sim::BoundComparison* with_bound = compared ? &*compared : nullptr;
   if (o.json) {
-    std::cout << sim::FormatJson(scenario, *results);
+    std::cout << sim::FormatJson(scenario, *results, with_bound);
   } else {
-    std::cout << sim::FormatSummaryTable(scenario, *results);
+    std::cout << sim::FormatSummaryTable(scenario, *results, with_bound);
   }
   if (!o.timeseries_file.empty()) {
     std::ofstream out(o.timeseries_file, std::ios::binary);
@@ -204,6 +237,11 @@ void RegisterSimCommand(CLI::App& app, int* exit_code) {
   sim->add_flag("--compare", o->compare,
                 "Run the planner and every baseline side by side (and gpuscaler-reactive when the policy has "
                 "scaling schedules or demand forecasts)");
+  sim->add_flag("--deadline-bound", o->deadline_bound,
+                "For a policy with class deadlines: also price the offline bound on the cost of meeting every "
+                "meetable deadline, replay gpuscaler-reactive (the same work at once) with its jobs labelled by "
+                "deadline to split its bill, and print the bound and each run's share of the most any schedule "
+                "could save (docs/simulator.md)");
   sim->add_option("--seed", o->in.seed, "Random seed (default 1)");
   sim->add_option("--runtime-knowledge", o->in.runtime_knowledge,
                   "What the planner knows of a job's runtime: class (its class's shape.expected_runtime, as "

@@ -1,12 +1,15 @@
-// The offline deadline bound of bench/sim/deadline_bound.h on a hand-made
-// market and job list: the cheapest-price timeline (spot while up and for
-// the notice after a drop, on-demand otherwise, price steps), the cheapest
-// run in a window, and the per-job totals over a scenario built the way a
-// replay builds it, with the simulator's own deadline classification.
-#include "bench/sim/deadline_bound.h"
+// The offline deadline bound of sim/deadline_bound.h on a hand-made market
+// and job list: the cheapest-price timeline (spot while up and for the
+// notice after a drop, on-demand otherwise, price steps), the cheapest run
+// in a window, and the per-job totals over a scenario built the way a
+// replay builds it, with the simulator's own deadline classification; then
+// the labels of a split replay and the bound set against an at-once run.
+#include "sim/deadline_bound.h"
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <optional>
 #include <string>
 
 #include "gpuscaler/model/catalog.h"
@@ -14,7 +17,7 @@
 #include "sim/runner.h"
 #include "sim/scenario.h"
 
-namespace gpuscaler::bench {
+namespace gpuscaler::sim {
 namespace {
 
 constexpr double kEps = 1e-6;
@@ -142,9 +145,9 @@ classes:
   - {name: eval, pools: [gpu], interruptible: true}
 )";
 
-sim::TraceJob Job(const std::string& id, const std::string& cls, int gpus, int64_t submit_s,
+TraceJob Job(const std::string& id, const std::string& cls, int gpus, int64_t submit_s,
                   int64_t duration_s) {
-  sim::TraceJob j;
+  TraceJob j;
   j.submit = Seconds(submit_s);
   j.duration = Seconds(duration_s);
   j.unit.id = id;
@@ -155,12 +158,12 @@ sim::TraceJob Job(const std::string& id, const std::string& cls, int gpus, int64
   return j;
 }
 
-sim::Scenario HandMade() {
+Scenario HandMade() {
   Result<Catalog> catalog = ParseCatalog(kCatalog, "bound.yaml");
   EXPECT_TRUE(catalog.ok()) << catalog.error().message();
   PolicyLoadResult policy = ParsePolicy(kPolicy, "bound-policy.yaml", &*catalog);
   EXPECT_TRUE(policy.ok()) << (policy.problems.empty() ? "" : policy.problems.front().ToString());
-  sim::Trace trace;
+  Trace trace;
   trace.jobs = {
       Job("fits", "batch", 2, 0, 7200),       // meetable: 2 h of a 4 h window
       Job("strict", "strict", 1, 0, 3600),    // meetable, never on spot
@@ -168,21 +171,21 @@ sim::Scenario HandMade() {
       Job("eval", "eval", 1, 3600, 3600),     // no deadline: at once
       Job("late", "batch", 1, 82800, 11600),  // due 10800 s after the 1-day horizon
   };
-  sim::TraceJob cpu = Job("cpu", "eval", 0, 0, 600);
+  TraceJob cpu = Job("cpu", "eval", 0, 0, 600);
   trace.jobs.push_back(cpu);
   trace.span = Seconds(82800);
-  sim::SpotMarket market;
+  SpotMarket market;
   market.availability = {{Seconds(0), "gx.4", "us-east-1a", 1},
                          {Seconds(0), "gx.1", "us-east-1a", 0},
                          {Seconds(3600), "gx.4", "us-east-1a", 0},
                          {Seconds(7200), "gx.4", "us-east-1a", 5}};
-  sim::Scenario s = sim::MakeTraceScenario(trace, market, *catalog, policy.policy, 1, 1);
+  Scenario s = MakeTraceScenario(trace, market, *catalog, policy.policy, 1, 1);
   s.cloud.hazard_by_family.clear();
   return s;
 }
 
 TEST(DeadlineBound, PerJobTotalsOverAHandMadeScenario) {
-  const sim::Scenario s = HandMade();
+  const Scenario s = HandMade();
   ASSERT_EQ(s.horizon, Seconds(86400));
   ASSERT_EQ(s.cloud.notice, Seconds(120));
   Result<DeadlineBound> b = BoundDeadlines(s);
@@ -220,12 +223,12 @@ TEST(DeadlineBound, PerJobTotalsOverAHandMadeScenario) {
 }
 
 TEST(DeadlineBound, ClassifiesJobsAsTheReplayJudgesThem) {
-  const sim::Scenario s = HandMade();
+  const Scenario s = HandMade();
   Result<DeadlineBound> b = BoundDeadlines(s);
   ASSERT_TRUE(b.ok()) << b.error().message();
-  Result<sim::RunSpec> spec = sim::MakeRunSpec("on-demand", s, nullptr);
+  Result<RunSpec> spec = MakeRunSpec("on-demand", s, nullptr);
   ASSERT_TRUE(spec.ok());
-  const sim::RunResult r = sim::RunScenario(s, *spec);
+  const RunResult r = RunScenario(s, *spec);
   int64_t judged = 0, unmeetable = 0;
   for (const auto& [cls, d] : r.deadlines_by_class) {
     judged += d.met + d.missed + d.open;
@@ -237,12 +240,94 @@ TEST(DeadlineBound, ClassifiesJobsAsTheReplayJudgesThem) {
 }
 
 TEST(DeadlineBound, AJobThatMayUseNoOnDemandOfferingIsNamed) {
-  sim::Scenario s = HandMade();
+  Scenario s = HandMade();
   s.trace.jobs.front().unit.capacity_type = CapacityType::kSpot;  // pinned to spot, which goes down
   Result<DeadlineBound> b = BoundDeadlines(s);
   ASSERT_FALSE(b.ok());
   EXPECT_NE(b.error().message().find("job fits (class batch)"), std::string::npos) << b.error().message();
 }
 
+TEST(DeadlineBound, ALabelledScenarioNamesEachJobsDeadlineAsItsTeam) {
+  const Scenario labelled = LabelJobsByDeadline(HandMade());
+  std::map<std::string, std::string> team;
+  for (const TraceJob& j : labelled.trace.jobs) team[j.unit.id] = j.unit.team;
+  EXPECT_EQ(team.at("fits"), kMeetableTeam);
+  EXPECT_EQ(team.at("strict"), kMeetableTeam);
+  EXPECT_EQ(team.at("late"), kMeetableTeam);
+  EXPECT_EQ(team.at("too-long"), kUnmeetableTeam);
+  EXPECT_EQ(team.at("eval"), kNoDeadlineTeam);
+  EXPECT_EQ(team.at("cpu"), kNoDeadlineTeam);
+}
+
+// An at-once run of $40: 30 GPU-h paid, 24 busy, 1 lost.
+RunResult AtOnce(double total_usd) {
+  RunResult r;
+  r.name = "at-once";
+  r.total_cost_usd = total_usd;
+  r.paid_gpu_hours = 30;
+  r.busy_gpu_hours = 24;
+  r.gpu_hours_lost = 1;
+  return r;
+}
+
+TEST(DeadlineBound, TheBoundAgainstAnAtOnceRunTakesTheMostGenerousSplit) {
+  const DeadlineBound b = *BoundDeadlines(HandMade());
+  // The meetable work: bound 5 + 400/3600, on-demand 15 + 2400/3600.
+  const double bound = 5.0 + 400.0 / 3600.0, on_demand = 15.0 + 2400.0 / 3600.0;
+  const BoundComparison c = CompareWithBound(b, AtOnce(40), MeasuredShares{9, 4, 40.5});
+  EXPECT_EQ(c.at_once_run, "at-once");
+  EXPECT_NEAR(c.at_once_usd, 40, kEps);
+  ASSERT_TRUE(c.labelled_at_once_usd.has_value());
+  EXPECT_NEAR(*c.labelled_at_once_usd, 40.5, kEps);
+  ASSERT_EQ(c.splits.size(), 3u);
+  EXPECT_EQ(c.splits[0].name, "on-demand");
+  EXPECT_NEAR(c.splits[0].meetable_usd, on_demand, kEps);
+  EXPECT_NEAR(c.splits[0].saving_usd, on_demand - bound, kEps);
+  EXPECT_NEAR(c.splits[0].best_deferred_usd, 40 - (on_demand - bound), kEps);
+  EXPECT_NEAR(c.splits[0].saving_pct, 100 * (on_demand - bound) / 40, kEps);
+  EXPECT_EQ(c.splits[1].name, "measured");
+  EXPECT_NEAR(c.splits[1].saving_usd, 9 - bound, kEps);
+  EXPECT_EQ(c.splits[2].name, "measured-with-idle");
+  EXPECT_NEAR(c.splits[2].saving_usd, 13 - bound, kEps);
+  EXPECT_EQ(c.most_generous, 0u);
+  EXPECT_EQ(&c.Best(), &c.splits[0]);
+  // A run that saves half of that against the at-once run has half the
+  // share; one dearer than the at-once run, a negative share.
+  RunResult half = AtOnce(40 - (on_demand - bound) / 2);
+  EXPECT_NEAR(c.SavingUsd(half), (on_demand - bound) / 2, kEps);
+  ASSERT_TRUE(c.ShareOfBoundPct(half).has_value());
+  EXPECT_NEAR(*c.ShareOfBoundPct(half), 50.0, kEps);
+  EXPECT_NEAR(*c.ShareOfBoundPct(AtOnce(41)), -100.0 / (on_demand - bound), kEps);
+}
+
+TEST(DeadlineBound, WithoutAMeasuredSplitIdleAndLostGpuHoursCountAtOnDemand) {
+  const DeadlineBound b = *BoundDeadlines(HandMade());
+  const double bound = 5.0 + 400.0 / 3600.0, on_demand = 15.0 + 2400.0 / 3600.0;
+  const BoundComparison c = CompareWithBound(b, AtOnce(40), std::nullopt);
+  EXPECT_FALSE(c.labelled_at_once_usd.has_value());
+  ASSERT_EQ(c.splits.size(), 2u);
+  // The meetable work's mean on-demand price is $3 per GPU-hour; 30 - 24 + 1
+  // idle and lost GPU-hours add $21.
+  EXPECT_EQ(c.splits[1].name, "on-demand-with-idle");
+  EXPECT_NEAR(c.splits[1].meetable_usd, on_demand + 21, kEps);
+  EXPECT_NEAR(c.splits[1].saving_usd, on_demand + 21 - bound, kEps);
+  EXPECT_EQ(c.most_generous, 1u);
+}
+
+TEST(DeadlineBound, AShareIsCappedAtTheBillAndNoSavingGivesNoShare) {
+  const DeadlineBound b = *BoundDeadlines(HandMade());
+  const double bound = 5.0 + 400.0 / 3600.0;
+  // The measured share exceeds a $12 bill: the meetable work cost at most
+  // the bill.
+  const BoundComparison capped = CompareWithBound(b, AtOnce(12), MeasuredShares{50, 0, 12});
+  EXPECT_NEAR(capped.splits[1].meetable_usd, 50, kEps);
+  EXPECT_NEAR(capped.splits[1].saving_usd, 12 - bound, kEps);
+  EXPECT_NEAR(capped.splits[1].best_deferred_usd, bound, kEps);
+  // A bill below the bound: no split saves anything, no share is defined.
+  const BoundComparison none = CompareWithBound(b, AtOnce(5), MeasuredShares{5, 0, 5});
+  EXPECT_LT(none.Best().saving_usd, 0);
+  EXPECT_FALSE(none.ShareOfBoundPct(AtOnce(4)).has_value());
+}
+
 }  // namespace
-}  // namespace gpuscaler::bench
+}  // namespace gpuscaler::sim

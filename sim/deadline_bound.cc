@@ -1,15 +1,16 @@
-#include "bench/sim/deadline_bound.h"
+#include "sim/deadline_bound.h"
 
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "gpuscaler/model/demand.h"
 #include "sim/baseline_fit.h"
 #include "sim/workload.h"
 
-namespace gpuscaler::bench {
+namespace gpuscaler::sim {
 namespace {
 
 constexpr double kSecondsPerHour = 3600.0;
@@ -66,7 +67,7 @@ bool UsableAt(const std::vector<std::pair<Seconds, Seconds>>& spans, Seconds t, 
 
 }  // namespace
 
-std::vector<OfferingSteps> MarketSteps(const sim::Scenario& scenario) {
+std::vector<OfferingSteps> MarketSteps(const Scenario& scenario) {
   std::vector<OfferingSteps> out;
   // Matching as SimCloud does: type and capacity type, zone or region.
   auto matches = [](const Offering& o, const std::string& type, const std::string& zone, CapacityType cap) {
@@ -79,7 +80,7 @@ std::vector<OfferingSteps> MarketSteps(const sim::Scenario& scenario) {
     steps.offering = o;
     steps.gpus_per_node = type->gpu_count;
     steps.usd_per_hour.emplace_back(Seconds(0), o.usd_per_hour);
-    for (const sim::PricePoint& p : scenario.market.prices) {
+    for (const PricePoint& p : scenario.market.prices) {
       if (matches(o, p.instance_type, p.zone, p.capacity_type))
         AddStep(&steps.usd_per_hour, p.t, p.usd_per_hour);
     }
@@ -89,7 +90,7 @@ std::vector<OfferingSteps> MarketSteps(const sim::Scenario& scenario) {
                                  ? scenario.cloud.spot_capacity_per_zone
                                  : by_family->second;
       steps.available_nodes.emplace_back(Seconds(0), configured);
-      for (const sim::AvailabilityPoint& a : scenario.market.availability) {
+      for (const AvailabilityPoint& a : scenario.market.availability) {
         if (matches(o, a.instance_type, a.zone, CapacityType::kSpot)) {
           AddStep(&steps.available_nodes, a.t, a.available_nodes);
         }
@@ -184,14 +185,14 @@ Result<RunCost> CheapestRun(const PriceTimeline& prices, Seconds from, Seconds t
   return cost;
 }
 
-Result<DeadlineBound> BoundDeadlines(const sim::Scenario& scenario) {
-  using sim::baseline_detail::Admits;
-  using sim::baseline_detail::PoolAllows;
+Result<DeadlineBound> BoundDeadlines(const Scenario& scenario) {
+  using baseline_detail::Admits;
+  using baseline_detail::PoolAllows;
   DeadlineBound bound;
   bound.notice = scenario.cloud.notice;
   bound.horizon = scenario.horizon;
   const std::vector<OfferingSteps> steps = MarketSteps(scenario);
-  const std::map<std::string, DeadlineRule> deadlines = sim::ClassDeadlines(scenario.policy);
+  const std::map<std::string, DeadlineRule> deadlines = ClassDeadlines(scenario.policy);
 
   // One pair of timelines (any capacity, on-demand only) per set of
   // offerings some job may use.
@@ -201,7 +202,7 @@ Result<DeadlineBound> BoundDeadlines(const sim::Scenario& scenario) {
   };
   std::map<std::vector<size_t>, Timelines> by_set;
 
-  for (const sim::TraceJob& job : scenario.trace.jobs) {
+  for (const TraceJob& job : scenario.trace.jobs) {
     const DemandUnit& u = job.unit;
     const double gpus = GpuShare(u);
     if (gpus <= 0) {
@@ -255,8 +256,8 @@ Result<DeadlineBound> BoundDeadlines(const sim::Scenario& scenario) {
     JobTotals* totals = &bound.no_deadline;
     RunCost deferred = *at_once;
     Seconds counted = at_once_run;
-    if (const std::optional<WallTime> due = sim::JobDueAt(job, scenario.start, deadlines)) {
-      if (sim::CanMeetDeadline(job, scenario.start, *due)) {
+    if (const std::optional<WallTime> due = JobDueAt(job, scenario.start, deadlines)) {
+      if (CanMeetDeadline(job, scenario.start, *due)) {
         totals = &bound.meetable;
         const Seconds due_s = *due - scenario.start;
         // Whatever fits between the horizon and the due time can be put
@@ -292,4 +293,57 @@ Result<DeadlineBound> BoundDeadlines(const sim::Scenario& scenario) {
   return bound;
 }
 
-}  // namespace gpuscaler::bench
+Scenario LabelJobsByDeadline(Scenario scenario) {
+  const std::map<std::string, DeadlineRule> deadlines = ClassDeadlines(scenario.policy);
+  for (TraceJob& job : scenario.trace.jobs) {
+    const std::optional<WallTime> due = JobDueAt(job, scenario.start, deadlines);
+    const std::string_view team = !due                                         ? kNoDeadlineTeam
+                                  : CanMeetDeadline(job, scenario.start, *due) ? kMeetableTeam
+                                                                               : kUnmeetableTeam;
+    job.unit.team = std::string(team);
+  }
+  return scenario;
+}
+
+std::optional<double> BoundComparison::ShareOfBoundPct(const RunResult& r) const {
+  const double most = Best().saving_usd;
+  if (most <= 0) return std::nullopt;
+  return 100.0 * SavingUsd(r) / most;
+}
+
+BoundComparison CompareWithBound(const DeadlineBound& bound, const RunResult& at_once,
+                                 const std::optional<MeasuredShares>& measured) {
+  BoundComparison c;
+  c.bound = bound;
+  c.at_once_run = at_once.name;
+  c.at_once_usd = at_once.total_cost_usd;
+  const JobTotals& m = bound.meetable;
+  auto add = [&c, &m](std::string name, std::string description, double share) {
+    BoundSplit s;
+    s.name = std::move(name);
+    s.description = std::move(description);
+    s.meetable_usd = share;
+    // The meetable work cannot have cost more than the whole bill.
+    s.saving_usd = std::min(c.at_once_usd, share) - m.deferred_usd;
+    s.best_deferred_usd = c.at_once_usd - s.saving_usd;
+    s.saving_pct = c.at_once_usd > 0 ? 100.0 * s.saving_usd / c.at_once_usd : 0.0;
+    c.splits.push_back(std::move(s));
+  };
+  add("on-demand", "on-demand for the meetable work", m.on_demand_usd);
+  if (measured) {
+    c.labelled_at_once_usd = measured->labelled_usd;
+    add("measured", "measured meetable share", measured->meetable_usd);
+    add("measured-with-idle", "measured, with all idle", measured->meetable_usd + measured->idle_usd);
+  } else {
+    const double od_per_gpu_hour = m.gpu_hours > 0 ? m.on_demand_usd / m.gpu_hours : 0;
+    const double overhead_gpu_hours = at_once.paid_gpu_hours - at_once.busy_gpu_hours + at_once.gpu_hours_lost;
+    add("on-demand-with-idle", "with all idle and lost GPU-h at on-demand",
+        m.on_demand_usd + overhead_gpu_hours * od_per_gpu_hour);
+  }
+  for (size_t i = 1; i < c.splits.size(); ++i) {
+    if (c.splits[i].saving_usd > c.splits[c.most_generous].saving_usd) c.most_generous = i;
+  }
+  return c;
+}
+
+}  // namespace gpuscaler::sim
