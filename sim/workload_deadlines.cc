@@ -38,11 +38,9 @@ void Workload::SetDeadlineTerms(size_t job, DemandUnit* u) const {
   if (!u->deadline) return;
   const TraceJob& tj = trace_.jobs[job];
   u->submitted = start_ + tj.submit;
-  // What the unit states or its class expects of the whole job; the run so
-  // far has done the part of it that is no longer left.
-  const Seconds left = ExpectedRuntime(job);
-  u->total_work = StatesRuntime(tj, judged_deadlines_) ? tj.duration
-                                                       : left + Seconds(tj.duration.count() - jobs_[job].remaining_s);
+  // Only a runtime the job states draws its line (a class's guess does
+  // not: DemandUnit::total_work).
+  u->total_work = StatesRuntime(tj, judged_deadlines_) ? tj.duration : Seconds(0);
 }
 
 std::map<std::string, ClassStats> Workload::ClassResults(WallTime end) const {

@@ -98,8 +98,9 @@ void Take(Result<std::optional<T>> stated, std::optional<T>* out, Status* first)
 
 Status ApplyWorkTerms(const PodInfo& pod, const WorkloadClassPolicy* cls, PodRun run, DemandUnit* u) {
   Status first;
-  std::optional<Seconds> whole = cls != nullptr ? cls->expected_runtime : u->expected_runtime;
-  Take(StatedRuntime(pod), &whole, &first);
+  std::optional<Seconds> stated;
+  Take(StatedRuntime(pod), &stated, &first);
+  const std::optional<Seconds> whole = stated ? stated : cls != nullptr ? cls->expected_runtime : u->expected_runtime;
   std::optional<double> progress;
   Take(StatedProgress(pod), &progress, &first);
   std::optional<WallTime> checkpoint;
@@ -121,7 +122,8 @@ Status ApplyWorkTerms(const PodInfo& pod, const WorkloadClassPolicy* cls, PodRun
   if (deadline) {
     u->deadline = deadline;
     u->submitted = pod.created;
-    u->total_work = *whole;
+    // The line needs the work's own runtime: a class's guess gives none.
+    u->total_work = stated ? *stated : Seconds(0);
   }
   return first;
 }

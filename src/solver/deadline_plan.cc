@@ -64,15 +64,21 @@ bool PlacedWhole(const Plan& plan, const Node& node, bool* on_launch) {
   return true;
 }
 
+// One note per class: how many of its units cannot meet their deadlines,
+// and the first of them in full.
 void NoteLate(const Snapshot& snapshot, const Policy& policy, const std::vector<size_t>& late, Plan* plan) {
-  for (size_t i : late) {
-    const DemandUnit& u = snapshot.pending[i];
+  std::map<std::string, std::vector<size_t>> by_class;
+  for (size_t i : late) by_class[snapshot.pending[i].workload_class].push_back(i);
+  for (const auto& [cls, units] : by_class) {
+    const DemandUnit& u = snapshot.pending[units.front()];
     const DeadlineStanding s = StandingOf(snapshot, policy, u, RestartAllowance(snapshot, u));
-    plan->notes.push_back("class " + u.workload_class + ": unit " + u.id + " cannot meet its deadline " +
-                          FormatRfc3339(*u.deadline) + " even on on-demand (" + FormatDuration(s.left) +
-                          " of work and " + FormatDuration(s.restart) + " to restart it, " +
+    const std::string count = units.size() == 1 ? "unit " + u.id + " cannot meet its deadline"
+                                                : std::to_string(units.size()) +
+                                                      " units cannot meet their deadlines, the first (" + u.id + ")";
+    plan->notes.push_back("class " + cls + ": " + count + " " + FormatRfc3339(*u.deadline) + " even on on-demand (" +
+                          FormatDuration(s.left) + " of work and " + FormatDuration(s.restart) + " to restart it, " +
                           FormatDuration(std::max(Seconds(0), s.slack + s.left + s.restart)) +
-                          " left): it runs on on-demand as soon as it can");
+                          " left): planned as any other work");
   }
 }
 
@@ -82,7 +88,7 @@ Plan PlanByUniformProgress(const Snapshot& snapshot, const Policy& policy, const
   const bool any_running = std::any_of(snapshot.nodes.begin(), snapshot.nodes.end(), [](const Node& n) {
     return std::any_of(n.running.begin(), n.running.end(), [](const DemandUnit& u) { return u.deadline.has_value(); });
   });
-  if (calls.held.empty() && calls.on_demand.empty() && moves.empty() && !any_running)
+  if (calls.held.empty() && calls.on_demand.empty() && calls.late.empty() && moves.empty() && !any_running)
     return PlanWithForecasts(snapshot, policy, options);
   Plan plan;
   for (int attempt = 0; attempt < 3; ++attempt) {

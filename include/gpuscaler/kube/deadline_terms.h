@@ -43,7 +43,9 @@ enum class PodRun { kPending, kRunning };
 //    (rounded to the second);
 //  - deadline: from kAnnotationDeadline, else the class's rule, counted
 //    from the pod's creation ("Nx": N x W); unset when neither says. With a
-//    deadline, submitted = the pod's creation and total_work = W; without,
+//    deadline, submitted = the pod's creation and total_work = W when the
+//    pod states it (kAnnotationExpectedRuntime), else 0 (no Uniform Progress
+//    line: the planner holds it by its slack alone); without a deadline,
 //    both are left as they are;
 //  - progressing_since (kRunning only; left as it is for kPending): the
 //    pod's start (PodInfo::started), or with kAnnotationCheckpointTime the

@@ -68,9 +68,10 @@ struct DemandUnit {
   // it by Uniform Progress (solver/deadline_hold.h).
   std::optional<WallTime> deadline;
   // With a deadline, the terms of its Uniform Progress line: when the work
-  // was submitted, and the whole job's expected runtime (0: expected_runtime,
-  // the unit never having run). By time t the line asks for total_work x
-  // (t - submitted) / (deadline - submitted) of it to be done.
+  // was submitted, and the whole job's runtime as the work states it (0: not
+  // stated, no line: the unit is held by its slack alone). By time t the line
+  // asks for total_work x (t - submitted) / (deadline - submitted) of it to
+  // be done.
   std::optional<WallTime> submitted;
   Seconds total_work{0};
   // A running unit: since when its current run makes progress (after its

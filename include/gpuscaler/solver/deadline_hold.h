@@ -29,17 +29,20 @@
 //  - whatever its line says, a unit whose slack is down to the margin plus
 //    the work one spot interruption may lose (SpotLossAllowance) goes to, or
 //    stays on, on-demand: one more interruption could cost it its deadline;
-//    a unit whose slack is below 0 cannot meet its deadline even there and
-//    is reported at once (a note naming it), then run as soon as it can.
+//    a pending unit whose work left no longer fits before its deadline (its
+//    slack below minus its restart allowance: not even if it started this
+//    moment) cannot meet it even there and is reported at once (a note per
+//    class), then planned as any other work (on-demand would only make it
+//    less late, at on-demand's price); a running one is not moved.
 // Held work rides out spot reclaim cooldowns (Snapshot::
 // reclaimed_spot_pools): it is ahead of its line, so a reclaim costs it one
 // interruption's loss, which its slack holds. Pending gang members are held
 // and sent to on-demand alike; a running gang is not moved. Work that may
 // not run on spot (not interruptible, pinned to on-demand, its class's
 // max_spot_share 0, or unknown class) is planned as any other: waiting would
-// only delay it. A unit without line terms
-// (no submission time) is held by the slack alone (DeadlineStrategy::
-// kHoldPending's rule).
+// only delay it. A unit without line terms (no submission time, or no
+// runtime of its own: total_work 0) is held by its slack alone, until it
+// is committed, and never moved to spot.
 //
 // DeadlineStrategy::kHoldPending is the earlier rule, for comparison: a
 // pending unit is held while its slack is above 30 minutes plus the spot
@@ -110,7 +113,7 @@ std::vector<HeldUnit> FindDeadlineHolds(const Snapshot& snapshot, const Policy& 
 struct PendingDeadlineCalls {
   std::vector<HeldUnit> held;
   std::vector<size_t> on_demand;
-  std::vector<size_t> late;  // also in on_demand
+  std::vector<size_t> late;  // cannot meet their deadlines: planned as any other work
   // Would be held, but queued before a unit of their class that goes to
   // on-demand: the scheduler gives them that room first, so they are planned
   // as any other work.
