@@ -15,8 +15,9 @@ namespace gpuscaler::solver_detail {
 // and what the plan says of them is taken out again (planner.cc).
 Plan PlanWithForecasts(const Snapshot& snapshot, const Policy& policy, const PlannerOptions& options);
 
-// Pins, in `pinned` (a copy of `snapshot`), the running deadline units on
-// on-demand nodes that may not move to spot (MayMoveToSpot) to on-demand, so
+// Pins, in `pinned` (a copy of `snapshot`), the running deadline units with
+// a line on on-demand nodes that may not move to spot (MayMoveToSpot) to
+// on-demand, so
 // that consolidation does not move them where Uniform Progress would not,
 // and marks do-not-disrupt the nodes of deadline units whose slack cannot
 // pay a restart above their floor: consolidation does not move them at all.

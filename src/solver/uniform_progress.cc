@@ -158,15 +158,21 @@ PendingDeadlineCalls FindPendingDeadlineCalls(const Snapshot& snapshot, const Po
   }
   // The scheduler hands new room out in queue order (the pending list's):
   // on-demand room launched for a unit behind its line goes first to the
-  // held units of its class queued before it. They cannot be held there, so
-  // they are planned as any other work, and room is launched for all.
-  std::map<std::string, size_t> last_on_demand;
-  for (size_t i : calls.on_demand) last_on_demand[snapshot.pending[i].workload_class] = i;
+  // held units of its class queued before it that fit in it. They cannot be
+  // held there, so they are planned as any other work, and room is launched
+  // for all.
+  // Only units that fit in the room launched for it take it: no more GPUs.
+  std::map<std::string, std::vector<size_t>> on_demand_by_class;
+  for (size_t i : calls.on_demand) on_demand_by_class[snapshot.pending[i].workload_class].push_back(i);
   std::erase_if(calls.held, [&](const HeldUnit& h) {
-    const auto it = last_on_demand.find(snapshot.pending[h.pending_index].workload_class);
-    if (it == last_on_demand.end() || h.pending_index > it->second) return false;
-    calls.released.push_back(h.pending_index);
-    return true;
+    const DemandUnit& u = snapshot.pending[h.pending_index];
+    const auto it = on_demand_by_class.find(u.workload_class);
+    if (it == on_demand_by_class.end()) return false;
+    const bool takes_room = std::any_of(it->second.begin(), it->second.end(), [&](size_t od) {
+      return od > h.pending_index && WholeGpusTaken(u) <= WholeGpusTaken(snapshot.pending[od]);
+    });
+    if (takes_room) calls.released.push_back(h.pending_index);
+    return takes_room;
   });
   return calls;
 }
@@ -195,7 +201,8 @@ std::vector<DeadlineMove> FindDeadlineMoves(const Snapshot& snapshot, const Poli
       }
       const DeadlineStanding s = StandingOf(snapshot, policy, u, allowances.Of(u));
       const bool behind = s.has_line && s.lead < -s.margin;
-      if (on == CapacityType::kSpot && s.slack.count() >= 0 && (behind || s.Committed())) {
+      // Without a line the work left is a class's guess: no move on it.
+      if (on == CapacityType::kSpot && s.has_line && s.slack.count() >= 0 && (behind || s.Committed())) {
         move.must_move.push_back(k);
         if (move.reason.empty())
           move.reason = "unit " + u.id + (s.Committed() ? " has " + SignedText(s.slack) + " of slack left"
@@ -255,7 +262,7 @@ void solver_detail::PinRunningDeadlineWork(const Snapshot& snapshot, const Polic
       // stays where it runs (consolidation leaves the node).
       if (s.slack.count() >= 0 && (s.slack <= s.margin + s.loss + s.restart || (s.has_line && s.lead <= s.margin)))
         node.do_not_disrupt = true;
-      if (on_demand && MayRunOnSpot(u, policy) && !MayMoveToSpot(s)) u.capacity_type = CapacityType::kOnDemand;
+      if (on_demand && s.has_line && MayRunOnSpot(u, policy) && !MayMoveToSpot(s)) u.capacity_type = CapacityType::kOnDemand;
     }
   }
 }

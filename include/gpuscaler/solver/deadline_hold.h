@@ -42,7 +42,7 @@
 // max_spot_share 0, or unknown class) is planned as any other: waiting would
 // only delay it. A unit without line terms (no submission time, or no
 // runtime of its own: total_work 0) is held by its slack alone, until it
-// is committed, and never moved to spot.
+// is committed, and never moved once it runs: its work left is a guess.
 //
 // DeadlineStrategy::kHoldPending is the earlier rule, for comparison: a
 // pending unit is held while its slack is above 30 minutes plus the spot
