@@ -4,32 +4,33 @@
 #include <map>
 #include <utility>
 
+#include "deadline_plan.h"
 #include "gpuscaler/solver/cost_model.h"
 
 namespace gpuscaler {
-namespace {
 
-// Whether holding `unit` can pay: it may run on spot at all.
-bool MayWaitForSpot(const DemandUnit& unit, const Policy& policy) {
+bool solver_detail::MayWaitForSpot(const DemandUnit& unit, const Policy& policy) {
   if (!unit.interruptible || unit.capacity_type.has_value()) return false;
   const WorkloadClassPolicy* cls = policy.FindClass(unit.workload_class);
   return cls != nullptr && cls->max_spot_share > 0;
 }
 
-const InstanceType* FindType(const Snapshot& snapshot, const std::string& name) {
+const InstanceType* solver_detail::FindType(const Snapshot& snapshot, const std::string& name) {
   for (const InstanceType& t : snapshot.instance_types) {
     if (t.name == name) return &t;
   }
   return nullptr;
 }
 
-std::string Signed(Seconds d) {
+std::string solver_detail::SignedDuration(Seconds d) {
   std::string text = FormatDuration(d.count() < 0 ? -d : d);
   if (d.count() < 0) text.insert(text.begin(), '-');
   return text;
 }
 
-}  // namespace
+using solver_detail::FindType;
+using solver_detail::MayWaitForSpot;
+using solver_detail::SignedDuration;
 
 Seconds SpotLossAllowance(const DemandUnit& unit) {
   const Seconds remaining = std::max(Seconds(0), unit.expected_runtime);
@@ -100,7 +101,7 @@ void RecordDeadlineHolds(const Snapshot& snapshot, const std::vector<HeldUnit>& 
     plan->notes.push_back("class " + name + ": " + std::to_string(c.waiting) +
                           (c.waiting == 1 ? " unit" : " units") + " held for spot by deadline; the first (" +
                           u.id + ", deadline " + FormatRfc3339(*u.deadline) + ", slack " +
-                          Signed(c.first->slack) + ") may go to on-demand from " +
+                          SignedDuration(c.first->slack) + ") may go to on-demand from " +
                           FormatRfc3339(c.first->on_demand_from));
     if (!plan->replan_by || c.first->on_demand_from < *plan->replan_by)
       plan->replan_by = c.first->on_demand_from;

@@ -3,6 +3,8 @@
 // moves, planned in one pass. Private to the solver.
 #pragma once
 
+#include <string>
+
 #include "gpuscaler/model/plan.h"
 #include "gpuscaler/model/snapshot.h"
 #include "gpuscaler/policy/policy.h"
@@ -10,6 +12,17 @@
 #include "gpuscaler/solver/planner.h"
 
 namespace gpuscaler::solver_detail {
+
+// Whether `unit` may wait for spot at all, so deadline rules apply to it:
+// interruptible, not pinned to a capacity type, its class's max_spot_share
+// above 0. Pending gang members are held and sent to on-demand alike (one
+// terms, one standing); running ones are not moved (FindDeadlineMoves skips
+// their nodes).
+bool MayWaitForSpot(const DemandUnit& unit, const Policy& policy);
+// The instance type `name` of `snapshot`, or nullptr.
+const InstanceType* FindType(const Snapshot& snapshot, const std::string& name);
+// "1h2m", "-30m".
+std::string SignedDuration(Seconds d);
 
 // The planner with demand forecasts: forecast units join the pending work
 // and what the plan says of them is taken out again (planner.cc).

@@ -13,15 +13,9 @@
 namespace gpuscaler {
 namespace {
 
-// Whether Uniform Progress decides where `unit` runs: it may run on spot.
-// Pending gang members are held and sent to on-demand alike (one terms, one
-// standing); running ones are not moved (FindDeadlineMoves skips their
-// nodes).
-bool MayRunOnSpot(const DemandUnit& unit, const Policy& policy) {
-  if (!unit.interruptible || unit.capacity_type.has_value()) return false;
-  const WorkloadClassPolicy* cls = policy.FindClass(unit.workload_class);
-  return cls != nullptr && cls->max_spot_share > 0;
-}
+using solver_detail::FindType;
+using solver_detail::MayWaitForSpot;
+using solver_detail::SignedDuration;
 
 double Hours(Seconds s) { return static_cast<double>(s.count()) / 3600.0; }
 
@@ -41,18 +35,6 @@ class RestartAllowances {
   std::map<std::pair<int, int64_t>, Seconds> cache_;
 };
 
-const InstanceType* TypeOf(const Snapshot& snapshot, const std::string& name) {
-  for (const InstanceType& t : snapshot.instance_types)
-    if (t.name == name) return &t;
-  return nullptr;
-}
-
-std::string SignedText(Seconds d) {
-  std::string text = FormatDuration(d.count() < 0 ? -d : d);
-  if (d.count() < 0) text.insert(text.begin(), '-');
-  return text;
-}
-
 // The cheapest available spot offering of `node`'s pool zones and instance
 // type family with at least its GPUs, or nullptr.
 const Offering* CheapestSpotFor(const Snapshot& snapshot, const Policy& policy, const Node& node,
@@ -61,7 +43,7 @@ const Offering* CheapestSpotFor(const Snapshot& snapshot, const Policy& policy, 
   const Offering* best = nullptr;
   for (const Offering& o : snapshot.offerings) {
     if (o.capacity_type != CapacityType::kSpot || !o.available || o.usd_per_hour <= 0) continue;
-    const InstanceType* t = TypeOf(snapshot, o.instance_type);
+    const InstanceType* t = FindType(snapshot, o.instance_type);
     if (t == nullptr || t->gpu_count < type.gpu_count || t->gpu_model != type.gpu_model) continue;
     if (pool != nullptr) {
       if (!pool->zones.empty() && std::find(pool->zones.begin(), pool->zones.end(), o.zone) == pool->zones.end())
@@ -86,7 +68,7 @@ bool SpotRoomTakes(const Snapshot& snapshot, size_t node_index, const Node& node
   for (size_t i = 0; i < snapshot.nodes.size(); ++i) {
     const Node& other = snapshot.nodes[i];
     if (i == node_index || other.offering.capacity_type != CapacityType::kSpot || !other.AcceptsWork()) continue;
-    const InstanceType* type = TypeOf(snapshot, other.offering.instance_type);
+    const InstanceType* type = FindType(snapshot, other.offering.instance_type);
     if (type == nullptr) continue;
     int free = type->gpu_count;
     for (const DemandUnit& u : other.running) free -= WholeGpusTaken(u);
@@ -125,7 +107,7 @@ PendingDeadlineCalls FindPendingDeadlineCalls(const Snapshot& snapshot, const Po
   RestartAllowances allowances(snapshot);
   for (size_t i = 0; i < snapshot.pending.size(); ++i) {
     const DemandUnit& u = snapshot.pending[i];
-    if (!u.deadline || !MayRunOnSpot(u, policy)) continue;
+    if (!u.deadline || !MayWaitForSpot(u, policy)) continue;
     const DeadlineStanding s = StandingOf(snapshot, policy, u, allowances.Of(u));
     // Lost already, even if it started this moment with no launch to wait
     // for: reported, and run as any other work (on-demand would only make it
@@ -195,7 +177,7 @@ std::vector<DeadlineMove> FindDeadlineMoves(const Snapshot& snapshot, const Poli
     Seconds least_lead = Seconds::max(), most_left{0}, most_restart{0};
     for (size_t k = 0; k < node.running.size(); ++k) {
       const DemandUnit& u = node.running[k];
-      if (!u.deadline || !MayRunOnSpot(u, policy)) {
+      if (!u.deadline || !MayWaitForSpot(u, policy)) {
         all_ahead = false;
         continue;
       }
@@ -205,8 +187,8 @@ std::vector<DeadlineMove> FindDeadlineMoves(const Snapshot& snapshot, const Poli
       if (on == CapacityType::kSpot && s.has_line && s.slack.count() >= 0 && (behind || s.Committed())) {
         move.must_move.push_back(k);
         if (move.reason.empty())
-          move.reason = "unit " + u.id + (s.Committed() ? " has " + SignedText(s.slack) + " of slack left"
-                                                         : " is " + SignedText(-s.lead) + " behind its deadline's line");
+          move.reason = "unit " + u.id + (s.Committed() ? " has " + SignedDuration(s.slack) + " of slack left"
+                                                         : " is " + SignedDuration(-s.lead) + " behind its deadline's line");
       }
       if (!MayMoveToSpot(s)) all_ahead = false;
       least_lead = std::min(least_lead, s.lead);
@@ -221,13 +203,13 @@ std::vector<DeadlineMove> FindDeadlineMoves(const Snapshot& snapshot, const Poli
       continue;
     }
     if (!all_ahead) continue;
-    const InstanceType* type = TypeOf(snapshot, node.offering.instance_type);
+    const InstanceType* type = FindType(snapshot, node.offering.instance_type);
     if (type == nullptr) continue;
     const Offering* spot = CheapestSpotFor(snapshot, policy, node, *type);
     if (spot == nullptr) continue;
     // The move pays when the price gap over the work left, less the spot
     // risk of that work, covers both nodes paid while the new one warms up.
-    const InstanceType* spot_type = TypeOf(snapshot, spot->instance_type);
+    const InstanceType* spot_type = FindType(snapshot, spot->instance_type);
     double risk = 0;
     for (const DemandUnit& u : node.running) risk += ExpectedInterruptionUsdPerHour(u, *spot, *spot_type);
     const double gain = (node.offering.usd_per_hour - spot->usd_per_hour - risk) * Hours(most_left);
@@ -243,7 +225,7 @@ std::vector<DeadlineMove> FindDeadlineMoves(const Snapshot& snapshot, const Poli
     --left->second;
     move.to = CapacityType::kSpot;
     for (size_t k = 0; k < node.running.size(); ++k) move.must_move.push_back(k);
-    move.reason = "deadline: its work is ahead of its deadlines' lines (the least by " + SignedText(least_lead) +
+    move.reason = "deadline: its work is ahead of its deadlines' lines (the least by " + SignedDuration(least_lead) +
                   ") and spot is up: moves to spot (" + spot->Key() + ")";
     moves.push_back(std::move(move));
   }
@@ -262,7 +244,7 @@ void solver_detail::PinRunningDeadlineWork(const Snapshot& snapshot, const Polic
       // stays where it runs (consolidation leaves the node).
       if (s.slack.count() >= 0 && (s.slack <= s.margin + s.loss + s.restart || (s.has_line && s.lead <= s.margin)))
         node.do_not_disrupt = true;
-      if (on_demand && s.has_line && MayRunOnSpot(u, policy) && !MayMoveToSpot(s)) u.capacity_type = CapacityType::kOnDemand;
+      if (on_demand && s.has_line && MayWaitForSpot(u, policy) && !MayMoveToSpot(s)) u.capacity_type = CapacityType::kOnDemand;
     }
   }
 }
