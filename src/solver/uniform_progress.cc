@@ -121,7 +121,7 @@ PendingDeadlineCalls FindPendingDeadlineCalls(const Snapshot& snapshot, const Po
       continue;
     }
     // Without a line, the slack alone holds it (until Committed).
-    if (s.has_line && s.lead < -s.margin && !getenv("EXP_GREEDY")) {
+    if (s.has_line && s.lead < -s.margin) {
       calls.on_demand.push_back(i);
       continue;
     }
