@@ -29,7 +29,8 @@ bool CanMeetDeadline(const TraceJob& job, WallTime start, WallTime due) {
   return start + job.submit + job.duration <= due;
 }
 
-std::optional<WallTime> Workload::DueAt(size_t job, const std::map<std::string, DeadlineRule>& deadlines) const {
+std::optional<WallTime> Workload::DueAt(size_t job,
+                                        const std::map<std::string, DeadlineRule>& deadlines) const {
   return JobDueAt(trace_.jobs[job], start_, deadlines);
 }
 

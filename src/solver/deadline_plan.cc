@@ -72,11 +72,13 @@ void NoteLate(const Snapshot& snapshot, const Policy& policy, const std::vector<
   for (const auto& [cls, units] : by_class) {
     const DemandUnit& u = snapshot.pending[units.front()];
     const DeadlineStanding s = StandingOf(snapshot, policy, u, RestartAllowance(snapshot, u));
-    const std::string count = units.size() == 1 ? "unit " + u.id + " cannot meet its deadline"
-                                                : std::to_string(units.size()) +
-                                                      " units cannot meet their deadlines, the first (" + u.id + ")";
-    plan->notes.push_back("class " + cls + ": " + count + " " + FormatRfc3339(*u.deadline) + " even on on-demand (" +
-                          FormatDuration(s.left) + " of work and " + FormatDuration(s.restart) + " to restart it, " +
+    const std::string count =
+        units.size() == 1
+            ? "unit " + u.id + " cannot meet its deadline"
+            : std::to_string(units.size()) + " units cannot meet their deadlines, the first (" + u.id + ")";
+    plan->notes.push_back("class " + cls + ": " + count + " " + FormatRfc3339(*u.deadline) +
+                          " even on on-demand (" + FormatDuration(s.left) + " of work and " +
+                          FormatDuration(s.restart) + " to restart it, " +
                           FormatDuration(std::max(Seconds(0), s.slack + s.left + s.restart)) +
                           " left): planned as any other work");
   }
@@ -86,7 +88,8 @@ Plan PlanByUniformProgress(const Snapshot& snapshot, const Policy& policy, const
   const PendingDeadlineCalls calls = FindPendingDeadlineCalls(snapshot, policy);
   std::vector<DeadlineMove> moves = FindDeadlineMoves(snapshot, policy);
   const bool any_running = std::any_of(snapshot.nodes.begin(), snapshot.nodes.end(), [](const Node& n) {
-    return std::any_of(n.running.begin(), n.running.end(), [](const DemandUnit& u) { return u.deadline.has_value(); });
+    return std::any_of(n.running.begin(), n.running.end(),
+                       [](const DemandUnit& u) { return u.deadline.has_value(); });
   });
   if (calls.held.empty() && calls.on_demand.empty() && calls.late.empty() && moves.empty() && !any_running)
     return PlanWithForecasts(snapshot, policy, options);
@@ -108,10 +111,12 @@ Plan PlanByUniformProgress(const Snapshot& snapshot, const Policy& policy, const
     const Node& node = snapshot.nodes[m.node_index];
     bool on_launch = false;
     PlacedWhole(plan, node, &on_launch);
-    TerminationAction t = TerminationOf(node, on_launch ? TerminationKind::kReplace : TerminationKind::kConsolidate);
+    TerminationAction t =
+        TerminationOf(node, on_launch ? TerminationKind::kReplace : TerminationKind::kConsolidate);
     for (const DemandUnit& u : node.running) t.moved_unit_ids.push_back(u.id);
     t.reason = m.reason;
-    plan.cost_after_usd_per_hour = std::max(0.0, plan.cost_after_usd_per_hour - MarginalUsdPerHour(node.offering));
+    plan.cost_after_usd_per_hour =
+        std::max(0.0, plan.cost_after_usd_per_hour - MarginalUsdPerHour(node.offering));
     move_terms.push_back(std::move(t));
   }
   plan.terminations.insert(plan.terminations.begin(), std::make_move_iterator(move_terms.begin()),

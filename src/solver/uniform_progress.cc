@@ -2,7 +2,6 @@
 // against its line, what that says of pending units, and which running
 // nodes move between spot and on-demand.
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <utility>
 
@@ -46,11 +45,11 @@ const Offering* CheapestSpotFor(const Snapshot& snapshot, const Policy& policy, 
     const InstanceType* t = FindType(snapshot, o.instance_type);
     if (t == nullptr || t->gpu_count < type.gpu_count || t->gpu_model != type.gpu_model) continue;
     if (pool != nullptr) {
-      if (!pool->zones.empty() && std::find(pool->zones.begin(), pool->zones.end(), o.zone) == pool->zones.end())
+      if (!pool->zones.empty() &&
+          std::find(pool->zones.begin(), pool->zones.end(), o.zone) == pool->zones.end())
         continue;
-      if (!pool->capacity_types.empty() &&
-          std::find(pool->capacity_types.begin(), pool->capacity_types.end(), CapacityType::kSpot) ==
-              pool->capacity_types.end())
+      if (!pool->capacity_types.empty() && std::find(pool->capacity_types.begin(), pool->capacity_types.end(),
+                                                     CapacityType::kSpot) == pool->capacity_types.end())
         continue;
       if (!pool->AllowsType(*t, nullptr)) continue;
     }
@@ -62,12 +61,14 @@ const Offering* CheapestSpotFor(const Snapshot& snapshot, const Policy& policy, 
 // Whether another spot node has free GPUs for the largest of `units` (of
 // `node`): the scheduler may put the moved work there, back on spot, so a
 // move to on-demand would only cost a restart.
-bool SpotRoomTakes(const Snapshot& snapshot, size_t node_index, const Node& node, const std::vector<size_t>& units) {
+bool SpotRoomTakes(const Snapshot& snapshot, size_t node_index, const Node& node,
+                   const std::vector<size_t>& units) {
   int needed = 0;
   for (size_t k : units) needed = std::max(needed, WholeGpusTaken(node.running[k]));
   for (size_t i = 0; i < snapshot.nodes.size(); ++i) {
     const Node& other = snapshot.nodes[i];
-    if (i == node_index || other.offering.capacity_type != CapacityType::kSpot || !other.AcceptsWork()) continue;
+    if (i == node_index || other.offering.capacity_type != CapacityType::kSpot || !other.AcceptsWork())
+      continue;
     const InstanceType* type = FindType(snapshot, other.offering.instance_type);
     if (type == nullptr) continue;
     int free = type->gpu_count;
@@ -87,7 +88,8 @@ DeadlineStanding StandingOf(const Snapshot& snapshot, const Policy& policy, cons
   s.margin = restart_allowance + std::max(Seconds(0), policy.scaling.tick_interval);
   Seconds left = std::max(Seconds(0), unit.expected_runtime);
   if (unit.progressing_since && snapshot.time > *unit.progressing_since)
-    left = std::max(Seconds(0), left - std::chrono::duration_cast<Seconds>(snapshot.time - *unit.progressing_since));
+    left = std::max(Seconds(0),
+                    left - std::chrono::duration_cast<Seconds>(snapshot.time - *unit.progressing_since));
   s.left = left;
   if (!unit.deadline) return s;
   s.slack = std::chrono::duration_cast<Seconds>(*unit.deadline - snapshot.time) - left - restart_allowance;
@@ -134,7 +136,8 @@ PendingDeadlineCalls FindPendingDeadlineCalls(const Snapshot& snapshot, const Po
       const double span = std::chrono::duration<double>(*u.deadline - *u.submitted).count();
       const double rate = span > 0 ? static_cast<double>(total.count()) / span : 0;
       if (rate > 0)
-        until = std::min(until, Seconds(static_cast<int64_t>(static_cast<double>((s.lead + s.margin).count()) / rate)));
+        until = std::min(
+            until, Seconds(static_cast<int64_t>(static_cast<double>((s.lead + s.margin).count()) / rate)));
     }
     calls.held.push_back({i, s.slack, snapshot.time + std::max(Seconds(0), until)});
   }
@@ -165,11 +168,13 @@ std::vector<DeadlineMove> FindDeadlineMoves(const Snapshot& snapshot, const Poli
   std::map<std::string, int> to_spot_left;  // per pool: the disruption allowance
   for (size_t n = 0; n < snapshot.nodes.size(); ++n) {
     const Node& node = snapshot.nodes[n];
-    if (node.state != NodeState::kReady || node.instance_id.empty() || node.do_not_disrupt || node.running.empty())
+    if (node.state != NodeState::kReady || node.instance_id.empty() || node.do_not_disrupt ||
+        node.running.empty())
       continue;
     const CapacityType on = node.offering.capacity_type;
     if (on != CapacityType::kSpot && on != CapacityType::kOnDemand) continue;
-    if (std::any_of(node.running.begin(), node.running.end(), [](const DemandUnit& u) { return u.gang.has_value(); }))
+    if (std::any_of(node.running.begin(), node.running.end(),
+                    [](const DemandUnit& u) { return u.gang.has_value(); }))
       continue;
     DeadlineMove move;
     move.node_index = n;
@@ -187,8 +192,9 @@ std::vector<DeadlineMove> FindDeadlineMoves(const Snapshot& snapshot, const Poli
       if (on == CapacityType::kSpot && s.has_line && s.slack.count() >= 0 && (behind || s.Committed())) {
         move.must_move.push_back(k);
         if (move.reason.empty())
-          move.reason = "unit " + u.id + (s.Committed() ? " has " + SignedDuration(s.slack) + " of slack left"
-                                                         : " is " + SignedDuration(-s.lead) + " behind its deadline's line");
+          move.reason = "unit " + u.id +
+                        (s.Committed() ? " has " + SignedDuration(s.slack) + " of slack left"
+                                       : " is " + SignedDuration(-s.lead) + " behind its deadline's line");
       }
       if (!MayMoveToSpot(s)) all_ahead = false;
       least_lead = std::min(least_lead, s.lead);
@@ -225,8 +231,8 @@ std::vector<DeadlineMove> FindDeadlineMoves(const Snapshot& snapshot, const Poli
     --left->second;
     move.to = CapacityType::kSpot;
     for (size_t k = 0; k < node.running.size(); ++k) move.must_move.push_back(k);
-    move.reason = "deadline: its work is ahead of its deadlines' lines (the least by " + SignedDuration(least_lead) +
-                  ") and spot is up: moves to spot (" + spot->Key() + ")";
+    move.reason = "deadline: its work is ahead of its deadlines' lines (the least by " +
+                  SignedDuration(least_lead) + ") and spot is up: moves to spot (" + spot->Key() + ")";
     moves.push_back(std::move(move));
   }
   return moves;
@@ -242,9 +248,11 @@ void solver_detail::PinRunningDeadlineWork(const Snapshot& snapshot, const Polic
       // A move costs a restart: work that is not ahead of its line by the
       // margin, or whose slack cannot pay a restart and keep its floor,
       // stays where it runs (consolidation leaves the node).
-      if (s.slack.count() >= 0 && (s.slack <= s.margin + s.loss + s.restart || (s.has_line && s.lead <= s.margin)))
+      if (s.slack.count() >= 0 &&
+          (s.slack <= s.margin + s.loss + s.restart || (s.has_line && s.lead <= s.margin)))
         node.do_not_disrupt = true;
-      if (on_demand && s.has_line && MayWaitForSpot(u, policy) && !MayMoveToSpot(s)) u.capacity_type = CapacityType::kOnDemand;
+      if (on_demand && s.has_line && MayWaitForSpot(u, policy) && !MayMoveToSpot(s))
+        u.capacity_type = CapacityType::kOnDemand;
     }
   }
 }

@@ -23,13 +23,13 @@ using testing::LaunchedNodes;
 using testing::MakeNode;
 using testing::Unit;
 
-constexpr Seconds kWork{10 * 3600};      // the whole job
-constexpr Seconds kSpan{15 * 3600};      // deadline 1.5x its runtime
+constexpr Seconds kWork{10 * 3600};  // the whole job
+constexpr Seconds kSpan{15 * 3600};  // deadline 1.5x its runtime
 constexpr Seconds kLaunchLatency{120};
 constexpr Seconds kRestartCost{300};
 // Launch latency + restart cost + the policy's 30 s tick.
 constexpr Seconds kMargin{kLaunchLatency + kRestartCost + Seconds(30)};
-constexpr Seconds kLoss{1800};           // its checkpoint interval
+constexpr Seconds kLoss{1800};  // its checkpoint interval
 
 void SetSpot(Snapshot& s, bool available) {
   for (Offering& o : s.offerings) {
@@ -79,7 +79,8 @@ bool AllOf(const Plan& p, CapacityType cap) {
 // The capacity type of the new node `unit` is placed on, if any.
 std::optional<CapacityType> LaunchedFor(const Plan& p, const std::string& unit) {
   for (const Placement& pl : p.placements)
-    if (pl.unit_id == unit && pl.launch_index >= 0) return p.launches[size_t(pl.launch_index)].offering.capacity_type;
+    if (pl.unit_id == unit && pl.launch_index >= 0)
+      return p.launches[size_t(pl.launch_index)].offering.capacity_type;
   return std::nullopt;
 }
 
@@ -175,8 +176,8 @@ TEST(UniformProgress, ARunningSpotUnitBehindItsLineMovesToOnDemand) {
   const Plan on_line = MakePlan(RunningScene(CapacityType::kSpot, true, Seconds(7 * 3600)), policy);
   EXPECT_TRUE(on_line.terminations.empty()) << on_line.summary;
   // The earlier rule never moves running work.
-  const Plan old = MakePlanWithDeadlineStrategy(RunningScene(CapacityType::kSpot, true, Seconds(9 * 3600)), policy,
-                                                DeadlineStrategy::kHoldPending);
+  const Plan old = MakePlanWithDeadlineStrategy(RunningScene(CapacityType::kSpot, true, Seconds(9 * 3600)),
+                                                policy, DeadlineStrategy::kHoldPending);
   EXPECT_TRUE(old.terminations.empty()) << old.summary;
 }
 
@@ -191,11 +192,12 @@ TEST(UniformProgress, ARunningOnDemandUnitAheadOfItsLineMovesToSpotWhenSpotIsUp)
   EXPECT_EQ(LaunchedFor(plan, "job"), CapacityType::kSpot) << plan.summary;
 
   // Spot down: it stays on on-demand.
-  EXPECT_TRUE(MakePlan(RunningScene(CapacityType::kOnDemand, false, Seconds(5 * 3600)), policy).terminations.empty());
+  EXPECT_TRUE(
+      MakePlan(RunningScene(CapacityType::kOnDemand, false, Seconds(5 * 3600)), policy).terminations.empty());
   // Ahead by less than the margin: it stays, and consolidation does not move
   // it to a cheaper spot node either.
-  const Plan close = MakePlan(
-      RunningScene(CapacityType::kOnDemand, true, Seconds(7 * 3600) - kMargin + Seconds(5)), policy);
+  const Plan close =
+      MakePlan(RunningScene(CapacityType::kOnDemand, true, Seconds(7 * 3600) - kMargin + Seconds(5)), policy);
   EXPECT_TRUE(close.terminations.empty()) << close.summary;
   // A node that must not be disrupted stays.
   Snapshot kept = RunningScene(CapacityType::kOnDemand, true, Seconds(5 * 3600));
@@ -209,7 +211,8 @@ TEST(UniformProgress, WorkWithoutARuntimeOfItsOwnHasNoLine) {
   // slack alone (5 h of it).
   Snapshot pending = PendingScene(/*spot=*/false, Seconds(3600));
   pending.pending[0].total_work = Seconds(0);
-  const DeadlineStanding st = StandingOf(pending, policy, pending.pending[0], RestartAllowance(pending, pending.pending[0]));
+  const DeadlineStanding st =
+      StandingOf(pending, policy, pending.pending[0], RestartAllowance(pending, pending.pending[0]));
   EXPECT_FALSE(st.has_line);
   EXPECT_EQ(LaunchedNodes(MakePlan(pending, policy)), 0);
   // Far ahead on on-demand, but no line to be ahead of: it stays.

@@ -74,12 +74,12 @@ enum class DeadlineStrategy {
 
 // Where a deadline unit stands at the snapshot's time.
 struct DeadlineStanding {
-  Seconds left{0};    // work left
-  Seconds lead{0};    // work done less the line's; > 0 ahead
-  Seconds slack{0};   // as defined above
-  Seconds margin{0};  // the switch margin
-  Seconds loss{0};    // SpotLossAllowance
-  Seconds restart{0};  // RestartAllowance
+  Seconds left{0};        // work left
+  Seconds lead{0};        // work done less the line's; > 0 ahead
+  Seconds slack{0};       // as defined above
+  Seconds margin{0};      // the switch margin
+  Seconds loss{0};        // SpotLossAllowance
+  Seconds restart{0};     // RestartAllowance
   bool has_line = false;  // submitted set and before the deadline
   // Slack at or below margin + loss: on-demand only.
   bool Committed() const { return slack <= margin + loss; }
@@ -124,9 +124,9 @@ PendingDeadlineCalls FindPendingDeadlineCalls(const Snapshot& snapshot, const Po
 // A node whose work Uniform Progress moves: its units to `to`, those of
 // `must_move` pinned there (the rest, moving with them, wherever they fit).
 struct DeadlineMove {
-  size_t node_index = 0;                 // into Snapshot::nodes
+  size_t node_index = 0;  // into Snapshot::nodes
   CapacityType to = CapacityType::kOnDemand;
-  std::vector<size_t> must_move;         // into the node's running units
+  std::vector<size_t> must_move;  // into the node's running units
   std::string reason;
 };
 // The moves at the snapshot's time: to on-demand for every spot node with a
