@@ -133,12 +133,22 @@ const DemandWatch::LeadTimeLookup& DemandWatch::LeadTime(const Snapshot& snapsho
   return lookup;
 }
 
+bool CannotFinishInTime(const DemandUnit& u, WallTime now) {
+  // A runtime the work states only: a class's guess proves nothing.
+  if (!u.deadline || u.total_work.count() <= 0) return false;
+  Seconds left = std::max(Seconds(0), u.expected_runtime);
+  if (u.progressing_since && now > *u.progressing_since)
+    left -= std::chrono::duration_cast<Seconds>(now - *u.progressing_since);
+  return left.count() > 0 && now + left > *u.deadline;
+}
+
 void DemandWatch::CountMissedDeadlines(const Snapshot& snapshot, WallTime now, TickReport* report) {
   std::set<std::string> present;
   const auto check = [&](const DemandUnit& u) {
     if (!u.deadline) return;
     present.insert(u.id);
-    if (now > *u.deadline && deadlines_missed_.insert(u.id).second) report->deadlines_missed[u.workload_class] += 1;
+    if ((now > *u.deadline || CannotFinishInTime(u, now)) && deadlines_missed_.insert(u.id).second)
+      report->deadlines_missed[u.workload_class] += 1;
   };
   for (const DemandUnit& u : snapshot.pending) check(u);
   for (const Node& n : snapshot.nodes) {

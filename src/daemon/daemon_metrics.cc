@@ -40,8 +40,9 @@ struct DaemonMetrics::Families {
                                   "Launches that found no capacity for an offering")),
         interruptions(r.Counter("gpuscaler_interruption_notices_total", "Spot interruption notices received")),
         deadlines_missed(r.Counter("gpuscaler_deadlines_missed_total",
-                                   "Units with a deadline (classes[].deadline, gpuscaler.io/deadline) still pending "
-                                   "or running when it passed, by class",
+                                   "Units with a deadline (classes[].deadline, gpuscaler.io/deadline) that miss it: "
+                                   "still pending or running when it passed, or, with a stated runtime, as soon as "
+                                   "their work left no longer fits before it; by class",
                                    {"class"})),
         rebalances(r.Counter("gpuscaler_rebalance_recommendations_total", "EC2 rebalance recommendations received")),
         registration_failures(r.Counter("gpuscaler_registration_failures_total",

@@ -34,13 +34,22 @@ struct ForecastUpdate {
   bool changed = false;
 };
 
+// Whether `u`, with a deadline and a runtime of its own (total_work), can no
+// longer finish by its deadline: its work left (expected_runtime, less the
+// time since progressing_since when it runs) ends after the deadline even
+// from `now` on. False without a stated runtime.
+bool CannotFinishInTime(const DemandUnit& u, WallTime now);
+
 class DemandWatch {
  public:
   // Records this tick's demand per forecast class and forecasts it; notes
   // forecasts that start or stop (with the fallback reason) in the report.
   ForecastUpdate Update(const Snapshot& snapshot, const Policy& policy, WallTime now, TickReport* report);
-  // Counts, per class, the units in the snapshot whose deadline has passed
-  // (each unit once, while it is pending or running).
+  // Counts, per class, the units in the snapshot that miss their deadline
+  // (each unit once, while it is pending or running): when it passes, or
+  // as soon as the work left, by the runtime the unit states, no longer
+  // fits before it even running without a pause from now
+  // (CannotFinishInTime).
   void CountMissedDeadlines(const Snapshot& snapshot, WallTime now, TickReport* report);
 
   DemandForecaster& forecaster() { return forecaster_; }
