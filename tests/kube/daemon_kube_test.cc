@@ -13,6 +13,7 @@
 #include "../fakes/fake_work_source.h"
 #include "gpuscaler/daemon/config.h"
 #include "gpuscaler/daemon/signal_work_source.h"
+#include "gpuscaler/kube/deadline_terms.h"
 #include "gpuscaler/kube/provisioning.h"
 #include "kube/kube_fixtures.h"
 #include "src/daemon/kube_setup.h"
@@ -204,6 +205,28 @@ TEST_F(KubeSetupTest, PendingPodsBecomeDemandAndNodesDrainOnTheirOwnThread) {
   ASSERT_TRUE(parts_.cloud->Terminate({"i-0123456789abcdef0"}).ok());
   ASSERT_EQ(cloud_.terminations.size(), 1u);
   for (const auto& c : server_.calls()) EXPECT_EQ(c.authorization, "Bearer s3cret") << c.target;
+}
+
+// A pod's deadline terms reach the planner's demand through the daemon's
+// reading of the API server: its own deadline as a multiple of the runtime
+// it states, and what is left of that after its last checkpoint.
+TEST_F(KubeSetupTest, APodsDeadlineRuntimeAndProgressAnnotationsBecomeItsDemandsLine) {
+  json pod = json::parse(*testing::ReadReference("examples/podlist-pending-gpu.assembled.json"))["items"][0];
+  pod["metadata"]["annotations"] = {{kube::kAnnotationDeadline, "1.5x"},
+                                    {kube::kAnnotationExpectedRuntime, "4h"},
+                                    {kube::kAnnotationProgress, "0.25"}};
+  server_.Put("pods", pod);
+  Status s = SetUpKubernetes(config_, catalog_, &parts_, &setup_);
+  ASSERT_TRUE(s.ok()) << s.error().ToString();
+  const ClusterWork work = parts_.read_cluster(policy_, FromUnixSeconds(1));
+  ASSERT_EQ(work.pending.size(), 1u);
+  const DemandUnit& u = work.pending[0];
+  WallTime created;
+  ASSERT_TRUE(ParseRfc3339(pod["metadata"]["creationTimestamp"].get<std::string>(), &created));
+  EXPECT_EQ(u.submitted, created);
+  EXPECT_EQ(u.deadline, created + Seconds(6 * 3600)) << "1.5 x the 4 h it states";
+  EXPECT_EQ(u.total_work, Seconds(4 * 3600));
+  EXPECT_EQ(u.expected_runtime, Seconds(3 * 3600)) << "a quarter done at its last checkpoint";
 }
 
 // The engine's loop with a drain that a PodDisruptionBudget holds open: ten
