@@ -143,21 +143,30 @@ PendingDeadlineCalls FindPendingDeadlineCalls(const Snapshot& snapshot, const Po
   }
   // The scheduler hands new room out in queue order (the pending list's):
   // on-demand room launched for a unit behind its line goes first to the
-  // held units of its class queued before it that fit in it. They cannot be
-  // held there, so they are planned as any other work, and room is launched
-  // for all.
-  // Only units that fit in the room launched for it take it: no more GPUs.
-  std::map<std::string, std::vector<size_t>> on_demand_by_class;
-  for (size_t i : calls.on_demand) on_demand_by_class[snapshot.pending[i].workload_class].push_back(i);
+  // held units of its class queued before it that fit in it (no more GPUs).
+  // They cannot be held there, so they are planned as any other work, and
+  // room is launched for all. One pass from the back of the queue, keeping
+  // per class the largest unit sent to on-demand behind the current one.
+  std::vector<int> on_demand_gpus(snapshot.pending.size(), -1);
+  for (size_t i : calls.on_demand) on_demand_gpus[i] = WholeGpusTaken(snapshot.pending[i]);
+  std::vector<char> is_held(snapshot.pending.size(), 0);
+  for (const HeldUnit& h : calls.held) is_held[h.pending_index] = 1;
+  std::map<std::string, int> largest_behind;
+  std::vector<char> released(snapshot.pending.size(), 0);
+  for (size_t i = snapshot.pending.size(); i-- > 0;) {
+    const DemandUnit& u = snapshot.pending[i];
+    if (is_held[i]) {
+      const auto it = largest_behind.find(u.workload_class);
+      released[i] = it != largest_behind.end() && WholeGpusTaken(u) <= it->second;
+    } else if (on_demand_gpus[i] >= 0) {
+      int& largest = largest_behind.try_emplace(u.workload_class, 0).first->second;
+      largest = std::max(largest, on_demand_gpus[i]);
+    }
+  }
   std::erase_if(calls.held, [&](const HeldUnit& h) {
-    const DemandUnit& u = snapshot.pending[h.pending_index];
-    const auto it = on_demand_by_class.find(u.workload_class);
-    if (it == on_demand_by_class.end()) return false;
-    const bool takes_room = std::any_of(it->second.begin(), it->second.end(), [&](size_t od) {
-      return od > h.pending_index && WholeGpusTaken(u) <= WholeGpusTaken(snapshot.pending[od]);
-    });
-    if (takes_room) calls.released.push_back(h.pending_index);
-    return takes_room;
+    if (!released[h.pending_index]) return false;
+    calls.released.push_back(h.pending_index);
+    return true;
   });
   return calls;
 }

@@ -172,6 +172,16 @@ TEST(UniformProgress, ARunningSpotUnitBehindItsLineMovesToOnDemand) {
   EXPECT_EQ(LaunchedFor(plan, "job"), CapacityType::kOnDemand) << plan.summary;
   EXPECT_TRUE(HasNote(plan, "deadlines: 1 node(s) move their work to on-demand, 0 to spot")) << plan.summary;
 
+  // Moves come first among the plan's removals: the scaling rules let
+  // removals through in plan order.
+  Snapshot with_empty = RunningScene(CapacityType::kSpot, true, Seconds(9 * 3600));
+  with_empty.nodes.insert(with_empty.nodes.begin(),
+                          MakeNode(with_empty, "idle", "m5.xlarge", "us-east-1a", CapacityType::kOnDemand));
+  const Plan both = MakePlan(with_empty, policy);
+  ASSERT_EQ(both.terminations.size(), 2u) << both.summary;
+  EXPECT_EQ(both.terminations[0].node_id, "n1");
+  EXPECT_EQ(both.terminations[1].node_id, "idle");
+
   // On its line (4 h done of the 4 h asked): it stays.
   const Plan on_line = MakePlan(RunningScene(CapacityType::kSpot, true, Seconds(7 * 3600)), policy);
   EXPECT_TRUE(on_line.terminations.empty()) << on_line.summary;
@@ -203,6 +213,67 @@ TEST(UniformProgress, ARunningOnDemandUnitAheadOfItsLineMovesToSpotWhenSpotIsUp)
   Snapshot kept = RunningScene(CapacityType::kOnDemand, true, Seconds(5 * 3600));
   kept.nodes[0].do_not_disrupt = true;
   EXPECT_TRUE(MakePlan(kept, policy).terminations.empty());
+}
+
+TEST(UniformProgress, HeldUnitsQueuedBeforeAUnitSentToOnDemandAreReleasedWhenTheyFitItsRoom) {
+  const Policy policy = BasePolicy();
+  // Spot down. Queued first: "ahead", 2 GPUs, half done, held. Then
+  // "behind", 4 GPUs, an hour past submission with nothing done: it goes
+  // to on-demand, and the scheduler would give its node's room to "ahead"
+  // first, so "ahead" is planned as any other work too.
+  Snapshot s = BaseSnapshot();
+  SetSpot(s, false);
+  DemandUnit ahead = DeadlineUnit("ahead", s.time - Seconds(3600), Seconds(5 * 3600));
+  ahead.gpus = 2;
+  DemandUnit behind = DeadlineUnit("behind", s.time - Seconds(3600), kWork);
+  behind.gpus = 4;
+  s.pending = {ahead, behind};
+  const PendingDeadlineCalls calls = FindPendingDeadlineCalls(s, policy);
+  EXPECT_TRUE(calls.held.empty());
+  EXPECT_EQ(calls.on_demand, std::vector<size_t>{1});
+  EXPECT_EQ(calls.released, std::vector<size_t>{0});
+  const Plan plan = MakePlan(s, policy);
+  EXPECT_TRUE(plan.unplaced.empty()) << plan.summary;
+  EXPECT_EQ(LaunchedFor(plan, "ahead"), CapacityType::kOnDemand) << plan.summary;
+
+  // Larger than the room launched for "behind": it could not take it, and
+  // stays held.
+  s.pending[0].gpus = 8;
+  EXPECT_EQ(FindPendingDeadlineCalls(s, policy).held.size(), 1u);
+  // Queued after it: the scheduler serves "behind" first; held too.
+  s.pending = {behind, ahead};
+  const PendingDeadlineCalls after = FindPendingDeadlineCalls(s, policy);
+  ASSERT_EQ(after.held.size(), 1u);
+  EXPECT_EQ(after.held[0].pending_index, 1u);
+  EXPECT_TRUE(after.released.empty());
+}
+
+TEST(UniformProgress, NoMoveToOnDemandWhereAnotherSpotNodesRoomWouldTakeTheWorkBack) {
+  const Policy policy = BasePolicy();
+  Snapshot s = RunningScene(CapacityType::kSpot, true, Seconds(9 * 3600));  // 2 h behind
+  ASSERT_EQ(FindDeadlineMoves(s, policy).size(), 1u);
+  // Another spot node with a free GPU: the scheduler may put the moved work
+  // there, so the move would only cost a restart.
+  s.nodes.push_back(MakeNode(s, "n2", "g6.xlarge", "us-east-1b", CapacityType::kSpot));
+  EXPECT_TRUE(FindDeadlineMoves(s, policy).empty());
+}
+
+TEST(UniformProgress, ConsolidationLeavesDeadlineWorkThatCannotAffordARestart) {
+  const Policy policy = BasePolicy();
+  // Two on-demand g6.12xlarge nodes, one deadline unit each: consolidation
+  // would empty one into the other's free room.
+  Snapshot s = BaseSnapshot();
+  SetSpot(s, false);
+  for (const char* id : {"a", "b"}) {
+    DemandUnit u = DeadlineUnit(std::string("job-") + id, s.time - Seconds(6 * 3600), Seconds(9 * 3600));
+    u.progressing_since = s.time - Seconds(3600);  // on its line less 2 h: behind
+    s.nodes.push_back(
+        MakeNode(s, std::string("n-") + id, "g6.12xlarge", "us-east-1a", CapacityType::kOnDemand, {u}));
+  }
+  EXPECT_TRUE(MakePlan(s, policy).terminations.empty()) << MakePlan(s, policy).summary;
+  // The same work without deadlines is consolidated.
+  for (Node& n : s.nodes) n.running[0].deadline.reset();
+  EXPECT_FALSE(MakePlan(s, policy).terminations.empty());
 }
 
 TEST(UniformProgress, WorkWithoutARuntimeOfItsOwnHasNoLine) {
