@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "gpuscaler/model/json.h"
+#include "gpuscaler/solver/deadline_hold.h"
 #include "gpuscaler/solver/forecast_demand.h"
 #include "gpuscaler/solver/planner.h"
 
@@ -136,9 +137,7 @@ const DemandWatch::LeadTimeLookup& DemandWatch::LeadTime(const Snapshot& snapsho
 bool CannotFinishInTime(const DemandUnit& u, WallTime now) {
   // A runtime the work states only: a class's guess proves nothing.
   if (!u.deadline || u.total_work.count() <= 0) return false;
-  Seconds left = std::max(Seconds(0), u.expected_runtime);
-  if (u.progressing_since && now > *u.progressing_since)
-    left -= std::chrono::duration_cast<Seconds>(now - *u.progressing_since);
+  const Seconds left = WorkLeft(u, now);
   return left.count() > 0 && now + left > *u.deadline;
 }
 

@@ -1,9 +1,9 @@
 #include "gpuscaler/policy/policy.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <limits>
 
 #include "gpuscaler/model/compatibility.h"
@@ -27,10 +27,12 @@ std::string DeadlineRule::ToString() const {
 std::optional<DeadlineRule> ParseDeadlineRule(const std::string& text, std::string* error) {
   DeadlineRule rule;
   if (!text.empty() && (text.back() == 'x' || text.back() == 'X')) {
-    const std::string number = text.substr(0, text.size() - 1);
-    char* end = nullptr;
-    const double m = number.empty() ? 0 : std::strtod(number.c_str(), &end);
-    if (number.empty() || end != number.c_str() + number.size() || !std::isfinite(m) || m < 1) {
+    // from_chars, not strtod: the process's locale must not change what
+    // "1.5x" means.
+    const std::string_view number(text.data(), text.size() - 1);
+    double m = 0;
+    const auto [stop, ec] = std::from_chars(number.data(), number.data() + number.size(), m);
+    if (number.empty() || ec != std::errc() || stop != number.data() + number.size() || !std::isfinite(m) || m < 1) {
       *error = "expected a multiple of the runtime of at least 1 such as \"1.5x\", got '" + text + "'";
       return std::nullopt;
     }

@@ -15,13 +15,6 @@ bool solver_detail::MayWaitForSpot(const DemandUnit& unit, const Policy& policy)
   return cls != nullptr && cls->max_spot_share > 0;
 }
 
-const InstanceType* solver_detail::FindType(const Snapshot& snapshot, const std::string& name) {
-  for (const InstanceType& t : snapshot.instance_types) {
-    if (t.name == name) return &t;
-  }
-  return nullptr;
-}
-
 std::string solver_detail::SignedDuration(Seconds d) {
   std::string text = FormatDuration(d.count() < 0 ? -d : d);
   if (d.count() < 0) text.insert(text.begin(), '-');
@@ -39,12 +32,20 @@ Seconds SpotLossAllowance(const DemandUnit& unit) {
   return std::min(remaining, unit.checkpoint_interval);
 }
 
+Seconds WorkLeft(const DemandUnit& unit, WallTime now) {
+  Seconds left = std::max(Seconds(0), unit.expected_runtime);
+  if (unit.progressing_since && now > *unit.progressing_since)
+    left -= std::chrono::duration_cast<Seconds>(now - *unit.progressing_since);
+  return std::max(Seconds(0), left);
+}
+
 Seconds RestartAllowance(const Snapshot& snapshot, const DemandUnit& unit) {
+  const solver_detail::TypesByName types = solver_detail::IndexTypes(snapshot);
   Seconds fitting{0}, any{0};
   bool fits_one = false;
   for (const Offering& o : snapshot.offerings) {
     if (o.capacity_type != CapacityType::kOnDemand) continue;
-    const InstanceType* type = FindType(snapshot, o.instance_type);
+    const InstanceType* type = FindType(types, o.instance_type);
     if (type == nullptr) continue;
     const Seconds lead = LeadTimeOf(snapshot, o, *type);
     any = std::max(any, lead);
@@ -58,23 +59,26 @@ Seconds RestartAllowance(const Snapshot& snapshot, const DemandUnit& unit) {
 
 std::vector<HeldUnit> FindDeadlineHolds(const Snapshot& snapshot, const Policy& policy) {
   std::vector<HeldUnit> held;
-  // Allowances by GPU count and restart cost: the offerings scan is the
-  // same for every unit of a shape.
-  std::map<std::pair<int, int64_t>, Seconds> allowances;
+  solver_detail::RestartAllowances allowances(snapshot);
   for (size_t i = 0; i < snapshot.pending.size(); ++i) {
     const DemandUnit& u = snapshot.pending[i];
     if (!u.deadline || !MayWaitForSpot(u, policy)) continue;
-    auto [it, fresh] = allowances.try_emplace({u.gpus, u.restart_cost.count()});
-    if (fresh) it->second = RestartAllowance(snapshot, u);
+    const Seconds allowance = allowances.Of(u);
     const Seconds remaining = std::max(Seconds(0), u.expected_runtime);
     const WallTime on_demand_from =
-        *u.deadline - remaining - it->second - kDeadlineSafetyMargin - SpotLossAllowance(u);
+        *u.deadline - remaining - allowance - kDeadlineSafetyMargin - SpotLossAllowance(u);
     if (snapshot.time >= on_demand_from) continue;
     held.push_back({i,
-                    std::chrono::duration_cast<Seconds>(*u.deadline - snapshot.time - remaining - it->second),
+                    std::chrono::duration_cast<Seconds>(*u.deadline - snapshot.time - remaining - allowance),
                     on_demand_from});
   }
   return held;
+}
+
+Seconds solver_detail::RestartAllowances::Of(const DemandUnit& u) {
+  auto [it, fresh] = cache_.try_emplace({u.gpus, u.restart_cost.count()});
+  if (fresh) it->second = RestartAllowance(snapshot_, u);
+  return it->second;
 }
 
 void RecordDeadlineHolds(const Snapshot& snapshot, const std::vector<HeldUnit>& held, Plan* plan) {

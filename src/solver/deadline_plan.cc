@@ -40,7 +40,7 @@ Snapshot Pinned(const Snapshot& snapshot, const Policy& policy, const PendingDea
     for (size_t k = 0; k < node.running.size(); ++k) {
       DemandUnit u = node.running[k];
       // What is left of it now: the plan prices the move's remaining work.
-      u.expected_runtime = StandingOf(snapshot, policy, u, RestartAllowance(snapshot, u)).left;
+      u.expected_runtime = WorkLeft(u, snapshot.time);
       u.progressing_since.reset();
       if (std::find(m.must_move.begin(), m.must_move.end(), k) != m.must_move.end()) u.capacity_type = m.to;
       pinned.pending.push_back(std::move(u));

@@ -3,13 +3,17 @@
 // moves, planned in one pass. Private to the solver.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 
 #include "gpuscaler/model/plan.h"
 #include "gpuscaler/model/snapshot.h"
 #include "gpuscaler/policy/policy.h"
 #include "gpuscaler/solver/deadline_hold.h"
 #include "gpuscaler/solver/planner.h"
+#include "type_index.h"
 
 namespace gpuscaler::solver_detail {
 
@@ -19,10 +23,21 @@ namespace gpuscaler::solver_detail {
 // terms, one standing); running ones are not moved (FindDeadlineMoves skips
 // their nodes).
 bool MayWaitForSpot(const DemandUnit& unit, const Policy& policy);
-// The instance type `name` of `snapshot`, or nullptr.
-const InstanceType* FindType(const Snapshot& snapshot, const std::string& name);
 // "1h2m", "-30m".
 std::string SignedDuration(Seconds d);
+
+// RestartAllowance per GPU count and restart cost, each computed once: the
+// offerings scan is the same for every unit of a shape. Valid while the
+// snapshot is.
+class RestartAllowances {
+ public:
+  explicit RestartAllowances(const Snapshot& snapshot) : snapshot_(snapshot) {}
+  Seconds Of(const DemandUnit& u);
+
+ private:
+  const Snapshot& snapshot_;
+  std::map<std::pair<int, int64_t>, Seconds> cache_;
+};
 
 // The planner with demand forecasts: forecast units join the pending work
 // and what the plan says of them is taken out again (planner.cc).

@@ -5,13 +5,12 @@
 #include <cstdio>
 #include <limits>
 #include <string>
-#include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "gpuscaler/model/compatibility.h"
 #include "gpuscaler/model/money.h"
 #include "gpuscaler/solver/cost_model.h"
+#include "type_index.h"
 
 namespace gpuscaler {
 namespace {
@@ -64,17 +63,14 @@ std::optional<SuitableOffering> CheapestSuitableOffering(const Snapshot& snapsho
                                                          const WorkloadClassPolicy& cls,
                                                          const DemandUnit& unit) {
   std::optional<SuitableOffering> best;
-  std::unordered_map<std::string_view, const InstanceType*> types;
-  types.reserve(snapshot.instance_types.size());
-  for (const InstanceType& t : snapshot.instance_types) types.emplace(t.name, &t);
+  const solver_detail::TypesByName types = solver_detail::IndexTypes(snapshot);
   for (const Offering& o : snapshot.offerings) {
     if (!o.available) continue;
     if (o.capacity_type == CapacityType::kSpot && !unit.interruptible) continue;
     if (unit.capacity_type && *unit.capacity_type != o.capacity_type) continue;
     if (!Listed(unit.zones, o.zone) || !Listed(unit.instance_types, o.instance_type)) continue;
-    const auto found = types.find(o.instance_type);
-    if (found == types.end()) continue;
-    const InstanceType* type = found->second;
+    const InstanceType* type = solver_detail::FindType(types, o.instance_type);
+    if (type == nullptr) continue;
     const GpuModel* gpu = FindGpu(snapshot, type->gpu_model);
     if (!UnitFitsType(unit, *type, gpu)) continue;
     bool allowed = policy.pools.empty();

@@ -14,35 +14,21 @@ namespace {
 
 using solver_detail::FindType;
 using solver_detail::MayWaitForSpot;
+using solver_detail::RestartAllowances;
 using solver_detail::SignedDuration;
+using solver_detail::TypesByName;
 
 double Hours(Seconds s) { return static_cast<double>(s.count()) / 3600.0; }
 
-// Restart allowances by GPU count and restart cost: the offerings scan is
-// the same for every unit of a shape.
-class RestartAllowances {
- public:
-  explicit RestartAllowances(const Snapshot& snapshot) : snapshot_(snapshot) {}
-  Seconds Of(const DemandUnit& u) {
-    auto [it, fresh] = cache_.try_emplace({u.gpus, u.restart_cost.count()});
-    if (fresh) it->second = RestartAllowance(snapshot_, u);
-    return it->second;
-  }
-
- private:
-  const Snapshot& snapshot_;
-  std::map<std::pair<int, int64_t>, Seconds> cache_;
-};
-
 // The cheapest available spot offering of `node`'s pool zones and instance
 // type family with at least its GPUs, or nullptr.
-const Offering* CheapestSpotFor(const Snapshot& snapshot, const Policy& policy, const Node& node,
-                                const InstanceType& type) {
+const Offering* CheapestSpotFor(const Snapshot& snapshot, const TypesByName& types, const Policy& policy,
+                                const Node& node, const InstanceType& type) {
   const NodePoolPolicy* pool = policy.FindPool(node.pool);
   const Offering* best = nullptr;
   for (const Offering& o : snapshot.offerings) {
     if (o.capacity_type != CapacityType::kSpot || !o.available || o.usd_per_hour <= 0) continue;
-    const InstanceType* t = FindType(snapshot, o.instance_type);
+    const InstanceType* t = FindType(types, o.instance_type);
     if (t == nullptr || t->gpu_count < type.gpu_count || t->gpu_model != type.gpu_model) continue;
     if (pool != nullptr) {
       if (!pool->zones.empty() &&
@@ -61,7 +47,7 @@ const Offering* CheapestSpotFor(const Snapshot& snapshot, const Policy& policy, 
 // Whether another spot node has free GPUs for the largest of `units` (of
 // `node`): the scheduler may put the moved work there, back on spot, so a
 // move to on-demand would only cost a restart.
-bool SpotRoomTakes(const Snapshot& snapshot, size_t node_index, const Node& node,
+bool SpotRoomTakes(const Snapshot& snapshot, const TypesByName& types, size_t node_index, const Node& node,
                    const std::vector<size_t>& units) {
   int needed = 0;
   for (size_t k : units) needed = std::max(needed, WholeGpusTaken(node.running[k]));
@@ -69,7 +55,7 @@ bool SpotRoomTakes(const Snapshot& snapshot, size_t node_index, const Node& node
     const Node& other = snapshot.nodes[i];
     if (i == node_index || other.offering.capacity_type != CapacityType::kSpot || !other.AcceptsWork())
       continue;
-    const InstanceType* type = FindType(snapshot, other.offering.instance_type);
+    const InstanceType* type = FindType(types, other.offering.instance_type);
     if (type == nullptr) continue;
     int free = type->gpu_count;
     for (const DemandUnit& u : other.running) free -= WholeGpusTaken(u);
@@ -86,10 +72,7 @@ DeadlineStanding StandingOf(const Snapshot& snapshot, const Policy& policy, cons
   s.restart = restart_allowance;
   s.loss = SpotLossAllowance(unit);
   s.margin = restart_allowance + std::max(Seconds(0), policy.scaling.tick_interval);
-  Seconds left = std::max(Seconds(0), unit.expected_runtime);
-  if (unit.progressing_since && snapshot.time > *unit.progressing_since)
-    left = std::max(Seconds(0),
-                    left - std::chrono::duration_cast<Seconds>(snapshot.time - *unit.progressing_since));
+  const Seconds left = WorkLeft(unit, snapshot.time);
   s.left = left;
   if (!unit.deadline) return s;
   s.slack = std::chrono::duration_cast<Seconds>(*unit.deadline - snapshot.time) - left - restart_allowance;
@@ -174,6 +157,7 @@ PendingDeadlineCalls FindPendingDeadlineCalls(const Snapshot& snapshot, const Po
 std::vector<DeadlineMove> FindDeadlineMoves(const Snapshot& snapshot, const Policy& policy) {
   std::vector<DeadlineMove> moves;
   RestartAllowances allowances(snapshot);
+  const TypesByName types = solver_detail::IndexTypes(snapshot);
   std::map<std::string, int> to_spot_left;  // per pool: the disruption allowance
   for (size_t n = 0; n < snapshot.nodes.size(); ++n) {
     const Node& node = snapshot.nodes[n];
@@ -211,20 +195,20 @@ std::vector<DeadlineMove> FindDeadlineMoves(const Snapshot& snapshot, const Poli
       most_restart = std::max(most_restart, s.restart);
     }
     if (on == CapacityType::kSpot) {
-      if (move.must_move.empty() || SpotRoomTakes(snapshot, n, node, move.must_move)) continue;
+      if (move.must_move.empty() || SpotRoomTakes(snapshot, types, n, node, move.must_move)) continue;
       move.to = CapacityType::kOnDemand;
       move.reason = "deadline: " + move.reason + ": its work moves to on-demand";
       moves.push_back(std::move(move));
       continue;
     }
     if (!all_ahead) continue;
-    const InstanceType* type = FindType(snapshot, node.offering.instance_type);
+    const InstanceType* type = FindType(types, node.offering.instance_type);
     if (type == nullptr) continue;
-    const Offering* spot = CheapestSpotFor(snapshot, policy, node, *type);
+    const Offering* spot = CheapestSpotFor(snapshot, types, policy, node, *type);
     if (spot == nullptr) continue;
     // The move pays when the price gap over the work left, less the spot
     // risk of that work, covers both nodes paid while the new one warms up.
-    const InstanceType* spot_type = FindType(snapshot, spot->instance_type);
+    const InstanceType* spot_type = FindType(types, spot->instance_type);
     double risk = 0;
     for (const DemandUnit& u : node.running) risk += ExpectedInterruptionUsdPerHour(u, *spot, *spot_type);
     const double gain = (node.offering.usd_per_hour - spot->usd_per_hour - risk) * Hours(most_left);

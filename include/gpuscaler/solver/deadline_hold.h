@@ -142,6 +142,10 @@ std::vector<DeadlineMove> FindDeadlineMoves(const Snapshot& snapshot, const Poli
 // itself runs kUniformProgress.
 Plan MakePlanWithDeadlineStrategy(const Snapshot& snapshot, const Policy& policy, DeadlineStrategy strategy);
 
+// The work `unit` has left at `now`: its expected_runtime, less the time
+// since progressing_since for a running unit; at least 0.
+Seconds WorkLeft(const DemandUnit& unit, WallTime now);
+
 // The restart allowance of `unit`: the longest lead time of an on-demand
 // offering in the snapshot with room for its GPUs (any on-demand offering
 // when none has), plus its restart_cost.
