@@ -394,6 +394,32 @@ TEST(Controller, ASpotCapacityErrorKeepsTheClassOffSpotForTheFallbackDuration) {
   EXPECT_TRUE(h.seen.back().spot_paused_classes.empty());
 }
 
+// Deadline work probes spot offering by offering: its capacity error marks
+// the offering, and does not pause its class's spot.
+TEST(Controller, ASpotCapacityErrorForDeadlineWorkDoesNotPauseItsClass) {
+  Policy p = TestPolicy();
+  p.spot.fallback_duration = Seconds(1800);
+  Harness h(p);
+  DemandUnit u;
+  u.id = "job-1";
+  u.workload_class = "batch";
+  u.gpus = 1;
+  u.deadline = h.clock.WallNow() + Seconds(24 * 3600);
+  h.work.SetPending({u});
+  h.cloud.no_capacity = {"g5.xlarge/us-east-1a/spot"};
+  LaunchAction l = h.Launch("g5.xlarge/us-east-1a/spot", 1);
+  l.unit_ids = {"job-1"};
+  h.next_plan.launches = {l};
+  h.controller->Tick();
+  h.clock.Advance(Seconds(60));
+  h.controller->Tick();
+  EXPECT_TRUE(h.seen.back().spot_paused_classes.empty());
+  bool marked = false;
+  for (const Offering& o : h.seen.back().offerings)
+    marked = marked || (o.Key() == "g5.xlarge/us-east-1a/spot" && !o.available);
+  EXPECT_TRUE(marked) << "the offering that failed is marked";
+}
+
 // The pause is for a shortage of spot, not for one spot offering without
 // capacity: a launch whose spot fallback in another zone filled it keeps the
 // class on spot; one that fell back to on-demand pauses it.

@@ -276,6 +276,34 @@ TEST(UniformProgress, ConsolidationLeavesDeadlineWorkThatCannotAffordARestart) {
   EXPECT_FALSE(MakePlan(s, policy).terminations.empty());
 }
 
+TEST(UniformProgress, MovesToSpotStayWithinThePoolsDisruptionAllowance) {
+  Policy policy = BasePolicy();
+  // Two on-demand nodes, each with a unit 2 h ahead of its line.
+  Snapshot s = RunningScene(CapacityType::kOnDemand, true, Seconds(5 * 3600));
+  Node second = s.nodes[0];
+  second.id = second.instance_id = "n2";
+  second.running[0].id = "job-2";
+  s.nodes.push_back(second);
+  EXPECT_EQ(FindDeadlineMoves(s, policy).size(), 2u);
+  policy.disruption.max_disrupted_per_interval = 1;
+  EXPECT_EQ(FindDeadlineMoves(s, policy).size(), 1u);
+  s.recently_disrupted["gpu"] = 1;
+  EXPECT_TRUE(FindDeadlineMoves(s, policy).empty());
+}
+
+TEST(UniformProgress, HeldWorkRidesOutASpotPoolsReclaimCooldown) {
+  const Policy policy = BasePolicy();
+  Snapshot s = PendingScene(/*spot=*/true, Seconds(0));
+  // Every spot offering in its reclaim cooldown: held work still takes spot.
+  for (const Offering& o : s.offerings)
+    if (o.capacity_type == CapacityType::kSpot) s.reclaimed_spot_pools.push_back(o.Key());
+  std::sort(s.reclaimed_spot_pools.begin(), s.reclaimed_spot_pools.end());
+  EXPECT_TRUE(AllOf(MakePlan(s, policy), CapacityType::kSpot));
+  // Work without a deadline stays out of the cooled pools.
+  s.pending[0].deadline.reset();
+  EXPECT_TRUE(AllOf(MakePlan(s, policy), CapacityType::kOnDemand));
+}
+
 TEST(UniformProgress, WorkWithoutARuntimeOfItsOwnHasNoLine) {
   const Policy policy = BasePolicy();
   // Behind where a line would put it, but no runtime stated: held by its
