@@ -185,6 +185,16 @@ Policy WithoutForecasts(Policy policy) {
   return WithoutClassOption(std::move(policy), &WorkloadClassPolicy::forecast);
 }
 
+Policy WithoutWarmCapacity(Policy policy) {
+  bool had = false;
+  for (NodePoolPolicy& pool : policy.pools) {
+    had = had || pool.warm.has_value();
+    pool.warm.reset();
+  }
+  if (had) policy.content_hash = PolicyContentHash(policy);
+  return policy;
+}
+
 Policy WithoutDeferral(Policy policy) {
   return WithoutClassOption(std::move(policy), &WorkloadClassPolicy::deadline);
 }
@@ -200,7 +210,7 @@ Policy WithoutLostWorkBudget(Policy policy) {
 }
 
 Policy Reactive(Policy policy) {
-  policy = WithoutDeferral(WithoutForecasts(std::move(policy)));
+  policy = WithoutWarmCapacity(WithoutDeferral(WithoutForecasts(std::move(policy))));
   policy.scaling.schedules.clear();
   policy.content_hash = PolicyContentHash(policy);
   return policy;
@@ -208,6 +218,8 @@ Policy Reactive(Policy policy) {
 
 bool PlansAhead(const Policy& policy) {
   return !policy.scaling.schedules.empty() ||
+         std::any_of(policy.pools.begin(), policy.pools.end(),
+                     [](const NodePoolPolicy& p) { return p.warm.has_value(); }) ||
          std::any_of(policy.classes.begin(), policy.classes.end(),
                      [](const WorkloadClassPolicy& c) { return c.forecast.has_value() || c.deadline.has_value(); });
 }

@@ -39,7 +39,7 @@ const std::vector<std::string>& BaselineNames();
 // The policy with every pool on on-demand only and no spot share.
 Policy ForceOnDemand(Policy policy);
 // The policy as a purely reactive controller runs it: no scaling schedules,
-// no demand forecasts and no deferral (the `gpuscaler-reactive` run, which
+// no demand forecasts, no warm capacity and no deferral (the `gpuscaler-reactive` run, which
 // shows what planning ahead and waiting for spot change).
 Policy Reactive(Policy policy);
 // The policy without its classes' deadlines: all work runs at once (what
@@ -48,6 +48,9 @@ Policy WithoutDeferral(Policy policy);
 // The policy without its classes' demand forecasts (what every baseline
 // but gpuscaler runs).
 Policy WithoutForecasts(Policy policy);
+// The policy without its pools' warm capacity (pools[].warm): every node is
+// launched cold (what every baseline but gpuscaler runs).
+Policy WithoutWarmCapacity(Policy policy);
 // The policy without its classes' lost-work budgets (max_lost_work_share:
 // the controller's, for gpuscaler's planner; every baseline but gpuscaler
 // and gpuscaler-reactive runs without, so its row does not move when a

@@ -220,6 +220,11 @@ std::string FormatSummaryTable(const Scenario& scenario, const std::vector<RunRe
     return std::to_string(r.launches) + " / " + std::to_string(r.terminations);
   });
   row("spot interruptions", [](const RunResult& r) { return std::to_string(r.interruptions); });
+  if (std::any_of(results.begin(), results.end(), [](const RunResult& r) { return r.warm_wakes > 0 || r.warm_stopped_usd > 0; })) {
+    row("warm nodes woken / stopped cost", [](const RunResult& r) {
+      return std::to_string(r.warm_wakes) + " / " + Fmt("%.2f", r.warm_stopped_usd);
+    });
+  }
   row("hard-budget violations (ticks)", [](const RunResult& r) { return std::to_string(r.hard_budget_violations); });
   row("jobs completed / unfinished", [](const RunResult& r) {
     return std::to_string(r.jobs_completed) + " / " + std::to_string(r.jobs_unfinished);
@@ -329,6 +334,10 @@ std::string FormatJson(const Scenario& scenario, const std::vector<RunResult>& r
     j["paid_gpu_hours"] = r.paid_gpu_hours;
     j["utilization"] = r.utilization;
     j["launches"] = r.launches;
+    if (r.warm_wakes > 0 || r.warm_stopped_usd > 0) {
+      j["warm_wakes"] = r.warm_wakes;
+      j["warm_stopped_usd"] = r.warm_stopped_usd;
+    }
     j["terminations"] = r.terminations;
     j["interruptions"] = r.interruptions;
     j["requeues"] = r.requeues;

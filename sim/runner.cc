@@ -202,6 +202,10 @@ RunResult Replay::Finish() {
   r.utilization = r.paid_gpu_hours > 0 ? r.busy_gpu_hours / r.paid_gpu_hours : 0;
   r.requeues = ws.requeues;
   r.launches = cloud.launched();
+  for (const InstanceBill& b : r.bills) {
+    r.warm_wakes += b.wakes;
+    r.warm_stopped_usd += b.stopped_usd;
+  }
   r.terminations = cloud.terminated();
   r.interruptions = cloud.interrupted();
   r.peak_nodes = cloud.peak_by_offering_and_pool();
@@ -246,7 +250,7 @@ Result<RunSpec> MakeRunSpec(const std::string& name, const Scenario& scenario, c
   // baselines run the policy without them (as before they existed), so their
   // rows do not move when a policy adds one. Deadlines are still judged for
   // them.
-  spec.policy = WithoutDeferral(WithoutForecasts(scenario.policy));
+  spec.policy = WithoutWarmCapacity(WithoutDeferral(WithoutForecasts(scenario.policy)));
   if (name == "gpuscaler-reactive") {
     spec.policy = Reactive(scenario.policy);
     return spec;

@@ -69,6 +69,10 @@ struct RunResult {
   double paid_gpu_hours = 0;
   double utilization = 0;
   int launches = 0;
+  // Warm capacity (pools[].warm): starts of stopped nodes, and what the
+  // stopped nodes' volumes cost (in total_cost_usd too).
+  int warm_wakes = 0;
+  double warm_stopped_usd = 0;
   int terminations = 0;
   int interruptions = 0;
   int64_t requeues = 0;

@@ -227,7 +227,9 @@ Result<std::vector<Instance>> SimCloud::ListInstances() {
   for (const auto& [index, unused] : live_) {
     const SimInstance& s = instances_.at(index);
     out.push_back(s.info);
-    out.back().state = now >= s.ready_at ? InstanceState::kRunning : InstanceState::kPending;
+    out.back().state = s.stopped           ? InstanceState::kStopped
+                       : now >= s.ready_at ? InstanceState::kRunning
+                                           : InstanceState::kPending;
     out.back().offering.usd_per_hour = price_[s.offering];
   }
   return out;
@@ -285,7 +287,8 @@ void SimCloud::Handle(const Event& e) {
   switch (e.kind) {
     case EventKind::kReady: {
       SimInstance* s_ptr = Find(e.a);
-      if (s_ptr == nullptr || s_ptr->end) return;
+      // A stop before the ready time: it is not Ready (a start pushes a new event).
+      if (s_ptr == nullptr || s_ptr->end || s_ptr->stopped || s_ptr->ready_at != e.t) return;
       SimInstance& s = *s_ptr;
       s.info.state = InstanceState::kRunning;
       if (observer_ != nullptr) observer_->OnReady(s.info, s.gpu_count);
@@ -353,7 +356,7 @@ void SimCloud::Handle(const Event& e) {
 
 void SimCloud::Interrupt(size_t index, WallTime at) {
   SimInstance* s_ptr = Find(index);
-  if (s_ptr == nullptr || s_ptr->end || s_ptr->noticed) return;
+  if (s_ptr == nullptr || s_ptr->end || s_ptr->noticed || s_ptr->stopped) return;
   SimInstance& s = *s_ptr;
   s.noticed = true;
   const WallTime deadline = at + config_.notice;
@@ -366,15 +369,14 @@ void SimCloud::End(size_t index, WallTime at, bool interrupted) {
   SimInstance* s_ptr = Find(index);
   if (s_ptr == nullptr || s_ptr->end) return;
   SimInstance& s = *s_ptr;
-  s.usd += price_[s.offering] * Hours(at - s.segment_start);
+  const double segment = RateOf(s) * Hours(at - s.segment_start);
+  s.usd += segment;
+  if (s.stopped) s.stopped_usd += segment;
   s.segment_start = at;
   s.end = at;
   s.interrupted = interrupted;
   live_.erase(index);
-  live_count_[s.offering] -= 1;
-  auto& list = live_by_offering_[s.offering];
-  list.erase(std::find(list.begin(), list.end(), index));
-  live_by_key_pool_[{offerings_[s.offering].Key(), s.info.pool}] -= 1;
+  if (!s.stopped) ReleaseCapacity(index, s);
   if (interrupted) {
     ++interrupted_;
   } else {
@@ -436,11 +438,15 @@ InstanceBill SimCloud::BillOf(const SimInstance& s, WallTime end) const {
   b.launch = s.info.launch_time;
   b.interrupted = s.interrupted;
   b.usd = s.usd;
+  b.stopped_usd = s.stopped_usd;
+  b.wakes = s.wakes;
   if (s.end) {
     b.end = *s.end;
   } else {
     b.end = std::max(end, s.segment_start);
-    b.usd += price_[s.offering] * Hours(b.end - s.segment_start);
+    const double segment = RateOf(s) * Hours(b.end - s.segment_start);
+    b.usd += segment;
+    if (s.stopped) b.stopped_usd += segment;
     const Seconds ran = b.end - s.info.launch_time;
     if (ran < MinBilled(s.offering)) b.usd += price_[s.offering] * Hours(MinBilled(s.offering) - ran);
   }
@@ -464,7 +470,7 @@ double SimCloud::CostUntil(WallTime end) const {
 
 double SimCloud::CurrentUsdPerHour() const {
   double total = 0;
-  for (const auto& [index, unused] : live_) total += price_[instances_.at(index).offering];
+  for (const auto& [index, unused] : live_) total += RateOf(instances_.at(index));
   const WallTime now = clock_.WallNow();
   for (size_t r = 0; r < config_.reservations.size(); ++r) {
     const Reservation& res = config_.reservations[r];

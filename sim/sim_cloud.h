@@ -15,6 +15,13 @@
 //    mean-reverting random walk when the config asks for one.
 //  - Billing is per second with a 60-second minimum, piecewise at the price
 //    in force (spot prices move under running nodes), from launch to end.
+//  - Warm capacity: Stop keeps an instance with its id and stops its compute
+//    bill; while stopped it pays its volumes (the catalog's
+//    volume_usd_per_gib_hour x default_volume_gib, plus its memory when
+//    hibernated) and holds no capacity. Start needs capacity like a launch
+//    (else kCapacity, nothing started) and makes the instance Ready again
+//    after the offering's wake_latency (lognormal, sigma 0.25), not its
+//    launch latency; the refill tag (kWarmTag) is gone from then on.
 //  - Reservations (SimCloudConfig::reservations) are sold as reserved
 //    offerings: a launch takes a free slot while the reservation is open
 //    (Reservation::OpenAt), else gets a kCapacity error. Every slot is paid
@@ -108,8 +115,10 @@ struct InstanceBill {
   WallTime launch{};
   WallTime end{};  // the billing end (the run's end for live instances)
   int64_t billed_seconds = 0;
-  double usd = 0;
+  double usd = 0;  // compute and, while stopped, volumes
   bool interrupted = false;
+  double stopped_usd = 0;  // of `usd`: volumes while stopped (warm)
+  int wakes = 0;           // Starts from stopped
 };
 
 // What a reservation cost up to some time: every slot of it from its start
@@ -155,6 +164,8 @@ class SimCloud final : public CloudProvider {
   Result<std::vector<SpotPrice>> SpotPrices(WallTime since) override;
   // The configured reservations that have not ended, with their free slots.
   Result<std::vector<Reservation>> ListReservations() override;
+  Status Stop(const std::vector<std::string>& instance_ids, WarmState state) override;
+  Status Start(const std::vector<std::string>& instance_ids) override;
 
   // The time of the next internal event (ready, notice, interruption, price
   // change, availability change), if any.
@@ -209,9 +220,20 @@ class SimCloud final : public CloudProvider {
     bool interrupted = false;
     WallTime segment_start{};
     double usd = 0;  // closed segments
+    // Warm: stopped since `segment_start`, paying `stopped_usd_per_hour`
+    // (volumes) instead of the offering's price.
+    bool stopped = false;
+    double stopped_usd_per_hour = 0;
+    double stopped_usd = 0;  // closed stopped segments
+    int wakes = 0;
   };
 
   void Push(WallTime t, EventKind kind, size_t a, double value = 0);
+  // What `s` costs an hour now: its offering's price, or its volumes while stopped.
+  double RateOf(const SimInstance& s) const { return s.stopped ? s.stopped_usd_per_hour : price_[s.offering]; }
+  // Takes a live instance out of (or back into) its offering's capacity.
+  void ReleaseCapacity(size_t index, const SimInstance& s);
+  void HoldCapacity(size_t index, const SimInstance& s);
   void Handle(const Event& e);
   void End(size_t index, WallTime at, bool interrupted);
   void Interrupt(size_t index, WallTime at);  // notice now, gone after the notice period

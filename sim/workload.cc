@@ -416,6 +416,9 @@ std::vector<SignalStatus> Workload::Signals() const {
 }
 
 void Workload::OnReady(const Instance& instance, int gpu_count) {
+  // A warm refill registers tainted (kWarmTag) and is stopped: it takes no
+  // work until woken, when the cloud no longer reports the tag.
+  if (instance.tags.count(kWarmTag) != 0) return;
   SimNode n;
   n.id = instance.instance_id;
   n.pool = instance.pool;

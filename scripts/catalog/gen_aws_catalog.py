@@ -296,7 +296,12 @@ def main():
       'us-west-2/eu-west-1 on-demand: AWS Price List API via skypilot-org/skypilot-catalog vms.csv @00148f2a; '
       'spot: AWS Spot Instance Advisor 2025-06-28"')
     w('as_of: "2026-07-20"')
-    w("defaults: {spot_discount: 0.6, spot_interruptions_per_hour: 0.01, launch_latency: 4m}")
+    w("# Warm capacity (pools[].warm): a stopped node pays its volumes only, at the volume price below\n"
+      "#   (EBS gp3 in us-east-1, USD 0.08 per GiB-month, the AWS EBS pricing page), volume_gib where the pool names none;\n"
+      "#   wake_latency is the typical start-to-Ready time of a stopped node whose image and driver are\n"
+      "#   already in place (an estimate: the instance starts in under a minute, the kubelet reports Ready after).")
+    w("defaults: {spot_discount: 0.6, spot_interruptions_per_hour: 0.01, launch_latency: 4m, wake_latency: 1m, "
+      "volume_usd_per_gib_month: 0.08, volume_gib: 100}")
     fams = [f for f in FAMILIES if any(t["family"] == f for t in types)]
     latencies = [f"{f}: {LAUNCH_LATENCY[f]}" for f in fams] + [f"{f}: {CPU_LAUNCH_LATENCY}" for f in CPU_FAMILIES]
     w("launch_latency: {" + ", ".join(latencies) + "}")

@@ -153,7 +153,12 @@ def main():
     w(f'source: "Compute Engine list prices via Cyclenerd/google-cloud-pricing-cost-calculator pricing.yml '
       f'@{SOURCE_COMMIT} (generated {SOURCE_GENERATED})"')
     w(f'as_of: "{SOURCE_GENERATED}"')
-    w("defaults: {spot_discount: 0.6, spot_interruptions_per_hour: 0.01, launch_latency: 4m}")
+    w("# Warm capacity (pools[].warm): a stopped node pays its volumes only, at the volume price below\n"
+      "#   (balanced persistent disk in us-central1, USD 0.10 per GiB-month, the Compute Engine disk pricing page), volume_gib where the pool names none;\n"
+      "#   wake_latency is the typical start-to-Ready time of a stopped node whose image and driver are\n"
+      "#   already in place (an estimate: the instance starts in under a minute, the kubelet reports Ready after).")
+    w("defaults: {spot_discount: 0.6, spot_interruptions_per_hour: 0.01, launch_latency: 4m, wake_latency: 1m, "
+      "volume_usd_per_gib_month: 0.10, volume_gib: 100}")
     fams = [f for f in FAMILIES if any(family_of(t) == f for t in types)]
     w("launch_latency: {" + ", ".join(f"{f}: {LAUNCH_LATENCY[f]}" for f in fams) + "}")
 

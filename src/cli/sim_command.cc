@@ -233,11 +233,12 @@ void RegisterSimCommand(CLI::App& app, int* exit_code) {
   sim->add_option("--policy", o->policy_file, "Policy file; default: the scenario's (built-in demo policy)");
   sim->add_option("--baseline", o->baseline,
                   "Run this instead of the planner: on-demand, static-peak, karpenter, greedy, cluster-autoscaler, "
-                  "gpuscaler-reactive (the policy without its scaling schedules, demand forecasts and deadlines), "
+                  "gpuscaler-reactive (the policy without its scaling schedules, demand forecasts, warm capacity and "
+                  "deadlines), "
                   "gpuscaler-held (deadline work held for spot by its slack, never moved)");
   sim->add_flag("--compare", o->compare,
                 "Run the planner and every baseline side by side (and gpuscaler-reactive when the policy has "
-                "scaling schedules, demand forecasts or deadlines; gpuscaler-held when it has deadlines)");
+                "scaling schedules, demand forecasts, warm capacity or deadlines; gpuscaler-held when it has deadlines)");
   sim->add_flag("--deadline-bound", o->deadline_bound,
                 "For a policy with class deadlines: also price the offline bound on the cost of meeting every "
                 "meetable deadline, replay gpuscaler-reactive (the same work at once) with its jobs labelled by "

@@ -5,29 +5,16 @@
 #include <cmath>
 #include <limits>
 
+#include "actuator_internal.h"
 #include "gpuscaler/controller/failpoint.h"
 #include "gpuscaler/model/money.h"
 
 namespace gpuscaler {
 namespace {
 
-std::string JoinErrors(const std::vector<OfferingError>& errors) {
-  std::string out;
-  for (const OfferingError& e : errors) {
-    if (!out.empty()) out += "; ";
-    out += e.offering_key + ": " + e.error.ToString();
-  }
-  return out;
-}
-
-ActionOutcome OutcomeOf(size_t made, int wanted) {
-  if (made == 0) return ActionOutcome::kFailed;
-  return static_cast<int>(made) >= wanted ? ActionOutcome::kSucceeded : ActionOutcome::kPartial;
-}
-
-void AddUnits(const std::vector<std::string>& ids, std::vector<std::string>* out) {
-  out->insert(out->end(), ids.begin(), ids.end());
-}
+using actuator_internal::AddUnits;
+using actuator_internal::JoinErrors;
+using actuator_internal::OutcomeOf;
 
 std::string Usd(double usd_per_hour) { return FormatUsd(usd_per_hour, MoneyStyle::kCentsPerHour); }
 
@@ -126,6 +113,8 @@ NodeState NodeStateOf(InstanceState s) {
       return NodeState::kReady;
     case InstanceState::kShuttingDown:
       return NodeState::kTerminating;
+    case InstanceState::kStopped:  // a warm node: takes no work until woken
+      return NodeState::kCordoned;
   }
   return NodeState::kReady;
 }
@@ -191,9 +180,20 @@ ActuationResult Actuator::Act(int64_t decision_id, const Plan& plan, const Snaps
   OfferingAvailability marks = availability;
   std::vector<std::vector<std::string>> launched(plan.launches.size());
   for (size_t i = 0; i < plan.launches.size(); ++i) {
-    if (plan.launches[i].count > 0)
-      launched[i] = LaunchOne(decision_id, i, plan.launches[i], policy, marks, budget, &result, report);
+    const LaunchAction& l = plan.launches[i];
+    if (l.count <= 0) continue;
+    if (!l.wake_instance_ids.empty()) {
+      launched[i] = WakeOne(decision_id, i, l, policy, marks, budget, &result, report);
+      continue;
+    }
+    // A refill adds no running capacity: it starts no scale-up cooldown.
+    const bool scaled_up_before = result.scaled_up_pools.count(l.pool) != 0;
+    launched[i] = LaunchOne(decision_id, i, l, policy, marks, budget, &result, report);
+    if (!l.into_warm) continue;
+    KeepRefillsWarm(launched[i], &result);
+    if (!scaled_up_before) result.scaled_up_pools.erase(l.pool);
   }
+  SetWarmPools(plan, policy, report);
   for (size_t j = 0; j < plan.terminations.size(); ++j) {
     const TerminationAction& term = plan.terminations[j];
     const size_t index = plan.launches.size() + j;
@@ -228,11 +228,18 @@ void Actuator::FinishReplacement(const PendingReplacement& replacement, const Sn
 
 std::vector<std::string> Actuator::LaunchOne(int64_t decision_id, size_t index, const LaunchAction& launch,
                                              const Policy& policy, OfferingAvailability& marks,
-                                             BudgetGuard& budget, ActuationResult* result, TickReport* report) {
+                                             BudgetGuard& budget, ActuationResult* result, TickReport* report,
+                                             const std::string& token_suffix) {
   const WallTime now = clock_.WallNow();
   report->nodes_requested += launch.count;
-  LaunchRequest request =
-      RequestFor(launch.pool, launch.count, options_.token_prefix + std::to_string(decision_id) + "-" + std::to_string(index), policy);
+  LaunchRequest request = RequestFor(
+      launch.pool, launch.count,
+      options_.token_prefix + std::to_string(decision_id) + "-" + std::to_string(index) + token_suffix, policy);
+  if (launch.into_warm) {
+    // A refill registers tainted, so nothing lands on it before it is stopped.
+    request.tags[kWarmTag] = "refill";
+    if (request.node_template) request.node_taints.push_back({kWarmTag, "refill", "NoSchedule"});
+  }
   request.all_or_nothing = launch.all_or_nothing;
   // Only gangs: a placement group's one zone and tight capacity gain a lone node nothing.
   if (const NodePoolPolicy* p = policy.FindPool(launch.pool); p != nullptr && launch.all_or_nothing)
@@ -382,7 +389,10 @@ void Actuator::TerminateOne(int64_t decision_id, size_t index, const Termination
     node_it = std::find_if(snapshot.nodes.begin(), snapshot.nodes.end(),
                            [&](const Node& n) { return n.id == term.node_id; });
   }
-  if (node_it == snapshot.nodes.end()) return;
+  if (node_it == snapshot.nodes.end()) {
+    TerminateWarm(decision_id, index, term, snapshot, result, report);
+    return;
+  }
   const Node& node = *node_it;
   if (node.do_not_disrupt || options_.dry_run) return;
   const std::string instance_id = node.instance_id;
@@ -452,6 +462,7 @@ bool Actuator::StartDrain(const DrainRequest& request, const std::string& pool, 
 
 void Actuator::StartNodeActions(const NodeActions& actions, WallTime now, ActuationResult* result,
                                 TickReport* report) {
+  StartWarmActions(actions, now, result, report);
   if (nodes_ == nullptr) return;
   for (const NodeActions::Drain& d : actions.drains) {
     DrainRequest drain;
@@ -499,98 +510,6 @@ void Actuator::FinishEndedDrains(ActuationResult* result, TickReport* report) {
     }
     result->ended.push_back({id, d.request.cause.empty() ? "terminated" : d.request.cause});
     ++report->nodes_terminated;
-  }
-}
-
-void Actuator::Recover(const Policy& policy, ActuationResult* result, TickReport* report) {
-  if (recovered_) return;
-  if (store_ == nullptr || options_.dry_run) {
-    recovered_ = true;
-    return;
-  }
-  Result<std::vector<ActionRow>> open = store_->OpenIntents();
-  if (!open) {
-    report->errors.push_back(open.error().WithContext("reading open intents"));
-    return;
-  }
-  recovered_ = true;
-  const WallTime now = clock_.WallNow();
-  // A launch's fallback runs (other capacity type) have their own ClientToken
-  // and are not part of the replay below, which sends the chosen offering
-  // only: their instances are found by the intent tag instead, so the action
-  // row lists every instance the launch made.
-  std::map<std::string, std::vector<Instance>> tagged;
-  if (std::any_of(open->begin(), open->end(),
-                  [](const ActionRow& r) { return r.action.kind == ActionKind::kLaunch; })) {
-    Result<std::vector<Instance>> listed = cloud_.ListInstances();
-    if (listed) {
-      for (Instance& inst : *listed) {
-        auto tag = inst.tags.find(kIntentTag);
-        if (tag != inst.tags.end()) tagged[tag->second].push_back(std::move(inst));
-      }
-    } else {
-      report->errors.push_back(listed.error().WithContext("listing instances for open intents"));
-    }
-  }
-  for (const ActionRow& row : *open) {
-    const ActionRecord& a = row.action;
-    if (a.kind == ActionKind::kTerminate) {
-      if (nodes_ != nullptr && a.instance_ids.size() == 1) {
-        // The drain it started before the restart resumes with the deadline
-        // it had; a node that is gone is terminated below.
-        const DrainRequest drain{a.instance_ids[0], row.id, a.reason, "terminated", policy.disruption.drain_timeout,
-                                 policy.disruption.do_not_disrupt_labels};
-        if (StartDrain(drain, "", result, report)) continue;
-      }
-      Status s = cloud_.Terminate(a.instance_ids);
-      failpoint::Check("recover.terminate.after_call");
-      report->Record(store_->RecordActionOutcome(row.id,
-                                                 s.ok() ? ActionOutcome::kSucceeded : ActionOutcome::kFailed,
-                                                 s.ok() ? "completed after a restart" : s.error().ToString(),
-                                                 s.ok() ? a.instance_ids : std::vector<std::string>{}));
-      if (s.ok()) {
-        result->terminated_elsewhere.insert(result->terminated_elsewhere.end(), a.instance_ids.begin(),
-                                            a.instance_ids.end());
-      }
-      continue;
-    }
-    if (!row.decision_time || now - *row.decision_time > options_.intent_replay_window) {
-      // Too old to send again (the cloud forgets tokens), but what it made
-      // carries its intent tag: the row still lists the launch's instances.
-      const std::vector<std::string> ids =
-          RecordLaunched(tagged[a.idempotency_token], a.decision_id, a.reason,
-                         /*listed_state=*/true, result, report);
-      report->Record(store_->RecordActionOutcome(
-          row.id, OutcomeOf(ids.size(), a.count),
-          ids.empty() ? "abandoned after a restart: older than the replay window, "
-                        "and no instance carries its intent tag"
-                      : "closed after a restart (older than the replay window): "
-                        "instances found by their intent tag",
-          ids));
-      continue;
-    }
-    LaunchRequest request = RequestFor(a.pool, a.count, a.idempotency_token, policy);
-    request.offerings = {a.offering};
-    Result<LaunchResult> replayed = cloud_.Launch(request);
-    failpoint::Check("recover.launch.after_call");
-    if (!replayed) {
-      // Not recorded as failed: the next start tries again within the window.
-      report->errors.push_back(
-          replayed.error().WithContext("replaying launch intent " + a.idempotency_token));
-      continue;
-    }
-    std::set<std::string> seen;
-    for (const Instance& inst : replayed->instances) seen.insert(inst.instance_id);
-    for (const Instance& inst : tagged[a.idempotency_token]) {
-      if (seen.insert(inst.instance_id).second) replayed->instances.push_back(inst);
-    }
-    const std::vector<std::string> ids =
-        RecordLaunched(replayed->instances, a.decision_id, a.reason, false, result, report);
-    report->nodes_launched += static_cast<int>(ids.size());
-    report->Record(store_->RecordActionOutcome(row.id, OutcomeOf(ids.size(), a.count),
-                                               "completed after a restart " + JoinErrors(replayed->errors),
-                                               ids));
-    result->failed = true;
   }
 }
 

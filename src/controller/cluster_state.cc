@@ -84,6 +84,7 @@ bool ClusterState::Observe(const Policy& policy, WallTime now, double month_to_d
   const LearnedChanges learned = learners_.Publish(policy, now, *snapshot_);
   if (learned.any) MarkChanged(learned.structural);
   snapshot_->hours_left_in_month = HoursLeftInMonth(now);
+  PublishWarm(policy, node_actions);
   return listed;
 }
 
@@ -121,6 +122,7 @@ void ClusterState::Apply(const ActuationResult& result, const Policy& policy, Wa
     }
   }
   for (const std::string& id : result.terminated_elsewhere) inventory_.MarkEnded(id);
+  ApplyWarm(result, policy, now);
   for (const std::string& id : result.draining) {
     inventory_.SetDraining(id, true);
     if (const std::optional<size_t> i = inventory_.Find(id)) snapshot_->nodes[*i].state = NodeState::kDraining;
@@ -207,9 +209,21 @@ bool ClusterState::ReadInstances(const Policy& policy, WallTime now, TickReport*
     report->errors.push_back(listed.error().WithContext("listing instances"));
     return false;
   }
+  if (warm_.Listed(*listed, policy, now)) MarkChanged(true);
   std::vector<char> seen(snapshot_->nodes.size(), 0);
   std::set<std::string> still_listed;
   for (const Instance& inst : *listed) {
+    if (warm_.Has(inst.instance_id)) {
+      // A node of a warm pool that is now stopped (its refill state lost to
+      // a restart, or stopped by hand) leaves the nodes; its store row stays.
+      if (const std::optional<size_t> node = inventory_.Find(inst.instance_id)) {
+        report->Record(usage_.EndNode(snapshot_->nodes[*node], now));
+        inventory_.Remove(snapshot_->nodes, *node);
+        seen.erase(seen.begin() + static_cast<std::ptrdiff_t>(*node));
+        MarkChanged(true);
+      }
+      continue;
+    }
     if (inventory_.Ended(inst.instance_id)) {
       still_listed.insert(inst.instance_id);
       continue;
@@ -442,6 +456,30 @@ Node ClusterState::NodeFor(const Instance& instance, NodeState state, const Poli
     if (l != instance.tags.end() && l->second == "true") node.do_not_disrupt = true;
   }
   return node;
+}
+
+void ClusterState::ApplyWarm(const ActuationResult& result, const Policy& policy, WallTime now) {
+  for (const Instance& inst : result.warm_filling) warm_.AddFilling(inst, now);
+  for (const std::string& id : result.warm_stopped) warm_.MarkStopping(id, now);
+  for (const std::string& id : result.woken) warm_.Woken(id);
+  for (const EndedNode& e : result.ended) warm_.Remove(e.instance_id);
+  if (!result.warm_filling.empty() || !result.warm_stopped.empty() || !result.woken.empty())
+    snapshot_->warm_nodes = warm_.Publish(*snapshot_, policy);
+}
+
+void ClusterState::PublishWarm(const Policy& policy, NodeActions* node_actions) {
+  snapshot_->volume_usd_per_gib_hour = book_.catalog().volume_usd_per_gib_hour;
+  snapshot_->default_volume_gib = book_.catalog().default_volume_gib;
+  if (warm_.size() == 0 && snapshot_->warm_nodes.empty()) return;
+  std::vector<WarmNode> warm = warm_.Publish(*snapshot_, policy);
+  const auto key = [](const std::vector<WarmNode>& v) {
+    std::vector<std::pair<std::string, bool>> k;
+    for (const WarmNode& w : v) k.emplace_back(w.instance_id, w.stopped);
+    return k;
+  };
+  if (key(warm) != key(snapshot_->warm_nodes)) MarkChanged(true);
+  snapshot_->warm_nodes = std::move(warm);
+  if (node_actions != nullptr) warm_.NodeActionsDue(*snapshot_, policy, nodes_, node_actions);
 }
 
 void ClusterState::RemoveNode(size_t index, WallTime end, const std::string& cause, TickReport* report) {

@@ -104,11 +104,15 @@ GovernorResult ScalingGovernor::Apply(const ScalingPolicy& scaling, const std::m
   std::map<std::string, int> terms;
   std::set<std::string> pools;
   for (const auto& [pool, n] : nodes_per_pool) pools.insert(pool);
+  // Warm capacity's refills and retirements change no running capacity:
+  // the rules below neither count nor hold them.
   for (const LaunchAction& l : plan->launches) {
+    if (l.into_warm) continue;
     launches[l.pool] += l.count;
     pools.insert(l.pool);
   }
   for (const TerminationAction& t : plan->terminations) {
+    if (t.warm) continue;
     terms[t.pool] += 1;
     pools.insert(t.pool);
   }
@@ -167,6 +171,7 @@ GovernorResult ScalingGovernor::Apply(const ScalingPolicy& scaling, const std::m
   // Max step per tick, then cut what is not allowed from the end of each list.
   int total_up = 0;
   for (auto it = plan->launches.begin(); it != plan->launches.end(); ++it) {
+    if (it->into_warm) continue;
     int& budget = allowed_up[it->pool];
     int keep_count = std::min({it->count, budget, std::max(0, scaling.max_nodes_added_per_tick - total_up)});
     budget -= keep_count;
@@ -188,6 +193,10 @@ GovernorResult ScalingGovernor::Apply(const ScalingPolicy& scaling, const std::m
   std::set<std::pair<int, int>> dropped_new_nodes;
   int total_down = 0;
   for (size_t i = 0; i < plan->terminations.size(); ++i) {
+    if (plan->terminations[i].warm) {
+      let_through[i] = 1;
+      continue;
+    }
     const int r = replacement_of[i];
     bool launched = true;
     if (r >= 0)

@@ -28,6 +28,8 @@ std::vector<Offering> Catalog::Offerings(const std::vector<std::string>& wanted_
       if (type == nullptr) continue;  // the loader rejects this; be safe anyway
       auto latency_it = launch_latency.find(type->family);
       const Seconds latency = latency_it == launch_latency.end() ? default_launch_latency : latency_it->second;
+      auto wake_it = wake_latency.find(type->family);
+      const Seconds wake = wake_it == wake_latency.end() ? default_wake_latency : wake_it->second;
       auto spot_it = r.spot_usd_per_hour.find(type_name);
       const double spot_price = spot_it != r.spot_usd_per_hour.end()
                                     ? spot_it->second
@@ -45,6 +47,7 @@ std::vector<Offering> Catalog::Offerings(const std::vector<std::string>& wanted_
         od.usd_per_hour = od_price;
         od.on_demand_usd_per_hour = od_price;
         od.launch_latency = latency;
+        od.wake_latency = wake;
         out.push_back(od);
         Offering spot = od;
         spot.capacity_type = CapacityType::kSpot;

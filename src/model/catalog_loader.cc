@@ -211,10 +211,31 @@ RegionPrices ReadRegion(DocReader& r, const DocNode& node, const std::string& pa
   return p;
 }
 
+// A top-level map of instance family -> duration (launch_latency,
+// wake_latency); a family no instance type has is an error.
+void ReadFamilyLatencies(DocReader& r, MapReader& top, const char* key, const Catalog& c,
+                         std::map<std::string, Seconds>* out) {
+  const DocNode* l = top.Find(key);
+  if (l == nullptr) return;
+  MapReader m(r, *l, key, {});
+  std::set<std::string> families;
+  for (const InstanceType& t : c.instance_types) families.insert(t.family);
+  for (const auto& [k, v] : m.entries()) {
+    const std::string path = m.PathOf(k->scalar);
+    Seconds latency;
+    if (!r.ToDuration(*v, path, &latency)) continue;
+    if (families.count(k->scalar) == 0) {
+      r.Report(*k, path, "no instance type has family '" + k->scalar + "'");
+      continue;
+    }
+    (*out)[k->scalar] = latency;
+  }
+}
+
 void ReadCatalog(DocReader& r, const DocNode& root, Catalog* c) {
   MapReader top(r, root, "",
                 {"apiVersion", "kind", "provider", "source", "as_of", "defaults", "launch_latency",
-                 "gpu_models", "instance_types", "regions"});
+                 "wake_latency", "gpu_models", "instance_types", "regions"});
   if (!root.IsMapping()) {
     if (root.IsNull()) r.Report(SourceMark{1, 1}, "", "the catalog is empty");
     return;
@@ -240,7 +261,9 @@ void ReadCatalog(DocReader& r, const DocNode& root, Catalog* c) {
   }
 
   if (const DocNode* d = top.Find("defaults"); d != nullptr) {
-    MapReader m(r, *d, "defaults", {"spot_discount", "spot_interruptions_per_hour", "launch_latency"});
+    MapReader m(r, *d, "defaults",
+                {"spot_discount", "spot_interruptions_per_hour", "launch_latency", "wake_latency",
+                 "volume_usd_per_gib_month", "volume_gib"});
     if (m.ReadNumber("spot_discount", &c->default_spot_discount) &&
         (c->default_spot_discount < 0 || c->default_spot_discount >= 1)) {
       r.ReportAt("defaults.spot_discount", "must be in [0, 1)");
@@ -249,6 +272,15 @@ void ReadCatalog(DocReader& r, const DocNode& root, Catalog* c) {
       CheckNonNegative(r, m, "spot_interruptions_per_hour", c->default_spot_interruptions_per_hour);
     }
     m.ReadDuration("launch_latency", &c->default_launch_latency);
+    m.ReadDuration("wake_latency", &c->default_wake_latency);
+    // Volumes are priced per GiB-month (EBS, persistent disk); a month is 730 hours.
+    if (double per_month = 0; m.ReadNumber("volume_usd_per_gib_month", &per_month)) {
+      CheckNonNegative(r, m, "volume_usd_per_gib_month", per_month);
+      c->volume_usd_per_gib_hour = per_month / 730;
+    }
+    if (m.ReadInt("volume_gib", &c->default_volume_gib) && c->default_volume_gib <= 0) {
+      r.ReportAt("defaults.volume_gib", "must be > 0");
+    }
   }
 
   std::set<std::string> gpu_names;
@@ -273,21 +305,8 @@ void ReadCatalog(DocReader& r, const DocNode& root, Catalog* c) {
     c->instance_types.push_back(std::move(t));
   });
 
-  if (const DocNode* l = top.Find("launch_latency"); l != nullptr) {
-    MapReader m(r, *l, "launch_latency", {});
-    std::set<std::string> families;
-    for (const InstanceType& t : c->instance_types) families.insert(t.family);
-    for (const auto& [k, v] : m.entries()) {
-      const std::string path = m.PathOf(k->scalar);
-      Seconds latency;
-      if (!r.ToDuration(*v, path, &latency)) continue;
-      if (families.count(k->scalar) == 0) {
-        r.Report(*k, path, "no instance type has family '" + k->scalar + "'");
-        continue;
-      }
-      c->launch_latency[k->scalar] = latency;
-    }
-  }
+  ReadFamilyLatencies(r, top, "launch_latency", *c, &c->launch_latency);
+  ReadFamilyLatencies(r, top, "wake_latency", *c, &c->wake_latency);
 
   std::set<std::string> regions, zones;
   top.ForEachItem("regions", [&](const DocNode& item, const std::string& path) {

@@ -84,6 +84,7 @@ void Fields(V& v, T& o) {
   v.Double("co_reclaim_share", o.co_reclaim_share);
   v.Bool("available", o.available);
   v.DurationS("launch_latency_s", o.launch_latency);
+  v.DurationS("wake_latency_s", o.wake_latency);
   v.Str("reservation_id", o.reservation_id);
 }
 
@@ -172,6 +173,16 @@ void Fields(V& v, T& f) {
   v.Str("fallback", f.fallback);
 }
 
+template <class V, Is<WarmNode> T>
+void Fields(V& v, T& w) {
+  v.Str("instance_id", w.instance_id, kRequired);
+  v.Str("pool", w.pool, kRequired);
+  v.Object("offering", w.offering, kRequired);
+  v.Bool("stopped", w.stopped);
+  v.Time("since", w.since);
+  v.Double("waiting_usd_per_hour", w.waiting_usd_per_hour);
+}
+
 template <class V, Is<Snapshot> T>
 void Fields(V& v, T& s) {
   v.Constant("apiVersion", kApiVersion);
@@ -196,6 +207,9 @@ void Fields(V& v, T& s) {
   v.Objects("reservations", s.reservations);
   v.Objects("nodes", s.nodes);
   v.Objects("pending", s.pending);
+  v.Objects("warm_nodes", s.warm_nodes);
+  v.Double("volume_usd_per_gib_hour", s.volume_usd_per_gib_hour);
+  v.Int("default_volume_gib", s.default_volume_gib);
 }
 
 template <class V>
@@ -209,6 +223,8 @@ void Fields(V& v, const LaunchAction& l) {
   v.Objects("fallbacks", l.fallbacks);
   if (!l.node_labels.empty()) v.StrMap("node_labels", l.node_labels);
   if (l.all_or_nothing) v.Bool("all_or_nothing", true);
+  if (!l.wake_instance_ids.empty()) v.StrList("wake_instance_ids", l.wake_instance_ids);
+  if (l.into_warm) v.Bool("into_warm", true);
   v.Str("reason", l.reason);
 }
 
@@ -220,6 +236,7 @@ void Fields(V& v, const TerminationAction& t) {
   v.Object("offering", t.offering);
   v.Enum("kind", t.kind);
   v.StrList("moved_unit_ids", t.moved_unit_ids);
+  if (t.warm) v.Bool("warm", true);
   v.Double("saves_usd_per_hour", t.saves_usd_per_hour);
   v.Str("reason", t.reason);
 }

@@ -111,6 +111,11 @@ std::string CanonicalPolicyText(const Policy& p) {
     if (pool.registration_timeout != Seconds(900)) w.Put(at + ".registration_timeout", pool.registration_timeout);
     if (pool.repair_after != Seconds(0)) w.Put(at + ".repair_after", pool.repair_after);
     if (!pool.placement_group.empty()) w.Put(at + ".placement_group", pool.placement_group);
+    if (pool.warm) {
+      w.Put(at + ".warm.size", pool.warm->size ? std::to_string(*pool.warm->size) : std::string("auto"));
+      w.Put(at + ".warm.state", std::string(ToString(pool.warm->state)));
+      w.Put(at + ".warm.max_usd_per_hour", pool.warm->max_usd_per_hour);
+    }
     if (!pool.reservations.empty()) {
       w.PutList(at + ".reservations", pool.reservations, [&w](const std::string& term, const ReservationSelector& r) {
         w.Put(term + ".id", r.id);

@@ -137,12 +137,43 @@ void PolicyReader::ReadReservationSelectors(MapReader& m, bool actuation_known, 
   }
 }
 
+void PolicyReader::ReadWarmPool(MapReader& pool_map, NodePoolPolicy* pool) {
+  const DocNode* node = pool_map.Find("warm");
+  if (node == nullptr) return;
+  MapReader m(r_, *node, pool_map.PathOf("warm"), {"size", "state", "max_usd_per_hour"});
+  WarmPoolPolicy warm;
+  if (const DocNode* size = m.Find("size"); size != nullptr && size->scalar != "auto") {
+    int n = 0;
+    if (m.ReadInt("size", &n)) {
+      if (n < 0) r_.ReportAt(m.PathOf("size"), "must be >= 0 or auto, got " + size->scalar);
+      warm.size = n;
+    }
+  }
+  if (std::string state; m.ReadString("state", &state)) {
+    const std::optional<WarmState> value = ValueSpelled(state, {WarmState::kStopped, WarmState::kHibernated});
+    if (value) warm.state = *value;
+    else r_.ReportAt(m.PathOf("state"), "unknown state '" + state + "' (use stopped or hibernated)");
+  }
+  if (m.ReadNumber("max_usd_per_hour", &warm.max_usd_per_hour) && warm.max_usd_per_hour < 0) {
+    r_.ReportAt(m.PathOf("max_usd_per_hour"), "must be >= 0, got " + m.Find("max_usd_per_hour")->scalar);
+  }
+  if (std::find(pool->capacity_types.begin(), pool->capacity_types.end(), CapacityType::kOnDemand) ==
+      pool->capacity_types.end()) {
+    r_.ReportAt(pool_map.PathOf("warm"), "needs on-demand in capacity_types (warm nodes are on-demand)");
+  }
+  if (!pool->placement_group.empty()) {
+    r_.ReportAt(pool_map.PathOf("warm"),
+                "is not used with placement_group (a gang's nodes are launched together, not woken one by one)");
+  }
+  pool->warm = warm;
+}
+
 NodePoolPolicy PolicyReader::ReadPool(const DocNode& node, const std::string& path) {
   MapReader m(r_, node, path,
               {"name", "instance_types", "families", "gpu_models", "regions", "zones",
                "capacity_types", "min_nodes", "max_nodes", "labels", "taints", "actuation",
                "auto_scaling_group", "node_template", "registration_timeout", "repair_after",
-               "placement_group", "reservations"});
+               "placement_group", "reservations", "warm"});
   m.Require({"name"});
   NodePoolPolicy pool;
   m.ReadString("name", &pool.name);
@@ -269,6 +300,7 @@ NodePoolPolicy PolicyReader::ReadPool(const DocNode& node, const std::string& pa
   }
   ReadPlacementGroup(m, actuation_known, &pool);
   ReadReservationSelectors(m, actuation_known, &pool);
+  ReadWarmPool(m, &pool);
   PositiveDuration(m, "registration_timeout", &pool.registration_timeout);
   if (m.ReadDuration("repair_after", &pool.repair_after) && pool.repair_after.count() < 0) {
     r_.ReportAt(m.PathOf("repair_after"), "must not be negative (0 turns repair off)");

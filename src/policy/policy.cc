@@ -80,6 +80,14 @@ std::string_view ToString(Actuation actuation) {
   return "?";
 }
 
+std::string_view ToString(WarmState state) {
+  switch (state) {
+    case WarmState::kStopped: return "stopped";
+    case WarmState::kHibernated: return "hibernated";
+  }
+  return "?";
+}
+
 std::string_view ToString(RebalanceResponse response) {
   switch (response) {
     case RebalanceResponse::kIgnore: return "ignore";

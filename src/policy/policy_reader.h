@@ -62,6 +62,7 @@ class PolicyReader {
   // pools[].reservations: ids or {tags: {…}} selectors; only with actuation
   // fleet (checked when `actuation_known`).
   void ReadReservationSelectors(MapReader& m, bool actuation_known, NodePoolPolicy* pool);
+  void ReadWarmPool(MapReader& m, NodePoolPolicy* pool);
   // node_template.cc: the pool's labels and node template (after taints and
   // actuation are read).
   void ReadPoolLabels(MapReader& m, NodePoolPolicy* pool);

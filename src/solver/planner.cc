@@ -13,6 +13,7 @@
 #include "gpuscaler/solver/cost_model.h"
 #include "gpuscaler/solver/deadline_hold.h"
 #include "gpuscaler/solver/forecast_demand.h"
+#include "gpuscaler/solver/warm_pool.h"
 #include "deadline_plan.h"
 #include "gang_plan.h"
 #include "planner_impl.h"
@@ -439,16 +440,22 @@ solver_detail::PlacementGroupZones InUsePlacementGroupZones(const Snapshot& snap
 }  // namespace
 
 Plan MakePlan(const Snapshot& snapshot, const Policy& policy, const PlannerOptions& options) {
-  return solver_detail::PlanGangsWhole(snapshot, InUsePlacementGroupZones(snapshot, policy), [&](const Snapshot& s) {
-    return solver_detail::PlanWithDeadlines(s, policy, options, DeadlineStrategy::kUniformProgress);
-  });
+  return AddWarmCapacity(snapshot, policy,
+                         solver_detail::PlanGangsWhole(snapshot, InUsePlacementGroupZones(snapshot, policy),
+                                                       [&](const Snapshot& s) {
+                                                         return solver_detail::PlanWithDeadlines(
+                                                             s, policy, options, DeadlineStrategy::kUniformProgress);
+                                                       }));
 }
 
 Plan MakePlanWithDeadlineStrategy(const Snapshot& snapshot, const Policy& policy, DeadlineStrategy strategy) {
   const PlannerOptions options;
-  return solver_detail::PlanGangsWhole(snapshot, InUsePlacementGroupZones(snapshot, policy), [&](const Snapshot& s) {
-    return solver_detail::PlanWithDeadlines(s, policy, options, strategy);
-  });
+  return AddWarmCapacity(snapshot, policy,
+                         solver_detail::PlanGangsWhole(snapshot, InUsePlacementGroupZones(snapshot, policy),
+                                                       [&](const Snapshot& s) {
+                                                         return solver_detail::PlanWithDeadlines(s, policy, options,
+                                                                                                 strategy);
+                                                       }));
 }
 
 }  // namespace gpuscaler

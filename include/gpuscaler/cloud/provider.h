@@ -35,6 +35,12 @@ inline constexpr const char* kClusterTag = "gpuscaler.io/cluster";
 // Tag with the idempotency token of the launch that made the instance, so an
 // instance can be traced to its intent (and decision) in the audit store.
 inline constexpr const char* kIntentTag = "gpuscaler.io/intent";
+// Tag (value "refill") on an instance launched to refill a pool's warm
+// capacity (LaunchAction::into_warm): it is stopped once registered and
+// takes no work before. Its node registers with the taint
+// kWarmTag=refill:NoSchedule, which the controller removes when it wakes
+// the node.
+inline constexpr const char* kWarmTag = "gpuscaler.io/warm";
 
 struct LaunchRequest {
   std::string pool;
@@ -71,7 +77,10 @@ struct LaunchRequest {
   std::string placement_group;
 };
 
-enum class InstanceState { kPending, kRunning, kShuttingDown };
+// kStopped: stopping, stopped or hibernated (a warm node, pools[].warm): no
+// compute is billed, its volumes are; Start brings it back through kPending
+// with the same id.
+enum class InstanceState { kPending, kRunning, kShuttingDown, kStopped };
 
 struct Instance {
   std::string instance_id;
@@ -133,7 +142,9 @@ class CloudProvider {
   // Terminates the instances. Unknown or already-gone ids are not an error
   // (termination is idempotent).
   virtual Status Terminate(const std::vector<std::string>& instance_ids) = 0;
-  // Every live instance gpuscaler owns (by kOwnerTag), in a stable order.
+  // Every live instance gpuscaler owns (by kOwnerTag), in a stable order,
+  // stopped (warm) ones included; an Auto Scaling group's warm pool
+  // instances are listed as kStopped with the group's pool.
   virtual Result<std::vector<Instance>> ListInstances() = 0;
   // Interruption notices (and rebalance recommendations) issued since the
   // previous call. A notice taken from a queue stays on it, hidden for a
@@ -148,6 +159,38 @@ class CloudProvider {
   virtual Status AcknowledgeInterruptions(const std::vector<InterruptionNotice>& notices) {
     (void)notices;
     return Status::Ok();
+  }
+  // Warm capacity (pools[].warm) for pools that gpuscaler fills itself
+  // (EC2 fleet pools, Compute Engine groups): stops running instances,
+  // keeping their volumes (and, with kHibernated, their memory). EC2:
+  // StopInstances (Hibernate=true for kHibernated); Compute Engine: the
+  // group's stopInstances (suspendInstances for kHibernated). An instance
+  // already stopping or stopped is not an error; an unknown id is (kConfig).
+  // The caller cordons the node first: a stopped node takes no work.
+  virtual Status Stop(const std::vector<std::string>& instance_ids, WarmState state) {
+    (void)instance_ids;
+    (void)state;
+    return Error::Config("this cloud provider cannot stop instances (remove pools[].warm)");
+  }
+  // Starts stopped instances: they come back with the same ids, kPending
+  // then kRunning, and their nodes register again. An instance already
+  // pending or running is not an error. When the cloud has no capacity for
+  // them the call fails with kCapacity and none started (EC2 fails a whole
+  // StartInstances call): a caller that needs each outcome starts one id per
+  // call.
+  virtual Status Start(const std::vector<std::string>& instance_ids) {
+    (void)instance_ids;
+    return Error::Config("this cloud provider cannot start stopped instances (remove pools[].warm)");
+  }
+  // Pools with `actuation: asg`: the Auto Scaling group's warm pool, which
+  // the group fills and drains itself (PutWarmPool with MinSize = `size`,
+  // PoolState from `state`; size 0 keeps the pool empty). A Launch on the
+  // group (raised desired capacity) starts its warm instances first.
+  virtual Status PutWarmPool(const std::string& auto_scaling_group, int size, WarmState state) {
+    (void)auto_scaling_group;
+    (void)size;
+    (void)state;
+    return Error::Config("this cloud provider has no warm pools for Auto Scaling groups (remove pools[].warm)");
   }
   // For every offering the source prices: the price in force at `since`
   // (its `time` may be earlier than `since`, when it last changed), then

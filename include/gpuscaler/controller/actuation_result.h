@@ -68,7 +68,17 @@ struct NodeActions {
   };
   std::vector<Drain> drains;
   std::vector<std::string> cordons;
-  bool empty() const { return drains.empty() && cordons.empty(); }
+  // Warm capacity (pools[].warm): refills whose node is ready, to be
+  // cordoned and stopped into the warm state; and woken instances whose
+  // node is Ready again, to be put back in service (ClusterNodes::SetWarm).
+  struct WarmStop {
+    std::string instance_id;
+    WarmState state = WarmState::kStopped;
+    double waiting_usd_per_hour = 0;  // what it costs stopped (its node's price from then on)
+  };
+  std::vector<WarmStop> warm_stops;
+  std::vector<std::string> warm_returns;
+  bool empty() const { return drains.empty() && cordons.empty() && warm_stops.empty() && warm_returns.empty(); }
 };
 
 // A capacity error or a successful launch of an offering while acting, for
@@ -81,7 +91,13 @@ struct AvailabilityEvent {
 };
 
 struct ActuationResult {
-  std::vector<LaunchedNode> launched;  // in launch order
+  std::vector<LaunchedNode> launched;  // in launch order (woken warm nodes too)
+  // Warm capacity: instances launched to refill it (not nodes: they take no
+  // work and are stopped once ready), instances stopped into it, and the
+  // stopped instances started again (they are also in `launched`).
+  std::vector<Instance> warm_filling;
+  std::vector<std::string> warm_stopped;
+  std::vector<std::string> woken;
   std::vector<InFlightLaunch> in_flight;
   // Replacements whose old node waits for the new ones (see PendingReplacement).
   std::vector<PendingReplacement> replacements;

@@ -103,7 +103,8 @@ class Actuator {
   Actuator(const Clock& clock, CloudProvider& cloud, AuditStore* store, const Catalog& catalog,
            ActuatorOptions options);
 
-  // Executes the plan's launches, then its terminations; a replacement's
+  // Executes the plan's launches (wakes and refills of warm capacity among
+  // them, see WakeOne), then its terminations; a replacement's
   // termination (TerminationKind::kReplace) is not executed but returned as
   // a PendingReplacement naming the instances launched for its work (none
   // launched: the node is kept and the next plan decides again). `snapshot` is what
@@ -140,9 +141,36 @@ class Actuator {
  private:
   // The instance ids of the launch, or empty.
   // `marks`: the availability as this Act has learned it so far.
+  // `token_suffix` tells a launch apart from another of the same action
+  // (the cold launch of what a wake could not start).
   std::vector<std::string> LaunchOne(int64_t decision_id, size_t index, const LaunchAction& launch,
                                      const Policy& policy, OfferingAvailability& marks, BudgetGuard& budget,
-                                     ActuationResult* result, TickReport* report);
+                                     ActuationResult* result, TickReport* report,
+                                     const std::string& token_suffix = {});
+  // Warm capacity (actuator_warm.cc). A wake (LaunchAction::wake_instance_ids)
+  // starts its stopped instances one by one, its intent naming them; what
+  // does not start is launched cold from the action's fallbacks. On an Auto
+  // Scaling group pool it is the group's launch (the group wakes its warm
+  // pool first).
+  std::vector<std::string> WakeOne(int64_t decision_id, size_t index, const LaunchAction& launch,
+                                   const Policy& policy, OfferingAvailability& marks, BudgetGuard& budget,
+                                   ActuationResult* result, TickReport* report);
+  // The instances of a refill launch are warm capacity, not nodes.
+  void KeepRefillsWarm(const std::vector<std::string>& ids, ActuationResult* result);
+  // Cordons and stops the refills that are ready, and returns woken nodes
+  // to service (NodeActions::warm_stops, warm_returns). A stopped node's
+  // price in the store becomes its volumes' until it is woken.
+  void StartWarmActions(const NodeActions& actions, WallTime now, ActuationResult* result, TickReport* report);
+  // Sets the warm pool of each Auto Scaling group pool to the plan's size
+  // (Plan::warm_targets) when it changed since the last call.
+  void SetWarmPools(const Plan& plan, const Policy& policy, TickReport* report);
+  // A termination of a warm node of the snapshot (retired from warm
+  // capacity): terminated directly, nothing to drain. Not one: nothing.
+  void TerminateWarm(int64_t decision_id, size_t index, const TerminationAction& term, const Snapshot& snapshot,
+                     ActuationResult* result, TickReport* report);
+  // Recover's part for an open wake intent: starts its instances again.
+  // False when the row is not a wake.
+  bool RecoverWake(const ActionRow& row, ActuationResult* result, TickReport* report);
   void TerminateOne(int64_t decision_id, size_t index, const TerminationAction& term, const Snapshot& snapshot,
                     const Policy& policy, ActuationResult* result, TickReport* report);
   // Starts the drain of a terminate intent; false when the instance has no
@@ -166,6 +194,8 @@ class Actuator {
   ActuatorOptions options_;
   ClusterNodes* nodes_ = nullptr;
   bool recovered_ = false;  // Recover read the open intents
+  // Per Auto Scaling group: the warm pool size and state last set.
+  std::map<std::string, std::pair<int, WarmState>> warm_pool_sizes_;
 };
 
 }  // namespace gpuscaler

@@ -76,6 +76,13 @@ class ClusterNodes {
   // Marks the instance's node unschedulable (or schedulable again), e.g. on
   // a rebalance recommendation. kNotFound: no node.
   virtual Status Cordon(const std::string& instance_id, bool unschedulable) = 0;
+  // Warm capacity (pools[].warm): `warm` true before the instance is
+  // stopped (its node cordoned, so nothing lands on it while it stops);
+  // false once a woken instance's node is Ready again (uncordoned, and the
+  // registration taint kWarmTag=refill:NoSchedule of a refill removed, so
+  // it takes work like a node launched cold). kNotFound: no node. The
+  // default only cordons and uncordons.
+  virtual Status SetWarm(const std::string& instance_id, bool warm) { return Cordon(instance_id, warm); }
 };
 
 }  // namespace gpuscaler

@@ -52,6 +52,14 @@
 // turns its work into replacement demand, and once no node of its pool is
 // still launching, the node is removed (drained first) as a repair.
 //
+// Warm capacity (pools[].warm; warm_capacity.h): stopped instances and
+// refills on their way are the snapshot's warm_nodes, not nodes; a refill
+// whose node is ready is cordoned and stopped (NodeActions::warm_stops), a
+// woken one is a launching node again and is returned to service once Ready
+// (warm_returns). A node of a warm pool listed stopped leaves the nodes for
+// the warm capacity (its row in the store stays open: it is billed at its
+// volumes' price while stopped).
+//
 // Capacity Blocks: the cloud takes a block's instances back at its end
 // (Reservation::TakeBackAt). A node on one is retired ahead of that
 // (RetireBlockNodes): cordoned, its work replacement demand planned at once,
@@ -132,6 +140,7 @@
 #include "gpuscaler/controller/spot_risk.h"
 #include "gpuscaler/controller/tick_report.h"
 #include "gpuscaler/controller/usage_meter.h"
+#include "gpuscaler/controller/warm_capacity.h"
 #include "gpuscaler/controller/work_source.h"
 #include "gpuscaler/model/catalog.h"
 #include "gpuscaler/model/clock.h"
@@ -243,6 +252,10 @@ class ClusterState {
   std::string SummaryJson() const;
 
  private:
+  // Warm capacity: what the actuator did to it, and the snapshot's
+  // warm_nodes with the node actions they need (after the listing).
+  void ApplyWarm(const ActuationResult& result, const Policy& policy, WallTime now);
+  void PublishWarm(const Policy& policy, NodeActions* node_actions);
 
 
   // The snapshot to change: the current one while nobody else holds it,
@@ -300,6 +313,7 @@ class ClusterState {
 
   std::shared_ptr<Snapshot> snapshot_ = std::make_shared<Snapshot>();
   FleetInventory inventory_;
+  WarmCapacity warm_;
   ClusterNodes* nodes_ = nullptr;
   OfferingBook book_;
   ReservationBook reservations_;

@@ -41,6 +41,13 @@ struct Catalog {
   // Family -> typical launch-to-Ready latency.
   std::map<std::string, Seconds> launch_latency;
   Seconds default_launch_latency{240};
+  // Family -> typical start-to-Ready latency of a stopped (warm) node.
+  std::map<std::string, Seconds> wake_latency;
+  Seconds default_wake_latency{60};
+  // What a stopped node costs: its volumes, USD per GiB-hour, and the
+  // volume size of a node whose pool's template names none.
+  double volume_usd_per_gib_hour = 0.08 / 730;
+  int default_volume_gib = 100;
 
   const InstanceType* FindInstanceType(const std::string& name) const;
   const GpuModel* FindGpuModel(const std::string& name_or_short_name) const;

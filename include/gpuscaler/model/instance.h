@@ -64,6 +64,9 @@ struct Offering {
   // False when the cloud reported no capacity recently (see the actuator).
   bool available = true;
   Seconds launch_latency{180};  // typical time from request to Ready node
+  // Typical time from starting a stopped (warm) node of this type to its
+  // GPUs allocatable again (pools[].warm).
+  Seconds wake_latency{60};
   // Reserved offerings only: the Reservation::id whose slots it launches
   // into. `usd_per_hour` is then what one slot costs whether used or not
   // (Reservation::usd_per_hour), not what a launch adds to the bill.

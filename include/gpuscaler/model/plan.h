@@ -49,6 +49,13 @@ struct LaunchAction {
   // (EC2 CreateFleet's MinTargetCapacity, in one zone), and the fallbacks are
   // in the offering's zone only.
   bool all_or_nothing = false;
+  // Non-empty: the nodes are woken from the pool's warm capacity (these
+  // stopped instances are started, one node each: count == size) instead of
+  // launched; the fallbacks are cold launches.
+  std::vector<std::string> wake_instance_ids;
+  // A refill of the pool's warm capacity: the nodes are launched, left to
+  // register and stopped; they take no units.
+  bool into_warm = false;
   double usd_per_hour = 0;            // count × price (a reserved slot's: MarginalUsdPerHour)
   double expected_interruption_usd_per_hour = 0;
   std::string reason;
@@ -69,6 +76,9 @@ struct TerminationAction {
   Offering offering;
   TerminationKind kind = TerminationKind::kEmpty;
   std::vector<std::string> moved_unit_ids;  // running units that must restart elsewhere
+  // A stopped node of the pool's warm capacity retired (solver/warm_pool.h):
+  // nothing runs on it, so it disrupts nothing and the governor lets it through.
+  bool warm = false;
   double saves_usd_per_hour = 0;
   std::string reason;
 };
@@ -117,6 +127,11 @@ struct Plan {
   // stabilization window holds the size the plans need, not the per-tick
   // step. Not part of the plan's JSON: a replay recomputes it.
   std::map<std::string, int> empty_nodes_left_by_pool;
+  // Per pool with pools[].warm: how many warm nodes it should keep now
+  // (solver/warm_pool.h). Pools with `actuation: asg` are not refilled by
+  // the plan: the actuator sets their group's warm pool to this size. Not
+  // part of the plan's JSON (the notes say it): a replay recomputes it.
+  std::map<std::string, int> warm_targets;
 };
 
 }  // namespace gpuscaler

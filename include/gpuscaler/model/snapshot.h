@@ -44,6 +44,21 @@ struct DemandForecast {
   std::string fallback;
 };
 
+// A node of a pool's warm capacity (pools[].warm): stopped, or launched to
+// be stopped (a refill on its way). Not in Snapshot::nodes: it takes no work
+// until woken. Always on-demand.
+struct WarmNode {
+  std::string instance_id;
+  std::string pool;
+  Offering offering;  // what it is; usd_per_hour is its price once woken
+  // False while a refill boots (it is stopped once its node is Ready): it
+  // counts toward the pool's warm size but cannot be woken yet.
+  bool stopped = true;
+  WallTime since{};  // stopped at, or launched at while filling
+  // What it costs while it waits: its volumes (USD per hour).
+  double waiting_usd_per_hour = 0;
+};
+
 struct Snapshot {
   WallTime time{};
   std::vector<GpuModel> gpu_models;
@@ -104,6 +119,13 @@ struct Snapshot {
   std::string stale_prices;
   // Demand forecasts of the classes with classes[].forecast.
   std::vector<DemandForecast> forecasts;
+  // The warm capacity of pools with pools[].warm, in a stable order (pool,
+  // then instance id), and what volumes cost (the catalog's): a stopped node
+  // costs its volumes only, `default_volume_gib` of them where its pool's
+  // node template names none.
+  std::vector<WarmNode> warm_nodes;
+  double volume_usd_per_gib_hour = 0.08 / 730;
+  int default_volume_gib = 100;
 };
 
 // GPUs of node `n`'s instance type in `s`'s catalog; 0 when it is not listed.

@@ -80,7 +80,13 @@ enum class Actuation { kFleet, kAsg };
 enum class RebalanceResponse { kIgnore, kCordon, kReplace };
 // Where a signal query is answered: "prometheus", "rabbitmq" or "dcgm".
 enum class SignalSource { kPrometheus, kRabbitMq, kDcgm };
+// How a warm node waits (pools[].warm.state): "stopped" (EC2 StopInstances,
+// Compute Engine stop: the node boots again on waking) or "hibernated" (EC2
+// hibernation, Compute Engine suspend: memory kept on disk, a faster wake on
+// the types that support it).
+enum class WarmState { kStopped, kHibernated };
 std::string_view ToString(Actuation actuation);
+std::string_view ToString(WarmState state);
 std::string_view ToString(RebalanceResponse response);
 std::string_view ToString(SignalSource source);
 
@@ -91,6 +97,24 @@ struct ReservationSelector {
   std::string id;
   std::map<std::string, std::string> tags;
   bool Matches(const Reservation& reservation) const;
+};
+
+// pools[].warm: stopped nodes of the pool, launched once (image pulled, GPU
+// driver loaded, registered) and stopped, so that a wake makes a node in
+// about a minute where a launch takes several. A stopped node costs its
+// volumes only (Catalog::volume_usd_per_gib_hour); a woken node's place is
+// refilled in the background. On-demand only (neither cloud stops spot
+// capacity into a warm pool). Reference: docs/policy.md ("Warm pools").
+struct WarmPoolPolicy {
+  // How many stopped nodes the pool keeps, spread over its zones; unset:
+  // auto, sized from the forecasts (classes[].forecast) of the classes the
+  // pool serves: the rise in demand they put at their upper quantile within
+  // one cold launch.
+  std::optional<int> size;
+  WarmState state = WarmState::kStopped;
+  // The most the stopped nodes may cost (volumes, USD per hour): caps an
+  // auto size, and a fixed size that would pass it is cut to it.
+  double max_usd_per_hour = 1.0;
 };
 
 struct NodePoolPolicy {
@@ -130,6 +154,8 @@ struct NodePoolPolicy {
   // the pool allows, in its zones, are filled before anything is bought on
   // on-demand or spot: they are paid whether used or not. Empty: none.
   std::vector<ReservationSelector> reservations;
+  // Unset: no warm capacity; the pool's nodes are launched cold.
+  std::optional<WarmPoolPolicy> warm;
   bool SelectsReservation(const Reservation& reservation) const;
   // A launched instance that is not a Ready Kubernetes node with GPUs
   // allocatable this long after its launch was accepted (or, for an accepted

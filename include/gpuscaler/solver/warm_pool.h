@@ -1,0 +1,68 @@
+// Warm capacity in the plan (pools[].warm): which pending work wakes a
+// stopped node instead of waiting for a cold launch, how many stopped nodes
+// each pool keeps, and what they cost.
+//
+// A pass over the plan the planner made without warm capacity, so packing,
+// spot shares, consolidation and every other rule are unchanged by it:
+//
+//  - Wakes. A node of a launch whose units are real pending work (not
+//    forecast units) is woken from the pool's stopped nodes instead when one
+//    whose type holds those units sits in a zone they allow and the rule of
+//    a pending unit's wait says so: the wait it saves, (cold lead time -
+//    wake latency) x the units' wait cost (classes[].wait_cost_usd_per_hour,
+//    default the units' on-demand value), is at least what the warm node
+//    costs above the launch's offering while it would: the units' expected
+//    runtime, or until consolidation may replace it (disruption.min_node_age
+//    plus a cold lead time) if sooner. The cheapest such node is woken.
+//    Warm nodes are on-demand, so a spot launch only gives way when the
+//    wait is worth the price. The wakes are launches with
+//    LaunchAction::wake_instance_ids, their cold offering as fallbacks.
+//  - Size. A pool keeps `warm.size` nodes, or with `size: auto` the rise in
+//    demand the forecasts of the classes it serves put at their quantile
+//    (classes[].forecast.quantile) within their horizon, in nodes of the
+//    warm type; capped by `warm.max_usd_per_hour` over what one stopped node
+//    costs. No forecast yet: 0, and a note.
+//  - Refills. Below the size, one launch (LaunchAction::into_warm) of the
+//    warm type, spread over the pool's zones: the type its warm nodes have
+//    while it holds the largest pending or running unit of every class the
+//    pool serves, else the cheapest on-demand type that holds it. Woken
+//    nodes are refilled in the same plan.
+//  - Retirements. Stopped nodes above the size, the oldest first, are
+//    terminated (TerminationKind::kEmpty, TerminationAction::warm) once
+//    they have been stopped long enough for their volumes to have cost what
+//    refilling them would (price x cold lead time), and at least
+//    scaling.scale_down_stabilization: a forecast that wavers does not
+//    launch and retire in turn.
+//  - Costs. The plan's cost before and after include the stopped nodes'
+//    volumes (WarmNode::waiting_usd_per_hour).
+//
+// Pure function of the snapshot, the policy and the plan, like the planner.
+#pragma once
+
+#include <string>
+
+#include "gpuscaler/model/plan.h"
+#include "gpuscaler/model/snapshot.h"
+#include "gpuscaler/policy/policy.h"
+
+namespace gpuscaler {
+
+// How many warm nodes `pool` should keep now (see the header comment), and
+// a note saying how that was decided (for the plan's notes).
+struct WarmTarget {
+  int size = 0;
+  std::string note;
+};
+WarmTarget WarmTargetOf(const Snapshot& snapshot, const Policy& policy, const NodePoolPolicy& pool);
+
+// What one stopped node of `type` in `pool` costs per hour: its volumes
+// (the pool's node template's block devices, else the snapshot's
+// default_volume_gib; a hibernated node also keeps its memory on them), at
+// the snapshot's volume_usd_per_gib_hour.
+double WarmWaitingUsdPerHour(const Snapshot& snapshot, const NodePoolPolicy& pool, const InstanceType& type);
+
+// `plan` with the wakes, refills and retirements of every pool with
+// pools[].warm, and the stopped nodes' cost in its costs (see above).
+Plan AddWarmCapacity(const Snapshot& snapshot, const Policy& policy, Plan plan);
+
+}  // namespace gpuscaler

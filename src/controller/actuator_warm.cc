@@ -1,0 +1,225 @@
+// The actuator's warm capacity (pools[].warm): wakes, refills, stops, and
+// the warm pools of Auto Scaling groups. Contract in actuator.h.
+#include <algorithm>
+
+#include "actuator_internal.h"
+#include "gpuscaler/controller/actuator.h"
+#include "gpuscaler/controller/failpoint.h"
+
+namespace gpuscaler {
+
+std::vector<std::string> Actuator::WakeOne(int64_t decision_id, size_t index, const LaunchAction& launch,
+                                           const Policy& policy, OfferingAvailability& marks, BudgetGuard& budget,
+                                           ActuationResult* result, TickReport* report) {
+  const NodePoolPolicy* pool = policy.FindPool(launch.pool);
+  if (pool != nullptr && pool->actuation == Actuation::kAsg) {
+    // The group starts its own warm instances first when its desired
+    // capacity rises: a wake is its launch.
+    LaunchAction raise = launch;
+    raise.wake_instance_ids.clear();
+    return LaunchOne(decision_id, index, raise, policy, marks, budget, result, report);
+  }
+  const WallTime now = clock_.WallNow();
+  report->nodes_requested += launch.count;
+  if (options_.dry_run) return {};
+  ActionRecord intent;
+  intent.decision_id = decision_id;
+  intent.kind = ActionKind::kLaunch;
+  intent.idempotency_token = options_.token_prefix + std::to_string(decision_id) + "-" + std::to_string(index);
+  intent.pool = launch.pool;
+  intent.offering = launch.offering;
+  intent.count = launch.count;
+  // A launch intent that names its instances is a wake: a restart that
+  // finds it open starts them again (idempotent), never launches.
+  intent.instance_ids = launch.wake_instance_ids;
+  intent.reason = launch.reason;
+  int64_t action_id = 0;
+  if (!RecordIntent(intent, &action_id, report)) return {};
+  std::vector<std::string> started;
+  std::string errors;
+  for (const std::string& id : launch.wake_instance_ids) {
+    failpoint::Check("wake.before_call");
+    Status s = cloud_.Start({id});
+    if (!s.ok()) {
+      report->errors.push_back(s.error().WithContext("wake " + id));
+      errors += (errors.empty() ? "" : "; ") + id + ": " + s.error().ToString();
+      if (s.error().category() == ErrorCategory::kCapacity) {
+        marks.RecordCapacityError(launch.offering.Key(), now);
+        result->availability_events.push_back({launch.offering.Key(), now, true});
+        ++report->capacity_errors;
+      }
+      continue;
+    }
+    started.push_back(id);
+  }
+  for (const std::string& id : started) {
+    Instance inst;
+    inst.instance_id = id;
+    inst.pool = launch.pool;
+    inst.offering = launch.offering;
+    inst.launch_time = now;
+    inst.state = InstanceState::kPending;
+    result->launched.push_back({inst, NodeState::kLaunching});
+    result->woken.push_back(id);
+    budget.Commit(launch, launch.offering);
+    if (store_ != nullptr) {
+      // Its node row runs from its first launch to its end; a stopped spell
+      // is billed at its volumes' price (StartWarmActions), and from now on
+      // at the offering's again.
+      NodeLaunchRecord rec{id, id, launch.pool, launch.offering, 0, now, decision_id, launch.reason};
+      if (const InstanceType* t = catalog_.FindInstanceType(launch.offering.instance_type)) rec.gpu_count = t->gpu_count;
+      report->Record(store_->RecordNodeLaunch(rec));
+      report->Record(store_->RecordNodePrice(id, now, launch.offering.usd_per_hour));
+    }
+  }
+  report->nodes_launched += static_cast<int>(started.size());
+  if (!started.empty()) result->scaled_up_pools.insert(launch.pool);
+  if (store_ != nullptr) {
+    std::string detail = "woken " + std::to_string(started.size()) + " of " + std::to_string(launch.count);
+    if (!errors.empty()) detail += "; " + errors;
+    report->Record(store_->RecordActionOutcome(action_id, actuator_internal::OutcomeOf(started.size(), launch.count),
+                                               detail, started));
+  }
+  const int missing = launch.count - static_cast<int>(started.size());
+  if (missing <= 0 || launch.fallbacks.empty()) {
+    if (missing > 0) result->failed = true;
+    return started;
+  }
+  // What could not be woken is launched cold, as the plan's fallbacks say.
+  result->failed = true;
+  LaunchAction cold = launch;
+  cold.wake_instance_ids.clear();
+  cold.count = missing;
+  cold.offering = launch.fallbacks.front();
+  cold.fallbacks.erase(cold.fallbacks.begin());
+  cold.reason = launch.reason + "; " + std::to_string(missing) + " not woken, launched cold";
+  std::vector<std::string> launched =
+      LaunchOne(decision_id, index, cold, policy, marks, budget, result, report, "-cold");
+  started.insert(started.end(), launched.begin(), launched.end());
+  return started;
+}
+
+void Actuator::KeepRefillsWarm(const std::vector<std::string>& ids, ActuationResult* result) {
+  for (const std::string& id : ids) {
+    auto it = std::find_if(result->launched.begin(), result->launched.end(),
+                           [&](const LaunchedNode& l) { return l.instance.instance_id == id; });
+    if (it == result->launched.end()) continue;
+    result->warm_filling.push_back(it->instance);
+    result->launched.erase(it);
+  }
+}
+
+void Actuator::StartWarmActions(const NodeActions& actions, WallTime now, ActuationResult* result,
+                                TickReport* report) {
+  for (const NodeActions::WarmStop& stop : actions.warm_stops) {
+    if (options_.dry_run) break;
+    if (nodes_ != nullptr) {
+      Status s = nodes_->SetWarm(stop.instance_id, true);
+      if (!s.ok() && s.error().category() != ErrorCategory::kNotFound) {
+        // Stopping a node the scheduler may still use would kill its pods.
+        report->errors.push_back(s.error().WithContext("cordoning warm node " + stop.instance_id));
+        continue;
+      }
+    }
+    Status s = cloud_.Stop({stop.instance_id}, stop.state);
+    if (!s.ok()) {
+      report->errors.push_back(s.error().WithContext("stopping warm node " + stop.instance_id));
+      continue;
+    }
+    result->warm_stopped.push_back(stop.instance_id);
+    if (store_ != nullptr) {
+      // Stopped, the node costs its volumes: its price from now until woken.
+      const double waiting = stop.waiting_usd_per_hour;
+      report->Record(store_->RecordNodePrice(stop.instance_id, now, waiting));
+    }
+  }
+  if (nodes_ == nullptr) return;
+  for (const std::string& id : actions.warm_returns) {
+    Status s = nodes_->SetWarm(id, false);
+    if (!s.ok() && s.error().category() != ErrorCategory::kNotFound)
+      report->errors.push_back(s.error().WithContext("returning woken node " + id));
+  }
+}
+
+void Actuator::SetWarmPools(const Plan& plan, const Policy& policy, TickReport* report) {
+  if (options_.dry_run) return;
+  for (const auto& [pool_name, size] : plan.warm_targets) {
+    const NodePoolPolicy* pool = policy.FindPool(pool_name);
+    if (pool == nullptr || pool->actuation != Actuation::kAsg || !pool->warm) continue;
+    const std::pair<int, WarmState> wanted{size, pool->warm->state};
+    auto it = warm_pool_sizes_.find(pool->auto_scaling_group);
+    if (it != warm_pool_sizes_.end() && it->second == wanted) continue;
+    Status s = cloud_.PutWarmPool(pool->auto_scaling_group, size, pool->warm->state);
+    if (!s.ok()) {
+      report->errors.push_back(s.error().WithContext("warm pool of " + pool->auto_scaling_group));
+      continue;
+    }
+    warm_pool_sizes_[pool->auto_scaling_group] = wanted;
+  }
+}
+
+void Actuator::TerminateWarm(int64_t decision_id, size_t index, const TerminationAction& term,
+                             const Snapshot& snapshot, ActuationResult* result, TickReport* report) {
+  const std::string& id = term.instance_id.empty() ? term.node_id : term.instance_id;
+  const auto warm = std::find_if(snapshot.warm_nodes.begin(), snapshot.warm_nodes.end(),
+                                 [&](const WarmNode& w) { return w.instance_id == id; });
+  if (warm == snapshot.warm_nodes.end() || options_.dry_run) return;
+  for (const EndedNode& e : result->ended)
+    if (e.instance_id == id) return;
+  ActionRecord intent;
+  intent.decision_id = decision_id;
+  intent.kind = ActionKind::kTerminate;
+  intent.idempotency_token = options_.token_prefix + std::to_string(decision_id) + "-" + std::to_string(index);
+  intent.pool = warm->pool;
+  intent.offering = warm->offering;
+  intent.count = 1;
+  intent.instance_ids = {id};
+  intent.reason = term.reason;
+  int64_t action_id = 0;
+  if (!RecordIntent(intent, &action_id, report)) return;
+  Status s = cloud_.Terminate({id});
+  if (store_ != nullptr) {
+    report->Record(store_->RecordActionOutcome(action_id, s.ok() ? ActionOutcome::kSucceeded : ActionOutcome::kFailed,
+                                               s.ok() ? "" : s.error().ToString(),
+                                               s.ok() ? std::vector<std::string>{id} : std::vector<std::string>{}));
+    if (s.ok()) report->Record(store_->RecordNodeEnd({id, clock_.WallNow(), "terminated"}));
+  }
+  if (!s.ok()) {
+    report->errors.push_back(s.error().WithContext("terminate warm node " + id));
+    ++report->terminations_failed;
+    return;
+  }
+  result->ended.push_back({id, "terminated"});
+  ++report->nodes_terminated;
+}
+
+bool Actuator::RecoverWake(const ActionRow& row, ActuationResult* result, TickReport* report) {
+  const ActionRecord& a = row.action;
+  if (a.kind != ActionKind::kLaunch || a.instance_ids.empty()) return false;
+  Status s = cloud_.Start(a.instance_ids);
+  failpoint::Check("recover.wake.after_call");
+  if (!s.ok()) {
+    report->errors.push_back(s.error().WithContext("replaying wake intent " + a.idempotency_token));
+    report->Record(store_->RecordActionOutcome(row.id, ActionOutcome::kFailed,
+                                               "not woken after a restart: " + s.error().ToString(), {}));
+    return true;
+  }
+  const WallTime now = clock_.WallNow();
+  for (const std::string& id : a.instance_ids) {
+    Instance inst;
+    inst.instance_id = id;
+    inst.pool = a.pool;
+    inst.offering = a.offering;
+    inst.launch_time = now;
+    inst.state = InstanceState::kPending;
+    result->launched.push_back({inst, NodeState::kLaunching});
+    result->woken.push_back(id);
+    report->Record(store_->RecordNodePrice(id, now, a.offering.usd_per_hour));
+  }
+  report->Record(store_->RecordActionOutcome(row.id, ActionOutcome::kSucceeded, "woken after a restart",
+                                             a.instance_ids));
+  result->failed = true;
+  return true;
+}
+
+}  // namespace gpuscaler
