@@ -395,6 +395,7 @@ void Actuator::TerminateOne(int64_t decision_id, size_t index, const Termination
   }
   const Node& node = *node_it;
   if (node.do_not_disrupt || options_.dry_run) return;
+  if (term.park && ParkOne(node, policy, snapshot, result, report)) return;
   const std::string instance_id = node.instance_id;
   // A plan that names a node twice terminates it once.
   for (const EndedNode& e : result->ended) {

@@ -5,6 +5,7 @@
 #include "actuator_internal.h"
 #include "gpuscaler/controller/actuator.h"
 #include "gpuscaler/controller/failpoint.h"
+#include "gpuscaler/solver/warm_pool.h"
 
 namespace gpuscaler {
 
@@ -191,6 +192,37 @@ void Actuator::TerminateWarm(int64_t decision_id, size_t index, const Terminatio
   }
   result->ended.push_back({id, "terminated"});
   ++report->nodes_terminated;
+}
+
+bool Actuator::ParkOne(const Node& node, const Policy& policy, const Snapshot& snapshot, ActuationResult* result,
+                       TickReport* report) {
+  const NodePoolPolicy* pool = policy.FindPool(node.pool);
+  if (pool == nullptr || !pool->warm || !node.running.empty() || node.instance_id.empty()) return false;
+  if (nodes_ != nullptr) {
+    Status s = nodes_->SetWarm(node.instance_id, true);
+    if (!s.ok() && s.error().category() != ErrorCategory::kNotFound) return false;
+  }
+  Status s = cloud_.Stop({node.instance_id}, pool->warm->state);
+  if (!s.ok()) {
+    report->errors.push_back(s.error().WithContext("stopping node " + node.instance_id + " into warm capacity"));
+    if (nodes_ != nullptr) (void)nodes_->SetWarm(node.instance_id, false);
+    return false;
+  }
+  Instance inst;
+  inst.instance_id = node.instance_id;
+  inst.pool = node.pool;
+  inst.offering = node.offering;
+  inst.launch_time = node.launch_time;
+  inst.state = InstanceState::kStopped;
+  result->parked.push_back(inst);
+  result->scaled_down_pools.insert(node.pool);
+  if (store_ != nullptr) {
+    double waiting = 0;
+    for (const InstanceType& t : snapshot.instance_types)
+      if (t.name == node.offering.instance_type) waiting = WarmWaitingUsdPerHour(snapshot, *pool, t);
+    report->Record(store_->RecordNodePrice(node.instance_id, clock_.WallNow(), waiting));
+  }
+  return true;
 }
 
 bool Actuator::RecoverWake(const ActionRow& row, ActuationResult* result, TickReport* report) {

@@ -122,7 +122,7 @@ void ClusterState::Apply(const ActuationResult& result, const Policy& policy, Wa
     }
   }
   for (const std::string& id : result.terminated_elsewhere) inventory_.MarkEnded(id);
-  ApplyWarm(result, policy, now);
+  ApplyWarm(result, policy, now, report);
   for (const std::string& id : result.draining) {
     inventory_.SetDraining(id, true);
     if (const std::optional<size_t> i = inventory_.Find(id)) snapshot_->nodes[*i].state = NodeState::kDraining;
@@ -458,12 +458,23 @@ Node ClusterState::NodeFor(const Instance& instance, NodeState state, const Poli
   return node;
 }
 
-void ClusterState::ApplyWarm(const ActuationResult& result, const Policy& policy, WallTime now) {
+void ClusterState::ApplyWarm(const ActuationResult& result, const Policy& policy, WallTime now, TickReport* report) {
   for (const Instance& inst : result.warm_filling) warm_.AddFilling(inst, now);
+  for (const Instance& inst : result.parked) {
+    // Its store row stays open: stopped, it is billed at its volumes' price.
+    if (const std::optional<size_t> node = inventory_.Find(inst.instance_id)) {
+      learners_.disruption.RecordRemoval(now, snapshot_->nodes[*node].pool);
+      report->Record(usage_.EndNode(snapshot_->nodes[*node], now));
+      inventory_.Remove(snapshot_->nodes, *node);
+    }
+    warm_.AddFilling(inst, now);
+    warm_.MarkStopping(inst.instance_id, now);
+  }
   for (const std::string& id : result.warm_stopped) warm_.MarkStopping(id, now);
   for (const std::string& id : result.woken) warm_.Woken(id);
   for (const EndedNode& e : result.ended) warm_.Remove(e.instance_id);
-  if (!result.warm_filling.empty() || !result.warm_stopped.empty() || !result.woken.empty())
+  if (!result.warm_filling.empty() || !result.warm_stopped.empty() || !result.woken.empty() ||
+      !result.parked.empty())
     snapshot_->warm_nodes = warm_.Publish(*snapshot_, policy);
 }
 

@@ -237,6 +237,7 @@ void Fields(V& v, const TerminationAction& t) {
   v.Enum("kind", t.kind);
   v.StrList("moved_unit_ids", t.moved_unit_ids);
   if (t.warm) v.Bool("warm", true);
+  if (t.park) v.Bool("park", true);
   v.Double("saves_usd_per_hour", t.saves_usd_per_hour);
   v.Str("reason", t.reason);
 }

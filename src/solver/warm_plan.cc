@@ -65,16 +65,21 @@ double WarmHours(Seconds s) { return double(std::max<int64_t>(0, s.count())) / 3
 // The pool's warm offerings: one instance type in every zone the pool
 // buys it on-demand, in snapshot order. The type is the one its warm nodes
 // already have while it still holds the largest unit of every class the
-// pool serves (a type that changed with every tick's work would leave the
+// pool serves (of those with a forecast, when any has one) (a type that changed with every tick's work would leave the
 // stopped nodes useless and refill them over and over), else the cheapest
 // on-demand type that holds the largest unit of the first class it serves
 // that has one. Empty: none fits.
 std::vector<const Offering*> WarmOfferings(const Snapshot& snapshot, const Policy& policy,
                                            const NodePoolPolicy& pool) {
   const solver_detail::TypesByName types = solver_detail::IndexTypes(snapshot);
+  // The classes that size the capacity (those with forecasts), else every
+  // class the pool serves.
+  const bool any_forecast = std::any_of(policy.classes.begin(), policy.classes.end(), [&](const WorkloadClassPolicy& c) {
+    return WarmServesPool(c, pool) && c.forecast.has_value();
+  });
   std::vector<DemandUnit> largest;
   for (const WorkloadClassPolicy& cls : policy.classes)
-    if (WarmServesPool(cls, pool)) largest.push_back(WarmUnitShape(snapshot, cls, pool));
+    if (WarmServesPool(cls, pool) && (!any_forecast || cls.forecast)) largest.push_back(WarmUnitShape(snapshot, cls, pool));
   std::string type_name;
   std::map<std::string, int> kept;
   for (const WarmNode& w : snapshot.warm_nodes)
@@ -307,7 +312,8 @@ class WarmPass {
       if (w.pool == pool.name && !woken.count(w.instance_id)) kept.push_back(&w);
     const int have = int(kept.size());
     if (have < target.size) {
-      Refill(pool, target.size - have, kept);
+      const int parked = Park(pool, target.size - have);
+      if (have + parked < target.size) Refill(pool, target.size - have - parked, kept);
       return;
     }
     // A surplus node is kept until its volumes have cost what refilling it
@@ -339,6 +345,28 @@ class WarmPass {
                  "): stopped since " + FormatRfc3339(w.since);
       plan_.terminations.push_back(std::move(t));
     }
+  }
+
+  // Empty on-demand nodes of the warm type that the plan terminates are
+  // stopped into the warm capacity instead, up to `missing`: their image and
+  // driver are in place already, so no refill pays a cold boot for them.
+  // Returns how many.
+  int Park(const NodePoolPolicy& pool, int missing) {
+    const std::vector<const Offering*> zones = WarmOfferings(snap_, policy_, pool);
+    if (zones.empty()) return 0;
+    const std::string& type = zones.front()->instance_type;
+    int parked = 0;
+    for (TerminationAction& t : plan_.terminations) {
+      if (parked >= missing) break;
+      if (t.pool != pool.name || t.kind != TerminationKind::kEmpty || t.warm || t.park ||
+          t.offering.capacity_type != CapacityType::kOnDemand || t.offering.instance_type != type ||
+          !t.offering.reservation_id.empty())
+        continue;
+      t.park = true;
+      t.reason += "; stopped into warm capacity instead of terminated";
+      ++parked;
+    }
+    return parked;
   }
 
   void Refill(const NodePoolPolicy& pool, int missing, const std::vector<const WarmNode*>& kept) {
@@ -453,6 +481,13 @@ Plan AddWarmCapacity(const Snapshot& snapshot, const Policy& policy, Plan plan) 
   for (const LaunchAction& l : plan.launches) launches_after += l.usd_per_hour;
   double retired = 0;
   for (size_t i = terms_before; i < plan.terminations.size(); ++i) retired += plan.terminations[i].saves_usd_per_hour;
+  // A parked node still costs its volumes.
+  const solver_detail::TypesByName types = solver_detail::IndexTypes(snapshot);
+  for (const TerminationAction& t : plan.terminations) {
+    const NodePoolPolicy* pool = t.park ? policy.FindPool(t.pool) : nullptr;
+    const InstanceType* type = pool != nullptr ? solver_detail::FindType(types, t.offering.instance_type) : nullptr;
+    if (type != nullptr) retired -= WarmWaitingUsdPerHour(snapshot, *pool, *type);
+  }
   double woken_waiting = 0;
   for (const LaunchAction& l : plan.launches)
     for (const std::string& id : l.wake_instance_ids)

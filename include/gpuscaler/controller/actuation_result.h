@@ -97,6 +97,9 @@ struct ActuationResult {
   // stopped instances started again (they are also in `launched`).
   std::vector<Instance> warm_filling;
   std::vector<std::string> warm_stopped;
+  // Empty nodes stopped into warm capacity instead of terminated
+  // (TerminationAction::park): they leave the nodes for the warm capacity.
+  std::vector<Instance> parked;
   std::vector<std::string> woken;
   std::vector<InFlightLaunch> in_flight;
   // Replacements whose old node waits for the new ones (see PendingReplacement).

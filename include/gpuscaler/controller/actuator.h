@@ -168,6 +168,11 @@ class Actuator {
   // capacity): terminated directly, nothing to drain. Not one: nothing.
   void TerminateWarm(int64_t decision_id, size_t index, const TerminationAction& term, const Snapshot& snapshot,
                      ActuationResult* result, TickReport* report);
+  // A park (TerminationAction::park): cordons the empty node and stops it
+  // into its pool's warm capacity. False when it could not be stopped (the
+  // caller terminates it as planned before the park).
+  bool ParkOne(const Node& node, const Policy& policy, const Snapshot& snapshot, ActuationResult* result,
+               TickReport* report);
   // Recover's part for an open wake intent: starts its instances again.
   // False when the row is not a wake.
   bool RecoverWake(const ActionRow& row, ActuationResult* result, TickReport* report);

@@ -254,7 +254,7 @@ class ClusterState {
  private:
   // Warm capacity: what the actuator did to it, and the snapshot's
   // warm_nodes with the node actions they need (after the listing).
-  void ApplyWarm(const ActuationResult& result, const Policy& policy, WallTime now);
+  void ApplyWarm(const ActuationResult& result, const Policy& policy, WallTime now, TickReport* report);
   void PublishWarm(const Policy& policy, NodeActions* node_actions);
 
 

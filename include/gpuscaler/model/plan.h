@@ -79,6 +79,10 @@ struct TerminationAction {
   // A stopped node of the pool's warm capacity retired (solver/warm_pool.h):
   // nothing runs on it, so it disrupts nothing and the governor lets it through.
   bool warm = false;
+  // An empty running node stopped into its pool's warm capacity instead of
+  // terminated (solver/warm_pool.h): a scale-down like any other for the
+  // governor, and no refill launch for its place.
+  bool park = false;
   double saves_usd_per_hour = 0;
   std::string reason;
 };
