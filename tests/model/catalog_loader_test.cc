@@ -16,8 +16,9 @@ kind: Catalog
 provider: aws
 source: "test numbers"
 as_of: "2026-07-20"
-defaults: {spot_discount: 0.5, spot_interruptions_per_hour: 0.02, launch_latency: 5m}
+defaults: {spot_discount: 0.5, spot_interruptions_per_hour: 0.02, launch_latency: 5m, wake_latency: 90s, volume_usd_per_gib_month: 0.073, volume_gib: 200}
 launch_latency: {p4de: 8m}
+wake_latency: {p4de: 2m}
 gpu_models:
   - name: NVIDIA-A100-SXM4-80GB
     short_name: a100-80gb
@@ -72,6 +73,13 @@ TEST(CatalogLoader, ReadsEveryField) {
   EXPECT_EQ(c.default_spot_interruptions_per_hour, 0.02);
   EXPECT_EQ(c.default_launch_latency, Seconds(300));
   EXPECT_EQ(c.launch_latency.at("p4de"), Seconds(480));
+  EXPECT_EQ(c.default_wake_latency, Seconds(90));
+  EXPECT_EQ(c.wake_latency.at("p4de"), Seconds(120));
+  EXPECT_DOUBLE_EQ(c.volume_usd_per_gib_hour, 0.073 / 730);
+  EXPECT_EQ(c.default_volume_gib, 200);
+  for (const Offering& o : c.Offerings()) {
+    EXPECT_EQ(o.wake_latency, o.instance_type == "p4de.24xlarge" ? Seconds(120) : Seconds(90)) << o.Key();
+  }
   ASSERT_EQ(c.gpu_models.size(), 2u);
   const GpuModel* a100 = c.FindGpuModel("a100-80gb");
   ASSERT_NE(a100, nullptr);

@@ -186,6 +186,33 @@ TEST(PolicyLoader, ReadsThePlacementGroupAndHashesItOnlyWhenSet) {
   EXPECT_NE(r.policy.content_hash, without.policy.content_hash);
 }
 
+TEST(PolicyLoader, ReadsTheWarmPoolAndHashesItOnlyWhenSet) {
+  const std::string head = std::string(kMinimal).substr(0, std::string(kMinimal).find("pools:"));
+  const PolicyLoadResult fixed = ParsePolicy(
+      head + "pools: [{name: gpu, warm: {size: 4, state: hibernated, max_usd_per_hour: 0.5}}]\nclasses: [{name: batch}]\n",
+      "p.yaml");
+  ASSERT_TRUE(fixed.ok()) << Join(fixed.problems);
+  ASSERT_TRUE(fixed.policy.pools[0].warm.has_value());
+  EXPECT_EQ(fixed.policy.pools[0].warm->size, 4);
+  EXPECT_EQ(fixed.policy.pools[0].warm->state, WarmState::kHibernated);
+  EXPECT_DOUBLE_EQ(fixed.policy.pools[0].warm->max_usd_per_hour, 0.5);
+  const PolicyLoadResult automatic =
+      ParsePolicy(head + "pools: [{name: gpu, warm: {size: auto}}]\nclasses: [{name: batch}]\n", "p.yaml");
+  ASSERT_TRUE(automatic.ok()) << Join(automatic.problems);
+  EXPECT_FALSE(automatic.policy.pools[0].warm->size.has_value()) << "auto";
+  EXPECT_EQ(automatic.policy.pools[0].warm->state, WarmState::kStopped);
+  EXPECT_DOUBLE_EQ(automatic.policy.pools[0].warm->max_usd_per_hour, 1.0);
+  const PolicyLoadResult empty = ParsePolicy(head + "pools: [{name: gpu, warm: {}}]\nclasses: [{name: batch}]\n", "p.yaml");
+  ASSERT_TRUE(empty.ok()) << Join(empty.problems);
+  EXPECT_FALSE(empty.policy.pools[0].warm->size.has_value()) << "size defaults to auto";
+  const PolicyLoadResult without = ParsePolicy(head + "pools: [{name: gpu}]\nclasses: [{name: batch}]\n", "p.yaml");
+  ASSERT_TRUE(without.ok()) << Join(without.problems);
+  EXPECT_FALSE(without.policy.pools[0].warm.has_value());
+  EXPECT_NE(fixed.policy.content_hash, without.policy.content_hash);
+  EXPECT_NE(fixed.policy.content_hash, automatic.policy.content_hash);
+  EXPECT_EQ(without.policy.content_hash, ParsePolicy(head + "pools: [{name: gpu}]\nclasses: [{name: batch}]\n", "p.yaml").policy.content_hash);
+}
+
 TEST(PolicyLoader, ReadsReservationTermsAndHashesThemOnlyWhenSet) {
   const std::string head = std::string(kMinimal).substr(0, std::string(kMinimal).find("pools:"));
   const PolicyLoadResult r = ParsePolicy(
@@ -591,6 +618,26 @@ TEST(PolicyLoader, RejectsInvalidPoliciesWithFieldLineAndMessage) {
        "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
        "  - name: gpu\n    placement_group: Train_Gangs\n",
        false, "pools[0].placement_group", 6, "'Train_Gangs' is not a placement group name"},
+      {"a warm pool in an unknown state",
+       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+       "  - name: gpu\n    warm: {state: frozen}\n",
+       false, "pools[0].warm.state", 6, "unknown state 'frozen' (use stopped or hibernated)"},
+      {"a negative warm pool size",
+       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+       "  - name: gpu\n    warm: {size: -1}\n",
+       false, "pools[0].warm.size", 6, "must be >= 0 or auto"},
+      {"a warm pool that buys no on-demand",
+       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+       "  - name: gpu\n    capacity_types: [spot]\n    warm: {size: 2}\n",
+       false, "pools[0].warm", 7, "needs on-demand in capacity_types"},
+      {"a warm pool with a placement group",
+       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+       "  - name: gpu\n    placement_group: gangs\n    warm: {size: 2}\n",
+       false, "pools[0].warm", 7, "is not used with placement_group"},
+      {"an unknown warm pool field",
+       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+       "  - name: gpu\n    warm: {size: 2, count: 3}\n",
+       false, "pools[0].warm.count", 6, "unknown field"},
       {"an empty placement group name",
        "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
        "  - name: gpu\n    placement_group: \"\"\n",
