@@ -91,7 +91,15 @@ class KubeClusterNodes final : public ClusterNodes {
     return cordon_(node->name, unschedulable);
   }
 
+  Status SetWarm(const std::string& instance_id, bool warm) override {
+    (void)Synced();
+    const kube::NodeInfo* node = Find(instance_id);
+    if (node == nullptr) return Error::NotFound("no node for instance " + instance_id);
+    return set_warm_(node->name, warm);
+  }
+
   std::function<Status(const std::string& node_name, bool unschedulable)> cordon_;
+  std::function<Status(const std::string& node_name, bool warm)> set_warm_;
 
  private:
   static DrainEnd EndOf(kube::AsyncDrainer::End e) {
@@ -257,6 +265,9 @@ Status SetUpKubernetes(const DaemonConfig& config, const Catalog& catalog, LiveE
   rt->nodes = std::make_unique<KubeClusterNodes>(*rt->cache, *rt->drainer);
   rt->nodes->cordon_ = [raw](const std::string& node_name, bool unschedulable) {
     return raw->cordoner->Cordon(node_name, unschedulable);
+  };
+  rt->nodes->set_warm_ = [raw](const std::string& node_name, bool warm) {
+    return raw->cordoner->SetWarm(node_name, warm);
   };
   parts->cluster_nodes = rt->nodes.get();
   kube::ClusterCloudProvider::Parts cp;

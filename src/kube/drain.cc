@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gpuscaler/cloud/provider.h"
 #include "gpuscaler/kube/workload.h"
 #include "gpuscaler/net/url.h"
 #include "json_objects.h"
@@ -42,6 +43,32 @@ Status Drainer::Cordon(const std::string& node_name, bool unschedulable) {
   if (!r) return r.error();
   if (!r->ok()) return ApiError(*r, (unschedulable ? "cordon " : "uncordon ") + node_name);
   return Status::Ok();
+}
+
+Status Drainer::SetWarm(const std::string& node_name, bool warm) {
+  if (warm) return Cordon(node_name, true);
+  const std::string path = "/api/v1/nodes/" + node_name;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    Result<ApiResponse> got = client_.Call("GET", path, "");
+    if (!got) return got.error();
+    if (!got->ok()) return ApiError(*got, "reading node " + node_name);
+    const json node = json::parse(got->body, nullptr, false);
+    if (node.is_discarded()) return Error::Transient("node " + node_name + ": the API answered no JSON");
+    json taints = json::array();
+    const json* spec = node.contains("spec") ? &node["spec"] : nullptr;
+    if (spec != nullptr && spec->contains("taints") && (*spec)["taints"].is_array()) {
+      for (const json& t : (*spec)["taints"])
+        if (t.value("key", "") != kWarmTag) taints.push_back(t);
+    }
+    json patch = {{"spec", {{"unschedulable", false}, {"taints", taints}}}};
+    patch["metadata"]["resourceVersion"] = node["metadata"].value("resourceVersion", "");
+    Result<ApiResponse> r = client_.Call("PATCH", path, patch.dump(), "application/merge-patch+json");
+    if (!r) return r.error();
+    if (r->status == 409) continue;  // changed since read: read again
+    if (!r->ok()) return ApiError(*r, "returning woken node " + node_name);
+    return Status::Ok();
+  }
+  return Error::Transient("node " + node_name + " kept changing while its warm taint was removed");
 }
 
 Status Drainer::RecordNodeEvent(const std::string& node_name, const std::string& node_uid, const std::string& reason,

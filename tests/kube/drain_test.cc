@@ -11,6 +11,7 @@
 #include "../fakes/fake_cloud_provider.h"
 #include <thread>
 
+#include "gpuscaler/cloud/provider.h"
 #include "gpuscaler/kube/async_drain.h"
 #include "gpuscaler/kube/cluster_provider.h"
 #include "kube/kube_fixtures.h"
@@ -76,6 +77,24 @@ class DrainTest : public ::testing::Test {
   json pod_template_;
   std::string node_name_;
 };
+
+TEST_F(DrainTest, AWarmNodeIsCordonedAndWhenWokenReturnsWithoutItsWarmTaint) {
+  json node = node_;
+  node["spec"]["taints"] = json::array({{{"key", "nvidia.com/gpu"}, {"value", "present"}, {"effect", "NoSchedule"}},
+                                        {{"key", kWarmTag}, {"value", "refill"}, {"effect", "NoSchedule"}}});
+  server_.Put("nodes", node);
+  ASSERT_TRUE(drainer_.SetWarm(node_name_, true).ok());
+  EXPECT_TRUE(Cordoned());
+  ASSERT_TRUE(drainer_.SetWarm(node_name_, false).ok());
+  EXPECT_FALSE(Cordoned());
+  const json taints = (*server_.Get("nodes", node_name_))["spec"]["taints"];
+  ASSERT_EQ(taints.size(), 1u) << taints.dump();
+  EXPECT_EQ(taints[0]["key"], "nvidia.com/gpu") << "the pool's own taints stay";
+  // A node that is gone is an error that names it.
+  const Status gone = drainer_.SetWarm("no-such-node", false);
+  ASSERT_FALSE(gone.ok());
+  EXPECT_EQ(gone.error().category(), ErrorCategory::kNotFound);
+}
 
 TEST_F(DrainTest, CordonsEvictsAndLeavesDaemonSetAndMirrorPods) {
   AddPod("web-1");

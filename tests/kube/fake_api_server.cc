@@ -243,7 +243,14 @@ FixtureResponse FakeApiServer::Handle(const FixtureRequest& req) {
           if (req.Header("Content-Type") != "application/merge-patch+json")
             return JsonResponse(415, StatusObject(415, "UnsupportedMediaType", "expected a merge patch"));
           json obj = it->second;
-          MergePatch(obj, json::parse(req.body));
+          const json patch = json::parse(req.body);
+          // A resourceVersion in the patch is a precondition, as the API server makes it.
+          if (patch.contains("metadata") && patch["metadata"].contains("resourceVersion") &&
+              patch["metadata"]["resourceVersion"] != obj["metadata"].value("resourceVersion", ""))
+            return JsonResponse(409, StatusObject(409, "Conflict",
+                                                "Operation cannot be fulfilled on nodes \"" + p[3] +
+                                                    "\": the object has been modified"));
+          MergePatch(obj, patch);
           PutLocked("nodes", obj);
           return JsonResponse(200, objects_["nodes"][p[3]]);
         }

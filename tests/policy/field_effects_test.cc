@@ -298,6 +298,33 @@ const std::vector<FieldCase>& Cases() {
          NodesLaunched(0, 2)(base, set);
          EXPECT_EQ(Launches(set, ZoneOf), (std::set<std::string>{"us-east-1a", "us-east-1b"}));
        }},
+      // A stopped g6.xlarge waits; an on-demand unit is pending: with warm
+      // capacity it is woken instead of a cold launch.
+      {"pools[].warm",
+       [](Policy& p) {
+         p.pools[0].warm = WarmPoolPolicy{};
+         p.pools[0].warm->size = 1;
+       },
+       [](Snapshot& s, Policy&) {
+         WarmNode w;
+         w.instance_id = "i-warmfield";
+         w.pool = "gpu";
+         w.offering = testing::FindOffering(s, "g6.xlarge", "us-east-1a", CapacityType::kOnDemand);
+         w.since = s.time - Seconds(600);
+         s.warm_nodes = {w};
+         DemandUnit u = Unit("u0", 1);
+         u.capacity_type = CapacityType::kOnDemand;
+         s.pending = {u};
+       },
+       [](const Plan& base, const Plan& set) {
+         const auto woken = [](const Plan& plan) {
+           int n = 0;
+           for (const auto& l : plan.launches) n += int(l.wake_instance_ids.size());
+           return n;
+         };
+         EXPECT_EQ(woken(base), 0);
+         EXPECT_EQ(woken(set), 1);
+       }},
       {"pools[].max_nodes", [](Policy& p) { p.pools[0].max_nodes = 1; }, EightGpuUnits(3),
        CapsLaunches(3, 1, UnplacedReason::kPoolMax)},
       // Two free slots of a g5.12xlarge reservation: selected, they take two
@@ -625,6 +652,11 @@ TEST(PolicyFieldEffects, EveryPlannerFieldChangesThePlanAsDocumented) {
 //  pools[].auto_scaling_group      DaemonAsg.ScalesTheGroupAndNeverTouchesAnotherInstallation
 //                                  (tests/cloud/daemon_asg_test.cc, the daemon against the emulator,
 //                                  read back with the aws CLI)
+//  pools[].warm (size, refills, retirements, parks, costs)
+//                                  solver: WarmPlan.* (tests/solver/warm_plan_test.cc); through the
+//                                  controller on the simulated cloud: WarmReplay.* (tests/sim);
+//  pools[].warm.state              the stopped or hibernated cost: SimCloudWarm.AHibernatedInstanceAlso*;
+//                                  the cloud calls: the providers' warm tests (tests/cloud)
 //  pools[].placement_group         controller: Controller.OnlyAGangsLaunchNamesThePoolsPlacementGroup;
 //                                  AWS: AwsProviderTest.AGangLaunchGoesIntoThePoolsClusterPlacementGroupMadeOnce,
 //                                  AwsProviderTest.AnExistingPlacementGroupIsUsedAndOneOfAnotherStrategyRefused

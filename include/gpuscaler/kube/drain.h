@@ -86,6 +86,12 @@ class Drainer {
 
   // PATCH spec.unschedulable (uncordoning also drops the drain's deadline).
   Status Cordon(const std::string& node_name, bool unschedulable);
+  // Warm capacity (pools[].warm): `warm` cordons the node before its
+  // instance is stopped; not `warm` puts a woken node back in service:
+  // uncordoned, and the registration taint kWarmTag of a refill removed
+  // (read, then written with the node's resourceVersion, retried on a
+  // conflict).
+  Status SetWarm(const std::string& node_name, bool warm);
   // Creates an Event about the node (type "Normal" or "Warning").
   Status RecordNodeEvent(const std::string& node_name, const std::string& node_uid, const std::string& reason,
                          const std::string& message, const std::string& type = "Normal");
