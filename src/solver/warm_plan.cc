@@ -28,25 +28,11 @@ bool WarmServesPool(const WorkloadClassPolicy& cls, const NodePoolPolicy& pool) 
   return cls.pools.empty() || std::find(cls.pools.begin(), cls.pools.end(), pool.name) != cls.pools.end();
 }
 
-// The largest unit (by GPUs) of `cls` pending or running now, else one of
-// its policy shape: what a warm node of the class must hold.
-DemandUnit LargestUnitOf(const Snapshot& snapshot, const WorkloadClassPolicy& cls) {
-  const DemandUnit* largest = nullptr;
-  const auto consider = [&](const DemandUnit& u) {
-    if (u.workload_class == cls.name && (largest == nullptr || GpuShare(u) > GpuShare(*largest))) largest = &u;
-  };
-  for (const DemandUnit& u : snapshot.pending) consider(u);
-  for (const Node& n : snapshot.nodes)
-    for (const DemandUnit& u : n.running) consider(u);
-  DemandUnit unit = largest != nullptr ? *largest : cls.Unit();
-  unit.workload_class = cls.name;
-  return unit;
-}
-
-// The unit a warm node of `pool` is chosen for: the largest of `cls`, on
-// on-demand in that pool.
+// The unit a warm node of `pool` is chosen for: the shape that holds the
+// most of `cls`'s GPUs now (RepresentativeUnit), on on-demand in that pool.
 DemandUnit WarmUnitShape(const Snapshot& snapshot, const WorkloadClassPolicy& cls, const NodePoolPolicy& pool) {
-  DemandUnit unit = LargestUnitOf(snapshot, cls);
+  DemandUnit unit = RepresentativeUnit(snapshot, cls);
+  unit.workload_class = cls.name;
   unit.capacity_type = CapacityType::kOnDemand;
   unit.pool = pool.name;
   unit.zones.clear();
@@ -64,11 +50,12 @@ double WarmHours(Seconds s) { return double(std::max<int64_t>(0, s.count())) / 3
 
 // The pool's warm offerings: one instance type in every zone the pool
 // buys it on-demand, in snapshot order. The type is the one its warm nodes
-// already have while it still holds the largest unit of every class the
-// pool serves (of those with a forecast, when any has one) (a type that changed with every tick's work would leave the
-// stopped nodes useless and refill them over and over), else the cheapest
-// on-demand type that holds the largest unit of the first class it serves
-// that has one. Empty: none fits.
+// already have while it still holds the representative unit (the shape
+// holding the most GPUs) of every class the pool serves, of those with a
+// forecast when any has one (a type that changed with every tick's work
+// would leave the stopped nodes useless and refill them over and over),
+// else the cheapest on-demand type for that unit of the first such class.
+// Work larger than the warm type is launched cold. Empty: none fits.
 std::vector<const Offering*> WarmOfferings(const Snapshot& snapshot, const Policy& policy,
                                            const NodePoolPolicy& pool) {
   const solver_detail::TypesByName types = solver_detail::IndexTypes(snapshot);
@@ -77,9 +64,9 @@ std::vector<const Offering*> WarmOfferings(const Snapshot& snapshot, const Polic
   const bool any_forecast = std::any_of(policy.classes.begin(), policy.classes.end(), [&](const WorkloadClassPolicy& c) {
     return WarmServesPool(c, pool) && c.forecast.has_value();
   });
-  std::vector<DemandUnit> largest;
+  std::vector<DemandUnit> shapes;
   for (const WorkloadClassPolicy& cls : policy.classes)
-    if (WarmServesPool(cls, pool) && (!any_forecast || cls.forecast)) largest.push_back(WarmUnitShape(snapshot, cls, pool));
+    if (WarmServesPool(cls, pool) && (!any_forecast || cls.forecast)) shapes.push_back(WarmUnitShape(snapshot, cls, pool));
   std::string type_name;
   std::map<std::string, int> kept;
   for (const WarmNode& w : snapshot.warm_nodes)
@@ -87,17 +74,17 @@ std::vector<const Offering*> WarmOfferings(const Snapshot& snapshot, const Polic
   for (const auto& [name, n] : kept) {
     const InstanceType* t = solver_detail::FindType(types, name);
     if (t == nullptr || (!type_name.empty() && n <= kept[type_name])) continue;
-    const bool holds = std::all_of(largest.begin(), largest.end(), [&](const DemandUnit& u) {
+    const bool holds = std::all_of(shapes.begin(), shapes.end(), [&](const DemandUnit& u) {
       return UnitFitsType(u, *t, WarmGpuOf(snapshot, *t));
     });
     if (holds) type_name = name;
   }
-  for (size_t i = 0; type_name.empty() && i < largest.size(); ++i) {
+  for (size_t i = 0; type_name.empty() && i < shapes.size(); ++i) {
     const WorkloadClassPolicy* cls = nullptr;
     for (const WorkloadClassPolicy& c : policy.classes)
-      if (c.name == largest[i].workload_class) cls = &c;
+      if (c.name == shapes[i].workload_class) cls = &c;
     if (cls == nullptr) continue;
-    if (const std::optional<SuitableOffering> best = CheapestSuitableOffering(snapshot, policy, *cls, largest[i]))
+    if (const std::optional<SuitableOffering> best = CheapestSuitableOffering(snapshot, policy, *cls, shapes[i]))
       type_name = best->offering->instance_type;
   }
   std::vector<const Offering*> zones;

@@ -24,9 +24,12 @@
 //    costs. No forecast yet: 0, and a note.
 //  - Refills. Below the size, one launch (LaunchAction::into_warm) of the
 //    warm type, spread over the pool's zones: the type its warm nodes have
-//    while it holds the largest pending or running unit of every class the
-//    pool serves, else the cheapest on-demand type that holds it. Woken
-//    nodes are refilled in the same plan.
+//    while it holds the shape holding the most GPUs now (RepresentativeUnit)
+//    of every class the pool serves (of those with a forecast, when any
+//    has one), else the cheapest on-demand type for that shape. Empty
+//    on-demand nodes of that type the plan removes are stopped into the
+//    capacity first (TerminationAction::park), then refills launched.
+//    Woken nodes are refilled in the same plan.
 //  - Retirements. Stopped nodes above the size, the oldest first, are
 //    terminated (TerminationKind::kEmpty, TerminationAction::warm) once
 //    they have been stopped long enough for their volumes to have cost what
