@@ -235,11 +235,9 @@ std::vector<std::string> Actuator::LaunchOne(int64_t decision_id, size_t index, 
   LaunchRequest request = RequestFor(
       launch.pool, launch.count,
       options_.token_prefix + std::to_string(decision_id) + "-" + std::to_string(index) + token_suffix, policy);
-  if (launch.into_warm) {
-    // A refill registers tainted, so nothing lands on it before it is stopped.
-    request.tags[kWarmTag] = "refill";
-    if (request.node_template) request.node_taints.push_back({kWarmTag, "refill", "NoSchedule"});
-  }
+  // A refill is tagged as one; its node is cordoned as soon as it registers
+  // (WarmCapacity), before its GPUs are allocatable.
+  if (launch.into_warm) request.tags[kWarmTag] = "refill";
   request.all_or_nothing = launch.all_or_nothing;
   // Only gangs: a placement group's one zone and tight capacity gain a lone node nothing.
   if (const NodePoolPolicy* p = policy.FindPool(launch.pool); p != nullptr && launch.all_or_nothing)

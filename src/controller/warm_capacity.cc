@@ -75,7 +75,14 @@ void WarmCapacity::NodeActionsDue(const Snapshot& snapshot, const Policy& policy
     if (nodes != nullptr) {
       if (!synced) continue;
       const std::optional<NodeHealth> health = nodes->Health(id);
-      if (!health || !health->ready) continue;
+      if (!health) continue;
+      // Cordoned once registered: its GPUs are not allocatable yet, so no
+      // GPU pod can have landed on it.
+      if (!e.cordoned) {
+        actions->cordons.push_back(id);
+        e.cordoned = true;
+      }
+      if (!health->ready) continue;
     }
     const NodePoolPolicy* pool = policy.FindPool(e.instance.pool);
     NodeActions::WarmStop stop{id, pool != nullptr && pool->warm ? pool->warm->state : WarmState::kStopped, 0};

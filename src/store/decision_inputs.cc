@@ -92,6 +92,14 @@ OrderedJson Pool(const NodePoolPolicy& pool) {
   j["registration_timeout"] = Duration(pool.registration_timeout);
   j["repair_after"] = Duration(pool.repair_after);
   if (!pool.placement_group.empty()) j["placement_group"] = pool.placement_group;
+  if (pool.warm) {
+    OrderedJson warm = OrderedJson::object();
+    if (pool.warm->size) warm["size"] = *pool.warm->size;
+    else warm["size"] = "auto";
+    warm["state"] = ToString(pool.warm->state);
+    warm["max_usd_per_hour"] = pool.warm->max_usd_per_hour;
+    j["warm"] = warm;
+  }
   if (!pool.reservations.empty()) {
     OrderedJson terms = OrderedJson::array();
     for (const ReservationSelector& term : pool.reservations) {

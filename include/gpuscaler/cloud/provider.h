@@ -36,10 +36,9 @@ inline constexpr const char* kClusterTag = "gpuscaler.io/cluster";
 // instance can be traced to its intent (and decision) in the audit store.
 inline constexpr const char* kIntentTag = "gpuscaler.io/intent";
 // Tag (value "refill") on an instance launched to refill a pool's warm
-// capacity (LaunchAction::into_warm): it is stopped once registered and
-// takes no work before. Its node registers with the taint
-// kWarmTag=refill:NoSchedule, which the controller removes when it wakes
-// the node.
+// capacity (LaunchAction::into_warm): its node is cordoned when it
+// registers and the instance stopped once it is Ready; it takes no work
+// before. A taint of this key on a woken node is removed with its cordon.
 inline constexpr const char* kWarmTag = "gpuscaler.io/warm";
 
 struct LaunchRequest {

@@ -6,9 +6,11 @@
 // An instance is warm from the refill launch that made it (AddFilling) or
 // from the first listing that shows it stopped (adopted: one stopped by an
 // earlier run of the controller, or by an Auto Scaling group's warm pool),
-// until it is woken (Woken) or is no longer listed. A refill is ready to be
-// stopped once its instance runs and, with ClusterNodes, its node is Ready:
-// the image is pulled and the driver loaded, which is what a wake saves.
+// until it is woken (Woken) or is no longer listed. With ClusterNodes a
+// refill's node is cordoned as soon as it registers (before its GPUs are
+// allocatable, so no GPU pod lands on it). A refill is ready to be stopped
+// once its instance runs and, with ClusterNodes, its node is Ready: the
+// image is pulled and the driver loaded, which is what a wake saves.
 // A woken instance is put back in service (ClusterNodes::SetWarm false)
 // once its node is Ready again.
 //
@@ -67,6 +69,7 @@ class WarmCapacity {
     Instance instance;
     bool stopped = false;    // listed stopped (or stopping)
     bool stop_sent = false;  // the actuator asked for the stop
+    bool cordoned = false;   // its node's cordon was asked for
     WallTime since{};        // launched at while filling, stopped at after
   };
   std::map<std::string, Entry> entries_;
