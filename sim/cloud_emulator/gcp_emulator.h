@@ -18,6 +18,18 @@
 //    (named), deleteInstances, resize, listManagedInstances (currentAction,
 //    instanceStatus, lastAttempt.errors). A member that finds no capacity or
 //    quota stays CREATING and is retried every `mig_retry_interval`.
+//  - Standby (warm) members (gcp_standby.cc): stopInstances and
+//    suspendInstances (RUNNING -> STOPPING -> TERMINATED, RUNNING ->
+//    SUSPENDING -> SUSPENDED, `stop_latency`; after the group's
+//    standby_initial_delay from the VM's creation unless forceStop /
+//    forceSuspend), startInstances and resumeInstances (PROVISIONING ->
+//    STAGING -> RUNNING in `start_latency`, the same VM); the group's
+//    targetSize moves to targetStoppedSize / targetSuspendedSize and back.
+//    A stopped or suspended VM holds no capacity, quota or reservation
+//    slot: a start that finds none stays STARTING / RESUMING with
+//    lastAttempt.errors and is retried every `mig_retry_interval`. VMs with
+//    GPUs cannot be suspended (Compute Engine's limitation; `gpu_suspend`
+//    lifts it).
 //  - Regions: regions.get with `quotas[]` {metric, limit, usage} for the
 //    scenario's quotas.
 //  - Resource policies: resourcePolicies.get and insert (group placement
@@ -148,6 +160,9 @@ struct GcpManagedGroup {
   std::map<std::string, std::string> labels;
   GcpReservationAffinity reservation_affinity;  // the template's
   int target_size = 0;
+  // standbyPolicy.initialDelaySec: a stop or suspension (without force)
+  // waits until this long after the VM's creation.
+  Seconds standby_initial_delay{0};
 };
 
 // A Compute Engine SKU of the Cloud Billing Catalog.
@@ -196,6 +211,11 @@ struct GcpScenario {
   Seconds operation_latency{2};  // an operation is RUNNING this long
   Seconds boot_latency{20};      // DONE insert to RUNNING
   Seconds delete_latency{5};     // delete request to gone
+  Seconds stop_latency{10};      // STOPPING / SUSPENDING to TERMINATED / SUSPENDED
+  Seconds start_latency{60};     // startInstances / resumeInstances to RUNNING (a warm start)
+  // Compute Engine cannot suspend instances with GPUs attached
+  // (suspend-resume-instance#limitations); true lets the emulator do it.
+  bool gpu_suspend = false;
   Seconds mig_retry_interval{10};
   std::vector<GcpCapacityLimit> capacity;
   std::vector<GcpQuota> quotas;
@@ -230,7 +250,8 @@ struct GcpInstanceInfo {
   std::string name;
   std::string zone;
   std::string machine_type;
-  std::string status;  // PROVISIONING, STAGING, RUNNING, STOPPING, TERMINATED
+  // PROVISIONING, STAGING, RUNNING, STOPPING, TERMINATED, SUSPENDING, SUSPENDED
+  std::string status;
   std::string provisioning_model;
   std::string termination_action;
   std::string group;  // managed instance group, or ""
@@ -254,8 +275,9 @@ struct GcpInstanceRecord {
   WallTime staged_at{};             // PROVISIONING -> STAGING
   WallTime running_at{};            // STAGING -> RUNNING
   std::optional<WallTime> stop_at;  // STOPPING from here
-  std::optional<WallTime> end_at;   // then TERMINATED or gone
+  std::optional<WallTime> end_at;   // then TERMINATED (SUSPENDED) or gone
   bool remove_at_end = false;       // gone at end_at (else TERMINATED)
+  bool suspend = false;             // the stop is a suspension: SUSPENDING, then SUSPENDED
   bool preempted = false;
   std::vector<std::pair<std::string, int>> accelerators;      // guestAccelerators (type, count)
   std::vector<std::pair<std::string, int>> gpus;              // (quota metric, count)
@@ -312,11 +334,18 @@ class GcpEmulator : public EmulatorCore<GcpScenario, GcpInstanceRecord, GcpEmula
     std::string status_message;
     std::string metadata_json;  // instancesBulkInsertOperationMetadata, "" for none
   };
+  // A member's place in the group's standby pools.
+  enum class Standby { kNone, kStopped, kSuspended };
   struct Member {
     std::string name;
     std::optional<size_t> instance;  // index into instances_
     bool deleting = false;
     bool recreating = false;
+    // In the stopped or suspended pool (out of targetSize), stopping or at rest.
+    Standby standby = Standby::kNone;
+    // Started (kStopped) or resumed (kSuspended) and not RUNNING yet: woken
+    // once its VM is at rest and capacity allows (next_try).
+    Standby waking = Standby::kNone;
     WallTime next_try{};
     std::vector<OpError> last_errors;
     // createInstances' preservedState.metadata: metadata items of its VM
@@ -424,6 +453,17 @@ class GcpEmulator : public EmulatorCore<GcpScenario, GcpInstanceRecord, GcpEmula
   // The instanceGroupManagers calls (gcp_groups.cc).
   EmulatorResponse GroupCall(const EmulatorRequest& request, const Path& path, const std::string& query,
                              const std::string& request_id, WallTime now);
+  // The standby actions (gcp_standby.cc): stopInstances, suspendInstances,
+  // startInstances, resumeInstances of group `g`.
+  static bool IsStandbyVerb(const std::string& verb);
+  EmulatorResponse StandbyCall(const EmulatorRequest& request, const Path& path, Group& g,
+                               const std::string& request_id, WallTime now);
+  // Why `verb` cannot take member `m` now ("" when it can).
+  std::string StandbyRefusal(const Member& m, const std::string& verb, WallTime now) const;
+  // Starts or resumes a waking member's VM at rest, or records why not.
+  void WakeMember(Group& g, Member& m, WallTime now);
+  // A waking member: woken when due, done once RUNNING (from AdvanceLocked).
+  void AdvanceStandby(Group& g, Member& m, WallTime now);
   // The operation an earlier call with `request_id` made, as the answer.
   std::optional<EmulatorResponse> Replay(const std::string& request_id, WallTime now);
 

@@ -1,5 +1,6 @@
 // The managed instance group calls of the GcpEmulator: get,
-// listManagedInstances, createInstances, deleteInstances and resize.
+// listManagedInstances, createInstances, deleteInstances and resize (the
+// standby actions are in gcp_standby.cc).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -30,6 +31,7 @@ EmulatorResponse GcpEmulator::GroupCall(const EmulatorRequest& request, const Pa
     }
     return nullptr;
   };
+  if (IsStandbyVerb(p.verb)) return StandbyCall(request, p, *g, request_id, now);
   if (p.verb == "listManagedInstances") {
     gcp::ListQuery list;
     if (auto bad = gcp::ParseListQuery(params, &list)) return *bad;
@@ -124,8 +126,9 @@ EmulatorResponse GcpEmulator::GroupCall(const EmulatorRequest& request, const Pa
     if (s == params.end() || s->second.empty() || *end != '\0' || size < 0 || size > 1000) {
       return gcp::Invalid("size", s == params.end() ? "" : s->second, "Must be an integer in [0, 1000].");
     }
+    // targetSize: stopped and suspended members are neither counted nor removed.
     long current = 0;
-    for (const Member& m : g->members) current += m.deleting ? 0 : 1;
+    for (const Member& m : g->members) current += m.deleting || m.standby != Standby::kNone ? 0 : 1;
     for (; current < size; ++current) {
       Member m;
       do {
@@ -140,7 +143,7 @@ EmulatorResponse GcpEmulator::GroupCall(const EmulatorRequest& request, const Pa
     // Shrinking removes members that have no VM yet first, then the newest.
     for (int pass = 0; pass < 2 && current > size; ++pass) {
       for (auto it = g->members.rbegin(); it != g->members.rend() && current > size; ++it) {
-        if (it->deleting || (pass == 0 && it->instance)) continue;
+        if (it->deleting || it->standby != Standby::kNone || (pass == 0 && it->instance)) continue;
         it->deleting = true;
         if (it->instance) DeleteInstance(instances_[*it->instance], now);
         --current;

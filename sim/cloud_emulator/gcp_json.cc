@@ -34,7 +34,8 @@ std::string GcpEmulator::InstanceJson(const Instance& i, WallTime now) const {
   if (!i.info.termination_action.empty())
     j["scheduling"]["instanceTerminationAction"] = i.info.termination_action;
   if (now >= i.running_at) j["lastStartTimestamp"] = gcp::Timestamp(i.running_at);
-  if (i.stop_at && now >= *i.stop_at) j["lastStopTimestamp"] = gcp::Timestamp(*i.stop_at);
+  if (i.stop_at && now >= *i.stop_at)
+    j[i.suspend ? "lastSuspendedTimestamp" : "lastStopTimestamp"] = gcp::Timestamp(*i.stop_at);
   if (!i.accelerators.empty()) {
     json acc = json::array();
     for (const auto& [type, count] : i.accelerators) {
@@ -100,20 +101,15 @@ std::string GcpEmulator::OperationJson(const Operation& op, WallTime now) const 
 
 std::string GcpEmulator::GroupJson(const Group& g, WallTime now) const {
   const std::string zone_path = "zones/" + g.spec.zone;
-  int creating = 0, recreating = 0, deleting = 0, none = 0;
+  std::map<std::string, int> actions;  // currentAction -> members
+  int target = 0, stopped = 0, suspended = 0;
   for (const Member& m : g.members) {
-    const std::string action = json::parse(MemberJson(g, m, now))["currentAction"];
-    if (action == "CREATING")
-      ++creating;
-    else if (action == "RECREATING")
-      ++recreating;
-    else if (action == "DELETING")
-      ++deleting;
-    else
-      ++none;
+    ++actions[json::parse(MemberJson(g, m, now))["currentAction"].get<std::string>()];
+    if (m.deleting) continue;
+    // Stopped and suspended members are counted apart from targetSize.
+    (m.standby == Standby::kStopped ? stopped : m.standby == Standby::kSuspended ? suspended : target) += 1;
   }
-  int target = 0;
-  for (const Member& m : g.members) target += m.deleting ? 0 : 1;
+  auto count = [&](const char* action) { return actions.count(action) ? actions[action] : 0; };
   json j = {
       {"kind", "compute#instanceGroupManager"},
       {"id", std::to_string(g.id)},
@@ -124,21 +120,25 @@ std::string GcpEmulator::GroupJson(const Group& g, WallTime now) const {
       {"instanceGroup", Url(zone_path + "/instanceGroups/" + g.spec.name)},
       {"baseInstanceName", g.spec.base_instance_name},
       {"targetSize", target},
+      {"targetStoppedSize", stopped},
+      {"targetSuspendedSize", suspended},
+      {"standbyPolicy",
+       {{"initialDelaySec", static_cast<int>(g.spec.standby_initial_delay.count())}, {"mode", "MANUAL"}}},
       {"currentActions",
        {{"abandoning", 0},
-        {"creating", creating},
+        {"creating", count("CREATING")},
         {"creatingWithoutRetries", 0},
-        {"deleting", deleting},
-        {"none", none},
-        {"recreating", recreating},
+        {"deleting", count("DELETING")},
+        {"none", count("NONE")},
+        {"recreating", count("RECREATING")},
         {"refreshing", 0},
         {"restarting", 0},
-        {"resuming", 0},
-        {"starting", 0},
-        {"stopping", 0},
-        {"suspending", 0},
+        {"resuming", count("RESUMING")},
+        {"starting", count("STARTING")},
+        {"stopping", count("STOPPING")},
+        {"suspending", count("SUSPENDING")},
         {"verifying", 0}}},
-      {"status", {{"isStable", creating + recreating + deleting == 0}}},
+      {"status", {{"isStable", count("NONE") == static_cast<int>(g.members.size())}}},
       {"selfLink", Url(zone_path + "/instanceGroupManagers/" + g.spec.name)},
   };
   return j.dump();
@@ -155,7 +155,15 @@ std::string GcpEmulator::MemberJson(const Group& g, const Member& m, WallTime no
   } else {
     const Instance& i = instances_[*m.instance];
     const std::string status = StatusOf(i, now);
-    if (status == "PROVISIONING" || status == "STAGING") action = m.recreating ? "RECREATING" : "CREATING";
+    const bool at_rest = status == "TERMINATED" || status == "SUSPENDED";
+    if (m.standby != Standby::kNone) {
+      // Until at rest (a running VM waits out the standby policy's delay).
+      if (!at_rest) action = m.standby == Standby::kStopped ? "STOPPING" : "SUSPENDING";
+    } else if (m.waking != Standby::kNone) {
+      if (status != "RUNNING") action = m.waking == Standby::kStopped ? "STARTING" : "RESUMING";
+    } else if (status == "PROVISIONING" || status == "STAGING") {
+      action = m.recreating ? "RECREATING" : "CREATING";
+    }
   }
   j["currentAction"] = action;
   if (m.instance) {

@@ -257,6 +257,9 @@ Result<GcpScenario> ParseGcpScenario(const std::string& text, const std::string&
           "operation_latency",
           "boot_latency",
           "delete_latency",
+          "stop_latency",
+          "start_latency",
+          "gpu_suspend",
           "mig_retry_interval",
           "capacity",
           "quotas",
@@ -278,6 +281,9 @@ Result<GcpScenario> ParseGcpScenario(const std::string& text, const std::string&
     ReadDuration(root, "operation_latency", "", &s.operation_latency);
     ReadDuration(root, "boot_latency", "", &s.boot_latency);
     ReadDuration(root, "delete_latency", "", &s.delete_latency);
+    ReadDuration(root, "stop_latency", "", &s.stop_latency);
+    ReadDuration(root, "start_latency", "", &s.start_latency);
+    Read(root, "gpu_suspend", "", &s.gpu_suspend);
     ReadDuration(root, "mig_retry_interval", "", &s.mig_retry_interval);
     if (s.token_lifetime <= Seconds(0))
       throw Problem{At(root["token_lifetime"], "token_lifetime") + ": must be > 0"};
@@ -342,7 +348,7 @@ Result<GcpScenario> ParseGcpScenario(const std::string& text, const std::string&
     ForEachItem(root, "managed_instance_groups", [&](const YAML::Node& n, const std::string& where) {
       Keys(n, where,
            {"name", "zone", "base_instance_name", "instance_template", "machine_type", "provisioning_model",
-            "termination_action", "labels", "target_size", "reservation_affinity"});
+            "termination_action", "labels", "target_size", "reservation_affinity", "standby_initial_delay"});
       GcpManagedGroup g;
       Read(n, "name", where, &g.name);
       Read(n, "zone", where, &g.zone);
@@ -362,6 +368,7 @@ Result<GcpScenario> ParseGcpScenario(const std::string& text, const std::string&
       if (n["reservation_affinity"])
         g.reservation_affinity = ReadAffinity(n["reservation_affinity"], where + ".reservation_affinity");
       Read(n, "target_size", where, &g.target_size);
+      ReadDuration(n, "standby_initial_delay", where, &g.standby_initial_delay);
       if (g.target_size < 0) throw Problem{At(n, where) + ": target_size must be >= 0"};
       for (const GcpManagedGroup& other : s.groups) {
         if (other.name == g.name && other.zone == g.zone)

@@ -96,16 +96,17 @@ std::string GcpEmulator::Url(const std::string& path) const {
 }
 
 std::string GcpEmulator::StatusOf(const Instance& i, WallTime now) const {
-  if (i.end_at && now >= *i.end_at) return i.remove_at_end ? "DELETED" : "TERMINATED";
-  if (i.stop_at && now >= *i.stop_at) return "STOPPING";
+  if (i.end_at && now >= *i.end_at) return i.remove_at_end ? "DELETED" : i.suspend ? "SUSPENDED" : "TERMINATED";
+  if (i.stop_at && now >= *i.stop_at) return i.suspend ? "SUSPENDING" : "STOPPING";
   if (now < i.staged_at) return "PROVISIONING";
   if (now < i.running_at) return "STAGING";
   return "RUNNING";
 }
 
 bool GcpEmulator::Live(const Instance& i, WallTime now) const {
+  // A stopped or suspended VM holds no host, quota or reservation slot.
   const std::string s = StatusOf(i, now);
-  return s != "DELETED" && s != "TERMINATED";
+  return s != "DELETED" && s != "TERMINATED" && s != "SUSPENDED";
 }
 
 std::vector<std::pair<std::string, int>> GcpEmulator::GpusOf(
@@ -236,6 +237,7 @@ void GcpEmulator::DeleteInstance(Instance& i, WallTime now) {
   if (!i.stop_at || *i.stop_at > now) i.stop_at = now;
   i.end_at = now + scenario_.delete_latency;
   i.remove_at_end = true;
+  i.suspend = false;  // a suspended VM being deleted shows STOPPING
 }
 
 void GcpEmulator::PreemptLocked(Instance& i, Seconds notice, WallTime at) {
@@ -343,9 +345,11 @@ void GcpEmulator::AdvanceLocked(WallTime now) {
         // Preempted: the group recreates the VM under the same name.
         m.instance.reset();
         m.recreating = true;
+        m.standby = m.waking = Standby::kNone;
         m.next_try = now;
       }
       if (!m.instance && !m.deleting && now >= m.next_try) TryCreateMember(g, m, now);
+      AdvanceStandby(g, m, now);
       ++it;
     }
   }

@@ -112,14 +112,18 @@ Result<std::vector<Instance>> GcpProvider::ListInstances() {
   Result<std::vector<json>> found =
       AggregatedInstances(std::string("labels.") + kGcpClusterLabel + " = \"" + cluster_label_ + "\"");
   if (!found) return found.error().WithContext("listing instances");
+  // The filter is the server's; ownership is checked here as well.
+  std::erase_if(*found, [&](const json& r) {
+    const json& labels = ObjectAt(r, "labels");
+    return StringAt(labels, kGcpClusterLabel) != cluster_label_ || StringAt(labels, kGcpPoolLabel).empty();
+  });
+  Result<std::map<std::string, InstanceState>> standby = StandbyStates(*found);
+  if (!standby) return standby.error().WithContext("listing instances");
   std::vector<Instance> out;
   std::map<std::string, std::string> known;
   for (const json& r : *found) {
-    const json& labels = ObjectAt(r, "labels");
-    // The filter is the server's; ownership is checked here as well.
-    if (StringAt(labels, kGcpClusterLabel) != cluster_label_ || StringAt(labels, kGcpPoolLabel).empty())
-      continue;
     out.push_back(ToInstance(r));
+    if (auto s = standby->find(out.back().instance_id); s != standby->end()) out.back().state = s->second;
     known[out.back().instance_id] = out.back().offering.zone;
   }
   known_ = std::move(known);
@@ -143,16 +147,24 @@ Status GcpProvider::Terminate(const std::vector<std::string>& instance_ids) {
     o.created_by_mig = LastSegment(MetadataItem(r, "created-by"));
     owned[StringAt(r, "name")] = o;
   }
+  // Which stopping members are warm (stopped or suspended through their
+  // group) rather than already going away; unknown when the groups cannot
+  // be read, and then none is (the next call deletes them).
+  Result<std::map<std::string, InstanceState>> standby = StandbyStates(*found);
   // (zone, group) -> names; group "" means bare instances.
   std::map<std::pair<std::string, std::string>, std::vector<std::string>> batches;
   for (const std::string& id : instance_ids) {
     if (auto o = owned.find(id); o != owned.end()) {
-      if (Stopping(o->second.status)) continue;
       std::string mig = o->second.created_by_mig;
       if (mig.empty()) {
         const GcpPoolTarget target = TargetFor(o->second.pool);
         if (target.uses_migs()) mig = MigFor(target, o->second.pool, o->second.zone);
       }
+      // A warm member is deleted like a running one; anything else that is
+      // stopping is already going away (deleted, preempted).
+      if (Stopping(o->second.status) &&
+          !(standby && standby->count(id) > 0 && standby->at(id) != InstanceState::kShuttingDown))
+        continue;
       batches[{o->second.zone, mig}].push_back(id);
     } else if (auto l = launched_.find(id); l != launched_.end() && !l->second.mig.empty()) {
       // Launched into a group and not created yet: deleting it cancels it.

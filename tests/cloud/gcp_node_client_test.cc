@@ -8,12 +8,14 @@
 // token_uri is the emulator's /token, a second key the emulator does not
 // know, runs client.js and checks each step's answer.
 //
-// reservations.js reads and consumes Compute Engine reservations with it.
+// reservations.js reads and consumes Compute Engine reservations with it;
+// warm.js stops, starts, suspends and resumes managed instance group members.
 //
 // Skipped when `node` is not on PATH or the packages are not installed,
 // except under CI=true where that fails.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -283,6 +285,69 @@ TEST_F(GcpNodeClient, GoogleapisReadsAndConsumesReservations) {
   EXPECT_EQ(out["group_full"]["currentAction"], "CREATING");
   ASSERT_EQ(out["group_full"]["errors"].size(), 1u);
   EXPECT_EQ(out["group_full"]["errors"][0]["code"], "CONDITION_NOT_MET");
+}
+
+// Two groups, of L4 VMs and of VMs without GPUs: googleapis stops and
+// starts a member of one, suspends and resumes a member of the other, and
+// reads each state on the way, the groups' stopped and suspended target
+// sizes, and the calls Compute Engine refuses (suspending a VM with GPUs, a
+// stranger to the group).
+TEST_F(GcpNodeClient, GoogleapisStopsStartsSuspendsAndResumesGroupMembers) {
+  TestRsaKey key;
+  ASSERT_NO_FATAL_FAILURE(StartEmulator(
+      "provider: gcp\nproject: gpuscaler-test\nzones: [us-central1-a]\n"
+      "operation_latency: 1s\nboot_latency: 1s\nstop_latency: 2s\nstart_latency: 3s\n"
+      "service_accounts:\n  - email: " +
+      std::string(kEmail) + "\n    public_key: |\n" + Indent(key.PublicPem(), "      ") +
+      "managed_instance_groups:\n"
+      "  - {name: l4-pool, zone: us-central1-a, machine_type: g2-standard-8}\n"
+      "  - {name: cpu-pool, zone: us-central1-a, machine_type: n2-standard-8}\n"));
+  const NodeRun run = RunNodeScript(dir_, "warm.js", {Url(), KeyFile("key.json", key).string()});
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
+  const json& out = run.out;
+  SCOPED_TRACE(out.dump(2));
+  auto seen = [&](const char* step, const std::string& pair) {
+    const json& s = out[step]["seen"];
+    return s.is_array() && std::find(s.begin(), s.end(), pair) != s.end();
+  };
+  auto last = [&](const char* step) {
+    const json& s = out[step]["seen"];
+    return s.is_array() && !s.empty() ? s.back().get<std::string>() : std::string("(none)");
+  };
+  ASSERT_TRUE(out["create"]["l4"].is_array()) << "creating the members failed";
+  EXPECT_EQ(out["create"]["l4"].back(), "NONE/RUNNING");
+  EXPECT_EQ(out["create"]["cpu"].back(), "NONE/RUNNING");
+
+  EXPECT_EQ(out["stop"]["operationType"], "compute.instanceGroupManagers.stopInstances");
+  EXPECT_EQ(out["stop"]["done_status"], "DONE");
+  EXPECT_TRUE(out["stop"]["error"].is_null());
+  EXPECT_EQ(out["stop"]["group"], json({{"targetSize", 0}, {"targetStoppedSize", 1}, {"targetSuspendedSize", 0}}));
+  EXPECT_TRUE(seen("stop", "STOPPING/STOPPING"));
+  EXPECT_EQ(last("stop"), "NONE/TERMINATED");
+  EXPECT_EQ(out["stop"]["status"], "TERMINATED");
+  EXPECT_TRUE(out["stop"]["lastStopTimestamp"].is_string());
+
+  EXPECT_EQ(out["start"]["operationType"], "compute.instanceGroupManagers.startInstances");
+  EXPECT_EQ(out["start"]["group"], json({{"targetSize", 1}, {"targetStoppedSize", 0}, {"targetSuspendedSize", 0}}));
+  EXPECT_TRUE(seen("start", "STARTING/STAGING") || seen("start", "STARTING/PROVISIONING"));
+  EXPECT_EQ(last("start"), "NONE/RUNNING");
+  EXPECT_EQ(out["start"]["id"], out["create"]["id"]) << "the same VM";
+
+  EXPECT_EQ(out["suspend"]["operationType"], "compute.instanceGroupManagers.suspendInstances");
+  EXPECT_TRUE(seen("suspend", "SUSPENDING/SUSPENDING"));
+  EXPECT_EQ(last("suspend"), "NONE/SUSPENDED");
+  EXPECT_EQ(out["suspend"]["status"], "SUSPENDED");
+  EXPECT_EQ(out["suspend"]["group"], json({{"targetSize", 0}, {"targetStoppedSize", 0}, {"targetSuspendedSize", 1}}));
+
+  EXPECT_EQ(out["resume"]["operationType"], "compute.instanceGroupManagers.resumeInstances");
+  EXPECT_TRUE(seen("resume", "RESUMING/STAGING") || seen("resume", "RESUMING/PROVISIONING"));
+  EXPECT_EQ(last("resume"), "NONE/RUNNING");
+  EXPECT_EQ(out["resume"]["group"], json({{"targetSize", 1}, {"targetStoppedSize", 0}, {"targetSuspendedSize", 0}}));
+
+  EXPECT_EQ(out["suspend_gpu"]["error"]["code"], 400);
+  EXPECT_EQ(out["suspend_gpu"]["error"]["reason"], "unsupportedOperation");
+  EXPECT_EQ(out["stop_stranger"]["error"]["code"], 400);
+  EXPECT_EQ(out["stop_stranger"]["error"]["reason"], "invalid");
 }
 
 }  // namespace

@@ -67,10 +67,37 @@
 //    leave through deleteInstances (which lowers the group's target size, so
 //    the group does not replace them); others through instances.delete.
 //    Instances this process launched into a group that are not created yet
-//    are deleted from their group too (the creation is cancelled).
+//    are deleted from their group too (the creation is cancelled). Stopped
+//    and suspended members are deleted like running ones.
 //  - ListInstances: aggregatedList filtered on labels.gpuscaler-cluster,
 //    every page; instances without a pool label are not gpuscaler's. Sorted
-//    by name.
+//    by name. A group member whose status is STOPPING, TERMINATED,
+//    SUSPENDING or SUSPENDED is looked up in its group (listManagedInstances,
+//    one call per such group): currentAction STOPPING or SUSPENDING, or NONE
+//    with instanceStatus TERMINATED or SUSPENDED, is kStopped (warm);
+//    STARTING or RESUMING is kPending; anything else (DELETING, a
+//    preemption, gone from the group) kShuttingDown. Bare instances in those
+//    statuses are kShuttingDown.
+//  - Stop / Start (warm pools, docs/gcp.md "Warm pools"): only members of
+//    managed instance groups (metadata created-by); a bare instance, or an id
+//    that is not one of this cluster's instances, is kConfig and nothing is
+//    done. Stop: the group's stopInstances (kStopped) or suspendInstances
+//    (kHibernated), force false (the group's standbyPolicy.initialDelaySec
+//    applies), one call per group with a requestId of its own (the same node
+//    stops and starts again and again; the client's retries of a call reuse
+//    it); the operation is waited for.
+//    Instances already STOPPING, TERMINATED, SUSPENDING or SUSPENDED are
+//    skipped; ones not RUNNING yet make the call fail as kTransient after
+//    the others are stopped. Compute Engine cannot suspend VMs with GPUs:
+//    its 400 is kConfig. Start: startInstances for stopped members,
+//    resumeInstances for suspended ones, skipping ones already pending or
+//    running; the started
+//    members are then followed in listManagedInstances (every
+//    `poll_interval`, up to `operation_timeout`) until each is PROVISIONING
+//    or later or shows lastAttempt.errors. When any failed (capacity, quota,
+//    a full reservation), every instance of the call goes back to its pool
+//    (stopInstances / suspendInstances) and Start fails with the error's
+//    category (kCapacity for those).
 //  - ListReservations: reservations.aggregatedList (every page), the
 //    specific reservations gpuscaler can target: status READY,
 //    specificReservationRequired true, a specificReservation (not an
@@ -130,6 +157,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
@@ -211,6 +239,8 @@ class GcpProvider final : public CloudProvider {
   Result<std::vector<InterruptionNotice>> PollInterruptions() override;
   Result<std::vector<SpotPrice>> SpotPrices(WallTime since) override;
   Result<std::vector<Reservation>> ListReservations() override;
+  Status Stop(const std::vector<std::string>& instance_ids, WarmState state) override;
+  Status Start(const std::vector<std::string>& instance_ids) override;
 
   // One Reservation resource as ListReservations maps it: nullopt when it is
   // not one gpuscaler targets (not READY, not specificReservationRequired,
@@ -262,6 +292,12 @@ class GcpProvider final : public CloudProvider {
     std::string pool;
     std::string status;
     std::string created_by_mig;
+  };
+  // A group member Stop or Start acts on.
+  struct WarmMember {
+    std::string zone;
+    std::string mig;  // from its metadata created-by
+    std::string status;
   };
   struct QuotaBlock {
     std::string region;
@@ -319,6 +355,20 @@ class GcpProvider final : public CloudProvider {
   Instance ToInstance(const nlohmann::json& resource) const;
   std::string PoolFromLabel(const std::string& label) const;
 
+  // Warm pools (gcp_provider_warm.cc). The group members named by `ids`;
+  // kConfig for an id that is not this cluster's or not a group member.
+  Result<std::map<std::string, WarmMember>> WarmMembers(const std::vector<std::string>& ids, bool starting);
+  // POSTs the group's `verb` (stopInstances, …) for `names` with a
+  // requestId of its own, and waits for its operation.
+  Status StandbyCall(const std::string& zone, const std::string& mig, const std::string& verb,
+                     const std::vector<std::string>& names);
+  // Follows started members until each is up or failed; the failed ones' errors.
+  std::map<std::string, std::vector<GcpErrorItem>> FollowWake(const std::string& zone, const std::string& mig,
+                                                              const std::vector<std::string>& names);
+  // The state of each group member among `resources` whose status is
+  // STOPPING, TERMINATED, SUSPENDING or SUSPENDED, as its group sees it.
+  Result<std::map<std::string, InstanceState>> StandbyStates(const std::vector<nlohmann::json>& resources);
+
   std::string QuotaKey(const Offering& offering) const;
   // kCapacity when the offering's quota is blocked and has not changed.
   std::optional<Error> QuotaBlocked(const Offering& offering);
@@ -348,6 +398,7 @@ class GcpProvider final : public CloudProvider {
   std::vector<std::string> unpriced_;
   std::optional<SteadyTime> next_catalog_read_;
   int billing_reads_ = 0;
+  uint64_t standby_calls_ = 0;  // stop/start calls made, for their requestIds
 };
 
 }  // namespace gpuscaler::cloud
