@@ -50,8 +50,10 @@ void InstanceItemXml(std::string& out, const EmulatedInstance& i);
 // StartInstances: the id, currentState and previousState (code and name).
 void StateChangeXml(std::string& out, const std::string& instance_id, std::string_view before,
                     std::string_view after);
-// The answer of an Auto Scaling operation with no output.
-EmulatorResponse AsgEmptyAnswer(std::string_view op, const std::string& request_id);
+// The answer of an Auto Scaling operation with no output; `result`: with an
+// empty <{op}Result/>, for the operations whose empty output AWS still wraps
+// (PutWarmPool, DeleteWarmPool: botocore requires it).
+EmulatorResponse AsgEmptyAnswer(std::string_view op, const std::string& request_id, bool result = false);
 
 // How long a group waits after a launch that found no capacity before it
 // tries again.

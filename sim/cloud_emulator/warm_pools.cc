@@ -188,7 +188,7 @@ EmulatorResponse CloudEmulator::PutWarmPool(const Params& p, WallTime now) {
   w.reuse_on_scale_in = p.Get("InstanceReusePolicy.ReuseOnScaleIn") == "true";
   g->warm_pool = w;
   ReconcileGroup(*g, now);
-  return AsgEmptyAnswer("PutWarmPool", Uuid());
+  return AsgEmptyAnswer("PutWarmPool", Uuid(), /*result=*/true);
 }
 
 EmulatorResponse CloudEmulator::DescribeWarmPool(const Params& p) {
@@ -249,7 +249,7 @@ EmulatorResponse CloudEmulator::DeleteWarmPool(const Params& p, WallTime now) {
   ReconcileGroup(*g, now);
   // ForceDelete: the pool goes now, its instances terminate without waiting.
   if (p.Get("ForceDelete") == "true") g->warm_pool.reset();
-  return AsgEmptyAnswer("DeleteWarmPool", Uuid());
+  return AsgEmptyAnswer("DeleteWarmPool", Uuid(), /*result=*/true);
 }
 
 }  // namespace gpuscaler::sim

@@ -56,8 +56,10 @@ void StateChangeXml(std::string& out, const std::string& instance_id, std::strin
   out += "</previousState></item>";
 }
 
-EmulatorResponse AsgEmptyAnswer(std::string_view op, const std::string& request_id) {
-  std::string body = AsgOpen(op) + "  <ResponseMetadata>";
+EmulatorResponse AsgEmptyAnswer(std::string_view op, const std::string& request_id, bool result) {
+  std::string body = AsgOpen(op);
+  if (result) body += "  <" + std::string(op) + "Result/>\n";
+  body += "  <ResponseMetadata>";
   Leaf(body, "RequestId", request_id);
   body += "</ResponseMetadata>\n</" + std::string(op) + "Response>\n";
   return {200, "text/xml", {}, body};

@@ -210,7 +210,9 @@ TEST_F(AwsCliWarm, WarmPoolFillsWakesRefillsAndIsDeleted) {
   ASSERT_EQ(del.exit_code, 0) << del.err;
   EXPECT_TRUE(del.raw.empty()) << del.raw;
   const json deleted = WarmPool();
-  EXPECT_FALSE(deleted.contains("WarmPoolConfiguration")) << deleted.dump();
+  // The CLI's paging writes null for a key no page had.
+  EXPECT_TRUE(!deleted.contains("WarmPoolConfiguration") || deleted["WarmPoolConfiguration"].is_null())
+      << deleted.dump();
   EXPECT_TRUE(!deleted.contains("Instances") || deleted["Instances"].empty()) << deleted.dump();
   EXPECT_TRUE(InState("stopped").empty());
   Run twice = Aws({"autoscaling", "delete-warm-pool", "--auto-scaling-group-name", "gpu-warm"});
