@@ -292,5 +292,53 @@ TEST_F(WarmProvider, AWarmPoolOfAnotherClustersGroupIsRefused) {
   EXPECT_EQ(Listed(*theirs_).size(), 3u);
 }
 
+// The emulator's group: a scale-in returns an instance to a pool with
+// ReuseOnScaleIn (hibernated, for PoolState Hibernated), and the pool sheds
+// what is above its size; Force stops at once.
+TEST_F(WarmProvider, TheEmulatorReusesScaledInInstancesAndForceStopsAtOnce) {
+  EmulatorScenario s = Scenario();
+  s.groups = {WarmGroup("test-cluster")};
+  s.groups[0].desired_capacity = 2;
+  Boot(s);
+  clock_.Advance(kLaunch);
+  PutWarmPoolRequest put;
+  put.group = "gpu-warm";
+  put.min_size = 2;
+  put.max_group_prepared_capacity = 2;
+  put.pool_state = "Hibernated";
+  put.reuse_on_scale_in = true;
+  ASSERT_TRUE(ours_->client.Query("autoscaling", PutWarmPoolQuery(put)).ok());
+  clock_.Advance(kLaunch + kStop);
+  ASSERT_EQ(PoolIds().size(), 2u);
+  for (const AsgInstance& i : Pool().instances) EXPECT_EQ(i.lifecycle_state, "Warmed:Hibernated");
+
+  std::set<std::string> in_service;
+  for (const sim::EmulatedInstance& i : emulator_->Instances()) {
+    if ((i.state == "pending" || i.state == "running") && !i.in_warm_pool) in_service.insert(i.instance_id);
+  }
+  ASSERT_EQ(in_service.size(), 2u);
+  ASSERT_TRUE(ours_->client.Query("autoscaling", SetDesiredCapacityQuery("gpu-warm", 1, std::nullopt)).ok());
+  int returned = 0;
+  for (const std::string& id : in_service) {
+    const sim::EmulatedInstance i = Emulated(id);
+    if (!i.in_warm_pool) continue;
+    ++returned;
+    EXPECT_EQ(i.state, "stopping");
+    EXPECT_TRUE(i.hibernated);
+  }
+  EXPECT_EQ(returned, 1) << "scaled in to the pool, not terminated";
+  int warm = 0;
+  for (const AsgInstance& i : Pool().instances) warm += i.lifecycle_state != "Warmed:Terminating";
+  EXPECT_EQ(warm, 2) << "the pool keeps its size";
+
+  const std::string fleet = LaunchFleet(*ours_, 1, "f-1").at(0);
+  clock_.Advance(kLaunch);
+  QueryParams force = StopInstancesQuery({fleet}, false);
+  force.emplace_back("Force", "true");
+  ASSERT_TRUE(ours_->client.Query("ec2", force).ok());
+  ASSERT_TRUE(ours_->provider.ListInstances().ok());
+  EXPECT_EQ(Emulated(fleet).state, "stopped");
+}
+
 }  // namespace
 }  // namespace gpuscaler::cloud::aws_provider_warm
