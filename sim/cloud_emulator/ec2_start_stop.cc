@@ -21,12 +21,15 @@ void CloudEmulator::StartInstance(Instance& i, WallTime at) {
   i.running_at = at + scenario_.start_latency;
 }
 
-std::optional<EmulatorResponse> CloudEmulator::ReadInstanceIds(const Params& p, std::vector<std::string>* ids) {
+std::optional<EmulatorResponse> CloudEmulator::ReadInstanceIds(const Params& p,
+                                                               std::vector<std::string>* ids) {
   *ids = p.List("InstanceId");
-  if (ids->empty()) return Ec2Error(400, "MissingParameter", "The request must contain the parameter InstanceId");
+  if (ids->empty())
+    return Ec2Error(400, "MissingParameter", "The request must contain the parameter InstanceId");
   std::vector<std::string> missing;
   for (const std::string& id : *ids) {
-    if (id.rfind("i-", 0) != 0) return Ec2Error(400, "InvalidInstanceID.Malformed", "Invalid id: \"" + id + "\"");
+    if (id.rfind("i-", 0) != 0)
+      return Ec2Error(400, "InvalidInstanceID.Malformed", "Invalid id: \"" + id + "\"");
     if (by_id_.count(id) == 0) missing.push_back(id);
   }
   if (missing.empty()) return std::nullopt;

@@ -32,7 +32,8 @@ int CloudEmulator::WarmTarget(const Group& g) const {
   return std::max({0, w.min_size, prepared - g.spec.desired_capacity});
 }
 
-CloudEmulator::Instance* CloudEmulator::TakeWarm(Group& g, const std::vector<std::string>& zones, WallTime at) {
+CloudEmulator::Instance* CloudEmulator::TakeWarm(Group& g, const std::vector<std::string>& zones,
+                                                 WallTime at) {
   if (!g.warm_pool) return nullptr;
   for (bool want_ready : {true, false}) {
     for (const std::string& zone : zones) {
@@ -92,8 +93,10 @@ void CloudEmulator::ReconcileWarmPool(Group& g, WallTime now) {
   while (static_cast<int>(warm.size()) > target) {
     Terminate(*warm.back(), now);
     RecordActivity(g, {Uuid(), "Terminating EC2 instance: " + warm.back()->info.instance_id,
-                       cause_head + "taken out of the warm pool in response to a difference between the warm "
-                                    "pool's size and its target, shrinking it to " + std::to_string(target) + ".",
+                       cause_head +
+                           "taken out of the warm pool in response to a difference between the warm "
+                           "pool's size and its target, shrinking it to " +
+                           std::to_string(target) + ".",
                        "Successful", "", now});
     warm.pop_back();
   }
@@ -102,14 +105,17 @@ void CloudEmulator::ReconcileWarmPool(Group& g, WallTime now) {
   const std::vector<std::string> types =
       g.spec.instance_types.empty() ? std::vector<std::string>{g.spec.instance_type} : g.spec.instance_types;
   const std::map<std::string, std::string> tags = GroupLaunchTags(g);
-  const std::string cause = cause_head + "launched into the warm pool in response to a difference between the warm "
-                                         "pool's size and its target, increasing it to " + std::to_string(target) + ".";
+  const std::string cause = cause_head +
+                            "launched into the warm pool in response to a difference between the warm "
+                            "pool's size and its target, increasing it to " +
+                            std::to_string(target) + ".";
   while (static_cast<int>(warm.size()) < target) {
     std::vector<std::string> order = zones;
     auto in_zone = [&](const std::string& z) {
       return std::count_if(warm.begin(), warm.end(), [&](const Instance* i) { return i->info.zone == z; });
     };
-    std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) { return in_zone(a) < in_zone(b); });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](const auto& a, const auto& b) { return in_zone(a) < in_zone(b); });
     Instance* made = nullptr;
     std::string code, short_type, short_zone;
     for (const std::string& zone : order) {
@@ -128,16 +134,16 @@ void CloudEmulator::ReconcileWarmPool(Group& g, WallTime now) {
                                  " - We currently do not have sufficient " + short_type +
                                  " capacity in the Availability Zone you requested (" + short_zone +
                                  "). Launching EC2 instance failed.";
-      RecordActivity(g, {Uuid(), "Launching a new EC2 instance into warm pool.  Status Reason: " + reason, cause,
-                         "Failed", reason, now});
+      RecordActivity(g, {Uuid(), "Launching a new EC2 instance into warm pool.  Status Reason: " + reason,
+                         cause, "Failed", reason, now});
       g.warm_launch_at = now + kGroupRetry;
       return;
     }
     made->info.group = g.spec.name;
     made->info.in_warm_pool = true;
     warm.push_back(made);
-    RecordActivity(g, {Uuid(), "Launching a new EC2 instance into warm pool: " + made->info.instance_id, cause,
-                       "Successful", "", now});
+    RecordActivity(g, {Uuid(), "Launching a new EC2 instance into warm pool: " + made->info.instance_id,
+                       cause, "Successful", "", now});
   }
   g.warm_launch_at = WallTime{};
 }
@@ -180,10 +186,11 @@ EmulatorResponse CloudEmulator::PutWarmPool(const Params& p, WallTime now) {
   }
   if (p.Has("PoolState")) w.pool_state = p.Get("PoolState");
   if (w.pool_state != "Stopped" && w.pool_state != "Running" && w.pool_state != "Hibernated") {
-    return QueryError(400, "Sender", "ValidationError",
-                      "1 validation error detected: Value '" + w.pool_state +
-                          "' at 'poolState' failed to satisfy constraint: Member must satisfy enum value set: "
-                          "[Stopped, Running, Hibernated]");
+    return QueryError(
+        400, "Sender", "ValidationError",
+        "1 validation error detected: Value '" + w.pool_state +
+            "' at 'poolState' failed to satisfy constraint: Member must satisfy enum value set: "
+            "[Stopped, Running, Hibernated]");
   }
   w.reuse_on_scale_in = p.Get("InstanceReusePolicy.ReuseOnScaleIn") == "true";
   g->warm_pool = w;
@@ -243,7 +250,8 @@ EmulatorResponse CloudEmulator::DeleteWarmPool(const Params& p, WallTime now) {
                       "AutoScalingGroup name not found - AutoScalingGroup '" + name + "' not found");
   }
   if (!g->warm_pool) {
-    return QueryError(400, "Sender", "ValidationError", "No warm pool found for Auto Scaling group '" + name + "'.");
+    return QueryError(400, "Sender", "ValidationError",
+                      "No warm pool found for Auto Scaling group '" + name + "'.");
   }
   g->warm_pool->pending_delete = true;
   ReconcileGroup(*g, now);

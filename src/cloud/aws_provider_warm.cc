@@ -22,9 +22,11 @@ std::string Join(const std::vector<std::string>& items) {
 // answer. EC2 answers an id it no longer knows (gone between the look and
 // the call) with InvalidInstanceID.NotFound: the caller's unknown id, kConfig.
 template <typename Query>
-Status SendInChunks(AwsClient& client, const std::string& action, const std::vector<std::string>& ids, Query query) {
+Status SendInChunks(AwsClient& client, const std::string& action, const std::vector<std::string>& ids,
+                    Query query) {
   for (size_t begin = 0; begin < ids.size(); begin += kIdsPerCall) {
-    const std::vector<std::string> chunk(ids.begin() + begin, ids.begin() + std::min(ids.size(), begin + kIdsPerCall));
+    const std::vector<std::string> chunk(ids.begin() + begin,
+                                         ids.begin() + std::min(ids.size(), begin + kIdsPerCall));
     Result<std::string> body = client.Query("ec2", query(chunk));
     if (!body.ok()) {
       if (body.error().category() == ErrorCategory::kNotFound) return Error::Config(body.error().message());
@@ -37,7 +39,8 @@ Status SendInChunks(AwsClient& client, const std::string& action, const std::vec
 
 }  // namespace
 
-Result<std::vector<Ec2Instance>> AwsProvider::DescribeOwned(const std::string& verb, std::vector<std::string> ids) {
+Result<std::vector<Ec2Instance>> AwsProvider::DescribeOwned(const std::string& verb,
+                                                            std::vector<std::string> ids) {
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   Result<std::vector<Ec2Instance>> described = DescribeInstances({}, ids);
@@ -56,25 +59,28 @@ Result<std::vector<Ec2Instance>> AwsProvider::DescribeOwned(const std::string& v
     if (known.count(id) == 0) unknown.push_back(id);
   }
   if (!unknown.empty()) {
-    return Error::Config(verb + ": unknown instance" + (unknown.size() == 1 ? " " : "s ") + Join(unknown) + "; none " +
-                         (verb == "stop" ? "stopped" : "started"));
+    return Error::Config(verb + ": unknown instance" + (unknown.size() == 1 ? " " : "s ") + Join(unknown) +
+                         "; none " + (verb == "stop" ? "stopped" : "started"));
   }
   std::set<std::string> owned_groups;
   if (!groups.empty()) {
-    Result<std::vector<AutoScalingGroup>> found = DescribeGroups(std::vector<std::string>(groups.begin(), groups.end()));
+    Result<std::vector<AutoScalingGroup>> found =
+        DescribeGroups(std::vector<std::string>(groups.begin(), groups.end()));
     if (!found.ok()) return found.error();
     for (const AutoScalingGroup& g : *found) {
       if (Owns(g)) owned_groups.insert(g.name);
     }
   }
   for (const Ec2Instance& e : *described) {
-    if (TagOf(e.tags, kClusterTag) != options_.cluster_name && owned_groups.count(TagOf(e.tags, kAsgGroupNameTag)) == 0) {
+    if (TagOf(e.tags, kClusterTag) != options_.cluster_name &&
+        owned_groups.count(TagOf(e.tags, kAsgGroupNameTag)) == 0) {
       foreign.push_back(e.instance_id);
     }
   }
   if (!foreign.empty()) {
-    return Error::InvalidInput(verb + ": " + Join(foreign) + " not owned by cluster '" + options_.cluster_name +
-                               "' (no " + kClusterTag + " tag naming it, not in one of its Auto Scaling groups); none " +
+    return Error::InvalidInput(verb + ": " + Join(foreign) + " not owned by cluster '" +
+                               options_.cluster_name + "' (no " + kClusterTag +
+                               " tag naming it, not in one of its Auto Scaling groups); none " +
                                (verb == "stop" ? "stopped" : "started"));
   }
   return described;
@@ -89,8 +95,9 @@ Status AwsProvider::Stop(const std::vector<std::string>& instance_ids, WarmState
     if (e.state != "stopping" && e.state != "stopped") running.push_back(e.instance_id);
   }
   const bool hibernate = state == WarmState::kHibernated;
-  return SendInChunks(client_, "StopInstances", running,
-                      [&](const std::vector<std::string>& chunk) { return StopInstancesQuery(chunk, hibernate); });
+  return SendInChunks(client_, "StopInstances", running, [&](const std::vector<std::string>& chunk) {
+    return StopInstancesQuery(chunk, hibernate);
+  });
 }
 
 Status AwsProvider::Start(const std::vector<std::string>& instance_ids) {
@@ -104,7 +111,8 @@ Status AwsProvider::Start(const std::vector<std::string>& instance_ids) {
   }
   // EC2 refuses to start an instance until it has stopped
   // (IncorrectInstanceState): worth another try shortly, not a config error.
-  if (!stopping.empty()) return Error::Transient("start: " + Join(stopping) + " still stopping; none started");
+  if (!stopping.empty())
+    return Error::Transient("start: " + Join(stopping) + " still stopping; none started");
   return SendInChunks(client_, "StartInstances", stopped, StartInstancesQuery);
 }
 
@@ -148,7 +156,7 @@ Result<std::vector<AsgInstance>> AwsProvider::WarmPoolInstances(const std::strin
 }
 
 Result<std::vector<std::string>> AwsProvider::WokenFor(const std::string& group, const std::string& token,
-                                                        std::set<std::string>* in_service) {
+                                                       std::set<std::string>* in_service) {
   Result<std::vector<AutoScalingGroup>> found = DescribeGroups({group});
   if (!found.ok()) return found.error();
   for (const AutoScalingGroup& g : *found) {

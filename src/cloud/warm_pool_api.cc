@@ -20,9 +20,11 @@ QueryParams StartInstancesQuery(const std::vector<std::string>& ids) {
   return q;
 }
 
-Result<std::vector<InstanceStateChange>> ParseInstanceStateChanges(std::string_view body, const std::string& action) {
+Result<std::vector<InstanceStateChange>> ParseInstanceStateChanges(std::string_view body,
+                                                                   const std::string& action) {
   return xml::ParseItems(body, action, "instancesSet", [](pugi::xml_node item) {
-    return InstanceStateChange{item.child_value("instanceId"), item.child("previousState").child_value("name"),
+    return InstanceStateChange{item.child_value("instanceId"),
+                               item.child("previousState").child_value("name"),
                                item.child("currentState").child_value("name")};
   });
 }
@@ -35,13 +37,15 @@ std::optional<WarmPoolConfig> ParseWarmPoolConfiguration(pugi::xml_node n) {
     c.max_group_prepared_capacity = prepared;
   }
   if (*n.child_value("PoolState") != '\0') c.pool_state = n.child_value("PoolState");
-  c.reuse_on_scale_in = std::string_view(n.child("InstanceReusePolicy").child_value("ReuseOnScaleIn")) == "true";
+  c.reuse_on_scale_in =
+      std::string_view(n.child("InstanceReusePolicy").child_value("ReuseOnScaleIn")) == "true";
   c.status = n.child_value("Status");
   return c;
 }
 
 QueryParams PutWarmPoolQuery(const PutWarmPoolRequest& r) {
-  QueryParams q = {{"Action", "PutWarmPool"}, {"Version", kAutoScalingApiVersion}, {"AutoScalingGroupName", r.group}};
+  QueryParams q = {
+      {"Action", "PutWarmPool"}, {"Version", kAutoScalingApiVersion}, {"AutoScalingGroupName", r.group}};
   AddIfSet(q, "MaxGroupPreparedCapacity", r.max_group_prepared_capacity);
   AddIfSet(q, "MinSize", r.min_size);
   AddIfSet(q, "PoolState", r.pool_state);
@@ -50,7 +54,8 @@ QueryParams PutWarmPoolQuery(const PutWarmPoolRequest& r) {
 }
 
 QueryParams DescribeWarmPoolQuery(const DescribeWarmPoolRequest& r) {
-  QueryParams q = {{"Action", "DescribeWarmPool"}, {"Version", kAutoScalingApiVersion}, {"AutoScalingGroupName", r.group}};
+  QueryParams q = {
+      {"Action", "DescribeWarmPool"}, {"Version", kAutoScalingApiVersion}, {"AutoScalingGroupName", r.group}};
   AddIfSet(q, "MaxRecords", r.max_records);
   AddIfSet(q, "NextToken", r.next_token);
   return q;
@@ -73,7 +78,8 @@ Result<WarmPoolPage> ParseDescribeWarmPool(std::string_view body) {
 }
 
 QueryParams DeleteWarmPoolQuery(const std::string& group, bool force_delete) {
-  QueryParams q = {{"Action", "DeleteWarmPool"}, {"Version", kAutoScalingApiVersion}, {"AutoScalingGroupName", group}};
+  QueryParams q = {
+      {"Action", "DeleteWarmPool"}, {"Version", kAutoScalingApiVersion}, {"AutoScalingGroupName", group}};
   if (force_delete) q.emplace_back("ForceDelete", "true");
   return q;
 }

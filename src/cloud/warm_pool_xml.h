@@ -3,7 +3,6 @@
 #pragma once
 
 #include <optional>
-
 #include <pugixml.hpp>
 
 #include "gpuscaler/cloud/ec2_api.h"

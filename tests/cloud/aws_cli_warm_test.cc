@@ -31,11 +31,14 @@ class AwsCliWarm : public AwsCliTest {
 
   // Launches `count` on-demand instances of `type` in us-east-1a; their ids.
   std::vector<std::string> Launch(const std::string& type, int count) {
-    const std::string configs = R"([{"LaunchTemplateSpecification":{"LaunchTemplateName":"gpu-nodes","Version":"$Latest"},
-      "Overrides":[{"InstanceType":")" + type + R"(","AvailabilityZone":"us-east-1a"}]}])";
-    Run fleet = Aws({"ec2", "create-fleet", "--type", "instant", "--launch-template-configs", configs,
-                     "--target-capacity-specification",
-                     "TotalTargetCapacity=" + std::to_string(count) + ",DefaultTargetCapacityType=on-demand"});
+    const std::string configs =
+        R"([{"LaunchTemplateSpecification":{"LaunchTemplateName":"gpu-nodes","Version":"$Latest"},
+      "Overrides":[{"InstanceType":")" +
+        type + R"(","AvailabilityZone":"us-east-1a"}]}])";
+    Run fleet =
+        Aws({"ec2", "create-fleet", "--type", "instant", "--launch-template-configs", configs,
+             "--target-capacity-specification",
+             "TotalTargetCapacity=" + std::to_string(count) + ",DefaultTargetCapacityType=on-demand"});
     EXPECT_EQ(fleet.exit_code, 0) << fleet.err;
     std::vector<std::string> ids;
     for (const json& got : fleet.out["Instances"]) {
@@ -161,12 +164,13 @@ TEST_F(AwsCliWarm, WarmPoolFillsWakesRefillsAndIsDeleted) {
   EXPECT_EQ(InState("stopped"), warm);
 
   // One page at a time, and the CLI's paging over them.
-  Run page = Aws({"autoscaling", "describe-warm-pool", "--auto-scaling-group-name", "gpu-warm", "--no-paginate",
-                  "--max-records", "1"});
+  Run page = Aws({"autoscaling", "describe-warm-pool", "--auto-scaling-group-name", "gpu-warm",
+                  "--no-paginate", "--max-records", "1"});
   ASSERT_EQ(page.exit_code, 0) << page.err;
   EXPECT_EQ(page.out["Instances"].size(), 1u);
   EXPECT_TRUE(page.out.contains("NextToken")) << page.raw;
-  Run paged = Aws({"autoscaling", "describe-warm-pool", "--auto-scaling-group-name", "gpu-warm", "--page-size", "1"});
+  Run paged =
+      Aws({"autoscaling", "describe-warm-pool", "--auto-scaling-group-name", "gpu-warm", "--page-size", "1"});
   ASSERT_EQ(paged.exit_code, 0) << paged.err;
   EXPECT_EQ(paged.out["Instances"].size(), 2u) << paged.raw;
 
@@ -179,8 +183,8 @@ TEST_F(AwsCliWarm, WarmPoolFillsWakesRefillsAndIsDeleted) {
   EXPECT_EQ(g["WarmPoolConfiguration"]["MinSize"], 2);
 
   // A raise takes a warm instance, and the pool is refilled with a new one.
-  Run set = Aws({"autoscaling", "set-desired-capacity", "--auto-scaling-group-name", "gpu-warm", "--desired-capacity",
-                 "2"});
+  Run set = Aws({"autoscaling", "set-desired-capacity", "--auto-scaling-group-name", "gpu-warm",
+                 "--desired-capacity", "2"});
   ASSERT_EQ(set.exit_code, 0) << set.err;
   groups = Aws({"autoscaling", "describe-auto-scaling-groups", "--auto-scaling-group-names", "gpu-warm"});
   ASSERT_EQ(groups.out["AutoScalingGroups"][0]["Instances"].size(), 2u);
@@ -198,11 +202,13 @@ TEST_F(AwsCliWarm, WarmPoolFillsWakesRefillsAndIsDeleted) {
   for (const json& i : refilled["Instances"]) fresh += warm.count(i["InstanceId"]) == 0;
   EXPECT_EQ(fresh, 1);
 
-  Run activities = Aws({"autoscaling", "describe-scaling-activities", "--auto-scaling-group-name", "gpu-warm"});
+  Run activities =
+      Aws({"autoscaling", "describe-scaling-activities", "--auto-scaling-group-name", "gpu-warm"});
   ASSERT_EQ(activities.exit_code, 0) << activities.err;
   EXPECT_NE(activities.raw.find("from warm pool"), std::string::npos) << activities.raw;
 
-  Run bad = Aws({"autoscaling", "put-warm-pool", "--auto-scaling-group-name", "no-such-group", "--min-size", "1"});
+  Run bad =
+      Aws({"autoscaling", "put-warm-pool", "--auto-scaling-group-name", "no-such-group", "--min-size", "1"});
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("ValidationError"), std::string::npos) << bad.err;
 

@@ -60,7 +60,8 @@ class WarmProvider : public ::testing::Test {
     auto launched = who.provider.Launch(r);
     EXPECT_TRUE(launched.ok()) << launched.error().ToString();
     std::vector<std::string> ids;
-    for (const Instance& i : launched.ok() ? launched->instances : std::vector<Instance>{}) ids.push_back(i.instance_id);
+    for (const Instance& i : launched.ok() ? launched->instances : std::vector<Instance>{})
+      ids.push_back(i.instance_id);
     return ids;
   }
   sim::EmulatedInstance Emulated(const std::string& id) {
@@ -174,7 +175,8 @@ TEST_F(WarmProvider, StartBringsTheSameIdBackInTheStartLatency) {
 
 TEST_F(WarmProvider, AStartWithNoCapacityIsACapacityError) {
   EmulatorScenario s = Scenario();
-  s.capacity = {{"g5.xlarge", "us-east-1a", CapacityType::kOnDemand, 1, "InsufficientInstanceCapacity", {}, {}}};
+  s.capacity = {
+      {"g5.xlarge", "us-east-1a", CapacityType::kOnDemand, 1, "InsufficientInstanceCapacity", {}, {}}};
   Boot(s);
   const std::string stopped = LaunchFleet(*ours_, 1, "d-1").at(0);
   clock_.Advance(kLaunch);
