@@ -5,9 +5,6 @@
 namespace gpuscaler::sim {
 namespace {
 
-// How long a group waits after a launch that found no capacity before it
-// tries again.
-constexpr Seconds kGroupRetry{10};
 constexpr size_t kActivitiesKept = 1000;
 
 // Whether the group passes `f`: tag:<key> (that tag has one of the values),
@@ -23,13 +20,6 @@ bool Matches(const ScriptedGroup& g, const cloud::Filter& f) {
   return true;
 }
 
-// The answer of an operation with no output.
-EmulatorResponse EmptyAnswer(std::string_view op, const std::string& request_id) {
-  std::string body = AsgOpen(op) + "  <ResponseMetadata>";
-  Leaf(body, "RequestId", request_id);
-  body += "</ResponseMetadata>\n</" + std::string(op) + "Response>\n";
-  return {200, "text/xml", {}, body};
-}
 
 }  // namespace
 
@@ -43,16 +33,32 @@ void CloudEmulator::RecordActivity(Group& g, Activity a) {
   if (g.activities.size() > kActivitiesKept) g.activities.pop_front();
 }
 
+std::map<std::string, std::string> CloudEmulator::GroupLaunchTags(Group& g) {
+  std::map<std::string, std::string> tags;
+  for (const auto& [key, value] : g.spec.tags) {
+    if (g.propagate[key]) tags[key] = value;
+  }
+  tags[cloud::kAsgGroupNameTag] = g.spec.name;
+  return tags;
+}
+
 void CloudEmulator::ReconcileGroup(Group& g, WallTime now) {
+  ReconcileInService(g, now);
+  ReconcileWarmPool(g, now);
+}
+
+void CloudEmulator::ReconcileInService(Group& g, WallTime now) {
   std::vector<Instance*> live;
   for (Instance& i : instances_) {
-    if (i.info.group == g.spec.name && IsLive(i.info)) live.push_back(&i);
+    if (i.info.group == g.spec.name && IsLive(i.info) && !i.info.in_warm_pool) live.push_back(&i);
   }
   const int desired = g.spec.desired_capacity;
   const std::string size_change = " the capacity from " + std::to_string(live.size()) + " to " + std::to_string(desired) + ".";
   while (static_cast<int>(live.size()) > desired) {
-    Terminate(*live.back(), now);
-    RecordActivity(g, {Uuid(), "Terminating EC2 instance: " + live.back()->info.instance_id,
+    LeaveService(g, *live.back(), now);
+    const bool reused = live.back()->info.in_warm_pool;
+    RecordActivity(g, {Uuid(), (reused ? "Moving EC2 instance to warm pool: " : "Terminating EC2 instance: ") +
+                                   live.back()->info.instance_id,
                        "At " + FormatRfc3339(now) +
                            " an instance was taken out of service in response to a difference between desired and "
                            "actual capacity, shrinking" + size_change,
@@ -70,11 +76,7 @@ void CloudEmulator::ReconcileGroup(Group& g, WallTime now) {
   const std::vector<std::string>& zones = g.spec.zones.empty() ? scenario_.zones : g.spec.zones;
   const std::vector<std::string> types =
       g.spec.instance_types.empty() ? std::vector<std::string>{g.spec.instance_type} : g.spec.instance_types;
-  std::map<std::string, std::string> tags;
-  for (const auto& [key, value] : g.spec.tags) {
-    if (g.propagate[key]) tags[key] = value;
-  }
-  tags[cloud::kAsgGroupNameTag] = g.spec.name;
+  const std::map<std::string, std::string> tags = GroupLaunchTags(g);
   while (static_cast<int>(live.size()) < desired) {
     // Zones with the fewest live instances of the group first (AZ balance),
     // then the types in priority order.
@@ -83,6 +85,12 @@ void CloudEmulator::ReconcileGroup(Group& g, WallTime now) {
       return std::count_if(live.begin(), live.end(), [&](const Instance* i) { return i->info.zone == z; });
     };
     std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) { return in_zone(a) < in_zone(b); });
+    if (Instance* woken = TakeWarm(g, order, at)) {
+      live.push_back(woken);
+      RecordActivity(g, {Uuid(), "Launching a new EC2 instance from warm pool: " + woken->info.instance_id, cause,
+                         "Successful", "", at});
+      continue;
+    }
     Instance* made = nullptr;
     std::string code, short_type, short_zone;
     for (const std::string& zone : order) {
@@ -135,7 +143,7 @@ EmulatorResponse CloudEmulator::SetDesiredCapacity(const Params& p, WallTime now
   if (desired > g->spec.desired_capacity) g->launch_at = now + scenario_.group_launch_delay;
   g->spec.desired_capacity = desired;
   ReconcileGroup(*g, now);
-  return EmptyAnswer("SetDesiredCapacity", Uuid());
+  return AsgEmptyAnswer("SetDesiredCapacity", Uuid());
 }
 
 EmulatorResponse CloudEmulator::CreateOrUpdateTags(const Params& p) {
@@ -161,7 +169,7 @@ EmulatorResponse CloudEmulator::CreateOrUpdateTags(const Params& p) {
     g->spec.tags[t.key] = t.value;
     g->propagate[t.key] = t.propagate;
   }
-  return EmptyAnswer("CreateOrUpdateTags", Uuid());
+  return AsgEmptyAnswer("CreateOrUpdateTags", Uuid());
 }
 
 std::optional<EmulatorResponse> CloudEmulator::AsgPaging(const Params& p, int fallback, size_t* offset,
@@ -228,7 +236,7 @@ EmulatorResponse CloudEmulator::DescribeAutoScalingGroups(const Params& p) {
     Leaf(body, "HealthCheckGracePeriod", "300");
     body += "<Instances>";
     for (const Instance& i : instances_) {
-      if (i.info.group != g.spec.name || i.info.state == "terminated") continue;
+      if (i.info.group != g.spec.name || i.info.state == "terminated" || i.info.in_warm_pool) continue;
       body += "<member>";
       Leaf(body, "InstanceId", i.info.instance_id);
       Leaf(body, "InstanceType", i.info.instance_type);
@@ -253,6 +261,13 @@ EmulatorResponse CloudEmulator::DescribeAutoScalingGroups(const Params& p) {
     body += "</Tags><TerminationPolicies><member>Default</member></TerminationPolicies>";
     Leaf(body, "NewInstancesProtectedFromScaleIn", "false");
     Leaf(body, "CapacityRebalance", "false");
+    if (g.warm_pool) {
+      body += WarmPoolConfigurationXml(*g.warm_pool);
+      const auto warm = std::count_if(instances_.begin(), instances_.end(), [&](const Instance& i) {
+        return i.info.group == g.spec.name && i.info.in_warm_pool && !IsGone(i.info);
+      });
+      Leaf(body, "WarmPoolSize", std::to_string(warm));
+    }
     body += "</member>";
   }
   body += AsgPageClose("DescribeAutoScalingGroups", "AutoScalingGroups", last < match.size() ? PageToken(last) : "",
@@ -303,7 +318,8 @@ EmulatorResponse CloudEmulator::TerminateInstanceInAutoScalingGroup(const Params
     return QueryError(400, "Sender", "ValidationError", "InstanceId and ShouldDecrementDesiredCapacity are required");
   }
   auto it = by_id_.find(id);
-  if (it == by_id_.end() || instances_[it->second].info.group.empty() || !IsLive(instances_[it->second].info)) {
+  if (it == by_id_.end() || instances_[it->second].info.group.empty() || !IsLive(instances_[it->second].info) ||
+      instances_[it->second].info.in_warm_pool) {
     return QueryError(400, "Sender", "ValidationError", "Instance Id not found - No managed instance found for instance ID: " + id);
   }
   Instance& inst = instances_[it->second];

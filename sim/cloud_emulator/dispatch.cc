@@ -167,10 +167,12 @@ EmulatorResponse CloudEmulator::Dispatch(const EmulatorRequest& request, Emulato
                                                 "CreatePlacementGroup",
                                                 "DescribePlacementGroups",
                                                 "DescribeCapacityReservations",
-                                                "RunInstances"};
+                                                "RunInstances",
+                                                "StopInstances",
+                                                "StartInstances"};
   static const std::vector<std::string> kAsg = {"SetDesiredCapacity", "DescribeAutoScalingGroups",
                                                 "TerminateInstanceInAutoScalingGroup", "DescribeScalingActivities",
-                                                "CreateOrUpdateTags"};
+                                                "CreateOrUpdateTags", "PutWarmPool", "DescribeWarmPool", "DeleteWarmPool"};
   const bool ec2 = std::find(kEc2.begin(), kEc2.end(), action) != kEc2.end();
   const bool asg = std::find(kAsg.begin(), kAsg.end(), action) != kAsg.end();
   record->service = asg ? "autoscaling" : "ec2";
@@ -216,6 +218,11 @@ EmulatorResponse CloudEmulator::Dispatch(const EmulatorRequest& request, Emulato
   if (action == "DescribeAutoScalingGroups") return DescribeAutoScalingGroups(p);
   if (action == "DescribeScalingActivities") return DescribeScalingActivities(p);
   if (action == "CreateOrUpdateTags") return CreateOrUpdateTags(p);
+  if (action == "StopInstances") return StopInstances(p, now);
+  if (action == "StartInstances") return StartInstances(p, now);
+  if (action == "PutWarmPool") return PutWarmPool(p, now);
+  if (action == "DescribeWarmPool") return DescribeWarmPool(p);
+  if (action == "DeleteWarmPool") return DeleteWarmPool(p, now);
   return TerminateInstanceInAutoScalingGroup(p, now);
 }
 

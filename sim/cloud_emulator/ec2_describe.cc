@@ -52,7 +52,8 @@ void InstanceItemXml(std::string& body, const EmulatedInstance& i) {
   body += "</instanceState>";
   Leaf(body, "privateDnsName", "");
   Leaf(body, "dnsName", "");
-  Leaf(body, "reason", i.state == "shutting-down" || i.state == "terminated" ? "User initiated" : "");
+  const bool stopped = i.state == "stopping" || i.state == "stopped";
+  Leaf(body, "reason", i.state == "shutting-down" || i.state == "terminated" || stopped ? "User initiated" : "");
   Leaf(body, "amiLaunchIndex", "0");
   body += "<productCodes/>";
   Leaf(body, "instanceType", i.instance_type);
@@ -69,6 +70,13 @@ void InstanceItemXml(std::string& body, const EmulatedInstance& i) {
   body += "<blockDeviceMapping/>";
   if (i.lifecycle == CapacityType::kSpot) Leaf(body, "instanceLifecycle", "spot");
   if (i.capacity_block) Leaf(body, "instanceLifecycle", "capacity-block");
+  if (stopped) {
+    const std::string code = i.hibernated ? "Client.UserInitiatedHibernate" : "Client.UserInitiatedShutdown";
+    body += "<stateReason>";
+    Leaf(body, "code", code);
+    Leaf(body, "message", code + (i.hibernated ? ": User initiated hibernate" : ": User initiated shutdown"));
+    body += "</stateReason>";
+  }
   Leaf(body, "virtualizationType", "hvm");
   Leaf(body, "clientToken", i.client_token);
   TagSet(body, i.tags);

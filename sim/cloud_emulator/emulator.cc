@@ -75,6 +75,7 @@ void CloudEmulator::Enqueue(std::string body, WallTime now) {
 void CloudEmulator::AdvanceLocked(WallTime now) {
   for (Instance& i : instances_) {
     if (i.info.state == "pending" && now >= i.running_at) i.info.state = "running";
+    if (i.info.state == "stopping" && i.stopped_at && now >= *i.stopped_at) i.info.state = "stopped";
   }
   // A scripted interruption stays armed from `at` until it has hit `count`
   // instances, so it also catches spot instances launched later.
@@ -173,9 +174,10 @@ CloudEmulator::Instance& CloudEmulator::Launch(const std::string& type, const st
 }
 
 void CloudEmulator::Terminate(Instance& i, WallTime now) {
-  if (i.info.state == "pending" || i.info.state == "running") {
+  if (IsLive(i.info) || i.info.state == "stopping" || i.info.state == "stopped") {
     i.info.state = "shutting-down";
     i.shutting_down_at = now;
+    i.stopped_at.reset();
   }
 }
 

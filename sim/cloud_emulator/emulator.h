@@ -10,6 +10,17 @@
 //    answer and instances), TerminateInstances, DescribeInstances (filters,
 //    MaxResults/NextToken), DescribeSpotPriceHistory (window + the change in
 //    force at StartTime, newest first, paging).
+//  - Stop and start (ec2_start_stop.cc): StopInstances (Hibernate, Force)
+//    takes running instances to stopping, then stopped `stop_latency` later
+//    (Force: at once); StartInstances takes stopped ones to pending, running
+//    `start_latency` later, with the same ids. Already stopping or stopped
+//    (stop), pending or running (start) is no change. A pending, shutting-down
+//    or terminated instance (and, for a start, a stopping one) fails the
+//    whole call with IncorrectInstanceState; a spot instance cannot be
+//    stopped (UnsupportedOperation); a start that the scenario's capacity
+//    limits cannot hold fails whole with their error code (HTTP 500 for
+//    InsufficientInstanceCapacity, as RunInstances). A stopped instance holds
+//    no capacity.
 //  - Auto Scaling: SetDesiredCapacity (the group launches or terminates
 //    instances to match, launches `group_launch_delay` later, within the
 //    capacity limits, zone-balanced; a launch that finds no capacity is a
@@ -17,6 +28,21 @@
 //    TerminateInstanceInAutoScalingGroup, DescribeScalingActivities (newest
 //    first), CreateOrUpdateTags (PropagateAtLaunch tags go onto instances
 //    launched from then on).
+//  - Warm pools (warm_pools.cc): PutWarmPool (MinSize,
+//    MaxGroupPreparedCapacity, PoolState Stopped|Hibernated|Running,
+//    InstanceReusePolicy.ReuseOnScaleIn), DescribeWarmPool (configuration and
+//    instances, MaxRecords/NextToken; a group without one: an empty answer),
+//    DeleteWarmPool (ForceDelete; otherwise Status PendingDelete until its
+//    instances are terminated). The group keeps max(MinSize,
+//    MaxGroupPreparedCapacity - desired) instances in it (unset
+//    MaxGroupPreparedCapacity: MaxSize - desired, as AWS does), launched
+//    Warmed:Pending, then stopped (Warmed:Stopped / Warmed:Hibernated; Running
+//    stays Warmed:Running); a raised desired capacity takes ready warm
+//    instances first (started: InService `start_latency` later), then
+//    launches cold, and the pool is refilled. Scale-in returns instances to
+//    the pool with ReuseOnScaleIn, terminates them otherwise. Warm instances
+//    are not in the group's Instances; DescribeAutoScalingGroups shows
+//    WarmPoolConfiguration and WarmPoolSize.
 //  - Launch templates: CreateLaunchTemplate, CreateLaunchTemplateVersion
 //    (ClientToken idempotency; the same token with other parameters is
 //    IdempotentParameterMismatch), ModifyLaunchTemplate (SetDefaultVersion),
@@ -193,6 +219,10 @@ struct EmulatorScenario {
   std::map<std::string, std::string> ssm_parameters;
   std::vector<ScriptedSecurityGroup> security_groups;
   Seconds launch_latency{30};     // pending -> running
+  // A started (woken) instance's pending -> running: shorter than a launch,
+  // the image is on its volume and the node registered before.
+  Seconds start_latency{60};
+  Seconds stop_latency{15};       // stopping -> stopped
   Seconds terminate_latency{10};  // shutting-down -> terminated
   Seconds terminated_visible{3600};  // terminated instances stay listed this long
   Seconds group_launch_delay{0};     // a raised desired capacity to the group's first launch
@@ -225,7 +255,10 @@ struct EmulatedInstance {
   std::string zone;
   std::string subnet_id;
   CapacityType lifecycle = CapacityType::kOnDemand;
-  std::string state;  // pending, running, shutting-down, terminated
+  std::string state;  // pending, running, stopping, stopped, shutting-down, terminated
+  bool hibernated = false;  // stopped (or stopping) with Hibernate
+  // In its Auto Scaling group's warm pool (not in service).
+  bool in_warm_pool = false;
   WallTime launch_time{};
   std::map<std::string, std::string> tags;
   std::string client_token;
@@ -264,6 +297,7 @@ struct Ec2InstanceRecord {
   EmulatedInstance info;
   WallTime running_at{};
   std::optional<WallTime> shutting_down_at;
+  std::optional<WallTime> stopped_at;  // stopping: when it is stopped
   std::optional<WallTime> terminated_at;
   std::string reservation_id;
 };
@@ -300,8 +334,17 @@ class CloudEmulator : public EmulatorCore<EmulatorScenario, Ec2InstanceRecord, E
     std::string status_message;
     WallTime start{};
   };
+  struct WarmPool {
+    int min_size = 0;
+    std::optional<int> max_prepared;   // MaxGroupPreparedCapacity; unset: MaxSize
+    std::string pool_state = "Stopped";  // Stopped, Hibernated, Running
+    bool reuse_on_scale_in = false;
+    bool pending_delete = false;
+  };
   struct Group {
     ScriptedGroup spec;
+    std::optional<WarmPool> warm_pool;
+    WallTime warm_launch_at{};  // no warm pool launch before (a retry after a failure)
     WallTime created{};
     std::string arn;
     std::map<std::string, bool> propagate;  // PropagateAtLaunch by tag key
@@ -337,9 +380,30 @@ class CloudEmulator : public EmulatorCore<EmulatorScenario, Ec2InstanceRecord, E
   Instance& Launch(const std::string& type, const std::string& zone, const std::string& subnet,
                    CapacityType lifecycle, const std::map<std::string, std::string>& tags,
                    const std::string& client_token, const std::string& reservation, WallTime now);
+  // Pending, running, stopping or stopped -> shutting-down.
   void Terminate(Instance& i, WallTime now);
+  // Running -> stopping, stopped `stop_latency` after `at` (`force`: at `at`).
+  void StopInstance(Instance& i, bool hibernate, bool force, WallTime at);
+  // Stopped -> pending, running `start_latency` after `at`.
+  void StartInstance(Instance& i, WallTime at);
   void Enqueue(std::string body, WallTime now);
+  // Brings the group's in-service instances to its desired capacity, then
+  // its warm pool to its size.
   void ReconcileGroup(Group& g, WallTime now);
+  void ReconcileInService(Group& g, WallTime now);
+  void ReconcileWarmPool(Group& g, WallTime now);
+  // The warm instance of `g` to put in service, by `zones` in order (ready
+  // ones first, none that is still stopping, a stopped one only where the
+  // capacity limits leave room): started and out of the pool; nullptr when
+  // none.
+  Instance* TakeWarm(Group& g, const std::vector<std::string>& zones, WallTime at);
+  // What a scaled-in instance becomes: back in the warm pool (stopped) with
+  // ReuseOnScaleIn, else terminated.
+  void LeaveService(Group& g, Instance& i, WallTime now);
+  // The tags an instance the group launches gets.
+  std::map<std::string, std::string> GroupLaunchTags(Group& g);
+  // Warm pool size target of `g` (0 without a warm pool).
+  int WarmTarget(const Group& g) const;
   void RecordActivity(Group& g, Activity a);
   Group* FindGroup(const std::string& name);
 
@@ -403,6 +467,11 @@ class CloudEmulator : public EmulatorCore<EmulatorScenario, Ec2InstanceRecord, E
   std::optional<std::pair<int, std::string>> FleetRoom(const FleetOverride& o, CapacityType lifecycle,
                                                        bool block_fleet, WallTime now) const;
   EmulatorResponse TerminateInstances(const Params& p, WallTime now);
+  // Stop and start (ec2_start_stop.cc). The ids of the request, or the
+  // error answer when there are none, one is malformed or unknown.
+  std::optional<EmulatorResponse> ReadInstanceIds(const Params& p, std::vector<std::string>* ids);
+  EmulatorResponse StopInstances(const Params& p, WallTime now);
+  EmulatorResponse StartInstances(const Params& p, WallTime now);
   EmulatorResponse DescribeInstances(const Params& p);
   EmulatorResponse DescribeSpotPriceHistory(const Params& p);
   // Auto Scaling (autoscaling.cc).
@@ -414,6 +483,12 @@ class CloudEmulator : public EmulatorCore<EmulatorScenario, Ec2InstanceRecord, E
   // Scaling request; the error answer when either is malformed.
   std::optional<EmulatorResponse> AsgPaging(const Params& p, int fallback, size_t* offset, size_t* max_records);
   EmulatorResponse CreateOrUpdateTags(const Params& p);
+  // Warm pools (warm_pools.cc).
+  EmulatorResponse PutWarmPool(const Params& p, WallTime now);
+  EmulatorResponse DescribeWarmPool(const Params& p);
+  EmulatorResponse DeleteWarmPool(const Params& p, WallTime now);
+  // <WarmPoolConfiguration>…</WarmPoolConfiguration> of `w`.
+  static std::string WarmPoolConfigurationXml(const WarmPool& w);
   // Launch templates (launch_templates.cc).
   EmulatorResponse CreateLaunchTemplate(const Params& p, WallTime now);
   EmulatorResponse CreateLaunchTemplateVersion(const Params& p, WallTime now);

@@ -30,7 +30,8 @@ void Leaf(std::string& out, std::string_view name, std::string_view value);
 void TagSet(std::string& out, const std::map<std::string, std::string>& tags);
 // EC2 timestamps carry milliseconds: "2026-12-02T10:00:00.000Z".
 std::string Ec2Time(WallTime t);
-// EC2's instance state code: pending 0, running 16, shutting-down 32, terminated 48.
+// EC2's instance state code: pending 0, running 16, shutting-down 32,
+// terminated 48, stopping 64, stopped 80.
 int StateCode(std::string_view state);
 // The start of an EC2 answer: the XML declaration, <{op}Response xmlns=…> and its requestId.
 std::string Ec2Open(std::string_view op, const std::string& request_id);
@@ -45,6 +46,18 @@ std::string AsgPageClose(std::string_view op, std::string_view list, const std::
 // One instancesSet <item> as DescribeInstances and RunInstances show it
 // (ec2_describe.cc).
 void InstanceItemXml(std::string& out, const EmulatedInstance& i);
+// One instancesSet <item> of TerminateInstances, StopInstances or
+// StartInstances: the id, currentState and previousState (code and name).
+void StateChangeXml(std::string& out, const std::string& instance_id, std::string_view before,
+                    std::string_view after);
+// The answer of an Auto Scaling operation with no output; `result`: with an
+// empty <{op}Result/>, for the operations whose empty output AWS still wraps
+// (PutWarmPool, DeleteWarmPool: botocore requires it).
+EmulatorResponse AsgEmptyAnswer(std::string_view op, const std::string& request_id, bool result = false);
+
+// How long a group waits after a launch that found no capacity before it
+// tries again.
+inline constexpr Seconds kGroupRetry{10};
 
 // ---- request parameters (request_params.cc) ----
 
@@ -69,6 +82,8 @@ bool MatchesFilters(const std::vector<cloud::Filter>& filters, const std::map<st
 
 // Whether an instance holds capacity (pending or running).
 inline bool IsLive(const EmulatedInstance& i) { return i.state == "pending" || i.state == "running"; }
+// Whether an instance is on its way out (shutting-down or terminated).
+inline bool IsGone(const EmulatedInstance& i) { return i.state == "shutting-down" || i.state == "terminated"; }
 
 // The form parameters of a query-protocol request (query string, then body).
 struct CloudEmulator::Params {

@@ -162,6 +162,8 @@ Result<EmulatorScenario> ParseEmulatorScenario(const std::string& text, WallTime
           "subnets",
           "launch_latency",
           "terminate_latency",
+          "start_latency",
+          "stop_latency",
           "terminated_visible",
           "group_launch_delay",
           "capacity",
@@ -200,6 +202,8 @@ Result<EmulatorScenario> ParseEmulatorScenario(const std::string& text, WallTime
     });
     ReadDuration(root, "launch_latency", "", &s.launch_latency);
     ReadDuration(root, "terminate_latency", "", &s.terminate_latency);
+    ReadDuration(root, "start_latency", "", &s.start_latency);
+    ReadDuration(root, "stop_latency", "", &s.stop_latency);
     ReadDuration(root, "terminated_visible", "", &s.terminated_visible);
     ReadDuration(root, "group_launch_delay", "", &s.group_launch_delay);
     Read(root, "seed", &s.seed);

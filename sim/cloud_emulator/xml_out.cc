@@ -39,7 +39,30 @@ int StateCode(std::string_view state) {
   if (state == "running") return 16;
   if (state == "shutting-down") return 32;
   if (state == "terminated") return 48;
-  return 80;
+  if (state == "stopping") return 64;
+  return 80;  // stopped
+}
+
+void StateChangeXml(std::string& out, const std::string& instance_id, std::string_view before,
+                    std::string_view after) {
+  out += "<item>";
+  Leaf(out, "instanceId", instance_id);
+  out += "<currentState>";
+  Leaf(out, "code", std::to_string(StateCode(after)));
+  Leaf(out, "name", after);
+  out += "</currentState><previousState>";
+  Leaf(out, "code", std::to_string(StateCode(before)));
+  Leaf(out, "name", before);
+  out += "</previousState></item>";
+}
+
+EmulatorResponse AsgEmptyAnswer(std::string_view op, const std::string& request_id, bool result) {
+  std::string body = AsgOpen(op);
+  if (result) body += "  <" + std::string(op) + "Result/>\n";
+  body += "  <ResponseMetadata>";
+  Leaf(body, "RequestId", request_id);
+  body += "</ResponseMetadata>\n</" + std::string(op) + "Response>\n";
+  return {200, "text/xml", {}, body};
 }
 
 std::string Ec2Open(std::string_view op, const std::string& request_id) {

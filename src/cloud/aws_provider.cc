@@ -31,9 +31,10 @@ Instance ToInstance(const Ec2Instance& e, const std::map<std::string, Offering>&
     inst.offering.reservation_id = e.capacity_reservation_id;
   }
   inst.launch_time = e.launch_time;
-  inst.state = e.state == "running" ? InstanceState::kRunning
-               : e.state == "pending" ? InstanceState::kPending
-                                      : InstanceState::kShuttingDown;
+  inst.state = e.state == "running"                            ? InstanceState::kRunning
+               : e.state == "pending"                          ? InstanceState::kPending
+               : e.state == "stopping" || e.state == "stopped" ? InstanceState::kStopped
+                                                               : InstanceState::kShuttingDown;
   inst.tags = e.tags;
   inst.placement_group = e.placement_group;
   return inst;

@@ -15,8 +15,9 @@ constexpr size_t kIdsPerFilter = 200;   // EC2's limit on one filter's values
 constexpr size_t kGroupsPerCall = 50;   // names in one DescribeAutoScalingGroups
 constexpr Seconds kActivityClockSkew{5};
 
-const std::vector<std::string>& LiveStates() {
-  static const std::vector<std::string> states = {"pending", "running", "shutting-down"};
+// The states ListInstances lists: live, on the way out, and stopped (warm).
+const std::vector<std::string>& ListedStates() {
+  static const std::vector<std::string> states = {"pending", "running", "shutting-down", "stopping", "stopped"};
   return states;
 }
 
@@ -29,6 +30,13 @@ std::string Join(const std::vector<std::string>& items) {
   std::string out;
   for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
   return out;
+}
+
+// Oldest first (ties by id).
+void SortByLaunch(std::vector<Ec2Instance>& instances) {
+  std::sort(instances.begin(), instances.end(), [](const Ec2Instance& a, const Ec2Instance& b) {
+    return std::tie(a.launch_time, a.instance_id) < std::tie(b.launch_time, b.instance_id);
+  });
 }
 
 // Calls each(chunk) on consecutive slices of `items` of at most `size`.
@@ -164,9 +172,33 @@ Result<std::vector<Ec2Instance>> AwsProvider::GroupLaunchInstances(const std::st
                          {std::string("tag:") + kIntentTag, {token}},
                          {"instance-state-name", {"pending", "running"}}});
   if (!made.ok()) return made.error();
-  std::sort(made->begin(), made->end(), [](const Ec2Instance& a, const Ec2Instance& b) {
-    return std::tie(a.launch_time, a.instance_id) < std::tie(b.launch_time, b.instance_id);
+  if (warm_groups_.count(group) == 0) {
+    SortByLaunch(*made);
+    return made;
+  }
+  // The group refills its warm pool with instances that carry this launch's
+  // intent tag (it propagates at launch): only those in service are the
+  // launch's, with the warm instances it woke.
+  std::set<std::string> in_service;
+  Result<std::vector<std::string>> woken = WokenFor(group, token, &in_service);
+  if (!woken.ok()) return woken.error();
+  std::set<std::string> claimed;
+  for (const auto& [other, ids] : woken_) {
+    if (other != token) claimed.insert(ids.begin(), ids.end());
+  }
+  std::erase_if(*made, [&](const Ec2Instance& e) {
+    return in_service.count(e.instance_id) == 0 || claimed.count(e.instance_id) != 0;
   });
+  if (!woken->empty()) {
+    Result<std::vector<Ec2Instance>> started = DescribeInstances({{"instance-state-name", {"pending", "running"}}}, *woken);
+    if (!started.ok()) return started.error();
+    for (Ec2Instance& e : *started) {
+      const bool listed = std::any_of(made->begin(), made->end(),
+                                      [&](const Ec2Instance& m) { return m.instance_id == e.instance_id; });
+      if (!listed) made->push_back(std::move(e));
+    }
+  }
+  SortByLaunch(*made);
   return made;
 }
 
@@ -236,6 +268,16 @@ Result<LaunchResult> AwsProvider::LaunchInGroup(const LaunchRequest& request) {
     target = next;
   }
 
+  // The warm instances a raise puts in service carry the tags of their own
+  // launch into the pool, not this launch's intent tag: what the pool holds
+  // now tells them apart afterwards.
+  if (g.warm_pool) warm_groups_.insert(name);
+  if (target && g.warm_pool && warm_before_.count(token) == 0) {
+    Result<std::vector<AsgInstance>> warm = WarmPoolInstances(name);
+    if (!warm.ok()) return warm.error();
+    std::set<std::string>& before = warm_before_[token];
+    for (const AsgInstance& i : *warm) before.insert(i.instance_id);
+  }
   const WallTime raised_at = clock_.WallNow();
   if (target) {
     if (Status set = SendEmpty(client_, SetDesiredCapacityQuery(name, *target, std::nullopt)); !set.ok()) {
@@ -276,7 +318,7 @@ Result<std::vector<Instance>> AwsProvider::ListInstances() {
   Result<std::vector<Ec2Instance>> tagged =
       DescribeInstances({{std::string("tag:") + kClusterTag, {options_.cluster_name}},
                          {"tag-key", {kOwnerTag}},
-                         {"instance-state-name", LiveStates()}});
+                         {"instance-state-name", ListedStates()}});
   if (!tagged.ok()) return tagged.error();
   std::map<std::string, Instance> by_id;
   for (const Ec2Instance& e : *tagged) by_id[e.instance_id] = ToInstance(e, launched_, client_.options().region);
@@ -284,22 +326,38 @@ Result<std::vector<Instance>> AwsProvider::ListInstances() {
   Result<std::vector<AutoScalingGroup>> groups = DescribeGroups({});
   if (!groups.ok()) return groups.error();
   std::map<std::string, std::string> group_pool;  // by instance id, for group instances not listed yet
+  std::set<std::string> warm;                     // in a group's warm pool
   for (const AutoScalingGroup& g : *groups) {
     const std::string pool = TagOf(g.tags, kOwnerTag);
     if (pool.empty()) continue;
     for (const AsgInstance& i : g.instances) {
       if (by_id.count(i.instance_id) == 0) group_pool[i.instance_id] = pool;
     }
+    if (!g.warm_pool) continue;
+    warm_groups_.insert(g.name);
+    Result<std::vector<AsgInstance>> in_pool = WarmPoolInstances(g.name);
+    if (!in_pool.ok()) return in_pool.error();
+    for (const AsgInstance& i : *in_pool) {
+      warm.insert(i.instance_id);
+      if (by_id.count(i.instance_id) == 0) group_pool[i.instance_id] = pool;
+    }
   }
   if (!group_pool.empty()) {
     std::vector<std::string> ids;
     for (const auto& [id, pool] : group_pool) ids.push_back(id);
-    Result<std::vector<Ec2Instance>> members = DescribeInstances({{"instance-state-name", LiveStates()}}, ids);
+    Result<std::vector<Ec2Instance>> members = DescribeInstances({{"instance-state-name", ListedStates()}}, ids);
     if (!members.ok()) return members.error();
     for (const Ec2Instance& e : *members) {
       Instance inst = ToInstance(e, launched_, client_.options().region);
       if (inst.pool.empty()) inst.pool = group_pool[e.instance_id];
       by_id[e.instance_id] = std::move(inst);
+    }
+  }
+  // A warm pool instance still coming up (Warmed:Pending) runs, but serves
+  // nothing until the group puts it in service.
+  for (const std::string& id : warm) {
+    if (auto it = by_id.find(id); it != by_id.end() && it->second.state != InstanceState::kShuttingDown) {
+      it->second.state = InstanceState::kStopped;
     }
   }
   std::vector<Instance> out;
@@ -339,7 +397,7 @@ Status AwsProvider::Terminate(const std::vector<std::string>& instance_ids) {
       foreign.push_back(e.instance_id);
       continue;
     }
-    if (e.state != "pending" && e.state != "running") continue;  // already on its way out
+    if (e.state == "shutting-down" || e.state == "terminated") continue;  // already on its way out
     const bool member =
         g != groups.end() && std::any_of(g->second.instances.begin(), g->second.instances.end(), [&](const AsgInstance& i) {
           return i.instance_id == e.instance_id && i.lifecycle_state.rfind("Terminating", 0) != 0;

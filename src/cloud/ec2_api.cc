@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "query_params.h"
+#include "warm_pool_xml.h"
 #include "xml_util.h"
 
 namespace gpuscaler::cloud {
@@ -224,6 +225,8 @@ Result<AutoScalingGroupsPage> ParseDescribeAutoScalingGroups(std::string_view bo
     for (pugi::xml_node o : mixed.child("Overrides").children("member")) {
       if (*o.child_value("InstanceType") != '\0') g.instance_types.push_back(o.child_value("InstanceType"));
     }
+    g.warm_pool = ParseWarmPoolConfiguration(m.child("WarmPoolConfiguration"));
+    g.warm_pool_size = xml::Int(m, "WarmPoolSize");
     page.groups.push_back(std::move(g));
     return Status::Ok();
   };

@@ -268,6 +268,17 @@ TEST(IamPolicy, DocsAndManifestAgreeAndScopeTheTemplateCalls) {
   for (const char* key : {kIntentTag, kIntentDesiredTag, kIntentGangTag, kOwnerTag}) {
     EXPECT_NE(std::find(group_tag_keys.begin(), group_tag_keys.end(), key), group_tag_keys.end()) << key;
   }
+  // Warm pools: stop and start only this cluster's instances, as terminate;
+  // size only its groups' warm pools.
+  for (const char* action : {"ec2:StopInstances", "ec2:StartInstances", "ec2:TerminateInstances"}) {
+    ASSERT_TRUE(by_action.count(action)) << action;
+    EXPECT_EQ(by_action[action]["Condition"]["StringEquals"]["aws:ResourceTag/gpuscaler.io/cluster"], "ml-cluster")
+        << action;
+  }
+  ASSERT_TRUE(by_action.count("autoscaling:PutWarmPool"));
+  EXPECT_EQ(by_action["autoscaling:PutWarmPool"]["Condition"]["StringEquals"]["aws:ResourceTag/gpuscaler.io/cluster"],
+            "ml-cluster");
+  EXPECT_TRUE(by_action.count("autoscaling:DescribeWarmPool"));
 }
 
 }  // namespace

@@ -138,16 +138,40 @@
 //    TerminateInstanceInAutoScalingGroup with ShouldDecrementDesiredCapacity
 //    (the group does not replace them); if that would take a group below
 //    its MinSize the call fails with kConfig and nothing is terminated. The
-//    others: TerminateInstances in chunks of 1000.
+//    others (stopped ones, and a group's warm pool instances, included):
+//    TerminateInstances in chunks of 1000.
+//  - Stop (warm fleet pools): DescribeInstances on the ids first; an id EC2
+//    does not know is kConfig, another installation's kInvalidInput (as
+//    Terminate), and nothing is stopped then. Instances already stopping or
+//    stopped are skipped; the others: StopInstances (Hibernate=true for
+//    kHibernated) in chunks of 1000.
+//  - Start: the same checks; an instance still stopping is kTransient (EC2
+//    cannot start it yet) and nothing is started; pending or running ones are
+//    skipped; the stopped ones: StartInstances in chunks of 1000 (EC2 starts
+//    all of a call or none: InsufficientInstanceCapacity is kCapacity).
+//  - PutWarmPool: the group must be this cluster's (kConfig otherwise);
+//    PutWarmPool with MinSize = MaxGroupPreparedCapacity = size (both: the
+//    pool's size is then `size` whatever the desired capacity; without
+//    MaxGroupPreparedCapacity AWS would keep MaxSize - desired capacity
+//    warm), PoolState Stopped or Hibernated; not sent when the group's
+//    warm pool (DescribeAutoScalingGroups) already is that. A launch into a
+//    group with a warm pool looks at the pool before its raise
+//    (DescribeWarmPool) and counts the warm instances the raise put in
+//    service (they carry their own launch's tags, not the intent tag) as
+//    the launch's, each for one launch only; a restarted process finds them
+//    through ListInstances.
 //  - ListInstances: DescribeInstances filtered on tag:gpuscaler.io/cluster =
 //    cluster_name, the gpuscaler.io/pool tag key and
-//    pending|running|shutting-down, every page; plus the instances of every
+//    pending|running|shutting-down|stopping|stopped (stopping and stopped:
+//    kStopped), every page; plus the instances of every
 //    group tagged gpuscaler.io/cluster=<cluster_name>
 //    (DescribeAutoScalingGroups with that tag filter, every call: the rule
 //    survives restarts) that carries a gpuscaler.io/pool tag (written by the
 //    first launch naming the group, or by its operator; until then its
 //    instances are not listed), with `pool` from the instance's pool tag,
-//    else the group's. An instance EC2 shows in a capacity reservation
+//    else the group's; and the instances in the warm pool of each such
+//    group that has one (DescribeWarmPool, every page), as kStopped
+//    whatever their EC2 state. An instance EC2 shows in a capacity reservation
 //    (capacityReservationId) is listed as a reserved offering of that
 //    reservation, whatever it was launched as. Sorted by id.
 //  - PollInterruptions: reads the SQS queue (JSON protocol, up to
@@ -233,6 +257,9 @@ class AwsProvider final : public CloudProvider {
   Status AcknowledgeInterruptions(const std::vector<InterruptionNotice>& notices) override;
   Result<std::vector<SpotPrice>> SpotPrices(WallTime since) override;
   Result<std::vector<Reservation>> ListReservations() override;
+  Status Stop(const std::vector<std::string>& instance_ids, WarmState state) override;
+  Status Start(const std::vector<std::string>& instance_ids) override;
+  Status PutWarmPool(const std::string& auto_scaling_group, int size, WarmState state) override;
 
   // The CreateFleet ClientToken of run `run` of a launch with
   // `idempotency_token`: at most 64 printable ASCII characters, as EC2
@@ -292,7 +319,9 @@ class AwsProvider final : public CloudProvider {
   // Failed scaling activities of `group` that started at or after `since`.
   Result<std::vector<ScalingActivity>> FailedActivities(const std::string& group, WallTime since);
   // The live (pending or running) instances group `group` launched for the
-  // launch with `token` (by its intent tag), oldest first.
+  // launch with `token` (by its intent tag), oldest first. In a group with a
+  // warm pool: those of them in service, and the warm instances the
+  // launch's raise woke (WokenFor).
   Result<std::vector<Ec2Instance>> GroupLaunchInstances(const std::string& group, const std::string& token);
   // A gang's launch into group `g`, raised (or found raised) by this call:
   // waits for all its nodes, else gives them back (aws_provider_gang.cc).
@@ -313,6 +342,19 @@ class AwsProvider final : public CloudProvider {
   // otherwise; the launch's error.
   LaunchResult GivenBackGang(const LaunchRequest& request, const AutoScalingGroup& g);
   Status TerminateEc2(const std::vector<std::string>& instance_ids);
+  // Warm pools (aws_provider_warm.cc). The instances in group `group`'s warm
+  // pool (DescribeWarmPool, every page), Warmed:Terminating ones left out.
+  Result<std::vector<AsgInstance>> WarmPoolInstances(const std::string& group);
+  // `ids` described (unique, sorted), checked for Stop and Start (`verb`):
+  // kConfig naming the ids EC2 does not know, kInvalidInput naming another
+  // installation's.
+  Result<std::vector<Ec2Instance>> DescribeOwned(const std::string& verb, std::vector<std::string> ids);
+  // The warm instances group `group` put in service for the launch with
+  // `token`: those of its warm pool before the raise now in the group, not
+  // counted for another launch. `in_service`: the group's instances in
+  // service (DescribeAutoScalingGroups).
+  Result<std::vector<std::string>> WokenFor(const std::string& group, const std::string& token,
+                                            std::set<std::string>* in_service);
 
   AwsProviderOptions options_;
   AwsClient& client_;
@@ -325,6 +367,14 @@ class AwsProvider final : public CloudProvider {
   // Gang launches this process gave back (or began to), by idempotency
   // token: the error the launch returned.
   std::map<std::string, OfferingError> given_back_;
+  // By idempotency token of a launch into a group with a warm pool: the
+  // pool's instances just before the raise, and those of them counted as
+  // the launch's.
+  std::map<std::string, std::set<std::string>> warm_before_;
+  std::map<std::string, std::vector<std::string>> woken_;
+  // Groups seen with a warm pool: a launch's instances there are told apart
+  // from the pool's (GroupLaunchInstances).
+  std::set<std::string> warm_groups_;
   // By pool: what its launch template was last made from (the rendered
   // content with the AMI's source instead of its id) and the version that
   // holds it.

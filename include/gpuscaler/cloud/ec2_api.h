@@ -96,6 +96,14 @@ struct InstanceStateChange {
 };
 Result<std::vector<InstanceStateChange>> ParseTerminateInstances(std::string_view xml);
 
+// Stops running EBS-backed instances, keeping their volumes (and, with
+// `hibernate`, their memory: Hibernate=true). Starts stopped ones again,
+// with the same ids.
+QueryParams StopInstancesQuery(const std::vector<std::string>& instance_ids, bool hibernate);
+QueryParams StartInstancesQuery(const std::vector<std::string>& instance_ids);
+// The instancesSet of a StopInstances or StartInstances answer (`action`).
+Result<std::vector<InstanceStateChange>> ParseInstanceStateChanges(std::string_view xml, const std::string& action);
+
 struct Filter {
   std::string name;  // "tag:gpuscaler.io/pool", "tag-key", "instance-state-name"
   std::vector<std::string> values;
@@ -188,6 +196,19 @@ struct AsgInstance {
   std::string health_status;    // "Healthy" | "Unhealthy"
   bool protected_from_scale_in = false;
 };
+// A group's warm pool (PutWarmPool, DescribeWarmPool): instances launched
+// ahead, kept stopped (or hibernated, or running) beside the group, put in
+// service first when its desired capacity rises. The group keeps
+// max(min_size, max_group_prepared_capacity - desired capacity) of them
+// (unset: MaxSize - desired capacity).
+struct WarmPoolConfig {
+  int min_size = 0;
+  std::optional<int> max_group_prepared_capacity;  // -1 on the wire: unset
+  std::string pool_state = "Stopped";              // Stopped | Hibernated | Running
+  bool reuse_on_scale_in = false;                  // scale-in stops into the pool
+  std::string status;                              // "PendingDelete", or ""
+};
+
 struct AutoScalingGroup {
   std::string name;
   int min_size = 0;
@@ -202,6 +223,10 @@ struct AutoScalingGroup {
   // The mixed-instances policy's instance type overrides, in priority order;
   // empty without a policy (the launch template's type).
   std::vector<std::string> instance_types;
+  // The group's warm pool, if it has one, and how many instances are in it
+  // (WarmPoolSize). Its instances are not in `instances`.
+  std::optional<WarmPoolConfig> warm_pool;
+  int warm_pool_size = 0;
 };
 struct AutoScalingGroupsPage {
   std::vector<AutoScalingGroup> groups;
@@ -246,6 +271,37 @@ struct ScalingActivitiesPage {
   std::string next_token;
 };
 Result<ScalingActivitiesPage> ParseDescribeScalingActivities(std::string_view xml);
+
+// Creates or replaces a group's warm pool (an empty-result answer).
+struct PutWarmPoolRequest {
+  std::string group;
+  std::optional<int> min_size;
+  std::optional<int> max_group_prepared_capacity;
+  std::string pool_state;  // empty: not sent (AWS: Stopped)
+  std::optional<bool> reuse_on_scale_in;
+};
+QueryParams PutWarmPoolQuery(const PutWarmPoolRequest& request);
+
+struct DescribeWarmPoolRequest {
+  std::string group;
+  std::optional<int> max_records;  // 1..50
+  std::string next_token;
+};
+QueryParams DescribeWarmPoolQuery(const DescribeWarmPoolRequest& request);
+// One page of a group's warm pool: its configuration (none when the group
+// has no warm pool) and instances, whose lifecycle_state is
+// "Warmed:Pending", "Warmed:Stopped", "Warmed:Hibernated", "Warmed:Running",
+// "Warmed:Terminating", ….
+struct WarmPoolPage {
+  std::optional<WarmPoolConfig> config;
+  std::vector<AsgInstance> instances;
+  std::string next_token;
+};
+Result<WarmPoolPage> ParseDescribeWarmPool(std::string_view xml);
+
+// Deletes a group's warm pool (an empty-result answer); `force_delete`:
+// without waiting for its instances to terminate.
+QueryParams DeleteWarmPoolQuery(const std::string& group, bool force_delete);
 
 // An empty-result answer (SetDesiredCapacity, CreateOrUpdateTags): checks it is the operation's
 // response document.
