@@ -115,10 +115,13 @@ class GcpEmulatorProcess : public EmulatedCloud {
       i.lifecycle =
           j.value("provisioningModel", "") == "SPOT" ? CapacityType::kSpot : CapacityType::kOnDemand;
       const std::string status = j.value("status", "");
+      // A member at rest TERMINATED or SUSPENDED and not deleted is a
+      // stopped (warm) VM: "stopped", as EC2 names it.
       i.state = j.value("deleted", false)                         ? "terminated"
                 : status == "RUNNING"                             ? "running"
                 : status == "PROVISIONING" || status == "STAGING" ? "pending"
                 : status == "STOPPING"                            ? "shutting-down"
+                : status == "TERMINATED" || status == "SUSPENDED" ? "stopped"
                                                                   : "terminated";
       for (const auto& [k, v] : j["labels"].items()) {
         if (v.is_string()) i.tags[k] = v.get<std::string>();
