@@ -48,7 +48,8 @@ double DemandCurve::PeakWithin(WallTime from, WallTime to) const {
   if (to <= from) return at_from;
   // Steps in (from, to]: the levels from the first change after `from` to
   // the last change at or before `to`.
-  const size_t first = static_cast<size_t>(std::upper_bound(times_.begin(), times_.end(), from) - times_.begin());
+  const size_t first =
+      static_cast<size_t>(std::upper_bound(times_.begin(), times_.end(), from) - times_.begin());
   const size_t end = static_cast<size_t>(std::upper_bound(times_.begin(), times_.end(), to) - times_.begin());
   if (first >= end) return at_from;
   return std::max(at_from, RangeMax(first, end - 1));

@@ -58,7 +58,8 @@ class TrueDemand final : public DemandOracle {
 
   // The class's peak demand over (now, now + horizon]; nullopt for a class
   // not asked for.
-  std::optional<double> PeakWithin(const std::string& workload_class, WallTime now, Seconds horizon) const override;
+  std::optional<double> PeakWithin(const std::string& workload_class, WallTime now,
+                                   Seconds horizon) const override;
   std::string Description() const override;
 
   // Null for a class not asked for.

@@ -52,13 +52,14 @@ std::vector<OracleShare> OracleShares(const std::vector<RunResult>& results) {
 std::string DescribeOracleShare(const OracleShare& s) {
   std::string out = "share of the oracle's p95 cut (" + s.run + "): ";
   out += s.share_pct ? FormatShare("%.1f%%", *s.share_pct) : std::string("- (the oracle cut nothing)");
-  out += FormatShare(" (p95 reactive %.0fs, ", s.reactive_p95_s) + s.run + FormatShare(" %.0fs, ", s.run_p95_s) +
-         FormatShare("oracle %.0fs)", s.oracle_p95_s);
+  out += FormatShare(" (p95 reactive %.0fs, ", s.reactive_p95_s) + s.run +
+         FormatShare(" %.0fs, ", s.run_p95_s) + FormatShare("oracle %.0fs)", s.oracle_p95_s);
   out += "; cost " + s.run + " " + ShareUsd(s.run_cost_usd) + ", oracle " + ShareUsd(s.oracle_cost_usd);
   if (s.equal_cost) {
     out += ": at equal cost";
   } else {
-    out += ": " + s.run + " " + (s.cost_difference_usd > 0 ? "+" : "-") + ShareUsd(std::abs(s.cost_difference_usd));
+    out += ": " + s.run + " " + (s.cost_difference_usd > 0 ? "+" : "-") +
+           ShareUsd(std::abs(s.cost_difference_usd));
     if (s.cost_difference_pct) out += FormatShare(" (%+.1f%%)", *s.cost_difference_pct);
   }
   return out;

@@ -24,7 +24,8 @@ class SimOracle : public CliTest {
     std::string jobs = "id,submit_s,duration_s,gpus,cpu_milli,memory_mib,class\n";
     int n = 0;
     for (int t = 1200; t < 6 * 3600; t += 2400) {
-      for (int i = 0; i < 4; ++i) jobs += "j" + std::to_string(n++) + "," + std::to_string(t) + ",900,1,1000,2048,api\n";
+      for (int i = 0; i < 4; ++i)
+        jobs += "j" + std::to_string(n++) + "," + std::to_string(t) + ",900,1,1000,2048,api\n";
     }
     trace_ = Write("jobs.csv", jobs).string();
     forecast_policy_ = WritePolicy("forecast.yaml", "    forecast: {quantile: 0.9, horizon: auto}\n");
@@ -45,8 +46,8 @@ class SimOracle : public CliTest {
   }
 
   ProcessResult Sim(const std::string& policy, std::vector<std::string> extra) {
-    std::vector<std::string> args = {"sim",       "--trace",  trace_, "--trace-format", "gpuscaler-jobs",
-                                     "--catalog", catalog_, "--policy", policy,           "--days",
+    std::vector<std::string> args = {"sim",       "--trace", trace_,     "--trace-format", "gpuscaler-jobs",
+                                     "--catalog", catalog_,  "--policy", policy,           "--days",
                                      "1"};
     args.insert(args.end(), extra.begin(), extra.end());
     return Gpuscaler(args);
@@ -79,7 +80,8 @@ bool Has(const std::vector<std::string>& names, const std::string& name) {
 TEST_F(SimOracle, TheForecastFlagTakesLearnedOrOracleAndRejectsAnythingElse) {
   ProcessResult bad = Sim(forecast_policy_, {"--forecast", "psychic"});
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_NE(bad.err.find("--forecast must be learned or oracle, not 'psychic'"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("--forecast must be learned or oracle, not 'psychic'"), std::string::npos)
+      << bad.err;
   EXPECT_TRUE(bad.out.empty());
 
   // An oracle for a policy that forecasts nothing is a mistake, said.

@@ -25,7 +25,8 @@ namespace {
 
 const WallTime kStart = FromUnixSeconds(1783296000);  // 2026-07-06 00:00 UTC
 
-TraceJob Job(const std::string& id, const std::string& cls, double gpus, int64_t submit_s, int64_t duration_s) {
+TraceJob Job(const std::string& id, const std::string& cls, double gpus, int64_t submit_s,
+             int64_t duration_s) {
   TraceJob j;
   j.submit = Seconds(submit_s);
   j.duration = Seconds(duration_s);
@@ -85,12 +86,14 @@ TEST(DemandTruth, IsTheNoWaitDemandOfTheClasssJobs) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    const std::optional<double> peak = truth.PeakWithin("api", kStart + Seconds(c.now_s), Seconds(c.horizon_s));
+    const std::optional<double> peak =
+        truth.PeakWithin("api", kStart + Seconds(c.now_s), Seconds(c.horizon_s));
     ASSERT_TRUE(peak.has_value());
     EXPECT_DOUBLE_EQ(*peak, c.want);
     // The same as the brute-force maximum over every second of the window.
     double brute = api->At(kStart + Seconds(c.now_s));
-    for (int64_t s = 1; s <= c.horizon_s; ++s) brute = std::max(brute, api->At(kStart + Seconds(c.now_s + s)));
+    for (int64_t s = 1; s <= c.horizon_s; ++s)
+      brute = std::max(brute, api->At(kStart + Seconds(c.now_s + s)));
     EXPECT_DOUBLE_EQ(*peak, brute);
   }
 }
@@ -186,9 +189,10 @@ TEST(OracleForecast, EveryLevelIsTheTruePeakWithinTheHorizonWhereTheLearnedOneDi
                             n.find("; an oracle: the trace's true future demand") != std::string::npos);
     }
     if (to.planned) {
-      noted_in_plan = noted_in_plan || std::any_of(to.plan.notes.begin(), to.plan.notes.end(), [](const std::string& n) {
-                        return n.find("class api: the forecast is an oracle: ") == 0;
-                      });
+      noted_in_plan =
+          noted_in_plan || std::any_of(to.plan.notes.begin(), to.plan.notes.end(), [](const std::string& n) {
+            return n.find("class api: the forecast is an oracle: ") == 0;
+          });
     }
     // The learned run never says so.
     for (const std::string& n : tl.forecast_notes) EXPECT_EQ(n.find("oracle"), std::string::npos) << n;
@@ -209,7 +213,8 @@ TEST(OracleForecast, WaitsNoLongerThanTheReactiveRunAndItsShareIsMeasured) {
       RunMany(s, {"gpuscaler", "gpuscaler-reactive", "gpuscaler-oracle"}, RunOptions{});
   ASSERT_TRUE(results.ok()) << results.error().message();
   const auto named = [&](const std::string& name) -> const RunResult& {
-    return *std::find_if(results->begin(), results->end(), [&](const RunResult& r) { return r.name == name; });
+    return *std::find_if(results->begin(), results->end(),
+                         [&](const RunResult& r) { return r.name == name; });
   };
   const RunResult& reactive = named("gpuscaler-reactive");
   const RunResult& oracle = named("gpuscaler-oracle");
@@ -254,7 +259,8 @@ TEST(OracleShares, NeedBothReferenceRunsAndSayEqualCostOnlyWithinOnePercent) {
   ASSERT_EQ(shares.size(), 1u);
   EXPECT_DOUBLE_EQ(*shares[0].share_pct, 50);
   EXPECT_TRUE(shares[0].equal_cost);
-  EXPECT_NE(DescribeOracleShare(shares[0]).find("50.0%"), std::string::npos) << DescribeOracleShare(shares[0]);
+  EXPECT_NE(DescribeOracleShare(shares[0]).find("50.0%"), std::string::npos)
+      << DescribeOracleShare(shares[0]);
   EXPECT_NE(DescribeOracleShare(shares[0]).find("at equal cost"), std::string::npos);
 
   learned.total_cost_usd = 101.1;
