@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpuscaler/model/money.h"
+#include "sim/oracle_share.h"
 
 namespace gpuscaler::sim {
 namespace {
@@ -131,6 +132,19 @@ nlohmann::ordered_json BoundJson(const BoundComparison& c) {
            {"no_deadline", TotalsJson(c.bound.no_deadline)},
            {"jobs_without_gpu", c.bound.jobs_without_gpu},
            {"jobs_after_horizon", c.bound.jobs_after_horizon}};
+}
+
+nlohmann::ordered_json OracleShareJson(const OracleShare& s) {
+  using J = nlohmann::ordered_json;
+  return J{{"share_pct", s.share_pct ? J(*s.share_pct) : J(nullptr)},
+           {"p95_s", s.run_p95_s},
+           {"reactive_p95_s", s.reactive_p95_s},
+           {"oracle_p95_s", s.oracle_p95_s},
+           {"cost_usd", s.run_cost_usd},
+           {"oracle_cost_usd", s.oracle_cost_usd},
+           {"cost_difference_usd", s.cost_difference_usd},
+           {"cost_difference_pct", s.cost_difference_pct ? J(*s.cost_difference_pct) : J(nullptr)},
+           {"equal_cost", s.equal_cost}};
 }
 
 }  // namespace
@@ -267,6 +281,7 @@ std::string FormatSummaryTable(const Scenario& scenario, const std::vector<RunRe
     for (const auto& [why, count] : r.never_started)
       out += "never ran (" + r.name + "): " + std::to_string(count) + " x " + why + "\n";
   }
+  for (const OracleShare& share : OracleShares(results)) out += DescribeOracleShare(share) + "\n";
   if (bound != nullptr) out += FormatBound(*bound);
   return out;
 }
@@ -282,13 +297,16 @@ std::string FormatJson(const Scenario& scenario, const std::vector<RunResult>& r
                      {"jobs", scenario.trace.jobs.size()},
                      {"seed", scenario.seed},
                      {"catalog", scenario.catalog_source},
-                     {"policy", scenario.policy.name}};
+                     {"policy", scenario.policy.name},
+                     {"forecast", std::string(ToString(scenario.forecast))}};
+  const std::vector<OracleShare> shares = OracleShares(results);
   J arr = J::array();
   auto pct = [](const Percentiles& p) { return J{{"p50", p.p50}, {"p95", p.p95}, {"p99", p.p99}}; };
   for (const RunResult& r : results) {
     J j;
     j["name"] = r.name;
     j["policy"] = r.policy_name;
+    j["forecast"] = r.forecast ? J(std::string(ToString(*r.forecast))) : J(nullptr);
     j["total_cost_usd"] = r.total_cost_usd;
     j["cost_by_capacity_type"] = J{{"on-demand", r.cost_by_capacity_type.at("on-demand")},
                                    {"spot", r.cost_by_capacity_type.at("spot")}};
@@ -323,6 +341,9 @@ std::string FormatJson(const Scenario& scenario, const std::vector<RunResult>& r
       j["share_of_bound_saving_pct"] = share ? J(*share) : J(nullptr);
     }
     j["queue_wait_s"] = pct(r.queue_wait_s);
+    for (const OracleShare& share : shares) {
+      if (share.run == r.name) j["oracle_p95_cut"] = OracleShareJson(share);
+    }
     J by_class = J::object();
     for (const auto& [cls, p] : r.queue_wait_s_by_class) by_class[cls] = pct(p);
     j["queue_wait_s_by_class"] = std::move(by_class);

@@ -19,9 +19,15 @@ std::string FormatSummaryTable(const Scenario& scenario, const std::vector<RunRe
                                const BoundComparison* bound = nullptr);
 
 // {"scenario": {...}, "results": [one object per run]}; each run has at least
-// name, total_cost_usd, cost_by_capacity_type, savings_vs_on_demand_pct,
+// name, forecast ("learned", "oracle", or null without forecast classes),
+// total_cost_usd, cost_by_capacity_type, savings_vs_on_demand_pct,
 // queue_wait_s {p50, p95, p99}, queue_wait_s_by_class, gpu_hours_lost,
 // utilization, hard_budget_violations, jobs_completed, jobs_unfinished.
+// With gpuscaler-reactive and gpuscaler-oracle among the runs, each run with
+// a learned forecast has oracle_p95_cut (OracleShare: share_pct, p95_s,
+// reactive_p95_s, oracle_p95_s, cost_usd, oracle_cost_usd,
+// cost_difference_usd, cost_difference_pct, equal_cost); the table has a
+// line for each below it.
 // With `bound`: each run also has saving_vs_at_once_usd,
 // saving_vs_at_once_pct and share_of_bound_saving_pct (null when the bound
 // saves nothing), and the document a "deadline_bound" object: at_once_run,

@@ -53,6 +53,17 @@ Replay::Replay(const Scenario& s, RunSpec spec, RunOptions options)
   if (options_.adjust_controller) options_.adjust_controller(copt);
   controller_ = std::make_unique<Controller>(world_.clock(), world_.cloud(), options_.store, world_.work(), s.catalog,
                                              spec_.policy, copt, spec_.planner);
+  if (HasForecasts(spec_.policy)) {
+    result_.forecast = spec_.forecast;
+    if (spec_.forecast == ForecastSource::kOracle) {
+      std::vector<std::string> classes;
+      for (const WorkloadClassPolicy& c : spec_.policy.classes) {
+        if (c.forecast) classes.push_back(c.name);
+      }
+      oracle_ = std::make_unique<TrueDemand>(s.trace, s.start, classes);
+      controller_->forecaster().SetOracle(oracle_.get());
+    }
+  }
   total_ticks_ = std::max<int64_t>(1, s.horizon / world_.tick());
   progress_every_ = std::max<int64_t>(1, total_ticks_ / 200);
   if (options_.store != nullptr) {
@@ -233,11 +244,34 @@ RunResult RunScenario(const Scenario& s, const RunSpec& spec, const RunOptions& 
   return replay.Finish();
 }
 
+bool HasForecasts(const Policy& policy) {
+  return std::any_of(policy.classes.begin(), policy.classes.end(),
+                     [](const WorkloadClassPolicy& c) { return c.forecast.has_value(); });
+}
+
+const std::vector<std::string>& RunNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n = {"gpuscaler", "gpuscaler-held", "gpuscaler-reactive", "gpuscaler-oracle"};
+    for (const std::string& b : BaselineNames()) n.push_back(b);
+    return n;
+  }();
+  return names;
+}
+
 Result<RunSpec> MakeRunSpec(const std::string& name, const Scenario& scenario, const RunResult* on_demand) {
   RunSpec spec;
   spec.name = name;
   spec.policy = scenario.policy;
+  spec.forecast = scenario.forecast;
   if (name == "gpuscaler") return spec;
+  if (name == "gpuscaler-oracle") {
+    if (!HasForecasts(scenario.policy)) {
+      return Error::InvalidInput("gpuscaler-oracle: policy '" + scenario.policy.name +
+                                 "' has no class with a demand forecast (classes[].forecast)");
+    }
+    spec.forecast = ForecastSource::kOracle;
+    return spec;
+  }
   if (name == "gpuscaler-held") {
     // The earlier deadline rule: pending work held by its slack, running
     // work never moved (solver/deadline_hold.h, DeadlineStrategy).
@@ -286,8 +320,8 @@ Result<RunSpec> MakeRunSpec(const std::string& name, const Scenario& scenario, c
     spec.planner = StaticPeakPlanner(on_demand->peak_nodes);
     return spec;
   }
-  std::string known = "gpuscaler, gpuscaler-held, gpuscaler-reactive";
-  for (const std::string& b : BaselineNames()) known += ", " + b;
+  std::string known;
+  for (const std::string& n : RunNames()) known += (known.empty() ? "" : ", ") + n;
   return Error::NotFound("unknown baseline '" + name + "' (known: " + known + ")");
 }
 

@@ -18,6 +18,7 @@
 
 #include "gpuscaler/controller/controller.h"
 #include "gpuscaler/store/audit_store.h"
+#include "sim/demand_truth.h"
 #include "sim/scenario.h"
 #include "sim/sim_cloud.h"
 #include "sim/workload.h"
@@ -50,6 +51,9 @@ struct TimePoint : FleetCounts {
 struct RunResult {
   std::string name;         // "gpuscaler" or a baseline name
   std::string policy_name;
+  // Where the run's demand forecasts came from; nullopt when its policy has
+  // no class with classes[].forecast.
+  std::optional<ForecastSource> forecast;
   double total_cost_usd = 0;
   std::map<std::string, double> cost_by_capacity_type;  // "on-demand", "spot"
   std::optional<double> savings_vs_on_demand_pct;
@@ -120,6 +124,10 @@ struct RunSpec {
   // How the cluster admits gang members: kWhole for gpuscaler (its
   // ProvisioningRequests), kEachPod for the gang-unaware baselines.
   GangAdmission gang_admission = GangAdmission::kWhole;
+  // kOracle: the forecast classes of `policy` are forecast from the
+  // scenario's true future demand (TrueDemand of its trace), given to the
+  // controller's forecaster before the first tick.
+  ForecastSource forecast = ForecastSource::kLearned;
 };
 
 struct RunOptions {
@@ -177,6 +185,9 @@ class Replay {
   RunSpec spec_;
   RunOptions options_;
   World world_;
+  // The oracle the controller's forecaster reads (RunSpec::forecast); before
+  // controller_, which holds a pointer to it.
+  std::unique_ptr<TrueDemand> oracle_;
   std::unique_ptr<Controller> controller_;
   RunResult result_;
   std::unordered_map<std::string, std::string> last_unplaced_;  // unit id -> why
@@ -188,9 +199,18 @@ class Replay {
 };
 
 // The specs for `gpuscaler sim`: "gpuscaler" is MakePlan with the scenario's
-// policy; baselines by name (baselines.h). "static-peak" needs the peak of an
-// on-demand run: pass it in `on_demand`.
+// policy (forecasts from scenario.forecast); "gpuscaler-oracle" the same with
+// the oracle's forecasts (kInvalidInput when the policy has no forecast
+// class); baselines by name (baselines.h). "static-peak" needs the peak of an
+// on-demand run: pass it in `on_demand`. Unknown name: kNotFound listing
+// RunNames().
 Result<RunSpec> MakeRunSpec(const std::string& name, const Scenario& scenario, const RunResult* on_demand);
+
+// Every name MakeRunSpec knows: gpuscaler's runs, then BaselineNames().
+const std::vector<std::string>& RunNames();
+
+// Whether the policy has a class with classes[].forecast.
+bool HasForecasts(const Policy& policy);
 
 // Runs `names` in order ("on-demand" is always run first, since the savings
 // and static-peak need it) and fills savings_vs_on_demand_pct.

@@ -167,6 +167,10 @@ SimCloudConfig DemoCloud(uint64_t seed) {
 
 }  // namespace
 
+std::string_view ToString(ForecastSource source) {
+  return source == ForecastSource::kOracle ? "oracle" : "learned";
+}
+
 const std::vector<std::string>& BuiltinScenarioNames() {
   static const std::vector<std::string> kNames = {"demo", "scale-30d-100k"};
   return kNames;

@@ -24,6 +24,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpuscaler/model/catalog.h"
@@ -33,6 +34,13 @@
 #include "sim/trace.h"
 
 namespace gpuscaler::sim {
+
+// Where the forecasts of classes[].forecast come from in a replay: the
+// controller's own, learned from the demand the replay has shown it so far
+// (what the daemon does), or an oracle's: the trace's true future demand
+// (sim/demand_truth.h), the best any forecast could know.
+enum class ForecastSource { kLearned, kOracle };
+std::string_view ToString(ForecastSource source);  // "learned", "oracle"
 
 struct Scenario {
   std::string name;
@@ -52,6 +60,9 @@ struct Scenario {
   // duration (true; a trace's durations are known in advance), or its
   // class's shape.expected_runtime, as the daemon tells it (false).
   bool runtimes_known = true;
+  // The forecasts of the runs that keep the policy's (gpuscaler,
+  // gpuscaler-held); gpuscaler-oracle's are always the oracle's.
+  ForecastSource forecast = ForecastSource::kLearned;
 };
 
 const std::vector<std::string>& BuiltinScenarioNames();

@@ -1,7 +1,7 @@
 // `gpuscaler sim (--scenario NAME | --trace FILE --trace-format FORMAT) [--prices FILE --prices-format FORMAT]
-//  [--catalog FILE] [--policy FILE] [--baseline NAME | --compare] [--deadline-bound] [--seed N] [--days N]
-//  [--json] [--db FILE] [--timeseries FILE]`: replays load through the production controller on a simulated
-// cloud (docs/simulator.md).
+//  [--catalog FILE] [--policy FILE] [--baseline NAME | --runs NAMES | --compare] [--forecast learned|oracle]
+//  [--deadline-bound] [--seed N] [--days N] [--json] [--db FILE] [--timeseries FILE]`: replays load through the
+// production controller on a simulated cloud (docs/simulator.md).
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,6 +35,7 @@ struct SimOptions {
   SimInputs in;
   std::string policy_file;
   std::string baseline;
+  std::string runs;  // comma-separated run names
   bool compare = false;
   bool deadline_bound = false;
   bool json = false;
@@ -95,6 +96,35 @@ Status CheckRunNamesFree(SqliteAuditStore& store, std::vector<std::string> names
   return Status::Ok();
 }
 
+// The runs to replay, in order: --runs, --baseline, or with --compare
+// gpuscaler, the runs the policy's features add and every baseline.
+Result<std::vector<std::string>> SelectRuns(const SimOptions& o, const sim::Scenario& scenario) {
+  std::vector<std::string> names;
+  if (!o.runs.empty()) {
+    size_t from = 0;
+    while (from <= o.runs.size()) {
+      const size_t comma = std::min(o.runs.find(',', from), o.runs.size());
+      const std::string name = o.runs.substr(from, comma - from);
+      if (name.empty()) return Error::InvalidInput("--runs '" + o.runs + "': an empty run name");
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+      from = comma + 1;
+    }
+    return names;
+  }
+  if (!o.compare) {
+    names.push_back(o.baseline.empty() ? "gpuscaler" : o.baseline);
+    return names;
+  }
+  names.push_back("gpuscaler");
+  if (std::any_of(scenario.policy.classes.begin(), scenario.policy.classes.end(),
+                  [](const WorkloadClassPolicy& c) { return c.deadline.has_value(); }))
+    names.push_back("gpuscaler-held");
+  if (sim::PlansAhead(scenario.policy)) names.push_back("gpuscaler-reactive");
+  if (sim::HasForecasts(scenario.policy)) names.push_back("gpuscaler-oracle");
+  for (const std::string& b : sim::BaselineNames()) names.push_back(b);
+  return names;
+}
+
 int RunSim(const SimOptions& o) {
   const SimInputs& in = o.in;
   if (in.scenario.empty() == in.trace_file.empty())
@@ -103,6 +133,8 @@ int RunSim(const SimOptions& o) {
   if (in.prices_file.empty() != in.prices_format.empty())
     return SimFail("--prices and --prices-format go together", 2);
   if (o.compare && !o.baseline.empty()) return SimFail("--baseline and --compare exclude each other", 2);
+  if (!o.runs.empty() && (o.compare || !o.baseline.empty()))
+    return SimFail("--runs excludes --baseline and --compare", 2);
 
   std::string catalog_source;
   Result<Catalog> catalog = LoadSimCatalog(in, &catalog_source);
@@ -123,6 +155,11 @@ int RunSim(const SimOptions& o) {
   for (const std::string& w : warnings) std::cerr << "gpuscaler sim: " << w << "\n";
   if (!built) return SimFail(built.error().message(), 2);
   sim::Scenario scenario = std::move(built).value();
+  if (scenario.forecast == sim::ForecastSource::kOracle && !sim::HasForecasts(scenario.policy)) {
+    return SimFail("--forecast oracle: policy '" + scenario.policy.name + "' (" + scenario.policy_source +
+                       ") has no class with a demand forecast (classes[].forecast)",
+                   2);
+  }
 
   if (!o.snapshot_at.empty() || !o.snapshot_out.empty()) {
     if (o.deadline_bound) return SimFail("--deadline-bound and --snapshot-at exclude each other", 2);
@@ -142,17 +179,9 @@ int RunSim(const SimOptions& o) {
     bound = std::move(priced).value();
   }
 
-  std::vector<std::string> names;
-  if (o.compare) {
-    names.push_back("gpuscaler");
-    if (std::any_of(scenario.policy.classes.begin(), scenario.policy.classes.end(),
-                    [](const WorkloadClassPolicy& c) { return c.deadline.has_value(); }))
-      names.push_back("gpuscaler-held");
-    if (sim::PlansAhead(scenario.policy)) names.push_back("gpuscaler-reactive");
-    for (const std::string& b : sim::BaselineNames()) names.push_back(b);
-  } else {
-    names.push_back(o.baseline.empty() ? "gpuscaler" : o.baseline);
-  }
+  Result<std::vector<std::string>> selected = SelectRuns(o, scenario);
+  if (!selected) return SimFail(selected.error().message(), 2);
+  std::vector<std::string> names = std::move(selected).value();
   // The bound is set against the same work run at once.
   if (bound && std::find(names.begin(), names.end(), kAtOnceRun) == names.end()) {
     names.emplace_back(kAtOnceRun);
@@ -235,10 +264,19 @@ void RegisterSimCommand(CLI::App& app, int* exit_code) {
                   "Run this instead of the planner: on-demand, static-peak, karpenter, greedy, cluster-autoscaler, "
                   "gpuscaler-reactive (the policy without its scaling schedules, demand forecasts, warm capacity and "
                   "deadlines), "
-                  "gpuscaler-held (deadline work held for spot by its slack, never moved)");
+                  "gpuscaler-held (deadline work held for spot by its slack, never moved), gpuscaler-oracle (the "
+                  "policy with every demand forecast from the trace's true future demand)");
+  sim->add_option("--runs", o->runs,
+                  "Run these, comma-separated, instead of the planner alone: gpuscaler and any --baseline name "
+                  "(on-demand always runs too), e.g. gpuscaler,gpuscaler-reactive,gpuscaler-oracle");
   sim->add_flag("--compare", o->compare,
                 "Run the planner and every baseline side by side (and gpuscaler-reactive when the policy has "
-                "scaling schedules, demand forecasts, warm capacity or deadlines; gpuscaler-held when it has deadlines)");
+                "scaling schedules, demand forecasts, warm capacity or deadlines; gpuscaler-held when it has deadlines; "
+                "gpuscaler-oracle when it has demand forecasts)");
+  sim->add_option("--forecast", o->in.forecast,
+                  "Where the demand forecasts (classes[].forecast) come from: learned (from the demand the replay "
+                  "has shown so far, as the daemon does; default) or oracle (the trace's true future demand: the "
+                  "best any forecast could know)");
   sim->add_flag("--deadline-bound", o->deadline_bound,
                 "For a policy with class deadlines: also price the offline bound on the cost of meeting every "
                 "meetable deadline, replay gpuscaler-reactive (the same work at once) with its jobs labelled by "

@@ -39,6 +39,9 @@ Result<sim::Scenario> BuildSimScenario(const SimInputs& in, const Catalog& catal
     return Error::InvalidInput("--runtime-knowledge must be exact or class, not '" + in.runtime_knowledge +
                                "'");
   }
+  if (in.forecast != "learned" && in.forecast != "oracle") {
+    return Error::InvalidInput("--forecast must be learned or oracle, not '" + in.forecast + "'");
+  }
   const std::optional<int> days = in.days > 0 ? std::optional<int>(in.days) : std::nullopt;
   sim::Scenario scenario;
   if (!in.scenario.empty()) {
@@ -107,6 +110,7 @@ Result<sim::Scenario> BuildSimScenario(const SimInputs& in, const Catalog& catal
   }
   scenario.catalog_source = catalog_source;
   scenario.runtimes_known = in.runtime_knowledge == "exact";
+  scenario.forecast = in.forecast == "oracle" ? sim::ForecastSource::kOracle : sim::ForecastSource::kLearned;
   return scenario;
 }
 

@@ -27,6 +27,7 @@ struct SimInputs {
   std::string cbl_instance_types;  // cbl-availability: "type[,also,...]"
   int cbl_nodes_when_up = 0;       // cbl-availability: 0 keeps the source count
   std::string runtime_knowledge = "class";  // class | exact (sim::Scenario::runtimes_known)
+  std::string forecast = "learned";         // learned | oracle (sim::Scenario::forecast)
   std::string multi_node = "gang";          // gang | split | whole (sim::TraceOptions::multi_node)
   std::string reservations_file;  // sim/reservations_file.h; empty: none
 };

@@ -179,6 +179,7 @@ Result<Grid> ReadGrid(const std::string& file) {
       if (m.ReadString("baseline", &p.baseline)) {
         std::vector<std::string> known = sim::BaselineNames();
         known.push_back("gpuscaler-reactive");
+        known.push_back("gpuscaler-oracle");
         if (std::find(known.begin(), known.end(), p.baseline) == known.end()) {
           std::string list;
           for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;

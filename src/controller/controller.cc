@@ -132,7 +132,11 @@ void Controller::PlanAndAct(bool listed, WallTime now, TickReport* report) {
   if (input_json.valid()) planned = plan;
   const bool governed = Govern(listed, now, &plan, report);
   const bool repaired = AddRepairs(&plan);
-  DecisionToRecord decision{plan, planned ? &*planned : nullptr, governed || repaired,
+  // An oracle's forecast (simulation only) is said in the plan it fed; the
+  // planner's own plan, recorded beside it, stays what a replay remakes.
+  const std::vector<std::string> oracle_notes = demand_.OracleNotes();
+  plan.notes.insert(plan.notes.end(), oracle_notes.begin(), oracle_notes.end());
+  DecisionToRecord decision{plan, planned ? &*planned : nullptr, governed || repaired || !oracle_notes.empty(),
                             input_json.valid() ? input_json.get() : std::string(), listed};
   if (recorder_.Record(std::move(decision), state_, policy_, now, report)) {
     const ActuationResult acted =

@@ -46,6 +46,7 @@ ForecastUpdate DemandWatch::Update(const Snapshot& snapshot, const Policy& polic
     if (c.forecast) classes.push_back(c.name);
   }
   forecaster_.Retain(classes);
+  oracle_classes_.clear();
   ForecastUpdate update;
   if (classes.empty()) {
     forecast_cache_.clear();
@@ -61,15 +62,18 @@ ForecastUpdate DemandWatch::Update(const Snapshot& snapshot, const Policy& polic
     if (!c.forecast) continue;
     const double demand_now = demand[c.name];
     auto cached = forecast_cache_.find(c.name);
-    if (cached != forecast_cache_.end() && cached->second.minute == minute && cached->second.demand == demand_now &&
-        cached->second.policy_hash == policy.content_hash) {
+    // An oracle's peak moves with the clock within the minute: never cached.
+    if (forecaster_.oracle() == nullptr && cached != forecast_cache_.end() && cached->second.minute == minute &&
+        cached->second.demand == demand_now && cached->second.policy_hash == policy.content_hash) {
       forecaster_.Record(c.name, now, demand_now);
       state[c.name] = forecast_state_[c.name];
       update.forecasts.push_back(cached->second.forecast);
       continue;
     }
-    DemandForecast f = ForecastClass(snapshot, policy, c, demand_now, now);
+    bool oracle = false;
+    DemandForecast f = ForecastClass(snapshot, policy, c, demand_now, now, &oracle);
     forecaster_.Record(c.name, now, f.demand_gpus);
+    if (oracle) oracle_classes_.push_back(c.name);
     // Not the fallback reason: its counts change every minute until the
     // forecast is on, and only the change between off and on is news.
     std::string key =
@@ -81,7 +85,9 @@ ForecastUpdate DemandWatch::Update(const Snapshot& snapshot, const Policy& polic
     if (f.levels.empty() && (last == forecast_state_.end() || last->second != key)) {
       report->forecast_notes.push_back("class " + c.name + ": forecast off (" + f.fallback + "): planned reactively");
     } else if (!f.levels.empty() && was_off) {
-      report->forecast_notes.push_back("class " + c.name + ": forecast on (horizon " + FormatDuration(f.horizon) + ")");
+      report->forecast_notes.push_back("class " + c.name + ": forecast on (horizon " + FormatDuration(f.horizon) +
+                                       (oracle ? "; an oracle: " + forecaster_.oracle()->Description() : "") +
+                                       ")");
     }
     update.changed = update.changed || last == forecast_state_.end() || last->second != key;
     state[c.name] = std::move(key);
@@ -95,7 +101,8 @@ ForecastUpdate DemandWatch::Update(const Snapshot& snapshot, const Policy& polic
 }
 
 DemandForecast DemandWatch::ForecastClass(const Snapshot& snapshot, const Policy& policy,
-                                          const WorkloadClassPolicy& c, double demand_now, WallTime now) {
+                                          const WorkloadClassPolicy& c, double demand_now, WallTime now,
+                                          bool* oracle) {
   DemandForecast f;
   f.workload_class = c.name;
   f.demand_gpus = demand_now;
@@ -114,8 +121,19 @@ DemandForecast DemandWatch::ForecastClass(const Snapshot& snapshot, const Policy
     ForecastResult r = forecaster_.Forecast(c.name, now, f.demand_gpus, f.horizon, quantiles);
     f.levels = std::move(r.levels);
     f.fallback = std::move(r.fallback);
+    *oracle = r.oracle;
   }
   return f;
+}
+
+std::vector<std::string> DemandWatch::OracleNotes() const {
+  std::vector<std::string> notes;
+  if (forecaster_.oracle() == nullptr) return notes;
+  for (const std::string& c : oracle_classes_) {
+    notes.push_back("class " + c + ": the forecast is an oracle: " + forecaster_.oracle()->Description() +
+                    "; not learned from the class's history");
+  }
+  return notes;
 }
 
 const DemandWatch::LeadTimeLookup& DemandWatch::LeadTime(const Snapshot& snapshot, const Policy& policy,

@@ -148,6 +148,15 @@ const DemandHistory* DemandForecaster::Find(const std::string& workload_class) c
 
 ForecastResult DemandForecaster::Forecast(const std::string& workload_class, WallTime now, double demand_now,
                                           Seconds horizon, const std::vector<double>& quantiles) const {
+  if (oracle_ != nullptr) {
+    if (const std::optional<double> peak = oracle_->PeakWithin(workload_class, now, horizon)) {
+      ForecastResult r;
+      r.demand_gpus = demand_now;
+      r.oracle = true;
+      for (double q : quantiles) r.levels.push_back({q, std::max(0.0, *peak)});
+      return r;
+    }
+  }
   const DemandHistory* h = Find(workload_class);
   if (h == nullptr) {
     ForecastResult r;

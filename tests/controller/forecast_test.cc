@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gpuscaler {
@@ -129,6 +131,48 @@ TEST(Forecast, HistoryIsBoundedAndKeepsTheMinutesPeak) {
   h.Record(At(0, 0, 10), 7);
   EXPECT_FALSE(h.At(ToUnixSeconds(At(0, 0, 10)) / 60).has_value());
   EXPECT_EQ(h.filled(), 120);
+}
+
+// Knows class "api": its peak is the horizon in minutes (so the horizon
+// asked for shows in the answer); records what it was asked.
+class MinutesOracle final : public DemandOracle {
+ public:
+  mutable std::vector<std::pair<WallTime, Seconds>> asked;
+  std::optional<double> PeakWithin(const std::string& workload_class, WallTime now, Seconds horizon) const override {
+    if (workload_class != "api") return std::nullopt;
+    asked.emplace_back(now, horizon);
+    return static_cast<double>(horizon.count()) / 60;
+  }
+  std::string Description() const override { return "minutes"; }
+};
+
+TEST(Forecast, AnOracleGivesEveryQuantileItsPeakWithoutHistoryAndOtherClassesStayLearned) {
+  DemandForecaster f;
+  for (int d = 0; d < 7; ++d)
+    for (int m = 0; m < 24 * 60; ++m) f.Record("batch", At(d, 0, m), Office(m / 60));
+  const ForecastResult learned_before = f.Forecast("batch", At(7, 7, 58), 10, Seconds(600), kQuantiles);
+  MinutesOracle oracle;
+  f.SetOracle(&oracle);
+  // No history at all for api: the oracle's point forecast at every level.
+  const ForecastResult api = f.Forecast("api", At(7, 7, 58), 3, Seconds(900), kQuantiles);
+  EXPECT_TRUE(api.oracle);
+  EXPECT_TRUE(api.fallback.empty());
+  ASSERT_EQ(api.levels.size(), kQuantiles.size());
+  for (size_t i = 0; i < kQuantiles.size(); ++i) {
+    EXPECT_EQ(api.levels[i].quantile, kQuantiles[i]);
+    EXPECT_EQ(api.levels[i].gpus, 15);
+  }
+  ASSERT_EQ(oracle.asked.size(), 1u);
+  EXPECT_EQ(oracle.asked[0].first, At(7, 7, 58));
+  EXPECT_EQ(oracle.asked[0].second, Seconds(900));
+  // A class the oracle does not know: the learned forecast, unchanged.
+  const ForecastResult batch = f.Forecast("batch", At(7, 7, 58), 10, Seconds(600), kQuantiles);
+  EXPECT_FALSE(batch.oracle);
+  ASSERT_EQ(batch.levels.size(), learned_before.levels.size());
+  for (size_t i = 0; i < batch.levels.size(); ++i) EXPECT_EQ(batch.levels[i].gpus, learned_before.levels[i].gpus);
+  // Unset again: api has no history, so no forecast.
+  f.SetOracle(nullptr);
+  EXPECT_TRUE(f.Forecast("api", At(7, 7, 58), 3, Seconds(900), kQuantiles).levels.empty());
 }
 
 }  // namespace

@@ -28,7 +28,8 @@ namespace gpuscaler {
 struct DecisionToRecord {
   const Plan& plan;  // what is acted on
   // The planner's own plan before the governor (null: the input is not
-  // recorded); `edited`: the governor or repairs changed it.
+  // recorded); `edited`: the governor, repairs or an oracle forecast's notes
+  // changed it.
   const Plan* planned = nullptr;
   bool edited = false;
   std::string planner_snapshot_json;  // the planner's input, with `planned`

@@ -54,6 +54,10 @@ class DemandWatch {
 
   DemandForecaster& forecaster() { return forecaster_; }
   const DemandForecaster& forecaster() const { return forecaster_; }
+  // With an oracle (DemandForecaster::SetOracle): one note per class whose
+  // last forecast was the oracle's, in policy order, saying so ("class api:
+  // the forecast is an oracle: ..."), for the plan the forecast fed; none without.
+  std::vector<std::string> OracleNotes() const;
 
  private:
   // The lead time of the class's cheapest suitable offering for its
@@ -76,9 +80,10 @@ class DemandWatch {
     DemandForecast forecast;
   };
 
-  // One forecast class's forecast from its history before this tick.
+  // One forecast class's forecast from its history before this tick (or
+  // the oracle's; then `*oracle` is set).
   DemandForecast ForecastClass(const Snapshot& snapshot, const Policy& policy, const WorkloadClassPolicy& c,
-                               double demand_now, WallTime now);
+                               double demand_now, WallTime now, bool* oracle);
   const LeadTimeLookup& LeadTime(const Snapshot& snapshot, const Policy& policy, const WorkloadClassPolicy& c,
                                  WallTime now);
 
@@ -89,6 +94,7 @@ class DemandWatch {
   std::map<std::string, CachedForecast> forecast_cache_;
   std::map<std::string, LeadTimeLookup> lead_time_cache_;
   std::set<std::string> deadlines_missed_;  // unit ids already counted
+  std::vector<std::string> oracle_classes_;  // whose last forecast was the oracle's
 };
 
 }  // namespace gpuscaler

@@ -76,6 +76,26 @@ struct ForecastResult {
   std::string fallback;
   double demand_gpus = 0;  // the level the forecast starts from
   int samples = 0;         // increments it was read from
+  // Set when the levels are a DemandOracle's (every level its peak), not
+  // learned from the history.
+  bool oracle = false;
+};
+
+// A source of a class's true future demand: what a perfect forecast would
+// know. The simulator's oracle forecast (sim/demand_truth.h) implements it
+// from the trace ahead of the clock, to measure how far the learned forecast
+// is from the best any forecast could do; the daemon never sets one.
+// Implementations must be deterministic; called from the loop's thread.
+class DemandOracle {
+ public:
+  virtual ~DemandOracle() = default;
+  // The class's peak demand in GPUs at any instant of (now, now + horizon];
+  // nullopt when the oracle does not know the class (its forecast is then
+  // the learned one).
+  virtual std::optional<double> PeakWithin(const std::string& workload_class, WallTime now,
+                                           Seconds horizon) const = 0;
+  // What the oracle knows, for notes ("the trace's true future demand").
+  virtual std::string Description() const = 0;
 };
 
 // Forecast of one class's peak demand within (now, now + horizon], from
@@ -91,14 +111,24 @@ class DemandForecaster {
   void Record(const std::string& workload_class, WallTime t, double gpus);
   // Drops the histories of classes not in `keep`.
   void Retain(const std::vector<std::string>& keep);
+  // The forecast of a class the oracle knows (SetOracle) is the oracle's:
+  // every quantile at its peak within the horizon (a point distribution),
+  // whatever the history; of other classes, ForecastPeak of the history.
   ForecastResult Forecast(const std::string& workload_class, WallTime now, double demand_now, Seconds horizon,
                           const std::vector<double>& quantiles) const;
   const DemandHistory* Find(const std::string& workload_class) const;
   const ForecastOptions& options() const { return options_; }
+  // Replaces learned forecasts by `oracle`'s for the classes it knows; null
+  // (the default, and always in the daemon): learned forecasts only. Not
+  // owned; must outlive the forecaster or be unset first. Histories are
+  // still recorded.
+  void SetOracle(const DemandOracle* oracle) { oracle_ = oracle; }
+  const DemandOracle* oracle() const { return oracle_; }
 
  private:
   ForecastOptions options_;
   std::map<std::string, DemandHistory> histories_;
+  const DemandOracle* oracle_ = nullptr;
 };
 
 }  // namespace gpuscaler
