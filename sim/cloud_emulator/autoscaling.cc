@@ -28,6 +28,23 @@ CloudEmulator::Group* CloudEmulator::FindGroup(const std::string& name) {
   return g == groups_.end() ? nullptr : &*g;
 }
 
+CloudEmulator::Instance* CloudEmulator::LaunchForGroup(const std::vector<std::string>& zones, const std::vector<std::string>& types,
+                                        const std::map<std::string, std::string>& tags, WallTime now, WallTime at,
+                                        std::string* why) {
+  std::string code, short_type, short_zone;
+  for (const std::string& zone : zones) {
+    for (const std::string& type : types) {
+      auto room = Room(type, zone, CapacityType::kOnDemand, now);
+      if (!room || room->first > 0)
+        return &Launch(type, zone, "", CapacityType::kOnDemand, tags, "", NewId("r-", 17), at);
+      if (code.empty()) std::tie(code, short_type, short_zone) = std::tie(room->second, type, zone);
+    }
+  }
+  *why = "Could not launch On-Demand Instances. " + code + " - We currently do not have sufficient " + short_type +
+         " capacity in the Availability Zone you requested (" + short_zone + "). Launching EC2 instance failed.";
+  return nullptr;
+}
+
 void CloudEmulator::RecordActivity(Group& g, Activity a) {
   g.activities.push_back(std::move(a));
   if (g.activities.size() > kActivitiesKept) g.activities.pop_front();
@@ -91,24 +108,9 @@ void CloudEmulator::ReconcileInService(Group& g, WallTime now) {
                          "Successful", "", at});
       continue;
     }
-    Instance* made = nullptr;
-    std::string code, short_type, short_zone;
-    for (const std::string& zone : order) {
-      for (const std::string& type : types) {
-        auto room = Room(type, zone, CapacityType::kOnDemand, now);
-        if (!room || room->first > 0) {
-          made = &Launch(type, zone, "", CapacityType::kOnDemand, tags, "", NewId("r-", 17), at);
-          break;
-        }
-        if (code.empty()) std::tie(code, short_type, short_zone) = std::tie(room->second, type, zone);
-      }
-      if (made != nullptr) break;
-    }
+    std::string reason;
+    Instance* made = LaunchForGroup(order, types, tags, now, at, &reason);
     if (made == nullptr) {
-      const std::string reason = "Could not launch On-Demand Instances. " + code +
-                                 " - We currently do not have sufficient " + short_type +
-                                 " capacity in the Availability Zone you requested (" + short_zone +
-                                 "). Launching EC2 instance failed.";
       RecordActivity(g, {Uuid(), "Launching a new EC2 instance.  Status Reason: " + reason, cause, "Failed", reason, at});
       g.launch_at = at + kGroupRetry;
       return;

@@ -400,6 +400,12 @@ class CloudEmulator : public EmulatorCore<EmulatorScenario, Ec2InstanceRecord, E
   // What a scaled-in instance becomes: back in the warm pool (stopped) with
   // ReuseOnScaleIn, else terminated.
   void LeaveService(Group& g, Instance& i, WallTime now);
+  // An on-demand instance for a group: the first of `types` with room (at
+  // `now`) in the first of `zones` that has some, launched at `at` with
+  // `tags`; nullptr when none has room, and `why` as Auto Scaling words it.
+  Instance* LaunchForGroup(const std::vector<std::string>& zones, const std::vector<std::string>& types,
+                           const std::map<std::string, std::string>& tags, WallTime now, WallTime at,
+                           std::string* why);
   // The tags an instance the group launches gets.
   std::map<std::string, std::string> GroupLaunchTags(Group& g);
   // Warm pool size target of `g` (0 without a warm pool).

@@ -116,24 +116,9 @@ void CloudEmulator::ReconcileWarmPool(Group& g, WallTime now) {
     };
     std::stable_sort(order.begin(), order.end(),
                      [&](const auto& a, const auto& b) { return in_zone(a) < in_zone(b); });
-    Instance* made = nullptr;
-    std::string code, short_type, short_zone;
-    for (const std::string& zone : order) {
-      for (const std::string& type : types) {
-        auto room = Room(type, zone, CapacityType::kOnDemand, now);
-        if (!room || room->first > 0) {
-          made = &Launch(type, zone, "", CapacityType::kOnDemand, tags, "", NewId("r-", 17), now);
-          break;
-        }
-        if (code.empty()) std::tie(code, short_type, short_zone) = std::tie(room->second, type, zone);
-      }
-      if (made != nullptr) break;
-    }
+    std::string reason;
+    Instance* made = LaunchForGroup(order, types, tags, now, now, &reason);
     if (made == nullptr) {
-      const std::string reason = "Could not launch On-Demand Instances. " + code +
-                                 " - We currently do not have sufficient " + short_type +
-                                 " capacity in the Availability Zone you requested (" + short_zone +
-                                 "). Launching EC2 instance failed.";
       RecordActivity(g, {Uuid(), "Launching a new EC2 instance into warm pool.  Status Reason: " + reason,
                          cause, "Failed", reason, now});
       g.warm_launch_at = now + kGroupRetry;

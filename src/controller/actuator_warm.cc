@@ -8,6 +8,20 @@
 #include "gpuscaler/solver/warm_pool.h"
 
 namespace gpuscaler {
+namespace {
+
+// A started warm instance, as the cluster state adds it: a node on its way.
+LaunchedNode WokenNode(const std::string& id, const std::string& pool, const Offering& offering, WallTime now) {
+  Instance inst;
+  inst.instance_id = id;
+  inst.pool = pool;
+  inst.offering = offering;
+  inst.launch_time = now;
+  inst.state = InstanceState::kPending;
+  return {inst, NodeState::kLaunching};
+}
+
+}  // namespace
 
 std::vector<std::string> Actuator::WakeOne(int64_t decision_id, size_t index, const LaunchAction& launch,
                                            const Policy& policy, OfferingAvailability& marks, BudgetGuard& budget,
@@ -54,13 +68,7 @@ std::vector<std::string> Actuator::WakeOne(int64_t decision_id, size_t index, co
     started.push_back(id);
   }
   for (const std::string& id : started) {
-    Instance inst;
-    inst.instance_id = id;
-    inst.pool = launch.pool;
-    inst.offering = launch.offering;
-    inst.launch_time = now;
-    inst.state = InstanceState::kPending;
-    result->launched.push_back({inst, NodeState::kLaunching});
+    result->launched.push_back(WokenNode(id, launch.pool, launch.offering, now));
     result->woken.push_back(id);
     budget.Commit(launch, launch.offering);
     if (store_ != nullptr) {
@@ -238,13 +246,7 @@ bool Actuator::RecoverWake(const ActionRow& row, ActuationResult* result, TickRe
   }
   const WallTime now = clock_.WallNow();
   for (const std::string& id : a.instance_ids) {
-    Instance inst;
-    inst.instance_id = id;
-    inst.pool = a.pool;
-    inst.offering = a.offering;
-    inst.launch_time = now;
-    inst.state = InstanceState::kPending;
-    result->launched.push_back({inst, NodeState::kLaunching});
+    result->launched.push_back(WokenNode(id, a.pool, a.offering, now));
     result->woken.push_back(id);
     report->Record(store_->RecordNodePrice(id, now, a.offering.usd_per_hour));
   }
