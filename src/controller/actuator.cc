@@ -393,7 +393,7 @@ void Actuator::TerminateOne(int64_t decision_id, size_t index, const Termination
   }
   const Node& node = *node_it;
   if (node.do_not_disrupt || options_.dry_run) return;
-  if (term.park && ParkOne(node, policy, snapshot, result, report)) return;
+  if (term.park && ParkOne(node, term, policy, snapshot, result, report)) return;
   const std::string instance_id = node.instance_id;
   // A plan that names a node twice terminates it once.
   for (const EndedNode& e : result->ended) {
@@ -488,6 +488,7 @@ void Actuator::FinishEndedDrains(ActuationResult* result, TickReport* report) {
   if (nodes_ == nullptr) return;
   for (const DrainOutcome& d : nodes_->TakeEndedDrains()) {
     report->drains_ended.push_back(d);
+    if (FinishParking(d, result, report)) continue;
     const std::string& id = d.request.instance_id;
     Status s = d.end == DrainEnd::kDrained
                    ? cloud_.Terminate({id})

@@ -202,33 +202,67 @@ void Actuator::TerminateWarm(int64_t decision_id, size_t index, const Terminatio
   ++report->nodes_terminated;
 }
 
-bool Actuator::ParkOne(const Node& node, const Policy& policy, const Snapshot& snapshot, ActuationResult* result,
-                       TickReport* report) {
+bool Actuator::ParkOne(const Node& node, const TerminationAction& term, const Policy& policy,
+                       const Snapshot& snapshot, ActuationResult* result, TickReport* report) {
   const NodePoolPolicy* pool = policy.FindPool(node.pool);
   if (pool == nullptr || !pool->warm || !node.running.empty() || node.instance_id.empty()) return false;
+  Parking parking;
+  parking.instance.instance_id = node.instance_id;
+  parking.instance.pool = node.pool;
+  parking.instance.offering = node.offering;
+  parking.instance.launch_time = node.launch_time;
+  parking.instance.state = InstanceState::kStopped;
+  parking.state = pool->warm->state;
+  for (const InstanceType& t : snapshot.instance_types)
+    if (t.name == node.offering.instance_type) parking.waiting_usd_per_hour = WarmWaitingUsdPerHour(snapshot, *pool, t);
   if (nodes_ != nullptr) {
-    Status s = nodes_->SetWarm(node.instance_id, true);
+    // Drained like any node leaving service (pods gpuscaler does not plan
+    // may run there), then stopped instead of terminated (FinishEndedDrains).
+    const DrainRequest drain{node.instance_id, 0, term.reason, "parked", policy.disruption.drain_timeout,
+                             policy.disruption.do_not_disrupt_labels};
+    Status s = nodes_->BeginDrain(drain);
+    if (s.ok()) {
+      parking_[node.instance_id] = std::move(parking);
+      result->draining.push_back(node.instance_id);
+      result->scaled_down_pools.insert(node.pool);
+      ++report->drains_started;
+      return true;
+    }
+    if (s.error().category() != ErrorCategory::kNotFound) {
+      report->errors.push_back(s.error().WithContext("drain " + node.instance_id + " before parking it"));
+      result->failed = true;
+      return true;  // kept; the next plan decides again
+    }
+  }
+  return StopParked(parking, result, report);
+}
+
+bool Actuator::StopParked(const Parking& parking, ActuationResult* result, TickReport* report) {
+  const std::string& id = parking.instance.instance_id;
+  if (nodes_ != nullptr) {
+    Status s = nodes_->SetWarm(id, true);
     if (!s.ok() && s.error().category() != ErrorCategory::kNotFound) return false;
   }
-  Status s = cloud_.Stop({node.instance_id}, pool->warm->state);
+  Status s = cloud_.Stop({id}, parking.state);
   if (!s.ok()) {
-    report->errors.push_back(s.error().WithContext("stopping node " + node.instance_id + " into warm capacity"));
-    if (nodes_ != nullptr) (void)nodes_->SetWarm(node.instance_id, false);
+    report->errors.push_back(s.error().WithContext("stopping node " + id + " into warm capacity"));
+    if (nodes_ != nullptr) (void)nodes_->SetWarm(id, false);
     return false;
   }
-  Instance inst;
-  inst.instance_id = node.instance_id;
-  inst.pool = node.pool;
-  inst.offering = node.offering;
-  inst.launch_time = node.launch_time;
-  inst.state = InstanceState::kStopped;
-  result->parked.push_back(inst);
-  result->scaled_down_pools.insert(node.pool);
-  if (store_ != nullptr) {
-    double waiting = 0;
-    for (const InstanceType& t : snapshot.instance_types)
-      if (t.name == node.offering.instance_type) waiting = WarmWaitingUsdPerHour(snapshot, *pool, t);
-    report->Record(store_->RecordNodePrice(node.instance_id, clock_.WallNow(), waiting));
+  result->parked.push_back(parking.instance);
+  result->scaled_down_pools.insert(parking.instance.pool);
+  if (store_ != nullptr) report->Record(store_->RecordNodePrice(id, clock_.WallNow(), parking.waiting_usd_per_hour));
+  return true;
+}
+
+bool Actuator::FinishParking(const DrainOutcome& drain, ActuationResult* result, TickReport* report) {
+  auto it = parking_.find(drain.request.instance_id);
+  if (it == parking_.end()) return false;
+  const Parking parking = std::move(it->second);
+  parking_.erase(it);
+  if (drain.end != DrainEnd::kDrained || !StopParked(parking, result, report)) {
+    result->kept.push_back(parking.instance.instance_id);
+    result->failed = true;
   }
   return true;
 }

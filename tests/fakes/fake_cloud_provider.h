@@ -22,6 +22,8 @@ class FakeCloudProvider final : public CloudProvider {
 
   std::vector<LaunchRequest> launches;                // every call, in order
   std::vector<std::vector<std::string>> terminations;  // every call, in order
+  std::vector<std::vector<std::string>> stops;         // every Stop call, in order
+  std::vector<std::vector<std::string>> starts;        // every Start call, in order
   std::optional<Error> next_launch_error;              // used once, then cleared
   std::optional<Error> next_list_error;                // used once, then cleared
   std::optional<Error> next_terminate_error;           // used once, then cleared
@@ -81,6 +83,30 @@ class FakeCloudProvider final : public CloudProvider {
       return e;
     }
     for (const std::string& id : ids) instances.erase(id);
+    return Status::Ok();
+  }
+  // Warm capacity: a stopped instance is listed kStopped; a start brings it
+  // back running at once (unknown ids: kConfig, as the providers say).
+  Status Stop(const std::vector<std::string>& ids, WarmState) override {
+    stops.push_back(ids);
+    for (const std::string& id : ids) {
+      auto it = instances.find(id);
+      if (it == instances.end()) return Error::Config("unknown instance " + id);
+      it->second.state = InstanceState::kStopped;
+    }
+    return Status::Ok();
+  }
+  Status Start(const std::vector<std::string>& ids) override {
+    starts.push_back(ids);
+    for (const std::string& id : ids) {
+      auto it = instances.find(id);
+      if (it == instances.end()) return Error::Config("unknown instance " + id);
+      if (no_capacity.count(it->second.offering.Key()) != 0) return Error::Capacity("InsufficientInstanceCapacity");
+    }
+    for (const std::string& id : ids) {
+      instances[id].state = InstanceState::kRunning;
+      instances[id].tags.erase(kWarmTag);
+    }
     return Status::Ok();
   }
   Result<std::vector<Instance>> ListInstances() override {

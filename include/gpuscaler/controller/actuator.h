@@ -168,11 +168,23 @@ class Actuator {
   // capacity): terminated directly, nothing to drain. Not one: nothing.
   void TerminateWarm(int64_t decision_id, size_t index, const TerminationAction& term, const Snapshot& snapshot,
                      ActuationResult* result, TickReport* report);
-  // A park (TerminationAction::park): cordons the empty node and stops it
-  // into its pool's warm capacity. False when it could not be stopped (the
-  // caller terminates it as planned before the park).
-  bool ParkOne(const Node& node, const Policy& policy, const Snapshot& snapshot, ActuationResult* result,
-               TickReport* report);
+  // A park (TerminationAction::park): the empty node goes into its pool's
+  // warm capacity instead of away. With ClusterNodes it is drained first,
+  // like any node leaving service, and stopped when the drain ends well
+  // (FinishParking; kept otherwise); without, cordoned and stopped at once.
+  // False when it could not be stopped (the caller terminates it as
+  // planned before the park).
+  struct Parking {
+    Instance instance;  // as it will be listed: stopped
+    WarmState state = WarmState::kStopped;
+    double waiting_usd_per_hour = 0;  // its price in the store from the stop on
+  };
+  bool ParkOne(const Node& node, const TerminationAction& term, const Policy& policy, const Snapshot& snapshot,
+               ActuationResult* result, TickReport* report);
+  bool StopParked(const Parking& parking, ActuationResult* result, TickReport* report);
+  // A drain that ended for a park: the node is stopped, or kept. False when
+  // the drain was not a park's.
+  bool FinishParking(const DrainOutcome& drain, ActuationResult* result, TickReport* report);
   // Recover's part for an open wake intent: starts its instances again.
   // False when the row is not a wake.
   bool RecoverWake(const ActionRow& row, ActuationResult* result, TickReport* report);
@@ -201,6 +213,8 @@ class Actuator {
   bool recovered_ = false;  // Recover read the open intents
   // Per Auto Scaling group: the warm pool size and state last set.
   std::map<std::string, std::pair<int, WarmState>> warm_pool_sizes_;
+  // Nodes being drained to be parked, by instance id.
+  std::map<std::string, Parking> parking_;
 };
 
 }  // namespace gpuscaler
