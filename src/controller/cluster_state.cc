@@ -99,7 +99,11 @@ void ClusterState::Apply(const ActuationResult& result, const Policy& policy, Wa
     }
   }
   for (const LaunchedNode& l : result.launched) {
-    if (!inventory_.Has(l.instance.instance_id)) AddNode(l.instance, l.state, policy, now, !structural);
+    if (inventory_.Has(l.instance.instance_id)) continue;
+    // A woken warm node's start is no cold launch: its minute to Ready must
+    // not teach its family's warm-up (the cold lead time the planner weighs).
+    const bool woken = std::find(result.woken.begin(), result.woken.end(), l.instance.instance_id) != result.woken.end();
+    AddNode(l.instance, l.state, policy, now, !structural && !woken);
   }
   for (const InFlightLaunch& l : result.in_flight) AddAwaited(l, policy);
   for (const EndedNode& e : result.ended) {

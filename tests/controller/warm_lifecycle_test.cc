@@ -63,6 +63,9 @@ TEST(WarmLifecycle, ARefillIsCordonedWhenItRegistersAndStoppedOnceReady) {
   ASSERT_NE(s.Find(id), nullptr);
   s.TickAfter(Seconds(30));
   EXPECT_FALSE(s.nodes.cordoned.at(id)) << "uncordoned once Ready";
+  s.TickAfter(Seconds(30));
+  // Its minute to Ready is no cold launch's warm-up: nothing learned from it.
+  EXPECT_TRUE(s.controller->snapshot().warmup_seconds_by_family.empty());
 }
 
 TEST(WarmLifecycle, AParkedNodeIsDrainedFirstAndStoppedOnlyWhenTheDrainEndsWell) {
