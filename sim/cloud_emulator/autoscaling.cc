@@ -28,6 +28,22 @@ CloudEmulator::Group* CloudEmulator::FindGroup(const std::string& name) {
   return g == groups_.end() ? nullptr : &*g;
 }
 
+EmulatorResponse CloudEmulator::GroupNotFound(const std::string& name) {
+  return QueryError(400, "Sender", "ValidationError",
+                    "AutoScalingGroup name not found - AutoScalingGroup '" + name + "' not found");
+}
+
+CloudEmulator::Group* CloudEmulator::RequiredGroup(const Params& p, EmulatorResponse* error) {
+  const std::string name = p.Get("AutoScalingGroupName");
+  if (name.empty()) {
+    *error = QueryError(400, "Sender", "ValidationError", "AutoScalingGroupName is required");
+    return nullptr;
+  }
+  Group* g = FindGroup(name);
+  if (g == nullptr) *error = GroupNotFound(name);
+  return g;
+}
+
 CloudEmulator::Instance* CloudEmulator::LaunchForGroup(const std::vector<std::string>& zones, const std::vector<std::string>& types,
                                         const std::map<std::string, std::string>& tags, WallTime now, WallTime at,
                                         std::string* why) {
@@ -130,7 +146,7 @@ EmulatorResponse CloudEmulator::SetDesiredCapacity(const Params& p, WallTime now
   }
   Group* g = FindGroup(name);
   if (g == nullptr) {
-    return QueryError(400, "Sender", "ValidationError", "AutoScalingGroup name not found - AutoScalingGroup '" + name + "' not found");
+    return GroupNotFound(name);
   }
   if (desired > g->spec.max_size) {
     return QueryError(400, "Sender", "ValidationError",
@@ -162,7 +178,7 @@ EmulatorResponse CloudEmulator::CreateOrUpdateTags(const Params& p) {
     }
     Group* g = FindGroup(group);
     if (g == nullptr) {
-      return QueryError(400, "Sender", "ValidationError", "AutoScalingGroup name not found - AutoScalingGroup '" + group + "' not found");
+      return GroupNotFound(group);
     }
     tags.push_back({g, {p.Get(base + "Key"), p.Get(base + "Value"), p.Get(base + "PropagateAtLaunch") == "true"}});
   }

@@ -412,6 +412,11 @@ class CloudEmulator : public EmulatorCore<EmulatorScenario, Ec2InstanceRecord, E
   int WarmTarget(const Group& g) const;
   void RecordActivity(Group& g, Activity a);
   Group* FindGroup(const std::string& name);
+  // Auto Scaling's answer for a group name it does not know.
+  EmulatorResponse GroupNotFound(const std::string& name);
+  // The group `AutoScalingGroupName` names (required), or nullptr and the
+  // error to answer in `error`.
+  Group* RequiredGroup(const Params& p, EmulatorResponse* error);
 
   // Authentication, error bodies and routing (dispatch.cc).
   EmulatorResponse Dispatch(const EmulatorRequest& request, EmulatorRequestRecord* record);

@@ -146,13 +146,10 @@ std::string CloudEmulator::WarmPoolConfigurationXml(const WarmPool& w) {
 }
 
 EmulatorResponse CloudEmulator::PutWarmPool(const Params& p, WallTime now) {
-  const std::string name = p.Get("AutoScalingGroupName");
-  if (name.empty()) return QueryError(400, "Sender", "ValidationError", "AutoScalingGroupName is required");
-  Group* g = FindGroup(name);
-  if (g == nullptr) {
-    return QueryError(400, "Sender", "ValidationError",
-                      "AutoScalingGroup name not found - AutoScalingGroup '" + name + "' not found");
-  }
+  EmulatorResponse error;
+  Group* g = RequiredGroup(p, &error);
+  if (g == nullptr) return error;
+  const std::string& name = g->spec.name;
   if (g->warm_pool && g->warm_pool->pending_delete) {
     return QueryError(400, "Sender", "ResourceInUse",
                       "The warm pool of Auto Scaling group '" + name + "' is being deleted.");
@@ -184,13 +181,10 @@ EmulatorResponse CloudEmulator::PutWarmPool(const Params& p, WallTime now) {
 }
 
 EmulatorResponse CloudEmulator::DescribeWarmPool(const Params& p) {
-  const std::string name = p.Get("AutoScalingGroupName");
-  if (name.empty()) return QueryError(400, "Sender", "ValidationError", "AutoScalingGroupName is required");
-  const Group* g = FindGroup(name);
-  if (g == nullptr) {
-    return QueryError(400, "Sender", "ValidationError",
-                      "AutoScalingGroup name not found - AutoScalingGroup '" + name + "' not found");
-  }
+  EmulatorResponse error;
+  const Group* g = RequiredGroup(p, &error);
+  if (g == nullptr) return error;
+  const std::string& name = g->spec.name;
   size_t offset = 0, max_records = 0;
   if (auto bad = AsgPaging(p, 50, &offset, &max_records)) return *bad;
   std::vector<const Instance*> warm;
@@ -227,13 +221,10 @@ EmulatorResponse CloudEmulator::DescribeWarmPool(const Params& p) {
 }
 
 EmulatorResponse CloudEmulator::DeleteWarmPool(const Params& p, WallTime now) {
-  const std::string name = p.Get("AutoScalingGroupName");
-  if (name.empty()) return QueryError(400, "Sender", "ValidationError", "AutoScalingGroupName is required");
-  Group* g = FindGroup(name);
-  if (g == nullptr) {
-    return QueryError(400, "Sender", "ValidationError",
-                      "AutoScalingGroup name not found - AutoScalingGroup '" + name + "' not found");
-  }
+  EmulatorResponse error;
+  Group* g = RequiredGroup(p, &error);
+  if (g == nullptr) return error;
+  const std::string& name = g->spec.name;
   if (!g->warm_pool) {
     return QueryError(400, "Sender", "ValidationError",
                       "No warm pool found for Auto Scaling group '" + name + "'.");

@@ -213,8 +213,7 @@ bool Actuator::ParkOne(const Node& node, const TerminationAction& term, const Po
   parking.instance.launch_time = node.launch_time;
   parking.instance.state = InstanceState::kStopped;
   parking.state = pool->warm->state;
-  for (const InstanceType& t : snapshot.instance_types)
-    if (t.name == node.offering.instance_type) parking.waiting_usd_per_hour = WarmWaitingUsdPerHour(snapshot, *pool, t);
+  parking.waiting_usd_per_hour = WarmWaitingUsdPerHour(snapshot, *pool, node.offering.instance_type);
   if (nodes_ != nullptr) {
     // Drained like any node leaving service (pods gpuscaler does not plan
     // may run there), then stopped instead of terminated (FinishEndedDrains).

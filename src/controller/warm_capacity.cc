@@ -86,10 +86,7 @@ void WarmCapacity::NodeActionsDue(const Snapshot& snapshot, const Policy& policy
     }
     const NodePoolPolicy* pool = policy.FindPool(e.instance.pool);
     NodeActions::WarmStop stop{id, pool != nullptr && pool->warm ? pool->warm->state : WarmState::kStopped, 0};
-    const auto type = std::find_if(snapshot.instance_types.begin(), snapshot.instance_types.end(),
-                                   [&](const InstanceType& t) { return t.name == e.instance.offering.instance_type; });
-    if (pool != nullptr && type != snapshot.instance_types.end())
-      stop.waiting_usd_per_hour = WarmWaitingUsdPerHour(snapshot, *pool, *type);
+    if (pool != nullptr) stop.waiting_usd_per_hour = WarmWaitingUsdPerHour(snapshot, *pool, e.instance.offering.instance_type);
     actions->warm_stops.push_back(std::move(stop));
   }
   if (nodes == nullptr) {
@@ -118,11 +115,8 @@ std::vector<WarmNode> WarmCapacity::Publish(const Snapshot& snapshot, const Poli
     w.offering = e.instance.offering;
     w.stopped = e.stopped;
     w.since = e.since;
-    const NodePoolPolicy* pool = policy.FindPool(w.pool);
-    const auto type = std::find_if(snapshot.instance_types.begin(), snapshot.instance_types.end(),
-                                   [&](const InstanceType& t) { return t.name == w.offering.instance_type; });
-    if (pool != nullptr && type != snapshot.instance_types.end())
-      w.waiting_usd_per_hour = WarmWaitingUsdPerHour(snapshot, *pool, *type);
+    if (const NodePoolPolicy* pool = policy.FindPool(w.pool))
+      w.waiting_usd_per_hour = WarmWaitingUsdPerHour(snapshot, *pool, w.offering.instance_type);
     // The price it would run at once woken: the snapshot's for its offering.
     for (const Offering& o : snapshot.offerings) {
       if (o.instance_type == w.offering.instance_type && o.zone == w.offering.zone &&

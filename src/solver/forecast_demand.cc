@@ -19,13 +19,6 @@ bool Listed(const std::vector<std::string>& names, const std::string& name) {
   return names.empty() || std::find(names.begin(), names.end(), name) != names.end();
 }
 
-const GpuModel* FindGpu(const Snapshot& s, const std::string& name) {
-  for (const GpuModel& g : s.gpu_models) {
-    if (g.name == name || (!g.short_name.empty() && g.short_name == name)) return &g;
-  }
-  return nullptr;
-}
-
 // The pool may buy `o` of `type` for `unit`: type, capacity type, region,
 // zone, and the unit's own pins.
 bool PoolMayBuy(const NodePoolPolicy& pool, const Offering& o, const InstanceType& type, const GpuModel* gpu,
@@ -71,7 +64,7 @@ std::optional<SuitableOffering> CheapestSuitableOffering(const Snapshot& snapsho
     if (!Listed(unit.zones, o.zone) || !Listed(unit.instance_types, o.instance_type)) continue;
     const InstanceType* type = solver_detail::FindType(types, o.instance_type);
     if (type == nullptr) continue;
-    const GpuModel* gpu = FindGpu(snapshot, type->gpu_model);
+    const GpuModel* gpu = solver_detail::FindGpu(snapshot, type->gpu_model);
     if (!UnitFitsType(unit, *type, gpu)) continue;
     bool allowed = policy.pools.empty();
     for (const NodePoolPolicy& pool : policy.pools) {

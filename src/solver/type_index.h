@@ -3,6 +3,7 @@
 // each of them is the planner's hot path. Private to the solver.
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <unordered_map>
 
@@ -24,6 +25,14 @@ inline TypesByName IndexTypes(const Snapshot& snapshot) {
 inline const InstanceType* FindType(const TypesByName& types, std::string_view name) {
   const auto found = types.find(name);
   return found == types.end() ? nullptr : found->second;
+}
+
+// The snapshot's GPU model named `name` (its name or short name), or nullptr.
+inline const GpuModel* FindGpu(const Snapshot& snapshot, const std::string& name) {
+  for (const GpuModel& g : snapshot.gpu_models) {
+    if (g.name == name || (!g.short_name.empty() && g.short_name == name)) return &g;
+  }
+  return nullptr;
 }
 
 }  // namespace gpuscaler::solver_detail

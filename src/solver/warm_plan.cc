@@ -13,16 +13,11 @@
 #include "gpuscaler/solver/cost_model.h"
 #include "gpuscaler/solver/forecast_demand.h"
 #include "gpuscaler/solver/warm_pool.h"
+#include "planner_impl.h"
 #include "type_index.h"
 
 namespace gpuscaler {
 namespace {
-
-const GpuModel* WarmGpuOf(const Snapshot& snapshot, const InstanceType& type) {
-  for (const GpuModel& g : snapshot.gpu_models)
-    if (g.name == type.gpu_model) return &g;
-  return nullptr;
-}
 
 bool WarmServesPool(const WorkloadClassPolicy& cls, const NodePoolPolicy& pool) {
   return cls.pools.empty() || std::find(cls.pools.begin(), cls.pools.end(), pool.name) != cls.pools.end();
@@ -40,11 +35,6 @@ DemandUnit WarmUnitShape(const Snapshot& snapshot, const WorkloadClassPolicy& cl
   return unit;
 }
 
-std::string WarmSeconds(double seconds) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0fs", seconds);
-  return buf;
-}
 
 double WarmHours(Seconds s) { return double(std::max<int64_t>(0, s.count())) / 3600.0; }
 
@@ -75,7 +65,7 @@ std::vector<const Offering*> WarmOfferings(const Snapshot& snapshot, const Polic
     const InstanceType* t = solver_detail::FindType(types, name);
     if (t == nullptr || (!type_name.empty() && n <= kept[type_name])) continue;
     const bool holds = std::all_of(shapes.begin(), shapes.end(), [&](const DemandUnit& u) {
-      return UnitFitsType(u, *t, WarmGpuOf(snapshot, *t));
+      return UnitFitsType(u, *t, solver_detail::FindGpu(snapshot, t->gpu_model));
     });
     if (holds) type_name = name;
   }
@@ -118,6 +108,49 @@ struct WakeChoice {
   std::string why;
 };
 
+// WarmTargetOf with the pool's warm offerings (WarmOfferings) given.
+WarmTarget WarmTargetFor(const Snapshot& snapshot, const Policy& policy, const NodePoolPolicy& pool,
+                         const std::vector<const Offering*>& zones) {
+  WarmTarget out;
+  if (!pool.warm) return out;
+  const solver_detail::TypesByName types = solver_detail::IndexTypes(snapshot);
+  const InstanceType* type = zones.empty() ? nullptr : solver_detail::FindType(types, zones.front()->instance_type);
+  if (type == nullptr || type->gpu_count <= 0) {
+    out.note = "pool " + pool.name + ": warm capacity 0 (no on-demand GPU offering holds its classes' work)";
+    return out;
+  }
+  std::string how;
+  if (pool.warm->size) {
+    out.size = *pool.warm->size;
+    how = "size " + std::to_string(out.size);
+  } else {
+    double rise = 0;
+    int forecasts = 0;
+    for (const WorkloadClassPolicy& cls : policy.classes) {
+      if (!WarmServesPool(cls, pool) || !cls.forecast) continue;
+      for (const DemandForecast& f : snapshot.forecasts) {
+        if (f.workload_class != cls.name || f.levels.empty()) continue;
+        rise += std::max(0.0, ForecastGpusAt(f, cls.forecast->quantile) - f.demand_gpus);
+        ++forecasts;
+      }
+    }
+    out.size = int(std::ceil(rise / type->gpu_count - 1e-9));
+    how = forecasts == 0 ? "auto, no forecast yet: 0"
+                         : "auto: a rise of " + std::to_string(int(std::ceil(rise - 1e-9))) + " GPUs forecast";
+  }
+  const double each = WarmWaitingUsdPerHour(snapshot, pool, *type);
+  if (each > 0) {
+    const int cap = int(std::floor(pool.warm->max_usd_per_hour / each + 1e-9));
+    if (out.size > cap) {
+      out.size = cap;
+      how += ", capped at " + std::to_string(cap) + " by max_usd_per_hour";
+    }
+  }
+  out.note = "pool " + pool.name + ": warm capacity " + std::to_string(out.size) + " x " + type->name + " (" + how +
+             ", " + FormatUsd(each, MoneyStyle::kCents) + "/h each stopped)";
+  return out;
+}
+
 class WarmPass {
  public:
   WarmPass(const Snapshot& snapshot, const Policy& policy, Plan& plan)
@@ -157,7 +190,7 @@ class WarmPass {
   bool UnitsFit(const std::vector<const DemandUnit*>& units, const WarmNode& warm) const {
     const InstanceType* t = solver_detail::FindType(types_, warm.offering.instance_type);
     if (t == nullptr) return false;
-    const GpuModel* gpu = WarmGpuOf(snap_, *t);
+    const GpuModel* gpu = solver_detail::FindGpu(snap_, t->gpu_model);
     double gpus = 0;
     int64_t cpu = 0, mem = 0;
     for (const DemandUnit* u : units) {
@@ -215,7 +248,7 @@ class WarmPass {
           c.warm = &w;
           for (const DemandUnit* u : units) c.units.push_back(u->id);
           c.why = "woken from warm capacity: " + std::to_string(units.size()) + " unit(s) wait about " +
-                  WarmSeconds(saved_h * 3600) + " less than for a cold launch (worth " +
+                  solver_detail::Fixed(saved_h * 3600, 0) + "s" + " less than for a cold launch (worth " +
                   FormatUsd(value, MoneyStyle::kCents) + ", price above the launch's " +
                   FormatUsd(extra, MoneyStyle::kCents) + ")";
           out.push_back(std::move(c));
@@ -288,7 +321,8 @@ class WarmPass {
   }
 
   void Resize(const NodePoolPolicy& pool, const std::set<std::string>& woken) {
-    const WarmTarget target = WarmTargetOf(snap_, policy_, pool);
+    const std::vector<const Offering*> zones = WarmOfferings(snap_, policy_, pool);
+    const WarmTarget target = WarmTargetFor(snap_, policy_, pool, zones);
     if (!target.note.empty()) plan_.notes.push_back(target.note);
     plan_.warm_targets[pool.name] = target.size;
     // An Auto Scaling group fills and drains its own warm pool (the
@@ -299,8 +333,8 @@ class WarmPass {
       if (w.pool == pool.name && !woken.count(w.instance_id)) kept.push_back(&w);
     const int have = int(kept.size());
     if (have < target.size) {
-      const int parked = Park(pool, target.size - have);
-      if (have + parked < target.size) Refill(pool, target.size - have - parked, kept);
+      const int parked = Park(pool, target.size - have, zones);
+      if (have + parked < target.size) Refill(pool, target.size - have - parked, kept, zones);
       return;
     }
     // A surplus node is kept until its volumes have cost what refilling it
@@ -338,8 +372,7 @@ class WarmPass {
   // stopped into the warm capacity instead, up to `missing`: their image and
   // driver are in place already, so no refill pays a cold boot for them.
   // Returns how many.
-  int Park(const NodePoolPolicy& pool, int missing) {
-    const std::vector<const Offering*> zones = WarmOfferings(snap_, policy_, pool);
+  int Park(const NodePoolPolicy& pool, int missing, const std::vector<const Offering*>& zones) {
     if (zones.empty()) return 0;
     const std::string& type = zones.front()->instance_type;
     int parked = 0;
@@ -356,8 +389,8 @@ class WarmPass {
     return parked;
   }
 
-  void Refill(const NodePoolPolicy& pool, int missing, const std::vector<const WarmNode*>& kept) {
-    const std::vector<const Offering*> zones = WarmOfferings(snap_, policy_, pool);
+  void Refill(const NodePoolPolicy& pool, int missing, const std::vector<const WarmNode*>& kept,
+              const std::vector<const Offering*>& zones) {
     if (zones.empty()) {
       plan_.notes.push_back("pool " + pool.name + ": no on-demand offering for its warm capacity");
       return;
@@ -372,8 +405,7 @@ class WarmPass {
       ++in_zone[best->zone];
       ++add[best->Key()];
     }
-    const InstanceType* type = solver_detail::FindType(types_, zones.front()->instance_type);
-    const double waiting = type != nullptr ? WarmWaitingUsdPerHour(snap_, pool, *type) : 0;
+    const double waiting = WarmWaitingUsdPerHour(snap_, pool, zones.front()->instance_type);
     for (const Offering* o : zones) {
       auto it = add.find(o->Key());
       if (it == add.end()) continue;
@@ -409,46 +441,15 @@ double WarmWaitingUsdPerHour(const Snapshot& snapshot, const NodePoolPolicy& poo
   return gib * snapshot.volume_usd_per_gib_hour;
 }
 
+double WarmWaitingUsdPerHour(const Snapshot& snapshot, const NodePoolPolicy& pool, const std::string& instance_type) {
+  for (const InstanceType& t : snapshot.instance_types)
+    if (t.name == instance_type) return WarmWaitingUsdPerHour(snapshot, pool, t);
+  return 0;
+}
+
 WarmTarget WarmTargetOf(const Snapshot& snapshot, const Policy& policy, const NodePoolPolicy& pool) {
-  WarmTarget out;
-  if (!pool.warm) return out;
-  const std::vector<const Offering*> zones = WarmOfferings(snapshot, policy, pool);
-  const solver_detail::TypesByName types = solver_detail::IndexTypes(snapshot);
-  const InstanceType* type = zones.empty() ? nullptr : solver_detail::FindType(types, zones.front()->instance_type);
-  if (type == nullptr || type->gpu_count <= 0) {
-    out.note = "pool " + pool.name + ": warm capacity 0 (no on-demand GPU offering holds its classes' work)";
-    return out;
-  }
-  std::string how;
-  if (pool.warm->size) {
-    out.size = *pool.warm->size;
-    how = "size " + std::to_string(out.size);
-  } else {
-    double rise = 0;
-    int forecasts = 0;
-    for (const WorkloadClassPolicy& cls : policy.classes) {
-      if (!WarmServesPool(cls, pool) || !cls.forecast) continue;
-      for (const DemandForecast& f : snapshot.forecasts) {
-        if (f.workload_class != cls.name || f.levels.empty()) continue;
-        rise += std::max(0.0, ForecastGpusAt(f, cls.forecast->quantile) - f.demand_gpus);
-        ++forecasts;
-      }
-    }
-    out.size = int(std::ceil(rise / type->gpu_count - 1e-9));
-    how = forecasts == 0 ? "auto, no forecast yet: 0"
-                         : "auto: a rise of " + std::to_string(int(std::ceil(rise - 1e-9))) + " GPUs forecast";
-  }
-  const double each = WarmWaitingUsdPerHour(snapshot, pool, *type);
-  if (each > 0) {
-    const int cap = int(std::floor(pool.warm->max_usd_per_hour / each + 1e-9));
-    if (out.size > cap) {
-      out.size = cap;
-      how += ", capped at " + std::to_string(cap) + " by max_usd_per_hour";
-    }
-  }
-  out.note = "pool " + pool.name + ": warm capacity " + std::to_string(out.size) + " x " + type->name + " (" + how +
-             ", " + FormatUsd(each, MoneyStyle::kCents) + "/h each stopped)";
-  return out;
+  if (!pool.warm) return {};
+  return WarmTargetFor(snapshot, policy, pool, WarmOfferings(snapshot, policy, pool));
 }
 
 Plan AddWarmCapacity(const Snapshot& snapshot, const Policy& policy, Plan plan) {
@@ -469,11 +470,9 @@ Plan AddWarmCapacity(const Snapshot& snapshot, const Policy& policy, Plan plan) 
   double retired = 0;
   for (size_t i = terms_before; i < plan.terminations.size(); ++i) retired += plan.terminations[i].saves_usd_per_hour;
   // A parked node still costs its volumes.
-  const solver_detail::TypesByName types = solver_detail::IndexTypes(snapshot);
   for (const TerminationAction& t : plan.terminations) {
     const NodePoolPolicy* pool = t.park ? policy.FindPool(t.pool) : nullptr;
-    const InstanceType* type = pool != nullptr ? solver_detail::FindType(types, t.offering.instance_type) : nullptr;
-    if (type != nullptr) retired -= WarmWaitingUsdPerHour(snapshot, *pool, *type);
+    if (pool != nullptr) retired -= WarmWaitingUsdPerHour(snapshot, *pool, t.offering.instance_type);
   }
   double woken_waiting = 0;
   for (const LaunchAction& l : plan.launches)

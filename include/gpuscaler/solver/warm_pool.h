@@ -63,6 +63,9 @@ WarmTarget WarmTargetOf(const Snapshot& snapshot, const Policy& policy, const No
 // default_volume_gib; a hibernated node also keeps its memory on them), at
 // the snapshot's volume_usd_per_gib_hour.
 double WarmWaitingUsdPerHour(const Snapshot& snapshot, const NodePoolPolicy& pool, const InstanceType& type);
+// The same for the snapshot's instance type named `instance_type`; 0 when
+// the snapshot does not list it.
+double WarmWaitingUsdPerHour(const Snapshot& snapshot, const NodePoolPolicy& pool, const std::string& instance_type);
 
 // `plan` with the wakes, refills and retirements of every pool with
 // pools[].warm, and the stopped nodes' cost in its costs (see above).
