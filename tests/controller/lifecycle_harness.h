@@ -35,6 +35,9 @@ class SlowGroupCloud final : public CloudProvider {
   Status Terminate(const std::vector<std::string>& ids) override { return inner_.Terminate(ids); }
   Status Stop(const std::vector<std::string>& ids, WarmState state) override { return inner_.Stop(ids, state); }
   Status Start(const std::vector<std::string>& ids) override { return inner_.Start(ids); }
+  Status PutWarmPool(const std::string& group, int size, WarmState state) override {
+    return inner_.PutWarmPool(group, size, state);
+  }
   Result<std::vector<Instance>> ListInstances() override {
     Result<std::vector<Instance>> all = inner_.ListInstances();
     if (!all) return all;

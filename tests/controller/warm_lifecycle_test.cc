@@ -112,5 +112,26 @@ TEST(WarmLifecycle, AParkWhoseDrainTimesOutKeepsTheNode) {
   EXPECT_EQ(s.Find(node)->state, NodeState::kReady);
 }
 
+TEST(WarmLifecycle, AnAutoScalingGroupPoolGetsItsWarmPoolSizeOnlyWhenItChanges) {
+  Policy p = WarmPolicy(2);
+  p.pools[0].actuation = Actuation::kAsg;
+  p.pools[0].auto_scaling_group = "gpu-group";
+  p.pools[0].warm->state = WarmState::kHibernated;
+  WarmScene s(p);
+  s.controller->Tick();
+  ASSERT_EQ(s.fake.warm_pools.size(), 1u);
+  EXPECT_EQ(s.fake.warm_pools[0].group, "gpu-group");
+  EXPECT_EQ(s.fake.warm_pools[0].size, 2);
+  EXPECT_EQ(s.fake.warm_pools[0].state, WarmState::kHibernated);
+  EXPECT_TRUE(s.fake.launches.empty()) << "the group fills its own warm pool";
+  s.TickAfter(Seconds(30));
+  EXPECT_EQ(s.fake.warm_pools.size(), 1u) << "unchanged: not sent again";
+  p.pools[0].warm->size = 3;
+  s.controller->SetPolicy(p);
+  s.TickAfter(Seconds(30));
+  ASSERT_EQ(s.fake.warm_pools.size(), 2u);
+  EXPECT_EQ(s.fake.warm_pools[1].size, 3);
+}
+
 }  // namespace
 }  // namespace gpuscaler::warm_lifecycle_test

@@ -24,6 +24,12 @@ class FakeCloudProvider final : public CloudProvider {
   std::vector<std::vector<std::string>> terminations;  // every call, in order
   std::vector<std::vector<std::string>> stops;         // every Stop call, in order
   std::vector<std::vector<std::string>> starts;        // every Start call, in order
+  struct WarmPoolCall {
+    std::string group;
+    int size = 0;
+    WarmState state = WarmState::kStopped;
+  };
+  std::vector<WarmPoolCall> warm_pools;                // every PutWarmPool call, in order
   std::optional<Error> next_launch_error;              // used once, then cleared
   std::optional<Error> next_list_error;                // used once, then cleared
   std::optional<Error> next_terminate_error;           // used once, then cleared
@@ -107,6 +113,10 @@ class FakeCloudProvider final : public CloudProvider {
       instances[id].state = InstanceState::kRunning;
       instances[id].tags.erase(kWarmTag);
     }
+    return Status::Ok();
+  }
+  Status PutWarmPool(const std::string& group, int size, WarmState state) override {
+    warm_pools.push_back({group, size, state});
     return Status::Ok();
   }
   Result<std::vector<Instance>> ListInstances() override {

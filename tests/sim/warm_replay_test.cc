@@ -9,7 +9,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "gpuscaler/policy/loader.h"
+#include "sim/report.h"
 #include "sim/runner.h"
 #include "sim/scenario.h"
 
@@ -58,6 +61,15 @@ TEST(WarmReplay, WokenNodesCutTheInferenceWaitAndTheirVolumesAreBilled) {
   }
   EXPECT_NEAR(stopped, warm.warm_stopped_usd, 1e-9);
   EXPECT_EQ(wakes, warm.warm_wakes);
+  // What `gpuscaler sim` prints: the table's row and the JSON's keys, for
+  // the run with warm capacity only.
+  const std::string table = FormatSummaryTable(s, {warm, reactive});
+  EXPECT_NE(table.find("warm nodes woken / stopped cost"), std::string::npos) << table;
+  const nlohmann::json doc = nlohmann::json::parse(FormatJson(s, {warm, reactive}));
+  EXPECT_EQ(doc["results"][0]["warm_wakes"], warm.warm_wakes);
+  EXPECT_NEAR(doc["results"][0]["warm_stopped_usd"].get<double>(), warm.warm_stopped_usd, 1e-9);
+  EXPECT_FALSE(doc["results"][1].contains("warm_wakes"));
+  EXPECT_EQ(FormatSummaryTable(s, {reactive}).find("warm nodes woken"), std::string::npos);
 }
 
 TEST(WarmReplay, EveryWakeStartsANodeThatWasStoppedAndRefillsAreStoppedOnceReady) {

@@ -148,6 +148,10 @@ TEST(WarmPlan, AutoSizeIsTheForecastRiseInWarmNodesWithinTheCostCap) {
   p.pools[0].warm->max_usd_per_hour = 2.5 * s.default_volume_gib * s.volume_usd_per_gib_hour;
   EXPECT_EQ(WarmTargetOf(s, p, p.pools[0]).size, 2);
   EXPECT_NE(WarmTargetOf(s, p, p.pools[0]).note.find("capped at 2"), std::string::npos);
+  // A fixed size past the cap is cut to it too.
+  p.pools[0].warm->size = 5;
+  EXPECT_EQ(WarmTargetOf(s, p, p.pools[0]).size, 2);
+  p.pools[0].warm->size.reset();
   // No forecast yet: none.
   s.forecasts.clear();
   EXPECT_EQ(WarmTargetOf(s, p, p.pools[0]).size, 0);
