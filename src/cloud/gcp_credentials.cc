@@ -10,6 +10,7 @@
 #include "gpuscaler/model/json_fields.h"
 #include "gpuscaler/model/text.h"
 #include "credential_cache.h"
+#include "jwt_rs256.h"
 
 namespace gpuscaler::cloud {
 namespace {
@@ -129,6 +130,31 @@ std::optional<std::string> Base64UrlDecode(std::string_view text) {
   return out;
 }
 
+Result<std::string> SignRs256Jwt(const nlohmann::json& header, const nlohmann::json& claims,
+                                 std::string_view pem_private_key, std::string_view who) {
+  const std::string signing_input = Base64UrlEncode(header.dump()) + "." + Base64UrlEncode(claims.dump());
+  std::unique_ptr<BIO, BioDeleter> bio(
+      BIO_new_mem_buf(pem_private_key.data(), static_cast<int>(pem_private_key.size())));
+  std::unique_ptr<EVP_PKEY, PkeyDeleter> pkey(
+      bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr) : nullptr);
+  if (!pkey || EVP_PKEY_base_id(pkey.get()) != EVP_PKEY_RSA) {
+    return Error::Auth(std::string(who) + ": the private key is not a PEM RSA private key");
+  }
+  std::unique_ptr<EVP_MD_CTX, MdCtxDeleter> ctx(EVP_MD_CTX_new());
+  size_t length = 0;
+  if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, EVP_sha256(), nullptr, pkey.get()) != 1 ||
+      EVP_DigestSignUpdate(ctx.get(), signing_input.data(), signing_input.size()) != 1 ||
+      EVP_DigestSignFinal(ctx.get(), nullptr, &length) != 1) {
+    return Error::Auth(std::string(who) + ": signing the JWT assertion failed");
+  }
+  std::string signature(length, '\0');
+  if (EVP_DigestSignFinal(ctx.get(), reinterpret_cast<unsigned char*>(signature.data()), &length) != 1) {
+    return Error::Auth(std::string(who) + ": signing the JWT assertion failed");
+  }
+  signature.resize(length);
+  return signing_input + "." + Base64UrlEncode(signature);
+}
+
 Result<std::string> SignJwtAssertion(const GoogleCredentialsFile& key, std::string_view scope, WallTime now) {
   nlohmann::json header = {{"alg", "RS256"}, {"typ", "JWT"}};
   if (!key.private_key_id.empty()) header["kid"] = key.private_key_id;
@@ -137,28 +163,7 @@ Result<std::string> SignJwtAssertion(const GoogleCredentialsFile& key, std::stri
                                  {"aud", key.token_uri},
                                  {"iat", ToUnixSeconds(now)},
                                  {"exp", ToUnixSeconds(now + kAssertionLifetime)}};
-  const std::string signing_input = Base64UrlEncode(header.dump()) + "." + Base64UrlEncode(claims.dump());
-
-  std::unique_ptr<BIO, BioDeleter> bio(
-      BIO_new_mem_buf(key.private_key.data(), static_cast<int>(key.private_key.size())));
-  std::unique_ptr<EVP_PKEY, PkeyDeleter> pkey(
-      bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr) : nullptr);
-  if (!pkey || EVP_PKEY_base_id(pkey.get()) != EVP_PKEY_RSA) {
-    return Error::Auth("service account " + key.client_email + ": private_key is not a PEM RSA private key");
-  }
-  std::unique_ptr<EVP_MD_CTX, MdCtxDeleter> ctx(EVP_MD_CTX_new());
-  size_t length = 0;
-  if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, EVP_sha256(), nullptr, pkey.get()) != 1 ||
-      EVP_DigestSignUpdate(ctx.get(), signing_input.data(), signing_input.size()) != 1 ||
-      EVP_DigestSignFinal(ctx.get(), nullptr, &length) != 1) {
-    return Error::Auth("service account " + key.client_email + ": signing the JWT assertion failed");
-  }
-  std::string signature(length, '\0');
-  if (EVP_DigestSignFinal(ctx.get(), reinterpret_cast<unsigned char*>(signature.data()), &length) != 1) {
-    return Error::Auth("service account " + key.client_email + ": signing the JWT assertion failed");
-  }
-  signature.resize(length);
-  return signing_input + "." + Base64UrlEncode(signature);
+  return SignRs256Jwt(header, claims, key.private_key, "service account " + key.client_email);
 }
 
 Result<AccessToken> ParseTokenResponse(std::string_view json, WallTime now, std::string_view source) {
