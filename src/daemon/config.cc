@@ -2,6 +2,8 @@
 // documented in docs/daemon.md.
 #include "gpuscaler/daemon/config.h"
 
+#include "config_azure.h"
+
 #include <algorithm>
 #include <cctype>
 
@@ -99,10 +101,10 @@ class ConfigReader {
                 {"provider", "region", "endpoint_url", "launch_template", "subnets", "interruption_queue_url",
                  "launch_template_version", "spot_allocation_strategy", "on_demand_allocation_strategy", "tags",
                  "max_attempts", "request_timeout", "gang_timeout",
-                 "simulated_launch_latency", "eks", "gcp"});
+                 "simulated_launch_latency", "eks", "gcp", "azure"});
     CloudSettings& cloud = c_.cloud;
-    if (m.ReadString("provider", &cloud.provider) && !OneOf(cloud.provider, {"aws", "gcp", "simulated"}))
-      r_.ReportAt("cloud.provider", "must be 'aws', 'gcp' or 'simulated', got '" + cloud.provider + "'");
+    if (m.ReadString("provider", &cloud.provider) && !OneOf(cloud.provider, {"aws", "gcp", "azure", "simulated"}))
+      r_.ReportAt("cloud.provider", "must be 'aws', 'gcp', 'azure' or 'simulated', got '" + cloud.provider + "'");
     if (m.ReadString("endpoint_url", &cloud.endpoint_url) && !cloud.endpoint_url.empty() &&
         !IsHttpUrl(cloud.endpoint_url))
       r_.ReportAt("cloud.endpoint_url", "must start with http:// or https://");
@@ -153,6 +155,9 @@ class ConfigReader {
       r_.ReportAt("cloud.simulated_launch_latency", "must not be negative");
     if (const DocNode* e = m.Find("eks")) ReadEks(*e);
     if (const DocNode* g = m.Find("gcp")) ReadGcp(*g);
+    if (const DocNode* a = m.Find("azure")) ReadAzureSection(r_, *a, &cloud.azure);
+    if (cloud.provider == "azure" && !cloud.azure.configured())
+      r_.ReportAt("cloud", "provider 'azure' needs cloud.azure with at least resource_group and location (docs/azure.md)");
     if (cloud.provider == "gcp" && !cloud.gcp.configured())
       r_.ReportAt("cloud", "provider 'gcp' needs cloud.gcp with at least region (docs/gcp.md)");
     if (cloud.provider == "aws" && cloud.launch_template.empty() && !cloud.eks.configured() && !c_.dry_run)
@@ -397,6 +402,11 @@ class ConfigReader {
 
 Status CheckPoolsCanLaunch(const DaemonConfig& config, const Policy& policy) {
   if (config.dry_run) return Status::Ok();
+  if (config.cloud.provider == "azure") {
+    const std::string problems = AzurePoolProblems(config, policy);
+    if (problems.empty()) return Status::Ok();
+    return Error::Config("pools that cannot launch:" + problems);
+  }
   if (config.cloud.provider == "gcp") {
     const GcpSettings& g = config.cloud.gcp;
     std::string problems;
@@ -477,7 +487,9 @@ Result<DaemonConfig> ParseDaemonConfig(const std::string& text, const std::strin
   for (std::string* p : {&config.policy_file, &config.catalog_file, &config.db_file, &config.api_token_file,
                          &config.signals.prometheus.bearer_token_file, &config.signals.prometheus.password_file,
                          &config.signals.prometheus.ca_file, &config.signals.rabbitmq.username_file,
-                         &config.signals.rabbitmq.password_file, &config.kubernetes.kubeconfig}) {
+                         &config.signals.rabbitmq.password_file, &config.kubernetes.kubeconfig,
+                         &config.cloud.azure.credentials.client_secret_file,
+                         &config.cloud.azure.credentials.certificate_file}) {
     *p = Resolve(dir, *p);
   }
   return config;

@@ -12,6 +12,7 @@
 #include "daemon_parts.h"
 #include "kube_setup.h"
 #include "gpuscaler/cloud/aws_setup.h"
+#include "gpuscaler/cloud/azure_setup.h"
 #include "gpuscaler/cloud/gcp_provider.h"
 #include "gpuscaler/cloud/gcp_setup.h"
 #include "gpuscaler/controller/failpoint.h"
@@ -145,6 +146,42 @@ Result<std::shared_ptr<GcpCloud>> MakeGcpCloud(const DaemonConfig& config, const
   if (!stack) return stack.error().WithContext(config.source_file + ": cloud.gcp");
   gcp->stack = std::move(stack).value();
   return gcp;
+}
+
+// The Azure provider and everything it uses, kept alive by the setup.
+struct AzureCloud {
+  SystemClock clock;
+  cloud::AzureStack stack;
+};
+
+Result<std::shared_ptr<AzureCloud>> MakeAzureCloud(const DaemonConfig& config) {
+  const AzureSettings& a = config.cloud.azure;
+  cloud::AzureSetupOptions o;
+  SetClientOptions(config.cloud, &o);
+  o.endpoint = a.endpoint;
+  o.operation_timeout = a.operation_timeout;
+  std::optional<cloud::AzureCredentialKind> kind = cloud::ParseAzureCredentialKind(a.credentials.kind);
+  if (!kind) return Error::Config(config.source_file + ": cloud.azure.credentials.kind '" + a.credentials.kind + "'");
+  o.credentials = {*kind,
+                   a.credentials.tenant_id,
+                   a.credentials.client_id,
+                   a.credentials.client_secret_file,
+                   a.credentials.certificate_file,
+                   a.credentials.authority_host,
+                   a.credentials.imds_endpoint};
+  o.provider.cluster_name = config.cluster_name;
+  o.provider.subscription_id = a.subscription_id;
+  o.provider.resource_group = a.resource_group;
+  o.provider.aks_cluster = a.aks_cluster;
+  o.provider.location = a.location;
+  o.provider.driver = a.driver == "vmss" ? cloud::AzureDriver::kVmss : cloud::AzureDriver::kAks;
+  o.provider.force_deletion = a.force_deletion;
+  for (const auto& [pool, groups] : a.pools) o.provider.pools[pool].groups = groups;
+  auto azure = std::make_shared<AzureCloud>();
+  Result<cloud::AzureStack> stack = cloud::MakeAzureStack(o, cloud::ProcessEnvironment(), azure->clock);
+  if (!stack) return stack.error().WithContext(config.source_file + ": cloud.azure");
+  azure->stack = std::move(stack).value();
+  return azure;
 }
 
 // Opens the audit store, kept alive by the setup, and names it for the API.
@@ -310,6 +347,7 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options, const Simulate
   std::vector<std::string> served_regions;
   if (config.cloud.provider == "aws") served_regions = {config.cloud.region};
   if (config.cloud.provider == "gcp") served_regions = {config.cloud.gcp.region};
+  if (config.cloud.provider == "azure") served_regions = {config.cloud.azure.location};
   auto watcher = std::make_unique<PolicyWatcher>(config.policy_file, *catalog, served_regions);
   if (Result<Policy> p = watcher->LoadInitial(); !p) return p.error();
   else if (Status s = CheckPoolsCanLaunch(config, *p); !s.ok()) return s.error();
@@ -362,6 +400,16 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options, const Simulate
                  (*gcp)->stack.project, config.cloud.gcp.region,
                  config.cloud.gcp.endpoint.empty() ? cloud::kComputeEndpoint : config.cloud.gcp.endpoint,
                  (*gcp)->stack.tokens->Name(), SpotPriceSource((*gcp)->stack, config.cloud.gcp));
+  } else if (config.cloud.provider == "azure") {
+    Result<std::shared_ptr<AzureCloud>> azure = MakeAzureCloud(config);
+    if (!azure) return azure.error();
+    d.keep_alive.push_back(*azure);
+    parts.clock = &(*azure)->clock;
+    parts.cloud = (*azure)->stack.provider.get();
+    const AzureSettings& a = config.cloud.azure;
+    spdlog::info("cloud: Azure {} in resource group {} ({}) at {} (credentials: {})",
+                 a.driver == "vmss" ? "VM Scale Sets" : "AKS cluster " + a.aks_cluster, a.resource_group,
+                 a.location, (*azure)->stack.client->options().endpoint, (*azure)->stack.tokens->Name());
   } else {
     Result<std::shared_ptr<AwsCloud>> aws = MakeAwsCloud(config, *catalog);
     if (!aws) return aws.error();
@@ -380,9 +428,15 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options, const Simulate
   d.engine = MakeLiveEngine(std::move(parts));
   const std::string run_name = config.cluster_name.empty() ? "daemon" : config.cluster_name;
   const bool gcp = config.cloud.provider == "gcp";
-  const RunCloud cloud =
+  RunCloud cloud =
       CloudOf(config.cloud.provider == "simulated" ? catalog->provider : config.cloud.provider, gcp, launch_tags,
               config.cluster_name, d.engine->controller().policy());
+  if (config.cloud.provider == "azure") {
+    // Azure nodes carry their agent pool's or scale set's tags, whose names
+    // cannot hold '/' (cloud/azure_provider.h).
+    cloud.instance_tags = {{cloud::kAzureClusterTag, config.cluster_name}};
+    for (auto& [pool, tags] : cloud.pool_tags) tags = {{cloud::kAzurePoolTag, pool}};
+  }
   if (Status s = BeginDaemonRun(store->get(), run_name, cloud, *d.engine); !s.ok()) return s.error();
   auto pruner = std::make_shared<report::RetentionPruner>(**store, config.retention);
   d.keep_alive.push_back(pruner);

@@ -55,7 +55,7 @@ kind: DaemonConfig
 cluster_name: test
 policy: p.yaml
 listen: localhost
-cloud: {provider: azure}
+cloud: {provider: openstack}
 signals:
   prometheus: {url: "prom:9090"}
   timout: 3s
@@ -67,7 +67,7 @@ signals:
   EXPECT_NE(m.find("d.yaml:5:"), std::string::npos) << m;
   EXPECT_NE(m.find("listen"), std::string::npos) << m;
   EXPECT_NE(m.find("d.yaml:6:"), std::string::npos) << m;
-  EXPECT_NE(m.find("'aws', 'gcp' or 'simulated'"), std::string::npos) << m;
+  EXPECT_NE(m.find("'aws', 'gcp', 'azure' or 'simulated'"), std::string::npos) << m;
   EXPECT_NE(m.find("d.yaml:8:"), std::string::npos) << m;
   EXPECT_NE(m.find("d.yaml:9:"), std::string::npos) << m;
   EXPECT_NE(m.find("did you mean 'timeout'"), std::string::npos) << m;

@@ -89,10 +89,44 @@ struct GcpSettings {
   bool configured() const { return !region.empty(); }
 };
 
+// provider "azure": how gpuscaler signs in to Azure Resource Manager
+// (cloud/azure_credentials.h). Secrets are files, never values here.
+struct AzureCredentialSettings {
+  // auto (workload identity when AZURE_FEDERATED_TOKEN_FILE is set, else
+  // managed identity), workload_identity, managed_identity, client_secret,
+  // client_certificate.
+  std::string kind = "auto";
+  std::string tenant_id;  // empty: AZURE_TENANT_ID
+  std::string client_id;  // empty: AZURE_CLIENT_ID; managed identity: a user-assigned one
+  std::string client_secret_file;
+  std::string certificate_file;  // PEM: certificate and RSA private key
+  std::string authority_host;    // empty: AZURE_AUTHORITY_HOST, else Entra ID's (an emulator's URL)
+  std::string imds_endpoint;     // empty: http://169.254.169.254 (an emulator's URL)
+};
+
+// provider "azure" (docs/azure.md).
+struct AzureSettings {
+  std::string subscription_id;  // empty: AZURE_SUBSCRIPTION_ID
+  std::string resource_group;   // required: the AKS cluster's, or the scale sets'
+  std::string location;         // required: the region ("eastus")
+  std::string driver = "aks";   // "aks" (agent pools) or "vmss" (VM Scale Sets)
+  std::string aks_cluster;      // driver aks: the managed cluster's name
+  // The ARM base URL (an emulator's); empty: https://management.azure.com/.
+  std::string endpoint;
+  // driver vmss: delete instances with forceDeletion=true.
+  bool force_deletion = false;
+  Seconds operation_timeout{600};
+  AzureCredentialSettings credentials;
+  // Policy pool -> its agent pools (driver aks) or scale sets (driver vmss).
+  std::map<std::string, std::vector<std::string>> pools;
+  bool configured() const { return !resource_group.empty(); }
+};
+
 struct CloudSettings {
   // "aws": EC2 Fleet / Auto Scaling; "gcp": Compute Engine managed instance
-  // groups / instances; "simulated": the simulator's cloud on the wall clock
-  // (try the daemon with real signals and no cloud account).
+  // groups / instances; "azure": AKS agent pools / VM Scale Sets;
+  // "simulated": the simulator's cloud on the wall clock (try the daemon with
+  // real signals and no cloud account).
   std::string provider = "simulated";
   std::string region = "us-east-1";
   std::string endpoint_url;  // override (an emulator); empty: the real endpoint
@@ -120,6 +154,7 @@ struct CloudSettings {
   // catalog's typical latency per family, minutes).
   Seconds simulated_launch_latency{0};
   GcpSettings gcp;
+  AzureSettings azure;
 };
 
 struct LeaderElectionSettings {
