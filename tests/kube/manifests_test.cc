@@ -26,6 +26,7 @@ const fs::path kRoot = "config/kubernetes";
 const fs::path kBase = "config/kubernetes/base";
 const fs::path kOverlay = "config/kubernetes/overlays/eks-example";
 const fs::path kGkeOverlay = "config/kubernetes/overlays/gke";
+const fs::path kAksOverlay = "config/kubernetes/overlays/aks";
 
 // One (apiGroup, resource, verb, resourceName) grant; resourceName "" = any.
 using Grant = std::tuple<std::string, std::string, std::string, std::string>;
@@ -436,6 +437,40 @@ TEST_F(Manifests, GkeOverlayRendersWorkloadIdentityAndAGcpConfiguration) {
       RunCommand({GPUSCALER_BINARY, "policy", "check", (dir.path() / "policy.yaml").string(), "--catalog",
                   (SourceDir() / "config/catalogs/gcp.yaml").string()});
   EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  const PolicyLoadResult policy = LoadPolicyFile((dir.path() / "policy.yaml").string());
+  ASSERT_TRUE(policy.ok()) << policy.status().error().message();
+  daemon::DaemonConfig named = config;
+  named.source_file = "gpuscaler.yaml";
+  const Status launchable = daemon::CheckPoolsCanLaunch(named, policy.policy);
+  EXPECT_TRUE(launchable.ok()) << (launchable.ok() ? "" : launchable.error().message());
+}
+
+// The AKS overlay: the base's objects, workload identity (the service
+// account's client-id annotation, the pod's use label the webhook looks
+// for), and a daemon configuration with provider azure whose pools all
+// launch.
+TEST_F(Manifests, AksOverlayRendersWorkloadIdentityAndAnAzureConfiguration) {
+  const std::vector<YAML::Node> aks = Kustomize(kubectl_, SourceDir() / kAksOverlay);
+  ASSERT_FALSE(aks.empty());
+  const YAML::Node sa = FindObject(aks, "ServiceAccount", "gpuscaler");
+  ASSERT_TRUE(sa);
+  EXPECT_EQ(Str(sa["metadata"]["annotations"]["azure.workload.identity/client-id"]),
+            "00000000-0000-0000-0000-000000000000");
+  const YAML::Node pod = Deployment(aks)["spec"]["template"];
+  EXPECT_EQ(Str(pod["metadata"]["labels"]["azure.workload.identity/use"]), "true");
+  EXPECT_EQ(Str(pod["metadata"]["labels"]["app.kubernetes.io/name"]), "gpuscaler");  // the base's kept
+  EXPECT_EQ(Str(pod["spec"]["serviceAccountName"]), "gpuscaler");
+  for (const YAML::Node& o : aks) EXPECT_NE(Str(o["kind"]), "Secret");
+
+  const daemon::DaemonConfig config = RenderedDaemonConfig(aks);
+  EXPECT_EQ(config.cloud.provider, "azure");
+  EXPECT_EQ(config.cloud.azure.driver, "aks");
+  EXPECT_EQ(config.cloud.azure.location, "eastus");
+  EXPECT_EQ(config.cloud.azure.credentials.kind, "auto");
+  const YAML::Node policy_map = FindObject(aks, "ConfigMap", "gpuscaler-policy");
+  ASSERT_TRUE(policy_map);
+  TempDir dir;
+  WriteFile(dir.path() / "policy.yaml", Str(policy_map["data"]["policy.yaml"]));
   const PolicyLoadResult policy = LoadPolicyFile((dir.path() / "policy.yaml").string());
   ASSERT_TRUE(policy.ok()) << policy.status().error().message();
   daemon::DaemonConfig named = config;
