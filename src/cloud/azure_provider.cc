@@ -221,6 +221,7 @@ Result<LaunchResult> AzureProvider::LaunchOn(const LaunchRequest& request, const
     settled = true;
   }
   if (!settled) return Error::Transient(what + ": changed between every read and write (HTTP 412)");
+  tokens_[hash] = request.idempotency_token;
   for (Instance& inst : result.instances) {
     launched_[inst.instance_id] = request.idempotency_token;
     inst.tags.insert(request.tags.begin(), request.tags.end());
@@ -265,7 +266,13 @@ Result<LaunchResult> AzureProvider::Launch(const LaunchRequest& request) {
                          " named for it (cloud.azure.pools." + request.pool + ")");
   }
   std::map<std::string, Result<Group>> groups;  // read once per launch
-  for (const std::string& name : target->second.groups) groups.emplace(name, ReadGroup(name));
+  for (const std::string& name : target->second.groups) {
+    Result<Group> g = ReadGroup(name);
+    // Unreadable for want of rights, throttled or unreachable: the launch
+    // cannot tell which group an offering belongs to, and fails whole.
+    if (!g && g.error().category() != ErrorCategory::kNotFound) return g.error().WithContext("launch: " + name);
+    groups.emplace(name, std::move(g));
+  }
   LaunchResult result;
   std::optional<Error> fatal;
   for (const Offering& o : request.offerings) {

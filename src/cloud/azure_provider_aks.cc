@@ -38,8 +38,9 @@ Result<std::vector<AzureProvider::Member>> AzureProvider::AgentPoolMachines(cons
   const std::vector<Intent> intents = ParseIntents(group.tags.count(kAzureIntentsTag) != 0
                                                        ? group.tags.at(kAzureIntentsTag)
                                                        : std::string());
-  const bool growing =
-      EqualsIgnoreCase(group.provisioning_state, "Creating") || EqualsIgnoreCase(group.provisioning_state, "Scaling");
+  const bool growing = EqualsIgnoreCase(group.provisioning_state, "Creating") ||
+                       EqualsIgnoreCase(group.provisioning_state, "Scaling") ||
+                       EqualsIgnoreCase(group.provisioning_state, "Updating");
   std::vector<Member> out;
   for (const json& m : *machines) {
     Member member;

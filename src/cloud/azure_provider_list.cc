@@ -29,6 +29,13 @@ Result<std::vector<Instance>> AzureProvider::ListInstances() {
   for (const auto& [pool, group] : *groups) {
     Result<std::vector<Member>> members = Members(group);
     if (!members) return members.error().WithContext(group.name);
+    const auto tag = group.tags.find(kAzureIntentsTag);
+    const std::vector<Intent> intents = ParseIntents(tag == group.tags.end() ? "" : tag->second);
+    for (const Intent& intent : intents) {
+      auto token = tokens_.find(intent.hash);
+      if (token == tokens_.end()) continue;
+      for (const Member& m : IntentMembers(intents, intent.hash, *members)) launched_.emplace(m.id, token->second);
+    }
     for (const Member& m : *members) {
       first_seen_.emplace(m.id, now);
       out.push_back(ToInstance(pool, group, m));

@@ -1,5 +1,6 @@
 #include "gpuscaler/cloud/azure_setup.h"
 
+#include "gpuscaler/cloud/net_transport.h"
 #include "gpuscaler/model/text_file.h"
 
 namespace gpuscaler::cloud {
@@ -16,7 +17,14 @@ Result<AzureStack> MakeAzureStack(const AzureSetupOptions& options, const Enviro
   if (provider.driver == AzureDriver::kAks && provider.aks_cluster.empty())
     return Error::Config("azure: driver aks needs aks_cluster (the managed cluster's name)");
   AzureStack s;
-  s.transport = MakeNetTransport(options);
+  if (options.ca_file.empty()) {
+    s.transport = MakeNetTransport(options);
+  } else {
+    net::HttpClientOptions http;
+    http.timeout = options.http_timeout;
+    http.ca_file = options.ca_file;
+    s.transport = std::make_unique<NetTransport>(http);
+  }
   const FileReader read = [](const std::string& path) { return ReadTextFile(path); };
   Result<std::unique_ptr<TokenSource>> tokens = MakeAzureTokenSource(options.credentials, env, *s.transport, read);
   if (!tokens) return tokens.error();

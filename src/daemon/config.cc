@@ -489,7 +489,7 @@ Result<DaemonConfig> ParseDaemonConfig(const std::string& text, const std::strin
                          &config.signals.prometheus.ca_file, &config.signals.rabbitmq.username_file,
                          &config.signals.rabbitmq.password_file, &config.kubernetes.kubeconfig,
                          &config.cloud.azure.credentials.client_secret_file,
-                         &config.cloud.azure.credentials.certificate_file}) {
+                         &config.cloud.azure.credentials.certificate_file, &config.cloud.azure.ca_file}) {
     *p = Resolve(dir, *p);
   }
   return config;

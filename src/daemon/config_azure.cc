@@ -80,8 +80,8 @@ void ReadAzureCredentials(DocReader& r, const DocNode& n, AzureCredentialSetting
 
 void ReadAzureSection(DocReader& r, const DocNode& n, AzureSettings* a) {
   MapReader m(r, n, "cloud.azure",
-              {"subscription_id", "resource_group", "location", "driver", "aks_cluster", "endpoint", "force_deletion",
-               "operation_timeout", "credentials", "pools"});
+              {"subscription_id", "resource_group", "location", "driver", "aks_cluster", "endpoint", "ca_file",
+               "force_deletion", "operation_timeout", "credentials", "pools"});
   if (!n.IsMapping()) return;
   m.Require({"resource_group", "location"});
   if (m.ReadString("subscription_id", &a->subscription_id) && !IsHexGuid(a->subscription_id))
@@ -100,6 +100,8 @@ void ReadAzureSection(DocReader& r, const DocNode& n, AzureSettings* a) {
     r.ReportAt("cloud.azure.aks_cluster", "only used with driver: aks");
   if (m.ReadString("endpoint", &a->endpoint) && !IsUrl(a->endpoint))
     r.ReportAt("cloud.azure.endpoint", "must start with http:// or https://");
+  if (m.ReadString("ca_file", &a->ca_file) && a->ca_file.empty())
+    r.ReportAt("cloud.azure.ca_file", "must not be empty (leave it out for the system's CAs)");
   if (m.ReadBool("force_deletion", &a->force_deletion) && a->force_deletion && a->driver != "vmss")
     r.ReportAt("cloud.azure.force_deletion", "only used with driver: vmss (AKS deletes machines itself)");
   if (m.ReadDuration("operation_timeout", &a->operation_timeout) &&

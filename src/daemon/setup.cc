@@ -159,6 +159,7 @@ Result<std::shared_ptr<AzureCloud>> MakeAzureCloud(const DaemonConfig& config) {
   cloud::AzureSetupOptions o;
   SetClientOptions(config.cloud, &o);
   o.endpoint = a.endpoint;
+  o.ca_file = a.ca_file;
   o.operation_timeout = a.operation_timeout;
   std::optional<cloud::AzureCredentialKind> kind = cloud::ParseAzureCredentialKind(a.credentials.kind);
   if (!kind) return Error::Config(config.source_file + ": cloud.azure.credentials.kind '" + a.credentials.kind + "'");

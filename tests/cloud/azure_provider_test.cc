@@ -356,6 +356,23 @@ TEST(AzureProviderVmss, AnOfferingNoScaleSetMatchesIsAConfigErrorForThatOffering
   EXPECT_NE(launched->errors[1].error.message().find("zone eastus-3"), std::string::npos);
 }
 
+TEST(AzureProviderVmss, AGroupThatCannotBeReadFailsTheLaunchWithItsCategory) {
+  Rig rig(AzureDriver::kVmss);
+  rig.arm.AddGroup("gpu-a100", kA100, false, Ours());
+  rig.options.pools["a100"].groups = {"gpu-a100"};
+  auto inner = rig.arm.transport.handler;
+  rig.arm.transport.handler = [inner](const TransportRequest& r) -> Result<TransportResponse> {
+    if (r.method == "GET") return azure_testing::ArmJson(403, AzureTestData("error_authorization_failed.json"));
+    return inner(r);
+  };
+  AzureProvider provider = rig.Provider();
+  auto launched = provider.Launch(Request("tok-n", 1, {A100(CapacityType::kOnDemand)}));
+  ASSERT_FALSE(launched.ok());
+  EXPECT_EQ(launched.error().category(), ErrorCategory::kAuth);
+  EXPECT_NE(launched.error().message().find("AuthorizationFailed"), std::string::npos);
+  EXPECT_EQ(rig.arm.writes, 0);
+}
+
 TEST(AzureProviderNames, IntentsRoundTripAndKeepTheNewestEight) {
   std::vector<AzureProvider::Intent> intents;
   for (int i = 0; i < 10; ++i) intents.push_back({AzureProvider::IntentHash("t" + std::to_string(i)), i * 2 - 1, i + 1});

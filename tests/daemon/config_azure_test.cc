@@ -23,6 +23,7 @@ TEST(DaemonConfigAzure, ReadsEveryFieldAndResolvesTheCredentialFiles) {
     driver: aks
     aks_cluster: ml-aks
     endpoint: "https://127.0.0.1:8443/"
+    ca_file: emulator-ca.pem
     operation_timeout: 15m
     credentials:
       kind: client_certificate
@@ -43,6 +44,7 @@ TEST(DaemonConfigAzure, ReadsEveryFieldAndResolvesTheCredentialFiles) {
   EXPECT_EQ(a.driver, "aks");
   EXPECT_EQ(a.aks_cluster, "ml-aks");
   EXPECT_EQ(a.endpoint, "https://127.0.0.1:8443/");
+  EXPECT_EQ(a.ca_file, "/etc/gpuscaler/emulator-ca.pem");
   EXPECT_EQ(a.operation_timeout, Seconds(900));
   EXPECT_EQ(a.credentials.kind, "client_certificate");
   EXPECT_EQ(a.credentials.certificate_file, "/etc/gpuscaler/secrets/sp.pem");

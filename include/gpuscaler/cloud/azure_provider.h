@@ -66,7 +66,7 @@
 //    the VM's provisioningState and power state (Creating: kPending;
 //    Deleting, deallocating or deallocated: kShuttingDown; else kRunning);
 //    agent pool machines, which carry no state, are kRunning (kPending while
-//    the pool is Creating or Scaling and the machine is among the newest
+//    the pool is Creating, Scaling or Updating and the machine is among the newest
 //    raise's). Instance::tags: kOwnerTag = the pool, kClusterTag = cluster
 //    name, and kIntentTag = the token when this process launched it.
 //  - PollInterruptions: for every owned Spot group, its scale set's VMs with
@@ -221,8 +221,11 @@ class AzureProvider final : public CloudProvider {
 
   AzureProviderOptions options_;
   AzureClient& client_;
-  // Node names this process launched -> the launch token.
+  // Node names this process launched -> the launch token; the tokens of
+  // its launches by IntentHash (a raise's nodes that come up after its
+  // Launch returned are tagged when listed).
   std::map<std::string, std::string> launched_;
+  std::map<std::string, std::string> tokens_;
   // Node names this process deleted (not evictions).
   std::set<std::string> deleting_;
   // Spot instances at the last poll, with their group; notices already sent.

@@ -19,6 +19,9 @@ namespace gpuscaler::cloud {
 struct AzureSetupOptions : ClientSetupOptions {
   // The ARM base URL; empty: kArmEndpoint (an emulator's otherwise).
   std::string endpoint;
+  // https: a PEM file of CAs to trust instead of the system's (an
+  // emulator's test CA); it covers ARM, Entra ID and IMDS alike.
+  std::string ca_file;
   AzureCredentialOptions credentials;
   std::chrono::seconds operation_timeout{600};
   std::chrono::milliseconds poll_interval{5000};

@@ -113,6 +113,9 @@ struct AzureSettings {
   std::string aks_cluster;      // driver aks: the managed cluster's name
   // The ARM base URL (an emulator's); empty: https://management.azure.com/.
   std::string endpoint;
+  // https: a PEM file of CAs to trust instead of the system's (an
+  // emulator's test CA), for ARM, Entra ID and IMDS.
+  std::string ca_file;
   // driver vmss: delete instances with forceDeletion=true.
   bool force_deletion = false;
   Seconds operation_timeout{600};
