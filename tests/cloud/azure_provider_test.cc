@@ -278,6 +278,13 @@ TEST(AzureProviderVmss, ALaunchPatchesTheCapacityUnderIfMatchAndRetriesA412) {
   EXPECT_EQ(body["tags"][kAzureClusterTag], kCluster);
   EXPECT_NE(patches[1].url.find("api-version=2026-04-01"), std::string::npos);
   EXPECT_EQ(rig.arm.Count("gpu-a100-spot"), 2);
+
+  // A restarted process replaying the launch patches nothing.
+  AzureProvider restarted = rig.Provider();
+  auto replay = restarted.Launch(Request("tok-h", 2, {A100(CapacityType::kSpot, "eastus-2")}));
+  ASSERT_TRUE(replay.ok()) << replay.error().ToString();
+  EXPECT_EQ(Ids(replay->instances), Ids(launched->instances));
+  EXPECT_EQ(rig.Requests("PATCH", "/virtualMachineScaleSets/gpu-a100-spot").size(), 2u);
 }
 
 TEST(AzureProviderVmss, AScaleSetInAnAksManagedResourceGroupIsRefusedNamingTheAgentPoolDriver) {
@@ -327,6 +334,24 @@ TEST(AzureProviderVmss, TerminateDeletesInstancesByIdWithForceDeletionWhenAsked)
   EXPECT_NE(deletes[0].url.find("forceDeletion=true"), std::string::npos);
   EXPECT_EQ(json::parse(deletes[0].body)["instanceIds"], json::array({"1"}));
   EXPECT_EQ(rig.arm.MemberNames("gpu-a100"), std::vector<std::string>{"gpu-a100-000000"});
+
+  rig.arm.groups["gpu-a100"].members[0]["properties"]["instanceView"]["statuses"][1]["code"] = "PowerState/starting";
+  auto listed = provider.ListInstances();
+  ASSERT_TRUE(listed.ok()) << listed.error().ToString();
+  ASSERT_EQ(listed->size(), 1u);
+  const Instance& only = listed->front();
+  EXPECT_EQ(only.instance_id, "gpu-a100-000000");
+  EXPECT_EQ(only.state, InstanceState::kPending);
+  EXPECT_EQ(only.offering.instance_type, kA100);
+  EXPECT_EQ(only.offering.capacity_type, CapacityType::kOnDemand);
+  EXPECT_EQ(only.offering.zone, "eastus-1");
+  EXPECT_EQ(FormatRfc3339(only.launch_time), "2026-12-07T10:00:00Z");  // the VM's timeCreated
+  EXPECT_EQ(only.tags.at(kIntentTag), "tok-k");
+  EXPECT_FALSE(rig.Requests("GET", "/virtualMachineScaleSets/gpu-a100/virtualMachines").empty());
+  EXPECT_NE(rig.Requests("GET", "/virtualMachineScaleSets/gpu-a100/virtualMachines")
+                .back()
+                .url.find("$expand=instanceView"),
+            std::string::npos);
 }
 
 TEST(AzureProviderVmss, ADeallocateSpotScaleSetIsRefused) {
