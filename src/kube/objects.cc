@@ -189,7 +189,10 @@ Result<NodeInfo> NodeFromJson(const json& j) {
   const json& spec = ObjectAt(j, "spec");
   const json& status = ObjectAt(j, "status");
   n.provider_id = StringAt(spec, "providerID");
-  n.instance_id = InstanceIdFromProviderId(n.provider_id);
+  // Azure's providerID ends in a scale set VM's instanceId, unique only
+  // within its scale set; the Azure provider names an instance by its node
+  // name (an AKS machine's name, a scale set VM's computer name).
+  n.instance_id = n.provider_id.rfind("azure://", 0) == 0 ? n.name : InstanceIdFromProviderId(n.provider_id);
   if (auto it = spec.find("unschedulable"); it != spec.end() && it->is_boolean()) n.unschedulable = it->get<bool>();
   for (const json& t : ArrayAt(spec, "taints"))
     n.taints.push_back({StringAt(t, "key"), StringAt(t, "value"), StringAt(t, "effect")});

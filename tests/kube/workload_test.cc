@@ -72,6 +72,19 @@ TEST(InstanceIdFromProviderId, TakesTheLastSegmentOfAwsProviderIds) {
   EXPECT_EQ(InstanceIdFromProviderId("no-scheme"), "");
 }
 
+TEST(InstanceIdFromProviderId, AnAzureNodesInstanceIsNamedByTheNode) {
+  const nlohmann::json node = {
+      {"kind", "Node"},
+      {"metadata", {{"name", "aks-gpuspot-25481572-vmss00000a"}}},
+      {"spec",
+       {{"providerID",
+         "azure:///subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/mc_rg1_clustername1_eastus/"
+         "providers/Microsoft.Compute/virtualMachineScaleSets/aks-gpuspot-25481572-vmss/virtualMachines/10"}}}};
+  Result<NodeInfo> n = ParseNode(node.dump());
+  ASSERT_TRUE(n.ok()) << n.error().ToString();
+  EXPECT_EQ(n->instance_id, "aks-gpuspot-25481572-vmss00000a");
+}
+
 // The upstream compatibility fixtures carry every field of the type, filled
 // with placeholders: the parsers must take all of them.
 TEST(Parse, AcceptsEveryFieldOfTheUpstreamPodAndNodeFixtures) {

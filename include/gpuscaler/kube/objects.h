@@ -74,7 +74,9 @@ struct NodeInfo {
   std::string uid;
   std::string resource_version;
   std::string provider_id;  // "aws:///us-west-2a/i-0abc…"
-  std::string instance_id;  // from provider_id: its last path segment; empty if none
+  // from provider_id: its last path segment; empty if none. Azure nodes
+  // (azure://…): the node's name.
+  std::string instance_id;
   WallTime created{};
   bool unschedulable = false;  // spec.unschedulable (cordoned)
   std::vector<Taint> taints;   // spec.taints
