@@ -23,7 +23,7 @@ bool MentionsQuota(std::string_view message) {
 }
 
 // "https://host:port" of a URL ("" when it is not absolute).
-std::string OriginOf(std::string_view url) {
+std::string ArmOrigin(std::string_view url) {
   const size_t scheme = url.find("://");
   if (scheme == std::string_view::npos) return "";
   const size_t path = url.find('/', scheme + 3);
@@ -32,7 +32,7 @@ std::string OriginOf(std::string_view url) {
   return origin;
 }
 
-std::string PathOnly(std::string_view url) {
+std::string ArmPathOf(std::string_view url) {
   const size_t scheme = url.find("://");
   const size_t start = scheme == std::string_view::npos ? 0 : url.find('/', scheme + 3);
   if (start == std::string_view::npos) return "/";
@@ -101,8 +101,8 @@ AzureClient::AzureClient(AzureClientOptions options, Transport& transport, Token
 }
 
 bool AzureClient::SameOrigin(const std::string& url) const {
-  const std::string origin = OriginOf(url);
-  return !origin.empty() && origin == OriginOf(options_.endpoint);
+  const std::string origin = ArmOrigin(url);
+  return !origin.empty() && origin == ArmOrigin(options_.endpoint);
 }
 
 Result<AzureResponse> AzureClient::Send(std::string_view method, const std::string& url, const std::string& what,
@@ -155,8 +155,8 @@ Result<AzureResponse> AzureClient::Call(std::string_view method, const std::stri
                                         const HeaderList& headers, std::string_view query) {
   std::string url = path.find("://") != std::string::npos ? path : options_.endpoint + path;
   if (path.find("://") != std::string::npos && !SameOrigin(url))
-    return Error::Config(std::string(method) + " " + PathOnly(url) + ": not on the ARM endpoint's origin");
-  const std::string what = std::string(method) + " " + PathOnly(url);
+    return Error::Config(std::string(method) + " " + ArmPathOf(url) + ": not on the ARM endpoint's origin");
+  const std::string what = std::string(method) + " " + ArmPathOf(url);
   if (url.find("api-version=") == std::string::npos) {
     url += (url.find('?') == std::string::npos ? "?" : "&") + std::string(query) + "api-version=" +
            std::string(api_version);

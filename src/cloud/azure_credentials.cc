@@ -52,7 +52,7 @@ struct AzureBioDeleter {
   void operator()(BIO* b) const { BIO_free(b); }
 };
 
-std::string Digest(const EVP_MD* md, const std::string& bytes) {
+std::string CertificateDigest(const EVP_MD* md, const std::string& bytes) {
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
   if (EVP_Digest(bytes.data(), bytes.size(), out, &length, md, nullptr) != 1) return "";
@@ -121,8 +121,8 @@ Result<std::string> EntraTokenSource::CertificateAssertion(WallTime now) const {
   OPENSSL_free(der);
   const nlohmann::json header = {{"alg", "RS256"},
                                  {"typ", "JWT"},
-                                 {"x5t#S256", Base64UrlEncode(Digest(EVP_sha256(), der_bytes))},
-                                 {"x5t", Base64UrlEncode(Digest(EVP_sha1(), der_bytes))}};
+                                 {"x5t#S256", Base64UrlEncode(CertificateDigest(EVP_sha256(), der_bytes))},
+                                 {"x5t", Base64UrlEncode(CertificateDigest(EVP_sha1(), der_bytes))}};
   // jti: unique per assertion (Entra ID refuses a replayed one).
   const std::string jti = Sha256Hex(client_id_ + "/" + std::to_string(ToUnixSeconds(now)) + "/" +
                                     std::to_string(++assertions_) + "/" + std::to_string(reinterpret_cast<uintptr_t>(this)));

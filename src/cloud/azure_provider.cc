@@ -15,9 +15,9 @@ namespace {
 
 // Reads a group again and retries this often when its etag moved between
 // the read and the write (412).
-constexpr int kPreconditionRetries = 3;
+constexpr int kAzurePreconditionRetries = 3;
 
-std::string Lower(std::string_view text) {
+std::string AzureLower(std::string_view text) {
   std::string out(text);
   std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
   return out;
@@ -35,8 +35,8 @@ std::map<std::string, std::string> AzureStringMap(const nlohmann::json& object) 
 }
 
 std::string AzureIdPart(std::string_view id, std::string_view segment) {
-  const std::string lower = Lower(id);
-  const std::string key = "/" + Lower(segment) + "/";
+  const std::string lower = AzureLower(id);
+  const std::string key = "/" + AzureLower(segment) + "/";
   const size_t at = lower.find(key);
   if (at == std::string::npos) return "";
   const size_t start = at + key.size();
@@ -44,9 +44,9 @@ std::string AzureIdPart(std::string_view id, std::string_view segment) {
 }
 
 bool IsAksManaged(const std::string& resource_group, const std::map<std::string, std::string>& tags) {
-  if (Lower(resource_group).rfind("mc_", 0) == 0) return true;
+  if (AzureLower(resource_group).rfind("mc_", 0) == 0) return true;
   return std::any_of(tags.begin(), tags.end(),
-                     [](const auto& tag) { return Lower(tag.first).rfind("aks-managed-", 0) == 0; });
+                     [](const auto& tag) { return AzureLower(tag.first).rfind("aks-managed-", 0) == 0; });
 }
 
 AzureProvider::AzureProvider(AzureProviderOptions options, AzureClient& client)
@@ -171,7 +171,7 @@ Result<LaunchResult> AzureProvider::LaunchOn(const LaunchRequest& request, const
   const std::string what = (options_.driver == AzureDriver::kAks ? "agent pool " : "scale set ") + group_name;
   LaunchResult result;
   bool settled = false;
-  for (int attempt = 0; attempt <= kPreconditionRetries && !settled; ++attempt) {
+  for (int attempt = 0; attempt <= kAzurePreconditionRetries && !settled; ++attempt) {
     Result<Group> group = ReadGroup(group_name);
     if (!group) return group.error().WithContext(what);
     if (Status s = CheckGroup(*group, request.pool); !s.ok()) return s.error();
@@ -243,7 +243,7 @@ Status AzureProvider::GiveBack(Group* group, int before, const std::vector<Membe
   if (!failed.empty()) {
     if (Status s = DeleteMembers(*group, failed); !s.ok()) return s;
   }
-  for (int attempt = 0; attempt <= kPreconditionRetries; ++attempt) {
+  for (int attempt = 0; attempt <= kAzurePreconditionRetries; ++attempt) {
     Result<Group> now = ReadGroup(group->name);
     if (!now) return now.error();
     *group = std::move(now).value();

@@ -8,7 +8,7 @@
 namespace gpuscaler::daemon {
 namespace {
 
-bool IsHexGuid(const std::string& text) {
+bool IsAzureGuid(const std::string& text) {
   if (text.size() != 36) return false;
   for (size_t i = 0; i < text.size(); ++i) {
     const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
@@ -41,7 +41,7 @@ bool IsScaleSetName(const std::string& name) {
                      [](unsigned char c) { return std::isalnum(c) || c == '_' || c == '-' || c == '.'; });
 }
 
-bool IsUrl(const std::string& url) { return url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0; }
+bool IsAzureUrl(const std::string& url) { return url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0; }
 
 void ReadAzureCredentials(DocReader& r, const DocNode& n, AzureCredentialSettings* c) {
   const std::string base = "cloud.azure.credentials";
@@ -56,15 +56,15 @@ void ReadAzureCredentials(DocReader& r, const DocNode& n, AzureCredentialSetting
     r.ReportAt(base + ".kind",
                "must be auto, workload_identity, managed_identity, client_secret or client_certificate, got '" +
                    c->kind + "'");
-  if (m.ReadString("tenant_id", &c->tenant_id) && !IsHexGuid(c->tenant_id))
+  if (m.ReadString("tenant_id", &c->tenant_id) && !IsAzureGuid(c->tenant_id))
     r.ReportAt(base + ".tenant_id", "'" + c->tenant_id + "' is not a tenant id (a GUID)");
-  if (m.ReadString("client_id", &c->client_id) && !IsHexGuid(c->client_id))
+  if (m.ReadString("client_id", &c->client_id) && !IsAzureGuid(c->client_id))
     r.ReportAt(base + ".client_id", "'" + c->client_id + "' is not a client id (a GUID)");
   m.ReadString("client_secret_file", &c->client_secret_file);
   m.ReadString("certificate_file", &c->certificate_file);
   for (const char* key : {"authority_host", "imds_endpoint"}) {
     std::string* out = std::string_view(key) == "authority_host" ? &c->authority_host : &c->imds_endpoint;
-    if (m.ReadString(key, out) && !IsUrl(*out)) r.ReportAt(base + "." + key, "must start with http:// or https://");
+    if (m.ReadString(key, out) && !IsAzureUrl(*out)) r.ReportAt(base + "." + key, "must start with http:// or https://");
   }
   if (c->kind == "client_secret" && c->client_secret_file.empty())
     r.ReportAt(base + ".kind", "client_secret needs client_secret_file (the file holding the secret)");
@@ -84,7 +84,7 @@ void ReadAzureSection(DocReader& r, const DocNode& n, AzureSettings* a) {
                "force_deletion", "operation_timeout", "credentials", "pools"});
   if (!n.IsMapping()) return;
   m.Require({"resource_group", "location"});
-  if (m.ReadString("subscription_id", &a->subscription_id) && !IsHexGuid(a->subscription_id))
+  if (m.ReadString("subscription_id", &a->subscription_id) && !IsAzureGuid(a->subscription_id))
     r.ReportAt("cloud.azure.subscription_id", "'" + a->subscription_id + "' is not a subscription id (a GUID)");
   if (m.ReadString("resource_group", &a->resource_group) && !IsResourceGroupName(a->resource_group))
     r.ReportAt("cloud.azure.resource_group", "'" + a->resource_group + "' is not a resource group name");
@@ -98,7 +98,7 @@ void ReadAzureSection(DocReader& r, const DocNode& n, AzureSettings* a) {
     r.ReportAt("cloud.azure", "driver 'aks' needs aks_cluster (the managed cluster's name)");
   if (a->driver != "aks" && !a->aks_cluster.empty())
     r.ReportAt("cloud.azure.aks_cluster", "only used with driver: aks");
-  if (m.ReadString("endpoint", &a->endpoint) && !IsUrl(a->endpoint))
+  if (m.ReadString("endpoint", &a->endpoint) && !IsAzureUrl(a->endpoint))
     r.ReportAt("cloud.azure.endpoint", "must start with http:// or https://");
   if (m.ReadString("ca_file", &a->ca_file) && a->ca_file.empty())
     r.ReportAt("cloud.azure.ca_file", "must not be empty (leave it out for the system's CAs)");
