@@ -105,6 +105,37 @@ TEST(AzureClient, ServerErrorsAreRetriedAndClientErrorsAreNot) {
   EXPECT_EQ(m.find(kSecretToken), std::string::npos) << m;
 }
 
+TEST(AzureClient, AListFollowsNextLinkOnTheEndpointsOriginOnly) {
+  Rig rig;
+  rig.transport.handler = [](const TransportRequest& r) {
+    json page = AzureTestData("machine_list.json");
+    if (r.url.find("skipToken") == std::string::npos) {
+      page["nextLink"] = "https://arm.test/subscriptions/s/machines?api-version=2026-06-01&%24skipToken=c2tpcA";
+    } else {
+      page["value"][0]["name"] = "aks-gpuspot-25481572-vmss000001";
+      page.erase("nextLink");
+    }
+    return ArmJson(200, page);
+  };
+  auto all = rig.client.List("subscriptions/s/machines", kContainerServiceApiVersion);
+  ASSERT_TRUE(all.ok()) << all.error().ToString();
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[1]["name"], "aks-gpuspot-25481572-vmss000001");
+  EXPECT_EQ(rig.transport.requests.at(1).url,
+            "https://arm.test/subscriptions/s/machines?api-version=2026-06-01&%24skipToken=c2tpcA");
+
+  Rig elsewhere;
+  elsewhere.transport.handler = [](const TransportRequest&) {
+    json page = AzureTestData("machine_list.json");
+    page["nextLink"] = "http://xxxx.azure.com?encodedToken=c2tpcFRva2VuPTE";  // another host
+    return ArmJson(200, page);
+  };
+  auto refused = elsewhere.client.List("subscriptions/s/machines", kContainerServiceApiVersion);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().category(), ErrorCategory::kConfig);
+  EXPECT_EQ(elsewhere.transport.requests.size(), 1u);
+}
+
 TEST(AzureClient, ErrorCodesMapToTheCategoriesTheControllerBranchesOn) {
   struct Case {
     std::string code;
