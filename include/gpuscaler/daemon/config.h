@@ -209,8 +209,11 @@ struct DaemonConfig {
 
 // With provider aws (not dry_run): every fleet pool of `policy` can launch,
 // those with a node_template because cloud.eks is set, the others because
-// cloud.launch_template is. kConfig naming the pools otherwise. Checked at
-// boot; a reload that breaks it fails those pools' launches, naming them.
+// cloud.launch_template is. With provider gcp or azure: every pool has an
+// entry in cloud.gcp.pools / cloud.azure.pools (gcp: or an instance
+// template) and every entry names a policy pool. kConfig naming the pools
+// otherwise. Checked at boot; a reload that breaks it fails those pools'
+// launches, naming them.
 Status CheckPoolsCanLaunch(const DaemonConfig& config, const Policy& policy);
 
 // Parses and validates; kConfig with every problem (one per line) on error.
