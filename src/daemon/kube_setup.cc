@@ -310,7 +310,13 @@ Status SetUpKubernetes(const DaemonConfig& config, const Catalog& catalog, LiveE
     return work;
   };
   parts->observe_tick = [raw](const TickReport& report) { ReconcileProvisioning(raw, report); };
-  if (rt->elector) setup->is_leader = [raw] { return raw->Leading(); };
+  if (rt->elector) {
+    setup->is_leader = [raw] { return raw->Leading(); };
+    setup->lease_view = [raw] {
+      return LeaseView{std::chrono::duration<double>(raw->elector->LeaderlessFor()).count(),
+                       raw->elector->transitions_seen()};
+    };
+  }
 
   rt->cache->Start();
   if (rt->elector) rt->elector->Start();
