@@ -101,7 +101,8 @@ LAUNCH_LATENCY = {  # typical request-to-Ready times, by family (estimates)
 # (topology.kubernetes.io/zone = <region>-<n>). Azure maps zone numbers to
 # datacenters per subscription, so "eastus-1" of one subscription is not
 # another's; a size missing in one zone shows up as a capacity error there.
-# westeurope is not covered: the price table has US regions only.
+# westeurope is not covered: the price table has US regions only (SkyPilot
+# fetches the US regions unless asked for all).
 ZONES = {
     "eastus": ["1", "2", "3"],
     "eastus2": ["1", "2", "3"],
