@@ -160,7 +160,10 @@ bool LeaderElector::TryAcquireOrRenew() {
     mine.acquire_time = current.acquire_time;
     mine.transitions = current.transitions;
   } else {
-    mine.transitions = current.transitions + (current.holder.empty() ? 0 : 1);
+    // Every new holder counts one, a released Lease's too (as client-go
+    // does): leaseTransitions then numbers the leadership terms, so a
+    // higher number always means a later leader.
+    mine.transitions = current.transitions + 1;
   }
   if (Write("PUT", path, mine, rv)) return true;
   return IsLeader();

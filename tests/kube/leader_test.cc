@@ -174,6 +174,9 @@ TEST_F(LeaderTest, ReleasingHandsTheLeaseOverAtOnce) {
   EXPECT_FALSE(a_.IsLeader());
   EXPECT_EQ(LeaseOnServer(server_)["spec"]["holderIdentity"], "");
   EXPECT_TRUE(b_.TryAcquireOrRenew());  // no lease duration to wait
+  // A new term, though the Lease had no holder: the count orders terms.
+  EXPECT_EQ(LeaseOnServer(server_)["spec"]["leaseTransitions"], 1);
+  EXPECT_EQ(b_.transitions_seen(), 1);
 }
 
 // Two electors on their own threads and the system clock, with short
