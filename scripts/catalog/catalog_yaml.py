@@ -22,10 +22,19 @@ MIG_H200 = [
     ("1g.18gb", 1, 1, 18432), ("1g.35gb", 1, 2, 35840), ("2g.35gb", 2, 2, 35840),
     ("3g.71gb", 3, 4, 72704), ("4g.71gb", 4, 4, 72704), ("7g.141gb", 7, 8, 144384),
 ]
+# H100 NVL (94 GB): NVIDIA publishes the profiles by name; memory_mib is the
+# nominal size in the name, as for the H200.
+MIG_H100_NVL = [
+    ("1g.12gb", 1, 1, 12288), ("1g.24gb", 1, 2, 24576), ("2g.24gb", 2, 2, 24576),
+    ("3g.47gb", 3, 4, 48128), ("4g.47gb", 4, 4, 48128), ("7g.94gb", 7, 8, 96256),
+]
 MIG_BY_MODEL = {
     "NVIDIA-A100-SXM4-40GB": MIG_A100_40GB,
     "NVIDIA-A100-SXM4-80GB": MIG_80GB,
+    # The PCIe A100 80GB has the SXM4 part's MIG geometry and profiles.
+    "NVIDIA-A100-80GB-PCIe": MIG_80GB,
     "NVIDIA-H100-80GB-HBM3": MIG_80GB,
+    "NVIDIA-H100-NVL": MIG_H100_NVL,
     "NVIDIA-H200": MIG_H200,
 }
 

@@ -362,12 +362,22 @@ class ConfigReader {
     if (m.ReadString("team_label", &k.team_label) && k.team_label.empty())
       r_.ReportAt("kubernetes.team_label", "must not be empty (leave it out for gpuscaler.io/team)");
     if (const DocNode* le = m.Find("leader_election")) {
-      MapReader lm(r_, *le, "kubernetes.leader_election", {"enabled", "lease_name", "namespace"});
-      lm.ReadBool("enabled", &c_.kubernetes.leader_election.enabled);
-      lm.ReadString("lease_name", &c_.kubernetes.leader_election.lease_name);
-      lm.ReadString("namespace", &c_.kubernetes.leader_election.namespace_name);
-      if (c_.kubernetes.leader_election.lease_name.empty())
-        r_.ReportAt("kubernetes.leader_election.lease_name", "must not be empty");
+      MapReader lm(r_, *le, "kubernetes.leader_election",
+                   {"enabled", "lease_name", "namespace", "lease_duration", "renew_deadline", "retry_period"});
+      LeaderElectionSettings& l = c_.kubernetes.leader_election;
+      lm.ReadBool("enabled", &l.enabled);
+      lm.ReadString("lease_name", &l.lease_name);
+      lm.ReadString("namespace", &l.namespace_name);
+      if (l.lease_name.empty()) r_.ReportAt("kubernetes.leader_election.lease_name", "must not be empty");
+      const bool timed = lm.ReadDuration("lease_duration", &l.lease_duration) |
+                         lm.ReadDuration("renew_deadline", &l.renew_deadline) |
+                         lm.ReadDuration("retry_period", &l.retry_period);
+      if (timed && !(l.lease_duration > l.renew_deadline && l.renew_deadline * 10 > l.retry_period * 12 &&
+                     l.retry_period > Seconds(0)))
+        r_.ReportAt("kubernetes.leader_election",
+                    "needs lease_duration > renew_deadline > 1.2 x retry_period > 0 (got " +
+                        std::to_string(l.lease_duration.count()) + "s, " + std::to_string(l.renew_deadline.count()) +
+                        "s, " + std::to_string(l.retry_period.count()) + "s)");
     }
   }
 

@@ -56,6 +56,8 @@ struct Loop {
   bool done = false;
   asio::steady_timer timer{worker.get_executor()};
   std::function<bool()> is_leader{};  // DaemonSetup::is_leader
+  std::function<LeaseView()> lease_view{};  // DaemonSetup::lease_view
+  bool role_known = false;  // Leading() has run once
   SteadyClock::time_point last_trim{};
 
   // glibc keeps what a thread freed in that thread's arena for reuse: after
@@ -93,15 +95,34 @@ struct Loop {
 
   // Leader election: a standby replica does not tick (the cloud wrapper
   // also refuses to act the moment the Lease is lost, mid-tick); /readyz
-  // and gpuscaler_leader follow the Lease.
+  // and gpuscaler_leader follow the Lease. Losing the Lease drops the
+  // controller's memory (Engine::Resign): the next leadership starts from
+  // the store, as a restart does.
   bool Leading() {
     const bool leader = !is_leader || is_leader();
+    if (lease_view) metrics.ObserveLease(lease_view());
+    const bool first_look = !role_known;
+    role_known = true;
     if (leader != state.Get().leader) {
       state.Update([leader](PublishedState& s) { s.leader = leader; });
       metrics.SetLeader(leader);
+      // The role a replica starts in is no transition.
+      if (!first_look) metrics.CountLeaderTransition(leader);
+      if (!leader) engine.Resign();
       spdlog::info("leader election: {}", leader ? "this replica leads; ticking" : "standing by (not the leader)");
     }
     return leader;
+  }
+
+  // A standby's pass (Engine::Standby), on this thread like a tick.
+  void StandBy() {
+    const EngineTick tick = engine.Standby();
+    state.Update([&tick](PublishedState& s) { s.queue_depth = tick.queue_depth; });
+    if (tick.reload.kind == PolicyReload::Kind::kRejected)
+      spdlog::error("policy reload rejected, keeping the policy in force:\n{}", tick.reload.errors);
+    if (tick.reload.kind == PolicyReload::Kind::kReloaded)
+      spdlog::info("policy reloaded (standby): {} ({})", engine.controller().policy().name,
+                   engine.controller().policy().content_hash.substr(0, 12));
   }
 
   asio::awaitable<void> Run() {
@@ -142,6 +163,8 @@ struct Loop {
           break;
         }
         if (max_ticks > 0 && ticks >= max_ticks) break;
+      } else if (!paused) {
+        StandBy();
       }
       TrimHeap();
       state.Beat(SteadyClock::now());
@@ -271,6 +294,7 @@ int RunDaemon(const RunCommandOptions& options, const SimulatedWiring& wiring) {
 
   Loop loop{io, worker, *d.engine, state, metrics, options.max_ticks, options.tick_interval_override};
   loop.is_leader = d.is_leader;
+  loop.lease_view = d.lease_view;
   loop.retention_step = d.retention_step;
   int exit_code = 0;
   asio::steady_timer grace(io);

@@ -81,6 +81,13 @@ struct DaemonMetrics::Families {
         reload_ok(r.Gauge("gpuscaler_policy_reload_ok", "0 while the last policy file change was rejected")),
         policy_info(r.Gauge("gpuscaler_policy_info", "The policy in force (value 1)", {"name", "hash"})),
         leader(r.Gauge("gpuscaler_leader", "1 when this replica holds the leader lease (or runs alone)")),
+        leader_transitions(r.Counter("gpuscaler_leader_transitions_total",
+                                     "Times this replica gained (to=leader) or lost (to=standby) the leader lease since it started", {"to"})),
+        lease_transitions(r.Gauge("gpuscaler_lease_transitions",
+                                  "The leader Lease's leaseTransitions as this replica last read it")),
+        leaderless(r.Gauge("gpuscaler_leaderless_seconds",
+                           "Seconds the leader Lease has had no live holder, as this replica sees it (0 while "
+                           "one holds it)")),
         paused(r.Gauge("gpuscaler_paused", "1 while actuation is paused through the API")),
         http_requests(r.Counter("gpuscaler_http_requests_total",
                                 "HTTP requests served, by route pattern and status code", {"path", "code"})),
@@ -127,6 +134,9 @@ struct DaemonMetrics::Families {
   server::Family& reload_ok;
   server::Family& policy_info;
   server::Family& leader;
+  server::Family& leader_transitions;
+  server::Family& lease_transitions;
+  server::Family& leaderless;
   server::Family& paused;
   server::Family& http_requests;
   server::Family& resident;
@@ -181,6 +191,8 @@ DaemonMetrics::DaemonMetrics() : f_(std::make_unique<Families>(registry_)) {
   f_->reloads.With({"rejected"});
   f_->reload_ok.With().Set(1);
   f_->leader.With().Set(1);
+  f_->leader_transitions.With({"leader"});
+  f_->leader_transitions.With({"standby"});
   f_->paused.With().Set(0);
   f_->cost.With({"on-demand"}).Set(0);
   f_->cost.With({"spot"}).Set(0);
@@ -199,6 +211,15 @@ void DaemonMetrics::ObserveHttp(const server::HttpExchange& exchange) {
 
 void DaemonMetrics::SetPaused(bool paused) { f_->paused.With().Set(paused ? 1 : 0); }
 void DaemonMetrics::SetLeader(bool leader) { f_->leader.With().Set(leader ? 1 : 0); }
+
+void DaemonMetrics::CountLeaderTransition(bool leader) {
+  f_->leader_transitions.With({leader ? "leader" : "standby"}).Inc();
+}
+
+void DaemonMetrics::ObserveLease(const LeaseView& lease) {
+  f_->lease_transitions.With().Set(static_cast<double>(lease.transitions));
+  f_->leaderless.With().Set(lease.leaderless_seconds);
+}
 
 void DaemonMetrics::ObserveTick(const EngineTick& tick, double seconds, const PublishedState& s) {
   const TickReport& r = tick.report;

@@ -23,6 +23,12 @@
 
 namespace gpuscaler::daemon {
 
+// The leader Lease as one replica sees it (kube::LeaderElector).
+struct LeaseView {
+  double leaderless_seconds = 0;  // LeaderElector::LeaderlessFor
+  int64_t transitions = 0;        // the Lease's leaseTransitions
+};
+
 struct DaemonSetup {
   // Owned dependencies of a live engine, in construction order (the engine
   // holds references to them, so it is declared last and destroyed first).
@@ -33,6 +39,8 @@ struct DaemonSetup {
   // Leader election (kube_setup.h): ticks run only while it says true;
   // empty: always the leader.
   std::function<bool()> is_leader;
+  // With leader election: the Lease as this replica sees it (for metrics).
+  std::function<LeaseView()> lease_view;
   // Retention: one bounded step (report::RetentionPruner::Step), run on the
   // loop's thread after a tick; returns the rows pruned. Empty: none.
   std::function<Result<int64_t>()> retention_step;
@@ -53,6 +61,9 @@ class DaemonMetrics {
   void ObserveHttp(const server::HttpExchange& exchange);
   void SetPaused(bool paused);
   void SetLeader(bool leader);
+  // This replica gained (true) or lost the Lease.
+  void CountLeaderTransition(bool leader);
+  void ObserveLease(const LeaseView& lease);
   server::MetricsRegistry& registry() { return registry_; }
 
  private:

@@ -251,6 +251,9 @@ Status SetUpKubernetes(const DaemonConfig& config, const Catalog& catalog, LiveE
     le.namespace_name =
         k.leader_election.namespace_name.empty() ? cluster->namespace_name : k.leader_election.namespace_name;
     le.lease_name = k.leader_election.lease_name;
+    le.lease_duration = k.leader_election.lease_duration;
+    le.renew_deadline = k.leader_election.renew_deadline;
+    le.retry_period = k.leader_election.retry_period;
     le.identity = Identity();
     if (Status s = kube::ValidateLeaderElection(le); !s.ok()) return s;
     rt->elector = std::make_unique<kube::LeaderElector>(*rt->client, rt->system_clock, le, [id = le.identity](bool leader) {
@@ -310,7 +313,13 @@ Status SetUpKubernetes(const DaemonConfig& config, const Catalog& catalog, LiveE
     return work;
   };
   parts->observe_tick = [raw](const TickReport& report) { ReconcileProvisioning(raw, report); };
-  if (rt->elector) setup->is_leader = [raw] { return raw->Leading(); };
+  if (rt->elector) {
+    setup->is_leader = [raw] { return raw->Leading(); };
+    setup->lease_view = [raw] {
+      return LeaseView{std::chrono::duration<double>(raw->elector->LeaderlessFor()).count(),
+                       raw->elector->transitions_seen()};
+    };
+  }
 
   rt->cache->Start();
   if (rt->elector) rt->elector->Start();

@@ -71,6 +71,17 @@ int64_t LeaderElector::transitions_seen() const {
   return transitions_;
 }
 
+std::chrono::milliseconds LeaderElector::LeaderlessFor() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!observed_) return std::chrono::milliseconds(0);
+  const SteadyTime now = clock_.Now();
+  if (holder_ && renewed_at_ && now - *renewed_at_ < options_.renew_deadline) return std::chrono::milliseconds(0);
+  SteadyTime since = observed_at_;
+  if (!observed_->holder.empty()) since += std::chrono::seconds(std::max<int64_t>(observed_->lease_duration_s, 1));
+  if (now <= since) return std::chrono::milliseconds(0);
+  return std::chrono::duration_cast<std::chrono::milliseconds>(now - since);
+}
+
 bool LeaderElector::IsLeader() const {
   std::lock_guard<std::mutex> lock(mu_);
   return holder_ && renewed_at_ && clock_.Now() - *renewed_at_ < options_.renew_deadline;
@@ -149,7 +160,10 @@ bool LeaderElector::TryAcquireOrRenew() {
     mine.acquire_time = current.acquire_time;
     mine.transitions = current.transitions;
   } else {
-    mine.transitions = current.transitions + (current.holder.empty() ? 0 : 1);
+    // Every new holder counts one, a released Lease's too (as client-go
+    // does): leaseTransitions then numbers the leadership terms, so a
+    // higher number always means a later leader.
+    mine.transitions = current.transitions + 1;
   }
   if (Write("PUT", path, mine, rv)) return true;
   return IsLeader();

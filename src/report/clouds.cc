@@ -12,7 +12,7 @@ constexpr CloudNames kClouds[] = {
 };
 
 // The names each provider shows for its regions (the AWS console's, Google
-// Cloud's region locations). A region a catalog adds belongs here too: the
+// Cloud's region locations, Azure's region display names). A region a catalog adds belongs here too: the
 // report test checks every catalog region has a name.
 constexpr RegionNames kRegions[] = {
     {"us-east-1", "US East (N. Virginia)", "aws"},
@@ -31,6 +31,11 @@ constexpr RegionNames kRegions[] = {
     {"asia-east1", "Taiwan", "gcp"},
     {"asia-northeast1", "Tokyo", "gcp"},
     {"asia-southeast1", "Singapore", "gcp"},
+    {"eastus", "East US", "azure"},
+    {"eastus2", "East US 2", "azure"},
+    {"southcentralus", "South Central US", "azure"},
+    {"westus2", "West US 2", "azure"},
+    {"westus3", "West US 3", "azure"},
 };
 
 }  // namespace

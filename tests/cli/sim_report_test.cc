@@ -210,7 +210,7 @@ TEST_F(SimReport, TheReportsLostGpuHoursAreTheSimulatorsForTheSameDatabase) {
 
 // FOCUS 1.2 from a replay on each cloud's catalog: the export conforms to
 // the spec's column table and every row names the run's cloud.
-TEST_F(SimReport, FocusExportsOfAnAwsAndAGcpReplayConformAndNameTheirCloud) {
+TEST_F(SimReport, FocusExportsOfAnAwsAGcpAndAnAzureReplayConformAndNameTheirCloud) {
   std::optional<report::testing::FocusSpec> spec = report::testing::LoadFocusSpec();
   if (!spec) GTEST_SKIP() << "FOCUS column table not found at " << report::testing::FocusSpecPath();
   const std::string source = GPUSCALER_SOURCE_DIR;
@@ -227,6 +227,10 @@ TEST_F(SimReport, FocusExportsOfAnAwsAndAGcpReplayConformAndNameTheirCloud) {
        {"--trace", source + "/sim/testdata/traces/openb_pods.csv", "--trace-format", "alibaba-openb", "--policy",
         source + "/sim/testdata/policies/openb-gcp.yaml", "--catalog", source + "/config/catalogs/gcp.yaml"},
        "Google Cloud", "Compute Engine", {"Iowa"}},
+      {"azure",
+       {"--trace", source + "/sim/testdata/traces/openb_pods.csv", "--trace-format", "alibaba-openb", "--policy",
+        source + "/sim/testdata/policies/openb-azure.yaml", "--catalog", source + "/config/catalogs/azure.yaml"},
+       "Microsoft", "Virtual Machines", {"East US"}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

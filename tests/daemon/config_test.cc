@@ -464,5 +464,31 @@ TEST(DaemonConfig, ClusterNameIsRequiredAndMustBeAClusterName) {
   EXPECT_EQ(good->cluster_name, "prod-eu_1");
 }
 
+
+TEST(DaemonConfig, LeaderElectionTimingIsReadAndMustFollowClientGosOrder) {
+  const std::string head = "apiVersion: gpuscaler/v1\nkind: DaemonConfig\ncluster_name: c\npolicy: p.yaml\n";
+  Result<DaemonConfig> defaults =
+      ParseDaemonConfig(head + "kubernetes: {enabled: true, leader_election: {enabled: true}}\n", "d.yaml");
+  ASSERT_TRUE(defaults.ok()) << defaults.error().message();
+  EXPECT_EQ(defaults->kubernetes.leader_election.lease_duration, Seconds(15));
+  EXPECT_EQ(defaults->kubernetes.leader_election.renew_deadline, Seconds(10));
+  EXPECT_EQ(defaults->kubernetes.leader_election.retry_period, Seconds(2));
+  Result<DaemonConfig> fast = ParseDaemonConfig(
+      head + "kubernetes:\n  enabled: true\n  leader_election: {enabled: true, lease_duration: 3s, renew_deadline: 2s, "
+             "retry_period: 1s}\n",
+      "d.yaml");
+  ASSERT_TRUE(fast.ok()) << fast.error().message();
+  EXPECT_EQ(fast->kubernetes.leader_election.lease_duration, Seconds(3));
+  EXPECT_EQ(fast->kubernetes.leader_election.renew_deadline, Seconds(2));
+  EXPECT_EQ(fast->kubernetes.leader_election.retry_period, Seconds(1));
+  Result<DaemonConfig> bad = ParseDaemonConfig(
+      head + "kubernetes:\n  enabled: true\n  leader_election: {enabled: true, lease_duration: 10s, renew_deadline: 10s}\n",
+      "d.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("d.yaml:7:"), std::string::npos) << bad.error().message();
+  EXPECT_NE(bad.error().message().find("lease_duration > renew_deadline > 1.2 x retry_period"), std::string::npos)
+      << bad.error().message();
+}
+
 }  // namespace
 }  // namespace gpuscaler::daemon

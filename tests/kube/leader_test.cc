@@ -108,6 +108,32 @@ TEST_F(LeaderTest, WhenTheLeaderStopsRenewingTheOtherTakesOverWithinTheLeaseDura
   }
 }
 
+// gpuscaler_leaderless_seconds: a Lease nobody renews is leaderless from
+// the end of its holder's leaseDurationSeconds, as each replica sees it on
+// its own clock, and live again once a replica takes it over.
+TEST_F(LeaderTest, LeaderlessTimeCountsFromTheUnrenewedLeasesExpiry) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(a_.LeaderlessFor(), milliseconds(0));  // not looked yet
+  ASSERT_TRUE(a_.TryAcquireOrRenew());
+  ASSERT_FALSE(b_.TryAcquireOrRenew());
+  EXPECT_EQ(a_.LeaderlessFor(), milliseconds(0));
+  EXPECT_EQ(b_.LeaderlessFor(), milliseconds(0));
+  // A hangs and renews no more. Past its renew deadline it stops leading,
+  // but its Lease still lives until the 15 s lease duration.
+  clock_a_.Advance(Seconds(12));
+  EXPECT_FALSE(a_.IsLeader());
+  EXPECT_EQ(a_.LeaderlessFor(), milliseconds(0));
+  clock_a_.Advance(Seconds(8));
+  EXPECT_EQ(a_.LeaderlessFor(), milliseconds(5000));
+  clock_b_.Advance(Seconds(20));
+  EXPECT_EQ(b_.LeaderlessFor(), milliseconds(5000));
+  ASSERT_TRUE(b_.TryAcquireOrRenew());
+  EXPECT_EQ(b_.LeaderlessFor(), milliseconds(0));
+  EXPECT_EQ(b_.transitions_seen(), 1);
+  EXPECT_FALSE(a_.TryAcquireOrRenew());  // A sees B's record: a live holder
+  EXPECT_EQ(a_.LeaderlessFor(), milliseconds(0));
+}
+
 TEST_F(LeaderTest, ALeaderThatCannotRenewStopsLeadingAtItsRenewDeadline) {
   ASSERT_TRUE(a_.TryAcquireOrRenew());
   server_.SetLeaseOutage(true);
@@ -148,6 +174,9 @@ TEST_F(LeaderTest, ReleasingHandsTheLeaseOverAtOnce) {
   EXPECT_FALSE(a_.IsLeader());
   EXPECT_EQ(LeaseOnServer(server_)["spec"]["holderIdentity"], "");
   EXPECT_TRUE(b_.TryAcquireOrRenew());  // no lease duration to wait
+  // A new term, though the Lease had no holder: the count orders terms.
+  EXPECT_EQ(LeaseOnServer(server_)["spec"]["leaseTransitions"], 1);
+  EXPECT_EQ(b_.transitions_seen(), 1);
 }
 
 // Two electors on their own threads and the system clock, with short

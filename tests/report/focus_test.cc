@@ -168,7 +168,7 @@ TEST_F(FocusExport, EveryRegionOfTheShippedCatalogsHasADisplayName) {
   {
     std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(dir_.File("regions.db"))).value();
     int i = 0;
-    for (const char* file : {"aws.yaml", "gcp.yaml"}) {
+    for (const char* file : {"aws.yaml", "gcp.yaml", "azure.yaml"}) {
       Result<Catalog> catalog = LoadCatalogFile(std::string(GPUSCALER_SOURCE_DIR) + "/config/catalogs/" + file);
       ASSERT_TRUE(catalog.ok()) << catalog.error().ToString();
       for (const RegionPrices& region : catalog->regions) {

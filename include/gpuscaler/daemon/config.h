@@ -164,6 +164,10 @@ struct LeaderElectionSettings {
   bool enabled = false;
   std::string lease_name = "gpuscaler";
   std::string namespace_name;  // empty: KubernetesSettings::namespace_name
+  // client-go's defaults; lease > renew deadline > 1.2 x retry period.
+  Seconds lease_duration{15};
+  Seconds renew_deadline{10};
+  Seconds retry_period{2};
 };
 
 struct KubernetesSettings {

@@ -48,6 +48,7 @@ struct EngineTick {
   int64_t queued_jobs = -1;                   // demo: the workload's queue; -1 unknown
   int64_t running_jobs = -1;
   bool finished = false;  // demo: the load's horizon is reached (no tick ran)
+  bool standby = false;   // a standby's tick (Engine::Standby): no plan, no act, no write
 };
 
 class Engine {
@@ -55,6 +56,17 @@ class Engine {
   virtual ~Engine() = default;
   virtual std::string mode() const = 0;  // "demo" | "live" | "dry-run"
   virtual EngineTick Tick() = 0;
+  // What a replica that does not hold the Lease does instead of a tick:
+  // it keeps what a takeover needs current (the policy file re-read and
+  // validated, the signals and the Kubernetes view read into demand) and
+  // never plans, calls a cloud or writes to the store.
+  virtual EngineTick Standby() = 0;
+  // Leadership was lost: what the controller holds in memory may be stale by
+  // the time this replica leads again (another replica acted meanwhile), so
+  // it is dropped, and the next Tick restores from the store as a restart
+  // does (month-to-date, open intents and their tokens, drains, learned
+  // risk).
+  virtual void Resign() = 0;
   // Virtual time between ticks (the policy's tick interval).
   virtual Seconds tick_interval() const = 0;
   // Virtual seconds per real second (1 but for the demo).

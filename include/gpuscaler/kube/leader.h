@@ -69,7 +69,14 @@ class LeaderElector {
 
   const std::string& identity() const { return options_.identity; }
   std::string last_error() const;
+  // The Lease's leaseTransitions as last read or written.
   int64_t transitions_seen() const;
+  // How long the Lease has had no live holder, as this replica sees it:
+  // since it was released, or since its holder's record outlived its
+  // leaseDurationSeconds unrenewed (measured on the local clock from the
+  // moment the record was seen to change). Zero while a holder's record is
+  // live, and before the first look at the Lease.
+  std::chrono::milliseconds LeaderlessFor() const;
 
  private:
   struct Record {
