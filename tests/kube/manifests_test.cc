@@ -471,6 +471,11 @@ TEST_F(Manifests, AksOverlayRendersWorkloadIdentityAndAnAzureConfiguration) {
   ASSERT_TRUE(policy_map);
   TempDir dir;
   WriteFile(dir.path() / "policy.yaml", Str(policy_map["data"]["policy.yaml"]));
+  EXPECT_EQ(config.catalog_file, "/usr/share/gpuscaler/catalogs/azure.yaml");
+  const CommandResult check =
+      RunCommand({GPUSCALER_BINARY, "policy", "check", (dir.path() / "policy.yaml").string(), "--catalog",
+                  (SourceDir() / "config/catalogs/azure.yaml").string()});
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
   const PolicyLoadResult policy = LoadPolicyFile((dir.path() / "policy.yaml").string());
   ASSERT_TRUE(policy.ok()) << policy.status().error().message();
   daemon::DaemonConfig named = config;
