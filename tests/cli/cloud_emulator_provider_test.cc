@@ -58,11 +58,20 @@ TEST_F(CloudEmulatorProvider, ConflictsAndBadScenariosAreNamed) {
   EXPECT_EQ(wrong.exit_code, 2);
   EXPECT_NE(wrong.err.find("unknown key 'region'"), std::string::npos) << wrong.err;
 
-  const auto azure = Write("azure.yaml", "provider: azure\n");
-  ProcessResult unknown = Gpuscaler({"cloud-emulator", "--scenario", azure.string()});
+  const auto other = Write("other.yaml", "provider: openstack\n");
+  ProcessResult unknown = Gpuscaler({"cloud-emulator", "--scenario", other.string()});
   EXPECT_EQ(unknown.exit_code, 2);
-  EXPECT_NE(unknown.err.find("provider (line 1): must be aws or gcp, got 'azure'"), std::string::npos)
+  EXPECT_NE(unknown.err.find("provider (line 1): must be aws, gcp or azure, got 'openstack'"), std::string::npos)
       << unknown.err;
+
+  const auto azure_keys = Write("azure-keys.yaml", "provider: azure\nzones: [us-central1-a]\n");
+  ProcessResult azure_wrong = Gpuscaler({"cloud-emulator", "--scenario", azure_keys.string()});
+  EXPECT_EQ(azure_wrong.exit_code, 2);
+  EXPECT_NE(azure_wrong.err.find("unknown key 'zones'"), std::string::npos) << azure_wrong.err;
+
+  ProcessResult tls_for_aws = Gpuscaler({"cloud-emulator", "--provider", "aws", "--tls-ca-out", "ca.pem"});
+  EXPECT_EQ(tls_for_aws.exit_code, 2);
+  EXPECT_NE(tls_for_aws.err.find("are for --provider azure"), std::string::npos) << tls_for_aws.err;
 }
 
 }  // namespace
