@@ -130,7 +130,7 @@ async function main() {
   });
   await step('vmss_aks_managed', async () => {
     const s = await compute.virtualMachineScaleSets.get(out.cluster.nodeResourceGroup,
-                                                        machines[0].resourceId.split('/')[8]);
+                                                        machines[0].properties.resourceId.split('/')[8]);
     return {tags: s.tags};
   });
 }
