@@ -198,14 +198,7 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
 
     if (over_limit) {
       spdlog::warn("http: {} refused: {} connections open (max_connections)", remote, self->conns.size() - 1);
-      if constexpr (!kTls) {
-        HttpResponse r = HttpResponse::Error(503, "too many connections");
-        r.headers.emplace_back("Retry-After", "1");
-        tcp_layer.expires_after(kRefuseWriteTime);
-        co_await Send(stream, 11, false, false, std::move(r), ec);
-      }
-      // Over TLS there is no cheap way to answer: the connection just closes.
-      co_await Linger(tcp_layer);
+      co_await Refuse(stream);
       co_return;
     }
     if constexpr (kTls) {
@@ -328,6 +321,21 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
       co_await stream.async_shutdown(asio::redirect_error(asio::use_awaitable, sec));
     }
     tcp_layer.socket().shutdown(tcp::socket::shutdown_send, sec);
+  }
+
+  // Answers a connection over max_connections 503 and closes it. Over TLS
+  // there is no cheap way to answer: the connection just closes.
+  template <class Stream>
+  static asio::awaitable<void> Refuse(Stream& stream) {
+    beast::tcp_stream& tcp_layer = beast::get_lowest_layer(stream);
+    if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
+      error_code ec;
+      HttpResponse r = HttpResponse::Error(503, "too many connections");
+      r.headers.emplace_back("Retry-After", "1");
+      tcp_layer.expires_after(kRefuseWriteTime);
+      co_await Send(stream, 11, false, false, std::move(r), ec);
+    }
+    co_await Linger(tcp_layer);
   }
 
   // Writes `r` (the caller has set the deadline).
