@@ -17,6 +17,17 @@ std::string AksPoolState(const std::string& scale_set_state) {
   return scale_set_state;  // Creating, Updating, Deleting, Succeeded, Failed: AKS's words too
 }
 
+// AKS runs one operation on a pool at a time: another while one is in
+// progress is refused.
+EmulatorResponse AksOperationInProgress(const std::string& state) {
+  return azure::ArmError(409, "OperationNotAllowed",
+                         "Operation is not allowed because there's an in progress agentpool operation (" + state +
+                             "). Please wait for it to finish before starting a new operation. See "
+                             "https://aka.ms/aks-pending-operation for more details.");
+}
+
+bool AksBusy(const std::string& state) { return state == "Creating" || state == "Updating" || state == "Deleting"; }
+
 }  // namespace
 
 std::string AzureEmulator::AgentPoolJson(const ScaleSet& s, WallTime now) const {
@@ -97,8 +108,8 @@ EmulatorResponse AzureEmulator::PutAgentPool(const EmulatorRequest& request, siz
   if (!in.is_object()) return azure::ArmError(400, "InvalidRequestContent", "The request content was invalid.");
   const json props = in.value("properties", json::object());
   ScaleSet* existing = FindPool(cluster, name, now);
-  if (existing != nullptr && existing->deleted_at) {
-    return azure::ArmError(409, "OperationNotAllowed", "Agent pool '" + name + "' is being deleted.");
+  if (existing != nullptr && AksBusy(ProvisioningState(*existing, now))) {
+    return AksOperationInProgress(ProvisioningState(*existing, now));
   }
   AzureAgentPoolSpec pool = existing != nullptr ? existing->pool : AzureAgentPoolSpec{};
   pool.name = name;
@@ -230,6 +241,8 @@ EmulatorResponse AzureEmulator::ClusterCall(const EmulatorRequest& request, cons
                                                 p.name + "'.");
   }
   if (p.rest.size() == 2 && m == "GET") return azure::Json(AgentPoolJson(*s, now));
+  const bool mutating = (p.rest.size() == 2 && m == "DELETE") || (p.rest.size() == 3 && m == "POST");
+  if (mutating && AksBusy(ProvisioningState(*s, now))) return AksOperationInProgress(ProvisioningState(*s, now));
   if (p.rest.size() == 2 && m == "DELETE") {
     Operation& op = NewOperation(kAksProvider, now);
     for (size_t v : s->vms) {

@@ -87,6 +87,10 @@ TEST_F(AzureAksTest, AgentPoolCreateScaleAndDeleteMachines) {
   Answer scale = Call("PUT", Pool("rg-aks", "prod", "/a100"), json{{"properties", {{"count", 3}}}}.dump());
   ASSERT_EQ(scale.status, 200) << scale.raw.body;
   EXPECT_EQ(scale.body["properties"].value("provisioningState", ""), "Updating");
+  // One operation at a time on a pool.
+  Answer busy = Call("POST", Pool("rg-aks", "prod", "/a100/deleteMachines"), json{{"machineNames", {node}}}.dump());
+  EXPECT_EQ(busy.status, 409);
+  EXPECT_EQ(busy.Code(), "OperationNotAllowed");
   clock_.Advance(10s);
   EXPECT_EQ(Get(Pool("rg-aks", "prod", "/a100/machines")).body["value"].size(), 3u);
 
