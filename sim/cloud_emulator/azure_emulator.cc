@@ -172,6 +172,15 @@ EmulatorResponse AzureEmulator::Dispatch(const EmulatorRequest& request, WallTim
   if (seg.size() == 4 && azure::EqualsNoCase(seg[2], "resourceGroups") && request.method == "GET") {
     return ResourceGroupGet(seg[3], now);
   }
+  // Lists: /subscriptions/{s}/providers/{ns}/{type} (subscription-wide) and
+  // /subscriptions/{s}/resourceGroups/{rg}/providers/{ns}/{type}.
+  if (request.method == "GET" && seg.size() == 5 && azure::EqualsNoCase(seg[2], "providers")) {
+    return ListResources("", azure::Lower(seg[3]) + "/" + azure::Lower(seg[4]), now);
+  }
+  if (request.method == "GET" && seg.size() == 7 && azure::EqualsNoCase(seg[2], "resourceGroups") &&
+      azure::EqualsNoCase(seg[4], "providers")) {
+    return ListResources(seg[3], azure::Lower(seg[5]) + "/" + azure::Lower(seg[6]), now);
+  }
   if (seg.size() < 8 || !azure::EqualsNoCase(seg[2], "resourceGroups") ||
       !azure::EqualsNoCase(seg[4], "providers")) {
     return azure::ArmError(404, "NotFound", "The requested path '" + path + "' is not served here.");
@@ -186,6 +195,25 @@ EmulatorResponse AzureEmulator::Dispatch(const EmulatorRequest& request, WallTim
   if (p.ns == "microsoft.containerservice" && p.type == "managedclusters") return ClusterCall(request, p, now);
   return azure::ArmError(400, "InvalidResourceType",
                          "The resource type '" + seg[6] + "' could not be found in the namespace '" + seg[5] + "'.");
+}
+
+EmulatorResponse AzureEmulator::ListResources(const std::string& rg, const std::string& type, WallTime now) {
+  json value = json::array();
+  if (type == "microsoft.compute/virtualmachinescalesets") {
+    for (const ScaleSet& s : scale_sets_) {
+      if (s.deleted_at && now >= *s.deleted_at) continue;
+      if (rg.empty() || azure::EqualsNoCase(rg, s.spec.resource_group)) value.push_back(json::parse(ScaleSetJson(s, now)));
+    }
+  } else if (type == "microsoft.containerservice/managedclusters") {
+    for (size_t c = 0; c < scenario_.clusters.size(); ++c) {
+      if (rg.empty() || azure::EqualsNoCase(rg, scenario_.clusters[c].resource_group))
+        value.push_back(json::parse(ClusterJson(c, now)));
+    }
+  } else {
+    return azure::ArmError(400, "InvalidResourceType", "The resource type '" + type + "' is not served here.");
+  }
+  // Every list fits one page: no nextLink.
+  return azure::Json(json{{"value", value}}.dump());
 }
 
 }  // namespace gpuscaler::sim

@@ -261,6 +261,10 @@ class AzureEmulator : public EmulatorCore<AzureScenario, AzureVmRecord, AzureEmu
   void AddLroHeaders(const EmulatorRequest& request, const Operation& op, bool location,
                      EmulatorResponse* response) const;
   std::string BaseUrl(const EmulatorRequest& request) const;
+  // GET of a collection of `type` ("microsoft.compute/virtualmachinescalesets",
+  // "microsoft.containerservice/managedclusters") in resource group `rg`
+  // ("" : the subscription's).
+  EmulatorResponse ListResources(const std::string& rg, const std::string& type, WallTime now);
 
   // Auth and IMDS (azure_auth.cc).
   EmulatorResponse TokenEndpoint(const EmulatorRequest& request, const std::string& tenant, WallTime now);

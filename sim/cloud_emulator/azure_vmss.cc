@@ -242,14 +242,29 @@ EmulatorResponse AzureEmulator::VmCall(const EmulatorRequest& request, const Arm
     return azure::Json(json{{"value", value}}.dump());
   }
   const Vm* vm = nullptr;
+  size_t vm_index = 0;
   for (size_t v : s.vms) {
-    if (instances_[v].info.instance_id == p.rest[1] && Exists(instances_[v], now)) vm = &instances_[v];
+    if (instances_[v].info.instance_id == p.rest[1] && Exists(instances_[v], now)) vm = &instances_[v], vm_index = v;
   }
   if (vm == nullptr) {
     return azure::ResourceNotFound(std::string(kVmssType) + "/" + s.spec.name + "/virtualMachines", p.rest[1],
                                    p.resource_group);
   }
   if (p.rest.size() == 2 && request.method == "GET") return azure::Json(VmJson(s, *vm, view, now));
+  if (p.rest.size() == 2 && request.method == "DELETE") {
+    if (vm->gone_at) return {204, "", {}, ""};  // already being deleted
+    auto force = query.find("forceDeletion");
+    const bool forced = force != query.end() && force->second == "true";
+    Operation& op = NewOperation("Microsoft.Compute", now);
+    if (forced) op.done_at = now;
+    DeleteVm(s, vm_index, op, forced, now);
+    s.spec.capacity = std::max(0, s.spec.capacity - 1);
+    if (s.cluster) s.pool.count = s.spec.capacity;
+    MarkBusy(s, "Updating", op);
+    EmulatorResponse r{202, "", {}, ""};
+    AddLroHeaders(request, op, true, &r);
+    return r;
+  }
   if (p.rest.size() == 3 && azure::EqualsNoCase(p.rest[2], "instanceView") && request.method == "GET") {
     return azure::Json(InstanceViewJson(*vm, now));
   }

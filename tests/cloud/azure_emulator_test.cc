@@ -246,6 +246,38 @@ TEST_F(AzureEmulatorTest, ArmCallsNeedAnApiVersionAndHttpsIsAllThereIs) {
   EXPECT_TRUE(!r.ok() || r->status == 400) << r->status;
 }
 
+TEST_F(AzureEmulatorTest, ListsOneVmDeleteAndScaleSetDelete) {
+  ASSERT_NO_FATAL_FAILURE(StartEmulator(
+      "operation_latency: 5s\nscale_sets:\n  - {resource_group: rg, name: a, capacity: 2}\n"
+      "  - {resource_group: other, name: b, capacity: 1}\n"
+      "clusters:\n  - {resource_group: rg-aks, name: prod, pools: [{name: sys, count: 1}]}\n"));
+  const std::string sub = std::string("/subscriptions/") + kSub;
+  Answer in_rg = Get(sub + "/resourceGroups/rg/providers/Microsoft.Compute/virtualMachineScaleSets?api-version=2026-04-01");
+  ASSERT_EQ(in_rg.body["value"].size(), 1u) << in_rg.raw.body;
+  EXPECT_EQ(in_rg.body["value"][0].value("name", ""), "a");
+  // Subscription-wide: both, and the pool's scale set in the node resource group.
+  EXPECT_EQ(Get(sub + "/providers/Microsoft.Compute/virtualMachineScaleSets?api-version=2026-04-01").body["value"].size(),
+            3u);
+  Answer clusters = Get(sub + "/providers/Microsoft.ContainerService/managedClusters?api-version=2026-06-01");
+  ASSERT_EQ(clusters.body["value"].size(), 1u);
+  EXPECT_EQ(clusters.body["value"][0].value("name", ""), "prod");
+
+  Answer one = Call("DELETE", VmssSub("rg", "a", "virtualMachines/1"));
+  ASSERT_EQ(one.status, 202) << one.raw.body;
+  EXPECT_EQ(Get(VmssSub("rg", "a", "virtualMachines/1")).body["properties"].value("provisioningState", ""), "Deleting");
+  clock_.Advance(5s);
+  EXPECT_EQ(Get(VmssSub("rg", "a", "virtualMachines/1")).status, 404);
+  EXPECT_EQ(Get(Vmss("rg", "a")).body["sku"].value("capacity", 0), 1);
+
+  Answer whole = Call("DELETE", Vmss("rg", "a"));
+  ASSERT_EQ(whole.status, 202);
+  EXPECT_EQ(Get(Vmss("rg", "a")).body["properties"].value("provisioningState", ""), "Deleting");
+  clock_.Advance(5s);
+  EXPECT_EQ(Get(Vmss("rg", "a")).Code(), "ResourceNotFound");
+  EXPECT_EQ(Get(AzTestPathOf(whole.raw.Header("Azure-AsyncOperation"))).body.value("status", ""), "Succeeded");
+  EXPECT_EQ(Call("DELETE", Vmss("rg", "a")).status, 204);
+}
+
 TEST(AzureScenarioTest, ErrorsNameTheKeyAndLine) {
   auto bad = sim::ParseAzureScenario("clusters:\n  - resource_group: rg\n    name: c\n    pools:\n"
                                      "      - {name: gpu, count: 1, priority: Cheap}\n");
