@@ -1,6 +1,7 @@
 // Microsoft.ContainerService managedClusters: the cluster (its tags), its
 // agent pools (list, get, create-or-update, delete, deleteMachines) and
 // their machines. Each pool is a scale set of the node resource group.
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "sim/cloud_emulator/azure_impl.h"
@@ -26,6 +27,29 @@ EmulatorResponse AksOperationInProgress(const std::string& state) {
                              "https://aka.ms/aks-pending-operation for more details.");
 }
 
+// An agent pool's properties.eTag: its scale set's id and change count.
+std::string AksEtag(const std::string& unique_id, int etag) {
+  char counter[16];
+  std::snprintf(counter, sizeof counter, "%012d", etag);
+  return unique_id.substr(0, 24) + counter;
+}
+
+// If-Match (the pool's eTag, or *) and If-None-Match: * of a PUT or
+// DELETE of a pool (`etag` empty: there is none).
+std::optional<EmulatorResponse> AksPrecondition(const EmulatorRequest& request, const std::string& etag) {
+  std::string if_match = azure::Header(request, "If-Match");
+  if (if_match.size() >= 2 && if_match.front() == '"' && if_match.back() == '"')
+    if_match = if_match.substr(1, if_match.size() - 2);
+  const std::string if_none = azure::Header(request, "If-None-Match");
+  if ((!if_match.empty() && (etag.empty() || (if_match != "*" && if_match != etag))) ||
+      (if_none == "*" && !etag.empty())) {
+    return azure::ArmError(412, "PreconditionFailed",
+                           "The eTag provided in the If-Match or If-None-Match header does not match the agent "
+                           "pool's eTag.");
+  }
+  return std::nullopt;
+}
+
 bool AksBusy(const std::string& state) { return state == "Creating" || state == "Updating" || state == "Deleting"; }
 
 }  // namespace
@@ -46,7 +70,11 @@ std::string AzureEmulator::AgentPoolJson(const ScaleSet& s, WallTime now) const 
                 {"nodeLabels", s.pool.node_labels},
                 {"nodeTaints", s.pool.node_taints},
                 {"tags", s.pool.tags},
-                {"enableAutoScaling", false}};
+                {"enableAutoScaling", false},
+                {"eTag", AksEtag(s.unique_id, s.etag)}};
+  if (!s.error_code.empty() && ProvisioningState(s, now) == "Failed") {
+    props["status"] = {{"provisioningError", {{"code", s.error_code}, {"message", s.error_message}}}};
+  }
   if (s.spec.priority == "Spot") {
     props["scaleSetEvictionPolicy"] = s.spec.eviction_policy;
     props["spotMaxPrice"] = s.spec.max_price;
@@ -233,8 +261,14 @@ EmulatorResponse AzureEmulator::ClusterCall(const EmulatorRequest& request, cons
     return azure::Json(json{{"value", value}}.dump());
   }
   const std::string& pool = p.rest[1];
-  if (p.rest.size() == 2 && m == "PUT") return PutAgentPool(request, *cluster, pool, now);
   ScaleSet* s = FindPool(*cluster, pool, now);
+  if (p.rest.size() == 2 && (m == "PUT" || m == "DELETE")) {
+    if (auto failed = AksPrecondition(request, s != nullptr ? AksEtag(s->unique_id, s->etag) : "")) {
+      ++stats_.precondition_failures;
+      return *failed;
+    }
+  }
+  if (p.rest.size() == 2 && m == "PUT") return PutAgentPool(request, *cluster, pool, now);
   if (s == nullptr) {
     if (m == "DELETE" && p.rest.size() == 2) return {204, "", {}, ""};
     return azure::ArmError(404, "NotFound", "Agent pool '" + pool + "' was not found in managed cluster '" +

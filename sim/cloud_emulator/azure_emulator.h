@@ -220,6 +220,8 @@ class AzureEmulator : public EmulatorCore<AzureScenario, AzureVmRecord, AzureEmu
     std::string busy_state;
     WallTime busy_until{};
     std::string final_state = "Succeeded";
+    std::string error_code;  // of the last operation, when it failed
+    std::string error_message;
     std::optional<WallTime> deleted_at;  // gone from here
     // Set when the scale set backs an AKS pool.
     std::optional<size_t> cluster;

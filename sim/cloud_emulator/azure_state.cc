@@ -176,6 +176,8 @@ void AzureEmulator::MarkBusy(ScaleSet& s, const std::string& state, const Operat
   s.busy_state = state;
   s.busy_until = op.done_at;
   s.final_state = op.error_code.empty() ? "Succeeded" : "Failed";
+  s.error_code = op.error_code;
+  s.error_message = op.error_message;
   ++s.etag;
 }
 

@@ -84,9 +84,18 @@ TEST_F(AzureAksTest, AgentPoolCreateScaleAndDeleteMachines) {
   Answer group = Get(std::string("/subscriptions/") + kSub + "/resourceGroups/MC_rg-aks_prod_eastus?api-version=2024-03-01");
   EXPECT_EQ(group.body["tags"].value("aks-managed-cluster-name", ""), "prod");
 
-  Answer scale = Call("PUT", Pool("rg-aks", "prod", "/a100"), json{{"properties", {{"count", 3}}}}.dump());
+  // properties.eTag guards a PUT (If-Match), as the provider writes the pool back.
+  const std::string pool_etag = pool.body["properties"].value("eTag", "");
+  ASSERT_FALSE(pool_etag.empty());
+  Answer stale = Call("PUT", Pool("rg-aks", "prod", "/a100"), json{{"properties", {{"count", 5}}}}.dump(), kToken,
+                      {{"If-Match", "stale"}});
+  EXPECT_EQ(stale.status, 412);
+  EXPECT_EQ(stale.Code(), "PreconditionFailed");
+  Answer scale = Call("PUT", Pool("rg-aks", "prod", "/a100"), json{{"properties", {{"count", 3}}}}.dump(), kToken,
+                      {{"If-Match", pool_etag}});
   ASSERT_EQ(scale.status, 200) << scale.raw.body;
   EXPECT_EQ(scale.body["properties"].value("provisioningState", ""), "Updating");
+  EXPECT_NE(scale.body["properties"].value("eTag", ""), pool_etag);
   // One operation at a time on a pool.
   Answer busy = Call("POST", Pool("rg-aks", "prod", "/a100/deleteMachines"), json{{"machineNames", {node}}}.dump());
   EXPECT_EQ(busy.status, 409);
@@ -148,6 +157,7 @@ TEST_F(AzureAksTest, CapacityErrorsEndTheOperationOrRefuseAtOnce) {
   Answer h100 = Get(Pool("rg-aks", "prod", "/h100"));
   EXPECT_EQ(h100.body["properties"].value("provisioningState", ""), "Failed");
   EXPECT_EQ(h100.body["properties"].value("count", 0), 1);
+  EXPECT_EQ(h100.body["properties"]["status"]["provisioningError"].value("code", ""), "QuotaExceeded");
 }
 
 TEST_F(AzureAksTest, SpotEvictionIsAnnouncedThenDeletesOrDeallocates) {
