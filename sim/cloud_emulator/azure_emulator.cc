@@ -134,6 +134,7 @@ EmulatorResponse AzureEmulator::Dispatch(const EmulatorRequest& request, WallTim
   }
   if (path == "/metadata/identity/oauth2/token") return ImdsToken(request, now);
   if (path == "/metadata/scheduledevents") return ScheduledEvents(request, now);
+  if (path.rfind("/_emulator/", 0) == 0) return Control(request, path, now);
   if (seg.size() < 2 || !azure::EqualsNoCase(seg[0], "subscriptions")) {
     return azure::ArmError(404, "NotFound", "The requested path '" + path + "' is not served here.");
   }

@@ -194,6 +194,12 @@ class AzureEmulator : public EmulatorCore<AzureScenario, AzureVmRecord, AzureEmu
 
   EmulatorResponse Handle(const EmulatorRequest& request);
 
+  // Schedules a Spot eviction as a scenario `evictions` entry would, at
+  // now + e.notice (e.at is ignored): announced at once in scheduled
+  // events. kNotFound when the scale set or pool has no live Spot VM that
+  // matches.
+  Status ScheduleEviction(AzureEviction e);
+
   // The scheme of the URLs the emulator hands out (Azure-AsyncOperation,
   // Location): "https" (the default) or "http". The host is the request's
   // Host header.
@@ -267,6 +273,13 @@ class AzureEmulator : public EmulatorCore<AzureScenario, AzureVmRecord, AzureEmu
   // "microsoft.containerservice/managedclusters") in resource group `rg`
   // ("" : the subscription's).
   EmulatorResponse ListResources(const std::string& rg, const std::string& type, WallTime now);
+
+  // The emulator's own endpoints, not Azure's (azure_control.cc): GET
+  // /_emulator/state (every VM and scale set, and the counters) and POST
+  // /_emulator/evictions (ScheduleEviction from a JSON body). No token.
+  EmulatorResponse Control(const EmulatorRequest& request, const std::string& path, WallTime now);
+  std::string StateJson(WallTime now) const;
+  Status ScheduleEvictionLocked(AzureEviction e, WallTime now);
 
   // Auth and IMDS (azure_auth.cc).
   EmulatorResponse TokenEndpoint(const EmulatorRequest& request, const std::string& tenant, WallTime now);

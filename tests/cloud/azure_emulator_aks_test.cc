@@ -213,5 +213,38 @@ TEST_F(AzureAksTest, SpotEvictionIsAnnouncedThenDeletesOrDeallocates) {
   EXPECT_EQ(emu_->stats().evicted, 2);
 }
 
+TEST_F(AzureAksTest, EvictionsOnDemandAndTheStateDump) {
+  ASSERT_NO_FATAL_FAILURE(StartEmulator(kAksCluster));
+  // The emulator's own endpoints need no token.
+  Answer none = Call("POST", "/_emulator/evictions", json{{"cluster", "prod"}, {"pool", "system"}}.dump(), "");
+  EXPECT_EQ(none.status, 404) << "a Regular pool has no Spot VM to evict";
+  Answer made = Call("POST", "/_emulator/evictions",
+                     json{{"cluster", "prod"}, {"pool", "spot"}, {"instance_id", "1"}, {"notice_seconds", 30}}.dump(),
+                     "");
+  ASSERT_EQ(made.status, 201) << made.raw.body;
+  EXPECT_EQ(made.body.value("at", ""), "2026-12-07T10:00:30.0000000Z");
+  Answer events = Call("GET", "/metadata/scheduledevents?api-version=2020-07-01", "", "", {{"Metadata", "true"}});
+  ASSERT_EQ(events.body["Events"].size(), 1u) << events.raw.body;
+  const std::string vm = events.body["Events"][0]["Resources"][0];
+  EXPECT_EQ(vm.substr(vm.size() - 2), "_1");
+
+  clock_.Advance(31s);
+  Answer state = Call("GET", "/_emulator/state", "", "");
+  ASSERT_EQ(state.status, 200);
+  int evicted = 0, running = 0;
+  for (const json& v : state.body["vms"]) {
+    if (v.value("scale_set", "").find("aks-spot-") != 0) continue;
+    evicted += v.value("evicted", false) ? 1 : 0;
+    running += v.value("state", "") == "Running" ? 1 : 0;
+    if (v.value("evicted", false)) {
+      EXPECT_EQ(v.value("instance_id", ""), "1");
+      EXPECT_EQ(v.value("state", ""), "Deleted");
+    }
+  }
+  EXPECT_EQ(evicted, 1);
+  EXPECT_EQ(running, 1);
+  EXPECT_EQ(state.body["stats"].value("evicted", 0), 1);
+}
+
 }  // namespace
 }  // namespace gpuscaler::azure_emulator_aks_test
