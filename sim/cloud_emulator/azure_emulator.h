@@ -298,9 +298,9 @@ class AzureEmulator : public EmulatorCore<AzureScenario, AzureVmRecord, AzureEmu
   bool Exists(const Vm& vm, WallTime now) const;
   int LiveCount(const ScaleSet& s, WallTime now) const;
   // The first limit a new VM of this shape in `zone` would break (nullptr
-  // when none), counting `pending` more VMs of it already planned.
+  // when none).
   const AzureCapacityLimit* Refusal(const std::string& vm_size, const std::string& zone, const std::string& priority,
-                                    int pending, WallTime now) const;
+                                    WallTime now) const;
   // Moves the live VMs of `s` to `target`: creates (in the least-used
   // allowed zone; ready when `op` ends) or deletes the newest. VMs that find
   // no capacity are not made: their limit comes back (nullptr when all fit).

@@ -115,14 +115,14 @@ int AzureEmulator::LiveCount(const ScaleSet& s, WallTime now) const {
 }
 
 const AzureCapacityLimit* AzureEmulator::Refusal(const std::string& vm_size, const std::string& zone,
-                                                 const std::string& priority, int pending, WallTime now) const {
+                                                 const std::string& priority, WallTime now) const {
   for (const AzureCapacityLimit& l : scenario_.capacity) {
     if (!l.vm_size.empty() && !azure::EqualsNoCase(l.vm_size, vm_size)) continue;
     if (!l.zone.empty() && l.zone != zone) continue;
     if (!l.priority.empty() && l.priority != priority) continue;
     if (l.from && now < start_ + *l.from) continue;
     if (l.until && now >= start_ + *l.until) continue;
-    int held = pending;
+    int held = 0;
     for (const Vm& vm : instances_) {
       // A deallocated VM holds no capacity.
       if (!Live(vm, now) || vm.deallocated_at) continue;
@@ -145,7 +145,7 @@ const AzureCapacityLimit* AzureEmulator::ScaleTo(ScaleSet& s, int target, const 
     std::string best;
     int best_count = -1;
     for (const std::string& z : zones) {
-      if (const AzureCapacityLimit* r = Refusal(s.spec.vm_size, z, s.spec.priority, 0, now)) {
+      if (const AzureCapacityLimit* r = Refusal(s.spec.vm_size, z, s.spec.priority, now)) {
         if (refused == nullptr) refused = r;
         continue;
       }
