@@ -203,7 +203,7 @@ void AzReadRoot(const YAML::Node& root, AzureScenario& s, const std::string& bas
   AzKeys(root, "scenario",
          {"provider", "subscription", "tenant", "location", "clients", "managed_identity_client_id", "access_tokens",
           "token_lifetime", "operation_latency", "retry_after", "clusters", "scale_sets", "capacity", "evictions",
-          "throttle_every", "throttle_rate", "throttle_retry_after", "server_error_rate", "seed"});
+          "throttle", "server_error_rate", "seed"});
   AzRead(root, "subscription", "", &s.subscription);
   AzRead(root, "tenant", "", &s.tenant);
   AzRead(root, "location", "", &s.location);
@@ -212,9 +212,14 @@ void AzReadRoot(const YAML::Node& root, AzureScenario& s, const std::string& bas
   AzDuration(root, "token_lifetime", "", &s.token_lifetime);
   AzDuration(root, "operation_latency", "", &s.operation_latency);
   AzDuration(root, "retry_after", "", &s.retry_after);
-  AzDuration(root, "throttle_retry_after", "", &s.throttle_retry_after);
-  AzRead(root, "throttle_every", "", &s.throttle_every);
-  AzRead(root, "throttle_rate", "", &s.throttle_rate);
+  if (const YAML::Node t = root["throttle"]) {
+    AzKeys(t, "throttle", {"every", "rate", "retry_after"});
+    AzRead(t, "every", "throttle", &s.throttle_every);
+    AzRead(t, "rate", "throttle", &s.throttle_rate);
+    AzDuration(t, "retry_after", "throttle", &s.throttle_retry_after);
+    if (s.throttle_every < 0 || s.throttle_rate < 0 || s.throttle_rate > 1)
+      throw Problem{AzAt(t, "throttle") + ": every must be >= 0 and rate in [0, 1]"};
+  }
   AzRead(root, "server_error_rate", "", &s.server_error_rate);
   AzRead(root, "seed", "", &s.seed);
   AzEach(root, "clients", "",

@@ -1,8 +1,11 @@
 // `gpuscaler cloud-emulator --provider` and the scenario's `provider` key:
-// which emulator starts, and the errors for a conflict or a bad scenario.
+// which emulator starts, and the errors for a conflict or a bad scenario;
+// the Azure emulator's HTTPS with a given certificate or a self-signed one.
 #include <gtest/gtest.h>
 
 #include "cli/process.h"
+#include "gpuscaler/net/http_client.h"
+#include "gpuscaler/server/tls_identity.h"
 
 namespace gpuscaler::testing {
 namespace {
@@ -36,6 +39,42 @@ TEST_F(CloudEmulatorProvider, TheScenarioOrTheFlagChoosesComputeEngine) {
   EXPECT_NE(Banner({}).find("(region us-east-1)"), std::string::npos) << "AWS stays the default";
   const auto aws = Write("aws.yaml", "provider: aws\nregion: eu-west-1\n");
   EXPECT_NE(Banner({"--scenario", aws.string()}).find("(region eu-west-1)"), std::string::npos);
+}
+
+TEST_F(CloudEmulatorProvider, AzureServesHttpsWithAGivenOrASelfSignedCertificate) {
+  const auto azure = Write("azure.yaml", "provider: azure\nsubscription: sub-1\nlocation: westeurope\n");
+  EXPECT_NE(Banner({"--scenario", azure.string(), "--tls-ca-out", (dir_ / "self.pem").string()})
+                .find("listening on https://127.0.0.1:"),
+            std::string::npos);
+  EXPECT_NE(ReadAll(dir_ / "self.pem").find("-----BEGIN CERTIFICATE-----"), std::string::npos);
+
+  // A certificate of our own: what a client trusting it gets is an ARM answer
+  // (401: no token), over TLS.
+  auto identity = server::MakeSelfSignedTlsIdentity({"localhost"}, {"127.0.0.1"});
+  ASSERT_TRUE(identity.ok());
+  const auto cert = Write("cert.pem", identity->certificate_pem);
+  const auto key = Write("key.pem", identity->private_key_pem);
+  ChildProcess p({GPUSCALER_BINARY, "cloud-emulator", "--provider", "azure", "--listen", "127.0.0.1:0", "--port-file",
+                  (dir_ / "port").string(), "--tls-cert", cert.string(), "--tls-key", key.string()},
+                 dir_ / "out", dir_ / "err");
+  const uint16_t port = WaitForPortFile(dir_ / "port", 60s);
+  ASSERT_NE(port, 0) << ReadAll(dir_ / "err");
+  net::HttpClientOptions o;
+  o.ca_pem = identity->certificate_pem;
+  auto r = net::Fetch({"GET", "https://127.0.0.1:" + std::to_string(port) +
+                                  "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/"
+                                  "Microsoft.Compute/virtualMachineScaleSets/x?api-version=2026-04-01",
+                       {}, ""},
+                      o);
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  EXPECT_EQ(r->status, 401);
+  EXPECT_NE(r->body.find("AuthenticationFailed"), std::string::npos) << r->body;
+  p.Signal(SIGTERM);
+  p.Wait(20s);
+
+  ProcessResult half = Gpuscaler({"cloud-emulator", "--provider", "azure", "--tls-cert", cert.string()});
+  EXPECT_EQ(half.exit_code, 2);
+  EXPECT_NE(half.err.find("--tls-cert and --tls-key go together"), std::string::npos) << half.err;
 }
 
 TEST_F(CloudEmulatorProvider, ConflictsAndBadScenariosAreNamed) {

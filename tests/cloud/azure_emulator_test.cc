@@ -219,7 +219,7 @@ TEST_F(AzureEmulatorTest, IfMatchWithAStaleEtagIsPreconditionFailed) {
 
 TEST_F(AzureEmulatorTest, ThrottlingAnswers429WithRetryAfter) {
   ASSERT_NO_FATAL_FAILURE(StartEmulator(
-      "throttle_every: 3\nthrottle_retry_after: 7s\nscale_sets:\n  - {resource_group: rg, name: plain}\n"));
+      "throttle: {every: 3, retry_after: 7s}\nscale_sets:\n  - {resource_group: rg, name: plain}\n"));
   EXPECT_EQ(Get(Vmss("rg", "plain")).status, 200);
   EXPECT_EQ(Get(Vmss("rg", "plain")).status, 200);
   Answer third = Get(Vmss("rg", "plain"));
