@@ -50,7 +50,9 @@ std::optional<EmulatorResponse> AksPrecondition(const EmulatorRequest& request, 
   return std::nullopt;
 }
 
-bool AksBusy(const std::string& state) { return state == "Creating" || state == "Updating" || state == "Deleting"; }
+bool AksBusy(const std::string& state) {
+  return state == "Creating" || state == "Updating" || state == "Scaling" || state == "Deleting";
+}
 
 }  // namespace
 
@@ -166,6 +168,7 @@ EmulatorResponse AzureEmulator::PutAgentPool(const EmulatorRequest& request, siz
   if (target < 0 || target > 1000) {
     return azure::ArmError(400, "InvalidParameter", "The value of parameter count must be in [0, 1000].");
   }
+  const int count_before = existing != nullptr ? existing->spec.capacity : 0;
   size_t index = 0;
   if (existing == nullptr) {
     AzureScaleSetSpec spec;
@@ -188,7 +191,8 @@ EmulatorResponse AzureEmulator::PutAgentPool(const EmulatorRequest& request, siz
   }
   s.spec.capacity = count;
   s.pool.count = count;
-  MarkBusy(s, existing == nullptr ? "Creating" : "Updating", op);
+  // AKS says Scaling while a count change runs, Updating for other changes.
+  MarkBusy(s, existing == nullptr ? "Creating" : target != count_before ? "Scaling" : "Updating", op);
   EmulatorResponse r = azure::Json(AgentPoolJson(s, now), existing == nullptr ? 201 : 200);
   AddLroHeaders(request, op, false, &r);
   return r;

@@ -94,7 +94,7 @@ TEST_F(AzureAksTest, AgentPoolCreateScaleAndDeleteMachines) {
   Answer scale = Call("PUT", Pool("rg-aks", "prod", "/a100"), json{{"properties", {{"count", 3}}}}.dump(), kToken,
                       {{"If-Match", pool_etag}});
   ASSERT_EQ(scale.status, 200) << scale.raw.body;
-  EXPECT_EQ(scale.body["properties"].value("provisioningState", ""), "Updating");
+  EXPECT_EQ(scale.body["properties"].value("provisioningState", ""), "Scaling");
   EXPECT_NE(scale.body["properties"].value("eTag", ""), pool_etag);
   // One operation at a time on a pool.
   Answer busy = Call("POST", Pool("rg-aks", "prod", "/a100/deleteMachines"), json{{"machineNames", {node}}}.dump());
