@@ -13,7 +13,8 @@
 //    identity token, GET /metadata/identity/oauth2/token (header
 //    `Metadata: true`). Every ARM call needs a live token (401 otherwise).
 //  - AKS (api-version 2026-06-01 and any other): managedClusters GET (tags);
-//    agentPools list / get / create-or-update (PUT) / delete;
+//    agentPools list / get / create-or-update (PUT) / delete, with
+//    properties.eTag and If-Match, one operation per pool at a time (409);
 //    agentPools/{p}/deleteMachines; agentPools/{p}/machines list / get. A
 //    pool is backed by a scale set `aks-{pool}-{8 digits}-vmss` in the
 //    cluster's node resource group (MC_…, with the aks-managed tags), which
@@ -35,6 +36,8 @@
 //    scale set; in the operation for an agent pool); throttling (429 with
 //    Retry-After); Spot evictions, announced in IMDS scheduled events
 //    (GET /metadata/scheduledevents) `notice` ahead.
+//  - The emulator's own GET /_emulator/state and POST /_emulator/evictions
+//    (azure_control.cc), for process tests.
 //
 // Time comes only from the Clock. Thread-safe: Handle() serialises on a
 // mutex.
