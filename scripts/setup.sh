@@ -70,29 +70,40 @@ if [ -f "$node_client_dir/package-lock.json" ] && ! command -v node >/dev/null 2
   missing+=(nodejs npm)
 fi
 
-# Installs the pinned npm packages of tests/cloud/gcp_node_client (its
-# package-lock.json, `npm ci`) into a cache outside the source and build
-# trees, $GPUSCALER_NODE_CACHE or ~/.cache/gpuscaler/gcp_node_client; skipped
-# when that cache already holds this exact lock file.
-install_node_client() {
-  local src="$node_client_dir" cache
+# Installs the pinned npm packages of a tests/cloud/*_node_client directory
+# (its package-lock.json, `npm ci`) into a cache outside the source and build
+# trees; skipped when that cache already holds this exact lock file.
+#   install_npm_client <source dir> <cache dir> <package that marks it installed>
+install_npm_client() {
+  local src="$1" cache="$2" marker="$3"
   if [ ! -f "$src/package-lock.json" ]; then
     # The script without the source tree (the Dockerfile's dependency layer): no tests to serve.
-    echo "setup: $src/package-lock.json not found; not installing the Node.js test client"
+    echo "setup: $src/package-lock.json not found; not installing its Node.js test client"
     return 0
   fi
-  cache="${GPUSCALER_NODE_CACHE:-${HOME:-/root}/.cache/gpuscaler/gcp_node_client}"
-  if cmp -s "$src/package-lock.json" "$cache/package-lock.json" && [ -f "$cache/node_modules/googleapis/package.json" ]; then
+  if cmp -s "$src/package-lock.json" "$cache/package-lock.json" && [ -f "$cache/node_modules/$marker/package.json" ]; then
     return 0
   fi
   if ! command -v npm >/dev/null 2>&1; then
-    echo "setup: npm is not installed; cannot install tests/cloud/gcp_node_client" >&2
+    echo "setup: npm is not installed; cannot install $src" >&2
     return 1
   fi
   mkdir -p "$cache"
   cp "$src/package.json" "$src/package-lock.json" "$cache/"
   (cd "$cache" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
-  echo "setup: installed the npm packages of tests/cloud/gcp_node_client into $cache"
+  echo "setup: installed the npm packages of $src into $cache"
+}
+
+# Google's client (googleapis): $GPUSCALER_NODE_CACHE or
+# ~/.cache/gpuscaler/gcp_node_client. Azure's SDKs (@azure/arm-containerservice,
+# @azure/arm-compute), the independent client of our Azure emulator
+# (tests/cloud/azure_node_client_test.cc): $GPUSCALER_AZURE_NODE_CACHE or
+# ~/.cache/gpuscaler/azure_node_client.
+install_node_client() {
+  install_npm_client "$node_client_dir" \
+    "${GPUSCALER_NODE_CACHE:-${HOME:-/root}/.cache/gpuscaler/gcp_node_client}" googleapis || return 1
+  install_npm_client "$(dirname "$node_client_dir")/azure_node_client" \
+    "${GPUSCALER_AZURE_NODE_CACHE:-${HOME:-/root}/.cache/gpuscaler/azure_node_client}" @azure/arm-compute
 }
 
 if [ ${#missing[@]} -eq 0 ]; then

@@ -1,5 +1,5 @@
-// What the two cloud emulators (CloudEmulator: EC2, Auto Scaling and SQS;
-// GcpEmulator: Compute Engine) keep alike: one lock over all their state, the
+// What the cloud emulators (CloudEmulator: EC2, Auto Scaling and SQS;
+// GcpEmulator: Compute Engine; AzureEmulator: Resource Manager) keep alike: one lock over all their state, the
 // scenario, the clock and the time they started, the seeded random source and
 // id counter, every instance they ever made, and what they count of the
 // requests they answer. Private to sim/cloud_emulator.
@@ -16,7 +16,7 @@
 
 namespace gpuscaler::sim {
 
-// What both emulators count of the requests they answer.
+// What every emulator counts of the requests it answers.
 struct RequestStats {
   int requests = 0;
   int throttled = 0;      // answered with a scripted throttling error

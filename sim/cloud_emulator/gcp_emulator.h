@@ -232,7 +232,7 @@ struct GcpScenario {
   uint64_t seed = 1;
 };
 
-// "aws" or "gcp": the scenario file's `provider` key ("" when it has none),
+// "aws", "gcp" or "azure": the scenario file's `provider` key ("" when it has none),
 // so the CLI knows which emulator a file is for; kConfig for another value.
 Result<std::string> EmulatorScenarioProvider(const std::string& text);
 

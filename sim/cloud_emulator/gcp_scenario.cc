@@ -237,8 +237,8 @@ Result<std::string> EmulatorScenarioProvider(const std::string& text) {
   return scenario_yaml::ParseScenario<std::string>(text, [](const YAML::Node& root, std::string& provider) {
     if (!root.IsMap() || !root["provider"]) return;
     provider = root["provider"].as<std::string>();
-    if (provider != "aws" && provider != "gcp") {
-      throw Problem{At(root["provider"], "provider") + ": must be aws or gcp, got '" + provider + "'"};
+    if (provider != "aws" && provider != "gcp" && provider != "azure") {
+      throw Problem{At(root["provider"], "provider") + ": must be aws, gcp or azure, got '" + provider + "'"};
     }
   });
 }

@@ -13,6 +13,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -79,9 +80,8 @@ bool IsFramingHeader(std::string_view name) {
 
 struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   struct Conn {
-    explicit Conn(tcp::socket s) : stream(std::move(s)) {}
-    beast::tcp_stream stream;
-    bool busy = false;  // between the first byte of a request and the end of its response
+    beast::tcp_stream* tcp;  // the connection's TCP layer (under TLS when serving HTTPS)
+    bool busy = false;       // between the first byte of a request and the end of its response
   };
 
   Impl(asio::io_context& io_context, HttpServerOptions o, Router r)
@@ -98,6 +98,9 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   bool started = false;
   bool stopped = false;
   std::set<Conn*> conns;
+  // Set by Start when options.tls_certificate_pem is: every connection is
+  // TLS.
+  std::unique_ptr<asio::ssl::context> tls;
   // Runs the handlers of slow requests. Its work holds no reference to the
   // Impl (sessions do, while they wait), so the Impl is never destroyed on
   // one of its threads; ~HttpServer joins it.
@@ -135,6 +138,22 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
     }
   }
 
+  // The TLS context of options.tls_*_pem (TLS 1.2 and newer); kConfig when
+  // the certificate or key is not usable PEM or they do not match.
+  Status MakeTlsContext() {
+    auto ctx = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_server);
+    ctx->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                     asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1 |
+                     asio::ssl::context::single_dh_use);
+    error_code ec;
+    ctx->use_certificate_chain(asio::buffer(options.tls_certificate_pem), ec);
+    if (ec) return Error::Config("TLS certificate: " + ec.message());
+    ctx->use_private_key(asio::buffer(options.tls_private_key_pem), asio::ssl::context::pem, ec);
+    if (ec) return Error::Config("TLS private key: " + ec.message());
+    tls = std::move(ctx);
+    return Status();
+  }
+
   // Forgets a connection; the last one gone after Stop ends the grace timer
   // so that the server holds no more work on the io_context.
   void Forget(Conn* c) {
@@ -144,11 +163,26 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
 
   void CloseAll() {
     error_code ec;
-    for (Conn* c : conns) c->stream.socket().close(ec);
+    for (Conn* c : conns) c->tcp->socket().close(ec);
   }
 
   static asio::awaitable<void> Session(std::shared_ptr<Impl> self, tcp::socket socket) {
-    Conn conn(std::move(socket));
+    if (!self->tls) {
+      beast::tcp_stream stream(std::move(socket));
+      co_await Serve(self, stream);
+      co_return;
+    }
+    beast::ssl_stream<beast::tcp_stream> stream(std::move(socket), *self->tls);
+    co_await Serve(self, stream);
+  }
+
+  // One connection's requests over `stream`: a beast::tcp_stream, or a
+  // beast::ssl_stream over one (its handshake first).
+  template <class Stream>
+  static asio::awaitable<void> Serve(std::shared_ptr<Impl> self, Stream& stream) {
+    constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
+    beast::tcp_stream& tcp_layer = beast::get_lowest_layer(stream);
+    Conn conn{&tcp_layer};
     const bool over_limit = self->conns.size() >= self->options.max_connections;
     self->conns.insert(&conn);
     struct Unregister {
@@ -159,18 +193,22 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
 
     error_code ec;
     auto tok = asio::redirect_error(asio::use_awaitable, ec);
-    beast::tcp_stream& stream = conn.stream;
     std::string remote;
-    if (auto ep = stream.socket().remote_endpoint(ec); !ec) remote = ep.address().to_string();
+    if (auto ep = tcp_layer.socket().remote_endpoint(ec); !ec) remote = ep.address().to_string();
 
     if (over_limit) {
       spdlog::warn("http: {} refused: {} connections open (max_connections)", remote, self->conns.size() - 1);
-      HttpResponse r = HttpResponse::Error(503, "too many connections");
-      r.headers.emplace_back("Retry-After", "1");
-      stream.expires_after(kRefuseWriteTime);
-      co_await Send(stream, 11, false, false, std::move(r), ec);
-      co_await Linger(stream);
+      co_await Refuse(stream);
       co_return;
+    }
+    if constexpr (kTls) {
+      // The handshake counts as the start of the first request.
+      tcp_layer.expires_after(self->options.read_timeout);
+      co_await stream.async_handshake(asio::ssl::stream_base::server, tok);
+      if (ec) {
+        spdlog::debug("http {}: TLS handshake failed: {}", remote, ec.message());
+        co_return;
+      }
     }
 
     beast::flat_buffer buffer;
@@ -181,7 +219,7 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
       if (buffer.size() == 0) {
         conn.busy = false;
         if (self->stopped) break;
-        stream.expires_after(first ? self->options.read_timeout : self->options.idle_timeout);
+        tcp_layer.expires_after(first ? self->options.read_timeout : self->options.idle_timeout);
         const size_t n = co_await stream.async_read_some(buffer.prepare(4096), tok);
         if (ec) break;  // closed, reset, idle timeout or Stop(): nothing to answer
         buffer.commit(n);
@@ -190,7 +228,7 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
       conn.busy = true;
 
       // One deadline for the whole request, headers and body.
-      stream.expires_after(self->options.read_timeout);
+      tcp_layer.expires_after(self->options.read_timeout);
       http::request_parser<http::string_body> parser;
       parser.header_limit(static_cast<std::uint32_t>(std::min<size_t>(self->options.max_header_bytes, UINT32_MAX)));
       parser.body_limit(static_cast<std::uint64_t>(self->options.max_body_bytes));
@@ -221,9 +259,9 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
         if (status != 0) {
           spdlog::debug("http {} -> {} ({})", remote, status, ec.message());
           error_code wec;
-          stream.expires_after(self->options.write_timeout);
+          tcp_layer.expires_after(self->options.write_timeout);
           co_await Send(stream, 11, false, false, HttpResponse::Error(status, message), wec);
-          if (!wec) co_await Linger(stream);
+          if (!wec) co_await Linger(tcp_layer);
         } else {
           spdlog::debug("http {}: connection dropped mid-request: {}", remote, ec.message());
         }
@@ -272,16 +310,37 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
       }
 
       const bool keep_alive = req.keep_alive() && !self->stopped;
-      stream.expires_after(self->options.write_timeout);
+      tcp_layer.expires_after(self->options.write_timeout);
       co_await Send(stream, req.version(), keep_alive, request.method == "HEAD", std::move(response), ec);
       if (ec || !keep_alive) break;
     }
     error_code sec;
-    stream.socket().shutdown(tcp::socket::shutdown_send, sec);
+    if constexpr (kTls) {
+      // close_notify, briefly: a client that never answers it costs no more.
+      tcp_layer.expires_after(kLingerTime);
+      co_await stream.async_shutdown(asio::redirect_error(asio::use_awaitable, sec));
+    }
+    tcp_layer.socket().shutdown(tcp::socket::shutdown_send, sec);
+  }
+
+  // Answers a connection over max_connections 503 and closes it. Over TLS
+  // there is no cheap way to answer: the connection just closes.
+  template <class Stream>
+  static asio::awaitable<void> Refuse(Stream& stream) {
+    beast::tcp_stream& tcp_layer = beast::get_lowest_layer(stream);
+    if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
+      error_code ec;
+      HttpResponse r = HttpResponse::Error(503, "too many connections");
+      r.headers.emplace_back("Retry-After", "1");
+      tcp_layer.expires_after(kRefuseWriteTime);
+      co_await Send(stream, 11, false, false, std::move(r), ec);
+    }
+    co_await Linger(tcp_layer);
   }
 
   // Writes `r` (the caller has set the deadline).
-  static asio::awaitable<void> Send(beast::tcp_stream& stream, unsigned version, bool keep_alive, bool head,
+  template <class Stream>
+  static asio::awaitable<void> Send(Stream& stream, unsigned version, bool keep_alive, bool head,
                                     HttpResponse r, error_code& ec) {
     auto tok = asio::redirect_error(asio::use_awaitable, ec);
     if (r.status < 100 || r.status > 599) {
@@ -345,6 +404,9 @@ Status HttpServer::Start() {
   Impl& s = *impl_;
   const std::string where = s.options.host + ":" + std::to_string(s.options.port);
   if (s.started) return Error::Internal("http server on " + where + " started twice");
+  if (!s.options.tls_certificate_pem.empty()) {
+    if (Status tls = s.MakeTlsContext(); !tls.ok()) return tls;
+  }
   error_code ec;
   auto address = asio::ip::make_address(s.options.host == "localhost" ? "127.0.0.1" : s.options.host, ec);
   if (ec) return Error::Config("listen address " + where + ": not an IP address (" + ec.message() + ")");
@@ -379,7 +441,7 @@ void HttpServer::Stop() {
   // Idle connections go now; busy ones finish their request (keep_alive is
   // off once stopped) and leave through Forget().
   for (Impl::Conn* c : s.conns) {
-    if (!c->busy) c->stream.socket().close(ec);
+    if (!c->busy) c->tcp->socket().close(ec);
   }
   if (s.conns.empty()) return;
   s.grace_timer.expires_after(s.options.stop_grace);

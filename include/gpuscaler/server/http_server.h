@@ -15,6 +15,11 @@
 //  - beyond max_connections, a new connection is answered 503 and closed;
 //  - "Expect: 100-continue" is answered before the body is read.
 //
+// With a TLS certificate and key (options.tls_*) every connection is HTTPS
+// (TLS 1.2 or newer, Boost.Beast's ssl_stream over OpenSSL): the handshake
+// must finish within read_timeout; a connection over max_connections is
+// closed without an answer.
+//
 // Handlers run on the I/O thread, synchronously: they must be quick (read
 // published state, render a small page; never wait for the cloud, a tick or
 // a lock held across one). A slow handler would stall every connection and
@@ -82,6 +87,10 @@ struct HttpServerOptions {
   // CPUs are busy, slow requests yield to the I/O thread and to the daemon's
   // tick. 0: same priority.
   int slow_handler_nice = 10;
+  // PEM certificate chain (leaf first) and its PEM private key: serve HTTPS
+  // instead of HTTP. Both empty (the default): plain HTTP.
+  std::string tls_certificate_pem;
+  std::string tls_private_key_pem;
 };
 
 class HttpServer {
@@ -95,8 +104,8 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   // Binds, listens and starts accepting (on the io_context). kConfig when
-  // the host is not an address or the address cannot be bound (in use, no
-  // permission). Call once.
+  // the host is not an address, the address cannot be bound (in use, no
+  // permission) or the TLS certificate or key is unusable. Call once.
   Status Start();
 
   // The bound port (the chosen one when options.port is 0); 0 before Start.
