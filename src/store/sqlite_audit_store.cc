@@ -6,7 +6,9 @@
 
 #include "gpuscaler/policy/loader.h"
 #include "gpuscaler/store/audit_reader.h"
+#include "gpuscaler/store/database_url.h"
 #include "gpuscaler/store/decision_inputs.h"
+#include "pg_db.h"
 #include "rows.h"
 #include "schema.h"
 #include "sqlite_db.h"
@@ -14,6 +16,7 @@
 namespace gpuscaler {
 
 using store_internal::Connection;
+using store_internal::Dialect;
 using store_internal::IdsToJson;
 using store_internal::Query;
 
@@ -69,6 +72,7 @@ int SqliteAuditStore::CurrentSchemaVersion() { return store_internal::AuditMigra
 
 Result<std::unique_ptr<SqliteAuditStore>> SqliteAuditStore::Open(const std::string& path,
                                                                  const SqliteAuditStoreOptions& options) {
+  if (IsPostgresUrl(path)) return OpenPostgres(path, options);
   const std::string db_path = IsMemoryPath(path) ? ":memory:" : path;
   Result<std::shared_ptr<Connection>> db =
       Connection::Open(db_path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, options.busy_timeout);
@@ -112,6 +116,17 @@ Result<std::unique_ptr<SqliteAuditStore>> SqliteAuditStore::Open(const std::stri
     return s.error().WithContext(context);
   }
   return std::unique_ptr<SqliteAuditStore>(new SqliteAuditStore(db_path, options, std::move(*db)));
+}
+
+Result<std::unique_ptr<SqliteAuditStore>> SqliteAuditStore::OpenPostgres(const std::string& url,
+                                                                         const SqliteAuditStoreOptions& options) {
+  Result<std::shared_ptr<store_internal::PostgresConnection>> db = store_internal::PostgresConnection::Connect(
+      {.url = url, .password = options.password, .read_only = false, .connect_timeout = std::chrono::seconds(10)});
+  if (!db) return db.error();
+  if (Status s = store_internal::Migrate(**db, store_internal::AuditMigrations()); !s.ok()) {
+    return s.error().WithContext("opening audit database " + RedactDatabaseUrl(url));
+  }
+  return std::unique_ptr<SqliteAuditStore>(new SqliteAuditStore(url, options, std::move(*db)));
 }
 
 SqliteAuditStore::SqliteAuditStore(std::string path, SqliteAuditStoreOptions options,
@@ -298,10 +313,12 @@ Result<int64_t> SqliteAuditStore::BeginRun(const RunRecord& run) {
   }
   int64_t id = 0;
   Status s = Single("starting a run", [&]() -> Status {
-    Status r = db_->Run("INSERT INTO runs (name, source, policy_hash, started) VALUES (?1, ?2, ?3, ?4)", "inserting",
-                        run.name, run.source, run.policy_hash, run.started);
-    if (r.ok()) id = db_->LastInsertRowid();
-    return r;
+    Result<int64_t> r = store_internal::InsertReturningId(
+        *db_, "INSERT INTO runs (name, source, policy_hash, started) VALUES (?1, ?2, ?3, ?4) RETURNING id", run.name,
+        run.source, run.policy_hash, run.started);
+    if (!r) return r.error();
+    id = *r;
+    return Status::Ok();
   });
   if (!s.ok()) return s.error().WithContext(what);
   run_id_ = id;
@@ -311,7 +328,7 @@ Result<int64_t> SqliteAuditStore::BeginRun(const RunRecord& run) {
 Status SqliteAuditStore::EndRun(WallTime end) {
   if (!run_id_) return Status::Ok();
   return Single("ending a run", [&]() -> Status {
-    return db_->Run("UPDATE runs SET ended = max(?2, started) WHERE id = ?1", "updating", *run_id_, end);
+    return db_->Run("UPDATE runs SET ended = CASE WHEN ?2 > started THEN ?2 ELSE started END WHERE id = ?1", "updating", *run_id_, end);
   });
 }
 
@@ -331,13 +348,15 @@ Result<int64_t> SqliteAuditStore::RecordDecision(const DecisionRecord& d) {
   if (Status r = EnsureRun(d.time); !r.ok()) return r.error().WithContext("recording a decision");
   int64_t id = 0;
   Status s = Single("recording a decision", [&]() -> Status {
-    Status r = store_internal::InsertWithRunId(
-        *db_,
-        "INSERT INTO decisions (" GPUSCALER_DECISION_COLUMNS
-        ", run_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?" GPUSCALER_RUN_ID_PARAM ")",
-        d, store_internal::kDecisionFields, run_id_);
-    if (!r.ok()) return r;
-    id = db_->LastInsertRowid();
+    Result<Query> q = db_->Prepare("INSERT INTO decisions (" GPUSCALER_DECISION_COLUMNS
+                                   ", run_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
+                                   "?" GPUSCALER_RUN_ID_PARAM ") RETURNING id");
+    if (!q) return q.error();
+    Result<bool> row = store_internal::BindFields(*q, 1, d, store_internal::kDecisionFields)
+                           .Bind(store_internal::kRunIdParam, run_id_)
+                           .Step("inserting");
+    if (!row) return row.error();
+    id = q->Int(0);
     return Status::Ok();
   });
   if (s.ok() && !d.planner_snapshot_json.empty()) s = RecordDecisionInput(id, d);
@@ -379,7 +398,9 @@ Result<std::vector<int64_t>> SqliteAuditStore::RecordActionIntents(const std::ve
       return s.error();
     }
   }
-  const bool fsync = options_.intent_sync == SqliteAuditStoreOptions::IntentSync::kFsync;
+  // PostgreSQL syncs every commit (synchronous_commit); SQLite is told to.
+  const bool fsync = options_.intent_sync == SqliteAuditStoreOptions::IntentSync::kFsync &&
+                     db_->dialect() == Dialect::kSqlite;
   if (fsync) {
     if (Status s = db_->Run("PRAGMA synchronous = FULL", "syncing action intents"); !s.ok()) {
       return s.error();
@@ -402,16 +423,17 @@ Status SqliteAuditStore::InsertIntents(const std::vector<ActionRecord>& actions,
   for (size_t i = 0; s.ok() && i < actions.size(); ++i) {
     const ActionRecord& a = actions[i];
     Result<Query> q = db_->Prepare("INSERT INTO actions (" GPUSCALER_ACTION_INTENT_COLUMNS
-                                   ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
+                                   ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) RETURNING id");
     if (!q) {
       s = q.error();
       break;
     }
-    s = store_internal::BindActionIntent(*q, a).Run("inserting");
-    if (s.ok()) {
-      ids->push_back(db_->LastInsertRowid());
+    Result<bool> inserted = store_internal::BindActionIntent(*q, a).Step("inserting");
+    if (inserted) {
+      ids->push_back(q->Int(0));
       continue;
     }
+    s = inserted.error();
     const std::string what = "recording action intent '" + a.idempotency_token + "'";
     Result<Query> dup = db_->Prepare("SELECT id FROM actions WHERE idempotency_token = ?1");
     Result<bool> dup_found = dup ? dup->Bind(1, a.idempotency_token).Step("looking up the token") : false;
