@@ -12,6 +12,7 @@
 namespace gpuscaler::store_internal {
 namespace {
 
+constexpr Oid kBoolOid = 16;
 constexpr Oid kByteaOid = 17;
 
 std::string Trimmed(const char* message) {
@@ -67,6 +68,11 @@ void PostgresStatement::Set(int i, std::string value, int format) {
   formats_[index] = format;
 }
 
+void PostgresStatement::BindText(int i, std::string_view v) {
+  if (v.find('\0') != std::string_view::npos) has_nul_ = true;
+  Set(i, std::string(v), 0);
+}
+
 void PostgresStatement::BindNull(int i) {
   Set(i, std::string(), 0);
   if (i > 0 && static_cast<size_t>(i) < parameters_.size() && parameters_[static_cast<size_t>(i)] != 0) {
@@ -86,6 +92,10 @@ void PostgresStatement::BindReal(int i, double v) {
 
 Result<bool> PostgresStatement::Step(std::string_view what) {
   if (result_ == nullptr) {
+    if (has_nul_) {
+      return Error::InvalidInput(std::string(what) +
+                                 ": a text value holds a NUL byte, which PostgreSQL text cannot store");
+    }
     // Unbound parameters are NULL, as in SQLite.
     int count = 0;
     for (int m : parameters_) count = std::max(count, m);
@@ -104,12 +114,15 @@ void PostgresStatement::Reset() {
   if (result_ != nullptr) PQclear(result_);
   result_ = nullptr;
   row_ = -1;
+  has_nul_ = false;
   values_.clear();
   formats_.clear();
 }
 
 int64_t PostgresStatement::Int(int col) const {
   const char* text = PQgetvalue(result_, row_, col);
+  // A boolean expression reads as 1 or 0, as in SQLite.
+  if (PQftype(result_, col) == kBoolOid) return text[0] == 't' ? 1 : 0;
   int64_t v = 0;
   std::from_chars(text, text + PQgetlength(result_, row_, col), v);
   return v;

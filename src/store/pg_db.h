@@ -45,7 +45,9 @@ class PostgresStatement final : public Statement {
 
   void BindInt(int i, int64_t v) override { Set(i, std::to_string(v), 0); }
   void BindReal(int i, double v) override;
-  void BindText(int i, std::string_view v) override { Set(i, std::string(v), 0); }
+  // Text with a NUL byte (PostgreSQL's text cannot hold one) makes Step
+  // fail with kInvalidInput rather than store it cut short.
+  void BindText(int i, std::string_view v) override;
   void BindBlob(int i, std::string_view bytes) override { Set(i, std::string(bytes), 1); }
   void BindNull(int i) override;
   Result<bool> Step(std::string_view what) override;
@@ -65,6 +67,7 @@ class PostgresStatement final : public Statement {
   bool is_write_;
   std::vector<std::optional<std::string>> values_;  // by $M - 1
   std::vector<int> formats_;                        // 0 text, 1 binary
+  bool has_nul_ = false;
   PGresult* result_ = nullptr;
   int row_ = -1;
 };
