@@ -1,6 +1,20 @@
 #include "gpuscaler/store/database_url.h"
 
+#include <utility>
+
 namespace gpuscaler {
+namespace {
+
+std::optional<std::string>& DefaultPassword() {
+  static std::optional<std::string> password;
+  return password;
+}
+
+}  // namespace
+
+void SetDefaultDatabasePassword(std::optional<std::string> password) { DefaultPassword() = std::move(password); }
+
+std::optional<std::string> DefaultDatabasePassword() { return DefaultPassword(); }
 
 bool IsPostgresUrl(std::string_view db) {
   return db.substr(0, 13) == "postgresql://" || db.substr(0, 11) == "postgres://";

@@ -168,9 +168,10 @@ Result<std::shared_ptr<PostgresConnection>> PostgresConnection::Connect(const Po
     keys.push_back("options");
     values.push_back("-c default_transaction_read_only=on");
   }
-  if (options.password) {
+  const std::optional<std::string> password = options.password ? options.password : DefaultDatabasePassword();
+  if (password) {
     keys.push_back("password");
-    values.push_back(options.password->c_str());
+    values.push_back(password->c_str());
   }
   keys.push_back(nullptr);
   values.push_back(nullptr);

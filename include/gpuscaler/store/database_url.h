@@ -4,6 +4,7 @@
 // or postgres://…, libpq's URI form with all its parameters).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -15,5 +16,13 @@ bool IsPostgresUrl(std::string_view db);
 // `db` fit for a log line or an error: a URL's password (user:password@ or
 // a password= parameter) is replaced by "***". A path comes back as is.
 std::string RedactDatabaseUrl(std::string_view db);
+
+// The password for PostgreSQL audit databases opened without one of their
+// own (the store's and reader's options), process-wide: the daemon sets it
+// once at startup from its db_password_file, before any other thread runs.
+// nullopt (the default): libpq's own sources (the URL, PGPASSWORD,
+// PGPASSFILE).
+void SetDefaultDatabasePassword(std::optional<std::string> password);
+std::optional<std::string> DefaultDatabasePassword();
 
 }  // namespace gpuscaler
