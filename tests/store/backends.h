@@ -134,14 +134,18 @@ class TestDatabases {
 
   // The path or URL of database `name` (the same for the same name within a
   // test). SQLite ":memory:" stays ":memory:".
-  std::string Get(const std::string& name) {
+  // `exact`: the PostgreSQL database is named `name` itself (a report names
+  // a store without a cluster name after it), replacing one left over.
+  std::string Get(const std::string& name, bool exact = false) {
     if (backend_ == Backend::kSqlite) return name == ":memory:" ? name : dir_.File(name);
     auto it = postgres_.find(name);
     if (it == postgres_.end()) {
       if (server_.empty()) server_ = PostgresServerUrl();
       if (server_.empty()) return "postgresql://no-test-server.invalid/none";
       static int counter = 0;
-      const std::string database = "gs_" + std::to_string(::getpid()) + "_" + std::to_string(++counter);
+      const std::string database =
+          exact ? name : "gs_" + std::to_string(::getpid()) + "_" + std::to_string(++counter);
+      if (exact) AdminSql(server_, "DROP DATABASE IF EXISTS " + database + " WITH (FORCE)");
       if (!AdminSql(server_, "CREATE DATABASE " + database)) return "postgresql://no-test-server.invalid/none";
       it = postgres_.emplace(name, database).first;
     }
