@@ -49,6 +49,9 @@ case "$action" in
       cat "$data/initdb.log" >&2
       exit 1
     }
+    # One role logs in with a password (scram-sha-256) over TCP, for the
+    # tests of passwords; every other login is trusted.
+    sed -i '1i host all gpuscaler_password 127.0.0.1/32 scram-sha-256' "$data/data/pg_hba.conf"
     # A free port can be taken between the probe and the bind: try a few.
     for attempt in 1 2 3 4 5; do
       port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
