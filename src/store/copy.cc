@@ -18,99 +18,178 @@ namespace {
 using store_internal::Connection;
 using store_internal::Query;
 
-enum class Kind { kInt, kReal, kText, kBlob };
-enum class Remap { kNone, kRun, kDecision };
+enum class CopyKind { kInt, kReal, kText, kBlob };
+enum class CopyRemap { kNone, kRun, kDecision };
 
-struct Column {
+struct CopiedColumn {
   const char* name;
-  Kind kind;
-  Remap remap = Remap::kNone;
+  CopyKind kind;
+  CopyRemap remap = CopyRemap::kNone;
 };
 
 // One table as the copy moves it. `new_ids`: the target makes the row's id
 // (RETURNING id), recorded for the rows that refer to it; `ignore_same`:
 // a row the target has already (shared by several stores: price samples,
 // policies) is kept as it is.
-struct Table {
+struct CopiedTable {
   const char* name;
-  std::vector<Column> columns;
-  Remap new_ids = Remap::kNone;
+  std::vector<CopiedColumn> columns;
+  CopyRemap new_ids = CopyRemap::kNone;
   bool ignore_same = false;
 };
 
 // Every table of the schema but schema_version and installation (the
 // target's own), in an order where references come first.
-const std::vector<Table>& CopiedTables() {
-  static const std::vector<Table> tables = {
+const std::vector<CopiedTable>& CopiedTables() {
+  static const std::vector<CopiedTable> tables = {
       {"runs",
-       {{"name", Kind::kText}, {"source", Kind::kText}, {"policy_hash", Kind::kText}, {"started", Kind::kInt},
-        {"ended", Kind::kInt}, {"cloud", Kind::kText}, {"instance_tags_json", Kind::kText},
-        {"pool_tags_json", Kind::kText}},
-       Remap::kRun},
+       {{"name", CopyKind::kText},
+        {"source", CopyKind::kText},
+        {"policy_hash", CopyKind::kText},
+        {"started", CopyKind::kInt},
+        {"ended", CopyKind::kInt},
+        {"cloud", CopyKind::kText},
+        {"instance_tags_json", CopyKind::kText},
+        {"pool_tags_json", CopyKind::kText}},
+       CopyRemap::kRun},
       {"decisions",
-       {{"time", Kind::kInt}, {"source", Kind::kText}, {"policy_name", Kind::kText}, {"policy_hash", Kind::kText},
-        {"pending_units", Kind::kInt}, {"nodes", Kind::kInt}, {"signals_json", Kind::kText},
-        {"snapshot_summary_json", Kind::kText}, {"plan_json", Kind::kText}, {"summary", Kind::kText},
-        {"cost_before_usd_per_hour", Kind::kReal}, {"cost_after_usd_per_hour", Kind::kReal},
-        {"expected_interruption_usd_per_hour", Kind::kReal}, {"scale_down_blocked", Kind::kInt},
-        {"run_id", Kind::kInt, Remap::kRun}},
-       Remap::kDecision},
-      {"policies", {{"hash", Kind::kText}, {"name", Kind::kText}, {"policy_json", Kind::kText}}, Remap::kNone, true},
+       {{"time", CopyKind::kInt},
+        {"source", CopyKind::kText},
+        {"policy_name", CopyKind::kText},
+        {"policy_hash", CopyKind::kText},
+        {"pending_units", CopyKind::kInt},
+        {"nodes", CopyKind::kInt},
+        {"signals_json", CopyKind::kText},
+        {"snapshot_summary_json", CopyKind::kText},
+        {"plan_json", CopyKind::kText},
+        {"summary", CopyKind::kText},
+        {"cost_before_usd_per_hour", CopyKind::kReal},
+        {"cost_after_usd_per_hour", CopyKind::kReal},
+        {"expected_interruption_usd_per_hour", CopyKind::kReal},
+        {"scale_down_blocked", CopyKind::kInt},
+        {"run_id", CopyKind::kInt, CopyRemap::kRun}},
+       CopyRemap::kDecision},
+      {"policies",
+       {{"hash", CopyKind::kText}, {"name", CopyKind::kText}, {"policy_json", CopyKind::kText}},
+       CopyRemap::kNone,
+       true},
       {"decision_inputs",
-       {{"decision_id", Kind::kInt, Remap::kDecision}, {"snapshot_codec", Kind::kText},
-        {"snapshot_bytes", Kind::kInt}, {"snapshot", Kind::kBlob}, {"policy_hash", Kind::kText},
-        {"planner_plan_json", Kind::kText}}},
+       {{"decision_id", CopyKind::kInt, CopyRemap::kDecision},
+        {"snapshot_codec", CopyKind::kText},
+        {"snapshot_bytes", CopyKind::kInt},
+        {"snapshot", CopyKind::kBlob},
+        {"policy_hash", CopyKind::kText},
+        {"planner_plan_json", CopyKind::kText}}},
       {"actions",
-       {{"decision_id", Kind::kInt, Remap::kDecision}, {"kind", Kind::kText}, {"idempotency_token", Kind::kText},
-        {"pool", Kind::kText}, {"instance_type", Kind::kText}, {"region", Kind::kText}, {"zone", Kind::kText},
-        {"capacity_type", Kind::kText}, {"usd_per_hour", Kind::kReal}, {"on_demand_usd_per_hour", Kind::kReal},
-        {"interruptions_per_hour", Kind::kReal}, {"count", Kind::kInt}, {"instance_ids_json", Kind::kText},
-        {"reason", Kind::kText}, {"outcome", Kind::kText}, {"detail", Kind::kText},
-        {"result_instance_ids_json", Kind::kText}}},
+       {{"decision_id", CopyKind::kInt, CopyRemap::kDecision},
+        {"kind", CopyKind::kText},
+        {"idempotency_token", CopyKind::kText},
+        {"pool", CopyKind::kText},
+        {"instance_type", CopyKind::kText},
+        {"region", CopyKind::kText},
+        {"zone", CopyKind::kText},
+        {"capacity_type", CopyKind::kText},
+        {"usd_per_hour", CopyKind::kReal},
+        {"on_demand_usd_per_hour", CopyKind::kReal},
+        {"interruptions_per_hour", CopyKind::kReal},
+        {"count", CopyKind::kInt},
+        {"instance_ids_json", CopyKind::kText},
+        {"reason", CopyKind::kText},
+        {"outcome", CopyKind::kText},
+        {"detail", CopyKind::kText},
+        {"result_instance_ids_json", CopyKind::kText}}},
       {"nodes",
-       {{"instance_id", Kind::kText}, {"node_id", Kind::kText}, {"pool", Kind::kText}, {"instance_type", Kind::kText},
-        {"region", Kind::kText}, {"zone", Kind::kText}, {"capacity_type", Kind::kText},
-        {"launch_usd_per_hour", Kind::kReal}, {"on_demand_usd_per_hour", Kind::kReal},
-        {"interruptions_per_hour", Kind::kReal}, {"gpu_count", Kind::kInt}, {"launch_time", Kind::kInt},
-        {"end_time", Kind::kInt}, {"decision_id", Kind::kInt, Remap::kDecision}, {"reason", Kind::kText},
-        {"cause", Kind::kText}, {"run_id", Kind::kInt, Remap::kRun}, {"reservation_id", Kind::kText}}},
-      {"node_prices", {{"instance_id", Kind::kText}, {"from_time", Kind::kInt}, {"usd_per_hour", Kind::kReal}}},
+       {{"instance_id", CopyKind::kText},
+        {"node_id", CopyKind::kText},
+        {"pool", CopyKind::kText},
+        {"instance_type", CopyKind::kText},
+        {"region", CopyKind::kText},
+        {"zone", CopyKind::kText},
+        {"capacity_type", CopyKind::kText},
+        {"launch_usd_per_hour", CopyKind::kReal},
+        {"on_demand_usd_per_hour", CopyKind::kReal},
+        {"interruptions_per_hour", CopyKind::kReal},
+        {"gpu_count", CopyKind::kInt},
+        {"launch_time", CopyKind::kInt},
+        {"end_time", CopyKind::kInt},
+        {"decision_id", CopyKind::kInt, CopyRemap::kDecision},
+        {"reason", CopyKind::kText},
+        {"cause", CopyKind::kText},
+        {"run_id", CopyKind::kInt, CopyRemap::kRun},
+        {"reservation_id", CopyKind::kText}}},
+      {"node_prices",
+       {{"instance_id", CopyKind::kText}, {"from_time", CopyKind::kInt}, {"usd_per_hour", CopyKind::kReal}}},
       {"price_samples",
-       {{"time", Kind::kInt}, {"instance_type", Kind::kText}, {"region", Kind::kText}, {"zone", Kind::kText},
-        {"capacity_type", Kind::kText}, {"usd_per_hour", Kind::kReal}, {"on_demand_usd_per_hour", Kind::kReal},
-        {"interruptions_per_hour", Kind::kReal}, {"available", Kind::kInt}},
-       Remap::kNone, true},
+       {{"time", CopyKind::kInt},
+        {"instance_type", CopyKind::kText},
+        {"region", CopyKind::kText},
+        {"zone", CopyKind::kText},
+        {"capacity_type", CopyKind::kText},
+        {"usd_per_hour", CopyKind::kReal},
+        {"on_demand_usd_per_hour", CopyKind::kReal},
+        {"interruptions_per_hour", CopyKind::kReal},
+        {"available", CopyKind::kInt}},
+       CopyRemap::kNone,
+       true},
       {"usage",
-       {{"end_time", Kind::kInt}, {"instance_id", Kind::kText}, {"workload_class", Kind::kText}, {"team", Kind::kText},
-        {"start_time", Kind::kInt}, {"gpu_seconds_allocated", Kind::kReal}, {"gpu_seconds_busy", Kind::kReal},
-        {"run_id", Kind::kInt, Remap::kRun}}},
+       {{"end_time", CopyKind::kInt},
+        {"instance_id", CopyKind::kText},
+        {"workload_class", CopyKind::kText},
+        {"team", CopyKind::kText},
+        {"start_time", CopyKind::kInt},
+        {"gpu_seconds_allocated", CopyKind::kReal},
+        {"gpu_seconds_busy", CopyKind::kReal},
+        {"run_id", CopyKind::kInt, CopyRemap::kRun}}},
       {"lost_work",
-       {{"instance_id", Kind::kText}, {"time", Kind::kInt}, {"workload_class", Kind::kText}, {"team", Kind::kText},
-        {"gpu_seconds", Kind::kReal}, {"run_id", Kind::kInt, Remap::kRun}}},
+       {{"instance_id", CopyKind::kText},
+        {"time", CopyKind::kInt},
+        {"workload_class", CopyKind::kText},
+        {"team", CopyKind::kText},
+        {"gpu_seconds", CopyKind::kReal},
+        {"run_id", CopyKind::kInt, CopyRemap::kRun}}},
       {"monthly_usage",
-       {{"run_id", Kind::kInt, Remap::kRun}, {"month_start", Kind::kInt}, {"workload_class", Kind::kText},
-        {"team", Kind::kText}, {"pool", Kind::kText}, {"capacity_type", Kind::kText}, {"cost_usd", Kind::kReal},
-        {"idle_usd", Kind::kReal}, {"on_demand_usd", Kind::kReal}, {"gpu_seconds_paid", Kind::kReal},
-        {"gpu_seconds_allocated", Kind::kReal}, {"gpu_seconds_busy", Kind::kReal},
-        {"gpu_seconds_busy_measured", Kind::kReal}}},
+       {{"run_id", CopyKind::kInt, CopyRemap::kRun},
+        {"month_start", CopyKind::kInt},
+        {"workload_class", CopyKind::kText},
+        {"team", CopyKind::kText},
+        {"pool", CopyKind::kText},
+        {"capacity_type", CopyKind::kText},
+        {"cost_usd", CopyKind::kReal},
+        {"idle_usd", CopyKind::kReal},
+        {"on_demand_usd", CopyKind::kReal},
+        {"gpu_seconds_paid", CopyKind::kReal},
+        {"gpu_seconds_allocated", CopyKind::kReal},
+        {"gpu_seconds_busy", CopyKind::kReal},
+        {"gpu_seconds_busy_measured", CopyKind::kReal}}},
       {"reservations",
-       {{"run_id", Kind::kInt, Remap::kRun}, {"id", Kind::kText}, {"first_seen", Kind::kInt}, {"last_seen", Kind::kInt},
-        {"instance_type", Kind::kText}, {"region", Kind::kText}, {"zone", Kind::kText}, {"kind", Kind::kText},
-        {"total_count", Kind::kInt}, {"start_time", Kind::kInt}, {"end_time", Kind::kInt},
-        {"usd_per_hour", Kind::kReal}, {"upfront_usd", Kind::kReal}, {"tags_json", Kind::kText},
-        {"pools_json", Kind::kText}}},
+       {{"run_id", CopyKind::kInt, CopyRemap::kRun},
+        {"id", CopyKind::kText},
+        {"first_seen", CopyKind::kInt},
+        {"last_seen", CopyKind::kInt},
+        {"instance_type", CopyKind::kText},
+        {"region", CopyKind::kText},
+        {"zone", CopyKind::kText},
+        {"kind", CopyKind::kText},
+        {"total_count", CopyKind::kInt},
+        {"start_time", CopyKind::kInt},
+        {"end_time", CopyKind::kInt},
+        {"usd_per_hour", CopyKind::kReal},
+        {"upfront_usd", CopyKind::kReal},
+        {"tags_json", CopyKind::kText},
+        {"pools_json", CopyKind::kText}}},
   };
   return tables;
 }
 
-Result<std::shared_ptr<Connection>> OpenConnection(const std::string& db, bool read_only) {
+Result<std::shared_ptr<Connection>> OpenCopyConnection(const std::string& db, bool read_only) {
   if (IsPostgresUrl(db)) {
     Result<std::shared_ptr<store_internal::PostgresConnection>> c =
         store_internal::PostgresConnection::Connect({.url = db, .read_only = read_only});
     if (!c) return c.error();
     return std::shared_ptr<Connection>(std::move(*c));
   }
-  return Connection::Open(db, read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE, std::chrono::seconds(5));
+  return Connection::Open(db, read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE,
+                          std::chrono::seconds(5));
 }
 
 struct Copier {
@@ -120,18 +199,19 @@ struct Copier {
   std::map<int64_t, int64_t> decisions;
   CopySummary summary;
 
-  Status CopyTable(const Table& t) {
+  Status CopyTable(const CopiedTable& t) {
     std::string names;
     std::string params;
     for (size_t i = 0; i < t.columns.size(); ++i) {
       names += (i > 0 ? ", " : "") + std::string(t.columns[i].name);
       params += (i > 0 ? ", ?" : "?") + std::to_string(i + 1);
     }
-    const bool keyed = t.new_ids != Remap::kNone;
-    const std::string select =
-        std::string("SELECT ") + (keyed ? "id, " : "") + names + " FROM " + t.name + (keyed ? " ORDER BY id" : "");
-    const std::string insert = "INSERT INTO " + std::string(t.name) + " (" + names + ") VALUES (" + params + ")" +
-                               (t.ignore_same ? " ON CONFLICT DO NOTHING" : "") + (keyed ? " RETURNING id" : "");
+    const bool keyed = t.new_ids != CopyRemap::kNone;
+    const std::string select = std::string("SELECT ") + (keyed ? "id, " : "") + names + " FROM " + t.name +
+                               (keyed ? " ORDER BY id" : "");
+    const std::string insert = "INSERT INTO " + std::string(t.name) + " (" + names + ") VALUES (" + params +
+                               ")" + (t.ignore_same ? " ON CONFLICT DO NOTHING" : "") +
+                               (keyed ? " RETURNING id" : "");
     const std::string what = std::string("copying table ") + t.name;
     Result<Query> in = from.Prepare(select.c_str());
     if (!in) return in.error().WithContext(what);
@@ -144,23 +224,24 @@ struct Copier {
       if (!out) return out.error().WithContext(what);
       const int first = keyed ? 1 : 0;
       for (size_t i = 0; i < t.columns.size(); ++i) {
-        const Column& c = t.columns[i];
+        const CopiedColumn& c = t.columns[i];
         const int col = first + static_cast<int>(i);
         const int param = static_cast<int>(i) + 1;
         if (in->IsNull(col)) {
           out->BindNull(param);
-        } else if (c.remap != Remap::kNone) {
-          const std::map<int64_t, int64_t>& ids = c.remap == Remap::kRun ? runs : decisions;
+        } else if (c.remap != CopyRemap::kNone) {
+          const std::map<int64_t, int64_t>& ids = c.remap == CopyRemap::kRun ? runs : decisions;
           auto it = ids.find(in->Int(col));
           if (it == ids.end()) {
-            return Error::Internal(what + ": " + c.name + " " + std::to_string(in->Int(col)) + " refers to no row");
+            return Error::Internal(what + ": " + c.name + " " + std::to_string(in->Int(col)) +
+                                   " refers to no row");
           }
           out->Bind(param, it->second);
-        } else if (c.kind == Kind::kInt) {
+        } else if (c.kind == CopyKind::kInt) {
           out->Bind(param, in->Int(col));
-        } else if (c.kind == Kind::kReal) {
+        } else if (c.kind == CopyKind::kReal) {
           out->Bind(param, in->Real(col));
-        } else if (c.kind == Kind::kBlob) {
+        } else if (c.kind == CopyKind::kBlob) {
           out->BindBlob(param, in->Blob(col));
         } else {
           out->Bind(param, in->Text(col));
@@ -168,7 +249,7 @@ struct Copier {
       }
       Result<bool> inserted = out->Step(what);
       if (!inserted) return inserted.error();
-      if (keyed) (t.new_ids == Remap::kRun ? runs : decisions)[in->Int(0)] = out->Int(0);
+      if (keyed) (t.new_ids == CopyRemap::kRun ? runs : decisions)[in->Int(0)] = out->Int(0);
       ++copied;
     }
     summary.rows[t.name] = copied;
@@ -193,7 +274,8 @@ struct Copier {
 
 // kInvalidInput when the target holds any of the source's actions or nodes.
 Status CheckNotCopiedBefore(Connection& from, Connection& to, const std::string& target) {
-  for (const auto& [table, key] : {std::pair{"actions", "idempotency_token"}, std::pair{"nodes", "instance_id"}}) {
+  for (const auto& [table, key] :
+       {std::pair{"actions", "idempotency_token"}, std::pair{"nodes", "instance_id"}}) {
     const std::string sql = std::string("SELECT ") + key + " FROM " + table;
     Result<Query> q = from.Prepare(sql.c_str());
     if (!q) return q.error();
@@ -207,7 +289,8 @@ Status CheckNotCopiedBefore(Connection& from, Connection& to, const std::string&
       Result<bool> found = p->Bind(1, q->Text(0)).Step("looking for the source's rows in the target");
       if (!found) return found.error();
       if (*found && p->Int(0) > 0) {
-        return Error::InvalidInput(std::string("the target ") + target + " holds " + table + " row '" + q->Text(0) +
+        return Error::InvalidInput(std::string("the target ") + target + " holds " + table + " row '" +
+                                   q->Text(0) +
                                    "' of the source already: it was copied there before; nothing copied");
       }
     }
@@ -218,21 +301,22 @@ Status CheckNotCopiedBefore(Connection& from, Connection& to, const std::string&
 }  // namespace
 
 Result<CopySummary> CopyAuditStore(const std::string& from, const std::string& to) {
-  const std::string context = "copying audit store " + RedactDatabaseUrl(from) + " to " + RedactDatabaseUrl(to);
-  Result<std::shared_ptr<Connection>> source = OpenConnection(from, /*read_only=*/true);
+  const std::string context =
+      "copying audit store " + RedactDatabaseUrl(from) + " to " + RedactDatabaseUrl(to);
+  Result<std::shared_ptr<Connection>> source = OpenCopyConnection(from, /*read_only=*/true);
   if (!source) return source.error().WithContext(context);
   Result<int> version = store_internal::ReadSchemaVersion(**source);
   if (!version) return version.error().WithContext(context);
   if (*version != SqliteAuditStore::CurrentSchemaVersion()) {
-    return Error::Config(context + ": the source is at schema version " + std::to_string(*version) + ", not " +
-                         std::to_string(SqliteAuditStore::CurrentSchemaVersion()) +
+    return Error::Config(context + ": the source is at schema version " + std::to_string(*version) +
+                         ", not " + std::to_string(SqliteAuditStore::CurrentSchemaVersion()) +
                          "; open it once with this gpuscaler's daemon (or sim --db) to migrate it");
   }
   {
     Result<std::unique_ptr<SqliteAuditStore>> created = SqliteAuditStore::Open(to);
     if (!created) return created.error().WithContext(context);
   }
-  Result<std::shared_ptr<Connection>> target = OpenConnection(to, /*read_only=*/false);
+  Result<std::shared_ptr<Connection>> target = OpenCopyConnection(to, /*read_only=*/false);
   if (!target) return target.error().WithContext(context);
   Connection& in = **source;
   Connection& out = **target;

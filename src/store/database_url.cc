@@ -12,7 +12,9 @@ std::optional<std::string>& DefaultPassword() {
 
 }  // namespace
 
-void SetDefaultDatabasePassword(std::optional<std::string> password) { DefaultPassword() = std::move(password); }
+void SetDefaultDatabasePassword(std::optional<std::string> password) {
+  DefaultPassword() = std::move(password);
+}
 
 std::optional<std::string> DefaultDatabasePassword() { return DefaultPassword(); }
 

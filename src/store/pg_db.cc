@@ -12,10 +12,10 @@
 namespace gpuscaler::store_internal {
 namespace {
 
-constexpr Oid kBoolOid = 16;
-constexpr Oid kByteaOid = 17;
+constexpr Oid kPostgresBoolOid = 16;
+constexpr Oid kPostgresByteaOid = 17;
 
-std::string Trimmed(const char* message) {
+std::string TrimmedPostgresMessage(const char* message) {
   std::string text = message != nullptr ? message : "";
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   return text;
@@ -34,19 +34,20 @@ Error PostgresError(std::string_view state, std::string message) {
   }
   if (state == "23503") return Error::NotFound(message + ": refers to a missing row");
   if (in_class("23") || in_class("22")) return Error::InvalidInput(message);
-  if (in_class("28") || state == "3D000" || state == "42501" || state == "25006") return Error::Config(message);
+  if (in_class("28") || state == "3D000" || state == "42501" || state == "25006")
+    return Error::Config(message);
   return Error::Internal(message);
 }
 
 // Writes inside a transaction get a savepoint of their own (PostgresConnection).
-bool IsWrite(std::string_view sql) {
+bool IsPostgresWrite(std::string_view sql) {
   for (std::string_view word : {"INSERT", "UPDATE", "DELETE"}) {
     if (sql.substr(0, word.size()) == word) return true;
   }
   return false;
 }
 
-int HexDigit(char c) {
+int PostgresHexDigit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
@@ -58,7 +59,8 @@ int HexDigit(char c) {
 void PostgresStatement::Set(int i, std::string value, int format) {
   // A parameter the statement does not use is dropped, as SQLite's bind
   // would fail on it; the statement's Step reports what is missing.
-  if (i <= 0 || static_cast<size_t>(i) >= parameters_.size() || parameters_[static_cast<size_t>(i)] == 0) return;
+  if (i <= 0 || static_cast<size_t>(i) >= parameters_.size() || parameters_[static_cast<size_t>(i)] == 0)
+    return;
   const size_t index = static_cast<size_t>(parameters_[static_cast<size_t>(i)] - 1);
   if (values_.size() <= index) {
     values_.resize(index + 1);
@@ -122,7 +124,7 @@ void PostgresStatement::Reset() {
 int64_t PostgresStatement::Int(int col) const {
   const char* text = PQgetvalue(result_, row_, col);
   // A boolean expression reads as 1 or 0, as in SQLite.
-  if (PQftype(result_, col) == kBoolOid) return text[0] == 't' ? 1 : 0;
+  if (PQftype(result_, col) == kPostgresBoolOid) return text[0] == 't' ? 1 : 0;
   int64_t v = 0;
   std::from_chars(text, text + PQgetlength(result_, row_, col), v);
   return v;
@@ -134,16 +136,17 @@ double PostgresStatement::Real(int col) const {
 }
 
 std::string_view PostgresStatement::TextView(int col) const {
-  return std::string_view(PQgetvalue(result_, row_, col), static_cast<size_t>(PQgetlength(result_, row_, col)));
+  return std::string_view(PQgetvalue(result_, row_, col),
+                          static_cast<size_t>(PQgetlength(result_, row_, col)));
 }
 
 std::string PostgresStatement::Blob(int col) const {
   const std::string_view text = TextView(col);
-  if (PQftype(result_, col) != kByteaOid || text.substr(0, 2) != "\\x") return std::string(text);
+  if (PQftype(result_, col) != kPostgresByteaOid || text.substr(0, 2) != "\\x") return std::string(text);
   std::string bytes;
   bytes.reserve((text.size() - 2) / 2);
   for (size_t i = 2; i + 1 < text.size(); i += 2) {
-    bytes += static_cast<char>(HexDigit(text[i]) * 16 + HexDigit(text[i + 1]));
+    bytes += static_cast<char>(PostgresHexDigit(text[i]) * 16 + PostgresHexDigit(text[i + 1]));
   }
   return bytes;
 }
@@ -154,7 +157,7 @@ Result<std::shared_ptr<PostgresConnection>> PostgresConnection::Connect(const Po
   char* parse_error = nullptr;
   PQconninfoOption* parsed = PQconninfoParse(options.url.c_str(), &parse_error);
   if (parsed == nullptr) {
-    const std::string why = Trimmed(parse_error);
+    const std::string why = TrimmedPostgresMessage(parse_error);
     PQfreemem(parse_error);
     return Error::Config(context + ": not a PostgreSQL URL libpq reads: " + why);
   }
@@ -178,13 +181,14 @@ Result<std::shared_ptr<PostgresConnection>> PostgresConnection::Connect(const Po
   PGconn* conn = PQconnectdbParams(keys.data(), values.data(), /*expand_dbname=*/1);
   if (conn == nullptr) return Error::Transient(context + ": out of memory");
   if (PQstatus(conn) != CONNECTION_OK) {
-    Error error = Error::Transient(context + ": " + Trimmed(PQerrorMessage(conn)));
+    Error error = Error::Transient(context + ": " + TrimmedPostgresMessage(PQerrorMessage(conn)));
     PQfinish(conn);
     return error;
   }
   std::shared_ptr<PostgresConnection> db(new PostgresConnection(conn, redacted));
   // Notices (an index that exists already) are not the store's to print.
-  PQsetNoticeProcessor(conn, [](void*, const char*) {}, nullptr);
+  PQsetNoticeProcessor(
+      conn, [](void*, const char*) {}, nullptr);
   return db;
 }
 
@@ -199,9 +203,10 @@ Result<Query> PostgresConnection::Prepare(const char* sql) {
   if (it == statements_.end()) {
     std::vector<int> parameters;
     std::string rendered = PostgresSql(sql, &parameters);
-    const bool is_write = IsWrite(rendered);
+    const bool is_write = IsPostgresWrite(rendered);
     it = statements_
-             .emplace(sql, std::make_unique<PostgresStatement>(this, std::move(rendered), std::move(parameters), is_write))
+             .emplace(sql, std::make_unique<PostgresStatement>(this, std::move(rendered),
+                                                               std::move(parameters), is_write))
              .first;
   }
   return Query(it->second.get());
@@ -216,8 +221,9 @@ Status PostgresConnection::EnsureConnected(std::string_view what) {
   if (PQstatus(conn_) == CONNECTION_OK) return Status::Ok();
   PQreset(conn_);
   if (PQstatus(conn_) == CONNECTION_OK) return Status::Ok();
-  return Error::Transient(std::string(what) + ": the connection to " + redacted_url_ +
-                          " is lost and could not be re-established: " + Trimmed(PQerrorMessage(conn_)));
+  return Error::Transient(
+      std::string(what) + ": the connection to " + redacted_url_ +
+      " is lost and could not be re-established: " + TrimmedPostgresMessage(PQerrorMessage(conn_)));
 }
 
 Error PostgresConnection::Fail(PGresult* result, std::string_view what) {
@@ -227,10 +233,10 @@ Error PostgresConnection::Fail(PGresult* result, std::string_view what) {
   if (result != nullptr) {
     const char* code = PQresultErrorField(result, PG_DIAG_SQLSTATE);
     if (code != nullptr) state = code;
-    message += Trimmed(PQresultErrorMessage(result));
+    message += TrimmedPostgresMessage(PQresultErrorMessage(result));
     PQclear(result);
   } else {
-    message += Trimmed(PQerrorMessage(conn_));
+    message += TrimmedPostgresMessage(PQerrorMessage(conn_));
   }
   if (!state.empty()) message += " (SQLSTATE " + state + ")";
   if (PQstatus(conn_) != CONNECTION_OK) {
@@ -268,7 +274,7 @@ Result<PGresult*> PostgresConnection::Execute(const std::string& sql, bool is_wr
   for (size_t i = 0; i < values.size(); ++i) {
     pointers[i] = values[i] ? values[i]->data() : nullptr;
     lengths[i] = values[i] ? static_cast<int>(values[i]->size()) : 0;
-    if (formats[i] == 1) types[i] = kByteaOid;
+    if (formats[i] == 1) types[i] = kPostgresByteaOid;
   }
   PGresult* result = PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), types.data(),
                                   pointers.data(), lengths.data(), formats.data(), /*resultFormat=*/0);
@@ -276,7 +282,8 @@ Result<PGresult*> PostgresConnection::Execute(const std::string& sql, bool is_wr
   if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
     if (guarded && PQstatus(conn_) == CONNECTION_OK && PQtransactionStatus(conn_) == PQTRANS_INERROR) {
       // Undo the failed write only; the transaction goes on.
-      PQclear(PQexec(conn_, "ROLLBACK TO SAVEPOINT gpuscaler_statement; RELEASE SAVEPOINT gpuscaler_statement"));
+      PQclear(
+          PQexec(conn_, "ROLLBACK TO SAVEPOINT gpuscaler_statement; RELEASE SAVEPOINT gpuscaler_statement"));
     }
     return Fail(result, what);
   }

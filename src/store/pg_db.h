@@ -26,9 +26,9 @@
 namespace gpuscaler::store_internal {
 
 struct PostgresOptions {
-  std::string url;                  // postgresql://… or postgres://… (libpq's URI form)
+  std::string url;  // postgresql://… or postgres://… (libpq's URI form)
   std::optional<std::string> password = std::nullopt;  // overrides the URL's, PGPASSWORD and PGPASSFILE
-  bool read_only = false;           // default_transaction_read_only for the session
+  bool read_only = false;                              // default_transaction_read_only for the session
   std::chrono::seconds connect_timeout{10};
 };
 
@@ -90,11 +90,13 @@ class PostgresConnection final : public Connection {
 
   // Runs one rendered statement with its parameters (PostgresStatement's
   // Step): the result of a statement that succeeded, else its Error.
-  Result<PGresult*> Execute(const std::string& sql, bool is_write, const std::vector<std::optional<std::string>>& values,
+  Result<PGresult*> Execute(const std::string& sql, bool is_write,
+                            const std::vector<std::optional<std::string>>& values,
                             const std::vector<int>& formats, std::string_view what);
 
  private:
-  PostgresConnection(PGconn* conn, std::string redacted_url) : conn_(conn), redacted_url_(std::move(redacted_url)) {}
+  PostgresConnection(PGconn* conn, std::string redacted_url)
+      : conn_(conn), redacted_url_(std::move(redacted_url)) {}
   // Re-establishes a lost connection outside a transaction (kTransient when
   // it cannot).
   Status EnsureConnected(std::string_view what);

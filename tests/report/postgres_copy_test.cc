@@ -64,7 +64,8 @@ void WriteClusterStore(const std::string& path, const std::string& cluster, doub
   d.plan_json = "{}";
   Result<int64_t> decision = store.RecordDecision(d);
   ASSERT_TRUE(decision.ok()) << decision.error().ToString();
-  Result<int64_t> action = store.RecordActionIntent(testing_store::LaunchAction(*decision, cluster + "-abc-1-0"));
+  Result<int64_t> action =
+      store.RecordActionIntent(testing_store::LaunchAction(*decision, cluster + "-abc-1-0"));
   ASSERT_TRUE(action.ok()) << action.error().ToString();
   const std::string instance = "i-" + cluster;
   ASSERT_TRUE(store.RecordActionOutcome(*action, ActionOutcome::kSucceeded, "", {instance}).ok());
@@ -113,9 +114,10 @@ TEST_F(PostgresCopy, EveryReportFormatIsByteForByteTheSameFromTheCopy) {
       const std::string from_sqlite = Render(sqlite, params);
       ASSERT_FALSE(from_sqlite.empty());
       const std::string from_postgres = Render(postgres, params);
-      EXPECT_TRUE(from_sqlite == from_postgres) << "the reports differ from byte " << FirstDifference(from_sqlite, from_postgres)
-                                                << ":\n" << Around(from_sqlite, FirstDifference(from_sqlite, from_postgres))
-                                                << "\n---\n" << Around(from_postgres, FirstDifference(from_sqlite, from_postgres));
+      EXPECT_TRUE(from_sqlite == from_postgres)
+          << "the reports differ from byte " << FirstDifference(from_sqlite, from_postgres) << ":\n"
+          << Around(from_sqlite, FirstDifference(from_sqlite, from_postgres)) << "\n---\n"
+          << Around(from_postgres, FirstDifference(from_sqlite, from_postgres));
     }
   }
 }
@@ -128,7 +130,8 @@ TEST_F(PostgresCopy, ASecondCopyOfTheSameStoreIsRefusedAndChangesNothing) {
   Result<CopySummary> again = CopyAuditStore(east, shared);
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.error().category(), ErrorCategory::kInvalidInput) << again.error().ToString();
-  EXPECT_NE(again.error().message().find("copied there before"), std::string::npos) << again.error().ToString();
+  EXPECT_NE(again.error().message().find("copied there before"), std::string::npos)
+      << again.error().ToString();
   EXPECT_EQ(Runs(shared).size(), runs);
 }
 
@@ -159,7 +162,8 @@ TEST_F(PostgresCopy, TwoClustersCopiedIntoOneDatabaseStayApartAndReportOneByOne)
       EXPECT_EQ(own, Render(shared, params));
     }
   }
-  EXPECT_NE(Render(shared, {{"run", "east"}, {"format", "csv"}}), Render(shared, {{"run", "west"}, {"format", "csv"}}));
+  EXPECT_NE(Render(shared, {{"run", "east"}, {"format", "csv"}}),
+            Render(shared, {{"run", "west"}, {"format", "csv"}}));
 }
 
 }  // namespace

@@ -21,8 +21,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
-#include <ostream>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -67,7 +67,9 @@ class OwnPostgresServer {
   const std::string& why() const { return why_; }
 
  private:
-  static std::string Script() { return std::string(GPUSCALER_SOURCE_DIR) + "/tests/store/postgres_server.sh"; }
+  static std::string Script() {
+    return std::string(GPUSCALER_SOURCE_DIR) + "/tests/store/postgres_server.sh";
+  }
   std::string state_;
   std::string url_;
   std::string why_;
@@ -76,7 +78,8 @@ class OwnPostgresServer {
 // The test server's URL (its `postgres` database); "" after recording a
 // failure that says why.
 inline std::string PostgresServerUrl() {
-  if (const char* url = std::getenv("GPUSCALER_TEST_POSTGRES_URL"); url != nullptr && *url != '\0') return url;
+  if (const char* url = std::getenv("GPUSCALER_TEST_POSTGRES_URL"); url != nullptr && *url != '\0')
+    return url;
   if (const char* dir = std::getenv("GPUSCALER_TEST_POSTGRES_DIR"); dir != nullptr && *dir != '\0') {
     std::ifstream in(std::string(dir) + "/url");
     std::string url;
@@ -127,7 +130,8 @@ class TestDatabases {
  public:
   explicit TestDatabases(Backend backend) : backend_(backend) {}
   ~TestDatabases() {
-    for (const auto& [name, database] : postgres_) AdminSql(server_, "DROP DATABASE IF EXISTS " + database + " WITH (FORCE)");
+    for (const auto& [name, database] : postgres_)
+      AdminSql(server_, "DROP DATABASE IF EXISTS " + database + " WITH (FORCE)");
   }
   TestDatabases(const TestDatabases&) = delete;
   TestDatabases& operator=(const TestDatabases&) = delete;
@@ -146,7 +150,8 @@ class TestDatabases {
       const std::string database =
           exact ? name : "gs_" + std::to_string(::getpid()) + "_" + std::to_string(++counter);
       if (exact) AdminSql(server_, "DROP DATABASE IF EXISTS " + database + " WITH (FORCE)");
-      if (!AdminSql(server_, "CREATE DATABASE " + database)) return "postgresql://no-test-server.invalid/none";
+      if (!AdminSql(server_, "CREATE DATABASE " + database))
+        return "postgresql://no-test-server.invalid/none";
       it = postgres_.emplace(name, database).first;
     }
     return WithDatabase(server_, it->second);
