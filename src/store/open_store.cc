@@ -80,7 +80,8 @@ Result<std::unique_ptr<SqliteAuditStore>> SqliteAuditStore::OpenPostgres(
       store_internal::PostgresConnection::Connect({.url = url,
                                                    .password = options.password,
                                                    .read_only = false,
-                                                   .connect_timeout = std::chrono::seconds(10)});
+                                                   .connect_timeout = std::chrono::seconds(10),
+                                                   .lock_timeout = options.busy_timeout});
   if (!db) return db.error();
   if (Status s = store_internal::Migrate(**db, store_internal::AuditMigrations()); !s.ok()) {
     return s.error().WithContext("opening audit database " + RedactDatabaseUrl(url));

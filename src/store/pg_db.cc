@@ -163,13 +163,23 @@ Result<std::shared_ptr<PostgresConnection>> PostgresConnection::Connect(const Po
   }
   PQconninfoFree(parsed);
   const std::string timeout = std::to_string(options.connect_timeout.count());
-  // Earlier keywords are defaults the URL may override; the password, when
-  // given, overrides the URL's.
-  std::vector<const char*> keys = {"connect_timeout", "application_name", "client_encoding", "dbname"};
-  std::vector<const char*> values = {timeout.c_str(), "gpuscaler", "UTF8", options.url.c_str()};
-  if (options.read_only) {
+  // Keywords before dbname are defaults the URL may override: a dead peer
+  // (a partition, a failed-over server) is noticed within about a minute,
+  // not the kernel's two hours of TCP keepalive.
+  std::vector<const char*> keys = {"connect_timeout", "application_name", "client_encoding", "keepalives_idle",
+                                   "keepalives_interval", "keepalives_count", "tcp_user_timeout", "dbname"};
+  std::vector<const char*> values = {timeout.c_str(), "gpuscaler", "UTF8", "30", "10", "3", "60000",
+                                     options.url.c_str()};
+  // After dbname: the session's settings override the URL's options.
+  std::string session;
+  if (options.read_only) session += "-c default_transaction_read_only=on";
+  if (options.lock_timeout.count() > 0) {
+    session += std::string(session.empty() ? "" : " ") + "-c lock_timeout=" +
+               std::to_string(options.lock_timeout.count());
+  }
+  if (!session.empty()) {
     keys.push_back("options");
-    values.push_back("-c default_transaction_read_only=on");
+    values.push_back(session.c_str());
   }
   const std::optional<std::string> password = options.password ? options.password : DefaultDatabasePassword();
   if (password) {

@@ -30,6 +30,9 @@ struct PostgresOptions {
   std::optional<std::string> password = std::nullopt;  // overrides the URL's, PGPASSWORD and PGPASSFILE
   bool read_only = false;                              // default_transaction_read_only for the session
   std::chrono::seconds connect_timeout{10};
+  // How long a statement waits for a row lock another writer holds before
+  // it fails with kTransient (as SQLite's busy timeout); 0: the server's.
+  std::chrono::milliseconds lock_timeout{0};
 };
 
 class PostgresConnection;

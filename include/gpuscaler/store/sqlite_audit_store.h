@@ -67,7 +67,7 @@ class Connection;
 
 struct SqliteAuditStoreOptions {
   // How long a statement waits for a lock held by another connection before
-  // it fails with kTransient.
+  // it fails with kTransient (PostgreSQL: its lock_timeout).
   std::chrono::milliseconds busy_timeout{5000};
   enum class IntentSync {
     kFsync,     // committed alone and synced: survives power loss (the daemon)
