@@ -34,6 +34,8 @@ TEST(PostgresDialect, NumbersParametersDenselyAndLeavesQuotedTextAlone) {
 TEST(PostgresDialect, RendersTransactionsAndTheSchemaTypes) {
   EXPECT_EQ(PostgresSql("BEGIN IMMEDIATE"), "START TRANSACTION");
   EXPECT_EQ(PostgresSql("BEGIN"), "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+  EXPECT_EQ(PostgresSql("SELECT (SELECT max(rowid) FROM nodes), a FROM nodes NOT INDEXED WHERE b = ?1"),
+            "SELECT (SELECT count(*) FROM nodes), a FROM nodes WHERE b = $1");
   EXPECT_EQ(
       store_internal::PostgresSchema("CREATE TABLE t (id INTEGER PRIMARY KEY AUTOINCREMENT, n INTEGER, x "
                                      "REAL, b BLOB, s TEXT) WITHOUT ROWID;"),
