@@ -22,6 +22,8 @@ packages=(
   libboost-url1.81-dev   # Boost.URL (compiled part): URL parsing and percent-encoding in net/
   nlohmann-json3-dev     # JSON
   libsqlite3-dev         # audit store
+  libpq-dev              # audit store on PostgreSQL (libpq's C API)
+  postgresql-15          # tests only: the real PostgreSQL 15 every audit store test also runs on (tests/store/postgres_server.sh)
   libspdlog-dev          # logging
   libgtest-dev           # tests
   libgmock-dev

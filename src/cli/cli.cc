@@ -31,6 +31,7 @@ int RunCli(int argc, char** argv) {
   cli::RegisterRunCommand(app, &exit_code);
   cli::RegisterSimCommand(app, &exit_code);
   cli::RegisterReportCommand(app, &exit_code);
+  cli::RegisterDbCommand(app, &exit_code);
   cli::RegisterPolicyCommand(app, &exit_code);
   cli::RegisterExplainCommand(app, &exit_code);
   cli::RegisterCloudEmulatorCommand(app, &exit_code);

@@ -17,6 +17,7 @@ void RegisterSweepCommands(CLI::App& sim, int* exit_code);   // sim_sweep.cc: `s
 void RegisterMergeCommand(CLI::App& sim, int* exit_code);    // sim_merge.cc
 void RegisterRunCommand(CLI::App& app, int* exit_code);      // run_command.cc
 void RegisterReportCommand(CLI::App& app, int* exit_code);   // report_command.cc
+void RegisterDbCommand(CLI::App& app, int* exit_code);       // db_command.cc
 void RegisterCloudEmulatorCommand(CLI::App& app, int* exit_code);  // cloud_emulator_command.cc
 
 // Prints "COMMAND: MESSAGE" on stderr and returns `code`: a subcommand's

@@ -132,7 +132,7 @@ void RegisterExplainCommand(CLI::App& app, int* exit_code) {
       "Show the plan a policy makes for a snapshot, or replay a recorded decision, and why: launches, "
       "terminations, unplaced work by reason, and the cost before and after (docs/snapshot.md)");
   CLI::Option* snapshot = explain->add_option("--snapshot", options->snapshot_file, "Snapshot JSON file");
-  CLI::Option* db = explain->add_option("--db", options->db_file, "Audit database (SQLite) with the decision");
+  CLI::Option* db = explain->add_option("--db", options->db_file, "Audit database with the decision: a SQLite file or a postgresql:// URL");
   CLI::Option* decision = explain->add_option("--decision", options->decision_id,
                                               "With --db: the decision id to replay (its stored snapshot and policy)");
   snapshot->excludes(db)->excludes(decision);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "gpuscaler/store/database_url.h"
 #include "gpuscaler/report/report.h"
 
 namespace gpuscaler::cli {
@@ -80,8 +81,9 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
   });
   cmd->add_option(
          "--db", *dbs,
-         "Audit database (SQLite) written by the daemon or `gpuscaler sim --db`; repeat it, give NAME=FILE "
-         "or a directory of them for a fleet report with a cluster column")
+         "Audit database written by the daemon or `gpuscaler sim --db`: a SQLite file or a postgresql:// URL "
+         "(password from PGPASSWORD or PGPASSFILE); repeat it, give NAME=FILE or a directory of files for a fleet "
+         "report with a cluster column")
       ->required()
       ->allow_extra_args(false);
   cmd->add_option("--parallel", *parallel, "Fleet reports: audit stores read at a time (default: the cores)")
@@ -110,9 +112,9 @@ void RegisterReportCommand(CLI::App& app, int* exit_code) {
     // One plain file: the single-store report. Several, a directory or a
     // named store: the fleet's.
     std::error_code ec;
-    const bool fleet =
-        dbs->size() > 1 || std::filesystem::is_directory(dbs->front(), ec) ||
-        (dbs->front().find('=') != std::string::npos && !std::filesystem::exists(dbs->front(), ec));
+    const bool fleet = dbs->size() > 1 || std::filesystem::is_directory(dbs->front(), ec) ||
+                       (dbs->front().find('=') != std::string::npos && !IsPostgresUrl(dbs->front()) &&
+                        !std::filesystem::exists(dbs->front(), ec));
     Result<report::RenderedReport> rendered = Error::Internal("no report");
     if (fleet) {
       std::vector<std::string> skipped;

@@ -21,6 +21,7 @@
 #include "gpuscaler/model/json.h"
 #include "gpuscaler/policy/loader.h"
 #include "gpuscaler/store/audit_reader.h"
+#include "gpuscaler/store/database_url.h"
 #include "gpuscaler/store/sqlite_audit_store.h"
 #include "sim/baselines.h"
 #include "sim/deadline_bound.h"
@@ -198,7 +199,7 @@ int RunSim(const SimOptions& o) {
     // Each policy and baseline is recorded as its own run, named after it
     // (on-demand always runs: savings are measured against it). A second
     // replay under a name the file holds would reuse its instance ids.
-    if (Status s = CheckRunNamesFree(*store, names, o.db_file); !s.ok())
+    if (Status s = CheckRunNamesFree(*store, names, RedactDatabaseUrl(o.db_file)); !s.ok())
       return SimFail(s.error().message(), 2);
   }
 
@@ -219,7 +220,7 @@ int RunSim(const SimOptions& o) {
   if (!results) return SimFail(results.error().message(), 2);
   if (store) {
     Status flushed = store->Flush();
-    if (!flushed.ok()) return SimFail("writing " + o.db_file + ": " + flushed.error().ToString(), 1);
+    if (!flushed.ok()) return SimFail("writing " + RedactDatabaseUrl(o.db_file) + ": " + flushed.error().ToString(), 1);
   }
 
   std::optional<sim::BoundComparison> compared;
@@ -292,7 +293,7 @@ void RegisterSimCommand(CLI::App& app, int* exit_code) {
                   "the default), N independent jobs (split), or one job (whole)");
   sim->add_option("--days", o->in.days, "Length of the replay in days (default: the scenario's)");
   sim->add_flag("--json", o->json, "Print JSON instead of the table");
-  sim->add_option("--db", o->db_file, "Write the audit store (SQLite) here, for gpuscaler report");
+  sim->add_option("--db", o->db_file, "Write the audit store here, for gpuscaler report: a SQLite file or a postgresql:// URL");
   sim->add_option("--timeseries", o->timeseries_file, "Write a per-tick CSV here");
   sim->add_option("--snapshot-at", o->snapshot_at,
                   "Export the planner's input at this time (duration from the start, e.g. 36h, or RFC 3339)");

@@ -13,6 +13,7 @@
 
 #include "gpuscaler/model/text_file.h"
 #include "gpuscaler/policy/policy.h"
+#include "gpuscaler/store/database_url.h"
 
 namespace gpuscaler::daemon {
 namespace {
@@ -65,7 +66,7 @@ class ConfigReader {
     }
     MapReader top(r_, root, "",
                   {"apiVersion", "kind", "cluster_name", "policy", "catalog", "regions", "db", "listen", "dry_run",
-                   "cloud", "signals", "kubernetes", "api_token_file", "retention"});
+                   "cloud", "signals", "kubernetes", "api_token_file", "retention", "db_password_file"});
     if (!root.IsMapping()) return;
     top.Require({"apiVersion", "kind", "cluster_name", "policy"});
     if (top.ReadString("cluster_name", &c_.cluster_name) && !IsClusterName(c_.cluster_name)) {
@@ -88,6 +89,8 @@ class ConfigReader {
     }
     top.ReadBool("dry_run", &c_.dry_run);
     top.ReadString("api_token_file", &c_.api_token_file);
+    if (top.ReadString("db_password_file", &c_.db_password_file) && !IsPostgresUrl(c_.db_file))
+      r_.ReportAt("db_password_file", "is for a PostgreSQL db (postgresql://...); db is a SQLite file");
     if (top.ReadDuration("retention", &c_.retention) && c_.retention < Seconds(86400))
       r_.ReportAt("retention", "must be at least 1d (the audit trail is what reports are made from)");
     if (const DocNode* n = top.Find("cloud")) ReadCloud(*n);
@@ -487,14 +490,16 @@ Result<DaemonConfig> ParseDaemonConfig(const std::string& text, const std::strin
   if (!reader.ok()) return Error::Config(JoinProblems(reader.SortedProblems()));
   const std::pair<const char*, const std::string*> file_fields[] = {
       {"policy", &config.policy_file}, {"catalog", &config.catalog_file},
-      {"api_token_file", &config.api_token_file}};
+      {"api_token_file", &config.api_token_file}, {"db_password_file", &config.db_password_file}};
   for (const auto& [field, value] : file_fields) {
     const SourceMark at = reader.MarkOf(field);
     if (at.line > 0 && !value->empty())
       config.places[field] = file_name + ":" + std::to_string(at.line) + ":" + std::to_string(at.column);
   }
   const std::string dir = std::filesystem::path(file_name).parent_path().string();
-  for (std::string* p : {&config.policy_file, &config.catalog_file, &config.db_file, &config.api_token_file,
+  // A PostgreSQL URL is not a path.
+  if (!IsPostgresUrl(config.db_file)) config.db_file = Resolve(dir, config.db_file);
+  for (std::string* p : {&config.policy_file, &config.catalog_file, &config.db_password_file, &config.api_token_file,
                          &config.signals.prometheus.bearer_token_file, &config.signals.prometheus.password_file,
                          &config.signals.prometheus.ca_file, &config.signals.rabbitmq.username_file,
                          &config.signals.rabbitmq.password_file, &config.kubernetes.kubeconfig,

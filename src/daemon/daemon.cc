@@ -24,6 +24,7 @@
 #include "daemon_parts.h"
 #include "gpuscaler/daemon/config.h"
 #include "gpuscaler/server/http_server.h"
+#include "gpuscaler/store/database_url.h"
 #include "state.h"
 
 namespace gpuscaler::daemon {
@@ -282,7 +283,7 @@ int RunDaemon(const RunCommandOptions& options, const SimulatedWiring& wiring) {
     return 2;
   }
   spdlog::info("gpuscaler {} listening on http://{}:{}/ (mode {}, audit db {})", d.engine->mode(),
-               d.server_options.host, http.port(), d.engine->mode(), d.db_file.empty() ? "none" : d.db_file);
+               d.server_options.host, http.port(), d.engine->mode(), d.db_file.empty() ? "none" : RedactDatabaseUrl(d.db_file));
   // Signals are caught from here on (one that arrives before the handler
   // below waits is kept for it): whoever reads the port file may stop the
   // daemon at once and still get a clean exit.

@@ -18,6 +18,7 @@
 #include "gpuscaler/controller/failpoint.h"
 #include "gpuscaler/model/text_file.h"
 #include "gpuscaler/report/retention.h"
+#include "gpuscaler/store/database_url.h"
 #include "gpuscaler/store/sqlite_audit_store.h"
 #include "gpuscaler/model/builtin_catalog.h"
 #include "signal_reader.h"
@@ -188,7 +189,7 @@ Result<std::shared_ptr<AzureCloud>> MakeAzureCloud(const DaemonConfig& config) {
 // Opens the audit store, kept alive by the setup, and names it for the API.
 Result<std::shared_ptr<SqliteAuditStore>> OpenStore(const std::string& db_file, DaemonSetup* d) {
   Result<std::unique_ptr<SqliteAuditStore>> store = SqliteAuditStore::Open(db_file);
-  if (!store) return store.error().WithContext("audit database " + db_file);
+  if (!store) return store.error().WithContext("audit database " + RedactDatabaseUrl(db_file));
   std::shared_ptr<SqliteAuditStore> owned = std::move(store).value();
   d->keep_alive.push_back(owned);
   d->db_file = db_file;
@@ -239,7 +240,7 @@ Status BeginDaemonRun(SqliteAuditStore* store, const std::string& name, const Ru
                                                   .started = engine.now()});
   Status s = run.status();
   if (s.ok()) s = store->RecordRunCloud(cloud);
-  if (!s.ok()) return s.error().WithContext("audit database " + store->path());
+  if (!s.ok()) return s.error().WithContext("audit database " + RedactDatabaseUrl(store->path()));
   spdlog::info("audit run {} ('{}', cloud {}) started", *run, name, cloud.name.empty() ? "unknown" : cloud.name);
   return Status::Ok();
 }
@@ -353,6 +354,16 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options, const Simulate
   if (Result<Policy> p = watcher->LoadInitial(); !p) return p.error();
   else if (Status s = CheckPoolsCanLaunch(config, *p); !s.ok()) return s.error();
 
+  if (!config.db_password_file.empty()) {
+    // Every connection of the process (the writer, the report and dashboard
+    // readers) logs in with it.
+    const auto place = config.places.find("db_password_file");
+    Result<std::string> password = ReadSecretFile(
+        config.db_password_file, (place != config.places.end() ? place->second : config.source_file) +
+                                     ": db_password_file");
+    if (!password) return password.error();
+    SetDefaultDatabasePassword(*password);
+  }
   Result<std::shared_ptr<SqliteAuditStore>> store = OpenStore(config.db_file, &d);
   if (!store) return store.error();
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "gpuscaler/store/database_url.h"
 #include "gpuscaler/model/find_by_name.h"
 #include "gpuscaler/model/time.h"
 
@@ -131,7 +132,7 @@ std::string StatusJson(const PublishedState& s) {
   j["ticks"] = s.ticks;
   j["started_at"] = FormatRfc3339(s.started_at);
   j["time"] = s.last_tick_time ? json(FormatRfc3339(*s.last_tick_time)) : json(nullptr);
-  j["db_file"] = s.db_file;
+  j["db_file"] = RedactDatabaseUrl(s.db_file);
   j["cost_usd_per_hour"] = s.cost_usd_per_hour;
   j["predicted_cost_usd_per_hour"] = s.predicted_cost_usd_per_hour;
   j["last_decision"] = {{"id", s.last_decision_id}, {"summary", s.last_summary}};

@@ -18,6 +18,7 @@
 
 #include "gpuscaler/report/cost_model.h"
 #include "gpuscaler/store/audit_reader.h"
+#include "gpuscaler/store/database_url.h"
 #include "tables.h"
 
 namespace gpuscaler::report {
@@ -239,8 +240,21 @@ Result<std::string> ClusterNameOf(AuditReader& reader, const std::string& db_pat
     if (latest == nullptr || std::tie(r.run.started, r.id) > std::tie(latest->run.started, latest->id))
       latest = &r;
   }
+  // A database several clusters share: the selected run's cluster, when a
+  // daemon named it.
+  for (const RunRow& r : *runs) {
+    if (reader.selected_run() == r.id && r.run.source == "daemon" && !IsPlaceholderRunName(r.run.name)) {
+      return r.run.name;
+    }
+  }
   if (latest != nullptr) return latest->run.name;
-  const std::string stem = fs::path(db_path).stem().string();
+  std::string stem = fs::path(db_path).stem().string();
+  if (IsPostgresUrl(db_path)) {
+    // postgresql://user@host:port/DATABASE?parameters: the database.
+    const size_t authority = db_path.find("://") + 3;
+    const size_t path = db_path.find('/', authority);
+    stem = path == std::string::npos ? "" : db_path.substr(path + 1, db_path.find_first_of("?#", path) - path - 1);
+  }
   if (stem.empty())
     return Error::InvalidInput("cannot name the cluster of audit store '" + db_path +
                                "'; use --db NAME=PATH");

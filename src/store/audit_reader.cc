@@ -7,6 +7,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "gpuscaler/store/database_url.h"
+#include "pg_db.h"
 #include "rows.h"
 #include "schema.h"
 #include "sqlite_db.h"
@@ -43,7 +45,7 @@ Status CheckRange(WallTime from, WallTime to, std::string_view what) {
 // rowid order), or through the time index (in launch order).
 const char* NodesQuery(bool whole_table, bool with_reservations) {
 #define GPUSCALER_NODES_WHERE \
-  "WHERE launch_time < ?2 AND (end_time IS NULL OR end_time > ?1) AND (?3 IS NULL OR run_id = ?3)"
+  "WHERE launch_time < ?2 AND (end_time IS NULL OR end_time > ?1) AND (run_id = ?3 OR ?3 IS NULL)"
   static constexpr const char* kQueries[2][2] = {
       {"SELECT " GPUSCALER_NODE_COLUMNS_V6 " FROM nodes " GPUSCALER_NODES_WHERE " ORDER BY launch_time, instance_id",
        "SELECT " GPUSCALER_NODE_COLUMNS " FROM nodes " GPUSCALER_NODES_WHERE " ORDER BY launch_time, instance_id"},
@@ -59,10 +61,21 @@ Status CheckLimit(int limit) {
   return Status::Ok();
 }
 
+// A read-only connection to `path`, a file or a PostgreSQL URL.
+Result<std::shared_ptr<Connection>> OpenReadOnly(const std::string& path, const AuditReaderOptions& options) {
+  if (IsPostgresUrl(path)) {
+    Result<std::shared_ptr<store_internal::PostgresConnection>> db = store_internal::PostgresConnection::Connect(
+        {.url = path, .password = options.password, .read_only = true, .connect_timeout = std::chrono::seconds(10)});
+    if (!db) return db.error();
+    return std::shared_ptr<Connection>(std::move(*db));
+  }
+  return Connection::Open(path, SQLITE_OPEN_READONLY, options.busy_timeout);
+}
+
 }  // namespace
 
 Result<bool> AuditReader::IsAuditDatabase(const std::string& path, const AuditReaderOptions& options) {
-  Result<std::shared_ptr<Connection>> db = Connection::Open(path, SQLITE_OPEN_READONLY, options.busy_timeout);
+  Result<std::shared_ptr<Connection>> db = OpenReadOnly(path, options);
   if (!db) return db.error();
   Result<std::optional<std::string>> foreign = store_internal::WhyNotAnAuditDatabase(**db);
   if (!foreign) return foreign.error();
@@ -73,14 +86,14 @@ Result<bool> AuditReader::IsAuditDatabase(const std::string& path, const AuditRe
 }
 
 Result<std::unique_ptr<AuditReader>> AuditReader::Open(const std::string& path, const AuditReaderOptions& options) {
-  const std::string context = "opening audit database '" + path + "' for reading";
+  const std::string context = "opening audit database '" + RedactDatabaseUrl(path) + "' for reading";
   if (path.empty() || path == ":memory:") {
     return Error::InvalidInput(context +
                                ": an in-memory database has no second connection; use SqliteAuditStore::OpenReader");
   }
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return Error::NotFound(context + ": no such file");
-  Result<std::shared_ptr<Connection>> db = Connection::Open(path, SQLITE_OPEN_READONLY, options.busy_timeout);
+  if (!IsPostgresUrl(path) && !std::filesystem::exists(path, ec)) return Error::NotFound(context + ": no such file");
+  Result<std::shared_ptr<Connection>> db = OpenReadOnly(path, options);
   if (!db) return db.error();
   Result<int> version = store_internal::ReadSchemaVersion(**db);
   if (!version) return version.error().WithContext(context);
@@ -94,7 +107,7 @@ Result<std::unique_ptr<AuditReader>> AuditReader::Open(const std::string& path, 
     return Error::Config(context + ": schema version " + std::to_string(*version) + " is older than " +
                          std::to_string(known) + "; open it once with the daemon (or SqliteAuditStore) to migrate it");
   }
-  if (options.memory_mapped) {
+  if (options.memory_mapped && (*db)->dialect() == store_internal::Dialect::kSqlite) {
     if (Status s = (*db)->Exec("PRAGMA mmap_size = 4294967296", "mapping the audit database"); !s.ok()) {
       return s.error().WithContext(context);
     }
@@ -126,7 +139,7 @@ Result<std::vector<LostWorkRecord>> AuditReader::LostWork(WallTime from, WallTim
   return Select<LostWorkRecord>(
       *db_,
       "SELECT " GPUSCALER_LOST_WORK_COLUMNS
-      " FROM lost_work WHERE time >= ?1 AND time < ?2 AND (?3 IS NULL OR run_id = ?3) "
+      " FROM lost_work WHERE time >= ?1 AND time < ?2 AND (run_id = ?3 OR ?3 IS NULL) "
       "ORDER BY time, instance_id, workload_class, team",
       "reading lost work",
       [](const Query& r) -> Result<LostWorkRecord> {
@@ -143,7 +156,7 @@ Result<std::vector<ReservationRow>> AuditReader::Reservations() {
   if (!ReservationsRecorded()) return std::vector<ReservationRow>{};
   return Select<ReservationRow>(*db_,
                                 "SELECT " GPUSCALER_RESERVATION_COLUMNS
-                                " FROM reservations WHERE ?1 IS NULL OR run_id = ?1 ORDER BY id, first_seen, run_id",
+                                " FROM reservations WHERE run_id = ?1 OR ?1 IS NULL ORDER BY id, first_seen, run_id",
                                 "reading reservations", store_internal::ReadReservationRow, run_id_);
 }
 
@@ -151,7 +164,7 @@ Result<std::vector<DecisionRow>> AuditReader::DecisionsSince(WallTime since, int
   if (Status s = CheckLimit(limit); !s.ok()) return s.error().WithContext("reading decisions");
   return Select<DecisionRow>(*db_,
                              "SELECT id, " GPUSCALER_DECISION_COLUMNS
-                             " FROM decisions WHERE time >= ?1 AND (?3 IS NULL OR run_id = ?3) "
+                             " FROM decisions WHERE time >= ?1 AND (run_id = ?3 OR ?3 IS NULL) "
                              "ORDER BY time, id LIMIT ?2",
                              "reading decisions", ReadDecisionRow, since, limit, run_id_);
 }
@@ -161,7 +174,7 @@ Result<std::vector<DecisionRow>> AuditReader::DecisionsAfterId(int64_t after_id,
   return Select<DecisionRow>(
       *db_,
       "SELECT id, " GPUSCALER_DECISION_COLUMNS
-      " FROM decisions WHERE id > ?1 AND (?3 IS NULL OR run_id = ?3) ORDER BY id LIMIT ?2",
+      " FROM decisions WHERE id > ?1 AND (run_id = ?3 OR ?3 IS NULL) ORDER BY id LIMIT ?2",
       "reading decisions", ReadDecisionRow, after_id, limit, run_id_);
 }
 
@@ -200,7 +213,8 @@ Result<std::vector<NodeRow>> AuditReader::NodesOverlapping(WallTime from, WallTi
   // each node's row from the index (it has no statistics to know that the
   // range covers most rows), several times slower. Whether the range covers
   // most nodes is estimated from the span of launch times (index ends only:
-  // no scan), and the table's size from its largest rowid.
+  // no scan), and the table's size from its largest rowid (PostgreSQL: its
+  // row count, dialect.h).
   Result<Query> span = db_->Prepare(
       "SELECT (SELECT max(rowid) FROM nodes), (SELECT min(launch_time) FROM nodes), "
       "(SELECT max(launch_time) FROM nodes)");
@@ -252,7 +266,7 @@ Result<std::vector<NodeRow>> AuditReader::NodesOverlapping(WallTime from, WallTi
                          "ORDER BY instance_id, from_time")
           : db_->Prepare(
                 "SELECT p.instance_id, p.from_time, p.usd_per_hour FROM node_prices p JOIN nodes n USING (instance_id) "
-                "WHERE n.launch_time < ?2 AND (n.end_time IS NULL OR n.end_time > ?1) AND (?3 IS NULL OR n.run_id = ?3) "
+                "WHERE n.launch_time < ?2 AND (n.end_time IS NULL OR n.end_time > ?1) AND (n.run_id = ?3 OR ?3 IS NULL) "
                 "ORDER BY p.instance_id, p.from_time");
   if (!p) return p.error();
   if (!whole_table) p->Bind(1, from).Bind(2, to).Bind(3, run_id_);
@@ -288,7 +302,7 @@ Result<std::vector<UsageRow>> AuditReader::UsageOverlapping(WallTime from, WallT
   return Select<UsageRow>(
       *db_,
       "SELECT " GPUSCALER_USAGE_COLUMNS
-      " FROM usage WHERE end_time > ?1 AND start_time < ?2 AND (?3 IS NULL OR run_id = ?3) "
+      " FROM usage WHERE end_time > ?1 AND start_time < ?2 AND (run_id = ?3 OR ?3 IS NULL) "
       "ORDER BY start_time, end_time, instance_id, workload_class, team",
       "reading usage",
       [](const Query& r) -> Result<UsageRow> {
@@ -311,9 +325,9 @@ Result<std::vector<PriceSample>> AuditReader::PriceSamples(WallTime from, WallTi
 Status AuditReader::ForEachUsage(WallTime from, WallTime to, const std::function<void(const UsageView&)>& fn,
                                  std::optional<WallTime> end_after, std::optional<WallTime> end_until) {
   if (Status s = CheckRange(from, to, "reading usage"); !s.ok()) return s.error();
-  // Its own statement rather than the cache's Query: the text columns are
-  // read in place (valid until the next step), with no string copies. The
-  // statement holds only the terms this call needs, and the start-time test
+  // The text columns are read in place (valid until the next step), with no
+  // string copies. The statement holds only the terms this call needs (one
+  // cached statement per combination), and the start-time test
   // is made here on the value read anyway: each term SQLite evaluates costs
   // every one of millions of rows a column decode or a comparison.
   const int64_t lower = std::max(ToUnixSeconds(from), end_after ? ToUnixSeconds(*end_after)
@@ -322,52 +336,45 @@ Status AuditReader::ForEachUsage(WallTime from, WallTime to, const std::function
   std::string sql = "SELECT " GPUSCALER_USAGE_COLUMNS " FROM usage WHERE end_time > ?1";
   if (end_until) sql += " AND end_time <= ?2";
   if (run_id_) sql += " AND run_id = ?3";
-  sqlite3_stmt* raw = nullptr;
-  int rc = sqlite3_prepare_v2(db_->raw(), sql.c_str(), -1, &raw, nullptr);
-  if (rc != SQLITE_OK) return store_internal::SqliteError(rc, db_->raw(), "reading usage");
-  std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> stmt(raw, sqlite3_finalize);
-  sqlite3_bind_int64(raw, 1, lower);
-  if (end_until) sqlite3_bind_int64(raw, 2, ToUnixSeconds(*end_until));
-  if (run_id_) sqlite3_bind_int64(raw, 3, *run_id_);
-  auto text = [raw](int col) {
-    const unsigned char* p = sqlite3_column_text(raw, col);
-    return p == nullptr ? std::string_view()
-                        : std::string_view(reinterpret_cast<const char*>(p),
-                                           static_cast<size_t>(sqlite3_column_bytes(raw, col)));
-  };
+  Result<Query> q = db_->Prepare(sql.c_str());
+  if (!q) return q.error().WithContext("reading usage");
+  q->Bind(1, lower);
+  if (end_until) q->Bind(2, ToUnixSeconds(*end_until));
+  if (run_id_) q->Bind(3, *run_id_);
   UsageView view;
-  while ((rc = sqlite3_step(raw)) == SQLITE_ROW) {
-    const int64_t start = sqlite3_column_int64(raw, 3);
+  while (true) {
+    Result<bool> more = q->Step("reading usage");
+    if (!more) return more.error();
+    if (!*more) break;
+    const int64_t start = q->Int(3);
     if (start >= start_before) continue;
-    view.instance_id = text(0);
-    view.workload_class = text(1);
-    view.team = text(2);
+    view.instance_id = q->TextView(0);
+    view.workload_class = q->TextView(1);
+    view.team = q->TextView(2);
     view.start = FromUnixSeconds(start);
-    view.end = FromUnixSeconds(sqlite3_column_int64(raw, 4));
-    view.gpu_seconds_allocated = sqlite3_column_double(raw, 5);
-    view.gpu_seconds_busy = sqlite3_column_type(raw, 6) == SQLITE_NULL
-                                ? std::nullopt
-                                : std::optional<double>(sqlite3_column_double(raw, 6));
+    view.end = q->Time(4);
+    view.gpu_seconds_allocated = q->Real(5);
+    view.gpu_seconds_busy = q->IsNull(6) ? std::nullopt : std::optional<double>(q->Real(6));
     fn(view);
   }
-  if (rc != SQLITE_DONE) return store_internal::SqliteError(rc, db_->raw(), "reading usage");
   return Status::Ok();
 }
 
 Result<std::optional<WallTime>> AuditReader::LastRecordTime() {
-  // Multi-argument max() is NULL if any argument is: an empty table counts
-  // as -1, and -1 overall means no records.
+  // The aggregate max skips the NULL of an empty table; NULL overall means
+  // no records.
   Result<Query> q = db_->Prepare(
-      "SELECT max(coalesce((SELECT max(time) FROM decisions WHERE ?1 IS NULL OR run_id = ?1), -1), "
-      "coalesce((SELECT max(launch_time) FROM nodes WHERE ?1 IS NULL OR run_id = ?1), -1), "
-      "coalesce((SELECT max(end_time) FROM nodes WHERE ?1 IS NULL OR run_id = ?1), -1), "
-      "coalesce((SELECT max(end_time) FROM usage WHERE ?1 IS NULL OR run_id = ?1), -1), "
-      "coalesce((SELECT max(ended) FROM runs WHERE ?1 IS NULL OR id = ?1), -1))");
+      "SELECT max(t) FROM ("
+      "SELECT max(time) AS t FROM decisions WHERE run_id = ?1 OR ?1 IS NULL "
+      "UNION ALL SELECT max(launch_time) FROM nodes WHERE run_id = ?1 OR ?1 IS NULL "
+      "UNION ALL SELECT max(end_time) FROM nodes WHERE run_id = ?1 OR ?1 IS NULL "
+      "UNION ALL SELECT max(end_time) FROM usage WHERE run_id = ?1 OR ?1 IS NULL "
+      "UNION ALL SELECT max(ended) FROM runs WHERE id = ?1 OR ?1 IS NULL) AS last_times");
   if (!q) return q.error();
   q->Bind(1, run_id_);
   Result<bool> row = q->Step("reading the last record time");
   if (!row) return row.error();
-  if (!*row || q->IsNull(0) || q->Int(0) < 0) return std::optional<WallTime>();
+  if (!*row || q->IsNull(0)) return std::optional<WallTime>();
   return std::optional<WallTime>(q->Time(0));
 }
 

@@ -262,7 +262,7 @@ Result<StoredDecisionInput> DecisionInputReader::Read(int64_t id) {
   AuditReader::ConsistentRead consistent(reader_);
   Result<store_internal::Query> q = reader_.db_->Prepare(
       "SELECT i.policy_hash, d.source, i.snapshot_codec, i.snapshot_bytes, i.snapshot, i.planner_plan_json, "
-      "i.decision_id IS NOT NULL FROM decisions d LEFT JOIN decision_inputs i ON i.decision_id = d.id "
+      "CASE WHEN i.decision_id IS NULL THEN 0 ELSE 1 END FROM decisions d LEFT JOIN decision_inputs i ON i.decision_id = d.id "
       "WHERE d.id = ?1");
   if (!q) return q.error();
   Result<bool> found = q->Bind(1, id).Step("reading a decision's input");

@@ -63,7 +63,7 @@ Status SqliteAuditStore::RecordReservations(const std::vector<ReservationRecord>
       }
       // Changed or gone: this version ends here (a new one starts below).
       Status s = db_->Run(
-          "UPDATE reservations SET last_seen = max(?4, first_seen) "
+          "UPDATE reservations SET last_seen = CASE WHEN ?4 > first_seen THEN ?4 ELSE first_seen END "
           "WHERE run_id = ?1 AND id = ?2 AND first_seen = ?3",
           "ending a reservation's record", *run_id_, row.record.reservation.id, row.first_seen, at);
       if (!s.ok()) return s;

@@ -80,8 +80,13 @@ Status SqliteAuditStore::RecordMonthlyUsage(const std::vector<MonthlyUsageRow>& 
   }
   Status s = db_->Run("BEGIN IMMEDIATE", "recording monthly usage");
   for (size_t i = 0; s.ok() && i < rows.size(); ++i) {
-    Result<Query> q = db_->Prepare("INSERT OR REPLACE INTO monthly_usage (" GPUSCALER_MONTHLY_USAGE_COLUMNS
-                                   ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
+    Result<Query> q = db_->Prepare(
+        "INSERT INTO monthly_usage (" GPUSCALER_MONTHLY_USAGE_COLUMNS
+        ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) "
+        "ON CONFLICT (run_id, month_start, workload_class, team, pool, capacity_type) DO UPDATE SET "
+        "cost_usd = excluded.cost_usd, idle_usd = excluded.idle_usd, on_demand_usd = excluded.on_demand_usd, "
+        "gpu_seconds_paid = excluded.gpu_seconds_paid, gpu_seconds_allocated = excluded.gpu_seconds_allocated, "
+        "gpu_seconds_busy = excluded.gpu_seconds_busy, gpu_seconds_busy_measured = excluded.gpu_seconds_busy_measured");
     s = q ? store_internal::BindFields(*q, 1, rows[i], kMonthlyUsageFields).Run("inserting") : q.status();
   }
   if (s.ok()) {
@@ -130,7 +135,7 @@ Result<std::vector<MonthlyUsageRow>> AuditReader::MonthlyUsage(WallTime from, Wa
   return Select<MonthlyUsageRow>(
       *db_,
       "SELECT " GPUSCALER_MONTHLY_USAGE_COLUMNS
-      " FROM monthly_usage WHERE month_start >= ?1 AND month_start < ?2 AND (?3 IS NULL OR run_id = ?3) "
+      " FROM monthly_usage WHERE month_start >= ?1 AND month_start < ?2 AND (run_id = ?3 OR ?3 IS NULL) "
       "ORDER BY month_start, run_id, workload_class, team, pool, capacity_type",
       "reading monthly usage",
       [](const Query& q) -> Result<MonthlyUsageRow> {

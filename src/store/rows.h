@@ -15,7 +15,7 @@
 #include "gpuscaler/status.h"
 #include "gpuscaler/store/audit_reader.h"
 #include "gpuscaler/store/audit_store.h"
-#include "sqlite_db.h"
+#include "db.h"
 
 namespace gpuscaler::store_internal {
 
@@ -128,6 +128,18 @@ Status InsertWithRunId(Connection& db, const char* sql, const Record& record, co
   Result<Query> q = db.Prepare(sql);
   if (!q) return q.error();
   return BindFields(*q, 1, record, fields).Bind(kRunIdParam, run_id).Run("inserting");
+}
+
+// Prepares `sql`, an INSERT ... RETURNING id, binds `params` to ?1, ?2, ...,
+// runs it and returns the new row's id.
+template <typename... Params>
+Result<int64_t> InsertReturningId(Connection& db, const char* sql, const Params&... params) {
+  Result<Query> q = db.Prepare(sql);
+  if (!q) return q.error();
+  Result<bool> row = q->BindFrom(1, params...).Step("inserting");
+  if (!row) return row.error();
+  if (!*row) return Error::Internal("inserting: no id returned");
+  return q->Int(0);
 }
 
 // runs: version 6 added the cloud and the tags; a reader of an older file

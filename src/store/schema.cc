@@ -9,7 +9,8 @@ namespace {
 static_assert(kApplicationId == 1735422819);
 
 // Version 1: the whole audit schema. Later versions append migrations here;
-// a shipped migration is never edited.
+// a shipped migration is never edited (what it does; its text may change to
+// run on PostgreSQL too, dialect.h renders it there).
 constexpr const char* kSchemaV1 = R"sql(
 CREATE TABLE schema_version (
   version     INTEGER PRIMARY KEY,
@@ -149,7 +150,7 @@ FROM (SELECT min(t) AS lo, max(t) AS hi
             UNION ALL SELECT launch_time FROM nodes
             UNION ALL SELECT end_time FROM nodes
             UNION ALL SELECT start_time FROM usage
-            UNION ALL SELECT end_time FROM usage))
+            UNION ALL SELECT end_time FROM usage) AS recorded_times) AS bounds
 WHERE lo IS NOT NULL;
 
 ALTER TABLE decisions ADD COLUMN run_id INTEGER REFERENCES runs(id);
@@ -302,10 +303,26 @@ Result<int64_t> ScalarInt(Connection& db, const char* sql, std::string_view what
   return q->Int(0);
 }
 
-// 1 when the database has the schema_version table, else 0.
+// 1 when the database has the schema_version table, else 0. PostgreSQL:
+// in the session's schema (the first of its search_path).
 Result<int64_t> HasVersionTable(Connection& db) {
+  if (db.dialect() == Dialect::kPostgres) {
+    return ScalarInt(db,
+                     "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() "
+                     "AND table_name = 'schema_version'",
+                     "looking for the schema_version table");
+  }
   return ScalarInt(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'",
                    "looking for the schema_version table");
+}
+
+// How many tables and other objects the database holds.
+Result<int64_t> CountObjects(Connection& db) {
+  if (db.dialect() == Dialect::kPostgres) {
+    return ScalarInt(db, "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()",
+                     "listing tables");
+  }
+  return ScalarInt(db, "SELECT count(*) FROM sqlite_master", "listing tables");
 }
 
 std::string NotOurs(const std::string& why) {
@@ -324,12 +341,16 @@ int OldestReadableSchemaVersion() {
 }
 
 Result<std::optional<std::string>> WhyNotAnAuditDatabase(Connection& db) {
-  Result<int64_t> app_id = ScalarInt(db, "PRAGMA application_id", "reading the application id");
+  // A PostgreSQL database has no application id: the schema_version table
+  // alone tells.
+  Result<int64_t> app_id = db.dialect() == Dialect::kPostgres
+                               ? Result<int64_t>(int64_t{kApplicationId})
+                               : ScalarInt(db, "PRAGMA application_id", "reading the application id");
   if (!app_id) return app_id.error();
   Result<int64_t> has_version_table = HasVersionTable(db);
   if (!has_version_table) return has_version_table.error();
   if (*has_version_table == 0) {
-    Result<int64_t> objects = ScalarInt(db, "SELECT count(*) FROM sqlite_master", "listing tables");
+    Result<int64_t> objects = CountObjects(db);
     if (!objects) return objects.error();
     if (*objects != 0) return std::optional<std::string>("it has tables but no schema_version table");
   }
@@ -365,9 +386,15 @@ Status Migrate(Connection& db, std::span<const Migration> migrations) {
   for (const Migration& m : migrations) {
     if (m.version <= *on_disk) continue;
     if (Status s = db.Exec("BEGIN IMMEDIATE", "starting a schema migration"); !s.ok()) return s;
+    Status s;
+    if (db.dialect() == Dialect::kPostgres) {
+      // PostgreSQL takes no write lock at BEGIN: two replicas opening one
+      // database migrate one after the other.
+      s = db.Exec("SELECT pg_advisory_xact_lock(1735422819)", "waiting for another process's schema migration");
+    }
     // Another process may have migrated between our read and our lock.
-    Result<int> now = ReadSchemaVersion(db);
-    Status s = now.status();
+    Result<int> now = s.ok() ? ReadSchemaVersion(db) : Result<int>(s.error());
+    if (s.ok()) s = now.status();
     if (s.ok() && *now < m.version) {
       s = db.Exec(m.sql, "applying schema migration " + std::to_string(m.version));
       if (s.ok()) {
@@ -376,7 +403,9 @@ Status Migrate(Connection& db, std::span<const Migration> migrations) {
             "VALUES (?1, ?2, CAST(strftime('%s', 'now') AS INTEGER))",
             "recording the schema version", m.version, m.description);
       }
-      if (s.ok()) s = db.Exec("PRAGMA application_id = 1735422819", "setting the application id");
+      if (s.ok() && db.dialect() == Dialect::kSqlite) {
+        s = db.Exec("PRAGMA application_id = 1735422819", "setting the application id");
+      }
     }
     if (s.ok()) s = db.Exec("COMMIT", "committing a schema migration");
     if (!s.ok()) {

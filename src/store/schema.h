@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "gpuscaler/status.h"
-#include "sqlite_db.h"
+#include "db.h"
 
 namespace gpuscaler::store_internal {
 

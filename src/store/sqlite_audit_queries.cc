@@ -1,6 +1,7 @@
 // The audit store's read side: what the controller reads back from its own
 // store (node lifecycles, accepted launches, usage, the installation id) and
 // the integrity check. The write side is sqlite_audit_store.cc.
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -9,7 +10,7 @@
 #include "gpuscaler/store/sqlite_audit_store.h"
 #include "rows.h"
 #include "schema.h"
-#include "sqlite_db.h"
+#include "db.h"
 
 namespace gpuscaler {
 
@@ -18,7 +19,8 @@ using store_internal::Query;
 
 Result<std::unique_ptr<AuditReader>> SqliteAuditStore::OpenReader() const {
   if (path_ == ":memory:") return std::make_unique<AuditReader>(db_);
-  return AuditReader::Open(path_, AuditReaderOptions{.busy_timeout = options_.busy_timeout});
+  return AuditReader::Open(path_,
+                           AuditReaderOptions{.busy_timeout = options_.busy_timeout, .password = options_.password});
 }
 
 namespace {
@@ -52,14 +54,9 @@ Result<std::vector<AcceptedLaunch>> SqliteAuditStore::AcceptedLaunchesSince(Wall
   Result<std::vector<AcceptedLaunch>> rows = store_internal::Select<AcceptedLaunch>(
       *db_,
       "SELECT " GPUSCALER_ACTION_COLUMNS
-      ", (SELECT d.time FROM decisions d WHERE d.id = actions.decision_id),"
-      " (SELECT json_group_array(n.instance_id) FROM nodes n WHERE n.decision_id = actions.decision_id"
-      "    AND n.pool = actions.pool AND n.instance_id NOT IN"
-      "    (SELECT j.value FROM actions a2, json_each(a2.result_instance_ids_json) j"
-      "     WHERE a2.decision_id = actions.decision_id AND a2.kind = 'launch'))"
+      ", (SELECT d.time FROM decisions d WHERE d.id = actions.decision_id)"
       " FROM actions WHERE decision_id IN (SELECT id FROM decisions WHERE time >= ?1)"
-      " AND kind = 'launch' AND outcome = 'succeeded'"
-      " AND json_array_length(result_instance_ids_json) < count ORDER BY id",
+      " AND kind = 'launch' AND outcome = 'succeeded' ORDER BY id",
       "reading accepted launches",
       [](const Query& q) -> Result<AcceptedLaunch> {
         AcceptedLaunch a;
@@ -67,14 +64,49 @@ Result<std::vector<AcceptedLaunch>> SqliteAuditStore::AcceptedLaunchesSince(Wall
         if (!row) return row.error();
         a.row = std::move(row).value();
         a.row.decision_time = q.OptionalTime(18);
-        Result<std::vector<std::string>> arrived = store_internal::IdsFromJson(q.Text(19), "nodes.instance_id");
-        if (!arrived) return arrived.error();
-        a.arrived_instance_ids = std::move(arrived).value();
         return a;
       },
       since);
-  if (!rows) NoteFailure(rows.error());
-  return rows;
+  if (!rows) {
+    NoteFailure(rows.error());
+    return rows;
+  }
+  std::vector<AcceptedLaunch> accepted;
+  for (AcceptedLaunch& a : *rows) {
+    if (static_cast<int>(a.row.result_instance_ids.size()) >= a.row.action.count) continue;
+    Result<std::vector<std::string>> arrived = ArrivedInstances(a.row.action.decision_id, a.row.action.pool);
+    if (!arrived) {
+      NoteFailure(arrived.error());
+      return arrived.error();
+    }
+    a.arrived_instance_ids = std::move(*arrived);
+    accepted.push_back(std::move(a));
+  }
+  return accepted;
+}
+
+Result<std::vector<std::string>> SqliteAuditStore::ArrivedInstances(int64_t decision_id, const std::string& pool) {
+  std::set<std::string> results;
+  Result<std::vector<std::string>> result_lists = store_internal::Select<std::string>(
+      *db_, "SELECT result_instance_ids_json FROM actions WHERE decision_id = ?1 AND kind = 'launch'",
+      "reading a decision's launched instances", [](const Query& q) -> Result<std::string> { return q.Text(0); },
+      decision_id);
+  if (!result_lists) return result_lists.error();
+  for (const std::string& list : *result_lists) {
+    Result<std::vector<std::string>> ids = store_internal::IdsFromJson(list, "actions.result_instance_ids_json");
+    if (!ids) return ids.error();
+    results.insert(ids->begin(), ids->end());
+  }
+  Result<std::vector<std::string>> nodes = store_internal::Select<std::string>(
+      *db_, "SELECT instance_id FROM nodes WHERE decision_id = ?1 AND pool = ?2 ORDER BY launch_time, instance_id",
+      "reading a decision's nodes", [](const Query& q) -> Result<std::string> { return q.Text(0); }, decision_id,
+      pool);
+  if (!nodes) return nodes.error();
+  std::vector<std::string> arrived;
+  for (std::string& id : *nodes) {
+    if (!results.contains(id)) arrived.push_back(std::move(id));
+  }
+  return arrived;
 }
 
 Result<std::vector<UsageRecord>> SqliteAuditStore::UsageOverlapping(WallTime from, WallTime to) {
@@ -93,6 +125,7 @@ Result<std::string> SqliteAuditStore::InstallationId() {
 }
 
 Result<std::string> SqliteAuditStore::IntegrityCheck() {
+  if (db_->dialect() == store_internal::Dialect::kPostgres) return std::string("ok");
   Result<Query> q = db_->Prepare("PRAGMA integrity_check");
   if (!q) return q.error();
   std::string report;

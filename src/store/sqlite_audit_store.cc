@@ -14,12 +14,11 @@
 namespace gpuscaler {
 
 using store_internal::Connection;
+using store_internal::Dialect;
 using store_internal::IdsToJson;
 using store_internal::Query;
 
 namespace {
-
-bool IsMemoryPath(const std::string& path) { return path == ":memory:" || path.empty(); }
 
 // Ends the open transaction: commits it when `s` is ok, and rolls back
 // whatever is still open when `s` or the commit failed. Returns the first
@@ -64,55 +63,6 @@ Result<NodeLife> ReadNodeLife(Connection& db, const std::string& instance_id, co
 }
 
 }  // namespace
-
-int SqliteAuditStore::CurrentSchemaVersion() { return store_internal::AuditMigrations().back().version; }
-
-Result<std::unique_ptr<SqliteAuditStore>> SqliteAuditStore::Open(const std::string& path,
-                                                                 const SqliteAuditStoreOptions& options) {
-  const std::string db_path = IsMemoryPath(path) ? ":memory:" : path;
-  Result<std::shared_ptr<Connection>> db =
-      Connection::Open(db_path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, options.busy_timeout);
-  if (!db) return db.error();
-  Connection& c = **db;
-  const std::string context = "opening audit database '" + db_path + "'";
-
-  // Small pages: a tick dirties a few pages of several tables, and the WAL
-  // write cost follows the bytes written (bench/log/2026-12-02-audit-write-speed.md). Only takes
-  // effect on a new file.
-  if (Status s = c.Exec("PRAGMA page_size = 1024", "setting the page size"); !s.ok()) {
-    return s.error().WithContext(context);
-  }
-  if (db_path != ":memory:") {
-    Result<Query> q = c.Prepare("PRAGMA journal_mode = WAL");
-    if (!q) return q.error().WithContext(context);
-    Result<bool> row = q->Step("switching to WAL");
-    if (!row) return row.error().WithContext(context);
-    const std::string mode = *row ? q->Text(0) : "";
-    if (mode != "wal") {
-      return Error::Config(context + ": the file system refused WAL mode (journal_mode is '" + mode +
-                           "'); put the database on a local disk");
-    }
-  }
-  for (const char* pragma : {"PRAGMA synchronous = NORMAL", "PRAGMA foreign_keys = ON", "PRAGMA temp_store = MEMORY",
-                             "PRAGMA wal_autocheckpoint = 8192",
-                             "PRAGMA journal_size_limit = 67108864"}) {
-    if (Status s = c.Exec(pragma, pragma); !s.ok()) return s.error().WithContext(context);
-  }
-  if (options.max_size_mib > 0) {
-    // PRAGMA takes no bound parameters; the value is an integer, never text.
-    Result<Query> page = c.Prepare("PRAGMA page_size");
-    if (!page) return page.error().WithContext(context);
-    Result<bool> row = page->Step("reading the page size");
-    if (!row) return row.error().WithContext(context);
-    const int64_t page_bytes = *row && page->Int(0) > 0 ? page->Int(0) : 4096;
-    const std::string cap = "PRAGMA max_page_count = " + std::to_string(options.max_size_mib * 1024 * 1024 / page_bytes);
-    if (Status s = c.Exec(cap.c_str(), "capping the database size"); !s.ok()) return s.error().WithContext(context);
-  }
-  if (Status s = store_internal::Migrate(c, store_internal::AuditMigrations()); !s.ok()) {
-    return s.error().WithContext(context);
-  }
-  return std::unique_ptr<SqliteAuditStore>(new SqliteAuditStore(db_path, options, std::move(*db)));
-}
 
 SqliteAuditStore::SqliteAuditStore(std::string path, SqliteAuditStoreOptions options,
                                    std::shared_ptr<Connection> db)
@@ -298,10 +248,12 @@ Result<int64_t> SqliteAuditStore::BeginRun(const RunRecord& run) {
   }
   int64_t id = 0;
   Status s = Single("starting a run", [&]() -> Status {
-    Status r = db_->Run("INSERT INTO runs (name, source, policy_hash, started) VALUES (?1, ?2, ?3, ?4)", "inserting",
-                        run.name, run.source, run.policy_hash, run.started);
-    if (r.ok()) id = db_->LastInsertRowid();
-    return r;
+    Result<int64_t> r = store_internal::InsertReturningId(
+        *db_, "INSERT INTO runs (name, source, policy_hash, started) VALUES (?1, ?2, ?3, ?4) RETURNING id", run.name,
+        run.source, run.policy_hash, run.started);
+    if (!r) return r.error();
+    id = *r;
+    return Status::Ok();
   });
   if (!s.ok()) return s.error().WithContext(what);
   run_id_ = id;
@@ -311,7 +263,7 @@ Result<int64_t> SqliteAuditStore::BeginRun(const RunRecord& run) {
 Status SqliteAuditStore::EndRun(WallTime end) {
   if (!run_id_) return Status::Ok();
   return Single("ending a run", [&]() -> Status {
-    return db_->Run("UPDATE runs SET ended = max(?2, started) WHERE id = ?1", "updating", *run_id_, end);
+    return db_->Run("UPDATE runs SET ended = CASE WHEN ?2 > started THEN ?2 ELSE started END WHERE id = ?1", "updating", *run_id_, end);
   });
 }
 
@@ -331,13 +283,15 @@ Result<int64_t> SqliteAuditStore::RecordDecision(const DecisionRecord& d) {
   if (Status r = EnsureRun(d.time); !r.ok()) return r.error().WithContext("recording a decision");
   int64_t id = 0;
   Status s = Single("recording a decision", [&]() -> Status {
-    Status r = store_internal::InsertWithRunId(
-        *db_,
-        "INSERT INTO decisions (" GPUSCALER_DECISION_COLUMNS
-        ", run_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?" GPUSCALER_RUN_ID_PARAM ")",
-        d, store_internal::kDecisionFields, run_id_);
-    if (!r.ok()) return r;
-    id = db_->LastInsertRowid();
+    Result<Query> q = db_->Prepare("INSERT INTO decisions (" GPUSCALER_DECISION_COLUMNS
+                                   ", run_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
+                                   "?" GPUSCALER_RUN_ID_PARAM ") RETURNING id");
+    if (!q) return q.error();
+    Result<bool> row = store_internal::BindFields(*q, 1, d, store_internal::kDecisionFields)
+                           .Bind(store_internal::kRunIdParam, run_id_)
+                           .Step("inserting");
+    if (!row) return row.error();
+    id = q->Int(0);
     return Status::Ok();
   });
   if (s.ok() && !d.planner_snapshot_json.empty()) s = RecordDecisionInput(id, d);
@@ -379,7 +333,9 @@ Result<std::vector<int64_t>> SqliteAuditStore::RecordActionIntents(const std::ve
       return s.error();
     }
   }
-  const bool fsync = options_.intent_sync == SqliteAuditStoreOptions::IntentSync::kFsync;
+  // PostgreSQL syncs every commit (synchronous_commit); SQLite is told to.
+  const bool fsync = options_.intent_sync == SqliteAuditStoreOptions::IntentSync::kFsync &&
+                     db_->dialect() == Dialect::kSqlite;
   if (fsync) {
     if (Status s = db_->Run("PRAGMA synchronous = FULL", "syncing action intents"); !s.ok()) {
       return s.error();
@@ -402,16 +358,17 @@ Status SqliteAuditStore::InsertIntents(const std::vector<ActionRecord>& actions,
   for (size_t i = 0; s.ok() && i < actions.size(); ++i) {
     const ActionRecord& a = actions[i];
     Result<Query> q = db_->Prepare("INSERT INTO actions (" GPUSCALER_ACTION_INTENT_COLUMNS
-                                   ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
+                                   ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) RETURNING id");
     if (!q) {
       s = q.error();
       break;
     }
-    s = store_internal::BindActionIntent(*q, a).Run("inserting");
-    if (s.ok()) {
-      ids->push_back(db_->LastInsertRowid());
+    Result<bool> inserted = store_internal::BindActionIntent(*q, a).Step("inserting");
+    if (inserted) {
+      ids->push_back(q->Int(0));
       continue;
     }
+    s = inserted.error();
     const std::string what = "recording action intent '" + a.idempotency_token + "'";
     Result<Query> dup = db_->Prepare("SELECT id FROM actions WHERE idempotency_token = ?1");
     Result<bool> dup_found = dup ? dup->Bind(1, a.idempotency_token).Step("looking up the token") : false;

@@ -44,63 +44,20 @@ Error SqliteError(int rc, sqlite3* db, std::string_view context) {
   }
 }
 
-Query::~Query() {
-  if (stmt_ != nullptr) {
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-  }
-}
-
-// Bind only fails on a parameter index out of range or OOM: programming
-// errors caught by the tests, and a later Step reports the statement as
-// misused.
-Query& Query::Bind(int i, int64_t v) {
-  sqlite3_bind_int64(stmt_, i, v);
-  return *this;
-}
-
-Query& Query::Bind(int i, double v) {
-  sqlite3_bind_double(stmt_, i, v);
-  return *this;
-}
-
-Query& Query::Bind(int i, std::string_view v) {
-  sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
-  return *this;
-}
-
-Query& Query::BindBlob(int i, std::string_view bytes) {
-  sqlite3_bind_blob(stmt_, i, bytes.data(), static_cast<int>(bytes.size()), SQLITE_TRANSIENT);
-  return *this;
-}
-
-Query& Query::BindNull(int i) {
-  sqlite3_bind_null(stmt_, i);
-  return *this;
-}
-
-Result<bool> Query::Step(std::string_view what) {
+Result<bool> SqliteStatement::Step(std::string_view what) {
   const int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
-  return SqliteError(sqlite3_extended_errcode(db_->raw()), db_->raw(), what);
+  return SqliteError(sqlite3_extended_errcode(db_), db_, what);
 }
 
-Status Query::Run(std::string_view what) {
-  Result<bool> r = Step(what);
-  if (!r) return r.error();
-  return Status::Ok();
-}
-
-std::string Query::Text(int col) const { return std::string(TextView(col)); }
-
-std::string_view Query::TextView(int col) const {
+std::string_view SqliteStatement::TextView(int col) const {
   const unsigned char* text = sqlite3_column_text(stmt_, col);
   if (text == nullptr) return {};
   return std::string_view(reinterpret_cast<const char*>(text), static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
 }
 
-std::string Query::Blob(int col) const {
+std::string SqliteStatement::Blob(int col) const {
   const void* bytes = sqlite3_column_blob(stmt_, col);
   if (bytes == nullptr) return {};
   return std::string(static_cast<const char*>(bytes), static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
@@ -108,6 +65,13 @@ std::string Query::Blob(int col) const {
 
 Result<std::shared_ptr<Connection>> Connection::Open(const std::string& path, int flags,
                                                      std::chrono::milliseconds busy_timeout) {
+  Result<std::shared_ptr<SqliteConnection>> db = SqliteConnection::OpenFile(path, flags, busy_timeout);
+  if (!db) return db.error();
+  return std::shared_ptr<Connection>(std::move(*db));
+}
+
+Result<std::shared_ptr<SqliteConnection>> SqliteConnection::OpenFile(const std::string& path, int flags,
+                                                                     std::chrono::milliseconds busy_timeout) {
   sqlite3* db = nullptr;
   const int rc = sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
@@ -117,18 +81,16 @@ Result<std::shared_ptr<Connection>> Connection::Open(const std::string& path, in
   }
   sqlite3_extended_result_codes(db, 1);
   sqlite3_busy_timeout(db, static_cast<int>(busy_timeout.count()));
-  return std::shared_ptr<Connection>(new Connection(db));
+  return std::shared_ptr<SqliteConnection>(new SqliteConnection(db));
 }
 
-Connection::~Connection() {
-  for (auto& [sql, stmt] : statements_) {
-    sqlite3_finalize(stmt);
-  }
+SqliteConnection::~SqliteConnection() {
+  statements_.clear();
   // Closing with a transaction open rolls it back, as a crash would.
   sqlite3_close_v2(db_);
 }
 
-Result<Query> Connection::Prepare(const char* sql) {
+Result<Query> SqliteConnection::Prepare(const char* sql) {
   auto it = statements_.find(sql);
   if (it == statements_.end()) {
     sqlite3_stmt* stmt = nullptr;
@@ -136,12 +98,12 @@ Result<Query> Connection::Prepare(const char* sql) {
     if (rc != SQLITE_OK) {
       return SqliteError(rc, db_, std::string("preparing \"") + sql + "\"");
     }
-    it = statements_.emplace(sql, stmt).first;
+    it = statements_.emplace(sql, std::make_unique<SqliteStatement>(db_, stmt)).first;
   }
-  return Query(this, it->second);
+  return Query(it->second.get());
 }
 
-Status Connection::Exec(const char* sql, std::string_view what) {
+Status SqliteConnection::Exec(const char* sql, std::string_view what) {
   char* err = nullptr;
   const int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err);
   sqlite3_free(err);  // the same text as sqlite3_errmsg, which SqliteError reads

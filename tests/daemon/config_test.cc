@@ -49,6 +49,25 @@ retention: 30d
   EXPECT_EQ(c->retention, Seconds(30 * 86400));
 }
 
+// A PostgreSQL db is a URL, not a path: it is kept as written, and its
+// password file is resolved as every file is. A password file for a SQLite
+// db is a mistake, said at its line.
+TEST(DaemonConfig, APostgresDbKeepsItsUrlAndReadsItsPasswordFile) {
+  const std::string head = "apiVersion: gpuscaler/v1\nkind: DaemonConfig\ncluster_name: test\npolicy: p.yaml\n";
+  Result<DaemonConfig> c = ParseDaemonConfig(
+      head + "db: postgresql://gpuscaler@db.internal:5432/audit?sslmode=verify-full&sslrootcert=/etc/ca.pem\n"
+             "db_password_file: secrets/db-password\n",
+      "/etc/gpuscaler/gpuscaler.yaml");
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  EXPECT_EQ(c->db_file, "postgresql://gpuscaler@db.internal:5432/audit?sslmode=verify-full&sslrootcert=/etc/ca.pem");
+  EXPECT_EQ(c->db_password_file, "/etc/gpuscaler/secrets/db-password");
+
+  Result<DaemonConfig> sqlite = ParseDaemonConfig(head + "db: audit.db\ndb_password_file: pw\n", "d.yaml");
+  ASSERT_FALSE(sqlite.ok());
+  EXPECT_NE(sqlite.error().message().find("d.yaml:6:"), std::string::npos) << sqlite.error().message();
+  EXPECT_NE(sqlite.error().message().find("db_password_file"), std::string::npos) << sqlite.error().message();
+}
+
 TEST(DaemonConfig, ReportsEveryProblemWithItsLine) {
   const std::string text = R"(apiVersion: gpuscaler/v1
 kind: DaemonConfig

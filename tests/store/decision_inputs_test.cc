@@ -9,6 +9,7 @@
 #include "gpuscaler/model/json.h"
 #include "gpuscaler/policy/loader.h"
 #include "gpuscaler/store/sqlite_audit_store.h"
+#include "store/backends.h"
 #include "store/store_test_util.h"
 
 namespace gpuscaler {
@@ -16,7 +17,6 @@ namespace {
 
 using testing_store::SpotOffering;
 using testing_store::T;
-using testing_store::TempDir;
 
 Snapshot SmallSnapshot() {
   Snapshot s;
@@ -106,9 +106,11 @@ TEST(SnapshotCompression, RoundTripsAndNamesTheDecisionWhenCorrupt) {
   EXPECT_NE(corrupt.error().message().find("decision 7"), std::string::npos) << corrupt.error().message();
 }
 
-TEST(DecisionInputs, StoresTheSnapshotExactlyAndThePolicyOncePerHash) {
-  TempDir dir;
-  const std::string path = dir.File("audit.db");
+class DecisionInputs : public testing_store::BackendTest {};
+INSTANTIATE_TEST_SUITE_P(Backends, DecisionInputs, testing_store::AllBackends(), testing_store::BackendName);
+
+TEST_P(DecisionInputs, StoresTheSnapshotExactlyAndThePolicyOncePerHash) {
+  const std::string path = Db("audit.db");
   const Snapshot snapshot = SmallSnapshot();
   const Policy policy = DefaultPolicy();
   {
@@ -152,9 +154,8 @@ TEST(DecisionInputs, StoresTheSnapshotExactlyAndThePolicyOncePerHash) {
   EXPECT_NE(unknown.error().message().find("decisions stored: 1..3"), std::string::npos) << unknown.error().message();
 }
 
-TEST(DecisionInputs, KeysThePolicyByWhatThePlannerWasGivenNotByItsLabel) {
-  TempDir dir;
-  const std::string path = dir.File("audit.db");
+TEST_P(DecisionInputs, KeysThePolicyByWhatThePlannerWasGivenNotByItsLabel) {
+  const std::string path = Db("audit.db");
   const Snapshot snapshot = SmallSnapshot();
   Policy edited = DefaultPolicy();  // edited after loading; content_hash still the default's
   edited.pools[0].capacity_types = {CapacityType::kOnDemand};
@@ -180,9 +181,8 @@ TEST(DecisionInputs, KeysThePolicyByWhatThePlannerWasGivenNotByItsLabel) {
   EXPECT_EQ(back.policy.content_hash, PolicyContentHash(edited));
 }
 
-TEST(DecisionInputs, AnEmptyStoreSaysItHasNoDecisions) {
-  TempDir dir;
-  const std::string path = dir.File("audit.db");
+TEST_P(DecisionInputs, AnEmptyStoreSaysItHasNoDecisions) {
+  const std::string path = Db("audit.db");
   (void)SqliteAuditStore::Open(path);
   auto reader = std::move(AuditReader::Open(path)).value();
   Result<StoredDecisionInput> none = DecisionInputReader(*reader).Read(1);

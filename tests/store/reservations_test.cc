@@ -10,6 +10,7 @@
 #include "gpuscaler/store/sqlite_audit_store.h"
 #include "src/store/schema.h"
 #include "src/store/sqlite_db.h"
+#include "store/backends.h"
 #include "store/store_test_util.h"
 
 namespace gpuscaler::store_reservations_test {
@@ -19,7 +20,6 @@ using store_internal::AuditMigrations;
 using store_internal::Connection;
 using testing_store::NodeLaunch;
 using testing_store::T;
-using testing_store::TempDir;
 
 constexpr int64_t kT0 = 1'800'000'000;
 
@@ -54,8 +54,11 @@ std::vector<ReservationRow> Rows(SqliteAuditStore& store) {
   return std::move(std::move(store.OpenReader()).value()->Reservations()).value();
 }
 
-TEST(Reservations, AListingIsReadBackWithEveryField) {
-  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(":memory:")).value();
+class Reservations : public testing_store::BackendTest {};
+INSTANTIATE_TEST_SUITE_P(Backends, Reservations, testing_store::AllBackends(), testing_store::BackendName);
+
+TEST_P(Reservations, AListingIsReadBackWithEveryField) {
+  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(Db(":memory:"))).value();
   ASSERT_TRUE(store->BeginRun({"prod", "daemon", "h", T(kT0)}).ok());
   ASSERT_TRUE(store->RecordReservations({Odcr("cr-1", 2), Block("cb-1")}, T(kT0 + 60)).ok());
   const std::vector<ReservationRow> rows = Rows(*store);
@@ -73,8 +76,8 @@ TEST(Reservations, AListingIsReadBackWithEveryField) {
   EXPECT_FALSE(rows[1].record.reservation.end.has_value());
 }
 
-TEST(Reservations, AChangeStartsAVersionAndAReservationNoLongerListedEnds) {
-  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(":memory:")).value();
+TEST_P(Reservations, AChangeStartsAVersionAndAReservationNoLongerListedEnds) {
+  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(Db(":memory:"))).value();
   ASSERT_TRUE(store->BeginRun({"prod", "daemon", "h", T(kT0)}).ok());
   ASSERT_TRUE(store->RecordReservations({Odcr("cr-1", 2), Block("cb-1")}, T(kT0)).ok());
   // Free slots change with every launch: not a new version.
@@ -96,8 +99,8 @@ TEST(Reservations, AChangeStartsAVersionAndAReservationNoLongerListedEnds) {
   EXPECT_FALSE(rows[2].last_seen.has_value());
 }
 
-TEST(Reservations, EachRunKeepsItsOwnListingAndTheReaderSelectsARun) {
-  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(":memory:")).value();
+TEST_P(Reservations, EachRunKeepsItsOwnListingAndTheReaderSelectsARun) {
+  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(Db(":memory:"))).value();
   const int64_t first = std::move(store->BeginRun({"a", "sim", "h", T(kT0)})).value();
   ASSERT_TRUE(store->RecordReservations({Odcr("cr-1", 2)}, T(kT0)).ok());
   ASSERT_TRUE(store->BeginRun({"b", "sim", "h", T(kT0)}).ok());
@@ -110,8 +113,8 @@ TEST(Reservations, EachRunKeepsItsOwnListingAndTheReaderSelectsARun) {
   EXPECT_EQ(mine[0].run_id, first);
 }
 
-TEST(Reservations, ABadReservationIsRejectedAndNothingIsRecorded) {
-  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(":memory:")).value();
+TEST_P(Reservations, ABadReservationIsRejectedAndNothingIsRecorded) {
+  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(Db(":memory:"))).value();
   ASSERT_TRUE(store->BeginRun({"prod", "daemon", "h", T(kT0)}).ok());
   struct Case {
     std::string name;
@@ -134,8 +137,8 @@ TEST(Reservations, ABadReservationIsRejectedAndNothingIsRecorded) {
   EXPECT_NE(twice.error().message().find("listed twice"), std::string::npos) << twice.error().ToString();
 }
 
-TEST(Reservations, ANodeInAReservationReadsAsReservedWithItsId) {
-  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(":memory:")).value();
+TEST_P(Reservations, ANodeInAReservationReadsAsReservedWithItsId) {
+  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(Db(":memory:"))).value();
   ASSERT_TRUE(store->BeginRun({"prod", "daemon", "h", T(kT0)}).ok());
   NodeLaunchRecord reserved = NodeLaunch("i-res", 0, kT0);
   reserved.offering.capacity_type = CapacityType::kReserved;
@@ -160,14 +163,10 @@ TEST(Reservations, ANodeInAReservationReadsAsReservedWithItsId) {
 
 // A version-6 file: read as it is (no reservations, no node in one); a
 // writer migrates it and its old nodes still have none.
-TEST(Reservations, AVersionSixStoreReadsAsRecordingNoReservations) {
-  TempDir dir;
-  const std::string path = dir.File("v6.db");
+TEST_P(Reservations, AVersionSixStoreReadsAsRecordingNoReservations) {
+  const std::string path = Db("v6.db");
   {
-    std::shared_ptr<Connection> db =
-        std::move(Connection::Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
-                                   std::chrono::milliseconds(100)))
-            .value();
+    std::shared_ptr<Connection> db = Connect("v6.db");
     ASSERT_TRUE(store_internal::Migrate(*db, AuditMigrations().first(6)).ok());
     ASSERT_TRUE(
         db->Exec(

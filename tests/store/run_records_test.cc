@@ -10,6 +10,7 @@
 #include "gpuscaler/store/sqlite_audit_store.h"
 #include "src/store/schema.h"
 #include "src/store/sqlite_db.h"
+#include "store/backends.h"
 #include "store/store_test_util.h"
 
 namespace gpuscaler {
@@ -20,7 +21,6 @@ using store_internal::Connection;
 using testing_store::FullDecision;
 using testing_store::NodeLaunch;
 using testing_store::T;
-using testing_store::TempDir;
 
 constexpr int64_t kT0 = 1'800'000'000;
 
@@ -29,8 +29,11 @@ LostWorkRecord Lost(const std::string& instance_id, int64_t t, const std::string
   return LostWorkRecord{instance_id, T(t), cls, team, gpu_seconds};
 }
 
-TEST(RunRecords, ARunsCloudAndTagsAreReadBackWithTheRun) {
-  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(":memory:")).value();
+class RunRecords : public testing_store::BackendTest {};
+INSTANTIATE_TEST_SUITE_P(Backends, RunRecords, testing_store::AllBackends(), testing_store::BackendName);
+
+TEST_P(RunRecords, ARunsCloudAndTagsAreReadBackWithTheRun) {
+  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(Db(":memory:"))).value();
   ASSERT_TRUE(store->BeginRun({"prod", "daemon", "h", T(kT0)}).ok());
   RunCloud cloud;
   cloud.name = "gcp";
@@ -49,8 +52,8 @@ TEST(RunRecords, ARunsCloudAndTagsAreReadBackWithTheRun) {
   EXPECT_TRUE(runs[1].cloud.pool_tags.empty());
 }
 
-TEST(RunRecords, LostWorkIsReadByTimeAndRunAndATwiceRecordedLossIsRejected) {
-  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(":memory:")).value();
+TEST_P(RunRecords, LostWorkIsReadByTimeAndRunAndATwiceRecordedLossIsRejected) {
+  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(Db(":memory:"))).value();
   ASSERT_TRUE(store->BeginRun({"first", "sim", "h", T(kT0)}).ok());
   ASSERT_TRUE(store->RecordLostWork({Lost("i-1", kT0 + 600, "train", "ml", 1200),
                                      Lost("i-1", kT0 + 600, "eval", "", 300), Lost("i-2", kT0 + 900, "", "", 0)})
@@ -85,12 +88,11 @@ TEST(RunRecords, LostWorkIsReadByTimeAndRunAndATwiceRecordedLossIsRejected) {
 
 // Retention drops a node's lost work with the node, and keeps the lost
 // work of a node it keeps.
-TEST(RunRecords, PruningANodeDropsItsLostWorkAndKeepsAKeptNodes) {
-  TempDir dir;
+TEST_P(RunRecords, PruningANodeDropsItsLostWorkAndKeepsAKeptNodes) {
   for (const bool batched : {false, true}) {
     SCOPED_TRACE(batched ? "PruneBatch" : "PruneBefore");
     std::unique_ptr<SqliteAuditStore> store =
-        std::move(SqliteAuditStore::Open(dir.File(batched ? "batched.db" : "whole.db"))).value();
+        std::move(SqliteAuditStore::Open(Db(batched ? "batched.db" : "whole.db"))).value();
     ASSERT_TRUE(store->BeginRun({"prod", "daemon", "h", T(kT0)}).ok());
     Result<int64_t> d = store->RecordDecision(FullDecision(kT0));
     ASSERT_TRUE(d.ok());
@@ -121,13 +123,10 @@ TEST(RunRecords, PruningANodeDropsItsLostWorkAndKeepsAKeptNodes) {
 // A store written before version 6 is read as it is: its runs name no
 // cloud and it has no lost work (reports then estimate the loss); a writer
 // migrates it.
-TEST(RunRecords, AVersionFiveStoreReadsAsRecordingNeitherCloudsNorLostWork) {
-  TempDir dir;
-  const std::string path = dir.File("v5.db");
+TEST_P(RunRecords, AVersionFiveStoreReadsAsRecordingNeitherCloudsNorLostWork) {
+  const std::string path = Db("v5.db");
   {
-    std::shared_ptr<Connection> db =
-        std::move(Connection::Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, std::chrono::milliseconds(100)))
-            .value();
+    std::shared_ptr<Connection> db = Connect("v5.db");
     ASSERT_TRUE(store_internal::Migrate(*db, AuditMigrations().first(5)).ok());
     ASSERT_TRUE(db->Exec("INSERT INTO runs (name, source, policy_hash, started) VALUES ('old', 'daemon', 'h', 0)",
                          "a run")

@@ -13,6 +13,7 @@
 #include "gpuscaler/store/sqlite_audit_store.h"
 #include "src/store/schema.h"
 #include "src/store/sqlite_db.h"
+#include "store/backends.h"
 #include "store/store_test_util.h"
 
 namespace gpuscaler {
@@ -25,7 +26,9 @@ using store_internal::Query;
 using testing_store::FullDecision;
 using testing_store::NodeLaunch;
 using testing_store::T;
-using testing_store::TempDir;
+
+class Runs : public testing_store::BackendTest {};
+INSTANTIATE_TEST_SUITE_P(Backends, Runs, testing_store::AllBackends(), testing_store::BackendName);
 
 UsageRecord Usage(const std::string& instance_id, int64_t start, int64_t end, std::optional<double> busy) {
   UsageRecord u;
@@ -48,8 +51,8 @@ void WriteRun(SqliteAuditStore& store, const std::string& name, const std::strin
   ASSERT_TRUE(store.EndRun(T(t + 600)).ok());
 }
 
-TEST(Runs, EachRunKeepsItsOwnDecisionsNodesAndUsage) {
-  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(":memory:")).value();
+TEST_P(Runs, EachRunKeepsItsOwnDecisionsNodesAndUsage) {
+  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(Db(":memory:"))).value();
   WriteRun(*store, "on-demand", "i-od", 1'800'000'000);
   WriteRun(*store, "gpuscaler", "i-gs", 1'800'000'000);
   std::unique_ptr<AuditReader> reader = std::move(store->OpenReader()).value();
@@ -69,7 +72,7 @@ TEST(Runs, EachRunKeepsItsOwnDecisionsNodesAndUsage) {
     reader->SelectRun(run.id);
     const std::string want = run.run.name == "gpuscaler" ? "i-gs" : "i-od";
     Result<std::vector<NodeRow>> nodes = reader->NodesOverlapping(T(0), T(2'000'000'000));
-    ASSERT_TRUE(nodes.ok());
+    ASSERT_TRUE(nodes.ok()) << nodes.error().ToString();
     ASSERT_EQ(nodes->size(), 1u);
     EXPECT_EQ((*nodes)[0].launch.instance_id, want);
     Result<std::vector<UsageRow>> usage = reader->UsageOverlapping(T(0), T(2'000'000'000));
@@ -93,8 +96,8 @@ TEST(Runs, EachRunKeepsItsOwnDecisionsNodesAndUsage) {
 // The streamed scan is the same row set as UsageOverlapping (end > from and
 // start < to), for every run selection and split of the end times, on rows
 // whose ends and starts sit exactly on the bounds.
-TEST(Runs, ForEachUsageStreamsTheRowsOfUsageOverlappingAtEveryBound) {
-  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(":memory:")).value();
+TEST_P(Runs, ForEachUsageStreamsTheRowsOfUsageOverlappingAtEveryBound) {
+  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(Db(":memory:"))).value();
   const int64_t t0 = 1'800'000'000;
   std::vector<int64_t> run_ids;
   for (const char* name : {"a", "b"}) {
@@ -151,8 +154,8 @@ TEST(Runs, ForEachUsageStreamsTheRowsOfUsageOverlappingAtEveryBound) {
   }
 }
 
-TEST(Runs, BusyTimeNotMeasuredIsStoredAsNullNotAsAllocated) {
-  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(":memory:")).value();
+TEST_P(Runs, BusyTimeNotMeasuredIsStoredAsNullNotAsAllocated) {
+  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(Db(":memory:"))).value();
   ASSERT_TRUE(store->RecordNodeLaunch(NodeLaunch("i-1", 0, 1'800'000'000)).ok());
   ASSERT_TRUE(store
                   ->RecordUsage({Usage("i-1", 1'800'000'000, 1'800'000'100, std::nullopt),
@@ -169,8 +172,8 @@ TEST(Runs, BusyTimeNotMeasuredIsStoredAsNullNotAsAllocated) {
   EXPECT_EQ(bad.error().category(), ErrorCategory::kInvalidInput);
 }
 
-TEST(Runs, RowsRecordedBeforeAnyRunGetAnUnnamedRun) {
-  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(":memory:")).value();
+TEST_P(Runs, RowsRecordedBeforeAnyRunGetAnUnnamedRun) {
+  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(Db(":memory:"))).value();
   ASSERT_TRUE(store->RecordDecision(FullDecision(1'800'000'000)).ok());
   ASSERT_TRUE(store->run_id().has_value());
   std::unique_ptr<AuditReader> reader = std::move(store->OpenReader()).value();
@@ -182,8 +185,8 @@ TEST(Runs, RowsRecordedBeforeAnyRunGetAnUnnamedRun) {
   EXPECT_EQ(std::move(reader->DecisionsSince(T(0), 10)).value().size(), 1u);
 }
 
-TEST(Runs, BeginRunRejectsAnEmptyNameAndAnUnknownSource) {
-  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(":memory:")).value();
+TEST_P(Runs, BeginRunRejectsAnEmptyNameAndAnUnknownSource) {
+  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(Db(":memory:"))).value();
   EXPECT_EQ(store->BeginRun({"", "sim", "", T(0)}).error().category(), ErrorCategory::kInvalidInput);
   Result<int64_t> bad = store->BeginRun({"x", "batch", "", T(0)});
   ASSERT_FALSE(bad.ok());
@@ -199,13 +202,10 @@ int64_t Scalar(Connection& db, const char* sql) {
 
 // A version-2 file (written before runs) is migrated: its rows go into one
 // run named "legacy" spanning them, and a version-3 binary reads them.
-TEST(Runs, AVersionTwoFileGetsALegacyRunHoldingItsRows) {
-  TempDir dir;
-  const std::string path = dir.File("v2.db");
+TEST_P(Runs, AVersionTwoFileGetsALegacyRunHoldingItsRows) {
+  const std::string path = Db("v2.db");
   {
-    std::shared_ptr<Connection> db =
-        std::move(Connection::Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, std::chrono::milliseconds(100)))
-            .value();
+    std::shared_ptr<Connection> db = Connect("v2.db");
     ASSERT_TRUE(Migrate(*db, AuditMigrations().first(2)).ok());
     ASSERT_TRUE(db->Exec("INSERT INTO decisions (time, source, policy_name, policy_hash, pending_units, nodes, "
                          "signals_json, snapshot_summary_json, plan_json, summary, cost_before_usd_per_hour, "
@@ -244,13 +244,10 @@ TEST(Runs, AVersionTwoFileGetsALegacyRunHoldingItsRows) {
   EXPECT_EQ(std::move(store->IntegrityCheck()).value(), "ok");
 }
 
-TEST(Runs, AnEmptyVersionTwoFileGetsNoLegacyRun) {
-  TempDir dir;
-  const std::string path = dir.File("v2-empty.db");
+TEST_P(Runs, AnEmptyVersionTwoFileGetsNoLegacyRun) {
+  const std::string path = Db("v2-empty.db");
   {
-    std::shared_ptr<Connection> db =
-        std::move(Connection::Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, std::chrono::milliseconds(100)))
-            .value();
+    std::shared_ptr<Connection> db = Connect("v2-empty.db");
     ASSERT_TRUE(Migrate(*db, AuditMigrations().first(2)).ok());
     EXPECT_EQ(Scalar(*db, "SELECT count(*) FROM decisions"), 0);
   }
@@ -265,15 +262,18 @@ TEST(Runs, AnEmptyVersionTwoFileGetsNoLegacyRun) {
 // opens a file behind such migrations, so the report binary can be upgraded
 // before the daemons. A file behind a migration that changes tables is
 // refused with the way to migrate it.
-TEST(Runs, AReaderOpensAFileBehindOnlyByAnIndexAndRefusesOlderOnes) {
-  TempDir dir;
+TEST_P(Runs, AReaderOpensAFileBehindOnlyByAnIndexAndRefusesOlderOnes) {
   auto file_at = [&](const std::string& name, size_t migrations) {
-    const std::string path = dir.File(name);
-    std::shared_ptr<Connection> db =
-        std::move(Connection::Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, std::chrono::milliseconds(100)))
-            .value();
+    const std::string path = Db(name);
+    std::shared_ptr<Connection> db = Connect(name);
     EXPECT_TRUE(Migrate(*db, AuditMigrations().first(migrations)).ok());
     return path;
+  };
+  // Whether the usage_by_run index exists.
+  auto usage_by_run = [&](const std::string& name) {
+    std::shared_ptr<Connection> db = Connect(name);
+    return Scalar(*db, postgres() ? "SELECT count(*) FROM pg_indexes WHERE indexname = 'usage_by_run'"
+                                  : "SELECT count(*) FROM sqlite_master WHERE name = 'usage_by_run'");
   };
   const std::string v4 = file_at("v4.db", 4);
   Result<std::unique_ptr<AuditReader>> reader = AuditReader::Open(v4);
@@ -281,18 +281,11 @@ TEST(Runs, AReaderOpensAFileBehindOnlyByAnIndexAndRefusesOlderOnes) {
   EXPECT_EQ((*reader)->SchemaVersion(), 4);
   EXPECT_TRUE(std::move((*reader)->Runs()).value().empty());
   reader->reset();
-  {
-    std::shared_ptr<Connection> db =
-        std::move(Connection::Open(v4, SQLITE_OPEN_READONLY, std::chrono::milliseconds(100))).value();
-    EXPECT_EQ(Scalar(*db, "SELECT count(*) FROM sqlite_master WHERE name = 'usage_by_run'"), 1);
-  }
+  EXPECT_EQ(usage_by_run("v4.db"), 1);
   ASSERT_TRUE(SqliteAuditStore::Open(v4).ok());
-  {
-    std::shared_ptr<Connection> db =
-        std::move(Connection::Open(v4, SQLITE_OPEN_READONLY, std::chrono::milliseconds(100))).value();
-    EXPECT_EQ(Scalar(*db, "SELECT count(*) FROM sqlite_master WHERE name = 'usage_by_run'"), 0);
-    EXPECT_EQ(Scalar(*db, "SELECT max(version) FROM schema_version"), SqliteAuditStore::CurrentSchemaVersion());
-  }
+  EXPECT_EQ(usage_by_run("v4.db"), 0);
+  EXPECT_EQ(Scalar(*Connect("v4.db"), "SELECT max(version) FROM schema_version"),
+            SqliteAuditStore::CurrentSchemaVersion());
 
   Result<std::unique_ptr<AuditReader>> old = AuditReader::Open(file_at("v3.db", 3));
   ASSERT_FALSE(old.ok());

@@ -6,12 +6,12 @@
 #include <vector>
 
 #include "src/store/sqlite_db.h"
+#include "store/backends.h"
 #include "store/store_test_util.h"
 
 namespace gpuscaler::store_internal {
 namespace {
 
-using testing_store::TempDir;
 
 constexpr Migration kTwoSteps[] = {
     {1, "versions and a table", "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, "
@@ -25,13 +25,6 @@ constexpr Migration kBroken[] = {
     {3, "a bad one", "CREATE TABLE t2 (a INTEGER); ALTER TABLE nowhere ADD COLUMN c TEXT;"},
 };
 
-std::shared_ptr<Connection> OpenRaw(const std::string& path) {
-  Result<std::shared_ptr<Connection>> db =
-      Connection::Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, std::chrono::milliseconds(100));
-  EXPECT_TRUE(db.ok());
-  return db.ok() ? *db : nullptr;
-}
-
 std::vector<int64_t> Versions(Connection& db) {
   std::vector<int64_t> out;
   Result<Query> q = db.Prepare("SELECT version FROM schema_version ORDER BY version");
@@ -40,10 +33,11 @@ std::vector<int64_t> Versions(Connection& db) {
   return out;
 }
 
-TEST(Schema, AppliesMigrationsInOrderFromWhereTheFileIs) {
-  TempDir dir;
-  const std::string path = dir.File("m.db");
-  auto db = OpenRaw(path);
+class Schema : public testing_store::BackendTest {};
+INSTANTIATE_TEST_SUITE_P(Backends, Schema, testing_store::AllBackends(), testing_store::BackendName);
+
+TEST_P(Schema, AppliesMigrationsInOrderFromWhereTheFileIs) {
+  auto db = Connect("m.db");
   ASSERT_NE(db, nullptr);
   ASSERT_TRUE(Migrate(*db, std::span(kTwoSteps).first(1)).ok());
   EXPECT_EQ(Versions(*db), (std::vector<int64_t>{1}));
@@ -58,23 +52,22 @@ TEST(Schema, AppliesMigrationsInOrderFromWhereTheFileIs) {
   EXPECT_EQ(q->Text(1), "x");
 }
 
-TEST(Schema, AFailedMigrationLeavesThePreviousVersion) {
-  TempDir dir;
-  auto db = OpenRaw(dir.File("m.db"));
+TEST_P(Schema, AFailedMigrationLeavesThePreviousVersion) {
+  auto db = Connect("m.db");
   ASSERT_NE(db, nullptr);
   Status s = Migrate(*db, kBroken);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message().find("version 3"), std::string::npos) << s.error().ToString();
   EXPECT_EQ(Versions(*db), (std::vector<int64_t>{1, 2}));
-  Result<Query> q = db->Prepare("SELECT count(*) FROM sqlite_master WHERE name = 't2'");
+  Result<Query> q = db->Prepare(postgres() ? "SELECT count(*) FROM information_schema.tables WHERE table_name = 't2'"
+                                           : "SELECT count(*) FROM sqlite_master WHERE name = 't2'");
   ASSERT_TRUE(q.ok());
   ASSERT_TRUE(q->Step("read").value());
   EXPECT_EQ(q->Int(0), 0) << "the failed migration is rolled back whole";
 }
 
-TEST(Schema, RefusesToDowngrade) {
-  TempDir dir;
-  auto db = OpenRaw(dir.File("m.db"));
+TEST_P(Schema, RefusesToDowngrade) {
+  auto db = Connect("m.db");
   ASSERT_NE(db, nullptr);
   ASSERT_TRUE(Migrate(*db, kTwoSteps).ok());
   Status s = Migrate(*db, std::span(kTwoSteps).first(1));

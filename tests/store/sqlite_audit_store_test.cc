@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "gpuscaler/store/audit_reader.h"
+#include "gpuscaler/store/database_url.h"
+#include "store/backends.h"
 #include "store/store_test_util.h"
 
 namespace gpuscaler {
@@ -34,9 +36,25 @@ std::unique_ptr<AuditReader> OpenReader(const std::string& path, AuditReaderOpti
   return reader.ok() ? std::move(*reader) : nullptr;
 }
 
-// Runs one statement on a separate raw connection (to tamper with a file as
-// another program would) and returns the first column of the first row.
+// Runs one statement on a separate raw connection (to tamper with a file or
+// database as another program would) and returns the first column of the
+// first row.
 std::string RawQuery(const std::string& path, const char* sql) {
+  if (IsPostgresUrl(path)) {
+    Result<std::shared_ptr<store_internal::PostgresConnection>> db =
+        store_internal::PostgresConnection::Connect({.url = path});
+    if (!db) {
+      ADD_FAILURE() << db.error().ToString();
+      return "";
+    }
+    Result<store_internal::Query> q = (*db)->Prepare(sql);
+    Result<bool> row = q ? q->Step("raw query") : Result<bool>(q.error());
+    if (!row) {
+      ADD_FAILURE() << row.error().ToString();
+      return "";
+    }
+    return *row ? q->Text(0) : "";
+  }
   sqlite3* db = nullptr;
   EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
   sqlite3_stmt* stmt = nullptr;
@@ -56,6 +74,11 @@ std::string RawQuery(const std::string& path, const char* sql) {
   return out;
 }
 
+class Store : public testing_store::BackendTest {};
+INSTANTIATE_TEST_SUITE_P(Backends, Store, testing_store::AllBackends(), testing_store::BackendName);
+class Reader : public testing_store::BackendTest {};
+INSTANTIATE_TEST_SUITE_P(Backends, Reader, testing_store::AllBackends(), testing_store::BackendName);
+
 void ExpectSameOffering(const Offering& got, const Offering& want) {
   EXPECT_EQ(got.instance_type, want.instance_type);
   EXPECT_EQ(got.region, want.region);
@@ -66,9 +89,8 @@ void ExpectSameOffering(const Offering& got, const Offering& want) {
   EXPECT_DOUBLE_EQ(got.interruptions_per_hour, want.interruptions_per_hour);
 }
 
-TEST(SqliteAuditStore, RoundTripsEveryRecordType) {
-  TempDir dir;
-  const std::string path = dir.File("audit.db");
+TEST_P(Store, RoundTripsEveryRecordType) {
+  const std::string path = Db("audit.db");
   auto store = OpenStore(path);
   ASSERT_NE(store, nullptr);
 
@@ -198,9 +220,8 @@ TEST(SqliteAuditStore, RoundTripsEveryRecordType) {
   EXPECT_DOUBLE_EQ(*u.gpu_seconds_busy, 180.5);
 }
 
-TEST(SqliteAuditStore, IntentSurvivesACrashBeforeCommitTickWithItsDecision) {
-  TempDir dir;
-  const std::string path = dir.File("audit.db");
+TEST_P(Store, IntentSurvivesACrashBeforeCommitTickWithItsDecision) {
+  const std::string path = Db("audit.db");
   int64_t decision_id = 0;
   int64_t action_id = 0;
   {
@@ -239,9 +260,8 @@ TEST(SqliteAuditStore, IntentSurvivesACrashBeforeCommitTickWithItsDecision) {
   EXPECT_TRUE(samples->empty());
 }
 
-TEST(SqliteAuditStore, TickRecordsAfterAnIntentCommitWithTheTick) {
-  TempDir dir;
-  const std::string path = dir.File("audit.db");
+TEST_P(Store, TickRecordsAfterAnIntentCommitWithTheTick) {
+  const std::string path = Db("audit.db");
   auto store = OpenStore(path);
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->BeginTick().ok());
@@ -260,47 +280,48 @@ TEST(SqliteAuditStore, TickRecordsAfterAnIntentCommitWithTheTick) {
   EXPECT_TRUE(open->empty());
 }
 
-TEST(SqliteAuditStore, EachDatabaseHasItsOwnInstallationIdThatSurvivesReopening) {
-  TempDir dir;
+TEST_P(Store, EachDatabaseHasItsOwnInstallationIdThatSurvivesReopening) {
   std::string first;
   {
-    std::unique_ptr<SqliteAuditStore> a = OpenStore(dir.File("a.db"));
+    std::unique_ptr<SqliteAuditStore> a = OpenStore(Db("a.db"));
     ASSERT_NE(a, nullptr);
     Result<std::string> id = a->InstallationId();
     ASSERT_TRUE(id.ok()) << id.error().ToString();
     EXPECT_EQ(id->size(), 12u);
     first = *id;
   }
-  std::unique_ptr<SqliteAuditStore> again = OpenStore(dir.File("a.db"));
+  std::unique_ptr<SqliteAuditStore> again = OpenStore(Db("a.db"));
   ASSERT_NE(again, nullptr);
   EXPECT_EQ(again->InstallationId().value(), first);
-  std::unique_ptr<SqliteAuditStore> other = OpenStore(dir.File("b.db"));
+  std::unique_ptr<SqliteAuditStore> other = OpenStore(Db("b.db"));
   ASSERT_NE(other, nullptr);
   EXPECT_NE(other->InstallationId().value(), first);
 }
 
-TEST(SqliteAuditStore, CreatesTheSchemaInAnEmptyFileAndReopensIt) {
-  TempDir dir;
-  const std::string path = dir.File("audit.db");
-  { std::ofstream(path).flush(); }  // an empty file is an empty database
+TEST_P(Store, CreatesTheSchemaInAnEmptyFileAndReopensIt) {
+  const std::string path = Db("audit.db");
+  if (!postgres()) std::ofstream(path).flush();  // an empty file is an empty database
   ASSERT_NE(OpenStore(path), nullptr);
   EXPECT_EQ(RawQuery(path, "SELECT max(version) FROM schema_version"),
             std::to_string(SqliteAuditStore::CurrentSchemaVersion()));
-  EXPECT_EQ(RawQuery(path, "PRAGMA journal_mode"), "wal");
+  if (!postgres()) {
+    EXPECT_EQ(RawQuery(path, "PRAGMA journal_mode"), "wal");
+  }
   ASSERT_NE(OpenStore(path), nullptr);
   EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM schema_version"),
             std::to_string(SqliteAuditStore::CurrentSchemaVersion()));
   for (const char* table : {"decisions", "actions", "nodes", "node_prices", "price_samples", "usage", "installation"}) {
     SCOPED_TRACE(table);
-    const std::string sql = std::string("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '") +
-                            table + "'";
+    const std::string sql =
+        std::string(postgres() ? "SELECT count(*) FROM information_schema.tables WHERE table_name = '"
+                               : "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '") +
+        table + "'";
     EXPECT_EQ(RawQuery(path, sql.c_str()), "1");
   }
 }
 
-TEST(SqliteAuditStore, RefusesASchemaNewerThanTheBinary) {
-  TempDir dir;
-  const std::string path = dir.File("audit.db");
+TEST_P(Store, RefusesASchemaNewerThanTheBinary) {
+  const std::string path = Db("audit.db");
   ASSERT_NE(OpenStore(path), nullptr);
   RawQuery(path, "INSERT INTO schema_version (version, description, applied_at) VALUES (99, 'future', 0)");
 
@@ -359,9 +380,8 @@ TEST(SqliteAuditStore, RefusesFilesThatAreNotAuditDatabases) {
   EXPECT_EQ(no_dir.error().category(), ErrorCategory::kConfig) << no_dir.error().ToString();
 }
 
-TEST(SqliteAuditStore, DuplicateIdempotencyTokenIsAClearErrorAndTheTickGoesOn) {
-  TempDir dir;
-  auto store = OpenStore(dir.File("audit.db"));
+TEST_P(Store, DuplicateIdempotencyTokenIsAClearErrorAndTheTickGoesOn) {
+  auto store = OpenStore(Db("audit.db"));
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->BeginTick().ok());
   Result<int64_t> d = store->RecordDecision(FullDecision(100));
@@ -394,9 +414,8 @@ TEST(SqliteAuditStore, DuplicateIdempotencyTokenIsAClearErrorAndTheTickGoesOn) {
   EXPECT_EQ(decisions->size(), 2u);
 }
 
-TEST(SqliteAuditStore, RejectsBadRecordsWithTheirCategory) {
-  TempDir dir;
-  auto store = OpenStore(dir.File("audit.db"));
+TEST_P(Store, RejectsBadRecordsWithTheirCategory) {
+  auto store = OpenStore(Db("audit.db"));
   ASSERT_NE(store, nullptr);
   Result<int64_t> d = store->RecordDecision(FullDecision(100));
   ASSERT_TRUE(d.ok());
@@ -447,9 +466,8 @@ TEST(SqliteAuditStore, RejectsBadRecordsWithTheirCategory) {
   EXPECT_TRUE(store->CommitTick().ok());
 }
 
-TEST(SqliteAuditStore, NodeRecordsAreIdempotent) {
-  TempDir dir;
-  auto store = OpenStore(dir.File("audit.db"));
+TEST_P(Store, NodeRecordsAreIdempotent) {
+  auto store = OpenStore(Db("audit.db"));
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->RecordNodeLaunch(NodeLaunch("i-1", 0, 1000)).ok());
   NodeLaunchRecord again = NodeLaunch("i-1", 0, 5000);
@@ -477,14 +495,20 @@ TEST(SqliteAuditStore, NodeRecordsAreIdempotent) {
   EXPECT_EQ((*nodes)[0].prices[0].to, T(2000));
 }
 
-TEST(SqliteAuditStore, StoresHostileTextVerbatim) {
-  TempDir dir;
-  const std::string path = dir.File("audit.db");
+TEST_P(Store, StoresHostileTextVerbatim) {
+  const std::string path = Db("audit.db");
   auto store = OpenStore(path);
   ASSERT_NE(store, nullptr);
   DecisionRecord d = FullDecision(100);
   d.summary = "x'); DROP TABLE decisions; --";
   d.policy_name = std::string("nul\0inside", 10);
+  if (postgres()) {
+    // PostgreSQL text holds no NUL byte: refused, never cut short.
+    Result<int64_t> refused = store->RecordDecision(d);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().category(), ErrorCategory::kInvalidInput) << refused.error().ToString();
+    d.policy_name = "no nul";
+  }
   ASSERT_TRUE(store->RecordDecision(d).ok());
   Result<std::unique_ptr<AuditReader>> reader = store->OpenReader();
   ASSERT_TRUE(reader.ok());
@@ -495,9 +519,8 @@ TEST(SqliteAuditStore, StoresHostileTextVerbatim) {
   EXPECT_EQ((*rows)[0].decision.policy_name, d.policy_name);
 }
 
-TEST(SqliteAuditStore, PruneBeforeKeepsWhatBillingStillNeeds) {
-  TempDir dir;
-  auto store = OpenStore(dir.File("audit.db"));
+TEST_P(Store, PruneBeforeKeepsWhatBillingStillNeeds) {
+  auto store = OpenStore(Db("audit.db"));
   ASSERT_NE(store, nullptr);
   const int64_t cut = 10'000;
   Result<int64_t> old_plain = store->RecordDecision(FullDecision(100));       // pruned
@@ -564,9 +587,8 @@ TEST(SqliteAuditStore, PruneBeforeKeepsWhatBillingStillNeeds) {
   EXPECT_EQ(*integrity, "ok");
 }
 
-TEST(SqliteAuditStore, ReaderDoesNotWaitForAnOpenTick) {
-  TempDir dir;
-  const std::string path = dir.File("audit.db");
+TEST_P(Store, ReaderDoesNotWaitForAnOpenTick) {
+  const std::string path = Db("audit.db");
   auto store = OpenStore(path);
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->RecordDecision(FullDecision(100)).ok());
@@ -653,8 +675,8 @@ TEST(SqliteAuditStore, InMemoryStoreSharesItsConnectionWithItsReader) {
   EXPECT_EQ(direct.error().category(), ErrorCategory::kInvalidInput);
 }
 
-TEST(AuditReader, RejectsBadRangesAndLimits) {
-  auto store = OpenStore(":memory:");
+TEST_P(Reader, RejectsBadRangesAndLimits) {
+  auto store = OpenStore(Db(":memory:"));
   ASSERT_NE(store, nullptr);
   Result<std::unique_ptr<AuditReader>> opened = store->OpenReader();
   ASSERT_TRUE(opened.ok());
@@ -667,8 +689,8 @@ TEST(AuditReader, RejectsBadRangesAndLimits) {
   EXPECT_EQ(reader.Decision(42).error().category(), ErrorCategory::kNotFound);
 }
 
-TEST(AuditReader, PagesDecisionsByTimeAndById) {
-  auto store = OpenStore(":memory:");
+TEST_P(Reader, PagesDecisionsByTimeAndById) {
+  auto store = OpenStore(Db(":memory:"));
   ASSERT_NE(store, nullptr);
   std::vector<int64_t> ids;
   for (int64_t t : {100, 100, 100, 200, 300}) {
@@ -690,8 +712,8 @@ TEST(AuditReader, PagesDecisionsByTimeAndById) {
   EXPECT_EQ((*page)[1].id, ids[3]);
 }
 
-TEST(AuditReader, FindsNodesAndUsageThatOverlapARange) {
-  auto store = OpenStore(":memory:");
+TEST_P(Reader, FindsNodesAndUsageThatOverlapARange) {
+  auto store = OpenStore(Db(":memory:"));
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->RecordNodeLaunch(NodeLaunch("i-before", 0, 0)).ok());
   ASSERT_TRUE(store->RecordNodeEnd({"i-before", T(100), "terminated"}).ok());  // ends at from: out
@@ -726,8 +748,8 @@ TEST(AuditReader, FindsNodesAndUsageThatOverlapARange) {
 namespace gpuscaler {
 namespace {
 
-TEST(SqliteAuditStore, SamePriceSampleKeyReplacesAndSameUsageKeyIsRejected) {
-  auto store = OpenStore(":memory:");
+TEST_P(Store, SamePriceSampleKeyReplacesAndSameUsageKeyIsRejected) {
+  auto store = OpenStore(Db(":memory:"));
   ASSERT_NE(store, nullptr);
   PriceSample first{T(100), SpotOffering()};
   PriceSample second = first;
@@ -754,9 +776,8 @@ TEST(SqliteAuditStore, SamePriceSampleKeyReplacesAndSameUsageKeyIsRejected) {
   EXPECT_EQ((*usage)[0].usage.team, "vfx");
 }
 
-TEST(SqliteAuditStore, WithTickIntentsAreLostWithAnUncommittedTick) {
-  TempDir dir;
-  const std::string path = dir.File("audit.db");
+TEST_P(Store, WithTickIntentsAreLostWithAnUncommittedTick) {
+  const std::string path = Db("audit.db");
   {
     auto store = OpenStore(path, SqliteAuditStoreOptions{.intent_sync = SqliteAuditStoreOptions::IntentSync::kWithTick});
     ASSERT_NE(store, nullptr);
@@ -782,9 +803,8 @@ TEST(SqliteAuditStore, WithTickIntentsAreLostWithAnUncommittedTick) {
 namespace gpuscaler {
 namespace {
 
-TEST(SqliteAuditStore, GroupCommitHoldsTicksUntilTheNthOrAFlush) {
-  TempDir dir;
-  const std::string path = dir.File("audit.db");
+TEST_P(Store, GroupCommitHoldsTicksUntilTheNthOrAFlush) {
+  const std::string path = Db("audit.db");
   auto store = OpenStore(path, SqliteAuditStoreOptions{.intent_sync = SqliteAuditStoreOptions::IntentSync::kWithTick,
                                                        .group_commit_ticks = 3});
   ASSERT_NE(store, nullptr);
@@ -817,9 +837,8 @@ TEST(SqliteAuditStore, GroupCommitHoldsTicksUntilTheNthOrAFlush) {
 // through the time indexes. Both give the nodes overlapping the range, in
 // launch order (recorded out of it here), each with all its prices, and
 // none of another run's.
-TEST(SqliteAuditStore, NodesOverlappingIsTheSameWhetherTheRangeCoversMostNodesOrFew) {
-  TempDir dir;
-  const std::string path = dir.File("nodes.db");
+TEST_P(Store, NodesOverlappingIsTheSameWhetherTheRangeCoversMostNodesOrFew) {
+  const std::string path = Db("nodes.db");
   std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(path)).value();
   constexpr int64_t kT0 = 1'800'000'000;
   constexpr int kNodes = 40;

@@ -201,7 +201,12 @@ struct DaemonConfig {
   std::string policy_file;   // required
   std::string catalog_file;  // empty: the built-in catalog search (config/catalogs/aws.yaml)
   std::vector<std::string> regions;  // empty: every region of the catalog
+  // The audit store: a SQLite file, or a postgresql:// URL (several
+  // clusters may share one database; store/database_url.h).
   std::string db_file = "gpuscaler-audit.db";
+  // PostgreSQL db: a file holding the login password (empty: libpq's own
+  // sources: the URL, PGPASSWORD, PGPASSFILE). Never logged.
+  std::string db_password_file;
   std::string listen = "127.0.0.1:8080";
   bool dry_run = false;
   CloudSettings cloud;

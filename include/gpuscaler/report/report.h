@@ -192,11 +192,13 @@ struct FleetStore {
   std::string cluster;
 };
 
-// The cluster an audit store belongs to, when not given: the name of its
-// daemon runs (the daemon names its runs after its config's cluster_name;
-// of several names, the latest run's), else, for a store holding no named
-// daemon run (the simulator's, a daemon without cluster_name), the file's
-// stem ("prod-east" for /var/lib/gpuscaler/prod-east.db).
+// The cluster an audit store belongs to, when not given: the name of the
+// reader's selected run when a daemon named it (a database several clusters
+// share), else of its daemon runs (the daemon names its runs after its
+// config's cluster_name; of several names, the latest run's), else, for a
+// store holding no named daemon run (the simulator's, a daemon without
+// cluster_name), the file's stem ("prod-east" for
+// /var/lib/gpuscaler/prod-east.db) or the PostgreSQL URL's database.
 Result<std::string> ClusterNameOf(AuditReader& reader, const std::string& db_path);
 
 // The stores named by the CLI's --db arguments, in order: "PATH", or

@@ -76,12 +76,16 @@ struct AuditReaderOptions {
   // Read the file through a memory map (up to 4 GiB) instead of one read
   // call per page: for reports that scan millions of rows.
   bool memory_mapped = false;
+  // PostgreSQL: the login password (nullopt: libpq's own sources: the URL,
+  // PGPASSWORD, PGPASSFILE). Ignored for SQLite.
+  std::optional<std::string> password = std::nullopt;
 };
 
 class AuditReader {
  public:
-  // Opens `path` read-only. Missing file: kNotFound; not an audit database,
-  // or a schema older or newer than this binary's: kConfig (an older file is
+  // Opens `path` read-only, or a postgresql:// URL (database_url.h) in a
+  // read-only session. Missing file: kNotFound; not an audit database, or a
+  // schema older or newer than this binary's: kConfig (an older file is
   // migrated by opening it once with SqliteAuditStore).
   static Result<std::unique_ptr<AuditReader>> Open(const std::string& path,
                                                    const AuditReaderOptions& options = {});

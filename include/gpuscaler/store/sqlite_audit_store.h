@@ -1,6 +1,16 @@
 // SqliteAuditStore: the real AuditStore, a SQLite database file in WAL mode
-// (or ":memory:" for the simulator and tests). Schema, units, durability and
+// (or ":memory:" for the simulator and tests), or a PostgreSQL database
+// (Open with a postgresql:// URL, database_url.h): one implementation, the
+// same SQL, rows and transactions on both. Schema, units, durability and
 // retention rules: docs/audit-schema.md.
+//
+// PostgreSQL differs where the server does: a commit is durable when it
+// returns (synchronous_commit; IntentSync and group commit work as for a
+// file, less the disk sync, which is the server's), two writers do not
+// exclude each other (no kTransient "another writer"), max_size_mib does not
+// apply, a lost connection is kTransient and re-established at the next
+// write outside a tick, and text must be valid UTF-8 without NUL bytes
+// (kInvalidInput otherwise).
 //
 // Opening applies the schema migrations the file lacks, in order, each in its
 // own transaction. A file whose schema is newer than this binary knows is
@@ -57,7 +67,7 @@ class Connection;
 
 struct SqliteAuditStoreOptions {
   // How long a statement waits for a lock held by another connection before
-  // it fails with kTransient.
+  // it fails with kTransient (PostgreSQL: its lock_timeout).
   std::chrono::milliseconds busy_timeout{5000};
   enum class IntentSync {
     kFsync,     // committed alone and synced: survives power loss (the daemon)
@@ -76,6 +86,10 @@ struct SqliteAuditStoreOptions {
   // durable nor visible to readers. 1 for the daemon; the simulator, which
   // writes a month of ticks in seconds, may use e.g. 64.
   int group_commit_ticks = 1;
+  // PostgreSQL: the login password, read from the daemon's db_password_file
+  // (nullopt: libpq's own sources: the URL, PGPASSWORD, PGPASSFILE). Never
+  // logged. Ignored for SQLite.
+  std::optional<std::string> password = std::nullopt;
 };
 
 class SqliteAuditStore final : public AuditStore {
@@ -83,7 +97,9 @@ class SqliteAuditStore final : public AuditStore {
   // The schema version this binary writes (the last migration).
   static int CurrentSchemaVersion();
 
-  // Opens or creates `path` (":memory:" for a private in-memory database).
+  // Opens or creates `path` (":memory:" for a private in-memory database), or
+  // connects to the PostgreSQL database of a postgresql:// URL and creates
+  // or migrates the schema in it (the database itself must exist).
   static Result<std::unique_ptr<SqliteAuditStore>> Open(const std::string& path,
                                                         const SqliteAuditStoreOptions& options = {});
   ~SqliteAuditStore() override;
@@ -189,14 +205,18 @@ class SqliteAuditStore final : public AuditStore {
   // The reader may outlive the store.
   Result<std::unique_ptr<AuditReader>> OpenReader() const;
 
-  // "ok", or SQLite's list of problems (PRAGMA integrity_check).
+  // "ok", or SQLite's list of problems (PRAGMA integrity_check). PostgreSQL
+  // checks its own pages: "ok".
   Result<std::string> IntegrityCheck();
   // The database's random installation id (12 hex digits), made with it.
   Result<std::string> InstallationId();
 
+  // The file path or URL it was opened with (RedactDatabaseUrl before logging).
   const std::string& path() const { return path_; }
 
  private:
+  static Result<std::unique_ptr<SqliteAuditStore>> OpenPostgres(const std::string& url,
+                                                                const SqliteAuditStoreOptions& options);
   SqliteAuditStore(std::string path, SqliteAuditStoreOptions options,
                    std::shared_ptr<store_internal::Connection> db);
 
@@ -217,6 +237,9 @@ class SqliteAuditStore final : public AuditStore {
   Status RecordDecisionInput(int64_t decision_id, const DecisionRecord& d);
   // Inserts the intents in the open transaction; appends their ids.
   Status InsertIntents(const std::vector<ActionRecord>& actions, std::vector<int64_t>* ids);
+  // The instances of `decision_id`'s nodes in `pool` that none of its launch
+  // actions listed as a result (AcceptedLaunch::arrived_instance_ids).
+  Result<std::vector<std::string>> ArrivedInstances(int64_t decision_id, const std::string& pool);
   // Begins the "unnamed" run at `t` if no run is current.
   Status EnsureRun(WallTime t);
 
