@@ -273,7 +273,7 @@ struct Copier {
 };
 
 // kInvalidInput when the target holds any of the source's actions or nodes.
-Status CheckNotCopiedBefore(Connection& from, Connection& to, const std::string& target) {
+Status CheckNotCopiedBefore(Connection& from, Connection& to) {
   for (const auto& [table, key] :
        {std::pair{"actions", "idempotency_token"}, std::pair{"nodes", "instance_id"}}) {
     const std::string sql = std::string("SELECT ") + key + " FROM " + table;
@@ -289,8 +289,7 @@ Status CheckNotCopiedBefore(Connection& from, Connection& to, const std::string&
       Result<bool> found = p->Bind(1, q->Text(0)).Step("looking for the source's rows in the target");
       if (!found) return found.error();
       if (*found && p->Int(0) > 0) {
-        return Error::InvalidInput(std::string("the target ") + target + " holds " + table + " row '" +
-                                   q->Text(0) +
+        return Error::InvalidInput(std::string("the target holds ") + table + " row '" + q->Text(0) +
                                    "' of the source already: it was copied there before; nothing copied");
       }
     }
@@ -322,7 +321,7 @@ Result<CopySummary> CopyAuditStore(const std::string& from, const std::string& t
   Connection& out = **target;
   Status s = in.Exec("BEGIN", "reading the source");
   if (s.ok()) s = out.Exec("BEGIN IMMEDIATE", "writing the target");
-  if (s.ok()) s = CheckNotCopiedBefore(in, out, RedactDatabaseUrl(to));
+  if (s.ok()) s = CheckNotCopiedBefore(in, out);
   Copier copier{in, out, {}, {}, {}};
   for (size_t i = 0; s.ok() && i < CopiedTables().size(); ++i) s = copier.CopyTable(CopiedTables()[i]);
   if (s.ok()) s = copier.CopyRollupMark();
