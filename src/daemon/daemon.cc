@@ -59,6 +59,8 @@ struct Loop {
   std::function<bool()> is_leader{};  // DaemonSetup::is_leader
   std::function<LeaseView()> lease_view{};  // DaemonSetup::lease_view
   bool role_known = false;  // Leading() has run once
+  std::function<Status(int64_t)> claim_leadership{};  // DaemonSetup::claim_leadership
+  int64_t claimed_term = 0;  // the term the store was claimed for; 0: none
   SteadyClock::time_point last_trim{};
 
   // glibc keeps what a thread freed in that thread's arena for reuse: after
@@ -100,8 +102,28 @@ struct Loop {
   // controller's memory (Engine::Resign): the next leadership starts from
   // the store, as a restart does.
   bool Leading() {
-    const bool leader = !is_leader || is_leader();
-    if (lease_view) metrics.ObserveLease(lease_view());
+    bool leader = !is_leader || is_leader();
+    std::optional<LeaseView> lease;
+    if (lease_view) {
+      lease = lease_view();
+      metrics.ObserveLease(*lease);
+    }
+    // The Lease's first holder has leaseTransitions 0; terms start at 1.
+    const int64_t term = lease ? lease->transitions + 1 : 0;
+    if (leader && lease && claim_leadership && claimed_term != term) {
+      // A new term (taken now, or lost and retaken between two looks): what
+      // the controller holds may predate another leader's acts, and the
+      // store must know this term before anything is written under it.
+      if (claimed_term != 0) engine.Resign();
+      claimed_term = 0;
+      if (Status s = claim_leadership(term); !s.ok()) {
+        spdlog::warn("leader election: holding the Lease (term {}) but not the audit store: {}; retrying",
+                     term, s.error().ToString());
+        leader = false;
+      } else {
+        claimed_term = term;
+      }
+    }
     const bool first_look = !role_known;
     role_known = true;
     if (leader != state.Get().leader) {
@@ -109,7 +131,10 @@ struct Loop {
       metrics.SetLeader(leader);
       // The role a replica starts in is no transition.
       if (!first_look) metrics.CountLeaderTransition(leader);
-      if (!leader) engine.Resign();
+      if (!leader) {
+        engine.Resign();
+        claimed_term = 0;
+      }
       spdlog::info("leader election: {}", leader ? "this replica leads; ticking" : "standing by (not the leader)");
     }
     return leader;
@@ -296,6 +321,7 @@ int RunDaemon(const RunCommandOptions& options, const SimulatedWiring& wiring) {
   Loop loop{io, worker, *d.engine, state, metrics, options.max_ticks, options.tick_interval_override};
   loop.is_leader = d.is_leader;
   loop.lease_view = d.lease_view;
+  loop.claim_leadership = d.claim_leadership;
   loop.retention_step = d.retention_step;
   int exit_code = 0;
   asio::steady_timer grace(io);

@@ -26,7 +26,8 @@ namespace gpuscaler::daemon {
 // The leader Lease as one replica sees it (kube::LeaderElector).
 struct LeaseView {
   double leaderless_seconds = 0;  // LeaderElector::LeaderlessFor
-  int64_t transitions = 0;        // the Lease's leaseTransitions
+  int64_t transitions = 0;        // the Lease's leaseTransitions (the leadership term is one more)
+  std::string holder;             // this replica's identity
 };
 
 struct DaemonSetup {
@@ -41,6 +42,9 @@ struct DaemonSetup {
   std::function<bool()> is_leader;
   // With leader election: the Lease as this replica sees it (for metrics).
   std::function<LeaseView()> lease_view;
+  // With leader election: claims the audit store for leadership term `term`
+  // (SqliteAuditStore::ClaimLeadership); the loop ticks only once it has.
+  std::function<Status(int64_t term)> claim_leadership;
   // Retention: one bounded step (report::RetentionPruner::Step), run on the
   // loop's thread after a tick; returns the rows pruned. Empty: none.
   std::function<Result<int64_t>()> retention_step;

@@ -317,7 +317,7 @@ Status SetUpKubernetes(const DaemonConfig& config, const Catalog& catalog, LiveE
     setup->is_leader = [raw] { return raw->Leading(); };
     setup->lease_view = [raw] {
       return LeaseView{std::chrono::duration<double>(raw->elector->LeaderlessFor()).count(),
-                       raw->elector->transitions_seen()};
+                       raw->elector->transitions_seen(), raw->elector->identity()};
     };
   }
 

@@ -453,6 +453,13 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options, const Simulate
   auto pruner = std::make_shared<report::RetentionPruner>(**store, config.retention);
   d.keep_alive.push_back(pruner);
   d.retention_step = [pruner, engine = d.engine.get()] { return pruner->Step(engine->now()); };
+  if (d.lease_view) {
+    // Fencing: each leadership term claims the store before its first tick.
+    d.claim_leadership = [st = store->get(), cluster = config.cluster_name, lease = d.lease_view,
+                          engine = d.engine.get()](int64_t term) {
+      return st->ClaimLeadership({cluster, term, lease().holder, engine->now()});
+    };
+  }
   spdlog::info("policy {} ({}) from {}; catalog {} ({} instance types); cloud {}", d.engine->controller().policy().name,
                d.engine->controller().policy().content_hash.substr(0, 12), config.policy_file,
                config.catalog_file.empty() ? "built-in" : config.catalog_file, catalog->instance_types.size(),

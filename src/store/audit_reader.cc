@@ -25,6 +25,8 @@ namespace {
 constexpr int kLostWorkVersion = 6;
 // The schema version that records reservations and nodes' reservation ids.
 constexpr int kReservationsVersion = 7;
+// The schema version that records decisions' leadership terms.
+constexpr int kLeaderTermVersion = 8;
 
 Result<DecisionRow> ReadDecisionRow(const Query& q) {
   DecisionRow row;
@@ -176,6 +178,18 @@ Result<std::vector<DecisionRow>> AuditReader::DecisionsAfterId(int64_t after_id,
       "SELECT id, " GPUSCALER_DECISION_COLUMNS
       " FROM decisions WHERE id > ?1 AND (run_id = ?3 OR ?3 IS NULL) ORDER BY id LIMIT ?2",
       "reading decisions", ReadDecisionRow, after_id, limit, run_id_);
+}
+
+Result<std::vector<std::pair<int64_t, int64_t>>> AuditReader::DecisionTerms(int64_t after_id, int limit) {
+  if (Status s = CheckLimit(limit); !s.ok()) return s.error().WithContext("reading decisions' terms");
+  return Select<std::pair<int64_t, int64_t>>(
+      *db_,
+      schema_version_ >= kLeaderTermVersion
+          ? "SELECT id, leader_term FROM decisions WHERE id > ?1 AND (run_id = ?3 OR ?3 IS NULL) ORDER BY id LIMIT ?2"
+          : "SELECT id, 0 FROM decisions WHERE id > ?1 AND (run_id = ?3 OR ?3 IS NULL) ORDER BY id LIMIT ?2",
+      "reading decisions' terms",
+      [](const Query& q) -> Result<std::pair<int64_t, int64_t>> { return std::pair{q.Int(0), q.Int(1)}; }, after_id,
+      limit, run_id_);
 }
 
 Result<DecisionRow> AuditReader::Decision(int64_t id) {

@@ -38,8 +38,9 @@ struct CopiedTable {
   bool ignore_same = false;
 };
 
-// Every table of the schema but schema_version and installation (the
-// target's own), in an order where references come first.
+// Every table of the schema but schema_version, installation and
+// leadership (the target's own: which replica may write it now), in an order
+// where references come first.
 const std::vector<CopiedTable>& CopiedTables() {
   static const std::vector<CopiedTable> tables = {
       {"runs",
@@ -67,7 +68,8 @@ const std::vector<CopiedTable>& CopiedTables() {
         {"cost_after_usd_per_hour", CopyKind::kReal},
         {"expected_interruption_usd_per_hour", CopyKind::kReal},
         {"scale_down_blocked", CopyKind::kInt},
-        {"run_id", CopyKind::kInt, CopyRemap::kRun}},
+        {"run_id", CopyKind::kInt, CopyRemap::kRun},
+        {"leader_term", CopyKind::kInt}},
        CopyRemap::kDecision},
       {"policies",
        {{"hash", CopyKind::kText}, {"name", CopyKind::kText}, {"policy_json", CopyKind::kText}},

@@ -284,6 +284,20 @@ CREATE TABLE reservations (
 ) WITHOUT ROWID;
 )sql";
 
+// Leadership fencing (SqliteAuditStore::ClaimLeadership): each cluster's
+// current leadership term, and the term each decision was made under (0:
+// no claim, one replica). Additions only.
+constexpr const char* kSchemaV8 = R"sql(
+ALTER TABLE decisions ADD COLUMN leader_term INTEGER NOT NULL DEFAULT 0;
+
+CREATE TABLE leadership (
+  cluster  TEXT PRIMARY KEY CHECK (cluster <> ''),
+  term     INTEGER NOT NULL CHECK (term > 0),
+  holder   TEXT NOT NULL,
+  since    INTEGER NOT NULL
+);
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "audit schema: decisions, actions, nodes, node_prices, price_samples, usage", kSchemaV1},
     {2, "installation: a random id per audit database", kSchemaV2},
@@ -292,6 +306,7 @@ constexpr Migration kMigrations[] = {
     {5, "usage: no index by run", kSchemaV5, /*older_readable=*/true},
     {6, "runs: cloud and instance tags; lost_work per interruption", kSchemaV6, /*older_readable=*/true},
     {7, "reservations per run; nodes.reservation_id", kSchemaV7, /*older_readable=*/true},
+    {8, "leadership terms per cluster; decisions.leader_term", kSchemaV8, /*older_readable=*/true},
 };
 
 Result<int64_t> ScalarInt(Connection& db, const char* sql, std::string_view what) {

@@ -64,6 +64,11 @@ Result<NodeLife> ReadNodeLife(Connection& db, const std::string& instance_id, co
 
 }  // namespace
 
+Status SqliteAuditStore::EndWrite(Status s, std::string_view commit_what, std::string_view rollback_what) {
+  if (s.ok()) s = CheckFence(commit_what);
+  return EndTransaction(*db_, s, commit_what, rollback_what);
+}
+
 SqliteAuditStore::SqliteAuditStore(std::string path, SqliteAuditStoreOptions options,
                                    std::shared_ptr<Connection> db)
     : path_(std::move(path)), options_(options), db_(std::move(db)) {}
@@ -83,7 +88,7 @@ Status SqliteAuditStore::Flush() {
   ticks_in_batch_ = 0;
   if (!batch_open_) return Status::Ok();
   batch_open_ = false;
-  return EndTransaction(*db_, Status::Ok(), "committing the grouped ticks", "rolling back the grouped ticks");
+  return EndWrite(Status::Ok(), "committing the grouped ticks", "rolling back the grouped ticks");
 }
 
 Status SqliteAuditStore::EnsureBatchOpen() {
@@ -137,7 +142,7 @@ Status SqliteAuditStore::Atomically(const char* what, Body&& body) {
   } else {
     s = db_->Run("BEGIN IMMEDIATE", what);
     if (s.ok()) s = body();
-    s = EndTransaction(*db_, s, what, what);
+    s = EndWrite(s, what, what);
   }
   if (!s.ok()) return s.error().WithContext(what);
   return s;
@@ -189,7 +194,7 @@ Status SqliteAuditStore::CommitTick() {
     if (++ticks_in_batch_ < options_.group_commit_ticks && !batch_lost_) return Status::Ok();
     ticks_in_batch_ = 0;
     batch_open_ = false;
-    s = EndTransaction(*db_, Status::Ok(), "committing the tick", "rolling back the tick");
+    s = EndWrite(Status::Ok(), "committing the tick", "rolling back the tick");
   }
   std::optional<Error> lost = std::exchange(batch_lost_, std::nullopt);
   if (!s.ok()) return s;
@@ -284,11 +289,12 @@ Result<int64_t> SqliteAuditStore::RecordDecision(const DecisionRecord& d) {
   int64_t id = 0;
   Status s = Single("recording a decision", [&]() -> Status {
     Result<Query> q = db_->Prepare("INSERT INTO decisions (" GPUSCALER_DECISION_COLUMNS
-                                   ", run_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
-                                   "?" GPUSCALER_RUN_ID_PARAM ") RETURNING id");
+                                   ", run_id, leader_term) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
+                                   "?13, ?14, ?" GPUSCALER_RUN_ID_PARAM ", ?16) RETURNING id");
     if (!q) return q.error();
     Result<bool> row = store_internal::BindFields(*q, 1, d, store_internal::kDecisionFields)
                            .Bind(store_internal::kRunIdParam, run_id_)
+                           .Bind(16, claim_ ? claim_->term : int64_t{0})
                            .Step("inserting");
     if (!row) return row.error();
     id = q->Int(0);
@@ -326,8 +332,7 @@ Result<std::vector<int64_t>> SqliteAuditStore::RecordActionIntents(const std::ve
   if (batch_open_) {
     batch_open_ = false;
     ticks_in_batch_ = 0;
-    Status s = EndTransaction(*db_, Status::Ok(), "committing the tick before an action intent",
-                              "rolling back the tick");
+    Status s = EndWrite(Status::Ok(), "committing the tick before an action intent", "rolling back the tick");
     if (!s.ok()) {
       if (!batch_lost_) batch_lost_ = s.error();
       return s.error();
@@ -343,7 +348,7 @@ Result<std::vector<int64_t>> SqliteAuditStore::RecordActionIntents(const std::ve
   }
   Status s = db_->Run("BEGIN IMMEDIATE", "recording action intents");
   if (s.ok()) s = InsertIntents(actions, &ids);
-  s = EndTransaction(*db_, s, "committing action intents", "rolling back action intents");
+  s = EndWrite(s, "committing action intents", "rolling back action intents");
   if (fsync) {
     Status restored = db_->Run("PRAGMA synchronous = NORMAL", "restoring synchronous=NORMAL");
     if (s.ok()) s = restored;

@@ -195,7 +195,7 @@ TEST_P(Reservations, AVersionSixStoreReadsAsRecordingNoReservations) {
   ASSERT_TRUE(SqliteAuditStore::Open(path).ok());
   Result<std::unique_ptr<AuditReader>> migrated = AuditReader::Open(path);
   ASSERT_TRUE(migrated.ok());
-  EXPECT_EQ((*migrated)->SchemaVersion(), 7);
+  EXPECT_EQ((*migrated)->SchemaVersion(), SqliteAuditStore::CurrentSchemaVersion());
   EXPECT_TRUE((*migrated)->ReservationsRecorded());
   Result<std::vector<NodeRow>> after = (*migrated)->NodesOverlapping(T(0), T(200));
   ASSERT_TRUE(after.ok());

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gpuscaler/model/time.h"
@@ -117,6 +118,10 @@ class AuditReader {
   // Decisions with id > after_id, oldest first, at most `limit`: the cursor
   // for paging (`since` alone repeats rows that share a second).
   Result<std::vector<DecisionRow>> DecisionsAfterId(int64_t after_id, int limit);
+  // (id, leader_term) of up to `limit` decisions after `after_id`, in id
+  // order: the leadership term each was made under (0 without leader
+  // election, and in a store older than schema version 8).
+  Result<std::vector<std::pair<int64_t, int64_t>>> DecisionTerms(int64_t after_id, int limit);
   // kNotFound if absent (never recorded, or pruned).
   Result<DecisionRow> Decision(int64_t id);
   // A decision's time and plan_json only (its signals and snapshot can be

@@ -92,6 +92,15 @@ struct SqliteAuditStoreOptions {
   std::optional<std::string> password = std::nullopt;
 };
 
+// A replica's leadership term over one cluster's rows (the Lease's
+// leaseTransitions: every new leader's is higher).
+struct LeadershipClaim {
+  std::string cluster;
+  int64_t term = 0;    // > 0
+  std::string holder;  // the replica (the Lease's holderIdentity)
+  WallTime at{};
+};
+
 class SqliteAuditStore final : public AuditStore {
  public:
   // The schema version this binary writes (the last migration).
@@ -214,6 +223,18 @@ class SqliteAuditStore final : public AuditStore {
   // The file path or URL it was opened with (RedactDatabaseUrl before logging).
   const std::string& path() const { return path_; }
 
+  // Fencing for replicas that share one store (docs/audit-schema.md,
+  // "Leadership"): records `claim` as the cluster's current term, unless a
+  // later term (or another holder of the same term) has claimed it (kAuth,
+  // "fenced"). From then on every transaction this store commits first
+  // checks, holding the cluster's leadership row, that the term is still
+  // the current one, and rolls back with kAuth "fenced" when a later leader
+  // has claimed the store meanwhile: a replica that lost the Lease (a
+  // partition, a long pause) writes nothing after its successor claimed
+  // the store. Decisions record the term they were made under. Without a
+  // claim, nothing is checked (one replica). Outside a tick.
+  Status ClaimLeadership(const LeadershipClaim& claim);
+
  private:
   static Result<std::unique_ptr<SqliteAuditStore>> OpenPostgres(const std::string& url,
                                                                 const SqliteAuditStoreOptions& options);
@@ -242,6 +263,12 @@ class SqliteAuditStore final : public AuditStore {
   Result<std::vector<std::string>> ArrivedInstances(int64_t decision_id, const std::string& pool);
   // Begins the "unnamed" run at `t` if no run is current.
   Status EnsureRun(WallTime t);
+  // In the open transaction: kAuth "fenced" when a later term than the
+  // claimed one holds the cluster's leadership row (leadership.cc).
+  Status CheckFence(std::string_view what);
+  // Commits the open transaction when `s` is ok and the fence holds, else
+  // rolls it back; the first failure.
+  Status EndWrite(Status s, std::string_view commit_what, std::string_view rollback_what);
 
   std::string path_;
   SqliteAuditStoreOptions options_;
@@ -252,6 +279,7 @@ class SqliteAuditStore final : public AuditStore {
   std::optional<Error> batch_lost_;
   std::optional<Error> tick_unavailable_;  // see BeginTick
   std::optional<int64_t> run_id_;          // the current run
+  std::optional<LeadershipClaim> claim_;   // ClaimLeadership
 };
 
 }  // namespace gpuscaler
