@@ -61,6 +61,7 @@ struct Loop {
   bool role_known = false;  // Leading() has run once
   std::function<Status(int64_t)> claim_leadership{};  // DaemonSetup::claim_leadership
   int64_t claimed_term = 0;  // the term the store was claimed for; 0: none
+  std::shared_ptr<std::vector<StoreCommit>> store_commits{};  // DaemonSetup::store_commits
   SteadyClock::time_point last_trim{};
 
   // glibc keeps what a thread freed in that thread's arena for reuse: after
@@ -180,6 +181,10 @@ struct Loop {
         // renders, so that no scrape sees one half-rebuilt; the loop does not
         // wait for it.
         asio::post(io, [this, tick, seconds, published = state.Get()] { metrics.ObserveTick(tick, seconds, published); });
+        if (store_commits) {
+          metrics.ObserveStoreCommits(*store_commits);
+          store_commits->clear();
+        }
         LogTick(tick);
         Prune();
         ++ticks;
@@ -322,6 +327,7 @@ int RunDaemon(const RunCommandOptions& options, const SimulatedWiring& wiring) {
   loop.is_leader = d.is_leader;
   loop.lease_view = d.lease_view;
   loop.claim_leadership = d.claim_leadership;
+  loop.store_commits = d.store_commits;
   loop.retention_step = d.retention_step;
   int exit_code = 0;
   asio::steady_timer grace(io);

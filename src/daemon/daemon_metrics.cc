@@ -85,6 +85,12 @@ struct DaemonMetrics::Families {
                                      "Times this replica gained (to=leader) or lost (to=standby) the leader lease since it started", {"to"})),
         lease_transitions(r.Gauge("gpuscaler_lease_transitions",
                                   "The leader Lease's leaseTransitions as this replica last read it")),
+        store_commit_seconds(r.Histogram("gpuscaler_store_commit_seconds",
+                                         "Audit store commits: the fence check and COMMIT of one transaction",
+                                         {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5})),
+        store_commit_errors(r.Counter("gpuscaler_store_commit_errors_total",
+                                      "Audit store commits that failed, by error category (auth: fenced)",
+                                      {"category"})),
         leaderless(r.Gauge("gpuscaler_leaderless_seconds",
                            "Seconds the leader Lease has had no live holder, as this replica sees it (0 while "
                            "one holds it)")),
@@ -136,6 +142,8 @@ struct DaemonMetrics::Families {
   server::Family& leader;
   server::Family& leader_transitions;
   server::Family& lease_transitions;
+  server::Family& store_commit_seconds;
+  server::Family& store_commit_errors;
   server::Family& leaderless;
   server::Family& paused;
   server::Family& http_requests;
@@ -214,6 +222,13 @@ void DaemonMetrics::SetLeader(bool leader) { f_->leader.With().Set(leader ? 1 : 
 
 void DaemonMetrics::CountLeaderTransition(bool leader) {
   f_->leader_transitions.With({leader ? "leader" : "standby"}).Inc();
+}
+
+void DaemonMetrics::ObserveStoreCommits(const std::vector<StoreCommit>& commits) {
+  for (const StoreCommit& c : commits) {
+    f_->store_commit_seconds.With().Observe(c.seconds);
+    if (c.failure) f_->store_commit_errors.With({std::string(ToString(*c.failure))}).Inc();
+  }
 }
 
 void DaemonMetrics::ObserveLease(const LeaseView& lease) {

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,12 @@ struct LeaseView {
   std::string holder;             // this replica's identity
 };
 
+// One audit store commit (SqliteAuditStoreOptions::on_commit).
+struct StoreCommit {
+  double seconds = 0;
+  std::optional<ErrorCategory> failure;  // nullopt: committed
+};
+
 struct DaemonSetup {
   // Owned dependencies of a live engine, in construction order (the engine
   // holds references to them, so it is declared last and destroyed first).
@@ -45,6 +52,9 @@ struct DaemonSetup {
   // With leader election: claims the audit store for leadership term `term`
   // (SqliteAuditStore::ClaimLeadership); the loop ticks only once it has.
   std::function<Status(int64_t term)> claim_leadership;
+  // The audit store's commits since the loop last took them (the loop's
+  // thread writes and takes them); null without a store.
+  std::shared_ptr<std::vector<StoreCommit>> store_commits;
   // Retention: one bounded step (report::RetentionPruner::Step), run on the
   // loop's thread after a tick; returns the rows pruned. Empty: none.
   std::function<Result<int64_t>()> retention_step;
@@ -68,6 +78,7 @@ class DaemonMetrics {
   // This replica gained (true) or lost the Lease.
   void CountLeaderTransition(bool leader);
   void ObserveLease(const LeaseView& lease);
+  void ObserveStoreCommits(const std::vector<StoreCommit>& commits);
   server::MetricsRegistry& registry() { return registry_; }
 
  private:

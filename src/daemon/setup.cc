@@ -188,7 +188,12 @@ Result<std::shared_ptr<AzureCloud>> MakeAzureCloud(const DaemonConfig& config) {
 
 // Opens the audit store, kept alive by the setup, and names it for the API.
 Result<std::shared_ptr<SqliteAuditStore>> OpenStore(const std::string& db_file, DaemonSetup* d) {
-  Result<std::unique_ptr<SqliteAuditStore>> store = SqliteAuditStore::Open(db_file);
+  d->store_commits = std::make_shared<std::vector<StoreCommit>>();
+  SqliteAuditStoreOptions options;
+  options.on_commit = [commits = d->store_commits](double seconds, const Status& result) {
+    commits->push_back({seconds, result.ok() ? std::nullopt : std::optional(result.error().category())});
+  };
+  Result<std::unique_ptr<SqliteAuditStore>> store = SqliteAuditStore::Open(db_file, options);
   if (!store) return store.error().WithContext("audit database " + RedactDatabaseUrl(db_file));
   std::shared_ptr<SqliteAuditStore> owned = std::move(store).value();
   d->keep_alive.push_back(owned);

@@ -51,6 +51,30 @@ bool Supersedes(const TermRow& current, const LeadershipClaim& mine) {
   return current.term > mine.term || (current.term == mine.term && current.holder != mine.holder);
 }
 
+// PostgreSQL: a predecessor stopped in the middle of a tick holds the row
+// locks of what that tick wrote so far, for as long as it is stopped, and
+// every write of the new leader to those rows would wait. Each holder's
+// store connection carries its identity as application_name; the new
+// holder ends the sessions of every other holder of this cluster's
+// leadership (the server rolls their transactions back and frees their
+// locks; such a process finds its connection gone, and is fenced when it
+// reconnects). Sessions of the same database role may be ended without
+// further privileges.
+Status EndPredecessorsSessions(store_internal::Connection& db, const LeadershipClaim& claim,
+                               const std::string& what) {
+  const std::string name = "gpuscaler:" + claim.cluster + ":" + claim.holder;
+  Result<Query> set = db.Prepare("SELECT set_config('application_name', ?1, false)");
+  if (!set) return set.error().WithContext(what);
+  if (Result<bool> r = set->Bind(1, name).Step(what); !r) return r.error().WithContext(what);
+  Result<Query> end = db.Prepare(
+      "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() "
+      "AND left(application_name, length(?1)) = ?1 AND application_name <> ?2 AND pid <> pg_backend_pid()");
+  if (!end) return end.error().WithContext(what);
+  Result<bool> ended = end->Bind(1, "gpuscaler:" + claim.cluster + ":").Bind(2, name).Step(what);
+  if (!ended) return ended.error().WithContext(what);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status SqliteAuditStore::CheckFence(std::string_view what) {
@@ -88,6 +112,7 @@ Status SqliteAuditStore::ClaimLeadership(const LeadershipClaim& claim) {
     return s.error().WithContext(what);
   }
   claim_ = claim;
+  if (db_->dialect() == Dialect::kPostgres) return EndPredecessorsSessions(*db_, claim, what);
   return Status::Ok();
 }
 

@@ -1,5 +1,6 @@
 #include "gpuscaler/store/sqlite_audit_store.h"
 
+#include <chrono>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -65,8 +66,15 @@ Result<NodeLife> ReadNodeLife(Connection& db, const std::string& instance_id, co
 }  // namespace
 
 Status SqliteAuditStore::EndWrite(Status s, std::string_view commit_what, std::string_view rollback_what) {
-  if (s.ok()) s = CheckFence(commit_what);
-  return EndTransaction(*db_, s, commit_what, rollback_what);
+  if (!s.ok() || !options_.on_commit) {
+    if (s.ok()) s = CheckFence(commit_what);
+    return EndTransaction(*db_, s, commit_what, rollback_what);
+  }
+  const auto started = std::chrono::steady_clock::now();
+  s = CheckFence(commit_what);
+  s = EndTransaction(*db_, s, commit_what, rollback_what);
+  options_.on_commit(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), s);
+  return s;
 }
 
 SqliteAuditStore::SqliteAuditStore(std::string path, SqliteAuditStoreOptions options,

@@ -100,5 +100,30 @@ TEST(DaemonMetrics, CountsFailedTerminationsFromTheReportsCount) {
   EXPECT_TRUE(Has(text, "gpuscaler_actions_total{kind=\"terminate\",result=\"succeeded\"} 1")) << text;
 }
 
+
+// Leadership and the shared store: transitions by direction, the Lease as
+// this replica sees it, and the store's commit latency and failures (a
+// fenced commit counts under auth).
+TEST(DaemonMetrics, ExportsLeadershipAndStoreCommits) {
+  DaemonMetrics metrics;
+  metrics.SetLeader(false);
+  metrics.CountLeaderTransition(true);
+  metrics.CountLeaderTransition(false);
+  metrics.CountLeaderTransition(true);
+  metrics.ObserveLease(LeaseView{12.5, 7, "replica-a"});
+  metrics.ObserveStoreCommits({StoreCommit{0.002, std::nullopt}, StoreCommit{0.3, ErrorCategory::kAuth},
+                               StoreCommit{0.004, ErrorCategory::kTransient}});
+  const std::string text = metrics.registry().Render();
+  EXPECT_TRUE(Has(text, "gpuscaler_leader 0")) << text;
+  EXPECT_TRUE(Has(text, "gpuscaler_leader_transitions_total{to=\"leader\"} 2")) << text;
+  EXPECT_TRUE(Has(text, "gpuscaler_leader_transitions_total{to=\"standby\"} 1")) << text;
+  EXPECT_TRUE(Has(text, "gpuscaler_lease_transitions 7")) << text;
+  EXPECT_TRUE(Has(text, "gpuscaler_leaderless_seconds 12.5")) << text;
+  EXPECT_TRUE(Has(text, "gpuscaler_store_commit_seconds_count 3")) << text;
+  EXPECT_TRUE(Has(text, "gpuscaler_store_commit_seconds_bucket{le=\"0.0025\"} 1")) << text;
+  EXPECT_TRUE(Has(text, "gpuscaler_store_commit_errors_total{category=\"auth\"} 1")) << text;
+  EXPECT_TRUE(Has(text, "gpuscaler_store_commit_errors_total{category=\"transient\"} 1")) << text;
+}
+
 }  // namespace
 }  // namespace gpuscaler::daemon

@@ -90,6 +90,11 @@ struct SqliteAuditStoreOptions {
   // (nullopt: libpq's own sources: the URL, PGPASSWORD, PGPASSFILE). Never
   // logged. Ignored for SQLite.
   std::optional<std::string> password = std::nullopt;
+  // Called after every transaction of records the store commits, or fails
+  // to commit (fenced, lost connection, full disk): how long the commit
+  // took (the fence check and COMMIT), and its result. For the daemon's
+  // store write metrics; may be empty. Called on the writer's thread.
+  std::function<void(double seconds, const Status& result)> on_commit = {};
 };
 
 // A replica's leadership term over one cluster's rows (the Lease's
