@@ -70,16 +70,17 @@ class AzureEmulatorProcess : public EmulatedCloud {
   AzureEmulatorProcess(const std::filesystem::path& dir, const std::string& scenario,
                        std::string cluster = "test")
       : dir_(dir), cluster_(std::move(cluster)) {
-    std::ofstream(dir / "scenario.yaml") << "provider: azure\nclients:\n  - {client_id: " << kAzureClientId
-                                         << ", client_secret: " << kAzureClientSecret << "}\naccess_tokens: ["
-                                         << kAzureTestToken << "]\n"
-                                         << scenario;
+    std::ofstream(dir / "scenario.yaml")
+        << "provider: azure\nclients:\n  - {client_id: " << kAzureClientId
+        << ", client_secret: " << kAzureClientSecret << "}\naccess_tokens: [" << kAzureTestToken << "]\n"
+        << scenario;
     std::ofstream(dir / "azure-secret") << kAzureClientSecret;
     std::filesystem::remove(dir / "emulator.port");
     process_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{GPUSCALER_BINARY, "cloud-emulator", "--provider", "azure", "--listen",
                                  "127.0.0.1:0", "--scenario", (dir / "scenario.yaml").string(), "--port-file",
-                                 (dir / "emulator.port").string(), "--tls-ca-out", (dir / "azure-ca.pem").string()},
+                                 (dir / "emulator.port").string(), "--tls-ca-out",
+                                 (dir / "azure-ca.pem").string()},
         dir / "emulator.out", dir / "emulator.err");
     port_ = WaitForPortFile(dir / "emulator.port", 60s);
   }
@@ -128,9 +129,11 @@ class AzureEmulatorProcess : public EmulatedCloud {
     return nlohmann::json::parse(a->body, nullptr, false);
   }
 
-  // POST /_emulator/evictions with `request`; the HTTP status (0: no answer).
-  int Evict(const nlohmann::json& request) {
+  // POST /_emulator/evictions with `request`; the HTTP status (0: no
+  // answer), and the answer in *answer ({"at"}: when the VM goes).
+  int Evict(const nlohmann::json& request, nlohmann::json* answer = nullptr) {
     std::optional<net::HttpResponse> a = Call("POST", "/_emulator/evictions", request.dump());
+    if (a && answer) *answer = nlohmann::json::parse(a->body, nullptr, false);
     return a ? a->status : 0;
   }
 
@@ -212,9 +215,9 @@ inline std::string AzurePolicyYaml(const std::string& capacity_types, bool inter
 // The daemon's configuration: provider azure at the emulator, with
 // `driver_yaml` under cloud.azure (indented by 4: resource_group, driver,
 // aks_cluster, pools), signals from the fixture.
-inline std::string AzureDaemonConfigYaml(const AzureEmulatorProcess& emulator, const std::string& prometheus_url,
-                                         const std::string& driver_yaml, const std::string& cluster = "test",
-                                         const std::string& extra = "") {
+inline std::string AzureDaemonConfigYaml(const AzureEmulatorProcess& emulator,
+                                         const std::string& prometheus_url, const std::string& driver_yaml,
+                                         const std::string& cluster = "test", const std::string& extra = "") {
   return "apiVersion: gpuscaler/v1\nkind: DaemonConfig\ncluster_name: " + cluster +
          "\npolicy: policy.yaml\ncatalog: " + std::string(GPUSCALER_SOURCE_DIR) +
          "/config/catalogs/azure.yaml\nregions: [eastus]\ndb: audit.db\nlisten: 127.0.0.1:0\n"
@@ -222,19 +225,22 @@ inline std::string AzureDaemonConfigYaml(const AzureEmulatorProcess& emulator, c
          kAzureSubscription + "\n    location: eastus\n    endpoint: \"" + emulator.url() +
          "/\"\n    ca_file: " + emulator.ca_file().string() + "\n    operation_timeout: 30s\n" + driver_yaml +
          "    credentials:\n      kind: client_secret\n      tenant_id: " + kAzureTenant +
-         "\n      client_id: " + kAzureClientId + "\n      client_secret_file: " +
-         emulator.secret_file().string() + "\n      authority_host: \"" + emulator.url() + "/\"\n" +
-         "signals:\n  prometheus: {url: \"" + prometheus_url + "\"}\n  timeout: 5s\n" + extra;
+         "\n      client_id: " + kAzureClientId +
+         "\n      client_secret_file: " + emulator.secret_file().string() + "\n      authority_host: \"" +
+         emulator.url() + "/\"\n" + "signals:\n  prometheus: {url: \"" + prometheus_url +
+         "\"}\n  timeout: 5s\n" + extra;
 }
 
 // cloud.azure for driver aks: cluster "prod" in rg-aks, policy pool "gpu"
 // on `agent_pools`; for driver vmss: the scale sets `scale_sets` in rg-gpu.
 inline std::string AzureAksDriverYaml(const std::string& agent_pools) {
-  return "    resource_group: rg-aks\n    driver: aks\n    aks_cluster: prod\n    pools:\n      gpu: {agent_pools: [" +
+  return "    resource_group: rg-aks\n    driver: aks\n    aks_cluster: prod\n    pools:\n      gpu: "
+         "{agent_pools: [" +
          agent_pools + "]}\n";
 }
 inline std::string AzureVmssDriverYaml(const std::string& scale_sets) {
-  return "    resource_group: rg-gpu\n    driver: vmss\n    pools:\n      gpu: {scale_sets: [" + scale_sets + "]}\n";
+  return "    resource_group: rg-gpu\n    driver: vmss\n    pools:\n      gpu: {scale_sets: [" + scale_sets +
+         "]}\n";
 }
 
 // A Spot agent pool `name` of cluster "prod" (rg-aks) over zones 1 and 2,
@@ -253,15 +259,16 @@ inline std::string AzureClusterYaml(const std::string& pools_yaml) {
 // A scale set `name` in rg-gpu over zones 1 and 2, tagged for `cluster`.
 inline std::string AzureScaleSetYaml(const std::string& name, const std::string& priority,
                                      const std::string& cluster = "test") {
-  return "  - {resource_group: rg-gpu, name: " + name + ", vm_size: Standard_NC4as_T4_v3, priority: " + priority +
+  return "  - {resource_group: rg-gpu, name: " + name +
+         ", vm_size: Standard_NC4as_T4_v3, priority: " + priority +
          ", zones: ['1', '2'], capacity: 0, tags: {gpuscaler-cluster: " + cluster + "}}\n";
 }
 
 // StartDaemon, with no Azure variables from the test's environment.
 inline std::unique_ptr<ChildProcess> StartAzureDaemon(const std::filesystem::path& dir, int tick_ms,
                                                       const std::string& failpoint = "", int run = 0) {
-  for (const char* v : {"AZURE_FEDERATED_TOKEN_FILE", "AZURE_CLIENT_ID", "AZURE_TENANT_ID", "AZURE_AUTHORITY_HOST",
-                        "AZURE_SUBSCRIPTION_ID"})
+  for (const char* v : {"AZURE_FEDERATED_TOKEN_FILE", "AZURE_CLIENT_ID", "AZURE_TENANT_ID",
+                        "AZURE_AUTHORITY_HOST", "AZURE_SUBSCRIPTION_ID"})
     ::unsetenv(v);
   return StartDaemon(dir, tick_ms, failpoint, run);
 }

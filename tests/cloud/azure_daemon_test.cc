@@ -86,7 +86,8 @@ class AzureDaemon : public CliTest {
     const CrashAudit audit = AuditCloudAgainstStore(*emulator_->Instances(), (dir_ / "audit.db").string());
     EXPECT_EQ(audit.live, live);
     EXPECT_EQ(
-        audit.duplicate_launches + audit.untracked_instances + audit.lost_audit_rows + audit.pending_actions, 0)
+        audit.duplicate_launches + audit.untracked_instances + audit.lost_audit_rows + audit.pending_actions,
+        0)
         << audit.Summary();
   }
   // Scales the pool to 4 nodes and back to 1, checking what went.
@@ -132,7 +133,8 @@ class AzureDaemon : public CliTest {
 };
 
 TEST_F(AzureDaemon, AksSpotAgentPoolGrowsForDemandAndDeleteMachinesRemovesTheChosenNodes) {
-  StartCloud("operation_latency: 1s\nretry_after: 1s\n" + AzureClusterYaml(AzureAgentPoolYaml("gpuspot", "Spot")));
+  StartCloud("operation_latency: 1s\nretry_after: 1s\n" +
+             AzureClusterYaml(AzureAgentPoolYaml("gpuspot", "Spot")));
   WriteConfig(AzurePolicyYaml("[spot]", true), AzureAksDriverYaml("gpuspot"));
   ScaleUpAndDown("aks-gpuspot-");
 }
@@ -147,11 +149,13 @@ TEST_F(AzureDaemon, SpotScaleSetGrowsForDemandAndDeleteRemovesTheChosenInstances
 // $0.526/h and the hard cap is $1.20/h: of the 3 nodes asked for, 2 come
 // up on the Regular pool and the third is never launched.
 TEST_F(AzureDaemon, SpotAllocationFailedFallsBackToRegularWithinTheHardBudget) {
-  StartCloud("operation_latency: 1s\nretry_after: 1s\n"
-             "capacity:\n  - {priority: Spot, limit: 0, error: AllocationFailed}\n" +
-             AzureClusterYaml(AzureAgentPoolYaml("gpuspot", "Spot") + AzureAgentPoolYaml("gpuod", "Regular")));
-  WriteConfig(AzurePolicyYaml("[spot, on-demand]", true) + "budget:\n  global: {hourly_usd: 1.2, hard: true}\n",
-              AzureAksDriverYaml("gpuspot, gpuod"));
+  StartCloud(
+      "operation_latency: 1s\nretry_after: 1s\n"
+      "capacity:\n  - {priority: Spot, limit: 0, error: AllocationFailed}\n" +
+      AzureClusterYaml(AzureAgentPoolYaml("gpuspot", "Spot") + AzureAgentPoolYaml("gpuod", "Regular")));
+  WriteConfig(
+      AzurePolicyYaml("[spot, on-demand]", true) + "budget:\n  global: {hourly_usd: 1.2, hard: true}\n",
+      AzureAksDriverYaml("gpuspot, gpuod"));
   Start();
   prometheus_.Set(15);  // 3 GPUs
   ASSERT_TRUE(Eventually([&] { return LiveIs(2); }, 90s)) << DaemonLog() << emulator_->log();
@@ -178,15 +182,15 @@ TEST_F(AzureDaemon, SpotAllocationFailedFallsBackToRegularWithinTheHardBudget) {
 // Installation B (cluster_name other) names its own scale set and A's; A's
 // is not tagged for it, so B lists, launches on and removes nothing there.
 TEST_F(AzureDaemon, ASecondInstallationListsLaunchesAndRemovesNothingOfTheFirst) {
-  StartCloud("operation_latency: 1s\nretry_after: 1s\nscale_sets:\n" + AzureScaleSetYaml("gpua", "Spot", "test") +
-             AzureScaleSetYaml("gpub", "Spot", "other"));
+  StartCloud("operation_latency: 1s\nretry_after: 1s\nscale_sets:\n" +
+             AzureScaleSetYaml("gpua", "Spot", "test") + AzureScaleSetYaml("gpub", "Spot", "other"));
   WriteConfig(AzurePolicyYaml("[spot]", true), AzureVmssDriverYaml("gpua"));
   const std::filesystem::path b = dir_ / "b";
   std::filesystem::create_directories(b);
   QueueDepthServer demand_b(10);  // 2 nodes
   std::ofstream(b / "policy.yaml") << AzurePolicyYaml("[spot]", true);
-  std::ofstream(b / "gpuscaler.yaml") << AzureDaemonConfigYaml(*emulator_, demand_b.url(),
-                                                               AzureVmssDriverYaml("gpub, gpua"), "other");
+  std::ofstream(b / "gpuscaler.yaml")
+      << AzureDaemonConfigYaml(*emulator_, demand_b.url(), AzureVmssDriverYaml("gpub, gpua"), "other");
   emulator_->add_audit_db((b / "audit.db").string());
   AzureEmulatorProcess& cloud = *emulator_;
   auto live_in = [&](const std::string& group) {
@@ -233,7 +237,8 @@ TEST_F(AzureDaemon, ASecondInstallationListsLaunchesAndRemovesNothingOfTheFirst)
 }
 
 TEST_F(AzureDaemon, CrashCampaignOverTheAzureEmulator) {
-  StartCloud("operation_latency: 0s\nretry_after: 1s\n" + AzureClusterYaml(AzureAgentPoolYaml("gpu", "Regular")));
+  StartCloud("operation_latency: 0s\nretry_after: 1s\n" +
+             AzureClusterYaml(AzureAgentPoolYaml("gpu", "Regular")));
   WriteConfig(AzurePolicyYaml("[on-demand]", false), AzureAksDriverYaml("gpu"));
   CrashCampaignSetup setup;
   setup.name = "azure crash campaign";

@@ -9,6 +9,12 @@
 // machine comes up, the node's row in the audit store ends "interrupted",
 // and the pool's learned Spot risk (the snapshot's interruptions_per_hour
 // for the offering) goes up.
+//
+// With `gpuscaler node-agent` on each node (as the AKS overlay's DaemonSet
+// runs it) the eviction's 30-second notice in IMDS scheduled events becomes
+// the condition gpuscaler.io/SpotPreempted on the victim's Node (and on no
+// other), and the cordon, the drain and the replacement all happen before
+// Azure evicts the VM.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -34,14 +40,20 @@ class AzureEvictionProcess : public CliTest {
     if (!nodes || !pods) GTEST_SKIP() << "../shared/reference/kubernetes absent";
     node_shape_ = json::parse(*nodes)["items"][0];
     pod_shape_ = json::parse(*pods)["items"][0];
-    Write("kubeconfig", "apiVersion: v1\nkind: Config\ncurrent-context: test\n"
-                        "clusters: [{name: fake, cluster: {server: '" +
-                            server_.url() +
-                            "'}}]\n"
-                            "users: [{name: u, user: {token: t0ken}}]\n"
-                            "contexts: [{name: test, context: {cluster: fake, user: u, namespace: gpuscaler}}]\n");
+    Write("kubeconfig",
+          "apiVersion: v1\nkind: Config\ncurrent-context: test\n"
+          "clusters: [{name: fake, cluster: {server: '" +
+              server_.url() +
+              "'}}]\n"
+              "users: [{name: u, user: {token: t0ken}}]\n"
+              "contexts: [{name: test, context: {cluster: fake, user: u, namespace: gpuscaler}}]\n");
   }
   void TearDown() override {
+    for (size_t i = 0; i < agents_.size(); ++i) {
+      agents_[i]->Signal(SIGTERM);
+      EXPECT_EQ(agents_[i]->Wait(30s).value_or(-1), 0)
+          << ReadAll(dir_ / ("agent" + std::to_string(i) + ".err"));
+    }
     if (daemon_) {
       daemon_->Signal(SIGTERM);
       EXPECT_EQ(daemon_->Wait(60s).value_or(-1), 0) << DaemonLog();
@@ -66,9 +78,11 @@ class AzureEvictionProcess : public CliTest {
     node["spec"] = {{"providerID", std::string("azure:///subscriptions/") + kAzureSubscription +
                                        "/resourceGroups/mc_rg-aks_prod_eastus/providers/Microsoft.Compute/"
                                        "virtualMachineScaleSets/" +
-                                       vm.tags.at("group") + "/virtualMachines/" + vm.tags.at("instance_id")}};
+                                       vm.tags.at("group") + "/virtualMachines/" +
+                                       vm.tags.at("instance_id")}};
     for (const char* field : {"capacity", "allocatable"})
-      node["status"][field] = {{"cpu", "4"}, {"memory", "28000000Ki"}, {"pods", "110"}, {"nvidia.com/gpu", "1"}};
+      node["status"][field] = {
+          {"cpu", "4"}, {"memory", "28000000Ki"}, {"pods", "110"}, {"nvidia.com/gpu", "1"}};
     return node;
   }
   // A small CPU pod bound to `node` (the queued work keeps both GPUs asked for).
@@ -93,33 +107,60 @@ class AzureEvictionProcess : public CliTest {
     return risk;
   }
 
+  // The emulator with a Spot agent pool, the daemon (with Kubernetes) asked
+  // for two nodes, and their Nodes registered; `*live` gets the machines.
+  void StartWithTwoSpotNodes(std::vector<CloudInstance>* live) {
+    emulator_ = std::make_unique<AzureEmulatorProcess>(
+        dir_,
+        "operation_latency: 1s\nretry_after: 1s\n" + AzureClusterYaml(AzureAgentPoolYaml("gpuspot", "Spot")));
+    ASSERT_TRUE(emulator_->ok()) << emulator_->log();
+    emulator_->set_audit_db((dir_ / "audit.db").string());
+    Write("policy.yaml", AzurePolicyYaml("[spot]", true));
+    Write("gpuscaler.yaml",
+          AzureDaemonConfigYaml(*emulator_, prometheus_.url(), AzureAksDriverYaml("gpuspot"), "test",
+                                "kubernetes: {enabled: true, kubeconfig: kubeconfig}\n"));
+    prometheus_.Set(10);  // 2 GPUs
+    daemon_ = StartAzureDaemon(dir_, kEvictionTickMs, "", 1);
+    ASSERT_TRUE(daemon_->started());
+    ASSERT_TRUE(Eventually([&] { return emulator_->LiveCount() == 2; }, 90s))
+        << DaemonLog() << emulator_->log();
+    *live = LiveVms();
+    ASSERT_EQ(live->size(), 2u);
+    for (const CloudInstance& vm : *live) server_.Put("nodes", AksNode(vm));
+  }
+  std::vector<CloudInstance> LiveVms() {
+    std::vector<CloudInstance> out;
+    for (const CloudInstance& i : emulator_->Instances().value_or(std::vector<CloudInstance>{})) {
+      if (i.live() && i.ours()) out.push_back(i);
+    }
+    return out;
+  }
+  bool Cordoned(const std::string& node) {
+    std::optional<json> n = server_.Get("nodes", node);
+    return n && (*n)["spec"].value("unschedulable", false);
+  }
+  // The node's gpuscaler.io/SpotPreempted condition, or null.
+  json SpotCondition(const std::string& node) {
+    std::optional<json> n = server_.Get("nodes", node);
+    if (!n) return json();
+    for (const json& c : (*n)["status"].value("conditions", json::array())) {
+      if (c.value("type", "") == "gpuscaler.io/SpotPreempted") return c;
+    }
+    return json();
+  }
+
   FakeApiServer server_;
   json node_shape_, pod_shape_;
   QueueDepthServer prometheus_{0};
   std::unique_ptr<AzureEmulatorProcess> emulator_;
   std::unique_ptr<ChildProcess> daemon_;
+  std::vector<std::unique_ptr<ChildProcess>> agents_;
 };
 
 TEST_F(AzureEvictionProcess, AnEvictedSpotMachineIsCordonedDrainedReplacedRecordedAndLearned) {
-  emulator_ = std::make_unique<AzureEmulatorProcess>(
-      dir_, "operation_latency: 1s\nretry_after: 1s\n" + AzureClusterYaml(AzureAgentPoolYaml("gpuspot", "Spot")));
-  ASSERT_TRUE(emulator_->ok()) << emulator_->log();
-  emulator_->set_audit_db((dir_ / "audit.db").string());
-  Write("policy.yaml", AzurePolicyYaml("[spot]", true));
-  Write("gpuscaler.yaml", AzureDaemonConfigYaml(*emulator_, prometheus_.url(), AzureAksDriverYaml("gpuspot"), "test",
-                                                "kubernetes: {enabled: true, kubeconfig: kubeconfig}\n"));
-  prometheus_.Set(10);  // 2 GPUs
-  daemon_ = StartAzureDaemon(dir_, kEvictionTickMs, "", 1);
-  ASSERT_TRUE(daemon_->started());
-  ASSERT_TRUE(Eventually([&] { return emulator_->LiveCount() == 2; }, 90s)) << DaemonLog() << emulator_->log();
-
   // The kubelets join; a pod runs on the first machine.
   std::vector<CloudInstance> live;
-  for (const CloudInstance& i : emulator_->Instances().value_or(std::vector<CloudInstance>{})) {
-    if (i.live() && i.ours()) live.push_back(i);
-  }
-  ASSERT_EQ(live.size(), 2u);
-  for (const CloudInstance& vm : live) server_.Put("nodes", AksNode(vm));
+  ASSERT_NO_FATAL_FAILURE(StartWithTwoSpotNodes(&live));
   const CloudInstance victim = live[0];
   server_.Put("pods", BoundPod("render-1", victim.id));
   const uint16_t port = DaemonPort(dir_);
@@ -136,12 +177,8 @@ TEST_F(AzureEvictionProcess, AnEvictedSpotMachineIsCordonedDrainedReplacedRecord
             201)
       << emulator_->log();
 
-  auto cordoned = [&](const std::string& node) {
-    std::optional<json> n = server_.Get("nodes", node);
-    return n && (*n)["spec"].value("unschedulable", false);
-  };
-  ASSERT_TRUE(Eventually([&] { return cordoned(victim.id); }, 60s)) << DaemonLog();
-  EXPECT_FALSE(cordoned(live[1].id));
+  ASSERT_TRUE(Eventually([&] { return Cordoned(victim.id); }, 60s)) << DaemonLog();
+  EXPECT_FALSE(Cordoned(live[1].id));
   ASSERT_TRUE(Eventually([&] { return !server_.Get("pods", "default/render-1").has_value(); }, 60s))
       << "the evicted node's pod was not evicted\n"
       << DaemonLog();
@@ -166,7 +203,8 @@ TEST_F(AzureEvictionProcess, AnEvictedSpotMachineIsCordonedDrainedReplacedRecord
       [&] {
         Result<std::unique_ptr<AuditReader>> reader = AuditReader::Open((dir_ / "audit.db").string());
         if (!reader) return false;
-        Result<std::vector<NodeRow>> nodes = (*reader)->NodesOverlapping(WallTime{}, FromUnixSeconds(4102444800));
+        Result<std::vector<NodeRow>> nodes =
+            (*reader)->NodesOverlapping(WallTime{}, FromUnixSeconds(4102444800));
         if (!nodes) return false;
         for (const NodeRow& n : *nodes) {
           if (n.launch.instance_id == victim.id) return n.cause == "interrupted";
@@ -177,6 +215,77 @@ TEST_F(AzureEvictionProcess, AnEvictedSpotMachineIsCordonedDrainedReplacedRecord
       << DaemonLog();
   ASSERT_TRUE(WaitForMoreDaemonTicks(dir_, 3)) << DaemonLog();
   EXPECT_GT(SpotRisk(port), risk_before) << HttpGet(port, "/api/v1/snapshot").body;
+}
+
+TEST_F(AzureEvictionProcess, TheNodeAgentsNoticeCordonsDrainsAndReplacesBeforeAzureEvicts) {
+  std::vector<CloudInstance> live;
+  ASSERT_NO_FATAL_FAILURE(StartWithTwoSpotNodes(&live));
+  const CloudInstance victim = live[0], other = live[1];
+  server_.Put("pods", BoundPod("render-1", victim.id));
+  // One agent per node, as the DaemonSet runs them; the emulator's IMDS
+  // shows every VM's events to each (as a placement group's VMs see each
+  // other's), so the other node's agent must leave the victim's alone.
+  for (const CloudInstance& vm : live) {
+    const std::string n = std::to_string(agents_.size());
+    agents_.push_back(std::make_unique<ChildProcess>(
+        std::vector<std::string>{GPUSCALER_BINARY, "node-agent", "--node-name", vm.id, "--imds-endpoint",
+                                 emulator_->url(), "--ca-file", emulator_->ca_file().string(), "--kubeconfig",
+                                 (dir_ / "kubeconfig").string(), "--interval-ms", "200"},
+        dir_ / ("agent" + n + ".out"), dir_ / ("agent" + n + ".err")));
+    ASSERT_TRUE(agents_.back()->started());
+  }
+  ASSERT_TRUE(WaitForMoreDaemonTicks(dir_, 3)) << DaemonLog();
+  EXPECT_TRUE(SpotCondition(victim.id).is_null());
+
+  // Azure's 30 seconds' notice.
+  json answer;
+  ASSERT_EQ(emulator_->Evict(
+                {{"cluster", "prod"}, {"pool", "gpuspot"}, {"instance_id", victim.tags.at("instance_id")}},
+                &answer),
+            201)
+      << emulator_->log();
+  const auto goes = std::chrono::steady_clock::now() + 30s;
+  WallTime at;
+  ASSERT_TRUE(ParseRfc3339(answer.value("at", ""), &at)) << answer.dump();
+
+  // The victim's agent sets the condition, with the eviction's NotBefore.
+  ASSERT_TRUE(Eventually([&] { return !SpotCondition(victim.id).is_null(); }, 15s))
+      << ReadAll(dir_ / "agent0.err");
+  const json condition = SpotCondition(victim.id);
+  EXPECT_EQ(condition["status"], "True");
+  EXPECT_EQ(condition["reason"], "Preempt");
+  EXPECT_EQ(condition["message"].get<std::string>().rfind("NotBefore=" + FormatRfc3339(at) + " EventId=", 0),
+            0u)
+      << condition.dump();
+  std::optional<json> node = server_.Get("nodes", victim.id);
+  ASSERT_TRUE(node.has_value());
+  bool ready_kept = false;
+  for (const json& c : (*node)["status"]["conditions"]) ready_kept |= c.value("type", "") == "Ready";
+  EXPECT_TRUE(ready_kept) << "the status patch merged by type: " << node->dump();
+
+  // The daemon acts on it at once: cordon, drain and a replacement, all
+  // before Azure evicts the VM (the cloud API would show nothing until then).
+  ASSERT_TRUE(Eventually([&] { return Cordoned(victim.id); }, 15s)) << DaemonLog();
+  ASSERT_TRUE(Eventually([&] { return !server_.Get("pods", "default/render-1").has_value(); }, 15s))
+      << DaemonLog();
+  // A replacement is up (the daemon may meanwhile remove the drained
+  // victim itself), before Azure evicted anything.
+  auto replaced = [&] {
+    for (const CloudInstance& i : LiveVms()) {
+      if (i.id != victim.id && i.id != other.id) return true;
+    }
+    return false;
+  };
+  ASSERT_TRUE(Eventually(replaced, 15s)) << DaemonLog();
+  EXPECT_LT(std::chrono::steady_clock::now(), goes) << "the notice came no earlier than the eviction";
+  for (const CloudInstance& i : emulator_->Instances().value_or(std::vector<CloudInstance>{})) {
+    if (i.id != victim.id) continue;
+    EXPECT_EQ(i.tags.at("evicted"), "false") << "Azure had already evicted it";
+  }
+  EXPECT_FALSE(Cordoned(other.id));
+  EXPECT_TRUE(SpotCondition(other.id).is_null()) << "the other node's agent reported the victim's event";
+  EXPECT_NE(ReadAll(dir_ / "agent0.err").find("Preempt event"), std::string::npos)
+      << ReadAll(dir_ / "agent0.err");
 }
 
 }  // namespace
