@@ -44,6 +44,7 @@ std::string AzureEmulator::StateJson(WallTime now) const {
     if (s.cluster) {
       set["cluster"] = scenario_.clusters[*s.cluster].name;
       set["pool"] = s.pool.name;
+      set["pool_tags"] = s.pool.tags;  // the agent pool's own tags, not the scale set's
     }
     sets.push_back(set);
     for (size_t v : s.vms) {
@@ -68,6 +69,7 @@ std::string AzureEmulator::StateJson(WallTime now) const {
                      {"priority", vm.info.priority},
                      {"state", state},
                      {"evicted", vm.info.evicted},
+                     {"group_tags", vm.group_tags},
                      {"created", azure::IsoTime(vm.created)}});
     }
   }

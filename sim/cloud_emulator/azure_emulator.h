@@ -189,6 +189,9 @@ struct AzureVmRecord {
   WallTime delete_from{};
   std::optional<WallTime> deallocated_at;  // evicted with Deallocate
   int ip = 0;                              // the last octets of its private address
+  // Its group's tags (an agent pool's own) when the write that made it
+  // landed: process tests tell from them which write made which VM.
+  std::map<std::string, std::string> group_tags;
 };
 
 class AzureEmulator : public EmulatorCore<AzureScenario, AzureVmRecord, AzureEmulatorStats> {

@@ -99,6 +99,7 @@ void AzureEmulator::AddVm(ScaleSet& s, const std::string& zone, WallTime ready_a
   vm.created = now;
   vm.ready_at = ready_at;
   vm.ip = static_cast<int>(instances_.size()) + 4;
+  vm.group_tags = s.cluster ? s.pool.tags : s.spec.tags;
   s.vms.push_back(instances_.size());
   instances_.push_back(std::move(vm));
   ++stats_.created;

@@ -35,6 +35,7 @@ int RunCli(int argc, char** argv) {
   cli::RegisterPolicyCommand(app, &exit_code);
   cli::RegisterExplainCommand(app, &exit_code);
   cli::RegisterCloudEmulatorCommand(app, &exit_code);
+  cli::RegisterNodeAgentCommand(app, &exit_code);
 
   // Logging must be set up before any subcommand callback runs.
   app.parse_complete_callback([&] {

@@ -19,6 +19,7 @@ void RegisterRunCommand(CLI::App& app, int* exit_code);      // run_command.cc
 void RegisterReportCommand(CLI::App& app, int* exit_code);   // report_command.cc
 void RegisterDbCommand(CLI::App& app, int* exit_code);       // db_command.cc
 void RegisterCloudEmulatorCommand(CLI::App& app, int* exit_code);  // cloud_emulator_command.cc
+void RegisterNodeAgentCommand(CLI::App& app, int* exit_code);      // node_agent_command.cc
 
 // Prints "COMMAND: MESSAGE" on stderr and returns `code`: a subcommand's
 // `return ...Fail(message, code)` on bad input (2) or a failed step (1).

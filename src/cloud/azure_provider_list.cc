@@ -41,6 +41,21 @@ Result<std::vector<Instance>> AzureProvider::ListInstances() {
       out.push_back(ToInstance(pool, group, m));
     }
   }
+  // ARM shows an eviction only once the VM is going, so a Spot VM can
+  // vanish between the controller's poll for notices and this listing:
+  // listed once more, shutting down, the next poll's notice finds its node
+  // known (interrupted, drained) rather than gone (vanished).
+  std::map<std::string, Instance> spot_now;
+  for (const Instance& i : out) {
+    if (i.offering.capacity_type == CapacityType::kSpot) spot_now.emplace(i.instance_id, i);
+  }
+  for (const auto& [id, before] : spot_listed_) {
+    if (spot_now.count(id) != 0 || deleting_.count(id) != 0 || noticed_.count(id) != 0) continue;
+    Instance going = before;
+    going.state = InstanceState::kShuttingDown;
+    out.push_back(std::move(going));
+  }
+  spot_listed_ = std::move(spot_now);
   std::sort(out.begin(), out.end(),
             [](const Instance& a, const Instance& b) { return a.instance_id < b.instance_id; });
   return out;

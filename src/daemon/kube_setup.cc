@@ -276,6 +276,11 @@ Status SetUpKubernetes(const DaemonConfig& config, const Catalog& catalog, LiveE
   kube::ClusterCloudProvider::Parts cp;
   cp.inner = parts->cloud;
   if (rt->elector) cp.is_leader = [raw] { return raw->Leading(); };
+  // Spot notices nodes report about themselves (gpuscaler node-agent).
+  cp.node_notices = [raw] {
+    const kube::ClusterView view = raw->cache->View();
+    return kube::SpotNoticesFromNodes(view.nodes, raw->clock->WallNow());
+  };
   rt->cloud = std::make_unique<kube::ClusterCloudProvider>(std::move(cp));
   parts->cloud = rt->cloud.get();
 

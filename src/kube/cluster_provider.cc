@@ -12,4 +12,22 @@ Status ClusterCloudProvider::Terminate(const std::vector<std::string>& instance_
   return parts_.inner->Terminate(instance_ids);
 }
 
+Result<std::vector<InterruptionNotice>> ClusterCloudProvider::PollInterruptions() {
+  Result<std::vector<InterruptionNotice>> cloud = parts_.inner->PollInterruptions();
+  if (!parts_.node_notices) return cloud;
+  std::vector<InterruptionNotice> out;
+  for (InterruptionNotice& n : parts_.node_notices()) {
+    auto [it, added] = node_noticed_.emplace(n.instance_id, n.deadline);
+    if (!added && it->second == n.deadline) continue;
+    it->second = n.deadline;
+    out.push_back(std::move(n));
+  }
+  if (!cloud) {
+    if (out.empty()) return cloud.error();
+    return out;
+  }
+  out.insert(out.end(), cloud->begin(), cloud->end());
+  return out;
+}
+
 }  // namespace gpuscaler::kube

@@ -198,6 +198,8 @@ Result<NodeInfo> NodeFromJson(const json& j) {
     n.taints.push_back({StringAt(t, "key"), StringAt(t, "value"), StringAt(t, "effect")});
   n.allocatable_milli = Quantities(ObjectAt(status, "allocatable"));
   for (const json& c : ArrayAt(status, "conditions")) {
+    if (StringAt(c, "type") == kSpotPreemptedCondition && StringAt(c, "status") == "True")
+      n.spot_notice = ParseSpotNoticeMessage(StringAt(c, "reason"), StringAt(c, "message"));
     if (StringAt(c, "type") != "Ready") continue;
     n.ready = StringAt(c, "status") == "True";
     if (const WallTime t = TimeAt(c, "lastTransitionTime"); t != WallTime{}) n.ready_changed_at = t;

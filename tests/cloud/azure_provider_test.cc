@@ -258,6 +258,37 @@ TEST(AzureProviderAks, EvictionsShowAsNoticesOnceFromTheNodeResourceGroupsScaleS
   EXPECT_TRUE(again->empty());
 }
 
+// The controller polls for notices, then lists: a Spot VM evicted in
+// between is listed once more (shutting down), so the next poll's notice
+// finds it; one gpuscaler deleted is not.
+TEST(AzureProviderAks, ASpotVmEvictedBeforeItsNoticeIsListedOnceMoreShuttingDown) {
+  Rig rig(AzureDriver::kAks);
+  rig.arm.AddGroup("gpuspot", kA100, true, Ours());
+  rig.options.pools["a100"].groups = {"gpuspot"};
+  AzureProvider provider = rig.Provider();
+  ASSERT_TRUE(provider.Launch(Request("tok-n", 2, {A100(CapacityType::kSpot)})).ok());
+  ASSERT_TRUE(provider.PollInterruptions().ok());
+  ASSERT_EQ(provider.ListInstances()->size(), 2u);
+
+  rig.arm.Evict("gpuspot", "aks-gpuspot-25481572-vmss000000", /*gone=*/true);
+  ASSERT_TRUE(provider.Terminate({"aks-gpuspot-25481572-vmss000001"}).ok());  // ours
+  auto listed = provider.ListInstances();
+  ASSERT_TRUE(listed.ok());
+  std::map<std::string, InstanceState> state;
+  for (const Instance& i : *listed) state[i.instance_id] = i.state;
+  ASSERT_EQ(state.count("aks-gpuspot-25481572-vmss000000"), 1u);
+  EXPECT_EQ(state.at("aks-gpuspot-25481572-vmss000000"), InstanceState::kShuttingDown);
+
+  auto notices = provider.PollInterruptions();
+  ASSERT_TRUE(notices.ok());
+  ASSERT_EQ(notices->size(), 1u);
+  EXPECT_EQ((*notices)[0].instance_id, "aks-gpuspot-25481572-vmss000000");
+  // Reported: gone from the next listing.
+  auto after = provider.ListInstances();
+  ASSERT_TRUE(after.ok());
+  for (const Instance& i : *after) EXPECT_NE(i.instance_id, "aks-gpuspot-25481572-vmss000000");
+}
+
 TEST(AzureProviderVmss, ALaunchPatchesTheCapacityUnderIfMatchAndRetriesA412) {
   Rig rig(AzureDriver::kVmss);
   rig.arm.AddGroup("gpu-a100-spot", kA100, true, Ours());

@@ -336,7 +336,7 @@ TEST(ClusterCloudProvider, ANonLeaderNeitherLaunchesNorTerminates) {
   testing::FakeClock clock;
   testing::FakeCloudProvider cloud{clock};
   bool leader = false;
-  ClusterCloudProvider provider({&cloud, [&leader] { return leader; }});
+  ClusterCloudProvider provider({&cloud, [&leader] { return leader; }, {}});
   LaunchRequest req;
   req.pool = "gpu";
   req.count = 1;

@@ -232,6 +232,8 @@ FixtureResponse FakeApiServer::Handle(const FixtureRequest& req) {
         return q.count("watch") && q.at("watch") != "0" && q.at("watch") != "false" ? Watch(resource, q)
                                                                                       : List(resource, q);
       }
+      if (p.size() == 5 && resource == "nodes" && p[4] == "status" && req.method == "PATCH")
+        return PatchNodeStatus(req, p[3]);
       if (p.size() == 4 && resource == "nodes") {
         std::lock_guard<std::mutex> lock(mu_);
         auto& nodes = objects_["nodes"];
@@ -388,6 +390,39 @@ FixtureResponse FakeApiServer::Watch(const std::string& resource, const std::map
     return true;
   };
   return r;
+}
+
+// A Node status patch as node-problem-detector sends it: a strategic merge
+// patch, whose status.conditions merge by type (the API's patchMergeKey);
+// only .status changes.
+FixtureResponse FakeApiServer::PatchNodeStatus(const FixtureRequest& req, const std::string& name) {
+  if (req.Header("Content-Type") != "application/strategic-merge-patch+json" &&
+      req.Header("Content-Type") != "application/merge-patch+json")
+    return JsonResponse(415, StatusObject(415, "UnsupportedMediaType", "expected a merge patch"));
+  const json patch = json::parse(req.body);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = objects_["nodes"].find(name);
+  if (it == objects_["nodes"].end())
+    return JsonResponse(404, StatusObject(404, "NotFound", "nodes \"" + name + "\" not found"));
+  json obj = it->second;
+  json status = patch.value("status", json::object());
+  if (req.Header("Content-Type") == "application/strategic-merge-patch+json" && status.contains("conditions")) {
+    json conditions = obj["status"].value("conditions", json::array());
+    for (const json& c : status["conditions"]) {
+      bool merged = false;
+      for (json& have : conditions) {
+        if (have.value("type", "") != c.value("type", "")) continue;
+        MergePatch(have, c);
+        merged = true;
+      }
+      if (!merged) conditions.push_back(c);
+    }
+    status.erase("conditions");
+    obj["status"]["conditions"] = conditions;
+  }
+  MergePatch(obj["status"], status);
+  PutLocked("nodes", obj);
+  return JsonResponse(200, objects_["nodes"][name]);
 }
 
 FixtureResponse FakeApiServer::Evict(const std::string& ns, const std::string& name) {

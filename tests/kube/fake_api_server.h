@@ -15,7 +15,9 @@
 //    covered by a budget (SetBudget), which get 429 until the budget allows;
 //  - Lease UPDATEs must carry the current metadata.resourceVersion (else 409
 //    Conflict); a CREATE of an existing Lease is 409 AlreadyExists;
-//  - PATCH of a node applies a JSON merge patch;
+//  - PATCH of a node applies a JSON merge patch; PATCH of its status
+//    subresource changes only .status, a strategic merge patch merging
+//    status.conditions by type;
 //  - namespaced objects of other kinds (fake_api_resources.cc): PodTemplates
 //    always, and custom resources once ServeCustomResource() declares them
 //    (until then their paths are 404, as for a CRD not installed): create,
@@ -107,6 +109,7 @@ class FakeApiServer {
                        const std::string& ns = "");
   FixtureResponse Watch(const std::string& resource, const std::map<std::string, std::string>& q);
   FixtureResponse Evict(const std::string& ns, const std::string& name);
+  FixtureResponse PatchNodeStatus(const FixtureRequest& req, const std::string& name);
   FixtureResponse Lease(const FixtureRequest& req, const std::string& ns, const std::string& name);
   // Namespaced objects of kinds other than pods (fake_api_resources.cc);
   // nullopt: the path is none of theirs.

@@ -484,6 +484,46 @@ TEST_F(Manifests, AksOverlayRendersWorkloadIdentityAndAnAzureConfiguration) {
   EXPECT_TRUE(launchable.ok()) << (launchable.ok() ? "" : launchable.error().message());
 }
 
+// The AKS overlay's node agent: a DaemonSet on the Spot nodes only (their
+// label and taint, the GPU taints tolerated), running `gpuscaler
+// node-agent` with its node's name, without the host's network, and a role
+// that can read nodes and patch their status, nothing else.
+TEST_F(Manifests, AksOverlayRunsTheNodeAgentOnSpotNodesWithLeastPrivilege) {
+  const std::vector<YAML::Node> aks = Kustomize(kubectl_, SourceDir() / kAksOverlay);
+  ASSERT_FALSE(aks.empty());
+  const YAML::Node ds = FindObject(aks, "DaemonSet", "gpuscaler-node-agent");
+  ASSERT_TRUE(ds);
+  EXPECT_EQ(Str(ds["metadata"]["namespace"]), "gpuscaler");
+  const YAML::Node spec = ds["spec"]["template"]["spec"];
+  EXPECT_EQ(Str(spec["nodeSelector"]["kubernetes.azure.com/scalesetpriority"]), "spot");
+  EXPECT_FALSE(spec["hostNetwork"] && spec["hostNetwork"].as<bool>()) << "IMDS is reachable from pods on AKS";
+  std::set<std::string> tolerated;
+  for (const YAML::Node& t : spec["tolerations"]) tolerated.insert(Str(t["key"]) + "=" + Str(t["value"]));
+  EXPECT_EQ(tolerated.count("kubernetes.azure.com/scalesetpriority=spot"), 1u);
+  EXPECT_EQ(tolerated.count("nvidia.com/gpu="), 1u);
+  EXPECT_EQ(Str(spec["serviceAccountName"]), "gpuscaler-node-agent");
+  const YAML::Node container = spec["containers"][0];
+  std::vector<std::string> args;
+  for (const YAML::Node& a : container["args"]) args.push_back(Str(a));
+  EXPECT_NE(std::find(args.begin(), args.end(), "node-agent"), args.end());
+  EXPECT_EQ(Str(container["env"][0]["name"]), "NODE_NAME");
+  EXPECT_EQ(Str(container["env"][0]["valueFrom"]["fieldRef"]["fieldPath"]), "spec.nodeName");
+
+  const YAML::Node role = FindObject(aks, "ClusterRole", "gpuscaler-node-agent");
+  ASSERT_TRUE(role);
+  std::set<std::string> allowed;
+  for (const YAML::Node& rule : role["rules"]) {
+    for (const YAML::Node& r : rule["resources"]) {
+      for (const YAML::Node& v : rule["verbs"]) allowed.insert(Str(r) + ":" + Str(v));
+    }
+  }
+  EXPECT_EQ(allowed, (std::set<std::string>{"nodes:get", "nodes/status:patch"}));
+  const YAML::Node binding = FindObject(aks, "ClusterRoleBinding", "gpuscaler-node-agent");
+  ASSERT_TRUE(binding);
+  EXPECT_EQ(Str(binding["subjects"][0]["name"]), "gpuscaler-node-agent");
+  EXPECT_EQ(Str(binding["subjects"][0]["namespace"]), "gpuscaler");
+}
+
 TEST(DaemonConfigExample, LoadsWithTheDaemonsLoader) {
   Result<daemon::DaemonConfig> c = daemon::LoadDaemonConfig((SourceDir() / "config/gpuscaler.yaml").string());
   ASSERT_TRUE(c.ok()) << c.error().message();

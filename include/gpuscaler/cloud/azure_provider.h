@@ -79,7 +79,10 @@
 //    with deadline = now + `interruption_notice` (30 s, Azure's Preempt
 //    notice); a Spot instance listed at the previous poll that is gone
 //    without gpuscaler deleting it was evicted: a notice with deadline now.
-//    Each instance once.
+//    Each instance once. A Spot instance listed by ListInstances that is
+//    gone at its next call, not deleted by gpuscaler and not yet reported,
+//    is listed that once more as kShuttingDown, so that the poll that
+//    reports it finds the node still listed.
 //  - SpotPrices: none (the catalog's prices stand).
 // Throttles and 5xx are retried by the AzureClient. Not thread-safe.
 #pragma once
@@ -232,6 +235,9 @@ class AzureProvider final : public CloudProvider {
   std::map<std::string, Known> spot_seen_;
   std::set<std::string> noticed_;
   std::map<std::string, WallTime> first_seen_;
+  // Spot instances at the last listing: one evicted since shows once more,
+  // shutting down, until a poll has reported it.
+  std::map<std::string, Instance> spot_listed_;
   // Agent pools whose scale set could not be read (no rights): not retried.
   std::set<std::string> unreadable_;
 };

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gpuscaler/kube/spot_notice.h"
 #include "gpuscaler/model/time.h"
 #include "gpuscaler/policy/policy.h"
 #include "gpuscaler/status.h"
@@ -85,6 +86,9 @@ struct NodeInfo {
   std::map<std::string, std::string> labels;
   std::map<std::string, std::string> annotations;
   std::map<std::string, int64_t> allocatable_milli;
+  // The condition kSpotPreemptedCondition with status True and a readable
+  // message (spot_notice.h): the cloud is about to take the node back.
+  std::optional<NodeSpotNotice> spot_notice;
 };
 
 // The instance id of a providerID: "aws:///us-west-2a/i-0abc" -> "i-0abc";
