@@ -25,10 +25,6 @@ using namespace gpuscaler::testing;
 
 constexpr int kAzureTickMs = 200;
 
-int AzureEnvInt(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
-}
 
 class AzureDaemon : public CliTest {
  protected:
@@ -245,8 +241,8 @@ TEST_F(AzureDaemon, CrashCampaignOverTheAzureEmulator) {
   setup.dir = dir_;
   setup.cloud = emulator_.get();
   setup.prometheus = &prometheus_;
-  setup.runs = AzureEnvInt("GPUSCALER_AZURE_CRASH_RUNS", 100);
-  setup.seed = static_cast<uint64_t>(AzureEnvInt("GPUSCALER_CRASH_SEED", 1));
+  setup.runs = EnvInt("GPUSCALER_AZURE_CRASH_RUNS", 50);
+  setup.seed = static_cast<uint64_t>(EnvInt("GPUSCALER_CRASH_SEED", 1));
   setup.tick_ms = 100;
   setup.jobs_per_node = 5;
   setup.start = [&](const std::string& failpoint, int run) {

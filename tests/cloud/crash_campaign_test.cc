@@ -28,10 +28,6 @@ namespace {
 constexpr int kTickMs = 100;
 constexpr int kJobsPerNode = 5;  // PolicyYaml: 5 queued jobs per one-GPU node
 
-int EnvInt(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
-}
 
 TEST(Failpoint, ArmingChecksTheNameAndTheCount) {
   EXPECT_TRUE(failpoint::Arm("launch.after_call").ok());

@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -222,6 +223,13 @@ class EmulatorProcess : public EmulatedCloud {
   std::unique_ptr<cloud::CredentialsProvider> credentials_;
   std::unique_ptr<cloud::AwsClient> client_;
 };
+
+// A count or seed from the environment (campaign sizes): `fallback` when
+// unset or empty.
+inline int EnvInt(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
+}
 
 // The daemon's configuration: provider aws at the emulator, signals from the
 // fixture, audit database audit.db in `dir`.

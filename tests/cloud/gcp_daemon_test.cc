@@ -24,10 +24,6 @@ namespace {
 
 constexpr int kTickMs = 200;
 
-int EnvInt(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
-}
 
 class GcpDaemon : public CliTest {
  protected:
