@@ -693,7 +693,8 @@ TEST(GcpScenarioTest, ErrorsNameTheKeyAndLine) {
   ASSERT_FALSE(error.ok());
   EXPECT_EQ(*EmulatorScenarioProvider("provider: gcp\n"), "gcp");
   EXPECT_EQ(*EmulatorScenarioProvider("region: us-east-1\n"), "");
-  EXPECT_FALSE(EmulatorScenarioProvider("provider: azure\n").ok());
+  EXPECT_EQ(*EmulatorScenarioProvider("provider: azure\n"), "azure");
+  EXPECT_FALSE(EmulatorScenarioProvider("provider: openstack\n").ok());
 }
 
 TEST(GcpMachineGpusTest, KnowsTheAcceleratorOptimizedSeries) {
