@@ -39,28 +39,6 @@ inline constexpr const char* kAzureClientSecret = "emulator-secret";
 // A Bearer token the emulator always accepts, for the test's own reads.
 inline constexpr const char* kAzureTestToken = "test-reader-token";
 
-// Idempotency token by AzureProvider::IntentHash, from the launch rows of
-// the audit database at `db` (empty when it cannot be read).
-inline std::map<std::string, std::string> AzureLaunchTokensByHash(const std::string& db) {
-  std::map<std::string, std::string> out;
-  Result<std::unique_ptr<AuditReader>> reader = AuditReader::Open(db);
-  if (!reader) return out;
-  for (int64_t after = 0;;) {
-    Result<std::vector<DecisionRow>> page = (*reader)->DecisionsAfterId(after, 500);
-    if (!page || page->empty()) break;
-    for (const DecisionRow& d : *page) {
-      after = d.id;
-      Result<std::vector<ActionRow>> actions = (*reader)->ActionsForDecision(d.id);
-      if (!actions) continue;
-      for (const ActionRow& r : *actions) {
-        if (r.action.kind != ActionKind::kLaunch) continue;
-        out[cloud::AzureProvider::IntentHash(r.action.idempotency_token)] = r.action.idempotency_token;
-      }
-    }
-  }
-  return out;
-}
-
 class AzureEmulatorProcess : public EmulatedCloud {
  public:
   // `scenario` is the scenario file after its provider, client and token
@@ -142,7 +120,7 @@ class AzureEmulatorProcess : public EmulatedCloud {
     if (!state || !state->is_object()) return std::nullopt;
     std::map<std::string, std::string> tokens;
     for (const std::string& db : dbs_) {
-      for (auto& [hash, token] : AzureLaunchTokensByHash(db)) tokens[hash] = token;
+      for (auto& [hash, token] : LaunchTokensByHash(db, cloud::AzureProvider::IntentHash)) tokens[hash] = token;
     }
     // Each group's tags (an agent pool's own).
     std::map<std::string, std::map<std::string, std::string>> group_tags;

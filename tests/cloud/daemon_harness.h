@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -291,6 +292,29 @@ inline uint16_t DaemonPort(const std::filesystem::path& dir) { return WaitForPor
 inline bool WaitForMoreDaemonTicks(const std::filesystem::path& dir, int64_t n) {
   const uint16_t port = DaemonPort(dir);
   return port != 0 && WaitForMoreTicks(port, n, 60s);
+}
+
+// Idempotency token by `intent_hash` of it, from the launch rows of the
+// audit database at `db` (empty when it cannot be read): how the GCP and
+// Azure emulators' intent marks map back to launches.
+inline std::map<std::string, std::string> LaunchTokensByHash(
+    const std::string& db, const std::function<std::string(const std::string&)>& intent_hash) {
+  std::map<std::string, std::string> out;
+  Result<std::unique_ptr<AuditReader>> reader = AuditReader::Open(db);
+  if (!reader) return out;
+  for (int64_t after = 0;;) {
+    Result<std::vector<DecisionRow>> page = (*reader)->DecisionsAfterId(after, 500);
+    if (!page || page->empty()) break;
+    for (const DecisionRow& d : *page) {
+      after = d.id;
+      Result<std::vector<ActionRow>> actions = (*reader)->ActionsForDecision(d.id);
+      if (!actions) continue;
+      for (const ActionRow& r : *actions) {
+        if (r.action.kind == ActionKind::kLaunch) out[intent_hash(r.action.idempotency_token)] = r.action.idempotency_token;
+      }
+    }
+  }
+  return out;
 }
 
 // What the crash checks count (docs/reliability.md "Crash safety").

@@ -33,28 +33,6 @@ inline constexpr const char* kGcpAccount = "gpuscaler@gpu-project.iam.gserviceac
 // A Bearer token the emulator always accepts, for the test's own reads.
 inline constexpr const char* kGcpTestToken = "test-reader-token";
 
-// Idempotency token by intent hash, from the launch rows of the audit
-// database at `db` (empty when it cannot be read).
-inline std::map<std::string, std::string> LaunchTokensByHash(const std::string& db) {
-  std::map<std::string, std::string> out;
-  Result<std::unique_ptr<AuditReader>> reader = AuditReader::Open(db);
-  if (!reader) return out;
-  for (int64_t after = 0;;) {
-    Result<std::vector<DecisionRow>> page = (*reader)->DecisionsAfterId(after, 500);
-    if (!page || page->empty()) break;
-    for (const DecisionRow& d : *page) {
-      after = d.id;
-      Result<std::vector<ActionRow>> actions = (*reader)->ActionsForDecision(d.id);
-      if (!actions) continue;
-      for (const ActionRow& r : *actions) {
-        if (r.action.kind != ActionKind::kLaunch) continue;
-        out[cloud::GcpProvider::IntentHash(r.action.idempotency_token)] = r.action.idempotency_token;
-      }
-    }
-  }
-  return out;
-}
-
 class GcpEmulatorProcess : public EmulatedCloud {
  public:
   // `scenario` is the scenario file after its provider, project, account and
@@ -106,7 +84,7 @@ class GcpEmulatorProcess : public EmulatedCloud {
     std::optional<nlohmann::json> state = State(error);
     if (!state) return std::nullopt;
     const std::map<std::string, std::string> tokens =
-        db_.empty() ? std::map<std::string, std::string>{} : LaunchTokensByHash(db_);
+        db_.empty() ? std::map<std::string, std::string>{} : LaunchTokensByHash(db_, cloud::GcpProvider::IntentHash);
     std::vector<CloudInstance> out;
     for (const nlohmann::json& j : (*state)["instances"]) {
       CloudInstance i;
