@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Installs dependencies, builds, and runs every test; its last line is
-# ctest's summary ("Total Test time (real) = ..."; the pass/fail count is
-# printed just above it).
+# Installs dependencies, builds, and runs every test; when all pass, its
+# last line is ctest's summary ("Total Test time (real) = ..."; the
+# pass/fail count is printed just above it). When some fail, a digest
+# follows: each failed test's first assertion messages, so that the end of
+# a long log (all a CI page may keep) still says what failed and where.
 #
 #   ./scripts/test.sh           # release build (the README's test command)
 #   ./scripts/test.sh asan      # the same suite under ASan + UBSan
@@ -15,4 +17,7 @@ preset="${1:-release}"
 ./scripts/setup.sh
 cmake --preset "$preset" >/dev/null
 cmake --build --preset "$preset" -j "$(nproc)"
-ctest --preset "$preset" -j "$(nproc)" --timeout 600
+if ! ctest --preset "$preset" -j "$(nproc)" --timeout 600; then
+  ./scripts/failure_digest.sh "build/$preset/Testing/Temporary/LastTest.log" >&2 || true
+  exit 8
+fi
