@@ -5,6 +5,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "gpuscaler/controller/learned_state.h"
 
 namespace gpuscaler {
 namespace {
@@ -378,6 +379,46 @@ void ClusterState::RestoreLearned(WallTime now, TickReport* report) {
     risk_.AddHistory(book_, static_cast<size_t>(offering), from, to, interrupted, now);
   }
   learners_.disruption.Restore(std::move(removals));
+  ReadLearnedState(now, report);
+}
+
+void ClusterState::ReadLearnedState(WallTime now, TickReport* report) {
+  if (options_.learned_state_owner.empty() || learned_state_read_) return;
+  Result<std::optional<std::string>> saved = store_->LearnedState(options_.learned_state_owner);
+  if (!saved) {
+    // Retried before the next save: saving first would replace the
+    // document with what this process has seen so far.
+    report->errors.push_back(saved.error().WithContext("reading learned state"));
+    return;
+  }
+  learned_state_read_ = true;
+  if (!*saved) return;
+  if (Status s = LearnedStateCodec::Restore(**saved, learners_, book_.availability()); !s.ok()) {
+    // Degraded, not fatal: an unreadable document is replaced by the next
+    // save, and its parts start from the priors.
+    report->errors.push_back(s.error().WithContext("restoring learned state"));
+    return;
+  }
+  saved_marks_ = LearnedStateCodec::Save(learners_, book_.availability(), /*accounts=*/false);
+  saved_at_ = now;
+  MarkChanged(true);
+}
+
+void ClusterState::SaveLearned(WallTime now, TickReport* report) {
+  if (store_ == nullptr || options_.learned_state_owner.empty() || !options_.restore_from_store) return;
+  ReadLearnedState(now, report);
+  if (!learned_state_read_) return;
+  std::string marks = LearnedStateCodec::Save(learners_, book_.availability(), /*accounts=*/false);
+  const bool due = !saved_at_ || now - *saved_at_ >= options_.learned_state_interval;
+  if (marks == saved_marks_ && !due) return;
+  const Status s = store_->SaveLearnedState(options_.learned_state_owner, now,
+                                            LearnedStateCodec::Save(learners_, book_.availability()));
+  if (!s.ok()) {
+    report->errors.push_back(s.error().WithContext("saving learned state"));
+    return;
+  }
+  saved_marks_ = std::move(marks);
+  saved_at_ = now;
 }
 
 void ClusterState::AccumulateExposure(WallTime now) {

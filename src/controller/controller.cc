@@ -105,6 +105,7 @@ TickReport Controller::Tick() {
   if (verdict.plan) PlanAndAct(listed, now, &report);
 
   // Commit.
+  state_.SaveLearned(now, &report);
   failpoint::Check("tick.before_commit");
   const Status committed = recorder_.CommitTick();
   report.Record(committed);

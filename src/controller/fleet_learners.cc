@@ -88,6 +88,7 @@ void LostWorkAccount::Accrue(WallTime now, std::span<const Node> nodes) {
     sums.lost_gpu_hours *= keep;
     sums.gpu_hours *= keep;
   }
+  if (std::exchange(resumed_, false)) return;
   for (const Node& n : nodes) {
     if (n.instance_id.empty()) continue;
     for (const DemandUnit& u : n.running) by_class_[u.workload_class].gpu_hours += GpuShare(u) * dt_h;
@@ -117,6 +118,8 @@ void SpotFloorAccount::Observe(const Policy& policy, WallTime now, std::span<con
   const double dt_h = as_of_ ? std::chrono::duration<double>(now - *as_of_).count() / 3600.0 : 0;
   if (as_of_ && dt_h < 0) return;
   as_of_ = now;
+  // After a restore the gap decays the sums but covers no hours.
+  const bool resumed = std::exchange(resumed_, false);
   std::map<std::string, Sums> kept;
   for (const WorkloadClassPolicy& c : policy.classes) {
     if (c.spot_share_window.count() <= 0 || !(c.max_spot_share > 0 && c.max_spot_share < 1)) continue;
@@ -124,12 +127,12 @@ void SpotFloorAccount::Observe(const Policy& policy, WallTime now, std::span<con
     const double keep = std::exp2(-dt_h * 3600.0 / static_cast<double>(c.spot_share_window.count()));
     a.on_demand_gpu_hours *= keep;
     a.gpu_hours *= keep;
-    a.weight_hours = a.weight_hours * keep + dt_h;
+    a.weight_hours = a.weight_hours * keep + (resumed ? 0.0 : dt_h);
     kept.emplace(c.name, a);
   }
   // The work seen now ran for the whole interval since the last call (a tick
   // is short against any sensible window).
-  if (dt_h > 0 && !kept.empty()) {
+  if (dt_h > 0 && !resumed && !kept.empty()) {
     for (const Node& n : nodes) {
       if (n.instance_id.empty()) continue;
       const bool on_demand = n.offering.capacity_type == CapacityType::kOnDemand;

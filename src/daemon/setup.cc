@@ -385,6 +385,9 @@ Result<DaemonSetup> SetUpDaemon(const RunCommandOptions& options, const Simulate
   parts.controller_options.source = config.dry_run ? "dry-run" : "daemon";
   parts.controller_options.dry_run = config.dry_run;
   parts.controller_options.regions = config.regions;
+  // A dry run neither reads nor replaces the live daemon's learned state
+  // (it may share its store): it starts from the priors.
+  if (!config.dry_run) parts.controller_options.learned_state_owner = config.cluster_name;
   parts.controller_options.tags = config.cloud.tags;
   parts.controller_options.tags[kClusterTag] = config.cluster_name;
   Result<std::string> installation = (*store)->InstallationId();

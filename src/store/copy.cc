@@ -179,6 +179,12 @@ const std::vector<CopiedTable>& CopiedTables() {
         {"upfront_usd", CopyKind::kReal},
         {"tags_json", CopyKind::kText},
         {"pools_json", CopyKind::kText}}},
+      // A cluster's learned state the target has already (its controller
+      // runs there now) is the newer one: kept.
+      {"learned_state",
+       {{"cluster", CopyKind::kText}, {"updated_at", CopyKind::kInt}, {"state_json", CopyKind::kText}},
+       CopyRemap::kNone,
+       true},
   };
   return tables;
 }

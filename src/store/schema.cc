@@ -298,6 +298,19 @@ CREATE TABLE leadership (
 );
 )sql";
 
+// What a controller has learned that no history in the store rebuilds (the
+// warm-up per instance family, capacity-error and reclaim marks, spot
+// pauses, the lost-work and spot-floor accounts): one JSON document per
+// cluster, replaced as it changes, read back by the next leader or a
+// restart. Additions only.
+constexpr const char* kSchemaV9 = R"sql(
+CREATE TABLE learned_state (
+  cluster     TEXT PRIMARY KEY CHECK (cluster <> ''),
+  updated_at  INTEGER NOT NULL,
+  state_json  TEXT NOT NULL
+);
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "audit schema: decisions, actions, nodes, node_prices, price_samples, usage", kSchemaV1},
     {2, "installation: a random id per audit database", kSchemaV2},
@@ -307,6 +320,7 @@ constexpr Migration kMigrations[] = {
     {6, "runs: cloud and instance tags; lost_work per interruption", kSchemaV6, /*older_readable=*/true},
     {7, "reservations per run; nodes.reservation_id", kSchemaV7, /*older_readable=*/true},
     {8, "leadership terms per cluster; decisions.leader_term", kSchemaV8, /*older_readable=*/true},
+    {9, "learned state per cluster", kSchemaV9, /*older_readable=*/true},
 };
 
 Result<int64_t> ScalarInt(Connection& db, const char* sql, std::string_view what) {

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <map>
+#include <string>
 
 #include "gpuscaler/report/report.h"
 #include "gpuscaler/report/retention.h"
@@ -24,8 +26,8 @@ constexpr int kNodesPerMonth = 12;
 // 2026: each month, kNodesPerMonth nodes that live 9 days (one spot, with a
 // price change), with a usage row every 6 hours (half of the node's GPUs),
 // a decision each, and a price sample a day.
-void WriteAYear(SqliteAuditStore& store) {
-  ASSERT_TRUE(store.BeginRun({"prod", "daemon", "h", T("2026-01-01T00:00:00Z")}).ok());
+void WriteAYear(SqliteAuditStore& store, const std::string& cluster = "prod") {
+  ASSERT_TRUE(store.BeginRun({cluster, "daemon", "h", T("2026-01-01T00:00:00Z")}).ok());
   ASSERT_TRUE(store.BeginTick().ok());
   int serial = 0;
   for (int month = 1; month <= 12; ++month) {
@@ -41,7 +43,7 @@ void WriteAYear(SqliteAuditStore& store) {
       Result<int64_t> id = store.RecordDecision(d);
       ASSERT_TRUE(id.ok());
       NodeLaunchRecord n;
-      n.instance_id = "i-" + std::to_string(serial++);
+      n.instance_id = cluster + "-i-" + std::to_string(serial++);
       n.node_id = n.instance_id;
       n.pool = i % 2 == 0 ? "gpu-od" : "gpu-spot";
       n.offering = i % 2 == 0 ? MakeOffering("g5.12xlarge", "us-east-1a", CapacityType::kOnDemand, 5.672, 5.672)
@@ -79,15 +81,19 @@ void WriteAYear(SqliteAuditStore& store) {
   ASSERT_TRUE(store.CommitTick().ok());
 }
 
-// cost_usd of each month of 2026 and of the whole year, in cents.
-std::vector<int64_t> MonthlyCents(const std::string& db) {
+// cost_usd of each month of 2026 and of the whole year, in cents (of one
+// cluster's run when `run` is given).
+std::vector<int64_t> MonthlyCents(const std::string& db, const std::string& run = "") {
   std::vector<int64_t> out;
   for (int month = 1; month <= 13; ++month) {
     char from[32], to[32];
     std::snprintf(from, sizeof from, "2026-%02d-01", month == 13 ? 1 : month);
     std::snprintf(to, sizeof to, month >= 12 ? "2027-01-01" : "2026-%02d-01", month + 1);
-    Result<ReportQuery> q = ParseReportQuery({{"from", from}, {"to", to}, {"format", "json"}});
-    EXPECT_TRUE(q.ok());
+    std::map<std::string, std::string> params = {{"from", from}, {"to", to}, {"format", "json"}};
+    if (!run.empty()) params["run"] = run;
+    Result<ReportQuery> q = ParseReportQuery(params);
+    EXPECT_TRUE(q.ok()) << q.error().ToString();
+    if (!q.ok()) return out;
     q->db_path = db;
     Result<RenderedReport> r = RenderReport(*q);
     EXPECT_TRUE(r.ok()) << r.error().ToString();
@@ -161,6 +167,29 @@ TEST(Retention, AYearIsPrunedInBoundedBatchesAndEveryMonthKeepsItsTotal) {
   ::testing::Test::RecordProperty("rows_pruned", static_cast<int>(pruned));
   ::testing::Test::RecordProperty("usage_rows", std::to_string(usage_before) + " -> " + std::to_string(usage_after));
   EXPECT_EQ(std::move(store->IntegrityCheck()).value(), "ok");
+}
+
+// Two clusters share one database (PostgreSQL in production): one's
+// retention rolls up both clusters' months before it prunes, so each
+// cluster's monthly cost is kept (docs/audit-schema.md, "Retention").
+TEST(Retention, OneClustersPruneKeepsTheOtherClustersMonthlyCost) {
+  TempDir dir;
+  const std::string db = dir.File("audit.db");
+  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(db)).value();
+  WriteAYear(*store, "prod");
+  WriteAYear(*store, "staging");
+  const std::vector<int64_t> prod = MonthlyCents(db, "prod");
+  const std::vector<int64_t> staging = MonthlyCents(db, "staging");
+  ASSERT_EQ(prod.size(), 13u);
+  ASSERT_GT(staging.back(), 0);
+  RetentionPruner pruner(*store, Seconds(60 * 86400), 500);
+  for (int steps = 0; !pruner.idle() && steps < 10000; ++steps) {
+    ASSERT_TRUE(pruner.Step(T("2027-01-10T00:00:00Z")).ok());
+  }
+  ASSERT_TRUE(pruner.idle());
+  EXPECT_EQ(Count(*store, "nodes"), 2 * 2 * kNodesPerMonth) << "November's and December's, of both clusters";
+  EXPECT_EQ(MonthlyCents(db, "prod"), prod);
+  EXPECT_EQ(MonthlyCents(db, "staging"), staging);
 }
 
 TEST(Retention, NothingIsPrunedBeforeItsMonthIsRolledUp) {

@@ -32,6 +32,8 @@
 
 namespace gpuscaler {
 
+struct LearnedStateCodec;
+
 inline constexpr Seconds kReclaimWaveWindow{180};
 inline constexpr Seconds kReclaimCooldownBase{1800};
 inline constexpr Seconds kReclaimCooldownMax{8 * 3600};
@@ -65,6 +67,7 @@ class OfferingAvailability {
   static Seconds ReclaimCooldownFor(int wave);
 
  private:
+  friend struct LearnedStateCodec;  // learned_state.h: saves and restores the fields
   struct Mark {
     int streak = 0;
     WallTime until{};

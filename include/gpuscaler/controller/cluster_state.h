@@ -92,7 +92,7 @@
 // share is above its budget it is listed in spot_budget_spent_classes (the
 // planner gives it no new spot work); it leaves the list once the share is
 // back under the budget, as GPU-hours without losses accrue and old losses
-// fade. The account is in memory: a restart starts it afresh.
+// fade. A restart restores the account saved last (see below).
 //
 // Floor held on average (classes[].spot_share_window): per class with a
 // window, the GPU-hours of its running work and the part of them on
@@ -100,15 +100,18 @@
 // credit (spot_floor_credit_gpus) is the on-demand part above 1 -
 // max_spot_share of the whole, over the account's weight in hours (the
 // window / ln 2 once it is full): the GPUs held above the floor on average.
-// In memory too: after a restart the credit starts at 0 (the floor at every
-// placement) and grows with evidence.
+// Saved and restored as the lost-work account is; without a saved one the
+// credit starts at 0 (the floor at every placement) and grows with evidence.
 //
 // Learned state across restarts: Restore rebuilds, from the store's node
 // lifecycles, the interruption evidence (spot exposure from launch to end, an
 // interruption at the end of every node that ended "interrupted", decayed as
 // if the controller had watched it), the month-to-date spend (UsageMeter) and
-// the disruption window. Capacity-error marks and spot pauses are short-lived
-// and start empty.
+// the disruption window. With a learned_state_owner, what no history
+// rebuilds (the warm-up per family, capacity-error and reclaim marks, spot
+// pauses, the lost-work and spot-floor accounts) is saved with the ticks
+// and restored from the store's last document (learned_state.h); without
+// one, these start from the priors.
 //
 // Parts it composes, each owning its state: the fleet inventory (which
 // nodes exist and what is known of each: fleet_inventory.h), the offering
@@ -168,6 +171,12 @@ struct ClusterStateOptions {
   // Restore rebuilds learned state from the store (off: a store shared by
   // several simulated runs must not leak one run's history into the next).
   bool restore_from_store = true;
+  // The name the learned state (learned_state.h) is saved and restored
+  // under in the store (the daemon: its cluster name); empty: it is
+  // neither saved nor restored, and starts from the priors.
+  std::string learned_state_owner;
+  // The decaying accounts drift every tick: saved at most this often.
+  Seconds learned_state_interval{60};
   // How often the provider's instance list is read (0: every tick). Between
   // reads the state relies on what the actuator reported and on notice
   // deadlines.
@@ -195,6 +204,11 @@ class ClusterState {
   // counts from the launch. Instances the store already knows never fill a
   // placeholder.
   void Restore(const Policy& policy, WallTime now, TickReport* report);
+  // With a learned_state_owner: saves the learned state (learned_state.h)
+  // when its marks, pauses or warm-up moved, and its decaying accounts at
+  // most every learned_state_interval (call inside the tick, before its
+  // commit: the document lands with the tick, or not at all).
+  void SaveLearned(WallTime now, TickReport* report);
   // Spot node-hours at risk since the previous call (before Observe).
   void AccumulateExposure(WallTime now);
   // Refreshes the snapshot as described above. False when the instance
@@ -262,6 +276,9 @@ class ClusterState {
   // else a copy that becomes the current one.
   Snapshot& Writable();
   void RestoreLearned(WallTime now, TickReport* report);
+  // The store's learned state into the learners and marks, once: until the
+  // store could be read (learned_state_read_), nothing is saved.
+  void ReadLearnedState(WallTime now, TickReport* report);
   void RestoreAwaited(const Policy& policy, WallTime now, TickReport* report);
   // With ClusterNodes, a noticed node is drained at once (node_actions).
   void ReadInterruptions(const Policy& policy, WallTime now, NodeActions* node_actions, TickReport* report);
@@ -319,6 +336,9 @@ class ClusterState {
   ReservationBook reservations_;
   SpotRiskLearner risk_;
   FleetLearners learners_;
+  std::string saved_marks_;            // the learned state last saved, without its accounts
+  std::optional<WallTime> saved_at_;   // when it was last saved
+  bool learned_state_read_ = false;
   uint64_t pending_version_ = ~uint64_t{0};  // the work source's, at the last pending refresh
   std::vector<InterruptionNotice> unacknowledged_notices_;
   StateChanges changes_{true, true};

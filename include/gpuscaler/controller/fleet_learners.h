@@ -37,6 +37,8 @@
 
 namespace gpuscaler {
 
+struct LearnedStateCodec;
+
 // Each family's warm-up moves a third of the way to every new observation
 // (recent nodes weigh most: AMIs and drivers change), from the catalog's
 // launch latency as the prior. A family is published once observed.
@@ -50,6 +52,7 @@ class WarmUpLearner {
   bool Publish(Snapshot& snapshot) const;
 
  private:
+  friend struct LearnedStateCodec;  // learned_state.h: saves and restores the fields
   std::map<std::string, Seconds> prior_;  // the catalog's launch latency by family
   Seconds default_prior_;
   std::map<std::string, double> learned_s_;
@@ -70,6 +73,7 @@ class DisruptionWindow {
   bool Publish(const Policy& policy, WallTime now, Snapshot& snapshot);
 
  private:
+  friend struct LearnedStateCodec;  // learned_state.h: saves and restores the fields
   std::deque<std::pair<WallTime, std::string>> removals_;  // (time, pool), oldest first
   std::map<std::string, WallTime> spot_paused_until_;      // by class
 };
@@ -91,6 +95,7 @@ class LostWorkAccount {
   bool Publish(const Policy& policy, Snapshot& snapshot) const;
 
  private:
+  friend struct LearnedStateCodec;  // learned_state.h: saves and restores the fields
   struct Sums {
     double lost_gpu_hours = 0;  // decayed
     double gpu_hours = 0;       // decayed
@@ -98,6 +103,9 @@ class LostWorkAccount {
   Seconds half_life_;
   std::map<std::string, Sums> by_class_;
   std::optional<WallTime> as_of_;
+  // Restored from a saved state: the next call decays to its time and adds
+  // nothing (what ran in between was not watched).
+  bool resumed_ = false;
 };
 
 // Per class with a window: the GPU-hours of its running work and the part on
@@ -115,6 +123,7 @@ class SpotFloorAccount {
   void Publish(const Policy& policy, Snapshot& snapshot) const;
 
  private:
+  friend struct LearnedStateCodec;  // learned_state.h: saves and restores the fields
   struct Sums {
     double on_demand_gpu_hours = 0;  // decayed
     double gpu_hours = 0;            // decayed
@@ -122,6 +131,7 @@ class SpotFloorAccount {
   };
   std::map<std::string, Sums> by_class_;
   std::optional<WallTime> as_of_;
+  bool resumed_ = false;  // as LostWorkAccount's
 };
 
 // The classes whose demand signals are missing or older than their

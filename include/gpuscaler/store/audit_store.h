@@ -320,6 +320,22 @@ class AuditStore {
     (void)at;
     return Status::Ok();
   }
+  // What a controller has learned that no history in the store rebuilds, as
+  // one JSON document per owner (the daemon's cluster name):
+  // SaveLearnedState replaces the owner's document, in the tick's
+  // transaction when inside one (so a fenced leader saves nothing);
+  // LearnedState reads the last one committed (nullopt: none). A store that
+  // keeps no history keeps none (the defaults).
+  virtual Status SaveLearnedState(const std::string& owner, WallTime at, const std::string& state_json) {
+    (void)owner;
+    (void)at;
+    (void)state_json;
+    return Status::Ok();
+  }
+  virtual Result<std::optional<std::string>> LearnedState(const std::string& owner) {
+    (void)owner;
+    return std::optional<std::string>();
+  }
   // Removes the rows `withdrawn` (matched by their key: end, instance,
   // class, team, start; a row not there is no error) and records `usage`,
   // in one transaction: how an open interval's row, written as it grows,

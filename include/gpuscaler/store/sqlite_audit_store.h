@@ -184,6 +184,11 @@ class SqliteAuditStore final : public AuditStore {
   // See AuditStore. A reservation with an empty id, a negative count or
   // price, or an end before its start: kInvalidInput, nothing recorded.
   Status RecordReservations(const std::vector<ReservationRecord>& listed, WallTime at) override;
+  // See AuditStore. An empty owner, or a document that is not a JSON object:
+  // kInvalidInput, nothing saved. LearnedState reads on the writer's
+  // connection (a tick's unsaved document included).
+  Status SaveLearnedState(const std::string& owner, WallTime at, const std::string& state_json) override;
+  Result<std::optional<std::string>> LearnedState(const std::string& owner) override;
   // Through a reader (OpenReader): committed nodes only for a file; since >=
   // until: kInvalidInput.
   Result<std::vector<NodeLifecycle>> NodeLifecycles(WallTime since, WallTime until) override;
