@@ -128,7 +128,9 @@ grep -q 'packages present' <<<"$out" || fail "scripts/setup.sh: $out"
 
 # ---- the test script ends with ctest (its summary is the last output) -----
 step "scripts/test.sh ends with ctest"
-last_command="$(grep -vE '^[[:space:]]*(#|$)' "$repo/scripts/test.sh" | tail -n 1)"
+# The last command at the script's top level (an indented continuation,
+# the failure digest, is part of it).
+last_command="$(grep -vE '^[[:space:]]*(#|$)' "$repo/scripts/test.sh" | grep -vE '^[[:space:]]' | tail -n 1)"
 [[ "$last_command" == ctest\ * ]] || fail "scripts/test.sh's last command is not ctest: $last_command"
 
 # ---- the demo, as written (on a free port) -------------------------------

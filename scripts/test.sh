@@ -17,7 +17,5 @@ preset="${1:-release}"
 ./scripts/setup.sh
 cmake --preset "$preset" >/dev/null
 cmake --build --preset "$preset" -j "$(nproc)"
-if ! ctest --preset "$preset" -j "$(nproc)" --timeout 600; then
-  ./scripts/failure_digest.sh "build/$preset/Testing/Temporary/LastTest.log" >&2 || true
-  exit 8
-fi
+ctest --preset "$preset" -j "$(nproc)" --timeout 600 ||
+  { ./scripts/failure_digest.sh "build/$preset/Testing/Temporary/LastTest.log" || true; exit 8; }
