@@ -8,6 +8,7 @@
 
 #include "cli/http_get.h"
 #include "cli/process.h"
+#include "gpuscaler/store/sqlite_audit_store.h"
 
 namespace gpuscaler::testing {
 namespace {
@@ -169,6 +170,37 @@ TEST_F(RunDemo, AMissingApiTokenFileNamesTheFileAndWhereItWasSet) {
   r = Gpuscaler({"run", "--config", (dir_ / "gpuscaler.yaml").string(), "--api-token-file", "/nonexistent/token"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--api-token-file: /nonexistent/token: No such file or directory"), std::string::npos) << r.err;
+}
+
+// The live daemon saves its learned state under its cluster name (a new
+// leader or a restart starts from it); a dry run, which may share the
+// live daemon's store, neither reads nor writes it.
+TEST_F(RunDemo, ALiveDaemonSavesItsLearnedStateUnderItsClusterNameAndADryRunDoesNot) {
+  Write("policy.yaml",
+        "apiVersion: gpuscaler/v1\nkind: Policy\nname: p\npools:\n  - name: gpu\n    instance_types: [g5.xlarge]\n"
+        "    regions: [us-east-1]\nclasses:\n  - {name: batch, pools: [gpu]}\n");
+  for (const bool dry_run : {false, true}) {
+    SCOPED_TRACE(dry_run ? "dry run" : "live");
+    const std::string db = (dir_ / (dry_run ? "dry.db" : "live.db")).string();
+    Write("gpuscaler.yaml", "apiVersion: gpuscaler/v1\nkind: DaemonConfig\ncluster_name: lab-7\npolicy: policy.yaml\n"
+                            "cloud: {provider: simulated}\nlisten: 127.0.0.1:0\ndb: " + db +
+                                "\ndry_run: " + (dry_run ? "true" : "false") + "\n");
+    ProcessResult r = Gpuscaler({"run", "--config", (dir_ / "gpuscaler.yaml").string(), "--max-ticks", "3",
+                                 "--tick-interval-ms", "10"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    Result<std::unique_ptr<SqliteAuditStore>> store = SqliteAuditStore::Open(db);
+    ASSERT_TRUE(store.ok()) << store.error().ToString();
+    Result<std::optional<std::string>> saved = (*store)->LearnedState("lab-7");
+    ASSERT_TRUE(saved.ok()) << saved.error().ToString();
+    if (dry_run) {
+      EXPECT_FALSE(saved->has_value()) << **saved;
+    } else {
+      ASSERT_TRUE(saved->has_value());
+      const nlohmann::json document = nlohmann::json::parse(**saved);
+      EXPECT_EQ(document["version"], 1);
+      EXPECT_TRUE(document.contains("capacity_errors")) << document.dump();
+    }
+  }
 }
 
 // Credentials the daemon cannot use are something to fix before starting
