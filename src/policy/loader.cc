@@ -170,6 +170,10 @@ void PolicyReader::ReadWarmPool(MapReader& pool_map, NodePoolPolicy* pool) {
     r_.ReportAt(pool_map.PathOf("warm"), "needs on-demand in capacity_types (its warm nodes are on-demand; "
                                          "capacity_type: spot keeps spot ones)");
   }
+  if (warm.capacity_type != WarmCapacityType::kOnDemand && pool->actuation == Actuation::kAsg) {
+    r_.ReportAt(m.PathOf("capacity_type"), "an Auto Scaling group's warm pool holds no spot instances: use "
+                                           "on-demand with actuation 'asg'");
+  }
   if (warm.capacity_type != WarmCapacityType::kOnDemand && !buys(CapacityType::kSpot)) {
     r_.ReportAt(pool_map.PathOf("warm"), "capacity_type " + std::string(ToString(warm.capacity_type)) +
                                              " needs spot in capacity_types");

@@ -641,6 +641,10 @@ TEST(PolicyLoader, RejectsInvalidPoliciesWithFieldLineAndMessage) {
        "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
        "  - name: gpu\n    capacity_types: [on-demand]\n    warm: {size: 2, capacity_type: spot}\n",
        false, "pools[0].warm", 7, "capacity_type spot needs spot in capacity_types"},
+      {"spot warm capacity in an Auto Scaling group",
+       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+       "  - name: gpu\n    actuation: asg\n    auto_scaling_group: g\n    warm: {capacity_type: auto}\n",
+       false, "pools[0].warm.capacity_type", 8, "an Auto Scaling group's warm pool holds no spot instances"},
       {"an unknown warm capacity type",
        "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
        "  - name: gpu\n    warm: {capacity_type: reserved}\n",
