@@ -358,6 +358,10 @@ std::string FormatJson(const Scenario& scenario, const std::vector<RunResult>& r
     if (r.warm_wakes > 0 || r.warm_stopped_usd > 0) {
       j["warm_wakes"] = r.warm_wakes;
       j["warm_stopped_usd"] = r.warm_stopped_usd;
+      if (r.warm_spot_wakes > 0 || r.warm_interrupted_stops > 0) {
+        j["warm_spot_wakes"] = r.warm_spot_wakes;
+        j["warm_interrupted_stops"] = r.warm_interrupted_stops;
+      }
     }
     j["terminations"] = r.terminations;
     j["interruptions"] = r.interruptions;

@@ -216,6 +216,8 @@ RunResult Replay::Finish() {
   for (const InstanceBill& b : r.bills) {
     r.warm_wakes += b.wakes;
     r.warm_stopped_usd += b.stopped_usd;
+    if (b.capacity_type == CapacityType::kSpot) r.warm_spot_wakes += b.wakes;
+    r.warm_interrupted_stops += b.interrupted_stops;
   }
   r.terminations = cloud.terminated();
   r.interruptions = cloud.interrupted();

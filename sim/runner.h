@@ -77,6 +77,10 @@ struct RunResult {
   // stopped nodes' volumes cost (in total_cost_usd too).
   int warm_wakes = 0;
   double warm_stopped_usd = 0;
+  // Of warm_wakes, those of spot nodes; and reclaims that stopped a spot
+  // warm node instead of ending it (counted in interruptions too).
+  int warm_spot_wakes = 0;
+  int warm_interrupted_stops = 0;
   int terminations = 0;
   int interruptions = 0;
   int64_t requeues = 0;

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <numbers>
 
+#include "gpuscaler/solver/warm_pool.h"
+
 namespace gpuscaler::sim {
 namespace {
 
@@ -175,14 +177,9 @@ Result<LaunchResult> SimCloud::Launch(const LaunchRequest& request) {
       s.ready_at = now + SampleLatency(offerings_[o], rng);
       Push(s.ready_at, EventKind::kReady, index);
       if (offerings_[o].capacity_type == CapacityType::kSpot) {
-        auto h = config_.hazard_by_family.find(family_[o]);
-        const double rate = h != config_.hazard_by_family.end()
-                                ? h->second
-                                : offerings_[o].interruptions_per_hour * config_.hazard_multiplier;
-        if (rate > 0) {
-          const double hours = -std::log(std::max(1.0 - Uniform(rng), 1e-300)) / rate;
-          if (hours < 1e6) Push(now + Seconds(static_cast<int64_t>(hours * 3600.0)), EventKind::kNotice, index);
-        }
+        auto stop = request.tags.find(kWarmInterruptionTag);
+        s.stops_on_interruption = stop != request.tags.end() && stop->second == "stop";
+        ScheduleHazard(index, s, rng, now);
       }
       instance_index_[s.info.instance_id] = index;
       result.instances.push_back(s.info);
@@ -294,12 +291,22 @@ void SimCloud::Handle(const Event& e) {
       if (observer_ != nullptr) observer_->OnReady(s.info, s.gpu_count);
       return;
     }
-    case EventKind::kNotice:
-      Interrupt(e.a, e.t);
+    case EventKind::kNotice: {
+      // A hazard drawn before a stop and start is void: a start draws anew.
+      const SimInstance* s_ptr = Find(e.a);
+      if (s_ptr != nullptr && s_ptr->hazard_at == e.t) Interrupt(e.a, e.t);
       return;
-    case EventKind::kGone:
-      End(e.a, e.t, true);
+    }
+    case EventKind::kGone: {
+      SimInstance* s_ptr = Find(e.a);
+      if (s_ptr == nullptr || s_ptr->end || !s_ptr->noticed || s_ptr->gone_at != e.t) return;
+      if (s_ptr->stops_on_interruption) {
+        StopOnInterruption(e.a, e.t);
+      } else {
+        End(e.a, e.t, true);
+      }
       return;
+    }
     case EventKind::kPrice: {
       if (e.value >= 0) {
         SetPrice(e.a, e.value, e.t);
@@ -360,6 +367,7 @@ void SimCloud::Interrupt(size_t index, WallTime at) {
   SimInstance& s = *s_ptr;
   s.noticed = true;
   const WallTime deadline = at + config_.notice;
+  s.gone_at = deadline;
   notices_.push_back({s.info.instance_id, at, deadline});
   if (observer_ != nullptr) observer_->OnNotice(s.info.instance_id, deadline);
   Push(deadline, EventKind::kGone, index);
@@ -440,6 +448,7 @@ InstanceBill SimCloud::BillOf(const SimInstance& s, WallTime end) const {
   b.usd = s.usd;
   b.stopped_usd = s.stopped_usd;
   b.wakes = s.wakes;
+  b.interrupted_stops = s.interrupted_stops;
   if (s.end) {
     b.end = *s.end;
   } else {

@@ -22,6 +22,16 @@
 //    (else kCapacity, nothing started) and makes the instance Ready again
 //    after the offering's wake_latency (lognormal, sigma 0.25), not its
 //    launch latency; the refill tag (kWarmTag) is gone from then on.
+//    Spot warm capacity: a spot instance launched with kWarmInterruptionTag
+//    "stop" (EC2: a persistent Spot request with interruption behaviour
+//    stop; Compute Engine: a Spot VM with termination action STOP) is
+//    stopped, not ended, at the end of a reclaim's notice: its work is lost
+//    as on any reclaim, it pays its volumes and can be started again (on
+//    Compute Engine by the owner; on EC2 the Spot service restarts it once
+//    capacity is back, which the simulator leaves to the owner's Start).
+//    Running again it pays the spot price and draws a new time to
+//    interruption; a start needs spot capacity like a launch. Stop refuses
+//    other spot instances (a one-time Spot Instance cannot be stopped).
 //  - Reservations (SimCloudConfig::reservations) are sold as reserved
 //    offerings: a launch takes a free slot while the reservation is open
 //    (Reservation::OpenAt), else gets a kCapacity error. Every slot is paid
@@ -119,6 +129,7 @@ struct InstanceBill {
   bool interrupted = false;
   double stopped_usd = 0;  // of `usd`: volumes while stopped (warm)
   int wakes = 0;           // Starts from stopped
+  int interrupted_stops = 0;  // reclaims that stopped it (spot warm capacity)
 };
 
 // What a reservation cost up to some time: every slot of it from its start
@@ -226,6 +237,12 @@ class SimCloud final : public CloudProvider {
     double stopped_usd_per_hour = 0;
     double stopped_usd = 0;  // closed stopped segments
     int wakes = 0;
+    // Spot launched to stop on interruption (kWarmInterruptionTag "stop"):
+    // a reclaim stops it (StopOnInterruption), and Stop is allowed.
+    bool stops_on_interruption = false;
+    int interrupted_stops = 0;
+    WallTime hazard_at{};  // the pending hazard notice; others are void
+    WallTime gone_at{};    // the end of the notice in force
   };
 
   void Push(WallTime t, EventKind kind, size_t a, double value = 0);
@@ -237,6 +254,12 @@ class SimCloud final : public CloudProvider {
   void Handle(const Event& e);
   void End(size_t index, WallTime at, bool interrupted);
   void Interrupt(size_t index, WallTime at);  // notice now, gone after the notice period
+  // The end of the notice of an instance that stops on interruption: it is
+  // stopped (its volumes billed, its capacity released), not ended.
+  void StopOnInterruption(size_t index, WallTime at);
+  // A spot instance's time to interruption from `now`, drawn from its
+  // hazard rate (none for other instances): a kNotice event.
+  void ScheduleHazard(size_t index, SimInstance& s, std::mt19937_64& rng, WallTime now);
   // A Capacity Block's take-back of one of its instances: counted, then
   // interrupted as EC2 does (observer told first: OnTakeBack).
   void TakeBack(size_t index, WallTime at);

@@ -1,9 +1,11 @@
-// SimCloud's warm capacity: Stop and Start (see sim_cloud.h).
+// SimCloud's warm capacity: Stop and Start, and spot instances that stop on
+// interruption (see sim_cloud.h).
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <random>
 
+#include "gpuscaler/solver/warm_pool.h"
 #include "sim/sim_cloud.h"
 
 namespace gpuscaler::sim {
@@ -38,7 +40,11 @@ Status SimCloud::Stop(const std::vector<std::string>& instance_ids, WarmState st
     if (it == instance_index_.end()) return Error::Config("InvalidInstanceID.NotFound: " + id);
     SimInstance& s = instances_.at(it->second);
     if (s.end) return Error::Config("IncorrectInstanceState: " + id + " has ended");
+    if (offerings_[s.offering].capacity_type == CapacityType::kSpot && !s.stops_on_interruption)
+      return Error::Config("UnsupportedOperation: " + id + " is a one-time Spot Instance and cannot be stopped");
     if (s.stopped) continue;
+    // Stopped during a reclaim's notice: the reclaim has nothing left to take.
+    s.noticed = false;
     s.usd += price_[s.offering] * HoursOf(now - s.segment_start);
     s.segment_start = now;
     double gib = catalog_.default_volume_gib;
@@ -95,8 +101,37 @@ Status SimCloud::Start(const std::vector<std::string>& instance_ids) {
     s.ready_at = now + latency;
     HoldCapacity(index, s);
     Push(s.ready_at, EventKind::kReady, index);
+    if (o.capacity_type == CapacityType::kSpot) ScheduleHazard(index, s, rng, now);
   }
   return Status::Ok();
+}
+
+void SimCloud::ScheduleHazard(size_t index, SimInstance& s, std::mt19937_64& rng, WallTime now) {
+  const size_t o = s.offering;
+  if (offerings_[o].capacity_type != CapacityType::kSpot) return;
+  auto h = config_.hazard_by_family.find(family_[o]);
+  const double rate =
+      h != config_.hazard_by_family.end() ? h->second : offerings_[o].interruptions_per_hour * config_.hazard_multiplier;
+  if (rate <= 0) return;
+  const double hours = -std::log(std::max(1.0 - Uniform(rng), 1e-300)) / rate;
+  if (hours >= 1e6) return;
+  s.hazard_at = now + Seconds(static_cast<int64_t>(hours * 3600.0));
+  Push(s.hazard_at, EventKind::kNotice, index);
+}
+
+void SimCloud::StopOnInterruption(size_t index, WallTime at) {
+  SimInstance& s = instances_.at(index);
+  const double segment = RateOf(s) * HoursOf(at - s.segment_start);
+  s.usd += segment;
+  s.segment_start = at;
+  s.noticed = false;
+  s.stopped = true;
+  s.stopped_usd_per_hour = catalog_.default_volume_gib * catalog_.volume_usd_per_gib_hour;
+  s.info.state = InstanceState::kStopped;
+  ++s.interrupted_stops;
+  ++interrupted_;
+  ReleaseCapacity(index, s);
+  if (observer_ != nullptr) observer_->OnGone(s.info.instance_id, at, true);
 }
 
 }  // namespace gpuscaler::sim

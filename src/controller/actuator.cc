@@ -8,6 +8,7 @@
 #include "actuator_internal.h"
 #include "gpuscaler/controller/failpoint.h"
 #include "gpuscaler/model/money.h"
+#include "gpuscaler/solver/warm_pool.h"
 
 namespace gpuscaler {
 namespace {
@@ -238,6 +239,14 @@ std::vector<std::string> Actuator::LaunchOne(int64_t decision_id, size_t index, 
   // A refill is tagged as one; its node is cordoned as soon as it registers
   // (WarmCapacity), before its GPUs are allocatable.
   if (launch.into_warm) request.tags[kWarmTag] = "refill";
+  // In a pool with spot warm capacity a spot node is launched stoppable,
+  // stopped rather than ended when reclaimed (solver/warm_pool.h): a refill
+  // must be, and an empty node can then be stopped into the pool instead
+  // of a refill's cold boot.
+  if (const NodePoolPolicy* p = policy.FindPool(launch.pool);
+      p != nullptr && p->warm && p->warm->capacity_type != WarmCapacityType::kOnDemand &&
+      launch.offering.capacity_type == CapacityType::kSpot)
+    request.tags[kWarmInterruptionTag] = "stop";
   request.all_or_nothing = launch.all_or_nothing;
   // Only gangs: a placement group's one zone and tight capacity gain a lone node nothing.
   if (const NodePoolPolicy* p = policy.FindPool(launch.pool); p != nullptr && launch.all_or_nothing)

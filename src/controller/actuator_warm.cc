@@ -18,6 +18,9 @@ LaunchedNode WokenNode(const std::string& id, const std::string& pool, const Off
   inst.offering = offering;
   inst.launch_time = now;
   inst.state = InstanceState::kPending;
+  // Only a spot instance launched to stop on interruption can be stopped,
+  // so a spot warm node is one: it can be parked again once empty.
+  if (offering.capacity_type == CapacityType::kSpot) inst.tags[kWarmInterruptionTag] = "stop";
   return {inst, NodeState::kLaunching};
 }
 

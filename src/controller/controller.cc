@@ -22,7 +22,13 @@ ControllerOptions ControllerOptions::ForDaemon() {
 ControllerOptions ControllerOptions::ForSimulation(const Policy& policy) {
   ControllerOptions o;
   o.max_pending_units = 2000;
-  o.reconcile_interval = Seconds(300);
+  // A pool with warm capacity lists every tick, as the daemon does: a refill
+  // is stopped once the listing shows it running, and five minutes of a
+  // refill running on would be billed to warm capacity the daemon stops at
+  // its first tick after Ready.
+  const bool warm = std::any_of(policy.pools.begin(), policy.pools.end(),
+                                [](const NodePoolPolicy& p) { return p.warm.has_value(); });
+  o.reconcile_interval = warm ? Seconds(0) : Seconds(300);
   o.idle_replan_interval = std::max(Seconds(60), policy.scaling.scale_down_stabilization);
   o.restore_from_store = false;
   return o;

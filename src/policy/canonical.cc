@@ -114,6 +114,7 @@ std::string CanonicalPolicyText(const Policy& p) {
     if (pool.warm) {
       w.Put(at + ".warm.size", pool.warm->size ? std::to_string(*pool.warm->size) : std::string("auto"));
       w.Put(at + ".warm.state", std::string(ToString(pool.warm->state)));
+      w.Put(at + ".warm.capacity_type", std::string(ToString(pool.warm->capacity_type)));
       w.Put(at + ".warm.max_usd_per_hour", pool.warm->max_usd_per_hour);
     }
     if (!pool.reservations.empty()) {

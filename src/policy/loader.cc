@@ -140,7 +140,7 @@ void PolicyReader::ReadReservationSelectors(MapReader& m, bool actuation_known, 
 void PolicyReader::ReadWarmPool(MapReader& pool_map, NodePoolPolicy* pool) {
   const DocNode* node = pool_map.Find("warm");
   if (node == nullptr) return;
-  MapReader m(r_, *node, pool_map.PathOf("warm"), {"size", "state", "max_usd_per_hour"});
+  MapReader m(r_, *node, pool_map.PathOf("warm"), {"size", "state", "capacity_type", "max_usd_per_hour"});
   WarmPoolPolicy warm;
   if (const DocNode* size = m.Find("size"); size != nullptr && size->scalar != "auto") {
     int n = 0;
@@ -157,9 +157,26 @@ void PolicyReader::ReadWarmPool(MapReader& pool_map, NodePoolPolicy* pool) {
   if (m.ReadNumber("max_usd_per_hour", &warm.max_usd_per_hour) && warm.max_usd_per_hour < 0) {
     r_.ReportAt(m.PathOf("max_usd_per_hour"), "must be >= 0, got " + m.Find("max_usd_per_hour")->scalar);
   }
-  if (std::find(pool->capacity_types.begin(), pool->capacity_types.end(), CapacityType::kOnDemand) ==
-      pool->capacity_types.end()) {
-    r_.ReportAt(pool_map.PathOf("warm"), "needs on-demand in capacity_types (warm nodes are on-demand)");
+  if (std::string type; m.ReadString("capacity_type", &type)) {
+    const std::optional<WarmCapacityType> value =
+        ValueSpelled(type, {WarmCapacityType::kOnDemand, WarmCapacityType::kSpot, WarmCapacityType::kAuto});
+    if (value) warm.capacity_type = *value;
+    else r_.ReportAt(m.PathOf("capacity_type"), "unknown capacity type '" + type + "' (use on-demand, spot or auto)");
+  }
+  const auto buys = [&](CapacityType t) {
+    return std::find(pool->capacity_types.begin(), pool->capacity_types.end(), t) != pool->capacity_types.end();
+  };
+  if (warm.capacity_type != WarmCapacityType::kSpot && !buys(CapacityType::kOnDemand)) {
+    r_.ReportAt(pool_map.PathOf("warm"), "needs on-demand in capacity_types (its warm nodes are on-demand; "
+                                         "capacity_type: spot keeps spot ones)");
+  }
+  if (warm.capacity_type != WarmCapacityType::kOnDemand && pool->actuation == Actuation::kAsg) {
+    r_.ReportAt(m.PathOf("capacity_type"), "an Auto Scaling group's warm pool holds no spot instances: use "
+                                           "on-demand with actuation 'asg'");
+  }
+  if (warm.capacity_type != WarmCapacityType::kOnDemand && !buys(CapacityType::kSpot)) {
+    r_.ReportAt(pool_map.PathOf("warm"), "capacity_type " + std::string(ToString(warm.capacity_type)) +
+                                             " needs spot in capacity_types");
   }
   if (!pool->placement_group.empty()) {
     r_.ReportAt(pool_map.PathOf("warm"),

@@ -88,6 +88,15 @@ std::string_view ToString(WarmState state) {
   return "?";
 }
 
+std::string_view ToString(WarmCapacityType type) {
+  switch (type) {
+    case WarmCapacityType::kOnDemand: return "on-demand";
+    case WarmCapacityType::kSpot: return "spot";
+    case WarmCapacityType::kAuto: return "auto";
+  }
+  return "?";
+}
+
 std::string_view ToString(RebalanceResponse response) {
   switch (response) {
     case RebalanceResponse::kIgnore: return "ignore";

@@ -38,25 +38,43 @@ DemandUnit WarmUnitShape(const Snapshot& snapshot, const WorkloadClassPolicy& cl
 
 double WarmHours(Seconds s) { return double(std::max<int64_t>(0, s.count())) / 3600.0; }
 
-// The pool's warm offerings: one instance type in every zone the pool
-// buys it on-demand, in snapshot order. The type is the one its warm nodes
-// already have while it still holds the representative unit (the shape
-// holding the most GPUs) of every class the pool serves, of those with a
-// forecast when any has one (a type that changed with every tick's work
+// The pool's warm offerings: one instance type, and its offerings in every
+// zone the pool buys it on-demand, and on spot (within spot's price and
+// interruption limits), in snapshot order. The type is the one its warm
+// nodes already have while it still holds the representative unit (the
+// shape holding the most GPUs) of every class the pool serves, of those with
+// a forecast when any has one (a type that changed with every tick's work
 // would leave the stopped nodes useless and refill them over and over),
 // else the cheapest on-demand type for that unit of the first such class.
-// Work larger than the warm type is launched cold. Empty: none fits.
-std::vector<const Offering*> WarmOfferings(const Snapshot& snapshot, const Policy& policy,
-                                           const NodePoolPolicy& pool) {
-  const solver_detail::TypesByName types = solver_detail::IndexTypes(snapshot);
-  // The classes that size the capacity (those with forecasts), else every
-  // class the pool serves.
+// Work larger than the warm type is launched cold. Empty type: none fits.
+struct WarmOfferingSet {
+  std::string type;
+  std::vector<const Offering*> on_demand;
+  std::vector<const Offering*> spot;
+  const std::vector<const Offering*>& Of(CapacityType c) const { return c == CapacityType::kSpot ? spot : on_demand; }
+};
+
+// The classes whose work sizes the pool's warm capacity: those with a
+// forecast, else every class the pool serves.
+std::vector<const WorkloadClassPolicy*> WarmSizingClasses(const Policy& policy, const NodePoolPolicy& pool) {
   const bool any_forecast = std::any_of(policy.classes.begin(), policy.classes.end(), [&](const WorkloadClassPolicy& c) {
     return WarmServesPool(c, pool) && c.forecast.has_value();
   });
-  std::vector<DemandUnit> shapes;
+  std::vector<const WorkloadClassPolicy*> out;
   for (const WorkloadClassPolicy& cls : policy.classes)
-    if (WarmServesPool(cls, pool) && (!any_forecast || cls.forecast)) shapes.push_back(WarmUnitShape(snapshot, cls, pool));
+    if (WarmServesPool(cls, pool) && (!any_forecast || cls.forecast)) out.push_back(&cls);
+  return out;
+}
+
+bool WarmZoneAllowed(const NodePoolPolicy& pool, const Offering& o) {
+  if (!pool.zones.empty() && std::find(pool.zones.begin(), pool.zones.end(), o.zone) == pool.zones.end()) return false;
+  return pool.regions.empty() || std::find(pool.regions.begin(), pool.regions.end(), o.region) != pool.regions.end();
+}
+
+WarmOfferingSet WarmOfferings(const Snapshot& snapshot, const Policy& policy, const NodePoolPolicy& pool) {
+  const solver_detail::TypesByName types = solver_detail::IndexTypes(snapshot);
+  std::vector<DemandUnit> shapes;
+  for (const WorkloadClassPolicy* cls : WarmSizingClasses(policy, pool)) shapes.push_back(WarmUnitShape(snapshot, *cls, pool));
   std::string type_name;
   std::map<std::string, int> kept;
   for (const WarmNode& w : snapshot.warm_nodes)
@@ -70,25 +88,28 @@ std::vector<const Offering*> WarmOfferings(const Snapshot& snapshot, const Polic
     if (holds) type_name = name;
   }
   for (size_t i = 0; type_name.empty() && i < shapes.size(); ++i) {
-    const WorkloadClassPolicy* cls = nullptr;
-    for (const WorkloadClassPolicy& c : policy.classes)
-      if (c.name == shapes[i].workload_class) cls = &c;
+    const WorkloadClassPolicy* cls = policy.FindClass(shapes[i].workload_class);
     if (cls == nullptr) continue;
     if (const std::optional<SuitableOffering> best = CheapestSuitableOffering(snapshot, policy, *cls, shapes[i]))
       type_name = best->offering->instance_type;
   }
-  std::vector<const Offering*> zones;
-  if (type_name.empty()) return zones;
+  WarmOfferingSet out;
+  out.type = type_name;
+  if (type_name.empty()) return out;
+  const bool buys_spot =
+      std::find(pool.capacity_types.begin(), pool.capacity_types.end(), CapacityType::kSpot) != pool.capacity_types.end();
   for (const Offering& o : snapshot.offerings) {
-    if (o.instance_type != type_name || o.capacity_type != CapacityType::kOnDemand || !o.available ||
-        !o.reservation_id.empty())
-      continue;
-    if (!pool.zones.empty() && std::find(pool.zones.begin(), pool.zones.end(), o.zone) == pool.zones.end()) continue;
-    if (!pool.regions.empty() && std::find(pool.regions.begin(), pool.regions.end(), o.region) == pool.regions.end())
-      continue;
-    zones.push_back(&o);
+    if (o.instance_type != type_name || !o.available || !o.reservation_id.empty() || !WarmZoneAllowed(pool, o)) continue;
+    if (o.capacity_type == CapacityType::kOnDemand) {
+      out.on_demand.push_back(&o);
+    } else if (o.capacity_type == CapacityType::kSpot && buys_spot &&
+               o.interruptions_per_hour <= policy.spot.max_interruptions_per_hour &&
+               (o.on_demand_usd_per_hour <= 0 ||
+                o.usd_per_hour <= o.on_demand_usd_per_hour * policy.spot.max_price_fraction_of_on_demand + 1e-12)) {
+      out.spot.push_back(&o);
+    }
   }
-  return zones;
+  return out;
 }
 
 // Launch indices change when a launch is emptied by wakes: renumbers the
@@ -110,13 +131,13 @@ struct WakeChoice {
 
 // WarmTargetOf with the pool's warm offerings (WarmOfferings) given.
 WarmTarget WarmTargetFor(const Snapshot& snapshot, const Policy& policy, const NodePoolPolicy& pool,
-                         const std::vector<const Offering*>& zones) {
+                         const WarmOfferingSet& offerings) {
   WarmTarget out;
   if (!pool.warm) return out;
   const solver_detail::TypesByName types = solver_detail::IndexTypes(snapshot);
-  const InstanceType* type = zones.empty() ? nullptr : solver_detail::FindType(types, zones.front()->instance_type);
-  if (type == nullptr || type->gpu_count <= 0) {
-    out.note = "pool " + pool.name + ": warm capacity 0 (no on-demand GPU offering holds its classes' work)";
+  const InstanceType* type = offerings.type.empty() ? nullptr : solver_detail::FindType(types, offerings.type);
+  if (type == nullptr || type->gpu_count <= 0 || (offerings.on_demand.empty() && offerings.spot.empty())) {
+    out.note = "pool " + pool.name + ": warm capacity 0 (no GPU offering holds its classes' work)";
     return out;
   }
   std::string how;
@@ -146,6 +167,29 @@ WarmTarget WarmTargetFor(const Snapshot& snapshot, const Policy& policy, const N
       how += ", capped at " + std::to_string(cap) + " by max_usd_per_hour";
     }
   }
+  // The spot part: all of it, none, or (auto) the share of it the classes
+  // it serves may hold on spot, the smallest of theirs, so that woken spot
+  // nodes stand in only for the spot part of their work.
+  switch (pool.warm->capacity_type) {
+    case WarmCapacityType::kOnDemand: out.spot = 0; break;
+    case WarmCapacityType::kSpot: out.spot = out.size; break;
+    case WarmCapacityType::kAuto: {
+      double share = 1.0;
+      for (const WorkloadClassPolicy* cls : WarmSizingClasses(policy, pool)) share = std::min(share, cls->max_spot_share);
+      out.spot = std::clamp(int(std::floor(out.size * share + 0.5)), 0, out.size);
+      break;
+    }
+  }
+  if (offerings.spot.empty() && out.spot > 0) {
+    how += ", no spot offering within spot's limits: " + std::to_string(out.spot) + " spot not kept";
+    out.size -= out.spot;
+    out.spot = 0;
+  }
+  if (offerings.on_demand.empty() && out.size > out.spot) {
+    how += ", no on-demand offering: " + std::to_string(out.size - out.spot) + " on-demand not kept";
+    out.size = out.spot;
+  }
+  if (out.spot > 0) how += ", " + std::to_string(out.spot) + " of them spot";
   out.note = "pool " + pool.name + ": warm capacity " + std::to_string(out.size) + " x " + type->name + " (" + how +
              ", " + FormatUsd(each, MoneyStyle::kCents) + "/h each stopped)";
   return out;
@@ -176,10 +220,14 @@ class WarmPass {
     return OnDemandValueUsdPerHour(u, o, t);
   }
 
-  // Whether every unit may run on `warm` (its zone and capacity type).
-  bool UnitsAllow(const std::vector<const DemandUnit*>& units, const WarmNode& warm) const {
+  // Whether every unit of the node planned on `planned` may run on `warm`
+  // (its zone and capacity type). A spot warm node stands in only for a
+  // planned spot node: the plan's spot shares hold as packed.
+  bool UnitsAllow(const std::vector<const DemandUnit*>& units, const WarmNode& warm, const Offering& planned) const {
+    const CapacityType woken_as = warm.offering.capacity_type;
+    if (woken_as == CapacityType::kSpot && planned.capacity_type != CapacityType::kSpot) return false;
     for (const DemandUnit* u : units) {
-      if (u->capacity_type && *u->capacity_type != CapacityType::kOnDemand) return false;
+      if (u->capacity_type && *u->capacity_type != woken_as) return false;
       if (!u->zones.empty() && std::find(u->zones.begin(), u->zones.end(), warm.offering.zone) == u->zones.end())
         return false;
     }
@@ -204,8 +252,12 @@ class WarmPass {
 
   std::vector<WakeChoice> ChooseWakes(const NodePoolPolicy& pool) {
     std::vector<const WarmNode*> free;
-    for (const WarmNode& w : snap_.warm_nodes)
+    for (const WarmNode& w : snap_.warm_nodes) {
+      // A spot node whose offering the cloud said was short would not
+      // start: its work is launched as planned.
+      if (w.offering.capacity_type == CapacityType::kSpot && !w.offering.available) continue;
       if (w.pool == pool.name && w.stopped) free.push_back(&w);
+    }
     // The cheapest that fits is woken first.
     std::stable_sort(free.begin(), free.end(), [](const WarmNode* a, const WarmNode* b) {
       return a->offering.usd_per_hour < b->offering.usd_per_hour;
@@ -229,18 +281,27 @@ class WarmPass {
         if (units.empty()) continue;  // capacity launched ahead: nobody waits for it
         for (size_t f = 0; f < free.size(); ++f) {
           const WarmNode& w = *free[f];
-          if (!UnitsAllow(units, w) || !UnitsFit(units, w)) continue;
+          if (!UnitsAllow(units, w, l.offering) || !UnitsFit(units, w)) continue;
+          const InstanceType* warm_type = solver_detail::FindType(types_, w.offering.instance_type);
+          if (warm_type == nullptr) continue;
           const double saved_h = std::max(0.0, cold_h - WarmHours(w.offering.wake_latency));
-          double value = 0, runtime_h = 0;
+          const double warm_wait_h = ReplacementWaitHours(snap_, w.offering, *warm_type);
+          double value = 0, runtime_h = 0, warm_risk = 0, planned_risk = 0;
           for (const DemandUnit* u : units) {
             value += WaitCostUsdPerHour(*u, l.offering, *type) * saved_h;
             runtime_h = std::max(runtime_h, WarmHours(u->expected_runtime));
+            // A spot node's expected interruptions (work lost, then waiting
+            // for a replacement), on either side: a spot wake is priced at
+            // the spot price and its risk.
+            warm_risk += ExpectedInterruptionUsdPerHour(*u, w.offering, *warm_type, warm_wait_h);
+            planned_risk += ExpectedInterruptionUsdPerHour(*u, l.offering, *type, cold_h);
           }
           // The warm node costs more than the planned one until its work
           // ends or consolidation can replace it (from min_node_age on, the
           // replacement a cold lead time later), whichever is first.
           const double dearer_h = std::min(runtime_h, WarmHours(policy_.disruption.min_node_age) + cold_h);
-          const double extra = std::max(0.0, w.offering.usd_per_hour - l.offering.usd_per_hour) * dearer_h;
+          const double extra =
+              std::max(0.0, (w.offering.usd_per_hour + warm_risk) - (l.offering.usd_per_hour + planned_risk)) * dearer_h;
           if (saved_h <= 0 || value + 1e-12 < extra) continue;
           WakeChoice c;
           c.launch = int(li);
@@ -321,26 +382,37 @@ class WarmPass {
   }
 
   void Resize(const NodePoolPolicy& pool, const std::set<std::string>& woken) {
-    const std::vector<const Offering*> zones = WarmOfferings(snap_, policy_, pool);
-    const WarmTarget target = WarmTargetFor(snap_, policy_, pool, zones);
+    const WarmOfferingSet offerings = WarmOfferings(snap_, policy_, pool);
+    const WarmTarget target = WarmTargetFor(snap_, policy_, pool, offerings);
     if (!target.note.empty()) plan_.notes.push_back(target.note);
     plan_.warm_targets[pool.name] = target.size;
     // An Auto Scaling group fills and drains its own warm pool (the
     // actuator sets its size).
     if (pool.actuation == Actuation::kAsg) return;
-    std::vector<const WarmNode*> kept;
-    for (const WarmNode& w : snap_.warm_nodes)
-      if (w.pool == pool.name && !woken.count(w.instance_id)) kept.push_back(&w);
-    const int have = int(kept.size());
-    if (have < target.size) {
-      const int parked = Park(pool, target.size - have, zones);
-      if (have + parked < target.size) Refill(pool, target.size - have - parked, kept, zones);
-      return;
+    // Each capacity type's part is kept to its own size: a spot node does
+    // not stand in for on-demand work, nor the other way round.
+    for (const CapacityType capacity : {CapacityType::kOnDemand, CapacityType::kSpot}) {
+      const int wanted = capacity == CapacityType::kSpot ? target.spot : target.size - target.spot;
+      std::vector<const WarmNode*> kept;
+      for (const WarmNode& w : snap_.warm_nodes)
+        if (w.pool == pool.name && w.offering.capacity_type == capacity && !woken.count(w.instance_id))
+          kept.push_back(&w);
+      const int have = int(kept.size());
+      if (have < wanted) {
+        const int parked = Park(pool, capacity, wanted - have, offerings.type);
+        if (have + parked < wanted) Refill(pool, capacity, wanted - have - parked, kept, offerings.Of(capacity));
+        continue;
+      }
+      Retire(kept, wanted);
     }
-    // A surplus node is kept until its volumes have cost what refilling it
-    // would (its price over a cold lead time): retiring it sooner would pay
-    // for the refill again when demand comes back (the rent-or-buy rule,
-    // within twice the best choice made knowing the future).
+  }
+
+  // A surplus node is kept until its volumes have cost what refilling it
+  // would (its price over a cold lead time): retiring it sooner would pay
+  // for the refill again when demand comes back (the rent-or-buy rule,
+  // within twice the best choice made knowing the future).
+  void Retire(const std::vector<const WarmNode*>& kept, int wanted) {
+    const int have = int(kept.size());
     std::vector<const WarmNode*> old;
     for (const WarmNode* w : kept) {
       if (!w->stopped) continue;
@@ -351,7 +423,7 @@ class WarmPass {
       if (snap_.time - w->since >= std::max(keep, policy_.scaling.scale_down_stabilization)) old.push_back(w);
     }
     std::stable_sort(old.begin(), old.end(), [](const WarmNode* a, const WarmNode* b) { return a->since < b->since; });
-    const int surplus = std::min(have - target.size, int(old.size()));
+    const int surplus = std::min(have - wanted, int(old.size()));
     for (int i = 0; i < surplus; ++i) {
       const WarmNode& w = *old[size_t(i)];
       TerminationAction t;
@@ -362,25 +434,38 @@ class WarmPass {
       t.kind = TerminationKind::kEmpty;
       t.warm = true;
       t.saves_usd_per_hour = w.waiting_usd_per_hour;
-      t.reason = "warm capacity above its size (" + std::to_string(have) + " > " + std::to_string(target.size) +
-                 "): stopped since " + FormatRfc3339(w.since);
+      t.reason = "warm " + std::string(ToString(w.offering.capacity_type)) + " capacity above its size (" +
+                 std::to_string(have) + " > " + std::to_string(wanted) + "): stopped since " + FormatRfc3339(w.since);
       plan_.terminations.push_back(std::move(t));
     }
   }
 
-  // Empty on-demand nodes of the warm type that the plan terminates are
-  // stopped into the warm capacity instead, up to `missing`: their image and
-  // driver are in place already, so no refill pays a cold boot for them.
-  // Returns how many.
-  int Park(const NodePoolPolicy& pool, int missing, const std::vector<const Offering*>& zones) {
-    if (zones.empty()) return 0;
-    const std::string& type = zones.front()->instance_type;
+  // Whether the snapshot's node `id` can be stopped: on-demand, or spot
+  // launched to stop on interruption (kWarmInterruptionTag; a one-time
+  // spot node cannot be stopped).
+  bool Stoppable(const std::string& id, const Offering& offering) const {
+    if (offering.capacity_type == CapacityType::kOnDemand) return true;
+    if (offering.capacity_type != CapacityType::kSpot) return false;
+    for (const Node& n : snap_.nodes) {
+      if (n.id != id && n.instance_id != id) continue;
+      auto it = n.labels.find(kWarmInterruptionTag);
+      return it != n.labels.end() && it->second == "stop";
+    }
+    return false;
+  }
+
+  // Empty nodes of the warm type and `capacity` that the plan terminates
+  // (and that can be stopped) are stopped into the warm capacity instead, up
+  // to `missing`: their image and driver are in place already, so no refill
+  // pays a cold boot for them. Returns how many.
+  int Park(const NodePoolPolicy& pool, CapacityType capacity, int missing, const std::string& type) {
+    if (type.empty()) return 0;
     int parked = 0;
     for (TerminationAction& t : plan_.terminations) {
       if (parked >= missing) break;
       if (t.pool != pool.name || t.kind != TerminationKind::kEmpty || t.warm || t.park ||
-          t.offering.capacity_type != CapacityType::kOnDemand || t.offering.instance_type != type ||
-          !t.offering.reservation_id.empty())
+          t.offering.capacity_type != capacity || t.offering.instance_type != type || !t.offering.reservation_id.empty() ||
+          !Stoppable(t.node_id, t.offering))
         continue;
       t.park = true;
       t.reason += "; stopped into warm capacity instead of terminated";
@@ -389,10 +474,11 @@ class WarmPass {
     return parked;
   }
 
-  void Refill(const NodePoolPolicy& pool, int missing, const std::vector<const WarmNode*>& kept,
+  void Refill(const NodePoolPolicy& pool, CapacityType capacity, int missing, const std::vector<const WarmNode*>& kept,
               const std::vector<const Offering*>& zones) {
+    const std::string kind(ToString(capacity));
     if (zones.empty()) {
-      plan_.notes.push_back("pool " + pool.name + ": no on-demand offering for its warm capacity");
+      plan_.notes.push_back("pool " + pool.name + ": no " + kind + " offering for its warm capacity");
       return;
     }
     std::map<std::string, int> in_zone;
@@ -415,9 +501,10 @@ class WarmPass {
       l.count = it->second;
       l.into_warm = true;
       l.usd_per_hour = waiting * it->second;
-      l.reason = "refill warm capacity (" + std::to_string(int(kept.size())) + " of " +
-                 std::to_string(int(kept.size()) + missing) + "): launched, registered, then stopped; " +
-                 FormatUsd(waiting, MoneyStyle::kCents) + "/h each while stopped";
+      l.reason = "refill warm " + kind + " capacity (" + std::to_string(int(kept.size())) + " of " +
+                 std::to_string(int(kept.size()) + missing) + "): launched, registered, then stopped" +
+                 (capacity == CapacityType::kSpot ? " (a spot node the cloud stops, not ends, on interruption)" : "") +
+                 "; " + FormatUsd(waiting, MoneyStyle::kCents) + "/h each while stopped";
       plan_.launches.push_back(std::move(l));
       add.erase(it);
     }

@@ -97,6 +97,7 @@ OrderedJson Pool(const NodePoolPolicy& pool) {
     if (pool.warm->size) warm["size"] = *pool.warm->size;
     else warm["size"] = "auto";
     warm["state"] = ToString(pool.warm->state);
+    warm["capacity_type"] = ToString(pool.warm->capacity_type);
     warm["max_usd_per_hour"] = pool.warm->max_usd_per_hour;
     j["warm"] = warm;
   }

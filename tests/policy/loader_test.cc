@@ -202,6 +202,13 @@ TEST(PolicyLoader, ReadsTheWarmPoolAndHashesItOnlyWhenSet) {
   EXPECT_FALSE(automatic.policy.pools[0].warm->size.has_value()) << "auto";
   EXPECT_EQ(automatic.policy.pools[0].warm->state, WarmState::kStopped);
   EXPECT_DOUBLE_EQ(automatic.policy.pools[0].warm->max_usd_per_hour, 1.0);
+  EXPECT_EQ(automatic.policy.pools[0].warm->capacity_type, WarmCapacityType::kOnDemand) << "on-demand by default";
+  const PolicyLoadResult spot =
+      ParsePolicy(head + "pools: [{name: gpu, warm: {size: auto, capacity_type: spot}}]\nclasses: [{name: batch}]\n",
+                  "p.yaml");
+  ASSERT_TRUE(spot.ok()) << Join(spot.problems);
+  EXPECT_EQ(spot.policy.pools[0].warm->capacity_type, WarmCapacityType::kSpot);
+  EXPECT_NE(spot.policy.content_hash, automatic.policy.content_hash);
   const PolicyLoadResult empty = ParsePolicy(head + "pools: [{name: gpu, warm: {}}]\nclasses: [{name: batch}]\n", "p.yaml");
   ASSERT_TRUE(empty.ok()) << Join(empty.problems);
   EXPECT_FALSE(empty.policy.pools[0].warm->size.has_value()) << "size defaults to auto";
@@ -630,6 +637,18 @@ TEST(PolicyLoader, RejectsInvalidPoliciesWithFieldLineAndMessage) {
        "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
        "  - name: gpu\n    capacity_types: [spot]\n    warm: {size: 2}\n",
        false, "pools[0].warm", 7, "needs on-demand in capacity_types"},
+      {"spot warm capacity in a pool that buys no spot",
+       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+       "  - name: gpu\n    capacity_types: [on-demand]\n    warm: {size: 2, capacity_type: spot}\n",
+       false, "pools[0].warm", 7, "capacity_type spot needs spot in capacity_types"},
+      {"spot warm capacity in an Auto Scaling group",
+       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+       "  - name: gpu\n    actuation: asg\n    auto_scaling_group: g\n    warm: {capacity_type: auto}\n",
+       false, "pools[0].warm.capacity_type", 8, "an Auto Scaling group's warm pool holds no spot instances"},
+      {"an unknown warm capacity type",
+       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+       "  - name: gpu\n    warm: {capacity_type: reserved}\n",
+       false, "pools[0].warm.capacity_type", 6, "unknown capacity type 'reserved' (use on-demand, spot or auto)"},
       {"a warm pool with a placement group",
        "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
        "  - name: gpu\n    placement_group: gangs\n    warm: {size: 2}\n",

@@ -111,5 +111,42 @@ TEST(WarmReplay, EveryWakeStartsANodeThatWasStoppedAndRefillsAreStoppedOnceReady
   EXPECT_LE(max_warm, 3 + 1) << "the size, and a refill under way for a woken one";
 }
 
+TEST(WarmReplay, SpotWarmNodesWakeAsSpotAndAReclaimStopsThemBackIntoTheWarmCapacity) {
+  Scenario s = WarmDemo(4);
+  s.policy.pools[0].warm->capacity_type = WarmCapacityType::kSpot;
+  s.policy.content_hash = PolicyContentHash(s.policy);
+  // Reclaims often enough that woken spot nodes meet some in two days.
+  s.cloud.hazard_by_family = {{"g5", 0.3}, {"g6", 0.3}};
+  Result<RunSpec> spec = MakeRunSpec("gpuscaler", s, nullptr);
+  ASSERT_TRUE(spec.ok());
+  Replay replay(s, *spec);
+  TickReport tick;
+  std::set<std::string> woken;
+  while (!replay.done()) {
+    for (const WarmNode& w : replay.controller().snapshot().warm_nodes) {
+      EXPECT_EQ(w.offering.capacity_type, CapacityType::kSpot) << w.instance_id;
+    }
+    if (!replay.Step(&tick) || !tick.planned) continue;
+    for (const LaunchAction& l : tick.plan.launches) {
+      if (l.wake_instance_ids.empty()) continue;
+      EXPECT_EQ(l.offering.capacity_type, CapacityType::kSpot) << l.reason;
+      woken.insert(l.wake_instance_ids.begin(), l.wake_instance_ids.end());
+    }
+  }
+  const RunResult r = replay.Finish();
+  EXPECT_FALSE(woken.empty());
+  EXPECT_GT(r.warm_spot_wakes, 0);
+  EXPECT_EQ(r.warm_spot_wakes, r.warm_wakes) << "every warm node is spot";
+  EXPECT_GT(r.warm_interrupted_stops, 0) << "no reclaim stopped a spot warm node";
+  int stops = 0;
+  for (const InstanceBill& b : r.bills) {
+    if (b.wakes == 0 && b.interrupted_stops == 0) continue;
+    EXPECT_EQ(b.capacity_type, CapacityType::kSpot) << b.instance_id;
+    stops += b.interrupted_stops;
+  }
+  EXPECT_EQ(stops, r.warm_interrupted_stops);
+  EXPECT_LE(r.warm_interrupted_stops, r.interruptions) << "a reclaim that stops is a reclaim";
+}
+
 }  // namespace
 }  // namespace gpuscaler::sim::warm_replay_test

@@ -29,11 +29,11 @@ Policy WarmPolicy(int size) {
 }
 
 WarmNode Stopped(const Snapshot& s, const std::string& id, const std::string& type, const std::string& zone,
-                 Seconds stopped_for = Seconds(600)) {
+                 Seconds stopped_for = Seconds(600), CapacityType capacity = CapacityType::kOnDemand) {
   WarmNode w;
   w.instance_id = id;
   w.pool = "gpu";
-  w.offering = FindOffering(s, type, zone, CapacityType::kOnDemand);
+  w.offering = FindOffering(s, type, zone, capacity);
   w.stopped = true;
   w.since = s.time - stopped_for;
   w.waiting_usd_per_hour = s.default_volume_gib * s.volume_usd_per_gib_hour;
@@ -50,6 +50,14 @@ int RefillNodes(const Plan& p) {
   int n = 0;
   for (const LaunchAction& l : p.launches)
     if (l.into_warm) n += l.count;
+  return n;
+}
+
+// Refill nodes of `capacity` the plan launches.
+int RefillNodesOf(const Plan& p, CapacityType capacity) {
+  int n = 0;
+  for (const LaunchAction& l : p.launches)
+    if (l.into_warm && l.offering.capacity_type == capacity) n += l.count;
   return n;
 }
 
@@ -236,6 +244,100 @@ TEST(WarmPlan, TheWarmTypeStaysWhileItHoldsTheWork) {
     EXPECT_NE(l.offering.instance_type, "g6.12xlarge");
   }
   EXPECT_EQ(refills, 2);
+}
+
+TEST(WarmPlan, ASpotWarmNodeStandsInForASpotLaunchAtTheSpotPrice) {
+  // The wait is valued low (two minutes: 3 cents): an on-demand warm node
+  // is not worth its price above the planned spot node; a spot one of the
+  // same offering costs nothing above it, so it is woken.
+  Snapshot s = BaseSnapshot();
+  DemandUnit u = Unit("u0", 1);
+  u.interruptible = true;
+  s.pending = {u};
+  Policy p = WarmPolicy(1);
+  p.classes[0].interruptible = true;
+  p.classes[0].wait_cost_usd_per_hour = 1;
+  s.warm_nodes = {Stopped(s, "i-od", "g6.xlarge", "us-east-1a")};
+  const Plan on_demand = MakePlan(s, p);
+  EXPECT_EQ(WakeOf(on_demand), nullptr) << on_demand.summary;
+  s.warm_nodes = {Stopped(s, "i-spot", "g6.xlarge", "us-east-1a", Seconds(600), CapacityType::kSpot)};
+  p.pools[0].warm->capacity_type = WarmCapacityType::kSpot;
+  const Plan spot = MakePlan(s, p);
+  const LaunchAction* wake = WakeOf(spot);
+  ASSERT_NE(wake, nullptr) << spot.summary;
+  EXPECT_EQ(wake->wake_instance_ids, std::vector<std::string>{"i-spot"});
+  EXPECT_EQ(wake->offering.capacity_type, CapacityType::kSpot);
+  EXPECT_NEAR(wake->usd_per_hour, FindOffering(s, "g6.xlarge", "us-east-1a", CapacityType::kSpot).usd_per_hour, 1e-9);
+  EXPECT_EQ(ColdNodes(spot), 0);
+  // Its offering marked short (a capacity error): it would not start, so
+  // the work is launched as planned.
+  s.warm_nodes[0].offering.available = false;
+  const Plan shortage = MakePlan(s, p);
+  EXPECT_EQ(WakeOf(shortage), nullptr) << shortage.summary;
+  EXPECT_EQ(ColdNodes(shortage), 1);
+}
+
+TEST(WarmPlan, ASpotWarmNodeNeverStandsInForOnDemandWork) {
+  // The plan's spot shares hold: work planned on on-demand (here, work
+  // that may not run on spot) is not woken on a spot node however dear
+  // its wait.
+  Snapshot s = BaseSnapshot();
+  s.pending = {OnDemandOnly(Unit("u0", 1))};
+  s.warm_nodes = {Stopped(s, "i-spot", "g6.xlarge", "us-east-1a", Seconds(600), CapacityType::kSpot)};
+  Policy p = WarmPolicy(1);
+  p.pools[0].warm->capacity_type = WarmCapacityType::kSpot;
+  p.classes[0].wait_cost_usd_per_hour = 1000;
+  const Plan plan = MakePlan(s, p);
+  EXPECT_EQ(WakeOf(plan), nullptr) << plan.summary;
+  EXPECT_EQ(ColdNodes(plan), 1);
+}
+
+TEST(WarmPlan, TheCapacityTypeSplitsTheSizeIntoSpotAndOnDemandRefills) {
+  Snapshot s = BaseSnapshot();
+  Policy p = WarmPolicy(4);
+  EXPECT_EQ(WarmTargetOf(s, p, p.pools[0]).spot, 0) << "on-demand by default";
+  EXPECT_EQ(RefillNodesOf(MakePlan(s, p), CapacityType::kOnDemand), 4);
+  p.pools[0].warm->capacity_type = WarmCapacityType::kSpot;
+  const Plan spot = MakePlan(s, p);
+  EXPECT_EQ(RefillNodesOf(spot, CapacityType::kSpot), 4) << spot.summary;
+  EXPECT_EQ(RefillNodesOf(spot, CapacityType::kOnDemand), 0);
+  EXPECT_TRUE(HasNote(spot, "4 of them spot")) << spot.summary;
+  // auto: the share the classes may hold on spot (the smallest of theirs).
+  p.pools[0].warm->capacity_type = WarmCapacityType::kAuto;
+  p.classes[0].max_spot_share = 0.7;
+  p.classes[1].max_spot_share = 0.5;
+  EXPECT_EQ(WarmTargetOf(s, p, p.pools[0]).spot, 2);
+  const Plan mixed = MakePlan(s, p);
+  EXPECT_EQ(RefillNodesOf(mixed, CapacityType::kSpot), 2) << mixed.summary;
+  EXPECT_EQ(RefillNodesOf(mixed, CapacityType::kOnDemand), 2);
+  // Each part is kept to its own size: two stopped spot nodes fill the
+  // spot part only.
+  s.warm_nodes = {Stopped(s, "i-s1", "g6.xlarge", "us-east-1a", Seconds(600), CapacityType::kSpot),
+                  Stopped(s, "i-s2", "g6.xlarge", "us-east-1b", Seconds(600), CapacityType::kSpot)};
+  const Plan kept = MakePlan(s, p);
+  EXPECT_EQ(RefillNodesOf(kept, CapacityType::kSpot), 0) << kept.summary;
+  EXPECT_EQ(RefillNodesOf(kept, CapacityType::kOnDemand), 2);
+  // Spot offerings above spot's price cap: the spot part is not kept.
+  p.spot.max_price_fraction_of_on_demand = 0.3;  // the fixture's spot is 40 % of on-demand
+  const WarmTarget capped = WarmTargetOf(BaseSnapshot(), p, p.pools[0]);
+  EXPECT_EQ(capped.spot, 0);
+  EXPECT_EQ(capped.size, 2);
+  EXPECT_NE(capped.note.find("no spot offering within spot's limits"), std::string::npos) << capped.note;
+}
+
+TEST(WarmPlan, OnlySpotNodesLaunchedToStopOnInterruptionAreParked) {
+  Snapshot s = BaseSnapshot();
+  Node stoppable = MakeNode(s, "stoppable", "g6.xlarge", "us-east-1a", CapacityType::kSpot);
+  stoppable.labels[kWarmInterruptionTag] = "stop";
+  s.nodes = {stoppable, MakeNode(s, "one-time", "g6.xlarge", "us-east-1b", CapacityType::kSpot)};
+  Policy p = WarmPolicy(2);
+  p.pools[0].warm->capacity_type = WarmCapacityType::kSpot;
+  const Plan plan = MakePlan(s, p);
+  ASSERT_EQ(plan.terminations.size(), 2u) << plan.summary;
+  for (const TerminationAction& t : plan.terminations) {
+    EXPECT_EQ(t.park, t.node_id == "stoppable") << t.node_id << ": " << t.reason;
+  }
+  EXPECT_EQ(RefillNodesOf(plan, CapacityType::kSpot), 1);
 }
 
 }  // namespace

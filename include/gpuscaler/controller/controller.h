@@ -67,7 +67,8 @@ using PlannerFn = std::function<Plan(const Snapshot&, const Policy&)>;
 //  - ForSimulation(policy): what differs for speed when months are replayed
 //    in minutes. The instance list is read every 5 minutes (a node becoming
 //    ready only moves it between two states the planner treats alike, and
-//    interrupted nodes leave at their notice deadline); idle and covered
+//    interrupted nodes leave at their notice deadline), every tick with
+//    warm capacity (a refill is stopped once listed running); idle and covered
 //    ticks reuse the last plan for max(60 s, scale_down_stabilization),
 //    which the stabilization window would have held anyway; the planner sees
 //    the first 2,000 pending units in scheduling order (a replayed trace can

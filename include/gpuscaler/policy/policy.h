@@ -85,8 +85,16 @@ enum class SignalSource { kPrometheus, kRabbitMq, kDcgm };
 // hibernation, Compute Engine suspend: memory kept on disk, a faster wake on
 // the types that support it).
 enum class WarmState { kStopped, kHibernated };
+// What a warm node runs as once woken (pools[].warm.capacity_type):
+// on-demand; spot (a spot node that can be stopped: EC2 a persistent Spot
+// request with interruption behaviour stop, Compute Engine a Spot VM with
+// termination action STOP), which the cloud stops instead of ending when it
+// reclaims it; or auto: the share of the size the classes it serves may
+// hold on spot is spot, the rest on-demand.
+enum class WarmCapacityType { kOnDemand, kSpot, kAuto };
 std::string_view ToString(Actuation actuation);
 std::string_view ToString(WarmState state);
+std::string_view ToString(WarmCapacityType type);
 std::string_view ToString(RebalanceResponse response);
 std::string_view ToString(SignalSource source);
 
@@ -103,8 +111,7 @@ struct ReservationSelector {
 // driver loaded, registered) and stopped, so that a wake makes a node in
 // about a minute where a launch takes several. A stopped node costs its
 // volumes only (Catalog::volume_usd_per_gib_hour); a woken node's place is
-// refilled in the background. On-demand only (neither cloud stops spot
-// capacity into a warm pool). Reference: docs/policy.md ("Warm pools").
+// refilled in the background. Reference: docs/policy.md ("Warm pools").
 struct WarmPoolPolicy {
   // How many stopped nodes the pool keeps, spread over its zones; unset:
   // auto, sized from the forecasts (classes[].forecast) of the classes the
@@ -112,6 +119,7 @@ struct WarmPoolPolicy {
   // one cold launch.
   std::optional<int> size;
   WarmState state = WarmState::kStopped;
+  WarmCapacityType capacity_type = WarmCapacityType::kOnDemand;
   // The most the stopped nodes may cost (volumes, USD per hour): caps an
   // auto size, and a fixed size that would pass it is cut to it.
   double max_usd_per_hour = 1.0;

@@ -14,21 +14,33 @@
 //    costs above the launch's offering while it would: the units' expected
 //    runtime, or until consolidation may replace it (disruption.min_node_age
 //    plus a cold lead time) if sooner. The cheapest such node is woken.
-//    Warm nodes are on-demand, so a spot launch only gives way when the
-//    wait is worth the price. The wakes are launches with
-//    LaunchAction::wake_instance_ids, their cold offering as fallbacks.
+//    A spot warm node (pools[].warm.capacity_type spot or auto) stands in
+//    only for a planned spot node and is priced at the spot price; both
+//    sides' expected interruption cost counts, so an on-demand warm node
+//    gives way for a spot launch only when the wait is worth the price. A
+//    spot warm node whose offering is marked short (a capacity error) is not
+//    woken. The wakes are launches with LaunchAction::wake_instance_ids,
+//    their cold offering as fallbacks.
 //  - Size. A pool keeps `warm.size` nodes, or with `size: auto` the rise in
 //    demand the forecasts of the classes it serves put at their quantile
 //    (classes[].forecast.quantile) within their horizon, in nodes of the
 //    warm type; capped by `warm.max_usd_per_hour` over what one stopped node
-//    costs. No forecast yet: 0, and a note.
+//    costs. No forecast yet: 0, and a note. Of that size, `capacity_type`
+//    spot keeps all spot, auto the share the classes sizing it may hold on
+//    spot (the smallest max_spot_share), on-demand none; each part is
+//    refilled and retired on its own.
 //  - Refills. Below the size, one launch (LaunchAction::into_warm) of the
 //    warm type, spread over the pool's zones: the type its warm nodes have
 //    while it holds the shape holding the most GPUs now (RepresentativeUnit)
 //    of every class the pool serves (of those with a forecast, when any
 //    has one), else the cheapest on-demand type for that shape. Empty
-//    on-demand nodes of that type the plan removes are stopped into the
-//    capacity first (TerminationAction::park), then refills launched.
+//    nodes of that type the plan removes are stopped into the capacity
+//    first (TerminationAction::park): on-demand ones, and spot ones
+//    launched to stop on interruption (kWarmInterruptionTag); then refills
+//    launched. A spot refill carries that tag: the cloud stops it instead of
+//    ending it when it reclaims it (EC2: a persistent Spot request with
+//    interruption behaviour stop; Compute Engine: termination action STOP),
+//    and a one-time spot node cannot be stopped at all.
 //    Woken nodes are refilled in the same plan.
 //  - Retirements. Stopped nodes above the size, the oldest first, are
 //    terminated (TerminationKind::kEmpty, TerminationAction::warm) once
@@ -50,10 +62,16 @@
 
 namespace gpuscaler {
 
+// The tag (and node label) "stop" of a spot instance launched to be stopped,
+// not ended, when the cloud reclaims it, and so one that can be stopped on
+// request: a refill of spot warm capacity.
+inline constexpr const char* kWarmInterruptionTag = "gpuscaler.io/interruption-behavior";
+
 // How many warm nodes `pool` should keep now (see the header comment), and
 // a note saying how that was decided (for the plan's notes).
 struct WarmTarget {
   int size = 0;
+  int spot = 0;  // of `size`, spot (pools[].warm.capacity_type)
   std::string note;
 };
 WarmTarget WarmTargetOf(const Snapshot& snapshot, const Policy& policy, const NodePoolPolicy& pool);
