@@ -60,10 +60,10 @@ class Probe {
 
   Session Holder() {
     Session s;
-    PGresult* r = PQexec(conn_,
-                         (std::string("SELECT pid, state, query FROM pg_stat_activity WHERE application_name = '") +
-                          kStoppedHolder + "'")
-                             .c_str());
+    PGresult* r = PQexec(
+        conn_, (std::string("SELECT pid, state, query FROM pg_stat_activity WHERE application_name = '") +
+                kStoppedHolder + "'")
+                   .c_str());
     if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
       s = {true, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2)};
     }
@@ -74,7 +74,8 @@ class Probe {
   // The SQLSTATE of locking the cluster's leadership row without waiting
   // ("" when it was free; 55P03 when another session holds it).
   std::string LockNowait() {
-    PGresult* r = PQexec(conn_, "BEGIN; SELECT term FROM leadership WHERE cluster = 'prod' FOR UPDATE NOWAIT");
+    PGresult* r =
+        PQexec(conn_, "BEGIN; SELECT term FROM leadership WHERE cluster = 'prod' FOR UPDATE NOWAIT");
     const char* code = PQresultErrorField(r, PG_DIAG_SQLSTATE);
     std::string state = PQresultStatus(r) == PGRES_TUPLES_OK ? "" : (code != nullptr ? code : "?");
     PQclear(r);
@@ -220,7 +221,8 @@ TEST_F(StoppedLeaderOnPostgres, ItsRowLockEndsAfterFiveIdleSecondsAndTheNextLead
       break;
     }
     ASSERT_EQ(::kill(child_, SIGCONT), 0);
-    ASSERT_FALSE(WaitChild(0ms).has_value()) << "the writing replica ended early:\n" << PauseReportText(report);
+    ASSERT_FALSE(WaitChild(0ms).has_value()) << "the writing replica ended early:\n"
+                                             << PauseReportText(report);
   }
   ASSERT_TRUE(held.found) << "never caught holding the fence lock in " << tries << " stops";
   ASSERT_EQ(probe.LockNowait(), "55P03") << "the stopped replica's session " << held.pid
@@ -247,7 +249,8 @@ TEST_F(StoppedLeaderOnPostgres, ItsRowLockEndsAfterFiveIdleSecondsAndTheNextLead
   Status committed = (*next)->CommitTick();
   ASSERT_TRUE(committed.ok()) << committed.error().ToString();
   const double took_s = std::chrono::duration<double>(SteadyClock::now() - claim_started).count();
-  EXPECT_LT(took_s, 10.0) << "the claim (" << claims << " tries) and first commit waited for the stopped replica";
+  EXPECT_LT(took_s, 10.0) << "the claim (" << claims
+                          << " tries) and first commit waited for the stopped replica";
   // About five seconds less the 200 ms it was watched idle: the claim did
   // wait for the stopped one's lock (else this test proves nothing).
   EXPECT_GT(took_s, 2.0) << "the claim waited for no lock";
@@ -274,11 +277,14 @@ TEST_F(StoppedLeaderOnPostgres, ItsRowLockEndsAfterFiveIdleSecondsAndTheNextLead
   ASSERT_TRUE(reader.ok()) << reader.error().ToString();
   Result<std::vector<std::pair<int64_t, int64_t>>> terms = (*reader)->DecisionTerms(0, 100000);
   ASSERT_TRUE(terms.ok()) << terms.error().ToString();
-  ASSERT_EQ(static_cast<int64_t>(terms->size()), std::stoll(landed) + 1) << "report:\n" << PauseReportText(report);
+  ASSERT_EQ(static_cast<int64_t>(terms->size()), std::stoll(landed) + 1) << "report:\n"
+                                                                         << PauseReportText(report);
   for (size_t i = 0; i + 1 < terms->size(); ++i) EXPECT_EQ((*terms)[i].second, 1) << "decision " << i;
   EXPECT_EQ(terms->back().second, 2);
-  std::printf("stopped leader: caught holding the fence lock after %d stops; the next leader's claim (%d tries) "
-              "and first commit took %.2f s\n", tries, claims, took_s);
+  std::printf(
+      "stopped leader: caught holding the fence lock after %d stops; the next leader's claim (%d tries) "
+      "and first commit took %.2f s\n",
+      tries, claims, took_s);
 }
 
 }  // namespace
