@@ -256,5 +256,36 @@ TEST_F(PostgresCopy, EveryTableAndColumnOfTheSchemaArrivesWhole) {
   EXPECT_GE(filled, 6) << "the demo store fills too few tables for this test to mean much";
 }
 
+// A cluster's learned state is copied when the target has none for it, and
+// kept when it has (its controller runs there now: the target's is newer).
+TEST_F(PostgresCopy, LearnedStateIsCopiedUnlessTheTargetHasTheClustersOwn) {
+  const std::string east = scratch_.File("east-learned.db"), west = scratch_.File("west-learned.db");
+  WriteClusterStore(east, "east", 2.5);
+  WriteClusterStore(west, "west", 3.25);
+  const std::string shared = databases_.Get("learned");
+  for (const auto& [path, cluster] : {std::pair{east, "east"}, std::pair{west, "west"}}) {
+    Result<std::unique_ptr<SqliteAuditStore>> store = SqliteAuditStore::Open(path);
+    ASSERT_TRUE(store.ok()) << store.error().ToString();
+    ASSERT_TRUE(
+        (*store)->SaveLearnedState(cluster, testing_store::T(1'800'000'100), "{\"from\":\"file\"}").ok());
+  }
+  {
+    Result<std::unique_ptr<SqliteAuditStore>> target = SqliteAuditStore::Open(shared);
+    ASSERT_TRUE(target.ok()) << target.error().ToString();
+    ASSERT_TRUE(
+        (*target)->SaveLearnedState("west", testing_store::T(1'800'000'200), "{\"from\":\"target\"}").ok());
+  }
+  ASSERT_TRUE(CopyAuditStore(east, shared).ok());
+  Result<CopySummary> second = CopyAuditStore(west, shared);
+  ASSERT_TRUE(second.ok()) << second.error().ToString();
+  Result<std::unique_ptr<SqliteAuditStore>> target = SqliteAuditStore::Open(shared);
+  ASSERT_TRUE(target.ok()) << target.error().ToString();
+  Result<std::optional<std::string>> copied = (*target)->LearnedState("east");
+  Result<std::optional<std::string>> kept = (*target)->LearnedState("west");
+  ASSERT_TRUE(copied.ok() && kept.ok());
+  EXPECT_EQ(copied->value_or("none"), "{\"from\":\"file\"}");
+  EXPECT_EQ(kept->value_or("none"), "{\"from\":\"target\"}");
+}
+
 }  // namespace
 }  // namespace gpuscaler::report::postgres_copy_test
