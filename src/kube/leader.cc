@@ -112,7 +112,6 @@ bool LeaderElector::Write(const std::string& method, const std::string& path, co
 }
 
 bool LeaderElector::TryAcquireOrRenew() {
-  const SteadyTime now = clock_.Now();
   const std::string now_text = FormatMicroTime(clock_.WallNow());
   const std::string path = LeasePath() + "/" + options_.lease_name;
   Result<ApiResponse> got = client_.Get(path);
@@ -144,6 +143,11 @@ bool LeaderElector::TryAcquireOrRenew() {
     return IsLeader();
   }
   {
+    // A record is seen when the answer arrives, not when the try began: a
+    // process stopped in between (SIGSTOP, a long GC-like pause) would
+    // otherwise date a holder's fresh renewal from before its stop, and take
+    // over a live Lease one retry later.
+    const SteadyTime now = clock_.Now();
     std::lock_guard<std::mutex> lock(mu_);
     if (!observed_ || !(*observed_ == current)) {
       observed_ = current;

@@ -1,9 +1,14 @@
 #include "gpuscaler/store/copy.h"
 
+#include <algorithm>
+#include <cctype>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gpuscaler/store/database_url.h"
@@ -19,174 +24,148 @@ using store_internal::Connection;
 using store_internal::Query;
 
 enum class CopyKind { kInt, kReal, kText, kBlob };
-enum class CopyRemap { kNone, kRun, kDecision };
 
 struct CopiedColumn {
-  const char* name;
-  CopyKind kind;
-  CopyRemap remap = CopyRemap::kNone;
+  std::string name;
+  CopyKind kind = CopyKind::kText;
+  // The table whose made key this column refers to ("": none): the value
+  // becomes that row's id in the target.
+  std::string remap;
 };
 
-// One table as the copy moves it. `new_ids`: the target makes the row's id
-// (RETURNING id), recorded for the rows that refer to it; `ignore_same`:
-// a row the target has already (shared by several stores: price samples,
-// policies) is kept as it is.
+// One table as the copy moves it. `key`: an INTEGER PRIMARY KEY of its own
+// (no reference), which the target makes (RETURNING it when `new_ids`: other
+// rows refer to it); `ignore_same`: a row the target has already (shared by
+// several stores) is kept as it is.
 struct CopiedTable {
-  const char* name;
+  std::string name;
   std::vector<CopiedColumn> columns;
-  CopyRemap new_ids = CopyRemap::kNone;
+  std::string key;
+  bool new_ids = false;
   bool ignore_same = false;
 };
 
-// Every table of the schema but schema_version, installation and
-// leadership (the target's own: which replica may write it now), in an order
-// where references come first.
-const std::vector<CopiedTable>& CopiedTables() {
-  static const std::vector<CopiedTable> tables = {
-      {"runs",
-       {{"name", CopyKind::kText},
-        {"source", CopyKind::kText},
-        {"policy_hash", CopyKind::kText},
-        {"started", CopyKind::kInt},
-        {"ended", CopyKind::kInt},
-        {"cloud", CopyKind::kText},
-        {"instance_tags_json", CopyKind::kText},
-        {"pool_tags_json", CopyKind::kText}},
-       CopyRemap::kRun},
-      {"decisions",
-       {{"time", CopyKind::kInt},
-        {"source", CopyKind::kText},
-        {"policy_name", CopyKind::kText},
-        {"policy_hash", CopyKind::kText},
-        {"pending_units", CopyKind::kInt},
-        {"nodes", CopyKind::kInt},
-        {"signals_json", CopyKind::kText},
-        {"snapshot_summary_json", CopyKind::kText},
-        {"plan_json", CopyKind::kText},
-        {"summary", CopyKind::kText},
-        {"cost_before_usd_per_hour", CopyKind::kReal},
-        {"cost_after_usd_per_hour", CopyKind::kReal},
-        {"expected_interruption_usd_per_hour", CopyKind::kReal},
-        {"scale_down_blocked", CopyKind::kInt},
-        {"run_id", CopyKind::kInt, CopyRemap::kRun},
-        {"leader_term", CopyKind::kInt}},
-       CopyRemap::kDecision},
-      {"policies",
-       {{"hash", CopyKind::kText}, {"name", CopyKind::kText}, {"policy_json", CopyKind::kText}},
-       CopyRemap::kNone,
-       true},
-      {"decision_inputs",
-       {{"decision_id", CopyKind::kInt, CopyRemap::kDecision},
-        {"snapshot_codec", CopyKind::kText},
-        {"snapshot_bytes", CopyKind::kInt},
-        {"snapshot", CopyKind::kBlob},
-        {"policy_hash", CopyKind::kText},
-        {"planner_plan_json", CopyKind::kText}}},
-      {"actions",
-       {{"decision_id", CopyKind::kInt, CopyRemap::kDecision},
-        {"kind", CopyKind::kText},
-        {"idempotency_token", CopyKind::kText},
-        {"pool", CopyKind::kText},
-        {"instance_type", CopyKind::kText},
-        {"region", CopyKind::kText},
-        {"zone", CopyKind::kText},
-        {"capacity_type", CopyKind::kText},
-        {"usd_per_hour", CopyKind::kReal},
-        {"on_demand_usd_per_hour", CopyKind::kReal},
-        {"interruptions_per_hour", CopyKind::kReal},
-        {"count", CopyKind::kInt},
-        {"instance_ids_json", CopyKind::kText},
-        {"reason", CopyKind::kText},
-        {"outcome", CopyKind::kText},
-        {"detail", CopyKind::kText},
-        {"result_instance_ids_json", CopyKind::kText}}},
-      {"nodes",
-       {{"instance_id", CopyKind::kText},
-        {"node_id", CopyKind::kText},
-        {"pool", CopyKind::kText},
-        {"instance_type", CopyKind::kText},
-        {"region", CopyKind::kText},
-        {"zone", CopyKind::kText},
-        {"capacity_type", CopyKind::kText},
-        {"launch_usd_per_hour", CopyKind::kReal},
-        {"on_demand_usd_per_hour", CopyKind::kReal},
-        {"interruptions_per_hour", CopyKind::kReal},
-        {"gpu_count", CopyKind::kInt},
-        {"launch_time", CopyKind::kInt},
-        {"end_time", CopyKind::kInt},
-        {"decision_id", CopyKind::kInt, CopyRemap::kDecision},
-        {"reason", CopyKind::kText},
-        {"cause", CopyKind::kText},
-        {"run_id", CopyKind::kInt, CopyRemap::kRun},
-        {"reservation_id", CopyKind::kText}}},
-      {"node_prices",
-       {{"instance_id", CopyKind::kText}, {"from_time", CopyKind::kInt}, {"usd_per_hour", CopyKind::kReal}}},
-      {"price_samples",
-       {{"time", CopyKind::kInt},
-        {"instance_type", CopyKind::kText},
-        {"region", CopyKind::kText},
-        {"zone", CopyKind::kText},
-        {"capacity_type", CopyKind::kText},
-        {"usd_per_hour", CopyKind::kReal},
-        {"on_demand_usd_per_hour", CopyKind::kReal},
-        {"interruptions_per_hour", CopyKind::kReal},
-        {"available", CopyKind::kInt}},
-       CopyRemap::kNone,
-       true},
-      {"usage",
-       {{"end_time", CopyKind::kInt},
-        {"instance_id", CopyKind::kText},
-        {"workload_class", CopyKind::kText},
-        {"team", CopyKind::kText},
-        {"start_time", CopyKind::kInt},
-        {"gpu_seconds_allocated", CopyKind::kReal},
-        {"gpu_seconds_busy", CopyKind::kReal},
-        {"run_id", CopyKind::kInt, CopyRemap::kRun}}},
-      {"lost_work",
-       {{"instance_id", CopyKind::kText},
-        {"time", CopyKind::kInt},
-        {"workload_class", CopyKind::kText},
-        {"team", CopyKind::kText},
-        {"gpu_seconds", CopyKind::kReal},
-        {"run_id", CopyKind::kInt, CopyRemap::kRun}}},
-      {"monthly_usage",
-       {{"run_id", CopyKind::kInt, CopyRemap::kRun},
-        {"month_start", CopyKind::kInt},
-        {"workload_class", CopyKind::kText},
-        {"team", CopyKind::kText},
-        {"pool", CopyKind::kText},
-        {"capacity_type", CopyKind::kText},
-        {"cost_usd", CopyKind::kReal},
-        {"idle_usd", CopyKind::kReal},
-        {"on_demand_usd", CopyKind::kReal},
-        {"gpu_seconds_paid", CopyKind::kReal},
-        {"gpu_seconds_allocated", CopyKind::kReal},
-        {"gpu_seconds_busy", CopyKind::kReal},
-        {"gpu_seconds_busy_measured", CopyKind::kReal}}},
-      {"reservations",
-       {{"run_id", CopyKind::kInt, CopyRemap::kRun},
-        {"id", CopyKind::kText},
-        {"first_seen", CopyKind::kInt},
-        {"last_seen", CopyKind::kInt},
-        {"instance_type", CopyKind::kText},
-        {"region", CopyKind::kText},
-        {"zone", CopyKind::kText},
-        {"kind", CopyKind::kText},
-        {"total_count", CopyKind::kInt},
-        {"start_time", CopyKind::kInt},
-        {"end_time", CopyKind::kInt},
-        {"usd_per_hour", CopyKind::kReal},
-        {"upfront_usd", CopyKind::kReal},
-        {"tags_json", CopyKind::kText},
-        {"pools_json", CopyKind::kText}}},
-      // A cluster's learned state the target has already (its controller
-      // runs there now) is the newer one: kept.
-      {"learned_state",
-       {{"cluster", CopyKind::kText}, {"updated_at", CopyKind::kInt}, {"state_json", CopyKind::kText}},
-       CopyRemap::kNone,
-       true},
-  };
-  return tables;
+// Not copied: the target's own (its schema version and installation id;
+// leadership: which replica may write it now; rollup_state: merged by
+// CopyRollupMark).
+bool TargetsOwnTable(std::string_view table) {
+  for (std::string_view own : {"schema_version", "installation", "leadership", "rollup_state"})
+    if (table == own) return true;
+  return false;
+}
+
+// Rows the target keeps when it has them already: rows several stores share
+// (price samples of one market, policies by content hash), and a cluster's
+// learned state (its controller runs there now: the target's is the newer).
+bool TargetKeepsItsRow(std::string_view table) {
+  return table == "policies" || table == "price_samples" || table == "learned_state";
+}
+
+Result<CopyKind> KindOfDeclared(const std::string& table, const std::string& column, std::string type) {
+  for (char& c : type) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (type == "INTEGER") return CopyKind::kInt;
+  if (type == "REAL") return CopyKind::kReal;
+  if (type == "TEXT") return CopyKind::kText;
+  if (type == "BLOB") return CopyKind::kBlob;
+  return Error::Internal("copy: " + table + "." + column + " has type '" + type +
+                         "', which the copy does not move");
+}
+
+// The tables in `tables`' order, each after the tables it refers to.
+Result<std::vector<CopiedTable>> ReferencesFirst(
+    std::vector<CopiedTable> tables, const std::map<std::string, std::set<std::string>>& refers_to) {
+  std::vector<CopiedTable> ordered;
+  std::set<std::string> placed;
+  while (!tables.empty()) {
+    auto ready = std::find_if(tables.begin(), tables.end(), [&](const CopiedTable& t) {
+      for (const std::string& other : refers_to.at(t.name))
+        if (other != t.name && !placed.count(other)) return false;
+      return true;
+    });
+    if (ready == tables.end())
+      return Error::Internal("copy: the audit schema's tables refer to each other in a cycle");
+    placed.insert(ready->name);
+    ordered.push_back(std::move(*ready));
+    tables.erase(ready);
+  }
+  return ordered;
+}
+
+// What the copy moves, read from the schema's one description: the
+// migrations, applied to an empty in-memory SQLite database and read back
+// through its catalog (columns, their declared types, primary keys and
+// references). A new table or column is copied as it is; a reference to a
+// made key (runs.id, decisions.id) follows the row to its new id.
+Result<std::vector<CopiedTable>> DeriveCopiedTables() {
+  const std::string what = "reading the audit schema for the copy";
+  Result<std::shared_ptr<Connection>> opened =
+      Connection::Open(":memory:", SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, std::chrono::seconds(5));
+  if (!opened) return opened.error().WithContext(what);
+  Connection& schema = **opened;
+  if (Status s = store_internal::Migrate(schema, store_internal::AuditMigrations()); !s.ok())
+    return s.error().WithContext(what);
+  Result<Query> names = schema.Prepare(
+      "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY rowid");
+  if (!names) return names.error();
+  std::vector<CopiedTable> tables;
+  std::map<std::string, std::set<std::string>> refers_to;
+  // (table, column) -> referenced table, for references to a table's key.
+  std::map<std::pair<std::string, std::string>, std::pair<std::string, std::string>> references;
+  for (;;) {
+    Result<bool> more = names->Step(what);
+    if (!more) return more.error();
+    if (!*more) break;
+    CopiedTable t{names->Text(0), {}, "", false, false};
+    if (TargetsOwnTable(t.name)) continue;
+    t.ignore_same = TargetKeepsItsRow(t.name);
+    refers_to[t.name];
+    Result<Query> keys =
+        schema.Prepare("SELECT \"from\", \"table\", \"to\" FROM pragma_foreign_key_list(?1)");
+    if (!keys) return keys.error();
+    keys->Bind(1, t.name);
+    for (;;) {
+      Result<bool> row = keys->Step(what);
+      if (!row) return row.error();
+      if (!*row) break;
+      references[{t.name, keys->Text(0)}] = {keys->Text(1), keys->IsNull(2) ? "" : keys->Text(2)};
+      refers_to[t.name].insert(keys->Text(1));
+    }
+    Result<Query> columns = schema.Prepare("SELECT name, type, pk FROM pragma_table_info(?1) ORDER BY cid");
+    if (!columns) return columns.error();
+    columns->Bind(1, t.name);
+    int key_columns = 0;
+    std::string integer_key;
+    for (;;) {
+      Result<bool> row = columns->Step(what);
+      if (!row) return row.error();
+      if (!*row) break;
+      Result<CopyKind> kind = KindOfDeclared(t.name, columns->Text(0), columns->Text(1));
+      if (!kind) return kind.error();
+      if (columns->Int(2) > 0) {
+        ++key_columns;
+        if (*kind == CopyKind::kInt) integer_key = columns->Text(0);
+      }
+      t.columns.push_back({columns->Text(0), *kind, ""});
+    }
+    if (key_columns == 1 && !integer_key.empty() && !references.count({t.name, integer_key})) {
+      t.key = integer_key;
+      std::erase_if(t.columns, [&](const CopiedColumn& c) { return c.name == t.key; });
+    }
+    tables.push_back(std::move(t));
+  }
+  for (CopiedTable& t : tables) {
+    for (CopiedColumn& c : t.columns) {
+      auto ref = references.find({t.name, c.name});
+      if (ref == references.end()) continue;
+      auto target = std::find_if(tables.begin(), tables.end(),
+                                 [&](const CopiedTable& o) { return o.name == ref->second.first; });
+      if (target == tables.end() || target->key.empty()) continue;
+      if (!ref->second.second.empty() && ref->second.second != target->key) continue;
+      c.remap = target->name;
+      target->new_ids = true;
+    }
+  }
+  return ReferencesFirst(std::move(tables), refers_to);
 }
 
 Result<std::shared_ptr<Connection>> OpenCopyConnection(const std::string& db, bool read_only) {
@@ -203,24 +182,24 @@ Result<std::shared_ptr<Connection>> OpenCopyConnection(const std::string& db, bo
 struct Copier {
   Connection& from;
   Connection& to;
-  std::map<int64_t, int64_t> runs;
-  std::map<int64_t, int64_t> decisions;
+  // Made keys: the source's id -> the target's, by table.
+  std::map<std::string, std::map<int64_t, int64_t>> ids;
   CopySummary summary;
 
   Status CopyTable(const CopiedTable& t) {
     std::string names;
     std::string params;
     for (size_t i = 0; i < t.columns.size(); ++i) {
-      names += (i > 0 ? ", " : "") + std::string(t.columns[i].name);
+      names += (i > 0 ? ", " : "") + t.columns[i].name;
       params += (i > 0 ? ", ?" : "?") + std::to_string(i + 1);
     }
-    const bool keyed = t.new_ids != CopyRemap::kNone;
-    const std::string select = std::string("SELECT ") + (keyed ? "id, " : "") + names + " FROM " + t.name +
-                               (keyed ? " ORDER BY id" : "");
-    const std::string insert = "INSERT INTO " + std::string(t.name) + " (" + names + ") VALUES (" + params +
-                               ")" + (t.ignore_same ? " ON CONFLICT DO NOTHING" : "") +
-                               (keyed ? " RETURNING id" : "");
-    const std::string what = std::string("copying table ") + t.name;
+    const bool keyed = !t.key.empty();
+    const std::string select = "SELECT " + (keyed ? t.key + ", " : "") + names + " FROM " + t.name +
+                               (keyed ? " ORDER BY " + t.key : "");
+    const std::string insert = "INSERT INTO " + t.name + " (" + names + ") VALUES (" + params + ")" +
+                               (t.ignore_same ? " ON CONFLICT DO NOTHING" : "") +
+                               (t.new_ids ? " RETURNING " + t.key : "");
+    const std::string what = "copying table " + t.name;
     Result<Query> in = from.Prepare(select.c_str());
     if (!in) return in.error().WithContext(what);
     int64_t copied = 0;
@@ -237,10 +216,10 @@ struct Copier {
         const int param = static_cast<int>(i) + 1;
         if (in->IsNull(col)) {
           out->BindNull(param);
-        } else if (c.remap != CopyRemap::kNone) {
-          const std::map<int64_t, int64_t>& ids = c.remap == CopyRemap::kRun ? runs : decisions;
-          auto it = ids.find(in->Int(col));
-          if (it == ids.end()) {
+        } else if (!c.remap.empty()) {
+          const std::map<int64_t, int64_t>& made = ids[c.remap];
+          auto it = made.find(in->Int(col));
+          if (it == made.end()) {
             return Error::Internal(what + ": " + c.name + " " + std::to_string(in->Int(col)) +
                                    " refers to no row");
           }
@@ -257,7 +236,7 @@ struct Copier {
       }
       Result<bool> inserted = out->Step(what);
       if (!inserted) return inserted.error();
-      if (keyed) (t.new_ids == CopyRemap::kRun ? runs : decisions)[in->Int(0)] = out->Int(0);
+      if (t.new_ids) ids[t.name][in->Int(0)] = out->Int(0);
       ++copied;
     }
     summary.rows[t.name] = copied;
@@ -330,8 +309,10 @@ Result<CopySummary> CopyAuditStore(const std::string& from, const std::string& t
   Status s = in.Exec("BEGIN", "reading the source");
   if (s.ok()) s = out.Exec("BEGIN IMMEDIATE", "writing the target");
   if (s.ok()) s = CheckNotCopiedBefore(in, out);
-  Copier copier{in, out, {}, {}, {}};
-  for (size_t i = 0; s.ok() && i < CopiedTables().size(); ++i) s = copier.CopyTable(CopiedTables()[i]);
+  Result<std::vector<CopiedTable>> tables = DeriveCopiedTables();
+  if (!tables) return tables.error().WithContext(context);
+  Copier copier{in, out, {}, {}};
+  for (size_t i = 0; s.ok() && i < tables->size(); ++i) s = copier.CopyTable((*tables)[i]);
   if (s.ok()) s = copier.CopyRollupMark();
   if (s.ok()) s = out.Exec("COMMIT", "committing the copy");
   if (!s.ok() && !out.Autocommit()) (void)out.Exec("ROLLBACK", "rolling back the copy");

@@ -248,9 +248,11 @@ inline std::string DaemonConfigYaml(const std::string& emulator_url, const std::
 }
 
 // Starts `gpuscaler run --config dir/gpuscaler.yaml` with dummy static
-// credentials in its environment (and GPUSCALER_FAILPOINT when given).
+// credentials in its environment (and GPUSCALER_FAILPOINT when given), at
+// `log_level` ("debug", …; empty: the daemon's default).
 inline std::unique_ptr<ChildProcess> StartDaemon(const std::filesystem::path& dir, int tick_ms,
-                                                 const std::string& failpoint = "", int run = 0) {
+                                                 const std::string& failpoint = "", int run = 0,
+                                                 const std::string& log_level = "") {
   // posix_spawn copies this process's environment: set what the child needs,
   // spawn, then put ours back.
   ::setenv("AWS_ACCESS_KEY_ID", kAccessKey, 1);
@@ -265,11 +267,13 @@ inline std::unique_ptr<ChildProcess> StartDaemon(const std::filesystem::path& di
   }
   const std::string suffix = std::to_string(run);
   std::filesystem::remove(dir / "daemon.port");
-  auto p = std::make_unique<ChildProcess>(
-      std::vector<std::string>{GPUSCALER_BINARY, "run", "--config", (dir / "gpuscaler.yaml").string(), "--port-file",
-                               (dir / "daemon.port").string(), "--tick-interval-ms", std::to_string(tick_ms),
-                               "--grace-period", "60"},
-      dir / ("daemon" + suffix + ".out"), dir / ("daemon" + suffix + ".err"));
+  std::vector<std::string> argv{GPUSCALER_BINARY};
+  if (!log_level.empty()) argv.insert(argv.end(), {"--log-level", log_level});
+  argv.insert(argv.end(), {"run", "--config", (dir / "gpuscaler.yaml").string(), "--port-file",
+                           (dir / "daemon.port").string(), "--tick-interval-ms", std::to_string(tick_ms),
+                           "--grace-period", "60"});
+  auto p = std::make_unique<ChildProcess>(argv, dir / ("daemon" + suffix + ".out"),
+                                          dir / ("daemon" + suffix + ".err"));
   ::unsetenv("GPUSCALER_FAILPOINT");
   return p;
 }

@@ -8,8 +8,15 @@
 //    its outcome, around a termination, at the tick's commit);
 //  - SIGKILL after a random time of leading;
 //  - SIGSTOP (a long pause): the other replica takes over; the paused one
-//    is then continued and must write nothing (fencing) and act on nothing.
-// The killed replica is started again as the standby. After every run the
+//    is then continued and must write nothing (fencing) and act on nothing,
+//    and the successor must lead on: 40 more ticks (longer than a lease)
+//    with the Lease still its own and the continued one standing by.
+// The killed replica is started again at once, as a candidate beside the
+// standby (either may take over after a kill; after a pause only the
+// standby can). A replica started again may be armed with a failpoint; one
+// that dies at it as it takes over or right after (a second failure the
+// harness chose) is started again unarmed, and the run's checks go on with
+// whoever leads then. After every run the
 // invariants that must hold at every instant are checked (no instance
 // without a durable intent, none launched twice, decisions' leadership terms
 // never going back); at the end the leader settles the fleet and
@@ -19,7 +26,10 @@
 // (figures in bench/RESULTS.md, method in docs/reliability.md).
 //
 // GPUSCALER_FAILOVER_RUNS (default 12; the figure is a run of 100 or more)
-// and GPUSCALER_FAILOVER_SEED (default 1) change the campaign.
+// and GPUSCALER_FAILOVER_SEED (default 1) change the campaign;
+// GPUSCALER_FAILOVER_LOG_LEVEL (e.g. debug) is the replicas' --log-level,
+// and GPUSCALER_FAILOVER_KEEP_LOGS=DIR keeps every replica's logs of a
+// failed campaign in DIR/seed<N>.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -27,6 +37,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
+#include <sstream>
 
 #include "cli/daemon_ticks.h"
 #include "cloud/daemon_harness.h"
@@ -43,7 +55,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kTickMs = 100;
 constexpr int kJobsPerNode = 5;  // PolicyYaml: 5 queued jobs per one-GPU node
-
 
 struct Replica {
   std::filesystem::path dir;
@@ -112,7 +123,44 @@ class FailoverCampaign : public CliTest {
         r.process->Wait(30s);
       }
     }
+    // Every start's log of both replicas, for reading a failure whole.
+    if (const char* keep = std::getenv("GPUSCALER_FAILOVER_KEEP_LOGS");
+        keep != nullptr && *keep != '\0' && HasFailure()) {
+      std::error_code ec;
+      const std::filesystem::path to = std::filesystem::path(keep) / ("seed" + std::to_string(seed_));
+      std::filesystem::create_directories(to, ec);
+      for (const char* name : {"a", "b"}) {
+        std::filesystem::copy(
+            dir_ / name, to / name,
+            std::filesystem::copy_options::recursive | std::filesystem::copy_options::overwrite_existing, ec);
+      }
+      std::printf("failover campaign: logs kept in %s\n", to.c_str());
+    }
     CliTest::TearDown();
+  }
+
+  // The replica's gpuscaler_store_commit_errors_total, all causes; -1 when
+  // it does not answer.
+  static double StoreCommitErrors(const Replica& r) {
+    const uint16_t port = r.Port();
+    if (port == 0) return -1;
+    const HttpReply reply = HttpGet(port, "/metrics");
+    if (reply.status != 200) return -1;
+    double errors = 0;
+    std::istringstream lines(reply.body);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("gpuscaler_store_commit_errors_total", 0) == 0)
+        errors += std::stod(line.substr(line.rfind(' ')));
+    }
+    return errors;
+  }
+
+  // The Lease's leaseTransitions (-1 before there is a Lease): one more at
+  // every change of holder.
+  int64_t LeaseTransitions() const {
+    const std::optional<json> lease = api_.Get("leases", "gpuscaler/gpuscaler");
+    if (!lease) return -1;
+    return lease->value("spec", json::object()).value("leaseTransitions", int64_t{-1});
   }
 
   static void WriteIn(const std::filesystem::path& dir, const std::string& name, const std::string& text) {
@@ -121,7 +169,7 @@ class FailoverCampaign : public CliTest {
 
   void Start(Replica& r, const std::string& failpoint) {
     r.failpoint = failpoint;
-    r.process = StartDaemon(r.dir, kTickMs, failpoint, r.starts++);
+    r.process = StartDaemon(r.dir, kTickMs, failpoint, r.starts++, log_level_);
     ASSERT_TRUE(r.process->started());
     ASSERT_FALSE(WaitUntilServing(*r.process, r.dir).has_value()) << ReadAll(r.Log());
   }
@@ -188,6 +236,10 @@ class FailoverCampaign : public CliTest {
     return out;
   }
 
+  // GPUSCALER_FAILOVER_LOG_LEVEL: the replicas' --log-level (e.g. debug).
+  const char* log_level_env_ = std::getenv("GPUSCALER_FAILOVER_LOG_LEVEL");
+  std::string log_level_ = log_level_env_ != nullptr ? log_level_env_ : "";
+  uint64_t seed_ = 1;
   testing_store::TestDatabases databases_{testing_store::Backend::kPostgres};
   FakeApiServer api_;
   QueueDepthServer prometheus_{0};
@@ -199,6 +251,7 @@ class FailoverCampaign : public CliTest {
 TEST_F(FailoverCampaign, KilledOrPausedLeadersNeverDuplicateLoseOrWriteAfterTheirTerm) {
   const int runs = EnvInt("GPUSCALER_FAILOVER_RUNS", 12);
   const uint64_t seed = static_cast<uint64_t>(EnvInt("GPUSCALER_FAILOVER_SEED", 1));
+  seed_ = seed;
   std::mt19937_64 rng(seed);
   std::printf("failover campaign: seed=%llu runs=%d store=%s\n", static_cast<unsigned long long>(seed), runs,
               RedactDatabaseUrl(db_).c_str());
@@ -208,7 +261,7 @@ TEST_F(FailoverCampaign, KilledOrPausedLeadersNeverDuplicateLoseOrWriteAfterThei
   Start(replicas_[1], "");
 
   std::vector<int64_t> takeover_ms;
-  int failpoint_kills = 0, timer_kills = 0, pauses = 0, fenced = 0;
+  int failpoint_kills = 0, timer_kills = 0, pauses = 0, fenced = 0, restarted_took_over = 0;
   int target = 0;
   for (int run = 1; run <= runs; ++run) {
     const int leader = WaitForLeader(60s);
@@ -233,7 +286,8 @@ TEST_F(FailoverCampaign, KilledOrPausedLeadersNeverDuplicateLoseOrWriteAfterThei
       std::optional<int> code = old.process->Wait(leading_for);
       out = Clock::now();
       if (code) {
-        EXPECT_EQ(*code, 128 + SIGKILL) << "run " << run << ": exited " << *code << "\n" << ReadAll(old.Log());
+        EXPECT_EQ(*code, 128 + SIGKILL) << "run " << run << ": exited " << *code << "\n"
+                                        << ReadAll(old.Log());
         ++failpoint_kills;
       } else {
         old.process->Signal(SIGKILL);
@@ -252,6 +306,7 @@ TEST_F(FailoverCampaign, KilledOrPausedLeadersNeverDuplicateLoseOrWriteAfterThei
     // the other's. A replica that dies meanwhile is started again unarmed.
     int64_t baseline[2] = {next_ticks, mode == 2 ? 0 : old.Ticks()};
     Replica* order[2] = {&next, &old};
+    bool standby_died = false;
     int led = -1;
     const auto wait_until = Clock::now() + 60s;
     while (led < 0 && Clock::now() < wait_until) {
@@ -259,15 +314,18 @@ TEST_F(FailoverCampaign, KilledOrPausedLeadersNeverDuplicateLoseOrWriteAfterThei
         Replica& r = *order[k];
         if (mode == 2 && &r == &old) continue;  // stopped
         if (std::optional<int> code = r.process->Wait(0ms)) {
-          EXPECT_EQ(*code, 128 + SIGKILL) << "run " << run << ": exited " << *code << "\n" << ReadAll(r.Log());
+          EXPECT_EQ(*code, 128 + SIGKILL) << "run " << run << ": exited " << *code << "\n"
+                                          << ReadAll(r.Log());
           ++failpoint_kills;
           out = Clock::now();
           Start(r, "");
           baseline[k] = 0;
+          standby_died = standby_died || k == 0;
           continue;
         }
         const json status = r.Status();
-        if (status.is_object() && status.value("leader", false) && status.value("ticks", int64_t{0}) > baseline[k])
+        if (status.is_object() && status.value("leader", false) &&
+            status.value("ticks", int64_t{0}) > baseline[k])
           led = k;
       }
       if (led < 0) std::this_thread::sleep_for(20ms);
@@ -275,27 +333,56 @@ TEST_F(FailoverCampaign, KilledOrPausedLeadersNeverDuplicateLoseOrWriteAfterThei
     ASSERT_GE(led, 0) << "run " << run << ": no replica took over\n"
                       << DatabaseActivity() << ReadAll(next.Log()) << ReadAll(old.Log());
     takeover_ms.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - out).count());
-    if (mode == 2) {
-      // The paused leader wakes past its term: it must find the Lease gone
-      // and write nothing under its old term (FencedWrites below). Then
-      // some replica leads on.
-      old.process->Signal(SIGCONT);
-      const int64_t ticks_then = order[led]->Ticks();
-      const bool went_on = Eventually(
-          [&] {
-            for (Replica& r : replicas_) {
-              const json st = r.Status();
-              if (st.is_object() && st.value("leader", false) &&
-                  (&r != order[led] || st.value("ticks", int64_t{0}) >= ticks_then + 5))
-                return &r != &old || st.value("ticks", int64_t{0}) > 0;
-            }
-            return false;
-          },
-          60s);
-      ASSERT_TRUE(went_on) << "run " << run << ": no replica led on once the paused one went on\n"
-                           << DatabaseActivity() << "leader:\n" << ReadAll(order[led]->Log()) << "continued:\n"
-                           << ReadAll(old.Log());
+    // After a pause the standby is the only candidate and must take over.
+    // After a kill either may: the one started again is a candidate too, and
+    // wins when its first look at the Lease plus a lease duration comes
+    // before the standby's next try (client-go's rules give neither
+    // precedence).
+    ASSERT_TRUE(mode != 2 || led == 0) << "run " << run << ": the paused replica led";
+    if (mode != 2 && led == 1 && !standby_died) ++restarted_took_over;
+    Replica& successor = *order[led];
+    Replica& other = *order[1 - led];
+    const int64_t transitions = LeaseTransitions();
+    // A paused leader wakes past its term: it must find the Lease gone and
+    // write nothing under its old term (FencedWrites below).
+    if (mode == 2) old.process->Signal(SIGCONT);
+    // The successor leads on: it ticks on and the Lease stays its own. After
+    // a pause for longer than a lease (40 ticks of 100 ms): a successor that
+    // stalled once the paused one went on would be seen losing the Lease.
+    const int64_t ticks_then = successor.Ticks();
+    const int64_t more = mode == 2 ? 40 : 5;
+    int64_t transitions_now = transitions;
+    std::optional<int> successor_exit;
+    const bool led_on = Eventually(
+        [&] {
+          if ((successor_exit = successor.process->Wait(0ms))) return true;
+          transitions_now = LeaseTransitions();
+          if (transitions_now != transitions) return true;
+          const json st = successor.Status();
+          return st.is_object() && st.value("leader", false) &&
+                 st.value("ticks", int64_t{0}) >= ticks_then + more;
+        },
+        60s);
+    if (successor_exit) {
+      // Its own failpoint, armed at its start, ended it (the harness's kill).
+      EXPECT_EQ(*successor_exit, 128 + SIGKILL) << "run " << run << ": exited " << *successor_exit << "\n"
+                                                << ReadAll(successor.Log());
+      EXPECT_FALSE(successor.failpoint.empty()) << "run " << run << ": the successor died unarmed\n"
+                                                << ReadAll(successor.Log());
+      ++failpoint_kills;
+      std::printf(
+          "failover campaign: run %d (%s): the successor died at its armed failpoint %s after taking over; "
+          "started again unarmed\n",
+          run, mode == 2 ? "pause" : "kill", successor.failpoint.c_str());
+      Start(successor, "");
     }
+    ASSERT_TRUE(successor_exit || (led_on && transitions_now == transitions && !other.Leading()))
+        << "run " << run << " (" << (mode == 2 ? "pause" : "kill")
+        << "): the successor did not lead on (Lease transitions " << transitions << " then "
+        << transitions_now << ", ticks " << ticks_then << " then " << successor.Ticks() << ")\n"
+        << DatabaseActivity() << "successor:\n"
+        << ReadAll(successor.Log()) << "other:\n"
+        << ReadAll(other.Log());
     std::string error;
     std::optional<std::vector<CloudInstance>> cloud = emulator_->Instances(&error);
     ASSERT_TRUE(cloud.has_value()) << error;
@@ -330,12 +417,14 @@ TEST_F(FailoverCampaign, KilledOrPausedLeadersNeverDuplicateLoseOrWriteAfterThei
   int launched = 0;
   for (const CloudInstance& i : *cloud) launched += i.ours() ? 1 : 0;
   std::printf(
-      "failover campaign: runs=%d duplicate_launches=%d untracked_instances=%d lost_audit_rows=%d fenced_writes=%d "
-      "takeover_ms p50=%lld max=%lld (lease 3 s; failpoint kills %d, timer kills %d, pauses %d, instances "
-      "launched %d, seed %llu)\n",
+      "failover campaign: runs=%d duplicate_launches=%d untracked_instances=%d lost_audit_rows=%d "
+      "fenced_writes=%d "
+      "takeover_ms p50=%lld max=%lld (lease 3 s; failpoint kills %d, timer kills %d, pauses %d, taken over "
+      "by "
+      "the replica started again %d, instances launched %d, seed %llu)\n",
       runs, audit.duplicate_launches, audit.untracked_instances, audit.lost_audit_rows, fenced,
-      static_cast<long long>(p50), static_cast<long long>(max), failpoint_kills, timer_kills, pauses, launched,
-      static_cast<unsigned long long>(seed));
+      static_cast<long long>(p50), static_cast<long long>(max), failpoint_kills, timer_kills, pauses,
+      restarted_took_over, launched, static_cast<unsigned long long>(seed));
   EXPECT_EQ(audit.live, final_nodes) << audit.Summary();
   EXPECT_EQ(audit.duplicate_launches, 0) << audit.Summary();
   EXPECT_EQ(audit.untracked_instances, 0) << audit.Summary();
@@ -346,6 +435,64 @@ TEST_F(FailoverCampaign, KilledOrPausedLeadersNeverDuplicateLoseOrWriteAfterThei
   // plus a retry period and the standby's one-second look.
   EXPECT_LE(max, 2 * 3000 + 2000);
   EXPECT_GT(pauses + timer_kills + failpoint_kills, 0);
+}
+
+// A leader never loses its Lease because its store is slow: the Lease is
+// renewed on the elector's own thread, whatever the loop waits for. Another
+// session holds the cluster's leadership row (as the open commit of a
+// stopped replica would) while the leader's commits wait their lock timeout
+// (5 s each) and fail, twice: all along the Lease stays the leader's and is
+// renewed, and the standby stands by; once the row is free the leader ticks
+// on in the same term.
+TEST_F(FailoverCampaign, ALeaderWhoseStoreIsBlockedKeepsRenewingItsLease) {
+  Start(replicas_[0], "");
+  ASSERT_EQ(WaitForLeader(60s), 0) << ReadAll(replicas_[0].Log());
+  Start(replicas_[1], "");
+  Replica& leader = replicas_[0];
+  Replica& standby = replicas_[1];
+  const std::optional<json> before = api_.Get("leases", "gpuscaler/gpuscaler");
+  ASSERT_TRUE(before.has_value());
+  const std::string holder = before->at("spec").value("holderIdentity", "");
+  const int64_t transitions = LeaseTransitions();
+  const double errors_before = StoreCommitErrors(leader);
+  ASSERT_GE(errors_before, 0) << ReadAll(leader.Log());
+
+  PGconn* lock = PQconnectdb(db_.c_str());
+  ASSERT_EQ(PQstatus(lock), CONNECTION_OK) << PQerrorMessage(lock);
+  PGresult* held = PQexec(lock, "BEGIN; SELECT term FROM leadership WHERE cluster = 'test' FOR UPDATE");
+  const bool locked = PQresultStatus(held) == PGRES_TUPLES_OK && PQntuples(held) == 1;
+  PQclear(held);
+  std::set<std::string> renewals;
+  std::string lost;
+  const bool blocked =
+      locked && Eventually(
+                    [&] {
+                      const std::optional<json> lease = api_.Get("leases", "gpuscaler/gpuscaler");
+                      const json spec = lease ? lease->value("spec", json::object()) : json::object();
+                      if (spec.value("holderIdentity", "") != holder ||
+                          spec.value("leaseTransitions", int64_t{-1}) != transitions) {
+                        lost = spec.dump();
+                        return true;
+                      }
+                      renewals.insert(spec.value("renewTime", ""));
+                      return StoreCommitErrors(leader) >= errors_before + 2;
+                    },
+                    60s);
+  PQclear(PQexec(lock, "ROLLBACK"));
+  PQfinish(lock);
+  ASSERT_TRUE(locked) << "could not lock the leadership row\n" << DatabaseActivity();
+  ASSERT_TRUE(blocked && lost.empty())
+      << "the Lease changed hands while the leader's store was blocked: " << lost << "\n"
+      << DatabaseActivity() << "leader:\n"
+      << ReadAll(leader.Log()) << "standby:\n"
+      << ReadAll(standby.Log());
+  // Two commits waited 5 s each: a retry period's renewal every second.
+  EXPECT_GE(renewals.size(), 5u) << "the Lease was not renewed while the store was blocked";
+  EXPECT_FALSE(standby.Leading());
+  const int64_t ticks = leader.Ticks();
+  EXPECT_TRUE(Eventually([&] { return leader.Leading() && leader.Ticks() >= ticks + 5; }, 60s))
+      << ReadAll(leader.Log());
+  EXPECT_EQ(LeaseTransitions(), transitions);
 }
 
 }  // namespace

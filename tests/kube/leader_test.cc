@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "../fakes/fake_clock.h"
 #include "kube/kube_fixtures.h"
 
@@ -106,6 +108,60 @@ TEST_F(LeaderTest, WhenTheLeaderStopsRenewingTheOtherTakesOverWithinTheLeaseDura
     ASSERT_TRUE(b_.IsLeader());
     ASSERT_FALSE(a_.IsLeader());
   }
+}
+
+// A replica's clock as its thread reads it when the process is stopped
+// (SIGSTOP) right after one reading (steady or wall): that reading is from
+// before the stop, every later one from after it.
+class StoppedAfterAReading final : public Clock {
+ public:
+  explicit StoppedAfterAReading(FakeClock& base) : base_(base) {}
+  // The next reading is the last before a stop of `d`.
+  void StopAfterNextReading(Seconds d) { stop_for_ = d; }
+  SteadyTime Now() const override {
+    const SteadyTime t = base_.Now();
+    Stop();
+    return t;
+  }
+  WallTime WallNow() const override {
+    const WallTime t = base_.WallNow();
+    Stop();
+    return t;
+  }
+
+ private:
+  void Stop() const {
+    if (stop_for_.count() > 0) base_.Advance(std::exchange(stop_for_, Seconds(0)));
+  }
+  FakeClock& base_;
+  mutable Seconds stop_for_{0};
+};
+
+// A stopped between reading its clock and the Lease's answer (the window of
+// every try) wakes to find B's Lease, renewed a moment ago. That record is
+// new to A as of its answer, not as of the clock reading from before the
+// stop: one retry later it is 2 s old, not 22, and A stays a candidate.
+TEST_F(LeaderTest, AReplicaStoppedInTheMiddleOfATryDatesWhatItReadsFromWhenItWoke) {
+  StoppedAfterAReading stopped_clock(clock_a_);
+  LeaderElector a(client_, stopped_clock, Options("replica-a"));
+  ASSERT_TRUE(a.TryAcquireOrRenew());
+  ASSERT_FALSE(b_.TryAcquireOrRenew());
+  // A stops for 20 s right after its next try reads the clock; meanwhile B
+  // takes the unrenewed Lease over and renews it.
+  stopped_clock.StopAfterNextReading(Seconds(20));
+  clock_b_.Advance(Seconds(16));
+  ASSERT_TRUE(b_.TryAcquireOrRenew());
+  clock_b_.Advance(Seconds(2));
+  ASSERT_TRUE(b_.TryAcquireOrRenew());
+  EXPECT_FALSE(a.TryAcquireOrRenew());  // the try it was stopped in
+  // One retry period later, before B's next renewal.
+  clock_a_.Advance(Seconds(2));
+  EXPECT_FALSE(a.TryAcquireOrRenew()) << "took over a Lease renewed 2 s ago";
+  EXPECT_FALSE(a.IsLeader());
+  EXPECT_TRUE(b_.IsLeader());
+  const json lease = LeaseOnServer(server_);
+  EXPECT_EQ(lease["spec"]["holderIdentity"], "replica-b");
+  EXPECT_EQ(lease["spec"]["leaseTransitions"], 1);
 }
 
 // gpuscaler_leaderless_seconds: a Lease nobody renews is leaderless from

@@ -3,7 +3,11 @@
 // copied twice.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
 #include <map>
+#include <memory>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -85,6 +89,44 @@ void WriteClusterStore(const std::string& path, const std::string& cluster, doub
   ASSERT_TRUE(store.EndRun(T(t0 + 3600)).ok());
 }
 
+// Every row of `table` (its columns `columns`, of declared types `types`),
+// each rendered as one line, sorted: two stores hold the same rows when
+// these are equal, whatever their backends' orders and number formats.
+std::vector<std::string> SortedRows(store_internal::Connection& db, const std::string& table,
+                                    const std::vector<std::string>& columns,
+                                    const std::vector<std::string>& types) {
+  std::string sql = "SELECT ";
+  for (size_t i = 0; i < columns.size(); ++i) sql += (i > 0 ? ", " : "") + columns[i];
+  sql += " FROM " + table;
+  Result<store_internal::Query> q = db.Prepare(sql.c_str());
+  EXPECT_TRUE(q.ok()) << q.error().ToString();
+  std::vector<std::string> rows;
+  if (!q) return rows;
+  for (;;) {
+    Result<bool> more = q->Step("reading " + table);
+    EXPECT_TRUE(more.ok()) << more.error().ToString();
+    if (!more.ok() || !*more) break;
+    std::string row;
+    for (size_t i = 0; i < columns.size(); ++i) {
+      const int col = static_cast<int>(i);
+      if (q->IsNull(col))
+        row += "NULL";
+      else if (types[i] == "INTEGER")
+        row += std::to_string(q->Int(col));
+      else if (types[i] == "REAL")
+        row += std::to_string(q->Real(col));
+      else if (types[i] == "BLOB")
+        row += "blob:" + std::to_string(std::hash<std::string>()(q->Blob(col)));
+      else
+        row += "'" + q->Text(col) + "'";
+      row += " | ";
+    }
+    rows.push_back(std::move(row));
+  }
+  std::sort(rows.begin(), rows.end());
+  return rows;
+}
+
 class PostgresCopy : public ::testing::Test {
  protected:
   PostgresCopy() : databases_(gpuscaler::testing_store::Backend::kPostgres) {}
@@ -164,6 +206,85 @@ TEST_F(PostgresCopy, TwoClustersCopiedIntoOneDatabaseStayApartAndReportOneByOne)
   }
   EXPECT_NE(Render(shared, {{"run", "east"}, {"format", "csv"}}),
             Render(shared, {{"run", "west"}, {"format", "csv"}}));
+}
+
+// The copy moves what the schema holds, read from the schema itself: every
+// table but the target's own, every column, every row. Copied into an empty
+// database even the made ids are the source's.
+TEST_F(PostgresCopy, EveryTableAndColumnOfTheSchemaArrivesWhole) {
+  const std::string sqlite = Store("east");
+  const std::string postgres = databases_.Get("whole");
+  Result<CopySummary> copied = CopyAuditStore(sqlite, postgres);
+  ASSERT_TRUE(copied.ok()) << copied.error().ToString();
+  Result<std::shared_ptr<store_internal::Connection>> from =
+      store_internal::Connection::Open(sqlite, SQLITE_OPEN_READONLY, std::chrono::seconds(5));
+  ASSERT_TRUE(from.ok()) << from.error().ToString();
+  Result<std::shared_ptr<store_internal::PostgresConnection>> to =
+      store_internal::PostgresConnection::Connect({.url = postgres, .read_only = true});
+  ASSERT_TRUE(to.ok()) << to.error().ToString();
+  Result<store_internal::Query> tables =
+      (*from)->Prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'");
+  ASSERT_TRUE(tables.ok()) << tables.error().ToString();
+  const std::set<std::string> targets_own = {"schema_version", "installation", "leadership", "rollup_state"};
+  std::vector<std::string> names;
+  for (Result<bool> more = tables->Step("listing tables"); more.ok() && *more;
+       more = tables->Step("listing tables"))
+    names.push_back(tables->Text(0));
+  ASSERT_GT(names.size(), 10u);
+  int filled = 0;
+  for (const std::string& table : names) {
+    if (targets_own.count(table)) {
+      EXPECT_EQ(copied->rows.count(table), 0u) << table << " is the target's own";
+      continue;
+    }
+    ASSERT_EQ(copied->rows.count(table), 1u) << "table " << table << " was not copied";
+    Result<store_internal::Query> info =
+        (*from)->Prepare("SELECT name, upper(type) FROM pragma_table_info(?1) ORDER BY cid");
+    ASSERT_TRUE(info.ok()) << info.error().ToString();
+    info->Bind(1, table);
+    std::vector<std::string> columns, types;
+    for (Result<bool> more = info->Step("columns"); more.ok() && *more; more = info->Step("columns")) {
+      columns.push_back(info->Text(0));
+      types.push_back(info->Text(1));
+    }
+    const std::vector<std::string> source = SortedRows(**from, table, columns, types);
+    const std::vector<std::string> target = SortedRows(**to, table, columns, types);
+    EXPECT_EQ(copied->rows.at(table), static_cast<int64_t>(source.size())) << table;
+    EXPECT_EQ(source, target) << "table " << table << " differs after the copy";
+    filled += source.empty() ? 0 : 1;
+  }
+  EXPECT_GE(filled, 6) << "the demo store fills too few tables for this test to mean much";
+}
+
+// A cluster's learned state is copied when the target has none for it, and
+// kept when it has (its controller runs there now: the target's is newer).
+TEST_F(PostgresCopy, LearnedStateIsCopiedUnlessTheTargetHasTheClustersOwn) {
+  const std::string east = scratch_.File("east-learned.db"), west = scratch_.File("west-learned.db");
+  WriteClusterStore(east, "east", 2.5);
+  WriteClusterStore(west, "west", 3.25);
+  const std::string shared = databases_.Get("learned");
+  for (const auto& [path, cluster] : {std::pair{east, "east"}, std::pair{west, "west"}}) {
+    Result<std::unique_ptr<SqliteAuditStore>> store = SqliteAuditStore::Open(path);
+    ASSERT_TRUE(store.ok()) << store.error().ToString();
+    ASSERT_TRUE(
+        (*store)->SaveLearnedState(cluster, testing_store::T(1'800'000'100), "{\"from\":\"file\"}").ok());
+  }
+  {
+    Result<std::unique_ptr<SqliteAuditStore>> target = SqliteAuditStore::Open(shared);
+    ASSERT_TRUE(target.ok()) << target.error().ToString();
+    ASSERT_TRUE(
+        (*target)->SaveLearnedState("west", testing_store::T(1'800'000'200), "{\"from\":\"target\"}").ok());
+  }
+  ASSERT_TRUE(CopyAuditStore(east, shared).ok());
+  Result<CopySummary> second = CopyAuditStore(west, shared);
+  ASSERT_TRUE(second.ok()) << second.error().ToString();
+  Result<std::unique_ptr<SqliteAuditStore>> target = SqliteAuditStore::Open(shared);
+  ASSERT_TRUE(target.ok()) << target.error().ToString();
+  Result<std::optional<std::string>> copied = (*target)->LearnedState("east");
+  Result<std::optional<std::string>> kept = (*target)->LearnedState("west");
+  ASSERT_TRUE(copied.ok() && kept.ok());
+  EXPECT_EQ(copied->value_or("none"), "{\"from\":\"file\"}");
+  EXPECT_EQ(kept->value_or("none"), "{\"from\":\"target\"}");
 }
 
 }  // namespace
