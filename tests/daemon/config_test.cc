@@ -239,6 +239,37 @@ TEST(DaemonConfig, EveryFleetPoolNeedsWhatItLaunchesFrom) {
   EXPECT_TRUE(CheckPoolsCanLaunch(c, policy.policy).ok());
 }
 
+// Spot warm refills must be launched stop-capable, which only the simulated
+// cloud does yet: a daemon on a real cloud refuses the policy at start-up.
+TEST(DaemonConfig, SpotWarmCapacityIsRefusedOnARealCloudAndAcceptedOnTheSimulatedOne) {
+  const PolicyLoadResult policy = ParsePolicy(
+      "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+      "  - {name: cold}\n"
+      "  - {name: hot, warm: {size: 2, capacity_type: auto}}\n"
+      "  - {name: parked, warm: {size: 1}}\n",
+      "p.yaml");
+  ASSERT_TRUE(policy.ok()) << policy.status().error().message();
+  DaemonConfig c;
+  c.source_file = "d.yaml";
+  c.cloud.launch_template = "gpu-nodes";
+  for (const char* provider : {"aws", "gcp", "azure"}) {
+    c.cloud.provider = provider;
+    Status s = CheckPoolsCanLaunch(c, policy.policy);
+    ASSERT_FALSE(s.ok()) << provider;
+    EXPECT_NE(s.error().message().find("p.yaml: pools[1] 'hot': warm.capacity_type auto runs in the simulator and "
+                                       "the simulated cloud only; with cloud.provider " +
+                                       std::string(provider) + " use on-demand"),
+              std::string::npos)
+        << s.error().message();
+    EXPECT_EQ(s.error().message().find("'parked'"), std::string::npos) << "on-demand warm capacity is real";
+  }
+  c.dry_run = true;
+  EXPECT_TRUE(CheckPoolsCanLaunch(c, policy.policy).ok()) << "a dry run launches nothing";
+  c.dry_run = false;
+  c.cloud.provider = "simulated";
+  EXPECT_TRUE(CheckPoolsCanLaunch(c, policy.policy).ok());
+}
+
 TEST(DaemonConfig, ReadsGcpSettings) {
   const std::string text = R"(apiVersion: gpuscaler/v1
 kind: DaemonConfig
