@@ -169,7 +169,8 @@ EmulatorResponse CloudEmulator::Dispatch(const EmulatorRequest& request, Emulato
                                                 "DescribeCapacityReservations",
                                                 "RunInstances",
                                                 "StopInstances",
-                                                "StartInstances"};
+                                                "StartInstances",
+                                                "CancelSpotInstanceRequests"};
   static const std::vector<std::string> kAsg = {"SetDesiredCapacity", "DescribeAutoScalingGroups",
                                                 "TerminateInstanceInAutoScalingGroup", "DescribeScalingActivities",
                                                 "CreateOrUpdateTags", "PutWarmPool", "DescribeWarmPool", "DeleteWarmPool"};
@@ -220,6 +221,7 @@ EmulatorResponse CloudEmulator::Dispatch(const EmulatorRequest& request, Emulato
   if (action == "CreateOrUpdateTags") return CreateOrUpdateTags(p);
   if (action == "StopInstances") return StopInstances(p, now);
   if (action == "StartInstances") return StartInstances(p, now);
+  if (action == "CancelSpotInstanceRequests") return CancelSpotInstanceRequests(p);
   if (action == "PutWarmPool") return PutWarmPool(p, now);
   if (action == "DescribeWarmPool") return DescribeWarmPool(p);
   if (action == "DeleteWarmPool") return DeleteWarmPool(p, now);

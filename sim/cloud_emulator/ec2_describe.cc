@@ -69,8 +69,14 @@ void InstanceItemXml(std::string& body, const EmulatedInstance& i) {
   Leaf(body, "rootDeviceName", "/dev/xvda");
   body += "<blockDeviceMapping/>";
   if (i.lifecycle == CapacityType::kSpot) Leaf(body, "instanceLifecycle", "spot");
+  if (!i.spot_request_id.empty()) Leaf(body, "spotInstanceRequestId", i.spot_request_id);
   if (i.capacity_block) Leaf(body, "instanceLifecycle", "capacity-block");
-  if (stopped) {
+  if (stopped && i.interrupted) {
+    body += "<stateReason>";
+    Leaf(body, "code", "Server.SpotInstanceShutdown");
+    Leaf(body, "message", "Server.SpotInstanceShutdown: Spot instance interrupted");
+    body += "</stateReason>";
+  } else if (stopped) {
     const std::string code = i.hibernated ? "Client.UserInitiatedHibernate" : "Client.UserInitiatedShutdown";
     body += "<stateReason>";
     Leaf(body, "code", code);

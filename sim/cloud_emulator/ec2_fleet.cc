@@ -394,10 +394,12 @@ EmulatorResponse CloudEmulator::TerminateInstances(const Params& p, WallTime now
   }
   std::string body = Ec2Open("TerminateInstances", Uuid());
   body += "<instancesSet>";
+  std::vector<size_t> replaced;  // instances of persistent Spot requests
   for (const std::string& id : ids) {
     Instance& i = instances_[by_id_[id]];
     const std::string before = i.info.state;
     Terminate(i, now);
+    if (before != "shutting-down" && before != "terminated") replaced.push_back(by_id_[id]);
     body += "<item>";
     Leaf(body, "instanceId", id);
     body += "<currentState>";
@@ -409,6 +411,7 @@ EmulatorResponse CloudEmulator::TerminateInstances(const Params& p, WallTime now
     body += "</previousState></item>";
   }
   body += "</instancesSet>\n</TerminateInstancesResponse>\n";
+  for (size_t index : replaced) ReplacePersistentSpot(instances_[index], now);
   return {200, kXmlContentType, {}, body};
 }
 

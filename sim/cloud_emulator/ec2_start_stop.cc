@@ -1,5 +1,6 @@
 // StopInstances and StartInstances: the stopped state of an EBS-backed
-// instance (its volumes kept, no capacity held) and its way back.
+// instance (its volumes kept, no capacity held) and its way back; the
+// persistent Spot requests whose instances can be stopped.
 #include <algorithm>
 #include <map>
 #include <tuple>
@@ -52,7 +53,7 @@ EmulatorResponse CloudEmulator::StopInstances(const Params& p, WallTime now) {
       return Ec2Error(400, "IncorrectInstanceState",
                       "This instance '" + id + "' is not in a state from which it can be stopped.");
     }
-    if (i.info.lifecycle == CapacityType::kSpot) {
+    if (i.info.lifecycle == CapacityType::kSpot && i.info.spot_request_type != "persistent") {
       return Ec2Error(400, "UnsupportedOperation",
                       "You can't stop the Spot Instance '" + id +
                           "' because it is associated with a one-time Spot Instance request.");
@@ -83,6 +84,11 @@ EmulatorResponse CloudEmulator::StartInstances(const Params& p, WallTime now) {
       return Ec2Error(400, "IncorrectInstanceState",
                       "The instance '" + id + "' is not in a state from which it can be started.");
     }
+    if (i.info.state == "stopped" && i.info.interrupted) {
+      return Ec2Error(400, "IncorrectSpotRequestState",
+                      "The Spot Instance '" + id +
+                          "' was stopped by an interruption: only Amazon EC2 can start it, once capacity is back.");
+    }
     if (i.info.state == "stopped") ++wanted[{i.info.instance_type, i.info.zone, i.info.lifecycle}];
   }
   for (const auto& [offering, count] : wanted) {
@@ -103,6 +109,59 @@ EmulatorResponse CloudEmulator::StartInstances(const Params& p, WallTime now) {
   }
   body += "</instancesSet>\n</StartInstancesResponse>\n";
   return {200, kXmlContentType, {}, body};
+}
+
+EmulatorResponse CloudEmulator::CancelSpotInstanceRequests(const Params& p) {
+  const std::vector<std::string> ids = p.List("SpotInstanceRequestId");
+  if (ids.empty()) {
+    return Ec2Error(400, "MissingParameter", "The request must contain the parameter SpotInstanceRequestId");
+  }
+  for (const std::string& id : ids) {
+    const bool known = std::any_of(instances_.begin(), instances_.end(),
+                                   [&](const Instance& i) { return i.info.spot_request_id == id; });
+    if (!known) {
+      return Ec2Error(400, "InvalidSpotInstanceRequestID.NotFound",
+                      "The spot instance request ID '" + id + "' does not exist");
+    }
+  }
+  std::string body = Ec2Open("CancelSpotInstanceRequests", Uuid()) + "<spotInstanceRequestSet>";
+  for (const std::string& id : ids) {
+    for (Instance& i : instances_) {
+      if (i.info.spot_request_id == id) i.info.spot_request_cancelled = true;
+    }
+    body += "<item>";
+    Leaf(body, "spotInstanceRequestId", id);
+    Leaf(body, "state", "cancelled");
+    body += "</item>";
+  }
+  body += "</spotInstanceRequestSet>\n</CancelSpotInstanceRequestsResponse>\n";
+  return {200, kXmlContentType, {}, body};
+}
+
+void CloudEmulator::ReplacePersistentSpot(const Instance& gone, WallTime now) {
+  const EmulatedInstance& g = gone.info;
+  if (g.spot_request_type != "persistent" || g.spot_request_cancelled) return;
+  if (auto room = Room(g.instance_type, g.zone, CapacityType::kSpot, now); room && room->first < 1) return;
+  // Launch() may grow instances_: copy what the replacement keeps first.
+  const EmulatedInstance spec = g;
+  Instance& next = Launch(spec.instance_type, spec.zone, spec.subnet_id, CapacityType::kSpot, spec.tags,
+                          spec.client_token, NewId("r-", 17), now);
+  next.info.launch_template = spec.launch_template;
+  next.info.launch_template_version = spec.launch_template_version;
+  next.info.placement_group = spec.placement_group;
+  next.info.spot_request_id = spec.spot_request_id;
+  next.info.spot_request_type = spec.spot_request_type;
+  next.info.interruption_behavior = spec.interruption_behavior;
+}
+
+void CloudEmulator::RestartInterruptedSpot(WallTime now) {
+  for (Instance& i : instances_) {
+    if (i.info.state != "stopped" || !i.info.interrupted) continue;
+    if (auto room = Room(i.info.instance_type, i.info.zone, CapacityType::kSpot, now); room && room->first < 1)
+      continue;
+    i.info.interrupted = false;
+    StartInstance(i, now);
+  }
 }
 
 }  // namespace gpuscaler::sim

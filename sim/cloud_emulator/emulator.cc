@@ -58,7 +58,9 @@ Status CloudEmulator::InterruptLocked(const std::string& instance_id, Seconds no
       {"time", FormatRfc3339(now)},
       {"region", scenario_.region},
       {"resources", {"arn:aws:ec2:" + scenario_.region + ":" + scenario_.account_id + ":instance/" + instance_id}},
-      {"detail", {{"instance-id", instance_id}, {"instance-action", "terminate"}}}};
+      {"detail",
+       {{"instance-id", instance_id},
+        {"instance-action", i.info.interruption_behavior == "stop" ? "stop" : "terminate"}}}};
   Enqueue(event.dump(), now);
   pending_interruptions_.push_back({instance_id, now + notice});
   return Status::Ok();
@@ -97,15 +99,31 @@ void CloudEmulator::AdvanceLocked(WallTime now) {
       if (InterruptLocked(id, s.notice, now).ok()) --interruptions_left_[k];
     }
   }
+  std::vector<size_t> replaced;  // instances of persistent Spot requests
   for (auto it = pending_interruptions_.begin(); it != pending_interruptions_.end();) {
     if (now >= it->terminate_at) {
       auto idx = by_id_.find(it->instance_id);
-      if (idx != by_id_.end()) Terminate(instances_[idx->second], it->terminate_at);
+      if (idx != by_id_.end()) {
+        Instance& i = instances_[idx->second];
+        // Interruption behavior stop: a running instance is stopped (one the
+        // owner stopped meanwhile stays so), and EC2 starts it again later.
+        if (i.info.interruption_behavior == "stop") {
+          if (IsLive(i.info)) {
+            StopInstance(i, false, true, it->terminate_at);
+            i.info.interrupted = true;
+          }
+        } else {
+          if (IsLive(i.info)) replaced.push_back(idx->second);
+          Terminate(i, it->terminate_at);
+        }
+      }
       it = pending_interruptions_.erase(it);
     } else {
       ++it;
     }
   }
+  for (size_t index : replaced) ReplacePersistentSpot(instances_[index], now);
+  RestartInterruptedSpot(now);
   ReclaimCapacityBlocks(now);
   for (Instance& i : instances_) {
     if (i.info.state == "shutting-down" && i.shutting_down_at && now >= *i.shutting_down_at + scenario_.terminate_latency) {

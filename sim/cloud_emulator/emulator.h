@@ -17,7 +17,8 @@
 //    (stop), pending or running (start) is no change. A pending, shutting-down
 //    or terminated instance (and, for a start, a stopping one) fails the
 //    whole call with IncorrectInstanceState; a spot instance cannot be
-//    stopped (UnsupportedOperation); a start that the scenario's capacity
+//    stopped (UnsupportedOperation) unless RunInstances launched it with a
+//    persistent Spot request; a start that the scenario's capacity
 //    limits cannot hold fails whole with their error code (HTTP 500 for
 //    InsufficientInstanceCapacity, as RunInstances). A stopped instance holds
 //    no capacity.
@@ -88,6 +89,16 @@
 //    are terminated. DescribeInstances and RunInstances show
 //    capacityReservationId, capacityReservationSpecification and
 //    instanceLifecycle capacity-block.
+//  - Spot requests of RunInstances (MarketType spot; SpotOptions
+//    SpotInstanceType one-time|persistent, InstanceInterruptionBehavior
+//    terminate|stop, stop only with persistent, else
+//    InvalidParameterCombination): DescribeInstances shows
+//    spotInstanceRequestId. A persistent one's instance can be stopped and
+//    started; an interruption stops it (the warning's instance-action is
+//    stop) and EC2 starts it again once the capacity limits leave room (a
+//    StartInstances on it is IncorrectSpotRequestState until then);
+//    terminated while its request is not cancelled
+//    (CancelSpotInstanceRequests), it is replaced by a new instance.
 //  - SSM: GetParameter (JSON protocol) over the scenario's `ssm_parameters`;
 //    DescribeSecurityGroups over its `security_groups`; DescribeSubnets over
 //    its `subnets` (and `subnet_tags`), by SubnetId.N (an unknown id is
@@ -273,6 +284,14 @@ struct EmulatedInstance {
   std::string capacity_reservation_id;
   std::string capacity_reservation_preference = "open";
   bool capacity_block = false;  // launched with MarketType capacity-block
+  // RunInstances' Spot request (MarketType spot): its id ("sir-…",
+  // DescribeInstances' spotInstanceRequestId), SpotInstanceType ("one-time"
+  // or "persistent") and InstanceInterruptionBehavior ("terminate", "stop").
+  std::string spot_request_id;
+  std::string spot_request_type;
+  std::string interruption_behavior;
+  bool spot_request_cancelled = false;  // CancelSpotInstanceRequests
+  bool interrupted = false;  // stopped by a Spot interruption: only EC2 starts it again
 };
 
 // One request as the emulator answered it (Requests()).
@@ -483,6 +502,13 @@ class CloudEmulator : public EmulatorCore<EmulatorScenario, Ec2InstanceRecord, E
   std::optional<EmulatorResponse> ReadInstanceIds(const Params& p, std::vector<std::string>* ids);
   EmulatorResponse StopInstances(const Params& p, WallTime now);
   EmulatorResponse StartInstances(const Params& p, WallTime now);
+  EmulatorResponse CancelSpotInstanceRequests(const Params& p);
+  // A persistent Spot request whose instance was terminated while it was
+  // not cancelled: EC2 launches its replacement, where capacity allows.
+  void ReplacePersistentSpot(const Instance& gone, WallTime now);
+  // Instances stopped by an interruption are started again once the
+  // capacity limits leave spot room for them.
+  void RestartInterruptedSpot(WallTime now);
   EmulatorResponse DescribeInstances(const Params& p);
   EmulatorResponse DescribeSpotPriceHistory(const Params& p);
   // Auto Scaling (autoscaling.cc).

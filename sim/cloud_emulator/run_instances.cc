@@ -1,5 +1,6 @@
 // RunInstances: one instance type in one zone, from a launch template (or
-// an ImageId), optionally into a capacity reservation or a Capacity Block.
+// an ImageId), optionally into a capacity reservation or a Capacity Block,
+// or spot (a one-time or persistent Spot request).
 #include <algorithm>
 
 #include "sim/cloud_emulator/emulator_impl.h"
@@ -84,6 +85,24 @@ EmulatorResponse CloudEmulator::RunInstances(const Params& p, WallTime now) {
   }
   const std::string market = param("InstanceMarketOptions.MarketType");
   const CapacityType lifecycle = market == "spot" ? CapacityType::kSpot : CapacityType::kOnDemand;
+  std::string spot_type = param("InstanceMarketOptions.SpotOptions.SpotInstanceType");
+  std::string behavior = param("InstanceMarketOptions.SpotOptions.InstanceInterruptionBehavior");
+  if (market == "spot") {
+    if (spot_type.empty()) spot_type = "one-time";
+    if (behavior.empty()) behavior = "terminate";
+    if (spot_type != "one-time" && spot_type != "persistent") {
+      return Ec2Error(400, "InvalidParameterValue",
+                      "Value (" + spot_type + ") for parameter SpotInstanceType is invalid.");
+    }
+    if (behavior != "terminate" && behavior != "stop" && behavior != "hibernate") {
+      return Ec2Error(400, "InvalidParameterValue",
+                      "Value (" + behavior + ") for parameter InstanceInterruptionBehavior is invalid.");
+    }
+    if (behavior != "terminate" && spot_type != "persistent") {
+      return Ec2Error(400, "InvalidParameterCombination",
+                      "The interruption behavior " + behavior + " requires a persistent Spot request.");
+    }
+  }
   const SlotRequest slots{
       type, zone, param("CapacityReservationSpecification.CapacityReservationPreference"),
       param("CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId"),
@@ -122,6 +141,11 @@ EmulatorResponse CloudEmulator::RunInstances(const Params& p, WallTime now) {
       launched.info.tags["aws:ec2launchtemplate:version"] = launched.info.launch_template_version;
     }
     launched.info.placement_group = group;
+    if (market == "spot") {
+      launched.info.spot_request_id = NewId("sir-", 8);
+      launched.info.spot_request_type = spot_type;
+      launched.info.interruption_behavior = behavior;
+    }
     TakeSlot(launched, slots, now);
     InstanceItemXml(items, launched.info);
   }

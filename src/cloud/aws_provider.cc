@@ -115,11 +115,16 @@ Result<LaunchResult> AwsProvider::LaunchFleet(const LaunchRequest& request) {
     size_t end = begin;
     const CapacityType type = request.offerings[begin].capacity_type;
     while (end < request.offerings.size() && request.offerings[end].capacity_type == type) ++end;
-    if (type == CapacityType::kReserved) {
-      // One reservation per call: a run of one offering.
+    // Spot warm capacity: EC2 Fleet's instant type takes no persistent Spot
+    // request, the only kind that can be stopped.
+    const bool stoppable_spot = type == CapacityType::kSpot && TagOf(tags, kStopOnInterruptionTag) == "stop";
+    if (type == CapacityType::kReserved || stoppable_spot) {
+      // One reservation, or one spot offering, per call: a run of one offering.
       end = begin + 1;
       Status s =
-          LaunchReserved(request, begin, run, launch_template, *subnet_by_zone, tags, &remaining, &result);
+          stoppable_spot
+              ? LaunchStoppableSpot(request, begin, run, launch_template, *subnet_by_zone, tags, &remaining, &result)
+              : LaunchReserved(request, begin, run, launch_template, *subnet_by_zone, tags, &remaining, &result);
       if (!s.ok()) {
         // As a fleet run's failure: the whole call, or this offering's
         // error and what was launched before it.

@@ -389,7 +389,7 @@ Status AwsProvider::Terminate(const std::vector<std::string>& instance_ids) {
     }
   }
 
-  std::vector<std::string> foreign, plain, in_group;
+  std::vector<std::string> foreign, plain, in_group, spot_requests;
   std::map<std::string, int> leaving;  // by group
   for (const Ec2Instance& e : *described) {
     auto g = groups.find(TagOf(e.tags, kAsgGroupNameTag));
@@ -407,6 +407,8 @@ Status AwsProvider::Terminate(const std::vector<std::string>& instance_ids) {
       ++leaving[g->first];
     } else {
       plain.push_back(e.instance_id);
+      if (!e.spot_instance_request_id.empty() && TagOf(e.tags, kStopOnInterruptionTag) == "stop")
+        spot_requests.push_back(e.spot_instance_request_id);
     }
   }
   if (!foreign.empty()) {
@@ -431,6 +433,22 @@ Status AwsProvider::Terminate(const std::vector<std::string>& instance_ids) {
       return activity.error();
     }
   }
+  // A persistent Spot request whose instance is terminated opens again and
+  // launches a replacement: cancelled first, and nothing is terminated
+  // while it may still do so.
+  Status cancelled = ForEachChunk(spot_requests, 1000, [&](const std::vector<std::string>& chunk) -> Status {
+    const std::string context = "cancelling the spot requests of persistent spot instances";
+    Result<std::string> body = client_.Query("ec2", CancelSpotInstanceRequestsQuery(chunk));
+    if (body.ok()) return Status::Ok();
+    if (body.error().category() != ErrorCategory::kNotFound) return body.error().WithContext(context);
+    // A request EC2 no longer knows launches nothing: one by one, the others.
+    for (const std::string& id : chunk) {
+      Result<std::string> one = client_.Query("ec2", CancelSpotInstanceRequestsQuery({id}));
+      if (!one.ok() && one.error().category() != ErrorCategory::kNotFound) return one.error().WithContext(context);
+    }
+    return Status::Ok();
+  });
+  if (!cancelled.ok()) return cancelled;
   return TerminateEc2(plain);
 }
 

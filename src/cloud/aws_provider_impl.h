@@ -29,6 +29,12 @@ Status ForEachPage(AwsClient& client, std::string_view service, std::string_view
   }
 }
 
+// A launch request's tag asking for spot instances the cloud stops instead
+// of ending when it reclaims them (value "stop"): the controller's
+// kWarmInterruptionTag (solver/warm_pool.h), which this module cannot
+// include. On EC2 a persistent Spot request with interruption behavior stop.
+inline constexpr const char* kStopOnInterruptionTag = "gpuscaler.io/interruption-behavior";
+
 // The value of tag `key`, or "" when there is none.
 std::string TagOf(const std::map<std::string, std::string>& tags, const std::string& key);
 

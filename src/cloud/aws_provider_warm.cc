@@ -1,11 +1,13 @@
 // AwsProvider: warm capacity. Stopped fleet instances (StopInstances,
-// StartInstances) and Auto Scaling warm pools (PutWarmPool,
-// DescribeWarmPool).
+// StartInstances), the stoppable spot launches of spot warm capacity
+// (RunInstances with a persistent Spot request), and Auto Scaling warm
+// pools (PutWarmPool, DescribeWarmPool).
 #include <algorithm>
 #include <set>
 
 #include "aws_provider_impl.h"
 #include "gpuscaler/cloud/aws_provider.h"
+#include "gpuscaler/cloud/capacity_reservation_api.h"
 
 namespace gpuscaler::cloud {
 namespace {
@@ -84,6 +86,65 @@ Result<std::vector<Ec2Instance>> AwsProvider::DescribeOwned(const std::string& v
                                (verb == "stop" ? "stopped" : "started"));
   }
   return described;
+}
+
+Status AwsProvider::LaunchStoppableSpot(const LaunchRequest& request, size_t index, int run,
+                                        const LaunchTemplateRef& launch_template,
+                                        const std::map<std::string, std::string>& subnet_by_zone,
+                                        const std::map<std::string, std::string>& tags, int* remaining,
+                                        LaunchResult* result) {
+  const Offering& o = request.offerings[index];
+  RunInstancesRequest run_request;
+  run_request.launch_template = launch_template;
+  run_request.instance_type = o.instance_type;
+  if (auto s = subnet_by_zone.find(o.zone); s != subnet_by_zone.end()) {
+    run_request.subnet_id = s->second;
+  } else {
+    run_request.availability_zone = o.zone;
+  }
+  run_request.placement_group = request.placement_group;
+  run_request.max_count = *remaining;
+  // A gang's nodes: all that are left, or none from this offering.
+  run_request.min_count = request.all_or_nothing ? *remaining : 1;
+  run_request.client_token = ClientToken(request.idempotency_token, run);
+  run_request.instance_tags = tags;
+  run_request.market_type = "spot";
+  run_request.spot_instance_type = "persistent";
+  run_request.interruption_behavior = "stop";
+
+  Result<std::string> body = client_.Query("ec2", RunInstancesQuery(run_request));
+  Result<std::vector<Ec2Instance>> launched =
+      body.ok() ? ParseRunInstances(*body) : Result<std::vector<Ec2Instance>>(body.error());
+  if (!launched.ok()) {
+    // No spot capacity here: the next offering, as a fleet run's error.
+    if (launched.error().category() == ErrorCategory::kCapacity) {
+      result->errors.push_back({o.Key(), Error(ErrorCategory::kCapacity,
+                                               "RunInstances (persistent spot): " + launched.error().message())});
+      return Status::Ok();
+    }
+    return launched.error().WithContext("RunInstances (persistent spot)");
+  }
+  const WallTime now = clock_.WallNow();
+  for (const Ec2Instance& e : *launched) {
+    Instance inst;
+    inst.instance_id = e.instance_id;
+    inst.pool = request.pool;
+    inst.offering = o;
+    inst.launch_time = now;
+    inst.state = InstanceState::kPending;
+    inst.tags = tags;
+    inst.placement_group = request.placement_group;
+    launched_[e.instance_id] = o;
+    result->instances.push_back(std::move(inst));
+  }
+  const int got = static_cast<int>(launched->size());
+  if (got < *remaining) {
+    result->errors.push_back({o.Key(), Error(ErrorCategory::kCapacity,
+                                             "RunInstances (persistent spot): room for " + std::to_string(got) +
+                                                 " of " + std::to_string(*remaining))});
+  }
+  *remaining -= std::min(got, *remaining);
+  return Status::Ok();
 }
 
 Status AwsProvider::Stop(const std::vector<std::string>& instance_ids, WarmState state) {

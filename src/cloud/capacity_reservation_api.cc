@@ -69,6 +69,8 @@ QueryParams RunInstancesQuery(const RunInstancesRequest& r) {
   }
   AddIfSet(q, "LaunchTemplate.Version", r.launch_template.version);
   AddIfSet(q, "InstanceMarketOptions.MarketType", r.market_type);
+  AddIfSet(q, "InstanceMarketOptions.SpotOptions.SpotInstanceType", r.spot_instance_type);
+  AddIfSet(q, "InstanceMarketOptions.SpotOptions.InstanceInterruptionBehavior", r.interruption_behavior);
   AddIfSet(q, "CapacityReservationSpecification.CapacityReservationPreference",
            r.capacity_reservation_preference);
   AddIfSet(q, "CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId",

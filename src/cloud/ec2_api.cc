@@ -40,6 +40,7 @@ Ec2Instance ParseInstance(pugi::xml_node item) {
   i.capacity_reservation_preference =
       item.child("capacityReservationSpecification").child_value("capacityReservationPreference");
   i.capacity_block = std::string_view(item.child_value("instanceLifecycle")) == "capacity-block";
+  i.spot_instance_request_id = item.child_value("spotInstanceRequestId");
   return i;
 }
 
@@ -122,6 +123,12 @@ Result<std::vector<InstanceStateChange>> ParseTerminateInstances(std::string_vie
     return InstanceStateChange{item.child_value("instanceId"), item.child("previousState").child_value("name"),
                                item.child("currentState").child_value("name")};
   });
+}
+
+QueryParams CancelSpotInstanceRequestsQuery(const std::vector<std::string>& request_ids) {
+  QueryParams q = {{"Action", "CancelSpotInstanceRequests"}, {"Version", kEc2ApiVersion}};
+  AddList(q, "SpotInstanceRequestId", request_ids);
+  return q;
 }
 
 QueryParams DescribeInstancesQuery(const DescribeInstancesRequest& r) {

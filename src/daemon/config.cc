@@ -415,17 +415,19 @@ class ConfigReader {
 
 Status CheckPoolsCanLaunch(const DaemonConfig& config, const Policy& policy) {
   if (config.dry_run) return Status::Ok();
-  if (config.cloud.provider != "simulated") {
+  if (config.cloud.provider != "simulated" && config.cloud.provider != "aws") {
     // Spot warm refills must be launched stop-capable (a persistent Spot
-    // request, a Spot VM that stops); the cloud providers launch one-time
-    // spot capacity, which every stop of a refill would then fail on.
+    // request, a Spot VM that stops). The AWS provider launches them so (an
+    // `actuation: asg` pool with spot warm capacity is refused by the policy
+    // loader); the other cloud providers launch spot capacity that cannot
+    // be stopped, which every stop of a refill would then fail on.
     std::string problems;
     for (size_t i = 0; i < policy.pools.size(); ++i) {
       const NodePoolPolicy& pool = policy.pools[i];
       if (!pool.warm || pool.warm->capacity_type == WarmCapacityType::kOnDemand) continue;
       problems += "\n" + policy.source_file + ": pools[" + std::to_string(i) + "] '" + pool.name +
                   "': warm.capacity_type " + std::string(ToString(pool.warm->capacity_type)) +
-                  " runs in the simulator and the simulated cloud only; with cloud.provider " +
+                  " runs on AWS, the simulator and the simulated cloud only; with cloud.provider " +
                   config.cloud.provider + " use on-demand";
     }
     if (!problems.empty()) return Error::Config("pools that cannot launch:" + problems);

@@ -4,6 +4,7 @@
 // stopped once it runs); pending work wakes that stopped instance, the same
 // id, instead of a launch, and the pool is refilled; the audit store holds
 // the wake with the instance it started, and nothing is launched twice.
+// The same with spot warm capacity (a persistent Spot request that stops).
 #include "cli/http_get.h"
 #include "cloud/daemon_harness.h"
 
@@ -103,6 +104,75 @@ TEST_F(DaemonWarm, PendingWorkWakesTheStoppedNodeAndThePoolIsRefilled) {
   }
   EXPECT_EQ(wakes, 1);
   EXPECT_NE(refill, warm.id);
+}
+
+// A pool buying spot and on-demand whose warm capacity is spot (its nodes
+// stop on interruption); on-demand too, as the warm type of an empty pool
+// is the cheapest on-demand type for its classes' shape.
+std::string SpotWarmPolicy() {
+  std::string policy = PolicyYaml("[spot, on-demand]", true);
+  const std::string at = "    max_nodes: 20\n";
+  policy.insert(policy.find(at) + at.size(), "    warm: {size: 1, capacity_type: spot}\n");
+  return policy;
+}
+
+int SpotWarmCalls(EmulatorProcess& emulator, const std::string& action) {
+  int n = 0;
+  for (const nlohmann::json& r : emulator.Requests()) n += r.value("action", "") == action && r.value("status", 0) == 200;
+  return n;
+}
+
+// Spot warm capacity on AWS: the refill is a persistent Spot request that
+// stops on interruption (RunInstances, not a one-time fleet), stopped once
+// it runs; pending work starts it (the same id) instead of a launch; once
+// the work is gone, the node the pool has no room for is terminated with its
+// Spot request cancelled first, so EC2 launches no replacement.
+TEST_F(DaemonWarm, SpotWarmCapacityFillsAStoppableSpotNodeThatPendingWorkWakes) {
+  StartCloud("zones: [us-east-1a, us-east-1b]\nlaunch_latency: 2s\nstart_latency: 1s\nstop_latency: 1s\n"
+             "terminate_latency: 1s\n"
+             "spot_prices:\n"
+             "  - {instance_type: g5.xlarge, zone: us-east-1a, price: 0.30, at: -1h}\n"
+             "  - {instance_type: g5.xlarge, zone: us-east-1b, price: 0.45, at: -1h}\n");
+  Write("policy.yaml", SpotWarmPolicy());
+  Write("gpuscaler.yaml", DaemonConfigYaml(emulator_->url(), prometheus_.url()));
+  prometheus_.Set(0);
+  Start();
+  ASSERT_TRUE(Eventually([&] { return Ours("stopped").size() == 1; }, 60s)) << DaemonLog();
+  const CloudInstance warm = Ours("stopped")[0];
+  EXPECT_EQ(warm.lifecycle, CapacityType::kSpot);
+  EXPECT_EQ(warm.tags.count(kWarmTag), 1u);
+  EXPECT_EQ(warm.tags.count("gpuscaler.io/interruption-behavior"), 1u);
+  EXPECT_GE(SpotWarmCalls(*emulator_, "RunInstances"), 1) << emulator_->Requests().dump();
+  EXPECT_EQ(SpotWarmCalls(*emulator_, "CreateFleet"), 0) << "a one-time spot fleet cannot be stopped";
+  EXPECT_GE(SpotWarmCalls(*emulator_, "StopInstances"), 1);
+
+  prometheus_.Set(5);  // one GPU of work
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const std::vector<CloudInstance> running = Ours("running");
+        const std::vector<CloudInstance> stopped = Ours("stopped");
+        return running.size() == 1 && running[0].id == warm.id && stopped.size() == 1 && stopped[0].id != warm.id;
+      },
+      60s))
+      << DaemonLog();
+  EXPECT_GE(SpotWarmCalls(*emulator_, "StartInstances"), 1);
+  const std::string refill = Ours("stopped")[0].id;
+  EXPECT_EQ(Ours("stopped")[0].lifecycle, CapacityType::kSpot);
+
+  // No more work: the woken node is not needed, and the pool is full.
+  prometheus_.Set(0);
+  ASSERT_TRUE(Eventually([&] { return Ours("running").empty() && Ours("pending").empty(); }, 60s)) << DaemonLog();
+  ASSERT_TRUE(WaitForMoreDaemonTicks(dir_, 5)) << DaemonLog();
+  size_t ours = 0, live = 0;
+  for (const CloudInstance& i : emulator_->Instances().value_or(std::vector<CloudInstance>{})) {
+    ours += i.ours();
+    live += i.ours() && i.live();
+  }
+  EXPECT_EQ(live, 0u) << "a persistent request replaced a terminated node: " << DaemonLog();
+  EXPECT_EQ(ours, 2u) << "one woken, one refill: no launch for the work itself, no replacement";
+  ASSERT_EQ(Ours("stopped").size(), 1u) << DaemonLog();
+  EXPECT_EQ(Ours("stopped")[0].id, refill);
+  EXPECT_GE(SpotWarmCalls(*emulator_, "CancelSpotInstanceRequests"), 1) << DaemonLog();
 }
 
 }  // namespace

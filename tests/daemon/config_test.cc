@@ -241,7 +241,7 @@ TEST(DaemonConfig, EveryFleetPoolNeedsWhatItLaunchesFrom) {
 
 // Spot warm refills must be launched stop-capable, which only the simulated
 // cloud does yet: a daemon on a real cloud refuses the policy at start-up.
-TEST(DaemonConfig, SpotWarmCapacityIsRefusedOnARealCloudAndAcceptedOnTheSimulatedOne) {
+TEST(DaemonConfig, SpotWarmCapacityIsRefusedOnGcpAndAzureAndAcceptedOnAwsAndTheSimulatedCloud) {
   const PolicyLoadResult policy = ParsePolicy(
       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
       "  - {name: cold}\n"
@@ -252,12 +252,12 @@ TEST(DaemonConfig, SpotWarmCapacityIsRefusedOnARealCloudAndAcceptedOnTheSimulate
   DaemonConfig c;
   c.source_file = "d.yaml";
   c.cloud.launch_template = "gpu-nodes";
-  for (const char* provider : {"aws", "gcp", "azure"}) {
+  for (const char* provider : {"gcp", "azure"}) {
     c.cloud.provider = provider;
     Status s = CheckPoolsCanLaunch(c, policy.policy);
     ASSERT_FALSE(s.ok()) << provider;
-    EXPECT_NE(s.error().message().find("p.yaml: pools[1] 'hot': warm.capacity_type auto runs in the simulator and "
-                                       "the simulated cloud only; with cloud.provider " +
+    EXPECT_NE(s.error().message().find("p.yaml: pools[1] 'hot': warm.capacity_type auto runs on AWS, the simulator "
+                                       "and the simulated cloud only; with cloud.provider " +
                                        std::string(provider) + " use on-demand"),
               std::string::npos)
         << s.error().message();
@@ -268,6 +268,11 @@ TEST(DaemonConfig, SpotWarmCapacityIsRefusedOnARealCloudAndAcceptedOnTheSimulate
   c.dry_run = false;
   c.cloud.provider = "simulated";
   EXPECT_TRUE(CheckPoolsCanLaunch(c, policy.policy).ok());
+  // The AWS provider launches spot warm refills as persistent Spot requests
+  // that stop on interruption (fleet pools; asg ones are the policy's to refuse).
+  c.cloud.provider = "aws";
+  Status aws = CheckPoolsCanLaunch(c, policy.policy);
+  EXPECT_TRUE(aws.ok()) << aws.error().message();
 }
 
 TEST(DaemonConfig, ReadsGcpSettings) {

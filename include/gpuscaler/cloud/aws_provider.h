@@ -26,6 +26,17 @@
 //    LaunchRequest::placement_group every override also names that cluster
 //    placement group (Placement.GroupName), which the provider first finds
 //    or creates (EnsurePlacementGroup); an error there launches nothing.
+//  - Launch, spot warm capacity (fleet pools; the request tagged
+//    gpuscaler.io/interruption-behavior=stop, the controller's
+//    kWarmInterruptionTag): each spot offering is a run of its own, one
+//    RunInstances (as a reserved offering's below, without the reservation)
+//    with InstanceMarketOptions MarketType spot, SpotInstanceType persistent
+//    and InstanceInterruptionBehavior stop: the only spot instance EC2 lets
+//    its owner stop and start, and one EC2 stops (restarting it when
+//    capacity is back) rather than terminates when it reclaims it. A
+//    capacity error, or room for fewer than asked, is that offering's
+//    kCapacity OfferingError and the launch moves on; on-demand runs are
+//    CreateFleet as above.
 //  - Launch, a reserved offering (capacity type reserved, its
 //    reservation_id) in the request: a run of its own, one reservation per
 //    call. RunInstances with the pool's launch template (as the fleet's),
@@ -139,7 +150,10 @@
 //    (the group does not replace them); if that would take a group below
 //    its MinSize the call fails with kConfig and nothing is terminated. The
 //    others (stopped ones, and a group's warm pool instances, included):
-//    TerminateInstances in chunks of 1000.
+//    TerminateInstances in chunks of 1000; before it, the Spot requests of
+//    those launched to stop on interruption (below) are cancelled
+//    (CancelSpotInstanceRequests), as a persistent request would otherwise
+//    launch a replacement; a failed cancel terminates nothing.
 //  - Stop (warm fleet pools): DescribeInstances on the ids first; an id EC2
 //    does not know is kConfig, another installation's kInvalidInput (as
 //    Terminate), and nothing is stopped then. Instances already stopping or
@@ -281,6 +295,15 @@ class AwsProvider final : public CloudProvider {
                         const LaunchTemplateRef& launch_template,
                         const std::map<std::string, std::string>& subnet_by_zone,
                         const std::map<std::string, std::string>& tags, int* remaining, LaunchResult* result);
+  // Run `run` of a fleet launch: the spot offering request.offerings[index]
+  // of a launch tagged to stop on interruption (aws_provider_warm.cc). As
+  // LaunchReserved, through RunInstances with a persistent Spot request
+  // whose interruption behavior is stop (EC2 Fleet's instant type takes no
+  // persistent request); a capacity error is this offering's OfferingError.
+  Status LaunchStoppableSpot(const LaunchRequest& request, size_t index, int run,
+                             const LaunchTemplateRef& launch_template,
+                             const std::map<std::string, std::string>& subnet_by_zone,
+                             const std::map<std::string, std::string>& tags, int* remaining, LaunchResult* result);
   // Whether reservation `id` is an ODCR or a Capacity Block: as the last
   // ListReservations saw it, else DescribeCapacityReservations on the id.
   Result<ReservationKind> ReservationKindOf(const std::string& id);

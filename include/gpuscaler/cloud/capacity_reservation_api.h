@@ -86,8 +86,14 @@ struct RunInstancesRequest {
   std::string capacity_reservation_preference;
   std::string capacity_reservation_id;
   // InstanceMarketOptions.MarketType: "capacity-block" for a Capacity
-  // Block, "" not sent (on-demand).
+  // Block, "spot", or "" not sent (on-demand).
   std::string market_type;
+  // InstanceMarketOptions.SpotOptions (market "spot"; "" not sent):
+  // SpotInstanceType "one-time" or "persistent", and
+  // InstanceInterruptionBehavior "terminate", "stop" or "hibernate" (EC2
+  // takes stop and hibernate only on a persistent request).
+  std::string spot_instance_type;
+  std::string interruption_behavior;
 };
 QueryParams RunInstancesQuery(const RunInstancesRequest& request);
 // The launched instances (RunInstancesResponse's instancesSet).

@@ -104,6 +104,11 @@ QueryParams StartInstancesQuery(const std::vector<std::string>& instance_ids);
 // The instancesSet of a StopInstances or StartInstances answer (`action`).
 Result<std::vector<InstanceStateChange>> ParseInstanceStateChanges(std::string_view xml, const std::string& action);
 
+// Cancels Spot Instance requests (SpotInstanceRequestId.N), leaving their
+// instances as they are: what keeps a persistent request from launching a
+// replacement once its instance is terminated.
+QueryParams CancelSpotInstanceRequestsQuery(const std::vector<std::string>& request_ids);
+
 struct Filter {
   std::string name;  // "tag:gpuscaler.io/pool", "tag-key", "instance-state-name"
   std::vector<std::string> values;
@@ -138,6 +143,9 @@ struct Ec2Instance {
   // ("open", "none", "capacity-reservations-only"); empty when not shown.
   std::string capacity_reservation_preference;
   bool capacity_block = false;  // instanceLifecycle=capacity-block
+  // The Spot Instance request that launched it (spotInstanceRequestId);
+  // empty: none shown.
+  std::string spot_instance_request_id;
 };
 struct DescribeInstancesPage {
   std::vector<Ec2Instance> instances;  // across reservations, in document order
