@@ -13,6 +13,8 @@ namespace gpuscaler::cloud {
 namespace {
 
 constexpr size_t kIdsPerCall = 1000;  // EC2's limit on StopInstances and StartInstances
+// stateReason.code of an instance EC2 stopped on a Spot interruption.
+constexpr const char* kSpotInterruptionStopReason = "Server.SpotInstanceShutdown";
 
 std::string Join(const std::vector<std::string>& items) {
   std::string out;
@@ -165,10 +167,19 @@ Status AwsProvider::Start(const std::vector<std::string>& instance_ids) {
   if (instance_ids.empty()) return Status::Ok();
   Result<std::vector<Ec2Instance>> described = DescribeOwned("start", instance_ids);
   if (!described.ok()) return described.error();
-  std::vector<std::string> stopped, stopping;
+  std::vector<std::string> stopped, stopping, reclaimed;
   for (const Ec2Instance& e : *described) {
     if (e.state == "stopped") stopped.push_back(e.instance_id);
     if (e.state == "stopping") stopping.push_back(e.instance_id);
+    if ((e.state == "stopped" || e.state == "stopping") && e.state_reason_code == kSpotInterruptionStopReason)
+      reclaimed.push_back(e.instance_id);
+  }
+  // Only EC2 starts a spot instance it stopped on interruption, once its
+  // offering has capacity again: a shortage of that offering, for now.
+  if (!reclaimed.empty()) {
+    return Error::Capacity("start: " + Join(reclaimed) +
+                           " stopped by a Spot interruption (EC2 starts it again once capacity is back); none "
+                           "started");
   }
   // EC2 refuses to start an instance until it has stopped
   // (IncorrectInstanceState): worth another try shortly, not a config error.

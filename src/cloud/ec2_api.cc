@@ -41,6 +41,7 @@ Ec2Instance ParseInstance(pugi::xml_node item) {
       item.child("capacityReservationSpecification").child_value("capacityReservationPreference");
   i.capacity_block = std::string_view(item.child_value("instanceLifecycle")) == "capacity-block";
   i.spot_instance_request_id = item.child_value("spotInstanceRequestId");
+  i.state_reason_code = item.child("stateReason").child_value("code");
   return i;
 }
 

@@ -2,8 +2,9 @@
 // ManualClock): a launch tagged to stop on interruption goes out as
 // RunInstances with a persistent Spot request (offering by offering, past a
 // capacity error; a replay returns the same instance), and such an instance
-// stops and starts where a one-time one cannot; a reclaim stops it and EC2
-// starts it again once spot capacity is back; Terminate cancels its Spot
+// stops and starts where a one-time one cannot; a reclaim stops it (its
+// owner's start is then a capacity error) and EC2 starts it again once spot
+// capacity is back; Terminate cancels its Spot
 // request first, so EC2 launches no replacement.
 #include <gtest/gtest.h>
 
@@ -172,10 +173,19 @@ TEST_F(SpotWarmProvider, AReclaimStopsItAndEc2StartsItAgainOnceSpotCapacityIsBac
   EXPECT_EQ(stopped.state, "stopped");
   EXPECT_TRUE(stopped.interrupted);
 
-  // Only EC2 starts an interrupted instance again: its owner's start fails.
+  // Only EC2 starts an interrupted instance again: to its owner a shortage
+  // of the offering, and no StartInstances is sent.
   Status start = ours_->provider.Start(ids);
   ASSERT_FALSE(start.ok());
-  EXPECT_NE(start.error().message().find("IncorrectSpotRequestState"), std::string::npos) << start.error().ToString();
+  EXPECT_EQ(start.error().category(), ErrorCategory::kCapacity) << start.error().ToString();
+  EXPECT_NE(start.error().message().find("stopped by a Spot interruption"), std::string::npos)
+      << start.error().ToString();
+  EXPECT_EQ(Calls("StartInstances"), 0);
+  // EC2 refuses it too.
+  auto refused = ours_->client.Query("ec2", StartInstancesQuery(ids));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message().find("IncorrectSpotRequestState"), std::string::npos)
+      << refused.error().ToString();
 
   clock_.Advance(Seconds(1800 - 600 - 121));  // the shortage is over
   ASSERT_TRUE(ours_->provider.ListInstances().ok());

@@ -162,7 +162,10 @@
 //  - Start: the same checks; an instance still stopping is kTransient (EC2
 //    cannot start it yet) and nothing is started; pending or running ones are
 //    skipped; the stopped ones: StartInstances in chunks of 1000 (EC2 starts
-//    all of a call or none: InsufficientInstanceCapacity is kCapacity).
+//    all of a call or none: InsufficientInstanceCapacity is kCapacity). A
+//    spot instance EC2 stopped on interruption (stateReason
+//    Server.SpotInstanceShutdown) only EC2 starts again, once capacity is
+//    back: kCapacity, and nothing is started.
 //  - PutWarmPool: the group must be this cluster's (kConfig otherwise);
 //    PutWarmPool with MinSize = MaxGroupPreparedCapacity = size (both: the
 //    pool's size is then `size` whatever the desired capacity; without

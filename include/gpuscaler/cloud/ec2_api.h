@@ -146,6 +146,10 @@ struct Ec2Instance {
   // The Spot Instance request that launched it (spotInstanceRequestId);
   // empty: none shown.
   std::string spot_instance_request_id;
+  // stateReason.code ("Client.UserInitiatedShutdown",
+  // "Server.SpotInstanceShutdown": stopped by a Spot interruption); empty:
+  // none shown.
+  std::string state_reason_code;
 };
 struct DescribeInstancesPage {
   std::vector<Ec2Instance> instances;  // across reservations, in document order
