@@ -60,7 +60,7 @@ Status CloudEmulator::InterruptLocked(const std::string& instance_id, Seconds no
       {"resources", {"arn:aws:ec2:" + scenario_.region + ":" + scenario_.account_id + ":instance/" + instance_id}},
       {"detail",
        {{"instance-id", instance_id},
-        {"instance-action", i.info.interruption_behavior == "stop" ? "stop" : "terminate"}}}};
+        {"instance-action", i.info.interruption_behavior.empty() ? "terminate" : i.info.interruption_behavior}}}};
   Enqueue(event.dump(), now);
   pending_interruptions_.push_back({instance_id, now + notice});
   return Status::Ok();
@@ -105,11 +105,13 @@ void CloudEmulator::AdvanceLocked(WallTime now) {
       auto idx = by_id_.find(it->instance_id);
       if (idx != by_id_.end()) {
         Instance& i = instances_[idx->second];
-        // Interruption behavior stop: a running instance is stopped (one the
-        // owner stopped meanwhile stays so), and EC2 starts it again later.
-        if (i.info.interruption_behavior == "stop") {
+        // Interruption behavior stop or hibernate: a running instance is
+        // stopped (one the owner stopped meanwhile stays so), and EC2 starts
+        // it again later.
+        const std::string& behavior = i.info.interruption_behavior;
+        if (behavior == "stop" || behavior == "hibernate") {
           if (IsLive(i.info)) {
-            StopInstance(i, false, true, it->terminate_at);
+            StopInstance(i, behavior == "hibernate", true, it->terminate_at);
             i.info.interrupted = true;
           }
         } else {

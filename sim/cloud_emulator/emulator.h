@@ -94,8 +94,9 @@
 //    terminate|stop, stop only with persistent, else
 //    InvalidParameterCombination): DescribeInstances shows
 //    spotInstanceRequestId. A persistent one's instance can be stopped and
-//    started; an interruption stops it (the warning's instance-action is
-//    stop) and EC2 starts it again once the capacity limits leave room (a
+//    started; an interruption stops (or hibernates) it as its behavior says
+//    (the warning's instance-action) and EC2 starts it again once the
+//    capacity limits leave room (a
 //    StartInstances on it is IncorrectSpotRequestState until then);
 //    terminated while its request is not cancelled
 //    (CancelSpotInstanceRequests), it is replaced by a new instance.
