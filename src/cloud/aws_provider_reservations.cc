@@ -105,6 +105,26 @@ Status AwsProvider::LaunchReserved(const LaunchRequest& request, size_t index, i
   Result<ReservationKind> kind = ReservationKindOf(o.reservation_id);
   if (!kind.ok()) return failed(kind.error());
 
+  RunInstancesRequest run_request =
+      OfferingRunRequest(request, index, run, launch_template, subnet_by_zone, tags, *remaining);
+  run_request.capacity_reservation_preference = kReservationsOnly;
+  run_request.capacity_reservation_id = o.reservation_id;
+  if (*kind == ReservationKind::kCapacityBlock) run_request.market_type = kCapacityBlockMarket;
+
+  Result<std::string> body = client_.Query("ec2", RunInstancesQuery(run_request));
+  Result<std::vector<Ec2Instance>> launched =
+      body.ok() ? ParseRunInstances(*body) : Result<std::vector<Ec2Instance>>(body.error());
+  if (!launched.ok()) return failed(launched.error());
+  TakeOfferingRun(*launched, request, index, tags, "RunInstances into " + o.reservation_id, remaining, result);
+  return Status::Ok();
+}
+
+RunInstancesRequest AwsProvider::OfferingRunRequest(const LaunchRequest& request, size_t index, int run,
+                                                    const LaunchTemplateRef& launch_template,
+                                                    const std::map<std::string, std::string>& subnet_by_zone,
+                                                    const std::map<std::string, std::string>& tags,
+                                                    int remaining) const {
+  const Offering& o = request.offerings[index];
   RunInstancesRequest run_request;
   run_request.launch_template = launch_template;
   run_request.instance_type = o.instance_type;
@@ -114,21 +134,20 @@ Status AwsProvider::LaunchReserved(const LaunchRequest& request, size_t index, i
     run_request.availability_zone = o.zone;
   }
   run_request.placement_group = request.placement_group;
-  run_request.max_count = *remaining;
-  // A gang's nodes: all that are left, or none from this reservation.
-  run_request.min_count = request.all_or_nothing ? *remaining : 1;
+  run_request.max_count = remaining;
+  // A gang's nodes: all that are left, or none from this offering.
+  run_request.min_count = request.all_or_nothing ? remaining : 1;
   run_request.client_token = ClientToken(request.idempotency_token, run);
   run_request.instance_tags = tags;
-  run_request.capacity_reservation_preference = kReservationsOnly;
-  run_request.capacity_reservation_id = o.reservation_id;
-  if (*kind == ReservationKind::kCapacityBlock) run_request.market_type = kCapacityBlockMarket;
+  return run_request;
+}
 
-  Result<std::string> body = client_.Query("ec2", RunInstancesQuery(run_request));
-  Result<std::vector<Ec2Instance>> launched =
-      body.ok() ? ParseRunInstances(*body) : Result<std::vector<Ec2Instance>>(body.error());
-  if (!launched.ok()) return failed(launched.error());
+void AwsProvider::TakeOfferingRun(const std::vector<Ec2Instance>& launched, const LaunchRequest& request,
+                                  size_t index, const std::map<std::string, std::string>& tags,
+                                  const std::string& what, int* remaining, LaunchResult* result) {
+  const Offering& o = request.offerings[index];
   const WallTime now = clock_.WallNow();
-  for (const Ec2Instance& e : *launched) {
+  for (const Ec2Instance& e : launched) {
     Instance inst;
     inst.instance_id = e.instance_id;
     inst.pool = request.pool;
@@ -140,14 +159,12 @@ Status AwsProvider::LaunchReserved(const LaunchRequest& request, size_t index, i
     launched_[e.instance_id] = o;
     result->instances.push_back(std::move(inst));
   }
-  const int got = static_cast<int>(launched->size());
+  const int got = static_cast<int>(launched.size());
   if (got < *remaining) {
-    result->errors.push_back({o.Key(), Error(ErrorCategory::kCapacity,
-                                             "RunInstances into " + o.reservation_id + ": room for " +
-                                                 std::to_string(got) + " of " + std::to_string(*remaining))});
+    result->errors.push_back({o.Key(), Error(ErrorCategory::kCapacity, what + ": room for " + std::to_string(got) +
+                                                                         " of " + std::to_string(*remaining))});
   }
   *remaining -= std::min(got, *remaining);
-  return Status::Ok();
 }
 
 }  // namespace gpuscaler::cloud

@@ -96,20 +96,8 @@ Status AwsProvider::LaunchStoppableSpot(const LaunchRequest& request, size_t ind
                                         const std::map<std::string, std::string>& tags, int* remaining,
                                         LaunchResult* result) {
   const Offering& o = request.offerings[index];
-  RunInstancesRequest run_request;
-  run_request.launch_template = launch_template;
-  run_request.instance_type = o.instance_type;
-  if (auto s = subnet_by_zone.find(o.zone); s != subnet_by_zone.end()) {
-    run_request.subnet_id = s->second;
-  } else {
-    run_request.availability_zone = o.zone;
-  }
-  run_request.placement_group = request.placement_group;
-  run_request.max_count = *remaining;
-  // A gang's nodes: all that are left, or none from this offering.
-  run_request.min_count = request.all_or_nothing ? *remaining : 1;
-  run_request.client_token = ClientToken(request.idempotency_token, run);
-  run_request.instance_tags = tags;
+  RunInstancesRequest run_request =
+      OfferingRunRequest(request, index, run, launch_template, subnet_by_zone, tags, *remaining);
   run_request.market_type = "spot";
   run_request.spot_instance_type = "persistent";
   run_request.interruption_behavior = "stop";
@@ -126,26 +114,7 @@ Status AwsProvider::LaunchStoppableSpot(const LaunchRequest& request, size_t ind
     }
     return launched.error().WithContext("RunInstances (persistent spot)");
   }
-  const WallTime now = clock_.WallNow();
-  for (const Ec2Instance& e : *launched) {
-    Instance inst;
-    inst.instance_id = e.instance_id;
-    inst.pool = request.pool;
-    inst.offering = o;
-    inst.launch_time = now;
-    inst.state = InstanceState::kPending;
-    inst.tags = tags;
-    inst.placement_group = request.placement_group;
-    launched_[e.instance_id] = o;
-    result->instances.push_back(std::move(inst));
-  }
-  const int got = static_cast<int>(launched->size());
-  if (got < *remaining) {
-    result->errors.push_back({o.Key(), Error(ErrorCategory::kCapacity,
-                                             "RunInstances (persistent spot): room for " + std::to_string(got) +
-                                                 " of " + std::to_string(*remaining))});
-  }
-  *remaining -= std::min(got, *remaining);
+  TakeOfferingRun(*launched, request, index, tags, "RunInstances (persistent spot)", remaining, result);
   return Status::Ok();
 }
 

@@ -214,6 +214,7 @@
 #include <vector>
 
 #include "gpuscaler/cloud/aws_client.h"
+#include "gpuscaler/cloud/capacity_reservation_api.h"
 #include "gpuscaler/cloud/ec2_api.h"
 #include "gpuscaler/cloud/node_template.h"
 #include "gpuscaler/cloud/placement_group_api.h"
@@ -307,6 +308,20 @@ class AwsProvider final : public CloudProvider {
                              const LaunchTemplateRef& launch_template,
                              const std::map<std::string, std::string>& subnet_by_zone,
                              const std::map<std::string, std::string>& tags, int* remaining, LaunchResult* result);
+  // What LaunchReserved and LaunchStoppableSpot share: the RunInstances
+  // request for offering request.offerings[index] (its zone's subnet, else
+  // the zone; the placement group; up to `remaining` nodes, all of them for
+  // a gang; the run's ClientToken and the tags), and, once it answered, its
+  // instances into `result` as pending nodes of the offering, a shortfall
+  // as an OfferingError saying `what` launched too few, and *remaining
+  // lowered.
+  RunInstancesRequest OfferingRunRequest(const LaunchRequest& request, size_t index, int run,
+                                         const LaunchTemplateRef& launch_template,
+                                         const std::map<std::string, std::string>& subnet_by_zone,
+                                         const std::map<std::string, std::string>& tags, int remaining) const;
+  void TakeOfferingRun(const std::vector<Ec2Instance>& launched, const LaunchRequest& request, size_t index,
+                       const std::map<std::string, std::string>& tags, const std::string& what, int* remaining,
+                       LaunchResult* result);
   // Whether reservation `id` is an ODCR or a Capacity Block: as the last
   // ListReservations saw it, else DescribeCapacityReservations on the id.
   Result<ReservationKind> ReservationKindOf(const std::string& id);
