@@ -166,9 +166,11 @@ void PolicyReader::ReadWarmPool(MapReader& pool_map, NodePoolPolicy* pool) {
   const auto buys = [&](CapacityType t) {
     return std::find(pool->capacity_types.begin(), pool->capacity_types.end(), t) != pool->capacity_types.end();
   };
-  if (warm.capacity_type != WarmCapacityType::kSpot && !buys(CapacityType::kOnDemand)) {
-    r_.ReportAt(pool_map.PathOf("warm"), "needs on-demand in capacity_types (its warm nodes are on-demand; "
-                                         "capacity_type: spot keeps spot ones)");
+  if (!buys(CapacityType::kOnDemand)) {
+    // The warm type is chosen among the pool's on-demand offerings, spot
+    // warm capacity's too: without them the pool would keep none.
+    r_.ReportAt(pool_map.PathOf("warm"), "needs on-demand in capacity_types (the warm type is chosen among "
+                                         "the pool's on-demand offerings, for capacity_type spot too)");
   }
   if (warm.capacity_type != WarmCapacityType::kOnDemand && pool->actuation == Actuation::kAsg) {
     r_.ReportAt(m.PathOf("capacity_type"), "an Auto Scaling group's warm pool holds no spot instances: use "

@@ -637,6 +637,10 @@ TEST(PolicyLoader, RejectsInvalidPoliciesWithFieldLineAndMessage) {
        "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
        "  - name: gpu\n    capacity_types: [spot]\n    warm: {size: 2}\n",
        false, "pools[0].warm", 7, "needs on-demand in capacity_types"},
+      {"spot warm capacity in a pool that buys only spot",
+       "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
+       "  - name: gpu\n    capacity_types: [spot]\n    warm: {size: 2, capacity_type: spot}\n",
+       false, "pools[0].warm", 7, "needs on-demand in capacity_types (the warm type is chosen among"},
       {"spot warm capacity in a pool that buys no spot",
        "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
        "  - name: gpu\n    capacity_types: [on-demand]\n    warm: {size: 2, capacity_type: spot}\n",
