@@ -11,6 +11,14 @@ double MarginalUsdPerHour(const Offering& offering) {
   return kReservedMarginalShare * od;
 }
 
+bool SpotOverCeiling(const Offering& offering, double max_price_fraction, double max_interruptions_per_hour) {
+  if (offering.capacity_type != CapacityType::kSpot) return false;
+  constexpr double kEpsilon = 1e-9;
+  const double od = offering.on_demand_usd_per_hour > 0 ? offering.on_demand_usd_per_hour : offering.usd_per_hour;
+  return offering.usd_per_hour > max_price_fraction * od + kEpsilon ||
+         std::max(0.0, offering.interruptions_per_hour) > max_interruptions_per_hour + kEpsilon;
+}
+
 double ShareOfNode(double gpu_w, int64_t cpu_milli, const InstanceType& t) {
   if (gpu_w > 0 && t.gpu_count > 0) return std::min(1.0, gpu_w / t.gpu_count);
   if (t.vcpus > 0) return std::min(1.0, static_cast<double>(cpu_milli) / (t.vcpus * 1000.0));

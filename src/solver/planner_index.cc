@@ -138,7 +138,7 @@ void Planner::BuildOptions() {
       op.reclaimed = op.spot && o.available && !snap_.reclaimed_spot_pools.empty() &&
                      Contains(snap_.reclaimed_spot_pools, o.Key());
       op.unavailable = !o.available || op.reclaimed;
-      op.over_ceiling = op.spot && (op.price > frac * op.od + kEps || op.ih > policy_.spot.max_interruptions_per_hour + kEps);
+      op.over_ceiling = SpotOverCeiling(o, frac, policy_.spot.max_interruptions_per_hour);
       op.usable = !op.unavailable && !op.over_ceiling;
       options_.push_back(op);
     }

@@ -103,9 +103,8 @@ WarmOfferingSet WarmOfferings(const Snapshot& snapshot, const Policy& policy, co
     if (o.capacity_type == CapacityType::kOnDemand) {
       out.on_demand.push_back(&o);
     } else if (o.capacity_type == CapacityType::kSpot && buys_spot &&
-               o.interruptions_per_hour <= policy.spot.max_interruptions_per_hour &&
-               (o.on_demand_usd_per_hour <= 0 ||
-                o.usd_per_hour <= o.on_demand_usd_per_hour * policy.spot.max_price_fraction_of_on_demand + 1e-12)) {
+               !SpotOverCeiling(o, policy.spot.max_price_fraction_of_on_demand,
+                                policy.spot.max_interruptions_per_hour)) {
       out.spot.push_back(&o);
     }
   }

@@ -26,6 +26,12 @@ inline constexpr Seconds kSpotNoticeWindow{120};
 inline constexpr double kReservedMarginalShare = 1e-6;
 double MarginalUsdPerHour(const Offering& offering);
 
+// A spot offering the policy's spot limits rule out (spot.*): priced above
+// `max_price_fraction` of its on-demand price (of its own price when that is
+// unknown), or interrupted more often than `max_interruptions_per_hour`.
+// False for every other capacity type.
+bool SpotOverCeiling(const Offering& offering, double max_price_fraction, double max_interruptions_per_hour);
+
 // The share (0..1) of a node of `type` that work of `gpu_share` GPUs and
 // `cpu_milli` vCPU (milli) holds: by GPUs for GPU work on a GPU node, else
 // by vCPU; 0 on a type with neither.
