@@ -251,5 +251,28 @@ TEST(LearnedStateTakeover, AnUnreadableDocumentIsReportedAndReplacedByTheNextSav
   EXPECT_EQ(nlohmann::json::parse(**saved)["version"], 1);
 }
 
+// The decaying accounts drift every tick: they are saved with the first
+// tick and then at most once a minute (learned_state_interval), while a
+// moved mark is saved with its tick.
+TEST(LearnedStateTakeover, TheDecayingAccountsAreSavedAtMostOnceAMinute) {
+  Scene scene;
+  std::unique_ptr<Controller> c = scene.Make("prod");
+  auto saved_as_of = [&] {
+    Result<std::optional<std::string>> saved = scene.store->LearnedState("prod");
+    EXPECT_TRUE(saved.ok() && saved->has_value());
+    if (!saved.ok() || !saved->has_value()) return int64_t{-1};
+    return nlohmann::json::parse(**saved)["lost_work"]["as_of"].get<int64_t>();
+  };
+  const int64_t start = ToUnixSeconds(scene.clock.WallNow());
+  c->Tick();
+  EXPECT_EQ(saved_as_of(), start);
+  scene.clock.Advance(Seconds(30));
+  c->Tick();
+  EXPECT_EQ(saved_as_of(), start) << "30 s later: not saved again";
+  scene.clock.Advance(Seconds(30));
+  c->Tick();
+  EXPECT_EQ(saved_as_of(), start + 60) << "a minute later: saved";
+}
+
 }  // namespace
 }  // namespace gpuscaler::learned_state_test

@@ -30,6 +30,7 @@
 #include "fakes/fake_cloud_provider.h"
 #include "fakes/fake_work_source.h"
 #include "fakes/g5_fleet.h"
+#include "fakes/recording_planner.h"
 #include "gpuscaler/controller/controller.h"
 #include "gpuscaler/store/sqlite_audit_store.h"
 #include "store/store_test_util.h"
@@ -385,6 +386,70 @@ TEST(StorageFaults, AFullDiskStopsWritesAndRecoversWhenSpaceIsFreed) {
   };
   f.clear = [&](Rig&) { std::filesystem::remove(filler); };
   RunScenario(f, mnt + "/audit.db");
+}
+
+// The learned state (learned_state.h) through a table a controller cannot
+// read: the next leader reports it, saves nothing meanwhile, and once the
+// table reads again restores its predecessor's marks instead of replacing
+// them with its priors.
+TEST(StorageFaults, AnUnreadableLearnedStateTableKeepsThePredecessorsDocumentUntilItReads) {
+  TempDir dir;
+  const std::string path = dir.File("audit.db");
+  const std::string key = "g5.xlarge/us-east-1a/spot";
+  FakeClock clock;
+  FakeCloudProvider cloud{clock};
+  FakeWorkSource work;
+  const Catalog catalog = OneTypeCatalog();
+  DemandUnit job;
+  job.id = "job-1";
+  job.workload_class = "batch";
+  job.gpus = 1;
+  work.SetPending({job});
+  cloud.no_capacity = {key};
+  std::vector<Snapshot> seen;
+  Plan next;
+  auto make = [&](SqliteAuditStore* store) {
+    ControllerOptions o;
+    o.reuse_unchanged_plans = false;
+    o.learned_state_owner = "prod";
+    return std::make_unique<Controller>(clock, cloud, store, work, catalog, OnePoolPolicy(), o,
+                                        testing::RecordingPlanner(&seen, &next));
+  };
+  {
+    std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(path)).value();
+    std::unique_ptr<Controller> first = make(store.get());
+    first->Tick();
+    LaunchAction l;
+    l.pool = "gpu";
+    for (const Offering& o : seen.back().offerings)
+      if (o.Key() == key) l.offering = o;
+    l.count = 1;
+    l.unit_ids = {"job-1"};
+    l.reason = "test";
+    next.launches = {l};
+    ASSERT_EQ(first->Tick().capacity_errors, 1);
+  }
+  RawDb raw(path);
+  const std::string saved = raw.One("SELECT state_json FROM learned_state WHERE cluster = 'prod'");
+  ASSERT_NE(saved.find(key), std::string::npos) << saved;
+
+  ASSERT_TRUE(raw.Exec("ALTER TABLE learned_state RENAME TO learned_state_away"));
+  clock.Advance(Seconds(20));
+  std::unique_ptr<SqliteAuditStore> store = std::move(SqliteAuditStore::Open(path)).value();
+  std::unique_ptr<Controller> next_leader = make(store.get());
+  TickReport unread = next_leader->Tick();
+  bool reported = false;
+  for (const Error& e : unread.errors) reported |= e.ToString().find("reading learned state") != std::string::npos;
+  EXPECT_TRUE(reported) << "the tick's errors should name the learned state";
+  EXPECT_TRUE(next_leader->availability().IsAvailable(key, clock.WallNow())) << "nothing to restore from yet";
+
+  ASSERT_TRUE(raw.Exec("ALTER TABLE learned_state_away RENAME TO learned_state"));
+  clock.Advance(Seconds(20));
+  TickReport read = next_leader->Tick();
+  EXPECT_TRUE(read.errors.empty()) << read.errors.front().ToString();
+  EXPECT_FALSE(next_leader->availability().IsAvailable(key, clock.WallNow()));
+  const std::string kept = raw.One("SELECT state_json FROM learned_state WHERE cluster = 'prod'");
+  EXPECT_NE(kept.find(key), std::string::npos) << kept;
 }
 
 }  // namespace
