@@ -36,13 +36,15 @@ bool OfferingAvailability::IsAvailable(const std::string& offering_key, WallTime
   return it == marks_.end() || now >= it->second.until;
 }
 
-Seconds OfferingAvailability::ReclaimCooldownFor(int wave) {
-  Seconds d = kReclaimCooldownBase;
-  for (int i = 1; i < wave && d < kReclaimCooldownMax; ++i) d *= 2;
-  return std::min(d, kReclaimCooldownMax);
+Seconds OfferingAvailability::ReclaimCooldownFor(int wave, ReclaimCooldown cooldown) {
+  const Seconds max = std::max(cooldown.first, cooldown.max);
+  Seconds d = cooldown.first;
+  for (int i = 1; i < wave && d < max; ++i) d *= 2;
+  return std::min(d, max);
 }
 
-bool OfferingAvailability::RecordReclaimNotice(const std::string& offering_key, int pool_nodes, WallTime now) {
+bool OfferingAvailability::RecordReclaimNotice(const std::string& offering_key, int pool_nodes, WallTime now,
+                                               ReclaimCooldown cooldown) {
   Reclaim& r = reclaims_[offering_key];
   while (!r.notices.empty() && now - r.notices.front() > kReclaimWaveWindow) r.notices.erase(r.notices.begin());
   if (r.notices.empty()) r.pool_nodes = std::max(1, pool_nodes);
@@ -54,7 +56,7 @@ bool OfferingAvailability::RecordReclaimNotice(const std::string& offering_key, 
   if (r.waves > 0 && now >= r.until + kReclaimQuietReset) r.waves = 0;
   r.waves += 1;
   r.wave_at = now;
-  r.until = std::max(r.until, now + ReclaimCooldownFor(r.waves));
+  r.until = std::max(r.until, now + ReclaimCooldownFor(r.waves, cooldown));
   return true;
 }
 

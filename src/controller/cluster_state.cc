@@ -187,7 +187,8 @@ void ClusterState::ReadInterruptions(const Policy& policy, WallTime now, NodeAct
       // A wave marks the whole domain reclaimed; the snapshot
       // (reclaimed_spot_pools) and the plan's notes say so from this tick's
       // RefreshOfferings on.
-      book_.availability().RecordReclaimNotice(domain, domain_nodes, now);
+      book_.availability().RecordReclaimNotice(
+          domain, domain_nodes, now, {policy.spot.reclaim_cooldown, policy.spot.reclaim_cooldown_max});
     }
     // The work source's view, not the snapshot's (refreshed later this tick).
     if (node.offering.capacity_type == CapacityType::kSpot) learners_.lost_work.ChargeInterruption(work_.RunningOn(node.instance_id));

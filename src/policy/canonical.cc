@@ -205,6 +205,8 @@ std::string CanonicalPolicyText(const Policy& p) {
   w.Put("spot.max_pool_share", p.spot.max_pool_share);
   w.Put("spot.fallback_to_on_demand", p.spot.fallback_to_on_demand);
   w.Put("spot.fallback_duration", p.spot.fallback_duration);
+  w.Put("spot.reclaim_cooldown", p.spot.reclaim_cooldown);
+  w.Put("spot.reclaim_cooldown_max", p.spot.reclaim_cooldown_max);
   if (p.spot.on_rebalance != RebalanceResponse::kIgnore)
     w.Put("spot.on_rebalance", std::string(ToString(p.spot.on_rebalance)));
   const ScalingPolicy& s = p.scaling;

@@ -361,7 +361,8 @@ void PolicyReader::ReadBudget(const DocNode& node) {
 void PolicyReader::ReadSpot(const DocNode& node) {
   MapReader m(r_, node, "spot",
               {"max_price_fraction_of_on_demand", "max_interruptions_per_hour", "max_pool_share",
-               "fallback_to_on_demand", "fallback_duration", "on_rebalance"});
+               "fallback_to_on_demand", "fallback_duration", "reclaim_cooldown", "reclaim_cooldown_max",
+               "on_rebalance"});
   Share(m, "max_price_fraction_of_on_demand", &p_.spot.max_price_fraction_of_on_demand);
   NonNegative(m, "max_interruptions_per_hour", &p_.spot.max_interruptions_per_hour);
   if (m.ReadNumber("max_pool_share", &p_.spot.max_pool_share) &&
@@ -370,6 +371,13 @@ void PolicyReader::ReadSpot(const DocNode& node) {
   }
   m.ReadBool("fallback_to_on_demand", &p_.spot.fallback_to_on_demand);
   m.ReadDuration("fallback_duration", &p_.spot.fallback_duration);
+  m.ReadDuration("reclaim_cooldown", &p_.spot.reclaim_cooldown);
+  if (m.ReadDuration("reclaim_cooldown_max", &p_.spot.reclaim_cooldown_max) &&
+      p_.spot.reclaim_cooldown_max < p_.spot.reclaim_cooldown) {
+    r_.ReportAt(m.PathOf("reclaim_cooldown_max"), "must be at least reclaim_cooldown (" +
+                                                      FormatDuration(p_.spot.reclaim_cooldown) + "), got " +
+                                                      m.Find("reclaim_cooldown_max")->scalar);
+  }
   if (std::string response; m.ReadString("on_rebalance", &response)) {
     const std::optional<RebalanceResponse> value = ValueSpelled(
         response, {RebalanceResponse::kIgnore, RebalanceResponse::kCordon, RebalanceResponse::kReplace});

@@ -183,6 +183,8 @@ std::string PolicyFileJson(const Policy& p) {
                {"max_pool_share", p.spot.max_pool_share},
                {"fallback_to_on_demand", p.spot.fallback_to_on_demand},
                {"fallback_duration", Duration(p.spot.fallback_duration)},
+               {"reclaim_cooldown", Duration(p.spot.reclaim_cooldown)},
+               {"reclaim_cooldown_max", Duration(p.spot.reclaim_cooldown_max)},
                {"on_rebalance", ToString(p.spot.on_rebalance)}};
   const ScalingPolicy& s = p.scaling;
   j["scaling"] = {{"tick_interval", Duration(s.tick_interval)},

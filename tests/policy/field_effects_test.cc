@@ -687,6 +687,12 @@ TEST(PolicyFieldEffects, EveryPlannerFieldChangesThePlanAsDocumented) {
 //                                  a replay: Replay.AFloorHeldOnAverageSendsALoneReplicaToSpotAboutSevenTimesInTen
 //  spot.fallback_duration          Controller.ASpotCapacityErrorKeepsTheClassOffSpotForTheFallbackDuration;
 //                                  the planner side is Planner.KeepsSpotPausedClassesOnOnDemandWithTheReason
+//  spot.reclaim_cooldown,
+//  spot.reclaim_cooldown_max       Controller.AReclaimWaveKeepsTheDomainMarkedForThePolicysCooldown; the
+//                                  doubling up to the longest, flat and 0s:
+//                                  OfferingAvailability.TheCooldownsFollowTheirFirstAndLongestDurations
+//                                  (tests/controller/availability_test.cc); the planner side is
+//                                  Planner.PlacesNoNewSpotWorkInAReclaimedPool
 //  scaling.tick_interval           TickInterval.TheLoopRunsOncePerIntervalOfThePolicy (tests/sim)
 //  scaling.scale_down_stabilization
 //                                  controller: Controller.ScaleDownWaitsForTheStabilizationWindow

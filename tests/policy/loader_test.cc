@@ -84,7 +84,8 @@ budget:
   global: {hourly_usd: 10, monthly_usd: 5000, hard: false}
   pools: {od: {hourly_usd: 4}}
 spot: {max_price_fraction_of_on_demand: 0.5, max_interruptions_per_hour: 0.2, max_pool_share: 0.4,
-       fallback_to_on_demand: false, fallback_duration: 10m}
+       fallback_to_on_demand: false, fallback_duration: 10m, reclaim_cooldown: 15m,
+       reclaim_cooldown_max: 1h}
 scaling: {tick_interval: 15s, scale_up_stabilization: 1m, scale_down_stabilization: 2m,
           scale_up_cooldown: 3m, scale_down_cooldown: 4m, max_nodes_added_per_tick: 6,
           max_nodes_removed_per_tick: 1}
@@ -144,6 +145,8 @@ signals: {max_staleness: {prometheus: 30s}}
   EXPECT_EQ(p.spot.max_pool_share, 0.4);
   EXPECT_FALSE(p.spot.fallback_to_on_demand);
   EXPECT_EQ(p.spot.fallback_duration, Seconds(600));
+  EXPECT_EQ(p.spot.reclaim_cooldown, Seconds(900));
+  EXPECT_EQ(p.spot.reclaim_cooldown_max, Seconds(3600));
   EXPECT_EQ(p.scaling.tick_interval, Seconds(15));
   EXPECT_EQ(p.scaling.scale_up_stabilization, Seconds(60));
   EXPECT_EQ(p.scaling.scale_down_stabilization, Seconds(120));
@@ -459,6 +462,9 @@ TEST(PolicyLoader, RejectsInvalidPoliciesWithFieldLineAndMessage) {
        7, "invalid duration '5 minutes'"},
       {"unknown on_rebalance", "spot: {on_rebalance: replce}\n", true, "spot.on_rebalance", 7,
        "unknown on_rebalance 'replce'"},
+      {"reclaim cooldown max below the first", "spot: {reclaim_cooldown: 1h, reclaim_cooldown_max: 30m}\n", true,
+       "spot.reclaim_cooldown_max", 7, "must be at least reclaim_cooldown (1h), got 30m"},
+      {"negative reclaim cooldown", "spot: {reclaim_cooldown: -5m}\n", true, "spot.reclaim_cooldown", 7, "invalid duration '-5m'"},
       {"zero registration timeout",
        "apiVersion: gpuscaler/v1\nkind: Policy\nclasses: [{name: a}]\npools:\n"
        "  - name: gpu\n    registration_timeout: 0s\n",

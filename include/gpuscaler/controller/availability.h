@@ -13,9 +13,10 @@
 // pool gets notices for at least 2 of its nodes, or for at least half of
 // them, within `kReclaimWaveWindow`, it is marked reclaimed (Reclaimed): the
 // planner places no new spot work in it, for a cooldown that starts at
-// `kReclaimCooldownBase`, doubles with each further wave (up to
-// `kReclaimCooldownMax`) and starts over once a whole `kReclaimQuietReset`
-// has passed after the last cooldown without a wave. Notices within one
+// the caller's `ReclaimCooldown::first` (the policy's spot.reclaim_cooldown),
+// doubles with each further wave (up to `ReclaimCooldown::max`) and starts
+// over once a whole `kReclaimQuietReset` has passed after the last cooldown
+// without a wave. Notices within one
 // wave's window count once. A reclaim mark is the planner's choice, not the
 // cloud's answer: IsAvailable and Unavailable report capacity errors only,
 // so the offering stays available to whatever else reads the snapshot's
@@ -39,6 +40,13 @@ inline constexpr Seconds kReclaimCooldownBase{1800};
 inline constexpr Seconds kReclaimCooldownMax{8 * 3600};
 inline constexpr Seconds kReclaimQuietReset{8 * 3600};
 
+// The cooldown of a reclaim wave: `first` for the first wave of a run,
+// doubling per consecutive wave up to `max` (never below `first`).
+struct ReclaimCooldown {
+  Seconds first = kReclaimCooldownBase;
+  Seconds max = kReclaimCooldownMax;
+};
+
 class OfferingAvailability {
  public:
   explicit OfferingAvailability(Seconds base_backoff = Seconds(180), Seconds max_backoff = Seconds(3600))
@@ -58,13 +66,14 @@ class OfferingAvailability {
   // `offering_key` (ClusterState: a failure domain), which had `pool_nodes`
   // nodes (the noticed one included) when the notice came. True when it
   // makes a new wave (the key is then marked reclaimed).
-  bool RecordReclaimNotice(const std::string& offering_key, int pool_nodes, WallTime now);
+  bool RecordReclaimNotice(const std::string& offering_key, int pool_nodes, WallTime now,
+                           ReclaimCooldown cooldown = {});
   // Keys marked reclaimed at `now`, with the end of their cooldown, sorted.
   std::map<std::string, WallTime> Reclaimed(WallTime now) const;
   // The number of consecutive waves behind the key's mark (0: none).
   int ReclaimWaves(const std::string& offering_key) const;
   // The cooldown of the `wave`-th consecutive wave (1-based).
-  static Seconds ReclaimCooldownFor(int wave);
+  static Seconds ReclaimCooldownFor(int wave, ReclaimCooldown cooldown = {});
 
  private:
   friend struct LearnedStateCodec;  // learned_state.h: saves and restores the fields

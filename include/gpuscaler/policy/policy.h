@@ -326,6 +326,12 @@ struct SpotPolicy {
   double max_pool_share = 1.0;
   bool fallback_to_on_demand = true;  // on spot capacity errors
   Seconds fallback_duration{1800};     // how long the fallback lasts
+  // A failure domain marked reclaimed by a wave of interruption notices gets
+  // no new spot work for `reclaim_cooldown` after its first wave, doubling
+  // with each further wave up to `reclaim_cooldown_max`
+  // (controller/availability.h). 0s: waves mark nothing.
+  Seconds reclaim_cooldown{1800};
+  Seconds reclaim_cooldown_max{8 * 3600};
   // What a rebalance recommendation (elevated interruption risk, before any
   // notice) does to the node: ignore; cordon (no new pods); replace (cordon
   // and pre-provision a replacement for its work, then drain it).
