@@ -2,8 +2,8 @@
 // lets through: scale-up stabilization, and the scale-up and scale-down
 // cooldowns, and how the planner's empty nodes left for later ticks enter
 // the scale-down recommendation (max_nodes_*_per_tick and scale-down
-// stabilization have their own tests in controller_test.cc); and that a
-// replacement is let through or held whole.
+// stabilization have their own tests in controller_scale_down_test.cc); and
+// that a replacement is let through or held whole.
 #include <gtest/gtest.h>
 
 #include <algorithm>

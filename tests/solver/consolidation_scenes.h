@@ -1,4 +1,4 @@
-// Scenes for the planner's consolidation tests (planner_test.cc,
+// Scenes for the planner's consolidation tests (planner_consolidation_test.cc,
 // consolidation_strategies_test.cc): small fleets on which one consolidation
 // move pays, described above each.
 #pragma once

@@ -183,7 +183,7 @@ TEST(GangPlan, GangReachRunsFromTheGangsSizeToOneAsReclaimsGoTogether) {
   EXPECT_LT(GangInterruptionReach(16, 0.3), GangInterruptionReach(16, 0.1));
 }
 
-// ConsolidationSnapshot moves "small"'s unit onto "big" (planner_test); as a
+// ConsolidationSnapshot moves "small"'s unit onto "big" (planner_consolidation_test); as a
 // gang member it stays.
 TEST(GangPlan, ConsolidationNeverMovesARunningGangMemberAlone) {
   Snapshot s = ConsolidationSnapshot();
