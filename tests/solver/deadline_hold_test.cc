@@ -29,7 +29,7 @@ constexpr Seconds kRestartCost{300};
 // One pending 1-GPU training unit submitted at the snapshot's time with a
 // deadline `deadline` later; every offering takes kLaunchLatency to warm
 // up; spot is available or not.
-Snapshot Scene(bool spot_available, Seconds deadline) {
+Snapshot DeadlineHoldScene(bool spot_available, Seconds deadline) {
   Snapshot s = BaseSnapshot();
   for (Offering& o : s.offerings) {
     o.launch_latency = kLaunchLatency;
@@ -60,7 +60,7 @@ Plan HoldPlan(const Snapshot& s, const Policy& policy) {
 
 TEST(DeadlineHold, LaunchesOnDemandExactlyWhenTheSlackRunsOut) {
   const Policy policy = BasePolicy();
-  Snapshot s = Scene(/*spot_available=*/false, Seconds(6 * 3600));
+  Snapshot s = DeadlineHoldScene(/*spot_available=*/false, Seconds(6 * 3600));
   const WallTime deadline = *s.pending[0].deadline;
   EXPECT_EQ(RestartAllowance(s, s.pending[0]), kLaunchLatency + kRestartCost);
   // The unit checkpoints every 30 minutes: one interruption on spot may
@@ -96,7 +96,7 @@ TEST(DeadlineHold, LaunchesOnDemandExactlyWhenTheSlackRunsOut) {
 
 TEST(DeadlineHold, RunsOnSpotAtOnceWhenSpotIsAvailable) {
   const Policy policy = BasePolicy();
-  const Snapshot s = Scene(/*spot_available=*/true, Seconds(24 * 3600));
+  const Snapshot s = DeadlineHoldScene(/*spot_available=*/true, Seconds(24 * 3600));
   const Plan plan = HoldPlan(s, policy);
   EXPECT_TRUE(AllOf(plan, CapacityType::kSpot)) << plan.summary;
   EXPECT_TRUE(plan.unplaced.empty());
@@ -106,7 +106,7 @@ TEST(DeadlineHold, AHeldUnitTakesSpotWhileItsClassSpotIsPaused) {
   // The pause after a spot capacity error keeps the class's work on
   // on-demand; a held unit may not go there, so it still takes spot.
   const Policy policy = BasePolicy();
-  Snapshot s = Scene(/*spot_available=*/true, Seconds(24 * 3600));
+  Snapshot s = DeadlineHoldScene(/*spot_available=*/true, Seconds(24 * 3600));
   s.spot_paused_classes = {"training"};
   EXPECT_TRUE(AllOf(HoldPlan(s, policy), CapacityType::kSpot));
   // The same unit without a deadline follows the pause.
@@ -116,7 +116,7 @@ TEST(DeadlineHold, AHeldUnitTakesSpotWhileItsClassSpotIsPaused) {
 
 TEST(DeadlineHold, WorkThatCannotRunOnSpotOrHasNoSlackIsNotHeld) {
   Policy policy = BasePolicy();
-  const Snapshot base = Scene(/*spot_available=*/false, Seconds(24 * 3600));
+  const Snapshot base = DeadlineHoldScene(/*spot_available=*/false, Seconds(24 * 3600));
 
   Snapshot not_interruptible = base;
   not_interruptible.pending[0].interruptible = false;
@@ -133,7 +133,7 @@ TEST(DeadlineHold, WorkThatCannotRunOnSpotOrHasNoSlackIsNotHeld) {
 
   // A deadline closer than the work plus the allowances and margin: no slack.
   const Snapshot tight =
-      Scene(false, kRuntime + kLaunchLatency + kRestartCost + kDeadlineSafetyMargin + Seconds(1800));
+      DeadlineHoldScene(false, kRuntime + kLaunchLatency + kRestartCost + kDeadlineSafetyMargin + Seconds(1800));
   EXPECT_TRUE(FindDeadlineHolds(tight, policy).empty());
   EXPECT_TRUE(AllOf(HoldPlan(tight, policy), CapacityType::kOnDemand));
 
@@ -146,7 +146,7 @@ TEST(DeadlineHold, WorkThatCannotRunOnSpotOrHasNoSlackIsNotHeld) {
 TEST(DeadlineHold, RemainingWorkIsWhatIsLeftOfTheUnit) {
   // An interrupted unit with 30 minutes left holds longer than a fresh one.
   const Policy policy = BasePolicy();
-  Snapshot s = Scene(false, Seconds(4 * 3600));
+  Snapshot s = DeadlineHoldScene(false, Seconds(4 * 3600));
   EXPECT_EQ(FindDeadlineHolds(s, policy).size(), 1u);
   s.time += Seconds(3600);  // 3 h left: 2 h of work, the allowances and margin do not fit
   EXPECT_TRUE(FindDeadlineHolds(s, policy).empty());
@@ -171,7 +171,7 @@ TEST(DeadlineHold, SpotLossAllowanceFollowsHowTheUnitCheckpoints) {
 }
 
 TEST(DeadlineHold, TheDeadlineTravelsInTheSnapshotJson) {
-  const Snapshot s = Scene(false, Seconds(6 * 3600));
+  const Snapshot s = DeadlineHoldScene(false, Seconds(6 * 3600));
   Result<Snapshot> back = ParseSnapshotJson(FormatSnapshotJson(s), "snap.json");
   ASSERT_TRUE(back.ok()) << back.error().message();
   ASSERT_TRUE(back->pending[0].deadline.has_value());
