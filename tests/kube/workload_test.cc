@@ -1,12 +1,15 @@
-// Pending pods become demand and nodes become capacity: first on the
-// recorded object shapes, then through the list/watch cache against the
-// fake API server.
+// Pending pods become demand and nodes become capacity, on the recorded object
+// shapes: a pod's class, pool, shape, placement, priority, deadline and gang;
+// which pods count as pending GPU demand; a node's offering, instance id and
+// free room; and the demand of a whole cluster in scheduling order.
 #include "gpuscaler/kube/workload.h"
 
 #include <gtest/gtest.h>
 
-#include "../fakes/fake_clock.h"
-#include "gpuscaler/kube/cluster_cache.h"
+#include <functional>
+#include <string>
+#include <vector>
+
 #include "gpuscaler/kube/objects.h"
 #include "kube/kube_fixtures.h"
 
@@ -14,7 +17,6 @@ namespace gpuscaler::kube {
 namespace {
 
 using nlohmann::json;
-using testing::FakeApiServer;
 
 Policy TwoClassPolicy() {
   Policy p;
@@ -50,56 +52,6 @@ Catalog TestCatalog() {
 }
 
 json PendingPod(const json& recorded) { return recorded["items"][0]; }
-
-TEST(ParseQuantityMilli, ReadsEveryFormTheApiWrites) {
-  struct Case {
-    std::string text;
-    std::optional<int64_t> want;
-  } cases[] = {{"8", 8000},          {"100m", 100},          {"95690m", 95690},      {"1.5", 1500},
-               {"2e3", 2000000},     {"1Ki", 1024000},       {"16Gi", 17179869184000}, {"1k", 1000000},
-               {"1176329892Ki", 1204561809408000}, {"0.1m", 1}, {"", std::nullopt}, {"1x", std::nullopt},
-               {"abc", std::nullopt}, {"1e", std::nullopt}};
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.text);
-    EXPECT_EQ(ParseQuantityMilli(c.text), c.want);
-  }
-}
-
-TEST(InstanceIdFromProviderId, TakesTheLastSegmentOfAwsProviderIds) {
-  EXPECT_EQ(InstanceIdFromProviderId("aws:///us-west-2a/i-0123456789abcdef0"), "i-0123456789abcdef0");
-  EXPECT_EQ(InstanceIdFromProviderId("kind://docker/kind/kind-worker"), "kind-worker");
-  EXPECT_EQ(InstanceIdFromProviderId(""), "");
-  EXPECT_EQ(InstanceIdFromProviderId("no-scheme"), "");
-}
-
-TEST(InstanceIdFromProviderId, AnAzureNodesInstanceIsNamedByTheNode) {
-  const nlohmann::json node = {
-      {"kind", "Node"},
-      {"metadata", {{"name", "aks-gpuspot-25481572-vmss00000a"}}},
-      {"spec",
-       {{"providerID",
-         "azure:///subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/mc_rg1_clustername1_eastus/"
-         "providers/Microsoft.Compute/virtualMachineScaleSets/aks-gpuspot-25481572-vmss/virtualMachines/10"}}}};
-  Result<NodeInfo> n = ParseNode(node.dump());
-  ASSERT_TRUE(n.ok()) << n.error().ToString();
-  EXPECT_EQ(n->instance_id, "aks-gpuspot-25481572-vmss00000a");
-}
-
-// The upstream compatibility fixtures carry every field of the type, filled
-// with placeholders: the parsers must take all of them.
-TEST(Parse, AcceptsEveryFieldOfTheUpstreamPodAndNodeFixtures) {
-  GPUSCALER_REFERENCE_JSON(pod, "api-testdata/core.v1.Pod.json");
-  GPUSCALER_REFERENCE_JSON(node, "api-testdata/core.v1.Node.json");
-  Result<PodInfo> p = ParsePod(pod.dump());
-  ASSERT_TRUE(p.ok()) << p.error().ToString();
-  EXPECT_EQ(p->name, pod["metadata"]["name"].get<std::string>());
-  EXPECT_FALSE(p->affinity_terms.empty());
-  EXPECT_FALSE(p->tolerations.empty());
-  Result<NodeInfo> n = ParseNode(node.dump());
-  ASSERT_TRUE(n.ok()) << n.error().ToString();
-  EXPECT_EQ(n->provider_id, node["spec"]["providerID"].get<std::string>());
-  EXPECT_FALSE(ParsePod(node.dump()).ok());  // a Node is not a Pod
-}
 
 TEST(PodDemand, TheRecordedPendingGpuPodIsOneGpuOfItsLabelClass) {
   GPUSCALER_REFERENCE_JSON(list, "examples/podlist-pending-gpu.assembled.json");
@@ -430,205 +382,6 @@ TEST(DemandFromCluster, ThePodsTeamLabelNamesTheUnitsTeam) {
   ClusterDemand plain = DemandFromCluster(all, node_list->items, TwoClassPolicy(), TestCatalog());
   ASSERT_EQ(plain.pending.size(), 1u);
   EXPECT_EQ(plain.pending[0].team, "");
-}
-
-TEST(WatchEvent, ReadsTheEnvelopeAndTheObjectOfTheWatchedKind) {
-  Result<WatchEvent> added = ParseWatchEvent(
-      R"({"type":"ADDED","object":{"kind":"Pod","metadata":{"name":"p","namespace":"ml","resourceVersion":"42"}}})",
-      WatchResource::kPods);
-  ASSERT_TRUE(added.ok()) << added.error().ToString();
-  EXPECT_EQ(added->type, "ADDED");
-  EXPECT_EQ(added->key, "ml/p");
-  EXPECT_EQ(added->resource_version, "42");
-  ASSERT_TRUE(added->pod.has_value());
-  EXPECT_FALSE(added->node.has_value());
-  // The same line on a node watch: not a Node, so no object, still an event.
-  Result<WatchEvent> as_node = ParseWatchEvent(
-      R"({"type":"ADDED","object":{"kind":"Pod","metadata":{"name":"p","namespace":"ml"}}})", WatchResource::kNodes);
-  ASSERT_TRUE(as_node.ok());
-  EXPECT_FALSE(as_node->node.has_value());
-  // Nodes are cluster-scoped: a namespace field does not enter the key.
-  Result<WatchEvent> node = ParseWatchEvent(
-      R"({"type":"MODIFIED","object":{"kind":"Node","metadata":{"name":"n1","namespace":"x"}}})", WatchResource::kNodes);
-  ASSERT_TRUE(node.ok());
-  EXPECT_EQ(node->key, "n1");
-  ASSERT_TRUE(node->node.has_value());
-
-  Result<WatchEvent> gone = ParseWatchEvent(
-      R"({"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired","message":"too old"}})",
-      WatchResource::kPods);
-  ASSERT_TRUE(gone.ok());
-  EXPECT_EQ(gone->error_code, 410);
-  EXPECT_EQ(gone->error_message, "too old");
-
-  Result<WatchEvent> bookmark = ParseWatchEvent(
-      R"({"type":"BOOKMARK","object":{"kind":"Node","metadata":{"resourceVersion":"77"}}})", WatchResource::kNodes);
-  ASSERT_TRUE(bookmark.ok());
-  EXPECT_EQ(bookmark->resource_version, "77");
-  EXPECT_FALSE(bookmark->node.has_value());
-
-  Result<WatchEvent> broken = ParseWatchEvent(R"({"type":"ADDED",)", WatchResource::kPods);
-  ASSERT_FALSE(broken.ok());
-  EXPECT_EQ(broken.error().category(), ErrorCategory::kInvalidInput);
-}
-
-// --- through the API: list, watch, 410 -----------------------------------
-
-class ClusterCacheTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::optional<std::string> pods = testing::ReadReference("examples/podlist-pending-gpu.assembled.json");
-    std::optional<std::string> nodes = testing::ReadReference("examples/nodelist-gpu.assembled.json");
-    if (!pods || !nodes) GTEST_SKIP() << "../shared/reference/kubernetes absent";
-    pod_ = json::parse(*pods)["items"][0];
-    const json node_list = json::parse(*nodes);
-    for (const json& n : node_list["items"]) server_.Put("nodes", n);
-    server_.Put("pods", pod_);
-    options_.initial_backoff = std::chrono::milliseconds(20);
-    options_.max_backoff = std::chrono::milliseconds(200);
-  }
-
-  json PodNamed(const std::string& name, const std::string& node) {
-    json p = pod_;
-    p["metadata"]["name"] = name;
-    p["metadata"]["uid"] = "uid-" + name;
-    if (!node.empty()) {
-      p["spec"]["nodeName"] = node;
-      p["status"] = {{"phase", "Running"}, {"conditions", {{{"type", "PodScheduled"}, {"status", "True"}}}}};
-    }
-    return p;
-  }
-
-  static size_t PendingCount(const ClusterView& v) {
-    size_t n = 0;
-    for (const PodInfo& p : v.pods) n += IsPendingGpuPod(p) ? 1 : 0;
-    return n;
-  }
-
-  FakeApiServer server_;
-  testing::FakeClock clock_;
-  ClusterCacheOptions options_;
-  json pod_;
-};
-
-constexpr std::chrono::seconds kWait{20};
-// The watches the cache opens on this server: pods, nodes and PodTemplates
-// (the custom resources it does not serve are not watched).
-constexpr int kWatchedKinds = 3;
-
-TEST_F(ClusterCacheTest, ListsThenFollowsTheWatchIncludingBookmarks) {
-  ApiClient client(testing::FakeClusterConfig(server_));
-  options_.list_page_size = 1;  // two pages of nodes: continue tokens
-  ClusterCache cache(client, clock_, options_);
-  cache.Start();
-  ASSERT_TRUE(cache.WaitSynced(kWait));
-  ClusterView v = cache.View();
-  EXPECT_EQ(v.nodes.size(), 2u) << cache.node_stats().last_error << " lists " << cache.node_stats().lists;
-  EXPECT_EQ(PendingCount(v), 1u);
-  EXPECT_GE(server_.Count("GET", "/api/v1/nodes?limit=1&continue="), 1);
-
-  server_.Put("pods", PodNamed("second", ""));
-  ASSERT_TRUE(cache.WaitUntil([](const ClusterView& v) { return PendingCount(v) == 2; }, kWait));
-  // The recorded pod gets scheduled: it is no longer demand.
-  server_.Put("pods", PodNamed(pod_["metadata"]["name"], "ip-10-0-12-34.us-west-2.compute.internal"));
-  ASSERT_TRUE(cache.WaitUntil([](const ClusterView& v) { return PendingCount(v) == 1; }, kWait));
-  server_.Delete("pods", "default/second");
-  ASSERT_TRUE(cache.WaitUntil([](const ClusterView& v) { return PendingCount(v) == 0 && v.pods.size() == 1; }, kWait));
-
-  // A bookmark moves the version the next watch starts from, nothing else.
-  server_.Bookmark();
-  const std::string want = std::to_string(server_.resource_version());
-  ASSERT_TRUE(cache.WaitUntil([&](const ClusterView&) { return cache.pod_stats().resource_version == want; }, kWait));
-  EXPECT_GE(cache.pod_stats().bookmarks, 1);
-  EXPECT_EQ(cache.View().pods.size(), 1u);
-  // Every watch asked for bookmarks and started from a version.
-  for (const auto& c : server_.calls()) {
-    if (c.target.find("watch=1") == std::string::npos) continue;
-    EXPECT_NE(c.target.find("allowWatchBookmarks=true"), std::string::npos) << c.target;
-    EXPECT_NE(c.target.find("resourceVersion="), std::string::npos) << c.target;
-  }
-  cache.Stop();
-}
-
-TEST_F(ClusterCacheTest, ADroppedWatchResumesFromTheLastVersionWithoutRelisting) {
-  ApiClient client(testing::FakeClusterConfig(server_));
-  ClusterCache cache(client, clock_, options_);
-  cache.Start();
-  ASSERT_TRUE(cache.WaitSynced(kWait));
-  ASSERT_TRUE(server_.WaitForWatches(kWatchedKinds, kWait));
-  const int64_t lists = cache.pod_stats().lists;
-  server_.EndWatches();
-  ASSERT_TRUE(cache.WaitUntil([&](const ClusterView&) { return cache.pod_stats().watches >= 2; }, kWait));
-  server_.Put("pods", PodNamed("after-drop", ""));
-  ASSERT_TRUE(cache.WaitUntil([](const ClusterView& v) { return PendingCount(v) == 2; }, kWait));
-  EXPECT_EQ(cache.pod_stats().lists, lists);
-  EXPECT_GE(cache.pod_stats().watches, 2);
-  cache.Stop();
-}
-
-// Event frames of every JSON shape but the right one: each is skipped and
-// the watch goes on (the reads run on the watch thread, where a throw would
-// end the process), and the next real event still lands.
-TEST_F(ClusterCacheTest, WatchFramesOfTheWrongShapeAreSkippedAndTheWatchGoesOn) {
-  ApiClient client(testing::FakeClusterConfig(server_));
-  ClusterCache cache(client, clock_, options_);
-  cache.Start();
-  ASSERT_TRUE(cache.WaitSynced(kWait));
-  ASSERT_TRUE(server_.WaitForWatches(kWatchedKinds, kWait));
-  const int64_t watches = cache.pod_stats().watches;
-  for (const char* line : {R"([1,2])", R"(5)", R"("ADDED")", R"({"type":5})", R"({"type":"ADDED","object":[]})",
-                           R"({"type":"ADDED","object":{"metadata":[]}})",
-                           R"({"type":"MODIFIED","object":{"metadata":{"name":7,"namespace":{},"resourceVersion":[]}}})",
-                           R"({"type":"BOOKMARK","object":"x"})", R"({"type":"DELETED","object":null})",
-                           R"({"type":"ADDED","object":{"metadata":{"name":"p","namespace":"x"},"spec":7}})",
-                           R"({"type":"ADDED","object":{"metadata":{"name":"q","ownerReferences":[{"controller":"yes"}]}}})"}) {
-    server_.SendRawWatchLine("pods", line);
-  }
-  server_.Put("pods", PodNamed("after-junk", ""));
-  ASSERT_TRUE(cache.WaitUntil([](const ClusterView& v) { return PendingCount(v) == 2; }, kWait));
-  EXPECT_EQ(cache.pod_stats().watches, watches);  // no reconnect: the same watch carried on
-  cache.Stop();
-}
-
-class GoneTest : public ClusterCacheTest, public ::testing::WithParamInterface<bool> {};
-
-// History compacted past the cache's version: "410 Gone" (in the stream, or
-// as the HTTP status) drops the cache and lists again, which also catches a
-// change made while the watch was down.
-TEST_P(GoneTest, ExpiredVersionRelistsAndCatchesUp) {
-  server_.gone_as_http_status = GetParam();
-  ApiClient client(testing::FakeClusterConfig(server_));
-  ClusterCache cache(client, clock_, options_);
-  cache.Start();
-  ASSERT_TRUE(cache.WaitSynced(kWait));
-  ASSERT_TRUE(server_.WaitForWatches(kWatchedKinds, kWait));
-  // Deleted and re-added while compacted: only a fresh list shows the new pod.
-  server_.CompactHistory();
-  server_.Delete("pods", "default/" + pod_["metadata"]["name"].get<std::string>());
-  server_.Put("pods", PodNamed("while-gone", ""));
-  server_.CompactHistory();
-  server_.EndWatches();
-  ASSERT_TRUE(cache.WaitUntil(
-      [](const ClusterView& v) { return v.pods.size() == 1 && v.pods[0].name == "while-gone"; }, kWait));
-  EXPECT_GE(cache.pod_stats().relists_after_gone, 1);
-  EXPECT_GE(cache.pod_stats().lists, 2);
-  cache.Stop();
-}
-
-INSTANTIATE_TEST_SUITE_P(InStreamAndAsStatus, GoneTest, ::testing::Values(false, true));
-
-TEST_F(ClusterCacheTest, AnUnreachableServerIsRetriedWithBackoffAndNeverSynced) {
-  kube::ClusterConfig config = testing::FakeClusterConfig(server_);
-  testing::FixtureHttpServer closed([](const testing::FixtureRequest&) { return testing::FixtureResponse{}; });
-  config.server = closed.url();
-  closed.Stop();
-  ApiClient client(config, std::chrono::milliseconds(500));
-  ClusterCache cache(client, clock_, options_);
-  cache.Start();
-  EXPECT_TRUE(cache.WaitUntil([&](const ClusterView&) { return cache.pod_stats().failures >= 3; }, kWait));
-  EXPECT_FALSE(cache.View().synced);
-  EXPECT_FALSE(cache.FreshAt().has_value());
-  cache.Stop();
 }
 
 }  // namespace

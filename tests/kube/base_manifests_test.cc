@@ -1,32 +1,33 @@
 // The Kubernetes manifests as an operator gets them: `kubectl kustomize
 // config/kubernetes` (and the base alone) rendered, then the objects checked
 // for least privilege, pod hardening, probes on real endpoints, a hot-reloadable
-// policy mount, and agreement with the daemon configuration they ship.
+// policy mount, egress to what the daemon calls, and agreement with the daemon
+// configuration they ship; the overlays' copies of the policy and
+// configuration equal their originals.
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <map>
-#include <sstream>
 #include <set>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "gpuscaler/daemon/config.h"
-#include "gpuscaler/policy/loader.h"
+#include "kube/manifests_fixture.h"
 #include "kube/tools.h"
 
-namespace gpuscaler::kube_test {
+namespace gpuscaler::kube_test::base_manifests_test {
 namespace {
 
 namespace fs = std::filesystem;
+using manifests_testing::kBase;
+using manifests_testing::kGkeOverlay;
+using manifests_testing::Manifests;
+using manifests_testing::Str;
 
-const fs::path kRoot = "config/kubernetes";
-const fs::path kBase = "config/kubernetes/base";
 const fs::path kOverlay = "config/kubernetes/overlays/eks-example";
-const fs::path kGkeOverlay = "config/kubernetes/overlays/gke";
-const fs::path kAksOverlay = "config/kubernetes/overlays/aks";
 
 // One (apiGroup, resource, verb, resourceName) grant; resourceName "" = any.
 using Grant = std::tuple<std::string, std::string, std::string, std::string>;
@@ -45,38 +46,6 @@ std::set<Grant> Grants(const YAML::Node& role) {
   }
   return grants;
 }
-
-std::string Str(const YAML::Node& n) { return n ? n.as<std::string>("") : ""; }
-
-class Manifests : public ::testing::Test {
- protected:
-  void SetUp() override {
-    GPUSCALER_REQUIRE_TOOL(kubectl, "kubectl");
-    kubectl_ = kubectl;
-    root_ = Kustomize(kubectl_, SourceDir() / kRoot);
-    ASSERT_FALSE(root_.empty());
-  }
-
-  std::vector<YAML::Node> RenderBase() { return Kustomize(kubectl_, SourceDir() / kBase); }
-
-  YAML::Node Deployment(const std::vector<YAML::Node>& objects) { return FindObject(objects, "Deployment", "gpuscaler"); }
-
-  // The daemon configuration the rendered ConfigMap carries, loaded with the
-  // daemon's own loader.
-  daemon::DaemonConfig RenderedDaemonConfig(const std::vector<YAML::Node>& objects) {
-    const YAML::Node cm = FindObject(objects, "ConfigMap", "gpuscaler-config", /*hashed=*/true);
-    EXPECT_TRUE(cm) << "no gpuscaler-config ConfigMap";
-    TempDir dir;
-    const fs::path file = dir.path() / "gpuscaler.yaml";
-    WriteFile(file, Str(cm["data"]["gpuscaler.yaml"]));
-    Result<daemon::DaemonConfig> config = daemon::LoadDaemonConfig(file.string());
-    EXPECT_TRUE(config.ok()) << (config.ok() ? "" : config.error().message());
-    return config.ok() ? *config : daemon::DaemonConfig{};
-  }
-
-  fs::path kubectl_;
-  std::vector<YAML::Node> root_;
-};
 
 TEST_F(Manifests, RenderEveryObjectTheControllerNeeds) {
   struct Want {
@@ -393,240 +362,5 @@ TEST(ManifestCopies, OverlayFilesEqualTheirOriginals) {
   EXPECT_EQ(ReadFile(src / kGkeOverlay / "policy.yaml"), ReadFile(src / "policies/training-gke.yaml"));
 }
 
-// The GKE overlay as an operator applies it: the base's objects, the
-// service account bound to a Google service account (Workload Identity),
-// egress to the GKE metadata server, and a daemon configuration with
-// provider gcp whose pools all launch and whose policy is valid for the GCP
-// catalog.
-TEST_F(Manifests, GkeOverlayRendersWorkloadIdentityAndAGcpConfiguration) {
-  const std::vector<YAML::Node> gke = Kustomize(kubectl_, SourceDir() / kGkeOverlay);
-  ASSERT_FALSE(gke.empty());
-  const YAML::Node sa = FindObject(gke, "ServiceAccount", "gpuscaler");
-  ASSERT_TRUE(sa);
-  EXPECT_EQ(Str(sa["metadata"]["annotations"]["iam.gke.io/gcp-service-account"]),
-            "gpuscaler@my-gcp-project.iam.gserviceaccount.com");
-  EXPECT_FALSE(sa["metadata"]["annotations"]["eks.amazonaws.com/role-arn"]);
-  EXPECT_TRUE(FindObject(gke, "Deployment", "gpuscaler"));
-  EXPECT_NE(Str(Deployment(gke)["spec"]["template"]["spec"]["containers"][0]["image"]).find("docker.pkg.dev"),
-            std::string::npos);
-  for (const YAML::Node& o : gke) EXPECT_NE(Str(o["kind"]), "Secret");
-
-  // Egress: the base's rules plus the metadata server.
-  const YAML::Node md = FindObject(gke, "NetworkPolicy", "gpuscaler-gke-metadata");
-  ASSERT_TRUE(md);
-  std::set<std::pair<std::string, int>> allowed;
-  for (const YAML::Node& rule : md["spec"]["egress"]) {
-    for (const YAML::Node& to : rule["to"])
-      for (const YAML::Node& p : rule["ports"]) allowed.insert({Str(to["ipBlock"]["cidr"]), p["port"].as<int>()});
-  }
-  EXPECT_EQ(allowed.count({"169.254.169.254/32", 80}), 1u);
-  EXPECT_EQ(allowed.count({"169.254.169.252/32", 988}), 1u);
-  for (const auto& kv : md["spec"]["podSelector"]["matchLabels"])
-    EXPECT_EQ(Str(Deployment(gke)["spec"]["template"]["metadata"]["labels"][kv.first.as<std::string>()]),
-              kv.second.as<std::string>());
-
-  const daemon::DaemonConfig config = RenderedDaemonConfig(gke);
-  EXPECT_EQ(config.cloud.provider, "gcp");
-  EXPECT_EQ(config.cloud.gcp.region, "us-central1");
-  EXPECT_EQ(config.catalog_file, "/usr/share/gpuscaler/catalogs/gcp.yaml");
-  const YAML::Node policy_map = FindObject(gke, "ConfigMap", "gpuscaler-policy");
-  ASSERT_TRUE(policy_map);
-  TempDir dir;
-  WriteFile(dir.path() / "policy.yaml", Str(policy_map["data"]["policy.yaml"]));
-  const CommandResult check =
-      RunCommand({GPUSCALER_BINARY, "policy", "check", (dir.path() / "policy.yaml").string(), "--catalog",
-                  (SourceDir() / "config/catalogs/gcp.yaml").string()});
-  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
-  const PolicyLoadResult policy = LoadPolicyFile((dir.path() / "policy.yaml").string());
-  ASSERT_TRUE(policy.ok()) << policy.status().error().message();
-  daemon::DaemonConfig named = config;
-  named.source_file = "gpuscaler.yaml";
-  const Status launchable = daemon::CheckPoolsCanLaunch(named, policy.policy);
-  EXPECT_TRUE(launchable.ok()) << (launchable.ok() ? "" : launchable.error().message());
-}
-
-// The AKS overlay: the base's objects, workload identity (the service
-// account's client-id annotation, the pod's use label the webhook looks
-// for), and a daemon configuration with provider azure whose pools all
-// launch.
-TEST_F(Manifests, AksOverlayRendersWorkloadIdentityAndAnAzureConfiguration) {
-  const std::vector<YAML::Node> aks = Kustomize(kubectl_, SourceDir() / kAksOverlay);
-  ASSERT_FALSE(aks.empty());
-  const YAML::Node sa = FindObject(aks, "ServiceAccount", "gpuscaler");
-  ASSERT_TRUE(sa);
-  EXPECT_EQ(Str(sa["metadata"]["annotations"]["azure.workload.identity/client-id"]),
-            "00000000-0000-0000-0000-000000000000");
-  const YAML::Node pod = Deployment(aks)["spec"]["template"];
-  EXPECT_EQ(Str(pod["metadata"]["labels"]["azure.workload.identity/use"]), "true");
-  EXPECT_EQ(Str(pod["metadata"]["labels"]["app.kubernetes.io/name"]), "gpuscaler");  // the base's kept
-  EXPECT_EQ(Str(pod["spec"]["serviceAccountName"]), "gpuscaler");
-  for (const YAML::Node& o : aks) EXPECT_NE(Str(o["kind"]), "Secret");
-
-  const daemon::DaemonConfig config = RenderedDaemonConfig(aks);
-  EXPECT_EQ(config.cloud.provider, "azure");
-  EXPECT_EQ(config.cloud.azure.driver, "aks");
-  EXPECT_EQ(config.cloud.azure.location, "eastus");
-  EXPECT_EQ(config.cloud.azure.credentials.kind, "auto");
-  const YAML::Node policy_map = FindObject(aks, "ConfigMap", "gpuscaler-policy");
-  ASSERT_TRUE(policy_map);
-  TempDir dir;
-  WriteFile(dir.path() / "policy.yaml", Str(policy_map["data"]["policy.yaml"]));
-  EXPECT_EQ(config.catalog_file, "/usr/share/gpuscaler/catalogs/azure.yaml");
-  const CommandResult check =
-      RunCommand({GPUSCALER_BINARY, "policy", "check", (dir.path() / "policy.yaml").string(), "--catalog",
-                  (SourceDir() / "config/catalogs/azure.yaml").string()});
-  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
-  const PolicyLoadResult policy = LoadPolicyFile((dir.path() / "policy.yaml").string());
-  ASSERT_TRUE(policy.ok()) << policy.status().error().message();
-  daemon::DaemonConfig named = config;
-  named.source_file = "gpuscaler.yaml";
-  const Status launchable = daemon::CheckPoolsCanLaunch(named, policy.policy);
-  EXPECT_TRUE(launchable.ok()) << (launchable.ok() ? "" : launchable.error().message());
-}
-
-// The AKS overlay's node agent: a DaemonSet on the Spot nodes only (their
-// label and taint, the GPU taints tolerated), running `gpuscaler
-// node-agent` with its node's name, without the host's network, and a role
-// that can read nodes and patch their status, nothing else.
-TEST_F(Manifests, AksOverlayRunsTheNodeAgentOnSpotNodesWithLeastPrivilege) {
-  const std::vector<YAML::Node> aks = Kustomize(kubectl_, SourceDir() / kAksOverlay);
-  ASSERT_FALSE(aks.empty());
-  const YAML::Node ds = FindObject(aks, "DaemonSet", "gpuscaler-node-agent");
-  ASSERT_TRUE(ds);
-  EXPECT_EQ(Str(ds["metadata"]["namespace"]), "gpuscaler");
-  const YAML::Node spec = ds["spec"]["template"]["spec"];
-  EXPECT_EQ(Str(spec["nodeSelector"]["kubernetes.azure.com/scalesetpriority"]), "spot");
-  EXPECT_FALSE(spec["hostNetwork"] && spec["hostNetwork"].as<bool>()) << "IMDS is reachable from pods on AKS";
-  std::set<std::string> tolerated;
-  for (const YAML::Node& t : spec["tolerations"]) tolerated.insert(Str(t["key"]) + "=" + Str(t["value"]));
-  EXPECT_EQ(tolerated.count("kubernetes.azure.com/scalesetpriority=spot"), 1u);
-  EXPECT_EQ(tolerated.count("nvidia.com/gpu="), 1u);
-  EXPECT_EQ(Str(spec["serviceAccountName"]), "gpuscaler-node-agent");
-  const YAML::Node container = spec["containers"][0];
-  std::vector<std::string> args;
-  for (const YAML::Node& a : container["args"]) args.push_back(Str(a));
-  EXPECT_NE(std::find(args.begin(), args.end(), "node-agent"), args.end());
-  EXPECT_EQ(Str(container["env"][0]["name"]), "NODE_NAME");
-  EXPECT_EQ(Str(container["env"][0]["valueFrom"]["fieldRef"]["fieldPath"]), "spec.nodeName");
-
-  const YAML::Node role = FindObject(aks, "ClusterRole", "gpuscaler-node-agent");
-  ASSERT_TRUE(role);
-  std::set<std::string> allowed;
-  for (const YAML::Node& rule : role["rules"]) {
-    for (const YAML::Node& r : rule["resources"]) {
-      for (const YAML::Node& v : rule["verbs"]) allowed.insert(Str(r) + ":" + Str(v));
-    }
-  }
-  EXPECT_EQ(allowed, (std::set<std::string>{"nodes:get", "nodes/status:patch"}));
-  const YAML::Node binding = FindObject(aks, "ClusterRoleBinding", "gpuscaler-node-agent");
-  ASSERT_TRUE(binding);
-  EXPECT_EQ(Str(binding["subjects"][0]["name"]), "gpuscaler-node-agent");
-  EXPECT_EQ(Str(binding["subjects"][0]["namespace"]), "gpuscaler");
-}
-
-TEST(DaemonConfigExample, LoadsWithTheDaemonsLoader) {
-  Result<daemon::DaemonConfig> c = daemon::LoadDaemonConfig((SourceDir() / "config/gpuscaler.yaml").string());
-  ASSERT_TRUE(c.ok()) << c.error().message();
-  EXPECT_EQ(c->policy_file, "/etc/gpuscaler/policy/policy.yaml");
-  EXPECT_EQ(c->catalog_file, "/usr/share/gpuscaler/catalogs/aws.yaml");
-  EXPECT_EQ(c->db_file, "/var/lib/gpuscaler/audit.db");
-  EXPECT_EQ(c->listen, "0.0.0.0:8080");
-  EXPECT_FALSE(c->dry_run);
-  EXPECT_EQ(c->cloud.provider, "aws");
-  EXPECT_EQ(c->cloud.launch_template, "gpu-nodes");
-  EXPECT_EQ(c->cloud.subnets.size(), 3u);
-  EXPECT_TRUE(c->kubernetes.enabled);
-  EXPECT_TRUE(c->kubernetes.leader_election.enabled);
-  EXPECT_EQ(c->signals.timeout, std::chrono::milliseconds(3000));
-  EXPECT_EQ(c->retention, Seconds(90 * 86400));
-
-  Result<daemon::DaemonConfig> base = daemon::LoadDaemonConfig((SourceDir() / kBase / "gpuscaler.yaml").string());
-  ASSERT_TRUE(base.ok()) << base.error().message();
-  EXPECT_TRUE(base->dry_run) << "the base alone never calls the cloud";
-}
-
-TEST(DaemonConfigExample, DocumentedExamplesLoad) {
-  // Every ```yaml block of docs/daemon.md that is a DaemonConfig.
-  const std::string doc = ReadFile(SourceDir() / "docs/daemon.md");
-  int examples = 0;
-  for (size_t pos = doc.find("```yaml\n"); pos != std::string::npos; pos = doc.find("```yaml\n", pos)) {
-    const size_t start = pos + 8, end = doc.find("```", start);
-    ASSERT_NE(end, std::string::npos);
-    const std::string block = doc.substr(start, end - start);
-    pos = end + 3;
-    if (block.find("kind: DaemonConfig") == std::string::npos) continue;
-    ++examples;
-    Result<daemon::DaemonConfig> c = daemon::ParseDaemonConfig(block, "docs/daemon.md example");
-    EXPECT_TRUE(c.ok()) << (c.ok() ? "" : c.error().message());
-  }
-  EXPECT_GE(examples, 1);
-}
-
-// The sweep as an Indexed Job: one `gpuscaler sim sweep --shard I/N` per
-// completion index, N equal to the Job's completions, and the N shards of its
-// grid (with the volume's paths pointed at ../shared and this repository)
-// covering every cell exactly once.
-TEST(SweepJob, IsAnIndexedJobWhoseShardsCoverTheGridOnce) {
-  GPUSCALER_REQUIRE_TOOL(kubectl, "kubectl");
-  const std::vector<YAML::Node> objects = Kustomize(kubectl, SourceDir() / "config/kubernetes/sweep");
-  const YAML::Node job = FindObject(objects, "Job", "gpuscaler-sweep");
-  ASSERT_TRUE(job);
-  EXPECT_EQ(Str(job["metadata"]["namespace"]), "gpuscaler-sweeps");
-  const YAML::Node spec = job["spec"];
-  EXPECT_EQ(Str(spec["completionMode"]), "Indexed");
-  const int shards = spec["completions"].as<int>();
-  EXPECT_EQ(spec["parallelism"].as<int>(), shards);
-  EXPECT_GE(spec["backoffLimitPerIndex"].as<int>(), 1);
-  const YAML::Node pod = spec["template"]["spec"];
-  EXPECT_EQ(Str(pod["restartPolicy"]), "Never");  // what backoffLimitPerIndex requires
-  const YAML::Node c = pod["containers"][0];
-  const std::vector<std::string> args = c["args"].as<std::vector<std::string>>();
-  const auto arg_after = [&](const std::string& flag) {
-    auto it = std::find(args.begin(), args.end(), flag);
-    return it != args.end() && it + 1 != args.end() ? *(it + 1) : std::string();
-  };
-  EXPECT_EQ(arg_after("--shard"), "$(SHARD_INDEX)/" + std::to_string(shards));
-  bool index_from_annotation = false;
-  for (const YAML::Node& e : c["env"]) {
-    index_from_annotation |= Str(e["name"]) == "SHARD_INDEX" &&
-                             Str(e["valueFrom"]["fieldRef"]["fieldPath"]) ==
-                                 "metadata.annotations['batch.kubernetes.io/job-completion-index']";
-  }
-  EXPECT_TRUE(index_from_annotation);
-  EXPECT_EQ(Str(c["securityContext"]["allowPrivilegeEscalation"]), "false");
-  EXPECT_EQ(Str(pod["securityContext"]["runAsNonRoot"]), "true");
-
-  const YAML::Node cm = FindObject(objects, "ConfigMap", "sweep-grid", /*hashed=*/true);
-  ASSERT_TRUE(cm);
-  EXPECT_EQ(fs::path(arg_after("--grid")).filename(), "grid.yaml");
-  std::string grid = Str(cm["data"]["grid.yaml"]);
-  if (!fs::is_directory(SharedDir() / "data")) GTEST_SKIP() << "no ../shared/data for the grid's inputs";
-  const auto replace_all = [&](const std::string& from, const std::string& to) {
-    for (size_t at = grid.find(from); at != std::string::npos; at = grid.find(from, at + to.size())) {
-      grid.replace(at, from.size(), to);
-    }
-  };
-  replace_all("/data/traces/", (SharedDir() / "data/traces").string() + "/");
-  replace_all("/data/prices/", (SharedDir() / "data/prices").string() + "/");
-  replace_all("/data/catalogs/aws.yaml", (SourceDir() / "config/catalogs/aws.yaml").string());
-  replace_all("/data/policies/sweep.yaml", (SourceDir() / "sim/testdata/policies/openb.yaml").string());
-  TempDir dir;
-  WriteFile(dir.path() / "grid.yaml", grid);
-  std::multiset<std::string> cells;
-  for (int i = 0; i < shards; ++i) {
-    const CommandResult r = RunCommand({GPUSCALER_BINARY, "sim", "sweep", "--grid", (dir.path() / "grid.yaml").string(),
-                                        "--out", (dir.path() / "out").string(), "--shard",
-                                        std::to_string(i) + "/" + std::to_string(shards), "--list"});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    std::istringstream lines(r.out);
-    for (std::string line; std::getline(lines, line);) {
-      EXPECT_NE(line.find(" to run"), std::string::npos) << line;
-      cells.insert(line.substr(0, line.find(' ')));
-    }
-  }
-  EXPECT_EQ(cells.size(), 12u);  // 2 traces x 1 market x 3 policies x 2 seeds
-  EXPECT_EQ(std::set<std::string>(cells.begin(), cells.end()).size(), cells.size()) << "a cell in two shards";
-}
-
 }  // namespace
-}  // namespace gpuscaler::kube_test
+}  // namespace gpuscaler::kube_test::base_manifests_test
