@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Fails when a source file in src/, sim/, include/ or bench/ is over 600 lines.
+"""Fails when a source file in src/, sim/, include/, bench/ or tests/ is over 600 lines.
 
 Rooms stay small: a file that outgrows 600 lines is split before a feature
 lands in it. The files that are over the limit today are listed below with
 the most lines each may have; they may shrink (lower the figure when one
 does) but never grow, and a file leaves the list once it is under the limit.
-Generated files and test data are not looked at (tests/ is not either).
+Generated files and test data are not looked at.
 
   scripts/check_file_sizes.py [REPO]     # exit 1 with one line per file
 """
@@ -13,7 +13,7 @@ import os
 import sys
 
 LIMIT = 600
-SOURCE_DIRS = ("src", "sim", "include", "bench")
+SOURCE_DIRS = ("src", "sim", "include", "bench", "tests")
 SUFFIXES = (".cc", ".h")
 # Files allowed over the limit, with the lines each may have at most (none
 # today: a new one needs the review that says why it stays whole).

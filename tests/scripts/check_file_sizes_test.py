@@ -57,7 +57,11 @@ with tempfile.TemporaryDirectory() as repo:
     code, out = run_listed(repo)
     want = f"{LISTED}: {LISTED_LIMIT + 1} lines, at most {LISTED_LIMIT}"
     assert code == 1 and want in out, out
-    write(repo, "tests/big_test.cc", 5000)  # tests are not looked at
+    write(repo, "tests/big_test.cc", 601)  # tests are held to the same limit
+    r = run(repo)
+    assert r.returncode == 1 and "tests/big_test.cc: 601 lines, over 600" in r.stdout, r.stdout
+    os.remove(os.path.join(repo, "tests/big_test.cc"))
+    write(repo, "tests/data/recorded.json", 5000)  # test data is not looked at
     write(repo, LISTED, LISTED_LIMIT)
     code, out = run_listed(repo)
     assert code == 0, out
