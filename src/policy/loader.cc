@@ -372,8 +372,12 @@ void PolicyReader::ReadSpot(const DocNode& node) {
   m.ReadBool("fallback_to_on_demand", &p_.spot.fallback_to_on_demand);
   m.ReadDuration("fallback_duration", &p_.spot.fallback_duration);
   m.ReadDuration("reclaim_cooldown", &p_.spot.reclaim_cooldown);
-  if (m.ReadDuration("reclaim_cooldown_max", &p_.spot.reclaim_cooldown_max) &&
-      p_.spot.reclaim_cooldown_max < p_.spot.reclaim_cooldown) {
+  if (!m.ReadDuration("reclaim_cooldown_max", &p_.spot.reclaim_cooldown_max)) {
+    // Unset, the longest is the default or the first cooldown if that is
+    // longer, so the policy as written back (canonical form, a decision's
+    // recorded policy) reads again.
+    p_.spot.reclaim_cooldown_max = std::max(p_.spot.reclaim_cooldown_max, p_.spot.reclaim_cooldown);
+  } else if (p_.spot.reclaim_cooldown_max < p_.spot.reclaim_cooldown) {
     r_.ReportAt(m.PathOf("reclaim_cooldown_max"), "must be at least reclaim_cooldown (" +
                                                       FormatDuration(p_.spot.reclaim_cooldown) + "), got " +
                                                       m.Find("reclaim_cooldown_max")->scalar);

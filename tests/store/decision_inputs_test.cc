@@ -91,6 +91,18 @@ TEST(PolicyFileJson, KeepsOptionalCapsTeamsSignalQueriesAndForecasts) {
   EXPECT_EQ(back.policy.content_hash, p.content_hash);
 }
 
+TEST(PolicyFileJson, AFirstReclaimCooldownLongerThanTheDefaultLongestReadsBack) {
+  PolicyLoadResult loaded = ParsePolicy(
+      "apiVersion: gpuscaler/v1\nkind: Policy\npools: [{name: gpu}]\nclasses: [{name: a}]\n"
+      "spot: {reclaim_cooldown: 10h}\n",
+      "policy.yaml");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().error().message();
+  EXPECT_EQ(loaded.policy.spot.reclaim_cooldown_max, Seconds(10 * 3600)) << "unset, the longest follows the first";
+  PolicyLoadResult back = ParsePolicy(PolicyFileJson(loaded.policy), "stored.json");
+  ASSERT_TRUE(back.ok()) << back.status().error().message();
+  EXPECT_EQ(back.policy.content_hash, loaded.policy.content_hash);
+}
+
 TEST(SnapshotCompression, RoundTripsAndNamesTheDecisionWhenCorrupt) {
   const std::string text = FormatSnapshotJsonLine(SmallSnapshot());
   Result<std::string> packed = CompressSnapshotText(text);
