@@ -56,6 +56,10 @@ bool NodePoolPolicy::AllowsType(const InstanceType& type, const GpuModel* gpu) c
   return GpuModelListed(gpu_models, type.gpu_model, gpu);
 }
 
+bool NodePoolPolicy::AllowsLocation(const Offering& offering) const {
+  return (regions.empty() || Contains(regions, offering.region)) && (zones.empty() || Contains(zones, offering.zone));
+}
+
 bool ReservationSelector::Matches(const Reservation& reservation) const {
   if (!id.empty()) return reservation.id == id;
   if (tags.empty()) return false;

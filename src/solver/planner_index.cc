@@ -102,8 +102,7 @@ void Planner::BuildPools() {
 
 bool Planner::PoolAllowsOffering(const NodePoolPolicy& p, const Offering& o, const InstanceType& t) const {
   if (!p.AllowsType(t, GpuOf(t))) return false;
-  if (!p.regions.empty() && !Contains(p.regions, o.region)) return false;
-  if (!p.zones.empty() && !Contains(p.zones, o.zone)) return false;
+  if (!p.AllowsLocation(o)) return false;
   // Reserved slots belong to the pools that select their reservation,
   // whatever capacity types the pool buys beyond them.
   if (o.capacity_type == CapacityType::kReserved) {

@@ -31,9 +31,7 @@ const Offering* CheapestSpotFor(const Snapshot& snapshot, const TypesByName& typ
     const InstanceType* t = FindType(types, o.instance_type);
     if (t == nullptr || t->gpu_count < type.gpu_count || t->gpu_model != type.gpu_model) continue;
     if (pool != nullptr) {
-      if (!pool->zones.empty() &&
-          std::find(pool->zones.begin(), pool->zones.end(), o.zone) == pool->zones.end())
-        continue;
+      if (!pool->AllowsLocation(o)) continue;
       if (!pool->capacity_types.empty() && std::find(pool->capacity_types.begin(), pool->capacity_types.end(),
                                                      CapacityType::kSpot) == pool->capacity_types.end())
         continue;

@@ -66,11 +66,6 @@ std::vector<const WorkloadClassPolicy*> WarmSizingClasses(const Policy& policy, 
   return out;
 }
 
-bool WarmZoneAllowed(const NodePoolPolicy& pool, const Offering& o) {
-  if (!pool.zones.empty() && std::find(pool.zones.begin(), pool.zones.end(), o.zone) == pool.zones.end()) return false;
-  return pool.regions.empty() || std::find(pool.regions.begin(), pool.regions.end(), o.region) != pool.regions.end();
-}
-
 WarmOfferingSet WarmOfferings(const Snapshot& snapshot, const Policy& policy, const NodePoolPolicy& pool) {
   const solver_detail::TypesByName types = solver_detail::IndexTypes(snapshot);
   std::vector<DemandUnit> shapes;
@@ -99,7 +94,7 @@ WarmOfferingSet WarmOfferings(const Snapshot& snapshot, const Policy& policy, co
   const bool buys_spot =
       std::find(pool.capacity_types.begin(), pool.capacity_types.end(), CapacityType::kSpot) != pool.capacity_types.end();
   for (const Offering& o : snapshot.offerings) {
-    if (o.instance_type != type_name || !o.available || !o.reservation_id.empty() || !WarmZoneAllowed(pool, o)) continue;
+    if (o.instance_type != type_name || !o.available || !o.reservation_id.empty() || !pool.AllowsLocation(o)) continue;
     if (o.capacity_type == CapacityType::kOnDemand) {
       out.on_demand.push_back(&o);
     } else if (o.capacity_type == CapacityType::kSpot && buys_spot &&

@@ -36,5 +36,23 @@ TEST(HourlyAllowance, IsTheLowerOfTheHourlyCapAndTheMonthLeftSpreadOverItsHours)
   }
 }
 
+TEST(NodePoolPolicy, AllowsTheOfferingsOfItsRegionsAndZonesOnly) {
+  Offering east_a;
+  east_a.region = "us-east-1";
+  east_a.zone = "us-east-1a";
+  Offering west_a = east_a;
+  west_a.region = "us-west-2";
+  west_a.zone = "us-west-2a";
+  NodePoolPolicy pool;
+  EXPECT_TRUE(pool.AllowsLocation(east_a) && pool.AllowsLocation(west_a)) << "no lists: anywhere";
+  pool.regions = {"us-east-1"};
+  EXPECT_TRUE(pool.AllowsLocation(east_a));
+  EXPECT_FALSE(pool.AllowsLocation(west_a)) << "another region, though no zone is listed";
+  pool.regions.clear();
+  pool.zones = {"us-west-2a"};
+  EXPECT_FALSE(pool.AllowsLocation(east_a));
+  EXPECT_TRUE(pool.AllowsLocation(west_a));
+}
+
 }  // namespace
 }  // namespace gpuscaler

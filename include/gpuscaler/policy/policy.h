@@ -180,6 +180,9 @@ struct NodePoolPolicy {
   // model when known (see GpuModelListed). Regions, zones and capacity types
   // are the offering's, not the type's.
   bool AllowsType(const InstanceType& type, const GpuModel* gpu) const;
+  // Whether the pool may buy in `offering`'s region and zone (an empty
+  // list: any).
+  bool AllowsLocation(const Offering& offering) const;
 };
 
 // Where a class's queue depth or GPU utilization comes from.
