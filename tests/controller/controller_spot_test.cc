@@ -184,6 +184,36 @@ TEST(Controller, AReclaimWaveKeepsTheDomainMarkedForThePolicysCooldown) {
   EXPECT_TRUE(h.controller->snapshot().reclaimed_spot_pools.empty()) << "after 10 minutes, where the default is 30";
 }
 
+// spot.reclaim_cooldown_max: consecutive waves double the policy's first
+// cooldown up to its longest (5, 10, then 10 minutes), not up to 8 hours.
+TEST(Controller, ConsecutiveReclaimWavesDoubleTheCooldownUpToThePolicysLongest) {
+  Policy p = TestPolicy();
+  p.spot.reclaim_cooldown = Seconds(300);
+  p.spot.reclaim_cooldown_max = Seconds(600);
+  Harness h(p, TwoG5SizesCatalog());
+  const std::vector<std::string> domain{"g5.2xlarge/us-east-1a/spot", "g5.xlarge/us-east-1a/spot"};
+  for (const int cooldown_s : {300, 600, 600}) {
+    SCOPED_TRACE("a wave whose cooldown should be " + std::to_string(cooldown_s) + " s");
+    h.next_plan.launches = {h.Launch("g5.xlarge/us-east-1a/spot", 2)};
+    h.controller->Tick();
+    h.clock.Advance(Seconds(60));
+    h.cloud.notices.clear();
+    for (const Node& n : h.controller->snapshot().nodes)
+      if (n.state == NodeState::kReady || n.state == NodeState::kLaunching)
+        h.cloud.notices.push_back({n.instance_id, h.clock.WallNow(), h.clock.WallNow() + Seconds(120)});
+    ASSERT_EQ(h.cloud.notices.size(), 2u);
+    h.controller->Tick();
+    h.cloud.notices.clear();
+    ASSERT_EQ(h.controller->snapshot().reclaimed_spot_pools, domain);
+    h.clock.Advance(Seconds(cooldown_s - 10));
+    h.controller->Tick();
+    EXPECT_EQ(h.controller->snapshot().reclaimed_spot_pools, domain) << "10 s before the cooldown ends";
+    h.clock.Advance(Seconds(10));
+    h.controller->Tick();
+    EXPECT_TRUE(h.controller->snapshot().reclaimed_spot_pools.empty()) << "at the cooldown's end";
+  }
+}
+
 TEST(Controller, SpotPriceChangesReachOfferingsAndNodes) {
   Harness h;
   h.next_plan.launches = {h.Launch("g5.xlarge/us-east-1a/spot", 1)};

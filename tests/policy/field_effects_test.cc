@@ -104,7 +104,8 @@ TEST(PolicyFieldEffects, EveryPlannerFieldChangesThePlanAsDocumented) {
 //  spot.fallback_duration          Controller.ASpotCapacityErrorKeepsTheClassOffSpotForTheFallbackDuration;
 //                                  the planner side is Planner.KeepsSpotPausedClassesOnOnDemandWithTheReason
 //  spot.reclaim_cooldown,
-//  spot.reclaim_cooldown_max       Controller.AReclaimWaveKeepsTheDomainMarkedForThePolicysCooldown; the
+//  spot.reclaim_cooldown_max       Controller.AReclaimWaveKeepsTheDomainMarkedForThePolicysCooldown,
+//                                  Controller.ConsecutiveReclaimWavesDoubleTheCooldownUpToThePolicysLongest; the
 //                                  doubling up to the longest, flat and 0s:
 //                                  OfferingAvailability.TheCooldownsFollowTheirFirstAndLongestDurations
 //                                  (tests/controller/availability_test.cc); the planner side is
